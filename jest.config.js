@@ -1,0 +1,46 @@
+// execa 9 and its helpers are ESM-only; Jest 30's CommonJS runtime on Node 20
+// cannot load them (DESIGN.md section 8), so ts-jest transpiles every package
+// under node_modules whose package.json says "type": "module".
+const fs = require('node:fs');
+const path = require('node:path');
+
+function esmPackages(dir = path.join(__dirname, 'node_modules'), found = new Set()) {
+  if (!fs.existsSync(dir)) return found;
+  for (const entry of fs.readdirSync(dir)) {
+    if (entry.startsWith('.')) continue;
+    const full = path.join(dir, entry);
+    if (entry.startsWith('@')) { esmPackages(full, found); continue; }
+    const scoped = path.basename(dir).startsWith('@') ? `${path.basename(dir)}/${entry}` : entry;
+    try {
+      const pj = JSON.parse(fs.readFileSync(path.join(full, 'package.json'), 'utf8'));
+      if (pj.type === 'module') found.add(scoped);
+    } catch { /* not a package */ }
+    esmPackages(path.join(full, 'node_modules'), found);
+  }
+  return found;
+}
+const esmOnly = [...esmPackages()].map((n) => n.replace(/[.+]/g, '\$&'));
+
+const common = {
+  testEnvironment: 'node',
+  transform: {
+    '^.+\\.[tj]s$': ['ts-jest', { tsconfig: 'tsconfig.test.json' }],
+  },
+  transformIgnorePatterns: [`/node_modules/(?!(${esmOnly.join('|')})/)`],
+  // unicorn-magic (used by execa) exports only an "import" condition.
+  moduleNameMapper: { '^unicorn-magic$': '<rootDir>/node_modules/unicorn-magic/node.js' },
+};
+
+/** @type {import('jest').Config} */
+module.exports = {
+  projects: [
+    { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
+    {
+      ...common,
+      displayName: 'integration',
+      testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
+      globalSetup: '<rootDir>/test/integration/global-setup.ts',
+      globalTeardown: '<rootDir>/test/integration/global-teardown.ts',
+    },
+  ],
+};
