@@ -1,0 +1,29 @@
+/**
+ * The scripted Messages API server (DESIGN.md section 6): speaks
+ * `POST /v1/messages` and answers from a script file, so the real
+ * `@anthropic-ai/sdk` can be pointed at it with `baseURL` /
+ * `ANTHROPIC_BASE_URL`. Used by the tests, the benchmarks and the demo when
+ * no `ANTHROPIC_API_KEY` is set.
+ *
+ * @example
+ * const server = await startModelServer({ script: 'test/fixtures/scripts/two-tool-uses.json', logFile: 'tmp/model.jsonl' });
+ * const client = new Anthropic({ baseURL: server.url, apiKey: 'test-key', maxRetries: 0 });
+ * // ... run the agent ...
+ * const sent = readRequestLog('tmp/model.jsonl'); // or server.requests()
+ * await server.close();
+ */
+export { startModelServer, type ModelServer, type ModelServerOptions } from './server';
+export { runModelServerCommand, type ModelServerCommandOptions } from './command';
+export { readRequestLog, type LoggedRequest, type ResponseKind, type AuthKind } from './log';
+export {
+  loadScript,
+  parseScript,
+  ModelScriptError,
+  type ScriptFile,
+  type ScriptEntry,
+  type ScriptMessageEntry,
+  type ScriptErrorEntry,
+  type ScriptContentBlock,
+  type ScriptIssue,
+} from './script';
+export { errorBody, ERROR_TYPE_BY_STATUS, type AnthropicErrorBody } from './responses';

@@ -1,0 +1,321 @@
+/**
+ * The scripted Messages API server: `POST /v1/messages` answered from a
+ * script, for the real `@anthropic-ai/sdk` pointed at it by `baseURL` /
+ * `ANTHROPIC_BASE_URL`.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { RequestLog, safeHeaders, type AuthKind, type LoggedRequest } from './log';
+import { checkMessagesRequest, conversationKey, stepOf, type MessagesRequest } from './request';
+import { completeMessage, errorBody, estimateTokens, formatSse, streamEvents } from './responses';
+import { choose, compileScript, messageOf, planSteps, readScript, type ParsedErrorEntry, type ScriptFile, type ScriptStep } from './script';
+
+/** Options of {@link startModelServer}. */
+export interface ModelServerOptions {
+  /** The script, or the path of its JSON file (read once, at start). */
+  script: ScriptFile | string;
+  /** TCP port. @default 0 (a free port, see {@link ModelServer.port}) */
+  port?: number;
+  /** Interface to listen on. @default '127.0.0.1' */
+  host?: string;
+  /** JSON-lines file every request is appended to (created with its folder; never truncated). @default none */
+  logFile?: string;
+  /**
+   * When set, only this key is accepted (in `x-api-key` or
+   * `Authorization: Bearer`); other keys get 401. @default any non-empty key
+   */
+  apiKey?: string;
+  /**
+   * Reject with 400, as the real API does, requests whose transcript breaks
+   * the API's rules (empty text blocks, a `tool_use` without its
+   * `tool_result` in the next message, a `tool_result` without its
+   * `tool_use`, text before `tool_result` blocks). @default true
+   */
+  validateRequests?: boolean;
+}
+
+/** A running scripted server. */
+export interface ModelServer {
+  /** Base URL without a trailing slash, e.g. `http://127.0.0.1:41234`; use it as `baseURL` / `ANTHROPIC_BASE_URL`. */
+  url: string;
+  /** The port actually bound. */
+  port: number;
+  /** Copies of the logged requests so far, oldest first (see {@link LoggedRequest}). */
+  requests(): LoggedRequest[];
+  /** Stops listening and drops open connections, hanging requests included. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Largest request body accepted, bytes; the real API's limit for Messages requests is 32 MB. */
+const MAX_BODY_BYTES = 32 * 1024 * 1024;
+
+/**
+ * Starts a scripted Messages API server.
+ *
+ * Routes: `POST /v1/messages` (needs `x-api-key` or `Authorization: Bearer`;
+ * `stream: true` is answered with Server-Sent Events), `GET /health` →
+ * `{"ok":true}`, anything else → 404 with an Anthropic error body.
+ * Every answer carries a `request-id` header.
+ *
+ * A request's step is the number of assistant messages it holds; see
+ * `script.ts` for how entries map to steps and how errors are counted
+ * (per conversation and step, so a retried step gets the same answer,
+ * generated ids included). A step past the end of the script gets a 500
+ * `api_error` whose message names the step.
+ *
+ * @throws {ModelScriptError} when the script is invalid (message names the file and the problem's path)
+ * @throws Error when the port cannot be bound (e.g. `EADDRINUSE`)
+ */
+export async function startModelServer(options: ModelServerOptions): Promise<ModelServer> {
+  const script = typeof options.script === 'string' ? readScript(options.script) : compileScript(options.script);
+  const steps = planSteps(script);
+  const lastAnswered = steps.filter((s) => s.message).length - 1;
+  const log = new RequestLog(options.logFile);
+  const validate = options.validateRequests ?? true;
+  const hits = new Map<string, number>();
+  const sleepers = new Set<() => void>();
+  let served = 0;
+  let closing: Promise<void> | undefined;
+
+  /** Waits `ms`; resolves false early when the server closes or the client goes away. */
+  const sleep = (ms: number, res: ServerResponse): Promise<boolean> =>
+    new Promise((resolve) => {
+      const done = (ok: boolean): void => {
+        clearTimeout(timer);
+        sleepers.delete(wake);
+        res.off('close', gone);
+        resolve(ok);
+      };
+      const wake = (): void => done(false);
+      const gone = (): void => done(false);
+      const timer = setTimeout(() => done(true), ms);
+      sleepers.add(wake);
+      res.on('close', gone);
+    });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    served += 1;
+    const requestId = `req_scripted_${String(served).padStart(6, '0')}`;
+    const path = new URL(req.url ?? '/', 'http://scripted').pathname;
+    const method = req.method ?? 'GET';
+    const { text, tooLarge } = await readBody(req);
+    let body: unknown = null;
+    let bodyIsJson = false;
+    let jsonProblem = '';
+    if (text !== '') {
+      try {
+        body = JSON.parse(text);
+        bodyIsJson = true;
+      } catch (err) {
+        body = text.length > 4096 ? `${text.slice(0, 4096)}...` : text;
+        jsonProblem = messageOf(err);
+      }
+    }
+    const { auth, key } = credentials(req);
+    const entry: LoggedRequest = {
+      time: '',
+      step: null,
+      attempt: null,
+      conversation: null,
+      method,
+      path,
+      stream: bodyIsJson && (body as { stream?: unknown } | null)?.stream === true,
+      auth,
+      headers: safeHeaders(req.headers),
+      body: tooLarge ? null : body,
+      response: { status: null, kind: 'not_found' },
+    };
+    const record = (response: LoggedRequest['response']): void => {
+      log.add({ ...entry, time: new Date().toISOString(), response });
+    };
+    const fail = (status: number, kind: LoggedRequest['response']['kind'], message: string): void => {
+      record({ status, kind, requestId });
+      sendJson(res, status, errorBody(status, message, requestId), { 'request-id': requestId });
+    };
+
+    if (path === '/health' && method === 'GET') {
+      record({ status: 200, kind: 'health', requestId });
+      sendJson(res, 200, { ok: true }, { 'request-id': requestId });
+      return;
+    }
+    if (path !== '/v1/messages' || method !== 'POST') {
+      fail(404, 'not_found', `Not found: ${method} ${path} (the scripted model server serves POST /v1/messages and GET /health)`);
+      return;
+    }
+    if (auth === 'none') {
+      fail(401, 'unauthorized', 'Missing credentials: send an x-api-key header or an Authorization: Bearer header');
+      return;
+    }
+    if (options.apiKey !== undefined && key !== options.apiKey) {
+      fail(401, 'unauthorized', 'invalid x-api-key');
+      return;
+    }
+    if (tooLarge) {
+      fail(413, 'too_large', `Request exceeds the maximum allowed number of bytes (${MAX_BODY_BYTES})`);
+      return;
+    }
+    if (!bodyIsJson) {
+      fail(400, 'invalid_request', text === '' ? 'The request body is empty' : `The request body is not valid JSON: ${jsonProblem}`);
+      return;
+    }
+    const checked = checkMessagesRequest(body);
+    let request: MessagesRequest;
+    if ('problem' in checked) {
+      if (validate || !isLenientlyReadable(body)) {
+        fail(400, 'invalid_request', checked.problem);
+        return;
+      }
+      request = body as MessagesRequest;
+    } else {
+      request = checked.body;
+    }
+
+    const step = stepOf(request);
+    const conversation = conversationKey(request);
+    const attempt = (hits.get(`${conversation}:${step}`) ?? 0) + 1;
+    hits.set(`${conversation}:${step}`, attempt);
+    entry.step = step;
+    entry.attempt = attempt;
+    entry.conversation = conversation;
+
+    const planned: ScriptStep | undefined = steps[step];
+    const choice = planned ? choose(planned, attempt) : undefined;
+    if (!choice) {
+      const answered = lastAnswered < 0 ? 'no steps' : `steps 0-${lastAnswered}`;
+      const why = planned ? ' (its error entries are used up and no message entry follows them)' : '';
+      fail(
+        500,
+        'past_end',
+        `Scripted model server: the script ${script.source} has no entry for step ${step}${why}; ` +
+          `the request holds ${step} assistant message(s) and the script answers ${answered}`,
+      );
+      return;
+    }
+
+    if ('error' in choice) {
+      await serveError(choice.error, { index: choice.errorIndex, times: choice.of });
+      return;
+    }
+
+    const message = completeMessage(
+      choice.message,
+      {
+        messageId: `msg_scripted_${conversation}_${step}`,
+        toolUseId: (index) => `toolu_scripted_${conversation}_${step}_${index}`,
+      },
+      { model: request.model, inputTokens: estimateTokens([request.system ?? null, request.messages, request.tools ?? null]) },
+    );
+    const delayMs = choice.message.delay_ms;
+    record({ status: 200, kind: 'message', requestId, ...(delayMs ? { delayMs } : {}) });
+    if (delayMs && !(await sleep(delayMs, res))) return;
+    if (entry.stream) {
+      res.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        'request-id': requestId,
+      });
+      for (const event of streamEvents(message)) res.write(formatSse(event));
+      res.end();
+    } else {
+      sendJson(res, 200, message, { 'request-id': requestId });
+    }
+
+    async function serveError(error: ParsedErrorEntry, which: { index: number; times: number }): Promise<void> {
+      if (error.kind === 'connection_reset') {
+        record({ status: null, kind: 'connection_reset', error: which });
+        req.socket.resetAndDestroy();
+        return;
+      }
+      if (error.kind === 'hang') {
+        // Never answer; close() or the client's timeout ends the connection.
+        record({ status: null, kind: 'hang', error: which });
+        return;
+      }
+      const status = error.status ?? 500;
+      const delay = error.delay_ms;
+      record({ status, kind: 'error', requestId, error: which, ...(delay ? { delayMs: delay } : {}) });
+      if (delay && !(await sleep(delay, res))) return;
+      const headers: Record<string, string> = { 'request-id': requestId };
+      for (const [name, value] of Object.entries(error.headers ?? {})) headers[name.toLowerCase()] = String(value);
+      if (error.body === undefined) sendJson(res, status, errorBody(status, undefined, requestId), headers);
+      else if (typeof error.body === 'string') send(res, status, error.body, { 'content-type': 'text/plain; charset=utf-8', ...headers });
+      else sendJson(res, status, error.body, headers);
+    }
+  }
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      if (res.headersSent || res.destroyed) return;
+      const message = messageOf(err);
+      sendJson(res, 500, errorBody(500, `Scripted model server internal error: ${message}`), {});
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const url = `http://${urlHost(address.address)}:${address.port}`;
+
+  return {
+    url,
+    port: address.port,
+    requests: () => log.all(),
+    close: () => {
+      closing ??= new Promise<void>((resolve) => {
+        for (const wake of [...sleepers]) wake();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      return closing;
+    },
+  };
+}
+
+/** The credential header kind and its value (never logged). */
+function credentials(req: IncomingMessage): { auth: AuthKind; key: string | undefined } {
+  const apiKey = req.headers['x-api-key'];
+  if (typeof apiKey === 'string' && apiKey.trim() !== '') return { auth: 'x-api-key', key: apiKey.trim() };
+  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1];
+  if (bearer) return { auth: 'bearer', key: bearer };
+  return { auth: 'none', key: undefined };
+}
+
+/** With `validateRequests: false`, a body still needs a model, max_tokens and a messages array to be answered. */
+function isLenientlyReadable(body: unknown): boolean {
+  const b = body as Partial<MessagesRequest> | null;
+  return typeof b?.model === 'string' && Array.isArray(b.messages) && b.messages.every((m) => typeof m === 'object' && m !== null);
+}
+
+/** Reads the whole body as UTF-8; past {@link MAX_BODY_BYTES} it keeps draining but drops the bytes. */
+async function readBody(req: IncomingMessage): Promise<{ text: string; tooLarge: boolean }> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    const buf = chunk as Buffer;
+    size += buf.length;
+    if (size <= MAX_BODY_BYTES) parts.push(buf);
+  }
+  return { text: size > MAX_BODY_BYTES ? '' : Buffer.concat(parts).toString('utf8'), tooLarge: size > MAX_BODY_BYTES };
+}
+
+function send(res: ServerResponse, status: number, text: string, headers: Record<string, string>): void {
+  if (res.destroyed) return;
+  res.writeHead(status, { 'content-length': Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string>): void {
+  send(res, status, JSON.stringify(body), { 'content-type': 'application/json', ...headers });
+}
+
+/** A host for URLs: the wildcard addresses become loopback, IPv6 gets brackets. */
+function urlHost(address: string): string {
+  if (address === '0.0.0.0') return '127.0.0.1';
+  if (address === '::') return '[::1]';
+  return address.includes(':') ? `[${address}]` : address;
+}
