@@ -1,0 +1,74 @@
+/**
+ * The `callClaude` activity: one Messages API call through the real
+ * `@anthropic-ai/sdk`, streamed, heartbeating while it waits.
+ */
+import Anthropic from '@anthropic-ai/sdk';
+import { Context } from '@temporalio/activity';
+import { CLAUDE_HEARTBEAT_INTERVAL_MS } from '../config';
+import type { ContentBlock } from '../workflows/types';
+import { toTemporalFailure } from './claude-errors';
+import type { CallClaudeInput, CallClaudeOutput } from './types';
+
+/**
+ * The Anthropic-schema bash tool (`bash_20250124`): Claude sends
+ * `{command: string}` or `{restart: true}`; the schema is built into the
+ * model, so no `input_schema` is sent.
+ */
+export const BASH_TOOL = { type: 'bash_20250124', name: 'bash' } as const;
+
+/**
+ * Creates the Anthropic client a worker uses for every call. Key and base
+ * URL come from `ANTHROPIC_API_KEY` (or `ANTHROPIC_AUTH_TOKEN`) and
+ * `ANTHROPIC_BASE_URL`, read by the SDK. `maxRetries: 0`: Temporal's retry
+ * policy is the only retry layer.
+ */
+export function createAnthropicClient(options: { baseURL?: string; apiKey?: string } = {}): Anthropic {
+  return new Anthropic({ ...options, maxRetries: 0 });
+}
+
+/**
+ * Builds the `callClaude` activity over one Anthropic client.
+ *
+ * `callClaude(input)` streams one Messages API call and returns the final
+ * assistant message. It heartbeats every second (so a dead worker is seen
+ * within `CLAUDE_CALL_TIMEOUTS.heartbeatTimeout`), aborts the HTTP request
+ * when the activity is cancelled, and throws `ApplicationFailure`s mapped by
+ * {@link toTemporalFailure} (non-retryable for 400/401/403/404/413).
+ */
+export function createClaudeActivities(anthropic: Anthropic) {
+  return {
+    async callClaude(input: CallClaudeInput): Promise<CallClaudeOutput> {
+      const ctx = Context.current();
+      let outputChars = 0;
+      const heartbeat = setInterval(() => ctx.heartbeat({ turn: input.turn, outputChars }), CLAUDE_HEARTBEAT_INTERVAL_MS);
+      try {
+        const stream = anthropic.messages.stream(
+          {
+            model: input.model,
+            max_tokens: input.maxTokens,
+            ...(input.system !== undefined ? { system: input.system } : {}),
+            messages: input.messages as Anthropic.MessageParam[],
+            tools: [BASH_TOOL],
+          },
+          { signal: ctx.cancellationSignal },
+        );
+        stream.on('text', (delta) => {
+          outputChars += delta.length;
+        });
+        const message = await stream.finalMessage();
+        return {
+          id: message.id,
+          model: message.model,
+          content: message.content as unknown as ContentBlock[],
+          stopReason: message.stop_reason,
+          usage: { inputTokens: message.usage.input_tokens, outputTokens: message.usage.output_tokens },
+        };
+      } catch (err) {
+        if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason ?? err;
+        throw toTemporalFailure(err);
+      } finally {
+        clearInterval(heartbeat);
+      }
+    },
+  };
+}

@@ -1,0 +1,158 @@
+/**
+ * Every timeout, retry policy, task queue name and search attribute of
+ * agent-jobs, named once, with the reason for its value.
+ *
+ * This module is imported by workflow code, so it must stay deterministic:
+ * constants only, no `process.env`, no Node modules. Values that come from
+ * the environment are read in `src/settings.ts` (worker and CLI side).
+ */
+import { defineSearchAttributeKey, SearchAttributeType, type RetryPolicy } from '@temporalio/common';
+
+/** Task queue of the agentRun workflow, `callClaude` and `openSession`. Any worker serves it. */
+export const SHARED_TASK_QUEUE = 'agent-jobs';
+
+/**
+ * Task queue of one worker process's bash sessions (session affinity).
+ * Every `runCommand` / `restartSession` / `closeSession` of a session goes to
+ * the queue of the process that holds that session's bash process.
+ * @param workerId the id a worker process picks at start (unique per process)
+ */
+export function sessionTaskQueue(workerId: string): string {
+  return `${SHARED_TASK_QUEUE}.session.${workerId}`;
+}
+
+/** Workflow type name, as the client and the UI see it. */
+export const AGENT_RUN_WORKFLOW = 'agentRun';
+
+// ---------------------------------------------------------------------------
+// Model calls (shared queue)
+
+/**
+ * `callClaude` activity timeouts.
+ * - startToClose 10 min: a long streamed answer with a large `max_tokens`
+ *   can legitimately take minutes; the SDK itself warns past 10 minutes.
+ * - heartbeat 10 s: the call heartbeats every second while streaming, so a
+ *   worker that dies mid-call is noticed within 10 s and the call runs again
+ *   on another worker.
+ */
+export const CLAUDE_CALL_TIMEOUTS = {
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '10 seconds',
+} as const;
+
+/** How often `callClaude` heartbeats while waiting on the API, in ms. */
+export const CLAUDE_HEARTBEAT_INTERVAL_MS = 1_000;
+
+/**
+ * The single retry layer for model calls (the SDK's own retries are off:
+ * `maxRetries: 0`). 429 / 529 / 5xx / connection errors are retried with
+ * exponential backoff; a `retry-after` header overrides the next delay
+ * through `ApplicationFailure.nextRetryDelay`. 400 / 401 / 403 / 404 / 413 /
+ * 422 are thrown non-retryable (see `src/activities/claude-errors.ts`).
+ * 10 attempts with backoff capped at 60 s ride out roughly 5 minutes of
+ * overload before the run fails with the API's message.
+ */
+export const CLAUDE_RETRY_POLICY: RetryPolicy = {
+  initialInterval: '2 seconds',
+  backoffCoefficient: 2,
+  maximumInterval: '60 seconds',
+  maximumAttempts: 10,
+};
+
+/** Default model; overridden by `AGENT_JOBS_MODEL` (at start) or the run's `model` input. */
+export const DEFAULT_MODEL = 'claude-sonnet-5-5';
+
+/** Default `max_tokens` of one model call (the Messages API's per-response cap). */
+export const DEFAULT_MAX_TOKENS = 4096;
+
+/**
+ * Upper bound for the one retry after `stop_reason: max_tokens`: the
+ * request is sent again with `max_tokens` doubled, up to this value.
+ */
+export const MAX_TOKENS_RETRY_CAP = 32_000;
+
+// ---------------------------------------------------------------------------
+// Bash sessions (worker-specific queues)
+
+/**
+ * Session activities (`runCommand`, `restartSession`, `closeSession`) on a
+ * worker's own queue.
+ * - scheduleToStart 10 s: a live worker polls its queue continuously, so a
+ *   task that waits 10 s means the worker is gone; nothing can have run.
+ * - heartbeat 5 s: commands heartbeat every second; a worker killed mid
+ *   command is noticed within 5 s.
+ * - maximumAttempts 1: commands are at-most-once. A retry could run a
+ *   command twice; the workflow tells Claude instead.
+ */
+export const SESSION_SCHEDULE_TO_START_TIMEOUT = '10 seconds';
+export const SESSION_HEARTBEAT_TIMEOUT = '5 seconds';
+export const SESSION_RETRY_POLICY: RetryPolicy = { maximumAttempts: 1 };
+
+/** How often session activities heartbeat, in ms (well inside the 5 s timeout). */
+export const SESSION_HEARTBEAT_INTERVAL_MS = 1_000;
+
+/** Default per-command timeout in ms (the session kills the process group past it). */
+export const DEFAULT_COMMAND_TIMEOUT_MS = 120_000;
+
+/**
+ * Slack added to a command's own timeout for the activity's
+ * startToCloseTimeout, in ms: the session needs time to kill the process
+ * group and restart bash before it reports the timeout.
+ */
+export const COMMAND_TIMEOUT_SLACK_MS = 30_000;
+
+/** `restartSession` / `closeSession`: quick operations, 30 s start-to-close. */
+export const SESSION_CONTROL_START_TO_CLOSE = '30 seconds';
+
+/**
+ * `openSession` runs on the shared queue (any worker). 30 s start-to-close;
+ * retried 3 times, since a different worker may succeed where one failed.
+ */
+export const OPEN_SESSION_TIMEOUTS = { startToCloseTimeout: '30 seconds' } as const;
+export const OPEN_SESSION_RETRY_POLICY: RetryPolicy = {
+  initialInterval: '1 second',
+  maximumAttempts: 3,
+};
+
+// ---------------------------------------------------------------------------
+// Approvals and budgets
+
+/** Default approval wait before a pending command is denied: 24 h. */
+export const DEFAULT_APPROVAL_TIMEOUT = '24 hours';
+
+/** Default turn budget (model calls) of one run. */
+export const DEFAULT_MAX_TURNS = 50;
+
+/**
+ * Transcript budget in characters of JSON. Older `tool_result` contents are
+ * elided first when the transcript grows past it, so each `callClaude` input
+ * (recorded in history every turn) stays far below Temporal's 2 MiB payload
+ * limit even at 3 bytes per character (C13).
+ */
+export const DEFAULT_TRANSCRIPT_BUDGET_CHARS = 200_000;
+
+/**
+ * Continue-as-new thresholds, besides the server's own suggestion
+ * (`continueAsNewSuggested`, at 4 MiB / 4,096 events by default): the hard
+ * limits are 50 MiB / 51,200 events, and one turn can add a whole
+ * transcript (≤ budget) to history.
+ */
+export const CONTINUE_AS_NEW_HISTORY_BYTES = 8 * 1024 * 1024;
+export const CONTINUE_AS_NEW_HISTORY_EVENTS = 4_000;
+
+// ---------------------------------------------------------------------------
+// Visibility
+
+/** Keyword: `running` | `awaiting_approval` | a final status of the result. */
+export const AGENT_STATUS = defineSearchAttributeKey('AgentStatus', SearchAttributeType.KEYWORD);
+/** Int: model calls made so far. */
+export const AGENT_TURNS = defineSearchAttributeKey('AgentTurns', SearchAttributeType.INT);
+/** Int: input + output tokens used so far. */
+export const AGENT_TOKENS = defineSearchAttributeKey('AgentTokens', SearchAttributeType.INT);
+
+/** Search attributes this project registers (`temporal server start-dev --search-attribute`, the worker's startup check). */
+export const SEARCH_ATTRIBUTES = [
+  { name: 'AgentStatus', type: 'Keyword' },
+  { name: 'AgentTurns', type: 'Int' },
+  { name: 'AgentTokens', type: 'Int' },
+] as const;

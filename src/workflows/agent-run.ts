@@ -1,0 +1,434 @@
+/**
+ * The `agentRun` workflow: the agent loop of DESIGN.md section 3.
+ *
+ * Deterministic code only: activities are imported as types, time comes
+ * from Temporal (`new Date()` is workflow time here), ids from the model.
+ */
+import {
+  ActivityCancellationType,
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  TimeoutFailure,
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  isCancellation,
+  log,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+  type ActivityOptions,
+} from '@temporalio/workflow';
+import { TimeoutType } from '@temporalio/common';
+import type { createClaudeActivities } from '../activities/claude';
+import type { SessionActivities } from '../activities/session';
+import { SESSION_NOT_FOUND, type CallClaudeOutput, type RunCommandOutput } from '../activities/types';
+import {
+  AGENT_STATUS,
+  AGENT_TOKENS,
+  AGENT_TURNS,
+  CLAUDE_CALL_TIMEOUTS,
+  CLAUDE_RETRY_POLICY,
+  COMMAND_TIMEOUT_SLACK_MS,
+  CONTINUE_AS_NEW_HISTORY_BYTES,
+  CONTINUE_AS_NEW_HISTORY_EVENTS,
+  MAX_TOKENS_RETRY_CAP,
+  OPEN_SESSION_RETRY_POLICY,
+  OPEN_SESSION_TIMEOUTS,
+  SESSION_CONTROL_START_TO_CLOSE,
+  SESSION_HEARTBEAT_TIMEOUT,
+  SESSION_RETRY_POLICY,
+  SESSION_SCHEDULE_TO_START_TIMEOUT,
+} from '../config';
+import { decideApproval } from './approval-policy';
+import { resolveInput, type ResolvedInput } from './input';
+import { approveSignal, statusQuery, transcriptQuery } from './messages';
+import {
+  commandOutcome,
+  deniedOutcome,
+  oneLine,
+  parseBashInput,
+  restartedOutcome,
+  sessionLostOutcome,
+  type SessionLoss,
+  type ToolOutcome,
+} from './tool-results';
+import { boundTranscript, completeResults, pairingProblem, textOf, toolResult, withoutEmptyText, isToolUse } from './transcript';
+import type {
+  AgentRunInput,
+  AgentRunResult,
+  AppliedDecision,
+  ApprovalDecision,
+  CarriedState,
+  FinalStatus,
+  Message,
+  PendingApproval,
+  RunStatus,
+  SessionRef,
+  ToolResultBlock,
+  ToolUseBlock,
+} from './types';
+
+type ClaudeActivities = ReturnType<typeof createClaudeActivities>;
+
+const { callClaude } = proxyActivities<ClaudeActivities>({
+  ...CLAUDE_CALL_TIMEOUTS,
+  retry: CLAUDE_RETRY_POLICY,
+});
+
+const { openSession } = proxyActivities<Pick<SessionActivities, 'openSession'>>({
+  ...OPEN_SESSION_TIMEOUTS,
+  retry: OPEN_SESSION_RETRY_POLICY,
+});
+
+/** Options of activities on a session's own queue (at-most-once, short schedule-to-start). */
+function sessionOptions(taskQueue: string, startToCloseMs: number): ActivityOptions {
+  return {
+    taskQueue,
+    scheduleToStartTimeout: SESSION_SCHEDULE_TO_START_TIMEOUT,
+    heartbeatTimeout: SESSION_HEARTBEAT_TIMEOUT,
+    startToCloseTimeout: startToCloseMs,
+    retry: SESSION_RETRY_POLICY,
+    // The workflow waits until a cancelled command's process group is
+    // really gone before it moves on (C12).
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+  };
+}
+
+const MAX_DECISIONS_KEPT = 20;
+
+/** Reason given to Claude for `tool_use`s left open by a cancellation (C02). */
+const CANCELLED_REASON = 'The run was cancelled before this command completed: a running command had its process group killed; later commands did not run.';
+
+/**
+ * Runs one agent: asks Claude, runs the bash commands it asks for (with
+ * approvals), sends the results back, until Claude ends its turn or a
+ * budget, a human or an error ends the run.
+ *
+ * @param rawInput see {@link AgentRunInput}; invalid input fails the workflow with a non-retryable `InvalidInput` failure
+ * @param carried state from the previous run of this chain (continue-as-new); absent on a fresh start
+ * @returns how the run ended; cancellation also returns a result (status `cancelled`)
+ */
+export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState): Promise<AgentRunResult> {
+  const resolved = resolveInput(rawInput);
+  if (!resolved.ok) throw ApplicationFailure.create({ message: `invalid agentRun input: ${resolved.message}`, type: 'InvalidInput', nonRetryable: true });
+  const input: ResolvedInput = resolved.input;
+  const workflowId = workflowInfo().workflowId;
+
+  const state: CarriedState = carried ?? {
+    transcript: [{ role: 'user', content: input.task }],
+    turns: 0,
+    usage: { inputTokens: 0, outputTokens: 0 },
+    session: null,
+    decisions: [],
+    generation: 0,
+  };
+  let status: RunStatus = 'running';
+  let details = '';
+  let result: AgentRunResult | null = null;
+  let pending: PendingApproval | null = null;
+  let decision: ApprovalDecision | null = null;
+  // Results produced so far for the assistant message being executed, so a
+  // cancellation can pair the rest.
+  let inflight: { assistant: Message; results: ToolResultBlock[] } | null = null;
+
+  // ---- visibility ---------------------------------------------------------
+  const publish = (): void => {
+    upsertSearchAttributes([
+      { key: AGENT_STATUS, value: status },
+      { key: AGENT_TURNS, value: state.turns },
+      { key: AGENT_TOKENS, value: state.usage.inputTokens + state.usage.outputTokens },
+    ]);
+  };
+  const setDetails = (text: string): void => {
+    details = text;
+    setCurrentDetails(`**${status}** · turn ${state.turns}/${input.maxTurns} · ${text}`);
+  };
+
+  // ---- messages -----------------------------------------------------------
+  setHandler(approveSignal, (d: ApprovalDecision) => {
+    if (typeof d !== 'object' || d === null || typeof d.toolUseId !== 'string' || typeof d.approved !== 'boolean') {
+      log.warn('approval signal ignored: malformed payload', { payload: d as unknown });
+      return;
+    }
+    if (pending === null || pending.toolUseId !== d.toolUseId) {
+      log.warn('approval signal ignored: no command is waiting with that tool_use id', { toolUseId: d.toolUseId, pending: pending?.toolUseId ?? null });
+      return;
+    }
+    if (decision !== null) {
+      log.warn('approval signal ignored: this command was already decided', { toolUseId: d.toolUseId });
+      return;
+    }
+    decision = d;
+  });
+  setHandler(statusQuery, () => ({
+    workflowId,
+    status,
+    turns: state.turns,
+    pendingApproval: pending,
+    usage: state.usage,
+    result,
+    details,
+    decisions: state.decisions,
+    session: state.session,
+  }));
+  setHandler(transcriptQuery, (from = 0) => {
+    const start = Math.max(0, Math.min(Math.floor(from), state.transcript.length));
+    return { from: start, total: state.transcript.length, messages: state.transcript.slice(start) };
+  });
+
+  // ---- session ------------------------------------------------------------
+  const lastCwd = (): string | undefined => state.session?.cwd;
+
+  async function startSession(restoreCwd?: string): Promise<SessionRef> {
+    setDetails('starting a bash session');
+    const ref = await openSession.executeWithOptions(
+      { ...OPEN_SESSION_TIMEOUTS, retry: OPEN_SESSION_RETRY_POLICY, summary: 'session: open' },
+      [{ workflowId, ...(input.workdir !== undefined ? { workdir: input.workdir } : {}), ...(restoreCwd !== undefined ? { restoreCwd } : {}) }],
+    );
+    state.session = ref;
+    return ref;
+  }
+
+  /** Opens a replacement session after a loss; returns its cwd, or null with the error when none could be opened. */
+  async function replaceSession(restoreCwd: string | undefined): Promise<{ cwd: string | null; error?: string }> {
+    state.session = null;
+    try {
+      return { cwd: (await startSession(restoreCwd)).cwd };
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      return { cwd: null, error: failureMessage(err) };
+    }
+  }
+
+  async function closeSession(): Promise<void> {
+    const session = state.session;
+    if (!session) return;
+    state.session = null;
+    try {
+      await proxyActivities<SessionActivities>(sessionOptions(session.taskQueue, 30_000)).closeSession.executeWithOptions(
+        { ...sessionOptions(session.taskQueue, 30_000), summary: 'session: close' },
+        [{ sessionId: session.sessionId }],
+      );
+    } catch (err) {
+      log.warn('could not close the bash session (its worker may be gone)', { error: failureMessage(err) });
+    }
+  }
+
+  // ---- one tool_use -------------------------------------------------------
+  async function runCommand(toolUseId: string, command: string): Promise<ToolOutcome> {
+    let session = state.session;
+    if (!session) {
+      try {
+        session = await startSession(lastCwd());
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        return { text: `Command not run: no bash session could be started (${failureMessage(err)}).`, isError: true };
+      }
+    }
+    setDetails(`running \`${oneLine(command)}\``);
+    const options = { ...sessionOptions(session.taskQueue, input.commandTimeoutMs + COMMAND_TIMEOUT_SLACK_MS), summary: `bash: ${oneLine(command)}` };
+    try {
+      const out: RunCommandOutput = await proxyActivities<SessionActivities>(options).runCommand.executeWithOptions(options, [
+        { sessionId: session.sessionId, command, timeoutMs: input.commandTimeoutMs, workflowId, toolUseId },
+      ]);
+      session.cwd = out.cwd;
+      return commandOutcome(out, input.commandTimeoutMs);
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      const loss = sessionLoss(err);
+      if (!loss) return { text: `The command could not be run: ${failureMessage(err)}.`, isError: true };
+      log.warn('bash session lost', { toolUseId, detail: loss.detail });
+      const fresh = await replaceSession(session.cwd);
+      return sessionLostOutcome(loss, fresh.cwd, fresh.error);
+    }
+  }
+
+  async function restartSession(): Promise<ToolOutcome> {
+    const session = state.session;
+    if (!session) {
+      const fresh = await replaceSession(lastCwd());
+      return fresh.cwd !== null ? restartedOutcome(fresh.cwd) : { text: `No bash session could be started (${fresh.error}).`, isError: true };
+    }
+    setDetails('restarting the bash session');
+    const options = { ...sessionOptions(session.taskQueue, 30_000), startToCloseTimeout: SESSION_CONTROL_START_TO_CLOSE, summary: 'bash: restart' };
+    try {
+      const out = await proxyActivities<SessionActivities>(options).restartSession.executeWithOptions(options, [{ sessionId: session.sessionId }]);
+      session.cwd = out.cwd;
+      return restartedOutcome(out.cwd);
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      const fresh = await replaceSession(session.cwd);
+      return fresh.cwd !== null ? restartedOutcome(fresh.cwd) : { text: `No bash session could be started (${fresh.error}).`, isError: true };
+    }
+  }
+
+  async function waitForApproval(toolUseId: string, command: string, why: string): Promise<AppliedDecision> {
+    pending = { toolUseId, command, requestedAt: new Date().toISOString() };
+    decision = null;
+    status = 'awaiting_approval';
+    publish();
+    setDetails(`waiting for approval of \`${oneLine(command)}\` (tool_use ${toolUseId}; ${why})`);
+    try {
+      const decided = await condition(() => decision !== null, input.approvalTimeout);
+      const d = decision as ApprovalDecision | null;
+      const applied: AppliedDecision =
+        decided && d
+          ? { toolUseId, approved: d.approved, source: 'signal', at: new Date().toISOString(), ...(d.reason ? { reason: d.reason } : {}), ...(d.by ? { by: d.by } : {}) }
+          : { toolUseId, approved: false, source: 'timeout', at: new Date().toISOString(), reason: `no decision within ${String(input.approvalTimeout)}` };
+      state.decisions = [...state.decisions, applied].slice(-MAX_DECISIONS_KEPT);
+      log.info('approval decision applied', { ...applied });
+      return applied;
+    } finally {
+      pending = null;
+      decision = null;
+      status = 'running';
+      publish();
+    }
+  }
+
+  async function handleToolUse(use: ToolUseBlock): Promise<ToolResultBlock> {
+    const done = (o: ToolOutcome): ToolResultBlock => toolResult(use.id, o.text, o.isError);
+    if (use.name !== 'bash') return done({ text: `Unknown tool "${use.name}": the only tool here is "bash".`, isError: true });
+    const parsed = parseBashInput(use.input);
+    if (parsed.kind === 'invalid') return done(parsed.outcome);
+    if (parsed.kind === 'restart') return done(await restartSession());
+    const policy = decideApproval(parsed.command, input.approval);
+    if (policy.action === 'ask') {
+      const d = await waitForApproval(use.id, parsed.command, policy.reason);
+      if (!d.approved) return done(deniedOutcome(d, String(input.approvalTimeout)));
+    }
+    return done(await runCommand(use.id, parsed.command));
+  }
+
+  // ---- model calls --------------------------------------------------------
+  async function ask(maxTokens: number): Promise<CallClaudeOutput> {
+    const turn = state.turns + 1;
+    setDetails(`waiting for Claude (turn ${turn})`);
+    const response = await callClaude.executeWithOptions(
+      { ...CLAUDE_CALL_TIMEOUTS, retry: CLAUDE_RETRY_POLICY, summary: `claude: turn ${turn}` },
+      [{ model: input.model, maxTokens, system: input.system, messages: state.transcript, turn }],
+    );
+    state.turns = turn;
+    state.usage = {
+      inputTokens: state.usage.inputTokens + response.usage.inputTokens,
+      outputTokens: state.usage.outputTokens + response.usage.outputTokens,
+    };
+    publish();
+    return response;
+  }
+
+  async function finish(end: { status: FinalStatus; text?: string; error?: string }): Promise<AgentRunResult> {
+    result = {
+      status: end.status,
+      turns: state.turns,
+      usage: state.usage,
+      ...(end.text !== undefined ? { text: end.text } : {}),
+      ...(end.error !== undefined ? { error: end.error } : {}),
+    };
+    status = end.status;
+    publish();
+    setDetails(end.error ?? 'finished');
+    await CancellationScope.nonCancellable(closeSession);
+    return result;
+  }
+
+  // ---- the loop -----------------------------------------------------------
+  publish();
+  try {
+    for (;;) {
+      if (state.turns >= input.maxTurns) {
+        return await finish({ status: 'max_turns', error: `the turn budget of ${input.maxTurns} model calls is spent` });
+      }
+      const problem = pairingProblem(state.transcript);
+      if (problem) return await finish({ status: 'failed', error: `internal error, transcript not sent: ${problem}` });
+      state.transcript = boundTranscript(state.transcript, input.transcriptBudgetChars);
+
+      let response = await ask(input.maxTokens);
+      if (response.stopReason === 'max_tokens' && input.maxTokens < MAX_TOKENS_RETRY_CAP) {
+        // Never execute a truncated tool_use: ask again, once, with room to finish.
+        response = await ask(Math.min(input.maxTokens * 2, MAX_TOKENS_RETRY_CAP));
+      }
+      const content = withoutEmptyText(response.content);
+
+      switch (response.stopReason) {
+        case 'tool_use': {
+          const assistant: Message = { role: 'assistant', content };
+          state.transcript.push(assistant);
+          inflight = { assistant, results: [] };
+          for (const use of content.filter(isToolUse)) {
+            inflight.results.push(await handleToolUse(use));
+          }
+          state.transcript.push({ role: 'user', content: completeResults(assistant, inflight.results, 'No result was produced for this tool_use.') });
+          inflight = null;
+          break;
+        }
+        case 'end_turn':
+        case 'stop_sequence':
+          if (content.length > 0) state.transcript.push({ role: 'assistant', content });
+          return await finish({ status: 'completed', text: textOf(content) });
+        case 'pause_turn':
+          // The API paused a long turn: send the conversation back as it is to let it continue.
+          if (content.length > 0) state.transcript.push({ role: 'assistant', content });
+          break;
+        case 'max_tokens':
+          return await finish({ status: 'max_tokens', error: `the answer hit max_tokens even at ${Math.min(input.maxTokens * 2, MAX_TOKENS_RETRY_CAP)}; nothing truncated was executed` });
+        case 'refusal':
+          return await finish({ status: 'refused', error: 'Claude refused to continue (stop_reason refusal)' });
+        default:
+          return await finish({ status: 'failed', error: `unexpected stop_reason ${JSON.stringify(response.stopReason)}` });
+      }
+
+      const info = workflowInfo();
+      if (info.continueAsNewSuggested || info.historySize > CONTINUE_AS_NEW_HISTORY_BYTES || info.historyLength > CONTINUE_AS_NEW_HISTORY_EVENTS) {
+        setDetails('continuing as new to keep the history small');
+        await condition(allHandlersFinished);
+        return await continueAsNew<typeof agentRun>(rawInput, { ...state, generation: state.generation + 1 });
+      }
+    }
+  } catch (err) {
+    if (isCancellation(err)) {
+      if (inflight) {
+        state.transcript.push({ role: 'user', content: completeResults(inflight.assistant, inflight.results, CANCELLED_REASON) });
+        inflight = null;
+      }
+      return await finish({ status: 'cancelled', error: 'the run was cancelled' });
+    }
+    if (err instanceof ActivityFailure) {
+      // A model call that failed for good (non-retryable API error, or retries spent).
+      if (inflight) {
+        state.transcript.push({ role: 'user', content: completeResults(inflight.assistant, inflight.results, 'The run failed before this command completed.') });
+        inflight = null;
+      }
+      return await finish({ status: 'failed', error: failureMessage(err) });
+    }
+    throw err;
+  }
+}
+
+/** The deepest useful message of a failure chain (the API's own message for model calls). */
+function failureMessage(err: unknown): string {
+  let current: unknown = err;
+  while (current instanceof ActivityFailure && current.cause) current = current.cause;
+  if (current instanceof TimeoutFailure) return `${(current.timeoutType ?? 'activity').toLowerCase()} timeout`;
+  return current instanceof Error ? current.message : String(current);
+}
+
+/** Classifies a session activity failure as a lost session (worker gone or session unknown), or null for anything else. */
+function sessionLoss(err: unknown): SessionLoss | null {
+  if (!(err instanceof ActivityFailure)) return null;
+  const cause = err.cause;
+  if (cause instanceof TimeoutFailure) {
+    if (cause.timeoutType === TimeoutType.SCHEDULE_TO_START) {
+      return { kind: 'not-started', detail: 'no worker picked up the command (the worker holding the session is gone)' };
+    }
+    return { kind: 'interrupted', detail: `the worker holding it stopped responding (${(cause.timeoutType ?? 'activity').toLowerCase()} timeout)` };
+  }
+  if (cause instanceof ApplicationFailure && cause.type === SESSION_NOT_FOUND) {
+    return { kind: 'interrupted', detail: 'the worker no longer holds it' };
+  }
+  return null;
+}

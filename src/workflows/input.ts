@@ -1,0 +1,77 @@
+/**
+ * The agentRun input: its schema (validated both by the CLI before start
+ * and by the workflow itself, for runs started from elsewhere) and its
+ * defaults. Deterministic (workflow code).
+ */
+import { z } from 'zod';
+import {
+  DEFAULT_APPROVAL_TIMEOUT,
+  DEFAULT_COMMAND_TIMEOUT_MS,
+  DEFAULT_MAX_TOKENS,
+  DEFAULT_MAX_TURNS,
+  DEFAULT_MODEL,
+  DEFAULT_TRANSCRIPT_BUDGET_CHARS,
+} from '../config';
+import { APPROVAL_MODES, type AgentRunInput, type ApprovalMode } from './types';
+
+/** Temporal duration strings as `ms` understands them (`'24 hours'`, `'90s'`, `'1.5h'`), or ms. */
+const DURATION = /^\d+(\.\d+)?\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|weeks?)?$/i;
+
+/** zod schema of {@link AgentRunInput}; unknown keys are rejected so a typo is not silently ignored. */
+export const agentRunInputSchema = z
+  .object({
+    task: z.string().trim().min(1, 'task must not be empty'),
+    model: z.string().min(1).optional(),
+    maxTurns: z.number().int().min(1).max(10_000).optional(),
+    maxTokens: z.number().int().min(1).max(128_000).optional(),
+    system: z.string().optional(),
+    approval: z.enum(APPROVAL_MODES as [ApprovalMode, ...ApprovalMode[]]).optional(),
+    workdir: z.string().min(1).optional(),
+    commandTimeoutMs: z.number().int().min(100).max(24 * 3_600_000).optional(),
+    approvalTimeout: z
+      .union([z.number().int().positive(), z.string().regex(DURATION, 'must be a duration such as "24 hours", "30s" or ms')])
+      .optional(),
+    transcriptBudgetChars: z.number().int().min(10_000).max(1_000_000).optional(),
+  })
+  .strict();
+
+/** The input with every default applied. */
+export type ResolvedInput = Required<Omit<AgentRunInput, 'workdir'>> & Pick<AgentRunInput, 'workdir'>;
+
+/** Default system prompt: how the bash tool behaves here. */
+export const DEFAULT_SYSTEM_PROMPT = [
+  'You are an agent that completes tasks by running commands in a persistent bash session (the bash tool).',
+  'The session starts in the run\'s own workspace directory; the working directory, variables and files persist between commands.',
+  'Commands read no input (stdin is /dev/null) and are killed after a timeout; some commands need a human\'s approval and may be denied.',
+  'When the task is done, reply with a short summary of what you did.',
+].join(' ');
+
+/** One line of what is wrong with an input, e.g. `maxTurns: Too small: expected number to be >=1`. */
+export function describeInputIssues(error: z.ZodError): string {
+  return error.issues.map((i) => `${i.path.length > 0 ? i.path.join('.') : 'input'}: ${i.message}`).join('; ');
+}
+
+/**
+ * Validates an agentRun input and applies the defaults.
+ * @returns `{ok: true, input}` or `{ok: false, message}` with every problem on one line
+ */
+export function resolveInput(raw: unknown): { ok: true; input: ResolvedInput } | { ok: false; message: string } {
+  const parsed = agentRunInputSchema.safeParse(raw);
+  if (!parsed.success) return { ok: false, message: describeInputIssues(parsed.error) };
+  const i = parsed.data;
+  return {
+    ok: true,
+    input: {
+      task: i.task,
+      model: i.model ?? DEFAULT_MODEL,
+      maxTurns: i.maxTurns ?? DEFAULT_MAX_TURNS,
+      maxTokens: i.maxTokens ?? DEFAULT_MAX_TOKENS,
+      system: i.system ?? DEFAULT_SYSTEM_PROMPT,
+      approval: i.approval ?? 'policy',
+      workdir: i.workdir,
+      commandTimeoutMs: i.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
+      approvalTimeout: i.approvalTimeout ?? DEFAULT_APPROVAL_TIMEOUT,
+      transcriptBudgetChars: i.transcriptBudgetChars ?? DEFAULT_TRANSCRIPT_BUDGET_CHARS,
+    },
+  };
+}

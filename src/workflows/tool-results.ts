@@ -1,0 +1,99 @@
+/**
+ * What Claude is told on every path of a `tool_use`: pure text builders.
+ * Each returns `{text, isError}` for one `tool_result`. Deterministic
+ * (workflow code).
+ */
+import type { RunCommandOutput } from '../activities/types';
+import type { AppliedDecision } from './types';
+
+export interface ToolOutcome {
+  text: string;
+  isError: boolean;
+}
+
+const STATE_LOST = 'shell variables, functions, aliases and background jobs from before are gone';
+
+/**
+ * Text of a finished command: its output, then notes for a non-zero exit
+ * code, a timeout or a shell exit. `isError` is set when the system
+ * interfered (timeout, shell exit, restart); a command that merely exits
+ * non-zero is reported with its code but is not an error of the tool.
+ */
+export function commandOutcome(r: RunCommandOutput, timeoutMs: number): ToolOutcome {
+  const notes: string[] = [];
+  if (r.timedOut) {
+    notes.push(
+      `[timed out after ${timeoutMs / 1000} s: the command's process group was killed and the bash session restarted in ${r.cwd}; ${STATE_LOST}]`,
+    );
+  } else if (r.shellExit) {
+    const how = r.shellExit.signal ? `was killed by ${r.shellExit.signal}` : `exited with code ${r.shellExit.code}`;
+    notes.push(`[bash itself ${how}; a new bash session was started in ${r.cwd}; ${STATE_LOST}]`);
+  } else if (r.sessionRestarted) {
+    notes.push(`[the bash session was restarted in ${r.cwd}; ${STATE_LOST}]`);
+  }
+  if (!r.timedOut && !r.shellExit && r.exitCode !== null && r.exitCode !== 0) notes.push(`[exit code: ${r.exitCode}]`);
+  const body = r.output.length > 0 ? r.output : notes.length > 0 ? '' : '(no output)';
+  const text = [body.replace(/\n+$/, ''), ...notes].filter((s) => s.length > 0).join('\n');
+  return { text, isError: r.timedOut || r.shellExit !== null || r.sessionRestarted };
+}
+
+/** A command that was not run because of a human's denial or the approval timeout. */
+export function deniedOutcome(d: AppliedDecision, timeoutText: string): ToolOutcome {
+  if (d.source === 'timeout') {
+    return { text: `Command not run: no approval decision came within ${timeoutText}, so it was denied.`, isError: true };
+  }
+  const who = d.by ? `denied by ${d.by}` : 'denied by a human reviewer';
+  return { text: `Command not run: ${who}${d.reason ? `. Reason: ${d.reason}` : ' (no reason given)'}.`, isError: true };
+}
+
+/** How the session was lost, from the failure the workflow saw. */
+export type SessionLoss =
+  | { kind: 'not-started'; detail: string } // schedule-to-start timeout: nothing ran
+  | { kind: 'interrupted'; detail: string }; // heartbeat / start-to-close timeout, missing session: may have run
+
+/**
+ * The `is_error` result for a command whose session was lost (the worker
+ * holding it died or forgot it). Says whether the command may have run,
+ * what state is gone, and where the new session is (or that none could be
+ * started yet).
+ */
+export function sessionLostOutcome(loss: SessionLoss, newCwd: string | null, openError?: string): ToolOutcome {
+  const ran =
+    loss.kind === 'not-started'
+      ? 'The command did not run.'
+      : 'The command may or may not have run (fully or partly); check its effects before running it again.';
+  const fresh = newCwd
+    ? `A new bash session was started in ${newCwd}; ${STATE_LOST}, and files written by the command may be missing.`
+    : `No new session could be started yet (${openError ?? 'unknown error'}); the next command will try again.`;
+  return { text: `The bash session was lost: ${loss.detail}. ${ran} ${fresh}`, isError: true };
+}
+
+/** Result of `{"restart": true}`. */
+export function restartedOutcome(cwd: string): ToolOutcome {
+  return { text: `The bash session was restarted in ${cwd}; ${STATE_LOST}.`, isError: false };
+}
+
+/**
+ * Checks a bash `tool_use` input (schema of `bash_20250124`: `{command}` or
+ * `{restart: true}`). Anything else becomes an `is_error` result, never a
+ * crashed activity (C04).
+ */
+export function parseBashInput(input: unknown): { kind: 'command'; command: string } | { kind: 'restart' } | { kind: 'invalid'; outcome: ToolOutcome } {
+  const obj = typeof input === 'object' && input !== null && !Array.isArray(input) ? (input as Record<string, unknown>) : null;
+  if (obj?.restart === true) return { kind: 'restart' };
+  if (obj && typeof obj.command === 'string' && obj.command.trim().length > 0) return { kind: 'command', command: obj.command };
+  return {
+    kind: 'invalid',
+    outcome: {
+      text: `Invalid bash tool input ${JSON.stringify(input)?.slice(0, 200) ?? 'undefined'}: it needs "command" (a non-empty string) or "restart": true.`,
+      isError: true,
+    },
+  };
+}
+
+/** First line of a command, cut to `max` characters, for summaries and details. */
+export function oneLine(command: string, max = 80): string {
+  const first = command.trim().split('\n')[0] ?? '';
+  const more = command.trim().includes('\n') ? ' …' : '';
+  return first.length > max ? `${first.slice(0, max - 1)}…` : `${first}${more}`;
+}

@@ -1,0 +1,90 @@
+/**
+ * C15: workflow code stays deterministic. Walks the import graph from
+ * src/workflows/index.ts (value imports only; `import type` is erased) and
+ * fails on anything outside src/ but Temporal's workflow-safe packages and
+ * zod, and on clock reads that measure durations. The build's workflow
+ * bundler (`npm run build`) fails on Node modules as a second line.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import ts from 'typescript';
+
+const SRC = path.resolve(__dirname, '../../../src');
+const ALLOWED_PACKAGES = ['@temporalio/workflow', '@temporalio/common', 'zod'];
+
+interface Finding {
+  file: string;
+  problem: string;
+}
+
+function valueImports(file: string): string[] {
+  const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.ES2022, true);
+  const out: string[] = [];
+  for (const stmt of source.statements) {
+    if (ts.isImportDeclaration(stmt)) {
+      const clause = stmt.importClause;
+      const typeOnly = clause?.isTypeOnly || (clause?.namedBindings && ts.isNamedImports(clause.namedBindings) && !clause.name && clause.namedBindings.elements.length > 0 && clause.namedBindings.elements.every((e) => e.isTypeOnly));
+      if (!typeOnly) out.push((stmt.moduleSpecifier as ts.StringLiteral).text);
+    } else if (ts.isExportDeclaration(stmt) && stmt.moduleSpecifier && !stmt.isTypeOnly) {
+      out.push((stmt.moduleSpecifier as ts.StringLiteral).text);
+    }
+  }
+  const text = source.getFullText();
+  for (const m of text.matchAll(/\brequire\(\s*['"]([^'"]+)['"]\s*\)|\bimport\(\s*['"]([^'"]+)['"]\s*\)/g)) out.push(m[1] ?? m[2]!);
+  return out;
+}
+
+function resolveLocal(from: string, spec: string): string {
+  const base = path.resolve(path.dirname(from), spec);
+  for (const candidate of [`${base}.ts`, path.join(base, 'index.ts')]) {
+    try {
+      readFileSync(candidate);
+      return candidate;
+    } catch {
+      /* next */
+    }
+  }
+  throw new Error(`cannot resolve ${spec} from ${from}`);
+}
+
+/** Every problem in the workflow import graph starting at `entry`. */
+export function workflowProblems(entry: string): { files: string[]; findings: Finding[] } {
+  const seen = new Set<string>();
+  const findings: Finding[] = [];
+  const visit = (file: string): void => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    const rel = path.relative(SRC, file);
+    // Comments may mention what is forbidden; scan the code only.
+    const text = ts.createPrinter({ removeComments: true }).printFile(ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.ES2022, true));
+    if (/\b(Date\.now|performance\.now|process\.hrtime)\s*\(/.test(text)) findings.push({ file: rel, problem: 'reads a clock to measure time (measure durations in activities)' });
+    if (/\bprocess\.env\b/.test(text)) findings.push({ file: rel, problem: 'reads process.env' });
+    if (/\bMath\.random\s*\(/.test(text)) findings.push({ file: rel, problem: 'uses Math.random (use uuid4 or workflow randomness)' });
+    for (const spec of valueImports(file)) {
+      if (spec.startsWith('.')) visit(resolveLocal(file, spec));
+      else if (!ALLOWED_PACKAGES.includes(spec)) findings.push({ file: rel, problem: `imports ${spec}` });
+    }
+  };
+  visit(entry);
+  return { files: [...seen].map((f) => path.relative(SRC, f)), findings };
+}
+
+describe('workflow sandbox rules (C15)', () => {
+  test('the workflow code reaches no Node module, SDK, execa, clock or environment, even through helpers', () => {
+    const { files, findings } = workflowProblems(path.join(SRC, 'workflows', 'index.ts'));
+    expect(files).toEqual(expect.arrayContaining(['workflows/agent-run.ts', 'config.ts', 'activities/types.ts']));
+    expect(findings).toEqual([]);
+  });
+
+  test('the check catches a Node import reached through a shared helper, and Date.now() durations', () => {
+    const fixture = path.resolve(__dirname, '../../fixtures/bad-workflow/index.ts');
+    const { findings } = workflowProblems(fixture);
+    expect(findings).toEqual(
+      expect.arrayContaining([
+        { file: expect.stringContaining('helper.ts'), problem: 'imports node:fs' },
+        { file: expect.stringContaining('helper.ts'), problem: 'imports @anthropic-ai/sdk' },
+        { file: expect.stringContaining('index.ts'), problem: 'reads a clock to measure time (measure durations in activities)' },
+      ]),
+    );
+  });
+});

@@ -1,0 +1,50 @@
+import { commandOutcome, deniedOutcome, oneLine, parseBashInput, sessionLostOutcome } from '../../../src/workflows/tool-results';
+import type { RunCommandOutput } from '../../../src/activities/types';
+
+const ok: RunCommandOutput = { output: 'hi\n', exitCode: 0, timedOut: false, truncated: false, outputBytes: 3, sessionRestarted: false, shellExit: null, cwd: '/w', durationMs: 3 };
+
+describe('tool results', () => {
+  test('a finished command reports its output, and a non-zero exit code without is_error', () => {
+    expect(commandOutcome(ok, 1000)).toEqual({ text: 'hi', isError: false });
+    expect(commandOutcome({ ...ok, output: '', exitCode: 0 }, 1000)).toEqual({ text: '(no output)', isError: false });
+    expect(commandOutcome({ ...ok, output: 'nope\n', exitCode: 2 }, 1000)).toEqual({ text: 'nope\n[exit code: 2]', isError: false });
+  });
+
+  test('timeouts and shell exits are errors that say state was lost', () => {
+    const t = commandOutcome({ ...ok, output: 'partial', exitCode: null, timedOut: true, sessionRestarted: true }, 2000);
+    expect(t.isError).toBe(true);
+    expect(t.text).toMatch(/^partial\n\[timed out after 2 s: .*process group was killed.*restarted in \/w; .*gone\]$/);
+    const e = commandOutcome({ ...ok, output: '', exitCode: 3, shellExit: { code: 3, signal: null }, sessionRestarted: true }, 2000);
+    expect(e).toEqual({ isError: true, text: expect.stringMatching(/^\[bash itself exited with code 3; a new bash session was started in \/w/) });
+  });
+
+  test('denials carry the reason and who denied; a timeout says so', () => {
+    expect(deniedOutcome({ toolUseId: 'a', approved: false, source: 'signal', at: '', reason: 'no', by: 'bob' }, '24 hours').text).toBe('Command not run: denied by bob. Reason: no.');
+    expect(deniedOutcome({ toolUseId: 'a', approved: false, source: 'timeout', at: '' }, '24 hours').text).toBe('Command not run: no approval decision came within 24 hours, so it was denied.');
+  });
+
+  test('a lost session says whether the command may have run and where the new session is', () => {
+    expect(sessionLostOutcome({ kind: 'not-started', detail: 'gone' }, '/w').text).toMatch(/did not run\. A new bash session was started in \/w/);
+    expect(sessionLostOutcome({ kind: 'interrupted', detail: 'gone' }, null, 'no worker').text).toMatch(/may or may not have run.*No new session could be started yet \(no worker\)/);
+  });
+
+  test.each([
+    [{ command: 'ls' }, 'command'],
+    [{ restart: true }, 'restart'],
+    [{ restart: true, command: 'ls' }, 'restart'],
+    [{}, 'invalid'],
+    [{ command: '' }, 'invalid'],
+    [{ command: 3 }, 'invalid'],
+    [{ restart: 'yes' }, 'invalid'],
+    [null, 'invalid'],
+    ['ls', 'invalid'],
+  ])('bash input %j is %s (C04)', (input, kind) => {
+    expect(parseBashInput(input).kind).toBe(kind);
+  });
+
+  test('oneLine keeps summaries to one short line', () => {
+    expect(oneLine('npm test')).toBe('npm test');
+    expect(oneLine('a\nb')).toBe('a …');
+    expect(oneLine('x'.repeat(100), 10)).toBe(`${'x'.repeat(9)}…`);
+  });
+});
