@@ -1,0 +1,200 @@
+/**
+ * Capturing one command's output through a named pipe (FIFO).
+ *
+ * Why a FIFO per command, and not a file or the shell's own stdout:
+ * - Background jobs inherit the command's stdout. With one shared pipe their
+ *   later output would land in the next command's result; with a pipe per
+ *   command it stays in its own pipe, which the worker drains and discards
+ *   once the command has ended (so a chatty `server &` neither blocks on a
+ *   full pipe nor dies of SIGPIPE).
+ * - A regular capture file breaks the common `echo error > /dev/stderr`:
+ *   reopening /dev/stderr with O_TRUNC truncates the file and loses what was
+ *   already written. A FIFO ignores O_TRUNC, like a terminal.
+ * - Nothing goes to disk, so a command printing gigabytes costs CPU, not
+ *   disk space, and the worker keeps only a head and a tail in memory.
+ *
+ * The worker opens each FIFO read-write and non-blocking (so neither side
+ * waits for the other and no EOF is seen before bash opens it), and reads it
+ * with a libuv pipe handle. bash writes a fence (the command's end marker)
+ * into the same file descriptor right after the command; everything before
+ * the fence is the command's output. Afterwards the worker reopens the FIFO
+ * read-only through /proc/self/fd and closes its read-write descriptor, so
+ * EOF arrives when the last background writer is gone; then the FIFO is
+ * clean and is reused for a later command.
+ */
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as path from 'node:path';
+import type { OutputCollector } from './output';
+
+/** FIFOs created per `mkfifo` call. */
+const FIFO_BATCH = 32;
+
+/** FIFOs of one session, in its private directory. */
+export class FifoPool {
+  private readonly free: string[] = [];
+  private counter = 0;
+
+  constructor(private readonly dir: string) {}
+
+  /**
+   * A FIFO ready for a command. Creates a batch with one `mkfifo` process
+   * when none is free (rare: clean FIFOs are reused). Throws when mkfifo fails.
+   */
+  take(): string {
+    for (;;) {
+      const p = this.free.pop();
+      if (p === undefined) break;
+      try {
+        if (fs.lstatSync(p).isFIFO()) return p;
+      } catch {
+        /* deleted by a command: skip */
+      }
+    }
+    fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+    const batch = Array.from({ length: FIFO_BATCH }, () => path.join(this.dir, `pipe.${++this.counter}`));
+    execFileSync('mkfifo', ['-m', '600', '--', ...batch], { stdio: 'ignore' });
+    const first = batch.shift()!;
+    this.free.push(...batch.reverse());
+    return first;
+  }
+
+  /** Returns a FIFO that no process holds open any more. */
+  give(fifo: string): void {
+    this.free.push(fifo);
+  }
+
+  /** Forgets a FIFO that may still be held by a background job, and removes it. */
+  discard(fifo: string): void {
+    try {
+      fs.unlinkSync(fifo);
+    } catch {
+      /* gone */
+    }
+  }
+}
+
+/** State of a {@link FifoCapture}. */
+type Mode = 'collect' | 'drain' | 'closed';
+
+/**
+ * Reads one command's FIFO: bytes before the fence go to the collector;
+ * after {@link detach}, the rest is drained and dropped until EOF.
+ */
+export class FifoCapture {
+  /** Resolves when the fence has been read. */
+  readonly fenced: Promise<void>;
+  private mode: Mode = 'collect';
+  private readonly fd: number;
+  private socket: net.Socket;
+  private readonly fence: Buffer;
+  private carry: Buffer = Buffer.alloc(0);
+  private resolveFence!: () => void;
+  private onEnd: (() => void) | undefined;
+  /** Called once when the capture is fully closed (EOF after detach, or destroy). */
+  onClosed: (() => void) | undefined;
+
+  /**
+   * Opens `fifo` for a command. `fence` is the marker bash writes after the
+   * command's output. Throws when the FIFO cannot be opened.
+   */
+  constructor(
+    readonly fifo: string,
+    fence: string,
+    private readonly collector: OutputCollector,
+    private readonly pool: FifoPool,
+  ) {
+    this.fence = Buffer.from(fence);
+    this.fenced = new Promise((r) => (this.resolveFence = r));
+    this.fd = fs.openSync(fifo, fs.constants.O_RDWR | fs.constants.O_NONBLOCK);
+    this.socket = this.readSocket(this.fd, (chunk) => this.onData(chunk));
+  }
+
+  private readSocket(fd: number, onData: (b: Buffer) => void): net.Socket {
+    const socket = new net.Socket({ fd, readable: true, writable: false });
+    socket.on('data', onData);
+    socket.on('error', () => socket.destroy());
+    // A background job may hold the pipe for hours: that must not keep the worker alive.
+    socket.unref();
+    return socket;
+  }
+
+  private onData(chunk: Buffer): void {
+    if (this.mode !== 'collect') return;
+    const data = this.carry.length > 0 ? Buffer.concat([this.carry, chunk]) : chunk;
+    const at = data.indexOf(this.fence);
+    if (at >= 0) {
+      this.collector.push(data.subarray(0, at));
+      this.carry = Buffer.alloc(0);
+      this.mode = 'drain';
+      this.resolveFence();
+      return;
+    }
+    // Hold back what could be the start of a fence split across chunks.
+    const keep = Math.min(data.length, this.fence.length - 1);
+    this.collector.push(data.subarray(0, data.length - keep));
+    this.carry = Buffer.from(data.subarray(data.length - keep));
+  }
+
+  /**
+   * Stops collecting, optionally after collecting what is still readable
+   * until EOF (for a killed command: its processes are dead, so EOF comes as
+   * soon as the pipe is empty) for at most `collectMs`. Then drains and
+   * drops whatever background jobs still write, and recycles the FIFO at EOF.
+   */
+  async detach(collectMs = 0): Promise<void> {
+    if (this.mode === 'closed') return;
+    const stillCollecting = this.mode === 'collect' && collectMs > 0;
+    let reader: number;
+    try {
+      reader = fs.openSync(`/proc/self/fd/${this.fd}`, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+    } catch {
+      // No /proc: keep the read-write descriptor draining until the session
+      // closes; the FIFO is not reused.
+      this.flushCarry();
+      this.mode = 'drain';
+      this.pool.discard(this.fifo);
+      return;
+    }
+    const ended = new Promise<void>((r) => (this.onEnd = r));
+    const old = this.socket;
+    this.socket = this.readSocket(reader, (chunk) => this.onData(chunk));
+    this.socket.on('end', () => {
+      this.flushCarry();
+      this.mode = 'closed';
+      this.socket.destroy();
+      this.pool.give(this.fifo);
+      this.onEnd?.();
+      this.onClosed?.();
+    });
+    // The old handle may still hold unread data events; let them through first.
+    old.removeAllListeners('data');
+    old.on('data', (chunk: Buffer) => this.onData(chunk));
+    old.destroy();
+    if (stillCollecting) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([ended, new Promise((r) => (timer = setTimeout(r, collectMs)))]);
+      clearTimeout(timer);
+    }
+    if (this.mode === 'collect') {
+      this.flushCarry();
+      this.mode = 'drain';
+    }
+  }
+
+  /** Bytes held back while looking for a fence that never came belong to the output. */
+  private flushCarry(): void {
+    if (this.mode === 'collect' && this.carry.length > 0) this.collector.push(this.carry);
+    this.carry = Buffer.alloc(0);
+  }
+
+  /** Closes everything now (session closing). */
+  destroy(): void {
+    if (this.mode === 'closed') return;
+    this.mode = 'closed';
+    this.socket.destroy();
+    this.pool.discard(this.fifo);
+    this.onClosed?.();
+  }
+}

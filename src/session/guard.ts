@@ -1,0 +1,445 @@
+/**
+ * The process guard: enforces `limits.maxProcesses` for one shell and finds
+ * every process that shell started, so they can all be killed.
+ *
+ * Why not `ulimit -u`: the kernel does not apply RLIMIT_NPROC to uid 0, and
+ * workers run as root in CI and in most containers; for other users it
+ * counts all of the user's processes on the machine. Two mechanisms that do
+ * work for root, chosen in this order by mode `auto`:
+ *
+ * 1. `cgroup`: a pids cgroup per shell (cgroup v1 `pids` hierarchy, or v2
+ *    when the pids controller can be enabled below our own cgroup). The
+ *    kernel refuses the fork past `pids.max`, so a fork bomb cannot grow even
+ *    for a moment; processes cannot leave it (not even with setsid), so it
+ *    also lists everything to kill. Needs a writable cgroup filesystem (true
+ *    for root on a VM or a privileged container, false in a default Docker
+ *    container).
+ * 2. `watchdog`: a timer in the worker (every 100 ms) reads /proc/loadavg
+ *    (one small read: the machine's task count and its newest pid).
+ *    - Sudden growth: when the machine has gained more tasks than a
+ *      session's limit since the last full scan and the newest processes
+ *      (the 16 newest pids, a few small reads) are mostly that session's,
+ *      the session is killed. A fork bomb is caught this way within two or
+ *      three ticks; a full /proc listing would not do: during a fork storm
+ *      listing /proc blocks for a second or more (measured here).
+ *    - Slow growth: when the count has grown by 32 or more (or every 2 s)
+ *      and is calm (fewer than 16 new tasks in the last tick: listing /proc
+ *      while processes are created fast is slow and slows the fast path's
+ *      reads too), /proc is scanned in the background (async), newest pids
+ *      first, counting
+ *      the tasks of each shell's session (session id = the shell's pid: it
+ *      is started with setsid), stopping at the first session over its limit.
+ *    The kernel does not stop the forks, so a bomb overshoots the limit by
+ *    what it forks before detection (measured below, in README.md); a
+ *    process that calls setsid itself escapes the count.
+ *
+ * Either way a limit hit ends the command: the guard calls `onExceeded` and
+ * the session kills the shell's processes and restarts it.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { listProcesses, readLoadavg, readProc, readProcAsync, sessionMembers, type ProcInfo } from './procs';
+
+/**
+ * How `maxProcesses` is enforced. `auto`: a pids cgroup if one can be
+ * created, else the watchdog. `cgroup`: a pids cgroup or fail to start.
+ * `watchdog`: the /proc watchdog only. `none`: not enforced (processes are
+ * still found and killed by process group and session id).
+ */
+export type ProcessGuardMode = 'auto' | 'cgroup' | 'watchdog' | 'none';
+
+/** Interval of the guard timer, ms. */
+export const GUARD_INTERVAL_MS = 100;
+/** Growth of the machine's task count (tasks) that triggers a /proc scan in watchdog mode. */
+const SCAN_TRIGGER_TASKS = 32;
+/** A /proc scan happens at least this often in watchdog mode, ms, whatever the task count does. */
+const SCAN_MAX_INTERVAL_MS = 2000;
+/** Newest pids sampled to attribute a sudden growth to a session. */
+const NEWEST_SAMPLE = 16;
+/** /proc/<pid>/stat files read at once during a scan. */
+const SCAN_BATCH = 32;
+/** Growth per tick (tasks) at or above which no full /proc scan is started (the fast path decides). */
+const QUIET_TASKS_PER_TICK = 16;
+
+interface PidsCgroup {
+  version: 1 | 2;
+  /** Absolute path of the per-shell cgroup directory. */
+  dir: string;
+}
+
+interface MountInfo {
+  root: string;
+  mountPoint: string;
+  fsType: string;
+  superOptions: string[];
+}
+
+function readMounts(): MountInfo[] {
+  let text: string;
+  try {
+    text = fs.readFileSync('/proc/self/mountinfo', 'utf8');
+  } catch {
+    return [];
+  }
+  const out: MountInfo[] = [];
+  for (const line of text.split('\n')) {
+    const [left, right] = line.split(' - ');
+    if (!left || !right) continue;
+    const l = left.split(' ');
+    const r = right.split(' ');
+    const unescape = (s: string) => s.replace(/\\(\d{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+    out.push({ root: unescape(l[3] ?? '/'), mountPoint: unescape(l[4] ?? ''), fsType: r[0] ?? '', superOptions: (r[2] ?? '').split(',') });
+  }
+  return out;
+}
+
+/** Directory of the cgroup this process is in, within a hierarchy mounted at `mount`. */
+function ownCgroupDir(mount: MountInfo, cgroupPath: string): string {
+  let rel = cgroupPath;
+  if (mount.root !== '/' && (rel === mount.root || rel.startsWith(mount.root + '/'))) rel = rel.slice(mount.root.length);
+  return path.join(mount.mountPoint, rel);
+}
+
+/** Where a pids cgroup could be created for our children: our own cgroup in the hierarchy that has the pids controller. */
+function findPidsParent(): { version: 1 | 2; dir: string } | undefined {
+  let lines: string[];
+  try {
+    lines = fs.readFileSync('/proc/self/cgroup', 'utf8').trim().split('\n');
+  } catch {
+    return undefined;
+  }
+  const mounts = readMounts();
+  for (const line of lines) {
+    const [, , controllers, cgPath] = /^(\d+):([^:]*):(.*)$/.exec(line) ?? [];
+    if (cgPath === undefined || controllers === undefined) continue;
+    if (controllers.split(',').includes('pids')) {
+      const mount = mounts.find((m) => m.fsType === 'cgroup' && m.superOptions.includes('pids'));
+      if (mount) return { version: 1, dir: ownCgroupDir(mount, cgPath) };
+    }
+  }
+  const v2 = lines.find((l) => l.startsWith('0::'));
+  const mount = mounts.find((m) => m.fsType === 'cgroup2');
+  if (v2 && mount) {
+    const dir = ownCgroupDir(mount, v2.slice(3));
+    try {
+      if (fs.readFileSync(path.join(dir, 'cgroup.controllers'), 'utf8').split(/\s+/).includes('pids')) return { version: 2, dir };
+    } catch {
+      /* no v2 pids */
+    }
+  }
+  return undefined;
+}
+
+/** Creates a pids cgroup named `name` with the limit; undefined when not possible here. Throws nothing. */
+function createPidsCgroup(name: string, maxProcesses: number): PidsCgroup | undefined {
+  const parent = findPidsParent();
+  if (!parent) return undefined;
+  const dir = path.join(parent.dir, name);
+  try {
+    fs.mkdirSync(dir);
+  } catch {
+    return undefined;
+  }
+  try {
+    if (parent.version === 2 && !fs.existsSync(path.join(dir, 'pids.max'))) {
+      // Enable the controller for our children (works where our cgroup is the
+      // root of a delegated subtree; fails with EBUSY where it holds processes).
+      fs.writeFileSync(path.join(parent.dir, 'cgroup.subtree_control'), '+pids');
+    }
+    fs.writeFileSync(path.join(dir, 'pids.max'), Number.isFinite(maxProcesses) ? String(maxProcesses) : 'max');
+    return { version: parent.version, dir };
+  } catch {
+    try {
+      fs.rmdirSync(dir);
+    } catch {
+      /* leave it */
+    }
+    return undefined;
+  }
+}
+
+function readLimitHits(cg: PidsCgroup): number {
+  try {
+    const m = /^max (\d+)/m.exec(fs.readFileSync(path.join(cg.dir, 'pids.events'), 'utf8'));
+    return m ? Number(m[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** Thrown (internally) when mode `cgroup` was asked for and no pids cgroup can be created. */
+export class CgroupUnavailableError extends Error {}
+
+/** Guard of one shell process (one per bash; a restarted session gets a new one). */
+export class ProcessGuard {
+  /** Mechanism in use. */
+  readonly kind: 'cgroup' | 'watchdog' | 'none';
+  /** The per-shell cgroup, for kind `cgroup`. */
+  readonly cgroup: PidsCgroup | undefined;
+  readonly maxProcesses: number;
+  /** Pid of the shell (session leader) once adopted. */
+  private leader = 0;
+  private hitsAtStart = 0;
+  private fired = false;
+  private onExceeded: (() => void) | undefined;
+
+  private constructor(kind: 'cgroup' | 'watchdog' | 'none', cgroup: PidsCgroup | undefined, maxProcesses: number) {
+    this.kind = kind;
+    this.cgroup = cgroup;
+    this.maxProcesses = maxProcesses;
+  }
+
+  /**
+   * Creates the guard. `name` names the cgroup directory (made safe here).
+   * Throws {@link CgroupUnavailableError} in mode `cgroup` when no pids cgroup
+   * can be created.
+   */
+  static create(mode: ProcessGuardMode, maxProcesses: number, name: string): ProcessGuard {
+    if (mode === 'none') return new ProcessGuard('none', undefined, maxProcesses);
+    if (mode === 'auto' || mode === 'cgroup') {
+      const cg = createPidsCgroup(`agent-jobs-${name.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 80)}`, maxProcesses);
+      if (cg) return new ProcessGuard('cgroup', cg, maxProcesses);
+      if (mode === 'cgroup') throw new CgroupUnavailableError('no writable pids cgroup (cgroup v1 pids hierarchy, or v2 with the pids controller delegated) is available');
+    }
+    return new ProcessGuard('watchdog', undefined, maxProcesses);
+  }
+
+  /**
+   * Puts the shell under guard: moves it into the cgroup (before it has run
+   * anything, so all its descendants are inside) and starts watching.
+   * `onExceeded` is called once when the limit is hit. Throws when the pid
+   * cannot be moved into the cgroup.
+   */
+  adopt(pid: number, onExceeded: () => void): void {
+    this.leader = pid;
+    this.onExceeded = onExceeded;
+    if (this.cgroup) {
+      fs.writeFileSync(path.join(this.cgroup.dir, 'cgroup.procs'), String(pid));
+      this.hitsAtStart = readLimitHits(this.cgroup);
+    }
+    if (this.kind !== 'none') watch(this);
+  }
+
+  /** Pids in the cgroup (empty for other kinds). */
+  cgroupPids(): number[] {
+    if (!this.cgroup) return [];
+    try {
+      return fs
+        .readFileSync(path.join(this.cgroup.dir, 'cgroup.procs'), 'utf8')
+        .split('\n')
+        .filter((s) => s !== '')
+        .map(Number);
+    } catch {
+      return [];
+    }
+  }
+
+  /**
+   * Every process of the shell, zombies included (their state says so): the
+   * cgroup's members (nothing leaves a cgroup, so that is all of them), or
+   * without a cgroup its session and process group, from a /proc listing.
+   * `leaderReaped`: the shell has exited and been reaped, so a process now
+   * carrying its pid is someone else's (pid reuse) and is never included;
+   * processes with its session id are ours only while the pid is unused
+   * (the kernel does not reuse a pid still in use as a session id).
+   */
+  members(leaderReaped: boolean): ProcInfo[] {
+    if (this.leader <= 0) return [];
+    if (this.cgroup) {
+      const found: ProcInfo[] = [];
+      for (const pid of this.cgroupPids()) {
+        const p = readProc(pid);
+        if (p) found.push(p);
+      }
+      // The shell, between its exit and being reaped, has already left the cgroup.
+      if (!leaderReaped && !found.some((p) => p.pid === this.leader)) {
+        const p = readProc(this.leader);
+        if (p) found.push(p);
+      }
+      return found;
+    }
+    if (leaderReaped && readProc(this.leader)) return [];
+    return sessionMembers(this.leader, listProcesses()).filter((p) => !(leaderReaped && p.pid === this.leader));
+  }
+
+  /** Pid of the shell this guard watches (0 before {@link adopt}). */
+  get leaderPid(): number {
+    return this.leader;
+  }
+
+  /** cgroup kind: whether the kernel refused a fork because of `pids.max` since adopt. */
+  cgroupLimitHit(): boolean {
+    return this.cgroup !== undefined && readLimitHits(this.cgroup) > this.hitsAtStart;
+  }
+
+  /** Marks the limit as hit and calls `onExceeded` (once). */
+  fire(): void {
+    if (this.fired || this.leader === 0) return;
+    this.fired = true;
+    this.onExceeded?.();
+  }
+
+  /** Whether the limit was hit (and `onExceeded` called). */
+  get exceeded(): boolean {
+    return this.fired;
+  }
+
+  /** Stops watching and removes the cgroup (retrying while its last processes exit). */
+  async dispose(): Promise<void> {
+    unwatch(this);
+    if (!this.cgroup) return;
+    for (let attempt = 0; attempt < 50; attempt++) {
+      try {
+        fs.rmdirSync(this.cgroup.dir);
+        return;
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT') return;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    }
+  }
+}
+
+const watched = new Set<ProcessGuard>();
+let timer: NodeJS.Timeout | undefined;
+/** Machine task count at the last full scan, or the lowest seen since. */
+let baselineTasks: number | undefined;
+/** Machine task count at the previous tick. */
+let previousTasks: number | undefined;
+let lastScanAt = 0;
+
+/**
+ * Scans /proc for the tasks of the watched sessions, newest pids first (a
+ * fork bomb's processes are the newest), and returns the first guard whose
+ * session has more tasks than its limit, stopping there. Asynchronous (the
+ * reads run on libuv's thread pool) so that a slow /proc never blocks the
+ * worker's event loop.
+ */
+async function findExceeded(guards: ProcessGuard[]): Promise<ProcessGuard | undefined> {
+  const byLeader = new Map(guards.map((g) => [g.leaderPid, g]));
+  const counts = new Map<ProcessGuard, number>();
+  let names: string[];
+  try {
+    names = await fs.promises.readdir('/proc');
+  } catch {
+    return undefined;
+  }
+  const pids = names.filter((n) => n.charCodeAt(0) >= 48 && n.charCodeAt(0) <= 57).map(Number);
+  pids.sort((a, b) => b - a);
+  for (let i = 0; i < pids.length; i += SCAN_BATCH) {
+    const batch = await Promise.all(pids.slice(i, i + SCAN_BATCH).map(readProcAsync));
+    for (const p of batch) {
+      if (!p || p.state === 'Z') continue;
+      const g = byLeader.get(p.sid) ?? byLeader.get(p.pgid);
+      if (!g) continue;
+      const n = (counts.get(g) ?? 0) + (p.threads || 1);
+      counts.set(g, n);
+      if (n > g.maxProcesses) return g;
+    }
+  }
+  return undefined;
+}
+
+let scanning = false;
+
+/** Runs {@link findExceeded} unless one is already running, and fires the guard it finds. */
+function scanInBackground(guards: ProcessGuard[]): void {
+  if (scanning) return;
+  scanning = true;
+  findExceeded(guards)
+    .then((g) => g?.fire())
+    .catch(() => undefined)
+    .finally(() => {
+      scanning = false;
+    });
+}
+
+/**
+ * Which watched session owns most of the newest processes on the machine:
+ * reads /proc/loadavg's last pid and the stat of the `sample` pids below it
+ * (a few small reads, fast even during a fork storm, when listing /proc can
+ * block for a second).
+ */
+function ownerOfNewest(guards: ProcessGuard[], lastPid: number, sample: number): ProcessGuard | undefined {
+  const byLeader = new Map(guards.map((g) => [g.leaderPid, g]));
+  const votes = new Map<ProcessGuard, number>();
+  let live = 0;
+  for (let pid = lastPid; pid > lastPid - sample && pid > 1; pid--) {
+    const p = readProc(pid);
+    if (!p || p.state === 'Z') continue;
+    live++;
+    const g = byLeader.get(p.sid) ?? byLeader.get(p.pgid);
+    if (g) votes.set(g, (votes.get(g) ?? 0) + 1);
+  }
+  for (const [g, n] of votes) if (n * 2 >= live && live > 0) return g;
+  return undefined;
+}
+
+function tick(): void {
+  const watchdogs: ProcessGuard[] = [];
+  for (const guard of watched) {
+    if (guard.kind === 'cgroup') {
+      if (guard.cgroupLimitHit()) guard.fire();
+    } else if (!guard.exceeded && guard.leaderPid > 0) {
+      watchdogs.push(guard);
+    }
+  }
+  if (watchdogs.length === 0) return;
+  const load = readLoadavg();
+  const now = Date.now();
+  if (!load) {
+    if (now - lastScanAt >= SCAN_MAX_INTERVAL_MS) {
+      lastScanAt = now;
+      scanInBackground(watchdogs);
+    }
+    return;
+  }
+  if (previousTasks === undefined || baselineTasks === undefined) {
+    // First tick: just learn the machine's task count.
+    previousTasks = baselineTasks = load.tasks;
+    lastScanAt = now;
+    return;
+  }
+  const delta = load.tasks - previousTasks;
+  previousTasks = load.tasks;
+  baselineTasks = Math.min(baselineTasks, load.tasks);
+  const growth = load.tasks - baselineTasks;
+  if (growth >= SCAN_TRIGGER_TASKS || delta >= SCAN_TRIGGER_TASKS) {
+    // Fast path: the machine grew by more than a session's whole allowance
+    // since the last full scan, and the newest processes are that session's.
+    const owner = ownerOfNewest(watchdogs, load.lastPid, NEWEST_SAMPLE);
+    if (owner && growth > owner.maxProcesses) {
+      owner.fire();
+      return;
+    }
+  }
+  // A full scan lists /proc, which is slow while processes are being created
+  // fast (and slows down the reads of the fast path): only when it is calm.
+  if (scanning || delta >= QUIET_TASKS_PER_TICK) return;
+  if (growth < SCAN_TRIGGER_TASKS && now - lastScanAt < SCAN_MAX_INTERVAL_MS) return;
+  lastScanAt = now;
+  baselineTasks = load.tasks;
+  scanInBackground(watchdogs);
+}
+
+function updateTimer(): void {
+  if (watched.size > 0 && !timer) {
+    timer = setInterval(tick, GUARD_INTERVAL_MS);
+    timer.unref();
+  } else if (watched.size === 0 && timer) {
+    clearInterval(timer);
+    timer = undefined;
+    previousTasks = baselineTasks = undefined;
+  }
+}
+
+function watch(guard: ProcessGuard): void {
+  watched.add(guard);
+  updateTimer();
+}
+
+function unwatch(guard: ProcessGuard): void {
+  watched.delete(guard);
+  updateTimer();
+}

@@ -1,0 +1,46 @@
+/**
+ * The bash session: a persistent, scrubbed, resource-limited bash per agent
+ * run, whose every command comes back with the truth about what happened.
+ *
+ * Public surface:
+ * - {@link BashSession} (`start`, `run`, `restart`, `close`, `pid`, `id`, `cwd`)
+ *   with {@link BashSessionOptions}, {@link RunOptions}, {@link CommandResult};
+ * - {@link ResourceLimits} and {@link ProcessGuardMode};
+ * - {@link buildSessionEnv} (the scrubbed environment; the worker uses it),
+ *   {@link redactSecrets}, {@link isSecretEnvName};
+ * - output helpers ({@link sanitizeText}, {@link processOutput}) for callers
+ *   that clean other command output the same way;
+ * - {@link reapOrphanedSessions}: a worker calls it at start to kill what is
+ *   left of sessions whose worker died;
+ * - error classes, each documenting when it is thrown.
+ *
+ * How it works (protocol, background jobs, fork-bomb defence): see
+ * `protocol.ts`, `capture.ts` and `guard.ts`, and README.md beside this file.
+ */
+export {
+  BashSession,
+  DEFAULT_KILL_GRACE_MS,
+  DEFAULT_TIMEOUT_MS,
+  START_TIMEOUT_MS,
+  type BashSessionOptions,
+  type CommandResult,
+  type RunOptions,
+  type ShellExit,
+} from './session';
+export { DEFAULT_LIMITS, type ResourceLimits } from './limits';
+export type { ProcessGuardMode } from './guard';
+export {
+  buildSessionEnv,
+  isSecretEnvName,
+  MIN_REDACTED_SECRET_LENGTH,
+  NON_INTERACTIVE_ENV,
+  redactSecrets,
+  SECRET_NAME_PATTERNS,
+  type SecretValue,
+  type SessionEnv,
+  type SessionEnvOptions,
+} from './env';
+export { DEFAULT_MAX_OUTPUT_BYTES, processOutput, sanitizeText, stripAnsi, type CappedOutput } from './output';
+export type { AuditLine } from './audit';
+export { reapOrphanedSessions, type ReapResult } from './orphans';
+export { InvalidCommandError, InvalidSessionOptionError, SessionClosedError, SessionError, SessionStartError } from './errors';

@@ -1,0 +1,131 @@
+/**
+ * What happens to a session when its worker dies (SIGKILL, OOM, crash).
+ *
+ * 1. bash itself: it is started through `setpriv --pdeathsig KILL` (when
+ *    util-linux's setpriv is installed), so the kernel kills it the moment
+ *    the worker dies, even if it is blocked. Without setpriv, bash exits on
+ *    end-of-file of its control pipe once it is idle.
+ * 2. What bash started: a sentinel process per shell (shell.ts) blocks on a
+ *    pipe from the worker and, when the worker dies and the pipe closes,
+ *    SIGKILLs the shell's process group and cgroup within milliseconds.
+ * 3. Anything that escaped both (a process that left the group with setsid
+ *    where no cgroup holds it, or a sentinel that could not start). Each
+ *    session's private directory holds an `owner.json` naming the worker
+ *    (pid and start time, so a reused pid is not mistaken for it), the
+ *    shell's pid (= session id and process group of its processes) and its
+ *    cgroup. {@link reapOrphanedSessions}, called by a worker when it
+ *    starts, kills what is left of sessions whose worker is gone and removes
+ *    their directories and cgroups.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { listProcesses, signalPid } from './procs';
+
+/** Prefix of every session's private directory in the temp directory. */
+export const SESSION_DIR_PREFIX = 'agent-jobs-session-';
+const OWNER_FILE = 'owner.json';
+
+/** Contents of a session directory's owner.json. */
+export interface OwnerRecord {
+  sessionId: string;
+  workerPid: number;
+  /** The worker's start time in clock ticks since boot (/proc/<pid>/stat field 22). */
+  workerStart: string;
+  /** Pid of the current bash: session id and process group of everything it started. */
+  shellPid: number;
+  /** Its start time (clock ticks since boot), to tell it from a later process given the same pid. */
+  shellStart: string;
+  /** Its pids cgroup directory, if any. */
+  cgroup?: string;
+}
+
+/** Start time of a process (clock ticks since boot), or undefined if it does not exist. */
+export function processStartTime(pid: number): string | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
+  }
+}
+
+/** Records who owns a session directory (called at every shell start). Best effort. */
+export function writeOwner(dir: string, record: OwnerRecord): void {
+  try {
+    fs.writeFileSync(path.join(dir, OWNER_FILE), JSON.stringify(record), { mode: 0o600 });
+  } catch {
+    /* the directory was removed by a command; the next start writes it again */
+  }
+}
+
+/** Result of {@link reapOrphanedSessions}. */
+export interface ReapResult {
+  /** Ids of the sessions cleaned up. */
+  sessions: string[];
+  /** Processes killed. */
+  killed: number;
+}
+
+/**
+ * Cleans up after sessions whose worker process is gone: SIGKILLs every
+ * process in their shell's session / process group / cgroup, removes the
+ * cgroup and the session directory. Sessions of live workers are left
+ * alone. Call it when a worker starts (it takes milliseconds, up to 2 s
+ * per stale cgroup while its processes exit). Never throws.
+ * @param tmpDir where session directories live @default os.tmpdir()
+ */
+export async function reapOrphanedSessions(tmpDir: string = os.tmpdir()): Promise<ReapResult> {
+  const result: ReapResult = { sessions: [], killed: 0 };
+  let entries: string[];
+  try {
+    entries = fs.readdirSync(tmpDir).filter((e) => e.startsWith(SESSION_DIR_PREFIX));
+  } catch {
+    return result;
+  }
+  let procs: ReturnType<typeof listProcesses> | undefined;
+  for (const entry of entries) {
+    const dir = path.join(tmpDir, entry);
+    let owner: OwnerRecord;
+    try {
+      owner = JSON.parse(fs.readFileSync(path.join(dir, OWNER_FILE), 'utf8')) as OwnerRecord;
+    } catch {
+      continue; // being created, or not ours
+    }
+    if (processStartTime(owner.workerPid) === owner.workerStart) continue; // worker alive
+    procs ??= listProcesses();
+    const victims = new Set<number>();
+    // Processes in the shell's session or group are its own only if its pid
+    // is free or still the shell: the kernel does not hand out a pid that is
+    // some live process's session or group id, but once the last of them is
+    // gone the number may belong to an unrelated new session.
+    const holder = processStartTime(owner.shellPid);
+    if (holder === undefined || holder === owner.shellStart) {
+      for (const p of procs) if (p.sid === owner.shellPid || p.pgid === owner.shellPid) victims.add(p.pid);
+    }
+    if (owner.cgroup) {
+      try {
+        for (const pid of fs.readFileSync(path.join(owner.cgroup, 'cgroup.procs'), 'utf8').split('\n')) if (pid) victims.add(Number(pid));
+      } catch {
+        /* cgroup gone */
+      }
+    }
+    for (const pid of victims) signalPid(pid, 'SIGKILL');
+    result.killed += victims.size;
+    if (owner.cgroup) {
+      // The killed processes leave the cgroup as they exit: retry for up to 2 s.
+      for (let attempt = 0; attempt < 100; attempt++) {
+        try {
+          fs.rmdirSync(owner.cgroup);
+          break;
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code === 'ENOENT') break;
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      }
+    }
+    fs.rmSync(dir, { recursive: true, force: true });
+    result.sessions.push(owner.sessionId);
+  }
+  return result;
+}

@@ -1,0 +1,578 @@
+/**
+ * BashSession: one long-lived bash per agent run, driven by the protocol in
+ * `protocol.ts`. See `index.ts` for the public surface and DESIGN.md
+ * section 4 for the contract.
+ */
+import { randomUUID } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { appendAuditLine, type AuditLine } from './audit';
+import { buildSessionEnv, redactSecrets, type SecretValue } from './env';
+import { InvalidCommandError, InvalidSessionOptionError, SessionClosedError, SessionStartError } from './errors';
+import type { ProcessGuardMode } from './guard';
+import { resolveLimits, ulimitArguments, type ResolvedLimits, type ResourceLimits } from './limits';
+import { FifoCapture, FifoPool } from './capture';
+import { DEFAULT_MAX_OUTPUT_BYTES, OutputCollector } from './output';
+import { processStartTime, SESSION_DIR_PREFIX, writeOwner } from './orphans';
+import { commandSource, controlLine, newMarker, type EndRecord } from './protocol';
+import { ShellProcess, type ShellExit } from './shell';
+
+/** Default per-command timeout, ms. */
+export const DEFAULT_TIMEOUT_MS = 120_000;
+/** Default time between SIGTERM and SIGKILL when a command is killed, ms. */
+export const DEFAULT_KILL_GRACE_MS = 1000;
+/** How long bash may take to start and report ready, ms. */
+export const START_TIMEOUT_MS = 10_000;
+/** How long to wait for a command's fence after its end record, ms (normally it is already there). */
+const FENCE_WAIT_MS = 250;
+/** After killing a command, how long to keep reading what it wrote before it died, ms. */
+const KILLED_OUTPUT_WAIT_MS = 300;
+/** setTimeout's largest delay; longer timeouts are clamped to it (about 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Options of {@link BashSession.start}. */
+export interface BashSessionOptions {
+  /** Working directory the shell starts in; must exist. @default process.cwd() */
+  cwd?: string;
+  /**
+   * Extra environment variables, set over the scrubbed environment (see
+   * `buildSessionEnv`: the worker's environment minus secrets, plus
+   * non-interactive settings such as `PAGER=cat`).
+   */
+  env?: Record<string, string>;
+  /** Per-command timeout in ms; `Infinity` for none. @default 120000 */
+  timeoutMs?: number;
+  /**
+   * Cap of `CommandResult.output` in UTF-8 bytes: the first and last halves
+   * are kept, with a note of how much was cut between them. @default 30000
+   */
+  maxOutputBytes?: number;
+  /** Resource limits; see {@link ResourceLimits} for units and defaults. */
+  limits?: ResourceLimits;
+  /**
+   * How `limits.maxProcesses` is enforced (see `guard.ts`). @default 'auto'
+   * (a pids cgroup when one can be created, else the /proc watchdog)
+   */
+  processGuard?: ProcessGuardMode;
+  /**
+   * Path of a JSON-lines audit file; one line is appended per command (see
+   * {@link AuditLine}). The directory must exist. @default no audit log
+   */
+  auditLog?: string;
+  /** Run id written into audit lines (DESIGN.md: audit lines name the run). */
+  runId?: string;
+  /** More environment variable names to remove and whose values are redacted from outputs. */
+  secretEnvNames?: string[];
+  /** Session id; names the audit lines and the cgroup. @default a random UUID */
+  id?: string;
+  /** Time between SIGTERM and SIGKILL when a command is killed (timeout, cancel, close), ms. @default 1000 */
+  killGraceMs?: number;
+  /** bash executable. @default 'bash' (looked up in PATH) */
+  bashPath?: string;
+}
+
+/** Options of one {@link BashSession.run} call. */
+export interface RunOptions {
+  /** Timeout of this command in ms, instead of the session's. */
+  timeoutMs?: number;
+  /**
+   * Cancels the command: its process group is killed (SIGTERM, then SIGKILL
+   * after the grace period), the shell restarted, and `run` resolves with
+   * `cancelled: true`. A signal already aborted when the command's turn
+   * comes resolves at once without running it.
+   */
+  signal?: AbortSignal;
+}
+
+/** What happened to one command. */
+export interface CommandResult {
+  /**
+   * stdout and stderr interleaved as written, decoded as UTF-8 (invalid
+   * bytes replaced by U+FFFD), escape sequences removed, `\r` overwrites
+   * collapsed to what a terminal would show, secrets redacted, and capped
+   * to `maxOutputBytes` (head + tail, with a `[... N bytes cut ...]` note).
+   * Notes about the session (a deleted working directory, a process limit)
+   * are appended as `[agent-jobs: ...]` lines.
+   */
+  output: string;
+  /** Exit status (0..255); for `exit N` the shell's code N; null when timed out, cancelled, or the shell was killed by a signal. */
+  exitCode: number | null;
+  /** The command ran past its timeout and was killed. */
+  timedOut: boolean;
+  /** `output` was cut. */
+  truncated: boolean;
+  /**
+   * The shell was restarted because of this command (timeout, cancel, shell
+   * exit, process limit, lowered resource limits) or just before it (the
+   * shell had died while idle): variables, functions, aliases and
+   * background jobs are gone; the working directory was restored.
+   */
+  sessionRestarted: boolean;
+  /**
+   * Working directory after the command. After a restart: the directory the
+   * new shell started in (the last known good one, or its nearest existing
+   * parent).
+   */
+  cwd: string;
+  /** Wall time from sending the command to its end, ms. */
+  durationMs: number;
+  /** Bytes the command wrote to stdout and stderr, before any processing. */
+  outputBytes: number;
+  /** Set when bash itself exited during the command (`exit 3`, `exec sh` ending, `kill -9 $$`, process limit). */
+  shellExit?: ShellExit;
+  /** The command was cancelled through `RunOptions.signal` (or the session was closed while it ran). */
+  cancelled: boolean;
+}
+
+export type { ShellExit };
+
+function note(text: string): string {
+  return `[agent-jobs: ${text}]`;
+}
+
+function appendNotes(output: string, notes: string[]): string {
+  if (notes.length === 0) return output;
+  const sep = output === '' || output.endsWith('\n') ? '' : '\n';
+  return output + sep + notes.join('\n');
+}
+
+function nearestExistingDir(dir: string): string {
+  let d = path.resolve(dir);
+  for (;;) {
+    try {
+      if (fs.statSync(d).isDirectory()) return d;
+    } catch {
+      /* go up */
+    }
+    const up = path.dirname(d);
+    if (up === d) return '/';
+    d = up;
+  }
+}
+
+function checkTimeout(name: string, value: number | undefined): void {
+  if (value === undefined) return;
+  if (typeof value !== 'number' || Number.isNaN(value) || value <= 0) throw new InvalidSessionOptionError(name, `expected a number of ms > 0 (or Infinity), got ${String(value)}`);
+}
+
+type Outcome =
+  | { kind: 'record'; record: EndRecord }
+  | { kind: 'exit'; exit: ShellExit }
+  | { kind: 'timeout' }
+  | { kind: 'abort' }
+  | { kind: 'closed' };
+
+/**
+ * A persistent bash shell. Commands run one at a time (a `run` call waits
+ * for the previous one) in the same shell, so the working directory,
+ * variables, functions and aliases persist between them.
+ *
+ * @example
+ * const session = await BashSession.start({ cwd: '/work/repo', timeoutMs: 60_000 });
+ * try {
+ *   const r = await session.run('npm test');
+ *   console.log(r.exitCode, r.output);
+ * } finally {
+ *   await session.close();
+ * }
+ */
+export class BashSession {
+  /** Session id (`options.id` or a random UUID). */
+  readonly id: string;
+  private readonly options: Required<Pick<BashSessionOptions, 'timeoutMs' | 'maxOutputBytes' | 'killGraceMs' | 'bashPath' | 'processGuard'>> &
+    Pick<BashSessionOptions, 'auditLog' | 'runId'>;
+  private readonly limits: ResolvedLimits;
+  private readonly env: Record<string, string>;
+  private readonly secrets: SecretValue[];
+  private readonly tmpDir: string;
+  private readonly fifos: FifoPool;
+  /** Output pipes not yet closed (running commands, and background jobs still holding one), closed by `close()`. */
+  private readonly captures = new Set<FifoCapture>();
+  private shell: ShellProcess | undefined;
+  private generation = 0;
+  private seq = 0;
+  private lastCwd: string;
+  private closed = false;
+  private queue: Promise<unknown> = Promise.resolve();
+  private limitHit = false;
+  private wakeCurrent: ((o: Outcome) => void) | undefined;
+
+  private constructor(options: BashSessionOptions, cwd: string) {
+    this.id = options.id ?? randomUUID();
+    this.options = {
+      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
+      killGraceMs: options.killGraceMs ?? DEFAULT_KILL_GRACE_MS,
+      bashPath: options.bashPath ?? 'bash',
+      processGuard: options.processGuard ?? 'auto',
+      auditLog: options.auditLog,
+      runId: options.runId,
+    };
+    this.limits = resolveLimits(options.limits);
+    const built = buildSessionEnv({ extra: options.env, secretEnvNames: options.secretEnvNames });
+    this.env = built.env;
+    this.secrets = built.secrets;
+    this.lastCwd = cwd;
+    this.tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), SESSION_DIR_PREFIX));
+    this.fifos = new FifoPool(this.tmpDir);
+  }
+
+  /**
+   * Starts a session: spawns bash in `options.cwd` and waits until it is
+   * ready (normally a few ms).
+   * @throws InvalidSessionOptionError for an out-of-range option
+   * @throws SessionStartError when `cwd` is missing or not a directory, bash cannot be spawned, the limits cannot be applied, or bash is not ready within 10 s
+   */
+  static async start(options: BashSessionOptions = {}): Promise<BashSession> {
+    checkTimeout('timeoutMs', options.timeoutMs);
+    if (options.killGraceMs !== undefined && !(Number.isFinite(options.killGraceMs) && options.killGraceMs >= 0)) {
+      throw new InvalidSessionOptionError('killGraceMs', `expected a number of ms >= 0, got ${String(options.killGraceMs)}`);
+    }
+    if (options.processGuard !== undefined && !['auto', 'cgroup', 'watchdog', 'none'].includes(options.processGuard)) {
+      throw new InvalidSessionOptionError('processGuard', `expected auto, cgroup, watchdog or none, got ${String(options.processGuard)}`);
+    }
+    if (options.maxOutputBytes !== undefined && !(Number.isInteger(options.maxOutputBytes) && options.maxOutputBytes >= 256)) {
+      throw new InvalidSessionOptionError('maxOutputBytes', `expected an integer >= 256, got ${String(options.maxOutputBytes)}`);
+    }
+    const cwd = path.resolve(options.cwd ?? process.cwd());
+    let isDir = false;
+    try {
+      isDir = fs.statSync(cwd).isDirectory();
+    } catch {
+      /* reported below */
+    }
+    if (!isDir) throw new SessionStartError(`cannot start bash session: working directory ${cwd} does not exist or is not a directory`, { sessionId: options.id });
+    const session = new BashSession(options, cwd);
+    try {
+      await session.spawn(cwd);
+    } catch (err) {
+      fs.rmSync(session.tmpDir, { recursive: true, force: true });
+      throw err;
+    }
+    return session;
+  }
+
+  /** Pid of the current bash (it changes when the shell is restarted); 0 once closed. */
+  get pid(): number {
+    return this.shell?.pid ?? 0;
+  }
+
+  /** Last known working directory of the shell. */
+  get cwd(): string {
+    return this.lastCwd;
+  }
+
+  /**
+   * How `limits.maxProcesses` is enforced for the current shell: `cgroup`
+   * (kernel pids limit), `watchdog` (/proc polling) or `none`; see `guard.ts`.
+   */
+  get guardKind(): 'cgroup' | 'watchdog' | 'none' {
+    return this.shell?.guard.kind ?? 'none';
+  }
+
+  /** Whether `close()` has been called. */
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /**
+   * Runs one command and resolves when it has ended, with the truth about
+   * what happened. Never rejects because of what the command did (failure,
+   * timeout, killing the shell, cancellation): see {@link CommandResult}.
+   * Calls are serialized: a second call waits for the first.
+   * @throws InvalidCommandError when the command is not a string or contains NUL (nothing is run)
+   * @throws InvalidSessionOptionError for a non-positive `timeoutMs`
+   * @throws SessionClosedError when the session is closed (before or while waiting its turn)
+   * @throws SessionStartError when the shell had to be restarted and could not be
+   */
+  run(command: string, options: RunOptions = {}): Promise<CommandResult> {
+    if (typeof command !== 'string') return Promise.reject(new InvalidCommandError('command must be a string', command, { sessionId: this.id }));
+    if (command.includes('\0')) {
+      return Promise.reject(new InvalidCommandError('command contains a NUL character, which bash cannot represent; nothing was run', command, { sessionId: this.id }));
+    }
+    try {
+      checkTimeout('timeoutMs', options.timeoutMs);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    if (this.closed) return Promise.reject(this.closedError());
+    return this.enqueue(() => this.runNow(command, options));
+  }
+
+  /**
+   * Kills the shell and everything it started (background jobs included) and
+   * starts a fresh one in the last known working directory (or its nearest
+   * existing parent). Waits for a running command to finish first.
+   * @throws SessionClosedError when the session is closed
+   * @throws SessionStartError when the new shell cannot be started
+   */
+  restart(): Promise<void> {
+    if (this.closed) return Promise.reject(this.closedError());
+    return this.enqueue(async () => {
+      await this.replaceShell();
+    });
+  }
+
+  /**
+   * Closes the session: kills the shell and everything it started (SIGTERM,
+   * then SIGKILL after the grace period), removes its temporary files and
+   * cgroup. A running command resolves with `cancelled: true`; queued and
+   * later calls reject with {@link SessionClosedError}. Idempotent.
+   */
+  async close(): Promise<void> {
+    if (!this.closed) {
+      this.closed = true;
+      this.wakeCurrent?.({ kind: 'closed' });
+      if (this.shell) await this.shell.kill(this.options.killGraceMs);
+    }
+    await this.queue;
+    // A restart that was under way may have started a new shell meanwhile.
+    if (this.shell) await this.shell.kill(this.options.killGraceMs);
+    this.shell = undefined;
+    for (const c of [...this.captures]) c.destroy();
+    fs.rmSync(this.tmpDir, { recursive: true, force: true });
+  }
+
+  private closedError(): SessionClosedError {
+    return new SessionClosedError(`bash session ${this.id} is closed`, { sessionId: this.id });
+  }
+
+  private enqueue<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(() => {
+      if (this.closed) throw this.closedError();
+      return fn();
+    });
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  private async spawn(cwd: string): Promise<void> {
+    const generation = ++this.generation;
+    this.limitHit = false;
+    const shell = await ShellProcess.start({
+      sessionId: this.id,
+      name: `${this.id}-${process.pid}-${this.generation}`,
+      cwd,
+      env: this.env,
+      bashPath: this.options.bashPath,
+      ulimitArgs: ulimitArguments(this.limits),
+      oomScoreAdj: this.limits.oomScoreAdj,
+      maxProcesses: this.limits.maxProcesses,
+      guardMode: this.options.processGuard,
+      startTimeoutMs: START_TIMEOUT_MS,
+      onLimitExceeded: () => {
+        if (this.generation === generation) this.limitHit = true;
+      },
+    });
+    this.shell = shell;
+    this.lastCwd = cwd;
+    writeOwner(this.tmpDir, {
+      sessionId: this.id,
+      workerPid: process.pid,
+      workerStart: processStartTime(process.pid) ?? '',
+      shellPid: shell.pid,
+      shellStart: processStartTime(shell.pid) ?? '',
+      ...(shell.guard.cgroup ? { cgroup: shell.guard.cgroup.dir } : {}),
+    });
+  }
+
+  /** Kills the current shell (if any) and starts a new one in the last known good cwd. */
+  private async replaceShell(graceMs = this.options.killGraceMs): Promise<void> {
+    const old = this.shell;
+    this.shell = undefined;
+    if (old) await old.kill(graceMs);
+    if (this.closed) throw this.closedError();
+    await this.spawn(nearestExistingDir(this.lastCwd));
+  }
+
+  private async runNow(command: string, options: RunOptions): Promise<CommandResult> {
+    const started = Date.now();
+    const notes: string[] = [];
+    let restartedBefore = false;
+    if (options.signal?.aborted) {
+      return this.finish(command, started, { output: note('cancelled before it started; nothing was run'), exitCode: null, cancelled: true, outputBytes: 0, truncated: false });
+    }
+    if (!this.shell || this.shell.exit) {
+      const exit = this.shell?.exit;
+      const why = this.limitHit ? `its processes exceeded the process limit (${this.limits.maxProcesses}) and were killed` : exit ? describeExit(exit) : 'not running';
+      notes.push(
+        note(`the shell had exited since the last command (${why}); it was restarted: variables, functions and background jobs are gone, working directory restored`),
+      );
+      await this.replaceShell(0);
+      restartedBefore = true;
+    }
+    const shell = this.shell!;
+    const seq = ++this.seq;
+    const commandFile = path.join(this.tmpDir, `cmd.${seq}`);
+    const source = commandSource(command, commandFile);
+    if ('file' in source) {
+      fs.mkdirSync(this.tmpDir, { recursive: true, mode: 0o700 });
+      fs.writeFileSync(commandFile, command, { mode: 0o600 });
+    }
+    const marker = newMarker();
+    const collector = new OutputCollector(this.options.maxOutputBytes);
+    const capture = new FifoCapture(this.fifos.take(), marker.full, collector, this.fifos);
+    this.captures.add(capture);
+    capture.onClosed = () => this.captures.delete(capture);
+    const timeoutMs = Math.min(options.timeoutMs ?? this.options.timeoutMs, MAX_TIMER_MS);
+
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    let lineNo = 0;
+    const sendAt = Date.now();
+    const outcome = await new Promise<Outcome>((resolve) => {
+      this.wakeCurrent = resolve;
+      shell.expect(marker).then((record) => resolve({ kind: 'record', record }));
+      shell.exited.then((exit) => resolve({ kind: 'exit', exit }));
+      if (Number.isFinite(timeoutMs)) timer = setTimeout(() => resolve({ kind: 'timeout' }), timeoutMs);
+      if (options.signal) {
+        onAbort = () => resolve({ kind: 'abort' });
+        options.signal.addEventListener('abort', onAbort, { once: true });
+      }
+      lineNo = shell.send(controlLine(source, capture.fifo, marker));
+    });
+    const durationMs = Date.now() - sendAt;
+    this.wakeCurrent = undefined;
+    clearTimeout(timer);
+    if (onAbort) options.signal?.removeEventListener('abort', onAbort);
+    shell.cancelExpect();
+
+    let exitCode: number | null = null;
+    let shellExit: ShellExit | undefined;
+    let restartAfter = false;
+    let cancelled = false;
+    let timedOut = false;
+    switch (outcome.kind) {
+      case 'record': {
+        exitCode = outcome.record.status;
+        this.lastCwd = outcome.record.cwd || this.lastCwd;
+        if (outcome.record.movedFrom) {
+          notes.push(
+            outcome.record.movedFrom === outcome.record.cwd
+              ? note(`the working directory ${outcome.record.movedFrom} was deleted and created again; the shell moved into the new one`)
+              : note(`the working directory ${outcome.record.movedFrom} no longer exists; the shell moved to ${outcome.record.cwd}`),
+          );
+        }
+        if (outcome.record.flags.includes('l')) {
+          notes.push(note('the command lowered the shell\'s resource limits (ulimit) below the session\'s, which cannot be undone; the shell was restarted'));
+          restartAfter = true;
+        }
+        break;
+      }
+      case 'exit':
+        shellExit = outcome.exit;
+        exitCode = outcome.exit.code;
+        restartAfter = true;
+        if (this.limitHit) {
+          notes.push(note(`the session exceeded its process limit (${this.limits.maxProcesses} processes/threads); all its processes were killed and the shell restarted`));
+        }
+        break;
+      case 'timeout':
+        timedOut = true;
+        restartAfter = true;
+        break;
+      case 'abort':
+      case 'closed':
+        cancelled = true;
+        restartAfter = outcome.kind === 'abort';
+        break;
+    }
+    if (outcome.kind === 'record') {
+      // The end record and the fence travel on different pipes: give the
+      // fence a moment (it is normally there already). Without it (the
+      // command deleted the session's directory, so the fence went nowhere)
+      // what was read is all there is.
+      await raceTimeout(capture.fenced, FENCE_WAIT_MS);
+      await capture.detach(0);
+    } else {
+      // Kill what is left: for a timeout or cancel the command itself, for a
+      // shell exit its background jobs. Then read what is still in the pipe.
+      await shell.kill(outcome.kind === 'exit' ? 0 : this.options.killGraceMs);
+      await capture.detach(KILLED_OUTPUT_WAIT_MS);
+    }
+    const captured = collector.finish(this.secrets);
+    if ('file' in source) removeQuietly(commandFile);
+    if (restartAfter && !this.closed) await this.replaceShell(0);
+    return this.finish(command, started, {
+      output: appendNotes(renumberEvalErrors(captured.text, lineNo), notes),
+      exitCode,
+      timedOut,
+      truncated: captured.truncated,
+      sessionRestarted: restartedBefore || (restartAfter && !this.closed),
+      outputBytes: captured.outputBytes,
+      shellExit,
+      cancelled,
+      durationMs,
+    });
+  }
+
+  private async finish(
+    command: string,
+    started: number,
+    r: Partial<CommandResult> & Pick<CommandResult, 'output' | 'exitCode' | 'cancelled' | 'outputBytes' | 'truncated'>,
+  ): Promise<CommandResult> {
+    const result: CommandResult = {
+      output: r.output,
+      exitCode: r.exitCode,
+      timedOut: r.timedOut ?? false,
+      truncated: r.truncated,
+      sessionRestarted: r.sessionRestarted ?? false,
+      cwd: this.lastCwd,
+      durationMs: r.durationMs ?? Date.now() - started,
+      outputBytes: r.outputBytes,
+      cancelled: r.cancelled,
+    };
+    if (r.shellExit) result.shellExit = r.shellExit;
+    if (this.options.auditLog) {
+      const line: AuditLine = {
+        time: new Date().toISOString(),
+        sessionId: this.id,
+        ...(this.options.runId ? { runId: this.options.runId } : {}),
+        command: redactSecrets(command, this.secrets),
+        exitCode: result.exitCode,
+        durationMs: result.durationMs,
+        outputBytes: result.outputBytes,
+        truncated: result.truncated,
+        timedOut: result.timedOut,
+        cancelled: result.cancelled,
+        sessionRestarted: result.sessionRestarted,
+        cwd: result.cwd,
+        ...(result.shellExit ? { shellExit: result.shellExit } : {}),
+      };
+      await appendAuditLine(this.options.auditLog, line);
+    }
+    return result;
+  }
+}
+
+/**
+ * bash numbers lines of eval'd code from the control line's position in its
+ * input ("bash: eval: line 4711: syntax error ..."); renumber them from the
+ * command's first line, as if it were a script: "bash: line 2: ...".
+ */
+export function renumberEvalErrors(text: string, controlLineNo: number): string {
+  if (controlLineNo <= 0 || !text.includes('eval: line ')) return text;
+  return text.replace(/^bash: eval: line (\d+):/gm, (whole, n: string) => {
+    const line = Number(n) - controlLineNo + 1;
+    return line >= 1 ? `bash: line ${line}:` : whole;
+  });
+}
+
+async function raceTimeout(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([p, new Promise((r) => (timer = setTimeout(r, ms)))]);
+  clearTimeout(timer);
+}
+
+function describeExit(exit: ShellExit): string {
+  return exit.signal ? `killed by ${exit.signal}` : `exit code ${exit.code}`;
+}
+
+function removeQuietly(file: string): void {
+  try {
+    fs.unlinkSync(file);
+  } catch {
+    /* already gone */
+  }
+}

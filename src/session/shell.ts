@@ -1,0 +1,305 @@
+/**
+ * One bash process: spawned detached (setsid: its own session and process
+ * group, no controlling terminal, so nothing can open /dev/tty to prompt),
+ * through `setpriv --pdeathsig KILL` where available (see orphans.ts),
+ * watched by a sentinel that kills its processes if the worker dies,
+ * put under a {@link ProcessGuard}, given the protocol functions and the
+ * limits, and killed with everything it started. A session restart replaces
+ * the whole ShellProcess.
+ */
+import { execFileSync, spawn, type ChildProcess, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { SessionStartError } from './errors';
+import { CgroupUnavailableError, ProcessGuard, type ProcessGuardMode } from './guard';
+import { signalGroup, signalPid, type ProcInfo } from './procs';
+import { initScript, newMarker, RecordScanner, type EndRecord, type Marker } from './protocol';
+
+/** How bash ended: exit code, or the signal that killed it. */
+export interface ShellExit {
+  code: number | null;
+  signal: string | null;
+}
+
+/** What a shell needs to start. */
+export interface ShellStartOptions {
+  sessionId: string;
+  /** Name unique per shell (session id + generation); names the cgroup. */
+  name: string;
+  cwd: string;
+  env: Record<string, string>;
+  bashPath: string;
+  ulimitArgs: string;
+  oomScoreAdj: number;
+  maxProcesses: number;
+  guardMode: ProcessGuardMode;
+  /** How long bash may take to report ready, ms. */
+  startTimeoutMs: number;
+  /** Called once if the guard finds the process limit exceeded. */
+  onLimitExceeded: () => void;
+}
+
+/** Bytes of bash's own stderr kept for error messages. */
+const STDERR_TAIL_BYTES = 4096;
+/** Poll interval while waiting for killed processes to go, ms. */
+const KILL_POLL_MS = 10;
+/** Give up killing after this long (something unkillable, e.g. stuck in D state), ms. */
+const KILL_MAX_MS = 5000;
+
+/**
+ * The sentinel's script: it blocks reading its stdin, a pipe whose only
+ * writer is the worker. The worker never writes to it, so `read` returns
+ * only when the worker is gone (the kernel closes the pipe on any exit,
+ * SIGKILL included); the sentinel then SIGKILLs the shell's process group
+ * and every process of its cgroup. On a normal kill the worker SIGKILLs the
+ * sentinel first, so it never acts on a group id that may have been reused.
+ * `$1` = process group id, `$2` = cgroup directory or ''.
+ */
+const SENTINEL_SCRIPT =
+  'read -r _; kill -KILL -- "-$1" 2>/dev/null; ' +
+  'if [ -n "$2" ]; then for p in $(cat "$2/cgroup.procs" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done; fi';
+
+/**
+ * Starts the sentinel that kills a shell's processes when the worker dies
+ * (pdeathsig only reaches bash itself; the commands it started would live
+ * on). Its own process group, so a timeout kill of the shell's group does
+ * not reach it. Returns null when it cannot be started (the orphan reaper
+ * at the next worker start still cleans up).
+ */
+function startSentinel(pgid: number, cgroupDir: string | undefined): ChildProcess | null {
+  try {
+    const sentinel = spawn('/bin/sh', ['-c', SENTINEL_SCRIPT, 'agent-jobs-sentinel', String(pgid), cgroupDir ?? ''], {
+      detached: true,
+      stdio: ['pipe', 'ignore', 'ignore'],
+    });
+    sentinel.on('error', () => undefined);
+    sentinel.stdin?.on('error', () => undefined);
+    sentinel.unref();
+    (sentinel.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+    return sentinel;
+  } catch {
+    return null;
+  }
+}
+
+let setprivPath: string | null | undefined;
+
+/**
+ * util-linux's setpriv, if installed and supporting --pdeathsig: bash is
+ * started through it so the kernel kills bash when the worker dies.
+ */
+function findSetpriv(): string | null {
+  if (setprivPath !== undefined) return setprivPath;
+  setprivPath = null;
+  for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(':')) {
+    const candidate = path.join(dir || '.', 'setpriv');
+    try {
+      fs.accessSync(candidate, fs.constants.X_OK);
+      execFileSync(candidate, ['--pdeathsig', 'KILL', '--', 'true'], { stdio: 'ignore', timeout: 5000 });
+      setprivPath = candidate;
+      break;
+    } catch {
+      /* not here, or too old for --pdeathsig */
+    }
+  }
+  return setprivPath;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+export class ShellProcess {
+  readonly pid: number;
+  readonly guard: ProcessGuard;
+  /** Set once bash has exited. */
+  exit: ShellExit | undefined;
+  /** Resolves when bash has exited (and been reaped). */
+  readonly exited: Promise<ShellExit>;
+  private readonly child: ChildProcessWithoutNullStreams;
+  private readonly scanner = new RecordScanner();
+  private stderrBuf = Buffer.alloc(0);
+  private killing: Promise<void> | undefined;
+  private linesSent = 0;
+  /** Kills this shell's processes if the worker dies; see {@link startSentinel}. */
+  private readonly sentinel: ChildProcess | null;
+
+  private constructor(child: ChildProcessWithoutNullStreams, guard: ProcessGuard) {
+    this.child = child;
+    this.pid = child.pid!;
+    this.guard = guard;
+    this.sentinel = startSentinel(this.pid, guard.cgroup?.dir);
+    this.exited = new Promise((resolve) => {
+      child.on('exit', (code, signal) => {
+        this.exit = { code, signal };
+        resolve(this.exit);
+      });
+    });
+    child.stdout.on('data', (chunk: Buffer) => this.scanner.push(chunk));
+    child.stderr.on('data', (chunk: Buffer) => {
+      const joined = Buffer.concat([this.stderrBuf, chunk]);
+      this.stderrBuf = joined.length > STDERR_TAIL_BYTES ? joined.subarray(joined.length - STDERR_TAIL_BYTES) : joined;
+    });
+    // Writing to a dead shell: the exit event reports it; don't crash the worker.
+    child.stdin.on('error', () => undefined);
+  }
+
+  /**
+   * Starts bash and waits until it has applied the limits and reported
+   * ready. Throws {@link SessionStartError} (after killing what was started)
+   * on any failure.
+   */
+  static async start(o: ShellStartOptions): Promise<ShellProcess> {
+    let guard: ProcessGuard;
+    try {
+      guard = ProcessGuard.create(o.guardMode, o.maxProcesses, o.name);
+    } catch (err) {
+      if (err instanceof CgroupUnavailableError) throw new SessionStartError(`cannot start bash session: ${err.message}`, { sessionId: o.sessionId, cause: err });
+      throw err;
+    }
+    let child: ChildProcessWithoutNullStreams;
+    try {
+      const setpriv = findSetpriv();
+      const [file, args] = setpriv
+        ? [setpriv, ['--pdeathsig', 'KILL', '--', o.bashPath, '--noprofile', '--norc']]
+        : [o.bashPath, ['--noprofile', '--norc']];
+      child = spawn(file, args, { cwd: o.cwd, env: o.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+      await new Promise<void>((resolve, reject) => {
+        child.once('spawn', resolve);
+        child.once('error', reject);
+      });
+    } catch (err) {
+      await guard.dispose();
+      throw new SessionStartError(`cannot start ${o.bashPath} in ${o.cwd}: ${(err as Error).message}`, { sessionId: o.sessionId, cause: err });
+    }
+    let shell: ShellProcess | undefined;
+    const onExceeded = () => {
+      o.onLimitExceeded();
+      void shell?.kill(0);
+    };
+    try {
+      guard.adopt(child.pid!, onExceeded);
+    } catch (err) {
+      // The cgroup refused the pid: fall back to the watchdog unless cgroup was required.
+      await guard.dispose();
+      if (o.guardMode === 'cgroup') {
+        signalGroup(child.pid!, 'SIGKILL');
+        throw new SessionStartError(`cannot put bash into its pids cgroup: ${(err as Error).message}`, { sessionId: o.sessionId, cause: err });
+      }
+      guard = ProcessGuard.create('watchdog', o.maxProcesses, o.name);
+      guard.adopt(child.pid!, onExceeded);
+    }
+    shell = new ShellProcess(child, guard);
+    try {
+      fs.writeFileSync(`/proc/${shell.pid}/oom_score_adj`, String(o.oomScoreAdj));
+    } catch {
+      /* best effort: an unprivileged worker cannot lower it */
+    }
+    const marker = newMarker();
+    shell.send(initScript(o.ulimitArgs, marker));
+    let timer: NodeJS.Timeout | undefined;
+    const outcome = await Promise.race([
+      shell.expect(marker).then((r) => ({ kind: 'ready' as const, record: r })),
+      shell.exited.then((e) => ({ kind: 'exit' as const, exit: e })),
+      new Promise<{ kind: 'timeout' }>((r) => {
+        timer = setTimeout(() => r({ kind: 'timeout' }), o.startTimeoutMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (outcome.kind === 'ready' && outcome.record.status === 0) return shell;
+    await shell.kill(0);
+    const why =
+      outcome.kind === 'ready'
+        ? `could not apply resource limits (ulimit ${o.ulimitArgs})`
+        : outcome.kind === 'exit'
+          ? `bash exited during start (code ${outcome.exit.code}, signal ${outcome.exit.signal})`
+          : `bash did not report ready within ${o.startTimeoutMs} ms`;
+    const stderr = shell.stderrTail();
+    throw new SessionStartError(`cannot start bash session: ${why}${stderr ? `: ${stderr.trim()}` : ''}`, { sessionId: o.sessionId, stderr });
+  }
+
+  /**
+   * Writes control text to bash's stdin. Returns bash's input line number of
+   * the first line written (bash numbers eval'd code from there, which is
+   * how its error messages say `eval: line N`).
+   */
+  send(text: string): number {
+    const first = this.linesSent + 1;
+    for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) this.linesSent++;
+    if (!this.exit) this.child.stdin.write(text);
+    return first;
+  }
+
+  /** Waits for the end record of `marker` (never settles if bash dies first: race it with {@link exited}). */
+  expect(marker: Marker): Promise<EndRecord> {
+    return this.scanner.expect(marker);
+  }
+
+  /** Stops waiting for a record. */
+  cancelExpect(): void {
+    this.scanner.cancel();
+  }
+
+  /** Last bytes bash printed on its own stderr. */
+  stderrTail(): string {
+    return this.stderrBuf.toString('utf8');
+  }
+
+  /** Live (non-zombie) processes of this shell, bash included until it is reaped. */
+  liveProcesses(): ProcInfo[] {
+    return this.guard.members(this.exit !== undefined).filter((p) => p.state !== 'Z' && p.state !== 'X');
+  }
+
+  /**
+   * Signals everything of this shell; returns how many live processes there
+   * were. The process group is signalled as a whole (one system call reaches
+   * a fork bomb's every member at once) only while its id is certainly ours:
+   * bash not yet reaped, or a live member still in the group (the kernel
+   * does not reuse a pid that is still some process's group id).
+   */
+  private signalAll(signal: NodeJS.Signals): number {
+    if (!this.exit) signalGroup(this.pid, signal);
+    const live = this.liveProcesses();
+    if (this.exit && live.some((p) => p.pgid === this.pid)) signalGroup(this.pid, signal);
+    for (const p of live) signalPid(p.pid, signal);
+    return live.length;
+  }
+
+  /**
+   * Kills bash and everything it started: SIGTERM to the process group, the
+   * session and the cgroup, up to `graceMs` for them to exit, then SIGKILL
+   * until none is left (at most 5 s). Resolves once bash has been reaped and
+   * no live process of the shell remains; the guard is disposed. Idempotent.
+   * Zombies of orphaned processes are reaped by init, not by us.
+   */
+  kill(graceMs: number): Promise<void> {
+    this.killing ??= this.doKill(graceMs);
+    return this.killing;
+  }
+
+  private async doKill(graceMs: number): Promise<void> {
+    const start = Date.now();
+    if (graceMs > 0) {
+      this.signalAll('SIGTERM');
+      while (Date.now() - start < graceMs) {
+        await sleep(KILL_POLL_MS);
+        if (this.exit && this.liveProcesses().length === 0) break;
+      }
+    }
+    const killStart = Date.now();
+    while (Date.now() - killStart < KILL_MAX_MS) {
+      const left = this.signalAll('SIGKILL');
+      if (left === 0 && this.exit) break;
+      await sleep(KILL_POLL_MS);
+    }
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.exited, new Promise((r) => (timer = setTimeout(r, KILL_MAX_MS)))]);
+    clearTimeout(timer);
+    // The sentinel goes last and by SIGKILL: closing its pipe would make it act.
+    this.sentinel?.kill('SIGKILL');
+    this.child.stdin.destroy();
+    this.child.stdout.destroy();
+    this.child.stderr.destroy();
+    await this.guard.dispose();
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * Helpers for the session tests: real bash, real processes, no mocks.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { BashSession, type BashSessionOptions } from '../../../src/session';
+
+const open: BashSession[] = [];
+
+/** Starts a session that is closed after the test (short grace so kills are quick). */
+export async function startSession(options: BashSessionOptions = {}): Promise<BashSession> {
+  const s = await BashSession.start({ killGraceMs: 200, timeoutMs: 10_000, ...options });
+  open.push(s);
+  return s;
+}
+
+/** Closes every session started with {@link startSession}; call in afterEach. */
+export async function closeSessions(): Promise<void> {
+  const all = open.splice(0);
+  await Promise.all(all.map((s) => s.close()));
+}
+
+/** A fresh temporary directory, removed by {@link removeTempDirs}. */
+const dirs: string[] = [];
+export function tempDir(prefix = 'aj-test-'): string {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  dirs.push(d);
+  return d;
+}
+export function removeTempDirs(): void {
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+}
+
+/** A process as seen in /proc. */
+export interface Proc {
+  pid: number;
+  ppid: number;
+  sid: number;
+  state: string;
+  cmdline: string;
+}
+
+/** Every process on the machine, with its command line. */
+export function processes(): Proc[] {
+  const out: Proc[] = [];
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${name}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      let cmdline = '';
+      try {
+        cmdline = fs.readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').join(' ').trim();
+      } catch {
+        /* zombie or gone */
+      }
+      out.push({ pid: Number(name), state: f[0] ?? '?', ppid: Number(f[1]), sid: Number(f[3]), cmdline });
+    } catch {
+      /* gone */
+    }
+  }
+  return out;
+}
+
+/** Processes whose command line contains `token`, or whose session id is `sid`. */
+export function findProcesses(match: { token?: string; sid?: number }): Proc[] {
+  return processes().filter(
+    (p) => p.pid !== process.pid && ((match.token !== undefined && p.cmdline.includes(match.token)) || (match.sid !== undefined && p.sid === match.sid)),
+  );
+}
+
+/** Live (non-zombie) processes matching, see {@link findProcesses}. */
+export function liveProcesses(match: { token?: string; sid?: number }): Proc[] {
+  return findProcesses(match).filter((p) => p.state !== 'Z');
+}
+
+/**
+ * Waits until no process matches (zombies included): orphans' zombies are
+ * reaped by init, which here polls about once a second.
+ */
+export async function waitGone(match: { token?: string; sid?: number }, timeoutMs = 5000): Promise<Proc[]> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const left = findProcesses(match);
+    if (left.length === 0 || Date.now() > end) return left;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A unique token to put in a command line (e.g. as a sleep argument) and find later. */
+export function uniqueSleepSeconds(): string {
+  // sleep accepts fractional seconds; the fraction makes the cmdline unique.
+  return `1000.${Math.floor(Math.random() * 1e9)}`;
+}
+
+/** Measures how long `fn` takes, ms. */
+export async function timed<T>(fn: () => Promise<T>): Promise<[T, number]> {
+  const t = Date.now();
+  const v = await fn();
+  return [v, Date.now() - t];
+}

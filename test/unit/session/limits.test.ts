@@ -1,0 +1,193 @@
+/**
+ * Resource limits: a fork bomb and a memory hog are stopped, the worker (this
+ * jest process) survives, the machine stays healthy, the session is usable.
+ *
+ * Guard: every bomb test also arms its own safety net, independent of the
+ * code under test: after a deadline it SIGKILLs the old shell's process group
+ * and every process in its session. The cgroup test uses a real fork bomb
+ * (the kernel caps it); the watchdog tests use a bounded one (at most ~2000
+ * processes, each sleeping 20 s) and, where the test can create its own pids
+ * cgroup as a backstop, a real one; so that even a broken watchdog cannot
+ * take the machine down.
+ */
+import * as fs from 'node:fs';
+import { BashSession, SessionStartError } from '../../../src/session';
+import { closeSessions, liveProcesses, processes, startSession, timed, waitGone } from './helpers';
+
+afterEach(closeSessions);
+
+/** Kills everything in the session `sid` after `ms`, whatever the session code does. */
+function safetyNet(sid: number, ms: number): () => void {
+  const timer = setTimeout(() => {
+    for (let round = 0; round < 20; round++) {
+      try {
+        process.kill(-sid, 'SIGKILL');
+      } catch {
+        /* empty group */
+      }
+      for (const p of processes()) if (p.sid === sid && p.pid !== process.pid) {
+        try {
+          process.kill(p.pid, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }
+    }
+  }, ms);
+  return () => clearTimeout(timer);
+}
+
+async function cgroupAvailable(): Promise<boolean> {
+  try {
+    const s = await BashSession.start({ processGuard: 'cgroup' });
+    await s.close();
+    return true;
+  } catch (err) {
+    if (err instanceof SessionStartError) return false;
+    throw err;
+  }
+}
+
+describe('fork bombs are stopped', () => {
+  test('cgroup guard: a real fork bomb hits the pids limit, the session is killed and restarted', async () => {
+    if (!(await cgroupAvailable())) {
+      console.warn('no writable pids cgroup here: cgroup fork-bomb test skipped (the watchdog test still runs)');
+      return;
+    }
+    const s = await startSession({ processGuard: 'cgroup', limits: { maxProcesses: 100 }, timeoutMs: 15_000 });
+    expect(s.guardKind).toBe('cgroup');
+    const sid = s.pid;
+    const disarm = safetyNet(sid, 10_000);
+    try {
+      // The bomb backgrounds itself; the sleep keeps the command running while it grows.
+      const [r, ms] = await timed(() => s.run(':(){ :|:& };:; sleep 10'));
+      expect(r.output).toMatch(/exceeded its process limit \(100 processes\/threads\)/);
+      expect(r).toMatchObject({ sessionRestarted: true, timedOut: false, shellExit: { code: null, signal: 'SIGKILL' } });
+      expect(ms).toBeLessThan(5000);
+      expect(liveProcesses({ sid })).toEqual([]);
+      expect((await s.run('echo survived')).output).toBe('survived\n');
+    } finally {
+      disarm();
+    }
+    expect(await waitGone({ sid })).toEqual([]);
+
+    // The same bomb left running in the background of an idle shell.
+    const sid2 = s.pid;
+    const disarm2 = safetyNet(sid2, 10_000);
+    try {
+      const [r, ms] = await timed(() => s.run(':(){ :|:& };:'));
+      expect(ms).toBeLessThan(1000);
+      expect(r.sessionRestarted).toBe(false);
+      await new Promise((res) => setTimeout(res, 1500));
+      expect(liveProcesses({ sid: sid2 })).toEqual([]);
+      const next = await s.run('echo survived again');
+      expect(next.output).toMatch(/^survived again\n\[agent-jobs: the shell had exited since the last command \(its processes exceeded the process limit \(100\) and were killed\)/);
+      expect(next.sessionRestarted).toBe(true);
+    } finally {
+      disarm2();
+    }
+  }, 30_000);
+
+  test('watchdog guard: a (bounded) fork bomb is caught and killed within seconds', async () => {
+    const s = await startSession({ processGuard: 'watchdog', limits: { maxProcesses: 100 }, timeoutMs: 15_000 });
+    expect(s.guardKind).toBe('watchdog');
+    const sid = s.pid;
+    const disarm = safetyNet(sid, 10_000);
+    try {
+      const bomb = 'b(){ if [ $1 -gt 0 ]; then b $(($1-1)) & b $(($1-1)) & fi; exec sleep 20; }; (b 10)';
+      const [r, ms] = await timed(() => s.run(bomb));
+      expect(r.output).toMatch(/exceeded its process limit \(100 processes\/threads\)/);
+      expect(r).toMatchObject({ sessionRestarted: true, timedOut: false, shellExit: { code: null, signal: 'SIGKILL' } });
+      expect(ms).toBeLessThan(5000);
+      expect(liveProcesses({ sid })).toEqual([]);
+      expect((await s.run('echo survived')).output).toBe('survived\n');
+    } finally {
+      disarm();
+    }
+    expect(await waitGone({ sid })).toEqual([]);
+  }, 30_000);
+
+  test('watchdog guard: a real fork bomb (inside a test-owned pids cgroup as a backstop) is killed within a second or two', async () => {
+    // The backstop: the shell is moved into a cgroup this test creates, capped
+    // at 4000 tasks, so the machine survives even if the watchdog failed; the
+    // test then checks that the cap was never reached (the watchdog acted).
+    const backstop = `/sys/fs/cgroup/pids/agent-jobs-test-backstop-${process.pid}`;
+    try {
+      fs.mkdirSync(backstop);
+      fs.writeFileSync(`${backstop}/pids.max`, '4000');
+    } catch {
+      console.warn('no writable pids cgroup for a backstop: real fork bomb under the watchdog skipped (the bounded one ran)');
+      return;
+    }
+    try {
+      const s = await startSession({ processGuard: 'watchdog', limits: { maxProcesses: 200 }, timeoutMs: 15_000 });
+      fs.writeFileSync(`${backstop}/cgroup.procs`, String(s.pid));
+      const sid = s.pid;
+      const disarm = safetyNet(sid, 10_000);
+      try {
+        const [r, ms] = await timed(() => s.run(':(){ :|:& };:; sleep 10'));
+        expect(r.output).toMatch(/exceeded its process limit \(200 processes\/threads\)/);
+        expect(r).toMatchObject({ sessionRestarted: true, timedOut: false, shellExit: { code: null, signal: 'SIGKILL' } });
+        expect(ms).toBeLessThan(3000);
+        expect(fs.readFileSync(`${backstop}/pids.events`, 'utf8')).toMatch(/^max 0$/m);
+        expect(liveProcesses({ sid })).toEqual([]);
+        expect((await s.run('echo survived')).output).toBe('survived\n');
+      } finally {
+        disarm();
+      }
+      expect(await waitGone({ sid })).toEqual([]);
+    } finally {
+      for (let i = 0; i < 100; i++) {
+        try {
+          fs.rmdirSync(backstop);
+          break;
+        } catch {
+          await new Promise((res) => setTimeout(res, 50));
+        }
+      }
+    }
+  }, 30_000);
+
+  test('a normal amount of parallelism is not mistaken for a bomb', async () => {
+    const s = await startSession({ limits: { maxProcesses: 100 } });
+    const r = await s.run('for i in $(seq 1 40); do sleep 0.3 & done; wait; echo done');
+    expect(r.output).toBe('done\n');
+    expect(r.sessionRestarted).toBe(false);
+  });
+});
+
+describe('memory and file limits', () => {
+  test('a memory hog fails its allocation; the worker and the session survive', async () => {
+    const s = await startSession({ limits: { maxMemoryBytes: 512 * 1024 * 1024 } });
+    const rssBefore = process.memoryUsage().rss;
+    const [r, ms] = await timed(() => s.run('python3 -c "x = bytearray(2 * 1024**3); print(len(x))"'));
+    expect(r.exitCode).toBe(1);
+    expect(r.output).toMatch(/MemoryError/);
+    expect(ms).toBeLessThan(5000);
+    const hog = await s.run("python3 -c \"\nchunks = []\nwhile True:\n    chunks.append(bytearray(64 * 1024**2))\n\"");
+    expect(hog.output).toMatch(/MemoryError/);
+    expect(process.memoryUsage().rss - rssBefore).toBeLessThan(100 * 1024 * 1024);
+    expect((await s.run('echo alive')).output).toBe('alive\n');
+  }, 20_000);
+
+  test('defaults: 32 GiB address space, 8 GiB files, no core dumps; oom_score_adj 1000', async () => {
+    const s = await startSession();
+    const r = await s.run('ulimit -v; ulimit -f; ulimit -c; cat /proc/self/oom_score_adj');
+    expect(r.output).toBe(`${32 * 1024 * 1024}\n${8 * 1024 * 1024}\n0\n1000\n`);
+  });
+
+  test('a file larger than maxFileSizeBytes cannot be written (SIGXFSZ)', async () => {
+    const s = await startSession({ limits: { maxFileSizeBytes: 1024 * 1024 } });
+    const r = await s.run('head -c 2000000 /dev/zero > big.bin; echo "status $?"; stat -c %s big.bin; rm -f big.bin', { timeoutMs: 5000 });
+    expect(r.output).toMatch(/File size limit exceeded/);
+    expect(r.output).toMatch(/status 153\n1048576\n$/);
+  });
+
+  test('open files and CPU seconds', async () => {
+    const s = await startSession({ limits: { maxOpenFiles: 100, maxCpuSeconds: 1 } });
+    expect((await s.run('ulimit -n; ulimit -t')).output).toBe('100\n1\n');
+    const r = await s.run('python3 -c "while True: pass"', { timeoutMs: 10_000 });
+    expect([137, 152]).toContain(r.exitCode); // SIGXCPU at the soft limit, SIGKILL at the (equal) hard one
+    expect(r.timedOut).toBe(false);
+  }, 15_000);
+});
