@@ -31,13 +31,13 @@ export const AGENT_RUN_WORKFLOW = 'agentRun';
  * `callClaude` activity timeouts.
  * - startToClose 10 min: a long streamed answer with a large `max_tokens`
  *   can legitimately take minutes; the SDK itself warns past 10 minutes.
- * - heartbeat 10 s: the call heartbeats every second while streaming, so a
- *   worker that dies mid-call is noticed within 10 s and the call runs again
+ * - heartbeat 5 s: the call heartbeats every second while it waits, so a
+ *   worker that dies mid-call is noticed within 5 s and the call runs again
  *   on another worker.
  */
 export const CLAUDE_CALL_TIMEOUTS = {
   startToCloseTimeout: '10 minutes',
-  heartbeatTimeout: '10 seconds',
+  heartbeatTimeout: '5 seconds',
 } as const;
 
 /** How often `callClaude` heartbeats while waiting on the API, in ms. */
@@ -113,6 +113,14 @@ export const OPEN_SESSION_RETRY_POLICY: RetryPolicy = {
   initialInterval: '1 second',
   maximumAttempts: 3,
 };
+
+/**
+ * How long a workflow task waits on a worker's sticky queue before it goes
+ * to the shared queue: 2 s (the SDK's default is 10 s). A live worker polls
+ * its sticky queue all the time, so this only delays runs whose cached
+ * worker died; it bounds their recovery time.
+ */
+export const STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT = '2 seconds';
 
 // ---------------------------------------------------------------------------
 // Approvals and budgets

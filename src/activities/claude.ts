@@ -20,10 +20,12 @@ export const BASH_TOOL = { type: 'bash_20250124', name: 'bash' } as const;
  * Creates the Anthropic client a worker uses for every call. Key and base
  * URL come from `ANTHROPIC_API_KEY` (or `ANTHROPIC_AUTH_TOKEN`) and
  * `ANTHROPIC_BASE_URL`, read by the SDK. `maxRetries: 0`: Temporal's retry
- * policy is the only retry layer.
+ * policy is the only retry layer. `timeoutMs`: per-request limit (SDK
+ * default 10 min).
  */
-export function createAnthropicClient(options: { baseURL?: string; apiKey?: string } = {}): Anthropic {
-  return new Anthropic({ ...options, maxRetries: 0 });
+export function createAnthropicClient(options: { baseURL?: string; apiKey?: string; timeoutMs?: number } = {}): Anthropic {
+  const { timeoutMs, ...rest } = options;
+  return new Anthropic({ ...rest, maxRetries: 0, ...(timeoutMs !== undefined ? { timeout: timeoutMs } : {}) });
 }
 
 /**

@@ -150,7 +150,14 @@ export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState):
 
   // ---- messages -----------------------------------------------------------
   setHandler(approveSignal, (d: ApprovalDecision) => {
-    if (typeof d !== 'object' || d === null || typeof d.toolUseId !== 'string' || typeof d.approved !== 'boolean') {
+    if (
+      typeof d !== 'object' ||
+      d === null ||
+      typeof d.toolUseId !== 'string' ||
+      typeof d.approved !== 'boolean' ||
+      (d.reason !== undefined && typeof d.reason !== 'string') ||
+      (d.by !== undefined && typeof d.by !== 'string')
+    ) {
       log.warn('approval signal ignored: malformed payload', { payload: d as unknown });
       return;
     }
@@ -356,6 +363,9 @@ export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState):
 
       switch (response.stopReason) {
         case 'tool_use': {
+          if (!content.some(isToolUse)) {
+            return await finish({ status: 'failed', error: 'stop_reason tool_use came without any tool_use block' });
+          }
           const assistant: Message = { role: 'assistant', content };
           state.transcript.push(assistant);
           inflight = { assistant, results: [] };

@@ -1,0 +1,180 @@
+/**
+ * Session activities, built by a factory that closes over this worker
+ * process's session registry (session affinity, DESIGN.md section 2).
+ *
+ * `openSession` runs on the shared queue: whichever worker takes it starts
+ * the bash process and answers with its own session queue. `runCommand`,
+ * `restartSession` and `closeSession` run on that queue only, so they reach
+ * the process that holds the bash process.
+ */
+import { mkdir, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { Context, log } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { SESSION_HEARTBEAT_INTERVAL_MS } from '../config';
+import { BashSession, type BashSessionOptions } from '../session';
+import {
+  SESSION_NOT_FOUND,
+  type OpenSessionInput,
+  type OpenSessionOutput,
+  type RestartSessionOutput,
+  type RunCommandInput,
+  type RunCommandOutput,
+  type SessionInput,
+} from './types';
+
+/** The bash sessions this worker process holds, by session id. */
+export class SessionRegistry {
+  private readonly sessions = new Map<string, BashSession>();
+
+  add(session: BashSession): void {
+    this.sessions.set(session.id, session);
+  }
+
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  /**
+   * @throws ApplicationFailure (non-retryable, type `SessionNotFound`) when this process holds no such session
+   */
+  require(sessionId: string, workerId: string): BashSession {
+    const session = this.sessions.get(sessionId);
+    if (!session) {
+      throw ApplicationFailure.create({
+        message: `worker ${workerId} holds no bash session ${sessionId} (it was closed, or the worker restarted)`,
+        type: SESSION_NOT_FOUND,
+        nonRetryable: true,
+      });
+    }
+    return session;
+  }
+
+  async close(sessionId: string): Promise<boolean> {
+    const session = this.sessions.get(sessionId);
+    if (!session) return false;
+    this.sessions.delete(sessionId);
+    await session.close();
+    return true;
+  }
+
+  /** Closes every session (kills their process groups); used at worker shutdown. */
+  async closeAll(): Promise<void> {
+    const ids = [...this.sessions.keys()];
+    await Promise.allSettled(ids.map((id) => this.close(id)));
+  }
+}
+
+/** What the session activities need from their worker process. */
+export interface SessionActivityDeps {
+  registry: SessionRegistry;
+  workerId: string;
+  /** This process's session task queue. */
+  taskQueue: string;
+  /** Root of the default per-run working directories. */
+  workspaceRoot: string;
+  /** Options every new session gets (audit log, limits, secret names, output cap). */
+  sessionOptions: Omit<BashSessionOptions, 'cwd' | 'id'>;
+}
+
+/** Folder name for a workflow id: anything outside `[A-Za-z0-9._-]` becomes `_`. */
+export function workspaceFolderName(workflowId: string): string {
+  const safe = workflowId.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\.+/, '_');
+  return safe.length > 0 ? safe : '_';
+}
+
+async function isDirectory(dir: string): Promise<boolean> {
+  try {
+    return (await stat(dir)).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** Heartbeats every second until the returned function is called. */
+function startHeartbeat(details?: unknown): () => void {
+  const ctx = Context.current();
+  ctx.heartbeat(details);
+  const timer = setInterval(() => ctx.heartbeat(details), SESSION_HEARTBEAT_INTERVAL_MS);
+  return () => clearInterval(timer);
+}
+
+/** Builds the session activities over this process's registry. */
+export function createSessionActivities(deps: SessionActivityDeps) {
+  const { registry, workerId, taskQueue } = deps;
+
+  return {
+    /**
+     * Starts a bash session in this process, in `workdir` (created when
+     * missing; default `<workspace root>/<workflowId>`), or in `restoreCwd`
+     * when that still exists.
+     */
+    async openSession(input: OpenSessionInput): Promise<OpenSessionOutput> {
+      const workdir = input.workdir
+        ? path.resolve(deps.workspaceRoot, input.workdir)
+        : path.join(deps.workspaceRoot, workspaceFolderName(input.workflowId));
+      await mkdir(workdir, { recursive: true });
+      const cwd = input.restoreCwd && (await isDirectory(input.restoreCwd)) ? input.restoreCwd : workdir;
+      const session = await BashSession.start({
+        ...deps.sessionOptions,
+        cwd,
+        env: { ...deps.sessionOptions.env, AGENT_JOBS_WORKFLOW_ID: input.workflowId },
+      });
+      registry.add(session);
+      log.info('bash session opened', { sessionId: session.id, pid: session.pid, cwd, workerId });
+      return { sessionId: session.id, taskQueue, workerId, cwd: session.cwd };
+    },
+
+    /**
+     * Runs one command in the session. Heartbeats every second; on
+     * cancellation the session kills the command's process group (and
+     * restarts bash) before the cancellation is rethrown.
+     * @throws ApplicationFailure `SessionNotFound` when this process holds no such session
+     */
+    async runCommand(input: RunCommandInput): Promise<RunCommandOutput> {
+      const session = registry.require(input.sessionId, workerId);
+      const ctx = Context.current();
+      const stop = startHeartbeat({ toolUseId: input.toolUseId });
+      try {
+        const result = await session.run(input.command, { timeoutMs: input.timeoutMs, signal: ctx.cancellationSignal });
+        if (result.cancelled) {
+          log.info('command cancelled; process group killed', { toolUseId: input.toolUseId });
+          throw ctx.cancellationSignal.reason ?? new Error('cancelled');
+        }
+        return {
+          output: result.output,
+          exitCode: result.exitCode,
+          timedOut: result.timedOut,
+          truncated: result.truncated,
+          outputBytes: result.outputBytes,
+          sessionRestarted: result.sessionRestarted,
+          shellExit: result.shellExit ?? null,
+          cwd: result.cwd,
+          durationMs: result.durationMs,
+        };
+      } finally {
+        stop();
+      }
+    },
+
+    /** Restarts the session's bash (new process, same working directory when it still exists). */
+    async restartSession(input: SessionInput): Promise<RestartSessionOutput> {
+      const session = registry.require(input.sessionId, workerId);
+      const stop = startHeartbeat();
+      try {
+        await session.restart();
+        return { cwd: session.cwd };
+      } finally {
+        stop();
+      }
+    },
+
+    /** Closes the session and kills its process group. Closing an unknown session is not an error. */
+    async closeSession(input: SessionInput): Promise<void> {
+      const closed = await registry.close(input.sessionId);
+      log.info(closed ? 'bash session closed' : 'bash session already gone', { sessionId: input.sessionId });
+    },
+  };
+}
+
+export type SessionActivities = ReturnType<typeof createSessionActivities>;

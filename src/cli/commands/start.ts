@@ -1,0 +1,90 @@
+/** `agent-jobs start <task...>`: starts an agent run. */
+import { randomBytes } from 'node:crypto';
+import { Option, type Command } from 'commander';
+import { AGENT_RUN_WORKFLOW, SHARED_TASK_QUEUE } from '../../config';
+import { resolveInput } from '../../workflows/input';
+import type { agentRun } from '../../workflows';
+import { APPROVAL_MODES, type AgentRunInput } from '../../workflows/types';
+import { CliError } from '../errors';
+import { clip, printJson, printLines } from '../output';
+import { withClient } from '../context';
+import { durationMs, positiveInt } from '../parse';
+import { watchRun } from './watch';
+
+interface StartOptions {
+  model?: string;
+  approval?: AgentRunInput['approval'];
+  maxTurns?: number;
+  maxTokens?: number;
+  workdir?: string;
+  id?: string;
+  system?: string;
+  commandTimeout?: number;
+  approvalTimeout?: number;
+  follow?: boolean;
+  json?: boolean;
+}
+
+/** A readable, sortable workflow id: `run-YYYYMMDD-HHMMSS-xxxx`. */
+export function newWorkflowId(now = new Date()): string {
+  const stamp = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+  return `run-${stamp}-${randomBytes(2).toString('hex')}`;
+}
+
+/**
+ * Builds the workflow input from the command line (model from `--model`,
+ * else `AGENT_JOBS_MODEL`) and validates it with the workflow's own schema.
+ * @throws CliError naming every invalid field
+ */
+export function buildInput(taskWords: string[], opts: StartOptions, env: NodeJS.ProcessEnv = process.env): AgentRunInput {
+  const model = opts.model ?? env.AGENT_JOBS_MODEL;
+  const input: AgentRunInput = {
+    task: taskWords.join(' '),
+    ...(model ? { model } : {}),
+    ...(opts.approval ? { approval: opts.approval } : {}),
+    ...(opts.maxTurns !== undefined ? { maxTurns: opts.maxTurns } : {}),
+    ...(opts.maxTokens !== undefined ? { maxTokens: opts.maxTokens } : {}),
+    ...(opts.workdir ? { workdir: opts.workdir } : {}),
+    ...(opts.system ? { system: opts.system } : {}),
+    ...(opts.commandTimeout !== undefined ? { commandTimeoutMs: opts.commandTimeout } : {}),
+    ...(opts.approvalTimeout !== undefined ? { approvalTimeout: opts.approvalTimeout } : {}),
+  };
+  const checked = resolveInput(input);
+  if (!checked.ok) throw new CliError(`invalid run: ${checked.message}`, 'see `agent-jobs start --help`');
+  return input;
+}
+
+export function registerStart(program: Command): void {
+  program
+    .command('start')
+    .description('start an agent run on the task (words are joined with spaces)')
+    .argument('<task...>', 'what the agent should do')
+    .option('--model <model>', 'Claude model id (default: AGENT_JOBS_MODEL, else claude-sonnet-5-5)')
+    .addOption(new Option('--approval <mode>', 'which commands wait for a human: auto (none), policy (all but read-only ones), always').choices(APPROVAL_MODES))
+    .option('--max-turns <n>', 'model calls before the run stops (default 50)', positiveInt)
+    .option('--max-tokens <n>', 'max_tokens of each model call (default 4096)', positiveInt)
+    .option('--workdir <dir>', 'working directory of the bash session (default: a fresh folder per run under the worker\'s workspace root)')
+    .option('--system <text>', 'system prompt (default: a short description of the bash tool)')
+    .option('--command-timeout <duration>', 'per-command timeout, e.g. 30s, 5m (default 2m)', durationMs)
+    .option('--approval-timeout <duration>', 'how long a command waits for approval before it is denied, e.g. 30m, 24h (default 24h)', durationMs)
+    .option('--id <workflowId>', 'workflow id (default run-<time>-<random>)')
+    .option('--follow', 'watch the run until it ends')
+    .option('--json', 'print {"workflowId","runId","uiUrl"}')
+    .action(async (task: string[], opts: StartOptions) => {
+      const input = buildInput(task, opts);
+      const workflowId = opts.id ?? newWorkflowId();
+      await withClient(async ({ client, uiUrl }) => {
+        const handle = await client.workflow.start<typeof agentRun>(AGENT_RUN_WORKFLOW, {
+          taskQueue: SHARED_TASK_QUEUE,
+          workflowId,
+          args: [input],
+          staticSummary: clip(input.task, 200),
+          staticDetails: `**Task**\n\n${input.task}\n\napproval: ${input.approval ?? 'policy'} · model: ${input.model ?? 'default'} · max turns: ${input.maxTurns ?? 50}`,
+        });
+        const url = uiUrl(workflowId, handle.firstExecutionRunId);
+        if (opts.json) printJson({ workflowId, runId: handle.firstExecutionRunId, uiUrl: url });
+        else printLines(`started ${workflowId}`, `  UI:     ${url}`, `  follow: agent-jobs watch ${workflowId}`);
+        if (opts.follow) await watchRun(client, workflowId, { json: opts.json === true });
+      });
+    });
+}

@@ -1,0 +1,81 @@
+/** `agent-jobs watch <workflowId>`: follows a run live until it ends. */
+import type { Client } from '@temporalio/client';
+import type { Command } from 'commander';
+import { transcriptQuery } from '../../workflows/messages';
+import { isText, isToolResult, isToolUse } from '../../workflows/transcript';
+import type { ContentBlock, Message } from '../../workflows/types';
+import { indent } from '../output';
+import { withClient } from '../context';
+import { readRun, runHandle, statusJson, type RunView } from '../runs';
+
+/** Human-readable lines for one transcript message. */
+export function describeMessage(message: Message, index: number): string[] {
+  const blocks: ContentBlock[] = typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : message.content;
+  const lines: string[] = [];
+  for (const b of blocks) {
+    if (isText(b)) lines.push(index === 0 ? `task: ${b.text}` : `${message.role === 'assistant' ? 'claude' : 'user'}: ${b.text}`);
+    else if (isToolUse(b)) {
+      const input = (b.input ?? {}) as { command?: unknown; restart?: unknown };
+      const what = input.restart === true ? '(restart the session)' : typeof input.command === 'string' ? input.command : JSON.stringify(b.input);
+      lines.push(`$ ${what}    [${b.id}]`);
+    } else if (isToolResult(b)) {
+      lines.push(`${b.is_error ? '! ' : '→ '}result for ${b.tool_use_id}${b.is_error ? ' (error)' : ''}:`, indent(b.content));
+    } else lines.push(`[${b.type} block]`);
+  }
+  return lines;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Prints a run's new messages, approvals and final result as they happen
+ * (text, or JSON lines with `json`), polling every `intervalMs`.
+ * @returns the final view once the run has ended
+ */
+export async function watchRun(client: Client, workflowId: string, opts: { json: boolean; intervalMs?: number }): Promise<RunView> {
+  const emit = (event: Record<string, unknown>, text: string[]): void => {
+    process.stdout.write(opts.json ? `${JSON.stringify(event)}\n` : `${text.join('\n')}\n`);
+  };
+  let next = 0;
+  let announced: string | null = null;
+  for (;;) {
+    const view = await readRun(client, workflowId);
+    const open = view.executionStatus === 'RUNNING';
+    try {
+      const t = await runHandle(client, workflowId).query(transcriptQuery, next);
+      t.messages.forEach((m, i) => emit({ event: 'message', index: t.from + i, message: m }, describeMessage(m, t.from + i)));
+      next = t.from + t.messages.length;
+    } catch (err) {
+      if (open) throw err; // a closed run's transcript needs a worker to replay it; the result is enough
+    }
+    const pending = view.pendingApproval;
+    if (pending && pending.toolUseId !== announced) {
+      announced = pending.toolUseId;
+      emit({ event: 'pending_approval', ...pending }, [
+        `⏸ waiting for approval: ${pending.command}    [${pending.toolUseId}]`,
+        `  approve: agent-jobs approve ${workflowId}    deny: agent-jobs deny ${workflowId} --reason "..."`,
+      ]);
+    }
+    if (!open) {
+      const r = view.result;
+      emit({ event: 'result', ...statusJson(view) }, [
+        `run ${workflowId} ended: ${view.status} after ${view.turns} turns (${view.usage.inputTokens} input / ${view.usage.outputTokens} output tokens)`,
+        ...(r?.text ? [`final answer: ${r.text}`] : []),
+        ...(r?.error ? [`reason: ${r.error}`] : []),
+      ]);
+      return view;
+    }
+    await sleep(opts.intervalMs ?? 1_000);
+  }
+}
+
+export function registerWatch(program: Command): void {
+  program
+    .command('watch')
+    .description('follow a run live (messages, commands, outputs, approvals) until it ends')
+    .argument('<workflowId>')
+    .option('--json', 'print one JSON object per event')
+    .action(async (workflowId: string, opts: { json?: boolean }) => {
+      await withClient(({ client }) => watchRun(client, workflowId, { json: opts.json === true }));
+    });
+}

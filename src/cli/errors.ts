@@ -1,0 +1,44 @@
+/**
+ * CLI error reporting: one line of what went wrong and one of what to do,
+ * on stderr, exit code 1 (or the error's own code).
+ */
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { TemporalUnreachableError } from '../temporal';
+import { TemporalCliMissingError } from '../devserver';
+
+/** An error meant for the person at the terminal: `message` says what went wrong, `hint` what to do. */
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly hint?: string,
+    readonly exitCode = 1,
+  ) {
+    super(message);
+    this.name = 'CliError';
+  }
+}
+
+/** Turns known failures into a CliError with a hint; anything else keeps its message. */
+export function toCliError(err: unknown): CliError {
+  if (err instanceof CliError) return err;
+  if (err instanceof TemporalUnreachableError) {
+    return new CliError(err.message, 'start a dev server with `agent-jobs server` (or `npm run demo`), or point TEMPORAL_ADDRESS at your cluster');
+  }
+  if (err instanceof WorkflowNotFoundError) {
+    return new CliError(`no run with id ${err.workflowId ?? '?'} in this namespace`, 'list runs with `agent-jobs list`');
+  }
+  if (err instanceof TemporalCliMissingError) return new CliError(err.message);
+  const message = err instanceof Error ? err.message : String(err);
+  if (/no poller|did not receive a response|deadline exceeded/i.test(message)) {
+    return new CliError(`the run did not answer: ${message}`, 'is a worker running? start one with `agent-jobs worker`');
+  }
+  return new CliError(message);
+}
+
+/** Prints the error (one line, plus the hint) to stderr and sets the exit code. */
+export function reportError(err: unknown): void {
+  const e = toCliError(err);
+  process.stderr.write(`agent-jobs: ${e.message.split('\n')[0]}\n`);
+  if (e.hint) process.stderr.write(`hint: ${e.hint}\n`);
+  process.exitCode = e.exitCode;
+}

@@ -1,0 +1,26 @@
+/** Option parsers for commander: each throws InvalidArgumentError with the accepted form. */
+import { InvalidArgumentError } from 'commander';
+
+/** A positive integer (e.g. `--max-turns 20`). */
+export function positiveInt(value: string): number {
+  if (!/^\d+$/.test(value) || Number(value) < 1) throw new InvalidArgumentError('expected a positive integer');
+  return Number(value);
+}
+
+/** A TCP port, 1-65535. */
+export function port(value: string): number {
+  const n = positiveInt(value);
+  if (n > 65_535) throw new InvalidArgumentError('expected a port between 1 and 65535');
+  return n;
+}
+
+/**
+ * A duration in ms: a bare number is ms; a number with a unit
+ * (`500ms`, `30s`, `5m`, `2h`, `1d`) is converted.
+ */
+export function durationMs(value: string): number {
+  const m = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?$/.exec(value.trim());
+  if (!m) throw new InvalidArgumentError('expected a duration such as 30s, 5m, 2h or a number of ms');
+  const unit = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[(m[2] ?? 'ms') as 'ms'];
+  return Math.round(Number(m[1]) * unit);
+}

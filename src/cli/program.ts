@@ -1,0 +1,29 @@
+/** The `agent-jobs` command program: one file per command under `commands/`. */
+import { Command } from 'commander';
+import { registerCancel } from './commands/cancel';
+import { registerDecide } from './commands/decide';
+import { registerList } from './commands/list';
+import { registerModelServer } from './commands/model-server';
+import { registerServer } from './commands/server';
+import { registerStart } from './commands/start';
+import { registerStatus } from './commands/status';
+import { registerTranscript } from './commands/transcript';
+import { registerWatch } from './commands/watch';
+import { registerWorker } from './commands/worker';
+
+export function buildProgram(): Command {
+  const program = new Command('agent-jobs')
+    .description('Claude agents as durable, human-supervised jobs on Temporal.\nConnection: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE (and the rest of Temporal\'s envconfig); model: ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, AGENT_JOBS_MODEL.')
+    .showHelpAfterError('(add --help for usage)');
+  registerStart(program);
+  registerStatus(program);
+  registerDecide(program);
+  registerWatch(program);
+  registerList(program);
+  registerTranscript(program);
+  registerCancel(program);
+  registerWorker(program);
+  registerServer(program);
+  registerModelServer(program);
+  return program;
+}

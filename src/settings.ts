@@ -1,0 +1,102 @@
+/**
+ * Settings read from the environment, for the worker and the CLI (never
+ * from workflow code). Every variable is listed in the README.
+ */
+import { hostname } from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { loadClientConnectConfig } from '@temporalio/envconfig';
+import type { ConnectionOptions } from '@temporalio/client';
+import type { NativeConnectionOptions } from '@temporalio/worker';
+
+/** The repository root (one level above `src/` or `dist/`). */
+export const PROJECT_ROOT = path.resolve(__dirname, '..');
+
+/** Data folder: dev server database, workspaces, audit log. `AGENT_JOBS_DATA_DIR`, default `<project>/data` (git-ignored). */
+export function dataDir(env: NodeJS.ProcessEnv = process.env): string {
+  return path.resolve(env.AGENT_JOBS_DATA_DIR ?? path.join(PROJECT_ROOT, 'data'));
+}
+
+/** Root of the per-run working directories. `AGENT_JOBS_WORKSPACE_ROOT`, default `<data>/workspaces`. */
+export function workspaceRoot(env: NodeJS.ProcessEnv = process.env): string {
+  return path.resolve(env.AGENT_JOBS_WORKSPACE_ROOT ?? path.join(dataDir(env), 'workspaces'));
+}
+
+/** Command audit log (JSON lines). `AGENT_JOBS_AUDIT_LOG`, default `<data>/audit.jsonl`. */
+export function auditLogPath(env: NodeJS.ProcessEnv = process.env): string {
+  return path.resolve(env.AGENT_JOBS_AUDIT_LOG ?? path.join(dataDir(env), 'audit.jsonl'));
+}
+
+/**
+ * Names of further environment variables the worker treats as secret:
+ * removed from the bash environment and redacted from outputs.
+ * `AGENT_JOBS_SECRET_ENV`, comma-separated, default none (ANTHROPIC_* and
+ * TEMPORAL_* and names that look like keys or tokens are always secret).
+ */
+export function extraSecretEnvNames(env: NodeJS.ProcessEnv = process.env): string[] {
+  return (env.AGENT_JOBS_SECRET_ENV ?? '').split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+}
+
+/**
+ * Time limit of one Claude HTTP request in ms, after which the SDK aborts it
+ * and the activity fails (retryably). `AGENT_JOBS_CLAUDE_TIMEOUT_MS`,
+ * default 600000 (10 min, the SDK's own default).
+ * @throws Error when the value is not a positive integer
+ */
+export function claudeTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.AGENT_JOBS_CLAUDE_TIMEOUT_MS;
+  if (raw === undefined || raw === '') return 600_000;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new Error(`AGENT_JOBS_CLAUDE_TIMEOUT_MS must be a positive integer (ms), not ${JSON.stringify(raw)}`);
+  return Number(raw);
+}
+
+/** This worker process's id: `AGENT_JOBS_WORKER_ID`, default `<host>-<pid>-<6 hex>` (unique per process, so a restarted process gets a fresh session queue). */
+export function workerId(env: NodeJS.ProcessEnv = process.env): string {
+  return env.AGENT_JOBS_WORKER_ID ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+}
+
+/** Connection settings for Temporal, from `TEMPORAL_ADDRESS`, `TEMPORAL_NAMESPACE`, `TEMPORAL_API_KEY`, TLS variables and the envconfig TOML profile. */
+export interface TemporalSettings {
+  /** For `Connection.connect` (client). */
+  connectionOptions: ConnectionOptions;
+  /** For `NativeConnection.connect` (worker). */
+  nativeConnectionOptions: NativeConnectionOptions;
+  namespace: string;
+  /** Address as configured (`localhost:7233` when nothing is set). */
+  address: string;
+}
+
+/**
+ * Loads the Temporal connection settings through `@temporalio/envconfig`.
+ * @throws Error when the config file named by `TEMPORAL_CONFIG_FILE` cannot be read or parsed
+ */
+export function temporalSettings(): TemporalSettings {
+  const config = loadClientConnectConfig();
+  const address = config.connectionOptions.address ?? 'localhost:7233';
+  return {
+    connectionOptions: { ...config.connectionOptions, address } as ConnectionOptions,
+    nativeConnectionOptions: { ...config.connectionOptions, address },
+    namespace: config.namespace ?? 'default',
+    address,
+  };
+}
+
+/**
+ * Base URL of the Temporal Web UI. `TEMPORAL_UI_URL` when set; otherwise,
+ * for a local address, `http://localhost:<grpc port + 1000>` (the dev
+ * server's default UI port); otherwise Temporal Cloud's UI.
+ */
+export function temporalUiUrl(address: string, env: NodeJS.ProcessEnv = process.env): string {
+  if (env.TEMPORAL_UI_URL) return env.TEMPORAL_UI_URL.replace(/\/+$/, '');
+  const match = /^(localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\]):(\d+)$/.exec(address);
+  if (match) return `http://localhost:${Number(match[2]) + 1000}`;
+  if (address.endsWith('.tmprl.cloud:7233')) return 'https://cloud.temporal.io';
+  return `http://${address.replace(/:\d+$/, '')}:8233`;
+}
+
+/** Link to one run's page in the Temporal UI. */
+export function workflowUiUrl(uiBase: string, namespace: string, workflowId: string, runId?: string): string {
+  const ns = encodeURIComponent(namespace);
+  const id = encodeURIComponent(workflowId);
+  return runId ? `${uiBase}/namespaces/${ns}/workflows/${id}/${runId}/history` : `${uiBase}/namespaces/${ns}/workflows/${id}`;
+}

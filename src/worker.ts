@@ -1,0 +1,135 @@
+/**
+ * Worker entry: one process runs two Temporal workers.
+ *
+ * - Worker A on the shared queue `agent-jobs`: the agentRun workflow,
+ *   `callClaude` and `openSession`.
+ * - Worker B on this process's own queue `agent-jobs.session.<workerId>`:
+ *   `runCommand`, `restartSession`, `closeSession` over the bash sessions
+ *   this process holds (session affinity).
+ *
+ * Run it with `agent-jobs worker` or `node dist/worker.js`. It stops on
+ * SIGINT / SIGTERM, closing every bash session (killing their process
+ * groups) on the way out.
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
+import { createAnthropicClient, createClaudeActivities } from './activities/claude';
+import { createSessionActivities, SessionRegistry } from './activities/session';
+import { reapOrphanedSessions } from './session';
+import { SHARED_TASK_QUEUE, STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT, sessionTaskQueue } from './config';
+import { auditLogPath, claudeTimeoutMs, extraSecretEnvNames, temporalSettings, workerId as pickWorkerId, workspaceRoot } from './settings';
+import { connectClient, ensureSearchAttributes } from './temporal';
+
+/** Where `npm run build` writes the pre-bundled workflow code (saves seconds at every worker start). */
+export const WORKFLOW_BUNDLE_PATH = path.join(__dirname, 'workflow-bundle.js');
+
+/**
+ * Workflow code for Worker A: the pre-built bundle when running compiled
+ * code and it exists, else the sources (bundled at start).
+ */
+export function workflowSource(): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
+  if (__filename.endsWith('.js') && existsSync(WORKFLOW_BUNDLE_PATH) && process.env.AGENT_JOBS_WORKFLOW_BUNDLE !== 'off') {
+    return { workflowBundle: { codePath: WORKFLOW_BUNDLE_PATH } };
+  }
+  return { workflowsPath: require.resolve('./workflows') };
+}
+
+/** A running worker process's two workers. */
+export interface RunningWorker {
+  workerId: string;
+  sessionTaskQueue: string;
+  /** Resolves when both workers have stopped and every session is closed. */
+  done: Promise<void>;
+  /** Starts a graceful shutdown. */
+  shutdown(): void;
+}
+
+/**
+ * Connects, checks the search attributes, creates both workers and starts
+ * them.
+ * @throws TemporalUnreachableError when the server does not answer; Error when search attributes are missing and cannot be added
+ */
+export async function startWorker(): Promise<RunningWorker> {
+  const settings = temporalSettings();
+  const { connection: clientConnection } = await connectClient(10_000);
+  try {
+    const added = await ensureSearchAttributes(clientConnection, settings.namespace);
+    if (added.length > 0) Runtime.instance().logger.info(`registered search attributes ${added.join(', ')}`);
+  } finally {
+    await clientConnection.close();
+  }
+
+  // Sessions left behind by a worker that died (SIGKILL, OOM) on this machine.
+  const reaped = await reapOrphanedSessions();
+  if (reaped.sessions.length > 0) {
+    Runtime.instance().logger.warn(`cleaned up ${reaped.sessions.length} bash sessions left by dead workers (${reaped.killed} processes killed)`);
+  }
+
+  const connection = await NativeConnection.connect(settings.nativeConnectionOptions);
+  const id = pickWorkerId();
+  const queue = sessionTaskQueue(id);
+  const registry = new SessionRegistry();
+  const sessionActivities = createSessionActivities({
+    registry,
+    workerId: id,
+    taskQueue: queue,
+    workspaceRoot: workspaceRoot(),
+    sessionOptions: { auditLog: auditLogPath(), secretEnvNames: extraSecretEnvNames() },
+  });
+  const { openSession, runCommand, restartSession, closeSession } = sessionActivities;
+  const identity = `${id}@agent-jobs`;
+
+  const shared = await Worker.create({
+    connection,
+    namespace: settings.namespace,
+    taskQueue: SHARED_TASK_QUEUE,
+    identity,
+    ...workflowSource(),
+    activities: { ...createClaudeActivities(createAnthropicClient({ timeoutMs: claudeTimeoutMs() })), openSession },
+    // A dead worker's cached workflows move to a live worker after this long (default 10 s).
+    stickyQueueScheduleToStartTimeout: STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT,
+  });
+  const sessions = await Worker.create({
+    connection,
+    namespace: settings.namespace,
+    taskQueue: queue,
+    identity,
+    activities: { runCommand, restartSession, closeSession },
+    // Commands are cancelled (their process groups killed) when the worker stops.
+    shutdownGraceTime: '2 seconds',
+  });
+
+  const done = Promise.all([shared.run(), sessions.run()])
+    .then(() => undefined)
+    .finally(async () => {
+      await registry.closeAll();
+      await connection.close();
+    });
+  Runtime.instance().logger.info(`worker ${id} polling ${SHARED_TASK_QUEUE} and ${queue}`, { namespace: settings.namespace, address: settings.address });
+  return {
+    workerId: id,
+    sessionTaskQueue: queue,
+    done,
+    shutdown: () => {
+      shared.shutdown();
+      sessions.shutdown();
+    },
+  };
+}
+
+/** Installs the SDK runtime logger at `AGENT_JOBS_LOG_LEVEL` (default INFO). Call once, before any worker. */
+export function installRuntime(): void {
+  const level = (process.env.AGENT_JOBS_LOG_LEVEL ?? 'INFO').toUpperCase() as LogLevel;
+  Runtime.install({ logger: new DefaultLogger(level) });
+}
+
+if (require.main === module) {
+  installRuntime();
+  startWorker()
+    .then((w) => w.done)
+    .catch((err: unknown) => {
+      console.error(`agent-jobs worker: ${err instanceof Error ? err.message : String(err)}`);
+      process.exit(1);
+    });
+}
