@@ -34,10 +34,12 @@ const common = {
 /** @type {import('jest').Config} */
 module.exports = {
   projects: [
-    { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
+    { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'], setupFilesAfterEnv: ['<rootDir>/test/setup-runtime.ts'] },
     {
       ...common,
       displayName: 'integration',
+      // Runs wait on real timeouts (heartbeats, approvals, worker loss): minutes, not ms.
+      setupFilesAfterEnv: ['<rootDir>/test/integration/setup.ts'],
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
       globalSetup: '<rootDir>/test/integration/global-setup.ts',
       globalTeardown: '<rootDir>/test/integration/global-teardown.ts',

@@ -1,1 +1,36 @@
-export default async function globalSetup(): Promise<void> {}
+/**
+ * Starts one Temporal dev server for the integration suite through the CLI
+ * (`agent-jobs server --detach`), on a free port, in memory, headless, with
+ * this project's search attributes. Another dev server on 7233 is left
+ * alone. (The CLI runs as a child process: Jest's module hooks cannot load
+ * execa's ESM-only helpers in a global setup.)
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+const CLI = path.resolve(__dirname, '../../bin/agent-jobs.js');
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+export default async function globalSetup(): Promise<void> {
+  const port = await freePort();
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-suite-'));
+  const env = { ...process.env, AGENT_JOBS_DATA_DIR: dataDir };
+  const out = execFileSync(process.execPath, [CLI, 'server', '--port', String(port), '--in-memory', '--headless', '--detach', '--json'], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const info = JSON.parse(out) as { address: string };
+  process.env.AGENT_JOBS_TEST_TEMPORAL_ADDRESS = info.address;
+  process.env.AGENT_JOBS_TEST_SUITE_DATA = dataDir;
+  process.env.AGENT_JOBS_TEST_SUITE_PORT = String(port);
+}

@@ -1,0 +1,89 @@
+/**
+ * Worker processes for tests, benchmarks and the chaos run: `node
+ * dist/worker.js` as a child, so it can be SIGKILLed like a machine dying.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import type { Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { sessionTaskQueue } from '../config';
+
+/** A worker child process. */
+export interface WorkerProcess {
+  workerId: string;
+  pid: number;
+  child: ChildProcess;
+  /** Everything it printed so far (stdout and stderr). */
+  output(): string;
+  /** Whether the process is still running. */
+  alive(): boolean;
+  /** SIGKILL, no cleanup (a machine dying). Resolves once it is gone. */
+  kill(): Promise<void>;
+  /** SIGTERM (graceful shutdown), resolves once it is gone. */
+  stop(): Promise<void>;
+}
+
+export interface SpawnWorkerOptions {
+  /** Used as `AGENT_JOBS_WORKER_ID` (names its session queue). */
+  workerId: string;
+  /** The whole environment of the worker (nothing is inherited). */
+  env: Record<string, string>;
+  /** A client connection to wait on: resolves once the worker polls its session queue. */
+  connection: Connection;
+  namespace?: string;
+  /** How long to wait for it to poll, in ms. @default 30000 */
+  readyTimeoutMs?: number;
+}
+
+/** The compiled worker, from `src/bench` (tests) or `dist/bench` alike. */
+const WORKER_JS = path.resolve(__dirname, '..', '..', 'dist', 'worker.js');
+
+/**
+ * Starts `node dist/worker.js` (the compiled worker; run `npm run build`
+ * first) and waits until its session queue has a poller.
+ * @throws Error with the worker's output when it exits or does not poll in time
+ */
+export async function spawnWorker(options: SpawnWorkerOptions): Promise<WorkerProcess> {
+  const child = spawn(process.execPath, [WORKER_JS], {
+    env: { ...options.env, AGENT_JOBS_WORKER_ID: options.workerId },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const alive = (): boolean => child.exitCode === null && child.signalCode === null;
+  const worker: WorkerProcess = {
+    workerId: options.workerId,
+    pid: child.pid!,
+    child,
+    output: () => out,
+    alive,
+    kill: async () => {
+      if (alive()) child.kill('SIGKILL');
+      await exited;
+    },
+    stop: async () => {
+      if (alive()) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+  const queue = sessionTaskQueue(options.workerId);
+  const deadline = Date.now() + (options.readyTimeoutMs ?? 30_000);
+  for (;;) {
+    if (!alive()) throw new Error(`worker ${options.workerId} exited before it polled: ${out.trim()}`);
+    const r = await options.connection.workflowService
+      .describeTaskQueue({
+        namespace: options.namespace ?? 'default',
+        taskQueue: { name: queue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+        taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+      })
+      .catch(() => null);
+    if ((r?.pollers?.length ?? 0) > 0) return worker;
+    if (Date.now() > deadline) {
+      await worker.kill();
+      throw new Error(`worker ${options.workerId} did not poll ${queue} in time: ${out.trim()}`);
+    }
+    await new Promise((res) => setTimeout(res, 100));
+  }
+}

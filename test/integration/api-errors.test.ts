@@ -1,0 +1,39 @@
+/**
+ * C05: one retry layer (Temporal). 529 and 429 are retried (the 429 not
+ * before its retry-after), 400 and 401 end the run at once with the API's
+ * message.
+ */
+import { TestBed } from './harness';
+
+const done = { content: [{ type: 'text' as const, text: 'finally' }], stop_reason: 'end_turn' };
+
+describe('Claude API errors', () => {
+  let bed: TestBed;
+  afterEach(async () => bed?.close());
+
+  test('529 three times, then 429 with retry-after: 3, then 200: retried by Temporal only, the wait honoured', async () => {
+    bed = await TestBed.create({
+      script: { responses: [{ error: { status: 529, times: 3 } }, { error: { status: 429, headers: { 'retry-after': '3' } } }, done] },
+    });
+    const result = await (await bed.start({ task: 'flaky api', approval: 'auto' }, 'api-529-429-retried')).result();
+    expect(result).toMatchObject({ status: 'completed', text: 'finally', turns: 1 });
+    const requests = bed.requests();
+    expect(requests.map((r) => r.response.status)).toEqual([529, 529, 529, 429, 200]);
+    // The SDK never retried on its own: each attempt is a fresh Temporal activity attempt.
+    expect(requests.every((r) => r.headers['x-stainless-retry-count'] === '0')).toBe(true);
+    const waitAfter429 = Date.parse(requests[4]!.time) - Date.parse(requests[3]!.time);
+    expect(waitAfter429).toBeGreaterThanOrEqual(3_000);
+  });
+
+  test.each([
+    [400, 'invalid_request_error', 'messages: text content blocks must be non-empty'],
+    [401, 'authentication_error', 'invalid x-api-key'],
+  ])('%d ends the run at once with the API message, no retries', async (status, type, message) => {
+    bed = await TestBed.create({ script: { responses: [{ error: { status, body: { type: 'error', error: { type, message } } } }, done] } });
+    const handle = await bed.start({ task: `fail with ${status}`, approval: 'auto' }, `api-${status}-fails-run`);
+    const result = await handle.result();
+    expect(result).toEqual({ status: 'failed', turns: 0, usage: { inputTokens: 0, outputTokens: 0 }, error: `Claude API ${status} ${type}: ${message}` });
+    expect(bed.requests()).toHaveLength(1);
+    expect((await bed.status(handle)).status).toBe('failed');
+  });
+});

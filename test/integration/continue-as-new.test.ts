@@ -1,0 +1,61 @@
+/**
+ * C13: big outputs and long conversations. A 3 MB command output is capped
+ * far below the payload limit; a long run with 20 KB outputs continues as
+ * new (the server suggests it early here) instead of growing its history,
+ * carries its transcript, turns and session across, and completes.
+ */
+import { devServerArgs, freePort, startDevServer, type DevServer } from '../../src/devserver';
+import type { ScriptEntry } from '../../src/model-server';
+import type { ToolResultBlock } from '../../src/workflows/types';
+import { pairingProblem } from '../../src/workflows/transcript';
+import { TestBed, toolUse } from './harness';
+
+const TURNS = 40;
+
+describe('long runs', () => {
+  let server: DevServer;
+  let bed: TestBed;
+  beforeAll(async () => {
+    server = await startDevServer({ port: await freePort(), headless: true, dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 60 } });
+  });
+  afterAll(async () => server?.stop());
+  afterEach(async () => bed?.close());
+
+  test('the dev server flag is passed as documented', () => {
+    expect(devServerArgs({ dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 60 } })).toEqual(
+      expect.arrayContaining(['--dynamic-config-value', 'limit.historyCount.suggestContinueAsNew=60']),
+    );
+  });
+
+  test(`${TURNS} turns of 20 KB outputs and one 3 MB output: continues as new, stays bounded, completes`, async () => {
+    const responses: ScriptEntry[] = [{ content: [toolUse('toolu_big', 'head -c 3000000 /dev/zero | tr "\\0" y; echo; export MARK=kept')], stop_reason: 'tool_use' }];
+    for (let i = 1; i < TURNS; i++) {
+      responses.push({ content: [toolUse(`toolu_${i}`, `head -c 20000 /dev/zero | tr "\\0" x; echo " turn ${i} MARK=$MARK"`)], stop_reason: 'tool_use' });
+    }
+    responses.push({ content: [{ type: 'text', text: 'long run done' }], stop_reason: 'end_turn' });
+    bed = await TestBed.create({ address: server.address, script: { responses } });
+
+    const handle = await bed.start({ task: 'a long run', approval: 'auto', transcriptBudgetChars: 100_000, maxTurns: TURNS + 5 }, 'continue-as-new');
+    const result = await handle.result();
+    expect(result).toMatchObject({ status: 'completed', text: 'long run done', turns: TURNS + 1 });
+
+    // It continued as new several times; every run of the chain stayed small.
+    const runs: string[] = [];
+    for await (const w of bed.client.workflow.list({ query: `WorkflowId = '${handle.workflowId}'` })) runs.push(w.status.name);
+    expect(runs.filter((s) => s === 'CONTINUED_AS_NEW').length).toBeGreaterThanOrEqual(3);
+
+    // The 3 MB output came back capped; the session (and its variables) survived continue-as-new.
+    const sent = bed.sentMessages();
+    const big = (sent[1]![2]!.content as ToolResultBlock[])[0]!;
+    expect(big.content.length).toBeLessThan(40_000);
+    expect(big.content).toMatch(/cut|truncat|omitted/i);
+    const lastResult = (sent[TURNS]![sent[TURNS]!.length - 1]!.content as ToolResultBlock[])[0]!;
+    expect(lastResult.content).toMatch(new RegExp(`turn ${TURNS - 1} MARK=kept$`));
+
+    // Every request stayed within the transcript budget (plus the newest turn) and well formed.
+    for (const messages of sent) {
+      expect(JSON.stringify(messages).length).toBeLessThan(150_000);
+      expect(pairingProblem(messages)).toBeNull();
+    }
+  });
+});

@@ -1,0 +1,179 @@
+/**
+ * Integration test bed: a real Temporal dev server (started by the global
+ * setup), real worker processes (`node dist/worker.js`, so they can be
+ * SIGKILLed), and the scripted Messages API server.
+ */
+import { mkdtempSync, readFileSync, existsSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { Worker } from '@temporalio/worker';
+import { spawnWorker, type WorkerProcess } from '../../src/bench/worker-process';
+import { AGENT_RUN_WORKFLOW, SHARED_TASK_QUEUE } from '../../src/config';
+import { startModelServer, type LoggedRequest, type ModelServer, type ScriptContentBlock, type ScriptFile } from '../../src/model-server';
+import { statusQuery, transcriptQuery } from '../../src/workflows/messages';
+import type { agentRun } from '../../src/workflows';
+import type { AgentRunInput, StatusView, Message } from '../../src/workflows/types';
+
+const ROOT = path.resolve(__dirname, '../..');
+
+export interface TestBedOptions {
+  script: ScriptFile;
+  /** Worker processes to start. @default 1 */
+  workers?: number;
+  /** Temporal address. @default the suite's dev server */
+  address?: string;
+  /** Extra environment for the workers. */
+  workerEnv?: Record<string, string>;
+}
+
+let counter = 0;
+
+/** Polls `fn` every 100 ms until it returns a truthy value or `timeoutMs` passes. */
+export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | null | false> | T | undefined | null | false, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (err) {
+      lastError = err;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${String(lastError)})` : ''}`);
+}
+
+/** Where histories are saved when AGENT_JOBS_SAVE_HISTORIES=1 (the replay test replays them in CI). */
+export const HISTORIES_DIR = path.join(ROOT, 'test', 'fixtures', 'histories');
+
+export class TestBed {
+  readonly workers: WorkerProcess[] = [];
+  /** Runs started through {@link start}, replayed (and maybe saved) at {@link close}. */
+  private readonly started: Array<{ handle: WorkflowHandle; name: string }> = [];
+  private constructor(
+    readonly dir: string,
+    readonly address: string,
+    readonly connection: Connection,
+    readonly client: Client,
+    readonly model: ModelServer,
+    private readonly workerEnv: Record<string, string>,
+  ) {}
+
+  static async create(options: TestBedOptions): Promise<TestBed> {
+    const address = options.address ?? process.env.AGENT_JOBS_TEST_TEMPORAL_ADDRESS;
+    if (!address) throw new Error('AGENT_JOBS_TEST_TEMPORAL_ADDRESS is not set: run the integration tests through jest (global setup starts the server)');
+    const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-it-'));
+    const model = await startModelServer({ script: options.script, logFile: path.join(dir, 'model-requests.jsonl') });
+    const connection = await Connection.connect({ address });
+    const client = new Client({ connection });
+    const bed = new TestBed(dir, address, connection, client, model, options.workerEnv ?? {});
+    for (let i = 0; i < (options.workers ?? 1); i++) await bed.startWorker();
+    return bed;
+  }
+
+  /** Path of the workers' command audit log (JSON lines, one per command). */
+  get auditLog(): string {
+    return path.join(this.dir, 'audit.jsonl');
+  }
+
+  /** The workers' workspace root. */
+  get workspaces(): string {
+    return path.join(this.dir, 'workspaces');
+  }
+
+  /** Starts a worker process and waits until it polls. */
+  async startWorker(extraEnv: Record<string, string> = {}): Promise<WorkerProcess> {
+    const worker = await spawnWorker({
+      workerId: `it-${process.pid}-${++counter}`,
+      connection: this.connection,
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        HOME: process.env.HOME ?? '/root',
+        TEMPORAL_ADDRESS: this.address,
+        ANTHROPIC_BASE_URL: this.model.url,
+        ANTHROPIC_API_KEY: 'sk-ant-test-secret-key-0123456789',
+        AGENT_JOBS_DATA_DIR: this.dir,
+        AGENT_JOBS_LOG_LEVEL: 'WARN',
+        ...this.workerEnv,
+        ...extraEnv,
+      },
+    });
+    this.workers.push(worker);
+    return worker;
+  }
+
+  /**
+   * Starts an agentRun with a unique id and returns its handle. `name`
+   * names the saved history (`<name>.json`) when histories are saved.
+   */
+  async start(input: AgentRunInput, name?: string, workflowId = `it-${path.basename(this.dir)}-${++counter}`): Promise<WorkflowHandle<typeof agentRun>> {
+    const handle = await this.client.workflow.start<typeof agentRun>(AGENT_RUN_WORKFLOW, { taskQueue: SHARED_TASK_QUEUE, workflowId, args: [input] });
+    if (name) this.started.push({ handle, name });
+    return handle;
+  }
+
+  /**
+   * Replays the histories of the named runs that have closed against the
+   * current workflow code (a determinism check on every path the suite
+   * drives), and saves them to test/fixtures/histories when
+   * AGENT_JOBS_SAVE_HISTORIES=1.
+   */
+  async replayStartedRuns(): Promise<void> {
+    for (const { handle, name } of this.started) {
+      const d = await handle.describe();
+      if (d.status.name === 'RUNNING') continue;
+      const history = await handle.fetchHistory();
+      await Worker.runReplayHistory({ workflowBundle: { codePath: path.join(ROOT, 'dist', 'workflow-bundle.js') } }, history, handle.workflowId);
+      if (process.env.AGENT_JOBS_SAVE_HISTORIES === '1') writeFileSync(path.join(HISTORIES_DIR, `${name}.json`), `${historyToJSON(history)}\n`);
+    }
+  }
+
+  async status(handle: WorkflowHandle): Promise<StatusView> {
+    return handle.query(statusQuery);
+  }
+
+  async transcript(handle: WorkflowHandle): Promise<Message[]> {
+    return (await handle.query(transcriptQuery, 0)).messages;
+  }
+
+  /** Waits until the run waits for approval and returns the pending command. */
+  async pendingApproval(handle: WorkflowHandle, timeoutMs = 20_000): Promise<NonNullable<StatusView['pendingApproval']>> {
+    return waitFor('a pending approval', async () => (await this.status(handle)).pendingApproval, timeoutMs);
+  }
+
+  /** Requests the scripted model server received, oldest first. */
+  requests(): LoggedRequest[] {
+    return this.model.requests();
+  }
+
+  /** Message bodies (`messages`) of the requests that were answered with a message. */
+  sentMessages(): Message[][] {
+    return this.requests()
+      .filter((r) => r.response.status === 200)
+      .map((r) => (r.body as { messages: Message[] }).messages);
+  }
+
+  /** Lines of the command audit log. */
+  audit(): Array<{ command: string; exitCode: number | null; sessionId: string }> {
+    if (!existsSync(this.auditLog)) return [];
+    return readFileSync(this.auditLog, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  }
+
+  async close(): Promise<void> {
+    await this.replayStartedRuns();
+    await Promise.all(this.workers.map((w) => w.stop()));
+    await this.model.close();
+    await this.connection.close();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** A scripted `tool_use` block for the bash tool. */
+export function toolUse(id: string, command: string): ScriptContentBlock {
+  return { type: 'tool_use', id, name: 'bash', input: { command } };
+}
+
+export type { WorkerProcess };

@@ -1,0 +1,136 @@
+/**
+ * A multi-turn run end to end: real dev server, a real worker process, the
+ * scripted model server. Checks the exact tool_result blocks Claude got
+ * (C01, C03) and that the bash session keeps its state across commands.
+ */
+import { TestBed, toolUse } from './harness';
+import type { Message } from '../../src/workflows/types';
+
+const use = toolUse;
+
+describe('agent run, end to end', () => {
+  let bed: TestBed;
+  afterEach(async () => bed?.close());
+
+  test('a multi-turn run completes and Claude gets exactly one tool_result per tool_use, in order', async () => {
+    bed = await TestBed.create({
+      script: {
+        responses: [
+          // C01 two tool_use blocks in one message; C03 an empty text block beside them.
+          { content: [{ type: 'text', text: '  ' }, use('toolu_a', 'echo a'), use('toolu_b', 'echo b')], stop_reason: 'tool_use' },
+          // C06 no trailing newline; C03 no output at all.
+          { content: [use('toolu_c', 'printf abc'), use('toolu_d', 'true')], stop_reason: 'tool_use' },
+          // Session state: cd, export, a plain variable, a file.
+          { content: [use('toolu_e', 'mkdir -p sub && cd sub && export FOO=bar && x=1 && echo hello > f.txt')], stop_reason: 'tool_use' },
+          { content: [use('toolu_f', 'echo "$FOO $x $(basename "$PWD") $(cat f.txt)"; exit_code_test() { return 3; }; exit_code_test')], stop_reason: 'tool_use' },
+          { content: [{ type: 'text', text: 'All done.' }], stop_reason: 'end_turn', usage: { input_tokens: 100, output_tokens: 5 } },
+        ],
+      },
+    });
+    const handle = await bed.start({ task: 'run some commands', approval: 'auto', model: 'claude-sonnet-4-6' }, 'multi-turn');
+    const result = await handle.result();
+
+    expect(result).toMatchObject({ status: 'completed', text: 'All done.', turns: 5 });
+    expect(result.usage.inputTokens).toBeGreaterThan(0);
+
+    const sent = bed.sentMessages();
+    expect(sent).toHaveLength(5);
+    // Request 2 carries ONE user message holding both results, in order, ids matching.
+    const afterFirst = sent[1]!;
+    expect(afterFirst).toHaveLength(3);
+    expect(afterFirst[1]).toEqual({ role: 'assistant', content: [use('toolu_a', 'echo a'), use('toolu_b', 'echo b')] });
+    expect(afterFirst[2]).toEqual({
+      role: 'user',
+      content: [
+        { type: 'tool_result', tool_use_id: 'toolu_a', content: 'a' },
+        { type: 'tool_result', tool_use_id: 'toolu_b', content: 'b' },
+      ],
+    });
+    const last = (msgs: Message[]): Message => msgs[msgs.length - 1]!;
+    expect(last(sent[2]!).content).toEqual([
+      { type: 'tool_result', tool_use_id: 'toolu_c', content: 'abc' },
+      { type: 'tool_result', tool_use_id: 'toolu_d', content: '(no output)' },
+    ]);
+    expect(last(sent[4]!).content).toEqual([
+      { type: 'tool_result', tool_use_id: 'toolu_f', content: 'bar 1 sub hello\n[exit code: 3]' },
+    ]);
+
+    // Every request went out with the bash tool, streamed, SDK retries off.
+    for (const r of bed.requests()) {
+      expect(r.body).toMatchObject({ tools: [{ type: 'bash_20250124', name: 'bash' }], stream: true, model: 'claude-sonnet-4-6' });
+      expect(r.headers['x-stainless-retry-count']).toBe('0');
+    }
+    // The final transcript (query) ends with Claude's answer.
+    const transcript = await bed.transcript(handle);
+    expect(transcript[transcript.length - 1]).toEqual({ role: 'assistant', content: [{ type: 'text', text: 'All done.' }] });
+    // Each command ran once.
+    expect(bed.audit().map((a) => a.command)).toEqual(['echo a', 'echo b', 'printf abc', 'true', expect.stringContaining('mkdir'), expect.stringContaining('echo "$FOO')]);
+  });
+
+  test('max_tokens: a truncated tool_use never runs; one retry with doubled max_tokens, then the run ends', async () => {
+    bed = await TestBed.create({
+      script: { responses: [{ content: [{ type: 'text', text: 'partial' }, use('toolu_cut', 'echo never')], stop_reason: 'max_tokens' }] },
+    });
+    const result = await (await bed.start({ task: 'truncate me', approval: 'auto', maxTokens: 1000 }, 'max-tokens')).result();
+    expect(result).toMatchObject({ status: 'max_tokens', turns: 2 });
+    expect(bed.audit()).toHaveLength(0); // C04: the truncated tool_use never ran
+    expect(bed.requests().map((r) => (r.body as { max_tokens: number }).max_tokens)).toEqual([1000, 2000]);
+  });
+
+  test.each([
+    ['refusal', { status: 'refused', turns: 1 }],
+    ['model_context_window_exceeded', { status: 'failed', error: 'unexpected stop_reason "model_context_window_exceeded"' }],
+  ])('stop_reason %s ends the run with %j', async (stopReason, expected) => {
+    bed = await TestBed.create({ script: { responses: [{ content: [{ type: 'text', text: 'no' }], stop_reason: stopReason }] } });
+    const handle = await bed.start({ task: `stop with ${stopReason}`, approval: 'auto' }, `stop-${stopReason}`);
+    expect(await handle.result()).toMatchObject(expected);
+    // A refusal appends nothing to the transcript.
+    if (stopReason === 'refusal') expect(await bed.transcript(handle)).toEqual([{ role: 'user', content: `stop with ${stopReason}` }]);
+  });
+
+  test('pause_turn sends the conversation back as it is and the run continues', async () => {
+    bed = await TestBed.create({
+      script: {
+        responses: [
+          { content: [{ type: 'text', text: 'thinking about it' }], stop_reason: 'pause_turn' },
+          { content: [{ type: 'text', text: 'finished' }], stop_reason: 'end_turn' },
+        ],
+      },
+    });
+    const result = await (await bed.start({ task: 'pause please', approval: 'auto' }, 'pause-turn')).result();
+    expect(result).toMatchObject({ status: 'completed', text: 'finished', turns: 2 });
+    expect(bed.sentMessages()[1]).toEqual([
+      { role: 'user', content: 'pause please' },
+      { role: 'assistant', content: [{ type: 'text', text: 'thinking about it' }] },
+    ]);
+  });
+
+  test('bad tool input gets an is_error result, {"restart": true} restarts the session (C04)', async () => {
+    bed = await TestBed.create({
+      script: {
+        responses: [
+          {
+            content: [
+              { type: 'tool_use', id: 'toolu_empty', name: 'bash', input: {} },
+              use('toolu_set', 'export KEEP=1; cd /tmp'),
+              { type: 'tool_use', id: 'toolu_restart', name: 'bash', input: { restart: true } },
+              use('toolu_check', 'echo "KEEP=${KEEP:-unset}"'),
+              { type: 'tool_use', id: 'toolu_other', name: 'str_replace_editor', input: { path: 'x' } },
+            ],
+            stop_reason: 'tool_use',
+          },
+          { content: [{ type: 'text', text: 'ok' }], stop_reason: 'end_turn' },
+        ],
+      },
+    });
+    const result = await (await bed.start({ task: 'odd inputs', approval: 'auto' }, 'bad-input-and-restart')).result();
+    expect(result.status).toBe('completed');
+    const results = bed.sentMessages()[1]![2]!.content as Array<{ tool_use_id: string; content: string; is_error?: boolean }>;
+    expect(results.map((r) => r.tool_use_id)).toEqual(['toolu_empty', 'toolu_set', 'toolu_restart', 'toolu_check', 'toolu_other']);
+    expect(results[0]).toMatchObject({ is_error: true, content: expect.stringContaining('needs "command"') });
+    expect(results[2]!.is_error).toBeUndefined();
+    expect(results[2]!.content).toMatch(/restarted in \/tmp/);
+    expect(results[3]!.content).toBe('KEEP=unset');
+    expect(results[4]).toMatchObject({ is_error: true, content: expect.stringContaining('Unknown tool') });
+  });
+});

@@ -1,0 +1,54 @@
+/**
+ * How to change workflow code safely (README, "Changing workflow code
+ * safely"): the saved histories replay against a copy of the workflow code
+ * with a new timer before every Claude call. Guarded by `patched()`, the
+ * change replays; unguarded, replay fails with a determinism error. This is
+ * the check CI applies to every change of src/workflows.
+ */
+import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
+import { Worker } from '@temporalio/worker';
+
+const ROOT = path.resolve(__dirname, '../../..');
+const HISTORIES = path.join(ROOT, 'test', 'fixtures', 'histories');
+const WORK = path.join(ROOT, 'test', '.tmp-patching');
+const ANCHOR = '      let response = await ask(input.maxTokens);';
+
+/** Copies src/ (inside the project, so node_modules resolve) with `change` inserted before each Claude call. */
+function variant(name: string, change: string): string {
+  const dir = path.join(WORK, name);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  for (const part of ['workflows', 'activities', 'config.ts']) cpSync(path.join(ROOT, 'src', part), path.join(dir, part), { recursive: true });
+  const file = path.join(dir, 'workflows', 'agent-run.ts');
+  const source = readFileSync(file, 'utf8');
+  expect(source).toContain(ANCHOR);
+  writeFileSync(file, source.replace(ANCHOR, `${change}\n${ANCHOR}`).replace("} from '@temporalio/workflow';", "  patched,\n  sleep,\n} from '@temporalio/workflow';"));
+  return path.join(dir, 'workflows');
+}
+
+async function replayAll(workflowsPath: string): Promise<string[]> {
+  const histories = readdirSync(HISTORIES)
+    .filter((f) => f.endsWith('.json'))
+    .map((f) => ({ workflowId: f, history: historyFromJSON(JSON.parse(readFileSync(path.join(HISTORIES, f), 'utf8'))) }));
+  const failures: string[] = [];
+  for await (const r of Worker.runReplayHistories({ workflowsPath }, histories)) {
+    if (r.error) failures.push(`${r.workflowId}: ${r.error.name}`);
+  }
+  return failures;
+}
+
+describe('changing workflow code', () => {
+  afterAll(() => rmSync(WORK, { recursive: true, force: true }));
+
+  test('a change guarded by patched() replays every saved history', async () => {
+    expect(await replayAll(variant('guarded', "      if (patched('pause-before-claude')) await sleep(10);"))).toEqual([]);
+  }, 120_000);
+
+  test('the same change without patched() fails replay', async () => {
+    const failures = await replayAll(variant('unguarded', '      await sleep(10);'));
+    expect(failures.length).toBeGreaterThan(0);
+    expect(failures.every((f) => /DeterminismViolationError/.test(f))).toBe(true);
+  }, 120_000);
+});
