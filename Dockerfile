@@ -1,0 +1,26 @@
+# agent-jobs worker image: the agentRun workflow, Claude calls and bash sessions.
+# Build: docker build -t agent-jobs .   Run: see docker-compose.yml.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build && npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+# Tools agents commonly reach for inside their bash sessions.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends bash ca-certificates git python3 procps curl \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY bin ./bin
+COPY examples ./examples
+ENV NODE_ENV=production \
+    AGENT_JOBS_DATA_DIR=/data
+VOLUME ["/data"]
+ENTRYPOINT ["node", "bin/agent-jobs.js"]
+CMD ["worker"]

@@ -1,0 +1,130 @@
+/**
+ * `npm run demo`: one real agent run on a local Temporal dev server.
+ *
+ * 1. Uses the dev server at TEMPORAL_ADDRESS (default 127.0.0.1:7233) if one
+ *    answers, else starts one in the background (installing the pinned
+ *    Temporal CLI when needed) and leaves it running so the UI link works.
+ * 2. With ANTHROPIC_API_KEY set, talks to Claude; without one, starts the
+ *    scripted Messages API server on `examples/demo-script.json` and says so.
+ * 3. Starts a worker, prepares a scratch workspace, starts the run through
+ *    the CLI (`agent-jobs start`), follows it live, and approves the command
+ *    that needs approval through the CLI (`agent-jobs approve`).
+ * 4. Prints the result and where to see the run in the Temporal UI.
+ */
+import { spawn, execFile } from 'node:child_process';
+import { mkdirSync, openSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { Client, Connection } from '@temporalio/client';
+import { watchRun } from './cli/commands/watch';
+import { pidFile, serverAnswers, startDevServer, writePidFile } from './devserver';
+import { startModelServer, type ModelServer } from './model-server';
+import { PROJECT_ROOT, dataDir, temporalUiUrl, workflowUiUrl } from './settings';
+import { statusQuery } from './workflows/messages';
+
+const run = promisify(execFile);
+const CLI = path.join(PROJECT_ROOT, 'bin', 'agent-jobs.js');
+const say = (line: string): void => void process.stdout.write(`\x1b[1mdemo:\x1b[0m ${line}\n`);
+
+const TASK =
+  'In this workspace, add up the numbers in numbers.txt, write the total to total.txt, ' +
+  'check the total a second way, and tell me the result.';
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const address = process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
+  const port = Number(/:(\d+)$/.exec(address)?.[1] ?? 7233);
+
+  // 1. Temporal
+  let startedServer = false;
+  if (await serverAnswers(address)) {
+    say(`using the Temporal server already answering at ${address}`);
+  } else {
+    say(`starting a Temporal dev server at 127.0.0.1:${port} (data in data/temporal.db)`);
+    const server = await startDevServer({ port, dbFile: path.join(dataDir(), 'temporal.db'), detached: true });
+    writePidFile(port, server.pid);
+    startedServer = true;
+  }
+  const uiBase = temporalUiUrl(address.replace(/^127\.0\.0\.1/, 'localhost'));
+
+  // 2. The model
+  let model: ModelServer | null = null;
+  const workerEnv: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: address };
+  if (process.env.ANTHROPIC_API_KEY) {
+    say('ANTHROPIC_API_KEY is set: this run talks to Claude (the real API).');
+  } else {
+    model = await startModelServer({ script: path.join(PROJECT_ROOT, 'examples', 'demo-script.json'), logFile: path.join(dataDir(), 'demo-model-requests.jsonl') });
+    say(`no ANTHROPIC_API_KEY: Claude's answers come from the SCRIPTED Messages API server at ${model.url}`);
+    say('  (examples/demo-script.json; the SDK, Temporal, the worker and bash are all real). Set ANTHROPIC_API_KEY to use Claude.');
+    workerEnv.ANTHROPIC_BASE_URL = model.url;
+    workerEnv.ANTHROPIC_API_KEY = 'scripted-demo-key';
+  }
+
+  // 3. A worker, a workspace, the run
+  const logFile = path.join(dataDir(), 'demo-worker.log');
+  mkdirSync(dataDir(), { recursive: true });
+  const log = openSync(logFile, 'a');
+  const worker = spawn(process.execPath, [path.join(PROJECT_ROOT, 'dist', 'worker.js')], { env: workerEnv, stdio: ['ignore', log, log] });
+  say(`worker started (pid ${worker.pid}; log in data/demo-worker.log)`);
+
+  const workflowId = `demo-${new Date().toISOString().replace(/[-:.TZ]/g, '').slice(0, 14)}`;
+  const workspace = path.join(dataDir(), 'workspaces', workflowId);
+  mkdirSync(workspace, { recursive: true });
+  writeFileSync(path.join(workspace, 'numbers.txt'), `${Array.from({ length: 10 }, (_, i) => i + 1).join('\n')}\n`);
+  say(`scratch workspace: ${path.relative(process.cwd(), workspace)} (numbers.txt holds 1..10)`);
+
+  const cliEnv = { ...process.env, TEMPORAL_ADDRESS: address };
+  const startOut = await run(process.execPath, [CLI, 'start', TASK, '--id', workflowId, '--workdir', workspace, '--approval', 'policy', '--max-turns', '12', '--json'], { env: cliEnv });
+  const { uiUrl } = JSON.parse(startOut.stdout) as { uiUrl: string };
+  say(`$ agent-jobs start "${TASK}" --approval policy`);
+  say(`run ${workflowId} started; following it live:\n`);
+
+  const connection = await Connection.connect({ address });
+  const client = new Client({ connection });
+  const handle = client.workflow.getHandle(workflowId);
+
+  // Approve each command that waits, through the CLI, as a person would.
+  let watching = true;
+  const approver = (async () => {
+    const seen = new Set<string>();
+    while (watching) {
+      const status = await handle.query(statusQuery).catch(() => null);
+      const pending = status?.pendingApproval;
+      if (pending && !seen.has(pending.toolUseId)) {
+        seen.add(pending.toolUseId);
+        await new Promise((r) => setTimeout(r, 1_500)); // let the watcher show it first
+        say(`$ agent-jobs approve ${workflowId} --reason "demo: looks safe"`);
+        const out = await run(process.execPath, [CLI, 'approve', workflowId, '--reason', 'demo: looks safe', '--by', 'demo'], { env: cliEnv });
+        say(out.stdout.trim());
+      }
+      await new Promise((r) => setTimeout(r, 300));
+    }
+  })();
+
+  let final;
+  try {
+    final = await watchRun(client, workflowId, { json: false, intervalMs: 500 });
+  } finally {
+    watching = false;
+    await approver;
+    worker.kill('SIGTERM');
+    await new Promise((r) => worker.once('exit', r));
+    await model?.close();
+    await connection.close();
+  }
+
+  const seconds = ((Date.now() - started) / 1000).toFixed(1);
+  process.stdout.write('\n');
+  say(`finished: ${final.status} in ${final.turns} turns; demo wall time ${seconds} s`);
+  say(`see the run in the Temporal UI: ${uiUrl || workflowUiUrl(uiBase, 'default', workflowId)}`);
+  say(`workspace with the files the agent wrote: ${path.relative(process.cwd(), workspace)}`);
+  if (startedServer) {
+    say(`the dev server keeps running (pid file ${path.relative(process.cwd(), pidFile(port))}) so the link works; stop it with: npx agent-jobs server --stop${port !== 7233 ? ` --port ${port}` : ''}`);
+  }
+  if (final.status !== 'completed') process.exitCode = 1;
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`demo failed: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exitCode = 1;
+});
