@@ -4,17 +4,8 @@
  * tool_use; a run cancelled while it waits for approval pairs the pending
  * tool_use too.
  */
-import { execFileSync } from 'node:child_process';
 import type { ToolResultBlock } from '../../src/workflows/types';
-import { TestBed, toolUse, waitFor } from './harness';
-
-function processesMatching(pattern: string): string[] {
-  try {
-    return execFileSync('pgrep', ['-f', pattern], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
-  } catch {
-    return [];
-  }
-}
+import { processesMatching, TestBed, toolUse, waitFor } from './harness';
 
 describe('cancellation', () => {
   let bed: TestBed;

@@ -4,11 +4,11 @@
  * completed model step is requested again, no command runs twice, and
  * Claude is told the shell was lost (C02, C11).
  */
-import { execFileSync } from 'node:child_process';
 import { readFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { ToolResultBlock } from '../../src/workflows/types';
-import { TestBed, toolUse, waitFor, type WorkerProcess } from './harness';
+import { processesMatching, TestBed, toolUse, waitFor, type WorkerProcess } from './harness';
 
 const use = toolUse;
 
@@ -22,20 +22,12 @@ function stepCounts(bed: TestBed): Record<number, number> {
   return counts;
 }
 
-function processesMatching(pattern: string): string[] {
-  try {
-    return execFileSync('pgrep', ['-f', pattern], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
-  } catch {
-    return [];
-  }
-}
-
 describe('crash resume', () => {
   let bed: TestBed;
   afterEach(async () => bed?.close());
 
   test('the worker holding the session is SIGKILLed mid-command: another worker finishes, Claude is told', async () => {
-    const log = path.join(require('node:os').tmpdir(), `agent-jobs-crash-${process.pid}-${Date.now()}.log`);
+    const log = path.join(tmpdir(), `agent-jobs-crash-${process.pid}-${Date.now()}.log`);
     bed = await TestBed.create({
       workers: 1,
       script: {

@@ -3,6 +3,7 @@
  * setup), real worker processes (`node dist/worker.js`, so they can be
  * SIGKILLed), and the scripted Messages API server.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, existsSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -177,3 +178,12 @@ export function toolUse(id: string, command: string): ScriptContentBlock {
 }
 
 export type { WorkerProcess };
+
+/** Pids of live processes whose command line matches `pattern` (pgrep -f). */
+export function processesMatching(pattern: string): string[] {
+  try {
+    return execFileSync('pgrep', ['-f', pattern], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
+  } catch {
+    return [];
+  }
+}

@@ -1,0 +1,300 @@
+/**
+ * `npm run chaos -- --runs N --kills K [--server-restarts R] [--workers W] [--json]`
+ *
+ * Starts N agent runs against the scripted model server. Each run's
+ * commands append one unique line to a shared log and sleep a little. While
+ * they run, worker processes are SIGKILLed K times at random moments (a
+ * replacement starts at once) and the Temporal dev server (SQLite) is
+ * restarted R times. Then it waits for every run and prints:
+ *
+ * - `runsStarted`, `runsCompleted`
+ * - `commandsRunTwice`: log lines that appear more than once
+ * - `completedStepsRequestedAgain`: model requests for a step whose answer
+ *   was already recorded in the run's history
+ * - `callsCutByKills`: model answers sent but never recorded (the calling
+ *   worker died), i.e. requests beyond one per step
+ * - `maxRecoverySeconds`: from a kill to the next progress (model request or
+ *   command) of each run that had work on the killed worker
+ *
+ * Target (issue 4): N=20, K=5, R=1 → 20/20, 0, 0, max recovery ≤ 10 s
+ * (2 × the session heartbeat timeout).
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { Command } from 'commander';
+import { AGENT_RUN_WORKFLOW, SHARED_TASK_QUEUE } from '../config';
+import { freePort, startDevServer, type DevServer } from '../devserver';
+import { startModelServer, type ModelServer, type ScriptEntry } from '../model-server';
+import { statusQuery } from '../workflows/messages';
+import type { agentRun } from '../workflows';
+import type { AgentRunResult } from '../workflows/types';
+import { spawnWorker, type WorkerProcess } from './worker-process';
+
+/** Options of {@link runChaos}. */
+export interface ChaosOptions {
+  /** Agent runs started at once. */
+  runs: number;
+  /** Worker SIGKILLs, at random moments. */
+  kills: number;
+  /** Dev server restarts. @default 0 */
+  serverRestarts?: number;
+  /** Worker processes kept alive. @default 3 */
+  workers?: number;
+  /** Commands per run. @default 4 */
+  steps?: number;
+  /** Seconds over which kills and restarts are spread. @default 20 */
+  windowSeconds?: number;
+  /** Progress lines on stderr. @default true */
+  verbose?: boolean;
+}
+
+/** What a chaos run measured. */
+export interface ChaosReport {
+  runsStarted: number;
+  runsCompleted: number;
+  commandsRunTwice: number;
+  completedStepsRequestedAgain: number;
+  callsCutByKills: number;
+  kills: number;
+  serverRestarts: number;
+  maxRecoverySeconds: number;
+  recoverySeconds: number[];
+  wallSeconds: number;
+  failures: string[];
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** The script every run follows: `steps` commands, each logging one unique line, then the end. */
+function chaosScript(log: string, steps: number): { responses: ScriptEntry[] } {
+  const responses: ScriptEntry[] = [];
+  for (let i = 0; i < steps; i++) {
+    responses.push({
+      content: [{ type: 'tool_use', name: 'bash', input: { command: `echo "$(date +%s.%N) $AGENT_JOBS_WORKFLOW_ID step-${i}" >> ${log}; sleep 0.4` } }],
+      stop_reason: 'tool_use',
+      delay_ms: 300,
+    });
+  }
+  responses.push({ content: [{ type: 'text', text: 'chaos run done' }], stop_reason: 'end_turn', delay_ms: 300 });
+  return { responses };
+}
+
+/**
+ * Runs the chaos experiment on a dev server of its own (free port, SQLite
+ * in a temporary folder) and returns the figures.
+ */
+export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
+  const started = Date.now();
+  const say = (line: string): void => {
+    if (options.verbose !== false) process.stderr.write(`chaos: ${line}\n`);
+  };
+  const steps = options.steps ?? 4;
+  const workerCount = Math.max(2, options.workers ?? 3);
+  const windowMs = (options.windowSeconds ?? 20) * 1000;
+  const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-chaos-'));
+  const log = path.join(dir, 'commands.log');
+  const serverOptions = { port: await freePort(), headless: true, dbFile: path.join(dir, 'temporal.db'), logFile: path.join(dir, 'server.log') };
+  let server: DevServer = await startDevServer(serverOptions);
+  const model: ModelServer = await startModelServer({ script: chaosScript(log, steps), logFile: path.join(dir, 'model.jsonl') });
+  const connection = await Connection.connect({ address: server.address });
+  const client = new Client({ connection });
+  let workerSeq = 0;
+  const workers: WorkerProcess[] = [];
+  const newWorker = async (): Promise<WorkerProcess> => {
+    const w = await spawnWorker({
+      workerId: `chaos-${process.pid}-${++workerSeq}`,
+      connection,
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        HOME: process.env.HOME ?? '/root',
+        TEMPORAL_ADDRESS: server.address,
+        ANTHROPIC_BASE_URL: model.url,
+        ANTHROPIC_API_KEY: 'chaos-scripted-key',
+        AGENT_JOBS_DATA_DIR: dir,
+        AGENT_JOBS_LOG_LEVEL: 'ERROR',
+      },
+    });
+    workers.push(w);
+    return w;
+  };
+  const failures: string[] = [];
+  const killTimes: Array<{ at: number; affected: string[] }> = [];
+  try {
+    for (let i = 0; i < workerCount; i++) await newWorker();
+    say(`${workerCount} workers up; starting ${options.runs} runs`);
+    const handles: Array<WorkflowHandle<typeof agentRun>> = [];
+    for (let i = 0; i < options.runs; i++) {
+      const workflowId = `chaos-${started}-${i}`;
+      handles.push(
+        await client.workflow.start<typeof agentRun>(AGENT_RUN_WORKFLOW, {
+          taskQueue: SHARED_TASK_QUEUE,
+          workflowId,
+          args: [{ task: `chaos run ${workflowId}`, approval: 'auto', maxTurns: steps + 5 }],
+        }),
+      );
+    }
+
+    // Schedule the faults at random moments in the window.
+    const events: Array<{ at: number; kind: 'kill' | 'restart' }> = [];
+    for (let i = 0; i < options.kills; i++) events.push({ at: 500 + Math.random() * windowMs, kind: 'kill' });
+    for (let i = 0; i < (options.serverRestarts ?? 0); i++) events.push({ at: 500 + Math.random() * windowMs, kind: 'restart' });
+    events.sort((a, b) => a.at - b.at);
+    const t0 = Date.now();
+    const results = Promise.all(
+      handles.map((h) =>
+        h.result().catch((err: unknown): AgentRunResult => ({ status: 'failed', turns: 0, usage: { inputTokens: 0, outputTokens: 0 }, error: String(err) })),
+      ),
+    );
+    let finished = false;
+    void results.then(() => (finished = true));
+    for (const event of events) {
+      const wait = t0 + event.at - Date.now();
+      if (wait > 0) await sleep(wait);
+      if (finished) break;
+      if (event.kind === 'restart') {
+        say('restarting the Temporal server');
+        await server.stop();
+        server = await startDevServer(serverOptions);
+        continue;
+      }
+      const live = workers.filter((w) => w.alive());
+      const victim = live[Math.floor(Math.random() * live.length)]!;
+      const affected = await runsOnWorker(handles, victim.workerId);
+      killTimes.push({ at: Date.now(), affected });
+      await victim.kill();
+      say(`killed ${victim.workerId} (runs with work on it: ${affected.length})`);
+      await newWorker();
+    }
+    let deadline: NodeJS.Timeout | undefined;
+    const outcomes = await Promise.race([results, new Promise<null>((r) => (deadline = setTimeout(() => r(null), 600_000)))]);
+    clearTimeout(deadline);
+    if (!outcomes) throw new Error('runs did not finish within 10 minutes');
+    outcomes.forEach((r, i) => {
+      if (r.status !== 'completed') failures.push(`${handles[i]!.workflowId}: ${r.status} ${r.error ?? ''}`);
+    });
+
+    // Figures.
+    const lines = existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').filter(Boolean) : [];
+    const keys = lines.map((l) => l.split(' ').slice(1).join(' '));
+    const commandsRunTwice = keys.length - new Set(keys).size;
+    const requests = model.requests().filter((r) => r.step !== null);
+    const runOf = (body: unknown): string | undefined => {
+      const first = (body as { messages?: Array<{ content?: unknown }> }).messages?.[0]?.content;
+      return typeof first === 'string' ? first.replace(/^chaos run /, '') : undefined;
+    };
+    let completedStepsRequestedAgain = 0;
+    let callsCutByKills = 0;
+    for (const h of handles) {
+      const completions = await claudeCompletions(h);
+      const mine = requests.filter((r) => runOf(r.body) === h.workflowId);
+      const byStep = new Map<number, number>();
+      for (const r of mine) byStep.set(r.step!, (byStep.get(r.step!) ?? 0) + 1);
+      for (const count of byStep.values()) callsCutByKills += Math.max(0, count - 1);
+      for (const [step, completedAt] of completions) {
+        completedStepsRequestedAgain += mine.filter((r) => r.step === step && Date.parse(r.time) > completedAt).length;
+      }
+    }
+    const progressTimes = (id: string): number[] => [
+      ...requests.filter((r) => runOf(r.body) === id).map((r) => Date.parse(r.time)),
+      ...lines.filter((l) => l.split(' ')[1] === id).map((l) => Number(l.split(' ')[0]) * 1000),
+    ];
+    const recoverySeconds: number[] = [];
+    for (const kill of killTimes) {
+      for (const id of kill.affected) {
+        const next = progressTimes(id).filter((t) => t > kill.at).sort((a, b) => a - b)[0];
+        if (next !== undefined) recoverySeconds.push(Math.round((next - kill.at) / 100) / 10);
+      }
+    }
+    return {
+      runsStarted: handles.length,
+      runsCompleted: outcomes.filter((r) => r.status === 'completed').length,
+      commandsRunTwice,
+      completedStepsRequestedAgain,
+      callsCutByKills,
+      kills: killTimes.length,
+      serverRestarts: options.serverRestarts ?? 0,
+      maxRecoverySeconds: recoverySeconds.length > 0 ? Math.max(...recoverySeconds) : 0,
+      recoverySeconds,
+      wallSeconds: Math.round((Date.now() - started) / 100) / 10,
+      failures,
+    };
+  } finally {
+    await Promise.all(workers.map((w) => w.stop()));
+    await model.close();
+    await connection.close();
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Workflow ids of the open runs whose session or in-flight activity is on `workerId`. */
+async function runsOnWorker(handles: Array<WorkflowHandle<typeof agentRun>>, workerId: string): Promise<string[]> {
+  const affected: string[] = [];
+  await Promise.all(
+    handles.map(async (h) => {
+      try {
+        const d = await h.describe();
+        if (d.status.name !== 'RUNNING') return;
+        const onWorker = (d.raw.pendingActivities ?? []).some((a) => a.lastWorkerIdentity === `${workerId}@agent-jobs`);
+        const status = await h.query(statusQuery);
+        if (onWorker || status.session?.workerId === workerId) affected.push(h.workflowId);
+      } catch {
+        /* the run is between states; not counted */
+      }
+    }),
+  );
+  return affected;
+}
+
+/** For each model step (turn - 1) whose `callClaude` completed, the completion time in ms. */
+async function claudeCompletions(handle: WorkflowHandle): Promise<Map<number, number>> {
+  const history = await handle.fetchHistory();
+  const scheduled = new Map<string, number>();
+  const out = new Map<number, number>();
+  const EventType = temporal.api.enums.v1.EventType;
+  for (const e of history.events ?? []) {
+    if (e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED && e.activityTaskScheduledEventAttributes?.activityType?.name === 'callClaude') {
+      const payload = e.activityTaskScheduledEventAttributes.input?.payloads?.[0]?.data;
+      const input = payload ? (JSON.parse(Buffer.from(payload).toString('utf8')) as { turn: number }) : null;
+      if (input) scheduled.set(String(e.eventId), input.turn);
+    }
+    if (e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) {
+      const turn = scheduled.get(String(e.activityTaskCompletedEventAttributes?.scheduledEventId));
+      const seconds = Number(e.eventTime?.seconds ?? 0);
+      const nanos = e.eventTime?.nanos ?? 0;
+      if (turn !== undefined) out.set(turn - 1, seconds * 1000 + nanos / 1e6);
+    }
+  }
+  return out;
+}
+
+async function main(): Promise<void> {
+  const program = new Command('chaos')
+    .option('--runs <n>', 'agent runs', (v) => Number(v), 20)
+    .option('--kills <n>', 'worker SIGKILLs', (v) => Number(v), 5)
+    .option('--server-restarts <n>', 'Temporal server restarts', (v) => Number(v), 0)
+    .option('--workers <n>', 'workers kept alive', (v) => Number(v), 3)
+    .option('--window <s>', 'seconds over which faults are spread', (v) => Number(v), 20)
+    .option('--json', 'print JSON only')
+    .parse(process.argv);
+  const o = program.opts<{ runs: number; kills: number; serverRestarts: number; workers: number; window: number; json?: boolean }>();
+  const report = await runChaos({ runs: o.runs, kills: o.kills, serverRestarts: o.serverRestarts, workers: o.workers, windowSeconds: o.window, verbose: !o.json });
+  if (o.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  else {
+    const rows = Object.entries(report).filter(([k]) => k !== 'recoverySeconds' && k !== 'failures');
+    for (const [k, v] of rows) process.stdout.write(`${k.padEnd(30)} ${String(v)}\n`);
+    process.stdout.write(`${'recoverySeconds'.padEnd(30)} ${report.recoverySeconds.join(', ') || '-'}\n`);
+    for (const f of report.failures) process.stdout.write(`failed: ${f}\n`);
+  }
+  if (report.runsCompleted !== report.runsStarted || report.commandsRunTwice > 0 || report.completedStepsRequestedAgain > 0) process.exitCode = 1;
+}
+
+if (require.main === module) {
+  main().catch((err: unknown) => {
+    process.stderr.write(`chaos: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exitCode = 1;
+  });
+}
