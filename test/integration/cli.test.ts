@@ -1,0 +1,123 @@
+/**
+ * The CLI as a person uses it (child processes of bin/agent-jobs.js) against
+ * a real run: start --json, status while awaiting approval, approve, deny,
+ * approve with nothing pending, list by status, transcript, watch, cancel,
+ * and what the Temporal UI shows (static summary, activity summaries,
+ * AgentStatus).
+ */
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { temporal } from '@temporalio/proto';
+import { AGENT_STATUS } from '../../src/config';
+import { TestBed, toolUse, waitFor } from './harness';
+
+const CLI = path.resolve(__dirname, '../../bin/agent-jobs.js');
+const run = promisify(execFile);
+
+interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function cli(address: string, ...args: string[]): Promise<CliResult> {
+  try {
+    const r = await run(process.execPath, [CLI, ...args], { env: { ...process.env, TEMPORAL_ADDRESS: address } });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+describe('agent-jobs CLI', () => {
+  let bed: TestBed;
+  afterAll(async () => bed?.close());
+
+  test('start, status, approve, deny, list, transcript, watch', async () => {
+    bed = await TestBed.create({
+      script: {
+        responses: [
+          { content: [{ type: 'text', text: 'Writing a file.' }, toolUse('toolu_w', 'echo hi > hi.txt')], stop_reason: 'tool_use' },
+          { content: [toolUse('toolu_rm', 'rm hi.txt')], stop_reason: 'tool_use' },
+          { content: [{ type: 'text', text: 'Kept hi.txt.' }], stop_reason: 'end_turn' },
+        ],
+      },
+    });
+    const a = bed.address;
+    const id = `cli-${Date.now()}`;
+    const started = await cli(a, 'start', 'write', 'a', 'file', '--id', id, '--approval', 'policy', '--json');
+    expect(started.code).toBe(0);
+    const info = JSON.parse(started.stdout) as { workflowId: string; runId: string; uiUrl: string };
+    expect(info).toEqual({ workflowId: id, runId: expect.any(String), uiUrl: `http://localhost:${Number(a.split(':')[1]) + 1000}/namespaces/default/workflows/${id}/${info.runId}/history` });
+
+    const pending = await waitFor('approval pending', async () => {
+      const s = JSON.parse((await cli(a, 'status', id, '--json')).stdout) as { status: string; pendingApproval: { toolUseId: string; command: string } | null };
+      return s.status === 'awaiting_approval' ? s : null;
+    });
+    expect(pending).toMatchObject({ workflowId: id, turns: 1, pendingApproval: { toolUseId: 'toolu_w', command: 'echo hi > hi.txt', requestedAt: expect.any(String) }, usage: expect.any(Object), result: null });
+
+    // The UI: the task as static summary, AgentStatus searchable, one-line activity summaries.
+    const handle = bed.client.workflow.getHandle(id);
+    expect(await (await handle.describe()).staticSummary()).toBe('write a file');
+    const listed = await waitFor('AgentStatus indexed', async () => {
+      const r = await cli(a, 'list', '--status', 'awaiting_approval', '--json');
+      const rows = JSON.parse(r.stdout) as Array<{ workflowId: string; status: string }>;
+      return rows.find((row) => row.workflowId === id);
+    });
+    expect(listed.status).toBe('awaiting_approval');
+
+    const approved = await cli(a, 'approve', id, '--by', 'tester');
+    expect(approved).toMatchObject({ code: 0, stdout: `approved toolu_w in ${id}\n` });
+    await waitFor('rm pending', async () => (JSON.parse((await cli(a, 'status', id, '--json')).stdout) as { pendingApproval: { toolUseId: string } | null }).pendingApproval?.toolUseId === 'toolu_rm');
+    const wrongId = await cli(a, 'deny', id, '--reason', 'x', '--tool-use-id', 'toolu_nope');
+    expect(wrongId.code).toBe(1);
+    expect(wrongId.stderr).toMatch(/^agent-jobs: tool_use toolu_nope is not awaiting approval; toolu_rm is \(rm hi.txt\)\nhint: /);
+    const denied = await cli(a, 'deny', id, '--reason', 'keep it', '--json');
+    expect(denied.code).toBe(0);
+    expect(JSON.parse(denied.stdout)).toMatchObject({ toolUseId: 'toolu_rm', approved: false, reason: 'keep it', source: 'signal' });
+
+    const watched = await cli(a, 'watch', id);
+    expect(watched.code).toBe(0);
+    expect(watched.stdout).toContain('$ echo hi > hi.txt    [toolu_w]');
+    expect(watched.stdout).toContain('Command not run: denied by');
+    expect(watched.stdout).toMatch(/run .* ended: completed after 3 turns/);
+
+    const nothing = await cli(a, 'approve', id);
+    expect(nothing.code).toBe(1);
+    expect(nothing.stderr).toMatch(/nothing in .* is awaiting approval \(status: completed\)/);
+
+    const transcript = JSON.parse((await cli(a, 'transcript', id, '--json')).stdout) as Array<{ role: string }>;
+    expect(transcript.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user', 'assistant']);
+    const status = JSON.parse((await cli(a, 'status', id, '--json')).stdout) as { status: string; result: { text: string } };
+    expect(status).toMatchObject({ status: 'completed', result: { status: 'completed', text: 'Kept hi.txt.' } });
+
+    const history = await handle.fetchHistory();
+    const summaries = (history.events ?? [])
+      .filter((e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+      .map((e) => {
+        const data = e.userMetadata?.summary?.data;
+        return data ? (JSON.parse(Buffer.from(data).toString()) as string) : null;
+      });
+    expect(summaries).toEqual(['claude: turn 1', 'session: open', 'bash: echo hi > hi.txt', 'claude: turn 2', 'claude: turn 3', 'session: close']);
+    const finalAttrs = (await handle.describe()).typedSearchAttributes;
+    expect(finalAttrs.get(AGENT_STATUS)).toBe('completed');
+  });
+
+  test('bad input and unknown runs: one line, a hint, exit 1', async () => {
+    const a = bed.address;
+    const badTurns = await cli(a, 'start', 'x', '--max-turns', '0');
+    expect(badTurns.code).not.toBe(0);
+    expect(badTurns.stderr).toMatch(/max-turns.*positive integer/);
+    const badMode = await cli(a, 'start', 'x', '--approval', 'sometimes');
+    expect(badMode.code).not.toBe(0);
+    expect(badMode.stderr).toMatch(/Allowed choices are auto, policy, always/);
+    const unknown = await cli(a, 'status', 'no-such-run');
+    expect(unknown).toMatchObject({ code: 1, stdout: '' });
+    expect(unknown.stderr).toBe('agent-jobs: no run with id no-such-run in this namespace\nhint: list runs with `agent-jobs list`\n');
+    const noServer = await cli('127.0.0.1:1', 'list');
+    expect(noServer.code).toBe(1);
+    expect(noServer.stderr).toMatch(/^agent-jobs: no Temporal server answers at 127\.0\.0\.1:1 .*\nhint: start a dev server with `agent-jobs server`/);
+  });
+});
