@@ -49,11 +49,12 @@ export const CLAUDE_HEARTBEAT_INTERVAL_MS = 1_000;
  * exponential backoff; a `retry-after` header overrides the next delay
  * through `ApplicationFailure.nextRetryDelay`. 400 / 401 / 403 / 404 / 413 /
  * 422 are thrown non-retryable (see `src/activities/claude-errors.ts`).
- * 10 attempts with backoff capped at 60 s ride out roughly 5 minutes of
- * overload before the run fails with the API's message.
+ * 10 attempts (1, 2, 4, ... s, capped at 60 s) ride out about 4 minutes of
+ * overload before the run fails with the API's message; the first retry
+ * after a worker died mid-call comes 1 s after the heartbeat timeout.
  */
 export const CLAUDE_RETRY_POLICY: RetryPolicy = {
-  initialInterval: '2 seconds',
+  initialInterval: '1 second',
   backoffCoefficient: 2,
   maximumInterval: '60 seconds',
   maximumAttempts: 10,
@@ -77,14 +78,17 @@ export const MAX_TOKENS_RETRY_CAP = 32_000;
 /**
  * Session activities (`runCommand`, `restartSession`, `closeSession`) on a
  * worker's own queue.
- * - scheduleToStart 10 s: a live worker polls its queue continuously, so a
- *   task that waits 10 s means the worker is gone; nothing can have run.
+ * - scheduleToStart 4 s: a live worker polls its queue continuously (its
+ *   session worker has 100 activity slots), so a task that waits 4 s means
+ *   the worker is gone; nothing can have run. Below the heartbeat timeout,
+ *   so that a kill that also strands a workflow task (4 s workflow task
+ *   timeout) is still recovered within 2 × 5 s.
  * - heartbeat 5 s: commands heartbeat every second; a worker killed mid
  *   command is noticed within 5 s.
  * - maximumAttempts 1: commands are at-most-once. A retry could run a
  *   command twice; the workflow tells Claude instead.
  */
-export const SESSION_SCHEDULE_TO_START_TIMEOUT = '10 seconds';
+export const SESSION_SCHEDULE_TO_START_TIMEOUT = '4 seconds';
 export const SESSION_HEARTBEAT_TIMEOUT = '5 seconds';
 export const SESSION_RETRY_POLICY: RetryPolicy = { maximumAttempts: 1 };
 
@@ -106,13 +110,24 @@ export const SESSION_CONTROL_START_TO_CLOSE = '30 seconds';
 
 /**
  * `openSession` runs on the shared queue (any worker). 30 s start-to-close;
- * retried 3 times, since a different worker may succeed where one failed.
+ * a 5 s heartbeat timeout (it heartbeats while bash starts), so a worker
+ * killed while opening a session is noticed in 5 s, not 30; retried 3
+ * times, since a different worker may succeed where one failed.
  */
-export const OPEN_SESSION_TIMEOUTS = { startToCloseTimeout: '30 seconds' } as const;
+export const OPEN_SESSION_TIMEOUTS = { startToCloseTimeout: '30 seconds', heartbeatTimeout: '5 seconds' } as const;
 export const OPEN_SESSION_RETRY_POLICY: RetryPolicy = {
   initialInterval: '1 second',
   maximumAttempts: 3,
 };
+
+/**
+ * Workflow task timeout of every run: 4 s (Temporal's default is 10 s). A
+ * workflow task here takes milliseconds (a cold worker replaying a long
+ * history: well under a second); when the worker processing one dies, the
+ * task is retried elsewhere only after this timeout, so it bounds recovery
+ * from a kill that lands mid-task.
+ */
+export const WORKFLOW_TASK_TIMEOUT = '4 seconds';
 
 /**
  * How long a workflow task waits on a worker's sticky queue before it goes

@@ -2,9 +2,11 @@
  * Temporal plumbing shared by the worker and the CLI: connecting, and
  * making sure this project's search attributes exist.
  */
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { SEARCH_ATTRIBUTES } from './config';
+import { AGENT_RUN_WORKFLOW, SEARCH_ATTRIBUTES, SHARED_TASK_QUEUE, WORKFLOW_TASK_TIMEOUT } from './config';
+import type { agentRun } from './workflows';
+import type { AgentRunInput } from './workflows/types';
 import { temporalSettings, type TemporalSettings } from './settings';
 
 /** A connected client and the settings it came from. Close `connection` when done. */
@@ -73,4 +75,27 @@ export async function ensureSearchAttributes(connection: Connection, namespace: 
     );
   }
   return missing.map((a) => a.name);
+}
+
+/** One line of at most `max` characters (whitespace collapsed), for summaries. */
+function oneLineSummary(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+/**
+ * Starts an agentRun on the shared queue, the way every client of this
+ * project does: the task as the UI's static summary (200 characters), the
+ * settings as its static details, the short workflow task timeout.
+ * @throws WorkflowExecutionAlreadyStartedError when `workflowId` is taken
+ */
+export async function startAgentRun(client: Client, input: AgentRunInput, workflowId: string): Promise<WorkflowHandleWithFirstExecutionRunId<typeof agentRun>> {
+  return client.workflow.start<typeof agentRun>(AGENT_RUN_WORKFLOW, {
+    taskQueue: SHARED_TASK_QUEUE,
+    workflowId,
+    args: [input],
+    workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
+    staticSummary: oneLineSummary(input.task, 200),
+    staticDetails: `**Task**\n\n${input.task}\n\napproval: ${input.approval ?? 'policy'} · model: ${input.model ?? 'default'} · max turns: ${input.maxTurns ?? 50}`,
+  });
 }

@@ -115,11 +115,17 @@ export function createSessionActivities(deps: SessionActivityDeps) {
         : path.join(deps.workspaceRoot, workspaceFolderName(input.workflowId));
       await mkdir(workdir, { recursive: true });
       const cwd = input.restoreCwd && (await isDirectory(input.restoreCwd)) ? input.restoreCwd : workdir;
-      const session = await BashSession.start({
-        ...deps.sessionOptions,
-        cwd,
-        env: { ...deps.sessionOptions.env, AGENT_JOBS_WORKFLOW_ID: input.workflowId },
-      });
+      const stop = startHeartbeat();
+      let session: BashSession;
+      try {
+        session = await BashSession.start({
+          ...deps.sessionOptions,
+          cwd,
+          env: { ...deps.sessionOptions.env, AGENT_JOBS_WORKFLOW_ID: input.workflowId },
+        });
+      } finally {
+        stop();
+      }
       registry.add(session);
       log.info('bash session opened', { sessionId: session.id, pid: session.pid, cwd, workerId });
       return { sessionId: session.id, taskQueue, workerId, cwd: session.cwd };
@@ -171,7 +177,8 @@ export function createSessionActivities(deps: SessionActivityDeps) {
 
     /** Closes the session and kills its process group. Closing an unknown session is not an error. */
     async closeSession(input: SessionInput): Promise<void> {
-      const closed = await registry.close(input.sessionId);
+      const stop = startHeartbeat();
+      const closed = await registry.close(input.sessionId).finally(stop);
       log.info(closed ? 'bash session closed' : 'bash session already gone', { sessionId: input.sessionId });
     },
   };

@@ -5,7 +5,8 @@
  * commands append one unique line to a shared log and sleep a little. While
  * they run, worker processes are SIGKILLed K times at random moments (a
  * replacement starts at once) and the Temporal dev server (SQLite) is
- * restarted R times. Then it waits for every run and prints:
+ * restarted R times, one fault every `--gap` seconds (default 8) at a
+ * random moment of its slot. Then it waits for every run and prints:
  *
  * - `runsStarted`, `runsCompleted`
  * - `commandsRunTwice`: log lines that appear more than once
@@ -19,15 +20,16 @@
  * Target (issue 4): N=20, K=5, R=1 → 20/20, 0, 0, max recovery ≤ 10 s
  * (2 × the session heartbeat timeout).
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { Command } from 'commander';
-import { AGENT_RUN_WORKFLOW, SHARED_TASK_QUEUE } from '../config';
 import { freePort, startDevServer, type DevServer } from '../devserver';
 import { startModelServer, type ModelServer, type ScriptEntry } from '../model-server';
+import { startAgentRun } from '../temporal';
 import { statusQuery } from '../workflows/messages';
 import type { agentRun } from '../workflows';
 import type { AgentRunResult } from '../workflows/types';
@@ -43,10 +45,14 @@ export interface ChaosOptions {
   serverRestarts?: number;
   /** Worker processes kept alive. @default 3 */
   workers?: number;
-  /** Commands per run. @default 4 */
+  /**
+   * Seconds between faults (kills and restarts). Faults come at random
+   * moments, one per slot of this length, so one run's recovery (about
+   * 5-7 s) is measured before the next fault can hit it. @default 8
+   */
+  gapSeconds?: number;
+  /** Commands per run (each about 0.8 s with its model call). @default enough for the runs to outlast the faults */
   steps?: number;
-  /** Seconds over which kills and restarts are spread. @default 20 */
-  windowSeconds?: number;
   /** Progress lines on stderr. @default true */
   verbose?: boolean;
 }
@@ -91,9 +97,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const say = (line: string): void => {
     if (options.verbose !== false) process.stderr.write(`chaos: ${line}\n`);
   };
-  const steps = options.steps ?? 4;
+  const gapMs = (options.gapSeconds ?? 8) * 1000;
+  const faults = options.kills + (options.serverRestarts ?? 0);
+  const steps = options.steps ?? Math.ceil(((faults + 1) * gapMs) / 700) + 3;
   const workerCount = Math.max(2, options.workers ?? 3);
-  const windowMs = (options.windowSeconds ?? 20) * 1000;
   const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-chaos-'));
   const log = path.join(dir, 'commands.log');
   const serverOptions = { port: await freePort(), headless: true, dbFile: path.join(dir, 'temporal.db'), logFile: path.join(dir, 'server.log') };
@@ -128,20 +135,17 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const handles: Array<WorkflowHandle<typeof agentRun>> = [];
     for (let i = 0; i < options.runs; i++) {
       const workflowId = `chaos-${started}-${i}`;
-      handles.push(
-        await client.workflow.start<typeof agentRun>(AGENT_RUN_WORKFLOW, {
-          taskQueue: SHARED_TASK_QUEUE,
-          workflowId,
-          args: [{ task: `chaos run ${workflowId}`, approval: 'auto', maxTurns: steps + 5 }],
-        }),
-      );
+      handles.push(await startAgentRun(client, { task: `chaos run ${workflowId}`, approval: 'auto', maxTurns: steps + 5 }, workflowId));
     }
 
-    // Schedule the faults at random moments in the window.
-    const events: Array<{ at: number; kind: 'kill' | 'restart' }> = [];
-    for (let i = 0; i < options.kills; i++) events.push({ at: 500 + Math.random() * windowMs, kind: 'kill' });
-    for (let i = 0; i < (options.serverRestarts ?? 0); i++) events.push({ at: 500 + Math.random() * windowMs, kind: 'restart' });
-    events.sort((a, b) => a.at - b.at);
+    // One fault per slot of gapMs, at a random moment in the middle half of
+    // its slot; the restarts take random slots among the kills.
+    const kinds: Array<'kill' | 'restart'> = [...Array<'kill'>(options.kills).fill('kill'), ...Array<'restart'>(options.serverRestarts ?? 0).fill('restart')];
+    for (let i = kinds.length - 1; i > 0; i--) {
+      const j = Math.floor(Math.random() * (i + 1));
+      [kinds[i], kinds[j]] = [kinds[j]!, kinds[i]!];
+    }
+    const events = kinds.map((kind, i) => ({ kind, at: i * gapMs + gapMs * (0.25 + Math.random() * 0.5) }));
     const t0 = Date.now();
     const results = Promise.all(
       handles.map((h) =>
@@ -202,11 +206,19 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       ...lines.filter((l) => l.split(' ')[1] === id).map((l) => Number(l.split(' ')[0]) * 1000),
     ];
     const recoverySeconds: number[] = [];
+    let slowest: { workflowId: string; seconds: number; killedAt: string } | null = null;
     for (const kill of killTimes) {
       for (const id of kill.affected) {
         const next = progressTimes(id).filter((t) => t > kill.at).sort((a, b) => a - b)[0];
-        if (next !== undefined) recoverySeconds.push(Math.round((next - kill.at) / 100) / 10);
+        if (next === undefined) continue;
+        const seconds = Math.round((next - kill.at) / 100) / 10;
+        recoverySeconds.push(seconds);
+        if (!slowest || seconds > slowest.seconds) slowest = { workflowId: id, seconds, killedAt: new Date(kill.at).toISOString() };
       }
+    }
+    if (slowest && process.env.AGENT_JOBS_CHAOS_DUMP) {
+      const h = handles.find((x) => x.workflowId === slowest!.workflowId)!;
+      writeFileSync(process.env.AGENT_JOBS_CHAOS_DUMP, JSON.stringify({ slowest, history: JSON.parse(historyToJSON(await h.fetchHistory())) }));
     }
     return {
       runsStarted: handles.length,
@@ -277,11 +289,20 @@ async function main(): Promise<void> {
     .option('--kills <n>', 'worker SIGKILLs', (v) => Number(v), 5)
     .option('--server-restarts <n>', 'Temporal server restarts', (v) => Number(v), 0)
     .option('--workers <n>', 'workers kept alive', (v) => Number(v), 3)
-    .option('--window <s>', 'seconds over which faults are spread', (v) => Number(v), 20)
+    .option('--gap <s>', 'seconds between faults (each lands at a random moment of its slot)', (v) => Number(v), 8)
+    .option('--steps <n>', 'commands per run (default: enough to outlast the faults)', (v) => Number(v))
     .option('--json', 'print JSON only')
     .parse(process.argv);
-  const o = program.opts<{ runs: number; kills: number; serverRestarts: number; workers: number; window: number; json?: boolean }>();
-  const report = await runChaos({ runs: o.runs, kills: o.kills, serverRestarts: o.serverRestarts, workers: o.workers, windowSeconds: o.window, verbose: !o.json });
+  const o = program.opts<{ runs: number; kills: number; serverRestarts: number; workers: number; gap: number; steps?: number; json?: boolean }>();
+  const report = await runChaos({
+    runs: o.runs,
+    kills: o.kills,
+    serverRestarts: o.serverRestarts,
+    workers: o.workers,
+    gapSeconds: o.gap,
+    ...(o.steps !== undefined ? { steps: o.steps } : {}),
+    verbose: !o.json,
+  });
   if (o.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   else {
     const rows = Object.entries(report).filter(([k]) => k !== 'recoverySeconds' && k !== 'failures');

@@ -13,10 +13,9 @@ import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import Table from 'cli-table3';
 import { Command } from 'commander';
-import { AGENT_RUN_WORKFLOW, SHARED_TASK_QUEUE } from '../config';
 import { freePort, startDevServer } from '../devserver';
 import { startModelServer, type ScriptEntry } from '../model-server';
-import type { agentRun } from '../workflows';
+import { startAgentRun } from '../temporal';
 import { spawnWorker } from './worker-process';
 
 /** Median and 95th percentile of `values` (ms), rounded to 0.1. */
@@ -52,11 +51,7 @@ export async function measureTurns(turns: number): Promise<TurnFigures> {
   try {
     const client = new Client({ connection });
     const t0 = Date.now();
-    const handle = await client.workflow.start<typeof agentRun>(AGENT_RUN_WORKFLOW, {
-      taskQueue: SHARED_TASK_QUEUE,
-      workflowId: `bench-turns-${Date.now()}`,
-      args: [{ task: 'benchmark', approval: 'auto', maxTurns: turns + 2 }],
-    });
+    const handle = await startAgentRun(client, { task: 'benchmark', approval: 'auto', maxTurns: turns + 2 }, `bench-turns-${Date.now()}`);
     await handle.result();
     const wallMs = Date.now() - t0;
     const history = await handle.fetchHistory();

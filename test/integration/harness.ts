@@ -11,7 +11,7 @@ import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
 import { spawnWorker, type WorkerProcess } from '../../src/bench/worker-process';
-import { AGENT_RUN_WORKFLOW, SHARED_TASK_QUEUE } from '../../src/config';
+import { startAgentRun } from '../../src/temporal';
 import { startModelServer, type LoggedRequest, type ModelServer, type ScriptContentBlock, type ScriptFile } from '../../src/model-server';
 import { statusQuery, transcriptQuery } from '../../src/workflows/messages';
 import type { agentRun } from '../../src/workflows';
@@ -111,7 +111,7 @@ export class TestBed {
    * names the saved history (`<name>.json`) when histories are saved.
    */
   async start(input: AgentRunInput, name?: string, workflowId = `it-${path.basename(this.dir)}-${++counter}`): Promise<WorkflowHandle<typeof agentRun>> {
-    const handle = await this.client.workflow.start<typeof agentRun>(AGENT_RUN_WORKFLOW, { taskQueue: SHARED_TASK_QUEUE, workflowId, args: [input] });
+    const handle = await startAgentRun(this.client, input, workflowId);
     if (name) this.started.push({ handle, name });
     return handle;
   }

@@ -1,12 +1,11 @@
 /** `agent-jobs start <task...>`: starts an agent run. */
 import { randomBytes } from 'node:crypto';
 import { Option, type Command } from 'commander';
-import { AGENT_RUN_WORKFLOW, SHARED_TASK_QUEUE } from '../../config';
+import { startAgentRun } from '../../temporal';
 import { resolveInput } from '../../workflows/input';
-import type { agentRun } from '../../workflows';
 import { APPROVAL_MODES, type AgentRunInput } from '../../workflows/types';
 import { CliError } from '../errors';
-import { clip, printJson, printLines } from '../output';
+import { printJson, printLines } from '../output';
 import { withClient } from '../context';
 import { durationMs, positiveInt } from '../parse';
 import { watchRun } from './watch';
@@ -74,13 +73,7 @@ export function registerStart(program: Command): void {
       const input = buildInput(task, opts);
       const workflowId = opts.id ?? newWorkflowId();
       await withClient(async ({ client, uiUrl }) => {
-        const handle = await client.workflow.start<typeof agentRun>(AGENT_RUN_WORKFLOW, {
-          taskQueue: SHARED_TASK_QUEUE,
-          workflowId,
-          args: [input],
-          staticSummary: clip(input.task, 200),
-          staticDetails: `**Task**\n\n${input.task}\n\napproval: ${input.approval ?? 'policy'} · model: ${input.model ?? 'default'} · max turns: ${input.maxTurns ?? 50}`,
-        });
+        const handle = await startAgentRun(client, input, workflowId);
         const url = uiUrl(workflowId, handle.firstExecutionRunId);
         if (opts.json) printJson({ workflowId, runId: handle.firstExecutionRunId, uiUrl: url });
         else printLines(`started ${workflowId}`, `  UI:     ${url}`, `  follow: agent-jobs watch ${workflowId}`);
