@@ -7,6 +7,11 @@ import { buildProgram } from './cli/program';
 import { reportError } from './cli/errors';
 
 export async function main(argv: string[] = process.argv): Promise<void> {
+  // A reader that goes away (`agent-jobs watch ID | head`) is not an error.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw err;
+  });
   try {
     await buildProgram().parseAsync(argv);
   } catch (err) {

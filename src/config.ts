@@ -40,6 +40,14 @@ export const CLAUDE_CALL_TIMEOUTS = {
   heartbeatTimeout: '5 seconds',
 } as const;
 
+/**
+ * A model call that receives nothing from the API (no headers, no stream
+ * event or ping) for this long is abandoned and retried, in ms: 90 s.
+ * Without it a connection that hangs holds the run until Node's 300 s
+ * headers timeout. Streamed answers send events (and pings) far more often.
+ */
+export const CLAUDE_IDLE_TIMEOUT_MS = 90_000;
+
 /** How often `callClaude` heartbeats while waiting on the API, in ms. */
 export const CLAUDE_HEARTBEAT_INTERVAL_MS = 1_000;
 

@@ -24,14 +24,16 @@ import { statusQuery } from './workflows/messages';
 
 const run = promisify(execFile);
 const CLI = path.join(PROJECT_ROOT, 'bin', 'agent-jobs.js');
-const say = (line: string): void => void process.stdout.write(`\x1b[1mdemo:\x1b[0m ${line}\n`);
+const label = process.stdout.isTTY ? '\x1b[1mdemo:\x1b[0m' : 'demo:';
+const say = (line: string): void => void process.stdout.write(`${label} ${line}\n`);
 
 const TASK =
   'In this workspace, add up the numbers in numbers.txt, write the total to total.txt, ' +
   'check the total a second way, and tell me the result.';
 
 async function main(): Promise<void> {
-  const started = Date.now();
+  // scripts/demo.sh passes its own start time, so the figure includes installing and building.
+  const started = Number(process.env.AGENT_JOBS_DEMO_STARTED_MS) || Date.now();
   const address = process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
   const port = Number(/:(\d+)$/.exec(address)?.[1] ?? 7233);
 

@@ -44,9 +44,22 @@ export function extraSecretEnvNames(env: NodeJS.ProcessEnv = process.env): strin
  * @throws Error when the value is not a positive integer
  */
 export function claudeTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.AGENT_JOBS_CLAUDE_TIMEOUT_MS;
-  if (raw === undefined || raw === '') return 600_000;
-  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new Error(`AGENT_JOBS_CLAUDE_TIMEOUT_MS must be a positive integer (ms), not ${JSON.stringify(raw)}`);
+  return positiveMs(env, 'AGENT_JOBS_CLAUDE_TIMEOUT_MS', 600_000);
+}
+
+/**
+ * Idle limit of a model call in ms (see `CLAUDE_IDLE_TIMEOUT_MS`).
+ * `AGENT_JOBS_CLAUDE_IDLE_TIMEOUT_MS`, default 90000.
+ * @throws Error when the value is not a positive integer
+ */
+export function claudeIdleTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
+  return positiveMs(env, 'AGENT_JOBS_CLAUDE_IDLE_TIMEOUT_MS', 90_000);
+}
+
+function positiveMs(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new Error(`${name} must be a positive integer (ms), not ${JSON.stringify(raw)}`);
   return Number(raw);
 }
 

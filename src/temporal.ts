@@ -4,7 +4,7 @@
  */
 import { Client, Connection, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { AGENT_RUN_WORKFLOW, SEARCH_ATTRIBUTES, SHARED_TASK_QUEUE, WORKFLOW_TASK_TIMEOUT } from './config';
+import { AGENT_RUN_WORKFLOW, AGENT_STATUS, SEARCH_ATTRIBUTES, SHARED_TASK_QUEUE, WORKFLOW_TASK_TIMEOUT } from './config';
 import type { agentRun } from './workflows';
 import type { AgentRunInput } from './workflows/types';
 import { temporalSettings, type TemporalSettings } from './settings';
@@ -95,6 +95,9 @@ export async function startAgentRun(client: Client, input: AgentRunInput, workfl
     workflowId,
     args: [input],
     workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
+    // An id names one run for good: reusing a finished run's id is an error, not a second run.
+    workflowIdReusePolicy: 'REJECT_DUPLICATE',
+    typedSearchAttributes: [{ key: AGENT_STATUS, value: 'running' }],
     staticSummary: oneLineSummary(input.task, 200),
     staticDetails: `**Task**\n\n${input.task}\n\napproval: ${input.approval ?? 'policy'} · model: ${input.model ?? 'default'} · max turns: ${input.maxTurns ?? 50}`,
   });

@@ -18,7 +18,7 @@ import { createAnthropicClient, createClaudeActivities } from './activities/clau
 import { createSessionActivities, SessionRegistry } from './activities/session';
 import { reapOrphanedSessions } from './session';
 import { SHARED_TASK_QUEUE, STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT, sessionTaskQueue } from './config';
-import { auditLogPath, claudeTimeoutMs, extraSecretEnvNames, temporalSettings, workerId as pickWorkerId, workspaceRoot } from './settings';
+import { auditLogPath, claudeIdleTimeoutMs, claudeTimeoutMs, extraSecretEnvNames, temporalSettings, workerId as pickWorkerId, workspaceRoot } from './settings';
 import { connectClient, ensureSearchAttributes } from './temporal';
 
 /** Where `npm run build` writes the pre-bundled workflow code (saves seconds at every worker start). */
@@ -86,7 +86,7 @@ export async function startWorker(): Promise<RunningWorker> {
     taskQueue: SHARED_TASK_QUEUE,
     identity,
     ...workflowSource(),
-    activities: { ...createClaudeActivities(createAnthropicClient({ timeoutMs: claudeTimeoutMs() })), openSession },
+    activities: { ...createClaudeActivities(createAnthropicClient({ timeoutMs: claudeTimeoutMs() }), { idleTimeoutMs: claudeIdleTimeoutMs() }), openSession },
     // A dead worker's cached workflows move to a live worker after this long (default 10 s).
     stickyQueueScheduleToStartTimeout: STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT,
   });
@@ -118,10 +118,11 @@ export async function startWorker(): Promise<RunningWorker> {
   };
 }
 
-/** Installs the SDK runtime logger at `AGENT_JOBS_LOG_LEVEL` (default INFO). Call once, before any worker. */
+/** Installs the SDK runtime logger (and the core's logs, forwarded to it) at `AGENT_JOBS_LOG_LEVEL` (default INFO). Call once, before any worker. */
 export function installRuntime(): void {
   const level = (process.env.AGENT_JOBS_LOG_LEVEL ?? 'INFO').toUpperCase() as LogLevel;
-  Runtime.install({ logger: new DefaultLogger(level) });
+  // The SDK core's own logs go through the same logger and level.
+  Runtime.install({ logger: new DefaultLogger(level), telemetryOptions: { logging: { filter: { core: level, other: level }, forward: {} } } });
 }
 
 if (require.main === module) {

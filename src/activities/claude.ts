@@ -4,9 +4,10 @@
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { Context } from '@temporalio/activity';
-import { CLAUDE_HEARTBEAT_INTERVAL_MS } from '../config';
+import { ApplicationFailure } from '@temporalio/common';
+import { CLAUDE_HEARTBEAT_INTERVAL_MS, CLAUDE_IDLE_TIMEOUT_MS } from '../config';
 import type { ContentBlock } from '../workflows/types';
-import { toTemporalFailure } from './claude-errors';
+import { ClaudeFailureType, toTemporalFailure } from './claude-errors';
 import type { CallClaudeInput, CallClaudeOutput } from './types';
 
 /**
@@ -34,15 +35,31 @@ export function createAnthropicClient(options: { baseURL?: string; apiKey?: stri
  * `callClaude(input)` streams one Messages API call and returns the final
  * assistant message. It heartbeats every second (so a dead worker is seen
  * within `CLAUDE_CALL_TIMEOUTS.heartbeatTimeout`), aborts the HTTP request
- * when the activity is cancelled, and throws `ApplicationFailure`s mapped by
+ * when the activity is cancelled or the API sends nothing for
+ * `idleTimeoutMs` (default `CLAUDE_IDLE_TIMEOUT_MS`, 90 s; a retryable
+ * `ClaudeConnectionError`), and throws `ApplicationFailure`s mapped by
  * {@link toTemporalFailure} (non-retryable for 400/401/403/404/413).
  */
-export function createClaudeActivities(anthropic: Anthropic) {
+export function createClaudeActivities(anthropic: Anthropic, options: { idleTimeoutMs?: number } = {}) {
+  const idleTimeoutMs = options.idleTimeoutMs ?? CLAUDE_IDLE_TIMEOUT_MS;
   return {
     async callClaude(input: CallClaudeInput): Promise<CallClaudeOutput> {
       const ctx = Context.current();
       let outputChars = 0;
-      const heartbeat = setInterval(() => ctx.heartbeat({ turn: input.turn, outputChars }), CLAUDE_HEARTBEAT_INTERVAL_MS);
+      // Aborts the request when the activity is cancelled, or when the API
+      // sends nothing (no headers, no event, no ping) for idleTimeoutMs.
+      const abort = new AbortController();
+      const onCancel = (): void => abort.abort(ctx.cancellationSignal.reason);
+      ctx.cancellationSignal.addEventListener('abort', onCancel);
+      let lastData = Date.now();
+      let idle = false;
+      const heartbeat = setInterval(() => {
+        ctx.heartbeat({ turn: input.turn, outputChars });
+        if (Date.now() - lastData > idleTimeoutMs) {
+          idle = true;
+          abort.abort(new Error('idle'));
+        }
+      }, CLAUDE_HEARTBEAT_INTERVAL_MS);
       try {
         const stream = anthropic.messages.stream(
           {
@@ -52,8 +69,13 @@ export function createClaudeActivities(anthropic: Anthropic) {
             messages: input.messages as Anthropic.MessageParam[],
             tools: [BASH_TOOL],
           },
-          { signal: ctx.cancellationSignal },
+          { signal: abort.signal },
         );
+        const touch = (): void => {
+          lastData = Date.now();
+        };
+        stream.on('connect', touch);
+        stream.on('streamEvent', touch);
         stream.on('text', (delta) => {
           outputChars += delta.length;
         });
@@ -67,9 +89,17 @@ export function createClaudeActivities(anthropic: Anthropic) {
         };
       } catch (err) {
         if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason ?? err;
+        if (idle) {
+          throw ApplicationFailure.create({
+            message: `Claude API sent nothing for ${idleTimeoutMs / 1000} s; the request was abandoned`,
+            type: ClaudeFailureType.CONNECTION,
+            nonRetryable: false,
+          });
+        }
         throw toTemporalFailure(err);
       } finally {
         clearInterval(heartbeat);
+        ctx.cancellationSignal.removeEventListener('abort', onCancel);
       }
     },
   };

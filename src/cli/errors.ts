@@ -2,7 +2,7 @@
  * CLI error reporting: one line of what went wrong and one of what to do,
  * on stderr, exit code 1 (or the error's own code).
  */
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { TemporalUnreachableError } from '../temporal';
 import { TemporalCliMissingError } from '../devserver';
 
@@ -27,9 +27,12 @@ export function toCliError(err: unknown): CliError {
   if (err instanceof WorkflowNotFoundError) {
     return new CliError(`no run with id ${err.workflowId ?? '?'} in this namespace`, 'list runs with `agent-jobs list`');
   }
+  if (err instanceof WorkflowExecutionAlreadyStartedError) {
+    return new CliError(`a run with id ${err.workflowId} already exists`, 'choose another --id, or leave it out for a fresh one');
+  }
   if (err instanceof TemporalCliMissingError) return new CliError(err.message);
   const message = err instanceof Error ? err.message : String(err);
-  if (/no poller|did not receive a response|deadline exceeded/i.test(message)) {
+  if (/no poller|did not receive a response|deadline exceeded|failed to query/i.test(message)) {
     return new CliError(`the run did not answer: ${message}`, 'is a worker running? start one with `agent-jobs worker`');
   }
   return new CliError(message);

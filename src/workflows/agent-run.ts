@@ -49,12 +49,15 @@ import { approveSignal, statusQuery, transcriptQuery } from './messages';
 import {
   commandOutcome,
   deniedOutcome,
+  describeDuration,
+  interruptedText,
   oneLine,
   parseBashInput,
   restartedOutcome,
   sessionLostOutcome,
   type SessionLoss,
   type ToolOutcome,
+  type ToolUsePhase,
 } from './tool-results';
 import { boundTranscript, completeResults, pairingProblem, textOf, toolResult, withoutEmptyText, isToolUse } from './transcript';
 import type {
@@ -100,8 +103,6 @@ function sessionOptions(taskQueue: string, startToCloseMs: number): ActivityOpti
 
 const MAX_DECISIONS_KEPT = 20;
 
-/** Reason given to Claude for `tool_use`s left open by a cancellation (C02). */
-const CANCELLED_REASON = 'The run was cancelled before this command completed: a running command had its process group killed; later commands did not run.';
 
 /**
  * Runs one agent: asks Claude, runs the bash commands it asks for (with
@@ -134,6 +135,15 @@ export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState):
   // Results produced so far for the assistant message being executed, so a
   // cancellation can pair the rest.
   let inflight: { assistant: Message; results: ToolResultBlock[] } | null = null;
+  // The tool_use being handled, and whether it waits for approval or runs.
+  let current: { toolUseId: string; phase: ToolUsePhase } | null = null;
+  /** Pairs the open tool_uses of the message being executed when the run ends early (C02). */
+  const pairInflight = (end: 'cancelled' | 'failed'): void => {
+    if (!inflight) return;
+    const reason = (use: ToolUseBlock): string => interruptedText(end, use.id === current?.toolUseId ? current.phase : null);
+    state.transcript.push({ role: 'user', content: completeResults(inflight.assistant, inflight.results, reason) });
+    inflight = null;
+  };
 
   // ---- visibility ---------------------------------------------------------
   const publish = (): void => {
@@ -285,7 +295,7 @@ export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState):
       const applied: AppliedDecision =
         decided && d
           ? { toolUseId, approved: d.approved, source: 'signal', at: new Date().toISOString(), ...(d.reason ? { reason: d.reason } : {}), ...(d.by ? { by: d.by } : {}) }
-          : { toolUseId, approved: false, source: 'timeout', at: new Date().toISOString(), reason: `no decision within ${String(input.approvalTimeout)}` };
+          : { toolUseId, approved: false, source: 'timeout', at: new Date().toISOString(), reason: `no decision within ${describeDuration(input.approvalTimeout)}` };
       state.decisions = [...state.decisions, applied].slice(-MAX_DECISIONS_KEPT);
       log.info('approval decision applied', { ...applied });
       return applied;
@@ -305,9 +315,11 @@ export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState):
     if (parsed.kind === 'restart') return done(await restartSession());
     const policy = decideApproval(parsed.command, input.approval);
     if (policy.action === 'ask') {
+      current = { toolUseId: use.id, phase: 'approval' };
       const d = await waitForApproval(use.id, parsed.command, policy.reason);
-      if (!d.approved) return done(deniedOutcome(d, String(input.approvalTimeout)));
+      if (!d.approved) return done(deniedOutcome(d, input.approvalTimeout));
     }
+    current = { toolUseId: use.id, phase: 'running' };
     return done(await runCommand(use.id, parsed.command));
   }
 
@@ -371,6 +383,7 @@ export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState):
           inflight = { assistant, results: [] };
           for (const use of content.filter(isToolUse)) {
             inflight.results.push(await handleToolUse(use));
+            current = null;
           }
           state.transcript.push({ role: 'user', content: completeResults(assistant, inflight.results, 'No result was produced for this tool_use.') });
           inflight = null;
@@ -401,18 +414,12 @@ export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState):
     }
   } catch (err) {
     if (isCancellation(err)) {
-      if (inflight) {
-        state.transcript.push({ role: 'user', content: completeResults(inflight.assistant, inflight.results, CANCELLED_REASON) });
-        inflight = null;
-      }
+      pairInflight('cancelled');
       return await finish({ status: 'cancelled', error: 'the run was cancelled' });
     }
     if (err instanceof ActivityFailure) {
       // A model call that failed for good (non-retryable API error, or retries spent).
-      if (inflight) {
-        state.transcript.push({ role: 'user', content: completeResults(inflight.assistant, inflight.results, 'The run failed before this command completed.') });
-        inflight = null;
-      }
+      pairInflight('failed');
       return await finish({ status: 'failed', error: failureMessage(err) });
     }
     throw err;

@@ -37,10 +37,22 @@ export function commandOutcome(r: RunCommandOutput, timeoutMs: number): ToolOutc
   return { text, isError: r.timedOut || r.shellExit !== null || r.sessionRestarted };
 }
 
-/** A command that was not run because of a human's denial or the approval timeout. */
-export function deniedOutcome(d: AppliedDecision, timeoutText: string): ToolOutcome {
+/**
+ * A duration for people: Temporal duration strings as given (`'24 hours'`),
+ * ms as seconds, minutes or hours (`3000` → `3 s`, `5400000` → `90 min`).
+ */
+export function describeDuration(d: string | number): string {
+  if (typeof d === 'string') return d;
+  const s = d / 1000;
+  if (s < 120) return `${Number(s.toFixed(1))} s`;
+  if (s < 7200) return `${Number((s / 60).toFixed(1))} min`;
+  return `${Number((s / 3600).toFixed(1))} h`;
+}
+
+/** A command that was not run because of a human's denial or the approval timeout (`timeout` as given in the input). */
+export function deniedOutcome(d: AppliedDecision, timeout: string | number): ToolOutcome {
   if (d.source === 'timeout') {
-    return { text: `Command not run: no approval decision came within ${timeoutText}, so it was denied.`, isError: true };
+    return { text: `Command not run: no approval decision came within ${describeDuration(timeout)}, so it was denied.`, isError: true };
   }
   const who = d.by ? `denied by ${d.by}` : 'denied by a human reviewer';
   return { text: `Command not run: ${who}${d.reason ? `. Reason: ${d.reason}` : ' (no reason given)'}.`, isError: true };
@@ -63,9 +75,24 @@ export function sessionLostOutcome(loss: SessionLoss, newCwd: string | null, ope
       ? 'The command did not run.'
       : 'The command may or may not have run (fully or partly); check its effects before running it again.';
   const fresh = newCwd
-    ? `A new bash session was started in ${newCwd}; ${STATE_LOST}, and files written by the command may be missing.`
+    ? `A new bash session was started in ${newCwd}; ${STATE_LOST} (files on disk stay, unless the new session runs on another machine).`
     : `No new session could be started yet (${openError ?? 'unknown error'}); the next command will try again.`;
   return { text: `The bash session was lost: ${loss.detail}. ${ran} ${fresh}`, isError: true };
+}
+
+/** Where a run was in a `tool_use` when it was cancelled or failed. */
+export type ToolUsePhase = 'approval' | 'running';
+
+/**
+ * Why a `tool_use` got no real result because the run ended (`cancelled`
+ * or `failed`): the one in progress says what happened to it, the others
+ * that they did not run.
+ */
+export function interruptedText(end: 'cancelled' | 'failed', phase: ToolUsePhase | null): string {
+  const run = end === 'cancelled' ? 'The run was cancelled' : 'The run failed';
+  if (phase === 'approval') return `${run} while this command waited for approval; it did not run.`;
+  if (phase === 'running') return `${run} while this command ran: its process group was killed, so it may have partly run.`;
+  return `${run} before this command started; it did not run.`;
 }
 
 /** Result of `{"restart": true}`. */

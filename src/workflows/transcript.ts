@@ -100,9 +100,10 @@ export function pairingProblem(messages: Message[], allowOpenTail = false): stri
  * `results` holds the results produced so far for that message; the
  * returned array has them, then the missing ones, in `tool_use` order.
  */
-export function completeResults(assistant: Message, results: ToolResultBlock[], reason: string): ToolResultBlock[] {
+export function completeResults(assistant: Message, results: ToolResultBlock[], reason: string | ((use: ToolUseBlock) => string)): ToolResultBlock[] {
   const byId = new Map(results.map((r) => [r.tool_use_id, r]));
-  return toolUsesOf(assistant).map((use) => byId.get(use.id) ?? toolResult(use.id, reason, true));
+  const why = typeof reason === 'string' ? () => reason : reason;
+  return toolUsesOf(assistant).map((use) => byId.get(use.id) ?? toolResult(use.id, why(use), true));
 }
 
 /** Size of a transcript in characters (UTF-16 code units) of JSON, the unit of the transcript budget. */

@@ -34,7 +34,8 @@ describe('cancellation', () => {
       ['toolu_sleep', true],
       ['toolu_after', true],
     ]);
-    expect(results[0]!.content).toMatch(/cancelled/);
+    expect(results[0]!.content).toBe('The run was cancelled while this command ran: its process group was killed, so it may have partly run.');
+    expect(results[1]!.content).toBe('The run was cancelled before this command started; it did not run.');
     expect((await bed.status(handle)).session).toBeNull();
     expect(bed.requests()).toHaveLength(1);
   });
@@ -50,7 +51,7 @@ describe('cancellation', () => {
     const transcript = await bed.transcript(handle);
     expect(transcript[transcript.length - 1]).toEqual({
       role: 'user',
-      content: [{ type: 'tool_result', tool_use_id: 'toolu_rm', content: expect.stringMatching(/cancelled/), is_error: true }],
+      content: [{ type: 'tool_result', tool_use_id: 'toolu_rm', content: 'The run was cancelled while this command waited for approval; it did not run.', is_error: true }],
     });
     expect(bed.audit()).toHaveLength(0);
   });

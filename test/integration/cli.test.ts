@@ -10,6 +10,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { temporal } from '@temporalio/proto';
 import { AGENT_STATUS } from '../../src/config';
+import { freePort, startDevServer } from '../../src/devserver';
 import { TestBed, toolUse, waitFor } from './harness';
 
 const CLI = path.resolve(__dirname, '../../bin/agent-jobs.js');
@@ -80,7 +81,7 @@ describe('agent-jobs CLI', () => {
 
     const watched = await cli(a, 'watch', id);
     expect(watched.code).toBe(0);
-    expect(watched.stdout).toContain('$ echo hi > hi.txt    [toolu_w]');
+    expect(watched.stdout).toContain('claude asks to run: echo hi > hi.txt    [toolu_w]');
     expect(watched.stdout).toContain('Command not run: denied by');
     expect(watched.stdout).toMatch(/run .* ended: completed after 3 turns/);
 
@@ -103,6 +104,29 @@ describe('agent-jobs CLI', () => {
     expect(summaries).toEqual(['claude: turn 1', 'session: open', 'bash: echo hi > hi.txt', 'claude: turn 2', 'claude: turn 3', 'session: close']);
     const finalAttrs = (await handle.describe()).typedSearchAttributes;
     expect(finalAttrs.get(AGENT_STATUS)).toBe('completed');
+  });
+
+  test('without a worker: questions fail at once with a hint; cancel is recorded', async () => {
+    const server = await startDevServer({ port: await freePort(), headless: true });
+    try {
+      const a = server.address;
+      expect((await cli(a, 'start', 'nobody', 'listens', '--id', 'lonely', '--json')).code).toBe(0);
+      for (const args of [['status', 'lonely'], ['approve', 'lonely'], ['transcript', 'lonely'], ['watch', 'lonely']]) {
+        const started = Date.now();
+        const r = await cli(a, ...args);
+        expect(r.code).toBe(1);
+        expect(r.stderr).toMatch(/^agent-jobs: no worker is polling the agent-jobs task queue, so nothing can answer .*\nhint: start one with `agent-jobs worker`\n$/);
+        expect(Date.now() - started).toBeLessThan(5_000);
+      }
+      const listed = JSON.parse((await cli(a, 'list', '--status', 'running', '--json')).stdout) as Array<{ workflowId: string }>;
+      expect(listed.map((r) => r.workflowId)).toEqual(['lonely']);
+      const again = await cli(a, 'start', 'x', '--id', 'lonely');
+      expect(again.stderr).toBe('agent-jobs: a run with id lonely already exists\nhint: choose another --id, or leave it out for a fresh one\n');
+      const cancelled = await cli(a, 'cancel', 'lonely');
+      expect(cancelled).toMatchObject({ code: 0, stdout: expect.stringContaining('cancel requested for lonely') });
+    } finally {
+      await server.stop();
+    }
   });
 
   test('bad input and unknown runs: one line, a hint, exit 1', async () => {

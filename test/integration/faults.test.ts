@@ -89,7 +89,7 @@ describe('faults', () => {
 
   test('500, a reset connection and a request that never answers are retried until the answer comes', async () => {
     bed = await TestBed.create({
-      workerEnv: { AGENT_JOBS_CLAUDE_TIMEOUT_MS: '1500' },
+      workerEnv: { AGENT_JOBS_CLAUDE_IDLE_TIMEOUT_MS: '1500' },
       script: { responses: [{ error: { status: 500 } }, { error: { kind: 'connection_reset' } }, { error: { kind: 'hang' } }, end] },
     });
     const result = await (await bed.start({ task: 'transient failures', approval: 'auto' }, 'api-transient-retried')).result();

@@ -1,8 +1,9 @@
 /** `agent-jobs cancel <workflowId>`: cancels a run (its running command is killed). */
 import type { Command } from 'commander';
+import { CliError } from '../errors';
 import { printJson, printLines } from '../output';
 import { withClient } from '../context';
-import { readRun, runHandle, statusJson } from '../runs';
+import { readRun, runHandle, statusJson, workerPolling } from '../runs';
 
 export function registerCancel(program: Command): void {
   program
@@ -13,8 +14,19 @@ export function registerCancel(program: Command): void {
     .action(async (workflowId: string, opts: { json?: boolean }) => {
       await withClient(async ({ client }) => {
         const handle = runHandle(client, workflowId);
+        const before = await handle.describe();
+        if (before.status.name !== 'RUNNING') {
+          throw new CliError(`${workflowId} has already ended (${before.status.name.toLowerCase()})`, `see \`agent-jobs status ${workflowId}\``);
+        }
         await handle.cancel();
-        await Promise.race([handle.result().catch(() => undefined), new Promise((r) => setTimeout(r, 30_000))]);
+        if (!(await workerPolling(client))) {
+          if (opts.json) return printJson({ workflowId, cancelRequested: true, status: 'running' });
+          return printLines(`cancel requested for ${workflowId}; no worker is running, so it ends when one starts (agent-jobs worker)`);
+        }
+        // The run answers every open tool_use and closes its session, then ends; wait up to 30 s for that.
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([handle.result().catch(() => undefined), new Promise((r) => (timer = setTimeout(r, 30_000)))]);
+        clearTimeout(timer);
         const view = await readRun(client, workflowId);
         if (opts.json) printJson(statusJson(view));
         else printLines(`${workflowId}: ${view.status}${view.result?.error ? ` (${view.result.error})` : ''}`);

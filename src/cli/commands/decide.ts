@@ -3,11 +3,11 @@ import { userInfo } from 'node:os';
 import type { Client } from '@temporalio/client';
 import type { Command } from 'commander';
 import { approveSignal, statusQuery } from '../../workflows/messages';
+import { queryStatus, runHandle } from '../runs';
 import type { AppliedDecision } from '../../workflows/types';
 import { CliError } from '../errors';
 import { printJson, printLines } from '../output';
 import { withClient } from '../context';
-import { runHandle } from '../runs';
 
 interface DecideOptions {
   toolUseId?: string;
@@ -33,7 +33,7 @@ function whoami(): string {
  */
 export async function decide(client: Client, workflowId: string, approved: boolean, opts: DecideOptions): Promise<AppliedDecision> {
   const handle = runHandle(client, workflowId);
-  const status = await handle.query(statusQuery);
+  const status = await queryStatus(client, workflowId);
   const pending = status.pendingApproval;
   if (!pending) {
     throw new CliError(`nothing in ${workflowId} is awaiting approval (status: ${status.status})`, `see what it is doing with \`agent-jobs status ${workflowId}\``);

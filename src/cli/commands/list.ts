@@ -14,14 +14,15 @@ export function registerList(program: Command): void {
     .command('list')
     .description('list recent runs (newest first)')
     .option('--status <status>', `only runs with this AgentStatus (${STATUSES.join(', ')})`)
-    .option('--limit <n>', 'at most this many runs (default 20)', positiveInt, 20)
+    .option('--limit <n>', 'at most this many runs', positiveInt, 20)
     .option('--json', 'print a JSON array')
     .action(async (opts: { status?: string; limit: number; json?: boolean }) => {
       if (opts.status && !STATUSES.includes(opts.status as RunStatus)) {
         throw new Error(`unknown status ${opts.status}; use one of ${STATUSES.join(', ')}`);
       }
       await withClient(async ({ client }) => {
-        const query = `WorkflowType = '${AGENT_RUN_WORKFLOW}'${opts.status ? ` AND AgentStatus = '${opts.status}'` : ''}`;
+        // A run that continued as new is listed once, by its newest execution.
+        const query = `WorkflowType = '${AGENT_RUN_WORKFLOW}' AND ExecutionStatus != 'ContinuedAsNew'${opts.status ? ` AND AgentStatus = '${opts.status}'` : ''}`;
         const rows: Record<string, unknown>[] = [];
         for await (const w of client.workflow.list({ query })) {
           const attrs = w.typedSearchAttributes;
@@ -38,7 +39,8 @@ export function registerList(program: Command): void {
         }
         if (opts.json) return printJson(rows);
         if (rows.length === 0) return void process.stdout.write('no runs\n');
-        const table = new Table({ head: ['workflow id', 'status', 'turns', 'tokens', 'started'] });
+        const plain = !process.stdout.isTTY;
+        const table = new Table({ head: ['workflow id', 'status', 'turns', 'tokens', 'started'], ...(plain ? { style: { head: [], border: [] } } : {}) });
         for (const r of rows) table.push([String(r.workflowId), String(r.status), String(r.turns ?? ''), String(r.tokens ?? ''), clip(String(r.startTime), 20)]);
         process.stdout.write(`${table.toString()}\n`);
       });

@@ -1,14 +1,14 @@
 /** `agent-jobs start <task...>`: starts an agent run. */
 import { randomBytes } from 'node:crypto';
 import { Option, type Command } from 'commander';
-import { startAgentRun } from '../../temporal';
+import { ensureSearchAttributes, startAgentRun } from '../../temporal';
 import { resolveInput } from '../../workflows/input';
 import { APPROVAL_MODES, type AgentRunInput } from '../../workflows/types';
 import { CliError } from '../errors';
 import { printJson, printLines } from '../output';
 import { withClient } from '../context';
 import { durationMs, positiveInt } from '../parse';
-import { watchRun } from './watch';
+import { exitCodeOf, watchRun } from './watch';
 
 interface StartOptions {
   model?: string;
@@ -59,7 +59,9 @@ export function registerStart(program: Command): void {
     .description('start an agent run on the task (words are joined with spaces)')
     .argument('<task...>', 'what the agent should do')
     .option('--model <model>', 'Claude model id (default: AGENT_JOBS_MODEL, else claude-sonnet-5-5)')
-    .addOption(new Option('--approval <mode>', 'which commands wait for a human: auto (none), policy (all but read-only ones), always').choices(APPROVAL_MODES))
+    .addOption(
+      new Option('--approval <mode>', 'which commands wait for a human: auto (none), policy (all but read-only simple commands), always').choices(APPROVAL_MODES).default('policy'),
+    )
     .option('--max-turns <n>', 'model calls before the run stops (default 50)', positiveInt)
     .option('--max-tokens <n>', 'max_tokens of each model call (default 4096)', positiveInt)
     .option('--workdir <dir>', 'working directory of the bash session (default: a fresh folder per run under the worker\'s workspace root)')
@@ -67,17 +69,19 @@ export function registerStart(program: Command): void {
     .option('--command-timeout <duration>', 'per-command timeout, e.g. 30s, 5m (default 2m)', durationMs)
     .option('--approval-timeout <duration>', 'how long a command waits for approval before it is denied, e.g. 30m, 24h (default 24h)', durationMs)
     .option('--id <workflowId>', 'workflow id (default run-<time>-<random>)')
-    .option('--follow', 'watch the run until it ends')
+    .option('--follow', 'watch the run until it ends; exit 0 only if it completed')
     .option('--json', 'print {"workflowId","runId","uiUrl"}')
     .action(async (task: string[], opts: StartOptions) => {
       const input = buildInput(task, opts);
       const workflowId = opts.id ?? newWorkflowId();
-      await withClient(async ({ client, uiUrl }) => {
+      await withClient(async ({ client, connection, settings, uiUrl }) => {
+        // Runs start with AgentStatus set; make sure the namespace has it (a no-op once it does).
+        await ensureSearchAttributes(connection, settings.namespace).catch(() => undefined);
         const handle = await startAgentRun(client, input, workflowId);
         const url = uiUrl(workflowId, handle.firstExecutionRunId);
         if (opts.json) printJson({ workflowId, runId: handle.firstExecutionRunId, uiUrl: url });
         else printLines(`started ${workflowId}`, `  UI:     ${url}`, `  follow: agent-jobs watch ${workflowId}`);
-        if (opts.follow) await watchRun(client, workflowId, { json: opts.json === true });
+        if (opts.follow) process.exitCode = exitCodeOf(await watchRun(client, workflowId, { json: opts.json === true }));
       });
     });
 }

@@ -1,9 +1,8 @@
 /** `agent-jobs transcript <workflowId>`: the whole conversation. */
 import type { Command } from 'commander';
-import { transcriptQuery } from '../../workflows/messages';
 import { printJson } from '../output';
 import { withClient } from '../context';
-import { runHandle } from '../runs';
+import { queryTranscript } from '../runs';
 import { describeMessage } from './watch';
 
 export function registerTranscript(program: Command): void {
@@ -14,7 +13,7 @@ export function registerTranscript(program: Command): void {
     .option('--json', 'print the messages as a JSON array')
     .action(async (workflowId: string, opts: { json?: boolean }) => {
       await withClient(async ({ client }) => {
-        const t = await runHandle(client, workflowId).query(transcriptQuery, 0);
+        const t = await queryTranscript(client, workflowId, 0);
         if (opts.json) return printJson(t.messages);
         process.stdout.write(`${t.messages.flatMap((m, i) => describeMessage(m, i)).join('\n')}\n`);
       });

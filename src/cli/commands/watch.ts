@@ -1,12 +1,11 @@
 /** `agent-jobs watch <workflowId>`: follows a run live until it ends. */
 import type { Client } from '@temporalio/client';
 import type { Command } from 'commander';
-import { transcriptQuery } from '../../workflows/messages';
 import { isText, isToolResult, isToolUse } from '../../workflows/transcript';
 import type { ContentBlock, Message } from '../../workflows/types';
 import { indent } from '../output';
 import { withClient } from '../context';
-import { readRun, runHandle, statusJson, type RunView } from '../runs';
+import { queryTranscript, readRun, statusJson, workerPolling, type RunView } from '../runs';
 
 /** Human-readable lines for one transcript message. */
 export function describeMessage(message: Message, index: number): string[] {
@@ -17,7 +16,7 @@ export function describeMessage(message: Message, index: number): string[] {
     else if (isToolUse(b)) {
       const input = (b.input ?? {}) as { command?: unknown; restart?: unknown };
       const what = input.restart === true ? '(restart the session)' : typeof input.command === 'string' ? input.command : JSON.stringify(b.input);
-      lines.push(`$ ${what}    [${b.id}]`);
+      lines.push(`claude asks to run: ${what}    [${b.id}]`);
     } else if (isToolResult(b)) {
       lines.push(`${b.is_error ? '! ' : '→ '}result for ${b.tool_use_id}${b.is_error ? ' (error)' : ''}:`, indent(b.content));
     } else lines.push(`[${b.type} block]`);
@@ -26,6 +25,11 @@ export function describeMessage(message: Message, index: number): string[] {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Exit code for a run that ended: 0 when it completed, 1 for any other end (failed, cancelled, budgets, refusal). */
+export function exitCodeOf(view: RunView): number {
+  return view.status === 'completed' ? 0 : 1;
+}
 
 /**
  * Prints a run's new messages, approvals and final result as they happen
@@ -41,12 +45,12 @@ export async function watchRun(client: Client, workflowId: string, opts: { json:
   for (;;) {
     const view = await readRun(client, workflowId);
     const open = view.executionStatus === 'RUNNING';
-    try {
-      const t = await runHandle(client, workflowId).query(transcriptQuery, next);
+    if (open || (await workerPolling(client))) {
+      const t = await queryTranscript(client, workflowId, next);
       t.messages.forEach((m, i) => emit({ event: 'message', index: t.from + i, message: m }, describeMessage(m, t.from + i)));
       next = t.from + t.messages.length;
-    } catch (err) {
-      if (open) throw err; // a closed run's transcript needs a worker to replay it; the result is enough
+    } else if (next === 0) {
+      emit({ event: 'note', text: 'no worker is running: the transcript of a finished run needs one' }, ['(no worker is running, so only the result is shown; start one with `agent-jobs worker` to see the transcript)']);
     }
     const pending = view.pendingApproval;
     if (pending && pending.toolUseId !== announced) {
@@ -76,6 +80,7 @@ export function registerWatch(program: Command): void {
     .argument('<workflowId>')
     .option('--json', 'print one JSON object per event')
     .action(async (workflowId: string, opts: { json?: boolean }) => {
-      await withClient(({ client }) => watchRun(client, workflowId, { json: opts.json === true }));
+      const view = await withClient(({ client }) => watchRun(client, workflowId, { json: opts.json === true }));
+      process.exitCode = exitCodeOf(view);
     });
 }

@@ -1,4 +1,4 @@
-import { commandOutcome, deniedOutcome, oneLine, parseBashInput, sessionLostOutcome } from '../../../src/workflows/tool-results';
+import { commandOutcome, deniedOutcome, describeDuration, interruptedText, oneLine, parseBashInput, sessionLostOutcome } from '../../../src/workflows/tool-results';
 import type { RunCommandOutput } from '../../../src/activities/types';
 
 const ok: RunCommandOutput = { output: 'hi\n', exitCode: 0, timedOut: false, truncated: false, outputBytes: 3, sessionRestarted: false, shellExit: null, cwd: '/w', durationMs: 3 };
@@ -21,6 +21,7 @@ describe('tool results', () => {
   test('denials carry the reason and who denied; a timeout says so', () => {
     expect(deniedOutcome({ toolUseId: 'a', approved: false, source: 'signal', at: '', reason: 'no', by: 'bob' }, '24 hours').text).toBe('Command not run: denied by bob. Reason: no.');
     expect(deniedOutcome({ toolUseId: 'a', approved: false, source: 'timeout', at: '' }, '24 hours').text).toBe('Command not run: no approval decision came within 24 hours, so it was denied.');
+    expect(deniedOutcome({ toolUseId: 'a', approved: false, source: 'timeout', at: '' }, 3000).text).toBe('Command not run: no approval decision came within 3 s, so it was denied.');
   });
 
   test('a lost session says whether the command may have run and where the new session is', () => {
@@ -40,6 +41,22 @@ describe('tool results', () => {
     ['ls', 'invalid'],
   ])('bash input %j is %s (C04)', (input, kind) => {
     expect(parseBashInput(input).kind).toBe(kind);
+  });
+
+  test('durations read as people write them', () => {
+    expect([describeDuration(3000), describeDuration(90_000), describeDuration(5_400_000), describeDuration(86_400_000), describeDuration('24 hours')]).toEqual(['3 s', '90 s', '90 min', '24 h', '24 hours']);
+  });
+
+  test('a run that ends early says, per tool_use, whether it waited, ran or never started', () => {
+    expect(interruptedText('cancelled', 'approval')).toBe('The run was cancelled while this command waited for approval; it did not run.');
+    expect(interruptedText('cancelled', 'running')).toMatch(/process group was killed, so it may have partly run/);
+    expect(interruptedText('failed', null)).toBe('The run failed before this command started; it did not run.');
+  });
+
+  test('a lost session never says "did not run" and "files may be missing" together', () => {
+    const t = sessionLostOutcome({ kind: 'not-started', detail: 'gone' }, '/w').text;
+    expect(t).toMatch(/The command did not run\./);
+    expect(t).not.toMatch(/written by the command/);
   });
 
   test('oneLine keeps summaries to one short line', () => {
