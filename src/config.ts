@@ -139,11 +139,14 @@ export const WORKFLOW_TASK_TIMEOUT = '4 seconds';
 
 /**
  * How long a workflow task waits on a worker's sticky queue before it goes
- * to the shared queue: 2 s (the SDK's default is 10 s). A live worker polls
+ * to the shared queue: 1 s (the SDK's default is 10 s). A live worker polls
  * its sticky queue all the time, so this only delays runs whose cached
- * worker died; it bounds their recovery time.
+ * worker died (a busy worker that misses it costs a replay elsewhere, not
+ * correctness). Measured in the chaos run: heartbeat timeout (5 s) + this +
+ * a cold replay on another worker (up to 2 s under load) is the slowest
+ * recovery path.
  */
-export const STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT = '2 seconds';
+export const STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT = '1 second';
 
 // ---------------------------------------------------------------------------
 // Approvals and budgets

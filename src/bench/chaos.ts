@@ -5,8 +5,9 @@
  * commands append one unique line to a shared log and sleep a little. While
  * they run, worker processes are SIGKILLed K times at random moments (a
  * replacement starts at once) and the Temporal dev server (SQLite) is
- * restarted R times, one fault every `--gap` seconds (default 8) at a
- * random moment of its slot. Then it waits for every run and prints:
+ * restarted R times, each fault at a random moment (up to `--gap` seconds,
+ * default 6) after the runs the previous fault hit have recovered. Then it
+ * waits for every run and prints:
  *
  * - `runsStarted`, `runsCompleted`
  * - `commandsRunTwice`: log lines that appear more than once
@@ -46,9 +47,10 @@ export interface ChaosOptions {
   /** Worker processes kept alive. @default 3 */
   workers?: number;
   /**
-   * Seconds between faults (kills and restarts). Faults come at random
-   * moments, one per slot of this length, so one run's recovery (about
-   * 5-7 s) is measured before the next fault can hit it. @default 8
+   * Longest random pause, in seconds, before each fault (kill or restart).
+   * Each fault also waits until the runs the previous one hit have made
+   * progress again, so every recovery is measured from one fault, not from
+   * two piled up. @default 6
    */
   gapSeconds?: number;
   /** Commands per run (each about 0.8 s with its model call). @default enough for the runs to outlast the faults */
@@ -97,9 +99,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const say = (line: string): void => {
     if (options.verbose !== false) process.stderr.write(`chaos: ${line}\n`);
   };
-  const gapMs = (options.gapSeconds ?? 8) * 1000;
+  const gapMs = (options.gapSeconds ?? 6) * 1000;
   const faults = options.kills + (options.serverRestarts ?? 0);
-  const steps = options.steps ?? Math.ceil(((faults + 1) * gapMs) / 700) + 3;
+  // About 0.7 s a step; each fault takes its pause plus up to ~10 s of recovery.
+  const steps = options.steps ?? Math.ceil((faults * (gapMs + 12_000)) / 700) + 10;
   const workerCount = Math.max(2, options.workers ?? 3);
   const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-chaos-'));
   const log = path.join(dir, 'commands.log');
@@ -138,15 +141,21 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       handles.push(await startAgentRun(client, { task: `chaos run ${workflowId}`, approval: 'auto', maxTurns: steps + 5 }, workflowId));
     }
 
-    // One fault per slot of gapMs, at a random moment in the middle half of
-    // its slot; the restarts take random slots among the kills.
+    // The faults in random order; each at a random moment once the runs the
+    // previous fault hit have recovered.
     const kinds: Array<'kill' | 'restart'> = [...Array<'kill'>(options.kills).fill('kill'), ...Array<'restart'>(options.serverRestarts ?? 0).fill('restart')];
     for (let i = kinds.length - 1; i > 0; i--) {
       const j = Math.floor(Math.random() * (i + 1));
       [kinds[i], kinds[j]] = [kinds[j]!, kinds[i]!];
     }
-    const events = kinds.map((kind, i) => ({ kind, at: i * gapMs + gapMs * (0.25 + Math.random() * 0.5) }));
-    const t0 = Date.now();
+    const runOf = (body: unknown): string | undefined => {
+      const first = (body as { messages?: Array<{ content?: unknown }> }).messages?.[0]?.content;
+      return typeof first === 'string' ? first.replace(/^chaos run /, '') : undefined;
+    };
+    const progressedSince = (id: string, t: number): boolean =>
+      model.requests().some((r) => Date.parse(r.time) > t && runOf(r.body) === id) ||
+      (existsSync(log) && readFileSync(log, 'utf8').split('\n').some((l) => l.split(' ')[1] === id && Number(l.split(' ')[0]) * 1000 > t));
+    let lastFault: { at: number; affected: string[] } | null = null;
     const results = Promise.all(
       handles.map((h) =>
         h.result().catch((err: unknown): AgentRunResult => ({ status: 'failed', turns: 0, usage: { inputTokens: 0, outputTokens: 0 }, error: String(err) })),
@@ -154,12 +163,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     );
     let finished = false;
     void results.then(() => (finished = true));
-    for (const event of events) {
-      const wait = t0 + event.at - Date.now();
-      if (wait > 0) await sleep(wait);
+    for (const kind of kinds) {
+      const recoveredBy = Date.now() + 60_000;
+      while (lastFault && !finished && Date.now() < recoveredBy && !lastFault.affected.every((id) => progressedSince(id, lastFault!.at))) await sleep(200);
+      await sleep(500 + Math.random() * gapMs);
       if (finished) break;
-      if (event.kind === 'restart') {
+      if (kind === 'restart') {
         say('restarting the Temporal server');
+        const open = await Promise.all(handles.map(async (h) => ((await h.describe()).status.name === 'RUNNING' ? h.workflowId : null)));
+        lastFault = { at: Date.now(), affected: open.filter((id): id is string => id !== null) };
         await server.stop();
         server = await startDevServer(serverOptions);
         continue;
@@ -167,7 +179,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       const live = workers.filter((w) => w.alive());
       const victim = live[Math.floor(Math.random() * live.length)]!;
       const affected = await runsOnWorker(handles, victim.workerId);
-      killTimes.push({ at: Date.now(), affected });
+      lastFault = { at: Date.now(), affected };
+      killTimes.push(lastFault);
       await victim.kill();
       say(`killed ${victim.workerId} (runs with work on it: ${affected.length})`);
       await newWorker();
@@ -185,10 +198,6 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const keys = lines.map((l) => l.split(' ').slice(1).join(' '));
     const commandsRunTwice = keys.length - new Set(keys).size;
     const requests = model.requests().filter((r) => r.step !== null);
-    const runOf = (body: unknown): string | undefined => {
-      const first = (body as { messages?: Array<{ content?: unknown }> }).messages?.[0]?.content;
-      return typeof first === 'string' ? first.replace(/^chaos run /, '') : undefined;
-    };
     let completedStepsRequestedAgain = 0;
     let callsCutByKills = 0;
     for (const h of handles) {
@@ -289,7 +298,7 @@ async function main(): Promise<void> {
     .option('--kills <n>', 'worker SIGKILLs', (v) => Number(v), 5)
     .option('--server-restarts <n>', 'Temporal server restarts', (v) => Number(v), 0)
     .option('--workers <n>', 'workers kept alive', (v) => Number(v), 3)
-    .option('--gap <s>', 'seconds between faults (each lands at a random moment of its slot)', (v) => Number(v), 8)
+    .option('--gap <s>', 'longest random pause before each fault, after the previous one was recovered from', (v) => Number(v), 6)
     .option('--steps <n>', 'commands per run (default: enough to outlast the faults)', (v) => Number(v))
     .option('--json', 'print JSON only')
     .parse(process.argv);
