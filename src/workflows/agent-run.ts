@@ -103,7 +103,6 @@ function sessionOptions(taskQueue: string, startToCloseMs: number): ActivityOpti
 
 const MAX_DECISIONS_KEPT = 20;
 
-
 /**
  * Runs one agent: asks Claude, runs the bash commands it asks for (with
  * approvals), sends the results back, until Claude ends its turn or a
