@@ -20,6 +20,10 @@
  *
  * Target (issue 4): N=20, K=5, R=1 → 20/20, 0, 0, max recovery ≤ 10 s
  * (2 × the session heartbeat timeout).
+ *
+ * With `AGENT_JOBS_CHAOS_DUMP=FILE`, the histories (every run of the
+ * continue-as-new chain) of the run with the slowest recovery are written to
+ * FILE as JSON `{slowest, histories}`, to see where the time went.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
@@ -226,8 +230,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       }
     }
     if (slowest && process.env.AGENT_JOBS_CHAOS_DUMP) {
-      const h = handles.find((x) => x.workflowId === slowest!.workflowId)!;
-      writeFileSync(process.env.AGENT_JOBS_CHAOS_DUMP, JSON.stringify({ slowest, history: JSON.parse(historyToJSON(await h.fetchHistory())) }));
+      // Every run of the chain: the kill may predate a continue-as-new.
+      const histories: unknown[] = [];
+      for await (const run of client.workflow.list({ query: `WorkflowId = '${slowest.workflowId}'` })) {
+        histories.push(JSON.parse(historyToJSON(await client.workflow.getHandle(run.workflowId, run.runId).fetchHistory())));
+      }
+      writeFileSync(process.env.AGENT_JOBS_CHAOS_DUMP, JSON.stringify({ slowest, histories }));
     }
     return {
       runsStarted: handles.length,
