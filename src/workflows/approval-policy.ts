@@ -23,6 +23,30 @@ export const READ_ONLY_PROGRAMS: readonly string[] = [
  */
 const SHELL_OPERATORS: readonly string[] = [';', '&', '|', '>', '<', '$(', '`', '\n', '\r'];
 
+/**
+ * Longer operators named in the reason when they start where the first
+ * operator was found (`&&` rather than `&`), longest first. Naming only:
+ * whether a command asks is decided by {@link SHELL_OPERATORS} alone.
+ */
+const LONGER_OPERATORS: readonly string[] = ['<<<', '&&', '||', '|&', '>>', '>|', '&>', '<<', '<(', '>(', ';;'];
+
+/**
+ * The shell operator that occurs first in `command`, as the person reading
+ * the reason would name it: the longest operator starting at that position
+ * (`&&` in `touch a && echo b`, `>>` in `echo x>>f`).
+ * @returns undefined when the command holds none of {@link SHELL_OPERATORS}
+ */
+export function firstShellOperator(command: string): string | undefined {
+  let at = -1;
+  for (const op of SHELL_OPERATORS) {
+    const i = command.indexOf(op);
+    if (i >= 0 && (at < 0 || i < at)) at = i;
+  }
+  if (at < 0) return undefined;
+  const longer = LONGER_OPERATORS.find((op) => command.startsWith(op, at));
+  return longer ?? SHELL_OPERATORS.find((op) => command.startsWith(op, at));
+}
+
 /** `find` actions that execute or write. */
 const FIND_WRITE_ACTIONS = /^-(exec|execdir|ok|okdir|delete|fprint|fprint0|fprintf|fls)$/;
 
@@ -44,7 +68,7 @@ export function decideApproval(command: string, mode: ApprovalMode): PolicyDecis
   if (mode === 'auto') return { action: 'run', reason: 'approval mode is auto' };
   if (mode === 'always') return { action: 'ask', reason: 'approval mode is always' };
 
-  const operator = SHELL_OPERATORS.find((op) => command.includes(op));
+  const operator = firstShellOperator(command);
   if (operator !== undefined) {
     return { action: 'ask', reason: `contains the shell operator ${JSON.stringify(operator)}` };
   }

@@ -11,12 +11,12 @@ describe('approval policy', () => {
     ['npm test', 'not on the read-only allowlist'],
     ['ls; rm -rf x', '";"'],
     ['ls;rm -rf x', '";"'],
-    ['cat a && rm b', '"&"'],
-    ['cat a || rm b', '"|"'],
+    ['cat a && rm b', '"&&"'],
+    ['cat a || rm b', '"||"'],
     ['cat a | sh', '"|"'],
     ['ls &', '"&"'],
     ['echo x > file', '">"'],
-    ['echo x>>file', '">"'],
+    ['echo x>>file', '">>"'],
     ['cat < /etc/passwd', '"<"'],
     ['echo $(rm -rf x)', '"$("'],
     ['echo `rm -rf x`', '"`"'],
@@ -31,6 +31,26 @@ describe('approval policy', () => {
     const d = decideApproval(command, 'policy');
     expect(d.action).toBe('ask');
     expect(d.reason).toContain(why);
+  });
+
+  test.each([
+    ['touch a.txt && echo made', '&&'],
+    ['ls || true', '||'],
+    ['cat a |& tee b', '|&'],
+    ['ls | wc -l', '|'],
+    ['echo x >> log', '>>'],
+    ['echo x >| log', '>|'],
+    ['ls &> out', '&>'],
+    ['cat <<EOF', '<<'],
+    ['cat <<< hi', '<<<'],
+    ['diff <(ls a) b', '<('],
+    ['echo $(date) && ls', '$('],
+    ['echo a; b && c', ';'],
+    ['ls & wait', '&'],
+    ['echo "ok" > f && rm g', '>'],
+    ['ls\nrm x', '\n'],
+  ])('the reason for %j names the first operator whole: %s', (command, operator) => {
+    expect(decideApproval(command, 'policy')).toEqual({ action: 'ask', reason: `contains the shell operator ${JSON.stringify(operator)}` });
   });
 
   test('always asks even for ls; auto never asks', () => {
