@@ -1,21 +1,33 @@
 /** `agent-jobs transcript <workflowId>`: the whole conversation. */
 import type { Command } from 'commander';
-import { printJson } from '../output';
+import type { Message } from '../../workflows/types';
+import { SHOWN_OUTPUT_LINES, printJson, withWholeOutputs } from '../output';
 import { withClient } from '../context';
 import { queryTranscript } from '../runs';
 import { describeMessage } from './watch';
+
+/**
+ * The text form of a transcript: the lines `watch` prints for each message.
+ * Command outputs are cut after {@link SHOWN_OUTPUT_LINES} lines with a
+ * note, unless `full`.
+ */
+export function transcriptText(messages: Message[], full: boolean): string {
+  const describe = (): string[] => messages.flatMap((m, i) => describeMessage(m, i));
+  return `${(full ? withWholeOutputs(describe) : describe()).join('\n')}\n`;
+}
 
 export function registerTranscript(program: Command): void {
   program
     .command('transcript')
     .description('print the conversation of a run (messages as sent to Claude)')
     .argument('<workflowId>')
-    .option('--json', 'print the messages as a JSON array')
-    .action(async (workflowId: string, opts: { json?: boolean }) => {
+    .option('--full', `print command outputs whole (the text form cuts each after ${SHOWN_OUTPUT_LINES} lines)`)
+    .option('--json', 'print the messages as a JSON array (outputs whole)')
+    .action(async (workflowId: string, opts: { full?: boolean; json?: boolean }) => {
       await withClient(async ({ client }) => {
         const t = await queryTranscript(client, workflowId, 0);
         if (opts.json) return printJson(t.messages);
-        process.stdout.write(`${t.messages.flatMap((m, i) => describeMessage(m, i)).join('\n')}\n`);
+        process.stdout.write(transcriptText(t.messages, opts.full === true));
       });
     });
 }

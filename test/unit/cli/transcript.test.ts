@@ -1,0 +1,41 @@
+/**
+ * The text form of `transcript` and `watch`: long command outputs are cut
+ * with a note that names the command that shows them whole, and
+ * `transcript --full` shows them whole.
+ */
+import { transcriptText } from '../../../src/cli/commands/transcript';
+import { indent, SHOWN_OUTPUT_LINES, withWholeOutputs } from '../../../src/cli/output';
+import type { Message } from '../../../src/workflows/types';
+
+const output = Array.from({ length: 85 }, (_, i) => `line ${i + 1}`).join('\n');
+const messages: Message[] = [
+  { role: 'user', content: 'count to 85' },
+  { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'bash', input: { command: 'seq 85' } }] },
+  { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: output }] },
+];
+
+describe('cut command outputs', () => {
+  test('indent keeps 20 lines and points at transcript --full for the rest', () => {
+    const lines = indent(output).split('\n');
+    expect(lines).toHaveLength(SHOWN_OUTPUT_LINES + 1);
+    expect(lines[SHOWN_OUTPUT_LINES - 1]).toBe('    line 20');
+    expect(lines[SHOWN_OUTPUT_LINES]).toBe('    … 65 more lines (agent-jobs transcript <workflowId> --full shows all)');
+  });
+
+  test('withWholeOutputs keeps every line, and the cut is back afterwards', () => {
+    expect(withWholeOutputs(() => indent(output)).split('\n')).toHaveLength(85);
+    expect(indent(output).split('\n')).toHaveLength(SHOWN_OUTPUT_LINES + 1);
+    expect(() => withWholeOutputs(() => { throw new Error('x'); })).toThrow('x');
+    expect(indent(output).split('\n')).toHaveLength(SHOWN_OUTPUT_LINES + 1);
+  });
+
+  test('transcript text: cut by default, whole with --full', () => {
+    const cut = transcriptText(messages, false);
+    expect(cut).toContain('claude asks to run: seq 85    [toolu_1]');
+    expect(cut).toContain('    line 20\n    … 65 more lines (agent-jobs transcript <workflowId> --full shows all)\n');
+    expect(cut).not.toContain('line 21');
+    const full = transcriptText(messages, true);
+    expect(full).toContain('    line 84\n    line 85\n');
+    expect(full).not.toContain('more lines');
+  });
+});
