@@ -10,9 +10,11 @@
  *
  * - The command travels as DATA (a `$'...'` string, or for long commands a
  *   file read with the `read` builtin), never as code on the control line.
- *   `eval` parses it at run time, so an unbalanced quote, an unclosed heredoc
- *   or `$(`, or a bad `for` loop is a syntax error inside eval (status 2),
- *   and cannot swallow the rest of the control line.
+ *   `eval` parses it at run time, so an unbalanced quote, an unclosed `$(`,
+ *   or a bad `for` loop is a syntax error inside eval (status 2), and an
+ *   unclosed heredoc takes the rest of the command as its body (bash warns;
+ *   the status is the command's): neither can swallow the rest of the
+ *   control line.
  * - `eval` runs at top level (not in a function), so `declare`, `local`,
  *   `return` and positional parameters behave as in a script, and variables,
  *   functions, aliases and the working directory persist.

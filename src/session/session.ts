@@ -495,7 +495,7 @@ export class BashSession {
     if ('file' in source) removeQuietly(commandFile);
     if (restartAfter && !this.closed) await this.replaceShell(0);
     return this.finish(command, started, {
-      output: appendNotes(renumberEvalErrors(captured.text, lineNo), notes),
+      output: appendNotes(renumberShellErrors(captured.text, lineNo, command.split('\n').length), notes),
       exitCode,
       timedOut,
       truncated: captured.truncated,
@@ -547,15 +547,33 @@ export class BashSession {
 }
 
 /**
- * bash numbers lines of eval'd code from the control line's position in its
- * input ("bash: eval: line 4711: syntax error ..."); renumber them from the
- * command's first line, as if it were a script: "bash: line 2: ...".
+ * bash numbers the lines of eval'd code from the control line's position in
+ * its input, which grows with every command ("bash: eval: line 4711: syntax
+ * error ...", "bash: line 25: nosuchcmd: command not found"; assigning
+ * LINENO does not reset it). Renumbers the shell's own messages from the
+ * command's first line, as if the command were a script: "bash: line 2: ...",
+ * and the start line in "here-document at line N delimited by end-of-file".
+ *
+ * Runtime errors are renumbered only when the line falls inside the command
+ * (1..`commandLines`), so a `bash -c` the command started, whose messages
+ * look alike but count from 1, is left alone. Errors inside functions
+ * (bash prefixes those `main:` and counts from the input line where the
+ * function was defined) are left as they are.
+ * @param controlLineNo bash's input line number of the command's control line (0: unknown, nothing renumbered)
+ * @param commandLines lines of the command text (newlines + 1)
  */
-export function renumberEvalErrors(text: string, controlLineNo: number): string {
-  if (controlLineNo <= 0 || !text.includes('eval: line ')) return text;
-  return text.replace(/^bash: eval: line (\d+):/gm, (whole, n: string) => {
-    const line = Number(n) - controlLineNo + 1;
-    return line >= 1 ? `bash: line ${line}:` : whole;
+export function renumberShellErrors(text: string, controlLineNo: number, commandLines: number): string {
+  if (controlLineNo <= 0 || !text.includes('line ')) return text;
+  const own = (n: string): number => Number(n) - controlLineNo + 1;
+  return text.replace(/^([^\s:]*bash): (eval: )?line (\d+):(.*)$/gm, (whole, shell: string, evalPrefix: string | undefined, n: string, rest: string) => {
+    const line = own(n);
+    // Syntax errors (eval: line N) can name the line after the last one (unexpected end of file).
+    if (line < 1 || (!evalPrefix && line > commandLines)) return whole;
+    const body = rest.replace(/^( warning: here-document at line )(\d+)( delimited)/, (w, a: string, m: string, b: string) => {
+      const start = own(m);
+      return start >= 1 && start <= line ? `${a}${start}${b}` : w;
+    });
+    return `${shell}: line ${line}:${body}`;
   });
 }
 
