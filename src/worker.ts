@@ -16,7 +16,8 @@ import path from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
 import { createAnthropicClient, createClaudeActivities } from './activities/claude';
 import { createSessionActivities, SessionRegistry } from './activities/session';
-import { reapOrphanedSessions } from './session';
+import { isSecretEnvName, reapOrphanedSessions } from './session';
+import { hideFromProcEnviron } from './proc-environ';
 import { SHARED_TASK_QUEUE, STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT, sessionTaskQueue } from './config';
 import { auditLogPath, claudeIdleTimeoutMs, claudeTimeoutMs, extraSecretEnvNames, temporalSettings, workerId as pickWorkerId, workspaceRoot } from './settings';
 import { connectClient, ensureSearchAttributes } from './temporal';
@@ -51,6 +52,11 @@ export interface RunningWorker {
  * @throws TemporalUnreachableError when the server does not answer; Error when search attributes are missing and cannot be added
  */
 export async function startWorker(): Promise<RunningWorker> {
+  // Before any bash starts: secrets out of /proc/<this pid>/environ (see src/proc-environ.ts).
+  const secretNames = extraSecretEnvNames();
+  const environ = hideFromProcEnviron((name) => isSecretEnvName(name, secretNames));
+  if (environ.skipped) Runtime.instance().logger.warn(`secrets stay readable in /proc/${process.pid}/environ: ${environ.skipped}`);
+  else if (environ.hidden.length > 0) Runtime.instance().logger.debug(`hid ${environ.hidden.join(', ')} in /proc/${process.pid}/environ`);
   const settings = temporalSettings();
   const { connection: clientConnection } = await connectClient(10_000);
   try {
@@ -75,7 +81,7 @@ export async function startWorker(): Promise<RunningWorker> {
     workerId: id,
     taskQueue: queue,
     workspaceRoot: workspaceRoot(),
-    sessionOptions: { auditLog: auditLogPath(), secretEnvNames: extraSecretEnvNames() },
+    sessionOptions: { auditLog: auditLogPath(), secretEnvNames: secretNames },
   });
   const { openSession, runCommand, restartSession, closeSession } = sessionActivities;
   const identity = `${id}@agent-jobs`;

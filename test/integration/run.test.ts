@@ -133,4 +133,31 @@ describe('agent run, end to end', () => {
     expect(results[3]!.content).toBe('KEEP=unset');
     expect(results[4]).toMatchObject({ is_error: true, content: expect.stringContaining('Unknown tool') });
   });
+
+  test('secrets: the worker\'s key is not in bash\'s environment, not readable through /proc/$PPID/environ, and redacted from outputs', async () => {
+    const key = 'sk-ant-test-secret-key-0123456789'; // the harness's worker key
+    bed = await TestBed.create({
+      script: {
+        responses: [
+          { content: [use('toolu_env', 'env | grep -c "^ANTHROPIC_\\|^TEMPORAL_"; echo "key=${ANTHROPIC_API_KEY:-unset}"')], stop_reason: 'tool_use' },
+          // The worker is bash's parent: its exec-time environment block, reversed so redaction cannot see it.
+          { content: [use('toolu_proc', 'tr "\\0" "\\n" < /proc/$PPID/environ | grep "^ANTHROPIC_API_KEY=" | rev')], stop_reason: 'tool_use' },
+          { content: [use('toolu_echo', `echo ${key}`)], stop_reason: 'tool_use' },
+          { content: [{ type: 'text', text: 'nothing found' }], stop_reason: 'end_turn' },
+        ],
+      },
+    });
+    const result = await (await bed.start({ task: 'look for the key', approval: 'auto' }, 'secrets')).result();
+    expect(result).toMatchObject({ status: 'completed', turns: 4 });
+    const sent = bed.sentMessages();
+    const resultOf = (i: number): unknown => (sent[i]![sent[i]!.length - 1]!.content as Array<{ content: unknown }>)[0]!.content;
+    expect(resultOf(1)).toBe('0\nkey=unset');
+    expect(resultOf(2)).toBe(`${'*'.repeat(key.length)}=YEK_IPA_CIPORHTNA`);
+    expect(resultOf(3)).toBe('[REDACTED:ANTHROPIC_API_KEY]');
+    // What the commands printed (the model's own command text aside) never holds the key, plain or reversed.
+    const outputs = JSON.stringify(sent[3]!.filter((m) => m.role === 'user').slice(1));
+    expect(outputs).toContain('REDACTED');
+    expect(outputs).not.toContain(key);
+    expect(outputs).not.toContain([...key].reverse().join(''));
+  });
 });
