@@ -12,7 +12,7 @@
  * 4. Prints the result and where to see the run in the Temporal UI.
  */
 import { spawn, execFile } from 'node:child_process';
-import { mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
@@ -20,7 +20,7 @@ import { watchRun } from './cli/commands/watch';
 import { pidFile, serverAnswers, startDevServer, writePidFile } from './devserver';
 import { startModelServer, type ModelServer } from './model-server';
 import { PROJECT_ROOT, dataDir, temporalUiUrl, workflowUiUrl } from './settings';
-import { statusQuery } from './workflows/messages';
+import { queryStatus, waitForWorker } from './cli/runs';
 
 const run = promisify(execFile);
 const CLI = path.join(PROJECT_ROOT, 'bin', 'agent-jobs.js');
@@ -34,11 +34,8 @@ const TASK =
 async function main(): Promise<void> {
   // scripts/demo.sh passes its own start time, so the figure includes installing and building.
   const started = Number(process.env.AGENT_JOBS_DEMO_STARTED_MS) || Date.now();
-  const address = process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
-  const port = Number(/:(\d+)$/.exec(address)?.[1] ?? 7233);
 
   // 1. Temporal
-  let startedServer = false;
   if (await serverAnswers(address)) {
     say(`using the Temporal server already answering at ${address}`);
   } else {
@@ -50,12 +47,12 @@ async function main(): Promise<void> {
   const uiBase = temporalUiUrl(address.replace(/^127\.0\.0\.1/, 'localhost'));
 
   // 2. The model
-  let model: ModelServer | null = null;
   const workerEnv: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: address };
   if (process.env.ANTHROPIC_API_KEY) {
     say('ANTHROPIC_API_KEY is set: this run talks to Claude (the real API).');
   } else {
-    model = await startModelServer({ script: path.join(PROJECT_ROOT, 'examples', 'demo-script.json'), logFile: path.join(dataDir(), 'demo-model-requests.jsonl') });
+    const model: ModelServer = await startModelServer({ script: path.join(PROJECT_ROOT, 'examples', 'demo-script.json'), logFile: path.join(dataDir(), 'demo-model-requests.jsonl') });
+    cleanup.push(() => model.close());
     say(`no ANTHROPIC_API_KEY: Claude's answers come from the SCRIPTED Messages API server at ${model.url}`);
     say('  (examples/demo-script.json; the SDK, Temporal, the worker and bash are all real). Set ANTHROPIC_API_KEY to use Claude.');
     workerEnv.ANTHROPIC_BASE_URL = model.url;
@@ -67,6 +64,20 @@ async function main(): Promise<void> {
   mkdirSync(dataDir(), { recursive: true });
   const log = openSync(logFile, 'a');
   const worker = spawn(process.execPath, [path.join(PROJECT_ROOT, 'dist', 'worker.js')], { env: workerEnv, stdio: ['ignore', log, log] });
+  cleanup.push(async () => {
+    if (worker.exitCode === null && worker.signalCode === null) {
+      worker.kill('SIGTERM');
+      await new Promise((r) => worker.once('exit', r));
+    }
+  });
+  const connection = await Connection.connect({ address });
+  const client = new Client({ connection });
+  cleanup.push(() => connection.close());
+  // A new worker shows up among the task queue's pollers a second or two after it starts.
+  const exited = new Promise<false>((r) => worker.once('exit', () => r(false)));
+  if (!(await Promise.race([waitForWorker(client, 60_000), exited]))) {
+    throw new DemoError(`the worker did not start polling (${worker.exitCode !== null ? `it exited with code ${worker.exitCode}` : 'still silent after 60 s'})`, `see its log: ${path.relative(process.cwd(), logFile)}`);
+  }
   say(`worker started (pid ${worker.pid}; log in data/demo-worker.log)`);
 
   const workflowId = `demo-${new Date().toISOString().replace(/[-:.TZ]/g, '').slice(0, 14)}`;
@@ -78,19 +89,16 @@ async function main(): Promise<void> {
   const cliEnv = { ...process.env, TEMPORAL_ADDRESS: address };
   const startOut = await run(process.execPath, [CLI, 'start', TASK, '--id', workflowId, '--workdir', workspace, '--approval', 'policy', '--max-turns', '12', '--json'], { env: cliEnv });
   const { uiUrl } = JSON.parse(startOut.stdout) as { uiUrl: string };
+  startedRun = workflowId;
   say(`$ agent-jobs start "${TASK}" --approval policy`);
   say(`run ${workflowId} started; following it live:\n`);
-
-  const connection = await Connection.connect({ address });
-  const client = new Client({ connection });
-  const handle = client.workflow.getHandle(workflowId);
 
   // Approve each command that waits, through the CLI, as a person would.
   let watching = true;
   const approver = (async () => {
     const seen = new Set<string>();
     while (watching) {
-      const status = await handle.query(statusQuery).catch(() => null);
+      const status = await queryStatus(client, workflowId).catch(() => null);
       const pending = status?.pendingApproval;
       if (pending && !seen.has(pending.toolUseId)) {
         seen.add(pending.toolUseId);
@@ -109,24 +117,52 @@ async function main(): Promise<void> {
   } finally {
     watching = false;
     await approver;
-    worker.kill('SIGTERM');
-    await new Promise((r) => worker.once('exit', r));
-    await model?.close();
-    await connection.close();
   }
+  startedRun = null;
 
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   process.stdout.write('\n');
   say(`finished: ${final.status} in ${final.turns} turns; demo wall time ${seconds} s`);
   say(`see the run in the Temporal UI: ${uiUrl || workflowUiUrl(uiBase, 'default', workflowId)}`);
   say(`workspace with the files the agent wrote: ${path.relative(process.cwd(), workspace)}`);
-  if (startedServer) {
-    say(`the dev server keeps running (pid file ${path.relative(process.cwd(), pidFile(port))}) so the link works; stop it with: npx agent-jobs server --stop${port !== 7233 ? ` --port ${port}` : ''}`);
-  }
+  say(stopLine(startedServer));
   if (final.status !== 'completed') process.exitCode = 1;
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`demo failed: ${err instanceof Error ? err.message : String(err)}\n`);
-  process.exitCode = 1;
-});
+/** Where the dev server came from and how to stop it. */
+function stopLine(startedHere: boolean): string {
+  const stop = `npx agent-jobs server --stop${port !== 7233 ? ` --port ${port}` : ''}`;
+  if (startedHere) return `the dev server keeps running (pid file ${path.relative(process.cwd(), pidFile(port))}) so the link works; stop it with: ${stop}`;
+  if (existsSync(pidFile(port))) return `the dev server was already running (started by an earlier demo or \`agent-jobs server\`); stop it with: ${stop}`;
+  return `the Temporal server at ${address} was already running and is left as it was`;
+}
+
+/** A failure with a hint for the person running the demo. */
+class DemoError extends Error {
+  constructor(message: string, readonly hint: string) {
+    super(message);
+  }
+}
+
+const address = process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
+const port = Number(/:(\d+)$/.exec(address)?.[1] ?? 7233);
+const cleanup: Array<() => Promise<unknown>> = [];
+let startedServer = false;
+let startedRun: string | null = null;
+
+main()
+  .catch(async (err: unknown) => {
+    process.exitCode = 1;
+    process.stderr.write(`demo failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    if (err instanceof DemoError) process.stderr.write(`  hint: ${err.hint}\n`);
+    else process.stderr.write(`  hint: the worker's log is data/demo-worker.log; run \`npm run demo\` again once the cause is fixed\n`);
+    if (startedRun) {
+      // Leave nothing waiting for a human: the run ends cancelled as soon as a worker runs it.
+      const out = await run(process.execPath, [CLI, 'cancel', startedRun], { env: { ...process.env, TEMPORAL_ADDRESS: address } }).catch(() => null);
+      process.stderr.write(out ? `  the demo's run ${startedRun} was cancelled\n` : `  the demo's run ${startedRun} may still be open: npx agent-jobs cancel ${startedRun}\n`);
+    }
+    process.stderr.write(`  ${stopLine(startedServer)}\n`);
+  })
+  .finally(async () => {
+    for (const step of cleanup.reverse()) await step().catch(() => undefined);
+  });

@@ -5,7 +5,7 @@
  * query to time out. A closed run's status is read from its result when no
  * worker is up.
  */
-import { WorkflowFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
+import { isGrpcServiceError, ServiceError, WorkflowFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { SHARED_TASK_QUEUE } from '../config';
 import { statusQuery, transcriptQuery } from '../workflows/messages';
@@ -24,14 +24,47 @@ export function runHandle(client: Client, workflowId: string): WorkflowHandle<ty
   return client.workflow.getHandle<typeof agentRun>(workflowId);
 }
 
-/** Whether any worker polls the shared queue for workflow tasks (and so can answer queries). */
+/**
+ * How long a poller counts as live after its last poll, in ms: 90 s.
+ * Temporal lists every poller it saw in the last 5 minutes, and a live
+ * worker polls again at least once a minute (the server's long-poll
+ * expiry), so a poller older than this has stopped.
+ */
+const LIVE_POLLER_MS = 90_000;
+
+/** How long the CLI waits for a worker to answer a query, in ms: 10 s. */
+export const QUERY_DEADLINE_MS = 10_000;
+
+/**
+ * Whether a worker recently polled the shared queue for workflow tasks (and
+ * so can answer queries). A worker that stopped within the last ~90 s may
+ * still count; {@link askRun}'s deadline covers that case.
+ */
 export async function workerPolling(client: Client): Promise<boolean> {
   const r = await client.workflowService.describeTaskQueue({
     namespace: client.options.namespace,
     taskQueue: { name: SHARED_TASK_QUEUE, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
     taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
   });
-  return (r.pollers?.length ?? 0) > 0;
+  const now = Date.now();
+  return (r.pollers ?? []).some((p) => {
+    const seconds = Number(String(p.lastAccessTime?.seconds ?? 0)); // a number or a Long
+    return seconds === 0 || now - seconds * 1000 < LIVE_POLLER_MS;
+  });
+}
+
+/**
+ * Waits until a worker polls the shared queue (a worker just started takes
+ * a second or two to show up), polling every 250 ms.
+ * @returns false when none did within `timeoutMs` (default 20 s)
+ */
+export async function waitForWorker(client: Client, timeoutMs = 20_000): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await workerPolling(client)) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((r) => setTimeout(r, 250));
+  }
 }
 
 /** @throws CliError with a hint when no worker polls the shared queue */
@@ -41,16 +74,41 @@ export async function requireWorker(client: Client, what: string): Promise<void>
   }
 }
 
+/** gRPC status code DEADLINE_EXCEEDED (grpc/status.proto). */
+const GRPC_DEADLINE_EXCEEDED = 4;
+
+function deadlineExceeded(err: unknown): boolean {
+  const cause = err instanceof ServiceError ? err.cause : err;
+  return isGrpcServiceError(cause) && cause.code === GRPC_DEADLINE_EXCEEDED;
+}
+
+/**
+ * Asks a run something through a query: checks that a worker polls, then
+ * waits at most {@link QUERY_DEADLINE_MS} for the answer.
+ * @param what what is asked, for the error (e.g. "the status of run-1")
+ * @throws CliError when no worker polls, or none answered in time (a worker
+ *   that stopped moments ago can still be listed as polling)
+ */
+export async function askRun<T>(client: Client, what: string, ask: () => Promise<T>): Promise<T> {
+  await requireWorker(client, what);
+  try {
+    return await client.withDeadline(Date.now() + QUERY_DEADLINE_MS, ask);
+  } catch (err) {
+    if (deadlineExceeded(err)) {
+      throw new CliError(`no worker answered ${what} within ${QUERY_DEADLINE_MS / 1000} s`, 'is a worker running against this server? start one with `agent-jobs worker`');
+    }
+    throw err;
+  }
+}
+
 /** The `status` query, after checking that a worker can answer it. */
 export async function queryStatus(client: Client, workflowId: string): Promise<StatusView> {
-  await requireWorker(client, `the status of ${workflowId}`);
-  return runHandle(client, workflowId).query(statusQuery);
+  return askRun(client, `the status of ${workflowId}`, () => runHandle(client, workflowId).query(statusQuery));
 }
 
 /** The `transcript` query from message `from`, after checking that a worker can answer it. */
 export async function queryTranscript(client: Client, workflowId: string, from = 0): Promise<TranscriptView> {
-  await requireWorker(client, `the transcript of ${workflowId}`);
-  return runHandle(client, workflowId).query(transcriptQuery, from);
+  return askRun(client, `the transcript of ${workflowId}`, () => runHandle(client, workflowId).query(transcriptQuery, from));
 }
 
 /**
@@ -64,7 +122,15 @@ export async function readRun(client: Client, workflowId: string): Promise<RunVi
   const description = await handle.describe();
   const executionStatus = description.status.name;
   const base = { executionStatus, runId: description.runId };
-  if (executionStatus === 'RUNNING') return { ...(await queryStatus(client, workflowId)), ...base };
+  if (executionStatus === 'RUNNING') {
+    try {
+      return { ...(await queryStatus(client, workflowId)), ...base };
+    } catch (err) {
+      // The run may have ended while it was asked (a closed run is answered after a replay, or read from its result).
+      if (await stillRunning(handle)) throw err;
+      return readRun(client, workflowId);
+    }
+  }
   let result: AgentRunResult;
   try {
     result = await handle.result();
@@ -75,10 +141,15 @@ export async function readRun(client: Client, workflowId: string): Promise<RunVi
     return { workflowId, status, turns: 0, pendingApproval: null, usage: failed.usage, result: failed, details: failed.error!, decisions: [], session: null, ...base };
   }
   if (await workerPolling(client)) {
-    const view = await handle.query(statusQuery).catch(() => null);
+    const view = await queryStatus(client, workflowId).catch(() => null);
     if (view) return { ...view, ...base };
   }
   return { workflowId, status: result.status, turns: result.turns, pendingApproval: null, usage: result.usage, result, details: result.error ?? 'finished', decisions: [], session: null, ...base };
+}
+
+/** Whether the run's latest execution is still open. */
+export async function stillRunning(handle: WorkflowHandle): Promise<boolean> {
+  return (await handle.describe()).status.name === 'RUNNING';
 }
 
 /** The JSON shape of `status --json` (issue 2, item 8). */

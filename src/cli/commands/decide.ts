@@ -2,7 +2,7 @@
 import { userInfo } from 'node:os';
 import type { Client } from '@temporalio/client';
 import type { Command } from 'commander';
-import { approveSignal, statusQuery } from '../../workflows/messages';
+import { approveSignal } from '../../workflows/messages';
 import { queryStatus, runHandle } from '../runs';
 import type { AppliedDecision } from '../../workflows/types';
 import { CliError } from '../errors';
@@ -50,7 +50,7 @@ export async function decide(client: Client, workflowId: string, approved: boole
   });
   const deadline = Date.now() + (opts.waitMs ?? 10_000);
   while (Date.now() < deadline) {
-    const now = await handle.query(statusQuery);
+    const now = await queryStatus(client, workflowId);
     const applied = [...now.decisions].reverse().find((d) => d.toolUseId === toolUseId);
     if (applied) return applied;
     await new Promise((r) => setTimeout(r, 200));

@@ -5,7 +5,7 @@ import { isText, isToolResult, isToolUse } from '../../workflows/transcript';
 import type { ContentBlock, Message } from '../../workflows/types';
 import { indent } from '../output';
 import { withClient } from '../context';
-import { queryTranscript, readRun, statusJson, workerPolling, type RunView } from '../runs';
+import { queryTranscript, readRun, runHandle, statusJson, stillRunning, workerPolling, type RunView } from '../runs';
 
 /** Human-readable lines for one transcript message. */
 export function describeMessage(message: Message, index: number): string[] {
@@ -45,11 +45,21 @@ export async function watchRun(client: Client, workflowId: string, opts: { json:
   for (;;) {
     const view = await readRun(client, workflowId);
     const open = view.executionStatus === 'RUNNING';
+    let shown = false;
     if (open || (await workerPolling(client))) {
-      const t = await queryTranscript(client, workflowId, next);
-      t.messages.forEach((m, i) => emit({ event: 'message', index: t.from + i, message: m }, describeMessage(m, t.from + i)));
-      next = t.from + t.messages.length;
-    } else if (next === 0) {
+      // A run that ends while it is asked is read again on the next round; a closed one without an answer shows its result.
+      const t = await queryTranscript(client, workflowId, next).catch(async (err: unknown) => {
+        if (open && (await stillRunning(runHandle(client, workflowId)))) throw err;
+        return null;
+      });
+      if (open && !t) continue;
+      if (t) {
+        t.messages.forEach((m, i) => emit({ event: 'message', index: t.from + i, message: m }, describeMessage(m, t.from + i)));
+        next = t.from + t.messages.length;
+        shown = true;
+      }
+    }
+    if (!shown && !open && next === 0) {
       emit({ event: 'note', text: 'no worker is running: the transcript of a finished run needs one' }, ['(no worker is running, so only the result is shown; start one with `agent-jobs worker` to see the transcript)']);
     }
     const pending = view.pendingApproval;
