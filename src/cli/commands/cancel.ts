@@ -16,7 +16,9 @@ export function registerCancel(program: Command): void {
         const handle = runHandle(client, workflowId);
         const before = await handle.describe();
         if (before.status.name !== 'RUNNING') {
-          throw new CliError(`${workflowId} has already ended (${before.status.name.toLowerCase()})`, `see \`agent-jobs status ${workflowId}\``);
+          // The run's own status (cancelled, completed, max_turns, ...), not Temporal's: a cancelled run's workflow completes.
+          const ended = await readRun(client, workflowId);
+          throw new CliError(`${workflowId} has already ended (${ended.status})`, `see \`agent-jobs status ${workflowId}\``);
         }
         await handle.cancel();
         if (!(await workerPolling(client))) {
