@@ -1,13 +1,15 @@
 /**
  * The CLI as a person uses it (child processes of bin/agent-jobs.js) against
  * a real run: start --json, status while awaiting approval, approve, deny,
- * approve with nothing pending, list by status, transcript, watch, cancel,
+ * approve with nothing pending, list by status and newest first, transcript,
+ * watch, cancel (and cancel of an ended run),
  * and what the Temporal UI shows (static summary, activity summaries,
  * AgentStatus).
  */
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { AGENT_STATUS } from '../../src/config';
 import { freePort, startDevServer } from '../../src/devserver';
@@ -120,6 +122,23 @@ describe('agent-jobs CLI', () => {
       }
       const listed = JSON.parse((await cli(a, 'list', '--status', 'running', '--json')).stdout) as Array<{ workflowId: string }>;
       expect(listed.map((r) => r.workflowId)).toEqual(['lonely']);
+      // Newest start first: a run started later and already closed comes before the older open one.
+      expect((await cli(a, 'start', 'started', 'later', '--id', 'later', '--json')).code).toBe(0);
+      const connection = await Connection.connect({ address: a });
+      try {
+        await new Client({ connection }).workflow.getHandle('later').terminate('closed for the list order');
+      } finally {
+        await connection.close();
+      }
+      const all = await waitFor('the terminated run listed as closed', async () => {
+        const rows = JSON.parse((await cli(a, 'list', '--json')).stdout) as Array<{ workflowId: string; executionStatus: string }>;
+        return rows.find((r) => r.workflowId === 'later')?.executionStatus === 'TERMINATED' ? rows : null;
+      });
+      expect(all.map((r) => [r.workflowId, r.executionStatus])).toEqual([
+        ['later', 'TERMINATED'],
+        ['lonely', 'RUNNING'],
+      ]);
+      expect((JSON.parse((await cli(a, 'list', '--limit', '1', '--json')).stdout) as Array<{ workflowId: string }>).map((r) => r.workflowId)).toEqual(['later']);
       const again = await cli(a, 'start', 'x', '--id', 'lonely');
       expect(again.stderr).toBe('agent-jobs: a run with id lonely already exists\nhint: choose another --id, or leave it out for a fresh one\n');
       const cancelled = await cli(a, 'cancel', 'lonely');
@@ -127,6 +146,19 @@ describe('agent-jobs CLI', () => {
     } finally {
       await server.stop();
     }
+  });
+
+  test('cancel, then cancel again: the second names the run\'s own status (cancelled)', async () => {
+    const a = bed.address;
+    const id = `cli-cancel-${Date.now()}`;
+    expect((await cli(a, 'start', 'write', 'a', 'file', '--id', id, '--approval', 'policy')).code).toBe(0);
+    await waitFor('approval pending', async () => (JSON.parse((await cli(a, 'status', id, '--json')).stdout) as { status: string }).status === 'awaiting_approval');
+    expect(await cli(a, 'cancel', id)).toMatchObject({ code: 0, stdout: `${id}: cancelled (the run was cancelled)\n` });
+    // Temporal's execution status is COMPLETED here (the workflow returned a cancelled result); the CLI says cancelled.
+    expect((await bed.client.workflow.getHandle(id).describe()).status.name).toBe('COMPLETED');
+    const again = await cli(a, 'cancel', id);
+    expect(again).toMatchObject({ code: 1, stdout: '' });
+    expect(again.stderr).toBe(`agent-jobs: ${id} has already ended (cancelled)\nhint: see \`agent-jobs status ${id}\`\n`);
   });
 
   test('bad input and unknown runs: one line, a hint, exit 1', async () => {

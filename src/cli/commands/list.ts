@@ -9,10 +9,42 @@ import { positiveInt } from '../parse';
 
 const STATUSES: RunStatus[] = ['running', 'awaiting_approval', 'completed', 'max_turns', 'max_tokens', 'refused', 'failed', 'cancelled'];
 
+/** What {@link newestByStart} needs of a listed execution. */
+export interface Listed {
+  startTime: Date;
+  /** Unset while the execution is open. */
+  closeTime?: Date | undefined;
+}
+
+/**
+ * The `limit` executions that started last, newest start first.
+ *
+ * Temporal's visibility lists open executions first (newest start first),
+ * then closed ones by close time, latest first (the default order of SQL and
+ * Elasticsearch visibility; custom ORDER BY needs Elasticsearch). An
+ * execution closes after it starts, so once `limit` are kept, a closed one
+ * that closed before the oldest kept start, and every one listed after it,
+ * started earlier: reading stops there.
+ * @param executions a listing in that order (any order gives the right runs, only later)
+ * @param limit how many to keep, >= 1
+ */
+export async function newestByStart<T extends Listed>(executions: AsyncIterable<T>, limit: number): Promise<T[]> {
+  const kept: T[] = [];
+  for await (const e of executions) {
+    const oldestKept = kept.length >= limit ? kept[kept.length - 1]! : undefined;
+    if (oldestKept && e.closeTime && e.closeTime.getTime() < oldestKept.startTime.getTime()) break;
+    if (oldestKept && e.startTime.getTime() <= oldestKept.startTime.getTime()) continue;
+    kept.push(e);
+    kept.sort((a, b) => b.startTime.getTime() - a.startTime.getTime());
+    if (kept.length > limit) kept.pop();
+  }
+  return kept;
+}
+
 export function registerList(program: Command): void {
   program
     .command('list')
-    .description('list recent runs (newest first)')
+    .description('list recent runs, newest start first (open and closed alike)')
     .option('--status <status>', `only runs with this AgentStatus (${STATUSES.join(', ')})`)
     .option('--limit <n>', 'at most this many runs', positiveInt, 20)
     .option('--json', 'print a JSON array')
@@ -23,10 +55,9 @@ export function registerList(program: Command): void {
       await withClient(async ({ client }) => {
         // A run that continued as new is listed once, by its newest execution.
         const query = `WorkflowType = '${AGENT_RUN_WORKFLOW}' AND ExecutionStatus != 'ContinuedAsNew'${opts.status ? ` AND AgentStatus = '${opts.status}'` : ''}`;
-        const rows: Record<string, unknown>[] = [];
-        for await (const w of client.workflow.list({ query })) {
+        const rows = (await newestByStart(client.workflow.list({ query }), opts.limit)).map((w) => {
           const attrs = w.typedSearchAttributes;
-          rows.push({
+          return {
             workflowId: w.workflowId,
             runId: w.runId,
             status: attrs.get(AGENT_STATUS) ?? w.status.name.toLowerCase(),
@@ -34,9 +65,8 @@ export function registerList(program: Command): void {
             tokens: attrs.get(AGENT_TOKENS) ?? null,
             startTime: w.startTime.toISOString(),
             executionStatus: w.status.name,
-          });
-          if (rows.length >= opts.limit) break;
-        }
+          };
+        });
         if (opts.json) return printJson(rows);
         if (rows.length === 0) return void process.stdout.write('no runs\n');
         const plain = !process.stdout.isTTY;
