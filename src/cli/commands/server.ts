@@ -8,7 +8,7 @@ import { printJson, printLines } from '../output';
 import { port } from '../parse';
 
 interface ServerOptions {
-  port: number;
+  port?: number;
   uiPort?: number;
   db?: string;
   inMemory?: boolean;
@@ -18,12 +18,30 @@ interface ServerOptions {
   json?: boolean;
 }
 
+/** The dev server's usual gRPC port. */
+const STANDARD_PORT = 7233;
+
+/**
+ * The port `server` uses when `--port` is not given: the port of
+ * `TEMPORAL_ADDRESS` when that names this machine (`localhost`, `127.x.x.x`,
+ * `0.0.0.0`, `[::1]`; no port there means 7233), so `server`, `server --stop`,
+ * the demo and every other command agree on one server; otherwise 7233.
+ * @param env the environment (`TEMPORAL_ADDRESS`)
+ * @returns a TCP port, 1-65535
+ */
+export function defaultServerPort(env: NodeJS.ProcessEnv = process.env): number {
+  const address = env.TEMPORAL_ADDRESS?.trim();
+  const local = address ? /^(?:localhost|127(?:\.\d{1,3}){3}|0\.0\.0\.0|\[::1\])(?::(\d{1,5}))?$/i.exec(address) : null;
+  const port = local?.[1] ? Number(local[1]) : STANDARD_PORT;
+  return port >= 1 && port <= 65_535 ? port : STANDARD_PORT;
+}
+
 export function registerServer(program: Command): void {
   program
     .command('server')
     .description('run a local Temporal dev server (installs the pinned Temporal CLI when none is on the PATH)')
-    .option('--port <port>', 'gRPC port', port, 7233)
-    .option('--ui-port <port>', 'web UI port (default: port + 1000, i.e. 8233)', port)
+    .option('--port <port>', 'gRPC port (default: the port of TEMPORAL_ADDRESS when that is a local address, else 7233)', port)
+    .option('--ui-port <port>', 'web UI port (default: port + 1000, e.g. 8233)', port)
     .option('--db <file>', 'SQLite file that keeps runs across restarts (default: data/temporal.db)')
     .option('--in-memory', 'keep no database file (runs are lost when the server stops)')
     .option('--headless', 'no web UI')
@@ -31,19 +49,20 @@ export function registerServer(program: Command): void {
     .option('--stop', 'stop the background server started with --detach on this port')
     .option('--json', 'print {"address","uiUrl","pid"}')
     .action(async (opts: ServerOptions) => {
+      const grpcPort = opts.port ?? defaultServerPort();
       if (opts.stop) {
-        const stopped = await stopDetachedServer(opts.port);
-        if (!stopped) throw new CliError(`no background dev server recorded for port ${opts.port}`, 'a server started in the foreground stops with Ctrl-C');
-        return printLines(`stopped the dev server on port ${opts.port}`);
+        const stopped = await stopDetachedServer(grpcPort);
+        if (!stopped) throw new CliError(`no background dev server recorded for port ${grpcPort}`, 'a server started in the foreground stops with Ctrl-C; for another port, add --port');
+        return printLines(`stopped the dev server on port ${grpcPort}`);
       }
-      const address = `127.0.0.1:${opts.port}`;
+      const address = `127.0.0.1:${grpcPort}`;
       if (await serverAnswers(address, 1_000)) {
         throw new CliError(`a Temporal server already answers at ${address}`, `use it, or pick another --port`);
       }
       if (opts.inMemory && opts.db) throw new CliError('--in-memory and --db exclude each other', 'choose one');
       const dbFile = opts.inMemory ? null : path.resolve(opts.db ?? path.join(dataDir(), 'temporal.db'));
       const server = await startDevServer({
-        port: opts.port,
+        port: grpcPort,
         ...(opts.uiPort ? { uiPort: opts.uiPort } : {}),
         ...(dbFile ? { dbFile } : {}),
         headless: opts.headless === true,
@@ -51,14 +70,14 @@ export function registerServer(program: Command): void {
       });
       const info = { address: server.address, uiUrl: server.uiUrl, pid: server.pid, dbFile, logFile: server.logFile };
       if (opts.detach) {
-        writePidFile(opts.port, server.pid);
+        writePidFile(grpcPort, server.pid);
         if (opts.json) return printJson(info);
         return printLines(
           `Temporal dev server running in the background at ${server.address} (pid ${server.pid})`,
           `  UI:   ${server.uiUrl}`,
           `  data: ${dbFile ?? 'in memory'}`,
           `  log:  ${server.logFile}`,
-          `  stop: agent-jobs server --stop${opts.port !== 7233 ? ` --port ${opts.port}` : ''}`,
+          `  stop: agent-jobs server --stop${grpcPort !== STANDARD_PORT ? ` --port ${grpcPort}` : ''}`,
         );
       }
       if (opts.json) printJson(info);
