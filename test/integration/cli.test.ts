@@ -172,6 +172,16 @@ describe('agent-jobs CLI', () => {
     const unknown = await cli(a, 'status', 'no-such-run');
     expect(unknown).toMatchObject({ code: 1, stdout: '' });
     expect(unknown.stderr).toBe('agent-jobs: no run with id no-such-run in this namespace\nhint: list runs with `agent-jobs list`\n');
+    const busyPort = bed.model.port;
+    const script = path.resolve(__dirname, '../fixtures/scripts/two-tool-uses.json');
+    const portInUse = await cli(a, 'model-server', '--script', script, '--port', String(busyPort));
+    expect(portInUse).toMatchObject({ code: 1, stdout: '' });
+    expect(portInUse.stderr).toBe(
+      `agent-jobs: listen EADDRINUSE: address already in use 127.0.0.1:${busyPort}\nhint: another process listens on port ${busyPort}: choose another --port, or leave --port out for a free one\n`,
+    );
+    // server --stop takes its port from a local TEMPORAL_ADDRESS: nothing was started on port 1, and the suite's server keeps running.
+    const stopElsewhere = await cli('127.0.0.1:1', 'server', '--stop');
+    expect(stopElsewhere).toMatchObject({ code: 1, stderr: expect.stringMatching(/^agent-jobs: no background dev server recorded for port 1\nhint: /) });
     const noServer = await cli('127.0.0.1:1', 'list');
     expect(noServer.code).toBe(1);
     expect(noServer.stderr).toMatch(/^agent-jobs: no Temporal server answers at 127\.0\.0\.1:1 .*\nhint: start a dev server with `agent-jobs server`/);
