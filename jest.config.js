@@ -1,5 +1,5 @@
 // execa 9 and its helpers are ESM-only; Jest 30's CommonJS runtime on Node 20
-// cannot load them (DESIGN.md section 8), so ts-jest transpiles every package
+// cannot load them, so ts-jest transpiles every package
 // under node_modules whose package.json says "type": "module".
 const fs = require('node:fs');
 const path = require('node:path');

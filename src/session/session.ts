@@ -1,7 +1,7 @@
 /**
  * BashSession: one long-lived bash per agent run, driven by the protocol in
- * `protocol.ts`. See `index.ts` for the public surface and DESIGN.md
- * section 4 for the contract.
+ * `protocol.ts`. See `index.ts` for the public surface and `README.md` (this
+ * folder) for the contract and the decisions behind it.
  */
 import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
@@ -60,7 +60,7 @@ export interface BashSessionOptions {
    * {@link AuditLine}). The directory must exist. @default no audit log
    */
   auditLog?: string;
-  /** Run id written into audit lines (DESIGN.md: audit lines name the run). */
+  /** Run id written into audit lines, so each line names its run. */
   runId?: string;
   /** More environment variable names to remove and whose values are redacted from outputs. */
   secretEnvNames?: string[];

@@ -1,5 +1,6 @@
 /**
- * The `agentRun` workflow: the agent loop of DESIGN.md section 3.
+ * The `agentRun` workflow: the agent loop (docs/architecture.md, "One
+ * tool_use, end to end").
  *
  * Deterministic code only: activities are imported as types, time comes
  * from Temporal (`new Date()` is workflow time here), ids from the model.

@@ -4,7 +4,7 @@
  * Message and content-block types are the subset of the Anthropic Messages
  * API (https://docs.anthropic.com/en/api/messages) this project reads; the
  * workflow cannot import the SDK's types (workflow code stays free of the
- * SDK, DESIGN.md section 2), and blocks it does not know (thinking,
+ * SDK), and blocks it does not know (thinking,
  * redacted_thinking, ...) pass through unchanged as `OtherBlock`.
  */
 
