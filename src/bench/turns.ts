@@ -91,7 +91,9 @@ async function main(): Promise<void> {
     .opts<{ turns: number; json?: boolean }>();
   const r = await measureTurns(o.turns);
   if (o.json) return void process.stdout.write(`${JSON.stringify({ turns: o.turns, ...r }, null, 2)}\n`);
-  const table = new Table({ head: [`per turn (${o.turns} turns), ms`, 'median', 'p95'] });
+  // Colours only on a terminal: piped or redirected output stays plain text.
+  const plain = !process.stdout.isTTY;
+  const table = new Table({ head: [`per turn (${o.turns} turns), ms`, 'median', 'p95'], ...(plain ? { style: { head: [], border: [] } } : {}) });
   for (const k of ['turn', 'callClaude', 'runCommand', 'overhead'] as const) table.push([k, r[k].median, r[k].p95]);
   process.stdout.write(`${table.toString()}\nwall time ${(r.wallMs / 1000).toFixed(1)} s\n`);
 }
