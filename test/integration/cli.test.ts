@@ -2,11 +2,12 @@
  * The CLI as a person uses it (child processes of bin/agent-jobs.js) against
  * a real run: start --json, status while awaiting approval, approve, deny,
  * approve with nothing pending, list by status and newest first, transcript,
- * watch, cancel (and cancel of an ended run),
+ * watch, cancel (and cancel of an ended run), a --workdir that is created,
  * and what the Temporal UI shows (static summary, activity summaries,
  * AgentStatus).
  */
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
@@ -159,6 +160,15 @@ describe('agent-jobs CLI', () => {
     const again = await cli(a, 'cancel', id);
     expect(again).toMatchObject({ code: 1, stdout: '' });
     expect(again.stderr).toBe(`agent-jobs: ${id} has already ended (cancelled)\nhint: see \`agent-jobs status ${id}\`\n`);
+  });
+
+  test('start --workdir: a directory that does not exist is created by the worker', async () => {
+    const workdir = path.join(bed.dir, 'not', 'there', 'yet');
+    expect(existsSync(workdir)).toBe(false);
+    const r = await cli(bed.address, 'start', 'write', 'a', 'file', '--workdir', workdir, '--approval', 'auto', '--follow');
+    expect(r.stdout).toMatch(/ended: completed/);
+    expect(r.code).toBe(0);
+    expect(existsSync(workdir)).toBe(true);
   });
 
   test('bad input and unknown runs: one line, a hint, exit 1', async () => {

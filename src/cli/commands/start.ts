@@ -64,7 +64,10 @@ export function registerStart(program: Command): void {
     )
     .option('--max-turns <n>', 'model calls before the run stops (default 50)', positiveInt)
     .option('--max-tokens <n>', 'max_tokens of each model call (default 4096)', positiveInt)
-    .option('--workdir <dir>', 'working directory of the bash session (default: a fresh folder per run under the worker\'s workspace root)')
+    .option(
+      '--workdir <dir>',
+      'working directory of the bash session, on the worker\'s machine: created there if missing; a relative path is under the worker\'s workspace root (default: a fresh folder per run under that root)',
+    )
     .option('--system <text>', 'system prompt (default: a short description of the bash tool)')
     .option('--command-timeout <duration>', 'per-command timeout, e.g. 30s, 5m (default 2m)', durationMs)
     .option('--approval-timeout <duration>', 'how long a command waits for approval before it is denied, e.g. 30m, 24h (default 24h)', durationMs)
