@@ -91,6 +91,26 @@ async function isDirectory(dir: string): Promise<boolean> {
   }
 }
 
+/**
+ * `mkdir -p`, one level at a time. Node's `mkdir(dir, {recursive: true})`
+ * never settles for a path under /proc (it retries forever on the ENOENT
+ * that procfs answers), spinning the worker's CPU.
+ * @throws Error naming `dir` and the first mkdir error other than EEXIST, or
+ *   saying that `dir` exists but is not a directory
+ */
+export async function makeDirectory(dir: string): Promise<void> {
+  let current = path.parse(path.resolve(dir)).root;
+  for (const part of path.resolve(dir).split(path.sep).filter(Boolean)) {
+    current = path.join(current, part);
+    try {
+      await mkdir(current);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new Error(`cannot create the working directory ${dir}: ${(err as Error).message}`);
+    }
+  }
+  if (!(await isDirectory(dir))) throw new Error(`cannot use ${dir} as the working directory: it exists but is not a directory`);
+}
+
 /** Heartbeats every second until the returned function is called. */
 function startHeartbeat(details?: unknown): () => void {
   const ctx = Context.current();
@@ -113,7 +133,7 @@ export function createSessionActivities(deps: SessionActivityDeps) {
       const workdir = input.workdir
         ? path.resolve(deps.workspaceRoot, input.workdir)
         : path.join(deps.workspaceRoot, workspaceFolderName(input.workflowId));
-      await mkdir(workdir, { recursive: true });
+      await makeDirectory(workdir);
       const cwd = input.restoreCwd && (await isDirectory(input.restoreCwd)) ? input.restoreCwd : workdir;
       const stop = startHeartbeat();
       let session: BashSession;
