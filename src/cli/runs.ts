@@ -77,9 +77,16 @@ export async function requireWorker(client: Client, what: string): Promise<void>
 /** gRPC status code DEADLINE_EXCEEDED (grpc/status.proto). */
 const GRPC_DEADLINE_EXCEEDED = 4;
 
-function deadlineExceeded(err: unknown): boolean {
+/** gRPC status code FAILED_PRECONDITION: the server's "no poller seen for task queue recently". */
+const GRPC_FAILED_PRECONDITION = 9;
+
+/** Why a query got no answer, when it is that no worker answered: 'deadline' | 'no-poller' | null. */
+function noAnswer(err: unknown): 'deadline' | 'no-poller' | null {
   const cause = err instanceof ServiceError ? err.cause : err;
-  return isGrpcServiceError(cause) && cause.code === GRPC_DEADLINE_EXCEEDED;
+  if (!isGrpcServiceError(cause)) return null;
+  if (cause.code === GRPC_DEADLINE_EXCEEDED) return 'deadline';
+  if (cause.code === GRPC_FAILED_PRECONDITION && /no poller/i.test(cause.details ?? '')) return 'no-poller';
+  return null;
 }
 
 /**
@@ -94,8 +101,12 @@ export async function askRun<T>(client: Client, what: string, ask: () => Promise
   try {
     return await client.withDeadline(Date.now() + QUERY_DEADLINE_MS, ask);
   } catch (err) {
-    if (deadlineExceeded(err)) {
+    const why = noAnswer(err);
+    if (why === 'deadline') {
       throw new CliError(`no worker answered ${what} within ${QUERY_DEADLINE_MS / 1000} s`, 'is a worker running against this server? start one with `agent-jobs worker`');
+    }
+    if (why === 'no-poller') {
+      throw new CliError(`no worker answered ${what}: the server has seen no poller recently`, 'start one with `agent-jobs worker`');
     }
     throw err;
   }

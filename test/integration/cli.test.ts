@@ -109,6 +109,23 @@ describe('agent-jobs CLI', () => {
     expect(finalAttrs.get(AGENT_STATUS)).toBe('completed');
   });
 
+  test('a worker stopped moments ago (still listed as a poller): questions give up with a hint instead of hanging', async () => {
+    const lost = await TestBed.create({ script: { responses: [{ content: [toolUse('toolu_x', 'touch x && echo made')], stop_reason: 'tool_use' }] } });
+    try {
+      const a = lost.address;
+      expect((await cli(a, 'start', 'make', 'x', '--id', 'orphaned', '--approval', 'always', '--json')).code).toBe(0);
+      await waitFor('approval pending', async () => JSON.parse((await cli(a, 'status', 'orphaned', '--json')).stdout).status === 'awaiting_approval');
+      await lost.workers[0]!.stop();
+      for (const [command, what] of [['status', 'status'], ['transcript', 'transcript'], ['approve', 'status']] as const) {
+        const r = await cli(a, command, 'orphaned');
+        expect(r.code).toBe(1);
+        expect(r.stderr).toMatch(new RegExp(`^agent-jobs: no worker answered the ${what} of orphaned(: the server has seen no poller recently| within 10 s)\nhint: .*agent-jobs worker.\n$`));
+      }
+    } finally {
+      await lost.close();
+    }
+  });
+
   test('without a worker: questions fail at once with a hint; cancel is recorded', async () => {
     const server = await startDevServer({ port: await freePort(), headless: true });
     try {
