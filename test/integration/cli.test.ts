@@ -110,7 +110,9 @@ describe('agent-jobs CLI', () => {
   });
 
   test('a worker stopped moments ago (still listed as a poller): questions give up with a hint instead of hanging', async () => {
-    const lost = await TestBed.create({ script: { responses: [{ content: [toolUse('toolu_x', 'touch x && echo made')], stop_reason: 'tool_use' }] } });
+    // A server of its own: any other worker on the suite's server would answer.
+    const server = await startDevServer({ port: await freePort(), headless: true });
+    const lost = await TestBed.create({ address: server.address, script: { responses: [{ content: [toolUse('toolu_x', 'touch x && echo made')], stop_reason: 'tool_use' }] } });
     try {
       const a = lost.address;
       expect((await cli(a, 'start', 'make', 'x', '--id', 'orphaned', '--approval', 'always', '--json')).code).toBe(0);
@@ -123,6 +125,7 @@ describe('agent-jobs CLI', () => {
       }
     } finally {
       await lost.close();
+      await server.stop();
     }
   });
 
