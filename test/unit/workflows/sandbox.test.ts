@@ -57,7 +57,9 @@ export function workflowProblems(entry: string): { files: string[]; findings: Fi
     const rel = path.relative(SRC, file);
     // Comments may mention what is forbidden; scan the code only.
     const text = ts.createPrinter({ removeComments: true }).printFile(ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.ES2022, true));
-    if (/\b(Date\.now|performance\.now|process\.hrtime)\s*\(/.test(text)) findings.push({ file: rel, problem: 'reads a clock to measure time (measure durations in activities)' });
+    // Timestamps (`new Date().toISOString()`) are fine; numbers read off the clock to subtract are not.
+    const clockRead = /\b(Date\.now|performance\.now|process\.hrtime)\s*\(|\bnew Date\(\s*\)\s*\.(getTime|valueOf)\s*\(|[-+]\s*new Date\(\s*\)/;
+    if (clockRead.test(text)) findings.push({ file: rel, problem: 'reads a clock to measure time (measure durations in activities)' });
     if (/\bprocess\.env\b/.test(text)) findings.push({ file: rel, problem: 'reads process.env' });
     if (/\bMath\.random\s*\(/.test(text)) findings.push({ file: rel, problem: 'uses Math.random (use uuid4 or workflow randomness)' });
     for (const spec of valueImports(file)) {
@@ -86,5 +88,11 @@ describe('workflow sandbox rules (C15)', () => {
         { file: expect.stringContaining('index.ts'), problem: 'reads a clock to measure time (measure durations in activities)' },
       ]),
     );
+  });
+
+  test('the check catches durations measured with new Date(), and lets timestamps through', () => {
+    const { findings } = workflowProblems(path.resolve(__dirname, '../../fixtures/bad-workflow/date-duration.ts'));
+    expect(findings).toEqual([{ file: expect.stringContaining('date-duration.ts'), problem: 'reads a clock to measure time (measure durations in activities)' }]);
+    // agent-run.ts stamps decisions with new Date().toISOString() and is clean (first test).
   });
 });
