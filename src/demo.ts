@@ -17,10 +17,11 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { watchRun } from './cli/commands/watch';
-import { pidFile, serverAnswers, startDevServer, writePidFile } from './devserver';
+import { DEV_SERVER_PORT, pidFile, serverAnswers, startDevServer, stopCommand } from './devserver';
 import { startModelServer, type ModelServer } from './model-server';
-import { PROJECT_ROOT, dataDir, temporalUiUrl, workflowUiUrl } from './settings';
-import { queryStatus, waitForWorker } from './cli/runs';
+import { PROJECT_ROOT, dataDir } from './settings';
+import { waitForWorker } from './cli/runs';
+import { CliError } from './cli/errors';
 
 const run = promisify(execFile);
 const CLI = path.join(PROJECT_ROOT, 'bin', 'agent-jobs.js');
@@ -40,11 +41,9 @@ async function main(): Promise<void> {
     say(`using the Temporal server already answering at ${address}`);
   } else {
     say(`starting a Temporal dev server at 127.0.0.1:${port} (data in data/temporal.db)`);
-    const server = await startDevServer({ port, dbFile: path.join(dataDir(), 'temporal.db'), detached: true });
-    writePidFile(port, server.pid);
+    await startDevServer({ port, dbFile: path.join(dataDir(), 'temporal.db'), detached: true });
     startedServer = true;
   }
-  const uiBase = temporalUiUrl(address.replace(/^127\.0\.0\.1/, 'localhost'));
 
   // 2. The model
   const workerEnv: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: address };
@@ -76,7 +75,7 @@ async function main(): Promise<void> {
   // A new worker shows up among the task queue's pollers a second or two after it starts.
   const exited = new Promise<false>((r) => worker.once('exit', () => r(false)));
   if (!(await Promise.race([waitForWorker(client, 60_000), exited]))) {
-    throw new DemoError(`the worker did not start polling (${worker.exitCode !== null ? `it exited with code ${worker.exitCode}` : 'still silent after 60 s'})`, `see its log: ${path.relative(process.cwd(), logFile)}`);
+    throw new CliError(`the worker did not start polling (${worker.exitCode !== null ? `it exited with code ${worker.exitCode}` : 'still silent after 60 s'})`, `see its log: ${path.relative(process.cwd(), logFile)}`);
   }
   say(`worker started (pid ${worker.pid}; log in data/demo-worker.log)`);
 
@@ -93,37 +92,22 @@ async function main(): Promise<void> {
   say(`$ agent-jobs start "${TASK}" --approval policy`);
   say(`run ${workflowId} started; following it live:\n`);
 
-  // Approve each command that waits, through the CLI, as a person would.
-  let watching = true;
-  const approver = (async () => {
-    const seen = new Set<string>();
-    while (watching) {
-      const status = await queryStatus(client, workflowId).catch(() => null);
-      const pending = status?.pendingApproval;
-      if (pending && !seen.has(pending.toolUseId)) {
-        seen.add(pending.toolUseId);
-        await new Promise((r) => setTimeout(r, 1_500)); // let the watcher show it first
-        say(`$ agent-jobs approve ${workflowId} --reason "demo: looks safe"`);
-        const out = await run(process.execPath, [CLI, 'approve', workflowId, '--reason', 'demo: looks safe', '--by', 'demo'], { env: cliEnv });
-        say(out.stdout.trim());
-      }
-      await new Promise((r) => setTimeout(r, 300));
-    }
-  })();
-
-  let final;
-  try {
-    final = await watchRun(client, workflowId, { json: false, intervalMs: 500 });
-  } finally {
-    watching = false;
-    await approver;
-  }
+  // Approve each command that waits, through the CLI, as a person would, once the watcher has shown it.
+  const final = await watchRun(client, workflowId, {
+    json: false,
+    intervalMs: 500,
+    onPendingApproval: async () => {
+      say(`$ agent-jobs approve ${workflowId} --reason "demo: looks safe"`);
+      const out = await run(process.execPath, [CLI, 'approve', workflowId, '--reason', 'demo: looks safe', '--by', 'demo'], { env: cliEnv });
+      say(out.stdout.trim());
+    },
+  });
   startedRun = null;
 
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   process.stdout.write('\n');
   say(`finished: ${final.status} in ${final.turns} turns; demo wall time ${seconds} s`);
-  say(`see the run in the Temporal UI: ${uiUrl || workflowUiUrl(uiBase, 'default', workflowId)}`);
+  say(`see the run in the Temporal UI: ${uiUrl}`);
   say(`workspace with the files the agent wrote: ${path.relative(process.cwd(), workspace)}`);
   say(stopLine(startedServer));
   if (final.status !== 'completed') process.exitCode = 1;
@@ -131,21 +115,14 @@ async function main(): Promise<void> {
 
 /** Where the dev server came from and how to stop it. */
 function stopLine(startedHere: boolean): string {
-  const stop = `npx agent-jobs server --stop${port !== 7233 ? ` --port ${port}` : ''}`;
+  const stop = `npx ${stopCommand(port)}`;
   if (startedHere) return `the dev server keeps running (pid file ${path.relative(process.cwd(), pidFile(port))}) so the link works; stop it with: ${stop}`;
   if (existsSync(pidFile(port))) return `the dev server was already running (started by an earlier demo or \`agent-jobs server\`); stop it with: ${stop}`;
   return `the Temporal server at ${address} was already running and is left as it was`;
 }
 
-/** A failure with a hint for the person running the demo. */
-class DemoError extends Error {
-  constructor(message: string, readonly hint: string) {
-    super(message);
-  }
-}
-
-const address = process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
-const port = Number(/:(\d+)$/.exec(address)?.[1] ?? 7233);
+const address = process.env.TEMPORAL_ADDRESS ?? `127.0.0.1:${DEV_SERVER_PORT}`;
+const port = Number(/:(\d+)$/.exec(address)?.[1] ?? DEV_SERVER_PORT);
 const cleanup: Array<() => Promise<unknown>> = [];
 let startedServer = false;
 let startedRun: string | null = null;
@@ -154,7 +131,7 @@ main()
   .catch(async (err: unknown) => {
     process.exitCode = 1;
     process.stderr.write(`demo failed: ${err instanceof Error ? err.message : String(err)}\n`);
-    if (err instanceof DemoError) process.stderr.write(`  hint: ${err.hint}\n`);
+    if (err instanceof CliError && err.hint) process.stderr.write(`  hint: ${err.hint}\n`);
     else process.stderr.write(`  hint: the worker's log is data/demo-worker.log; run \`npm run demo\` again once the cause is fixed\n`);
     if (startedRun) {
       // Leave nothing waiting for a human: the run ends cancelled as soon as a worker runs it.

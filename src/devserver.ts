@@ -3,9 +3,9 @@
  * starting `temporal server start-dev` with this project's search
  * attributes, and waiting until it answers.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { execa } from 'execa';
@@ -92,7 +92,7 @@ export async function ensureTemporalCli(say: (line: string) => void = () => {}):
 
 /** Options of {@link startDevServer}. */
 export interface DevServerOptions {
-  /** gRPC port. @default 7233 */
+  /** gRPC port. @default {@link DEV_SERVER_PORT} (7233) */
   port?: number;
   /** Web UI port. @default port + 1000 */
   uiPort?: number;
@@ -102,7 +102,7 @@ export interface DevServerOptions {
   headless?: boolean;
   /** `--dynamic-config-value` pairs, e.g. `{'limit.historyCount.suggestContinueAsNew': 60}`. */
   dynamicConfig?: Record<string, string | number | boolean>;
-  /** Server log file. @default inherit the caller's stdout/stderr when `foreground`, else `<data>/dev-server-<port>.log` */
+  /** Server log file. @default `<data>/dev-server-<port>.log` */
   logFile?: string;
   /** Keep running after this process exits (own process group). @default false */
   detached?: boolean;
@@ -123,7 +123,7 @@ export interface DevServer {
 
 /** The command line `temporal server start-dev ...` for these options (without the binary). */
 export function devServerArgs(options: DevServerOptions): string[] {
-  const port = options.port ?? 7233;
+  const port = options.port ?? DEV_SERVER_PORT;
   const args = ['server', 'start-dev', '--port', String(port), '--ip', '127.0.0.1', '--log-level', options.logLevel ?? 'warn', '--ui-disable-news-fetch'];
   if (options.headless) args.push('--headless');
   else args.push('--ui-port', String(options.uiPort ?? port + 1000));
@@ -139,7 +139,7 @@ export function devServerArgs(options: DevServerOptions): string[] {
  */
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
   const cli = await ensureTemporalCli((l) => console.error(l));
-  const port = options.port ?? 7233;
+  const port = options.port ?? DEV_SERVER_PORT;
   const logFile = options.logFile ?? path.join(dataDir(), `dev-server-${port}.log`);
   mkdirSync(path.dirname(logFile), { recursive: true });
   if (options.dbFile) mkdirSync(path.dirname(options.dbFile), { recursive: true });
@@ -168,6 +168,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     const tail = readFileSync(logFile, 'utf8').trim().split('\n').slice(-5).join('\n');
     throw new Error(`the Temporal dev server did not start on ${address}: ${(err as Error).message}\n${tail}`, { cause: err });
   }
+  if (options.detached) writePidFile(port, pid);
   return {
     address,
     port,
@@ -195,14 +196,14 @@ export async function stopProcessGroup(pid: number, isGone: () => boolean = () =
     return;
   }
   const deadline = Date.now() + graceMs;
-  while (alive() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  while (alive() && Date.now() < deadline) await sleep(100);
   if (alive()) {
     try {
       process.kill(-pid, 'SIGKILL');
     } catch {
       /* gone */
     }
-    while (alive()) await new Promise((r) => setTimeout(r, 50));
+    while (alive()) await sleep(50);
   }
 }
 
@@ -225,7 +226,7 @@ export async function waitForServer(address: string, timeoutMs: number, gaveUp: 
       }
     } catch (err) {
       last = err;
-      await new Promise((r) => setTimeout(r, 250));
+      await sleep(250);
     }
   }
   throw new Error(`no answer within ${timeoutMs / 1000} s (${last instanceof Error ? last.message : String(last)})`);
@@ -241,17 +242,14 @@ export async function serverAnswers(address: string, timeoutMs = 1_500): Promise
   }
 }
 
-/** A TCP port that was free a moment ago on 127.0.0.1. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
-    });
-  });
+export { freePort } from './ports';
+
+/** The dev server's usual gRPC port (its UI: 8233). */
+export const DEV_SERVER_PORT = 7233;
+
+/** The command that stops the detached dev server on `port`: `agent-jobs server --stop [--port P]`. */
+export function stopCommand(port: number): string {
+  return `agent-jobs server --stop${port !== DEV_SERVER_PORT ? ` --port ${port}` : ''}`;
 }
 
 /** Pid file of a detached dev server on `port`. */
@@ -260,7 +258,7 @@ export function pidFile(port: number): string {
 }
 
 /** Records a detached server's pid so `agent-jobs server --stop` can find it. */
-export function writePidFile(port: number, pid: number): void {
+function writePidFile(port: number, pid: number): void {
   mkdirSync(dataDir(), { recursive: true });
   writeFileSync(pidFile(port), `${pid}\n`);
 }

@@ -16,6 +16,7 @@
  * security notes.
  */
 import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { statFields } from './session/procs';
 
 /** What {@link hideFromProcEnviron} did. */
 export interface HiddenEnviron {
@@ -42,9 +43,7 @@ export function hideFromProcEnviron(isSecret: (name: string) => boolean): Hidden
   let start: number;
   let end: number;
   try {
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    const stat = readFileSync('/proc/self/stat', 'latin1');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).trim().split(' ');
+    const fields = statFields(readFileSync('/proc/self/stat', 'latin1'));
     start = Number(fields[50 - 3]);
     end = Number(fields[51 - 3]);
     block = readFileSync('/proc/self/environ');

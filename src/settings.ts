@@ -6,8 +6,9 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
+import { CLAUDE_IDLE_TIMEOUT_MS } from './config';
 import type { ConnectionOptions } from '@temporalio/client';
-import type { NativeConnectionOptions } from '@temporalio/worker';
+import type { LogLevel, NativeConnectionOptions } from '@temporalio/worker';
 
 /** The repository root (one level above `src/` or `dist/`). */
 export const PROJECT_ROOT = path.resolve(__dirname, '..');
@@ -48,12 +49,26 @@ export function claudeTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
 }
 
 /**
+ * Whether the worker may load the pre-built workflow bundle
+ * (`dist/workflow-bundle.js`) rather than bundle the sources at start.
+ * `AGENT_JOBS_WORKFLOW_BUNDLE=off` turns it off; default on.
+ */
+export function prebuiltWorkflowBundle(env: NodeJS.ProcessEnv = process.env): boolean {
+  return env.AGENT_JOBS_WORKFLOW_BUNDLE !== 'off';
+}
+
+/** Worker log level: `AGENT_JOBS_LOG_LEVEL` (`DEBUG`, `INFO`, `WARN`, `ERROR`, any case), default `INFO`. */
+export function logLevel(env: NodeJS.ProcessEnv = process.env): LogLevel {
+  return (env.AGENT_JOBS_LOG_LEVEL ?? 'INFO').toUpperCase() as LogLevel;
+}
+
+/**
  * Idle limit of a model call in ms (see `CLAUDE_IDLE_TIMEOUT_MS`).
  * `AGENT_JOBS_CLAUDE_IDLE_TIMEOUT_MS`, default 90000.
  * @throws Error when the value is not a positive integer
  */
 export function claudeIdleTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
-  return positiveMs(env, 'AGENT_JOBS_CLAUDE_IDLE_TIMEOUT_MS', 90_000);
+  return positiveMs(env, 'AGENT_JOBS_CLAUDE_IDLE_TIMEOUT_MS', CLAUDE_IDLE_TIMEOUT_MS);
 }
 
 function positiveMs(env: NodeJS.ProcessEnv, name: string, fallback: number): number {

@@ -4,7 +4,7 @@
  */
 import { Client, Connection, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { AGENT_RUN_WORKFLOW, AGENT_STATUS, SEARCH_ATTRIBUTES, SHARED_TASK_QUEUE, WORKFLOW_TASK_TIMEOUT } from './config';
+import { AGENT_RUN_WORKFLOW, AGENT_STATUS, DEFAULT_MAX_TURNS, SEARCH_ATTRIBUTES, SHARED_TASK_QUEUE, WORKFLOW_TASK_TIMEOUT } from './config';
 import type { agentRun } from './workflows';
 import type { AgentRunInput } from './workflows/types';
 import { temporalSettings, type TemporalSettings } from './settings';
@@ -77,8 +77,8 @@ export async function ensureSearchAttributes(connection: Connection, namespace: 
   return missing.map((a) => a.name);
 }
 
-/** One line of at most `max` characters (whitespace collapsed), for summaries. */
-function oneLineSummary(text: string, max: number): string {
+/** One line of at most `max` characters (whitespace collapsed, `…` where cut), for summaries and tables. */
+export function oneLineSummary(text: string, max: number): string {
   const flat = text.replace(/\s+/g, ' ').trim();
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
@@ -99,6 +99,6 @@ export async function startAgentRun(client: Client, input: AgentRunInput, workfl
     workflowIdReusePolicy: 'REJECT_DUPLICATE',
     typedSearchAttributes: [{ key: AGENT_STATUS, value: 'running' }],
     staticSummary: oneLineSummary(input.task, 200),
-    staticDetails: `**Task**\n\n${input.task}\n\napproval: ${input.approval ?? 'policy'} · model: ${input.model ?? 'default'} · max turns: ${input.maxTurns ?? 50}`,
+    staticDetails: `**Task**\n\n${input.task}\n\napproval: ${input.approval ?? 'policy'} · model: ${input.model ?? 'default'} · max turns: ${input.maxTurns ?? DEFAULT_MAX_TURNS}`,
   });
 }

@@ -13,13 +13,13 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createAnthropicClient, createClaudeActivities } from './activities/claude';
 import { createSessionActivities, SessionRegistry } from './activities/session';
 import { isSecretEnvName, reapOrphanedSessions } from './session';
 import { hideFromProcEnviron } from './proc-environ';
 import { SHARED_TASK_QUEUE, STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT, sessionTaskQueue } from './config';
-import { auditLogPath, claudeIdleTimeoutMs, claudeTimeoutMs, extraSecretEnvNames, temporalSettings, workerId as pickWorkerId, workspaceRoot } from './settings';
+import { auditLogPath, claudeIdleTimeoutMs, claudeTimeoutMs, extraSecretEnvNames, logLevel, prebuiltWorkflowBundle, workerId as pickWorkerId, workspaceRoot } from './settings';
 import { connectClient, ensureSearchAttributes } from './temporal';
 
 /** Where `npm run build` writes the pre-bundled workflow code (saves seconds at every worker start). */
@@ -30,7 +30,7 @@ export const WORKFLOW_BUNDLE_PATH = path.join(__dirname, 'workflow-bundle.js');
  * code and it exists, else the sources (bundled at start).
  */
 export function workflowSource(): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
-  if (__filename.endsWith('.js') && existsSync(WORKFLOW_BUNDLE_PATH) && process.env.AGENT_JOBS_WORKFLOW_BUNDLE !== 'off') {
+  if (__filename.endsWith('.js') && existsSync(WORKFLOW_BUNDLE_PATH) && prebuiltWorkflowBundle()) {
     return { workflowBundle: { codePath: WORKFLOW_BUNDLE_PATH } };
   }
   return { workflowsPath: require.resolve('./workflows') };
@@ -57,8 +57,7 @@ export async function startWorker(): Promise<RunningWorker> {
   const environ = hideFromProcEnviron((name) => isSecretEnvName(name, secretNames));
   if (environ.skipped) Runtime.instance().logger.warn(`secrets stay readable in /proc/${process.pid}/environ: ${environ.skipped}`);
   else if (environ.hidden.length > 0) Runtime.instance().logger.debug(`hid ${environ.hidden.join(', ')} in /proc/${process.pid}/environ`);
-  const settings = temporalSettings();
-  const { connection: clientConnection } = await connectClient(10_000);
+  const { connection: clientConnection, settings } = await connectClient(10_000);
   try {
     const added = await ensureSearchAttributes(clientConnection, settings.namespace);
     if (added.length > 0) Runtime.instance().logger.info(`registered search attributes ${added.join(', ')}`);
@@ -126,7 +125,7 @@ export async function startWorker(): Promise<RunningWorker> {
 
 /** Installs the SDK runtime logger (and the core's logs, forwarded to it) at `AGENT_JOBS_LOG_LEVEL` (default INFO). Call once, before any worker. */
 export function installRuntime(): void {
-  const level = (process.env.AGENT_JOBS_LOG_LEVEL ?? 'INFO').toUpperCase() as LogLevel;
+  const level = logLevel();
   // The SDK core's own logs go through the same logger and level.
   Runtime.install({ logger: new DefaultLogger(level), telemetryOptions: { logging: { filter: { core: level, other: level }, forward: {} } } });
 }

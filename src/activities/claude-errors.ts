@@ -83,3 +83,15 @@ export function toTemporalFailure(err: unknown): unknown {
   }
   return err;
 }
+
+/**
+ * The failure of a call abandoned because the API sent nothing (no headers,
+ * event or ping) for `idleMs` ms: retryable, like a dropped connection.
+ */
+export function idleFailure(idleMs: number): ApplicationFailure {
+  return ApplicationFailure.create({
+    message: `Claude API sent nothing for ${idleMs / 1000} s; the request was abandoned`,
+    type: ClaudeFailureType.CONNECTION,
+    nonRetryable: false,
+  });
+}

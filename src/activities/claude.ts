@@ -4,10 +4,9 @@
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
 import { CLAUDE_HEARTBEAT_INTERVAL_MS, CLAUDE_IDLE_TIMEOUT_MS } from '../config';
 import type { ContentBlock } from '../workflows/types';
-import { ClaudeFailureType, toTemporalFailure } from './claude-errors';
+import { idleFailure, toTemporalFailure } from './claude-errors';
 import type { CallClaudeInput, CallClaudeOutput } from './types';
 
 /**
@@ -48,16 +47,15 @@ export function createClaudeActivities(anthropic: Anthropic, options: { idleTime
       let outputChars = 0;
       // Aborts the request when the activity is cancelled, or when the API
       // sends nothing (no headers, no event, no ping) for idleTimeoutMs.
-      const abort = new AbortController();
-      const onCancel = (): void => abort.abort(ctx.cancellationSignal.reason);
-      ctx.cancellationSignal.addEventListener('abort', onCancel);
+      const idleAbort = new AbortController();
+      const signal = AbortSignal.any([ctx.cancellationSignal, idleAbort.signal]);
       let lastData = Date.now();
       let idle = false;
       const heartbeat = setInterval(() => {
         ctx.heartbeat({ turn: input.turn, outputChars });
         if (Date.now() - lastData > idleTimeoutMs) {
           idle = true;
-          abort.abort(new Error('idle'));
+          idleAbort.abort(new Error('idle'));
         }
       }, CLAUDE_HEARTBEAT_INTERVAL_MS);
       try {
@@ -69,7 +67,7 @@ export function createClaudeActivities(anthropic: Anthropic, options: { idleTime
             messages: input.messages as Anthropic.MessageParam[],
             tools: [BASH_TOOL],
           },
-          { signal: abort.signal },
+          { signal },
         );
         const touch = (): void => {
           lastData = Date.now();
@@ -89,17 +87,10 @@ export function createClaudeActivities(anthropic: Anthropic, options: { idleTime
         };
       } catch (err) {
         if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason ?? err;
-        if (idle) {
-          throw ApplicationFailure.create({
-            message: `Claude API sent nothing for ${idleTimeoutMs / 1000} s; the request was abandoned`,
-            type: ClaudeFailureType.CONNECTION,
-            nonRetryable: false,
-          });
-        }
+        if (idle) throw idleFailure(idleTimeoutMs);
         throw toTemporalFailure(err);
       } finally {
         clearInterval(heartbeat);
-        ctx.cancellationSignal.removeEventListener('abort', onCancel);
       }
     },
   };

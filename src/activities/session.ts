@@ -31,10 +31,6 @@ export class SessionRegistry {
     this.sessions.set(session.id, session);
   }
 
-  get size(): number {
-    return this.sessions.size;
-  }
-
   /**
    * @throws ApplicationFailure (non-retryable, type `SessionNotFound`) when this process holds no such session
    */

@@ -27,7 +27,7 @@ export interface CallClaudeOutput {
 
 /** Input of `openSession` (shared queue; the worker that takes it holds the session). */
 export interface OpenSessionInput {
-  /** Workflow id of the run (names the workspace and the audit log lines). */
+  /** Workflow id of the run (names the default workspace; the shell sees it as `AGENT_JOBS_WORKFLOW_ID`). */
   workflowId: string;
   /** Working directory of the run; created when missing. Default `<workspace root>/<workflowId>`. */
   workdir?: string;

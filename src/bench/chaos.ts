@@ -25,6 +25,7 @@
  * continue-as-new chain) of the run with the slowest recovery are written to
  * FILE as JSON `{slowest, histories}`, to see where the time went.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { tmpdir } from 'node:os';
@@ -78,7 +79,6 @@ export interface ChaosReport {
   failures: string[];
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** The script every run follows: `steps` commands, each logging one unique line, then the end. */
 function chaosScript(log: string, steps: number): { responses: ScriptEntry[] } {
@@ -189,9 +189,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       say(`killed ${victim.workerId} (runs with work on it: ${affected.length})`);
       await newWorker();
     }
-    let deadline: NodeJS.Timeout | undefined;
-    const outcomes = await Promise.race([results, new Promise<null>((r) => (deadline = setTimeout(() => r(null), 600_000)))]);
-    clearTimeout(deadline);
+    const outcomes = await Promise.race([results, sleep(600_000, null, { ref: false })]);
     if (!outcomes) throw new Error('runs did not finish within 10 minutes');
     outcomes.forEach((r, i) => {
       if (r.status !== 'completed') failures.push(`${handles[i]!.workflowId}: ${r.status} ${r.error ?? ''}`);

@@ -14,6 +14,7 @@
  *
  * Target (issue 3): `true` median <= 2 ms and <= 0.5 x spawn-per-command.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import Table from 'cli-table3';
@@ -147,7 +148,7 @@ export async function runSessionBench(iterations: number): Promise<BenchReport> 
       const p = stats(spawnTimes);
       cases.push({ name: c.name, command: c.command, session: s, spawn: p, ratio: round(s.medianMs / p.medianMs) });
     }
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
     const idleSessionRssMb = rssMb(session.pid);
     const bash = (await execa('bash', ['-c', 'echo "$BASH_VERSION"'])).stdout;
     const t = cases[0]!;

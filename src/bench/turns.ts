@@ -25,7 +25,6 @@ export function summarize(values: number[]): { median: number; p95: number } {
   return { median: Math.round(at(0.5) * 10) / 10, p95: Math.round(at(0.95) * 10) / 10 };
 }
 
-/** Measures `turns` turns; returns per-turn figures in ms. */
 /** Per-turn figures (ms) of one measured run. */
 export interface TurnFigures {
   turn: { median: number; p95: number };
@@ -35,6 +34,7 @@ export interface TurnFigures {
   wallMs: number;
 }
 
+/** Measures `turns` turns; returns per-turn figures in ms. */
 export async function measureTurns(turns: number): Promise<TurnFigures> {
   const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-bench-'));
   const server = await startDevServer({ port: await freePort(), headless: true, logFile: path.join(dir, 'server.log') });

@@ -2,6 +2,7 @@
  * Worker processes for tests, benchmarks and the chaos run: `node
  * dist/worker.js` as a child, so it can be SIGKILLed like a machine dying.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { Connection } from '@temporalio/client';
@@ -84,6 +85,6 @@ export async function spawnWorker(options: SpawnWorkerOptions): Promise<WorkerPr
       await worker.kill();
       throw new Error(`worker ${options.workerId} did not poll ${queue} in time: ${out.trim()}`);
     }
-    await new Promise((res) => setTimeout(res, 100));
+    await sleep(100);
   }
 }

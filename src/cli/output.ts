@@ -10,12 +10,6 @@ export function printLines(...lines: string[]): void {
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
-/** Shortens text to `max` characters on one line, for tables and summaries. */
-export function clip(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
-}
-
 /** Lines of a command's output shown by {@link indent} before it cuts (`watch`, `transcript`). */
 export const SHOWN_OUTPUT_LINES = 20;
 

@@ -5,6 +5,7 @@
  * query to time out. A closed run's status is read from its result when no
  * worker is up.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { isGrpcServiceError, ServiceError, WorkflowFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { SHARED_TASK_QUEUE } from '../config';
@@ -63,7 +64,7 @@ export async function waitForWorker(client: Client, timeoutMs = 20_000): Promise
   for (;;) {
     if (await workerPolling(client)) return true;
     if (Date.now() >= deadline) return false;
-    await new Promise((r) => setTimeout(r, 250));
+    await sleep(250);
   }
 }
 
@@ -151,10 +152,9 @@ export async function readRun(client: Client, workflowId: string): Promise<RunVi
     const failed: AgentRunResult = { status, turns: 0, usage: { inputTokens: 0, outputTokens: 0 }, error: `${executionStatus.toLowerCase()}: ${cause}` };
     return { workflowId, status, turns: 0, pendingApproval: null, usage: failed.usage, result: failed, details: failed.error!, decisions: [], session: null, ...base };
   }
-  if (await workerPolling(client)) {
-    const view = await queryStatus(client, workflowId).catch(() => null);
-    if (view) return { ...view, ...base };
-  }
+  // With a worker, the query also gives the decisions; without one (queryStatus fails at once), the result alone.
+  const view = await queryStatus(client, workflowId).catch(() => null);
+  if (view) return { ...view, ...base };
   return { workflowId, status: result.status, turns: result.turns, pendingApproval: null, usage: result.usage, result, details: result.error ?? 'finished', decisions: [], session: null, ...base };
 }
 

@@ -27,6 +27,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import type { OutputCollector } from './output';
+import { raceTimeout } from './timing';
 
 /** FIFOs created per `mkfifo` call. */
 const FIFO_BATCH = 32;
@@ -173,9 +174,7 @@ export class FifoCapture {
     old.on('data', (chunk: Buffer) => this.onData(chunk));
     old.destroy();
     if (stillCollecting) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([ended, new Promise((r) => (timer = setTimeout(r, collectMs)))]);
-      clearTimeout(timer);
+      await raceTimeout(ended, collectMs);
     }
     if (this.mode === 'collect') {
       this.flushCarry();

@@ -39,6 +39,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { listProcesses, readLoadavg, readProc, readProcAsync, sessionMembers, type ProcInfo } from './procs';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * How `maxProcesses` is enforced. `auto`: a pids cgroup if one can be
@@ -295,7 +296,7 @@ export class ProcessGuard {
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
         if (code === 'ENOENT') return;
-        await new Promise((r) => setTimeout(r, 20));
+        await sleep(20);
       }
     }
   }

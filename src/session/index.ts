@@ -6,7 +6,7 @@
  * - {@link BashSession} (`start`, `run`, `restart`, `close`, `pid`, `id`, `cwd`)
  *   with {@link BashSessionOptions}, {@link RunOptions}, {@link CommandResult};
  * - {@link ResourceLimits} and {@link ProcessGuardMode};
- * - {@link buildSessionEnv} (the scrubbed environment; the worker uses it),
+ * - {@link buildSessionEnv} (the scrubbed environment every session gets),
  *   {@link redactSecrets}, {@link isSecretEnvName};
  * - output helpers ({@link sanitizeText}, {@link processOutput}) for callers
  *   that clean other command output the same way;

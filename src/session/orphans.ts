@@ -20,7 +20,8 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { listProcesses, signalPid } from './procs';
+import { listProcesses, readProc, sessionMembers, signalPid } from './procs';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Prefix of every session's private directory in the temp directory. */
 export const SESSION_DIR_PREFIX = 'agent-jobs-session-';
@@ -42,12 +43,7 @@ export interface OwnerRecord {
 
 /** Start time of a process (clock ticks since boot), or undefined if it does not exist. */
 export function processStartTime(pid: number): string | undefined {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
-  } catch {
-    return undefined;
-  }
+  return readProc(pid)?.startTime;
 }
 
 /** Records who owns a session directory (called at every shell start). Best effort. */
@@ -101,7 +97,7 @@ export async function reapOrphanedSessions(tmpDir: string = os.tmpdir()): Promis
     // gone the number may belong to an unrelated new session.
     const holder = processStartTime(owner.shellPid);
     if (holder === undefined || holder === owner.shellStart) {
-      for (const p of procs) if (p.sid === owner.shellPid || p.pgid === owner.shellPid) victims.add(p.pid);
+      for (const p of sessionMembers(owner.shellPid, procs)) victims.add(p.pid);
     }
     if (owner.cgroup) {
       try {
@@ -120,7 +116,7 @@ export async function reapOrphanedSessions(tmpDir: string = os.tmpdir()): Promis
           break;
         } catch (err) {
           if ((err as NodeJS.ErrnoException).code === 'ENOENT') break;
-          await new Promise((r) => setTimeout(r, 20));
+          await sleep(20);
         }
       }
     }

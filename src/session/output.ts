@@ -222,11 +222,6 @@ export class OutputCollector {
     this.fullLimit = Math.max(maxBytes * FULL_READ_FACTOR, 2 * this.window);
   }
 
-  /** Bytes received so far. */
-  get totalBytes(): number {
-    return this.total;
-  }
-
   /** Adds bytes (the buffer is copied when kept). */
   push(chunk: Buffer): void {
     if (chunk.length === 0) return;

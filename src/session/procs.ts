@@ -21,6 +21,17 @@ export interface ProcInfo {
   threads: number;
   /** Executable name (at most 15 characters). */
   comm: string;
+  /** Start time in clock ticks since boot (field 22), as text: tells a process from a later one given the same pid. */
+  startTime: string;
+}
+
+/**
+ * The fields of a /proc/<pid>/stat text after the command name (which is in
+ * parentheses and may itself contain spaces and ')'): element 0 is field 3
+ * (state), so field N of proc(5) is element N - 3.
+ */
+export function statFields(text: string): string[] {
+  return text.slice(text.lastIndexOf(')') + 2).trim().split(' ');
 }
 
 /** Parses the text of /proc/<pid>/stat; undefined when malformed. */
@@ -29,8 +40,8 @@ export function parseStat(text: string): ProcInfo | undefined {
   const open = text.indexOf('(');
   const close = text.lastIndexOf(')');
   if (open < 0 || close < open) return undefined;
-  const f = text.slice(close + 2).split(' ');
-  // f[0] = state (field 3), f[1] = ppid, f[2] = pgrp, f[3] = session, f[17] = num_threads (field 20)
+  const f = statFields(text);
+  // f[0] = state (field 3), f[1] = ppid, f[2] = pgrp, f[3] = session, f[17] = num_threads (field 20), f[19] = starttime (field 22)
   const info = {
     pid: Number(text.slice(0, open).trim()),
     comm: text.slice(open + 1, close),
@@ -39,6 +50,7 @@ export function parseStat(text: string): ProcInfo | undefined {
     pgid: Number(f[2]),
     sid: Number(f[3]),
     threads: Number(f[17]),
+    startTime: f[19] ?? '',
   };
   return Number.isInteger(info.pid) && Number.isInteger(info.sid) ? info : undefined;
 }

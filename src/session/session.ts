@@ -17,6 +17,7 @@ import { DEFAULT_MAX_OUTPUT_BYTES, OutputCollector } from './output';
 import { processStartTime, SESSION_DIR_PREFIX, writeOwner } from './orphans';
 import { commandSource, controlLine, newMarker, type EndRecord } from './protocol';
 import { ShellProcess, type ShellExit } from './shell';
+import { raceTimeout } from './timing';
 
 /** Default per-command timeout, ms. */
 export const DEFAULT_TIMEOUT_MS = 120_000;
@@ -195,7 +196,6 @@ export class BashSession {
   private lastCwd: string;
   private closed = false;
   private queue: Promise<unknown> = Promise.resolve();
-  private limitHit = false;
   private wakeCurrent: ((o: Outcome) => void) | undefined;
 
   private constructor(options: BashSessionOptions, cwd: string) {
@@ -271,11 +271,6 @@ export class BashSession {
     return this.shell?.guard.kind ?? 'none';
   }
 
-  /** Whether `close()` has been called. */
-  get isClosed(): boolean {
-    return this.closed;
-  }
-
   /**
    * Runs one command and resolves when it has ended, with the truth about
    * what happened. Never rejects because of what the command did (failure,
@@ -348,8 +343,7 @@ export class BashSession {
   }
 
   private async spawn(cwd: string): Promise<void> {
-    const generation = ++this.generation;
-    this.limitHit = false;
+    ++this.generation;
     const shell = await ShellProcess.start({
       sessionId: this.id,
       name: `${this.id}-${process.pid}-${this.generation}`,
@@ -361,9 +355,6 @@ export class BashSession {
       maxProcesses: this.limits.maxProcesses,
       guardMode: this.options.processGuard,
       startTimeoutMs: START_TIMEOUT_MS,
-      onLimitExceeded: () => {
-        if (this.generation === generation) this.limitHit = true;
-      },
     });
     this.shell = shell;
     this.lastCwd = cwd;
@@ -395,7 +386,7 @@ export class BashSession {
     }
     if (!this.shell || this.shell.exit) {
       const exit = this.shell?.exit;
-      const why = this.limitHit ? `its processes exceeded the process limit (${this.limits.maxProcesses}) and were killed` : exit ? describeExit(exit) : 'not running';
+      const why = this.shell?.guard.exceeded ? `its processes exceeded the process limit (${this.limits.maxProcesses}) and were killed` : exit ? describeExit(exit) : 'not running';
       notes.push(
         note(`the shell had exited since the last command (${why}); it was restarted: variables, functions and background jobs are gone, working directory restored`),
       );
@@ -464,7 +455,7 @@ export class BashSession {
         shellExit = outcome.exit;
         exitCode = outcome.exit.code;
         restartAfter = true;
-        if (this.limitHit) {
+        if (shell.guard.exceeded) {
           notes.push(note(`the session exceeded its process limit (${this.limits.maxProcesses} processes/threads); all its processes were killed and the shell restarted`));
         }
         break;
@@ -575,12 +566,6 @@ export function renumberShellErrors(text: string, controlLineNo: number, command
     });
     return `${shell}: line ${line}:${body}`;
   });
-}
-
-async function raceTimeout(p: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([p, new Promise((r) => (timer = setTimeout(r, ms)))]);
-  clearTimeout(timer);
 }
 
 function describeExit(exit: ShellExit): string {

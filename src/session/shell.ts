@@ -14,6 +14,8 @@ import { SessionStartError } from './errors';
 import { CgroupUnavailableError, ProcessGuard, type ProcessGuardMode } from './guard';
 import { signalGroup, signalPid, type ProcInfo } from './procs';
 import { initScript, newMarker, RecordScanner, type EndRecord, type Marker } from './protocol';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { raceTimeout } from './timing';
 
 /** How bash ended: exit code, or the signal that killed it. */
 export interface ShellExit {
@@ -35,8 +37,6 @@ export interface ShellStartOptions {
   guardMode: ProcessGuardMode;
   /** How long bash may take to report ready, ms. */
   startTimeoutMs: number;
-  /** Called once if the guard finds the process limit exceeded. */
-  onLimitExceeded: () => void;
 }
 
 /** Bytes of bash's own stderr kept for error messages. */
@@ -105,10 +105,6 @@ function findSetpriv(): string | null {
   return setprivPath;
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
 export class ShellProcess {
   readonly pid: number;
   readonly guard: ProcessGuard;
@@ -173,10 +169,8 @@ export class ShellProcess {
       throw new SessionStartError(`cannot start ${o.bashPath} in ${o.cwd}: ${(err as Error).message}`, { sessionId: o.sessionId, cause: err });
     }
     let shell: ShellProcess | undefined;
-    const onExceeded = () => {
-      o.onLimitExceeded();
-      void shell?.kill(0);
-    };
+    // The guard records that it fired (`guard.exceeded`); the session reads that to explain the exit.
+    const onExceeded = () => void shell?.kill(0);
     try {
       guard.adopt(child.pid!, onExceeded);
     } catch (err) {
@@ -292,9 +286,7 @@ export class ShellProcess {
       if (left === 0 && this.exit) break;
       await sleep(KILL_POLL_MS);
     }
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.exited, new Promise((r) => (timer = setTimeout(r, KILL_MAX_MS)))]);
-    clearTimeout(timer);
+    await raceTimeout(this.exited, KILL_MAX_MS);
     // The sentinel goes last and by SIGKILL: closing its pipe would make it act.
     this.sentinel?.kill('SIGKILL');
     this.child.stdin.destroy();

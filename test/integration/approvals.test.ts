@@ -8,8 +8,6 @@ import { approveSignal } from '../../src/workflows/messages';
 import type { ToolResultBlock } from '../../src/workflows/types';
 import { TestBed, toolUse, waitFor } from './harness';
 
-const use = toolUse;
-
 describe('approvals', () => {
   let bed: TestBed;
   afterEach(async () => bed?.close());
@@ -18,8 +16,8 @@ describe('approvals', () => {
     bed = await TestBed.create({
       script: {
         responses: [
-          { content: [use('toolu_ls', 'ls'), use('toolu_write', 'echo hi > note.txt')], stop_reason: 'tool_use' },
-          { content: [use('toolu_rm', 'rm -rf note.txt'), use('toolu_late', 'touch late.txt')], stop_reason: 'tool_use' },
+          { content: [toolUse('toolu_ls', 'ls'), toolUse('toolu_write', 'echo hi > note.txt')], stop_reason: 'tool_use' },
+          { content: [toolUse('toolu_rm', 'rm -rf note.txt'), toolUse('toolu_late', 'touch late.txt')], stop_reason: 'tool_use' },
           { content: [{ type: 'text', text: 'done' }], stop_reason: 'end_turn' },
         ],
       },
@@ -51,8 +49,7 @@ describe('approvals', () => {
     const result = await handle.result();
     expect(result.status).toBe('completed');
 
-    const sent = bed.sentMessages();
-    const resultsOf = (i: number): ToolResultBlock[] => sent[i]![sent[i]!.length - 1]!.content as ToolResultBlock[];
+    const resultsOf = (i: number): ToolResultBlock[] => bed.resultsSentIn(i);
     expect(resultsOf(1)).toEqual([
       expect.objectContaining({ tool_use_id: 'toolu_ls' }),
       { type: 'tool_result', tool_use_id: 'toolu_write', content: '(no output)' },
@@ -73,7 +70,7 @@ describe('approvals', () => {
 
   test('always: even ls waits; auto: nothing waits', async () => {
     bed = await TestBed.create({
-      script: { responses: [{ content: [use('toolu_ls', 'ls')], stop_reason: 'tool_use' }, { content: [{ type: 'text', text: 'ok' }], stop_reason: 'end_turn' }] },
+      script: { responses: [{ content: [toolUse('toolu_ls', 'ls')], stop_reason: 'tool_use' }, { content: [{ type: 'text', text: 'ok' }], stop_reason: 'end_turn' }] },
     });
     const always = await bed.start({ task: 'always ask', approval: 'always' }, 'approval-always');
     expect((await bed.pendingApproval(always)).command).toBe('ls');

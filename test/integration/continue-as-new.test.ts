@@ -49,7 +49,7 @@ describe('long runs', () => {
     const big = (sent[1]![2]!.content as ToolResultBlock[])[0]!;
     expect(big.content.length).toBeLessThan(40_000);
     expect(big.content).toMatch(/cut|truncat|omitted/i);
-    const lastResult = (sent[TURNS]![sent[TURNS]!.length - 1]!.content as ToolResultBlock[])[0]!;
+    const lastResult = bed.resultsSentIn(TURNS)[0]!;
     expect(lastResult.content).toMatch(new RegExp(`turn ${TURNS - 1} MARK=kept$`));
 
     // Every request stayed within the transcript budget (plus the newest turn) and well formed.

@@ -7,10 +7,7 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { ToolResultBlock } from '../../src/workflows/types';
 import { processesMatching, TestBed, toolUse, waitFor, type WorkerProcess } from './harness';
-
-const use = toolUse;
 
 function lines(file: string): string[] {
   return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : [];
@@ -32,9 +29,9 @@ describe('crash resume', () => {
       workers: 1,
       script: {
         responses: [
-          { content: [use('toolu_1', `echo one >> ${log}`)], stop_reason: 'tool_use' },
-          { content: [use('toolu_2', `echo two-start >> ${log}; sleep 31.25; echo two-end >> ${log}`)], stop_reason: 'tool_use' },
-          { content: [use('toolu_3', `echo three >> ${log}; pwd`)], stop_reason: 'tool_use' },
+          { content: [toolUse('toolu_1', `echo one >> ${log}`)], stop_reason: 'tool_use' },
+          { content: [toolUse('toolu_2', `echo two-start >> ${log}; sleep 31.25; echo two-end >> ${log}`)], stop_reason: 'tool_use' },
+          { content: [toolUse('toolu_3', `echo three >> ${log}; pwd`)], stop_reason: 'tool_use' },
           { content: [{ type: 'text', text: 'recovered' }], stop_reason: 'end_turn' },
         ],
       },
@@ -52,14 +49,13 @@ describe('crash resume', () => {
     const recoverySeconds = (Date.now() - killedAt) / 1000;
     expect(result).toMatchObject({ status: 'completed', text: 'recovered', turns: 4 });
 
-    const sent = bed.sentMessages();
-    const lost = sent[2]![sent[2]!.length - 1]!.content as ToolResultBlock[];
+    const lost = bed.resultsSentIn(2);
     expect(lost).toHaveLength(1);
     expect(lost[0]).toMatchObject({ tool_use_id: 'toolu_2', is_error: true });
     expect(lost[0]!.content).toMatch(/bash session was lost/);
     expect(lost[0]!.content).toMatch(/may or may not have run/);
     // The replacement session started where the lost one was.
-    const third = sent[3]![sent[3]!.length - 1]!.content as ToolResultBlock[];
+    const third = bed.resultsSentIn(3);
     expect(third[0]!.content).toContain(path.join(bed.workspaces, ''));
     expect((await bed.status(handle)).session).toBeNull(); // closed at the end
 

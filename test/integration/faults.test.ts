@@ -8,7 +8,6 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort, startDevServer, type DevServer } from '../../src/devserver';
 import { approveSignal } from '../../src/workflows/messages';
-import type { ToolResultBlock } from '../../src/workflows/types';
 import { TestBed, toolUse, waitFor } from './harness';
 
 const end = { content: [{ type: 'text' as const, text: 'ok' }], stop_reason: 'end_turn' };
@@ -43,12 +42,11 @@ describe('faults', () => {
     await handle.signal(approveSignal, { toolUseId: 'toolu_next', approved: true });
     expect(await handle.result()).toMatchObject({ status: 'completed' });
 
-    const sent = bed.sentMessages();
-    const lost = (sent[2]![sent[2]!.length - 1]!.content as ToolResultBlock[])[0]!;
+    const lost = bed.resultsSentIn(2)[0]!;
     expect(lost).toMatchObject({ tool_use_id: 'toolu_wait', is_error: true });
     expect(lost.content).toMatch(/The command did not run\. A new bash session was started in .*\/deep/);
     // The new session starts in the last working directory, and the command never ran anywhere.
-    const next = (sent[3]![sent[3]!.length - 1]!.content as ToolResultBlock[])[0]!;
+    const next = bed.resultsSentIn(3)[0]!;
     expect(next.content).toMatch(/\/deep\n\(no output\)|\/deep$/);
     expect(bed.audit().map((a) => a.command)).toEqual(['mkdir -p deep && cd deep && pwd', 'pwd; ls']);
     expect(survivor.output()).not.toMatch(/unhandled|TypeError/i);
@@ -77,8 +75,7 @@ describe('faults', () => {
       server = await startDevServer(options);
       expect(await handle.result()).toMatchObject({ status: 'completed', turns: 4 });
       expect(bed.audit().map((a) => a.command)).toEqual(['echo before', 'sleep 4; echo during', 'echo after']);
-      const sent = bed.sentMessages();
-      expect((sent[2]![sent[2]!.length - 1]!.content as ToolResultBlock[])[0]!.content).toBe('during');
+      expect(bed.resultsSentIn(2)[0]!.content).toBe('during');
     } finally {
       await bed?.close();
       bed = undefined;

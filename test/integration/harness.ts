@@ -15,7 +15,7 @@ import { startAgentRun } from '../../src/temporal';
 import { startModelServer, type LoggedRequest, type ModelServer, type ScriptContentBlock, type ScriptFile } from '../../src/model-server';
 import { statusQuery, transcriptQuery } from '../../src/workflows/messages';
 import type { agentRun } from '../../src/workflows';
-import type { AgentRunInput, StatusView, Message } from '../../src/workflows/types';
+import type { AgentRunInput, StatusView, Message, ToolResultBlock } from '../../src/workflows/types';
 
 const ROOT = path.resolve(__dirname, '../..');
 
@@ -155,6 +155,12 @@ export class TestBed {
     return this.requests()
       .filter((r) => r.response.status === 200)
       .map((r) => (r.body as { messages: Message[] }).messages);
+  }
+
+  /** The `tool_result` blocks in the last message of answered request `i` (0-based; see {@link sentMessages}). */
+  resultsSentIn(i: number): ToolResultBlock[] {
+    const messages = this.sentMessages()[i]!;
+    return messages[messages.length - 1]!.content as ToolResultBlock[];
   }
 
   /** Lines of the command audit log. */

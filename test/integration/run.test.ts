@@ -6,8 +6,6 @@
 import { TestBed, toolUse } from './harness';
 import type { Message } from '../../src/workflows/types';
 
-const use = toolUse;
-
 describe('agent run, end to end', () => {
   let bed: TestBed;
   afterEach(async () => bed?.close());
@@ -17,12 +15,12 @@ describe('agent run, end to end', () => {
       script: {
         responses: [
           // C01 two tool_use blocks in one message; C03 an empty text block beside them.
-          { content: [{ type: 'text', text: '  ' }, use('toolu_a', 'echo a'), use('toolu_b', 'echo b')], stop_reason: 'tool_use' },
+          { content: [{ type: 'text', text: '  ' }, toolUse('toolu_a', 'echo a'), toolUse('toolu_b', 'echo b')], stop_reason: 'tool_use' },
           // C06 no trailing newline; C03 no output at all.
-          { content: [use('toolu_c', 'printf abc'), use('toolu_d', 'true')], stop_reason: 'tool_use' },
+          { content: [toolUse('toolu_c', 'printf abc'), toolUse('toolu_d', 'true')], stop_reason: 'tool_use' },
           // Session state: cd, export, a plain variable, a file.
-          { content: [use('toolu_e', 'mkdir -p sub && cd sub && export FOO=bar && x=1 && echo hello > f.txt')], stop_reason: 'tool_use' },
-          { content: [use('toolu_f', 'echo "$FOO $x $(basename "$PWD") $(cat f.txt)"; exit_code_test() { return 3; }; exit_code_test')], stop_reason: 'tool_use' },
+          { content: [toolUse('toolu_e', 'mkdir -p sub && cd sub && export FOO=bar && x=1 && echo hello > f.txt')], stop_reason: 'tool_use' },
+          { content: [toolUse('toolu_f', 'echo "$FOO $x $(basename "$PWD") $(cat f.txt)"; exit_code_test() { return 3; }; exit_code_test')], stop_reason: 'tool_use' },
           { content: [{ type: 'text', text: 'All done.' }], stop_reason: 'end_turn', usage: { input_tokens: 100, output_tokens: 5 } },
         ],
       },
@@ -38,7 +36,7 @@ describe('agent run, end to end', () => {
     // Request 2 carries ONE user message holding both results, in order, ids matching.
     const afterFirst = sent[1]!;
     expect(afterFirst).toHaveLength(3);
-    expect(afterFirst[1]).toEqual({ role: 'assistant', content: [use('toolu_a', 'echo a'), use('toolu_b', 'echo b')] });
+    expect(afterFirst[1]).toEqual({ role: 'assistant', content: [toolUse('toolu_a', 'echo a'), toolUse('toolu_b', 'echo b')] });
     expect(afterFirst[2]).toEqual({
       role: 'user',
       content: [
@@ -69,7 +67,7 @@ describe('agent run, end to end', () => {
 
   test('max_tokens: a truncated tool_use never runs; one retry with doubled max_tokens, then the run ends', async () => {
     bed = await TestBed.create({
-      script: { responses: [{ content: [{ type: 'text', text: 'partial' }, use('toolu_cut', 'echo never')], stop_reason: 'max_tokens' }] },
+      script: { responses: [{ content: [{ type: 'text', text: 'partial' }, toolUse('toolu_cut', 'echo never')], stop_reason: 'max_tokens' }] },
     });
     const result = await (await bed.start({ task: 'truncate me', approval: 'auto', maxTokens: 1000 }, 'max-tokens')).result();
     expect(result).toMatchObject({ status: 'max_tokens', turns: 2 });
@@ -112,9 +110,9 @@ describe('agent run, end to end', () => {
           {
             content: [
               { type: 'tool_use', id: 'toolu_empty', name: 'bash', input: {} },
-              use('toolu_set', 'export KEEP=1; cd /tmp'),
+              toolUse('toolu_set', 'export KEEP=1; cd /tmp'),
               { type: 'tool_use', id: 'toolu_restart', name: 'bash', input: { restart: true } },
-              use('toolu_check', 'echo "KEEP=${KEEP:-unset}"'),
+              toolUse('toolu_check', 'echo "KEEP=${KEEP:-unset}"'),
               { type: 'tool_use', id: 'toolu_other', name: 'str_replace_editor', input: { path: 'x' } },
             ],
             stop_reason: 'tool_use',
@@ -139,10 +137,10 @@ describe('agent run, end to end', () => {
     bed = await TestBed.create({
       script: {
         responses: [
-          { content: [use('toolu_env', 'env | grep -c "^ANTHROPIC_\\|^TEMPORAL_"; echo "key=${ANTHROPIC_API_KEY:-unset}"')], stop_reason: 'tool_use' },
+          { content: [toolUse('toolu_env', 'env | grep -c "^ANTHROPIC_\\|^TEMPORAL_"; echo "key=${ANTHROPIC_API_KEY:-unset}"')], stop_reason: 'tool_use' },
           // The worker is bash's parent: its exec-time environment block, reversed so redaction cannot see it.
-          { content: [use('toolu_proc', 'tr "\\0" "\\n" < /proc/$PPID/environ | grep "^ANTHROPIC_API_KEY=" | rev')], stop_reason: 'tool_use' },
-          { content: [use('toolu_echo', `echo ${key}`)], stop_reason: 'tool_use' },
+          { content: [toolUse('toolu_proc', 'tr "\\0" "\\n" < /proc/$PPID/environ | grep "^ANTHROPIC_API_KEY=" | rev')], stop_reason: 'tool_use' },
+          { content: [toolUse('toolu_echo', `echo ${key}`)], stop_reason: 'tool_use' },
           { content: [{ type: 'text', text: 'nothing found' }], stop_reason: 'end_turn' },
         ],
       },
@@ -150,7 +148,7 @@ describe('agent run, end to end', () => {
     const result = await (await bed.start({ task: 'look for the key', approval: 'auto' }, 'secrets')).result();
     expect(result).toMatchObject({ status: 'completed', turns: 4 });
     const sent = bed.sentMessages();
-    const resultOf = (i: number): unknown => (sent[i]![sent[i]!.length - 1]!.content as Array<{ content: unknown }>)[0]!.content;
+    const resultOf = (i: number): unknown => bed.resultsSentIn(i)[0]!.content;
     expect(resultOf(1)).toBe('0\nkey=unset');
     expect(resultOf(2)).toBe(`${'*'.repeat(key.length)}=YEK_IPA_CIPORHTNA`);
     expect(resultOf(3)).toBe('[REDACTED:ANTHROPIC_API_KEY]');

@@ -1,4 +1,5 @@
 /** `agent-jobs approve` / `agent-jobs deny`: decide on the command a run waits on. */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { userInfo } from 'node:os';
 import type { Client } from '@temporalio/client';
 import type { Command } from 'commander';
@@ -14,8 +15,10 @@ interface DecideOptions {
   reason?: string;
   by?: string;
   json?: boolean;
-  waitMs?: number;
 }
+
+/** How long `approve` / `deny` wait for the run to confirm the decision, in ms. */
+const CONFIRM_MS = 10_000;
 
 function whoami(): string {
   try {
@@ -29,7 +32,7 @@ function whoami(): string {
  * Sends an approval decision for the pending command and waits until the
  * run reports it applied (in its `decisions`).
  * @returns the decision as the run applied it (it may be a timeout denial when the signal came too late)
- * @throws CliError when nothing waits, the id does not match, or the run does not confirm within `waitMs` (default 10 s)
+ * @throws CliError when nothing waits, the id does not match, or the run does not confirm within {@link CONFIRM_MS} (10 s)
  */
 export async function decide(client: Client, workflowId: string, approved: boolean, opts: DecideOptions): Promise<AppliedDecision> {
   const handle = runHandle(client, workflowId);
@@ -48,14 +51,14 @@ export async function decide(client: Client, workflowId: string, approved: boole
     by: opts.by ?? whoami(),
     ...(opts.reason !== undefined ? { reason: opts.reason } : {}),
   });
-  const deadline = Date.now() + (opts.waitMs ?? 10_000);
+  const deadline = Date.now() + CONFIRM_MS;
   while (Date.now() < deadline) {
     const now = await queryStatus(client, workflowId);
     const applied = [...now.decisions].reverse().find((d) => d.toolUseId === toolUseId);
     if (applied) return applied;
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
   }
-  throw new CliError(`the decision was sent but ${workflowId} did not confirm it within ${(opts.waitMs ?? 10_000) / 1000} s`, `check with \`agent-jobs status ${workflowId}\``);
+  throw new CliError(`the decision was sent but ${workflowId} did not confirm it within ${CONFIRM_MS / 1000} s`, `check with \`agent-jobs status ${workflowId}\``);
 }
 
 function register(program: Command, name: 'approve' | 'deny'): void {

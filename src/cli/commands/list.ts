@@ -3,7 +3,8 @@ import Table from 'cli-table3';
 import type { Command } from 'commander';
 import { AGENT_RUN_WORKFLOW, AGENT_STATUS, AGENT_TOKENS, AGENT_TURNS } from '../../config';
 import type { RunStatus } from '../../workflows/types';
-import { clip, printJson } from '../output';
+import { printJson } from '../output';
+import { oneLineSummary } from '../../temporal';
 import { withClient } from '../context';
 import { positiveInt } from '../parse';
 
@@ -71,7 +72,7 @@ export function registerList(program: Command): void {
         if (rows.length === 0) return void process.stdout.write('no runs\n');
         const plain = !process.stdout.isTTY;
         const table = new Table({ head: ['workflow id', 'status', 'turns', 'tokens', 'started'], ...(plain ? { style: { head: [], border: [] } } : {}) });
-        for (const r of rows) table.push([String(r.workflowId), String(r.status), String(r.turns ?? ''), String(r.tokens ?? ''), clip(String(r.startTime), 20)]);
+        for (const r of rows) table.push([String(r.workflowId), String(r.status), String(r.turns ?? ''), String(r.tokens ?? ''), oneLineSummary(String(r.startTime), 20)]);
         process.stdout.write(`${table.toString()}\n`);
       });
     });

@@ -1,7 +1,7 @@
 /** `agent-jobs server`: a local Temporal dev server with this project's search attributes. */
 import path from 'node:path';
 import type { Command } from 'commander';
-import { serverAnswers, startDevServer, stopDetachedServer, writePidFile } from '../../devserver';
+import { DEV_SERVER_PORT, serverAnswers, startDevServer, stopCommand, stopDetachedServer } from '../../devserver';
 import { dataDir } from '../../settings';
 import { CliError } from '../errors';
 import { printJson, printLines } from '../output';
@@ -18,9 +18,6 @@ interface ServerOptions {
   json?: boolean;
 }
 
-/** The dev server's usual gRPC port. */
-const STANDARD_PORT = 7233;
-
 /**
  * The port `server` uses when `--port` is not given: the port of
  * `TEMPORAL_ADDRESS` when that names this machine (`localhost`, `127.x.x.x`,
@@ -32,8 +29,8 @@ const STANDARD_PORT = 7233;
 export function defaultServerPort(env: NodeJS.ProcessEnv = process.env): number {
   const address = env.TEMPORAL_ADDRESS?.trim();
   const local = address ? /^(?:localhost|127(?:\.\d{1,3}){3}|0\.0\.0\.0|\[::1\])(?::(\d{1,5}))?$/i.exec(address) : null;
-  const port = local?.[1] ? Number(local[1]) : STANDARD_PORT;
-  return port >= 1 && port <= 65_535 ? port : STANDARD_PORT;
+  const port = local?.[1] ? Number(local[1]) : DEV_SERVER_PORT;
+  return port >= 1 && port <= 65_535 ? port : DEV_SERVER_PORT;
 }
 
 export function registerServer(program: Command): void {
@@ -70,14 +67,13 @@ export function registerServer(program: Command): void {
       });
       const info = { address: server.address, uiUrl: server.uiUrl, pid: server.pid, dbFile, logFile: server.logFile };
       if (opts.detach) {
-        writePidFile(grpcPort, server.pid);
         if (opts.json) return printJson(info);
         return printLines(
           `Temporal dev server running in the background at ${server.address} (pid ${server.pid})`,
           `  UI:   ${server.uiUrl}`,
           `  data: ${dbFile ?? 'in memory'}`,
           `  log:  ${server.logFile}`,
-          `  stop: agent-jobs server --stop${grpcPort !== STANDARD_PORT ? ` --port ${grpcPort}` : ''}`,
+          `  stop: ${stopCommand(grpcPort)}`,
         );
       }
       if (opts.json) printJson(info);

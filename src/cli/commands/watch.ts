@@ -1,11 +1,12 @@
 /** `agent-jobs watch <workflowId>`: follows a run live until it ends. */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import type { Command } from 'commander';
 import { isText, isToolResult, isToolUse } from '../../workflows/transcript';
-import type { ContentBlock, Message } from '../../workflows/types';
+import type { ContentBlock, Message, PendingApproval } from '../../workflows/types';
 import { indent } from '../output';
 import { withClient } from '../context';
-import { queryTranscript, readRun, runHandle, statusJson, stillRunning, workerPolling, type RunView } from '../runs';
+import { queryTranscript, readRun, runHandle, statusJson, stillRunning, type RunView } from '../runs';
 
 /** Human-readable lines for one transcript message. */
 export function describeMessage(message: Message, index: number): string[] {
@@ -24,11 +25,20 @@ export function describeMessage(message: Message, index: number): string[] {
   return lines;
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Exit code for a run that ended: 0 when it completed, 1 for any other end (failed, cancelled, budgets, refusal). */
 export function exitCodeOf(view: RunView): number {
   return view.status === 'completed' ? 0 : 1;
+}
+
+/** Options of {@link watchRun}. */
+export interface WatchOptions {
+  /** JSON lines instead of text. */
+  json: boolean;
+  /** Time between polls, in ms. @default 1000 */
+  intervalMs?: number;
+  /** Called once per pending approval, after it was printed; the watch goes on when it resolves (the demo approves from here). */
+  onPendingApproval?: (pending: PendingApproval) => Promise<void>;
 }
 
 /**
@@ -36,7 +46,7 @@ export function exitCodeOf(view: RunView): number {
  * (text, or JSON lines with `json`), polling every `intervalMs`.
  * @returns the final view once the run has ended
  */
-export async function watchRun(client: Client, workflowId: string, opts: { json: boolean; intervalMs?: number }): Promise<RunView> {
+export async function watchRun(client: Client, workflowId: string, opts: WatchOptions): Promise<RunView> {
   const emit = (event: Record<string, unknown>, text: string[]): void => {
     process.stdout.write(opts.json ? `${JSON.stringify(event)}\n` : `${text.join('\n')}\n`);
   };
@@ -45,21 +55,16 @@ export async function watchRun(client: Client, workflowId: string, opts: { json:
   for (;;) {
     const view = await readRun(client, workflowId);
     const open = view.executionStatus === 'RUNNING';
-    let shown = false;
-    if (open || (await workerPolling(client))) {
-      // A run that ends while it is asked is read again on the next round; a closed one without an answer shows its result.
-      const t = await queryTranscript(client, workflowId, next).catch(async (err: unknown) => {
-        if (open && (await stillRunning(runHandle(client, workflowId)))) throw err;
-        return null;
-      });
-      if (open && !t) continue;
-      if (t) {
-        t.messages.forEach((m, i) => emit({ event: 'message', index: t.from + i, message: m }, describeMessage(m, t.from + i)));
-        next = t.from + t.messages.length;
-        shown = true;
-      }
-    }
-    if (!shown && !open && next === 0) {
+    // A run that ends while it is asked is read again on the next round; a closed one without an answer (no worker) shows its result.
+    const t = await queryTranscript(client, workflowId, next).catch(async (err: unknown) => {
+      if (open && (await stillRunning(runHandle(client, workflowId)))) throw err;
+      return null;
+    });
+    if (open && !t) continue;
+    if (t) {
+      t.messages.forEach((m, i) => emit({ event: 'message', index: t.from + i, message: m }, describeMessage(m, t.from + i)));
+      next = t.from + t.messages.length;
+    } else if (next === 0) {
       emit({ event: 'note', text: 'no worker is running: the transcript of a finished run needs one' }, ['(no worker is running, so only the result is shown; start one with `agent-jobs worker` to see the transcript)']);
     }
     const pending = view.pendingApproval;
@@ -69,6 +74,7 @@ export async function watchRun(client: Client, workflowId: string, opts: { json:
         `⏸ waiting for approval: ${pending.command}    [${pending.toolUseId}]`,
         `  approve: agent-jobs approve ${workflowId}    deny: agent-jobs deny ${workflowId} --reason "..."`,
       ]);
+      await opts.onPendingApproval?.(pending);
     }
     if (!open) {
       const r = view.result;
