@@ -52,27 +52,44 @@ export function stripAnsi(text: string): string {
 }
 
 /**
- * Resolves what a terminal would show for one line containing `\r` and
- * `\b`: each `\r` returns to column 0 and the following text overwrites
- * (so a progress bar redrawn 100 times leaves its last state), `\b` erases
- * the character before it.
+ * Stand-ins for the erase-in-line sequences (ECMA-48 EL: `ESC [ K` / `ESC [
+ * 0 K` erase to the end of the line, `ESC [ 2 K` the whole line), put in
+ * before escapes are stripped so that {@link collapseLine} can apply them.
+ * Both are C0 controls: whatever is left is removed with the others.
+ */
+const ERASE_TO_END = '\x00';
+const ERASE_LINE = '\x01';
+
+/**
+ * Resolves what a terminal would show for one line containing `\r`, `\b`
+ * or erase-in-line stand-ins: each `\r` returns to column 0 and the
+ * following text overwrites (so a progress bar redrawn 100 times leaves its
+ * last state), `\b` erases the character before it, an erase-to-end drops
+ * what stood right of the cursor (`\r\x1b[K` then text shows just the text),
+ * an erase-line blanks the whole line, the cursor staying where it was
+ * (blanks left at the end of such a line are dropped).
  */
 export function collapseLine(line: string): string {
-  if (!line.includes('\r') && !line.includes('\b')) return line;
+  if (!/[\r\b\x00\x01]/.test(line)) return line;
   let result = '';
+  let blanked = false;
   for (const segment of line.split('\r')) {
-    let seg = segment;
-    if (seg.includes('\b')) {
-      const chars: string[] = [];
-      for (const ch of seg) {
-        if (ch === '\b') chars.pop();
-        else chars.push(ch);
-      }
-      seg = chars.join('');
+    let chars: string[] = [];
+    let under = result;
+    for (const ch of segment) {
+      if (ch === '\b') chars.pop();
+      else if (ch === ERASE_TO_END) under = '';
+      else if (ch === ERASE_LINE) {
+        under = '';
+        chars = chars.map(() => ' ');
+        blanked = true;
+      } else chars.push(ch);
     }
-    result = seg + result.slice(seg.length);
+    const seg = chars.join('');
+    result = seg + under.slice(seg.length);
   }
-  return result;
+  // Blanks an erased line left after its last text are not output.
+  return blanked ? result.replace(/ +$/, '') : result;
 }
 
 /**
@@ -81,8 +98,11 @@ export function collapseLine(line: string): string {
  * (keeps `\n` and `\t`). Idempotent.
  */
 export function sanitizeText(text: string): string {
-  let t = text.includes('\x1b') || text.includes('\u009b') || text.includes('\u009d') ? stripAnsi(text) : text;
-  if (t.includes('\r') || t.includes('\b')) {
+  // Real NUL and SOH bytes go first (they would be removed anyway), so the stand-ins mean only what was put in.
+  let t = /[\x00\x01]/.test(text) ? text.replace(/[\x00\x01]/g, '') : text;
+  if (t.includes('\x1b[')) t = t.replace(/\x1b\[0?K/g, ERASE_TO_END).replace(/\x1b\[2K/g, ERASE_LINE);
+  if (t.includes('\x1b') || t.includes('\u009b') || t.includes('\u009d')) t = stripAnsi(t);
+  if (/[\r\b\x00\x01]/.test(t)) {
     t = t.replace(/\r+\n/g, '\n');
     t = t.split('\n').map(collapseLine).join('\n');
   }

@@ -120,6 +120,18 @@ describe('output processing (pure functions)', () => {
     expect(collapseLine('N\bNA\bAM\bME\bE')).toBe('NAME');
   });
 
+  test('erase-in-line sequences apply before escapes go: a redrawn status line shows what a terminal shows', () => {
+    expect(sanitizeText('Downloading 100/100 files\r\x1b[KDone\n')).toBe('Done\n');
+    expect(sanitizeText('Downloading 100/100 files\r\x1b[0KDone\n')).toBe('Done\n');
+    expect(sanitizeText('Downloading 100/100 files\x1b[2K\rDone\n')).toBe('Done\n');
+    expect(sanitizeText('\x1b[31mred\x1b[0m 10%\r\x1b[K50%\r100%')).toBe('100%');
+    expect(sanitizeText('abcdef\rab\x1b[Kcd')).toBe('abcd');
+    // Without an erase the old text still shows through, as on a terminal.
+    expect(sanitizeText('abcdef\rXY')).toBe('XYcdef');
+    // Real NUL and SOH bytes are dropped, never taken for erases.
+    expect(sanitizeText('abc\x00def\x01g\rXY')).toBe('XYcdefg');
+  });
+
   test('sanitizeText keeps tabs and newlines, drops other controls, turns CRLF into LF', () => {
     expect(sanitizeText('a\tb\r\nc\x00d\x07e\x7f\n')).toBe('a\tb\ncde\n');
   });
