@@ -366,10 +366,12 @@ export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState):
       if (problem) return await finish({ status: 'failed', error: `internal error, transcript not sent: ${problem}` });
       state.transcript = boundTranscript(state.transcript, input.transcriptBudgetChars);
 
-      let response = await ask(input.maxTokens);
-      if (response.stopReason === 'max_tokens' && input.maxTokens < MAX_TOKENS_RETRY_CAP) {
+      let maxTokens = input.maxTokens;
+      let response = await ask(maxTokens);
+      if (response.stopReason === 'max_tokens' && maxTokens < MAX_TOKENS_RETRY_CAP) {
         // Never execute a truncated tool_use: ask again, once, with room to finish.
-        response = await ask(Math.min(input.maxTokens * 2, MAX_TOKENS_RETRY_CAP));
+        maxTokens = Math.min(maxTokens * 2, MAX_TOKENS_RETRY_CAP);
+        response = await ask(maxTokens);
       }
       const content = withoutEmptyText(response.content);
 
@@ -398,7 +400,7 @@ export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState):
           if (content.length > 0) state.transcript.push({ role: 'assistant', content });
           break;
         case 'max_tokens':
-          return await finish({ status: 'max_tokens', error: `the answer hit max_tokens even at ${Math.min(input.maxTokens * 2, MAX_TOKENS_RETRY_CAP)}; nothing truncated was executed` });
+          return await finish({ status: 'max_tokens', error: `the answer hit max_tokens even at ${maxTokens}; nothing truncated was executed` });
         case 'refusal':
           return await finish({ status: 'refused', error: 'Claude refused to continue (stop_reason refusal)' });
         default:

@@ -4,7 +4,7 @@
  * completed model step is requested again, no command runs twice, and
  * Claude is told the shell was lost (C02, C11).
  */
-import { readFileSync, existsSync } from 'node:fs';
+import { readFileSync, existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { processesMatching, TestBed, toolUse, waitFor, type WorkerProcess } from './harness';
@@ -21,10 +21,15 @@ function stepCounts(bed: TestBed): Record<number, number> {
 
 describe('crash resume', () => {
   let bed: TestBed;
-  afterEach(async () => bed?.close());
+  const logs: string[] = [];
+  afterEach(async () => {
+    await bed?.close();
+    for (const log of logs.splice(0)) rmSync(log, { force: true });
+  });
 
   test('the worker holding the session is SIGKILLed mid-command: another worker finishes, Claude is told', async () => {
     const log = path.join(tmpdir(), `agent-jobs-crash-${process.pid}-${Date.now()}.log`);
+    logs.push(log);
     bed = await TestBed.create({
       workers: 1,
       script: {

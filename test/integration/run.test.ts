@@ -70,9 +70,18 @@ describe('agent run, end to end', () => {
       script: { responses: [{ content: [{ type: 'text', text: 'partial' }, toolUse('toolu_cut', 'echo never')], stop_reason: 'max_tokens' }] },
     });
     const result = await (await bed.start({ task: 'truncate me', approval: 'auto', maxTokens: 1000 }, 'max-tokens')).result();
-    expect(result).toMatchObject({ status: 'max_tokens', turns: 2 });
+    expect(result).toMatchObject({ status: 'max_tokens', turns: 2, error: 'the answer hit max_tokens even at 2000; nothing truncated was executed' });
     expect(bed.audit()).toHaveLength(0); // C04: the truncated tool_use never ran
     expect(bed.requests().map((r) => (r.body as { max_tokens: number }).max_tokens)).toEqual([1000, 2000]);
+  });
+
+  test('max_tokens at or above the retry cap: no retry, and the result names the limit actually sent', async () => {
+    bed = await TestBed.create({
+      script: { responses: [{ content: [toolUse('toolu_cut', 'echo never')], stop_reason: 'max_tokens' }] },
+    });
+    const result = await (await bed.start({ task: 'truncate me big', approval: 'auto', maxTokens: 64_000 }, 'max-tokens-cap')).result();
+    expect(result).toMatchObject({ status: 'max_tokens', turns: 1, error: 'the answer hit max_tokens even at 64000; nothing truncated was executed' });
+    expect(bed.requests().map((r) => (r.body as { max_tokens: number }).max_tokens)).toEqual([64_000]);
   });
 
   test.each([

@@ -87,6 +87,8 @@ describe('background jobs', () => {
     const s = await startSession();
     const token = uniqueSleepSeconds();
     await s.run(`sleep ${token} &`);
+    // The job's subshell may not have exec'd sleep yet when the command returns.
+    for (let i = 0; i < 100 && liveProcesses({ token }).length === 0; i++) await new Promise((r) => setTimeout(r, 20));
     expect(liveProcesses({ token })).toHaveLength(1);
     await s.restart();
     expect(liveProcesses({ token })).toEqual([]);
