@@ -13,7 +13,7 @@ import { Worker } from '@temporalio/worker';
 const ROOT = path.resolve(__dirname, '../../..');
 const HISTORIES = path.join(ROOT, 'test', 'fixtures', 'histories');
 const WORK = path.join(ROOT, 'test', '.tmp-patching');
-const ANCHOR = '      let response = await ask(input.maxTokens);';
+const ANCHOR = '      let response = await ask(maxTokens);';
 
 /** Copies src/ (inside the project, so node_modules resolve) with `change` inserted before each Claude call. */
 function variant(name: string, change: string): string {
