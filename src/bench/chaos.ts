@@ -4,7 +4,8 @@
  * Starts N agent runs against the scripted model server. Each run's
  * commands append one unique line to a shared log and sleep a little. While
  * they run, worker processes are SIGKILLed K times at random moments (a
- * replacement starts at once) and the Temporal dev server (SQLite) is
+ * replacement starts at once; the victim is one that holds work, a session
+ * or a running activity, when any does) and the Temporal dev server (SQLite) is
  * restarted R times, each fault at a random moment (up to `--gap` seconds,
  * default 6) after the runs the previous fault hit have recovered. Then it
  * waits for every run and prints:
@@ -180,9 +181,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         server = await startDevServer(serverOptions);
         continue;
       }
+      // A random worker among those holding work (a session or a running activity): killing an idle one tests nothing.
       const live = workers.filter((w) => w.alive());
-      const victim = live[Math.floor(Math.random() * live.length)]!;
-      const affected = await runsOnWorker(handles, victim.workerId);
+      const holding = (await Promise.all(live.map(async (w) => ({ w, runs: await runsOnWorker(handles, w.workerId) })))).filter((x) => x.runs.length > 0);
+      const pick = holding.length > 0 ? holding[Math.floor(Math.random() * holding.length)]! : { w: live[Math.floor(Math.random() * live.length)]!, runs: [] };
+      const victim = pick.w;
+      const affected = pick.runs;
       lastFault = { at: Date.now(), affected };
       killTimes.push(lastFault);
       await victim.kill();
