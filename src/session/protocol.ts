@@ -2,48 +2,93 @@
  * The control protocol between the worker and one bash process.
  *
  * bash reads its commands from a pipe (its stdin). For every user command
- * the worker writes ONE line:
+ * the worker writes ONE line (shown folded):
  *
- *     __aj_m1=<hex>;__aj_m2=<hex>;__aj_c=$'<command, ANSI-C quoted>';\__aj_r;
- *     \builtin eval -- "$__aj_c" >|<fifo> 2>&1 </dev/null; __aj_s=$?;
- *     <fence> >|<fifo>; \__aj_e "$__aj_s"
+ *     2>/dev/null <"/proc/self/stat<A>" || 2>&1 <"/proc/<S>.noposix." && POSIXLY_CORRECT=y &&
+ *     2>/dev/null <"/proc/self/stat<P>" || 2>&1 <"/proc/<S>.noposix." &&
+ *       \eval -- $'\\unset POSIXLY_CORRECT\n<2 bookkeeping lines>\n'<command> >|<fifo> 2>&1 </dev/null;
+ *     2>&1 <"/proc/<S>.$?." || >/dev/null;
+ *     \builtin printf %s <fence> 1<>fifo 2>/dev/null || >/dev/null;\__aj_e <H>
  *
- * - The command travels as DATA (a `$'...'` string, or for long commands a
- *   file read with the `read` builtin), never as code on the control line.
- *   `eval` parses it at run time, so an unbalanced quote, an unclosed `$(`,
- *   or a bad `for` loop is a syntax error inside eval (status 2), and an
- *   unclosed heredoc takes the rest of the command as its body (bash warns;
- *   the status is the command's): neither can swallow the rest of the
- *   control line.
- * - `eval` runs at top level (not in a function), so `declare`, `local`,
- *   `return` and positional parameters behave as in a script, and variables,
- *   functions, aliases and the working directory persist.
+ * Threat model: the command is untrusted, and so is whatever state earlier
+ * commands left in the shell (functions, aliases, variables with attributes,
+ * options). bash resolves every command NAME through functions first, even
+ * `builtin`, `command` and absolute paths (`function /usr/bin/printf` is
+ * legal), so no named command can be trusted to run what we wrote. What
+ * cannot be redefined: assignments, redirections, expansions, the `&&` and
+ * `||` operators, our own read-only functions, and, in POSIX mode, the
+ * special builtins (`eval`, `unset`), which POSIX mode looks up before
+ * functions. (Reserved words such as `if` can be aliased; see below.)
+ * The parts that decide what the worker believes use only those:
+ *
+ * - **What runs.** `<A>` is `${POSIXLY_CORRECT@a}`, the variable's
+ *   attributes: the first redirection succeeds only when it has none (an
+ *   assignment to a read-only variable would abort the whole line, and a
+ *   nameref would send it elsewhere). `POSIXLY_CORRECT=y` then turns POSIX
+ *   mode on;
+ *   opening `/proc/self/stat<P>` checks it worked, where `<P>` is the
+ *   expansion of `SHELLOPTS` with any value holding `posix` replaced by nothing
+ *   (`SHELLOPTS` is kept by bash and read-only; the name exists only when
+ *   it holds `posix`, and nobody can create files in /proc). When either
+ *   check fails nothing runs and the record says `noposix`.
+ *   `\eval` is then the special builtin whatever functions exist; the text
+ *   it runs starts with `\unset POSIXLY_CORRECT` (special builtin too),
+ *   which leaves POSIX mode before the first byte of the user's command.
+ *   The command travels as DATA: a `$'...'` literal, or for long commands
+ *   `"$(<file)"` (a command substitution of a bare redirection, which runs
+ *   no command). Never through a variable, so no `declare -u/-l/-i`,
+ *   nameref or `readonly` on a variable can change it.
+ * - **Its exit status.** The status record is an error message that bash
+ *   itself prints when a bare redirection fails: `<"/proc/<S>.$?."` names a
+ *   file that cannot exist (nothing can create files in /proc), so bash
+ *   writes `bash: line N: /proc/<S>.<status>.: No such file or directory`
+ *   on its stderr, which the `2>&1` before it points at bash's stdout, the
+ *   worker's record pipe. No command runs, so nothing can intercept it;
+ *   `|| >/dev/null` (a bare redirection that succeeds) keeps `set -e` from
+ *   treating the failure as fatal; xtrace prints nothing for a bare
+ *   redirection. `<S>` is a fresh 128-bit marker that
+ *   only appears in this part of the line: it is in no variable, no
+ *   argument and no `$BASH_COMMAND` the command or its functions can see.
+ * - **No aliases in the way.** Aliases apply to reserved words too (`alias
+ *   if=...`), so the control line has no `if`, `{`, `!` or `[[`: only
+ *   operators, quoted names (`\\eval`), assignments and bare redirections.
+ * - **No traps.** `trap` and `enable` are disabled at start (`enable -n`),
+ *   and `trap` is replaced by a read-only function that explains it: with
+ *   no `enable`, nothing can bring the builtin back. So no DEBUG trap (with
+ *   `extdebug`, able to skip or forge any command of ours), RETURN or ERR
+ *   trap exists in the session shell. Scripts and `bash -c` keep theirs.
+ * - **The working directory** is not taken from bash at all: the worker
+ *   reads `/proc/<bash pid>/cwd` (the kernel's), so `PWD=/fake` forges
+ *   nothing.
+ *
+ * Bookkeeping that may be subverted without lying about the command: `\__aj_r`
+ * restores `$?` for the command; the fence (a second marker, written into
+ * the command's FIFO after it) tells the worker it has all the output; `\__aj_e`
+ * (read-only) resets `errexit`/`nounset`/`xtrace`/`verbose`, re-applies the
+ * resource limits and prints the housekeeping record `<H>\0<flags>\0`, with
+ * a third marker. A working directory the command deleted is seen by the
+ * worker in /proc (`/proc/<pid>/cwd` ends with ` (deleted)`); the next
+ * command's eval text starts by moving to its nearest existing parent. A function named `builtin` can intercept these, and learns
+ * only the fence and `<H>`. The worker requires, for a command to count as
+ * ended: exactly one status record, then the housekeeping record, and bash's
+ * stdin and stdout still the pipes it started with. A status record forged
+ * by a command that found `<S>` anyway (by reading bash's memory), or
+ * written while the command still runs (to escape its timeout), shows up as
+ * a second status record, or as a housekeeping record that does not follow;
+ * the worker then kills the shell and reports that the exit status is
+ * unknown.
+ *
  * - stdin is /dev/null: a command that reads input sees end-of-file at once
  *   and can never eat the control channel.
  * - stdout and stderr go to a named pipe of this command (in a private 0700
  *   directory; see capture.ts). A background job keeps writing into ITS
  *   command's pipe, which the worker drains and drops, so it neither holds
- *   the control pipe open nor leaks into a later result; nothing the command
- *   prints reaches bash's own stdout, where the end record is written. The
- *   fence (the marker, written into the command's pipe after it) tells the
- *   worker it has read all of the command's output. (A command that prints
- *   `$__aj_m1$__aj_m2` on purpose only cuts its own output short: the end
- *   of a command is the record on bash's stdout, which it cannot reach.)
- * - `__aj_e` (defined once at start, read-only) resets the options that would
- *   otherwise make the shell die on the next mistake (`errexit`, `nounset`)
- *   or pollute output (`xtrace`, `verbose`), re-applies the resource limits,
- *   moves out of a working directory that was deleted, and prints the end
- *   record on bash's own stdout:
- *       <marker>\0<exit status>\0<flags>\0<old cwd if moved>\0<cwd>\0
- *   The marker is fresh random hex per command, sent to bash as two halves
- *   in two variables and joined only by printf, so the marker string itself
- *   is never in the text bash reads (`set -v` or `set -x` echoing the
- *   control line cannot forge an end).
- * - `__aj_r` returns the previous command's status so `$?` carries over.
- * - Builtins are called as `\builtin name`, so aliases and functions named
- *   `cd`, `printf`, `set`, `eval`, `read` do not interfere. (A function named
- *   `builtin` itself would: the command then times out and the shell is
- *   restarted, like any command that breaks the shell.)
+ *   the control pipe open nor leaks into a later result.
+ * - `eval` runs at top level (not in a function), so `declare`, `local`,
+ *   `return` and positional parameters behave as in a script, and variables,
+ *   functions, aliases and the working directory persist. One thing does not
+ *   persist: `set -o posix` lasts until the end of its command, since the
+ *   next command starts by leaving POSIX mode.
  */
 import { randomBytes } from 'node:crypto';
 
@@ -74,7 +119,7 @@ export function ansiCQuote(text: string): string {
   return out + "'";
 }
 
-/** A fresh end marker, split in the two halves that are sent to bash. */
+/** A fresh end marker, split in the two halves that are sent to bash (used for the start-up record only). */
 export interface Marker {
   /** Full marker, as it appears in bash's output (never in its input). */
   full: string;
@@ -92,11 +137,36 @@ function markerAssignments(marker: Marker): string {
   return `__aj_m1=${marker.first};__aj_m2=${marker.second};`;
 }
 
+/** The three fresh 128-bit tokens of one command (see the module comment). */
+export interface CommandTokens {
+  /** Marks the status record: `/proc/<status>.<exit status>.`. Appears only in the line's status part. */
+  status: string;
+  /** Written into the command's FIFO after its output. */
+  fence: string;
+  /** Marks the housekeeping record. */
+  housekeeping: string;
+}
+
+/** Creates the tokens of one command: `AJ` + 32 hex digits each, all different. */
+export function newCommandTokens(): CommandTokens {
+  const t = (): string => `AJ${randomBytes(16).toString('hex')}`;
+  return { status: t(), fence: t(), housekeeping: t() };
+}
+
+/**
+ * Message printed by the read-only `trap` function that replaces the
+ * disabled builtin in every session shell.
+ */
+export const TRAP_DISABLED_MESSAGE =
+  'bash: trap: disabled in this session shell (a DEBUG or RETURN trap could skip or forge the session\'s own commands); traps work inside scripts and bash -c';
+
 /**
  * The script sent once when bash starts: aliases on (non-interactive bash
  * ignores them otherwise, and an agent's `alias ll=...` should work in the
- * next command), the protocol functions, the resource limits, and the ready
- * record (status = result of applying the limits).
+ * next command), `trap` and `enable` disabled (see the module comment), the
+ * protocol functions (read-only), the resource limits, and the ready record
+ * (status = result of applying the limits). No user code has run yet, so
+ * this script may use variables and builtins freely.
  *
  * `ulimitArgs` are for bash's default mode, where -v and -f count KiB;
  * `__aj_lim` leaves POSIX mode while it applies them, because POSIX mode
@@ -105,30 +175,25 @@ function markerAssignments(marker: Marker): string {
 export function initScript(ulimitArgs: string, marker: Marker): string {
   return [
     '\\builtin shopt -s expand_aliases',
-    '__aj_last=0',
+    '\\builtin enable -n trap',
+    `trap() { \\builtin printf '%s\\n' ${ansiCQuote(TRAP_DISABLED_MESSAGE)} >&2; return 2; }`,
+    '\\builtin enable -n enable',
     '__aj_lim() {',
     '  if [[ -o posix ]]; then \\builtin set +o posix; \\builtin ulimit -S -H ' + ulimitArgs + '; __aj_x=$?; \\builtin set -o posix; return "$__aj_x"; fi',
     '  \\builtin ulimit -S -H ' + ulimitArgs,
     '}',
-    '__aj_r() { return "${__aj_last:-0}"; }',
+    '__aj_r() { return "$1"; }',
     '__aj_e() {',
     '  \\builtin set +o errexit +o nounset +o xtrace +o verbose',
-    '  __aj_last=$1; __aj_c=; __aj_f=; __aj_mv=',
+    '  __aj_f=',
     '  __aj_lim 2>/dev/null || __aj_f=l',
-    '  if ! [[ -n ${PWD-} && . -ef ${PWD-} ]]; then',
-    '    if [[ -z ${PWD-} ]]; then \\builtin cd . 2>/dev/null',
-    '    else',
-    '      __aj_mv=$PWD; __aj_d=$PWD',
-    '      while [[ $__aj_d == /* && ! -d $__aj_d ]]; do __aj_d=${__aj_d%/*}; done',
-    '      \\builtin cd -- "${__aj_d:-/}" 2>/dev/null || \\builtin cd / 2>/dev/null',
-    '    fi',
-    '  fi',
-    "  \\builtin printf '%s%s\\0%s\\0%s\\0%s\\0%s\\0' \"$__aj_m1\" \"$__aj_m2\" \"$1\" \"$__aj_f\" \"$__aj_mv\" \"$PWD\"",
+    "  \\builtin printf '%s\\0%s\\0' \"$1\" \"$__aj_f\"",
     '}',
-    '\\builtin readonly -f __aj_lim __aj_r __aj_e',
+    '\\builtin readonly -f __aj_lim __aj_r __aj_e trap',
     '__aj_lim; __aj_s=$?',
     markerAssignments(marker) +
       "\\builtin printf '%s%s\\0%s\\0%s\\0%s\\0%s\\0' \"$__aj_m1\" \"$__aj_m2\" \"$__aj_s\" '' '' \"$PWD\"",
+    'unset __aj_m1 __aj_m2 __aj_s',
     '',
   ].join('\n');
 }
@@ -136,61 +201,122 @@ export function initScript(ulimitArgs: string, marker: Marker): string {
 /** How the command text reaches bash. */
 export type CommandSource = { inline: string } | { file: string };
 
-/** Chooses inline or file transport for a command (see {@link INLINE_COMMAND_MAX_BYTES}). */
+/**
+ * Chooses inline or file transport for a command (see
+ * {@link INLINE_COMMAND_MAX_BYTES}). For file transport the caller writes
+ * {@link commandFileContent} of the command to `commandFile`.
+ */
 export function commandSource(command: string, commandFile: string): CommandSource {
   const quoted = ansiCQuote(command);
   return Buffer.byteLength(quoted) <= INLINE_COMMAND_MAX_BYTES ? { inline: quoted } : { file: commandFile };
 }
 
 /**
- * The control line for one command (ends with a newline). The command's
- * stdout and stderr go to `captureFifo`; right after it bash writes the
- * marker into the same FIFO as a fence (with xtrace off, so `set -x` does not
- * trace our code into the output). The fence is a separate redirection, not
- * part of a group around eval, so an ERR trap fires once for a failing
- * command, as in a script, and not again for the group. It opens the FIFO
- * read-write (`1<>`), which never blocks: if the worker died meanwhile, bash
- * must not hang forever waiting for a reader.
+ * What a command file holds: the command and a final comment line, because
+ * `"$(<file)"` drops trailing newlines and a command's last newline can
+ * matter (a here-document's delimiter line).
  */
-export function controlLine(source: CommandSource, captureFifo: string, marker: Marker): string {
-  const load = 'inline' in source ? `__aj_c=${source.inline};` : `IFS= \\builtin read -r -d '' __aj_c <${ansiCQuote(source.file)};`;
-  const fifo = ansiCQuote(captureFifo);
-  return (
-    `${markerAssignments(marker)}${load}\\__aj_r;` +
-    `\\builtin eval -- "$__aj_c" >|${fifo} 2>&1 </dev/null;` +
-    `{ __aj_s=$?; \\builtin set +o xtrace +o verbose; } 2>/dev/null;` +
-    `\\builtin printf '%s%s' "$__aj_m1" "$__aj_m2" 1<>${fifo} 2>/dev/null;\\__aj_e "$__aj_s"\n`
-  );
-}
-
-/** The end record bash prints after a command. */
-export interface EndRecord {
-  /** Exit status of the command (0..255). */
-  status: number;
-  /** `l`: the resource limits could not be re-applied (the command lowered a hard limit). */
-  flags: string;
-  /** Set when the working directory had been deleted or replaced: the path the shell was in. */
-  movedFrom: string;
-  /** Working directory after the command ($PWD). */
-  cwd: string;
+export function commandFileContent(command: string): string {
+  return `${command}\n#`;
 }
 
 /**
- * Finds end records in bash's stdout. Only bash's own control output goes
- * there (user output goes to capture files), but stray text (a DEBUG trap's
- * output, an EXIT trap) is possible and is skipped.
+ * What `eval` runs before the user's command: leave POSIX mode (a special
+ * builtin, found before any function while POSIX mode is still on); turn
+ * aliases back on, which leaving POSIX mode turns off (an agent's `alias
+ * ll=...` works in its next command); move out of a working directory the
+ * previous command deleted (`cd`, or a no-op redirection so the line count
+ * stays 4); restore `$?` to the previous command's status (a no-op
+ * redirection for 0, else `$(POSIXLY_CORRECT=y; \\exit N)`, whose `exit` no
+ * function can shadow). The middle two lines are plain bookkeeping. Aliases are
+ * thus on while the next control line is parsed, which is why that line
+ * holds no reserved word or unquoted name where an alias could apply.
+ */
+function evalPrefix(previousStatus: number, cd: string | undefined): string {
+  const move = cd !== undefined ? `\\builtin cd -- '${cd.replace(/'/g, "'\\''")}'` : '>/dev/null';
+  // $? without a function call: a bare command substitution's status, its `exit` found in POSIX mode.
+  const status = previousStatus === 0 ? '>/dev/null' : `$(POSIXLY_CORRECT=y; \\exit ${previousStatus})`;
+  return ansiCQuote(`\\unset POSIXLY_CORRECT\n\\builtin shopt -s expand_aliases\n${move}\n${status}\n`);
+}
+
+/** Lines {@link evalPrefix} adds before the user's command inside `eval`: bash numbers the command's lines from there. */
+export const EVAL_PREFIX_LINES = 4;
+
+/**
+ * The control line for one command (ends with a newline); see the module
+ * comment for what each part does and why it is built only from parts that
+ * no function, alias or variable attribute can redefine.
+ * @param previousStatus the previous command's exit status (0..255), restored as `$?`
+ * @param cd a directory to move into before the command (the previous one deleted the working directory)
+ */
+export function controlLine(source: CommandSource, captureFifo: string, tokens: CommandTokens, previousStatus = 0, cd?: string): string {
+  const prev = Number.isInteger(previousStatus) && previousStatus >= 0 && previousStatus <= 255 ? previousStatus : 0;
+  const prefix = evalPrefix(prev, cd);
+  const text = 'inline' in source ? `${prefix}${source.inline}` : `${prefix}"$(<${ansiCQuote(source.file)})"`;
+  const fifo = ansiCQuote(captureFifo);
+  return (
+    // POSIXLY_CORRECT must have no attributes (read-only would abort the whole line), then POSIX mode
+    // on; else a record that says it could not be turned on, and nothing runs.
+    `2>/dev/null <"/proc/self/stat\${POSIXLY_CORRECT@a}" || 2>&1 <"/proc/${tokens.status}.noposix." && POSIXLY_CORRECT=y && ` +
+    `2>/dev/null <"/proc/self/stat\${SHELLOPTS/*posix*/}" || 2>&1 <"/proc/${tokens.status}.noposix." && ` +
+    `\\eval -- ${text} >|${fifo} 2>&1 </dev/null;` +
+    `2>&1 <"/proc/${tokens.status}.$?." || >/dev/null;` +
+    `\\builtin printf %s ${tokens.fence} 1<>${fifo} 2>/dev/null || >/dev/null;\\__aj_e ${tokens.housekeeping}\n`
+  );
+}
+
+/** The start-up record (ready) bash prints after {@link initScript}. */
+export interface EndRecord {
+  /** Status of applying the resource limits (0 = applied). */
+  status: number;
+  /** Unused at start-up (always empty). */
+  flags: string;
+  /** Unused at start-up (always empty). */
+  movedFrom: string;
+  /** Working directory bash started in ($PWD). */
+  cwd: string;
+}
+
+/** The housekeeping record `\__aj_e` prints after every command: `<H>\0<flags>\0`. */
+export interface HousekeepingRecord {
+  /** `l`: the resource limits could not be re-applied (the command lowered a hard limit). */
+  flags: string;
+}
+
+/**
+ * What bash's stdout said about one command: every status record carrying
+ * its status token, in order (`"0"`..`"255"`, or `"noposix"` when the
+ * command could not be run safely), and the housekeeping record once it
+ * came. More than one status record means one was forged.
+ */
+export interface CommandRecords {
+  statuses: string[];
+  housekeeping?: HousekeepingRecord;
+}
+
+/** Bytes of bash's stdout kept while a command runs (only protocol text and forgeries go there). */
+const MAX_RECORD_BUFFER = 1 << 20;
+
+/**
+ * Finds records in bash's stdout. Only bash's own control output goes there
+ * (user output goes to capture FIFOs); anything else (a forgery, stray text)
+ * is skipped unless it carries the current command's tokens.
  */
 export class RecordScanner {
   private buf: Buffer = Buffer.alloc(0);
   private pending: { marker: Buffer; resolve: (r: EndRecord) => void } | undefined;
+  private watch:
+    | { tokens: CommandTokens; records: CommandRecords; onStatus: () => void; onHousekeeping: () => void; statusAt: number }
+    | undefined;
 
   /** Feeds bytes bash wrote on stdout. */
   push(chunk: Buffer): void {
     this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
+    if (this.buf.length > MAX_RECORD_BUFFER) this.buf = this.buf.subarray(this.buf.length - MAX_RECORD_BUFFER);
     this.match();
   }
 
-  /** Waits for the record of `marker` (one at a time; a new call replaces the old). */
+  /** Waits for the start-up record of `marker` (one at a time; a new call replaces the old). */
   expect(marker: Marker): Promise<EndRecord> {
     return new Promise((resolve) => {
       this.pending = { marker: Buffer.from(marker.full), resolve };
@@ -198,17 +324,35 @@ export class RecordScanner {
     });
   }
 
-  /** Stops waiting (the old promise never settles). */
+  /**
+   * Starts watching for one command's records; what came before is
+   * dropped. `onStatus` is called at the first status record,
+   * `onHousekeeping` when the housekeeping record has come; read the
+   * records with {@link records}.
+   */
+  watchCommand(tokens: CommandTokens, onStatus: () => void, onHousekeeping: () => void): void {
+    this.buf = Buffer.alloc(0);
+    this.watch = { tokens, records: { statuses: [] }, onStatus, onHousekeeping, statusAt: 0 };
+  }
+
+  /** The records seen for the watched command so far. */
+  records(): CommandRecords {
+    return this.watch?.records ?? { statuses: [] };
+  }
+
+  /** Stops waiting (pending promises never settle; callbacks are not called again). */
   cancel(): void {
     this.pending = undefined;
+    this.watch = undefined;
   }
 
   private match(): void {
-    const p = this.pending;
-    if (!p) {
-      this.trim(64);
-      return;
-    }
+    if (this.pending) this.matchStartup(this.pending);
+    else if (this.watch) this.matchCommand(this.watch);
+    else this.trim(64);
+  }
+
+  private matchStartup(p: { marker: Buffer; resolve: (r: EndRecord) => void }): void {
     const at = this.buf.indexOf(p.marker);
     if (at < 0) {
       this.trim(p.marker.length);
@@ -228,6 +372,38 @@ export class RecordScanner {
     this.buf = this.buf.subarray(pos);
     this.pending = undefined;
     p.resolve({ status: Number(fields[1]), flags: fields[2] ?? '', movedFrom: fields[3] ?? '', cwd: fields[4] ?? '' });
+  }
+
+  private matchCommand(w: NonNullable<RecordScanner['watch']>): void {
+    const status = Buffer.from(`${w.tokens.status}.`);
+    const hk = Buffer.from(w.tokens.housekeeping);
+    for (;;) {
+      const s = this.buf.indexOf(status, w.statusAt);
+      const h = w.records.housekeeping ? -1 : this.buf.indexOf(hk);
+      if (s >= 0 && (h < 0 || s < h)) {
+        const end = this.buf.indexOf(0x2e /* . */, s + status.length);
+        if (end < 0) return; // the rest of the record is still on its way
+        w.records.statuses.push(this.buf.toString('latin1', s + status.length, end));
+        w.statusAt = end + 1;
+        if (w.records.statuses.length === 1) w.onStatus();
+        continue;
+      }
+      if (h >= 0) {
+        const fields: string[] = [];
+        let pos = h + hk.length;
+        for (let i = 0; i < 2; i++) {
+          const nul = this.buf.indexOf(0, pos);
+          if (nul < 0) return;
+          fields.push(this.buf.toString('utf8', pos, nul));
+          pos = nul + 1;
+        }
+        w.records.housekeeping = { flags: fields[1] ?? '' };
+        w.statusAt = Math.max(w.statusAt, pos);
+        w.onHousekeeping();
+        continue;
+      }
+      return;
+    }
   }
 
   /** Keeps only the last bytes that could be the start of a marker. */

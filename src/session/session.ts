@@ -15,7 +15,7 @@ import { resolveLimits, ulimitArguments, type ResolvedLimits, type ResourceLimit
 import { FifoCapture, FifoPool } from './capture';
 import { DEFAULT_MAX_OUTPUT_BYTES, OutputCollector } from './output';
 import { processStartTime, SESSION_DIR_PREFIX, writeOwner } from './orphans';
-import { commandSource, controlLine, newMarker, type EndRecord } from './protocol';
+import { commandFileContent, commandSource, controlLine, EVAL_PREFIX_LINES, newCommandTokens, type CommandRecords } from './protocol';
 import { ShellProcess, type ShellExit } from './shell';
 import { raceTimeout } from './timing';
 
@@ -29,6 +29,13 @@ export const START_TIMEOUT_MS = 10_000;
 const FENCE_WAIT_MS = 250;
 /** After killing a command, how long to keep reading what it wrote before it died, ms. */
 const KILLED_OUTPUT_WAIT_MS = 300;
+/**
+ * After a command's status record, how long its housekeeping record may
+ * take, ms. bash prints both within microseconds of each other; one that
+ * does not follow means the status record was forged while the command
+ * still ran, or the shell's state stops our bookkeeping (protocol.ts).
+ */
+const HOUSEKEEPING_WAIT_MS = 2000;
 /** setTimeout's largest delay; longer timeouts are clamped to it (about 24.8 days). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -158,7 +165,8 @@ function checkTimeout(name: string, value: number | undefined): void {
 }
 
 type Outcome =
-  | { kind: 'record'; record: EndRecord }
+  | { kind: 'record' }
+  | { kind: 'unconfirmed' }
   | { kind: 'exit'; exit: ShellExit }
   | { kind: 'timeout' }
   | { kind: 'abort' }
@@ -194,6 +202,10 @@ export class BashSession {
   private generation = 0;
   private seq = 0;
   private lastCwd: string;
+  /** Exit status of the last command, restored as `$?` for the next one. */
+  private lastStatus = 0;
+  /** Where the next command moves first: the last one deleted the working directory. */
+  private pendingCd: string | undefined;
   private closed = false;
   private queue: Promise<unknown> = Promise.resolve();
   private wakeCurrent: ((o: Outcome) => void) | undefined;
@@ -358,6 +370,8 @@ export class BashSession {
     });
     this.shell = shell;
     this.lastCwd = cwd;
+    this.lastStatus = 0;
+    this.pendingCd = undefined;
     writeOwner(this.tmpDir, {
       sessionId: this.id,
       workerPid: process.pid,
@@ -399,34 +413,42 @@ export class BashSession {
     const source = commandSource(command, commandFile);
     if ('file' in source) {
       fs.mkdirSync(this.tmpDir, { recursive: true, mode: 0o700 });
-      fs.writeFileSync(commandFile, command, { mode: 0o600 });
+      fs.writeFileSync(commandFile, commandFileContent(command), { mode: 0o600 });
     }
-    const marker = newMarker();
+    const tokens = newCommandTokens();
     const collector = new OutputCollector(this.options.maxOutputBytes);
-    const capture = new FifoCapture(this.fifos.take(), marker.full, collector, this.fifos);
+    const capture = new FifoCapture(this.fifos.take(), tokens.fence, collector, this.fifos);
     this.captures.add(capture);
     capture.onClosed = () => this.captures.delete(capture);
     const timeoutMs = Math.min(options.timeoutMs ?? this.options.timeoutMs, MAX_TIMER_MS);
 
     let timer: NodeJS.Timeout | undefined;
+    let housekeepingTimer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
     let lineNo = 0;
     const sendAt = Date.now();
     const outcome = await new Promise<Outcome>((resolve) => {
       this.wakeCurrent = resolve;
-      shell.expect(marker).then((record) => resolve({ kind: 'record', record }));
+      shell.watchCommand(
+        tokens,
+        () => (housekeepingTimer = setTimeout(() => resolve({ kind: 'unconfirmed' }), HOUSEKEEPING_WAIT_MS)),
+        () => resolve({ kind: 'record' }),
+      );
       shell.exited.then((exit) => resolve({ kind: 'exit', exit }));
       if (Number.isFinite(timeoutMs)) timer = setTimeout(() => resolve({ kind: 'timeout' }), timeoutMs);
       if (options.signal) {
         onAbort = () => resolve({ kind: 'abort' });
         options.signal.addEventListener('abort', onAbort, { once: true });
       }
-      lineNo = shell.send(controlLine(source, capture.fifo, marker));
+      lineNo = shell.send(controlLine(source, capture.fifo, tokens, this.lastStatus, this.pendingCd));
+      this.pendingCd = undefined;
     });
     const durationMs = Date.now() - sendAt;
     this.wakeCurrent = undefined;
     clearTimeout(timer);
+    clearTimeout(housekeepingTimer);
     if (onAbort) options.signal?.removeEventListener('abort', onAbort);
+    const records = shell.commandRecords();
     shell.cancelExpect();
 
     let exitCode: number | null = null;
@@ -434,18 +456,32 @@ export class BashSession {
     let restartAfter = false;
     let cancelled = false;
     let timedOut = false;
+    let ended = false;
     switch (outcome.kind) {
-      case 'record': {
-        exitCode = outcome.record.status;
-        this.lastCwd = outcome.record.cwd || this.lastCwd;
-        if (outcome.record.movedFrom) {
-          notes.push(
-            outcome.record.movedFrom === outcome.record.cwd
-              ? note(`the working directory ${outcome.record.movedFrom} was deleted and created again; the shell moved into the new one`)
-              : note(`the working directory ${outcome.record.movedFrom} no longer exists; the shell moved to ${outcome.record.cwd}`),
-          );
+      case 'record':
+      case 'unconfirmed': {
+        const verdict = judgeRecords(records, outcome.kind === 'record', shell.controlPipesIntact());
+        if (verdict.kind !== 'ok') {
+          notes.push(note(verdict.note));
+          restartAfter = true;
+          break;
         }
-        if (outcome.record.flags.includes('l')) {
+        ended = true;
+        exitCode = verdict.status;
+        this.lastStatus = verdict.status;
+        const hk = records.housekeeping!;
+        const kernel = shell.kernelCwd();
+        if (kernel?.deleted) {
+          const target = nearestExistingDir(kernel.path);
+          this.pendingCd = target;
+          this.lastCwd = target;
+          notes.push(
+            target === kernel.path
+              ? note(`the working directory ${kernel.path} was deleted and created again; the shell moved into the new one`)
+              : note(`the working directory ${kernel.path} no longer exists; the shell moved to ${target}`),
+          );
+        } else if (kernel) this.lastCwd = kernel.path;
+        if (hk.flags.includes('l')) {
           notes.push(note('the command lowered the shell\'s resource limits (ulimit) below the session\'s, which cannot be undone; the shell was restarted'));
           restartAfter = true;
         }
@@ -469,24 +505,25 @@ export class BashSession {
         restartAfter = outcome.kind === 'abort';
         break;
     }
-    if (outcome.kind === 'record') {
-      // The end record and the fence travel on different pipes: give the
+    if (ended) {
+      // The status record and the fence travel on different pipes: give the
       // fence a moment (it is normally there already). Without it (the
       // command deleted the session's directory, so the fence went nowhere)
       // what was read is all there is.
       await raceTimeout(capture.fenced, FENCE_WAIT_MS);
       await capture.detach(0);
     } else {
-      // Kill what is left: for a timeout or cancel the command itself, for a
-      // shell exit its background jobs. Then read what is still in the pipe.
-      await shell.kill(outcome.kind === 'exit' ? 0 : this.options.killGraceMs);
+      // Kill what is left: for a timeout, cancel or an unconfirmed end the
+      // command itself, for a shell exit its background jobs. Then read what
+      // is still in the pipe.
+      await shell.kill(outcome.kind === 'exit' || outcome.kind === 'record' || outcome.kind === 'unconfirmed' ? 0 : this.options.killGraceMs);
       await capture.detach(KILLED_OUTPUT_WAIT_MS);
     }
     const captured = collector.finish(this.secrets);
     if ('file' in source) removeQuietly(commandFile);
     if (restartAfter && !this.closed) await this.replaceShell(0);
     return this.finish(command, started, {
-      output: appendNotes(renumberShellErrors(captured.text, lineNo, command.split('\n').length), notes),
+      output: appendNotes(renumberShellErrors(captured.text, lineNo > 0 ? lineNo + EVAL_PREFIX_LINES : 0, command.split('\n').length), notes),
       exitCode,
       timedOut,
       truncated: captured.truncated,
@@ -566,6 +603,37 @@ export function renumberShellErrors(text: string, controlLineNo: number, command
     });
     return `${shell}: line ${line}:${body}`;
   });
+}
+
+/** What the records of one command prove: its exit status, or why they prove nothing. */
+export type RecordVerdict = { kind: 'ok'; status: number } | { kind: 'not-run' | 'tampered'; note: string };
+
+/**
+ * Judges one command's records (protocol.ts): exactly one status record,
+ * followed by the housekeeping record, with bash's control pipes intact.
+ * Anything else means the shell's state kept the command from running
+ * safely, or something forged a record, and the exit status is unknown.
+ * @param housekeepingCame whether the housekeeping record followed in time
+ * @param pipesIntact whether bash's stdin/stdout are still the pipes it started with
+ */
+export function judgeRecords(records: CommandRecords, housekeepingCame: boolean, pipesIntact: boolean): RecordVerdict {
+  const [first, ...more] = records.statuses;
+  if (first === 'noposix') {
+    return {
+      kind: 'not-run',
+      note: 'the command was NOT run: an earlier command made POSIXLY_CORRECT read-only or a reference, which stops the session from running commands safely; the shell was restarted (variables, functions and background jobs are gone), run it again',
+    };
+  }
+  const status = first !== undefined && /^\d{1,3}$/.test(first) ? Number(first) : NaN;
+  const problems: string[] = [];
+  if (Number.isNaN(status) || status > 255) problems.push('no valid end-of-command record came');
+  if (more.length > 0) problems.push(`${more.length + 1} end-of-command records came where one was due (one was forged)`);
+  if (!housekeepingCame) problems.push('the shell did not finish its bookkeeping after the command (it was still busy, or a function named like a builtin intercepted it)');
+  if (!pipesIntact) problems.push("the shell's own control pipes were replaced");
+  if (problems.length > 0) {
+    return { kind: 'tampered', note: `the end of this command could not be confirmed (${problems.join('; ')}): its exit status is unknown, it may still have been running; the shell was killed and restarted (variables, functions and background jobs are gone)` };
+  }
+  return { kind: 'ok', status };
 }
 
 function describeExit(exit: ShellExit): string {

@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import { SessionStartError } from './errors';
 import { CgroupUnavailableError, ProcessGuard, type ProcessGuardMode } from './guard';
 import { signalGroup, signalPid, type ProcInfo } from './procs';
-import { initScript, newMarker, RecordScanner, type EndRecord, type Marker } from './protocol';
+import { initScript, newMarker, RecordScanner, type CommandRecords, type CommandTokens, type EndRecord, type Marker } from './protocol';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { raceTimeout } from './timing';
 
@@ -200,7 +200,10 @@ export class ShellProcess {
       }),
     ]);
     clearTimeout(timer);
-    if (outcome.kind === 'ready' && outcome.record.status === 0) return shell;
+    if (outcome.kind === 'ready' && outcome.record.status === 0) {
+      shell.controlPipes = shell.readControlPipes();
+      return shell;
+    }
     await shell.kill(0);
     const why =
       outcome.kind === 'ready'
@@ -232,6 +235,66 @@ export class ShellProcess {
   /** Stops waiting for a record. */
   cancelExpect(): void {
     this.scanner.cancel();
+  }
+
+  /** Watches bash's stdout for one command's records; see {@link RecordScanner.watchCommand}. */
+  watchCommand(tokens: CommandTokens, onStatus: () => void, onHousekeeping: () => void): void {
+    this.scanner.watchCommand(tokens, onStatus, onHousekeeping);
+  }
+
+  /** The records seen so far for the watched command. */
+  commandRecords(): CommandRecords {
+    return this.scanner.records();
+  }
+
+  /**
+   * Outer pid of the bash process itself (what /proc/<pid>/cwd and fd
+   * describe). Without a sandbox bash is the spawned process (setpriv execs it).
+   */
+  get bashPid(): number {
+    return this.pid;
+  }
+
+  /**
+   * What bash's stdin and stdout were at start (`pipe:[inode]` links), or
+   * undefined when /proc does not tell (then they are not checked).
+   */
+  controlPipes: { stdin: string; stdout: string } | undefined;
+
+  /** Reads bash's fd 0 and 1 links from /proc; undefined when unreadable. */
+  readControlPipes(): { stdin: string; stdout: string } | undefined {
+    try {
+      return { stdin: fs.readlinkSync(`/proc/${this.bashPid}/fd/0`), stdout: fs.readlinkSync(`/proc/${this.bashPid}/fd/1`) };
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Whether bash still reads its commands from, and writes its records to,
+   * the pipes it started with (a command can replace them with
+   * `exec 10>&-`-style tricks on bash's saved descriptors).
+   * @returns true when they are intact or cannot be checked
+   */
+  controlPipesIntact(): boolean {
+    if (!this.controlPipes) return true;
+    const now = this.readControlPipes();
+    if (!now) return this.exit !== undefined;
+    return now.stdin === this.controlPipes.stdin && now.stdout === this.controlPipes.stdout;
+  }
+
+  /**
+   * The kernel's idea of bash's working directory (`/proc/<pid>/cwd`),
+   * which no variable of the shell can forge, or undefined when /proc does
+   * not tell. `deleted` is set when the directory was removed.
+   */
+  kernelCwd(): { path: string; deleted: boolean } | undefined {
+    try {
+      const link = fs.readlinkSync(`/proc/${this.bashPid}/cwd`);
+      return link.endsWith(' (deleted)') ? { path: link.slice(0, -' (deleted)'.length), deleted: true } : { path: link, deleted: false };
+    } catch {
+      return undefined;
+    }
   }
 
   /** Last bytes bash printed on its own stderr. */

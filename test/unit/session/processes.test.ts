@@ -72,7 +72,7 @@ describe('background jobs', () => {
     const a = uniqueSleepSeconds();
     const b = uniqueSleepSeconds();
     const c = uniqueSleepSeconds();
-    await s.run(`sleep ${a} & (trap '' TERM; sleep ${b}) & set -m; sleep ${c} & set +m; sleep 0.3; echo ok`);
+    await s.run(`sleep ${a} & bash -c "trap '' TERM; sleep ${b}" & set -m; sleep ${c} & set +m; sleep 0.3; echo ok`);
     expect(liveProcesses({ token: a })).toHaveLength(1);
     expect(liveProcesses({ token: b }).length).toBeGreaterThanOrEqual(1);
     expect(liveProcesses({ token: c })).toHaveLength(1);
@@ -145,7 +145,7 @@ describe('C12: cancellation through an AbortSignal', () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 300);
     const [r, ms] = await timed(() =>
-      s.run(`echo working; (trap '' TERM; sleep ${token}) & bash -c 'trap "" TERM; sleep ${token}'`, { signal: controller.signal, timeoutMs: 60_000 }),
+      s.run(`echo working; bash -c "trap '' TERM; sleep ${token}" & bash -c 'trap "" TERM; sleep ${token}'`, { signal: controller.signal, timeoutMs: 60_000 }),
     );
     expect(r).toMatchObject({ cancelled: true, timedOut: false, exitCode: null, sessionRestarted: true, output: 'working\n' });
     expect(ms).toBeLessThan(3000);

@@ -78,16 +78,19 @@ describe('commands that change the shell do not break later commands', () => {
     expect(r.sessionRestarted).toBe(false);
   });
 
-  test('traps (EXIT, ERR, DEBUG, INT, TERM ignored) do not break later commands', async () => {
+  test('trap is disabled in the session shell with a clear message, and cannot be brought back; scripts keep their traps', async () => {
     const s = await startSession();
-    await s.run("trap 'echo exit-trap' EXIT; trap 'echo err-trap' ERR; trap '' TERM INT");
-    expect((await s.run('echo ok')).output).toBe('ok\n');
-    await s.run("trap 'true' DEBUG");
-    const r = await s.run('echo still ok; false');
-    expect(r.output).toBe('still ok\nerr-trap\n'); // once, as in a script
-    expect(r.exitCode).toBe(1);
-    // a shell ignoring SIGTERM is still killed on timeout
-    const t = await s.run('sleep 5', { timeoutMs: 300 });
+    for (const attempt of ["trap 'echo x' DEBUG", "builtin trap 'echo x' DEBUG", "command trap 'echo x' DEBUG", "set -o posix; trap 'echo x' DEBUG", "enable trap; trap 'echo x' DEBUG", "unset -f trap; trap 'echo x' DEBUG"]) {
+      const r = await s.run(`${attempt}; echo after`);
+      expect(r.output).not.toMatch(/^x$/m);
+      expect(r.output).toMatch(/after\n/);
+    }
+    expect((await s.run("trap 'echo x' DEBUG")).output).toMatch(/trap: disabled in this session shell/);
+    expect((await s.run('echo still ok; false')).output).toBe('still ok\n');
+    // bash -c and scripts are other processes: their traps work
+    expect((await s.run(`bash -c "trap 'echo exit-trap' EXIT; echo body"`)).output).toBe('body\nexit-trap\n');
+    // a shell whose child ignores SIGTERM is still killed on timeout
+    const t = await s.run(`bash -c "trap '' TERM; sleep 5"`, { timeoutMs: 300 });
     expect(t).toMatchObject({ timedOut: true, sessionRestarted: true });
     expect((await s.run('echo fresh')).output).toBe('fresh\n');
   });
