@@ -5,6 +5,7 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { TemporalUnreachableError } from '../temporal';
 import { TemporalCliMissingError } from '../devserver';
+import { safeText } from '../workflows/display';
 
 /** An error meant for the person at the terminal: `message` says what went wrong, `hint` what to do. */
 export class CliError extends Error {
@@ -41,7 +42,8 @@ export function toCliError(err: unknown): CliError {
 /** Prints the error (one line, plus the hint) to stderr and sets the exit code. */
 export function reportError(err: unknown): void {
   const e = toCliError(err);
-  process.stderr.write(`agent-jobs: ${e.message.split('\n')[0]}\n`);
-  if (e.hint) process.stderr.write(`hint: ${e.hint}\n`);
+  // Messages may quote a run (a command, an API error): nothing reaches the terminal raw.
+  process.stderr.write(`agent-jobs: ${safeText(e.message.split('\n')[0] ?? '', false)}\n`);
+  if (e.hint) process.stderr.write(`hint: ${safeText(e.hint, false)}\n`);
   process.exitCode = e.exitCode;
 }

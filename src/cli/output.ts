@@ -1,13 +1,61 @@
-/** Output helpers shared by the commands: JSON for machines, text for people. */
+/**
+ * Output helpers shared by the commands: JSON for machines, text for people.
+ * Nothing from a run (commands, Claude's words, outputs, reasons) reaches
+ * the terminal raw: text goes through {@link terminalText}, JSON through
+ * {@link jsonText}, and commands are shown by {@link commandLines} (issue 8).
+ */
+import { ESCAPE_LEGEND, displayCommand, isAltered, jsonEscapeOf, safeText, shortHash, type CommandDisplay } from '../workflows/display';
 
-/** Prints `value` as one JSON document on stdout. */
-export function printJson(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+/**
+ * JSON whose control, bidi, separator and format characters are written as
+ * `\uXXXX` escapes: it parses to the same value, and printed to a terminal it
+ * cannot move the cursor or reorder text.
+ * @param indent as JSON.stringify's `space` (none by default: one line)
+ */
+export function jsonText(value: unknown, indent?: number): string {
+  return JSON.stringify(value, null, indent).replace(/[\s\S]/gu, (ch) => jsonEscapeOf(ch) ?? ch);
 }
 
-/** Prints lines of text on stdout. */
+/** Prints `value` as one JSON document on stdout (terminal-safe, see {@link jsonText}). */
+export function printJson(value: unknown): void {
+  process.stdout.write(`${jsonText(value, 2)}\n`);
+}
+
+/** Text for a terminal: escape sequences, controls, bidi and invisible characters shown escaped; line breaks and tabs kept. */
+export function terminalText(text: string): string {
+  return safeText(text);
+}
+
+/** Prints lines of text on stdout, terminal-safe ({@link terminalText}). */
 export function printLines(...lines: string[]): void {
-  process.stdout.write(`${lines.join('\n')}\n`);
+  process.stdout.write(`${terminalText(lines.join('\n'))}\n`);
+}
+
+/** Options of {@link commandLines}. */
+export interface CommandLinesOptions {
+  /** Text before the command on its first line. */
+  label: string;
+  /** Text after the command on its first line (e.g. `    [toolu_1]`). */
+  suffix?: string;
+  /** Prefix of the lines under it (warnings, hash). @default '    ' */
+  indent?: string;
+  /** Show the hash line even when the command is shown as it is (approve's confirmation). @default false */
+  alwaysHash?: boolean;
+}
+
+/**
+ * How the CLI shows a command: `label + display + suffix` on one line, then,
+ * when the display is escaped or cut, one `⚠` line per warning, how to read
+ * the escapes, and `sha256 <first 12 hex> · <length> characters`.
+ */
+export function commandLines(command: string | CommandDisplay, opts: CommandLinesOptions): string[] {
+  const d = typeof command === 'string' ? displayCommand(command) : command;
+  const pad = opts.indent ?? '    ';
+  const lines = [`${opts.label}${d.text}${opts.suffix ?? ''}`];
+  for (const w of d.warnings) lines.push(`${pad}⚠ ${w}`);
+  if (d.warnings.length > 0) lines.push(`${pad}(${ESCAPE_LEGEND})`);
+  if (opts.alwaysHash || isAltered(d)) lines.push(`${pad}sha256 ${shortHash(d.sha256)} · ${d.length} characters`);
+  return lines;
 }
 
 /** Lines of a command's output shown by {@link indent} before it cuts (`watch`, `transcript`). */

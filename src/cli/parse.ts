@@ -24,3 +24,12 @@ export function durationMs(value: string): number {
   const unit = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[(m[2] ?? 'ms') as 'ms'];
   return Math.round(Number(m[1]) * unit);
 }
+
+/**
+ * A prefix of a sha256 in hex (`--sha 3f2a9b0c1d2e`): 4 to 64 hex digits,
+ * any case (returned in lowercase). Fewer than 4 would match almost any command.
+ */
+export function hexPrefix(value: string): string {
+  if (!/^[0-9a-fA-F]{4,64}$/.test(value)) throw new InvalidArgumentError('expected 4 to 64 hex digits of the command\'s sha256 (status shows 12)');
+  return value.toLowerCase();
+}

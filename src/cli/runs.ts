@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { isGrpcServiceError, ServiceError, WorkflowFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { SHARED_TASK_QUEUE } from '../config';
+import { pendingApproval } from '../workflows/display';
 import { statusQuery, transcriptQuery } from '../workflows/messages';
 import type { AgentRunResult, StatusView, TranscriptView } from '../workflows/types';
 import type { agentRun } from '../workflows';
@@ -113,9 +114,15 @@ export async function askRun<T>(client: Client, what: string, ask: () => Promise
   }
 }
 
-/** The `status` query, after checking that a worker can answer it. */
+/**
+ * The `status` query, after checking that a worker can answer it. The
+ * pending approval's `display`, `warnings` and `commandSha256` are computed
+ * here from its command, so what the CLI shows and hashes is its own view of
+ * the bytes that will run (and runs on older workers, which lack them, get them).
+ */
 export async function queryStatus(client: Client, workflowId: string): Promise<StatusView> {
-  return askRun(client, `the status of ${workflowId}`, () => runHandle(client, workflowId).query(statusQuery));
+  const view = await askRun(client, `the status of ${workflowId}`, () => runHandle(client, workflowId).query(statusQuery));
+  return { ...view, pendingApproval: view.pendingApproval && pendingApproval(view.pendingApproval) };
 }
 
 /** The `transcript` query from message `from`, after checking that a worker can answer it. */

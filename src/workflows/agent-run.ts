@@ -45,6 +45,7 @@ import {
   SESSION_SCHEDULE_TO_START_TIMEOUT,
 } from '../config';
 import { decideApproval } from './approval-policy';
+import { commandDetails, commandSummary, pendingApproval, safeText } from './display';
 import { resolveInput, type ResolvedInput } from './input';
 import { approveSignal, statusQuery, transcriptQuery } from './messages';
 import {
@@ -52,7 +53,6 @@ import {
   deniedOutcome,
   describeDuration,
   interruptedText,
-  oneLine,
   parseBashInput,
   restartedOutcome,
   sessionLostOutcome,
@@ -60,7 +60,7 @@ import {
   type ToolOutcome,
   type ToolUsePhase,
 } from './tool-results';
-import { boundTranscript, completeResults, pairingProblem, textOf, toolResult, withoutEmptyText, isToolUse } from './transcript';
+import { boundTranscript, completeResults, pairingProblem, textOf, toolResult, withoutEmptyText, isToolUse, toolUseOrdinal } from './transcript';
 import type {
   AgentRunInput,
   AgentRunResult,
@@ -166,7 +166,8 @@ export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState):
       typeof d.toolUseId !== 'string' ||
       typeof d.approved !== 'boolean' ||
       (d.reason !== undefined && typeof d.reason !== 'string') ||
-      (d.by !== undefined && typeof d.by !== 'string')
+      (d.by !== undefined && typeof d.by !== 'string') ||
+      (d.commandSha256 !== undefined && typeof d.commandSha256 !== 'string')
     ) {
       log.warn('approval signal ignored: malformed payload', { payload: d as unknown });
       return;
@@ -177,6 +178,11 @@ export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState):
     }
     if (decision !== null) {
       log.warn('approval signal ignored: this command was already decided', { toolUseId: d.toolUseId });
+      return;
+    }
+    // A decision is bound to the command bytes its sender was shown (issue 8); one without a hash applies by id alone.
+    if (d.commandSha256 !== undefined && d.commandSha256.toLowerCase() !== pending.commandSha256) {
+      log.warn('approval signal ignored: its commandSha256 is not the hash of the pending command', { toolUseId: d.toolUseId, commandSha256: d.commandSha256, pending: pending.commandSha256 });
       return;
     }
     decision = d;
@@ -246,8 +252,9 @@ export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState):
         return { text: `Command not run: no bash session could be started (${failureMessage(err)}).`, isError: true };
       }
     }
-    setDetails(`running \`${oneLine(command)}\``);
-    const options = { ...sessionOptions(session.taskQueue, input.commandTimeoutMs + COMMAND_TIMEOUT_SLACK_MS), summary: `bash: ${oneLine(command)}` };
+    setDetails(`running ${commandDetails(command)}`);
+    const summary = commandSummary(command, toolUseOrdinal(state.transcript, toolUseId));
+    const options = { ...sessionOptions(session.taskQueue, input.commandTimeoutMs + COMMAND_TIMEOUT_SLACK_MS), summary };
     try {
       const out: RunCommandOutput = await proxyActivities<SessionActivities>(options).runCommand.executeWithOptions(options, [
         { sessionId: session.sessionId, command, timeoutMs: input.commandTimeoutMs, workflowId, toolUseId },
@@ -284,18 +291,20 @@ export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState):
   }
 
   async function waitForApproval(toolUseId: string, command: string, why: string): Promise<AppliedDecision> {
-    pending = { toolUseId, command, requestedAt: new Date().toISOString() };
+    const waiting = pendingApproval({ toolUseId, command, requestedAt: new Date().toISOString() });
+    pending = waiting;
     decision = null;
     status = 'awaiting_approval';
     publish();
-    setDetails(`waiting for approval of \`${oneLine(command)}\` (tool_use ${toolUseId}; ${why})`);
+    setDetails(`waiting for approval of ${commandDetails(command)} (tool_use ${toolUseId}; ${safeText(why, false)})`);
     try {
       const decided = await condition(() => decision !== null, input.approvalTimeout);
       const d = decision as ApprovalDecision | null;
+      const { commandSha256 } = waiting;
       const applied: AppliedDecision =
         decided && d
-          ? { toolUseId, approved: d.approved, source: 'signal', at: new Date().toISOString(), ...(d.reason ? { reason: d.reason } : {}), ...(d.by ? { by: d.by } : {}) }
-          : { toolUseId, approved: false, source: 'timeout', at: new Date().toISOString(), reason: `no decision within ${describeDuration(input.approvalTimeout)}` };
+          ? { toolUseId, approved: d.approved, source: 'signal', at: new Date().toISOString(), ...(d.reason ? { reason: d.reason } : {}), ...(d.by ? { by: d.by } : {}), commandSha256, hashChecked: d.commandSha256 !== undefined }
+          : { toolUseId, approved: false, source: 'timeout', at: new Date().toISOString(), reason: `no decision within ${describeDuration(input.approvalTimeout)}`, commandSha256 };
       state.decisions = [...state.decisions, applied].slice(-MAX_DECISIONS_KEPT);
       log.info('approval decision applied', { ...applied });
       return applied;

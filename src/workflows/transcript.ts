@@ -146,3 +146,21 @@ export function boundTranscript(messages: Message[], budgetChars: number): Messa
   shrink(isText, 2_000);
   return out;
 }
+
+/**
+ * The 1-based position of `tool_use` `id` among every `tool_use` block of
+ * the transcript (the run's n-th tool call, counted across continue-as-new,
+ * which carries the whole transcript), or null when it is not there. For
+ * activity summaries (`bash #17: git status`, C26).
+ */
+export function toolUseOrdinal(messages: Message[], id: string): number | null {
+  let n = 0;
+  for (const message of messages) {
+    if (message.role !== 'assistant') continue;
+    for (const use of toolUsesOf(message)) {
+      n++;
+      if (use.id === id) return n;
+    }
+  }
+  return null;
+}

@@ -104,11 +104,21 @@ export interface AgentRunResult {
 /** A command that waits for a human decision. `requestedAt` is an ISO-8601 time (workflow time). */
 export interface PendingApproval {
   toolUseId: string;
+  /** The command exactly as it will run (raw: never print it to a terminal as it is; show `display`). */
   command: string;
   requestedAt: string;
+  /** The command as people see it: verbatim, or escaped on one line when it holds control, bidi, zero-width or other hidden characters (src/workflows/display.ts). */
+  display: string;
+  /** Why `display` is escaped, one sentence per class of character found; empty when it is the command as it is. */
+  warnings: string[];
+  /** SHA-256 of the command's UTF-8 bytes (64 lowercase hex digits); an `approve` signal that names another hash is ignored. */
+  commandSha256: string;
 }
 
-/** Payload of the `approve` signal. */
+/**
+ * Payload of the `approve` signal: `{toolUseId, approved, reason?, by?, commandSha256?}`.
+ * By hand: `temporal workflow signal --workflow-id ID --name approve --input '{"toolUseId":"toolu_1","approved":true}'`.
+ */
 export interface ApprovalDecision {
   /** The pending `tool_use` id this decision is for. Decisions for any other id are ignored. */
   toolUseId: string;
@@ -117,6 +127,13 @@ export interface ApprovalDecision {
   reason?: string;
   /** Who decided (shown in status and to Claude). */
   by?: string;
+  /**
+   * SHA-256 (64 hex digits, UTF-8 bytes) of the command the decider was
+   * shown; the CLI always sends it. When present and not the pending
+   * command's hash, the decision is ignored and logged. Absent (older
+   * clients, a signal sent by hand), the decision applies by `toolUseId` alone.
+   */
+  commandSha256?: string;
 }
 
 /** A decision the run applied (kept in status so the CLI can confirm it). */
@@ -127,6 +144,10 @@ export interface AppliedDecision {
   by?: string;
   /** `timeout` when the approval wait ran out. */
   source: 'signal' | 'timeout';
+  /** SHA-256 of the command decided on. Absent in decisions applied by older workers. */
+  commandSha256?: string;
+  /** Whether the signal named that hash (`commandSha256`), rather than the `tool_use` id alone. */
+  hashChecked?: boolean;
   /** ISO-8601 workflow time. */
   at: string;
 }

@@ -6,34 +6,15 @@
  * and what the Temporal UI shows (static summary, activity summaries,
  * AgentStatus).
  */
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { AGENT_STATUS } from '../../src/config';
+import { sha256 } from '../../src/workflows/sha256';
 import { freePort, startDevServer } from '../../src/devserver';
+import { cli } from './cli-process';
 import { TestBed, toolUse, waitFor } from './harness';
-
-const CLI = path.resolve(__dirname, '../../bin/agent-jobs.js');
-const run = promisify(execFile);
-
-interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function cli(address: string, ...args: string[]): Promise<CliResult> {
-  try {
-    const r = await run(process.execPath, [CLI, ...args], { env: { ...process.env, TEMPORAL_ADDRESS: address } });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
 
 describe('agent-jobs CLI', () => {
   let bed: TestBed;
@@ -73,7 +54,7 @@ describe('agent-jobs CLI', () => {
     expect(listed.status).toBe('awaiting_approval');
 
     const approved = await cli(a, 'approve', id, '--by', 'tester');
-    expect(approved).toMatchObject({ code: 0, stdout: `approved toolu_w in ${id}\n` });
+    expect(approved).toMatchObject({ code: 0, stdout: `approved toolu_w in ${id}: echo hi > hi.txt\n  sha256 ${sha256('echo hi > hi.txt').slice(0, 12)} · 16 characters\n` });
     await waitFor('rm pending', async () => (JSON.parse((await cli(a, 'status', id, '--json')).stdout) as { pendingApproval: { toolUseId: string } | null }).pendingApproval?.toolUseId === 'toolu_rm');
     const wrongId = await cli(a, 'deny', id, '--reason', 'x', '--tool-use-id', 'toolu_nope');
     expect(wrongId.code).toBe(1);
@@ -104,7 +85,7 @@ describe('agent-jobs CLI', () => {
         const data = e.userMetadata?.summary?.data;
         return data ? (JSON.parse(Buffer.from(data).toString()) as string) : null;
       });
-    expect(summaries).toEqual(['claude: turn 1', 'session: open', 'bash: echo hi > hi.txt', 'claude: turn 2', 'claude: turn 3', 'session: close']);
+    expect(summaries).toEqual(['claude: turn 1', 'session: open', 'bash #1: echo hi > hi.txt', 'claude: turn 2', 'claude: turn 3', 'session: close']);
     const finalAttrs = (await handle.describe()).typedSearchAttributes;
     expect(finalAttrs.get(AGENT_STATUS)).toBe('completed');
   });

@@ -3,18 +3,28 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { userInfo } from 'node:os';
 import type { Client } from '@temporalio/client';
 import type { Command } from 'commander';
+import { displayCommand, shortHash, type CommandDisplay } from '../../workflows/display';
 import { approveSignal } from '../../workflows/messages';
 import { queryStatus, runHandle } from '../runs';
 import type { AppliedDecision } from '../../workflows/types';
 import { CliError } from '../errors';
-import { printJson, printLines } from '../output';
+import { commandLines, printJson, printLines } from '../output';
 import { withClient } from '../context';
+import { hexPrefix } from '../parse';
 
 interface DecideOptions {
   toolUseId?: string;
+  /** Lowercase hex prefix of the sha256 of the command the person reviewed (`--sha`). */
+  sha?: string;
   reason?: string;
   by?: string;
   json?: boolean;
+}
+
+/** What {@link decide} did: the decision as the run applied it, and the command as the CLI showed and hashed it. */
+export interface Decided {
+  applied: AppliedDecision;
+  command: CommandDisplay;
 }
 
 /** How long `approve` / `deny` wait for the run to confirm the decision, in ms. */
@@ -30,19 +40,28 @@ function whoami(): string {
 
 /**
  * Sends an approval decision for the pending command and waits until the
- * run reports it applied (in its `decisions`).
- * @returns the decision as the run applied it (it may be a timeout denial when the signal came too late)
- * @throws CliError when nothing waits, the id does not match, or the run does not confirm within {@link CONFIRM_MS} (10 s)
+ * run reports it applied (in its `decisions`). The decision carries the
+ * sha256 of the command as read here (`commandSha256`), so the run applies
+ * it only to those exact bytes.
+ * @returns the decision as the run applied it (it may be a timeout denial when the signal came too late) and the command shown
+ * @throws CliError when nothing waits, the id does not match, `opts.sha` is not a prefix of the pending command's hash, or the run does not confirm within {@link CONFIRM_MS} (10 s)
  */
-export async function decide(client: Client, workflowId: string, approved: boolean, opts: DecideOptions): Promise<AppliedDecision> {
+export async function decide(client: Client, workflowId: string, approved: boolean, opts: DecideOptions): Promise<Decided> {
   const handle = runHandle(client, workflowId);
   const status = await queryStatus(client, workflowId);
   const pending = status.pendingApproval;
   if (!pending) {
     throw new CliError(`nothing in ${workflowId} is awaiting approval (status: ${status.status})`, `see what it is doing with \`agent-jobs status ${workflowId}\``);
   }
+  const command = displayCommand(pending.command);
   if (opts.toolUseId && opts.toolUseId !== pending.toolUseId) {
-    throw new CliError(`tool_use ${opts.toolUseId} is not awaiting approval; ${pending.toolUseId} is (${pending.command})`, 'leave out --tool-use-id to decide on the pending command');
+    throw new CliError(`tool_use ${opts.toolUseId} is not awaiting approval; ${pending.toolUseId} is (${command.text})`, 'leave out --tool-use-id to decide on the pending command');
+  }
+  if (opts.sha !== undefined && !command.sha256.startsWith(opts.sha)) {
+    throw new CliError(
+      `the pending command (${pending.toolUseId}, sha256 ${shortHash(command.sha256)}) is not the one you reviewed (sha256 ${opts.sha}…); nothing was ${approved ? 'approved' : 'denied'}`,
+      `review it with \`agent-jobs status ${workflowId}\` and pass the hash it shows`,
+    );
   }
   const toolUseId = pending.toolUseId;
   await handle.signal(approveSignal, {
@@ -50,12 +69,13 @@ export async function decide(client: Client, workflowId: string, approved: boole
     approved,
     by: opts.by ?? whoami(),
     ...(opts.reason !== undefined ? { reason: opts.reason } : {}),
+    commandSha256: command.sha256,
   });
   const deadline = Date.now() + CONFIRM_MS;
   while (Date.now() < deadline) {
     const now = await queryStatus(client, workflowId);
     const applied = [...now.decisions].reverse().find((d) => d.toolUseId === toolUseId);
-    if (applied) return applied;
+    if (applied) return { applied, command };
     await sleep(200);
   }
   throw new CliError(`the decision was sent but ${workflowId} did not confirm it within ${CONFIRM_MS / 1000} s`, `check with \`agent-jobs status ${workflowId}\``);
@@ -68,18 +88,20 @@ function register(program: Command, name: 'approve' | 'deny'): void {
     .description(approved ? 'approve the command a run is waiting on' : 'deny the command a run is waiting on; Claude gets the reason')
     .argument('<workflowId>')
     .option('--tool-use-id <id>', 'the pending tool_use id (default: whatever is pending; given, it must match)')
+    .option('--sha <prefix>', 'hex prefix of the sha256 of the command you reviewed (status and watch show 12 digits); refuses when the pending command\'s hash does not start with it', hexPrefix)
     .option('--by <name>', 'who decides (default: your user name)')
     .option('--json', 'print the applied decision as JSON');
   if (approved) cmd.option('--reason <text>', 'why (optional)');
   else cmd.requiredOption('--reason <text>', 'why; sent to Claude');
   cmd.action(async (workflowId: string, opts: DecideOptions) => {
     await withClient(async ({ client }) => {
-      const applied = await decide(client, workflowId, approved, opts);
+      const { applied, command } = await decide(client, workflowId, approved, opts);
       if (opts.json) printJson(applied);
       if (applied.source === 'timeout') {
         throw new CliError(`too late: ${applied.toolUseId} was denied because its approval wait ran out`, `see \`agent-jobs status ${workflowId}\``);
       }
-      if (!opts.json) printLines(`${applied.approved ? 'approved' : 'denied'} ${applied.toolUseId} in ${workflowId}${applied.reason ? ` (${applied.reason})` : ''}`);
+      const verb = applied.approved ? 'approved' : 'denied';
+      if (!opts.json) printLines(...commandLines(command, { label: `${verb} ${applied.toolUseId} in ${workflowId}${applied.reason ? ` (${applied.reason})` : ''}: `, indent: '  ', alwaysHash: true }));
     });
   });
 }

@@ -1,6 +1,7 @@
 /** `agent-jobs status <workflowId>`: where a run is. */
 import type { Command } from 'commander';
-import { printJson, printLines } from '../output';
+import { shortHash } from '../../workflows/display';
+import { commandLines, printJson, printLines } from '../output';
 import { withClient } from '../context';
 import { readRun, statusJson } from '../runs';
 
@@ -9,7 +10,7 @@ export function registerStatus(program: Command): void {
     .command('status')
     .description('show a run\'s status, turns, token usage, pending approval and result')
     .argument('<workflowId>')
-    .option('--json', 'print {"workflowId","status","turns","pendingApproval","usage","result",...}')
+    .option('--json', 'print {"workflowId","status","turns","pendingApproval","usage","result",...}; pendingApproval has the raw command, its escaped display, warnings and commandSha256')
     .action(async (workflowId: string, opts: { json?: boolean }) => {
       await withClient(async ({ client, uiUrl }) => {
         const view = await readRun(client, workflowId);
@@ -20,7 +21,12 @@ export function registerStatus(program: Command): void {
           `  turns:  ${view.turns}`,
           `  tokens: ${view.usage.inputTokens} input, ${view.usage.outputTokens} output`,
           ...(view.details ? [`  now:    ${view.details}`] : []),
-          ...(p ? [`  pending approval: ${p.command}  [${p.toolUseId}, since ${p.requestedAt}]`, `    agent-jobs approve ${workflowId}   |   agent-jobs deny ${workflowId} --reason "..."`] : []),
+          ...(p
+            ? [
+                ...commandLines(p.command, { label: '  pending approval: ', suffix: `  [${p.toolUseId}, since ${p.requestedAt}]` }),
+                `    agent-jobs approve ${workflowId} --sha ${shortHash(p.commandSha256)}   |   agent-jobs deny ${workflowId} --sha ${shortHash(p.commandSha256)} --reason "..."`,
+              ]
+            : []),
           ...(view.result?.text ? [`  answer: ${view.result.text}`] : []),
           ...(view.result?.error ? [`  reason: ${view.result.error}`] : []),
           `  UI:     ${uiUrl(workflowId, view.runId)}`,

@@ -4,7 +4,8 @@ import type { Client } from '@temporalio/client';
 import type { Command } from 'commander';
 import { isText, isToolResult, isToolUse } from '../../workflows/transcript';
 import type { ContentBlock, Message, PendingApproval } from '../../workflows/types';
-import { indent } from '../output';
+import { shortHash } from '../../workflows/display';
+import { commandLines, indent, jsonText, terminalText } from '../output';
 import { withClient } from '../context';
 import { queryTranscript, readRun, runHandle, statusJson, stillRunning, type RunView } from '../runs';
 
@@ -16,13 +17,15 @@ export function describeMessage(message: Message, index: number): string[] {
     if (isText(b)) lines.push(index === 0 ? `task: ${b.text}` : `${message.role === 'assistant' ? 'claude' : 'user'}: ${b.text}`);
     else if (isToolUse(b)) {
       const input = (b.input ?? {}) as { command?: unknown; restart?: unknown };
-      const what = input.restart === true ? '(restart the session)' : typeof input.command === 'string' ? input.command : JSON.stringify(b.input);
-      lines.push(`claude asks to run: ${what}    [${b.id}]`);
+      const suffix = `    [${b.id}]`;
+      if (input.restart !== true && typeof input.command === 'string') lines.push(...commandLines(input.command, { label: 'claude asks to run: ', suffix }));
+      else lines.push(`claude asks to run: ${input.restart === true ? '(restart the session)' : jsonText(b.input)}${suffix}`);
     } else if (isToolResult(b)) {
       lines.push(`${b.is_error ? '! ' : '→ '}result for ${b.tool_use_id}${b.is_error ? ' (error)' : ''}:`, indent(b.content));
     } else lines.push(`[${b.type} block]`);
   }
-  return lines;
+  // Claude's words and command outputs may hold escape sequences too: nothing reaches the terminal raw.
+  return lines.map(terminalText);
 }
 
 
@@ -48,7 +51,7 @@ export interface WatchOptions {
  */
 export async function watchRun(client: Client, workflowId: string, opts: WatchOptions): Promise<RunView> {
   const emit = (event: Record<string, unknown>, text: string[]): void => {
-    process.stdout.write(opts.json ? `${JSON.stringify(event)}\n` : `${text.join('\n')}\n`);
+    process.stdout.write(opts.json ? `${jsonText(event)}\n` : `${terminalText(text.join('\n'))}\n`);
   };
   let next = 0;
   let announced: string | null = null;
@@ -70,9 +73,10 @@ export async function watchRun(client: Client, workflowId: string, opts: WatchOp
     const pending = view.pendingApproval;
     if (pending && pending.toolUseId !== announced) {
       announced = pending.toolUseId;
+      const sha = shortHash(pending.commandSha256);
       emit({ event: 'pending_approval', ...pending }, [
-        `⏸ waiting for approval: ${pending.command}    [${pending.toolUseId}]`,
-        `  approve: agent-jobs approve ${workflowId}    deny: agent-jobs deny ${workflowId} --reason "..."`,
+        ...commandLines(pending.command, { label: '⏸ waiting for approval: ', suffix: `    [${pending.toolUseId}]` }),
+        `  approve: agent-jobs approve ${workflowId} --sha ${sha}    deny: agent-jobs deny ${workflowId} --sha ${sha} --reason "..."`,
       ]);
       await opts.onPendingApproval?.(pending);
     }

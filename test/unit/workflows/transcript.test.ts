@@ -1,4 +1,4 @@
-import { boundTranscript, completeResults, pairingProblem, toolResult, transcriptChars, withoutEmptyText } from '../../../src/workflows/transcript';
+import { boundTranscript, completeResults, pairingProblem, toolResult, toolUseOrdinal, transcriptChars, withoutEmptyText } from '../../../src/workflows/transcript';
 import type { Message, ToolUseBlock } from '../../../src/workflows/types';
 
 const use = (id: string): ToolUseBlock => ({ type: 'tool_use', id, name: 'bash', input: { command: 'x' } });
@@ -45,5 +45,18 @@ describe('transcript', () => {
     const firstResult = (bounded[2]!.content as Array<{ content: string }>)[0]!.content;
     expect(firstResult).toMatch(/^\[output elided .* it had 20000 characters\]$/);
     expect(transcriptChars(messages)).toBeGreaterThan(600_000); // the input is left unchanged
+  });
+});
+
+describe('toolUseOrdinal', () => {
+  test('counts every tool_use of the run, in order, for summaries (bash #n)', () => {
+    const use = (id: string): ToolUseBlock => ({ type: 'tool_use', id, name: 'bash', input: { command: 'true' } });
+    const messages: Message[] = [
+      { role: 'user', content: 'task' },
+      { role: 'assistant', content: [{ type: 'text', text: 'two' }, use('a'), use('b')] },
+      { role: 'user', content: [toolResult('a', 'x'), toolResult('b', 'y')] },
+      { role: 'assistant', content: [use('c')] },
+    ];
+    expect(['a', 'b', 'c', 'nope'].map((id) => toolUseOrdinal(messages, id))).toEqual([1, 2, 3, null]);
   });
 });
