@@ -19,14 +19,17 @@
  */
 export {
   BashSession,
+  ExactRefusedError,
   DEFAULT_KILL_GRACE_MS,
   DEFAULT_TIMEOUT_MS,
   START_TIMEOUT_MS,
   type BashSessionOptions,
   type CommandResult,
   type RunOptions,
+  type RunExactOptions,
   type ShellExit,
 } from './session';
+export { resolveTrustedProgram, staysInside, TRUSTED_PATH, type ExactLauncher } from './exact';
 export { DEFAULT_LIMITS, type ResourceLimits } from './limits';
 export type { ProcessGuardMode } from './guard';
 export {

@@ -17,6 +17,7 @@ import { DEFAULT_MAX_OUTPUT_BYTES, OutputCollector } from './output';
 import { processStartTime, SESSION_DIR_PREFIX, writeOwner } from './orphans';
 import { commandFileContent, commandSource, controlLine, EVAL_PREFIX_LINES, newCommandTokens, type CommandRecords } from './protocol';
 import { ShellProcess, type ShellExit } from './shell';
+import { resolveTrustedProgram, runExactProgram, staysInside, type ExactLauncher } from './exact';
 import { raceTimeout } from './timing';
 
 /** Default per-command timeout, ms. */
@@ -78,6 +79,38 @@ export interface BashSessionOptions {
   killGraceMs?: number;
   /** bash executable. @default 'bash' (looked up in PATH) */
   bashPath?: string;
+  /**
+   * The run's workspace: paths of {@link BashSession.runExact} must stay
+   * inside it. @default the starting `cwd`
+   */
+  workspace?: string;
+  /** Wraps the program of {@link BashSession.runExact} (sandbox, identity). @default run it as it is */
+  exactLauncher?: ExactLauncher;
+}
+
+/** Options of one {@link BashSession.runExact} call. */
+export interface RunExactOptions extends RunOptions {
+  /**
+   * Paths the program will read (absolute, or relative to the shell's
+   * working directory). Each must stay inside the workspace once symlinks
+   * are resolved, else nothing runs ({@link ExactRefusedError}).
+   */
+  paths?: readonly string[];
+  /** The command text as the model wrote it, for the audit log. @default argv joined by spaces */
+  command?: string;
+}
+
+/**
+ * Thrown by {@link BashSession.runExact} when it refuses to run: the
+ * program is not on the trusted PATH, or a path leaves the workspace (a
+ * symlink, or the shell's working directory is outside it). Nothing ran; the
+ * caller asks a human instead.
+ */
+export class ExactRefusedError extends Error {
+  constructor(readonly reason: string) {
+    super(reason);
+    this.name = 'ExactRefusedError';
+  }
 }
 
 /** Options of one {@link BashSession.run} call. */
@@ -190,7 +223,7 @@ export class BashSession {
   /** Session id (`options.id` or a random UUID). */
   readonly id: string;
   private readonly options: Required<Pick<BashSessionOptions, 'timeoutMs' | 'maxOutputBytes' | 'killGraceMs' | 'bashPath' | 'processGuard'>> &
-    Pick<BashSessionOptions, 'auditLog' | 'runId'>;
+    Pick<BashSessionOptions, 'auditLog' | 'runId' | 'exactLauncher'> & { workspace: string };
   private readonly limits: ResolvedLimits;
   private readonly env: Record<string, string>;
   private readonly secrets: SecretValue[];
@@ -220,6 +253,8 @@ export class BashSession {
       processGuard: options.processGuard ?? 'auto',
       auditLog: options.auditLog,
       runId: options.runId,
+      workspace: path.resolve(options.workspace ?? cwd),
+      exactLauncher: options.exactLauncher,
     };
     this.limits = resolveLimits(options.limits);
     const built = buildSessionEnv({ extra: options.env, secretEnvNames: options.secretEnvNames });
@@ -305,6 +340,58 @@ export class BashSession {
     }
     if (this.closed) return Promise.reject(this.closedError());
     return this.enqueue(() => this.runNow(command, options));
+  }
+
+  /**
+   * Runs one program exactly: `argv[0]` looked up on the trusted PATH
+   * (`/usr/bin`, `/bin`) only, `argv` passed as is (no shell parses it), in
+   * the shell's current working directory (as the kernel reports it), with
+   * the session's scrubbed starting environment, stdin `/dev/null`. Nothing
+   * the shell holds (functions, aliases, `PATH`, exported variables, traps)
+   * can change what runs. Output is processed like {@link run}'s; the shell
+   * is untouched. Calls are serialized with {@link run}.
+   * @throws ExactRefusedError (nothing ran) when the program is not on the trusted PATH, or the working directory or one of `options.paths` resolves outside the workspace
+   * @throws SessionClosedError when the session is closed
+   */
+  runExact(argv: readonly string[], options: RunExactOptions = {}): Promise<CommandResult> {
+    if (!Array.isArray(argv) || argv.length === 0 || argv.some((a) => typeof a !== 'string' || a.includes('\0'))) {
+      return Promise.reject(new InvalidCommandError('argv must be a non-empty array of strings without NUL', String(argv), { sessionId: this.id }));
+    }
+    if (this.closed) return Promise.reject(this.closedError());
+    return this.enqueue(() => this.runExactNow(argv, options));
+  }
+
+  private async runExactNow(argv: readonly string[], options: RunExactOptions): Promise<CommandResult> {
+    const started = Date.now();
+    const command = options.command ?? argv.join(' ');
+    const file = resolveTrustedProgram(argv[0]!);
+    if (!file) throw new ExactRefusedError(`${argv[0]} is not a program in ${'/usr/bin or /bin'}`);
+    const kernel = this.shell?.kernelCwd();
+    const cwd = kernel && !kernel.deleted ? kernel.path : this.lastCwd;
+    if (!staysInside(cwd, this.options.workspace)) throw new ExactRefusedError(`the working directory ${cwd} is outside the workspace ${this.options.workspace}`);
+    for (const p of options.paths ?? []) {
+      const abs = path.resolve(cwd, p);
+      if (!staysInside(abs, this.options.workspace)) throw new ExactRefusedError(`${p} resolves outside the workspace ${this.options.workspace} (a symlink, or .. )`);
+    }
+    if (options.signal?.aborted) {
+      return this.finish(command, started, { output: note('cancelled before it started; nothing was run'), exitCode: null, cancelled: true, outputBytes: 0, truncated: false });
+    }
+    const launch = this.options.exactLauncher ? this.options.exactLauncher(file, argv.slice(1), cwd) : { file, args: argv.slice(1) };
+    const collector = new OutputCollector(this.options.maxOutputBytes);
+    const timeoutMs = Math.min(options.timeoutMs ?? this.options.timeoutMs, MAX_TIMER_MS);
+    const run = await runExactProgram(launch, cwd, this.env, timeoutMs, (chunk) => collector.push(chunk), options.signal);
+    const captured = collector.finish(this.secrets);
+    const notes: string[] = [];
+    if (run.timedOut) notes.push(note(`timed out after ${timeoutMs} ms; the program was killed`));
+    return this.finish(command, started, {
+      output: appendNotes(captured.text, notes),
+      exitCode: run.timedOut || run.cancelled ? null : run.exitCode,
+      timedOut: run.timedOut,
+      truncated: captured.truncated,
+      outputBytes: captured.outputBytes,
+      cancelled: run.cancelled,
+      durationMs: run.durationMs,
+    });
   }
 
   /**

@@ -1,0 +1,137 @@
+/**
+ * Running one program exactly as approved, outside the session's shell.
+ *
+ * A command the approval policy let through unasked (src/policy) must run
+ * the very program and arguments the policy judged, whatever an earlier
+ * command did to the shell (functions, aliases, `PATH`, `hash`, exported
+ * `LD_PRELOAD`). So it does not go through bash at all: the program is
+ * looked up on a fixed PATH ({@link TRUSTED_PATH}), spawned with the
+ * session's scrubbed starting environment (not the shell's current one), in
+ * the shell's working directory as the kernel reports it, stdin
+ * `/dev/null`, in a process group of its own that a timeout kills whole.
+ */
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+/** Where programs of auto-approved commands are looked up, in order (the `command -p` default path). */
+export const TRUSTED_PATH: readonly string[] = ['/usr/bin', '/bin'];
+
+/**
+ * Absolute path of `program` on {@link TRUSTED_PATH}, or undefined when it
+ * is not there or names a path (`./ls`, `/tmp/ls`).
+ */
+export function resolveTrustedProgram(program: string): string | undefined {
+  if (program === '' || program.includes('/')) return undefined;
+  for (const dir of TRUSTED_PATH) {
+    const candidate = path.join(dir, program);
+    try {
+      fs.accessSync(candidate, fs.constants.X_OK);
+      if (fs.statSync(candidate).isFile()) return candidate;
+    } catch {
+      /* not here */
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Whether `target` stays inside `root` once symlinks are resolved: the
+ * realpath of `target` (or, when it does not exist, of its nearest existing
+ * parent, plus the rest) is `root`'s realpath or below it.
+ * @param root an existing directory
+ */
+export function staysInside(target: string, root: string): boolean {
+  let realRoot: string;
+  try {
+    realRoot = fs.realpathSync(root);
+  } catch {
+    return false;
+  }
+  let probe = path.resolve(target);
+  let rest = '';
+  for (;;) {
+    try {
+      const real = path.join(fs.realpathSync(probe), rest);
+      return real === realRoot || real.startsWith(realRoot.endsWith('/') ? realRoot : `${realRoot}/`);
+    } catch {
+      const up = path.dirname(probe);
+      if (up === probe) return false;
+      rest = path.join(path.basename(probe), rest);
+      probe = up;
+    }
+  }
+}
+
+/** How to start the program: the launcher may wrap it (sandbox, identity). */
+export type ExactLauncher = (file: string, args: readonly string[], cwd: string) => { file: string; args: string[] };
+
+/** What {@link runExactProgram} saw. */
+export interface ExactRun {
+  exitCode: number | null;
+  signal: string | null;
+  timedOut: boolean;
+  cancelled: boolean;
+  /** Milliseconds from spawn to exit. */
+  durationMs: number;
+}
+
+/**
+ * Spawns `file args` in `cwd` with `env`, feeds stdout and stderr (as they
+ * come) to `onOutput`, kills the process group at `timeoutMs` or on abort.
+ * Resolves when the process has exited and its pipes are closed (at most
+ * 300 ms after exit, for pipes held by a child that outlives it).
+ */
+export function runExactProgram(
+  launch: { file: string; args: string[] },
+  cwd: string,
+  env: Record<string, string>,
+  timeoutMs: number,
+  onOutput: (chunk: Buffer) => void,
+  signal?: AbortSignal,
+): Promise<ExactRun> {
+  const started = Date.now();
+  return new Promise((resolve) => {
+    const child = spawn(launch.file, launch.args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    let timedOut = false;
+    let cancelled = false;
+    const killGroup = (): void => {
+      try {
+        if (child.pid) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    };
+    const timer = Number.isFinite(timeoutMs) ? setTimeout(() => ((timedOut = true), killGroup()), timeoutMs) : undefined;
+    const onAbort = (): void => {
+      cancelled = true;
+      killGroup();
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    child.stdout.on('data', onOutput);
+    child.stderr.on('data', onOutput);
+    let settled = false;
+    const done = (exitCode: number | null, sig: string | null): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      killGroup();
+      resolve({ exitCode, signal: sig, timedOut, cancelled, durationMs: Date.now() - started });
+    };
+    child.on('error', (err) => {
+      onOutput(Buffer.from(`${launch.file}: ${err.message}\n`));
+      done(127, null);
+    });
+    child.on('exit', (code, sig) => {
+      // Let the pipes drain; a grandchild holding them does not hold us up.
+      let closed = 0;
+      const close = (): void => {
+        if (++closed === 2) done(code, sig);
+      };
+      child.stdout.once('close', close);
+      child.stderr.once('close', close);
+      setTimeout(() => done(code, sig), 300).unref();
+    });
+  });
+}
