@@ -15,8 +15,18 @@ export type ReadResult = { ok: true; argv: string[] } | { ok: false; reason: str
 let parser: ParserType | undefined;
 
 /**
- * The one parser of this process, created on first use (loading the native
- * binaries of `tree-sitter` and `tree-sitter-bash`, prebuilt for the
+ * Where the loaded `tree-sitter` module is kept: on the tree-sitter-bash
+ * language object, which is the native addon's exports and so one object per
+ * process. tree-sitter's index.js must be evaluated only once per process:
+ * a second evaluation (Jest gives every test file its own module registry,
+ * but native addons are shared) reads its own patched `Tree.prototype`
+ * getters as the native ones and breaks every parser in the process.
+ */
+const LOADED = Symbol.for('agent-jobs.policy.tree-sitter');
+
+/**
+ * The one parser of this module instance, created on first use (loading the
+ * native binaries of `tree-sitter` and `tree-sitter-bash`, prebuilt for the
  * platform and found by node-gyp-build).
  * @throws when the native modules cannot be loaded
  */
@@ -24,10 +34,12 @@ function bashParser(): ParserType {
   if (parser === undefined) {
     // Loaded lazily so that importing this module never touches native code
     // and a loading failure becomes an "ask" (see decideApproval).
+    // tree-sitter-bash's index.js only loads the addon and sets nodeTypeInfo:
+    // evaluating it again is harmless.
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const Parser = require('tree-sitter') as typeof ParserType;
+    const bash = require('tree-sitter-bash') as ParserType.Language & { [LOADED]?: typeof ParserType };
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const bash = require('tree-sitter-bash') as ParserType.Language;
+    const Parser = bash[LOADED] ?? (bash[LOADED] = require('tree-sitter') as typeof ParserType);
     const p = new Parser();
     p.setLanguage(bash);
     parser = p;
@@ -76,6 +88,9 @@ function statementKind(node: SyntaxNode): string {
       if (r?.type === 'herestring_redirect') return 'a here-string (<<<) is not a simple command';
       return `a redirection (${r?.text ?? '>'}) is not allowed`;
     }
+    case 'heredoc_redirect': return 'a here-document (<<) is not a simple command';
+    case 'herestring_redirect': return 'a here-string (<<<) is not a simple command';
+    case 'file_redirect': return `a redirection (${node.text}) is not allowed`;
     case 'function_definition': return 'a function definition is not a simple command';
     case 'subshell': return 'a subshell ( ... ) is not a simple command';
     case 'compound_statement': return 'a group { ... } is not a simple command';
@@ -125,13 +140,13 @@ function literalValue(node: SyntaxNode): { value: string } | { kind: string } {
     case 'string': {
       if (text.length < 2 || !text.startsWith('"') || !text.endsWith('"')) return { kind: 'an unusual double-quoted string' };
       const inner = text.slice(1, -1);
+      for (const c of node.namedChildren) if (c.type !== 'string_content') return { kind: NODE_KINDS[c.type] ?? c.type };
       const special = DOUBLE_QUOTE_SPECIAL.exec(inner);
       if (special) {
         const c = special[0];
         return { kind: c === '$' ? 'parameter expansion' : c === '`' ? 'command substitution' : c === '\\' ? 'backslash escape' : 'history expansion (!)' };
       }
       if (inner.includes('"')) return { kind: 'an unusual double-quoted string' };
-      for (const c of node.namedChildren) if (c.type !== 'string_content') return { kind: NODE_KINDS[c.type] ?? c.type };
       return { value: inner };
     }
     case 'concatenation': {
