@@ -121,14 +121,14 @@ export const PROGRAMS: Readonly<Record<string, ProgramSpec>> = {
   // --files0-from reads the names of the files from a file: paths unknown here.
   wc: {
     short: flags('cmlLw'),
-    long: longs('bytes chars lines max-line-length words', { total: TEXT }),
+    long: longs('bytes chars lines max-line-length words'),
     operands: 'paths',
     noOperand: 'stdin',
   },
   // -R/--dereference-recursive follows symlinks out of the workspace;
   // -d/-D (directories/devices actions: `-D read` blocks on a FIFO) left out.
   grep: {
-    short: flags('EFGPiyvwxcLloqsbHhnTZzrUaI', {
+    short: flags('EFGPivwxcLloqsbHhnTZzrUaI', {
       e: { takes: 'required', value: 'text', tag: 'pattern' },
       f: { takes: 'required', value: 'path', tag: 'pattern' },
       r: { takes: 'none', tag: 'recursive' },
@@ -161,7 +161,7 @@ export const PROGRAMS: Readonly<Record<string, ProgramSpec>> = {
   // -s (reads block/char devices), -z/-Z (may run decompressors), -p (sets
   // access times back), -S (no seccomp sandbox), -P left out.
   file: {
-    short: flags('bhikLnNrE0', { e: TEXT }),
+    short: flags('bhikLnNr0', { e: TEXT }),
     long: longs('brief mime mime-type mime-encoding dereference no-dereference keep-going raw no-pad print0 extension', {
       exclude: TEXT, 'exclude-quiet': TEXT,
     }),
