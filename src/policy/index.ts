@@ -21,7 +21,9 @@
  *   strings without `$`, backtick, backslash or `!`, glued together. So no
  *   quote-dependent rewriting is left: no expansion of any kind, no
  *   backslash, no glob, no brace, no tilde, no word splitting. The argv is
- *   computed by quote removal.
+ *   computed by quote removal. No argument looks like an assignment
+ *   (`NAME=...`, `NAME+=...`): under `set -k` bash would move it into the
+ *   program's environment (`cat LD_PRELOAD=./x.so a`).
  * - (d) an independent strict tokenizer (src/policy/tokenize.ts) yields the
  *   same argv, else "parser disagreement".
  * - (e) argv[0] contains no `/` and is in {@link READ_ONLY_PROGRAMS}.
@@ -78,6 +80,9 @@ export const MAX_COMMAND_LENGTH = 4096;
 
 /** Names of the allowlisted programs (src/policy/programs.ts has each one's option allowlist). */
 export const READ_ONLY_PROGRAMS: readonly string[] = PROGRAM_NAMES;
+
+/** A word bash treats as an assignment under `set -k` once quotes are removed (conservative: `"FOO"=1` is not one, yet asks too). */
+const ASSIGNMENT_LIKE = /^[A-Za-z_][A-Za-z0-9_]*\+?=/;
 
 const ask = (reason: string): PolicyDecision => ({ action: 'ask', reason });
 
@@ -160,6 +165,14 @@ export function decideApproval(command: string, mode: ApprovalMode, context?: Po
   if (program.includes('/')) return ask(`program ${program} is named by a path, not looked up by name`);
   if (!READ_ONLY_PROGRAMS.includes(program)) return ask(`${program} is not on the read-only allowlist`);
 
+  // (c), continued (after (e), so that a reason names the program first):
+  // under `set -k` bash moves every assignment-like word (`LD_PRELOAD=x`,
+  // `FOO+=1`, `FOO="1"`) out of argv into the program's environment.
+  const assignment = argv.findIndex((w, i) => i > 0 && ASSIGNMENT_LIKE.test(w));
+  if (assignment > 0) {
+    return ask(`word ${assignment + 1} (${JSON.stringify(argv[assignment])}) looks like a variable assignment (under set -k bash moves it into the environment)`);
+  }
+
   // (f)
   const args = judgeArgs(program, argv.slice(1));
   if (!args.ok) return ask(args.reason);
@@ -173,4 +186,20 @@ export function decideApproval(command: string, mode: ApprovalMode, context?: Po
   }
   const where = paths.length > 0 ? `, reading only inside the workspace` : '';
   return { action: 'run', reason: `${program} is a read-only command with allowed options${where}`, argv, paths };
+}
+
+/**
+ * The command line to hand to the session for a `run` decision under
+ * `policy`: `\builtin command -p -- 'argv0' 'argv1' ...`, every word
+ * single-quoted. The session keeps state between commands (aliases are on
+ * in it, functions and PATH persist), so an earlier approved `alias ls=...`,
+ * `ls() { ...; }` or `PATH=.:$PATH` would make the text `ls` run something
+ * else; `command -p` skips aliases and functions and looks the program up in
+ * bash's default PATH (builtins such as `echo` and `pwd` stay builtins).
+ * The argv bash builds from it is exactly `argv`.
+ * @throws RangeError when `argv` is empty
+ */
+export function commandLine(argv: readonly string[]): string {
+  if (argv.length === 0) throw new RangeError('commandLine needs at least the program name');
+  return ['\\builtin command -p --', ...argv.map((w) => `'${w.replace(/'/g, "'\\''")}'`)].join(' ');
 }

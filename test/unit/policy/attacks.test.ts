@@ -55,6 +55,11 @@ describe('kind 1: words bash rewrites', () => {
     ['ls x=~/y', 'tilde expansion'],
     ['echo "!!"', 'history expansion'],
     ['cat a\\ b', 'backslash escape'],
+    // under `set -k`, assignment-like words leave argv for the environment
+    ['cat LD_PRELOAD=./x.so a.txt', 'word 2 ("LD_PRELOAD=./x.so") looks like a variable assignment'],
+    ['grep -r BASH_ENV=x', 'looks like a variable assignment'],
+    ['ls PATH+=.', 'looks like a variable assignment'],
+    ['ls FOO="1"', 'looks like a variable assignment'],
   ]);
 
   newAsks([
