@@ -1,0 +1,205 @@
+/**
+ * The approval policy, judged on what bash will actually execute
+ * (/work/shared/DESIGN.md §9, cases C16–C18). Node-side: it parses with the
+ * native tree-sitter-bash grammar, so workflow code must not import it (the
+ * workflow's own, older text policy stays in src/workflows/approval-policy.ts
+ * for replaying old histories). An activity or the worker calls
+ * {@link decideApproval} and the workflow records the decision.
+ *
+ * Under `policy`, a command runs unasked only when every rule below holds;
+ * the first rule that fails gives the `reason` of an `ask`:
+ *
+ * - (a) the text is printable ASCII (U+0020–U+007E): no control character
+ *   (so no newline or tab, C16), no NUL, nothing invisible or bidirectional;
+ *   at most {@link MAX_COMMAND_LENGTH} characters.
+ * - (b) tree-sitter-bash reads it as exactly `program > command`, with no
+ *   ERROR or MISSING node, no redirection, assignment, pipeline, list,
+ *   background `&`, subshell, group, function definition, here-document,
+ *   comment, or process substitution.
+ * - (c) every word is a plain literal: unquoted characters from
+ *   `A-Z a-z 0-9 _ . / : , + @ % = -`, single-quoted strings, double-quoted
+ *   strings without `$`, backtick, backslash or `!`, glued together. So no
+ *   quote-dependent rewriting is left: no expansion of any kind, no
+ *   backslash, no glob, no brace, no tilde, no word splitting. The argv is
+ *   computed by quote removal. No argument looks like an assignment
+ *   (`NAME=...`, `NAME+=...`): under `set -k` bash would move it into the
+ *   program's environment (`cat LD_PRELOAD=./x.so a`).
+ * - (d) an independent strict tokenizer (src/policy/tokenize.ts) yields the
+ *   same argv, else "parser disagreement".
+ * - (e) argv[0] contains no `/` and is in {@link READ_ONLY_PROGRAMS}.
+ *   Wrappers that run another program (`env`, `timeout`, `xargs`, `bash -c`,
+ *   `command`, `exec`, `nice`, `nohup`, C17) are not on it.
+ * - (f) every option is on the program's own option allowlist
+ *   (src/policy/programs.ts), parsed as getopt does: bundles (`-la`),
+ *   values attached or in the next word (`-n5`, `-n 5`, `--lines=5`), `--`
+ *   ending options; a value that names a file is a path.
+ * - (g) every path (operands per program; option values such as `grep -f F`,
+ *   `find -newer F`; an implicit "." for `ls`, `find`, `du`, `grep -r`) has
+ *   no `..` component, and resolved lexically against `context.cwd` lies in
+ *   `context.workspace` (C18). Without a context, any path asks.
+ *
+ * The policy never throws: a parser that cannot be loaded, or a malformed
+ * context, asks.
+ */
+import path from 'node:path';
+import { judgeArgs, PROGRAM_NAMES } from './programs';
+import { tokenize } from './tokenize';
+import { readSimpleCommand } from './tree';
+
+/** Approval mode of a run: the same values as `ApprovalMode` in src/workflows/types.ts. */
+export type ApprovalMode = 'auto' | 'policy' | 'always';
+
+/** Where the command would run. */
+export interface PolicyContext {
+  /** Absolute path of the run's workspace (the session's starting workdir). */
+  workspace: string;
+  /** Absolute path of the shell's current working directory. */
+  cwd: string;
+}
+
+/**
+ * Outcome of the policy for one command. `reason` says why, for the UI and
+ * the CLI: for an `ask`, the first rule that failed and what was seen.
+ *
+ * `argv` and `paths` are only meaningful for a `run` under `policy`; under
+ * `auto` they are empty (nothing was parsed).
+ */
+export type PolicyDecision =
+  | {
+      action: 'run';
+      reason: string;
+      /** The exact argv bash would build (after quote removal); argv[0] is the program name as written, e.g. "ls". */
+      argv: string[];
+      /** Every path the command will read, made absolute lexically against cwd, each once (incl. an implicit "." for ls/find/du/grep -r with no path); the caller re-checks them with realpath against symlinks before running. */
+      paths: string[];
+    }
+  | { action: 'ask'; reason: string };
+
+/** Longest command judged; longer ones ask (a command that long is not a quick read-only look). */
+export const MAX_COMMAND_LENGTH = 4096;
+
+/** Names of the allowlisted programs (src/policy/programs.ts has each one's option allowlist). */
+export const READ_ONLY_PROGRAMS: readonly string[] = PROGRAM_NAMES;
+
+/** A word bash treats as an assignment under `set -k` once quotes are removed (conservative: `"FOO"=1` is not one, yet asks too). */
+const ASSIGNMENT_LIKE = /^[A-Za-z_][A-Za-z0-9_]*\+?=/;
+
+const ask = (reason: string): PolicyDecision => ({ action: 'ask', reason });
+
+/** Rule (a): the first character outside printable ASCII, described. */
+function badCharacter(command: string): string | undefined {
+  for (let i = 0; i < command.length; i++) {
+    const code = command.codePointAt(i) as number;
+    if (code >= 0x20 && code <= 0x7e) continue;
+    const u = `U+${code.toString(16).toUpperCase().padStart(4, '0')}`;
+    if (code < 0x20 || code === 0x7f) return `control character ${u} at column ${i + 1}`;
+    return `non-ASCII character ${u} at column ${i + 1} (may be invisible or reorder the text)`;
+  }
+  return undefined;
+}
+
+/** A normalized absolute path (no `.`/`..` component, no trailing slash). */
+function isNormalizedAbsolute(p: unknown): p is string {
+  return typeof p === 'string' && path.posix.isAbsolute(p) && (p === '/' || (path.posix.normalize(p) === p && !p.endsWith('/')));
+}
+
+/** Rule (g): the absolute form of `p`, or why it is not allowed. */
+function judgePath(p: string, context: PolicyContext | undefined): { abs: string } | { reason: string } {
+  if (p === '') return { reason: 'an empty path' };
+  if (p === '-') return { reason: 'path - reads standard input' };
+  if (p.split('/').includes('..')) return { reason: `path ${p} leaves the workspace: it has a ".." component` };
+  if (context === undefined) return { reason: `path ${p} cannot be judged without a workspace context` };
+  const abs = path.posix.resolve(context.cwd, p);
+  const ws = context.workspace;
+  if (abs !== ws && !abs.startsWith(`${ws}/`)) {
+    return { reason: p.startsWith('/') ? `path ${p} is outside the workspace ${ws}` : `path ${p} resolves to ${abs}, outside the workspace ${ws}` };
+  }
+  return { abs };
+}
+
+/**
+ * Decides whether `command` may run without a human.
+ * - `auto`: `run`, with empty `argv` and `paths`.
+ * - `always`: `ask`.
+ * - `policy`: `run` only when rules (a)–(g) of this module all hold (see the
+ *   module comment), else `ask` naming the first rule that failed.
+ * @param context where the command runs; without it, any command that reads
+ *   a path (explicit or implicit) asks under `policy`. Both fields must be
+ *   normalized absolute paths and the workspace must not be `/`, else asks.
+ */
+export function decideApproval(command: string, mode: ApprovalMode, context?: PolicyContext): PolicyDecision {
+  if (mode === 'auto') return { action: 'run', reason: 'approval mode is auto', argv: [], paths: [] };
+  if (mode !== 'policy') return ask('approval mode is always');
+  if (typeof command !== 'string') return ask('the command is not a string');
+  if (context !== undefined) {
+    if (!isNormalizedAbsolute(context.workspace)) return ask(`context.workspace ${JSON.stringify(context.workspace)} is not a normalized absolute path`);
+    if (!isNormalizedAbsolute(context.cwd)) return ask(`context.cwd ${JSON.stringify(context.cwd)} is not a normalized absolute path`);
+    if (context.workspace === '/') return ask('the workspace / would cover the whole filesystem');
+  }
+
+  // (a)
+  if (command.trim() === '') return ask('empty command');
+  if (command.length > MAX_COMMAND_LENGTH) return ask(`the command is longer than ${MAX_COMMAND_LENGTH} characters`);
+  const bad = badCharacter(command);
+  if (bad !== undefined) return ask(bad);
+
+  // (b), (c)
+  let read: ReturnType<typeof readSimpleCommand>;
+  try {
+    read = readSimpleCommand(command);
+  } catch (err) {
+    return ask(`the bash parser is unavailable: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  if (!read.ok) return ask(read.reason);
+  const argv = read.argv;
+
+  // (d)
+  const tokens = tokenize(command);
+  if (!tokens.ok) return ask(`parser disagreement: the strict tokenizer refuses it (${tokens.reason})`);
+  if (tokens.argv.length !== argv.length || tokens.argv.some((w, i) => w !== argv[i])) {
+    return ask(`parser disagreement: tree-sitter reads ${JSON.stringify(argv)}, the strict tokenizer ${JSON.stringify(tokens.argv)}`);
+  }
+
+  // (e)
+  const program = argv[0] as string;
+  if (program.includes('/')) return ask(`program ${program} is named by a path, not looked up by name`);
+  if (!READ_ONLY_PROGRAMS.includes(program)) return ask(`${program} is not on the read-only allowlist`);
+
+  // (c), continued (after (e), so that a reason names the program first):
+  // under `set -k` bash moves every assignment-like word (`LD_PRELOAD=x`,
+  // `FOO+=1`, `FOO="1"`) out of argv into the program's environment.
+  const assignment = argv.findIndex((w, i) => i > 0 && ASSIGNMENT_LIKE.test(w));
+  if (assignment > 0) {
+    return ask(`word ${assignment + 1} (${JSON.stringify(argv[assignment])}) looks like a variable assignment (under set -k bash moves it into the environment)`);
+  }
+
+  // (f)
+  const args = judgeArgs(program, argv.slice(1));
+  if (!args.ok) return ask(args.reason);
+
+  // (g)
+  const paths: string[] = [];
+  for (const p of args.paths) {
+    const j = judgePath(p, context);
+    if ('reason' in j) return ask(j.reason);
+    if (!paths.includes(j.abs)) paths.push(j.abs);
+  }
+  const where = paths.length > 0 ? `, reading only inside the workspace` : '';
+  return { action: 'run', reason: `${program} is a read-only command with allowed options${where}`, argv, paths };
+}
+
+/**
+ * The command line to hand to the session for a `run` decision under
+ * `policy`: `\builtin command -p -- 'argv0' 'argv1' ...`, every word
+ * single-quoted. The session keeps state between commands (aliases are on
+ * in it, functions and PATH persist), so an earlier approved `alias ls=...`,
+ * `ls() { ...; }` or `PATH=.:$PATH` would make the text `ls` run something
+ * else; `command -p` skips aliases and functions and looks the program up in
+ * bash's default PATH (builtins such as `echo` and `pwd` stay builtins).
+ * The argv bash builds from it is exactly `argv`.
+ * @throws RangeError when `argv` is empty
+ */
+export function commandLine(argv: readonly string[]): string {
+  if (argv.length === 0) throw new RangeError('commandLine needs at least the program name');
+  return ['\\builtin command -p --', ...argv.map((w) => `'${w.replace(/'/g, "'\\''")}'`)].join(' ');
+}

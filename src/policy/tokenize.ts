@@ -1,0 +1,66 @@
+/**
+ * A second, independent reading of a command: a strict tokenizer that knows
+ * only the plain literals the policy accepts (rule (d) of
+ * {@link decideApproval}). It is not a shell parser; it refuses everything it
+ * does not know. The policy runs a command only when this tokenizer and the
+ * tree-sitter tree agree on the argv word for word.
+ */
+
+/**
+ * Characters allowed in an unquoted word: letters, digits and `_ . / : , + @ % = -`.
+ * None of them starts an expansion, a glob, a comment, a quote or an operator
+ * in bash when the word is an argument (`=` only matters in a leading
+ * assignment, which the tree check refuses; `~` after `=` is refused because
+ * `~` itself is not in the set; `,` only matters inside braces).
+ */
+export const PLAIN_UNQUOTED = /^[A-Za-z0-9_./:,+@%=-]$/;
+
+/**
+ * Characters that end a double-quoted literal's right to be called plain:
+ * `$` (expansions), backtick (command substitution), backslash (escapes) and
+ * `!` (history expansion in interactive shells).
+ */
+export const DOUBLE_QUOTE_SPECIAL = /[$`\\!]/;
+
+/** Result of {@link tokenize}. */
+export type TokenizeResult = { ok: true; argv: string[] } | { ok: false; reason: string };
+
+/**
+ * Splits `text` into words the way bash would if every word is made of plain
+ * unquoted characters ({@link PLAIN_UNQUOTED}), single-quoted strings and
+ * double-quoted strings without {@link DOUBLE_QUOTE_SPECIAL}, glued together,
+ * separated by spaces (U+0020 only). Quote removal gives each word's value.
+ * @returns `ok: false` with the offending character's column (1-based) for anything else
+ */
+export function tokenize(text: string): TokenizeResult {
+  const argv: string[] = [];
+  let i = 0;
+  while (i < text.length) {
+    if (text[i] === ' ') { i++; continue; }
+    let word = '';
+    while (i < text.length && text[i] !== ' ') {
+      const c = text[i] as string;
+      if (c === "'") {
+        const end = text.indexOf("'", i + 1);
+        if (end < 0) return { ok: false, reason: `unterminated single quote at column ${i + 1}` };
+        word += text.slice(i + 1, end);
+        i = end + 1;
+      } else if (c === '"') {
+        const end = text.indexOf('"', i + 1);
+        if (end < 0) return { ok: false, reason: `unterminated double quote at column ${i + 1}` };
+        const inner = text.slice(i + 1, end);
+        const special = DOUBLE_QUOTE_SPECIAL.exec(inner);
+        if (special) return { ok: false, reason: `${JSON.stringify(special[0])} inside double quotes at column ${i + 2 + special.index}` };
+        word += inner;
+        i = end + 1;
+      } else if (PLAIN_UNQUOTED.test(c)) {
+        word += c;
+        i++;
+      } else {
+        return { ok: false, reason: `unquoted ${JSON.stringify(c)} at column ${i + 1}` };
+      }
+    }
+    argv.push(word);
+  }
+  return { ok: true, argv };
+}
