@@ -66,6 +66,7 @@ describe('kind 1: words bash rewrites', () => {
     ['ls $((y))', 'arithmetic expansion'],
     ['ls "$(id)"', 'command substitution'],
     ['ls `id`', 'not a plain literal'],
+    ['ls $', 'parameter expansion'],
   ]);
 });
 
