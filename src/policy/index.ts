@@ -98,9 +98,16 @@ function badCharacter(command: string): string | undefined {
   return undefined;
 }
 
-/** A normalized absolute path (no `.`/`..` component, no trailing slash). */
-function isNormalizedAbsolute(p: unknown): p is string {
-  return typeof p === 'string' && path.posix.isAbsolute(p) && (p === '/' || (path.posix.normalize(p) === p && !p.endsWith('/')));
+/**
+ * `p` without a trailing slash when it is an absolute path with no `.`,
+ * `..` or empty component (`/work/ws` or `/work/ws/`); else undefined. A
+ * `..` in the context is refused rather than resolved: lexically it could
+ * undo a symlink the shell really went through.
+ */
+function normalizedAbsolute(p: unknown): string | undefined {
+  if (typeof p !== 'string' || !p.startsWith('/')) return undefined;
+  const trimmed = p.length > 1 && p.endsWith('/') ? p.slice(0, -1) : p;
+  return path.posix.normalize(trimmed) === trimmed ? trimmed : undefined;
 }
 
 /** Rule (g): the absolute form of `p`, or why it is not allowed. */
@@ -125,16 +132,20 @@ function judgePath(p: string, context: PolicyContext | undefined): { abs: string
  *   module comment), else `ask` naming the first rule that failed.
  * @param context where the command runs; without it, any command that reads
  *   a path (explicit or implicit) asks under `policy`. Both fields must be
- *   normalized absolute paths and the workspace must not be `/`, else asks.
+ *   absolute paths without `.`, `..` or empty components (a trailing slash
+ *   is fine) and the workspace must not be `/`, else asks.
  */
 export function decideApproval(command: string, mode: ApprovalMode, context?: PolicyContext): PolicyDecision {
   if (mode === 'auto') return { action: 'run', reason: 'approval mode is auto', argv: [], paths: [] };
   if (mode !== 'policy') return ask('approval mode is always');
   if (typeof command !== 'string') return ask('the command is not a string');
   if (context !== undefined) {
-    if (!isNormalizedAbsolute(context.workspace)) return ask(`context.workspace ${JSON.stringify(context.workspace)} is not a normalized absolute path`);
-    if (!isNormalizedAbsolute(context.cwd)) return ask(`context.cwd ${JSON.stringify(context.cwd)} is not a normalized absolute path`);
-    if (context.workspace === '/') return ask('the workspace / would cover the whole filesystem');
+    const workspace = normalizedAbsolute(context.workspace);
+    const cwd = normalizedAbsolute(context.cwd);
+    if (workspace === undefined) return ask(`context.workspace ${JSON.stringify(context.workspace)} is not a normalized absolute path`);
+    if (cwd === undefined) return ask(`context.cwd ${JSON.stringify(context.cwd)} is not a normalized absolute path`);
+    if (workspace === '/') return ask('the workspace / would cover the whole filesystem');
+    context = { workspace, cwd };
   }
 
   // (a)

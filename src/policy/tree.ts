@@ -163,6 +163,7 @@ function literalValue(node: SyntaxNode): { value: string } | { kind: string } {
       return { value };
     }
     default:
+      if (!node.isNamed) return { kind: `the bare token ${node.type} (${node.type === '$' ? 'parameter expansion' : 'shell syntax'})` };
       return { kind: NODE_KINDS[node.type] ?? node.type.replace(/_/g, ' ') };
   }
 }

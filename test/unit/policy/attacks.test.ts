@@ -66,6 +66,7 @@ describe('kind 1: words bash rewrites', () => {
     ['ls $((y))', 'arithmetic expansion'],
     ['ls "$(id)"', 'command substitution'],
     ['ls `id`', 'not a plain literal'],
+    ['ls $', 'parameter expansion'],
   ]);
 });
 
@@ -168,6 +169,10 @@ describe('kind 5: reads beyond the workspace', () => {
     expect(decideApproval('ls', 'policy', { workspace: 'ws', cwd: '/ws' })).toMatchObject({ action: 'ask', reason: expect.stringContaining('context.workspace') });
     expect(decideApproval('ls', 'policy', { workspace: '/ws', cwd: '/ws/a/..' })).toMatchObject({ action: 'ask', reason: expect.stringContaining('context.cwd') });
     expect(decideApproval('ls', 'policy', { workspace: '/', cwd: '/' })).toMatchObject({ action: 'ask', reason: expect.stringContaining('whole filesystem') });
+    expect(decideApproval('ls', 'policy', { workspace: '/ws', cwd: '/ws//a' })).toMatchObject({ action: 'ask', reason: expect.stringContaining('context.cwd') });
+    // a trailing slash is not malformed
+    expect(decideApproval('cat a', 'policy', { workspace: '/ws/', cwd: '/ws/' })).toMatchObject({ action: 'run', paths: ['/ws/a'] });
+    expect(decideApproval('cat /ws2/a', 'policy', { workspace: '/ws/', cwd: '/ws/' })).toMatchObject({ action: 'ask' });
   });
 });
 
