@@ -12,7 +12,8 @@ import path from 'node:path';
 import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { SESSION_HEARTBEAT_INTERVAL_MS } from '../config';
-import { BashSession, type BashSessionOptions } from '../session';
+import { BashSession, ExactRefusedError, type BashSessionOptions, type CommandResult } from '../session';
+import { decideApproval } from '../policy';
 import {
   SESSION_NOT_FOUND,
   type OpenSessionInput,
@@ -107,6 +108,11 @@ export async function makeDirectory(dir: string): Promise<void> {
   if (!(await isDirectory(dir))) throw new Error(`cannot use ${dir} as the working directory: it exists but is not a directory`);
 }
 
+/** The answer of `runCommand` when the policy wants a human: nothing ran. */
+function notRun(session: BashSession, reason: string): RunCommandOutput {
+  return { output: '', exitCode: null, timedOut: false, truncated: false, outputBytes: 0, sessionRestarted: false, shellExit: null, cwd: session.cwd, durationMs: 0, needsApproval: reason };
+}
+
 /** Heartbeats every second until the returned function is called. */
 function startHeartbeat(details?: unknown): () => void {
   const ctx = Context.current();
@@ -137,6 +143,7 @@ export function createSessionActivities(deps: SessionActivityDeps) {
         session = await BashSession.start({
           ...deps.sessionOptions,
           cwd,
+          workspace: workdir,
           env: { ...deps.sessionOptions.env, AGENT_JOBS_WORKFLOW_ID: input.workflowId },
         });
       } finally {
@@ -158,7 +165,21 @@ export function createSessionActivities(deps: SessionActivityDeps) {
       const ctx = Context.current();
       const stop = startHeartbeat({ toolUseId: input.toolUseId });
       try {
-        const result = await session.run(input.command, { timeoutMs: input.timeoutMs, signal: ctx.cancellationSignal });
+        let result: CommandResult;
+        if (input.autoApprove === 'policy') {
+          // Judged here, right before it would run, on what bash would run and the workspace's real paths.
+          const decision = decideApproval(input.command, 'policy', { workspace: session.workspace, cwd: session.cwd });
+          if (decision.action === 'ask') return notRun(session, decision.reason);
+          try {
+            result = await session.runExact(decision.argv, { paths: decision.paths, command: input.command, timeoutMs: input.timeoutMs, signal: ctx.cancellationSignal });
+          } catch (err) {
+            if (err instanceof ExactRefusedError) return notRun(session, err.reason);
+            throw err;
+          }
+          log.info('command auto-approved by the policy and run exactly', { toolUseId: input.toolUseId, argv: decision.argv });
+        } else {
+          result = await session.run(input.command, { timeoutMs: input.timeoutMs, signal: ctx.cancellationSignal });
+        }
         if (result.cancelled) {
           log.info('command cancelled; process group killed', { toolUseId: input.toolUseId });
           throw ctx.cancellationSignal.reason ?? new Error('cancelled');

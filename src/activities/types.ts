@@ -45,6 +45,13 @@ export interface RunCommandInput {
   timeoutMs: number;
   workflowId: string;
   toolUseId: string;
+  /**
+   * `policy`: judge the command with the approval policy (src/policy) first,
+   * and run it only when the policy lets it run unasked, exactly (no shell:
+   * `BashSession.runExact`); otherwise run nothing and answer with
+   * `needsApproval`. Absent: run it in the shell (it was approved).
+   */
+  autoApprove?: 'policy';
 }
 
 /** Output of `runCommand`; the fields of the session's `CommandResult` that the workflow uses. */
@@ -63,6 +70,8 @@ export interface RunCommandOutput {
   /** Working directory after the command. */
   cwd: string;
   durationMs: number;
+  /** Set (and nothing ran) when `autoApprove` was asked and the policy wants a human: why. */
+  needsApproval?: string;
 }
 
 /** Input of `restartSession` / `closeSession`. */

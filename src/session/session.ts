@@ -305,6 +305,11 @@ export class BashSession {
     return this.shell?.pid ?? 0;
   }
 
+  /** The run's workspace (absolute): what {@link runExact} paths must stay inside. */
+  get workspace(): string {
+    return this.options.workspace;
+  }
+
   /** Last known working directory of the shell. */
   get cwd(): string {
     return this.lastCwd;

@@ -16,6 +16,7 @@ import {
   continueAsNew,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -44,7 +45,7 @@ import {
   SESSION_RETRY_POLICY,
   SESSION_SCHEDULE_TO_START_TIMEOUT,
 } from '../config';
-import { decideApproval } from './approval-policy';
+import { decideApproval as legacyDecideApproval } from './approval-policy';
 import { commandDetails, commandSummary, pendingApproval, safeText } from './display';
 import { resolveInput, type ResolvedInput } from './input';
 import { approveSignal, statusQuery, transcriptQuery } from './messages';
@@ -103,6 +104,14 @@ function sessionOptions(taskQueue: string, startToCloseMs: number): ActivityOpti
 }
 
 const MAX_DECISIONS_KEPT = 20;
+
+/**
+ * patched() id: under approval `policy`, the session's worker judges each
+ * command (src/policy, on the parsed command and the workspace's real paths)
+ * and runs allowed ones exactly, in one runCommand; before it, the workflow
+ * judged the raw text itself (approval-policy.ts, kept for replay).
+ */
+const POLICY_AT_SESSION_PATCH = 'policy-judged-at-session';
 
 /**
  * Runs one agent: asks Claude, runs the bash commands it asks for (with
@@ -242,7 +251,13 @@ export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState):
   }
 
   // ---- one tool_use -------------------------------------------------------
-  async function runCommand(toolUseId: string, command: string): Promise<ToolOutcome> {
+  /**
+   * Runs one command on the session's worker. With `autoApprove`, the worker
+   * first judges it under the `policy` rules (src/policy, on what bash would
+   * run, with the workspace's real paths) and runs it exactly (no shell) only
+   * when they allow; else nothing runs and the answer is `{needsApproval}`.
+   */
+  async function runCommand(toolUseId: string, command: string, autoApprove = false): Promise<ToolOutcome | { needsApproval: string }> {
     let session = state.session;
     if (!session) {
       try {
@@ -257,8 +272,9 @@ export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState):
     const options = { ...sessionOptions(session.taskQueue, input.commandTimeoutMs + COMMAND_TIMEOUT_SLACK_MS), summary };
     try {
       const out: RunCommandOutput = await proxyActivities<SessionActivities>(options).runCommand.executeWithOptions(options, [
-        { sessionId: session.sessionId, command, timeoutMs: input.commandTimeoutMs, workflowId, toolUseId },
+        { sessionId: session.sessionId, command, timeoutMs: input.commandTimeoutMs, workflowId, toolUseId, ...(autoApprove ? { autoApprove: 'policy' as const } : {}) },
       ]);
+      if (out.needsApproval !== undefined) return { needsApproval: out.needsApproval };
       session.cwd = out.cwd;
       return commandOutcome(out, input.commandTimeoutMs);
     } catch (err) {
@@ -322,14 +338,30 @@ export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState):
     const parsed = parseBashInput(use.input);
     if (parsed.kind === 'invalid') return done(parsed.outcome);
     if (parsed.kind === 'restart') return done(await restartSession());
-    const policy = decideApproval(parsed.command, input.approval);
-    if (policy.action === 'ask') {
-      current = { toolUseId: use.id, phase: 'approval' };
-      const d = await waitForApproval(use.id, parsed.command, policy.reason);
-      if (!d.approved) return done(deniedOutcome(d, input.approvalTimeout));
+    let why: string;
+    if (input.approval === 'policy' && patched(POLICY_AT_SESSION_PATCH)) {
+      // The session's worker judges and, when the policy allows, runs it exactly.
+      current = { toolUseId: use.id, phase: 'running' };
+      const auto = await runCommand(use.id, parsed.command, true);
+      if (!('needsApproval' in auto)) return done(auto);
+      why = auto.needsApproval;
+    } else {
+      // Runs started before the policy moved to the session worker: the old in-workflow rules (replay).
+      const policy = legacyDecideApproval(parsed.command, input.approval);
+      if (policy.action === 'run') return done(await runApproved(use.id, parsed.command));
+      why = policy.reason;
     }
-    current = { toolUseId: use.id, phase: 'running' };
-    return done(await runCommand(use.id, parsed.command));
+    current = { toolUseId: use.id, phase: 'approval' };
+    const d = await waitForApproval(use.id, parsed.command, why);
+    if (!d.approved) return done(deniedOutcome(d, input.approvalTimeout));
+    return done(await runApproved(use.id, parsed.command));
+  }
+
+  /** Runs a command a human approved (or that needs no approval) in the shell. */
+  async function runApproved(toolUseId: string, command: string): Promise<ToolOutcome> {
+    current = { toolUseId, phase: 'running' };
+    const out = await runCommand(toolUseId, command);
+    return 'needsApproval' in out ? { text: 'internal error: approval asked for an approved command', isError: true } : out;
   }
 
   // ---- model calls --------------------------------------------------------

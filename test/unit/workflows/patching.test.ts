@@ -24,7 +24,9 @@ function variant(name: string, change: string): string {
   const file = path.join(dir, 'workflows', 'agent-run.ts');
   const source = readFileSync(file, 'utf8');
   expect(source).toContain(ANCHOR);
-  writeFileSync(file, source.replace(ANCHOR, `${change}\n${ANCHOR}`).replace("} from '@temporalio/workflow';", "  patched,\n  sleep,\n} from '@temporalio/workflow';"));
+  const workflowImports = source.slice(0, source.indexOf("} from '@temporalio/workflow';"));
+  const missing = ['patched', 'sleep'].filter((name) => !new RegExp(`\\b${name},`).test(workflowImports));
+  writeFileSync(file, source.replace(ANCHOR, `${change}\n${ANCHOR}`).replace("} from '@temporalio/workflow';", `${missing.map((n) => `  ${n},\n`).join('')}} from '@temporalio/workflow';`));
   return path.join(dir, 'workflows');
 }
 
