@@ -16,7 +16,10 @@ import { FifoCapture, FifoPool } from './capture';
 import { DEFAULT_MAX_OUTPUT_BYTES, OutputCollector } from './output';
 import { processStartTime, SESSION_DIR_PREFIX, writeOwner } from './orphans';
 import { commandSource, controlLine, newMarker, type EndRecord } from './protocol';
-import { ShellProcess, type ShellExit } from './shell';
+import { findSetpriv, ShellProcess, type ShellExit } from './shell';
+import { MINIMAL_ENV, resolveIdentity, type SessionIdentity } from './identity';
+import { resolveSandbox, unreachableAncestor, type SandboxMode, type SandboxOptions } from './sandbox';
+import { execFileSync } from 'node:child_process';
 import { raceTimeout } from './timing';
 
 /** Default per-command timeout, ms. */
@@ -71,6 +74,34 @@ export interface BashSessionOptions {
   killGraceMs?: number;
   /** bash executable. @default 'bash' (looked up in PATH) */
   bashPath?: string;
+  /**
+   * User bash runs as (identity.ts). `null`: the worker's own user.
+   * @default as root: `AGENT_JOBS_SESSION_USER` or `agent-jobs` (created when
+   *   missing); otherwise the worker's own user
+   */
+  user?: string | null;
+  /**
+   * `bwrap` or `none` (sandbox.ts). A sandbox asked for that cannot be had
+   * fails the start. @default `AGENT_JOBS_SANDBOX`, else `bwrap` when a
+   * working bwrap is found, else `none`
+   */
+  sandbox?: SandboxMode;
+  /** Keep the host's network in the sandbox (mode `bwrap`; `none` always has it). @default false */
+  network?: boolean;
+  /**
+   * The directory the session may write: bound read-write in the sandbox
+   * and, when bash runs as another user, given to that user (`chown -R` at
+   * start). Nothing else outside the sandbox's private /tmp is writable.
+   * @default none (a cwd alone is not made writable)
+   */
+  workspace?: string;
+  /**
+   * Paths the sandbox covers with an empty tmpfs (directories) or an empty
+   * file, unless they are the workspace or lie above it (data dir, other
+   * workspaces, the audit log). Always added: /root, the worker's home, the
+   * temp directory (other sessions' FIFOs).
+   */
+  hidePaths?: string[];
 }
 
 /** Options of one {@link BashSession.run} call. */
@@ -188,6 +219,11 @@ export class BashSession {
   private readonly secrets: SecretValue[];
   private readonly tmpDir: string;
   private readonly fifos: FifoPool;
+  private readonly identity: SessionIdentity | null;
+  private readonly sandboxMode: { mode: SandboxMode; bwrap?: string };
+  private readonly network: boolean;
+  private readonly workspace: string | undefined;
+  private readonly hide: string[];
   /** Output pipes not yet closed (running commands, and background jobs still holding one), closed by `close()`. */
   private readonly captures = new Set<FifoCapture>();
   private shell: ShellProcess | undefined;
@@ -198,7 +234,7 @@ export class BashSession {
   private queue: Promise<unknown> = Promise.resolve();
   private wakeCurrent: ((o: Outcome) => void) | undefined;
 
-  private constructor(options: BashSessionOptions, cwd: string) {
+  private constructor(options: BashSessionOptions, cwd: string, identity: SessionIdentity | null, sandbox: { mode: SandboxMode; bwrap?: string }) {
     this.id = options.id ?? randomUUID();
     this.options = {
       timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
@@ -210,12 +246,26 @@ export class BashSession {
       runId: options.runId,
     };
     this.limits = resolveLimits(options.limits);
-    const built = buildSessionEnv({ extra: options.env, secretEnvNames: options.secretEnvNames });
+    this.identity = identity;
+    this.sandboxMode = sandbox;
+    this.network = options.network ?? false;
+    this.workspace = options.workspace !== undefined ? path.resolve(options.workspace) : undefined;
+    this.hide = [...(options.hidePaths ?? []), ...defaultHiddenPaths()];
+    // Another user gets a HOME it can write (the sandbox's private /tmp) and its own name.
+    const identityEnv: Record<string, string> = identity ? { HOME: '/tmp', USER: identity.user, LOGNAME: identity.user } : {};
+    const built = buildSessionEnv({ extra: { ...identityEnv, ...options.env }, secretEnvNames: options.secretEnvNames });
     this.env = built.env;
     this.secrets = built.secrets;
     this.lastCwd = cwd;
     this.tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), SESSION_DIR_PREFIX));
-    this.fifos = new FifoPool(this.tmpDir);
+    if (identity) {
+      // Owned by root, searchable by the session's group only: bash opens the
+      // FIFOs (its own) and reads command files, but cannot replace, add or
+      // symlink entries the worker then opens as root.
+      fs.chownSync(this.tmpDir, 0, identity.gid);
+      fs.chmodSync(this.tmpDir, 0o710);
+    }
+    this.fifos = new FifoPool(this.tmpDir, identity ?? undefined);
   }
 
   /**
@@ -243,7 +293,18 @@ export class BashSession {
       /* reported below */
     }
     if (!isDir) throw new SessionStartError(`cannot start bash session: working directory ${cwd} does not exist or is not a directory`, { sessionId: options.id });
-    const session = new BashSession(options, cwd);
+    const identity = resolveIdentity(options.user);
+    const sandbox = resolveSandbox(options.sandbox);
+    if (options.workspace !== undefined) prepareWorkspace(path.resolve(options.workspace), identity, options.id);
+    if (sandbox.mode === 'none') {
+      const blocked = unreachableAncestor(cwd, identity);
+      if (blocked) {
+        throw new SessionStartError(`cannot start bash session as ${identity!.user}: it cannot enter ${blocked} on the way to ${cwd} (no sandbox to bind it); make it searchable or use the sandbox`, {
+          sessionId: options.id,
+        });
+      }
+    }
+    const session = new BashSession(options, cwd, identity, sandbox);
     try {
       await session.spawn(cwd);
     } catch (err) {
@@ -256,6 +317,41 @@ export class BashSession {
   /** Pid of the current bash (it changes when the shell is restarted); 0 once closed. */
   get pid(): number {
     return this.shell?.pid ?? 0;
+  }
+
+  /**
+   * Outer pid (as the worker sees it) of the current bash process itself:
+   * inside a sandbox {@link pid} is bwrap's. 0 once closed.
+   */
+  get bashPid(): number {
+    return this.shell?.bashPid ?? 0;
+  }
+
+  /** Name of the user bash runs as. */
+  get user(): string {
+    return this.identity?.user ?? os.userInfo().username;
+  }
+
+  /** The sandbox bash runs in: `bwrap` or `none`. */
+  get sandbox(): SandboxMode {
+    return this.sandboxMode.mode;
+  }
+
+  /**
+   * The sandbox and identity of this session, for starting another process
+   * under the same restrictions with `sandboxedSpawnArgs` (sandbox.ts).
+   */
+  get sandboxOptions(): SandboxOptions {
+    return {
+      mode: this.sandboxMode.mode,
+      ...(this.sandboxMode.bwrap ? { bwrap: this.sandboxMode.bwrap } : {}),
+      identity: this.identity,
+      network: this.network,
+      writable: this.workspace ? [this.workspace] : [],
+      readable: [this.tmpDir],
+      hide: this.hide,
+      setpriv: findSetpriv(),
+    };
   }
 
   /** Last known working directory of the shell. */
@@ -355,6 +451,7 @@ export class BashSession {
       maxProcesses: this.limits.maxProcesses,
       guardMode: this.options.processGuard,
       startTimeoutMs: START_TIMEOUT_MS,
+      sandbox: (({ setpriv: _, ...rest }) => rest)(this.sandboxOptions),
     });
     this.shell = shell;
     this.lastCwd = cwd;
@@ -400,6 +497,7 @@ export class BashSession {
     if ('file' in source) {
       fs.mkdirSync(this.tmpDir, { recursive: true, mode: 0o700 });
       fs.writeFileSync(commandFile, command, { mode: 0o600 });
+      if (this.identity) fs.chownSync(commandFile, this.identity.uid, this.identity.gid);
     }
     const marker = newMarker();
     const collector = new OutputCollector(this.options.maxOutputBytes);
@@ -566,6 +664,40 @@ export function renumberShellErrors(text: string, controlLineNo: number, command
     });
     return `${shell}: line ${line}:${body}`;
   });
+}
+
+/** Paths every sandbox hides: root's home, the worker's home, the temp directory (other sessions' FIFO directories). */
+function defaultHiddenPaths(): string[] {
+  const out = ['/root'];
+  const home = os.homedir();
+  if (home && home !== '/') out.push(home);
+  const tmp = path.resolve(os.tmpdir());
+  if (tmp !== '/tmp' && tmp !== '/') out.push(tmp);
+  return out;
+}
+
+/**
+ * Gives the workspace to the session user (`chown -R`, symlinks themselves,
+ * never followed): workspaces are the agent's. Nothing when bash runs as
+ * the worker's own user.
+ * @throws SessionStartError when it is missing, is `/`, or cannot be chowned
+ */
+function prepareWorkspace(dir: string, identity: SessionIdentity | null, sessionId: string | undefined): void {
+  let real: string;
+  try {
+    real = fs.realpathSync(dir);
+    if (!fs.statSync(real).isDirectory()) throw new Error('not a directory');
+  } catch (err) {
+    throw new SessionStartError(`cannot start bash session: workspace ${dir} is not a directory: ${(err as Error).message}`, { sessionId });
+  }
+  if (!identity) return;
+  if (real === '/') throw new SessionStartError('cannot start bash session: the workspace must not be /', { sessionId });
+  try {
+    execFileSync('chown', ['-R', '-P', '--no-dereference', `${identity.uid}:${identity.gid}`, '--', real], { env: MINIMAL_ENV, stdio: ['ignore', 'ignore', 'pipe'], timeout: 120_000 });
+  } catch (err) {
+    const stderr = String((err as { stderr?: Buffer }).stderr ?? '').trim();
+    throw new SessionStartError(`cannot give the workspace ${real} to ${identity.user}: ${stderr || (err as Error).message}`, { sessionId, cause: err });
+  }
 }
 
 function describeExit(exit: ShellExit): string {
