@@ -137,14 +137,17 @@ export function createSessionActivities(deps: SessionActivityDeps) {
         session = await BashSession.start({
           ...deps.sessionOptions,
           cwd,
+          // The run's directory is the agent's: writable in the sandbox, owned by the session user.
+          workspace: workdir,
+          network: input.network ?? false,
           env: { ...deps.sessionOptions.env, AGENT_JOBS_WORKFLOW_ID: input.workflowId },
         });
       } finally {
         stop();
       }
       registry.add(session);
-      log.info('bash session opened', { sessionId: session.id, pid: session.pid, cwd, workerId });
-      return { sessionId: session.id, taskQueue, workerId, cwd: session.cwd };
+      log.info('bash session opened', { sessionId: session.id, pid: session.pid, cwd, workerId, user: session.user, sandbox: session.sandbox });
+      return { sessionId: session.id, taskQueue, workerId, cwd: session.cwd, user: session.user, sandbox: session.sandbox };
     },
 
     /**
