@@ -314,7 +314,12 @@ export class BashSession {
     return session;
   }
 
-  /** Pid of the current bash (it changes when the shell is restarted); 0 once closed. */
+  /**
+   * Pid of the process the worker spawned for the current shell (it changes
+   * when the shell is restarted): bash itself, or in the sandbox the outer
+   * bwrap (see {@link bashPid}); the process group and session id of
+   * everything the shell starts. 0 once closed.
+   */
   get pid(): number {
     return this.shell?.pid ?? 0;
   }
