@@ -11,7 +11,7 @@ RUN npm run build && npm prune --omit=dev
 FROM node:20-bookworm-slim
 # Tools agents commonly reach for inside their bash sessions.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends bash ca-certificates git python3 procps curl \
+ && apt-get install -y --no-install-recommends bash ca-certificates git python3 procps curl bubblewrap=0.8.0-2+deb12u1 \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY --from=build /app/package.json ./
@@ -19,6 +19,11 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY bin ./bin
 COPY examples ./examples
+# Sessions run as the agent-jobs user inside bwrap (src/session/README.md);
+# the worker runs as root to switch to it. bwrap creates namespaces, which
+# Docker's default seccomp/AppArmor profiles forbid: allow that for the
+# container, or the worker falls back to sandbox none (it logs which).
+RUN useradd --system --no-create-home --shell /usr/sbin/nologin agent-jobs
 ENV NODE_ENV=production \
     AGENT_JOBS_DATA_DIR=/data
 VOLUME ["/data"]

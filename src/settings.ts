@@ -29,6 +29,16 @@ export function auditLogPath(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 /**
+ * More paths the session sandbox hides (empty tmpfs over directories, an
+ * empty file over files) besides the data dir, workspace root, audit log,
+ * project folder, /root and the worker's home. `AGENT_JOBS_SANDBOX_HIDE`,
+ * colon-separated, default none.
+ */
+export function sandboxHiddenPaths(env: NodeJS.ProcessEnv = process.env): string[] {
+  return (env.AGENT_JOBS_SANDBOX_HIDE ?? '').split(':').map((s) => s.trim()).filter((s) => s.length > 0).map((s) => path.resolve(s));
+}
+
+/**
  * Names of further environment variables the worker treats as secret:
  * removed from the bash environment and redacted from outputs.
  * `AGENT_JOBS_SECRET_ENV`, comma-separated, default none (ANTHROPIC_* and

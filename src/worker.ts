@@ -16,10 +16,22 @@ import path from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createAnthropicClient, createClaudeActivities } from './activities/claude';
 import { createSessionActivities, SessionRegistry } from './activities/session';
-import { isSecretEnvName, reapOrphanedSessions } from './session';
+import { ensureSessionUser, isSecretEnvName, makeNonDumpable, reapOrphanedSessions, resolveSandbox, sessionUserName, workerIsRoot } from './session';
 import { hideFromProcEnviron } from './proc-environ';
 import { SHARED_TASK_QUEUE, STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT, sessionTaskQueue } from './config';
-import { auditLogPath, claudeIdleTimeoutMs, claudeTimeoutMs, extraSecretEnvNames, logLevel, prebuiltWorkflowBundle, workerId as pickWorkerId, workspaceRoot } from './settings';
+import {
+  auditLogPath,
+  claudeIdleTimeoutMs,
+  claudeTimeoutMs,
+  dataDir,
+  extraSecretEnvNames,
+  logLevel,
+  prebuiltWorkflowBundle,
+  PROJECT_ROOT,
+  sandboxHiddenPaths,
+  workerId as pickWorkerId,
+  workspaceRoot,
+} from './settings';
 import { connectClient, ensureSearchAttributes } from './temporal';
 
 /** Where `npm run build` writes the pre-bundled workflow code (saves seconds at every worker start). */
@@ -52,6 +64,24 @@ export interface RunningWorker {
  * @throws TemporalUnreachableError when the server does not answer; Error when search attributes are missing and cannot be added
  */
 export async function startWorker(): Promise<RunningWorker> {
+  const logger = Runtime.instance().logger;
+  // First, before other work (for an instant this process has another euid):
+  // non-dumpable, so even a process of our own uid needs CAP_SYS_PTRACE to read our memory.
+  const dumpable = makeNonDumpable();
+  if (!dumpable.done) logger.debug(`worker stays dumpable: ${dumpable.why}`);
+  // Who bash runs as, and in what sandbox: decided (and the user created) before any session.
+  const sessionUser = workerIsRoot() ? ensureSessionUser(sessionUserName()).user : null;
+  let sandboxMode: string;
+  try {
+    sandboxMode = resolveSandbox().mode;
+    if (sandboxMode === 'none') logger.warn('sandbox none (AGENT_JOBS_SANDBOX=none, or no working bwrap): commands see the whole machine as their user may');
+  } catch (err) {
+    // Every session start will fail with this message: a sandbox asked for is never dropped.
+    sandboxMode = 'unavailable';
+    logger.error(`${(err as Error).message}; no bash session can start on this worker`);
+  }
+  if (sessionUser) logger.info(`bash sessions run as user ${sessionUser} (no capabilities), sandbox ${sandboxMode}`);
+  else logger.warn(`the worker is not root: bash sessions run as the worker's own user, which can read this process's memory and environment; sandbox ${sandboxMode}`);
   // Before any bash starts: secrets out of /proc/<this pid>/environ (see src/proc-environ.ts).
   const secretNames = extraSecretEnvNames();
   const environ = hideFromProcEnviron((name) => isSecretEnvName(name, secretNames));
@@ -80,7 +110,12 @@ export async function startWorker(): Promise<RunningWorker> {
     workerId: id,
     taskQueue: queue,
     workspaceRoot: workspaceRoot(),
-    sessionOptions: { auditLog: auditLogPath(), secretEnvNames: secretNames },
+    sessionOptions: {
+      auditLog: auditLogPath(),
+      secretEnvNames: secretNames,
+      // What no session may see: every run's data, the audit log, this project's files.
+      hidePaths: [dataDir(), workspaceRoot(), auditLogPath(), PROJECT_ROOT, ...sandboxHiddenPaths()],
+    },
   });
   const { openSession, runCommand, restartSession, closeSession } = sessionActivities;
   const identity = `${id}@agent-jobs`;

@@ -143,15 +143,17 @@ export function createSessionActivities(deps: SessionActivityDeps) {
         session = await BashSession.start({
           ...deps.sessionOptions,
           cwd,
+          // The run's directory is the agent's: writable in the sandbox, owned by the session user.
           workspace: workdir,
+          network: input.network ?? false,
           env: { ...deps.sessionOptions.env, AGENT_JOBS_WORKFLOW_ID: input.workflowId },
         });
       } finally {
         stop();
       }
       registry.add(session);
-      log.info('bash session opened', { sessionId: session.id, pid: session.pid, cwd, workerId });
-      return { sessionId: session.id, taskQueue, workerId, cwd: session.cwd };
+      log.info('bash session opened', { sessionId: session.id, pid: session.pid, cwd, workerId, user: session.user, sandbox: session.sandbox });
+      return { sessionId: session.id, taskQueue, workerId, cwd: session.cwd, user: session.user, sandbox: session.sandbox };
     },
 
     /**
@@ -168,7 +170,7 @@ export function createSessionActivities(deps: SessionActivityDeps) {
         let result: CommandResult;
         if (input.autoApprove === 'policy') {
           // Judged here, right before it would run, on what bash would run and the workspace's real paths.
-          const decision = decideApproval(input.command, 'policy', { workspace: session.workspace, cwd: session.cwd });
+          const decision = decideApproval(input.command, 'policy', { workspace: session.exactRoot, cwd: session.cwd });
           if (decision.action === 'ask') return notRun(session, decision.reason);
           try {
             result = await session.runExact(decision.argv, { paths: decision.paths, command: input.command, timeoutMs: input.timeoutMs, signal: ctx.cancellationSignal });

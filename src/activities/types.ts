@@ -33,6 +33,8 @@ export interface OpenSessionInput {
   workdir?: string;
   /** Directory to start in, when replacing a lost session (falls back to `workdir` if it no longer exists). */
   restoreCwd?: string;
+  /** The run asked for network access in its sandbox. @default false */
+  network?: boolean;
 }
 
 export type OpenSessionOutput = SessionRef;

@@ -26,6 +26,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
+import { MINIMAL_ENV } from './identity';
 import type { OutputCollector } from './output';
 import { raceTimeout } from './timing';
 
@@ -37,7 +38,14 @@ export class FifoPool {
   private readonly free: string[] = [];
   private counter = 0;
 
-  constructor(private readonly dir: string) {}
+  /**
+   * @param owner uid and gid to give the FIFOs (the session user, who must
+   *   open them for writing), or undefined to leave them the worker's
+   */
+  constructor(
+    private readonly dir: string,
+    private readonly owner?: { uid: number; gid: number },
+  ) {}
 
   /**
    * A FIFO ready for a command. Creates a batch with one `mkfifo` process
@@ -55,7 +63,8 @@ export class FifoPool {
     }
     fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     const batch = Array.from({ length: FIFO_BATCH }, () => path.join(this.dir, `pipe.${++this.counter}`));
-    execFileSync('mkfifo', ['-m', '600', '--', ...batch], { stdio: 'ignore' });
+    execFileSync('mkfifo', ['-m', '600', '--', ...batch], { env: MINIMAL_ENV, stdio: 'ignore' });
+    if (this.owner) for (const f of batch) fs.chownSync(f, this.owner.uid, this.owner.gid);
     const first = batch.shift()!;
     this.free.push(...batch.reverse());
     return first;

@@ -221,6 +221,20 @@ export class ProcessGuard {
     if (this.kind !== 'none') watch(this);
   }
 
+  /**
+   * Moves one more process of the shell into the cgroup (a sandbox's
+   * processes forked before {@link adopt}); nothing for other kinds.
+   * Best effort: a process that is gone is skipped.
+   */
+  include(pid: number): void {
+    if (!this.cgroup) return;
+    try {
+      fs.writeFileSync(path.join(this.cgroup.dir, 'cgroup.procs'), String(pid));
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+
   /** Pids in the cgroup (empty for other kinds). */
   cgroupPids(): number[] {
     if (!this.cgroup) return [];

@@ -46,4 +46,15 @@ export {
 export { DEFAULT_MAX_OUTPUT_BYTES, processOutput, sanitizeText, stripAnsi, type CappedOutput } from './output';
 export type { AuditLine } from './audit';
 export { reapOrphanedSessions, type ReapResult } from './orphans';
+export {
+  DEFAULT_SESSION_USER,
+  ensureSessionUser,
+  makeNonDumpable,
+  MINIMAL_ENV,
+  resolveIdentity,
+  sessionUserName,
+  workerIsRoot,
+  type SessionIdentity,
+} from './identity';
+export { findBwrap, resolveSandbox, sandboxedSpawnArgs, sandboxModeFromEnv, type SandboxMode, type SandboxOptions } from './sandbox';
 export { InvalidCommandError, InvalidSessionOptionError, SessionClosedError, SessionError, SessionStartError } from './errors';

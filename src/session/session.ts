@@ -16,8 +16,11 @@ import { FifoCapture, FifoPool } from './capture';
 import { DEFAULT_MAX_OUTPUT_BYTES, OutputCollector } from './output';
 import { processStartTime, SESSION_DIR_PREFIX, writeOwner } from './orphans';
 import { commandFileContent, commandSource, controlLine, EVAL_PREFIX_LINES, newCommandTokens, type CommandRecords } from './protocol';
-import { ShellProcess, type ShellExit } from './shell';
+import { findSetpriv, ShellProcess, type ShellExit } from './shell';
 import { resolveTrustedProgram, runExactProgram, staysInside, type ExactLauncher } from './exact';
+import { MINIMAL_ENV, resolveIdentity, type SessionIdentity } from './identity';
+import { resolveSandbox, sandboxedSpawnArgs, unreachableAncestor, type SandboxMode, type SandboxOptions } from './sandbox';
+import { execFileSync } from 'node:child_process';
 import { raceTimeout } from './timing';
 
 /** Default per-command timeout, ms. */
@@ -80,11 +83,35 @@ export interface BashSessionOptions {
   /** bash executable. @default 'bash' (looked up in PATH) */
   bashPath?: string;
   /**
-   * The run's workspace: paths of {@link BashSession.runExact} must stay
-   * inside it. @default the starting `cwd`
+   * User bash runs as (identity.ts). `null`: the worker's own user.
+   * @default as root: `AGENT_JOBS_SESSION_USER` or `agent-jobs` (created when
+   *   missing); otherwise the worker's own user
+   */
+  user?: string | null;
+  /**
+   * `bwrap` or `none` (sandbox.ts). A sandbox asked for that cannot be had
+   * fails the start. @default `AGENT_JOBS_SANDBOX`, else `bwrap` when a
+   * working bwrap is found, else `none`
+   */
+  sandbox?: SandboxMode;
+  /** Keep the host's network in the sandbox (mode `bwrap`; `none` always has it). @default false */
+  network?: boolean;
+  /**
+   * The directory the session may write: bound read-write in the sandbox
+   * and, when bash runs as another user, given to that user (`chown -R` at
+   * start). Nothing else outside the sandbox's private /tmp is writable.
+   * It is also what {@link BashSession.runExact}'s paths must stay inside.
+   * @default none (a cwd alone is not made writable; runExact then uses the starting cwd)
    */
   workspace?: string;
-  /** Wraps the program of {@link BashSession.runExact} (sandbox, identity). @default run it as it is */
+  /**
+   * Paths the sandbox covers with an empty tmpfs (directories) or an empty
+   * file, unless they are the workspace or lie above it (data dir, other
+   * workspaces, the audit log). Always added: /root, the worker's home, the
+   * temp directory (other sessions' FIFOs).
+   */
+  hidePaths?: string[];
+  /** Wraps the program of {@link BashSession.runExact}. @default the session's own sandbox and identity (`sandboxedSpawnArgs`) */
   exactLauncher?: ExactLauncher;
 }
 
@@ -223,12 +250,17 @@ export class BashSession {
   /** Session id (`options.id` or a random UUID). */
   readonly id: string;
   private readonly options: Required<Pick<BashSessionOptions, 'timeoutMs' | 'maxOutputBytes' | 'killGraceMs' | 'bashPath' | 'processGuard'>> &
-    Pick<BashSessionOptions, 'auditLog' | 'runId' | 'exactLauncher'> & { workspace: string };
+    Pick<BashSessionOptions, 'auditLog' | 'runId' | 'exactLauncher'> & { exactRoot: string };
   private readonly limits: ResolvedLimits;
   private readonly env: Record<string, string>;
   private readonly secrets: SecretValue[];
   private readonly tmpDir: string;
   private readonly fifos: FifoPool;
+  private readonly identity: SessionIdentity | null;
+  private readonly sandboxMode: { mode: SandboxMode; bwrap?: string };
+  private readonly network: boolean;
+  private readonly workspace: string | undefined;
+  private readonly hide: string[];
   /** Output pipes not yet closed (running commands, and background jobs still holding one), closed by `close()`. */
   private readonly captures = new Set<FifoCapture>();
   private shell: ShellProcess | undefined;
@@ -243,7 +275,7 @@ export class BashSession {
   private queue: Promise<unknown> = Promise.resolve();
   private wakeCurrent: ((o: Outcome) => void) | undefined;
 
-  private constructor(options: BashSessionOptions, cwd: string) {
+  private constructor(options: BashSessionOptions, cwd: string, identity: SessionIdentity | null, sandbox: { mode: SandboxMode; bwrap?: string }) {
     this.id = options.id ?? randomUUID();
     this.options = {
       timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
@@ -253,16 +285,30 @@ export class BashSession {
       processGuard: options.processGuard ?? 'auto',
       auditLog: options.auditLog,
       runId: options.runId,
-      workspace: path.resolve(options.workspace ?? cwd),
+      exactRoot: path.resolve(options.workspace ?? cwd),
       exactLauncher: options.exactLauncher,
     };
     this.limits = resolveLimits(options.limits);
-    const built = buildSessionEnv({ extra: options.env, secretEnvNames: options.secretEnvNames });
+    this.identity = identity;
+    this.sandboxMode = sandbox;
+    this.network = options.network ?? false;
+    this.workspace = options.workspace !== undefined ? path.resolve(options.workspace) : undefined;
+    this.hide = [...(options.hidePaths ?? []), ...defaultHiddenPaths()];
+    // Another user gets a HOME it can write (the sandbox's private /tmp) and its own name.
+    const identityEnv: Record<string, string> = identity ? { HOME: '/tmp', USER: identity.user, LOGNAME: identity.user } : {};
+    const built = buildSessionEnv({ extra: { ...identityEnv, ...options.env }, secretEnvNames: options.secretEnvNames });
     this.env = built.env;
     this.secrets = built.secrets;
     this.lastCwd = cwd;
     this.tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), SESSION_DIR_PREFIX));
-    this.fifos = new FifoPool(this.tmpDir);
+    if (identity) {
+      // Owned by root, searchable by the session's group only: bash opens the
+      // FIFOs (its own) and reads command files, but cannot replace, add or
+      // symlink entries the worker then opens as root.
+      fs.chownSync(this.tmpDir, 0, identity.gid);
+      fs.chmodSync(this.tmpDir, 0o710);
+    }
+    this.fifos = new FifoPool(this.tmpDir, identity ?? undefined);
   }
 
   /**
@@ -290,7 +336,18 @@ export class BashSession {
       /* reported below */
     }
     if (!isDir) throw new SessionStartError(`cannot start bash session: working directory ${cwd} does not exist or is not a directory`, { sessionId: options.id });
-    const session = new BashSession(options, cwd);
+    const identity = resolveIdentity(options.user);
+    const sandbox = resolveSandbox(options.sandbox);
+    if (options.workspace !== undefined) prepareWorkspace(path.resolve(options.workspace), identity, options.id);
+    if (sandbox.mode === 'none') {
+      const blocked = unreachableAncestor(cwd, identity);
+      if (blocked) {
+        throw new SessionStartError(`cannot start bash session as ${identity!.user}: it cannot enter ${blocked} on the way to ${cwd} (no sandbox to bind it); make it searchable or use the sandbox`, {
+          sessionId: options.id,
+        });
+      }
+    }
+    const session = new BashSession(options, cwd, identity, sandbox);
     try {
       await session.spawn(cwd);
     } catch (err) {
@@ -300,14 +357,54 @@ export class BashSession {
     return session;
   }
 
-  /** Pid of the current bash (it changes when the shell is restarted); 0 once closed. */
+  /**
+   * Pid of the process the worker spawned for the current shell (it changes
+   * when the shell is restarted): bash itself, or in the sandbox the outer
+   * bwrap (see {@link bashPid}); the process group and session id of
+   * everything the shell starts. 0 once closed.
+   */
   get pid(): number {
     return this.shell?.pid ?? 0;
   }
 
-  /** The run's workspace (absolute): what {@link runExact} paths must stay inside. */
-  get workspace(): string {
-    return this.options.workspace;
+  /** The directory {@link runExact} paths must stay inside (absolute): `options.workspace`, else the starting cwd. */
+  get exactRoot(): string {
+    return this.options.exactRoot;
+  }
+
+  /**
+   * Outer pid (as the worker sees it) of the current bash process itself:
+   * inside a sandbox {@link pid} is bwrap's. 0 once closed.
+   */
+  get bashPid(): number {
+    return this.shell?.bashPid ?? 0;
+  }
+
+  /** Name of the user bash runs as. */
+  get user(): string {
+    return this.identity?.user ?? os.userInfo().username;
+  }
+
+  /** The sandbox bash runs in: `bwrap` or `none`. */
+  get sandbox(): SandboxMode {
+    return this.sandboxMode.mode;
+  }
+
+  /**
+   * The sandbox and identity of this session, for starting another process
+   * under the same restrictions with `sandboxedSpawnArgs` (sandbox.ts).
+   */
+  get sandboxOptions(): SandboxOptions {
+    return {
+      mode: this.sandboxMode.mode,
+      ...(this.sandboxMode.bwrap ? { bwrap: this.sandboxMode.bwrap } : {}),
+      identity: this.identity,
+      network: this.network,
+      writable: this.workspace ? [this.workspace] : [],
+      readable: [this.tmpDir],
+      hide: this.hide,
+      setpriv: findSetpriv(),
+    };
   }
 
   /** Last known working directory of the shell. */
@@ -373,15 +470,16 @@ export class BashSession {
     if (!file) throw new ExactRefusedError(`${argv[0]} is not a program in ${'/usr/bin or /bin'}`);
     const kernel = this.shell?.kernelCwd();
     const cwd = kernel && !kernel.deleted ? kernel.path : this.lastCwd;
-    if (!staysInside(cwd, this.options.workspace)) throw new ExactRefusedError(`the working directory ${cwd} is outside the workspace ${this.options.workspace}`);
+    if (!staysInside(cwd, this.options.exactRoot)) throw new ExactRefusedError(`the working directory ${cwd} is outside the workspace ${this.options.exactRoot}`);
     for (const p of options.paths ?? []) {
       const abs = path.resolve(cwd, p);
-      if (!staysInside(abs, this.options.workspace)) throw new ExactRefusedError(`${p} resolves outside the workspace ${this.options.workspace} (a symlink, or .. )`);
+      if (!staysInside(abs, this.options.exactRoot)) throw new ExactRefusedError(`${p} resolves outside the workspace ${this.options.exactRoot} (a symlink, or .. )`);
     }
     if (options.signal?.aborted) {
       return this.finish(command, started, { output: note('cancelled before it started; nothing was run'), exitCode: null, cancelled: true, outputBytes: 0, truncated: false });
     }
-    const launch = this.options.exactLauncher ? this.options.exactLauncher(file, argv.slice(1), cwd) : { file, args: argv.slice(1) };
+    // The same sandbox and identity as the shell (a fresh bwrap, the session user), unless the caller wraps it itself.
+    const launch = this.options.exactLauncher ? this.options.exactLauncher(file, argv.slice(1), cwd) : sandboxedSpawnArgs(this.sandboxOptions, [file, ...argv.slice(1)], cwd);
     const collector = new OutputCollector(this.options.maxOutputBytes);
     const timeoutMs = Math.min(options.timeoutMs ?? this.options.timeoutMs, MAX_TIMER_MS);
     const run = await runExactProgram(launch, cwd, this.env, timeoutMs, (chunk) => collector.push(chunk), options.signal);
@@ -459,6 +557,7 @@ export class BashSession {
       maxProcesses: this.limits.maxProcesses,
       guardMode: this.options.processGuard,
       startTimeoutMs: START_TIMEOUT_MS,
+      sandbox: (({ setpriv: _, ...rest }) => rest)(this.sandboxOptions),
     });
     this.shell = shell;
     this.lastCwd = cwd;
@@ -506,6 +605,7 @@ export class BashSession {
     if ('file' in source) {
       fs.mkdirSync(this.tmpDir, { recursive: true, mode: 0o700 });
       fs.writeFileSync(commandFile, commandFileContent(command), { mode: 0o600 });
+      if (this.identity) fs.chownSync(commandFile, this.identity.uid, this.identity.gid);
     }
     const tokens = newCommandTokens();
     const collector = new OutputCollector(this.options.maxOutputBytes);
@@ -726,6 +826,40 @@ export function judgeRecords(records: CommandRecords, housekeepingCame: boolean,
     return { kind: 'tampered', note: `the end of this command could not be confirmed (${problems.join('; ')}): its exit status is unknown, it may still have been running; the shell was killed and restarted (variables, functions and background jobs are gone)` };
   }
   return { kind: 'ok', status };
+}
+
+/** Paths every sandbox hides: root's home, the worker's home, the temp directory (other sessions' FIFO directories). */
+function defaultHiddenPaths(): string[] {
+  const out = ['/root'];
+  const home = os.homedir();
+  if (home && home !== '/') out.push(home);
+  const tmp = path.resolve(os.tmpdir());
+  if (tmp !== '/tmp' && tmp !== '/') out.push(tmp);
+  return out;
+}
+
+/**
+ * Gives the workspace to the session user (`chown -R`, symlinks themselves,
+ * never followed): workspaces are the agent's. Nothing when bash runs as
+ * the worker's own user.
+ * @throws SessionStartError when it is missing, is `/`, or cannot be chowned
+ */
+function prepareWorkspace(dir: string, identity: SessionIdentity | null, sessionId: string | undefined): void {
+  let real: string;
+  try {
+    real = fs.realpathSync(dir);
+    if (!fs.statSync(real).isDirectory()) throw new Error('not a directory');
+  } catch (err) {
+    throw new SessionStartError(`cannot start bash session: workspace ${dir} is not a directory: ${(err as Error).message}`, { sessionId });
+  }
+  if (!identity) return;
+  if (real === '/') throw new SessionStartError('cannot start bash session: the workspace must not be /', { sessionId });
+  try {
+    execFileSync('chown', ['-R', '-P', '--no-dereference', `${identity.uid}:${identity.gid}`, '--', real], { env: MINIMAL_ENV, stdio: ['ignore', 'ignore', 'pipe'], timeout: 120_000 });
+  } catch (err) {
+    const stderr = String((err as { stderr?: Buffer }).stderr ?? '').trim();
+    throw new SessionStartError(`cannot give the workspace ${real} to ${identity.user}: ${stderr || (err as Error).message}`, { sessionId, cause: err });
+  }
 }
 
 function describeExit(exit: ShellExit): string {

@@ -9,10 +9,13 @@
  */
 import { execFileSync, spawn, type ChildProcess, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { SessionStartError } from './errors';
 import { CgroupUnavailableError, ProcessGuard, type ProcessGuardMode } from './guard';
-import { signalGroup, signalPid, type ProcInfo } from './procs';
+import { MINIMAL_ENV } from './identity';
+import { listProcesses, signalGroup, signalPid, type ProcInfo } from './procs';
+import { launchArgs, type SandboxOptions } from './sandbox';
 import { initScript, newMarker, RecordScanner, type CommandRecords, type CommandTokens, type EndRecord, type Marker } from './protocol';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { raceTimeout } from './timing';
@@ -37,6 +40,8 @@ export interface ShellStartOptions {
   guardMode: ProcessGuardMode;
   /** How long bash may take to report ready, ms. */
   startTimeoutMs: number;
+  /** Sandbox and identity (see sandbox.ts); `setpriv` is filled in here. @default no sandbox, the worker's own user */
+  sandbox?: Omit<SandboxOptions, 'setpriv'>;
 }
 
 /** Bytes of bash's own stderr kept for error messages. */
@@ -69,6 +74,8 @@ const SENTINEL_SCRIPT =
 function startSentinel(pgid: number, cgroupDir: string | undefined): ChildProcess | null {
   try {
     const sentinel = spawn('/bin/sh', ['-c', SENTINEL_SCRIPT, 'agent-jobs-sentinel', String(pgid), cgroupDir ?? ''], {
+      // Never process.env: the worker's environment holds the API key, readable in /proc/<pid>/environ.
+      env: MINIMAL_ENV,
       detached: true,
       stdio: ['pipe', 'ignore', 'ignore'],
     });
@@ -82,20 +89,65 @@ function startSentinel(pgid: number, cgroupDir: string | undefined): ChildProces
   }
 }
 
+const NO_SANDBOX: Omit<SandboxOptions, 'setpriv'> = { mode: 'none', identity: null, network: true, writable: [], readable: [], hide: [] };
+
+/** bwrap exits with 128 + N when bash was killed by signal N (bwrap cannot die of it itself): report it as the signal. */
+function decodeSandboxExit(code: number | null, signal: NodeJS.Signals | null): ShellExit {
+  if (signal === null && code !== null && code > 128 && code < 128 + 32) {
+    const name = Object.entries(os.constants.signals).find(([, n]) => n === code - 128)?.[0];
+    if (name) return { code: null, signal: name };
+  }
+  return { code, signal };
+}
+
+/** Interval while looking for bash inside a new sandbox, ms. */
+const FIND_BASH_POLL_MS = 2;
+
+/**
+ * The processes from the spawned bwrap down to bash (outer pids, bash
+ * last), once bash has been exec'd: bwrap, its pid-1 reaper, then the
+ * process whose command name is bash's (after setpriv exec'd it). Empty
+ * when the sandbox exits first or it takes longer than `timeoutMs`.
+ */
+async function waitForBash(rootPid: number, bashName: string, timeoutMs: number, gone: () => boolean): Promise<number[]> {
+  const comm = bashName.slice(0, 15);
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end && !gone()) {
+    const procs = listProcesses();
+    const children = new Map<number, ProcInfo[]>();
+    for (const p of procs) {
+      if (p.sid !== rootPid) continue;
+      const list = children.get(p.ppid) ?? [];
+      list.push(p);
+      children.set(p.ppid, list);
+    }
+    const chain = [rootPid];
+    for (let pid = rootPid; ; ) {
+      const next = children.get(pid)?.[0];
+      if (!next) break;
+      chain.push(next.pid);
+      if (next.comm === comm && next.state !== 'Z') return chain;
+      pid = next.pid;
+    }
+    await sleep(FIND_BASH_POLL_MS);
+  }
+  return [];
+}
+
 let setprivPath: string | null | undefined;
 
 /**
  * util-linux's setpriv, if installed and supporting --pdeathsig: bash is
  * started through it so the kernel kills bash when the worker dies.
  */
-function findSetpriv(): string | null {
+export function findSetpriv(): string | null {
   if (setprivPath !== undefined) return setprivPath;
   setprivPath = null;
   for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(':')) {
     const candidate = path.join(dir || '.', 'setpriv');
     try {
       fs.accessSync(candidate, fs.constants.X_OK);
-      execFileSync(candidate, ['--pdeathsig', 'KILL', '--', 'true'], { stdio: 'ignore', timeout: 5000 });
+      execFileSync(candidate, ['--pdeathsig', 'KILL', '--', 'true'], { env: MINIMAL_ENV, stdio: 'ignore', timeout: 5000 });
       setprivPath = candidate;
       break;
     } catch {
@@ -106,7 +158,17 @@ function findSetpriv(): string | null {
 }
 
 export class ShellProcess {
+  /** Pid of the process the worker spawned: bash itself, or (sandboxed) the outer bwrap; leader of the process group and session. */
   readonly pid: number;
+  /**
+   * Pid of the bash process itself as the worker sees it (outside the
+   * sandbox's pid namespace), for reading `/proc/<bashPid>/cwd` and `fd`.
+   * Equal to {@link pid} without a sandbox. Paths inside the sandbox are
+   * the same as outside, so `readlink /proc/<bashPid>/cwd` names bash's `$PWD`.
+   */
+  bashPid = 0;
+  /** Whether bash runs in a bwrap sandbox (its exit arrives through bwrap as a status). */
+  private sandboxed = false;
   readonly guard: ProcessGuard;
   /** Set once bash has exited. */
   exit: ShellExit | undefined;
@@ -127,7 +189,7 @@ export class ShellProcess {
     this.sentinel = startSentinel(this.pid, guard.cgroup?.dir);
     this.exited = new Promise((resolve) => {
       child.on('exit', (code, signal) => {
-        this.exit = { code, signal };
+        this.exit = this.sandboxed ? decodeSandboxExit(code, signal) : { code, signal };
         resolve(this.exit);
       });
     });
@@ -155,10 +217,8 @@ export class ShellProcess {
     }
     let child: ChildProcessWithoutNullStreams;
     try {
-      const setpriv = findSetpriv();
-      const [file, args] = setpriv
-        ? [setpriv, ['--pdeathsig', 'KILL', '--', o.bashPath, '--noprofile', '--norc']]
-        : [o.bashPath, ['--noprofile', '--norc']];
+      const sandbox: SandboxOptions = { ...(o.sandbox ?? NO_SANDBOX), setpriv: findSetpriv() };
+      const { file, args } = launchArgs(sandbox, [o.bashPath, '--noprofile', '--norc']);
       child = spawn(file, args, { cwd: o.cwd, env: o.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
       await new Promise<void>((resolve, reject) => {
         child.once('spawn', resolve);
@@ -184,10 +244,20 @@ export class ShellProcess {
       guard.adopt(child.pid!, onExceeded);
     }
     shell = new ShellProcess(child, guard);
-    try {
-      fs.writeFileSync(`/proc/${shell.pid}/oom_score_adj`, String(o.oomScoreAdj));
-    } catch {
-      /* best effort: an unprivileged worker cannot lower it */
+    shell.sandboxed = o.sandbox?.mode === 'bwrap';
+    // Sandboxed, bwrap forks (its pid-1 reaper, then bash) maybe before the
+    // guard adopted it: put every process on the way to bash into the
+    // cgroup and give each the oom score. bash itself forks nothing until
+    // the init script arrives, so nothing else can have escaped.
+    const chain = shell.sandboxed ? await waitForBash(child.pid!, path.basename(o.bashPath), o.startTimeoutMs, () => shell?.exit !== undefined) : [child.pid!];
+    shell.bashPid = chain[chain.length - 1] ?? 0;
+    for (const pid of chain) {
+      if (pid !== child.pid) guard.include(pid);
+      try {
+        fs.writeFileSync(`/proc/${pid}/oom_score_adj`, String(o.oomScoreAdj));
+      } catch {
+        /* best effort: an unprivileged worker cannot lower it */
+      }
     }
     const marker = newMarker();
     shell.send(initScript(o.ulimitArgs, marker));
@@ -245,14 +315,6 @@ export class ShellProcess {
   /** The records seen so far for the watched command. */
   commandRecords(): CommandRecords {
     return this.scanner.records();
-  }
-
-  /**
-   * Outer pid of the bash process itself (what /proc/<pid>/cwd and fd
-   * describe). Without a sandbox bash is the spawned process (setpriv execs it).
-   */
-  get bashPid(): number {
-    return this.pid;
   }
 
   /**

@@ -219,7 +219,14 @@ export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState):
     setDetails('starting a bash session');
     const ref = await openSession.executeWithOptions(
       { ...OPEN_SESSION_TIMEOUTS, retry: OPEN_SESSION_RETRY_POLICY, summary: 'session: open' },
-      [{ workflowId, ...(input.workdir !== undefined ? { workdir: input.workdir } : {}), ...(restoreCwd !== undefined ? { restoreCwd } : {}) }],
+      [
+        {
+          workflowId,
+          ...(input.workdir !== undefined ? { workdir: input.workdir } : {}),
+          ...(restoreCwd !== undefined ? { restoreCwd } : {}),
+          ...(input.network ? { network: true } : {}),
+        },
+      ],
     );
     state.session = ref;
     return ref;

@@ -27,6 +27,7 @@ export const agentRunInputSchema = z
     system: z.string().optional(),
     approval: z.enum(APPROVAL_MODES as [ApprovalMode, ...ApprovalMode[]]).optional(),
     workdir: z.string().min(1).optional(),
+    network: z.boolean().optional(),
     commandTimeoutMs: z.number().int().min(100).max(24 * 3_600_000).optional(),
     approvalTimeout: z
       .union([z.number().int().positive(), z.string().regex(DURATION, 'must be a duration such as "24 hours", "30s" or ms')])
@@ -69,6 +70,7 @@ export function resolveInput(raw: unknown): { ok: true; input: ResolvedInput } |
       system: i.system ?? DEFAULT_SYSTEM_PROMPT,
       approval: i.approval ?? 'policy',
       workdir: i.workdir,
+      network: i.network ?? false,
       commandTimeoutMs: i.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
       approvalTimeout: i.approvalTimeout ?? DEFAULT_APPROVAL_TIMEOUT,
       transcriptBudgetChars: i.transcriptBudgetChars ?? DEFAULT_TRANSCRIPT_BUDGET_CHARS,

@@ -75,6 +75,8 @@ export interface AgentRunInput {
   approval?: ApprovalMode;
   /** Working directory of the bash session. @default `<workspace root>/<workflowId>`, created by the worker */
   workdir?: string;
+  /** Whether the bash session may reach the network (its sandbox keeps the host's network). @default false */
+  network?: boolean;
   /** Per-command timeout in ms; the process group is killed past it. @default 120000 */
   commandTimeoutMs?: number;
   /** Approval wait, as a Temporal duration string (`'24 hours'`, `'30s'`) or ms. @default '24 hours' */
@@ -160,6 +162,10 @@ export interface SessionRef {
   workerId: string;
   /** Working directory after the last command, restored when the session must be replaced. */
   cwd: string;
+  /** User the session's bash runs as (absent in runs recorded before it was reported). */
+  user?: string;
+  /** Sandbox of the session's bash: `bwrap` or `none` (absent in runs recorded before it was reported). */
+  sandbox?: 'bwrap' | 'none';
 }
 
 /** Answer of the `status` query. */

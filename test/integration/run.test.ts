@@ -159,7 +159,10 @@ describe('agent run, end to end', () => {
     const sent = bed.sentMessages();
     const resultOf = (i: number): unknown => bed.resultsSentIn(i)[0]!.content;
     expect(resultOf(1)).toBe('0\nkey=unset');
-    expect(resultOf(2)).toBe(`${'*'.repeat(key.length)}=YEK_IPA_CIPORHTNA`);
+    // As root, bash runs as the session user (in a sandbox, $PPID is bwrap's pid 1): the worker's block is
+    // unreadable. As the worker's own user it can read it, and sees the value overwritten.
+    if (process.getuid?.() === 0) expect(resultOf(2)).toMatch(/environ: (Permission denied|No such file or directory)/);
+    else expect(resultOf(2)).toBe(`${'*'.repeat(key.length)}=YEK_IPA_CIPORHTNA`);
     expect(resultOf(3)).toBe('[REDACTED:ANTHROPIC_API_KEY]');
     // What the commands printed (the model's own command text aside) never holds the key, plain or reversed.
     const outputs = JSON.stringify(sent[3]!.filter((m) => m.role === 'user').slice(1));

@@ -16,6 +16,7 @@ interface StartOptions {
   maxTurns?: number;
   maxTokens?: number;
   workdir?: string;
+  network?: boolean;
   id?: string;
   system?: string;
   commandTimeout?: number;
@@ -44,6 +45,7 @@ export function buildInput(taskWords: string[], opts: StartOptions, env: NodeJS.
     ...(opts.maxTurns !== undefined ? { maxTurns: opts.maxTurns } : {}),
     ...(opts.maxTokens !== undefined ? { maxTokens: opts.maxTokens } : {}),
     ...(opts.workdir ? { workdir: opts.workdir } : {}),
+    ...(opts.network ? { network: true } : {}),
     ...(opts.system ? { system: opts.system } : {}),
     ...(opts.commandTimeout !== undefined ? { commandTimeoutMs: opts.commandTimeout } : {}),
     ...(opts.approvalTimeout !== undefined ? { approvalTimeout: opts.approvalTimeout } : {}),
@@ -68,6 +70,7 @@ export function registerStart(program: Command): void {
       '--workdir <dir>',
       'working directory of the bash session, on the worker\'s machine: created there if missing; a relative path is under the worker\'s workspace root (default: a fresh folder per run under that root)',
     )
+    .option('--network', 'let the bash session reach the network (default: the sandbox has none)')
     .option('--system <text>', 'system prompt (default: a short description of the bash tool)')
     .option('--command-timeout <duration>', 'per-command timeout, e.g. 30s, 5m (default 2m)', durationMs)
     .option('--approval-timeout <duration>', 'how long a command waits for approval before it is denied, e.g. 30m, 24h (default 24h)', durationMs)

@@ -10,7 +10,9 @@ const open: BashSession[] = [];
 
 /** Starts a session that is closed after the test (short grace so kills are quick). */
 export async function startSession(options: BashSessionOptions = {}): Promise<BashSession> {
-  const s = await BashSession.start({ killGraceMs: 200, timeoutMs: 10_000, ...options });
+  // A cwd inside one of this file's temp dirs makes that dir the session's workspace (writable, given to the session user).
+  const workspace = options.workspace ?? (options.cwd ? dirs.find((d) => options.cwd === d || options.cwd!.startsWith(d + path.sep)) : undefined);
+  const s = await BashSession.start({ killGraceMs: 200, timeoutMs: 10_000, ...(workspace ? { workspace } : {}), ...options });
   open.push(s);
   return s;
 }

@@ -12,9 +12,12 @@
  */
 import * as fs from 'node:fs';
 import { BashSession, SessionStartError } from '../../../src/session';
-import { closeSessions, liveProcesses, processes, startSession, timed, waitGone } from './helpers';
+import { closeSessions, liveProcesses, processes, removeTempDirs, startSession, tempDir, timed, waitGone } from './helpers';
 
-afterEach(closeSessions);
+afterEach(async () => {
+  await closeSessions();
+  removeTempDirs();
+});
 
 /** Kills everything in the session `sid` after `ms`, whatever the session code does. */
 function safetyNet(sid: number, ms: number): () => void {
@@ -177,7 +180,7 @@ describe('memory and file limits', () => {
   });
 
   test('a file larger than maxFileSizeBytes cannot be written (SIGXFSZ)', async () => {
-    const s = await startSession({ limits: { maxFileSizeBytes: 1024 * 1024 } });
+    const s = await startSession({ cwd: tempDir(), limits: { maxFileSizeBytes: 1024 * 1024 } });
     const r = await s.run('head -c 2000000 /dev/zero > big.bin; echo "status $?"; stat -c %s big.bin; rm -f big.bin', { timeoutMs: 5000 });
     expect(r.output).toMatch(/File size limit exceeded/);
     expect(r.output).toMatch(/status 153\n1048576\n$/);

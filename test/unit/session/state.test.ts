@@ -46,7 +46,10 @@ describe('state persists between commands', () => {
   test('pid and id are reported; id can be chosen', async () => {
     const s = await startSession({ id: 'my-session' });
     expect(s.id).toBe('my-session');
-    expect((await s.run('echo $$')).output).toBe(`${s.pid}\n`);
+    // Without a sandbox bash is the spawned process; in one it is pid 2 of its own pid namespace, bashPid outside.
+    if (s.sandbox === 'none') expect((await s.run('echo $$')).output).toBe(`${s.pid}\n`);
+    else expect((await s.run('echo $$')).output).toBe('2\n');
+    expect(fs.readFileSync(`/proc/${s.bashPid}/cmdline`, 'utf8').split('\0')[0]).toMatch(/bash$/);
   });
 });
 
@@ -128,7 +131,8 @@ describe('commands that change the shell do not break later commands', () => {
     const s = await startSession();
     // The command's stdout is a FIFO in the session's private directory: delete that directory.
     const r = await s.run('d=$(dirname "$(readlink /proc/$$/fd/1)"); rm -rf "$d"; echo after-delete');
-    expect(r.output).toBe('after-delete\n');
+    // As the session user it cannot (the directory is root's): either way the session goes on.
+    expect(r.output).toMatch(/after-delete\n$/);
     expect(r.exitCode).toBe(0);
     const next = await s.run('echo next');
     expect(next.output).toBe('next\n');
@@ -182,7 +186,8 @@ describe('errors', () => {
   });
 
   test('restart() gives a fresh shell in the last working directory', async () => {
-    const dir = tempDir();
+    // A directory the sandbox shows (the worker's temp dirs are not in its private /tmp).
+    const dir = '/usr/share';
     const s = await startSession({ cwd: '/' });
     await s.run(`cd ${dir}; x=1`);
     const pid = s.pid;

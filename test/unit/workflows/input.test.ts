@@ -13,6 +13,7 @@ describe('agentRun input', () => {
         system: DEFAULT_SYSTEM_PROMPT,
         approval: 'policy',
         workdir: undefined,
+        network: false,
         commandTimeoutMs: 120_000,
         approvalTimeout: '24 hours',
         transcriptBudgetChars: 200_000,

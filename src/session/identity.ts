@@ -1,0 +1,127 @@
+/**
+ * Who a session's bash runs as, and keeping the worker's own memory out of
+ * its reach.
+ *
+ * When the worker runs as root, bash runs as a dedicated unprivileged system
+ * user (`agent-jobs`, or `AGENT_JOBS_SESSION_USER`) with no capabilities, no
+ * supplementary groups and `no_new_privs` (setpriv, see shell.ts). A process
+ * of another uid without CAP_SYS_PTRACE cannot read the worker's
+ * `/proc/<pid>/environ`, `mem` or `fd`, nor signal it. When the worker is
+ * not root it cannot change uid: bash runs as the worker's own user, which
+ * can read the worker's memory (the worker logs a warning).
+ *
+ * Every helper process the worker starts gets {@link MINIMAL_ENV}, never
+ * `process.env` (which holds the API key): a process's environment is
+ * readable by its uid through `/proc/<pid>/environ` and `ps e`.
+ */
+import { execFileSync } from 'node:child_process';
+import { SessionStartError } from './errors';
+
+/** The environment of every helper process the worker starts (sentinel, probes, mkfifo, chown, useradd). */
+export const MINIMAL_ENV: Readonly<Record<string, string>> = Object.freeze({ PATH: '/usr/sbin:/usr/bin:/sbin:/bin' });
+
+/** Default name of the session user. */
+export const DEFAULT_SESSION_USER = 'agent-jobs';
+
+/** A user bash runs as. */
+export interface SessionIdentity {
+  user: string;
+  uid: number;
+  gid: number;
+}
+
+/** Name of the session user: `AGENT_JOBS_SESSION_USER`, default `agent-jobs`. */
+export function sessionUserName(env: NodeJS.ProcessEnv = process.env): string {
+  const name = env.AGENT_JOBS_SESSION_USER?.trim();
+  return name ? name : DEFAULT_SESSION_USER;
+}
+
+/** Whether this process runs as root (uid 0). */
+export function workerIsRoot(): boolean {
+  return typeof process.getuid === 'function' && process.getuid() === 0;
+}
+
+/** Looks a user up through NSS (`getent passwd`); undefined when there is none. */
+export function lookupUser(name: string): SessionIdentity | undefined {
+  try {
+    const line = execFileSync('getent', ['passwd', name], { env: MINIMAL_ENV, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 5000 }).trim();
+    const f = line.split(':');
+    const uid = Number(f[2]);
+    const gid = Number(f[3]);
+    if (f[0] !== name || !Number.isInteger(uid) || !Number.isInteger(gid)) return undefined;
+    return { user: name, uid, gid };
+  } catch {
+    return undefined;
+  }
+}
+
+const ensured = new Map<string, SessionIdentity>();
+
+/**
+ * The session user `name`, created first when missing (`useradd --system
+ * --no-create-home --shell /usr/sbin/nologin`; root only). Cached per name.
+ * @throws SessionStartError when the user is missing and cannot be created, or is root
+ */
+export function ensureSessionUser(name: string = sessionUserName()): SessionIdentity {
+  const cached = ensured.get(name);
+  if (cached) return cached;
+  if (!/^[a-z_][a-z0-9_-]*\$?$/i.test(name) || name.length > 32) throw new SessionStartError(`invalid session user name ${JSON.stringify(name)}`);
+  let id = lookupUser(name);
+  if (!id) {
+    try {
+      execFileSync('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', name], { env: MINIMAL_ENV, stdio: ['ignore', 'ignore', 'pipe'], timeout: 30_000 });
+    } catch (err) {
+      // Another worker may have created it meanwhile.
+      id = lookupUser(name);
+      if (!id) {
+        const stderr = String((err as { stderr?: Buffer }).stderr ?? '').trim();
+        throw new SessionStartError(`cannot create the session user ${name}: ${stderr || (err as Error).message}`, { cause: err });
+      }
+    }
+    id ??= lookupUser(name);
+    if (!id) throw new SessionStartError(`useradd ${name} succeeded but the user cannot be looked up`);
+  }
+  if (id.uid === 0 || id.gid === 0) throw new SessionStartError(`the session user ${name} has uid or gid 0; it must be an unprivileged user`);
+  ensured.set(name, id);
+  return id;
+}
+
+/**
+ * The identity bash gets: `user` as given (null: the worker's own user); by
+ * default the session user when the worker is root, else the worker's own.
+ * @returns null when bash runs as the worker's own user
+ * @throws SessionStartError when a user is asked for and the worker is not root, or it cannot be created
+ */
+export function resolveIdentity(user: string | null | undefined): SessionIdentity | null {
+  if (user === null) return null;
+  if (!workerIsRoot()) {
+    if (user === undefined) return null;
+    throw new SessionStartError(`cannot run bash as ${user}: the worker is not root (it runs as uid ${process.getuid?.()}), so it cannot change user`);
+  }
+  return ensureSessionUser(user ?? sessionUserName());
+}
+
+/**
+ * Makes this process non-dumpable (root only): changing the effective uid
+ * sets the kernel's dumpable flag to `fs.suid_dumpable` (0 by default), and
+ * switching back keeps it. A non-dumpable process's `/proc/<pid>/environ`,
+ * `mem` and `fd` need CAP_SYS_PTRACE even from its own uid, and it makes no
+ * core dump. Call it early (before other work: for a moment the process
+ * runs with that uid). Returns what it did, or why not.
+ */
+export function makeNonDumpable(uid = 65534): { done: boolean; why?: string } {
+  if (!workerIsRoot() || typeof process.seteuid !== 'function') return { done: false, why: 'the worker is not root' };
+  let dumpableSetting = '?';
+  try {
+    dumpableSetting = require('node:fs').readFileSync('/proc/sys/fs/suid_dumpable', 'utf8').trim();
+  } catch {
+    /* unknown */
+  }
+  try {
+    process.seteuid(uid);
+  } finally {
+    process.seteuid(0);
+  }
+  if (dumpableSetting !== '0') return { done: false, why: `fs.suid_dumpable is ${dumpableSetting}, not 0` };
+  return { done: true };
+}

@@ -1,0 +1,296 @@
+/**
+ * The sandbox a session's bash runs in, and the exact command line that
+ * starts it (sandbox + identity), for the shell and for any other process
+ * that must run under the same restrictions ({@link sandboxedSpawnArgs}).
+ *
+ * Mode `bwrap` (bubblewrap): own mount, pid, ipc, uts, cgroup and (unless
+ * the run asked for network) network namespaces. The whole filesystem is
+ * read-only (`--ro-bind / /`); the workspace is bound read-write at its own
+ * path; the session's FIFO directory read-only at its own path (bash opens
+ * its FIFOs for writing, which a read-only mount allows); a private /tmp and
+ * /dev/shm; fresh /dev and /proc, which show only the sandbox's processes
+ * (bash is pid 2 in it; the worker is not visible). Directories that hold
+ * other runs' data or the worker's (`hide`: the data dir, the workspace
+ * root, the audit log, root's home, ...) are covered with empty tmpfs where
+ * they are not the workspace itself. Paths stay identical inside and out,
+ * so `/proc/<bash pid>/cwd` read by the worker names the directory bash
+ * reports as `$PWD`.
+ *
+ * As root, bwrap runs as root without a user namespace (so it can reach any
+ * bind source and mount), and bash is started inside it through
+ * `setpriv --reuid ...` (identity.ts). `--unshare-all` would also create a
+ * user namespace in which only uid 0 is mapped and setpriv could not switch
+ * to the session user, so the namespaces are listed one by one. As another
+ * user, bwrap uses `--unshare-all` (user namespace included) and
+ * `--disable-userns`.
+ *
+ * Mode `none`: no namespaces; bash sees the machine as its user may.
+ */
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { SessionStartError } from './errors';
+import { MINIMAL_ENV, type SessionIdentity } from './identity';
+
+/** `bwrap`: namespaces (see the module comment); `none`: bash runs on the machine directly. */
+export type SandboxMode = 'bwrap' | 'none';
+
+/** What a sandboxed process needs: mode, identity, network, what it may write and what it must not see. */
+export interface SandboxOptions {
+  mode: SandboxMode;
+  /** The user to run as; null: the worker's own user. */
+  identity: SessionIdentity | null;
+  /** Keep the host's network (bwrap: `--share-net`); otherwise the sandbox has only its own loopback. */
+  network: boolean;
+  /** Directories bound read-write at their own paths (the workspace). */
+  writable: string[];
+  /** Directories bound read-only at their own paths (the session's FIFO directory). */
+  readable: string[];
+  /** Paths covered (directories by an empty tmpfs, files by /dev/null) unless they are, or lie above, a writable/readable path. */
+  hide: string[];
+  /** setpriv with --pdeathsig, or null when not installed (see shell.ts findSetpriv). */
+  setpriv: string | null;
+  /** bwrap executable, for mode `bwrap`. */
+  bwrap?: string;
+}
+
+/**
+ * The sandbox mode asked for in `AGENT_JOBS_SANDBOX` (`bwrap` or `none`),
+ * or undefined when unset (`auto`: bwrap when a working one is found).
+ * @throws SessionStartError for any other value
+ */
+export function sandboxModeFromEnv(env: NodeJS.ProcessEnv = process.env): SandboxMode | undefined {
+  const v = env.AGENT_JOBS_SANDBOX?.trim();
+  if (v === undefined || v === '' || v === 'auto') return undefined;
+  if (v === 'bwrap' || v === 'none') return v;
+  throw new SessionStartError(`AGENT_JOBS_SANDBOX must be bwrap or none, not ${JSON.stringify(v)}`);
+}
+
+/** Namespaces as root: everything `--unshare-all` does except the user namespace (see the module comment). */
+function namespaceArgs(asRoot: boolean, network: boolean): string[] {
+  if (asRoot) return ['--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try', ...(network ? [] : ['--unshare-net'])];
+  return ['--unshare-all', ...(network ? ['--share-net'] : []), '--unshare-user', '--disable-userns'];
+}
+
+const probed = new Map<string, string | null>();
+
+/**
+ * Path of a working bwrap: the first `bwrap` on `searchPath` that can start
+ * `true` in the namespaces a session uses. Probed once per search path.
+ */
+export function findBwrap(searchPath: string = process.env.PATH ?? MINIMAL_ENV.PATH!): string | null {
+  const cached = probed.get(searchPath);
+  if (cached !== undefined) return cached;
+  let found: string | null = null;
+  const asRoot = process.getuid?.() === 0;
+  for (const dir of searchPath.split(':')) {
+    if (!dir) continue;
+    const candidate = path.join(dir, 'bwrap');
+    try {
+      fs.accessSync(candidate, fs.constants.X_OK);
+      execFileSync(candidate, ['--die-with-parent', ...namespaceArgs(asRoot, false), '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--', 'true'], {
+        env: MINIMAL_ENV,
+        stdio: 'ignore',
+        timeout: 10_000,
+      });
+      found = candidate;
+      break;
+    } catch {
+      /* not here, or not working (no namespaces allowed) */
+    }
+  }
+  probed.set(searchPath, found);
+  return found;
+}
+
+/**
+ * The mode a session gets: `requested`, else `AGENT_JOBS_SANDBOX`, else
+ * `bwrap` when a working bwrap is found and `none` otherwise. A sandbox
+ * asked for is never silently dropped.
+ * @throws SessionStartError when bwrap is asked for and none works here
+ */
+export function resolveSandbox(requested?: SandboxMode, searchPath?: string): { mode: SandboxMode; bwrap?: string } {
+  const asked = requested ?? sandboxModeFromEnv();
+  if (asked === 'none') return { mode: 'none' };
+  const bwrap = findBwrap(searchPath);
+  if (bwrap) return { mode: 'bwrap', bwrap };
+  if (asked === 'bwrap') {
+    throw new SessionStartError(
+      'cannot start bash session: sandbox bwrap was asked for (AGENT_JOBS_SANDBOX=bwrap or the sandbox option) but no working bwrap was found on the PATH ' +
+        '(install bubblewrap, or set AGENT_JOBS_SANDBOX=none to run without a sandbox)',
+    );
+  }
+  return { mode: 'none' };
+}
+
+function within(p: string, dir: string): boolean {
+  return p === dir || dir === '/' || p.startsWith(dir.endsWith('/') ? dir : dir + '/');
+}
+
+function depth(p: string): number {
+  return p === '/' ? 0 : p.split('/').length - 1;
+}
+
+/** Whether `id` may search (x) directory `dir` by its mode bits. */
+function searchable(dir: string, id: SessionIdentity | null): boolean {
+  if (!id) return true;
+  try {
+    const st = fs.statSync(dir);
+    if (st.uid === id.uid) return (st.mode & 0o100) !== 0;
+    if (st.gid === id.gid) return (st.mode & 0o010) !== 0;
+    return (st.mode & 0o001) !== 0;
+  } catch {
+    return true;
+  }
+}
+
+/** Ancestors of `p`, shallowest first, `/` and `p` excluded. */
+function ancestors(p: string): string[] {
+  const out: string[] = [];
+  for (let d = path.dirname(p); d !== '/' && d !== path.dirname(d); d = path.dirname(d)) out.unshift(d);
+  return out;
+}
+
+type MountOp = { kind: 'tmpfs' | 'dir' | 'bind' | 'ro-bind' | 'hide-file'; path: string; mode?: string };
+
+/**
+ * The bwrap arguments before `--` (without the bwrap path): namespaces, the
+ * read-only root, /dev, /proc, private /tmp and /dev/shm, the hidden paths,
+ * and the binds, in an order where no later mount covers an earlier bind.
+ */
+export function bwrapArgs(o: SandboxOptions, chdir?: string): string[] {
+  const resolve = (p: string) => {
+    const abs = path.resolve(p);
+    try {
+      return fs.realpathSync(abs);
+    } catch {
+      return abs;
+    }
+  };
+  const binds = [...new Set(o.writable.map(resolve))].map((p) => ({ kind: 'bind' as const, path: p }));
+  const roBinds = [...new Set(o.readable.map(resolve))].filter((p) => !binds.some((b) => b.path === p)).map((p) => ({ kind: 'ro-bind' as const, path: p }));
+  const targets = [...binds, ...roBinds];
+  const ops: MountOp[] = [{ kind: 'tmpfs', path: '/tmp', mode: '1777' }];
+  const tmpfsAt = new Set(['/tmp']);
+  for (const raw of o.hide) {
+    const h = resolve(raw);
+    if (h === '/' || h === '/tmp' || targets.some((t) => within(t.path, h) && t.path === h)) continue;
+    let st: fs.Stats;
+    try {
+      st = fs.statSync(h);
+    } catch {
+      continue;
+    }
+    if (st.isDirectory()) {
+      ops.push({ kind: 'tmpfs', path: h, mode: '0755' });
+      tmpfsAt.add(h);
+    } else {
+      // A file (the audit log outside the data dir): /dev/null over it.
+      ops.push({ kind: 'hide-file', path: h });
+    }
+  }
+  // Ancestors of a bind that the session user cannot search on the real
+  // filesystem: an empty tmpfs there costs it nothing it could see.
+  for (const t of targets) {
+    for (const a of ancestors(t.path)) {
+      if ([...tmpfsAt].some((t) => within(a, t))) continue;
+      if (!searchable(a, o.identity)) {
+        ops.push({ kind: 'tmpfs', path: a, mode: '0755' });
+        tmpfsAt.add(a);
+      }
+    }
+  }
+  ops.push(...targets);
+  // The mount that holds `p` when it is applied: the deepest earlier op at or above it.
+  const sorted = ops.sort((a, b) => depth(a.path) - depth(b.path) || order(a) - order(b));
+  const holder = (p: string, before: number): MountOp | undefined => {
+    let best: MountOp | undefined;
+    for (let i = 0; i < before; i++) {
+      const op = sorted[i]!;
+      if (op.kind !== 'dir' && op.kind !== 'hide-file' && within(p, op.path) && (!best || depth(op.path) >= depth(best.path))) best = op;
+    }
+    return best;
+  };
+  const final: MountOp[] = [];
+  const dirs = new Set<string>();
+  for (let i = 0; i < sorted.length; i++) {
+    const op = sorted[i]!;
+    const h = holder(op.path, i);
+    // A hidden directory already inside a hidden one needs no mount of its own.
+    if (op.kind === 'tmpfs' && op.path !== '/tmp' && h?.kind === 'tmpfs' && !targets.some((t) => within(t.path, op.path))) continue;
+    if (op.kind === 'hide-file' && h?.kind === 'tmpfs') continue;
+    if (op.kind === 'bind' || op.kind === 'ro-bind' || op.kind === 'tmpfs') {
+      // Directories bwrap would create inside a tmpfs are 0700 root: create them searchable.
+      for (const a of ancestors(op.path)) {
+        const ha = holder(a, i);
+        if (ha?.kind === 'tmpfs' && ha.path !== a && !dirs.has(a)) {
+          dirs.add(a);
+          final.push({ kind: 'dir', path: a, mode: '0755' });
+        }
+      }
+    }
+    final.push(op);
+  }
+  const args = ['--die-with-parent', ...namespaceArgs(o.identity !== null || process.getuid?.() === 0, o.network), '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
+  args.push('--perms', '1777', '--tmpfs', '/dev/shm');
+  for (const op of final) {
+    if (op.kind === 'tmpfs') args.push('--perms', op.mode ?? '0755', '--tmpfs', op.path);
+    else if (op.kind === 'dir') args.push('--perms', op.mode ?? '0755', '--dir', op.path);
+    else if (op.kind === 'bind') args.push('--bind', op.path, op.path);
+    else if (op.kind === 'ro-bind') args.push('--ro-bind', op.path, op.path);
+    else args.push('--ro-bind', '/dev/null', op.path);
+  }
+  if (chdir !== undefined) args.push('--chdir', chdir);
+  return args;
+}
+
+function order(op: MountOp): number {
+  return { tmpfs: 0, dir: 1, 'hide-file': 2, bind: 3, 'ro-bind': 3 }[op.kind];
+}
+
+/** `setpriv` arguments that switch to `id`: no groups, no capabilities (none inheritable, none in the bounding set), no_new_privs. */
+export function identityArgs(id: SessionIdentity): string[] {
+  return ['--reuid', String(id.uid), '--regid', String(id.gid), '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs'];
+}
+
+/**
+ * The program and arguments that run `argv` in the sandbox and identity of
+ * `o`: `[bwrap ... --] [setpriv <identity> --pdeathsig KILL --] argv`.
+ * Without setpriv and without an identity to switch to, `argv` runs
+ * directly (inside bwrap in mode `bwrap`).
+ * @throws SessionStartError when an identity is asked for and setpriv is missing
+ */
+export function launchArgs(o: SandboxOptions, argv: string[], chdir?: string): { file: string; args: string[] } {
+  let inner = argv;
+  if (o.identity && !o.setpriv) throw new SessionStartError(`cannot run bash as ${o.identity.user}: setpriv (util-linux) is not installed`);
+  if (o.setpriv) inner = [o.setpriv, ...(o.identity ? identityArgs(o.identity) : []), '--pdeathsig', 'KILL', '--', ...argv];
+  if (o.mode === 'bwrap') {
+    if (!o.bwrap) throw new SessionStartError('sandbox bwrap: no bwrap path');
+    return { file: o.bwrap, args: [...bwrapArgs(o, chdir), '--', ...inner] };
+  }
+  return { file: inner[0]!, args: inner.slice(1) };
+}
+
+/**
+ * Program and arguments to start ANOTHER process (not the session's bash)
+ * in the same kind of sandbox and identity as a session: a fresh bwrap per
+ * call with the same binds and network setting, `argv` exactly, in `cwd`.
+ * Spawn it with `{ cwd, env }` (env: what the process may see, never
+ * `process.env`); in mode `none` the cwd is the spawn's, in mode `bwrap`
+ * it is also passed as `--chdir`. Get `options` from
+ * `BashSession.sandboxOptions`.
+ */
+export function sandboxedSpawnArgs(options: SandboxOptions, argv: string[], cwd: string): { file: string; args: string[] } {
+  if (argv.length === 0) throw new Error('sandboxedSpawnArgs: empty argv');
+  return launchArgs(options, argv, options.mode === 'bwrap' ? cwd : undefined);
+}
+
+/**
+ * The first directory on the way to `dir` (from /) that `id` cannot search,
+ * or undefined when it can reach `dir`.
+ */
+export function unreachableAncestor(dir: string, id: SessionIdentity | null): string | undefined {
+  if (!id) return undefined;
+  for (const a of [...ancestors(path.resolve(dir)), path.resolve(dir)]) if (!searchable(a, id)) return a;
+  return undefined;
+}
