@@ -275,7 +275,8 @@ export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState):
       }
     }
     setDetails(`running ${commandDetails(command)}`);
-    const summary = commandSummary(command, toolUseOrdinal(state.transcript, toolUseId));
+    // The policy check runs an allowed command too; one that needs a human runs later as plain `bash #n`.
+    const summary = commandSummary(command, toolUseOrdinal(state.transcript, toolUseId), autoApprove);
     const options = { ...sessionOptions(session.taskQueue, input.commandTimeoutMs + COMMAND_TIMEOUT_SLACK_MS), summary };
     try {
       const out: RunCommandOutput = await proxyActivities<SessionActivities>(options).runCommand.executeWithOptions(options, [

@@ -334,9 +334,11 @@ export const SUMMARY_MAX_CHARS = 99;
  * The activity summary of a command (C26): `bash #17: <command>`, the key
  * part first, escaped, at most {@link SUMMARY_MAX_CHARS} code points.
  * @param ordinal the tool call's 1-based position in the run, or null (`bash: ...`)
+ * @param policyCheck the session's worker judges it first (`bash #17 (policy): ...`): it runs only if the policy allows
  */
-export function commandSummary(command: string, ordinal: number | null): string {
-  const prefix = ordinal === null ? 'bash: ' : `bash #${ordinal}: `;
+export function commandSummary(command: string, ordinal: number | null, policyCheck = false): string {
+  const tag = policyCheck ? ' (policy)' : '';
+  const prefix = ordinal === null ? `bash${tag}: ` : `bash #${ordinal}${tag}: `;
   return `${prefix}${displayCommand(command, { maxChars: SUMMARY_MAX_CHARS - prefix.length }).text}`;
 }
 

@@ -85,7 +85,8 @@ describe('agent-jobs CLI', () => {
         const data = e.userMetadata?.summary?.data;
         return data ? (JSON.parse(Buffer.from(data).toString()) as string) : null;
       });
-    expect(summaries).toEqual(['claude: turn 1', 'session: open', 'bash #1: echo hi > hi.txt', 'claude: turn 2', 'claude: turn 3', 'session: close']);
+    // Under policy the session's worker judges each command first (`(policy)`); the approved one then runs in the shell; the denied rm never runs.
+    expect(summaries).toEqual(['claude: turn 1', 'session: open', 'bash #1 (policy): echo hi > hi.txt', 'bash #1: echo hi > hi.txt', 'claude: turn 2', 'bash #2 (policy): rm hi.txt', 'claude: turn 3', 'session: close']);
     const finalAttrs = (await handle.describe()).typedSearchAttributes;
     expect(finalAttrs.get(AGENT_STATUS)).toBe('completed');
   });
