@@ -20,6 +20,7 @@ export function registerStatus(program: Command): void {
           `  turns:  ${view.turns}`,
           `  tokens: ${view.usage.inputTokens} input, ${view.usage.outputTokens} output`,
           ...(view.details ? [`  now:    ${view.details}`] : []),
+          ...(view.session ? [`  shell:  ${view.session.user ?? '?'} in sandbox ${view.session.sandbox ?? '?'}, ${view.session.cwd} on ${view.session.workerId}`] : []),
           ...(p ? [`  pending approval: ${p.command}  [${p.toolUseId}, since ${p.requestedAt}]`, `    agent-jobs approve ${workflowId}   |   agent-jobs deny ${workflowId} --reason "..."`] : []),
           ...(view.result?.text ? [`  answer: ${view.result.text}`] : []),
           ...(view.result?.error ? [`  reason: ${view.result.error}`] : []),
