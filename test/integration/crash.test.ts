@@ -4,8 +4,7 @@
  * completed model step is requested again, no command runs twice, and
  * Claude is told the shell was lost (C02, C11).
  */
-import { readFileSync, existsSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { processesMatching, TestBed, toolUse, waitFor, type WorkerProcess } from './harness';
 
@@ -21,28 +20,25 @@ function stepCounts(bed: TestBed): Record<number, number> {
 
 describe('crash resume', () => {
   let bed: TestBed;
-  const logs: string[] = [];
-  afterEach(async () => {
-    await bed?.close();
-    for (const log of logs.splice(0)) rmSync(log, { force: true });
-  });
+  afterEach(async () => bed?.close());
 
   test('the worker holding the session is SIGKILLed mid-command: another worker finishes, Claude is told', async () => {
-    const log = path.join(tmpdir(), `agent-jobs-crash-${process.pid}-${Date.now()}.log`);
-    logs.push(log);
+    // In the run's workspace: the session's sandbox has a private /tmp, the workspace is the same path inside and out.
+    const workflowId = `crash-mid-command-${process.pid}-${Date.now()}`;
     bed = await TestBed.create({
       workers: 1,
       script: {
         responses: [
-          { content: [toolUse('toolu_1', `echo one >> ${log}`)], stop_reason: 'tool_use' },
-          { content: [toolUse('toolu_2', `echo two-start >> ${log}; sleep 31.25; echo two-end >> ${log}`)], stop_reason: 'tool_use' },
-          { content: [toolUse('toolu_3', `echo three >> ${log}; pwd`)], stop_reason: 'tool_use' },
+          { content: [toolUse('toolu_1', 'echo one >> crash.log')], stop_reason: 'tool_use' },
+          { content: [toolUse('toolu_2', 'echo two-start >> crash.log; sleep 31.25; echo two-end >> crash.log')], stop_reason: 'tool_use' },
+          { content: [toolUse('toolu_3', 'echo three >> crash.log; pwd')], stop_reason: 'tool_use' },
           { content: [{ type: 'text', text: 'recovered' }], stop_reason: 'end_turn' },
         ],
       },
     });
+    const log = path.join(bed.workspaces, workflowId, 'crash.log');
     const first = bed.workers[0]!;
-    const handle = await bed.start({ task: 'survive a crash', approval: 'auto' }, 'worker-lost-mid-command');
+    const handle = await bed.start({ task: 'survive a crash', approval: 'auto' }, 'worker-lost-mid-command', workflowId);
     await waitFor('the long command to start', () => lines(log).includes('two-start'));
     const second = await bed.startWorker();
     const holder = (await bed.status(handle)).session?.workerId;
