@@ -21,6 +21,7 @@ export function registerStatus(program: Command): void {
           `  turns:  ${view.turns}`,
           `  tokens: ${view.usage.inputTokens} input, ${view.usage.outputTokens} output`,
           ...(view.details ? [`  now:    ${view.details}`] : []),
+          ...(view.session ? [`  shell:  ${view.session.user ?? '?'} in sandbox ${view.session.sandbox ?? '?'}, ${view.session.cwd} on ${view.session.workerId}`] : []),
           ...(p
             ? [
                 ...commandLines(p.command, { label: '  pending approval: ', suffix: `  [${p.toolUseId}, since ${p.requestedAt}]` }),
