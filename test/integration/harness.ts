@@ -110,9 +110,14 @@ export class TestBed {
    * Starts an agentRun with a unique id and returns its handle. `name`
    * names the saved history (`<name>.json`) when histories are saved.
    */
+  /** Every run this bed started, terminated at close if still open. */
+  private readonly all: WorkflowHandle[] = [];
+  private readonly terminated = new Set<string>();
+
   async start(input: AgentRunInput, name?: string, workflowId = `it-${path.basename(this.dir)}-${++counter}`): Promise<WorkflowHandle<typeof agentRun>> {
     const handle = await startAgentRun(this.client, input, workflowId);
     if (name) this.started.push({ handle, name });
+    this.all.push(handle);
     return handle;
   }
 
@@ -125,7 +130,7 @@ export class TestBed {
   async replayStartedRuns(): Promise<void> {
     for (const { handle, name } of this.started) {
       const d = await handle.describe();
-      if (d.status.name === 'RUNNING') continue;
+      if (d.status.name === 'RUNNING' || this.terminated.has(handle.workflowId)) continue;
       const history = await handle.fetchHistory();
       await Worker.runReplayHistory({ workflowBundle: { codePath: path.join(ROOT, 'dist', 'workflow-bundle.js') } }, history, handle.workflowId);
       if (process.env.AGENT_JOBS_SAVE_HISTORIES === '1') writeFileSync(path.join(HISTORIES_DIR, `${name}.json`), `${historyToJSON(history)}\n`);
@@ -170,6 +175,19 @@ export class TestBed {
   }
 
   async close(): Promise<void> {
+    // A run a failed test left open would be picked up by the next file's
+    // workers on the shared dev server (and talk to their model server):
+    // end every run this bed started first. Its history is then not replayed.
+    for (const handle of this.all) {
+      try {
+        if ((await handle.describe()).status.name === 'RUNNING') {
+          await handle.terminate('test bed closed');
+          this.terminated.add(handle.workflowId);
+        }
+      } catch {
+        /* already gone */
+      }
+    }
     await this.replayStartedRuns();
     await Promise.all(this.workers.map((w) => w.stop()));
     await this.model.close();
