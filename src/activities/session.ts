@@ -170,10 +170,11 @@ export function createSessionActivities(deps: SessionActivityDeps) {
         let result: CommandResult;
         if (input.autoApprove === 'policy') {
           // Judged here, right before it would run, on what bash would run and the workspace's real paths.
-          const decision = decideApproval(input.command, 'policy', { workspace: session.exactRoot, cwd: session.cwd });
+          const cwd = session.currentCwd();
+          const decision = decideApproval(input.command, 'policy', { workspace: session.exactRoot, cwd });
           if (decision.action === 'ask') return notRun(session, decision.reason);
           try {
-            result = await session.runExact(decision.argv, { paths: decision.paths, command: input.command, timeoutMs: input.timeoutMs, signal: ctx.cancellationSignal });
+            result = await session.runExact(decision.argv, { paths: decision.paths, cwd, command: input.command, timeoutMs: input.timeoutMs, signal: ctx.cancellationSignal });
           } catch (err) {
             if (err instanceof ExactRefusedError) return notRun(session, err.reason);
             throw err;

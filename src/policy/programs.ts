@@ -265,6 +265,11 @@ export function judgeArgs(program: string, args: readonly string[]): ArgsResult 
   const take = (opt: OptionSpec, value: string) => {
     if ((opt.value ?? 'text') === 'path') paths.push(value);
   };
+  // GNU tail reads a first argument `-[NUM][bcl]f` in its obsolete form (`tail -cf x`: bytes, then
+  // follow forever), not as bundled options; found by an attack test.
+  if (spec.noPlusOperands && args[0] !== undefined && /^-\d*[bcl]f+$/.test(args[0])) {
+    return { ok: false, reason: `${program} ${args[0]} is the obsolete follow form (it never ends)` };
+  }
   for (let i = 0; i < args.length; i++) {
     const a = args[i] as string;
     if (endOfOptions || a === '-' || !a.startsWith('-')) { operands.push(a); continue; }

@@ -23,6 +23,7 @@
  * clean and is reused for a later command.
  */
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
@@ -62,7 +63,8 @@ export class FifoPool {
       }
     }
     fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-    const batch = Array.from({ length: FIFO_BATCH }, () => path.join(this.dir, `pipe.${++this.counter}`));
+    // Unguessable names in a directory the session user cannot list: a background job cannot find a later command's FIFO by name.
+    const batch = Array.from({ length: FIFO_BATCH }, () => path.join(this.dir, `pipe.${++this.counter}.${randomBytes(8).toString('hex')}`));
     execFileSync('mkfifo', ['-m', '600', '--', ...batch], { env: MINIMAL_ENV, stdio: 'ignore' });
     if (this.owner) for (const f of batch) fs.chownSync(f, this.owner.uid, this.owner.gid);
     const first = batch.shift()!;

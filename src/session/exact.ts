@@ -14,6 +14,15 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
+/**
+ * Directories an exact run's sandbox covers with an empty tmpfs (besides
+ * what every session hides), the workspace excepted: a read-only program
+ * needs /usr, /bin and /lib, not the places secrets live. So a symlink a
+ * background job swaps in after the realpath check (a race no check can
+ * close) points at nothing. Costs: `ls -l` shows numeric owners.
+ */
+export const EXACT_RUN_HIDDEN: readonly string[] = ['/etc', '/home', '/root', '/var', '/run', '/srv', '/opt', '/mnt', '/media', '/boot', '/work'];
+
 /** Where programs of auto-approved commands are looked up, in order (the `command -p` default path). */
 export const TRUSTED_PATH: readonly string[] = ['/usr/bin', '/bin'];
 

@@ -64,14 +64,21 @@
  * Bookkeeping that may be subverted without lying about the command: `\__aj_r`
  * restores `$?` for the command; the fence (a second marker, written into
  * the command's FIFO after it) tells the worker it has all the output; `\__aj_e`
- * (read-only) resets `errexit`/`nounset`/`xtrace`/`verbose`, re-applies the
+ * (read-only) resets `errexit`/`nounset`/`xtrace`/`verbose`/`onecmd` (with
+ * `set -t` bash would exit after this line, and the next command would meet
+ * a dead shell), re-applies the
  * resource limits and prints the housekeeping record `<H>\0<flags>\0`, with
  * a third marker. A working directory the command deleted is seen by the
  * worker in /proc (`/proc/<pid>/cwd` ends with ` (deleted)`); the next
  * command's eval text starts by moving to its nearest existing parent. A function named `builtin` can intercept these, and learns
  * only the fence and `<H>`. The worker requires, for a command to count as
- * ended: exactly one status record, then the housekeeping record, and bash's
- * stdin and stdout still the pipes it started with. A status record forged
+ * ended: exactly one status record, then the housekeeping record, bash's
+ * stdin and stdout still the pipes it started with, and two facts from the
+ * kernel: bash itself read at least the control line's bytes since it was
+ * sent (`rchar` in /proc/<pid>/io: a background job holding bash's saved
+ * stdin, fd 10 to 12 in a forked subshell, cannot read the line in its
+ * place unnoticed), and bash then sits blocked reading its stdin
+ * (/proc/<pid>/syscall), not still running the command. A status record forged
  * by a command that found `<S>` anyway (by reading bash's memory), or
  * written while the command still runs (to escape its timeout), shows up as
  * a second status record, or as a housekeeping record that does not follow;
@@ -184,7 +191,7 @@ export function initScript(ulimitArgs: string, marker: Marker): string {
     '}',
     '__aj_r() { return "$1"; }',
     '__aj_e() {',
-    '  \\builtin set +o errexit +o nounset +o xtrace +o verbose',
+    '  \\builtin set +o errexit +o nounset +o xtrace +o verbose +o onecmd',
     '  __aj_f=',
     '  __aj_lim 2>/dev/null || __aj_f=l',
     "  \\builtin printf '%s\\0%s\\0' \"$1\" \"$__aj_f\"",

@@ -17,7 +17,7 @@ import { DEFAULT_MAX_OUTPUT_BYTES, OutputCollector } from './output';
 import { processStartTime, SESSION_DIR_PREFIX, writeOwner } from './orphans';
 import { commandFileContent, commandSource, controlLine, EVAL_PREFIX_LINES, newCommandTokens, type CommandRecords } from './protocol';
 import { findSetpriv, ShellProcess, type ShellExit } from './shell';
-import { resolveTrustedProgram, runExactProgram, staysInside, type ExactLauncher } from './exact';
+import { EXACT_RUN_HIDDEN, resolveTrustedProgram, runExactProgram, staysInside, type ExactLauncher } from './exact';
 import { MINIMAL_ENV, resolveIdentity, type SessionIdentity } from './identity';
 import { resolveSandbox, sandboxedSpawnArgs, unreachableAncestor, type SandboxMode, type SandboxOptions } from './sandbox';
 import { execFileSync } from 'node:child_process';
@@ -40,6 +40,8 @@ const KILLED_OUTPUT_WAIT_MS = 300;
  * still ran, or the shell's state stops our bookkeeping (protocol.ts).
  */
 const HOUSEKEEPING_WAIT_MS = 2000;
+/** After the housekeeping record, how long bash may take to be back reading its stdin, ms (normally microseconds). */
+const IDLE_WAIT_MS = 3000;
 /** setTimeout's largest delay; longer timeouts are clamped to it (about 24.8 days). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -125,6 +127,8 @@ export interface RunExactOptions extends RunOptions {
   paths?: readonly string[];
   /** The command text as the model wrote it, for the audit log. @default argv joined by spaces */
   command?: string;
+  /** The working directory the command was judged in (see {@link BashSession.currentCwd}): refuse when the shell is elsewhere now. @default {@link BashSession.cwd} */
+  cwd?: string;
 }
 
 /**
@@ -407,6 +411,12 @@ export class BashSession {
     };
   }
 
+  /** The shell's working directory as the kernel reports it now (a background job may have renamed it), else the last known one. */
+  currentCwd(): string {
+    const kernel = this.shell?.kernelCwd();
+    return kernel && !kernel.deleted ? kernel.path : this.lastCwd;
+  }
+
   /** Last known working directory of the shell. */
   get cwd(): string {
     return this.lastCwd;
@@ -468,18 +478,31 @@ export class BashSession {
     const command = options.command ?? argv.join(' ');
     const file = resolveTrustedProgram(argv[0]!);
     if (!file) throw new ExactRefusedError(`${argv[0]} is not a program in ${'/usr/bin or /bin'}`);
-    const kernel = this.shell?.kernelCwd();
-    const cwd = kernel && !kernel.deleted ? kernel.path : this.lastCwd;
+    const cwd = this.currentCwd();
+    // Paths were judged against a cwd (by default the one this session last reported); a background job may have moved it since.
+    const judgedIn = options.cwd ?? this.lastCwd;
+    if (judgedIn !== cwd) throw new ExactRefusedError(`the shell's working directory moved (${judgedIn} -> ${cwd}) since the command was judged`);
     if (!staysInside(cwd, this.options.exactRoot)) throw new ExactRefusedError(`the working directory ${cwd} is outside the workspace ${this.options.exactRoot}`);
     for (const p of options.paths ?? []) {
       const abs = path.resolve(cwd, p);
       if (!staysInside(abs, this.options.exactRoot)) throw new ExactRefusedError(`${p} resolves outside the workspace ${this.options.exactRoot} (a symlink, or .. )`);
+      let st: fs.Stats | undefined;
+      try {
+        st = fs.statSync(abs);
+      } catch {
+        /* missing: the program says so */
+      }
+      // A FIFO, socket or device would block or stream forever.
+      if (st && !st.isFile() && !st.isDirectory()) throw new ExactRefusedError(`${p} is not a regular file or directory (a FIFO, socket or device)`);
     }
     if (options.signal?.aborted) {
       return this.finish(command, started, { output: note('cancelled before it started; nothing was run'), exitCode: null, cancelled: true, outputBytes: 0, truncated: false });
     }
     // The same sandbox and identity as the shell (a fresh bwrap, the session user), unless the caller wraps it itself.
-    const launch = this.options.exactLauncher ? this.options.exactLauncher(file, argv.slice(1), cwd) : sandboxedSpawnArgs(this.sandboxOptions, [file, ...argv.slice(1)], cwd);
+    const sandbox = this.sandboxOptions;
+    const launch = this.options.exactLauncher
+      ? this.options.exactLauncher(file, argv.slice(1), cwd)
+      : sandboxedSpawnArgs({ ...sandbox, hide: [...sandbox.hide, ...EXACT_RUN_HIDDEN] }, [file, ...argv.slice(1)], cwd);
     const collector = new OutputCollector(this.options.maxOutputBytes);
     const timeoutMs = Math.min(options.timeoutMs ?? this.options.timeoutMs, MAX_TIMER_MS);
     const run = await runExactProgram(launch, cwd, this.env, timeoutMs, (chunk) => collector.push(chunk), options.signal);
@@ -618,6 +641,8 @@ export class BashSession {
     let housekeepingTimer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
     let lineNo = 0;
+    let line = '';
+    let readBefore: number | undefined;
     const sendAt = Date.now();
     const outcome = await new Promise<Outcome>((resolve) => {
       this.wakeCurrent = resolve;
@@ -632,7 +657,9 @@ export class BashSession {
         onAbort = () => resolve({ kind: 'abort' });
         options.signal.addEventListener('abort', onAbort, { once: true });
       }
-      lineNo = shell.send(controlLine(source, capture.fifo, tokens, this.lastStatus, this.pendingCd));
+      line = controlLine(source, capture.fifo, tokens, this.lastStatus, this.pendingCd);
+      readBefore = shell.bytesRead();
+      lineNo = shell.send(line);
       this.pendingCd = undefined;
     });
     const durationMs = Date.now() - sendAt;
@@ -649,13 +676,19 @@ export class BashSession {
     let cancelled = false;
     let timedOut = false;
     let ended = false;
+    let withheld = false;
     switch (outcome.kind) {
       case 'record':
       case 'unconfirmed': {
-        const verdict = judgeRecords(records, outcome.kind === 'record', shell.controlPipesIntact());
+        // Kernel facts: bash read the control line itself, and is back waiting for the next one.
+        const readAfter = shell.bytesRead();
+        const readLine = readBefore === undefined || readAfter === undefined ? undefined : readAfter - readBefore >= Buffer.byteLength(line);
+        const idle = outcome.kind === 'record' ? await shell.waitIdle(IDLE_WAIT_MS) : undefined;
+        const verdict = judgeRecords(records, outcome.kind === 'record', shell.controlPipesIntact(), { readLine, idle });
         if (verdict.kind !== 'ok') {
           notes.push(note(verdict.note));
           restartAfter = true;
+          withheld = verdict.kind === 'tampered' && verdict.foreignOutput === true;
           break;
         }
         ended = true;
@@ -715,7 +748,7 @@ export class BashSession {
     if ('file' in source) removeQuietly(commandFile);
     if (restartAfter && !this.closed) await this.replaceShell(0);
     return this.finish(command, started, {
-      output: appendNotes(renumberShellErrors(captured.text, lineNo > 0 ? lineNo + EVAL_PREFIX_LINES : 0, command.split('\n').length), notes),
+      output: appendNotes(withheld ? '' : renumberShellErrors(captured.text, lineNo > 0 ? lineNo + EVAL_PREFIX_LINES : 0, command.split('\n').length), notes),
       exitCode,
       timedOut,
       truncated: captured.truncated,
@@ -798,7 +831,10 @@ export function renumberShellErrors(text: string, controlLineNo: number, command
 }
 
 /** What the records of one command prove: its exit status, or why they prove nothing. */
-export type RecordVerdict = { kind: 'ok'; status: number } | { kind: 'not-run' | 'tampered'; note: string };
+export type RecordVerdict =
+  | { kind: 'ok'; status: number }
+  /** `foreignOutput`: the shell never read the command, so what its FIFO holds was written by another process. */
+  | { kind: 'not-run' | 'tampered'; note: string; foreignOutput?: boolean };
 
 /**
  * Judges one command's records (protocol.ts): exactly one status record,
@@ -807,8 +843,14 @@ export type RecordVerdict = { kind: 'ok'; status: number } | { kind: 'not-run' |
  * safely, or something forged a record, and the exit status is unknown.
  * @param housekeepingCame whether the housekeeping record followed in time
  * @param pipesIntact whether bash's stdin/stdout are still the pipes it started with
+ * @param kernel from /proc: `readLine`, bash itself read at least the control line's bytes; `idle`, bash is back reading its stdin (undefined: not known)
  */
-export function judgeRecords(records: CommandRecords, housekeepingCame: boolean, pipesIntact: boolean): RecordVerdict {
+export function judgeRecords(
+  records: CommandRecords,
+  housekeepingCame: boolean,
+  pipesIntact: boolean,
+  kernel: { readLine?: boolean | undefined; idle?: boolean | undefined } = {},
+): RecordVerdict {
   const [first, ...more] = records.statuses;
   if (first === 'noposix') {
     return {
@@ -822,8 +864,15 @@ export function judgeRecords(records: CommandRecords, housekeepingCame: boolean,
   if (more.length > 0) problems.push(`${more.length + 1} end-of-command records came where one was due (one was forged)`);
   if (!housekeepingCame) problems.push('the shell did not finish its bookkeeping after the command (it was still busy, or a function named like a builtin intercepted it)');
   if (!pipesIntact) problems.push("the shell's own control pipes were replaced");
+  if (kernel.readLine === false) problems.push('the shell never read the command (another process read it from the control pipe)');
+  if (housekeepingCame && kernel.idle === false) problems.push('the shell was still busy (or stopped) after its end-of-command records');
   if (problems.length > 0) {
-    return { kind: 'tampered', note: `the end of this command could not be confirmed (${problems.join('; ')}): its exit status is unknown, it may still have been running; the shell was killed and restarted (variables, functions and background jobs are gone)` };
+    const foreignOutput = kernel.readLine === false;
+    return {
+      kind: 'tampered',
+      note: `the end of this command could not be confirmed (${problems.join('; ')}): its exit status is unknown, it may still have been running; the shell was killed and restarted (variables, functions and background jobs are gone)${foreignOutput ? '; its output was withheld, since another process wrote it' : ''}`,
+      ...(foreignOutput ? { foreignOutput } : {}),
+    };
   }
   return { kind: 'ok', status };
 }

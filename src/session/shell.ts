@@ -44,6 +44,9 @@ export interface ShellStartOptions {
   sandbox?: Omit<SandboxOptions, 'setpriv'>;
 }
 
+/** Number of the read(2) system call, as /proc/<pid>/syscall shows it, per architecture. */
+const READ_SYSCALL: Partial<Record<string, number>> = { x64: 0, arm64: 63 };
+
 /** Bytes of bash's own stderr kept for error messages. */
 const STDERR_TAIL_BYTES = 4096;
 /** Poll interval while waiting for killed processes to go, ms. */
@@ -343,6 +346,42 @@ export class ShellProcess {
     const now = this.readControlPipes();
     if (!now) return this.exit !== undefined;
     return now.stdin === this.controlPipes.stdin && now.stdout === this.controlPipes.stdout;
+  }
+
+  /** Bytes bash itself has read so far (`rchar` of /proc/<pid>/io), or undefined when /proc does not tell. */
+  bytesRead(): number | undefined {
+    try {
+      const m = /^rchar: (\d+)$/m.exec(fs.readFileSync(`/proc/${this.bashPid}/io`, 'utf8'));
+      return m ? Number(m[1]) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Waits until bash is blocked reading its stdin (the control pipe), as it
+   * is between commands, for at most `timeoutMs`.
+   * @returns true when it is, false when it is not by then (still running
+   *   something, or stopped), undefined when /proc cannot tell
+   */
+  async waitIdle(timeoutMs: number): Promise<boolean | undefined> {
+    const readSyscall = READ_SYSCALL[process.arch];
+    if (readSyscall === undefined) return undefined;
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      let syscall: string;
+      let state: string;
+      try {
+        syscall = fs.readFileSync(`/proc/${this.bashPid}/syscall`, 'utf8');
+        state = /^State:\s+(\S)/m.exec(fs.readFileSync(`/proc/${this.bashPid}/status`, 'utf8'))?.[1] ?? '';
+      } catch {
+        return this.exit ? false : undefined;
+      }
+      const [nr, fd] = syscall.trim().split(/\s+/);
+      if (state === 'S' && nr === String(readSyscall) && fd === '0x0') return true;
+      if (Date.now() >= deadline) return false;
+      await sleep(2);
+    }
   }
 
   /**
