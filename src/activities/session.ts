@@ -145,6 +145,8 @@ export function createSessionActivities(deps: SessionActivityDeps) {
           cwd,
           // The run's directory is the agent's: writable in the sandbox, owned by the session user.
           workspace: workdir,
+          // Audit lines name their run.
+          runId: input.workflowId,
           network: input.network ?? false,
           env: { ...deps.sessionOptions.env, AGENT_JOBS_WORKFLOW_ID: input.workflowId },
         });

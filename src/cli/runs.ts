@@ -183,5 +183,6 @@ export function statusJson(view: RunView): Record<string, unknown> {
     executionStatus: view.executionStatus,
     details: view.details,
     decisions: view.decisions,
+    session: view.session,
   };
 }

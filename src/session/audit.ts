@@ -27,6 +27,8 @@ export interface AuditLine {
   /** Working directory after the command. */
   cwd: string;
   shellExit?: ShellExit;
+  /** Set when the command ran through `BashSession.runExact` (auto-approved by the policy): the exact argv. */
+  exactArgv?: string[];
 }
 
 /**

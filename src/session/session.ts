@@ -510,6 +510,7 @@ export class BashSession {
     const notes: string[] = [];
     if (run.timedOut) notes.push(note(`timed out after ${timeoutMs} ms; the program was killed`));
     return this.finish(command, started, {
+      exactArgv: [...argv],
       output: appendNotes(captured.text, notes),
       exitCode: run.timedOut || run.cancelled ? null : run.exitCode,
       timedOut: run.timedOut,
@@ -763,7 +764,7 @@ export class BashSession {
   private async finish(
     command: string,
     started: number,
-    r: Partial<CommandResult> & Pick<CommandResult, 'output' | 'exitCode' | 'cancelled' | 'outputBytes' | 'truncated'>,
+    r: Partial<CommandResult> & Pick<CommandResult, 'output' | 'exitCode' | 'cancelled' | 'outputBytes' | 'truncated'> & { exactArgv?: string[] },
   ): Promise<CommandResult> {
     const result: CommandResult = {
       output: r.output,
@@ -792,6 +793,7 @@ export class BashSession {
         sessionRestarted: result.sessionRestarted,
         cwd: result.cwd,
         ...(result.shellExit ? { shellExit: result.shellExit } : {}),
+        ...(r.exactArgv ? { exactArgv: r.exactArgv.map((a) => redactSecrets(a, this.secrets)) } : {}),
       };
       await appendAuditLine(this.options.auditLog, line);
     }

@@ -42,6 +42,8 @@ describe('agent-jobs CLI', () => {
       return s.status === 'awaiting_approval' ? s : null;
     });
     expect(pending).toMatchObject({ workflowId: id, turns: 1, pendingApproval: { toolUseId: 'toolu_w', command: 'echo hi > hi.txt', requestedAt: expect.any(String) }, usage: expect.any(Object), result: null });
+    // status --json carries the session as the README documents it (with its user and sandbox).
+    expect((pending as unknown as { session: Record<string, unknown> }).session).toMatchObject({ sessionId: expect.any(String), workerId: expect.any(String), taskQueue: expect.any(String), cwd: expect.any(String), sandbox: expect.stringMatching(/^(bwrap|none)$/) });
 
     // The UI: the task as static summary, AgentStatus searchable, one-line activity summaries.
     const handle = bed.client.workflow.getHandle(id);

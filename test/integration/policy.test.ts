@@ -58,6 +58,10 @@ describe('policy, judged at the session', () => {
     // Every bypass got an is_error denial; none ran (the audit log holds only the rig and the two reads).
     for (const r of bed.resultsSentIn(3)) expect(r).toMatchObject({ is_error: true });
     expect(bed.audit().map((a) => a.command)).toEqual([expect.stringContaining('ln -s'), 'cat notes.txt', 'grep -n real notes.txt']);
+    // The audit log names the run and marks the commands the policy ran exactly.
+    const audit = bed.audit() as Array<{ command: string; runId?: string; exactArgv?: string[] }>;
+    expect(audit.map((a) => a.exactArgv ?? null)).toEqual([null, ['cat', 'notes.txt'], ['grep', '-n', 'real', 'notes.txt']]);
+    expect(new Set(audit.map((a) => a.runId))).toEqual(new Set([handle.workflowId]));
     // The reason the human saw names what was seen (the symlink one from the worker's realpath check).
     const decisions = (await bed.status(handle)).decisions;
     expect(decisions.map((d) => d.toolUseId)).toEqual(['toolu_rig', ...bypasses.map(([id]) => id)]);
