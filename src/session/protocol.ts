@@ -7,8 +7,8 @@
  *     2>/dev/null <"/proc/self/stat<A>" || 2>&1 <"/proc/<S>.noposix." && POSIXLY_CORRECT=y &&
  *     2>/dev/null <"/proc/self/stat<P>" || 2>&1 <"/proc/<S>.noposix." &&
  *       \eval -- $'\\unset POSIXLY_CORRECT\n<2 bookkeeping lines>\n'<command> >|<fifo> 2>&1 </dev/null;
- *     2>&1 <"/proc/<S>.$?." || >/dev/null;
- *     \builtin printf %s <fence> 1<>fifo 2>/dev/null || >/dev/null;\__aj_e <H>
+ *     2>&1 <"/proc/<S>.$?." || ((1));
+ *     \builtin printf %s <fence> 1<>fifo 2>/dev/null || ((1));\__aj_e <H>
  *
  * Threat model: the command is untrusted, and so is whatever state earlier
  * commands left in the shell (functions, aliases, variables with attributes,
@@ -44,8 +44,9 @@
  *   writes `bash: line N: /proc/<S>.<status>.: No such file or directory`
  *   on its stderr, which the `2>&1` before it points at bash's stdout, the
  *   worker's record pipe. No command runs, so nothing can intercept it;
- *   `|| >/dev/null` (a bare redirection that succeeds) keeps `set -e` from
- *   treating the failure as fatal; xtrace prints nothing for a bare
+ *   `|| ((1))` (an arithmetic command: `((` cannot be aliased, and it
+ *   forks nothing, unlike a bare redirection, which bash runs in a forked
+ *   subshell) keeps `set -e` from treating the failure as fatal; xtrace prints nothing for a bare
  *   redirection. `<S>` is a fresh 128-bit marker that
  *   only appears in this part of the line: it is in no variable, no
  *   argument and no `$BASH_COMMAND` the command or its functions can see.
@@ -232,17 +233,16 @@ export function commandFileContent(command: string): string {
  * builtin, found before any function while POSIX mode is still on); turn
  * aliases back on, which leaving POSIX mode turns off (an agent's `alias
  * ll=...` works in its next command); move out of a working directory the
- * previous command deleted (`cd`, or a no-op redirection so the line count
- * stays 4); restore `$?` to the previous command's status (a no-op
- * redirection for 0, else `$(POSIXLY_CORRECT=y; \\exit N)`, whose `exit` no
+ * previous command deleted (`cd`, or the no-op `((1))` so the line count
+ * stays 4); restore `$?` to the previous command's status (`((1))` for 0, else `$(POSIXLY_CORRECT=y; \\exit N)`, whose `exit` no
  * function can shadow). The middle two lines are plain bookkeeping. Aliases are
  * thus on while the next control line is parsed, which is why that line
  * holds no reserved word or unquoted name where an alias could apply.
  */
 function evalPrefix(previousStatus: number, cd: string | undefined): string {
-  const move = cd !== undefined ? `\\builtin cd -- '${cd.replace(/'/g, "'\\''")}'` : '>/dev/null';
+  const move = cd !== undefined ? `\\builtin cd -- '${cd.replace(/'/g, "'\\''")}'` : '((1))';
   // $? without a function call: a bare command substitution's status, its `exit` found in POSIX mode.
-  const status = previousStatus === 0 ? '>/dev/null' : `$(POSIXLY_CORRECT=y; \\exit ${previousStatus})`;
+  const status = previousStatus === 0 ? '((1))' : `$(POSIXLY_CORRECT=y; \\exit ${previousStatus})`;
   return ansiCQuote(`\\unset POSIXLY_CORRECT\n\\builtin shopt -s expand_aliases\n${move}\n${status}\n`);
 }
 
@@ -267,8 +267,8 @@ export function controlLine(source: CommandSource, captureFifo: string, tokens: 
     `2>/dev/null <"/proc/self/stat\${POSIXLY_CORRECT@a}" || 2>&1 <"/proc/${tokens.status}.noposix." && POSIXLY_CORRECT=y && ` +
     `2>/dev/null <"/proc/self/stat\${SHELLOPTS/*posix*/}" || 2>&1 <"/proc/${tokens.status}.noposix." && ` +
     `\\eval -- ${text} >|${fifo} 2>&1 </dev/null;` +
-    `2>&1 <"/proc/${tokens.status}.$?." || >/dev/null;` +
-    `\\builtin printf %s ${tokens.fence} 1<>${fifo} 2>/dev/null || >/dev/null;\\__aj_e ${tokens.housekeeping}\n`
+    `2>&1 <"/proc/${tokens.status}.$?." || ((1));` +
+    `\\builtin printf %s ${tokens.fence} 1<>${fifo} 2>/dev/null || ((1));\\__aj_e ${tokens.housekeeping}\n`
   );
 }
 

@@ -368,6 +368,7 @@ export class ShellProcess {
     const readSyscall = READ_SYSCALL[process.arch];
     if (readSyscall === undefined) return undefined;
     const deadline = Date.now() + timeoutMs;
+    let polls = 0;
     for (;;) {
       let syscall: string;
       let state: string;
@@ -380,7 +381,9 @@ export class ShellProcess {
       const [nr, fd] = syscall.trim().split(/\s+/);
       if (state === 'S' && nr === String(readSyscall) && fd === '0x0') return true;
       if (Date.now() >= deadline) return false;
-      await sleep(2);
+      // bash is normally there within microseconds of its last record: look again at once, then back off.
+      if (++polls <= 50) await new Promise((r) => setImmediate(r));
+      else await sleep(1);
     }
   }
 
