@@ -198,19 +198,3 @@ export function decideApproval(command: string, mode: ApprovalMode, context?: Po
   const where = paths.length > 0 ? `, reading only inside the workspace` : '';
   return { action: 'run', reason: `${program} is a read-only command with allowed options${where}`, argv, paths };
 }
-
-/**
- * The command line to hand to the session for a `run` decision under
- * `policy`: `\builtin command -p -- 'argv0' 'argv1' ...`, every word
- * single-quoted. The session keeps state between commands (aliases are on
- * in it, functions and PATH persist), so an earlier approved `alias ls=...`,
- * `ls() { ...; }` or `PATH=.:$PATH` would make the text `ls` run something
- * else; `command -p` skips aliases and functions and looks the program up in
- * bash's default PATH (builtins such as `echo` and `pwd` stay builtins).
- * The argv bash builds from it is exactly `argv`.
- * @throws RangeError when `argv` is empty
- */
-export function commandLine(argv: readonly string[]): string {
-  if (argv.length === 0) throw new RangeError('commandLine needs at least the program name');
-  return ['\\builtin command -p --', ...argv.map((w) => `'${w.replace(/'/g, "'\\''")}'`)].join(' ');
-}

@@ -17,7 +17,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { commandLine, decideApproval } from '../../../src/policy';
+import { decideApproval } from '../../../src/policy';
 import { tokenize } from '../../../src/policy/tokenize';
 
 /** Deterministic PRNG (mulberry32), so a failure reproduces. */
@@ -128,45 +128,5 @@ describe('differential against real bash', () => {
     expect(bashArgv('echo ~')).not.toEqual(['echo', '~']);
     expect(bashArgv('echo {a,b}')).toEqual(['echo', 'a', 'b']);
     expect(bashArgv("echo a\\ b 'c'\"d\"")).toEqual(['echo', 'a b', 'cd']);
-  });
-});
-
-describe('commandLine', () => {
-  /** Runs `script` in bash with aliases on, as in the session, in the scratch dir. */
-  function run(script: string): string {
-    const r = spawnSync('bash', ['--norc', '--noprofile', '-c', `shopt -s expand_aliases\n${script}`], {
-      cwd: dir,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C' },
-      encoding: 'utf8',
-    });
-    return r.stdout;
-  }
-
-  test('bash builds exactly the argv back from it, quotes included', () => {
-    const argv = ['printf', '%s|', "a'b", 'c d', '$x', '*', '~', '', '\\', '"'];
-    expect(run(commandLine(argv))).toBe(`${argv.slice(2).join('|')}|`);
-  });
-
-  test('an alias, a function or a PATH entry named like the program does not run instead of it', () => {
-    fs.mkdirSync(path.join(dir, 'bin'), { recursive: true });
-    fs.writeFileSync(path.join(dir, 'bin', 'ls'), '#!/bin/sh\necho HIJACKED\n', { mode: 0o755 });
-    const d = decideApproval('ls -d d', 'policy', { workspace: dir, cwd: dir });
-    expect(d.action).toBe('run');
-    if (d.action !== 'run') return;
-    // the function first: a definition after the alias would have its name alias-expanded
-    const fn = `ls() { echo FUNCTION; }\n`;
-    const alias = `alias ls='echo ALIAS'\n`;
-    const path_ = `PATH=${dir}/bin:$PATH\n`;
-    // the plain text is hijacked by each
-    expect(run(`${path_}ls -d d`)).toBe('HIJACKED\n');
-    expect(run(`${path_}${fn}ls -d d`)).toBe('FUNCTION\n');
-    expect(run(`${path_}${fn}${alias}ls -d d`)).toBe('ALIAS -d d\n');
-    const setup = `${path_}${fn}${alias}`;
-    expect(run(`${setup}${commandLine(d.argv)}`)).toBe('d\n');
-    fs.rmSync(path.join(dir, 'bin'), { recursive: true });
-  });
-
-  test('an empty argv is a programming error', () => {
-    expect(() => commandLine([])).toThrow(RangeError);
   });
 });
