@@ -67,9 +67,26 @@ export function prebuiltWorkflowBundle(env: NodeJS.ProcessEnv = process.env): bo
   return env.AGENT_JOBS_WORKFLOW_BUNDLE !== 'off';
 }
 
-/** Worker log level: `AGENT_JOBS_LOG_LEVEL` (`DEBUG`, `INFO`, `WARN`, `ERROR`, any case), default `INFO`. */
+/** Every SDK `LogLevel`, once each (a `Record` over the type, so a level the SDK adds or drops fails the typecheck). */
+const SDK_LOG_LEVELS: Record<LogLevel, true> = { TRACE: true, DEBUG: true, INFO: true, WARN: true, ERROR: true };
+
+/** The values `AGENT_JOBS_LOG_LEVEL` accepts (any case): the SDK's `LogLevel`s, most verbose first. */
+export const LOG_LEVELS = Object.keys(SDK_LOG_LEVELS) as readonly LogLevel[];
+
+/** Worker log level when `AGENT_JOBS_LOG_LEVEL` is unset. */
+export const DEFAULT_LOG_LEVEL: LogLevel = 'INFO';
+
+/**
+ * Worker log level: `AGENT_JOBS_LOG_LEVEL`, one of {@link LOG_LEVELS} in any
+ * case, default {@link DEFAULT_LOG_LEVEL}.
+ * @throws Error naming the variable, the value and the allowed values when the value is none of them
+ */
 export function logLevel(env: NodeJS.ProcessEnv = process.env): LogLevel {
-  return (env.AGENT_JOBS_LOG_LEVEL ?? 'INFO').toUpperCase() as LogLevel;
+  const raw = env.AGENT_JOBS_LOG_LEVEL;
+  if (raw === undefined || raw.trim() === '') return DEFAULT_LOG_LEVEL;
+  const level = raw.trim().toUpperCase();
+  if (!Object.hasOwn(SDK_LOG_LEVELS, level)) throw new Error(`AGENT_JOBS_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (any case), not ${JSON.stringify(raw)}`);
+  return level as LogLevel;
 }
 
 /**

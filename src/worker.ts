@@ -158,7 +158,11 @@ export async function startWorker(): Promise<RunningWorker> {
   };
 }
 
-/** Installs the SDK runtime logger (and the core's logs, forwarded to it) at `AGENT_JOBS_LOG_LEVEL` (default INFO). Call once, before any worker. */
+/**
+ * Installs the SDK runtime logger (and the core's logs, forwarded to it) at
+ * `AGENT_JOBS_LOG_LEVEL` (default INFO). Call once, before any worker.
+ * @throws Error when `AGENT_JOBS_LOG_LEVEL` is not a log level (see `logLevel` in settings.ts)
+ */
 export function installRuntime(): void {
   const level = logLevel();
   // The SDK core's own logs go through the same logger and level.
@@ -166,8 +170,10 @@ export function installRuntime(): void {
 }
 
 if (require.main === module) {
-  installRuntime();
-  startWorker()
+  // installRuntime inside the chain: a bad AGENT_JOBS_LOG_LEVEL is reported like any startup error, in one line.
+  Promise.resolve()
+    .then(() => installRuntime())
+    .then(() => startWorker())
     .then((w) => w.done)
     .catch((err: unknown) => {
       console.error(`agent-jobs worker: ${err instanceof Error ? err.message : String(err)}`);
