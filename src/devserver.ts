@@ -263,16 +263,73 @@ function writePidFile(port: number, pid: number): void {
   writeFileSync(pidFile(port), `${pid}\n`);
 }
 
+/** What {@link stopDetachedServer} did. */
+export type StopOutcome =
+  /** The recorded pid was the dev server on that port: its process group was stopped and the record removed. */
+  | { kind: 'stopped'; pid: number; file: string }
+  /** No pid file for that port. */
+  | { kind: 'none'; file: string }
+  /** The record named no live dev server on that port (`why` says what it named): nothing was signalled, the record was removed. */
+  | { kind: 'stale'; pid: number | null; why: string; file: string }
+  /** This platform offers no way to check what the pid runs (no `/proc`): nothing was signalled, the record kept. */
+  | { kind: 'unverifiable'; pid: number; file: string };
+
+/** What a live process runs, from `/proc/<pid>/cmdline`; `null` where there is no `/proc` (not Linux). Empty for a zombie. */
+function commandLineOf(pid: number): string[] | null {
+  if (!existsSync('/proc/self/cmdline')) return null;
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
+  } catch {
+    return [];
+  }
+}
+
+/** Whether a process with this pid exists (ours or not: `EPERM` means it exists). */
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /**
- * Stops the detached dev server recorded for `port`.
- * @returns false when no server was recorded for that port
+ * Whether `argv` is a Temporal dev server on `port` as {@link devServerArgs}
+ * starts it: `server start-dev` and `--port <port>` among its arguments
+ * (the binary may be run through a wrapper, so argv[0] is not checked).
  */
-export async function stopDetachedServer(port: number): Promise<boolean> {
+export function isDevServerCommandLine(argv: readonly string[], port: number): boolean {
+  const has = (a: string, b: string): boolean => argv.some((arg, i) => arg === a && argv[i + 1] === b);
+  return has('server', 'start-dev') && (has('--port', String(port)) || argv.includes(`--port=${port}`));
+}
+
+/**
+ * Stops the detached dev server recorded for `port`, after checking that the
+ * recorded pid is alive and is that server: a pid file can outlive its
+ * server (a reboot, a kill), and its pid then names any process, or none.
+ * Only a process whose command line is `temporal server start-dev ...
+ * --port <port>` is signalled (its process group: SIGTERM, then SIGKILL).
+ * @returns what was done; see {@link StopOutcome}
+ */
+export async function stopDetachedServer(port: number): Promise<StopOutcome> {
   const file = pidFile(port);
-  if (!existsSync(file)) return false;
-  const pid = Number(readFileSync(file, 'utf8').trim());
-  rmSync(file, { force: true });
-  if (!Number.isInteger(pid) || pid <= 0) return false;
+  if (!existsSync(file)) return { kind: 'none', file };
+  const text = readFileSync(file, 'utf8').trim();
+  const pid = /^\d+$/.test(text) ? Number(text) : NaN;
+  const stale = (why: string): StopOutcome => {
+    rmSync(file, { force: true });
+    return { kind: 'stale', pid: Number.isSafeInteger(pid) && pid > 0 ? pid : null, why, file };
+  };
+  if (!Number.isSafeInteger(pid) || pid <= 0) return stale(`it holds ${JSON.stringify(text.slice(0, 40))}, not a pid`);
+  if (!processExists(pid)) return stale(`pid ${pid} is not running`);
+  const argv = commandLineOf(pid);
+  if (argv === null) return { kind: 'unverifiable', pid, file };
+  if (!isDevServerCommandLine(argv, port)) {
+    const shown = argv.length > 0 ? argv.join(' ') : '(no command line: a zombie or a kernel thread)';
+    return stale(`pid ${pid} is not the Temporal dev server on port ${port}: it runs ${shown.length > 120 ? `${shown.slice(0, 120)}…` : shown}`);
+  }
   await stopProcessGroup(pid);
-  return true;
+  rmSync(file, { force: true });
+  return { kind: 'stopped', pid, file };
 }

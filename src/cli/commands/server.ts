@@ -1,7 +1,7 @@
 /** `agent-jobs server`: a local Temporal dev server with this project's search attributes. */
 import path from 'node:path';
 import type { Command } from 'commander';
-import { DEV_SERVER_PORT, serverAnswers, startDevServer, stopCommand, stopDetachedServer } from '../../devserver';
+import { DEV_SERVER_PORT, serverAnswers, startDevServer, stopCommand, stopDetachedServer, type StopOutcome } from '../../devserver';
 import { dataDir } from '../../settings';
 import { CliError } from '../errors';
 import { printJson, printLines } from '../output';
@@ -33,6 +33,31 @@ export function defaultServerPort(env: NodeJS.ProcessEnv = process.env): number 
   return port >= 1 && port <= 65_535 ? port : DEV_SERVER_PORT;
 }
 
+/**
+ * The outcome of `server --stop` when a server was stopped.
+ * @throws CliError (exit 1, with a hint) when no server was stopped: none
+ *   recorded, a stale record (removed, nothing signalled), or a pid that
+ *   cannot be checked on this platform
+ */
+export function stoppedOrError(outcome: StopOutcome, grpcPort: number): Extract<StopOutcome, { kind: 'stopped' }> {
+  switch (outcome.kind) {
+    case 'stopped':
+      return outcome;
+    case 'none':
+      throw new CliError(`no background dev server recorded for port ${grpcPort}`, 'a server started in the foreground stops with Ctrl-C; for another port, add --port');
+    case 'stale':
+      throw new CliError(
+        `the record of the dev server on port ${grpcPort} was stale (${outcome.why}); removed ${outcome.file}, signalled nothing`,
+        `if a server still answers on port ${grpcPort}, it was not started by \`agent-jobs server --detach\` with this data dir: stop it where it was started`,
+      );
+    case 'unverifiable':
+      throw new CliError(
+        `cannot check that pid ${outcome.pid} is the dev server on port ${grpcPort} on this platform (no /proc); signalled nothing`,
+        `check it with \`ps -p ${outcome.pid} -o args\`, stop it with \`kill -TERM -${outcome.pid}\`, then remove ${outcome.file}`,
+      );
+  }
+}
+
 export function registerServer(program: Command): void {
   program
     .command('server')
@@ -43,14 +68,13 @@ export function registerServer(program: Command): void {
     .option('--in-memory', 'keep no database file (runs are lost when the server stops)')
     .option('--headless', 'no web UI')
     .option('--detach', 'start it in the background and return (stop it with --stop)')
-    .option('--stop', 'stop the background server started with --detach on this port')
+    .option('--stop', 'stop the background server started with --detach on this port (only if the recorded pid is that server)')
     .option('--json', 'print {"address","uiUrl","pid"}')
     .action(async (opts: ServerOptions) => {
       const grpcPort = opts.port ?? defaultServerPort();
       if (opts.stop) {
-        const stopped = await stopDetachedServer(grpcPort);
-        if (!stopped) throw new CliError(`no background dev server recorded for port ${grpcPort}`, 'a server started in the foreground stops with Ctrl-C; for another port, add --port');
-        return printLines(`stopped the dev server on port ${grpcPort}`);
+        const stopped = stoppedOrError(await stopDetachedServer(grpcPort), grpcPort);
+        return printLines(`stopped the dev server on port ${grpcPort} (pid ${stopped.pid})`);
       }
       const address = `127.0.0.1:${grpcPort}`;
       if (await serverAnswers(address, 1_000)) {

@@ -1,5 +1,12 @@
-/** `agent-jobs server` defaults its port from a local TEMPORAL_ADDRESS. */
+/** `agent-jobs server`: its default port, and `--stop`, which signals only the dev server it recorded. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { defaultServerPort } from '../../../src/cli/commands/server';
+import { CliError } from '../../../src/cli/errors';
+import { buildProgram } from '../../../src/cli/program';
+import { isDevServerCommandLine, pidFile, stopDetachedServer } from '../../../src/devserver';
 
 describe('defaultServerPort', () => {
   test.each([
@@ -18,5 +25,108 @@ describe('defaultServerPort', () => {
     ['127.0.0.1:99999', 7233],
   ])('TEMPORAL_ADDRESS=%j gives port %d', (address, expected) => {
     expect(defaultServerPort(address === undefined ? {} : { TEMPORAL_ADDRESS: address })).toBe(expected);
+  });
+});
+
+describe('server --stop checks the recorded pid before it signals anything', () => {
+  const children: ChildProcess[] = [];
+  let dir: string;
+  let before: string | undefined;
+  beforeAll(() => {
+    before = process.env.AGENT_JOBS_DATA_DIR;
+    dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-stop-'));
+    process.env.AGENT_JOBS_DATA_DIR = dir;
+  });
+  afterAll(() => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    if (before === undefined) delete process.env.AGENT_JOBS_DATA_DIR;
+    else process.env.AGENT_JOBS_DATA_DIR = before;
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A child in its own process group (as the detached dev server is). */
+  function spawnLeader(cmd: string, args: string[]): ChildProcess {
+    const child = spawn(cmd, args, { detached: true, stdio: 'ignore' });
+    children.push(child);
+    return child;
+  }
+  const alive = (pid: number): boolean => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  /** `agent-jobs server --stop --port <port>` in this process: the CliError it ends with. */
+  async function stopFails(port: number): Promise<CliError> {
+    try {
+      await buildProgram().parseAsync(['server', '--stop', '--port', String(port)], { from: 'user' });
+    } catch (err) {
+      if (err instanceof CliError) return err;
+      throw err;
+    }
+    throw new Error('server --stop succeeded');
+  }
+
+  test('a pid file naming a live unrelated process (sleep 60): not killed, the stale record removed, and the CLI says so', async () => {
+    const sleeper = spawnLeader('sleep', ['60']);
+    const port = 47001;
+    writeFileSync(pidFile(port), `${sleeper.pid}\n`);
+    const e = await stopFails(port);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(alive(sleeper.pid!)).toBe(true);
+    expect(existsSync(pidFile(port))).toBe(false);
+    expect(e.message).toBe(`the record of the dev server on port ${port} was stale (pid ${sleeper.pid} is not the Temporal dev server on port ${port}: it runs sleep 60); removed ${pidFile(port)}, signalled nothing`);
+    expect(e.hint).toMatch(/^if a server still answers on port 47001/);
+    expect(e.exitCode).toBe(1);
+  });
+
+  test('a pid file naming a dead pid is cleaned up with a clear message', async () => {
+    const gone = spawnLeader('true', []);
+    await new Promise((r) => gone.once('exit', r));
+    const port = 47002;
+    writeFileSync(pidFile(port), `${gone.pid}\n`);
+    const e = await stopFails(port);
+    expect(existsSync(pidFile(port))).toBe(false);
+    expect(e.message).toBe(`the record of the dev server on port ${port} was stale (pid ${gone.pid} is not running); removed ${pidFile(port)}, signalled nothing`);
+    expect(await stopDetachedServer(port)).toEqual({ kind: 'none', file: pidFile(port) });
+  });
+
+  test('a dev server on another port is not the one recorded for this port: not killed', async () => {
+    const other = spawnLeader(process.execPath, ['-e', 'setTimeout(() => {}, 60000)', 'server', 'start-dev', '--port', '47999']);
+    const port = 47003;
+    writeFileSync(pidFile(port), `${other.pid}\n`);
+    expect(await stopDetachedServer(port)).toMatchObject({ kind: 'stale', pid: other.pid, why: expect.stringContaining(`is not the Temporal dev server on port ${port}`) });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(alive(other.pid!)).toBe(true);
+  });
+
+  test('garbage in the pid file is removed, nothing signalled', async () => {
+    const port = 47004;
+    writeFileSync(pidFile(port), '-1\n');
+    expect(await stopDetachedServer(port)).toEqual({ kind: 'stale', pid: null, why: 'it holds "-1", not a pid', file: pidFile(port) });
+    expect(existsSync(pidFile(port))).toBe(false);
+  });
+
+  test('the dev server recorded for the port (its command line says server start-dev --port P) is stopped', async () => {
+    const port = 47005;
+    const server = spawnLeader(process.execPath, ['-e', 'setTimeout(() => {}, 60000)', 'server', 'start-dev', '--port', String(port), '--ip', '127.0.0.1']);
+    await new Promise((r) => setTimeout(r, 200));
+    writeFileSync(pidFile(port), `${server.pid}\n`);
+    expect(await stopDetachedServer(port)).toEqual({ kind: 'stopped', pid: server.pid, file: pidFile(port) });
+    expect(alive(server.pid!)).toBe(false);
+    expect(existsSync(pidFile(port))).toBe(false);
+  });
+
+  test.each([
+    [['temporal', 'server', 'start-dev', '--port', '7300', '--ip', '127.0.0.1'], 7300, true],
+    [['/usr/bin/python3', '/x/bin/temporal', 'server', 'start-dev', '--port', '7300'], 7300, true],
+    [['temporal', 'server', 'start-dev', '--port', '7301'], 7300, false],
+    [['temporal', 'server', 'start-dev'], 7233, false],
+    [['sleep', '60'], 7233, false],
+    [[], 7233, false],
+  ])('isDevServerCommandLine(%j, %d) is %s', (argv, port, expected) => {
+    expect(isDevServerCommandLine(argv, port)).toBe(expected);
   });
 });
