@@ -1,3 +1,3 @@
 #!/usr/bin/env node
 // The compiled CLI (npm run build writes dist/).
-require('../dist/client.js').main();
+require('../dist/cli/main.js').main();

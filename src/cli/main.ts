@@ -3,8 +3,8 @@
  * list and cancel them, and run the worker, the dev server and the
  * scripted model server. `agent-jobs --help` lists the commands.
  */
-import { buildProgram } from './cli/program';
-import { reportError } from './cli/errors';
+import { buildProgram } from './program';
+import { reportError } from './errors';
 
 export async function main(argv: string[] = process.argv): Promise<void> {
   // A reader that goes away (`agent-jobs watch ID | head`) is not an error.

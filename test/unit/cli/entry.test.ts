@@ -1,0 +1,19 @@
+/**
+ * The CLI's entry is src/cli/main.ts, and bin/agent-jobs.js loads its
+ * compiled form: the path the bin script requires maps back to that source.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+
+const ROOT = path.resolve(__dirname, '../../..');
+
+test('bin/agent-jobs.js requires the compiled src/cli/main.ts, which exports main', async () => {
+  const bin = readFileSync(path.join(ROOT, 'bin', 'agent-jobs.js'), 'utf8');
+  const required = /require\('([^']+)'\)\.main\(\)/.exec(bin)?.[1];
+  expect(required).toBe('../dist/cli/main.js');
+  // tsconfig.build.json compiles src/ into dist/, path for path.
+  const source = path.join(ROOT, 'src', path.relative(path.join(ROOT, 'dist'), path.resolve(ROOT, 'bin', required!)).replace(/\.js$/, '.ts'));
+  expect(path.relative(ROOT, source)).toBe(path.join('src', 'cli', 'main.ts'));
+  expect(typeof (await import(source)).main).toBe('function');
+  expect(existsSync(path.join(ROOT, 'src', 'client.ts'))).toBe(false);
+});
