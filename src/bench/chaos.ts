@@ -40,7 +40,7 @@ import { startAgentRun } from '../temporal';
 import { statusQuery } from '../workflows/messages';
 import type { agentRun } from '../workflows';
 import type { AgentRunResult } from '../workflows/types';
-import { spawnWorker, type WorkerProcess } from './worker-process';
+import { spawnWorker, type WorkerProcess } from '../testing/worker-process';
 
 /** Options of {@link runChaos}. */
 export interface ChaosOptions {

@@ -16,7 +16,7 @@ import { Command } from 'commander';
 import { freePort, startDevServer } from '../devserver';
 import { startModelServer, type ScriptEntry } from '../model-server';
 import { startAgentRun } from '../temporal';
-import { spawnWorker } from './worker-process';
+import { spawnWorker } from '../testing/worker-process';
 
 /** Median and 95th percentile of `values` (ms), rounded to 0.1. */
 export function summarize(values: number[]): { median: number; p95: number } {

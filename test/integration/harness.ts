@@ -10,7 +10,7 @@ import path from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
-import { spawnWorker, type WorkerProcess } from '../../src/bench/worker-process';
+import { spawnWorker, type WorkerProcess } from '../../src/testing/worker-process';
 import { startAgentRun } from '../../src/temporal';
 import { startModelServer, type LoggedRequest, type ModelServer, type ScriptContentBlock, type ScriptFile } from '../../src/model-server';
 import { statusQuery, transcriptQuery } from '../../src/workflows/messages';

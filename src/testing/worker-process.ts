@@ -36,7 +36,7 @@ export interface SpawnWorkerOptions {
   readyTimeoutMs?: number;
 }
 
-/** The compiled worker, from `src/bench` (tests) or `dist/bench` alike. */
+/** The compiled worker, from `src/testing` (tests) or `dist/testing` alike. */
 const WORKER_JS = path.resolve(__dirname, '..', '..', 'dist', 'worker.js');
 
 /**
