@@ -52,6 +52,9 @@ export function workflowSource(): Pick<WorkerOptions, 'workflowBundle' | 'workfl
 export interface RunningWorker {
   workerId: string;
   sessionTaskQueue: string;
+  /** The Temporal namespace it polls in, and the server's address as configured. */
+  namespace: string;
+  address: string;
   /** Resolves when both workers have stopped and every session is closed. */
   done: Promise<void>;
   /** Starts a graceful shutdown. */
@@ -150,6 +153,8 @@ export async function startWorker(): Promise<RunningWorker> {
   return {
     workerId: id,
     sessionTaskQueue: queue,
+    namespace: settings.namespace,
+    address: settings.address,
     done,
     shutdown: () => {
       shared.shutdown();

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
+import { AGENT_RUN_WORKFLOW } from '../../src/config';
 import { spawnWorker, type WorkerProcess } from '../../src/testing/worker-process';
 import { startAgentRun } from '../../src/temporal';
 import { startModelServer, type LoggedRequest, type ModelServer, type ScriptContentBlock, type ScriptFile } from '../../src/model-server';
@@ -52,8 +53,12 @@ export const HISTORIES_DIR = path.join(ROOT, 'test', 'fixtures', 'histories');
 
 export class TestBed {
   readonly workers: WorkerProcess[] = [];
-  /** Runs started through {@link start}, replayed (and maybe saved) at {@link close}. */
+  /** Runs started through {@link start} with a name: their histories are saved at {@link close} when AGENT_JOBS_SAVE_HISTORIES=1. */
   private readonly started: Array<{ handle: WorkflowHandle; name: string }> = [];
+  /** When this bed was created: every run started on its server since then is replayed at {@link close}. */
+  private readonly createdAt = Date.now();
+  /** The runs {@link close} replayed, in order. */
+  readonly replayed: Array<{ workflowId: string; runId: string }> = [];
   private constructor(
     readonly dir: string,
     readonly address: string,
@@ -112,6 +117,7 @@ export class TestBed {
    */
   /** Every run this bed started, terminated at close if still open. */
   private readonly all: WorkflowHandle[] = [];
+  /** Run ids of the runs {@link close} terminated (a failed test's leftovers): not replayed. */
   private readonly terminated = new Set<string>();
 
   async start(input: AgentRunInput, name?: string, workflowId = `it-${path.basename(this.dir)}-${++counter}`): Promise<WorkflowHandle<typeof agentRun>> {
@@ -122,18 +128,43 @@ export class TestBed {
   }
 
   /**
-   * Replays the histories of the named runs that have closed against the
-   * current workflow code (a determinism check on every path the suite
-   * drives), and saves them to test/fixtures/histories when
-   * AGENT_JOBS_SAVE_HISTORIES=1.
+   * Replays against the current workflow code (a determinism check on every
+   * path the suite drives) every run started on this bed's server since the
+   * bed was created and closed by now: runs started through {@link start},
+   * named or not, runs started by the CLI or any other client, and every run
+   * of a continue-as-new chain. Skipped: runs still open, and runs
+   * {@link close} terminated. Saves the named runs' histories to
+   * test/fixtures/histories when AGENT_JOBS_SAVE_HISTORIES=1.
+   * @throws Error naming each run that does not replay
    */
-  async replayStartedRuns(): Promise<void> {
+  async replayRuns(): Promise<void> {
+    const runs = new Map<string, { workflowId: string; runId: string }>();
+    const add = (workflowId: string, runId: string): void => void runs.set(`${workflowId}/${runId}`, { workflowId, runId });
+    // A second of slack for the clocks; a run of another test file listed here replays just as well.
+    const since = new Date(this.createdAt - 1_000).toISOString();
+    for await (const w of this.client.workflow.list({ query: `WorkflowType = '${AGENT_RUN_WORKFLOW}' AND StartTime >= '${since}'` })) add(w.workflowId, w.runId);
+    // The bed's own runs, even where visibility lags.
+    for (const handle of this.all) add(handle.workflowId, (await handle.describe()).runId);
+    const closed: Array<{ workflowId: string; runId: string }> = [];
+    for (const run of runs.values()) {
+      if (this.terminated.has(run.runId)) continue;
+      if ((await this.client.workflow.getHandle(run.workflowId, run.runId).describe()).status.name !== 'RUNNING') closed.push(run);
+    }
+    const client = this.client;
+    async function* histories(): AsyncGenerator<{ workflowId: string; history: Awaited<ReturnType<WorkflowHandle['fetchHistory']>> }> {
+      for (const run of closed) yield { workflowId: `${run.workflowId}/${run.runId}`, history: await client.workflow.getHandle(run.workflowId, run.runId).fetchHistory() };
+    }
+    const failures: string[] = [];
+    for await (const r of Worker.runReplayHistories({ workflowBundle: { codePath: path.join(ROOT, 'dist', 'workflow-bundle.js') } }, histories())) {
+      if (r.error) failures.push(`${r.workflowId}: ${r.error.message}`);
+    }
+    this.replayed.push(...closed);
+    if (failures.length > 0) throw new Error(`runs that do not replay against the current workflow code:\n${failures.join('\n')}`);
+    if (process.env.AGENT_JOBS_SAVE_HISTORIES !== '1') return;
     for (const { handle, name } of this.started) {
       const d = await handle.describe();
-      if (d.status.name === 'RUNNING' || this.terminated.has(handle.workflowId)) continue;
-      const history = await handle.fetchHistory();
-      await Worker.runReplayHistory({ workflowBundle: { codePath: path.join(ROOT, 'dist', 'workflow-bundle.js') } }, history, handle.workflowId);
-      if (process.env.AGENT_JOBS_SAVE_HISTORIES === '1') writeFileSync(path.join(HISTORIES_DIR, `${name}.json`), `${historyToJSON(history)}\n`);
+      if (d.status.name === 'RUNNING' || this.terminated.has(d.runId)) continue;
+      writeFileSync(path.join(HISTORIES_DIR, `${name}.json`), `${historyToJSON(await handle.fetchHistory())}\n`);
     }
   }
 
@@ -178,21 +209,26 @@ export class TestBed {
     // A run a failed test left open would be picked up by the next file's
     // workers on the shared dev server (and talk to their model server):
     // end every run this bed started first. Its history is then not replayed.
+    // (A run the CLI started and left open is the test's to end.)
     for (const handle of this.all) {
       try {
-        if ((await handle.describe()).status.name === 'RUNNING') {
+        const d = await handle.describe();
+        if (d.status.name === 'RUNNING') {
           await handle.terminate('test bed closed');
-          this.terminated.add(handle.workflowId);
+          this.terminated.add(d.runId);
         }
       } catch {
         /* already gone */
       }
     }
-    await this.replayStartedRuns();
-    await Promise.all(this.workers.map((w) => w.stop()));
-    await this.model.close();
-    await this.connection.close();
-    rmSync(this.dir, { recursive: true, force: true });
+    try {
+      await this.replayRuns();
+    } finally {
+      await Promise.all(this.workers.map((w) => w.stop()));
+      await this.model.close();
+      await this.connection.close();
+      rmSync(this.dir, { recursive: true, force: true });
+    }
   }
 }
 

@@ -1,13 +1,15 @@
 /**
  * A worker that cannot start says why in one line on stderr and exits
  * non-zero, whichever way it is started (`agent-jobs worker`, `node
- * dist/worker.js`), instead of a stack trace or a process that hangs.
+ * dist/worker.js`), instead of a stack trace or a process that hangs; one
+ * that starts says so as one JSON line with `--json`.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort } from '../../src/ports';
+import { waitFor } from './harness';
 
 const ROOT = path.resolve(__dirname, '../..');
 const ENTRIES = [
@@ -44,4 +46,34 @@ describe('worker startup errors', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`${prefix}no Temporal server answers at ${address}`);
   }, 60_000);
+});
+
+test('agent-jobs worker --json: one JSON line on stdout once started, logs on stderr', async () => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-worker-json-'));
+  const address = process.env.AGENT_JOBS_TEST_TEMPORAL_ADDRESS!;
+  const child = spawn(process.execPath, [ENTRIES[0][1][0], 'worker', '--json'], {
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', AGENT_JOBS_DATA_DIR: dataDir, TEMPORAL_ADDRESS: address, AGENT_JOBS_WORKER_ID: 'json-worker', AGENT_JOBS_LOG_LEVEL: 'INFO' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  try {
+    let stdout = '';
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const line = await new Promise<string>((resolve, reject) => {
+      child.stdout.on('data', (d: Buffer) => {
+        stdout += d.toString();
+        if (stdout.includes('\n')) resolve(stdout);
+      });
+      child.once('exit', (code) => reject(new Error(`worker exited (${code}): ${stderr}`)));
+    });
+    expect(line.endsWith('\n') && line.indexOf('\n') === line.length - 1).toBe(true);
+    expect(JSON.parse(line)).toEqual({ workerId: 'json-worker', pid: child.pid, namespace: 'default', address, sharedTaskQueue: 'agent-jobs', sessionTaskQueue: 'agent-jobs.session.json-worker' });
+    await waitFor('the polling log line on stderr', () => stderr.includes('worker json-worker polling agent-jobs and agent-jobs.session.json-worker'), 10_000);
+    expect(stdout).toBe(line);
+  } finally {
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGTERM');
+    await exited;
+    rmSync(dataDir, { recursive: true, force: true });
+  }
 });

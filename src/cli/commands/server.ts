@@ -58,6 +58,24 @@ export function stoppedOrError(outcome: StopOutcome, grpcPort: number): Extract<
   }
 }
 
+/** What `server --stop --json` prints. */
+export interface StoppedInfo {
+  stopped: true;
+  port: number;
+  pid: number;
+}
+
+/** The data of a stopped server. */
+export function stoppedData(outcome: Extract<StopOutcome, { kind: 'stopped' }>, grpcPort: number): StoppedInfo {
+  return { stopped: true, port: grpcPort, pid: outcome.pid };
+}
+
+/** Prints a stopped server: {@link StoppedInfo} as JSON, or one line of text. */
+export function renderStopped(info: StoppedInfo, json: boolean): void {
+  if (json) printJson(info);
+  else printLines(`stopped the dev server on port ${info.port} (pid ${info.pid})`);
+}
+
 export function registerServer(program: Command): void {
   program
     .command('server')
@@ -69,13 +87,10 @@ export function registerServer(program: Command): void {
     .option('--headless', 'no web UI')
     .option('--detach', 'start it in the background and return (stop it with --stop)')
     .option('--stop', 'stop the background server started with --detach on this port (only if the recorded pid is that server)')
-    .option('--json', 'print {"address","uiUrl","pid"}')
+    .option('--json', 'print {"address","uiUrl","pid","dbFile","logFile"}; with --stop, {"stopped","port","pid"}')
     .action(async (opts: ServerOptions) => {
       const grpcPort = opts.port ?? defaultServerPort();
-      if (opts.stop) {
-        const stopped = stoppedOrError(await stopDetachedServer(grpcPort), grpcPort);
-        return printLines(`stopped the dev server on port ${grpcPort} (pid ${stopped.pid})`);
-      }
+      if (opts.stop) return renderStopped(stoppedData(stoppedOrError(await stopDetachedServer(grpcPort), grpcPort), grpcPort), opts.json === true);
       const address = `127.0.0.1:${grpcPort}`;
       if (await serverAnswers(address, 1_000)) {
         throw new CliError(`a Temporal server already answers at ${address}`, `use it, or pick another --port`);

@@ -1,13 +1,42 @@
 /** `agent-jobs worker`: runs a worker process (the same as `node dist/worker.js`). */
 import type { Command } from 'commander';
+import { SHARED_TASK_QUEUE } from '../../config';
 import { installRuntime, startWorker, type RunningWorker } from '../../worker';
 import { reportError } from '../errors';
+import { jsonText } from '../output';
+
+/** What `worker --json` prints once both workers run. */
+export interface WorkerInfo {
+  workerId: string;
+  pid: number;
+  namespace: string;
+  address: string;
+  /** The queue every worker serves (runs, model calls, session starts). */
+  sharedTaskQueue: string;
+  /** This process's own queue (the commands of the bash sessions it holds). */
+  sessionTaskQueue: string;
+}
+
+/** The data `worker --json` prints, from a started worker. */
+export function workerInfo(worker: Pick<RunningWorker, 'workerId' | 'namespace' | 'address' | 'sessionTaskQueue'>, pid = process.pid): WorkerInfo {
+  return { workerId: worker.workerId, pid, namespace: worker.namespace, address: worker.address, sharedTaskQueue: SHARED_TASK_QUEUE, sessionTaskQueue: worker.sessionTaskQueue };
+}
+
+/**
+ * Prints a started worker: with `json`, {@link WorkerInfo} as one JSON line
+ * on stdout (a script can read one line and go on); the text form is the
+ * worker's own `polling` log line on stderr, so nothing more is printed.
+ */
+export function renderWorkerInfo(info: WorkerInfo, json: boolean): void {
+  if (json) process.stdout.write(`${jsonText(info)}\n`);
+}
 
 export function registerWorker(program: Command): void {
   program
     .command('worker')
     .description('run a worker: the agentRun workflow, Claude calls, and this machine\'s bash sessions (Ctrl-C stops it)')
-    .action(async () => {
+    .option('--json', 'once started, print {"workerId","pid","namespace","address","sharedTaskQueue","sessionTaskQueue"} as one line on stdout (logs go to stderr)')
+    .action(async (opts: { json?: boolean }) => {
       let worker: RunningWorker;
       try {
         installRuntime();
@@ -19,6 +48,7 @@ export function registerWorker(program: Command): void {
         reportError(err);
         process.exit(process.exitCode ?? 1);
       }
+      renderWorkerInfo(workerInfo(worker), opts.json === true);
       await worker.done;
     });
 }

@@ -119,6 +119,22 @@ describe('server --stop checks the recorded pid before it signals anything', () 
     expect(existsSync(pidFile(port))).toBe(false);
   });
 
+  test('--stop --json prints {"stopped","port","pid"} on stdout', async () => {
+    const port = 47006;
+    const server = spawnLeader(process.execPath, ['-e', 'setTimeout(() => {}, 60000)', 'server', 'start-dev', '--port', String(port)]);
+    await new Promise((r) => setTimeout(r, 200));
+    writeFileSync(pidFile(port), `${server.pid}\n`);
+    const out: string[] = [];
+    const write = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => out.push(String(chunk)) > 0);
+    try {
+      await buildProgram().parseAsync(['server', '--stop', '--port', String(port), '--json'], { from: 'user' });
+    } finally {
+      write.mockRestore();
+    }
+    expect(JSON.parse(out.join(''))).toEqual({ stopped: true, port, pid: server.pid });
+    expect(alive(server.pid!)).toBe(false);
+  });
+
   test.each([
     [['temporal', 'server', 'start-dev', '--port', '7300', '--ip', '127.0.0.1'], 7300, true],
     [['/usr/bin/python3', '/x/bin/temporal', 'server', 'start-dev', '--port', '7300'], 7300, true],
