@@ -19,7 +19,7 @@
  * - `maxRecoverySeconds`: from a kill to the next progress (model request or
  *   command) of each run that had work on the killed worker
  *
- * Target (issue 4): N=20, K=5, R=1 → 20/20, 0, 0, max recovery ≤ 10 s
+ * Target (nothing lost under faults): N=20, K=5, R=1 → 20/20, 0, 0, max recovery ≤ 10 s
  * (2 × the session heartbeat timeout).
  *
  * With `AGENT_JOBS_CHAOS_DUMP=FILE`, the histories (every run of the

@@ -1,5 +1,5 @@
 /**
- * Benchmark of the bash session (issue 3): round trip of a command through
+ * Benchmark of the bash session: round trip of a command through
  * the persistent session versus a new `bash -c` process per command (execa),
  * in the same run, plus the memory of one idle session.
  *
@@ -12,7 +12,7 @@
  * - 1 MB:  `printf '%01048575d\n' 0` (1 MiB; capped to 30 KB in the session's
  *   result, as the agent sees it; execa returns all of it).
  *
- * Target (issue 3): `true` median <= 2 ms and <= 0.5 x spawn-per-command.
+ * Target: `true` median <= 2 ms and <= 0.5 x spawn-per-command.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as fs from 'node:fs';

@@ -2,7 +2,8 @@
  * Output helpers shared by the commands: JSON for machines, text for people.
  * Nothing from a run (commands, Claude's words, outputs, reasons) reaches
  * the terminal raw: text goes through {@link terminalText}, JSON through
- * {@link jsonText}, and commands are shown by {@link commandLines} (issue 8).
+ * {@link jsonText}, and commands are shown by {@link commandLines} (what
+ * the human approves is what runs: README, Security).
  */
 import { ESCAPE_LEGEND, displayCommand, isAltered, jsonEscapeOf, safeText, shortHash, type CommandDisplay } from '../workflows/display';
 

@@ -170,7 +170,7 @@ export async function stillRunning(handle: WorkflowHandle): Promise<boolean> {
   return (await handle.describe()).status.name === 'RUNNING';
 }
 
-/** The JSON shape of `status --json` (issue 2, item 8). */
+/** The JSON shape of `status --json`, as the README's CLI table documents it. */
 export function statusJson(view: RunView): Record<string, unknown> {
   return {
     workflowId: view.workflowId,

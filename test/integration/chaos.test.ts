@@ -1,5 +1,5 @@
 /**
- * The chaos run's short form (issue 4, item 7): runs under random worker
+ * The chaos run's short form, part of `npm test`: runs under random worker
  * SIGKILLs and a server restart all complete, no command runs twice, no
  * recorded model step is asked for again, and every hit run recovers
  * (C11: no run waits for a workflow timeout). The recovery-time target

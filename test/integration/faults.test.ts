@@ -1,5 +1,5 @@
 /**
- * Nothing lost under faults (issue 4): a worker killed while its run waits
+ * Nothing lost under faults: a worker killed while its run waits
  * for approval; the Temporal server restarted mid-run; transient API
  * failures (500, reset connection, a request that never answers) retried.
  */

@@ -114,7 +114,7 @@ describe('scripted Messages API server', () => {
     ]);
   });
 
-  test('serves 529 three times, then the message (CASES.md C05)', async () => {
+  test('serves 529 three times, then the message (C05)', async () => {
     const server = await start(join(FIXTURES, 'overloaded-then-success.json'));
     const client = clientFor(server);
 

@@ -1,6 +1,6 @@
 /**
- * BashSession.runExact: what an auto-approved command runs (issue 8, kind 4
- * and C18). Earlier, human-approved commands set traps for a later `cat`;
+ * BashSession.runExact: what an auto-approved command runs (attack kind 4,
+ * session state that redirects a program, and C18). Earlier, human-approved commands set traps for a later `cat`;
  * the program that runs must still be /usr/bin/cat with the approved argv.
  */
 import * as fs from 'node:fs';

@@ -1,7 +1,7 @@
 /**
  * Commands that wait for input, pagers and prompts: they see end-of-input at
  * once (stdin is /dev/null, no controlling terminal), nothing hangs until
- * the timeout (CASES.md C07).
+ * the timeout (C07, docs/cases.md).
  */
 import * as path from 'node:path';
 import { execFileSync } from 'node:child_process';

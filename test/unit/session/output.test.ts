@@ -1,6 +1,6 @@
 /**
  * Output of every shape comes back at once, with the true exit code, as
- * capped, valid UTF-8 without escape sequences (CASES.md C06, C10).
+ * capped, valid UTF-8 without escape sequences (C06, C10 in docs/cases.md).
  */
 import { capText, collapseLine, decodeUtf8, processOutput, sanitizeText, stripAnsi } from '../../../src/session/output';
 import { closeSessions, startSession, timed } from './helpers';

@@ -2,7 +2,7 @@
  * Background jobs, timeouts, cancellation and the shell's own death: every
  * command comes back promptly with the truth, the whole process group is
  * killed, no orphan or zombie is left, and the session is usable after
- * (CASES.md C08, C09, C12).
+ * (C08, C09, C12 in docs/cases.md).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';

@@ -1,5 +1,5 @@
 /**
- * Attacks on the session protocol (issue 8, kinds 4 and 6): state left by
+ * Attacks on the session protocol (attack kinds 4 and 6 below): state left by
  * earlier commands that tries to change what runs or what is reported, and
  * commands that try to forge their own end-of-command record. Every result
  * must be honest: the real exit status, or `exitCode: null` with a note that

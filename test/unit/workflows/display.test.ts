@@ -1,5 +1,5 @@
 /**
- * Issue 8, "what the human sees is what runs": displayCommand shows
+ * "What the human sees is what runs" (README, Security): displayCommand shows
  * commands that hide, overwrite, reorder or push text out of sight escaped,
  * with warnings, length and hash; everything else verbatim. A decoder of
  * the display proves it unambiguous: an escaped display reads back to the
@@ -72,7 +72,7 @@ const RAW_DANGER = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200b-\u200f\u202a-\
 
 const nodeSha = (s: string): string => createHash('sha256').update(s, 'utf8').digest('hex');
 
-describe('displayCommand: the attacks of issue 8', () => {
+describe('displayCommand: commands that hide what runs', () => {
   test('a carriage return and an ANSI erase-line: both shown, with warnings', () => {
     const d = displayCommand('echo safe\r\x1b[2Krm -rf ~');
     expect(d.text).toBe('echo safe\\r\\x1b[2Krm -rf ~');
