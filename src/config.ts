@@ -53,10 +53,11 @@ export const CLAUDE_HEARTBEAT_INTERVAL_MS = 1_000;
 
 /**
  * The single retry layer for model calls (the SDK's own retries are off:
- * `maxRetries: 0`). 429 / 529 / 5xx / connection errors are retried with
- * exponential backoff; a `retry-after` header overrides the next delay
- * through `ApplicationFailure.nextRetryDelay`. 400 / 401 / 403 / 404 / 413 /
- * 422 are thrown non-retryable (see `src/activities/claude-errors.ts`).
+ * `maxRetries: 0`). HTTP errors (429, 529, 5xx, ...) and connection errors
+ * are retried with exponential backoff; a `retry-after` header overrides the
+ * next delay through `ApplicationFailure.nextRetryDelay`. What is never
+ * retried (`NON_RETRYABLE_STATUSES`, and `x-should-retry: false`) is decided
+ * in one place: `isRetryable` in `src/activities/claude-errors.ts`.
  * 10 attempts (1, 2, 4, ... s, capped at 60 s) ride out about 4 minutes of
  * overload before the run fails with the API's message; the first retry
  * after a worker died mid-call comes 1 s after the heartbeat timeout.

@@ -9,17 +9,45 @@ import { ApplicationFailure } from '@temporalio/common';
 /**
  * HTTP statuses that end a run at once: the request itself is wrong or not
  * allowed, and sending it again cannot help (Anthropic API errors page:
- * 400 invalid_request_error, 401 authentication_error, 403 permission_error,
- * 404 not_found_error, 413 request_too_large; 422 is the SDK's
- * unprocessable entity).
+ * 400 invalid_request_error, 401 authentication_error, 402 billing_error,
+ * 403 permission_error, 404 not_found_error, 413 request_too_large; 422 is
+ * the SDK's UnprocessableEntityError). The one list: docs and comments
+ * point here instead of restating it. Applied by {@link isRetryable}.
  */
 export const NON_RETRYABLE_STATUSES: readonly number[] = [400, 401, 402, 403, 404, 413, 422];
 
+/** Response header by which the API says whether a failed request may be sent again: `true` or `false`. */
+export const SHOULD_RETRY_HEADER = 'x-should-retry';
+
+/**
+ * Whether a call the API answered with HTTP `status` (an error) may be
+ * tried again: the one rule, used by {@link toTemporalFailure}.
+ *
+ * 1. A status in {@link NON_RETRYABLE_STATUSES}: never. The request itself
+ *    is wrong; a header cannot make it right. (Here alone we are stricter
+ *    than the SDK, which lets the header override every status.)
+ * 2. Else `x-should-retry: true` or `false` decides. This is the official
+ *    SDK's rule: `shouldRetry` in `@anthropic-ai/sdk` (src/client.ts,
+ *    1.14.0) reads the header before any status ("If the server explicitly
+ *    says whether or not to retry, obey"), comparing with exactly `'true'`
+ *    and `'false'`; any other value is ignored.
+ * 3. Else retryable: 429, 529, other 5xx, 408, 409, and any status not
+ *    listed above.
+ * @param headers the error response's headers (none: the status decides)
+ */
+export function isRetryable(status: number, headers?: Headers | null): boolean {
+  if (NON_RETRYABLE_STATUSES.includes(status)) return false;
+  const said = headers?.get(SHOULD_RETRY_HEADER);
+  if (said === 'true') return true;
+  if (said === 'false') return false;
+  return true;
+}
+
 /** Failure type names put on the `ApplicationFailure`s this module throws. */
 export const ClaudeFailureType = {
-  /** The API refused the request for good (a 4xx above). Non-retryable. */
+  /** The API refused the request for good (a status in NON_RETRYABLE_STATUSES, or it said `x-should-retry: false`). Non-retryable. */
   REQUEST_REJECTED: 'ClaudeRequestRejected',
-  /** 429, 529, 5xx, 408, 409: transient on the API's side. Retryable. */
+  /** Any other HTTP error (429, 529, 5xx, 408, 409, ...): transient on the API's side. Retryable. */
   API_UNAVAILABLE: 'ClaudeApiUnavailable',
   /** No HTTP answer (connection refused or reset, timeout). Retryable. */
   CONNECTION: 'ClaudeConnectionError',
@@ -48,10 +76,12 @@ export function retryAfterMs(headers: Headers | undefined, now: number = Date.no
 
 /**
  * Converts an error thrown by the SDK into an `ApplicationFailure`:
- * - 400/401/402/403/404/413/422 → non-retryable `ClaudeRequestRejected`
- *   carrying the API's own message (`error.message` of the body);
- * - other HTTP errors (429, 529, 5xx, 408, 409) → retryable
- *   `ClaudeApiUnavailable`, with `nextRetryDelay` from `retry-after`;
+ * - HTTP errors {@link isRetryable} refuses (a status in
+ *   {@link NON_RETRYABLE_STATUSES}, or `x-should-retry: false`) →
+ *   non-retryable `ClaudeRequestRejected` carrying the API's own message
+ *   (`error.message` of the body);
+ * - other HTTP errors → retryable `ClaudeApiUnavailable`, with
+ *   `nextRetryDelay` from `retry-after`;
  * - connection errors and timeouts → retryable `ClaudeConnectionError`.
  * Anything else is returned unchanged (Temporal retries it by default).
  * The message never holds request headers, so no API key can leak into history.
@@ -69,7 +99,7 @@ export function toTemporalFailure(err: unknown): unknown {
     const apiMessage = err.apiMessage ?? err.message;
     const details = [{ status: err.status, type: err.type, requestId: err.requestID ?? null }];
     const message = `Claude API ${err.status}${err.type ? ` ${err.type}` : ''}: ${apiMessage}`;
-    if (NON_RETRYABLE_STATUSES.includes(err.status)) {
+    if (!isRetryable(err.status, err.headers)) {
       return ApplicationFailure.create({ message, type: ClaudeFailureType.REQUEST_REJECTED, nonRetryable: true, details });
     }
     const delay = retryAfterMs(err.headers);

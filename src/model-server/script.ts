@@ -85,7 +85,7 @@ export const ScriptErrorEntrySchema = z.strictObject({
     .strictObject({
       kind: z.enum(['http', 'connection_reset', 'hang']).default('http'),
       status: z.int().min(400).max(599).optional(),
-      headers: z.record(z.string(), z.union([z.string(), z.number()])).optional(),
+      headers: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
       body: z.unknown().optional(),
       times: z.int().min(1).default(1),
       delay_ms: nonNegativeInt.optional(),
@@ -125,7 +125,9 @@ export type ScriptMessageEntry = z.input<typeof ScriptMessageEntrySchema>;
 
 /**
  * An injected failure. `kind` (default `http`): `http` answers with `status`
- * (400-599), `headers` (sent as given, e.g. `{"retry-after": 3}`) and `body`
+ * (400-599), `headers` (sent as given, numbers and booleans as their text,
+ * e.g. `{"retry-after": 3}`, or `{"x-should-retry": false}` as the real
+ * API sends it on errors) and `body`
  * (default: an Anthropic-shaped error body for the status; a string body is
  * sent as text/plain); `connection_reset` destroys the connection without an
  * answer; `hang` never answers (for client timeouts). `times` (default 1):

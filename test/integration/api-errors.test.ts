@@ -1,7 +1,9 @@
 /**
  * C05: one retry layer (Temporal). 529 and 429 are retried (the 429 not
  * before its retry-after), 400 and 401 end the run at once with the API's
- * message.
+ * message. The API's `x-should-retry` header decides for the other
+ * statuses: a 500 it marks `false` ends the run at once, a 529 it marks
+ * `true` is retried; a 400 is never retried, whatever the header says.
  */
 import { TestBed } from './harness';
 
@@ -35,5 +37,26 @@ describe('Claude API errors', () => {
     expect(result).toEqual({ status: 'failed', turns: 0, usage: { inputTokens: 0, outputTokens: 0 }, error: `Claude API ${status} ${type}: ${message}` });
     expect(bed.requests()).toHaveLength(1);
     expect((await bed.status(handle)).status).toBe('failed');
+  });
+
+  test('500 with x-should-retry: false ends the run at once, no retries', async () => {
+    bed = await TestBed.create({ script: { responses: [{ error: { status: 500, headers: { 'x-should-retry': false } } }, done] } });
+    const result = await (await bed.start({ task: 'told not to retry', approval: 'auto' })).result();
+    expect(result).toEqual({ status: 'failed', turns: 0, usage: { inputTokens: 0, outputTokens: 0 }, error: 'Claude API 500 api_error: Internal server error' });
+    expect(bed.requests().map((r) => r.response.status)).toEqual([500]);
+  });
+
+  test('400 is never retried, even with x-should-retry: true', async () => {
+    bed = await TestBed.create({ script: { responses: [{ error: { status: 400, headers: { 'x-should-retry': true } } }, done] } });
+    const result = await (await bed.start({ task: 'a bad request', approval: 'auto' })).result();
+    expect(result).toMatchObject({ status: 'failed', turns: 0, error: 'Claude API 400 invalid_request_error: Invalid request' });
+    expect(bed.requests().map((r) => r.response.status)).toEqual([400]);
+  });
+
+  test('529 with x-should-retry: true is retried', async () => {
+    bed = await TestBed.create({ script: { responses: [{ error: { status: 529, headers: { 'x-should-retry': true }, times: 2 } }, done] } });
+    const result = await (await bed.start({ task: 'told to retry', approval: 'auto' })).result();
+    expect(result).toMatchObject({ status: 'completed', text: 'finally', turns: 1 });
+    expect(bed.requests().map((r) => r.response.status)).toEqual([529, 529, 200]);
   });
 });

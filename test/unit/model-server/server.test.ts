@@ -155,6 +155,23 @@ describe('scripted Messages API server', () => {
     expect(message.content).toEqual([{ type: 'text', text: 'Done after an overload and a rate limit.' }]);
   });
 
+  test('x-should-retry, as the real API sends it, scripted as a header with a boolean value', async () => {
+    const server = await start({
+      responses: [
+        { error: { status: 500, headers: { 'x-should-retry': false } } },
+        { error: { status: 529, headers: { 'X-Should-Retry': true } } },
+        { content: [{ type: 'text', text: 'ok' }] },
+      ],
+    });
+    const client = clientFor(server);
+    const first = (await caught(client.messages.create(request([task])))) as InternalServerError;
+    expect(first).toBeInstanceOf(InternalServerError);
+    expect(first.headers.get('x-should-retry')).toBe('false');
+    const second = (await caught(client.messages.create(request([task])))) as OverloadedError;
+    expect(second).toBeInstanceOf(OverloadedError);
+    expect(second.headers.get('x-should-retry')).toBe('true');
+  });
+
   test('400 and 401 give BadRequestError and AuthenticationError with the scripted message', async () => {
     const server = await start({
       responses: [
