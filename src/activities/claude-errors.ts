@@ -5,6 +5,7 @@
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { ApplicationFailure } from '@temporalio/common';
+import { ClaudeFailureType } from '../contract';
 
 /**
  * HTTP statuses that end a run at once: the request itself is wrong or not
@@ -15,15 +16,6 @@ import { ApplicationFailure } from '@temporalio/common';
  */
 export const NON_RETRYABLE_STATUSES: readonly number[] = [400, 401, 402, 403, 404, 413, 422];
 
-/** Failure type names put on the `ApplicationFailure`s this module throws. */
-export const ClaudeFailureType = {
-  /** The API refused the request for good (a 4xx above). Non-retryable. */
-  REQUEST_REJECTED: 'ClaudeRequestRejected',
-  /** 429, 529, 5xx, 408, 409: transient on the API's side. Retryable. */
-  API_UNAVAILABLE: 'ClaudeApiUnavailable',
-  /** No HTTP answer (connection refused or reset, timeout). Retryable. */
-  CONNECTION: 'ClaudeConnectionError',
-} as const;
 
 /** Longest `retry-after` honoured as given, in ms; longer values are capped (a run should not sleep an hour on one header). */
 export const MAX_RETRY_AFTER_MS = 5 * 60_000;

@@ -22,7 +22,7 @@ import {
   type RunCommandInput,
   type RunCommandOutput,
   type SessionInput,
-} from './types';
+} from '../contract';
 
 /** The bash sessions this worker process holds, by session id. */
 export class SessionRegistry {

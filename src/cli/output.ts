@@ -4,7 +4,7 @@
  * the terminal raw: text goes through {@link terminalText}, JSON through
  * {@link jsonText}, and commands are shown by {@link commandLines} (issue 8).
  */
-import { ESCAPE_LEGEND, displayCommand, isAltered, jsonEscapeOf, safeText, shortHash, type CommandDisplay } from '../workflows/display';
+import { ESCAPE_LEGEND, displayCommand, isAltered, jsonEscapeOf, safeText, shortHash, type CommandDisplay } from '../contract/display';
 
 /**
  * JSON whose control, bidi, separator and format characters are written as

@@ -9,9 +9,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { isGrpcServiceError, ServiceError, WorkflowFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { SHARED_TASK_QUEUE } from '../config';
-import { pendingApproval } from '../workflows/display';
-import { statusQuery, transcriptQuery } from '../workflows/messages';
-import type { AgentRunResult, StatusView, TranscriptView } from '../workflows/types';
+import { pendingApproval } from '../contract/display';
+import { statusQuery, transcriptQuery } from '../contract';
+import type { AgentRunResult, StatusView, TranscriptView } from '../contract';
 import type { agentRun } from '../workflows';
 import { CliError } from './errors';
 

@@ -13,9 +13,9 @@ import { Worker } from '@temporalio/worker';
 import { spawnWorker, type WorkerProcess } from '../../src/bench/worker-process';
 import { startAgentRun } from '../../src/temporal';
 import { startModelServer, type LoggedRequest, type ModelServer, type ScriptContentBlock, type ScriptFile } from '../../src/model-server';
-import { statusQuery, transcriptQuery } from '../../src/workflows/messages';
+import { statusQuery, transcriptQuery } from '../../src/contract';
 import type { agentRun } from '../../src/workflows';
-import type { AgentRunInput, StatusView, Message, ToolResultBlock } from '../../src/workflows/types';
+import type { AgentRunInput, StatusView, Message, ToolResultBlock } from '../../src/contract';
 
 const ROOT = path.resolve(__dirname, '../..');
 
