@@ -19,10 +19,20 @@ const WHY = 'Workflow code must be deterministic (replayed from history in the T
 // `node:*` covers the prefix-only modules too (node:test, node:sqlite, node:sea).
 const nodeBuiltins = builtinModules.filter((m) => !m.startsWith('_'));
 
-// A relative specifier that climbs out of the importing folder into a
-// top-level folder or module of src/ (from src/config.ts that is `./x`, from
-// src/workflows/a.ts or src/contract/a.ts it is `../x`).
-const upTo = (names) => `^(\\./|(\\.\\./)+)(${names.join('|')})(\\.js)?(/|$)`;
+// Relative specifiers that name a top-level folder or module of src/ depend
+// on the importing file's depth: `./x` from src/config.ts, `../x` from
+// src/workflows/a.ts, `../../x` from src/workflows/sub/a.ts. (`./session` in
+// src/workflows/ is the workflow's own session.ts, not src/session/.)
+// Deeper than MAX_DEPTH, any number of `../` counts.
+const MAX_DEPTH = 4;
+const DEPTHS = Array.from({ length: MAX_DEPTH + 1 }, (_, depth) => ({
+  files:
+    depth === 0
+      ? ['src/config.ts']
+      : ['src/workflows', 'src/contract'].map((dir) => `${dir}/${'*/'.repeat(depth - 1)}${depth === MAX_DEPTH ? '**/' : ''}*.ts`),
+  toSrc: depth === 0 ? '\\./' : depth === MAX_DEPTH ? `(\\.\\./){${depth},}` : `(\\.\\./){${depth}}`,
+}));
+const inSrc = (toSrc, names) => `^${toSrc}(${names.join('|')})(\\.js)?(/|$)`;
 
 // src/ modules that run only on the worker or CLI side (Node APIs, process.env,
 // tree-sitter, child processes): nothing of theirs may reach the sandbox.
@@ -43,7 +53,7 @@ const NODE_SIDE_SRC = [
   'worker',
 ];
 
-const workflowImportRestrictions = {
+const workflowImportRestrictions = (toSrc) => ({
   paths: nodeBuiltins.map((name) => ({ name, message: `Node built-in module. ${WHY}` })),
   patterns: [
     { regex: '^node:', message: `Node built-in module. ${WHY}` },
@@ -55,13 +65,13 @@ const workflowImportRestrictions = {
     },
     { regex: '^tree-sitter', message: `Native module. ${WHY}` },
     {
-      regex: upTo(['activities']),
+      regex: inSrc(toSrc, ['activities']),
       allowTypeImports: true,
       message: `Import activities as types only (\`import type\`) and call them through proxyActivities(). ${WHY}`,
     },
-    { regex: upTo(NODE_SIDE_SRC), message: `Worker/CLI-side module of src/ (Node APIs, process.env). ${WHY}` },
+    { regex: inSrc(toSrc, NODE_SIDE_SRC), message: `Worker/CLI-side module of src/ (Node APIs, process.env). ${WHY}` },
   ],
-};
+});
 
 const timerMessage = `Use sleep() or condition() from @temporalio/workflow. ${WHY}`;
 
@@ -122,7 +132,6 @@ export default defineConfig(
   {
     files: WORKFLOW_FILES,
     rules: {
-      '@typescript-eslint/no-restricted-imports': ['error', workflowImportRestrictions],
       'no-restricted-globals': [
         'error',
         ...['process', 'Buffer', '__dirname', '__filename'].map((name) => ({ name, message: `Node global. ${WHY}` })),
@@ -149,6 +158,10 @@ export default defineConfig(
       ],
     },
   },
+  ...DEPTHS.map(({ files, toSrc }) => ({
+    files,
+    rules: { '@typescript-eslint/no-restricted-imports': ['error', workflowImportRestrictions(toSrc)] },
+  })),
   // Last: turn off every stylistic rule that would fight Prettier.
   prettier,
 );

@@ -91,12 +91,12 @@ describe('workflow determinism rules', () => {
     "import { readFileSync } from 'node:fs';",
     "import { join } from 'path';",
     "import Anthropic from '@anthropic-ai/sdk';",
-    "import { SESSION_NOT_FOUND } from '<activities>/types';",
-    "import type { SessionActivities } from '<activities>/session';",
+    "import { SESSION_NOT_FOUND } from '<src>activities/types';",
+    "import type { SessionActivities } from '<src>activities/session';",
     "import { sleep } from '@temporalio/workflow';",
-    '',
+    "import { temporalSettings } from '<src>settings';",
     'export type Activities = SessionActivities;',
-    'export const used = [readFileSync, join, Anthropic, SESSION_NOT_FOUND];',
+    'export const used = [readFileSync, join, Anthropic, SESSION_NOT_FOUND, temporalSettings];',
     '',
     'export async function wf(): Promise<number> {',
     '  sleep(1000);',
@@ -106,20 +106,27 @@ describe('workflow determinism rules', () => {
     '}',
     '',
   ].join('\n');
-  const LINES = { nodeFs: 1, barePath: 2, sdk: 3, activityValue: 4, activityType: 5, floating: 12, timer: 13, clocks: 15 };
+  const LINES = { nodeFs: 1, barePath: 2, sdk: 3, activityValue: 4, activityType: 5, workerSide: 7, floating: 12, timer: 13, clocks: 15 };
 
+  // `src`: the relative path from the file's folder to src/.
   const CASES = [
-    { filePath: 'src/workflows/__lint_fixture__.ts', activities: '../activities', restricted: true },
-    { filePath: 'src/contract/__lint_fixture__.ts', activities: '../activities', restricted: true },
+    { filePath: 'src/workflows/__lint_fixture__.ts', src: '../', restricted: true },
+    { filePath: 'src/workflows/nested/__lint_fixture__.ts', src: '../../', restricted: true },
+    { filePath: 'src/contract/__lint_fixture__.ts', src: '../', restricted: true },
     // An existing file: linted in its real project, with this text instead of its own.
-    { filePath: 'src/config.ts', activities: './activities', restricted: true },
+    { filePath: 'src/config.ts', src: './', restricted: true },
     // Worker-side code may import all of it.
-    { filePath: 'src/cli/__lint_fixture__.ts', activities: '../activities', restricted: false },
+    { filePath: 'src/cli/__lint_fixture__.ts', src: '../', restricted: false },
   ];
+  // Modules of the workflow's own folder may share a name with a worker-side folder of src/ (src/workflows/session.ts).
+  const SIBLINGS = {
+    filePath: 'src/workflows/__lint_fixture_siblings__.ts',
+    code: "import { a } from './session';\nimport { b } from './activities';\nimport { c } from './settings';\nexport const used = [a, b, c];\n",
+  };
 
   let results: Map<string, Message[]>;
   beforeAll(async () => {
-    const input = CASES.map((c) => ({ filePath: c.filePath, code: SOURCE.replaceAll('<activities>', c.activities) }));
+    const input = [...CASES.map((c) => ({ filePath: c.filePath, code: SOURCE.replaceAll('<src>', c.src) })), SIBLINGS];
     const { code, stdout, stderr } = await node([LINT_TEXT], JSON.stringify(input));
     if (code !== 0) throw new Error(`lint-text.mjs exited with ${code}:\n${stderr}`);
     results = new Map((JSON.parse(stdout) as FileResult[]).map((r) => [r.filePath, r.messages]));
@@ -134,7 +141,9 @@ describe('workflow determinism rules', () => {
       const f = found(filePath);
       expect(f).toEqual(
         expect.arrayContaining(
-          [LINES.nodeFs, LINES.barePath, LINES.sdk, LINES.activityValue].map((line) => `${line} @typescript-eslint/no-restricted-imports`),
+          [LINES.nodeFs, LINES.barePath, LINES.sdk, LINES.activityValue, LINES.workerSide].map(
+            (line) => `${line} @typescript-eslint/no-restricted-imports`,
+          ),
         ),
       );
       expect(f.filter((x) => x.startsWith(`${LINES.activityType} `))).toEqual([]);
@@ -159,6 +168,10 @@ describe('workflow determinism rules', () => {
 
   test.each(CASES)('$filePath: a floating promise is reported', ({ filePath }) => {
     expect(found(filePath)).toContain(`${LINES.floating} @typescript-eslint/no-floating-promises`);
+  });
+
+  test('a sibling module named like a worker-side folder of src/ is not mistaken for it', () => {
+    expect(found(SIBLINGS.filePath).filter((x) => x.endsWith(' @typescript-eslint/no-restricted-imports'))).toEqual([]);
   });
 
   test('worker-side code is not held to the workflow rules', () => {
