@@ -86,8 +86,10 @@ const GRPC_FAILED_PRECONDITION = 9;
 function noAnswer(err: unknown): 'deadline' | 'no-poller' | null {
   const cause = err instanceof ServiceError ? err.cause : err;
   if (!isGrpcServiceError(cause)) return null;
-  if (cause.code === GRPC_DEADLINE_EXCEEDED) return 'deadline';
-  if (cause.code === GRPC_FAILED_PRECONDITION && /no poller/i.test(cause.details ?? '')) return 'no-poller';
+  // grpc-js types `code` as its Status enum; the constants above are the same wire numbers.
+  const code: number = cause.code;
+  if (code === GRPC_DEADLINE_EXCEEDED) return 'deadline';
+  if (code === GRPC_FAILED_PRECONDITION && /no poller/i.test(cause.details ?? '')) return 'no-poller';
   return null;
 }
 

@@ -100,7 +100,7 @@ describe('agent-jobs CLI', () => {
     try {
       const a = lost.address;
       expect((await cli(a, 'start', 'make', 'x', '--id', 'orphaned', '--approval', 'always', '--json')).code).toBe(0);
-      await waitFor('approval pending', async () => JSON.parse((await cli(a, 'status', 'orphaned', '--json')).stdout).status === 'awaiting_approval');
+      await waitFor('approval pending', async () => (JSON.parse((await cli(a, 'status', 'orphaned', '--json')).stdout) as { status: string }).status === 'awaiting_approval');
       await lost.workers[0]!.stop();
       for (const [command, what] of [['status', 'status'], ['transcript', 'transcript'], ['approve', 'status']] as const) {
         const r = await cli(a, command, 'orphaned');
