@@ -117,9 +117,6 @@ export async function startWorker(): Promise<RunningWorker> {
       hidePaths: [dataDir(), workspaceRoot(), auditLogPath(), PROJECT_ROOT, ...sandboxHiddenPaths()],
     },
   });
-  // The activities are plain functions in an object literal: none uses `this`,
-  // and Temporal calls every activity unbound anyway.
-  // eslint-disable-next-line @typescript-eslint/unbound-method
   const { openSession, runCommand, restartSession, closeSession } = sessionActivities;
   const identity = `${id}@agent-jobs`;
 

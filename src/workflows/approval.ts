@@ -93,7 +93,7 @@ export function receiveDecision(approval: ApprovalState, d: ApprovalDecision): v
 
 /** Why a decision cannot apply now, with log context; null when it applies. */
 function decisionProblem(approval: ApprovalState, d: ApprovalDecision): { why: string; context: Record<string, unknown> } | null {
-  if (!isDecision(d)) return { why: 'malformed payload', context: { payload: d as unknown } };
+  if (!isDecision(d)) return { why: 'malformed payload', context: { payload: d } };
   const { pending } = approval;
   if (pending === null || pending.toolUseId !== d.toolUseId) {
     return { why: 'no command is waiting with that tool_use id', context: { toolUseId: d.toolUseId, pending: pending?.toolUseId ?? null } };
