@@ -19,7 +19,7 @@ function esmPackages(dir = path.join(__dirname, 'node_modules'), found = new Set
   }
   return found;
 }
-const esmOnly = [...esmPackages()].map((n) => n.replace(/[.+]/g, '\$&'));
+const esmOnly = [...esmPackages()].map((n) => n.replace(/[.+]/g, '\\$&'));
 
 const common = {
   testEnvironment: 'node',

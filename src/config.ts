@@ -6,7 +6,7 @@
  * constants only, no `process.env`, no Node modules. Values that come from
  * the environment are read in `src/settings.ts` (worker and CLI side).
  */
-import { defineSearchAttributeKey, SearchAttributeType, type RetryPolicy } from '@temporalio/common';
+import { ActivityCancellationType, defineSearchAttributeKey, SearchAttributeType, type ActivityOptions, type RetryPolicy } from '@temporalio/common';
 
 /** Task queue of the agentRun workflow, `callClaude` and `openSession`. Any worker serves it. */
 export const SHARED_TASK_QUEUE = 'agent-jobs';
@@ -69,6 +69,9 @@ export const CLAUDE_RETRY_POLICY: RetryPolicy = {
   maximumAttempts: 10,
 };
 
+/** Every option of `callClaude` (the workflow's one proxy for it; call sites add only `summary`). */
+export const CLAUDE_ACTIVITY_OPTIONS: ActivityOptions = { ...CLAUDE_CALL_TIMEOUTS, retry: CLAUDE_RETRY_POLICY };
+
 /** Default model; overridden by `AGENT_JOBS_MODEL` (at start) or the run's `model` input. */
 export const DEFAULT_MODEL = 'claude-sonnet-5-5';
 
@@ -128,6 +131,29 @@ export const OPEN_SESSION_RETRY_POLICY: RetryPolicy = {
   initialInterval: '1 second',
   maximumAttempts: 3,
 };
+
+/** Every option of `openSession` (shared queue; call sites add only `summary`). */
+export const OPEN_SESSION_ACTIVITY_OPTIONS: ActivityOptions = { ...OPEN_SESSION_TIMEOUTS, retry: OPEN_SESSION_RETRY_POLICY };
+
+/**
+ * Every option of the activities on one session's queue (`runCommand`,
+ * `restartSession`, `closeSession`): the timeouts and at-most-once retry
+ * above, and `WAIT_CANCELLATION_COMPLETED`, so the workflow waits until a
+ * cancelled command's process group is really gone before it moves on.
+ * startToClose is `SESSION_CONTROL_START_TO_CLOSE`; `runCommand` call sites
+ * raise it to the command's own timeout + `COMMAND_TIMEOUT_SLACK_MS`.
+ * @param taskQueue the session's worker queue ({@link sessionTaskQueue})
+ */
+export function sessionActivityOptions(taskQueue: string): ActivityOptions {
+  return {
+    taskQueue,
+    scheduleToStartTimeout: SESSION_SCHEDULE_TO_START_TIMEOUT,
+    heartbeatTimeout: SESSION_HEARTBEAT_TIMEOUT,
+    startToCloseTimeout: SESSION_CONTROL_START_TO_CLOSE,
+    retry: SESSION_RETRY_POLICY,
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+  };
+}
 
 /**
  * Workflow task timeout of every run: 4 s (Temporal's default is 10 s). A

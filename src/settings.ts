@@ -129,7 +129,7 @@ export function temporalSettings(): TemporalSettings {
   const config = loadClientConnectConfig();
   const address = config.connectionOptions.address ?? 'localhost:7233';
   return {
-    connectionOptions: { ...config.connectionOptions, address } as ConnectionOptions,
+    connectionOptions: { ...config.connectionOptions, address },
     nativeConnectionOptions: { ...config.connectionOptions, address },
     namespace: config.namespace ?? 'default',
     address,

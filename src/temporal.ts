@@ -6,7 +6,7 @@ import { Client, Connection, type WorkflowHandleWithFirstExecutionRunId } from '
 import { temporal } from '@temporalio/proto';
 import { AGENT_RUN_WORKFLOW, AGENT_STATUS, DEFAULT_MAX_TURNS, SEARCH_ATTRIBUTES, SHARED_TASK_QUEUE, WORKFLOW_TASK_TIMEOUT } from './config';
 import type { agentRun } from './workflows';
-import type { AgentRunInput } from './workflows/types';
+import type { AgentRunInput } from './contract';
 import { temporalSettings, type TemporalSettings } from './settings';
 
 /** A connected client and the settings it came from. Close `connection` when done. */

@@ -5,6 +5,7 @@
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { ApplicationFailure } from '@temporalio/common';
+import { ClaudeFailureType } from '../contract';
 
 /**
  * HTTP statuses that end a run at once: the request itself is wrong or not
@@ -42,16 +43,6 @@ export function isRetryable(status: number, headers?: Headers | null): boolean {
   if (said === 'false') return false;
   return true;
 }
-
-/** Failure type names put on the `ApplicationFailure`s this module throws. */
-export const ClaudeFailureType = {
-  /** The API refused the request for good (a status in NON_RETRYABLE_STATUSES, or it said `x-should-retry: false`). Non-retryable. */
-  REQUEST_REJECTED: 'ClaudeRequestRejected',
-  /** Any other HTTP error (429, 529, 5xx, 408, 409, ...): transient on the API's side. Retryable. */
-  API_UNAVAILABLE: 'ClaudeApiUnavailable',
-  /** No HTTP answer (connection refused or reset, timeout). Retryable. */
-  CONNECTION: 'ClaudeConnectionError',
-} as const;
 
 /** Longest `retry-after` honoured as given, in ms; longer values are capped (a run should not sleep an hour on one header). */
 export const MAX_RETRY_AFTER_MS = 5 * 60_000;
@@ -99,10 +90,12 @@ export function toTemporalFailure(err: unknown): unknown {
     const apiMessage = err.apiMessage ?? err.message;
     const details = [{ status: err.status, type: err.type, requestId: err.requestID ?? null }];
     const message = `Claude API ${err.status}${err.type ? ` ${err.type}` : ''}: ${apiMessage}`;
-    if (!isRetryable(err.status, err.headers)) {
+    // `instanceof` on the generic APIError leaves its headers `any`; the SDK 1.x sets a fetch Headers (or none).
+    const headers = err.headers as Headers | undefined;
+    if (!isRetryable(err.status, headers)) {
       return ApplicationFailure.create({ message, type: ClaudeFailureType.REQUEST_REJECTED, nonRetryable: true, details });
     }
-    const delay = retryAfterMs(err.headers);
+    const delay = retryAfterMs(headers);
     return ApplicationFailure.create({
       message,
       type: ClaudeFailureType.API_UNAVAILABLE,

@@ -5,9 +5,9 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { Context } from '@temporalio/activity';
 import { CLAUDE_HEARTBEAT_INTERVAL_MS, CLAUDE_IDLE_TIMEOUT_MS } from '../config';
-import type { ContentBlock } from '../workflows/types';
+import type { ContentBlock } from '../contract';
 import { idleFailure, toTemporalFailure } from './claude-errors';
-import type { CallClaudeInput, CallClaudeOutput } from './types';
+import type { CallClaudeInput, CallClaudeOutput } from '../contract';
 
 /**
  * The Anthropic-schema bash tool (`bash_20250124`): Claude sends

@@ -22,7 +22,7 @@ import {
   type RunCommandInput,
   type RunCommandOutput,
   type SessionInput,
-} from './types';
+} from '../contract';
 
 /** The bash sessions this worker process holds, by session id. */
 export class SessionRegistry {
@@ -102,7 +102,7 @@ export async function makeDirectory(dir: string): Promise<void> {
     try {
       await mkdir(current);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new Error(`cannot create the working directory ${dir}: ${(err as Error).message}`);
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new Error(`cannot create the working directory ${dir}: ${(err as Error).message}`, { cause: err });
     }
   }
   if (!(await isDirectory(dir))) throw new Error(`cannot use ${dir} as the working directory: it exists but is not a directory`);
@@ -131,7 +131,7 @@ export function createSessionActivities(deps: SessionActivityDeps) {
      * missing; default `<workspace root>/<workflowId>`), or in `restoreCwd`
      * when that still exists.
      */
-    async openSession(input: OpenSessionInput): Promise<OpenSessionOutput> {
+    openSession: async (input: OpenSessionInput): Promise<OpenSessionOutput> => {
       const workdir = input.workdir
         ? path.resolve(deps.workspaceRoot, input.workdir)
         : path.join(deps.workspaceRoot, workspaceFolderName(input.workflowId));
@@ -164,7 +164,7 @@ export function createSessionActivities(deps: SessionActivityDeps) {
      * restarts bash) before the cancellation is rethrown.
      * @throws ApplicationFailure `SessionNotFound` when this process holds no such session
      */
-    async runCommand(input: RunCommandInput): Promise<RunCommandOutput> {
+    runCommand: async (input: RunCommandInput): Promise<RunCommandOutput> => {
       const session = registry.require(input.sessionId, workerId);
       const ctx = Context.current();
       const stop = startHeartbeat({ toolUseId: input.toolUseId });
@@ -206,7 +206,7 @@ export function createSessionActivities(deps: SessionActivityDeps) {
     },
 
     /** Restarts the session's bash (new process, same working directory when it still exists). */
-    async restartSession(input: SessionInput): Promise<RestartSessionOutput> {
+    restartSession: async (input: SessionInput): Promise<RestartSessionOutput> => {
       const session = registry.require(input.sessionId, workerId);
       const stop = startHeartbeat();
       try {
@@ -218,7 +218,7 @@ export function createSessionActivities(deps: SessionActivityDeps) {
     },
 
     /** Closes the session and kills its process group. Closing an unknown session is not an error. */
-    async closeSession(input: SessionInput): Promise<void> {
+    closeSession: async (input: SessionInput): Promise<void> => {
       const stop = startHeartbeat();
       const closed = await registry.close(input.sessionId).finally(stop);
       log.info(closed ? 'bash session closed' : 'bash session already gone', { sessionId: input.sessionId });

@@ -37,9 +37,9 @@ import { Command } from 'commander';
 import { freePort, startDevServer, type DevServer } from '../devserver';
 import { startModelServer, type ModelServer, type ScriptEntry } from '../model-server';
 import { startAgentRun } from '../temporal';
-import { statusQuery } from '../workflows/messages';
+import { statusQuery } from '../contract';
 import type { agentRun } from '../workflows';
-import type { AgentRunResult } from '../workflows/types';
+import type { AgentRunResult } from '../contract';
 import { spawnWorker, type WorkerProcess } from '../testing/worker-process';
 
 /** Options of {@link runChaos}. */

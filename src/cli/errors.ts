@@ -5,7 +5,7 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { TemporalUnreachableError } from '../temporal';
 import { TemporalCliMissingError } from '../devserver';
-import { safeText } from '../workflows/display';
+import { safeText } from '../contract/display';
 
 /** An error meant for the person at the terminal: `message` says what went wrong, `hint` what to do. */
 export class CliError extends Error {

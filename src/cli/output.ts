@@ -5,7 +5,7 @@
  * {@link jsonText}, and commands are shown by {@link commandLines} (what
  * the human approves is what runs: README, Security).
  */
-import { ESCAPE_LEGEND, displayCommand, isAltered, jsonEscapeOf, safeText, shortHash, type CommandDisplay } from '../workflows/display';
+import { ESCAPE_LEGEND, displayCommand, isAltered, jsonEscapeOf, safeText, shortHash, type CommandDisplay } from '../contract/display';
 
 /**
  * JSON whose control, bidi, separator and format characters are written as

@@ -9,9 +9,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { isGrpcServiceError, ServiceError, WorkflowFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { SHARED_TASK_QUEUE } from '../config';
-import { pendingApproval } from '../workflows/display';
-import { statusQuery, transcriptQuery } from '../workflows/messages';
-import type { AgentRunResult, StatusView, TranscriptView } from '../workflows/types';
+import { pendingApproval } from '../contract/display';
+import { statusQuery, transcriptQuery } from '../contract';
+import type { AgentRunResult, StatusView, TranscriptView } from '../contract';
 import type { agentRun } from '../workflows';
 import { CliError } from './errors';
 
@@ -86,8 +86,10 @@ const GRPC_FAILED_PRECONDITION = 9;
 function noAnswer(err: unknown): 'deadline' | 'no-poller' | null {
   const cause = err instanceof ServiceError ? err.cause : err;
   if (!isGrpcServiceError(cause)) return null;
-  if (cause.code === GRPC_DEADLINE_EXCEEDED) return 'deadline';
-  if (cause.code === GRPC_FAILED_PRECONDITION && /no poller/i.test(cause.details ?? '')) return 'no-poller';
+  // grpc-js types `code` as its Status enum; the constants above are the same wire numbers.
+  const code: number = cause.code;
+  if (code === GRPC_DEADLINE_EXCEEDED) return 'deadline';
+  if (code === GRPC_FAILED_PRECONDITION && /no poller/i.test(cause.details ?? '')) return 'no-poller';
   return null;
 }
 

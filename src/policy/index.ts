@@ -46,8 +46,10 @@ import { judgeArgs, PROGRAM_NAMES } from './programs';
 import { tokenize } from './tokenize';
 import { readSimpleCommand } from './tree';
 
-/** Approval mode of a run: the same values as `ApprovalMode` in src/workflows/types.ts. */
-export type ApprovalMode = 'auto' | 'policy' | 'always';
+import type { ApprovalMode } from '../contract';
+
+/** Approval mode of a run (the contract's `ApprovalMode`). */
+export type { ApprovalMode };
 
 /** Where the command would run. */
 export interface PolicyContext {

@@ -15,6 +15,7 @@
  * readable by its uid through `/proc/<pid>/environ` and `ps e`.
  */
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { SessionStartError } from './errors';
 
 /** The environment of every helper process the worker starts (sentinel, probes, mkfifo, chown, useradd). */
@@ -113,7 +114,7 @@ export function makeNonDumpable(uid = 65534): { done: boolean; why?: string } {
   if (!workerIsRoot() || typeof process.seteuid !== 'function') return { done: false, why: 'the worker is not root' };
   let dumpableSetting = '?';
   try {
-    dumpableSetting = require('node:fs').readFileSync('/proc/sys/fs/suid_dumpable', 'utf8').trim();
+    dumpableSetting = readFileSync('/proc/sys/fs/suid_dumpable', 'utf8').trim();
   } catch {
     /* unknown */
   }

@@ -652,7 +652,8 @@ export class BashSession {
         () => (housekeepingTimer = setTimeout(() => resolve({ kind: 'unconfirmed' }), HOUSEKEEPING_WAIT_MS)),
         () => resolve({ kind: 'record' }),
       );
-      shell.exited.then((exit) => resolve({ kind: 'exit', exit }));
+      // `exited` only ever resolves (shell.ts), so there is no rejection to handle.
+      void shell.exited.then((exit) => resolve({ kind: 'exit', exit }));
       if (Number.isFinite(timeoutMs)) timer = setTimeout(() => resolve({ kind: 'timeout' }), timeoutMs);
       if (options.signal) {
         onAbort = () => resolve({ kind: 'abort' });

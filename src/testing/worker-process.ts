@@ -50,8 +50,8 @@ export async function spawnWorker(options: SpawnWorkerOptions): Promise<WorkerPr
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const alive = (): boolean => child.exitCode === null && child.signalCode === null;
   const worker: WorkerProcess = {

@@ -2,7 +2,7 @@
  * The approval policy: which commands run without a human. Pure and
  * deterministic (workflow code).
  */
-import type { ApprovalMode } from './types';
+import type { ApprovalMode } from '../contract';
 
 /**
  * Programs that only read, allowed to run unasked under the `policy` mode

@@ -3,8 +3,8 @@
  * Each returns `{text, isError}` for one `tool_result`. Deterministic
  * (workflow code).
  */
-import type { RunCommandOutput } from '../activities/types';
-import type { AppliedDecision } from './types';
+import type { RunCommandOutput } from '../contract';
+import type { AppliedDecision } from '../contract';
 
 export interface ToolOutcome {
   text: string;
@@ -80,8 +80,8 @@ export function sessionLostOutcome(loss: SessionLoss, newCwd: string | null, ope
   return { text: `The bash session was lost: ${loss.detail}. ${ran} ${fresh}`, isError: true };
 }
 
-/** Where a run was in a `tool_use` when it was cancelled or failed. */
-export type ToolUsePhase = 'approval' | 'running';
+/** Where a run was in a `tool_use` when it was cancelled or failed: waiting for approval, running a command, restarting the session. */
+export type ToolUsePhase = 'approval' | 'running' | 'restarting';
 
 /**
  * Why a `tool_use` got no real result because the run ended (`cancelled`
@@ -92,6 +92,7 @@ export function interruptedText(end: 'cancelled' | 'failed', phase: ToolUsePhase
   const run = end === 'cancelled' ? 'The run was cancelled' : 'The run failed';
   if (phase === 'approval') return `${run} while this command waited for approval; it did not run.`;
   if (phase === 'running') return `${run} while this command ran: its process group was killed, so it may have partly run.`;
+  if (phase === 'restarting') return `${run} while the bash session restarted: the restart may or may not have happened.`;
   return `${run} before this command started; it did not run.`;
 }
 
@@ -116,11 +117,4 @@ export function parseBashInput(input: unknown): { kind: 'command'; command: stri
       isError: true,
     },
   };
-}
-
-/** First line of a command, cut to `max` characters, for summaries and details. */
-export function oneLine(command: string, max = 80): string {
-  const first = command.trim().split('\n')[0] ?? '';
-  const more = command.trim().includes('\n') ? ' …' : '';
-  return first.length > max ? `${first.slice(0, max - 1)}…` : `${first}${more}`;
 }

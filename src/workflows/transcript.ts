@@ -2,22 +2,11 @@
  * Pure transcript helpers: pairing checks, empty-block removal, tool_result
  * assembly and the size bound. Deterministic (workflow code).
  */
-import type { ContentBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock } from './types';
+import { isText, isToolResult, isToolUse, type ContentBlock, type Message, type TextBlock, type ToolResultBlock, type ToolUseBlock } from '../contract';
+
 
 /** Text sent back for a command that printed nothing (the API rejects empty tool_result text poorly; C03). */
 export const NO_OUTPUT = '(no output)';
-
-export function isToolUse(block: ContentBlock): block is ToolUseBlock {
-  return block.type === 'tool_use';
-}
-
-export function isToolResult(block: ContentBlock): block is ToolResultBlock {
-  return block.type === 'tool_result';
-}
-
-export function isText(block: ContentBlock): block is TextBlock {
-  return block.type === 'text' && typeof (block as TextBlock).text === 'string';
-}
 
 function blocksOf(message: Message): ContentBlock[] {
   return typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : message.content;

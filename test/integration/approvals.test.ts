@@ -4,8 +4,8 @@
  * timeout denies; early, unknown and duplicate decisions change nothing
  * (C02, C14).
  */
-import { approveSignal } from '../../src/workflows/messages';
-import type { ToolResultBlock } from '../../src/workflows/types';
+import { approveSignal } from '../../src/contract';
+import type { ToolResultBlock } from '../../src/contract';
 import { TestBed, toolUse, waitFor } from './harness';
 
 describe('approvals', () => {

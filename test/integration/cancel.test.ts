@@ -4,7 +4,9 @@
  * tool_use; a run cancelled while it waits for approval pairs the pending
  * tool_use too.
  */
-import type { ToolResultBlock } from '../../src/workflows/types';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { ToolResultBlock } from '../../src/contract';
 import { processesMatching, TestBed, toolUse, waitFor } from './harness';
 
 describe('cancellation', () => {
@@ -54,5 +56,30 @@ describe('cancellation', () => {
       content: [{ type: 'tool_result', tool_use_id: 'toolu_rm', content: 'The run was cancelled while this command waited for approval; it did not run.', is_error: true }],
     });
     expect(bed.audit()).toHaveLength(0);
+  });
+
+  test('cancel while the session restarts: Claude is told the restart may have happened, never that it did not run', async () => {
+    bed = await TestBed.create({
+      script: { responses: [{ content: [{ type: 'tool_use', id: 'toolu_restart', name: 'bash', input: { restart: true } }], stop_reason: 'tool_use' }] },
+    });
+    // A working directory that is a file: every openSession attempt fails and is retried (1 s, then 2 s apart),
+    // so the restart (there is no session yet: it opens one) is still in flight when the cancel comes.
+    const notADir = path.join(bed.workspaces, 'not-a-directory');
+    mkdirSync(bed.workspaces, { recursive: true });
+    writeFileSync(notADir, 'a file');
+    const handle = await bed.start({ task: 'restart then get cancelled', approval: 'auto', workdir: notADir }, 'cancel-mid-restart');
+    await waitFor('openSession to be retried', async () => {
+      const pending = (await handle.describe()).raw.pendingActivities ?? [];
+      return pending.some((a) => a.activityType?.name === 'openSession' && (a.attempt ?? 0) >= 2);
+    });
+    await handle.cancel();
+    expect(await handle.result()).toMatchObject({ status: 'cancelled', turns: 1 });
+    const transcript = await bed.transcript(handle);
+    expect(transcript[transcript.length - 1]).toEqual({
+      role: 'user',
+      content: [
+        { type: 'tool_result', tool_use_id: 'toolu_restart', content: 'The run was cancelled while the bash session restarted: the restart may or may not have happened.', is_error: true },
+      ],
+    });
   });
 });

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { AGENT_STATUS } from '../../src/config';
-import { sha256 } from '../../src/workflows/sha256';
+import { sha256 } from '../../src/contract/sha256';
 import { freePort, startDevServer } from '../../src/devserver';
 import { cli } from './cli-process';
 import { TestBed, toolUse, waitFor } from './harness';
@@ -100,7 +100,7 @@ describe('agent-jobs CLI', () => {
     try {
       const a = lost.address;
       expect((await cli(a, 'start', 'make', 'x', '--id', 'orphaned', '--approval', 'always', '--json')).code).toBe(0);
-      await waitFor('approval pending', async () => JSON.parse((await cli(a, 'status', 'orphaned', '--json')).stdout).status === 'awaiting_approval');
+      await waitFor('approval pending', async () => (JSON.parse((await cli(a, 'status', 'orphaned', '--json')).stdout) as { status: string }).status === 'awaiting_approval');
       await lost.workers[0]!.stop();
       for (const [command, what] of [['status', 'status'], ['transcript', 'transcript'], ['approve', 'status']] as const) {
         const r = await cli(a, command, 'orphaned');

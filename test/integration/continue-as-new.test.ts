@@ -6,7 +6,7 @@
  */
 import { devServerArgs, freePort, startDevServer, type DevServer } from '../../src/devserver';
 import type { ScriptEntry } from '../../src/model-server';
-import type { ToolResultBlock } from '../../src/workflows/types';
+import type { ToolResultBlock } from '../../src/contract';
 import { pairingProblem } from '../../src/workflows/transcript';
 import { TestBed, toolUse } from './harness';
 

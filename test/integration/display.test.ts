@@ -10,8 +10,8 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
-import { approveSignal } from '../../src/workflows/messages';
-import { sha256 } from '../../src/workflows/sha256';
+import { approveSignal } from '../../src/contract';
+import { sha256 } from '../../src/contract/sha256';
 import { cli } from './cli-process';
 import { TestBed, toolUse, waitFor } from './harness';
 

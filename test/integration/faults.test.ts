@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort, startDevServer, type DevServer } from '../../src/devserver';
-import { approveSignal } from '../../src/workflows/messages';
+import { approveSignal } from '../../src/contract';
 import { TestBed, toolUse, waitFor } from './harness';
 
 const end = { content: [{ type: 'text' as const, text: 'ok' }], stop_reason: 'end_turn' };

@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 
-export default async function globalTeardown(): Promise<void> {
+export default function globalTeardown(): void {
   const port = process.env.AGENT_JOBS_TEST_SUITE_PORT;
   const dataDir = process.env.AGENT_JOBS_TEST_SUITE_DATA;
   if (!port || !dataDir) return;

@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, existsSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { inspect } from 'node:util';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
@@ -14,9 +15,9 @@ import { AGENT_RUN_WORKFLOW } from '../../src/config';
 import { spawnWorker, type WorkerProcess } from '../../src/testing/worker-process';
 import { startAgentRun } from '../../src/temporal';
 import { startModelServer, type LoggedRequest, type ModelServer, type ScriptContentBlock, type ScriptFile } from '../../src/model-server';
-import { statusQuery, transcriptQuery } from '../../src/workflows/messages';
+import { statusQuery, transcriptQuery } from '../../src/contract';
 import type { agentRun } from '../../src/workflows';
-import type { AgentRunInput, StatusView, Message, ToolResultBlock } from '../../src/workflows/types';
+import type { AgentRunInput, StatusView, Message, ToolResultBlock } from '../../src/contract';
 
 const ROOT = path.resolve(__dirname, '../..');
 
@@ -45,7 +46,7 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${String(lastError)})` : ''}`);
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${lastError instanceof Error ? String(lastError) : inspect(lastError)})` : ''}`);
 }
 
 /** Where histories are saved when AGENT_JOBS_SAVE_HISTORIES=1 (the replay test replays them in CI). */
@@ -202,7 +203,7 @@ export class TestBed {
   /** Lines of the command audit log. */
   audit(): Array<{ command: string; exitCode: number | null; sessionId: string }> {
     if (!existsSync(this.auditLog)) return [];
-    return readFileSync(this.auditLog, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    return readFileSync(this.auditLog, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { command: string; exitCode: number | null; sessionId: string });
   }
 
   async close(): Promise<void> {

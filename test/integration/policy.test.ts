@@ -7,7 +7,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { approveSignal } from '../../src/workflows/messages';
+import { approveSignal } from '../../src/contract';
 import { TestBed, toolUse, waitFor } from './harness';
 
 describe('policy, judged at the session', () => {

@@ -7,9 +7,14 @@
 import { cli } from './cli-process';
 import { TestBed, toolUse } from './harness';
 
-test('close replays every closed run on the bed\'s server, the CLI\'s and unnamed ones included', async () => {
+test("close replays every closed run on the bed's server, the CLI's and unnamed ones included", async () => {
   const bed = await TestBed.create({
-    script: { responses: [{ content: [toolUse('toolu_t', 'true')], stop_reason: 'tool_use' }, { content: [{ type: 'text', text: 'done' }], stop_reason: 'end_turn' }] },
+    script: {
+      responses: [
+        { content: [toolUse('toolu_t', 'true')], stop_reason: 'tool_use' },
+        { content: [{ type: 'text', text: 'done' }], stop_reason: 'end_turn' },
+      ],
+    },
   });
   let closed = false;
   try {

@@ -4,7 +4,7 @@
  * (C01, C03) and that the bash session keeps its state across commands.
  */
 import { TestBed, toolUse } from './harness';
-import type { Message } from '../../src/workflows/types';
+import type { Message } from '../../src/contract';
 
 describe('agent run, end to end', () => {
   let bed: TestBed;
@@ -73,6 +73,20 @@ describe('agent run, end to end', () => {
     expect(result).toMatchObject({ status: 'max_tokens', turns: 2, error: 'the answer hit max_tokens even at 2000; nothing truncated was executed' });
     expect(bed.audit()).toHaveLength(0); // C04: the truncated tool_use never ran
     expect(bed.requests().map((r) => (r.body as { max_tokens: number }).max_tokens)).toEqual([1000, 2000]);
+  });
+
+  test('max_tokens at the turn budget: the retry is a model call too, so maxTurns 1 makes exactly one call', async () => {
+    bed = await TestBed.create({
+      script: { responses: [{ content: [toolUse('toolu_cut', 'echo never')], stop_reason: 'max_tokens' }] },
+    });
+    const result = await (await bed.start({ task: 'truncate me once', approval: 'auto', maxTokens: 1000, maxTurns: 1 }, 'max-tokens-turn-budget')).result();
+    expect(result).toMatchObject({
+      status: 'max_tokens',
+      turns: 1,
+      error: 'the answer hit max_tokens at 1000, and the turn budget of 1 model calls leaves no retry; nothing truncated was executed',
+    });
+    expect(bed.requests()).toHaveLength(1);
+    expect(bed.audit()).toHaveLength(0);
   });
 
   test('max_tokens at or above the retry cap: no retry, and the result names the limit actually sent', async () => {

@@ -18,12 +18,25 @@ const ENTRIES = [
 ] as const;
 
 /** Runs a worker entry with `env`; resolves with its exit code and output (kills it after `timeoutMs`). */
-function runWorker(args: readonly string[], env: Record<string, string>, timeoutMs: number): Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string }> {
+function runWorker(
+  args: readonly string[],
+  env: Record<string, string>,
+  timeoutMs: number,
+): Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, [...args], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', ...env }, timeout: timeoutMs, killSignal: 'SIGKILL' }, (err, stdout, stderr) => {
-      resolve({ code: child.exitCode, signal: child.signalCode, stdout, stderr: String(stderr) });
-      void err;
-    });
+    const child = execFile(
+      process.execPath,
+      [...args],
+      {
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', ...env },
+        timeout: timeoutMs,
+        killSignal: 'SIGKILL',
+      },
+      (err, stdout, stderr) => {
+        resolve({ code: child.exitCode, signal: child.signalCode, stdout, stderr: String(stderr) });
+        void err;
+      },
+    );
   });
 }
 
@@ -34,25 +47,48 @@ describe('worker startup errors', () => {
   });
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-  test.each(ENTRIES)('%s: an unknown AGENT_JOBS_LOG_LEVEL is one line naming the variable, the value and the allowed values', async (_name, args, prefix) => {
-    const r = await runWorker(args, { AGENT_JOBS_DATA_DIR: dataDir, AGENT_JOBS_LOG_LEVEL: 'verbose', TEMPORAL_ADDRESS: process.env.AGENT_JOBS_TEST_TEMPORAL_ADDRESS! }, 20_000);
-    expect(r).toEqual({ code: 1, signal: null, stdout: '', stderr: `${prefix}AGENT_JOBS_LOG_LEVEL must be one of TRACE, DEBUG, INFO, WARN, ERROR (any case), not "verbose"\n` });
-  });
+  test.each(ENTRIES)(
+    '%s: an unknown AGENT_JOBS_LOG_LEVEL is one line naming the variable, the value and the allowed values',
+    async (_name, args, prefix) => {
+      const r = await runWorker(
+        args,
+        { AGENT_JOBS_DATA_DIR: dataDir, AGENT_JOBS_LOG_LEVEL: 'verbose', TEMPORAL_ADDRESS: process.env.AGENT_JOBS_TEST_TEMPORAL_ADDRESS! },
+        20_000,
+      );
+      expect(r).toEqual({
+        code: 1,
+        signal: null,
+        stdout: '',
+        stderr: `${prefix}AGENT_JOBS_LOG_LEVEL must be one of TRACE, DEBUG, INFO, WARN, ERROR (any case), not "verbose"\n`,
+      });
+    },
+  );
 
-  test.each(ENTRIES)('%s: no Temporal server at TEMPORAL_ADDRESS exits 1 with the reason, not a hang', async (_name, args, prefix) => {
-    const address = `127.0.0.1:${await freePort()}`;
-    const r = await runWorker(args, { AGENT_JOBS_DATA_DIR: dataDir, AGENT_JOBS_LOG_LEVEL: 'ERROR', TEMPORAL_ADDRESS: address }, 40_000);
-    expect(r.signal).toBeNull();
-    expect(r.code).toBe(1);
-    expect(r.stderr).toContain(`${prefix}no Temporal server answers at ${address}`);
-  }, 60_000);
+  test.each(ENTRIES)(
+    '%s: no Temporal server at TEMPORAL_ADDRESS exits 1 with the reason, not a hang',
+    async (_name, args, prefix) => {
+      const address = `127.0.0.1:${await freePort()}`;
+      const r = await runWorker(args, { AGENT_JOBS_DATA_DIR: dataDir, AGENT_JOBS_LOG_LEVEL: 'ERROR', TEMPORAL_ADDRESS: address }, 40_000);
+      expect(r.signal).toBeNull();
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`${prefix}no Temporal server answers at ${address}`);
+    },
+    60_000,
+  );
 });
 
 test('agent-jobs worker --json: one JSON line on stdout once started, logs on stderr', async () => {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-worker-json-'));
   const address = process.env.AGENT_JOBS_TEST_TEMPORAL_ADDRESS!;
   const child = spawn(process.execPath, [ENTRIES[0][1][0], 'worker', '--json'], {
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', AGENT_JOBS_DATA_DIR: dataDir, TEMPORAL_ADDRESS: address, AGENT_JOBS_WORKER_ID: 'json-worker', AGENT_JOBS_LOG_LEVEL: 'INFO' },
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: process.env.HOME ?? '/root',
+      AGENT_JOBS_DATA_DIR: dataDir,
+      TEMPORAL_ADDRESS: address,
+      AGENT_JOBS_WORKER_ID: 'json-worker',
+      AGENT_JOBS_LOG_LEVEL: 'INFO',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   try {
@@ -67,8 +103,19 @@ test('agent-jobs worker --json: one JSON line on stdout once started, logs on st
       child.once('exit', (code) => reject(new Error(`worker exited (${code}): ${stderr}`)));
     });
     expect(line.endsWith('\n') && line.indexOf('\n') === line.length - 1).toBe(true);
-    expect(JSON.parse(line)).toEqual({ workerId: 'json-worker', pid: child.pid, namespace: 'default', address, sharedTaskQueue: 'agent-jobs', sessionTaskQueue: 'agent-jobs.session.json-worker' });
-    await waitFor('the polling log line on stderr', () => stderr.includes('worker json-worker polling agent-jobs and agent-jobs.session.json-worker'), 10_000);
+    expect(JSON.parse(line)).toEqual({
+      workerId: 'json-worker',
+      pid: child.pid,
+      namespace: 'default',
+      address,
+      sharedTaskQueue: 'agent-jobs',
+      sessionTaskQueue: 'agent-jobs.session.json-worker',
+    });
+    await waitFor(
+      'the polling log line on stderr',
+      () => stderr.includes('worker json-worker polling agent-jobs and agent-jobs.session.json-worker'),
+      10_000,
+    );
     expect(stdout).toBe(line);
   } finally {
     const exited = new Promise((r) => child.once('exit', r));

@@ -13,9 +13,9 @@ const CASES_DOC = path.join(ROOT, 'docs', 'cases.md');
 
 /**
  * Files whose comments may still cite issue numbers.
- * TODO(lead): src/workflows/ and src/activities/types.ts are being moved
- * into src/contract/ by the lead; drop this exclusion once that has landed
- * and their comments say what the issue numbers they cite mean.
+ * TODO(lead): the lead's refactor of src/workflows/ (and the move of
+ * src/activities/types.ts into src/contract/, which is checked) has landed,
+ * and neither cites an issue number now: drop this exclusion.
  */
 const ISSUE_NUMBER_EXCLUDED = ['src/workflows/', 'src/activities/types.ts'];
 
@@ -33,7 +33,8 @@ function filesUnder(dir: string): string[] {
 /** The comments of a file, each with its line: TypeScript's own comment ranges for code, `#` comments for shell, the whole text for Markdown. */
 function commentsOf(file: string, text: string): Array<{ line: number; text: string }> {
   if (file.endsWith('.md')) return text.split('\n').map((t, i) => ({ line: i + 1, text: t }));
-  if (file.endsWith('.sh')) return text.split('\n').flatMap((t, i) => (/(^|\s)#/.test(t) ? [{ line: i + 1, text: t.slice(t.search(/(^|\s)#/)) }] : []));
+  if (file.endsWith('.sh'))
+    return text.split('\n').flatMap((t, i) => (/(^|\s)#/.test(t) ? [{ line: i + 1, text: t.slice(t.search(/(^|\s)#/)) }] : []));
   const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, file.endsWith('.ts') ? ts.ScriptKind.TS : ts.ScriptKind.JS);
   const seen = new Map<number, string>();
   const collect = (ranges: ts.CommentRange[] | undefined): void => {
@@ -46,7 +47,9 @@ function commentsOf(file: string, text: string): Array<{ line: number; text: str
   };
   visit(source);
   collect(ts.getLeadingCommentRanges(text, source.endOfFileToken.getFullStart()));
-  return [...seen.entries()].sort(([a], [b]) => a - b).map(([pos, t]) => ({ line: source.getLineAndCharacterOfPosition(pos).line + 1, text: t }));
+  return [...seen.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([pos, t]) => ({ line: source.getLineAndCharacterOfPosition(pos).line + 1, text: t }));
 }
 
 /** Case codes a text cites: `C05`, and every code of a range `C16–C18`. */
@@ -78,8 +81,16 @@ const files = [...filesUnder('src'), ...filesUnder('test')];
 describe('comments cite only what the repository defines', () => {
   test('the scanners find what they should', () => {
     expect(caseCodesIn('a C05 case, cases C16–C18, C2 and C123 are not codes').map((c) => c.found)).toEqual(['C05', 'C16', 'C17', 'C18']);
-    expect(issueNumbersIn('issue 8, (issue 2, item 8), Issue #3, issues 4, issue\n * 5; no issue here').map((c) => c.found)).toEqual(['issue 8', 'issue 2', 'Issue #3', 'issues 4', 'issue 5']);
-    expect(commentsOf('x.ts', "// one C01\nconst s = '// not a comment C99';\n/* two\n C02 */ f(); // three\n").map((c) => [c.line, c.text])).toEqual([
+    expect(issueNumbersIn('issue 8, (issue 2, item 8), Issue #3, issues 4, issue\n * 5; no issue here').map((c) => c.found)).toEqual([
+      'issue 8',
+      'issue 2',
+      'Issue #3',
+      'issues 4',
+      'issue 5',
+    ]);
+    expect(
+      commentsOf('x.ts', "// one C01\nconst s = '// not a comment C99';\n/* two\n C02 */ f(); // three\n").map((c) => [c.line, c.text]),
+    ).toEqual([
       [1, '// one C01'],
       [3, '/* two\n C02 */'],
       [4, '// three'],

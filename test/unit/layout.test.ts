@@ -9,7 +9,9 @@ import path from 'node:path';
 const ROOT = path.resolve(__dirname, '../..');
 
 test('every file in src/bench/ is a benchmark an npm script runs', () => {
-  const scripts = Object.values((JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts);
+  const scripts = Object.values(
+    (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts,
+  );
   const notRun = readdirSync(path.join(ROOT, 'src', 'bench'))
     .filter((f) => f.endsWith('.ts'))
     .filter((f) => !scripts.some((s) => s.includes(`dist/bench/${f.replace(/\.ts$/, '.js')}`)));

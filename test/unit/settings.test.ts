@@ -16,9 +16,12 @@ describe('logLevel (AGENT_JOBS_LOG_LEVEL)', () => {
     expect([...LOG_LEVELS]).toEqual(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR']);
   });
 
-  test.each(['verbose', 'WARNING', 'info,debug', '3'])('%j is refused: the error names the variable, the value and the allowed values', (value) => {
-    expect(() => logLevel({ AGENT_JOBS_LOG_LEVEL: value })).toThrow(
-      new Error(`AGENT_JOBS_LOG_LEVEL must be one of TRACE, DEBUG, INFO, WARN, ERROR (any case), not ${JSON.stringify(value)}`),
-    );
-  });
+  test.each(['verbose', 'WARNING', 'info,debug', '3'])(
+    '%j is refused: the error names the variable, the value and the allowed values',
+    (value) => {
+      expect(() => logLevel({ AGENT_JOBS_LOG_LEVEL: value })).toThrow(
+        new Error(`AGENT_JOBS_LOG_LEVEL must be one of TRACE, DEBUG, INFO, WARN, ERROR (any case), not ${JSON.stringify(value)}`),
+      );
+    },
+  );
 });

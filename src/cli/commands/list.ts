@@ -2,13 +2,13 @@
 import Table from 'cli-table3';
 import type { Command } from 'commander';
 import { AGENT_RUN_WORKFLOW, AGENT_STATUS, AGENT_TOKENS, AGENT_TURNS } from '../../config';
-import type { RunStatus } from '../../workflows/types';
+import { RUN_STATUSES, type RunStatus } from '../../contract';
+import { CliError } from '../errors';
 import { printJson } from '../output';
 import { oneLineSummary } from '../../temporal';
 import { withClient } from '../context';
 import { positiveInt } from '../parse';
 
-const STATUSES: RunStatus[] = ['running', 'awaiting_approval', 'completed', 'max_turns', 'max_tokens', 'refused', 'failed', 'cancelled'];
 
 /** What {@link newestByStart} needs of a listed execution. */
 export interface Listed {
@@ -46,12 +46,12 @@ export function registerList(program: Command): void {
   program
     .command('list')
     .description('list recent runs, newest start first (open and closed alike)')
-    .option('--status <status>', `only runs with this AgentStatus (${STATUSES.join(', ')})`)
+    .option('--status <status>', `only runs with this AgentStatus (${RUN_STATUSES.join(', ')})`)
     .option('--limit <n>', 'at most this many runs', positiveInt, 20)
     .option('--json', 'print a JSON array')
     .action(async (opts: { status?: string; limit: number; json?: boolean }) => {
-      if (opts.status && !STATUSES.includes(opts.status as RunStatus)) {
-        throw new Error(`unknown status ${opts.status}; use one of ${STATUSES.join(', ')}`);
+      if (opts.status && !RUN_STATUSES.includes(opts.status as RunStatus)) {
+        throw new CliError(`unknown status ${JSON.stringify(opts.status)}`, `use one of ${RUN_STATUSES.join(', ')}`);
       }
       await withClient(async ({ client }) => {
         // A run that continued as new is listed once, by its newest execution.

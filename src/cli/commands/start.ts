@@ -2,8 +2,8 @@
 import { randomBytes } from 'node:crypto';
 import { Option, type Command } from 'commander';
 import { ensureSearchAttributes, startAgentRun } from '../../temporal';
-import { resolveInput } from '../../workflows/input';
-import { APPROVAL_MODES, type AgentRunInput } from '../../workflows/types';
+import { resolveInput } from '../../contract/input';
+import { APPROVAL_MODES, type AgentRunInput } from '../../contract';
 import { CliError } from '../errors';
 import { printJson, printLines } from '../output';
 import { withClient } from '../context';

@@ -1,6 +1,6 @@
 /** `agent-jobs status <workflowId>`: where a run is. */
 import type { Command } from 'commander';
-import { shortHash } from '../../workflows/display';
+import { shortHash } from '../../contract/display';
 import { commandLines, printJson, printLines } from '../output';
 import { withClient } from '../context';
 import { readRun, statusJson } from '../runs';

@@ -1,6 +1,6 @@
 /** `agent-jobs transcript <workflowId>`: the whole conversation. */
 import type { Command } from 'commander';
-import type { Message } from '../../workflows/types';
+import type { Message } from '../../contract';
 import { SHOWN_OUTPUT_LINES, printJson, withWholeOutputs } from '../output';
 import { withClient } from '../context';
 import { queryTranscript } from '../runs';

@@ -2,9 +2,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import type { Command } from 'commander';
-import { isText, isToolResult, isToolUse } from '../../workflows/transcript';
-import type { ContentBlock, Message, PendingApproval } from '../../workflows/types';
-import { shortHash } from '../../workflows/display';
+import { isText, isToolResult, isToolUse } from '../../contract';
+import type { ContentBlock, Message, PendingApproval } from '../../contract';
+import { shortHash } from '../../contract/display';
 import { commandLines, indent, jsonText, terminalText } from '../output';
 import { withClient } from '../context';
 import { queryTranscript, readRun, runHandle, statusJson, stillRunning, type RunView } from '../runs';

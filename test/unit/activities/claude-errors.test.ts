@@ -7,7 +7,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { ApplicationFailure } from '@temporalio/common';
-import { ClaudeFailureType, MAX_RETRY_AFTER_MS, NON_RETRYABLE_STATUSES, isRetryable, retryAfterMs, toTemporalFailure } from '../../../src/activities/claude-errors';
+import { MAX_RETRY_AFTER_MS, NON_RETRYABLE_STATUSES, isRetryable, retryAfterMs, toTemporalFailure } from '../../../src/activities/claude-errors';
+import { ClaudeFailureType } from '../../../src/contract';
 import { startModelServer, type ModelServer } from '../../../src/model-server';
 
 async function errorFor(server: ModelServer): Promise<unknown> {

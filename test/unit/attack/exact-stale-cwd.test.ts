@@ -28,7 +28,7 @@ test('a renamed working directory cannot make runExact read a different file tha
   expect(fs.readFileSync(`${dir}/a/secret.txt`, 'utf8')).toBe('decoy\n');
   const d = decideApproval('cat secret.txt', 'policy', { workspace: s.exactRoot, cwd: s.cwd });
   if (d.action !== 'run') return; // asking is a fix too
-  let output = '';
+  let output: string;
   try {
     output = (await s.runExact(d.argv, { paths: d.paths })).output;
   } catch (err) {

@@ -12,8 +12,13 @@ test('bin/agent-jobs.js requires the compiled src/cli/main.ts, which exports mai
   const required = /require\('([^']+)'\)\.main\(\)/.exec(bin)?.[1];
   expect(required).toBe('../dist/cli/main.js');
   // tsconfig.build.json compiles src/ into dist/, path for path.
-  const source = path.join(ROOT, 'src', path.relative(path.join(ROOT, 'dist'), path.resolve(ROOT, 'bin', required!)).replace(/\.js$/, '.ts'));
+  const source = path.join(
+    ROOT,
+    'src',
+    path.relative(path.join(ROOT, 'dist'), path.resolve(ROOT, 'bin', required!)).replace(/\.js$/, '.ts'),
+  );
   expect(path.relative(ROOT, source)).toBe(path.join('src', 'cli', 'main.ts'));
-  expect(typeof (await import(source)).main).toBe('function');
+  const entry = (await import(source)) as { main?: unknown };
+  expect(typeof entry.main).toBe('function');
   expect(existsSync(path.join(ROOT, 'src', 'client.ts'))).toBe(false);
 });

@@ -77,7 +77,9 @@ describe('server --stop checks the recorded pid before it signals anything', () 
     await new Promise((r) => setTimeout(r, 300));
     expect(alive(sleeper.pid!)).toBe(true);
     expect(existsSync(pidFile(port))).toBe(false);
-    expect(e.message).toBe(`the record of the dev server on port ${port} was stale (pid ${sleeper.pid} is not the Temporal dev server on port ${port}: it runs sleep 60); removed ${pidFile(port)}, signalled nothing`);
+    expect(e.message).toBe(
+      `the record of the dev server on port ${port} was stale (pid ${sleeper.pid} is not the Temporal dev server on port ${port}: it runs sleep 60); removed ${pidFile(port)}, signalled nothing`,
+    );
     expect(e.hint).toMatch(/^if a server still answers on port 47001/);
     expect(e.exitCode).toBe(1);
   });
@@ -89,7 +91,9 @@ describe('server --stop checks the recorded pid before it signals anything', () 
     writeFileSync(pidFile(port), `${gone.pid}\n`);
     const e = await stopFails(port);
     expect(existsSync(pidFile(port))).toBe(false);
-    expect(e.message).toBe(`the record of the dev server on port ${port} was stale (pid ${gone.pid} is not running); removed ${pidFile(port)}, signalled nothing`);
+    expect(e.message).toBe(
+      `the record of the dev server on port ${port} was stale (pid ${gone.pid} is not running); removed ${pidFile(port)}, signalled nothing`,
+    );
     expect(await stopDetachedServer(port)).toEqual({ kind: 'none', file: pidFile(port) });
   });
 
@@ -97,7 +101,11 @@ describe('server --stop checks the recorded pid before it signals anything', () 
     const other = spawnLeader(process.execPath, ['-e', 'setTimeout(() => {}, 60000)', 'server', 'start-dev', '--port', '47999']);
     const port = 47003;
     writeFileSync(pidFile(port), `${other.pid}\n`);
-    expect(await stopDetachedServer(port)).toMatchObject({ kind: 'stale', pid: other.pid, why: expect.stringContaining(`is not the Temporal dev server on port ${port}`) });
+    expect(await stopDetachedServer(port)).toMatchObject({
+      kind: 'stale',
+      pid: other.pid,
+      why: expect.stringContaining(`is not the Temporal dev server on port ${port}`),
+    });
     await new Promise((r) => setTimeout(r, 300));
     expect(alive(other.pid!)).toBe(true);
   });
@@ -111,7 +119,16 @@ describe('server --stop checks the recorded pid before it signals anything', () 
 
   test('the dev server recorded for the port (its command line says server start-dev --port P) is stopped', async () => {
     const port = 47005;
-    const server = spawnLeader(process.execPath, ['-e', 'setTimeout(() => {}, 60000)', 'server', 'start-dev', '--port', String(port), '--ip', '127.0.0.1']);
+    const server = spawnLeader(process.execPath, [
+      '-e',
+      'setTimeout(() => {}, 60000)',
+      'server',
+      'start-dev',
+      '--port',
+      String(port),
+      '--ip',
+      '127.0.0.1',
+    ]);
     await new Promise((r) => setTimeout(r, 200));
     writeFileSync(pidFile(port), `${server.pid}\n`);
     expect(await stopDetachedServer(port)).toEqual({ kind: 'stopped', pid: server.pid, file: pidFile(port) });

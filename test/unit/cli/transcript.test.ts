@@ -5,7 +5,7 @@
  */
 import { transcriptText } from '../../../src/cli/commands/transcript';
 import { indent, SHOWN_OUTPUT_LINES, withWholeOutputs } from '../../../src/cli/output';
-import type { Message } from '../../../src/workflows/types';
+import type { Message } from '../../../src/contract';
 
 const output = Array.from({ length: 85 }, (_, i) => `line ${i + 1}`).join('\n');
 const messages: Message[] = [

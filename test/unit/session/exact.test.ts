@@ -13,7 +13,7 @@ afterEach(async () => {
   removeTempDirs();
 });
 
-async function workspace(): Promise<string> {
+function workspace(): string {
   const dir = tempDir();
   fs.writeFileSync(path.join(dir, 'notes.txt'), 'the real content\n');
   return dir;
@@ -30,7 +30,7 @@ describe('kind 4: session state cannot redirect an auto-approved program', () =>
     ['a function named like the absolute path', 'function /usr/bin/cat { echo HIJACKED; }'],
   ];
   test.each(traps)('%s', async (_name, setup) => {
-    const dir = await workspace();
+    const dir = workspace();
     const s = await startSession({ cwd: dir });
     await s.run(setup);
     const r = await s.runExact(['cat', 'notes.txt'], { paths: ['notes.txt'] });
@@ -41,7 +41,7 @@ describe('kind 4: session state cannot redirect an auto-approved program', () =>
   });
 
   test('runs in the directory the shell is really in, even with PWD forged', async () => {
-    const dir = await workspace();
+    const dir = workspace();
     fs.mkdirSync(path.join(dir, 'sub'));
     fs.writeFileSync(path.join(dir, 'sub', 'notes.txt'), 'in sub\n');
     const s = await startSession({ cwd: dir });
@@ -50,7 +50,7 @@ describe('kind 4: session state cannot redirect an auto-approved program', () =>
   });
 
   test('the exit status and output are the program\'s, with output processed like run()', async () => {
-    const dir = await workspace();
+    const dir = workspace();
     const s = await startSession({ cwd: dir });
     const r = await s.runExact(['cat', 'missing.txt'], { paths: ['missing.txt'] });
     expect(r.exitCode).toBe(1);
@@ -61,7 +61,7 @@ describe('kind 4: session state cannot redirect an auto-approved program', () =>
 
 describe('C18: paths and programs the policy could not see', () => {
   test('a symlink inside the workspace pointing outside is refused; nothing runs', async () => {
-    const dir = await workspace();
+    const dir = workspace();
     const outside = tempDir();
     fs.writeFileSync(path.join(outside, 'secret.txt'), 'outside\n');
     fs.symlinkSync(path.join(outside, 'secret.txt'), path.join(dir, 'link.txt'));
@@ -73,14 +73,14 @@ describe('C18: paths and programs the policy could not see', () => {
   });
 
   test('a shell that cd-ed out of the workspace gets no auto-approved program', async () => {
-    const dir = await workspace();
+    const dir = workspace();
     const s = await startSession({ cwd: dir });
     await s.run('cd /');
     await expect(s.runExact(['ls'], { paths: ['.'] })).rejects.toThrow(/working directory \/ is outside the workspace/);
   });
 
   test('programs not on the trusted PATH are refused: ./ls, /tmp/ls, a name only in the workspace', async () => {
-    const dir = await workspace();
+    const dir = workspace();
     const s = await startSession({ cwd: dir });
     for (const p of ['./ls', '/tmp/ls', 'no-such-program-xyz']) {
       await expect(s.runExact([p])).rejects.toBeInstanceOf(ExactRefusedError);
@@ -88,7 +88,7 @@ describe('C18: paths and programs the policy could not see', () => {
   });
 
   test('a timeout kills the program', async () => {
-    const dir = await workspace();
+    const dir = workspace();
     const s = await startSession({ cwd: dir });
     const r = await s.runExact(['sleep', '30'], { timeoutMs: 300 });
     expect(r).toMatchObject({ timedOut: true, exitCode: null });

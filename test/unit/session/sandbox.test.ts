@@ -29,7 +29,6 @@ if (!ready) {
       throw new Error(`sandbox tests cannot run in CI: ${why}; .ci/run installs bubblewrap and runs as root`);
     });
   } else {
-    // eslint-disable-next-line no-console
     console.warn(`skipping sandbox and identity attack tests: ${why}`);
     test.skip(`sandbox attack tests (${why})`, () => undefined);
   }
@@ -78,7 +77,7 @@ d('sandbox (bwrap) and identity: what a command cannot do', () => {
     expect(r.output).not.toContain('WROTE');
     expect(fs.readFileSync(audit, 'utf8').startsWith(before)).toBe(true);
     // Every line is still one of the worker's JSON records (the command text itself is logged).
-    expect(fs.readFileSync(audit, 'utf8').trim().split('\n').every((l) => JSON.parse(l).sessionId === s.id)).toBe(true);
+    expect(fs.readFileSync(audit, 'utf8').trim().split('\n').every((l) => (JSON.parse(l) as { sessionId: string }).sessionId === s.id)).toBe(true);
     // The workspace itself is writable, and the file is there outside too.
     expect((await s.run('echo ok > mine && cat mine')).output).toBe('ok\n');
     expect(fs.readFileSync(path.join(ws, 'mine'), 'utf8')).toBe('ok\n');
@@ -193,7 +192,7 @@ d('the worker is non-dumpable', () => {
     const identity = path.join(REPO, 'dist', 'session', 'identity.js');
     const code = `const r = require(${JSON.stringify(identity)}).makeNonDumpable(); console.log(JSON.stringify(r)); setInterval(() => {}, 1000);`;
     const child = spawn(process.execPath, ['-e', code], { env: { PATH: '/usr/bin:/bin', SECRET: 'sk-ant-fake-dumpable-0123456789' }, stdio: ['ignore', 'pipe', 'inherit'] });
-    return new Promise((resolve) => child.stdout!.once('data', (b: Buffer) => {
+    return new Promise((resolve) => child.stdout.once('data', (b: Buffer) => {
       expect(JSON.parse(b.toString())).toEqual({ done: true });
       resolve(child);
     }));

@@ -13,20 +13,22 @@ import { Worker } from '@temporalio/worker';
 const ROOT = path.resolve(__dirname, '../../..');
 const HISTORIES = path.join(ROOT, 'test', 'fixtures', 'histories');
 const WORK = path.join(ROOT, 'test', '.tmp-patching');
-const ANCHOR = '      let response = await ask(maxTokens);';
+/** The first model call of each turn (src/workflows/model.ts, askClaude). */
+const ANCHOR_FILE = 'model.ts';
+const ANCHOR = '  let response = await callOnce(state, maxTokens);';
 
 /** Copies src/ (inside the project, so node_modules resolve) with `change` inserted before each Claude call. */
 function variant(name: string, change: string): string {
   const dir = path.join(WORK, name);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  for (const part of ['workflows', 'activities', 'config.ts']) cpSync(path.join(ROOT, 'src', part), path.join(dir, part), { recursive: true });
-  const file = path.join(dir, 'workflows', 'agent-run.ts');
+  for (const part of ['workflows', 'contract', 'activities', 'config.ts']) cpSync(path.join(ROOT, 'src', part), path.join(dir, part), { recursive: true });
+  const file = path.join(dir, 'workflows', ANCHOR_FILE);
   const source = readFileSync(file, 'utf8');
   expect(source).toContain(ANCHOR);
-  const workflowImports = source.slice(0, source.indexOf("} from '@temporalio/workflow';"));
-  const missing = ['patched', 'sleep'].filter((name) => !new RegExp(`\\b${name},`).test(workflowImports));
-  writeFileSync(file, source.replace(ANCHOR, `${change}\n${ANCHOR}`).replace("} from '@temporalio/workflow';", `${missing.map((n) => `  ${n},\n`).join('')}} from '@temporalio/workflow';`));
+  // Its own import, so the change does not depend on how the file spells its imports.
+  const imports = "import { patched as testPatched, sleep as testSleep } from '@temporalio/workflow';\n";
+  writeFileSync(file, imports + source.replace(ANCHOR, `${change}\n${ANCHOR}`));
   return path.join(dir, 'workflows');
 }
 
@@ -45,11 +47,11 @@ describe('changing workflow code', () => {
   afterAll(() => rmSync(WORK, { recursive: true, force: true }));
 
   test('a change guarded by patched() replays every saved history', async () => {
-    expect(await replayAll(variant('guarded', "      if (patched('pause-before-claude')) await sleep(10);"))).toEqual([]);
+    expect(await replayAll(variant('guarded', "  if (testPatched('pause-before-claude')) await testSleep(10);"))).toEqual([]);
   }, 120_000);
 
   test('the same change without patched() fails replay', async () => {
-    const failures = await replayAll(variant('unguarded', '      await sleep(10);'));
+    const failures = await replayAll(variant('unguarded', '  await testSleep(10);'));
     expect(failures.length).toBeGreaterThan(0);
     expect(failures.every((f) => /DeterminismViolationError/.test(f))).toBe(true);
   }, 120_000);

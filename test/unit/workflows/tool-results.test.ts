@@ -1,5 +1,5 @@
-import { commandOutcome, deniedOutcome, describeDuration, interruptedText, oneLine, parseBashInput, sessionLostOutcome } from '../../../src/workflows/tool-results';
-import type { RunCommandOutput } from '../../../src/activities/types';
+import { commandOutcome, deniedOutcome, describeDuration, interruptedText, parseBashInput, sessionLostOutcome } from '../../../src/workflows/tool-results';
+import type { RunCommandOutput } from '../../../src/contract';
 
 const ok: RunCommandOutput = { output: 'hi\n', exitCode: 0, timedOut: false, truncated: false, outputBytes: 3, sessionRestarted: false, shellExit: null, cwd: '/w', durationMs: 3 };
 
@@ -51,17 +51,14 @@ describe('tool results', () => {
     expect(interruptedText('cancelled', 'approval')).toBe('The run was cancelled while this command waited for approval; it did not run.');
     expect(interruptedText('cancelled', 'running')).toMatch(/process group was killed, so it may have partly run/);
     expect(interruptedText('failed', null)).toBe('The run failed before this command started; it did not run.');
+    // A restart cut short may have happened: never "did not run".
+    expect(interruptedText('cancelled', 'restarting')).toBe('The run was cancelled while the bash session restarted: the restart may or may not have happened.');
+    expect(interruptedText('cancelled', 'restarting')).not.toMatch(/did not run/);
   });
 
   test('a lost session never says "did not run" and "files may be missing" together', () => {
     const t = sessionLostOutcome({ kind: 'not-started', detail: 'gone' }, '/w').text;
     expect(t).toMatch(/The command did not run\./);
     expect(t).not.toMatch(/written by the command/);
-  });
-
-  test('oneLine keeps summaries to one short line', () => {
-    expect(oneLine('npm test')).toBe('npm test');
-    expect(oneLine('a\nb')).toBe('a …');
-    expect(oneLine('x'.repeat(100), 10)).toBe(`${'x'.repeat(9)}…`);
   });
 });

@@ -1,5 +1,5 @@
 import { boundTranscript, completeResults, pairingProblem, toolResult, toolUseOrdinal, transcriptChars, withoutEmptyText } from '../../../src/workflows/transcript';
-import type { Message, ToolUseBlock } from '../../../src/workflows/types';
+import type { Message, ToolUseBlock } from '../../../src/contract';
 
 const use = (id: string): ToolUseBlock => ({ type: 'tool_use', id, name: 'bash', input: { command: 'x' } });
 

@@ -1,6 +1,6 @@
 /**
- * How a command is shown to people: what the human sees is what runs
- * (issue 8). Pure and deterministic, no Node imports: used in the workflow
+ * How a command is shown to people: what the human sees is what runs.
+ * Pure and deterministic, no Node imports: used in the workflow
  * sandbox (activity summaries, current details, the pending approval) and
  * by the CLI (watch, status, approve, deny, transcript).
  *
@@ -32,7 +32,7 @@
  *   U+202E", ...
  */
 import { sha256 } from './sha256';
-import type { PendingApproval } from './types';
+import type { PendingApproval } from './index';
 
 /** How {@link displayCommand} shows a command. */
 export interface CommandDisplay {

@@ -12,7 +12,7 @@ import {
   DEFAULT_MODEL,
   DEFAULT_TRANSCRIPT_BUDGET_CHARS,
 } from '../config';
-import { APPROVAL_MODES, type AgentRunInput, type ApprovalMode } from './types';
+import { APPROVAL_MODES, type AgentRunInput, type ApprovalMode } from './index';
 
 /** Temporal duration strings as `ms` understands them (`'24 hours'`, `'90s'`, `'1.5h'`), or ms. */
 const DURATION = /^\d+(\.\d+)?\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|weeks?)?$/i;

@@ -1,4 +1,4 @@
-import { DEFAULT_SYSTEM_PROMPT, resolveInput } from '../../../src/workflows/input';
+import { DEFAULT_SYSTEM_PROMPT, resolveInput } from '../../../src/contract/input';
 
 describe('agentRun input', () => {
   test('defaults: policy approvals, a 24 hour approval wait, 50 turns, 2 minute commands', () => {

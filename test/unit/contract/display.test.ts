@@ -18,7 +18,7 @@ import {
   pendingApproval,
   safeText,
   shortHash,
-} from '../../../src/workflows/display';
+} from '../../../src/contract/display';
 
 /** Reads an escaped display back into the command (the inverse of the escaping rules). */
 function decode(text: string): string {

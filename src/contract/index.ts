@@ -1,12 +1,19 @@
 /**
- * Shapes shared by the workflow, the activities and the CLI.
+ * The contract: every shape the CLI, the workflow and the activities share,
+ * and the names they must agree on (signal and query definitions, failure
+ * type names, status and mode lists). It imports nothing of theirs; they
+ * all import it (docs/architecture.md, "Parts").
  *
  * Message and content-block types are the subset of the Anthropic Messages
  * API (https://docs.anthropic.com/en/api/messages) this project reads; the
  * workflow cannot import the SDK's types (workflow code stays free of the
  * SDK), and blocks it does not know (thinking,
  * redacted_thinking, ...) pass through unchanged as `OtherBlock`.
+ *
+ * Deterministic (imported by workflow code): types, constants and
+ * `define…` calls only.
  */
+import { defineQuery, defineSignal } from '@temporalio/workflow';
 
 /** `{"type": "text"}` content block. */
 export interface TextBlock {
@@ -85,11 +92,16 @@ export interface AgentRunInput {
   transcriptBudgetChars?: number;
 }
 
-/** How a run ended. `cancelled` runs still return a result, with every `tool_use` paired. */
-export type FinalStatus = 'completed' | 'max_turns' | 'max_tokens' | 'refused' | 'failed' | 'cancelled';
+/** How a run ended, in the order `list` and the README show them. `cancelled` runs still return a result, with every `tool_use` paired. */
+export const FINAL_STATUSES = ['completed', 'max_turns', 'max_tokens', 'refused', 'failed', 'cancelled'] as const;
+export type FinalStatus = (typeof FINAL_STATUSES)[number];
 
-/** `running` and `awaiting_approval` while the run is open; a `FinalStatus` after. */
-export type RunStatus = 'running' | 'awaiting_approval' | FinalStatus;
+/** Statuses of a run that is still open. */
+export const OPEN_STATUSES = ['running', 'awaiting_approval'] as const;
+
+/** Every value of the `AgentStatus` search attribute and of `status`: an open status while the run is open, a final one after. */
+export const RUN_STATUSES = [...OPEN_STATUSES, ...FINAL_STATUSES] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
 
 /** Result of the `agentRun` workflow. */
 export interface AgentRunResult {
@@ -109,7 +121,7 @@ export interface PendingApproval {
   /** The command exactly as it will run (raw: never print it to a terminal as it is; show `display`). */
   command: string;
   requestedAt: string;
-  /** The command as people see it: verbatim, or escaped on one line when it holds control, bidi, zero-width or other hidden characters (src/workflows/display.ts). */
+  /** The command as people see it: verbatim, or escaped on one line when it holds control, bidi, zero-width or other hidden characters (src/contract/display.ts). */
   display: string;
   /** Why `display` is escaped, one sentence per class of character found; empty when it is the command as it is. */
   warnings: string[];
@@ -206,3 +218,145 @@ export interface CarriedState {
   /** Continue-as-new generations so far (for the UI and tests). */
   generation: number;
 }
+
+// ---------------------------------------------------------------------------
+// Activity inputs and outputs: one typed object in, one out.
+
+/** Input of `callClaude`: one Messages API request. */
+export interface CallClaudeInput {
+  model: string;
+  /** `max_tokens` of this call. */
+  maxTokens: number;
+  system?: string;
+  messages: Message[];
+  /** 1-based model call number in the run, for logs and the UI. */
+  turn: number;
+}
+
+/** Output of `callClaude`: the assistant message as the API returned it. */
+export interface CallClaudeOutput {
+  id: string;
+  model: string;
+  content: ContentBlock[];
+  /** `end_turn` | `tool_use` | `max_tokens` | `stop_sequence` | `pause_turn` | `refusal` | any newer value. */
+  stopReason: string | null;
+  usage: Usage;
+}
+
+/** Input of `openSession` (shared queue; the worker that takes it holds the session). */
+export interface OpenSessionInput {
+  /** Workflow id of the run (names the default workspace; the shell sees it as `AGENT_JOBS_WORKFLOW_ID`). */
+  workflowId: string;
+  /** Working directory of the run; created when missing. Default `<workspace root>/<workflowId>`. */
+  workdir?: string;
+  /** Directory to start in, when replacing a lost session (falls back to `workdir` if it no longer exists). */
+  restoreCwd?: string;
+  /** The run asked for network access in its sandbox. @default false */
+  network?: boolean;
+}
+
+export type OpenSessionOutput = SessionRef;
+
+/** Input of `runCommand` (the session's worker queue). */
+export interface RunCommandInput {
+  sessionId: string;
+  command: string;
+  /** Kill the process group after this many ms. */
+  timeoutMs: number;
+  workflowId: string;
+  toolUseId: string;
+  /**
+   * `policy`: judge the command with the approval policy (src/policy) first,
+   * and run it only when the policy lets it run unasked, exactly (no shell:
+   * `BashSession.runExact`); otherwise run nothing and answer with
+   * `needsApproval`. Absent: run it in the shell (it was approved).
+   */
+  autoApprove?: 'policy';
+}
+
+/** Output of `runCommand`; the fields of the session's `CommandResult` that the workflow uses. */
+export interface RunCommandOutput {
+  /** stdout and stderr interleaved, capped head + tail, UTF-8, no escape sequences. */
+  output: string;
+  exitCode: number | null;
+  timedOut: boolean;
+  truncated: boolean;
+  /** Bytes the command printed before the cap. */
+  outputBytes: number;
+  /** The shell was restarted (timeout, shell exit): variables, functions and background jobs are gone. */
+  sessionRestarted: boolean;
+  /** Set when bash itself exited during the command (`exit 3`, `kill -9 $$`). */
+  shellExit: { code: number | null; signal: string | null } | null;
+  /** Working directory after the command. */
+  cwd: string;
+  durationMs: number;
+  /** Set (and nothing ran) when `autoApprove` was asked and the policy wants a human: why. */
+  needsApproval?: string;
+}
+
+/** Input of `restartSession` / `closeSession`. */
+export interface SessionInput {
+  sessionId: string;
+}
+
+/** Output of `restartSession`. */
+export interface RestartSessionOutput {
+  cwd: string;
+}
+
+
+// ---------------------------------------------------------------------------
+// Failure type names (`ApplicationFailure.type`)
+
+/** `ApplicationFailure` type thrown by session activities when this worker holds no session with that id (non-retryable). */
+export const SESSION_NOT_FOUND = 'SessionNotFound';
+
+/** `ApplicationFailure` type of an `agentRun` whose input fails validation (non-retryable; the message lists every problem). */
+export const INVALID_INPUT = 'InvalidInput';
+
+/** Failure type names put on the `ApplicationFailure`s `callClaude` throws (src/activities/claude-errors.ts decides which). */
+export const ClaudeFailureType = {
+  /** The API refused the request for good (a status of `NON_RETRYABLE_STATUSES`, or `x-should-retry: false`). Non-retryable. */
+  REQUEST_REJECTED: 'ClaudeRequestRejected',
+  /** 429, 529, 5xx, 408, 409: transient on the API's side. Retryable. */
+  API_UNAVAILABLE: 'ClaudeApiUnavailable',
+  /** No HTTP answer (connection refused or reset, timeout). Retryable. */
+  CONNECTION: 'ClaudeConnectionError',
+} as const;
+
+// ---------------------------------------------------------------------------
+// Content-block guards (pure; used by the workflow and the CLI)
+
+export function isToolUse(block: ContentBlock): block is ToolUseBlock {
+  return block.type === 'tool_use';
+}
+
+export function isToolResult(block: ContentBlock): block is ToolResultBlock {
+  return block.type === 'tool_result';
+}
+
+export function isText(block: ContentBlock): block is TextBlock {
+  return block.type === 'text' && typeof (block as TextBlock).text === 'string';
+}
+
+// ---------------------------------------------------------------------------
+// Signals and queries of agentRun: no string names at call sites.
+
+/**
+ * `approve` signal: a human's decision on the pending command. Applies only
+ * when `toolUseId` names the `tool_use` that is waiting right now and no
+ * decision was applied to it yet (and, when given, `commandSha256` is the
+ * pending command's hash); any other decision (early, unknown id,
+ * duplicate, another command's hash) is ignored and logged.
+ */
+export const approveSignal = defineSignal<[ApprovalDecision]>('approve');
+
+/** `status` query: where the run is (see {@link StatusView}). */
+export const statusQuery = defineQuery<StatusView>('status');
+
+/**
+ * `transcript` query: the conversation as it will next be sent to Claude.
+ * Argument: index of the first message wanted (default 0), so a follower
+ * can fetch only what is new.
+ */
+export const transcriptQuery = defineQuery<TranscriptView, [number?]>('transcript');

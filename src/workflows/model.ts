@@ -1,0 +1,63 @@
+/**
+ * The model step: one answer from Claude for the transcript as it is, with
+ * the one `max_tokens` retry, counted against the turn budget, and the
+ * usage added up. Deterministic (workflow code).
+ */
+import { patched, proxyActivities } from '@temporalio/workflow';
+import type { createClaudeActivities } from '../activities/claude';
+import type { CallClaudeOutput } from '../contract';
+import { CLAUDE_ACTIVITY_OPTIONS, MAX_TOKENS_RETRY_CAP } from '../config';
+import type { RunState } from './run-state';
+
+const { callClaude } = proxyActivities<ReturnType<typeof createClaudeActivities>>(CLAUDE_ACTIVITY_OPTIONS);
+
+/**
+ * patched() id: the `max_tokens` retry is a model call like any other, so it
+ * is made only while the turn budget has room (before it, a run with
+ * `maxTurns: 1` could make 2 calls).
+ */
+export const MAX_TOKENS_RETRY_IN_BUDGET_PATCH = 'max-tokens-retry-within-turn-budget';
+
+/** What the model step got: the last answer, and the `max_tokens` it was asked with. */
+export interface ModelAnswer {
+  response: CallClaudeOutput;
+  /** `max_tokens` of the call that produced `response`. */
+  maxTokens: number;
+  /** Set when the answer hit `max_tokens` and was not asked again because the turn budget is spent. */
+  retrySkipped?: 'budget';
+}
+
+/**
+ * Asks Claude for the next answer. When it stops at `max_tokens` (a
+ * `tool_use` may be cut off), asks once more with `max_tokens` doubled (up
+ * to `MAX_TOKENS_RETRY_CAP`), if the turn budget allows another call.
+ * @throws ActivityFailure when a call fails for good (non-retryable API error, or retries spent)
+ */
+export async function askClaude(state: RunState): Promise<ModelAnswer> {
+  let maxTokens = state.input.maxTokens;
+  let response = await callOnce(state, maxTokens);
+  if (response.stopReason === 'max_tokens' && maxTokens < MAX_TOKENS_RETRY_CAP) {
+    if (patched(MAX_TOKENS_RETRY_IN_BUDGET_PATCH) && state.turns >= state.input.maxTurns) return { response, maxTokens, retrySkipped: 'budget' };
+    // Never execute a truncated tool_use: ask again, once, with room to finish.
+    maxTokens = Math.min(maxTokens * 2, MAX_TOKENS_RETRY_CAP);
+    response = await callOnce(state, maxTokens);
+  }
+  return { response, maxTokens };
+}
+
+/** One `callClaude` (one turn): counts it and its usage, and publishes them. */
+async function callOnce(state: RunState, maxTokens: number): Promise<CallClaudeOutput> {
+  const turn = state.turns + 1;
+  state.setDetails(`waiting for Claude (turn ${turn})`);
+  const { model, system } = state.input;
+  const response = await callClaude.executeWithOptions({ summary: `claude: turn ${turn}` }, [
+    { model, maxTokens, system, messages: state.transcript, turn },
+  ]);
+  state.turns = turn;
+  state.usage = {
+    inputTokens: state.usage.inputTokens + response.usage.inputTokens,
+    outputTokens: state.usage.outputTokens + response.usage.outputTokens,
+  };
+  state.publish();
+  return response;
+}

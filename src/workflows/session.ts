@@ -1,0 +1,153 @@
+/**
+ * The workflow side of a run's bash session: open it on the shared queue
+ * (whichever worker takes `openSession` holds the bash process), route every
+ * command to that worker's own queue (session affinity), tell a lost worker
+ * from a failed command, open a replacement, close it at the end.
+ * Deterministic (workflow code).
+ */
+import { ActivityFailure, ApplicationFailure, TimeoutFailure, isCancellation, log, proxyActivities, type ActivityInterfaceFor } from '@temporalio/workflow';
+import { TimeoutType } from '@temporalio/common';
+import type { SessionActivities } from '../activities/session';
+import { SESSION_NOT_FOUND, type RunCommandOutput, type SessionRef } from '../contract';
+import { commandDetails, commandSummary } from '../contract/display';
+import { COMMAND_TIMEOUT_SLACK_MS, OPEN_SESSION_ACTIVITY_OPTIONS, sessionActivityOptions } from '../config';
+import { failureMessage } from './failures';
+import type { RunState } from './run-state';
+import { commandOutcome, restartedOutcome, sessionLostOutcome, type SessionLoss, type ToolOutcome } from './tool-results';
+import { toolUseOrdinal } from './transcript';
+
+const { openSession } = proxyActivities<Pick<SessionActivities, 'openSession'>>(OPEN_SESSION_ACTIVITY_OPTIONS);
+
+/** The session activities on one worker's queue: one proxy per option set; call sites add only `summary` and what varies. */
+function onQueue(taskQueue: string): ActivityInterfaceFor<SessionActivities> {
+  return proxyActivities<SessionActivities>(sessionActivityOptions(taskQueue));
+}
+
+/** Answer of {@link RunSession.run} with `autoApprove` when the worker's policy wants a human: nothing ran. */
+export interface NeedsApproval {
+  needsApproval: string;
+}
+
+/** The run's bash session, as the workflow sees it; its ref lives in `state.session` (carried across continue-as-new). */
+export class RunSession {
+  constructor(private readonly state: RunState) {}
+
+  /**
+   * Runs one command on the session's worker (opening a session first when
+   * there is none). With `autoApprove`, the worker first judges it under the
+   * `policy` rules (src/policy, on what bash would run, with the workspace's
+   * real paths) and runs it exactly (no shell) only when they allow; else
+   * nothing runs and the answer is {@link NeedsApproval}. A lost session is
+   * replaced and reported; cancellation is rethrown after the worker killed
+   * the command's process group.
+   */
+  async run(toolUseId: string, command: string, autoApprove = false): Promise<ToolOutcome | NeedsApproval> {
+    const { state } = this;
+    const session = state.session ?? (await this.openOrReport());
+    if ('text' in session) return session;
+    state.setDetails(`running ${commandDetails(command)}`);
+    // The policy check runs an allowed command too; one that needs a human runs later as plain `bash #n`.
+    const summary = commandSummary(command, toolUseOrdinal(state.transcript, toolUseId), autoApprove);
+    const timeoutMs = state.input.commandTimeoutMs;
+    try {
+      const out: RunCommandOutput = await onQueue(session.taskQueue).runCommand.executeWithOptions(
+        { startToCloseTimeout: timeoutMs + COMMAND_TIMEOUT_SLACK_MS, summary },
+        [{ sessionId: session.sessionId, command, timeoutMs, workflowId: state.workflowId, toolUseId, ...(autoApprove ? { autoApprove: 'policy' as const } : {}) }],
+      );
+      if (out.needsApproval !== undefined) return { needsApproval: out.needsApproval };
+      session.cwd = out.cwd;
+      return commandOutcome(out, timeoutMs);
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      const loss = sessionLoss(err);
+      if (!loss) return { text: `The command could not be run: ${failureMessage(err)}.`, isError: true };
+      log.warn('bash session lost', { toolUseId, detail: loss.detail });
+      const fresh = await this.replace(session.cwd);
+      return sessionLostOutcome(loss, fresh.cwd, fresh.error);
+    }
+  }
+
+  /** `{"restart": true}`: a new bash process in the same working directory (a new session when the old one is gone). */
+  async restart(): Promise<ToolOutcome> {
+    const session = this.state.session;
+    const replaced = (fresh: { cwd: string | null; error?: string }): ToolOutcome =>
+      fresh.cwd !== null ? restartedOutcome(fresh.cwd) : { text: `No bash session could be started (${fresh.error}).`, isError: true };
+    if (!session) return replaced(await this.replace(undefined));
+    this.state.setDetails('restarting the bash session');
+    try {
+      const out = await onQueue(session.taskQueue).restartSession.executeWithOptions({ summary: 'bash: restart' }, [{ sessionId: session.sessionId }]);
+      session.cwd = out.cwd;
+      return restartedOutcome(out.cwd);
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      return replaced(await this.replace(session.cwd));
+    }
+  }
+
+  /** Closes the session and kills its process group; a worker that is gone is logged, not an error. */
+  async close(): Promise<void> {
+    const session = this.state.session;
+    if (!session) return;
+    this.state.session = null;
+    try {
+      await onQueue(session.taskQueue).closeSession.executeWithOptions({ summary: 'session: close' }, [{ sessionId: session.sessionId }]);
+    } catch (err) {
+      log.warn('could not close the bash session (its worker may be gone)', { error: failureMessage(err) });
+    }
+  }
+
+  /** Opens a session on the shared queue; the worker that takes it holds it. `restoreCwd`: where to start when it still exists. */
+  private async open(restoreCwd: string | undefined): Promise<SessionRef> {
+    const { state } = this;
+    state.setDetails('starting a bash session');
+    const { workdir, network } = state.input;
+    const ref = await openSession.executeWithOptions({ summary: 'session: open' }, [
+      {
+        workflowId: state.workflowId,
+        ...(workdir !== undefined ? { workdir } : {}),
+        ...(restoreCwd !== undefined ? { restoreCwd } : {}),
+        ...(network ? { network: true } : {}),
+      },
+    ]);
+    state.session = ref;
+    return ref;
+  }
+
+  /** Opens the first session (or one after a failed replacement), or says why a command cannot run. */
+  private async openOrReport(): Promise<SessionRef | ToolOutcome> {
+    try {
+      // A replacement that failed left state.session null; the last known cwd is gone with it (as before).
+      return await this.open(undefined);
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      return { text: `Command not run: no bash session could be started (${failureMessage(err)}).`, isError: true };
+    }
+  }
+
+  /** Opens a replacement after a loss; returns its cwd, or null with the error when none could be opened. */
+  private async replace(restoreCwd: string | undefined): Promise<{ cwd: string | null; error?: string }> {
+    this.state.session = null;
+    try {
+      return { cwd: (await this.open(restoreCwd)).cwd };
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      return { cwd: null, error: failureMessage(err) };
+    }
+  }
+}
+
+/** Classifies a session activity failure as a lost session (worker gone or session unknown), or null for anything else. */
+export function sessionLoss(err: unknown): SessionLoss | null {
+  if (!(err instanceof ActivityFailure)) return null;
+  const cause = err.cause;
+  if (cause instanceof TimeoutFailure) {
+    if (cause.timeoutType === TimeoutType.SCHEDULE_TO_START) {
+      return { kind: 'not-started', detail: 'no worker picked up the command (the worker holding the session is gone)' };
+    }
+    return { kind: 'interrupted', detail: `the worker holding it stopped responding (${(cause.timeoutType ?? 'activity').toLowerCase()} timeout)` };
+  }
+  if (cause instanceof ApplicationFailure && cause.type === SESSION_NOT_FOUND) {
+    return { kind: 'interrupted', detail: 'the worker no longer holds it' };
+  }
+  return null;
+}

@@ -1,0 +1,46 @@
+/**
+ * One tool turn: every `tool_use` block of an assistant message, run in
+ * order in the run's session, answered by one `tool_result` each; tool
+ * failures become `is_error` results, never a failed run. Deterministic
+ * (workflow code).
+ */
+import { isToolUse, type Message, type ToolResultBlock, type ToolUseBlock } from '../contract';
+import { runWithApproval } from './approval';
+import type { RunState } from './run-state';
+import type { RunSession } from './session';
+import { parseBashInput, type ToolOutcome } from './tool-results';
+import { completeResults, toolResult } from './transcript';
+
+/**
+ * Executes the `tool_use` blocks of `assistant` (already in the transcript)
+ * and appends the user message with their results, in `tool_use` order.
+ * `state.inflight` holds the results so far, so a cancellation can pair the rest.
+ */
+export async function runToolUses(state: RunState, session: RunSession, assistant: Message): Promise<void> {
+  const inflight = { assistant, results: [] as ToolResultBlock[] };
+  state.inflight = inflight;
+  const uses = typeof assistant.content === 'string' ? [] : assistant.content.filter(isToolUse);
+  for (const use of uses) {
+    inflight.results.push(await handleToolUse(state, session, use));
+    state.current = null;
+  }
+  state.transcript.push({ role: 'user', content: completeResults(assistant, inflight.results, 'No result was produced for this tool_use.') });
+  state.inflight = null;
+}
+
+/** One `tool_use`: the bash tool (`bash_20250124`: `{command}` or `{restart: true}`); anything else is an `is_error` result. */
+async function handleToolUse(state: RunState, session: RunSession, use: ToolUseBlock): Promise<ToolResultBlock> {
+  const outcome = await toolOutcome(state, session, use);
+  return toolResult(use.id, outcome.text, outcome.isError);
+}
+
+async function toolOutcome(state: RunState, session: RunSession, use: ToolUseBlock): Promise<ToolOutcome> {
+  if (use.name !== 'bash') return { text: `Unknown tool "${use.name}": the only tool here is "bash".`, isError: true };
+  const parsed = parseBashInput(use.input);
+  if (parsed.kind === 'invalid') return parsed.outcome;
+  if (parsed.kind === 'restart') {
+    state.current = { toolUseId: use.id, phase: 'restarting' };
+    return session.restart();
+  }
+  return runWithApproval(state, session, use.id, parsed.command);
+}
