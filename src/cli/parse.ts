@@ -26,6 +26,17 @@ export function durationMs(value: string): number {
 }
 
 /**
+ * A duration in ms as {@link durationMs} reads it back: the largest unit
+ * (`d`, `h`, `m`, `s`) that divides it, else ms (`120000` → `2m`).
+ */
+export function formatDurationMs(ms: number): string {
+  for (const [unit, size] of [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1_000]] as const) {
+    if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${ms}ms`;
+}
+
+/**
  * A prefix of a sha256 in hex (`--sha 3f2a9b0c1d2e`): 4 to 64 hex digits,
  * any case (returned in lowercase). Fewer than 4 would match almost any command.
  */

@@ -65,6 +65,8 @@ export interface Usage {
  */
 export type ApprovalMode = 'auto' | 'policy' | 'always';
 export const APPROVAL_MODES: readonly ApprovalMode[] = ['auto', 'policy', 'always'];
+/** Approval mode of a run whose input names none. */
+export const DEFAULT_APPROVAL_MODE: ApprovalMode = 'policy';
 
 /** Input of the `agentRun` workflow. */
 export interface AgentRunInput {

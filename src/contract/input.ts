@@ -12,7 +12,7 @@ import {
   DEFAULT_MODEL,
   DEFAULT_TRANSCRIPT_BUDGET_CHARS,
 } from '../config';
-import { APPROVAL_MODES, type AgentRunInput, type ApprovalMode } from './index';
+import { APPROVAL_MODES, DEFAULT_APPROVAL_MODE, type AgentRunInput, type ApprovalMode } from './index';
 
 /** Temporal duration strings as `ms` understands them (`'24 hours'`, `'90s'`, `'1.5h'`), or ms. */
 const DURATION = /^\d+(\.\d+)?\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|weeks?)?$/i;
@@ -68,7 +68,7 @@ export function resolveInput(raw: unknown): { ok: true; input: ResolvedInput } |
       maxTurns: i.maxTurns ?? DEFAULT_MAX_TURNS,
       maxTokens: i.maxTokens ?? DEFAULT_MAX_TOKENS,
       system: i.system ?? DEFAULT_SYSTEM_PROMPT,
-      approval: i.approval ?? 'policy',
+      approval: i.approval ?? DEFAULT_APPROVAL_MODE,
       workdir: i.workdir,
       network: i.network ?? false,
       commandTimeoutMs: i.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { userInfo } from 'node:os';
 import type { Client } from '@temporalio/client';
 import type { Command } from 'commander';
-import { displayCommand, shortHash, type CommandDisplay } from '../../contract/display';
+import { SHORT_HASH_CHARS, displayCommand, shortHash, type CommandDisplay } from '../../contract/display';
 import { approveSignal } from '../../contract';
 import { queryStatus, runHandle } from '../runs';
 import type { AppliedDecision } from '../../contract';
@@ -88,7 +88,11 @@ function register(program: Command, name: 'approve' | 'deny'): void {
     .description(approved ? 'approve the command a run is waiting on' : 'deny the command a run is waiting on; Claude gets the reason')
     .argument('<workflowId>')
     .option('--tool-use-id <id>', 'the pending tool_use id (default: whatever is pending; given, it must match)')
-    .option('--sha <prefix>', 'hex prefix of the sha256 of the command you reviewed (status and watch show 12 digits); refuses when the pending command\'s hash does not start with it', hexPrefix)
+    .option(
+      '--sha <prefix>',
+      `hex prefix of the sha256 of the command you reviewed (status and watch show ${SHORT_HASH_CHARS} digits); refuses when the pending command's hash does not start with it`,
+      hexPrefix,
+    )
     .option('--by <name>', 'who decides (default: your user name)')
     .option('--json', 'print the applied decision as JSON');
   if (approved) cmd.option('--reason <text>', 'why (optional)');

@@ -80,8 +80,8 @@ export function registerServer(program: Command): void {
   program
     .command('server')
     .description('run a local Temporal dev server (installs the pinned Temporal CLI when none is on the PATH)')
-    .option('--port <port>', 'gRPC port (default: the port of TEMPORAL_ADDRESS when that is a local address, else 7233)', port)
-    .option('--ui-port <port>', 'web UI port (default: port + 1000, e.g. 8233)', port)
+    .option('--port <port>', `gRPC port (default: the port of TEMPORAL_ADDRESS when that is a local address, else ${DEV_SERVER_PORT})`, port)
+    .option('--ui-port <port>', `web UI port (default: port + 1000, e.g. ${DEV_SERVER_PORT + 1000})`, port)
     .option('--db <file>', 'SQLite file that keeps runs across restarts (default: data/temporal.db)')
     .option('--in-memory', 'keep no database file (runs are lost when the server stops)')
     .option('--headless', 'no web UI')

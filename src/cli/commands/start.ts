@@ -3,11 +3,12 @@ import { randomBytes } from 'node:crypto';
 import { Option, type Command } from 'commander';
 import { ensureSearchAttributes, startAgentRun } from '../../temporal';
 import { resolveInput } from '../../contract/input';
-import { APPROVAL_MODES, type AgentRunInput } from '../../contract';
+import { APPROVAL_MODES, DEFAULT_APPROVAL_MODE, type AgentRunInput, type ApprovalMode } from '../../contract';
+import { DEFAULT_APPROVAL_TIMEOUT, DEFAULT_COMMAND_TIMEOUT_MS, DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_MODEL } from '../../config';
 import { CliError } from '../errors';
 import { printJson, printLines } from '../output';
 import { withClient } from '../context';
-import { durationMs, positiveInt } from '../parse';
+import { durationMs, formatDurationMs, positiveInt } from '../parse';
 import { exitCodeOf, watchRun } from './watch';
 
 interface StartOptions {
@@ -55,25 +56,34 @@ export function buildInput(taskWords: string[], opts: StartOptions, env: NodeJS.
   return input;
 }
 
+/** What each approval mode means, for `--help` (a Record, so a new mode cannot go undescribed). */
+const APPROVAL_MODE_HELP: Record<ApprovalMode, string> = {
+  auto: 'none',
+  policy: 'all but read-only simple commands',
+  always: 'every one',
+};
+
 export function registerStart(program: Command): void {
   program
     .command('start')
     .description('start an agent run on the task (words are joined with spaces)')
     .argument('<task...>', 'what the agent should do')
-    .option('--model <model>', 'Claude model id (default: AGENT_JOBS_MODEL, else claude-sonnet-5-5)')
+    .option('--model <model>', `Claude model id (default: AGENT_JOBS_MODEL, else ${DEFAULT_MODEL})`)
     .addOption(
-      new Option('--approval <mode>', 'which commands wait for a human: auto (none), policy (all but read-only simple commands), always').choices(APPROVAL_MODES).default('policy'),
+      new Option('--approval <mode>', `which commands wait for a human: ${APPROVAL_MODES.map((m) => `${m} (${APPROVAL_MODE_HELP[m]})`).join(', ')}`)
+        .choices(APPROVAL_MODES)
+        .default(DEFAULT_APPROVAL_MODE),
     )
-    .option('--max-turns <n>', 'model calls before the run stops (default 50)', positiveInt)
-    .option('--max-tokens <n>', 'max_tokens of each model call (default 4096)', positiveInt)
+    .option('--max-turns <n>', `model calls before the run stops (default ${DEFAULT_MAX_TURNS})`, positiveInt)
+    .option('--max-tokens <n>', `max_tokens of each model call (default ${DEFAULT_MAX_TOKENS})`, positiveInt)
     .option(
       '--workdir <dir>',
       'working directory of the bash session, on the worker\'s machine: created there if missing; a relative path is under the worker\'s workspace root (default: a fresh folder per run under that root)',
     )
     .option('--network', 'let the bash session reach the network (default: the sandbox has none)')
     .option('--system <text>', 'system prompt (default: a short description of the bash tool)')
-    .option('--command-timeout <duration>', 'per-command timeout, e.g. 30s, 5m (default 2m)', durationMs)
-    .option('--approval-timeout <duration>', 'how long a command waits for approval before it is denied, e.g. 30m, 24h (default 24h)', durationMs)
+    .option('--command-timeout <duration>', `per-command timeout, e.g. 30s, 5m (default ${formatDurationMs(DEFAULT_COMMAND_TIMEOUT_MS)})`, durationMs)
+    .option('--approval-timeout <duration>', `how long a command waits for approval before it is denied, e.g. 30m, 2h (default ${DEFAULT_APPROVAL_TIMEOUT})`, durationMs)
     .option('--id <workflowId>', 'workflow id (default run-<time>-<random>)')
     .option('--follow', 'watch the run until it ends; exit 0 only if it completed')
     .option('--json', 'print {"workflowId","runId","uiUrl"}')
