@@ -48,6 +48,13 @@ export const CLAUDE_CALL_TIMEOUTS = {
  */
 export const CLAUDE_IDLE_TIMEOUT_MS = 90_000;
 
+/**
+ * Time limit of one Claude HTTP request in ms when
+ * `AGENT_JOBS_CLAUDE_TIMEOUT_MS` is unset: 600000 (10 min, the SDK's own
+ * default), after which the SDK aborts it and the call is retried.
+ */
+export const DEFAULT_CLAUDE_TIMEOUT_MS = 600_000;
+
 /** How often `callClaude` heartbeats while waiting on the API, in ms. */
 export const CLAUDE_HEARTBEAT_INTERVAL_MS = 1_000;
 

@@ -6,7 +6,7 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
-import { CLAUDE_IDLE_TIMEOUT_MS } from './config';
+import { CLAUDE_IDLE_TIMEOUT_MS, DEFAULT_CLAUDE_TIMEOUT_MS } from './config';
 import type { ConnectionOptions } from '@temporalio/client';
 import type { LogLevel, NativeConnectionOptions } from '@temporalio/worker';
 
@@ -51,11 +51,11 @@ export function extraSecretEnvNames(env: NodeJS.ProcessEnv = process.env): strin
 /**
  * Time limit of one Claude HTTP request in ms, after which the SDK aborts it
  * and the activity fails (retryably). `AGENT_JOBS_CLAUDE_TIMEOUT_MS`,
- * default 600000 (10 min, the SDK's own default).
+ * default `DEFAULT_CLAUDE_TIMEOUT_MS` (10 min, the SDK's own default).
  * @throws Error when the value is not a positive integer
  */
 export function claudeTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
-  return positiveMs(env, 'AGENT_JOBS_CLAUDE_TIMEOUT_MS', 600_000);
+  return positiveMs(env, 'AGENT_JOBS_CLAUDE_TIMEOUT_MS', DEFAULT_CLAUDE_TIMEOUT_MS);
 }
 
 /**

@@ -1,0 +1,234 @@
+/**
+ * `npm run docs`: writes the README's table of defaults, limits and status
+ * values, between `<!-- facts:start -->` and `<!-- facts:end -->`, from the
+ * code that defines them (src/config.ts, the contract's lists and input
+ * schema, the settings, the error mapping), so the README cannot drift
+ * from them. `--check` writes nothing and exits 1 when README.md is out of
+ * date (test/unit/readme-facts.test.ts does the same check in the suite).
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { NON_RETRYABLE_STATUSES, SHOULD_RETRY_HEADER } from '../activities/claude-errors';
+import { SHOWN_OUTPUT_LINES } from '../cli/output';
+import { formatDurationMs } from '../cli/parse';
+import {
+  CLAUDE_CALL_TIMEOUTS,
+  CLAUDE_IDLE_TIMEOUT_MS,
+  CLAUDE_RETRY_POLICY,
+  CONTINUE_AS_NEW_HISTORY_BYTES,
+  CONTINUE_AS_NEW_HISTORY_EVENTS,
+  DEFAULT_APPROVAL_TIMEOUT,
+  DEFAULT_CLAUDE_TIMEOUT_MS,
+  DEFAULT_COMMAND_TIMEOUT_MS,
+  DEFAULT_MAX_TOKENS,
+  DEFAULT_MAX_TURNS,
+  DEFAULT_MODEL,
+  DEFAULT_TRANSCRIPT_BUDGET_CHARS,
+  MAX_TOKENS_RETRY_CAP,
+  SESSION_HEARTBEAT_TIMEOUT,
+  SESSION_RETRY_POLICY,
+  SESSION_SCHEDULE_TO_START_TIMEOUT,
+  STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT,
+  WORKFLOW_TASK_TIMEOUT,
+} from '../config';
+import { APPROVAL_MODES, DEFAULT_APPROVAL_MODE, FINAL_STATUSES, OPEN_STATUSES } from '../contract';
+import { SUMMARY_MAX_CHARS } from '../contract/display';
+import { agentRunInputSchema } from '../contract/input';
+import { DEV_SERVER_PORT } from '../devserver';
+import { DEFAULT_LOG_LEVEL, LOG_LEVELS, PROJECT_ROOT } from '../settings';
+
+export const FACTS_START = '<!-- facts:start -->';
+export const FACTS_END = '<!-- facts:end -->';
+
+/** One row of the table. */
+export interface Fact {
+  /** The setting: flags, input fields, variables. */
+  what: string;
+  default: string;
+  /** Allowed values or limits. */
+  allowed: string;
+  /** The constants it comes from, and their file. */
+  source: string;
+}
+
+const code = (s: string | number): string => `\`${s}\``;
+const codes = (xs: readonly (string | number)[]): string => xs.map(code).join(', ');
+const n = (x: number): string => x.toLocaleString('en-US');
+const ms = (x: number): string => `${n(x)} ms`;
+/** A retry policy's `maximumAttempts` in words (unset or 0: Temporal's unlimited). */
+const attempts = (max: number | undefined): string =>
+  max === 1 ? '1 attempt (no retries)' : max ? `at most ${n(max)} attempts` : 'unlimited attempts';
+
+/** The min and max of an input field of the agentRun schema (a number with both bounds). */
+function bounds(field: 'maxTurns' | 'maxTokens' | 'commandTimeoutMs' | 'transcriptBudgetChars'): { min: number; max: number } {
+  const inner = agentRunInputSchema.shape[field].unwrap();
+  if (inner.minValue === null || inner.maxValue === null) throw new Error(`the input schema gives ${field} no bounds`);
+  return { min: inner.minValue, max: inner.maxValue };
+}
+
+/** Every row, built from the code. */
+export function facts(): Fact[] {
+  const turns = bounds('maxTurns');
+  const tokens = bounds('maxTokens');
+  const commandTimeout = bounds('commandTimeoutMs');
+  const budget = bounds('transcriptBudgetChars');
+  const retry = CLAUDE_RETRY_POLICY;
+  return [
+    {
+      what: '`start --model`, input `model`, `AGENT_JOBS_MODEL`',
+      default: code(DEFAULT_MODEL),
+      allowed: 'a Claude model id',
+      source: '`DEFAULT_MODEL` (src/config.ts)',
+    },
+    {
+      what: '`start --approval`, input `approval`',
+      default: code(DEFAULT_APPROVAL_MODE),
+      allowed: codes(APPROVAL_MODES),
+      source: '`DEFAULT_APPROVAL_MODE`, `APPROVAL_MODES` (src/contract/index.ts)',
+    },
+    {
+      what: '`start --max-turns`, input `maxTurns`: model calls per run',
+      default: n(DEFAULT_MAX_TURNS),
+      allowed: `${n(turns.min)}–${n(turns.max)}`,
+      source: '`DEFAULT_MAX_TURNS` (src/config.ts); the input schema (src/contract/input.ts)',
+    },
+    {
+      what: '`start --max-tokens`, input `maxTokens`: `max_tokens` of each call',
+      default: n(DEFAULT_MAX_TOKENS),
+      allowed: `${n(tokens.min)}–${n(tokens.max)}; an answer cut off at \`max_tokens\` is asked again once with the limit doubled, up to ${n(MAX_TOKENS_RETRY_CAP)}`,
+      source: '`DEFAULT_MAX_TOKENS`, `MAX_TOKENS_RETRY_CAP` (src/config.ts); the input schema',
+    },
+    {
+      what: '`start --command-timeout`, input `commandTimeoutMs`',
+      default: `${code(formatDurationMs(DEFAULT_COMMAND_TIMEOUT_MS))} (${ms(DEFAULT_COMMAND_TIMEOUT_MS)})`,
+      allowed: `${ms(commandTimeout.min)} to ${code(formatDurationMs(commandTimeout.max))}`,
+      source: '`DEFAULT_COMMAND_TIMEOUT_MS` (src/config.ts); the input schema',
+    },
+    {
+      what: '`start --approval-timeout`, input `approvalTimeout`: the wait ends as a denial',
+      default: code(DEFAULT_APPROVAL_TIMEOUT),
+      allowed: 'a duration (`30m`, `"24 hours"`) or ms',
+      source: '`DEFAULT_APPROVAL_TIMEOUT` (src/config.ts)',
+    },
+    {
+      what: 'input `transcriptBudgetChars`: older tool outputs are elided past it',
+      default: `${n(DEFAULT_TRANSCRIPT_BUDGET_CHARS)} characters`,
+      allowed: `${n(budget.min)}–${n(budget.max)}`,
+      source: '`DEFAULT_TRANSCRIPT_BUDGET_CHARS` (src/config.ts); the input schema',
+    },
+    {
+      what: 'run status (`status`, the `AgentStatus` search attribute)',
+      default: '—',
+      allowed: `open: ${codes(OPEN_STATUSES)}; final (the result's): ${codes(FINAL_STATUSES)}`,
+      source: '`OPEN_STATUSES`, `FINAL_STATUSES` (src/contract/index.ts)',
+    },
+    {
+      what: 'continue-as-new',
+      default: `past ${n(CONTINUE_AS_NEW_HISTORY_BYTES / 1024 / 1024)} MiB or ${n(CONTINUE_AS_NEW_HISTORY_EVENTS)} events of history, or when Temporal suggests it`,
+      allowed: '—',
+      source: '`CONTINUE_AS_NEW_HISTORY_BYTES`, `CONTINUE_AS_NEW_HISTORY_EVENTS` (src/config.ts)',
+    },
+    {
+      what: 'session activities (`runCommand`, `restartSession`, `closeSession`)',
+      default: `schedule-to-start ${SESSION_SCHEDULE_TO_START_TIMEOUT}, heartbeat ${SESSION_HEARTBEAT_TIMEOUT}, ${attempts(SESSION_RETRY_POLICY.maximumAttempts)}`,
+      allowed: '—',
+      source: '`SESSION_SCHEDULE_TO_START_TIMEOUT`, `SESSION_HEARTBEAT_TIMEOUT`, `SESSION_RETRY_POLICY` (src/config.ts)',
+    },
+    {
+      what: 'workflow tasks',
+      default: `timeout ${WORKFLOW_TASK_TIMEOUT}; a dead worker's sticky queue is left after ${STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT}`,
+      allowed: '—',
+      source: '`WORKFLOW_TASK_TIMEOUT`, `STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT` (src/config.ts)',
+    },
+    {
+      what: 'model calls (`callClaude`)',
+      default: `start-to-close ${CLAUDE_CALL_TIMEOUTS.startToCloseTimeout}, heartbeat ${CLAUDE_CALL_TIMEOUTS.heartbeatTimeout}; ${attempts(retry.maximumAttempts)}, ${String(retry.initialInterval)} apart at first, ×${n(retry.backoffCoefficient ?? 1)} each time, at most ${String(retry.maximumInterval)}`,
+      allowed: '—',
+      source: '`CLAUDE_CALL_TIMEOUTS`, `CLAUDE_RETRY_POLICY` (src/config.ts)',
+    },
+    {
+      what: 'model call errors never retried',
+      default: '—',
+      allowed: `HTTP ${NON_RETRYABLE_STATUSES.join(', ')}; any other error the API marks \`${SHOULD_RETRY_HEADER}: false\``,
+      source: '`NON_RETRYABLE_STATUSES`, `isRetryable` (src/activities/claude-errors.ts)',
+    },
+    {
+      what: '`AGENT_JOBS_CLAUDE_IDLE_TIMEOUT_MS`: a call that receives nothing this long is abandoned and retried',
+      default: ms(CLAUDE_IDLE_TIMEOUT_MS),
+      allowed: 'a positive integer',
+      source: '`CLAUDE_IDLE_TIMEOUT_MS` (src/config.ts)',
+    },
+    {
+      what: '`AGENT_JOBS_CLAUDE_TIMEOUT_MS`: a call that lasts longer is abandoned and retried',
+      default: ms(DEFAULT_CLAUDE_TIMEOUT_MS),
+      allowed: 'a positive integer',
+      source: '`DEFAULT_CLAUDE_TIMEOUT_MS` (src/config.ts)',
+    },
+    {
+      what: "`AGENT_JOBS_LOG_LEVEL`: the worker's log level",
+      default: code(DEFAULT_LOG_LEVEL),
+      allowed: `${codes(LOG_LEVELS)}, any case; anything else stops the worker at start`,
+      source: '`DEFAULT_LOG_LEVEL`, `LOG_LEVELS` (src/settings.ts)',
+    },
+    {
+      what: 'activity summaries in the Temporal UI',
+      default: '—',
+      allowed: `at most ${n(SUMMARY_MAX_CHARS)} characters (code points), escaped`,
+      source: '`SUMMARY_MAX_CHARS` (src/contract/display.ts)',
+    },
+    {
+      what: 'command output lines `watch` and `transcript` show',
+      default: n(SHOWN_OUTPUT_LINES),
+      allowed: '`transcript --full`: all',
+      source: '`SHOWN_OUTPUT_LINES` (src/cli/output.ts)',
+    },
+    {
+      what: '`server --port`, when `TEMPORAL_ADDRESS` names no local port',
+      default: `${DEV_SERVER_PORT} (web UI: port + 1000)`,
+      allowed: '1–65535',
+      source: '`DEV_SERVER_PORT` (src/devserver.ts)',
+    },
+  ];
+}
+
+/** The Markdown table of {@link facts}, with a line saying where it comes from. */
+export function factsTable(rows: Fact[] = facts()): string {
+  const cell = (s: string): string => s.replace(/\|/g, '\\|');
+  return [
+    '<!-- Written by `npm run docs` (src/scripts/readme-facts.ts) from the code: edit the code, not this table. -->',
+    '',
+    '| setting | default | allowed | defined in |',
+    '| --- | --- | --- | --- |',
+    ...rows.map((r) => `| ${cell(r.what)} | ${cell(r.default)} | ${cell(r.allowed)} | ${cell(r.source)} |`),
+  ].join('\n');
+}
+
+/**
+ * The README with the table between the markers replaced by `table`.
+ * @throws Error when the markers are missing or out of order
+ */
+export function withFacts(readme: string, table: string = factsTable()): string {
+  const start = readme.indexOf(FACTS_START);
+  const end = readme.indexOf(FACTS_END);
+  if (start < 0 || end < start) throw new Error(`README.md has no ${FACTS_START} … ${FACTS_END} section`);
+  return `${readme.slice(0, start + FACTS_START.length)}\n${table}\n${readme.slice(end)}`;
+}
+
+/** Where the README is. */
+export const README_PATH = path.join(PROJECT_ROOT, 'README.md');
+
+if (require.main === module) {
+  const before = readFileSync(README_PATH, 'utf8');
+  const after = withFacts(before);
+  if (process.argv.includes('--check')) {
+    if (after !== before) {
+      process.stderr.write('README.md is out of date with the code: run `npm run docs`\n');
+      process.exit(1);
+    }
+  } else if (after !== before) {
+    writeFileSync(README_PATH, after);
+    process.stdout.write('README.md: defaults and limits rewritten from the code\n');
+  } else {
+    process.stdout.write('README.md: defaults and limits already up to date\n');
+  }
+}
