@@ -141,8 +141,10 @@ describe('the non-retryable statuses are stated once', () => {
     // Three or more of them in a row, as in "400 / 401 / 403" or "400/401/413".
     const list = new RegExp(`\\b${status}\\b(?:\\s*(?:/|,|and|or)\\s*${status}\\b){2,}`);
     const files = ['README.md', ...walk('docs'), ...walk('src')].filter((f) => !ALLOWED.includes(f));
+    // The README's facts table is written from the constant (npm run docs): not a copy by hand.
+    const handWritten = (text: string): string => text.replace(/<!-- facts:start -->[\s\S]*?<!-- facts:end -->/, (table) => table.replace(/[^\n]/g, ''));
     const restated = files.flatMap((f) =>
-      readFileSync(path.join(ROOT, f), 'utf8')
+      handWritten(readFileSync(path.join(ROOT, f), 'utf8'))
         .split('\n')
         .flatMap((line, i) => (list.test(line) ? [`${f}:${i + 1}: ${line.trim()}`] : [])),
     );
