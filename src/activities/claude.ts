@@ -37,7 +37,7 @@ export function createAnthropicClient(options: { baseURL?: string; apiKey?: stri
  * when the activity is cancelled or the API sends nothing for
  * `idleTimeoutMs` (default `CLAUDE_IDLE_TIMEOUT_MS`, 90 s; a retryable
  * `ClaudeConnectionError`), and throws `ApplicationFailure`s mapped by
- * {@link toTemporalFailure} (non-retryable for 400/401/403/404/413).
+ * {@link toTemporalFailure} (non-retryable for `NON_RETRYABLE_STATUSES` and `x-should-retry: false`).
  */
 export function createClaudeActivities(anthropic: Anthropic, options: { idleTimeoutMs?: number } = {}) {
   const idleTimeoutMs = options.idleTimeoutMs ?? CLAUDE_IDLE_TIMEOUT_MS;
