@@ -9,12 +9,17 @@ function esmPackages(dir = path.join(__dirname, 'node_modules'), found = new Set
   for (const entry of fs.readdirSync(dir)) {
     if (entry.startsWith('.')) continue;
     const full = path.join(dir, entry);
-    if (entry.startsWith('@')) { esmPackages(full, found); continue; }
+    if (entry.startsWith('@')) {
+      esmPackages(full, found);
+      continue;
+    }
     const scoped = path.basename(dir).startsWith('@') ? `${path.basename(dir)}/${entry}` : entry;
     try {
       const pj = JSON.parse(fs.readFileSync(path.join(full, 'package.json'), 'utf8'));
       if (pj.type === 'module') found.add(scoped);
-    } catch { /* not a package */ }
+    } catch {
+      /* not a package */
+    }
     esmPackages(path.join(full, 'node_modules'), found);
   }
   return found;
@@ -34,7 +39,12 @@ const common = {
 /** @type {import('jest').Config} */
 module.exports = {
   projects: [
-    { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'], setupFilesAfterEnv: ['<rootDir>/test/setup-runtime.ts'] },
+    {
+      ...common,
+      displayName: 'unit',
+      testMatch: ['<rootDir>/test/unit/**/*.test.ts'],
+      setupFilesAfterEnv: ['<rootDir>/test/setup-runtime.ts'],
+    },
     {
       ...common,
       displayName: 'integration',

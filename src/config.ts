@@ -6,7 +6,13 @@
  * constants only, no `process.env`, no Node modules. Values that come from
  * the environment are read in `src/settings.ts` (worker and CLI side).
  */
-import { ActivityCancellationType, defineSearchAttributeKey, SearchAttributeType, type ActivityOptions, type RetryPolicy } from '@temporalio/common';
+import {
+  ActivityCancellationType,
+  defineSearchAttributeKey,
+  SearchAttributeType,
+  type ActivityOptions,
+  type RetryPolicy,
+} from '@temporalio/common';
 
 /** Task queue of the agentRun workflow, `callClaude` and `openSession`. Any worker serves it. */
 export const SHARED_TASK_QUEUE = 'agent-jobs';

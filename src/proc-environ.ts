@@ -63,7 +63,8 @@ export function hideFromProcEnviron(isSecret: (name: string) => boolean): Hidden
     if (eq > 0) {
       const name = entry.slice(0, eq);
       const valueBytes = nul - offset - eq - 1;
-      if (valueBytes > 0 && isSecret(name) && process.env[name] !== undefined) targets.push({ name, offset: offset + eq + 1, length: valueBytes });
+      if (valueBytes > 0 && isSecret(name) && process.env[name] !== undefined)
+        targets.push({ name, offset: offset + eq + 1, length: valueBytes });
     }
     offset = nul + 1;
   }

@@ -35,7 +35,11 @@ export function auditLogPath(env: NodeJS.ProcessEnv = process.env): string {
  * colon-separated, default none.
  */
 export function sandboxHiddenPaths(env: NodeJS.ProcessEnv = process.env): string[] {
-  return (env.AGENT_JOBS_SANDBOX_HIDE ?? '').split(':').map((s) => s.trim()).filter((s) => s.length > 0).map((s) => path.resolve(s));
+  return (env.AGENT_JOBS_SANDBOX_HIDE ?? '')
+    .split(':')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0)
+    .map((s) => path.resolve(s));
 }
 
 /**
@@ -45,7 +49,10 @@ export function sandboxHiddenPaths(env: NodeJS.ProcessEnv = process.env): string
  * TEMPORAL_* and names that look like keys or tokens are always secret).
  */
 export function extraSecretEnvNames(env: NodeJS.ProcessEnv = process.env): string[] {
-  return (env.AGENT_JOBS_SECRET_ENV ?? '').split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  return (env.AGENT_JOBS_SECRET_ENV ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
 }
 
 /**
@@ -85,7 +92,8 @@ export function logLevel(env: NodeJS.ProcessEnv = process.env): LogLevel {
   const raw = env.AGENT_JOBS_LOG_LEVEL;
   if (raw === undefined || raw.trim() === '') return DEFAULT_LOG_LEVEL;
   const level = raw.trim().toUpperCase();
-  if (!Object.hasOwn(SDK_LOG_LEVELS, level)) throw new Error(`AGENT_JOBS_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (any case), not ${JSON.stringify(raw)}`);
+  if (!Object.hasOwn(SDK_LOG_LEVELS, level))
+    throw new Error(`AGENT_JOBS_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (any case), not ${JSON.stringify(raw)}`);
   return level as LogLevel;
 }
 

@@ -89,7 +89,11 @@ export function oneLineSummary(text: string, max: number): string {
  * settings as its static details, the short workflow task timeout.
  * @throws WorkflowExecutionAlreadyStartedError when `workflowId` is taken
  */
-export async function startAgentRun(client: Client, input: AgentRunInput, workflowId: string): Promise<WorkflowHandleWithFirstExecutionRunId<typeof agentRun>> {
+export async function startAgentRun(
+  client: Client,
+  input: AgentRunInput,
+  workflowId: string,
+): Promise<WorkflowHandleWithFirstExecutionRunId<typeof agentRun>> {
   return client.workflow.start<typeof agentRun>(AGENT_RUN_WORKFLOW, {
     taskQueue: SHARED_TASK_QUEUE,
     workflowId,

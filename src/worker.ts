@@ -16,7 +16,15 @@ import path from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createAnthropicClient, createClaudeActivities } from './activities/claude';
 import { createSessionActivities, SessionRegistry } from './activities/session';
-import { ensureSessionUser, isSecretEnvName, makeNonDumpable, reapOrphanedSessions, resolveSandbox, sessionUserName, workerIsRoot } from './session';
+import {
+  ensureSessionUser,
+  isSecretEnvName,
+  makeNonDumpable,
+  reapOrphanedSessions,
+  resolveSandbox,
+  sessionUserName,
+  workerIsRoot,
+} from './session';
 import { hideFromProcEnviron } from './proc-environ';
 import { SHARED_TASK_QUEUE, STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT, sessionTaskQueue } from './config';
 import {
@@ -77,14 +85,18 @@ export async function startWorker(): Promise<RunningWorker> {
   let sandboxMode: string;
   try {
     sandboxMode = resolveSandbox().mode;
-    if (sandboxMode === 'none') logger.warn('sandbox none (AGENT_JOBS_SANDBOX=none, or no working bwrap): commands see the whole machine as their user may');
+    if (sandboxMode === 'none')
+      logger.warn('sandbox none (AGENT_JOBS_SANDBOX=none, or no working bwrap): commands see the whole machine as their user may');
   } catch (err) {
     // Every session start will fail with this message: a sandbox asked for is never dropped.
     sandboxMode = 'unavailable';
     logger.error(`${(err as Error).message}; no bash session can start on this worker`);
   }
   if (sessionUser) logger.info(`bash sessions run as user ${sessionUser} (no capabilities), sandbox ${sandboxMode}`);
-  else logger.warn(`the worker is not root: bash sessions run as the worker's own user, which can read this process's memory and environment; sandbox ${sandboxMode}`);
+  else
+    logger.warn(
+      `the worker is not root: bash sessions run as the worker's own user, which can read this process's memory and environment; sandbox ${sandboxMode}`,
+    );
   // Before any bash starts: secrets out of /proc/<this pid>/environ (see src/proc-environ.ts).
   const secretNames = extraSecretEnvNames();
   const environ = hideFromProcEnviron((name) => isSecretEnvName(name, secretNames));
@@ -101,7 +113,9 @@ export async function startWorker(): Promise<RunningWorker> {
   // Sessions left behind by a worker that died (SIGKILL, OOM) on this machine.
   const reaped = await reapOrphanedSessions();
   if (reaped.sessions.length > 0) {
-    Runtime.instance().logger.warn(`cleaned up ${reaped.sessions.length} bash sessions left by dead workers (${reaped.killed} processes killed)`);
+    Runtime.instance().logger.warn(
+      `cleaned up ${reaped.sessions.length} bash sessions left by dead workers (${reaped.killed} processes killed)`,
+    );
   }
 
   const connection = await NativeConnection.connect(settings.nativeConnectionOptions);
@@ -129,7 +143,10 @@ export async function startWorker(): Promise<RunningWorker> {
     taskQueue: SHARED_TASK_QUEUE,
     identity,
     ...workflowSource(),
-    activities: { ...createClaudeActivities(createAnthropicClient({ timeoutMs: claudeTimeoutMs() }), { idleTimeoutMs: claudeIdleTimeoutMs() }), openSession },
+    activities: {
+      ...createClaudeActivities(createAnthropicClient({ timeoutMs: claudeTimeoutMs() }), { idleTimeoutMs: claudeIdleTimeoutMs() }),
+      openSession,
+    },
     // A dead worker's cached workflows move to a live worker after this long (default 10 s).
     stickyQueueScheduleToStartTimeout: STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT,
   });
@@ -149,7 +166,10 @@ export async function startWorker(): Promise<RunningWorker> {
       await registry.closeAll();
       await connection.close();
     });
-  Runtime.instance().logger.info(`worker ${id} polling ${SHARED_TASK_QUEUE} and ${queue}`, { namespace: settings.namespace, address: settings.address });
+  Runtime.instance().logger.info(`worker ${id} polling ${SHARED_TASK_QUEUE} and ${queue}`, {
+    namespace: settings.namespace,
+    address: settings.address,
+  });
   return {
     workerId: id,
     sessionTaskQueue: queue,
@@ -171,7 +191,10 @@ export async function startWorker(): Promise<RunningWorker> {
 export function installRuntime(): void {
   const level = logLevel();
   // The SDK core's own logs go through the same logger and level.
-  Runtime.install({ logger: new DefaultLogger(level), telemetryOptions: { logging: { filter: { core: level, other: level }, forward: {} } } });
+  Runtime.install({
+    logger: new DefaultLogger(level),
+    telemetryOptions: { logging: { filter: { core: level, other: level }, forward: {} } },
+  });
 }
 
 if (require.main === module) {

@@ -6,7 +6,10 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 try {
   // Core logs go straight to the console (forwarding them would keep a timer
   // alive in the jest process, which then never exits).
-  Runtime.install({ logger: new DefaultLogger('ERROR'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' }, console: {} } } });
+  Runtime.install({
+    logger: new DefaultLogger('ERROR'),
+    telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' }, console: {} } },
+  });
 } catch {
   /* already installed in this jest worker process */
 }

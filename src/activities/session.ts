@@ -102,7 +102,8 @@ export async function makeDirectory(dir: string): Promise<void> {
     try {
       await mkdir(current);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new Error(`cannot create the working directory ${dir}: ${(err as Error).message}`, { cause: err });
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST')
+        throw new Error(`cannot create the working directory ${dir}: ${(err as Error).message}`, { cause: err });
     }
   }
   if (!(await isDirectory(dir))) throw new Error(`cannot use ${dir} as the working directory: it exists but is not a directory`);
@@ -110,7 +111,18 @@ export async function makeDirectory(dir: string): Promise<void> {
 
 /** The answer of `runCommand` when the policy wants a human: nothing ran. */
 function notRun(session: BashSession, reason: string): RunCommandOutput {
-  return { output: '', exitCode: null, timedOut: false, truncated: false, outputBytes: 0, sessionRestarted: false, shellExit: null, cwd: session.cwd, durationMs: 0, needsApproval: reason };
+  return {
+    output: '',
+    exitCode: null,
+    timedOut: false,
+    truncated: false,
+    outputBytes: 0,
+    sessionRestarted: false,
+    shellExit: null,
+    cwd: session.cwd,
+    durationMs: 0,
+    needsApproval: reason,
+  };
 }
 
 /** Heartbeats every second until the returned function is called. */
@@ -154,7 +166,14 @@ export function createSessionActivities(deps: SessionActivityDeps) {
         stop();
       }
       registry.add(session);
-      log.info('bash session opened', { sessionId: session.id, pid: session.pid, cwd, workerId, user: session.user, sandbox: session.sandbox });
+      log.info('bash session opened', {
+        sessionId: session.id,
+        pid: session.pid,
+        cwd,
+        workerId,
+        user: session.user,
+        sandbox: session.sandbox,
+      });
       return { sessionId: session.id, taskQueue, workerId, cwd: session.cwd, user: session.user, sandbox: session.sandbox };
     },
 
@@ -176,7 +195,13 @@ export function createSessionActivities(deps: SessionActivityDeps) {
           const decision = decideApproval(input.command, 'policy', { workspace: session.exactRoot, cwd });
           if (decision.action === 'ask') return notRun(session, decision.reason);
           try {
-            result = await session.runExact(decision.argv, { paths: decision.paths, cwd, command: input.command, timeoutMs: input.timeoutMs, signal: ctx.cancellationSignal });
+            result = await session.runExact(decision.argv, {
+              paths: decision.paths,
+              cwd,
+              command: input.command,
+              timeoutMs: input.timeoutMs,
+              signal: ctx.cancellationSignal,
+            });
           } catch (err) {
             if (err instanceof ExactRefusedError) return notRun(session, err.reason);
             throw err;

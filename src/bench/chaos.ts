@@ -80,13 +80,18 @@ export interface ChaosReport {
   failures: string[];
 }
 
-
 /** The script every run follows: `steps` commands, each logging one unique line, then the end. */
 function chaosScript(log: string, steps: number): { responses: ScriptEntry[] } {
   const responses: ScriptEntry[] = [];
   for (let i = 0; i < steps; i++) {
     responses.push({
-      content: [{ type: 'tool_use', name: 'bash', input: { command: `echo "$(date +%s.%N) $AGENT_JOBS_WORKFLOW_ID step-${i}" >> ${log}; sleep 0.4` } }],
+      content: [
+        {
+          type: 'tool_use',
+          name: 'bash',
+          input: { command: `echo "$(date +%s.%N) $AGENT_JOBS_WORKFLOW_ID step-${i}" >> ${log}; sleep 0.4` },
+        },
+      ],
       stop_reason: 'tool_use',
       delay_ms: 300,
     });
@@ -111,7 +116,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const workerCount = Math.max(2, options.workers ?? 3);
   const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-chaos-'));
   const log = path.join(dir, 'commands.log');
-  const serverOptions = { port: await freePort(), headless: true, dbFile: path.join(dir, 'temporal.db'), logFile: path.join(dir, 'server.log') };
+  const serverOptions = {
+    port: await freePort(),
+    headless: true,
+    dbFile: path.join(dir, 'temporal.db'),
+    logFile: path.join(dir, 'server.log'),
+  };
   let server: DevServer = await startDevServer(serverOptions);
   const model: ModelServer = await startModelServer({ script: chaosScript(log, steps), logFile: path.join(dir, 'model.jsonl') });
   const connection = await Connection.connect({ address: server.address });
@@ -148,7 +158,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
     // The faults in random order; each at a random moment once the runs the
     // previous fault hit have recovered.
-    const kinds: Array<'kill' | 'restart'> = [...Array<'kill'>(options.kills).fill('kill'), ...Array<'restart'>(options.serverRestarts ?? 0).fill('restart')];
+    const kinds: Array<'kill' | 'restart'> = [
+      ...Array<'kill'>(options.kills).fill('kill'),
+      ...Array<'restart'>(options.serverRestarts ?? 0).fill('restart'),
+    ];
     for (let i = kinds.length - 1; i > 0; i--) {
       const j = Math.floor(Math.random() * (i + 1));
       [kinds[i], kinds[j]] = [kinds[j]!, kinds[i]!];
@@ -159,18 +172,27 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     };
     const progressedSince = (id: string, t: number): boolean =>
       model.requests().some((r) => Date.parse(r.time) > t && runOf(r.body) === id) ||
-      (existsSync(log) && readFileSync(log, 'utf8').split('\n').some((l) => l.split(' ')[1] === id && Number(l.split(' ')[0]) * 1000 > t));
+      (existsSync(log) &&
+        readFileSync(log, 'utf8')
+          .split('\n')
+          .some((l) => l.split(' ')[1] === id && Number(l.split(' ')[0]) * 1000 > t));
     let lastFault: { at: number; affected: string[] } | null = null;
     const results = Promise.all(
       handles.map((h) =>
-        h.result().catch((err: unknown): AgentRunResult => ({ status: 'failed', turns: 0, usage: { inputTokens: 0, outputTokens: 0 }, error: String(err) })),
+        h.result().catch((err: unknown): AgentRunResult => ({
+          status: 'failed',
+          turns: 0,
+          usage: { inputTokens: 0, outputTokens: 0 },
+          error: String(err),
+        })),
       ),
     );
     let finished = false;
     void results.then(() => (finished = true));
     for (const kind of kinds) {
       const recoveredBy = Date.now() + 60_000;
-      while (lastFault && !finished && Date.now() < recoveredBy && !lastFault.affected.every((id) => progressedSince(id, lastFault!.at))) await sleep(200);
+      while (lastFault && !finished && Date.now() < recoveredBy && !lastFault.affected.every((id) => progressedSince(id, lastFault!.at)))
+        await sleep(200);
       await sleep(500 + Math.random() * gapMs);
       if (finished) break;
       if (kind === 'restart') {
@@ -183,8 +205,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       }
       // A random worker among those holding work (a session or a running activity): killing an idle one tests nothing.
       const live = workers.filter((w) => w.alive());
-      const holding = (await Promise.all(live.map(async (w) => ({ w, runs: await runsOnWorker(handles, w.workerId) })))).filter((x) => x.runs.length > 0);
-      const pick = holding.length > 0 ? holding[Math.floor(Math.random() * holding.length)]! : { w: live[Math.floor(Math.random() * live.length)]!, runs: [] };
+      const holding = (await Promise.all(live.map(async (w) => ({ w, runs: await runsOnWorker(handles, w.workerId) })))).filter(
+        (x) => x.runs.length > 0,
+      );
+      const pick =
+        holding.length > 0
+          ? holding[Math.floor(Math.random() * holding.length)]!
+          : { w: live[Math.floor(Math.random() * live.length)]!, runs: [] };
       const victim = pick.w;
       const affected = pick.runs;
       lastFault = { at: Date.now(), affected };
@@ -224,7 +251,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     let slowest: { workflowId: string; seconds: number; killedAt: string } | null = null;
     for (const kill of killTimes) {
       for (const id of kill.affected) {
-        const next = progressTimes(id).filter((t) => t > kill.at).sort((a, b) => a - b)[0];
+        const next = progressTimes(id)
+          .filter((t) => t > kill.at)
+          .sort((a, b) => a - b)[0];
         if (next === undefined) continue;
         const seconds = Math.round((next - kill.at) / 100) / 10;
         recoverySeconds.push(seconds);
@@ -287,7 +316,10 @@ async function claudeCompletions(handle: WorkflowHandle): Promise<Map<number, nu
   const out = new Map<number, number>();
   const EventType = temporal.api.enums.v1.EventType;
   for (const e of history.events ?? []) {
-    if (e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED && e.activityTaskScheduledEventAttributes?.activityType?.name === 'callClaude') {
+    if (
+      e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED &&
+      e.activityTaskScheduledEventAttributes?.activityType?.name === 'callClaude'
+    ) {
       const payload = e.activityTaskScheduledEventAttributes.input?.payloads?.[0]?.data;
       const input = payload ? (JSON.parse(Buffer.from(payload).toString('utf8')) as { turn: number }) : null;
       if (input) scheduled.set(String(e.eventId), input.turn);
@@ -312,7 +344,15 @@ async function main(): Promise<void> {
     .option('--steps <n>', 'commands per run (default: enough to outlast the faults)', (v) => Number(v))
     .option('--json', 'print JSON only')
     .parse(process.argv);
-  const o = program.opts<{ runs: number; kills: number; serverRestarts: number; workers: number; gap: number; steps?: number; json?: boolean }>();
+  const o = program.opts<{
+    runs: number;
+    kills: number;
+    serverRestarts: number;
+    workers: number;
+    gap: number;
+    steps?: number;
+    json?: boolean;
+  }>();
   const report = await runChaos({
     runs: o.runs,
     kills: o.kills,
@@ -329,7 +369,8 @@ async function main(): Promise<void> {
     process.stdout.write(`${'recoverySeconds'.padEnd(30)} ${report.recoverySeconds.join(', ') || '-'}\n`);
     for (const f of report.failures) process.stdout.write(`failed: ${f}\n`);
   }
-  if (report.runsCompleted !== report.runsStarted || report.commandsRunTwice > 0 || report.completedStepsRequestedAgain > 0) process.exitCode = 1;
+  if (report.runsCompleted !== report.runsStarted || report.commandsRunTwice > 0 || report.completedStepsRequestedAgain > 0)
+    process.exitCode = 1;
 }
 
 if (require.main === module) {

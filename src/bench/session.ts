@@ -92,7 +92,8 @@ async function timeSession(session: BashSession, c: Case, iterations: number): P
     const t = nowMs();
     const r = await session.run(c.command);
     out.push(nowMs() - t);
-    if (r.exitCode !== 0 || r.outputBytes !== c.bytes) throw new Error(`session: ${c.name} gave exit ${r.exitCode}, ${r.outputBytes} bytes`);
+    if (r.exitCode !== 0 || r.outputBytes !== c.bytes)
+      throw new Error(`session: ${c.name} gave exit ${r.exitCode}, ${r.outputBytes} bytes`);
   }
   return out;
 }
@@ -103,7 +104,8 @@ async function timeSpawn(c: Case, iterations: number, cwd: string): Promise<numb
     const t = nowMs();
     const r = await execa('bash', ['-c', c.command], { all: true, reject: false, cwd, stdin: 'ignore' });
     out.push(nowMs() - t);
-    if (r.exitCode !== 0 || Buffer.byteLength(r.all ?? '') + (c.bytes > 0 ? 1 : 0) < c.bytes) throw new Error(`spawn: ${c.name} gave exit ${r.exitCode}`);
+    if (r.exitCode !== 0 || Buffer.byteLength(r.all ?? '') + (c.bytes > 0 ? 1 : 0) < c.bytes)
+      throw new Error(`spawn: ${c.name} gave exit ${r.exitCode}`);
   }
   return out;
 }
@@ -174,9 +176,18 @@ function printTable(r: BenchReport): void {
     style: { head: [], border: [] },
   });
   for (const c of r.cases) {
-    table.push([c.name, c.session.medianMs.toFixed(3), c.session.p95Ms.toFixed(3), c.spawn.medianMs.toFixed(3), c.spawn.p95Ms.toFixed(3), `${c.ratio.toFixed(2)}x`]);
+    table.push([
+      c.name,
+      c.session.medianMs.toFixed(3),
+      c.session.p95Ms.toFixed(3),
+      c.spawn.medianMs.toFixed(3),
+      c.spawn.p95Ms.toFixed(3),
+      `${c.ratio.toFixed(2)}x`,
+    ]);
   }
-  process.stdout.write(`bash session benchmark: ${r.iterations} iterations (1 MB: ${Math.max(5, Math.floor(r.iterations / 4))}), node ${r.node}, bash ${r.bash}, ${r.cpus} CPUs, process guard ${r.processGuard}\n`);
+  process.stdout.write(
+    `bash session benchmark: ${r.iterations} iterations (1 MB: ${Math.max(5, Math.floor(r.iterations / 4))}), node ${r.node}, bash ${r.bash}, ${r.cpus} CPUs, process guard ${r.processGuard}\n`,
+  );
   process.stdout.write(table.toString() + '\n');
   process.stdout.write(`idle session RSS (bash): ${r.idleSessionRssMb} MB\n`);
   process.stdout.write(

@@ -39,14 +39,23 @@ export async function measureTurns(turns: number): Promise<TurnFigures> {
   const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-bench-'));
   const server = await startDevServer({ port: await freePort(), headless: true, logFile: path.join(dir, 'server.log') });
   const responses: ScriptEntry[] = [];
-  for (let i = 0; i < turns; i++) responses.push({ content: [{ type: 'tool_use', name: 'bash', input: { command: 'true' } }], stop_reason: 'tool_use' });
+  for (let i = 0; i < turns; i++)
+    responses.push({ content: [{ type: 'tool_use', name: 'bash', input: { command: 'true' } }], stop_reason: 'tool_use' });
   responses.push({ content: [{ type: 'text', text: 'done' }], stop_reason: 'end_turn' });
   const model = await startModelServer({ script: { responses } });
   const connection = await Connection.connect({ address: server.address });
   const worker = await spawnWorker({
     workerId: `bench-${process.pid}`,
     connection,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', TEMPORAL_ADDRESS: server.address, ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'bench', AGENT_JOBS_DATA_DIR: dir, AGENT_JOBS_LOG_LEVEL: 'ERROR' },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/root',
+      TEMPORAL_ADDRESS: server.address,
+      ANTHROPIC_BASE_URL: model.url,
+      ANTHROPIC_API_KEY: 'bench',
+      AGENT_JOBS_DATA_DIR: dir,
+      AGENT_JOBS_LOG_LEVEL: 'ERROR',
+    },
   });
   try {
     const client = new Client({ connection });
@@ -56,7 +65,8 @@ export async function measureTurns(turns: number): Promise<TurnFigures> {
     const wallMs = Date.now() - t0;
     const history = await handle.fetchHistory();
     const E = temporal.api.enums.v1.EventType;
-    const ms = (t: { seconds?: unknown; nanos?: number | null } | null | undefined): number => Number(t?.seconds ?? 0) * 1000 + (t?.nanos ?? 0) / 1e6;
+    const ms = (t: { seconds?: unknown; nanos?: number | null } | null | undefined): number =>
+      Number(t?.seconds ?? 0) * 1000 + (t?.nanos ?? 0) / 1e6;
     const scheduled = new Map<string, { type: string; at: number }>();
     const spans: Record<string, number[]> = { callClaude: [], runCommand: [] };
     const claudeScheduledAt: number[] = [];
@@ -73,7 +83,13 @@ export async function measureTurns(turns: number): Promise<TurnFigures> {
     }
     const turnMs = claudeScheduledAt.slice(1).map((t, i) => t - claudeScheduledAt[i]!);
     const overhead = turnMs.map((t, i) => t - (spans.callClaude![i] ?? 0) - (spans.runCommand![i] ?? 0));
-    return { turn: summarize(turnMs), callClaude: summarize(spans.callClaude!), runCommand: summarize(spans.runCommand!), overhead: summarize(overhead), wallMs };
+    return {
+      turn: summarize(turnMs),
+      callClaude: summarize(spans.callClaude!),
+      runCommand: summarize(spans.runCommand!),
+      overhead: summarize(overhead),
+      wallMs,
+    };
   } finally {
     await worker.stop();
     await model.close();
@@ -93,7 +109,10 @@ async function main(): Promise<void> {
   if (o.json) return void process.stdout.write(`${JSON.stringify({ turns: o.turns, ...r }, null, 2)}\n`);
   // Colours only on a terminal: piped or redirected output stays plain text.
   const plain = !process.stdout.isTTY;
-  const table = new Table({ head: [`per turn (${o.turns} turns), ms`, 'median', 'p95'], ...(plain ? { style: { head: [], border: [] } } : {}) });
+  const table = new Table({
+    head: [`per turn (${o.turns} turns), ms`, 'median', 'p95'],
+    ...(plain ? { style: { head: [], border: [] } } : {}),
+  });
   for (const k of ['turn', 'callClaude', 'runCommand', 'overhead'] as const) table.push([k, r[k].median, r[k].p95]);
   process.stdout.write(`${table.toString()}\nwall time ${(r.wallMs / 1000).toFixed(1)} s\n`);
 }

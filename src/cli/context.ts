@@ -7,7 +7,9 @@ import { temporalUiUrl, workflowUiUrl } from '../settings';
  * afterwards.
  * @throws TemporalUnreachableError when no server answers
  */
-export async function withClient<T>(fn: (c: ConnectedClient & { uiUrl: (workflowId: string, runId?: string) => string }) => Promise<T>): Promise<T> {
+export async function withClient<T>(
+  fn: (c: ConnectedClient & { uiUrl: (workflowId: string, runId?: string) => string }) => Promise<T>,
+): Promise<T> {
   const connected = await connectClient();
   const uiBase = temporalUiUrl(connected.settings.address);
   try {

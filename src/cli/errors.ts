@@ -23,7 +23,10 @@ export class CliError extends Error {
 export function toCliError(err: unknown): CliError {
   if (err instanceof CliError) return err;
   if (err instanceof TemporalUnreachableError) {
-    return new CliError(err.message, 'start a dev server with `agent-jobs server` (or `npm run demo`), or point TEMPORAL_ADDRESS at your cluster');
+    return new CliError(
+      err.message,
+      'start a dev server with `agent-jobs server` (or `npm run demo`), or point TEMPORAL_ADDRESS at your cluster',
+    );
   }
   if (err instanceof WorkflowNotFoundError) {
     return new CliError(`no run with id ${err.workflowId ?? '?'} in this namespace`, 'list runs with `agent-jobs list`');

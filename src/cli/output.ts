@@ -88,6 +88,7 @@ export function withWholeOutputs<T>(fn: () => T): T {
 export function indent(text: string, prefix = '    ', maxLines = defaultMaxLines): string {
   const lines = text.replace(/\n+$/, '').split('\n');
   const shown = lines.slice(0, maxLines).map((l) => `${prefix}${l}`);
-  if (lines.length > maxLines) shown.push(`${prefix}… ${lines.length - maxLines} more lines (agent-jobs transcript <workflowId> --full shows all)`);
+  if (lines.length > maxLines)
+    shown.push(`${prefix}… ${lines.length - maxLines} more lines (agent-jobs transcript <workflowId> --full shows all)`);
   return shown.join('\n');
 }

@@ -30,7 +30,12 @@ export function durationMs(value: string): number {
  * (`d`, `h`, `m`, `s`) that divides it, else ms (`120000` → `2m`).
  */
 export function formatDurationMs(ms: number): string {
-  for (const [unit, size] of [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1_000]] as const) {
+  for (const [unit, size] of [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1_000],
+  ] as const) {
     if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
   }
   return `${ms}ms`;
@@ -41,6 +46,7 @@ export function formatDurationMs(ms: number): string {
  * any case (returned in lowercase). Fewer than 4 would match almost any command.
  */
 export function hexPrefix(value: string): string {
-  if (!/^[0-9a-fA-F]{4,64}$/.test(value)) throw new InvalidArgumentError('expected 4 to 64 hex digits of the command\'s sha256 (status shows 12)');
+  if (!/^[0-9a-fA-F]{4,64}$/.test(value))
+    throw new InvalidArgumentError("expected 4 to 64 hex digits of the command's sha256 (status shows 12)");
   return value.toLowerCase();
 }

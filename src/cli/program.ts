@@ -13,7 +13,9 @@ import { registerWorker } from './commands/worker';
 
 export function buildProgram(): Command {
   const program = new Command('agent-jobs')
-    .description('Claude agents as durable, human-supervised jobs on Temporal.\nConnection: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE (and the rest of Temporal\'s envconfig); model: ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, AGENT_JOBS_MODEL.')
+    .description(
+      "Claude agents as durable, human-supervised jobs on Temporal.\nConnection: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE (and the rest of Temporal's envconfig); model: ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, AGENT_JOBS_MODEL.",
+    )
     .showHelpAfterError('(add --help for usage)');
   registerStart(program);
   registerStatus(program);

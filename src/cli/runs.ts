@@ -72,7 +72,10 @@ export async function waitForWorker(client: Client, timeoutMs = 20_000): Promise
 /** @throws CliError with a hint when no worker polls the shared queue */
 export async function requireWorker(client: Client, what: string): Promise<void> {
   if (!(await workerPolling(client))) {
-    throw new CliError(`no worker is polling the ${SHARED_TASK_QUEUE} task queue, so nothing can answer ${what}`, 'start one with `agent-jobs worker`');
+    throw new CliError(
+      `no worker is polling the ${SHARED_TASK_QUEUE} task queue, so nothing can answer ${what}`,
+      'start one with `agent-jobs worker`',
+    );
   }
 }
 
@@ -107,7 +110,10 @@ export async function askRun<T>(client: Client, what: string, ask: () => Promise
   } catch (err) {
     const why = noAnswer(err);
     if (why === 'deadline') {
-      throw new CliError(`no worker answered ${what} within ${QUERY_DEADLINE_MS / 1000} s`, 'is a worker running against this server? start one with `agent-jobs worker`');
+      throw new CliError(
+        `no worker answered ${what} within ${QUERY_DEADLINE_MS / 1000} s`,
+        'is a worker running against this server? start one with `agent-jobs worker`',
+      );
     }
     if (why === 'no-poller') {
       throw new CliError(`no worker answered ${what}: the server has seen no poller recently`, 'start one with `agent-jobs worker`');
@@ -156,15 +162,43 @@ export async function readRun(client: Client, workflowId: string): Promise<RunVi
   try {
     result = await handle.result();
   } catch (err) {
-    const cause = err instanceof WorkflowFailedError ? (err.cause?.message ?? err.message) : err instanceof Error ? err.message : String(err);
+    const cause =
+      err instanceof WorkflowFailedError ? (err.cause?.message ?? err.message) : err instanceof Error ? err.message : String(err);
     const status = executionStatus === 'CANCELLED' ? 'cancelled' : 'failed';
-    const failed: AgentRunResult = { status, turns: 0, usage: { inputTokens: 0, outputTokens: 0 }, error: `${executionStatus.toLowerCase()}: ${cause}` };
-    return { workflowId, status, turns: 0, pendingApproval: null, usage: failed.usage, result: failed, details: failed.error!, decisions: [], session: null, ...base };
+    const failed: AgentRunResult = {
+      status,
+      turns: 0,
+      usage: { inputTokens: 0, outputTokens: 0 },
+      error: `${executionStatus.toLowerCase()}: ${cause}`,
+    };
+    return {
+      workflowId,
+      status,
+      turns: 0,
+      pendingApproval: null,
+      usage: failed.usage,
+      result: failed,
+      details: failed.error!,
+      decisions: [],
+      session: null,
+      ...base,
+    };
   }
   // With a worker, the query also gives the decisions; without one (queryStatus fails at once), the result alone.
   const view = await queryStatus(client, workflowId).catch(() => null);
   if (view) return { ...view, ...base };
-  return { workflowId, status: result.status, turns: result.turns, pendingApproval: null, usage: result.usage, result, details: result.error ?? 'finished', decisions: [], session: null, ...base };
+  return {
+    workflowId,
+    status: result.status,
+    turns: result.turns,
+    pendingApproval: null,
+    usage: result.usage,
+    result,
+    details: result.error ?? 'finished',
+    decisions: [],
+    session: null,
+    ...base,
+  };
 }
 
 /** Whether the run's latest execution is still open. */

@@ -61,7 +61,8 @@ export const SHORT_HASH_CHARS = 12;
 export const MIN_RUN = 8;
 
 /** How to read an escaped display, for people (printed by the CLI under the warnings). */
-export const ESCAPE_LEGEND = 'shown escaped: \\\\ is one backslash; \\n \\r \\t \\xHH \\uHHHH \\u{HHHHH} are single characters; ⟨…⟩ counts a run';
+export const ESCAPE_LEGEND =
+  'shown escaped: \\\\ is one backslash; \\n \\r \\t \\xHH \\uHHHH \\u{HHHHH} are single characters; ⟨…⟩ counts a run';
 
 /** Classes of characters that are not shown as themselves, most dangerous first (the order of the warnings). */
 type CharClass =
@@ -127,7 +128,8 @@ function classOf(ch: string): CharClass | null {
   if (BIDI.has(cp)) return 'bidi';
   if (ZERO_WIDTH.has(cp)) return 'zero-width';
   if (FORMAT.test(ch)) return 'format';
-  if (INVISIBLE.has(cp) || (cp >= 0xfe00 && cp <= 0xfe0f) || (cp >= 0xe0100 && cp <= 0xe01ef) || (cp >= 0xfdd0 && cp <= 0xfdef)) return 'invisible';
+  if (INVISIBLE.has(cp) || (cp >= 0xfe00 && cp <= 0xfe0f) || (cp >= 0xe0100 && cp <= 0xe01ef) || (cp >= 0xfdd0 && cp <= 0xfdef))
+    return 'invisible';
   if (SPACE_SEPARATOR.test(ch)) return 'space';
   if (PRIVATE_USE.test(ch)) return 'private-use';
   return null;
@@ -218,8 +220,14 @@ export function displayCommand(command: string, options: DisplayOptions = {}): C
   }
 
   const warnings = CLASS_ORDER.filter((c) => found.has(c)).map((c) => warningFor(c, found.get(c)!));
-  if (spaceRuns > 0) warnings.push(spaceRuns === 1 ? `contains a run of ${longestSpaceRun} spaces` : `contains ${spaceRuns} runs of ${MIN_RUN} or more spaces (the longest ${longestSpaceRun})`);
-  if (markers > 0) warnings.push(`contains ${MARKER_OPEN} or ${MARKER_CLOSE} (shown as \\u27e8, \\u27e9: the display marks runs with them)`);
+  if (spaceRuns > 0)
+    warnings.push(
+      spaceRuns === 1
+        ? `contains a run of ${longestSpaceRun} spaces`
+        : `contains ${spaceRuns} runs of ${MIN_RUN} or more spaces (the longest ${longestSpaceRun})`,
+    );
+  if (markers > 0)
+    warnings.push(`contains ${MARKER_OPEN} or ${MARKER_CLOSE} (shown as \\u27e8, \\u27e9: the display marks runs with them)`);
 
   const tokens = warnings.length === 0 ? chars : escapedTokens(chars);
   const { text, cut } = fit(tokens, options.maxChars ?? Infinity);
@@ -364,5 +372,12 @@ export function commandDetails(command: string): string {
  */
 export function pendingApproval(p: { toolUseId: string; command: string; requestedAt: string }): PendingApproval {
   const d = displayCommand(p.command);
-  return { toolUseId: p.toolUseId, command: p.command, requestedAt: p.requestedAt, display: d.text, warnings: d.warnings, commandSha256: d.sha256 };
+  return {
+    toolUseId: p.toolUseId,
+    command: p.command,
+    requestedAt: p.requestedAt,
+    display: d.text,
+    warnings: d.warnings,
+    commandSha256: d.sha256,
+  };
 }

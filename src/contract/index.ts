@@ -306,7 +306,6 @@ export interface RestartSessionOutput {
   cwd: string;
 }
 
-
 // ---------------------------------------------------------------------------
 // Failure type names (`ApplicationFailure.type`)
 

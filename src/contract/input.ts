@@ -28,7 +28,12 @@ export const agentRunInputSchema = z
     approval: z.enum(APPROVAL_MODES as [ApprovalMode, ...ApprovalMode[]]).optional(),
     workdir: z.string().min(1).optional(),
     network: z.boolean().optional(),
-    commandTimeoutMs: z.number().int().min(100).max(24 * 3_600_000).optional(),
+    commandTimeoutMs: z
+      .number()
+      .int()
+      .min(100)
+      .max(24 * 3_600_000)
+      .optional(),
     approvalTimeout: z
       .union([z.number().int().positive(), z.string().regex(DURATION, 'must be a duration such as "24 hours", "30s" or ms')])
       .optional(),
@@ -42,8 +47,8 @@ export type ResolvedInput = Required<Omit<AgentRunInput, 'workdir'>> & Pick<Agen
 /** Default system prompt: how the bash tool behaves here. */
 export const DEFAULT_SYSTEM_PROMPT = [
   'You are an agent that completes tasks by running commands in a persistent bash session (the bash tool).',
-  'The session starts in the run\'s own workspace directory; the working directory, variables and files persist between commands.',
-  'Commands read no input (stdin is /dev/null) and are killed after a timeout; some commands need a human\'s approval and may be denied.',
+  "The session starts in the run's own workspace directory; the working directory, variables and files persist between commands.",
+  "Commands read no input (stdin is /dev/null) and are killed after a timeout; some commands need a human's approval and may be denied.",
   'When the task is done, reply with a short summary of what you did.',
 ].join(' ');
 

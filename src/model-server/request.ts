@@ -81,9 +81,7 @@ function checkToolPairing(messages: Array<{ role: string; content: unknown }>): 
     const blocks = blocksOf(message.content);
     const previous = i > 0 ? blocksOf(messages[i - 1]?.content) : [];
     const offered = new Set(
-      messages[i - 1]?.role === 'assistant'
-        ? previous.filter((b) => b.type === 'tool_use').map((b) => String(b['id']))
-        : [],
+      messages[i - 1]?.role === 'assistant' ? previous.filter((b) => b.type === 'tool_use').map((b) => String(b['id'])) : [],
     );
     let seenOther = false;
     for (const [j, block] of blocks.entries()) {
@@ -109,7 +107,9 @@ function checkToolPairing(messages: Array<{ role: string; content: unknown }>): 
     const next = messages[i + 1];
     const answered = new Set(
       next?.role === 'user'
-        ? blocksOf(next.content).filter((b) => b.type === 'tool_result').map((b) => String(b['tool_use_id']))
+        ? blocksOf(next.content)
+            .filter((b) => b.type === 'tool_result')
+            .map((b) => String(b['tool_use_id']))
         : [],
     );
     const missing = uses.filter((id) => !answered.has(id));

@@ -121,7 +121,9 @@ function judgePath(p: string, context: PolicyContext | undefined): { abs: string
   const abs = path.posix.resolve(context.cwd, p);
   const ws = context.workspace;
   if (abs !== ws && !abs.startsWith(`${ws}/`)) {
-    return { reason: p.startsWith('/') ? `path ${p} is outside the workspace ${ws}` : `path ${p} resolves to ${abs}, outside the workspace ${ws}` };
+    return {
+      reason: p.startsWith('/') ? `path ${p} is outside the workspace ${ws}` : `path ${p} resolves to ${abs}, outside the workspace ${ws}`,
+    };
   }
   return { abs };
 }
@@ -183,7 +185,9 @@ export function decideApproval(command: string, mode: ApprovalMode, context?: Po
   // `FOO+=1`, `FOO="1"`) out of argv into the program's environment.
   const assignment = argv.findIndex((w, i) => i > 0 && ASSIGNMENT_LIKE.test(w));
   if (assignment > 0) {
-    return ask(`word ${assignment + 1} (${JSON.stringify(argv[assignment])}) looks like a variable assignment (under set -k bash moves it into the environment)`);
+    return ask(
+      `word ${assignment + 1} (${JSON.stringify(argv[assignment])}) looks like a variable assignment (under set -k bash moves it into the environment)`,
+    );
   }
 
   // (f)

@@ -97,13 +97,24 @@ export const PROGRAMS: Readonly<Record<string, ProgramSpec>> = {
     short: flags('aAbBcCdfFgGhHiklmnNopqQrRsStuUvxXZ1', { I: TEXT, w: TEXT, T: TEXT }),
     long: longs(
       'all almost-all author escape ignore-backups directory file-type group-directories-first no-group ' +
-      'human-readable si dereference-command-line dereference-command-line-symlink-to-dir inode kibibytes ' +
-      'literal numeric-uid-gid hide-control-chars show-control-chars quote-name reverse recursive size ' +
-      'context zero full-time',
+        'human-readable si dereference-command-line dereference-command-line-symlink-to-dir inode kibibytes ' +
+        'literal numeric-uid-gid hide-control-chars show-control-chars quote-name reverse recursive size ' +
+        'context zero full-time',
       {
-        color: OPTIONAL, classify: OPTIONAL, hyperlink: OPTIONAL,
-        'block-size': TEXT, format: TEXT, hide: TEXT, ignore: TEXT, 'indicator-style': TEXT,
-        'quoting-style': TEXT, sort: TEXT, time: TEXT, 'time-style': TEXT, width: TEXT, tabsize: TEXT,
+        color: OPTIONAL,
+        classify: OPTIONAL,
+        hyperlink: OPTIONAL,
+        'block-size': TEXT,
+        format: TEXT,
+        hide: TEXT,
+        ignore: TEXT,
+        'indicator-style': TEXT,
+        'quoting-style': TEXT,
+        sort: TEXT,
+        time: TEXT,
+        'time-style': TEXT,
+        width: TEXT,
+        tabsize: TEXT,
       },
     ),
     operands: 'paths',
@@ -132,20 +143,32 @@ export const PROGRAMS: Readonly<Record<string, ProgramSpec>> = {
       e: { takes: 'required', value: 'text', tag: 'pattern' },
       f: { takes: 'required', value: 'path', tag: 'pattern' },
       r: { takes: 'none', tag: 'recursive' },
-      m: TEXT, A: TEXT, B: TEXT, C: TEXT,
+      m: TEXT,
+      A: TEXT,
+      B: TEXT,
+      C: TEXT,
     }),
     long: longs(
       'extended-regexp fixed-strings basic-regexp perl-regexp ignore-case no-ignore-case invert-match ' +
-      'word-regexp line-regexp count files-with-matches files-without-match only-matching quiet silent ' +
-      'no-messages byte-offset with-filename no-filename line-number initial-tab null null-data ' +
-      'binary text line-buffered',
+        'word-regexp line-regexp count files-with-matches files-without-match only-matching quiet silent ' +
+        'no-messages byte-offset with-filename no-filename line-number initial-tab null null-data ' +
+        'binary text line-buffered',
       {
         recursive: { takes: 'none', tag: 'recursive' },
         regexp: { takes: 'required', value: 'text', tag: 'pattern' },
         file: { takes: 'required', value: 'path', tag: 'pattern' },
-        'max-count': TEXT, 'after-context': TEXT, 'before-context': TEXT, context: TEXT,
-        include: TEXT, exclude: TEXT, 'exclude-dir': TEXT, 'exclude-from': PATH,
-        'binary-files': TEXT, label: TEXT, color: OPTIONAL, colour: OPTIONAL,
+        'max-count': TEXT,
+        'after-context': TEXT,
+        'before-context': TEXT,
+        context: TEXT,
+        include: TEXT,
+        exclude: TEXT,
+        'exclude-dir': TEXT,
+        'exclude-from': PATH,
+        'binary-files': TEXT,
+        label: TEXT,
+        color: OPTIONAL,
+        colour: OPTIONAL,
       },
     ),
     operands: 'grep',
@@ -163,7 +186,8 @@ export const PROGRAMS: Readonly<Record<string, ProgramSpec>> = {
   file: {
     short: flags('bhikLnNr0', { e: TEXT }),
     long: longs('brief mime mime-type mime-encoding dereference no-dereference keep-going raw no-pad print0 extension', {
-      exclude: TEXT, 'exclude-quiet': TEXT,
+      exclude: TEXT,
+      'exclude-quiet': TEXT,
     }),
     operands: 'paths',
     noOperand: 'stdin',
@@ -174,7 +198,7 @@ export const PROGRAMS: Readonly<Record<string, ProgramSpec>> = {
     short: flags('abcDHhklmPsSx0', { d: TEXT, B: TEXT }),
     long: longs(
       'all apparent-size bytes total dereference-args human-readable inodes count-links no-dereference ' +
-      'null separate-dirs si summarize one-file-system',
+        'null separate-dirs si summarize one-file-system',
       { 'block-size': TEXT, 'max-depth': TEXT, threshold: TEXT, exclude: TEXT, 'time-style': TEXT, time: OPTIONAL },
     ),
     operands: 'paths',
@@ -192,7 +216,8 @@ export const PROGRAMS: Readonly<Record<string, ProgramSpec>> = {
   realpath: {
     short: flags('emLPqsz'),
     long: longs('canonicalize-existing canonicalize-missing logical physical quiet strip no-symlinks zero', {
-      'relative-to': PATH, 'relative-base': PATH,
+      'relative-to': PATH,
+      'relative-base': PATH,
     }),
     operands: 'paths',
     noOperand: 'stdin',
@@ -219,32 +244,85 @@ export const PROGRAMS: Readonly<Record<string, ProgramSpec>> = {
  */
 export const FIND: Readonly<Record<string, 'none' | ValueKind>> = {
   // operators
-  '!': 'none', '-not': 'none', '(': 'none', ')': 'none', '-a': 'none', '-and': 'none', '-o': 'none', '-or': 'none', ',': 'none',
+  '!': 'none',
+  '-not': 'none',
+  '(': 'none',
+  ')': 'none',
+  '-a': 'none',
+  '-and': 'none',
+  '-o': 'none',
+  '-or': 'none',
+  ',': 'none',
   // tests without an argument
-  '-true': 'none', '-false': 'none', '-empty': 'none', '-executable': 'none', '-readable': 'none', '-writable': 'none',
-  '-nouser': 'none', '-nogroup': 'none',
+  '-true': 'none',
+  '-false': 'none',
+  '-empty': 'none',
+  '-executable': 'none',
+  '-readable': 'none',
+  '-writable': 'none',
+  '-nouser': 'none',
+  '-nogroup': 'none',
   // options without an argument
-  '-depth': 'none', '-xdev': 'none', '-mount': 'none', '-noleaf': 'none', '-daystart': 'none',
-  '-ignore_readdir_race': 'none', '-noignore_readdir_race': 'none', '-warn': 'none', '-nowarn': 'none',
+  '-depth': 'none',
+  '-xdev': 'none',
+  '-mount': 'none',
+  '-noleaf': 'none',
+  '-daystart': 'none',
+  '-ignore_readdir_race': 'none',
+  '-noignore_readdir_race': 'none',
+  '-warn': 'none',
+  '-nowarn': 'none',
   // actions that print to standard output
-  '-print': 'none', '-print0': 'none', '-ls': 'none', '-prune': 'none', '-quit': 'none', '-printf': 'text',
+  '-print': 'none',
+  '-print0': 'none',
+  '-ls': 'none',
+  '-prune': 'none',
+  '-quit': 'none',
+  '-printf': 'text',
   // tests and options with an argument
-  '-name': 'text', '-iname': 'text', '-path': 'text', '-ipath': 'text', '-wholename': 'text', '-iwholename': 'text',
-  '-regex': 'text', '-iregex': 'text', '-regextype': 'text', '-lname': 'text', '-ilname': 'text',
-  '-type': 'text', '-xtype': 'text', '-maxdepth': 'text', '-mindepth': 'text', '-size': 'text', '-perm': 'text',
-  '-user': 'text', '-group': 'text', '-uid': 'text', '-gid': 'text', '-links': 'text', '-inum': 'text',
-  '-amin': 'text', '-cmin': 'text', '-mmin': 'text', '-atime': 'text', '-ctime': 'text', '-mtime': 'text',
-  '-used': 'text', '-fstype': 'text', '-context': 'text',
-  '-newer': 'path', '-anewer': 'path', '-cnewer': 'path', '-samefile': 'path',
+  '-name': 'text',
+  '-iname': 'text',
+  '-path': 'text',
+  '-ipath': 'text',
+  '-wholename': 'text',
+  '-iwholename': 'text',
+  '-regex': 'text',
+  '-iregex': 'text',
+  '-regextype': 'text',
+  '-lname': 'text',
+  '-ilname': 'text',
+  '-type': 'text',
+  '-xtype': 'text',
+  '-maxdepth': 'text',
+  '-mindepth': 'text',
+  '-size': 'text',
+  '-perm': 'text',
+  '-user': 'text',
+  '-group': 'text',
+  '-uid': 'text',
+  '-gid': 'text',
+  '-links': 'text',
+  '-inum': 'text',
+  '-amin': 'text',
+  '-cmin': 'text',
+  '-mmin': 'text',
+  '-atime': 'text',
+  '-ctime': 'text',
+  '-mtime': 'text',
+  '-used': 'text',
+  '-fstype': 'text',
+  '-context': 'text',
+  '-newer': 'path',
+  '-anewer': 'path',
+  '-cnewer': 'path',
+  '-samefile': 'path',
 };
 
 /** `find`'s leading global options that are allowed (`-H` follows symlinks on the command line only: the caller's realpath check sees them). */
 const FIND_GLOBAL = new Set(['-P', '-H']);
 
 /** What a program's arguments amount to. */
-export type ArgsResult =
-  | { ok: true; paths: string[] }
-  | { ok: false; reason: string };
+export type ArgsResult = { ok: true; paths: string[] } | { ok: false; reason: string };
 
 /**
  * Judges `args` (argv without argv[0]) of `program` against its allowlist and
@@ -272,8 +350,14 @@ export function judgeArgs(program: string, args: readonly string[]): ArgsResult 
   }
   for (let i = 0; i < args.length; i++) {
     const a = args[i] as string;
-    if (endOfOptions || a === '-' || !a.startsWith('-')) { operands.push(a); continue; }
-    if (a === '--') { endOfOptions = true; continue; }
+    if (endOfOptions || a === '-' || !a.startsWith('-')) {
+      operands.push(a);
+      continue;
+    }
+    if (a === '--') {
+      endOfOptions = true;
+      continue;
+    }
     if (a.startsWith('--')) {
       const eq = a.indexOf('=');
       const name = eq < 0 ? a.slice(2) : a.slice(2, eq);
@@ -335,7 +419,10 @@ function judgeFind(args: readonly string[]): ArgsResult {
   let i = 0;
   while (i < args.length && (args[i] as string).startsWith('-') && args[i] !== '-' && !(args[i] as string).startsWith('--')) {
     const a = args[i] as string;
-    if (FIND_GLOBAL.has(a)) { i++; continue; }
+    if (FIND_GLOBAL.has(a)) {
+      i++;
+      continue;
+    }
     // A word that is not a global option starts the expression.
     if (Object.hasOwn(FIND, a)) break;
     return { ok: false, reason: `find option ${a} is not on find's option allowlist` };

@@ -36,7 +36,10 @@ export function tokenize(text: string): TokenizeResult {
   const argv: string[] = [];
   let i = 0;
   while (i < text.length) {
-    if (text[i] === ' ') { i++; continue; }
+    if (text[i] === ' ') {
+      i++;
+      continue;
+    }
     let word = '';
     while (i < text.length && text[i] !== ' ') {
       const c = text[i] as string;

@@ -77,7 +77,8 @@ function characterKind(c: string): string {
 /** What a statement node other than a simple command is, for reasons. */
 function statementKind(node: SyntaxNode): string {
   switch (node.type) {
-    case 'pipeline': return 'a pipeline (|) is more than one simple command';
+    case 'pipeline':
+      return 'a pipeline (|) is more than one simple command';
     case 'list': {
       const op = node.children.find((c) => !c.isNamed)?.type ?? '&&';
       return `a list (${op}) is more than one simple command`;
@@ -88,20 +89,33 @@ function statementKind(node: SyntaxNode): string {
       if (r?.type === 'herestring_redirect') return 'a here-string (<<<) is not a simple command';
       return `a redirection (${r?.text ?? '>'}) is not allowed`;
     }
-    case 'heredoc_redirect': return 'a here-document (<<) is not a simple command';
-    case 'herestring_redirect': return 'a here-string (<<<) is not a simple command';
-    case 'file_redirect': return `a redirection (${node.text}) is not allowed`;
-    case 'function_definition': return 'a function definition is not a simple command';
-    case 'subshell': return 'a subshell ( ... ) is not a simple command';
-    case 'compound_statement': return 'a group { ... } is not a simple command';
-    case 'negated_command': return 'a negation (!) is not a simple command';
+    case 'heredoc_redirect':
+      return 'a here-document (<<) is not a simple command';
+    case 'herestring_redirect':
+      return 'a here-string (<<<) is not a simple command';
+    case 'file_redirect':
+      return `a redirection (${node.text}) is not allowed`;
+    case 'function_definition':
+      return 'a function definition is not a simple command';
+    case 'subshell':
+      return 'a subshell ( ... ) is not a simple command';
+    case 'compound_statement':
+      return 'a group { ... } is not a simple command';
+    case 'negated_command':
+      return 'a negation (!) is not a simple command';
     case 'variable_assignment':
-    case 'variable_assignments': return 'a variable assignment is not allowed';
-    case 'declaration_command': return `a declaration (${node.firstChild?.type ?? 'declare'}) is not allowed`;
-    case 'unset_command': return 'unset is not allowed';
-    case 'test_command': return 'a test [[ ... ]] is not a simple command';
-    case 'comment': return 'a comment (#) is not allowed';
-    default: return `${node.type.replace(/_/g, ' ')} is not a simple command`;
+    case 'variable_assignments':
+      return 'a variable assignment is not allowed';
+    case 'declaration_command':
+      return `a declaration (${node.firstChild?.type ?? 'declare'}) is not allowed`;
+    case 'unset_command':
+      return 'unset is not allowed';
+    case 'test_command':
+      return 'a test [[ ... ]] is not a simple command';
+    case 'comment':
+      return 'a comment (#) is not allowed';
+    default:
+      return `${node.type.replace(/_/g, ' ')} is not a simple command`;
   }
 }
 
@@ -144,7 +158,16 @@ function literalValue(node: SyntaxNode): { value: string } | { kind: string } {
       const special = DOUBLE_QUOTE_SPECIAL.exec(inner);
       if (special) {
         const c = special[0];
-        return { kind: c === '$' ? 'parameter expansion' : c === '`' ? 'command substitution' : c === '\\' ? 'backslash escape' : 'history expansion (!)' };
+        return {
+          kind:
+            c === '$'
+              ? 'parameter expansion'
+              : c === '`'
+                ? 'command substitution'
+                : c === '\\'
+                  ? 'backslash escape'
+                  : 'history expansion (!)',
+        };
       }
       if (inner.includes('"')) return { kind: 'an unusual double-quoted string' };
       return { value: inner };

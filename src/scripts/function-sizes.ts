@@ -41,7 +41,12 @@ export function functionSizes(file: string): FunctionSize[] {
     if (ts.isFunctionLike(node) && 'body' in node && node.body) {
       const name = nameOf(node);
       const first = lineOf(node.getStart(source));
-      out.push({ file: path.relative(process.cwd(), file), name: [...names, name].join(names.length > 0 && ts.isMethodDeclaration(node) ? '.' : ' > '), line: first, lines: lineOf(node.getEnd()) - first + 1 });
+      out.push({
+        file: path.relative(process.cwd(), file),
+        name: [...names, name].join(names.length > 0 && ts.isMethodDeclaration(node) ? '.' : ' > '),
+        line: first,
+        lines: lineOf(node.getEnd()) - first + 1,
+      });
       scope = [...names, name];
     }
     ts.forEachChild(node, (child) => visit(child, scope));
@@ -72,7 +77,10 @@ if (require.main === module) {
   console.log(`longest functions under ${path.relative(process.cwd(), dir) || dir}:`);
   for (const f of fns.slice(0, top)) console.log(`  ${String(f.lines).padStart(4)}  ${f.file}:${f.line}  ${f.name}`);
   console.log('largest files:');
-  for (const f of files.map((file) => ({ file, lines: fileLines(file) })).sort((a, b) => b.lines - a.lines).slice(0, top)) {
+  for (const f of files
+    .map((file) => ({ file, lines: fileLines(file) }))
+    .sort((a, b) => b.lines - a.lines)
+    .slice(0, top)) {
     console.log(`  ${String(f.lines).padStart(4)}  ${path.relative(process.cwd(), f.file)}`);
   }
 }

@@ -21,7 +21,19 @@ import * as path from 'node:path';
  * background job swaps in after the realpath check (a race no check can
  * close) points at nothing. Costs: `ls -l` shows numeric owners.
  */
-export const EXACT_RUN_HIDDEN: readonly string[] = ['/etc', '/home', '/root', '/var', '/run', '/srv', '/opt', '/mnt', '/media', '/boot', '/work'];
+export const EXACT_RUN_HIDDEN: readonly string[] = [
+  '/etc',
+  '/home',
+  '/root',
+  '/var',
+  '/run',
+  '/srv',
+  '/opt',
+  '/mnt',
+  '/media',
+  '/boot',
+  '/work',
+];
 
 /** Where programs of auto-approved commands are looked up, in order (the `command -p` default path). */
 export const TRUSTED_PATH: readonly string[] = ['/usr/bin', '/bin'];

@@ -200,7 +200,10 @@ export class ProcessGuard {
     if (mode === 'auto' || mode === 'cgroup') {
       const cg = createPidsCgroup(`agent-jobs-${name.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 80)}`, maxProcesses);
       if (cg) return new ProcessGuard('cgroup', cg, maxProcesses);
-      if (mode === 'cgroup') throw new CgroupUnavailableError('no writable pids cgroup (cgroup v1 pids hierarchy, or v2 with the pids controller delegated) is available');
+      if (mode === 'cgroup')
+        throw new CgroupUnavailableError(
+          'no writable pids cgroup (cgroup v1 pids hierarchy, or v2 with the pids controller delegated) is available',
+        );
     }
     return new ProcessGuard('watchdog', undefined, maxProcesses);
   }

@@ -45,7 +45,12 @@ export function workerIsRoot(): boolean {
 /** Looks a user up through NSS (`getent passwd`); undefined when there is none. */
 export function lookupUser(name: string): SessionIdentity | undefined {
   try {
-    const line = execFileSync('getent', ['passwd', name], { env: MINIMAL_ENV, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 5000 }).trim();
+    const line = execFileSync('getent', ['passwd', name], {
+      env: MINIMAL_ENV,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      timeout: 5000,
+    }).trim();
     const f = line.split(':');
     const uid = Number(f[2]);
     const gid = Number(f[3]);
@@ -66,11 +71,16 @@ const ensured = new Map<string, SessionIdentity>();
 export function ensureSessionUser(name: string = sessionUserName()): SessionIdentity {
   const cached = ensured.get(name);
   if (cached) return cached;
-  if (!/^[a-z_][a-z0-9_-]*\$?$/i.test(name) || name.length > 32) throw new SessionStartError(`invalid session user name ${JSON.stringify(name)}`);
+  if (!/^[a-z_][a-z0-9_-]*\$?$/i.test(name) || name.length > 32)
+    throw new SessionStartError(`invalid session user name ${JSON.stringify(name)}`);
   let id = lookupUser(name);
   if (!id) {
     try {
-      execFileSync('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', name], { env: MINIMAL_ENV, stdio: ['ignore', 'ignore', 'pipe'], timeout: 30_000 });
+      execFileSync('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', name], {
+        env: MINIMAL_ENV,
+        stdio: ['ignore', 'ignore', 'pipe'],
+        timeout: 30_000,
+      });
     } catch (err) {
       // Another worker may have created it meanwhile.
       id = lookupUser(name);
@@ -82,7 +92,8 @@ export function ensureSessionUser(name: string = sessionUserName()): SessionIden
     id ??= lookupUser(name);
     if (!id) throw new SessionStartError(`useradd ${name} succeeded but the user cannot be looked up`);
   }
-  if (id.uid === 0 || id.gid === 0) throw new SessionStartError(`the session user ${name} has uid or gid 0; it must be an unprivileged user`);
+  if (id.uid === 0 || id.gid === 0)
+    throw new SessionStartError(`the session user ${name} has uid or gid 0; it must be an unprivileged user`);
   ensured.set(name, id);
   return id;
 }
@@ -97,7 +108,9 @@ export function resolveIdentity(user: string | null | undefined): SessionIdentit
   if (user === null) return null;
   if (!workerIsRoot()) {
     if (user === undefined) return null;
-    throw new SessionStartError(`cannot run bash as ${user}: the worker is not root (it runs as uid ${process.getuid?.()}), so it cannot change user`);
+    throw new SessionStartError(
+      `cannot run bash as ${user}: the worker is not root (it runs as uid ${process.getuid?.()}), so it cannot change user`,
+    );
   }
   return ensureSessionUser(user ?? sessionUserName());
 }

@@ -103,7 +103,10 @@ export function readOwnHardLimits(): Map<string, number> {
 function check(name: string, value: number | undefined, min: number, integer: boolean): void {
   if (value === undefined) return;
   if (typeof value !== 'number' || Number.isNaN(value) || value < min || (integer && Number.isFinite(value) && !Number.isInteger(value))) {
-    throw new InvalidSessionOptionError(`limits.${name}`, `expected ${integer ? 'an integer' : 'a number'} >= ${min} or Infinity, got ${String(value)}`);
+    throw new InvalidSessionOptionError(
+      `limits.${name}`,
+      `expected ${integer ? 'an integer' : 'a number'} >= ${min} or Infinity, got ${String(value)}`,
+    );
   }
 }
 
@@ -119,7 +122,10 @@ export function resolveLimits(limits: ResourceLimits = {}): ResolvedLimits {
   check('maxFileSizeBytes', limits.maxFileSizeBytes, 1024, false);
   check('maxOpenFiles', limits.maxOpenFiles, 16, true);
   check('maxCpuSeconds', limits.maxCpuSeconds, 1, true);
-  if (limits.oomScoreAdj !== undefined && (!Number.isInteger(limits.oomScoreAdj) || limits.oomScoreAdj < -1000 || limits.oomScoreAdj > 1000)) {
+  if (
+    limits.oomScoreAdj !== undefined &&
+    (!Number.isInteger(limits.oomScoreAdj) || limits.oomScoreAdj < -1000 || limits.oomScoreAdj > 1000)
+  ) {
     throw new InvalidSessionOptionError('limits.oomScoreAdj', `expected an integer in -1000..1000, got ${String(limits.oomScoreAdj)}`);
   }
   const own = readOwnHardLimits();

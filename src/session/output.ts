@@ -274,7 +274,8 @@ export class OutputCollector {
     const tailAll = Buffer.concat(this.tail);
     // The tail window: last `window` bytes of the stream (part of it may still be in the head buffer).
     const fromHead = Math.max(0, this.window - tailAll.length);
-    const tailRaw = fromHead > 0 ? Buffer.concat([head.subarray(head.length - fromHead), tailAll]) : tailAll.subarray(tailAll.length - this.window);
+    const tailRaw =
+      fromHead > 0 ? Buffer.concat([head.subarray(head.length - fromHead), tailAll]) : tailAll.subarray(tailAll.length - this.window);
     const half = Math.floor(this.maxBytes / 2);
     const headText = Buffer.from(redactSecrets(sanitizeText(decodeUtf8(headRaw, { partialEnd: true })), secrets), 'utf8');
     const tailText = Buffer.from(redactSecrets(sanitizeText(decodeUtf8(tailRaw, { partialStart: true })), secrets), 'utf8');

@@ -31,7 +31,10 @@ export interface ProcInfo {
  * (state), so field N of proc(5) is element N - 3.
  */
 export function statFields(text: string): string[] {
-  return text.slice(text.lastIndexOf(')') + 2).trim().split(' ');
+  return text
+    .slice(text.lastIndexOf(')') + 2)
+    .trim()
+    .split(' ');
 }
 
 /** Parses the text of /proc/<pid>/stat; undefined when malformed. */

@@ -166,7 +166,7 @@ export function newCommandTokens(): CommandTokens {
  * disabled builtin in every session shell.
  */
 export const TRAP_DISABLED_MESSAGE =
-  'bash: trap: disabled in this session shell (a DEBUG or RETURN trap could skip or forge the session\'s own commands); traps work inside scripts and bash -c';
+  "bash: trap: disabled in this session shell (a DEBUG or RETURN trap could skip or forge the session's own commands); traps work inside scripts and bash -c";
 
 /**
  * The script sent once when bash starts: aliases on (non-interactive bash
@@ -187,7 +187,9 @@ export function initScript(ulimitArgs: string, marker: Marker): string {
     `trap() { \\builtin printf '%s\\n' ${ansiCQuote(TRAP_DISABLED_MESSAGE)} >&2; return 2; }`,
     '\\builtin enable -n enable',
     '__aj_lim() {',
-    '  if [[ -o posix ]]; then \\builtin set +o posix; \\builtin ulimit -S -H ' + ulimitArgs + '; __aj_x=$?; \\builtin set -o posix; return "$__aj_x"; fi',
+    '  if [[ -o posix ]]; then \\builtin set +o posix; \\builtin ulimit -S -H ' +
+      ulimitArgs +
+      '; __aj_x=$?; \\builtin set -o posix; return "$__aj_x"; fi',
     '  \\builtin ulimit -S -H ' + ulimitArgs,
     '}',
     '__aj_r() { return "$1"; }',
@@ -195,12 +197,11 @@ export function initScript(ulimitArgs: string, marker: Marker): string {
     '  \\builtin set +o errexit +o nounset +o xtrace +o verbose +o onecmd',
     '  __aj_f=',
     '  __aj_lim 2>/dev/null || __aj_f=l',
-    "  \\builtin printf '%s\\0%s\\0' \"$1\" \"$__aj_f\"",
+    '  \\builtin printf \'%s\\0%s\\0\' "$1" "$__aj_f"',
     '}',
     '\\builtin readonly -f __aj_lim __aj_r __aj_e trap',
     '__aj_lim; __aj_s=$?',
-    markerAssignments(marker) +
-      "\\builtin printf '%s%s\\0%s\\0%s\\0%s\\0%s\\0' \"$__aj_m1\" \"$__aj_m2\" \"$__aj_s\" '' '' \"$PWD\"",
+    markerAssignments(marker) + '\\builtin printf \'%s%s\\0%s\\0%s\\0%s\\0%s\\0\' "$__aj_m1" "$__aj_m2" "$__aj_s" \'\' \'\' "$PWD"',
     'unset __aj_m1 __aj_m2 __aj_s',
     '',
   ].join('\n');
@@ -313,8 +314,7 @@ export class RecordScanner {
   private buf: Buffer = Buffer.alloc(0);
   private pending: { marker: Buffer; resolve: (r: EndRecord) => void } | undefined;
   private watch:
-    | { tokens: CommandTokens; records: CommandRecords; onStatus: () => void; onHousekeeping: () => void; statusAt: number }
-    | undefined;
+    { tokens: CommandTokens; records: CommandRecords; onStatus: () => void; onHousekeeping: () => void; statusAt: number } | undefined;
 
   /** Feeds bytes bash wrote on stdout. */
   push(chunk: Buffer): void {

@@ -88,11 +88,15 @@ export function findBwrap(searchPath: string = process.env.PATH ?? MINIMAL_ENV.P
     const candidate = path.join(dir, 'bwrap');
     try {
       fs.accessSync(candidate, fs.constants.X_OK);
-      execFileSync(candidate, ['--die-with-parent', ...namespaceArgs(asRoot, false), '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--', 'true'], {
-        env: MINIMAL_ENV,
-        stdio: 'ignore',
-        timeout: 10_000,
-      });
+      execFileSync(
+        candidate,
+        ['--die-with-parent', ...namespaceArgs(asRoot, false), '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--', 'true'],
+        {
+          env: MINIMAL_ENV,
+          stdio: 'ignore',
+          timeout: 10_000,
+        },
+      );
       found = candidate;
       break;
     } catch {
@@ -168,7 +172,9 @@ export function bwrapArgs(o: SandboxOptions, chdir?: string): string[] {
     }
   };
   const binds = [...new Set(o.writable.map(resolve))].map((p) => ({ kind: 'bind' as const, path: p }));
-  const roBinds = [...new Set(o.readable.map(resolve))].filter((p) => !binds.some((b) => b.path === p)).map((p) => ({ kind: 'ro-bind' as const, path: p }));
+  const roBinds = [...new Set(o.readable.map(resolve))]
+    .filter((p) => !binds.some((b) => b.path === p))
+    .map((p) => ({ kind: 'ro-bind' as const, path: p }));
   const targets = [...binds, ...roBinds];
   const ops: MountOp[] = [{ kind: 'tmpfs', path: '/tmp', mode: '1777' }];
   const tmpfsAt = new Set(['/tmp']);
@@ -231,7 +237,17 @@ export function bwrapArgs(o: SandboxOptions, chdir?: string): string[] {
     }
     final.push(op);
   }
-  const args = ['--die-with-parent', ...namespaceArgs(o.identity !== null || process.getuid?.() === 0, o.network), '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
+  const args = [
+    '--die-with-parent',
+    ...namespaceArgs(o.identity !== null || process.getuid?.() === 0, o.network),
+    '--ro-bind',
+    '/',
+    '/',
+    '--dev',
+    '/dev',
+    '--proc',
+    '/proc',
+  ];
   args.push('--perms', '1777', '--tmpfs', '/dev/shm');
   for (const op of final) {
     if (op.kind === 'tmpfs') args.push('--perms', op.mode ?? '0755', '--tmpfs', op.path);
@@ -250,7 +266,16 @@ function order(op: MountOp): number {
 
 /** `setpriv` arguments that switch to `id`: no groups, no capabilities (none inheritable, none in the bounding set), no_new_privs. */
 export function identityArgs(id: SessionIdentity): string[] {
-  return ['--reuid', String(id.uid), '--regid', String(id.gid), '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs'];
+  return [
+    '--reuid',
+    String(id.uid),
+    '--regid',
+    String(id.gid),
+    '--clear-groups',
+    '--inh-caps=-all',
+    '--bounding-set=-all',
+    '--no-new-privs',
+  ];
 }
 
 /**

@@ -225,7 +225,8 @@ function nearestExistingDir(dir: string): string {
 
 function checkTimeout(name: string, value: number | undefined): void {
   if (value === undefined) return;
-  if (typeof value !== 'number' || Number.isNaN(value) || value <= 0) throw new InvalidSessionOptionError(name, `expected a number of ms > 0 (or Infinity), got ${String(value)}`);
+  if (typeof value !== 'number' || Number.isNaN(value) || value <= 0)
+    throw new InvalidSessionOptionError(name, `expected a number of ms > 0 (or Infinity), got ${String(value)}`);
 }
 
 type Outcome =
@@ -253,7 +254,9 @@ type Outcome =
 export class BashSession {
   /** Session id (`options.id` or a random UUID). */
   readonly id: string;
-  private readonly options: Required<Pick<BashSessionOptions, 'timeoutMs' | 'maxOutputBytes' | 'killGraceMs' | 'bashPath' | 'processGuard'>> &
+  private readonly options: Required<
+    Pick<BashSessionOptions, 'timeoutMs' | 'maxOutputBytes' | 'killGraceMs' | 'bashPath' | 'processGuard'>
+  > &
     Pick<BashSessionOptions, 'auditLog' | 'runId' | 'exactLauncher'> & { exactRoot: string };
   private readonly limits: ResolvedLimits;
   private readonly env: Record<string, string>;
@@ -279,7 +282,12 @@ export class BashSession {
   private queue: Promise<unknown> = Promise.resolve();
   private wakeCurrent: ((o: Outcome) => void) | undefined;
 
-  private constructor(options: BashSessionOptions, cwd: string, identity: SessionIdentity | null, sandbox: { mode: SandboxMode; bwrap?: string }) {
+  private constructor(
+    options: BashSessionOptions,
+    cwd: string,
+    identity: SessionIdentity | null,
+    sandbox: { mode: SandboxMode; bwrap?: string },
+  ) {
     this.id = options.id ?? randomUUID();
     this.options = {
       timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
@@ -339,16 +347,22 @@ export class BashSession {
     } catch {
       /* reported below */
     }
-    if (!isDir) throw new SessionStartError(`cannot start bash session: working directory ${cwd} does not exist or is not a directory`, { sessionId: options.id });
+    if (!isDir)
+      throw new SessionStartError(`cannot start bash session: working directory ${cwd} does not exist or is not a directory`, {
+        sessionId: options.id,
+      });
     const identity = resolveIdentity(options.user);
     const sandbox = resolveSandbox(options.sandbox);
     if (options.workspace !== undefined) prepareWorkspace(path.resolve(options.workspace), identity, options.id);
     if (sandbox.mode === 'none') {
       const blocked = unreachableAncestor(cwd, identity);
       if (blocked) {
-        throw new SessionStartError(`cannot start bash session as ${identity!.user}: it cannot enter ${blocked} on the way to ${cwd} (no sandbox to bind it); make it searchable or use the sandbox`, {
-          sessionId: options.id,
-        });
+        throw new SessionStartError(
+          `cannot start bash session as ${identity!.user}: it cannot enter ${blocked} on the way to ${cwd} (no sandbox to bind it); make it searchable or use the sandbox`,
+          {
+            sessionId: options.id,
+          },
+        );
       }
     }
     const session = new BashSession(options, cwd, identity, sandbox);
@@ -441,9 +455,14 @@ export class BashSession {
    * @throws SessionStartError when the shell had to be restarted and could not be
    */
   run(command: string, options: RunOptions = {}): Promise<CommandResult> {
-    if (typeof command !== 'string') return Promise.reject(new InvalidCommandError('command must be a string', command, { sessionId: this.id }));
+    if (typeof command !== 'string')
+      return Promise.reject(new InvalidCommandError('command must be a string', command, { sessionId: this.id }));
     if (command.includes('\0')) {
-      return Promise.reject(new InvalidCommandError('command contains a NUL character, which bash cannot represent; nothing was run', command, { sessionId: this.id }));
+      return Promise.reject(
+        new InvalidCommandError('command contains a NUL character, which bash cannot represent; nothing was run', command, {
+          sessionId: this.id,
+        }),
+      );
     }
     try {
       checkTimeout('timeoutMs', options.timeoutMs);
@@ -467,7 +486,9 @@ export class BashSession {
    */
   runExact(argv: readonly string[], options: RunExactOptions = {}): Promise<CommandResult> {
     if (!Array.isArray(argv) || argv.length === 0 || argv.some((a) => typeof a !== 'string' || a.includes('\0'))) {
-      return Promise.reject(new InvalidCommandError('argv must be a non-empty array of strings without NUL', String(argv), { sessionId: this.id }));
+      return Promise.reject(
+        new InvalidCommandError('argv must be a non-empty array of strings without NUL', String(argv), { sessionId: this.id }),
+      );
     }
     if (this.closed) return Promise.reject(this.closedError());
     return this.enqueue(() => this.runExactNow(argv, options));
@@ -481,11 +502,14 @@ export class BashSession {
     const cwd = this.currentCwd();
     // Paths were judged against a cwd (by default the one this session last reported); a background job may have moved it since.
     const judgedIn = options.cwd ?? this.lastCwd;
-    if (judgedIn !== cwd) throw new ExactRefusedError(`the shell's working directory moved (${judgedIn} -> ${cwd}) since the command was judged`);
-    if (!staysInside(cwd, this.options.exactRoot)) throw new ExactRefusedError(`the working directory ${cwd} is outside the workspace ${this.options.exactRoot}`);
+    if (judgedIn !== cwd)
+      throw new ExactRefusedError(`the shell's working directory moved (${judgedIn} -> ${cwd}) since the command was judged`);
+    if (!staysInside(cwd, this.options.exactRoot))
+      throw new ExactRefusedError(`the working directory ${cwd} is outside the workspace ${this.options.exactRoot}`);
     for (const p of options.paths ?? []) {
       const abs = path.resolve(cwd, p);
-      if (!staysInside(abs, this.options.exactRoot)) throw new ExactRefusedError(`${p} resolves outside the workspace ${this.options.exactRoot} (a symlink, or .. )`);
+      if (!staysInside(abs, this.options.exactRoot))
+        throw new ExactRefusedError(`${p} resolves outside the workspace ${this.options.exactRoot} (a symlink, or .. )`);
       let st: fs.Stats | undefined;
       try {
         st = fs.statSync(abs);
@@ -493,10 +517,17 @@ export class BashSession {
         /* missing: the program says so */
       }
       // A FIFO, socket or device would block or stream forever.
-      if (st && !st.isFile() && !st.isDirectory()) throw new ExactRefusedError(`${p} is not a regular file or directory (a FIFO, socket or device)`);
+      if (st && !st.isFile() && !st.isDirectory())
+        throw new ExactRefusedError(`${p} is not a regular file or directory (a FIFO, socket or device)`);
     }
     if (options.signal?.aborted) {
-      return this.finish(command, started, { output: note('cancelled before it started; nothing was run'), exitCode: null, cancelled: true, outputBytes: 0, truncated: false });
+      return this.finish(command, started, {
+        output: note('cancelled before it started; nothing was run'),
+        exitCode: null,
+        cancelled: true,
+        outputBytes: 0,
+        truncated: false,
+      });
     }
     // The same sandbox and identity as the shell (a fresh bwrap, the session user), unless the caller wraps it itself.
     const sandbox = this.sandboxOptions;
@@ -611,13 +642,25 @@ export class BashSession {
     const notes: string[] = [];
     let restartedBefore = false;
     if (options.signal?.aborted) {
-      return this.finish(command, started, { output: note('cancelled before it started; nothing was run'), exitCode: null, cancelled: true, outputBytes: 0, truncated: false });
+      return this.finish(command, started, {
+        output: note('cancelled before it started; nothing was run'),
+        exitCode: null,
+        cancelled: true,
+        outputBytes: 0,
+        truncated: false,
+      });
     }
     if (!this.shell || this.shell.exit) {
       const exit = this.shell?.exit;
-      const why = this.shell?.guard.exceeded ? `its processes exceeded the process limit (${this.limits.maxProcesses}) and were killed` : exit ? describeExit(exit) : 'not running';
+      const why = this.shell?.guard.exceeded
+        ? `its processes exceeded the process limit (${this.limits.maxProcesses}) and were killed`
+        : exit
+          ? describeExit(exit)
+          : 'not running';
       notes.push(
-        note(`the shell had exited since the last command (${why}); it was restarted: variables, functions and background jobs are gone, working directory restored`),
+        note(
+          `the shell had exited since the last command (${why}); it was restarted: variables, functions and background jobs are gone, working directory restored`,
+        ),
       );
       await this.replaceShell(0);
       restartedBefore = true;
@@ -684,7 +727,8 @@ export class BashSession {
       case 'unconfirmed': {
         // Kernel facts: bash read the control line itself, and is back waiting for the next one.
         const readAfter = shell.bytesRead();
-        const readLine = readBefore === undefined || readAfter === undefined ? undefined : readAfter - readBefore >= Buffer.byteLength(line);
+        const readLine =
+          readBefore === undefined || readAfter === undefined ? undefined : readAfter - readBefore >= Buffer.byteLength(line);
         const idle = outcome.kind === 'record' ? await shell.waitIdle(IDLE_WAIT_MS) : undefined;
         const verdict = judgeRecords(records, outcome.kind === 'record', shell.controlPipesIntact(), { readLine, idle });
         if (verdict.kind !== 'ok') {
@@ -709,7 +753,11 @@ export class BashSession {
           );
         } else if (kernel) this.lastCwd = kernel.path;
         if (hk.flags.includes('l')) {
-          notes.push(note('the command lowered the shell\'s resource limits (ulimit) below the session\'s, which cannot be undone; the shell was restarted'));
+          notes.push(
+            note(
+              "the command lowered the shell's resource limits (ulimit) below the session's, which cannot be undone; the shell was restarted",
+            ),
+          );
           restartAfter = true;
         }
         break;
@@ -719,7 +767,11 @@ export class BashSession {
         exitCode = outcome.exit.code;
         restartAfter = true;
         if (shell.guard.exceeded) {
-          notes.push(note(`the session exceeded its process limit (${this.limits.maxProcesses} processes/threads); all its processes were killed and the shell restarted`));
+          notes.push(
+            note(
+              `the session exceeded its process limit (${this.limits.maxProcesses} processes/threads); all its processes were killed and the shell restarted`,
+            ),
+          );
         }
         break;
       case 'timeout':
@@ -743,14 +795,19 @@ export class BashSession {
       // Kill what is left: for a timeout, cancel or an unconfirmed end the
       // command itself, for a shell exit its background jobs. Then read what
       // is still in the pipe.
-      await shell.kill(outcome.kind === 'exit' || outcome.kind === 'record' || outcome.kind === 'unconfirmed' ? 0 : this.options.killGraceMs);
+      await shell.kill(
+        outcome.kind === 'exit' || outcome.kind === 'record' || outcome.kind === 'unconfirmed' ? 0 : this.options.killGraceMs,
+      );
       await capture.detach(KILLED_OUTPUT_WAIT_MS);
     }
     const captured = collector.finish(this.secrets);
     if ('file' in source) removeQuietly(commandFile);
     if (restartAfter && !this.closed) await this.replaceShell(0);
     return this.finish(command, started, {
-      output: appendNotes(withheld ? '' : renumberShellErrors(captured.text, lineNo > 0 ? lineNo + EVAL_PREFIX_LINES : 0, command.split('\n').length), notes),
+      output: appendNotes(
+        withheld ? '' : renumberShellErrors(captured.text, lineNo > 0 ? lineNo + EVAL_PREFIX_LINES : 0, command.split('\n').length),
+        notes,
+      ),
       exitCode,
       timedOut,
       truncated: captured.truncated,
@@ -765,7 +822,8 @@ export class BashSession {
   private async finish(
     command: string,
     started: number,
-    r: Partial<CommandResult> & Pick<CommandResult, 'output' | 'exitCode' | 'cancelled' | 'outputBytes' | 'truncated'> & { exactArgv?: string[] },
+    r: Partial<CommandResult> &
+      Pick<CommandResult, 'output' | 'exitCode' | 'cancelled' | 'outputBytes' | 'truncated'> & { exactArgv?: string[] },
   ): Promise<CommandResult> {
     const result: CommandResult = {
       output: r.output,
@@ -821,16 +879,19 @@ export class BashSession {
 export function renumberShellErrors(text: string, controlLineNo: number, commandLines: number): string {
   if (controlLineNo <= 0 || !text.includes('line ')) return text;
   const own = (n: string): number => Number(n) - controlLineNo + 1;
-  return text.replace(/^([^\s:]*bash): (eval: )?line (\d+):(.*)$/gm, (whole, shell: string, evalPrefix: string | undefined, n: string, rest: string) => {
-    const line = own(n);
-    // Syntax errors (eval: line N) can name the line after the last one (unexpected end of file).
-    if (line < 1 || (!evalPrefix && line > commandLines)) return whole;
-    const body = rest.replace(/^( warning: here-document at line )(\d+)( delimited)/, (w, a: string, m: string, b: string) => {
-      const start = own(m);
-      return start >= 1 && start <= line ? `${a}${start}${b}` : w;
-    });
-    return `${shell}: line ${line}:${body}`;
-  });
+  return text.replace(
+    /^([^\s:]*bash): (eval: )?line (\d+):(.*)$/gm,
+    (whole, shell: string, evalPrefix: string | undefined, n: string, rest: string) => {
+      const line = own(n);
+      // Syntax errors (eval: line N) can name the line after the last one (unexpected end of file).
+      if (line < 1 || (!evalPrefix && line > commandLines)) return whole;
+      const body = rest.replace(/^( warning: here-document at line )(\d+)( delimited)/, (w, a: string, m: string, b: string) => {
+        const start = own(m);
+        return start >= 1 && start <= line ? `${a}${start}${b}` : w;
+      });
+      return `${shell}: line ${line}:${body}`;
+    },
+  );
 }
 
 /** What the records of one command prove: its exit status, or why they prove nothing. */
@@ -865,7 +926,10 @@ export function judgeRecords(
   const problems: string[] = [];
   if (Number.isNaN(status) || status > 255) problems.push('no valid end-of-command record came');
   if (more.length > 0) problems.push(`${more.length + 1} end-of-command records came where one was due (one was forged)`);
-  if (!housekeepingCame) problems.push('the shell did not finish its bookkeeping after the command (it was still busy, or a function named like a builtin intercepted it)');
+  if (!housekeepingCame)
+    problems.push(
+      'the shell did not finish its bookkeeping after the command (it was still busy, or a function named like a builtin intercepted it)',
+    );
   if (!pipesIntact) problems.push("the shell's own control pipes were replaced");
   if (kernel.readLine === false) problems.push('the shell never read the command (another process read it from the control pipe)');
   if (housekeepingCame && kernel.idle === false) problems.push('the shell was still busy (or stopped) after its end-of-command records');
@@ -907,10 +971,17 @@ function prepareWorkspace(dir: string, identity: SessionIdentity | null, session
   if (!identity) return;
   if (real === '/') throw new SessionStartError('cannot start bash session: the workspace must not be /', { sessionId });
   try {
-    execFileSync('chown', ['-R', '-P', '--no-dereference', `${identity.uid}:${identity.gid}`, '--', real], { env: MINIMAL_ENV, stdio: ['ignore', 'ignore', 'pipe'], timeout: 120_000 });
+    execFileSync('chown', ['-R', '-P', '--no-dereference', `${identity.uid}:${identity.gid}`, '--', real], {
+      env: MINIMAL_ENV,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      timeout: 120_000,
+    });
   } catch (err) {
     const stderr = String((err as { stderr?: Buffer }).stderr ?? '').trim();
-    throw new SessionStartError(`cannot give the workspace ${real} to ${identity.user}: ${stderr || (err as Error).message}`, { sessionId, cause: err });
+    throw new SessionStartError(`cannot give the workspace ${real} to ${identity.user}: ${stderr || (err as Error).message}`, {
+      sessionId,
+      cause: err,
+    });
   }
 }
 

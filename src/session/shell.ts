@@ -125,7 +125,7 @@ async function waitForBash(rootPid: number, bashName: string, timeoutMs: number,
       children.set(p.ppid, list);
     }
     const chain = [rootPid];
-    for (let pid = rootPid; ; ) {
+    for (let pid = rootPid; ;) {
       const next = children.get(pid)?.[0];
       if (!next) break;
       chain.push(next.pid);
@@ -215,7 +215,8 @@ export class ShellProcess {
     try {
       guard = ProcessGuard.create(o.guardMode, o.maxProcesses, o.name);
     } catch (err) {
-      if (err instanceof CgroupUnavailableError) throw new SessionStartError(`cannot start bash session: ${err.message}`, { sessionId: o.sessionId, cause: err });
+      if (err instanceof CgroupUnavailableError)
+        throw new SessionStartError(`cannot start bash session: ${err.message}`, { sessionId: o.sessionId, cause: err });
       throw err;
     }
     let child: ChildProcessWithoutNullStreams;
@@ -229,7 +230,10 @@ export class ShellProcess {
       });
     } catch (err) {
       await guard.dispose();
-      throw new SessionStartError(`cannot start ${o.bashPath} in ${o.cwd}: ${(err as Error).message}`, { sessionId: o.sessionId, cause: err });
+      throw new SessionStartError(`cannot start ${o.bashPath} in ${o.cwd}: ${(err as Error).message}`, {
+        sessionId: o.sessionId,
+        cause: err,
+      });
     }
     let shell: ShellProcess | undefined;
     // The guard records that it fired (`guard.exceeded`); the session reads that to explain the exit.
@@ -241,7 +245,10 @@ export class ShellProcess {
       await guard.dispose();
       if (o.guardMode === 'cgroup') {
         signalGroup(child.pid!, 'SIGKILL');
-        throw new SessionStartError(`cannot put bash into its pids cgroup: ${(err as Error).message}`, { sessionId: o.sessionId, cause: err });
+        throw new SessionStartError(`cannot put bash into its pids cgroup: ${(err as Error).message}`, {
+          sessionId: o.sessionId,
+          cause: err,
+        });
       }
       guard = ProcessGuard.create('watchdog', o.maxProcesses, o.name);
       guard.adopt(child.pid!, onExceeded);
@@ -252,7 +259,9 @@ export class ShellProcess {
     // guard adopted it: put every process on the way to bash into the
     // cgroup and give each the oom score. bash itself forks nothing until
     // the init script arrives, so nothing else can have escaped.
-    const chain = shell.sandboxed ? await waitForBash(child.pid!, path.basename(o.bashPath), o.startTimeoutMs, () => shell?.exit !== undefined) : [child.pid!];
+    const chain = shell.sandboxed
+      ? await waitForBash(child.pid!, path.basename(o.bashPath), o.startTimeoutMs, () => shell?.exit !== undefined)
+      : [child.pid!];
     shell.bashPid = chain[chain.length - 1] ?? 0;
     for (const pid of chain) {
       if (pid !== child.pid) guard.include(pid);
@@ -285,7 +294,10 @@ export class ShellProcess {
           ? `bash exited during start (code ${outcome.exit.code}, signal ${outcome.exit.signal})`
           : `bash did not report ready within ${o.startTimeoutMs} ms`;
     const stderr = shell.stderrTail();
-    throw new SessionStartError(`cannot start bash session: ${why}${stderr ? `: ${stderr.trim()}` : ''}`, { sessionId: o.sessionId, stderr });
+    throw new SessionStartError(`cannot start bash session: ${why}${stderr ? `: ${stderr.trim()}` : ''}`, {
+      sessionId: o.sessionId,
+      stderr,
+    });
   }
 
   /**

@@ -82,7 +82,8 @@ export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState):
 /** The input with its defaults. @throws ApplicationFailure `InvalidInput` (non-retryable) listing every problem */
 function validInput(raw: AgentRunInput): ResolvedInput {
   const resolved = resolveInput(raw);
-  if (!resolved.ok) throw ApplicationFailure.create({ message: `invalid agentRun input: ${resolved.message}`, type: INVALID_INPUT, nonRetryable: true });
+  if (!resolved.ok)
+    throw ApplicationFailure.create({ message: `invalid agentRun input: ${resolved.message}`, type: INVALID_INPUT, nonRetryable: true });
   return resolved.input;
 }
 
@@ -133,7 +134,9 @@ async function takeTurn(state: RunState, session: RunSession): Promise<RunEnd | 
 /** Whether to continue as new now (between turns): the server suggests it, or the history passed this project's lower thresholds. */
 function historyIsLarge(): boolean {
   const info = workflowInfo();
-  return info.continueAsNewSuggested || info.historySize > CONTINUE_AS_NEW_HISTORY_BYTES || info.historyLength > CONTINUE_AS_NEW_HISTORY_EVENTS;
+  return (
+    info.continueAsNewSuggested || info.historySize > CONTINUE_AS_NEW_HISTORY_BYTES || info.historyLength > CONTINUE_AS_NEW_HISTORY_EVENTS
+  );
 }
 
 /**

@@ -10,8 +10,24 @@ import type { ApprovalMode } from '../contract';
  * flag (`sort -o`, `tree -o`, `date -s`, `env cmd`) are deliberately absent.
  */
 export const READ_ONLY_PROGRAMS: readonly string[] = [
-  'ls', 'cat', 'echo', 'pwd', 'grep', 'find', 'wc', 'head', 'tail',
-  'stat', 'du', 'df', 'file', 'whoami', 'uname', 'realpath', 'basename', 'dirname',
+  'ls',
+  'cat',
+  'echo',
+  'pwd',
+  'grep',
+  'find',
+  'wc',
+  'head',
+  'tail',
+  'stat',
+  'du',
+  'df',
+  'file',
+  'whoami',
+  'uname',
+  'realpath',
+  'basename',
+  'dirname',
 ];
 
 /**
@@ -72,7 +88,10 @@ export function decideApproval(command: string, mode: ApprovalMode): PolicyDecis
   if (operator !== undefined) {
     return { action: 'ask', reason: `contains the shell operator ${JSON.stringify(operator)}` };
   }
-  const words = command.trim().split(/\s+/).filter((w) => w.length > 0);
+  const words = command
+    .trim()
+    .split(/\s+/)
+    .filter((w) => w.length > 0);
   const program = words[0];
   if (program === undefined) return { action: 'ask', reason: 'empty command' };
   if (!READ_ONLY_PROGRAMS.includes(program)) {

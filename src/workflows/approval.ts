@@ -113,7 +113,13 @@ function isDecision(d: unknown): d is ApprovalDecision {
   if (typeof d !== 'object' || d === null) return false;
   const o = d as Record<string, unknown>;
   const optionalString = (v: unknown): boolean => v === undefined || typeof v === 'string';
-  return typeof o.toolUseId === 'string' && typeof o.approved === 'boolean' && optionalString(o.reason) && optionalString(o.by) && optionalString(o.commandSha256);
+  return (
+    typeof o.toolUseId === 'string' &&
+    typeof o.approved === 'boolean' &&
+    optionalString(o.reason) &&
+    optionalString(o.by) &&
+    optionalString(o.commandSha256)
+  );
 }
 
 /**
@@ -146,7 +152,14 @@ export async function waitForApproval(state: RunState, toolUseId: string, comman
             commandSha256,
             hashChecked: d.commandSha256 !== undefined,
           }
-        : { toolUseId, approved: false, source: 'timeout', at, reason: `no decision within ${describeDuration(input.approvalTimeout)}`, commandSha256 };
+        : {
+            toolUseId,
+            approved: false,
+            source: 'timeout',
+            at,
+            reason: `no decision within ${describeDuration(input.approvalTimeout)}`,
+            commandSha256,
+          };
     state.decisions = [...state.decisions, applied].slice(-MAX_DECISIONS_KEPT);
     log.info('approval decision applied', { ...applied });
     return applied;

@@ -37,7 +37,8 @@ export async function askClaude(state: RunState): Promise<ModelAnswer> {
   let maxTokens = state.input.maxTokens;
   let response = await callOnce(state, maxTokens);
   if (response.stopReason === 'max_tokens' && maxTokens < MAX_TOKENS_RETRY_CAP) {
-    if (patched(MAX_TOKENS_RETRY_IN_BUDGET_PATCH) && state.turns >= state.input.maxTurns) return { response, maxTokens, retrySkipped: 'budget' };
+    if (patched(MAX_TOKENS_RETRY_IN_BUDGET_PATCH) && state.turns >= state.input.maxTurns)
+      return { response, maxTokens, retrySkipped: 'budget' };
     // Never execute a truncated tool_use: ask again, once, with room to finish.
     maxTokens = Math.min(maxTokens * 2, MAX_TOKENS_RETRY_CAP);
     response = await callOnce(state, maxTokens);

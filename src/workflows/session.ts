@@ -5,7 +5,15 @@
  * from a failed command, open a replacement, close it at the end.
  * Deterministic (workflow code).
  */
-import { ActivityFailure, ApplicationFailure, TimeoutFailure, isCancellation, log, proxyActivities, type ActivityInterfaceFor } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  TimeoutFailure,
+  isCancellation,
+  log,
+  proxyActivities,
+  type ActivityInterfaceFor,
+} from '@temporalio/workflow';
 import { TimeoutType } from '@temporalio/common';
 import type { SessionActivities } from '../activities/session';
 import { SESSION_NOT_FOUND, type RunCommandOutput, type SessionRef } from '../contract';
@@ -52,7 +60,16 @@ export class RunSession {
     try {
       const out: RunCommandOutput = await onQueue(session.taskQueue).runCommand.executeWithOptions(
         { startToCloseTimeout: timeoutMs + COMMAND_TIMEOUT_SLACK_MS, summary },
-        [{ sessionId: session.sessionId, command, timeoutMs, workflowId: state.workflowId, toolUseId, ...(autoApprove ? { autoApprove: 'policy' as const } : {}) }],
+        [
+          {
+            sessionId: session.sessionId,
+            command,
+            timeoutMs,
+            workflowId: state.workflowId,
+            toolUseId,
+            ...(autoApprove ? { autoApprove: 'policy' as const } : {}),
+          },
+        ],
       );
       if (out.needsApproval !== undefined) return { needsApproval: out.needsApproval };
       session.cwd = out.cwd;
@@ -75,7 +92,9 @@ export class RunSession {
     if (!session) return replaced(await this.replace(undefined));
     this.state.setDetails('restarting the bash session');
     try {
-      const out = await onQueue(session.taskQueue).restartSession.executeWithOptions({ summary: 'bash: restart' }, [{ sessionId: session.sessionId }]);
+      const out = await onQueue(session.taskQueue).restartSession.executeWithOptions({ summary: 'bash: restart' }, [
+        { sessionId: session.sessionId },
+      ]);
       session.cwd = out.cwd;
       return restartedOutcome(out.cwd);
     } catch (err) {
@@ -144,7 +163,10 @@ export function sessionLoss(err: unknown): SessionLoss | null {
     if (cause.timeoutType === TimeoutType.SCHEDULE_TO_START) {
       return { kind: 'not-started', detail: 'no worker picked up the command (the worker holding the session is gone)' };
     }
-    return { kind: 'interrupted', detail: `the worker holding it stopped responding (${(cause.timeoutType ?? 'activity').toLowerCase()} timeout)` };
+    return {
+      kind: 'interrupted',
+      detail: `the worker holding it stopped responding (${(cause.timeoutType ?? 'activity').toLowerCase()} timeout)`,
+    };
   }
   if (cause instanceof ApplicationFailure && cause.type === SESSION_NOT_FOUND) {
     return { kind: 'interrupted', detail: 'the worker no longer holds it' };

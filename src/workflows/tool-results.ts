@@ -106,7 +106,9 @@ export function restartedOutcome(cwd: string): ToolOutcome {
  * `{restart: true}`). Anything else becomes an `is_error` result, never a
  * crashed activity (C04).
  */
-export function parseBashInput(input: unknown): { kind: 'command'; command: string } | { kind: 'restart' } | { kind: 'invalid'; outcome: ToolOutcome } {
+export function parseBashInput(
+  input: unknown,
+): { kind: 'command'; command: string } | { kind: 'restart' } | { kind: 'invalid'; outcome: ToolOutcome } {
   const obj = typeof input === 'object' && input !== null && !Array.isArray(input) ? (input as Record<string, unknown>) : null;
   if (obj?.restart === true) return { kind: 'restart' };
   if (obj && typeof obj.command === 'string' && obj.command.trim().length > 0) return { kind: 'command', command: obj.command };

@@ -24,7 +24,10 @@ export async function runToolUses(state: RunState, session: RunSession, assistan
     inflight.results.push(await handleToolUse(state, session, use));
     state.current = null;
   }
-  state.transcript.push({ role: 'user', content: completeResults(assistant, inflight.results, 'No result was produced for this tool_use.') });
+  state.transcript.push({
+    role: 'user',
+    content: completeResults(assistant, inflight.results, 'No result was produced for this tool_use.'),
+  });
   state.inflight = null;
 }
 

@@ -2,8 +2,16 @@
  * Pure transcript helpers: pairing checks, empty-block removal, tool_result
  * assembly and the size bound. Deterministic (workflow code).
  */
-import { isText, isToolResult, isToolUse, type ContentBlock, type Message, type TextBlock, type ToolResultBlock, type ToolUseBlock } from '../contract';
-
+import {
+  isText,
+  isToolResult,
+  isToolUse,
+  type ContentBlock,
+  type Message,
+  type TextBlock,
+  type ToolResultBlock,
+  type ToolUseBlock,
+} from '../contract';
 
 /** Text sent back for a command that printed nothing (the API rejects empty tool_result text poorly; C03). */
 export const NO_OUTPUT = '(no output)';
@@ -28,7 +36,11 @@ export function toolUsesOf(message: Message): ToolUseBlock[] {
 
 /** Concatenated text of a message's text blocks ('' when there is none). */
 export function textOf(blocks: ContentBlock[]): string {
-  return blocks.filter(isText).map((b) => b.text).join('\n').trim();
+  return blocks
+    .filter(isText)
+    .map((b) => b.text)
+    .join('\n')
+    .trim();
 }
 
 /**
@@ -89,7 +101,11 @@ export function pairingProblem(messages: Message[], allowOpenTail = false): stri
  * `results` holds the results produced so far for that message; the
  * returned array has them, then the missing ones, in `tool_use` order.
  */
-export function completeResults(assistant: Message, results: ToolResultBlock[], reason: string | ((use: ToolUseBlock) => string)): ToolResultBlock[] {
+export function completeResults(
+  assistant: Message,
+  results: ToolResultBlock[],
+  reason: string | ((use: ToolUseBlock) => string),
+): ToolResultBlock[] {
   const byId = new Map(results.map((r) => [r.tool_use_id, r]));
   const why = typeof reason === 'string' ? () => reason : reason;
   return toolUsesOf(assistant).map((use) => byId.get(use.id) ?? toolResult(use.id, why(use), true));

@@ -34,7 +34,12 @@ describe('Claude API errors', () => {
     bed = await TestBed.create({ script: { responses: [{ error: { status, body: { type: 'error', error: { type, message } } } }, done] } });
     const handle = await bed.start({ task: `fail with ${status}`, approval: 'auto' }, `api-${status}-fails-run`);
     const result = await handle.result();
-    expect(result).toEqual({ status: 'failed', turns: 0, usage: { inputTokens: 0, outputTokens: 0 }, error: `Claude API ${status} ${type}: ${message}` });
+    expect(result).toEqual({
+      status: 'failed',
+      turns: 0,
+      usage: { inputTokens: 0, outputTokens: 0 },
+      error: `Claude API ${status} ${type}: ${message}`,
+    });
     expect(bed.requests()).toHaveLength(1);
     expect((await bed.status(handle)).status).toBe('failed');
   });
@@ -42,7 +47,12 @@ describe('Claude API errors', () => {
   test('500 with x-should-retry: false ends the run at once, no retries', async () => {
     bed = await TestBed.create({ script: { responses: [{ error: { status: 500, headers: { 'x-should-retry': false } } }, done] } });
     const result = await (await bed.start({ task: 'told not to retry', approval: 'auto' })).result();
-    expect(result).toEqual({ status: 'failed', turns: 0, usage: { inputTokens: 0, outputTokens: 0 }, error: 'Claude API 500 api_error: Internal server error' });
+    expect(result).toEqual({
+      status: 'failed',
+      turns: 0,
+      usage: { inputTokens: 0, outputTokens: 0 },
+      error: 'Claude API 500 api_error: Internal server error',
+    });
     expect(bed.requests().map((r) => r.response.status)).toEqual([500]);
   });
 
@@ -54,7 +64,9 @@ describe('Claude API errors', () => {
   });
 
   test('529 with x-should-retry: true is retried', async () => {
-    bed = await TestBed.create({ script: { responses: [{ error: { status: 529, headers: { 'x-should-retry': true }, times: 2 } }, done] } });
+    bed = await TestBed.create({
+      script: { responses: [{ error: { status: 529, headers: { 'x-should-retry': true }, times: 2 } }, done] },
+    });
     const result = await (await bed.start({ task: 'told to retry', approval: 'auto' })).result();
     expect(result).toMatchObject({ status: 'completed', text: 'finally', turns: 1 });
     expect(bed.requests().map((r) => r.response.status)).toEqual([529, 529, 200]);

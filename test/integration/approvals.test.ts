@@ -56,7 +56,12 @@ describe('approvals', () => {
     ]);
     expect(resultsOf(2)).toEqual([
       { type: 'tool_result', tool_use_id: 'toolu_rm', content: 'Command not run: denied by bob. Reason: keep the note.', is_error: true },
-      { type: 'tool_result', tool_use_id: 'toolu_late', content: 'Command not run: no approval decision came within 3s, so it was denied.', is_error: true },
+      {
+        type: 'tool_result',
+        tool_use_id: 'toolu_late',
+        content: 'Command not run: no approval decision came within 3s, so it was denied.',
+        is_error: true,
+      },
     ]);
     // Exactly the approved commands ran, once each.
     expect(bed.audit().map((a) => a.command)).toEqual(['ls', 'echo hi > note.txt']);
@@ -70,7 +75,12 @@ describe('approvals', () => {
 
   test('always: even ls waits; auto: nothing waits', async () => {
     bed = await TestBed.create({
-      script: { responses: [{ content: [toolUse('toolu_ls', 'ls')], stop_reason: 'tool_use' }, { content: [{ type: 'text', text: 'ok' }], stop_reason: 'end_turn' }] },
+      script: {
+        responses: [
+          { content: [toolUse('toolu_ls', 'ls')], stop_reason: 'tool_use' },
+          { content: [{ type: 'text', text: 'ok' }], stop_reason: 'end_turn' },
+        ],
+      },
     });
     const always = await bed.start({ task: 'always ask', approval: 'always' }, 'approval-always');
     expect((await bed.pendingApproval(always)).command).toBe('ls');

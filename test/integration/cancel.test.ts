@@ -17,7 +17,10 @@ describe('cancellation', () => {
     bed = await TestBed.create({
       script: {
         responses: [
-          { content: [toolUse('toolu_sleep', 'bash -c "trap \'\' TERM; sleep 300.5" & sleep 300.25'), toolUse('toolu_after', 'echo never')], stop_reason: 'tool_use' },
+          {
+            content: [toolUse('toolu_sleep', 'bash -c "trap \'\' TERM; sleep 300.5" & sleep 300.25'), toolUse('toolu_after', 'echo never')],
+            stop_reason: 'tool_use',
+          },
           { content: [{ type: 'text', text: 'unreachable' }], stop_reason: 'end_turn' },
         ],
       },
@@ -36,7 +39,9 @@ describe('cancellation', () => {
       ['toolu_sleep', true],
       ['toolu_after', true],
     ]);
-    expect(results[0]!.content).toBe('The run was cancelled while this command ran: its process group was killed, so it may have partly run.');
+    expect(results[0]!.content).toBe(
+      'The run was cancelled while this command ran: its process group was killed, so it may have partly run.',
+    );
     expect(results[1]!.content).toBe('The run was cancelled before this command started; it did not run.');
     expect((await bed.status(handle)).session).toBeNull();
     expect(bed.requests()).toHaveLength(1);
@@ -53,14 +58,25 @@ describe('cancellation', () => {
     const transcript = await bed.transcript(handle);
     expect(transcript[transcript.length - 1]).toEqual({
       role: 'user',
-      content: [{ type: 'tool_result', tool_use_id: 'toolu_rm', content: 'The run was cancelled while this command waited for approval; it did not run.', is_error: true }],
+      content: [
+        {
+          type: 'tool_result',
+          tool_use_id: 'toolu_rm',
+          content: 'The run was cancelled while this command waited for approval; it did not run.',
+          is_error: true,
+        },
+      ],
     });
     expect(bed.audit()).toHaveLength(0);
   });
 
   test('cancel while the session restarts: Claude is told the restart may have happened, never that it did not run', async () => {
     bed = await TestBed.create({
-      script: { responses: [{ content: [{ type: 'tool_use', id: 'toolu_restart', name: 'bash', input: { restart: true } }], stop_reason: 'tool_use' }] },
+      script: {
+        responses: [
+          { content: [{ type: 'tool_use', id: 'toolu_restart', name: 'bash', input: { restart: true } }], stop_reason: 'tool_use' },
+        ],
+      },
     });
     // A working directory that is a file: every openSession attempt fails and is retried (1 s, then 2 s apart),
     // so the restart (there is no session yet: it opens one) is still in flight when the cancel comes.
@@ -78,7 +94,12 @@ describe('cancellation', () => {
     expect(transcript[transcript.length - 1]).toEqual({
       role: 'user',
       content: [
-        { type: 'tool_result', tool_use_id: 'toolu_restart', content: 'The run was cancelled while the bash session restarted: the restart may or may not have happened.', is_error: true },
+        {
+          type: 'tool_result',
+          tool_use_id: 'toolu_restart',
+          content: 'The run was cancelled while the bash session restarted: the restart may or may not have happened.',
+          is_error: true,
+        },
       ],
     });
   });

@@ -10,7 +10,14 @@ import { runChaos } from '../../src/bench/chaos';
 
 test('chaos, short form: 4 runs, 2 worker kills, 1 server restart', async () => {
   const report = await runChaos({ runs: 4, kills: 2, serverRestarts: 1, verbose: false });
-  expect(report).toMatchObject({ runsStarted: 4, runsCompleted: 4, commandsRunTwice: 0, completedStepsRequestedAgain: 0, kills: 2, failures: [] });
+  expect(report).toMatchObject({
+    runsStarted: 4,
+    runsCompleted: 4,
+    commandsRunTwice: 0,
+    completedStepsRequestedAgain: 0,
+    kills: 2,
+    failures: [],
+  });
   expect(report.recoverySeconds.length).toBeGreaterThan(0);
   expect(report.maxRecoverySeconds).toBeLessThan(30);
 }, 300_000);

@@ -35,15 +35,34 @@ describe('agent-jobs CLI', () => {
     const started = await cli(a, 'start', 'write', 'a', 'file', '--id', id, '--approval', 'policy', '--json');
     expect(started.code).toBe(0);
     const info = JSON.parse(started.stdout) as { workflowId: string; runId: string; uiUrl: string };
-    expect(info).toEqual({ workflowId: id, runId: expect.any(String), uiUrl: `http://localhost:${Number(a.split(':')[1]) + 1000}/namespaces/default/workflows/${id}/${info.runId}/history` });
+    expect(info).toEqual({
+      workflowId: id,
+      runId: expect.any(String),
+      uiUrl: `http://localhost:${Number(a.split(':')[1]) + 1000}/namespaces/default/workflows/${id}/${info.runId}/history`,
+    });
 
     const pending = await waitFor('approval pending', async () => {
-      const s = JSON.parse((await cli(a, 'status', id, '--json')).stdout) as { status: string; pendingApproval: { toolUseId: string; command: string } | null };
+      const s = JSON.parse((await cli(a, 'status', id, '--json')).stdout) as {
+        status: string;
+        pendingApproval: { toolUseId: string; command: string } | null;
+      };
       return s.status === 'awaiting_approval' ? s : null;
     });
-    expect(pending).toMatchObject({ workflowId: id, turns: 1, pendingApproval: { toolUseId: 'toolu_w', command: 'echo hi > hi.txt', requestedAt: expect.any(String) }, usage: expect.any(Object), result: null });
+    expect(pending).toMatchObject({
+      workflowId: id,
+      turns: 1,
+      pendingApproval: { toolUseId: 'toolu_w', command: 'echo hi > hi.txt', requestedAt: expect.any(String) },
+      usage: expect.any(Object),
+      result: null,
+    });
     // status --json carries the session as the README documents it (with its user and sandbox).
-    expect((pending as unknown as { session: Record<string, unknown> }).session).toMatchObject({ sessionId: expect.any(String), workerId: expect.any(String), taskQueue: expect.any(String), cwd: expect.any(String), sandbox: expect.stringMatching(/^(bwrap|none)$/) });
+    expect((pending as unknown as { session: Record<string, unknown> }).session).toMatchObject({
+      sessionId: expect.any(String),
+      workerId: expect.any(String),
+      taskQueue: expect.any(String),
+      cwd: expect.any(String),
+      sandbox: expect.stringMatching(/^(bwrap|none)$/),
+    });
 
     // The UI: the task as static summary, AgentStatus searchable, one-line activity summaries.
     const handle = bed.client.workflow.getHandle(id);
@@ -56,8 +75,16 @@ describe('agent-jobs CLI', () => {
     expect(listed.status).toBe('awaiting_approval');
 
     const approved = await cli(a, 'approve', id, '--by', 'tester');
-    expect(approved).toMatchObject({ code: 0, stdout: `approved toolu_w in ${id}: echo hi > hi.txt\n  sha256 ${sha256('echo hi > hi.txt').slice(0, 12)} · 16 characters\n` });
-    await waitFor('rm pending', async () => (JSON.parse((await cli(a, 'status', id, '--json')).stdout) as { pendingApproval: { toolUseId: string } | null }).pendingApproval?.toolUseId === 'toolu_rm');
+    expect(approved).toMatchObject({
+      code: 0,
+      stdout: `approved toolu_w in ${id}: echo hi > hi.txt\n  sha256 ${sha256('echo hi > hi.txt').slice(0, 12)} · 16 characters\n`,
+    });
+    await waitFor(
+      'rm pending',
+      async () =>
+        (JSON.parse((await cli(a, 'status', id, '--json')).stdout) as { pendingApproval: { toolUseId: string } | null }).pendingApproval
+          ?.toolUseId === 'toolu_rm',
+    );
     const wrongId = await cli(a, 'deny', id, '--reason', 'x', '--tool-use-id', 'toolu_nope');
     expect(wrongId.code).toBe(1);
     expect(wrongId.stderr).toMatch(/^agent-jobs: tool_use toolu_nope is not awaiting approval; toolu_rm is \(rm hi.txt\)\nhint: /);
@@ -88,7 +115,16 @@ describe('agent-jobs CLI', () => {
         return data ? (JSON.parse(Buffer.from(data).toString()) as string) : null;
       });
     // Under policy the session's worker judges each command first (`(policy)`); the approved one then runs in the shell; the denied rm never runs.
-    expect(summaries).toEqual(['claude: turn 1', 'session: open', 'bash #1 (policy): echo hi > hi.txt', 'bash #1: echo hi > hi.txt', 'claude: turn 2', 'bash #2 (policy): rm hi.txt', 'claude: turn 3', 'session: close']);
+    expect(summaries).toEqual([
+      'claude: turn 1',
+      'session: open',
+      'bash #1 (policy): echo hi > hi.txt',
+      'bash #1: echo hi > hi.txt',
+      'claude: turn 2',
+      'bash #2 (policy): rm hi.txt',
+      'claude: turn 3',
+      'session: close',
+    ]);
     const finalAttrs = (await handle.describe()).typedSearchAttributes;
     expect(finalAttrs.get(AGENT_STATUS)).toBe('completed');
   });
@@ -96,16 +132,31 @@ describe('agent-jobs CLI', () => {
   test('a worker stopped moments ago (still listed as a poller): questions give up with a hint instead of hanging', async () => {
     // A server of its own: any other worker on the suite's server would answer.
     const server = await startDevServer({ port: await freePort(), headless: true });
-    const lost = await TestBed.create({ address: server.address, script: { responses: [{ content: [toolUse('toolu_x', 'touch x && echo made')], stop_reason: 'tool_use' }] } });
+    const lost = await TestBed.create({
+      address: server.address,
+      script: { responses: [{ content: [toolUse('toolu_x', 'touch x && echo made')], stop_reason: 'tool_use' }] },
+    });
     try {
       const a = lost.address;
       expect((await cli(a, 'start', 'make', 'x', '--id', 'orphaned', '--approval', 'always', '--json')).code).toBe(0);
-      await waitFor('approval pending', async () => (JSON.parse((await cli(a, 'status', 'orphaned', '--json')).stdout) as { status: string }).status === 'awaiting_approval');
+      await waitFor(
+        'approval pending',
+        async () =>
+          (JSON.parse((await cli(a, 'status', 'orphaned', '--json')).stdout) as { status: string }).status === 'awaiting_approval',
+      );
       await lost.workers[0]!.stop();
-      for (const [command, what] of [['status', 'status'], ['transcript', 'transcript'], ['approve', 'status']] as const) {
+      for (const [command, what] of [
+        ['status', 'status'],
+        ['transcript', 'transcript'],
+        ['approve', 'status'],
+      ] as const) {
         const r = await cli(a, command, 'orphaned');
         expect(r.code).toBe(1);
-        expect(r.stderr).toMatch(new RegExp(`^agent-jobs: no worker answered the ${what} of orphaned(: the server has seen no poller recently| within 10 s)\nhint: .*agent-jobs worker.\n$`));
+        expect(r.stderr).toMatch(
+          new RegExp(
+            `^agent-jobs: no worker answered the ${what} of orphaned(: the server has seen no poller recently| within 10 s)\nhint: .*agent-jobs worker.\n$`,
+          ),
+        );
       }
     } finally {
       await lost.close();
@@ -118,11 +169,18 @@ describe('agent-jobs CLI', () => {
     try {
       const a = server.address;
       expect((await cli(a, 'start', 'nobody', 'listens', '--id', 'lonely', '--json')).code).toBe(0);
-      for (const args of [['status', 'lonely'], ['approve', 'lonely'], ['transcript', 'lonely'], ['watch', 'lonely']]) {
+      for (const args of [
+        ['status', 'lonely'],
+        ['approve', 'lonely'],
+        ['transcript', 'lonely'],
+        ['watch', 'lonely'],
+      ]) {
         const started = Date.now();
         const r = await cli(a, ...args);
         expect(r.code).toBe(1);
-        expect(r.stderr).toMatch(/^agent-jobs: no worker is polling the agent-jobs task queue, so nothing can answer .*\nhint: start one with `agent-jobs worker`\n$/);
+        expect(r.stderr).toMatch(
+          /^agent-jobs: no worker is polling the agent-jobs task queue, so nothing can answer .*\nhint: start one with `agent-jobs worker`\n$/,
+        );
         expect(Date.now() - started).toBeLessThan(5_000);
       }
       const listed = JSON.parse((await cli(a, 'list', '--status', 'running', '--json')).stdout) as Array<{ workflowId: string }>;
@@ -143,9 +201,13 @@ describe('agent-jobs CLI', () => {
         ['later', 'TERMINATED'],
         ['lonely', 'RUNNING'],
       ]);
-      expect((JSON.parse((await cli(a, 'list', '--limit', '1', '--json')).stdout) as Array<{ workflowId: string }>).map((r) => r.workflowId)).toEqual(['later']);
+      expect(
+        (JSON.parse((await cli(a, 'list', '--limit', '1', '--json')).stdout) as Array<{ workflowId: string }>).map((r) => r.workflowId),
+      ).toEqual(['later']);
       const again = await cli(a, 'start', 'x', '--id', 'lonely');
-      expect(again.stderr).toBe('agent-jobs: a run with id lonely already exists\nhint: choose another --id, or leave it out for a fresh one\n');
+      expect(again.stderr).toBe(
+        'agent-jobs: a run with id lonely already exists\nhint: choose another --id, or leave it out for a fresh one\n',
+      );
       const cancelled = await cli(a, 'cancel', 'lonely');
       expect(cancelled).toMatchObject({ code: 0, stdout: expect.stringContaining('cancel requested for lonely') });
     } finally {
@@ -153,11 +215,14 @@ describe('agent-jobs CLI', () => {
     }
   });
 
-  test('cancel, then cancel again: the second names the run\'s own status (cancelled)', async () => {
+  test("cancel, then cancel again: the second names the run's own status (cancelled)", async () => {
     const a = bed.address;
     const id = `cli-cancel-${Date.now()}`;
     expect((await cli(a, 'start', 'write', 'a', 'file', '--id', id, '--approval', 'policy')).code).toBe(0);
-    await waitFor('approval pending', async () => (JSON.parse((await cli(a, 'status', id, '--json')).stdout) as { status: string }).status === 'awaiting_approval');
+    await waitFor(
+      'approval pending',
+      async () => (JSON.parse((await cli(a, 'status', id, '--json')).stdout) as { status: string }).status === 'awaiting_approval',
+    );
     expect(await cli(a, 'cancel', id)).toMatchObject({ code: 0, stdout: `${id}: cancelled (the run was cancelled)\n` });
     // Temporal's execution status is COMPLETED here (the workflow returned a cancelled result); the CLI says cancelled.
     expect((await bed.client.workflow.getHandle(id).describe()).status.name).toBe('COMPLETED');
@@ -195,9 +260,14 @@ describe('agent-jobs CLI', () => {
     );
     // server --stop takes its port from a local TEMPORAL_ADDRESS: nothing was started on port 1, and the suite's server keeps running.
     const stopElsewhere = await cli('127.0.0.1:1', 'server', '--stop');
-    expect(stopElsewhere).toMatchObject({ code: 1, stderr: expect.stringMatching(/^agent-jobs: no background dev server recorded for port 1\nhint: /) });
+    expect(stopElsewhere).toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/^agent-jobs: no background dev server recorded for port 1\nhint: /),
+    });
     const noServer = await cli('127.0.0.1:1', 'list');
     expect(noServer.code).toBe(1);
-    expect(noServer.stderr).toMatch(/^agent-jobs: no Temporal server answers at 127\.0\.0\.1:1 .*\nhint: start a dev server with `agent-jobs server`/);
+    expect(noServer.stderr).toMatch(
+      /^agent-jobs: no Temporal server answers at 127\.0\.0\.1:1 .*\nhint: start a dev server with `agent-jobs server`/,
+    );
   });
 });

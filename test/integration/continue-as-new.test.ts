@@ -16,7 +16,11 @@ describe('long runs', () => {
   let server: DevServer;
   let bed: TestBed;
   beforeAll(async () => {
-    server = await startDevServer({ port: await freePort(), headless: true, dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 60 } });
+    server = await startDevServer({
+      port: await freePort(),
+      headless: true,
+      dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 60 },
+    });
   });
   afterAll(async () => server?.stop());
   afterEach(async () => bed?.close());
@@ -28,14 +32,22 @@ describe('long runs', () => {
   });
 
   test(`${TURNS} turns of 20 KB outputs and one 3 MB output: continues as new, stays bounded, completes`, async () => {
-    const responses: ScriptEntry[] = [{ content: [toolUse('toolu_big', 'head -c 3000000 /dev/zero | tr "\\0" y; echo; export MARK=kept')], stop_reason: 'tool_use' }];
+    const responses: ScriptEntry[] = [
+      { content: [toolUse('toolu_big', 'head -c 3000000 /dev/zero | tr "\\0" y; echo; export MARK=kept')], stop_reason: 'tool_use' },
+    ];
     for (let i = 1; i < TURNS; i++) {
-      responses.push({ content: [toolUse(`toolu_${i}`, `head -c 20000 /dev/zero | tr "\\0" x; echo " turn ${i} MARK=$MARK"`)], stop_reason: 'tool_use' });
+      responses.push({
+        content: [toolUse(`toolu_${i}`, `head -c 20000 /dev/zero | tr "\\0" x; echo " turn ${i} MARK=$MARK"`)],
+        stop_reason: 'tool_use',
+      });
     }
     responses.push({ content: [{ type: 'text', text: 'long run done' }], stop_reason: 'end_turn' });
     bed = await TestBed.create({ address: server.address, script: { responses } });
 
-    const handle = await bed.start({ task: 'a long run', approval: 'auto', transcriptBudgetChars: 100_000, maxTurns: TURNS + 5 }, 'continue-as-new');
+    const handle = await bed.start(
+      { task: 'a long run', approval: 'auto', transcriptBudgetChars: 100_000, maxTurns: TURNS + 5 },
+      'continue-as-new',
+    );
     const result = await handle.result();
     expect(result).toMatchObject({ status: 'completed', text: 'long run done', turns: TURNS + 1 });
 

@@ -77,16 +77,16 @@ describe('crash resume', () => {
     bed = await TestBed.create({
       workers: 2,
       script: {
-        responses: [
-          { content: [{ type: 'text', text: 'slow answer' }], stop_reason: 'end_turn', delay_ms: 4_000 },
-        ],
+        responses: [{ content: [{ type: 'text', text: 'slow answer' }], stop_reason: 'end_turn', delay_ms: 4_000 }],
       },
     });
     const handle = await bed.start({ task: 'slow model', approval: 'auto' }, 'worker-lost-mid-model-call');
     const caller = await waitFor('the model call to start', async () => {
       const d = await handle.describe();
       const pending = d.raw.pendingActivities?.find((a) => a.activityType?.name === 'callClaude' && a.lastWorkerIdentity);
-      return pending?.lastWorkerIdentity ? bed.workers.find((w: WorkerProcess) => pending.lastWorkerIdentity === `${w.workerId}@agent-jobs`) : undefined;
+      return pending?.lastWorkerIdentity
+        ? bed.workers.find((w: WorkerProcess) => pending.lastWorkerIdentity === `${w.workerId}@agent-jobs`)
+        : undefined;
     });
     await waitFor('the request to reach the model server', () => bed.requests().length > 0);
     await caller.kill();

@@ -34,7 +34,9 @@ describe('npm run demo', () => {
       expect(stdout).toContain(`stop it with: npx agent-jobs server --stop --port ${port}`);
       expect(await serverAnswers(address)).toBe(true);
     } finally {
-      await run(process.execPath, [path.join(ROOT, 'bin', 'agent-jobs.js'), 'server', '--stop', '--port', String(port)], { env }).catch(() => undefined);
+      await run(process.execPath, [path.join(ROOT, 'bin', 'agent-jobs.js'), 'server', '--stop', '--port', String(port)], { env }).catch(
+        () => undefined,
+      );
       rmSync(data, { recursive: true, force: true });
     }
     expect(await serverAnswers(address)).toBe(false);

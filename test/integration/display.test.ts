@@ -20,7 +20,11 @@ const EventType = temporal.api.enums.v1.EventType;
 /** Looks like `echo safe > ran.txt` on a terminal whatever follows; the rest is a bash comment. */
 const COMMAND = 'echo safe > ran.txt #\r\x1b[2K\u202e txt.live';
 const DISPLAY = 'echo safe > ran.txt #\\r\\x1b[2K\\u202e txt.live';
-const WARNINGS = ['contains a carriage return (\\r)', 'contains an escape character (\\x1b, starts terminal escape sequences)', 'contains bidi control U+202E'];
+const WARNINGS = [
+  'contains a carriage return (\\r)',
+  'contains an escape character (\\x1b, starts terminal escape sequences)',
+  'contains bidi control U+202E',
+];
 const SHA = sha256(COMMAND);
 const SHORT = SHA.slice(0, 12);
 const LENGTH = Array.from(COMMAND).length;
@@ -54,8 +58,17 @@ describe('commands shown escaped and approvals bound to their hash', () => {
     });
     expect(RAW.test(json)).toBe(false);
     const status = JSON.parse(json) as { pendingApproval: unknown; details: string };
-    expect(status.pendingApproval).toEqual({ toolUseId: 'toolu_x', command: COMMAND, requestedAt: expect.any(String), display: DISPLAY, warnings: WARNINGS, commandSha256: SHA });
-    expect(status.details).toContain(`waiting for approval of \`${DISPLAY}\` (${LENGTH} characters, sha256 ${SHORT}; ⚠ ${WARNINGS.join('; ')})`);
+    expect(status.pendingApproval).toEqual({
+      toolUseId: 'toolu_x',
+      command: COMMAND,
+      requestedAt: expect.any(String),
+      display: DISPLAY,
+      warnings: WARNINGS,
+      commandSha256: SHA,
+    });
+    expect(status.details).toContain(
+      `waiting for approval of \`${DISPLAY}\` (${LENGTH} characters, sha256 ${SHORT}; ⚠ ${WARNINGS.join('; ')})`,
+    );
 
     // status for people: the escaped command, one warning a line, the hash, and the approve line bound to it.
     const text = await cli(a, 'status', id);
@@ -79,7 +92,12 @@ describe('commands shown escaped and approvals bound to their hash', () => {
     expect((await cli(a, 'deny', id, '--sha', other, '--reason', 'x')).code).toBe(1);
 
     // A signal bound to other bytes is ignored by the run: the command still waits after the run has handled it.
-    await handle.signal(approveSignal, { toolUseId: 'toolu_x', approved: true, by: 'mallory', commandSha256: sha256('echo safe > ran.txt') });
+    await handle.signal(approveSignal, {
+      toolUseId: 'toolu_x',
+      approved: true,
+      by: 'mallory',
+      commandSha256: sha256('echo safe > ran.txt'),
+    });
     await waitFor('the signal handled by a workflow task', async () => {
       const events = (await handle.fetchHistory()).events ?? [];
       const signalled = events.findIndex((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED);
@@ -94,13 +112,17 @@ describe('commands shown escaped and approvals bound to their hash', () => {
     const approved = await cli(a, 'approve', id, '--sha', SHORT, '--by', 'tester');
     expect(approved.code).toBe(0);
     expect(RAW.test(approved.stdout)).toBe(false);
-    expect(approved.stdout).toMatch(new RegExp(`^approved toolu_x in ${id}: ${DISPLAY.replace(/[\\[\]]/g, '\\$&')}\n  ⚠ contains a carriage return`));
+    expect(approved.stdout).toMatch(
+      new RegExp(`^approved toolu_x in ${id}: ${DISPLAY.replace(/[\\[\]]/g, '\\$&')}\n  ⚠ contains a carriage return`),
+    );
     expect(approved.stdout).toContain(`\n  sha256 ${SHORT} · ${LENGTH} characters\n`);
     expect((await handle.result()).status).toBe('completed');
     expect(bed.audit().map((x) => x.command)).toEqual([COMMAND]);
     expect(existsSync(ranTxt)).toBe(true);
     const final = await bed.status(handle);
-    expect(final.decisions).toEqual([expect.objectContaining({ toolUseId: 'toolu_x', approved: true, by: 'tester', commandSha256: SHA, hashChecked: true })]);
+    expect(final.decisions).toEqual([
+      expect.objectContaining({ toolUseId: 'toolu_x', approved: true, by: 'tester', commandSha256: SHA, hashChecked: true }),
+    ]);
 
     // watch and transcript: the command escaped with its warnings and hash, Claude's escape sequences shown, not obeyed.
     const watched = await cli(a, 'watch', id);
@@ -111,7 +133,10 @@ describe('commands shown escaped and approvals bound to their hash', () => {
     expect(watched.stdout).toContain(`    sha256 ${SHORT} · ${LENGTH} characters\n`);
     const watchedJson = await cli(a, 'watch', id, '--json');
     expect(RAW.test(watchedJson.stdout)).toBe(false);
-    const events = watchedJson.stdout.trim().split('\n').map((l) => JSON.parse(l) as { event: string; message?: { content: unknown } });
+    const events = watchedJson.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { event: string; message?: { content: unknown } });
     expect(JSON.stringify(events)).toContain(JSON.stringify(COMMAND)); // JSON keeps the exact bytes
     const transcript = await cli(a, 'transcript', id);
     expect(RAW.test(transcript.stdout)).toBe(false);

@@ -17,7 +17,11 @@ export default async function globalSetup(): Promise<void> {
   const port = await freePort();
   const dataDir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-suite-'));
   const env = { ...process.env, AGENT_JOBS_DATA_DIR: dataDir };
-  const out = execFileSync(process.execPath, [CLI, 'server', '--port', String(port), '--in-memory', '--headless', '--detach', '--json'], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const out = execFileSync(process.execPath, [CLI, 'server', '--port', String(port), '--in-memory', '--headless', '--detach', '--json'], {
+    env,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const info = JSON.parse(out) as { address: string };
   process.env.AGENT_JOBS_TEST_TEMPORAL_ADDRESS = info.address;
   process.env.AGENT_JOBS_TEST_SUITE_DATA = dataDir;

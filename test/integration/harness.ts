@@ -34,7 +34,11 @@ export interface TestBedOptions {
 let counter = 0;
 
 /** Polls `fn` every 100 ms until it returns a truthy value or `timeoutMs` passes. */
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | null | false> | T | undefined | null | false, timeoutMs = 20_000): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | undefined | null | false> | T | undefined | null | false,
+  timeoutMs = 20_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   while (Date.now() < deadline) {
@@ -46,7 +50,9 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${lastError instanceof Error ? String(lastError) : inspect(lastError)})` : ''}`);
+  throw new Error(
+    `timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${lastError instanceof Error ? String(lastError) : inspect(lastError)})` : ''}`,
+  );
 }
 
 /** Where histories are saved when AGENT_JOBS_SAVE_HISTORIES=1 (the replay test replays them in CI). */
@@ -71,7 +77,10 @@ export class TestBed {
 
   static async create(options: TestBedOptions): Promise<TestBed> {
     const address = options.address ?? process.env.AGENT_JOBS_TEST_TEMPORAL_ADDRESS;
-    if (!address) throw new Error('AGENT_JOBS_TEST_TEMPORAL_ADDRESS is not set: run the integration tests through jest (global setup starts the server)');
+    if (!address)
+      throw new Error(
+        'AGENT_JOBS_TEST_TEMPORAL_ADDRESS is not set: run the integration tests through jest (global setup starts the server)',
+      );
     const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-it-'));
     const model = await startModelServer({ script: options.script, logFile: path.join(dir, 'model-requests.jsonl') });
     const connection = await Connection.connect({ address });
@@ -121,7 +130,11 @@ export class TestBed {
   /** Run ids of the runs {@link close} terminated (a failed test's leftovers): not replayed. */
   private readonly terminated = new Set<string>();
 
-  async start(input: AgentRunInput, name?: string, workflowId = `it-${path.basename(this.dir)}-${++counter}`): Promise<WorkflowHandle<typeof agentRun>> {
+  async start(
+    input: AgentRunInput,
+    name?: string,
+    workflowId = `it-${path.basename(this.dir)}-${++counter}`,
+  ): Promise<WorkflowHandle<typeof agentRun>> {
     const handle = await startAgentRun(this.client, input, workflowId);
     if (name) this.started.push({ handle, name });
     this.all.push(handle);
@@ -143,7 +156,8 @@ export class TestBed {
     const add = (workflowId: string, runId: string): void => void runs.set(`${workflowId}/${runId}`, { workflowId, runId });
     // A second of slack for the clocks; a run of another test file listed here replays just as well.
     const since = new Date(this.createdAt - 1_000).toISOString();
-    for await (const w of this.client.workflow.list({ query: `WorkflowType = '${AGENT_RUN_WORKFLOW}' AND StartTime >= '${since}'` })) add(w.workflowId, w.runId);
+    for await (const w of this.client.workflow.list({ query: `WorkflowType = '${AGENT_RUN_WORKFLOW}' AND StartTime >= '${since}'` }))
+      add(w.workflowId, w.runId);
     // The bed's own runs, even where visibility lags.
     for (const handle of this.all) add(handle.workflowId, (await handle.describe()).runId);
     const closed: Array<{ workflowId: string; runId: string }> = [];
@@ -153,10 +167,17 @@ export class TestBed {
     }
     const client = this.client;
     async function* histories(): AsyncGenerator<{ workflowId: string; history: Awaited<ReturnType<WorkflowHandle['fetchHistory']>> }> {
-      for (const run of closed) yield { workflowId: `${run.workflowId}/${run.runId}`, history: await client.workflow.getHandle(run.workflowId, run.runId).fetchHistory() };
+      for (const run of closed)
+        yield {
+          workflowId: `${run.workflowId}/${run.runId}`,
+          history: await client.workflow.getHandle(run.workflowId, run.runId).fetchHistory(),
+        };
     }
     const failures: string[] = [];
-    for await (const r of Worker.runReplayHistories({ workflowBundle: { codePath: path.join(ROOT, 'dist', 'workflow-bundle.js') } }, histories())) {
+    for await (const r of Worker.runReplayHistories(
+      { workflowBundle: { codePath: path.join(ROOT, 'dist', 'workflow-bundle.js') } },
+      histories(),
+    )) {
       if (r.error) failures.push(`${r.workflowId}: ${r.error.message}`);
     }
     this.replayed.push(...closed);
@@ -203,7 +224,11 @@ export class TestBed {
   /** Lines of the command audit log. */
   audit(): Array<{ command: string; exitCode: number | null; sessionId: string }> {
     if (!existsSync(this.auditLog)) return [];
-    return readFileSync(this.auditLog, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { command: string; exitCode: number | null; sessionId: string });
+    return readFileSync(this.auditLog, 'utf8')
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { command: string; exitCode: number | null; sessionId: string });
   }
 
   async close(): Promise<void> {

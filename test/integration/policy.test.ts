@@ -29,7 +29,15 @@ describe('policy, judged at the session', () => {
       script: {
         responses: [
           // An approved command rigs the shell: a function named cat and a PATH entry in the workspace.
-          { content: [toolUse('toolu_rig', `echo real > notes.txt; ln -s ${outside}/secret.txt link.txt; cat() { touch pwned-cat; }; mkdir -p bin; printf '#!/bin/sh\\ntouch pwned-path\\n' > bin/grep; chmod +x bin/grep; export PATH="$PWD/bin:$PATH"`)], stop_reason: 'tool_use' },
+          {
+            content: [
+              toolUse(
+                'toolu_rig',
+                `echo real > notes.txt; ln -s ${outside}/secret.txt link.txt; cat() { touch pwned-cat; }; mkdir -p bin; printf '#!/bin/sh\\ntouch pwned-path\\n' > bin/grep; chmod +x bin/grep; export PATH="$PWD/bin:$PATH"`,
+              ),
+            ],
+            stop_reason: 'tool_use',
+          },
           { content: [toolUse('toolu_cat', 'cat notes.txt'), toolUse('toolu_grep', 'grep -n real notes.txt')], stop_reason: 'tool_use' },
           { content: bypasses.map(([id, cmd]) => toolUse(id!, cmd!)), stop_reason: 'tool_use' },
           { content: [{ type: 'text', text: 'done' }], stop_reason: 'end_turn' },
@@ -48,7 +56,10 @@ describe('policy, judged at the session', () => {
     const result = await handle.result();
     expect(result.status).toBe('completed');
 
-    const ws = path.join(bed.workspaces, fs.readdirSync(bed.workspaces).find((d) => fs.existsSync(path.join(bed.workspaces, d, 'notes.txt')))!);
+    const ws = path.join(
+      bed.workspaces,
+      fs.readdirSync(bed.workspaces).find((d) => fs.existsSync(path.join(bed.workspaces, d, 'notes.txt')))!,
+    );
     expect(fs.readdirSync(ws).filter((f) => f.startsWith('pwned'))).toEqual([]);
     // The reads ran unasked, as the real programs, despite the function and the PATH entry.
     expect(bed.resultsSentIn(2)).toEqual([

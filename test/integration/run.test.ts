@@ -19,8 +19,14 @@ describe('agent run, end to end', () => {
           // C06 no trailing newline; C03 no output at all.
           { content: [toolUse('toolu_c', 'printf abc'), toolUse('toolu_d', 'true')], stop_reason: 'tool_use' },
           // Session state: cd, export, a plain variable, a file.
-          { content: [toolUse('toolu_e', 'mkdir -p sub && cd sub && export FOO=bar && x=1 && echo hello > f.txt')], stop_reason: 'tool_use' },
-          { content: [toolUse('toolu_f', 'echo "$FOO $x $(basename "$PWD") $(cat f.txt)"; exit_code_test() { return 3; }; exit_code_test')], stop_reason: 'tool_use' },
+          {
+            content: [toolUse('toolu_e', 'mkdir -p sub && cd sub && export FOO=bar && x=1 && echo hello > f.txt')],
+            stop_reason: 'tool_use',
+          },
+          {
+            content: [toolUse('toolu_f', 'echo "$FOO $x $(basename "$PWD") $(cat f.txt)"; exit_code_test() { return 3; }; exit_code_test')],
+            stop_reason: 'tool_use',
+          },
           { content: [{ type: 'text', text: 'All done.' }], stop_reason: 'end_turn', usage: { input_tokens: 100, output_tokens: 5 } },
         ],
       },
@@ -49,9 +55,7 @@ describe('agent run, end to end', () => {
       { type: 'tool_result', tool_use_id: 'toolu_c', content: 'abc' },
       { type: 'tool_result', tool_use_id: 'toolu_d', content: '(no output)' },
     ]);
-    expect(last(sent[4]!).content).toEqual([
-      { type: 'tool_result', tool_use_id: 'toolu_f', content: 'bar 1 sub hello\n[exit code: 3]' },
-    ]);
+    expect(last(sent[4]!).content).toEqual([{ type: 'tool_result', tool_use_id: 'toolu_f', content: 'bar 1 sub hello\n[exit code: 3]' }]);
 
     // Every request went out with the bash tool, streamed, SDK retries off.
     for (const r of bed.requests()) {
@@ -62,15 +66,28 @@ describe('agent run, end to end', () => {
     const transcript = await bed.transcript(handle);
     expect(transcript[transcript.length - 1]).toEqual({ role: 'assistant', content: [{ type: 'text', text: 'All done.' }] });
     // Each command ran once.
-    expect(bed.audit().map((a) => a.command)).toEqual(['echo a', 'echo b', 'printf abc', 'true', expect.stringContaining('mkdir'), expect.stringContaining('echo "$FOO')]);
+    expect(bed.audit().map((a) => a.command)).toEqual([
+      'echo a',
+      'echo b',
+      'printf abc',
+      'true',
+      expect.stringContaining('mkdir'),
+      expect.stringContaining('echo "$FOO'),
+    ]);
   });
 
   test('max_tokens: a truncated tool_use never runs; one retry with doubled max_tokens, then the run ends', async () => {
     bed = await TestBed.create({
-      script: { responses: [{ content: [{ type: 'text', text: 'partial' }, toolUse('toolu_cut', 'echo never')], stop_reason: 'max_tokens' }] },
+      script: {
+        responses: [{ content: [{ type: 'text', text: 'partial' }, toolUse('toolu_cut', 'echo never')], stop_reason: 'max_tokens' }],
+      },
     });
     const result = await (await bed.start({ task: 'truncate me', approval: 'auto', maxTokens: 1000 }, 'max-tokens')).result();
-    expect(result).toMatchObject({ status: 'max_tokens', turns: 2, error: 'the answer hit max_tokens even at 2000; nothing truncated was executed' });
+    expect(result).toMatchObject({
+      status: 'max_tokens',
+      turns: 2,
+      error: 'the answer hit max_tokens even at 2000; nothing truncated was executed',
+    });
     expect(bed.audit()).toHaveLength(0); // C04: the truncated tool_use never ran
     expect(bed.requests().map((r) => (r.body as { max_tokens: number }).max_tokens)).toEqual([1000, 2000]);
   });
@@ -79,7 +96,9 @@ describe('agent run, end to end', () => {
     bed = await TestBed.create({
       script: { responses: [{ content: [toolUse('toolu_cut', 'echo never')], stop_reason: 'max_tokens' }] },
     });
-    const result = await (await bed.start({ task: 'truncate me once', approval: 'auto', maxTokens: 1000, maxTurns: 1 }, 'max-tokens-turn-budget')).result();
+    const result = await (
+      await bed.start({ task: 'truncate me once', approval: 'auto', maxTokens: 1000, maxTurns: 1 }, 'max-tokens-turn-budget')
+    ).result();
     expect(result).toMatchObject({
       status: 'max_tokens',
       turns: 1,
@@ -94,7 +113,11 @@ describe('agent run, end to end', () => {
       script: { responses: [{ content: [toolUse('toolu_cut', 'echo never')], stop_reason: 'max_tokens' }] },
     });
     const result = await (await bed.start({ task: 'truncate me big', approval: 'auto', maxTokens: 64_000 }, 'max-tokens-cap')).result();
-    expect(result).toMatchObject({ status: 'max_tokens', turns: 1, error: 'the answer hit max_tokens even at 64000; nothing truncated was executed' });
+    expect(result).toMatchObject({
+      status: 'max_tokens',
+      turns: 1,
+      error: 'the answer hit max_tokens even at 64000; nothing truncated was executed',
+    });
     expect(bed.requests().map((r) => (r.body as { max_tokens: number }).max_tokens)).toEqual([64_000]);
   });
 
@@ -155,14 +178,20 @@ describe('agent run, end to end', () => {
     expect(results[4]).toMatchObject({ is_error: true, content: expect.stringContaining('Unknown tool') });
   });
 
-  test('secrets: the worker\'s key is not in bash\'s environment, not readable through /proc/$PPID/environ, and redacted from outputs', async () => {
+  test("secrets: the worker's key is not in bash's environment, not readable through /proc/$PPID/environ, and redacted from outputs", async () => {
     const key = 'sk-ant-test-secret-key-0123456789'; // the harness's worker key
     bed = await TestBed.create({
       script: {
         responses: [
-          { content: [toolUse('toolu_env', 'env | grep -c "^ANTHROPIC_\\|^TEMPORAL_"; echo "key=${ANTHROPIC_API_KEY:-unset}"')], stop_reason: 'tool_use' },
+          {
+            content: [toolUse('toolu_env', 'env | grep -c "^ANTHROPIC_\\|^TEMPORAL_"; echo "key=${ANTHROPIC_API_KEY:-unset}"')],
+            stop_reason: 'tool_use',
+          },
           // The worker is bash's parent: its exec-time environment block, reversed so redaction cannot see it.
-          { content: [toolUse('toolu_proc', 'tr "\\0" "\\n" < /proc/$PPID/environ | grep "^ANTHROPIC_API_KEY=" | rev')], stop_reason: 'tool_use' },
+          {
+            content: [toolUse('toolu_proc', 'tr "\\0" "\\n" < /proc/$PPID/environ | grep "^ANTHROPIC_API_KEY=" | rev')],
+            stop_reason: 'tool_use',
+          },
           { content: [toolUse('toolu_echo', `echo ${key}`)], stop_reason: 'tool_use' },
           { content: [{ type: 'text', text: 'nothing found' }], stop_reason: 'end_turn' },
         ],

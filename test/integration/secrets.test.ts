@@ -51,7 +51,8 @@ describe('secrets stay out of every process the worker starts', () => {
     const key = `sk-ant-fake-${tag}`;
     const extra = `xsecret-${tag}`;
     // Patterns that match the values without containing them (a grep's own argv must not match).
-    const find = "ps e -ww -A | grep -c 'sk-ant-fake-[0-9a-f]\\{12\\}\\|xsecret-[0-9a-f]\\{12\\}'; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c 'sk-ant-fake-[0-9a-f]\\{12\\}\\|xsecret-[0-9a-f]\\{12\\}'; true";
+    const find =
+      "ps e -ww -A | grep -c 'sk-ant-fake-[0-9a-f]\\{12\\}\\|xsecret-[0-9a-f]\\{12\\}'; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c 'sk-ant-fake-[0-9a-f]\\{12\\}\\|xsecret-[0-9a-f]\\{12\\}'; true";
     bed = await TestBed.create({
       script: {
         responses: [
@@ -90,7 +91,8 @@ describe('secrets stay out of every process the worker starts', () => {
     expect(own).toContain('MY_EXTRA_THING=*');
 
     // status names who bash runs as and its sandbox.
-    if (process.getuid?.() === 0) expect((await bed.status(handle)).session).toMatchObject({ user: 'agent-jobs', sandbox: comms.includes('bwrap') ? 'bwrap' : 'none' });
+    if (process.getuid?.() === 0)
+      expect((await bed.status(handle)).session).toMatchObject({ user: 'agent-jobs', sandbox: comms.includes('bwrap') ? 'bwrap' : 'none' });
 
     const result = await handle.result();
     expect(result.status).toBe('completed');

@@ -9,7 +9,7 @@ import { readRun, runHandle, statusJson, stillRunning, workerPolling } from '../
 export function registerCancel(program: Command): void {
   program
     .command('cancel')
-    .description('cancel a run: a running command\'s process group is killed, the session closed, every tool_use answered')
+    .description("cancel a run: a running command's process group is killed, the session closed, every tool_use answered")
     .argument('<workflowId>')
     .option('--json', 'print the final status as JSON')
     .action(async (workflowId: string, opts: { json?: boolean }) => {

@@ -51,11 +51,17 @@ export async function decide(client: Client, workflowId: string, approved: boole
   const status = await queryStatus(client, workflowId);
   const pending = status.pendingApproval;
   if (!pending) {
-    throw new CliError(`nothing in ${workflowId} is awaiting approval (status: ${status.status})`, `see what it is doing with \`agent-jobs status ${workflowId}\``);
+    throw new CliError(
+      `nothing in ${workflowId} is awaiting approval (status: ${status.status})`,
+      `see what it is doing with \`agent-jobs status ${workflowId}\``,
+    );
   }
   const command = displayCommand(pending.command);
   if (opts.toolUseId && opts.toolUseId !== pending.toolUseId) {
-    throw new CliError(`tool_use ${opts.toolUseId} is not awaiting approval; ${pending.toolUseId} is (${command.text})`, 'leave out --tool-use-id to decide on the pending command');
+    throw new CliError(
+      `tool_use ${opts.toolUseId} is not awaiting approval; ${pending.toolUseId} is (${command.text})`,
+      'leave out --tool-use-id to decide on the pending command',
+    );
   }
   if (opts.sha !== undefined && !command.sha256.startsWith(opts.sha)) {
     throw new CliError(
@@ -78,7 +84,10 @@ export async function decide(client: Client, workflowId: string, approved: boole
     if (applied) return { applied, command };
     await sleep(200);
   }
-  throw new CliError(`the decision was sent but ${workflowId} did not confirm it within ${CONFIRM_MS / 1000} s`, `check with \`agent-jobs status ${workflowId}\``);
+  throw new CliError(
+    `the decision was sent but ${workflowId} did not confirm it within ${CONFIRM_MS / 1000} s`,
+    `check with \`agent-jobs status ${workflowId}\``,
+  );
 }
 
 function register(program: Command, name: 'approve' | 'deny'): void {
@@ -102,10 +111,20 @@ function register(program: Command, name: 'approve' | 'deny'): void {
       const { applied, command } = await decide(client, workflowId, approved, opts);
       if (opts.json) printJson(applied);
       if (applied.source === 'timeout') {
-        throw new CliError(`too late: ${applied.toolUseId} was denied because its approval wait ran out`, `see \`agent-jobs status ${workflowId}\``);
+        throw new CliError(
+          `too late: ${applied.toolUseId} was denied because its approval wait ran out`,
+          `see \`agent-jobs status ${workflowId}\``,
+        );
       }
       const verb = applied.approved ? 'approved' : 'denied';
-      if (!opts.json) printLines(...commandLines(command, { label: `${verb} ${applied.toolUseId} in ${workflowId}${applied.reason ? ` (${applied.reason})` : ''}: `, indent: '  ', alwaysHash: true }));
+      if (!opts.json)
+        printLines(
+          ...commandLines(command, {
+            label: `${verb} ${applied.toolUseId} in ${workflowId}${applied.reason ? ` (${applied.reason})` : ''}: `,
+            indent: '  ',
+            alwaysHash: true,
+          }),
+        );
     });
   });
 }

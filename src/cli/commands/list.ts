@@ -9,7 +9,6 @@ import { oneLineSummary } from '../../temporal';
 import { withClient } from '../context';
 import { positiveInt } from '../parse';
 
-
 /** What {@link newestByStart} needs of a listed execution. */
 export interface Listed {
   startTime: Date;
@@ -71,8 +70,18 @@ export function registerList(program: Command): void {
         if (opts.json) return printJson(rows);
         if (rows.length === 0) return void process.stdout.write('no runs\n');
         const plain = !process.stdout.isTTY;
-        const table = new Table({ head: ['workflow id', 'status', 'turns', 'tokens', 'started'], ...(plain ? { style: { head: [], border: [] } } : {}) });
-        for (const r of rows) table.push([String(r.workflowId), String(r.status), String(r.turns ?? ''), String(r.tokens ?? ''), oneLineSummary(String(r.startTime), 20)]);
+        const table = new Table({
+          head: ['workflow id', 'status', 'turns', 'tokens', 'started'],
+          ...(plain ? { style: { head: [], border: [] } } : {}),
+        });
+        for (const r of rows)
+          table.push([
+            String(r.workflowId),
+            String(r.status),
+            String(r.turns ?? ''),
+            String(r.tokens ?? ''),
+            oneLineSummary(String(r.startTime), 20),
+          ]);
         process.stdout.write(`${table.toString()}\n`);
       });
     });

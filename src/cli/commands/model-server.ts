@@ -26,8 +26,10 @@ export function modelServerError(err: unknown, opts: Pick<ModelServerCommandOpti
   let hint = 'see `agent-jobs model-server --help`';
   if (code === 'EADDRINUSE') hint = `another process listens on port ${opts.port ?? '?'}: choose another --port, ${freePort}`;
   else if (code === 'EACCES' && syscall === 'listen') hint = `ports below 1024 need root: choose another --port, ${freePort}`;
-  else if (code === 'EADDRNOTAVAIL' || syscall === 'getaddrinfo') hint = `--host ${opts.host ?? ''} is not an address of this machine: use 127.0.0.1, or 0.0.0.0 for every interface`;
-  else if (opts.log && typeof syscall === 'string' && ['open', 'mkdir', 'write'].includes(syscall)) hint = `cannot write the --log file ${opts.log}: choose a writable path`;
+  else if (code === 'EADDRNOTAVAIL' || syscall === 'getaddrinfo')
+    hint = `--host ${opts.host ?? ''} is not an address of this machine: use 127.0.0.1, or 0.0.0.0 for every interface`;
+  else if (opts.log && typeof syscall === 'string' && ['open', 'mkdir', 'write'].includes(syscall))
+    hint = `cannot write the --log file ${opts.log}: choose a writable path`;
   return new CliError(message, hint);
 }
 

@@ -44,7 +44,10 @@ export function stoppedOrError(outcome: StopOutcome, grpcPort: number): Extract<
     case 'stopped':
       return outcome;
     case 'none':
-      throw new CliError(`no background dev server recorded for port ${grpcPort}`, 'a server started in the foreground stops with Ctrl-C; for another port, add --port');
+      throw new CliError(
+        `no background dev server recorded for port ${grpcPort}`,
+        'a server started in the foreground stops with Ctrl-C; for another port, add --port',
+      );
     case 'stale':
       throw new CliError(
         `the record of the dev server on port ${grpcPort} was stale (${outcome.why}); removed ${outcome.file}, signalled nothing`,
@@ -80,7 +83,11 @@ export function registerServer(program: Command): void {
   program
     .command('server')
     .description('run a local Temporal dev server (installs the pinned Temporal CLI when none is on the PATH)')
-    .option('--port <port>', `gRPC port (default: the port of TEMPORAL_ADDRESS when that is a local address, else ${DEV_SERVER_PORT})`, port)
+    .option(
+      '--port <port>',
+      `gRPC port (default: the port of TEMPORAL_ADDRESS when that is a local address, else ${DEV_SERVER_PORT})`,
+      port,
+    )
     .option('--ui-port <port>', `web UI port (default: port + 1000, e.g. ${DEV_SERVER_PORT + 1000})`, port)
     .option('--db <file>', 'SQLite file that keeps runs across restarts (default: data/temporal.db)')
     .option('--in-memory', 'keep no database file (runs are lost when the server stops)')
@@ -90,7 +97,8 @@ export function registerServer(program: Command): void {
     .option('--json', 'print {"address","uiUrl","pid","dbFile","logFile"}; with --stop, {"stopped","port","pid"}')
     .action(async (opts: ServerOptions) => {
       const grpcPort = opts.port ?? defaultServerPort();
-      if (opts.stop) return renderStopped(stoppedData(stoppedOrError(await stopDetachedServer(grpcPort), grpcPort), grpcPort), opts.json === true);
+      if (opts.stop)
+        return renderStopped(stoppedData(stoppedOrError(await stopDetachedServer(grpcPort), grpcPort), grpcPort), opts.json === true);
       const address = `127.0.0.1:${grpcPort}`;
       if (await serverAnswers(address, 1_000)) {
         throw new CliError(`a Temporal server already answers at ${address}`, `use it, or pick another --port`);
@@ -116,7 +124,10 @@ export function registerServer(program: Command): void {
         );
       }
       if (opts.json) printJson(info);
-      else printLines(`Temporal dev server at ${server.address}, UI ${server.uiUrl}, data ${dbFile ?? 'in memory'}, log ${server.logFile}. Ctrl-C stops it.`);
+      else
+        printLines(
+          `Temporal dev server at ${server.address}, UI ${server.uiUrl}, data ${dbFile ?? 'in memory'}, log ${server.logFile}. Ctrl-C stops it.`,
+        );
       await new Promise<void>((resolve) => {
         const stop = (): void => void server.stop().then(resolve);
         process.once('SIGINT', stop);

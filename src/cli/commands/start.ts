@@ -70,7 +70,10 @@ export function registerStart(program: Command): void {
     .argument('<task...>', 'what the agent should do')
     .option('--model <model>', `Claude model id (default: AGENT_JOBS_MODEL, else ${DEFAULT_MODEL})`)
     .addOption(
-      new Option('--approval <mode>', `which commands wait for a human: ${APPROVAL_MODES.map((m) => `${m} (${APPROVAL_MODE_HELP[m]})`).join(', ')}`)
+      new Option(
+        '--approval <mode>',
+        `which commands wait for a human: ${APPROVAL_MODES.map((m) => `${m} (${APPROVAL_MODE_HELP[m]})`).join(', ')}`,
+      )
         .choices(APPROVAL_MODES)
         .default(DEFAULT_APPROVAL_MODE),
     )
@@ -78,12 +81,20 @@ export function registerStart(program: Command): void {
     .option('--max-tokens <n>', `max_tokens of each model call (default ${DEFAULT_MAX_TOKENS})`, positiveInt)
     .option(
       '--workdir <dir>',
-      'working directory of the bash session, on the worker\'s machine: created there if missing; a relative path is under the worker\'s workspace root (default: a fresh folder per run under that root)',
+      "working directory of the bash session, on the worker's machine: created there if missing; a relative path is under the worker's workspace root (default: a fresh folder per run under that root)",
     )
     .option('--network', 'let the bash session reach the network (default: the sandbox has none)')
     .option('--system <text>', 'system prompt (default: a short description of the bash tool)')
-    .option('--command-timeout <duration>', `per-command timeout, e.g. 30s, 5m (default ${formatDurationMs(DEFAULT_COMMAND_TIMEOUT_MS)})`, durationMs)
-    .option('--approval-timeout <duration>', `how long a command waits for approval before it is denied, e.g. 30m, 2h (default ${DEFAULT_APPROVAL_TIMEOUT})`, durationMs)
+    .option(
+      '--command-timeout <duration>',
+      `per-command timeout, e.g. 30s, 5m (default ${formatDurationMs(DEFAULT_COMMAND_TIMEOUT_MS)})`,
+      durationMs,
+    )
+    .option(
+      '--approval-timeout <duration>',
+      `how long a command waits for approval before it is denied, e.g. 30m, 2h (default ${DEFAULT_APPROVAL_TIMEOUT})`,
+      durationMs,
+    )
     .option('--id <workflowId>', 'workflow id (default run-<time>-<random>)')
     .option('--follow', 'watch the run until it ends; exit 0 only if it completed')
     .option('--json', 'print {"workflowId","runId","uiUrl"}')

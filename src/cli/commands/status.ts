@@ -8,9 +8,12 @@ import { readRun, statusJson } from '../runs';
 export function registerStatus(program: Command): void {
   program
     .command('status')
-    .description('show a run\'s status, turns, token usage, pending approval and result')
+    .description("show a run's status, turns, token usage, pending approval and result")
     .argument('<workflowId>')
-    .option('--json', 'print {"workflowId","status","turns","pendingApproval","usage","result",...}; pendingApproval has the raw command, its escaped display, warnings and commandSha256')
+    .option(
+      '--json',
+      'print {"workflowId","status","turns","pendingApproval","usage","result",...}; pendingApproval has the raw command, its escaped display, warnings and commandSha256',
+    )
     .action(async (workflowId: string, opts: { json?: boolean }) => {
       await withClient(async ({ client, uiUrl }) => {
         const view = await readRun(client, workflowId);
@@ -21,7 +24,11 @@ export function registerStatus(program: Command): void {
           `  turns:  ${view.turns}`,
           `  tokens: ${view.usage.inputTokens} input, ${view.usage.outputTokens} output`,
           ...(view.details ? [`  now:    ${view.details}`] : []),
-          ...(view.session ? [`  shell:  ${view.session.user ?? '?'} in sandbox ${view.session.sandbox ?? '?'}, ${view.session.cwd} on ${view.session.workerId}`] : []),
+          ...(view.session
+            ? [
+                `  shell:  ${view.session.user ?? '?'} in sandbox ${view.session.sandbox ?? '?'}, ${view.session.cwd} on ${view.session.workerId}`,
+              ]
+            : []),
           ...(p
             ? [
                 ...commandLines(p.command, { label: '  pending approval: ', suffix: `  [${p.toolUseId}, since ${p.requestedAt}]` }),

@@ -18,7 +18,8 @@ export function describeMessage(message: Message, index: number): string[] {
     else if (isToolUse(b)) {
       const input = (b.input ?? {}) as { command?: unknown; restart?: unknown };
       const suffix = `    [${b.id}]`;
-      if (input.restart !== true && typeof input.command === 'string') lines.push(...commandLines(input.command, { label: 'claude asks to run: ', suffix }));
+      if (input.restart !== true && typeof input.command === 'string')
+        lines.push(...commandLines(input.command, { label: 'claude asks to run: ', suffix }));
       else lines.push(`claude asks to run: ${input.restart === true ? '(restart the session)' : jsonText(b.input)}${suffix}`);
     } else if (isToolResult(b)) {
       lines.push(`${b.is_error ? '! ' : '→ '}result for ${b.tool_use_id}${b.is_error ? ' (error)' : ''}:`, indent(b.content));
@@ -27,7 +28,6 @@ export function describeMessage(message: Message, index: number): string[] {
   // Claude's words and command outputs may hold escape sequences too: nothing reaches the terminal raw.
   return lines.map(terminalText);
 }
-
 
 /** Exit code for a run that ended: 0 when it completed, 1 for any other end (failed, cancelled, budgets, refusal). */
 export function exitCodeOf(view: RunView): number {
@@ -68,7 +68,9 @@ export async function watchRun(client: Client, workflowId: string, opts: WatchOp
       t.messages.forEach((m, i) => emit({ event: 'message', index: t.from + i, message: m }, describeMessage(m, t.from + i)));
       next = t.from + t.messages.length;
     } else if (next === 0) {
-      emit({ event: 'note', text: 'no worker is running: the transcript of a finished run needs one' }, ['(no worker is running, so only the result is shown; start one with `agent-jobs worker` to see the transcript)']);
+      emit({ event: 'note', text: 'no worker is running: the transcript of a finished run needs one' }, [
+        '(no worker is running, so only the result is shown; start one with `agent-jobs worker` to see the transcript)',
+      ]);
     }
     const pending = view.pendingApproval;
     if (pending && pending.toolUseId !== announced) {

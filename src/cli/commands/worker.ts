@@ -18,8 +18,18 @@ export interface WorkerInfo {
 }
 
 /** The data `worker --json` prints, from a started worker. */
-export function workerInfo(worker: Pick<RunningWorker, 'workerId' | 'namespace' | 'address' | 'sessionTaskQueue'>, pid = process.pid): WorkerInfo {
-  return { workerId: worker.workerId, pid, namespace: worker.namespace, address: worker.address, sharedTaskQueue: SHARED_TASK_QUEUE, sessionTaskQueue: worker.sessionTaskQueue };
+export function workerInfo(
+  worker: Pick<RunningWorker, 'workerId' | 'namespace' | 'address' | 'sessionTaskQueue'>,
+  pid = process.pid,
+): WorkerInfo {
+  return {
+    workerId: worker.workerId,
+    pid,
+    namespace: worker.namespace,
+    address: worker.address,
+    sharedTaskQueue: SHARED_TASK_QUEUE,
+    sessionTaskQueue: worker.sessionTaskQueue,
+  };
 }
 
 /**
@@ -34,8 +44,11 @@ export function renderWorkerInfo(info: WorkerInfo, json: boolean): void {
 export function registerWorker(program: Command): void {
   program
     .command('worker')
-    .description('run a worker: the agentRun workflow, Claude calls, and this machine\'s bash sessions (Ctrl-C stops it)')
-    .option('--json', 'once started, print {"workerId","pid","namespace","address","sharedTaskQueue","sessionTaskQueue"} as one line on stdout (logs go to stderr)')
+    .description("run a worker: the agentRun workflow, Claude calls, and this machine's bash sessions (Ctrl-C stops it)")
+    .option(
+      '--json',
+      'once started, print {"workerId","pid","namespace","address","sharedTaskQueue","sessionTaskQueue"} as one line on stdout (logs go to stderr)',
+    )
     .action(async (opts: { json?: boolean }) => {
       let worker: RunningWorker;
       try {

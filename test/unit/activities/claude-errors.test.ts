@@ -7,7 +7,13 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { ApplicationFailure } from '@temporalio/common';
-import { MAX_RETRY_AFTER_MS, NON_RETRYABLE_STATUSES, isRetryable, retryAfterMs, toTemporalFailure } from '../../../src/activities/claude-errors';
+import {
+  MAX_RETRY_AFTER_MS,
+  NON_RETRYABLE_STATUSES,
+  isRetryable,
+  retryAfterMs,
+  toTemporalFailure,
+} from '../../../src/activities/claude-errors';
 import { ClaudeFailureType } from '../../../src/contract';
 import { startModelServer, type ModelServer } from '../../../src/model-server';
 
@@ -32,7 +38,14 @@ describe('Claude error mapping', () => {
     [404, 'not_found_error'],
     [413, 'request_too_large'],
   ])('%d is non-retryable and carries the API message', async (status, type) => {
-    server = await startModelServer({ script: { responses: [{ error: { status, body: { type: 'error', error: { type, message: `scripted ${status} message` } } } }, { content: [{ type: 'text', text: 'x' }] }] } });
+    server = await startModelServer({
+      script: {
+        responses: [
+          { error: { status, body: { type: 'error', error: { type, message: `scripted ${status} message` } } } },
+          { content: [{ type: 'text', text: 'x' }] },
+        ],
+      },
+    });
     const failure = toTemporalFailure(await errorFor(server));
     expect(failure).toBeInstanceOf(ApplicationFailure);
     const f = failure as ApplicationFailure;
@@ -51,14 +64,20 @@ describe('Claude error mapping', () => {
   });
 
   test('429 with retry-after: 3 asks Temporal to wait 3 s before the next attempt (C05)', async () => {
-    server = await startModelServer({ script: { responses: [{ error: { status: 429, headers: { 'retry-after': '3' } } }, { content: [{ type: 'text', text: 'x' }] }] } });
+    server = await startModelServer({
+      script: { responses: [{ error: { status: 429, headers: { 'retry-after': '3' } } }, { content: [{ type: 'text', text: 'x' }] }] },
+    });
     const f = toTemporalFailure(await errorFor(server)) as ApplicationFailure;
     expect(f.nonRetryable).toBe(false);
     expect(f.nextRetryDelay).toBe(3000);
   });
 
   test('500 with x-should-retry: false is non-retryable: the API said so', async () => {
-    server = await startModelServer({ script: { responses: [{ error: { status: 500, headers: { 'x-should-retry': 'false' } } }, { content: [{ type: 'text', text: 'x' }] }] } });
+    server = await startModelServer({
+      script: {
+        responses: [{ error: { status: 500, headers: { 'x-should-retry': 'false' } } }, { content: [{ type: 'text', text: 'x' }] }],
+      },
+    });
     const f = toTemporalFailure(await errorFor(server)) as ApplicationFailure;
     expect(f.nonRetryable).toBe(true);
     expect(f.type).toBe(ClaudeFailureType.REQUEST_REJECTED);
@@ -66,7 +85,14 @@ describe('Claude error mapping', () => {
   });
 
   test('529 with x-should-retry: true is retryable, retry-after still honoured', async () => {
-    server = await startModelServer({ script: { responses: [{ error: { status: 529, headers: { 'x-should-retry': 'true', 'retry-after': '2' } } }, { content: [{ type: 'text', text: 'x' }] }] } });
+    server = await startModelServer({
+      script: {
+        responses: [
+          { error: { status: 529, headers: { 'x-should-retry': 'true', 'retry-after': '2' } } },
+          { content: [{ type: 'text', text: 'x' }] },
+        ],
+      },
+    });
     const f = toTemporalFailure(await errorFor(server)) as ApplicationFailure;
     expect(f.nonRetryable).toBe(false);
     expect(f.type).toBe(ClaudeFailureType.API_UNAVAILABLE);
@@ -74,7 +100,11 @@ describe('Claude error mapping', () => {
   });
 
   test('400 with x-should-retry: true is still non-retryable: the request itself is wrong', async () => {
-    server = await startModelServer({ script: { responses: [{ error: { status: 400, headers: { 'x-should-retry': 'true' } } }, { content: [{ type: 'text', text: 'x' }] }] } });
+    server = await startModelServer({
+      script: {
+        responses: [{ error: { status: 400, headers: { 'x-should-retry': 'true' } } }, { content: [{ type: 'text', text: 'x' }] }],
+      },
+    });
     const f = toTemporalFailure(await errorFor(server)) as ApplicationFailure;
     expect(f.nonRetryable).toBe(true);
     expect(f.type).toBe(ClaudeFailureType.REQUEST_REJECTED);
@@ -84,7 +114,8 @@ describe('Claude error mapping', () => {
     const h = (v?: string): Headers => new Headers(v === undefined ? {} : { 'x-should-retry': v });
     expect(NON_RETRYABLE_STATUSES).toEqual([400, 401, 402, 403, 404, 413, 422]);
     for (const status of NON_RETRYABLE_STATUSES) {
-      for (const header of [undefined, 'true', 'false']) expect([status, header, isRetryable(status, h(header))]).toEqual([status, header, false]);
+      for (const header of [undefined, 'true', 'false'])
+        expect([status, header, isRetryable(status, h(header))]).toEqual([status, header, false]);
     }
     for (const status of [408, 409, 429, 500, 502, 503, 529]) {
       expect([status, isRetryable(status, h())]).toEqual([status, true]);
@@ -98,7 +129,9 @@ describe('Claude error mapping', () => {
   });
 
   test('a reset connection is a retryable connection failure', async () => {
-    server = await startModelServer({ script: { responses: [{ error: { kind: 'connection_reset' } }, { content: [{ type: 'text', text: 'x' }] }] } });
+    server = await startModelServer({
+      script: { responses: [{ error: { kind: 'connection_reset' } }, { content: [{ type: 'text', text: 'x' }] }] },
+    });
     const f = toTemporalFailure(await errorFor(server)) as ApplicationFailure;
     expect(f.type).toBe(ClaudeFailureType.CONNECTION);
     expect(f.nonRetryable).toBe(false);
@@ -137,7 +170,8 @@ describe('the non-retryable statuses are stated once', () => {
     const list = new RegExp(`\\b${status}\\b(?:\\s*(?:/|,|and|or)\\s*${status}\\b){2,}`);
     const files = ['README.md', ...walk('docs'), ...walk('src')].filter((f) => !ALLOWED.includes(f));
     // The README's facts table is written from the constant (npm run docs): not a copy by hand.
-    const handWritten = (text: string): string => text.replace(/<!-- facts:start -->[\s\S]*?<!-- facts:end -->/, (table) => table.replace(/[^\n]/g, ''));
+    const handWritten = (text: string): string =>
+      text.replace(/<!-- facts:start -->[\s\S]*?<!-- facts:end -->/, (table) => table.replace(/[^\n]/g, ''));
     const restated = files.flatMap((f) =>
       handWritten(readFileSync(path.join(ROOT, f), 'utf8'))
         .split('\n')

@@ -22,7 +22,9 @@ describe('makeDirectory', () => {
 
   test('a path under /proc fails at once with the errno, instead of never settling', async () => {
     // Node's own recursive mkdir never settles here: this test would time out.
-    await expect(makeDirectory('/proc/agent-jobs-nope/dir')).rejects.toThrow(/^cannot create the working directory \/proc\/agent-jobs-nope\/dir: E[A-Z]+/);
+    await expect(makeDirectory('/proc/agent-jobs-nope/dir')).rejects.toThrow(
+      /^cannot create the working directory \/proc\/agent-jobs-nope\/dir: E[A-Z]+/,
+    );
   });
 
   test('a file on the way, or in the place of the directory, is a clear error', async () => {

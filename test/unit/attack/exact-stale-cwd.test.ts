@@ -23,7 +23,9 @@ afterEach(async () => {
 test('a renamed working directory cannot make runExact read a different file than the one it checked', async () => {
   const dir = tempDir();
   const s = await startSession({ cwd: dir, workspace: dir });
-  await s.run('mkdir a; cd a; ln -s /etc/passwd secret.txt; (sleep 1; mv ../a ../b; mkdir ../a; echo decoy > ../a/secret.txt) >/dev/null 2>&1 &');
+  await s.run(
+    'mkdir a; cd a; ln -s /etc/passwd secret.txt; (sleep 1; mv ../a ../b; mkdir ../a; echo decoy > ../a/secret.txt) >/dev/null 2>&1 &',
+  );
   await new Promise((r) => setTimeout(r, 2000));
   expect(fs.readFileSync(`${dir}/a/secret.txt`, 'utf8')).toBe('decoy\n');
   const d = decideApproval('cat secret.txt', 'policy', { workspace: s.exactRoot, cwd: s.cwd });

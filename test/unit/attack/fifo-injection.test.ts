@@ -17,7 +17,7 @@ afterEach(async () => {
   removeTempDirs();
 });
 
-test('a background job cannot write into a later command\'s output through the FIFO path', async () => {
+test("a background job cannot write into a later command's output through the FIFO path", async () => {
   const dir = tempDir();
   const s = await startSession({ cwd: dir, workspace: dir });
   await s.run(

@@ -22,7 +22,12 @@ afterEach(async () => {
   removeTempDirs();
 });
 
-const fixture = (name: string): string => fs.readFileSync(path.join(__dirname, 'fixtures', name), 'utf8').split('\n').filter((l) => l && !l.startsWith('#')).join('\n');
+const fixture = (name: string): string =>
+  fs
+    .readFileSync(path.join(__dirname, 'fixtures', name), 'utf8')
+    .split('\n')
+    .filter((l) => l && !l.startsWith('#'))
+    .join('\n');
 
 test('a background job cannot steal and fake the result of the next command', async () => {
   const dir = tempDir();
@@ -35,7 +40,7 @@ test('a background job cannot steal and fake the result of the next command', as
   else expect(r).toMatchObject({ exitCode: 7, output: 'second\n' });
 }, 30_000);
 
-test('a command cannot forge its own end (status 0) while it still runs by restoring bash\'s fds 0/1 first', async () => {
+test("a command cannot forge its own end (status 0) while it still runs by restoring bash's fds 0/1 first", async () => {
   const dir = tempDir();
   const s = await startSession({ cwd: dir, workspace: dir });
   const r = await s.run(fixture('forge-own-end.sh'));

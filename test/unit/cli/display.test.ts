@@ -17,7 +17,10 @@ const RAW = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029\u200b-\u200f\u
 describe('the CLI shows runs terminal-safe', () => {
   test('commandLines: a plain command is one line; an escaped one gets warnings, the legend and its hash', () => {
     expect(commandLines('ls -la', { label: 'run: ' })).toEqual(['run: ls -la']);
-    expect(commandLines('ls -la', { label: 'run: ', indent: '  ', alwaysHash: true })).toEqual(['run: ls -la', `  sha256 ${sha256('ls -la').slice(0, 12)} · 6 characters`]);
+    expect(commandLines('ls -la', { label: 'run: ', indent: '  ', alwaysHash: true })).toEqual([
+      'run: ls -la',
+      `  sha256 ${sha256('ls -la').slice(0, 12)} · 6 characters`,
+    ]);
     const lines = commandLines('git status\u2028rm -rf x', { label: 'run: ', suffix: ' [t1]' });
     expect(lines[0]).toBe('run: git status\\u2028rm -rf x [t1]');
     expect(lines.slice(1)).toEqual([
@@ -27,10 +30,16 @@ describe('the CLI shows runs terminal-safe', () => {
     ]);
   });
 
-  test('describeMessage: commands escaped, Claude\'s words and outputs without raw escape sequences', () => {
+  test("describeMessage: commands escaped, Claude's words and outputs without raw escape sequences", () => {
     const messages: Message[] = [
       { role: 'user', content: 'task \x1b]0;title\x07' },
-      { role: 'assistant', content: [{ type: 'text', text: 'look \x1b[2J' }, { type: 'tool_use', id: 'toolu_1', name: 'bash', input: { command: 'cat a\r\x1b[Kb' } }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'look \x1b[2J' },
+          { type: 'tool_use', id: 'toolu_1', name: 'bash', input: { command: 'cat a\r\x1b[Kb' } },
+        ],
+      },
       { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'line 1\n\x1b[31mred\x1b[0m\n\u202eevil' }] },
       { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_2', name: 'bash', input: { command: 7, note: '\x1b[2J' } }] },
     ];

@@ -34,7 +34,11 @@ describe('newestByStart', () => {
       { id: 'mid-closed', startTime: at(5), closeTime: at(20) },
     ];
     const read = { n: 0 };
-    expect((await newestByStart(listing(visibilityOrder(runs), read), 20)).map((r) => r.id)).toEqual(['new-closed', 'mid-closed', 'old-open']);
+    expect((await newestByStart(listing(visibilityOrder(runs), read), 20)).map((r) => r.id)).toEqual([
+      'new-closed',
+      'mid-closed',
+      'old-open',
+    ]);
     expect((await newestByStart(listing(visibilityOrder(runs), read), 2)).map((r) => r.id)).toEqual(['new-closed', 'mid-closed']);
   });
 

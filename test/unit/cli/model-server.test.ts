@@ -37,7 +37,7 @@ describe('model-server errors', () => {
     expect(e.hint).toBe(`another process listens on port ${port}: choose another --port, or leave --port out for a free one`);
   });
 
-  test('a --host that is not this machine\'s', async () => {
+  test("a --host that is not this machine's", async () => {
     const e = await failure({ script: SCRIPT, host: '192.0.2.1' });
     expect(e.message).toMatch(/EADDRNOTAVAIL/);
     expect(e.hint).toMatch(/^--host 192\.0\.2\.1 is not an address of this machine/);

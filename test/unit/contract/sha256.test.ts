@@ -18,7 +18,8 @@ function randomString(n: number): string {
     else if (kind === 1) s += String.fromCharCode(randomInt(0, 0x20));
     else if (kind === 2) s += String.fromCharCode(randomInt(0x80, 0xd800));
     else if (kind === 3) s += String.fromCodePoint(randomInt(0x10000, 0x110000));
-    else if (kind === 4) s += String.fromCharCode(randomInt(0xd800, 0xe000)); // a lone surrogate, or half of a pair by chance
+    else if (kind === 4)
+      s += String.fromCharCode(randomInt(0xd800, 0xe000)); // a lone surrogate, or half of a pair by chance
     else s += String.fromCharCode(randomInt(0xe000, 0x10000));
   }
   return s;
@@ -28,7 +29,9 @@ describe('sha256 (pure TypeScript)', () => {
   test('known vectors (FIPS 180-4 examples)', () => {
     expect(sha256('')).toBe('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
     expect(sha256('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
-    expect(sha256('abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq')).toBe('248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1');
+    expect(sha256('abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq')).toBe(
+      '248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1',
+    );
   });
 
   test('every length from 0 to 300 bytes (padding crosses block boundaries at 55/56 and 119/120)', () => {

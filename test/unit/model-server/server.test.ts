@@ -175,7 +175,15 @@ describe('scripted Messages API server', () => {
   test('400 and 401 give BadRequestError and AuthenticationError with the scripted message', async () => {
     const server = await start({
       responses: [
-        { error: { status: 400, body: { type: 'error', error: { type: 'invalid_request_error', message: 'prompt is too long: 250000 tokens > 200000 maximum' } } } },
+        {
+          error: {
+            status: 400,
+            body: {
+              type: 'error',
+              error: { type: 'invalid_request_error', message: 'prompt is too long: 250000 tokens > 200000 maximum' },
+            },
+          },
+        },
         { error: { status: 401 } },
         { content: [{ type: 'text', text: 'finally' }] },
       ],
@@ -226,7 +234,11 @@ describe('scripted Messages API server', () => {
           content: [
             { type: 'thinking', thinking: 'The user wants the tests fixed; list files first.', signature: 'sig-abc' },
             { type: 'text', text: 'Let me look around — ünïcödé 🚀 and a long sentence to force several text deltas.' },
-            { type: 'tool_use', name: 'bash', input: { command: 'ls -la && cat "a b.txt"', restart: false, n: 1.5, nested: { list: [1, 'two', null] } } },
+            {
+              type: 'tool_use',
+              name: 'bash',
+              input: { command: 'ls -la && cat "a b.txt"', restart: false, n: 1.5, nested: { list: [1, 'two', null] } },
+            },
             { type: 'tool_use', id: 'toolu_scripted_fixed', name: 'bash', input: {} },
           ],
           stop_reason: 'tool_use',
@@ -301,7 +313,12 @@ describe('scripted Messages API server', () => {
         ['none', 'unauthorized'],
       ]);
       // Rejected requests do not count as attempts of a step.
-      expect(server.requests().filter((r) => r.step !== null).map((r) => r.attempt)).toEqual([1, 2]);
+      expect(
+        server
+          .requests()
+          .filter((r) => r.step !== null)
+          .map((r) => r.attempt),
+      ).toEqual([1, 2]);
     });
 
     test('apiKey option: only that key is accepted', async () => {
@@ -407,7 +424,9 @@ describe('scripted Messages API server', () => {
       ),
     );
     expect(unpaired).toBeInstanceOf(BadRequestError);
-    expect((unpaired as BadRequestError).message).toContain('`tool_use` ids were found without `tool_result` blocks immediately after: toolu_x');
+    expect((unpaired as BadRequestError).message).toContain(
+      '`tool_use` ids were found without `tool_result` blocks immediately after: toolu_x',
+    );
 
     const empty = await caught(
       client.messages.create(

@@ -34,7 +34,11 @@ describe('policy runs read-only commands', () => {
     ["grep -rn --include='*.ts' 'a b' src", ['grep', '-rn', '--include=*.ts', 'a b', 'src'], [`${ws}/src`]],
     ["grep -c '$' a.txt", ['grep', '-c', '$', 'a.txt'], [`${ws}/a.txt`]],
     ['find src -newer a.txt -print0', ['find', 'src', '-newer', 'a.txt', '-print0'], [`${ws}/src`, `${ws}/a.txt`]],
-    ["find . '(' -name a -o -name b ')' -printf '%p\\n'", ['find', '.', '(', '-name', 'a', '-o', '-name', 'b', ')', '-printf', '%p\\n'], [ws]],
+    [
+      "find . '(' -name a -o -name b ')' -printf '%p\\n'",
+      ['find', '.', '(', '-name', 'a', '-o', '-name', 'b', ')', '-printf', '%p\\n'],
+      [ws],
+    ],
     ["find -name x '!' -type d", ['find', '-name', 'x', '!', '-type', 'd'], [ws]],
     ['stat -c %s a.txt', ['stat', '-c', '%s', 'a.txt'], [`${ws}/a.txt`]],
     ['file -b --mime-type a.png', ['file', '-b', '--mime-type', 'a.png'], [`${ws}/a.png`]],
@@ -55,12 +59,17 @@ describe('policy runs read-only commands', () => {
   });
 
   test('paths resolve against the cwd', () => {
-    expect(decideApproval('cat a.txt', 'policy', { workspace: ws, cwd: `${ws}/src` })).toMatchObject({ action: 'run', paths: [`${ws}/src/a.txt`] });
+    expect(decideApproval('cat a.txt', 'policy', { workspace: ws, cwd: `${ws}/src` })).toMatchObject({
+      action: 'run',
+      paths: [`${ws}/src/a.txt`],
+    });
     expect(decideApproval('ls', 'policy', { workspace: ws, cwd: `${ws}/src` })).toMatchObject({ action: 'run', paths: [`${ws}/src`] });
   });
 
   test('the run reason names the program', () => {
-    expect(decideApproval('ls', 'policy', ctx)).toMatchObject({ reason: 'ls is a read-only command with allowed options, reading only inside the workspace' });
+    expect(decideApproval('ls', 'policy', ctx)).toMatchObject({
+      reason: 'ls is a read-only command with allowed options, reading only inside the workspace',
+    });
   });
 });
 
@@ -100,9 +109,29 @@ describe('modes', () => {
     expect(decideApproval('ls', 'always', ctx)).toEqual({ action: 'ask', reason: 'approval mode is always' });
   });
   test('the allowlist holds no wrapper, shell or writer', () => {
-    for (const p of ['env', 'timeout', 'xargs', 'bash', 'sh', 'command', 'exec', 'nice', 'nohup', 'time', 'eval', 'sort', 'git', 'df', 'tee', 'sed', 'awk']) {
+    for (const p of [
+      'env',
+      'timeout',
+      'xargs',
+      'bash',
+      'sh',
+      'command',
+      'exec',
+      'nice',
+      'nohup',
+      'time',
+      'eval',
+      'sort',
+      'git',
+      'df',
+      'tee',
+      'sed',
+      'awk',
+    ]) {
       expect(READ_ONLY_PROGRAMS).not.toContain(p);
     }
-    expect(READ_ONLY_PROGRAMS).toEqual(expect.arrayContaining(['ls', 'cat', 'head', 'tail', 'wc', 'grep', 'find', 'stat', 'file', 'du', 'pwd', 'echo']));
+    expect(READ_ONLY_PROGRAMS).toEqual(
+      expect.arrayContaining(['ls', 'cat', 'head', 'tail', 'wc', 'grep', 'find', 'stat', 'file', 'du', 'pwd', 'echo']),
+    );
   });
 });

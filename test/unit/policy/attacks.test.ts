@@ -29,13 +29,13 @@ function newAsks(rows: Row[]) {
 describe('kind 1: words bash rewrites', () => {
   bothAsk([
     ['find . -maxdepth 0 -ex"ec" touch x {} +', 'brace expansion'],
-    ["find . -ex'ec' touch x '{}' +", 'find option -exec is not on find\'s option allowlist'],
+    ["find . -ex'ec' touch x '{}' +", "find option -exec is not on find's option allowlist"],
     ['find . -"delete"', 'find option -delete'],
     ["find . '-delete'", 'find option -delete'],
     ['find . -de""lete', 'find option -delete'],
     ['find . -de\\lete', 'not a plain literal: backslash escape'],
     ["find . $'-delete'", "ANSI-C quoting $'...'"],
-    ["find . $'\\x2ddelete'", "ANSI-C quoting"],
+    ["find . $'\\x2ddelete'", 'ANSI-C quoting'],
     ['find . -{delete,print}', 'not a plain literal: brace expansion'],
     ['find . -dele{t,}e', 'brace expansion'],
     ['find . ${x:--delete}', 'word 3 ("${x:--delete}") is not a plain literal: parameter expansion'],
@@ -72,7 +72,7 @@ describe('kind 1: words bash rewrites', () => {
 
 describe('kind 2: options that write, execute or never end', () => {
   bothAsk([
-    ['file -C -m magic', 'file option -C is not on file\'s option allowlist'],
+    ['file -C -m magic', "file option -C is not on file's option allowlist"],
     ['file -Cm magic', 'file option -C (in -Cm)'],
     ['file -z a.gz', 'file option -z'],
     ['file -p a.txt', 'file option -p'],
@@ -151,14 +151,20 @@ describe('kind 5: reads beyond the workspace', () => {
 
   test('with the cwd outside the workspace, relative and implicit paths ask', () => {
     const out = { workspace: '/work/ws', cwd: '/work' };
-    expect(decideApproval('ls', 'policy', out)).toEqual({ action: 'ask', reason: 'path . resolves to /work, outside the workspace /work/ws' });
+    expect(decideApproval('ls', 'policy', out)).toEqual({
+      action: 'ask',
+      reason: 'path . resolves to /work, outside the workspace /work/ws',
+    });
     expect(decideApproval('cat ws/a', 'policy', out)).toMatchObject({ action: 'run' }); // /work/ws/a is inside
     expect(decideApproval('cat a', 'policy', out)).toMatchObject({ action: 'ask' });
   });
 
   test('without a context every path, explicit or implicit, asks', () => {
     for (const c of ['ls', 'cat a.txt', 'grep -r foo', 'find -name x', 'du -sh', 'cat /work/ws/a']) {
-      expect(decideApproval(c, 'policy')).toEqual({ action: 'ask', reason: expect.stringContaining('cannot be judged without a workspace context') });
+      expect(decideApproval(c, 'policy')).toEqual({
+        action: 'ask',
+        reason: expect.stringContaining('cannot be judged without a workspace context'),
+      });
     }
     for (const c of ['pwd', 'echo hi', 'whoami', 'uname -a', 'basename a/b']) {
       expect(decideApproval(c, 'policy')).toMatchObject({ action: 'run', paths: [] });
@@ -166,10 +172,22 @@ describe('kind 5: reads beyond the workspace', () => {
   });
 
   test('a malformed context asks', () => {
-    expect(decideApproval('ls', 'policy', { workspace: 'ws', cwd: '/ws' })).toMatchObject({ action: 'ask', reason: expect.stringContaining('context.workspace') });
-    expect(decideApproval('ls', 'policy', { workspace: '/ws', cwd: '/ws/a/..' })).toMatchObject({ action: 'ask', reason: expect.stringContaining('context.cwd') });
-    expect(decideApproval('ls', 'policy', { workspace: '/', cwd: '/' })).toMatchObject({ action: 'ask', reason: expect.stringContaining('whole filesystem') });
-    expect(decideApproval('ls', 'policy', { workspace: '/ws', cwd: '/ws//a' })).toMatchObject({ action: 'ask', reason: expect.stringContaining('context.cwd') });
+    expect(decideApproval('ls', 'policy', { workspace: 'ws', cwd: '/ws' })).toMatchObject({
+      action: 'ask',
+      reason: expect.stringContaining('context.workspace'),
+    });
+    expect(decideApproval('ls', 'policy', { workspace: '/ws', cwd: '/ws/a/..' })).toMatchObject({
+      action: 'ask',
+      reason: expect.stringContaining('context.cwd'),
+    });
+    expect(decideApproval('ls', 'policy', { workspace: '/', cwd: '/' })).toMatchObject({
+      action: 'ask',
+      reason: expect.stringContaining('whole filesystem'),
+    });
+    expect(decideApproval('ls', 'policy', { workspace: '/ws', cwd: '/ws//a' })).toMatchObject({
+      action: 'ask',
+      reason: expect.stringContaining('context.cwd'),
+    });
     // a trailing slash is not malformed
     expect(decideApproval('cat a', 'policy', { workspace: '/ws/', cwd: '/ws/' })).toMatchObject({ action: 'run', paths: ['/ws/a'] });
     expect(decideApproval('cat /ws2/a', 'policy', { workspace: '/ws/', cwd: '/ws/' })).toMatchObject({ action: 'ask' });

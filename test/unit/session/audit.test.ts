@@ -17,10 +17,29 @@ test('one JSON line per command: time, session id, command, exit code, duration,
   await s.run('echo hello');
   await s.run('seq 1 10000; exit 3');
   await s.run('sleep 5', { timeoutMs: 200 });
-  const lines = fs.readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  const lines = fs
+    .readFileSync(log, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
   expect(lines).toHaveLength(3);
-  expect(lines[0]).toMatchObject({ sessionId: 'audit-session', runId: 'run-7', command: 'echo hello', exitCode: 0, outputBytes: 6, truncated: false, timedOut: false, cwd: dir });
-  expect(lines[1]).toMatchObject({ command: 'seq 1 10000; exit 3', exitCode: 3, truncated: true, sessionRestarted: true, shellExit: { code: 3, signal: null } });
+  expect(lines[0]).toMatchObject({
+    sessionId: 'audit-session',
+    runId: 'run-7',
+    command: 'echo hello',
+    exitCode: 0,
+    outputBytes: 6,
+    truncated: false,
+    timedOut: false,
+    cwd: dir,
+  });
+  expect(lines[1]).toMatchObject({
+    command: 'seq 1 10000; exit 3',
+    exitCode: 3,
+    truncated: true,
+    sessionRestarted: true,
+    shellExit: { code: 3, signal: null },
+  });
   expect(lines[1]!.outputBytes).toBe(48894);
   expect(lines[2]).toMatchObject({ command: 'sleep 5', exitCode: null, timedOut: true });
   for (const line of lines) {

@@ -48,15 +48,22 @@ describe('the session environment', () => {
     expect(r.output).not.toMatch(/^BASH_ENV=/m);
     expect(r.output).toMatch(/^PATH=/m);
     expect(r.output).toMatch(/^HOME=/m);
-    expect((await s.run('cat /proc/$$/environ | tr "\\0" "\\n" | grep -c -E "^(ANTHROPIC_|TEMPORAL_|GITHUB_TOKEN)" || true')).output).toBe('0\n');
+    expect((await s.run('cat /proc/$$/environ | tr "\\0" "\\n" | grep -c -E "^(ANTHROPIC_|TEMPORAL_|GITHUB_TOKEN)" || true')).output).toBe(
+      '0\n',
+    );
   });
 
   test('known secret values are redacted from outputs, even when they leak another way', async () => {
     const dir = tempDir();
-    fs.writeFileSync(path.join(dir, 'config.ini'), `key=${SECRETS.ANTHROPIC_API_KEY}\ntoken=${SECRETS.GITHUB_TOKEN}\ncustom=${SECRETS.MY_CUSTOM_THING}\nshort=${SECRETS.SHORT_TOKEN}\n`);
+    fs.writeFileSync(
+      path.join(dir, 'config.ini'),
+      `key=${SECRETS.ANTHROPIC_API_KEY}\ntoken=${SECRETS.GITHUB_TOKEN}\ncustom=${SECRETS.MY_CUSTOM_THING}\nshort=${SECRETS.SHORT_TOKEN}\n`,
+    );
     const s = await startSession({ cwd: dir, secretEnvNames: ['MY_CUSTOM_THING'] });
     const r = await s.run('cat config.ini');
-    expect(r.output).toBe('key=[REDACTED:ANTHROPIC_API_KEY]\ntoken=[REDACTED:GITHUB_TOKEN]\ncustom=[REDACTED:MY_CUSTOM_THING]\nshort=abc\n');
+    expect(r.output).toBe(
+      'key=[REDACTED:ANTHROPIC_API_KEY]\ntoken=[REDACTED:GITHUB_TOKEN]\ncustom=[REDACTED:MY_CUSTOM_THING]\nshort=abc\n',
+    );
   });
 
   test('a secret cut in half by the output cap is still redacted', async () => {
@@ -75,7 +82,21 @@ describe('the session environment', () => {
 
 describe('buildSessionEnv and redaction (pure)', () => {
   test('secret names', () => {
-    for (const name of ['ANTHROPIC_API_KEY', 'anthropic_api_key', 'TEMPORAL_ADDRESS', 'GITHUB_TOKEN', 'NPM_TOKEN', 'AWS_SECRET_ACCESS_KEY', 'AWS_ACCESS_KEY_ID', 'OPENAI_API_KEY', 'APIKEY', 'DB_PASSWORD', 'GOOGLE_APPLICATION_CREDENTIALS', 'SSH_AUTH_SOCK', 'SSH_PRIVATE_KEY_PATH']) {
+    for (const name of [
+      'ANTHROPIC_API_KEY',
+      'anthropic_api_key',
+      'TEMPORAL_ADDRESS',
+      'GITHUB_TOKEN',
+      'NPM_TOKEN',
+      'AWS_SECRET_ACCESS_KEY',
+      'AWS_ACCESS_KEY_ID',
+      'OPENAI_API_KEY',
+      'APIKEY',
+      'DB_PASSWORD',
+      'GOOGLE_APPLICATION_CREDENTIALS',
+      'SSH_AUTH_SOCK',
+      'SSH_PRIVATE_KEY_PATH',
+    ]) {
       expect([name, isSecretEnvName(name)]).toEqual([name, true]);
     }
     for (const name of ['PATH', 'HOME', 'USER', 'LANG', 'TERM', 'PWD', 'NODE_ENV', 'SHELL', 'HOSTNAME', 'KEYTIMEOUT', 'TEMPORARY_DIR']) {
@@ -86,10 +107,24 @@ describe('buildSessionEnv and redaction (pure)', () => {
 
   test('builds env, removed names and secrets (long values only, longest first)', () => {
     const built = buildSessionEnv({
-      base: { PATH: '/bin', ANTHROPIC_API_KEY: 'sk-123456789', GITHUB_TOKEN: 'short', BASH_ENV: '/x', BASH_FUNC_foo: '() { :; }', X_SECRET: 'sk-1234567890123' },
+      base: {
+        PATH: '/bin',
+        ANTHROPIC_API_KEY: 'sk-123456789',
+        GITHUB_TOKEN: 'short',
+        BASH_ENV: '/x',
+        BASH_FUNC_foo: '() { :; }',
+        X_SECRET: 'sk-1234567890123',
+      },
       extra: { EXTRA: '1' },
     });
-    expect(built.env).toMatchObject({ PATH: '/bin', EXTRA: '1', PAGER: 'cat', GIT_TERMINAL_PROMPT: '0', DEBIAN_FRONTEND: 'noninteractive', LANG: 'C.UTF-8' });
+    expect(built.env).toMatchObject({
+      PATH: '/bin',
+      EXTRA: '1',
+      PAGER: 'cat',
+      GIT_TERMINAL_PROMPT: '0',
+      DEBIAN_FRONTEND: 'noninteractive',
+      LANG: 'C.UTF-8',
+    });
     expect(Object.keys(built.env)).not.toContain('ANTHROPIC_API_KEY');
     expect(Object.keys(built.env)).not.toContain('BASH_ENV');
     expect(built.removed).toEqual(['ANTHROPIC_API_KEY', 'BASH_ENV', 'BASH_FUNC_foo', 'GITHUB_TOKEN', 'X_SECRET']);

@@ -23,8 +23,14 @@ describe('kind 4: session state cannot redirect an auto-approved program', () =>
   const traps: [string, string][] = [
     ['a function named cat', 'cat() { echo HIJACKED; touch pwned; }'],
     ['an alias', "alias cat='echo HIJACKED; touch pwned; :'"],
-    ['a PATH entry in the workspace', 'mkdir -p bin && printf "#!/bin/sh\\necho HIJACKED; touch pwned\\n" > bin/cat && chmod +x bin/cat && export PATH="$PWD/bin:$PATH"'],
-    ['a hashed path', 'mkdir -p bin && printf "#!/bin/sh\\necho HIJACKED; touch pwned\\n" > bin/cat && chmod +x bin/cat && hash -p "$PWD/bin/cat" cat'],
+    [
+      'a PATH entry in the workspace',
+      'mkdir -p bin && printf "#!/bin/sh\\necho HIJACKED; touch pwned\\n" > bin/cat && chmod +x bin/cat && export PATH="$PWD/bin:$PATH"',
+    ],
+    [
+      'a hashed path',
+      'mkdir -p bin && printf "#!/bin/sh\\necho HIJACKED; touch pwned\\n" > bin/cat && chmod +x bin/cat && hash -p "$PWD/bin/cat" cat',
+    ],
     ['exported LD_PRELOAD and BASH_ENV', 'export LD_PRELOAD=/nonexistent/evil.so BASH_ENV=/nonexistent/x ENV=/nonexistent/x'],
     ['disabled builtins and a DEBUG trap attempt', "trap 'echo HIJACKED' DEBUG; shopt -s extdebug"],
     ['a function named like the absolute path', 'function /usr/bin/cat { echo HIJACKED; }'],
@@ -49,7 +55,7 @@ describe('kind 4: session state cannot redirect an auto-approved program', () =>
     expect((await s.runExact(['cat', 'notes.txt'], { paths: ['notes.txt'] })).output).toBe('in sub\n');
   });
 
-  test('the exit status and output are the program\'s, with output processed like run()', async () => {
+  test("the exit status and output are the program's, with output processed like run()", async () => {
     const dir = workspace();
     const s = await startSession({ cwd: dir });
     const r = await s.runExact(['cat', 'missing.txt'], { paths: ['missing.txt'] });

@@ -11,7 +11,8 @@ const open: BashSession[] = [];
 /** Starts a session that is closed after the test (short grace so kills are quick). */
 export async function startSession(options: BashSessionOptions = {}): Promise<BashSession> {
   // A cwd inside one of this file's temp dirs makes that dir the session's workspace (writable, given to the session user).
-  const workspace = options.workspace ?? (options.cwd ? dirs.find((d) => options.cwd === d || options.cwd!.startsWith(d + path.sep)) : undefined);
+  const workspace =
+    options.workspace ?? (options.cwd ? dirs.find((d) => options.cwd === d || options.cwd!.startsWith(d + path.sep)) : undefined);
   const s = await BashSession.start({ killGraceMs: 200, timeoutMs: 10_000, ...(workspace ? { workspace } : {}), ...options });
   open.push(s);
   return s;
@@ -68,7 +69,9 @@ export function processes(): Proc[] {
 /** Processes whose command line contains `token`, or whose session id is `sid`. */
 export function findProcesses(match: { token?: string; sid?: number }): Proc[] {
   return processes().filter(
-    (p) => p.pid !== process.pid && ((match.token !== undefined && p.cmdline.includes(match.token)) || (match.sid !== undefined && p.sid === match.sid)),
+    (p) =>
+      p.pid !== process.pid &&
+      ((match.token !== undefined && p.cmdline.includes(match.token)) || (match.sid !== undefined && p.sid === match.sid)),
   );
 }
 

@@ -28,13 +28,14 @@ function safetyNet(sid: number, ms: number): () => void {
       } catch {
         /* empty group */
       }
-      for (const p of processes()) if (p.sid === sid && p.pid !== process.pid) {
-        try {
-          process.kill(p.pid, 'SIGKILL');
-        } catch {
-          /* gone */
+      for (const p of processes())
+        if (p.sid === sid && p.pid !== process.pid) {
+          try {
+            process.kill(p.pid, 'SIGKILL');
+          } catch {
+            /* gone */
+          }
         }
-      }
     }
   }, ms);
   return () => clearTimeout(timer);
@@ -84,7 +85,9 @@ describe('fork bombs are stopped', () => {
       await new Promise((res) => setTimeout(res, 1500));
       expect(liveProcesses({ sid: sid2 })).toEqual([]);
       const next = await s.run('echo survived again');
-      expect(next.output).toMatch(/^survived again\n\[agent-jobs: the shell had exited since the last command \(its processes exceeded the process limit \(100\) and were killed\)/);
+      expect(next.output).toMatch(
+        /^survived again\n\[agent-jobs: the shell had exited since the last command \(its processes exceeded the process limit \(100\) and were killed\)/,
+      );
       expect(next.sessionRestarted).toBe(true);
     } finally {
       disarm2();
@@ -167,7 +170,7 @@ describe('memory and file limits', () => {
     expect(r.exitCode).toBe(1);
     expect(r.output).toMatch(/MemoryError/);
     expect(ms).toBeLessThan(5000);
-    const hog = await s.run("python3 -c \"\nchunks = []\nwhile True:\n    chunks.append(bytearray(64 * 1024**2))\n\"");
+    const hog = await s.run('python3 -c "\nchunks = []\nwhile True:\n    chunks.append(bytearray(64 * 1024**2))\n"');
     expect(hog.output).toMatch(/MemoryError/);
     expect(process.memoryUsage().rss - rssBefore).toBeLessThan(100 * 1024 * 1024);
     expect((await s.run('echo alive')).output).toBe('alive\n');

@@ -24,10 +24,12 @@ describe('line numbers in bash errors count from the command', () => {
     expect((await s.run('echo x\nnosuch_a\n(nosuch_b)\necho $(nosuch_c)')).output).toBe(
       'x\nbash: line 2: nosuch_a: command not found\nbash: line 3: nosuch_b: command not found\nbash: line 4: nosuch_c: command not found\n\n',
     );
-    expect((await s.run('echo one\necho two\necho "three')).output).toMatch(/^bash: line 3: unexpected EOF while looking for matching `"'$/m);
+    expect((await s.run('echo one\necho two\necho "three')).output).toMatch(
+      /^bash: line 3: unexpected EOF while looking for matching `"'$/m,
+    );
   });
 
-  test('an unclosed heredoc: exit 0, a warning that names the command\'s lines, the rest as the body', async () => {
+  test("an unclosed heredoc: exit 0, a warning that names the command's lines, the rest as the body", async () => {
     const s = await startSession();
     await s.run('true');
     const r = await s.run('cat <<EOF\nhello');
@@ -50,7 +52,7 @@ describe('line numbers in bash errors count from the command', () => {
 });
 
 describe('renumberShellErrors', () => {
-  test('renumbers the shell\'s own messages inside the command, keeps the rest', () => {
+  test("renumbers the shell's own messages inside the command, keeps the rest", () => {
     const text = [
       'bash: line 41: x: command not found',
       'bash: eval: line 43: syntax error: unexpected end of file',

@@ -50,7 +50,10 @@ test('a killed worker takes its bash and every process it started with it; the n
       s.run('echo working; sleep ${foreground}');
       setTimeout(() => process.stdout.write(JSON.stringify({ pid: s.pid, id: s.id }) + '\\n'), 300);
     })();`;
-  const worker = spawn(process.execPath, ['-e', script], { env: { ...process.env, TMPDIR: sessionsDir }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const worker = spawn(process.execPath, ['-e', script], {
+    env: { ...process.env, TMPDIR: sessionsDir },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let info: { pid: number; id: string };
   try {
     info = await new Promise<{ pid: number; id: string }>((resolve, reject) => {
@@ -72,7 +75,8 @@ test('a killed worker takes its bash and every process it started with it; the n
   }
   // what it started dies too, without waiting for another worker: the sentinel saw the worker's pipe close
   const end = Date.now() + 3000;
-  while ((sleeping(background).length > 0 || sleeping(foreground).length > 0) && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+  while ((sleeping(background).length > 0 || sleeping(foreground).length > 0) && Date.now() < end)
+    await new Promise((r) => setTimeout(r, 20));
   expect(sleeping(background)).toEqual([]);
   expect(sleeping(foreground)).toEqual([]);
 

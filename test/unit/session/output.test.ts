@@ -83,7 +83,7 @@ describe('C10: large, binary and terminal output', () => {
     expect(r.exitCode).toBe(0);
     expect(r.outputBytes).toBe(4096);
     expect(isValidUtf8(r.output)).toBe(true);
-        expect(r.output).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f\x1b]/);
+    expect(r.output).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f\x1b]/);
     expect(JSON.stringify(r).length).toBeLessThan(PAYLOAD_BUDGET);
   });
 

@@ -6,7 +6,17 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { closeSessions, findProcesses, liveProcesses, removeTempDirs, startSession, tempDir, timed, uniqueSleepSeconds, waitGone } from './helpers';
+import {
+  closeSessions,
+  findProcesses,
+  liveProcesses,
+  removeTempDirs,
+  startSession,
+  tempDir,
+  timed,
+  uniqueSleepSeconds,
+  waitGone,
+} from './helpers';
 
 afterEach(async () => {
   await closeSessions();
@@ -145,7 +155,10 @@ describe('C12: cancellation through an AbortSignal', () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 300);
     const [r, ms] = await timed(() =>
-      s.run(`echo working; bash -c "trap '' TERM; sleep ${token}" & bash -c 'trap "" TERM; sleep ${token}'`, { signal: controller.signal, timeoutMs: 60_000 }),
+      s.run(`echo working; bash -c "trap '' TERM; sleep ${token}" & bash -c 'trap "" TERM; sleep ${token}'`, {
+        signal: controller.signal,
+        timeoutMs: 60_000,
+      }),
     );
     expect(r).toMatchObject({ cancelled: true, timedOut: false, exitCode: null, sessionRestarted: true, output: 'working\n' });
     expect(ms).toBeLessThan(3000);

@@ -30,15 +30,24 @@ describe('kind 4: state from earlier commands cannot change what the session run
   const setups: [string, string][] = [
     ['a function named eval', 'eval() { echo HIJACKED; return 0; }'],
     ['a function named builtin', 'builtin() { echo HIJACKED; return 0; }'],
-    ['functions named command, printf, set, unset, read, cd, shopt, exit', 'for f in command printf set unset read cd shopt exit; do eval "$f() { echo HIJACKED; }"; done'],
+    [
+      'functions named command, printf, set, unset, read, cd, shopt, exit',
+      'for f in command printf set unset read cd shopt exit; do eval "$f() { echo HIJACKED; }"; done',
+    ],
     ['a function named return', 'return() { echo HIJACKED; }'],
     ['a function named like an absolute path', 'function /usr/bin/printf { echo HIJACKED; }'],
-    ['aliases on reserved words and builtins', "alias if='echo HIJACKED;' '!'='echo HIJACKED;' '{'='echo HIJACKED;' '[['='echo HIJACKED;' then='echo HIJACKED;' eval='echo HIJACKED;' builtin='echo HIJACKED;' POSIXLY_CORRECT=x"],
+    [
+      'aliases on reserved words and builtins',
+      "alias if='echo HIJACKED;' '!'='echo HIJACKED;' '{'='echo HIJACKED;' '[['='echo HIJACKED;' then='echo HIJACKED;' eval='echo HIJACKED;' builtin='echo HIJACKED;' POSIXLY_CORRECT=x",
+    ],
     ['declare -u / -l / -i on names the old protocol used', 'declare -u __aj_c __aj_m1; declare -l __aj_m2; declare -i __aj_s __aj_last'],
     ['readonly names the old protocol used', 'readonly __aj_c=x __aj_m1=x __aj_m2=x __aj_s=1 __aj_last=0'],
     ['a nameref POSIXLY_CORRECT', 'declare -n POSIXLY_CORRECT=elsewhere'],
     ['a read-only POSIXLY_CORRECT', 'readonly POSIXLY_CORRECT'],
-    ['errexit, nounset, xtrace, verbose, posix, noclobber, failglob', 'set -euxv -o posix -o noclobber; shopt -s failglob nullglob extglob'],
+    [
+      'errexit, nounset, xtrace, verbose, posix, noclobber, failglob',
+      'set -euxv -o posix -o noclobber; shopt -s failglob nullglob extglob',
+    ],
     ['IFS, PATH and locale changed', "IFS=$'\\x01'; PATH=/nonexistent; LC_ALL=C; LANG=xx_XX"],
     ['a DEBUG trap with extdebug (trap is disabled)', "shopt -s extdebug; set -T; trap 'return 1' DEBUG"],
     ["bash's saved output descriptors closed", 'exec 11>&- 12>&- 10<&-'],
@@ -101,16 +110,18 @@ const forge = (status: number): string =>
   `${FIND_TOKENS}; for t in $toks; do for fd in 10 11 12; do printf 'bash: line 1: /proc/%s.${status}.: No such file or directory\\n' "\${t%.noposix}" >&$fd; done; done 2>/dev/null`;
 
 describe("kind 6: a command cannot forge its end-of-command record on the session's descriptors", () => {
-  test('a fake record with a guessed token on bash\'s saved stdout (fd 11) is ignored: the command ends when it really ends', async () => {
+  test("a fake record with a guessed token on bash's saved stdout (fd 11) is ignored: the command ends when it really ends", async () => {
     const s = await startSession();
     const fake = 'bash: line 1: /proc/AJ00000000000000000000000000000000.0.: No such file or directory\\n';
     const t0 = Date.now();
-    const r = await s.run(`for fd in 10 11 12; do printf '${fake}' >&$fd; printf 'AJ00000000000000000000000000000000\\0\\0' >&$fd; done; sleep 1; echo real-end; exit 0 2>/dev/null; (exit 3)`);
+    const r = await s.run(
+      `for fd in 10 11 12; do printf '${fake}' >&$fd; printf 'AJ00000000000000000000000000000000\\0\\0' >&$fd; done; sleep 1; echo real-end; exit 0 2>/dev/null; (exit 3)`,
+    );
     expect(Date.now() - t0).toBeGreaterThanOrEqual(1000);
     expect(r.output).toMatch(/real-end/);
   });
 
-  test('the attacker does find tokens in bash\'s memory', async () => {
+  test("the attacker does find tokens in bash's memory", async () => {
     const s = await startSession();
     const r = await s.run(`${FIND_TOKENS}; echo "found:$toks"`);
     expect(r.output).toMatch(/^found:AJ[0-9a-f]{32}\.noposix/m);
@@ -134,7 +145,7 @@ describe("kind 6: a command cannot forge its end-of-command record on the sessio
     expect((await s.run('echo ok')).output).toBe('ok\n');
   });
 
-  test('with the real token, forging and then closing bash\'s real stdout is caught (control pipes replaced)', async () => {
+  test("with the real token, forging and then closing bash's real stdout is caught (control pipes replaced)", async () => {
     const s = await startSession();
     const r = await s.run(`${forge(0)}; exec 10>/dev/null 11>/dev/null 12>/dev/null; false`);
     expect(r.exitCode).toBeNull();
@@ -148,7 +159,9 @@ describe("kind 6: a command cannot forge its end-of-command record on the sessio
     const running = b.run('sleep 1; echo b-end');
     await new Promise((r) => setTimeout(r, 200));
     // find b's FIFO through its bash's fd table and write into it
-    const r = await a.run(`for f in /proc/${b.pid}/fd/1 /proc/${b.pid}/fd/11; do echo INJECTED > "$f" 2>/dev/null && echo wrote-$f; done; true`);
+    const r = await a.run(
+      `for f in /proc/${b.pid}/fd/1 /proc/${b.pid}/fd/11; do echo INJECTED > "$f" 2>/dev/null && echo wrote-$f; done; true`,
+    );
     const out = await running;
     // In the sandbox (own pid namespace) the other shell is not even visible. Without it both
     // shells are one user and can reach each other: the README says so.

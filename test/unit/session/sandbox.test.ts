@@ -53,19 +53,28 @@ d('sandbox (bwrap) and identity: what a command cannot do', () => {
     expect(s.user).toBe('agent-jobs');
     const id = lookupUserForTest('agent-jobs')!;
     const r = await s.run("id -u; id -g; id -G; grep -E '^(CapEff|CapPrm|CapBnd|NoNewPrivs)' /proc/self/status; echo $$");
-    expect(r.output).toBe(`${id.uid}\n${id.gid}\n${id.gid}\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nNoNewPrivs:\t1\n2\n`);
+    expect(r.output).toBe(
+      `${id.uid}\n${id.gid}\n${id.gid}\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nNoNewPrivs:\t1\n2\n`,
+    );
     // The workspace was given to it.
     expect(fs.statSync(ws).uid).toBe(id.uid);
   });
 
-  test('writing outside the workspace fails: /etc, the repository, /work, another session\'s workspace, the audit log', async () => {
+  test("writing outside the workspace fails: /etc, the repository, /work, another session's workspace, the audit log", async () => {
     const ws = tempDir();
     const other = tempDir();
     const auditDir = tempDir();
     const audit = path.join(auditDir, 'audit.jsonl');
     const s = await startSession({ cwd: ws, workspace: ws, auditLog: audit });
     await startSession({ cwd: other, workspace: other });
-    const targets = ['/etc/agent-jobs-x', path.join(REPO, 'agent-jobs-x'), '/work/agent-jobs-x', path.join(other, 'x'), '/usr/agent-jobs-x', '/var/tmp/agent-jobs-x'];
+    const targets = [
+      '/etc/agent-jobs-x',
+      path.join(REPO, 'agent-jobs-x'),
+      '/work/agent-jobs-x',
+      path.join(other, 'x'),
+      '/usr/agent-jobs-x',
+      '/var/tmp/agent-jobs-x',
+    ];
     for (const t of targets) {
       const r = await s.run(`touch ${t} && echo WROTE`);
       expect(r.output).not.toContain('WROTE');
@@ -77,7 +86,13 @@ d('sandbox (bwrap) and identity: what a command cannot do', () => {
     expect(r.output).not.toContain('WROTE');
     expect(fs.readFileSync(audit, 'utf8').startsWith(before)).toBe(true);
     // Every line is still one of the worker's JSON records (the command text itself is logged).
-    expect(fs.readFileSync(audit, 'utf8').trim().split('\n').every((l) => (JSON.parse(l) as { sessionId: string }).sessionId === s.id)).toBe(true);
+    expect(
+      fs
+        .readFileSync(audit, 'utf8')
+        .trim()
+        .split('\n')
+        .every((l) => (JSON.parse(l) as { sessionId: string }).sessionId === s.id),
+    ).toBe(true);
     // The workspace itself is writable, and the file is there outside too.
     expect((await s.run('echo ok > mine && cat mine')).output).toBe('ok\n');
     expect(fs.readFileSync(path.join(ws, 'mine'), 'utf8')).toBe('ok\n');
@@ -143,7 +158,16 @@ d('sandbox (bwrap) and identity: what a command cannot do', () => {
     const ws = tempDir();
     fs.mkdirSync(path.join(ws, 'sub'));
     const s = await startSession({ cwd: ws, workspace: ws });
-    const { file, args } = sandboxedSpawnArgs(s.sandboxOptions, ['bash', '-c', 'id -u; pwd; echo "$ONLY"; echo $$; { echo x > /etc/x; } 2>/dev/null || echo ro; { echo > /dev/tcp/127.0.0.1/1; } 2>/dev/null || echo nonet', 'a b'], path.join(ws, 'sub'));
+    const { file, args } = sandboxedSpawnArgs(
+      s.sandboxOptions,
+      [
+        'bash',
+        '-c',
+        'id -u; pwd; echo "$ONLY"; echo $$; { echo x > /etc/x; } 2>/dev/null || echo ro; { echo > /dev/tcp/127.0.0.1/1; } 2>/dev/null || echo nonet',
+        'a b',
+      ],
+      path.join(ws, 'sub'),
+    );
     const r = spawnSync(file, args, { cwd: path.join(ws, 'sub'), env: { PATH: '/usr/bin:/bin', ONLY: 'given' }, encoding: 'utf8' });
     expect(r.stderr).toBe('');
     expect(r.stdout).toBe(`${lookupUserForTest('agent-jobs')!.uid}\n${ws}/sub\ngiven\n2\nro\nnonet\n`);
@@ -173,7 +197,9 @@ d('identity without a sandbox (sandbox none, worker root)', () => {
     const s = await startSession({ cwd: ws, workspace: ws, sandbox: 'none' });
     expect(s.sandbox).toBe('none');
     const me = process.pid;
-    const r = await s.run(`id -un; cat /proc/${me}/environ && echo READ-ENV; head -c 16 /proc/${me}/mem && echo READ-MEM; ls /proc/${me}/fd && echo READ-FD; kill -9 ${me} && echo KILLED; touch /etc/x && echo WROTE; true`);
+    const r = await s.run(
+      `id -un; cat /proc/${me}/environ && echo READ-ENV; head -c 16 /proc/${me}/mem && echo READ-MEM; ls /proc/${me}/fd && echo READ-FD; kill -9 ${me} && echo KILLED; touch /etc/x && echo WROTE; true`,
+    );
     expect(r.output.split('\n')[0]).toBe('agent-jobs');
     expect(r.output).not.toMatch(/READ-ENV|READ-MEM|READ-FD|KILLED|WROTE/);
   });
@@ -191,11 +217,16 @@ d('the worker is non-dumpable', () => {
   function holder(): Promise<ChildProcess> {
     const identity = path.join(REPO, 'dist', 'session', 'identity.js');
     const code = `const r = require(${JSON.stringify(identity)}).makeNonDumpable(); console.log(JSON.stringify(r)); setInterval(() => {}, 1000);`;
-    const child = spawn(process.execPath, ['-e', code], { env: { PATH: '/usr/bin:/bin', SECRET: 'sk-ant-fake-dumpable-0123456789' }, stdio: ['ignore', 'pipe', 'inherit'] });
-    return new Promise((resolve) => child.stdout.once('data', (b: Buffer) => {
-      expect(JSON.parse(b.toString())).toEqual({ done: true });
-      resolve(child);
-    }));
+    const child = spawn(process.execPath, ['-e', code], {
+      env: { PATH: '/usr/bin:/bin', SECRET: 'sk-ant-fake-dumpable-0123456789' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    return new Promise((resolve) =>
+      child.stdout.once('data', (b: Buffer) => {
+        expect(JSON.parse(b.toString())).toEqual({ done: true });
+        resolve(child);
+      }),
+    );
   }
 
   test('makeNonDumpable succeeds as root, and the session user can read neither environ, mem nor fd of such a process', async () => {
@@ -204,8 +235,15 @@ d('the worker is non-dumpable', () => {
     try {
       const id = lookupUserForTest('agent-jobs')!;
       const asUser = (...argv: string[]) =>
-        spawnSync('setpriv', ['--reuid', String(id.uid), '--regid', String(id.gid), '--clear-groups', '--', ...argv], { env: { PATH: '/usr/bin:/bin' }, encoding: 'latin1' });
-      for (const argv of [['cat', `/proc/${hardened.pid}/environ`], ['head', '-c', '16', `/proc/${hardened.pid}/mem`], ['ls', `/proc/${hardened.pid}/fd`]]) {
+        spawnSync('setpriv', ['--reuid', String(id.uid), '--regid', String(id.gid), '--clear-groups', '--', ...argv], {
+          env: { PATH: '/usr/bin:/bin' },
+          encoding: 'latin1',
+        });
+      for (const argv of [
+        ['cat', `/proc/${hardened.pid}/environ`],
+        ['head', '-c', '16', `/proc/${hardened.pid}/mem`],
+        ['ls', `/proc/${hardened.pid}/fd`],
+      ]) {
         const r = asUser(...argv);
         expect(r.status).not.toBe(0);
         expect(r.stdout).not.toContain('sk-ant-fake');

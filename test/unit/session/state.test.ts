@@ -21,7 +21,9 @@ describe('state persists between commands', () => {
     expect((await s.run('cd sub')).cwd).toBe(path.join(dir, 'sub'));
     expect(s.cwd).toBe(path.join(dir, 'sub'));
     await s.run('plain=one; export EXPORTED=two; greet() { echo "hello $1"; }; alias ll="echo aliased"');
-    const r = await s.run('pwd; echo "$plain $EXPORTED"; bash -c \'echo "child sees ${EXPORTED:-nothing} ${plain:-nothing}"\'; greet you; ll');
+    const r = await s.run(
+      'pwd; echo "$plain $EXPORTED"; bash -c \'echo "child sees ${EXPORTED:-nothing} ${plain:-nothing}"\'; greet you; ll',
+    );
     expect(r.output).toBe(`${path.join(dir, 'sub')}\none two\nchild sees two nothing\nhello you\naliased\n`);
     expect(r.exitCode).toBe(0);
     await s.run('(exit 7)');
@@ -83,7 +85,14 @@ describe('commands that change the shell do not break later commands', () => {
 
   test('trap is disabled in the session shell with a clear message, and cannot be brought back; scripts keep their traps', async () => {
     const s = await startSession();
-    for (const attempt of ["trap 'echo x' DEBUG", "builtin trap 'echo x' DEBUG", "command trap 'echo x' DEBUG", "set -o posix; trap 'echo x' DEBUG", "enable trap; trap 'echo x' DEBUG", "unset -f trap; trap 'echo x' DEBUG"]) {
+    for (const attempt of [
+      "trap 'echo x' DEBUG",
+      "builtin trap 'echo x' DEBUG",
+      "command trap 'echo x' DEBUG",
+      "set -o posix; trap 'echo x' DEBUG",
+      "enable trap; trap 'echo x' DEBUG",
+      "unset -f trap; trap 'echo x' DEBUG",
+    ]) {
       const r = await s.run(`${attempt}; echo after`);
       expect(r.output).not.toMatch(/^x$/m);
       expect(r.output).toMatch(/after\n/);
@@ -127,7 +136,7 @@ describe('commands that change the shell do not break later commands', () => {
     expect((await s.run('ls')).output).toBe('new\n');
   });
 
-  test('a command that deletes the session\'s own temporary directory (rm -rf /tmp/*) does not break it', async () => {
+  test("a command that deletes the session's own temporary directory (rm -rf /tmp/*) does not break it", async () => {
     const s = await startSession();
     // The command's stdout is a FIFO in the session's private directory: delete that directory.
     const r = await s.run('d=$(dirname "$(readlink /proc/$$/fd/1)"); rm -rf "$d"; echo after-delete');

@@ -53,7 +53,15 @@ describe('heredocs and long commands arrive exactly', () => {
   test('a heredoc that writes a file writes exactly its lines', async () => {
     const dir = tempDir();
     const s = await startSession({ cwd: dir });
-    const body = ['line one', '  indented $NOT_EXPANDED `not run` $(not run)', "quotes ' \" \\ backslash", 'tab\there', 'unicode: héllo ✓ 日本', '', 'last'];
+    const body = [
+      'line one',
+      '  indented $NOT_EXPANDED `not run` $(not run)',
+      'quotes \' " \\ backslash',
+      'tab\there',
+      'unicode: héllo ✓ 日本',
+      '',
+      'last',
+    ];
     const r = await s.run(`cat > out.txt <<'EOF'\n${body.join('\n')}\nEOF`);
     expect(r.exitCode).toBe(0);
     expect(fs.readFileSync(path.join(dir, 'out.txt'), 'utf8')).toBe(body.join('\n') + '\n');

@@ -1,9 +1,20 @@
 import { decideApproval, READ_ONLY_PROGRAMS } from '../../../src/workflows/approval-policy';
 
 describe('approval policy', () => {
-  test.each(['ls', 'ls -la src', 'cat README.md', 'echo hello world', 'pwd', 'grep -rn foo .', 'find . -name "*.ts"', 'wc -l a b', 'head -n 3 x', 'tail x', '  ls  '])(
-    'policy runs the read-only simple command %j',
-    (command) => expect(decideApproval(command, 'policy')).toMatchObject({ action: 'run' }),
+  test.each([
+    'ls',
+    'ls -la src',
+    'cat README.md',
+    'echo hello world',
+    'pwd',
+    'grep -rn foo .',
+    'find . -name "*.ts"',
+    'wc -l a b',
+    'head -n 3 x',
+    'tail x',
+    '  ls  ',
+  ])('policy runs the read-only simple command %j', (command) =>
+    expect(decideApproval(command, 'policy')).toMatchObject({ action: 'run' }),
   );
 
   test.each([

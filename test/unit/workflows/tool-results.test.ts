@@ -1,7 +1,24 @@
-import { commandOutcome, deniedOutcome, describeDuration, interruptedText, parseBashInput, sessionLostOutcome } from '../../../src/workflows/tool-results';
+import {
+  commandOutcome,
+  deniedOutcome,
+  describeDuration,
+  interruptedText,
+  parseBashInput,
+  sessionLostOutcome,
+} from '../../../src/workflows/tool-results';
 import type { RunCommandOutput } from '../../../src/contract';
 
-const ok: RunCommandOutput = { output: 'hi\n', exitCode: 0, timedOut: false, truncated: false, outputBytes: 3, sessionRestarted: false, shellExit: null, cwd: '/w', durationMs: 3 };
+const ok: RunCommandOutput = {
+  output: 'hi\n',
+  exitCode: 0,
+  timedOut: false,
+  truncated: false,
+  outputBytes: 3,
+  sessionRestarted: false,
+  shellExit: null,
+  cwd: '/w',
+  durationMs: 3,
+};
 
 describe('tool results', () => {
   test('a finished command reports its output, and a non-zero exit code without is_error', () => {
@@ -15,18 +32,31 @@ describe('tool results', () => {
     expect(t.isError).toBe(true);
     expect(t.text).toMatch(/^partial\n\[timed out after 2 s: .*process group was killed.*restarted in \/w; .*gone\]$/);
     const e = commandOutcome({ ...ok, output: '', exitCode: 3, shellExit: { code: 3, signal: null }, sessionRestarted: true }, 2000);
-    expect(e).toEqual({ isError: true, text: expect.stringMatching(/^\[bash itself exited with code 3; a new bash session was started in \/w/) });
+    expect(e).toEqual({
+      isError: true,
+      text: expect.stringMatching(/^\[bash itself exited with code 3; a new bash session was started in \/w/),
+    });
   });
 
   test('denials carry the reason and who denied; a timeout says so', () => {
-    expect(deniedOutcome({ toolUseId: 'a', approved: false, source: 'signal', at: '', reason: 'no', by: 'bob' }, '24 hours').text).toBe('Command not run: denied by bob. Reason: no.');
-    expect(deniedOutcome({ toolUseId: 'a', approved: false, source: 'timeout', at: '' }, '24 hours').text).toBe('Command not run: no approval decision came within 24 hours, so it was denied.');
-    expect(deniedOutcome({ toolUseId: 'a', approved: false, source: 'timeout', at: '' }, 3000).text).toBe('Command not run: no approval decision came within 3 s, so it was denied.');
+    expect(deniedOutcome({ toolUseId: 'a', approved: false, source: 'signal', at: '', reason: 'no', by: 'bob' }, '24 hours').text).toBe(
+      'Command not run: denied by bob. Reason: no.',
+    );
+    expect(deniedOutcome({ toolUseId: 'a', approved: false, source: 'timeout', at: '' }, '24 hours').text).toBe(
+      'Command not run: no approval decision came within 24 hours, so it was denied.',
+    );
+    expect(deniedOutcome({ toolUseId: 'a', approved: false, source: 'timeout', at: '' }, 3000).text).toBe(
+      'Command not run: no approval decision came within 3 s, so it was denied.',
+    );
   });
 
   test('a lost session says whether the command may have run and where the new session is', () => {
-    expect(sessionLostOutcome({ kind: 'not-started', detail: 'gone' }, '/w').text).toMatch(/did not run\. A new bash session was started in \/w/);
-    expect(sessionLostOutcome({ kind: 'interrupted', detail: 'gone' }, null, 'no worker').text).toMatch(/may or may not have run.*No new session could be started yet \(no worker\)/);
+    expect(sessionLostOutcome({ kind: 'not-started', detail: 'gone' }, '/w').text).toMatch(
+      /did not run\. A new bash session was started in \/w/,
+    );
+    expect(sessionLostOutcome({ kind: 'interrupted', detail: 'gone' }, null, 'no worker').text).toMatch(
+      /may or may not have run.*No new session could be started yet \(no worker\)/,
+    );
   });
 
   test.each([
@@ -44,7 +74,13 @@ describe('tool results', () => {
   });
 
   test('durations read as people write them', () => {
-    expect([describeDuration(3000), describeDuration(90_000), describeDuration(5_400_000), describeDuration(86_400_000), describeDuration('24 hours')]).toEqual(['3 s', '90 s', '90 min', '24 h', '24 hours']);
+    expect([
+      describeDuration(3000),
+      describeDuration(90_000),
+      describeDuration(5_400_000),
+      describeDuration(86_400_000),
+      describeDuration('24 hours'),
+    ]).toEqual(['3 s', '90 s', '90 min', '24 h', '24 hours']);
   });
 
   test('a run that ends early says, per tool_use, whether it waited, ran or never started', () => {
@@ -52,7 +88,9 @@ describe('tool results', () => {
     expect(interruptedText('cancelled', 'running')).toMatch(/process group was killed, so it may have partly run/);
     expect(interruptedText('failed', null)).toBe('The run failed before this command started; it did not run.');
     // A restart cut short may have happened: never "did not run".
-    expect(interruptedText('cancelled', 'restarting')).toBe('The run was cancelled while the bash session restarted: the restart may or may not have happened.');
+    expect(interruptedText('cancelled', 'restarting')).toBe(
+      'The run was cancelled while the bash session restarted: the restart may or may not have happened.',
+    );
     expect(interruptedText('cancelled', 'restarting')).not.toMatch(/did not run/);
   });
 

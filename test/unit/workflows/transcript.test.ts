@@ -1,11 +1,22 @@
-import { boundTranscript, completeResults, pairingProblem, toolResult, toolUseOrdinal, transcriptChars, withoutEmptyText } from '../../../src/workflows/transcript';
+import {
+  boundTranscript,
+  completeResults,
+  pairingProblem,
+  toolResult,
+  toolUseOrdinal,
+  transcriptChars,
+  withoutEmptyText,
+} from '../../../src/workflows/transcript';
 import type { Message, ToolUseBlock } from '../../../src/contract';
 
 const use = (id: string): ToolUseBlock => ({ type: 'tool_use', id, name: 'bash', input: { command: 'x' } });
 
 describe('transcript', () => {
   test('empty and whitespace-only text blocks are dropped, others kept in order (C03)', () => {
-    expect(withoutEmptyText([{ type: 'text', text: '' }, use('a'), { type: 'text', text: ' \n' }, { type: 'text', text: 'hi' }])).toEqual([use('a'), { type: 'text', text: 'hi' }]);
+    expect(withoutEmptyText([{ type: 'text', text: '' }, use('a'), { type: 'text', text: ' \n' }, { type: 'text', text: 'hi' }])).toEqual([
+      use('a'),
+      { type: 'text', text: 'hi' },
+    ]);
   });
 
   test('an empty tool output becomes a placeholder; is_error only when true', () => {
@@ -15,13 +26,25 @@ describe('transcript', () => {
 
   test('pairing: each tool_use has exactly one tool_result in the next message, results first', () => {
     const assistant: Message = { role: 'assistant', content: [use('a'), use('b')] };
-    const ok: Message[] = [{ role: 'user', content: 'task' }, assistant, { role: 'user', content: [toolResult('a', '1'), toolResult('b', '2')] }];
+    const ok: Message[] = [
+      { role: 'user', content: 'task' },
+      assistant,
+      { role: 'user', content: [toolResult('a', '1'), toolResult('b', '2')] },
+    ];
     expect(pairingProblem(ok)).toBeNull();
     expect(pairingProblem([ok[0]!, assistant])).toMatch(/tool_use a has no tool_result/);
     expect(pairingProblem([ok[0]!, assistant], true)).toBeNull();
     expect(pairingProblem([ok[0]!, assistant, { role: 'user', content: [toolResult('a', '1')] }])).toMatch(/tool_use b has 0/);
-    expect(pairingProblem([ok[0]!, assistant, { role: 'user', content: [toolResult('a', '1'), toolResult('a', '1'), toolResult('b', '2')] }])).toMatch(/tool_use a has 2/);
-    expect(pairingProblem([ok[0]!, assistant, { role: 'user', content: [{ type: 'text', text: 'x' }, toolResult('a', '1'), toolResult('b', '2')] }])).toMatch(/must come first/);
+    expect(
+      pairingProblem([ok[0]!, assistant, { role: 'user', content: [toolResult('a', '1'), toolResult('a', '1'), toolResult('b', '2')] }]),
+    ).toMatch(/tool_use a has 2/);
+    expect(
+      pairingProblem([
+        ok[0]!,
+        assistant,
+        { role: 'user', content: [{ type: 'text', text: 'x' }, toolResult('a', '1'), toolResult('b', '2')] },
+      ]),
+    ).toMatch(/must come first/);
     expect(pairingProblem([{ role: 'user', content: [toolResult('zz', '1')] }])).toMatch(/answers no tool_use/);
   });
 
