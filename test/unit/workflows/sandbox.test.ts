@@ -23,7 +23,13 @@ function valueImports(file: string): string[] {
   for (const stmt of source.statements) {
     if (ts.isImportDeclaration(stmt)) {
       const clause = stmt.importClause;
-      const typeOnly = clause?.isTypeOnly || (clause?.namedBindings && ts.isNamedImports(clause.namedBindings) && !clause.name && clause.namedBindings.elements.length > 0 && clause.namedBindings.elements.every((e) => e.isTypeOnly));
+      const typeOnly =
+        clause?.isTypeOnly ||
+        (clause?.namedBindings &&
+          ts.isNamedImports(clause.namedBindings) &&
+          !clause.name &&
+          clause.namedBindings.elements.length > 0 &&
+          clause.namedBindings.elements.every((e) => e.isTypeOnly));
       if (!typeOnly) out.push((stmt.moduleSpecifier as ts.StringLiteral).text);
     } else if (ts.isExportDeclaration(stmt) && stmt.moduleSpecifier && !stmt.isTypeOnly) {
       out.push((stmt.moduleSpecifier as ts.StringLiteral).text);
@@ -56,9 +62,12 @@ export function workflowProblems(entry: string): { files: string[]; findings: Fi
     seen.add(file);
     const rel = path.relative(SRC, file);
     // Comments may mention what is forbidden; scan the code only.
-    const text = ts.createPrinter({ removeComments: true }).printFile(ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.ES2022, true));
+    const text = ts
+      .createPrinter({ removeComments: true })
+      .printFile(ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.ES2022, true));
     // Timestamps (`new Date().toISOString()`) are fine; numbers read off the clock to subtract are not.
-    const clockRead = /\b(Date\.now|performance\.now|process\.hrtime)\s*\(|\bnew Date\(\s*\)\s*\.(getTime|valueOf)\s*\(|[-+]\s*new Date\(\s*\)/;
+    const clockRead =
+      /\b(Date\.now|performance\.now|process\.hrtime)\s*\(|\bnew Date\(\s*\)\s*\.(getTime|valueOf)\s*\(|[-+]\s*new Date\(\s*\)/;
     if (clockRead.test(text)) findings.push({ file: rel, problem: 'reads a clock to measure time (measure durations in activities)' });
     if (/\bprocess\.env\b/.test(text)) findings.push({ file: rel, problem: 'reads process.env' });
     if (/\bMath\.random\s*\(/.test(text)) findings.push({ file: rel, problem: 'uses Math.random (use uuid4 or workflow randomness)' });
@@ -94,7 +103,9 @@ describe('workflow sandbox rules (C15)', () => {
 
   test('the check catches durations measured with new Date(), and lets timestamps through', () => {
     const { findings } = workflowProblems(path.resolve(__dirname, '../../fixtures/bad-workflow/date-duration.ts'));
-    expect(findings).toEqual([{ file: expect.stringContaining('date-duration.ts'), problem: 'reads a clock to measure time (measure durations in activities)' }]);
+    expect(findings).toEqual([
+      { file: expect.stringContaining('date-duration.ts'), problem: 'reads a clock to measure time (measure durations in activities)' },
+    ]);
     // agent-run.ts stamps decisions with new Date().toISOString() and is clean (first test).
   });
 });

@@ -23,7 +23,8 @@ function importsOf(file: string): Array<[string, boolean]> {
     if (ts.isImportDeclaration(stmt)) {
       const clause = stmt.importClause;
       const named = clause?.namedBindings;
-      const allTypes = !!named && ts.isNamedImports(named) && !clause?.name && named.elements.length > 0 && named.elements.every((e) => e.isTypeOnly);
+      const allTypes =
+        !!named && ts.isNamedImports(named) && !clause?.name && named.elements.length > 0 && named.elements.every((e) => e.isTypeOnly);
       out.push([(stmt.moduleSpecifier as ts.StringLiteral).text, !!clause?.isTypeOnly || allTypes]);
     } else if (ts.isExportDeclaration(stmt) && stmt.moduleSpecifier) {
       out.push([(stmt.moduleSpecifier as ts.StringLiteral).text, stmt.isTypeOnly]);
@@ -37,7 +38,11 @@ function localImports(dir: string): Array<{ file: string; target: string; typeOn
   return tsFiles(path.join(SRC, dir)).flatMap((file) =>
     importsOf(file)
       .filter(([spec]) => spec.startsWith('.'))
-      .map(([spec, typeOnly]) => ({ file: path.relative(SRC, file), target: path.relative(SRC, path.resolve(path.dirname(file), spec)), typeOnly })),
+      .map(([spec, typeOnly]) => ({
+        file: path.relative(SRC, file),
+        target: path.relative(SRC, path.resolve(path.dirname(file), spec)),
+        typeOnly,
+      })),
   );
 }
 
@@ -57,7 +62,9 @@ describe('the workflow as named parts', () => {
   });
 
   test('the contract imports nothing of the CLI, the workflow, the activities or the session', () => {
-    const wrong = localImports('contract').filter(({ target }) => /^(cli|workflows|activities|session|policy|bench|testing|model-server)(\/|$)/.test(target));
+    const wrong = localImports('contract').filter(({ target }) =>
+      /^(cli|workflows|activities|session|policy|bench|testing|model-server)(\/|$)/.test(target),
+    );
     expect(wrong).toEqual([]);
   });
 
@@ -71,7 +78,9 @@ describe('the workflow as named parts', () => {
   });
 
   test('the CLI reaches the workflow only through the contract (and `import type` of the workflow function for the client)', () => {
-    const wrong = localImports('cli').filter(({ target, typeOnly }) => (target.startsWith('workflows') || target.startsWith('activities')) && !typeOnly);
+    const wrong = localImports('cli').filter(
+      ({ target, typeOnly }) => (target.startsWith('workflows') || target.startsWith('activities')) && !typeOnly,
+    );
     expect(wrong).toEqual([]);
   });
 
