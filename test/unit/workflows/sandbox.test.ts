@@ -108,4 +108,50 @@ describe('workflow sandbox rules (C15)', () => {
     ]);
     // agent-run.ts stamps decisions with new Date().toISOString() and is clean (first test).
   });
+
+  // The fixtures stand in for workflow code here: what they reach outside their folder is not.
+  const FIXTURES = path.resolve(__dirname, '../../fixtures/bad-workflow');
+  const fixture = (name: string): Finding[] => workflowProblems(path.join(FIXTURES, name), { workflowCode: [FIXTURES] }).findings;
+
+  test('the check sees imports however they are written, follows .cts modules by their .cjs name, and names code that is not workflow code', () => {
+    expect(fixture('imports.ts')).toEqual(
+      expect.arrayContaining([
+        // import fs = require(/* comment */ 'node:fs')
+        { file: expect.stringContaining('imports.ts'), problem: 'imports node:fs' },
+        {
+          file: expect.stringContaining('imports.ts'),
+          problem: 'loads a module by a computed name (import() or require() of an expression)',
+        },
+        { file: expect.stringContaining('evil.cts'), problem: 'reads process.env' },
+        {
+          file: expect.stringContaining('not-workflow-code.ts'),
+          problem: 'is not workflow code (src/workflows/, src/contract/, src/config.ts)',
+        },
+      ]),
+    );
+  });
+
+  test('the check catches workflowInfo().unsafe, which the sandbox does not pin', () => {
+    const unsafe = fixture('unsafe.ts').filter((f) => f.problem.startsWith('reads workflowInfo().unsafe'));
+    expect(unsafe).toHaveLength(2); // .unsafe and { unsafe }
+  });
+
+  test("the check catches what depends on the worker's time zone or locale, which reach the sandbox", () => {
+    expect(fixture('zone.ts').map((f) => f.problem)).toEqual(
+      expect.arrayContaining(
+        ['getHours', 'Intl', 'localeCompare', 'new Date(year, month, ...)'].map(
+          (what) => `depends on the worker's time zone or locale (${what})`,
+        ),
+      ),
+    );
+  });
+
+  test('the check catches the global object and the globals the sandbox does not define', () => {
+    expect(fixture('globals.ts').map((f) => f.problem)).toEqual(
+      expect.arrayContaining([
+        'reaches the global object (globalThis)',
+        ...['performance', 'crypto', 'structuredClone'].map((name) => `uses ${name}, which the workflow sandbox does not define`),
+      ]),
+    );
+  });
 });
