@@ -203,6 +203,22 @@ describe('workflow determinism rules: the ways around them', () => {
       code: "import { unlisted } from '../unlisted-node-side-module';",
       rule: '@typescript-eslint/no-restricted-imports',
     },
+    // Packages by allow-list, as in sandbox.test.ts: a subpath is not the package's workflow API.
+    {
+      name: 'an internal module of @temporalio/workflow',
+      code: "import { getActivator } from '@temporalio/workflow/lib/global-attributes';",
+      rule: '@typescript-eslint/no-restricted-imports',
+    },
+    {
+      name: 'a subpath of @temporalio/common',
+      code: "import { historyFromJSON } from '@temporalio/common/lib/proto-utils';",
+      rule: '@typescript-eslint/no-restricted-imports',
+    },
+    {
+      name: 'a package on no list',
+      code: "import { something } from 'some-new-package';",
+      rule: '@typescript-eslint/no-restricted-imports',
+    },
     // no-restricted-imports does not look at import(); webpack fails on a literal Node module, import(name) fails at run time.
     { name: "import('node:fs')", code: "export const dyn = import('node:fs');", rule: 'no-restricted-syntax' },
     {
