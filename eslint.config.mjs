@@ -50,17 +50,36 @@ const WORKFLOW_SRC = ['config', 'contract', 'workflows'];
 // beyond src/ fail the lookahead (`../../x` from src/workflows/a.ts).
 const outsideWorkflowCode = (toSrc) => `^${toSrc}(?!(${[...WORKFLOW_SRC, 'activities'].join('|')})(\\.js)?(/|$))`;
 
+// Packages that name what is wrong with them; every other package but these
+// few, and every subpath (internals such as @temporalio/workflow/lib/...),
+// falls to the catch-all below, as in test/unit/workflows/sandbox.test.ts.
+const PACKAGE_PATTERNS = [
+  { regex: '^node:', message: `Node built-in module. ${WHY}` },
+  { regex: '^@anthropic-ai/sdk(/|$)', message: `The Anthropic SDK does network I/O: call it from an activity. ${WHY}` },
+  { regex: '^execa(/|$)', message: `Child processes belong in activities. ${WHY}` },
+  {
+    regex: '^@temporalio/(activity|worker|client|testing|envconfig)(/|$)',
+    message: `Only @temporalio/workflow and @temporalio/common may be imported by workflow code. ${WHY}`,
+  },
+  { regex: '^tree-sitter', message: `Native module. ${WHY}` },
+];
+const WORKFLOW_PACKAGES = ['@temporalio/workflow', '@temporalio/common', 'zod'];
+const escapeRegex = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const otherPackage = [
+  '^(?!\\.)', // relative specifiers: the src/ patterns below
+  `(?!(${nodeBuiltins.map(escapeRegex).join('|')})$)`, // `paths`
+  ...PACKAGE_PATTERNS.map(({ regex }) => `(?!${regex.slice(1)})`),
+  `(?!(${WORKFLOW_PACKAGES.map(escapeRegex).join('|')})$)`,
+].join('');
+
 const workflowImportRestrictions = (toSrc) => ({
   paths: nodeBuiltins.map((name) => ({ name, message: `Node built-in module. ${WHY}` })),
   patterns: [
-    { regex: '^node:', message: `Node built-in module. ${WHY}` },
-    { regex: '^@anthropic-ai/sdk(/|$)', message: `The Anthropic SDK does network I/O: call it from an activity. ${WHY}` },
-    { regex: '^execa(/|$)', message: `Child processes belong in activities. ${WHY}` },
+    ...PACKAGE_PATTERNS,
     {
-      regex: '^@temporalio/(activity|worker|client|testing|envconfig)(/|$)',
-      message: `Only @temporalio/workflow and @temporalio/common may be imported by workflow code. ${WHY}`,
+      regex: otherPackage,
+      message: `Workflow code imports only the packages ${WORKFLOW_PACKAGES.join(', ')}, by name: a subpath is an internal, not the workflow API, and any other package must first be shown to be deterministic and free of Node (and added here and in sandbox.test.ts). ${WHY}`,
     },
-    { regex: '^tree-sitter', message: `Native module. ${WHY}` },
     {
       regex: inSrc(toSrc, ['activities']),
       allowTypeImports: true,
