@@ -33,18 +33,41 @@ function importsOf(file: string): Array<[string, boolean]> {
   return out;
 }
 
-/** Local imports of the files under `dir`, as `[importing file, imported path relative to src]`. */
-function localImports(dir: string): Array<{ file: string; target: string; typeOnly: boolean }> {
-  return tsFiles(path.join(SRC, dir)).flatMap((file) =>
+interface LocalImport {
+  file: string;
+  target: string;
+  typeOnly: boolean;
+}
+
+/** Local imports of the files under `root`/`dir`, with the importing file and the imported path relative to `root` (src/, or a fixture's). */
+function localImports(dir: string, root = SRC): LocalImport[] {
+  return tsFiles(path.join(root, dir)).flatMap((file) =>
     importsOf(file)
       .filter(([spec]) => spec.startsWith('.'))
       .map(([spec, typeOnly]) => ({
-        file: path.relative(SRC, file),
-        target: path.relative(SRC, path.resolve(path.dirname(file), spec)),
+        file: path.relative(root, file),
+        target: path.relative(root, path.resolve(path.dirname(file), spec)),
         typeOnly,
       })),
   );
 }
+
+// The arrows of docs/architecture.md, each as the imports that go against it.
+const contractArrowsWrong = (root = SRC): LocalImport[] =>
+  localImports('contract', root).filter(({ target }) =>
+    /^(cli|workflows|activities|session|policy|bench|testing|model-server)(\/|$)/.test(target),
+  );
+const workflowArrowsWrong = (root = SRC): LocalImport[] =>
+  localImports('workflows', root).filter(
+    ({ target, typeOnly }) => (target.startsWith('activities') && !typeOnly) || /^(cli|session|policy|bench|testing)(\/|$)/.test(target),
+  );
+const cliArrowsWrong = (root = SRC): LocalImport[] =>
+  localImports('cli', root).filter(
+    ({ target, typeOnly }) => (target.startsWith('workflows') || target.startsWith('activities')) && !typeOnly,
+  );
+
+/** A tree of src/ that breaks every arrow, each in a way an import statement search does not see. */
+const BAD_SHAPE = path.resolve(__dirname, '../../fixtures/bad-shape/src');
 
 describe('the workflow as named parts', () => {
   test(`no function in src/workflows/ is longer than ${MAX_FUNCTION_LINES} lines`, () => {
@@ -62,26 +85,33 @@ describe('the workflow as named parts', () => {
   });
 
   test('the contract imports nothing of the CLI, the workflow, the activities or the session', () => {
-    const wrong = localImports('contract').filter(({ target }) =>
-      /^(cli|workflows|activities|session|policy|bench|testing|model-server)(\/|$)/.test(target),
-    );
-    expect(wrong).toEqual([]);
+    expect(contractArrowsWrong()).toEqual([]);
   });
 
   test('the workflow imports the activities only as types (for proxyActivities), and never the CLI or the session library', () => {
-    const wrong = localImports('workflows').filter(
-      ({ target, typeOnly }) => (target.startsWith('activities') && !typeOnly) || /^(cli|session|policy|bench|testing)(\/|$)/.test(target),
-    );
-    expect(wrong).toEqual([]);
+    expect(workflowArrowsWrong()).toEqual([]);
     // The check sees the type imports that are allowed.
     expect(localImports('workflows').some(({ target, typeOnly }) => target.startsWith('activities') && typeOnly)).toBe(true);
   });
 
   test('the CLI reaches the workflow only through the contract (and `import type` of the workflow function for the client)', () => {
-    const wrong = localImports('cli').filter(
-      ({ target, typeOnly }) => (target.startsWith('workflows') || target.startsWith('activities')) && !typeOnly,
-    );
-    expect(wrong).toEqual([]);
+    expect(cliArrowsWrong()).toEqual([]);
+  });
+
+  test('the arrow checks see import-equals, require() and import(), and take src/ modules by allow-list', () => {
+    const wrong = (imports: LocalImport[]): string[] => imports.map(({ file, target }) => `${file} -> ${target}`);
+    expect(wrong(contractArrowsWrong(BAD_SHAPE))).toEqual([
+      'contract/bad.ts -> settings',
+      'contract/bad.ts -> temporal',
+      'contract/bad.ts -> session',
+    ]);
+    expect(wrong(workflowArrowsWrong(BAD_SHAPE))).toEqual([
+      'workflows/bad.ts -> settings',
+      'workflows/bad.ts -> activities/claude',
+      'workflows/bad.ts -> activities/session',
+      'workflows/bad.ts -> policy',
+    ]);
+    expect(wrong(cliArrowsWrong(BAD_SHAPE))).toEqual(['cli/bad.ts -> workflows/agent-run']);
   });
 
   test('the size check counts what it should', () => {
