@@ -84,7 +84,8 @@ function declaredName(node: ts.Node): ts.Node | undefined {
 /** A name read as a variable here: not a property name (`x.crypto`, `{ crypto: 1 }`), a declaration or a type. */
 function isValueReference(id: ts.Identifier): boolean {
   const p = id.parent;
-  if ((ts.isPropertyAccessExpression(p) || ts.isQualifiedName(p)) && p.name === id) return false;
+  if (ts.isPropertyAccessExpression(p) && p.name === id) return false;
+  if (ts.isQualifiedName(p) && p.right === id) return false;
   if (ts.isBindingElement(p) && p.propertyName === id) return false;
   return declaredName(p) !== id;
 }
