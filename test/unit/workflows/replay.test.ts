@@ -9,7 +9,9 @@ import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
 
 const DIR = path.resolve(__dirname, '../../fixtures/histories');
-const files = readdirSync(DIR).filter((f) => f.endsWith('.json')).sort();
+const files = readdirSync(DIR)
+  .filter((f) => f.endsWith('.json'))
+  .sort();
 
 describe('replay of saved histories', () => {
   test('there are saved histories for the main paths', () => {
@@ -17,7 +19,10 @@ describe('replay of saved histories', () => {
   });
 
   test('every saved history replays without a determinism error', async () => {
-    const histories = files.map((f) => ({ workflowId: f.replace(/\.json$/, ''), history: historyFromJSON(JSON.parse(readFileSync(path.join(DIR, f), 'utf8'))) }));
+    const histories = files.map((f) => ({
+      workflowId: f.replace(/\.json$/, ''),
+      history: historyFromJSON(JSON.parse(readFileSync(path.join(DIR, f), 'utf8'))),
+    }));
     const failures: string[] = [];
     for await (const r of Worker.runReplayHistories({ workflowsPath: require.resolve('../../../src/workflows') }, histories)) {
       if (r.error) failures.push(`${r.workflowId}: ${r.error.message}`);
