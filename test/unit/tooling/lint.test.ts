@@ -236,6 +236,18 @@ describe('workflow determinism rules: the ways around them', () => {
       rule: 'no-restricted-globals',
     },
     { name: 'global.setTimeout', code: 'global.setTimeout(() => undefined, 1);', rule: 'no-restricted-globals' },
+    // Reflect reads any property by a computed name, workflowInfo().unsafe included (the sandbox does not stop that one).
+    {
+      name: "Reflect.get(workflowInfo(), 'unsafe')",
+      code: "export const u = Reflect.get(workflowInfo(), 'unsafe') as unknown;",
+      rule: 'no-restricted-globals',
+    },
+    // CommonJS's module object loads modules past no-require-imports (webpack fails on this one at build time).
+    {
+      name: "module.require('node:fs')",
+      code: "export const fsByModule = module.require('node:fs') as unknown;",
+      rule: 'no-restricted-globals',
+    },
     // Pinned to workflow time (Date) or seeded (Math.random) inside the sandbox; the clock and randomness outside it.
     { name: 'Date through an alias', code: 'const D = Date; export const t2 = D.now();', rule: 'no-restricted-syntax' },
     { name: 'Math through an alias', code: 'const M = Math; export const r = M.random();', rule: 'no-restricted-syntax' },
