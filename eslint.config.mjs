@@ -197,6 +197,14 @@ export default defineConfig(
           message: `Name what you use; the global object reaches around every rule here. ${WHY}`,
         })),
         ...['performance', 'crypto', 'queueMicrotask', 'structuredClone'].map((name) => ({ name, message: missingMessage })),
+        {
+          name: 'Reflect',
+          message: `Reflect reads and calls by computed names, past every rule here (Reflect.get(workflowInfo(), 'unsafe')). ${WHY}`,
+        },
+        {
+          name: 'module',
+          message: `CommonJS's module object loads modules past the import rules (module.require). Import statically. ${WHY}`,
+        },
         ...['WeakRef', 'FinalizationRegistry'].map((name) => ({
           name,
           message: `Garbage collection is not deterministic (the SDK throws DeterminismViolationError). ${WHY}`,
