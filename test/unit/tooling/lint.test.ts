@@ -179,3 +179,213 @@ describe('workflow determinism rules', () => {
     expect(f.filter((x) => /no-restricted-(imports|globals|properties)$/.test(x))).toEqual([]);
   });
 });
+
+describe('workflow determinism rules: the ways around them', () => {
+  // Each line of BYPASSES gets past the rules above in some way an engineer (or a refactor) could write; each must be
+  // reported, on its own line, by the rule named. Whether the SDK's sandbox would also stop it at run time is in the
+  // comment: those it would not stop are the real holes (time zone, locale, `unsafe`); the rest fail the workflow task
+  // (a stuck run) or are pinned by the sandbox but break the rule outside it (src/contract/ and src/config.ts also
+  // run in the CLI).
+  const BYPASSES: Array<{ name: string; code: string; rule: string }> = [
+    // Bundled by webpack as a module that throws on load; the walker of sandbox.test.ts could not resolve it.
+    {
+      name: 'a relative path out of src/ into node_modules',
+      code: "import Anthropic from '../../node_modules/@anthropic-ai/sdk';",
+      rule: '@typescript-eslint/no-restricted-imports',
+    },
+    {
+      name: 'a relative path out of src/ into test/',
+      code: "import { helper } from '../../test/fixtures/bad-workflow/helper';",
+      rule: '@typescript-eslint/no-restricted-imports',
+    },
+    {
+      name: 'a module of src/ that is not workflow code and is on no list',
+      code: "import { unlisted } from '../unlisted-node-side-module';",
+      rule: '@typescript-eslint/no-restricted-imports',
+    },
+    // Packages by allow-list, as in sandbox.test.ts: a subpath is not the package's workflow API.
+    {
+      name: 'an internal module of @temporalio/workflow',
+      code: "import { getActivator } from '@temporalio/workflow/lib/global-attributes';",
+      rule: '@typescript-eslint/no-restricted-imports',
+    },
+    {
+      name: 'a subpath of @temporalio/common',
+      code: "import { historyFromJSON } from '@temporalio/common/lib/proto-utils';",
+      rule: '@typescript-eslint/no-restricted-imports',
+    },
+    {
+      name: 'a package on no list',
+      code: "import { something } from 'some-new-package';",
+      rule: '@typescript-eslint/no-restricted-imports',
+    },
+    // no-restricted-imports does not look at import(); webpack fails on a literal Node module, import(name) fails at run time.
+    { name: "import('node:fs')", code: "export const dyn = import('node:fs');", rule: 'no-restricted-syntax' },
+    {
+      name: 'import(name)',
+      code: "const moduleName: string = 'node:fs'; export const dynName = import(moduleName);",
+      rule: 'no-restricted-syntax',
+    },
+    { name: "import('../activities/claude')", code: "export const claude = import('../activities/claude');", rule: 'no-restricted-syntax' },
+    // `global`, `globalThis[...]`, Reflect: process is undefined in the sandbox, so these fail the task.
+    { name: 'global.process', code: 'export const home = global.process.env.HOME;', rule: 'no-restricted-globals' },
+    { name: "globalThis['Date'].now()", code: "export const t1 = globalThis['Date'].now();", rule: 'no-restricted-globals' },
+    {
+      name: "Reflect.get(globalThis, 'process')",
+      code: "export const proc = Reflect.get(globalThis, 'process') as unknown;",
+      rule: 'no-restricted-globals',
+    },
+    { name: 'global.setTimeout', code: 'global.setTimeout(() => undefined, 1);', rule: 'no-restricted-globals' },
+    // Reflect reads any property by a computed name, workflowInfo().unsafe included (the sandbox does not stop that one).
+    {
+      name: "Reflect.get(workflowInfo(), 'unsafe')",
+      code: "export const u = Reflect.get(workflowInfo(), 'unsafe') as unknown;",
+      rule: 'no-restricted-globals',
+    },
+    // CommonJS's module object loads modules past no-require-imports (webpack fails on this one at build time).
+    {
+      name: "module.require('node:fs')",
+      code: "export const fsByModule = module.require('node:fs') as unknown;",
+      rule: 'no-restricted-globals',
+    },
+    // Pinned to workflow time (Date) or seeded (Math.random) inside the sandbox; the clock and randomness outside it.
+    { name: 'Date through an alias', code: 'const D = Date; export const t2 = D.now();', rule: 'no-restricted-syntax' },
+    { name: 'Math through an alias', code: 'const M = Math; export const r = M.random();', rule: 'no-restricted-syntax' },
+    { name: 'new Date().getTime()', code: 'export const t3 = new Date().getTime();', rule: 'no-restricted-syntax' },
+    { name: '+new Date()', code: 'export const t4 = +new Date();', rule: 'no-restricted-syntax' },
+    { name: 'Number(new Date())', code: 'export const t5 = Number(new Date());', rule: 'no-restricted-syntax' },
+    {
+      name: 'Date.parse(new Date().toISOString())',
+      code: 'export const t6 = Date.parse(new Date().toISOString());',
+      rule: 'no-restricted-properties',
+    },
+    // Not defined in the sandbox (the task fails); the real clock, randomness and scheduling outside it.
+    { name: 'performance.now()', code: 'export const t7 = performance.now();', rule: 'no-restricted-globals' },
+    { name: 'crypto.randomUUID()', code: 'export const id = crypto.randomUUID();', rule: 'no-restricted-globals' },
+    {
+      name: 'crypto.getRandomValues()',
+      code: 'export const bytes = crypto.getRandomValues(new Uint8Array(4));',
+      rule: 'no-restricted-globals',
+    },
+    { name: 'queueMicrotask()', code: 'queueMicrotask(() => undefined);', rule: 'no-restricted-globals' },
+    { name: 'structuredClone()', code: 'export const copy = structuredClone({ a: 1 });', rule: 'no-restricted-globals' },
+    // The SDK throws DeterminismViolationError on these.
+    { name: 'WeakRef', code: 'export const ref = new WeakRef({});', rule: 'no-restricted-globals' },
+    { name: 'FinalizationRegistry', code: 'export const reg = new FinalizationRegistry(() => undefined);', rule: 'no-restricted-globals' },
+    // Runs in the sandbox; hides anything from every check that reads the code.
+    { name: 'eval()', code: "export const e1 = eval('Date.now()') as number;", rule: 'no-eval' },
+    { name: 'indirect eval', code: "export const e2 = (0, eval)('Math.random()') as number;", rule: 'no-eval' },
+    // NOT stopped by the sandbox: the worker's wall clock, fresh entropy, and whether this is a replay.
+    { name: 'workflowInfo().unsafe.now()', code: 'export const wall = workflowInfo().unsafe.now();', rule: 'no-restricted-properties' },
+    {
+      name: 'workflowInfo().unsafe.random',
+      code: 'export const fresh = workflowInfo().unsafe.random.uuid4();',
+      rule: 'no-restricted-properties',
+    },
+    {
+      name: 'const { unsafe } = workflowInfo()',
+      code: 'const { unsafe } = workflowInfo(); export const replaying = unsafe.isReplaying;',
+      rule: 'no-restricted-properties',
+    },
+    // NOT stopped by the sandbox: the worker's time zone and locale (TZ, LANG) reach it, so two workers disagree.
+    { name: 'new Date(0).getHours()', code: 'export const hour = new Date(0).getHours();', rule: 'no-restricted-properties' },
+    { name: 'toLocaleString()', code: 'export const local = (1234.5).toLocaleString();', rule: 'no-restricted-properties' },
+    {
+      name: 'localeCompare()',
+      code: "export const order = ['b', 'a'].sort((x, y) => x.localeCompare(y));",
+      rule: 'no-restricted-properties',
+    },
+    { name: 'Intl', code: 'export const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;', rule: 'no-restricted-globals' },
+    {
+      name: 'new Date(y, m, d) (local time)',
+      code: 'export const jan1 = new Date(2024, 0, 1).toISOString();',
+      rule: 'no-restricted-syntax',
+    },
+    { name: 'String(new Date()) (local time zone name)', code: 'export const shown = String(new Date());', rule: 'no-restricted-syntax' },
+    // Floating promises that no-floating-promises lets through by default.
+    {
+      name: 'void sleep()',
+      code: 'export async function f1(): Promise<void> { void sleep(1); await sleep(1); }',
+      rule: '@typescript-eslint/no-floating-promises',
+    },
+    {
+      name: 'sleep().catch()',
+      code: 'export async function f2(): Promise<void> { sleep(1).catch(() => undefined); await sleep(1); }',
+      rule: 'no-restricted-syntax',
+    },
+    {
+      name: 'sleep().then(ok, fail)',
+      code: 'export async function f3(): Promise<void> { sleep(1).then(() => undefined, () => undefined); await sleep(1); }',
+      rule: 'no-restricted-syntax',
+    },
+  ];
+  const HEADER = "import { sleep, workflowInfo } from '@temporalio/workflow';";
+  const BYPASS_FILE = 'src/workflows/__lint_bypasses__.ts';
+  const lineOf = (i: number): number => i + 2; // after HEADER
+
+  // Files the rules must reach whatever their extension: TypeScript's other module kinds compile into dist/ and are
+  // bundled; a JavaScript file is not type-checked or compiled, so it has no place in workflow code.
+  const OTHER_FILES = [
+    { filePath: 'src/workflows/__lint_fixture__.cts', code: 'export const home = process.env.HOME;\n', rule: 'no-restricted-globals' },
+    { filePath: 'src/workflows/__lint_fixture__.mts', code: 'export const home = process.env.HOME;\n', rule: 'no-restricted-globals' },
+    { filePath: 'src/contract/__lint_fixture__.cts', code: 'export const home = process.env.HOME;\n', rule: 'no-restricted-globals' },
+    { filePath: 'src/workflows/__lint_fixture__.js', code: 'export const home = 1;\n', rule: 'no-restricted-syntax' },
+  ];
+
+  // What workflow code does write, and must go on writing.
+  const ALLOWED = {
+    filePath: 'src/workflows/__lint_allowed__.ts',
+    code: [
+      "import { sleep, uuid4, workflowInfo } from '@temporalio/workflow';",
+      "import type { SessionActivities } from '../activities/session';",
+      "import { approveSignal } from '../contract';",
+      "import { resolveInput } from '../contract/input';",
+      "import { CONTINUE_AS_NEW_HISTORY_EVENTS } from '../config';",
+      "import { RunState } from './run-state';",
+      "import { RunSession } from './session';",
+      'export type Activities = SessionActivities;',
+      'export const used = [approveSignal, resolveInput, CONTINUE_AS_NEW_HISTORY_EVENTS, RunState, RunSession];',
+      'export async function ok(): Promise<string> {',
+      '  await sleep(1);',
+      '  await Promise.all([sleep(1), sleep(2)]);',
+      '  const at = new Date().toISOString();',
+      '  const again = new Date(at).toISOString();',
+      '  const hour = new Date(at).getUTCHours();',
+      '  return [at, again, hour, uuid4(), workflowInfo().workflowId, Math.max(1, 2)].join();',
+      '}',
+      '',
+    ].join('\n'),
+  };
+
+  let results: Map<string, Message[]>;
+  beforeAll(async () => {
+    const input = [
+      { filePath: BYPASS_FILE, code: [HEADER, ...BYPASSES.map((b) => b.code), ''].join('\n') },
+      ...OTHER_FILES.map(({ filePath, code }) => ({ filePath, code })),
+      ALLOWED,
+    ];
+    const { code, stdout, stderr } = await node([LINT_TEXT], JSON.stringify(input));
+    if (code !== 0) throw new Error(`lint-text.mjs exited with ${code}:\n${stderr}`);
+    results = new Map((JSON.parse(stdout) as FileResult[]).map((r) => [r.filePath, r.messages]));
+  }, 180_000);
+
+  test.each(BYPASSES.map((b, i) => ({ ...b, line: lineOf(i) })))('$name is reported by $rule', ({ line, rule }) => {
+    const onLine = (results.get(BYPASS_FILE) ?? []).filter((m) => m.line === line);
+    expect(onLine.map((m) => m.ruleId)).toContain(rule);
+  });
+
+  test('the file of bypasses parses, and every report says why', () => {
+    const messages = results.get(BYPASS_FILE) ?? [];
+    expect(messages.filter((m) => m.ruleId === null)).toEqual([]);
+    const restricted = messages.filter((m) => /^no-restricted-|\/no-restricted-/.test(m.ruleId ?? ''));
+    for (const m of restricted) expect(m.message).toContain('see src/workflows/README.md');
+  });
+
+  test.each(OTHER_FILES)('$filePath is held to the workflow rules ($rule)', ({ filePath, rule }) => {
+    expect((results.get(filePath) ?? []).map((m) => m.ruleId)).toContain(rule);
+  });
+
+  test('what workflow code does write is not reported', () => {
+    expect(describeFindings([{ filePath: ALLOWED.filePath, messages: results.get(ALLOWED.filePath) ?? [] }])).toEqual([]);
+  });
+});

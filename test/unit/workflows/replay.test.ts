@@ -1,8 +1,11 @@
 /**
  * Saved histories (recorded from integration runs with
  * AGENT_JOBS_SAVE_HISTORIES=1 npm test) replay against today's workflow
- * code: a non-deterministic change fails here, in CI.
+ * code: a non-deterministic change fails here, in CI. They replay a second
+ * time in a time zone no worker is likely to share: the worker's zone
+ * reaches the sandbox, so code that reads local time replays differently.
  */
+import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
@@ -12,6 +15,41 @@ const DIR = path.resolve(__dirname, '../../fixtures/histories');
 const files = readdirSync(DIR)
   .filter((f) => f.endsWith('.json'))
   .sort();
+const WORKFLOWS = require.resolve('../../../src/workflows');
+/** UTC+12:45: a quarter-hour offset, so local hours and minutes both differ from UTC. */
+const OTHER_TIME_ZONE = 'Pacific/Chatham';
+
+/** `history: error` of every saved history that does not replay against the workflows at `workflowsPath`, in the test machine's time zone. */
+async function replayHere(workflowsPath: string): Promise<string[]> {
+  const histories = files.map((f) => ({
+    workflowId: f.replace(/\.json$/, ''),
+    history: historyFromJSON(JSON.parse(readFileSync(path.join(DIR, f), 'utf8'))),
+  }));
+  const failures: string[] = [];
+  for await (const r of Worker.runReplayHistories({ workflowsPath }, histories)) {
+    if (r.error) failures.push(`${r.workflowId}: ${r.error.message}`);
+  }
+  return failures;
+}
+
+/** The same, replayed by a child process whose TZ is `zone` (replay-in-zone.cjs). */
+function replayIn(zone: string, workflowsPath: string): Promise<string[]> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(__dirname, 'replay-in-zone.cjs'), workflowsPath, DIR], {
+      env: { ...process.env, TZ: zone },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code === 0) resolve(JSON.parse(stdout) as string[]);
+      else reject(new Error(`replay-in-zone.cjs (TZ=${zone}) exited with ${code}:\n${stderr}`));
+    });
+  });
+}
 
 describe('replay of saved histories', () => {
   test('there are saved histories for the main paths', () => {
@@ -19,14 +57,18 @@ describe('replay of saved histories', () => {
   });
 
   test('every saved history replays without a determinism error', async () => {
-    const histories = files.map((f) => ({
-      workflowId: f.replace(/\.json$/, ''),
-      history: historyFromJSON(JSON.parse(readFileSync(path.join(DIR, f), 'utf8'))),
-    }));
-    const failures: string[] = [];
-    for await (const r of Worker.runReplayHistories({ workflowsPath: require.resolve('../../../src/workflows') }, histories)) {
-      if (r.error) failures.push(`${r.workflowId}: ${r.error.message}`);
-    }
-    expect(failures).toEqual([]);
+    expect(await replayHere(WORKFLOWS)).toEqual([]);
   }, 120_000);
+
+  test(`every saved history replays in another time zone (${OTHER_TIME_ZONE})`, async () => {
+    expect(await replayIn(OTHER_TIME_ZONE, WORKFLOWS)).toEqual([]);
+  }, 120_000);
+
+  test("the second zone catches a workflow that depends on the worker's time zone, which one zone does not", async () => {
+    const fixture = path.resolve(__dirname, '../../fixtures/zone-dependent-workflow');
+    expect(await replayIn('UTC', fixture)).toEqual([]);
+    const failures = await replayIn(OTHER_TIME_ZONE, fixture);
+    expect(failures).toHaveLength(files.length);
+    expect(failures.every((f) => f.includes('DeterminismViolationError'))).toBe(true);
+  }, 180_000);
 });

@@ -1,0 +1,34 @@
+// Replays every saved history in `dir` against the workflows at `workflowsPath`, in this process's time zone (its TZ),
+// and prints the failures as JSON on stdout (logs go to stderr). replay.test.ts runs it with TZ set: inside Jest,
+// process.env is a copy, so setting TZ there does not reach the workflow sandbox; a child's environment does.
+//
+// usage: node replay-in-zone.cjs <workflowsPath> <dir>
+const { readdirSync, readFileSync } = require('node:fs');
+const path = require('node:path');
+const { historyFromJSON } = require('@temporalio/common/lib/proto-utils');
+const { DefaultLogger, Runtime, Worker } = require('@temporalio/worker');
+
+async function main() {
+  const [workflowsPath, dir] = process.argv.slice(2);
+  Runtime.install({
+    logger: new DefaultLogger('ERROR'),
+    telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' }, console: {} } },
+  });
+  const histories = readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
+    .map((f) => ({ workflowId: f.replace(/\.json$/, ''), history: historyFromJSON(JSON.parse(readFileSync(path.join(dir, f), 'utf8'))) }));
+  const failures = [];
+  for await (const r of Worker.runReplayHistories({ workflowsPath, logger: new DefaultLogger('ERROR') }, histories)) {
+    if (r.error) failures.push(`${r.workflowId}: ${r.error.name}: ${r.error.message}`);
+  }
+  process.stdout.write(JSON.stringify(failures));
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(2);
+  },
+);
