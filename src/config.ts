@@ -1,6 +1,9 @@
 /**
- * Every timeout, retry policy, task queue name and search attribute of
- * agent-jobs, named once, with the reason for its value.
+ * Every timeout and retry policy of the workflow and its activities, every
+ * task queue name, default and search attribute of agent-jobs, named once,
+ * with the reason for its value. (Timeouts local to one client-side
+ * operation, such as a CLI's query deadline or a connect timeout, are named
+ * in their own module.)
  *
  * This module is imported by workflow code, so it must stay deterministic:
  * constants only, no `process.env`, no Node modules. Values that come from

@@ -17,6 +17,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { watchRun } from './cli/commands/watch';
+import { shortHash } from './contract/display';
 import { DEV_SERVER_PORT, pidFile, serverAnswers, startDevServer, stopCommand } from './devserver';
 import { startModelServer, type ModelServer } from './model-server';
 import { PROJECT_ROOT, dataDir } from './settings';
@@ -109,9 +110,11 @@ async function main(): Promise<void> {
   const final = await watchRun(client, workflowId, {
     json: false,
     intervalMs: 500,
-    onPendingApproval: async () => {
-      say(`$ agent-jobs approve ${workflowId} --reason "demo: looks safe"`);
-      const out = await run(process.execPath, [CLI, 'approve', workflowId, '--reason', 'demo: looks safe', '--by', 'demo'], {
+    // --sha binds the approval to the command the watcher showed: without it, approve decides whatever waits when it runs.
+    onPendingApproval: async (pending) => {
+      const sha = shortHash(pending.commandSha256);
+      say(`$ agent-jobs approve ${workflowId} --sha ${sha} --reason "demo: looks safe" --by demo`);
+      const out = await run(process.execPath, [CLI, 'approve', workflowId, '--sha', sha, '--reason', 'demo: looks safe', '--by', 'demo'], {
         env: cliEnv,
       });
       say(out.stdout.trim());

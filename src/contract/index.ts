@@ -2,7 +2,7 @@
  * The contract: every shape the CLI, the workflow and the activities share,
  * and the names they must agree on (signal and query definitions, failure
  * type names, status and mode lists). It imports nothing of theirs; they
- * all import it (docs/architecture.md, "Parts").
+ * all import it (docs/architecture.md, "Parts and arrows").
  *
  * Message and content-block types are the subset of the Anthropic Messages
  * API (https://docs.anthropic.com/en/api/messages) this project reads; the

@@ -23,7 +23,7 @@ import { resolveSandbox, sandboxedSpawnArgs, unreachableAncestor, type SandboxMo
 import { execFileSync } from 'node:child_process';
 import { raceTimeout } from './timing';
 
-/** Default per-command timeout, ms. */
+/** Default per-command timeout, ms. MAINTENANCE: keep equal to DEFAULT_COMMAND_TIMEOUT_MS in src/config.ts (test/unit/config.test.ts). */
 export const DEFAULT_TIMEOUT_MS = 120_000;
 /** Default time between SIGTERM and SIGKILL when a command is killed, ms. */
 export const DEFAULT_KILL_GRACE_MS = 1000;

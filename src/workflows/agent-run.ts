@@ -1,6 +1,6 @@
 /**
- * The `agentRun` workflow: the agent loop (docs/architecture.md, "One
- * tool_use, end to end"). The parts: the run's state (run-state.ts), the
+ * The `agentRun` workflow: the agent loop (docs/architecture.md, "The
+ * approval round trip, end to end"). The parts: the run's state (run-state.ts), the
  * model step (model.ts), one tool turn (tool-use.ts), the approval flow
  * (approval.ts), the session (session.ts).
  *

@@ -57,7 +57,7 @@ export async function runWithApproval(state: RunState, session: RunSession, tool
     if (!('needsApproval' in auto)) return auto;
     why = auto.needsApproval;
   } else {
-    // Runs started before the policy moved to the session worker: the old in-workflow rules (replay).
+    // `auto` and `always` (run all, ask all), and `policy` in runs started before it moved to the session worker (replay).
     const policy = legacyDecideApproval(command, state.input.approval);
     if (policy.action === 'run') return runApproved(state, session, toolUseId, command);
     why = policy.reason;

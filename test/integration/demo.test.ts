@@ -28,7 +28,9 @@ describe('npm run demo', () => {
       const { stdout } = await run(process.execPath, [path.join(ROOT, 'dist', 'demo.js')], { env, cwd: ROOT });
       expect(stdout).toContain(`starting a Temporal dev server at ${address}`);
       expect(stdout).toMatch(/no ANTHROPIC_API_KEY: Claude's answers come from the SCRIPTED Messages API server/);
-      expect(stdout).toMatch(/\$ agent-jobs approve demo-\d+ --reason "demo: looks safe"\ndemo: approved toolu_\w+ in demo-\d+/);
+      expect(stdout).toMatch(
+        /\$ agent-jobs approve demo-\d+ --sha [0-9a-f]{12} --reason "demo: looks safe" --by demo\ndemo: approved toolu_\w+ in demo-\d+/,
+      );
       expect(stdout).toMatch(/demo: finished: completed in \d+ turns/);
       expect(stdout).toMatch(/see the run in the Temporal UI: http:\/\/localhost:\d+\/namespaces\/default\/workflows\/demo-\d+\//);
       expect(stdout).toContain(`stop it with: npx agent-jobs server --stop --port ${port}`);
