@@ -95,6 +95,7 @@ const workflowImportRestrictions = (toSrc) => ({
 const timerMessage = `Use sleep() or condition() from @temporalio/workflow. ${WHY}`;
 const missingMessage = `Not defined in the workflow sandbox (the workflow task fails), and the real clock, randomness or scheduling outside it. ${WHY}`;
 const zoneMessage = `Depends on the worker's time zone or locale (TZ, LANG), which reach the sandbox: two workers disagree, and replay on another one fails. Use the UTC methods and toISOString(). ${WHY}`;
+// MAINTENANCE: the same list as in test/unit/workflows/sandbox.test.ts (a second, independent guard).
 // Date methods that read or set local time, and the locale-dependent methods of
 // strings, numbers and arrays. Their UTC twins (getUTCHours, ...) are fine.
 const ZONE_AND_LOCALE_METHODS = [

@@ -90,4 +90,53 @@ describe('approvals', () => {
     const auto = await bed.start({ task: 'never ask', approval: 'auto' });
     expect((await auto.result()).status).toBe('completed');
   });
+
+  test('approve signals an attacker would send: malformed, wrong-typed, another hash, a hash in another case; none applies but the exact one', async () => {
+    bed = await TestBed.create({
+      script: {
+        responses: [
+          { content: [toolUse('toolu_rm', 'rm -rf build')], stop_reason: 'tool_use' },
+          { content: [{ type: 'text', text: 'done' }], stop_reason: 'end_turn' },
+        ],
+      },
+    });
+    const handle = await bed.start({ task: 'attack the approve signal', approval: 'always' }, 'approve-signal-attacks');
+    const pending = await bed.pendingApproval(handle);
+    // Payloads the SDK does not check: each must be ignored, and the run must keep waiting (not fail its workflow task).
+    const send = (payload: unknown): Promise<void> => handle.signal(approveSignal, payload as never);
+    const attacks: unknown[] = [
+      null,
+      'approve',
+      [],
+      { toolUseId: 'toolu_rm' },
+      { toolUseId: 'toolu_rm', approved: 'true' },
+      { toolUseId: 'toolu_rm', approved: 1 },
+      { toolUseId: ['toolu_rm'], approved: true },
+      { toolUseId: 'toolu_rm', approved: true, by: { name: 'admin' } },
+      { toolUseId: 'toolu_rm', approved: true, reason: 42 },
+      { toolUseId: 'toolu_rm', approved: true, commandSha256: 7 },
+      { toolUseId: 'toolu_rm', approved: true, commandSha256: '0'.repeat(64) },
+      { toolUseId: 'toolu_rm', approved: true, commandSha256: pending.commandSha256.slice(0, 12) },
+      { toolUseId: 'TOOLU_RM', approved: true },
+    ];
+    for (const payload of attacks) await send(payload);
+    await new Promise((r) => setTimeout(r, 500));
+    const waiting = await bed.status(handle);
+    expect(waiting.status).toBe('awaiting_approval');
+    expect(waiting.pendingApproval?.toolUseId).toBe('toolu_rm');
+    expect(waiting.decisions).toEqual([]);
+    expect(bed.audit()).toEqual([]);
+    // The hash compares without regard to case (hex), and the exact decision applies.
+    await send({
+      toolUseId: 'toolu_rm',
+      approved: false,
+      reason: 'checked',
+      by: 'alice',
+      commandSha256: pending.commandSha256.toUpperCase(),
+    });
+    expect(await handle.result()).toMatchObject({ status: 'completed' });
+    expect(bed.resultsSentIn(1)).toEqual([
+      { type: 'tool_result', tool_use_id: 'toolu_rm', content: 'Command not run: denied by alice. Reason: checked.', is_error: true },
+    ]);
+  });
 });

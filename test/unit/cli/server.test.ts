@@ -6,7 +6,7 @@ import path from 'node:path';
 import { defaultServerPort } from '../../../src/cli/commands/server';
 import { CliError } from '../../../src/cli/errors';
 import { buildProgram } from '../../../src/cli/program';
-import { isDevServerCommandLine, pidFile, stopDetachedServer } from '../../../src/devserver';
+import { devServerArgs, isDevServerCommandLine, pidFile, stopDetachedServer } from '../../../src/devserver';
 
 describe('defaultServerPort', () => {
   test.each([
@@ -119,16 +119,8 @@ describe('server --stop checks the recorded pid before it signals anything', () 
 
   test('the dev server recorded for the port (its command line says server start-dev --port P) is stopped', async () => {
     const port = 47005;
-    const server = spawnLeader(process.execPath, [
-      '-e',
-      'setTimeout(() => {}, 60000)',
-      'server',
-      'start-dev',
-      '--port',
-      String(port),
-      '--ip',
-      '127.0.0.1',
-    ]);
+    // The command line the launcher itself builds, so the check and the launcher cannot drift apart.
+    const server = spawnLeader(process.execPath, ['-e', 'setTimeout(() => {}, 60000)', ...devServerArgs({ port })]);
     await new Promise((r) => setTimeout(r, 200));
     writeFileSync(pidFile(port), `${server.pid}\n`);
     expect(await stopDetachedServer(port)).toEqual({ kind: 'stopped', pid: server.pid, file: pidFile(port) });

@@ -21,7 +21,7 @@ const ALLOWED_PACKAGES = ['@temporalio/workflow', '@temporalio/common', 'zod'];
 const WORKFLOW_CODE = [path.join(SRC, 'workflows'), path.join(SRC, 'contract'), path.join(SRC, 'config.ts')];
 /** Node and web globals the workflow sandbox does not define: a workflow task that touches one fails, every time. */
 const MISSING_GLOBALS = ['process', 'Buffer', 'setImmediate', 'performance', 'crypto', 'queueMicrotask', 'structuredClone'];
-/** Date methods in local time and the locale-dependent methods: the worker's TZ and LANG reach the sandbox. */
+/** Date methods in local time and the locale-dependent methods: the worker's TZ and LANG reach the sandbox. MAINTENANCE: the same list as in eslint.config.mjs (independent guards on purpose). */
 const ZONE_AND_LOCALE_METHODS = [
   ...['FullYear', 'Year', 'Month', 'Date', 'Day', 'Hours', 'Minutes', 'Seconds'].flatMap((part) => [`get${part}`, `set${part}`]),
   'getTimezoneOffset',
