@@ -19,8 +19,10 @@ test("close replays every closed run on the bed's server, the CLI's and unnamed 
   let closed = false;
   try {
     const fromCli = `replay-cli-${Date.now()}`;
-    const started = await cli(bed.address, 'start', 'started', 'by', 'the', 'cli', '--id', fromCli, '--approval', 'auto', '--follow');
+    // Started by the CLI; its end is awaited through the client (--follow's watch adds its own timing under a loaded CI machine).
+    const started = await cli(bed.address, 'start', 'started', 'by', 'the', 'cli', '--id', fromCli, '--approval', 'auto');
     expect(started.code).toBe(0);
+    expect(await bed.client.workflow.getHandle(fromCli).result()).toMatchObject({ status: 'completed' });
     const unnamed = await bed.start({ task: 'started without a name', approval: 'auto' });
     expect(await unnamed.result()).toMatchObject({ status: 'completed' });
     const open = await bed.start({ task: 'left waiting for approval', approval: 'always' });
