@@ -197,6 +197,9 @@ export const STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT = '1 second';
 /** Default approval wait before a pending command is denied: 24 h. */
 export const DEFAULT_APPROVAL_TIMEOUT = '24 hours';
 
+/** How long a `--chat` run waits for the next message before it completes (Temporal duration string). */
+export const DEFAULT_CHAT_IDLE_TIMEOUT = '24 hours';
+
 /** Default turn budget (model calls) of one run. */
 export const DEFAULT_MAX_TURNS = 50;
 
@@ -229,16 +232,23 @@ export const CONTINUE_AS_NEW_HISTORY_EVENTS = 2_000;
 // ---------------------------------------------------------------------------
 // Visibility
 
-/** Keyword: `running` | `awaiting_approval` | a final status of the result. */
+/** Keyword: an open status (`running`, `awaiting_approval`, `paused`, `awaiting_message`) or a final status of the result. */
 export const AGENT_STATUS = defineSearchAttributeKey('AgentStatus', SearchAttributeType.KEYWORD);
 /** Int: model calls made so far. */
 export const AGENT_TURNS = defineSearchAttributeKey('AgentTurns', SearchAttributeType.INT);
 /** Int: input + output tokens used so far. */
 export const AGENT_TOKENS = defineSearchAttributeKey('AgentTokens', SearchAttributeType.INT);
 
+/** Text: what the run waits for a person for (the command awaiting approval, the pause, the chat), empty when it waits for nobody. */
+export const AGENT_AWAITING = defineSearchAttributeKey('AgentAwaiting', SearchAttributeType.TEXT);
+/** Datetime: since when the run waits for a person (`pending` lists newest first by it). */
+export const AGENT_AWAITING_SINCE = defineSearchAttributeKey('AgentAwaitingSince', SearchAttributeType.DATETIME);
+
 /** Search attributes this project registers (`temporal server start-dev --search-attribute`, the worker's startup check). */
 export const SEARCH_ATTRIBUTES = [
   { name: 'AgentStatus', type: 'Keyword' },
   { name: 'AgentTurns', type: 'Int' },
   { name: 'AgentTokens', type: 'Int' },
+  { name: 'AgentAwaiting', type: 'Text' },
+  { name: 'AgentAwaitingSince', type: 'Datetime' },
 ] as const;

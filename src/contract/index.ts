@@ -14,6 +14,9 @@
  * `define…` calls only.
  */
 import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { ApprovalRule, ApprovalTimeoutAction, DecisionKind, PauseState, QueuedMessage, RuleToMatch } from './steering';
+
+export * from './steering';
 
 /** `{"type": "text"}` content block. */
 export interface TextBlock {
@@ -92,14 +95,26 @@ export interface AgentRunInput {
   approvalTimeout?: string | number;
   /** Transcript budget in characters of JSON; older tool outputs are elided past it. @default 200000 */
   transcriptBudgetChars?: number;
+  /** What happens when no decision comes within `approvalTimeout`: deny the command (Claude is told), end the run (status `approval_timeout`), or pause it (the command stays pending). @default 'deny' */
+  approvalTimeoutAction?: ApprovalTimeoutAction;
+  /** A conversation: at `end_turn` the run waits for the next message (`say`) instead of completing; `end` completes it. @default false */
+  chat?: boolean;
+  /** How long a `chat` run waits for the next message before it completes with its last answer, as a duration string or ms. @default '24 hours' */
+  chatIdleTimeout?: string | number;
 }
 
 /** How a run ended, in the order `list` and the README show them. `cancelled` runs still return a result, with every `tool_use` paired. */
-export const FINAL_STATUSES = ['completed', 'max_turns', 'max_tokens', 'refused', 'failed', 'cancelled'] as const;
+export const FINAL_STATUSES = ['completed', 'max_turns', 'max_tokens', 'refused', 'approval_timeout', 'failed', 'cancelled'] as const;
 export type FinalStatus = (typeof FINAL_STATUSES)[number];
 
-/** Statuses of a run that is still open. */
-export const OPEN_STATUSES = ['running', 'awaiting_approval'] as const;
+/**
+ * Statuses of a run that is still open: `running`; `awaiting_approval` (a
+ * command waits for a human); `paused` (stopped at a safe point until
+ * `resume`); `awaiting_message` (a chat run waits for the next `say`).
+ */
+export const OPEN_STATUSES = ['running', 'awaiting_approval', 'paused', 'awaiting_message'] as const;
+/** Open statuses in which the run waits for a person (`pending` lists these). */
+export const WAITING_STATUSES = ['awaiting_approval', 'paused', 'awaiting_message'] as const;
 
 /** Every value of the `AgentStatus` search attribute and of `status`: an open status while the run is open, a final one after. */
 export const RUN_STATUSES = [...OPEN_STATUSES, ...FINAL_STATUSES] as const;
@@ -113,7 +128,7 @@ export interface AgentRunResult {
   /** Model calls made. */
   turns: number;
   usage: Usage;
-  /** What went wrong, for `failed` (the API's message, or the reason), `max_tokens`, `refused`, `cancelled`. */
+  /** What went wrong, for `failed` (the API's message, or the reason), `max_tokens`, `refused`, `approval_timeout`, `cancelled`. */
   error?: string;
 }
 
@@ -156,10 +171,18 @@ export interface ApprovalDecision {
 export interface AppliedDecision {
   toolUseId: string;
   approved: boolean;
+  /** approved, edited or denied (absent in decisions applied by older workers: read `approved`). */
+  decision?: DecisionKind;
   reason?: string;
   by?: string;
-  /** `timeout` when the approval wait ran out. */
-  source: 'signal' | 'timeout';
+  /** `signal`: the `approve` signal; `update`: the `decide` Update (the CLI); `rule`: an approval rule (`rule` names it); `timeout`: the approval wait ran out. */
+  source: 'signal' | 'update' | 'rule' | 'timeout';
+  /** The command Claude asked for (absent in decisions applied by older workers). */
+  command?: string;
+  /** The command that ran instead, when `decision` is `edited`. */
+  editedCommand?: string;
+  /** The rule that approved it (`source: 'rule'`), or that the decision added. */
+  rule?: number;
   /** SHA-256 of the command decided on. Absent in decisions applied by older workers. */
   commandSha256?: string;
   /** Whether the signal named that hash (`commandSha256`), rather than the `tool_use` id alone. */
@@ -195,6 +218,14 @@ export interface StatusView {
   /** The most recent decisions applied (newest last, at most 20). */
   decisions: AppliedDecision[];
   session: SessionRef | null;
+  /** Approval rules of the run, oldest first (absent from runs before rules existed). */
+  rules?: ApprovalRule[];
+  /** User messages queued by `say`, not yet sent to Claude. */
+  queuedMessages?: QueuedMessage[];
+  /** Set while the status is `paused` (and while a pause waits for the next safe point: the status is then still `running`). */
+  pause?: PauseState | null;
+  /** Whether the run is a conversation (`start --chat`). */
+  chat?: boolean;
 }
 
 /** Answer of the `transcript` query: the conversation, from message `from` on. */
@@ -204,6 +235,8 @@ export interface TranscriptView {
   /** Total messages in the transcript. */
   total: number;
   messages: Message[];
+  /** How long each recent command ran, in ms, by `tool_use` id (the last 200 commands of this continue-as-new generation). */
+  durationsMs?: Record<string, number>;
 }
 
 /**
@@ -219,6 +252,12 @@ export interface CarriedState {
   decisions: AppliedDecision[];
   /** Continue-as-new generations so far (for the UI and tests). */
   generation: number;
+  /** Approval rules (absent when carried by older workers). */
+  rules?: ApprovalRule[];
+  /** Id the next rule gets. */
+  nextRuleId?: number;
+  /** Messages queued by `say`, not yet sent. */
+  queuedMessages?: QueuedMessage[];
 }
 
 // ---------------------------------------------------------------------------
@@ -271,9 +310,14 @@ export interface RunCommandInput {
    * `policy`: judge the command with the approval policy (src/policy) first,
    * and run it only when the policy lets it run unasked, exactly (no shell:
    * `BashSession.runExact`); otherwise run nothing and answer with
-   * `needsApproval`. Absent: run it in the shell (it was approved).
+   * `needsApproval`. `rules`: skip the read-only policy, only match `rules`.
+   * Either way, a command that matches one of `rules` runs in the shell and
+   * the output names the rule (`approvedByRule`). Absent: run it in the
+   * shell (it was approved).
    */
-  autoApprove?: 'policy';
+  autoApprove?: 'policy' | 'rules';
+  /** The run's approval rules, matched on this worker (src/policy `matchRule`). */
+  rules?: RuleToMatch[];
 }
 
 /** Output of `runCommand`; the fields of the session's `CommandResult` that the workflow uses. */
@@ -294,6 +338,8 @@ export interface RunCommandOutput {
   durationMs: number;
   /** Set (and nothing ran) when `autoApprove` was asked and the policy wants a human: why. */
   needsApproval?: string;
+  /** Id of the approval rule that let it run. */
+  approvedByRule?: number;
 }
 
 /** Input of `restartSession` / `closeSession`. */

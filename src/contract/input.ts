@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import {
   DEFAULT_APPROVAL_TIMEOUT,
+  DEFAULT_CHAT_IDLE_TIMEOUT,
   DEFAULT_COMMAND_TIMEOUT_MS,
   DEFAULT_MAX_TOKENS,
   DEFAULT_MAX_TURNS,
@@ -13,9 +14,13 @@ import {
   DEFAULT_TRANSCRIPT_BUDGET_CHARS,
 } from '../config';
 import { APPROVAL_MODES, DEFAULT_APPROVAL_MODE, type AgentRunInput, type ApprovalMode } from './index';
+import { APPROVAL_TIMEOUT_ACTIONS, DEFAULT_APPROVAL_TIMEOUT_ACTION } from './steering';
 
 /** Temporal duration strings as `ms` understands them (`'24 hours'`, `'90s'`, `'1.5h'`), or ms. */
 const DURATION = /^\d+(\.\d+)?\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|weeks?)?$/i;
+
+/** A Temporal duration: a positive number of ms, or a string {@link DURATION} accepts. */
+const duration = z.union([z.number().int().positive(), z.string().regex(DURATION, 'must be a duration such as "24 hours", "30s" or ms')]);
 
 /** zod schema of {@link AgentRunInput}; unknown keys are rejected so a typo is not silently ignored. */
 export const agentRunInputSchema = z
@@ -34,9 +39,10 @@ export const agentRunInputSchema = z
       .min(100)
       .max(24 * 3_600_000)
       .optional(),
-    approvalTimeout: z
-      .union([z.number().int().positive(), z.string().regex(DURATION, 'must be a duration such as "24 hours", "30s" or ms')])
-      .optional(),
+    approvalTimeout: duration.optional(),
+    approvalTimeoutAction: z.enum(APPROVAL_TIMEOUT_ACTIONS).optional(),
+    chat: z.boolean().optional(),
+    chatIdleTimeout: duration.optional(),
     transcriptBudgetChars: z.number().int().min(10_000).max(1_000_000).optional(),
   })
   .strict();
@@ -78,6 +84,9 @@ export function resolveInput(raw: unknown): { ok: true; input: ResolvedInput } |
       network: i.network ?? false,
       commandTimeoutMs: i.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
       approvalTimeout: i.approvalTimeout ?? DEFAULT_APPROVAL_TIMEOUT,
+      approvalTimeoutAction: i.approvalTimeoutAction ?? DEFAULT_APPROVAL_TIMEOUT_ACTION,
+      chat: i.chat ?? false,
+      chatIdleTimeout: i.chatIdleTimeout ?? DEFAULT_CHAT_IDLE_TIMEOUT,
       transcriptBudgetChars: i.transcriptBudgetChars ?? DEFAULT_TRANSCRIPT_BUDGET_CHARS,
     },
   };

@@ -1,0 +1,152 @@
+/**
+ * Steering a run: the Updates a person sends to a running agentRun
+ * (decide, say, pause, resume, end, remove a rule), their answers, and the
+ * state they leave (rules, queued messages, the pause). Shared by the CLI
+ * and the workflow; deterministic (types, constants and `define…` only).
+ *
+ * Every Update has a validator in the workflow: a request that cannot apply
+ * now is rejected before it enters the history, with a reason the caller
+ * reads from the `WorkflowUpdateFailedError`. An accepted Update answers
+ * once the workflow has applied it (Temporal's "completed" stage).
+ */
+import { defineUpdate } from '@temporalio/workflow';
+
+/** What a person did with a pending command. */
+export type DecisionKind = 'approved' | 'edited' | 'denied';
+
+/**
+ * An approval rule: later commands that match run without asking, for the
+ * rest of the run (carried across continue-as-new).
+ * - `exact`: the command's bytes equal `text`.
+ * - `prefix`: the command's words (after quote removal) start with the words of `text`.
+ * Either way the command must pass the policy's literal-word test (one
+ * simple command of plain words: no operator, redirection, expansion, glob
+ * or assignment; src/policy, rules (a)–(d)), judged on the session's worker.
+ */
+export interface ApprovalRule {
+  /** Stable number of the rule in its run (1, 2, …; never reused), for `rules --remove`. */
+  id: number;
+  kind: 'exact' | 'prefix';
+  /** The command (`exact`) or the leading words (`prefix`), as the person gave them. */
+  text: string;
+  /** Who added it. */
+  by: string;
+  /** ISO-8601 workflow time. */
+  at: string;
+  /** The `tool_use` whose approval added it. */
+  toolUseId: string;
+}
+
+/** A rule as the session's worker matches it (RunCommandInput.rules). */
+export type RuleToMatch = Pick<ApprovalRule, 'id' | 'kind' | 'text'>;
+
+/** A user message queued by `say`, sent to Claude at the next turn boundary. */
+export interface QueuedMessage {
+  text: string;
+  by: string;
+  /** ISO-8601 workflow time it was queued. */
+  at: string;
+}
+
+/** Why a run is paused. `human`: `pause`; `approval_timeout`: the approval wait ran out under `--approval-timeout-action pause`. */
+export type PauseReason = 'human' | 'approval_timeout';
+
+/** The pause of a paused run (status `paused`). */
+export interface PauseState {
+  reason: PauseReason;
+  /** Who paused it (for `human`). */
+  by?: string;
+  /** ISO-8601 workflow time. */
+  at: string;
+}
+
+/** What the run does when no decision comes within the approval timeout. */
+export const APPROVAL_TIMEOUT_ACTIONS = ['deny', 'end', 'pause'] as const;
+export type ApprovalTimeoutAction = (typeof APPROVAL_TIMEOUT_ACTIONS)[number];
+/** @default for a run whose input names none (the behaviour of runs before the option existed). */
+export const DEFAULT_APPROVAL_TIMEOUT_ACTION: ApprovalTimeoutAction = 'deny';
+
+/** Longest text accepted by `say`, in characters (UTF-16 units): 100,000. */
+export const MAX_MESSAGE_CHARS = 100_000;
+/** Most messages queued at once; `say` is rejected past it: 100. */
+export const MAX_QUEUED_MESSAGES = 100;
+/** Most rules a run holds; `--always` / `--always-prefix` are rejected past it: 100. */
+export const MAX_RULES = 100;
+/** Longest `by` accepted, in characters: 200. */
+export const MAX_BY_CHARS = 200;
+
+/** Payload of the `decide` Update (`approve` / `deny`). */
+export interface DecideRequest {
+  /** The pending `tool_use` id. */
+  toolUseId: string;
+  approved: boolean;
+  /** SHA-256 (64 lowercase hex digits) of the command the person reviewed; required: a decision is bound to those bytes. */
+  commandSha256: string;
+  /** Why (shown to Claude on a denial). */
+  reason?: string;
+  by: string;
+  /** Run this command instead of Claude's (approve only). Claude is told it was edited, and what ran. */
+  edit?: string;
+  /** Also approve the identical command for the rest of the run (approve only; not with `edit`). */
+  always?: boolean;
+  /** Also approve later commands starting with these literal words (approve only; not with `edit`). */
+  alwaysPrefix?: string;
+}
+
+/** Answer of an accepted `decide` Update: what the run applied. */
+export interface DecideAnswer {
+  applied: true;
+  toolUseId: string;
+  decision: DecisionKind;
+  by: string;
+  /** The rule the decision added (`always` / `alwaysPrefix`). */
+  rule?: ApprovalRule;
+  /** The command that will run (the edit, when edited). */
+  command: string;
+}
+
+/** Payload of the `say` Update. */
+export interface SayRequest {
+  text: string;
+  by: string;
+}
+
+/** Answer of an accepted `say` Update. */
+export interface SayAnswer {
+  queued: true;
+  /** Messages queued now, this one included. */
+  queuedMessages: number;
+  at: string;
+}
+
+/** Payload of `pause`, `resume` and `end`. */
+export interface ByRequest {
+  by: string;
+}
+
+/** Answer of `pause` / `resume` / `end`: the status right after. */
+export interface SteerAnswer {
+  /** The run's status once the request was applied (`paused`, `running`, …). For `pause` during a model call or command: `running` until it reaches the safe point. */
+  status: string;
+  by: string;
+  at: string;
+}
+
+/** Payload of the `removeRule` Update. */
+export interface RemoveRuleRequest {
+  id: number;
+  by: string;
+}
+
+/** `decide` Update: approve, edit or deny the pending command (see {@link DecideRequest}). */
+export const decideUpdate = defineUpdate<DecideAnswer, [DecideRequest]>('decide');
+/** `say` Update: queue a user message for the next turn boundary (or continue a chat run waiting for one). */
+export const sayUpdate = defineUpdate<SayAnswer, [SayRequest]>('say');
+/** `pause` Update: stop at the next safe point (before the next model call or command; never mid-command). */
+export const pauseUpdate = defineUpdate<SteerAnswer, [ByRequest]>('pause');
+/** `resume` Update: go on after a pause. */
+export const resumeUpdate = defineUpdate<SteerAnswer, [ByRequest]>('resume');
+/** `end` Update: complete a `--chat` run with its last answer as the result. */
+export const endUpdate = defineUpdate<SteerAnswer, [ByRequest]>('end');
+/** `removeRule` Update: remove an approval rule by id; answers with the rules left. */
+export const removeRuleUpdate = defineUpdate<ApprovalRule[], [RemoveRuleRequest]>('removeRule');
