@@ -13,7 +13,7 @@ import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { SESSION_HEARTBEAT_INTERVAL_MS } from '../config';
 import { BashSession, ExactRefusedError, type BashSessionOptions, type CommandResult } from '../session';
-import { decideApproval } from '../policy';
+import { decideApproval, matchRule } from '../policy';
 import {
   SESSION_NOT_FOUND,
   type OpenSessionInput,
@@ -125,6 +125,27 @@ function notRun(session: BashSession, reason: string): RunCommandOutput {
   };
 }
 
+/** How {@link judge} lets a command run: exactly (the read-only policy), in the shell by a rule, or not without a human. */
+type Judged = { exact: { argv: string[]; paths: string[]; cwd: string } } | { shell: true; rule: number } | { needsApproval: string };
+
+/**
+ * Judges a command asked with `autoApprove`, right before it would run: the
+ * read-only policy on what bash would run and the workspace's real paths
+ * (under `policy`), then the run's approval rules (src/policy `matchRule`).
+ */
+function judge(input: RunCommandInput, session: BashSession): Judged {
+  const cwd = session.currentCwd();
+  const decision =
+    input.autoApprove === 'policy'
+      ? decideApproval(input.command, 'policy', { workspace: session.exactRoot, cwd })
+      : { action: 'ask' as const, reason: 'approval mode is always' };
+  if (decision.action === 'run') return { exact: { argv: decision.argv, paths: decision.paths, cwd } };
+  const rules = input.rules ?? [];
+  const rule = matchRule(input.command, rules);
+  if ('id' in rule) return { shell: true, rule: rule.id };
+  return { needsApproval: rules.length > 0 ? `${decision.reason}; ${rule.reason}` : decision.reason };
+}
+
 /** Heartbeats every second until the returned function is called. */
 function startHeartbeat(details?: unknown): () => void {
   const ctx = Context.current();
@@ -188,16 +209,15 @@ export function createSessionActivities(deps: SessionActivityDeps) {
       const ctx = Context.current();
       const stop = startHeartbeat({ toolUseId: input.toolUseId });
       try {
+        const how = input.autoApprove === undefined ? { shell: true as const } : judge(input, session);
+        if ('needsApproval' in how) return notRun(session, how.needsApproval);
+        const approvedByRule = 'rule' in how ? how.rule : undefined;
         let result: CommandResult;
-        if (input.autoApprove === 'policy') {
-          // Judged here, right before it would run, on what bash would run and the workspace's real paths.
-          const cwd = session.currentCwd();
-          const decision = decideApproval(input.command, 'policy', { workspace: session.exactRoot, cwd });
-          if (decision.action === 'ask') return notRun(session, decision.reason);
+        if ('exact' in how) {
           try {
-            result = await session.runExact(decision.argv, {
-              paths: decision.paths,
-              cwd,
+            result = await session.runExact(how.exact.argv, {
+              paths: how.exact.paths,
+              cwd: how.exact.cwd,
               command: input.command,
               timeoutMs: input.timeoutMs,
               signal: ctx.cancellationSignal,
@@ -206,8 +226,10 @@ export function createSessionActivities(deps: SessionActivityDeps) {
             if (err instanceof ExactRefusedError) return notRun(session, err.reason);
             throw err;
           }
-          log.info('command auto-approved by the policy and run exactly', { toolUseId: input.toolUseId, argv: decision.argv });
+          log.info('command auto-approved by the policy and run exactly', { toolUseId: input.toolUseId, argv: how.exact.argv });
         } else {
+          if (approvedByRule !== undefined)
+            log.info('command approved by an approval rule', { toolUseId: input.toolUseId, rule: approvedByRule });
           result = await session.run(input.command, { timeoutMs: input.timeoutMs, signal: ctx.cancellationSignal });
         }
         if (result.cancelled) {
@@ -224,6 +246,7 @@ export function createSessionActivities(deps: SessionActivityDeps) {
           shellExit: result.shellExit ?? null,
           cwd: result.cwd,
           durationMs: result.durationMs,
+          ...(approvedByRule !== undefined ? { approvedByRule } : {}),
         };
       } finally {
         stop();

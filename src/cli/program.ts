@@ -7,6 +7,8 @@ import { registerModelServer } from './commands/model-server';
 import { registerServer } from './commands/server';
 import { registerStart } from './commands/start';
 import { registerStatus } from './commands/status';
+import { registerSteer } from './commands/steer';
+import { registerPending } from './commands/pending';
 import { registerTranscript } from './commands/transcript';
 import { registerWatch } from './commands/watch';
 import { registerWorker } from './commands/worker';
@@ -20,6 +22,8 @@ export function buildProgram(): Command {
   registerStart(program);
   registerStatus(program);
   registerDecide(program);
+  registerSteer(program);
+  registerPending(program);
   registerWatch(program);
   registerList(program);
   registerTranscript(program);

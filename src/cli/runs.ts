@@ -220,5 +220,9 @@ export function statusJson(view: RunView): Record<string, unknown> {
     details: view.details,
     decisions: view.decisions,
     session: view.session,
+    rules: view.rules ?? [],
+    queuedMessages: view.queuedMessages ?? [],
+    pause: view.pause ?? null,
+    chat: view.chat ?? false,
   };
 }

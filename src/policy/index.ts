@@ -24,7 +24,7 @@
  *   computed by quote removal. No argument looks like an assignment
  *   (`NAME=...`, `NAME+=...`): under `set -k` bash would move it into the
  *   program's environment (`cat LD_PRELOAD=./x.so a`).
- * - (d) an independent strict tokenizer (src/policy/tokenize.ts) yields the
+ * - (d) an independent strict tokenizer (src/contract/words.ts) yields the
  *   same argv, else "parser disagreement".
  * - (e) argv[0] contains no `/` and is in {@link READ_ONLY_PROGRAMS}.
  *   Wrappers that run another program (`env`, `timeout`, `xargs`, `bash -c`,
@@ -43,10 +43,10 @@
  */
 import path from 'node:path';
 import { judgeArgs, PROGRAM_NAMES } from './programs';
-import { tokenize } from './tokenize';
+import { tokenize } from '../contract/words';
 import { readSimpleCommand } from './tree';
 
-import type { ApprovalMode } from '../contract';
+import type { ApprovalMode, RuleToMatch } from '../contract';
 
 /** Approval mode of a run (the contract's `ApprovalMode`). */
 export type { ApprovalMode };
@@ -129,6 +129,69 @@ function judgePath(p: string, context: PolicyContext | undefined): { abs: string
 }
 
 /**
+ * The policy's literal-word test, rules (a)–(d): `command` is printable
+ * ASCII, one simple command for tree-sitter-bash, made only of plain
+ * literal words, and the strict tokenizer reads the same argv.
+ * @returns the argv bash would build, or why the command is not plain
+ */
+export function literalArgv(command: string): { ok: true; argv: string[] } | { ok: false; reason: string } {
+  if (typeof command !== 'string') return { ok: false, reason: 'the command is not a string' };
+  // (a)
+  if (command.trim() === '') return { ok: false, reason: 'empty command' };
+  if (command.length > MAX_COMMAND_LENGTH) return { ok: false, reason: `the command is longer than ${MAX_COMMAND_LENGTH} characters` };
+  const bad = badCharacter(command);
+  if (bad !== undefined) return { ok: false, reason: bad };
+  // (b), (c)
+  let read: ReturnType<typeof readSimpleCommand>;
+  try {
+    read = readSimpleCommand(command);
+  } catch (err) {
+    return { ok: false, reason: `the bash parser is unavailable: ${err instanceof Error ? err.message : String(err)}` };
+  }
+  if (!read.ok) return read;
+  const argv = read.argv;
+  // (d)
+  const tokens = tokenize(command);
+  if (!tokens.ok) return { ok: false, reason: `parser disagreement: the strict tokenizer refuses it (${tokens.reason})` };
+  if (tokens.argv.length !== argv.length || tokens.argv.some((w, i) => w !== argv[i])) {
+    return {
+      ok: false,
+      reason: `parser disagreement: tree-sitter reads ${JSON.stringify(argv)}, the strict tokenizer ${JSON.stringify(tokens.argv)}`,
+    };
+  }
+  return { ok: true, argv };
+}
+
+/**
+ * The first approval rule that lets `command` run, judged on what bash
+ * would run: the command must pass the literal-word test
+ * ({@link literalArgv}) and hold no assignment-like argument (rule (c));
+ * then an `exact` rule matches when the bytes are equal, a `prefix` rule
+ * when the command's argv starts with the rule's words, word for word (a
+ * word boundary by construction: `npm run` matches `npm run test`, not
+ * `npm runx`). A rule never lets through what the literal-word test rejects.
+ * @returns the rule's id, or why none matched (for `needsApproval`)
+ */
+export function matchRule(command: string, rules: readonly RuleToMatch[]): { id: number } | { reason: string } {
+  if (rules.length === 0) return { reason: 'no approval rule' };
+  const words = literalArgv(command);
+  if (!words.ok) return { reason: `no approval rule applies to a command that is not plain words (${words.reason})` };
+  const argv = words.argv;
+  const assignment = argv.findIndex((w, i) => i > 0 && ASSIGNMENT_LIKE.test(w));
+  if (assignment > 0) return { reason: `no approval rule applies: word ${assignment + 1} looks like a variable assignment` };
+  for (const rule of rules) {
+    if (rule.kind === 'exact' && rule.text === command) return { id: rule.id };
+    if (rule.kind === 'prefix') {
+      const prefix = tokenize(rule.text);
+      if (prefix.ok && prefix.argv.length > 0 && prefix.argv.length <= argv.length && prefix.argv.every((w, i) => w === argv[i])) {
+        return { id: rule.id };
+      }
+    }
+  }
+  return { reason: 'no approval rule matches' };
+}
+
+/**
  * Decides whether `command` may run without a human.
  * - `auto`: `run`, with empty `argv` and `paths`.
  * - `always`: `ask`.
@@ -152,28 +215,10 @@ export function decideApproval(command: string, mode: ApprovalMode, context?: Po
     context = { workspace, cwd };
   }
 
-  // (a)
-  if (command.trim() === '') return ask('empty command');
-  if (command.length > MAX_COMMAND_LENGTH) return ask(`the command is longer than ${MAX_COMMAND_LENGTH} characters`);
-  const bad = badCharacter(command);
-  if (bad !== undefined) return ask(bad);
-
-  // (b), (c)
-  let read: ReturnType<typeof readSimpleCommand>;
-  try {
-    read = readSimpleCommand(command);
-  } catch (err) {
-    return ask(`the bash parser is unavailable: ${err instanceof Error ? err.message : String(err)}`);
-  }
-  if (!read.ok) return ask(read.reason);
-  const argv = read.argv;
-
-  // (d)
-  const tokens = tokenize(command);
-  if (!tokens.ok) return ask(`parser disagreement: the strict tokenizer refuses it (${tokens.reason})`);
-  if (tokens.argv.length !== argv.length || tokens.argv.some((w, i) => w !== argv[i])) {
-    return ask(`parser disagreement: tree-sitter reads ${JSON.stringify(argv)}, the strict tokenizer ${JSON.stringify(tokens.argv)}`);
-  }
+  // (a)–(d)
+  const words = literalArgv(command);
+  if (!words.ok) return ask(words.reason);
+  const argv = words.argv;
 
   // (e)
   const program = argv[0] as string;

@@ -28,16 +28,18 @@ import {
   type AgentRunInput,
   type AgentRunResult,
   type CarriedState,
+  type ContentBlock,
   type FinalStatus,
   type Message,
 } from '../contract';
 import { resolveInput, type ResolvedInput } from '../contract/input';
 import { CONTINUE_AS_NEW_HISTORY_BYTES, CONTINUE_AS_NEW_HISTORY_EVENTS } from '../config';
-import { receiveDecision } from './approval';
+import { receiveDecision, setDecideHandler } from './approval';
 import { failureMessage } from './failures';
 import { askClaude } from './model';
 import { RunState } from './run-state';
 import { RunSession } from './session';
+import { drainMessages, safePoint, setSteeringHandlers } from './steering';
 import { runToolUses } from './tool-use';
 import { boundTranscript, pairingProblem, textOf, withoutEmptyText } from './transcript';
 
@@ -61,6 +63,8 @@ export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState):
   const state = new RunState(validInput(rawInput), workflowInfo().workflowId, carried);
   const session = new RunSession(state);
   setHandler(approveSignal, (d) => receiveDecision(state.approval, d));
+  setDecideHandler(state);
+  setSteeringHandlers(state);
   setHandler(statusQuery, () => state.statusView());
   setHandler(transcriptQuery, (from = 0) => state.transcriptView(from));
   state.publish();
@@ -87,9 +91,14 @@ function validInput(raw: AgentRunInput): ResolvedInput {
   return resolved.input;
 }
 
-/** One turn: checks the budget and the transcript, asks Claude, acts on its `stop_reason`. @returns how the run ends, or null to go on */
+/**
+ * One turn: waits at the safe point while paused, checks the budget and the
+ * transcript, asks Claude, acts on its `stop_reason`.
+ * @returns how the run ends, or null to go on
+ */
 async function takeTurn(state: RunState, session: RunSession): Promise<RunEnd | null> {
   const { maxTurns, transcriptBudgetChars } = state.input;
+  await safePoint(state);
   if (state.turns >= maxTurns) return { status: 'max_turns', error: `the turn budget of ${maxTurns} model calls is spent` };
   const problem = pairingProblem(state.transcript);
   if (problem) return { status: 'failed', error: `internal error, transcript not sent: ${problem}` };
@@ -106,12 +115,12 @@ async function takeTurn(state: RunState, session: RunSession): Promise<RunEnd | 
       const assistant: Message = { role: 'assistant', content };
       state.transcript.push(assistant);
       await runToolUses(state, session, assistant);
-      return null;
+      return state.pendingEnd ? { ...state.pendingEnd } : null;
     }
     case 'end_turn':
     case 'stop_sequence':
       keep();
-      return { status: 'completed', text: textOf(content) };
+      return endOfTurn(state, textOf(content));
     case 'pause_turn':
       // The API paused a long turn: send the conversation back as it is to let it continue.
       keep();
@@ -129,6 +138,40 @@ async function takeTurn(state: RunState, session: RunSession): Promise<RunEnd | 
     default:
       return { status: 'failed', error: `unexpected stop_reason ${JSON.stringify(response.stopReason)}` };
   }
+}
+
+/**
+ * Claude ended its turn with `text`: messages queued meanwhile go to it now
+ * (the run goes on); a chat run waits for the next message; any other run
+ * completes. `end` completes a chat run with its last answer.
+ */
+async function endOfTurn(state: RunState, text: string): Promise<RunEnd | null> {
+  state.lastAnswer = text;
+  const ending = (): RunEnd => ({ status: 'completed', text: state.lastAnswer ?? '' });
+  if (state.endRequestedBy !== null) return ending();
+  if (state.queued.length > 0) {
+    appendUserBlocks(state, drainMessages(state));
+    return null;
+  }
+  if (!state.input.chat) return { status: 'completed', text };
+  state.setStatus('awaiting_message');
+  state.setDetails(`waiting for the next message: agent-jobs say ${state.workflowId} <text>; agent-jobs end ${state.workflowId} to finish`);
+  const got = await condition(() => state.queued.length > 0 || state.endRequestedBy !== null, state.input.chatIdleTimeout, {
+    summary: 'chat: waiting for the next message',
+  });
+  if (!got || state.endRequestedBy !== null) return ending();
+  appendUserBlocks(state, drainMessages(state));
+  state.setStatus('running');
+  return null;
+}
+
+/** Adds user content blocks: to the last message when it is the user's (two user messages in a row are invalid), else as a new one. */
+function appendUserBlocks(state: RunState, blocks: ContentBlock[]): void {
+  const last = state.transcript[state.transcript.length - 1];
+  if (last?.role === 'user') {
+    const before: ContentBlock[] = typeof last.content === 'string' ? [{ type: 'text', text: last.content }] : last.content;
+    last.content = [...before, ...blocks];
+  } else state.transcript.push({ role: 'user', content: blocks });
 }
 
 /** Whether to continue as new now (between turns): the server suggests it, or the history passed this project's lower thresholds. */

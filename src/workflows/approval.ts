@@ -5,19 +5,36 @@
  * its timeout, and the record of what was applied. Deterministic (workflow
  * code).
  *
- * Round trip: the command asks → `pending` is set, status
- * `awaiting_approval` → the `approve` signal's handler ({@link receiveDecision})
- * accepts one decision for exactly that `tool_use` (and hash) →
- * {@link waitForApproval} wakes, records it in `state.decisions` → the command
- * runs in the shell, or Claude is told it was denied.
+ * Round trip: the command asks (no approval rule matched) → `pending` is
+ * set, status `awaiting_approval` → the `decide` Update (its validator
+ * rejects anything that cannot apply) or the older `approve` signal
+ * ({@link receiveDecision}: checked, ignored and logged when it cannot
+ * apply) hands one decision for exactly that `tool_use` and hash →
+ * {@link waitForApproval} wakes, records it in `state.decisions` → the
+ * command (or the person's edit of it) runs in the shell, or Claude is told
+ * it was denied. A pause holds the wait (and the approval timeout); the
+ * timeout denies, ends the run or pauses it (`approvalTimeoutAction`).
  */
-import { condition, log, patched } from '@temporalio/workflow';
-import type { AppliedDecision, ApprovalDecision, PendingApproval } from '../contract';
-import { commandDetails, pendingApproval, safeText } from '../contract/display';
+import { condition, log, patched, setHandler } from '@temporalio/workflow';
+import {
+  MAX_RULES,
+  decideUpdate,
+  type AppliedDecision,
+  type ApprovalDecision,
+  type ApprovalRule,
+  type DecideAnswer,
+  type DecideRequest,
+  type DecisionKind,
+  type PendingApproval,
+} from '../contract';
+import { commandDetails, commandSummary, pendingApproval, safeText } from '../contract/display';
+import { sha256 } from '../contract/sha256';
+import { tokenize } from '../contract/words';
 import { decideApproval as legacyDecideApproval } from './approval-policy';
 import type { RunState } from './run-state';
-import type { RunSession } from './session';
-import { deniedOutcome, describeDuration, type ToolOutcome } from './tool-results';
+import type { RunSession, SessionOutcome } from './session';
+import { RejectedRequest, checkBy, checkObject, safePoint } from './steering';
+import { deniedOutcome, describeDuration, editedOutcome, type ToolOutcome } from './tool-results';
 
 /** Decisions kept in `state.decisions` (and so in status and across continue-as-new), newest last. */
 export const MAX_DECISIONS_KEPT = 20;
@@ -30,80 +47,146 @@ export const MAX_DECISIONS_KEPT = 20;
  */
 export const POLICY_AT_SESSION_PATCH = 'policy-judged-at-session';
 
+/** A decision accepted for the pending command, from the `decide` Update or the `approve` signal. */
+interface Decision {
+  approved: boolean;
+  reason?: string;
+  by?: string;
+  /** The hash the sender named (always, for the Update). */
+  commandSha256?: string;
+  /** The command to run instead (an approved edit). */
+  edit?: string;
+  /** The rule the decision added. */
+  rule?: number;
+  source: 'signal' | 'update';
+}
+
 /** What waits for a human right now, and the decision accepted for it. */
 export interface ApprovalState {
   /** The command waiting for a decision, or null. Set and cleared by {@link waitForApproval} only. */
   pending: PendingApproval | null;
-  /** The decision accepted for `pending` by {@link receiveDecision}; consumed by {@link waitForApproval}. */
-  decision: ApprovalDecision | null;
+  /** The decision accepted for `pending`; consumed by {@link waitForApproval}. */
+  decision: Decision | null;
+  /** The last decision applied, so the `decide` Update can answer with it. */
+  lastApplied: AppliedDecision | null;
 }
 
 export function newApprovalState(): ApprovalState {
-  return { pending: null, decision: null };
+  return { pending: null, decision: null, lastApplied: null };
+}
+
+/** Registers the `decide` Update (validator and handler) on `state`. */
+export function setDecideHandler(state: RunState): void {
+  setHandler(decideUpdate, (req) => applyDecideUpdate(state, req), { validator: (req: DecideRequest) => validateDecide(state, req) });
 }
 
 /**
  * Runs a bash command through the run's approval mode: unasked when the
- * rules allow it, else after a human's approval; a denial or the approval
- * timeout becomes an `is_error` result. Sets `state.current` as it goes, so
- * an early end can tell Claude how far the command got.
+ * policy or one of the run's rules allows it, else after a human's
+ * approval; a denial or the approval timeout becomes an `is_error` result,
+ * an edit runs the person's command instead. Waits at a safe point before
+ * the command runs while a pause is asked. Sets `state.current` as it goes,
+ * so an early end can tell Claude how far the command got.
  */
 export async function runWithApproval(state: RunState, session: RunSession, toolUseId: string, command: string): Promise<ToolOutcome> {
   let why: string;
   if (state.input.approval === 'policy' && patched(POLICY_AT_SESSION_PATCH)) {
-    // The session's worker judges and, when the policy allows, runs it exactly.
+    // The session's worker judges and, when the policy or a rule allows, runs it.
+    await safePoint(state);
     state.current = { toolUseId, phase: 'running' };
-    const auto = await session.run(toolUseId, command, true);
-    if (!('needsApproval' in auto)) return auto;
+    const auto = await session.run(toolUseId, command, 'policy');
+    if (!('needsApproval' in auto)) return ranUnasked(state, toolUseId, command, auto);
     why = auto.needsApproval;
   } else {
     // `auto` and `always` (run all, ask all), and `policy` in runs started before it moved to the session worker (replay).
     const policy = legacyDecideApproval(command, state.input.approval);
     if (policy.action === 'run') return runApproved(state, session, toolUseId, command);
     why = policy.reason;
+    if (state.rules.length > 0) {
+      // Only runs with rules get here (rules came with the `decide` Update): the worker matches them.
+      await safePoint(state);
+      state.current = { toolUseId, phase: 'running' };
+      const auto = await session.run(toolUseId, command, 'rules');
+      if (!('needsApproval' in auto)) return ranUnasked(state, toolUseId, command, auto);
+      why = auto.needsApproval;
+    }
   }
   state.current = { toolUseId, phase: 'approval' };
   const d = await waitForApproval(state, toolUseId, command, why);
+  if (d.source === 'timeout' && state.input.approvalTimeoutAction === 'end') {
+    const error = `no approval decision for tool_use ${toolUseId} within ${describeDuration(state.input.approvalTimeout)}`;
+    state.pendingEnd = { status: 'approval_timeout', error };
+    return { text: `Command not run: ${error}, so the run ends here.`, isError: true };
+  }
   if (!d.approved) return deniedOutcome(d, state.input.approvalTimeout);
+  if (d.editedCommand !== undefined) return editedOutcome(d, await runApproved(state, session, toolUseId, d.editedCommand));
   return runApproved(state, session, toolUseId, command);
 }
 
-/** Runs a command a human approved (or that needs no approval) in the shell. */
+/** A command the worker ran without asking: records the rule that let it, when one did. */
+function ranUnasked(state: RunState, toolUseId: string, command: string, out: SessionOutcome): ToolOutcome {
+  if (out.approvedByRule === undefined) return out;
+  const rule = state.rules.find((r) => r.id === out.approvedByRule);
+  recordDecision(state, {
+    toolUseId,
+    approved: true,
+    decision: 'approved',
+    source: 'rule',
+    rule: out.approvedByRule,
+    ...(rule ? { by: rule.by } : {}),
+    command,
+    commandSha256: sha256(command),
+    at: new Date().toISOString(),
+  });
+  return { text: out.text, isError: out.isError };
+}
+
+/** Runs a command a human approved (or that needs no approval) in the shell, after the safe point. */
 async function runApproved(state: RunState, session: RunSession, toolUseId: string, command: string): Promise<ToolOutcome> {
+  await safePoint(state);
   state.current = { toolUseId, phase: 'running' };
   const out = await session.run(toolUseId, command);
   return 'needsApproval' in out ? { text: 'internal error: approval asked for an approved command', isError: true } : out;
 }
 
+/** Records an applied decision (kept: the last `MAX_DECISIONS_KEPT`) and logs it. */
+function recordDecision(state: RunState, applied: AppliedDecision): void {
+  state.decisions = [...state.decisions, applied].slice(-MAX_DECISIONS_KEPT);
+  state.approval.lastApplied = applied;
+  log.info('approval decision applied', { ...applied });
+}
+
 /**
- * Handler of the `approve` signal. Accepts the decision only when it is
- * well formed, names the pending `tool_use`, none was accepted for it yet,
- * and its `commandSha256` (when given) is the pending command's hash: a
- * decision is bound to the command bytes its sender was shown. Anything
+ * Handler of the `approve` signal (kept for runs started before the
+ * `decide` Update, and for decisions sent from the Temporal UI or
+ * `temporal workflow signal`). Accepts the decision only when it is well
+ * formed, names the pending `tool_use`, none was accepted for it yet, and
+ * its `commandSha256` (when given) is the pending command's hash. Anything
  * else is ignored and logged (a signal cannot answer its sender).
  */
 export function receiveDecision(approval: ApprovalState, d: ApprovalDecision): void {
-  const problem = decisionProblem(approval, d);
+  const problem = isDecision(d) ? decisionProblem(approval, d.toolUseId, d.commandSha256) : 'malformed payload';
   if (problem !== null) {
-    log.warn(`approval signal ignored: ${problem.why}`, problem.context);
+    log.warn(`approval signal ignored: ${problem}`, { payload: d, pending: approval.pending?.toolUseId ?? null });
     return;
   }
-  approval.decision = d;
+  approval.decision = {
+    approved: d.approved,
+    source: 'signal',
+    ...(d.reason ? { reason: d.reason } : {}),
+    ...(d.by ? { by: d.by } : {}),
+    ...(d.commandSha256 !== undefined ? { commandSha256: d.commandSha256 } : {}),
+  };
 }
 
-/** Why a decision cannot apply now, with log context; null when it applies. */
-function decisionProblem(approval: ApprovalState, d: ApprovalDecision): { why: string; context: Record<string, unknown> } | null {
-  if (!isDecision(d)) return { why: 'malformed payload', context: { payload: d } };
+/** Why a decision for `toolUseId` (naming `commandSha256`, when given) cannot apply now; null when it applies. */
+function decisionProblem(approval: ApprovalState, toolUseId: string, commandSha256: string | undefined): string | null {
   const { pending } = approval;
-  if (pending === null || pending.toolUseId !== d.toolUseId) {
-    return { why: 'no command is waiting with that tool_use id', context: { toolUseId: d.toolUseId, pending: pending?.toolUseId ?? null } };
-  }
-  if (approval.decision !== null) return { why: 'this command was already decided', context: { toolUseId: d.toolUseId } };
-  if (d.commandSha256 !== undefined && d.commandSha256.toLowerCase() !== pending.commandSha256) {
-    return {
-      why: 'its commandSha256 is not the hash of the pending command',
-      context: { toolUseId: d.toolUseId, commandSha256: d.commandSha256, pending: pending.commandSha256 },
-    };
+  if (pending === null) return `no command is waiting for approval (tool_use ${toolUseId} is not pending)`;
+  if (pending.toolUseId !== toolUseId) return `tool_use ${toolUseId} is not pending; ${pending.toolUseId} is`;
+  if (approval.decision !== null) return `tool_use ${toolUseId} was already decided`;
+  if (commandSha256 !== undefined && commandSha256.toLowerCase() !== pending.commandSha256) {
+    return `commandSha256 ${commandSha256} is not the hash of the pending command (${pending.commandSha256})`;
   }
   return null;
 }
@@ -122,51 +205,185 @@ function isDecision(d: unknown): d is ApprovalDecision {
   );
 }
 
+/** Longest `reason` or `edit` a `decide` Update may carry, in characters: 100,000. */
+const MAX_DECISION_TEXT = 100_000;
+
 /**
- * Waits for a human's decision on one command, up to the run's approval
- * timeout (a timeout denies). Publishes status `awaiting_approval` while it
- * waits and `running` after; records what was applied in `state.decisions`.
+ * Validator of the `decide` Update: rejects (with the reason the CLI
+ * prints) a malformed request, one for a `tool_use` that is not pending or
+ * already decided, one whose hash is not the pending command's, an edit or
+ * a rule with a denial, and a rule that could never match.
+ * @throws RejectedRequest
+ */
+function validateDecide(state: RunState, req: DecideRequest): void {
+  checkObject(req);
+  checkBy(req.by);
+  if (typeof req.toolUseId !== 'string' || req.toolUseId === '') throw new RejectedRequest('toolUseId must be a non-empty string');
+  if (typeof req.approved !== 'boolean') throw new RejectedRequest('approved must be true or false');
+  if (typeof req.commandSha256 !== 'string' || !/^[0-9a-f]{64}$/.test(req.commandSha256)) {
+    throw new RejectedRequest('commandSha256 must be the 64 lowercase hex digits of the reviewed command');
+  }
+  for (const field of ['reason', 'edit', 'alwaysPrefix'] as const) {
+    const v = req[field];
+    if (v !== undefined && (typeof v !== 'string' || v.length > MAX_DECISION_TEXT)) {
+      throw new RejectedRequest(`${field} must be a string of at most ${MAX_DECISION_TEXT} characters`);
+    }
+  }
+  if (req.always !== undefined && typeof req.always !== 'boolean') throw new RejectedRequest('always must be true or false');
+  if (!req.approved && (req.edit !== undefined || req.always === true || req.alwaysPrefix !== undefined)) {
+    throw new RejectedRequest('edit, always and alwaysPrefix go with an approval, not a denial');
+  }
+  if (req.edit !== undefined && req.edit.trim() === '') throw new RejectedRequest('edit must be a command, not empty');
+  if (req.edit !== undefined && (req.always === true || req.alwaysPrefix !== undefined)) {
+    throw new RejectedRequest('a rule cannot come with an edit: it would approve a command nobody reviewed as it is');
+  }
+  if (req.always === true && req.alwaysPrefix !== undefined) throw new RejectedRequest('give always or alwaysPrefix, not both');
+  const problem = decisionProblem(state.approval, req.toolUseId, req.commandSha256);
+  if (problem !== null) throw new RejectedRequest(problem);
+  const pending = state.approval.pending as PendingApproval;
+  if (req.always === true) checkRule(state, 'exact', pending.command, pending.command);
+  if (req.alwaysPrefix !== undefined) checkRule(state, 'prefix', req.alwaysPrefix, pending.command);
+}
+
+/**
+ * @throws RejectedRequest when a rule of `kind` with `text` could never
+ *   approve anything (not plain literal words, by the strict tokenizer the
+ *   worker's literal-word test also applies), a prefix the pending command
+ *   does not start with (word by word), or the run already holds `MAX_RULES`
+ */
+function checkRule(state: RunState, kind: ApprovalRule['kind'], text: string, pendingCommand: string): void {
+  if (state.rules.length >= MAX_RULES) throw new RejectedRequest(`the run already has ${MAX_RULES} rules; remove one first`);
+  const words = tokenize(text);
+  const what = kind === 'exact' ? 'the command' : `the prefix ${JSON.stringify(text)}`;
+  if (!words.ok || words.argv.length === 0) {
+    throw new RejectedRequest(
+      `no rule for ${what}: rules approve only plain words (no operator, redirection, expansion or glob)${words.ok ? '' : `: ${words.reason}`}`,
+    );
+  }
+  if (kind === 'prefix') {
+    const command = tokenize(pendingCommand);
+    if (!command.ok || words.argv.length > command.argv.length || words.argv.some((w, i) => w !== command.argv[i])) {
+      throw new RejectedRequest(`the pending command does not start with the words ${JSON.stringify(words.argv.join(' '))}`);
+    }
+  }
+}
+
+/** Handler of the `decide` Update: adds the rule asked for, hands the decision to the wait, answers once it was applied. */
+async function applyDecideUpdate(state: RunState, req: DecideRequest): Promise<DecideAnswer> {
+  const { approval } = state;
+  const pending = approval.pending as PendingApproval;
+  let rule: ApprovalRule | undefined;
+  if (req.always === true || req.alwaysPrefix !== undefined) {
+    rule = {
+      id: state.nextRuleId++,
+      kind: req.always === true ? 'exact' : 'prefix',
+      text: req.alwaysPrefix ?? pending.command,
+      by: req.by,
+      at: new Date().toISOString(),
+      toolUseId: req.toolUseId,
+    };
+    state.rules = [...state.rules, rule];
+    log.info('approval rule added', { ...rule });
+  }
+  approval.decision = {
+    approved: req.approved,
+    source: 'update',
+    by: req.by,
+    commandSha256: req.commandSha256,
+    ...(req.reason !== undefined && req.reason !== '' ? { reason: req.reason } : {}),
+    ...(req.edit !== undefined ? { edit: req.edit } : {}),
+    ...(rule ? { rule: rule.id } : {}),
+  };
+  const toolUseId = req.toolUseId;
+  await condition(() => approval.lastApplied?.toolUseId === toolUseId);
+  const applied = approval.lastApplied as AppliedDecision;
+  return {
+    applied: true,
+    toolUseId,
+    decision: applied.decision ?? (applied.approved ? 'approved' : 'denied'),
+    by: req.by,
+    ...(rule ? { rule } : {}),
+    command: applied.editedCommand ?? pending.command,
+  };
+}
+
+/**
+ * Waits for a human's decision on one command. Publishes status
+ * `awaiting_approval` while it waits (`paused` while a pause holds it) and
+ * `running` after; records what was applied in `state.decisions`.
+ * @returns the decision applied; `source: 'timeout'` (a denial) when the approval timeout ran out under `deny` or `end`
  */
 export async function waitForApproval(state: RunState, toolUseId: string, command: string, why: string): Promise<AppliedDecision> {
   const { approval, input } = state;
   const waiting = pendingApproval({ toolUseId, command, requestedAt: new Date().toISOString() });
   approval.pending = waiting;
   approval.decision = null;
-  state.status = 'awaiting_approval';
-  state.publish();
+  state.setStatus('awaiting_approval');
   state.setDetails(`waiting for approval of ${commandDetails(command)} (tool_use ${toolUseId}; ${safeText(why, false)})`);
   try {
-    const decided = await condition(() => approval.decision !== null, input.approvalTimeout);
-    const d = approval.decision as ApprovalDecision | null;
+    const d = await awaitDecision(state, toolUseId);
     const { commandSha256 } = waiting;
     const at = new Date().toISOString();
-    const applied: AppliedDecision =
-      decided && d
-        ? {
-            toolUseId,
-            approved: d.approved,
-            source: 'signal',
-            at,
-            ...(d.reason ? { reason: d.reason } : {}),
-            ...(d.by ? { by: d.by } : {}),
-            commandSha256,
-            hashChecked: d.commandSha256 !== undefined,
-          }
-        : {
-            toolUseId,
-            approved: false,
-            source: 'timeout',
-            at,
-            reason: `no decision within ${describeDuration(input.approvalTimeout)}`,
-            commandSha256,
-          };
-    state.decisions = [...state.decisions, applied].slice(-MAX_DECISIONS_KEPT);
-    log.info('approval decision applied', { ...applied });
+    const kind: DecisionKind = d === null || !d.approved ? 'denied' : d.edit !== undefined ? 'edited' : 'approved';
+    const applied: AppliedDecision = d
+      ? {
+          toolUseId,
+          approved: d.approved,
+          decision: kind,
+          source: d.source,
+          at,
+          ...(d.reason ? { reason: d.reason } : {}),
+          ...(d.by ? { by: d.by } : {}),
+          command,
+          ...(d.edit !== undefined ? { editedCommand: d.edit } : {}),
+          ...(d.rule !== undefined ? { rule: d.rule } : {}),
+          commandSha256,
+          hashChecked: d.commandSha256 !== undefined,
+        }
+      : {
+          toolUseId,
+          approved: false,
+          decision: 'denied',
+          source: 'timeout',
+          at,
+          reason: `no decision within ${describeDuration(input.approvalTimeout)}`,
+          command,
+          commandSha256,
+        };
+    recordDecision(state, applied);
     return applied;
   } finally {
     approval.pending = null;
     approval.decision = null;
-    state.status = 'running';
-    state.publish();
+    state.setStatus('running');
+  }
+}
+
+/**
+ * The wait itself: for a decision, up to the approval timeout, held (no
+ * timer) while a pause is asked. After a pause ends the wait starts again
+ * with the full timeout. At the timeout, `pause` pauses the run (a
+ * decision or `resume` ends that pause); `deny` and `end` return null.
+ */
+async function awaitDecision(state: RunState, toolUseId: string): Promise<Decision | null> {
+  const { approval, input } = state;
+  for (;;) {
+    if (approval.decision !== null) return approval.decision;
+    if (state.pause !== null) {
+      state.setStatus('paused');
+      state.setDetails(
+        `${state.pause.reason === 'approval_timeout' ? 'approval timed out, run paused' : `paused by ${state.pause.by ?? 'a person'}`}; ${commandDetails(approval.pending?.command ?? '')} still waits for approval (tool_use ${toolUseId})`,
+      );
+      await condition(() => state.pause === null || approval.decision !== null);
+      if (approval.decision !== null && state.pause?.reason === 'approval_timeout') state.pause = null;
+      if (state.pause === null) state.setStatus('awaiting_approval');
+      continue;
+    }
+    const summary = `approval wait: ${commandSummary(approval.pending?.command ?? '', null)}`;
+    const woke = await condition(() => approval.decision !== null || state.pause !== null, input.approvalTimeout, { summary });
+    if (woke) continue;
+    if (input.approvalTimeoutAction !== 'pause') return null;
+    state.pause = { reason: 'approval_timeout', at: new Date().toISOString() };
+    log.info('approval timed out; run paused', { toolUseId });
   }
 }

@@ -8,8 +8,12 @@ import { setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow'
 import type {
   AgentRunResult,
   AppliedDecision,
+  ApprovalRule,
   CarriedState,
+  FinalStatus,
   Message,
+  PauseState,
+  QueuedMessage,
   RunStatus,
   SessionRef,
   StatusView,
@@ -19,7 +23,8 @@ import type {
   Usage,
 } from '../contract';
 import type { ResolvedInput } from '../contract/input';
-import { AGENT_STATUS, AGENT_TOKENS, AGENT_TURNS } from '../config';
+import { AGENT_AWAITING, AGENT_AWAITING_SINCE, AGENT_STATUS, AGENT_TOKENS, AGENT_TURNS } from '../config';
+import { commandSummary } from '../contract/display';
 import { newApprovalState, type ApprovalState } from './approval';
 import { interruptedText, type ToolUsePhase } from './tool-results';
 import { completeResults } from './transcript';
@@ -34,6 +39,15 @@ export interface Inflight {
 export interface CurrentToolUse {
   toolUseId: string;
   phase: ToolUsePhase;
+}
+
+/** Commands whose duration the transcript query reports (the most recent of this execution). */
+export const MAX_DURATIONS_KEPT = 200;
+
+/** An end decided inside a tool turn (the approval timeout under `end`): the loop ends the run once the turn's results are recorded. */
+export interface PendingEnd {
+  status: FinalStatus;
+  error: string;
 }
 
 /** One run's state (module doc). Fields are public so the loop's parts stay small; each says who writes it. */
@@ -51,6 +65,12 @@ export class RunState {
   decisions: AppliedDecision[];
   /** Continue-as-new generations so far. */
   readonly generation: number;
+  /** Approval rules, oldest first. Written by the `decide` and `removeRule` Updates. */
+  rules: ApprovalRule[];
+  /** Id of the next rule. */
+  nextRuleId: number;
+  /** Messages queued by `say`, not yet sent; drained at the next turn boundary (steering.ts). */
+  queued: QueuedMessage[];
 
   // ---- this workflow execution only ----
   /** What the status query and the `AgentStatus` search attribute say. */
@@ -65,6 +85,18 @@ export class RunState {
   inflight: Inflight | null = null;
   /** The `tool_use` being handled, so an early end can say what happened to it. */
   current: CurrentToolUse | null = null;
+  /** The pause asked for (`pause` Update, or the approval timeout under `pause`); null when not paused. The status is `paused` only once a safe point is reached. */
+  pause: PauseState | null = null;
+  /** Who asked to `end` a chat run, once someone did. */
+  endRequestedBy: string | null = null;
+  /** Set when a tool turn decided that the run ends after it (the approval timeout under `end`). */
+  pendingEnd: PendingEnd | null = null;
+  /** Claude's last answer (text of the last `end_turn`), the result of a chat run that is ended or idles out. */
+  lastAnswer: string | undefined = undefined;
+  /** Since when the run waits for a person (ISO-8601), for the `AgentAwaitingSince` search attribute; null when it waits for nobody. */
+  awaitingSince: string | null = null;
+  /** Duration in ms of each recent command, by `tool_use` id (at most {@link MAX_DURATIONS_KEPT}). */
+  durations: Record<string, number> = {};
 
   /**
    * @param input the validated input, every default applied
@@ -82,6 +114,9 @@ export class RunState {
     this.session = carried?.session ?? null;
     this.decisions = carried?.decisions ?? [];
     this.generation = carried?.generation ?? 0;
+    this.rules = carried?.rules ?? [];
+    this.nextRuleId = carried?.nextRuleId ?? 1;
+    this.queued = carried?.queuedMessages ?? [];
   }
 
   /** The state the next execution starts from (continue-as-new happens only between turns, so nothing is pending). */
@@ -93,17 +128,64 @@ export class RunState {
       session: this.session,
       decisions: this.decisions,
       generation: this.generation + 1,
+      rules: this.rules,
+      nextRuleId: this.nextRuleId,
+      queuedMessages: this.queued,
     };
   }
 
-  /** Upserts the search attributes (status, turns, tokens): one workflow command each time. */
+  /** Sets the status and publishes it; entering or leaving a status that waits for a person stamps `awaitingSince`. */
+  setStatus(status: RunStatus): void {
+    const waits = (s: RunStatus): boolean => s === 'awaiting_approval' || s === 'paused' || s === 'awaiting_message';
+    if (waits(status) && (!waits(this.status) || this.awaitingSince === null)) this.awaitingSince = new Date().toISOString();
+    if (!waits(status)) this.awaitingSince = null;
+    this.status = status;
+    this.publish();
+  }
+
+  /** Records how long a command ran, keeping the most recent {@link MAX_DURATIONS_KEPT}. */
+  recordDuration(toolUseId: string, ms: number): void {
+    this.durations[toolUseId] = ms;
+    const ids = Object.keys(this.durations);
+    for (const id of ids.slice(0, Math.max(0, ids.length - MAX_DURATIONS_KEPT))) delete this.durations[id];
+  }
+
+  /** What the run waits for a person for, one line (the `AgentAwaiting` search attribute); empty when nobody. */
+  awaiting(): string {
+    const pending = this.approval.pending;
+    if (this.status === 'paused') {
+      const why = this.pause?.reason === 'approval_timeout' ? 'approval timed out' : `paused by ${this.pause?.by ?? 'a person'}`;
+      return pending ? `${why}; approval of ${commandSummary(pending.command, null)}` : why;
+    }
+    if (this.status === 'awaiting_approval' && pending) return `approval of ${commandSummary(pending.command, null)}`;
+    if (this.status === 'awaiting_message') return `the next message (chat, after turn ${this.turns})`;
+    return '';
+  }
+
+  /**
+   * Upserts the search attributes: one workflow command each time. Status,
+   * turns and tokens always; `AgentAwaiting` / `AgentAwaitingSince` once the
+   * run has waited for a person (runs that never did, and older histories,
+   * upsert only the first three).
+   */
   publish(): void {
+    const awaiting = this.awaiting();
+    if (awaiting !== '') this.everAwaited = true;
     upsertSearchAttributes([
       { key: AGENT_STATUS, value: this.status },
       { key: AGENT_TURNS, value: this.turns },
       { key: AGENT_TOKENS, value: this.usage.inputTokens + this.usage.outputTokens },
+      ...(this.everAwaited
+        ? [
+            { key: AGENT_AWAITING, value: awaiting },
+            { key: AGENT_AWAITING_SINCE, value: this.awaitingSince === null ? null : new Date(this.awaitingSince) },
+          ]
+        : []),
     ]);
   }
+
+  /** Whether this execution ever published a wait for a person (then the awaiting attributes are kept current). */
+  private everAwaited = false;
 
   /** Sets what the run is doing (status query `details`, and the UI's current details with status and turn). */
   setDetails(text: string): void {
@@ -123,13 +205,17 @@ export class RunState {
       details: this.details,
       decisions: this.decisions,
       session: this.session,
+      rules: this.rules,
+      queuedMessages: this.queued,
+      pause: this.pause,
+      chat: this.input.chat,
     };
   }
 
   /** Answer of the `transcript` query from message `from` on (clamped to the transcript). */
   transcriptView(from = 0): TranscriptView {
     const start = Math.max(0, Math.min(Math.floor(from), this.transcript.length));
-    return { from: start, total: this.transcript.length, messages: this.transcript.slice(start) };
+    return { from: start, total: this.transcript.length, messages: this.transcript.slice(start), durationsMs: { ...this.durations } };
   }
 
   /**

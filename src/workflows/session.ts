@@ -36,26 +36,31 @@ export interface NeedsApproval {
   needsApproval: string;
 }
 
+/** What a command that ran gives back: what Claude is told, and the approval rule that let it run unasked, if one did. */
+export type SessionOutcome = ToolOutcome & { approvedByRule?: number };
+
 /** The run's bash session, as the workflow sees it; its ref lives in `state.session` (carried across continue-as-new). */
 export class RunSession {
   constructor(private readonly state: RunState) {}
 
   /**
    * Runs one command on the session's worker (opening a session first when
-   * there is none). With `autoApprove`, the worker first judges it under the
-   * `policy` rules (src/policy, on what bash would run, with the workspace's
-   * real paths) and runs it exactly (no shell) only when they allow; else
-   * nothing runs and the answer is {@link NeedsApproval}. A lost session is
-   * replaced and reported; cancellation is rethrown after the worker killed
-   * the command's process group.
+   * there is none). With `autoApprove: 'policy'`, the worker first judges it
+   * under the `policy` rules (src/policy, on what bash would run, with the
+   * workspace's real paths) and runs it exactly (no shell) when they allow;
+   * with `'policy'` or `'rules'`, a command one of the run's approval rules
+   * matches runs in the shell (`approvedByRule` names the rule); else nothing
+   * runs and the answer is {@link NeedsApproval}. Records the command's
+   * duration. A lost session is replaced and reported; cancellation is
+   * rethrown after the worker killed the command's process group.
    */
-  async run(toolUseId: string, command: string, autoApprove = false): Promise<ToolOutcome | NeedsApproval> {
+  async run(toolUseId: string, command: string, autoApprove?: 'policy' | 'rules'): Promise<SessionOutcome | NeedsApproval> {
     const { state } = this;
     const session = state.session ?? (await this.openOrReport());
     if ('text' in session) return session;
     state.setDetails(`running ${commandDetails(command)}`);
     // The policy check runs an allowed command too; one that needs a human runs later as plain `bash #n`.
-    const summary = commandSummary(command, toolUseOrdinal(state.transcript, toolUseId), autoApprove);
+    const summary = commandSummary(command, toolUseOrdinal(state.transcript, toolUseId), autoApprove !== undefined);
     const timeoutMs = state.input.commandTimeoutMs;
     try {
       const out: RunCommandOutput = await onQueue(session.taskQueue).runCommand.executeWithOptions(
@@ -67,13 +72,16 @@ export class RunSession {
             timeoutMs,
             workflowId: state.workflowId,
             toolUseId,
-            ...(autoApprove ? { autoApprove: 'policy' as const } : {}),
+            ...(autoApprove ? { autoApprove } : {}),
+            ...(autoApprove && state.rules.length > 0 ? { rules: state.rules.map(({ id, kind, text }) => ({ id, kind, text })) } : {}),
           },
         ],
       );
       if (out.needsApproval !== undefined) return { needsApproval: out.needsApproval };
       session.cwd = out.cwd;
-      return commandOutcome(out, timeoutMs);
+      state.recordDuration(toolUseId, out.durationMs);
+      const outcome = commandOutcome(out, timeoutMs);
+      return out.approvedByRule !== undefined ? { ...outcome, approvedByRule: out.approvedByRule } : outcome;
     } catch (err) {
       if (isCancellation(err)) throw err;
       const loss = sessionLoss(err);

@@ -49,6 +49,15 @@ export function describeDuration(d: string | number): string {
   return `${Number((s / 3600).toFixed(1))} h`;
 }
 
+/** What Claude is told when a person edited its command before approving it: who, what ran, then the output of what ran. */
+export function editedOutcome(d: AppliedDecision, ran: ToolOutcome): ToolOutcome {
+  const who = d.by ? `by ${d.by}` : 'by a human reviewer';
+  return {
+    text: `[The command was edited ${who} before it ran; this ran instead of your command:]\n${d.editedCommand ?? ''}\n[Its output:]\n${ran.text}`,
+    isError: ran.isError,
+  };
+}
+
 /** A command that was not run because of a human's denial or the approval timeout (`timeout` as given in the input). */
 export function deniedOutcome(d: AppliedDecision, timeout: string | number): ToolOutcome {
   if (d.source === 'timeout') {

@@ -8,12 +8,16 @@ import { isToolUse, type Message, type ToolResultBlock, type ToolUseBlock } from
 import { runWithApproval } from './approval';
 import type { RunState } from './run-state';
 import type { RunSession } from './session';
+import { drainMessages, safePoint } from './steering';
 import { parseBashInput, type ToolOutcome } from './tool-results';
 import { completeResults, toolResult } from './transcript';
 
 /**
  * Executes the `tool_use` blocks of `assistant` (already in the transcript)
- * and appends the user message with their results, in `tool_use` order.
+ * and appends the user message with their results, in `tool_use` order,
+ * followed by the messages queued by `say` meanwhile (after every
+ * `tool_result`, so no pair is split). Once the turn decided the run ends
+ * (`state.pendingEnd`), the remaining `tool_use`s are answered as not run.
  * `state.inflight` holds the results so far, so a cancellation can pair the rest.
  */
 export async function runToolUses(state: RunState, session: RunSession, assistant: Message): Promise<void> {
@@ -21,13 +25,14 @@ export async function runToolUses(state: RunState, session: RunSession, assistan
   state.inflight = inflight;
   const uses = typeof assistant.content === 'string' ? [] : assistant.content.filter(isToolUse);
   for (const use of uses) {
+    if (state.pendingEnd) break;
     inflight.results.push(await handleToolUse(state, session, use));
     state.current = null;
   }
-  state.transcript.push({
-    role: 'user',
-    content: completeResults(assistant, inflight.results, 'No result was produced for this tool_use.'),
-  });
+  const missing = state.pendingEnd
+    ? `Not run: the run ended before this tool_use (${state.pendingEnd.error}).`
+    : 'No result was produced for this tool_use.';
+  state.transcript.push({ role: 'user', content: [...completeResults(assistant, inflight.results, missing), ...drainMessages(state)] });
   state.inflight = null;
 }
 
@@ -42,6 +47,7 @@ async function toolOutcome(state: RunState, session: RunSession, use: ToolUseBlo
   const parsed = parseBashInput(use.input);
   if (parsed.kind === 'invalid') return parsed.outcome;
   if (parsed.kind === 'restart') {
+    await safePoint(state);
     state.current = { toolUseId: use.id, phase: 'restarting' };
     return session.restart();
   }

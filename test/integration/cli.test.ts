@@ -77,7 +77,7 @@ describe('agent-jobs CLI', () => {
     const approved = await cli(a, 'approve', id, '--by', 'tester');
     expect(approved).toMatchObject({
       code: 0,
-      stdout: `approved toolu_w in ${id}: echo hi > hi.txt\n  sha256 ${sha256('echo hi > hi.txt').slice(0, 12)} · 16 characters\n`,
+      stdout: `approved toolu_w in ${id} by tester: echo hi > hi.txt\n  sha256 ${sha256('echo hi > hi.txt').slice(0, 12)} · 16 characters\n`,
     });
     await waitFor(
       'rm pending',
@@ -90,7 +90,7 @@ describe('agent-jobs CLI', () => {
     expect(wrongId.stderr).toMatch(/^agent-jobs: tool_use toolu_nope is not awaiting approval; toolu_rm is \(rm hi.txt\)\nhint: /);
     const denied = await cli(a, 'deny', id, '--reason', 'keep it', '--json');
     expect(denied.code).toBe(0);
-    expect(JSON.parse(denied.stdout)).toMatchObject({ toolUseId: 'toolu_rm', approved: false, reason: 'keep it', source: 'signal' });
+    expect(JSON.parse(denied.stdout)).toEqual({ applied: true, toolUseId: 'toolu_rm', decision: 'denied', by: expect.any(String), command: 'rm hi.txt' });
 
     const watched = await cli(a, 'watch', id);
     expect(watched.code).toBe(0);

@@ -113,7 +113,7 @@ describe('commands shown escaped and approvals bound to their hash', () => {
     expect(approved.code).toBe(0);
     expect(RAW.test(approved.stdout)).toBe(false);
     expect(approved.stdout).toMatch(
-      new RegExp(`^approved toolu_x in ${id}: ${DISPLAY.replace(/[\\[\]]/g, '\\$&')}\n  ⚠ contains a carriage return`),
+      new RegExp(`^approved toolu_x in ${id} by tester: ${DISPLAY.replace(/[\\[\]]/g, '\\$&')}\n  ⚠ contains a carriage return`),
     );
     expect(approved.stdout).toContain(`\n  sha256 ${SHORT} · ${LENGTH} characters\n`);
     expect((await handle.result()).status).toBe('completed');

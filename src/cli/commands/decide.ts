@@ -1,53 +1,47 @@
-/** `agent-jobs approve` / `agent-jobs deny`: decide on the command a run waits on. */
-import { setTimeout as sleep } from 'node:timers/promises';
-import { userInfo } from 'node:os';
+/** `agent-jobs approve` / `agent-jobs deny`: decide on the command a run waits on, through the `decide` Update. */
 import type { Client } from '@temporalio/client';
 import type { Command } from 'commander';
 import { SHORT_HASH_CHARS, displayCommand, shortHash, type CommandDisplay } from '../../contract/display';
-import { approveSignal } from '../../contract';
-import { queryStatus, runHandle } from '../runs';
-import type { AppliedDecision } from '../../contract';
+import { decideUpdate, type DecideAnswer, type DecideRequest } from '../../contract';
+import { queryStatus } from '../runs';
 import { CliError } from '../errors';
 import { commandLines, printJson, printLines } from '../output';
 import { withClient } from '../context';
 import { hexPrefix } from '../parse';
+import { sendUpdate, whoami } from '../updates';
 
-interface DecideOptions {
+/** Options of {@link decide}. */
+export interface DecideOptions {
   toolUseId?: string;
   /** Lowercase hex prefix of the sha256 of the command the person reviewed (`--sha`). */
   sha?: string;
   reason?: string;
   by?: string;
+  /** Run this command instead (approve only). */
+  edit?: string;
+  /** Also approve the identical command for the rest of the run. */
+  always?: boolean;
+  /** Also approve later commands starting with these literal words. */
+  alwaysPrefix?: string;
   json?: boolean;
 }
 
-/** What {@link decide} did: the decision as the run applied it, and the command as the CLI showed and hashed it. */
+/** What {@link decide} did: the run's answer, and the pending command as the CLI showed and hashed it. */
 export interface Decided {
-  applied: AppliedDecision;
+  answer: DecideAnswer;
   command: CommandDisplay;
 }
 
-/** How long `approve` / `deny` wait for the run to confirm the decision, in ms. */
-const CONFIRM_MS = 10_000;
-
-function whoami(): string {
-  try {
-    return userInfo().username;
-  } catch {
-    return 'cli';
-  }
-}
-
 /**
- * Sends an approval decision for the pending command and waits until the
- * run reports it applied (in its `decisions`). The decision carries the
- * sha256 of the command as read here (`commandSha256`), so the run applies
- * it only to those exact bytes.
- * @returns the decision as the run applied it (it may be a timeout denial when the signal came too late) and the command shown
- * @throws CliError when nothing waits, the id does not match, `opts.sha` is not a prefix of the pending command's hash, or the run does not confirm within {@link CONFIRM_MS} (10 s)
+ * Reads the pending command, checks it is the one the person means
+ * (`toolUseId`, `sha`), and sends the `decide` Update carrying its sha256
+ * (so the run applies it only to those exact bytes). Returns once the run
+ * applied it; no polling.
+ * @throws CliError when nothing waits, the id or `sha` prefix does not match,
+ *   or the run rejects the decision (already decided, timed out meanwhile,
+ *   an edit with a denial, a rule that could never match, …), with its reason
  */
 export async function decide(client: Client, workflowId: string, approved: boolean, opts: DecideOptions): Promise<Decided> {
-  const handle = runHandle(client, workflowId);
   const status = await queryStatus(client, workflowId);
   const pending = status.pendingApproval;
   if (!pending) {
@@ -69,32 +63,27 @@ export async function decide(client: Client, workflowId: string, approved: boole
       `review it with \`agent-jobs status ${workflowId}\` and pass the hash it shows`,
     );
   }
-  const toolUseId = pending.toolUseId;
-  await handle.signal(approveSignal, {
-    toolUseId,
+  const request: DecideRequest = {
+    toolUseId: pending.toolUseId,
     approved,
-    by: opts.by ?? whoami(),
-    ...(opts.reason !== undefined ? { reason: opts.reason } : {}),
+    by: whoami(opts.by),
     commandSha256: command.sha256,
-  });
-  const deadline = Date.now() + CONFIRM_MS;
-  while (Date.now() < deadline) {
-    const now = await queryStatus(client, workflowId);
-    const applied = [...now.decisions].reverse().find((d) => d.toolUseId === toolUseId);
-    if (applied) return { applied, command };
-    await sleep(200);
-  }
-  throw new CliError(
-    `the decision was sent but ${workflowId} did not confirm it within ${CONFIRM_MS / 1000} s`,
-    `check with \`agent-jobs status ${workflowId}\``,
-  );
+    ...(opts.reason !== undefined ? { reason: opts.reason } : {}),
+    ...(opts.edit !== undefined ? { edit: opts.edit } : {}),
+    ...(opts.always ? { always: true } : {}),
+    ...(opts.alwaysPrefix !== undefined ? { alwaysPrefix: opts.alwaysPrefix } : {}),
+  };
+  const answer = await sendUpdate(client, workflowId, decideUpdate, request, `the decision on ${pending.toolUseId}`);
+  return { answer, command };
 }
 
 function register(program: Command, name: 'approve' | 'deny'): void {
   const approved = name === 'approve';
   const cmd = program
     .command(name)
-    .description(approved ? 'approve the command a run is waiting on' : 'deny the command a run is waiting on; Claude gets the reason')
+    .description(
+      approved ? 'approve (or edit) the command a run is waiting on' : 'deny the command a run is waiting on; Claude gets the reason',
+    )
     .argument('<workflowId>')
     .option('--tool-use-id <id>', 'the pending tool_use id (default: whatever is pending; given, it must match)')
     .option(
@@ -103,28 +92,27 @@ function register(program: Command, name: 'approve' | 'deny'): void {
       hexPrefix,
     )
     .option('--by <name>', 'who decides (default: your user name)')
-    .option('--json', 'print the applied decision as JSON');
-  if (approved) cmd.option('--reason <text>', 'why (optional)');
-  else cmd.requiredOption('--reason <text>', 'why; sent to Claude');
+    .option('--json', 'print the run\'s answer: {"applied":true,"toolUseId","decision","by","rule"?,"command"}');
+  if (approved) {
+    cmd
+      .option('--reason <text>', 'why (optional)')
+      .option('--edit <command>', "run this command instead of Claude's; Claude is told it was edited and what ran")
+      .option('--always', 'also approve the identical command for the rest of the run (plain words only)')
+      .option('--always-prefix <words>', 'also approve later commands that start with these literal words and are otherwise plain words');
+  } else cmd.requiredOption('--reason <text>', 'why; sent to Claude');
   cmd.action(async (workflowId: string, opts: DecideOptions) => {
     await withClient(async ({ client }) => {
-      const { applied, command } = await decide(client, workflowId, approved, opts);
-      if (opts.json) printJson(applied);
-      if (applied.source === 'timeout') {
-        throw new CliError(
-          `too late: ${applied.toolUseId} was denied because its approval wait ran out`,
-          `see \`agent-jobs status ${workflowId}\``,
-        );
-      }
-      const verb = applied.approved ? 'approved' : 'denied';
-      if (!opts.json)
-        printLines(
-          ...commandLines(command, {
-            label: `${verb} ${applied.toolUseId} in ${workflowId}${applied.reason ? ` (${applied.reason})` : ''}: `,
-            indent: '  ',
-            alwaysHash: true,
-          }),
-        );
+      const { answer, command } = await decide(client, workflowId, approved, opts);
+      if (opts.json) return printJson(answer);
+      const rule = answer.rule ? ` (rule ${answer.rule.id}: ${answer.rule.kind} ${JSON.stringify(answer.rule.text)})` : '';
+      printLines(
+        ...commandLines(command, {
+          label: `${answer.decision} ${answer.toolUseId} in ${workflowId} by ${answer.by}${rule}: `,
+          indent: '  ',
+          alwaysHash: true,
+        }),
+        ...(answer.decision === 'edited' ? commandLines(answer.command, { label: '  runs instead: ', indent: '    ' }) : []),
+      );
     });
   });
 }

@@ -3,8 +3,23 @@ import { randomBytes } from 'node:crypto';
 import { Option, type Command } from 'commander';
 import { ensureSearchAttributes, startAgentRun } from '../../temporal';
 import { resolveInput } from '../../contract/input';
-import { APPROVAL_MODES, DEFAULT_APPROVAL_MODE, type AgentRunInput, type ApprovalMode } from '../../contract';
-import { DEFAULT_APPROVAL_TIMEOUT, DEFAULT_COMMAND_TIMEOUT_MS, DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_MODEL } from '../../config';
+import {
+  APPROVAL_MODES,
+  APPROVAL_TIMEOUT_ACTIONS,
+  DEFAULT_APPROVAL_MODE,
+  DEFAULT_APPROVAL_TIMEOUT_ACTION,
+  type AgentRunInput,
+  type ApprovalMode,
+  type ApprovalTimeoutAction,
+} from '../../contract';
+import {
+  DEFAULT_APPROVAL_TIMEOUT,
+  DEFAULT_CHAT_IDLE_TIMEOUT,
+  DEFAULT_COMMAND_TIMEOUT_MS,
+  DEFAULT_MAX_TOKENS,
+  DEFAULT_MAX_TURNS,
+  DEFAULT_MODEL,
+} from '../../config';
 import { CliError } from '../errors';
 import { printJson, printLines } from '../output';
 import { withClient } from '../context';
@@ -22,6 +37,9 @@ interface StartOptions {
   system?: string;
   commandTimeout?: number;
   approvalTimeout?: number;
+  approvalTimeoutAction?: ApprovalTimeoutAction;
+  chat?: boolean;
+  chatIdleTimeout?: number;
   follow?: boolean;
   json?: boolean;
 }
@@ -50,6 +68,9 @@ export function buildInput(taskWords: string[], opts: StartOptions, env: NodeJS.
     ...(opts.system ? { system: opts.system } : {}),
     ...(opts.commandTimeout !== undefined ? { commandTimeoutMs: opts.commandTimeout } : {}),
     ...(opts.approvalTimeout !== undefined ? { approvalTimeout: opts.approvalTimeout } : {}),
+    ...(opts.approvalTimeoutAction !== undefined ? { approvalTimeoutAction: opts.approvalTimeoutAction } : {}),
+    ...(opts.chat ? { chat: true } : {}),
+    ...(opts.chatIdleTimeout !== undefined ? { chatIdleTimeout: opts.chatIdleTimeout } : {}),
   };
   const checked = resolveInput(input);
   if (!checked.ok) throw new CliError(`invalid run: ${checked.message}`, 'see `agent-jobs start --help`');
@@ -93,6 +114,20 @@ export function registerStart(program: Command): void {
     .option(
       '--approval-timeout <duration>',
       `how long a command waits for approval before it is denied, e.g. 30m, 2h (default ${DEFAULT_APPROVAL_TIMEOUT})`,
+      durationMs,
+    )
+    .addOption(
+      new Option(
+        '--approval-timeout-action <action>',
+        'when the approval wait runs out: deny the command (Claude is told), end the run (status approval_timeout), or pause it (the command stays pending)',
+      )
+        .choices(APPROVAL_TIMEOUT_ACTIONS)
+        .default(DEFAULT_APPROVAL_TIMEOUT_ACTION),
+    )
+    .option('--chat', 'a conversation: at the end of each answer wait for the next `agent-jobs say`; `agent-jobs end` completes it')
+    .option(
+      '--chat-idle-timeout <duration>',
+      `how long a --chat run waits for the next message before it completes (default ${DEFAULT_CHAT_IDLE_TIMEOUT})`,
       durationMs,
     )
     .option('--id <workflowId>', 'workflow id (default run-<time>-<random>)')

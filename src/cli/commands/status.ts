@@ -4,6 +4,8 @@ import { shortHash } from '../../contract/display';
 import { commandLines, printJson, printLines } from '../output';
 import { withClient } from '../context';
 import { readRun, statusJson } from '../runs';
+import { oneLineSummary } from '../../temporal';
+import { ruleLines } from './steer';
 
 export function registerStatus(program: Command): void {
   program
@@ -35,6 +37,13 @@ export function registerStatus(program: Command): void {
                 `    agent-jobs approve ${workflowId} --sha ${shortHash(p.commandSha256)}   |   agent-jobs deny ${workflowId} --sha ${shortHash(p.commandSha256)} --reason "..."`,
               ]
             : []),
+          ...(view.pause
+            ? [
+                `  paused: ${view.pause.reason === 'human' ? `by ${view.pause.by ?? '?'}` : 'the approval wait ran out'} at ${view.pause.at}${view.status === 'paused' ? '' : ' (takes effect at the next safe point)'}; resume: agent-jobs resume ${workflowId}`,
+              ]
+            : []),
+          ...(view.queuedMessages ?? []).map((m) => `  queued message from ${m.by} (${m.at}): ${oneLineSummary(m.text, 100)}`),
+          ...((view.rules ?? []).length > 0 ? ['  approval rules:', ...ruleLines(view.rules ?? []).map((l) => `    ${l}`)] : []),
           ...(view.result?.text ? [`  answer: ${view.result.text}`] : []),
           ...(view.result?.error ? [`  reason: ${view.result.error}`] : []),
           `  UI:     ${uiUrl(workflowId, view.runId)}`,

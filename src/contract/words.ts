@@ -1,9 +1,11 @@
 /**
  * A second, independent reading of a command: a strict tokenizer that knows
- * only the plain literals the policy accepts (rule (d) of
- * {@link decideApproval}). It is not a shell parser; it refuses everything it
- * does not know. The policy runs a command only when this tokenizer and the
- * tree-sitter tree agree on the argv word for word.
+ * only the plain literals the policy accepts (rule (d) of `decideApproval`
+ * in src/policy). It is not a shell parser; it refuses everything it does
+ * not know. The policy runs a command only when this tokenizer and the
+ * tree-sitter tree agree on the argv word for word. Pure and deterministic:
+ * the workflow uses it too, to refuse an approval rule that could never
+ * match (the worker's full literal-word test is what lets a rule run).
  */
 
 /**

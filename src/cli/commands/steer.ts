@@ -1,0 +1,105 @@
+/**
+ * `agent-jobs say | pause | resume | end | rules`: steering a running agent
+ * through its Updates (src/contract/steering.ts). Each waits for the run's
+ * answer; a rejected request prints the run's reason and exits 1.
+ */
+import type { Command } from 'commander';
+import { endUpdate, pauseUpdate, removeRuleUpdate, resumeUpdate, sayUpdate, type ApprovalRule } from '../../contract';
+import { safeText } from '../../contract/display';
+import { printJson, printLines } from '../output';
+import { withClient } from '../context';
+import { positiveInt } from '../parse';
+import { queryStatus } from '../runs';
+import { sendUpdate, whoami } from '../updates';
+
+interface ByOptions {
+  by?: string;
+  json?: boolean;
+}
+
+/** One line per rule, for people. */
+export function ruleLines(rules: readonly ApprovalRule[]): string[] {
+  if (rules.length === 0) return ['no approval rules'];
+  return rules.map(
+    (r) =>
+      `${r.id}. ${r.kind === 'exact' ? 'exactly' : 'starting with'} ${safeText(JSON.stringify(r.text), false)}  (by ${safeText(r.by, false)}, ${r.at}, from ${r.toolUseId})`,
+  );
+}
+
+function registerSay(program: Command): void {
+  program
+    .command('say')
+    .description("queue a message for a running agent: Claude reads it at the next turn boundary (or a --chat run's next turn)")
+    .argument('<workflowId>')
+    .argument('<text...>', 'the message (words are joined with spaces)')
+    .option('--by <name>', 'who says it (default: your user name)')
+    .option('--json', 'print {"queued":true,"queuedMessages","at"}')
+    .action(async (workflowId: string, words: string[], opts: ByOptions) => {
+      await withClient(async ({ client }) => {
+        const answer = await sendUpdate(client, workflowId, sayUpdate, { text: words.join(' '), by: whoami(opts.by) }, 'the message');
+        if (opts.json) return printJson(answer);
+        printLines(`queued for ${workflowId} (${answer.queuedMessages} waiting); Claude reads it at the next turn boundary`);
+      });
+    });
+}
+
+function registerPauseResumeEnd(program: Command): void {
+  const verbs = [
+    ['pause', pauseUpdate, 'stop the run at the next safe point (before the next model call or command; never mid-command)'],
+    ['resume', resumeUpdate, 'let a paused run go on'],
+    ['end', endUpdate, 'complete a --chat run with its last answer as the result'],
+  ] as const;
+  for (const [name, def, description] of verbs) {
+    program
+      .command(name)
+      .description(description)
+      .argument('<workflowId>')
+      .option('--by <name>', 'who asks (default: your user name)')
+      .option('--json', 'print {"status","by","at"}: the status right after')
+      .action(async (workflowId: string, opts: ByOptions) => {
+        await withClient(async ({ client }) => {
+          const answer = await sendUpdate(client, workflowId, def, { by: whoami(opts.by) }, `${name}`);
+          if (opts.json) return printJson(answer);
+          const now =
+            name === 'pause' && answer.status !== 'paused'
+              ? 'it pauses at the next safe point'
+              : name === 'end' && answer.status !== 'awaiting_message'
+                ? 'it completes when Claude next ends its turn'
+                : `status ${answer.status}`;
+          printLines(`${name} ${workflowId} by ${answer.by}: ${now}`);
+        });
+      });
+  }
+}
+
+function registerRules(program: Command): void {
+  program
+    .command('rules')
+    .description('list the approval rules of a run (added with approve --always / --always-prefix), or remove one')
+    .argument('<workflowId>')
+    .option('--remove <n>', 'remove rule n', positiveInt)
+    .option('--by <name>', 'who removes it (default: your user name)')
+    .option('--json', 'print the rules as a JSON array')
+    .action(async (workflowId: string, opts: ByOptions & { remove?: number }) => {
+      await withClient(async ({ client }) => {
+        const rules =
+          opts.remove !== undefined
+            ? await sendUpdate(
+                client,
+                workflowId,
+                removeRuleUpdate,
+                { id: opts.remove, by: whoami(opts.by) },
+                `the removal of rule ${opts.remove}`,
+              )
+            : ((await queryStatus(client, workflowId)).rules ?? []);
+        if (opts.json) return printJson(rules);
+        printLines(...(opts.remove !== undefined ? [`removed rule ${opts.remove}; left:`] : []), ...ruleLines(rules));
+      });
+    });
+}
+
+export function registerSteer(program: Command): void {
+  registerSay(program);
+  registerPauseResumeEnd(program);
+  registerRules(program);
+}

@@ -1,0 +1,160 @@
+/**
+ * Steering a run from outside: the `say`, `pause`, `resume`, `end` and
+ * `removeRule` Updates (their validators and handlers), the safe points
+ * where a pause takes effect, and the queued messages reaching Claude.
+ * The `decide` Update lives with the approval flow (approval.ts).
+ * Deterministic (workflow code).
+ *
+ * A validator throws to reject: the request never enters the history and
+ * the caller gets the message. A handler applies the request and answers
+ * at once; what it changes takes effect at the loop's next safe point.
+ */
+import { condition, log, setHandler } from '@temporalio/workflow';
+import {
+  MAX_BY_CHARS,
+  MAX_MESSAGE_CHARS,
+  MAX_QUEUED_MESSAGES,
+  endUpdate,
+  pauseUpdate,
+  removeRuleUpdate,
+  resumeUpdate,
+  sayUpdate,
+  type ApprovalRule,
+  type ByRequest,
+  type RemoveRuleRequest,
+  type SayRequest,
+  type SteerAnswer,
+  type TextBlock,
+} from '../contract';
+import type { RunState } from './run-state';
+
+/** Thrown by a validator: the request is rejected with this message (the SDK turns any error into the Update's failure). */
+export class RejectedRequest extends Error {
+  override name = 'RejectedRequest';
+}
+
+/** @throws RejectedRequest unless `by` is a non-empty string of at most {@link MAX_BY_CHARS} characters */
+export function checkBy(by: unknown): void {
+  if (typeof by !== 'string' || by.trim() === '') throw new RejectedRequest('by must name who sends this (a non-empty string)');
+  if (by.length > MAX_BY_CHARS) throw new RejectedRequest(`by is longer than ${MAX_BY_CHARS} characters`);
+}
+
+/** @throws RejectedRequest unless `req` is an object (Update payloads are not typed on the wire) */
+export function checkObject(req: unknown): asserts req is Record<string, unknown> {
+  if (typeof req !== 'object' || req === null || Array.isArray(req)) throw new RejectedRequest('the request must be a JSON object');
+}
+
+/** @throws RejectedRequest once the run has ended (a request after the result would be lost) */
+function checkOpen(state: RunState): void {
+  if (state.result !== null) throw new RejectedRequest(`the run has ended (${state.result.status})`);
+}
+
+/** Registers the steering Updates on `state`. */
+export function setSteeringHandlers(state: RunState): void {
+  setHandler(sayUpdate, (req) => say(state, req), { validator: (req: SayRequest) => validateSay(state, req) });
+  setHandler(pauseUpdate, (req) => pause(state, req), { validator: (req: ByRequest) => validatePause(state, req) });
+  setHandler(resumeUpdate, (req) => resume(state, req), { validator: (req: ByRequest) => validateResume(state, req) });
+  setHandler(endUpdate, (req) => end(state, req), { validator: (req: ByRequest) => validateEnd(state, req) });
+  setHandler(removeRuleUpdate, (req) => removeRule(state, req), { validator: (req: RemoveRuleRequest) => validateRemoveRule(state, req) });
+}
+
+function validateSay(state: RunState, req: SayRequest): void {
+  checkObject(req);
+  checkBy(req.by);
+  checkOpen(state);
+  if (typeof req.text !== 'string' || req.text.trim() === '') throw new RejectedRequest('text must be a non-empty string');
+  if (req.text.length > MAX_MESSAGE_CHARS) throw new RejectedRequest(`text is longer than ${MAX_MESSAGE_CHARS} characters`);
+  if (state.queued.length >= MAX_QUEUED_MESSAGES) throw new RejectedRequest(`${MAX_QUEUED_MESSAGES} messages are already queued`);
+  if (state.endRequestedBy !== null) throw new RejectedRequest(`the run is ending (end asked by ${state.endRequestedBy})`);
+}
+
+function say(state: RunState, req: SayRequest): { queued: true; queuedMessages: number; at: string } {
+  const at = new Date().toISOString();
+  state.queued.push({ text: req.text, by: req.by, at });
+  log.info('message queued', { by: req.by, chars: req.text.length });
+  return { queued: true, queuedMessages: state.queued.length, at };
+}
+
+function validatePause(state: RunState, req: ByRequest): void {
+  checkObject(req);
+  checkBy(req.by);
+  checkOpen(state);
+  if (state.pause !== null)
+    throw new RejectedRequest(`the run is already paused (${state.pause.by ? `by ${state.pause.by}` : state.pause.reason})`);
+}
+
+function pause(state: RunState, req: ByRequest): SteerAnswer {
+  const at = new Date().toISOString();
+  state.pause = { reason: 'human', by: req.by, at };
+  log.info('pause asked', { by: req.by });
+  return { status: state.status, by: req.by, at };
+}
+
+function validateResume(state: RunState, req: ByRequest): void {
+  checkObject(req);
+  checkBy(req.by);
+  checkOpen(state);
+  if (state.pause === null) throw new RejectedRequest(`the run is not paused (status ${state.status})`);
+}
+
+function resume(state: RunState, req: ByRequest): SteerAnswer {
+  state.pause = null;
+  log.info('resumed', { by: req.by });
+  return { status: state.status, by: req.by, at: new Date().toISOString() };
+}
+
+function validateEnd(state: RunState, req: ByRequest): void {
+  checkObject(req);
+  checkBy(req.by);
+  checkOpen(state);
+  if (!state.input.chat) throw new RejectedRequest('the run is not a conversation (start --chat); stop it with `agent-jobs cancel`');
+  if (state.endRequestedBy !== null) throw new RejectedRequest(`end was already asked by ${state.endRequestedBy}`);
+}
+
+function end(state: RunState, req: ByRequest): SteerAnswer {
+  state.endRequestedBy = req.by;
+  log.info('end asked', { by: req.by });
+  return { status: state.status, by: req.by, at: new Date().toISOString() };
+}
+
+function validateRemoveRule(state: RunState, req: RemoveRuleRequest): void {
+  checkObject(req);
+  checkBy(req.by);
+  checkOpen(state);
+  if (!Number.isInteger(req.id)) throw new RejectedRequest('id must be the number of a rule (see `agent-jobs rules <workflowId>`)');
+  if (!state.rules.some((r) => r.id === req.id)) {
+    throw new RejectedRequest(`no rule ${req.id} in this run (rules: ${state.rules.map((r) => r.id).join(', ') || 'none'})`);
+  }
+}
+
+function removeRule(state: RunState, req: RemoveRuleRequest): ApprovalRule[] {
+  state.rules = state.rules.filter((r) => r.id !== req.id);
+  log.info('approval rule removed', { id: req.id, by: req.by });
+  return state.rules;
+}
+
+/**
+ * A safe point: before a model call or a command. While a pause is asked,
+ * the run waits here (status `paused`) until `resume`; nothing runs. The
+ * session and workspace stay as they are.
+ */
+export async function safePoint(state: RunState): Promise<void> {
+  if (state.pause === null) return;
+  const before = state.status;
+  state.setStatus('paused');
+  state.setDetails(`paused by ${state.pause.by ?? 'a person'}; resume with \`agent-jobs resume ${state.workflowId}\``);
+  await condition(() => state.pause === null);
+  state.setStatus(before);
+  state.setDetails('resumed');
+}
+
+/**
+ * The queued messages as text blocks, oldest first, each naming its sender,
+ * and empties the queue. They go at the end of the next user message (after
+ * that turn's `tool_result` blocks), never between a `tool_use` and its result.
+ */
+export function drainMessages(state: RunState): TextBlock[] {
+  const blocks = state.queued.map((m): TextBlock => ({ type: 'text', text: `[message from ${m.by}] ${m.text}` }));
+  state.queued = [];
+  return blocks;
+}
