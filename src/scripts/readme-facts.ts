@@ -18,6 +18,7 @@ import {
   CONTINUE_AS_NEW_HISTORY_BYTES,
   CONTINUE_AS_NEW_HISTORY_EVENTS,
   DEFAULT_APPROVAL_TIMEOUT,
+  DEFAULT_CHAT_IDLE_TIMEOUT,
   DEFAULT_CLAUDE_TIMEOUT_MS,
   DEFAULT_COMMAND_TIMEOUT_MS,
   DEFAULT_MAX_TOKENS,
@@ -31,7 +32,18 @@ import {
   STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT,
   WORKFLOW_TASK_TIMEOUT,
 } from '../config';
-import { APPROVAL_MODES, DEFAULT_APPROVAL_MODE, FINAL_STATUSES, OPEN_STATUSES } from '../contract';
+import {
+  APPROVAL_MODES,
+  APPROVAL_TIMEOUT_ACTIONS,
+  DEFAULT_APPROVAL_MODE,
+  DEFAULT_APPROVAL_TIMEOUT_ACTION,
+  FINAL_STATUSES,
+  MAX_BY_CHARS,
+  MAX_MESSAGE_CHARS,
+  MAX_QUEUED_MESSAGES,
+  MAX_RULES,
+  OPEN_STATUSES,
+} from '../contract';
 import { SUMMARY_MAX_CHARS } from '../contract/display';
 import { agentRunInputSchema } from '../contract/input';
 import { DEV_SERVER_PORT } from '../devserver';
@@ -109,6 +121,24 @@ export function facts(): Fact[] {
       default: code(DEFAULT_APPROVAL_TIMEOUT),
       allowed: 'a duration (`30m`, `"24 hours"`) or ms',
       source: '`DEFAULT_APPROVAL_TIMEOUT` (src/config.ts)',
+    },
+    {
+      what: '`start --approval-timeout-action`, input `approvalTimeoutAction`: what the approval timeout does',
+      default: code(DEFAULT_APPROVAL_TIMEOUT_ACTION),
+      allowed: `${codes(APPROVAL_TIMEOUT_ACTIONS)} (deny the command; end the run, status \`approval_timeout\`; pause it, the command stays pending)`,
+      source: '`DEFAULT_APPROVAL_TIMEOUT_ACTION`, `APPROVAL_TIMEOUT_ACTIONS` (src/contract/steering.ts)',
+    },
+    {
+      what: '`start --chat-idle-timeout`, input `chatIdleTimeout`: a `--chat` run waiting this long for a message completes',
+      default: code(DEFAULT_CHAT_IDLE_TIMEOUT),
+      allowed: 'a duration or ms',
+      source: '`DEFAULT_CHAT_IDLE_TIMEOUT` (src/config.ts)',
+    },
+    {
+      what: 'steering limits: `say` text, messages queued, rules per run, `--by`',
+      default: '—',
+      allowed: `${n(MAX_MESSAGE_CHARS)} characters; ${n(MAX_QUEUED_MESSAGES)}; ${n(MAX_RULES)}; ${n(MAX_BY_CHARS)} characters (past them the Update is rejected)`,
+      source: '`MAX_MESSAGE_CHARS`, `MAX_QUEUED_MESSAGES`, `MAX_RULES`, `MAX_BY_CHARS` (src/contract/steering.ts)',
     },
     {
       what: 'input `transcriptBudgetChars`: older tool outputs are elided past it',

@@ -6,7 +6,7 @@
  */
 import { devServerArgs, freePort, startDevServer, type DevServer } from '../../src/devserver';
 import type { ScriptEntry } from '../../src/model-server';
-import type { ToolResultBlock } from '../../src/contract';
+import { decideUpdate, type ToolResultBlock } from '../../src/contract';
 import { pairingProblem } from '../../src/workflows/transcript';
 import { TestBed, toolUse } from './harness';
 
@@ -69,5 +69,27 @@ describe('long runs', () => {
       expect(JSON.stringify(messages).length).toBeLessThan(150_000);
       expect(pairingProblem(messages)).toBeNull();
     }
+  });
+
+  test('approval rules are carried across continue-as-new', async () => {
+    const responses: ScriptEntry[] = [{ content: [toolUse('toolu_r0', 'touch kept.txt')], stop_reason: 'tool_use' }];
+    for (let i = 1; i <= 24; i++) responses.push({ content: [toolUse(`toolu_r${i}`, 'touch kept.txt')], stop_reason: 'tool_use' });
+    responses.push({ content: [{ type: 'text', text: 'rules done' }], stop_reason: 'end_turn' });
+    bed = await TestBed.create({ address: server.address, script: { responses } });
+    const handle = await bed.start({ task: 'rules across generations', approval: 'always', maxTurns: 40 }, 'continue-as-new-rules');
+    const pending = await bed.pendingApproval(handle);
+    await handle.executeUpdate(decideUpdate, {
+      args: [{ toolUseId: pending.toolUseId, approved: true, by: 'rita', always: true, commandSha256: pending.commandSha256 }],
+    });
+    const result = await handle.result();
+    expect(result).toMatchObject({ status: 'completed', text: 'rules done' });
+    const runs: string[] = [];
+    for await (const w of bed.client.workflow.list({ query: `WorkflowId = '${handle.workflowId}'` })) runs.push(w.status.name);
+    expect(runs.filter((s) => s === 'CONTINUED_AS_NEW').length).toBeGreaterThanOrEqual(2);
+    // Every later command ran by the rule, in every generation: none asked again.
+    expect(bed.audit()).toHaveLength(25);
+    const status = await bed.status(handle);
+    expect(status.rules).toEqual([expect.objectContaining({ id: 1, kind: 'exact', text: 'touch kept.txt', by: 'rita' })]);
+    expect(status.decisions.at(-1)).toMatchObject({ toolUseId: 'toolu_r24', source: 'rule', rule: 1, by: 'rita' });
   });
 });
