@@ -75,7 +75,7 @@ function registerPauseResumeEnd(program: Command): void {
 function registerRules(program: Command): void {
   program
     .command('rules')
-    .description('list the approval rules of a run (added with approve --always / --always-prefix), or remove one')
+    .description('list the approval rules of a run (added by the rule options of approve), or remove one')
     .argument('<workflowId>')
     .option('--remove <n>', 'remove rule n', positiveInt)
     .option('--by <name>', 'who removes it (default: your user name)')
