@@ -90,7 +90,13 @@ describe('agent-jobs CLI', () => {
     expect(wrongId.stderr).toMatch(/^agent-jobs: tool_use toolu_nope is not awaiting approval; toolu_rm is \(rm hi.txt\)\nhint: /);
     const denied = await cli(a, 'deny', id, '--reason', 'keep it', '--json');
     expect(denied.code).toBe(0);
-    expect(JSON.parse(denied.stdout)).toEqual({ applied: true, toolUseId: 'toolu_rm', decision: 'denied', by: expect.any(String), command: 'rm hi.txt' });
+    expect(JSON.parse(denied.stdout)).toEqual({
+      applied: true,
+      toolUseId: 'toolu_rm',
+      decision: 'denied',
+      by: expect.any(String),
+      command: 'rm hi.txt',
+    });
 
     const watched = await cli(a, 'watch', id);
     expect(watched.code).toBe(0);
