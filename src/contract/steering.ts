@@ -68,6 +68,14 @@ export const DEFAULT_APPROVAL_TIMEOUT_ACTION: ApprovalTimeoutAction = 'deny';
 
 /** Longest text accepted by `say`, in characters (UTF-16 units): 100,000. */
 export const MAX_MESSAGE_CHARS = 100_000;
+/**
+ * Most characters queued at once, all messages together: 200,000 (two
+ * messages of the longest). The queue is part of every `status` answer and
+ * of the next user message; a hundred long messages would make the status
+ * query too large for gRPC, and so the run impossible to inspect or decide
+ * on from the CLI.
+ */
+export const MAX_QUEUED_CHARS = 2 * MAX_MESSAGE_CHARS;
 /** Most messages queued at once; `say` is rejected past it: 100. */
 export const MAX_QUEUED_MESSAGES = 100;
 /** Most rules a run holds; `--always` / `--always-prefix` are rejected past it: 100. */

@@ -24,6 +24,12 @@ export const PLAIN_UNQUOTED = /^[A-Za-z0-9_./:,+@%=-]$/;
  */
 export const DOUBLE_QUOTE_SPECIAL = /[$`\\!]/;
 
+/**
+ * Longest command the policy judges, in characters: 4096. Longer ones are
+ * never plain words (src/policy rule (a)), so no approval rule is longer.
+ */
+export const MAX_PLAIN_COMMAND_CHARS = 4096;
+
 /** Result of {@link tokenize}. */
 export type TokenizeResult = { ok: true; argv: string[] } | { ok: false; reason: string };
 
@@ -68,4 +74,36 @@ export function tokenize(text: string): TokenizeResult {
     argv.push(word);
   }
   return { ok: true, argv };
+}
+
+/**
+ * Bash builtins (and the `coproc` keyword) that act on the shell they run
+ * in, not only on their arguments: they run other text (`eval`, `source`,
+ * `exec`, `command`, `builtin`, `fc`, `coproc`) or change what later
+ * commands of the same shell do (variables, options, aliases, functions,
+ * the directory, command lookup, limits, traps). An approval rule runs its
+ * command in the run's long-lived shell, so such a command would also
+ * change every later command, those a person approves by reading their
+ * text included.
+ */
+export const SHELL_STATE_BUILTINS: ReadonlySet<string> = new Set(
+  (
+    '. source eval exec command builtin enable fc coproc alias unalias export declare typeset local readonly unset set shopt ' +
+    'cd pushd popd hash read readarray mapfile getopts let shift trap umask ulimit bind complete compopt history'
+  ).split(' '),
+);
+
+/**
+ * The builtin through which `argv` (after quote removal; quoting the name
+ * does not stop bash from running its builtin) would change the session
+ * shell itself: one of {@link SHELL_STATE_BUILTINS}, or `printf -v`, which
+ * assigns a variable. Undefined for any other command.
+ */
+export function shellStateBuiltin(argv: readonly string[]): string | undefined {
+  const program = argv[0];
+  if (program === undefined) return undefined;
+  if (SHELL_STATE_BUILTINS.has(program)) return program;
+  // printf takes one option, -v NAME (or -vNAME), and only as its first word.
+  if (program === 'printf' && argv[1]?.startsWith('-v')) return 'printf -v';
+  return undefined;
 }

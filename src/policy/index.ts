@@ -43,7 +43,7 @@
  */
 import path from 'node:path';
 import { judgeArgs, PROGRAM_NAMES } from './programs';
-import { tokenize } from '../contract/words';
+import { MAX_PLAIN_COMMAND_CHARS, shellStateBuiltin, tokenize } from '../contract/words';
 import { readSimpleCommand } from './tree';
 
 import type { ApprovalMode, RuleToMatch } from '../contract';
@@ -78,7 +78,7 @@ export type PolicyDecision =
   | { action: 'ask'; reason: string };
 
 /** Longest command judged; longer ones ask (a command that long is not a quick read-only look). */
-export const MAX_COMMAND_LENGTH = 4096;
+export const MAX_COMMAND_LENGTH = MAX_PLAIN_COMMAND_CHARS;
 
 /** Names of the allowlisted programs (src/policy/programs.ts has each one's option allowlist). */
 export const READ_ONLY_PROGRAMS: readonly string[] = PROGRAM_NAMES;
@@ -169,7 +169,11 @@ export function literalArgv(command: string): { ok: true; argv: string[] } | { o
  * then an `exact` rule matches when the bytes are equal, a `prefix` rule
  * when the command's argv starts with the rule's words, word for word (a
  * word boundary by construction: `npm run` matches `npm run test`, not
- * `npm runx`). A rule never lets through what the literal-word test rejects.
+ * `npm runx`). A rule never lets through what the literal-word test rejects,
+ * nor a shell builtin that changes the session shell itself (`cd`,
+ * `source`, `printf -v`, …: `SHELL_STATE_BUILTINS` in src/contract/words.ts):
+ * rules run their command in the run's shell, where that would change what
+ * every later command does.
  * @returns the rule's id, or why none matched (for `needsApproval`)
  */
 export function matchRule(command: string, rules: readonly RuleToMatch[]): { id: number } | { reason: string } {
@@ -179,6 +183,10 @@ export function matchRule(command: string, rules: readonly RuleToMatch[]): { id:
   const argv = words.argv;
   const assignment = argv.findIndex((w, i) => i > 0 && ASSIGNMENT_LIKE.test(w));
   if (assignment > 0) return { reason: `no approval rule applies: word ${assignment + 1} looks like a variable assignment` };
+  const builtin = shellStateBuiltin(argv);
+  if (builtin !== undefined) {
+    return { reason: `no approval rule applies to the shell builtin ${builtin}: it would change the session shell for later commands` };
+  }
   for (const rule of rules) {
     if (rule.kind === 'exact' && rule.text === command) return { id: rule.id };
     if (rule.kind === 'prefix') {

@@ -29,7 +29,7 @@ import {
 } from '../contract';
 import { commandDetails, commandSummary, pendingApproval, safeText } from '../contract/display';
 import { sha256 } from '../contract/sha256';
-import { tokenize } from '../contract/words';
+import { MAX_PLAIN_COMMAND_CHARS, shellStateBuiltin, tokenize } from '../contract/words';
 import { decideApproval as legacyDecideApproval } from './approval-policy';
 import type { RunState } from './run-state';
 import type { RunSession, SessionOutcome } from './session';
@@ -249,15 +249,30 @@ function validateDecide(state: RunState, req: DecideRequest): void {
  * @throws RejectedRequest when a rule of `kind` with `text` could never
  *   approve anything (not plain literal words, by the strict tokenizer the
  *   worker's literal-word test also applies), a prefix the pending command
- *   does not start with (word by word), or the run already holds `MAX_RULES`
+ *   does not start with (word by word), a text longer than
+ *   `MAX_PLAIN_COMMAND_CHARS`, a rule for a shell builtin that
+ *   changes the session shell (`cd`, `source`, `printf -v`, …; the worker
+ *   never lets one match), or the run already holds `MAX_RULES`
  */
 function checkRule(state: RunState, kind: ApprovalRule['kind'], text: string, pendingCommand: string): void {
   if (state.rules.length >= MAX_RULES) throw new RejectedRequest(`the run already has ${MAX_RULES} rules; remove one first`);
-  const words = tokenize(text);
   const what = kind === 'exact' ? 'the command' : `the prefix ${JSON.stringify(text)}`;
+  if (text.length > MAX_PLAIN_COMMAND_CHARS) {
+    // The worker never matches a command that long; kept, it would only weigh on the state, every status and continue-as-new.
+    throw new RejectedRequest(
+      `no rule for ${kind === 'exact' ? 'the command' : 'the prefix'}: it is longer than ${MAX_PLAIN_COMMAND_CHARS} characters`,
+    );
+  }
+  const words = tokenize(text);
   if (!words.ok || words.argv.length === 0) {
     throw new RejectedRequest(
       `no rule for ${what}: rules approve only plain words (no operator, redirection, expansion or glob)${words.ok ? '' : `: ${words.reason}`}`,
+    );
+  }
+  const builtin = shellStateBuiltin(words.argv);
+  if (builtin !== undefined) {
+    throw new RejectedRequest(
+      `no rule for ${what}: the shell builtin ${builtin} would change the session shell for every later command; approve it once instead`,
     );
   }
   if (kind === 'prefix') {

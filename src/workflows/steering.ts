@@ -13,6 +13,7 @@ import { condition, log, setHandler } from '@temporalio/workflow';
 import {
   MAX_BY_CHARS,
   MAX_MESSAGE_CHARS,
+  MAX_QUEUED_CHARS,
   MAX_QUEUED_MESSAGES,
   endUpdate,
   pauseUpdate,
@@ -65,6 +66,12 @@ function validateSay(state: RunState, req: SayRequest): void {
   if (typeof req.text !== 'string' || req.text.trim() === '') throw new RejectedRequest('text must be a non-empty string');
   if (req.text.length > MAX_MESSAGE_CHARS) throw new RejectedRequest(`text is longer than ${MAX_MESSAGE_CHARS} characters`);
   if (state.queued.length >= MAX_QUEUED_MESSAGES) throw new RejectedRequest(`${MAX_QUEUED_MESSAGES} messages are already queued`);
+  const queuedChars = state.queued.reduce((n, m) => n + m.text.length, 0);
+  if (queuedChars + req.text.length > MAX_QUEUED_CHARS) {
+    throw new RejectedRequest(
+      `${queuedChars} characters are already queued; with this message it would be more than ${MAX_QUEUED_CHARS} (Claude reads them at the next turn boundary)`,
+    );
+  }
   if (state.endRequestedBy !== null) throw new RejectedRequest(`the run is ending (end asked by ${state.endRequestedBy})`);
 }
 
