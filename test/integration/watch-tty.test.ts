@@ -30,27 +30,36 @@ function tmux(...args: string[]): string {
 }
 
 /** The visible screen of the watch pane, as text (tmux's rendering: no escape sequences). */
-function screen(): string {
-  return tmux('capture-pane', '-p', '-t', SESSION);
+function screen(session = SESSION): string {
+  return tmux('capture-pane', '-p', '-t', session);
 }
 
 /** Any raw ESC, CSI or carriage return: what the plain output must never hold. */
 const RAW_CONTROL = /[\x1b\x9b\r]/;
 const SPINNER = new RegExp(`[${SPINNER_FRAMES.join('')}]`);
 
+/** Starts `watch <id>` in a new tmux session of the private server; the pane stays after it exits, with its exit code. */
+function watchInTerminal(session: string, address: string, id: string): void {
+  const args = ['new-session', '-d', '-s', session, '-x', '200', '-y', '50', '-c', ROOT, '-e', `TEMPORAL_ADDRESS=${address}`];
+  tmux(...args, `${process.execPath} ${CLI} watch ${id}; echo "[watch exited $?]"; sleep 600`);
+}
+
 describe('watch in a terminal', () => {
-  let bed: TestBed;
-  afterAll(async () => {
+  // One bed at a time: the workers of another bed poll the same queues and would answer with another script.
+  const beds: TestBed[] = [];
+  afterEach(async () => {
+    for (const b of beds.splice(0)) await b.close();
+  });
+  afterAll(() => {
     try {
       tmux('kill-server');
     } catch {
       /* never started */
     }
-    await bed?.close();
   });
 
   test('partial answer while it streams, spinner, inline prompt, approve with a key, duration; plain lines without a TTY', async () => {
-    bed = await TestBed.create({
+    const bed = await TestBed.create({
       script: {
         responses: [
           {
@@ -62,24 +71,11 @@ describe('watch in a terminal', () => {
         ],
       },
     });
+    beds.push(bed);
     const handle = await bed.start({ task: 'stream slowly, then nap', approval: 'always' });
     const id = handle.workflowId;
 
-    tmux(
-      'new-session',
-      '-d',
-      '-s',
-      SESSION,
-      '-x',
-      '200',
-      '-y',
-      '50',
-      '-c',
-      ROOT,
-      '-e',
-      `TEMPORAL_ADDRESS=${bed.address}`,
-      `${process.execPath} ${CLI} watch ${id}; echo "[watch exited $?]"; sleep 600`,
-    );
+    watchInTerminal(SESSION, bed.address, id);
     // The same run, watched with pipes for stdout and stdin (no TTY), in text and JSON.
     const plain = cli(bed.address, 'watch', id);
     const json = cli(bed.address, 'watch', id, '--json');
@@ -159,9 +155,50 @@ describe('watch in a terminal', () => {
     expect(firstPartial).toBeGreaterThanOrEqual(0);
     expect(firstPartial).toBeLessThan(answerMessage);
     const partials = events.filter((e) => e.event === 'partial').map((e) => e.text!);
-    for (const text of partials) {
-      expect(ANSWER.startsWith(text) || ANSWER.includes(text)).toBe(true);
-      expect(text.length).toBeLessThan(ANSWER.length);
-    }
+    // Each is a prefix of the answer (it is shorter than the 2,000-character cap); one came mid-answer
+    // (the last may hold all of it: the text is complete while the tool_use input still streams).
+    for (const text of partials) expect(ANSWER.startsWith(text)).toBe(true);
+    expect(partials.some((text) => text.length < ANSWER.length)).toBe(true);
+  });
+
+  test('deny through the prompt: the reason typed reaches Claude; enter on a later prompt keeps watching', async () => {
+    const bed = await TestBed.create({
+      script: {
+        responses: [
+          { content: [toolUse('toolu_rm', 'rm -rf build')], stop_reason: 'tool_use' },
+          { content: [toolUse('toolu_ls', 'ls')], stop_reason: 'tool_use' },
+          { content: [{ type: 'text', text: 'Left build alone.' }], stop_reason: 'end_turn' },
+        ],
+      },
+    });
+    beds.push(bed);
+    const handle = await bed.start({ task: 'clean up', approval: 'always' });
+    const session = 'deny';
+    watchInTerminal(session, bed.address, handle.workflowId);
+    const seen = (what: string, test: (s: string) => boolean): Promise<string> =>
+      waitFor(what, () => (test(screen(session)) ? screen(session) : null), 30_000);
+
+    await seen('the prompt for rm', (s) => s.includes('[toolu_rm]') && s.trimEnd().endsWith(PROMPT_TEXT.trimEnd()));
+    tmux('send-keys', '-t', session, 'd');
+    await seen('the reason question', (s) => s.includes('reason (sent to Claude):'));
+    tmux('send-keys', '-t', session, '-l', 'keep the build');
+    tmux('send-keys', '-t', session, 'Enter');
+    await seen('the denial confirmed', (s) => s.includes('denied toolu_rm (keep the build): rm -rf build'));
+
+    // The next command's prompt: enter dismisses it and prints how to decide from elsewhere.
+    await seen('the prompt for ls', (s) => s.includes('[toolu_ls]') && s.trimEnd().endsWith(PROMPT_TEXT.trimEnd()));
+    tmux('send-keys', '-t', session, 'Enter');
+    await seen('the hint after enter', (s) => s.includes(`approve: agent-jobs approve ${handle.workflowId} --sha`));
+    expect((await bed.status(handle)).pendingApproval?.toolUseId).toBe('toolu_ls');
+    const approved = await cli(bed.address, 'approve', handle.workflowId);
+    expect(approved.code).toBe(0);
+    const ended = await seen('watch to exit', (s) => s.includes('[watch exited 0]'));
+    expect(ended).toContain('! result for toolu_rm (error');
+    expect(ended).toContain('Command not run: denied by');
+    expect(ended).toContain('Reason: keep the build.');
+    expect(bed.audit().map((a) => a.command)).toEqual(['ls']);
+    expect(bed.resultsSentIn(1)).toEqual([
+      expect.objectContaining({ tool_use_id: 'toolu_rm', is_error: true, content: expect.stringContaining('Reason: keep the build.') }),
+    ]);
   });
 });
