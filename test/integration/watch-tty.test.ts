@@ -34,6 +34,33 @@ function screen(session = SESSION): string {
   return tmux('capture-pane', '-p', '-t', session);
 }
 
+/**
+ * Waits until the screen of `session` passes `test` (read every 100 ms) and returns it.
+ * @throws Error with the last screen, when it did not within `timeoutMs`
+ */
+async function seenOn(
+  session: string,
+  what: string,
+  test: (s: string) => boolean,
+  timeoutMs = 30_000,
+  each?: (s: string) => void,
+): Promise<string> {
+  let last = '';
+  try {
+    return await waitFor(
+      what,
+      () => {
+        last = screen(session);
+        each?.(last);
+        return test(last) ? last : null;
+      },
+      timeoutMs,
+    );
+  } catch (err) {
+    throw new Error(`${(err as Error).message}; the screen:\n${last}`, { cause: err });
+  }
+}
+
 /** Any raw ESC, CSI or carriage return: what the plain output must never hold. */
 const RAW_CONTROL = /[\x1b\x9b\r]/;
 const SPINNER = new RegExp(`[${SPINNER_FRAMES.join('')}]`);
@@ -82,16 +109,10 @@ describe('watch in a terminal', () => {
 
     // Every screen seen, in order, until the prompt shows.
     const screens: string[] = [];
-    const seen = async (what: string, test: (s: string) => boolean, timeoutMs = 30_000): Promise<string> =>
-      waitFor(
-        what,
-        () => {
-          const s = screen();
-          if (screens[screens.length - 1] !== s) screens.push(s);
-          return test(s) ? s : null;
-        },
-        timeoutMs,
-      );
+    const seen = (what: string, test: (s: string) => boolean, timeoutMs = 30_000): Promise<string> =>
+      seenOn(SESSION, what, test, timeoutMs, (s) => {
+        if (screens[screens.length - 1] !== s) screens.push(s);
+      });
 
     // Claude's answer appears on the live line before the message is complete (no `claude:` line yet).
     const partial = await seen('the partial answer on the live line', (s) => /claude is writing… \(\d+s\) {2}.*streamed-w\d\d-ok/.test(s));
@@ -175,8 +196,7 @@ describe('watch in a terminal', () => {
     const handle = await bed.start({ task: 'clean up', approval: 'always' });
     const session = 'deny';
     watchInTerminal(session, bed.address, handle.workflowId);
-    const seen = (what: string, test: (s: string) => boolean): Promise<string> =>
-      waitFor(what, () => (test(screen(session)) ? screen(session) : null), 30_000);
+    const seen = (what: string, test: (s: string) => boolean): Promise<string> => seenOn(session, what, test);
 
     await seen('the prompt for rm', (s) => s.includes('[toolu_rm]') && s.trimEnd().endsWith(PROMPT_TEXT.trimEnd()));
     tmux('send-keys', '-t', session, 'd');
