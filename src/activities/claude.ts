@@ -7,6 +7,7 @@ import { Context } from '@temporalio/activity';
 import { CLAUDE_HEARTBEAT_INTERVAL_MS, CLAUDE_IDLE_TIMEOUT_MS } from '../config';
 import type { ContentBlock } from '../contract';
 import { idleFailure, toTemporalFailure } from './claude-errors';
+import { tailOf, type ClaudeProgress } from './claude-progress';
 import type { CallClaudeInput, CallClaudeOutput } from '../contract';
 
 /**
@@ -33,7 +34,9 @@ export function createAnthropicClient(options: { baseURL?: string; apiKey?: stri
  *
  * `callClaude(input)` streams one Messages API call and returns the final
  * assistant message. It heartbeats every second (so a dead worker is seen
- * within `CLAUDE_CALL_TIMEOUTS.heartbeatTimeout`), aborts the HTTP request
+ * within `CLAUDE_CALL_TIMEOUTS.heartbeatTimeout`) with a
+ * {@link ClaudeProgress}: the turn, the characters streamed, and the last
+ * `PARTIAL_TEXT_MAX_CHARS` (2,000) characters of the text so far, aborts the HTTP request
  * when the activity is cancelled or the API sends nothing for
  * `idleTimeoutMs` (default `CLAUDE_IDLE_TIMEOUT_MS`, 90 s; a retryable
  * `ClaudeConnectionError`), and throws `ApplicationFailure`s mapped by
@@ -45,6 +48,8 @@ export function createClaudeActivities(anthropic: Anthropic, options: { idleTime
     async callClaude(input: CallClaudeInput): Promise<CallClaudeOutput> {
       const ctx = Context.current();
       let outputChars = 0;
+      // Only Claude's streamed text, bounded (claude-progress.ts): never the request or a key.
+      let partialText = '';
       // Aborts the request when the activity is cancelled, or when the API
       // sends nothing (no headers, no event, no ping) for idleTimeoutMs.
       const idleAbort = new AbortController();
@@ -52,7 +57,8 @@ export function createClaudeActivities(anthropic: Anthropic, options: { idleTime
       let lastData = Date.now();
       let idle = false;
       const heartbeat = setInterval(() => {
-        ctx.heartbeat({ turn: input.turn, outputChars });
+        const progress: ClaudeProgress = { turn: input.turn, outputChars, partialText };
+        ctx.heartbeat(progress);
         if (Date.now() - lastData > idleTimeoutMs) {
           idle = true;
           idleAbort.abort(new Error('idle'));
@@ -76,6 +82,7 @@ export function createClaudeActivities(anthropic: Anthropic, options: { idleTime
         stream.on('streamEvent', touch);
         stream.on('text', (delta) => {
           outputChars += delta.length;
+          partialText = tailOf(partialText + delta);
         });
         const message = await stream.finalMessage();
         return {

@@ -6,7 +6,7 @@
  *
  * - a message entry: an assistant message as the Messages API returns it,
  *   with only `content` required:
- *   `{"content": [...], "stop_reason"?: "tool_use", "usage"?: {...}, "delay_ms"?: 2000}`
+ *   `{"content": [...], "stop_reason"?: "tool_use", "usage"?: {...}, "delay_ms"?: 2000, "delta_delay_ms"?: 200}`
  * - an error entry: `{"error": {"status": 529, "headers"?: {...}, "body"?: {...}, "times"?: 3}}`,
  *   or a fault: `{"error": {"kind": "connection_reset" | "hang", "times"?: 1}}`.
  *
@@ -77,6 +77,7 @@ export const ScriptMessageEntrySchema = z.strictObject({
   model: z.string().min(1).optional(),
   usage: UsageSchema.optional(),
   delay_ms: nonNegativeInt.optional(),
+  delta_delay_ms: nonNegativeInt.optional(),
 });
 
 /** Schema of an error entry (see {@link ScriptErrorEntry}). */
@@ -119,7 +120,10 @@ export type ScriptContentBlock = z.input<typeof ContentBlockSchema>;
  * (estimated from the sizes: about 4 characters per token). `stop_reason`
  * defaults to `tool_use` when a `tool_use` block is present, else `end_turn`;
  * any string is accepted so that unknown stop reasons can be tested.
- * `delay_ms` (milliseconds, default 0) delays the answer.
+ * `delay_ms` (milliseconds, default 0) delays the answer. `delta_delay_ms`
+ * (milliseconds, default 0) is the pause after each `content_block_delta`
+ * of a streamed answer (16 characters of text or tool input each), so a
+ * client sees partial text for a while; a non-streamed answer ignores it.
  */
 export type ScriptMessageEntry = z.input<typeof ScriptMessageEntrySchema>;
 

@@ -214,7 +214,11 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
         'cache-control': 'no-cache',
         'request-id': requestId,
       });
-      for (const event of streamEvents(message)) res.write(formatSse(event));
+      const deltaDelayMs = choice.message.delta_delay_ms ?? 0;
+      for (const event of streamEvents(message)) {
+        res.write(formatSse(event));
+        if (deltaDelayMs > 0 && event.event === 'content_block_delta' && !(await sleep(deltaDelayMs, res))) return;
+      }
       res.end();
     } else {
       sendJson(res, 200, message, { 'request-id': requestId });

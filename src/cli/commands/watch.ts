@@ -1,16 +1,64 @@
-/** `agent-jobs watch <workflowId>`: follows a run live until it ends. */
+/**
+ * `agent-jobs watch <workflowId>`: follows a run live until it ends.
+ *
+ * On a terminal (stdout a TTY, not `--json`) one line at the bottom is
+ * redrawn in place (src/cli/live-line.ts): a spinner with the elapsed time
+ * while the run waits on Claude or a command, and Claude's answer while it
+ * streams (the partial text of the model call's last heartbeat, read from
+ * `describe()`), replaced by the message once it is in the transcript. When
+ * stdin is a TTY too, a command waiting for approval gets an inline prompt
+ * (src/cli/approval-prompt.ts) unless `--no-prompt`. Without a TTY the
+ * output is plain lines; `--json` prints one JSON object per event.
+ */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import type { Command } from 'commander';
 import { isText, isToolResult, isToolUse } from '../../contract';
-import type { ContentBlock, Message, PendingApproval } from '../../contract';
+import type { AppliedDecision, ContentBlock, Message, PendingApproval, ToolResultBlock } from '../../contract';
 import { shortHash } from '../../contract/display';
+import { askDecision, type InlineDecision, type PromptTerminal } from '../approval-prompt';
+import { currentActivity, type ActivityProgress } from '../activity-progress';
+import { CliError } from '../errors';
+import { LiveLine, type LiveStatus } from '../live-line';
 import { commandLines, indent, jsonText, terminalText } from '../output';
 import { withClient } from '../context';
-import { queryTranscript, readRun, runHandle, statusJson, stillRunning, type RunView } from '../runs';
+import { queryStatus, queryTranscript, readRun, runHandle, statusJson, stillRunning, type RunView } from '../runs';
+import { decide, type DecideOptions } from './decide';
 
-/** Human-readable lines for one transcript message. */
-export function describeMessage(message: Message, index: number): string[] {
+/** A command's run time for people: `0.4 s`, `12.0 s`, `3.5 min` (ms in). */
+export function formatDuration(ms: number): string {
+  const s = ms / 1000;
+  return s < 120 ? `${s.toFixed(1)} s` : `${(s / 60).toFixed(1)} min`;
+}
+
+/**
+ * The exit code a command's `tool_result` reports: the workflow appends
+ * `[exit code: N]` as the last line for a non-zero code and nothing for 0
+ * (src/workflows/tool-results.ts). A command can print that line itself,
+ * so this is what Claude was told, not proof; null for an `is_error` result
+ * (the system interfered: denied, timed out, session lost).
+ */
+export function exitCodeOfResult(b: ToolResultBlock): number | null {
+  if (b.is_error) return null;
+  const m = /\n?\[exit code: (-?\d+)\]$/.exec(b.content);
+  return m ? Number(m[1]) : 0;
+}
+
+/** The heading of a `tool_result`: `→ result for toolu_1:`, with the exit code and run time when the run published the time. */
+function resultHeading(b: ToolResultBlock, durationMs: number | undefined): string {
+  const notes: string[] = [];
+  if (b.is_error) notes.push('error');
+  else if (durationMs !== undefined) notes.push(`exit ${exitCodeOfResult(b)}`);
+  if (durationMs !== undefined) notes.push(formatDuration(durationMs));
+  return `${b.is_error ? '! ' : '→ '}result for ${b.tool_use_id}${notes.length ? ` (${notes.join(', ')})` : ''}:`;
+}
+
+/**
+ * Human-readable lines for one transcript message.
+ * @param durationsMs how long commands ran, in ms by `tool_use` id (the
+ *   transcript query's `durationsMs`); a result whose id is missing is shown without a time
+ */
+export function describeMessage(message: Message, index: number, durationsMs: Record<string, number> = {}): string[] {
   const blocks: ContentBlock[] = typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : message.content;
   const lines: string[] = [];
   for (const b of blocks) {
@@ -22,7 +70,8 @@ export function describeMessage(message: Message, index: number): string[] {
         lines.push(...commandLines(input.command, { label: 'claude asks to run: ', suffix }));
       else lines.push(`claude asks to run: ${input.restart === true ? '(restart the session)' : jsonText(b.input)}${suffix}`);
     } else if (isToolResult(b)) {
-      lines.push(`${b.is_error ? '! ' : '→ '}result for ${b.tool_use_id}${b.is_error ? ' (error)' : ''}:`, indent(b.content));
+      const ms = Object.hasOwn(durationsMs, b.tool_use_id) ? durationsMs[b.tool_use_id] : undefined;
+      lines.push(resultHeading(b, typeof ms === 'number' && Number.isFinite(ms) ? ms : undefined), indent(b.content));
     } else lines.push(`[${b.type} block]`);
   }
   // Claude's words and command outputs may hold escape sequences too: nothing reaches the terminal raw.
@@ -42,56 +91,219 @@ export interface WatchOptions {
   intervalMs?: number;
   /** Called once per pending approval, after it was printed; the watch goes on when it resolves (the demo approves from here). */
   onPendingApproval?: (pending: PendingApproval) => Promise<void>;
+  /**
+   * The live line (spinner, elapsed time, Claude's partial answer), drawn
+   * with carriage returns: only ever on a TTY, never with `json`.
+   * @default true (so: whenever stdout is a TTY and `json` is off)
+   */
+  live?: boolean;
+  /**
+   * The inline approval prompt, when stdin and stdout are both TTYs and
+   * `json` is off; `onPendingApproval` runs first. `watch` turns it on
+   * (`--no-prompt` off), `start --follow` and the demo leave it off.
+   * @default false
+   */
+  prompt?: boolean;
+}
+
+/** What the live line says for the run's state: a command's or a model call's wait, an approval's, or nothing. */
+function liveStatusOf(view: RunView, activity: ActivityProgress | null): LiveStatus | null {
+  if (view.pendingApproval) return { label: 'waiting for approval', sinceMs: Date.parse(view.pendingApproval.requestedAt) || Date.now() };
+  if (!activity) return null;
+  if (activity.kind === 'claude')
+    return activity.partialText
+      ? { label: 'claude is writing…', sinceMs: activity.sinceMs, tail: activity.partialText }
+      : { label: 'waiting on claude', sinceMs: activity.sinceMs };
+  if (activity.kind === 'command') return { label: 'running command', sinceMs: activity.sinceMs };
+  return {
+    label: activity.type === 'openSession' ? 'starting the bash session' : `${activity.type} (bash session)`,
+    sinceMs: activity.sinceMs,
+  };
+}
+
+/** What `watch` prints when a decision is applied: what, by whom (`by`), and for an edit what runs instead. */
+export function decisionLines(d: AppliedDecision): string[] {
+  if (d.source === 'rule') return [`✓ ${d.toolUseId} approved by rule ${d.rule ?? '?'}${d.by ? ` (added by ${d.by})` : ''}`];
+  if (d.source === 'timeout') return [`✗ ${d.toolUseId} not run: ${d.reason ?? 'the approval wait ran out'}`];
+  const by = d.by ? ` by ${d.by}` : '';
+  if (d.decision === 'edited' && d.editedCommand !== undefined)
+    return [`✎ ${d.toolUseId} edited${by}`, ...commandLines(d.editedCommand, { label: '  runs instead: ', indent: '    ' })];
+  if (d.approved) return [`✓ ${d.toolUseId} approved${by}${d.rule !== undefined ? ` (and rule ${d.rule} added)` : ''}`];
+  return [`✗ ${d.toolUseId} denied${by}${d.reason ? `: ${d.reason}` : ''}`];
+}
+
+/** A line for a change of status that a person caused or must act on (paused, resumed, waiting for a message); null for the others. */
+export function statusLine(workflowId: string, view: RunView, before: string): string | null {
+  if (view.status === 'paused') {
+    const why = view.pause?.reason === 'approval_timeout' ? 'the approval wait ran out' : `by ${view.pause?.by ?? 'a person'}`;
+    return `⏸ paused ${why}; resume: agent-jobs resume ${workflowId}`;
+  }
+  if (view.status === 'awaiting_message')
+    return `… waiting for the next message: agent-jobs say ${workflowId} <text>   (end: agent-jobs end ${workflowId})`;
+  if (before === 'paused') return '▶ resumed';
+  return null;
+}
+
+/** How to decide on `pending` from another terminal (the plain-lines form of the prompt). */
+function hintLine(workflowId: string, pending: PendingApproval): string {
+  const sha = shortHash(pending.commandSha256);
+  return `  approve: agent-jobs approve ${workflowId} --sha ${sha}    deny: agent-jobs deny ${workflowId} --sha ${sha} --reason "..."`;
 }
 
 /**
  * Prints a run's new messages, approvals and final result as they happen
- * (text, or JSON lines with `json`), polling every `intervalMs`.
+ * (text, or JSON lines with `json`), polling every `intervalMs`. On a TTY
+ * it also draws the live line and, with `prompt`, asks for the approval
+ * inline (see {@link WatchOptions}).
+ *
+ * JSON events, one object per line: `message` (`index`, `message`,
+ * `durationMs` of a command whose result it holds, when the run published
+ * it), `pending_approval` (the pending approval's fields), `partial`
+ * (`text`: the end of Claude's answer so far, at most 2,000 characters;
+ * each supersedes the one before, and the `message` follows once the answer
+ * is complete; only when it changed since the last poll), `note` and a
+ * final `result` (the `status --json` shape).
  * @returns the final view once the run has ended
  */
 export async function watchRun(client: Client, workflowId: string, opts: WatchOptions): Promise<RunView> {
+  const live = opts.live !== false && !opts.json && process.stdout.isTTY === true ? new LiveLine(process.stdout) : null;
+  const term: PromptTerminal | null =
+    opts.prompt === true && live && process.stdin.isTTY === true ? { input: process.stdin, output: process.stdout } : null;
   const emit = (event: Record<string, unknown>, text: string[]): void => {
-    process.stdout.write(opts.json ? `${jsonText(event)}\n` : `${terminalText(text.join('\n'))}\n`);
+    if (opts.json) process.stdout.write(`${jsonText(event)}\n`);
+    else if (live) live.print(terminalText(text.join('\n')));
+    else process.stdout.write(`${terminalText(text.join('\n'))}\n`);
   };
   let next = 0;
   let announced: string | null = null;
-  for (;;) {
-    const view = await readRun(client, workflowId);
-    const open = view.executionStatus === 'RUNNING';
-    // A run that ends while it is asked is read again on the next round; a closed one without an answer (no worker) shows its result.
-    const t = await queryTranscript(client, workflowId, next).catch(async (err: unknown) => {
-      if (open && (await stillRunning(runHandle(client, workflowId)))) throw err;
-      return null;
-    });
-    if (open && !t) continue;
-    if (t) {
-      t.messages.forEach((m, i) => emit({ event: 'message', index: t.from + i, message: m }, describeMessage(m, t.from + i)));
-      next = t.from + t.messages.length;
-    } else if (next === 0) {
-      emit({ event: 'note', text: 'no worker is running: the transcript of a finished run needs one' }, [
-        '(no worker is running, so only the result is shown; start one with `agent-jobs worker` to see the transcript)',
-      ]);
+  let lastPartial = '';
+  const seenDecisions = new Set<string>();
+  let lastStatus = '';
+  try {
+    for (;;) {
+      const view = await readRun(client, workflowId);
+      const open = view.executionStatus === 'RUNNING';
+      // A run that ends while it is asked is read again on the next round; a closed one without an answer (no worker) shows its result.
+      const t = await queryTranscript(client, workflowId, next).catch(async (err: unknown) => {
+        if (open && (await stillRunning(runHandle(client, workflowId)))) throw err;
+        return null;
+      });
+      if (open && !t) continue;
+      // Read after the transcript, so an answer that just landed there is not shown again as partial text.
+      const activity = open && (live || opts.json) ? await currentActivity(client, workflowId).catch(() => null) : null;
+      live?.set(open ? liveStatusOf(view, activity) : null);
+      if (t) {
+        const durations = t.durationsMs ?? {};
+        t.messages.forEach((m, i) => {
+          const results = typeof m.content === 'string' ? [] : m.content.filter(isToolResult);
+          const timed = results.filter((b) => typeof durations[b.tool_use_id] === 'number');
+          const durationMs = Object.fromEntries(timed.map((b) => [b.tool_use_id, durations[b.tool_use_id]]));
+          emit(
+            { event: 'message', index: t.from + i, message: m, ...(timed.length ? { durationMs } : {}) },
+            describeMessage(m, t.from + i, durations),
+          );
+        });
+        next = t.from + t.messages.length;
+      } else if (next === 0) {
+        emit({ event: 'note', text: 'no worker is running: the transcript of a finished run needs one' }, [
+          '(no worker is running, so only the result is shown; start one with `agent-jobs worker` to see the transcript)',
+        ]);
+      }
+      const partial = activity?.kind === 'claude' ? activity.partialText : '';
+      if (opts.json && partial && partial !== lastPartial) emit({ event: 'partial', text: partial }, []);
+      lastPartial = partial;
+      const pending = view.pendingApproval;
+      if (pending && pending.toolUseId !== announced) {
+        announced = pending.toolUseId;
+        emit({ event: 'pending_approval', ...pending }, [
+          ...commandLines(pending.command, { label: '⏸ waiting for approval: ', suffix: `    [${pending.toolUseId}]` }),
+          ...(term ? [] : [hintLine(workflowId, pending)]),
+        ]);
+        if (opts.onPendingApproval) {
+          live?.set(null);
+          await opts.onPendingApproval(pending);
+        }
+        if (term && live) await decideInline(client, workflowId, pending, term, live, opts.intervalMs ?? 1_000);
+      }
+      for (const d of view.decisions) {
+        const key = `${d.toolUseId}@${d.at}`;
+        if (seenDecisions.has(key)) continue;
+        seenDecisions.add(key);
+        emit({ event: 'decision', ...d }, decisionLines(d));
+      }
+      if (open && view.status !== lastStatus) {
+        const line = statusLine(workflowId, view, lastStatus);
+        if (line) emit({ event: 'status', status: view.status, pause: view.pause ?? null }, [line]);
+        lastStatus = view.status;
+      }
+      if (!open) {
+        const r = view.result;
+        emit({ event: 'result', ...statusJson(view) }, [
+          `run ${workflowId} ended: ${view.status} after ${view.turns} turns (${view.usage.inputTokens} input / ${view.usage.outputTokens} output tokens)`,
+          ...(r?.text ? [`final answer: ${r.text}`] : []),
+          ...(r?.error ? [`reason: ${r.error}`] : []),
+        ]);
+        return view;
+      }
+      await sleep(opts.intervalMs ?? 1_000);
     }
-    const pending = view.pendingApproval;
-    if (pending && pending.toolUseId !== announced) {
-      announced = pending.toolUseId;
-      const sha = shortHash(pending.commandSha256);
-      emit({ event: 'pending_approval', ...pending }, [
-        ...commandLines(pending.command, { label: '⏸ waiting for approval: ', suffix: `    [${pending.toolUseId}]` }),
-        `  approve: agent-jobs approve ${workflowId} --sha ${sha}    deny: agent-jobs deny ${workflowId} --sha ${sha} --reason "..."`,
-      ]);
-      await opts.onPendingApproval?.(pending);
+  } finally {
+    live?.stop();
+  }
+}
+
+/**
+ * The inline prompt for `pending`, and the decision it yields sent with
+ * {@link decide} (bound to the command's full sha256). The prompt goes
+ * away when the run stops waiting on this command (decided elsewhere, timed
+ * out, ended), checked every `intervalMs`. A decision that fails (the run
+ * moved on, the hash changed) is printed as `! …` and the watch goes on.
+ */
+async function decideInline(
+  client: Client,
+  workflowId: string,
+  pending: PendingApproval,
+  term: PromptTerminal,
+  live: LiveLine,
+  intervalMs: number,
+): Promise<void> {
+  live.set(null);
+  const gone = new AbortController();
+  const watcher = (async () => {
+    while (!gone.signal.aborted) {
+      await sleep(intervalMs);
+      const now = await queryStatus(client, workflowId).catch(() => null);
+      if (!gone.signal.aborted && now?.pendingApproval?.toolUseId !== pending.toolUseId) gone.abort();
     }
-    if (!open) {
-      const r = view.result;
-      emit({ event: 'result', ...statusJson(view) }, [
-        `run ${workflowId} ended: ${view.status} after ${view.turns} turns (${view.usage.inputTokens} input / ${view.usage.outputTokens} output tokens)`,
-        ...(r?.text ? [`final answer: ${r.text}`] : []),
-        ...(r?.error ? [`reason: ${r.error}`] : []),
-      ]);
-      return view;
-    }
-    await sleep(opts.intervalMs ?? 1_000);
+  })();
+  let choice: InlineDecision | null;
+  try {
+    choice = await askDecision(term, gone.signal);
+  } finally {
+    gone.abort();
+    await watcher;
+  }
+  if (!choice) return;
+  if (choice.kind === 'dismiss') {
+    live.print(terminalText(hintLine(workflowId, pending)));
+    return;
+  }
+  const sha = pending.commandSha256;
+  const options: DecideOptions =
+    choice.kind === 'deny' ? { sha, reason: choice.reason } : choice.kind === 'edit' ? { sha, edit: choice.command } : { sha };
+  try {
+    const { answer, command } = await decide(client, workflowId, choice.kind !== 'deny', options);
+    live.print(
+      terminalText(
+        [
+          ...commandLines(command, { label: `${answer.decision} ${answer.toolUseId} by ${answer.by}: `, indent: '  ' }),
+          ...(answer.decision === 'edited' ? commandLines(answer.command, { label: '  runs instead: ', indent: '    ' }) : []),
+        ].join('\n'),
+      ),
+    );
+  } catch (err) {
+    if (!(err instanceof CliError)) throw err;
+    live.print(terminalText(`! ${err.message}${err.hint ? `\n  ${err.hint}` : ''}`));
   }
 }
 
@@ -101,8 +313,11 @@ export function registerWatch(program: Command): void {
     .description('follow a run live (messages, commands, outputs, approvals) until it ends')
     .argument('<workflowId>')
     .option('--json', 'print one JSON object per event')
-    .action(async (workflowId: string, opts: { json?: boolean }) => {
-      const view = await withClient(({ client }) => watchRun(client, workflowId, { json: opts.json === true }));
+    .option('--no-prompt', 'on a terminal, do not ask for pending approvals inline (print how to approve or deny instead)')
+    .action(async (workflowId: string, opts: { json?: boolean; prompt?: boolean }) => {
+      const view = await withClient(({ client }) =>
+        watchRun(client, workflowId, { json: opts.json === true, prompt: opts.prompt !== false }),
+      );
       process.exitCode = exitCodeOf(view);
     });
 }

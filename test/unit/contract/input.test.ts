@@ -16,6 +16,9 @@ describe('agentRun input', () => {
         network: false,
         commandTimeoutMs: 120_000,
         approvalTimeout: '24 hours',
+        approvalTimeoutAction: 'deny',
+        chat: false,
+        chatIdleTimeout: '24 hours',
         transcriptBudgetChars: 200_000,
       },
     });
@@ -27,6 +30,9 @@ describe('agentRun input', () => {
     [{ task: 'x', maxTurns: 0 }, 'maxTurns: Too small'],
     [{ task: 'x', approval: 'sometimes' }, 'approval: Invalid option'],
     [{ task: 'x', approvalTimeout: 'soon' }, 'approvalTimeout: must be a duration'],
+    [{ task: 'x', approvalTimeoutAction: 'ignore' }, 'approvalTimeoutAction: Invalid option'],
+    [{ task: 'x', chat: 'yes' }, 'chat: Invalid input'],
+    [{ task: 'x', chatIdleTimeout: 'later' }, 'chatIdleTimeout: must be a duration'],
     [{ task: 'x', maxTurn: 3 }, 'Unrecognized key: "maxTurn"'],
   ])('%j is rejected with a message naming the field', (raw, message) => {
     const r = resolveInput(raw);

@@ -281,6 +281,24 @@ describe('scripted Messages API server', () => {
       expect(new Set(deltas)).toEqual(new Set(['thinking_delta', 'signature_delta', 'text_delta', 'input_json_delta']));
     });
 
+    test('delta_delay_ms spaces the deltas of a streamed answer, so the text arrives piece by piece', async () => {
+      const text = 'a'.repeat(16 * 4); // four text deltas of 16 characters
+      const server = await start({ responses: [{ content: [{ type: 'text', text }], delta_delay_ms: 150 }] });
+      const seen: Array<{ at: number; chars: number }> = [];
+      const started = Date.now();
+      const stream = clientFor(server).messages.stream(request([task]));
+      stream.on('text', (_delta, snapshot) => seen.push({ at: Date.now() - started, chars: snapshot.length }));
+      const message = await stream.finalMessage();
+      expect(message.content).toMatchObject([{ type: 'text', text }]);
+      expect(seen.map((s) => s.chars)).toEqual([16, 32, 48, 64]);
+      // Each delta waits for the pause after the one before it.
+      for (let i = 1; i < seen.length; i++) expect(seen[i]!.at - seen[i - 1]!.at).toBeGreaterThanOrEqual(120);
+      // The non-streamed answer is not slowed.
+      const plainStarted = Date.now();
+      await clientFor(server).messages.create(request([task]));
+      expect(Date.now() - plainStarted).toBeLessThan(400);
+    });
+
     test('errors are plain HTTP errors even for streaming requests', async () => {
       const server = await start({ responses: [{ error: { status: 529 } }, ...script.responses] });
       const client = clientFor(server);
