@@ -154,15 +154,36 @@ async function endOfTurn(state: RunState, text: string): Promise<RunEnd | null> 
     return null;
   }
   if (!state.input.chat) return { status: 'completed', text };
-  state.setStatus('awaiting_message');
-  state.setDetails(`waiting for the next message: agent-jobs say ${state.workflowId} <text>; agent-jobs end ${state.workflowId} to finish`);
-  const got = await condition(() => state.queued.length > 0 || state.endRequestedBy !== null, state.input.chatIdleTimeout, {
-    summary: 'chat: waiting for the next message',
-  });
-  if (!got || state.endRequestedBy !== null) return ending();
+  if (!(await awaitMessage(state))) return ending();
   appendUserBlocks(state, drainMessages(state));
   state.setStatus('running');
   return null;
+}
+
+/**
+ * A chat run's wait for the next message (status `awaiting_message`), up to
+ * the chat idle timeout; a pause holds it with no timer (status `paused`),
+ * and the idle wait starts again in full on resume.
+ * @returns true when a message is queued; false when `end` was asked or the idle timeout ran out
+ */
+async function awaitMessage(state: RunState): Promise<boolean> {
+  const { workflowId, input } = state;
+  const wanted = (): boolean => state.queued.length > 0 || state.endRequestedBy !== null;
+  for (;;) {
+    if (state.pause !== null) {
+      state.setStatus('paused');
+      state.setDetails(`paused by ${state.pause.by ?? 'a person'} while waiting for the next message`);
+      await condition(() => state.pause === null || state.endRequestedBy !== null);
+      if (state.endRequestedBy !== null) return false;
+    }
+    state.setStatus('awaiting_message');
+    state.setDetails(`waiting for the next message: agent-jobs say ${workflowId} <text>; agent-jobs end ${workflowId} to finish`);
+    const woke = await condition(() => wanted() || state.pause !== null, input.chatIdleTimeout, {
+      summary: 'chat: waiting for the next message',
+    });
+    if (state.endRequestedBy !== null || !woke) return false;
+    if (state.queued.length > 0) return true;
+  }
 }
 
 /** Adds user content blocks: to the last message when it is the user's (two user messages in a row are invalid), else as a new one. */

@@ -17,6 +17,7 @@
  */
 import { condition, log, patched, setHandler } from '@temporalio/workflow';
 import {
+  MAX_BY_CHARS,
   MAX_RULES,
   decideUpdate,
   type AppliedDecision,
@@ -33,7 +34,7 @@ import { MAX_PLAIN_COMMAND_CHARS, shellStateBuiltin, tokenize } from '../contrac
 import { decideApproval as legacyDecideApproval } from './approval-policy';
 import type { RunState } from './run-state';
 import type { RunSession, SessionOutcome } from './session';
-import { RejectedRequest, checkBy, checkObject, safePoint } from './steering';
+import { BY_PATTERN, RejectedRequest, checkBy, checkObject, safePoint } from './steering';
 import { deniedOutcome, describeDuration, editedOutcome, type ToolOutcome } from './tool-results';
 
 /** Decisions kept in `state.decisions` (and so in status and across continue-as-new), newest last. */
@@ -174,7 +175,8 @@ export function receiveDecision(approval: ApprovalState, d: ApprovalDecision): v
     approved: d.approved,
     source: 'signal',
     ...(d.reason ? { reason: d.reason } : {}),
-    ...(d.by ? { by: d.by } : {}),
+    // A name that is not a plain name (control, markup or bidi characters) is dropped, not shown: the decision still applies.
+    ...(d.by && d.by.length <= MAX_BY_CHARS && BY_PATTERN.test(d.by) ? { by: d.by } : {}),
     ...(d.commandSha256 !== undefined ? { commandSha256: d.commandSha256 } : {}),
   };
 }
@@ -205,8 +207,8 @@ function isDecision(d: unknown): d is ApprovalDecision {
   );
 }
 
-/** Longest `reason` or `edit` a `decide` Update may carry, in characters: 100,000. */
-const MAX_DECISION_TEXT = 100_000;
+/** Longest `reason` or `edit` a `decide` Update may carry, in characters: 10,000 (the last 20 decisions are kept in status, whose answer must stay well under gRPC's 4 MB). */
+const MAX_DECISION_TEXT = 10_000;
 
 /**
  * Validator of the `decide` Update: rejects (with the reason the CLI

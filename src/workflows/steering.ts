@@ -34,10 +34,21 @@ export class RejectedRequest extends Error {
   override name = 'RejectedRequest';
 }
 
-/** @throws RejectedRequest unless `by` is a non-empty string of at most {@link MAX_BY_CHARS} characters */
+/**
+ * What a `by` may hold: letters, marks and digits of any script, spaces and
+ * `. _ @ + ' -` (user names, e-mail addresses, "Ana María"). Nothing a
+ * terminal, the UI's markdown or a bidi algorithm acts on can be in a name
+ * that is shown in status, `watch`, `pending` and the UI's current details.
+ */
+export const BY_PATTERN = /^[\p{L}\p{M}\p{N} ._@+'-]+$/u;
+
+/** @throws RejectedRequest unless `by` is a non-empty {@link BY_PATTERN} name of at most {@link MAX_BY_CHARS} characters */
 export function checkBy(by: unknown): void {
   if (typeof by !== 'string' || by.trim() === '') throw new RejectedRequest('by must name who sends this (a non-empty string)');
   if (by.length > MAX_BY_CHARS) throw new RejectedRequest(`by is longer than ${MAX_BY_CHARS} characters`);
+  if (!BY_PATTERN.test(by)) {
+    throw new RejectedRequest("by may hold only letters, digits, spaces and . _ @ + ' - (no control, markup or bidi characters)");
+  }
 }
 
 /** @throws RejectedRequest unless `req` is an object (Update payloads are not typed on the wire) */

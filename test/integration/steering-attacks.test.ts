@@ -301,10 +301,18 @@ describe('steering attacks', () => {
     const a = bed.address;
     const handle = await bed.start({ task: 'escapes', approval: 'always' }, 'attack-escapes');
     await bed.pendingApproval(handle);
-    await handle.executeUpdate(sayUpdate, { args: [{ text: `hi \x1b[31mred\x1b[0m\x1b]8;;http://x\x07link\x1b]8;;\x07`, by: evil }] });
-    await decide(handle, { toolUseId: 'toolu_e', by: evil, always: true }, 'touch e.txt');
+    // A by holding escapes, markup or bidi characters is refused by every Update (the name is shown in status, pending, watch and the UI).
+    for (const by of [evil, 'a`b`', '**bold**', 'x\u202ey', 'tab\there', 'new\nline', '<script>'])
+      expect(await rejected(handle.executeUpdate(sayUpdate, { args: [{ text: 'hi', by }] }))).toMatch(/by may hold only/);
+    expect(await rejected(handle.executeUpdate(pauseUpdate, { args: [{ by: evil }] }))).toMatch(/by may hold only/);
+    expect(await rejected(decide(handle, { toolUseId: 'toolu_e', by: evil }, 'touch e.txt'))).toMatch(/by may hold only/);
+    const name = "Ana María O'Brien-2";
+    await handle.executeUpdate(sayUpdate, {
+      args: [{ text: `hi \x1b[31mred\x1b[0m\x1b]8;;http://x\x07link\x1b]8;;\x07\u202e`, by: name }],
+    });
+    await decide(handle, { toolUseId: 'toolu_e', by: name, always: true }, 'touch e.txt');
     await waitFor('toolu_f pending', async () => (await bed.status(handle)).pendingApproval?.toolUseId === 'toolu_f');
-    await handle.executeUpdate(pauseUpdate, { args: [{ by: evil }] });
+    await handle.executeUpdate(pauseUpdate, { args: [{ by: name }] });
     await waitFor('paused', async () => (await bed.status(handle)).status === 'paused');
     const outputs = [
       await cli(a, 'status', handle.workflowId),
@@ -320,16 +328,15 @@ describe('steering attacks', () => {
       await cli(a, 'pause', handle.workflowId),
     ];
     expect(outputs.at(-1)?.stderr).toMatch(/already paused/);
-    await handle.executeUpdate(resumeUpdate, { args: [{ by: evil }] });
-    await decide(handle, { toolUseId: 'toolu_f', by: evil }, 'touch f.txt');
+    await handle.executeUpdate(resumeUpdate, { args: [{ by: name }] });
+    await decide(handle, { toolUseId: 'toolu_f', by: name }, 'touch f.txt');
     expect((await handle.result()).status).toBe('completed');
     outputs.push(await cli(a, 'watch', handle.workflowId), await cli(a, 'transcript', handle.workflowId));
     for (const [i, o] of outputs.entries()) {
       expect({ i, raw: RAW_ESCAPES.test(o.stdout) || RAW_ESCAPES.test(o.stderr) }).toEqual({ i, raw: false });
       expect({ i, bidi: /\u202e/.test(o.stdout + o.stderr) }).toEqual({ i, bidi: false });
     }
-    expect(outputs[0]!.stdout).toMatch(/mal.*lory/);
-    // The JSON still carries the exact name.
-    expect((JSON.parse(outputs[3]!.stdout) as Array<{ by: string }>)[0]!.by).toBe(evil);
+    expect(outputs[0]!.stdout).toContain(name);
+    expect((JSON.parse(outputs[3]!.stdout) as Array<{ by: string }>)[0]!.by).toBe(name);
   }, 120_000);
 });

@@ -372,6 +372,16 @@ describe('steering', () => {
     bed = await TestBed.create({ script: { responses: [asks(['toolu_n', 'touch n.txt']), end('only answer')] } });
     const chat = await bed.start({ task: 'idle', approval: 'auto', chat: true, chatIdleTimeout: '1s' }, 'steer-chat-idle');
     expect(await chat.result()).toMatchObject({ status: 'completed', text: 'only answer' });
+    // A pause holds the idle timeout: paused past it, the run waits; after resume the idle wait starts again.
+    const held = await bed.start({ task: 'held', approval: 'auto', chat: true, chatIdleTimeout: '3s' });
+    await waitFor('waiting for a message', async () => (await bed.status(held)).status === 'awaiting_message');
+    await held.executeUpdate(pauseUpdate, { args: [{ by: 'max' }] });
+    await waitFor('paused', async () => (await bed.status(held)).status === 'paused');
+    await new Promise((r) => setTimeout(r, 4_000));
+    expect((await bed.status(held)).status).toBe('paused');
+    await held.executeUpdate(resumeUpdate, { args: [{ by: 'max' }] });
+    expect((await bed.status(held)).status).toBe('awaiting_message');
+    expect(await held.result()).toMatchObject({ status: 'completed', text: 'only answer' });
     const plain = await bed.start({ task: 'plain', approval: 'always' });
     await bed.pendingApproval(plain);
     expect(await rejected(plain.executeUpdate(endUpdate, { args: [{ by: 'x' }] }))).toMatch(/not a conversation/);
