@@ -239,7 +239,8 @@ function validateDecide(state: RunState, req: DecideRequest): void {
   if (req.edit !== undefined && (req.always === true || req.alwaysPrefix !== undefined)) {
     throw new RejectedRequest('a rule cannot come with an edit: it would approve a command nobody reviewed as it is');
   }
-  if (req.always === true && req.alwaysPrefix !== undefined) throw new RejectedRequest('give always or alwaysPrefix, not both');
+  if (req.always === true && req.alwaysPrefix !== undefined)
+    throw new RejectedRequest('give always (--always) or alwaysPrefix (--always-prefix), not both');
   const problem = decisionProblem(state.approval, req.toolUseId, req.commandSha256);
   if (problem !== null) throw new RejectedRequest(problem);
   const pending = state.approval.pending as PendingApproval;
@@ -279,7 +280,12 @@ function checkRule(state: RunState, kind: ApprovalRule['kind'], text: string, pe
   }
   if (kind === 'prefix') {
     const command = tokenize(pendingCommand);
-    if (!command.ok || words.argv.length > command.argv.length || words.argv.some((w, i) => w !== command.argv[i])) {
+    if (!command.ok) {
+      throw new RejectedRequest(
+        `no prefix rule for this command: it is not plain words (${command.reason}), and a rule matches only commands that are; approve it once, without a rule`,
+      );
+    }
+    if (words.argv.length > command.argv.length || words.argv.some((w, i) => w !== command.argv[i])) {
       throw new RejectedRequest(`the pending command does not start with the words ${JSON.stringify(words.argv.join(' '))}`);
     }
   }
@@ -393,7 +399,10 @@ async function awaitDecision(state: RunState, toolUseId: string): Promise<Decisi
       );
       await condition(() => state.pause === null || approval.decision !== null);
       if (approval.decision !== null && state.pause?.reason === 'approval_timeout') state.pause = null;
-      if (state.pause === null) state.setStatus('awaiting_approval');
+      if (state.pause === null) {
+        state.setStatus('awaiting_approval');
+        state.setDetails(`waiting for approval of ${commandDetails(approval.pending?.command ?? '')} (tool_use ${toolUseId}; resumed)`);
+      }
       continue;
     }
     const summary = `approval wait: ${commandSummary(approval.pending?.command ?? '', null)}`;

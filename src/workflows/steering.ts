@@ -101,10 +101,18 @@ function validatePause(state: RunState, req: ByRequest): void {
     throw new RejectedRequest(`the run is already paused (${state.pause.by ? `by ${state.pause.by}` : state.pause.reason})`);
 }
 
-function pause(state: RunState, req: ByRequest): SteerAnswer {
+/**
+ * Asks for a pause. A run waiting for a person (approval, next message) is
+ * paused in the same workflow task and the answer says `paused`; a run in a
+ * model call or a command answers `running` and pauses at the next safe point.
+ */
+async function pause(state: RunState, req: ByRequest): Promise<SteerAnswer> {
   const at = new Date().toISOString();
   state.pause = { reason: 'human', by: req.by, at };
   log.info('pause asked', { by: req.by });
+  if (state.status === 'awaiting_approval' || state.status === 'awaiting_message') {
+    await condition(() => state.status === 'paused' || state.pause === null || state.result !== null);
+  }
   return { status: state.status, by: req.by, at };
 }
 
@@ -115,10 +123,13 @@ function validateResume(state: RunState, req: ByRequest): void {
   if (state.pause === null) throw new RejectedRequest(`the run is not paused (status ${state.status})`);
 }
 
-function resume(state: RunState, req: ByRequest): SteerAnswer {
+/** Clears the pause; answers with the status the run goes on in (once it has left `paused`, in the same workflow task). */
+async function resume(state: RunState, req: ByRequest): Promise<SteerAnswer> {
+  const at = new Date().toISOString();
   state.pause = null;
   log.info('resumed', { by: req.by });
-  return { status: state.status, by: req.by, at: new Date().toISOString() };
+  await condition(() => state.status !== 'paused' || state.result !== null);
+  return { status: state.result?.status ?? state.status, by: req.by, at };
 }
 
 function validateEnd(state: RunState, req: ByRequest): void {
@@ -129,10 +140,13 @@ function validateEnd(state: RunState, req: ByRequest): void {
   if (state.endRequestedBy !== null) throw new RejectedRequest(`end was already asked by ${state.endRequestedBy}`);
 }
 
-function end(state: RunState, req: ByRequest): SteerAnswer {
+/** Asks a chat run to end; a run waiting for a message completes at once, and the answer says `completed`. */
+async function end(state: RunState, req: ByRequest): Promise<SteerAnswer> {
+  const at = new Date().toISOString();
   state.endRequestedBy = req.by;
   log.info('end asked', { by: req.by });
-  return { status: state.status, by: req.by, at: new Date().toISOString() };
+  if (state.status === 'awaiting_message') await condition(() => state.result !== null);
+  return { status: state.result?.status ?? state.status, by: req.by, at };
 }
 
 function validateRemoveRule(state: RunState, req: RemoveRuleRequest): void {

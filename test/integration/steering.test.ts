@@ -267,7 +267,7 @@ describe('steering', () => {
     const handle = await bed.start({ task: 'pause', approval: 'always', approvalTimeout: '2s' }, 'steer-pause-approval');
     await bed.pendingApproval(handle);
     const paused = await handle.executeUpdate(pauseUpdate, { args: [{ by: 'gina' }] });
-    expect(paused.by).toBe('gina');
+    expect(paused).toMatchObject({ by: 'gina', status: 'paused' });
     await waitFor('paused', async () => (await bed.status(handle)).status === 'paused');
     expect(await rejected(handle.executeUpdate(pauseUpdate, { args: [{ by: 'gina' }] }))).toMatch(/already paused \(by gina\)/);
     // Past the approval timeout: nothing was denied, the command still waits.
@@ -286,7 +286,7 @@ describe('steering', () => {
     expect(s.status).toBe('paused');
     expect(bed.audit()).toEqual([]);
     expect(bed.sentMessages()).toHaveLength(1);
-    await handle.executeUpdate(resumeUpdate, { args: [{ by: 'gina' }] });
+    expect(await handle.executeUpdate(resumeUpdate, { args: [{ by: 'gina' }] })).toMatchObject({ status: 'running', by: 'gina' });
     expect((await handle.result()).status).toBe('completed');
     expect(bed.audit().map((a) => a.command)).toEqual(['touch p.txt']);
     await expect(handle.executeUpdate(resumeUpdate, { args: [{ by: 'gina' }] })).rejects.toThrow(/already completed/);
@@ -357,7 +357,7 @@ describe('steering', () => {
     await handle.executeUpdate(sayUpdate, { args: [{ text: 'read it back', by: 'kim' }] });
     await waitFor('answer 3', async () => (await waiting()) && bed.sentMessages().length === 5);
     expect(await rejected(handle.executeUpdate(endUpdate, { args: [{ by: '' }] }))).toMatch(/by must name/);
-    await handle.executeUpdate(endUpdate, { args: [{ by: 'kim' }] });
+    expect(await handle.executeUpdate(endUpdate, { args: [{ by: 'kim' }] })).toMatchObject({ status: 'completed', by: 'kim' });
     expect(await handle.result()).toMatchObject({ status: 'completed', text: 'third' });
     expect(textsSentIn(bed, 2)).toEqual(['[message from kim] and now?']);
     expect(textsSentIn(bed, 3)).toEqual(['[message from kim] read it back']);
@@ -379,7 +379,7 @@ describe('steering', () => {
     await waitFor('paused', async () => (await bed.status(held)).status === 'paused');
     await new Promise((r) => setTimeout(r, 4_000));
     expect((await bed.status(held)).status).toBe('paused');
-    await held.executeUpdate(resumeUpdate, { args: [{ by: 'max' }] });
+    expect(await held.executeUpdate(resumeUpdate, { args: [{ by: 'max' }] })).toMatchObject({ status: 'awaiting_message' });
     expect((await bed.status(held)).status).toBe('awaiting_message');
     expect(await held.result()).toMatchObject({ status: 'completed', text: 'only answer' });
     const plain = await bed.start({ task: 'plain', approval: 'always' });
@@ -399,7 +399,7 @@ describe('steering', () => {
     await bed.pendingApproval(third);
     const paused = await cli(a, 'pause', third.workflowId, '--by', 'lee', '--json');
     expect(paused.code).toBe(0);
-    expect(JSON.parse(paused.stdout)).toMatchObject({ by: 'lee', status: 'awaiting_approval' });
+    expect(JSON.parse(paused.stdout)).toMatchObject({ by: 'lee', status: 'paused' });
     await waitFor('paused', async () => (await bed.status(third)).status === 'paused');
     const rows = await waitFor('pending indexed', async () => {
       const r = await cli(a, 'pending', '--json');

@@ -6,6 +6,7 @@
  * to it, the same run watched without a terminal prints plain lines (no
  * spinner, no control sequences) and `--json` prints `partial` events.
  */
+import { userInfo } from 'node:os';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { transcriptQuery } from '../../src/contract';
@@ -130,7 +131,11 @@ describe('watch in a terminal', () => {
 
     // The key press approves: decide() sends the full hash of the command shown.
     tmux('send-keys', '-t', SESSION, 'a');
-    const approved = await seen('the approval confirmed', (s) => s.includes(`approved toolu_sleep: ${COMMAND}`), 15_000);
+    const approved = await seen(
+      'the approval confirmed',
+      (s) => s.includes(`approved toolu_sleep by ${userInfo().username}: ${COMMAND}`),
+      15_000,
+    );
     expect(approved).toContain(`${PROMPT_TEXT.trimEnd()} a`);
     await seen('the spinner while the command runs', (s) => new RegExp(`${SPINNER.source} running command \\(\\d+s\\)`).test(s), 15_000);
     const ended = await seen('watch to exit', (s) => s.includes('[watch exited 0]'), 30_000);
@@ -203,7 +208,7 @@ describe('watch in a terminal', () => {
     await seen('the reason question', (s) => s.includes('reason (sent to Claude):'));
     tmux('send-keys', '-t', session, '-l', 'keep the build');
     tmux('send-keys', '-t', session, 'Enter');
-    await seen('the denial confirmed', (s) => s.includes('denied toolu_rm (keep the build): rm -rf build'));
+    await seen('the denial confirmed', (s) => s.includes(`denied toolu_rm by ${userInfo().username} (keep the build): rm -rf build`));
 
     // The next command's prompt: enter dismisses it and prints how to decide from elsewhere.
     await seen('the prompt for ls', (s) => s.includes('[toolu_ls]') && s.trimEnd().endsWith(PROMPT_TEXT.trimEnd()));

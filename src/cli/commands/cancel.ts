@@ -6,6 +6,9 @@ import { printJson, printLines } from '../output';
 import { withClient } from '../context';
 import { readRun, runHandle, statusJson, stillRunning, workerPolling } from '../runs';
 
+/** How long `cancel` waits for the run to end after the request, in ms: 30 s. */
+const CANCEL_WAIT_MS = 30_000;
+
 export function registerCancel(program: Command): void {
   program
     .command('cancel')
@@ -26,7 +29,24 @@ export function registerCancel(program: Command): void {
           return printLines(`cancel requested for ${workflowId}; no worker is running, so it ends when one starts (agent-jobs worker)`);
         }
         // The run answers every open tool_use and closes its session, then ends; wait up to 30 s for that.
-        await Promise.race([handle.result().catch(() => undefined), sleep(30_000, undefined, { ref: false })]);
+        // The wait is aborted either way, so no call is left open on a connection about to close.
+        const wait = new AbortController();
+        const ended = await Promise.race([
+          client
+            .withAbortSignal(wait.signal, () => handle.result())
+            .then(
+              () => true,
+              () => true,
+            ),
+          sleep(CANCEL_WAIT_MS, false, { ref: false }),
+        ]);
+        wait.abort();
+        if (!ended && (await stillRunning(handle))) {
+          throw new CliError(
+            `cancel requested for ${workflowId}, but it has not ended within ${CANCEL_WAIT_MS / 1000} s`,
+            'is a worker running? it ends when one handles the request; see `agent-jobs status ' + workflowId + '`',
+          );
+        }
         const view = await readRun(client, workflowId);
         if (opts.json) printJson(statusJson(view));
         else printLines(`${workflowId}: ${view.status}${view.result?.error ? ` (${view.result.error})` : ''}`);

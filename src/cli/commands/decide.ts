@@ -1,6 +1,6 @@
 /** `agent-jobs approve` / `agent-jobs deny`: decide on the command a run waits on, through the `decide` Update. */
 import type { Client } from '@temporalio/client';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { SHORT_HASH_CHARS, displayCommand, shortHash, type CommandDisplay } from '../../contract/display';
 import { decideUpdate, type DecideAnswer, type DecideRequest } from '../../contract';
 import { queryStatus } from '../runs';
@@ -96,8 +96,15 @@ function register(program: Command, name: 'approve' | 'deny'): void {
   if (approved) {
     cmd
       .option('--reason <text>', 'why (optional)')
-      .option('--edit <command>', "run this command instead of Claude's; Claude is told it was edited and what ran")
-      .option('--always', 'also approve the identical command for the rest of the run (plain words only)')
+      .addOption(
+        new Option('--edit <command>', "run this command instead of Claude's; Claude is told it was edited and what ran").conflicts([
+          'always',
+          'alwaysPrefix',
+        ]),
+      )
+      .addOption(
+        new Option('--always', 'also approve the identical command for the rest of the run (plain words only)').conflicts('alwaysPrefix'),
+      )
       .option('--always-prefix <words>', 'also approve later commands that start with these literal words and are otherwise plain words');
   } else cmd.requiredOption('--reason <text>', 'why; sent to Claude');
   cmd.action(async (workflowId: string, opts: DecideOptions) => {

@@ -63,7 +63,7 @@ function registerPauseResumeEnd(program: Command): void {
           const now =
             name === 'pause' && answer.status !== 'paused'
               ? 'it pauses at the next safe point'
-              : name === 'end' && answer.status !== 'awaiting_message'
+              : name === 'end' && answer.status !== 'completed'
                 ? 'it completes when Claude next ends its turn'
                 : `status ${answer.status}`;
           printLines(`${name} ${workflowId} by ${answer.by}: ${now}`);
@@ -93,7 +93,7 @@ function registerRules(program: Command): void {
               )
             : ((await queryStatus(client, workflowId)).rules ?? []);
         if (opts.json) return printJson(rules);
-        printLines(...(opts.remove !== undefined ? [`removed rule ${opts.remove}; left:`] : []), ...ruleLines(rules));
+        printLines(...(opts.remove !== undefined ? [`removed rule ${opts.remove}; rules now:`] : []), ...ruleLines(rules));
       });
     });
 }

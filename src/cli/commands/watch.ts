@@ -135,8 +135,8 @@ export function decisionLines(d: AppliedDecision): string[] {
 /** A line for a change of status that a person caused or must act on (paused, resumed, waiting for a message); null for the others. */
 export function statusLine(workflowId: string, view: RunView, before: string): string | null {
   if (view.status === 'paused') {
-    const why = view.pause?.reason === 'approval_timeout' ? 'the approval wait ran out' : `by ${view.pause?.by ?? 'a person'}`;
-    return `⏸ paused ${why}; resume: agent-jobs resume ${workflowId}`;
+    const why = view.pause?.reason === 'approval_timeout' ? ' (the approval wait ran out)' : ` by ${view.pause?.by ?? 'a person'}`;
+    return `⏸ paused${why}; resume: agent-jobs resume ${workflowId}`;
   }
   if (view.status === 'awaiting_message')
     return `… waiting for the next message: agent-jobs say ${workflowId} <text>   (end: agent-jobs end ${workflowId})`;
@@ -178,6 +178,12 @@ export async function watchRun(client: Client, workflowId: string, opts: WatchOp
   let announced: string | null = null;
   let lastPartial = '';
   const seenDecisions = new Set<string>();
+  const emitDecision = (d: AppliedDecision): void => {
+    const key = `${d.toolUseId}@${d.at}`;
+    if (seenDecisions.has(key)) return;
+    seenDecisions.add(key);
+    emit({ event: 'decision', ...d }, decisionLines(d));
+  };
   let lastStatus = '';
   try {
     for (;;) {
@@ -196,6 +202,8 @@ export async function watchRun(client: Client, workflowId: string, opts: WatchOp
         const durations = t.durationsMs ?? {};
         t.messages.forEach((m, i) => {
           const results = typeof m.content === 'string' ? [] : m.content.filter(isToolResult);
+          // A decision shows before the result it led to.
+          for (const b of results) for (const d of view.decisions) if (d.toolUseId === b.tool_use_id) emitDecision(d);
           const timed = results.filter((b) => typeof durations[b.tool_use_id] === 'number');
           const durationMs = Object.fromEntries(timed.map((b) => [b.tool_use_id, durations[b.tool_use_id]]));
           emit(
@@ -225,12 +233,7 @@ export async function watchRun(client: Client, workflowId: string, opts: WatchOp
         }
         if (term && live) await decideInline(client, workflowId, pending, term, live, opts.intervalMs ?? 1_000);
       }
-      for (const d of view.decisions) {
-        const key = `${d.toolUseId}@${d.at}`;
-        if (seenDecisions.has(key)) continue;
-        seenDecisions.add(key);
-        emit({ event: 'decision', ...d }, decisionLines(d));
-      }
+      for (const d of view.decisions) emitDecision(d);
       if (open && view.status !== lastStatus) {
         const line = statusLine(workflowId, view, lastStatus);
         if (line) emit({ event: 'status', status: view.status, pause: view.pause ?? null }, [line]);
@@ -296,7 +299,10 @@ async function decideInline(
     live.print(
       terminalText(
         [
-          ...commandLines(command, { label: `${answer.decision} ${answer.toolUseId} by ${answer.by}: `, indent: '  ' }),
+          ...commandLines(command, {
+            label: `${answer.decision} ${answer.toolUseId} by ${answer.by}${choice.kind === 'deny' ? ` (${choice.reason})` : ''}: `,
+            indent: '  ',
+          }),
           ...(answer.decision === 'edited' ? commandLines(answer.command, { label: '  runs instead: ', indent: '    ' }) : []),
         ].join('\n'),
       ),
