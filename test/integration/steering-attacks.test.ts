@@ -6,7 +6,7 @@
  * test says what was tried; those that pass because the protection held
  * document it.
  */
-import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
 import {
   MAX_MESSAGE_CHARS,
   decideUpdate,
@@ -18,30 +18,9 @@ import {
   type DecideRequest,
 } from '../../src/contract';
 import { sha256 } from '../../src/contract/sha256';
-import type { agentRun } from '../../src/workflows';
 import { cli } from './cli-process';
-import { TestBed, toolUse, waitFor } from './harness';
-
-type Run = WorkflowHandle<typeof agentRun>;
-
-const end = (text: string) => ({ content: [{ type: 'text' as const, text }], stop_reason: 'end_turn' as const });
-const asks = (...uses: Array<[string, string]>) => ({ content: uses.map(([id, c]) => toolUse(id, c)), stop_reason: 'tool_use' as const });
-
-/** The rejection message of an Update the run's validator refused (fails the test when it was accepted). */
-async function rejected(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof WorkflowUpdateFailedError) return err.cause?.message ?? err.message;
-    throw err;
-  }
-  throw new Error('the Update was accepted');
-}
-
-function decide(handle: Run, req: Partial<DecideRequest> & { toolUseId: string }, command: string): Promise<unknown> {
-  const full = { approved: true, by: 'alice', commandSha256: sha256(command), ...req };
-  return handle.executeUpdate(decideUpdate, { args: [full] });
-}
+import { TestBed, waitFor } from './harness';
+import { asks, decide, end, rejected } from './steering-helpers';
 
 /** ESC, CSI, BEL, OSC: what a terminal acts on. */
 const RAW_ESCAPES = /[\x1b\x07\x9b\x9d]/;

@@ -7,7 +7,7 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
 import {
   decideUpdate,
   endUpdate,
@@ -22,30 +22,9 @@ import {
 } from '../../src/contract';
 import { sha256 } from '../../src/contract/sha256';
 import { findTemporalCli } from '../../src/devserver';
-import type { agentRun } from '../../src/workflows';
 import { cli } from './cli-process';
-import { TestBed, toolUse, waitFor } from './harness';
-
-type Run = WorkflowHandle<typeof agentRun>;
-
-const end = (text: string) => ({ content: [{ type: 'text' as const, text }], stop_reason: 'end_turn' as const });
-const asks = (...uses: Array<[string, string]>) => ({ content: uses.map(([id, c]) => toolUse(id, c)), stop_reason: 'tool_use' as const });
-
-/** The rejection message of an Update the run's validator refused (fails the test when it was accepted). */
-async function rejected(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof WorkflowUpdateFailedError) return err.cause?.message ?? err.message;
-    throw err;
-  }
-  throw new Error('the Update was accepted');
-}
-
-function decide(handle: Run, req: Partial<DecideRequest> & { toolUseId: string }, command?: string): Promise<unknown> {
-  const full = { approved: true, by: 'alice', ...(command !== undefined ? { commandSha256: sha256(command) } : {}), ...req };
-  return handle.executeUpdate(decideUpdate, { args: [full as DecideRequest] });
-}
+import { TestBed, waitFor } from './harness';
+import { asks, decide, end, rejected } from './steering-helpers';
 
 /** The text blocks of the last user message of answered request `i`. */
 function textsSentIn(bed: TestBed, i: number): string[] {

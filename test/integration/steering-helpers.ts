@@ -1,0 +1,34 @@
+/** Helpers of the steering tests: script entries, the decide Update with its hash, and a validator's refusal read back. */
+import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import { decideUpdate, type DecideRequest } from '../../src/contract';
+import { sha256 } from '../../src/contract/sha256';
+import type { agentRun } from '../../src/workflows';
+import { toolUse } from './harness';
+
+export type Run = WorkflowHandle<typeof agentRun>;
+
+/** A scripted answer that ends the turn with `text`. */
+export const end = (text: string) => ({ content: [{ type: 'text' as const, text }], stop_reason: 'end_turn' as const });
+
+/** A scripted answer asking for bash commands, as `[tool_use id, command]` pairs. */
+export const asks = (...uses: Array<[string, string]>) => ({
+  content: uses.map(([id, c]) => toolUse(id, c)),
+  stop_reason: 'tool_use' as const,
+});
+
+/** The rejection message of an Update the run's validator refused (fails the test when it was accepted). */
+export async function rejected(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof WorkflowUpdateFailedError) return err.cause?.message ?? err.message;
+    throw err;
+  }
+  throw new Error('the Update was accepted');
+}
+
+/** Sends the decide Update: approved by alice unless `req` says otherwise, with the sha256 of `command` when given. */
+export function decide(handle: Run, req: Partial<DecideRequest> & { toolUseId: string }, command?: string): Promise<unknown> {
+  const full = { approved: true, by: 'alice', ...(command !== undefined ? { commandSha256: sha256(command) } : {}), ...req };
+  return handle.executeUpdate(decideUpdate, { args: [full as DecideRequest] });
+}
