@@ -40,7 +40,7 @@ import { startAgentRun } from '../temporal';
 import { statusQuery } from '../contract';
 import type { agentRun } from '../workflows';
 import type { AgentRunResult } from '../contract';
-import { spawnWorker, type WorkerProcess } from '../testing/worker-process';
+import { scriptedWorkerEnv, spawnWorker, type WorkerProcess } from '../testing/worker-process';
 
 /** Options of {@link runChaos}. */
 export interface ChaosOptions {
@@ -132,15 +132,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const w = await spawnWorker({
       workerId: `chaos-${process.pid}-${++workerSeq}`,
       connection,
-      env: {
-        PATH: process.env.PATH ?? '/usr/bin:/bin',
-        HOME: process.env.HOME ?? '/root',
-        TEMPORAL_ADDRESS: server.address,
-        ANTHROPIC_BASE_URL: model.url,
-        ANTHROPIC_API_KEY: 'chaos-scripted-key',
-        AGENT_JOBS_DATA_DIR: dir,
-        AGENT_JOBS_LOG_LEVEL: 'ERROR',
-      },
+      env: scriptedWorkerEnv({
+        address: server.address,
+        modelUrl: model.url,
+        apiKey: 'chaos-scripted-key',
+        dataDir: dir,
+        logLevel: 'ERROR',
+      }),
     });
     workers.push(w);
     return w;

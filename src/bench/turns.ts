@@ -16,7 +16,7 @@ import { Command } from 'commander';
 import { freePort, startDevServer } from '../devserver';
 import { startModelServer, type ScriptEntry } from '../model-server';
 import { startAgentRun } from '../temporal';
-import { spawnWorker } from '../testing/worker-process';
+import { scriptedWorkerEnv, spawnWorker } from '../testing/worker-process';
 
 /** Median and 95th percentile of `values` (ms), rounded to 0.1. */
 export function summarize(values: number[]): { median: number; p95: number } {
@@ -47,15 +47,7 @@ export async function measureTurns(turns: number): Promise<TurnFigures> {
   const worker = await spawnWorker({
     workerId: `bench-${process.pid}`,
     connection,
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '/root',
-      TEMPORAL_ADDRESS: server.address,
-      ANTHROPIC_BASE_URL: model.url,
-      ANTHROPIC_API_KEY: 'bench',
-      AGENT_JOBS_DATA_DIR: dir,
-      AGENT_JOBS_LOG_LEVEL: 'ERROR',
-    },
+    env: scriptedWorkerEnv({ address: server.address, modelUrl: model.url, apiKey: 'bench', dataDir: dir, logLevel: 'ERROR' }),
   });
   try {
     const client = new Client({ connection });

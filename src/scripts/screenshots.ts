@@ -30,7 +30,7 @@ import { freePort, startDevServer, type DevServer } from '../devserver';
 import { startModelServer, type ModelServer, type ScriptFile } from '../model-server';
 import { PROJECT_ROOT, workflowUiUrl } from '../settings';
 import { startAgentRun } from '../temporal';
-import { spawnWorker, type WorkerProcess } from '../testing/worker-process';
+import { scriptedWorkerEnv, spawnWorker, type WorkerProcess } from '../testing/worker-process';
 import { capturePage } from './cdp';
 import { blankReason, ensureChromium, pngStats } from './chromium';
 
@@ -138,15 +138,7 @@ async function startBed(dir: string): Promise<Bed> {
   const worker = await spawnWorker({
     workerId: `screenshots-${process.pid}`,
     connection,
-    env: {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      HOME: process.env.HOME ?? '/root',
-      TEMPORAL_ADDRESS: server.address,
-      ANTHROPIC_BASE_URL: model.url,
-      ANTHROPIC_API_KEY: 'scripted-screenshots-key',
-      AGENT_JOBS_DATA_DIR: dir,
-      AGENT_JOBS_LOG_LEVEL: 'WARN',
-    },
+    env: scriptedWorkerEnv({ address: server.address, modelUrl: model.url, apiKey: 'scripted-screenshots-key', dataDir: dir }),
   });
   say(`worker started (pid ${worker.pid}); the model is the scripted Messages API server at ${model.url}`);
   return { dir, server, uiBase: server.uiUrl!, model, connection, client, worker };

@@ -24,6 +24,32 @@ export interface WorkerProcess {
   stop(): Promise<void>;
 }
 
+/**
+ * The environment of a worker process started against a local dev server
+ * and the scripted Messages API server: the PATH and HOME of this process,
+ * the Temporal address, the model server's URL and a stand-in API key, the
+ * data folder (workspaces, audit log) and the log level.
+ */
+export function scriptedWorkerEnv(o: {
+  address: string;
+  modelUrl: string;
+  /** A stand-in key: the scripted server accepts any; tests use one shaped like a real key to prove it is never leaked. */
+  apiKey: string;
+  dataDir: string;
+  /** @default 'WARN' */
+  logLevel?: string;
+}): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: process.env.HOME ?? '/root',
+    TEMPORAL_ADDRESS: o.address,
+    ANTHROPIC_BASE_URL: o.modelUrl,
+    ANTHROPIC_API_KEY: o.apiKey,
+    AGENT_JOBS_DATA_DIR: o.dataDir,
+    AGENT_JOBS_LOG_LEVEL: o.logLevel ?? 'WARN',
+  };
+}
+
 export interface SpawnWorkerOptions {
   /** Used as `AGENT_JOBS_WORKER_ID` (names its session queue). */
   workerId: string;

@@ -12,7 +12,7 @@ import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
 import { AGENT_RUN_WORKFLOW } from '../../src/config';
-import { spawnWorker, type WorkerProcess } from '../../src/testing/worker-process';
+import { scriptedWorkerEnv, spawnWorker, type WorkerProcess } from '../../src/testing/worker-process';
 import { startAgentRun } from '../../src/temporal';
 import { startModelServer, type LoggedRequest, type ModelServer, type ScriptContentBlock, type ScriptFile } from '../../src/model-server';
 import { statusQuery, transcriptQuery } from '../../src/contract';
@@ -106,13 +106,12 @@ export class TestBed {
       workerId: `it-${process.pid}-${++counter}`,
       connection: this.connection,
       env: {
-        PATH: process.env.PATH ?? '/usr/bin:/bin',
-        HOME: process.env.HOME ?? '/root',
-        TEMPORAL_ADDRESS: this.address,
-        ANTHROPIC_BASE_URL: this.model.url,
-        ANTHROPIC_API_KEY: 'sk-ant-test-secret-key-0123456789',
-        AGENT_JOBS_DATA_DIR: this.dir,
-        AGENT_JOBS_LOG_LEVEL: 'WARN',
+        ...scriptedWorkerEnv({
+          address: this.address,
+          modelUrl: this.model.url,
+          apiKey: 'sk-ant-test-secret-key-0123456789',
+          dataDir: this.dir,
+        }),
         ...this.workerEnv,
         ...extraEnv,
       },
