@@ -88,6 +88,13 @@ export const CLAUDE_RETRY_POLICY: RetryPolicy = {
 /** Every option of `callClaude` (the workflow's one proxy for it; call sites add only `summary`). */
 export const CLAUDE_ACTIVITY_OPTIONS: ActivityOptions = { ...CLAUDE_CALL_TIMEOUTS, retry: CLAUDE_RETRY_POLICY };
 
+/**
+ * Bound of a worker's conversation cache, in characters of JSON (about that many
+ * bytes of memory, twice for non-ASCII): 256 M. Past it the least recently used runs'
+ * copies are dropped; their next call rebuilds the copy from the workflow history.
+ */
+export const DEFAULT_TRANSCRIPT_CACHE_CHARS = 256 * 1024 * 1024;
+
 /** Default model; overridden by `AGENT_JOBS_MODEL` (at start) or the run's `model` input. */
 export const DEFAULT_MODEL = 'claude-sonnet-5-5';
 
@@ -212,22 +219,32 @@ export const DEFAULT_MAX_TURNS = 50;
 export const DEFAULT_TRANSCRIPT_BUDGET_CHARS = 200_000;
 
 /**
- * Continue-as-new thresholds: 2 MiB or 2,000 events, checked after each
- * model turn, besides the server's own suggestion (`continueAsNewSuggested`,
- * at 4 MiB / 4,096 events by default; the hard limits are 50 MiB / 51,200
- * events). One turn can add a whole transcript (≤ budget) to history.
+ * Continue-as-new thresholds: 4 MiB or 4,096 events, checked after each
+ * model turn, besides the server's own suggestion (`continueAsNewSuggested`).
+ * They are the server's default suggestion (`limit.historySize.suggestContinueAsNew`,
+ * `limit.historyCount.suggestContinueAsNew`), named here so a server configured
+ * higher does not let a history grow past them; the hard limits are 50 MiB /
+ * 51,200 events. A turn adds to history about twice its new content (the
+ * command's output in `runCommand`'s result and in the next `callClaude`'s
+ * change) plus about 3 KB of events, so a run of 20 KB outputs continues as new
+ * about every 90 turns.
  *
- * Why below the server's suggestion: when a worker dies, every run it had
- * cached is replayed from its history on a survivor, one after another.
- * Measured in the chaos run (2 cores, 20 runs): a 716-event, ~4 MiB history
- * took 2.2 s to replay there while several others queued, a third of the
- * recovery time; an unloaded replay costs about 0.3 ms an event. A run
- * continues as new about every 100 turns of short outputs, or every few
- * turns once its transcript nears the budget; each costs one workflow start
- * carrying the transcript.
+ * Why not higher: when a worker dies, every run it had cached is replayed from
+ * its history on a survivor. Measured in the chaos run (2 cores, 20 runs): a
+ * 716-event, ~4 MiB history took 2.2 s to replay there while several others
+ * queued; an unloaded replay costs about 0.3 ms an event.
  */
-export const CONTINUE_AS_NEW_HISTORY_BYTES = 2 * 1024 * 1024;
-export const CONTINUE_AS_NEW_HISTORY_EVENTS = 2_000;
+export const CONTINUE_AS_NEW_HISTORY_BYTES = 4 * 1024 * 1024;
+export const CONTINUE_AS_NEW_HISTORY_EVENTS = 4_096;
+
+/**
+ * The thresholds of runs recorded before each call sent only the conversation's
+ * change (then every call carried the whole transcript, so history grew with
+ * the square of the turns): 2 MiB or 2,000 events. Kept for their replay
+ * (patched() id `linear-history`).
+ */
+export const LEGACY_CONTINUE_AS_NEW_HISTORY_BYTES = 2 * 1024 * 1024;
+export const LEGACY_CONTINUE_AS_NEW_HISTORY_EVENTS = 2_000;
 
 // ---------------------------------------------------------------------------
 // Visibility

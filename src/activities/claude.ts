@@ -5,10 +5,21 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { Context } from '@temporalio/activity';
 import { CLAUDE_HEARTBEAT_INTERVAL_MS, CLAUDE_IDLE_TIMEOUT_MS } from '../config';
-import type { ContentBlock } from '../contract';
+import { ApplicationFailure } from '@temporalio/common';
+import { emptyConversation, type Conversation, type ContentBlock, type Message, type RequestReport } from '../contract';
+import { DEFAULT_TRANSCRIPT_CACHE_CHARS } from '../config';
 import { idleFailure, toTemporalFailure } from './claude-errors';
 import { tailOf, type ClaudeProgress } from './claude-progress';
+import { cacheControl, fitToWindow, withCacheBreakpoints, type CountTokens } from './context-window';
+import { conversationFromHistory } from './history-conversation';
+import { TranscriptCache } from './transcript-cache';
 import type { CallClaudeInput, CallClaudeOutput } from '../contract';
+
+/** Failure type when the workflow's conversation cannot be rebuilt from its history (a bug or a changed history; never retried). */
+export const TRANSCRIPT_MISMATCH = 'TranscriptMismatch';
+
+/** Where a worker's conversations come from when its cache has none: the workflow history (tests may substitute). */
+export type HistoryReader = (workflowId: string, runId: string, stopAt: string) => Promise<Conversation>;
 
 /**
  * The Anthropic-schema bash tool (`bash_20250124`): Claude sends
@@ -42,11 +53,18 @@ export function createAnthropicClient(options: { baseURL?: string; apiKey?: stri
  * `ClaudeConnectionError`), and throws `ApplicationFailure`s mapped by
  * {@link toTemporalFailure} (non-retryable for `NON_RETRYABLE_STATUSES` and `x-should-retry: false`).
  */
-export function createClaudeActivities(anthropic: Anthropic, options: { idleTimeoutMs?: number } = {}) {
+export function createClaudeActivities(
+  anthropic: Anthropic,
+  options: { idleTimeoutMs?: number; cacheChars?: number; readHistory?: HistoryReader } = {},
+) {
   const idleTimeoutMs = options.idleTimeoutMs ?? CLAUDE_IDLE_TIMEOUT_MS;
+  const cache = new TranscriptCache(options.cacheChars ?? DEFAULT_TRANSCRIPT_CACHE_CHARS);
+  const readHistory = options.readHistory ?? readFromHistory;
   return {
     async callClaude(input: CallClaudeInput): Promise<CallClaudeOutput> {
       const ctx = Context.current();
+      const conversation = await conversationOf(input, cache, readHistory);
+      const { request, report } = await buildRequest(anthropic, input, conversation);
       let outputChars = 0;
       // Only Claude's streamed text, bounded (claude-progress.ts): never the request or a key.
       let partialText = '';
@@ -65,16 +83,7 @@ export function createClaudeActivities(anthropic: Anthropic, options: { idleTime
         }
       }, CLAUDE_HEARTBEAT_INTERVAL_MS);
       try {
-        const stream = anthropic.messages.stream(
-          {
-            model: input.model,
-            max_tokens: input.maxTokens,
-            ...(input.system !== undefined ? { system: input.system } : {}),
-            messages: input.messages as Anthropic.MessageParam[],
-            tools: [BASH_TOOL],
-          },
-          { signal },
-        );
+        const stream = anthropic.messages.stream(request, { signal });
         const touch = (): void => {
           lastData = Date.now();
         };
@@ -91,6 +100,7 @@ export function createClaudeActivities(anthropic: Anthropic, options: { idleTime
           content: message.content as unknown as ContentBlock[],
           stopReason: message.stop_reason,
           usage: { inputTokens: message.usage.input_tokens, outputTokens: message.usage.output_tokens },
+          ...(report ? { context: { ...report, requestTokens: requestTokens(message.usage) } } : {}),
         };
       } catch (err) {
         if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason ?? err;
@@ -101,4 +111,125 @@ export function createClaudeActivities(anthropic: Anthropic, options: { idleTime
       }
     },
   };
+}
+
+/** Tokens of a request as the API counted them: uncached input, plus cache writes and reads. */
+function requestTokens(usage: Anthropic.Usage): number {
+  return usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
+}
+
+/**
+ * The whole conversation for this call: an older run's input holds it; else the worker's
+ * cached copy with the input's change applied, or, on a miss, the copy rebuilt from the
+ * workflow history first.
+ * @throws ApplicationFailure `TranscriptMismatch` (non-retryable) when even the rebuilt copy does not match the workflow's
+ */
+async function conversationOf(input: CallClaudeInput, cache: TranscriptCache, readHistory: HistoryReader): Promise<Message[]> {
+  const delta = input.transcript;
+  if (delta === undefined) return input.messages ?? [];
+  const { workflowExecution, activityId } = Context.current().info;
+  if (workflowExecution === undefined)
+    throw ApplicationFailure.create({
+      type: TRANSCRIPT_MISMATCH,
+      nonRetryable: true,
+      message: 'a conversation change needs the workflow that sent it',
+    });
+  const { workflowId, runId } = workflowExecution;
+  const cached = cache.apply(workflowId, delta);
+  if (cached) return cached.messages;
+  // A change from the first message needs nothing earlier: no history to read.
+  const rebuilt = delta.from === 0 ? emptyConversation() : await readHistory(workflowId, runId, activityId);
+  cache.set(workflowId, rebuilt);
+  const applied = cache.apply(workflowId, delta);
+  if (applied) return applied.messages;
+  cache.drop(workflowId);
+  throw ApplicationFailure.create({
+    type: TRANSCRIPT_MISMATCH,
+    nonRetryable: true,
+    message: `the conversation rebuilt from the workflow history (${rebuilt.messages.length} messages) does not match the workflow's at message ${delta.from}`,
+  });
+}
+
+/** The default {@link HistoryReader}: the activity's own client reads the run's chain of histories. */
+async function readFromHistory(workflowId: string, runId: string, stopAt: string): Promise<Conversation> {
+  const result = await conversationFromHistory(Context.current().client, workflowId, runId, stopAt);
+  if (!result.ok)
+    throw ApplicationFailure.create({
+      type: TRANSCRIPT_MISMATCH,
+      nonRetryable: true,
+      message: `the workflow history does not chain: ${result.problem}`,
+    });
+  return result.conversation;
+}
+
+/**
+ * The Messages API request: the conversation fitted to the context window, the system
+ * prompt and tools with a cache breakpoint, rolling breakpoints on the newest messages,
+ * and thinking when asked. Older runs' inputs (no `context`) are sent as they are.
+ */
+async function buildRequest(
+  anthropic: Anthropic,
+  input: CallClaudeInput,
+  conversation: Message[],
+): Promise<{ request: Anthropic.MessageCreateParamsNonStreaming; report: Omit<RequestReport, 'requestTokens'> | null }> {
+  const { context } = input;
+  const thinking =
+    context?.thinkingBudget !== undefined ? { thinking: { type: 'enabled' as const, budget_tokens: context.thinkingBudget } } : {};
+  if (context === undefined) {
+    const request = {
+      model: input.model,
+      max_tokens: input.maxTokens,
+      ...(input.system !== undefined ? { system: input.system } : {}),
+      messages: conversation as Anthropic.MessageParam[],
+      tools: [BASH_TOOL],
+    };
+    return { request, report: null };
+  }
+  const system = input.system !== undefined && input.system !== '' ? [{ type: 'text' as const, text: input.system }] : undefined;
+  const count: CountTokens = async (messages, opts) => {
+    const counted = await anthropic.messages.countTokens({
+      model: input.model,
+      messages: messages as Anthropic.MessageParam[],
+      ...(opts?.bare ? {} : { tools: [BASH_TOOL], ...(system ? { system } : {}), ...thinking }),
+    });
+    return counted.input_tokens;
+  };
+  const delta = input.transcript;
+  const previousValid =
+    context.previousTokens !== undefined &&
+    context.previousLength !== undefined &&
+    delta !== undefined &&
+    delta.from >= context.previousLength;
+  const fitted = await fitToWindow(
+    conversation,
+    {
+      contextWindow: context.contextWindow,
+      maxTokens: input.maxTokens,
+      fixedBytes: Buffer.byteLength(JSON.stringify({ system, tools: [BASH_TOOL] }), 'utf8'),
+      clearedBefore: context.clearedBefore,
+      ...(previousValid ? { previous: { tokens: context.previousTokens!, length: context.previousLength! } } : {}),
+    },
+    count,
+  ).catch((err: unknown) => {
+    throw toTemporalFailure(err);
+  });
+  const breakpoint = cacheControl(context.cacheTtl);
+  const request = {
+    model: input.model,
+    max_tokens: input.maxTokens,
+    ...(system ? { system: system.map((b, i) => (i === system.length - 1 ? { ...b, cache_control: breakpoint } : b)) } : {}),
+    messages: withCacheBreakpoints(
+      fitted.messages,
+      previousValid ? context.previousLength! - 1 : undefined,
+      context.cacheTtl,
+    ) as Anthropic.MessageParam[],
+    tools: system ? [BASH_TOOL] : [{ ...BASH_TOOL, cache_control: breakpoint }],
+    ...thinking,
+  };
+  const report = {
+    messages: conversation.length,
+    clearedBefore: fitted.clearedBefore,
+    ...(fitted.notice !== undefined ? { notice: fitted.notice } : {}),
+  };
+  return { request, report };
 }

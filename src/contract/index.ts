@@ -14,9 +14,11 @@
  * `define…` calls only.
  */
 import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { CarriedConversation, ConversationPart, TranscriptDelta } from './conversation';
 import type { ApprovalRule, ApprovalTimeoutAction, DecisionKind, PauseState, QueuedMessage, RuleToMatch } from './steering';
 
 export * from './steering';
+export * from './conversation';
 
 /** `{"type": "text"}` content block. */
 export interface TextBlock {
@@ -232,8 +234,14 @@ export interface StatusView {
 export interface TranscriptView {
   /** Index of the first message returned. */
   from: number;
-  /** Total messages in the transcript. */
+  /** Total messages in the transcript (the whole conversation, across continue-as-new). */
   total: number;
+  /**
+   * The first message the workflow still holds: after continue-as-new the earlier ones are
+   * only in the histories of the chain's earlier runs (`agent-jobs transcript` reads them
+   * there). Absent: 0.
+   */
+  base?: number;
   messages: Message[];
   /** How long each recent command ran, in ms, by `tool_use` id (the last 200 commands of this continue-as-new generation). */
   durationsMs?: Record<string, number>;
@@ -245,7 +253,10 @@ export interface TranscriptView {
  * approval is pending at that point.
  */
 export interface CarriedState {
-  transcript: Message[];
+  /** The whole transcript: carried only by runs before the conversation was carried as a tail (`conversation`). */
+  transcript?: Message[];
+  /** The conversation's tail, counts and digests (src/workflows/conversation.ts); the rest is in the earlier runs' histories. */
+  conversation?: CarriedConversation;
   turns: number;
   usage: Usage;
   session: SessionRef | null;
@@ -263,15 +274,42 @@ export interface CarriedState {
 // ---------------------------------------------------------------------------
 // Activity inputs and outputs: one typed object in, one out.
 
-/** Input of `callClaude`: one Messages API request. */
-export interface CallClaudeInput {
+/** Input of `callClaude`: one Messages API request, its conversation sent as a change since the last call. */
+export interface CallClaudeInput extends ConversationPart {
   model: string;
   /** `max_tokens` of this call. */
   maxTokens: number;
   system?: string;
-  messages: Message[];
+  /**
+   * The conversation's change since the previous call (src/contract/conversation.ts): the
+   * worker applies it to its copy, or rebuilds the copy from the workflow history first.
+   * Runs recorded before it existed send `messages` (the whole transcript) instead.
+   */
+  transcript?: TranscriptDelta;
   /** 1-based model call number in the run, for logs and the UI. */
   turn: number;
+  /** How the request is fitted to the model's context window and cached (absent in older runs: sent as is, uncached). */
+  context?: RequestContext;
+}
+
+/** How `callClaude` shapes the request: the window, what is already cleared, the cache TTL, thinking. */
+export interface RequestContext {
+  /** The model's context window in tokens (the model table, or the run's `contextWindow`). */
+  contextWindow: number;
+  /** `tool_result` contents of the messages before this index are cleared (each replaced by a note); 0 when nothing is. */
+  clearedBefore: number;
+  /** Prompt cache lifetime of this request's `cache_control` breakpoints. */
+  cacheTtl: '5m' | '1h';
+  /** Extended thinking budget in tokens (`thinking: {type: 'enabled', budget_tokens}`), absent when off. */
+  thinkingBudget?: number;
+  /**
+   * Tokens of the previous request and its answer (input + cache creation + cache read +
+   * output), when nothing but appended messages changed since: the new part alone is then
+   * counted with `/v1/messages/count_tokens`.
+   */
+  previousTokens?: number;
+  /** Length of the conversation the previous request held (its answer is message `previousLength`). */
+  previousLength?: number;
 }
 
 /** Output of `callClaude`: the assistant message as the API returned it. */
@@ -282,6 +320,20 @@ export interface CallClaudeOutput {
   /** `end_turn` | `tool_use` | `max_tokens` | `stop_sequence` | `pause_turn` | `refusal` | any newer value. */
   stopReason: string | null;
   usage: Usage;
+  /** What the request held (absent from older runs). */
+  context?: RequestReport;
+}
+
+/** What one `callClaude` request held, after fitting it to the context window. */
+export interface RequestReport {
+  /** Messages of the conversation sent (the whole conversation; cleared outputs included as notes). */
+  messages: number;
+  /** Tokens of the request as the API counted them (input + cache creation + cache read). */
+  requestTokens: number;
+  /** `tool_result` contents before this message index are cleared; higher than the input's when this call cleared more. */
+  clearedBefore: number;
+  /** Set when this call cleared more outputs: the note Claude was shown at the end of the last user message, to keep in the transcript. */
+  notice?: string;
 }
 
 /** Input of `openSession` (shared queue; the worker that takes it holds the session). */

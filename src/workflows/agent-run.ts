@@ -16,6 +16,7 @@ import {
   condition,
   continueAsNew,
   isCancellation,
+  patched,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -28,12 +29,16 @@ import {
   type AgentRunInput,
   type AgentRunResult,
   type CarriedState,
-  type ContentBlock,
   type FinalStatus,
   type Message,
 } from '../contract';
 import { resolveInput, type ResolvedInput } from '../contract/input';
-import { CONTINUE_AS_NEW_HISTORY_BYTES, CONTINUE_AS_NEW_HISTORY_EVENTS } from '../config';
+import {
+  CONTINUE_AS_NEW_HISTORY_BYTES,
+  CONTINUE_AS_NEW_HISTORY_EVENTS,
+  LEGACY_CONTINUE_AS_NEW_HISTORY_BYTES,
+  LEGACY_CONTINUE_AS_NEW_HISTORY_EVENTS,
+} from '../config';
 import { receiveDecision, setDecideHandler } from './approval';
 import { failureMessage } from './failures';
 import { askClaude } from './model';
@@ -41,7 +46,7 @@ import { RunState } from './run-state';
 import { RunSession } from './session';
 import { drainMessages, safePoint, setSteeringHandlers } from './steering';
 import { runToolUses } from './tool-use';
-import { boundTranscript, pairingProblem, textOf, withoutEmptyText } from './transcript';
+import { pairingProblem, textOf, withoutEmptyText } from './transcript';
 
 /** How a run ends: its final status, and the answer or what went wrong. */
 interface RunEnd {
@@ -97,23 +102,22 @@ function validInput(raw: AgentRunInput): ResolvedInput {
  * @returns how the run ends, or null to go on
  */
 async function takeTurn(state: RunState, session: RunSession): Promise<RunEnd | null> {
-  const { maxTurns, transcriptBudgetChars } = state.input;
+  const { maxTurns } = state.input;
   await safePoint(state);
   if (state.turns >= maxTurns) return { status: 'max_turns', error: `the turn budget of ${maxTurns} model calls is spent` };
-  const problem = pairingProblem(state.transcript);
+  const problem = pairingProblem(state.transcript, false, state.conversation.base > 0);
   if (problem) return { status: 'failed', error: `internal error, transcript not sent: ${problem}` };
-  state.transcript = boundTranscript(state.transcript, transcriptBudgetChars);
 
   const { response, maxTokens, retrySkipped } = await askClaude(state);
   const content = withoutEmptyText(response.content);
   const keep = (): void => {
-    if (content.length > 0) state.transcript.push({ role: 'assistant', content });
+    if (content.length > 0) state.conversation.push({ role: 'assistant', content });
   };
   switch (response.stopReason) {
     case 'tool_use': {
       if (!content.some(isToolUse)) return { status: 'failed', error: 'stop_reason tool_use came without any tool_use block' };
       const assistant: Message = { role: 'assistant', content };
-      state.transcript.push(assistant);
+      state.conversation.push(assistant);
       await runToolUses(state, session, assistant);
       return state.pendingEnd ? { ...state.pendingEnd } : null;
     }
@@ -150,12 +154,12 @@ async function endOfTurn(state: RunState, text: string): Promise<RunEnd | null> 
   const ending = (): RunEnd => ({ status: 'completed', text: state.lastAnswer ?? '' });
   if (state.endRequestedBy !== null) return ending();
   if (state.queued.length > 0) {
-    appendUserBlocks(state, drainMessages(state));
+    state.conversation.appendUserBlocks(drainMessages(state));
     return null;
   }
   if (!state.input.chat) return { status: 'completed', text };
   if (!(await awaitMessage(state))) return ending();
-  appendUserBlocks(state, drainMessages(state));
+  state.conversation.appendUserBlocks(drainMessages(state));
   state.setStatus('running');
   return null;
 }
@@ -186,21 +190,20 @@ async function awaitMessage(state: RunState): Promise<boolean> {
   }
 }
 
-/** Adds user content blocks: to the last message when it is the user's (two user messages in a row are invalid), else as a new one. */
-function appendUserBlocks(state: RunState, blocks: ContentBlock[]): void {
-  const last = state.transcript[state.transcript.length - 1];
-  if (last?.role === 'user') {
-    const before: ContentBlock[] = typeof last.content === 'string' ? [{ type: 'text', text: last.content }] : last.content;
-    last.content = [...before, ...blocks];
-  } else state.transcript.push({ role: 'user', content: blocks });
-}
+/**
+ * patched() id: a turn's history cost is what it adds (each `callClaude` sends only the
+ * conversation's change), so a run continues as new at the server's limits (the
+ * `CONTINUE_AS_NEW_*` values) rather than at the lower thresholds older runs used.
+ */
+export const LINEAR_HISTORY_PATCH = 'linear-history';
 
-/** Whether to continue as new now (between turns): the server suggests it, or the history passed this project's lower thresholds. */
+/** Whether to continue as new now (between turns): the server suggests it, or the history passed this project's thresholds. */
 function historyIsLarge(): boolean {
   const info = workflowInfo();
-  return (
-    info.continueAsNewSuggested || info.historySize > CONTINUE_AS_NEW_HISTORY_BYTES || info.historyLength > CONTINUE_AS_NEW_HISTORY_EVENTS
-  );
+  const [bytes, events] = patched(LINEAR_HISTORY_PATCH)
+    ? [CONTINUE_AS_NEW_HISTORY_BYTES, CONTINUE_AS_NEW_HISTORY_EVENTS]
+    : [LEGACY_CONTINUE_AS_NEW_HISTORY_BYTES, LEGACY_CONTINUE_AS_NEW_HISTORY_EVENTS];
+  return info.continueAsNewSuggested || info.historySize > bytes || info.historyLength > events;
 }
 
 /**

@@ -5,7 +5,8 @@
  */
 import { patched, proxyActivities } from '@temporalio/workflow';
 import type { createClaudeActivities } from '../activities/claude';
-import type { CallClaudeOutput } from '../contract';
+import type { CallClaudeOutput, RequestContext } from '../contract';
+import { contextWindowOf, modelInfoOf } from '../contract/models';
 import { CLAUDE_ACTIVITY_OPTIONS, MAX_TOKENS_RETRY_CAP } from '../config';
 import type { RunState } from './run-state';
 
@@ -17,6 +18,27 @@ const { callClaude } = proxyActivities<ReturnType<typeof createClaudeActivities>
  * `maxTurns: 1` could make 2 calls).
  */
 export const MAX_TOKENS_RETRY_IN_BUDGET_PATCH = 'max-tokens-retry-within-turn-budget';
+
+/**
+ * How the next request is fitted and cached: the window (the run's `contextWindow`, else the
+ * model table's), the outputs already cleared, and the prompt cache TTL: 1 hour when the
+ * run may wait for a person after this answer (approval `policy` or `always`, or a chat
+ * run) and the model offers it, since a 5-minute entry would expire during the wait; else
+ * 5 minutes, which costs less to write.
+ */
+function requestContext(state: RunState): RequestContext {
+  const { input } = state;
+  const log = state.conversation;
+  const info = modelInfoOf(input);
+  const waitsForPeople = input.approval !== 'auto' || input.chat;
+  return {
+    contextWindow: contextWindowOf(input),
+    clearedBefore: log.clearedBefore,
+    cacheTtl: waitsForPeople && info.cacheTtl1h ? '1h' : '5m',
+    ...(thinkingOf(input) !== undefined ? { thinkingBudget: thinkingOf(input) } : {}),
+    ...(log.previous ? { previousTokens: log.previous.tokens, previousLength: log.previous.length } : {}),
+  };
+}
 
 /** What the model step got: the last answer, and the `max_tokens` it was asked with. */
 export interface ModelAnswer {
@@ -46,14 +68,27 @@ export async function askClaude(state: RunState): Promise<ModelAnswer> {
   return { response, maxTokens };
 }
 
-/** One `callClaude` (one turn): counts it and its usage, and publishes them. */
+/**
+ * One `callClaude` (one turn): sends the conversation's change since the last call (its
+ * history cost is what the turn added), keeps what the worker reports about the request
+ * (outputs it cleared to fit the window, and the note Claude was shown), counts the call
+ * and its usage, and publishes them.
+ */
 async function callOnce(state: RunState, maxTokens: number): Promise<CallClaudeOutput> {
   const turn = state.turns + 1;
   state.setDetails(`waiting for Claude (turn ${turn})`);
   const { model, system } = state.input;
+  const log = state.conversation;
+  const context = requestContext(state);
   const response = await callClaude.executeWithOptions({ summary: `claude: turn ${turn}` }, [
-    { model, maxTokens, system, messages: state.transcript, turn },
+    { model, maxTokens, system, transcript: log.takeDelta(), turn, context },
   ]);
+  const report = response.context;
+  if (report) {
+    log.clearedBefore = report.clearedBefore;
+    if (report.notice !== undefined) log.appendUserBlocks([{ type: 'text', text: report.notice }]);
+    log.previous = { tokens: report.requestTokens + response.usage.outputTokens, length: report.messages };
+  }
   state.turns = turn;
   state.usage = {
     inputTokens: state.usage.inputTokens + response.usage.inputTokens,
@@ -61,4 +96,8 @@ async function callOnce(state: RunState, maxTokens: number): Promise<CallClaudeO
   };
   state.publish();
   return response;
+}
+
+function thinkingOf(input: RunState['input']): number | undefined {
+  return (input as { thinking?: number }).thinking;
 }

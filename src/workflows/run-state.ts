@@ -26,6 +26,7 @@ import type { ResolvedInput } from '../contract/input';
 import { AGENT_AWAITING, AGENT_AWAITING_SINCE, AGENT_STATUS, AGENT_TOKENS, AGENT_TURNS } from '../config';
 import { commandSummary } from '../contract/display';
 import { newApprovalState, type ApprovalState } from './approval';
+import { ConversationLog } from './conversation';
 import { interruptedText, type ToolUsePhase } from './tool-results';
 import { completeResults } from './transcript';
 
@@ -41,6 +42,9 @@ export interface CurrentToolUse {
   phase: ToolUsePhase;
 }
 
+/** A `transcript` query answer holds at most this many characters of JSON (one message more when the first alone is larger), far below the 2 MiB payload limit. */
+export const MAX_TRANSCRIPT_PAGE_CHARS = 512_000;
+
 /** Commands whose duration the transcript query reports (the most recent of this execution). */
 export const MAX_DURATIONS_KEPT = 200;
 
@@ -53,8 +57,8 @@ export interface PendingEnd {
 /** One run's state (module doc). Fields are public so the loop's parts stay small; each says who writes it. */
 export class RunState {
   // ---- carried across continue-as-new (see CarriedState) ----
-  /** The conversation as it will next be sent to Claude. Written by the loop (one assistant + one user message per tool turn). */
-  transcript: Message[];
+  /** The conversation (the tail the workflow holds, and what the worker has). Written by the loop (one assistant + one user message per tool turn). */
+  readonly conversation: ConversationLog;
   /** Model calls made in the whole chain. Written by the model step. */
   turns: number;
   /** Tokens used in the whole chain. Written by the model step. */
@@ -108,7 +112,10 @@ export class RunState {
     readonly workflowId: string,
     carried?: CarriedState,
   ) {
-    this.transcript = carried?.transcript ?? [{ role: 'user', content: input.task }];
+    this.conversation = new ConversationLog(
+      input.task,
+      carried?.conversation ?? (carried?.transcript !== undefined ? { legacyTranscript: carried.transcript } : undefined),
+    );
     this.turns = carried?.turns ?? 0;
     this.usage = carried?.usage ?? { inputTokens: 0, outputTokens: 0 };
     this.session = carried?.session ?? null;
@@ -122,7 +129,7 @@ export class RunState {
   /** The state the next execution starts from (continue-as-new happens only between turns, so nothing is pending). */
   carry(): CarriedState {
     return {
-      transcript: this.transcript,
+      conversation: this.conversation.carry(),
       turns: this.turns,
       usage: this.usage,
       session: this.session,
@@ -132,6 +139,11 @@ export class RunState {
       nextRuleId: this.nextRuleId,
       queuedMessages: this.queued,
     };
+  }
+
+  /** The messages the workflow holds (from `conversation.base` on; all of them before any continue-as-new). */
+  get transcript(): Message[] {
+    return this.conversation.messages;
   }
 
   /** Sets the status and publishes it; entering or leaving a status that waits for a person stamps `awaitingSince`. */
@@ -212,10 +224,23 @@ export class RunState {
     };
   }
 
-  /** Answer of the `transcript` query from message `from` on (clamped to the transcript). */
+  /**
+   * Answer of the `transcript` query from message `from` (whole-conversation index) on,
+   * clamped to what the workflow holds, and cut after {@link MAX_TRANSCRIPT_PAGE_CHARS}
+   * characters of JSON (at least one message): ask again from `from + messages.length`
+   * until `total`.
+   */
   transcriptView(from = 0): TranscriptView {
-    const start = Math.max(0, Math.min(Math.floor(from), this.transcript.length));
-    return { from: start, total: this.transcript.length, messages: this.transcript.slice(start), durationsMs: { ...this.durations } };
+    const { base, length } = this.conversation;
+    const start = Math.max(base, Math.min(Math.floor(from), length));
+    const messages: Message[] = [];
+    let chars = 0;
+    for (const message of this.transcript.slice(start - base)) {
+      chars += JSON.stringify(message).length;
+      if (messages.length > 0 && chars > MAX_TRANSCRIPT_PAGE_CHARS) break;
+      messages.push(message);
+    }
+    return { from: start, total: length, base, messages, durationsMs: { ...this.durations } };
   }
 
   /**
@@ -228,7 +253,7 @@ export class RunState {
     if (!inflight) return;
     const current = this.current;
     const reason = (use: ToolUseBlock): string => interruptedText(end, use.id === current?.toolUseId ? current.phase : null);
-    this.transcript.push({ role: 'user', content: completeResults(inflight.assistant, inflight.results, reason) });
+    this.conversation.push({ role: 'user', content: completeResults(inflight.assistant, inflight.results, reason) });
     this.inflight = null;
   }
 }

@@ -22,7 +22,6 @@ import { COMMAND_TIMEOUT_SLACK_MS, OPEN_SESSION_ACTIVITY_OPTIONS, sessionActivit
 import { failureMessage } from './failures';
 import type { RunState } from './run-state';
 import { commandOutcome, restartedOutcome, sessionLostOutcome, type SessionLoss, type ToolOutcome } from './tool-results';
-import { toolUseOrdinal } from './transcript';
 
 const { openSession } = proxyActivities<Pick<SessionActivities, 'openSession'>>(OPEN_SESSION_ACTIVITY_OPTIONS);
 
@@ -60,7 +59,7 @@ export class RunSession {
     if ('text' in session) return session;
     state.setDetails(`running ${commandDetails(command)}`);
     // The policy check runs an allowed command too; one that needs a human runs later as plain `bash #n`.
-    const summary = commandSummary(command, toolUseOrdinal(state.transcript, toolUseId), autoApprove !== undefined);
+    const summary = commandSummary(command, state.conversation.toolUseOrdinal(toolUseId), autoApprove !== undefined);
     const timeoutMs = state.input.commandTimeoutMs;
     try {
       const out: RunCommandOutput = await onQueue(session.taskQueue).runCommand.executeWithOptions(

@@ -32,7 +32,7 @@ export async function runToolUses(state: RunState, session: RunSession, assistan
   const missing = state.pendingEnd
     ? `Not run: the run ended before this tool_use (${state.pendingEnd.error}).`
     : 'No result was produced for this tool_use.';
-  state.transcript.push({ role: 'user', content: [...completeResults(assistant, inflight.results, missing), ...drainMessages(state)] });
+  state.conversation.push({ role: 'user', content: [...completeResults(assistant, inflight.results, missing), ...drainMessages(state)] });
   state.inflight = null;
 }
 

@@ -207,11 +207,15 @@ export class TestBed {
     return this.model.requests();
   }
 
-  /** Message bodies (`messages`) of the requests that were answered with a message. */
+  /**
+   * Message bodies (`messages`) of the Messages API requests that were answered with a
+   * message, with their `cache_control` breakpoints taken out (the messages as the
+   * conversation holds them; {@link requests} has the bodies as sent).
+   */
   sentMessages(): Message[][] {
     return this.requests()
-      .filter((r) => r.response.status === 200)
-      .map((r) => (r.body as { messages: Message[] }).messages);
+      .filter((r) => r.path === '/v1/messages' && r.response.status === 200)
+      .map((r) => withoutCacheControl((r.body as { messages: Message[] }).messages));
   }
 
   /** The `tool_result` blocks in the last message of answered request `i` (0-based; see {@link sentMessages}). */
@@ -271,4 +275,9 @@ export function processesMatching(pattern: string): string[] {
   } catch {
     return [];
   }
+}
+
+/** A copy of `messages` without the `cache_control` field of any content block. */
+export function withoutCacheControl(messages: Message[]): Message[] {
+  return JSON.parse(JSON.stringify(messages, (key, value: unknown) => (key === 'cache_control' ? undefined : value))) as Message[];
 }

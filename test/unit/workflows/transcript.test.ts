@@ -1,12 +1,4 @@
-import {
-  boundTranscript,
-  completeResults,
-  pairingProblem,
-  toolResult,
-  toolUseOrdinal,
-  transcriptChars,
-  withoutEmptyText,
-} from '../../../src/workflows/transcript';
+import { completeResults, pairingProblem, toolResult, withoutEmptyText } from '../../../src/workflows/transcript';
 import type { Message, ToolUseBlock } from '../../../src/contract';
 
 const use = (id: string): ToolUseBlock => ({ type: 'tool_use', id, name: 'bash', input: { command: 'x' } });
@@ -52,34 +44,5 @@ describe('transcript', () => {
     const assistant: Message = { role: 'assistant', content: [use('a'), use('b'), use('c')] };
     const out = completeResults(assistant, [toolResult('a', 'done')], 'cancelled');
     expect(out).toEqual([toolResult('a', 'done'), toolResult('b', 'cancelled', true), toolResult('c', 'cancelled', true)]);
-  });
-
-  test('boundTranscript elides the oldest tool outputs first and never the last two messages (C13)', () => {
-    const big = 'x'.repeat(20_000);
-    const messages: Message[] = [{ role: 'user', content: 'task' }];
-    for (let i = 0; i < 30; i++) {
-      messages.push({ role: 'assistant', content: [use(`t${i}`)] }, { role: 'user', content: [toolResult(`t${i}`, big)] });
-    }
-    const bounded = boundTranscript(messages, 200_000);
-    expect(transcriptChars(bounded)).toBeLessThanOrEqual(200_000);
-    expect(pairingProblem(bounded)).toBeNull();
-    const lastResult = (bounded[bounded.length - 1]!.content as Array<{ content: string }>)[0]!.content;
-    expect(lastResult).toBe(big);
-    const firstResult = (bounded[2]!.content as Array<{ content: string }>)[0]!.content;
-    expect(firstResult).toMatch(/^\[output elided .* it had 20000 characters\]$/);
-    expect(transcriptChars(messages)).toBeGreaterThan(600_000); // the input is left unchanged
-  });
-});
-
-describe('toolUseOrdinal', () => {
-  test('counts every tool_use of the run, in order, for summaries (bash #n)', () => {
-    const use = (id: string): ToolUseBlock => ({ type: 'tool_use', id, name: 'bash', input: { command: 'true' } });
-    const messages: Message[] = [
-      { role: 'user', content: 'task' },
-      { role: 'assistant', content: [{ type: 'text', text: 'two' }, use('a'), use('b')] },
-      { role: 'user', content: [toolResult('a', 'x'), toolResult('b', 'y')] },
-      { role: 'assistant', content: [use('c')] },
-    ];
-    expect(['a', 'b', 'c', 'nope'].map((id) => toolUseOrdinal(messages, id))).toEqual([1, 2, 3, null]);
   });
 });
