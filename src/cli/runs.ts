@@ -11,6 +11,7 @@ import { temporal } from '@temporalio/proto';
 import { SHARED_TASK_QUEUE } from '../config';
 import { pendingApproval } from '../contract/display';
 import { statusQuery, transcriptQuery } from '../contract';
+import { conversationFromHistory } from '../activities/history-conversation';
 import type { AgentRunResult, StatusView, TranscriptView } from '../contract';
 import type { agentRun } from '../workflows';
 import { CliError } from './errors';
@@ -133,9 +134,31 @@ export async function queryStatus(client: Client, workflowId: string): Promise<S
   return { ...view, pendingApproval: view.pendingApproval && pendingApproval(view.pendingApproval) };
 }
 
-/** The `transcript` query from message `from`, after checking that a worker can answer it. */
+/**
+ * The conversation from message `from` on, after checking that a worker can answer: the
+ * `transcript` query, page after page, and, for the messages a continued run no longer
+ * holds (before the answer's `base`), the histories of the chain's earlier runs.
+ * @throws CliError when the run is open and no worker is polling; the client's error when a history cannot be read
+ */
 export async function queryTranscript(client: Client, workflowId: string, from = 0): Promise<TranscriptView> {
-  return askRun(client, `the transcript of ${workflowId}`, () => runHandle(client, workflowId).query(transcriptQuery, from));
+  const ask = (at: number): Promise<TranscriptView> =>
+    askRun(client, `the transcript of ${workflowId}`, () => runHandle(client, workflowId).query(transcriptQuery, at));
+  const first = await ask(from);
+  const view: TranscriptView = { ...first, messages: [...first.messages] };
+  while (view.from + view.messages.length < view.total) {
+    const page = await ask(view.from + view.messages.length);
+    if (page.messages.length === 0) break;
+    view.messages.push(...page.messages);
+  }
+  const base = first.base ?? 0;
+  if (from < base) {
+    const { runId } = await runHandle(client, workflowId).describe();
+    const earlier = await conversationFromHistory(client, workflowId, runId);
+    if (!earlier.ok) throw new CliError(`the transcript of ${workflowId} cannot be rebuilt from its history: ${earlier.problem}`);
+    view.messages.unshift(...earlier.conversation.messages.slice(Math.max(0, from), base));
+    view.from = Math.max(0, from);
+  }
+  return view;
 }
 
 /**

@@ -1,0 +1,209 @@
+/**
+ * `npm run bench:long -- [--turns N] [--output-bytes B] [--json]`: one long run on a dev
+ * server and worker of its own. N turns (default 300), each a scripted model answer asking
+ * for a command that prints B bytes (default 20,000), approval `auto`, the model's whole
+ * context window (200,000 tokens; the scripted server counts a token per 4 bytes). From the
+ * workflow histories of the chain it measures:
+ *
+ * - history bytes per turn (encoded history events between two `callClaude`s), early
+ *   (turns 10–20 % of N) and late (the last 10 %), beside the bytes the turn adds (its output);
+ * - continue-as-new segments, and the largest payload of any event (activity input or
+ *   result, continue-as-new input);
+ * - the share of input tokens read from the prompt cache after turn 2;
+ * - Claude-visible context per turn: the tokens of each request, and when outputs were cleared.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { Command } from 'commander';
+import type { CallClaudeOutput } from '../contract';
+import { freePort, startDevServer } from '../devserver';
+import { startModelServer, type ScriptEntry } from '../model-server';
+import { startAgentRun } from '../temporal';
+import { scriptedWorkerEnv, spawnWorker } from '../testing/worker-process';
+import { summarize } from './turns';
+
+const E = temporal.api.enums.v1.EventType;
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+
+/** Figures of one long run (bytes, tokens, counts). */
+export interface LongFigures {
+  turns: number;
+  outputBytes: number;
+  status: string;
+  segments: number;
+  /** History bytes per turn, median of the early and of the late window, and their ratio. */
+  historyBytesPerTurn: { early: number; late: number; ratio: number; all: { median: number; p95: number } };
+  /** Whole-chain history bytes. */
+  historyBytes: number;
+  /** Largest single payload (bytes) and the event that held it. */
+  largestPayload: { bytes: number; event: string };
+  /** Cache reads / (uncached input + cache writes + cache reads), turns 3 on. */
+  cacheReadShare: number;
+  /** Tokens of each request (what Claude saw), by turn; sampled. */
+  contextTokens: { first: number; max: number; last: number; byTurn: Array<[number, number]> };
+  /** Turns at which older outputs were cleared. */
+  clearedAtTurns: number[];
+  wallSeconds: number;
+}
+
+/** Bytes of the payloads an event carries. */
+function payloadBytes(e: HistoryEvent): number {
+  const sizes = (p: temporal.api.common.v1.IPayloads | null | undefined): number =>
+    (p?.payloads ?? []).reduce((n, x) => n + (x.data?.length ?? 0) + Object.values(x.metadata ?? {}).reduce((m, v) => m + v.length, 0), 0);
+  return Math.max(
+    sizes(e.activityTaskScheduledEventAttributes?.input),
+    sizes(e.activityTaskCompletedEventAttributes?.result),
+    sizes(e.workflowExecutionStartedEventAttributes?.input),
+    sizes(e.workflowExecutionContinuedAsNewEventAttributes?.input),
+    sizes(e.workflowExecutionCompletedEventAttributes?.result),
+  );
+}
+
+/** The histories of every run of a chain, oldest first. */
+async function chainHistories(client: Client, workflowId: string): Promise<HistoryEvent[][]> {
+  const runs: Array<{ runId: string; start: number }> = [];
+  for await (const w of client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) runs.push({ runId: w.runId, start: w.startTime.getTime() });
+  runs.sort((a, b) => a.start - b.start);
+  const out: HistoryEvent[][] = [];
+  for (const r of runs) out.push((await client.workflow.getHandle(workflowId, r.runId).fetchHistory()).events ?? []);
+  return out;
+}
+
+/** Runs the long run and measures it (module doc). */
+export async function measureLong(o: { turns: number; outputBytes: number }): Promise<LongFigures> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-bench-long-'));
+  const server = await startDevServer({ port: await freePort(), headless: true, logFile: path.join(dir, 'server.log') });
+  const responses: ScriptEntry[] = [];
+  for (let i = 0; i < o.turns; i++)
+    responses.push({
+      content: [{ type: 'tool_use', name: 'bash', input: { command: `head -c ${o.outputBytes} /dev/zero | tr '\\0' x; echo " ${i}"` } }],
+      stop_reason: 'tool_use',
+    });
+  responses.push({ content: [{ type: 'text', text: 'done' }], stop_reason: 'end_turn' });
+  const model = await startModelServer({ script: { responses } });
+  const connection = await Connection.connect({ address: server.address });
+  const worker = await spawnWorker({
+    workerId: `bench-long-${process.pid}`,
+    connection,
+    env: scriptedWorkerEnv({ address: server.address, modelUrl: model.url, apiKey: 'bench', dataDir: dir, logLevel: 'ERROR' }),
+  });
+  try {
+    const client = new Client({ connection });
+    const t0 = Date.now();
+    const workflowId = `bench-long-${Date.now()}`;
+    const handle = await startAgentRun(client, { task: 'benchmark: a long run', approval: 'auto', maxTurns: o.turns + 2 }, workflowId);
+    const result = await handle.result();
+    const wallSeconds = (Date.now() - t0) / 1000;
+    const histories = await chainHistories(client, workflowId);
+    return { ...figuresOf(histories, o), status: result.status, wallSeconds };
+  } finally {
+    await worker.stop();
+    await model.close();
+    await connection.close();
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The figures of a chain's histories (module doc). */
+export function figuresOf(histories: HistoryEvent[][], o: { turns: number; outputBytes: number }): Omit<LongFigures, 'status' | 'wallSeconds'> {
+  const perTurn: number[] = [];
+  let largest = { bytes: 0, event: '' };
+  let historyBytes = 0;
+  let current = -1;
+  const calls: CallClaudeOutput[] = [];
+  const converter = (data: Uint8Array | null | undefined): CallClaudeOutput => JSON.parse(Buffer.from(data ?? []).toString('utf8')) as CallClaudeOutput;
+  const scheduledType = new Map<string, string>();
+  for (const events of histories) {
+    for (const e of events) {
+      const bytes = temporal.api.history.v1.HistoryEvent.encode(e).finish().length;
+      historyBytes += bytes;
+      const p = payloadBytes(e);
+      if (p > largest.bytes) largest = { bytes: p, event: E[e.eventType ?? 0] ?? String(e.eventType) };
+      if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) {
+        const type = e.activityTaskScheduledEventAttributes?.activityType?.name ?? '';
+        scheduledType.set(`${histories.indexOf(events)}:${String(e.eventId)}`, type);
+        if (type === 'callClaude') {
+          current++;
+          perTurn.push(0);
+        }
+      }
+      if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) {
+        const type = scheduledType.get(`${histories.indexOf(events)}:${String(e.activityTaskCompletedEventAttributes?.scheduledEventId)}`);
+        if (type === 'callClaude') calls.push(converter(e.activityTaskCompletedEventAttributes?.result?.payloads?.[0]?.data));
+      }
+      if (current >= 0) perTurn[current]! += bytes;
+    }
+  }
+  // The last "turn" is the final answer and the end of the run: not a tool turn.
+  const turns = perTurn.slice(0, Math.max(1, perTurn.length - 1));
+  const window = (from: number, to: number): number => summarize(turns.slice(Math.floor(from), Math.max(Math.floor(from) + 1, Math.floor(to)))).median;
+  const early = window(turns.length * 0.1, turns.length * 0.2);
+  const late = window(turns.length * 0.9, turns.length);
+  let read = 0;
+  let all = 0;
+  calls.slice(2).forEach((c) => {
+    const u = c.usage as CallClaudeOutput['usage'] & { cacheReadInputTokens?: number; cacheCreationInputTokens?: number };
+    read += u.cacheReadInputTokens ?? 0;
+    all += u.inputTokens + (u.cacheCreationInputTokens ?? 0) + (u.cacheReadInputTokens ?? 0);
+  });
+  const tokens = calls.map((c) => c.context?.requestTokens ?? 0);
+  const clearedAtTurns: number[] = [];
+  calls.forEach((c, i) => {
+    if (c.context?.notice !== undefined) clearedAtTurns.push(i + 1);
+  });
+  const step = Math.max(1, Math.floor(tokens.length / 10));
+  return {
+    turns: o.turns,
+    outputBytes: o.outputBytes,
+    segments: histories.length,
+    historyBytesPerTurn: { early, late, ratio: Math.round((late / Math.max(1, early)) * 100) / 100, all: summarize(turns) },
+    historyBytes,
+    largestPayload: largest,
+    cacheReadShare: all === 0 ? 0 : Math.round((read / all) * 1000) / 1000,
+    contextTokens: {
+      first: tokens[0] ?? 0,
+      max: Math.max(0, ...tokens),
+      last: tokens[tokens.length - 1] ?? 0,
+      byTurn: tokens.map((t, i) => [i + 1, t] as [number, number]).filter(([turn]) => turn % step === 0 || turn === 1),
+    },
+    clearedAtTurns,
+  };
+}
+
+/** Prints the figures as text lines. */
+export function printLong(r: LongFigures): string {
+  const kb = (b: number): string => `${(b / 1024).toFixed(1)} KB`;
+  return [
+    `long run: ${r.turns} turns, each output ${r.outputBytes} bytes, status ${r.status}, ${r.wallSeconds.toFixed(0)} s`,
+    `  history bytes per turn: early ${kb(r.historyBytesPerTurn.early)}, late ${kb(r.historyBytesPerTurn.late)} (late/early ${r.historyBytesPerTurn.ratio}×); ` +
+      `${(r.historyBytesPerTurn.all.median / r.outputBytes).toFixed(2)}× the ${kb(r.outputBytes)} the turn adds`,
+    `  continue-as-new segments: ${r.segments}; whole history ${(r.historyBytes / 1024 / 1024).toFixed(1)} MB`,
+    `  largest payload: ${kb(r.largestPayload.bytes)} (${r.largestPayload.event})`,
+    `  input tokens read from the prompt cache after turn 2: ${(r.cacheReadShare * 100).toFixed(1)} %`,
+    `  Claude-visible context: first request ${r.contextTokens.first} tokens, max ${r.contextTokens.max}, last ${r.contextTokens.last}; ` +
+      `outputs cleared at turns ${r.clearedAtTurns.join(', ') || 'none'}`,
+    `  tokens by turn: ${r.contextTokens.byTurn.map(([t, n]) => `${t}:${n}`).join(' ')}`,
+  ].join('\n');
+}
+
+async function main(): Promise<void> {
+  const o = new Command('bench:long')
+    .option('--turns <n>', 'turns in the run', (v) => Number(v), 300)
+    .option('--output-bytes <n>', 'bytes each command prints', (v) => Number(v), 20_000)
+    .option('--json', 'print JSON')
+    .parse(process.argv)
+    .opts<{ turns: number; outputBytes: number; json?: boolean }>();
+  const r = await measureLong(o);
+  process.stdout.write(o.json ? `${JSON.stringify(r, null, 2)}\n` : `${printLong(r)}\n`);
+}
+
+if (require.main === module) {
+  main().catch((err: unknown) => {
+    process.stderr.write(`bench:long: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  });
+}

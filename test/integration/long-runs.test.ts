@@ -1,0 +1,140 @@
+/**
+ * Long runs on the real dev server, real workers and the scripted model server (which
+ * counts a token per 4 bytes, emulates the prompt cache, and refuses a request over the
+ * window or with altered thinking blocks): history linear in the turns, the whole
+ * context until the window nears, honest clearing near it, cache reads, thinking blocks
+ * sent back exactly as received.
+ */
+import type { ScriptEntry } from '../../src/model-server';
+import type { Message, ToolResultBlock } from '../../src/contract';
+import { figuresOf } from '../../src/bench/long';
+import { pairingProblem } from '../../src/workflows/transcript';
+import { TestBed, toolUse } from './harness';
+
+/** Script entries: `turns` commands each printing `bytes` bytes, then an answer. */
+function printing(turns: number, bytes: number, text = 'long run done'): ScriptEntry[] {
+  const responses: ScriptEntry[] = [];
+  for (let i = 0; i < turns; i++)
+    responses.push({
+      content: [toolUse(`toolu_${i}`, `head -c ${bytes} /dev/zero | tr '\\0' x; echo " out ${i}"`)],
+      stop_reason: 'tool_use',
+    });
+  responses.push({ content: [{ type: 'text', text }], stop_reason: 'end_turn' });
+  return responses;
+}
+
+/** The tool_result contents of a request's messages, in order. */
+function outputs(messages: Message[]): string[] {
+  return messages
+    .flatMap((m) => (typeof m.content === 'string' ? [] : (m.content.filter((b) => b.type === 'tool_result') as ToolResultBlock[])))
+    .map((b) => b.content);
+}
+
+describe('long runs', () => {
+  let bed: TestBed;
+  afterEach(async () => bed?.close());
+
+  test('30 turns of 20 KB outputs: history per turn is flat and about twice what the turn adds; Claude sees every output in full', async () => {
+    const turns = 30;
+    bed = await TestBed.create({ script: { responses: printing(turns, 20_000) } });
+    const handle = await bed.start({ task: 'a long run', approval: 'auto', maxTurns: turns + 2 }, 'long-run-linear');
+    expect(await handle.result()).toMatchObject({ status: 'completed', turns: turns + 1 });
+
+    const history = (await handle.fetchHistory()).events ?? [];
+    const f = figuresOf([history], { turns, outputBytes: 20_000 });
+    expect(f.historyBytesPerTurn.all.median).toBeLessThan(50_000);
+    expect(f.historyBytesPerTurn.late / f.historyBytesPerTurn.early).toBeLessThan(1.5);
+    expect(f.largestPayload.bytes).toBeLessThan(100_000);
+    // The last request holds every output whole: nothing was cleared below the window.
+    const last = bed.sentMessages().at(-1)!;
+    const sent = outputs(last);
+    expect(sent).toHaveLength(turns);
+    sent.forEach((o, i) => expect(o).toMatch(new RegExp(`^x{20000} out ${i}$`)));
+    expect(f.clearedAtTurns).toEqual([]);
+  });
+
+  test('near a small window the oldest outputs are cleared with a note naming each command; the task and latest turns stay; the cache is read', async () => {
+    const turns = 24;
+    const window = 20_000;
+    bed = await TestBed.create({ script: { context_window: window, responses: printing(turns, 3_000) } as never });
+    const handle = await bed.start(
+      { task: 'a run that outgrows its window', approval: 'auto', maxTurns: turns + 2, contextWindow: window } as never,
+      'long-run-compaction',
+    );
+    expect(await handle.result()).toMatchObject({ status: 'completed', turns: turns + 1 });
+    const sent = bed.sentMessages();
+    // Every request was accepted by a server that refuses input + max_tokens over the window.
+    expect(bed.requests().filter((r) => r.path === '/v1/messages' && r.response.status !== 200)).toEqual([]);
+    const f = figuresOf([(await handle.fetchHistory()).events ?? []], { turns, outputBytes: 3_000 });
+    expect(f.clearedAtTurns.length).toBeGreaterThanOrEqual(1);
+    expect(f.contextTokens.max).toBeLessThanOrEqual(window - 4_096);
+    const final = sent.at(-1)!;
+    expect(final[0]).toEqual({ role: 'user', content: 'a run that outgrows its window' });
+    expect(pairingProblem(final)).toBeNull();
+    const results = outputs(final);
+    const cleared = results.filter((o) => o.startsWith('[output cleared'));
+    expect(cleared.length).toBeGreaterThan(0);
+    expect(cleared[0]).toMatch(
+      /^\[output cleared to keep the conversation within the context window: `head -c 3000 .*` gave 30\d\d characters\]$/,
+    );
+    // The newest outputs are whole.
+    expect(results.at(-1)).toMatch(/^x{3000} out 23$/);
+    expect(results.at(-2)).toMatch(/^x{3000} out 22$/);
+    // Claude was told, in the request that cleared, and the note stays in the conversation.
+    const notice = JSON.stringify(final).match(/\[agent-jobs: this conversation neared the model's context window \(20000 tokens\)/g) ?? [];
+    expect(notice.length).toBe(f.clearedAtTurns.length);
+    // Most input tokens after turn 2 are read from the prompt cache.
+    expect(f.cacheReadShare).toBeGreaterThanOrEqual(0.7);
+  });
+
+  test('thinking and redacted_thinking blocks go back exactly as received, in order, across tool use', async () => {
+    const thinking = (text: string): never => ({ type: 'thinking', thinking: text, signature: '' }) as never;
+    bed = await TestBed.create({
+      script: {
+        responses: [
+          { content: [thinking('I should look at the files.'), toolUse('toolu_t1', 'ls')], stop_reason: 'tool_use' },
+          {
+            content: [
+              thinking('Now count them.'),
+              { type: 'redacted_thinking', data: 'opaque' } as never,
+              toolUse('toolu_t2', 'ls | wc -l'),
+            ],
+            stop_reason: 'tool_use',
+          },
+          { content: [thinking('Done.'), { type: 'text', text: 'thought it through' }], stop_reason: 'end_turn' },
+        ],
+      },
+    });
+    const handle = await bed.start(
+      { task: 'think, then act', approval: 'auto', maxTokens: 8_000, thinking: 2_048 } as never,
+      'thinking-round-trip',
+    );
+    expect(await handle.result()).toMatchObject({ status: 'completed', text: 'thought it through' });
+    const requests = bed.requests().filter((r) => r.path === '/v1/messages');
+    expect(requests.map((r) => r.response.status)).toEqual([200, 200, 200]);
+    expect((requests[0]!.body as { thinking?: unknown }).thinking).toEqual({ type: 'enabled', budget_tokens: 2_048 });
+    // What the server answered at step 1 is what it got back at step 2, block for block.
+    const answered = (await bed.transcript(handle)).filter((m) => m.role === 'assistant');
+    const third = bed.sentMessages()[2]!;
+    expect(third.filter((m) => m.role === 'assistant')).toEqual(answered.slice(0, 2));
+    const blocks = answered[1]!.content as Array<{ type: string; signature?: string; data?: string }>;
+    expect(blocks.map((b) => b.type)).toEqual(['thinking', 'redacted_thinking', 'tool_use']);
+    expect(blocks[0]!.signature).toMatch(/.{16,}/);
+  });
+
+  test('a thinking turn cut off at max_tokens is never kept in the transcript', async () => {
+    bed = await TestBed.create({
+      script: {
+        responses: [
+          { content: [toolUse('toolu_c1', 'true')], stop_reason: 'tool_use' },
+          { content: [{ type: 'thinking', thinking: 'half a thou', signature: '' } as never], stop_reason: 'max_tokens' },
+        ],
+      },
+    });
+    const handle = await bed.start({ task: 'think too long', approval: 'auto', maxTokens: 4_000, thinking: 1_024 } as never);
+    expect(await handle.result()).toMatchObject({ status: 'max_tokens' });
+    const transcript = await bed.transcript(handle);
+    expect(JSON.stringify(transcript)).not.toContain('half a thou');
+    expect(transcript.at(-1)!.role).toBe('user');
+  });
+});
