@@ -25,5 +25,22 @@ export {
   type ScriptErrorEntry,
   type ScriptContentBlock,
   type ScriptIssue,
+  type PerModelTokens,
 } from './script';
+export {
+  countInputTokens,
+  measure,
+  tokensForBytes,
+  BYTES_PER_TOKEN,
+  DEFAULT_CONTEXT_WINDOW,
+  DEFAULT_MIN_CACHEABLE_TOKENS,
+  LOOKBACK_BLOCKS,
+  MAX_CACHE_BREAKPOINTS,
+  CACHE_TTL_MS,
+  type CacheTtl,
+  type CacheUsage,
+  type Measured,
+  type CanonicalBlock,
+  type TokenInput,
+} from './tokens';
 export { errorBody, ERROR_TYPE_BY_STATUS, type AnthropicErrorBody } from './responses';

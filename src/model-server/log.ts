@@ -9,6 +9,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 /**
  * What the server did with a request:
  * - `message`: answered with the step's scripted message (JSON or SSE)
+ * - `count_tokens`: `POST /v1/messages/count_tokens` answered with `{input_tokens}`
  * - `error`: a scripted HTTP error
  * - `connection_reset` / `hang`: a scripted fault (no HTTP answer)
  * - `past_end`: 500, the script has no entry for the step
@@ -20,6 +21,7 @@ import type { IncomingHttpHeaders } from 'node:http';
  */
 export type ResponseKind =
   | 'message'
+  | 'count_tokens'
   | 'error'
   | 'connection_reset'
   | 'hang'
@@ -37,7 +39,7 @@ export type AuthKind = 'x-api-key' | 'bearer' | 'none';
 export interface LoggedRequest {
   /** When the request was answered (or the fault chosen), ISO 8601. */
   time: string;
-  /** The step: assistant messages in the request; `null` when the body was not a readable Messages request. */
+  /** The step: assistant messages in the request; `null` when the body was not a readable Messages request, and for count_tokens. */
   step: number | null;
   /** 1-based count of requests for this step in this conversation, this one included; `null` when `step` is. */
   attempt: number | null;

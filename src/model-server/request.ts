@@ -5,16 +5,21 @@
  * closely but not byte for byte.
  */
 import { createHash } from 'node:crypto';
+import { checkThinkingOption, checkThinkingSignatures } from './thinking';
+import { checkCacheControl } from './tokens';
 
 /** The parts of a request body the server reads. */
 export interface MessagesRequest {
   model: string;
+  /** Absent in a `count_tokens` body. */
   max_tokens: number;
   messages: Array<{ role: string; content: unknown }>;
   stream?: boolean;
   system?: unknown;
   tools?: unknown;
   metadata?: { user_id?: unknown };
+  thinking?: unknown;
+  temperature?: unknown;
   [key: string]: unknown;
 }
 
@@ -26,18 +31,38 @@ function blocksOf(content: unknown): Block[] {
 }
 
 /**
- * Validates a parsed request body.
+ * Validates a parsed request body: its shape, the transcript rules below,
+ * the `thinking` option (`thinking.ts`), the `cache_control` markers
+ * (`tokens.ts`) and the signatures of thinking blocks sent back. The rules
+ * that need the script (context window, thinking in a tool-use loop) are the
+ * server's.
  *
+ * @param kind `messages` (default) for `POST /v1/messages`; `count_tokens`
+ *   for `POST /v1/messages/count_tokens`, which takes no `max_tokens`
  * @returns `{body}` when acceptable, else `{problem}` worded like the API's 400 message
  */
-export function checkMessagesRequest(body: unknown): { body: MessagesRequest } | { problem: string } {
+export function checkMessagesRequest(
+  body: unknown,
+  kind: 'messages' | 'count_tokens' = 'messages',
+): { body: MessagesRequest } | { problem: string } {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     return { problem: 'The request body must be a JSON object' };
   }
   const b = body as Record<string, unknown>;
   if (typeof b['model'] !== 'string' || b['model'] === '') return { problem: 'model: Field required' };
-  if (typeof b['max_tokens'] !== 'number' || !Number.isInteger(b['max_tokens']) || b['max_tokens'] < 1) {
+  if (kind === 'messages' && (typeof b['max_tokens'] !== 'number' || !Number.isInteger(b['max_tokens']) || b['max_tokens'] < 1)) {
     return { problem: 'max_tokens: Field required (a positive integer)' };
+  }
+  const system = b['system'];
+  if (system !== undefined && typeof system !== 'string') {
+    const ok =
+      Array.isArray(system) &&
+      system.every((s) => typeof s === 'object' && s !== null && (s as Block).type === 'text' && typeof (s as Block)['text'] === 'string');
+    if (!ok) return { problem: 'system: Input should be a valid string or a list of text blocks' };
+  }
+  const tools = b['tools'];
+  if (tools !== undefined && !(Array.isArray(tools) && tools.every((t) => typeof t === 'object' && t !== null && !Array.isArray(t)))) {
+    return { problem: 'tools: Input should be a valid list of tool definitions' };
   }
   const messages = b['messages'];
   if (!Array.isArray(messages)) return { problem: 'messages: Field required' };
@@ -60,6 +85,9 @@ export function checkMessagesRequest(body: unknown): { body: MessagesRequest } |
     }
     for (const [j, block] of blocksOf(content).entries()) {
       if (block.type === 'text' && block['text'] === '' && Array.isArray(content)) {
+        if (block['cache_control'] !== undefined && block['cache_control'] !== null) {
+          return { problem: `messages.${i}.content.${j}.text: cache_control cannot be set for empty text blocks` };
+        }
         return { problem: `messages.${i}.content.${j}.text: text content blocks must be non-empty` };
       }
     }
@@ -67,6 +95,11 @@ export function checkMessagesRequest(body: unknown): { body: MessagesRequest } |
 
   const pairing = checkToolPairing(messages as Array<{ role: string; content: unknown }>);
   if (pairing) return { problem: pairing };
+  const problem =
+    checkThinkingOption(b, kind === 'messages' ? (b['max_tokens'] as number) : undefined) ??
+    checkCacheControl({ system, tools, messages }) ??
+    checkThinkingSignatures(messages as Array<{ role: string; content: unknown }>);
+  if (problem) return { problem };
   return { body: b as MessagesRequest };
 }
 

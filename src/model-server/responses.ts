@@ -4,6 +4,8 @@
  * streamed message.
  */
 import type { ParsedMessageEntry } from './script';
+import { signBlock } from './thinking';
+import type { CacheUsage } from './tokens';
 
 /**
  * The `error.type` the Messages API uses per HTTP status
@@ -80,7 +82,11 @@ export interface CompletedMessage {
   };
 }
 
-/** About 4 characters per token, at least 1: a rough size estimate, not a tokenizer. */
+/**
+ * Output tokens of an answer when the script gives none: about 4 characters
+ * (UTF-16 code units) of its JSON per token, at least 1. A rough size
+ * estimate, not a tokenizer; input tokens follow `tokens.ts` instead.
+ */
 export function estimateTokens(value: unknown): number {
   const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? '');
   return Math.max(1, Math.ceil(text.length / 4));
@@ -93,16 +99,20 @@ export function estimateTokens(value: unknown): number {
  * @param ids `messageId` used when the entry has no `id`; `toolUseId(index)`
  *   names a `tool_use` block without `id` (stable per step and block index,
  *   so a retried step gets the same ids)
- * @param request `model` echoed when the entry has none; `inputTokens` used
- *   when the entry's usage has no `input_tokens`
+ * @param request `model` echoed when the entry has none; `usage` the
+ *   computed input-side usage (see `tokens.ts`), each field of it used when
+ *   the entry's usage does not give that field
+ * @returns the message; its `thinking` / `redacted_thinking` blocks signed
+ *   for their index (see `thinking.ts`), `output_tokens` estimated over the
+ *   signed content unless scripted
  */
 export function completeMessage(
   entry: ParsedMessageEntry,
   ids: { messageId: string; toolUseId: (index: number) => string },
-  request: { model: string; inputTokens: number },
+  request: { model: string; usage: CacheUsage },
 ): CompletedMessage {
   const content = entry.content.map((block, index) =>
-    block.type === 'tool_use' && typeof block['id'] !== 'string' ? { ...block, id: ids.toolUseId(index) } : { ...block },
+    block.type === 'tool_use' && typeof block['id'] !== 'string' ? { ...block, id: ids.toolUseId(index) } : signBlock({ ...block }, index),
   );
   const stopReason = entry.stop_reason ?? (content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn');
   return {
@@ -116,10 +126,11 @@ export function completeMessage(
     stop_details: entry.stop_details ?? null,
     container: entry.container ?? null,
     usage: {
-      input_tokens: request.inputTokens,
+      input_tokens: request.usage.input_tokens,
       output_tokens: estimateTokens(content),
-      cache_creation_input_tokens: 0,
-      cache_read_input_tokens: 0,
+      cache_creation_input_tokens: request.usage.cache_creation_input_tokens,
+      cache_read_input_tokens: request.usage.cache_read_input_tokens,
+      cache_creation: { ...request.usage.cache_creation },
       ...entry.usage,
     },
   };

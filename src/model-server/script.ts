@@ -2,7 +2,8 @@
  * The script file of the scripted Messages API server: its schema, loading,
  * and the step plan derived from it.
  *
- * File shape (JSON): `{"responses": [ENTRY, ...]}` where ENTRY is either
+ * File shape (JSON): `{"responses": [ENTRY, ...], "context_window"?: W, "min_cacheable_tokens"?: M}`
+ * where ENTRY is either
  *
  * - a message entry: an assistant message as the Messages API returns it,
  *   with only `content` required:
@@ -16,6 +17,19 @@
  * each is served `times` times, in order, before step n is answered. Error
  * entries after the last message entry form one more step that has no answer
  * (after its errors, requests for it get the past-the-end 500).
+ *
+ * Options (both optional, tokens by the server's rule, see `tokens.ts`):
+ *
+ * - `context_window`: the models' context window, a number for every model
+ *   or a map `{"claude-sonnet-4-6": 100000, ...}` (models not named keep the
+ *   default); default 200,000. A request whose input exceeds it, or whose
+ *   input + `max_tokens` does, gets the API's 400.
+ * - `min_cacheable_tokens`: the minimum cacheable prefix, the same two
+ *   shapes; default 1024. Shorter `cache_control` prefixes are not cached.
+ *
+ * A message entry's `thinking` / `redacted_thinking` blocks are signed by the
+ * server (`thinking.ts`): a scripted `signature` is replaced, a scripted
+ * `data` is sealed inside the sent one.
  *
  * Requests are counted per conversation and step (the server keys a
  * conversation by a hash of `system`, `metadata.user_id` and the first
@@ -45,7 +59,7 @@ const KNOWN_BLOCKS: Record<string, z.ZodType> = {
     name: z.string().min(1),
     input: z.record(z.string(), z.unknown()),
   }),
-  thinking: z.looseObject({ type: z.literal('thinking'), thinking: z.string(), signature: z.string() }),
+  thinking: z.looseObject({ type: z.literal('thinking'), thinking: z.string(), signature: z.string().optional() }),
   redacted_thinking: z.looseObject({ type: z.literal('redacted_thinking'), data: z.string() }),
 };
 
@@ -116,8 +130,14 @@ export type ScriptContentBlock = z.input<typeof ContentBlockSchema>;
 /**
  * An assistant message the server answers a step with. Only `content` is
  * required; the server fills in `id`, `type`, `role`, `model` (the request's),
- * `stop_sequence: null`, `stop_details: null`, `container: null`, and `usage`
- * (estimated from the sizes: about 4 characters per token). `stop_reason`
+ * `stop_sequence: null`, `stop_details: null`, `container: null`, and `usage`:
+ * `input_tokens`, `cache_creation_input_tokens`, `cache_read_input_tokens`
+ * and `cache_creation` computed from the request (`tokens.ts`: UTF-8 bytes /
+ * 4 of its canonical serialization, split by the prompt-cache emulation),
+ * `output_tokens` estimated from the answer (about 4 characters of its
+ * content's JSON per token, at least 1); each usage field the entry gives
+ * wins over the computed one. `thinking` and `redacted_thinking` blocks are
+ * signed by the server (see the module doc). `stop_reason`
  * defaults to `tool_use` when a `tool_use` block is present, else `end_turn`;
  * any string is accepted so that unknown stop reasons can be tested.
  * `delay_ms` (milliseconds, default 0) delays the answer. `delta_delay_ms`
@@ -143,9 +163,30 @@ export type ScriptErrorEntry = z.input<typeof ScriptErrorEntrySchema>;
 /** One entry of `responses`. */
 export type ScriptEntry = ScriptMessageEntry | ScriptErrorEntry;
 
-/** The script file: `{"responses": [ENTRY, ...]}`. */
+/** A per-model token setting: one number for every model, or a map from model name to number (others keep the default). */
+export type PerModelTokens = number | Record<string, number>;
+
+const PerModelTokensSchema = z.union([nonNegativeInt, z.record(z.string().min(1), nonNegativeInt)]);
+
+/** The script file: `{"responses": [ENTRY, ...]}` and the options of the module doc. */
 export interface ScriptFile {
   responses: ScriptEntry[];
+  /** Context window, tokens, per model. @default 200000 for every model */
+  context_window?: PerModelTokens;
+  /** Minimum cacheable prefix, tokens, per model. @default 1024 for every model */
+  min_cacheable_tokens?: PerModelTokens;
+}
+
+/**
+ * The value of a per-model setting for `model`.
+ *
+ * @param setting the script's number or map; undefined → `fallback`
+ * @param fallback the default, for models the map does not name
+ */
+export function forModel(setting: PerModelTokens | undefined, model: string, fallback: number): number {
+  if (setting === undefined) return fallback;
+  if (typeof setting === 'number') return setting;
+  return setting[model] ?? fallback;
 }
 
 /** A validated error entry, defaults applied. */
@@ -158,6 +199,10 @@ export interface ParsedScript {
   /** Where the script came from: the file path, or `"<inline script>"`. */
   source: string;
   entries: Array<{ message: ParsedMessageEntry } | { error: ParsedErrorEntry }>;
+  /** The script's `context_window`, as given. */
+  contextWindow: PerModelTokens | undefined;
+  /** The script's `min_cacheable_tokens`, as given. */
+  minCacheableTokens: PerModelTokens | undefined;
 }
 
 /**
@@ -225,7 +270,13 @@ export function parseScript(value: unknown, source = '<inline script>'): ScriptF
 
 /** Validates a script and keeps where it came from; see {@link parseScript}. */
 export function compileScript(value: unknown, source = '<inline script>'): ParsedScript {
-  const top = z.strictObject({ responses: z.array(z.unknown()) }).safeParse(value);
+  const top = z
+    .strictObject({
+      responses: z.array(z.unknown()),
+      context_window: PerModelTokensSchema.optional(),
+      min_cacheable_tokens: PerModelTokensSchema.optional(),
+    })
+    .safeParse(value);
   if (!top.success) throw invalid(source, issuesOf(top.error, []));
 
   const issues: ScriptIssue[] = [];
@@ -243,11 +294,15 @@ export function compileScript(value: unknown, source = '<inline script>'): Parse
     }
   });
   if (issues.length > 0) throw invalid(source, issues);
-  return { source, entries };
+  return { source, entries, contextWindow: top.data.context_window, minCacheableTokens: top.data.min_cacheable_tokens };
 }
 
 function toScriptFile(script: ParsedScript): ScriptFile {
-  return { responses: script.entries.map((entry) => ('error' in entry ? { error: entry.error } : entry.message)) };
+  return {
+    responses: script.entries.map((entry) => ('error' in entry ? { error: entry.error } : entry.message)),
+    ...(script.contextWindow !== undefined ? { context_window: script.contextWindow } : {}),
+    ...(script.minCacheableTokens !== undefined ? { min_cacheable_tokens: script.minCacheableTokens } : {}),
+  };
 }
 
 function invalid(source: string, issues: ScriptIssue[]): ModelScriptError {

@@ -7,8 +7,20 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { RequestLog, safeHeaders, type AuthKind, type LoggedRequest } from './log';
 import { checkMessagesRequest, conversationKey, stepOf, type MessagesRequest } from './request';
-import { completeMessage, errorBody, estimateTokens, formatSse, streamEvents } from './responses';
-import { choose, compileScript, messageOf, planSteps, readScript, type ParsedErrorEntry, type ScriptFile, type ScriptStep } from './script';
+import { completeMessage, errorBody, formatSse, streamEvents } from './responses';
+import {
+  choose,
+  compileScript,
+  forModel,
+  messageOf,
+  planSteps,
+  readScript,
+  type ParsedErrorEntry,
+  type ScriptFile,
+  type ScriptStep,
+} from './script';
+import { checkThinkingToolLoop } from './thinking';
+import { DEFAULT_CONTEXT_WINDOW, DEFAULT_MIN_CACHEABLE_TOKENS, PromptCache, measure } from './tokens';
 
 /** Options of {@link startModelServer}. */
 export interface ModelServerOptions {
@@ -26,10 +38,12 @@ export interface ModelServerOptions {
    */
   apiKey?: string;
   /**
-   * Reject with 400, as the real API does, requests whose transcript breaks
-   * the API's rules (empty text blocks, a `tool_use` without its
+   * Reject with 400, as the real API does, requests that break the API's
+   * rules: in the transcript (empty text blocks, a `tool_use` without its
    * `tool_result` in the next message, a `tool_result` without its
-   * `tool_use`, text before `tool_result` blocks). @default true
+   * `tool_use`, text before `tool_result` blocks), in `cache_control`
+   * markers, in the `thinking` option and thinking blocks sent back, and the
+   * context window. @default true
    */
   validateRequests?: boolean;
 }
@@ -42,6 +56,14 @@ export interface ModelServer {
   port: number;
   /** Copies of the logged requests so far, oldest first (see {@link LoggedRequest}). */
   requests(): LoggedRequest[];
+  /**
+   * Moves the server's clock forward by `ms` milliseconds (it starts at the
+   * wall clock and runs with it). Only the prompt cache reads this clock, so
+   * a test can expire a `5m` or `1h` entry without waiting.
+   *
+   * @throws RangeError when `ms` is negative or not finite
+   */
+  advanceClock(ms: number): void;
   /** Stops listening and drops open connections, hanging requests included. Idempotent. */
   close(): Promise<void>;
 }
@@ -53,9 +75,18 @@ const MAX_BODY_BYTES = 32 * 1024 * 1024;
  * Starts a scripted Messages API server.
  *
  * Routes: `POST /v1/messages` (needs `x-api-key` or `Authorization: Bearer`;
- * `stream: true` is answered with Server-Sent Events), `GET /health` →
- * `{"ok":true}`, anything else → 404 with an Anthropic error body.
- * Every answer carries a `request-id` header.
+ * `stream: true` is answered with Server-Sent Events),
+ * `POST /v1/messages/count_tokens` (same credentials; body `{model, system?,
+ * tools?, messages, thinking?}` checked like a Messages body, without
+ * `max_tokens` and the context window; answers `{"input_tokens": N}` by the
+ * rule of `tokens.ts`, the total `usage` of the same request adds up to;
+ * no step, no cache), `GET /health` → `{"ok":true}`, anything else → 404
+ * with an Anthropic error body. Every answer carries a `request-id` header.
+ *
+ * Usage, the prompt cache, the context window and thinking signatures are
+ * described in `tokens.ts` and `thinking.ts`. A Messages request whose
+ * input tokens exceed the model's context window, or whose input +
+ * `max_tokens` does, gets a 400 worded like the API's.
  *
  * A request's step is the number of assistant messages it holds; see
  * `script.ts` for how entries map to steps and how errors are counted
@@ -73,6 +104,13 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
   const log = new RequestLog(options.logFile);
   const validate = options.validateRequests ?? true;
   const hits = new Map<string, number>();
+  let clockOffsetMs = 0;
+  const cache = new PromptCache(() => Date.now() + clockOffsetMs);
+  /** Whether the message entry answering `step` starts with a thinking block (the tool-loop rule of `thinking.ts`). */
+  const answeredWithThinking = (step: number): boolean => {
+    const type = steps[step]?.message?.content[0]?.type;
+    return type === 'thinking' || type === 'redacted_thinking';
+  };
   const sleepers = new Set<() => void>();
   let served = 0;
   let closing: Promise<void> | undefined;
@@ -138,8 +176,13 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
       sendJson(res, 200, { ok: true }, { 'request-id': requestId });
       return;
     }
-    if (path !== '/v1/messages' || method !== 'POST') {
-      fail(404, 'not_found', `Not found: ${method} ${path} (the scripted model server serves POST /v1/messages and GET /health)`);
+    const countTokens = path === '/v1/messages/count_tokens';
+    if ((path !== '/v1/messages' && !countTokens) || method !== 'POST') {
+      fail(
+        404,
+        'not_found',
+        `Not found: ${method} ${path} (the scripted model server serves POST /v1/messages, POST /v1/messages/count_tokens and GET /health)`,
+      );
       return;
     }
     if (auth === 'none') {
@@ -158,7 +201,7 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
       fail(400, 'invalid_request', text === '' ? 'The request body is empty' : `The request body is not valid JSON: ${jsonProblem}`);
       return;
     }
-    const checked = checkMessagesRequest(body);
+    const checked = checkMessagesRequest(body, countTokens ? 'count_tokens' : 'messages');
     let request: MessagesRequest;
     if ('problem' in checked) {
       if (validate || !isLenientlyReadable(body)) {
@@ -168,6 +211,31 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
       request = body as MessagesRequest;
     } else {
       request = checked.body;
+    }
+    const loopProblem = validate ? checkThinkingToolLoop(request, answeredWithThinking) : undefined;
+    if (loopProblem) {
+      fail(400, 'invalid_request', loopProblem);
+      return;
+    }
+    const measured = measure(request, request.model);
+    if (countTokens) {
+      record({ status: 200, kind: 'count_tokens', requestId });
+      sendJson(res, 200, { input_tokens: measured.tokens }, { 'request-id': requestId });
+      return;
+    }
+    const window = forModel(script.contextWindow, request.model, DEFAULT_CONTEXT_WINDOW);
+    if (validate && measured.tokens > window) {
+      fail(400, 'invalid_request', `prompt is too long: ${measured.tokens} tokens > ${window} maximum`);
+      return;
+    }
+    if (validate && measured.tokens + request.max_tokens > window) {
+      fail(
+        400,
+        'invalid_request',
+        `input length and \`max_tokens\` exceed context limit: ${measured.tokens} + ${request.max_tokens} > ${window}, ` +
+          'decrease input length or `max_tokens` and try again',
+      );
+      return;
     }
 
     const step = stepOf(request);
@@ -203,7 +271,10 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
         messageId: `msg_scripted_${conversation}_${step}`,
         toolUseId: (index) => `toolu_scripted_${conversation}_${step}_${index}`,
       },
-      { model: request.model, inputTokens: estimateTokens([request.system ?? null, request.messages, request.tools ?? null]) },
+      {
+        model: request.model,
+        usage: cache.use(measured, forModel(script.minCacheableTokens, request.model, DEFAULT_MIN_CACHEABLE_TOKENS)),
+      },
     );
     const delayMs = choice.message.delay_ms;
     record({ status: 200, kind: 'message', requestId, ...(delayMs ? { delayMs } : {}) });
@@ -269,6 +340,11 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
     url,
     port: address.port,
     requests: () => log.all(),
+    advanceClock: (ms) => {
+      if (!Number.isFinite(ms) || ms < 0)
+        throw new RangeError(`advanceClock needs a finite, non-negative number of milliseconds, got ${ms}`);
+      clockOffsetMs += ms;
+    },
     close: () => {
       closing ??= new Promise<void>((resolve) => {
         for (const wake of [...sleepers]) wake();
