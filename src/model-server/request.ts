@@ -169,6 +169,10 @@ export function stepOf(request: MessagesRequest): number {
  * tasks do not consume each other's injected errors.
  */
 export function conversationKey(request: MessagesRequest): string {
-  const basis = JSON.stringify([request.system ?? null, request.metadata?.user_id ?? null, request.messages[0] ?? null]);
+  // Breakpoints move from request to request; they are not part of what a conversation is.
+  const basis = JSON.stringify(
+    [request.system ?? null, request.metadata?.user_id ?? null, request.messages[0] ?? null],
+    (key, value: unknown) => (key === 'cache_control' ? undefined : value),
+  );
   return createHash('sha256').update(basis).digest('hex').slice(0, 12);
 }
