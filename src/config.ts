@@ -211,10 +211,10 @@ export const DEFAULT_CHAT_IDLE_TIMEOUT = '24 hours';
 export const DEFAULT_MAX_TURNS = 50;
 
 /**
- * Transcript budget in characters of JSON. Older `tool_result` contents are
- * elided first when the transcript grows past it, so each `callClaude` input
- * (recorded in history every turn) stays far below Temporal's 2 MiB payload
- * limit even at 3 bytes per character (C13).
+ * Default of the `transcriptBudgetChars` input, which is accepted (older runs and clients
+ * send it) and ignored: requests are fitted to the model's context window instead
+ * (src/activities/context-window.ts), and each `callClaude` input holds only the
+ * conversation's change, far below the 2 MiB payload limit (C13).
  */
 export const DEFAULT_TRANSCRIPT_BUDGET_CHARS = 200_000;
 

@@ -11,7 +11,7 @@ import { DEFAULT_TRANSCRIPT_CACHE_CHARS } from '../config';
 import { idleFailure, toTemporalFailure } from './claude-errors';
 import { tailOf, type ClaudeProgress } from './claude-progress';
 import { cacheControl, fitToWindow, withCacheBreakpoints, type CountTokens } from './context-window';
-import { conversationFromHistory } from './history-conversation';
+import { conversationFromHistory } from '../conversation-history';
 import { TranscriptCache } from './transcript-cache';
 import type { CallClaudeInput, CallClaudeOutput } from '../contract';
 

@@ -1,7 +1,7 @@
 /**
  * The worker's per-run copy of each conversation, so a `callClaude` input
  * carries only the change since the last call. A cache: the workflow
- * history is the durable copy (src/activities/history-conversation.ts), and
+ * history is the durable copy (src/conversation-history.ts), and
  * every use is checked against the workflow's digest, so a stale, evicted or
  * foreign entry costs one rebuild and never a wrong request.
  */

@@ -65,7 +65,8 @@ function payloadBytes(e: HistoryEvent): number {
 /** The histories of every run of a chain, oldest first. */
 async function chainHistories(client: Client, workflowId: string): Promise<HistoryEvent[][]> {
   const runs: Array<{ runId: string; start: number }> = [];
-  for await (const w of client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) runs.push({ runId: w.runId, start: w.startTime.getTime() });
+  for await (const w of client.workflow.list({ query: `WorkflowId = '${workflowId}'` }))
+    runs.push({ runId: w.runId, start: w.startTime.getTime() });
   runs.sort((a, b) => a.start - b.start);
   const out: HistoryEvent[][] = [];
   for (const r of runs) out.push((await client.workflow.getHandle(workflowId, r.runId).fetchHistory()).events ?? []);
@@ -109,13 +110,17 @@ export async function measureLong(o: { turns: number; outputBytes: number }): Pr
 }
 
 /** The figures of a chain's histories (module doc). */
-export function figuresOf(histories: HistoryEvent[][], o: { turns: number; outputBytes: number }): Omit<LongFigures, 'status' | 'wallSeconds'> {
+export function figuresOf(
+  histories: HistoryEvent[][],
+  o: { turns: number; outputBytes: number },
+): Omit<LongFigures, 'status' | 'wallSeconds'> {
   const perTurn: number[] = [];
   let largest = { bytes: 0, event: '' };
   let historyBytes = 0;
   let current = -1;
   const calls: CallClaudeOutput[] = [];
-  const converter = (data: Uint8Array | null | undefined): CallClaudeOutput => JSON.parse(Buffer.from(data ?? []).toString('utf8')) as CallClaudeOutput;
+  const converter = (data: Uint8Array | null | undefined): CallClaudeOutput =>
+    JSON.parse(Buffer.from(data ?? []).toString('utf8')) as CallClaudeOutput;
   const scheduledType = new Map<string, string>();
   for (const events of histories) {
     for (const e of events) {
@@ -140,7 +145,8 @@ export function figuresOf(histories: HistoryEvent[][], o: { turns: number; outpu
   }
   // The last "turn" is the final answer and the end of the run: not a tool turn.
   const turns = perTurn.slice(0, Math.max(1, perTurn.length - 1));
-  const window = (from: number, to: number): number => summarize(turns.slice(Math.floor(from), Math.max(Math.floor(from) + 1, Math.floor(to)))).median;
+  const window = (from: number, to: number): number =>
+    summarize(turns.slice(Math.floor(from), Math.max(Math.floor(from) + 1, Math.floor(to)))).median;
   const early = window(turns.length * 0.1, turns.length * 0.2);
   const late = window(turns.length * 0.9, turns.length);
   let read = 0;

@@ -11,7 +11,7 @@ import { temporal } from '@temporalio/proto';
 import { SHARED_TASK_QUEUE } from '../config';
 import { pendingApproval } from '../contract/display';
 import { statusQuery, transcriptQuery } from '../contract';
-import { conversationFromHistory } from '../activities/history-conversation';
+import { conversationFromHistory } from '../conversation-history';
 import type { AgentRunResult, StatusView, TranscriptView } from '../contract';
 import type { agentRun } from '../workflows';
 import { CliError } from './errors';

@@ -95,7 +95,11 @@ export interface AgentRunInput {
   commandTimeoutMs?: number;
   /** Approval wait, as a Temporal duration string (`'24 hours'`, `'30s'`) or ms. @default '24 hours' */
   approvalTimeout?: string | number;
-  /** Transcript budget in characters of JSON; older tool outputs are elided past it. @default 200000 */
+  /**
+   * Accepted for runs started before the whole context was sent, and ignored: Claude now
+   * gets every message in full until the request nears the model's context window
+   * (src/activities/context-window.ts). @default 200000
+   */
   transcriptBudgetChars?: number;
   /** What happens when no decision comes within `approvalTimeout`: deny the command (Claude is told), end the run (status `approval_timeout`), or pause it (the command stays pending). @default 'deny' */
   approvalTimeoutAction?: ApprovalTimeoutAction;

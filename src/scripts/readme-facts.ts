@@ -6,6 +6,7 @@
  * from them. `--check` writes nothing and exits 1 when README.md is out of
  * date (test/unit/readme-facts.test.ts does the same check in the suite).
  */
+import { COMPACTED_SHARE, KEEP_RECENT_MESSAGES, NEAR_WINDOW_SHARE } from '../activities/context-window';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { NON_RETRYABLE_STATUSES, SHOULD_RETRY_HEADER } from '../activities/claude-errors';
@@ -24,7 +25,6 @@ import {
   DEFAULT_MAX_TOKENS,
   DEFAULT_MAX_TURNS,
   DEFAULT_MODEL,
-  DEFAULT_TRANSCRIPT_BUDGET_CHARS,
   MAX_TOKENS_RETRY_CAP,
   SESSION_HEARTBEAT_TIMEOUT,
   SESSION_RETRY_POLICY,
@@ -72,18 +72,20 @@ const attempts = (max: number | undefined): string =>
   max === 1 ? '1 attempt (no retries)' : max ? `at most ${n(max)} attempts` : 'unlimited attempts';
 
 /** The min and max of an input field of the agentRun schema (a number with both bounds). */
-function bounds(field: 'maxTurns' | 'maxTokens' | 'commandTimeoutMs' | 'transcriptBudgetChars'): { min: number; max: number } {
+function bounds(field: 'maxTurns' | 'maxTokens' | 'commandTimeoutMs'): { min: number; max: number } {
   const inner = agentRunInputSchema.shape[field].unwrap();
   if (inner.minValue === null || inner.maxValue === null) throw new Error(`the input schema gives ${field} no bounds`);
   return { min: inner.minValue, max: inner.maxValue };
 }
+
+/** A share as a percentage, e.g. `90 %`. */
+const pct = (share: number): string => `${Math.round(share * 100)} %`;
 
 /** Every row, built from the code. */
 export function facts(): Fact[] {
   const turns = bounds('maxTurns');
   const tokens = bounds('maxTokens');
   const commandTimeout = bounds('commandTimeoutMs');
-  const budget = bounds('transcriptBudgetChars');
   const retry = CLAUDE_RETRY_POLICY;
   return [
     {
@@ -141,10 +143,10 @@ export function facts(): Fact[] {
       source: '`MAX_MESSAGE_CHARS`, `MAX_QUEUED_MESSAGES`, `MAX_RULES`, `MAX_BY_CHARS` (src/contract/steering.ts)',
     },
     {
-      what: 'input `transcriptBudgetChars`: older tool outputs are elided past it',
-      default: `${n(DEFAULT_TRANSCRIPT_BUDGET_CHARS)} characters`,
-      allowed: `${n(budget.min)}–${n(budget.max)}`,
-      source: '`DEFAULT_TRANSCRIPT_BUDGET_CHARS` (src/config.ts); the input schema',
+      what: 'clearing old outputs near the context window',
+      default: `starts past ${pct(NEAR_WINDOW_SHARE)} of (window − \`max_tokens\`), clears down to ${pct(COMPACTED_SHARE)}; the last ${n(KEEP_RECENT_MESSAGES)} messages and the task are never cleared`,
+      allowed: '—',
+      source: '`NEAR_WINDOW_SHARE`, `COMPACTED_SHARE`, `KEEP_RECENT_MESSAGES` (src/activities/context-window.ts)',
     },
     {
       what: 'run status (`status`, the `AgentStatus` search attribute)',

@@ -56,7 +56,7 @@ describe('long runs', () => {
   test('near a small window the oldest outputs are cleared with a note naming each command; the task and latest turns stay; the cache is read', async () => {
     const turns = 24;
     const window = 20_000;
-    bed = await TestBed.create({ script: { context_window: window, responses: printing(turns, 3_000) } as never });
+    bed = await TestBed.create({ script: { context_window: window, responses: printing(turns, 3_000) } });
     const handle = await bed.start(
       { task: 'a run that outgrows its window', approval: 'auto', maxTurns: turns + 2, contextWindow: window } as never,
       'long-run-compaction',
@@ -94,11 +94,7 @@ describe('long runs', () => {
         responses: [
           { content: [thinking('I should look at the files.'), toolUse('toolu_t1', 'ls')], stop_reason: 'tool_use' },
           {
-            content: [
-              thinking('Now count them.'),
-              { type: 'redacted_thinking', data: 'opaque' } as never,
-              toolUse('toolu_t2', 'ls | wc -l'),
-            ],
+            content: [thinking('Now count them.'), { type: 'redacted_thinking', data: 'opaque' }, toolUse('toolu_t2', 'ls | wc -l')],
             stop_reason: 'tool_use',
           },
           { content: [thinking('Done.'), { type: 'text', text: 'thought it through' }], stop_reason: 'end_turn' },
@@ -127,7 +123,7 @@ describe('long runs', () => {
       script: {
         responses: [
           { content: [toolUse('toolu_c1', 'true')], stop_reason: 'tool_use' },
-          { content: [{ type: 'thinking', thinking: 'half a thou', signature: '' } as never], stop_reason: 'max_tokens' },
+          { content: [{ type: 'thinking', thinking: 'half a thou', signature: '' }], stop_reason: 'max_tokens' },
         ],
       },
     });

@@ -10,7 +10,7 @@
  */
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { foldCallInputs, type Conversation, type ConversationPart } from '../contract';
+import { foldCallInputs, type Conversation, type ConversationPart } from './contract';
 
 const { EventType } = temporal.api.enums.v1;
 
