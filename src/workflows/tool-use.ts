@@ -11,6 +11,7 @@ import type { RunSession } from './session';
 import { drainMessages, safePoint } from './steering';
 import { parseBashInput, type ToolOutcome } from './tool-results';
 import { completeResults, toolResult } from './transcript';
+import { MAX_TURN_RESULT_CHARS } from '../config';
 
 /**
  * Executes the `tool_use` blocks of `assistant` (already in the transcript)
@@ -24,9 +25,12 @@ export async function runToolUses(state: RunState, session: RunSession, assistan
   const inflight = { assistant, results: [] as ToolResultBlock[] };
   state.inflight = inflight;
   const uses = typeof assistant.content === 'string' ? [] : assistant.content.filter(isToolUse);
+  let chars = 0;
   for (const use of uses) {
     if (state.pendingEnd) break;
-    inflight.results.push(await handleToolUse(state, session, use));
+    const result = withinTurnBudget(await handleToolUse(state, session, use), chars);
+    chars += result.content.length;
+    inflight.results.push(result);
     state.current = null;
   }
   const missing = state.pendingEnd
@@ -34,6 +38,18 @@ export async function runToolUses(state: RunState, session: RunSession, assistan
     : 'No result was produced for this tool_use.';
   state.conversation.push({ role: 'user', content: [...completeResults(assistant, inflight.results, missing), ...drainMessages(state)] });
   state.inflight = null;
+}
+
+/**
+ * A result cut to what is left of the turn's {@link MAX_TURN_RESULT_CHARS} (with a note
+ * saying so), so that however many `tool_use`s one answer holds, its results, the next
+ * `callClaude`'s change, stay far below Temporal's 2 MiB payload limit.
+ */
+function withinTurnBudget(result: ToolResultBlock, usedChars: number): ToolResultBlock {
+  const left = Math.max(0, MAX_TURN_RESULT_CHARS - usedChars);
+  if (result.content.length <= left) return result;
+  const note = `[output cut: the results of this turn's commands passed ${MAX_TURN_RESULT_CHARS} characters together; ${result.content.length - left} characters of this one were dropped]`;
+  return { ...result, content: `${result.content.slice(0, left)}${left > 0 ? '\n' : ''}${note}` };
 }
 
 /** One `tool_use`: the bash tool (`bash_20250124`: `{command}` or `{restart: true}`); anything else is an `is_error` result. */

@@ -133,4 +133,25 @@ describe('long runs', () => {
     expect(JSON.stringify(transcript)).not.toContain('half a thou');
     expect(transcript.at(-1)!.role).toBe('user');
   });
+
+  test("an answer asking for 40 commands of 30 KB each: the turn's results are cut with a note, and no payload nears 2 MB", async () => {
+    const uses = Array.from({ length: 40 }, (_, i) => toolUse(`toolu_p${i}`, `head -c 30000 /dev/zero | tr '\\0' z`));
+    bed = await TestBed.create({
+      script: {
+        responses: [
+          { content: uses, stop_reason: 'tool_use' },
+          { content: [{ type: 'text', text: 'many done' }], stop_reason: 'end_turn' },
+        ],
+      },
+    });
+    const handle = await bed.start({ task: 'many at once', approval: 'auto' });
+    expect(await handle.result()).toMatchObject({ status: 'completed', text: 'many done' });
+    const results = bed.resultsSentIn(1);
+    expect(results).toHaveLength(40);
+    const total = results.reduce((n, r) => n + r.content.length, 0);
+    expect(total).toBeLessThan(400_000 + 40 * 200);
+    expect(results.at(-1)!.content).toMatch(/^\[output cut: the results of this turn's commands passed 400000 characters together/);
+    const f = figuresOf([(await handle.fetchHistory()).events ?? []], { turns: 1, outputBytes: 30_000 });
+    expect(f.largestPayload.bytes).toBeLessThan(1_000_000);
+  });
 });
