@@ -90,7 +90,13 @@ export function createClaudeActivities(anthropic: Anthropic, options: { idleTime
           model: message.model,
           content: message.content as unknown as ContentBlock[],
           stopReason: message.stop_reason,
-          usage: { inputTokens: message.usage.input_tokens, outputTokens: message.usage.output_tokens },
+          usage: {
+            inputTokens: message.usage.input_tokens,
+            outputTokens: message.usage.output_tokens,
+            // null from the API (no caching on this request) is 0.
+            cacheCreationInputTokens: message.usage.cache_creation_input_tokens ?? 0,
+            cacheReadInputTokens: message.usage.cache_read_input_tokens ?? 0,
+          },
         };
       } catch (err) {
         if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason ?? err;

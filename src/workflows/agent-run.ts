@@ -35,6 +35,7 @@ import {
 import { resolveInput, type ResolvedInput } from '../contract/input';
 import { CONTINUE_AS_NEW_HISTORY_BYTES, CONTINUE_AS_NEW_HISTORY_EVENTS } from '../config';
 import { receiveDecision, setDecideHandler } from './approval';
+import { checkBudgets, setBudgetHandler } from './budget';
 import { failureMessage } from './failures';
 import { askClaude } from './model';
 import { RunState } from './run-state';
@@ -65,6 +66,7 @@ export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState):
   setHandler(approveSignal, (d) => receiveDecision(state.approval, d));
   setDecideHandler(state);
   setSteeringHandlers(state);
+  setBudgetHandler(state);
   setHandler(statusQuery, () => state.statusView());
   setHandler(transcriptQuery, (from = 0) => state.transcriptView(from));
   state.publish();
@@ -92,14 +94,17 @@ function validInput(raw: AgentRunInput): ResolvedInput {
 }
 
 /**
- * One turn: waits at the safe point while paused, checks the budget and the
- * transcript, asks Claude, acts on its `stop_reason`.
+ * One turn: waits at the safe point while paused, checks the budgets (a
+ * spent one pauses or ends the run: budget.ts) and the transcript, asks
+ * Claude, acts on its `stop_reason`.
  * @returns how the run ends, or null to go on
  */
 async function takeTurn(state: RunState, session: RunSession): Promise<RunEnd | null> {
-  const { maxTurns, transcriptBudgetChars } = state.input;
+  const { transcriptBudgetChars } = state.input;
   await safePoint(state);
-  if (state.turns >= maxTurns) return { status: 'max_turns', error: `the turn budget of ${maxTurns} model calls is spent` };
+  const overBudget = await checkBudgets(state);
+  if (overBudget) return overBudget;
+  const maxTurns = state.limits.maxTurns;
   const problem = pairingProblem(state.transcript);
   if (problem) return { status: 'failed', error: `internal error, transcript not sent: ${problem}` };
   state.transcript = boundTranscript(state.transcript, transcriptBudgetChars);
@@ -227,6 +232,7 @@ async function finish(state: RunState, session: RunSession, end: RunEnd): Promis
     status: end.status,
     turns: state.turns,
     usage: state.usage,
+    costUsd: state.costUsd(),
     ...(end.text !== undefined ? { text: end.text } : {}),
     ...(end.error !== undefined ? { error: end.error } : {}),
   };

@@ -5,7 +5,7 @@
  */
 import { patched, proxyActivities } from '@temporalio/workflow';
 import type { createClaudeActivities } from '../activities/claude';
-import type { CallClaudeOutput } from '../contract';
+import { addUsage, normalizeUsage, type CallClaudeOutput } from '../contract';
 import { CLAUDE_ACTIVITY_OPTIONS, MAX_TOKENS_RETRY_CAP } from '../config';
 import type { RunState } from './run-state';
 
@@ -37,7 +37,7 @@ export async function askClaude(state: RunState): Promise<ModelAnswer> {
   let maxTokens = state.input.maxTokens;
   let response = await callOnce(state, maxTokens);
   if (response.stopReason === 'max_tokens' && maxTokens < MAX_TOKENS_RETRY_CAP) {
-    if (patched(MAX_TOKENS_RETRY_IN_BUDGET_PATCH) && state.turns >= state.input.maxTurns)
+    if (patched(MAX_TOKENS_RETRY_IN_BUDGET_PATCH) && state.turns >= state.limits.maxTurns)
       return { response, maxTokens, retrySkipped: 'budget' };
     // Never execute a truncated tool_use: ask again, once, with room to finish.
     maxTokens = Math.min(maxTokens * 2, MAX_TOKENS_RETRY_CAP);
@@ -55,10 +55,8 @@ async function callOnce(state: RunState, maxTokens: number): Promise<CallClaudeO
     { model, maxTokens, system, messages: state.transcript, turn },
   ]);
   state.turns = turn;
-  state.usage = {
-    inputTokens: state.usage.inputTokens + response.usage.inputTokens,
-    outputTokens: state.usage.outputTokens + response.usage.outputTokens,
-  };
+  // Answers recorded by older workers have only input and output tokens.
+  state.usage = addUsage(state.usage, normalizeUsage(response.usage));
   state.publish();
   return response;
 }
