@@ -187,8 +187,9 @@ function limitOf(limits: BudgetLimits, kind: BudgetKind): number | undefined {
 
 /**
  * Handler of `extend`: adds the amounts to the limits. A run paused on a
- * budget goes on when it is within every budget now (the answer says
- * `running`), or pauses on the next spent one (`paused`, with that pause).
+ * budget checks its budgets again: it goes on when it is within every one
+ * now (the answer says `running`), else it stays paused on the first spent
+ * one (`paused`, with that pause and its new limit).
  */
 async function extend(state: RunState, req: ExtendRequest): Promise<ExtendAnswer> {
   const at = new Date().toISOString();
@@ -200,9 +201,8 @@ async function extend(state: RunState, req: ExtendRequest): Promise<ExtendAnswer
     ...(l.maxDurationMs !== undefined ? { maxDurationMs: l.maxDurationMs + (req.durationMs ?? 0) } : {}),
   };
   log.info('budgets extended', { by: req.by, limits: state.limits });
-  const pause = state.pause;
-  if (pause?.reason === 'budget' && spentBudget(state)?.budget !== pause.budget) {
-    // The spent budget has room now: the wait ends, and the loop goes on or pauses on the next spent budget.
+  if (state.pause?.reason === 'budget') {
+    // The wait ends; the loop checks the budgets again and goes on, or pauses on the one still spent.
     state.pause = null;
     await condition(() => state.pause !== null || state.status !== 'paused' || state.result !== null);
   }
