@@ -134,7 +134,9 @@ export function modelTable(env: NodeJS.ProcessEnv = process.env): Record<string,
   try {
     text = readFileSync(path.resolve(raw), 'utf8');
   } catch (err) {
-    throw new Error(`AGENT_JOBS_MODELS names ${raw}, which cannot be read: ${err instanceof Error ? err.message : String(err)}`, {
+    // Node's fs errors are Errors of another realm under jest: read the message by shape, not instanceof.
+    const why = typeof err === 'object' && err !== null && 'message' in err ? String(err.message) : String(err);
+    throw new Error(`AGENT_JOBS_MODELS names ${raw}, which cannot be read: ${why}`, {
       cause: err,
     });
   }

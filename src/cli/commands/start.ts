@@ -134,6 +134,7 @@ export function registerStart(program: Command): void {
         .choices(APPROVAL_MODES)
         .default(DEFAULT_APPROVAL_MODE),
     )
+    .option('--max-tokens <n>', `max_tokens of each model call (default ${DEFAULT_MAX_TOKENS})`, positiveInt)
     .option('--max-turns <n>', `model calls before the run pauses or ends, see --on-budget (default ${DEFAULT_MAX_TURNS})`, positiveInt)
     .option(
       '--max-cost <usd>',
@@ -154,7 +155,6 @@ export function registerStart(program: Command): void {
         .choices(ON_BUDGET_ACTIONS)
         .default(CLI_DEFAULT_ON_BUDGET),
     )
-    .option('--max-tokens <n>', `max_tokens of each model call (default ${DEFAULT_MAX_TOKENS})`, positiveInt)
     .option(
       '--thinking <tokens>',
       `extended thinking budget in tokens, at least ${MIN_THINKING_TOKENS} and below --max-tokens (default: off)`,
