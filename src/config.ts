@@ -262,8 +262,10 @@ export const LEGACY_CONTINUE_AS_NEW_HISTORY_EVENTS = 2_000;
 export const AGENT_STATUS = defineSearchAttributeKey('AgentStatus', SearchAttributeType.KEYWORD);
 /** Int: model calls made so far. */
 export const AGENT_TURNS = defineSearchAttributeKey('AgentTurns', SearchAttributeType.INT);
-/** Int: input + output tokens used so far. */
+/** Int: tokens used so far, every kind (input, output, cache writes, cache reads: `totalTokens` in src/contract/index.ts). */
 export const AGENT_TOKENS = defineSearchAttributeKey('AgentTokens', SearchAttributeType.INT);
+/** Double: what the run cost so far, in USD (unset while the model's prices are unknown, and in runs started before it was published). */
+export const AGENT_COST_USD = defineSearchAttributeKey('AgentCostUsd', SearchAttributeType.DOUBLE);
 
 /** Text: what the run waits for a person for (the command awaiting approval, the pause, the chat), empty when it waits for nobody. */
 export const AGENT_AWAITING = defineSearchAttributeKey('AgentAwaiting', SearchAttributeType.TEXT);
@@ -275,6 +277,7 @@ export const SEARCH_ATTRIBUTES = [
   { name: 'AgentStatus', type: 'Keyword' },
   { name: 'AgentTurns', type: 'Int' },
   { name: 'AgentTokens', type: 'Int' },
+  { name: 'AgentCostUsd', type: 'Double' },
   { name: 'AgentAwaiting', type: 'Text' },
   { name: 'AgentAwaitingSince', type: 'Datetime' },
 ] as const;

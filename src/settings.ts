@@ -2,11 +2,13 @@
  * Settings read from the environment, for the worker and the CLI (never
  * from workflow code). Every variable is listed in the README.
  */
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { CLAUDE_IDLE_TIMEOUT_MS, DEFAULT_CLAUDE_TIMEOUT_MS } from './config';
+import { BUILTIN_MODELS, parseModelOverrides, type ModelInfo } from './contract/models';
 import type { ConnectionOptions } from '@temporalio/client';
 import type { LogLevel, NativeConnectionOptions } from '@temporalio/worker';
 
@@ -111,6 +113,34 @@ function positiveMs(env: NodeJS.ProcessEnv, name: string, fallback: number): num
   if (raw === undefined || raw === '') return fallback;
   if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new Error(`${name} must be a positive integer (ms), not ${JSON.stringify(raw)}`);
   return Number(raw);
+}
+
+/**
+ * The model table `start` resolves a run's `modelInfo` from: the built-in
+ * table (src/contract/models.ts) with `AGENT_JOBS_MODELS` merged over it.
+ * The variable holds JSON, inline when it starts with `{`, else the path
+ * of a JSON file: `{"<model id>": {"contextWindow"?, "prices"?: {"input",
+ * "output", "cacheWrite5m"?, "cacheWrite1h"?, "cacheRead"?} | null,
+ * "cacheTtl1h"?}}`, prices in USD per million tokens (the cache prices
+ * default to 1.25×, 2× and 0.1× the input price). Unset or empty: the
+ * built-in table.
+ * @throws Error naming the file or the variable and every problem (unreadable file, not JSON, bad field)
+ */
+export function modelTable(env: NodeJS.ProcessEnv = process.env): Record<string, ModelInfo> {
+  const raw = env.AGENT_JOBS_MODELS?.trim();
+  if (raw === undefined || raw === '') return { ...BUILTIN_MODELS };
+  if (raw.startsWith('{')) return parseModelOverrides(raw, 'AGENT_JOBS_MODELS');
+  let text: string;
+  try {
+    text = readFileSync(path.resolve(raw), 'utf8');
+  } catch (err) {
+    // Node's fs errors are Errors of another realm under jest: read the message by shape, not instanceof.
+    const why = typeof err === 'object' && err !== null && 'message' in err ? String(err.message) : String(err);
+    throw new Error(`AGENT_JOBS_MODELS names ${raw}, which cannot be read: ${why}`, {
+      cause: err,
+    });
+  }
+  return parseModelOverrides(text, `AGENT_JOBS_MODELS file ${raw}`);
 }
 
 /** This worker process's id: `AGENT_JOBS_WORKER_ID`, default `<host>-<pid>-<6 hex>` (unique per process, so a restarted process gets a fresh session queue). */

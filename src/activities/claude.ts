@@ -99,7 +99,13 @@ export function createClaudeActivities(
           model: message.model,
           content: message.content as unknown as ContentBlock[],
           stopReason: message.stop_reason,
-          usage: { inputTokens: message.usage.input_tokens, outputTokens: message.usage.output_tokens },
+          usage: {
+            inputTokens: message.usage.input_tokens,
+            outputTokens: message.usage.output_tokens,
+            // null from the API (no caching on this request) is 0.
+            cacheCreationInputTokens: message.usage.cache_creation_input_tokens ?? 0,
+            cacheReadInputTokens: message.usage.cache_read_input_tokens ?? 0,
+          },
           ...(report ? { context: { ...report, requestTokens: requestTokens(message.usage) } } : {}),
         };
       } catch (err) {

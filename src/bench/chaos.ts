@@ -37,7 +37,7 @@ import { Command } from 'commander';
 import { freePort, startDevServer, type DevServer } from '../devserver';
 import { startModelServer, type ModelServer, type ScriptEntry } from '../model-server';
 import { startAgentRun } from '../temporal';
-import { statusQuery } from '../contract';
+import { NO_USAGE, statusQuery } from '../contract';
 import type { agentRun } from '../workflows';
 import type { AgentRunResult } from '../contract';
 import { scriptedWorkerEnv, spawnWorker, type WorkerProcess } from '../testing/worker-process';
@@ -180,7 +180,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         h.result().catch((err: unknown): AgentRunResult => ({
           status: 'failed',
           turns: 0,
-          usage: { inputTokens: 0, outputTokens: 0 },
+          usage: { ...NO_USAGE },
           error: String(err),
         })),
       ),

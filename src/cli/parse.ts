@@ -7,6 +7,12 @@ export function positiveInt(value: string): number {
   return Number(value);
 }
 
+/** A positive decimal number (e.g. `--max-cost 2.50`). */
+export function positiveNumber(value: string): number {
+  if (!/^\d+(\.\d+)?$/.test(value.trim()) || !(Number(value) > 0)) throw new InvalidArgumentError('expected a positive number such as 2.5');
+  return Number(value);
+}
+
 /** A TCP port, 1-65535. */
 export function port(value: string): number {
   const n = positiveInt(value);

@@ -2,6 +2,7 @@
 import { Command } from 'commander';
 import { registerCancel } from './commands/cancel';
 import { registerDecide } from './commands/decide';
+import { registerExtend } from './commands/extend';
 import { registerList } from './commands/list';
 import { registerModelServer } from './commands/model-server';
 import { registerServer } from './commands/server';
@@ -23,6 +24,7 @@ export function buildProgram(): Command {
   registerStatus(program);
   registerDecide(program);
   registerSteer(program);
+  registerExtend(program);
   registerPending(program);
   registerWatch(program);
   registerList(program);

@@ -10,7 +10,7 @@ import { isGrpcServiceError, ServiceError, WorkflowFailedError, type Client, typ
 import { temporal } from '@temporalio/proto';
 import { SHARED_TASK_QUEUE } from '../config';
 import { pendingApproval } from '../contract/display';
-import { statusQuery, transcriptQuery } from '../contract';
+import { NO_USAGE, normalizeUsage, statusQuery, transcriptQuery } from '../contract';
 import { conversationFromHistory } from '../conversation-history';
 import type { AgentRunResult, StatusView, TranscriptView } from '../contract';
 import type { agentRun } from '../workflows';
@@ -191,7 +191,8 @@ export async function readRun(client: Client, workflowId: string): Promise<RunVi
     const failed: AgentRunResult = {
       status,
       turns: 0,
-      usage: { inputTokens: 0, outputTokens: 0 },
+      usage: { ...NO_USAGE },
+      costUsd: null,
       error: `${executionStatus.toLowerCase()}: ${cause}`,
     };
     return {
@@ -200,6 +201,7 @@ export async function readRun(client: Client, workflowId: string): Promise<RunVi
       turns: 0,
       pendingApproval: null,
       usage: failed.usage,
+      costUsd: null,
       result: failed,
       details: failed.error!,
       decisions: [],
@@ -215,7 +217,9 @@ export async function readRun(client: Client, workflowId: string): Promise<RunVi
     status: result.status,
     turns: result.turns,
     pendingApproval: null,
-    usage: result.usage,
+    // Results of older workers have only input and output tokens, and no cost.
+    usage: normalizeUsage(result.usage),
+    costUsd: result.costUsd ?? null,
     result,
     details: result.error ?? 'finished',
     decisions: [],
@@ -236,7 +240,9 @@ export function statusJson(view: RunView): Record<string, unknown> {
     status: view.status,
     turns: view.turns,
     pendingApproval: view.pendingApproval,
-    usage: view.usage,
+    usage: normalizeUsage(view.usage),
+    costUsd: view.costUsd ?? null,
+    budget: view.budget ?? null,
     result: view.result,
     runId: view.runId,
     executionStatus: view.executionStatus,

@@ -15,7 +15,17 @@
  */
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { CarriedConversation, ConversationPart, TranscriptDelta } from './conversation';
-import type { ApprovalRule, ApprovalTimeoutAction, DecisionKind, PauseState, QueuedMessage, RuleToMatch } from './steering';
+import type { ModelInfo } from './models';
+import type {
+  ApprovalRule,
+  ApprovalTimeoutAction,
+  BudgetLimits,
+  DecisionKind,
+  OnBudget,
+  PauseState,
+  QueuedMessage,
+  RuleToMatch,
+} from './steering';
 
 export * from './steering';
 export * from './conversation';
@@ -56,10 +66,56 @@ export interface Message {
   content: string | ContentBlock[];
 }
 
-/** Token counts, as the API reports them (`usage.input_tokens`, `usage.output_tokens`). */
+/**
+ * Token counts, as the API reports them: `usage.input_tokens` (input not
+ * read from or written to the cache), `output_tokens`,
+ * `cache_creation_input_tokens` (input written to the cache) and
+ * `cache_read_input_tokens` (input read from it); the API's null is 0.
+ */
 export interface Usage {
   inputTokens: number;
   outputTokens: number;
+  cacheCreationInputTokens: number;
+  cacheReadInputTokens: number;
+}
+
+/** No tokens yet. */
+export const NO_USAGE: Usage = { inputTokens: 0, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 };
+
+/**
+ * A usage as older workers recorded it (only `inputTokens` and
+ * `outputTokens`, in carried states, histories and results) with the
+ * missing counts as 0.
+ */
+export function normalizeUsage(u: Partial<Usage> | null | undefined): Usage {
+  return {
+    inputTokens: u?.inputTokens ?? 0,
+    outputTokens: u?.outputTokens ?? 0,
+    cacheCreationInputTokens: u?.cacheCreationInputTokens ?? 0,
+    cacheReadInputTokens: u?.cacheReadInputTokens ?? 0,
+  };
+}
+
+/** Two usages added up. */
+export function addUsage(a: Usage, b: Usage): Usage {
+  return {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    cacheCreationInputTokens: a.cacheCreationInputTokens + b.cacheCreationInputTokens,
+    cacheReadInputTokens: a.cacheReadInputTokens + b.cacheReadInputTokens,
+  };
+}
+
+/**
+ * Every token of a usage: input, output, cache writes and cache reads. This
+ * is what `maxTokensTotal` and the `AgentTokens` search attribute count:
+ * each is a token the model processed for the run, and with prompt caching
+ * most of the input is in the two cache counts, so leaving them out would
+ * let a cached run pass its budget many times over (what it costs is
+ * `maxCostUsd`'s to bound).
+ */
+export function totalTokens(u: Usage): number {
+  return u.inputTokens + u.outputTokens + u.cacheCreationInputTokens + u.cacheReadInputTokens;
 }
 
 /**
@@ -79,8 +135,22 @@ export interface AgentRunInput {
   task: string;
   /** Model id. @default DEFAULT_MODEL (the CLI fills `AGENT_JOBS_MODEL` when set) */
   model?: string;
-  /** Model calls allowed before the run ends with status `max_turns`. @default 50 */
+  /** Model calls allowed; past them the run pauses or ends with status `max_turns` (`onBudget`). @default 50 */
   maxTurns?: number;
+  /** Cost budget in USD (of {@link totalTokens} at the model's prices); the run pauses or ends (`max_cost`) once it has spent this much. Needs the model's prices. @default none */
+  maxCostUsd?: number;
+  /** Token budget: every token of the usage (input, output, cache writes, cache reads; {@link totalTokens}); the run pauses or ends (`max_tokens_total`) once it has used this many. @default none */
+  maxTokensTotal?: number;
+  /** Duration budget: workflow time since the run (the first of its continue-as-new chain) started, as a duration string or ms; the run pauses or ends (`max_duration`) past it. Time spent waiting (approvals, pauses) counts. @default none */
+  maxDuration?: string | number;
+  /** What a spent budget does: `pause` (status `paused`, until `extend` raises it) or `end` (a final status per budget). @default 'end' (the behaviour of runs before budgets paused; the CLI sends `pause`) */
+  onBudget?: OnBudget;
+  /** Extended thinking budget in tokens (`thinking.budget_tokens`), at least 1,024 and below `maxTokens`. @default off */
+  thinking?: number;
+  /** Context window of the run in tokens, overriding the model's ({@link contextWindowOf} in src/contract/models.ts). @default the model's */
+  contextWindow?: number;
+  /** The model's entry (window, prices, 1-hour TTL), resolved by `start` from the built-in table and `AGENT_JOBS_MODELS`. @default the built-in table's entry, else the fallback (src/contract/models.ts) */
+  modelInfo?: ModelInfo;
   /** `max_tokens` of each model call (the API's per-response cap). @default 4096 */
   maxTokens?: number;
   /** System prompt. @default a short prompt describing the bash tool and the workspace */
@@ -110,7 +180,18 @@ export interface AgentRunInput {
 }
 
 /** How a run ended, in the order `list` and the README show them. `cancelled` runs still return a result, with every `tool_use` paired. */
-export const FINAL_STATUSES = ['completed', 'max_turns', 'max_tokens', 'refused', 'approval_timeout', 'failed', 'cancelled'] as const;
+export const FINAL_STATUSES = [
+  'completed',
+  'max_turns',
+  'max_cost',
+  'max_tokens_total',
+  'max_duration',
+  'max_tokens',
+  'refused',
+  'approval_timeout',
+  'failed',
+  'cancelled',
+] as const;
 export type FinalStatus = (typeof FINAL_STATUSES)[number];
 
 /**
@@ -133,7 +214,10 @@ export interface AgentRunResult {
   text?: string;
   /** Model calls made. */
   turns: number;
+  /** Tokens of the whole run (every continue-as-new generation). Results of older workers have only `inputTokens` and `outputTokens`. */
   usage: Usage;
+  /** What the usage cost in USD at the model's prices (src/contract/models.ts `costUsd`); null when the prices are unknown. Absent in results of older workers. */
+  costUsd?: number | null;
   /** What went wrong, for `failed` (the API's message, or the reason), `max_tokens`, `refused`, `approval_timeout`, `cancelled`. */
   error?: string;
 }
@@ -218,6 +302,10 @@ export interface StatusView {
   turns: number;
   pendingApproval: PendingApproval | null;
   usage: Usage;
+  /** What the usage cost in USD; null when the model's prices are unknown (absent from workers before it was reported). */
+  costUsd?: number | null;
+  /** The run's budgets now (`extend` raises them), and what it used of them (absent from workers before budgets paused). */
+  budget?: BudgetView;
   result: AgentRunResult | null;
   /** What the run is doing or waiting for right now (same text as the UI's current details). */
   details: string;
@@ -232,6 +320,14 @@ export interface StatusView {
   pause?: PauseState | null;
   /** Whether the run is a conversation (`start --chat`). */
   chat?: boolean;
+}
+
+/** The budgets of a run as `status` shows them. */
+export interface BudgetView {
+  limits: BudgetLimits;
+  /** What was used: turns, USD (null: unknown), every token ({@link totalTokens}), ms of workflow time since the chain started. */
+  used: { turns: number; costUsd: number | null; tokens: number; durationMs: number };
+  onBudget: OnBudget;
 }
 
 /** Answer of the `transcript` query: the conversation, from message `from` on. */
@@ -262,6 +358,7 @@ export interface CarriedState {
   /** The conversation's tail, counts and digests (src/workflows/conversation.ts); the rest is in the earlier runs' histories. */
   conversation?: CarriedConversation;
   turns: number;
+  /** Carried by older workers with only `inputTokens` and `outputTokens`: read it through {@link normalizeUsage}. */
   usage: Usage;
   session: SessionRef | null;
   decisions: AppliedDecision[];
@@ -273,6 +370,10 @@ export interface CarriedState {
   nextRuleId?: number;
   /** Messages queued by `say`, not yet sent. */
   queuedMessages?: QueuedMessage[];
+  /** The budgets as `extend` left them (absent when carried by older workers: the input's). */
+  limits?: BudgetLimits;
+  /** ISO-8601 workflow time the first run of the chain started, for `maxDuration` (absent when carried by older workers). */
+  startedAt?: string;
 }
 
 // ---------------------------------------------------------------------------

@@ -14,13 +14,44 @@ import {
   DEFAULT_TRANSCRIPT_BUDGET_CHARS,
 } from '../config';
 import { APPROVAL_MODES, DEFAULT_APPROVAL_MODE, type AgentRunInput, type ApprovalMode } from './index';
-import { APPROVAL_TIMEOUT_ACTIONS, DEFAULT_APPROVAL_TIMEOUT_ACTION } from './steering';
+import { MAX_CONTEXT_WINDOW, modelInfoOf, modelInfoSchema } from './models';
+import { APPROVAL_TIMEOUT_ACTIONS, DEFAULT_APPROVAL_TIMEOUT_ACTION, DEFAULT_ON_BUDGET, ON_BUDGET_ACTIONS } from './steering';
 
 /** Temporal duration strings as `ms` understands them (`'24 hours'`, `'90s'`, `'1.5h'`), or ms. */
 const DURATION = /^\d+(\.\d+)?\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|weeks?)?$/i;
 
 /** A Temporal duration: a positive number of ms, or a string {@link DURATION} accepts. */
 const duration = z.union([z.number().int().positive(), z.string().regex(DURATION, 'must be a duration such as "24 hours", "30s" or ms')]);
+
+/** ms in one unit of {@link DURATION}, by the unit's first letters. */
+const UNIT_MS: Array<[RegExp, number]> = [
+  [/^(ms|milliseconds?)$/i, 1],
+  [/^(s|secs?|seconds?)$/i, 1_000],
+  [/^(m|mins?|minutes?)$/i, 60_000],
+  [/^(h|hrs?|hours?)$/i, 3_600_000],
+  [/^(d|days?)$/i, 86_400_000],
+  [/^(w|weeks?)$/i, 604_800_000],
+];
+
+/**
+ * A duration of the input (ms, or a string {@link DURATION} accepts) in ms,
+ * rounded; a bare number in a string is ms, as Temporal reads it.
+ * @throws Error for a string that is not a duration (the schema rejects those first)
+ */
+export function durationToMs(d: string | number): number {
+  if (typeof d === 'number') return d;
+  const m = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(d.trim());
+  const unit = m ? (m[2] === '' ? 1 : UNIT_MS.find(([re]) => re.test(m[2]!))?.[1]) : undefined;
+  if (!m || unit === undefined) throw new Error(`not a duration: ${JSON.stringify(d)}`);
+  return Math.round(Number(m[1]) * unit);
+}
+
+/** Smallest extended thinking budget the API accepts, in tokens: 1,024. */
+export const MIN_THINKING_TOKENS = 1_024;
+/** Largest `maxCostUsd`, in USD: 1,000,000 (a typo guard). */
+export const MAX_COST_USD = 1_000_000;
+/** Largest `maxTokensTotal`: 10^12 tokens (a typo guard). */
+export const MAX_TOKENS_TOTAL = 1_000_000_000_000;
 
 /** zod schema of {@link AgentRunInput}; unknown keys are rejected so a typo is not silently ignored. */
 export const agentRunInputSchema = z
@@ -44,11 +75,39 @@ export const agentRunInputSchema = z
     chat: z.boolean().optional(),
     chatIdleTimeout: duration.optional(),
     transcriptBudgetChars: z.number().int().min(10_000).max(1_000_000).optional(),
+    maxCostUsd: z.number().finite().positive().max(MAX_COST_USD).optional(),
+    maxTokensTotal: z.number().int().min(1).max(MAX_TOKENS_TOTAL).optional(),
+    maxDuration: duration.optional(),
+    onBudget: z.enum(ON_BUDGET_ACTIONS).optional(),
+    thinking: z.number().int().min(MIN_THINKING_TOKENS, `the thinking budget must be at least ${MIN_THINKING_TOKENS} tokens`).optional(),
+    contextWindow: z.number().int().min(1_024).max(MAX_CONTEXT_WINDOW).optional(),
+    modelInfo: modelInfoSchema.optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((i, ctx) => {
+    const maxTokens = i.maxTokens ?? DEFAULT_MAX_TOKENS;
+    if (i.thinking !== undefined && i.thinking >= maxTokens) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['thinking'],
+        message: `the thinking budget (${i.thinking} tokens) must be below maxTokens (${maxTokens}): max_tokens counts the thinking too; raise maxTokens or lower thinking`,
+      });
+    }
+    const model = i.model ?? DEFAULT_MODEL;
+    if (i.maxCostUsd !== undefined && modelInfoOf({ model, ...(i.modelInfo ? { modelInfo: i.modelInfo } : {}) }).prices === null) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['maxCostUsd'],
+        message: `the prices of ${model} are unknown, so a cost budget cannot be kept; give them in AGENT_JOBS_MODELS (or the input's modelInfo)`,
+      });
+    }
+  });
+
+/** Input fields that stay optional once resolved (absent: none, off, or the model's). */
+type OptionalFields = 'workdir' | 'maxCostUsd' | 'maxTokensTotal' | 'maxDuration' | 'thinking' | 'contextWindow' | 'modelInfo';
 
 /** The input with every default applied. */
-export type ResolvedInput = Required<Omit<AgentRunInput, 'workdir'>> & Pick<AgentRunInput, 'workdir'>;
+export type ResolvedInput = Required<Omit<AgentRunInput, OptionalFields>> & Pick<AgentRunInput, OptionalFields>;
 
 /** Default system prompt: how the bash tool behaves here. */
 export const DEFAULT_SYSTEM_PROMPT = [
@@ -88,6 +147,13 @@ export function resolveInput(raw: unknown): { ok: true; input: ResolvedInput } |
       chat: i.chat ?? false,
       chatIdleTimeout: i.chatIdleTimeout ?? DEFAULT_CHAT_IDLE_TIMEOUT,
       transcriptBudgetChars: i.transcriptBudgetChars ?? DEFAULT_TRANSCRIPT_BUDGET_CHARS,
+      onBudget: i.onBudget ?? DEFAULT_ON_BUDGET,
+      ...(i.maxCostUsd !== undefined ? { maxCostUsd: i.maxCostUsd } : {}),
+      ...(i.maxTokensTotal !== undefined ? { maxTokensTotal: i.maxTokensTotal } : {}),
+      ...(i.maxDuration !== undefined ? { maxDuration: i.maxDuration } : {}),
+      ...(i.thinking !== undefined ? { thinking: i.thinking } : {}),
+      ...(i.contextWindow !== undefined ? { contextWindow: i.contextWindow } : {}),
+      ...(i.modelInfo !== undefined ? { modelInfo: i.modelInfo } : {}),
     },
   };
 }

@@ -1,6 +1,6 @@
 /**
  * Steering a run: the Updates a person sends to a running agentRun
- * (decide, say, pause, resume, end, remove a rule), their answers, and the
+ * (decide, say, pause, resume, end, remove a rule, extend a budget), their answers, and the
  * state they leave (rules, queued messages, the pause). Shared by the CLI
  * and the workflow; deterministic (types, constants and `define…` only).
  *
@@ -48,8 +48,16 @@ export interface QueuedMessage {
   at: string;
 }
 
-/** Why a run is paused. `human`: `pause`; `approval_timeout`: the approval wait ran out under `--approval-timeout-action pause`. */
-export type PauseReason = 'human' | 'approval_timeout';
+/**
+ * Why a run is paused. `human`: `pause`; `approval_timeout`: the approval
+ * wait ran out under `--approval-timeout-action pause`; `budget`: a budget
+ * is spent under `onBudget: 'pause'` (only `extend` or `cancel` goes on).
+ */
+export type PauseReason = 'human' | 'approval_timeout' | 'budget';
+
+/** The budgets a run has: turns always, the others when the input sets them. */
+export const BUDGET_KINDS = ['turns', 'cost', 'tokens', 'duration'] as const;
+export type BudgetKind = (typeof BUDGET_KINDS)[number];
 
 /** The pause of a paused run (status `paused`). */
 export interface PauseState {
@@ -58,7 +66,33 @@ export interface PauseState {
   by?: string;
   /** ISO-8601 workflow time. */
   at: string;
+  /** For `budget`: which budget is spent. */
+  budget?: BudgetKind;
+  /** For `budget`: its limit (turns, USD, tokens or ms). */
+  limit?: number;
+  /** For `budget`: how much of it was used when the run paused (same unit). */
+  used?: number;
 }
+
+/** The limits of a run's budgets; `extend` raises them, and they are carried across continue-as-new. */
+export interface BudgetLimits {
+  /** Model calls. */
+  maxTurns: number;
+  /** USD; absent: no cost budget. */
+  maxCostUsd?: number;
+  /** Every token of the usage (input, output, cache writes, cache reads); absent: none. */
+  maxTokensTotal?: number;
+  /** ms of workflow time since the chain started; absent: none. */
+  maxDurationMs?: number;
+}
+
+/** What a spent budget does: pause the run (until `extend`) or end it. */
+export const ON_BUDGET_ACTIONS = ['pause', 'end'] as const;
+export type OnBudget = (typeof ON_BUDGET_ACTIONS)[number];
+/** @default of the input field `onBudget`: `end`, the behaviour of runs started before budgets paused (they replay the same). */
+export const DEFAULT_ON_BUDGET: OnBudget = 'end';
+/** What `start` sends when `--on-budget` is not given: a run started from the CLI pauses on its budgets. */
+export const CLI_DEFAULT_ON_BUDGET: OnBudget = 'pause';
 
 /** What the run does when no decision comes within the approval timeout. */
 export const APPROVAL_TIMEOUT_ACTIONS = ['deny', 'end', 'pause'] as const;
@@ -146,6 +180,33 @@ export interface RemoveRuleRequest {
   by: string;
 }
 
+/** Largest amount one `extend` adds, per budget: 10,000 turns, 1,000,000 USD, 10^12 tokens, 365 days (a typo guard; the sums stay exact numbers). */
+export const MAX_EXTEND = { turns: 10_000, costUsd: 1_000_000, tokens: 1_000_000_000_000, durationMs: 365 * 86_400_000 } as const;
+
+/** Payload of the `extend` Update: how much to add to each budget (at least one; each a positive number). */
+export interface ExtendRequest {
+  by: string;
+  /** More model calls (an integer). */
+  turns?: number;
+  /** More USD. */
+  costUsd?: number;
+  /** More tokens (an integer). */
+  tokens?: number;
+  /** More ms of run time (an integer). */
+  durationMs?: number;
+}
+
+/** Answer of an accepted `extend` Update: the limits now, and the run's status once they applied. */
+export interface ExtendAnswer {
+  /** `running` when the run was paused on a budget and is now within all of them; `paused` when one is still spent (`pause` says which); else the status it had. */
+  status: string;
+  limits: BudgetLimits;
+  /** The pause left, when the run is still paused. */
+  pause: PauseState | null;
+  by: string;
+  at: string;
+}
+
 /** `decide` Update: approve, edit or deny the pending command (see {@link DecideRequest}). */
 export const decideUpdate = defineUpdate<DecideAnswer, [DecideRequest]>('decide');
 /** `say` Update: queue a user message for the next turn boundary (or continue a chat run waiting for one). */
@@ -156,5 +217,7 @@ export const pauseUpdate = defineUpdate<SteerAnswer, [ByRequest]>('pause');
 export const resumeUpdate = defineUpdate<SteerAnswer, [ByRequest]>('resume');
 /** `end` Update: complete a `--chat` run with its last answer as the result. */
 export const endUpdate = defineUpdate<SteerAnswer, [ByRequest]>('end');
+/** `extend` Update: raise the run's budgets (any time the run is open); a run paused on a budget goes on once it is within all of them. */
+export const extendUpdate = defineUpdate<ExtendAnswer, [ExtendRequest]>('extend');
 /** `removeRule` Update: remove an approval rule by id; answers with the rules left. */
 export const removeRuleUpdate = defineUpdate<ApprovalRule[], [RemoveRuleRequest]>('removeRule');

@@ -45,7 +45,9 @@ import {
   OPEN_STATUSES,
 } from '../contract';
 import { SUMMARY_MAX_CHARS } from '../contract/display';
-import { agentRunInputSchema } from '../contract/input';
+import { MAX_COST_USD, MAX_TOKENS_TOTAL, MIN_THINKING_TOKENS, agentRunInputSchema } from '../contract/input';
+import { FALLBACK_MODEL_INFO, MAX_CONTEXT_WINDOW } from '../contract/models';
+import { CLI_DEFAULT_ON_BUDGET, DEFAULT_ON_BUDGET, MAX_EXTEND, ON_BUDGET_ACTIONS } from '../contract/steering';
 import { DEV_SERVER_PORT } from '../devserver';
 import { DEFAULT_LOG_LEVEL, LOG_LEVELS, PROJECT_ROOT } from '../settings';
 
@@ -141,6 +143,36 @@ export function facts(): Fact[] {
       default: '—',
       allowed: `${n(MAX_MESSAGE_CHARS)} characters; ${n(MAX_QUEUED_MESSAGES)}; ${n(MAX_RULES)}; ${n(MAX_BY_CHARS)} characters (past them the Update is rejected)`,
       source: '`MAX_MESSAGE_CHARS`, `MAX_QUEUED_MESSAGES`, `MAX_RULES`, `MAX_BY_CHARS` (src/contract/steering.ts)',
+    },
+    {
+      what: '`start --max-cost`, `--max-tokens-total`, `--max-duration`; input `maxCostUsd`, `maxTokensTotal`, `maxDuration`: budgets besides the turns',
+      default: 'none',
+      allowed: `up to ${n(MAX_COST_USD)} USD (needs the model's prices); up to ${n(MAX_TOKENS_TOTAL)} tokens (input, output, cache writes and reads together); a duration or ms (workflow time since the run started)`,
+      source: '`MAX_COST_USD`, `MAX_TOKENS_TOTAL` (src/contract/input.ts)',
+    },
+    {
+      what: '`start --on-budget`, input `onBudget`: what a spent budget does',
+      default: `${code(CLI_DEFAULT_ON_BUDGET)} from \`start\`; ${code(DEFAULT_ON_BUDGET)} when the input names none`,
+      allowed: `${codes(ON_BUDGET_ACTIONS)} (pause until \`extend\`; end the run, status \`max_turns\`, \`max_cost\`, \`max_tokens_total\` or \`max_duration\`)`,
+      source: '`CLI_DEFAULT_ON_BUDGET`, `DEFAULT_ON_BUDGET`, `ON_BUDGET_ACTIONS` (src/contract/steering.ts)',
+    },
+    {
+      what: '`extend --turns`, `--cost`, `--tokens`, `--duration`: most added at once',
+      default: '—',
+      allowed: `${n(MAX_EXTEND.turns)} turns; ${n(MAX_EXTEND.costUsd)} USD; ${n(MAX_EXTEND.tokens)} tokens; ${formatDurationMs(MAX_EXTEND.durationMs)}`,
+      source: '`MAX_EXTEND` (src/contract/steering.ts)',
+    },
+    {
+      what: '`start --thinking`, input `thinking`: extended thinking budget tokens',
+      default: 'off',
+      allowed: `at least ${n(MIN_THINKING_TOKENS)}, below \`maxTokens\``,
+      source: '`MIN_THINKING_TOKENS` (src/contract/input.ts)',
+    },
+    {
+      what: "`start --context-window`, input `contextWindow`; a model's window and prices (`AGENT_JOBS_MODELS` overrides them)",
+      default: `the model table's; a model it lacks: ${n(FALLBACK_MODEL_INFO.contextWindow)} tokens, cost unknown`,
+      allowed: `1,024–${n(MAX_CONTEXT_WINDOW)} tokens`,
+      source: '`BUILTIN_MODELS`, `FALLBACK_MODEL_INFO` (src/contract/models.ts)',
     },
     {
       what: 'clearing old outputs near the context window',

@@ -40,6 +40,7 @@ import {
   LEGACY_CONTINUE_AS_NEW_HISTORY_EVENTS,
 } from '../config';
 import { receiveDecision, setDecideHandler } from './approval';
+import { checkBudgets, setBudgetHandler } from './budget';
 import { failureMessage } from './failures';
 import { askClaude } from './model';
 import { RunState } from './run-state';
@@ -70,6 +71,7 @@ export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState):
   setHandler(approveSignal, (d) => receiveDecision(state.approval, d));
   setDecideHandler(state);
   setSteeringHandlers(state);
+  setBudgetHandler(state);
   setHandler(statusQuery, () => state.statusView());
   setHandler(transcriptQuery, (from = 0) => state.transcriptView(from));
   state.publish();
@@ -97,14 +99,16 @@ function validInput(raw: AgentRunInput): ResolvedInput {
 }
 
 /**
- * One turn: waits at the safe point while paused, checks the budget and the
- * transcript, asks Claude, acts on its `stop_reason`.
+ * One turn: waits at the safe point while paused, checks the budgets (a
+ * spent one pauses or ends the run: budget.ts) and the transcript, asks
+ * Claude, acts on its `stop_reason`.
  * @returns how the run ends, or null to go on
  */
 async function takeTurn(state: RunState, session: RunSession): Promise<RunEnd | null> {
-  const { maxTurns } = state.input;
   await safePoint(state);
-  if (state.turns >= maxTurns) return { status: 'max_turns', error: `the turn budget of ${maxTurns} model calls is spent` };
+  const overBudget = await checkBudgets(state);
+  if (overBudget) return overBudget;
+  const maxTurns = state.limits.maxTurns;
   const problem = pairingProblem(state.transcript, false, state.conversation.base > 0);
   if (problem) return { status: 'failed', error: `internal error, transcript not sent: ${problem}` };
 
@@ -230,6 +234,7 @@ async function finish(state: RunState, session: RunSession, end: RunEnd): Promis
     status: end.status,
     turns: state.turns,
     usage: state.usage,
+    costUsd: state.costUsd(),
     ...(end.text !== undefined ? { text: end.text } : {}),
     ...(end.error !== undefined ? { error: end.error } : {}),
   };

@@ -5,7 +5,7 @@
  */
 import { patched, proxyActivities } from '@temporalio/workflow';
 import type { createClaudeActivities } from '../activities/claude';
-import type { CallClaudeOutput, RequestContext } from '../contract';
+import { addUsage, normalizeUsage, type CallClaudeOutput, type RequestContext } from '../contract';
 import { contextWindowOf, modelInfoOf } from '../contract/models';
 import { CLAUDE_ACTIVITY_OPTIONS, MAX_TOKENS_RETRY_CAP } from '../config';
 import type { RunState } from './run-state';
@@ -35,7 +35,7 @@ function requestContext(state: RunState): RequestContext {
     contextWindow: contextWindowOf(input),
     clearedBefore: log.clearedBefore,
     cacheTtl: waitsForPeople && info.cacheTtl1h ? '1h' : '5m',
-    ...(thinkingOf(input) !== undefined ? { thinkingBudget: thinkingOf(input) } : {}),
+    ...(input.thinking !== undefined ? { thinkingBudget: input.thinking } : {}),
     ...(log.previous ? { previousTokens: log.previous.tokens, previousLength: log.previous.length } : {}),
   };
 }
@@ -59,7 +59,7 @@ export async function askClaude(state: RunState): Promise<ModelAnswer> {
   let maxTokens = state.input.maxTokens;
   let response = await callOnce(state, maxTokens);
   if (response.stopReason === 'max_tokens' && maxTokens < MAX_TOKENS_RETRY_CAP) {
-    if (patched(MAX_TOKENS_RETRY_IN_BUDGET_PATCH) && state.turns >= state.input.maxTurns)
+    if (patched(MAX_TOKENS_RETRY_IN_BUDGET_PATCH) && state.turns >= state.limits.maxTurns)
       return { response, maxTokens, retrySkipped: 'budget' };
     // Never execute a truncated tool_use: ask again, once, with room to finish.
     maxTokens = Math.min(maxTokens * 2, MAX_TOKENS_RETRY_CAP);
@@ -90,14 +90,8 @@ async function callOnce(state: RunState, maxTokens: number): Promise<CallClaudeO
     log.previous = { tokens: report.requestTokens + response.usage.outputTokens, length: report.messages };
   }
   state.turns = turn;
-  state.usage = {
-    inputTokens: state.usage.inputTokens + response.usage.inputTokens,
-    outputTokens: state.usage.outputTokens + response.usage.outputTokens,
-  };
+  // Answers recorded by older workers have only input and output tokens.
+  state.usage = addUsage(state.usage, normalizeUsage(response.usage));
   state.publish();
   return response;
-}
-
-function thinkingOf(input: RunState['input']): number | undefined {
-  return (input as { thinking?: number }).thinking;
 }

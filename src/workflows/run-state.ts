@@ -4,11 +4,14 @@
  * Message handlers and the loop's parts read and change it; nothing else
  * holds run state. Deterministic (workflow code).
  */
-import { setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
+import { patched, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { normalizeUsage, totalTokens } from '../contract';
 import type {
   AgentRunResult,
   AppliedDecision,
   ApprovalRule,
+  BudgetLimits,
+  BudgetView,
   CarriedState,
   FinalStatus,
   Message,
@@ -23,10 +26,12 @@ import type {
   Usage,
 } from '../contract';
 import type { ResolvedInput } from '../contract/input';
-import { AGENT_AWAITING, AGENT_AWAITING_SINCE, AGENT_STATUS, AGENT_TOKENS, AGENT_TURNS } from '../config';
+import { AGENT_AWAITING, AGENT_AWAITING_SINCE, AGENT_COST_USD, AGENT_STATUS, AGENT_TOKENS, AGENT_TURNS } from '../config';
 import { commandSummary } from '../contract/display';
+import { costUsd, modelInfoOf, type ModelInfo } from '../contract/models';
 import { newApprovalState, type ApprovalState } from './approval';
 import { ConversationLog } from './conversation';
+import { describeSpent, initialLimits, msSince } from './budget';
 import { interruptedText, type ToolUsePhase } from './tool-results';
 import { completeResults } from './transcript';
 
@@ -47,6 +52,13 @@ export const MAX_TRANSCRIPT_PAGE_CHARS = 512_000;
 
 /** Commands whose duration the transcript query reports (the most recent of this execution). */
 export const MAX_DURATIONS_KEPT = 200;
+
+/**
+ * patched() id: the search attributes include `AgentCostUsd` (the run's
+ * cost so far). Runs started before it upsert the attributes they always
+ * did, so their histories replay unchanged.
+ */
+export const COST_ATTRIBUTE_PATCH = 'publish-agent-cost-usd';
 
 /** An end decided inside a tool turn (the approval timeout under `end`): the loop ends the run once the turn's results are recorded. */
 export interface PendingEnd {
@@ -75,6 +87,10 @@ export class RunState {
   nextRuleId: number;
   /** Messages queued by `say`, not yet sent; drained at the next turn boundary (steering.ts). */
   queued: QueuedMessage[];
+  /** The budgets' limits: the input's, raised by `extend` (budget.ts). */
+  limits: BudgetLimits;
+  /** ISO-8601 workflow time the first run of the chain started (the `maxDuration` budget counts from it). */
+  readonly startedAt: string;
 
   // ---- this workflow execution only ----
   /** What the status query and the `AgentStatus` search attribute say. */
@@ -101,6 +117,8 @@ export class RunState {
   awaitingSince: string | null = null;
   /** Duration in ms of each recent command, by `tool_use` id (at most {@link MAX_DURATIONS_KEPT}). */
   durations: Record<string, number> = {};
+  /** The model's window, prices and 1-hour TTL (src/contract/models.ts `modelInfoOf`). */
+  readonly model: ModelInfo;
 
   /**
    * @param input the validated input, every default applied
@@ -117,13 +135,31 @@ export class RunState {
       carried?.conversation ?? (carried?.transcript !== undefined ? { legacyTranscript: carried.transcript } : undefined),
     );
     this.turns = carried?.turns ?? 0;
-    this.usage = carried?.usage ?? { inputTokens: 0, outputTokens: 0 };
+    // Older workers carried only input and output tokens.
+    this.usage = normalizeUsage(carried?.usage);
     this.session = carried?.session ?? null;
     this.decisions = carried?.decisions ?? [];
     this.generation = carried?.generation ?? 0;
     this.rules = carried?.rules ?? [];
     this.nextRuleId = carried?.nextRuleId ?? 1;
     this.queued = carried?.queuedMessages ?? [];
+    this.limits = carried?.limits ?? initialLimits(input);
+    this.startedAt = carried?.startedAt ?? workflowInfo().runStartTime.toISOString();
+    this.model = modelInfoOf(input);
+  }
+
+  /** What the run's usage cost so far in USD, at the model's prices; null when they are unknown. */
+  costUsd(): number | null {
+    return costUsd(this.usage, this.model.prices);
+  }
+
+  /** The budgets and what was used of them (status). */
+  budgetView(): BudgetView {
+    return {
+      limits: this.limits,
+      used: { turns: this.turns, costUsd: this.costUsd(), tokens: totalTokens(this.usage), durationMs: msSince(this.startedAt) },
+      onBudget: this.input.onBudget,
+    };
   }
 
   /** The state the next execution starts from (continue-as-new happens only between turns, so nothing is pending). */
@@ -138,6 +174,8 @@ export class RunState {
       rules: this.rules,
       nextRuleId: this.nextRuleId,
       queuedMessages: this.queued,
+      limits: this.limits,
+      startedAt: this.startedAt,
     };
   }
 
@@ -166,7 +204,13 @@ export class RunState {
   awaiting(): string {
     const pending = this.approval.pending;
     if (this.status === 'paused') {
-      const why = this.pause?.reason === 'approval_timeout' ? 'approval timed out' : `paused by ${this.pause?.by ?? 'a person'}`;
+      const p = this.pause;
+      const why =
+        p?.reason === 'approval_timeout'
+          ? 'approval timed out'
+          : p?.reason === 'budget' && p.budget !== undefined
+            ? `more budget: ${describeSpent({ budget: p.budget, limit: p.limit ?? 0, used: p.used ?? 0 })}`
+            : `paused by ${p?.by ?? 'a person'}`;
       return pending ? `${why}; approval of ${commandSummary(pending.command, null)}` : why;
     }
     if (this.status === 'awaiting_approval' && pending) return `approval of ${commandSummary(pending.command, null)}`;
@@ -176,17 +220,20 @@ export class RunState {
 
   /**
    * Upserts the search attributes: one workflow command each time. Status,
-   * turns and tokens always; `AgentAwaiting` / `AgentAwaitingSince` once the
-   * run has waited for a person (runs that never did, and older histories,
-   * upsert only the first three).
+   * turns and tokens always; `AgentCostUsd` when the cost is known (runs
+   * that recorded {@link COST_ATTRIBUTE_PATCH}); `AgentAwaiting` /
+   * `AgentAwaitingSince` once the run has waited for a person (runs that
+   * never did, and older histories, upsert only the first ones).
    */
   publish(): void {
     const awaiting = this.awaiting();
     if (awaiting !== '') this.everAwaited = true;
+    const cost = this.costUsd();
     upsertSearchAttributes([
       { key: AGENT_STATUS, value: this.status },
       { key: AGENT_TURNS, value: this.turns },
-      { key: AGENT_TOKENS, value: this.usage.inputTokens + this.usage.outputTokens },
+      { key: AGENT_TOKENS, value: totalTokens(this.usage) },
+      ...(cost !== null && patched(COST_ATTRIBUTE_PATCH) ? [{ key: AGENT_COST_USD, value: cost }] : []),
       ...(this.everAwaited
         ? [
             { key: AGENT_AWAITING, value: awaiting },
@@ -202,7 +249,7 @@ export class RunState {
   /** Sets what the run is doing (status query `details`, and the UI's current details with status and turn). */
   setDetails(text: string): void {
     this.details = text;
-    setCurrentDetails(`**${this.status}** · turn ${this.turns}/${this.input.maxTurns} · ${text}`);
+    setCurrentDetails(`**${this.status}** · turn ${this.turns}/${this.limits.maxTurns} · ${text}`);
   }
 
   /** Answer of the `status` query. */
@@ -213,6 +260,8 @@ export class RunState {
       turns: this.turns,
       pendingApproval: this.approval.pending,
       usage: this.usage,
+      costUsd: this.costUsd(),
+      budget: this.budgetView(),
       result: this.result,
       details: this.details,
       decisions: this.decisions,

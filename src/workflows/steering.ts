@@ -97,8 +97,14 @@ function validatePause(state: RunState, req: ByRequest): void {
   checkObject(req);
   checkBy(req.by);
   checkOpen(state);
-  if (state.pause !== null)
-    throw new RejectedRequest(`the run is already paused (${state.pause.by ? `by ${state.pause.by}` : state.pause.reason})`);
+  if (state.pause !== null) {
+    const why = state.pause.by
+      ? `by ${state.pause.by}`
+      : state.pause.reason === 'budget'
+        ? `its ${state.pause.budget ?? ''} budget is spent`
+        : state.pause.reason;
+    throw new RejectedRequest(`the run is already paused (${why})`);
+  }
 }
 
 /**
@@ -121,6 +127,12 @@ function validateResume(state: RunState, req: ByRequest): void {
   checkBy(req.by);
   checkOpen(state);
   if (state.pause === null) throw new RejectedRequest(`the run is not paused (status ${state.status})`);
+  if (state.pause.reason === 'budget') {
+    const kind = state.pause.budget ?? 'turns';
+    throw new RejectedRequest(
+      `the run is paused because its ${kind} budget is spent, and resume gives no more: raise it with \`agent-jobs extend ${state.workflowId} --${kind} ...\`, or stop the run with \`agent-jobs cancel ${state.workflowId}\``,
+    );
+  }
 }
 
 /** Clears the pause; answers with the status the run goes on in (once it has left `paused`, in the same workflow task). */

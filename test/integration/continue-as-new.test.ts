@@ -7,7 +7,7 @@
  */
 import { devServerArgs, freePort, startDevServer, type DevServer } from '../../src/devserver';
 import type { ScriptEntry } from '../../src/model-server';
-import { decideUpdate, type ToolResultBlock } from '../../src/contract';
+import { decideUpdate, extendUpdate, type ToolResultBlock } from '../../src/contract';
 import { pairingProblem } from '../../src/workflows/transcript';
 import { queryTranscript } from '../../src/cli/runs';
 import { TestBed, toolUse, waitFor } from './harness';
@@ -107,5 +107,53 @@ describe('long runs', () => {
     const status = await bed.status(handle);
     expect(status.rules).toEqual([expect.objectContaining({ id: 1, kind: 'exact', text: 'touch kept.txt', by: 'rita' })]);
     expect(status.decisions.at(-1)).toMatchObject({ toolUseId: 'toolu_r24', source: 'rule', rule: 1, by: 'rita' });
+  });
+
+  test('budgets, what was used of them and the start time are carried across continue-as-new', async () => {
+    const u = { input_tokens: 10, output_tokens: 5, cache_creation_input_tokens: 20, cache_read_input_tokens: 40 };
+    const responses: ScriptEntry[] = [];
+    for (let i = 0; i < 24; i++) responses.push({ content: [toolUse(`toolu_b${i}`, 'true')], stop_reason: 'tool_use', usage: u });
+    responses.push({ content: [{ type: 'text', text: 'budgets done' }], stop_reason: 'end_turn', usage: u });
+    bed = await TestBed.create({ address: server.address, script: { responses } });
+    const handle = await bed.start(
+      {
+        task: 'budgets across generations',
+        approval: 'auto',
+        maxTurns: 12,
+        maxTokensTotal: 100_000,
+        maxDuration: '1 hour',
+        onBudget: 'pause',
+      },
+      'continue-as-new-budgets',
+    );
+    const firstStart = (await handle.describe()).startTime.getTime();
+    const paused = await waitFor(
+      'the turn budget pause',
+      async () => {
+        const s = await bed.status(handle);
+        return s.status === 'paused' && s.pause?.reason === 'budget' ? s : null;
+      },
+      60_000,
+    );
+    const runs = async (): Promise<string[]> => {
+      const names: string[] = [];
+      for await (const w of bed.client.workflow.list({ query: `WorkflowId = '${handle.workflowId}'` })) names.push(w.status.name);
+      return names;
+    };
+    // It continued as new before the budget was spent, and still counts the whole chain's turns, tokens and time.
+    expect((await runs()).filter((s) => s === 'CONTINUED_AS_NEW').length).toBeGreaterThanOrEqual(1);
+    expect(paused.pause).toMatchObject({ budget: 'turns', limit: 12, used: 12 });
+    expect(paused.budget!.used.tokens).toBe(12 * 75);
+    expect(paused.budget!.used.durationMs).toBeGreaterThanOrEqual(Date.now() - firstStart - 2_000);
+    expect(paused.usage).toEqual({ inputTokens: 120, outputTokens: 60, cacheCreationInputTokens: 240, cacheReadInputTokens: 480 });
+
+    // The raised limit is carried too: the run does not stop at 12 again in a later generation.
+    await handle.executeUpdate(extendUpdate, { args: [{ by: 'rita', turns: 20 }] });
+    const result = await handle.result();
+    expect(result).toMatchObject({ status: 'completed', text: 'budgets done', turns: 25 });
+    expect(result.usage).toEqual({ inputTokens: 250, outputTokens: 125, cacheCreationInputTokens: 500, cacheReadInputTokens: 1_000 });
+    expect((await runs()).filter((s) => s === 'CONTINUED_AS_NEW').length).toBeGreaterThanOrEqual(2);
+    const status = await bed.status(handle);
+    expect(status.budget?.limits).toEqual({ maxTurns: 32, maxTokensTotal: 100_000, maxDurationMs: 3_600_000 });
   });
 });

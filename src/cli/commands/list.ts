@@ -1,7 +1,7 @@
 /** `agent-jobs list`: recent runs, filterable by status. */
 import Table from 'cli-table3';
 import type { Command } from 'commander';
-import { AGENT_RUN_WORKFLOW, AGENT_STATUS, AGENT_TOKENS, AGENT_TURNS } from '../../config';
+import { AGENT_COST_USD, AGENT_RUN_WORKFLOW, AGENT_STATUS, AGENT_TOKENS, AGENT_TURNS } from '../../config';
 import { RUN_STATUSES, type RunStatus } from '../../contract';
 import { CliError } from '../errors';
 import { printJson } from '../output';
@@ -47,7 +47,7 @@ export function registerList(program: Command): void {
     .description('list recent runs, newest start first (open and closed alike)')
     .option('--status <status>', `only runs with this AgentStatus (${RUN_STATUSES.join(', ')})`)
     .option('--limit <n>', 'at most this many runs', positiveInt, 20)
-    .option('--json', 'print a JSON array')
+    .option('--json', 'print a JSON array of {"workflowId","runId","status","turns","tokens","costUsd","startTime","executionStatus"}')
     .action(async (opts: { status?: string; limit: number; json?: boolean }) => {
       if (opts.status && !RUN_STATUSES.includes(opts.status as RunStatus)) {
         throw new CliError(`unknown status ${JSON.stringify(opts.status)}`, `use one of ${RUN_STATUSES.join(', ')}`);
@@ -63,6 +63,7 @@ export function registerList(program: Command): void {
             status: attrs.get(AGENT_STATUS) ?? w.status.name.toLowerCase(),
             turns: attrs.get(AGENT_TURNS) ?? null,
             tokens: attrs.get(AGENT_TOKENS) ?? null,
+            costUsd: attrs.get(AGENT_COST_USD) ?? null,
             startTime: w.startTime.toISOString(),
             executionStatus: w.status.name,
           };
@@ -71,7 +72,7 @@ export function registerList(program: Command): void {
         if (rows.length === 0) return void process.stdout.write('no runs\n');
         const plain = !process.stdout.isTTY;
         const table = new Table({
-          head: ['workflow id', 'status', 'turns', 'tokens', 'started'],
+          head: ['workflow id', 'status', 'turns', 'tokens', 'cost (USD)', 'started'],
           ...(plain ? { style: { head: [], border: [] } } : {}),
         });
         for (const r of rows)
@@ -80,6 +81,7 @@ export function registerList(program: Command): void {
             String(r.status),
             String(r.turns ?? ''),
             String(r.tokens ?? ''),
+            r.costUsd === null ? '' : r.costUsd.toFixed(4),
             oneLineSummary(String(r.startTime), 20),
           ]);
         process.stdout.write(`${table.toString()}\n`);

@@ -2,16 +2,21 @@
 import { randomBytes } from 'node:crypto';
 import { Option, type Command } from 'commander';
 import { ensureSearchAttributes, startAgentRun } from '../../temporal';
-import { resolveInput } from '../../contract/input';
+import { MIN_THINKING_TOKENS, resolveInput } from '../../contract/input';
+import { lookupModel } from '../../contract/models';
 import {
   APPROVAL_MODES,
   APPROVAL_TIMEOUT_ACTIONS,
+  CLI_DEFAULT_ON_BUDGET,
   DEFAULT_APPROVAL_MODE,
   DEFAULT_APPROVAL_TIMEOUT_ACTION,
+  ON_BUDGET_ACTIONS,
   type AgentRunInput,
   type ApprovalMode,
   type ApprovalTimeoutAction,
+  type OnBudget,
 } from '../../contract';
+import { modelTable } from '../../settings';
 import {
   DEFAULT_APPROVAL_TIMEOUT,
   DEFAULT_CHAT_IDLE_TIMEOUT,
@@ -23,7 +28,7 @@ import {
 import { CliError } from '../errors';
 import { printJson, printLines } from '../output';
 import { withClient } from '../context';
-import { durationMs, formatDurationMs, positiveInt } from '../parse';
+import { durationMs, formatDurationMs, positiveInt, positiveNumber } from '../parse';
 import { exitCodeOf, watchRun } from './watch';
 
 interface StartOptions {
@@ -40,6 +45,12 @@ interface StartOptions {
   approvalTimeoutAction?: ApprovalTimeoutAction;
   chat?: boolean;
   chatIdleTimeout?: number;
+  maxCost?: number;
+  maxTokensTotal?: number;
+  maxDuration?: number;
+  onBudget?: OnBudget;
+  thinking?: number;
+  contextWindow?: number;
   follow?: boolean;
   json?: boolean;
 }
@@ -51,9 +62,27 @@ export function newWorkflowId(now = new Date()): string {
 }
 
 /**
+ * The run's `modelInfo`: the entry for `model` in the built-in table with
+ * `AGENT_JOBS_MODELS` merged over it; absent for a model neither knows (the
+ * workflow then uses the documented fallback: src/contract/models.ts).
+ * @throws CliError when `AGENT_JOBS_MODELS` cannot be read or is not a valid table
+ */
+function modelInfoFor(model: string, env: NodeJS.ProcessEnv): Pick<AgentRunInput, 'modelInfo'> {
+  let table;
+  try {
+    table = modelTable(env);
+  } catch (err) {
+    throw new CliError(err instanceof Error ? err.message : String(err), 'fix AGENT_JOBS_MODELS (README, "Configuration"), or unset it');
+  }
+  const info = lookupModel(table, model);
+  return info ? { modelInfo: info } : {};
+}
+
+/**
  * Builds the workflow input from the command line (model from `--model`,
- * else `AGENT_JOBS_MODEL`) and validates it with the workflow's own schema.
- * @throws CliError naming every invalid field
+ * else `AGENT_JOBS_MODEL`; its entry of the model table as `modelInfo`) and
+ * validates it with the workflow's own schema.
+ * @throws CliError naming every invalid field, or what is wrong with `AGENT_JOBS_MODELS`
  */
 export function buildInput(taskWords: string[], opts: StartOptions, env: NodeJS.ProcessEnv = process.env): AgentRunInput {
   const model = opts.model ?? env.AGENT_JOBS_MODEL;
@@ -71,6 +100,13 @@ export function buildInput(taskWords: string[], opts: StartOptions, env: NodeJS.
     ...(opts.approvalTimeoutAction !== undefined ? { approvalTimeoutAction: opts.approvalTimeoutAction } : {}),
     ...(opts.chat ? { chat: true } : {}),
     ...(opts.chatIdleTimeout !== undefined ? { chatIdleTimeout: opts.chatIdleTimeout } : {}),
+    ...(opts.maxCost !== undefined ? { maxCostUsd: opts.maxCost } : {}),
+    ...(opts.maxTokensTotal !== undefined ? { maxTokensTotal: opts.maxTokensTotal } : {}),
+    ...(opts.maxDuration !== undefined ? { maxDuration: opts.maxDuration } : {}),
+    onBudget: opts.onBudget ?? CLI_DEFAULT_ON_BUDGET,
+    ...(opts.thinking !== undefined ? { thinking: opts.thinking } : {}),
+    ...(opts.contextWindow !== undefined ? { contextWindow: opts.contextWindow } : {}),
+    ...modelInfoFor(model ?? DEFAULT_MODEL, env),
   };
   const checked = resolveInput(input);
   if (!checked.ok) throw new CliError(`invalid run: ${checked.message}`, 'see `agent-jobs start --help`');
@@ -98,8 +134,33 @@ export function registerStart(program: Command): void {
         .choices(APPROVAL_MODES)
         .default(DEFAULT_APPROVAL_MODE),
     )
-    .option('--max-turns <n>', `model calls before the run stops (default ${DEFAULT_MAX_TURNS})`, positiveInt)
     .option('--max-tokens <n>', `max_tokens of each model call (default ${DEFAULT_MAX_TOKENS})`, positiveInt)
+    .option('--max-turns <n>', `model calls before the run pauses or ends, see --on-budget (default ${DEFAULT_MAX_TURNS})`, positiveInt)
+    .option(
+      '--max-cost <usd>',
+      "cost budget in USD at the model table's prices (AGENT_JOBS_MODELS overrides them; refused for a model without prices)",
+      positiveNumber,
+    )
+    .option(
+      '--max-tokens-total <n>',
+      'token budget: input, output, cache-write and cache-read tokens of the whole run together',
+      positiveInt,
+    )
+    .option('--max-duration <duration>', 'run-time budget, e.g. 30m, 2h: workflow time since the run started, waits included', durationMs)
+    .addOption(
+      new Option(
+        '--on-budget <action>',
+        'what a spent budget does: pause the run (a durable wait, the session kept, until `agent-jobs extend` raises it) or end it (status max_turns, max_cost, max_tokens_total or max_duration)',
+      )
+        .choices(ON_BUDGET_ACTIONS)
+        .default(CLI_DEFAULT_ON_BUDGET),
+    )
+    .option(
+      '--thinking <tokens>',
+      `extended thinking budget in tokens, at least ${MIN_THINKING_TOKENS} and below --max-tokens (default: off)`,
+      positiveInt,
+    )
+    .option('--context-window <tokens>', "the run's context window in tokens (default: the model's, from the model table)", positiveInt)
     .option(
       '--workdir <dir>',
       "working directory of the bash session, on the worker's machine: created there if missing; a relative path is under the worker's workspace root (default: a fresh folder per run under that root)",

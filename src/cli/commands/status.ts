@@ -5,26 +5,41 @@ import { commandLines, printJson, printLines } from '../output';
 import { withClient } from '../context';
 import { readRun, statusJson } from '../runs';
 import { oneLineSummary } from '../../temporal';
+import { normalizeUsage, type PauseState } from '../../contract';
+import { budgetPauseLine, limitsLine } from './extend';
 import { ruleLines } from './steer';
+
+/** The pause in words, with what ends it. */
+function pauseLine(workflowId: string, view: { status: string; pause?: PauseState | null }): string {
+  const p = view.pause!;
+  if (p.reason === 'budget')
+    return `  paused: ${budgetPauseLine(p)} at ${p.at}; go on: agent-jobs extend ${workflowId} --${p.budget ?? 'turns'} ...; stop: agent-jobs cancel ${workflowId}`;
+  return `  paused: ${p.reason === 'human' ? `by ${p.by ?? '?'}` : 'the approval wait ran out'} at ${p.at}${view.status === 'paused' ? '' : ' (takes effect at the next safe point)'}; resume: agent-jobs resume ${workflowId}`;
+}
 
 export function registerStatus(program: Command): void {
   program
     .command('status')
-    .description("show a run's status, turns, token usage, pending approval and result")
+    .description("show a run's status, turns, token usage and cost, budgets, pending approval and result")
     .argument('<workflowId>')
     .option(
       '--json',
-      'print {"workflowId","status","turns","pendingApproval","usage","result",...}; pendingApproval has the raw command, its escaped display, warnings and commandSha256',
+      'print {"workflowId","status","turns","pendingApproval","usage","costUsd","budget","result",...}; pendingApproval has the raw command, its escaped display, warnings and commandSha256',
     )
     .action(async (workflowId: string, opts: { json?: boolean }) => {
       await withClient(async ({ client, uiUrl }) => {
         const view = await readRun(client, workflowId);
         if (opts.json) return printJson(statusJson(view));
         const p = view.pendingApproval;
+        const u = normalizeUsage(view.usage);
         printLines(
           `${workflowId}: ${view.status}`,
           `  turns:  ${view.turns}`,
-          `  tokens: ${view.usage.inputTokens} input, ${view.usage.outputTokens} output`,
+          `  tokens: ${u.inputTokens} input, ${u.outputTokens} output, ${u.cacheCreationInputTokens} cache write, ${u.cacheReadInputTokens} cache read`,
+          `  cost:   ${typeof view.costUsd === 'number' ? `$${view.costUsd.toFixed(4)}` : 'unknown (no prices for this model)'}`,
+          ...(view.budget
+            ? [`  budget: ${limitsLine(view.budget.limits)} (spent: ${view.budget.onBudget === 'pause' ? 'pause' : 'end'})`]
+            : []),
           ...(view.details ? [`  now:    ${view.details}`] : []),
           ...(view.session
             ? [
@@ -37,11 +52,7 @@ export function registerStatus(program: Command): void {
                 `    agent-jobs approve ${workflowId} --sha ${shortHash(p.commandSha256)}   |   agent-jobs deny ${workflowId} --sha ${shortHash(p.commandSha256)} --reason "..."`,
               ]
             : []),
-          ...(view.pause
-            ? [
-                `  paused: ${view.pause.reason === 'human' ? `by ${view.pause.by ?? '?'}` : 'the approval wait ran out'} at ${view.pause.at}${view.status === 'paused' ? '' : ' (takes effect at the next safe point)'}; resume: agent-jobs resume ${workflowId}`,
-              ]
-            : []),
+          ...(view.pause ? [pauseLine(workflowId, view)] : []),
           ...(view.queuedMessages ?? []).map((m) => `  queued message from ${m.by} (${m.at}): ${oneLineSummary(m.text, 100)}`),
           ...((view.rules ?? []).length > 0 ? ['  approval rules:', ...ruleLines(view.rules ?? []).map((l) => `    ${l}`)] : []),
           ...(view.result?.text ? [`  answer: ${view.result.text}`] : []),

@@ -24,6 +24,7 @@ import { commandLines, indent, jsonText, terminalText } from '../output';
 import { withClient } from '../context';
 import { queryStatus, queryTranscript, readRun, runHandle, statusJson, stillRunning, type RunView } from '../runs';
 import { decide, type DecideOptions } from './decide';
+import { budgetPauseLine } from './extend';
 
 /** A command's run time for people: `0.4 s`, `12.0 s`, `3.5 min` (ms in). */
 export function formatDuration(ms: number): string {
@@ -135,6 +136,8 @@ export function decisionLines(d: AppliedDecision): string[] {
 /** A line for a change of status that a person caused or must act on (paused, resumed, waiting for a message); null for the others. */
 export function statusLine(workflowId: string, view: RunView, before: string): string | null {
   if (view.status === 'paused') {
+    if (view.pause?.reason === 'budget')
+      return `⏸ paused: ${budgetPauseLine(view.pause)}; go on: agent-jobs extend ${workflowId} --${view.pause.budget ?? 'turns'} ...`;
     const why = view.pause?.reason === 'approval_timeout' ? ' (the approval wait ran out)' : ` by ${view.pause?.by ?? 'a person'}`;
     return `⏸ paused${why}; resume: agent-jobs resume ${workflowId}`;
   }
@@ -242,7 +245,7 @@ export async function watchRun(client: Client, workflowId: string, opts: WatchOp
       if (!open) {
         const r = view.result;
         emit({ event: 'result', ...statusJson(view) }, [
-          `run ${workflowId} ended: ${view.status} after ${view.turns} turns (${view.usage.inputTokens} input / ${view.usage.outputTokens} output tokens)`,
+          `run ${workflowId} ended: ${view.status} after ${view.turns} turns (${view.usage.inputTokens} input / ${view.usage.outputTokens} output tokens${typeof view.costUsd === 'number' ? `, $${view.costUsd.toFixed(4)}` : ''})`,
           ...(r?.text ? [`final answer: ${r.text}`] : []),
           ...(r?.error ? [`reason: ${r.error}`] : []),
         ]);

@@ -14,7 +14,8 @@ import {
   DEFAULT_MAX_TURNS,
   DEFAULT_MODEL,
 } from '../../../src/config';
-import { APPROVAL_MODES, DEFAULT_APPROVAL_MODE, RUN_STATUSES } from '../../../src/contract';
+import { APPROVAL_MODES, CLI_DEFAULT_ON_BUDGET, DEFAULT_APPROVAL_MODE, ON_BUDGET_ACTIONS, RUN_STATUSES } from '../../../src/contract';
+import { MIN_THINKING_TOKENS } from '../../../src/contract/input';
 import { SHORT_HASH_CHARS } from '../../../src/contract/display';
 import { DEV_SERVER_PORT } from '../../../src/devserver';
 import { SHOWN_OUTPUT_LINES } from '../../../src/cli/output';
@@ -42,6 +43,10 @@ describe('CLI help shows the values of the code', () => {
     expect(optionLine(h, '--max-tokens')).toContain(`default ${DEFAULT_MAX_TOKENS}`);
     expect(optionLine(h, '--command-timeout')).toContain(`default ${formatDurationMs(DEFAULT_COMMAND_TIMEOUT_MS)}`);
     expect(optionLine(h, '--approval-timeout')).toContain(`default ${DEFAULT_APPROVAL_TIMEOUT}`);
+    const onBudget = optionLine(h, '--on-budget');
+    for (const action of ON_BUDGET_ACTIONS) expect(onBudget).toContain(`"${action}"`);
+    expect(onBudget).toContain(`default: "${CLI_DEFAULT_ON_BUDGET}"`);
+    expect(optionLine(h, '--thinking')).toContain(`at least ${MIN_THINKING_TOKENS}`);
   });
 
   test('list, transcript, approve, server', () => {
