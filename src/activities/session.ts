@@ -282,6 +282,14 @@ export function createSessionActivities(deps: SessionActivityDeps) {
         slot.release();
         throw lastAttemptIsFinal(err);
       }
+      // This attempt timed out meanwhile (a worker starved under load): its retry may already hold
+      // the run's session, so this one would be held by nobody, its slot taken until the worker stops.
+      const cancelled = Context.current().cancellationSignal;
+      if (cancelled.aborted) {
+        slot.release();
+        await session.close();
+        throw cancelled.reason ?? new Error('openSession was cancelled');
+      }
       slot.fill(session, input.workflowId);
       log.info('bash session opened', {
         sessionId: session.id,

@@ -108,7 +108,12 @@ function descendants(root: number): number[] {
   }
   const out: number[] = [];
   const todo = [root];
-  while (todo.length > 0) for (const c of children.get(todo.pop()!) ?? []) (out.push(c), todo.push(c));
+  while (todo.length > 0) {
+    for (const c of children.get(todo.pop()!) ?? []) {
+      out.push(c);
+      todo.push(c);
+    }
+  }
   return out;
 }
 

@@ -32,7 +32,11 @@ describe('SessionRegistry capacity through openSession', () => {
       sessionOptions: { sandbox: 'none', user: null, auditLog: path.join(root, 'audit.jsonl') },
     });
     const env = new MockActivityEnvironment({ attempt });
-    return { ...acts, run: <A extends unknown[], R>(fn: (...a: A) => Promise<R>, ...args: A): Promise<R> => env.run(fn, ...args) as Promise<R> };
+    return {
+      ...acts,
+      run: <A extends unknown[], R>(fn: (...a: A) => Promise<R>, ...args: A): Promise<R> =>
+        env.run<A, R, (...a: A) => Promise<R>>(fn, ...args),
+    };
   }
 
   test('5 opens at once with a cap of 2: 2 sessions, 3 retryable WorkerFull refusals', async () => {
