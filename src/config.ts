@@ -123,8 +123,9 @@ export const MAX_TOKENS_RETRY_CAP = 32_000;
  * Session activities (`runCommand`, `restartSession`, `closeSession`) on a
  * worker's own queue.
  * - scheduleToStart 4 s: a live worker polls its queue continuously (its
- *   session worker has 100 activity slots), so a task that waits 4 s means
- *   the worker is gone; nothing can have run. Below the heartbeat timeout,
+ *   session worker has a slot for every session it may hold:
+ *   {@link sessionActivitySlots}), so a task that waits 4 s means the
+ *   worker is gone; nothing can have run. Below the heartbeat timeout,
  *   so that a kill that also strands a workflow task (4 s workflow task
  *   timeout) is still recovered within 2 × 5 s.
  * - heartbeat 5 s: commands heartbeat every second; a worker killed mid
@@ -155,17 +156,83 @@ export const SESSION_CONTROL_START_TO_CLOSE = '30 seconds';
 /**
  * `openSession` runs on the shared queue (any worker). 30 s start-to-close;
  * a 5 s heartbeat timeout (it heartbeats while bash starts), so a worker
- * killed while opening a session is noticed in 5 s, not 30; retried 3
- * times, since a different worker may succeed where one failed.
+ * killed while opening a session is noticed in 5 s, not 30.
+ *
+ * Retries: no attempt limit in the policy, 1 s apart at first, doubling, at
+ * most 10 s apart. A worker at its session cap fails the attempt at once
+ * with `WorkerFull` (retryable) and the retry goes to any worker, so a full
+ * cluster makes the run wait (one try every 10 s, cheap: nothing starts)
+ * until a session closes somewhere, instead of failing it. A real failure
+ * (bash cannot start, the working directory cannot be made) is retried
+ * while the attempt number is below {@link OPEN_SESSION_FAILED_ATTEMPTS} and
+ * is non-retryable from then on, so on a cluster with room it ends after 3
+ * attempts, 1 s and 2 s apart, as it did when the policy said
+ * `maximumAttempts: 3`. (The attempt number counts `WorkerFull` attempts
+ * too: after a wait for room, the first real failure ends the open.)
  */
 export const OPEN_SESSION_TIMEOUTS = { startToCloseTimeout: '30 seconds', heartbeatTimeout: '5 seconds' } as const;
 export const OPEN_SESSION_RETRY_POLICY: RetryPolicy = {
   initialInterval: '1 second',
-  maximumAttempts: 3,
+  backoffCoefficient: 2,
+  maximumInterval: '10 seconds',
 };
+
+/** The attempt of `openSession` from which a failure other than `WorkerFull` is not retried: 3 (see {@link OPEN_SESSION_RETRY_POLICY}). */
+export const OPEN_SESSION_FAILED_ATTEMPTS = 3;
 
 /** Every option of `openSession` (shared queue; call sites add only `summary`). */
 export const OPEN_SESSION_ACTIVITY_OPTIONS: ActivityOptions = { ...OPEN_SESSION_TIMEOUTS, retry: OPEN_SESSION_RETRY_POLICY };
+
+/**
+ * Memory set aside for one bash session when the session cap is sized to
+ * the machine (`AGENT_JOBS_MAX_SESSIONS` unset), in bytes: 256 MiB. An idle
+ * session's bash takes about 2 MB and the worker's own share about 5 MB
+ * (measured by `node dist/bench/many.js`), but the commands an agent runs
+ * are what count: a `node`, `tsc` or `pytest` run takes 100–500 MB while it
+ * runs, and not every session runs one at the same moment.
+ */
+export const SESSION_MEMORY_ALLOWANCE_BYTES = 256 * 1024 * 1024;
+
+/**
+ * Fewest sessions a worker holds when sized to the machine: 4. A small
+ * container (1 GiB) still serves a few runs; a memory hog there is killed
+ * before the worker (sessions run with `oom_score_adj` 1000).
+ */
+export const MIN_DEFAULT_MAX_SESSIONS = 4;
+
+/**
+ * Most sessions a worker holds when sized to the machine: 200, the load
+ * measured on one worker process (200 runs × 10 turns, `node
+ * dist/bench/many.js`). Every session's output parsing and heartbeats share
+ * the one JavaScript thread of the process; past this, run more worker
+ * processes (or set `AGENT_JOBS_MAX_SESSIONS` after measuring).
+ */
+export const MAX_DEFAULT_MAX_SESSIONS = 200;
+
+/**
+ * Activity slots of a worker's session-queue worker for a cap of
+ * `maxSessions`: the cap + 10. Each session runs one activity at a time (the
+ * workflow awaits each command), and a command that waits for a slot longer
+ * than `SESSION_SCHEDULE_TO_START_TIMEOUT` is taken for a lost worker, so
+ * there must be a slot for every session; the 10 spare are for
+ * `closeSession` of sessions this worker no longer holds.
+ */
+export function sessionActivitySlots(maxSessions: number): number {
+  return maxSessions + 10;
+}
+
+/**
+ * Activity slots of a worker's shared-queue worker (`callClaude`,
+ * `openSession`) for a cap of `maxSessions`: at least the SDK's default
+ * 100, else the cap. A run makes one model call at a time, and each run
+ * here holds a session here, so the cap bounds the calls this worker's runs
+ * make at once; a task that waits for a slot only waits (no
+ * schedule-to-start timeout), but a full worker must still take
+ * `openSession` tasks quickly to refuse them.
+ */
+export function sharedActivitySlots(maxSessions: number): number {
+  return Math.max(100, maxSessions);
+}
 
 /**
  * Every option of the activities on one session's queue (`runCommand`,

@@ -3,11 +3,18 @@
  * from workflow code). Every variable is listed in the README.
  */
 import { readFileSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { hostname, totalmem } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
-import { CLAUDE_IDLE_TIMEOUT_MS, DEFAULT_CLAUDE_TIMEOUT_MS } from './config';
+import {
+  CLAUDE_IDLE_TIMEOUT_MS,
+  DEFAULT_CLAUDE_TIMEOUT_MS,
+  MAX_DEFAULT_MAX_SESSIONS,
+  MIN_DEFAULT_MAX_SESSIONS,
+  SESSION_MEMORY_ALLOWANCE_BYTES,
+} from './config';
+import { DEFAULT_LIMITS } from './session/limits';
 import { BUILTIN_MODELS, parseModelOverrides, type ModelInfo } from './contract/models';
 import type { ConnectionOptions } from '@temporalio/client';
 import type { LogLevel, NativeConnectionOptions } from '@temporalio/worker';
@@ -141,6 +148,119 @@ export function modelTable(env: NodeJS.ProcessEnv = process.env): Record<string,
     });
   }
   return parseModelOverrides(text, `AGENT_JOBS_MODELS file ${raw}`);
+}
+
+/** What the machine lets this worker's sessions use, for {@link defaultMaxSessions}. */
+export interface MachineCapacity {
+  /** Physical memory, in bytes (`os.totalmem()`). */
+  totalMemoryBytes: number;
+  /**
+   * Processes and threads (kernel tasks) the worker and its sessions may
+   * have at once: the least of `kernel.pid_max`, `kernel.threads-max`, the
+   * `pids.max` of the worker's cgroup and, for a worker that is not root,
+   * its soft `RLIMIT_NPROC`. `Infinity` when none can be read.
+   */
+  maxTasks: number;
+  /** Tasks one session may have at once (the session guard's `maxProcesses`, default 1024). */
+  tasksPerSession: number;
+}
+
+/** A number from a /proc or /sys file (`max` and unreadable files are `Infinity`). */
+function readLimit(file: string): number {
+  try {
+    const text = readFileSync(file, 'utf8').trim();
+    return /^\d+$/.test(text) ? Number(text) : Infinity;
+  } catch {
+    return Infinity;
+  }
+}
+
+/** The `pids.max` of this process's cgroup (v2, or the v1 pids hierarchy), `Infinity` when there is none. */
+function cgroupPidsMax(): number {
+  let lines: string[];
+  try {
+    lines = readFileSync('/proc/self/cgroup', 'utf8').trim().split('\n');
+  } catch {
+    return Infinity;
+  }
+  let least = Infinity;
+  for (const line of lines) {
+    const [, controllers, rel] = /^\d+:([^:]*):(.*)$/.exec(line) ?? [];
+    if (rel === undefined) continue;
+    if (controllers === '') least = Math.min(least, readLimit(path.join('/sys/fs/cgroup', rel, 'pids.max')));
+    else if (controllers!.split(',').includes('pids'))
+      least = Math.min(least, readLimit(path.join('/sys/fs/cgroup/pids', rel, 'pids.max')));
+  }
+  return least;
+}
+
+/** This process's soft `RLIMIT_NPROC` (`Max processes` in /proc/self/limits), `Infinity` when unlimited or unreadable. */
+function softProcessLimit(): number {
+  try {
+    const m = /^Max processes\s+(\S+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+    return m && /^\d+$/.test(m[1]!) ? Number(m[1]) : Infinity;
+  } catch {
+    return Infinity;
+  }
+}
+
+/** Reads {@link MachineCapacity} of this machine and process. Throws nothing (what cannot be read does not limit). */
+export function machineCapacity(): MachineCapacity {
+  const isRoot = process.getuid?.() === 0;
+  const maxTasks = Math.min(
+    readLimit('/proc/sys/kernel/pid_max'),
+    readLimit('/proc/sys/kernel/threads-max'),
+    cgroupPidsMax(),
+    // RLIMIT_NPROC does not apply to root (see src/session/limits.ts).
+    isRoot ? Infinity : softProcessLimit(),
+  );
+  return { totalMemoryBytes: totalmem(), maxTasks, tasksPerSession: DEFAULT_LIMITS.maxProcesses };
+}
+
+/**
+ * The session cap sized to the machine: the least of memory /
+ * `SESSION_MEMORY_ALLOWANCE_BYTES` (256 MiB) and tasks / tasks per session
+ * (so every session can reach its process limit at once without the
+ * machine running out of pids), kept within `MIN_DEFAULT_MAX_SESSIONS` (4)
+ * and `MAX_DEFAULT_MAX_SESSIONS` (200). All in src/config.ts, with why.
+ * @returns a whole number of sessions
+ */
+export function defaultMaxSessions(machine: MachineCapacity): number {
+  const byMemory = Math.floor(machine.totalMemoryBytes / SESSION_MEMORY_ALLOWANCE_BYTES);
+  const byTasks = Math.floor(machine.maxTasks / machine.tasksPerSession);
+  return Math.min(MAX_DEFAULT_MAX_SESSIONS, Math.max(MIN_DEFAULT_MAX_SESSIONS, Math.min(byMemory, byTasks)));
+}
+
+/** A worker's session cap and where it comes from. */
+export interface MaxSessions {
+  /** Bash sessions the worker holds at most (opening ones included). */
+  max: number;
+  /** Why that value, for the worker's start log: the variable, or the machine figures it was derived from. */
+  from: string;
+}
+
+/**
+ * How many bash sessions this worker process holds at most:
+ * `AGENT_JOBS_MAX_SESSIONS`, a positive integer; unset or empty: sized to
+ * the machine ({@link defaultMaxSessions}).
+ * @param machine what the default is derived from @default {@link machineCapacity}()
+ * @throws Error naming the variable and the value when it is not a positive integer
+ */
+export function maxSessions(env: NodeJS.ProcessEnv = process.env, machine: () => MachineCapacity = machineCapacity): MaxSessions {
+  const raw = env.AGENT_JOBS_MAX_SESSIONS;
+  if (raw === undefined || raw.trim() === '') {
+    const m = machine();
+    const mib = Math.round(m.totalMemoryBytes / 1024 ** 2);
+    const tasks = Number.isFinite(m.maxTasks) ? String(m.maxTasks) : 'no';
+    return {
+      max: defaultMaxSessions(m),
+      from: `sized to the machine: ${mib} MiB of memory at ${SESSION_MEMORY_ALLOWANCE_BYTES / 1024 ** 2} MiB a session, ${tasks} task limit at ${m.tasksPerSession} a session, between ${MIN_DEFAULT_MAX_SESSIONS} and ${MAX_DEFAULT_MAX_SESSIONS}; set AGENT_JOBS_MAX_SESSIONS to choose`,
+    };
+  }
+  const text = raw.trim();
+  if (!/^\d+$/.test(text) || Number(text) < 1 || !Number.isSafeInteger(Number(text)))
+    throw new Error(`AGENT_JOBS_MAX_SESSIONS must be a positive integer (bash sessions per worker process), not ${JSON.stringify(raw)}`);
+  return { max: Number(text), from: 'AGENT_JOBS_MAX_SESSIONS' };
 }
 
 /** This worker process's id: `AGENT_JOBS_WORKER_ID`, default `<host>-<pid>-<6 hex>` (unique per process, so a restarted process gets a fresh session queue). */

@@ -26,7 +26,13 @@ import {
   workerIsRoot,
 } from './session';
 import { hideFromProcEnviron } from './proc-environ';
-import { SHARED_TASK_QUEUE, STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT, sessionTaskQueue } from './config';
+import {
+  SHARED_TASK_QUEUE,
+  STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT,
+  sessionActivitySlots,
+  sessionTaskQueue,
+  sharedActivitySlots,
+} from './config';
 import {
   auditLogPath,
   claudeIdleTimeoutMs,
@@ -34,6 +40,7 @@ import {
   dataDir,
   extraSecretEnvNames,
   logLevel,
+  maxSessions as readMaxSessions,
   prebuiltWorkflowBundle,
   PROJECT_ROOT,
   sandboxHiddenPaths,
@@ -60,6 +67,8 @@ export function workflowSource(): Pick<WorkerOptions, 'workflowBundle' | 'workfl
 export interface RunningWorker {
   workerId: string;
   sessionTaskQueue: string;
+  /** Bash sessions this process holds at most (`AGENT_JOBS_MAX_SESSIONS`, or sized to the machine). */
+  maxSessions: number;
   /** The Temporal namespace it polls in, and the server's address as configured. */
   namespace: string;
   address: string;
@@ -72,10 +81,13 @@ export interface RunningWorker {
 /**
  * Connects, checks the search attributes, creates both workers and starts
  * them.
+ * @throws Error when `AGENT_JOBS_MAX_SESSIONS` is not a positive integer (before anything else is done)
  * @throws TemporalUnreachableError when the server does not answer; Error when search attributes are missing and cannot be added
  */
 export async function startWorker(): Promise<RunningWorker> {
   const logger = Runtime.instance().logger;
+  // A bad value stops the worker before it changes anything.
+  const cap = readMaxSessions();
   // First, before other work (for an instant this process has another euid):
   // non-dumpable, so even a process of our own uid needs CAP_SYS_PTRACE to read our memory.
   const dumpable = makeNonDumpable();
@@ -121,7 +133,7 @@ export async function startWorker(): Promise<RunningWorker> {
   const connection = await NativeConnection.connect(settings.nativeConnectionOptions);
   const id = pickWorkerId();
   const queue = sessionTaskQueue(id);
-  const registry = new SessionRegistry();
+  const registry = new SessionRegistry(cap.max);
   const sessionActivities = createSessionActivities({
     registry,
     workerId: id,
@@ -149,6 +161,8 @@ export async function startWorker(): Promise<RunningWorker> {
     },
     // A dead worker's cached workflows move to a live worker after this long (default 10 s).
     stickyQueueScheduleToStartTimeout: STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT,
+    maxConcurrentActivityTaskExecutions: sharedActivitySlots(cap.max),
+    // The workflow cache keeps the SDK's default, sized to the heap (about 2,300 runs at a 4 GiB heap), far above any cap.
   });
   const sessions = await Worker.create({
     connection,
@@ -156,6 +170,8 @@ export async function startWorker(): Promise<RunningWorker> {
     taskQueue: queue,
     identity,
     activities: { runCommand, restartSession, closeSession },
+    // A slot for every session: a command that waits for one past the schedule-to-start timeout counts as a lost worker.
+    maxConcurrentActivityTaskExecutions: sessionActivitySlots(cap.max),
     // Commands are cancelled (their process groups killed) when the worker stops.
     shutdownGraceTime: '2 seconds',
   });
@@ -170,9 +186,11 @@ export async function startWorker(): Promise<RunningWorker> {
     namespace: settings.namespace,
     address: settings.address,
   });
+  Runtime.instance().logger.info(`worker ${id} holds at most ${cap.max} bash sessions (${cap.from})`);
   return {
     workerId: id,
     sessionTaskQueue: queue,
+    maxSessions: cap.max,
     namespace: settings.namespace,
     address: settings.address,
     done,

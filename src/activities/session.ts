@@ -11,11 +11,12 @@ import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { SESSION_HEARTBEAT_INTERVAL_MS } from '../config';
+import { OPEN_SESSION_FAILED_ATTEMPTS, SESSION_HEARTBEAT_INTERVAL_MS } from '../config';
 import { BashSession, ExactRefusedError, type BashSessionOptions, type CommandResult } from '../session';
 import { decideApproval, matchRule } from '../policy';
 import {
   SESSION_NOT_FOUND,
+  WORKER_FULL,
   type OpenSessionInput,
   type OpenSessionOutput,
   type RestartSessionOutput,
@@ -24,19 +25,82 @@ import {
   type SessionInput,
 } from '../contract';
 
-/** The bash sessions this worker process holds, by session id. */
-export class SessionRegistry {
-  private readonly sessions = new Map<string, BashSession>();
+/** A place for one session in a {@link SessionRegistry}, taken before the session starts (see {@link SessionRegistry.reserve}). */
+export interface SessionSlot {
+  /** Puts the started session in the slot: the registry holds it from now on. */
+  fill(session: BashSession, workflowId: string): void;
+  /** Gives the slot back (the session did not start). Does nothing after {@link fill} or a first release. */
+  release(): void;
+}
 
-  add(session: BashSession): void {
-    this.sessions.set(session.id, session);
+/**
+ * The bash sessions this worker process holds, by session id, and its cap.
+ * A session counts against the cap from the moment its slot is reserved
+ * (before bash starts, which takes tens of ms and awaits), so many
+ * `openSession` running at once cannot all pass the check and overshoot:
+ * the check and the reservation are one synchronous step.
+ */
+export class SessionRegistry {
+  private readonly sessions = new Map<string, { session: BashSession; workflowId: string }>();
+  /** Slots reserved by `openSession` calls whose bash is still starting. */
+  private reserved = 0;
+
+  /** @param capacity sessions held at most, reserved ones included (`AGENT_JOBS_MAX_SESSIONS`). @default Infinity */
+  constructor(readonly capacity = Infinity) {}
+
+  /** Sessions held plus slots reserved. */
+  get count(): number {
+    return this.sessions.size + this.reserved;
+  }
+
+  /**
+   * Reserves a slot for a session about to start.
+   * @throws ApplicationFailure (retryable, type `WorkerFull`) when {@link count} has reached {@link capacity}
+   */
+  reserve(workerId: string): SessionSlot {
+    if (this.count >= this.capacity) {
+      throw ApplicationFailure.create({
+        message: `worker ${workerId} holds ${this.count} of its ${this.capacity} bash sessions (AGENT_JOBS_MAX_SESSIONS); the open is retried, on any worker`,
+        type: WORKER_FULL,
+        nonRetryable: false,
+      });
+    }
+    this.reserved++;
+    let open = true;
+    const release = (): void => {
+      if (open) this.reserved--;
+      open = false;
+    };
+    return {
+      fill: (session, workflowId) => {
+        release();
+        this.sessions.set(session.id, { session, workflowId });
+      },
+      release,
+    };
+  }
+
+  /**
+   * Takes out of the registry (without closing it) the session a run holds
+   * here, if any. A run holds one session at a time, so when it opens
+   * another, the old one is stale: a replacement after a command timed out
+   * on a worker that is still alive, or a retried open whose first attempt
+   * started bash here but never reported back.
+   */
+  takeRunSession(workflowId: string): BashSession | undefined {
+    for (const [id, entry] of this.sessions) {
+      if (entry.workflowId !== workflowId) continue;
+      this.sessions.delete(id);
+      return entry.session;
+    }
+    return undefined;
   }
 
   /**
    * @throws ApplicationFailure (non-retryable, type `SessionNotFound`) when this process holds no such session
    */
   require(sessionId: string, workerId: string): BashSession {
-    const session = this.sessions.get(sessionId);
+    const session = this.sessions.get(sessionId)?.session;
     if (!session) {
       throw ApplicationFailure.create({
         message: `worker ${workerId} holds no bash session ${sessionId} (it was closed, or the worker restarted)`,
@@ -47,11 +111,12 @@ export class SessionRegistry {
     return session;
   }
 
+  /** Closes a session and frees its slot (the slot is free at once, before bash is gone); false when it is not held here. */
   async close(sessionId: string): Promise<boolean> {
-    const session = this.sessions.get(sessionId);
-    if (!session) return false;
+    const entry = this.sessions.get(sessionId);
+    if (!entry) return false;
     this.sessions.delete(sessionId);
-    await session.close();
+    await entry.session.close();
     return true;
   }
 
@@ -154,6 +219,20 @@ function startHeartbeat(details?: unknown): () => void {
   return () => clearInterval(timer);
 }
 
+/**
+ * A failure of `openSession` other than `WorkerFull`, as Temporal should see
+ * it: retryable (as thrown) before attempt `OPEN_SESSION_FAILED_ATTEMPTS`,
+ * non-retryable from it on (the retry policy itself has no attempt limit,
+ * for the sake of `WorkerFull`; see `OPEN_SESSION_RETRY_POLICY`).
+ */
+function lastAttemptIsFinal(err: unknown): unknown {
+  if (Context.current().info.attempt < OPEN_SESSION_FAILED_ATTEMPTS) return err;
+  if (err instanceof ApplicationFailure && err.nonRetryable) return err;
+  const e = err instanceof Error ? err : new Error(String(err));
+  const type = e instanceof ApplicationFailure ? (e.type ?? undefined) : e.name;
+  return ApplicationFailure.create({ message: e.message, type, nonRetryable: true, cause: e });
+}
+
 /** Builds the session activities over this process's registry. */
 export function createSessionActivities(deps: SessionActivityDeps) {
   const { registry, workerId, taskQueue } = deps;
@@ -162,31 +241,56 @@ export function createSessionActivities(deps: SessionActivityDeps) {
     /**
      * Starts a bash session in this process, in `workdir` (created when
      * missing; default `<workspace root>/<workflowId>`), or in `restoreCwd`
-     * when that still exists.
+     * when that still exists. A session the run already holds here is
+     * closed first (it is stale: see {@link SessionRegistry.takeRunSession}).
+     * @throws ApplicationFailure `WorkerFull` (retryable) when this worker holds as many sessions as its cap
+     * @throws ApplicationFailure non-retryable, with the error's message and name as type, when bash cannot start
+     *   and this is attempt `OPEN_SESSION_FAILED_ATTEMPTS` (3) or later; the error itself (retryable) before that
      */
     openSession: async (input: OpenSessionInput): Promise<OpenSessionOutput> => {
-      const workdir = input.workdir
-        ? path.resolve(deps.workspaceRoot, input.workdir)
-        : path.join(deps.workspaceRoot, workspaceFolderName(input.workflowId));
-      await makeDirectory(workdir);
-      const cwd = input.restoreCwd && (await isDirectory(input.restoreCwd)) ? input.restoreCwd : workdir;
-      const stop = startHeartbeat();
+      // Synchronous, before any await: the stale session's slot is free and ours reserved in one step.
+      const stale = registry.takeRunSession(input.workflowId);
+      const slot = registry.reserve(workerId);
       let session: BashSession;
+      let cwd: string;
       try {
-        session = await BashSession.start({
-          ...deps.sessionOptions,
-          cwd,
-          // The run's directory is the agent's: writable in the sandbox, owned by the session user.
-          workspace: workdir,
-          // Audit lines name their run.
-          runId: input.workflowId,
-          network: input.network ?? false,
-          env: { ...deps.sessionOptions.env, AGENT_JOBS_WORKFLOW_ID: input.workflowId },
-        });
-      } finally {
-        stop();
+        if (stale) {
+          log.info('closing the bash session this run held here before', { sessionId: stale.id });
+          await stale.close();
+        }
+        const workdir = input.workdir
+          ? path.resolve(deps.workspaceRoot, input.workdir)
+          : path.join(deps.workspaceRoot, workspaceFolderName(input.workflowId));
+        await makeDirectory(workdir);
+        cwd = input.restoreCwd && (await isDirectory(input.restoreCwd)) ? input.restoreCwd : workdir;
+        const stop = startHeartbeat();
+        try {
+          session = await BashSession.start({
+            ...deps.sessionOptions,
+            cwd,
+            // The run's directory is the agent's: writable in the sandbox, owned by the session user.
+            workspace: workdir,
+            // Audit lines name their run.
+            runId: input.workflowId,
+            network: input.network ?? false,
+            env: { ...deps.sessionOptions.env, AGENT_JOBS_WORKFLOW_ID: input.workflowId },
+          });
+        } finally {
+          stop();
+        }
+      } catch (err) {
+        slot.release();
+        throw lastAttemptIsFinal(err);
       }
-      registry.add(session);
+      // This attempt timed out meanwhile (a worker starved under load): its retry may already hold
+      // the run's session, so this one would be held by nobody, its slot taken until the worker stops.
+      const cancelled = Context.current().cancellationSignal;
+      if (cancelled.aborted) {
+        slot.release();
+        await session.close();
+        throw cancelled.reason ?? new Error('openSession was cancelled');
+      }
+      slot.fill(session, input.workflowId);
       log.info('bash session opened', {
         sessionId: session.id,
         pid: session.pid,
@@ -194,6 +298,8 @@ export function createSessionActivities(deps: SessionActivityDeps) {
         workerId,
         user: session.user,
         sandbox: session.sandbox,
+        sessions: registry.count,
+        maxSessions: registry.capacity,
       });
       return { sessionId: session.id, taskQueue, workerId, cwd: session.cwd, user: session.user, sandbox: session.sandbox };
     },
@@ -269,7 +375,11 @@ export function createSessionActivities(deps: SessionActivityDeps) {
     closeSession: async (input: SessionInput): Promise<void> => {
       const stop = startHeartbeat();
       const closed = await registry.close(input.sessionId).finally(stop);
-      log.info(closed ? 'bash session closed' : 'bash session already gone', { sessionId: input.sessionId });
+      log.info(closed ? 'bash session closed' : 'bash session already gone', {
+        sessionId: input.sessionId,
+        sessions: registry.count,
+        maxSessions: registry.capacity,
+      });
     },
   };
 }

@@ -515,6 +515,15 @@ export interface RestartSessionOutput {
 /** `ApplicationFailure` type thrown by session activities when this worker holds no session with that id (non-retryable). */
 export const SESSION_NOT_FOUND = 'SessionNotFound';
 
+/**
+ * `ApplicationFailure` type of `openSession` on a worker that already holds
+ * (or is starting) as many bash sessions as `AGENT_JOBS_MAX_SESSIONS` allows.
+ * Retryable: Temporal retries the activity, and matching gives the retry to
+ * any worker of the shared queue, so the session lands on one with room (or
+ * on this one once a session closes).
+ */
+export const WORKER_FULL = 'WorkerFull';
+
 /** `ApplicationFailure` type of an `agentRun` whose input fails validation (non-retryable; the message lists every problem). */
 export const INVALID_INPUT = 'InvalidInput';
 

@@ -25,8 +25,14 @@ import {
   DEFAULT_MAX_TOKENS,
   DEFAULT_MAX_TURNS,
   DEFAULT_MODEL,
+  MAX_DEFAULT_MAX_SESSIONS,
   MAX_TOKENS_RETRY_CAP,
+  MIN_DEFAULT_MAX_SESSIONS,
+  OPEN_SESSION_FAILED_ATTEMPTS,
+  OPEN_SESSION_RETRY_POLICY,
+  OPEN_SESSION_TIMEOUTS,
   SESSION_HEARTBEAT_TIMEOUT,
+  SESSION_MEMORY_ALLOWANCE_BYTES,
   SESSION_RETRY_POLICY,
   SESSION_SCHEDULE_TO_START_TIMEOUT,
   STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT,
@@ -50,6 +56,7 @@ import { FALLBACK_MODEL_INFO, MAX_CONTEXT_WINDOW } from '../contract/models';
 import { CLI_DEFAULT_ON_BUDGET, DEFAULT_ON_BUDGET, MAX_EXTEND, ON_BUDGET_ACTIONS } from '../contract/steering';
 import { DEV_SERVER_PORT } from '../devserver';
 import { DEFAULT_LOG_LEVEL, LOG_LEVELS, PROJECT_ROOT } from '../settings';
+import { DEFAULT_LIMITS } from '../session/limits';
 
 export const FACTS_START = '<!-- facts:start -->';
 export const FACTS_END = '<!-- facts:end -->';
@@ -197,6 +204,19 @@ export function facts(): Fact[] {
       default: `schedule-to-start ${SESSION_SCHEDULE_TO_START_TIMEOUT}, heartbeat ${SESSION_HEARTBEAT_TIMEOUT}, ${attempts(SESSION_RETRY_POLICY.maximumAttempts)}`,
       allowed: '—',
       source: '`SESSION_SCHEDULE_TO_START_TIMEOUT`, `SESSION_HEARTBEAT_TIMEOUT`, `SESSION_RETRY_POLICY` (src/config.ts)',
+    },
+    {
+      what: '`AGENT_JOBS_MAX_SESSIONS`: bash sessions one worker holds at most',
+      default: `sized to the machine: the least of memory / ${n(SESSION_MEMORY_ALLOWANCE_BYTES / 1024 / 1024)} MiB and its task (pid) limit / ${n(DEFAULT_LIMITS.maxProcesses)} (a session's process limit), at least ${n(MIN_DEFAULT_MAX_SESSIONS)}, at most ${n(MAX_DEFAULT_MAX_SESSIONS)}`,
+      allowed: 'a positive integer; anything else stops the worker at start',
+      source:
+        '`SESSION_MEMORY_ALLOWANCE_BYTES`, `MIN_DEFAULT_MAX_SESSIONS`, `MAX_DEFAULT_MAX_SESSIONS` (src/config.ts); `defaultMaxSessions` (src/settings.ts)',
+    },
+    {
+      what: 'opening a session (`openSession`)',
+      default: `start-to-close ${OPEN_SESSION_TIMEOUTS.startToCloseTimeout}, heartbeat ${OPEN_SESSION_TIMEOUTS.heartbeatTimeout}; a full worker (\`WorkerFull\`): ${attempts(OPEN_SESSION_RETRY_POLICY.maximumAttempts)}, ${String(OPEN_SESSION_RETRY_POLICY.initialInterval)} apart at first, ×${n(OPEN_SESSION_RETRY_POLICY.backoffCoefficient ?? 2)} each time, at most ${String(OPEN_SESSION_RETRY_POLICY.maximumInterval)}; any other failure: ${attempts(OPEN_SESSION_FAILED_ATTEMPTS)}`,
+      allowed: '—',
+      source: '`OPEN_SESSION_TIMEOUTS`, `OPEN_SESSION_RETRY_POLICY`, `OPEN_SESSION_FAILED_ATTEMPTS` (src/config.ts)',
     },
     {
       what: 'workflow tasks',

@@ -64,6 +64,23 @@ describe('worker startup errors', () => {
     },
   );
 
+  // Every bad value, from either entry: one line naming the variable and the value, exit 1, before it connects anywhere.
+  test.each(
+    ENTRIES.flatMap(([name, args, prefix]) =>
+      ['0', '-1', '1.5', 'many', '10 sessions', '1e3'].map((v) => [name, args, prefix, v] as const),
+    ),
+  )('%s: AGENT_JOBS_MAX_SESSIONS=%j stops the worker with a clear error', async (_name, args, prefix, value) => {
+    // No server at this address: the error must come before any connection attempt.
+    const address = `127.0.0.1:${await freePort()}`;
+    const r = await runWorker(args, { AGENT_JOBS_DATA_DIR: dataDir, AGENT_JOBS_MAX_SESSIONS: value, TEMPORAL_ADDRESS: address }, 20_000);
+    expect(r).toEqual({
+      code: 1,
+      signal: null,
+      stdout: '',
+      stderr: `${prefix}AGENT_JOBS_MAX_SESSIONS must be a positive integer (bash sessions per worker process), not ${JSON.stringify(value)}\n`,
+    });
+  });
+
   test.each(ENTRIES)(
     '%s: no Temporal server at TEMPORAL_ADDRESS exits 1 with the reason, not a hang',
     async (_name, args, prefix) => {

@@ -1,5 +1,6 @@
 /** Settings read from the environment: a bad value fails loudly, naming the variable, the value and what is allowed. */
-import { LOG_LEVELS, logLevel } from '../../src/settings';
+import { MAX_DEFAULT_MAX_SESSIONS, MIN_DEFAULT_MAX_SESSIONS, SESSION_MEMORY_ALLOWANCE_BYTES } from '../../src/config';
+import { defaultMaxSessions, LOG_LEVELS, logLevel, machineCapacity, maxSessions, type MachineCapacity } from '../../src/settings';
 
 describe('logLevel (AGENT_JOBS_LOG_LEVEL)', () => {
   test('INFO when unset or empty', () => {
@@ -24,4 +25,60 @@ describe('logLevel (AGENT_JOBS_LOG_LEVEL)', () => {
       );
     },
   );
+});
+
+describe('maxSessions (AGENT_JOBS_MAX_SESSIONS)', () => {
+  const GiB = 1024 ** 3;
+  const machine = (o: Partial<MachineCapacity> = {}): MachineCapacity => ({
+    totalMemoryBytes: 64 * GiB,
+    maxTasks: 4_194_304,
+    tasksPerSession: 1024,
+    ...o,
+  });
+
+  test('a positive integer is taken as it is, spaces around it allowed', () => {
+    expect(maxSessions({ AGENT_JOBS_MAX_SESSIONS: '1' }, () => machine())).toEqual({ max: 1, from: 'AGENT_JOBS_MAX_SESSIONS' });
+    expect(maxSessions({ AGENT_JOBS_MAX_SESSIONS: ' 500 ' }, () => machine()).max).toBe(500);
+  });
+
+  test.each(['0', '-3', '2.5', 'ten', '1e3', '0x10', '99999999999999999999'])(
+    '%j is refused, naming the variable and the value',
+    (value) => {
+      expect(() => maxSessions({ AGENT_JOBS_MAX_SESSIONS: value }, () => machine())).toThrow(
+        new Error(`AGENT_JOBS_MAX_SESSIONS must be a positive integer (bash sessions per worker process), not ${JSON.stringify(value)}`),
+      );
+    },
+  );
+
+  test('unset or empty: sized to the machine, and the log line says from what', () => {
+    const m = machine({ totalMemoryBytes: 8 * GiB });
+    for (const env of [{}, { AGENT_JOBS_MAX_SESSIONS: '' }]) {
+      const r = maxSessions(env, () => m);
+      expect(r.max).toBe(defaultMaxSessions(m));
+      expect(r.from).toMatch(/^sized to the machine: 8192 MiB of memory at 256 MiB a session, 4194304 task limit at 1024 a session/);
+    }
+  });
+
+  test('the default is the least of memory / allowance and tasks / tasks per session', () => {
+    // 8 GiB / 256 MiB = 32; tasks plenty.
+    expect(defaultMaxSessions(machine({ totalMemoryBytes: 8 * GiB }))).toBe((8 * GiB) / SESSION_MEMORY_ALLOWANCE_BYTES);
+    // 32768 pids (a common pid_max) / 1024 = 32 even with memory for 256.
+    expect(defaultMaxSessions(machine({ maxTasks: 32_768 + 1000 }))).toBe(32);
+  });
+
+  test('within the floor and the ceiling', () => {
+    expect(defaultMaxSessions(machine({ totalMemoryBytes: 512 * 1024 ** 2 }))).toBe(MIN_DEFAULT_MAX_SESSIONS);
+    expect(defaultMaxSessions(machine({ maxTasks: 500 }))).toBe(MIN_DEFAULT_MAX_SESSIONS);
+    expect(defaultMaxSessions(machine({ totalMemoryBytes: 1024 * GiB, maxTasks: Infinity }))).toBe(MAX_DEFAULT_MAX_SESSIONS);
+  });
+
+  test('this machine reads as some memory and a task limit, and gets a cap within the bounds', () => {
+    const m = machineCapacity();
+    expect(m.totalMemoryBytes).toBeGreaterThan(0);
+    expect(m.maxTasks).toBeGreaterThan(0);
+    expect(m.tasksPerSession).toBe(1024);
+    const cap = defaultMaxSessions(m);
+    expect(cap).toBeGreaterThanOrEqual(MIN_DEFAULT_MAX_SESSIONS);
+    expect(cap).toBeLessThanOrEqual(MAX_DEFAULT_MAX_SESSIONS);
+  });
 });
