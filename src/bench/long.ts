@@ -73,10 +73,12 @@ async function chainHistories(client: Client, workflowId: string): Promise<Histo
   return out;
 }
 
-/** Runs the long run and measures it (module doc). */
-export async function measureLong(o: { turns: number; outputBytes: number }): Promise<LongFigures> {
+/** Runs the long run and measures it (module doc), on the dev server at `address` (left running) or on one of its own. */
+export async function measureLong(o: { turns: number; outputBytes: number; address?: string }): Promise<LongFigures> {
   const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-bench-long-'));
-  const server = await startDevServer({ port: await freePort(), headless: true, logFile: path.join(dir, 'server.log') });
+  const server = o.address
+    ? { address: o.address, stop: async (): Promise<void> => undefined }
+    : await startDevServer({ port: await freePort(), headless: true, logFile: path.join(dir, 'server.log') });
   const responses: ScriptEntry[] = [];
   for (let i = 0; i < o.turns; i++)
     responses.push({

@@ -39,6 +39,8 @@ export interface ManyOptions {
   sampleMs?: number;
   /** Progress lines on stderr. @default false */
   verbose?: boolean;
+  /** Temporal frontend to use (left running). @default a dev server of its own, stopped at the end */
+  address?: string;
 }
 
 /** What {@link runMany} measured. Memory in MiB (2^20 bytes, named `Mb` in the fields), times in seconds. */
@@ -137,7 +139,9 @@ export async function runMany(options: ManyOptions = {}): Promise<ManyReport> {
   for (let i = 0; i < turns; i++)
     responses.push({ content: [{ type: 'tool_use', name: 'bash', input: { command } }], stop_reason: 'tool_use' });
   responses.push({ content: [{ type: 'text', text: 'done' }], stop_reason: 'end_turn' });
-  const server = await startDevServer({ port: await freePort(), headless: true, logFile: path.join(dir, 'server.log') });
+  const server = options.address
+    ? { address: options.address, stop: async (): Promise<void> => undefined }
+    : await startDevServer({ port: await freePort(), headless: true, logFile: path.join(dir, 'server.log') });
   const cleanup: Array<() => Promise<void>> = [async () => server.stop()];
   try {
     const model = await startModelServer({ script: { responses } });
