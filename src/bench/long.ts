@@ -77,7 +77,7 @@ async function chainHistories(client: Client, workflowId: string): Promise<Histo
 export async function measureLong(o: { turns: number; outputBytes: number; address?: string }): Promise<LongFigures> {
   const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-bench-long-'));
   const server = o.address
-    ? { address: o.address, stop: async (): Promise<void> => undefined }
+    ? { address: o.address, stop: (): Promise<void> => Promise.resolve() }
     : await startDevServer({ port: await freePort(), headless: true, logFile: path.join(dir, 'server.log') });
   const responses: ScriptEntry[] = [];
   for (let i = 0; i < o.turns; i++)

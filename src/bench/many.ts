@@ -140,7 +140,7 @@ export async function runMany(options: ManyOptions = {}): Promise<ManyReport> {
     responses.push({ content: [{ type: 'tool_use', name: 'bash', input: { command } }], stop_reason: 'tool_use' });
   responses.push({ content: [{ type: 'text', text: 'done' }], stop_reason: 'end_turn' });
   const server = options.address
-    ? { address: options.address, stop: async (): Promise<void> => undefined }
+    ? { address: options.address, stop: (): Promise<void> => Promise.resolve() }
     : await startDevServer({ port: await freePort(), headless: true, logFile: path.join(dir, 'server.log') });
   const cleanup: Array<() => Promise<void>> = [async () => server.stop()];
   try {

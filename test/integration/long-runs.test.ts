@@ -154,4 +154,30 @@ describe('long runs', () => {
     const f = figuresOf([(await handle.fetchHistory()).events ?? []], { turns: 1, outputBytes: 30_000 });
     expect(f.largestPayload.bytes).toBeLessThan(1_000_000);
   });
+
+  test('a run that may wait for a person writes its cache breakpoints with the 1-hour TTL; an auto run with the 5-minute default', async () => {
+    const script = {
+      responses: [
+        { content: [toolUse('toolu_l1', 'ls')], stop_reason: 'tool_use' },
+        { content: [{ type: 'text', text: 'listed' }], stop_reason: 'end_turn' },
+      ],
+    } as const;
+    bed = await TestBed.create({ script: script as never });
+    const policy = await bed.start({ task: 'list, under the policy', approval: 'policy' });
+    expect(await policy.result()).toMatchObject({ status: 'completed', text: 'listed' });
+    const auto = await bed.start({ task: 'list, unasked', approval: 'auto' });
+    expect(await auto.result()).toMatchObject({ status: 'completed', text: 'listed' });
+    const bodies = bed
+      .requests()
+      .filter((r) => r.path === '/v1/messages')
+      .map((r) => r.body as { system: Array<{ cache_control?: unknown }>; messages: Message[] });
+    const ttls = bodies.map((b) => JSON.stringify(b.system.at(-1)!.cache_control));
+    expect(ttls).toEqual([...Array(2).fill('{"type":"ephemeral","ttl":"1h"}'), ...Array(2).fill('{"type":"ephemeral"}')]);
+    // Every breakpoint of a request has the same TTL, and there are at most 4.
+    for (const body of bodies) {
+      const marks = JSON.stringify(body).match(/"cache_control":\{[^}]*\}/g) ?? [];
+      expect(marks.length).toBeLessThanOrEqual(4);
+      expect(new Set(marks).size).toBe(1);
+    }
+  });
 });
