@@ -70,8 +70,8 @@ describe('AGENT_JOBS_MAX_SESSIONS', () => {
       },
     });
     const [a, b] = await Promise.all([1, 2].map(() => bed.start({ task: 'wait with a session open', approval: 'policy' })));
-    await bed.pendingApproval(a!, 30_000);
-    await bed.pendingApproval(b!, 30_000);
+    await bed.pendingApproval(a!, 75_000);
+    await bed.pendingApproval(b!, 75_000);
     const holders = [(await bed.status(a!)).session?.workerId, (await bed.status(b!)).session?.workerId];
     expect(new Set(holders)).toEqual(new Set(bed.workers.map((w) => w.workerId)));
 
@@ -92,7 +92,8 @@ describe('AGENT_JOBS_MAX_SESSIONS', () => {
     // One run ends and closes its session: the third run's session opens on that worker.
     await a!.signal(approveSignal, { toolUseId: 'toolu_w', approved: true, by: 'test' });
     expect((await a!.result()).status).toBe('completed');
-    const third = await bed.pendingApproval(c, 30_000);
+    // The refused open is retried up to 10 s apart, each time on either worker: give it several tries.
+    const third = await bed.pendingApproval(c, 75_000);
     expect(third.toolUseId).toBe('toolu_w');
     expect((await bed.status(c)).session?.workerId).toBe(holders[0]);
 
@@ -102,5 +103,5 @@ describe('AGENT_JOBS_MAX_SESSIONS', () => {
     const spans = await spansOf([a!, b!, c]);
     for (const w of bed.workers) expect(peakSessions(spans, w.workerId)).toBe(1);
     expect(spans.find((s) => s.workflowId === c.workflowId)).toMatchObject({ lastFailureType: WORKER_FULL });
-  }, 120_000);
+  }, 300_000);
 });
