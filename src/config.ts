@@ -96,11 +96,13 @@ export const CLAUDE_ACTIVITY_OPTIONS: ActivityOptions = { ...CLAUDE_CALL_TIMEOUT
 export const DEFAULT_TRANSCRIPT_CACHE_CHARS = 256 * 1024 * 1024;
 
 /**
- * The results of one answer's `tool_use`s together hold at most this many characters
- * (400,000; later ones are cut with a note). A command's output is capped on its own
+ * The results of one answer's `tool_use`s together hold at most this many bytes of JSON
+ * (UTF-8, 400,000; later ones are cut with a note). A command's output is capped on its own
  * (30 KB), but an answer may ask for any number of commands; this keeps the user message
- * of results, carried by the next `callClaude`, under about 1.2 MB even at 3 bytes per
- * character, far below the 2 MiB payload limit (C13).
+ * of results, carried by the next `callClaude`, under about 400 KB, so that even sent twice
+ * (a message changed in place is sent again with the next change) it stays far below the
+ * 2 MiB payload limit (C13). Runs recorded before `turn-results-in-json-bytes` count UTF-16
+ * code units.
  */
 export const MAX_TURN_RESULT_CHARS = 400_000;
 

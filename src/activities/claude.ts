@@ -63,8 +63,19 @@ export function createClaudeActivities(
   return {
     async callClaude(input: CallClaudeInput): Promise<CallClaudeOutput> {
       const ctx = Context.current();
-      const conversation = await conversationOf(input, cache, readHistory);
-      const { request, report } = await buildRequest(anthropic, input, conversation);
+      // The rebuild from history and the token counts come before the stream: heartbeat through
+      // them too, or a long chain's rebuild passes the 5 s heartbeat timeout on every attempt.
+      const early = setInterval(
+        () => ctx.heartbeat({ turn: input.turn, outputChars: 0, partialText: '' } satisfies ClaudeProgress),
+        CLAUDE_HEARTBEAT_INTERVAL_MS,
+      );
+      let built: Awaited<ReturnType<typeof buildRequest>>;
+      try {
+        built = await buildRequest(anthropic, input, await conversationOf(input, cache, readHistory));
+      } finally {
+        clearInterval(early);
+      }
+      const { request, report } = built;
       let outputChars = 0;
       // Only Claude's streamed text, bounded (claude-progress.ts): never the request or a key.
       let partialText = '';

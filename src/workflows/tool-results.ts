@@ -124,8 +124,15 @@ export function parseBashInput(
   return {
     kind: 'invalid',
     outcome: {
-      text: `Invalid bash tool input ${JSON.stringify(input)?.slice(0, 200) ?? 'undefined'}: it needs "command" (a non-empty string) or "restart": true.`,
+      text: `Invalid bash tool input ${cutWhole(JSON.stringify(input), 200) ?? 'undefined'}: it needs "command" (a non-empty string) or "restart": true.`,
       isError: true,
     },
   };
+}
+
+/** The first `max` code units of `s`, one fewer when the cut would leave a lone high surrogate (the Messages API refuses those: 400). */
+function cutWhole(s: string | undefined, max: number): string | undefined {
+  if (s === undefined || s.length <= max) return s;
+  const last = s.charCodeAt(max - 1);
+  return s.slice(0, last >= 0xd800 && last <= 0xdbff ? max - 1 : max);
 }

@@ -150,7 +150,7 @@ describe('long runs', () => {
     expect(results).toHaveLength(40);
     const total = results.reduce((n, r) => n + r.content.length, 0);
     expect(total).toBeLessThan(400_000 + 40 * 200);
-    expect(results.at(-1)!.content).toMatch(/^\[output cut: the results of this turn's commands passed 400000 characters together/);
+    expect(results.at(-1)!.content).toMatch(/^\[output cut: the results of this turn's commands passed 400000 bytes together/);
     const f = figuresOf([(await handle.fetchHistory()).events ?? []], { turns: 1, outputBytes: 30_000 });
     expect(f.largestPayload.bytes).toBeLessThan(1_000_000);
   });
