@@ -4,7 +4,6 @@
  * failures become `is_error` results, never a failed run. Deterministic
  * (workflow code).
  */
-import { patched } from '@temporalio/workflow';
 import { isToolUse, type Message, type ToolResultBlock, type ToolUseBlock } from '../contract';
 import { runWithApproval } from './approval';
 import type { RunState } from './run-state';
@@ -26,11 +25,10 @@ export async function runToolUses(state: RunState, session: RunSession, assistan
   const inflight = { assistant, results: [] as ToolResultBlock[] };
   state.inflight = inflight;
   const uses = typeof assistant.content === 'string' ? [] : assistant.content.filter(isToolUse);
-  const used = { chars: 0, bytes: 0 };
+  const used = { bytes: 0 };
   for (const use of uses) {
     if (state.pendingEnd) break;
     const result = withinTurnBudget(await handleToolUse(state, session, use), used);
-    used.chars += result.content.length;
     used.bytes += jsonBytes(result.content);
     inflight.results.push(result);
     state.current = null;
@@ -43,35 +41,19 @@ export async function runToolUses(state: RunState, session: RunSession, assistan
 }
 
 /**
- * patched() id: the turn's results are bounded in UTF-8 bytes of JSON, not in UTF-16
- * code units. 400,000 code units of CJK text are 1.2 MB of payload, and a message the
- * workflow changes in place (the context-window notice, a queued message) is sent again
- * with the next change, so two such messages passed the 2 MiB limit. Runs that never
- * cut a turn's results by bytes replay unchanged.
- */
-export const TURN_RESULT_BYTES_PATCH = 'turn-results-in-json-bytes';
-
-/**
  * A result cut to what is left of the turn's {@link MAX_TURN_RESULT_CHARS} (bytes of JSON,
  * UTF-8; with a note saying so), so that however many `tool_use`s one answer holds, its
  * results, the next `callClaude`'s change, stay far below Temporal's 2 MiB payload limit.
  * The cut falls between code points: a lone surrogate makes the Messages API refuse the
  * request (400, "no low surrogate in string") on every later turn.
  */
-export function withinTurnBudget(result: ToolResultBlock, used: { chars: number; bytes: number }): ToolResultBlock {
+export function withinTurnBudget(result: ToolResultBlock, used: { bytes: number }): ToolResultBlock {
   const content = result.content;
   if (jsonBytes(content) <= MAX_TURN_RESULT_CHARS - used.bytes) return result;
-  if (patched(TURN_RESULT_BYTES_PATCH)) {
-    const left = Math.max(0, MAX_TURN_RESULT_CHARS - used.bytes);
-    const kept = prefixWithin(content, left);
-    const note = `[output cut: the results of this turn's commands passed ${MAX_TURN_RESULT_CHARS} bytes together; ${content.length - kept.length} characters of this one were dropped]`;
-    return { ...result, content: `${kept}${kept.length > 0 ? '\n' : ''}${note}` };
-  }
-  // Runs recorded before the patch: code units (bytes of JSON are never fewer, so nothing else is cut).
-  const left = Math.max(0, MAX_TURN_RESULT_CHARS - used.chars);
-  if (content.length <= left) return result;
-  const note = `[output cut: the results of this turn's commands passed ${MAX_TURN_RESULT_CHARS} characters together; ${content.length - left} characters of this one were dropped]`;
-  return { ...result, content: `${wholeCodePoints(content.slice(0, left))}${left > 0 ? '\n' : ''}${note}` };
+  const left = Math.max(0, MAX_TURN_RESULT_CHARS - used.bytes);
+  const kept = prefixWithin(content, left);
+  const note = `[output cut: the results of this turn's commands passed ${MAX_TURN_RESULT_CHARS} bytes together; ${content.length - kept.length} characters of this one were dropped]`;
+  return { ...result, content: `${kept}${kept.length > 0 ? '\n' : ''}${note}` };
 }
 
 /** UTF-8 bytes of a code point inside a JSON string (escapes counted as written; a lone surrogate is escaped as `\uXXXX`). */
@@ -101,12 +83,6 @@ function prefixWithin(s: string, max: number): string {
     end += ch.length;
   }
   return s.slice(0, end);
-}
-
-/** `s` without a high surrogate left at its end by a cut. */
-function wholeCodePoints(s: string): string {
-  const last = s.charCodeAt(s.length - 1);
-  return last >= 0xd800 && last <= 0xdbff ? s.slice(0, -1) : s;
 }
 
 /** One `tool_use`: the bash tool (`bash_20250124`: `{command}` or `{restart: true}`); anything else is an `is_error` result. */

@@ -1,14 +1,8 @@
-import { patched } from '@temporalio/workflow';
 import type { ToolResultBlock, ToolUseBlock } from '../../../src/contract';
 import { ConversationLog } from '../../../src/workflows/conversation';
 import { parseBashInput } from '../../../src/workflows/tool-results';
 import { jsonBytes, withinTurnBudget } from '../../../src/workflows/tool-use';
 import { toolResult } from '../../../src/workflows/transcript';
-
-jest.mock('@temporalio/workflow', () => ({
-  ...jest.requireActual<typeof import('@temporalio/workflow')>('@temporalio/workflow'),
-  patched: jest.fn(() => true),
-}));
 
 const PAYLOAD_LIMIT = 2 * 1024 * 1024;
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
@@ -16,10 +10,9 @@ const use = (id: string): ToolUseBlock => ({ type: 'tool_use', id, name: 'bash',
 
 /** One turn's results as runToolUses builds them: each cut to what is left of the turn's budget. */
 function turnResults(outputs: string[], prefix: string): ToolResultBlock[] {
-  const used = { chars: 0, bytes: 0 };
+  const used = { bytes: 0 };
   return outputs.map((output, i) => {
     const result = withinTurnBudget(toolResult(`${prefix}${i}`, output), used);
-    used.chars += result.content.length;
     used.bytes += jsonBytes(result.content);
     return result;
   });
@@ -30,8 +23,6 @@ function payloadBytes(value: unknown): number {
 }
 
 describe("a turn's results are bounded in payload bytes, cut between code points", () => {
-  afterEach(() => jest.mocked(patched).mockImplementation(() => true));
-
   test('40 commands printing 30 KB of CJK each, then the window notice: the next change stays far below 2 MiB', () => {
     // 30 KB of output is 10,000 CJK characters (3 bytes each): 40 of them are 400,000 characters, 1.2 MB.
     const outputs = Array.from({ length: 40 }, () => '漢'.repeat(10_000));
@@ -57,16 +48,8 @@ describe("a turn's results are bounded in payload bytes, cut between code points
     expect(last.startsWith(`${'😀'.repeat(2_500)}\n[output cut: `)).toBe(true);
     expect(last.endsWith('passed 400000 bytes together; 35000 characters of this one were dropped]')).toBe(true);
     for (const r of results) expect(r.content).not.toMatch(LONE_SURROGATE);
-    const used = { chars: 0, bytes: 399_996 };
+    const used = { bytes: 399_996 };
     expect(withinTurnBudget(toolResult('d', '😀😀'), used).content).toMatch(/^😀\n\[output cut/);
-  });
-
-  test('runs recorded before the patch cut at the same code unit as before, less a split high surrogate', () => {
-    jest.mocked(patched).mockImplementation(() => false);
-    const used = { chars: 399_999, bytes: 399_999 };
-    const cut = withinTurnBudget(toolResult('e', '😀abc'), used).content;
-    expect(cut).toMatch(/^\n\[output cut: .* 400000 characters together; 4 characters of this one were dropped\]$/);
-    expect(withinTurnBudget(toolResult('f', 'abcdef'), { chars: 399_997, bytes: 399_999 }).content).toMatch(/^abc\n\[output cut/);
   });
 
   test('an invalid tool input full of emoji is quoted without a lone surrogate', () => {
