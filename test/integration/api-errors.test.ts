@@ -37,7 +37,8 @@ describe('Claude API errors', () => {
     expect(result).toEqual({
       status: 'failed',
       turns: 0,
-      usage: { inputTokens: 0, outputTokens: 0 },
+      usage: { inputTokens: 0, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 },
+      costUsd: 0,
       error: `Claude API ${status} ${type}: ${message}`,
     });
     expect(bed.requests()).toHaveLength(1);
@@ -50,7 +51,8 @@ describe('Claude API errors', () => {
     expect(result).toEqual({
       status: 'failed',
       turns: 0,
-      usage: { inputTokens: 0, outputTokens: 0 },
+      usage: { inputTokens: 0, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 },
+      costUsd: 0,
       error: 'Claude API 500 api_error: Internal server error',
     });
     expect(bed.requests().map((r) => r.response.status)).toEqual([500]);

@@ -47,7 +47,7 @@ describe('long runs', () => {
     bed = await TestBed.create({ address: server.address, script: { responses } });
     const first = bed.workers[0]!;
 
-    const handle = await bed.start({ task: 'a long run', approval: 'auto', maxTurns: TURNS + 5 }, 'continue-as-new-linear');
+    const handle = await bed.start({ task: 'a long run', approval: 'auto', maxTurns: TURNS + 5 });
     const continued = async (): Promise<number> => {
       let n = 0;
       for await (const w of bed.client.workflow.list({ query: `WorkflowId = '${handle.workflowId}'` }))

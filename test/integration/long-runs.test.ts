@@ -37,7 +37,7 @@ describe('long runs', () => {
   test('30 turns of 20 KB outputs: history per turn is flat and about twice what the turn adds; Claude sees every output in full', async () => {
     const turns = 30;
     bed = await TestBed.create({ script: { responses: printing(turns, 20_000) } });
-    const handle = await bed.start({ task: 'a long run', approval: 'auto', maxTurns: turns + 2 }, 'long-run-linear');
+    const handle = await bed.start({ task: 'a long run', approval: 'auto', maxTurns: turns + 2 });
     expect(await handle.result()).toMatchObject({ status: 'completed', turns: turns + 1 });
 
     const history = (await handle.fetchHistory()).events ?? [];
