@@ -1,6 +1,9 @@
 /**
  * The `callClaude` activity: one Messages API call through the real
- * `@anthropic-ai/sdk`, streamed, heartbeating while it waits.
+ * `@anthropic-ai/sdk`, streamed, heartbeating while it waits. Its input
+ * carries the conversation's change since the last call; the worker's
+ * cache, or the workflow history, has the rest (docs/architecture.md, "A
+ * long conversation, end to end").
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { Context } from '@temporalio/activity';
@@ -43,8 +46,18 @@ export function createAnthropicClient(options: { baseURL?: string; apiKey?: stri
 /**
  * Builds the `callClaude` activity over one Anthropic client.
  *
- * `callClaude(input)` streams one Messages API call and returns the final
- * assistant message. It heartbeats every second (so a dead worker is seen
+ * Options: `idleTimeoutMs` (below); `cacheChars`, the bound of this worker's
+ * conversation cache in characters of JSON (default
+ * `DEFAULT_TRANSCRIPT_CACHE_CHARS`, 256 M); `readHistory`, where a missing
+ * conversation is rebuilt from (default: the workflow histories, through
+ * the activity's client).
+ *
+ * `callClaude(input)` gets the whole conversation (the cached copy with the
+ * input's change applied, or rebuilt first; `TranscriptMismatch`,
+ * non-retryable, when even the rebuilt copy does not match the workflow's
+ * digest), fits it to the context window and places the cache breakpoints
+ * (src/activities/context-window.ts), streams one Messages API call and
+ * returns the final assistant message with a {@link RequestReport}. It heartbeats every second (so a dead worker is seen
  * within `CLAUDE_CALL_TIMEOUTS.heartbeatTimeout`) with a
  * {@link ClaudeProgress}: the turn, the characters streamed, and the last
  * `PARTIAL_TEXT_MAX_CHARS` (2,000) characters of the text so far, aborts the HTTP request
