@@ -38,7 +38,7 @@ export function registerStatus(program: Command): void {
           `  tokens: ${u.inputTokens} input, ${u.outputTokens} output, ${u.cacheCreationInputTokens} cache write, ${u.cacheReadInputTokens} cache read`,
           `  cost:   ${typeof view.costUsd === 'number' ? `$${view.costUsd.toFixed(4)}` : 'unknown (no prices for this model)'}`,
           ...(view.budget
-            ? [`  budget: ${limitsLine(view.budget.limits)} (spent: ${view.budget.onBudget === 'pause' ? 'pause' : 'end'})`]
+            ? [`  budget: ${limitsLine(view.budget.limits)} (when one is spent: ${view.budget.onBudget === 'pause' ? 'pause' : 'end'})`]
             : []),
           ...(view.details ? [`  now:    ${view.details}`] : []),
           ...(view.session

@@ -245,7 +245,7 @@ export async function watchRun(client: Client, workflowId: string, opts: WatchOp
       if (!open) {
         const r = view.result;
         emit({ event: 'result', ...statusJson(view) }, [
-          `run ${workflowId} ended: ${view.status} after ${view.turns} turns (${view.usage.inputTokens} input / ${view.usage.outputTokens} output tokens${typeof view.costUsd === 'number' ? `, $${view.costUsd.toFixed(4)}` : ''})`,
+          `run ${workflowId} ended: ${view.status} after ${view.turns} turn${view.turns === 1 ? '' : 's'} (${view.usage.inputTokens} input / ${view.usage.outputTokens} output / ${view.usage.cacheCreationInputTokens} cache write / ${view.usage.cacheReadInputTokens} cache read tokens${typeof view.costUsd === 'number' ? `, $${view.costUsd.toFixed(4)}` : ''})`,
           ...(r?.text ? [`final answer: ${r.text}`] : []),
           ...(r?.error ? [`reason: ${r.error}`] : []),
         ]);
