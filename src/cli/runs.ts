@@ -119,6 +119,14 @@ export async function askRun<T>(client: Client, what: string, ask: () => Promise
     if (why === 'no-poller') {
       throw new CliError(`no worker answered ${what}: the server has seen no poller recently`, 'start one with `agent-jobs worker`');
     }
+    // A worker that stopped while it held the run: the server reports the query failed.
+    const message = err instanceof Error ? err.message : String(err);
+    if (/failed to query/i.test(message)) {
+      throw new CliError(
+        `no worker answered ${what}: the query failed (${message})`,
+        'is a worker running against this server? start one with `agent-jobs worker`',
+      );
+    }
     throw err;
   }
 }
