@@ -1,5 +1,5 @@
 /**
- * `npm run bench:turns -- [--turns N] [--no-baseline] [--json]`: the
+ * `npm run bench:turns -- [--turns N] [--no-baseline] [--sweep 5,10,20] [--json]`: the
  * orchestration cost of one agent turn, beside the bare floor of Temporal
  * itself, measured on the same dev server in the same run.
  *
@@ -18,6 +18,11 @@
  * every dev server (with {@link DEV_SERVER_DYNAMIC_CONFIG}), one with the
  * server's defaults (`--no-baseline` skips that one), so the effect of the
  * project's setting is measured side by side.
+ *
+ * `--sweep` then measures the bare floor once more on one dev server per
+ * value of `history.transferProcessorMaxPollRPS` given: while that limit
+ * holds, a bare turn (three tasks through the transfer queue) takes 3 / RPS
+ * seconds, which it prints beside.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -241,17 +246,52 @@ export async function measureServer(turns: number, setting: ServerFigures['setti
   }
 }
 
+/** The transfer-queue read limit {@link DEV_SERVER_DYNAMIC_CONFIG} lifts. */
+const READ_LIMIT_KEY = 'history.transferProcessorMaxPollRPS';
+
+/** The bare floor on a dev server of its own with the server's defaults but `history.transferProcessorMaxPollRPS` = `rps`. */
+export async function measureBareAtReadLimit(
+  turns: number,
+  rps: number,
+): Promise<{ rps: number; limitedTurnMs: number; bare: BareFigures }> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-bench-server-'));
+  let server: DevServer | undefined;
+  try {
+    server = await startDevServer({
+      port: await freePort(),
+      headless: true,
+      logFile: path.join(dir, 'server.log'),
+      serverDefaults: true,
+      dynamicConfig: { [READ_LIMIT_KEY]: rps },
+    });
+    // Three tasks of a bare turn go through the transfer queue: two workflow tasks and the second-queue activity.
+    return { rps, limitedTurnMs: Math.round((3000 / rps) * 10) / 10, bare: await measureBare(server.address, turns) };
+  } finally {
+    await server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 async function main(): Promise<void> {
   const o = new Command('bench:turns')
     .option('--turns <n>', 'turns in each run', (v) => Number(v), 50)
     .option('--no-baseline', "skip the second dev server, the one with the server's default dynamic config")
+    .option('--sweep <rps,...>', `also the bare floor on one dev server per ${READ_LIMIT_KEY} value`, (v) =>
+      v.split(',').map((x) => {
+        const n = Number(x);
+        if (!Number.isInteger(n) || n < 1) throw new Error(`--sweep takes positive integers, not ${JSON.stringify(x)}`);
+        return n;
+      }),
+    )
     .option('--json', 'print JSON')
     .parse(process.argv)
-    .opts<{ turns: number; baseline: boolean; json?: boolean }>();
+    .opts<{ turns: number; baseline: boolean; sweep?: number[]; json?: boolean }>();
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const runs = [await measureServer(o.turns, 'project')];
   if (o.baseline) runs.push(await measureServer(o.turns, 'server default'));
-  if (o.json) return void process.stdout.write(`${JSON.stringify({ turns: o.turns, runs }, null, 2)}\n`);
+  const sweep = [];
+  for (const rps of o.sweep ?? []) sweep.push(await measureBareAtReadLimit(o.turns, rps));
+  if (o.json) return void process.stdout.write(`${JSON.stringify({ turns: o.turns, runs, ...(o.sweep ? { sweep } : {}) }, null, 2)}\n`);
   // Colours only on a terminal: piped or redirected output stays plain text.
   const plain = !process.stdout.isTTY;
   const setting = Object.entries(DEV_SERVER_DYNAMIC_CONFIG)
@@ -276,6 +316,13 @@ async function main(): Promise<void> {
   row('wait: runCommand', (r) => r.agent.wait.runCommand);
   const walls = runs.map((r) => `${r.setting} ${((r.bare.wallMs + r.agent.wallMs) / 1000).toFixed(1)} s`).join(', ');
   process.stdout.write(`${table.toString()}\nproject setting: ${setting}\nwall time (bare + agent): ${walls}\n`);
+  if (sweep.length === 0) return;
+  const swept = new Table({
+    head: [READ_LIMIT_KEY, 'bare turn median', 'p95', 'wait: workflow task median', '3 / RPS'],
+    ...(plain ? { style: { head: [], border: [] } } : {}),
+  });
+  for (const r of sweep) swept.push([r.rps, r.bare.turn.median, r.bare.turn.p95, r.bare.wait.workflowTask.median, r.limitedTurnMs]);
+  process.stdout.write(`${swept.toString()}\n`);
 }
 
 if (require.main === module) {
