@@ -103,8 +103,10 @@ export interface DevServerOptions {
   dbFile?: string;
   /** No web UI. @default false */
   headless?: boolean;
-  /** `--dynamic-config-value` pairs, e.g. `{'limit.historyCount.suggestContinueAsNew': 60}`. */
+  /** `--dynamic-config-value` pairs, e.g. `{'limit.historyCount.suggestContinueAsNew': 60}`; a key here overrides {@link DEV_SERVER_DYNAMIC_CONFIG}'s. */
   dynamicConfig?: Record<string, string | number | boolean>;
+  /** Leave out {@link DEV_SERVER_DYNAMIC_CONFIG}: the server's own defaults (the bench's baseline). @default false */
+  serverDefaults?: boolean;
   /** Server log file. @default `<data>/dev-server-<port>.log` */
   logFile?: string;
   /** Keep running after this process exits (own process group). @default false */
@@ -124,6 +126,30 @@ export interface DevServer {
   stop(): Promise<void>;
 }
 
+/**
+ * Dynamic config every dev server this project starts carries (demo,
+ * `agent-jobs server`, tests, benchmarks), unless `serverDefaults` is set.
+ *
+ * `history.transferProcessorMaxPollRPS` (server default 20,
+ * go.temporal.io/server@v1.32.1 common/dynamicconfig/constants.go:2233) is
+ * how often per second one history shard's transfer queue may read new tasks
+ * from the database (a token bucket of that rate and burst,
+ * service/history/queues/reader_quotas.go:38, waited on before every read in
+ * service/history/queues/reader.go:428). Every workflow task and every
+ * activity that is not started eagerly reaches matching through one such
+ * read, and the dev server has one shard: once the first 20 tokens are
+ * spent, each of them waits for the next token, 50 ms apart, and a turn
+ * (three of them) takes 150 ms instead of ~30. At 1000 a read waits only
+ * when more than 1000 happen in a second; the per-host bound
+ * (`history.transferProcessorMaxPollHostRPS`, by default 30 % of
+ * `history.persistenceMaxQPS`, 2700/s) still caps what the readers ask of
+ * the database, so what this trades is more, smaller reads under load, on a
+ * server on one machine.
+ */
+export const DEV_SERVER_DYNAMIC_CONFIG: Readonly<Record<string, string | number | boolean>> = {
+  'history.transferProcessorMaxPollRPS': 1000,
+};
+
 /** The command line `temporal server start-dev ...` for these options (without the binary). */
 export function devServerArgs(options: DevServerOptions): string[] {
   const port = options.port ?? DEV_SERVER_PORT;
@@ -142,7 +168,8 @@ export function devServerArgs(options: DevServerOptions): string[] {
   else args.push('--ui-port', String(options.uiPort ?? port + 1000));
   if (options.dbFile) args.push('--db-filename', options.dbFile);
   for (const a of SEARCH_ATTRIBUTES) args.push('--search-attribute', `${a.name}=${a.type}`);
-  for (const [k, v] of Object.entries(options.dynamicConfig ?? {})) args.push('--dynamic-config-value', `${k}=${JSON.stringify(v)}`);
+  const dynamicConfig = { ...(options.serverDefaults ? {} : DEV_SERVER_DYNAMIC_CONFIG), ...options.dynamicConfig };
+  for (const [k, v] of Object.entries(dynamicConfig)) args.push('--dynamic-config-value', `${k}=${JSON.stringify(v)}`);
   return args;
 }
 

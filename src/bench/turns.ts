@@ -1,112 +1,328 @@
 /**
- * `npm run bench:turns -- [--turns N] [--json]`: the orchestration cost of
- * one agent turn. One run of N turns, each a scripted (instant) model
- * answer asking for `true`, on a dev server and worker of its own. From the
- * workflow history it prints, per turn (median and p95, ms): the whole turn,
- * the `callClaude` activity (schedule → complete), the `runCommand` activity,
- * and what is left (workflow tasks, scheduling): the per-turn overhead.
+ * `npm run bench:turns -- [--turns N] [--no-baseline] [--sweep 5,10,20] [--json]`: the
+ * orchestration cost of one agent turn, beside the bare floor of Temporal
+ * itself, measured on the same dev server in the same run.
+ *
+ * On each dev server: first a bare workflow of N turns (each one no-op
+ * activity on the workflow's own task queue, then one on a second task queue
+ * of the same worker process: `src/testing/bare-workflow.ts`, run by a
+ * worker inside this process), then one agent run of N turns (each a
+ * scripted, instant model answer asking for `true`) on a worker process of
+ * its own. From each workflow history it prints, per turn (median and p95,
+ * ms): the whole turn; for the agent the `callClaude` activity (schedule →
+ * complete), the `runCommand` activity and what is left (workflow tasks,
+ * scheduling); and how long each kind of task waited between being scheduled
+ * and a worker starting it.
+ *
+ * It does this twice, on two dev servers: one started as the project starts
+ * every dev server (with {@link DEV_SERVER_DYNAMIC_CONFIG}), one with the
+ * server's defaults (`--no-baseline` skips that one), so the effect of the
+ * project's setting is measured side by side.
+ *
+ * `--sweep` then measures the bare floor once more on one dev server per
+ * value of `history.transferProcessorMaxPollRPS` given: while that limit
+ * holds, a bare turn (three tasks through the transfer queue) takes 3 / RPS
+ * seconds, which it prints beside.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
+import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import Table from 'cli-table3';
 import { Command } from 'commander';
-import { freePort, startDevServer } from '../devserver';
+import { DEV_SERVER_DYNAMIC_CONFIG, freePort, startDevServer, type DevServer } from '../devserver';
 import { startModelServer, type ScriptEntry } from '../model-server';
 import { startAgentRun } from '../temporal';
 import { scriptedWorkerEnv, spawnWorker } from '../testing/worker-process';
 
+/** Median and 95th percentile, ms. */
+export interface Spread {
+  median: number;
+  p95: number;
+}
+
 /** Median and 95th percentile of `values` (ms), rounded to 0.1. */
-export function summarize(values: number[]): { median: number; p95: number } {
+export function summarize(values: number[]): Spread {
   const sorted = [...values].sort((a, b) => a - b);
   const at = (q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
   return { median: Math.round(at(0.5) * 10) / 10, p95: Math.round(at(0.95) * 10) / 10 };
 }
 
-/** Per-turn figures (ms) of one measured run. */
+/** Per-turn figures (ms) of one measured agent run. */
 export interface TurnFigures {
-  turn: { median: number; p95: number };
-  callClaude: { median: number; p95: number };
-  runCommand: { median: number; p95: number };
-  overhead: { median: number; p95: number };
+  turn: Spread;
+  callClaude: Spread;
+  runCommand: Spread;
+  overhead: Spread;
+  /** Scheduled → started, per task: how long each waited for a worker. */
+  wait: { workflowTask: Spread; callClaude: Spread; runCommand: Spread };
   wallMs: number;
 }
 
-/** Measures `turns` turns; returns per-turn figures in ms. */
-export async function measureTurns(turns: number): Promise<TurnFigures> {
+/** Per-turn figures (ms) of one bare run (see `src/testing/bare-workflow.ts`). */
+export interface BareFigures {
+  turn: Spread;
+  /** Scheduled → started, per task: the shared-queue activity is started eagerly, the others wait for a poll. */
+  wait: { workflowTask: Spread; sharedActivity: Spread; secondActivity: Spread };
+  wallMs: number;
+}
+
+/** Both measurements on one dev server. */
+export interface ServerFigures {
+  /** `'project'`: started as the project starts dev servers; `'server default'`: without the project's dynamic config. */
+  setting: 'project' | 'server default';
+  /** The dynamic config the project added (empty for the server default). */
+  dynamicConfig: Record<string, string | number | boolean>;
+  bare: BareFigures;
+  agent: TurnFigures;
+}
+
+type History = Awaited<ReturnType<WorkflowHandle['fetchHistory']>>;
+const E = temporal.api.enums.v1.EventType;
+const eventMs = (t: { seconds?: unknown; nanos?: number | null } | null | undefined): number =>
+  Number(t?.seconds ?? 0) * 1000 + (t?.nanos ?? 0) / 1e6;
+
+/** What one history says of its tasks: activities by type or queue, and how long each task waited for a worker. */
+interface Tasks {
+  /** Activity scheduled times, keyed by `key(activity)`. */
+  scheduledAt: Record<string, number[]>;
+  /** Schedule → complete, ms, keyed likewise. */
+  span: Record<string, number[]>;
+  /** Scheduled → started, ms, keyed likewise, and `workflowTask`. */
+  wait: Record<string, number[]>;
+}
+
+function tasksOf(history: History, key: (type: string, taskQueue: string) => string): Tasks {
+  const scheduled = new Map<string, { key: string; at: number }>();
+  const out: Tasks = { scheduledAt: {}, span: {}, wait: { workflowTask: [] } };
+  const push = (m: Record<string, number[]>, k: string, v: number): void => void (m[k] ??= []).push(v);
+  for (const e of history.events ?? []) {
+    const at = eventMs(e.eventTime);
+    if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED) scheduled.set(String(e.eventId), { key: 'workflowTask', at });
+    if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_STARTED) {
+      const s = scheduled.get(String(e.workflowTaskStartedEventAttributes?.scheduledEventId));
+      if (s) push(out.wait, s.key, at - s.at);
+    }
+    if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) {
+      const a = e.activityTaskScheduledEventAttributes;
+      const k = key(a?.activityType?.name ?? '', a?.taskQueue?.name ?? '');
+      scheduled.set(String(e.eventId), { key: k, at });
+      push(out.scheduledAt, k, at);
+    }
+    if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_STARTED) {
+      const s = scheduled.get(String(e.activityTaskStartedEventAttributes?.scheduledEventId));
+      if (s) push(out.wait, s.key, at - s.at);
+    }
+    if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) {
+      const s = scheduled.get(String(e.activityTaskCompletedEventAttributes?.scheduledEventId));
+      if (s) push(out.span, s.key, at - s.at);
+    }
+  }
+  return out;
+}
+
+/** Time between consecutive starts of a turn (ms): one fewer than the turns. */
+const gaps = (starts: number[] = []): number[] => starts.slice(1).map((t, i) => t - starts[i]!);
+
+let bareBundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+
+/**
+ * Runs the bare workflow for `turns` turns on the server at `address`, with
+ * a worker in this process (one Worker on the workflow's queue, one on the
+ * second queue, one connection), and reads its history.
+ */
+export async function measureBare(address: string, turns: number): Promise<BareFigures> {
+  bareBundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../testing/bare-workflow'), logger: Runtime.instance().logger });
+  const workflowBundle = await bareBundle;
+  const sharedQueue = `bench-bare-${process.pid}`;
+  const secondQueue = `${sharedQueue}-second`;
+  const activities = { noop: async (): Promise<void> => {} };
+  const native = await NativeConnection.connect({ address });
+  const connection = await Connection.connect({ address });
+  try {
+    const shared = await Worker.create({ connection: native, taskQueue: sharedQueue, workflowBundle, activities });
+    const second = await Worker.create({ connection: native, taskQueue: secondQueue, activities });
+    const running = Promise.all([shared.run(), second.run()]);
+    try {
+      const client = new Client({ connection });
+      const t0 = Date.now();
+      const handle = await client.workflow.start('bareTurns', {
+        taskQueue: sharedQueue,
+        workflowId: `bench-bare-${Date.now()}`,
+        args: [turns, secondQueue],
+      });
+      await handle.result();
+      const wallMs = Date.now() - t0;
+      const t = tasksOf(await handle.fetchHistory(), (_type, queue) => (queue === secondQueue ? 'second' : 'shared'));
+      return {
+        turn: summarize(gaps(t.scheduledAt.shared)),
+        wait: {
+          workflowTask: summarize(t.wait.workflowTask ?? []),
+          sharedActivity: summarize(t.wait.shared ?? []),
+          secondActivity: summarize(t.wait.second ?? []),
+        },
+        wallMs,
+      };
+    } finally {
+      shared.shutdown();
+      second.shutdown();
+      await running;
+    }
+  } finally {
+    await connection.close();
+    await native.close();
+  }
+}
+
+/** Runs one agent run of `turns` instant scripted turns on the server at `address`, on a worker process of its own. */
+export async function measureAgent(address: string, turns: number): Promise<TurnFigures> {
   const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-bench-'));
-  const server = await startDevServer({ port: await freePort(), headless: true, logFile: path.join(dir, 'server.log') });
   const responses: ScriptEntry[] = [];
   for (let i = 0; i < turns; i++)
     responses.push({ content: [{ type: 'tool_use', name: 'bash', input: { command: 'true' } }], stop_reason: 'tool_use' });
   responses.push({ content: [{ type: 'text', text: 'done' }], stop_reason: 'end_turn' });
   const model = await startModelServer({ script: { responses } });
-  const connection = await Connection.connect({ address: server.address });
-  const worker = await spawnWorker({
-    workerId: `bench-${process.pid}`,
-    connection,
-    env: scriptedWorkerEnv({ address: server.address, modelUrl: model.url, apiKey: 'bench', dataDir: dir, logLevel: 'ERROR' }),
-  });
+  const connection = await Connection.connect({ address });
   try {
-    const client = new Client({ connection });
-    const t0 = Date.now();
-    const handle = await startAgentRun(client, { task: 'benchmark', approval: 'auto', maxTurns: turns + 2 }, `bench-turns-${Date.now()}`);
-    await handle.result();
-    const wallMs = Date.now() - t0;
-    const history = await handle.fetchHistory();
-    const E = temporal.api.enums.v1.EventType;
-    const ms = (t: { seconds?: unknown; nanos?: number | null } | null | undefined): number =>
-      Number(t?.seconds ?? 0) * 1000 + (t?.nanos ?? 0) / 1e6;
-    const scheduled = new Map<string, { type: string; at: number }>();
-    const spans: Record<string, number[]> = { callClaude: [], runCommand: [] };
-    const claudeScheduledAt: number[] = [];
-    for (const e of history.events ?? []) {
-      if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) {
-        const type = e.activityTaskScheduledEventAttributes?.activityType?.name ?? '';
-        scheduled.set(String(e.eventId), { type, at: ms(e.eventTime) });
-        if (type === 'callClaude') claudeScheduledAt.push(ms(e.eventTime));
-      }
-      if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) {
-        const s = scheduled.get(String(e.activityTaskCompletedEventAttributes?.scheduledEventId));
-        if (s && spans[s.type]) spans[s.type]!.push(ms(e.eventTime) - s.at);
-      }
+    const worker = await spawnWorker({
+      workerId: `bench-${process.pid}`,
+      connection,
+      env: scriptedWorkerEnv({ address, modelUrl: model.url, apiKey: 'bench', dataDir: dir, logLevel: 'ERROR' }),
+    });
+    try {
+      const client = new Client({ connection });
+      const t0 = Date.now();
+      const handle = await startAgentRun(client, { task: 'benchmark', approval: 'auto', maxTurns: turns + 2 }, `bench-turns-${Date.now()}`);
+      await handle.result();
+      const wallMs = Date.now() - t0;
+      const t = tasksOf(await handle.fetchHistory(), (type) => type);
+      const turnMs = gaps(t.scheduledAt.callClaude);
+      const overhead = turnMs.map((ms, i) => ms - (t.span.callClaude?.[i] ?? 0) - (t.span.runCommand?.[i] ?? 0));
+      return {
+        turn: summarize(turnMs),
+        callClaude: summarize(t.span.callClaude ?? []),
+        runCommand: summarize(t.span.runCommand ?? []),
+        overhead: summarize(overhead),
+        wait: {
+          workflowTask: summarize(t.wait.workflowTask ?? []),
+          callClaude: summarize(t.wait.callClaude ?? []),
+          runCommand: summarize(t.wait.runCommand ?? []),
+        },
+        wallMs,
+      };
+    } finally {
+      await worker.stop();
     }
-    const turnMs = claudeScheduledAt.slice(1).map((t, i) => t - claudeScheduledAt[i]!);
-    const overhead = turnMs.map((t, i) => t - (spans.callClaude![i] ?? 0) - (spans.runCommand![i] ?? 0));
-    return {
-      turn: summarize(turnMs),
-      callClaude: summarize(spans.callClaude!),
-      runCommand: summarize(spans.runCommand!),
-      overhead: summarize(overhead),
-      wallMs,
-    };
   } finally {
-    await worker.stop();
     await model.close();
     await connection.close();
-    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Starts a dev server of its own (as the project does, or with the server's
+ * defaults), measures the bare floor then an agent run of `turns` turns on
+ * it, and stops it.
+ */
+export async function measureServer(turns: number, setting: ServerFigures['setting']): Promise<ServerFigures> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-bench-server-'));
+  let server: DevServer | undefined;
+  try {
+    server = await startDevServer({
+      port: await freePort(),
+      headless: true,
+      logFile: path.join(dir, 'server.log'),
+      serverDefaults: setting === 'server default',
+    });
+    const bare = await measureBare(server.address, turns);
+    const agent = await measureAgent(server.address, turns);
+    return { setting, dynamicConfig: setting === 'project' ? { ...DEV_SERVER_DYNAMIC_CONFIG } : {}, bare, agent };
+  } finally {
+    await server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The transfer-queue read limit {@link DEV_SERVER_DYNAMIC_CONFIG} lifts. */
+const READ_LIMIT_KEY = 'history.transferProcessorMaxPollRPS';
+
+/** The bare floor on a dev server of its own with the server's defaults but `history.transferProcessorMaxPollRPS` = `rps`. */
+export async function measureBareAtReadLimit(
+  turns: number,
+  rps: number,
+): Promise<{ rps: number; limitedTurnMs: number; bare: BareFigures }> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-bench-server-'));
+  let server: DevServer | undefined;
+  try {
+    server = await startDevServer({
+      port: await freePort(),
+      headless: true,
+      logFile: path.join(dir, 'server.log'),
+      serverDefaults: true,
+      dynamicConfig: { [READ_LIMIT_KEY]: rps },
+    });
+    // Three tasks of a bare turn go through the transfer queue: two workflow tasks and the second-queue activity.
+    return { rps, limitedTurnMs: Math.round((3000 / rps) * 10) / 10, bare: await measureBare(server.address, turns) };
+  } finally {
+    await server?.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
 async function main(): Promise<void> {
   const o = new Command('bench:turns')
-    .option('--turns <n>', 'turns in the run', (v) => Number(v), 50)
+    .option('--turns <n>', 'turns in each run', (v) => Number(v), 50)
+    .option('--no-baseline', "skip the second dev server, the one with the server's default dynamic config")
+    .option('--sweep <rps,...>', `also the bare floor on one dev server per ${READ_LIMIT_KEY} value`, (v) =>
+      v.split(',').map((x) => {
+        const n = Number(x);
+        if (!Number.isInteger(n) || n < 1) throw new Error(`--sweep takes positive integers, not ${JSON.stringify(x)}`);
+        return n;
+      }),
+    )
     .option('--json', 'print JSON')
     .parse(process.argv)
-    .opts<{ turns: number; json?: boolean }>();
-  const r = await measureTurns(o.turns);
-  if (o.json) return void process.stdout.write(`${JSON.stringify({ turns: o.turns, ...r }, null, 2)}\n`);
+    .opts<{ turns: number; baseline: boolean; sweep?: number[]; json?: boolean }>();
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  const runs = [await measureServer(o.turns, 'project')];
+  if (o.baseline) runs.push(await measureServer(o.turns, 'server default'));
+  const sweep = [];
+  for (const rps of o.sweep ?? []) sweep.push(await measureBareAtReadLimit(o.turns, rps));
+  if (o.json) return void process.stdout.write(`${JSON.stringify({ turns: o.turns, runs, ...(o.sweep ? { sweep } : {}) }, null, 2)}\n`);
   // Colours only on a terminal: piped or redirected output stays plain text.
   const plain = !process.stdout.isTTY;
+  const setting = Object.entries(DEV_SERVER_DYNAMIC_CONFIG)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(', ');
   const table = new Table({
-    head: [`per turn (${o.turns} turns), ms`, 'median', 'p95'],
+    head: [`per turn (${o.turns} turns), ms`, ...runs.flatMap((r) => [`${r.setting} median`, 'p95'])],
     ...(plain ? { style: { head: [], border: [] } } : {}),
   });
-  for (const k of ['turn', 'callClaude', 'runCommand', 'overhead'] as const) table.push([k, r[k].median, r[k].p95]);
-  process.stdout.write(`${table.toString()}\nwall time ${(r.wallMs / 1000).toFixed(1)} s\n`);
+  const row = (label: string, pick: (r: ServerFigures) => Spread): void =>
+    void table.push([label, ...runs.flatMap((r) => [pick(r).median, pick(r).p95])]);
+  row('bare turn', (r) => r.bare.turn);
+  row('agent turn', (r) => r.agent.turn);
+  row('  callClaude', (r) => r.agent.callClaude);
+  row('  runCommand', (r) => r.agent.runCommand);
+  row('  overhead', (r) => r.agent.overhead);
+  row('wait: bare workflow task', (r) => r.bare.wait.workflowTask);
+  row('wait: bare shared-queue activity', (r) => r.bare.wait.sharedActivity);
+  row('wait: bare second-queue activity', (r) => r.bare.wait.secondActivity);
+  row('wait: agent workflow task', (r) => r.agent.wait.workflowTask);
+  row('wait: callClaude', (r) => r.agent.wait.callClaude);
+  row('wait: runCommand', (r) => r.agent.wait.runCommand);
+  const walls = runs.map((r) => `${r.setting} ${((r.bare.wallMs + r.agent.wallMs) / 1000).toFixed(1)} s`).join(', ');
+  process.stdout.write(`${table.toString()}\nproject setting: ${setting}\nwall time (bare + agent): ${walls}\n`);
+  if (sweep.length === 0) return;
+  const swept = new Table({
+    head: [READ_LIMIT_KEY, 'bare turn median', 'p95', 'wait: workflow task median', '3 / RPS'],
+    ...(plain ? { style: { head: [], border: [] } } : {}),
+  });
+  for (const r of sweep) swept.push([r.rps, r.bare.turn.median, r.bare.turn.p95, r.bare.wait.workflowTask.median, r.limitedTurnMs]);
+  process.stdout.write(`${swept.toString()}\n`);
 }
 
 if (require.main === module) {

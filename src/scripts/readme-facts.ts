@@ -54,7 +54,7 @@ import { SUMMARY_MAX_CHARS } from '../contract/display';
 import { MAX_COST_USD, MAX_TOKENS_TOTAL, MIN_THINKING_TOKENS, agentRunInputSchema } from '../contract/input';
 import { FALLBACK_MODEL_INFO, MAX_CONTEXT_WINDOW } from '../contract/models';
 import { CLI_DEFAULT_ON_BUDGET, DEFAULT_ON_BUDGET, MAX_EXTEND, ON_BUDGET_ACTIONS } from '../contract/steering';
-import { DEV_SERVER_PORT } from '../devserver';
+import { DEV_SERVER_DYNAMIC_CONFIG, DEV_SERVER_PORT } from '../devserver';
 import { DEFAULT_LOG_LEVEL, LOG_LEVELS, PROJECT_ROOT } from '../settings';
 import { DEFAULT_LIMITS } from '../session/limits';
 
@@ -271,6 +271,14 @@ export function facts(): Fact[] {
       default: `${DEV_SERVER_PORT} (web UI: port + 1000)`,
       allowed: '1–65535',
       source: '`DEV_SERVER_PORT` (src/devserver.ts)',
+    },
+    {
+      what: "dynamic config of every dev server the project starts (`server`, the demo, tests, benchmarks; Temporal's own default: 20 transfer-queue reads per second per shard); see [Performance](#performance)",
+      default: Object.entries(DEV_SERVER_DYNAMIC_CONFIG)
+        .map(([k, v]) => `\`${k}=${v}\``)
+        .join(', '),
+      allowed: '—',
+      source: '`DEV_SERVER_DYNAMIC_CONFIG` (src/devserver.ts)',
     },
   ];
 }

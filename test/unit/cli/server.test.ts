@@ -1,4 +1,4 @@
-/** `agent-jobs server`: its default port, and `--stop`, which signals only the dev server it recorded. */
+/** `agent-jobs server`: its default port, the dynamic config every dev server carries, and `--stop`, which signals only the dev server it recorded. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -6,7 +6,7 @@ import path from 'node:path';
 import { defaultServerPort } from '../../../src/cli/commands/server';
 import { CliError } from '../../../src/cli/errors';
 import { buildProgram } from '../../../src/cli/program';
-import { devServerArgs, isDevServerCommandLine, pidFile, stopDetachedServer } from '../../../src/devserver';
+import { DEV_SERVER_DYNAMIC_CONFIG, devServerArgs, isDevServerCommandLine, pidFile, stopDetachedServer } from '../../../src/devserver';
 
 describe('defaultServerPort', () => {
   test.each([
@@ -25,6 +25,36 @@ describe('defaultServerPort', () => {
     ['127.0.0.1:99999', 7233],
   ])('TEMPORAL_ADDRESS=%j gives port %d', (address, expected) => {
     expect(defaultServerPort(address === undefined ? {} : { TEMPORAL_ADDRESS: address })).toBe(expected);
+  });
+});
+
+describe('devServerArgs: the dynamic config of every dev server the project starts', () => {
+  /** The `KEY=VALUE` after each `--dynamic-config-value`. */
+  const dynamicConfig = (args: string[]): string[] => args.flatMap((a, i) => (args[i - 1] === '--dynamic-config-value' ? [a] : []));
+
+  test("lifts the per-shard transfer-queue read limit above Temporal's 20 per second", () => {
+    expect(DEV_SERVER_DYNAMIC_CONFIG).toEqual({ 'history.transferProcessorMaxPollRPS': 1000 });
+    expect(dynamicConfig(devServerArgs({}))).toEqual(['history.transferProcessorMaxPollRPS=1000']);
+    expect(dynamicConfig(devServerArgs({ port: 7300, headless: true, dbFile: '/tmp/x.db' }))).toEqual([
+      'history.transferProcessorMaxPollRPS=1000',
+    ]);
+  });
+
+  test("a caller's keys are added, and one of the project's keys given by the caller takes the caller's value", () => {
+    expect(dynamicConfig(devServerArgs({ dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 60 } }))).toEqual([
+      'history.transferProcessorMaxPollRPS=1000',
+      'limit.historyCount.suggestContinueAsNew=60',
+    ]);
+    expect(dynamicConfig(devServerArgs({ dynamicConfig: { 'history.transferProcessorMaxPollRPS': 50 } }))).toEqual([
+      'history.transferProcessorMaxPollRPS=50',
+    ]);
+  });
+
+  test("serverDefaults leaves the project's keys out (the benchmark's baseline), not the caller's", () => {
+    expect(dynamicConfig(devServerArgs({ serverDefaults: true }))).toEqual([]);
+    expect(
+      dynamicConfig(devServerArgs({ serverDefaults: true, dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 60 } })),
+    ).toEqual(['limit.historyCount.suggestContinueAsNew=60']);
   });
 });
 
