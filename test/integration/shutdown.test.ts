@@ -4,12 +4,14 @@
  * reaches Claude, the worker exits within grace + force, the run moves to a
  * new session on another worker and Claude is told why. A second signal
  * exits at once with no process of the session left; a command longer than
- * the grace is killed at the grace and reported as such.
+ * the grace is killed at the grace and reported as such; an idle session's
+ * next command runs in a new session, with Claude told first.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { workspaceFolderName } from '../../src/activities/session';
 import { SHUTDOWN_FORCE_TIME_MS } from '../../src/config';
+import { approveSignal } from '../../src/contract';
 import { processesMatching, TestBed, toolUse, waitFor, type WorkerProcess } from './harness';
 
 function fileText(file: string): string {
@@ -152,5 +154,39 @@ describe('worker shutdown (drain)', () => {
     );
     expect(killed!.content).toMatch(MOVED);
     console.log(`grace 2 s: the worker exited ${drainSeconds.toFixed(2)} s after SIGTERM`);
+  });
+
+  test('a worker stopped while its session is idle (the run waits for approval): it exits at once; the approved command runs in a new session, and Claude is told first', async () => {
+    bed = await TestBed.create({
+      workers: 0,
+      script: {
+        responses: [
+          { content: [toolUse('toolu_1', 'export MARK=set; echo first')], stop_reason: 'tool_use' },
+          { content: [toolUse('toolu_2', 'echo "second ${MARK:-unset}"')], stop_reason: 'tool_use' },
+          { content: [{ type: 'text', text: 'finished' }], stop_reason: 'end_turn' },
+        ],
+      },
+    });
+    const first = await bed.startWorker(drainEnv('20s'));
+    const handle = await bed.start({ task: 'idle drain', approval: 'always' }, 'drain-idle-session');
+    await bed.pendingApproval(handle);
+    await handle.signal(approveSignal, { toolUseId: 'toolu_1', approved: true, by: 'alice' });
+    await waitFor('the second approval', async () => (await bed.status(handle)).pendingApproval?.toolUseId === 'toolu_2');
+    const signalledAt = Date.now();
+    first.signal('SIGTERM');
+    const exit = await first.exited;
+    expect(exit).toMatchObject({ code: 0, signal: null });
+    expect((exit.at - signalledAt) / 1000).toBeLessThan(5);
+    expect(first.output()).toContain('draining (SIGTERM): 0 commands running, up to 20s; 1 sessions held');
+    expect(first.output()).toMatch(/told 1 of 1 runs their bash sessions are closing/);
+    await bed.startWorker();
+    await handle.signal(approveSignal, { toolUseId: 'toolu_2', approved: true, by: 'alice' });
+    expect(await handle.result()).toMatchObject({ status: 'completed', text: 'finished', turns: 3 });
+    const [moved] = bed.resultsSentIn(2);
+    expect(moved).toMatchObject({ tool_use_id: 'toolu_2', is_error: true });
+    expect(moved!.content).toMatch(
+      /^\[before this command ran, the bash session was restarted because its worker was shut down \(SIGTERM\): the command ran in a new bash session in \S+ on another worker; shell variables, functions, aliases and background jobs from before are gone\]\nsecond unset$/,
+    );
+    expect(new Set(bed.audit().map((l) => l.sessionId)).size).toBe(2);
   });
 });
