@@ -152,6 +152,31 @@ export const DEFAULT_COMMAND_TIMEOUT_MS = 120_000;
  */
 export const COMMAND_TIMEOUT_SLACK_MS = 30_000;
 
+/**
+ * How long a worker told to stop (SIGTERM / SIGINT) lets its running
+ * commands finish, in ms, when `AGENT_JOBS_SHUTDOWN_GRACE` is unset: the
+ * default command timeout plus its slack, so a command started with the
+ * default timeout always ends (done or timed out) inside the grace. A
+ * command still running when it ends is killed and reported to Claude.
+ */
+export const DEFAULT_SHUTDOWN_GRACE_MS = DEFAULT_COMMAND_TIMEOUT_MS + COMMAND_TIMEOUT_SLACK_MS;
+
+/**
+ * What a stopping worker may take past its grace, in ms: killing the
+ * commands still running (SIGTERM, then SIGKILL after the session's kill
+ * grace), reporting them, and the SDK workers' own shutdown. The process
+ * exits at grace + this at the latest, whatever is still pending; a deploy
+ * should wait that long before it SIGKILLs.
+ */
+export const SHUTDOWN_FORCE_TIME_MS = 10_000;
+
+/**
+ * The session-queue worker's `shutdownGraceTime`: it is shut down only after
+ * the drain (every command done or killed), so what is left is a
+ * `closeSession` or a refusal in flight.
+ */
+export const SESSION_WORKER_SHUTDOWN_GRACE_MS = 2_000;
+
 /** `restartSession` / `closeSession`: quick operations, 30 s start-to-close. */
 export const SESSION_CONTROL_START_TO_CLOSE = '30 seconds';
 

@@ -10,6 +10,7 @@ import { loadClientConnectConfig } from '@temporalio/envconfig';
 import {
   CLAUDE_IDLE_TIMEOUT_MS,
   DEFAULT_CLAUDE_TIMEOUT_MS,
+  DEFAULT_SHUTDOWN_GRACE_MS,
   MAX_DEFAULT_MAX_SESSIONS,
   MIN_DEFAULT_MAX_SESSIONS,
   SESSION_MEMORY_ALLOWANCE_BYTES,
@@ -113,6 +114,30 @@ export function logLevel(env: NodeJS.ProcessEnv = process.env): LogLevel {
  */
 export function claudeIdleTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
   return positiveMs(env, 'AGENT_JOBS_CLAUDE_IDLE_TIMEOUT_MS', CLAUDE_IDLE_TIMEOUT_MS);
+}
+
+/** Units `AGENT_JOBS_SHUTDOWN_GRACE` accepts, in ms each. */
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
+
+/**
+ * How long a worker told to stop (the first SIGTERM or SIGINT) lets its
+ * running commands finish before it kills them, in ms.
+ * `AGENT_JOBS_SHUTDOWN_GRACE`: a whole number with a unit, `ms`, `s`, `m`
+ * or `h` (`150s`, `5m`, `0s`: kill at once); unset or empty:
+ * `DEFAULT_SHUTDOWN_GRACE_MS` (the default command timeout plus its slack,
+ * 150 s; src/config.ts).
+ * @throws Error naming the variable, the value and the form expected when it is anything else (a bare number too: its unit would be a guess)
+ */
+export function shutdownGraceMs(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.AGENT_JOBS_SHUTDOWN_GRACE;
+  if (raw === undefined || raw.trim() === '') return DEFAULT_SHUTDOWN_GRACE_MS;
+  const m = /^(\d+)\s*(ms|s|m|h)$/.exec(raw.trim());
+  const ms = m ? Number(m[1]) * DURATION_UNITS[m[2]!]! : NaN;
+  if (!Number.isSafeInteger(ms))
+    throw new Error(
+      `AGENT_JOBS_SHUTDOWN_GRACE must be a whole number with a unit (ms, s, m or h), e.g. 150s or 5m, not ${JSON.stringify(raw)}`,
+    );
+  return ms;
 }
 
 function positiveMs(env: NodeJS.ProcessEnv, name: string, fallback: number): number {

@@ -7,13 +7,17 @@
  *   `runCommand`, `restartSession`, `closeSession` over the bash sessions
  *   this process holds (session affinity).
  *
- * Run it with `agent-jobs worker` or `node dist/worker.js`. It stops on
- * SIGINT / SIGTERM, closing every bash session (killing their process
- * groups) on the way out.
+ * Run it with `agent-jobs worker` or `node dist/worker.js`. The first
+ * SIGTERM or SIGINT drains it ({@link RunningWorker.drain}): no new sessions
+ * or commands here, running commands finish (up to
+ * `AGENT_JOBS_SHUTDOWN_GRACE`), the runs are told their sessions are
+ * closing, then it exits. A second signal exits at once, killing every bash
+ * process group ({@link stopOnSignals}).
  */
-import { existsSync } from 'node:fs';
+import { existsSync, writeSync } from 'node:fs';
 import path from 'node:path';
-import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
 import { createAnthropicClient, createClaudeActivities } from './activities/claude';
 import { createSessionActivities, SessionRegistry } from './activities/session';
 import {
@@ -27,7 +31,9 @@ import {
 } from './session';
 import { hideFromProcEnviron } from './proc-environ';
 import {
+  SESSION_WORKER_SHUTDOWN_GRACE_MS,
   SHARED_TASK_QUEUE,
+  SHUTDOWN_FORCE_TIME_MS,
   STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT,
   sessionActivitySlots,
   sessionTaskQueue,
@@ -39,15 +45,18 @@ import {
   claudeTimeoutMs,
   dataDir,
   extraSecretEnvNames,
+  LOG_LEVELS,
   logLevel,
   maxSessions as readMaxSessions,
   prebuiltWorkflowBundle,
   PROJECT_ROOT,
   sandboxHiddenPaths,
+  shutdownGraceMs,
   workerId as pickWorkerId,
   workspaceRoot,
 } from './settings';
 import { connectClient, ensureSearchAttributes } from './temporal';
+import { sessionClosingSignal } from './contract';
 
 /** Where `npm run build` writes the pre-bundled workflow code (saves seconds at every worker start). */
 export const WORKFLOW_BUNDLE_PATH = path.join(__dirname, 'workflow-bundle.js');
@@ -72,10 +81,32 @@ export interface RunningWorker {
   /** The Temporal namespace it polls in, and the server's address as configured. */
   namespace: string;
   address: string;
+  /** How long {@link drain} lets running commands finish, in ms (`AGENT_JOBS_SHUTDOWN_GRACE`). */
+  shutdownGraceMs: number;
   /** Resolves when both workers have stopped and every session is closed. */
   done: Promise<void>;
-  /** Starts a graceful shutdown. */
+  /** Starts a graceful shutdown: {@link drain} without waiting for it. */
   shutdown(): void;
+  /**
+   * Drains the worker, then stops it: from now on it takes no new session
+   * (`openSession` refuses, retryably: the session opens on another worker)
+   * and no new command (`runCommand` refuses before running anything); it
+   * stops polling the shared queue (workflow tasks and model calls move to
+   * other workers; model calls in flight get the grace to finish); it
+   * signals `sessionClosing` to every run whose session it holds; it lets
+   * the running commands finish for up to {@link shutdownGraceMs} and then
+   * kills those still running (each answers with what it printed, marked
+   * as killed at shutdown); then it stops its session queue and closes every
+   * session. Resolves once {@link done} did. Idempotent. The process exits by
+   * itself at grace + `SHUTDOWN_FORCE_TIME_MS` if something hangs.
+   * @param why what asked for it, for the logs and Claude (`SIGTERM`)
+   */
+  drain(why: string): Promise<void>;
+  /**
+   * Exits the process now, with `code`: SIGKILLs every bash session's
+   * processes first (no orphans; the sentinels kill what is forked after).
+   */
+  exitNow(code: number): never;
 }
 
 /**
@@ -88,6 +119,7 @@ export async function startWorker(): Promise<RunningWorker> {
   const logger = Runtime.instance().logger;
   // A bad value stops the worker before it changes anything.
   const cap = readMaxSessions();
+  const graceMs = shutdownGraceMs();
   // First, before other work (for an instant this process has another euid):
   // non-dumpable, so even a process of our own uid needs CAP_SYS_PTRACE to read our memory.
   const dumpable = makeNonDumpable();
@@ -162,6 +194,9 @@ export async function startWorker(): Promise<RunningWorker> {
     // A dead worker's cached workflows move to a live worker after this long (default 10 s).
     stickyQueueScheduleToStartTimeout: STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT,
     maxConcurrentActivityTaskExecutions: sharedActivitySlots(cap.max),
+    // Shut down first in a drain: model calls and session opens in flight get the grace, then are cancelled (and retried elsewhere).
+    shutdownGraceTime: graceMs,
+    shutdownForceTime: graceMs + SHUTDOWN_FORCE_TIME_MS,
     // The workflow cache keeps the SDK's default, sized to the heap (about 2,300 runs at a 4 GiB heap), far above any cap.
   });
   const sessions = await Worker.create({
@@ -172,8 +207,9 @@ export async function startWorker(): Promise<RunningWorker> {
     activities: { runCommand, restartSession, closeSession },
     // A slot for every session: a command that waits for one past the schedule-to-start timeout counts as a lost worker.
     maxConcurrentActivityTaskExecutions: sessionActivitySlots(cap.max),
-    // Commands are cancelled (their process groups killed) when the worker stops.
-    shutdownGraceTime: '2 seconds',
+    // Shut down once the drain let every command finish or killed it (see drain below).
+    shutdownGraceTime: SESSION_WORKER_SHUTDOWN_GRACE_MS,
+    shutdownForceTime: SHUTDOWN_FORCE_TIME_MS,
   });
 
   const done = Promise.all([shared.run(), sessions.run()])
@@ -182,6 +218,16 @@ export async function startWorker(): Promise<RunningWorker> {
       await registry.closeAll();
       await connection.close();
     });
+  let draining: Promise<void> | undefined;
+  const exitNow = (code: number): never => {
+    const killed = registry.killAllNow();
+    lastLogLine('WARN', `exiting now: killed every process of ${killed} bash sessions`);
+    process.exit(code);
+  };
+  const drain = (why: string): Promise<void> => {
+    draining ??= drainWorker({ why, graceMs, registry, workerId: id, shared, sessions, done, exitNow, logger });
+    return draining;
+  };
   Runtime.instance().logger.info(`worker ${id} polling ${SHARED_TASK_QUEUE} and ${queue}`, {
     namespace: settings.namespace,
     address: settings.address,
@@ -193,12 +239,144 @@ export async function startWorker(): Promise<RunningWorker> {
     maxSessions: cap.max,
     namespace: settings.namespace,
     address: settings.address,
+    shutdownGraceMs: graceMs,
     done,
-    shutdown: () => {
-      shared.shutdown();
-      sessions.shutdown();
-    },
+    shutdown: () => void drain('shutdown asked'),
+    drain,
+    exitNow,
   };
+}
+
+/** The level {@link installRuntime} installed (for {@link lastLogLine}). */
+let installedLevel: LogLevel = 'INFO';
+
+/**
+ * Writes a log line the way the SDK's `DefaultLogger` does, but
+ * synchronously: for the last words of a process that exits right after
+ * (an asynchronous write to a pipe would be lost).
+ */
+function lastLogLine(level: 'INFO' | 'WARN' | 'ERROR', message: string): void {
+  if (LOG_LEVELS.indexOf(level) < LOG_LEVELS.indexOf(installedLevel)) return;
+  try {
+    writeSync(2, `${new Date().toISOString()} [${level}] ${message}\n`);
+  } catch {
+    /* stderr is gone: nothing to tell */
+  }
+}
+
+/** What {@link drainWorker} works on: one worker process's parts. */
+interface DrainParts {
+  why: string;
+  graceMs: number;
+  registry: SessionRegistry;
+  workerId: string;
+  shared: Worker;
+  sessions: Worker;
+  done: Promise<void>;
+  exitNow(code: number): never;
+  logger: ReturnType<typeof Runtime.instance>['logger'];
+}
+
+/** `Worker.shutdown()`, when the worker still runs (it throws in any other state). */
+function shutDown(worker: Worker): void {
+  if (worker.getState() === 'RUNNING') worker.shutdown();
+}
+
+/** The drain of {@link RunningWorker.drain}. */
+async function drainWorker(p: DrainParts): Promise<void> {
+  const { registry, logger, graceMs } = p;
+  const started = Date.now();
+  const seconds = (ms: number): string => `${Number((ms / 1000).toFixed(1))}s`;
+  // Whatever hangs, the process is gone at grace + force.
+  const deadline = setTimeout(() => {
+    lastLogLine('ERROR', `not stopped within the grace + ${seconds(SHUTDOWN_FORCE_TIME_MS)}: exiting now`);
+    p.exitNow(1);
+  }, graceMs + SHUTDOWN_FORCE_TIME_MS);
+  deadline.unref();
+  registry.startDraining(`its worker was shut down (${p.why})`);
+  const holders = registry.holders();
+  logger.info(
+    `draining (${p.why}): ${registry.runningCommands} commands running, up to ${seconds(graceMs)}; ${holders.length} sessions held; no new sessions or commands here`,
+  );
+  shutDown(p.shared);
+  const told = tellRunsSessionsClose(p.workerId, holders, `its worker was shut down (${p.why})`, logger);
+  const graceOver = new AbortController();
+  await Promise.race([registry.whenNoCommands(), sleep(graceMs, undefined, { signal: graceOver.signal }).catch(() => undefined)]);
+  graceOver.abort();
+  if (registry.runningCommands > 0) {
+    logger.warn(`shutdown grace of ${seconds(graceMs)} over: killing ${registry.runningCommands} commands still running`);
+    registry.killRunning(graceMs);
+    await registry.whenNoCommands();
+  }
+  await told;
+  shutDown(p.sessions);
+  try {
+    await p.done;
+  } finally {
+    clearTimeout(deadline);
+  }
+  // The SDK runtime (and its logger) is gone once both workers stopped.
+  lastLogLine('INFO', `drained: stopped ${seconds(Date.now() - started)} after ${p.why}`);
+}
+
+/**
+ * Signals `sessionClosing` to every run holding a session here (best
+ * effort: a run that already ended, or a server that does not answer, is
+ * logged; the run then learns from its next command's refusal).
+ */
+async function tellRunsSessionsClose(
+  workerId: string,
+  holders: { sessionId: string; workflowId: string }[],
+  reason: string,
+  logger: DrainParts['logger'],
+): Promise<void> {
+  if (holders.length === 0) return;
+  let client: Awaited<ReturnType<typeof connectClient>>;
+  try {
+    client = await connectClient(5_000);
+  } catch (err) {
+    logger.warn(`could not tell the runs their sessions are closing: ${(err as Error).message}`);
+    return;
+  }
+  try {
+    const results = await Promise.allSettled(
+      holders.map(({ sessionId, workflowId }) =>
+        client.client.workflow.getHandle(workflowId).signal(sessionClosingSignal, { sessionId, workerId, reason }),
+      ),
+    );
+    const failed = results.filter((r) => r.status === 'rejected').length;
+    logger.info(`told ${holders.length - failed} of ${holders.length} runs their bash sessions are closing`);
+  } finally {
+    await client.connection.close();
+  }
+}
+
+/**
+ * Makes SIGTERM and SIGINT stop `worker` the way a deploy wants: the first
+ * one drains it ({@link RunningWorker.drain}), a second one (of either)
+ * exits at once ({@link RunningWorker.exitNow}: every bash process group
+ * killed), with 128 + the signal's number. After a drain the process exits
+ * with 0. The SDK's own signal handling is off (`installRuntime`).
+ */
+export function stopOnSignals(worker: RunningWorker): void {
+  let first: NodeJS.Signals | undefined;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (first === undefined) {
+      first = signal;
+      void worker.drain(signal).then(
+        () => process.exit(0),
+        (err: unknown) => {
+          lastLogLine('ERROR', `worker stopped with an error: ${err instanceof Error ? err.message : String(err)}`);
+          worker.exitNow(1);
+        },
+      );
+      return;
+    }
+    lastLogLine('WARN', `second signal (${signal} after ${first}): exiting now`);
+    worker.exitNow(128 + (signal === 'SIGINT' ? 2 : 15));
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
 }
 
 /**
@@ -208,9 +386,12 @@ export async function startWorker(): Promise<RunningWorker> {
  */
 export function installRuntime(): void {
   const level = logLevel();
+  installedLevel = level;
   // The SDK core's own logs go through the same logger and level.
   Runtime.install({
     logger: new DefaultLogger(level),
+    // The worker drains on SIGTERM / SIGINT itself (stopOnSignals); the SDK's default would stop polling at once.
+    shutdownSignals: [],
     telemetryOptions: { logging: { filter: { core: level, other: level }, forward: {} } },
   });
 }
@@ -220,7 +401,10 @@ if (require.main === module) {
   Promise.resolve()
     .then(() => installRuntime())
     .then(() => startWorker())
-    .then((w) => w.done)
+    .then((w) => {
+      stopOnSignals(w);
+      return w.done;
+    })
     .catch((err: unknown) => {
       console.error(`agent-jobs worker: ${err instanceof Error ? err.message : String(err)}`);
       process.exit(1);

@@ -17,6 +17,7 @@ import { decideApproval, matchRule } from '../policy';
 import {
   SESSION_NOT_FOUND,
   WORKER_FULL,
+  WORKER_SHUTTING_DOWN,
   type OpenSessionInput,
   type OpenSessionOutput,
   type RestartSessionOutput,
@@ -44,6 +45,12 @@ export class SessionRegistry {
   private readonly sessions = new Map<string, { session: BashSession; workflowId: string }>();
   /** Slots reserved by `openSession` calls whose bash is still starting. */
   private reserved = 0;
+  /** Commands running now, each with the controller that kills it when the shutdown grace runs out. */
+  private readonly running = new Set<AbortController>();
+  /** Called whenever a command ends (for {@link whenNoCommands}). */
+  private readonly onCommandEnd = new Set<() => void>();
+  /** Why this worker no longer takes sessions or commands (set by {@link startDraining}), or null while it does. */
+  private drainReason: string | null = null;
 
   /** @param capacity sessions held at most, reserved ones included (`AGENT_JOBS_MAX_SESSIONS`). @default Infinity */
   constructor(readonly capacity = Infinity) {}
@@ -53,11 +60,91 @@ export class SessionRegistry {
     return this.sessions.size + this.reserved;
   }
 
+  /** Whether the worker is shutting down (see {@link startDraining}). */
+  get draining(): boolean {
+    return this.drainReason !== null;
+  }
+
+  /** Commands running now. */
+  get runningCommands(): number {
+    return this.running.size;
+  }
+
+  /** Workflow ids of the runs that hold a session here, with the session's id. */
+  holders(): { sessionId: string; workflowId: string }[] {
+    return [...this.sessions].map(([sessionId, { workflowId }]) => ({ sessionId, workflowId }));
+  }
+
+  /**
+   * From now on, `openSession`, `runCommand` and `restartSession` refuse
+   * (`WorkerShuttingDown`); commands already running go on. Idempotent.
+   * @param reason why, in words for Claude and the logs (`its worker was shut down (SIGTERM)`)
+   */
+  startDraining(reason: string): void {
+    this.drainReason ??= reason;
+  }
+
+  /**
+   * @throws ApplicationFailure type `WorkerShuttingDown` (retryable as `retryable` says) when the worker is draining
+   */
+  refuseWhenDraining(workerId: string, what: string, retryable: boolean): void {
+    if (this.drainReason === null) return;
+    throw ApplicationFailure.create({
+      message: `worker ${workerId} is shutting down (${this.drainReason}): ${what}`,
+      type: WORKER_SHUTTING_DOWN,
+      nonRetryable: !retryable,
+    });
+  }
+
+  /**
+   * Counts a command as running until the returned `end` is called; its
+   * `signal` aborts when {@link killRunning} is called (the grace ran out).
+   */
+  trackCommand(): { signal: AbortSignal; end(): void } {
+    const controller = new AbortController();
+    this.running.add(controller);
+    return {
+      signal: controller.signal,
+      end: () => {
+        if (!this.running.delete(controller)) return;
+        for (const wake of [...this.onCommandEnd]) wake();
+      },
+    };
+  }
+
+  /** Resolves once no command runs (at once when none does). */
+  whenNoCommands(): Promise<void> {
+    return new Promise((resolve) => {
+      const check = (): void => {
+        if (this.running.size > 0) return;
+        this.onCommandEnd.delete(check);
+        resolve();
+      };
+      this.onCommandEnd.add(check);
+      check();
+    });
+  }
+
+  /**
+   * Kills every running command (their process groups; each answers with
+   * what it printed and `killedAtShutdownMs`).
+   * @param graceMs the grace that ran out, in ms, for what Claude is told
+   */
+  killRunning(graceMs: number): void {
+    this.killedAtShutdownMs = graceMs;
+    for (const controller of this.running) controller.abort(new Error('the shutdown grace ran out'));
+  }
+
+  /** The grace in ms after which {@link killRunning} killed the running commands, or undefined. */
+  killedAtShutdownMs: number | undefined;
+
   /**
    * Reserves a slot for a session about to start.
+   * @throws ApplicationFailure (retryable, type `WorkerShuttingDown`) when the worker is draining
    * @throws ApplicationFailure (retryable, type `WorkerFull`) when {@link count} has reached {@link capacity}
    */
   reserve(workerId: string): SessionSlot {
+    this.refuseWhenDraining(workerId, 'the session is opened on another worker', true);
     if (this.count >= this.capacity) {
       throw ApplicationFailure.create({
         message: `worker ${workerId} holds ${this.count} of its ${this.capacity} bash sessions (AGENT_JOBS_MAX_SESSIONS); the open is retried, on any worker`,
@@ -118,6 +205,16 @@ export class SessionRegistry {
     this.sessions.delete(sessionId);
     await entry.session.close();
     return true;
+  }
+
+  /**
+   * SIGKILLs every session's processes at once (see `BashSession.killNow`),
+   * for a worker that exits now (its second shutdown signal).
+   * @returns how many sessions were killed
+   */
+  killAllNow(): number {
+    for (const { session } of this.sessions.values()) session.killNow();
+    return this.sessions.size;
   }
 
   /** Closes every session (kills their process groups); used at worker shutdown. */
@@ -244,6 +341,7 @@ export function createSessionActivities(deps: SessionActivityDeps) {
      * when that still exists. A session the run already holds here is
      * closed first (it is stale: see {@link SessionRegistry.takeRunSession}).
      * @throws ApplicationFailure `WorkerFull` (retryable) when this worker holds as many sessions as its cap
+     * @throws ApplicationFailure `WorkerShuttingDown` (retryable) when this worker is draining (checked again once bash started)
      * @throws ApplicationFailure non-retryable, with the error's message and name as type, when bash cannot start
      *   and this is attempt `OPEN_SESSION_FAILED_ATTEMPTS` (3) or later; the error itself (retryable) before that
      */
@@ -282,6 +380,12 @@ export function createSessionActivities(deps: SessionActivityDeps) {
         slot.release();
         throw lastAttemptIsFinal(err);
       }
+      // The worker began shutting down while bash started: this session would only be closed again.
+      if (registry.draining) {
+        slot.release();
+        await session.close();
+        registry.refuseWhenDraining(workerId, 'the session is opened on another worker', true);
+      }
       // This attempt timed out meanwhile (a worker starved under load): its retry may already hold
       // the run's session, so this one would be held by nobody, its slot taken until the worker stops.
       const cancelled = Context.current().cancellationSignal;
@@ -307,13 +411,21 @@ export function createSessionActivities(deps: SessionActivityDeps) {
     /**
      * Runs one command in the session. Heartbeats every second; on
      * cancellation the session kills the command's process group (and
-     * restarts bash) before the cancellation is rethrown.
+     * restarts bash) before the cancellation is rethrown. A command still
+     * running when the worker's shutdown grace runs out is killed the same
+     * way and answers with what it printed and `killedAtShutdownMs`; every
+     * answer given while the worker drains carries `workerClosing`.
      * @throws ApplicationFailure `SessionNotFound` when this process holds no such session
+     * @throws ApplicationFailure `WorkerShuttingDown` (non-retryable, nothing ran) when the worker is draining
      */
     runCommand: async (input: RunCommandInput): Promise<RunCommandOutput> => {
       const session = registry.require(input.sessionId, workerId);
+      registry.refuseWhenDraining(workerId, 'the command was not run', false);
       const ctx = Context.current();
       const stop = startHeartbeat({ toolUseId: input.toolUseId });
+      // Cancelled by the workflow, or killed when the shutdown grace runs out.
+      const tracked = registry.trackCommand();
+      const signal = AbortSignal.any([ctx.cancellationSignal, tracked.signal]);
       try {
         const how = input.autoApprove === undefined ? { shell: true as const } : judge(input, session);
         if ('needsApproval' in how) return notRun(session, how.needsApproval);
@@ -326,7 +438,7 @@ export function createSessionActivities(deps: SessionActivityDeps) {
               cwd: how.exact.cwd,
               command: input.command,
               timeoutMs: input.timeoutMs,
-              signal: ctx.cancellationSignal,
+              signal,
             });
           } catch (err) {
             if (err instanceof ExactRefusedError) return notRun(session, err.reason);
@@ -336,9 +448,12 @@ export function createSessionActivities(deps: SessionActivityDeps) {
         } else {
           if (approvedByRule !== undefined)
             log.info('command approved by an approval rule', { toolUseId: input.toolUseId, rule: approvedByRule });
-          result = await session.run(input.command, { timeoutMs: input.timeoutMs, signal: ctx.cancellationSignal });
+          result = await session.run(input.command, { timeoutMs: input.timeoutMs, signal });
         }
-        if (result.cancelled) {
+        const killedAtShutdownMs = result.cancelled && !ctx.cancellationSignal.aborted ? registry.killedAtShutdownMs : undefined;
+        if (killedAtShutdownMs !== undefined)
+          log.warn('command killed: the shutdown grace ran out', { toolUseId: input.toolUseId, graceMs: killedAtShutdownMs });
+        else if (result.cancelled) {
           log.info('command cancelled; process group killed', { toolUseId: input.toolUseId });
           throw ctx.cancellationSignal.reason ?? new Error('cancelled');
         }
@@ -353,15 +468,22 @@ export function createSessionActivities(deps: SessionActivityDeps) {
           cwd: result.cwd,
           durationMs: result.durationMs,
           ...(approvedByRule !== undefined ? { approvedByRule } : {}),
+          ...(registry.draining ? { workerClosing: true as const } : {}),
+          ...(killedAtShutdownMs !== undefined ? { killedAtShutdownMs } : {}),
         };
       } finally {
+        tracked.end();
         stop();
       }
     },
 
-    /** Restarts the session's bash (new process, same working directory when it still exists). */
+    /**
+     * Restarts the session's bash (new process, same working directory when it still exists).
+     * @throws ApplicationFailure `WorkerShuttingDown` (non-retryable) when the worker is draining
+     */
     restartSession: async (input: SessionInput): Promise<RestartSessionOutput> => {
       const session = registry.require(input.sessionId, workerId);
+      registry.refuseWhenDraining(workerId, 'the session was not restarted here', false);
       const stop = startHeartbeat();
       try {
         await session.restart();

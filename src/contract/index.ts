@@ -293,6 +293,12 @@ export interface SessionRef {
   user?: string;
   /** Sandbox of the session's bash: `bwrap` or `none` (absent in runs recorded before it was reported). */
   sandbox?: 'bwrap' | 'none';
+  /**
+   * Set when the worker holding the session said it is shutting down (the
+   * `sessionClosing` signal, or `workerClosing` on a command's answer): why,
+   * for what Claude is told. The next command moves to a new session.
+   */
+  closing?: string;
 }
 
 /** Answer of the `status` query. */
@@ -497,6 +503,18 @@ export interface RunCommandOutput {
   needsApproval?: string;
   /** Id of the approval rule that let it run. */
   approvedByRule?: number;
+  /**
+   * Set when the worker began shutting down (SIGTERM / SIGINT) before this
+   * answer: the session is closing, so the workflow moves the run to a new
+   * session on another worker.
+   */
+  workerClosing?: true;
+  /**
+   * Set when the command was still running when the worker's shutdown grace
+   * (`AGENT_JOBS_SHUTDOWN_GRACE`) ran out: its process group was killed; the
+   * grace in ms. `output` holds what it printed until then.
+   */
+  killedAtShutdownMs?: number;
 }
 
 /** Input of `restartSession` / `closeSession`. */
@@ -523,6 +541,15 @@ export const SESSION_NOT_FOUND = 'SessionNotFound';
  * on this one once a session closes).
  */
 export const WORKER_FULL = 'WorkerFull';
+
+/**
+ * `ApplicationFailure` type of a session activity on a worker that is
+ * shutting down (SIGTERM / SIGINT, draining its running commands).
+ * `openSession` throws it retryable, so the session opens on another worker;
+ * `runCommand` and `restartSession` throw it non-retryable before anything
+ * ran, so the workflow moves the run to a new session and tells Claude.
+ */
+export const WORKER_SHUTTING_DOWN = 'WorkerShuttingDown';
 
 /** `ApplicationFailure` type of an `agentRun` whose input fails validation (non-retryable; the message lists every problem). */
 export const INVALID_INPUT = 'InvalidInput';
@@ -563,6 +590,23 @@ export function isText(block: ContentBlock): block is TextBlock {
  * duplicate, another command's hash) is ignored and logged.
  */
 export const approveSignal = defineSignal<[ApprovalDecision]>('approve');
+
+/** Payload of {@link sessionClosingSignal}. */
+export interface SessionClosing {
+  /** The session that is closing; a run whose session is another one ignores the signal. */
+  sessionId: string;
+  workerId: string;
+  /** Why, in words for Claude (e.g. `its worker was shut down (SIGTERM)`). */
+  reason: string;
+}
+
+/**
+ * `sessionClosing` signal, sent by a worker that begins shutting down to
+ * every run whose bash session it holds: the session will close once the
+ * running command (if any) finished, so the run's next command goes to a new
+ * session on another worker (the workflow says so to Claude).
+ */
+export const sessionClosingSignal = defineSignal<[SessionClosing]>('sessionClosing');
 
 /** `status` query: where the run is (see {@link StatusView}). */
 export const statusQuery = defineQuery<StatusView>('status');

@@ -15,6 +15,8 @@ import { formatDurationMs } from '../cli/parse';
 import {
   CLAUDE_CALL_TIMEOUTS,
   CLAUDE_IDLE_TIMEOUT_MS,
+  DEFAULT_SHUTDOWN_GRACE_MS,
+  SHUTDOWN_FORCE_TIME_MS,
   CLAUDE_RETRY_POLICY,
   CONTINUE_AS_NEW_HISTORY_BYTES,
   CONTINUE_AS_NEW_HISTORY_EVENTS,
@@ -211,6 +213,12 @@ export function facts(): Fact[] {
       allowed: 'a positive integer; anything else stops the worker at start',
       source:
         '`SESSION_MEMORY_ALLOWANCE_BYTES`, `MIN_DEFAULT_MAX_SESSIONS`, `MAX_DEFAULT_MAX_SESSIONS` (src/config.ts); `defaultMaxSessions` (src/settings.ts)',
+    },
+    {
+      what: '`AGENT_JOBS_SHUTDOWN_GRACE`: how long a worker told to stop (SIGTERM / SIGINT) lets its running commands finish',
+      default: `${ms(DEFAULT_SHUTDOWN_GRACE_MS)} (the default command timeout + its slack); the process is gone ${ms(SHUTDOWN_FORCE_TIME_MS)} after the grace at the latest`,
+      allowed: 'a whole number with a unit: `ms`, `s`, `m`, `h` (`150s`, `5m`); anything else stops the worker at start',
+      source: '`DEFAULT_SHUTDOWN_GRACE_MS`, `SHUTDOWN_FORCE_TIME_MS` (src/config.ts); `shutdownGraceMs` (src/settings.ts)',
     },
     {
       what: 'opening a session (`openSession`)',

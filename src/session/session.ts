@@ -586,6 +586,17 @@ export class BashSession {
     fs.rmSync(this.tmpDir, { recursive: true, force: true });
   }
 
+  /**
+   * SIGKILLs the shell and everything it started at once, synchronously,
+   * for a worker about to exit (its second shutdown signal); nothing is
+   * awaited or cleaned up (the next worker's orphan reaper removes the
+   * temporary files). Use {@link close} otherwise.
+   */
+  killNow(): void {
+    this.closed = true;
+    this.shell?.killNow();
+  }
+
   private closedError(): SessionClosedError {
     return new SessionClosedError(`bash session ${this.id} is closed`, { sessionId: this.id });
   }

@@ -450,6 +450,16 @@ export class ShellProcess {
     return this.killing;
   }
 
+  /**
+   * SIGKILLs everything of this shell at once, synchronously, for a process
+   * about to exit (a worker's second shutdown signal): no waiting, no
+   * cleanup. The sentinel, which sees the worker's pipe close, kills what
+   * is left after (a process forked meanwhile).
+   */
+  killNow(): void {
+    this.signalAll('SIGKILL');
+  }
+
   private async doKill(graceMs: number): Promise<void> {
     const start = Date.now();
     if (graceMs > 0) {

@@ -20,8 +20,17 @@ export interface WorkerProcess {
   alive(): boolean;
   /** SIGKILL, no cleanup (a machine dying). Resolves once it is gone. */
   kill(): Promise<void>;
-  /** SIGTERM (graceful shutdown), resolves once it is gone. */
-  stop(): Promise<void>;
+  /**
+   * SIGTERM (a drain: running commands may finish), then, when it is still
+   * there after `secondSignalAfterMs`, a second SIGTERM (exit at once, every
+   * bash process group killed). Resolves once it is gone.
+   * @param secondSignalAfterMs @default 3000 (so a test bed's teardown never waits out a command)
+   */
+  stop(secondSignalAfterMs?: number): Promise<void>;
+  /** Sends `signal` to the process (or, with `group`, to its whole process group, as a terminal's Ctrl-C does; needs `detached`). */
+  signal(signal: NodeJS.Signals, group?: boolean): void;
+  /** Resolves once the process exited: its exit code or the signal that ended it, and when (`Date.now()`). */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
 }
 
 /**
@@ -60,6 +69,8 @@ export interface SpawnWorkerOptions {
   namespace?: string;
   /** How long to wait for it to poll, in ms. @default 30000 */
   readyTimeoutMs?: number;
+  /** Start it as the leader of its own process group (like a shell's foreground job), so the group can be signalled. @default false */
+  detached?: boolean;
 }
 
 /** The compiled worker, from `src/testing` (tests) or `dist/testing` alike. */
@@ -74,11 +85,17 @@ export async function spawnWorker(options: SpawnWorkerOptions): Promise<WorkerPr
   const child = spawn(process.execPath, [WORKER_JS], {
     env: { ...options.env, AGENT_JOBS_WORKER_ID: options.workerId },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.detached ?? false,
   });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  // Resolved at 'close' (its output read to the end), with the time of 'exit'.
+  let exitedAt = 0;
+  child.once('exit', () => (exitedAt = Date.now()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) =>
+    child.once('close', (code: number | null, signal: NodeJS.Signals | null) => resolve({ code, signal, at: exitedAt || Date.now() })),
+  );
   const alive = (): boolean => child.exitCode === null && child.signalCode === null;
   const worker: WorkerProcess = {
     workerId: options.workerId,
@@ -86,13 +103,21 @@ export async function spawnWorker(options: SpawnWorkerOptions): Promise<WorkerPr
     child,
     output: () => out,
     alive,
+    exited,
     kill: async () => {
       if (alive()) child.kill('SIGKILL');
       await exited;
     },
-    stop: async () => {
+    stop: async (secondSignalAfterMs = 3_000) => {
       if (alive()) child.kill('SIGTERM');
+      const second = setTimeout(() => alive() && child.kill('SIGTERM'), secondSignalAfterMs);
       await exited;
+      clearTimeout(second);
+    },
+    signal: (signal, group = false) => {
+      if (!alive()) return;
+      if (group) process.kill(-child.pid!, signal);
+      else child.kill(signal);
     },
   };
   const queue = sessionTaskQueue(options.workerId);

@@ -23,6 +23,7 @@ import {
 import {
   INVALID_INPUT,
   approveSignal,
+  sessionClosingSignal,
   isToolUse,
   statusQuery,
   transcriptQuery,
@@ -69,6 +70,7 @@ export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState):
   const state = new RunState(validInput(rawInput), workflowInfo().workflowId, carried);
   const session = new RunSession(state);
   setHandler(approveSignal, (d) => receiveDecision(state.approval, d));
+  setHandler(sessionClosingSignal, (s) => session.closing(s));
   setDecideHandler(state);
   setSteeringHandlers(state);
   setBudgetHandler(state);

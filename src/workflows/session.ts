@@ -11,17 +11,38 @@ import {
   TimeoutFailure,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   type ActivityInterfaceFor,
 } from '@temporalio/workflow';
 import { TimeoutType } from '@temporalio/common';
 import type { SessionActivities } from '../activities/session';
-import { SESSION_NOT_FOUND, type RunCommandOutput, type SessionRef } from '../contract';
+import { SESSION_NOT_FOUND, WORKER_SHUTTING_DOWN, type RunCommandOutput, type SessionClosing, type SessionRef } from '../contract';
 import { commandDetails, commandSummary } from '../contract/display';
 import { COMMAND_TIMEOUT_SLACK_MS, OPEN_SESSION_ACTIVITY_OPTIONS, sessionActivityOptions } from '../config';
 import { failureMessage } from './failures';
 import type { RunState } from './run-state';
-import { commandOutcome, restartedOutcome, sessionLostOutcome, type SessionLoss, type ToolOutcome } from './tool-results';
+import {
+  commandOutcome,
+  movedAfterOutcome,
+  movedBeforeOutcome,
+  restartedOutcome,
+  sessionLostOutcome,
+  type SessionLoss,
+  type ToolOutcome,
+} from './tool-results';
+
+/**
+ * patched() id: a session whose worker says it is shutting down (the
+ * `sessionClosing` signal, `workerClosing` on an answer, a `WorkerShuttingDown`
+ * refusal) is replaced at once instead of being used until a timeout: after
+ * the command that was running, or before the next one (which then runs in
+ * the new session), and is not closed at the end (its worker closes it).
+ */
+export const WORKER_DRAIN_PATCH = 'move-off-draining-worker';
+
+/** What Claude is told the session closed for when the worker's answer gave no reason. */
+const SHUT_DOWN = 'its worker was shut down';
 
 const { openSession } = proxyActivities<Pick<SessionActivities, 'openSession'>>(OPEN_SESSION_ACTIVITY_OPTIONS);
 
@@ -53,8 +74,20 @@ export class RunSession {
    * duration. A lost session is replaced and reported; cancellation is
    * rethrown after the worker killed the command's process group.
    */
-  async run(toolUseId: string, command: string, autoApprove?: 'policy' | 'rules'): Promise<SessionOutcome | NeedsApproval> {
+  async run(toolUseId: string, command: string, autoApprove?: 'policy' | 'rules', moved = false): Promise<SessionOutcome | NeedsApproval> {
     const { state } = this;
+    const closing = state.session?.closing;
+    if (closing !== undefined && !moved && patched(WORKER_DRAIN_PATCH)) {
+      // Its worker is shutting down: this command starts in a new session on another worker.
+      const fresh = await this.replace(state.session!.cwd);
+      if (fresh.cwd === null)
+        return {
+          text: `Command not run: the bash session was closed because ${closing}, and no new one could be started (${fresh.error}).`,
+          isError: true,
+        };
+      const ran = await this.run(toolUseId, command, autoApprove, true);
+      return 'needsApproval' in ran ? ran : { ...ran, ...movedBeforeOutcome(ran, closing, fresh.cwd) };
+    }
     const session = state.session ?? (await this.openOrReport());
     if ('text' in session) return session;
     state.setDetails(`running ${commandDetails(command)}`);
@@ -79,10 +112,21 @@ export class RunSession {
       if (out.needsApproval !== undefined) return { needsApproval: out.needsApproval };
       session.cwd = out.cwd;
       state.recordDuration(toolUseId, out.durationMs);
-      const outcome = commandOutcome(out, timeoutMs);
+      let outcome: ToolOutcome = commandOutcome(out, timeoutMs);
+      if (out.workerClosing) session.closing ??= SHUT_DOWN;
+      if (session.closing !== undefined && state.session === session && patched(WORKER_DRAIN_PATCH)) {
+        // Move now, so Claude knows before it asks for the next command.
+        log.info('bash session closing: its worker is shutting down; moving to a new session', { toolUseId });
+        outcome = movedAfterOutcome(outcome, session.closing, await this.replace(out.cwd));
+      }
       return out.approvedByRule !== undefined ? { ...outcome, approvedByRule: out.approvedByRule } : outcome;
     } catch (err) {
       if (isCancellation(err)) throw err;
+      if (!moved && isShutdownRefusal(err) && patched(WORKER_DRAIN_PATCH)) {
+        // Refused before it ran (the worker drains; its signal had not reached the run yet).
+        session.closing ??= SHUT_DOWN;
+        return this.run(toolUseId, command, autoApprove);
+      }
       const loss = sessionLoss(err);
       if (!loss) return { text: `The command could not be run: ${failureMessage(err)}.`, isError: true };
       log.warn('bash session lost', { toolUseId, detail: loss.detail });
@@ -97,6 +141,7 @@ export class RunSession {
     const replaced = (fresh: { cwd: string | null; error?: string }): ToolOutcome =>
       fresh.cwd !== null ? restartedOutcome(fresh.cwd) : { text: `No bash session could be started (${fresh.error}).`, isError: true };
     if (!session) return replaced(await this.replace(undefined));
+    if (session.closing !== undefined && patched(WORKER_DRAIN_PATCH)) return replaced(await this.replace(session.cwd));
     this.state.setDetails('restarting the bash session');
     try {
       const out = await onQueue(session.taskQueue).restartSession.executeWithOptions({ summary: 'bash: restart' }, [
@@ -115,11 +160,28 @@ export class RunSession {
     const session = this.state.session;
     if (!session) return;
     this.state.session = null;
+    // Its worker closes it on the way out (and may be gone already: the close would wait out the schedule-to-start timeout).
+    if (session.closing !== undefined && patched(WORKER_DRAIN_PATCH)) return;
     try {
       await onQueue(session.taskQueue).closeSession.executeWithOptions({ summary: 'session: close' }, [{ sessionId: session.sessionId }]);
     } catch (err) {
       log.warn('could not close the bash session (its worker may be gone)', { error: failureMessage(err) });
     }
+  }
+
+  /**
+   * The `sessionClosing` signal: marks the run's session as closing when it
+   * is the one named (a signal about an earlier session is ignored). The
+   * next use of the session moves the run to a new one (see {@link run}).
+   */
+  closing(signal: SessionClosing): void {
+    const session = this.state.session;
+    if (session?.sessionId !== signal.sessionId) {
+      log.info('sessionClosing signal for another session ignored', { sessionId: signal.sessionId });
+      return;
+    }
+    session.closing ??= signal.reason;
+    log.info('bash session closing: its worker is shutting down', { sessionId: signal.sessionId, workerId: signal.workerId });
   }
 
   /** Opens a session on the shared queue; the worker that takes it holds it. `restoreCwd`: where to start when it still exists. */
@@ -179,4 +241,9 @@ export function sessionLoss(err: unknown): SessionLoss | null {
     return { kind: 'interrupted', detail: 'the worker no longer holds it' };
   }
   return null;
+}
+
+/** Whether a session activity failed because its worker is shutting down and refused it before anything ran. */
+function isShutdownRefusal(err: unknown): boolean {
+  return err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === WORKER_SHUTTING_DOWN;
 }

@@ -21,7 +21,11 @@ const STATE_LOST = 'shell variables, functions, aliases and background jobs from
  */
 export function commandOutcome(r: RunCommandOutput, timeoutMs: number): ToolOutcome {
   const notes: string[] = [];
-  if (r.timedOut) {
+  if (r.killedAtShutdownMs !== undefined) {
+    notes.push(
+      `[the worker holding the bash session was shut down while this command ran: it was still running when the shutdown grace of ${describeDuration(r.killedAtShutdownMs)} ran out, so its process group was killed; the output above is what it printed until then]`,
+    );
+  } else if (r.timedOut) {
     notes.push(
       `[timed out after ${timeoutMs / 1000} s: the command's process group was killed and the bash session restarted in ${r.cwd}; ${STATE_LOST}]`,
     );
@@ -34,7 +38,33 @@ export function commandOutcome(r: RunCommandOutput, timeoutMs: number): ToolOutc
   if (!r.timedOut && !r.shellExit && r.exitCode !== null && r.exitCode !== 0) notes.push(`[exit code: ${r.exitCode}]`);
   const body = r.output.length > 0 ? r.output : notes.length > 0 ? '' : '(no output)';
   const text = [body.replace(/\n+$/, ''), ...notes].filter((s) => s.length > 0).join('\n');
-  return { text, isError: r.timedOut || r.shellExit !== null || r.sessionRestarted };
+  return { text, isError: r.timedOut || r.shellExit !== null || r.sessionRestarted || r.killedAtShutdownMs !== undefined };
+}
+
+/**
+ * A command's result, followed by the note that its session moved to a new
+ * one because the worker holding it is shutting down (`why`, e.g. `its
+ * worker was shut down (SIGTERM)`), or that no new one could be started
+ * yet. An error of the tool: the system changed the shell under Claude.
+ */
+export function movedAfterOutcome(ran: ToolOutcome, why: string, fresh: { cwd: string | null; error?: string }): ToolOutcome {
+  const where =
+    fresh.cwd !== null
+      ? `the run moved to a new bash session in ${fresh.cwd} on another worker; ${STATE_LOST} (files on disk stay, unless the new worker runs on another machine)`
+      : `no new bash session could be started yet (${fresh.error ?? 'unknown error'}); the next command will try again`;
+  return { text: `${ran.text}\n[the command finished; then the bash session was closed because ${why}: ${where}]`, isError: true };
+}
+
+/**
+ * A command run in a new session that replaced one whose worker is
+ * shutting down (`why`) before the command started: the note first, then
+ * the command's own result.
+ */
+export function movedBeforeOutcome(ran: ToolOutcome, why: string, cwd: string): ToolOutcome {
+  return {
+    text: `[before this command ran, the bash session was restarted because ${why}: the command ran in a new bash session in ${cwd} on another worker; ${STATE_LOST}]\n${ran.text}`,
+    isError: true,
+  };
 }
 
 /**

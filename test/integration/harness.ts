@@ -100,11 +100,12 @@ export class TestBed {
     return path.join(this.dir, 'workspaces');
   }
 
-  /** Starts a worker process and waits until it polls. */
-  async startWorker(extraEnv: Record<string, string> = {}): Promise<WorkerProcess> {
+  /** Starts a worker process and waits until it polls; `detached`: as the leader of its own process group. */
+  async startWorker(extraEnv: Record<string, string> = {}, options: { detached?: boolean } = {}): Promise<WorkerProcess> {
     const worker = await spawnWorker({
       workerId: `it-${process.pid}-${++counter}`,
       connection: this.connection,
+      detached: options.detached ?? false,
       env: {
         ...scriptedWorkerEnv({
           address: this.address,

@@ -1,6 +1,20 @@
 /** Settings read from the environment: a bad value fails loudly, naming the variable, the value and what is allowed. */
-import { MAX_DEFAULT_MAX_SESSIONS, MIN_DEFAULT_MAX_SESSIONS, SESSION_MEMORY_ALLOWANCE_BYTES } from '../../src/config';
-import { defaultMaxSessions, LOG_LEVELS, logLevel, machineCapacity, maxSessions, type MachineCapacity } from '../../src/settings';
+import {
+  COMMAND_TIMEOUT_SLACK_MS,
+  DEFAULT_COMMAND_TIMEOUT_MS,
+  MAX_DEFAULT_MAX_SESSIONS,
+  MIN_DEFAULT_MAX_SESSIONS,
+  SESSION_MEMORY_ALLOWANCE_BYTES,
+} from '../../src/config';
+import {
+  defaultMaxSessions,
+  LOG_LEVELS,
+  logLevel,
+  machineCapacity,
+  maxSessions,
+  shutdownGraceMs,
+  type MachineCapacity,
+} from '../../src/settings';
 
 describe('logLevel (AGENT_JOBS_LOG_LEVEL)', () => {
   test('INFO when unset or empty', () => {
@@ -81,4 +95,33 @@ describe('maxSessions (AGENT_JOBS_MAX_SESSIONS)', () => {
     expect(cap).toBeGreaterThanOrEqual(MIN_DEFAULT_MAX_SESSIONS);
     expect(cap).toBeLessThanOrEqual(MAX_DEFAULT_MAX_SESSIONS);
   });
+});
+
+describe('shutdownGraceMs (AGENT_JOBS_SHUTDOWN_GRACE)', () => {
+  test('unset or empty: the default command timeout plus its slack, so a default command always ends inside it', () => {
+    expect(shutdownGraceMs({})).toBe(DEFAULT_COMMAND_TIMEOUT_MS + COMMAND_TIMEOUT_SLACK_MS);
+    expect(shutdownGraceMs({ AGENT_JOBS_SHUTDOWN_GRACE: ' ' })).toBe(150_000);
+  });
+
+  test.each([
+    ['150s', 150_000],
+    ['5m', 300_000],
+    ['1h', 3_600_000],
+    ['500ms', 500],
+    ['0s', 0],
+    [' 20 s ', 20_000],
+  ])('%j is %d ms', (value, expected) => {
+    expect(shutdownGraceMs({ AGENT_JOBS_SHUTDOWN_GRACE: value })).toBe(expected);
+  });
+
+  test.each(['150', '-5s', '1.5s', '2 minutes', 'soon', '99999999999999999h'])(
+    '%j is refused: the error names the variable, the value and the form expected',
+    (value) => {
+      expect(() => shutdownGraceMs({ AGENT_JOBS_SHUTDOWN_GRACE: value })).toThrow(
+        new Error(
+          `AGENT_JOBS_SHUTDOWN_GRACE must be a whole number with a unit (ms, s, m or h), e.g. 150s or 5m, not ${JSON.stringify(value)}`,
+        ),
+      );
+    },
+  );
 });

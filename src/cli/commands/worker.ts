@@ -1,7 +1,7 @@
 /** `agent-jobs worker`: runs a worker process (the same as `node dist/worker.js`). */
 import type { Command } from 'commander';
 import { SHARED_TASK_QUEUE } from '../../config';
-import { installRuntime, startWorker, type RunningWorker } from '../../worker';
+import { installRuntime, startWorker, stopOnSignals, type RunningWorker } from '../../worker';
 import { reportError } from '../errors';
 import { jsonText } from '../output';
 
@@ -44,7 +44,9 @@ export function renderWorkerInfo(info: WorkerInfo, json: boolean): void {
 export function registerWorker(program: Command): void {
   program
     .command('worker')
-    .description("run a worker: the agentRun workflow, Claude calls, and this machine's bash sessions (Ctrl-C stops it)")
+    .description(
+      "run a worker: the agentRun workflow, Claude calls, and this machine's bash sessions (Ctrl-C or SIGTERM drains it: running commands finish, up to AGENT_JOBS_SHUTDOWN_GRACE; a second one exits at once)",
+    )
     .option(
       '--json',
       'once started, print {"workerId","pid","namespace","address","sharedTaskQueue","sessionTaskQueue"} as one line on stdout (logs go to stderr)',
@@ -61,6 +63,7 @@ export function registerWorker(program: Command): void {
         reportError(err);
         process.exit(process.exitCode ?? 1);
       }
+      stopOnSignals(worker);
       renderWorkerInfo(workerInfo(worker), opts.json === true);
       await worker.done;
     });

@@ -3,6 +3,8 @@ import {
   deniedOutcome,
   describeDuration,
   interruptedText,
+  movedAfterOutcome,
+  movedBeforeOutcome,
   parseBashInput,
   sessionLostOutcome,
 } from '../../../src/workflows/tool-results';
@@ -98,5 +100,28 @@ describe('tool results', () => {
     const t = sessionLostOutcome({ kind: 'not-started', detail: 'gone' }, '/w').text;
     expect(t).toMatch(/The command did not run\./);
     expect(t).not.toMatch(/written by the command/);
+  });
+
+  test('a command killed when the shutdown grace ran out: its output, then why, as an error (never a plain restart note)', () => {
+    const r = commandOutcome({ ...ok, output: 'partial\n', exitCode: null, sessionRestarted: true, killedAtShutdownMs: 2_000 }, 1000);
+    expect(r.isError).toBe(true);
+    expect(r.text).toBe(
+      'partial\n[the worker holding the bash session was shut down while this command ran: it was still running when the shutdown grace of 2 s ran out, so its process group was killed; the output above is what it printed until then]',
+    );
+  });
+
+  test('a session moved off a worker that was shut down: said after the output, or before a command that ran in the new one', () => {
+    const why = 'its worker was shut down (SIGTERM)';
+    expect(movedAfterOutcome({ text: 'done', isError: false }, why, { cwd: '/w/x' })).toEqual({
+      text: 'done\n[the command finished; then the bash session was closed because its worker was shut down (SIGTERM): the run moved to a new bash session in /w/x on another worker; shell variables, functions, aliases and background jobs from before are gone (files on disk stay, unless the new worker runs on another machine)]',
+      isError: true,
+    });
+    expect(movedAfterOutcome({ text: 'done', isError: false }, why, { cwd: null, error: 'no worker' }).text).toContain(
+      'no new bash session could be started yet (no worker); the next command will try again',
+    );
+    expect(movedBeforeOutcome({ text: 'hi', isError: false }, why, '/w/x')).toEqual({
+      text: '[before this command ran, the bash session was restarted because its worker was shut down (SIGTERM): the command ran in a new bash session in /w/x on another worker; shell variables, functions, aliases and background jobs from before are gone]\nhi',
+      isError: true,
+    });
   });
 });
