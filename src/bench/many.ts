@@ -51,6 +51,8 @@ export interface ManyOptions {
   workers?: number;
   /** Frontend of worker `i`: `workerAddresses[i % length]`. @default every worker on {@link address} */
   workerAddresses?: string[];
+  /** Called with the server's frontend once it answers, before any worker starts (e.g. to ask it what it is). */
+  onServer?: (address: string) => Promise<void>;
 }
 
 /** One worker's share of a {@link runMany} bench, read from the runs' histories (identities `<workerId>@agent-jobs`); memory in MiB. */
@@ -180,6 +182,7 @@ export async function runMany(options: ManyOptions = {}): Promise<ManyReport> {
     : await startDevServer({ port: await freePort(), headless: true, logFile: path.join(dir, 'server.log') });
   const cleanup: Array<() => Promise<void>> = [async () => server.stop()];
   try {
+    await options.onServer?.(server.address);
     const model = await startModelServer({ script: { responses } });
     cleanup.push(async () => model.close());
     const connection = await Connection.connect({ address: server.address });

@@ -55,7 +55,11 @@ export async function runCase(name: string, body: CaseBody): Promise<CaseResult>
 const seconds = (ms: number): number => Math.round(ms / 100) / 10;
 
 /** Polls `fn` every 100 ms until it returns a truthy value. @throws Error naming `what` after `timeoutMs` */
-async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs = 30_000) {
+async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | null | undefined | false> | T | null | undefined | false,
+  timeoutMs = 30_000,
+) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await Promise.resolve(fn()).catch(() => null);
@@ -253,7 +257,10 @@ export function approvalCase(target: Target): Promise<CaseResult> {
       check(result.status === 'completed' && result.text === 'approved and ran', `result: ${result.status} ${result.error ?? ''}`);
       const sent = bed.resultsSentIn(1);
       const ranAt = Number(/^ran-at (\d+)/.exec(sent[0]?.content ?? '')?.[1]);
-      check(sent.length === 1 && !sent[0]!.is_error && ranAt >= approvedAt, `the command did not run after the approval: ${JSON.stringify(sent)}`);
+      check(
+        sent.length === 1 && !sent[0]!.is_error && ranAt >= approvedAt,
+        `the command did not run after the approval: ${JSON.stringify(sent)}`,
+      );
     } finally {
       await bed.close();
     }
@@ -371,6 +378,9 @@ export function chaosCase(target: Target, o: ChaosCaseOptions = {}): Promise<Cas
       'maxWorkerReturnSeconds',
     ] as const)
       figures[k] = report[k];
-    check(chaosPassed(report), `lost work: ${[...report.failures, `commandsRunTwice ${report.commandsRunTwice}`, `completedStepsRequestedAgain ${report.completedStepsRequestedAgain}`].join('; ')}`);
+    check(
+      chaosPassed(report),
+      `lost work: ${[...report.failures, `commandsRunTwice ${report.commandsRunTwice}`, `completedStepsRequestedAgain ${report.completedStepsRequestedAgain}`].join('; ')}`,
+    );
   });
 }

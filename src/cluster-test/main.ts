@@ -42,7 +42,10 @@ const CASES: Record<string, (t: Target, verbose: boolean) => Promise<CaseResult>
  * Runs the cases named in `only` (all, in order, by default) on `target`
  * and asks the server what it is.
  */
-export async function runClusterTest(target: Target, o: { only?: string[]; say?: (line: string) => void } = {}): Promise<ClusterTestReport> {
+export async function runClusterTest(
+  target: Target,
+  o: { only?: string[]; say?: (line: string) => void } = {},
+): Promise<ClusterTestReport> {
   const started = Date.now();
   const say = o.say ?? (() => {});
   const server = await target.info().catch((err: unknown) => {
