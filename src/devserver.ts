@@ -297,7 +297,7 @@ export type StopOutcome =
   | { kind: 'unverifiable'; pid: number; file: string };
 
 /** What a live process runs, from `/proc/<pid>/cmdline`; `null` where there is no `/proc` (not Linux). Empty for a zombie. */
-function commandLineOf(pid: number): string[] | null {
+export function commandLineOf(pid: number): string[] | null {
   if (!existsSync('/proc/self/cmdline')) return null;
   try {
     return readFileSync(`/proc/${pid}/cmdline`, 'utf8')
@@ -309,7 +309,7 @@ function commandLineOf(pid: number): string[] | null {
 }
 
 /** Whether a process with this pid exists (ours or not: `EPERM` means it exists). */
-function processExists(pid: number): boolean {
+export function processExists(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -44,9 +44,13 @@ export class TemporalUnreachableError extends Error {
   }
 }
 
-const INDEXED_TYPES: Record<string, temporal.api.enums.v1.IndexedValueType> = {
+/** The server's indexed value type of each type SEARCH_ATTRIBUTES uses (a type missing here fails the typecheck). */
+const INDEXED_TYPES: Record<(typeof SEARCH_ATTRIBUTES)[number]['type'], temporal.api.enums.v1.IndexedValueType> = {
   Keyword: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
   Int: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_INT,
+  Double: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_DOUBLE,
+  Text: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_TEXT,
+  Datetime: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_DATETIME,
 };
 
 /**
@@ -63,7 +67,7 @@ export async function ensureSearchAttributes(connection: Connection, namespace: 
   const missing = SEARCH_ATTRIBUTES.filter((a) => !have.has(a.name));
   if (missing.length === 0) return [];
   const searchAttributes: Record<string, temporal.api.enums.v1.IndexedValueType> = {};
-  for (const a of missing) searchAttributes[a.name] = INDEXED_TYPES[a.type]!;
+  for (const a of missing) searchAttributes[a.name] = INDEXED_TYPES[a.type];
   try {
     await connection.operatorService.addSearchAttributes({ namespace, searchAttributes });
   } catch (err) {
