@@ -17,6 +17,7 @@ import Table from 'cli-table3';
 import { Command } from 'commander';
 import { approvalCase, chaosCase, crashResumeCase, multiTurnCase, type CaseResult } from './cases';
 import { devServerTarget, type ServerInfo, type Target } from '../testing/target';
+import { clusterTarget } from '../testing/cluster-target';
 
 /** What `test:cluster` measured. */
 export interface ClusterTestReport {
@@ -108,8 +109,7 @@ async function main(): Promise<void> {
   if (unknown.length > 0) throw new Error(`unknown case(s) ${unknown.join(', ')}; the cases: ${Object.keys(CASES).join(', ')}`);
   const say = (line: string): void => void process.stderr.write(`test:cluster: ${line}\n`);
   const started = Date.now();
-  if (o.devServer !== true) throw new Error('not yet: the cluster');
-  const target = await devServerTarget();
+  const target = o.devServer ? await devServerTarget() : await clusterTarget({ say });
   try {
     const report = await runClusterTest(target, { ...(o.only ? { only: o.only } : {}), ...(o.json ? {} : { say }) });
     report.seconds = Math.round((Date.now() - started) / 100) / 10;
