@@ -152,6 +152,8 @@ async function main(): Promise<void> {
     await target.close({ keep: o.keep === true });
   }
   let baseline: ScaleOutPart | null = null;
+  // The cluster's figures now: the baseline may take as long again.
+  if (!o.json) process.stdout.write(formatScaleOut({ runs: o.runs, turns: o.turns, cluster, baseline, cores: cpus().length }));
   if (o.baseline === 'dev') {
     say(`the same ${o.runs} runs × ${o.turns} turns on a dev server with one worker`);
     let info: ServerInfo | null = null;
