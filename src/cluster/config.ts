@@ -4,7 +4,8 @@
  * --config-file <file> start`). Pure functions, no I/O but the free port
  * search.
  */
-import { freePort } from '../ports';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { CLUSTER_NAME, DATABASES, DB_USER, NUM_HISTORY_SHARDS, SERVICES, SQL_PLUGIN, type ServiceName } from './constants';
 import { toYaml, type YamlValue } from './yaml';
 
@@ -37,27 +38,65 @@ export interface ServerConfigInput {
 }
 
 /**
+ * The range cluster ports are picked from: 20000 up to 32767 (or the
+ * ephemeral range's start, if lower). Two reasons: the server stores a
+ * host's membership port in `cluster_membership.rpc_port`, a SMALLINT
+ * (a port above 32767 fails its first heartbeat and the server exits), and
+ * the kernel hands out ephemeral ports (`ip_local_port_range`, 32768 and
+ * up here) to outgoing connections, which could take a server's port while
+ * it restarts.
+ */
+export function clusterPortRange(): { low: number; high: number } {
+  let ephemeralLow = 32768;
+  try {
+    const first = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    if (Number.isInteger(first) && first > 20001) ephemeralLow = first;
+  } catch {
+    /* not Linux: the usual range */
+  }
+  return { low: 20000, high: Math.min(32767, ephemeralLow - 1) };
+}
+
+/** Whether `port` can be bound on 127.0.0.1 right now. */
+export function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.unref();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, LOOPBACK, () => srv.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A port of {@link clusterPortRange} that is free on 127.0.0.1 and not in
+ * `taken` (which it is added to).
+ * @throws Error after 1000 tries without one
+ */
+export async function freeClusterPort(taken: Set<number> = new Set()): Promise<number> {
+  const { low, high } = clusterPortRange();
+  for (let i = 0; i < 1000; i++) {
+    const p = low + Math.floor(Math.random() * (high - low + 1));
+    if (taken.has(p) || !(await portFree(p))) continue;
+    taken.add(p);
+    return p;
+  }
+  throw new Error(`no free port between ${low} and ${high} on ${LOOPBACK}`);
+}
+
+/**
  * Picks distinct free loopback ports for `servers` server processes (a
- * gRPC and a membership port per service each), none of them in `avoid`.
- * Ports are free when picked; another program may take one before the
- * server binds it, which the server then reports in its log.
+ * gRPC and a membership port per service each) from
+ * {@link clusterPortRange}, none of them in `avoid`. Ports are free when
+ * picked; another program may take one before the server binds it, which
+ * the server then reports in its log.
  * @returns one {@link ServerPorts} per server
  */
 export async function allocateServerPorts(servers: number, avoid: Iterable<number> = []): Promise<ServerPorts[]> {
   const taken = new Set<number>(avoid);
-  const next = async (): Promise<number> => {
-    for (;;) {
-      const p = await freePort();
-      if (!taken.has(p)) {
-        taken.add(p);
-        return p;
-      }
-    }
-  };
   const all: ServerPorts[] = [];
   for (let i = 0; i < servers; i++) {
     const ports = {} as ServerPorts;
-    for (const s of SERVICES) ports[s] = { grpc: await next(), membership: await next() };
+    for (const s of SERVICES) ports[s] = { grpc: await freeClusterPort(taken), membership: await freeClusterPort(taken) };
     all.push(ports);
   }
   return all;

@@ -18,7 +18,7 @@ import { execa } from 'execa';
 import { SEARCH_ATTRIBUTES } from '../config';
 import { serverAnswers } from '../devserver';
 import { ensureSearchAttributes } from '../temporal';
-import { allocateServerPorts, frontendAddress, portsOf, serverConfigYaml, type ServerPorts } from './config';
+import { allocateServerPorts, freeClusterPort, frontendAddress, portFree, portsOf, serverConfigYaml, type ServerPorts } from './config';
 import {
   CLUSTER_NAME,
   CLUSTER_NAMESPACE,
@@ -31,7 +31,6 @@ import {
   TEMPORAL_SERVER_VERSION,
   type ServiceName,
 } from './constants';
-import { freePort } from '../ports';
 import {
   initPostgres,
   isInitialised,
@@ -84,17 +83,24 @@ function databasePassword(dir: string): string {
   return pw;
 }
 
+/** Where `down` keeps the ports, so that the next `up` gives the same addresses when they are free. */
+function portsFile(dir: string): string {
+  return path.join(dir, 'ports.json');
+}
+
+/** The ports the last `down` recorded, or null. */
+function lastPorts(dir: string): { postgres: number; servers: ServerPorts[] } | null {
+  try {
+    const p = JSON.parse(readFileSync(portsFile(dir), 'utf8')) as { postgres: number; servers: ServerPorts[] };
+    return Number.isInteger(p.postgres) && Array.isArray(p.servers) ? p : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Whether every port is free on 127.0.0.1 right now. */
 async function portsFree(ports: readonly number[]): Promise<boolean> {
-  const { createServer } = await import('node:net');
-  for (const port of ports) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const srv = createServer();
-      srv.once('error', () => resolve(false));
-      srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
-    });
-    if (!ok) return false;
-  }
+  for (const port of ports) if (!(await portFree(port))) return false;
   return true;
 }
 
@@ -144,7 +150,7 @@ export async function clusterUp(options: ClusterUpOptions = {}): Promise<Cluster
 
   const keep = new Map(liveServers.map((s) => [s.index, s]));
   let ports: ServerPorts[];
-  const recorded = before?.servers.map((s) => s.ports);
+  const recorded = before?.servers.map((s) => s.ports) ?? lastPorts(dir)?.servers;
   if (recorded?.length === SERVER_COUNT && (keep.size > 0 || (await portsFree(portsOf(recorded))))) {
     ports = recorded;
   } else {
@@ -229,8 +235,8 @@ async function bringUpPostgres(
     say(`initialising PostgreSQL ${tools.version} in ${rel(dataDir)}${who ? ` (runs as ${who.user}: PostgreSQL refuses root)` : ''}`);
     await initPostgres(tools, dataDir, password, who);
   }
-  const previous = before?.postgres.port;
-  const port = previous && (await portsFree([previous])) ? previous : await freePort();
+  const previous = before?.postgres.port ?? lastPorts(dir)?.postgres;
+  const port = previous && (await portsFree([previous])) ? previous : await freeClusterPort();
   const logFile = path.join(dir, 'postgres.log');
   const pid = await startPostgres(tools, { dataDir, port, password, logFile, who });
   say(`started PostgreSQL ${tools.version} (pid ${pid}, 127.0.0.1:${port}, log ${rel(logFile)})`);
@@ -547,6 +553,7 @@ export async function clusterDown(options: ClusterDownOptions = {}): Promise<voi
       await stopPostgres(pg, state.postgres.dataDir, state.postgres.osUser ? postgresIdentity() : null);
       say(`stopped PostgreSQL (pid ${state.postgres.pid})`);
     } else say(`PostgreSQL was not running (${live.why})`);
+    writeFileSync(portsFile(dir), `${JSON.stringify({ postgres: state.postgres.port, servers: state.servers.map((s) => s.ports) })}\n`);
     removeState(stateFile(dir));
   }
   if (options.wipe) {

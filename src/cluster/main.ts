@@ -7,7 +7,7 @@ import path from 'node:path';
 import { Command } from 'commander';
 import { SEARCH_ATTRIBUTES } from '../config';
 import { clusterDown, clusterStatus, clusterUp, type ClusterState, type ClusterStatus } from './index';
-import { NAMESPACE_RETENTION_DAYS } from './constants';
+import { NAMESPACE_RETENTION_DAYS, SERVICES } from './constants';
 
 function rel(p: string): string {
   return path.relative(process.cwd(), p) || p;
@@ -42,7 +42,10 @@ export function describeStatus(s: ClusterStatus): string {
   for (const srv of s.servers) {
     const state = srv.alive ? (srv.answers ? 'answers' : 'runs, frontend does not answer') : `not running (${srv.why})`;
     lines.push(`  server ${srv.index}  pid ${srv.pid}  frontend ${srv.frontendAddress}  ${state}`);
-    for (const [svc, addrs] of Object.entries(srv.membership)) lines.push(`      ${svc.padEnd(8)} sees ${addrs.join(', ')}`);
+    for (const svc of SERVICES) {
+      const addrs = srv.membership[svc];
+      if (addrs) lines.push(`      ${svc.padEnd(8)} sees ${addrs.join(', ')}`);
+    }
   }
   if (s.clusterInfo) {
     const c = s.clusterInfo;

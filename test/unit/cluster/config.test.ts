@@ -5,7 +5,15 @@
  * with a YAML parser, not compared as text).
  */
 import { parse } from 'yaml';
-import { allocateServerPorts, frontendAddress, portsOf, serverConfig, serverConfigYaml, LOOPBACK } from '../../../src/cluster/config';
+import {
+  allocateServerPorts,
+  clusterPortRange,
+  frontendAddress,
+  portsOf,
+  serverConfig,
+  serverConfigYaml,
+  LOOPBACK,
+} from '../../../src/cluster/config';
 import { DATABASES, NUM_HISTORY_SHARDS, SERVER_COUNT, SERVICES, SQL_PLUGIN, CLUSTER_NAME } from '../../../src/cluster/constants';
 import { toYaml } from '../../../src/cluster/yaml';
 
@@ -19,6 +27,10 @@ describe('ports', () => {
     expect(new Set(all).size).toBe(all.length);
     expect(all).not.toContain(avoid[0]);
     for (const s of servers) for (const svc of SERVICES) expect(s[svc].grpc).not.toBe(s[svc].membership);
+    // cluster_membership.rpc_port is a SMALLINT, and ephemeral ports may be taken by outgoing connections during a restart.
+    const { low, high } = clusterPortRange();
+    expect(high).toBeLessThanOrEqual(32767);
+    for (const p of all) expect(p >= low && p <= high).toBe(true);
     expect(frontendAddress(servers[0]!)).toBe(`127.0.0.1:${servers[0]!.frontend.grpc}`);
     expect(frontendAddress(servers[0]!)).not.toBe(frontendAddress(servers[1]!));
   });
