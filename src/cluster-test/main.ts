@@ -37,6 +37,10 @@ const CASES: Record<string, (t: Target, verbose: boolean) => Promise<CaseResult>
   approval: (t) => approvalCase(t),
   crash: (t) => crashResumeCase(t),
   chaos: (t, verbose) => chaosCase(t, { verbose }),
+  // Next: a rolling restart of three workers under load (no command killed
+  // mid-way, no orphan, each worker gone within grace + force time), as a
+  // case over the reusable function src/testing/rolling-restart.ts is to
+  // export, once it exists.
 };
 
 /**
