@@ -195,6 +195,8 @@ export async function runMany(options: ManyOptions = {}): Promise<ManyReport> {
         workerId: workerCount > 1 ? `bench-many-${process.pid}-${i + 1}` : `bench-many-${process.pid}`,
         connection,
         namespace,
+        // Several workers start on a loaded machine: give each more than the default 30 s.
+        readyTimeoutMs: 120_000,
         env: {
           ...scriptedWorkerEnv({ address: frontend, namespace, modelUrl: model.url, apiKey: 'bench', dataDir: dir, logLevel: 'ERROR' }),
           AGENT_JOBS_MAX_SESSIONS: String(cap),

@@ -96,6 +96,8 @@ class CaseBed {
       workerId: `cluster-test-${process.pid}-${Date.now()}-${++this.seq}`,
       connection: this.connection,
       namespace: this.target.namespace,
+      // Beside two server processes and PostgreSQL on the same cores, a worker may take longer than the default 30 s.
+      readyTimeoutMs: 120_000,
       env: scriptedWorkerEnv({
         address,
         namespace: this.target.namespace,
