@@ -133,7 +133,7 @@ export async function clusterUp(options: ClusterUpOptions = {}): Promise<Cluster
   const password = databasePassword(dir);
 
   const pgLive = before ? postgresLiveness(before.postgres).alive : false;
-  const liveServers = before ? before.servers.filter((s) => serverLiveness(s).alive) : [];
+  let liveServers = before ? before.servers.filter((s) => serverLiveness(s).alive) : [];
   if (before && pgLive && liveServers.length === SERVER_COUNT) {
     say('the cluster is already up');
     await registerNamespace(before, say);
@@ -142,7 +142,7 @@ export async function clusterUp(options: ClusterUpOptions = {}): Promise<Cluster
   if (before && !pgLive && liveServers.length > 0) {
     say(`PostgreSQL is gone: stopping the ${liveServers.length} server process(es) still running, to start all again`);
     for (const s of liveServers) await signalServer(s, 'SIGTERM');
-    liveServers.length = 0;
+    liveServers = [];
   }
 
   const postgres = pgLive && before ? before.postgres : await bringUpPostgres(pgTools, dir, password, who, before, say);
@@ -176,37 +176,10 @@ export async function clusterUp(options: ClusterUpOptions = {}): Promise<Cluster
       servers.push(kept);
       continue;
     }
-    const configFile = path.join(dir, `server-${index}.yaml`);
-    writeFileSync(
-      configFile,
-      serverConfigYaml(
-        {
-          ports: ports[index]!,
-          postgresPort: postgres.port,
-          postgresPassword: password,
-          clusterRpcAddress: frontendAddress(ports[0]!),
-          dynamicConfigFile: DYNAMIC_CONFIG_FILE,
-        },
-        index,
-      ),
-      { mode: 0o600 },
-    );
-    const logFile = path.join(dir, `server-${index}.log`);
-    const started = spawnServer(serverTools.server, configFile, logFile);
-    const server: ClusterServerState = {
-      index,
-      pid: started.pid,
-      frontendAddress: frontendAddress(ports[index]!),
-      ports: ports[index]!,
-      configFile,
-      logFile,
-      logOffset: started.logOffset,
-      commandLine: started.commandLine,
-      startedAt: new Date().toISOString(),
-    };
+    const server = startServer({ dir, index, ports, postgres, password, binary: serverTools.server });
     servers.push(server);
     writeState(state);
-    say(`started server ${index} (pid ${server.pid}, frontend ${server.frontendAddress}, log ${rel(logFile)})`);
+    say(`started server ${index} (pid ${server.pid}, frontend ${server.frontendAddress}, log ${rel(server.logFile)})`);
     // One at a time: the first process on a new database creates the cluster's metadata and shards.
     await waitForCluster([server], CLUSTER_READY_TIMEOUT_MS);
   }
@@ -216,6 +189,50 @@ export async function clusterUp(options: ClusterUpOptions = {}): Promise<Cluster
   state.updatedAt = new Date().toISOString();
   writeState(state);
   return state;
+}
+
+/**
+ * Writes server `index`'s config (mode 0600: it holds the database
+ * password) and starts it detached; does not wait for it.
+ */
+function startServer(o: {
+  dir: string;
+  index: number;
+  ports: ServerPorts[];
+  postgres: ClusterState['postgres'];
+  password: string;
+  binary: string;
+}): ClusterServerState {
+  const { dir, index, ports, postgres, password } = o;
+  const configFile = path.join(dir, `server-${index}.yaml`);
+  writeFileSync(
+    configFile,
+    serverConfigYaml(
+      {
+        ports: ports[index]!,
+        postgresPort: postgres.port,
+        postgresPassword: password,
+        clusterRpcAddress: frontendAddress(ports[0]!),
+        dynamicConfigFile: DYNAMIC_CONFIG_FILE,
+      },
+      index,
+    ),
+    { mode: 0o600 },
+  );
+  const logFile = path.join(dir, `server-${index}.log`);
+  const started = spawnServer(o.binary, configFile, logFile);
+  const server: ClusterServerState = {
+    index,
+    pid: started.pid,
+    frontendAddress: frontendAddress(ports[index]!),
+    ports: ports[index]!,
+    configFile,
+    logFile,
+    logOffset: started.logOffset,
+    commandLine: started.commandLine,
+    startedAt: new Date().toISOString(),
+  };
+  return server;
 }
 
 function rel(p: string): string {

@@ -88,6 +88,7 @@ export async function initPostgres(tools: PostgresTools, dataDir: string, passwo
       chownSync(dataDir, who.uid, who.gid);
       chownSync(pwFile, who.uid, who.gid);
     }
+    if (who) await checkReachable(who, dataDir);
     const [cmd, args] = asUser(who, tools.initdb, [
       '-D',
       dataDir,
@@ -108,6 +109,31 @@ export async function initPostgres(tools: PostgresTools, dataDir: string, passwo
   } finally {
     rmSync(pwFile, { force: true });
   }
+}
+
+/**
+ * Checks that `who` can pass through every folder above `dir` and write
+ * `dir` itself (a repository under `/root`, mode 0700, is the usual case
+ * where it cannot).
+ * @throws Error naming the first folder it cannot pass and what to do
+ */
+async function checkReachable(who: SessionIdentity, dir: string): Promise<void> {
+  const [cmd, args] = asUser(who, 'test', ['-w', dir, '-a', '-x', dir]);
+  if ((await execa(cmd, args, { env: PG_ENV, reject: false })).exitCode === 0) return;
+  let closed = dir;
+  const parts = path.resolve(dir).split(path.sep).filter(Boolean);
+  for (let i = 1; i <= parts.length; i++) {
+    const folder = `/${parts.slice(0, i).join('/')}`;
+    const [c, a] = asUser(who, 'test', ['-x', folder]);
+    if ((await execa(c, a, { env: PG_ENV, reject: false })).exitCode !== 0) {
+      closed = folder;
+      break;
+    }
+  }
+  throw new Error(
+    `PostgreSQL refuses to run as root, so it runs as ${who.user}, which cannot reach ${dir}: ${closed} is closed to other users. ` +
+      `Set AGENT_JOBS_DATA_DIR to a folder every user may pass through (e.g. /var/lib/agent-jobs), or open it with chmod o+x ${closed}`,
+  );
 }
 
 /** The command line that runs the PostgreSQL server of `dataDir` on `port` (as `who`). */

@@ -57,7 +57,7 @@ export function installedServerTools(): ServerTools | null {
  * The pinned Temporal server and schema tool, installed when missing:
  * `go install` of both packages at `v`{@link TEMPORAL_SERVER_VERSION} with
  * `GOBIN` = `<tools>/bin` and `GOTOOLCHAIN=local` (about 6 minutes on 2
- * cores the first time, seconds with Go's build cache), then the schema
+ * idle cores the first time, ~40 s with Go's build cache), then the schema
  * folders copied from the module (`go mod download -json` names its
  * folder) into `<tools>/schema`, so later runs need no Go.
  * @param say progress lines for the user
@@ -79,7 +79,7 @@ export async function ensureServerTools(say: (line: string) => void): Promise<Se
   if (!existsSync(t.server) || !existsSync(t.sqlTool)) {
     const pkgs = [GO_PACKAGES.server, GO_PACKAGES.sqlTool].map((p) => `${p}@${version}`);
     say(`building Temporal Server ${TEMPORAL_SERVER_VERSION} and its schema tool: GOBIN=${rel}/bin ${go} install ${pkgs.join(' ')}`);
-    say('  (about 6 minutes on 2 cores the first time; seconds once Go has the build cached)');
+    say('  (minutes the first time: 6 on 2 idle cores; about 40 s once Go has the build cached)');
     const started = Date.now();
     const r = await execa(go, ['install', ...pkgs], { env, reject: false, all: true });
     if (r.exitCode !== 0 || !existsSync(t.server) || !existsSync(t.sqlTool)) {

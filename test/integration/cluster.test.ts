@@ -173,6 +173,20 @@ describeIfTools('a Temporal cluster on PostgreSQL (runs only where Go and Postgr
     }
   });
 
+  const asRoot = typeof process.getuid === 'function' && process.getuid() === 0 ? test : test.skip;
+  asRoot("as root, a data folder PostgreSQL's user cannot reach is refused with the folder to open (runs as root only)", async () => {
+    const closed = mkdtempSync(path.join(tmpdir(), 'agent-jobs-closed-'));
+    execFileSync('chmod', ['700', closed]);
+    const here = process.env.AGENT_JOBS_DATA_DIR;
+    process.env.AGENT_JOBS_DATA_DIR = path.join(closed, 'data');
+    try {
+      await expect(clusterUp()).rejects.toThrow(`${closed} is closed to other users`);
+    } finally {
+      process.env.AGENT_JOBS_DATA_DIR = here;
+      rmSync(closed, { recursive: true, force: true });
+    }
+  });
+
   test('down stops everything up started and nothing else', async () => {
     const dir = readClusterState()!.clusterDir;
     expect(processesMentioning(dir).length).toBeGreaterThanOrEqual(3);
