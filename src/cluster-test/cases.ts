@@ -17,7 +17,7 @@ import { promisify } from 'node:util';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { workspaceFolderName } from '../activities/session';
 import { runChaos, chaosPassed } from '../bench/chaos';
-import { statusQuery, type AgentRunInput, type Message, type StatusView, type ToolResultBlock } from '../contract';
+import { statusQuery, type AgentRunInput, type AgentRunResult, type Message, type StatusView, type ToolResultBlock } from '../contract';
 import { startModelServer, type ModelServer, type ScriptEntry } from '../model-server';
 import { PROJECT_ROOT } from '../settings';
 import { startAgentRun } from '../temporal';
@@ -69,6 +69,9 @@ async function waitFor<T>(
   }
 }
 
+/** How long a case waits for one of its runs to end, in ms: minutes more than it takes on a loaded machine. */
+export const CASE_RUN_TIMEOUT_MS = 180_000;
+
 /** A case's own scripted model server, data folder and workers, on a target. */
 class CaseBed {
   readonly workers: WorkerProcess[] = [];
@@ -109,6 +112,17 @@ class CaseBed {
     });
     this.workers.push(w);
     return w;
+  }
+
+  /**
+   * The run's result, or a throw after `timeoutMs` (a case must end even when the run never does).
+   * @throws Error naming the run when it has not ended in time
+   */
+  async result(handle: WorkflowHandle<typeof agentRun>, timeoutMs = CASE_RUN_TIMEOUT_MS): Promise<AgentRunResult> {
+    const late = sleep(timeoutMs, null, { ref: false });
+    const r = await Promise.race([handle.result(), late]);
+    if (r === null) throw new Error(`${handle.workflowId} did not end within ${timeoutMs / 1000} s`);
+    return r;
   }
 
   start(input: AgentRunInput, workflowId: string): Promise<WorkflowHandle<typeof agentRun>> {
@@ -195,7 +209,7 @@ export function multiTurnCase(target: Target, turns = 8): Promise<CaseResult> {
       await bed.startWorker(lastServer(target));
       const t0 = Date.now();
       const handle = await bed.start({ task: 'count the turns', approval: 'auto' }, `cluster-test-turns-${stamp()}`);
-      const result = await handle.result();
+      const result = await bed.result(handle);
       const ms = Date.now() - t0;
       figures.turns = result.turns;
       figures.seconds = seconds(ms);
@@ -254,7 +268,7 @@ export function approvalCase(target: Target): Promise<CaseResult> {
       figures.approveCliMs = Date.now() - approvedAt;
       const answer = JSON.parse(cli.stdout) as { applied?: boolean; decision?: string; by?: string };
       check(answer.applied === true && answer.decision === 'approved' && answer.by === 'cluster-test', `approve said: ${cli.stdout}`);
-      const result = await handle.result();
+      const result = await bed.result(handle);
       figures.approvalToResultMs = Date.now() - approvedAt;
       check(result.status === 'completed' && result.text === 'approved and ran', `result: ${result.status} ${result.error ?? ''}`);
       const sent = bed.resultsSentIn(1);
@@ -300,7 +314,7 @@ export function crashResumeCase(target: Target): Promise<CaseResult> {
       await first.kill();
       await waitFor('the run to ask the model again', () => bed.model.requests().length >= 3, 60_000);
       figures.recoverySeconds = seconds(Date.parse(bed.model.requests()[2]!.time) - killedAt);
-      const result = await handle.result();
+      const result = await bed.result(handle);
       figures.killToResultSeconds = seconds(Date.now() - killedAt);
       check(result.status === 'completed' && result.text === 'recovered' && result.turns === 4, `result: ${JSON.stringify(result)}`);
       const lost = bed.resultsSentIn(2);
