@@ -195,7 +195,16 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     exited = true;
   });
   if (options.detached) child.unref();
-  else process.once('exit', () => child.exitCode === null && process.kill(-pid, 'SIGTERM'));
+  else
+    process.once('exit', () => {
+      // Killed by a signal, the child has no exit code: `exited` is what says it is gone.
+      if (exited) return;
+      try {
+        process.kill(-pid, 'SIGTERM');
+      } catch {
+        /* the group is gone already */
+      }
+    });
   const address = `127.0.0.1:${port}`;
   try {
     await waitForServer(address, 60_000, () => exited);

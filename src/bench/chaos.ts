@@ -7,8 +7,10 @@
  * replacement starts at once; the victim is one that holds work, a session
  * or a running activity, when any does) and the Temporal dev server (SQLite) is
  * restarted R times, each fault at a random moment (up to `--gap` seconds,
- * default 6) after the runs the previous fault hit have recovered. Then it
- * waits for every run and prints:
+ * default 6) after the runs the previous fault hit have recovered. After each
+ * server fault every live worker must poll again (a worker whose frontend
+ * went away comes back when it answers again). Then it waits for every run
+ * and prints:
  *
  * - `runsStarted`, `runsCompleted`
  * - `commandsRunTwice`: log lines that appear more than once
@@ -18,6 +20,14 @@
  *   worker died), i.e. requests beyond one per step
  * - `maxRecoverySeconds`: from a kill to the next progress (model request or
  *   command) of each run that had work on the killed worker
+ * - `maxServerRecoverySeconds`: from a server fault to the next progress of
+ *   each run open then; `maxWorkerReturnSeconds`: from the server answering
+ *   again to the last worker polling again
+ *
+ * {@link runChaos} with {@link ChaosOptions.temporal} runs the same on a
+ * Temporal service it is given (a cluster: `npm run test:cluster`), whose
+ * server fault is the caller's, e.g. SIGKILLing one server process of two
+ * and starting it again.
  *
  * Target (nothing lost under faults): N=20, K=5, R=1 → 20/20, 0, 0, max recovery ≤ 10 s
  * (2 × the session heartbeat timeout).
@@ -41,6 +51,7 @@ import { NO_USAGE, statusQuery } from '../contract';
 import type { agentRun } from '../workflows';
 import type { AgentRunResult } from '../contract';
 import { scriptedWorkerEnv, spawnWorker, type WorkerProcess } from '../testing/worker-process';
+import { SHARED_TASK_QUEUE, sessionTaskQueue } from '../config';
 
 /** Options of {@link runChaos}. */
 export interface ChaosOptions {
@@ -63,6 +74,26 @@ export interface ChaosOptions {
   steps?: number;
   /** Progress lines on stderr. @default true */
   verbose?: boolean;
+  /**
+   * The Temporal service to run on and what a server fault is there.
+   * @default a dev server of its own (SQLite in a temporary folder), whose fault is a restart
+   */
+  temporal?: ChaosTemporal;
+}
+
+/** A Temporal service {@link runChaos} runs on instead of a dev server of its own (left running). */
+export interface ChaosTemporal {
+  /** Frontend (`host:port`) of the experiment's own client: it must stay up through the faults. */
+  clientAddress: string;
+  namespace: string;
+  /** Frontend of the `n`-th worker started (0-based, in start order); a replacement after a kill takes its victim's. */
+  workerAddress(n: number): string;
+  /**
+   * One server fault (`serverRestarts` of them): takes a server process down
+   * and brings it back, and resolves once it answers again.
+   * @returns a line for the progress log, saying what it did
+   */
+  serverFault(): Promise<string>;
 }
 
 /** What a chaos run measured. */
@@ -76,6 +107,14 @@ export interface ChaosReport {
   serverRestarts: number;
   maxRecoverySeconds: number;
   recoverySeconds: number[];
+  /** Largest of {@link serverRecoverySeconds}, 0 without server faults. */
+  maxServerRecoverySeconds: number;
+  /** Per server fault and run open then: seconds from the fault to the run's next progress. */
+  serverRecoverySeconds: number[];
+  /** Per server fault: seconds from the server answering again to the last live worker polling again. */
+  workerReturnSeconds: number[];
+  /** Largest of {@link workerReturnSeconds}, 0 without server faults. */
+  maxWorkerReturnSeconds: number;
   wallSeconds: number;
   failures: string[];
 }
@@ -122,18 +161,31 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     dbFile: path.join(dir, 'temporal.db'),
     logFile: path.join(dir, 'server.log'),
   };
-  let server: DevServer = await startDevServer(serverOptions);
+  let server: DevServer | null = options.temporal ? null : await startDevServer(serverOptions);
+  const service: ChaosTemporal = options.temporal ?? {
+    clientAddress: server!.address,
+    namespace: 'default',
+    workerAddress: () => server!.address,
+    serverFault: async () => {
+      await server!.stop();
+      server = await startDevServer(serverOptions);
+      return 'restarted the Temporal dev server';
+    },
+  };
   const model: ModelServer = await startModelServer({ script: chaosScript(log, steps), logFile: path.join(dir, 'model.jsonl') });
-  const connection = await Connection.connect({ address: server.address });
-  const client = new Client({ connection });
+  const connection = await Connection.connect({ address: service.clientAddress });
+  const client = new Client({ connection, namespace: service.namespace });
   let workerSeq = 0;
   const workers: WorkerProcess[] = [];
-  const newWorker = async (): Promise<WorkerProcess> => {
+  const frontendOf = new Map<WorkerProcess, string>();
+  const newWorker = async (address = service.workerAddress(workerSeq)): Promise<WorkerProcess> => {
     const w = await spawnWorker({
       workerId: `chaos-${process.pid}-${++workerSeq}`,
       connection,
+      namespace: service.namespace,
       env: scriptedWorkerEnv({
-        address: server.address,
+        address,
+        namespace: service.namespace,
         modelUrl: model.url,
         apiKey: 'chaos-scripted-key',
         dataDir: dir,
@@ -141,10 +193,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       }),
     });
     workers.push(w);
+    frontendOf.set(w, address);
     return w;
   };
   const failures: string[] = [];
   const killTimes: Array<{ at: number; affected: string[] }> = [];
+  const serverFaults: Array<{ at: number; affected: string[] }> = [];
+  const workerReturnSeconds: number[] = [];
   try {
     for (let i = 0; i < workerCount; i++) await newWorker();
     say(`${workerCount} workers up; starting ${options.runs} runs`);
@@ -194,11 +249,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       await sleep(500 + Math.random() * gapMs);
       if (finished) break;
       if (kind === 'restart') {
-        say('restarting the Temporal server');
         const open = await Promise.all(handles.map(async (h) => ((await h.describe()).status.name === 'RUNNING' ? h.workflowId : null)));
         lastFault = { at: Date.now(), affected: open.filter((id): id is string => id !== null) };
-        await server.stop();
-        server = await startDevServer(serverOptions);
+        serverFaults.push(lastFault);
+        say(await service.serverFault());
+        const back = Date.now();
+        const live = workers.filter((w) => w.alive());
+        const late = await waitForPollsSince(connection, service.namespace, live, back, 60_000);
+        if (late.length > 0) failures.push(`workers that did not poll again within 60 s of the server answering: ${late.join(', ')}`);
+        else workerReturnSeconds.push(Math.round((Date.now() - back) / 100) / 10);
         continue;
       }
       // A random worker among those holding work (a session or a running activity): killing an idle one tests nothing.
@@ -216,7 +275,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       killTimes.push(lastFault);
       await victim.kill();
       say(`killed ${victim.workerId} (runs with work on it: ${affected.length})`);
-      await newWorker();
+      await newWorker(frontendOf.get(victim));
     }
     const outcomes = await Promise.race([results, sleep(600_000, null, { ref: false })]);
     if (!outcomes) throw new Error('runs did not finish within 10 minutes');
@@ -247,17 +306,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     ];
     const recoverySeconds: number[] = [];
     let slowest: { workflowId: string; seconds: number; killedAt: string } | null = null;
-    for (const kill of killTimes) {
-      for (const id of kill.affected) {
+    const recoveries = (fault: { at: number; affected: string[] }): Array<{ id: string; seconds: number }> =>
+      fault.affected.flatMap((id) => {
         const next = progressTimes(id)
-          .filter((t) => t > kill.at)
+          .filter((t) => t > fault.at)
           .sort((a, b) => a - b)[0];
-        if (next === undefined) continue;
-        const seconds = Math.round((next - kill.at) / 100) / 10;
+        return next === undefined ? [] : [{ id, seconds: Math.round((next - fault.at) / 100) / 10 }];
+      });
+    for (const kill of killTimes) {
+      for (const { id, seconds } of recoveries(kill)) {
         recoverySeconds.push(seconds);
         if (!slowest || seconds > slowest.seconds) slowest = { workflowId: id, seconds, killedAt: new Date(kill.at).toISOString() };
       }
     }
+    const serverRecoverySeconds = serverFaults.flatMap((f) => recoveries(f).map((r) => r.seconds));
     if (slowest && process.env.AGENT_JOBS_CHAOS_DUMP) {
       // Every run of the chain: the kill may predate a continue-as-new.
       const histories: unknown[] = [];
@@ -276,6 +338,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       serverRestarts: options.serverRestarts ?? 0,
       maxRecoverySeconds: recoverySeconds.length > 0 ? Math.max(...recoverySeconds) : 0,
       recoverySeconds,
+      maxServerRecoverySeconds: serverRecoverySeconds.length > 0 ? Math.max(...serverRecoverySeconds) : 0,
+      serverRecoverySeconds,
+      workerReturnSeconds,
+      maxWorkerReturnSeconds: workerReturnSeconds.length > 0 ? Math.max(...workerReturnSeconds) : 0,
       wallSeconds: Math.round((Date.now() - started) / 100) / 10,
       failures,
     };
@@ -283,7 +349,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     await Promise.all(workers.map((w) => w.stop()));
     await model.close();
     await connection.close();
-    await server.stop();
+    await server?.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -305,6 +371,48 @@ async function runsOnWorker(handles: Array<WorkflowHandle<typeof agentRun>>, wor
     }),
   );
   return affected;
+}
+
+/**
+ * Waits until each worker has polled one of its queues (its session queue,
+ * the shared workflow or activity queue) at or after `since` (ms, this
+ * machine's clock, which the local server shares).
+ * @returns the ids of the workers that did not within `timeoutMs`
+ */
+async function waitForPollsSince(
+  connection: Connection,
+  namespace: string,
+  workers: WorkerProcess[],
+  since: number,
+  timeoutMs: number,
+): Promise<string[]> {
+  const { TaskQueueKind, TaskQueueType } = temporal.api.enums.v1;
+  const lastPoll = async (queue: string, type: temporal.api.enums.v1.TaskQueueType): Promise<Map<string, number>> => {
+    const r = await connection.workflowService
+      .describeTaskQueue({ namespace, taskQueue: { name: queue, kind: TaskQueueKind.TASK_QUEUE_KIND_NORMAL }, taskQueueType: type })
+      .catch(() => null);
+    const out = new Map<string, number>();
+    for (const p of r?.pollers ?? [])
+      out.set(p.identity ?? '', Number(p.lastAccessTime?.seconds ?? 0) * 1000 + (p.lastAccessTime?.nanos ?? 0) / 1e6);
+    return out;
+  };
+  const deadline = Date.now() + timeoutMs;
+  let waiting = workers.filter((w) => w.alive());
+  while (waiting.length > 0 && Date.now() < deadline) {
+    const shared = [
+      await lastPoll(SHARED_TASK_QUEUE, TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW),
+      await lastPoll(SHARED_TASK_QUEUE, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY),
+    ];
+    const next: WorkerProcess[] = [];
+    for (const w of waiting) {
+      const identity = `${w.workerId}@agent-jobs`;
+      const polls = [...shared, await lastPoll(sessionTaskQueue(w.workerId), TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY)];
+      if (w.alive() && !polls.some((m) => (m.get(identity) ?? 0) >= since)) next.push(w);
+    }
+    waiting = next;
+    if (waiting.length > 0) await sleep(500);
+  }
+  return waiting.map((w) => w.workerId);
 }
 
 /** For each model step (turn - 1) whose `callClaude` completed, the completion time in ms. */
@@ -330,6 +438,11 @@ async function claudeCompletions(handle: WorkflowHandle): Promise<Map<number, nu
     }
   }
   return out;
+}
+
+/** Whether nothing was lost: every run completed, no command ran twice, no recorded step was asked again, no other failure. */
+export function chaosPassed(r: ChaosReport): boolean {
+  return r.runsCompleted === r.runsStarted && r.commandsRunTwice === 0 && r.completedStepsRequestedAgain === 0 && r.failures.length === 0;
 }
 
 async function main(): Promise<void> {
@@ -362,13 +475,14 @@ async function main(): Promise<void> {
   });
   if (o.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   else {
-    const rows = Object.entries(report).filter(([k]) => k !== 'recoverySeconds' && k !== 'failures');
+    const lists = ['recoverySeconds', 'serverRecoverySeconds', 'workerReturnSeconds', 'failures'];
+    const rows = Object.entries(report).filter(([k]) => !lists.includes(k));
     for (const [k, v] of rows) process.stdout.write(`${k.padEnd(30)} ${String(v)}\n`);
-    process.stdout.write(`${'recoverySeconds'.padEnd(30)} ${report.recoverySeconds.join(', ') || '-'}\n`);
+    for (const k of ['recoverySeconds', 'serverRecoverySeconds', 'workerReturnSeconds'] as const)
+      process.stdout.write(`${k.padEnd(30)} ${report[k].join(', ') || '-'}\n`);
     for (const f of report.failures) process.stdout.write(`failed: ${f}\n`);
   }
-  if (report.runsCompleted !== report.runsStarted || report.commandsRunTwice > 0 || report.completedStepsRequestedAgain > 0)
-    process.exitCode = 1;
+  if (!chaosPassed(report)) process.exitCode = 1;
 }
 
 if (require.main === module) {

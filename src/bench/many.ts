@@ -9,20 +9,24 @@
  * sampled while the runs go, and the most sessions held at once (from the
  * runs' histories).
  *
- * {@link runMany} is the same as a function, for a combined bench script.
+ * {@link runMany} is the same as a function, for a combined bench script;
+ * with `workers` > 1 and `workerAddresses` it spreads the runs over several
+ * worker processes on a Temporal service it is given (`npm run
+ * bench:cluster`) and reports each worker's share and memory.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import Table from 'cli-table3';
 import { Command, InvalidArgumentError } from 'commander';
 import { freePort, startDevServer } from '../devserver';
 import { startModelServer, type ScriptEntry } from '../model-server';
 import { startAgentRun } from '../temporal';
 import type { AgentRunResult } from '../contract';
-import { scriptedWorkerEnv, spawnWorker } from '../testing/worker-process';
+import { scriptedWorkerEnv, spawnWorker, type WorkerProcess } from '../testing/worker-process';
 import { peakSessions, sessionSpans, waitedForRoom, type SessionSpan } from '../testing/session-spans';
 
 /** Options of {@link runMany}. */
@@ -41,6 +45,36 @@ export interface ManyOptions {
   verbose?: boolean;
   /** Temporal frontend to use (left running). @default a dev server of its own, stopped at the end */
   address?: string;
+  /** Namespace on {@link address}. @default 'default' */
+  namespace?: string;
+  /** Worker processes. @default 1 */
+  workers?: number;
+  /** Frontend of worker `i`: `workerAddresses[i % length]`. @default every worker on {@link address} */
+  workerAddresses?: string[];
+  /** Called with the server's frontend once it answers, before any worker starts (e.g. to ask it what it is). */
+  onServer?: (address: string) => Promise<void>;
+}
+
+/** One worker's share of a {@link runMany} bench, read from the runs' histories (identities `<workerId>@agent-jobs`); memory in MiB. */
+export interface WorkerShare {
+  workerId: string;
+  /** The frontend it was connected to. */
+  frontend: string;
+  /** Runs whose first session it held. */
+  runs: number;
+  /** Sessions it opened. */
+  sessions: number;
+  /** Most sessions it held at once. */
+  peakSessions: number;
+  /** Workflow tasks it completed. */
+  workflowTasks: number;
+  /** `callClaude` attempts it started. */
+  modelCalls: number;
+  /** Commands (`runCommand` attempts) it started. */
+  commands: number;
+  idleRssMb: number;
+  peakRssMb: number;
+  peakChildrenRssMb: number;
 }
 
 /** What {@link runMany} measured. Memory in MiB (2^20 bytes, named `Mb` in the fields), times in seconds. */
@@ -57,26 +91,28 @@ export interface ManyReport {
   seconds: number;
   /** Commands run (turns of completed runs) per second of {@link seconds}. */
   turnsPerSecond: number;
-  /** The worker's session cap during the bench. */
+  /** The worker's session cap during the bench (each worker's, with several). */
   maxSessions: number;
-  /** Most sessions the worker held at once (from the histories: openSession completed → closeSession scheduled). */
+  /** Most sessions the worker held at once (from the histories: openSession completed → closeSession scheduled); with several workers, the most any one held. */
   peakSessions: number;
   /** Sessions that opened only after a `WorkerFull` refusal. */
   sessionsThatWaited: number;
-  /** The worker process's VmRSS before the runs start, MiB. */
+  /** The worker process's VmRSS before the runs start, MiB (with several workers: the highest). */
   idleWorkerRssMb: number;
-  /** Highest sampled VmRSS of the worker process (Node), MiB. */
+  /** Highest sampled VmRSS of the worker process (Node), MiB (with several workers: the highest of any). */
   peakWorkerRssMb: number;
   /** {@link peakWorkerRssMb} / {@link peakSessions}. */
   rssPerSessionMb: number;
   /** ({@link peakWorkerRssMb} − {@link idleWorkerRssMb}) / {@link peakSessions}: what one more session costs the worker. */
   addedRssPerSessionMb: number;
-  /** Highest sampled sum of VmRSS over the worker's descendant processes (bwrap, bash, commands), MiB. */
+  /** Highest sampled sum of VmRSS over the worker's descendant processes (bwrap, bash, commands), MiB (with several workers: over all of them). */
   peakChildrenRssMb: number;
-  /** Highest sampled count of the worker's descendant processes. */
+  /** Highest sampled count of the worker's descendant processes (with several workers: of all of them). */
   peakChildren: number;
   /** Memory samples taken. */
   samples: number;
+  /** Each worker's share and memory, in start order. */
+  perWorker: WorkerShare[];
 }
 
 const MIB = 1024 * 1024;
@@ -122,10 +158,10 @@ function descendants(root: number): number[] {
 const round = (x: number, digits = 1): number => Math.round(x * 10 ** digits) / 10 ** digits;
 
 /**
- * Runs the bench: its own dev server (SQLite in a temp folder), the
- * scripted model server, one worker process (`node dist/worker.js`: run
- * `npm run build` first), N runs × T turns at once. Cleans everything up,
- * also on failure.
+ * Runs the bench: its own dev server (SQLite in a temp folder) unless
+ * given an address, the scripted model server, one worker process (`node
+ * dist/worker.js`: run `npm run build` first; or `workers` of them), N runs
+ * × T turns at once. Cleans up everything it started, also on failure.
  * @throws Error when the dev server, the model server or the worker cannot start (a run that fails is counted, not thrown)
  */
 export async function runMany(options: ManyOptions = {}): Promise<ManyReport> {
@@ -133,6 +169,8 @@ export async function runMany(options: ManyOptions = {}): Promise<ManyReport> {
   const turns = options.turns ?? 10;
   const command = options.command ?? 'echo turn';
   const cap = options.maxSessions ?? runs;
+  const workerCount = options.workers ?? 1;
+  const namespace = options.namespace ?? 'default';
   const say = (line: string): void => void (options.verbose && process.stderr.write(`bench:many: ${line}\n`));
   const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-bench-many-'));
   const responses: ScriptEntry[] = [];
@@ -144,43 +182,58 @@ export async function runMany(options: ManyOptions = {}): Promise<ManyReport> {
     : await startDevServer({ port: await freePort(), headless: true, logFile: path.join(dir, 'server.log') });
   const cleanup: Array<() => Promise<void>> = [async () => server.stop()];
   try {
+    await options.onServer?.(server.address);
     const model = await startModelServer({ script: { responses } });
     cleanup.push(async () => model.close());
     const connection = await Connection.connect({ address: server.address });
     cleanup.push(async () => connection.close());
-    const worker = await spawnWorker({
-      workerId: `bench-many-${process.pid}`,
-      connection,
-      env: {
-        ...scriptedWorkerEnv({ address: server.address, modelUrl: model.url, apiKey: 'bench', dataDir: dir, logLevel: 'ERROR' }),
-        AGENT_JOBS_MAX_SESSIONS: String(cap),
-      },
-    });
-    cleanup.push(async () => worker.stop());
+    const frontends = options.workerAddresses?.length ? options.workerAddresses : [server.address];
+    const workers: Array<{ process: WorkerProcess; frontend: string }> = [];
+    for (let i = 0; i < workerCount; i++) {
+      const frontend = frontends[i % frontends.length]!;
+      const worker = await spawnWorker({
+        workerId: workerCount > 1 ? `bench-many-${process.pid}-${i + 1}` : `bench-many-${process.pid}`,
+        connection,
+        namespace,
+        // Several workers start on a loaded machine: give each more than the default 30 s.
+        readyTimeoutMs: 120_000,
+        env: {
+          ...scriptedWorkerEnv({ address: frontend, namespace, modelUrl: model.url, apiKey: 'bench', dataDir: dir, logLevel: 'ERROR' }),
+          AGENT_JOBS_MAX_SESSIONS: String(cap),
+        },
+      });
+      cleanup.push(async () => worker.stop());
+      workers.push({ process: worker, frontend });
+    }
     await sleep(500);
-    const idle = rssBytes(worker.pid);
-    let peakRss = idle;
+    const memory = workers.map((w) => ({ idle: rssBytes(w.process.pid), peak: rssBytes(w.process.pid), peakChildren: 0 }));
     let peakChildrenRss = 0;
     let peakChildren = 0;
     let samples = 0;
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
-        const kids = descendants(worker.pid);
-        peakRss = Math.max(peakRss, rssBytes(worker.pid));
-        peakChildrenRss = Math.max(
-          peakChildrenRss,
-          kids.reduce((sum, pid) => sum + rssBytes(pid), 0),
-        );
-        peakChildren = Math.max(peakChildren, kids.length);
+        let childrenRss = 0;
+        let children = 0;
+        workers.forEach((w, i) => {
+          const kids = descendants(w.process.pid);
+          const rss = kids.reduce((sum, pid) => sum + rssBytes(pid), 0);
+          const m = memory[i]!;
+          m.peak = Math.max(m.peak, rssBytes(w.process.pid));
+          m.peakChildren = Math.max(m.peakChildren, rss);
+          childrenRss += rss;
+          children += kids.length;
+        });
+        peakChildrenRss = Math.max(peakChildrenRss, childrenRss);
+        peakChildren = Math.max(peakChildren, children);
         samples++;
         await sleep(options.sampleMs ?? 200);
       }
     })();
 
-    const client = new Client({ connection });
+    const client = new Client({ connection, namespace });
     const stamp = Date.now();
-    say(`starting ${runs} runs × ${turns} turns (session cap ${cap})`);
+    say(`starting ${runs} runs × ${turns} turns on ${workerCount} worker(s) (session cap ${cap})`);
     const t0 = Date.now();
     const handles = await Promise.all(
       Array.from({ length: runs }, (_, i) =>
@@ -204,12 +257,36 @@ export async function runMany(options: ManyOptions = {}): Promise<ManyReport> {
     await sampler;
 
     const spans: SessionSpan[] = [];
-    for (const h of handles) spans.push(...sessionSpans(h.workflowId, await h.fetchHistory()));
+    const tasks = new Map<string, { workflowTasks: number; modelCalls: number; commands: number }>();
+    for (const h of handles) {
+      const history = await h.fetchHistory();
+      spans.push(...sessionSpans(h.workflowId, history));
+      countTasks(history, tasks);
+    }
     const failures = results.flatMap((r, i) =>
       r.status === 'completed' ? [] : [`${handles[i]!.workflowId}: ${r.status}${r.error ? ` (${r.error})` : ''}`],
     );
     const completed = runs - failures.length;
-    const peak = peakSessions(spans, worker.workerId);
+    const firstSession = new Map<string, string>();
+    for (const s of spans) if (!firstSession.has(s.workflowId)) firstSession.set(s.workflowId, s.workerId);
+    const perWorker: WorkerShare[] = workers.map(({ process: w, frontend }, i) => {
+      const t = tasks.get(`${w.workerId}@agent-jobs`) ?? { workflowTasks: 0, modelCalls: 0, commands: 0 };
+      return {
+        workerId: w.workerId,
+        frontend,
+        runs: [...firstSession.values()].filter((id) => id === w.workerId).length,
+        sessions: spans.filter((s) => s.workerId === w.workerId).length,
+        peakSessions: peakSessions(spans, w.workerId),
+        ...t,
+        idleRssMb: round(memory[i]!.idle / MIB),
+        peakRssMb: round(memory[i]!.peak / MIB),
+        peakChildrenRssMb: round(memory[i]!.peakChildren / MIB),
+      };
+    });
+    // The worker that peaked highest stands for all in the per-session figures.
+    const top = memory.reduce((a, b) => (b.peak > a.peak ? b : a));
+    const peak = Math.max(...perWorker.map((w) => w.peakSessions));
+    const topSessions = perWorker[memory.indexOf(top)]!.peakSessions;
     return {
       runs,
       turns,
@@ -221,17 +298,43 @@ export async function runMany(options: ManyOptions = {}): Promise<ManyReport> {
       maxSessions: cap,
       peakSessions: peak,
       sessionsThatWaited: spans.filter(waitedForRoom).length,
-      idleWorkerRssMb: round(idle / MIB),
-      peakWorkerRssMb: round(peakRss / MIB),
-      rssPerSessionMb: peak > 0 ? round(peakRss / MIB / peak, 2) : 0,
-      addedRssPerSessionMb: peak > 0 ? round((peakRss - idle) / MIB / peak, 2) : 0,
+      idleWorkerRssMb: round(Math.max(...memory.map((m) => m.idle)) / MIB),
+      peakWorkerRssMb: round(top.peak / MIB),
+      rssPerSessionMb: topSessions > 0 ? round(top.peak / MIB / topSessions, 2) : 0,
+      addedRssPerSessionMb: topSessions > 0 ? round((top.peak - top.idle) / MIB / topSessions, 2) : 0,
       peakChildrenRssMb: round(peakChildrenRss / MIB),
       peakChildren,
       samples,
+      perWorker,
     };
   } finally {
     for (const step of cleanup.reverse()) await step().catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Adds one history's workflow tasks, `callClaude` and `runCommand` attempts to the counts per worker identity. */
+function countTasks(
+  history: Awaited<ReturnType<WorkflowHandle['fetchHistory']>>,
+  into: Map<string, { workflowTasks: number; modelCalls: number; commands: number }>,
+): void {
+  const E = temporal.api.enums.v1.EventType;
+  const type = new Map<string, string>();
+  const of = (identity: string | null | undefined): { workflowTasks: number; modelCalls: number; commands: number } => {
+    const key = identity ?? '';
+    if (!into.has(key)) into.set(key, { workflowTasks: 0, modelCalls: 0, commands: 0 });
+    return into.get(key)!;
+  };
+  for (const e of history.events ?? []) {
+    if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+      type.set(String(e.eventId), e.activityTaskScheduledEventAttributes?.activityType?.name ?? '');
+    else if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) of(e.workflowTaskCompletedEventAttributes?.identity).workflowTasks++;
+    else if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_STARTED) {
+      const a = e.activityTaskStartedEventAttributes;
+      const name = type.get(String(a?.scheduledEventId));
+      if (name === 'callClaude') of(a?.identity).modelCalls++;
+      else if (name === 'runCommand') of(a?.identity).commands++;
+    }
   }
 }
 

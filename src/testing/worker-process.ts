@@ -36,11 +36,13 @@ export interface WorkerProcess {
 /**
  * The environment of a worker process started against a local dev server
  * and the scripted Messages API server: the PATH and HOME of this process,
- * the Temporal address, the model server's URL and a stand-in API key, the
+ * the Temporal address (and namespace), the model server's URL and a stand-in API key, the
  * data folder (workspaces, audit log) and the log level.
  */
 export function scriptedWorkerEnv(o: {
   address: string;
+  /** `TEMPORAL_NAMESPACE`. @default unset (the worker's `default`) */
+  namespace?: string;
   modelUrl: string;
   /** A stand-in key: the scripted server accepts any; tests use one shaped like a real key to prove it is never leaked. */
   apiKey: string;
@@ -52,6 +54,7 @@ export function scriptedWorkerEnv(o: {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     HOME: process.env.HOME ?? '/root',
     TEMPORAL_ADDRESS: o.address,
+    ...(o.namespace ? { TEMPORAL_NAMESPACE: o.namespace } : {}),
     ANTHROPIC_BASE_URL: o.modelUrl,
     ANTHROPIC_API_KEY: o.apiKey,
     AGENT_JOBS_DATA_DIR: o.dataDir,

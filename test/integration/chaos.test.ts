@@ -20,4 +20,7 @@ test('chaos, short form: 4 runs, 2 worker kills, 1 server restart', async () => 
   });
   expect(report.recoverySeconds.length).toBeGreaterThan(0);
   expect(report.maxRecoverySeconds).toBeLessThan(30);
+  // Every live worker polled again after the restart (else `failures` says which did not).
+  expect(report.workerReturnSeconds).toHaveLength(1);
+  expect(report.serverRecoverySeconds.length).toBeGreaterThan(0);
 }, 300_000);
