@@ -21,6 +21,7 @@ import { statusQuery, type AgentRunInput, type AgentRunResult, type Message, typ
 import { startModelServer, type ModelServer, type ScriptEntry } from '../model-server';
 import { PROJECT_ROOT } from '../settings';
 import { startAgentRun } from '../temporal';
+import { rollingRestart } from '../testing/rolling-restart';
 import { scriptedWorkerEnv, spawnWorker, type WorkerProcess } from '../testing/worker-process';
 import type { Target } from '../testing/target';
 import type { agentRun } from '../workflows';
@@ -398,5 +399,43 @@ export function chaosCase(target: Target, o: ChaosCaseOptions = {}): Promise<Cas
       chaosPassed(report),
       `lost work: ${[...report.failures, `commandsRunTwice ${report.commandsRunTwice}`, `completedStepsRequestedAgain ${report.completedStepsRequestedAgain}`].join('; ')}`,
     );
+  });
+}
+
+/** Options of {@link rollingRestartCase}. */
+export interface RollingRestartCaseOptions {
+  /** Print the experiment's progress lines on stderr. @default false */
+  verbose?: boolean;
+}
+
+/**
+ * (5) A rolling restart of three workers under load ({@link rollingRestart}):
+ * runs of ~1 s commands go on while each worker is replaced in turn (a new
+ * one started, the old one sent SIGTERM and waited for). Every run must
+ * complete, no command may be killed mid-way without Claude being told or
+ * run twice, no process of a session may be left, and each old worker must
+ * be gone within grace + force. The workers talk to the first server
+ * process's frontend; the runs' tasks are spread over both processes by the
+ * cluster's shards and task queue partitions.
+ */
+export function rollingRestartCase(target: Target, o: RollingRestartCaseOptions = {}): Promise<CaseResult> {
+  return runCase('rolling restart', async ({ figures, check }) => {
+    const report = await rollingRestart({
+      address: target.addresses[0]!,
+      namespace: target.namespace,
+      workers: 3,
+      ...(o.verbose ? { progress: (line: string) => void process.stderr.write(`  rolling restart: ${line}\n`) } : {}),
+    });
+    figures.runsCompleted = `${report.completed}/${report.runs}`;
+    figures.commands = report.commands;
+    figures.commandsRunTwice = report.commandsRunTwice;
+    figures.commandsKilledReported = report.commandsKilledReported;
+    figures.commandsLostReported = report.commandsLostReported;
+    figures.commandsUnreported = report.commandsUnreported;
+    figures.movedNotices = report.movedNotices;
+    figures.maxDrainSeconds = report.maxDrainSeconds;
+    figures.boundSeconds = report.boundSeconds;
+    figures.orphans = report.orphans.length;
+    for (const p of report.problems) check(false, p);
   });
 }

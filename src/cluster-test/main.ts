@@ -15,7 +15,7 @@
  */
 import Table from 'cli-table3';
 import { Command } from 'commander';
-import { approvalCase, chaosCase, crashResumeCase, multiTurnCase, type CaseResult } from './cases';
+import { approvalCase, chaosCase, crashResumeCase, multiTurnCase, rollingRestartCase, type CaseResult } from './cases';
 import { devServerTarget, type ServerInfo, type Target } from '../testing/target';
 import { clusterTarget } from '../testing/cluster-target';
 
@@ -37,10 +37,7 @@ const CASES: Record<string, (t: Target, verbose: boolean) => Promise<CaseResult>
   approval: (t) => approvalCase(t),
   crash: (t) => crashResumeCase(t),
   chaos: (t, verbose) => chaosCase(t, { verbose }),
-  // Next: a rolling restart of three workers under load (no command killed
-  // mid-way, no orphan, each worker gone within grace + force time), as a
-  // case over the reusable function src/testing/rolling-restart.ts is to
-  // export, once it exists.
+  rolling: (t, verbose) => rollingRestartCase(t, { verbose }),
 };
 
 /**
@@ -102,7 +99,9 @@ export function formatReport(r: ClusterTestReport): string {
 
 async function main(): Promise<void> {
   const o = new Command('test:cluster')
-    .description('end-to-end cases on the local Temporal cluster (npm run cluster): multi-turn, approval, crash resume, chaos')
+    .description(
+      'end-to-end cases on the local Temporal cluster (npm run cluster): multi-turn, approval, crash resume, chaos, rolling restart',
+    )
     .option('--json', 'print JSON')
     .option('--keep', 'leave a cluster this command started running')
     .option('--dev-server', 'run the cases on a dev server of its own instead (the PostgreSQL check then fails)')
