@@ -171,6 +171,14 @@ export const DEFAULT_SHUTDOWN_GRACE_MS = DEFAULT_COMMAND_TIMEOUT_MS + COMMAND_TI
 export const SHUTDOWN_FORCE_TIME_MS = 10_000;
 
 /**
+ * The longest `AGENT_JOBS_SHUTDOWN_GRACE`, in ms: 2^31 - 1 (the longest
+ * delay Node's timers keep; a longer one fires after 1 ms, see Node's
+ * `setTimeout` docs) less {@link SHUTDOWN_FORCE_TIME_MS}, since the exit
+ * deadline is a timer of grace + force. About 596 hours.
+ */
+export const MAX_SHUTDOWN_GRACE_MS = 2 ** 31 - 1 - SHUTDOWN_FORCE_TIME_MS;
+
+/**
  * The session-queue worker's `shutdownGraceTime`: it is shut down only after
  * the drain (every command done or killed), so what is left is a
  * `closeSession` or a refusal in flight.

@@ -11,9 +11,11 @@ import {
   CLAUDE_IDLE_TIMEOUT_MS,
   DEFAULT_CLAUDE_TIMEOUT_MS,
   DEFAULT_SHUTDOWN_GRACE_MS,
+  MAX_SHUTDOWN_GRACE_MS,
   MAX_DEFAULT_MAX_SESSIONS,
   MIN_DEFAULT_MAX_SESSIONS,
   SESSION_MEMORY_ALLOWANCE_BYTES,
+  SHUTDOWN_FORCE_TIME_MS,
 } from './config';
 import { DEFAULT_LIMITS } from './session/limits';
 import { BUILTIN_MODELS, parseModelOverrides, type ModelInfo } from './contract/models';
@@ -126,7 +128,7 @@ const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 
  * or `h` (`150s`, `5m`, `0s`: kill at once); unset or empty:
  * `DEFAULT_SHUTDOWN_GRACE_MS` (the default command timeout plus its slack,
  * 150 s; src/config.ts).
- * @throws Error naming the variable, the value and the form expected when it is anything else (a bare number too: its unit would be a guess)
+ * @throws Error naming the variable, the value and the form expected when it is anything else (a bare number too: its unit would be a guess), or the limit when it is over `MAX_SHUTDOWN_GRACE_MS` (about 596 h)
  */
 export function shutdownGraceMs(env: NodeJS.ProcessEnv = process.env): number {
   const raw = env.AGENT_JOBS_SHUTDOWN_GRACE;
@@ -136,6 +138,10 @@ export function shutdownGraceMs(env: NodeJS.ProcessEnv = process.env): number {
   if (!Number.isSafeInteger(ms))
     throw new Error(
       `AGENT_JOBS_SHUTDOWN_GRACE must be a whole number with a unit (ms, s, m or h), e.g. 150s or 5m, not ${JSON.stringify(raw)}`,
+    );
+  if (ms > MAX_SHUTDOWN_GRACE_MS)
+    throw new Error(
+      `AGENT_JOBS_SHUTDOWN_GRACE must be at most ${MAX_SHUTDOWN_GRACE_MS} ms (about ${Math.floor(MAX_SHUTDOWN_GRACE_MS / 3_600_000)}h: the exit deadline is a Node timer of grace + ${SHUTDOWN_FORCE_TIME_MS} ms, and a longer timer fires at once), not ${JSON.stringify(raw)}`,
     );
   return ms;
 }

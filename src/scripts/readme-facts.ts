@@ -17,6 +17,7 @@ import {
   CLAUDE_IDLE_TIMEOUT_MS,
   DEFAULT_SHUTDOWN_GRACE_MS,
   SHUTDOWN_FORCE_TIME_MS,
+  MAX_SHUTDOWN_GRACE_MS,
   CLAUDE_RETRY_POLICY,
   CONTINUE_AS_NEW_HISTORY_BYTES,
   CONTINUE_AS_NEW_HISTORY_EVENTS,
@@ -217,8 +218,9 @@ export function facts(): Fact[] {
     {
       what: '`AGENT_JOBS_SHUTDOWN_GRACE`: how long a worker told to stop (SIGTERM / SIGINT) lets its running commands finish',
       default: `${ms(DEFAULT_SHUTDOWN_GRACE_MS)} (the default command timeout + its slack); the process is gone ${ms(SHUTDOWN_FORCE_TIME_MS)} after the grace at the latest`,
-      allowed: 'a whole number with a unit: `ms`, `s`, `m`, `h` (`150s`, `5m`); anything else stops the worker at start',
-      source: '`DEFAULT_SHUTDOWN_GRACE_MS`, `SHUTDOWN_FORCE_TIME_MS` (src/config.ts); `shutdownGraceMs` (src/settings.ts)',
+      allowed: `a whole number with a unit: \`ms\`, \`s\`, \`m\`, \`h\` (\`150s\`, \`5m\`), at most ${ms(MAX_SHUTDOWN_GRACE_MS)} (the longest Node timer less the force time); anything else stops the worker at start`,
+      source:
+        '`DEFAULT_SHUTDOWN_GRACE_MS`, `SHUTDOWN_FORCE_TIME_MS`, `MAX_SHUTDOWN_GRACE_MS` (src/config.ts); `shutdownGraceMs` (src/settings.ts)',
     },
     {
       what: 'opening a session (`openSession`)',

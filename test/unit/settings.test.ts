@@ -3,8 +3,10 @@ import {
   COMMAND_TIMEOUT_SLACK_MS,
   DEFAULT_COMMAND_TIMEOUT_MS,
   MAX_DEFAULT_MAX_SESSIONS,
+  MAX_SHUTDOWN_GRACE_MS,
   MIN_DEFAULT_MAX_SESSIONS,
   SESSION_MEMORY_ALLOWANCE_BYTES,
+  SHUTDOWN_FORCE_TIME_MS,
 } from '../../src/config';
 import {
   defaultMaxSessions,
@@ -124,4 +126,18 @@ describe('shutdownGraceMs (AGENT_JOBS_SHUTDOWN_GRACE)', () => {
       );
     },
   );
+
+  // Node's timers keep at most 2^31 - 1 ms; a longer delay fires after 1 ms, which
+  // would turn a huge grace into an exit at once that kills every running command.
+  test.each(['597h', '600h', '99999999999ms', '9007199254740991ms', `${MAX_SHUTDOWN_GRACE_MS + 1}ms`])(
+    '%j is refused: past the longest timer, the drain would end at once',
+    (value) => {
+      expect(() => shutdownGraceMs({ AGENT_JOBS_SHUTDOWN_GRACE: value })).toThrow(/must be at most 2147473647 ms/);
+    },
+  );
+
+  test('the longest accepted grace plus the force time is exactly the longest Node timer', () => {
+    expect(shutdownGraceMs({ AGENT_JOBS_SHUTDOWN_GRACE: `${MAX_SHUTDOWN_GRACE_MS}ms` }) + SHUTDOWN_FORCE_TIME_MS).toBe(2 ** 31 - 1);
+    expect(shutdownGraceMs({ AGENT_JOBS_SHUTDOWN_GRACE: '596h' })).toBe(596 * 3_600_000);
+  });
 });
