@@ -153,7 +153,7 @@ export const DEFAULT_COMMAND_TIMEOUT_MS = 120_000;
 export const COMMAND_TIMEOUT_SLACK_MS = 30_000;
 
 /**
- * How long a worker told to stop (SIGTERM / SIGINT) lets its running
+ * How long a worker told to stop (SIGTERM / SIGINT / SIGHUP) lets its running
  * commands finish, in ms, when `AGENT_JOBS_SHUTDOWN_GRACE` is unset: the
  * default command timeout plus its slack, so a command started with the
  * default timeout always ends (done or timed out) inside the grace. A

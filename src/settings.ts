@@ -122,7 +122,7 @@ export function claudeIdleTimeoutMs(env: NodeJS.ProcessEnv = process.env): numbe
 const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
 
 /**
- * How long a worker told to stop (the first SIGTERM or SIGINT) lets its
+ * How long a worker told to stop (the first SIGTERM, SIGINT or SIGHUP) lets its
  * running commands finish before it kills them, in ms.
  * `AGENT_JOBS_SHUTDOWN_GRACE`: a whole number with a unit, `ms`, `s`, `m`
  * or `h` (`150s`, `5m`, `0s`: kill at once); unset or empty:

@@ -8,13 +8,14 @@
  *   this process holds (session affinity).
  *
  * Run it with `agent-jobs worker` or `node dist/worker.js`. The first
- * SIGTERM or SIGINT drains it ({@link RunningWorker.drain}): no new sessions
+ * SIGTERM, SIGINT or SIGHUP drains it ({@link RunningWorker.drain}): no new sessions
  * or commands here, running commands finish (up to
  * `AGENT_JOBS_SHUTDOWN_GRACE`), the runs are told their sessions are
  * closing, then it exits. A second signal exits at once, killing every bash
  * process group ({@link stopOnSignals}).
  */
 import { existsSync, writeSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
@@ -351,12 +352,18 @@ async function tellRunsSessionsClose(
   }
 }
 
+/** The signals that drain a worker ({@link stopOnSignals}). */
+export const DRAIN_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
+
 /**
- * Makes SIGTERM and SIGINT stop `worker` the way a deploy wants: the first
- * one drains it ({@link RunningWorker.drain}), a second one (of either)
+ * Makes SIGTERM, SIGINT and SIGHUP stop `worker` the way a deploy wants: the
+ * first one drains it ({@link RunningWorker.drain}), a second one (of any)
  * exits at once ({@link RunningWorker.exitNow}: every bash process group
  * killed), with 128 + the signal's number. After a drain the process exits
- * with 0. The SDK's own signal handling is off (`installRuntime`).
+ * with 0. The SDK's own signal handling is off (`installRuntime`). SIGHUP
+ * is among them because Node ends the process on it by default, even under
+ * `nohup`: a closed terminal or ssh session would otherwise kill every
+ * running command.
  */
 export function stopOnSignals(worker: RunningWorker): void {
   let first: NodeJS.Signals | undefined;
@@ -373,10 +380,9 @@ export function stopOnSignals(worker: RunningWorker): void {
       return;
     }
     lastLogLine('WARN', `second signal (${signal} after ${first}): exiting now`);
-    worker.exitNow(128 + (signal === 'SIGINT' ? 2 : 15));
+    worker.exitNow(128 + osConstants.signals[signal]);
   };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
+  for (const signal of DRAIN_SIGNALS) process.on(signal, onSignal);
 }
 
 /**
@@ -390,7 +396,7 @@ export function installRuntime(): void {
   // The SDK core's own logs go through the same logger and level.
   Runtime.install({
     logger: new DefaultLogger(level),
-    // The worker drains on SIGTERM / SIGINT itself (stopOnSignals); the SDK's default would stop polling at once.
+    // The worker drains on SIGTERM / SIGINT / SIGHUP itself (stopOnSignals); the SDK's default would stop polling at once.
     shutdownSignals: [],
     telemetryOptions: { logging: { filter: { core: level, other: level }, forward: {} } },
   });

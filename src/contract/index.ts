@@ -504,7 +504,7 @@ export interface RunCommandOutput {
   /** Id of the approval rule that let it run. */
   approvedByRule?: number;
   /**
-   * Set when the worker began shutting down (SIGTERM / SIGINT) before this
+   * Set when the worker began shutting down (SIGTERM / SIGINT / SIGHUP) before this
    * answer: the session is closing, so the workflow moves the run to a new
    * session on another worker.
    */

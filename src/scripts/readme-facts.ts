@@ -216,7 +216,7 @@ export function facts(): Fact[] {
         '`SESSION_MEMORY_ALLOWANCE_BYTES`, `MIN_DEFAULT_MAX_SESSIONS`, `MAX_DEFAULT_MAX_SESSIONS` (src/config.ts); `defaultMaxSessions` (src/settings.ts)',
     },
     {
-      what: '`AGENT_JOBS_SHUTDOWN_GRACE`: how long a worker told to stop (SIGTERM / SIGINT) lets its running commands finish',
+      what: '`AGENT_JOBS_SHUTDOWN_GRACE`: how long a worker told to stop (SIGTERM / SIGINT / SIGHUP) lets its running commands finish',
       default: `${ms(DEFAULT_SHUTDOWN_GRACE_MS)} (the default command timeout + its slack); the process is gone ${ms(SHUTDOWN_FORCE_TIME_MS)} after the grace at the latest`,
       allowed: `a whole number with a unit: \`ms\`, \`s\`, \`m\`, \`h\` (\`150s\`, \`5m\`), at most ${ms(MAX_SHUTDOWN_GRACE_MS)} (the longest Node timer less the force time); anything else stops the worker at start`,
       source:

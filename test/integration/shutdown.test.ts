@@ -24,7 +24,7 @@ function drainEnv(grace: string): Record<string, string> {
 }
 
 const MOVED =
-  /the bash session was closed because its worker was shut down \((SIGTERM|SIGINT)\): the run moved to a new bash session in \S+ on another worker; shell variables, functions, aliases and background jobs from before are gone/;
+  /the bash session was closed because its worker was shut down \((SIGTERM|SIGINT|SIGHUP)\): the run moved to a new bash session in \S+ on another worker; shell variables, functions, aliases and background jobs from before are gone/;
 
 describe('worker shutdown (drain)', () => {
   let bed: TestBed;
@@ -49,13 +49,13 @@ describe('worker shutdown (drain)', () => {
     return { workflowId, started };
   }
 
-  async function drainedWhileRunning(signalIt: (w: WorkerProcess) => void, signalName: 'SIGTERM' | 'SIGINT', name: string) {
+  async function drainedWhileRunning(signalIt: (w: WorkerProcess) => void, signalName: 'SIGTERM' | 'SIGINT' | 'SIGHUP', name: string) {
     const { workflowId, started } = await runWithSlowCommand(
-      // A trap that would show a SIGINT reaching the shell; the sleep would die of it too.
-      `echo start > started; bash -c 'trap "echo GOT-SIGINT" INT; sleep 3'; echo done`,
+      // A trap that would show a SIGINT or SIGHUP reaching the shell; the sleep would die of it too.
+      `echo start > started; bash -c 'trap "echo GOT-SIGNAL" INT HUP; sleep 3'; echo done`,
       name,
     );
-    const first = await bed.startWorker(drainEnv('20s'), { detached: signalName === 'SIGINT' });
+    const first = await bed.startWorker(drainEnv('20s'), { detached: signalName !== 'SIGTERM' });
     const handle = await bed.start({ task: 'finish across a drain', approval: 'auto' }, name, workflowId);
     await waitFor('the slow command to start', () => fileText(started).includes('start'));
     expect((await bed.status(handle)).session?.workerId).toBe(first.workerId);
@@ -72,7 +72,7 @@ describe('worker shutdown (drain)', () => {
     const [ran] = bed.resultsSentIn(1);
     expect(ran).toMatchObject({ tool_use_id: 'toolu_1', is_error: true });
     expect(ran!.content).toMatch(/^done\n/);
-    expect(ran!.content).not.toContain('GOT-SIGINT');
+    expect(ran!.content).not.toContain('GOT-SIGNAL');
     expect(ran!.content).toMatch(MOVED);
     expect(ran!.content).toContain(`(${signalName})`);
     // The next command ran in the new session on the other worker, plainly.
@@ -100,6 +100,10 @@ describe('worker shutdown (drain)', () => {
 
   test("SIGINT to the worker's process group (a terminal's Ctrl-C): same, and bash never gets the SIGINT", async () => {
     await drainedWhileRunning((w) => w.signal('SIGINT', true), 'SIGINT', 'drain-sigint-group');
+  });
+
+  test("SIGHUP to the worker's process group (a closed terminal or ssh session): same, and bash never gets the SIGHUP", async () => {
+    await drainedWhileRunning((w) => w.signal('SIGHUP', true), 'SIGHUP', 'drain-sighup-group');
   });
 
   test('a second signal exits at once and leaves no process of the session', async () => {
