@@ -32,7 +32,7 @@ import { temporal } from '@temporalio/proto';
 import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import Table from 'cli-table3';
 import { Command } from 'commander';
-import { DEV_SERVER_DYNAMIC_CONFIG, freePort, startDevServer, type DevServer } from '../devserver';
+import { DEV_SERVER_DYNAMIC_CONFIG, freePort, startDevServer, type DevServer, type DevServerOptions } from '../devserver';
 import { startModelServer, type ScriptEntry } from '../model-server';
 import { startAgentRun } from '../temporal';
 import { scriptedWorkerEnv, spawnWorker } from '../testing/worker-process';
@@ -223,27 +223,35 @@ export async function measureAgent(address: string, turns: number): Promise<Turn
 }
 
 /**
+ * Runs `fn` against a dev server of its own, headless, with its log in a
+ * temporary folder; stops the server and removes the folder afterwards.
+ */
+async function onOwnDevServer<T>(
+  options: Pick<DevServerOptions, 'serverDefaults' | 'dynamicConfig'>,
+  fn: (address: string) => Promise<T>,
+): Promise<T> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-bench-server-'));
+  let server: DevServer | undefined;
+  try {
+    server = await startDevServer({ port: await freePort(), headless: true, logFile: path.join(dir, 'server.log'), ...options });
+    return await fn(server.address);
+  } finally {
+    await server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
  * Starts a dev server of its own (as the project does, or with the server's
  * defaults), measures the bare floor then an agent run of `turns` turns on
  * it, and stops it.
  */
 export async function measureServer(turns: number, setting: ServerFigures['setting']): Promise<ServerFigures> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-bench-server-'));
-  let server: DevServer | undefined;
-  try {
-    server = await startDevServer({
-      port: await freePort(),
-      headless: true,
-      logFile: path.join(dir, 'server.log'),
-      serverDefaults: setting === 'server default',
-    });
-    const bare = await measureBare(server.address, turns);
-    const agent = await measureAgent(server.address, turns);
+  return onOwnDevServer({ serverDefaults: setting === 'server default' }, async (address) => {
+    const bare = await measureBare(address, turns);
+    const agent = await measureAgent(address, turns);
     return { setting, dynamicConfig: setting === 'project' ? { ...DEV_SERVER_DYNAMIC_CONFIG } : {}, bare, agent };
-  } finally {
-    await server?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 }
 
 /** The transfer-queue read limit {@link DEV_SERVER_DYNAMIC_CONFIG} lifts. */
@@ -254,22 +262,10 @@ export async function measureBareAtReadLimit(
   turns: number,
   rps: number,
 ): Promise<{ rps: number; limitedTurnMs: number; bare: BareFigures }> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-bench-server-'));
-  let server: DevServer | undefined;
-  try {
-    server = await startDevServer({
-      port: await freePort(),
-      headless: true,
-      logFile: path.join(dir, 'server.log'),
-      serverDefaults: true,
-      dynamicConfig: { [READ_LIMIT_KEY]: rps },
-    });
+  return onOwnDevServer({ serverDefaults: true, dynamicConfig: { [READ_LIMIT_KEY]: rps } }, async (address) =>
     // Three tasks of a bare turn go through the transfer queue: two workflow tasks and the second-queue activity.
-    return { rps, limitedTurnMs: Math.round((3000 / rps) * 10) / 10, bare: await measureBare(server.address, turns) };
-  } finally {
-    await server?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  }
+    ({ rps, limitedTurnMs: Math.round((3000 / rps) * 10) / 10, bare: await measureBare(address, turns) }),
+  );
 }
 
 async function main(): Promise<void> {

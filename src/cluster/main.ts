@@ -41,10 +41,10 @@ export function describeStatus(s: ClusterStatus): string {
   );
   for (const srv of s.servers) {
     const state = srv.alive ? (srv.answers ? 'answers' : 'runs, frontend does not answer') : `not running (${srv.why})`;
-    lines.push(`  server ${srv.index}  pid ${srv.pid}  frontend ${srv.frontendAddress}  ${state}`);
+    lines.push(`  server ${srv.index}  pid ${srv.pid}  frontend (gRPC) ${srv.frontendAddress}  ${state}`);
     for (const svc of SERVICES) {
       const addrs = srv.membership[svc];
-      if (addrs) lines.push(`      ${svc.padEnd(8)} sees ${addrs.join(', ')}`);
+      if (addrs) lines.push(`      ${svc.padEnd(8)} ring, as it logs it (gRPC addresses): ${addrs.join(', ')}`);
     }
   }
   if (s.clusterInfo) {
@@ -54,7 +54,7 @@ export function describeStatus(s: ClusterStatus): string {
     );
   } else lines.push('GetClusterInfo: no frontend answered');
   if (s.membership.length > 0) {
-    lines.push('membership table (heartbeats in PostgreSQL):');
+    lines.push('membership table in PostgreSQL (membership ports, not gRPC; last heartbeats):');
     for (const m of s.membership)
       lines.push(`  ${m.role.padEnd(8)} ${m.address.padEnd(16)} last heartbeat ${m.lastHeartbeat}${m.live ? '' : '  (stale)'}`);
   }
@@ -83,7 +83,7 @@ export function program(): Command {
       process.stdout.write(o.json ? `${JSON.stringify(state, null, 2)}\n` : `${describeUp(state)}\n`);
     });
   p.command('status')
-    .description('what runs: PostgreSQL, each server, GetClusterInfo and the membership')
+    .description('what runs: PostgreSQL, each server, GetClusterInfo and the membership; exits 1 unless all of it is up')
     .option('--json', 'print the status as JSON')
     .action(async (o: { json?: boolean }) => {
       const s = await clusterStatus();
