@@ -309,6 +309,22 @@ export const WORKFLOW_TASK_TIMEOUT = '4 seconds';
  */
 export const STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT = '1 second';
 
+/**
+ * Workflow tasks one worker processes at once: 8 (the SDK's default is 40).
+ * The SDK runs every workflow of a worker on one workflow thread
+ * (`workflowThreadPoolSize` is 1 with `reuseV8Context`), so more slots add
+ * no CPU, only a longer queue inside the worker; the SDK's own docs warn
+ * that too many cause workflow task timeouts. On a starved machine a task
+ * queued behind 39 others ran past {@link WORKFLOW_TASK_TIMEOUT}, was done
+ * again elsewhere (a replay), and starved the machine more. Measured with
+ * `npm run bench:cluster` (3 workers, 2 cores): 500 runs × 10 turns at 40
+ * slots had 4 runs done after 15 minutes, with 54% of workflow task
+ * attempts timed out; at 8, 200 × 10 completed at 5 turns/s. A task that
+ * waits for a slot waits on the server, where only the sticky queue has a
+ * timeout ({@link STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT}).
+ */
+export const WORKFLOW_TASK_SLOTS = 8;
+
 // ---------------------------------------------------------------------------
 // Approvals and budgets
 

@@ -36,6 +36,7 @@ import {
   SHARED_TASK_QUEUE,
   SHUTDOWN_FORCE_TIME_MS,
   STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT,
+  WORKFLOW_TASK_SLOTS,
   sessionActivitySlots,
   sessionTaskQueue,
   sharedActivitySlots,
@@ -195,6 +196,8 @@ export async function startWorker(): Promise<RunningWorker> {
     // A dead worker's cached workflows move to a live worker after this long (default 10 s).
     stickyQueueScheduleToStartTimeout: STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT,
     maxConcurrentActivityTaskExecutions: sharedActivitySlots(cap.max),
+    // Few at once, so a task a starved machine starts still ends inside the workflow task timeout (default 40).
+    maxConcurrentWorkflowTaskExecutions: WORKFLOW_TASK_SLOTS,
     // Shut down first in a drain: model calls and session opens in flight get the grace, then are cancelled (and retried elsewhere).
     shutdownGraceTime: graceMs,
     shutdownForceTime: graceMs + SHUTDOWN_FORCE_TIME_MS,

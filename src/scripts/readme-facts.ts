@@ -40,6 +40,7 @@ import {
   SESSION_SCHEDULE_TO_START_TIMEOUT,
   STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT,
   WORKFLOW_TASK_TIMEOUT,
+  WORKFLOW_TASK_SLOTS,
 } from '../config';
 import {
   APPROVAL_MODES,
@@ -230,9 +231,9 @@ export function facts(): Fact[] {
     },
     {
       what: 'workflow tasks',
-      default: `timeout ${WORKFLOW_TASK_TIMEOUT}; a dead worker's sticky queue is left after ${STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT}`,
+      default: `timeout ${WORKFLOW_TASK_TIMEOUT}; a dead worker's sticky queue is left after ${STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT}; ${WORKFLOW_TASK_SLOTS} at once per worker`,
       allowed: '—',
-      source: '`WORKFLOW_TASK_TIMEOUT`, `STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT` (src/config.ts)',
+      source: '`WORKFLOW_TASK_TIMEOUT`, `STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT`, `WORKFLOW_TASK_SLOTS` (src/config.ts)',
     },
     {
       what: 'model calls (`callClaude`)',
