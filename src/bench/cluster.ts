@@ -86,6 +86,10 @@ export function formatScaleOut(r: ScaleOutReport): string {
   row('peak worker RSS (highest worker)', (p) => `${p.report.peakWorkerRssMb} MiB`);
   row('most sessions on one worker', (p) => p.report.peakSessions);
   row('sessions that waited for room', (p) => p.report.sessionsThatWaited);
+  row('workflow tasks: completed / timed out (sticky wait, processing)', (p) => {
+    const w = p.report.workflowTasks;
+    return `${w.completed} / ${w.scheduleToStartTimeouts}, ${w.startToCloseTimeouts}`;
+  });
   row('child processes: peak count, RSS', (p) => `${p.report.peakChildren}, ${p.report.peakChildrenRssMb} MiB`);
   row(`load average, 1 min (${r.cores} cores): mean / max`, (p) => `${p.loadAverage.mean} / ${p.loadAverage.max}`);
   const w = new Table({

@@ -97,6 +97,14 @@ export interface ManyReport {
   peakSessions: number;
   /** Sessions that opened only after a `WorkerFull` refusal. */
   sessionsThatWaited: number;
+  /**
+   * Workflow tasks of all runs: completed, and timed out, by timeout
+   * (`scheduleToStart`: waited past the sticky queue's timeout for its
+   * worker; `startToClose`: started but not done within the workflow task
+   * timeout). Each timeout is a task done again, from a replay when another
+   * worker takes it: a machine short of CPU shows here first.
+   */
+  workflowTasks: { completed: number; scheduleToStartTimeouts: number; startToCloseTimeouts: number };
   /** The worker process's VmRSS before the runs start, MiB (with several workers: the highest). */
   idleWorkerRssMb: number;
   /** Highest sampled VmRSS of the worker process (Node), MiB (with several workers: the highest of any). */
@@ -127,11 +135,14 @@ function rssBytes(pid: number): number {
   }
 }
 
-/** Every live descendant of `root` (children, their children, ...), from /proc/<pid>/stat. */
-function descendants(root: number): number[] {
+/** Parent pid → child pids of every live process, from /proc/<pid>/stat; yields to the event loop every 200 reads. */
+async function processTree(): Promise<Map<number, number[]>> {
   const children = new Map<number, number[]>();
+  let reads = 0;
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
+    // Thousands of sessions' processes: the model server shares this event loop and must keep answering.
+    if (++reads % 200 === 0) await new Promise((r) => setImmediate(r));
     let stat: string;
     try {
       stat = readFileSync(`/proc/${name}/stat`, 'utf8');
@@ -144,10 +155,15 @@ function descendants(root: number): number[] {
     list.push(Number(name));
     children.set(ppid, list);
   }
+  return children;
+}
+
+/** Every live descendant of `root` (children, their children, ...) in `tree` ({@link processTree}). */
+function descendants(tree: Map<number, number[]>, root: number): number[] {
   const out: number[] = [];
   const todo = [root];
   while (todo.length > 0) {
-    for (const c of children.get(todo.pop()!) ?? []) {
+    for (const c of tree.get(todo.pop()!) ?? []) {
       out.push(c);
       todo.push(c);
     }
@@ -213,21 +229,29 @@ export async function runMany(options: ManyOptions = {}): Promise<ManyReport> {
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
+        const began = Date.now();
+        // One scan of /proc for all workers per sample (with 2,000 processes a scan takes a while).
+        const tree = await processTree();
         let childrenRss = 0;
         let children = 0;
-        workers.forEach((w, i) => {
-          const kids = descendants(w.process.pid);
-          const rss = kids.reduce((sum, pid) => sum + rssBytes(pid), 0);
+        for (const [i, w] of workers.entries()) {
+          const kids = descendants(tree, w.process.pid);
+          let rss = 0;
+          for (const [k, pid] of kids.entries()) {
+            rss += rssBytes(pid);
+            if (k % 200 === 199) await new Promise((r) => setImmediate(r));
+          }
           const m = memory[i]!;
           m.peak = Math.max(m.peak, rssBytes(w.process.pid));
           m.peakChildren = Math.max(m.peakChildren, rss);
           childrenRss += rss;
           children += kids.length;
-        });
+        }
         peakChildrenRss = Math.max(peakChildrenRss, childrenRss);
         peakChildren = Math.max(peakChildren, children);
         samples++;
-        await sleep(options.sampleMs ?? 200);
+        // Sampling takes at most about a fifth of this process's time, however many processes there are.
+        await sleep(Math.max(options.sampleMs ?? 200, 4 * (Date.now() - began)));
       }
     })();
 
@@ -258,10 +282,11 @@ export async function runMany(options: ManyOptions = {}): Promise<ManyReport> {
 
     const spans: SessionSpan[] = [];
     const tasks = new Map<string, { workflowTasks: number; modelCalls: number; commands: number }>();
+    const workflowTasks = { completed: 0, scheduleToStartTimeouts: 0, startToCloseTimeouts: 0 };
     for (const h of handles) {
       const history = await h.fetchHistory();
       spans.push(...sessionSpans(h.workflowId, history));
-      countTasks(history, tasks);
+      countTasks(history, tasks, workflowTasks);
     }
     const failures = results.flatMap((r, i) =>
       r.status === 'completed' ? [] : [`${handles[i]!.workflowId}: ${r.status}${r.error ? ` (${r.error})` : ''}`],
@@ -298,6 +323,7 @@ export async function runMany(options: ManyOptions = {}): Promise<ManyReport> {
       maxSessions: cap,
       peakSessions: peak,
       sessionsThatWaited: spans.filter(waitedForRoom).length,
+      workflowTasks,
       idleWorkerRssMb: round(Math.max(...memory.map((m) => m.idle)) / MIB),
       peakWorkerRssMb: round(top.peak / MIB),
       rssPerSessionMb: topSessions > 0 ? round(top.peak / MIB / topSessions, 2) : 0,
@@ -313,12 +339,18 @@ export async function runMany(options: ManyOptions = {}): Promise<ManyReport> {
   }
 }
 
-/** Adds one history's workflow tasks, `callClaude` and `runCommand` attempts to the counts per worker identity. */
+/**
+ * Adds one history's workflow tasks, `callClaude` and `runCommand` attempts
+ * to the counts per worker identity, and its workflow tasks completed and
+ * timed out to `totals`.
+ */
 function countTasks(
   history: Awaited<ReturnType<WorkflowHandle['fetchHistory']>>,
   into: Map<string, { workflowTasks: number; modelCalls: number; commands: number }>,
+  totals: ManyReport['workflowTasks'],
 ): void {
   const E = temporal.api.enums.v1.EventType;
+  const T = temporal.api.enums.v1.TimeoutType;
   const type = new Map<string, string>();
   const of = (identity: string | null | undefined): { workflowTasks: number; modelCalls: number; commands: number } => {
     const key = identity ?? '';
@@ -328,8 +360,14 @@ function countTasks(
   for (const e of history.events ?? []) {
     if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
       type.set(String(e.eventId), e.activityTaskScheduledEventAttributes?.activityType?.name ?? '');
-    else if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) of(e.workflowTaskCompletedEventAttributes?.identity).workflowTasks++;
-    else if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_STARTED) {
+    else if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) {
+      of(e.workflowTaskCompletedEventAttributes?.identity).workflowTasks++;
+      totals.completed++;
+    } else if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT) {
+      const timeout = e.workflowTaskTimedOutEventAttributes?.timeoutType;
+      if (timeout === T.TIMEOUT_TYPE_SCHEDULE_TO_START) totals.scheduleToStartTimeouts++;
+      else if (timeout === T.TIMEOUT_TYPE_START_TO_CLOSE) totals.startToCloseTimeouts++;
+    } else if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_STARTED) {
       const a = e.activityTaskStartedEventAttributes;
       const name = type.get(String(a?.scheduledEventId));
       if (name === 'callClaude') of(a?.identity).modelCalls++;

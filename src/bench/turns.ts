@@ -11,8 +11,9 @@
  * its own. From each workflow history it prints, per turn (median and p95,
  * ms): the whole turn; for the agent the `callClaude` activity (schedule →
  * complete), the `runCommand` activity and what is left (workflow tasks,
- * scheduling); and how long each kind of task waited between being scheduled
- * and a worker starting it.
+ * scheduling); how long each kind of task waited between being scheduled
+ * and a worker starting it; and the CPU time per turn of each process
+ * involved (worker, dev server, this process), which tells work from waiting.
  *
  * It does this twice, on two dev servers: one started as the project starts
  * every dev server (with {@link DEV_SERVER_DYNAMIC_CONFIG}), one with the
@@ -24,7 +25,7 @@
  * holds, a bare turn (three tasks through the transfer queue) takes 3 / RPS
  * seconds, which it prints beside.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
@@ -34,6 +35,7 @@ import Table from 'cli-table3';
 import { Command } from 'commander';
 import { DEV_SERVER_DYNAMIC_CONFIG, freePort, startDevServer, type DevServer, type DevServerOptions } from '../devserver';
 import { startModelServer, type ScriptEntry } from '../model-server';
+import { statFields } from '../session/procs';
 import { startAgentRun } from '../temporal';
 import { scriptedWorkerEnv, spawnWorker } from '../testing/worker-process';
 
@@ -58,6 +60,8 @@ export interface TurnFigures {
   overhead: Spread;
   /** Scheduled → started, per task: how long each waited for a worker. */
   wait: { workflowTask: Spread; callClaude: Spread; runCommand: Spread };
+  /** CPU time (user + system, ms) per turn over the run: the worker process, the dev server, this process (the scripted model server and the client). */
+  cpuPerTurnMs: { worker: number; server: number; bench: number };
   wallMs: number;
 }
 
@@ -66,6 +70,8 @@ export interface BareFigures {
   turn: Spread;
   /** Scheduled → started, per task: the shared-queue activity is started eagerly, the others wait for a poll. */
   wait: { workflowTask: Spread; sharedActivity: Spread; secondActivity: Spread };
+  /** CPU time (user + system, ms) per turn over the run: the dev server, this process (the worker and the client). */
+  cpuPerTurnMs: { server: number; bench: number };
   wallMs: number;
 }
 
@@ -126,6 +132,31 @@ function tasksOf(history: History, key: (type: string, taskQueue: string) => str
 /** Time between consecutive starts of a turn (ms): one fewer than the turns. */
 const gaps = (starts: number[] = []): number[] => starts.slice(1).map((t, i) => t - starts[i]!);
 
+/** A dev server to measure on: where it listens and its process, whose CPU time is read. */
+interface MeasuredServer {
+  address: string;
+  pid: number;
+}
+
+/**
+ * CPU time (user + system, ms) a process has used so far, from
+ * `/proc/<pid>/stat` (fields 14 and 15, in USER_HZ = 100 ticks per second
+ * on Linux), with that of its reaped children; NaN where /proc does not
+ * tell. `'self'` reads this process.
+ */
+export function cpuTimeMs(pid: number | 'self'): number {
+  try {
+    const f = statFields(readFileSync(`/proc/${pid}/stat`, 'latin1'));
+    // statFields starts at field 3 (state): field N is at N - 3.
+    return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 10;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** CPU ms per turn between two readings. */
+const perTurn = (before: number, after: number, turns: number): number => Math.round(((after - before) / turns) * 10) / 10;
+
 let bareBundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 
 /**
@@ -133,7 +164,8 @@ let bareBundle: Promise<WorkflowBundleWithSourceMap> | undefined;
  * a worker in this process (one Worker on the workflow's queue, one on the
  * second queue, one connection), and reads its history.
  */
-export async function measureBare(address: string, turns: number): Promise<BareFigures> {
+export async function measureBare(server: MeasuredServer, turns: number): Promise<BareFigures> {
+  const { address } = server;
   bareBundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../testing/bare-workflow'), logger: Runtime.instance().logger });
   const workflowBundle = await bareBundle;
   const sharedQueue = `bench-bare-${process.pid}`;
@@ -148,6 +180,7 @@ export async function measureBare(address: string, turns: number): Promise<BareF
     try {
       const client = new Client({ connection });
       const t0 = Date.now();
+      const cpu0 = { server: cpuTimeMs(server.pid), bench: cpuTimeMs('self') };
       const handle = await client.workflow.start('bareTurns', {
         taskQueue: sharedQueue,
         workflowId: `bench-bare-${Date.now()}`,
@@ -155,6 +188,10 @@ export async function measureBare(address: string, turns: number): Promise<BareF
       });
       await handle.result();
       const wallMs = Date.now() - t0;
+      const cpuPerTurnMs = {
+        server: perTurn(cpu0.server, cpuTimeMs(server.pid), turns),
+        bench: perTurn(cpu0.bench, cpuTimeMs('self'), turns),
+      };
       const t = tasksOf(await handle.fetchHistory(), (_type, queue) => (queue === secondQueue ? 'second' : 'shared'));
       return {
         turn: summarize(gaps(t.scheduledAt.shared)),
@@ -163,6 +200,7 @@ export async function measureBare(address: string, turns: number): Promise<BareF
           sharedActivity: summarize(t.wait.shared ?? []),
           secondActivity: summarize(t.wait.second ?? []),
         },
+        cpuPerTurnMs,
         wallMs,
       };
     } finally {
@@ -177,7 +215,8 @@ export async function measureBare(address: string, turns: number): Promise<BareF
 }
 
 /** Runs one agent run of `turns` instant scripted turns on the server at `address`, on a worker process of its own. */
-export async function measureAgent(address: string, turns: number): Promise<TurnFigures> {
+export async function measureAgent(server: MeasuredServer, turns: number): Promise<TurnFigures> {
+  const { address } = server;
   const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-bench-'));
   const responses: ScriptEntry[] = [];
   for (let i = 0; i < turns; i++)
@@ -194,9 +233,15 @@ export async function measureAgent(address: string, turns: number): Promise<Turn
     try {
       const client = new Client({ connection });
       const t0 = Date.now();
+      const cpu0 = { worker: cpuTimeMs(worker.pid), server: cpuTimeMs(server.pid), bench: cpuTimeMs('self') };
       const handle = await startAgentRun(client, { task: 'benchmark', approval: 'auto', maxTurns: turns + 2 }, `bench-turns-${Date.now()}`);
       await handle.result();
       const wallMs = Date.now() - t0;
+      const cpuPerTurnMs = {
+        worker: perTurn(cpu0.worker, cpuTimeMs(worker.pid), turns),
+        server: perTurn(cpu0.server, cpuTimeMs(server.pid), turns),
+        bench: perTurn(cpu0.bench, cpuTimeMs('self'), turns),
+      };
       const t = tasksOf(await handle.fetchHistory(), (type) => type);
       const turnMs = gaps(t.scheduledAt.callClaude);
       const overhead = turnMs.map((ms, i) => ms - (t.span.callClaude?.[i] ?? 0) - (t.span.runCommand?.[i] ?? 0));
@@ -210,6 +255,7 @@ export async function measureAgent(address: string, turns: number): Promise<Turn
           callClaude: summarize(t.wait.callClaude ?? []),
           runCommand: summarize(t.wait.runCommand ?? []),
         },
+        cpuPerTurnMs,
         wallMs,
       };
     } finally {
@@ -228,13 +274,13 @@ export async function measureAgent(address: string, turns: number): Promise<Turn
  */
 async function onOwnDevServer<T>(
   options: Pick<DevServerOptions, 'serverDefaults' | 'dynamicConfig'>,
-  fn: (address: string) => Promise<T>,
+  fn: (server: MeasuredServer) => Promise<T>,
 ): Promise<T> {
   const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-bench-server-'));
   let server: DevServer | undefined;
   try {
     server = await startDevServer({ port: await freePort(), headless: true, logFile: path.join(dir, 'server.log'), ...options });
-    return await fn(server.address);
+    return await fn({ address: server.address, pid: server.pid });
   } finally {
     await server?.stop();
     rmSync(dir, { recursive: true, force: true });
@@ -247,9 +293,9 @@ async function onOwnDevServer<T>(
  * it, and stops it.
  */
 export async function measureServer(turns: number, setting: ServerFigures['setting']): Promise<ServerFigures> {
-  return onOwnDevServer({ serverDefaults: setting === 'server default' }, async (address) => {
-    const bare = await measureBare(address, turns);
-    const agent = await measureAgent(address, turns);
+  return onOwnDevServer({ serverDefaults: setting === 'server default' }, async (server) => {
+    const bare = await measureBare(server, turns);
+    const agent = await measureAgent(server, turns);
     return { setting, dynamicConfig: setting === 'project' ? { ...DEV_SERVER_DYNAMIC_CONFIG } : {}, bare, agent };
   });
 }
@@ -262,9 +308,9 @@ export async function measureBareAtReadLimit(
   turns: number,
   rps: number,
 ): Promise<{ rps: number; limitedTurnMs: number; bare: BareFigures }> {
-  return onOwnDevServer({ serverDefaults: true, dynamicConfig: { [READ_LIMIT_KEY]: rps } }, async (address) =>
+  return onOwnDevServer({ serverDefaults: true, dynamicConfig: { [READ_LIMIT_KEY]: rps } }, async (server) =>
     // Three tasks of a bare turn go through the transfer queue: two workflow tasks and the second-queue activity.
-    ({ rps, limitedTurnMs: Math.round((3000 / rps) * 10) / 10, bare: await measureBare(address, turns) }),
+    ({ rps, limitedTurnMs: Math.round((3000 / rps) * 10) / 10, bare: await measureBare(server, turns) }),
   );
 }
 
@@ -310,6 +356,12 @@ async function main(): Promise<void> {
   row('wait: agent workflow task', (r) => r.agent.wait.workflowTask);
   row('wait: callClaude', (r) => r.agent.wait.callClaude);
   row('wait: runCommand', (r) => r.agent.wait.runCommand);
+  const cpu = (label: string, pick: (r: ServerFigures) => number): void => void table.push([label, ...runs.flatMap((r) => [pick(r), ''])]);
+  cpu('CPU per bare turn: dev server', (r) => r.bare.cpuPerTurnMs.server);
+  cpu('CPU per bare turn: this process (worker)', (r) => r.bare.cpuPerTurnMs.bench);
+  cpu('CPU per agent turn: worker', (r) => r.agent.cpuPerTurnMs.worker);
+  cpu('CPU per agent turn: dev server', (r) => r.agent.cpuPerTurnMs.server);
+  cpu('CPU per agent turn: this process (model server)', (r) => r.agent.cpuPerTurnMs.bench);
   const walls = runs.map((r) => `${r.setting} ${((r.bare.wallMs + r.agent.wallMs) / 1000).toFixed(1)} s`).join(', ');
   process.stdout.write(`${table.toString()}\nproject setting: ${setting}\nwall time (bare + agent): ${walls}\n`);
   if (sweep.length === 0) return;
