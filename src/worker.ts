@@ -360,15 +360,24 @@ export const DRAIN_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
 
 /**
  * Makes SIGTERM, SIGINT and SIGHUP stop `worker` the way a deploy wants: the
- * first one drains it ({@link RunningWorker.drain}), a second one (of any)
- * exits at once ({@link RunningWorker.exitNow}: every bash process group
- * killed), with 128 + the signal's number. After a drain the process exits
- * with 0. The SDK's own signal handling is off (`installRuntime`). SIGHUP
- * is among them because Node ends the process on it by default, even under
- * `nohup`: a closed terminal or ssh session would otherwise kill every
- * running command.
+ * first one drains it ({@link RunningWorker.drain}), a second SIGTERM or
+ * SIGINT exits at once ({@link RunningWorker.exitNow}: every bash process
+ * group killed), with 128 + the signal's number. After a drain the process
+ * exits with 0. The SDK's own signal handling is off (`installRuntime`).
+ *
+ * SIGHUP is among them because Node ends the process on it by default,
+ * even under `nohup`: a closed terminal or ssh session would otherwise kill
+ * every running command. A hangup often arrives twice (from the shell, then
+ * from the kernel to the foreground process group), so a SIGHUP never
+ * escalates: after the first signal it is ignored. Writes to a terminal
+ * that hung up fail with EIO; those errors on stdout and stderr are
+ * ignored, so the drain is not cut short by its own log lines.
  */
 export function stopOnSignals(worker: RunningWorker): void {
+  for (const stream of [process.stdout, process.stderr])
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EIO' && err.code !== 'EPIPE') throw err;
+    });
   let first: NodeJS.Signals | undefined;
   const onSignal = (signal: NodeJS.Signals): void => {
     if (first === undefined) {
@@ -380,6 +389,10 @@ export function stopOnSignals(worker: RunningWorker): void {
           worker.exitNow(1);
         },
       );
+      return;
+    }
+    if (signal === 'SIGHUP') {
+      lastLogLine('WARN', `SIGHUP after ${first}: ignored, the drain goes on`);
       return;
     }
     lastLogLine('WARN', `second signal (${signal} after ${first}): exiting now`);

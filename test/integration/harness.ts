@@ -101,21 +101,26 @@ export class TestBed {
   }
 
   /** Starts a worker process and waits until it polls; `detached`: as the leader of its own process group. */
+  /** The whole environment a worker of this bed gets (the scripted model server, this bed's data folder), with `extraEnv` on top. */
+  workerEnvWith(extraEnv: Record<string, string> = {}): Record<string, string> {
+    return {
+      ...scriptedWorkerEnv({
+        address: this.address,
+        modelUrl: this.model.url,
+        apiKey: 'sk-ant-test-secret-key-0123456789',
+        dataDir: this.dir,
+      }),
+      ...this.workerEnv,
+      ...extraEnv,
+    };
+  }
+
   async startWorker(extraEnv: Record<string, string> = {}, options: { detached?: boolean } = {}): Promise<WorkerProcess> {
     const worker = await spawnWorker({
       workerId: `it-${process.pid}-${++counter}`,
       connection: this.connection,
       detached: options.detached ?? false,
-      env: {
-        ...scriptedWorkerEnv({
-          address: this.address,
-          modelUrl: this.model.url,
-          apiKey: 'sk-ant-test-secret-key-0123456789',
-          dataDir: this.dir,
-        }),
-        ...this.workerEnv,
-        ...extraEnv,
-      },
+      env: this.workerEnvWith(extraEnv),
     });
     this.workers.push(worker);
     return worker;

@@ -1,18 +1,32 @@
 /**
- * Draining a worker (SIGTERM, or SIGINT to its process group as a
- * terminal's Ctrl-C sends it): the running command finishes and its output
+ * Draining a worker (SIGTERM, SIGINT to its process group as a terminal's
+ * Ctrl-C sends it, SIGHUP as a closing terminal sends it, and a real
+ * terminal that closes): the running command finishes and its output
  * reaches Claude, the worker exits within grace + force, the run moves to a
  * new session on another worker and Claude is told why. A second signal
  * exits at once with no process of the session left; a command longer than
  * the grace is killed at the grace and reported as such; an idle session's
  * next command runs in a new session, with Claude told first.
  */
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { workspaceFolderName } from '../../src/activities/session';
 import { SHUTDOWN_FORCE_TIME_MS } from '../../src/config';
 import { approveSignal } from '../../src/contract';
 import { processesMatching, TestBed, toolUse, waitFor, type WorkerProcess } from './harness';
+
+const WORKER_JS = path.resolve(__dirname, '../../dist/worker.js');
+
+/** Whether a process `pid` is alive (signal 0). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 function fileText(file: string): string {
   return existsSync(file) ? readFileSync(file, 'utf8') : '';
@@ -102,8 +116,56 @@ describe('worker shutdown (drain)', () => {
     await drainedWhileRunning((w) => w.signal('SIGINT', true), 'SIGINT', 'drain-sigint-group');
   });
 
-  test("SIGHUP to the worker's process group (a closed terminal or ssh session): same, and bash never gets the SIGHUP", async () => {
-    await drainedWhileRunning((w) => w.signal('SIGHUP', true), 'SIGHUP', 'drain-sighup-group');
+  test("SIGHUP twice to the worker's process group (as a hangup can send it): one drain, the second is ignored, bash never gets it", async () => {
+    let signalled: WorkerProcess | undefined;
+    await drainedWhileRunning(
+      (w) => {
+        signalled = w;
+        w.signal('SIGHUP', true);
+        w.signal('SIGHUP', true);
+      },
+      'SIGHUP',
+      'drain-sighup-group',
+    );
+    expect(signalled!.output()).toContain('SIGHUP after SIGHUP: ignored, the drain goes on');
+  });
+
+  test('a worker in a terminal that closes (tmux kill-session): the hangup drains it, though its log has nowhere to go', async () => {
+    const { workflowId, started } = await runWithSlowCommand(
+      `echo start > started; bash -c 'trap "echo GOT-SIGNAL" INT HUP; sleep 3'; echo done`,
+      'terminal-closes',
+    );
+    const workerId = `it-tty-${process.pid}`;
+    const env = { ...bed.workerEnvWith(drainEnv('20s')), AGENT_JOBS_WORKER_ID: workerId };
+    const socket = `agent-jobs-shutdown-${process.pid}`;
+    const tmux = (...args: string[]): string => execFileSync('tmux', ['-L', socket, ...args], { encoding: 'utf8' });
+    const envArgs = Object.entries(env).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
+    try {
+      // The worker is the pane's foreground process, its stdout and stderr the terminal.
+      tmux('new-session', '-d', '-s', 'w', '-x', '120', '-y', '40', ...envArgs, `exec ${process.execPath} ${WORKER_JS}`);
+      const pid = Number(tmux('display-message', '-p', '-t', 'w', '#{pane_pid}').trim());
+      const handle = await bed.start({ task: 'finish across a hangup', approval: 'auto' }, undefined, workflowId);
+      await waitFor('the slow command to start', () => fileText(started).includes('start'), 60_000);
+      expect((await bed.status(handle)).session?.workerId).toBe(workerId);
+      await bed.startWorker();
+      const closedAt = Date.now();
+      tmux('kill-session', '-t', 'w');
+      const result = await handle.result();
+      await waitFor('the worker to exit', () => !alive(pid), 30_000);
+      const goneSeconds = (Date.now() - closedAt) / 1000;
+      expect(result).toMatchObject({ status: 'completed', text: 'finished', turns: 3 });
+      const [ran] = bed.resultsSentIn(1);
+      expect(ran!.content).toMatch(/^done\n/);
+      expect(ran!.content).not.toContain('GOT-SIGNAL');
+      expect(ran!.content).toMatch(MOVED);
+      expect(ran!.content).toContain('(SIGHUP)');
+      expect(bed.audit().map((l) => l.command.slice(0, 10))).toEqual(['echo start', 'echo after']);
+      expect(goneSeconds).toBeLessThan(20 + SHUTDOWN_FORCE_TIME_MS / 1000);
+      console.log(`terminal closed: the worker drained and exited ${goneSeconds.toFixed(2)} s later`);
+    } finally {
+      // Gone with its last session, normally; quietly either way.
+      spawnSync('tmux', ['-L', socket, 'kill-server'], { stdio: 'ignore' });
+    }
   });
 
   test('a second signal exits at once and leaves no process of the session', async () => {

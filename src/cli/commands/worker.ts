@@ -45,7 +45,7 @@ export function registerWorker(program: Command): void {
   program
     .command('worker')
     .description(
-      "run a worker: the agentRun workflow, Claude calls, and this machine's bash sessions (Ctrl-C or SIGTERM drains it: running commands finish, up to AGENT_JOBS_SHUTDOWN_GRACE; a second one exits at once)",
+      "run a worker: the agentRun workflow, Claude calls, and this machine's bash sessions (Ctrl-C, SIGTERM or SIGHUP drains it: running commands finish, up to AGENT_JOBS_SHUTDOWN_GRACE; a second Ctrl-C or SIGTERM exits at once)",
     )
     .option(
       '--json',
