@@ -86,7 +86,7 @@ export function formatScaleOut(r: ScaleOutReport): string {
   row('peak worker RSS (highest worker)', (p) => `${p.report.peakWorkerRssMb} MiB`);
   row('most sessions on one worker', (p) => p.report.peakSessions);
   row('sessions that waited for room', (p) => p.report.sessionsThatWaited);
-  row('workflow tasks: completed / timed out (sticky wait, processing)', (p) => {
+  row('workflow tasks: completed / timeouts recorded (sticky wait, processing)', (p) => {
     const w = p.report.workflowTasks;
     return `${w.completed} / ${w.scheduleToStartTimeouts}, ${w.startToCloseTimeouts}`;
   });

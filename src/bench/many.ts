@@ -98,11 +98,13 @@ export interface ManyReport {
   /** Sessions that opened only after a `WorkerFull` refusal. */
   sessionsThatWaited: number;
   /**
-   * Workflow tasks of all runs: completed, and timed out, by timeout
-   * (`scheduleToStart`: waited past the sticky queue's timeout for its
-   * worker; `startToClose`: started but not done within the workflow task
-   * timeout). Each timeout is a task done again, from a replay when another
-   * worker takes it: a machine short of CPU shows here first.
+   * Workflow tasks of all runs: completed, and the timeouts their histories
+   * record, by kind (`scheduleToStart`: waited past the sticky queue's
+   * timeout for its worker; `startToClose`: started but not done within the
+   * workflow task timeout). Each timeout is a task done again, from a
+   * replay when another worker takes it: a machine short of CPU shows here
+   * first. A lower bound: the server records no event for a retried
+   * (transient) workflow task that times out again.
    */
   workflowTasks: { completed: number; scheduleToStartTimeouts: number; startToCloseTimeouts: number };
   /** The worker process's VmRSS before the runs start, MiB (with several workers: the highest). */
