@@ -320,9 +320,9 @@ export const STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT = '1 second';
  * `npm run bench:cluster` (3 workers, 2 cores): 500 runs × 10 turns at 40
  * slots had 4 runs done after 15 minutes, and 50 of its runs' histories
  * recorded 448 workflow task timeouts against 382 completed tasks; at 8,
- * 200 × 10 completed at 5 turns/s. A task that
- * waits for a slot waits on the server, where only the sticky queue has a
- * timeout ({@link STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT}).
+ * 200 × 10 completed at 5 turns/s. A task that waits for a slot waits on
+ * the server, where only the sticky queue has a timeout
+ * ({@link STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT}).
  */
 export const WORKFLOW_TASK_SLOTS = 8;
 

@@ -11,8 +11,8 @@
  * SIGTERM, SIGINT or SIGHUP drains it ({@link RunningWorker.drain}): no new sessions
  * or commands here, running commands finish (up to
  * `AGENT_JOBS_SHUTDOWN_GRACE`), the runs are told their sessions are
- * closing, then it exits. A second signal exits at once, killing every bash
- * process group ({@link stopOnSignals}).
+ * closing, then it exits. A second SIGTERM or SIGINT exits at once, killing
+ * every bash process group ({@link stopOnSignals}).
  */
 import { existsSync, writeSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';

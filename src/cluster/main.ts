@@ -83,7 +83,9 @@ export function program(): Command {
       process.stdout.write(o.json ? `${JSON.stringify(state, null, 2)}\n` : `${describeUp(state)}\n`);
     });
   p.command('status')
-    .description('what runs: PostgreSQL, each server, GetClusterInfo and the membership; exits 1 when PostgreSQL or a server is down or does not answer')
+    .description(
+      'what runs: PostgreSQL, each server, GetClusterInfo and the membership; exits 1 when PostgreSQL or a server is down or does not answer',
+    )
     .option('--json', 'print the status as JSON')
     .action(async (o: { json?: boolean }) => {
       const s = await clusterStatus();
