@@ -122,7 +122,11 @@ describe('worker shutdown (drain)', () => {
       (w) => {
         signalled = w;
         w.signal('SIGHUP', true);
-        w.signal('SIGHUP', true);
+        // The second once the first is handled: two pending SIGHUPs would merge into one.
+        void waitFor('the drain to start', () => w.output().includes('draining (SIGHUP)')).then(
+          () => w.signal('SIGHUP', true),
+          () => undefined,
+        );
       },
       'SIGHUP',
       'drain-sighup-group',
