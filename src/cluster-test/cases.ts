@@ -256,13 +256,28 @@ export function approvalCase(target: Target): Promise<CaseResult> {
       check((await bed.status(handle)).status === 'awaiting_approval', 'status is not awaiting_approval');
       await sleep(500);
       check(bed.model.requests().length === 1, 'the model was asked again before the approval');
+      // Visibility on PostgreSQL: the wait shows in `agent-jobs pending` (a Text attribute PostgreSQL could not parse would fail the whole update).
+      const cliEnv = { ...process.env, TEMPORAL_ADDRESS: target.addresses[lastServer(target)]!, TEMPORAL_NAMESPACE: target.namespace };
+      const listed = await waitFor(
+        'the run to show in agent-jobs pending',
+        async () => {
+          const out = await execFileP(process.execPath, [path.join(PROJECT_ROOT, 'bin', 'agent-jobs.js'), 'pending', '--json'], {
+            env: cliEnv,
+          });
+          const rows = JSON.parse(out.stdout) as Array<{ workflowId: string; status: string; awaiting: string }>;
+          return rows.find((r) => r.workflowId === workflowId) ?? null;
+        },
+        15_000,
+      ).catch(() => null);
+      check(
+        listed?.status === 'awaiting_approval' && listed.awaiting.startsWith('approval of bash: echo "ran-at'),
+        `agent-jobs pending did not list the run awaiting approval of its command: ${JSON.stringify(listed)}`,
+      );
       const approvedAt = Date.now();
       const cli = await execFileP(
         process.execPath,
         [path.join(PROJECT_ROOT, 'bin', 'agent-jobs.js'), 'approve', workflowId, '--by', 'cluster-test', '--json'],
-        {
-          env: { ...process.env, TEMPORAL_ADDRESS: target.addresses[lastServer(target)]!, TEMPORAL_NAMESPACE: target.namespace },
-        },
+        { env: cliEnv },
       ).catch((err: { code?: number; stderr?: string }) => {
         throw new Error(`agent-jobs approve exited ${err.code}: ${err.stderr?.trim()}`);
       });

@@ -26,6 +26,7 @@ import type {
   Usage,
 } from '../contract';
 import type { ResolvedInput } from '../contract/input';
+import { toSearchText } from '../contract/search-text';
 import { AGENT_AWAITING, AGENT_AWAITING_SINCE, AGENT_COST_USD, AGENT_STATUS, AGENT_TOKENS, AGENT_TURNS } from '../config';
 import { commandSummary } from '../contract/display';
 import { costUsd, modelInfoOf, type ModelInfo } from '../contract/models';
@@ -59,6 +60,13 @@ export const MAX_DURATIONS_KEPT = 200;
  * did, so their histories replay unchanged.
  */
 export const COST_ATTRIBUTE_PATCH = 'publish-agent-cost-usd';
+
+/**
+ * patched() id: `AgentAwaiting` is published encoded as one quoted
+ * tsvector lexeme ({@link toSearchText}), which PostgreSQL visibility
+ * accepts; older histories published the plain text.
+ */
+export const SEARCH_TEXT_PATCH = 'agent-awaiting-as-tsvector-lexeme';
 
 /** An end decided inside a tool turn (the approval timeout under `end`): the loop ends the run once the turn's results are recorded. */
 export interface PendingEnd {
@@ -236,7 +244,7 @@ export class RunState {
       ...(cost !== null && patched(COST_ATTRIBUTE_PATCH) ? [{ key: AGENT_COST_USD, value: cost }] : []),
       ...(this.everAwaited
         ? [
-            { key: AGENT_AWAITING, value: awaiting },
+            { key: AGENT_AWAITING, value: patched(SEARCH_TEXT_PATCH) ? toSearchText(awaiting) : awaiting },
             { key: AGENT_AWAITING_SINCE, value: this.awaitingSince === null ? null : new Date(this.awaitingSince) },
           ]
         : []),

@@ -3,6 +3,7 @@ import Table from 'cli-table3';
 import type { Client } from '@temporalio/client';
 import type { Command } from 'commander';
 import { AGENT_AWAITING, AGENT_AWAITING_SINCE, AGENT_RUN_WORKFLOW, AGENT_STATUS } from '../../config';
+import { fromSearchText } from '../../contract/search-text';
 import { WAITING_STATUSES } from '../../contract';
 import { safeText } from '../../contract/display';
 import { printJson } from '../output';
@@ -39,7 +40,7 @@ export async function listPending(client: Client): Promise<PendingRun[]> {
       workflowId: w.workflowId,
       runId: w.runId,
       status: attrs.get(AGENT_STATUS) ?? '',
-      awaiting: attrs.get(AGENT_AWAITING) ?? '',
+      awaiting: fromSearchText(attrs.get(AGENT_AWAITING) ?? ''),
       since: since ? since.toISOString() : null,
     });
   }
