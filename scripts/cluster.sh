@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # npm run cluster -- up|down|status: install the npm packages when missing,
-# build when a source is newer than the last build, run the local Temporal
-# cluster's command line (src/cluster/main.ts).
+# build when the sources changed since the last build (scripts/prepare.sh),
+# run the local Temporal cluster's command line (src/cluster/main.ts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/prepare.sh

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# npm run demo: install what is missing, build when a source is newer than the
-# last build, run one real agent run.
+# npm run demo: install what is missing, build when the sources changed since
+# the last build (scripts/prepare.sh), run one real agent run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export AGENT_JOBS_DEMO_STARTED_MS="$(date +%s%3N)"

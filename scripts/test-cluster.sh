@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# npm run test:cluster: install the npm packages when missing, build when a
-# source is newer than the last build (the workers run from dist/), then run
+# npm run test:cluster: install the npm packages when missing, build when the
+# sources changed since the last build (scripts/prepare.sh; the workers run
+# from dist/), then run
 # the end-to-end cases on the local Temporal cluster
 # (src/cluster-test/main.ts), which starts one when none runs.
 set -euo pipefail
