@@ -107,7 +107,7 @@ export const DEFAULT_TRANSCRIPT_CACHE_CHARS = 256 * 1024 * 1024;
 export const MAX_TURN_RESULT_CHARS = 400_000;
 
 /** Default model; overridden by `AGENT_JOBS_MODEL` (at start) or the run's `model` input. */
-export const DEFAULT_MODEL = 'claude-sonnet-5-5';
+export const DEFAULT_MODEL = 'claude-opus-5-5';
 
 /** Default `max_tokens` of one model call (the Messages API's per-response cap). */
 export const DEFAULT_MAX_TOKENS = 4096;

@@ -6,6 +6,7 @@
  * long conversation, end to end").
  */
 import Anthropic from '@anthropic-ai/sdk';
+import type { MessageStream } from '@anthropic-ai/sdk/lib/MessageStream';
 import { Context } from '@temporalio/activity';
 import { CLAUDE_HEARTBEAT_INTERVAL_MS, CLAUDE_IDLE_TIMEOUT_MS } from '../config';
 import { ApplicationFailure } from '@temporalio/common';
@@ -16,7 +17,7 @@ import { tailOf, type ClaudeProgress } from './claude-progress';
 import { cacheControl, fitToWindow, withCacheBreakpoints, type CountTokens } from './context-window';
 import { conversationFromHistory } from '../conversation-history';
 import { TranscriptCache } from './transcript-cache';
-import type { CallClaudeInput, CallClaudeOutput } from '../contract';
+import type { CallClaudeInput, CallClaudeOutput, RequestContext, ServerToolName, Usage } from '../contract';
 
 /** Failure type when the workflow's conversation cannot be rebuilt from its history (a bug or a changed history; never retried). */
 export const TRANSCRIPT_MISMATCH = 'TranscriptMismatch';
@@ -107,7 +108,7 @@ export function createClaudeActivities(
         }
       }, CLAUDE_HEARTBEAT_INTERVAL_MS);
       try {
-        const stream = anthropic.messages.stream(request, { signal });
+        const stream = streamOf(anthropic, request, signal);
         const touch = (): void => {
           lastData = Date.now();
         };
@@ -123,13 +124,7 @@ export function createClaudeActivities(
           model: message.model,
           content: message.content as unknown as ContentBlock[],
           stopReason: message.stop_reason,
-          usage: {
-            inputTokens: message.usage.input_tokens,
-            outputTokens: message.usage.output_tokens,
-            // null from the API (no caching on this request) is 0.
-            cacheCreationInputTokens: message.usage.cache_creation_input_tokens ?? 0,
-            cacheReadInputTokens: message.usage.cache_read_input_tokens ?? 0,
-          },
+          usage: usageOf(message.usage),
           ...(report ? { context: { ...report, requestTokens: requestTokens(message.usage) } } : {}),
         };
       } catch (err) {
@@ -192,19 +187,47 @@ async function readFromHistory(workflowId: string, runId: string, stopAt: string
   return result.conversation;
 }
 
+/** Beta header of server-side compaction (https://platform.claude.com/docs/en/build-with-claude/compaction). */
+export const COMPACTION_BETA = 'compact-2026-01-12';
+/** The compaction edit type (same page). */
+export const COMPACTION_EDIT = 'compact_20260112';
+
 /**
- * The Messages API request: the conversation fitted to the context window, the system
- * prompt and tools with a cache breakpoint, rolling breakpoints on the newest messages,
- * and thinking when asked. Older runs' inputs (no `context`) are sent as they are.
+ * The server tools a run may offer, as the request's `tools` entries: web search
+ * (https://platform.claude.com/docs/en/agents-and-tools/tool-use/web-search-tool) and web fetch
+ * (https://platform.claude.com/docs/en/agents-and-tools/tool-use/web-fetch-tool). Their
+ * `server_tool_use` and result blocks come back in the answer and are sent back as they are.
+ */
+export const SERVER_TOOLS: Readonly<Record<ServerToolName, { type: string; name: ServerToolName }>> = {
+  web_search: { type: 'web_search_20250305', name: 'web_search' },
+  web_fetch: { type: 'web_fetch_20250910', name: 'web_fetch' },
+};
+
+/**
+ * The `thinking` option of a request: a budget (`enabled`) when the run has one, else
+ * `adaptive` with the run's display when it names one, else none (the model's default).
+ */
+export function thinkingOption(context: RequestContext | undefined): { thinking?: Anthropic.ThinkingConfigParam } {
+  if (context?.thinkingBudget !== undefined) return { thinking: { type: 'enabled', budget_tokens: context.thinkingBudget } };
+  if (context?.thinkingDisplay !== undefined) return { thinking: { type: 'adaptive', display: context.thinkingDisplay } };
+  return {};
+}
+
+/**
+ * The Messages API request: the conversation fitted to the context window (or, on a model
+ * with compaction, sent whole with the compaction edit), the system prompt and tools with a
+ * cache breakpoint, rolling breakpoints on the newest messages, thinking and effort when
+ * asked. The system prompt, tools and every message already sent come out byte-identical on
+ * every call of a run (the thinking blocks' prefix, and the prompt cache's). Older runs'
+ * inputs (no `context`) are sent as they are.
  */
 async function buildRequest(
   anthropic: Anthropic,
   input: CallClaudeInput,
   conversation: Message[],
-): Promise<{ request: Anthropic.MessageCreateParamsNonStreaming; report: Omit<RequestReport, 'requestTokens'> | null }> {
+): Promise<{ request: ClaudeRequest; report: Omit<RequestReport, 'requestTokens'> | null }> {
   const { context } = input;
-  const thinking =
-    context?.thinkingBudget !== undefined ? { thinking: { type: 'enabled' as const, budget_tokens: context.thinkingBudget } } : {};
+  const thinking = thinkingOption(context);
   if (context === undefined) {
     const request = {
       model: input.model,
@@ -216,11 +239,15 @@ async function buildRequest(
     return { request, report: null };
   }
   const system = input.system !== undefined && input.system !== '' ? [{ type: 'text' as const, text: input.system }] : undefined;
+  const serverTools = (context.serverTools ?? []).map((name) => SERVER_TOOLS[name]);
+  const clientTools = [BASH_TOOL];
   const count: CountTokens = async (messages, opts) => {
     const counted = await anthropic.messages.countTokens({
       model: input.model,
       messages: messages as Anthropic.MessageParam[],
-      ...(opts?.bare ? {} : { tools: [BASH_TOOL], ...(system ? { system } : {}), ...thinking }),
+      ...(opts?.bare
+        ? {}
+        : { tools: [...clientTools, ...serverTools] as Anthropic.ToolUnion[], ...(system ? { system } : {}), ...thinking }),
     });
     return counted.input_tokens;
   };
@@ -230,21 +257,27 @@ async function buildRequest(
     context.previousLength !== undefined &&
     delta !== undefined &&
     delta.from >= context.previousLength;
-  const fitted = await fitToWindow(
-    conversation,
-    {
-      contextWindow: context.contextWindow,
-      maxTokens: input.maxTokens,
-      fixedBytes: Buffer.byteLength(JSON.stringify({ system, tools: [BASH_TOOL] }), 'utf8'),
-      clearedBefore: context.clearedBefore,
-      ...(previousValid ? { previous: { tokens: context.previousTokens!, length: context.previousLength! } } : {}),
-    },
-    count,
-  ).catch((err: unknown) => {
-    throw toTemporalFailure(err);
-  });
+  // With compaction the API summarizes what is old; nothing is cleared or counted here, so
+  // every message goes back exactly as it was sent before.
+  const fitted =
+    context.compactAtTokens !== undefined
+      ? { messages: conversation, clearedBefore: context.clearedBefore }
+      : await fitToWindow(
+          conversation,
+          {
+            contextWindow: context.contextWindow,
+            maxTokens: input.maxTokens,
+            fixedBytes: Buffer.byteLength(JSON.stringify({ system, tools: [...clientTools, ...serverTools] }), 'utf8'),
+            clearedBefore: context.clearedBefore,
+            ...(previousValid ? { previous: { tokens: context.previousTokens!, length: context.previousLength! } } : {}),
+          },
+          count,
+        ).catch((err: unknown) => {
+          throw toTemporalFailure(err);
+        });
   const breakpoint = cacheControl(context.cacheTtl);
-  const request = {
+  const tools = [...clientTools, ...serverTools] as Anthropic.ToolUnion[];
+  const request: ClaudeRequest = {
     model: input.model,
     max_tokens: input.maxTokens,
     ...(system ? { system: system.map((b, i) => (i === system.length - 1 ? { ...b, cache_control: breakpoint } : b)) } : {}),
@@ -253,13 +286,74 @@ async function buildRequest(
       previousValid ? context.previousLength! - 1 : undefined,
       context.cacheTtl,
     ) as Anthropic.MessageParam[],
-    tools: system ? [BASH_TOOL] : [{ ...BASH_TOOL, cache_control: breakpoint }],
+    tools: system ? tools : tools.map((t, i) => (i === tools.length - 1 ? { ...t, cache_control: breakpoint } : t)),
     ...thinking,
+    ...(context.effort !== undefined ? { output_config: { effort: context.effort } } : {}),
+    ...(context.compactAtTokens !== undefined
+      ? {
+          betas: [COMPACTION_BETA],
+          context_management: { edits: [{ type: COMPACTION_EDIT, trigger: { type: 'input_tokens', value: context.compactAtTokens } }] },
+        }
+      : {}),
   };
   const report = {
     messages: conversation.length,
     clearedBefore: fitted.clearedBefore,
-    ...(fitted.notice !== undefined ? { notice: fitted.notice } : {}),
+    ...('notice' in fitted && fitted.notice !== undefined ? { notice: fitted.notice } : {}),
   };
   return { request, report };
+}
+
+/** A request as `buildRequest` makes it: the Messages API's, plus the beta parameters when it uses a beta (`betas`, `context_management`). */
+type ClaudeRequest = Anthropic.MessageCreateParamsNonStreaming & {
+  betas?: string[];
+  context_management?: { edits: Array<Record<string, unknown>> };
+};
+
+/**
+ * Streams `request`: through the beta endpoint (the `anthropic-beta` header) when it names
+ * betas, else the plain one. Both streams emit the same events and final message shape.
+ */
+function streamOf(anthropic: Anthropic, request: ClaudeRequest, signal: AbortSignal): MessageStream {
+  if (request.betas === undefined) return anthropic.messages.stream(request, { signal });
+  return anthropic.beta.messages.stream(request as unknown as Anthropic.Beta.MessageCreateParamsStreaming, {
+    signal,
+  }) as unknown as MessageStream;
+}
+
+/**
+ * The usage of an answer: the top-level counts, plus the tokens of every `compaction`
+ * iteration (which the top-level fields leave out: the SDK's `BetaUsage.iterations` doc), the
+ * 1-hour share of the cache writes, and the server tools' request counts. The optional counts
+ * are present only when non-zero, so a usage of a plain answer is what it always was.
+ */
+export function usageOf(u: Anthropic.Usage): Usage {
+  const raw = u as Anthropic.Usage & {
+    iterations?: Array<{
+      type?: string;
+      input_tokens?: number;
+      output_tokens?: number;
+      cache_creation_input_tokens?: number;
+      cache_read_input_tokens?: number;
+    }> | null;
+    server_tool_use?: { web_search_requests?: number; web_fetch_requests?: number } | null;
+    cache_creation?: { ephemeral_1h_input_tokens?: number } | null;
+  };
+  const compactions = (raw.iterations ?? []).filter((it) => it.type === 'compaction');
+  const sum = (key: 'input_tokens' | 'output_tokens' | 'cache_creation_input_tokens' | 'cache_read_input_tokens'): number =>
+    compactions.reduce((n, it) => n + (it[key] ?? 0), 0);
+  const oneHour = raw.cache_creation?.ephemeral_1h_input_tokens ?? 0;
+  const searches = raw.server_tool_use?.web_search_requests ?? 0;
+  const fetches = raw.server_tool_use?.web_fetch_requests ?? 0;
+  return {
+    inputTokens: u.input_tokens + sum('input_tokens'),
+    outputTokens: u.output_tokens + sum('output_tokens'),
+    // null from the API (no caching on this request) is 0.
+    cacheCreationInputTokens: (u.cache_creation_input_tokens ?? 0) + sum('cache_creation_input_tokens'),
+    cacheReadInputTokens: (u.cache_read_input_tokens ?? 0) + sum('cache_read_input_tokens'),
+    ...(oneHour > 0 ? { cacheCreation1hInputTokens: oneHour } : {}),
+    ...(searches > 0 ? { webSearchRequests: searches } : {}),
+    ...(fetches > 0 ? { webFetchRequests: fetches } : {}),
+    ...(compactions.length > 0 ? { compactions: compactions.length } : {}),
+  };
 }

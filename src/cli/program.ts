@@ -5,6 +5,7 @@ import { registerDecide } from './commands/decide';
 import { registerExtend } from './commands/extend';
 import { registerList } from './commands/list';
 import { registerModelServer } from './commands/model-server';
+import { registerModels } from './commands/models';
 import { registerServer } from './commands/server';
 import { registerStart } from './commands/start';
 import { registerStatus } from './commands/status';
@@ -32,6 +33,7 @@ export function buildProgram(): Command {
   registerCancel(program);
   registerWorker(program);
   registerServer(program);
+  registerModels(program);
   registerModelServer(program);
   return program;
 }

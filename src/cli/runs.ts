@@ -261,5 +261,8 @@ export function statusJson(view: RunView): Record<string, unknown> {
     queuedMessages: view.queuedMessages ?? [],
     pause: view.pause ?? null,
     chat: view.chat ?? false,
+    model: view.model ?? null,
+    contextWindow: view.contextWindow ?? null,
+    contextStrategy: view.contextStrategy ?? null,
   };
 }

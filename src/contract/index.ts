@@ -15,7 +15,7 @@
  */
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { CarriedConversation, ConversationPart, TranscriptDelta } from './conversation';
-import type { ModelInfo } from './models';
+import type { ContextStrategy, Effort, ModelInfo } from './models';
 import type {
   ApprovalRule,
   ApprovalTimeoutAction,
@@ -77,6 +77,25 @@ export interface Usage {
   outputTokens: number;
   cacheCreationInputTokens: number;
   cacheReadInputTokens: number;
+  /** Of `cacheCreationInputTokens`, those written with the 1-hour TTL (`usage.cache_creation.ephemeral_1h_input_tokens`), priced at the 1-hour write price. Absent: none (and in usages recorded before it existed). */
+  cacheCreation1hInputTokens?: number;
+  /** Web searches the server tool ran (`usage.server_tool_use.web_search_requests`), billed per search. Absent: none. */
+  webSearchRequests?: number;
+  /** Web fetches the server tool ran (`usage.server_tool_use.web_fetch_requests`; billed as tokens only). Absent: none. */
+  webFetchRequests?: number;
+  /** Server-side compactions the API made (`compaction` entries of `usage.iterations`); their tokens are in the counts above. Absent: none. */
+  compactions?: number;
+}
+
+/** The optional counts of {@link Usage}, added up like the others when either side has them. */
+const EXTRA_USAGE = ['cacheCreation1hInputTokens', 'webSearchRequests', 'webFetchRequests', 'compactions'] as const;
+
+function extraUsage(a: Partial<Usage> | null | undefined, b?: Partial<Usage>): Partial<Usage> {
+  const out: Partial<Usage> = {};
+  for (const key of EXTRA_USAGE) {
+    if (a?.[key] !== undefined || b?.[key] !== undefined) out[key] = (a?.[key] ?? 0) + (b?.[key] ?? 0);
+  }
+  return out;
 }
 
 /** No tokens yet. */
@@ -93,6 +112,7 @@ export function normalizeUsage(u: Partial<Usage> | null | undefined): Usage {
     outputTokens: u?.outputTokens ?? 0,
     cacheCreationInputTokens: u?.cacheCreationInputTokens ?? 0,
     cacheReadInputTokens: u?.cacheReadInputTokens ?? 0,
+    ...extraUsage(u),
   };
 }
 
@@ -103,6 +123,7 @@ export function addUsage(a: Usage, b: Usage): Usage {
     outputTokens: a.outputTokens + b.outputTokens,
     cacheCreationInputTokens: a.cacheCreationInputTokens + b.cacheCreationInputTokens,
     cacheReadInputTokens: a.cacheReadInputTokens + b.cacheReadInputTokens,
+    ...extraUsage(a, b),
   };
 }
 
@@ -145,8 +166,16 @@ export interface AgentRunInput {
   maxDuration?: string | number;
   /** What a spent budget does: `pause` (status `paused`, until `extend` raises it) or `end` (a final status per budget). @default 'end' (the behaviour of runs before budgets paused; the CLI sends `pause`) */
   onBudget?: OnBudget;
-  /** Extended thinking budget in tokens (`thinking.budget_tokens`), at least 1,024 and below `maxTokens`. @default off */
+  /** Extended thinking budget in tokens (`thinking.budget_tokens`), at least 1,024 and below `maxTokens`; only for models that take budgets (`start` refuses it on the others, naming `effort`). @default off */
   thinking?: number;
+  /** `output_config.effort` of every request (https://platform.claude.com/docs/en/build-with-claude/effort). @default none sent: the model's default effort */
+  effort?: Effort;
+  /** `thinking.display` of adaptive thinking: `summarized` returns a summary of the thinking, `omitted` empty thinking text (https://platform.claude.com/docs/en/build-with-claude/adaptive-thinking). @default none sent: the model's default (`omitted` on the 5.5 models) */
+  thinkingDisplay?: ThinkingDisplay;
+  /** Offer the `web_search` server tool (https://platform.claude.com/docs/en/agents-and-tools/tool-use/web-search-tool). @default false */
+  webSearch?: boolean;
+  /** Offer the `web_fetch` server tool (https://platform.claude.com/docs/en/agents-and-tools/tool-use/web-fetch-tool). @default false */
+  webFetch?: boolean;
   /** Context window of the run in tokens, overriding the model's ({@link contextWindowOf} in src/contract/models.ts). @default the model's */
   contextWindow?: number;
   /** The model's entry (window, prices, 1-hour TTL), resolved by `start` from the built-in table and `AGENT_JOBS_MODELS`. @default the built-in table's entry, else the fallback (src/contract/models.ts) */
@@ -326,6 +355,12 @@ export interface StatusView {
   pause?: PauseState | null;
   /** Whether the run is a conversation (`start --chat`). */
   chat?: boolean;
+  /** The run's model id (absent from workers before it was reported). */
+  model?: string;
+  /** The run's context window in tokens (its `contextWindow`, else the model's). */
+  contextWindow?: number;
+  /** How the run keeps within the window: `compaction` (server-side), `clearing` (old outputs replaced by notes on the client) or `none`. */
+  contextStrategy?: ContextStrategy;
 }
 
 /** The budgets of a run as `status` shows them. */
@@ -403,6 +438,13 @@ export interface CallClaudeInput extends ConversationPart {
   context?: RequestContext;
 }
 
+/** `thinking.display` values of adaptive thinking. */
+export const THINKING_DISPLAYS = ['summarized', 'omitted'] as const;
+export type ThinkingDisplay = (typeof THINKING_DISPLAYS)[number];
+
+/** Server tools a run may offer (`start --web-search`, `--web-fetch`); their definitions are in src/activities/claude.ts. */
+export type ServerToolName = 'web_search' | 'web_fetch';
+
 /** How `callClaude` shapes the request: the window, what is already cleared, the cache TTL, thinking. */
 export interface RequestContext {
   /** The model's context window in tokens (the model table, or the run's `contextWindow`). */
@@ -413,6 +455,19 @@ export interface RequestContext {
   cacheTtl: '5m' | '1h';
   /** Extended thinking budget in tokens (`thinking: {type: 'enabled', budget_tokens}`), absent when off. */
   thinkingBudget?: number;
+  /** `thinking: {type: 'adaptive', display}` when set (absent: no `thinking` sent, the model's default). */
+  thinkingDisplay?: ThinkingDisplay;
+  /** `output_config: {effort}` when set. */
+  effort?: Effort;
+  /**
+   * Server-side compaction (`compact_20260112`, beta `compact-2026-01-12`) with this trigger in
+   * input tokens; when set, nothing is cleared on the client and no tokens are counted
+   * (https://platform.claude.com/docs/en/build-with-claude/compaction). Absent: the client-side
+   * clearing of `clearedBefore` (models whose thinking is not bound to its prefix).
+   */
+  compactAtTokens?: number;
+  /** Server tools offered after the client tools, in this order (fixed for the run). */
+  serverTools?: ServerToolName[];
   /**
    * Tokens of the previous request and its answer (input + cache creation + cache read +
    * output), when nothing but appended messages changed since: the new part alone is then

@@ -13,8 +13,8 @@ import {
   DEFAULT_MODEL,
   DEFAULT_TRANSCRIPT_BUDGET_CHARS,
 } from '../config';
-import { APPROVAL_MODES, DEFAULT_APPROVAL_MODE, type AgentRunInput, type ApprovalMode } from './index';
-import { MAX_CONTEXT_WINDOW, modelInfoOf, modelInfoSchema } from './models';
+import { APPROVAL_MODES, DEFAULT_APPROVAL_MODE, THINKING_DISPLAYS, type AgentRunInput, type ApprovalMode } from './index';
+import { EFFORT_LEVELS, MAX_CONTEXT_WINDOW, capabilitiesOf, modelInfoOf, modelInfoSchema } from './models';
 import { APPROVAL_TIMEOUT_ACTIONS, DEFAULT_APPROVAL_TIMEOUT_ACTION, DEFAULT_ON_BUDGET, ON_BUDGET_ACTIONS } from './steering';
 
 /** Temporal duration strings as `ms` understands them (`'24 hours'`, `'90s'`, `'1.5h'`), or ms. */
@@ -80,6 +80,10 @@ export const agentRunInputSchema = z
     maxDuration: duration.optional(),
     onBudget: z.enum(ON_BUDGET_ACTIONS).optional(),
     thinking: z.number().int().min(MIN_THINKING_TOKENS, `the thinking budget must be at least ${MIN_THINKING_TOKENS} tokens`).optional(),
+    effort: z.enum(EFFORT_LEVELS).optional(),
+    thinkingDisplay: z.enum(THINKING_DISPLAYS).optional(),
+    webSearch: z.boolean().optional(),
+    webFetch: z.boolean().optional(),
     contextWindow: z.number().int().min(1_024).max(MAX_CONTEXT_WINDOW).optional(),
     modelInfo: modelInfoSchema.optional(),
   })
@@ -104,7 +108,18 @@ export const agentRunInputSchema = z
   });
 
 /** Input fields that stay optional once resolved (absent: none, off, or the model's). */
-type OptionalFields = 'workdir' | 'maxCostUsd' | 'maxTokensTotal' | 'maxDuration' | 'thinking' | 'contextWindow' | 'modelInfo';
+type OptionalFields =
+  | 'workdir'
+  | 'maxCostUsd'
+  | 'maxTokensTotal'
+  | 'maxDuration'
+  | 'thinking'
+  | 'effort'
+  | 'thinkingDisplay'
+  | 'webSearch'
+  | 'webFetch'
+  | 'contextWindow'
+  | 'modelInfo';
 
 /** The input with every default applied. */
 export type ResolvedInput = Required<Omit<AgentRunInput, OptionalFields>> & Pick<AgentRunInput, OptionalFields>;
@@ -152,8 +167,34 @@ export function resolveInput(raw: unknown): { ok: true; input: ResolvedInput } |
       ...(i.maxTokensTotal !== undefined ? { maxTokensTotal: i.maxTokensTotal } : {}),
       ...(i.maxDuration !== undefined ? { maxDuration: i.maxDuration } : {}),
       ...(i.thinking !== undefined ? { thinking: i.thinking } : {}),
+      ...(i.effort !== undefined ? { effort: i.effort } : {}),
+      ...(i.thinkingDisplay !== undefined ? { thinkingDisplay: i.thinkingDisplay } : {}),
+      ...(i.webSearch !== undefined ? { webSearch: i.webSearch } : {}),
+      ...(i.webFetch !== undefined ? { webFetch: i.webFetch } : {}),
       ...(i.contextWindow !== undefined ? { contextWindow: i.contextWindow } : {}),
       ...(i.modelInfo !== undefined ? { modelInfo: i.modelInfo } : {}),
     },
   };
+}
+
+/**
+ * What the run's model cannot take, checked by `start` (and the client module) before a run
+ * starts, never by the workflow (a run recorded before a model's row changed must still
+ * replay): a thinking budget on a model that takes none (adaptive-only models answer it with
+ * a 400: https://platform.claude.com/docs/en/build-with-claude/adaptive-thinking), a
+ * `thinkingDisplay` on a budget-only model, `maxTokens` above the model's max output.
+ * @returns one line naming the option to use instead, or null when the input fits the model
+ */
+export function modelProblem(input: ResolvedInput): string | null {
+  const caps = capabilitiesOf(input);
+  if (input.thinking !== undefined && !caps.thinkingBudget) {
+    return `${input.model} thinks adaptively (${caps.thinking}) and takes no thinking budget: use --effort low|medium|high|xhigh|max instead of --thinking`;
+  }
+  if (input.thinkingDisplay !== undefined && caps.thinking === 'budget') {
+    return `${input.model} has no adaptive thinking, so --thinking-display does not apply: use --thinking N for a budget`;
+  }
+  if (input.maxTokens > caps.maxOutputTokens) {
+    return `--max-tokens ${input.maxTokens} is above ${input.model}'s max output (${caps.maxOutputTokens} tokens)`;
+  }
+  return null;
 }

@@ -34,6 +34,7 @@ import {
   type Message,
 } from '../contract';
 import { resolveInput, type ResolvedInput } from '../contract/input';
+import { modelInfoOf } from '../contract/models';
 import {
   CONTINUE_AS_NEW_HISTORY_BYTES,
   CONTINUE_AS_NEW_HISTORY_EVENTS,
@@ -49,6 +50,13 @@ import { RunSession } from './session';
 import { drainMessages, safePoint, setSteeringHandlers } from './steering';
 import { runToolUses } from './tool-use';
 import { pairingProblem, textOf, withoutEmptyText } from './transcript';
+
+/**
+ * patched() id: continue-as-new carries the resolved input (every default written out)
+ * instead of the input as it came, so the model, the system prompt and the tools a run
+ * started with stay those of every later run of its chain, whichever worker's defaults.
+ */
+export const PINNED_INPUT_PATCH = 'continue-as-new-with-resolved-input';
 
 /** How a run ends: its final status, and the answer or what went wrong. */
 interface RunEnd {
@@ -84,7 +92,10 @@ export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState):
       if (historyIsLarge()) {
         state.setDetails('continuing as new to keep the history small');
         await condition(allHandlersFinished);
-        return await continueAsNew<typeof agentRun>(rawInput, state.carry());
+        // The next run gets this run's input with its defaults written out: a worker whose
+        // defaults (model, system prompt) differ cannot change the run's prefix mid-chain.
+        const next = patched(PINNED_INPUT_PATCH) ? { ...state.input, modelInfo: modelInfoOf(state.input) } : rawInput;
+        return await continueAsNew<typeof agentRun>(next, state.carry());
       }
     }
   } catch (err) {

@@ -6,7 +6,7 @@
 import { patched, proxyActivities } from '@temporalio/workflow';
 import type { createClaudeActivities } from '../activities/claude';
 import { addUsage, normalizeUsage, type CallClaudeOutput, type RequestContext } from '../contract';
-import { contextWindowOf, modelInfoOf } from '../contract/models';
+import { capabilitiesOf, compactionTrigger, contextStrategyOf, contextWindowOf, modelInfoOf } from '../contract/models';
 import { CLAUDE_ACTIVITY_OPTIONS, MAX_TOKENS_RETRY_CAP } from '../config';
 import type { RunState } from './run-state';
 
@@ -31,11 +31,20 @@ function requestContext(state: RunState): RequestContext {
   const log = state.conversation;
   const info = modelInfoOf(input);
   const waitsForPeople = input.approval !== 'auto' || input.chat;
+  const contextWindow = contextWindowOf(input);
+  // Compaction only while nothing was cleared on the client: a run that cleared under an older
+  // worker keeps clearing, or its next request would differ from what it already sent.
+  const compact = contextStrategyOf(capabilitiesOf(input)) === 'compaction' && log.clearedBefore === 0;
+  const serverTools = [...(input.webSearch ? (['web_search'] as const) : []), ...(input.webFetch ? (['web_fetch'] as const) : [])];
   return {
-    contextWindow: contextWindowOf(input),
+    contextWindow,
     clearedBefore: log.clearedBefore,
     cacheTtl: waitsForPeople && info.cacheTtl1h ? '1h' : '5m',
     ...(input.thinking !== undefined ? { thinkingBudget: input.thinking } : {}),
+    ...(input.thinkingDisplay !== undefined ? { thinkingDisplay: input.thinkingDisplay } : {}),
+    ...(input.effort !== undefined ? { effort: input.effort } : {}),
+    ...(compact ? { compactAtTokens: compactionTrigger(contextWindow, input.maxTokens) } : {}),
+    ...(serverTools.length > 0 ? { serverTools } : {}),
     ...(log.previous ? { previousTokens: log.previous.tokens, previousLength: log.previous.length } : {}),
   };
 }

@@ -29,7 +29,7 @@ import type { ResolvedInput } from '../contract/input';
 import { toSearchText } from '../contract/search-text';
 import { AGENT_AWAITING, AGENT_AWAITING_SINCE, AGENT_COST_USD, AGENT_STATUS, AGENT_TOKENS, AGENT_TURNS } from '../config';
 import { commandSummary } from '../contract/display';
-import { costUsd, modelInfoOf, type ModelInfo } from '../contract/models';
+import { capabilitiesOf, contextStrategyOf, contextWindowOf, costUsd, modelInfoOf, type ModelInfo } from '../contract/models';
 import { newApprovalState, type ApprovalState } from './approval';
 import { ConversationLog } from './conversation';
 import { describeSpent, initialLimits, msSince } from './budget';
@@ -278,6 +278,9 @@ export class RunState {
       queuedMessages: this.queued,
       pause: this.pause,
       chat: this.input.chat,
+      model: this.input.model,
+      contextWindow: contextWindowOf(this.input),
+      contextStrategy: this.conversation.clearedBefore > 0 ? 'clearing' : contextStrategyOf(capabilitiesOf(this.input)),
     };
   }
 

@@ -2,8 +2,8 @@
 import { randomBytes } from 'node:crypto';
 import { Option, type Command } from 'commander';
 import { ensureSearchAttributes, startAgentRun } from '../../temporal';
-import { MIN_THINKING_TOKENS, resolveInput } from '../../contract/input';
-import { lookupModel } from '../../contract/models';
+import { DEFAULT_SYSTEM_PROMPT, MIN_THINKING_TOKENS, modelProblem, resolveInput } from '../../contract/input';
+import { EFFORT_LEVELS, lookupModel, type Effort } from '../../contract/models';
 import {
   APPROVAL_MODES,
   APPROVAL_TIMEOUT_ACTIONS,
@@ -15,6 +15,8 @@ import {
   type ApprovalMode,
   type ApprovalTimeoutAction,
   type OnBudget,
+  THINKING_DISPLAYS,
+  type ThinkingDisplay,
 } from '../../contract';
 import { modelTable } from '../../settings';
 import {
@@ -50,6 +52,10 @@ interface StartOptions {
   maxDuration?: number;
   onBudget?: OnBudget;
   thinking?: number;
+  effort?: Effort;
+  thinkingDisplay?: ThinkingDisplay;
+  webSearch?: boolean;
+  webFetch?: boolean;
   contextWindow?: number;
   follow?: boolean;
   json?: boolean;
@@ -80,21 +86,24 @@ function modelInfoFor(model: string, env: NodeJS.ProcessEnv): Pick<AgentRunInput
 
 /**
  * Builds the workflow input from the command line (model from `--model`,
- * else `AGENT_JOBS_MODEL`; its entry of the model table as `modelInfo`) and
- * validates it with the workflow's own schema.
- * @throws CliError naming every invalid field, or what is wrong with `AGENT_JOBS_MODELS`
+ * else `AGENT_JOBS_MODEL`, else `DEFAULT_MODEL`; its entry of the model table
+ * as `modelInfo`) and validates it with the workflow's own schema and against
+ * the model ({@link modelProblem}). The model and the system prompt are always
+ * written out, so the run's prefix is fixed here, whatever later workers take
+ * as their defaults.
+ * @throws CliError naming every invalid field, what the model cannot take, or what is wrong with `AGENT_JOBS_MODELS`
  */
 export function buildInput(taskWords: string[], opts: StartOptions, env: NodeJS.ProcessEnv = process.env): AgentRunInput {
-  const model = opts.model ?? env.AGENT_JOBS_MODEL;
+  const model = opts.model ?? (env.AGENT_JOBS_MODEL || undefined) ?? DEFAULT_MODEL;
   const input: AgentRunInput = {
     task: taskWords.join(' '),
-    ...(model ? { model } : {}),
+    model,
     ...(opts.approval ? { approval: opts.approval } : {}),
     ...(opts.maxTurns !== undefined ? { maxTurns: opts.maxTurns } : {}),
     ...(opts.maxTokens !== undefined ? { maxTokens: opts.maxTokens } : {}),
     ...(opts.workdir ? { workdir: opts.workdir } : {}),
     ...(opts.network ? { network: true } : {}),
-    ...(opts.system ? { system: opts.system } : {}),
+    system: opts.system ?? DEFAULT_SYSTEM_PROMPT,
     ...(opts.commandTimeout !== undefined ? { commandTimeoutMs: opts.commandTimeout } : {}),
     ...(opts.approvalTimeout !== undefined ? { approvalTimeout: opts.approvalTimeout } : {}),
     ...(opts.approvalTimeoutAction !== undefined ? { approvalTimeoutAction: opts.approvalTimeoutAction } : {}),
@@ -105,11 +114,17 @@ export function buildInput(taskWords: string[], opts: StartOptions, env: NodeJS.
     ...(opts.maxDuration !== undefined ? { maxDuration: opts.maxDuration } : {}),
     onBudget: opts.onBudget ?? CLI_DEFAULT_ON_BUDGET,
     ...(opts.thinking !== undefined ? { thinking: opts.thinking } : {}),
+    ...(opts.effort !== undefined ? { effort: opts.effort } : {}),
+    ...(opts.thinkingDisplay !== undefined ? { thinkingDisplay: opts.thinkingDisplay } : {}),
+    ...(opts.webSearch ? { webSearch: true } : {}),
+    ...(opts.webFetch ? { webFetch: true } : {}),
     ...(opts.contextWindow !== undefined ? { contextWindow: opts.contextWindow } : {}),
-    ...modelInfoFor(model ?? DEFAULT_MODEL, env),
+    ...modelInfoFor(model, env),
   };
   const checked = resolveInput(input);
   if (!checked.ok) throw new CliError(`invalid run: ${checked.message}`, 'see `agent-jobs start --help`');
+  const problem = modelProblem(checked.input);
+  if (problem) throw new CliError(problem, 'see `agent-jobs models` for what each model takes');
   return input;
 }
 
@@ -157,16 +172,29 @@ export function registerStart(program: Command): void {
     )
     .option(
       '--thinking <tokens>',
-      `extended thinking budget in tokens, at least ${MIN_THINKING_TOKENS} and below --max-tokens (default: off)`,
+      `extended thinking budget in tokens, at least ${MIN_THINKING_TOKENS} and below --max-tokens, for models that take budgets (see agent-jobs models; adaptive models take --effort instead) (default: off)`,
       positiveInt,
     )
+    .addOption(
+      new Option('--effort <level>', "output_config.effort of every request: how deeply the model thinks (default: the model's)").choices(
+        EFFORT_LEVELS,
+      ),
+    )
+    .addOption(
+      new Option(
+        '--thinking-display <display>',
+        "adaptive thinking's display: summarized (a summary of the thinking, shown by watch) or omitted (empty thinking text) (default: the model's)",
+      ).choices(THINKING_DISPLAYS),
+    )
+    .option('--web-search', 'offer the web_search server tool (runs on the API side; each search is billed)')
+    .option('--web-fetch', 'offer the web_fetch server tool (runs on the API side)')
     .option('--context-window <tokens>', "the run's context window in tokens (default: the model's, from the model table)", positiveInt)
     .option(
       '--workdir <dir>',
       "working directory of the bash session, on the worker's machine: created there if missing; a relative path is under the worker's workspace root (default: a fresh folder per run under that root)",
     )
     .option('--network', 'let the bash session reach the network (default: the sandbox has none)')
-    .option('--system <text>', 'system prompt (default: a short description of the bash tool)')
+    .option('--system <text>', 'system prompt, fixed for the whole run (default: a short description of the tools)')
     .option(
       '--command-timeout <duration>',
       `per-command timeout, e.g. 30s, 5m (default ${formatDurationMs(DEFAULT_COMMAND_TIMEOUT_MS)})`,

@@ -35,6 +35,9 @@ export function registerStatus(program: Command): void {
         printLines(
           `${workflowId}: ${view.status}`,
           `  turns:  ${view.turns}`,
+          ...(view.model
+            ? [`  model:  ${view.model}, window ${view.contextWindow ?? '?'} tokens, context kept by ${view.contextStrategy ?? 'clearing'}`]
+            : []),
           `  tokens: ${u.inputTokens} input, ${u.outputTokens} output, ${u.cacheCreationInputTokens} cache write, ${u.cacheReadInputTokens} cache read`,
           `  cost:   ${typeof view.costUsd === 'number' ? `$${view.costUsd.toFixed(4)}` : 'unknown (no prices for this model)'}`,
           ...(view.budget

@@ -8,7 +8,7 @@ describe('agentRun input', () => {
       ok: true,
       input: {
         task: 'do it',
-        model: 'claude-sonnet-5-5',
+        model: 'claude-opus-5-5',
         maxTurns: 50,
         maxTokens: 4096,
         system: DEFAULT_SYSTEM_PROMPT,

@@ -6,7 +6,13 @@ import { DEFAULT_MODEL } from '../../../src/config';
 import { NO_USAGE } from '../../../src/contract';
 import {
   BUILTIN_MODELS,
+  DEFAULT_COMPACTION_TRIGGER,
+  FALLBACK_CAPABILITIES,
   FALLBACK_MODEL_INFO,
+  MIN_COMPACTION_TRIGGER,
+  capabilitiesOf,
+  compactionTrigger,
+  contextStrategyOf,
   contextWindowOf,
   costUsd,
   lookupModel,
@@ -31,12 +37,63 @@ describe('the built-in table', () => {
     });
     expect(p('claude-sonnet-4-0')).toEqual(p('claude-sonnet-4-5'));
     expect(p('claude-haiku-4-5')).toEqual({ input: 1, output: 5, cacheWrite5m: 1.25, cacheWrite1h: 2, cacheRead: 0.1 });
-    for (const info of Object.values(BUILTIN_MODELS)) {
-      expect(info.contextWindow).toBe(200_000);
+    for (const [id, info] of Object.entries(BUILTIN_MODELS)) {
+      // The 1M models are those with compaction (the 5.x line and Opus/Sonnet 4.6 on).
+      expect([id, info.contextWindow]).toEqual([id, info.compaction ? 1_000_000 : 200_000]);
       expect(info.cacheTtl1h).toBe(true);
+      expect(info.source).toMatch(/^https:\/\/platform\.claude\.com\/docs\/en\/models\/.+ \(read 2026-12-02\)$/);
     }
     expect(BUILTIN_MODELS['claude-sonnet-4-5']!.longContextWindow).toBe(1_000_000);
     expect(BUILTIN_MODELS['claude-haiku-4-5']!.longContextWindow).toBeUndefined();
+  });
+
+  test("today's models, as their overview pages publish them (read 2026-12-02)", () => {
+    const row = (id: string) => BUILTIN_MODELS[id]!;
+    expect(DEFAULT_MODEL).toBe('claude-opus-5-5');
+    expect(row('claude-opus-5-5')).toMatchObject({
+      contextWindow: 1_000_000,
+      maxOutputTokens: 128_000,
+      prices: { input: 4, output: 20, cacheWrite5m: 5, cacheWrite1h: 8, cacheRead: 0.2 },
+      thinking: 'adaptive-only',
+      thinkingBudget: false,
+      preservedThinking: true,
+      compaction: true,
+      defaultEffort: 'medium',
+    });
+    expect(row('claude-opus-5')).toMatchObject({
+      contextWindow: 1_000_000,
+      prices: { input: 5, output: 25, cacheWrite5m: 6.25, cacheWrite1h: 10, cacheRead: 0.5 },
+      thinking: 'adaptive',
+      preservedThinking: false,
+      defaultEffort: 'high',
+    });
+    expect(row('claude-sonnet-5-5')).toMatchObject({ prices: { input: 2, output: 10, cacheRead: 0.2 }, preservedThinking: true });
+    expect(row('claude-sonnet-5')).toMatchObject({ prices: { input: 2, output: 10 }, thinkingBudget: false, preservedThinking: false });
+    expect(row('claude-fable-5-1')).toMatchObject({ prices: { input: 10, output: 50, cacheRead: 0.25 }, thinking: 'adaptive-only' });
+    expect(row('claude-haiku-4-5')).toMatchObject({
+      contextWindow: 200_000,
+      maxOutputTokens: 64_000,
+      thinking: 'budget',
+      compaction: false,
+    });
+  });
+
+  test('capabilities: the input first, then the table, then the fallback; the strategy follows from them', () => {
+    // An input recorded before the capability fields existed resolves through the table.
+    const old = { model: 'claude-opus-5-5', modelInfo: { contextWindow: 200_000, prices: null, cacheTtl1h: true } };
+    expect(capabilitiesOf(old)).toMatchObject({ thinking: 'adaptive-only', preservedThinking: true, compaction: true });
+    expect(capabilitiesOf({ model: 'claude-opus-5-5', modelInfo: { ...old.modelInfo, compaction: false } }).compaction).toBe(false);
+    expect(capabilitiesOf({ model: 'gpt-nothing' })).toEqual(FALLBACK_CAPABILITIES);
+    expect(contextStrategyOf(capabilitiesOf({ model: 'claude-opus-5-5' }))).toBe('compaction');
+    expect(contextStrategyOf(capabilitiesOf({ model: 'claude-haiku-4-5' }))).toBe('clearing');
+    // Bound thinking without compaction: nothing may be edited.
+    expect(contextStrategyOf({ ...FALLBACK_CAPABILITIES, preservedThinking: true })).toBe('none');
+  });
+
+  test('the compaction trigger: 80% of the window less max_tokens, within the API minimum and its default', () => {
+    expect(compactionTrigger(1_000_000, 4_096)).toBe(DEFAULT_COMPACTION_TRIGGER);
+    expect(compactionTrigger(100_000, 4_096)).toBe(76_723);
+    expect(compactionTrigger(40_000, 4_096)).toBe(MIN_COMPACTION_TRIGGER);
   });
 
   test('a dated id is looked up without its date', () => {
@@ -69,6 +126,15 @@ describe('costUsd', () => {
     // Opus 4.5: $5 + $2.50 + $1.25 + $1.00
     expect(costUsd(usage, BUILTIN_MODELS['claude-opus-4-5']!.prices)).toBeCloseTo(9.75, 12);
     expect(costUsd(NO_USAGE, BUILTIN_MODELS['claude-opus-4-5']!.prices)).toBe(0);
+  });
+
+  test('1-hour cache writes at the 1-hour price, web searches at $10 per 1,000', () => {
+    const prices = BUILTIN_MODELS['claude-opus-5-5']!.prices;
+    const usage = { ...NO_USAGE, cacheCreationInputTokens: 1_000_000, cacheCreation1hInputTokens: 400_000, webSearchRequests: 3 };
+    // 600K at $5 + 400K at $8 + 3 searches at $0.01
+    expect(costUsd(usage, prices)).toBeCloseTo(3 + 3.2 + 0.03, 12);
+    // A 1-hour count above the writes (a malformed usage) never prices more than the writes.
+    expect(costUsd({ ...NO_USAGE, cacheCreationInputTokens: 10, cacheCreation1hInputTokens: 1_000_000 }, prices)).toBeCloseTo(80 / 1e6, 12);
   });
 
   test('unknown prices: null', () => {
