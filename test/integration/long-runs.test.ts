@@ -11,6 +11,9 @@ import { figuresOf } from '../../src/bench/long';
 import { pairingProblem } from '../../src/workflows/transcript';
 import { TestBed, toolUse } from './harness';
 
+/** A model with budget thinking and client-side clearing (src/contract/models.ts): these runs speak the API of the 4.x line. */
+const CLEARING_MODEL = 'claude-sonnet-4-5';
+
 /** Script entries: `turns` commands each printing `bytes` bytes, then an answer. */
 function printing(turns: number, bytes: number, text = 'long run done'): ScriptEntry[] {
   const responses: ScriptEntry[] = [];
@@ -58,7 +61,14 @@ describe('long runs', () => {
     const window = 20_000;
     bed = await TestBed.create({ script: { context_window: window, responses: printing(turns, 3_000) } });
     const handle = await bed.start(
-      { task: 'a run that outgrows its window', approval: 'auto', maxTurns: turns + 2, contextWindow: window } as never,
+      // Client-side clearing is for models whose thinking is not bound to its prefix (a 4.x model).
+      {
+        task: 'a run that outgrows its window',
+        model: CLEARING_MODEL,
+        approval: 'auto',
+        maxTurns: turns + 2,
+        contextWindow: window,
+      } as never,
       'long-run-compaction',
     );
     expect(await handle.result()).toMatchObject({ status: 'completed', turns: turns + 1 });
@@ -102,7 +112,7 @@ describe('long runs', () => {
       },
     });
     const handle = await bed.start(
-      { task: 'think, then act', approval: 'auto', maxTokens: 8_000, thinking: 2_048 } as never,
+      { task: 'think, then act', model: CLEARING_MODEL, approval: 'auto', maxTokens: 8_000, thinking: 2_048 } as never,
       'thinking-round-trip',
     );
     expect(await handle.result()).toMatchObject({ status: 'completed', text: 'thought it through' });
@@ -127,7 +137,13 @@ describe('long runs', () => {
         ],
       },
     });
-    const handle = await bed.start({ task: 'think too long', approval: 'auto', maxTokens: 4_000, thinking: 1_024 } as never);
+    const handle = await bed.start({
+      task: 'think too long',
+      model: CLEARING_MODEL,
+      approval: 'auto',
+      maxTokens: 4_000,
+      thinking: 1_024,
+    } as never);
     expect(await handle.result()).toMatchObject({ status: 'max_tokens' });
     const transcript = await bed.transcript(handle);
     expect(JSON.stringify(transcript)).not.toContain('half a thou');
