@@ -163,6 +163,9 @@ export type ScriptErrorEntry = z.input<typeof ScriptErrorEntrySchema>;
 /** One entry of `responses`. */
 export type ScriptEntry = ScriptMessageEntry | ScriptErrorEntry;
 
+/** The API a script's server speaks (see {@link ScriptFile.api}). */
+export type ApiMode = 'today' | 'legacy';
+
 /** A per-model token setting: one number for every model, or a map from model name to number (others keep the default). */
 export type PerModelTokens = number | Record<string, number>;
 
@@ -171,6 +174,12 @@ const PerModelTokensSchema = z.union([nonNegativeInt, z.record(z.string().min(1)
 /** The script file: `{"responses": [ENTRY, ...]}` and the options of the module doc. */
 export interface ScriptFile {
   responses: ScriptEntry[];
+  /**
+   * Which API the server speaks: `legacy` (the default, the API as it was
+   * before the 5.x models) or `today` (the per-model rules of `today.ts`).
+   * @default 'legacy'
+   */
+  api?: ApiMode;
   /** Context window, tokens, per model. @default 200000 for every model */
   context_window?: PerModelTokens;
   /** Minimum cacheable prefix, tokens, per model. @default 1024 for every model */
@@ -203,6 +212,8 @@ export interface ParsedScript {
   contextWindow: PerModelTokens | undefined;
   /** The script's `min_cacheable_tokens`, as given. */
   minCacheableTokens: PerModelTokens | undefined;
+  /** The script's `api`, default `legacy`. */
+  api: ApiMode;
 }
 
 /**
@@ -275,6 +286,7 @@ export function compileScript(value: unknown, source = '<inline script>'): Parse
       responses: z.array(z.unknown()),
       context_window: PerModelTokensSchema.optional(),
       min_cacheable_tokens: PerModelTokensSchema.optional(),
+      api: z.enum(['today', 'legacy']).optional(),
     })
     .safeParse(value);
   if (!top.success) throw invalid(source, issuesOf(top.error, []));
@@ -294,7 +306,13 @@ export function compileScript(value: unknown, source = '<inline script>'): Parse
     }
   });
   if (issues.length > 0) throw invalid(source, issues);
-  return { source, entries, contextWindow: top.data.context_window, minCacheableTokens: top.data.min_cacheable_tokens };
+  return {
+    source,
+    entries,
+    contextWindow: top.data.context_window,
+    minCacheableTokens: top.data.min_cacheable_tokens,
+    api: top.data.api ?? 'legacy',
+  };
 }
 
 function toScriptFile(script: ParsedScript): ScriptFile {
@@ -302,6 +320,7 @@ function toScriptFile(script: ParsedScript): ScriptFile {
     responses: script.entries.map((entry) => ('error' in entry ? { error: entry.error } : entry.message)),
     ...(script.contextWindow !== undefined ? { context_window: script.contextWindow } : {}),
     ...(script.minCacheableTokens !== undefined ? { min_cacheable_tokens: script.minCacheableTokens } : {}),
+    ...(script.api !== 'legacy' ? { api: script.api } : {}),
   };
 }
 

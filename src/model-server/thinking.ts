@@ -13,8 +13,22 @@
  * or without one fails the check, as with the real API, whose signatures
  * are opaque and bound to the content. Signatures are valid across the
  * servers of one process and die with it.
+ *
+ * Bound signatures (`"api": "today"` scripts, see `today.ts`): the same
+ * HMAC, extended to bind the block to the model that made it and to its
+ * prefix, as preserved thinking does
+ * (https://platform.claude.com/docs/en/build-with-claude/preserved-thinking):
+ * the signature (a `redacted_thinking` block's `data`) is base64 of
+ * `0x02 ‖ len(model) ‖ model ‖ contentMac(16) ‖ bindMac(32)` (‖ the payload,
+ * for `redacted_thinking`). `contentMac` covers the block kind, the model
+ * and the text, so an edited text is an invalid signature; `bindMac` covers
+ * `contentMac`, the block's index in its message and {@link prefixDigest} of
+ * everything before the block, so a changed prefix, or a block moved or left
+ * out between others, fails the prefix check instead. A process-wide record
+ * of each bound block's per-part digests lets the 400 name what differs.
  */
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { canonicalBlock } from './tokens';
 
 /** The secret the MACs are keyed with: random, per process. */
 const SECRET = randomBytes(32);
@@ -203,4 +217,193 @@ export function checkThinkingToolLoop(
     '`tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this ' +
     'requirement, disable `thinking`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking'
   );
+}
+
+/** First byte of a bound signature. */
+const BOUND_VERSION = 0x02;
+/** Bytes of the content MAC kept in a bound signature. */
+const CONTENT_MAC_BYTES = 16;
+
+/**
+ * The digests of a block's prefix: the top-level `system` and `tools`, each
+ * earlier message, and the blocks before it in its own message. Made by
+ * {@link prefixDigest}; `combined` is what a bound signature covers.
+ */
+export interface PrefixDigest {
+  system: string;
+  tools: string;
+  /** One digest per earlier message (role and content). */
+  messages: string[];
+  /** The blocks before the block in its own message. */
+  own: string;
+  combined: string;
+}
+
+/** A copy without `cache_control` markers and null-valued fields, keys sorted (the prefix comparison ignores both). */
+function canonicalForBinding(value: unknown): unknown {
+  const stripped = canonicalBlock(value);
+  const dropNulls = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(dropNulls);
+    if (typeof v !== 'object' || v === null) return v;
+    const out: Record<string, unknown> = {};
+    for (const [k, inner] of Object.entries(v)) if (inner !== null && inner !== undefined) out[k] = dropNulls(inner);
+    return out;
+  };
+  return dropNulls(stripped);
+}
+
+function digest(value: unknown): string {
+  return createHash('sha256')
+    .update(JSON.stringify(value) ?? 'null')
+    .digest('hex');
+}
+
+function contentList(content: unknown): unknown[] {
+  if (typeof content === 'string') return content === '' ? [] : [{ type: 'text', text: content }];
+  return Array.isArray(content) ? content : [];
+}
+
+/**
+ * The digest of the prefix of the block at `messages[i].content[j]`: the
+ * top-level `system` (a string counts as one text block), `tools`, every
+ * message before `i` and the blocks before `j` in message `i`, each
+ * canonical (`cache_control` markers and null-valued fields removed, keys
+ * sorted), so moving or adding a cache breakpoint never changes it
+ * (https://platform.claude.com/docs/en/build-with-claude/preserved-thinking/prefix-checks).
+ *
+ * @param messages the transcript the block's indices refer to (after what the API ignores, e.g. before a compaction block, is removed)
+ */
+export function prefixDigest(
+  request: { system?: unknown; tools?: unknown },
+  messages: ReadonlyArray<{ role: string; content: unknown }>,
+  i: number,
+  j: number,
+): PrefixDigest {
+  const system = digest(contentList(request.system).map(canonicalForBinding));
+  const tools = digest((Array.isArray(request.tools) ? request.tools : []).map(canonicalForBinding));
+  const earlier = messages.slice(0, i).map((m) => digest([m.role, contentList(m.content).map(canonicalForBinding)]));
+  const own = digest([messages[i]?.role ?? null, contentList(messages[i]?.content).slice(0, j).map(canonicalForBinding)]);
+  const combined = digest([system, tools, earlier, own]);
+  return { system, tools, messages: earlier, own, combined };
+}
+
+/** Per-part digests of every bound block signed by this process, by signature (or sealed data), for naming what differs. */
+const BOUND_RECORDS = new Map<string, PrefixDigest>();
+
+function contentMac(kind: 'thinking' | 'redacted_thinking', model: string, payload: Buffer): Buffer {
+  return createHmac('sha256', SECRET)
+    .update(`bound-content\u0000${kind}\u0000${model}\u0000`)
+    .update(payload)
+    .digest()
+    .subarray(0, CONTENT_MAC_BYTES);
+}
+
+function bindMac(content: Buffer, index: number, prefix: string): Buffer {
+  return createHmac('sha256', SECRET).update('bound-prefix\u0000').update(content).update(`\u0000${index}\u0000${prefix}`).digest();
+}
+
+/**
+ * Signs a block for the `"api": "today"` mode (see the module doc): a
+ * `thinking` block gets a bound `signature`, a `redacted_thinking` block a
+ * bound `data` (the script's `data` sealed inside); other blocks are
+ * returned unchanged.
+ *
+ * @param model the model that "produced" the block (the request's)
+ * @param index the block's index in its message's `content`
+ * @param prefix {@link prefixDigest} of the block's position in the transcript the client will send back
+ */
+export function signBoundBlock<B extends { type: string; [key: string]: unknown }>(
+  block: B,
+  model: string,
+  index: number,
+  prefix: PrefixDigest,
+): B {
+  const kind = block.type;
+  if (kind !== 'thinking' && kind !== 'redacted_thinking') return block;
+  const payload = Buffer.from(String(kind === 'thinking' ? block['thinking'] : block['data']), 'utf8');
+  const modelBytes = Buffer.from(model, 'utf8');
+  const cMac = contentMac(kind, model, payload);
+  const envelope = Buffer.concat([
+    Buffer.from([BOUND_VERSION, modelBytes.length]),
+    modelBytes,
+    cMac,
+    bindMac(cMac, index, prefix.combined),
+    ...(kind === 'redacted_thinking' ? [payload] : []),
+  ]).toString('base64');
+  BOUND_RECORDS.set(envelope, prefix);
+  return kind === 'thinking' ? { ...block, signature: envelope } : { ...block, data: envelope };
+}
+
+/** What {@link verifyBoundBlock} found. */
+export type BoundVerdict =
+  /** Not a bound signature of this process, or the text / data was changed. */
+  | { valid: false }
+  /** Made by this process for `model`; `bound` says whether the prefix (and index) still match. */
+  | { valid: true; model: string; bound: boolean; recorded: PrefixDigest | undefined };
+
+/**
+ * Checks a `thinking` / `redacted_thinking` block sent back in `"api": "today"` mode.
+ *
+ * @param index the block's index in its message's `content`, as sent
+ * @param prefix {@link prefixDigest} of the block's position in the request
+ */
+export function verifyBoundBlock(block: Record<string, unknown>, index: number, prefix: PrefixDigest): BoundVerdict {
+  const kind = block['type'];
+  if (kind !== 'thinking' && kind !== 'redacted_thinking') return { valid: false };
+  const sealed = kind === 'thinking' ? block['signature'] : block['data'];
+  if (typeof sealed !== 'string') return { valid: false };
+  const bytes = Buffer.from(sealed, 'base64');
+  if (bytes.toString('base64') !== sealed || bytes.length < 2 || bytes[0] !== BOUND_VERSION) return { valid: false };
+  const modelLength = bytes[1]!;
+  const macsAt = 2 + modelLength;
+  const payloadAt = macsAt + CONTENT_MAC_BYTES + MAC_BYTES;
+  if (bytes.length < payloadAt || (kind === 'thinking' && bytes.length !== payloadAt)) return { valid: false };
+  const model = bytes.subarray(2, macsAt).toString('utf8');
+  const givenContent = bytes.subarray(macsAt, macsAt + CONTENT_MAC_BYTES);
+  const givenBind = bytes.subarray(macsAt + CONTENT_MAC_BYTES, payloadAt);
+  const text = block['thinking'];
+  if (kind === 'thinking' && typeof text !== 'string') return { valid: false };
+  const payload = kind === 'thinking' ? Buffer.from(text as string, 'utf8') : bytes.subarray(payloadAt);
+  if (!timingSafeEqual(givenContent, contentMac(kind, model, payload))) return { valid: false };
+  const bound = timingSafeEqual(givenBind, bindMac(givenContent, index, prefix.combined));
+  return { valid: true, model, bound, recorded: BOUND_RECORDS.get(sealed) };
+}
+
+/**
+ * Names what differs between the prefix a block was signed for and the one
+ * it came back with: `system`, `tools`, `messages.N` (N counted in the
+ * request as sent; `offset` is the index there of the transcript's first
+ * message), or the blocks before it in its own message; undefined when the
+ * record is unknown or nothing but the block's position differs.
+ */
+export function describePrefixChange(recorded: PrefixDigest | undefined, now: PrefixDigest, i: number, offset: number): string | undefined {
+  if (!recorded) return undefined;
+  if (recorded.system !== now.system) return 'system';
+  if (recorded.tools !== now.tools) return 'tools';
+  const n = Math.max(recorded.messages.length, now.messages.length);
+  for (let k = 0; k < n; k++) if (recorded.messages[k] !== now.messages[k]) return `messages.${k + offset}`;
+  if (recorded.own !== now.own) return `messages.${i + offset} (the blocks before this one)`;
+  return undefined;
+}
+
+/**
+ * The `signature` of a `compaction` block the server makes (`"api": "today"`):
+ * base64 of an HMAC over its `content` and `encrypted_content`, so either
+ * changed fails {@link verifyCompaction}.
+ */
+export function signCompaction(content: string | null, encrypted: string | null): string {
+  return createHmac('sha256', SECRET)
+    .update('compaction\u0000')
+    .update(JSON.stringify([content, encrypted]))
+    .digest()
+    .toString('base64');
+}
+
+/** Whether `signature` is what {@link signCompaction} gives for this content and encrypted content. */
+export function verifyCompaction(content: unknown, encrypted: unknown, signature: unknown): boolean {
+  if (typeof signature !== 'string') return false;
+  if ((content !== null && typeof content !== 'string') || (encrypted !== null && typeof encrypted !== 'string')) return false;
+  const given = Buffer.from(signature, 'base64');
+  if (given.toString('base64') !== signature || given.length !== MAC_BYTES) return false;
+  return timingSafeEqual(given, Buffer.from(signCompaction(content, encrypted), 'base64'));
 }
