@@ -635,10 +635,11 @@ function applyEdits(input: TodayPlan['input'], edits: Block[], model: string): {
       if (did) cleared += 1;
     }
     const gained = before - tokens(next);
-    const atLeast = isObject(edit['clear_at_least']) ? Number(edit['clear_at_least']['value']) : 0;
-    if (cleared === 0 || gained < atLeast) continue;
+    const atLeast = isObject(edit['clear_at_least']) ? Number(edit['clear_at_least']['value']) : undefined;
+    if (cleared === 0 || (atLeast !== undefined && gained < atLeast)) continue;
     messages = next;
-    applied.push({ type: 'clear_tool_uses_20250919', cleared_tool_uses: cleared, cleared_input_tokens: gained });
+    // A result shorter than the placeholder "clears" nothing: the count never goes below 0.
+    applied.push({ type: 'clear_tool_uses_20250919', cleared_tool_uses: cleared, cleared_input_tokens: Math.max(0, gained) });
   }
   return { messages, applied };
 }
