@@ -2,7 +2,7 @@
  * The script file of the scripted Messages API server: its schema, loading,
  * and the step plan derived from it.
  *
- * File shape (JSON): `{"responses": [ENTRY, ...], "context_window"?: W, "min_cacheable_tokens"?: M}`
+ * File shape (JSON): `{"responses": [ENTRY, ...], "api"?: "legacy" | "today", "context_window"?: W, "min_cacheable_tokens"?: M}`
  * where ENTRY is either
  *
  * - a message entry: an assistant message as the Messages API returns it,
@@ -18,11 +18,26 @@
  * entries after the last message entry form one more step that has no answer
  * (after its errors, requests for it get the past-the-end 500).
  *
+ * `api` (default `"legacy"`): which API the server speaks. `legacy` is the
+ * API as it was before the 5.x models, every rule below unchanged. `today`
+ * speaks today's API per model from the server's own catalogue
+ * (`models.ts`): unknown models are a 404; `max_tokens`, the context window,
+ * `thinking`, `output_config.effort`, `tool_choice`, tools and beta headers
+ * are checked per model; answers of thinking models open with a `thinking`
+ * block (empty at the default `display: "omitted"`, the entry's leading
+ * thinking text at `"summarized"`), and on the models that do so a `text`
+ * block before a tool call comes back as a `thinking` block; signatures
+ * bind the model and the prefix; a `compaction` block is added when a
+ * `compact_20260112` edit's trigger is reached; context editing runs
+ * server-side. Every rule and its source page: `docs/scripted-server.md`
+ * and `today.ts`.
+ *
  * Options (both optional, tokens by the server's rule, see `tokens.ts`):
  *
  * - `context_window`: the models' context window, a number for every model
  *   or a map `{"claude-sonnet-4-6": 100000, ...}` (models not named keep the
- *   default); default 200,000. A request whose input exceeds it, or whose
+ *   default); default 200,000 (`today`: the model's own window from
+ *   `models.ts`, 1M for the 5.x models). A request whose input exceeds it, or whose
  *   input + `max_tokens` does, gets the API's 400.
  * - `min_cacheable_tokens`: the minimum cacheable prefix, the same two
  *   shapes; default 1024. Shorter `cache_control` prefixes are not cached.
