@@ -38,15 +38,7 @@ import { EFFORT_LEVELS, canRead, findModel, type EffortLevel, type ModelSpec } f
 import type { MessagesRequest } from './request';
 import { estimateTokens, type CompletedMessage } from './responses';
 import type { ParsedMessageEntry } from './script';
-import {
-  MIN_THINKING_BUDGET,
-  describePrefixChange,
-  prefixDigest,
-  signBoundBlock,
-  signCompaction,
-  verifyBoundBlock,
-  verifyCompaction,
-} from './thinking';
+import { MIN_THINKING_BUDGET, prefixDigest, signBoundBlock, signCompaction, verifyBoundBlock, verifyCompaction } from './thinking';
 import { measure, tokensForBytes, type CacheUsage, type Measured, type PromptCache } from './tokens';
 
 /** Beta header of threshold compaction (https://platform.claude.com/docs/en/build-with-claude/compaction-threshold). */
@@ -508,6 +500,7 @@ function checkThinkingBlocks(
   effective: Effective,
   spec: ModelSpec,
   dropBlock: boolean,
+  hasBindingBeta: boolean,
 ): TodayProblem | { messages: Msg[]; transformations: InputTransformation[] } {
   const transformations: InputTransformation[] = [];
   let prefixFailed = false;
@@ -533,7 +526,7 @@ function checkThinkingBlocks(
         return bad(`${path}.redacted_thinking.data: Field required`);
       }
       const prefix = prefixDigest(request, effective.messages, ei, ej);
-      const verdict = verifyBoundBlock(block, ej, prefix);
+      const verdict = verifyBoundBlock(block, prefix, { i: ei, offset: effective.offset });
       if (!verdict.valid) {
         return bad(
           type === 'thinking'
@@ -557,11 +550,11 @@ function checkThinkingBlocks(
           transformations.push({ type: 'thinking_dropped', path, reason: 'prefix_binding_mismatch' });
           continue;
         } else {
-          const what = describePrefixChange(verdict.recorded, prefix, ei, effective.offset);
           return bad(
             `${path}: Invalid \`signature\` in \`${String(type)}\` block. The block is bound to a different conversation. ` +
               'Remove the block, or set `thinking.block_binding.prefix_mismatch_behavior` to "drop_block".' +
-              (what ? ` What changed: ${what}.` : ''),
+              (hasBindingBeta ? '' : ` That setting requires the \`${BETA_THINKING_BINDING}\` value in the \`anthropic-beta\` header.`) +
+              (verdict.changed ? ` What changed: ${verdict.changed}.` : ''),
           );
         }
       }
@@ -663,7 +656,7 @@ export function prepareToday(
   if ('status' in options) return options;
   const effective = effectiveOf(request.messages);
   if ('status' in effective) return effective;
-  const checked = checkThinkingBlocks(request, effective, spec, options.dropBlock);
+  const checked = checkThinkingBlocks(request, effective, spec, options.dropBlock, betas.has(BETA_THINKING_BINDING));
   if ('status' in checked) return checked;
 
   const base = { system: request.system, tools: request.tools, messages: checked.messages };
@@ -809,7 +802,7 @@ export function buildTodayMessage(
     const block = content[j]!;
     if (block['type'] !== 'thinking' && block['type'] !== 'redacted_thinking') continue;
     const prefix = prefixDigest(request, [...before, { role: 'assistant', content }], at, j);
-    content[j] = signBoundBlock(block as Block & { type: string }, request.model, j, prefix);
+    content[j] = signBoundBlock(block as Block & { type: string }, request.model, prefix, `${conversation}:${step}:${j}`);
   }
 
   // Usage: after a compaction the model works from system, tools and the summary.

@@ -231,7 +231,7 @@ describe('today mode: thinking answers', () => {
 });
 
 describe('today mode: thinking blocks sent back (preserved thinking)', () => {
-  const three = today([bash('ls'), bash('cat a.ts'), bash('npm test'), done()]);
+  const three = today([bash('ls'), bash('cat a.ts'), bash('npm test'), done(), done()]);
 
   test('a transcript sent back exactly as returned passes, cache_control markers added or moved included', async () => {
     const client = clientFor(await start(three));
@@ -273,22 +273,47 @@ describe('today mode: thinking blocks sent back (preserved thinking)', () => {
     expect(err.message).not.toMatch(BOUND);
   });
 
-  test('a thinking block moved, or left out between others, fails the prefix check', async () => {
+  test('a thinking block moved, or left out between others, fails the prefix check; a leading run may be removed', async () => {
     const client = clientFor(await start(three));
-    const messages = await converse(client, 2);
+    const messages = await converse(client, 3);
     const moved = copy(messages);
     const blocks = moved[1]!.content as BetaContentBlockParam[];
     moved[1]!.content = [blocks[1]!, blocks[0]!];
-    expect((await rejected(send(client, body(moved)))).message).toMatch(BOUND);
-    const left = copy(messages);
-    left[1]!.content = (left[1]!.content as BetaContentBlockParam[]).filter((b) => b.type !== 'thinking');
-    const err = await rejected(send(client, body(left)));
-    expect(err.message).toMatch(/messages\.3\.content\.0: .*bound to a different conversation.*What changed: messages\.1\./);
-    // Leaving out every thinking block is not a mismatch: nothing is checked.
-    const none = copy(messages).map((m) =>
-      Array.isArray(m.content) ? { ...m, content: (m.content as BetaContentBlockParam[]).filter((b) => b.type !== 'thinking') } : m,
-    ) as BetaMessageParam[];
+    const err = await rejected(send(client, body(moved)));
+    expect(err.message).toMatch(
+      /^messages\.1\.content\.1: .*bound to a different conversation.*What changed: messages\.1 \(the blocks before this one\)\./,
+    );
+    const withoutThinking = (m: BetaMessageParam): BetaMessageParam =>
+      ({ ...m, content: (m.content as BetaContentBlockParam[]).filter((b) => b.type !== 'thinking') }) as BetaMessageParam;
+    // The middle turn's thinking left out: the next thinking block no longer follows the one it did.
+    const middle = copy(messages);
+    middle[3] = withoutThinking(middle[3]!);
+    const left = await rejected(send(client, body(middle)));
+    expect(left.message).toMatch(
+      /^messages\.5\.content\.0: .*bound to a different conversation.*What changed: a thinking block before this one was left out or moved\./,
+    );
+    // Removing a leading run (oldest first), or every thinking block, keeps the rest valid.
+    const leading = copy(messages);
+    leading[1] = withoutThinking(leading[1]!);
+    await expect(send(client, body(leading))).resolves.toBeDefined();
+    leading[3] = withoutThinking(leading[3]!);
+    await expect(send(client, body(leading))).resolves.toBeDefined();
+    const none = copy(messages).map((m) => (Array.isArray(m.content) ? withoutThinking(m) : m));
     await expect(send(client, body(none))).resolves.toBeDefined();
+    // A thinking block sent twice is not where it was made either.
+    const twice = copy(messages);
+    twice[3]!.content = [(twice[1]!.content as BetaContentBlockParam[])[0]!, ...(twice[3]!.content as BetaContentBlockParam[])];
+    expect((await rejected(send(client, body(twice)))).message).toMatch(BOUND);
+  });
+
+  test('without the binding beta header the 400 also names the header; effort changes keep blocks valid', async () => {
+    const client = clientFor(await start(three));
+    const messages = await converse(client, 1);
+    const err = await rejected(send(client, body(messages, { system: 'changed' })));
+    expect(err.message).toContain('That setting requires the `thinking-binding-controls-2026-08-01` value in the `anthropic-beta` header.');
+    const withHeader = await rejected(send(client, body(messages, { system: 'changed', betas: [BINDING] })));
+    expect(withHeader.message).not.toContain('That setting requires');
+    await expect(send(client, body(messages, { output_config: { effort: 'max' } }))).resolves.toBeDefined();
   });
 
   test('drop_block needs its beta header; with it the failing block and every later one are dropped and reported', async () => {
