@@ -57,8 +57,14 @@ export interface ModelSpec {
   preservedThinking: boolean;
   /** Whether `tool_choice` `any` / `tool` is a 400 on this model. */
   rejectsForcedToolChoice: boolean;
-  /** Whether text the model writes before a tool call comes back inside a `thinking` block. */
-  textBetweenToolsAsThinking: boolean;
+  /**
+   * Where text the model writes before a tool call goes: `text` stays a text
+   * block; `all` becomes one progress-update `thinking` block before each tool
+   * call (Opus 5.5, Fable 5.1); `long` does so only for notes longer than a
+   * sentence or two (Sonnet 5.5). https://platform.claude.com/docs/en/models/opus-5-5/migration-guide#text-between-tool-calls,
+   * https://platform.claude.com/docs/en/models/sonnet-5-5/migration-guide
+   */
+  textBetweenTools: 'text' | 'all' | 'long';
   /** Whether server-side compaction (`compact_20260112`) is supported. */
   compaction: boolean;
   /** Models whose thinking blocks this one can read, besides its own. */
@@ -86,9 +92,11 @@ export const MODELS: readonly ModelSpec[] = [
     effortLevels: ALL_EFFORT,
     preservedThinking: true,
     rejectsForcedToolChoice: true,
-    textBetweenToolsAsThinking: true,
+    textBetweenTools: 'all',
     compaction: true,
-    readsThinkingOf: [],
+    // "Claude Opus 5.5 reads thinking blocks from Claude Opus 5 and earlier Opus, Sonnet, and Haiku models,
+    // but not from Claude Fable or Claude Mythos models" (whats-new-opus-5-5).
+    readsThinkingOf: ['claude-opus-5', 'claude-sonnet-5', 'claude-haiku-4-5-20251001'],
     sources: [
       'https://platform.claude.com/docs/en/models/opus-5-5/overview',
       'https://platform.claude.com/docs/en/models/opus-5-5/whats-new-opus-5-5',
@@ -106,7 +114,7 @@ export const MODELS: readonly ModelSpec[] = [
     effortLevels: ALL_EFFORT,
     preservedThinking: false,
     rejectsForcedToolChoice: false,
-    textBetweenToolsAsThinking: false,
+    textBetweenTools: 'text',
     compaction: true,
     readsThinkingOf: [],
     sources: [
@@ -125,7 +133,7 @@ export const MODELS: readonly ModelSpec[] = [
     effortLevels: ALL_EFFORT,
     preservedThinking: true,
     rejectsForcedToolChoice: true,
-    textBetweenToolsAsThinking: true,
+    textBetweenTools: 'long',
     compaction: true,
     readsThinkingOf: [],
     sources: [
@@ -144,7 +152,7 @@ export const MODELS: readonly ModelSpec[] = [
     effortLevels: ALL_EFFORT,
     preservedThinking: false,
     rejectsForcedToolChoice: false,
-    textBetweenToolsAsThinking: false,
+    textBetweenTools: 'text',
     compaction: true,
     readsThinkingOf: [],
     sources: ['https://platform.claude.com/docs/en/models/sonnet-5/overview'],
@@ -161,10 +169,11 @@ export const MODELS: readonly ModelSpec[] = [
     effortLevels: ALL_EFFORT,
     preservedThinking: true,
     rejectsForcedToolChoice: true,
-    textBetweenToolsAsThinking: true,
+    textBetweenTools: 'all',
     compaction: true,
-    // "Claude Fable 5.1 reads blocks from Claude Opus 5 and, on the Claude API, from Claude Opus 5.5."
-    readsThinkingOf: ['claude-opus-5', 'claude-opus-5-5'],
+    // "Claude Fable 5.1 reads earlier models' thinking blocks" (whats-new-fable-5-1) and, on the Claude API,
+    // Claude Opus 5.5's (whats-new-opus-5-5, preserved-thinking).
+    readsThinkingOf: ['claude-opus-5', 'claude-sonnet-5', 'claude-haiku-4-5-20251001', 'claude-opus-5-5'],
     sources: [
       'https://platform.claude.com/docs/en/models/fable-5-1/overview',
       'https://platform.claude.com/docs/en/models/fable-5-1/whats-new-fable-5-1',
@@ -183,7 +192,7 @@ export const MODELS: readonly ModelSpec[] = [
     effortLevels: ALL_EFFORT,
     preservedThinking: true,
     rejectsForcedToolChoice: false,
-    textBetweenToolsAsThinking: false,
+    textBetweenTools: 'text',
     compaction: true,
     readsThinkingOf: [],
     sources: [
@@ -202,7 +211,7 @@ export const MODELS: readonly ModelSpec[] = [
     effortLevels: [],
     preservedThinking: false,
     rejectsForcedToolChoice: false,
-    textBetweenToolsAsThinking: false,
+    textBetweenTools: 'text',
     // Not in the supported-models list of https://platform.claude.com/docs/en/build-with-claude/compaction-threshold.
     compaction: false,
     readsThinkingOf: [],

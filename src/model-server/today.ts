@@ -47,9 +47,11 @@ export const BETA_COMPACTION = 'compact-2026-01-12';
 export const BETA_CONTEXT_MANAGEMENT = 'context-management-2025-06-27';
 /** Beta header of `thinking.block_binding` and `input_transformations` (…/preserved-thinking/fix-bound-to-a-different-conversation). */
 export const BETA_THINKING_BINDING = 'thinking-binding-controls-2026-08-01';
+/** Beta header of `thinking.display: "updates"` (https://platform.claude.com/docs/en/models/opus-5-5/migration-guide#text-between-tool-calls). */
+export const BETA_DISPLAY_UPDATES = 'thinking-display-updates-2026-08-18';
 /** Default compaction trigger, input tokens (compaction-threshold page). */
 export const DEFAULT_COMPACTION_TRIGGER = 150_000;
-/** Smallest compaction trigger accepted, input tokens. Not found on today's pages (earlier versions said 50,000): an open question. */
+/** Smallest compaction trigger accepted, input tokens ("`value` must be at least 50,000 tokens", https://platform.claude.com/docs/en/build-with-claude/compaction). */
 export const MIN_COMPACTION_TRIGGER = 50_000;
 /** Default `clear_tool_uses_20250919` trigger, input tokens, and tool uses kept (context-editing page). */
 export const DEFAULT_CLEAR_TOOL_USES_TRIGGER = 100_000;
@@ -123,6 +125,8 @@ export interface TodayPlan {
   spec: ModelSpec;
   betas: Set<string>;
   display: Display;
+  /** The request's (or the default) `thinking.type`. */
+  thinkingType: ThinkingType;
   /** Whether answers open with a thinking block. */
   upFront: boolean;
   /** Whether thinking blocks appear at all (up front, between tool calls, scripted). */
@@ -260,6 +264,9 @@ function checkOptions(
       if (shown !== 'summarized' && shown !== 'omitted' && shown !== 'updates') {
         return bad(`thinking.${type}.display: Input should be 'summarized', 'omitted' or 'updates'`);
       }
+      if (shown === 'updates' && !betas.has(BETA_DISPLAY_UPDATES)) {
+        return bad(`thinking.${type}.display: "updates" requires the beta header "anthropic-beta: ${BETA_DISPLAY_UPDATES}"`);
+      }
       display = shown;
     }
     const binding = thinking['block_binding'];
@@ -290,7 +297,7 @@ function checkOptions(
     return bad('`temperature` may only be set to 1 when thinking is enabled');
   }
 
-  const toolProblem = checkTools(body.tools);
+  const toolProblem = checkTools(body.tools, body.model);
   if (toolProblem) return toolProblem;
 
   // tool_choice
@@ -302,11 +309,8 @@ function checkOptions(
       );
     }
     const forced = choice['type'] === 'any' || choice['type'] === 'tool';
-    if (forced && spec.rejectsForcedToolChoice) {
-      return bad(
-        `tool_choice: forced tool use (type "${String(choice['type'])}") is not supported for ${body.model}. Use "tool_choice": {"type": "auto"} and ask for the tool in the prompt.`,
-      );
-    }
+    // Documented text, messages and count_tokens alike (https://platform.claude.com/docs/en/models/opus-5-5/whats-new-opus-5-5#forced-tool-use-is-not-supported).
+    if (forced && spec.rejectsForcedToolChoice) return bad('tool_choice: type "tool" and "any" are not supported for this model.');
     if (forced && spec.thinking === 'budget' && thinkingOn) return bad('Thinking may not be enabled when tool_choice forces tool use.');
     if (choice['type'] === 'tool') {
       const names = (Array.isArray(body.tools) ? body.tools : []).map((t) => (isObject(t) ? t['name'] : undefined));
@@ -397,10 +401,10 @@ function checkOptions(
 }
 
 /** The tool definitions: Anthropic-schema tools by type and required name, custom tools with an object `input_schema`, unique names. */
-function checkTools(tools: unknown): TodayProblem | undefined {
+function checkTools(tools: unknown, model: string): TodayProblem | undefined {
   if (!Array.isArray(tools)) return undefined;
   const names = new Set<string>();
-  const tags = [...Object.keys(ANTHROPIC_TOOL_TYPES), 'custom'].map((t) => `'${t}'`).join(', ');
+  const accepted = [...Object.keys(ANTHROPIC_TOOL_TYPES), 'custom'].join(', ');
   for (const [k, tool] of tools.entries()) {
     if (!isObject(tool)) return bad(`tools.${k}: Input should be an object`);
     const type = tool['type'];
@@ -415,9 +419,9 @@ function checkTools(tools: unknown): TodayProblem | undefined {
     } else {
       const required = typeof type === 'string' ? ANTHROPIC_TOOL_TYPES[type] : undefined;
       if (typeof type !== 'string' || required === undefined) {
-        return bad(
-          `tools.${k}: Input tag '${typeof type === 'string' ? type : JSON.stringify(type)}' found using 'type' does not match any of the expected tags: ${tags}`,
-        );
+        // The form of the documented message for computer_20251124 on Opus 5.5 (whats-new-opus-5-5): the type, then what is accepted.
+        const shown = typeof type === 'string' ? type : JSON.stringify(type);
+        return bad(`'${model}' does not support tool types: ${shown}. Did you mean one of: ${accepted}?`);
       }
       if (name !== required) return bad(`tools.${k}.${type}.name: Input should be '${required}'`);
       const max = tool['max_characters'];
@@ -660,7 +664,8 @@ export function prepareToday(
   if ('status' in checked) return checked;
 
   const base = { system: request.system, tools: request.tools, messages: checked.messages };
-  const originalInputTokens = measure(base, request.model).tokens;
+  // count_tokens' original_input_tokens: the request as sent, before compaction blocks and context edits apply.
+  const originalInputTokens = measure(request, request.model).tokens;
   const edited = options.edits.length > 0 ? applyEdits(base, options.edits, request.model) : { messages: base.messages, applied: [] };
   const input = { ...base, messages: edited.messages };
   const measured = measure(input, request.model);
@@ -670,6 +675,7 @@ export function prepareToday(
     spec,
     betas,
     display: options.display,
+    thinkingType: options.thinkingType,
     upFront,
     thinkingOn,
     effective,
@@ -689,7 +695,7 @@ export function prepareToday(
 export function countTokensBody(plan: TodayPlan): Record<string, unknown> {
   return {
     input_tokens: plan.measured.tokens,
-    ...(plan.appliedEdits ? { context_management: { original_input_tokens: plan.originalInputTokens } } : {}),
+    ...(plan.appliedEdits || plan.compaction ? { context_management: { original_input_tokens: plan.originalInputTokens } } : {}),
   };
 }
 
@@ -718,23 +724,36 @@ export function compactionSummary(covered: number, step: number, instructions: s
   );
 }
 
+/** Whether a note is "longer than a sentence or two" (Sonnet 5.5's rule): more than two sentences. */
+export function isLongNote(text: string): boolean {
+  return text.split(/[.!?](?:\s|$)/).filter((part) => part.trim() !== '').length > 2;
+}
+
 /**
  * Today's answer for a scripted entry: the thinking blocks the model and
- * options call for, text before a tool call moved into thinking blocks
- * where the model does that, a compaction block when the trigger was
- * reached, bound signatures, and usage.
+ * options call for, text before a tool call moved into progress-update
+ * thinking blocks where the model does that, a compaction block when the
+ * trigger was reached, bound signatures, and usage.
  *
- * Content rule (https://platform.claude.com/docs/en/models/opus-5-5/whats-new-opus-5-5):
- * with thinking up front the answer opens with a `thinking` block whose
- * text is the entry's leading `thinking` block's text (that block is used
- * for it) or `Thinking for step N.`; on models that put text between tool
- * calls in thinking blocks, every scripted `text` block that comes before a
- * `tool_use` / `server_tool_use` of the same entry becomes a `thinking`
- * block with that text; other scripted thinking blocks stay where they are.
- * At `display: "omitted"` every thinking block's text is `""` (output tokens
- * still count the full text). With thinking off, scripted thinking blocks
- * are left out. A compaction comes first; with `pause_after_compaction` it
- * is the whole answer, `stop_reason: "compaction"`.
+ * Content rule (https://platform.claude.com/docs/en/models/opus-5-5/whats-new-opus-5-5,
+ * https://platform.claude.com/docs/en/models/opus-5-5/migration-guide#text-between-tool-calls,
+ * https://platform.claude.com/docs/en/models/sonnet-5-5/migration-guide):
+ *
+ * - With thinking up front the answer opens with a reasoning `thinking`
+ *   block: the entry's leading `thinking` block's text (that block is used
+ *   for it) or `Thinking for step N.`. Other scripted thinking blocks are
+ *   reasoning blocks where they stand. With thinking off they are left out.
+ * - On Opus 5.5 / Fable 5.1 the scripted `text` blocks just before a
+ *   `tool_use` / `server_tool_use` become one progress-update `thinking`
+ *   block (joined by a blank line; at most one before each tool call); on
+ *   Sonnet 5.5 only notes of more than two sentences do; elsewhere text
+ *   stays text. Text after the last tool call stays text.
+ * - Display: `omitted` (the adaptive default) empties every thinking text;
+ *   `summarized` shows all; `updates` shows progress updates only; Sonnet
+ *   5.5 `between_tools` shows progress updates whatever the display.
+ *   Output tokens count the full texts.
+ * - A compaction comes first; with `pause_after_compaction` it is the whole
+ *   answer, `stop_reason: "compaction"`.
  *
  * @param base the entry completed by `completeMessage` (ids filled in); its content is rebuilt here
  */
@@ -745,40 +764,54 @@ export function buildTodayMessage(
   context: { step: number; conversation: string; request: MessagesRequest; cache: PromptCache; minCacheableTokens: number },
 ): CompletedMessage {
   const { step, conversation, request } = context;
-  const show = (text: string): string => (plan.display === 'omitted' ? '' : text);
+  const showReasoning = plan.display === 'summarized';
+  const showProgress = plan.display === 'summarized' || plan.display === 'updates' || plan.thinkingType === 'between_tools';
   // The entry's blocks with the ids `completeMessage` filled in (its legacy signatures are replaced below).
   const scripted: Block[] = entry.content.map((b, k) => (b.type === 'tool_use' ? { ...base.content[k] } : { ...b }));
   const full: Block[] = [];
   const content: Block[] = [];
-  const push = (block: Block, fullText?: string): void => {
+  const thinkingBlock = (text: string, shown: boolean): void => {
+    content.push({ type: 'thinking', thinking: shown ? text : '', signature: '' });
+    full.push({ type: 'thinking', thinking: text, signature: '' });
+  };
+  const push = (block: Block): void => {
     content.push(block);
-    full.push(fullText === undefined ? block : { ...block, thinking: fullText });
+    full.push(block);
   };
   let upFrontText: string | undefined;
   if (scripted[0]?.['type'] === 'thinking' && typeof scripted[0]['thinking'] === 'string') {
     upFrontText = scripted[0]['thinking'];
     scripted.shift();
   }
-  if (plan.upFront) {
-    const text = upFrontText ?? `Thinking for step ${step}.`;
-    push({ type: 'thinking', thinking: show(text), signature: '' }, text);
-  }
-  const lastTool = scripted.reduce((last, b, k) => (b['type'] === 'tool_use' || b['type'] === 'server_tool_use' ? k : last), -1);
-  scripted.forEach((block, k) => {
+  if (plan.upFront) thinkingBlock(upFrontText ?? `Thinking for step ${step}.`, showReasoning);
+  const isTool = (b: Block | undefined): boolean => b?.['type'] === 'tool_use' || b?.['type'] === 'server_tool_use';
+  const mode = plan.thinkingOn ? plan.spec.textBetweenTools : 'text';
+  for (let k = 0; k < scripted.length; k++) {
+    const block = scripted[k]!;
     if (block['type'] === 'thinking') {
-      if (plan.thinkingOn) push({ ...block, thinking: show(String(block['thinking'])), signature: '' }, String(block['thinking']));
-      return;
+      if (plan.thinkingOn) thinkingBlock(String(block['thinking']), showReasoning);
+      continue;
     }
     if (block['type'] === 'redacted_thinking') {
       if (plan.thinkingOn) push(block);
-      return;
+      continue;
     }
-    if (block['type'] === 'text' && plan.thinkingOn && plan.spec.textBetweenToolsAsThinking && k < lastTool) {
-      push({ type: 'thinking', thinking: show(String(block['text'])), signature: '' }, String(block['text']));
-      return;
+    if (block['type'] === 'text' && mode !== 'text') {
+      // The run of text blocks this one starts, and whether a tool call follows it.
+      let end = k;
+      while (scripted[end + 1]?.['type'] === 'text') end += 1;
+      if (isTool(scripted[end + 1])) {
+        const run = scripted.slice(k, end + 1);
+        const joined = run.map((b) => String(b['text'])).join('\n\n');
+        if (mode === 'all' || isLongNote(joined)) {
+          thinkingBlock(joined, showProgress);
+          k = end;
+          continue;
+        }
+      }
     }
     push(block);
-  });
+  }
 
   let stopReason = base.stop_reason;
   let compactionBlock: Block | undefined;

@@ -146,11 +146,15 @@ describe('today mode: thinking, effort and tool_choice options', () => {
     );
   });
 
-  test('forced tool_choice is a 400 on Opus 5.5; auto passes; Opus 5 still accepts it', async () => {
+  test('forced tool_choice is the documented 400 on Opus 5.5, count_tokens included; auto passes; Opus 5 still accepts it', async () => {
     const client = clientFor(await start(today([bash('ls'), bash('ls')])));
     for (const choice of [{ type: 'any' }, { type: 'tool', name: 'bash' }] as const) {
       const err = await rejected(send(client, body([TASK], { tool_choice: choice })));
-      expect(err.message).toMatch(/forced tool use/);
+      expect(err.message).toBe('tool_choice: type "tool" and "any" are not supported for this model.');
+      const counted = await rejected(
+        client.beta.messages.countTokens({ model: OPUS, tools: [BASH], messages: [TASK], tool_choice: choice }),
+      );
+      expect(counted.message).toBe(err.message);
     }
     await expect(send(client, body([TASK], { tool_choice: { type: 'auto' } }))).resolves.toBeDefined();
     await expect(send(client, body([TASK], { model: 'claude-opus-5', tool_choice: { type: 'any' } }))).resolves.toBeDefined();
@@ -220,6 +224,67 @@ describe('today mode: thinking answers', () => {
     expect(opus5.content.map((b) => b.type)).toEqual(['thinking', 'text', 'tool_use']);
     const haiku = await send(client, body([TASK], { model: 'claude-haiku-4-5' }));
     expect(haiku.content.map((b) => b.type)).toEqual(['text', 'tool_use']);
+  });
+
+  test('display "updates" needs its beta header and shows the progress updates only', async () => {
+    const client = clientFor(await start(script));
+    const updates = { type: 'adaptive' as const, display: 'updates' as const };
+    expect((await rejected(send(client, body([TASK], { thinking: updates })))).message).toContain('thinking-display-updates-2026-08-18');
+    const answer = await send(client, body([TASK], { thinking: updates, betas: ['thinking-display-updates-2026-08-18'] }));
+    expect(answer.content.slice(0, 2)).toMatchObject([
+      { type: 'thinking', thinking: '' },
+      { type: 'thinking', thinking: 'Let me look at the test first.' },
+    ]);
+  });
+
+  test('at most one progress block before each tool call; Sonnet 5.5 moves only notes longer than two sentences', async () => {
+    const long = 'I ran the suite. Two tests fail. Both touch the parser, so I will read it next.';
+    const client = clientFor(
+      await start(
+        today([
+          {
+            content: [
+              { type: 'text', text: 'First note.' },
+              { type: 'text', text: 'Second note.' },
+              { type: 'tool_use', name: 'bash', input: { command: 'ls' } },
+              { type: 'text', text: 'Short remark.' },
+              { type: 'tool_use', name: 'bash', input: { command: 'pwd' } },
+              { type: 'text', text: long },
+              { type: 'tool_use', name: 'bash', input: { command: 'cat parser.ts' } },
+              { type: 'text', text: 'All three ran.' },
+            ],
+          },
+        ]),
+      ),
+    );
+    const summarized = { type: 'adaptive' as const, display: 'summarized' as const };
+    const opus = await send(client, body([TASK], { thinking: summarized }));
+    expect(opus.content.map((b) => (b.type === 'thinking' ? `thinking:${b.thinking}` : b.type))).toEqual([
+      'thinking:Thinking for step 0.',
+      'thinking:First note.\n\nSecond note.',
+      'tool_use',
+      'thinking:Short remark.',
+      'tool_use',
+      `thinking:${long}`,
+      'tool_use',
+      'text',
+    ]);
+    const sonnet = await send(client, body([TASK], { model: 'claude-sonnet-5-5', thinking: summarized }));
+    expect(sonnet.content.map((b) => b.type)).toEqual([
+      'thinking',
+      'text',
+      'text',
+      'tool_use',
+      'text',
+      'tool_use',
+      'thinking',
+      'tool_use',
+      'text',
+    ]);
+    // between_tools: no up-front thinking, and the progress notes come back readable at the default display.
+    const between = await send(client, body([TASK], { model: 'claude-sonnet-5-5', thinking: { type: 'between_tools' } }));
+    expect(between.content[0]!.type).toBe('text');
+    expect(between.content.find((b) => b.type === 'thinking')).toMatchObject({ thinking: long });
   });
 
   test('a streamed answer carries the same blocks and signatures as the non-streamed one', async () => {
@@ -346,6 +411,16 @@ describe('today mode: thinking blocks sent back (preserved thinking)', () => {
     expect(fable.input_transformations).toEqual([]);
   });
 
+  test('Opus 5.5 reads Opus 5 blocks; Opus 5 does not read Opus 5.5 blocks', async () => {
+    const client = clientFor(await start(three));
+    const fromOpus5 = await converse(client, 1, { model: 'claude-opus-5' });
+    expect((await send(client, body(fromOpus5, { betas: [BINDING] }))).input_transformations).toEqual([]);
+    const fromOpus55 = await converse(client, 1);
+    expect((await send(client, body(fromOpus55, { model: 'claude-opus-5', betas: [BINDING] }))).input_transformations).toEqual([
+      { type: 'thinking_dropped', path: 'messages.1.content.0', reason: 'model_binding_mismatch' },
+    ]);
+  });
+
   test('Opus 5 has no prefix check: a changed prefix is let through and reported as thinking_mismatch_allowed', async () => {
     const client = clientFor(await start(three));
     const messages = await converse(client, 1, { model: 'claude-opus-5' });
@@ -404,6 +479,16 @@ describe('today mode: compaction', () => {
       betas: [COMPACT],
     });
     expect(counted.input_tokens).toBeLessThan(2_000);
+    const withEdit = await client.beta.messages.countTokens({
+      model: OPUS,
+      system: SYSTEM,
+      tools: [BASH],
+      messages: next,
+      context_management: edit(),
+      betas: [COMPACT],
+    });
+    expect(withEdit.input_tokens).toBe(counted.input_tokens);
+    expect(withEdit.context_management?.original_input_tokens).toBeGreaterThan(60_000);
 
     // What came before the compaction block is ignored: changed, or pruned, it still passes, as the same step.
     const changed = [big(10), ...next.slice(1)];
@@ -489,7 +574,10 @@ describe('today mode: tools', () => {
       [[{ type: 'bash_20250124', name: 'shell' }], /tools\.0\.bash_20250124\.name: Input should be 'bash'/],
       [[{ type: 'text_editor_20250728', name: 'str_replace_editor' }], /Input should be 'str_replace_based_edit_tool'/],
       [[{ type: 'text_editor_20250728', name: 'str_replace_based_edit_tool', max_characters: 0 }], /max_characters/],
-      [[{ type: 'computer_20251124', name: 'computer', display_width_px: 1, display_height_px: 1 }], /Input tag 'computer_20251124'/],
+      [
+        [{ type: 'computer_20251124', name: 'computer', display_width_px: 1, display_height_px: 1 }],
+        /^'claude-opus-5-5' does not support tool types: computer_20251124\. Did you mean one of: /,
+      ],
       [[{ name: 'lookup' }], /tools\.0\.custom\.input_schema: Field required/],
       [[BASH, BASH], /Tool names must be unique/],
     ];
