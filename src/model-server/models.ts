@@ -47,6 +47,8 @@ export interface ModelSpec {
   contextWindow: number;
   /** Largest `max_tokens` accepted (synchronous Messages API), tokens. */
   maxOutput: number;
+  /** Minimum cacheable prompt, tokens (shorter `cache_control` prefixes are silently not cached). */
+  minCacheableTokens: number;
   prices: ModelPrices;
   thinking: ThinkingMode;
   /** Default `output_config.effort`; undefined when the model takes no effort parameter. */
@@ -86,6 +88,8 @@ export const MODELS: readonly ModelSpec[] = [
     aliases: [],
     contextWindow: 1_000_000,
     maxOutput: 128_000,
+    // whats-new-opus-5-5 (feature support): 512-token minimum cacheable prompt.
+    minCacheableTokens: 512,
     prices: { input: 4, output: 20, write5m: 5, write1h: 8, cacheRead: 0.2 },
     thinking: 'adaptive-only',
     defaultEffort: 'medium',
@@ -108,6 +112,8 @@ export const MODELS: readonly ModelSpec[] = [
     aliases: [],
     contextWindow: 1_000_000,
     maxOutput: 128_000,
+    // whats-new-opus-5: 512, down from 1,024 on Opus 4.8.
+    minCacheableTokens: 512,
     prices: { input: 5, output: 25, write5m: 6.25, write1h: 10, cacheRead: 0.5 },
     thinking: 'adaptive',
     defaultEffort: 'high',
@@ -127,6 +133,8 @@ export const MODELS: readonly ModelSpec[] = [
     aliases: [],
     contextWindow: 1_000_000,
     maxOutput: 128_000,
+    // 512 for the 5.5 models per third-party migration guides; not read on a platform page.
+    minCacheableTokens: 512,
     prices: { input: 2, output: 10, write5m: 2.5, write1h: 4, cacheRead: 0.2 },
     thinking: 'adaptive-between-tools',
     defaultEffort: 'high',
@@ -146,6 +154,8 @@ export const MODELS: readonly ModelSpec[] = [
     aliases: [],
     contextWindow: 1_000_000,
     maxOutput: 128_000,
+    // Not found: the server's legacy default.
+    minCacheableTokens: 1024,
     prices: { input: 2, output: 10, write5m: 2.5, write1h: 4, cacheRead: 0.2 },
     thinking: 'adaptive-disable-any',
     defaultEffort: 'high',
@@ -162,6 +172,8 @@ export const MODELS: readonly ModelSpec[] = [
     aliases: [],
     contextWindow: 1_000_000,
     maxOutput: 128_000,
+    // Not found: the server's legacy default.
+    minCacheableTokens: 1024,
     // Cache writes: not on the page excerpts read; 1.25× / 2× of input.
     prices: { input: 10, output: 50, write5m: 12.5, write1h: 20, cacheRead: 0.25 },
     thinking: 'adaptive-only',
@@ -185,6 +197,8 @@ export const MODELS: readonly ModelSpec[] = [
     aliases: [],
     contextWindow: 1_000_000,
     maxOutput: 128_000,
+    // 512 for the 5.5 models per third-party migration guides; not read on a platform page.
+    minCacheableTokens: 512,
     // The ≤100K-prompt tier; cache writes not on the page excerpts read: 1.25× / 2× of input.
     prices: { input: 0.1, output: 0.5, write5m: 0.125, write1h: 0.2, cacheRead: 0.01 },
     thinking: 'adaptive',
@@ -205,6 +219,8 @@ export const MODELS: readonly ModelSpec[] = [
     aliases: ['claude-haiku-4-5'],
     contextWindow: 200_000,
     maxOutput: 64_000,
+    // 4,096 on Haiku 4.5 (prompt-caching page, as quoted by several SDK docs).
+    minCacheableTokens: 4096,
     prices: { input: 1, output: 5, write5m: 1.25, write1h: 2, cacheRead: 0.1 },
     thinking: 'budget',
     defaultEffort: undefined,

@@ -286,7 +286,11 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
       );
       return;
     }
-    const minCacheableTokens = forModel(script.minCacheableTokens, request.model, DEFAULT_MIN_CACHEABLE_TOKENS);
+    const minCacheableTokens = forModel(
+      script.minCacheableTokens,
+      request.model,
+      plan ? plan.spec.minCacheableTokens : DEFAULT_MIN_CACHEABLE_TOKENS,
+    );
     const ids = {
       messageId: `msg_scripted_${conversation}_${step}`,
       toolUseId: (index: number) => `toolu_scripted_${conversation}_${step}_${index}`,

@@ -626,6 +626,15 @@ describe('today mode: tools', () => {
 });
 
 describe('today mode: usage', () => {
+  test('the minimum cacheable prompt is per model: 512 tokens on Opus 5.5, 4,096 on Haiku 4.5', async () => {
+    const client = clientFor(await start(today([done(), done()])));
+    const system = [{ type: 'text' as const, text: 'a'.repeat(3_000), cache_control: { type: 'ephemeral' as const } }];
+    const opus = await send(client, body([TASK], { system }));
+    expect(opus.usage.cache_creation_input_tokens).toBeGreaterThan(512);
+    const haiku = await send(client, body([TASK], { system, model: 'claude-haiku-4-5' }));
+    expect(haiku.usage.cache_creation_input_tokens).toBe(0);
+  });
+
   test('cache_creation splits 5m and 1h writes', async () => {
     const client = clientFor(await start(today([done()], { min_cacheable_tokens: 1 })));
     const system = [
