@@ -26,6 +26,7 @@ export type ResponseKind =
   | 'connection_reset'
   | 'hang'
   | 'past_end'
+  | 'script_mismatch'
   | 'unauthorized'
   | 'invalid_request'
   | 'too_large'

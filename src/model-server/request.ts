@@ -39,11 +39,14 @@ function blocksOf(content: unknown): Block[] {
  *
  * @param kind `messages` (default) for `POST /v1/messages`; `count_tokens`
  *   for `POST /v1/messages/count_tokens`, which takes no `max_tokens`
+ * @param api `legacy` (default) checks the `thinking` option and the
+ *   signatures here; `today` leaves both to `today.ts`
  * @returns `{body}` when acceptable, else `{problem}` worded like the API's 400 message
  */
 export function checkMessagesRequest(
   body: unknown,
   kind: 'messages' | 'count_tokens' = 'messages',
+  api: 'legacy' | 'today' = 'legacy',
 ): { body: MessagesRequest } | { problem: string } {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     return { problem: 'The request body must be a JSON object' };
@@ -95,10 +98,11 @@ export function checkMessagesRequest(
 
   const pairing = checkToolPairing(messages as Array<{ role: string; content: unknown }>);
   if (pairing) return { problem: pairing };
+  // In `today` mode the thinking option and the thinking blocks sent back follow the per-model rules of today.ts.
   const problem =
-    checkThinkingOption(b, kind === 'messages' ? (b['max_tokens'] as number) : undefined) ??
+    (api === 'legacy' ? checkThinkingOption(b, kind === 'messages' ? (b['max_tokens'] as number) : undefined) : undefined) ??
     checkCacheControl({ system, tools, messages }) ??
-    checkThinkingSignatures(messages as Array<{ role: string; content: unknown }>);
+    (api === 'legacy' ? checkThinkingSignatures(messages as Array<{ role: string; content: unknown }>) : undefined);
   if (problem) return { problem };
   return { body: b as MessagesRequest };
 }

@@ -2,7 +2,7 @@
  * The script file of the scripted Messages API server: its schema, loading,
  * and the step plan derived from it.
  *
- * File shape (JSON): `{"responses": [ENTRY, ...], "context_window"?: W, "min_cacheable_tokens"?: M}`
+ * File shape (JSON): `{"responses": [ENTRY, ...], "api"?: "legacy" | "today", "context_window"?: W, "min_cacheable_tokens"?: M}`
  * where ENTRY is either
  *
  * - a message entry: an assistant message as the Messages API returns it,
@@ -18,11 +18,26 @@
  * entries after the last message entry form one more step that has no answer
  * (after its errors, requests for it get the past-the-end 500).
  *
+ * `api` (default `"legacy"`): which API the server speaks. `legacy` is the
+ * API as it was before the 5.x models, every rule below unchanged. `today`
+ * speaks today's API per model from the server's own catalogue
+ * (`models.ts`): unknown models are a 404; `max_tokens`, the context window,
+ * `thinking`, `output_config.effort`, `tool_choice`, tools and beta headers
+ * are checked per model; answers of thinking models open with a `thinking`
+ * block (empty at the default `display: "omitted"`, the entry's leading
+ * thinking text at `"summarized"`), and on the models that do so a `text`
+ * block before a tool call comes back as a `thinking` block; signatures
+ * bind the model and the prefix; a `compaction` block is added when a
+ * `compact_20260112` edit's trigger is reached; context editing runs
+ * server-side. Every rule and its source page: `docs/scripted-server.md`
+ * and `today.ts`.
+ *
  * Options (both optional, tokens by the server's rule, see `tokens.ts`):
  *
  * - `context_window`: the models' context window, a number for every model
  *   or a map `{"claude-sonnet-4-6": 100000, ...}` (models not named keep the
- *   default); default 200,000. A request whose input exceeds it, or whose
+ *   default); default 200,000 (`today`: the model's own window from
+ *   `models.ts`, 1M for the 5.x models). A request whose input exceeds it, or whose
  *   input + `max_tokens` does, gets the API's 400.
  * - `min_cacheable_tokens`: the minimum cacheable prefix, the same two
  *   shapes; default 1024. Shorter `cache_control` prefixes are not cached.
@@ -163,6 +178,9 @@ export type ScriptErrorEntry = z.input<typeof ScriptErrorEntrySchema>;
 /** One entry of `responses`. */
 export type ScriptEntry = ScriptMessageEntry | ScriptErrorEntry;
 
+/** The API a script's server speaks (see {@link ScriptFile.api}). */
+export type ApiMode = 'today' | 'legacy';
+
 /** A per-model token setting: one number for every model, or a map from model name to number (others keep the default). */
 export type PerModelTokens = number | Record<string, number>;
 
@@ -171,6 +189,12 @@ const PerModelTokensSchema = z.union([nonNegativeInt, z.record(z.string().min(1)
 /** The script file: `{"responses": [ENTRY, ...]}` and the options of the module doc. */
 export interface ScriptFile {
   responses: ScriptEntry[];
+  /**
+   * Which API the server speaks: `legacy` (the default, the API as it was
+   * before the 5.x models) or `today` (the per-model rules of `today.ts`).
+   * @default 'legacy'
+   */
+  api?: ApiMode;
   /** Context window, tokens, per model. @default 200000 for every model */
   context_window?: PerModelTokens;
   /** Minimum cacheable prefix, tokens, per model. @default 1024 for every model */
@@ -203,6 +227,8 @@ export interface ParsedScript {
   contextWindow: PerModelTokens | undefined;
   /** The script's `min_cacheable_tokens`, as given. */
   minCacheableTokens: PerModelTokens | undefined;
+  /** The script's `api`, default `legacy`. */
+  api: ApiMode;
 }
 
 /**
@@ -275,6 +301,7 @@ export function compileScript(value: unknown, source = '<inline script>'): Parse
       responses: z.array(z.unknown()),
       context_window: PerModelTokensSchema.optional(),
       min_cacheable_tokens: PerModelTokensSchema.optional(),
+      api: z.enum(['today', 'legacy']).optional(),
     })
     .safeParse(value);
   if (!top.success) throw invalid(source, issuesOf(top.error, []));
@@ -294,7 +321,13 @@ export function compileScript(value: unknown, source = '<inline script>'): Parse
     }
   });
   if (issues.length > 0) throw invalid(source, issues);
-  return { source, entries, contextWindow: top.data.context_window, minCacheableTokens: top.data.min_cacheable_tokens };
+  return {
+    source,
+    entries,
+    contextWindow: top.data.context_window,
+    minCacheableTokens: top.data.min_cacheable_tokens,
+    api: top.data.api ?? 'legacy',
+  };
 }
 
 function toScriptFile(script: ParsedScript): ScriptFile {
@@ -302,6 +335,7 @@ function toScriptFile(script: ParsedScript): ScriptFile {
     responses: script.entries.map((entry) => ('error' in entry ? { error: entry.error } : entry.message)),
     ...(script.contextWindow !== undefined ? { context_window: script.contextWindow } : {}),
     ...(script.minCacheableTokens !== undefined ? { min_cacheable_tokens: script.minCacheableTokens } : {}),
+    ...(script.api !== 'legacy' ? { api: script.api } : {}),
   };
 }
 

@@ -20,6 +20,7 @@ import {
   type ScriptStep,
 } from './script';
 import { checkThinkingToolLoop } from './thinking';
+import { buildTodayMessage, countTokensBody, prepareToday, scriptMismatch, type TodayPlan } from './today';
 import { DEFAULT_CONTEXT_WINDOW, DEFAULT_MIN_CACHEABLE_TOKENS, PromptCache, measure } from './tokens';
 
 /** Options of {@link startModelServer}. */
@@ -201,7 +202,7 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
       fail(400, 'invalid_request', text === '' ? 'The request body is empty' : `The request body is not valid JSON: ${jsonProblem}`);
       return;
     }
-    const checked = checkMessagesRequest(body, countTokens ? 'count_tokens' : 'messages');
+    const checked = checkMessagesRequest(body, countTokens ? 'count_tokens' : 'messages', script.api);
     let request: MessagesRequest;
     if ('problem' in checked) {
       if (validate || !isLenientlyReadable(body)) {
@@ -212,23 +213,33 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
     } else {
       request = checked.body;
     }
-    const loopProblem = validate ? checkThinkingToolLoop(request, answeredWithThinking) : undefined;
+    // `"api": "today"`: today's per-model rules (today.ts), always enforced.
+    let plan: TodayPlan | undefined;
+    if (script.api === 'today') {
+      const prepared = prepareToday(request, req.headers, countTokens ? 'count_tokens' : 'messages');
+      if ('status' in prepared) {
+        fail(prepared.status, prepared.status === 404 ? 'not_found' : 'invalid_request', prepared.message);
+        return;
+      }
+      plan = prepared;
+    }
+    const loopProblem = validate && !plan ? checkThinkingToolLoop(request, answeredWithThinking) : undefined;
     if (loopProblem) {
       fail(400, 'invalid_request', loopProblem);
       return;
     }
-    const measured = measure(request, request.model);
+    const measured = plan ? plan.measured : measure(request, request.model);
     if (countTokens) {
       record({ status: 200, kind: 'count_tokens', requestId });
-      sendJson(res, 200, { input_tokens: measured.tokens }, { 'request-id': requestId });
+      sendJson(res, 200, plan ? countTokensBody(plan) : { input_tokens: measured.tokens }, { 'request-id': requestId });
       return;
     }
-    const window = forModel(script.contextWindow, request.model, DEFAULT_CONTEXT_WINDOW);
-    if (validate && measured.tokens > window) {
+    const window = forModel(script.contextWindow, request.model, plan ? plan.spec.contextWindow : DEFAULT_CONTEXT_WINDOW);
+    if ((validate || plan) && measured.tokens > window) {
       fail(400, 'invalid_request', `prompt is too long: ${measured.tokens} tokens > ${window} maximum`);
       return;
     }
-    if (validate && measured.tokens + request.max_tokens > window) {
+    if ((validate || plan) && measured.tokens + request.max_tokens > window) {
       fail(
         400,
         'invalid_request',
@@ -238,8 +249,9 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
       return;
     }
 
-    const step = stepOf(request);
-    const conversation = conversationKey(request);
+    // After a compaction the block carries the step and conversation, so a client may prune what came before it.
+    const step = plan?.step ?? stepOf(request);
+    const conversation = plan?.conversation ?? conversationKey(request);
     const attempt = (hits.get(`${conversation}:${step}`) ?? 0) + 1;
     hits.set(`${conversation}:${step}`, attempt);
     entry.step = step;
@@ -265,17 +277,37 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
       return;
     }
 
-    const message = completeMessage(
-      choice.message,
-      {
-        messageId: `msg_scripted_${conversation}_${step}`,
-        toolUseId: (index) => `toolu_scripted_${conversation}_${step}_${index}`,
-      },
-      {
-        model: request.model,
-        usage: cache.use(measured, forModel(script.minCacheableTokens, request.model, DEFAULT_MIN_CACHEABLE_TOKENS)),
-      },
+    const mismatch = plan ? scriptMismatch(choice.message, request) : undefined;
+    if (mismatch) {
+      fail(
+        500,
+        'script_mismatch',
+        `Scripted model server: the script ${script.source} cannot answer step ${step}: ${mismatch} (api: today)`,
+      );
+      return;
+    }
+    const minCacheableTokens = forModel(
+      script.minCacheableTokens,
+      request.model,
+      plan ? plan.spec.minCacheableTokens : DEFAULT_MIN_CACHEABLE_TOKENS,
     );
+    const ids = {
+      messageId: `msg_scripted_${conversation}_${step}`,
+      toolUseId: (index: number) => `toolu_scripted_${conversation}_${step}_${index}`,
+    };
+    const noUsage = {
+      input_tokens: 0,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+      cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 },
+    };
+    const completed = completeMessage(choice.message, ids, {
+      model: request.model,
+      usage: plan ? noUsage : cache.use(measured, minCacheableTokens),
+    });
+    const message = plan
+      ? buildTodayMessage(plan, choice.message, completed, { step, conversation, request, cache, minCacheableTokens })
+      : completed;
     const delayMs = choice.message.delay_ms;
     record({ status: 200, kind: 'message', requestId, ...(delayMs ? { delayMs } : {}) });
     if (delayMs && !(await sleep(delayMs, res))) return;
