@@ -111,6 +111,24 @@ export async function measureLong(o: { turns: number; outputBytes: number; addre
   }
 }
 
+/** The `callClaude` results of a chain's histories, in order (what each model call returned: content, usage, request report). */
+export function claudeCalls(histories: HistoryEvent[][]): CallClaudeOutput[] {
+  const calls: CallClaudeOutput[] = [];
+  for (const events of histories) {
+    const scheduled = new Map<string, string>();
+    for (const e of events) {
+      if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+        scheduled.set(String(e.eventId), e.activityTaskScheduledEventAttributes?.activityType?.name ?? '');
+      if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) {
+        const a = e.activityTaskCompletedEventAttributes;
+        if (scheduled.get(String(a?.scheduledEventId)) === 'callClaude')
+          calls.push(JSON.parse(Buffer.from(a?.result?.payloads?.[0]?.data ?? []).toString('utf8')) as CallClaudeOutput);
+      }
+    }
+  }
+  return calls;
+}
+
 /** The figures of a chain's histories (module doc). */
 export function figuresOf(
   histories: HistoryEvent[][],
