@@ -1,16 +1,21 @@
 /**
- * `npm run bench:long -- [--turns N] [--output-bytes B] [--json]`: one long run on a dev
- * server and worker of its own. N turns (default 300), each a scripted model answer asking
- * for a command that prints B bytes (default 20,000), approval `auto`, the model's whole
- * context window (200,000 tokens; the scripted server counts a token per 4 bytes). From the
- * workflow histories of the chain it measures:
+ * `npm run bench:long -- [--turns N] [--output-bytes B] [--model M] [--api today|legacy] [--window W] [--json]`:
+ * one long run on a dev server and worker of its own. N turns (default 300), each a scripted
+ * model answer asking for a command that prints B bytes (default 20,000), approval `auto`, on
+ * model M (default `DEFAULT_MODEL`, claude-opus-5-5) against the scripted server in API mode
+ * `today` (default: per-model rules, thinking blocks bound to their prefix, server-side
+ * compaction; docs/scripted-server.md) with a context window of W tokens (default 200,000,
+ * a fifth of the model's 1M; the scripted server counts a token per 4 bytes). From the
+ * workflow histories of the chain and the server's request log it measures:
  *
  * - history bytes per turn (encoded history events between two `callClaude`s), early
  *   (turns 10–20 % of N) and late (the last 10 %), beside the bytes the turn adds (its output);
  * - continue-as-new segments, and the largest payload of any event (activity input or
  *   result, continue-as-new input);
  * - the share of input tokens read from the prompt cache after turn 2;
- * - Claude-visible context per turn: the tokens of each request, and when outputs were cleared.
+ * - Claude-visible context per turn: the tokens of each request, and when outputs were cleared;
+ * - the requests the API refused (any 4xx: a changed prefix is a 400), the compactions the
+ *   server made, and what the run cost at the model's published prices, compactions included.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,7 +23,9 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { Command } from 'commander';
-import type { CallClaudeOutput } from '../contract';
+import { DEFAULT_MODEL } from '../config';
+import { NO_USAGE, addUsage, normalizeUsage, type CallClaudeOutput } from '../contract';
+import { costUsd, modelInfoOf, type ModelPrices } from '../contract/models';
 import { freePort, startDevServer } from '../devserver';
 import { startModelServer, type ScriptEntry } from '../model-server';
 import { startAgentRun } from '../temporal';
@@ -46,7 +53,16 @@ export interface LongFigures {
   contextTokens: { first: number; max: number; last: number; byTurn: Array<[number, number]> };
   /** Turns at which older outputs were cleared. */
   clearedAtTurns: number[];
+  /** Server-side compactions (usage `iterations` of type compaction), and the turns whose answer carried one. */
+  compactions: { count: number; atTurns: number[] };
+  /** Cost in USD at the model table's prices, compactions' tokens included (null when the prices are unknown). */
+  costUsd: number | null;
   wallSeconds: number;
+  model?: string;
+  api?: string;
+  contextWindow?: number;
+  /** Messages requests answered with a 4xx (zero for a run that never broke a rule of the API). */
+  refused?: number;
 }
 
 /** Bytes of the payloads an event carries. */
@@ -74,7 +90,17 @@ async function chainHistories(client: Client, workflowId: string): Promise<Histo
 }
 
 /** Runs the long run and measures it (module doc), on the dev server at `address` (left running) or on one of its own. */
-export async function measureLong(o: { turns: number; outputBytes: number; address?: string }): Promise<LongFigures> {
+export async function measureLong(o: {
+  turns: number;
+  outputBytes: number;
+  address?: string;
+  model?: string;
+  api?: 'today' | 'legacy';
+  contextWindow?: number;
+}): Promise<LongFigures> {
+  const modelId = o.model ?? DEFAULT_MODEL;
+  const api = o.api ?? 'today';
+  const contextWindow = o.contextWindow ?? 200_000;
   const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-bench-long-'));
   const server = o.address
     ? { address: o.address, stop: (): Promise<void> => Promise.resolve() }
@@ -86,7 +112,7 @@ export async function measureLong(o: { turns: number; outputBytes: number; addre
       stop_reason: 'tool_use',
     });
   responses.push({ content: [{ type: 'text', text: 'done' }], stop_reason: 'end_turn' });
-  const model = await startModelServer({ script: { responses } });
+  const model = await startModelServer({ script: { api, context_window: contextWindow, responses } });
   const connection = await Connection.connect({ address: server.address });
   const worker = await spawnWorker({
     workerId: `bench-long-${process.pid}`,
@@ -97,11 +123,23 @@ export async function measureLong(o: { turns: number; outputBytes: number; addre
     const client = new Client({ connection });
     const t0 = Date.now();
     const workflowId = `bench-long-${Date.now()}`;
-    const handle = await startAgentRun(client, { task: 'benchmark: a long run', approval: 'auto', maxTurns: o.turns + 2 }, workflowId);
+    const input = { task: 'benchmark: a long run', model: modelId, approval: 'auto' as const, maxTurns: o.turns + 2, contextWindow };
+    const handle = await startAgentRun(client, { ...input, modelInfo: modelInfoOf(input) }, workflowId);
     const result = await handle.result();
     const wallSeconds = (Date.now() - t0) / 1000;
     const histories = await chainHistories(client, workflowId);
-    return { ...figuresOf(histories, o), status: result.status, wallSeconds };
+    const refused = model
+      .requests()
+      .filter((r) => r.path === '/v1/messages' && (r.response.status ?? 0) >= 400 && (r.response.status ?? 0) < 500);
+    return {
+      ...figuresOf(histories, o, modelInfoOf(input).prices),
+      status: result.status,
+      wallSeconds,
+      model: modelId,
+      api,
+      contextWindow,
+      refused: refused.length,
+    };
   } finally {
     await worker.stop();
     await model.close();
@@ -133,6 +171,7 @@ export function claudeCalls(histories: HistoryEvent[][]): CallClaudeOutput[] {
 export function figuresOf(
   histories: HistoryEvent[][],
   o: { turns: number; outputBytes: number },
+  prices: ModelPrices | null = null,
 ): Omit<LongFigures, 'status' | 'wallSeconds'> {
   const perTurn: number[] = [];
   let largest = { bytes: 0, event: '' };
@@ -182,6 +221,9 @@ export function figuresOf(
     if (c.context?.notice !== undefined) clearedAtTurns.push(i + 1);
   });
   const step = Math.max(1, Math.floor(tokens.length / 10));
+  const compactedAt = calls.flatMap((c, i) => ((c.usage.compactions ?? 0) > 0 ? [i + 1] : []));
+  const total = calls.reduce((u, c) => addUsage(u, normalizeUsage(c.usage)), NO_USAGE);
+  const cost = costUsd(total, prices);
   return {
     turns: o.turns,
     outputBytes: o.outputBytes,
@@ -197,6 +239,8 @@ export function figuresOf(
       byTurn: tokens.map((t, i) => [i + 1, t] as [number, number]).filter(([turn]) => turn % step === 0 || turn === 1),
     },
     clearedAtTurns,
+    compactions: { count: total.compactions ?? 0, atTurns: compactedAt },
+    costUsd: cost === null ? null : Math.round(cost * 1e4) / 1e4,
   };
 }
 
@@ -213,6 +257,9 @@ export function printLong(r: LongFigures): string {
     `  Claude-visible context: first request ${r.contextTokens.first} tokens, max ${r.contextTokens.max}, last ${r.contextTokens.last}; ` +
       `outputs cleared at turns ${r.clearedAtTurns.join(', ') || 'none'}`,
     `  tokens by turn: ${r.contextTokens.byTurn.map(([t, n]) => `${t}:${n}`).join(' ')}`,
+    `  ${r.model ?? '?'} (api ${r.api ?? '?'}, window ${r.contextWindow ?? '?'}): refused requests ${r.refused ?? '?'}; ` +
+      `compactions ${r.compactions.count} (at turns ${r.compactions.atTurns.join(', ') || 'none'}); ` +
+      `cost $${r.costUsd ?? '?'} (compactions included)`,
   ].join('\n');
 }
 
@@ -220,10 +267,13 @@ async function main(): Promise<void> {
   const o = new Command('bench:long')
     .option('--turns <n>', 'turns in the run', (v) => Number(v), 300)
     .option('--output-bytes <n>', 'bytes each command prints', (v) => Number(v), 20_000)
+    .option('--model <id>', 'model id', DEFAULT_MODEL)
+    .option('--api <mode>', "the scripted server's API mode: today or legacy", 'today')
+    .option('--window <tokens>', 'context window of the run and the server', (v) => Number(v), 200_000)
     .option('--json', 'print JSON')
     .parse(process.argv)
-    .opts<{ turns: number; outputBytes: number; json?: boolean }>();
-  const r = await measureLong(o);
+    .opts<{ turns: number; outputBytes: number; model: string; api: 'today' | 'legacy'; window: number; json?: boolean }>();
+  const r = await measureLong({ ...o, contextWindow: o.window });
   process.stdout.write(o.json ? `${JSON.stringify(r, null, 2)}\n` : `${printLong(r)}\n`);
 }
 
