@@ -371,6 +371,30 @@ describe('today mode: thinking blocks sent back (preserved thinking)', () => {
     expect((await rejected(send(client, body(twice)))).message).toMatch(BOUND);
   });
 
+  test('redacted_thinking blocks are bound too: sent back as returned they pass, with changed data they are a 400', async () => {
+    const client = clientFor(
+      await start(
+        today([
+          {
+            content: [
+              { type: 'redacted_thinking', data: 'opaque' },
+              { type: 'tool_use', name: 'bash', input: { command: 'ls' } },
+            ],
+          },
+          done(),
+          done(),
+        ]),
+      ),
+    );
+    const messages = await converse(client, 1);
+    expect((messages[1]!.content as BetaContentBlockParam[]).map((b) => b.type)).toEqual(['thinking', 'redacted_thinking', 'tool_use']);
+    await expect(send(client, body(messages))).resolves.toBeDefined();
+    const forged = copy(messages);
+    const redacted = (forged[1]!.content as Array<{ data?: string }>)[1]!;
+    redacted.data = `${redacted.data!.slice(0, -4)}AAAA`;
+    expect((await rejected(send(client, body(forged)))).message).toBe('messages.1.content.1: Invalid `data` in `redacted_thinking` block');
+  });
+
   test('without the binding beta header the 400 also names the header; effort changes keep blocks valid', async () => {
     const client = clientFor(await start(three));
     const messages = await converse(client, 1);
@@ -502,6 +526,15 @@ describe('today mode: compaction', () => {
     const tampered = copy(later);
     (tampered[2]!.content as Array<{ content: string }>)[0]!.content = 'forged';
     expect((await rejected(send(client, body(tampered, extra)))).message).toMatch(BOUND);
+  });
+
+  test('a streamed compaction answer rebuilds to the same message as the non-streamed one', async () => {
+    const client = clientFor(await start(today([bash('ls')])));
+    const params = body([big(240_000)], { context_management: edit(), betas: [COMPACT] });
+    const plain = await send(client, params);
+    const streamed = await client.beta.messages.stream(params).finalMessage();
+    expect(streamed.content).toEqual(plain.content);
+    expect(streamed.usage.iterations).toEqual(plain.usage.iterations);
   });
 
   test('a tampered compaction block is rejected; pause_after_compaction returns it alone with stop_reason compaction', async () => {
