@@ -112,8 +112,11 @@ describe('today mode: models', () => {
     const err = await rejected(send(client, body([big], { model: 'claude-haiku-4-5' })));
     expect(err.message).toMatch(/prompt is too long: \d+ tokens > 200000 maximum/);
     await expect(send(client, body([big]))).resolves.toBeDefined();
-    const small = clientFor(await start(today([done()], { context_window: { [OPUS]: 100_000 } })));
+    const small = clientFor(await start(today([done(), done()], { context_window: { [OPUS]: 100_000 } })));
     expect((await rejected(send(small, body([big])))).message).toMatch(/> 100000 maximum/);
+    // Input + max_tokens over the window is no 400 on today's models (they stop with model_context_window_exceeded).
+    const near: BetaMessageParam = { role: 'user', content: 'x'.repeat(360_000) }; // ~90K tokens
+    await expect(send(small, body([near], { max_tokens: 20_000 }))).resolves.toBeDefined();
   });
 });
 
