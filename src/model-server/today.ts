@@ -702,14 +702,17 @@ export function countTokensBody(plan: TodayPlan): Record<string, unknown> {
 
 /**
  * A scripted answer the real model could not give: a `tool_use` of a tool
- * the request does not declare, or a `server_tool_use` of a server tool it
- * does not declare.
+ * the request does not declare, a `server_tool_use` of a server tool it
+ * does not declare, or a `compaction` block (only the server makes them).
  *
  * @returns the reason, for the server's 500, or undefined
  */
 export function scriptMismatch(entry: ParsedMessageEntry, request: MessagesRequest): string | undefined {
   const declared = new Set((Array.isArray(request.tools) ? request.tools : []).map((t) => (isObject(t) ? String(t['name']) : '')));
   for (const block of entry.content) {
+    if (block.type === 'compaction') {
+      return 'it holds a compaction block; the server makes those itself (send a compact_20260112 edit whose trigger the input reaches)';
+    }
     if ((block.type === 'tool_use' || block.type === 'server_tool_use') && !declared.has(String(block['name']))) {
       return `it answers with a ${block.type} of "${String(block['name'])}", which the request's tools do not declare`;
     }

@@ -658,6 +658,20 @@ describe('today mode: tools', () => {
     expect(((err as InternalServerError).error as { error: { message: string } }).error.message).toMatch(
       /tool_use of "bash", which the request's tools do not declare/,
     );
+    const scripted = clientFor(
+      await start(
+        today([
+          {
+            content: [
+              { type: 'compaction', content: 'made up' },
+              { type: 'text', text: 'hi' },
+            ],
+          },
+        ]),
+      ),
+    );
+    const made = await caught(send(scripted, body([TASK])));
+    expect(made).toBeInstanceOf(InternalServerError);
   });
 });
 
