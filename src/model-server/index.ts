@@ -26,6 +26,7 @@ export {
   type ScriptContentBlock,
   type ScriptIssue,
   type PerModelTokens,
+  type ApiMode,
 } from './script';
 export {
   countInputTokens,
@@ -44,3 +45,14 @@ export {
   type TokenInput,
 } from './tokens';
 export { errorBody, ERROR_TYPE_BY_STATUS, type AnthropicErrorBody } from './responses';
+export { MODELS, EFFORT_LEVELS, findModel, canRead, type ModelSpec, type ModelPrices, type EffortLevel, type ThinkingMode } from './models';
+export {
+  BETA_COMPACTION,
+  BETA_CONTEXT_MANAGEMENT,
+  BETA_THINKING_BINDING,
+  BETA_DISPLAY_UPDATES,
+  DEFAULT_COMPACTION_TRIGGER,
+  MIN_COMPACTION_TRIGGER,
+  ANTHROPIC_TOOL_TYPES,
+  CLEARED_TOOL_RESULT,
+} from './today';

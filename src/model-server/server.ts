@@ -86,8 +86,9 @@ const MAX_BODY_BYTES = 32 * 1024 * 1024;
  *
  * Usage, the prompt cache, the context window and thinking signatures are
  * described in `tokens.ts` and `thinking.ts`. A Messages request whose
- * input tokens exceed the model's context window, or whose input +
- * `max_tokens` does, gets a 400 worded like the API's.
+ * input tokens exceed the model's context window, or (legacy scripts only)
+ * whose input + `max_tokens` does, gets a 400 worded like the API's.
+ * `"api": "today"` scripts go through `today.ts` (per-model rules) first.
  *
  * A request's step is the number of assistant messages it holds; see
  * `script.ts` for how entries map to steps and how errors are counted
@@ -239,7 +240,9 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
       fail(400, 'invalid_request', `prompt is too long: ${measured.tokens} tokens > ${window} maximum`);
       return;
     }
-    if ((validate || plan) && measured.tokens + request.max_tokens > window) {
+    // Today's models (Claude 4.5 and later) do not reject input + max_tokens over the window: they stop with
+    // stop_reason "model_context_window_exceeded" when the output reaches it (a scripted entry can say so).
+    if (validate && !plan && measured.tokens + request.max_tokens > window) {
       fail(
         400,
         'invalid_request',

@@ -280,6 +280,12 @@ function contentList(content: unknown): unknown[] {
   return Array.isArray(content) ? content : [];
 }
 
+/** The last thinking block of `blocks`, or undefined. */
+function lastThinkingBlock(blocks: unknown[]): unknown {
+  for (let k = blocks.length - 1; k >= 0; k--) if (isThinkingBlock(blocks[k])) return blocks[k];
+  return undefined;
+}
+
 const nonThinking = (blocks: unknown[]): unknown[] => blocks.filter((b) => !isThinkingBlock(b)).map(canonicalForBinding);
 
 interface Envelope {
@@ -340,17 +346,42 @@ export function prefixDigest(
   i: number,
   j: number,
 ): PrefixDigest {
+  return prefixIndex(request, messages)(i, j);
+}
+
+/**
+ * {@link prefixDigest} for many blocks of one transcript: the digests of
+ * `system`, `tools` and each message are computed once (a request that
+ * sends back a block per turn stays linear in its size). The transcript
+ * must not change between calls, except that blocks of the last message may
+ * be replaced by their signed versions in order (as answers are signed).
+ */
+export function prefixIndex(
+  request: { system?: unknown; tools?: unknown },
+  messages: ReadonlyArray<{ role: string; content: unknown }>,
+): (i: number, j: number) => PrefixDigest {
   const system = digest(contentList(request.system).map(canonicalForBinding));
   const tools = digest((Array.isArray(request.tools) ? request.tools : []).map(canonicalForBinding));
-  const earlier = messages.slice(0, i).map((m) => digest([m.role, nonThinking(contentList(m.content))]));
-  const ownBlocks = contentList(messages[i]?.content).slice(0, j);
-  const own = digest([messages[i]?.role ?? null, nonThinking(ownBlocks)]);
-  let previous: unknown;
-  for (const block of [...messages.slice(0, i).flatMap((m) => contentList(m.content)), ...ownBlocks]) {
-    if (isThinkingBlock(block)) previous = block;
-  }
-  const predecessor = previous === undefined ? undefined : (envelopeOf(previous)?.contentMac ?? UNKNOWN_PREDECESSOR);
-  return { system, tools, messages: earlier, own, combined: digest([system, tools, earlier, own]), predecessor };
+  const perMessage: string[] = [];
+  const messageDigest = (k: number): string => {
+    perMessage[k] ??= digest([messages[k]!.role, nonThinking(contentList(messages[k]!.content))]);
+    return perMessage[k];
+  };
+  /** The last thinking block of each message before `i` (undefined: none), memoized. */
+  const lastThinking: Array<unknown> = [];
+  const lastThinkingOf = (k: number): unknown => {
+    if (!(k in lastThinking)) lastThinking[k] = lastThinkingBlock(contentList(messages[k]!.content));
+    return lastThinking[k];
+  };
+  return (i, j) => {
+    const earlier = messages.slice(0, i).map((_, k) => messageDigest(k));
+    const ownBlocks = contentList(messages[i]?.content).slice(0, j);
+    const own = digest([messages[i]?.role ?? null, nonThinking(ownBlocks)]);
+    let previous: unknown = lastThinkingBlock(ownBlocks);
+    for (let k = i - 1; previous === undefined && k >= 0; k--) previous = lastThinkingOf(k);
+    const predecessor = previous === undefined ? undefined : (envelopeOf(previous)?.contentMac ?? UNKNOWN_PREDECESSOR);
+    return { system, tools, messages: earlier, own, combined: digest([system, tools, earlier, own]), predecessor };
+  };
 }
 
 /** Per-part digests of every bound block signed by this process, by signature (or sealed data), for naming what differs. */

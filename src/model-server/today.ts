@@ -38,7 +38,7 @@ import { EFFORT_LEVELS, canRead, findModel, type EffortLevel, type ModelSpec } f
 import type { MessagesRequest } from './request';
 import { estimateTokens, type CompletedMessage } from './responses';
 import type { ParsedMessageEntry } from './script';
-import { MIN_THINKING_BUDGET, prefixDigest, signBoundBlock, signCompaction, verifyBoundBlock, verifyCompaction } from './thinking';
+import { MIN_THINKING_BUDGET, prefixIndex, signBoundBlock, signCompaction, verifyBoundBlock, verifyCompaction } from './thinking';
 import { measure, tokensForBytes, type CacheUsage, type Measured, type PromptCache } from './tokens';
 
 /** Beta header of threshold compaction (https://platform.claude.com/docs/en/build-with-claude/compaction-threshold). */
@@ -507,6 +507,7 @@ function checkThinkingBlocks(
   hasBindingBeta: boolean,
 ): TodayProblem | { messages: Msg[]; transformations: InputTransformation[] } {
   const transformations: InputTransformation[] = [];
+  const prefixAt = prefixIndex(request, effective.messages);
   let prefixFailed = false;
   const out: Msg[] = [];
   for (const [ei, message] of effective.messages.entries()) {
@@ -529,7 +530,7 @@ function checkThinkingBlocks(
       } else if (typeof block['data'] !== 'string') {
         return bad(`${path}.redacted_thinking.data: Field required`);
       }
-      const prefix = prefixDigest(request, effective.messages, ei, ej);
+      const prefix = prefixAt(ei, ej);
       const verdict = verifyBoundBlock(block, prefix, { i: ei, offset: effective.offset });
       if (!verdict.valid) {
         return bad(
@@ -701,14 +702,17 @@ export function countTokensBody(plan: TodayPlan): Record<string, unknown> {
 
 /**
  * A scripted answer the real model could not give: a `tool_use` of a tool
- * the request does not declare, or a `server_tool_use` of a server tool it
- * does not declare.
+ * the request does not declare, a `server_tool_use` of a server tool it
+ * does not declare, or a `compaction` block (only the server makes them).
  *
  * @returns the reason, for the server's 500, or undefined
  */
 export function scriptMismatch(entry: ParsedMessageEntry, request: MessagesRequest): string | undefined {
   const declared = new Set((Array.isArray(request.tools) ? request.tools : []).map((t) => (isObject(t) ? String(t['name']) : '')));
   for (const block of entry.content) {
+    if (block.type === 'compaction') {
+      return 'it holds a compaction block; the server makes those itself (send a compact_20260112 edit whose trigger the input reaches)';
+    }
     if ((block.type === 'tool_use' || block.type === 'server_tool_use') && !declared.has(String(block['name']))) {
       return `it answers with a ${block.type} of "${String(block['name'])}", which the request's tools do not declare`;
     }
@@ -831,10 +835,12 @@ export function buildTodayMessage(
   // Bound signatures, in order: a block's prefix holds the blocks before it as the client will send them back.
   const before = compactionBlock ? [] : plan.effective.messages;
   const at = before.length;
+  // The answer's own message is read live, so each block sees the signed blocks before it.
+  const prefixAt = prefixIndex(request, [...before, { role: 'assistant', content }]);
   for (let j = 0; j < content.length; j++) {
     const block = content[j]!;
     if (block['type'] !== 'thinking' && block['type'] !== 'redacted_thinking') continue;
-    const prefix = prefixDigest(request, [...before, { role: 'assistant', content }], at, j);
+    const prefix = prefixAt(at, j);
     content[j] = signBoundBlock(block as Block & { type: string }, request.model, prefix, `${conversation}:${step}:${j}`);
   }
 

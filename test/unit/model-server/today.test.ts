@@ -112,8 +112,11 @@ describe('today mode: models', () => {
     const err = await rejected(send(client, body([big], { model: 'claude-haiku-4-5' })));
     expect(err.message).toMatch(/prompt is too long: \d+ tokens > 200000 maximum/);
     await expect(send(client, body([big]))).resolves.toBeDefined();
-    const small = clientFor(await start(today([done()], { context_window: { [OPUS]: 100_000 } })));
+    const small = clientFor(await start(today([done(), done()], { context_window: { [OPUS]: 100_000 } })));
     expect((await rejected(send(small, body([big])))).message).toMatch(/> 100000 maximum/);
+    // Input + max_tokens over the window is no 400 on today's models (they stop with model_context_window_exceeded).
+    const near: BetaMessageParam = { role: 'user', content: 'x'.repeat(360_000) }; // ~90K tokens
+    await expect(send(small, body([near], { max_tokens: 20_000 }))).resolves.toBeDefined();
   });
 });
 
@@ -371,6 +374,30 @@ describe('today mode: thinking blocks sent back (preserved thinking)', () => {
     expect((await rejected(send(client, body(twice)))).message).toMatch(BOUND);
   });
 
+  test('redacted_thinking blocks are bound too: sent back as returned they pass, with changed data they are a 400', async () => {
+    const client = clientFor(
+      await start(
+        today([
+          {
+            content: [
+              { type: 'redacted_thinking', data: 'opaque' },
+              { type: 'tool_use', name: 'bash', input: { command: 'ls' } },
+            ],
+          },
+          done(),
+          done(),
+        ]),
+      ),
+    );
+    const messages = await converse(client, 1);
+    expect((messages[1]!.content as BetaContentBlockParam[]).map((b) => b.type)).toEqual(['thinking', 'redacted_thinking', 'tool_use']);
+    await expect(send(client, body(messages))).resolves.toBeDefined();
+    const forged = copy(messages);
+    const redacted = (forged[1]!.content as Array<{ data?: string }>)[1]!;
+    redacted.data = `${redacted.data!.slice(0, -4)}AAAA`;
+    expect((await rejected(send(client, body(forged)))).message).toBe('messages.1.content.1: Invalid `data` in `redacted_thinking` block');
+  });
+
   test('without the binding beta header the 400 also names the header; effort changes keep blocks valid', async () => {
     const client = clientFor(await start(three));
     const messages = await converse(client, 1);
@@ -504,6 +531,15 @@ describe('today mode: compaction', () => {
     expect((await rejected(send(client, body(tampered, extra)))).message).toMatch(BOUND);
   });
 
+  test('a streamed compaction answer rebuilds to the same message as the non-streamed one', async () => {
+    const client = clientFor(await start(today([bash('ls')])));
+    const params = body([big(240_000)], { context_management: edit(), betas: [COMPACT] });
+    const plain = await send(client, params);
+    const streamed = await client.beta.messages.stream(params).finalMessage();
+    expect(streamed.content).toEqual(plain.content);
+    expect(streamed.usage.iterations).toEqual(plain.usage.iterations);
+  });
+
   test('a tampered compaction block is rejected; pause_after_compaction returns it alone with stop_reason compaction', async () => {
     const client = clientFor(await start(today([bash('ls'), done()])));
     const compacted = await send(client, body([big(240_000)], { context_management: edit(), betas: [COMPACT] }));
@@ -622,6 +658,20 @@ describe('today mode: tools', () => {
     expect(((err as InternalServerError).error as { error: { message: string } }).error.message).toMatch(
       /tool_use of "bash", which the request's tools do not declare/,
     );
+    const scripted = clientFor(
+      await start(
+        today([
+          {
+            content: [
+              { type: 'compaction', content: 'made up' },
+              { type: 'text', text: 'hi' },
+            ],
+          },
+        ]),
+      ),
+    );
+    const made = await caught(send(scripted, body([TASK])));
+    expect(made).toBeInstanceOf(InternalServerError);
   });
 });
 
