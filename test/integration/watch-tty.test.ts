@@ -187,7 +187,7 @@ describe('watch in a terminal', () => {
     expect(partials.some((text) => text.length < ANSWER.length)).toBe(true);
   });
 
-  test('omitted thinking (empty text, slow stream): a steady "thinking" line whose seconds go up, then the text (issue 19, item 6)', async () => {
+  test('omitted thinking (empty text, slow stream): a steady "thinking" line whose seconds go up, then the text', async () => {
     const bed = await TestBed.create({
       script: {
         responses: [
@@ -232,7 +232,7 @@ describe('watch in a terminal', () => {
     for (const e of thinking) expect(e).toMatchObject({ chars: 0, text: '', since: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
   });
 
-  test('summarized thinking: its text streams on the live line before the answer (issue 19, item 6)', async () => {
+  test('summarized thinking: its text streams on the live line before the answer', async () => {
     const THOUGHT = Array.from({ length: 30 }, (_, i) => `pondering-w${String(i).padStart(2, '0')}-ok `).join('');
     const bed = await TestBed.create({
       script: {

@@ -1,6 +1,6 @@
 /**
  * callClaude against streams that break (C27) and answers that think
- * (issue 19, item 6): the real @anthropic-ai/sdk talks to the scripted
+ * (what the live view shows meanwhile): the real @anthropic-ai/sdk talks to the scripted
  * server (or, for shapes the server cannot script, to a bare HTTP server
  * that writes raw SSE), inside Temporal's MockActivityEnvironment.
  */
@@ -157,7 +157,7 @@ describe('a streamed answer that breaks is never an answer (C27)', () => {
   });
 });
 
-describe('heartbeats carry the thinking state (issue 19, item 6)', () => {
+describe('heartbeats carry the thinking state', () => {
   test('omitted thinking (empty text): phase thinking, since when, 0 characters; then the text', async () => {
     const url = await scripted({
       responses: [

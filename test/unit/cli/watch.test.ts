@@ -96,7 +96,7 @@ describe('partial text in heartbeat details', () => {
   });
 });
 
-describe('the live line of a model call: never silent while Claude thinks (issue 19, item 6)', () => {
+describe('the live line of a model call: never silent while Claude thinks', () => {
   const now = 1_700_000_000_000;
   const call: PendingCall = { attempt: 1, startedMs: now - 20_000, heartbeatMs: now - 1_000, lastFailure: '' };
   const base = { kind: 'claude', type: 'callClaude', sinceMs: now - 20_000 } as const;
