@@ -86,9 +86,8 @@ export function toTemporalFailure(err: unknown): unknown {
       cause: err,
     });
   }
-  if (err instanceof Anthropic.APIError && err.status === undefined && err.type !== undefined && err.type !== null) {
-    return streamErrorFailure(err);
-  }
+  // A status-less APIError that is not a connection error is an `event: error` inside a stream.
+  if (err instanceof Anthropic.APIError && err.status === undefined) return streamErrorFailure(err);
   if (err instanceof Anthropic.APIError && typeof err.status === 'number') {
     const apiMessage = err.apiMessage ?? err.message;
     const details = [{ status: err.status, type: err.type, requestId: err.requestID ?? null }];
@@ -132,11 +131,12 @@ export const STATUS_BY_ERROR_TYPE: Readonly<Record<string, number>> = {
  * The failure for an `event: error` the API sent inside a stream (the SDK
  * throws an `APIError` without a status, `type` from the event's body):
  * mapped as the HTTP error of the same type would be, so `overloaded_error`
- * is a retryable `ClaudeApiUnavailable`. The blocks streamed before it are
+ * is a retryable `ClaudeApiUnavailable`; an unreadable event (no type)
+ * counts as `api_error`, retryable. The blocks streamed before it are
  * dropped with the attempt. Details: `{status: null, type, streamed: true}`.
  */
 function streamErrorFailure(err: { type: unknown; apiMessage?: string | null; message: string }): ApplicationFailure {
-  const type = String(err.type);
+  const type = typeof err.type === 'string' && err.type !== '' ? err.type : 'unknown';
   const status = STATUS_BY_ERROR_TYPE[type] ?? 500;
   const apiMessage = err.apiMessage ?? err.message;
   const message = `Claude API error event mid-stream (${type}): ${apiMessage}`;

@@ -124,8 +124,9 @@ function liveStatusOf(view: RunView, activity: ActivityProgress | null): LiveSta
  * with the seconds since the thinking started and the end of the
  * summarized thinking text (none when the thinking is omitted, so the line
  * is the steady elapsed time); while it writes, `claude is writing…` with
- * the end of its text; after an attempt lost its answer, that it is asked
- * again; else `waiting on claude`. Progress of older workers (no `phase`)
+ * the end of its text (`claude is writing a command…` when a `tool_use`
+ * streams with no text before it); after an attempt lost its answer, that
+ * it is asked again; else `waiting on claude`. Progress of older workers (no `phase`)
  * shows the partial text when there is some.
  */
 export function claudeStatusOf(activity: ActivityProgress): LiveStatus {
@@ -134,6 +135,7 @@ export function claudeStatusOf(activity: ActivityProgress): LiveStatus {
   if (thinking)
     return { label: `claude is thinking…${again}`, sinceMs: thinking.sinceMs, ...(thinking.text ? { tail: thinking.text } : {}) };
   if (partialText && phase !== 'waiting') return { label: 'claude is writing…', sinceMs, tail: partialText };
+  if (phase === 'tool_use') return { label: 'claude is writing a command…', sinceMs };
   if (lost) return { label: `claude's answer was cut off, asking again${again}`, sinceMs };
   return { label: `waiting on claude${again}`, sinceMs };
 }

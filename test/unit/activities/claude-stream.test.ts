@@ -129,6 +129,12 @@ describe('a streamed answer that breaks is never an answer (C27)', () => {
     expectFailure((await call(url)).outcome, ClaudeFailureType.REQUEST_REJECTED, false);
   });
 
+  test('an `event: error` whose data is not JSON is still a retryable failure of the call', async () => {
+    const url = await rawSse(START + 'event: error\ndata: upstream went away\n\n');
+    const failure = expectFailure((await call(url)).outcome, ClaudeFailureType.API_UNAVAILABLE, true);
+    expect(failure.message).toContain('(unknown)');
+  });
+
   test('a body that ends cleanly without message_stop is broken, not a turn', async () => {
     const url = await rawSse(
       START +

@@ -138,6 +138,11 @@ describe('the live line of a model call: never silent while Claude thinks', () =
     expect(line(view(text))).toBe(`${SPINNER_FRAMES[0]} claude is writing… (20s)  I will do`);
   });
 
+  test('a tool_use that streams with no text before it says so', () => {
+    const details = { turn: 1, outputChars: 0, partialText: '', attempt: 1, phase: 'tool_use', thinkingChars: 0, thinkingText: '' };
+    expect(line(view(details))).toBe(`${SPINNER_FRAMES[0]} claude is writing a command… (20s)`);
+  });
+
   test('thinking text is escaped like the answer', () => {
     const details = {
       turn: 1,
