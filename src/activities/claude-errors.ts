@@ -86,6 +86,8 @@ export function toTemporalFailure(err: unknown): unknown {
       cause: err,
     });
   }
+  // A status-less APIError that is not a connection error is an `event: error` inside a stream.
+  if (err instanceof Anthropic.APIError && err.status === undefined) return streamErrorFailure(err);
   if (err instanceof Anthropic.APIError && typeof err.status === 'number') {
     const apiMessage = err.apiMessage ?? err.message;
     const details = [{ status: err.status, type: err.type, requestId: err.requestID ?? null }];
@@ -105,6 +107,67 @@ export function toTemporalFailure(err: unknown): unknown {
     });
   }
   return err;
+}
+
+/**
+ * The HTTP status each `error.type` of the Messages API stands for
+ * (https://platform.claude.com/docs/en/api/errors): an `event: error` inside
+ * a stream has no status of its own, so its type picks the rule of
+ * {@link isRetryable}. Types not listed count as 500 (retryable).
+ */
+export const STATUS_BY_ERROR_TYPE: Readonly<Record<string, number>> = {
+  invalid_request_error: 400,
+  authentication_error: 401,
+  billing_error: 402,
+  permission_error: 403,
+  not_found_error: 404,
+  request_too_large: 413,
+  rate_limit_error: 429,
+  api_error: 500,
+  overloaded_error: 529,
+};
+
+/**
+ * The failure for an `event: error` the API sent inside a stream (the SDK
+ * throws an `APIError` without a status, `type` from the event's body):
+ * mapped as the HTTP error of the same type would be, so `overloaded_error`
+ * is a retryable `ClaudeApiUnavailable`; an unreadable event (no type)
+ * counts as `api_error`, retryable. The blocks streamed before it are
+ * dropped with the attempt. Details: `{status: null, type, streamed: true}`.
+ */
+function streamErrorFailure(err: { type: unknown; apiMessage?: string | null; message: string }): ApplicationFailure {
+  const type = typeof err.type === 'string' && err.type !== '' ? err.type : 'unknown';
+  const status = STATUS_BY_ERROR_TYPE[type] ?? 500;
+  const apiMessage = err.apiMessage ?? err.message;
+  const message = `Claude API error event mid-stream (${type}): ${apiMessage}`;
+  const details = [{ status: null, type, streamed: true }];
+  const retryable = isRetryable(status);
+  return ApplicationFailure.create({
+    message,
+    type: retryable ? ClaudeFailureType.API_UNAVAILABLE : ClaudeFailureType.REQUEST_REJECTED,
+    nonRetryable: !retryable,
+    details,
+  });
+}
+
+/**
+ * The failure of an answer whose stream broke after it had started: the
+ * connection dropped mid-body (`cause`), or the stream ended without
+ * `message_stop` or without a `stop_reason`. Retryable `ClaudeStreamBroken`;
+ * the message says how far it got (`events` received, characters of text
+ * and thinking streamed) so the loss is visible in the history.
+ */
+export function brokenStreamFailure(
+  why: string,
+  got: { events: number; outputChars: number; thinkingChars: number },
+  cause?: unknown,
+): ApplicationFailure {
+  return ApplicationFailure.create({
+    message: `Claude's answer stream broke (${why}) after ${got.events} events; the partial answer (${got.outputChars} characters of text, ${got.thinkingChars} of thinking) is dropped`,
+    type: ClaudeFailureType.STREAM_BROKEN,
+    nonRetryable: false,
+    ...(cause instanceof Error ? { cause } : {}),
+  });
 }
 
 /**

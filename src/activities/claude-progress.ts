@@ -15,6 +15,21 @@
 export const PARTIAL_TEXT_MAX_CHARS = 2_000;
 
 /**
+ * Most characters of thinking text one heartbeat carries: 1,000 UTF-16 code
+ * units, the end of the summarized thinking streamed so far (the live line
+ * shows one line of it). With {@link PARTIAL_TEXT_MAX_CHARS} this bounds the
+ * text of a heartbeat at 3,000 characters, whatever the answer's length.
+ */
+export const THINKING_TEXT_MAX_CHARS = 1_000;
+
+/**
+ * What the answer streams at the moment: `waiting` before its first block,
+ * `thinking` inside a `thinking` or `redacted_thinking` block, `text` inside
+ * a text block, `tool_use` inside a `tool_use` (or another) block.
+ */
+export type StreamPhase = 'waiting' | 'thinking' | 'text' | 'tool_use';
+
+/**
  * Heartbeat details of `callClaude` (one payload, every
  * `CLAUDE_HEARTBEAT_INTERVAL_MS`; the worker forwards at most one per 80 %
  * of the heartbeat timeout to the server, so readers see it every few
@@ -32,6 +47,25 @@ export interface ClaudeProgress {
    * empty before the first text delta and while Claude writes a `tool_use`.
    */
   partialText: string;
+  /** The attempt of `callClaude` these details come from (1-based, Temporal's `info.attempt`); absent in details of older workers. */
+  attempt?: number;
+  /** What streams now (see {@link StreamPhase}); absent in details of older workers (read them by `partialText` alone). */
+  phase?: StreamPhase;
+  /**
+   * When the current run of thinking blocks started, ms since the epoch (the
+   * worker's clock); absent before the answer's first thinking block. A text
+   * or tool_use block in between ends the run: the next thinking block starts a new one.
+   */
+  thinkingSinceMs?: number;
+  /** Characters of thinking Claude streamed so far in this call (every `thinking_delta`); 0 when the thinking is omitted (`display: "omitted"`). */
+  thinkingChars?: number;
+  /**
+   * The last {@link THINKING_TEXT_MAX_CHARS} characters of the summarized
+   * thinking streamed so far in this call (blocks joined with a space); empty
+   * when the thinking is omitted (the default `display`), which is when the
+   * live view shows only how long Claude has been thinking.
+   */
+  thinkingText?: string;
 }
 
 /**

@@ -12,8 +12,8 @@ import { CLAUDE_HEARTBEAT_INTERVAL_MS, CLAUDE_IDLE_TIMEOUT_MS } from '../config'
 import { ApplicationFailure } from '@temporalio/common';
 import { emptyConversation, type Conversation, type ContentBlock, type Message, type RequestReport } from '../contract';
 import { DEFAULT_TRANSCRIPT_CACHE_CHARS } from '../config';
-import { idleFailure, toTemporalFailure } from './claude-errors';
-import { tailOf, type ClaudeProgress } from './claude-progress';
+import { brokenStreamFailure, idleFailure, toTemporalFailure } from './claude-errors';
+import { tailOf, THINKING_TEXT_MAX_CHARS, type ClaudeProgress } from './claude-progress';
 import { cacheControl, fitToWindow, withCacheBreakpoints, type CountTokens } from './context-window';
 import { conversationFromHistory } from '../conversation-history';
 import { TranscriptCache } from './transcript-cache';
@@ -60,8 +60,15 @@ export function createAnthropicClient(options: { baseURL?: string; apiKey?: stri
  * (src/activities/context-window.ts), streams one Messages API call and
  * returns the final assistant message with a {@link RequestReport}. It heartbeats every second (so a dead worker is seen
  * within `CLAUDE_CALL_TIMEOUTS.heartbeatTimeout`) with a
- * {@link ClaudeProgress}: the turn, the characters streamed, and the last
- * `PARTIAL_TEXT_MAX_CHARS` (2,000) characters of the text so far, aborts the HTTP request
+ * {@link ClaudeProgress}: the turn and attempt, what streams now (thinking, text, a tool call),
+ * the characters streamed, the last `PARTIAL_TEXT_MAX_CHARS` (2,000) characters of the
+ * text and the last `THINKING_TEXT_MAX_CHARS` (1,000) of the summarized thinking so far,
+ * and when the thinking started. An answer counts only once `message_stop` came and
+ * the message has a `stop_reason`: a stream that breaks before (the connection dropped
+ * mid-body, an end without `message_stop`) is a retryable `ClaudeStreamBroken`, and an
+ * `event: error` maps by its type (`overloaded_error`: retryable `ClaudeApiUnavailable`);
+ * either way nothing of the partial answer is returned, so no partial `tool_use` runs
+ * (C27). It aborts the HTTP request
  * when the activity is cancelled or the API sends nothing for
  * `idleTimeoutMs` (default `CLAUDE_IDLE_TIMEOUT_MS`, 90 s; a retryable
  * `ClaudeConnectionError`), and throws `ApplicationFailure`s mapped by
@@ -80,7 +87,14 @@ export function createClaudeActivities(
       // The rebuild from history and the token counts come before the stream: heartbeat through
       // them too, or a long chain's rebuild passes the 5 s heartbeat timeout on every attempt.
       const early = setInterval(
-        () => ctx.heartbeat({ turn: input.turn, outputChars: 0, partialText: '' } satisfies ClaudeProgress),
+        () =>
+          ctx.heartbeat({
+            turn: input.turn,
+            outputChars: 0,
+            partialText: '',
+            attempt: ctx.info.attempt,
+            phase: 'waiting',
+          } satisfies ClaudeProgress),
         CLAUDE_HEARTBEAT_INTERVAL_MS,
       );
       let built: Awaited<ReturnType<typeof buildRequest>>;
@@ -90,18 +104,33 @@ export function createClaudeActivities(
         clearInterval(early);
       }
       const { request, report } = built;
-      let outputChars = 0;
-      // Only Claude's streamed text, bounded (claude-progress.ts): never the request or a key.
-      let partialText = '';
+      // Only what Claude streamed, bounded (claude-progress.ts): never the request or a key.
+      const progress: ClaudeProgress = {
+        turn: input.turn,
+        outputChars: 0,
+        partialText: '',
+        attempt: ctx.info.attempt,
+        phase: 'waiting',
+        thinkingChars: 0,
+        thinkingText: '',
+      };
       // Aborts the request when the activity is cancelled, or when the API
       // sends nothing (no headers, no event, no ping) for idleTimeoutMs.
       const idleAbort = new AbortController();
       const signal = AbortSignal.any([ctx.cancellationSignal, idleAbort.signal]);
       let lastData = Date.now();
       let idle = false;
+      // A turn counts only once `message_stop` came and the message has a stop_reason (C27).
+      let events = 0;
+      let connected = false;
+      let stopped = false;
+      const got = (): { events: number; outputChars: number; thinkingChars: number } => ({
+        events,
+        outputChars: progress.outputChars,
+        thinkingChars: progress.thinkingChars ?? 0,
+      });
       const heartbeat = setInterval(() => {
-        const progress: ClaudeProgress = { turn: input.turn, outputChars, partialText };
-        ctx.heartbeat(progress);
+        ctx.heartbeat({ ...progress });
         if (Date.now() - lastData > idleTimeoutMs) {
           idle = true;
           idleAbort.abort(new Error('idle'));
@@ -112,13 +141,30 @@ export function createClaudeActivities(
         const touch = (): void => {
           lastData = Date.now();
         };
-        stream.on('connect', touch);
-        stream.on('streamEvent', touch);
-        stream.on('text', (delta) => {
-          outputChars += delta.length;
-          partialText = tailOf(partialText + delta);
+        stream.on('connect', () => {
+          connected = true;
+          touch();
         });
-        const message = await stream.finalMessage();
+        stream.on('streamEvent', (event) => {
+          touch();
+          events += 1;
+          track(progress, event);
+          if (event.type === 'message_stop') stopped = true;
+        });
+        stream.on('text', (delta) => {
+          progress.outputChars += delta.length;
+          progress.partialText = tailOf(progress.partialText + delta);
+        });
+        const message = await stream.finalMessage().catch((err: unknown) => {
+          // Broken after it started (a dropped socket, a cut body): the SDK throws a bare error, not a connection error.
+          if (connected && !(err instanceof Anthropic.APIError) && !signal.aborted)
+            throw brokenStreamFailure(err instanceof Error ? err.message : String(err), got(), err);
+          throw err;
+        });
+        // SDK 1.14's finalMessage() rejects when message_stop never came, but a stream cut after a
+        // message_stop without message_delta (or a later SDK) can still yield a message without a stop_reason.
+        if (!stopped) throw brokenStreamFailure('no message_stop', got());
+        if (message.stop_reason === null || message.stop_reason === undefined) throw brokenStreamFailure('no stop_reason', got());
         return {
           id: message.id,
           model: message.model,
@@ -136,6 +182,28 @@ export function createClaudeActivities(
       }
     },
   };
+}
+
+/**
+ * Folds one stream event into `progress`: the phase by the block that
+ * starts, the thinking run's start time, and the thinking characters and
+ * text (bounded by {@link THINKING_TEXT_MAX_CHARS}). Text is counted by the
+ * stream's `text` event instead.
+ */
+export function track(progress: ClaudeProgress, event: Anthropic.MessageStreamEvent, nowMs: number = Date.now()): void {
+  if (event.type === 'content_block_start') {
+    const type = event.content_block.type;
+    const thinking = type === 'thinking' || type === 'redacted_thinking';
+    if (thinking && progress.phase !== 'thinking') {
+      progress.thinkingSinceMs = nowMs;
+      // A new run of thinking after text or a tool call: keep the earlier summary apart from it.
+      if (progress.thinkingText) progress.thinkingText = tailOf(`${progress.thinkingText} `, THINKING_TEXT_MAX_CHARS);
+    }
+    progress.phase = thinking ? 'thinking' : type === 'text' ? 'text' : 'tool_use';
+  } else if (event.type === 'content_block_delta' && event.delta.type === 'thinking_delta') {
+    progress.thinkingChars = (progress.thinkingChars ?? 0) + event.delta.thinking.length;
+    progress.thinkingText = tailOf((progress.thinkingText ?? '') + event.delta.thinking, THINKING_TEXT_MAX_CHARS);
+  }
 }
 
 /** Tokens of a request as the API counted them: uncached input, plus cache writes and reads. */

@@ -617,6 +617,13 @@ export const ClaudeFailureType = {
   API_UNAVAILABLE: 'ClaudeApiUnavailable',
   /** No HTTP answer (connection refused or reset, timeout). Retryable. */
   CONNECTION: 'ClaudeConnectionError',
+  /**
+   * The answer's stream started but broke before it was whole: the connection
+   * dropped, or it ended without `message_stop` or without a `stop_reason`.
+   * Every block it had streamed is dropped. Retryable. (An `event: error` in
+   * the stream maps by its `error.type` as the HTTP statuses do.)
+   */
+  STREAM_BROKEN: 'ClaudeStreamBroken',
 } as const;
 
 // ---------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import type { IncomingHttpHeaders } from 'node:http';
  * - `count_tokens`: `POST /v1/messages/count_tokens` answered with `{input_tokens}`
  * - `error`: a scripted HTTP error
  * - `connection_reset` / `hang`: a scripted fault (no HTTP answer)
+ * - `stream_cut` / `stream_error`: a scripted broken stream (200, part of the answer, then a close or `event: error`)
  * - `past_end`: 500, the script has no entry for the step
  * - `unauthorized`: 401, no `x-api-key` / `Authorization: Bearer` (or the wrong key)
  * - `invalid_request`: 400, a body the real API would reject too
@@ -25,6 +26,8 @@ export type ResponseKind =
   | 'error'
   | 'connection_reset'
   | 'hang'
+  | 'stream_cut'
+  | 'stream_error'
   | 'past_end'
   | 'script_mismatch'
   | 'unauthorized'

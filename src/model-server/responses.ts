@@ -3,7 +3,7 @@
  * bodies, completed assistant messages, and the Server-Sent Events of a
  * streamed message.
  */
-import type { ParsedMessageEntry } from './script';
+import type { ParsedErrorEntry, ParsedMessageEntry } from './script';
 import { signBlock } from './thinking';
 import type { CacheUsage } from './tokens';
 
@@ -222,4 +222,22 @@ export function streamEvents(message: CompletedMessage): SseEvent[] {
 /** Serializes one event in the SSE wire format. */
 export function formatSse(event: SseEvent): string {
   return `event: ${event.event}\ndata: ${JSON.stringify(event.data)}\n\n`;
+}
+
+/**
+ * The data of the `event: error` a `stream_error` fault sends: its scripted
+ * `body` when it has one, else the API's overloaded body
+ * (`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
+ * with `request_id`).
+ */
+export function streamErrorBody(fault: ParsedErrorEntry, requestId: string): Record<string, unknown> {
+  if (fault.body !== undefined && typeof fault.body === 'object' && fault.body !== null) return fault.body as Record<string, unknown>;
+  return { ...errorBody(529, undefined, requestId) };
+}
+
+/** The HTTP status of an error body by its `error.type` ({@link ERROR_TYPE_BY_STATUS} read backwards); 529 when unknown. */
+export function statusOfErrorType(body: Record<string, unknown>): number {
+  const type = (body['error'] as { type?: unknown } | undefined)?.type;
+  const found = Object.entries(ERROR_TYPE_BY_STATUS).find(([, t]) => t === type);
+  return found ? Number(found[0]) : 529;
 }

@@ -9,7 +9,8 @@
  *   with only `content` required:
  *   `{"content": [...], "stop_reason"?: "tool_use", "usage"?: {...}, "delay_ms"?: 2000, "delta_delay_ms"?: 200}`
  * - an error entry: `{"error": {"status": 529, "headers"?: {...}, "body"?: {...}, "times"?: 3}}`,
- *   or a fault: `{"error": {"kind": "connection_reset" | "hang", "times"?: 1}}`.
+ *   or a fault: `{"error": {"kind": "connection_reset" | "hang", "times"?: 1}}`,
+ *   or a broken stream: `{"error": {"kind": "stream_cut" | "stream_error", "after_events": N, "body"?: {...}, "times"?: 1}}`.
  *
  * Steps: message entries are numbered 0, 1, 2... in file order, ignoring error
  * entries; message entry n answers a request holding n assistant messages.
@@ -113,23 +114,37 @@ export const ScriptMessageEntrySchema = z.strictObject({
 export const ScriptErrorEntrySchema = z.strictObject({
   error: z
     .strictObject({
-      kind: z.enum(['http', 'connection_reset', 'hang']).default('http'),
+      kind: z.enum(['http', 'connection_reset', 'hang', 'stream_cut', 'stream_error']).default('http'),
       status: z.int().min(400).max(599).optional(),
       headers: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
       body: z.unknown().optional(),
       times: z.int().min(1).default(1),
       delay_ms: nonNegativeInt.optional(),
+      after_events: nonNegativeInt.optional(),
     })
     .superRefine((error, ctx) => {
       if (error.kind === 'http' && error.status === undefined) {
         ctx.addIssue({ code: 'custom', message: 'an http error needs a "status" (e.g. 529)', path: ['status'] });
       }
+      const streamed = error.kind === 'stream_cut' || error.kind === 'stream_error';
+      if (streamed && error.after_events === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `kind "${error.kind}" needs "after_events" (SSE events sent first)`,
+          path: ['after_events'],
+        });
+      }
       if (error.kind !== 'http') {
-        for (const key of ['status', 'headers', 'body', 'delay_ms'] as const) {
+        const meaningless: Array<'status' | 'headers' | 'delay_ms' | 'body'> = ['status', 'headers', 'delay_ms'];
+        if (error.kind !== 'stream_error') meaningless.push('body');
+        for (const key of meaningless) {
           if (error[key] !== undefined) {
             ctx.addIssue({ code: 'custom', message: `"${key}" has no meaning for kind "${error.kind}"`, path: [key] });
           }
         }
+      }
+      if (!streamed && error.after_events !== undefined) {
+        ctx.addIssue({ code: 'custom', message: `"after_events" has no meaning for kind "${error.kind}"`, path: ['after_events'] });
       }
     }),
 });
@@ -169,9 +184,21 @@ export type ScriptMessageEntry = z.input<typeof ScriptMessageEntrySchema>;
  * API sends it on errors) and `body`
  * (default: an Anthropic-shaped error body for the status; a string body is
  * sent as text/plain); `connection_reset` destroys the connection without an
- * answer; `hang` never answers (for client timeouts). `times` (default 1):
- * how many requests of the step get this failure. `delay_ms` (http only)
- * delays the answer.
+ * answer; `hang` never answers (for client timeouts). The two stream
+ * faults start the step's own answer (its message entry, `delta_delay_ms`
+ * included) and break it after `after_events` Server-Sent Events
+ * (`message_start` and `ping` count; capped at one fewer than the answer's
+ * events, so `message_stop` is never sent): `stream_cut` then closes the
+ * connection without ending the chunked body (a socket lost mid-answer),
+ * `stream_error` sends `event: error` with `body` (default the API's
+ * `overloaded_error` body) and ends the response, as the API does when it
+ * is overloaded mid-stream (https://platform.claude.com/docs/en/build-with-claude/streaming,
+ * "Error events"). A non-streamed request gets, for `stream_cut`, the
+ * status line and half of the JSON body before the close, and for
+ * `stream_error` the body as an HTTP error (status from its `error.type`,
+ * 529 when unknown). A stream fault in a step without a message entry gets
+ * the past-the-end 500. `times` (default 1): how many requests of the step
+ * get this failure. `delay_ms` (http only) delays the answer.
  */
 export type ScriptErrorEntry = z.input<typeof ScriptErrorEntrySchema>;
 

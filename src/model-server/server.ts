@@ -7,7 +7,15 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { RequestLog, safeHeaders, type AuthKind, type LoggedRequest } from './log';
 import { checkMessagesRequest, conversationKey, stepOf, type MessagesRequest } from './request';
-import { completeMessage, errorBody, formatSse, streamEvents } from './responses';
+import {
+  completeMessage,
+  errorBody,
+  formatSse,
+  streamErrorBody,
+  statusOfErrorType,
+  streamEvents,
+  type CompletedMessage,
+} from './responses';
 import {
   choose,
   compileScript,
@@ -16,6 +24,7 @@ import {
   planSteps,
   readScript,
   type ParsedErrorEntry,
+  type ParsedMessageEntry,
   type ScriptFile,
   type ScriptStep,
 } from './script';
@@ -275,6 +284,18 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
       return;
     }
 
+    const answerOf = (scripted: ParsedMessageEntry): CompletedMessage =>
+      completeMessage(
+        scripted,
+        {
+          messageId: `msg_scripted_${conversation}_${step}`,
+          toolUseId: (index) => `toolu_scripted_${conversation}_${step}_${index}`,
+        },
+        {
+          model: request.model,
+          usage: cache.use(measured, forModel(script.minCacheableTokens, request.model, DEFAULT_MIN_CACHEABLE_TOKENS)),
+        },
+      );
     if ('error' in choice) {
       await serveError(choice.error, { index: choice.errorIndex, times: choice.of });
       return;
@@ -314,23 +335,64 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
     const delayMs = choice.message.delay_ms;
     record({ status: 200, kind: 'message', requestId, ...(delayMs ? { delayMs } : {}) });
     if (delayMs && !(await sleep(delayMs, res))) return;
-    if (entry.stream) {
+    if (entry.stream) await streamAnswer(message, choice.message.delta_delay_ms ?? 0);
+    else sendJson(res, 200, message, { 'request-id': requestId });
+
+    /**
+     * Streams `message` as Server-Sent Events, pausing `deltaDelayMs` after
+     * each `content_block_delta`. With `fault`, only the first `after_events`
+     * events are sent (at most all but `message_stop`), then the connection is
+     * closed mid-body (`stream_cut`) or `event: error` is sent and the body
+     * ended (`stream_error`).
+     */
+    async function streamAnswer(message: CompletedMessage, deltaDelayMs: number, fault?: ParsedErrorEntry): Promise<void> {
       res.writeHead(200, {
         'content-type': 'text/event-stream; charset=utf-8',
         'cache-control': 'no-cache',
         'request-id': requestId,
       });
-      const deltaDelayMs = choice.message.delta_delay_ms ?? 0;
-      for (const event of streamEvents(message)) {
+      const all = streamEvents(message);
+      const events = fault ? all.slice(0, Math.min(fault.after_events ?? 0, all.length - 1)) : all;
+      for (const event of events) {
         res.write(formatSse(event));
         if (deltaDelayMs > 0 && event.event === 'content_block_delta' && !(await sleep(deltaDelayMs, res))) return;
       }
+      if (fault?.kind === 'stream_cut') {
+        // Flushed, then closed without the chunked body's last chunk: the client sees the connection drop mid-answer.
+        await new Promise<void>((resolve) => res.write('', () => resolve()));
+        req.socket.destroy();
+        return;
+      }
+      if (fault?.kind === 'stream_error') res.write(formatSse({ event: 'error', data: streamErrorBody(fault, requestId) }));
       res.end();
-    } else {
-      sendJson(res, 200, message, { 'request-id': requestId });
     }
 
     async function serveError(error: ParsedErrorEntry, which: { index: number; times: number }): Promise<void> {
+      if (error.kind === 'stream_cut' || error.kind === 'stream_error') {
+        const scripted = planned?.message;
+        if (!scripted) {
+          fail(
+            500,
+            'past_end',
+            `Scripted model server: step ${step} of ${script.source} has a ${error.kind} but no message entry to stream`,
+          );
+          return;
+        }
+        record({ status: 200, kind: error.kind, requestId, error: which });
+        const message = answerOf(scripted);
+        if (entry.stream) {
+          await streamAnswer(message, scripted.delta_delay_ms ?? 0, error);
+        } else if (error.kind === 'stream_cut') {
+          const text = JSON.stringify(message);
+          res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'request-id': requestId });
+          await new Promise<void>((resolve) => res.write(text.slice(0, Math.floor(text.length / 2)), () => resolve()));
+          req.socket.destroy();
+        } else {
+          const body = streamErrorBody(error, requestId);
+          sendJson(res, statusOfErrorType(body), body, { 'request-id': requestId });
+        }
+        return;
+      }
       if (error.kind === 'connection_reset') {
         record({ status: null, kind: 'connection_reset', error: which });
         req.socket.resetAndDestroy();

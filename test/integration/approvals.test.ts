@@ -6,7 +6,7 @@
  */
 import { approveSignal } from '../../src/contract';
 import type { ToolResultBlock } from '../../src/contract';
-import { TestBed, toolUse, waitFor } from './harness';
+import { signalsHandled, TestBed, toolUse, waitFor } from './harness';
 
 describe('approvals', () => {
   let bed: TestBed;
@@ -31,7 +31,8 @@ describe('approvals', () => {
     expect((await bed.status(handle)).status).toBe('awaiting_approval');
     // ...the command still waits (the early approval did not apply), and an unknown id changes nothing.
     await handle.signal(approveSignal, { toolUseId: 'toolu_unknown', approved: true });
-    await new Promise((r) => setTimeout(r, 500));
+    // The run has handled both signals (a workflow task completed after them): what they changed is in its state now.
+    await signalsHandled(handle);
     expect((await bed.status(handle)).pendingApproval?.toolUseId).toBe('toolu_write');
     expect(bed.audit().map((a) => a.command)).toEqual(['ls']);
 
@@ -120,7 +121,8 @@ describe('approvals', () => {
       { toolUseId: 'TOOLU_RM', approved: true },
     ];
     for (const payload of attacks) await send(payload);
-    await new Promise((r) => setTimeout(r, 500));
+    // Every attack signal handled (a workflow task completed after the last): the state below is after all of them.
+    await signalsHandled(handle);
     const waiting = await bed.status(handle);
     expect(waiting.status).toBe('awaiting_approval');
     expect(waiting.pendingApproval?.toolUseId).toBe('toolu_rm');

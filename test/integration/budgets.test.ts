@@ -244,8 +244,12 @@ describe('budgets', () => {
       return rows.find((r) => r.workflowId === id && r.status === 'paused' && r.costUsd !== null);
     });
     expect(listed.costUsd).toBeCloseTo(0.0285, 9);
-    const pending = JSON.parse((await cli(a, 'pending', '--json')).stdout) as Array<{ workflowId: string; awaiting: string }>;
-    expect(pending.find((p) => p.workflowId === id)?.awaiting).toMatch(/turn budget/);
+    // `pending` reads its own visibility query (AgentAwaiting): wait for the run to be listed there too, then check what it waits on.
+    const pending = await waitFor('the paused run listed by pending', async () => {
+      const rows = JSON.parse((await cli(a, 'pending', '--json')).stdout) as Array<{ workflowId: string; awaiting: string }>;
+      return rows.find((p) => p.workflowId === id);
+    });
+    expect(pending.awaiting).toMatch(/turn budget/);
 
     const resume = await cli(a, 'resume', id);
     expect(resume.code).toBe(1);

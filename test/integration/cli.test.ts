@@ -189,7 +189,11 @@ describe('agent-jobs CLI', () => {
         );
         expect(Date.now() - started).toBeLessThan(5_000);
       }
-      const listed = JSON.parse((await cli(a, 'list', '--status', 'running', '--json')).stdout) as Array<{ workflowId: string }>;
+      // The list reads visibility, which may lag the start: wait for the run to be listed, then check it is the only one.
+      const listed = await waitFor('the started run listed as running', async () => {
+        const rows = JSON.parse((await cli(a, 'list', '--status', 'running', '--json')).stdout) as Array<{ workflowId: string }>;
+        return rows.length > 0 ? rows : null;
+      });
       expect(listed.map((r) => r.workflowId)).toEqual(['lonely']);
       // Newest start first: a run started later and already closed comes before the older open one.
       expect((await cli(a, 'start', 'started', 'later', '--id', 'later', '--json')).code).toBe(0);

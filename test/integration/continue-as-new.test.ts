@@ -10,7 +10,7 @@ import type { ScriptEntry } from '../../src/model-server';
 import { decideUpdate, extendUpdate, type ToolResultBlock } from '../../src/contract';
 import { pairingProblem } from '../../src/workflows/transcript';
 import { queryTranscript } from '../../src/cli/runs';
-import { TestBed, toolUse, waitFor } from './harness';
+import { runChain, TestBed, toolUse, waitFor } from './harness';
 
 const TURNS = 40;
 
@@ -48,12 +48,9 @@ describe('long runs', () => {
     const first = bed.workers[0]!;
 
     const handle = await bed.start({ task: 'a long run', approval: 'auto', maxTurns: TURNS + 5 });
-    const continued = async (): Promise<number> => {
-      let n = 0;
-      for await (const w of bed.client.workflow.list({ query: `WorkflowId = '${handle.workflowId}'` }))
-        if (w.status.name === 'CONTINUED_AS_NEW') n++;
-      return n;
-    };
+    // Read from the histories (consistent), not the visibility list, which lags behind a run that just ended.
+    const continued = async (): Promise<number> =>
+      (await runChain(bed.client, handle.workflowId)).filter((r) => r.status === 'CONTINUED_AS_NEW').length;
     // Once the run has continued as new twice, its worker dies: the next one has no copy of the conversation.
     await waitFor('two continue-as-new', async () => (await continued()) >= 2, 120_000);
     await bed.startWorker();
@@ -67,7 +64,20 @@ describe('long runs', () => {
     const big = (sent[1]![2]!.content as ToolResultBlock[])[0]!;
     expect(big.content.length).toBeLessThan(40_000);
     expect(big.content).toMatch(/cut|truncat|omitted/i);
-    expect(bed.resultsSentIn(10)[0]!.content).toMatch(/turn 9 MARK=kept$/);
+    // Each command that ran in the first session saw MARK, and so did at least one after a continue-as-new
+    // (a command of a later run than the first); commands after the kill run in a new session without it.
+    const chain = await runChain(bed.client, handle.workflowId);
+    const firstRunEvents = (await bed.client.workflow.getHandle(handle.workflowId, chain[0]!.runId).fetchHistory()).events ?? [];
+    const firstRunCalls = firstRunEvents.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'callClaude').length;
+    const audit = bed.audit();
+    const inFirstSession = audit.flatMap((a, i) => (i > 0 && a.sessionId === audit[0]!.sessionId ? [i] : []));
+    expect(Math.max(...inFirstSession)).toBeGreaterThanOrEqual(firstRunCalls);
+    for (const i of inFirstSession) {
+      // Command i answers step i; its result is the last message of the first request for step i + 1.
+      const request = bed.requests().find((r) => r.step === i + 1 && r.response.status === 200)!;
+      const last = (request.body as { messages: Array<{ content: ToolResultBlock[] }> }).messages.at(-1)!;
+      expect(last.content[0]!.content).toMatch(new RegExp(`turn ${i} MARK=kept$`));
+    }
 
     // Every request held the whole conversation so far, as the workflow holds it: the
     // worker's copy, the copy rebuilt from history after the kill, and the CLI's reader agree.
@@ -78,8 +88,7 @@ describe('long runs', () => {
       expect(messages).toEqual(whole.slice(0, messages.length));
     }
     // What continues as new is small: the tail and counts, not the conversation.
-    const runs: string[] = [];
-    for await (const w of bed.client.workflow.list({ query: `WorkflowId = '${handle.workflowId}'` })) runs.push(w.runId);
+    const runs = (await runChain(bed.client, handle.workflowId)).map((r) => r.runId);
     for (const runId of runs) {
       const events = (await bed.client.workflow.getHandle(handle.workflowId, runId).fetchHistory()).events ?? [];
       const input = events[0]!.workflowExecutionStartedEventAttributes?.input?.payloads ?? [];
@@ -99,8 +108,7 @@ describe('long runs', () => {
     });
     const result = await handle.result();
     expect(result).toMatchObject({ status: 'completed', text: 'rules done' });
-    const runs: string[] = [];
-    for await (const w of bed.client.workflow.list({ query: `WorkflowId = '${handle.workflowId}'` })) runs.push(w.status.name);
+    const runs = (await runChain(bed.client, handle.workflowId)).map((r) => r.status);
     expect(runs.filter((s) => s === 'CONTINUED_AS_NEW').length).toBeGreaterThanOrEqual(2);
     // Every later command ran by the rule, in every generation: none asked again.
     expect(bed.audit()).toHaveLength(25);
@@ -135,11 +143,7 @@ describe('long runs', () => {
       },
       60_000,
     );
-    const runs = async (): Promise<string[]> => {
-      const names: string[] = [];
-      for await (const w of bed.client.workflow.list({ query: `WorkflowId = '${handle.workflowId}'` })) names.push(w.status.name);
-      return names;
-    };
+    const runs = async (): Promise<string[]> => (await runChain(bed.client, handle.workflowId)).map((r) => r.status);
     // It continued as new before the budget was spent, and still counts the whole chain's turns, tokens and time.
     expect((await runs()).filter((s) => s === 'CONTINUED_AS_NEW').length).toBeGreaterThanOrEqual(1);
     expect(paused.pause).toMatchObject({ budget: 'turns', limit: 12, used: 12 });

@@ -163,8 +163,8 @@ export class TestBed {
     const since = new Date(this.createdAt - 1_000).toISOString();
     for await (const w of this.client.workflow.list({ query: `WorkflowType = '${AGENT_RUN_WORKFLOW}' AND StartTime >= '${since}'` }))
       add(w.workflowId, w.runId);
-    // The bed's own runs, even where visibility lags.
-    for (const handle of this.all) add(handle.workflowId, (await handle.describe()).runId);
+    // The bed's own runs and every run of their chains, even where visibility lags.
+    for (const handle of this.all) for (const run of await runChain(this.client, handle.workflowId)) add(handle.workflowId, run.runId);
     const closed: Array<{ workflowId: string; runId: string }> = [];
     for (const run of runs.values()) {
       if (this.terminated.has(run.runId)) continue;
@@ -286,4 +286,63 @@ export function processesMatching(pattern: string): string[] {
 /** A copy of `messages` without the `cache_control` field of any content block. */
 export function withoutCacheControl(messages: Message[]): Message[] {
   return JSON.parse(JSON.stringify(messages, (key, value: unknown) => (key === 'cache_control' ? undefined : value))) as Message[];
+}
+
+/**
+ * The runs of `workflowId`'s continue-as-new chain, oldest first, with how
+ * each ended (`CONTINUED_AS_NEW` when its last event says so, `OTHER` for
+ * another end; the latest run's status from `describe()`), read from the histories (which are consistent, unlike the
+ * visibility list right after a run ends): the latest run from `describe()`,
+ * then each run's `continuedExecutionRunId` back to the first.
+ */
+export async function runChain(client: Client, workflowId: string): Promise<Array<{ runId: string; status: string }>> {
+  const latest = await client.workflow.getHandle(workflowId).describe();
+  const chain: Array<{ runId: string; status: string }> = [];
+  let runId: string | null = latest.runId;
+  while (runId) {
+    const history: Awaited<ReturnType<WorkflowHandle['fetchHistory']>> = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+    const events = history.events ?? [];
+    // An earlier run's end is its last event (a retried or cron run also links back, but did not continue as new).
+    const status =
+      runId === latest.runId
+        ? latest.status.name
+        : events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes
+          ? 'CONTINUED_AS_NEW'
+          : 'OTHER';
+    chain.unshift({ runId, status });
+    runId = events[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId || null;
+  }
+  return chain;
+}
+
+/**
+ * Waits until the run has handled every signal it was sent so far: in its
+ * history, a workflow task completed after the last `WorkflowExecutionSignaled`
+ * event (so what the signal changes, or does not, is in the run's state and
+ * in the commands of that task).
+ * @throws Error after `timeoutMs` naming what it waited for
+ */
+export async function signalsHandled(handle: WorkflowHandle, timeoutMs = 20_000): Promise<void> {
+  await waitFor(
+    `a workflow task completed after the last signal to ${handle.workflowId}`,
+    async () => {
+      const events = (await handle.fetchHistory()).events ?? [];
+      let lastSignal = -1;
+      events.forEach((e, i) => {
+        if (e.workflowExecutionSignaledEventAttributes) lastSignal = i;
+      });
+      return events.slice(lastSignal + 1).some((e) => !!e.workflowTaskCompletedEventAttributes);
+    },
+    timeoutMs,
+  );
+}
+
+/**
+ * Sleeps until `atMs` (ms since the epoch): only for checks that something
+ * did NOT happen by a moment the test names (a timer that would have fired
+ * by then), never to let something happen (wait for it with {@link waitFor}).
+ */
+export async function sleepUntil(atMs: number): Promise<void> {
+  const ms = atMs - Date.now();
+  if (ms > 0) await new Promise((r) => setTimeout(r, ms));
 }

@@ -23,8 +23,23 @@ import {
 import { sha256 } from '../../src/contract/sha256';
 import { findTemporalCli } from '../../src/devserver';
 import { cli } from './cli-process';
-import { TestBed, waitFor } from './harness';
+import { sleepUntil, TestBed, waitFor } from './harness';
 import { asks, decide, end, rejected } from './steering-helpers';
+
+/** Activity types the run scheduled after its last completed Update, read from its history (consistent). */
+async function scheduledAfterLastUpdate(handle: {
+  fetchHistory(): ReturnType<import('@temporalio/client').WorkflowHandle['fetchHistory']>;
+}): Promise<string[]> {
+  const events = (await handle.fetchHistory()).events ?? [];
+  let last = -1;
+  events.forEach((e, i) => {
+    if (e.workflowExecutionUpdateCompletedEventAttributes) last = i;
+  });
+  return events
+    .slice(last + 1)
+    .map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)
+    .filter((name): name is string => !!name);
+}
 
 /** The text blocks of the last user message of answered request `i`. */
 function textsSentIn(bed: TestBed, i: number): string[] {
@@ -244,13 +259,13 @@ describe('steering', () => {
   test('pause during an approval wait holds the timeout and the command; resume goes on', async () => {
     bed = await TestBed.create({ script: { responses: [asks(['toolu_p', 'touch p.txt']), end('done')] } });
     const handle = await bed.start({ task: 'pause', approval: 'always', approvalTimeout: '2s' }, 'steer-pause-approval');
-    await bed.pendingApproval(handle);
+    const requested = Date.parse((await bed.pendingApproval(handle)).requestedAt);
     const paused = await handle.executeUpdate(pauseUpdate, { args: [{ by: 'gina' }] });
     expect(paused).toMatchObject({ by: 'gina', status: 'paused' });
     await waitFor('paused', async () => (await bed.status(handle)).status === 'paused');
     expect(await rejected(handle.executeUpdate(pauseUpdate, { args: [{ by: 'gina' }] }))).toMatch(/already paused \(by gina\)/);
-    // Past the approval timeout: nothing was denied, the command still waits.
-    await new Promise((r) => setTimeout(r, 3_000));
+    // Past the approval timeout (2 s from the request, and a second for its timer's workflow task): nothing was denied, the command still waits.
+    await sleepUntil(requested + 2_000 + 1_000);
     let s = await bed.status(handle);
     expect(s).toMatchObject({
       status: 'paused',
@@ -260,7 +275,8 @@ describe('steering', () => {
     });
     // Approved while paused: recorded, but nothing runs until resume.
     await decide(handle, { toolUseId: 'toolu_p', by: 'hal' }, 'touch p.txt');
-    await new Promise((r) => setTimeout(r, 1_000));
+    // The workflow task that completed the Update carries whatever the run did about it: it scheduled nothing.
+    expect(await scheduledAfterLastUpdate(handle)).toEqual([]);
     s = await bed.status(handle);
     expect(s.status).toBe('paused');
     expect(bed.audit()).toEqual([]);
@@ -354,9 +370,11 @@ describe('steering', () => {
     // A pause holds the idle timeout: paused past it, the run waits; after resume the idle wait starts again.
     const held = await bed.start({ task: 'held', approval: 'auto', chat: true, chatIdleTimeout: '3s' });
     await waitFor('waiting for a message', async () => (await bed.status(held)).status === 'awaiting_message');
+    const waitingSince = Date.now();
     await held.executeUpdate(pauseUpdate, { args: [{ by: 'max' }] });
     await waitFor('paused', async () => (await bed.status(held)).status === 'paused');
-    await new Promise((r) => setTimeout(r, 4_000));
+    // Past the idle timeout (3 s from when the run began waiting, and a second for its timer's workflow task).
+    await sleepUntil(waitingSince + 3_000 + 1_000);
     expect((await bed.status(held)).status).toBe('paused');
     expect(await held.executeUpdate(resumeUpdate, { args: [{ by: 'max' }] })).toMatchObject({ status: 'awaiting_message' });
     expect((await bed.status(held)).status).toBe('awaiting_message');

@@ -72,7 +72,7 @@ describe("today's API (claude-opus-5-5 and its kin, strict scripted server)", ()
         { content: [toolUse('toolu_c', 'echo three >> steps.log')], stop_reason: 'tool_use' },
         { content: [{ type: 'text', text: 'done after the crash' }], stop_reason: 'end_turn' },
       ],
-    } as ScriptFile;
+    };
     bed = await TestBed.create({ workers: 1, script });
     const log = path.join(bed.workspaces, workspaceFolderName(workflowId), 'steps.log');
     const handle = await bed.start(

@@ -187,6 +187,82 @@ describe('watch in a terminal', () => {
     expect(partials.some((text) => text.length < ANSWER.length)).toBe(true);
   });
 
+  test('omitted thinking (empty text, slow stream): a steady "thinking" line whose seconds go up, then the text', async () => {
+    const bed = await TestBed.create({
+      script: {
+        responses: [
+          {
+            // At display "omitted" a thinking block streams no text: one empty thinking_delta, then its signature.
+            content: [
+              { type: 'thinking', thinking: '' },
+              { type: 'text', text: 'Thought it through, done.' },
+            ],
+            stop_reason: 'end_turn',
+            delta_delay_ms: 4_000,
+          },
+        ],
+      },
+    });
+    beds.push(bed);
+    const handle = await bed.start({ task: 'think quietly', approval: 'always' });
+    const session = 'think-omitted';
+    watchInTerminal(session, bed.address, handle.workflowId);
+    const json = cli(bed.address, 'watch', handle.workflowId, '--json');
+    const thinkingLine = /claude is thinking… \((\d+)s\)[ 	]*$/m;
+    const first = await seenOn(session, 'the thinking line', (s) => thinkingLine.test(s));
+    const firstSeconds = Number(thinkingLine.exec(first)![1]);
+    expect(first).not.toContain('claude: Thought it through');
+    // The line stays and its seconds are redrawn as they pass, with nothing else on it.
+    const later = await seenOn(
+      session,
+      'the thinking seconds going up',
+      (s) => Number(thinkingLine.exec(s)?.[1] ?? -1) > firstSeconds,
+      10_000,
+    );
+    expect(later).not.toContain('waiting on claude');
+    const ended = await seenOn(session, 'watch to exit', (s) => s.includes('[watch exited 0]'), 40_000);
+    expect(ended).toContain('claude: Thought it through, done.');
+    expect(ended).not.toContain('claude is thinking');
+    const events = (await json).stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { event: string; chars?: number; text?: string; since?: string });
+    const thinking = events.filter((e) => e.event === 'thinking');
+    expect(thinking.length).toBeGreaterThanOrEqual(1);
+    for (const e of thinking) expect(e).toMatchObject({ chars: 0, text: '', since: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
+  });
+
+  test('summarized thinking: its text streams on the live line before the answer', async () => {
+    const THOUGHT = Array.from({ length: 30 }, (_, i) => `pondering-w${String(i).padStart(2, '0')}-ok `).join('');
+    const bed = await TestBed.create({
+      script: {
+        responses: [
+          {
+            content: [
+              { type: 'thinking', thinking: THOUGHT },
+              { type: 'text', text: 'Decided after pondering.' },
+            ],
+            stop_reason: 'end_turn',
+            delta_delay_ms: 300,
+          },
+        ],
+      },
+    });
+    beds.push(bed);
+    const handle = await bed.start({ task: 'think aloud', approval: 'always' });
+    const session = 'think-summarized';
+    watchInTerminal(session, bed.address, handle.workflowId);
+    const shown = await seenOn(session, 'the thinking summary on the live line', (s) =>
+      /claude is thinking… \(\d+s\) {2}.*pondering-w\d\d-ok/.test(s),
+    );
+    expect(shown).not.toContain('claude: Decided');
+    const words = [...shown.matchAll(/pondering-w(\d\d)-ok/g)].map((m) => Number(m[1]));
+    expect(Math.max(...words)).toBeLessThan(29); // the thinking had not finished streaming
+    const ended = await seenOn(session, 'watch to exit', (s) => s.includes('[watch exited 0]'), 40_000);
+    expect(ended).toContain('claude: Decided after pondering.');
+    expect(ended).not.toContain('claude is thinking');
+  });
+
   test('deny through the prompt: the reason typed reaches Claude; enter on a later prompt keeps watching', async () => {
     const bed = await TestBed.create({
       script: {

@@ -17,7 +17,7 @@ import { isText, isToolResult, isToolUse } from '../../contract';
 import type { AppliedDecision, ContentBlock, Message, PendingApproval, ToolResultBlock } from '../../contract';
 import { shortHash } from '../../contract/display';
 import { askDecision, type InlineDecision, type PromptTerminal } from '../approval-prompt';
-import { currentActivity, type ActivityProgress } from '../activity-progress';
+import { currentActivity, type ActivityProgress, type LostAnswer } from '../activity-progress';
 import { CliError } from '../errors';
 import { LiveLine, type LiveStatus } from '../live-line';
 import { commandLines, indent, jsonText, terminalText } from '../output';
@@ -111,15 +111,46 @@ export interface WatchOptions {
 function liveStatusOf(view: RunView, activity: ActivityProgress | null): LiveStatus | null {
   if (view.pendingApproval) return { label: 'waiting for approval', sinceMs: Date.parse(view.pendingApproval.requestedAt) || Date.now() };
   if (!activity) return null;
-  if (activity.kind === 'claude')
-    return activity.partialText
-      ? { label: 'claude is writing…', sinceMs: activity.sinceMs, tail: activity.partialText }
-      : { label: 'waiting on claude', sinceMs: activity.sinceMs };
+  if (activity.kind === 'claude') return claudeStatusOf(activity);
   if (activity.kind === 'command') return { label: 'running command', sinceMs: activity.sinceMs };
   return {
     label: activity.type === 'openSession' ? 'starting the bash session' : `${activity.type} (bash session)`,
     sinceMs: activity.sinceMs,
   };
+}
+
+/**
+ * The live line of a model call: while Claude thinks, `claude is thinking…`
+ * with the seconds since the thinking started and the end of the
+ * summarized thinking text (none when the thinking is omitted, so the line
+ * is the steady elapsed time); while it writes, `claude is writing…` with
+ * the end of its text (`claude is writing a command…` when a `tool_use`
+ * streams with no text before it); after an attempt lost its answer, that
+ * it is asked again; else `waiting on claude`. Progress of older workers (no `phase`)
+ * shows the partial text when there is some.
+ */
+export function claudeStatusOf(activity: ActivityProgress): LiveStatus {
+  const { thinking, partialText, phase, lost, sinceMs } = activity;
+  const again = (activity.attempt ?? 1) > 1 ? ` (attempt ${activity.attempt})` : '';
+  if (thinking)
+    return { label: `claude is thinking…${again}`, sinceMs: thinking.sinceMs, ...(thinking.text ? { tail: thinking.text } : {}) };
+  if (partialText && phase !== 'waiting') return { label: 'claude is writing…', sinceMs, tail: partialText };
+  if (phase === 'tool_use') return { label: 'claude is writing a command…', sinceMs };
+  if (lost) return { label: `claude's answer was cut off, asking again${again}`, sinceMs };
+  return { label: `waiting on claude${again}`, sinceMs };
+}
+
+/**
+ * The line `watch` prints when an attempt's partial answer is gone (its
+ * stream broke, or the call failed and is retried): nothing of it enters
+ * the transcript, and the answer is streamed again from the start.
+ */
+export function lostLine(lost: LostAnswer): string {
+  const parts: string[] = [];
+  if (lost.outputChars > 0) parts.push(`${lost.outputChars.toLocaleString('en-US')} characters of text`);
+  if (lost.thinkingChars > 0) parts.push(`${lost.thinkingChars.toLocaleString('en-US')} of thinking`);
+  const what = parts.length ? parts.join(' and ') : 'the partial answer';
+  return `✗ claude's answer was cut off (attempt ${lost.attempt}; ${what} dropped${lost.reason ? `: ${lost.reason}` : ''}); asking again`;
 }
 
 /** What `watch` prints when a decision is applied: what, by whom (`by`), and for an edit what runs instead. */
@@ -164,8 +195,13 @@ function hintLine(workflowId: string, pending: PendingApproval): string {
  * it), `pending_approval` (the pending approval's fields), `partial`
  * (`text`: the end of Claude's answer so far, at most 2,000 characters;
  * each supersedes the one before, and the `message` follows once the answer
- * is complete; only when it changed since the last poll), `note` and a
- * final `result` (the `status --json` shape).
+ * is complete; only when it changed since the last poll), `thinking`
+ * (`since`, ISO time the thinking started; `chars` of thinking streamed, 0
+ * when omitted; `text`, the end of the summarized thinking, at most 1,000
+ * characters; when one of them changed), `partial_dropped` (`attempt`,
+ * `outputChars`, `thinkingChars`, `reason`: that attempt's partial answer
+ * is gone, the call is tried again; the `partial` events before it are
+ * void; once per attempt), `note` and a final `result` (the `status --json` shape).
  * @returns the final view once the run has ended
  */
 export async function watchRun(client: Client, workflowId: string, opts: WatchOptions): Promise<RunView> {
@@ -180,6 +216,10 @@ export async function watchRun(client: Client, workflowId: string, opts: WatchOp
   let next = 0;
   let announced: string | null = null;
   let lastPartial = '';
+  let lastThinking = '';
+  // The attempt whose partial answer or thinking the viewer saw last; attempts whose loss was printed.
+  let shown: Omit<LostAnswer, 'reason'> | null = null;
+  const lostAttempts = new Set<number>();
   const seenDecisions = new Set<string>();
   const emitDecision = (d: AppliedDecision): void => {
     const key = `${d.toolUseId}@${d.at}`;
@@ -220,9 +260,29 @@ export async function watchRun(client: Client, workflowId: string, opts: WatchOp
           '(no worker is running, so only the result is shown; start one with `agent-jobs worker` to see the transcript)',
         ]);
       }
-      const partial = activity?.kind === 'claude' ? activity.partialText : '';
+      const claude = activity?.kind === 'claude' ? activity : null;
+      // What the viewer saw of an attempt that failed is gone: say so once per attempt.
+      const lost: LostAnswer | undefined =
+        claude?.lost ?? (claude && shown && (claude.attempt ?? 1) > shown.attempt ? { ...shown, reason: '' } : undefined);
+      if (lost && !lostAttempts.has(lost.attempt)) {
+        lostAttempts.add(lost.attempt);
+        emit({ event: 'partial_dropped', ...lost }, [lostLine(lost)]);
+      }
+      const partial = claude?.partialText ?? '';
       if (opts.json && partial && partial !== lastPartial) emit({ event: 'partial', text: partial }, []);
       lastPartial = partial;
+      const thinking = claude?.thinking;
+      const thinkingKey = thinking ? `${thinking.sinceMs}:${thinking.chars}:${thinking.text}` : '';
+      if (opts.json && thinking && thinkingKey !== lastThinking)
+        emit({ event: 'thinking', since: new Date(thinking.sinceMs).toISOString(), chars: thinking.chars, text: thinking.text }, []);
+      lastThinking = thinkingKey;
+      if (claude && (partial || thinking))
+        shown = {
+          attempt: claude.attempt ?? 1,
+          outputChars: claude.streamed?.outputChars ?? partial.length,
+          thinkingChars: claude.streamed?.thinkingChars ?? 0,
+        };
+      else if (!claude) shown = null;
       const pending = view.pendingApproval;
       if (pending && pending.toolUseId !== announced) {
         announced = pending.toolUseId;

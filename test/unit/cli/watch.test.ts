@@ -5,8 +5,8 @@
  * partial text read from heartbeat details. The terminal itself is driven
  * in test/integration/watch-tty.test.ts.
  */
-import { partialTextOf } from '../../../src/cli/activity-progress';
-import { describeMessage, exitCodeOfResult, formatDuration } from '../../../src/cli/commands/watch';
+import { claudeProgressOf, partialTextOf, type ActivityProgress, type PendingCall } from '../../../src/cli/activity-progress';
+import { claudeStatusOf, describeMessage, exitCodeOfResult, formatDuration, lostLine } from '../../../src/cli/commands/watch';
 import { cellsOfText, fitHead, fitTail, liveText, oneLine, SPINNER_FRAMES } from '../../../src/cli/live-line';
 import type { Message } from '../../../src/contract';
 
@@ -93,5 +93,128 @@ describe('partial text in heartbeat details', () => {
     expect(partialTextOf({ partialText: 7 })).toBe('');
     expect(partialTextOf(null)).toBe('');
     expect(partialTextOf('text')).toBe('');
+  });
+});
+
+describe('the live line of a model call: never silent while Claude thinks', () => {
+  const now = 1_700_000_000_000;
+  const call: PendingCall = { attempt: 1, startedMs: now - 20_000, heartbeatMs: now - 1_000, lastFailure: '' };
+  const base = { kind: 'claude', type: 'callClaude', sinceMs: now - 20_000 } as const;
+  const view = (details: unknown, pending: PendingCall = call): ActivityProgress => ({
+    ...base,
+    attempt: pending.attempt,
+    ...claudeProgressOf(details, pending),
+  });
+  const line = (a: ActivityProgress, at = now): string => liveText(claudeStatusOf(a), 0, at, 100);
+
+  test('omitted thinking: a steady "thinking" line whose seconds count from the thinking start, and go up', () => {
+    const details = {
+      turn: 1,
+      outputChars: 0,
+      partialText: '',
+      attempt: 1,
+      phase: 'thinking',
+      thinkingSinceMs: now - 12_000,
+      thinkingChars: 0,
+      thinkingText: '',
+    };
+    expect(line(view(details))).toBe(`${SPINNER_FRAMES[0]} claude is thinking… (12s)`);
+    expect(line(view(details), now + 3_000)).toBe(`${SPINNER_FRAMES[0]} claude is thinking… (15s)`);
+  });
+
+  test('summarized thinking: its end streams on the line; then the text replaces it', () => {
+    const thinking = {
+      turn: 1,
+      outputChars: 0,
+      partialText: '',
+      attempt: 1,
+      phase: 'thinking',
+      thinkingSinceMs: now - 4_000,
+      thinkingChars: 60,
+      thinkingText: 'Look at the failing test.\nThen fix it.',
+    };
+    expect(line(view(thinking))).toBe(`${SPINNER_FRAMES[0]} claude is thinking… (4s)  Look at the failing test. Then fix it.`);
+    const text = { ...thinking, phase: 'text', outputChars: 9, partialText: 'I will do' };
+    expect(line(view(text))).toBe(`${SPINNER_FRAMES[0]} claude is writing… (20s)  I will do`);
+  });
+
+  test('a tool_use that streams with no text before it says so', () => {
+    const details = { turn: 1, outputChars: 0, partialText: '', attempt: 1, phase: 'tool_use', thinkingChars: 0, thinkingText: '' };
+    expect(line(view(details))).toBe(`${SPINNER_FRAMES[0]} claude is writing a command… (20s)`);
+  });
+
+  test('thinking text is escaped like the answer', () => {
+    const details = {
+      turn: 1,
+      outputChars: 0,
+      partialText: '',
+      attempt: 1,
+      phase: 'thinking',
+      thinkingSinceMs: now,
+      thinkingChars: 9,
+      thinkingText: 'a\x1b[2Jb',
+    };
+    expect(RAW.test(line(view(details)))).toBe(false);
+  });
+
+  test('old heartbeat details (no phase, no thinking, no attempt) still render as before', () => {
+    expect(line(view({ turn: 2, outputChars: 5, partialText: 'hello' }))).toBe(`${SPINNER_FRAMES[0]} claude is writing… (20s)  hello`);
+    expect(line(view({ turn: 2, outputChars: 0, partialText: '' }))).toBe(`${SPINNER_FRAMES[0]} waiting on claude (20s)`);
+    // Older details from before this attempt started are not this attempt's text.
+    expect(line(view({ turn: 2, outputChars: 5, partialText: 'hello' }, { ...call, heartbeatMs: call.startedMs - 1 }))).toBe(
+      `${SPINNER_FRAMES[0]} waiting on claude (20s)`,
+    );
+    expect(line(view(null))).toBe(`${SPINNER_FRAMES[0]} waiting on claude (20s)`);
+  });
+
+  test('details of garbage shape give no thinking and no text', () => {
+    const a = view({ phase: 'thinking', thinkingSinceMs: 'soon', partialText: 3, attempt: 1 });
+    expect(a.thinking).toBeUndefined();
+    expect(a.partialText).toBe('');
+    expect(view({ phase: 'dreaming', attempt: 1, partialText: 'x' }).phase).toBeUndefined();
+  });
+});
+
+describe('a lost partial answer is marked as gone (C27)', () => {
+  const now = 1_700_000_000_000;
+  const second: PendingCall = {
+    attempt: 2,
+    startedMs: now - 2_000,
+    heartbeatMs: now - 3_000,
+    lastFailure: "Claude's answer stream broke (terminated)",
+  };
+
+  test('details of a failed earlier attempt: no partial text, and the loss with its size and reason', () => {
+    const details = {
+      turn: 1,
+      outputChars: 1_234,
+      partialText: 'half an answer',
+      attempt: 1,
+      phase: 'tool_use',
+      thinkingChars: 0,
+      thinkingText: '',
+    };
+    const got = claudeProgressOf(details, second);
+    expect(got.partialText).toBe('');
+    expect(got.thinking).toBeUndefined();
+    expect(got.lost).toEqual({ attempt: 1, outputChars: 1_234, thinkingChars: 0, reason: "Claude's answer stream broke (terminated)" });
+    const a: ActivityProgress = { kind: 'claude', type: 'callClaude', sinceMs: now - 2_000, attempt: 2, ...got };
+    expect(liveText(claudeStatusOf(a), 0, now, 100)).toBe(
+      `${SPINNER_FRAMES[0]} claude's answer was cut off, asking again (attempt 2) (2s)`,
+    );
+    expect(lostLine(got.lost!)).toBe(
+      "✗ claude's answer was cut off (attempt 1; 1,234 characters of text dropped: Claude's answer stream broke (terminated)); asking again",
+    );
+  });
+
+  test("an earlier attempt that streamed nothing lost nothing; the current attempt's details are not a loss", () => {
+    expect(claudeProgressOf({ turn: 1, outputChars: 0, partialText: '', attempt: 1, thinkingChars: 0 }, second).lost).toBeUndefined();
+    expect(claudeProgressOf({ turn: 1, outputChars: 10, partialText: 'new text', attempt: 2 }, second)).toMatchObject({
+      partialText: 'new text',
+    });
+    expect(claudeProgressOf({ turn: 1, outputChars: 10, partialText: 'new text', attempt: 2 }, second).lost).toBeUndefined();
+    expect(lostLine({ attempt: 3, outputChars: 0, thinkingChars: 40, reason: '' })).toBe(
+      "✗ claude's answer was cut off (attempt 3; 40 of thinking dropped); asking again",
+    );
   });
 });

@@ -78,6 +78,48 @@ describe('script files', () => {
     expect(err.message).toContain('<inline script>');
   });
 
+  test('stream faults need after_events; only stream_error takes a body; after_events is for stream faults only', () => {
+    const err = scriptError(() =>
+      parseScript({
+        responses: [
+          { error: { kind: 'stream_cut' } },
+          { error: { kind: 'stream_cut', after_events: 3, body: { type: 'error' } } },
+          { error: { kind: 'stream_error', after_events: 3, status: 529 } },
+          { error: { kind: 'hang', after_events: 3 } },
+          { error: { kind: 'stream_cut', after_events: -1 } },
+        ],
+      }),
+    );
+    expect(err.issues).toEqual([
+      { path: 'responses[0].error.after_events', message: 'kind "stream_cut" needs "after_events" (SSE events sent first)' },
+      { path: 'responses[1].error.body', message: '"body" has no meaning for kind "stream_cut"' },
+      { path: 'responses[2].error.status', message: '"status" has no meaning for kind "stream_error"' },
+      { path: 'responses[3].error.after_events', message: '"after_events" has no meaning for kind "hang"' },
+      expect.objectContaining({ path: 'responses[4].error.after_events' }),
+    ]);
+    const ok = parseScript({
+      responses: [
+        {
+          error: {
+            kind: 'stream_error',
+            after_events: 5,
+            body: { type: 'error', error: { type: 'overloaded_error', message: 'x' } },
+            times: 2,
+          },
+        },
+        { content: [{ type: 'text', text: 'ok' }] },
+      ],
+    });
+    expect(ok.responses[0]).toEqual({
+      error: {
+        kind: 'stream_error',
+        after_events: 5,
+        body: { type: 'error', error: { type: 'overloaded_error', message: 'x' } },
+        times: 2,
+      },
+    });
+  });
+
   test('not JSON, a missing file, and a missing "responses" are reported with the file name', () => {
     const notJson = writeScript('broken.json', '{"responses": [');
     expect(() => loadScript(notJson)).toThrow(new RegExp(`Model-server script ${notJson} is not valid JSON`));

@@ -309,6 +309,111 @@ describe('scripted Messages API server', () => {
     });
   });
 
+  describe('broken streams (C27)', () => {
+    // A tool_use whose JSON input streams as many input_json_delta events.
+    const bigInput = { command: `printf '%s' '${'y'.repeat(4_000)}' > big.txt` };
+    const answer = {
+      content: [
+        { type: 'text', text: 'Writing the file now.' },
+        { type: 'tool_use', name: 'bash', input: bigInput },
+      ],
+    };
+    /** The SSE events of one streamed request, by type, and how it ended. */
+    async function streamOnce(client: Anthropic): Promise<{ types: string[]; json: string; outcome: unknown }> {
+      const stream = client.messages.stream(request([task]));
+      const types: string[] = [];
+      let json = '';
+      stream.on('streamEvent', (e) => types.push(e.type));
+      stream.on('inputJson', (delta) => {
+        json += delta;
+      });
+      const outcome = await stream.finalMessage().catch((err: unknown) => err);
+      return { types, json, outcome };
+    }
+
+    test('stream_cut closes the socket inside a large tool_use: the SDK rejects, no message_stop; served `times` times, then the answer', async () => {
+      const server = await start({ responses: [{ error: { kind: 'stream_cut', after_events: 12, times: 2 } }, answer] });
+      const client = clientFor(server);
+      for (let i = 0; i < 2; i++) {
+        const { types, json, outcome } = await streamOnce(client);
+        // message_start + 3 events of the text block + content_block_start of the tool_use + 7 of its input deltas (ping is not an event to the SDK).
+        expect(types).toHaveLength(11);
+        expect(types.slice(-2)).toEqual(['content_block_delta', 'content_block_delta']);
+        expect(types).not.toContain('message_stop');
+        expect(json.length).toBeGreaterThan(0);
+        expect(json.length).toBeLessThan(JSON.stringify(bigInput).length);
+        // SDK 1.14: the dropped socket surfaces as a bare AnthropicError ("terminated"), not an APIConnectionError.
+        expect(outcome).toBeInstanceOf(Anthropic.AnthropicError);
+        expect(outcome).not.toBeInstanceOf(Anthropic.APIError);
+        expect((outcome as Error).message).toMatch(/terminated/);
+      }
+      const { outcome } = await streamOnce(client);
+      expect((outcome as Anthropic.Message).content[1]).toMatchObject({ type: 'tool_use', input: bigInput });
+      expect(server.requests().map((r) => [r.response.kind, r.response.status, r.attempt])).toEqual([
+        ['stream_cut', 200, 1],
+        ['stream_cut', 200, 2],
+        ['message', 200, 3],
+      ]);
+    });
+
+    test('stream_error sends `event: error` (overloaded by default, or the scripted body) after N events, then ends', async () => {
+      const custom = { type: 'error', error: { type: 'api_error', message: 'Internal server error mid-stream' } };
+      const server = await start({
+        responses: [
+          { error: { kind: 'stream_error', after_events: 4 } },
+          { error: { kind: 'stream_error', after_events: 4, body: custom } },
+          answer,
+        ],
+      });
+      const client = clientFor(server);
+      const first = await streamOnce(client);
+      expect(first.types).toEqual(['message_start', 'content_block_start', 'content_block_delta']);
+      expect(first.outcome).toBeInstanceOf(Anthropic.APIError);
+      expect(first.outcome).toMatchObject({
+        status: undefined,
+        type: 'overloaded_error',
+        error: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } },
+      });
+      const second = await streamOnce(client);
+      expect(second.outcome).toMatchObject({ status: undefined, type: 'api_error', error: custom });
+      expect(((await streamOnce(client)).outcome as Anthropic.Message).stop_reason).toBe('tool_use');
+      expect(server.requests().map((r) => r.response.kind)).toEqual(['stream_error', 'stream_error', 'message']);
+    });
+
+    test('after_events past the end still withholds message_stop; delta_delay_ms paces the cut stream too', async () => {
+      const server = await start({
+        responses: [{ error: { kind: 'stream_cut', after_events: 10_000 } }, { ...answer, delta_delay_ms: 30 }],
+      });
+      const started = Date.now();
+      const { types, outcome } = await streamOnce(clientFor(server));
+      expect(types.at(-1)).toBe('message_delta');
+      expect(types).not.toContain('message_stop');
+      expect(outcome).toBeInstanceOf(Anthropic.AnthropicError);
+      // 2 text deltas + 251 input deltas, 30 ms each.
+      expect(Date.now() - started).toBeGreaterThanOrEqual(30 * 200);
+    }, 20_000);
+
+    test('a non-streamed request: stream_cut drops the connection mid-body, stream_error is the HTTP error of its type', async () => {
+      const server = await start({
+        responses: [{ error: { kind: 'stream_cut', after_events: 3 } }, { error: { kind: 'stream_error', after_events: 3 } }, answer],
+      });
+      const client = clientFor(server);
+      // The status line came, so the SDK does not call it a connection error: fetch's body read fails ("terminated").
+      expect(await caught(client.messages.create(request([task])))).toMatchObject({ message: expect.stringMatching(/terminated/) });
+      expect(await caught(client.messages.create(request([task])))).toBeInstanceOf(OverloadedError);
+      expect((await client.messages.create(request([task]))).stop_reason).toBe('tool_use');
+    });
+
+    test('a stream fault in a step without a message entry gets the past-the-end 500', async () => {
+      const server = await start({ responses: [answer, { error: { kind: 'stream_cut', after_events: 3 } }] });
+      const client = clientFor(server);
+      const first = await client.messages.create(request([task]));
+      const err = await caught(client.messages.stream(request([task, first, toolResults(first)])).finalMessage());
+      expect(err).toBeInstanceOf(InternalServerError);
+      expect((err as Error).message).toContain('stream_cut but no message entry');
+    });
+  });
+
   describe('credentials and the request log', () => {
     const oneStep: ScriptFile = { responses: [{ content: [{ type: 'text', text: 'hello' }] }] };
     const body = JSON.stringify(request([task]));
