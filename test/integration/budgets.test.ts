@@ -46,7 +46,9 @@ function sum(...us: ScriptUsage[]): Usage {
 }
 
 /** The default model's prices (the run's input names no model): $3 / $15 per MTok, cache write $3.75, read $0.30. */
-const PRICES = BUILTIN_MODELS['claude-sonnet-5-5']!.prices!;
+/** The model these runs use: its prices ($3 / $15 / $3.75 / $0.30) make the figures below. */
+const MODEL = 'claude-sonnet-4-5';
+const PRICES = BUILTIN_MODELS[MODEL]!.prices!;
 
 /** Waits until the run is paused on a budget and returns its status. */
 async function budgetPause(bed: TestBed, handle: Run, timeoutMs = 30_000) {
@@ -71,7 +73,10 @@ describe('budgets', () => {
     bed = await TestBed.create({
       script: { responses: [ask('toolu_1', 'export KEPT=yes', u[0]!), ask('toolu_2', 'echo $KEPT', u[1]!), done('all done', u[2]!)] },
     });
-    const handle = await bed.start({ task: 'two commands', approval: 'auto', maxTurns: 2, onBudget: 'pause' }, 'budget-turns-extend');
+    const handle = await bed.start(
+      { model: MODEL, task: 'two commands', approval: 'auto', maxTurns: 2, onBudget: 'pause' },
+      'budget-turns-extend',
+    );
     const paused = await budgetPause(bed, handle);
     expect(paused.pause).toEqual({ reason: 'budget', budget: 'turns', limit: 2, used: 2, at: expect.any(String) });
     expect(paused.turns).toBe(2);
@@ -110,7 +115,10 @@ describe('budgets', () => {
       script: { responses: [ask('toolu_1', 'true', u[0]!), ask('toolu_2', 'true', u[1]!), done('tokens done', u[2]!)] },
     });
     // 600 tokens a turn: within 1,000 after one, spent after two.
-    const handle = await bed.start({ task: 'count tokens', approval: 'auto', maxTokensTotal: 1_000, onBudget: 'pause' }, 'budget-tokens');
+    const handle = await bed.start(
+      { model: MODEL, task: 'count tokens', approval: 'auto', maxTokensTotal: 1_000, onBudget: 'pause' },
+      'budget-tokens',
+    );
     const paused = await budgetPause(bed, handle);
     expect(paused.pause).toMatchObject({ reason: 'budget', budget: 'tokens', limit: 1_000, used: 1_200 });
     expect(paused.turns).toBe(2);
@@ -163,7 +171,10 @@ describe('budgets', () => {
     // $0.0285 a turn at $3 / $15 / $3.75 / $0.30: within $0.05 after one, spent after two.
     const u = usage(1_000, 1_000, 2_000, 10_000);
     bed = await TestBed.create({ script: { responses: [ask('toolu_1', 'true', u), ask('toolu_2', 'true', u), done('never', u)] } });
-    const handle = await bed.start({ task: 'spend', approval: 'auto', maxCostUsd: 0.05, onBudget: 'pause' }, 'budget-cost-cancel');
+    const handle = await bed.start(
+      { model: MODEL, task: 'spend', approval: 'auto', maxCostUsd: 0.05, onBudget: 'pause' },
+      'budget-cost-cancel',
+    );
     const paused = await budgetPause(bed, handle);
     expect(paused.pause).toMatchObject({ reason: 'budget', budget: 'cost', limit: 0.05 });
     expect(paused.pause!.used).toBeCloseTo(0.057, 12);
@@ -181,7 +192,10 @@ describe('budgets', () => {
   test('duration: workflow time since the start counts; extend --duration goes on', async () => {
     const u = usage(10, 10, 0, 0);
     bed = await TestBed.create({ script: { responses: [ask('toolu_1', 'sleep 3', u), done('slept', u)] } });
-    const handle = await bed.start({ task: 'take time', approval: 'auto', maxDuration: 2_000, onBudget: 'pause' }, 'budget-duration');
+    const handle = await bed.start(
+      { model: MODEL, task: 'take time', approval: 'auto', maxDuration: 2_000, onBudget: 'pause' },
+      'budget-duration',
+    );
     const paused = await budgetPause(bed, handle);
     expect(paused.pause).toMatchObject({ reason: 'budget', budget: 'duration', limit: 2_000 });
     expect(paused.pause!.used).toBeGreaterThanOrEqual(3_000);
@@ -194,7 +208,10 @@ describe('budgets', () => {
   test("onBudget 'end' ends the run with the budget's status, as before budgets paused", async () => {
     const u = usage(1_000, 1_000, 2_000, 10_000);
     bed = await TestBed.create({ script: { responses: [ask('toolu_1', 'true', u), ask('toolu_2', 'true', u), done('never', u)] } });
-    const turns = await bed.start({ task: 'end on turns', approval: 'auto', maxTurns: 1, onBudget: 'end' }, 'budget-end-turns');
+    const turns = await bed.start(
+      { model: MODEL, task: 'end on turns', approval: 'auto', maxTurns: 1, onBudget: 'end' },
+      'budget-end-turns',
+    );
     expect(await turns.result()).toEqual({
       status: 'max_turns',
       turns: 1,
@@ -202,14 +219,17 @@ describe('budgets', () => {
       costUsd: expect.any(Number),
       error: 'the turn budget of 1 model calls is spent',
     });
-    const cost = await bed.start({ task: 'end on cost', approval: 'auto', maxCostUsd: 0.05, onBudget: 'end' }, 'budget-end-cost');
+    const cost = await bed.start(
+      { model: MODEL, task: 'end on cost', approval: 'auto', maxCostUsd: 0.05, onBudget: 'end' },
+      'budget-end-cost',
+    );
     expect(await cost.result()).toMatchObject({
       status: 'max_cost',
       turns: 2,
       error: expect.stringMatching(/cost budget of \$0.05 is spent/),
     });
     // No onBudget at all (runs from other clients, and every run started before budgets paused) ends too.
-    const tokens = await bed.start({ task: 'end on tokens', approval: 'auto', maxTokensTotal: 100 });
+    const tokens = await bed.start({ model: MODEL, task: 'end on tokens', approval: 'auto', maxTokensTotal: 100 });
     expect(await tokens.result()).toMatchObject({ status: 'max_tokens_total', turns: 1 });
   });
 
@@ -218,7 +238,9 @@ describe('budgets', () => {
     bed = await TestBed.create({ script: { responses: [ask('toolu_1', 'true', u), done('cli done', u)] } });
     const a = bed.address;
     const id = `budget-cli-${Date.now()}`;
-    expect((await cli(a, 'start', 'one', 'turn', '--id', id, '--approval', 'auto', '--max-turns', '1', '--json')).code).toBe(0);
+    expect(
+      (await cli(a, 'start', 'one', 'turn', '--model', MODEL, '--id', id, '--approval', 'auto', '--max-turns', '1', '--json')).code,
+    ).toBe(0);
     const status = await waitFor('paused on a budget', async () => {
       const s = JSON.parse((await cli(a, 'status', id, '--json')).stdout) as Record<string, unknown> & { status: string };
       return s.status === 'paused' ? s : null;
