@@ -37,7 +37,7 @@ function prefixOf(body: unknown): { system: unknown; tools: unknown; messages: u
 
 /**
  * Every request extends the one before it: the same system and tools, and the earlier
- * request's messages as the first messages of the later one, byte for byte (C28).
+ * request's messages as the first messages of the later one, byte for byte, across worker kills too.
  */
 function expectAppendOnly(requests: LoggedRequest[]): void {
   for (let i = 1; i < requests.length; i++) {
