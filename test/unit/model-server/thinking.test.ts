@@ -142,10 +142,12 @@ describe('signed thinking blocks', () => {
       const server = await start(script);
       const client = clientFor(server);
       const first = await client.messages.create(body([task]));
-      const blocks = structuredClone(first.content) as unknown as Block[];
-      expect(await refused(client, body(followUp(first, tamper(blocks))))).toContain(expected);
+      // Each call tampers a fresh copy of the answer: a tamper that toggles a
+      // character would otherwise undo itself on the second call.
+      const fresh = (): Block[] => structuredClone(first.content) as unknown as Block[];
+      expect(await refused(client, body(followUp(first, tamper(fresh()))))).toContain(expected);
       // Refused with thinking off too: a signature is checked whenever a block is sent back.
-      expect(await refused(client, body(followUp(first, tamper(structuredClone(blocks))), { thinking: { type: 'disabled' } }))).toContain(
+      expect(await refused(client, body(followUp(first, tamper(fresh())), { thinking: { type: 'disabled' } }))).toContain(
         expected,
       );
     }
