@@ -1,9 +1,9 @@
 /**
- * `npm run docs`: writes the README's table of defaults, limits and status
+ * `npm run docs`: writes the table of defaults, limits and status
  * values, between `<!-- facts:start -->` and `<!-- facts:end -->`, from the
  * code that defines them (src/config.ts, the contract's lists and input
- * schema, the settings, the error mapping), so the README cannot drift
- * from them. `--check` writes nothing and exits 1 when README.md is out of
+ * schema, the settings, the error mapping), so the docs cannot drift
+ * from them (docs/configuration.md, "Defaults and limits"). `--check` writes nothing and exits 1 when that page is out of
  * date (test/unit/readme-facts.test.ts does the same check in the suite).
  */
 import { COMPACTED_SHARE, KEEP_RECENT_MESSAGES, NEAR_WINDOW_SHARE } from '../activities/context-window';
@@ -284,7 +284,7 @@ export function facts(): Fact[] {
       source: '`DEV_SERVER_PORT` (src/devserver.ts)',
     },
     {
-      what: "dynamic config of every dev server the project starts (`server`, the demo, tests, benchmarks; Temporal's own default: 20 transfer-queue reads per second per shard); see [Performance](#performance)",
+      what: "dynamic config of every dev server the project starts (`server`, the demo, tests, benchmarks; Temporal's own default: 20 transfer-queue reads per second per shard); see [Performance](performance.md)",
       default: Object.entries(DEV_SERVER_DYNAMIC_CONFIG)
         .map(([k, v]) => `\`${k}=${v}\``)
         .join(', '),
@@ -307,31 +307,31 @@ export function factsTable(rows: Fact[] = facts()): string {
 }
 
 /**
- * The README with the table between the markers replaced by `table`.
+ * The page with the table between the markers replaced by `table`.
  * @throws Error when the markers are missing or out of order
  */
 export function withFacts(readme: string, table: string = factsTable()): string {
   const start = readme.indexOf(FACTS_START);
   const end = readme.indexOf(FACTS_END);
-  if (start < 0 || end < start) throw new Error(`README.md has no ${FACTS_START} … ${FACTS_END} section`);
+  if (start < 0 || end < start) throw new Error(`docs/configuration.md has no ${FACTS_START} … ${FACTS_END} section`);
   return `${readme.slice(0, start + FACTS_START.length)}\n${table}\n${readme.slice(end)}`;
 }
 
-/** Where the README is. */
-export const README_PATH = path.join(PROJECT_ROOT, 'README.md');
+/** The page that holds the facts table. */
+export const FACTS_PATH = path.join(PROJECT_ROOT, 'docs', 'configuration.md');
 
 if (require.main === module) {
-  const before = readFileSync(README_PATH, 'utf8');
+  const before = readFileSync(FACTS_PATH, 'utf8');
   const after = withFacts(before);
   if (process.argv.includes('--check')) {
     if (after !== before) {
-      process.stderr.write('README.md is out of date with the code: run `npm run docs`\n');
+      process.stderr.write('docs/configuration.md is out of date with the code: run `npm run docs`\n');
       process.exit(1);
     }
   } else if (after !== before) {
-    writeFileSync(README_PATH, after);
-    process.stdout.write('README.md: defaults and limits rewritten from the code\n');
+    writeFileSync(FACTS_PATH, after);
+    process.stdout.write('docs/configuration.md: defaults and limits rewritten from the code\n');
   } else {
-    process.stdout.write('README.md: defaults and limits already up to date\n');
+    process.stdout.write('docs/configuration.md: defaults and limits already up to date\n');
   }
 }

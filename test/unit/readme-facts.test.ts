@@ -1,20 +1,20 @@
 /**
- * The README's table of defaults, limits and status values is the one
+ * The table of defaults, limits and status values is the one
  * `npm run docs` writes from the code (src/scripts/readme-facts.ts): this
- * fails when a constant changed and README.md was not regenerated.
+ * fails when a constant changed and docs/configuration.md was not regenerated.
  */
 import { readFileSync } from 'node:fs';
 import { DEFAULT_MAX_TURNS, DEFAULT_MODEL } from '../../src/config';
 import { FINAL_STATUSES, OPEN_STATUSES } from '../../src/contract';
 import { agentRunInputSchema } from '../../src/contract/input';
-import { FACTS_END, FACTS_START, README_PATH, factsTable, withFacts } from '../../src/scripts/readme-facts';
+import { FACTS_END, FACTS_START, FACTS_PATH, factsTable, withFacts } from '../../src/scripts/readme-facts';
 
-const readme = readFileSync(README_PATH, 'utf8');
+const readme = readFileSync(FACTS_PATH, 'utf8');
 
-test('README.md holds the facts table, as npm run docs writes it from the code', () => {
+test('docs/configuration.md holds the facts table, as npm run docs writes it from the code', () => {
   expect(readme).toContain(FACTS_START);
   expect(readme).toContain(FACTS_END);
-  // Out of date: run `npm run docs` and commit README.md.
+  // Out of date: run `npm run docs` and commit docs/configuration.md.
   expect(withFacts(readme)).toBe(readme);
 });
 

@@ -40,15 +40,15 @@ function commandText(s: Service | undefined): string {
 }
 
 /**
- * The environment variable names the README's Configuration table
+ * The environment variable names the Configuration table of docs/configuration.md
  * documents: every backticked name in its first column, and the prefixes
  * it documents as `NAME*` (`TEMPORAL_TLS*`).
  */
-export function documentedEnvNames(readme: string = readFileSync(path.join(ROOT, 'README.md'), 'utf8')): {
+export function documentedEnvNames(readme: string = readFileSync(path.join(ROOT, 'docs', 'configuration.md'), 'utf8')): {
   names: Set<string>;
   prefixes: string[];
 } {
-  const section = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('## Running for real'));
+  const section = readme.slice(readme.indexOf('## Configuration'));
   const names = new Set<string>();
   const prefixes: string[] = [];
   for (const line of section.split('\n')) {
@@ -133,7 +133,7 @@ export function composeMismatches(composeText: string): string[] {
   const sources = readers.map((f) => readFileSync(f, 'utf8')).join('\n');
   for (const name of Object.keys(wenv)) {
     if (!documented.names.has(name) && !documented.prefixes.some((prefix) => name.startsWith(prefix)))
-      out.push(`the worker sets ${name}, which the README's Configuration table does not list`);
+      out.push(`the worker sets ${name}, which docs/configuration.md's Configuration table does not list`);
     if (name.startsWith('AGENT_JOBS_') && !sources.includes(`'${name}'`) && !sources.includes(`env.${name}`))
       out.push(`the worker sets ${name}, which neither src/settings.ts nor src/cli reads`);
   }

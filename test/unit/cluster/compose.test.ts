@@ -79,7 +79,7 @@ const MUTATIONS: Array<[string, () => string, RegExp]> = [
   [
     'a worker setting nobody reads',
     () => mutate('TEMPORAL_UI_URL:', 'AGENT_JOBS_UI_URL:'),
-    /AGENT_JOBS_UI_URL, which the README's Configuration table does not list/,
+    /AGENT_JOBS_UI_URL, which docs\/configuration.md's Configuration table does not list/,
   ],
 ];
 
