@@ -7,12 +7,19 @@
  * 2. With ANTHROPIC_API_KEY set, talks to Claude; without one, starts the
  *    scripted Messages API server on `examples/demo-script.json` and says so.
  * 3. Starts a worker, prepares a scratch workspace, starts the run through
- *    the CLI (`agent-jobs start`), follows it live, and approves the command
- *    that needs approval through the CLI (`agent-jobs approve`).
- * 4. Prints the result and where to see the run in the Temporal UI.
+ *    the CLI (`agent-jobs start --approval policy`) and follows it live. A
+ *    command that needs approval is approved through the CLI (`agent-jobs
+ *    approve`) when the answers are scripted; with a real key the person at
+ *    the terminal decides each one at `watch`'s prompt, and without a
+ *    terminal the demo stops there, leaves the run waiting and prints how to
+ *    decide (it never approves Claude's own commands unattended).
+ * 4. Checks the effect, not the answer: the run must have completed and
+ *    total.txt must hold 55; otherwise it exits 1 and says what is missing.
+ *    Prints whether bash ran in the sandbox, the result, and where to see
+ *    the run in the Temporal UI.
  */
 import { spawn, execFile } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
@@ -22,12 +29,19 @@ import { DEV_SERVER_PORT, pidFile, serverAnswers, startDevServer, stopCommand } 
 import { startModelServer, type ModelServer } from './model-server';
 import { PROJECT_ROOT, dataDir } from './settings';
 import { waitForWorker } from './cli/runs';
+import { resolveSandbox, sandboxModeFromEnv } from './session/sandbox';
 import { CliError } from './cli/errors';
 
 const run = promisify(execFile);
 const CLI = path.join(PROJECT_ROOT, 'bin', 'agent-jobs.js');
 const label = process.stdout.isTTY ? '\x1b[1mdemo:\x1b[0m' : 'demo:';
 const say = (line: string): void => void process.stdout.write(`${label} ${line}\n`);
+
+/** What total.txt must hold when the task was done (the sum of 1..10). */
+const EXPECTED_TOTAL = '55';
+
+/** The demo stopped at a command only a person may approve, and left the run waiting for them. */
+class LeftForHuman extends Error {}
 
 const TASK =
   'In this workspace, add up the numbers in numbers.txt, write the total to total.txt, ' +
@@ -48,8 +62,15 @@ async function main(): Promise<void> {
 
   // 2. The model
   const workerEnv: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: address };
-  if (process.env.ANTHROPIC_API_KEY) {
+  const realKey = Boolean(process.env.ANTHROPIC_API_KEY);
+  const terminal = Boolean(process.stdin.isTTY && process.stdout.isTTY);
+  if (realKey) {
     say('ANTHROPIC_API_KEY is set: this run talks to Claude (the real API).');
+    say(
+      terminal
+        ? '  Plain read-only commands run unasked; you decide every other one here, at the prompt ([a]pprove / [d]eny / [e]dit).'
+        : '  No terminal to ask you at: the demo stops at the first command that needs approval and prints how to decide it.',
+    );
   } else {
     const model: ModelServer = await startModelServer({
       script: path.join(PROJECT_ROOT, 'examples', 'demo-script.json'),
@@ -61,6 +82,8 @@ async function main(): Promise<void> {
     workerEnv.ANTHROPIC_BASE_URL = model.url;
     workerEnv.ANTHROPIC_API_KEY = 'scripted-demo-key';
   }
+
+  say(sandboxLine(workerEnv));
 
   // 3. A worker, a workspace, the run
   const logFile = path.join(dataDir(), 'demo-worker.log');
@@ -106,13 +129,26 @@ async function main(): Promise<void> {
   say(`$ agent-jobs start "${TASK}" --approval policy`);
   say(`run ${workflowId} started; following it live:\n`);
 
-  // Approve each command that waits, through the CLI, as a person would, once the watcher has shown it.
+  // Scripted answers: approve each command that waits, through the CLI, as a person would, once the watcher has shown it.
+  // A real key: the person decides at watch's prompt, or (no terminal) the demo leaves the run waiting for them.
   const final = await watchRun(client, workflowId, {
     json: false,
     intervalMs: 500,
+    prompt: realKey && terminal,
     // --sha binds the approval to the command the watcher showed: without it, approve decides whatever waits when it runs.
     onPendingApproval: async (pending) => {
       const sha = shortHash(pending.commandSha256);
+      if (realKey) {
+        if (terminal) return;
+        throw new LeftForHuman(
+          `run ${workflowId} waits for your decision on the command above; nothing was approved for you, and the run stays open.\n` +
+            `  a worker must run to decide and go on (this demo's stops now): ANTHROPIC_API_KEY=... npx agent-jobs worker &\n` +
+            `  approve: npx agent-jobs approve ${workflowId} --sha ${sha}\n` +
+            `  deny:    npx agent-jobs deny ${workflowId} --sha ${sha} --reason "..."\n` +
+            `  follow:  npx agent-jobs watch ${workflowId}   (on a terminal it asks you at each command)\n` +
+            `  end it:  npx agent-jobs cancel ${workflowId}`,
+        );
+      }
       say(`$ agent-jobs approve ${workflowId} --sha ${sha} --reason "demo: looks safe" --by demo`);
       const out = await run(process.execPath, [CLI, 'approve', workflowId, '--sha', sha, '--reason', 'demo: looks safe', '--by', 'demo'], {
         env: cliEnv,
@@ -124,11 +160,39 @@ async function main(): Promise<void> {
 
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   process.stdout.write('\n');
-  say(`finished: ${final.status} in ${final.turns} turns; demo wall time ${seconds} s`);
+  const problem = final.status === 'completed' ? workspaceProblem(workspace) : `the run ended ${final.status}, not completed`;
+  if (problem) {
+    say(`FAILED: ${problem}; whatever the final answer says, the task was not done (demo wall time ${seconds} s)`);
+    say(`  what the commands printed: npx agent-jobs transcript ${workflowId}; the worker's log: data/demo-worker.log`);
+    process.exitCode = 1;
+  } else {
+    say(`finished: completed in ${final.turns} turns, total.txt holds ${EXPECTED_TOTAL} (checked); demo wall time ${seconds} s`);
+  }
   say(`see the run in the Temporal UI: ${uiUrl}`);
   say(`workspace with the files the agent wrote: ${path.relative(process.cwd(), workspace)}`);
   say(stopLine(startedServer));
-  if (final.status !== 'completed') process.exitCode = 1;
+}
+
+/** Why the workspace does not show the task done (total.txt holds the sum), or null when it does. */
+function workspaceProblem(workspace: string): string | null {
+  let total: string;
+  try {
+    total = readFileSync(path.join(workspace, 'total.txt'), 'utf8').trim();
+  } catch {
+    return `the workspace has no total.txt (the commands that write it did not run)`;
+  }
+  return total === EXPECTED_TOTAL ? null : `total.txt holds ${JSON.stringify(total.slice(0, 40))}, not ${EXPECTED_TOTAL}`;
+}
+
+/** Whether the worker's bash will run in the sandbox, decided as the worker decides it (same environment, same probe). */
+function sandboxLine(env: NodeJS.ProcessEnv): string {
+  try {
+    const { mode } = resolveSandbox(sandboxModeFromEnv(env));
+    if (mode === 'bwrap') return 'sandbox: bwrap (bash sees only its workspace, no network)';
+    return 'sandbox: OFF (no working bwrap, or AGENT_JOBS_SANDBOX=none): bash sees whatever its user may read; see docs/security.md';
+  } catch (err) {
+    return `sandbox: ${err instanceof Error ? err.message : String(err)}`;
+  }
 }
 
 /** Where the dev server came from and how to stop it. */
@@ -149,6 +213,13 @@ let startedRun: string | null = null;
 
 main()
   .catch(async (err: unknown) => {
+    if (err instanceof LeftForHuman) {
+      process.exitCode = 2;
+      process.stdout.write(`\n`);
+      say(err.message);
+      say(stopLine(startedServer));
+      return;
+    }
     process.exitCode = 1;
     process.stderr.write(`demo failed: ${err instanceof Error ? err.message : String(err)}\n`);
     if (err instanceof CliError && err.hint) process.stderr.write(`  hint: ${err.hint}\n`);

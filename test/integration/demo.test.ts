@@ -5,42 +5,133 @@
  * server, approves through the CLI and leaves the server running. A fresh
  * server lists a new worker among its pollers only after a second or so; the
  * demo once failed on exactly that, every time it started the server itself.
+ *
+ * It claims a success only from the workspace (issue 20): with commands
+ * refused it exits 1 whatever the scripted answer says, and with a real key
+ * (here: a key and a base URL of a scripted server, which the demo cannot
+ * tell from Claude) it never approves Claude's commands unattended.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { Client, Connection } from '@temporalio/client';
 import { freePort, serverAnswers } from '../../src/devserver';
+import { startModelServer } from '../../src/model-server';
 
 const ROOT = path.resolve(__dirname, '../..');
+const CLI = path.join(ROOT, 'bin', 'agent-jobs.js');
 const run = promisify(execFile);
 
+interface Demo {
+  address: string;
+  port: number;
+  data: string;
+  env: NodeJS.ProcessEnv;
+}
+
+/** A data folder and a free port for one demo; always stops the dev server it started and removes the folder. */
+async function withDemo(body: (d: Demo) => Promise<void>, extraEnv: NodeJS.ProcessEnv = {}): Promise<void> {
+  const port = await freePort();
+  const address = `127.0.0.1:${port}`;
+  const data = mkdtempSync(path.join(tmpdir(), 'agent-jobs-demo-'));
+  const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: address, AGENT_JOBS_DATA_DIR: data };
+  delete env.ANTHROPIC_API_KEY;
+  delete env.ANTHROPIC_BASE_URL;
+  Object.assign(env, extraEnv);
+  try {
+    await body({ address, port, data, env });
+  } finally {
+    await run(process.execPath, [CLI, 'server', '--stop', '--port', String(port)], { env }).catch(() => undefined);
+    rmSync(data, { recursive: true, force: true });
+  }
+  expect(await serverAnswers(address)).toBe(false);
+}
+
+/** Runs the demo to its end; its exit code (0 when it succeeded) with what it printed. */
+async function demo(env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [path.join(ROOT, 'dist', 'demo.js')], { env, cwd: ROOT });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string };
+    return { code: e.code ?? -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
+}
+
+/** The one workspace the demo made under `data`. */
+function workspaceOf(data: string): string {
+  const root = path.join(data, 'workspaces');
+  const [only] = readdirSync(root);
+  return path.join(root, only!);
+}
+
 describe('npm run demo', () => {
-  test('on an address where no server answers: starts one, completes the run with an approval, says how to stop the server', async () => {
-    const port = await freePort();
-    const address = `127.0.0.1:${port}`;
-    const data = mkdtempSync(path.join(tmpdir(), 'agent-jobs-demo-'));
-    const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: address, AGENT_JOBS_DATA_DIR: data };
-    delete env.ANTHROPIC_API_KEY;
-    delete env.ANTHROPIC_BASE_URL;
-    try {
-      const { stdout } = await run(process.execPath, [path.join(ROOT, 'dist', 'demo.js')], { env, cwd: ROOT });
+  test('on an address where no server answers: starts one, completes the run with an approval, checks total.txt, says how to stop the server', async () => {
+    await withDemo(async ({ address, port, data, env }) => {
+      const { code, stdout, stderr } = await demo(env);
+      expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
       expect(stdout).toContain(`starting a Temporal dev server at ${address}`);
       expect(stdout).toMatch(/no ANTHROPIC_API_KEY: Claude's answers come from the SCRIPTED Messages API server/);
+      expect(stdout).toContain('sandbox: bwrap (bash sees only its workspace, no network)');
       expect(stdout).toMatch(
         /\$ agent-jobs approve demo-\d+ --sha [0-9a-f]{12} --reason "demo: looks safe" --by demo\ndemo: approved toolu_\w+ in demo-\d+/,
       );
-      expect(stdout).toMatch(/demo: finished: completed in \d+ turns/);
+      expect(stdout).toMatch(/demo: finished: completed in \d+ turns, total\.txt holds 55 \(checked\)/);
+      expect(readFileSync(path.join(workspaceOf(data), 'total.txt'), 'utf8').trim()).toBe('55');
       expect(stdout).toMatch(/see the run in the Temporal UI: http:\/\/localhost:\d+\/namespaces\/default\/workflows\/demo-\d+\//);
       expect(stdout).toContain(`stop it with: npx agent-jobs server --stop --port ${port}`);
       expect(await serverAnswers(address)).toBe(true);
-    } finally {
-      await run(process.execPath, [path.join(ROOT, 'bin', 'agent-jobs.js'), 'server', '--stop', '--port', String(port)], { env }).catch(
-        () => undefined,
+    });
+  });
+
+  // As root, bash runs as the session user, who cannot enter the 0700 data folder mkdtemp made; without the
+  // sandbox nothing binds the workspace in, so every command is refused, while the script still "answers" 55.
+  const asRoot = process.getuid?.() === 0 ? test : test.skip;
+  asRoot('with every command refused (no sandbox, a workspace its user cannot reach): says FAILED and exits 1', async () => {
+    await withDemo(
+      async ({ data, env }) => {
+        const { code, stdout } = await demo(env);
+        expect(stdout).toContain('sandbox: OFF');
+        expect(stdout).not.toMatch(/demo: finished: completed/);
+        expect(stdout).toMatch(/demo: FAILED: the workspace has no total\.txt \(the commands that write it did not run\)/);
+        expect(stdout).toMatch(/npx agent-jobs transcript demo-\d+/);
+        expect(code).toBe(1);
+        expect(existsSync(path.join(workspaceOf(data), 'total.txt'))).toBe(false);
+      },
+      { AGENT_JOBS_SANDBOX: 'none' },
+    );
+  });
+
+  test('with a key and no terminal: approves nothing, stops at the first command that needs approval, leaves the run waiting, exits 2', async () => {
+    const model = await startModelServer({ script: path.join(ROOT, 'examples', 'demo-script.json') });
+    try {
+      await withDemo(
+        async ({ address, data, env }) => {
+          const { code, stdout } = await demo(env);
+          expect(stdout).toContain('ANTHROPIC_API_KEY is set: this run talks to Claude');
+          expect(stdout).toContain('No terminal to ask you at');
+          expect(stdout).toMatch(/nothing was approved for you, and the run stays open/);
+          expect(stdout).toMatch(/approve: npx agent-jobs approve demo-\d+ --sha [0-9a-f]{12}/);
+          expect(stdout).not.toMatch(/\$ agent-jobs approve/);
+          expect(code).toBe(2);
+          // The read-only commands ran unasked under policy; the write waits, so total.txt does not exist.
+          expect(existsSync(path.join(workspaceOf(data), 'total.txt'))).toBe(false);
+          const workflowId = /approve (demo-\d+)/.exec(stdout)![1]!;
+          const connection = await Connection.connect({ address });
+          try {
+            const handle = new Client({ connection }).workflow.getHandle(workflowId);
+            expect((await handle.describe()).status.name).toBe('RUNNING');
+            await handle.terminate('test over');
+          } finally {
+            await connection.close();
+          }
+        },
+        { ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: model.url },
       );
-      rmSync(data, { recursive: true, force: true });
+    } finally {
+      await model.close();
     }
-    expect(await serverAnswers(address)).toBe(false);
   });
 });
