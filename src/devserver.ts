@@ -113,6 +113,8 @@ export interface DevServerOptions {
   detached?: boolean;
   /** Server log level. @default 'warn' */
   logLevel?: 'debug' | 'info' | 'warn' | 'error';
+  /** The codec server the web UI sends payloads to (`agent-jobs codec-server` prints it, token included). @default none */
+  uiCodecEndpoint?: string;
 }
 
 /** A started dev server. */
@@ -165,7 +167,10 @@ export function devServerArgs(options: DevServerOptions): string[] {
     '--ui-disable-news-fetch',
   ];
   if (options.headless) args.push('--headless');
-  else args.push('--ui-port', String(options.uiPort ?? port + 1000));
+  else {
+    args.push('--ui-port', String(options.uiPort ?? port + 1000));
+    if (options.uiCodecEndpoint) args.push('--ui-codec-endpoint', options.uiCodecEndpoint);
+  }
   if (options.dbFile) args.push('--db-filename', options.dbFile);
   for (const a of SEARCH_ATTRIBUTES) args.push('--search-attribute', `${a.name}=${a.type}`);
   const dynamicConfig = { ...(options.serverDefaults ? {} : DEV_SERVER_DYNAMIC_CONFIG), ...options.dynamicConfig };

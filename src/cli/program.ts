@@ -1,6 +1,7 @@
 /** The `agent-jobs` command program: one file per command under `commands/`. */
 import { Command } from 'commander';
 import { registerCancel } from './commands/cancel';
+import { registerCodecServer } from './commands/codec-server';
 import { registerDecide } from './commands/decide';
 import { registerExtend } from './commands/extend';
 import { registerList } from './commands/list';
@@ -35,5 +36,6 @@ export function buildProgram(): Command {
   registerServer(program);
   registerModels(program);
   registerModelServer(program);
+  registerCodecServer(program);
   return program;
 }

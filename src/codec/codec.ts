@@ -58,16 +58,20 @@ export class EncryptionCodec implements PayloadCodec {
   constructor(private readonly keys: CodecKeys) {}
 
   /** Encrypts each payload (a payload that is already encrypted is left as it is). */
-  async encode(payloads: Payload[]): Promise<Payload[]> {
-    return payloads.map((p) => (isEncrypted(p) ? p : this.encrypt(p)));
+  encode(payloads: Payload[]): Promise<Payload[]> {
+    return Promise.resolve(payloads.map((p) => (isEncrypted(p) ? p : this.encrypt(p))));
   }
 
   /**
    * Decrypts each encrypted payload; others pass through.
    * @throws CodecDecodeError when a payload names a key this process does not hold, or fails authentication
    */
-  async decode(payloads: Payload[]): Promise<Payload[]> {
-    return payloads.map((p) => (isEncrypted(p) ? this.decrypt(p) : p));
+  decode(payloads: Payload[]): Promise<Payload[]> {
+    try {
+      return Promise.resolve(payloads.map((p) => (isEncrypted(p) ? this.decrypt(p) : p)));
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
   /** One payload, encrypted with the current key. */

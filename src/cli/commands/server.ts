@@ -10,6 +10,7 @@ import { port } from '../parse';
 interface ServerOptions {
   port?: number;
   uiPort?: number;
+  uiCodecEndpoint?: string;
   db?: string;
   inMemory?: boolean;
   headless?: boolean;
@@ -92,6 +93,7 @@ export function registerServer(program: Command): void {
     .option('--db <file>', 'SQLite file that keeps runs across restarts (default: data/temporal.db)')
     .option('--in-memory', 'keep no database file (runs are lost when the server stops)')
     .option('--headless', 'no web UI')
+    .option('--ui-codec-endpoint <url>', 'the codec server the web UI decodes payloads with (what `agent-jobs codec-server` prints)')
     .option('--detach', 'start it in the background and return (stop it with --stop)')
     .option('--stop', 'stop the background server started with --detach on this port (only if the recorded pid is that server)')
     .option('--json', 'print {"address","uiUrl","pid","dbFile","logFile"}; with --stop, {"stopped","port","pid"}')
@@ -110,6 +112,7 @@ export function registerServer(program: Command): void {
         ...(opts.uiPort ? { uiPort: opts.uiPort } : {}),
         ...(dbFile ? { dbFile } : {}),
         headless: opts.headless === true,
+        ...(opts.uiCodecEndpoint ? { uiCodecEndpoint: opts.uiCodecEndpoint } : {}),
         detached: opts.detach === true,
       });
       const info = { address: server.address, uiUrl: server.uiUrl, pid: server.pid, dbFile, logFile: server.logFile };

@@ -164,7 +164,7 @@ describe('codec keys', () => {
     expect(() => readCodecKeys(path.join(dir, 'nope'))).toThrow(`codec keys ${path.join(dir, 'nope')}: no such file or directory`);
   });
 
-  test('a keys directory: one file per key, the id that sorts last encrypts', async () => {
+  test('a keys directory: one file per key, the id that sorts last encrypts', () => {
     const keys = path.join(dir, 'keys.d');
     mkdirSync(keys);
     writeFileSync(path.join(keys, '2026-11-01.key'), key());

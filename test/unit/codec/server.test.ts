@@ -74,7 +74,7 @@ test.each([
   ['the token with a suffix', { Authorization: `Bearer ${TOKEN}x` }],
 ])('%s: 401, nothing decoded', async (_what, headers) => {
   const [enc] = await codec.encode([defaultPayloadConverter.toPayload('secret')]);
-  const res = await post('/decode', { payloads: [json(enc!)] }, headers as Record<string, string>);
+  const res = await post('/decode', { payloads: [json(enc!)] }, headers);
   expect(res.status).toBe(401);
   expect(await res.text()).not.toContain('secret');
 });
