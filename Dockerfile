@@ -21,8 +21,10 @@ COPY bin ./bin
 COPY examples ./examples
 # Sessions run as the agent-jobs user inside bwrap (src/session/README.md);
 # the worker runs as root to switch to it. bwrap creates namespaces, which
-# Docker's default seccomp/AppArmor profiles forbid: allow that for the
-# container, or the worker falls back to sandbox none (it logs which).
+# Docker's defaults forbid: run the container with cap_add SYS_ADMIN and
+# security_opt apparmor=unconfined, systempaths=unconfined (docker-compose.yml
+# does), or the worker refuses to start; AGENT_JOBS_SANDBOX=none runs it
+# without the sandbox knowingly (docs/deploy.md, "Docker").
 RUN useradd --system --no-create-home --shell /usr/sbin/nologin agent-jobs
 ENV NODE_ENV=production \
     AGENT_JOBS_DATA_DIR=/data

@@ -27,6 +27,8 @@ import {
   makeNonDumpable,
   reapOrphanedSessions,
   resolveSandbox,
+  containerSandboxProblem,
+  type SandboxMode,
   sessionUserName,
   workerIsRoot,
 } from './session';
@@ -138,6 +140,8 @@ export async function startWorker(): Promise<RunningWorker> {
     sandboxMode = 'unavailable';
     logger.error(`${(err as Error).message}; no bash session can start on this worker`);
   }
+  const inContainer = containerSandboxProblem(sandboxMode as SandboxMode | 'unavailable');
+  if (inContainer) throw new Error(inContainer);
   if (sessionUser) logger.info(`bash sessions run as user ${sessionUser} (no capabilities), sandbox ${sandboxMode}`);
   else
     logger.warn(

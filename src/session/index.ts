@@ -56,5 +56,15 @@ export {
   workerIsRoot,
   type SessionIdentity,
 } from './identity';
-export { findBwrap, resolveSandbox, sandboxedSpawnArgs, sandboxModeFromEnv, type SandboxMode, type SandboxOptions } from './sandbox';
+export {
+  containerName,
+  containerSandboxProblem,
+  findBwrap,
+  resolveSandbox,
+  sandboxedSpawnArgs,
+  sandboxModeFromEnv,
+  type HostProbe,
+  type SandboxMode,
+  type SandboxOptions,
+} from './sandbox';
 export { InvalidCommandError, InvalidSessionOptionError, SessionClosedError, SessionError, SessionStartError } from './errors';

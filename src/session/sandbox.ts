@@ -319,3 +319,57 @@ export function unreachableAncestor(dir: string, id: SessionIdentity | null): st
   for (const a of [...ancestors(path.resolve(dir)), path.resolve(dir)]) if (!searchable(a, id)) return a;
   return undefined;
 }
+
+/** What {@link containerName} looks at; tests give their own. */
+export interface HostProbe {
+  exists(path: string): boolean;
+  read(path: string): string | null;
+  env: NodeJS.ProcessEnv;
+}
+
+const realProbe: HostProbe = {
+  exists: (p) => fs.existsSync(p),
+  read: (p) => {
+    try {
+      return fs.readFileSync(p, 'utf8');
+    } catch {
+      return null;
+    }
+  },
+  env: process.env,
+};
+
+/**
+ * The container runtime this process runs in, or null: Docker (`/.dockerenv`),
+ * Podman (`/run/.containerenv`), systemd's `container` variable, or a
+ * cgroup path of docker, containerd, kubepods or libpod in `/proc/1/cgroup`.
+ */
+export function containerName(probe: HostProbe = realProbe): string | null {
+  if (probe.exists('/.dockerenv')) return 'docker';
+  if (probe.exists('/run/.containerenv')) return 'podman';
+  if (probe.env.container) return probe.env.container;
+  const cgroup = probe.read('/proc/1/cgroup') ?? '';
+  const m = /\b(docker|containerd|kubepods|libpod|lxc)\b/.exec(cgroup);
+  return m ? m[1]! : null;
+}
+
+/**
+ * Why a worker must not start: in a container, with no working sandbox,
+ * unless `AGENT_JOBS_SANDBOX=none` says so explicitly (Docker's defaults
+ * forbid the namespaces bwrap needs, and a worker that fell back to no
+ * sandbox there would run every command with the container's whole view;
+ * docs/deploy.md, "Docker", gives the settings that allow bwrap).
+ * @returns the one-line reason, or null when the worker may start
+ */
+export function containerSandboxProblem(mode: SandboxMode | 'unavailable', probe: HostProbe = realProbe): string | null {
+  if (mode === 'bwrap') return null;
+  if (sandboxModeFromEnv(probe.env) === 'none') return null;
+  const runtime = containerName(probe);
+  if (!runtime) return null;
+  return (
+    `refusing to start: this worker runs in a container (${runtime}) with no working bwrap (not installed, or its namespaces are not allowed), ` +
+    'so bash would run without the sandbox; install bubblewrap and allow its namespaces ' +
+    '(docs/deploy.md, "Docker": cap_add SYS_ADMIN, security_opt apparmor=unconfined and systempaths=unconfined) ' +
+    'or set AGENT_JOBS_SANDBOX=none to run without a sandbox knowingly'
+  );
+}
