@@ -68,6 +68,14 @@ export const COST_ATTRIBUTE_PATCH = 'publish-agent-cost-usd';
  */
 export const SEARCH_TEXT_PATCH = 'agent-awaiting-as-tsvector-lexeme';
 
+/**
+ * Since this patch `AgentAwaiting` names a waiting command by its sha256
+ * only, never its text: search attributes live in the visibility store,
+ * which no payload codec covers (issue 23); `status` shows the command.
+ * Older histories published the command's summary.
+ */
+export const AWAITING_WITHOUT_TEXT_PATCH = 'agent-awaiting-without-command-text';
+
 /** An end decided inside a tool turn (the approval timeout under `end`): the loop ends the run once the turn's results are recorded. */
 export interface PendingEnd {
   status: FinalStatus;
@@ -219,11 +227,16 @@ export class RunState {
           : p?.reason === 'budget' && p.budget !== undefined
             ? `more budget: ${describeSpent({ budget: p.budget, limit: p.limit ?? 0, used: p.used ?? 0 })}`
             : `paused by ${p?.by ?? 'a person'}`;
-      return pending ? `${why}; approval of ${commandSummary(pending.command, null)}` : why;
+      return pending ? `${why}; approval of ${this.waitingCommand(pending)}` : why;
     }
-    if (this.status === 'awaiting_approval' && pending) return `approval of ${commandSummary(pending.command, null)}`;
+    if (this.status === 'awaiting_approval' && pending) return `approval of ${this.waitingCommand(pending)}`;
     if (this.status === 'awaiting_message') return `the next message (chat, after turn ${this.turns})`;
     return '';
+  }
+
+  /** How `AgentAwaiting` names a waiting command: by its hash (see {@link AWAITING_WITHOUT_TEXT_PATCH}), or its summary in older runs. */
+  private waitingCommand(pending: { command: string; commandSha256: string }): string {
+    return patched(AWAITING_WITHOUT_TEXT_PATCH) ? `a command, sha256 ${pending.commandSha256.slice(0, 12)}` : commandSummary(pending.command, null);
   }
 
   /**
