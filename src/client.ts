@@ -83,6 +83,7 @@ import {
   type ExtendAnswer,
   type ExtendRequest,
   type Message,
+  type PendingApproval,
   type RunStatus,
   type SayAnswer,
   type StatusView,
@@ -992,6 +993,26 @@ export class RunHandle {
       return 'admitted';
     } catch (err) {
       return grpcCause(err)?.code === GRPC.NOT_FOUND ? 'unknown' : 'unreadable';
+    }
+  }
+
+  /**
+   * Waits until the run waits for a decision, polling its status every
+   * `intervalMs` (a worker answers), and returns the pending command.
+   * @param options.timeoutMs how long to wait, in ms @default 60000
+   * @param options.intervalMs time between polls, in ms @default 500
+   * @returns the pending approval; null when the run ended first
+   * @throws Error when nothing waits within `timeoutMs`; NoWorkerError / NoAnswerError as {@link status}
+   */
+  async waitForApproval(options: { timeoutMs?: number; intervalMs?: number } = {}): Promise<PendingApproval | null> {
+    const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+    for (;;) {
+      const view = await this.status();
+      if (view.pendingApproval) return view.pendingApproval;
+      if (view.executionStatus !== 'RUNNING') return null;
+      if (Date.now() >= deadline)
+        throw new Error(`${this.workflowId} is not awaiting approval after ${options.timeoutMs ?? 60_000} ms (status ${view.status})`);
+      await sleep(options.intervalMs ?? 500);
     }
   }
 
