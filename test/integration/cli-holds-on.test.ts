@@ -1,5 +1,5 @@
 /**
- * A CLI that holds on (issue 20 item 5), as a person runs it (child
+ * A CLI that holds on, as a person runs it (child
  * processes of bin/agent-jobs.js) against a dev server of this file's own
  * (no other file's worker may answer for the one these tests stop):
  * - `watch` rides out a worker that does not answer (SIGSTOPped: its status
