@@ -84,6 +84,8 @@ import {
   type ExtendRequest,
   type Message,
   type PendingApproval,
+  type RunCommandInput,
+  type RunCommandOutput,
   type RunStatus,
   type SayAnswer,
   type StatusView,
@@ -862,8 +864,8 @@ export class RunHandle {
    * query, page after page, and, for the messages a continued run no longer
    * holds (before the answer's `base`), the histories of the chain's earlier
    * runs. A closed run: rebuilt from the histories alone (no worker): the
-   * `callClaude` inputs and the last call's answer; `durationsMs` is empty,
-   * and tool results added after the last model call (a run cancelled or
+   * `callClaude` inputs and the last call's answer, `durationsMs` from the
+   * `runCommand` answers of its last execution; tool results added after the last model call (a run cancelled or
    * ended on a budget mid-turn) are not in the history, so such a
    * transcript ends at the last answer (`incomplete` says why).
    * @param from index of the first message, >= 0 @default 0
@@ -899,13 +901,13 @@ export class RunHandle {
   }
 
   private async transcriptFromHistory(runId: string, from: number): Promise<RunTranscript & { incomplete?: string }> {
-    const { messages, incomplete } = await closedConversation(this.jobs.temporal, this.workflowId, runId);
+    const { messages, durationsMs, incomplete } = await closedConversation(this.jobs.temporal, this.workflowId, runId);
     const start = Math.min(Math.max(0, from), messages.length);
     return {
       from: start,
       total: messages.length,
       messages: messages.slice(start),
-      durationsMs: {},
+      durationsMs,
       source: 'history',
       ...(incomplete ? { incomplete } : {}),
     };
@@ -1177,6 +1179,9 @@ const { EventType } = temporal.api.enums.v1;
 /** The activity type whose inputs carry the conversation. */
 const CALL_CLAUDE = 'callClaude';
 
+/** The activity type of a command, whose answer carries its run time. */
+const RUN_COMMAND = 'runCommand';
+
 /** What this module reads of one execution's history. */
 interface RunHistory {
   /** `callClaude` inputs scheduled, in order (up to `stopAt` when given). */
@@ -1189,6 +1194,8 @@ interface RunHistory {
   lastOutput: CallClaudeOutput | null;
   /** Decisions that came through the `decide` Update, oldest first. */
   decisions: StatusView['decisions'];
+  /** How long each command ran, in ms by `tool_use` id (the `durationMs` of `runCommand` answers). */
+  durationsMs: Record<string, number>;
 }
 
 /**
@@ -1198,7 +1205,9 @@ interface RunHistory {
  * @throws the client's error when the history cannot be read (unknown run, server down)
  */
 async function readHistory(client: Client, workflowId: string, runId: string, stopAt?: string): Promise<RunHistory> {
-  const out: RunHistory = { inputs: [], continuedFrom: null, input: null, lastOutput: null, decisions: [] };
+  const out: RunHistory = { inputs: [], continuedFrom: null, input: null, lastOutput: null, decisions: [], durationsMs: {} };
+  /** `tool_use` id of each scheduled `runCommand`, by its scheduled event id. */
+  const commands = new Map<string, string>();
   const converter = client.options.loadedDataConverter.payloadConverter;
   /** Scheduled event id of the last `callClaude`, and whether its answer is the last one seen. */
   let lastCallEventId: string | null = null;
@@ -1218,6 +1227,8 @@ async function readHistory(client: Client, workflowId: string, runId: string, st
         if (first) out.input = converter.fromPayload<AgentRunInput>(first);
       } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) {
         const attrs = event.activityTaskScheduledEventAttributes;
+        const commandInput = attrs?.activityType?.name === RUN_COMMAND ? attrs.input?.payloads?.[0] : undefined;
+        if (commandInput) commands.set(String(event.eventId), converter.fromPayload<RunCommandInput>(commandInput).toolUseId);
         if (attrs?.activityType?.name !== CALL_CLAUDE) continue;
         if (stopAt !== undefined && attrs.activityId === stopAt) return out;
         const payload = attrs.input?.payloads?.[0];
@@ -1227,8 +1238,12 @@ async function readHistory(client: Client, workflowId: string, runId: string, st
       } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) {
         const attrs = event.activityTaskCompletedEventAttributes;
         const payload = attrs?.result?.payloads?.[0];
-        if (lastCallEventId !== null && String(attrs?.scheduledEventId) === lastCallEventId && payload)
+        const scheduled = String(attrs?.scheduledEventId);
+        if (lastCallEventId !== null && scheduled === lastCallEventId && payload)
           out.lastOutput = converter.fromPayload<CallClaudeOutput>(payload);
+        const toolUseId = commands.get(scheduled);
+        const ms = toolUseId !== undefined && payload ? converter.fromPayload<Partial<RunCommandOutput>>(payload).durationMs : undefined;
+        if (toolUseId !== undefined && typeof ms === 'number') out.durationsMs[toolUseId] = ms;
       } else if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED) {
         const attrs = event.workflowExecutionUpdateAcceptedEventAttributes;
         const req = attrs?.acceptedRequest;
@@ -1312,7 +1327,7 @@ async function closedConversation(
   client: Client,
   workflowId: string,
   runId: string,
-): Promise<{ messages: Message[]; incomplete?: string }> {
+): Promise<{ messages: Message[]; durationsMs: Record<string, number>; incomplete?: string }> {
   const { folded, latest } = await chainHistory(client, workflowId, runId);
   if (!folded.ok) throw new HistoryUnreadableError(workflowId, folded.problem);
   const messages = [...folded.conversation.messages];
@@ -1326,6 +1341,7 @@ async function closedConversation(
   const open = tail?.role === 'assistant' && typeof tail.content !== 'string' && tail.content.some(isToolUse);
   return {
     messages,
+    durationsMs: latest.durationsMs,
     ...(open ? { incomplete: 'the results of the last tool calls were added after the last model call and are not in the history' } : {}),
   };
 }
