@@ -400,3 +400,14 @@ export const SEARCH_ATTRIBUTES = [
   { name: 'AgentAwaiting', type: 'Text' },
   { name: 'AgentAwaitingSince', type: 'Datetime' },
 ] as const;
+
+/**
+ * How long a client waits for a run's answer to an Update, in ms: 30 s. A
+ * worker applies an Update within one workflow task, so a longer wait means
+ * no worker holds the run; the client then says whether it may still apply
+ * (src/client.ts `UpdateTimeoutError`). `AGENT_JOBS_UPDATE_TIMEOUT` sets the CLI's.
+ */
+export const UPDATE_DEADLINE_MS = 30_000;
+
+/** How long a client waits for a worker's answer to a query, in ms: 10 s (a worker answers within one workflow task). */
+export const QUERY_DEADLINE_MS = 10_000;

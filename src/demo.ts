@@ -22,13 +22,12 @@ import { spawn, execFile } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { Client, Connection } from '@temporalio/client';
 import { watchRun } from './cli/commands/watch';
 import { shortHash } from './contract/display';
 import { DEV_SERVER_PORT, pidFile, serverAnswers, startDevServer, stopCommand } from './devserver';
 import { startModelServer, type ModelServer } from './model-server';
 import { PROJECT_ROOT, dataDir } from './settings';
-import { waitForWorker } from './cli/runs';
+import { connect } from './client';
 import { resolveSandbox, sandboxModeFromEnv } from './session/sandbox';
 import { CliError } from './cli/errors';
 
@@ -96,12 +95,11 @@ async function main(): Promise<void> {
       await new Promise((r) => worker.once('exit', r));
     }
   });
-  const connection = await Connection.connect({ address });
-  const client = new Client({ connection });
-  cleanup.push(() => connection.close());
+  const jobs = await connect({ address });
+  cleanup.push(() => jobs.close());
   // A new worker shows up among the task queue's pollers a second or two after it starts.
   const exited = new Promise<false>((r) => worker.once('exit', () => r(false)));
-  if (!(await Promise.race([waitForWorker(client, 60_000), exited]))) {
+  if (!(await Promise.race([jobs.waitForWorker(60_000), exited]))) {
     throw new CliError(
       `the worker did not start polling (${worker.exitCode !== null ? `it exited with code ${worker.exitCode}` : 'still silent after 60 s'})`,
       `see its log: ${path.relative(process.cwd(), logFile)}`,
@@ -131,7 +129,7 @@ async function main(): Promise<void> {
 
   // Scripted answers: approve each command that waits, through the CLI, as a person would, once the watcher has shown it.
   // A real key: the person decides at watch's prompt, or (no terminal) the demo leaves the run waiting for them.
-  const final = await watchRun(client, workflowId, {
+  const final = await watchRun(jobs, workflowId, {
     json: false,
     intervalMs: 500,
     prompt: realKey && terminal,
@@ -157,6 +155,8 @@ async function main(): Promise<void> {
     },
   });
   startedRun = null;
+  // No signal was given, so only an ended run returns here.
+  if (final === null) return;
 
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   process.stdout.write('\n');

@@ -16,6 +16,7 @@ import {
   MIN_DEFAULT_MAX_SESSIONS,
   SESSION_MEMORY_ALLOWANCE_BYTES,
   SHUTDOWN_FORCE_TIME_MS,
+  UPDATE_DEADLINE_MS,
 } from './config';
 import { DEFAULT_LIMITS } from './session/limits';
 import { BUILTIN_MODELS, parseModelOverrides, type ModelInfo } from './contract/models';
@@ -142,6 +143,26 @@ export function shutdownGraceMs(env: NodeJS.ProcessEnv = process.env): number {
   if (ms > MAX_SHUTDOWN_GRACE_MS)
     throw new Error(
       `AGENT_JOBS_SHUTDOWN_GRACE must be at most ${MAX_SHUTDOWN_GRACE_MS} ms (about ${Math.floor(MAX_SHUTDOWN_GRACE_MS / 3_600_000)}h: the exit deadline is a Node timer of grace + ${SHUTDOWN_FORCE_TIME_MS} ms, and a longer timer fires at once), not ${JSON.stringify(raw)}`,
+    );
+  return ms;
+}
+
+/**
+ * How long the CLI waits for a run's answer to an Update (`approve`, `say`,
+ * `pause`, ...), in ms: `AGENT_JOBS_UPDATE_TIMEOUT`, a whole number with a
+ * unit (`ms`, `s`, `m` or `h`: `30s`, `2m`); unset or empty: 30 s
+ * (`UPDATE_DEADLINE_MS`, src/config.ts). A request that times out may still
+ * be applied; the CLI says so and how to check.
+ * @throws Error naming the variable, the value and the form expected when it is anything else, or 0
+ */
+export function updateTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.AGENT_JOBS_UPDATE_TIMEOUT;
+  if (raw === undefined || raw.trim() === '') return UPDATE_DEADLINE_MS;
+  const m = /^(\d+)\s*(ms|s|m|h)$/.exec(raw.trim());
+  const ms = m ? Number(m[1]) * DURATION_UNITS[m[2]!]! : NaN;
+  if (!Number.isSafeInteger(ms) || ms < 1)
+    throw new Error(
+      `AGENT_JOBS_UPDATE_TIMEOUT must be a positive whole number with a unit (ms, s, m or h), e.g. 30s or 2m, not ${JSON.stringify(raw)}`,
     );
   return ms;
 }
@@ -310,12 +331,27 @@ export interface TemporalSettings {
   address: string;
 }
 
+/** Where {@link temporalSettings} reads from. */
+export interface TemporalSettingsSource {
+  /** Environment to read (`TEMPORAL_ADDRESS`, `TEMPORAL_NAMESPACE`, `TEMPORAL_PROFILE`, `TEMPORAL_CONFIG_FILE`, ...). @default process.env */
+  env?: NodeJS.ProcessEnv;
+  /** Profile of the envconfig TOML file. @default `TEMPORAL_PROFILE`, else "default" */
+  profile?: string;
+}
+
 /**
- * Loads the Temporal connection settings through `@temporalio/envconfig`.
+ * Loads the Temporal connection settings through `@temporalio/envconfig`
+ * (the TOML profile, then the environment over it).
  * @throws Error when the config file named by `TEMPORAL_CONFIG_FILE` cannot be read or parsed
  */
-export function temporalSettings(): TemporalSettings {
-  const config = loadClientConnectConfig();
+export function temporalSettings(source: TemporalSettingsSource = {}): TemporalSettings {
+  const env = source.env
+    ? Object.fromEntries(Object.entries(source.env).filter((e): e is [string, string] => e[1] !== undefined))
+    : undefined;
+  const config = loadClientConnectConfig({
+    ...(env ? { overrideEnvVars: env } : {}),
+    ...(source.profile !== undefined ? { profile: source.profile } : {}),
+  });
   const address = config.connectionOptions.address ?? 'localhost:7233';
   return {
     connectionOptions: { ...config.connectionOptions, address },

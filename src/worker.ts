@@ -56,10 +56,11 @@ import {
   PROJECT_ROOT,
   sandboxHiddenPaths,
   shutdownGraceMs,
+  temporalSettings,
   workerId as pickWorkerId,
   workspaceRoot,
 } from './settings';
-import { connectClient, ensureSearchAttributes } from './temporal';
+import { connect, ensureSearchAttributes, type AgentJobsClient } from './client';
 import { sessionClosingSignal } from './contract';
 
 /** Where `npm run build` writes the pre-bundled workflow code (saves seconds at every worker start). */
@@ -152,12 +153,13 @@ export async function startWorker(): Promise<RunningWorker> {
   const environ = hideFromProcEnviron((name) => isSecretEnvName(name, secretNames));
   if (environ.skipped) Runtime.instance().logger.warn(`secrets stay readable in /proc/${process.pid}/environ: ${environ.skipped}`);
   else if (environ.hidden.length > 0) Runtime.instance().logger.debug(`hid ${environ.hidden.join(', ')} in /proc/${process.pid}/environ`);
-  const { connection: clientConnection, settings } = await connectClient(10_000);
+  const settings = temporalSettings();
+  const jobs = await connect({ connectTimeoutMs: 10_000 });
   try {
-    const added = await ensureSearchAttributes(clientConnection, settings.namespace);
+    const added = await ensureSearchAttributes(jobs.connection, jobs.namespace);
     if (added.length > 0) Runtime.instance().logger.info(`registered search attributes ${added.join(', ')}`);
   } finally {
-    await clientConnection.close();
+    await jobs.close();
   }
 
   // Sessions left behind by a worker that died (SIGKILL, OOM) on this machine.
@@ -339,9 +341,9 @@ async function tellRunsSessionsClose(
   logger: DrainParts['logger'],
 ): Promise<void> {
   if (holders.length === 0) return;
-  let client: Awaited<ReturnType<typeof connectClient>>;
+  let jobs: AgentJobsClient;
   try {
-    client = await connectClient(5_000);
+    jobs = await connect({ connectTimeoutMs: 5_000 });
   } catch (err) {
     logger.warn(`could not tell the runs their sessions are closing: ${(err as Error).message}`);
     return;
@@ -349,13 +351,13 @@ async function tellRunsSessionsClose(
   try {
     const results = await Promise.allSettled(
       holders.map(({ sessionId, workflowId }) =>
-        client.client.workflow.getHandle(workflowId).signal(sessionClosingSignal, { sessionId, workerId, reason }),
+        jobs.temporal.workflow.getHandle(workflowId).signal(sessionClosingSignal, { sessionId, workerId, reason }),
       ),
     );
     const failed = results.filter((r) => r.status === 'rejected').length;
     logger.info(`told ${holders.length - failed} of ${holders.length} runs their bash sessions are closing`);
   } finally {
-    await client.connection.close();
+    await jobs.close();
   }
 }
 

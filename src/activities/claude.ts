@@ -15,7 +15,7 @@ import { DEFAULT_TRANSCRIPT_CACHE_CHARS } from '../config';
 import { brokenStreamFailure, idleFailure, toTemporalFailure } from './claude-errors';
 import { tailOf, THINKING_TEXT_MAX_CHARS, type ClaudeProgress } from './claude-progress';
 import { cacheControl, fitToWindow, withCacheBreakpoints, type CountTokens } from './context-window';
-import { conversationFromHistory } from '../conversation-history';
+import { conversationFromHistory } from '../client';
 import { TranscriptCache } from './transcript-cache';
 import type { CallClaudeInput, CallClaudeOutput, RequestContext, ServerToolName, Usage } from '../contract';
 

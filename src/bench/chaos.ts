@@ -46,7 +46,7 @@ import { temporal } from '@temporalio/proto';
 import { Command } from 'commander';
 import { freePort, startDevServer, type DevServer } from '../devserver';
 import { startModelServer, type ModelServer, type ScriptEntry } from '../model-server';
-import { startAgentRun } from '../temporal';
+import { startAgentRun } from '../client';
 import { NO_USAGE, statusQuery } from '../contract';
 import type { agentRun } from '../workflows';
 import type { AgentRunResult } from '../contract';

@@ -28,7 +28,7 @@ import { NO_USAGE, addUsage, normalizeUsage, type CallClaudeOutput } from '../co
 import { costUsd, modelInfoOf, type ModelPrices } from '../contract/models';
 import { freePort, startDevServer } from '../devserver';
 import { startModelServer, type ScriptEntry } from '../model-server';
-import { startAgentRun } from '../temporal';
+import { startAgentRun } from '../client';
 import { scriptedWorkerEnv, spawnWorker } from '../testing/worker-process';
 import { summarize } from './turns';
 

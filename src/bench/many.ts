@@ -24,7 +24,7 @@ import Table from 'cli-table3';
 import { Command, InvalidArgumentError } from 'commander';
 import { freePort, startDevServer } from '../devserver';
 import { startModelServer, type ScriptEntry } from '../model-server';
-import { startAgentRun } from '../temporal';
+import { startAgentRun } from '../client';
 import type { AgentRunResult } from '../contract';
 import { scriptedWorkerEnv, spawnWorker, type WorkerProcess } from '../testing/worker-process';
 import { peakSessions, sessionSpans, waitedForRoom, type SessionSpan } from '../testing/session-spans';

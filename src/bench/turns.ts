@@ -36,7 +36,7 @@ import { Command } from 'commander';
 import { DEV_SERVER_DYNAMIC_CONFIG, freePort, startDevServer, type DevServer, type DevServerOptions } from '../devserver';
 import { startModelServer, type ScriptEntry } from '../model-server';
 import { statFields } from '../session/procs';
-import { startAgentRun } from '../temporal';
+import { startAgentRun } from '../client';
 import { scriptedWorkerEnv, spawnWorker } from '../testing/worker-process';
 
 /** Median and 95th percentile, ms. */

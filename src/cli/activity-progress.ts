@@ -4,11 +4,8 @@
  * so no worker is needed), and for a model call the partial answer from its
  * last heartbeat (`ClaudeProgress`, src/activities/claude-progress.ts).
  */
-import type { Client } from '@temporalio/client';
-import type { google } from '@temporalio/proto';
-import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-workflow';
+import type { RunHandle } from '../client';
 import type { ClaudeProgress, StreamPhase } from '../activities/claude-progress';
-import { runHandle } from './runs';
 
 /** What a run waits on: a model call, a command (or another session activity), or nothing that `watch` names. */
 export type ActivityKind = 'claude' | 'command' | 'session';
@@ -70,12 +67,6 @@ const KIND_OF: Readonly<Record<string, ActivityKind>> = {
   closeSession: 'session',
 };
 
-/** ms since the epoch of a protobuf Timestamp (seconds may be a Long); 0 when unset. */
-function msOf(ts: google.protobuf.ITimestamp | null | undefined): number {
-  if (!ts) return 0;
-  return Number(String(ts.seconds ?? 0)) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6);
-}
-
 /** The `partialText` of decoded heartbeat details, when they have the `ClaudeProgress` shape; else ''. */
 export function partialTextOf(details: unknown): string {
   const p = details as Partial<ClaudeProgress> | null | undefined;
@@ -133,26 +124,21 @@ export function claudeProgressOf(
 }
 
 /**
- * The activity a run is running or about to run, from `describe()`'s
- * pending activities (the first one `watch` knows, by {@link KIND_OF}).
- * Heartbeat details are decoded with the client's data converter (its
- * codecs included); a model call's are read by {@link claudeProgressOf}.
+ * The activity a run is running or about to run, from its pending
+ * activities (`describe()`: no worker needed; the first one `watch` knows,
+ * by {@link KIND_OF}). A model call's heartbeat details are read by
+ * {@link claudeProgressOf}.
  * @returns null when none is pending (the run waits on an approval, a timer, or a workflow task)
  * @throws as `describe()` does (WorkflowNotFoundError for an unknown id)
  */
-export async function currentActivity(client: Client, workflowId: string): Promise<ActivityProgress | null> {
-  const { raw } = await runHandle(client, workflowId).describe();
-  for (const a of raw.pendingActivities ?? []) {
-    const type = a.activityType?.name ?? '';
-    const kind = KIND_OF[type];
+export async function currentActivity(run: RunHandle): Promise<ActivityProgress | null> {
+  for (const a of await run.pendingActivities()) {
+    const kind = KIND_OF[a.type];
     if (!kind) continue;
-    const startedMs = msOf(a.lastStartedTime);
-    const sinceMs = startedMs || msOf(a.scheduledTime);
-    const attempt = a.attempt || 1;
-    if (kind !== 'claude' || !a.heartbeatDetails?.payloads?.length) return { kind, type, sinceMs, partialText: '', attempt };
-    const [details] = await decodeArrayFromPayloads(client.options.loadedDataConverter, a.heartbeatDetails.payloads).catch(() => []);
-    const call = { attempt, startedMs, heartbeatMs: msOf(a.lastHeartbeatTime), lastFailure: a.lastFailure?.message ?? '' };
-    return { kind, type, sinceMs, attempt, ...claudeProgressOf(details, call) };
+    const sinceMs = a.startedMs || a.scheduledMs;
+    if (kind !== 'claude' || a.details === undefined) return { kind, type: a.type, sinceMs, partialText: '', attempt: a.attempt };
+    const call = { attempt: a.attempt, startedMs: a.startedMs, heartbeatMs: a.heartbeatMs, lastFailure: a.lastFailure };
+    return { kind, type: a.type, sinceMs, attempt: a.attempt, ...claudeProgressOf(a.details, call) };
   }
   return null;
 }

@@ -1,20 +1,18 @@
-/** Per-command plumbing: a connected client, closed when the command ends. */
-import { connectClient, type ConnectedClient } from '../temporal';
-import { temporalUiUrl, workflowUiUrl } from '../settings';
+/** Per-command plumbing: a connected agent-jobs client (src/client.ts), closed when the command ends. */
+import { connect, type AgentJobsClient } from '../client';
+import { updateTimeoutMs } from '../settings';
 
 /**
- * Runs `fn` with a connected Temporal client and closes the connection
- * afterwards.
+ * Runs `fn` with a client connected with Temporal's envconfig and closes the
+ * connection afterwards. Updates wait `AGENT_JOBS_UPDATE_TIMEOUT` for the
+ * run's answer (src/settings.ts).
  * @throws TemporalUnreachableError when no server answers
  */
-export async function withClient<T>(
-  fn: (c: ConnectedClient & { uiUrl: (workflowId: string, runId?: string) => string }) => Promise<T>,
-): Promise<T> {
-  const connected = await connectClient();
-  const uiBase = temporalUiUrl(connected.settings.address);
+export async function withClient<T>(fn: (jobs: AgentJobsClient) => Promise<T>): Promise<T> {
+  const jobs = await connect({ updateTimeoutMs: updateTimeoutMs() });
   try {
-    return await fn({ ...connected, uiUrl: (id, runId) => workflowUiUrl(uiBase, connected.settings.namespace, id, runId) });
+    return await fn(jobs);
   } finally {
-    await connected.connection.close();
+    await jobs.close();
   }
 }

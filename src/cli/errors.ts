@@ -2,8 +2,19 @@
  * CLI error reporting: one line of what went wrong and one of what to do,
  * on stderr, exit code 1 (or the error's own code).
  */
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
-import { TemporalUnreachableError } from '../temporal';
+import {
+  HistoryUnreadableError,
+  NoAnswerError,
+  NoWorkerError,
+  NothingPendingError,
+  PendingMismatchError,
+  RunClosedError,
+  TemporalUnreachableError,
+  UpdateRejectedError,
+  UpdateTimeoutError,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+} from '../client';
 import { TemporalCliMissingError } from '../devserver';
 import { safeText } from '../contract/display';
 
@@ -34,12 +45,50 @@ export function toCliError(err: unknown): CliError {
   if (err instanceof WorkflowExecutionAlreadyStartedError) {
     return new CliError(`a run with id ${err.workflowId} already exists`, 'choose another --id, or leave it out for a fresh one');
   }
+  if (err instanceof NoWorkerError) return new CliError(err.message, 'start one with `agent-jobs worker`');
+  if (err instanceof NoAnswerError) {
+    return new CliError(
+      err.message,
+      err.reason === 'no-poller'
+        ? 'start one with `agent-jobs worker`'
+        : 'is a worker running against this server? start one with `agent-jobs worker`',
+    );
+  }
+  if (err instanceof UpdateRejectedError || err instanceof RunClosedError || err instanceof NothingPendingError) {
+    const hint = err instanceof NothingPendingError ? 'see what it is doing with' : 'see';
+    return new CliError(err.message, `${hint} \`agent-jobs status ${err.workflowId}\``);
+  }
+  if (err instanceof PendingMismatchError) {
+    return new CliError(
+      err.message,
+      err.field === 'toolUseId'
+        ? 'leave out --tool-use-id to decide on the pending command'
+        : `review it with \`agent-jobs status ${err.workflowId}\` and pass the hash it shows`,
+    );
+  }
+  if (err instanceof UpdateTimeoutError) return updateTimeoutError(err);
+  if (err instanceof HistoryUnreadableError) return new CliError(err.message);
   if (err instanceof TemporalCliMissingError) return new CliError(err.message);
   const message = err instanceof Error ? err.message : String(err);
   if (/no poller|did not receive a response|deadline exceeded|failed to query/i.test(message)) {
     return new CliError(`the run did not answer: ${message}`, 'is a worker running? start one with `agent-jobs worker`');
   }
   return new CliError(message);
+}
+
+/**
+ * A request with no answer in time: what it may still do, how to check, and
+ * how to wait for it without sending it twice (the same `--request-id`
+ * gives the same Update id, which the run applies once). Exit code 2, so a
+ * script can tell "maybe applied" from "refused" (1).
+ */
+function updateTimeoutError(err: UpdateTimeoutError): CliError {
+  const check = `check with \`agent-jobs status ${err.workflowId}\``;
+  const again = `to wait for it without applying it twice, run the same command again with --request-id ${err.requestId}`;
+  if (err.stage === 'unknown')
+    return new CliError(err.message, `is a worker running? start one with \`agent-jobs worker\`, then send it again`, 2);
+  if (err.stage === 'completed') return new CliError(err.message, `${check}; ${again}`, 2);
+  return new CliError(err.message, `${check}; ${again}; is a worker running? (\`agent-jobs worker\`)`, 2);
 }
 
 /** Prints the error (one line, plus the hint) to stderr and sets the exit code. */

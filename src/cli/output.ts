@@ -5,6 +5,8 @@
  * {@link jsonText}, and commands are shown by {@link commandLines} (what
  * the human approves is what runs: README, Security).
  */
+import type { RunView } from '../client';
+import { normalizeUsage } from '../contract';
 import { ESCAPE_LEGEND, displayCommand, isAltered, jsonEscapeOf, safeText, shortHash, type CommandDisplay } from '../contract/display';
 
 /**
@@ -91,4 +93,30 @@ export function indent(text: string, prefix = '    ', maxLines = defaultMaxLines
   if (lines.length > maxLines)
     shown.push(`${prefix}… ${lines.length - maxLines} more lines (agent-jobs transcript <workflowId> --full shows all)`);
   return shown.join('\n');
+}
+
+/** The JSON shape of `status --json` (and of `watch --json`'s `result` event), as the README's CLI table documents it. */
+export function statusJson(view: RunView): Record<string, unknown> {
+  return {
+    workflowId: view.workflowId,
+    status: view.status,
+    turns: view.turns,
+    pendingApproval: view.pendingApproval,
+    usage: normalizeUsage(view.usage),
+    costUsd: view.costUsd ?? null,
+    budget: view.budget ?? null,
+    result: view.result,
+    runId: view.runId,
+    executionStatus: view.executionStatus,
+    details: view.details,
+    decisions: view.decisions,
+    session: view.session,
+    rules: view.rules ?? [],
+    queuedMessages: view.queuedMessages ?? [],
+    pause: view.pause ?? null,
+    chat: view.chat ?? false,
+    model: view.model ?? null,
+    contextWindow: view.contextWindow ?? null,
+    contextStrategy: view.contextStrategy ?? null,
+  };
 }

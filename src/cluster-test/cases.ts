@@ -20,7 +20,7 @@ import { runChaos, chaosPassed } from '../bench/chaos';
 import { statusQuery, type AgentRunInput, type AgentRunResult, type Message, type StatusView, type ToolResultBlock } from '../contract';
 import { startModelServer, type ModelServer, type ScriptEntry } from '../model-server';
 import { PROJECT_ROOT } from '../settings';
-import { startAgentRun } from '../temporal';
+import { startAgentRun } from '../client';
 import { rollingRestart } from '../testing/rolling-restart';
 import { scriptedWorkerEnv, spawnWorker, type WorkerProcess } from '../testing/worker-process';
 import type { Target } from '../testing/target';

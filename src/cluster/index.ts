@@ -17,7 +17,7 @@ import { msToTs } from '@temporalio/common/lib/time';
 import { execa } from 'execa';
 import { SEARCH_ATTRIBUTES } from '../config';
 import { serverAnswers } from '../devserver';
-import { ensureSearchAttributes } from '../temporal';
+import { ensureSearchAttributes } from '../client';
 import { allocateServerPorts, freeClusterPort, frontendAddress, portFree, portsOf, serverConfigYaml, type ServerPorts } from './config';
 import {
   CLUSTER_NAME,

@@ -381,3 +381,9 @@ export function pendingApproval(p: { toolUseId: string; command: string; request
     commandSha256: d.sha256,
   };
 }
+
+/** One line of at most `max` characters (whitespace collapsed, `…` where cut), for summaries and tables. */
+export function oneLineSummary(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}

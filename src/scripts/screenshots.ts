@@ -29,7 +29,7 @@ import { pauseUpdate, statusQuery, type AgentRunInput, type StatusView } from '.
 import { freePort, startDevServer, type DevServer } from '../devserver';
 import { startModelServer, type ModelServer, type ScriptFile } from '../model-server';
 import { PROJECT_ROOT, workflowUiUrl } from '../settings';
-import { startAgentRun } from '../temporal';
+import { startAgentRun } from '../client';
 import { scriptedWorkerEnv, spawnWorker, type WorkerProcess } from '../testing/worker-process';
 import { capturePage } from './cdp';
 import { blankReason, ensureChromium, pngStats } from './chromium';

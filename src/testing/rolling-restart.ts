@@ -19,7 +19,7 @@ import { Client, Connection } from '@temporalio/client';
 import { SHUTDOWN_FORCE_TIME_MS } from '../config';
 import { statusQuery, type Message, type ToolResultBlock } from '../contract';
 import { startModelServer, type ScriptFile } from '../model-server';
-import { startAgentRun } from '../temporal';
+import { startAgentRun } from '../client';
 import { scriptedWorkerEnv, spawnWorker, type WorkerProcess } from './worker-process';
 
 /** What {@link rollingRestart} runs. */

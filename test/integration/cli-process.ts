@@ -1,5 +1,6 @@
 /** The CLI as a person runs it: a child process of bin/agent-jobs.js against a given Temporal address. */
-import { execFile } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 
@@ -14,11 +15,38 @@ export interface CliResult {
 
 /** Runs `agent-jobs <args>` with TEMPORAL_ADDRESS set to `address`; never throws for a non-zero exit. */
 export async function cli(address: string, ...args: string[]): Promise<CliResult> {
+  return cliWith(address, {}, ...args);
+}
+
+/** {@link cli} with more environment (`AGENT_JOBS_UPDATE_TIMEOUT`, ...). */
+export async function cliWith(address: string, env: Record<string, string>, ...args: string[]): Promise<CliResult> {
   try {
-    const r = await run(process.execPath, [CLI, ...args], { env: { ...process.env, TEMPORAL_ADDRESS: address } });
+    const r = await run(process.execPath, [CLI, ...args], { env: { ...process.env, TEMPORAL_ADDRESS: address, ...env } });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
     return { code: e.code, stdout: e.stdout, stderr: e.stderr };
   }
+}
+
+/** A CLI process still running: what it printed so far, and how it ended. */
+export interface CliProcess {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves once it exited, with its exit code (128 + n for a signal n it did not handle). */
+  exited: Promise<number>;
+}
+
+/** Starts `agent-jobs <args>` with TEMPORAL_ADDRESS set to `address` (and `env` on top) and returns at once. */
+export function spawnCli(address: string, args: string[], env: Record<string, string> = {}): CliProcess {
+  const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, TEMPORAL_ADDRESS: address, ...env } });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<number>((resolve) =>
+    child.once('close', (code, signal) => resolve(code ?? 128 + (signal ? osConstants.signals[signal] : 0))),
+  );
+  return { child, stdout: () => out, stderr: () => err, exited };
 }

@@ -2,7 +2,7 @@
  * The CLI as a person uses it (child processes of bin/agent-jobs.js) against
  * a real run: start --json, status while awaiting approval, approve, deny,
  * approve with nothing pending, list by status and newest first, transcript,
- * watch, cancel (and cancel of an ended run), a --workdir that is created,
+ * watch (and a watch that waits for a worker), cancel (and cancel of an ended run), a --workdir that is created,
  * and what the Temporal UI shows (static summary, activity summaries,
  * AgentStatus).
  */
@@ -13,7 +13,7 @@ import { temporal } from '@temporalio/proto';
 import { AGENT_STATUS } from '../../src/config';
 import { sha256 } from '../../src/contract/sha256';
 import { freePort, startDevServer } from '../../src/devserver';
-import { cli } from './cli-process';
+import { cli, spawnCli } from './cli-process';
 import { TestBed, toolUse, waitFor } from './harness';
 
 describe('agent-jobs CLI', () => {
@@ -179,7 +179,6 @@ describe('agent-jobs CLI', () => {
         ['status', 'lonely'],
         ['approve', 'lonely'],
         ['transcript', 'lonely'],
-        ['watch', 'lonely'],
       ]) {
         const started = Date.now();
         const r = await cli(a, ...args);
@@ -189,6 +188,15 @@ describe('agent-jobs CLI', () => {
         );
         expect(Date.now() - started).toBeLessThan(5_000);
       }
+      // watch does not give up: it says it waits for a worker, and Ctrl-C leaves the run as it is.
+      const watch = spawnCli(a, ['watch', 'lonely']);
+      await waitFor('watch waits for a worker', () => watch.stdout().includes('… waiting for the worker'));
+      expect(watch.stdout()).toBe(
+        '… waiting for the worker (no worker is polling the agent-jobs task queue, so nothing can answer the status of lonely); the run goes on, and this watch picks up when it answers\n',
+      );
+      watch.child.kill('SIGINT');
+      expect(await watch.exited).toBe(130);
+      expect(watch.stderr()).toContain('watch it again: agent-jobs watch lonely');
       // The list reads visibility, which may lag the start: wait for the run to be listed, then check it is the only one.
       const listed = await waitFor('the started run listed as running', async () => {
         const rows = JSON.parse((await cli(a, 'list', '--status', 'running', '--json')).stdout) as Array<{ workflowId: string }>;

@@ -9,7 +9,6 @@ import { devServerArgs, freePort, startDevServer, type DevServer } from '../../s
 import type { ScriptEntry } from '../../src/model-server';
 import { decideUpdate, extendUpdate, type ToolResultBlock } from '../../src/contract';
 import { pairingProblem } from '../../src/workflows/transcript';
-import { queryTranscript } from '../../src/cli/runs';
 import { runChain, TestBed, toolUse, waitFor } from './harness';
 
 const TURNS = 40;
@@ -81,7 +80,7 @@ describe('long runs', () => {
 
     // Every request held the whole conversation so far, as the workflow holds it: the
     // worker's copy, the copy rebuilt from history after the kill, and the CLI's reader agree.
-    const whole = (await queryTranscript(bed.client, handle.workflowId)).messages;
+    const whole = (await bed.jobs().run(handle.workflowId).transcript()).messages;
     expect(whole.length).toBe(2 * TURNS + 2);
     for (const messages of sent) {
       expect(pairingProblem(messages)).toBeNull();

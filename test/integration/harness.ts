@@ -13,7 +13,7 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
 import { AGENT_RUN_WORKFLOW } from '../../src/config';
 import { scriptedWorkerEnv, spawnWorker, type WorkerProcess } from '../../src/testing/worker-process';
-import { startAgentRun } from '../../src/temporal';
+import { AgentJobsClient, startAgentRun } from '../../src/client';
 import { startModelServer, type LoggedRequest, type ModelServer, type ScriptContentBlock, type ScriptFile } from '../../src/model-server';
 import { statusQuery, transcriptQuery } from '../../src/contract';
 import type { agentRun } from '../../src/workflows';
@@ -193,6 +193,11 @@ export class TestBed {
       if (d.status.name === 'RUNNING' || this.terminated.has(d.runId)) continue;
       writeFileSync(path.join(HISTORIES_DIR, `${name}.json`), `${historyToJSON(await handle.fetchHistory())}\n`);
     }
+  }
+
+  /** An agent-jobs client (src/client.ts) over this bed's connection; closed with the bed. */
+  jobs(): AgentJobsClient {
+    return new AgentJobsClient(this.connection, { address: this.address, namespace: 'default' });
   }
 
   async status(handle: WorkflowHandle): Promise<StatusView> {

@@ -1,11 +1,11 @@
 /** `agent-jobs extend <workflowId>`: raise a run's budgets (the `extend` Update); a run paused on a spent budget goes on. */
 import type { Command } from 'commander';
-import { extendUpdate, type BudgetLimits, type ExtendRequest, type PauseState } from '../../contract';
+import type { BudgetLimits, ExtendRequest, PauseState } from '../../contract';
 import { CliError } from '../errors';
 import { printJson, printLines } from '../output';
 import { withClient } from '../context';
 import { durationMs, formatDurationMs, positiveInt, positiveNumber } from '../parse';
-import { sendUpdate, whoami } from '../updates';
+import { REQUEST_ID_HELP, requestId, sendOptionsOf } from '../requests';
 
 interface ExtendOptions {
   turns?: number;
@@ -13,6 +13,7 @@ interface ExtendOptions {
   tokens?: number;
   duration?: number;
   by?: string;
+  requestId?: string;
   json?: boolean;
 }
 
@@ -42,16 +43,15 @@ export function budgetPauseLine(p: PauseState): string {
   }
 }
 
-/** The request from the options. @throws CliError when no budget is named */
-export function extendRequest(opts: ExtendOptions): ExtendRequest {
-  const req: ExtendRequest = {
-    by: whoami(opts.by),
+/** The amounts from the options. @throws CliError when no budget is named */
+export function extendRequest(opts: ExtendOptions): Omit<ExtendRequest, 'by'> {
+  const req: Omit<ExtendRequest, 'by'> = {
     ...(opts.turns !== undefined ? { turns: opts.turns } : {}),
     ...(opts.cost !== undefined ? { costUsd: opts.cost } : {}),
     ...(opts.tokens !== undefined ? { tokens: opts.tokens } : {}),
     ...(opts.duration !== undefined ? { durationMs: opts.duration } : {}),
   };
-  if (Object.keys(req).length === 1)
+  if (Object.keys(req).length === 0)
     throw new CliError('nothing to extend', 'give --turns, --cost, --tokens or --duration (see `agent-jobs extend --help`)');
   return req;
 }
@@ -66,11 +66,12 @@ export function registerExtend(program: Command): void {
     .option('--tokens <n>', 'more tokens (the run must have a token budget)', positiveInt)
     .option('--duration <duration>', 'more run time, e.g. 30m, 2h (the run must have a duration budget)', durationMs)
     .option('--by <name>', 'who asks (default: your user name)')
+    .option('--request-id <id>', REQUEST_ID_HELP, requestId)
     .option('--json', 'print {"status","limits","pause","by","at"}: the status once the new limits applied')
     .action(async (workflowId: string, opts: ExtendOptions) => {
       const req = extendRequest(opts);
-      await withClient(async ({ client }) => {
-        const answer = await sendUpdate(client, workflowId, extendUpdate, req, 'the budget extension');
+      await withClient(async (jobs) => {
+        const answer = await jobs.run(workflowId).extend(req, sendOptionsOf(opts));
         if (opts.json) return printJson(answer);
         printLines(
           `extend ${workflowId} by ${answer.by}: status ${answer.status}; limits now ${limitsLine(answer.limits)}`,

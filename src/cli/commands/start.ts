@@ -1,7 +1,5 @@
 /** `agent-jobs start <task...>`: starts an agent run. */
-import { randomBytes } from 'node:crypto';
 import { Option, type Command } from 'commander';
-import { ensureSearchAttributes, startAgentRun } from '../../temporal';
 import { DEFAULT_SYSTEM_PROMPT, MIN_THINKING_TOKENS, modelProblem, resolveInput } from '../../contract/input';
 import { EFFORT_LEVELS, lookupModel, type Effort } from '../../contract/models';
 import {
@@ -31,7 +29,7 @@ import { CliError } from '../errors';
 import { printJson, printLines } from '../output';
 import { withClient } from '../context';
 import { durationMs, formatDurationMs, positiveInt, positiveNumber } from '../parse';
-import { exitCodeOf, watchRun } from './watch';
+import { exitCodeOf, watchUntilInterrupted } from './watch';
 
 interface StartOptions {
   model?: string;
@@ -59,12 +57,6 @@ interface StartOptions {
   contextWindow?: number;
   follow?: boolean;
   json?: boolean;
-}
-
-/** A readable, sortable workflow id: `run-YYYYMMDD-HHMMSS-xxxx`. */
-export function newWorkflowId(now = new Date()): string {
-  const stamp = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
-  return `run-${stamp}-${randomBytes(2).toString('hex')}`;
 }
 
 /**
@@ -224,15 +216,15 @@ export function registerStart(program: Command): void {
     .option('--json', 'print {"workflowId","runId","uiUrl"}')
     .action(async (task: string[], opts: StartOptions) => {
       const input = buildInput(task, opts);
-      const workflowId = opts.id ?? newWorkflowId();
-      await withClient(async ({ client, connection, settings, uiUrl }) => {
-        // Runs start with AgentStatus set; make sure the namespace has it (a no-op once it does).
-        await ensureSearchAttributes(connection, settings.namespace).catch(() => undefined);
-        const handle = await startAgentRun(client, input, workflowId);
-        const url = uiUrl(workflowId, handle.firstExecutionRunId);
-        if (opts.json) printJson({ workflowId, runId: handle.firstExecutionRunId, uiUrl: url });
+      await withClient(async (jobs) => {
+        const run = await jobs.start(input, opts.id !== undefined ? { workflowId: opts.id } : {});
+        const { workflowId } = run;
+        const url = jobs.uiUrl(workflowId, run.firstRunId);
+        if (opts.json) printJson({ workflowId, runId: run.firstRunId, uiUrl: url });
         else printLines(`started ${workflowId}`, `  UI:     ${url}`, `  follow: agent-jobs watch ${workflowId}`);
-        if (opts.follow) process.exitCode = exitCodeOf(await watchRun(client, workflowId, { json: opts.json === true }));
+        if (!opts.follow) return;
+        const view = await watchUntilInterrupted(jobs, workflowId, { json: opts.json === true });
+        if (view) process.exitCode = exitCodeOf(view);
       });
     });
 }

@@ -1,10 +1,8 @@
 /** `agent-jobs status <workflowId>`: where a run is. */
 import type { Command } from 'commander';
-import { shortHash } from '../../contract/display';
-import { commandLines, printJson, printLines } from '../output';
+import { oneLineSummary, shortHash } from '../../contract/display';
+import { commandLines, printJson, printLines, statusJson } from '../output';
 import { withClient } from '../context';
-import { readRun, statusJson } from '../runs';
-import { oneLineSummary } from '../../temporal';
 import { normalizeUsage, type PauseState } from '../../contract';
 import { budgetPauseLine, limitsLine } from './extend';
 import { ruleLines } from './steer';
@@ -27,8 +25,9 @@ export function registerStatus(program: Command): void {
       'print {"workflowId","status","turns","pendingApproval","usage","costUsd","budget","result",...}; pendingApproval has the raw command, its escaped display, warnings and commandSha256',
     )
     .action(async (workflowId: string, opts: { json?: boolean }) => {
-      await withClient(async ({ client, uiUrl }) => {
-        const view = await readRun(client, workflowId);
+      await withClient(async (jobs) => {
+        // An open run: the status query (a worker answers). A closed one: its history, no worker needed.
+        const view = await jobs.run(workflowId).status();
         if (opts.json) return printJson(statusJson(view));
         const p = view.pendingApproval;
         const u = normalizeUsage(view.usage);
@@ -60,7 +59,7 @@ export function registerStatus(program: Command): void {
           ...((view.rules ?? []).length > 0 ? ['  approval rules:', ...ruleLines(view.rules ?? []).map((l) => `    ${l}`)] : []),
           ...(view.result?.text ? [`  answer: ${view.result.text}`] : []),
           ...(view.result?.error ? [`  reason: ${view.result.error}`] : []),
-          `  UI:     ${uiUrl(workflowId, view.runId)}`,
+          `  UI:     ${jobs.uiUrl(workflowId, view.runId)}`,
         );
       });
     });

@@ -4,16 +4,16 @@
  * answer; a rejected request prints the run's reason and exits 1.
  */
 import type { Command } from 'commander';
-import { endUpdate, pauseUpdate, removeRuleUpdate, resumeUpdate, sayUpdate, type ApprovalRule } from '../../contract';
+import type { ApprovalRule } from '../../contract';
 import { safeText } from '../../contract/display';
 import { printJson, printLines } from '../output';
 import { withClient } from '../context';
 import { positiveInt } from '../parse';
-import { queryStatus } from '../runs';
-import { sendUpdate, whoami } from '../updates';
+import { REQUEST_ID_HELP, requestId, sendOptionsOf } from '../requests';
 
 interface ByOptions {
   by?: string;
+  requestId?: string;
   json?: boolean;
 }
 
@@ -33,10 +33,11 @@ function registerSay(program: Command): void {
     .argument('<workflowId>')
     .argument('<text...>', 'the message (words are joined with spaces)')
     .option('--by <name>', 'who says it (default: your user name)')
+    .option('--request-id <id>', REQUEST_ID_HELP, requestId)
     .option('--json', 'print {"queued":true,"queuedMessages","at"}')
     .action(async (workflowId: string, words: string[], opts: ByOptions) => {
-      await withClient(async ({ client }) => {
-        const answer = await sendUpdate(client, workflowId, sayUpdate, { text: words.join(' '), by: whoami(opts.by) }, 'the message');
+      await withClient(async (jobs) => {
+        const answer = await jobs.run(workflowId).say(words.join(' '), sendOptionsOf(opts));
         if (opts.json) return printJson(answer);
         printLines(`queued for ${workflowId} (${answer.queuedMessages} waiting); Claude reads it at the next turn boundary`);
       });
@@ -45,20 +46,21 @@ function registerSay(program: Command): void {
 
 function registerPauseResumeEnd(program: Command): void {
   const verbs = [
-    ['pause', pauseUpdate, 'stop the run at the next safe point (before the next model call or command; never mid-command)'],
-    ['resume', resumeUpdate, 'let a paused run go on'],
-    ['end', endUpdate, 'complete a --chat run with its last answer as the result'],
+    ['pause', 'stop the run at the next safe point (before the next model call or command; never mid-command)'],
+    ['resume', 'let a paused run go on'],
+    ['end', 'complete a --chat run with its last answer as the result'],
   ] as const;
-  for (const [name, def, description] of verbs) {
+  for (const [name, description] of verbs) {
     program
       .command(name)
       .description(description)
       .argument('<workflowId>')
       .option('--by <name>', 'who asks (default: your user name)')
+      .option('--request-id <id>', REQUEST_ID_HELP, requestId)
       .option('--json', 'print {"status","by","at"}: the status right after')
       .action(async (workflowId: string, opts: ByOptions) => {
-        await withClient(async ({ client }) => {
-          const answer = await sendUpdate(client, workflowId, def, { by: whoami(opts.by) }, `${name}`);
+        await withClient(async (jobs) => {
+          const answer = await jobs.run(workflowId)[name](sendOptionsOf(opts));
           if (opts.json) return printJson(answer);
           const now =
             name === 'pause' && answer.status !== 'paused'
@@ -79,19 +81,12 @@ function registerRules(program: Command): void {
     .argument('<workflowId>')
     .option('--remove <n>', 'remove rule n', positiveInt)
     .option('--by <name>', 'who removes it (default: your user name)')
+    .option('--request-id <id>', REQUEST_ID_HELP, requestId)
     .option('--json', 'print the rules as a JSON array')
     .action(async (workflowId: string, opts: ByOptions & { remove?: number }) => {
-      await withClient(async ({ client }) => {
-        const rules =
-          opts.remove !== undefined
-            ? await sendUpdate(
-                client,
-                workflowId,
-                removeRuleUpdate,
-                { id: opts.remove, by: whoami(opts.by) },
-                `the removal of rule ${opts.remove}`,
-              )
-            : ((await queryStatus(client, workflowId)).rules ?? []);
+      await withClient(async (jobs) => {
+        const run = jobs.run(workflowId);
+        const rules = opts.remove !== undefined ? await run.removeRule(opts.remove, sendOptionsOf(opts)) : await run.rules();
         if (opts.json) return printJson(rules);
         printLines(...(opts.remove !== undefined ? [`removed rule ${opts.remove}; rules now:`] : []), ...ruleLines(rules));
       });

@@ -3,7 +3,6 @@ import type { Command } from 'commander';
 import type { Message } from '../../contract';
 import { SHOWN_OUTPUT_LINES, printJson, withWholeOutputs } from '../output';
 import { withClient } from '../context';
-import { queryTranscript } from '../runs';
 import { describeMessage } from './watch';
 
 /**
@@ -24,8 +23,10 @@ export function registerTranscript(program: Command): void {
     .option('--full', `print command outputs whole (the text form cuts each after ${SHOWN_OUTPUT_LINES} lines)`)
     .option('--json', 'print the messages as a JSON array (outputs whole)')
     .action(async (workflowId: string, opts: { full?: boolean; json?: boolean }) => {
-      await withClient(async ({ client }) => {
-        const t = await queryTranscript(client, workflowId, 0);
+      await withClient(async (jobs) => {
+        // An open run: the transcript query (a worker answers). A closed one: rebuilt from its history, no worker needed.
+        const t = await jobs.run(workflowId).transcript(0);
+        if (t.incomplete) process.stderr.write(`agent-jobs: note: ${t.incomplete}\n`);
         if (opts.json) return printJson(t.messages);
         process.stdout.write(transcriptText(t.messages, opts.full === true));
       });

@@ -11,19 +11,18 @@
  * output is plain lines; `--json` prints one JSON object per event.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Client } from '@temporalio/client';
 import type { Command } from 'commander';
+import { NoAnswerError, NoWorkerError, isServerUnavailable, type AgentJobsClient, type RunHandle, type RunView } from '../../client';
 import { isText, isToolResult, isToolUse } from '../../contract';
 import type { AppliedDecision, ContentBlock, Message, PendingApproval, ToolResultBlock } from '../../contract';
 import { shortHash } from '../../contract/display';
 import { askDecision, type InlineDecision, type PromptTerminal } from '../approval-prompt';
 import { currentActivity, type ActivityProgress, type LostAnswer } from '../activity-progress';
-import { CliError } from '../errors';
+import { toCliError } from '../errors';
 import { LiveLine, type LiveStatus } from '../live-line';
-import { commandLines, indent, jsonText, terminalText } from '../output';
+import { commandLines, indent, jsonText, statusJson, terminalText } from '../output';
 import { withClient } from '../context';
-import { queryStatus, queryTranscript, readRun, runHandle, statusJson, stillRunning, type RunView } from '../runs';
-import { decide, type DecideOptions } from './decide';
+import type { DecideOptions } from './decide';
 import { budgetPauseLine } from './extend';
 
 /** A command's run time for people: `0.4 s`, `12.0 s`, `3.5 min` (ms in). */
@@ -105,6 +104,51 @@ export interface WatchOptions {
    * @default false
    */
   prompt?: boolean;
+  /** Stops the watch (Ctrl-C): {@link watchRun} then returns null; the run goes on. */
+  signal?: AbortSignal;
+}
+
+/**
+ * Why the watch cannot read the run right now, when that is something to
+ * wait out rather than fail on: no worker polls, a worker did not answer in
+ * time (slow, stopped, restarting), or the Temporal server does not answer
+ * (the connection reconnects by itself). Null for any other error.
+ */
+export function waitingReason(err: unknown): { on: 'worker' | 'server'; reason: string } | null {
+  if (err instanceof NoWorkerError || err instanceof NoAnswerError) return { on: 'worker', reason: err.message };
+  if (isServerUnavailable(err)) return { on: 'server', reason: 'the Temporal server does not answer' };
+  return null;
+}
+
+/** The line `watch` prints when it starts waiting (see {@link waitingReason}). */
+export function waitingLine(w: { on: 'worker' | 'server'; reason: string }): string {
+  return `… waiting for the ${w.on === 'worker' ? 'worker' : 'Temporal server'} (${w.reason}); the run goes on, and this watch picks up when it answers`;
+}
+
+/** What `watch` prints when it stops on Ctrl-C: the run goes on, and how to watch it again. */
+export function interruptedLines(workflowId: string): string[] {
+  return [`stopped watching ${workflowId}; the run goes on.`, `watch it again: agent-jobs watch ${workflowId}`];
+}
+
+/**
+ * Watches `workflowId` as {@link watchRun} does, and stops on Ctrl-C
+ * (SIGINT) with {@link interruptedLines} on stderr and exit code 130.
+ * @returns the final view, or null when interrupted
+ */
+export async function watchUntilInterrupted(jobs: AgentJobsClient, workflowId: string, opts: WatchOptions): Promise<RunView | null> {
+  const stop = new AbortController();
+  const onSigint = (): void => stop.abort();
+  process.once('SIGINT', onSigint);
+  try {
+    const view = await watchRun(jobs, workflowId, { ...opts, signal: stop.signal });
+    if (view === null) {
+      process.stderr.write(`\n${interruptedLines(workflowId).join('\n')}\n`);
+      process.exitCode = 130;
+    }
+    return view;
+  } finally {
+    process.off('SIGINT', onSigint);
+  }
 }
 
 /** What the live line says for the run's state: a command's or a model call's wait, an approval's, or nothing. */
@@ -201,10 +245,28 @@ function hintLine(workflowId: string, pending: PendingApproval): string {
  * characters; when one of them changed), `partial_dropped` (`attempt`,
  * `outputChars`, `thinkingChars`, `reason`: that attempt's partial answer
  * is gone, the call is tried again; the `partial` events before it are
- * void; once per attempt), `note` and a final `result` (the `status --json` shape).
- * @returns the final view once the run has ended
+ * void; once per attempt), `note`, `waiting` (`on`: `worker` or `server`,
+ * `reason`: the watch cannot read the run now and keeps trying; once per
+ * spell), `reconnected` (it can again) and a final `result` (the `status --json` shape).
+ *
+ * A worker that is slow to answer (a query past its 10 s deadline), gone or
+ * restarting, and a Temporal server that does not answer, do not end the
+ * watch: it prints `waiting` and asks again every `intervalMs`.
+ * @returns the final view once the run has ended; null when `signal` stopped the watch
+ * @throws WorkflowNotFoundError for an unknown id; any error that is not one to wait out
  */
-export async function watchRun(client: Client, workflowId: string, opts: WatchOptions): Promise<RunView> {
+export async function watchRun(jobs: AgentJobsClient, workflowId: string, opts: WatchOptions): Promise<RunView | null> {
+  const run = jobs.run(workflowId);
+  const signal = opts.signal;
+  const stopped = new Promise<never>((_, reject) => {
+    if (!signal) return;
+    const abort = (): void => reject(new WatchStopped());
+    if (signal.aborted) abort();
+    else signal.addEventListener('abort', abort, { once: true });
+  });
+  stopped.catch(() => undefined);
+  /** `p`, or WatchStopped as soon as the signal fires. */
+  const until = <T>(p: Promise<T>): Promise<T> => (signal ? Promise.race([p, stopped]) : p);
   const live = opts.live !== false && !opts.json && process.stdout.isTTY === true ? new LiveLine(process.stdout) : null;
   const term: PromptTerminal | null =
     opts.prompt === true && live && process.stdin.isTTY === true ? { input: process.stdin, output: process.stdout } : null;
@@ -228,37 +290,51 @@ export async function watchRun(client: Client, workflowId: string, opts: WatchOp
     emit({ event: 'decision', ...d }, decisionLines(d));
   };
   let lastStatus = '';
+  let waiting: { on: 'worker' | 'server'; reason: string; sinceMs: number } | null = null;
+  let noted = false;
   try {
     for (;;) {
-      const view = await readRun(client, workflowId);
+      let view: RunView;
+      let t: Awaited<ReturnType<RunHandle['transcript']>>;
+      try {
+        // An open run is asked (a worker answers); a closed one is read from its history (no worker needed).
+        view = await until(run.status());
+        t = await until(run.transcript(next));
+      } catch (err) {
+        const why = waitingReason(err);
+        if (!why) throw err;
+        if (!waiting) {
+          waiting = { ...why, sinceMs: Date.now() };
+          emit({ event: 'waiting', on: why.on, reason: why.reason }, [waitingLine(why)]);
+        }
+        live?.set({ label: `waiting for the ${why.on === 'worker' ? 'worker' : 'Temporal server'}…`, sinceMs: waiting.sinceMs });
+        await sleep(opts.intervalMs ?? 1_000, undefined, signal ? { signal } : {});
+        continue;
+      }
+      if (waiting) {
+        emit({ event: 'reconnected' }, [`▶ the ${waiting.on === 'worker' ? 'worker' : 'Temporal server'} answers again`]);
+        waiting = null;
+      }
       const open = view.executionStatus === 'RUNNING';
-      // A run that ends while it is asked is read again on the next round; a closed one without an answer (no worker) shows its result.
-      const t = await queryTranscript(client, workflowId, next).catch(async (err: unknown) => {
-        if (open && (await stillRunning(runHandle(client, workflowId)))) throw err;
-        return null;
-      });
-      if (open && !t) continue;
       // Read after the transcript, so an answer that just landed there is not shown again as partial text.
-      const activity = open && (live || opts.json) ? await currentActivity(client, workflowId).catch(() => null) : null;
+      const activity = open && (live || opts.json) ? await until(currentActivity(run)).catch(() => null) : null;
       live?.set(open ? liveStatusOf(view, activity) : null);
-      if (t) {
-        const durations = t.durationsMs ?? {};
-        t.messages.forEach((m, i) => {
-          const results = typeof m.content === 'string' ? [] : m.content.filter(isToolResult);
-          // A decision shows before the result it led to.
-          for (const b of results) for (const d of view.decisions) if (d.toolUseId === b.tool_use_id) emitDecision(d);
-          const timed = results.filter((b) => typeof durations[b.tool_use_id] === 'number');
-          const durationMs = Object.fromEntries(timed.map((b) => [b.tool_use_id, durations[b.tool_use_id]]));
-          emit(
-            { event: 'message', index: t.from + i, message: m, ...(timed.length ? { durationMs } : {}) },
-            describeMessage(m, t.from + i, durations),
-          );
-        });
-        next = t.from + t.messages.length;
-      } else if (next === 0) {
-        emit({ event: 'note', text: 'no worker is running: the transcript of a finished run needs one' }, [
-          '(no worker is running, so only the result is shown; start one with `agent-jobs worker` to see the transcript)',
-        ]);
+      const durations = t.durationsMs ?? {};
+      t.messages.forEach((m, i) => {
+        const results = typeof m.content === 'string' ? [] : m.content.filter(isToolResult);
+        // A decision shows before the result it led to.
+        for (const b of results) for (const d of view.decisions) if (d.toolUseId === b.tool_use_id) emitDecision(d);
+        const timed = results.filter((b) => typeof durations[b.tool_use_id] === 'number');
+        const durationMs = Object.fromEntries(timed.map((b) => [b.tool_use_id, durations[b.tool_use_id]]));
+        emit(
+          { event: 'message', index: t.from + i, message: m, ...(timed.length ? { durationMs } : {}) },
+          describeMessage(m, t.from + i, durations),
+        );
+      });
+      next = t.from + t.messages.length;
+      if (t.incomplete && !noted) {
+        noted = true;
+        emit({ event: 'note', text: t.incomplete }, [`(${t.incomplete})`]);
       }
       const claude = activity?.kind === 'claude' ? activity : null;
       // What the viewer saw of an attempt that failed is gone: say so once per attempt.
@@ -292,9 +368,9 @@ export async function watchRun(client: Client, workflowId: string, opts: WatchOp
         ]);
         if (opts.onPendingApproval) {
           live?.set(null);
-          await opts.onPendingApproval(pending);
+          await until(opts.onPendingApproval(pending));
         }
-        if (term && live) await decideInline(client, workflowId, pending, term, live, opts.intervalMs ?? 1_000);
+        if (term && live) await until(decideInline(run, pending, term, live, opts.intervalMs ?? 1_000));
       }
       for (const d of view.decisions) emitDecision(d);
       if (open && view.status !== lastStatus) {
@@ -311,11 +387,19 @@ export async function watchRun(client: Client, workflowId: string, opts: WatchOp
         ]);
         return view;
       }
-      await sleep(opts.intervalMs ?? 1_000);
+      await sleep(opts.intervalMs ?? 1_000, undefined, signal ? { signal } : {});
     }
+  } catch (err) {
+    if (signal?.aborted) return null;
+    throw err;
   } finally {
     live?.stop();
   }
+}
+
+/** The watch was stopped through its signal. */
+class WatchStopped extends Error {
+  override name = 'WatchStopped';
 }
 
 /**
@@ -326,8 +410,7 @@ export async function watchRun(client: Client, workflowId: string, opts: WatchOp
  * moved on, the hash changed) is printed as `! …` and the watch goes on.
  */
 async function decideInline(
-  client: Client,
-  workflowId: string,
+  run: RunHandle,
   pending: PendingApproval,
   term: PromptTerminal,
   live: LiveLine,
@@ -338,7 +421,7 @@ async function decideInline(
   const watcher = (async () => {
     while (!gone.signal.aborted) {
       await sleep(intervalMs);
-      const now = await queryStatus(client, workflowId).catch(() => null);
+      const now = await run.queryStatus().catch(() => null);
       if (!gone.signal.aborted && now?.pendingApproval?.toolUseId !== pending.toolUseId) gone.abort();
     }
   })();
@@ -351,14 +434,14 @@ async function decideInline(
   }
   if (!choice) return;
   if (choice.kind === 'dismiss') {
-    live.print(terminalText(hintLine(workflowId, pending)));
+    live.print(terminalText(hintLine(run.workflowId, pending)));
     return;
   }
   const sha = pending.commandSha256;
   const options: DecideOptions =
     choice.kind === 'deny' ? { sha, reason: choice.reason } : choice.kind === 'edit' ? { sha, edit: choice.command } : { sha };
   try {
-    const { answer, command } = await decide(client, workflowId, choice.kind !== 'deny', options);
+    const { answer, command } = await run.decide(choice.kind !== 'deny', options);
     live.print(
       terminalText(
         [
@@ -371,8 +454,9 @@ async function decideInline(
       ),
     );
   } catch (err) {
-    if (!(err instanceof CliError)) throw err;
-    live.print(terminalText(`! ${err.message}${err.hint ? `\n  ${err.hint}` : ''}`));
+    // The run moved on, the hash changed, no answer in time: say so, and the watch goes on.
+    const e = toCliError(err);
+    live.print(terminalText(`! ${e.message}${e.hint ? `\n  ${e.hint}` : ''}`));
   }
 }
 
@@ -384,9 +468,9 @@ export function registerWatch(program: Command): void {
     .option('--json', 'print one JSON object per event')
     .option('--no-prompt', 'on a terminal, do not ask for pending approvals inline (print how to approve or deny instead)')
     .action(async (workflowId: string, opts: { json?: boolean; prompt?: boolean }) => {
-      const view = await withClient(({ client }) =>
-        watchRun(client, workflowId, { json: opts.json === true, prompt: opts.prompt !== false }),
+      const view = await withClient((jobs) =>
+        watchUntilInterrupted(jobs, workflowId, { json: opts.json === true, prompt: opts.prompt !== false }),
       );
-      process.exitCode = exitCodeOf(view);
+      if (view) process.exitCode = exitCodeOf(view);
     });
 }

@@ -2,7 +2,7 @@
  * `agent-jobs list` orders runs by start time, newest first, although
  * Temporal lists open runs before closed ones.
  */
-import { newestByStart, type Listed } from '../../../src/cli/commands/list';
+import { newestByStart, type Listed } from '../../../src/client';
 
 interface Run extends Listed {
   id: string;
