@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
 import { CodecKeyError, EncryptionCodec, loadCodecKeys, startCodecServer } from '../../codec';
+import { DEV_SERVER_PORT } from '../../devserver';
 import { dataDir, temporalUiUrl } from '../../settings';
 import { CliError } from '../errors';
 import { port } from '../parse';
@@ -20,16 +21,19 @@ function origin(value: string, previous: string[] = []): string[] {
   try {
     url = new URL(value);
   } catch {
-    throw new CliError(`--cors-origin ${value} is not a URL`, 'give the UI origin, e.g. http://localhost:8233');
+    throw new CliError(`--cors-origin ${value} is not a URL`, `give the UI origin, e.g. http://localhost:${DEV_SERVER_PORT + 1000}`);
   }
   if (url.origin !== value.replace(/\/$/, ''))
-    throw new CliError(`--cors-origin ${value} is not an origin (scheme://host[:port] only)`, 'e.g. http://localhost:8233');
+    throw new CliError(
+      `--cors-origin ${value} is not an origin (scheme://host[:port] only)`,
+      `e.g. http://localhost:${DEV_SERVER_PORT + 1000}`,
+    );
   return [...previous, url.origin];
 }
 
 /** The UI's origins when none is given: TEMPORAL_UI_URL's, or the local dev server UI's as localhost and as 127.0.0.1. */
 function defaultOrigins(env: NodeJS.ProcessEnv): string[] {
-  const ui = new URL(temporalUiUrl(env.TEMPORAL_ADDRESS ?? 'localhost:7233', env));
+  const ui = new URL(temporalUiUrl(env.TEMPORAL_ADDRESS ?? `localhost:${DEV_SERVER_PORT}`, env));
   if (ui.hostname !== 'localhost') return [ui.origin];
   return [ui.origin, `${ui.protocol}//127.0.0.1${ui.port ? `:${ui.port}` : ''}`];
 }
