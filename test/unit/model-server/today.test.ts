@@ -546,7 +546,7 @@ describe('today mode: compaction', () => {
     expect(written).toBeGreaterThan(30_000);
 
     const output = results(answer, 'z'.repeat(100_000));
-    (output.content as Array<Record<string, unknown>>)[0]!['cache_control'] = EPHEMERAL;
+    (output.content as unknown as Array<Record<string, unknown>>)[0]!['cache_control'] = EPHEMERAL;
     const second = [...first, asParam(answer), output];
     const compacted = await send(client, body(second, extra));
     const [compaction, message] = compacted.usage.iterations!;
