@@ -15,6 +15,7 @@ import { DEFAULT_TRANSCRIPT_CACHE_CHARS } from '../config';
 import { brokenStreamFailure, idleFailure, toTemporalFailure } from './claude-errors';
 import { tailOf, THINKING_TEXT_MAX_CHARS, type ClaudeProgress } from './claude-progress';
 import { cacheControl, fitToWindow, withCacheBreakpoints, type CountTokens } from './context-window';
+import { observingFetch, onWire } from './claude-wire';
 import { conversationFromHistory } from '../client';
 import { TranscriptCache } from './transcript-cache';
 import type { CallClaudeInput, CallClaudeOutput, RequestContext, ServerToolName, Usage } from '../contract';
@@ -37,11 +38,18 @@ export const BASH_TOOL = { type: 'bash_20250124', name: 'bash' } as const;
  * URL come from `ANTHROPIC_API_KEY` (or `ANTHROPIC_AUTH_TOKEN`) and
  * `ANTHROPIC_BASE_URL`, read by the SDK. `maxRetries: 0`: Temporal's retry
  * policy is the only retry layer. `timeoutMs`: per-request limit (SDK
- * default 10 min).
+ * default 10 min). Its `fetch` reports every response chunk to the call that
+ * made it (claude-wire.ts), so `ping` events, which the SDK drops, keep
+ * `callClaude`'s idle watchdog from aborting a stream that is only thinking.
  */
 export function createAnthropicClient(options: { baseURL?: string; apiKey?: string; timeoutMs?: number } = {}): Anthropic {
   const { timeoutMs, ...rest } = options;
-  return new Anthropic({ ...rest, maxRetries: 0, ...(timeoutMs !== undefined ? { timeout: timeoutMs } : {}) });
+  return new Anthropic({
+    ...rest,
+    maxRetries: 0,
+    fetch: observingFetch(),
+    ...(timeoutMs !== undefined ? { timeout: timeoutMs } : {}),
+  });
 }
 
 /**
@@ -69,8 +77,8 @@ export function createAnthropicClient(options: { baseURL?: string; apiKey?: stri
  * `event: error` maps by its type (`overloaded_error`: retryable `ClaudeApiUnavailable`);
  * either way nothing of the partial answer is returned, so no partial `tool_use` runs
  * (C27). It aborts the HTTP request
- * when the activity is cancelled or the API sends nothing for
- * `idleTimeoutMs` (default `CLAUDE_IDLE_TIMEOUT_MS`, 90 s; a retryable
+ * when the activity is cancelled or the API sends nothing (not a byte, `ping` events
+ * counted: claude-wire.ts) for `idleTimeoutMs` (default `CLAUDE_IDLE_TIMEOUT_MS`, 90 s; a retryable
  * `ClaudeConnectionError`), and throws `ApplicationFailure`s mapped by
  * {@link toTemporalFailure} (non-retryable for `NON_RETRYABLE_STATUSES` and `x-should-retry: false`).
  */
@@ -115,7 +123,7 @@ export function createClaudeActivities(
         thinkingText: '',
       };
       // Aborts the request when the activity is cancelled, or when the API
-      // sends nothing (no headers, no event, no ping) for idleTimeoutMs.
+      // sends nothing (no headers, no byte of the body: a ping counts) for idleTimeoutMs.
       const idleAbort = new AbortController();
       const signal = AbortSignal.any([ctx.cancellationSignal, idleAbort.signal]);
       let lastData = Date.now();
@@ -137,10 +145,11 @@ export function createClaudeActivities(
         }
       }, CLAUDE_HEARTBEAT_INTERVAL_MS);
       try {
-        const stream = streamOf(anthropic, request, signal);
         const touch = (): void => {
           lastData = Date.now();
         };
+        // Every byte on the wire counts, pings included (a client made by createAnthropicClient reports them).
+        const stream = onWire(touch, () => streamOf(anthropic, request, signal));
         stream.on('connect', () => {
           connected = true;
           touch();

@@ -12,7 +12,7 @@ import type { IncomingHttpHeaders } from 'node:http';
  * - `count_tokens`: `POST /v1/messages/count_tokens` answered with `{input_tokens}`
  * - `error`: a scripted HTTP error
  * - `connection_reset` / `hang`: a scripted fault (no HTTP answer)
- * - `stream_cut` / `stream_error`: a scripted broken stream (200, part of the answer, then a close or `event: error`)
+ * - `stream_cut` / `stream_error` / `stream_stall`: a scripted broken stream (200, part of the answer, then a close, `event: error`, or silence)
  * - `past_end`: 500, the script has no entry for the step
  * - `unauthorized`: 401, no `x-api-key` / `Authorization: Bearer` (or the wrong key)
  * - `invalid_request`: 400, a body the real API would reject too
@@ -28,6 +28,7 @@ export type ResponseKind =
   | 'hang'
   | 'stream_cut'
   | 'stream_error'
+  | 'stream_stall'
   | 'past_end'
   | 'script_mismatch'
   | 'unauthorized'

@@ -7,10 +7,10 @@
  *
  * - a message entry: an assistant message as the Messages API returns it,
  *   with only `content` required:
- *   `{"content": [...], "stop_reason"?: "tool_use", "usage"?: {...}, "delay_ms"?: 2000, "delta_delay_ms"?: 200}`
+ *   `{"content": [...], "stop_reason"?: "tool_use", "usage"?: {...}, "delay_ms"?: 2000, "delta_delay_ms"?: 200, "think_ms"?: 120000, "ping_every_ms"?: 5000}`
  * - an error entry: `{"error": {"status": 529, "headers"?: {...}, "body"?: {...}, "times"?: 3}}`,
  *   or a fault: `{"error": {"kind": "connection_reset" | "hang", "times"?: 1}}`,
- *   or a broken stream: `{"error": {"kind": "stream_cut" | "stream_error", "after_events": N, "body"?: {...}, "times"?: 1}}`.
+ *   or a broken stream: `{"error": {"kind": "stream_cut" | "stream_error" | "stream_stall", "after_events": N, "body"?: {...}, "times"?: 1}}`.
  *
  * Steps: message entries are numbered 0, 1, 2... in file order, ignoring error
  * entries; message entry n answers a request holding n assistant messages.
@@ -108,13 +108,15 @@ export const ScriptMessageEntrySchema = z.strictObject({
   usage: UsageSchema.optional(),
   delay_ms: nonNegativeInt.optional(),
   delta_delay_ms: nonNegativeInt.optional(),
+  think_ms: nonNegativeInt.optional(),
+  ping_every_ms: nonNegativeInt.optional(),
 });
 
 /** Schema of an error entry (see {@link ScriptErrorEntry}). */
 export const ScriptErrorEntrySchema = z.strictObject({
   error: z
     .strictObject({
-      kind: z.enum(['http', 'connection_reset', 'hang', 'stream_cut', 'stream_error']).default('http'),
+      kind: z.enum(['http', 'connection_reset', 'hang', 'stream_cut', 'stream_error', 'stream_stall']).default('http'),
       status: z.int().min(400).max(599).optional(),
       headers: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
       body: z.unknown().optional(),
@@ -126,7 +128,7 @@ export const ScriptErrorEntrySchema = z.strictObject({
       if (error.kind === 'http' && error.status === undefined) {
         ctx.addIssue({ code: 'custom', message: 'an http error needs a "status" (e.g. 529)', path: ['status'] });
       }
-      const streamed = error.kind === 'stream_cut' || error.kind === 'stream_error';
+      const streamed = error.kind === 'stream_cut' || error.kind === 'stream_error' || error.kind === 'stream_stall';
       if (streamed && error.after_events === undefined) {
         ctx.addIssue({
           code: 'custom',
@@ -174,6 +176,14 @@ export type ScriptContentBlock = z.input<typeof ContentBlockSchema>;
  * (milliseconds, default 0) is the pause after each `content_block_delta`
  * of a streamed answer (16 characters of text or tool input each), so a
  * client sees partial text for a while; a non-streamed answer ignores it.
+ * `think_ms` (milliseconds, default 0) is a pause of a streamed answer after
+ * `message_start` and its `ping`, before the first content block: a model
+ * thinking at length (at the default `display: "omitted"` nothing else shows it).
+ * During it the server sends `event: ping` every `ping_every_ms` milliseconds
+ * (default 0: none, a stream silent for `think_ms`), as the API does while
+ * it works on a long answer (https://platform.claude.com/docs/en/build-with-claude/streaming,
+ * "Ping events": "Event streams may also include any number of ping events";
+ * the interval of the real API is not documented). A non-streamed answer ignores both.
  */
 export type ScriptMessageEntry = z.input<typeof ScriptMessageEntrySchema>;
 
@@ -197,7 +207,10 @@ export type ScriptMessageEntry = z.input<typeof ScriptMessageEntrySchema>;
  * status line and half of the JSON body before the close, and for
  * `stream_error` the body as an HTTP error (status from its `error.type`,
  * 529 when unknown). A stream fault in a step without a message entry gets
- * the past-the-end 500. `times` (default 1): how many requests of the step
+ * the past-the-end 500. `stream_stall` sends the first `after_events` events
+ * of the answer and then nothing, never ending the body (a connection gone
+ * silent mid-answer: only the client's idle timeout ends it); a non-streamed
+ * request gets the status line and then nothing. `times` (default 1): how many requests of the step
  * get this failure. `delay_ms` (http only) delays the answer.
  */
 export type ScriptErrorEntry = z.input<typeof ScriptErrorEntrySchema>;

@@ -335,7 +335,7 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
     const delayMs = choice.message.delay_ms;
     record({ status: 200, kind: 'message', requestId, ...(delayMs ? { delayMs } : {}) });
     if (delayMs && !(await sleep(delayMs, res))) return;
-    if (entry.stream) await streamAnswer(message, choice.message.delta_delay_ms ?? 0);
+    if (entry.stream) await streamAnswer(message, choice.message.delta_delay_ms ?? 0, undefined, thinkOf(choice.message));
     else sendJson(res, 200, message, { 'request-id': requestId });
 
     /**
@@ -345,7 +345,12 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
      * closed mid-body (`stream_cut`) or `event: error` is sent and the body
      * ended (`stream_error`).
      */
-    async function streamAnswer(message: CompletedMessage, deltaDelayMs: number, fault?: ParsedErrorEntry): Promise<void> {
+    async function streamAnswer(
+      message: CompletedMessage,
+      deltaDelayMs: number,
+      fault?: ParsedErrorEntry,
+      think: { ms: number; pingEveryMs: number } = { ms: 0, pingEveryMs: 0 },
+    ): Promise<void> {
       res.writeHead(200, {
         'content-type': 'text/event-stream; charset=utf-8',
         'cache-control': 'no-cache',
@@ -353,10 +358,13 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
       });
       const all = streamEvents(message);
       const events = fault ? all.slice(0, Math.min(fault.after_events ?? 0, all.length - 1)) : all;
-      for (const event of events) {
+      for (const [i, event] of events.entries()) {
         res.write(formatSse(event));
+        // The thinking pause comes after message_start and its ping (events 0 and 1).
+        if (i === 1 && think.ms > 0 && !(await thinkFor(think))) return;
         if (deltaDelayMs > 0 && event.event === 'content_block_delta' && !(await sleep(deltaDelayMs, res))) return;
       }
+      if (fault?.kind === 'stream_stall') return; // silent from here on; the client's idle timeout (or close()) ends it
       if (fault?.kind === 'stream_cut') {
         // Flushed, then closed without the chunked body's last chunk: the client sees the connection drop mid-answer.
         await new Promise<void>((resolve) => res.write('', () => resolve()));
@@ -367,8 +375,18 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
       res.end();
     }
 
+    /** Waits `think.ms`, sending `event: ping` every `think.pingEveryMs` (none when 0); false when the client went away. */
+    async function thinkFor(think: { ms: number; pingEveryMs: number }): Promise<boolean> {
+      const until = Date.now() + think.ms;
+      for (let left = think.ms; left > 0; left = until - Date.now()) {
+        if (!(await sleep(think.pingEveryMs > 0 ? Math.min(think.pingEveryMs, left) : left, res))) return false;
+        if (think.pingEveryMs > 0 && Date.now() < until) res.write(formatSse({ event: 'ping', data: { type: 'ping' } }));
+      }
+      return true;
+    }
+
     async function serveError(error: ParsedErrorEntry, which: { index: number; times: number }): Promise<void> {
-      if (error.kind === 'stream_cut' || error.kind === 'stream_error') {
+      if (error.kind === 'stream_cut' || error.kind === 'stream_error' || error.kind === 'stream_stall') {
         const scripted = planned?.message;
         if (!scripted) {
           fail(
@@ -382,6 +400,9 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
         const message = answerOf(scripted);
         if (entry.stream) {
           await streamAnswer(message, scripted.delta_delay_ms ?? 0, error);
+        } else if (error.kind === 'stream_stall') {
+          res.writeHead(200, { 'content-type': 'application/json', 'request-id': requestId });
+          res.flushHeaders();
         } else if (error.kind === 'stream_cut') {
           const text = JSON.stringify(message);
           res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'request-id': requestId });
@@ -495,4 +516,9 @@ function urlHost(address: string): string {
   if (address === '0.0.0.0') return '127.0.0.1';
   if (address === '::') return '[::1]';
   return address.includes(':') ? `[${address}]` : address;
+}
+
+/** The thinking pause of a streamed answer (`think_ms`, `ping_every_ms`; script.ts). */
+function thinkOf(entry: { think_ms?: number | undefined; ping_every_ms?: number | undefined }): { ms: number; pingEveryMs: number } {
+  return { ms: entry.think_ms ?? 0, pingEveryMs: entry.ping_every_ms ?? 0 };
 }

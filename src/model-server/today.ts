@@ -844,6 +844,15 @@ export function buildTodayMessage(
     content[j] = signBoundBlock(block as Block & { type: string }, request.model, prefix, `${conversation}:${step}:${j}`);
   }
 
+  // The compaction is a sampling step over the request as sent, breakpoints and all: it reads and
+  // writes the prompt cache by the same rule as any request (prompt-caching page, "How automatic
+  // prefix checking works"; compaction-threshold page: "Compaction requires an additional sampling
+  // step, which contributes to rate limits and billing"; the SDK's BetaCompactionIterationUsage has
+  // its own cache_read_input_tokens / cache_creation_input_tokens / cache_creation). Before the
+  // message step, so that step sees what this one wrote.
+  const compactionCache: CacheUsage | undefined = compactionBlock
+    ? context.cache.use(plan.measured, context.minCacheableTokens)
+    : undefined;
   // Usage: after a compaction the model works from system, tools and the summary.
   const measured = compactionBlock
     ? measure(
@@ -886,11 +895,11 @@ export function buildTodayMessage(
             ? [
                 {
                   type: 'compaction',
-                  input_tokens: plan.measured.tokens,
+                  input_tokens: compactionCache!.input_tokens,
                   output_tokens: tokensForBytes(Buffer.byteLength(String(compactionBlock['content']))),
-                  cache_creation_input_tokens: 0,
-                  cache_read_input_tokens: 0,
-                  cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 },
+                  cache_creation_input_tokens: compactionCache!.cache_creation_input_tokens,
+                  cache_read_input_tokens: compactionCache!.cache_read_input_tokens,
+                  cache_creation: { ...compactionCache!.cache_creation },
                 },
                 ...(stopReason === 'compaction' ? [] : [messageIteration]),
               ]

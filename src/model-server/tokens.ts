@@ -31,8 +31,9 @@
  * emulated by {@link PromptCache}: a block with `cache_control` (or whose
  * nested `tool_result` content has one) is a breakpoint. An entry is keyed
  * by the model and the canonical prefix ending at a block. For each
- * breakpoint the server looks for an existing entry at that block or one of
- * the {@link LOOKBACK_BLOCKS} blocks before it, longest first; the longest
+ * breakpoint the server looks for an existing entry at that block or the
+ * blocks before it, {@link LOOKBACK_BLOCKS} positions in all (the breakpoint's
+ * own block the first), longest first; the longest
  * hit over all breakpoints is read (`cache_read_input_tokens` = its prefix
  * tokens). Every breakpoint is written (`cache_creation_input_tokens` = the
  * last breakpoint's prefix tokens minus the read ones, split by TTL into
@@ -54,7 +55,13 @@ export const DEFAULT_CONTEXT_WINDOW = 200_000;
 /** Minimum cacheable prefix unless the script says otherwise (`min_cacheable_tokens`), tokens. */
 export const DEFAULT_MIN_CACHEABLE_TOKENS = 1024;
 
-/** Blocks before a breakpoint at which the API looks for an earlier cache entry (the breakpoint's own block is checked too). */
+/**
+ * Positions at which the API looks for an earlier cache entry per breakpoint, the breakpoint's own
+ * block counted as the first: "The system checks at most 20 positions per breakpoint, counting the
+ * breakpoint itself as the first" (https://platform.claude.com/docs/en/build-with-claude/prompt-caching,
+ * "How automatic prefix checking works"; its example: a breakpoint on block 35 checks blocks 35
+ * through 16, so an entry at block 15 is not found).
+ */
 export const LOOKBACK_BLOCKS = 20;
 
 /** Most `cache_control` markers one request may carry (API limit). */
@@ -312,7 +319,7 @@ export class PromptCache {
 
     let hit = -1;
     for (const { index } of breakpoints) {
-      for (let j = index; j >= Math.max(0, index - LOOKBACK_BLOCKS); j--) {
+      for (let j = index; j >= Math.max(0, index - (LOOKBACK_BLOCKS - 1)); j--) {
         if (this.#entries.has(measured.blocks[j]!.key)) {
           hit = Math.max(hit, j);
           break;

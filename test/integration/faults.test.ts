@@ -94,6 +94,21 @@ describe('faults', () => {
     expect(bed.requests().map((r) => r.response.kind)).toEqual(['error', 'connection_reset', 'hang', 'message']);
   });
 
+  test('a stream silent past the idle timeout is abandoned and retried; the retry, pinging through a longer silence, is the answer', async () => {
+    bed = await TestBed.create({
+      workerEnv: { AGENT_JOBS_CLAUDE_IDLE_TIMEOUT_MS: '1500' },
+      script: {
+        responses: [
+          { error: { kind: 'stream_stall', after_events: 2 } },
+          { content: [{ type: 'text', text: 'Thought it through.' }], think_ms: 4_000, ping_every_ms: 250 },
+        ],
+      },
+    });
+    const result = await (await bed.start({ task: 'think at length', approval: 'auto' }, 'api-idle-pings')).result();
+    expect(result).toMatchObject({ status: 'completed', turns: 1, text: 'Thought it through.' });
+    expect(bed.requests().map((r) => r.response.kind)).toEqual(['stream_stall', 'message']);
+  });
+
   test.each([403, 404, 413])('%d ends the run at once, no retries', async (status) => {
     bed = await TestBed.create({ script: { responses: [{ error: { status } }, end] } });
     const result = await (await bed.start({ task: `fatal ${status}`, approval: 'auto' })).result();

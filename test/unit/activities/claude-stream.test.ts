@@ -33,8 +33,11 @@ afterEach(async () => {
 });
 
 /** Runs one callClaude against `baseURL` as attempt `attempt`; resolves with its outcome and every heartbeat it sent. */
-async function call(baseURL: string, attempt = 1): Promise<{ outcome: unknown; heartbeats: ClaudeProgress[] }> {
-  const activities = createClaudeActivities(createAnthropicClient({ baseURL, apiKey: 'sk-ant-test' }));
+async function call(baseURL: string, attempt = 1, idleTimeoutMs?: number): Promise<{ outcome: unknown; heartbeats: ClaudeProgress[] }> {
+  const activities = createClaudeActivities(
+    createAnthropicClient({ baseURL, apiKey: 'sk-ant-test' }),
+    idleTimeoutMs !== undefined ? { idleTimeoutMs } : {},
+  );
   const env = new MockActivityEnvironment({ attempt });
   const heartbeats: ClaudeProgress[] = [];
   env.on('heartbeat', (d: unknown) => heartbeats.push(d as ClaudeProgress));
@@ -220,5 +223,35 @@ describe('heartbeats carry the thinking state', () => {
     expect(late.length).toBeGreaterThan(0);
     expect(late.at(-1)!.thinkingText!.endsWith('THOUGHT END')).toBe(true);
     expect(late.at(-1)!.thinkingChars).toBe(thought.length);
+  }, 30_000);
+});
+
+describe('the idle watchdog counts what arrives on the wire, pings included (the SDK drops them)', () => {
+  /** Shorter than each pause below: 1.5 s. */
+  const IDLE_MS = 1_500;
+  const answer = { content: [{ type: 'text', text: 'Thought it through.' }] };
+
+  test('pings and no content for longer than the idle timeout: the answer completes', async () => {
+    const url = await scripted({ responses: [{ ...answer, think_ms: 4_000, ping_every_ms: 250 }] });
+    const started = Date.now();
+    const { outcome } = await call(url, 1, IDLE_MS);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(4_000);
+    expect((outcome as CallClaudeOutput).content).toEqual([{ type: 'text', text: 'Thought it through.' }]);
+    expect(server!.requests()).toHaveLength(1);
+  }, 20_000);
+
+  test('no byte for that long (a silent pause, or a stalled stream): aborted as retryable ClaudeConnectionError, and the retry answers', async () => {
+    const url = await scripted({
+      responses: [{ error: { kind: 'stream_stall', after_events: 2 } }, { ...answer, think_ms: 4_000 }],
+    });
+    const stalled = await call(url, 1, IDLE_MS);
+    expect(expectFailure(stalled.outcome, ClaudeFailureType.CONNECTION, true).message).toContain('sent nothing for 1.5 s');
+    // The second attempt is silent for 4 s after message_start (no pings): abandoned as well.
+    const silent = await call(url, 2, IDLE_MS);
+    expectFailure(silent.outcome, ClaudeFailureType.CONNECTION, true);
+    // With a watchdog longer than the pause, the same step answers.
+    const again = await call(url, 3, 10_000);
+    expect((again.outcome as CallClaudeOutput).content).toEqual([{ type: 'text', text: 'Thought it through.' }]);
+    expect(server!.requests().map((r) => r.response.kind)).toEqual(['stream_stall', 'message', 'message']);
   }, 30_000);
 });

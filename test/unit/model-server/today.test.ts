@@ -11,7 +11,7 @@ import type {
   BetaMessageParam,
   MessageCreateParamsNonStreaming,
 } from '@anthropic-ai/sdk/resources/beta/messages/messages';
-import type { ScriptFile, ScriptMessageEntry } from '../../../src/model-server';
+import { measure, type ScriptFile, type ScriptMessageEntry } from '../../../src/model-server';
 import { caught, clientFor, closeServers, start } from './harness';
 
 afterEach(closeServers);
@@ -529,6 +529,32 @@ describe('today mode: compaction', () => {
     const tampered = copy(later);
     (tampered[2]!.content as Array<{ content: string }>)[0]!.content = 'forged';
     expect((await rejected(send(client, body(tampered, extra)))).message).toMatch(BOUND);
+  });
+
+  // The compaction is a sampling step over the request as sent: the prompt-caching rule applies to it
+  // (docs/scripted-server.md, "Compaction"; the SDK's BetaCompactionIterationUsage has its own cache counts).
+  test('the compaction step reads and writes the prompt cache at the request breakpoints, like any request', async () => {
+    const client = clientFor(await start(today([bash('ls'), done()])));
+    const extra = { context_management: edit(), betas: [COMPACT] };
+    const EPHEMERAL = { type: 'ephemeral' as const };
+    const first: BetaMessageParam[] = [
+      { role: 'user', content: [{ type: 'text', text: `Here is the log:\n${'y'.repeat(150_000)}`, cache_control: EPHEMERAL }] },
+    ];
+    const answer = await send(client, body(first, extra));
+    expect(answer.content.some((b) => b.type === 'compaction')).toBe(false);
+    const written = answer.usage.cache_creation_input_tokens!;
+    expect(written).toBeGreaterThan(30_000);
+
+    const output = results(answer, 'z'.repeat(100_000));
+    (output.content as unknown as Array<Record<string, unknown>>)[0]!['cache_control'] = EPHEMERAL;
+    const second = [...first, asParam(answer), output];
+    const compacted = await send(client, body(second, extra));
+    const [compaction, message] = compacted.usage.iterations!;
+    const total = measure(body(second)).tokens;
+    expect(compaction).toMatchObject({ type: 'compaction', cache_read_input_tokens: written });
+    expect(compaction!.input_tokens + compaction!.cache_creation_input_tokens + compaction!.cache_read_input_tokens).toBe(total);
+    expect(compaction!.cache_creation_input_tokens).toBeGreaterThan(20_000);
+    expect(message).toMatchObject({ type: 'message', cache_read_input_tokens: 0 });
   });
 
   test('a streamed compaction answer rebuilds to the same message as the non-streamed one', async () => {

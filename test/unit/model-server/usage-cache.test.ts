@@ -147,7 +147,9 @@ describe('prompt caching', () => {
     expect(total(second.usage)).toBe(after.tokens);
   });
 
-  test('lookback: an entry 20 blocks before the breakpoint is found, one 21 blocks before is not', async () => {
+  // "at most 20 positions per breakpoint, counting the breakpoint itself as the first": the docs' example
+  // (https://platform.claude.com/docs/en/build-with-claude/prompt-caching) misses an entry 20 blocks back.
+  test('lookback: an entry 19 blocks before the breakpoint is found, one 20 blocks before is not', async () => {
     const blocks = (marked: number): MessageParam[] => [
       {
         role: 'user',
@@ -159,8 +161,8 @@ describe('prompt caching', () => {
       },
     ];
     for (const [later, hit] of [
-      [25, true],
-      [26, false],
+      [24, true],
+      [25, false],
     ] as const) {
       const server = await start(texts(1));
       const client = clientFor(server);
