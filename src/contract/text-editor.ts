@@ -115,7 +115,7 @@ export function parseEditInput(input: unknown): { ok: true; edit: EditRequest } 
       if (typeof o.old_str !== 'string' || o.old_str === '')
         return invalid('"old_str" must be a non-empty string (the exact text to replace)');
       if (o.new_str !== undefined && typeof o.new_str !== 'string') return invalid('"new_str" must be a string');
-      return { ok: true, edit: { command, path: p, oldStr: o.old_str, newStr: (o.new_str as string | undefined) ?? '' } };
+      return { ok: true, edit: { command, path: p, oldStr: o.old_str, newStr: (o.new_str) ?? '' } };
     case 'insert': {
       const text = o.insert_text !== undefined ? o.insert_text : o.new_str;
       if (!Number.isInteger(o.insert_line) || (o.insert_line as number) < 0) {

@@ -60,11 +60,17 @@ function backtrack(trace: Int32Array[], a: string[], b: string[], dEnd: number, 
     const prevK = k === -d || (k !== d && v[offset + k - 1]! < v[offset + k + 1]!) ? k + 1 : k - 1;
     const prevX = v[offset + prevK]!;
     const prevY = prevX - prevK;
-    while (x > prevX && y > prevY) (ops.push({ kind: ' ', line: a[--x]! }), y--);
+    while (x > prevX && y > prevY) {
+      ops.push({ kind: ' ', line: a[--x]! });
+      y--;
+    }
     if (x === prevX) ops.push({ kind: '+', line: b[--y]! });
     else ops.push({ kind: '-', line: a[--x]! });
   }
-  while (x > 0 && y > 0) (ops.push({ kind: ' ', line: a[--x]! }), y--);
+  while (x > 0 && y > 0) {
+    ops.push({ kind: ' ', line: a[--x]! });
+    y--;
+  }
   return ops.reverse();
 }
 
