@@ -115,7 +115,7 @@ export function parseEditInput(input: unknown): { ok: true; edit: EditRequest } 
       if (typeof o.old_str !== 'string' || o.old_str === '')
         return invalid('"old_str" must be a non-empty string (the exact text to replace)');
       if (o.new_str !== undefined && typeof o.new_str !== 'string') return invalid('"new_str" must be a string');
-      return { ok: true, edit: { command, path: p, oldStr: o.old_str, newStr: (o.new_str) ?? '' } };
+      return { ok: true, edit: { command, path: p, oldStr: o.old_str, newStr: o.new_str ?? '' } };
     case 'insert': {
       const text = o.insert_text !== undefined ? o.insert_text : o.new_str;
       if (!Number.isInteger(o.insert_line) || (o.insert_line as number) < 0) {
@@ -144,6 +144,11 @@ export function editRuleSubject(command: EditRequest['command'], absPath: string
   return `${TEXT_EDITOR_NAME} ${command} ${absPath}`;
 }
 
+/** The words of {@link editRuleSubject}: the name, the command, the path (one word, spaces and all). */
+export function editRuleWords(command: EditRequest['command'], absPath: string): readonly [string, string, string] {
+  return [TEXT_EDITOR_NAME, command, absPath];
+}
+
 /** Input of the `runEdit` activity (on the session's worker queue). */
 export interface RunEditInput {
   sessionId: string;
@@ -151,12 +156,12 @@ export interface RunEditInput {
   toolUseId: string;
   edit: EditRequest;
   /**
-   * `policy`: a `view` inside the workspace runs; a change runs when one of `rules` matches,
-   * else nothing is written and the answer carries the diff to approve. `rules`: only the
-   * rules. `ask`: nothing is written, the answer carries the diff (approval `always`).
-   * Absent: apply (mode `auto`, or approved: then `approvedSha256` is set).
+   * `policy`: a `view` (inside the workspace: any other path is refused) runs; a change runs
+   * when one of `rules` matches, else nothing is written and the answer carries the diff to
+   * approve. `rules` (approval `always`): views too need a rule or a person. Absent: apply
+   * (mode `auto`, or approved: then `approvedSha256` is set).
    */
-  autoApprove?: 'policy' | 'rules' | 'ask';
+  autoApprove?: 'policy' | 'rules';
   /** The run's approval rules (matched on the worker against {@link editRuleSubject}). */
   rules?: RuleToMatch[];
   /** The SHA-256 of the review text a person approved: the edit is applied only when the one made now is that one. */

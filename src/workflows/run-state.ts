@@ -28,7 +28,7 @@ import type {
 import type { ResolvedInput } from '../contract/input';
 import { toSearchText } from '../contract/search-text';
 import { AGENT_AWAITING, AGENT_AWAITING_SINCE, AGENT_COST_USD, AGENT_STATUS, AGENT_TOKENS, AGENT_TURNS } from '../config';
-import { commandSummary } from '../contract/display';
+import { commandSummary, editSummary } from '../contract/display';
 import { capabilitiesOf, contextStrategyOf, contextWindowOf, costUsd, modelInfoOf, type ModelInfo } from '../contract/models';
 import { newApprovalState, type ApprovalState } from './approval';
 import { ConversationLog } from './conversation';
@@ -211,6 +211,11 @@ export class RunState {
   /** What the run waits for a person for, one line (the `AgentAwaiting` search attribute); empty when nobody. */
   awaiting(): string {
     const pending = this.approval.pending;
+    const what = pending?.edit
+      ? editSummary(pending.edit.command, pending.edit.path, null)
+      : pending
+        ? commandSummary(pending.command, null)
+        : '';
     if (this.status === 'paused') {
       const p = this.pause;
       const why =
@@ -219,9 +224,9 @@ export class RunState {
           : p?.reason === 'budget' && p.budget !== undefined
             ? `more budget: ${describeSpent({ budget: p.budget, limit: p.limit ?? 0, used: p.used ?? 0 })}`
             : `paused by ${p?.by ?? 'a person'}`;
-      return pending ? `${why}; approval of ${commandSummary(pending.command, null)}` : why;
+      return pending ? `${why}; approval of ${what}` : why;
     }
-    if (this.status === 'awaiting_approval' && pending) return `approval of ${commandSummary(pending.command, null)}`;
+    if (this.status === 'awaiting_approval' && pending) return `approval of ${what}`;
     if (this.status === 'awaiting_message') return `the next message (chat, after turn ${this.turns})`;
     return '';
   }
