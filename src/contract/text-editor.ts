@@ -54,7 +54,7 @@ export type ToolDefinition = { type: string; name: string; max_characters?: numb
  * The request's `tools`: the client tools in the fixed order bash, text editor (whatever order
  * the input named them in), then the server tools in the order given. The one builder of the
  * list: every request and token count of a run gets the same bytes from the same input, so the
- * prefix (system, tools, earlier blocks) never changes after start (issue 19).
+ * prefix (system, tools, earlier blocks) never changes after start.
  * @param clientTools the run's client tools; absent: bash alone (runs from before `tools`)
  */
 export function requestTools(
