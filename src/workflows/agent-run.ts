@@ -84,12 +84,7 @@ interface RunEnd {
  * @returns how the run ended; cancellation also returns a result (status `cancelled`)
  */
 export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState): Promise<AgentRunResult> {
-  // A run of a chain that started before the editor existed (no marker, or carried without `tools`) keeps bash alone.
-  const state = new RunState(
-    validInput(rawInput, carried !== undefined || !patched(TEXT_EDITOR_PATCH)),
-    workflowInfo().workflowId,
-    carried,
-  );
+  const state = new RunState(validInput(rawInput, carried), workflowInfo().workflowId, carried);
   const session = new RunSession(state);
   setHandler(approveSignal, (d) => receiveDecision(state.approval, d));
   setHandler(sessionClosingSignal, (s) => session.closing(s));
@@ -117,9 +112,10 @@ export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState):
   }
 }
 
-/** The input with its defaults. @throws ApplicationFailure `InvalidInput` (non-retryable) listing every problem */
-function validInput(raw: AgentRunInput, legacyTools: boolean): ResolvedInput {
-  const resolved = resolveInput(raw, { legacyTools });
+/** The input with its defaults (tools: see {@link TEXT_EDITOR_PATCH}). @throws ApplicationFailure `InvalidInput` (non-retryable) listing every problem */
+function validInput(raw: AgentRunInput, carried: CarriedState | undefined): ResolvedInput {
+  // A run of a chain that started before the editor existed (no marker, or carried on without `tools`) keeps bash alone.
+  const resolved = resolveInput(raw, { legacyTools: carried !== undefined || !patched(TEXT_EDITOR_PATCH) });
   if (!resolved.ok)
     throw ApplicationFailure.create({ message: `invalid agentRun input: ${resolved.message}`, type: INVALID_INPUT, nonRetryable: true });
   return resolved.input;
