@@ -4,7 +4,7 @@
  * - Worker A on the shared queue `agent-jobs`: the agentRun workflow,
  *   `callClaude` and `openSession`.
  * - Worker B on this process's own queue `agent-jobs.session.<workerId>`:
- *   `runCommand`, `restartSession`, `closeSession` over the bash sessions
+ *   `runCommand`, `runEdit`, `restartSession`, `closeSession` over the bash sessions
  *   this process holds (session affinity).
  *
  * Run it with `agent-jobs worker` or `node dist/worker.js`. The first
@@ -186,7 +186,7 @@ export async function startWorker(): Promise<RunningWorker> {
       hidePaths: [dataDir(), workspaceRoot(), auditLogPath(), PROJECT_ROOT, ...sandboxHiddenPaths()],
     },
   });
-  const { openSession, runCommand, restartSession, closeSession } = sessionActivities;
+  const { openSession, runCommand, runEdit, restartSession, closeSession } = sessionActivities;
   const identity = `${id}@agent-jobs`;
 
   const shared = await Worker.create({
@@ -214,7 +214,7 @@ export async function startWorker(): Promise<RunningWorker> {
     namespace: settings.namespace,
     taskQueue: queue,
     identity,
-    activities: { runCommand, restartSession, closeSession },
+    activities: { runCommand, runEdit, restartSession, closeSession },
     // A slot for every session: a command that waits for one past the schedule-to-start timeout counts as a lost worker.
     maxConcurrentActivityTaskExecutions: sessionActivitySlots(cap.max),
     // Shut down once the drain let every command finish or killed it (see drain below).

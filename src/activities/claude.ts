@@ -18,7 +18,8 @@ import { cacheControl, fitToWindow, withCacheBreakpoints, type CountTokens } fro
 import { observingFetch, onWire } from './claude-wire';
 import { conversationFromHistory } from '../client';
 import { TranscriptCache } from './transcript-cache';
-import type { CallClaudeInput, CallClaudeOutput, RequestContext, ServerToolName, Usage } from '../contract';
+import type { CallClaudeInput, CallClaudeOutput, RequestContext, Usage } from '../contract';
+import { BASH_TOOL, requestTools } from '../contract/text-editor';
 
 /** Failure type when the workflow's conversation cannot be rebuilt from its history (a bug or a changed history; never retried). */
 export const TRANSCRIPT_MISMATCH = 'TranscriptMismatch';
@@ -26,12 +27,8 @@ export const TRANSCRIPT_MISMATCH = 'TranscriptMismatch';
 /** Where a worker's conversations come from when its cache has none: the workflow history (tests may substitute). */
 export type HistoryReader = (workflowId: string, runId: string, stopAt: string) => Promise<Conversation>;
 
-/**
- * The Anthropic-schema bash tool (`bash_20250124`): Claude sends
- * `{command: string}` or `{restart: true}`; the schema is built into the
- * model, so no `input_schema` is sent.
- */
-export const BASH_TOOL = { type: 'bash_20250124', name: 'bash' } as const;
+/** The tool definitions live in the contract (one builder of a request's `tools`: `requestTools`). */
+export { BASH_TOOL, SERVER_TOOLS, TEXT_EDITOR_TOOL } from '../contract/text-editor';
 
 /**
  * Creates the Anthropic client a worker uses for every call. Key and base
@@ -270,17 +267,6 @@ export const COMPACTION_BETA = 'compact-2026-01-12';
 export const COMPACTION_EDIT = 'compact_20260112';
 
 /**
- * The server tools a run may offer, as the request's `tools` entries: web search
- * (https://platform.claude.com/docs/en/agents-and-tools/tool-use/web-search-tool) and web fetch
- * (https://platform.claude.com/docs/en/agents-and-tools/tool-use/web-fetch-tool). Their
- * `server_tool_use` and result blocks come back in the answer and are sent back as they are.
- */
-export const SERVER_TOOLS: Readonly<Record<ServerToolName, { type: string; name: ServerToolName }>> = {
-  web_search: { type: 'web_search_20250305', name: 'web_search' },
-  web_fetch: { type: 'web_fetch_20250910', name: 'web_fetch' },
-};
-
-/**
  * The `thinking` option of a request: a budget (`enabled`) when the run has one, else
  * `adaptive` with the run's display when it names one, else none (the model's default).
  */
@@ -316,15 +302,12 @@ async function buildRequest(
     return { request, report: null };
   }
   const system = input.system !== undefined && input.system !== '' ? [{ type: 'text' as const, text: input.system }] : undefined;
-  const serverTools = (context.serverTools ?? []).map((name) => SERVER_TOOLS[name]);
-  const clientTools = [BASH_TOOL];
+  const runTools = requestTools(context.clientTools, context.serverTools);
   const count: CountTokens = async (messages, opts) => {
     const counted = await anthropic.messages.countTokens({
       model: input.model,
       messages: messages as Anthropic.MessageParam[],
-      ...(opts?.bare
-        ? {}
-        : { tools: [...clientTools, ...serverTools] as Anthropic.ToolUnion[], ...(system ? { system } : {}), ...thinking }),
+      ...(opts?.bare ? {} : { tools: runTools as Anthropic.ToolUnion[], ...(system ? { system } : {}), ...thinking }),
     });
     return counted.input_tokens;
   };
@@ -344,7 +327,7 @@ async function buildRequest(
           {
             contextWindow: context.contextWindow,
             maxTokens: input.maxTokens,
-            fixedBytes: Buffer.byteLength(JSON.stringify({ system, tools: [...clientTools, ...serverTools] }), 'utf8'),
+            fixedBytes: Buffer.byteLength(JSON.stringify({ system, tools: runTools }), 'utf8'),
             clearedBefore: context.clearedBefore,
             ...(previousValid ? { previous: { tokens: context.previousTokens!, length: context.previousLength! } } : {}),
           },
@@ -353,7 +336,7 @@ async function buildRequest(
           throw toTemporalFailure(err);
         });
   const breakpoint = cacheControl(context.cacheTtl);
-  const tools = [...clientTools, ...serverTools] as Anthropic.ToolUnion[];
+  const tools = runTools as Anthropic.ToolUnion[];
   const request: ClaudeRequest = {
     model: input.model,
     max_tokens: input.maxTokens,

@@ -13,7 +13,10 @@ import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { OPEN_SESSION_FAILED_ATTEMPTS, SESSION_HEARTBEAT_INTERVAL_MS } from '../config';
 import { BashSession, ExactRefusedError, type BashSessionOptions, type CommandResult } from '../session';
-import { decideApproval, matchRule } from '../policy';
+import { decideApproval, matchEditRule, matchRule } from '../policy';
+import { TEXT_EDITOR_MAX_CHARACTERS, editRuleSubject, editRuleWords, type RunEditInput, type RunEditOutput } from '../contract/text-editor';
+import type { EditGate, ProposedEdit } from '../session';
+import { sha256Hex } from '../session/edit';
 import {
   SESSION_NOT_FOUND,
   WORKER_FULL,
@@ -308,6 +311,29 @@ function judge(input: RunCommandInput, session: BashSession): Judged {
   return { needsApproval: rules.length > 0 ? `${decision.reason}; ${rule.reason}` : decision.reason };
 }
 
+/**
+ * The gate of one `runEdit` (see {@link RunEditInput}): an approved edit applies only when the
+ * diff made now is the one approved (its SHA-256); under `policy` a `view` runs unasked; a
+ * change (and under `rules` a view too) runs when a rule matches, else a person decides.
+ */
+export function editGate(input: RunEditInput): (p: ProposedEdit) => EditGate {
+  return (p) => {
+    if (input.approvedSha256 !== undefined) {
+      if (sha256Hex(p.review) === input.approvedSha256) return { apply: true };
+      return {
+        refuse: `Error: ${p.abs} changed after the edit was approved: the change it would make now is not the one a person approved (sha256 ${input.approvedSha256.slice(0, 12)}), so nothing was written. View the file again and retry.`,
+      };
+    }
+    if (input.autoApprove === undefined) return { apply: true };
+    if (input.autoApprove === 'policy' && p.command === 'view') return { apply: true };
+    const rule = matchEditRule({ words: editRuleWords(p.command, p.abs), text: p.ruleSubject }, input.rules ?? []);
+    if ('id' in rule) return { apply: true, rule: rule.id };
+    const why =
+      input.autoApprove === 'policy' ? 'the policy lets views run unasked; every change waits for a person' : 'approval mode is always';
+    return { ask: `${why}; ${rule.reason}` };
+  };
+}
+
 /** Heartbeats every second until the returned function is called. */
 function startHeartbeat(details?: unknown): () => void {
   const ctx = Context.current();
@@ -470,6 +496,43 @@ export function createSessionActivities(deps: SessionActivityDeps) {
           ...(approvedByRule !== undefined ? { approvedByRule } : {}),
           ...(registry.draining ? { workerClosing: true as const } : {}),
           ...(killedAtShutdownMs !== undefined ? { killedAtShutdownMs } : {}),
+        };
+      } finally {
+        tracked.end();
+        stop();
+      }
+    },
+
+    /**
+     * Runs one text editor command in the session (`BashSession.edit`: as the session user, in
+     * its sandbox, serialized with commands) through {@link editGate}. Heartbeats every second.
+     * Never retried (the session activities' retry policy): an edit whose answer is lost is
+     * reported as possibly applied, never applied again.
+     * @throws ApplicationFailure `SessionNotFound` when this process holds no such session
+     * @throws ApplicationFailure `WorkerShuttingDown` (non-retryable, nothing was done) when the worker is draining
+     */
+    runEdit: async (input: RunEditInput): Promise<RunEditOutput> => {
+      const session = registry.require(input.sessionId, workerId);
+      registry.refuseWhenDraining(workerId, 'the edit was not made', false);
+      const ctx = Context.current();
+      const stop = startHeartbeat({ toolUseId: input.toolUseId });
+      const tracked = registry.trackCommand();
+      const started = Date.now();
+      try {
+        const out = await session.edit(input.edit, editGate(input), {
+          maxCharacters: TEXT_EDITOR_MAX_CHARACTERS,
+          ruleSubject: editRuleSubject,
+          signal: AbortSignal.any([ctx.cancellationSignal, tracked.signal]),
+        });
+        if (out.approvedByRule !== undefined)
+          log.info('edit approved by an approval rule', { toolUseId: input.toolUseId, rule: out.approvedByRule });
+        return {
+          text: out.text,
+          isError: out.isError,
+          applied: out.applied,
+          durationMs: Date.now() - started,
+          ...(out.needsApproval ? { needsApproval: out.needsApproval } : {}),
+          ...(out.approvedByRule !== undefined ? { approvedByRule: out.approvedByRule } : {}),
         };
       } finally {
         tracked.end();

@@ -1,5 +1,6 @@
 /** Option parsers for commander: each throws InvalidArgumentError with the accepted form. */
 import { InvalidArgumentError } from 'commander';
+import { CLIENT_TOOLS, type ClientToolName } from '../contract/text-editor';
 
 /** A positive integer (e.g. `--max-turns 20`). */
 export function positiveInt(value: string): number {
@@ -55,4 +56,19 @@ export function hexPrefix(value: string): string {
   if (!/^[0-9a-fA-F]{4,64}$/.test(value))
     throw new InvalidArgumentError("expected 4 to 64 hex digits of the command's sha256 (status shows 12)");
   return value.toLowerCase();
+}
+
+/** `--tools bash,text_editor`: each once, from {@link CLIENT_TOOLS}. */
+export function toolList(value: string): ClientToolName[] {
+  const names = value
+    .split(',')
+    .map((t) => t.trim())
+    .filter((t) => t !== '');
+  const bad = names.find((n) => !(CLIENT_TOOLS as readonly string[]).includes(n));
+  if (bad !== undefined || names.length === 0 || new Set(names).size !== names.length) {
+    throw new InvalidArgumentError(
+      `expected a comma-separated list of ${CLIENT_TOOLS.join(', ')}, each once (got ${JSON.stringify(value)})`,
+    );
+  }
+  return names as ClientToolName[];
 }

@@ -32,7 +32,7 @@
  *   U+202E", ...
  */
 import { sha256 } from './sha256';
-import type { PendingApproval } from './index';
+import type { PendingApproval, PendingEdit } from './index';
 
 /** How {@link displayCommand} shows a command. */
 export interface CommandDisplay {
@@ -370,8 +370,20 @@ export function commandDetails(command: string): string {
  * signal's `commandSha256` must match). Also used by the CLI to fill these
  * in for runs of older workers.
  */
-export function pendingApproval(p: { toolUseId: string; command: string; requestedAt: string }): PendingApproval {
+export function pendingApproval(p: { toolUseId: string; command: string; requestedAt: string; edit?: PendingEdit }): PendingApproval {
   const d = displayCommand(p.command);
+  if (p.edit !== undefined) {
+    // A diff is many lines: kept as lines (tabs too), every other hidden character escaped and warned about.
+    return {
+      toolUseId: p.toolUseId,
+      command: p.command,
+      requestedAt: p.requestedAt,
+      display: safeText(p.command, true),
+      warnings: displayCommand(p.command.replace(/[\n\t]/g, ' ')).warnings,
+      commandSha256: d.sha256,
+      edit: p.edit,
+    };
+  }
   return {
     toolUseId: p.toolUseId,
     command: p.command,
@@ -386,4 +398,10 @@ export function pendingApproval(p: { toolUseId: string; command: string; request
 export function oneLineSummary(text: string, max: number): string {
   const flat = text.replace(/\s+/g, ' ').trim();
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+/** A text editor command in an activity summary: `edit #3: str_replace /ws/src/a.ts` (cut to fit). */
+export function editSummary(command: string, path: string, ordinal: number | null): string {
+  const prefix = ordinal === null ? `edit: ${command} ` : `edit #${ordinal}: ${command} `;
+  return `${prefix}${displayCommand(path, { maxChars: SUMMARY_MAX_CHARS - prefix.length }).text}`;
 }

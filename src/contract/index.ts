@@ -176,6 +176,13 @@ export interface AgentRunInput {
   webSearch?: boolean;
   /** Offer the `web_fetch` server tool (https://platform.claude.com/docs/en/agents-and-tools/tool-use/web-fetch-tool). @default false */
   webFetch?: boolean;
+  /**
+   * Client tools offered, run on the session's worker: `bash` (`bash_20250124`) and
+   * `text_editor` (`text_editor_20250728`, docs/text-editor.md); the request lists them
+   * in that order whatever the order here. @default both (runs started before the editor, and
+   * their continue-as-new chains, keep bash alone)
+   */
+  tools?: ('bash' | 'text_editor')[];
   /** Context window of the run in tokens, overriding the model's ({@link contextWindowOf} in src/contract/models.ts). @default the model's */
   contextWindow?: number;
   /** The model's entry (window, prices, 1-hour TTL), resolved by `start` from the built-in table and `AGENT_JOBS_MODELS`. @default the built-in table's entry, else the fallback (src/contract/models.ts) */
@@ -263,6 +270,19 @@ export interface PendingApproval {
   warnings: string[];
   /** SHA-256 of the command's UTF-8 bytes (64 lowercase hex digits); an `approve` signal that names another hash is ignored. */
   commandSha256: string;
+  /**
+   * Set when a text editor command waits (not a bash command): `command` is then the exact
+   * change as a unified diff (for a `view` under approval `always`, its rule words), and
+   * `display` is that text with its lines kept (other hidden characters escaped).
+   */
+  edit?: PendingEdit;
+}
+
+/** What a text editor command that waits for approval is: the command, the absolute path, the words rules match (`str_replace_based_edit_tool <command> <path>`). */
+export interface PendingEdit {
+  command: 'view' | 'create' | 'str_replace' | 'insert';
+  path: string;
+  ruleSubject: string;
 }
 
 /**
@@ -468,6 +488,8 @@ export interface RequestContext {
   compactAtTokens?: number;
   /** Server tools offered after the client tools, in this order (fixed for the run). */
   serverTools?: ServerToolName[];
+  /** Client tools offered (`requestTools` in src/contract/text-editor.ts orders them); absent: bash alone. */
+  clientTools?: ('bash' | 'text_editor')[];
   /**
    * Tokens of the previous request and its answer (input + cache creation + cache read +
    * output), when nothing but appended messages changed since: the new part alone is then

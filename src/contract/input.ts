@@ -15,6 +15,7 @@ import {
 } from '../config';
 import { APPROVAL_MODES, DEFAULT_APPROVAL_MODE, THINKING_DISPLAYS, type AgentRunInput, type ApprovalMode } from './index';
 import { EFFORT_LEVELS, MAX_CONTEXT_WINDOW, capabilitiesOf, modelInfoOf, modelInfoSchema } from './models';
+import { CLIENT_TOOLS, DEFAULT_CLIENT_TOOLS, type ClientToolName } from './text-editor';
 import { APPROVAL_TIMEOUT_ACTIONS, DEFAULT_APPROVAL_TIMEOUT_ACTION, DEFAULT_ON_BUDGET, ON_BUDGET_ACTIONS } from './steering';
 
 /** Temporal duration strings as `ms` understands them (`'24 hours'`, `'90s'`, `'1.5h'`), or ms. */
@@ -84,6 +85,11 @@ export const agentRunInputSchema = z
     thinkingDisplay: z.enum(THINKING_DISPLAYS).optional(),
     webSearch: z.boolean().optional(),
     webFetch: z.boolean().optional(),
+    tools: z
+      .array(z.enum(CLIENT_TOOLS))
+      .min(1, 'tools must name at least one of bash, text_editor')
+      .refine((t) => new Set(t).size === t.length, 'tools must not name a tool twice')
+      .optional(),
     contextWindow: z.number().int().min(1_024).max(MAX_CONTEXT_WINDOW).optional(),
     modelInfo: modelInfoSchema.optional(),
   })
@@ -124,7 +130,7 @@ type OptionalFields =
 /** The input with every default applied. */
 export type ResolvedInput = Required<Omit<AgentRunInput, OptionalFields>> & Pick<AgentRunInput, OptionalFields>;
 
-/** Default system prompt: how the bash tool behaves here. */
+/** Default system prompt of a run with bash alone: how the bash tool behaves here. MAINTENANCE: byte-identical to what runs started before the editor were sent. */
 export const DEFAULT_SYSTEM_PROMPT = [
   'You are an agent that completes tasks by running commands in a persistent bash session (the bash tool).',
   "The session starts in the run's own workspace directory; the working directory, variables and files persist between commands.",
@@ -132,19 +138,40 @@ export const DEFAULT_SYSTEM_PROMPT = [
   'When the task is done, reply with a short summary of what you did.',
 ].join(' ');
 
+/** Default system prompt of a run that offers the text editor (with or without bash). */
+export const DEFAULT_EDITOR_SYSTEM_PROMPT = [
+  'You are an agent that completes tasks in its own workspace directory with the tools you are given.',
+  'The bash tool (when offered) runs commands in a persistent bash session that starts in the workspace; the working directory, variables and files persist between commands.',
+  'Commands read no input (stdin is /dev/null) and are killed after a timeout.',
+  'The text editor tool (str_replace_based_edit_tool) views, creates and edits files inside the workspace only; relative paths start from the working directory of the bash session.',
+  "Some commands and every file change may need a human's approval and may be denied.",
+  'When the task is done, reply with a short summary of what you did.',
+].join(' ');
+
+/** The default system prompt for a run's tools. */
+export function defaultSystemPrompt(tools: readonly ClientToolName[]): string {
+  return tools.includes('text_editor') ? DEFAULT_EDITOR_SYSTEM_PROMPT : DEFAULT_SYSTEM_PROMPT;
+}
+
 /** One line of what is wrong with an input, e.g. `maxTurns: Too small: expected number to be >=1`. */
 export function describeInputIssues(error: z.ZodError): string {
   return error.issues.map((i) => `${i.path.length > 0 ? i.path.join('.') : 'input'}: ${i.message}`).join('; ');
 }
 
 /**
- * Validates an agentRun input and applies the defaults.
+ * Validates an agentRun input and applies the defaults. `legacyTools`: an input without
+ * `tools` gets bash alone (a run that started before the editor existed, or the next run of
+ * its continue-as-new chain: its tools and system prompt must not change mid-conversation).
  * @returns `{ok: true, input}` or `{ok: false, message}` with every problem on one line
  */
-export function resolveInput(raw: unknown): { ok: true; input: ResolvedInput } | { ok: false; message: string } {
+export function resolveInput(
+  raw: unknown,
+  options: { legacyTools?: boolean } = {},
+): { ok: true; input: ResolvedInput } | { ok: false; message: string } {
   const parsed = agentRunInputSchema.safeParse(raw);
   if (!parsed.success) return { ok: false, message: describeInputIssues(parsed.error) };
   const i = parsed.data;
+  const tools = i.tools ?? (options.legacyTools ? ['bash' as const] : [...DEFAULT_CLIENT_TOOLS]);
   return {
     ok: true,
     input: {
@@ -152,7 +179,7 @@ export function resolveInput(raw: unknown): { ok: true; input: ResolvedInput } |
       model: i.model ?? DEFAULT_MODEL,
       maxTurns: i.maxTurns ?? DEFAULT_MAX_TURNS,
       maxTokens: i.maxTokens ?? DEFAULT_MAX_TOKENS,
-      system: i.system ?? DEFAULT_SYSTEM_PROMPT,
+      system: i.system ?? defaultSystemPrompt(tools),
       approval: i.approval ?? DEFAULT_APPROVAL_MODE,
       workdir: i.workdir,
       network: i.network ?? false,
@@ -163,6 +190,7 @@ export function resolveInput(raw: unknown): { ok: true; input: ResolvedInput } |
       chatIdleTimeout: i.chatIdleTimeout ?? DEFAULT_CHAT_IDLE_TIMEOUT,
       transcriptBudgetChars: i.transcriptBudgetChars ?? DEFAULT_TRANSCRIPT_BUDGET_CHARS,
       onBudget: i.onBudget ?? DEFAULT_ON_BUDGET,
+      tools,
       ...(i.maxCostUsd !== undefined ? { maxCostUsd: i.maxCostUsd } : {}),
       ...(i.maxTokensTotal !== undefined ? { maxTokensTotal: i.maxTokensTotal } : {}),
       ...(i.maxDuration !== undefined ? { maxDuration: i.maxDuration } : {}),

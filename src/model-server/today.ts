@@ -72,6 +72,17 @@ export const ANTHROPIC_TOOL_TYPES: Readonly<Record<string, string>> = {
   web_fetch_20260318: 'web_fetch',
 };
 
+/**
+ * Fields the client tool definitions take: bash (https://platform.claude.com/docs/en/agents-and-tools/tool-use/bash-tool)
+ * and the text editor, whose only option is `max_characters`
+ * (https://platform.claude.com/docs/en/agents-and-tools/tool-use/text-editor-tool); both schema-less, so no `input_schema`.
+ * `cache_control`, `defer_loading`, `allowed_callers` and `strict` as in the installed SDK's types.
+ */
+const CLIENT_TOOL_FIELDS: Readonly<Record<string, readonly string[]>> = {
+  bash_20250124: ['type', 'name', 'cache_control', 'defer_loading', 'allowed_callers', 'strict', 'input_examples'],
+  text_editor_20250728: ['type', 'name', 'max_characters', 'cache_control', 'defer_loading', 'allowed_callers', 'strict', 'input_examples'],
+};
+
 /** Server tools (run by the API, counted in `usage.server_tool_use`). */
 const SERVER_TOOL_NAMES = new Set(['web_search', 'web_fetch']);
 
@@ -424,6 +435,10 @@ function checkTools(tools: unknown, model: string): TodayProblem | undefined {
         return bad(`'${model}' does not support tool types: ${shown}. Did you mean one of: ${accepted}?`);
       }
       if (name !== required) return bad(`tools.${k}.${type}.name: Input should be '${required}'`);
+      // The client tools' schemas are closed (SDK `BetaToolBash20250124`, `BetaToolTextEditor20250728`): any other field is refused.
+      const allowed = CLIENT_TOOL_FIELDS[type];
+      const extra = allowed ? Object.keys(tool).find((f) => !allowed.includes(f)) : undefined;
+      if (extra !== undefined) return bad(`tools.${k}.${type}.${extra}: Extra inputs are not permitted`);
       const max = tool['max_characters'];
       if (type === 'text_editor_20250728' && max !== undefined && max !== null && !(Number.isInteger(max) && (max as number) >= 1)) {
         return bad(`tools.${k}.${type}.max_characters: Input should be an integer greater than or equal to 1`);

@@ -47,6 +47,7 @@ import { MAX_PLAIN_COMMAND_CHARS, shellStateBuiltin, tokenize } from '../contrac
 import { readSimpleCommand } from './tree';
 
 import type { ApprovalMode, RuleToMatch } from '../contract';
+import { TEXT_EDITOR_NAME } from '../contract/text-editor';
 
 /** Approval mode of a run (the contract's `ApprovalMode`). */
 export type { ApprovalMode };
@@ -176,7 +177,9 @@ export function literalArgv(command: string): { ok: true; argv: string[] } | { o
  * every later command does.
  * @returns the rule's id, or why none matched (for `needsApproval`)
  */
-export function matchRule(command: string, rules: readonly RuleToMatch[]): { id: number } | { reason: string } {
+export function matchRule(command: string, allRules: readonly RuleToMatch[]): { id: number } | { reason: string } {
+  // A rule for text editor edits never lets a bash command run (a program named like the tool could be put on the PATH).
+  const rules = allRules.filter((r) => !isEditRule(r));
   if (rules.length === 0) return { reason: 'no approval rule' };
   const words = literalArgv(command);
   if (!words.ok) return { reason: `no approval rule applies to a command that is not plain words (${words.reason})` };
@@ -256,4 +259,32 @@ export function decideApproval(command: string, mode: ApprovalMode, context?: Po
   }
   const where = paths.length > 0 ? `, reading only inside the workspace` : '';
   return { action: 'run', reason: `${program} is a read-only command with allowed options${where}`, argv, paths };
+}
+
+/** Whether a rule is for text editor commands: its first word is the editor's name (src/contract `editRuleSubject`). */
+export function isEditRule(rule: RuleToMatch): boolean {
+  const words = tokenize(rule.text);
+  return words.ok ? words.argv[0] === TEXT_EDITOR_NAME : rule.text.startsWith(`${TEXT_EDITOR_NAME} `);
+}
+
+/**
+ * The first approval rule that lets a text editor command run: an `exact` rule whose text is
+ * the command's rule words (`str_replace_based_edit_tool <command> <abs path>`), or a
+ * `prefix` rule whose words start those words (the path is one word, whatever it holds).
+ * @returns the rule's id, or why none matched
+ */
+export function matchEditRule(
+  subject: { words: readonly [string, string, string]; text: string },
+  rules: readonly RuleToMatch[],
+): { id: number } | { reason: string } {
+  for (const rule of rules) {
+    if (!isEditRule(rule)) continue;
+    if (rule.kind === 'exact' && rule.text === subject.text) return { id: rule.id };
+    if (rule.kind === 'prefix') {
+      const prefix = tokenize(rule.text);
+      if (prefix.ok && prefix.argv.length > 0 && prefix.argv.length <= 3 && prefix.argv.every((w, i) => w === subject.words[i]))
+        return { id: rule.id };
+    }
+  }
+  return { reason: rules.length === 0 ? 'no approval rule' : 'no approval rule matches this edit' };
 }

@@ -29,6 +29,12 @@ export interface AuditLine {
   shellExit?: ShellExit;
   /** Set when the command ran through `BashSession.runExact` (auto-approved by the policy): the exact argv. */
   exactArgv?: string[];
+  /**
+   * Set for a text editor command (`BashSession.edit`; `command` is then its rule words,
+   * `str_replace_based_edit_tool <command> <path>`): whether a file was written, the SHA-256
+   * of the diff (the hash a person approved), whether it waited for a person, the error text.
+   */
+  edit?: { applied: boolean; diffSha256?: string; needsApproval?: boolean; error?: string };
 }
 
 /**

@@ -17,6 +17,20 @@ import { DEFAULT_MAX_OUTPUT_BYTES, OutputCollector } from './output';
 import { processStartTime, SESSION_DIR_PREFIX, writeOwner } from './orphans';
 import { commandFileContent, commandSource, controlLine, EVAL_PREFIX_LINES, newCommandTokens, type CommandRecords } from './protocol';
 import { findSetpriv, ShellProcess, type ShellExit } from './shell';
+import type { EditRequest } from '../contract/text-editor';
+import {
+  EDIT_HELPER_SOURCE,
+  MAX_EDIT_FILE_BYTES,
+  MAX_VIEW_ENTRIES,
+  performEdit,
+  runEditHelper,
+  type EditGate,
+  type EditIo,
+  type EditOutcome,
+  type ProposedEdit,
+  type ReadReply,
+  type WriteReply,
+} from './edit';
 import { EXACT_RUN_HIDDEN, resolveTrustedProgram, runExactProgram, staysInside, type ExactLauncher } from './exact';
 import { MINIMAL_ENV, resolveIdentity, type SessionIdentity } from './identity';
 import { resolveSandbox, sandboxedSpawnArgs, unreachableAncestor, type SandboxMode, type SandboxOptions } from './sandbox';
@@ -550,6 +564,95 @@ export class BashSession {
       cancelled: run.cancelled,
       durationMs: run.durationMs,
     });
+  }
+
+  /**
+   * Runs one text editor command (src/session/edit.ts) in this session's workspace, serialized
+   * with commands: paths relative to the shell's working directory (as the kernel reports it),
+   * every file operation by a helper process with the session's identity in a sandbox like the
+   * shell's (`sandboxedSpawnArgs`, exact-run hidden paths covered). `gate` decides, before
+   * anything is shown or written, whether the `view` or the change (with its unified diff) may
+   * go ahead. Appends one audit line.
+   * @param options.maxCharacters the tool's `max_characters` (characters a `view` shows at most)
+   * @throws SessionClosedError when the session is closed
+   * @throws Error when the helper gives no answer (nothing is known to be written only when it crashed before writing)
+   */
+  edit(
+    edit: EditRequest,
+    gate: (p: ProposedEdit) => EditGate,
+    options: { maxCharacters: number; ruleSubject: (command: EditRequest['command'], abs: string) => string; signal?: AbortSignal },
+  ): Promise<EditOutcome> {
+    if (this.closed) return Promise.reject(this.closedError());
+    return this.enqueue(async () => {
+      const started = Date.now();
+      const cwd = this.currentCwd();
+      const io = this.editIo(cwd, options.signal);
+      const outcome = await performEdit(
+        edit,
+        { cwd, workspace: this.options.exactRoot, maxCharacters: options.maxCharacters },
+        io,
+        gate,
+        options.ruleSubject,
+      );
+      if (this.options.auditLog) {
+        await appendAuditLine(this.options.auditLog, {
+          time: new Date().toISOString(),
+          sessionId: this.id,
+          ...(this.options.runId ? { runId: this.options.runId } : {}),
+          command: redactSecrets(options.ruleSubject(edit.command, outcome.abs ?? edit.path), this.secrets),
+          exitCode: null,
+          durationMs: Date.now() - started,
+          outputBytes: 0,
+          truncated: false,
+          timedOut: false,
+          cancelled: false,
+          sessionRestarted: false,
+          cwd,
+          edit: {
+            applied: outcome.applied,
+            ...(outcome.reviewSha256 ? { diffSha256: outcome.reviewSha256 } : {}),
+            ...(outcome.needsApproval ? { needsApproval: true } : {}),
+            ...(outcome.isError ? { error: redactSecrets(outcome.text.slice(0, 500), this.secrets) } : {}),
+          },
+        });
+      }
+      return outcome;
+    });
+  }
+
+  /** The helper's file operations, each a fresh sandboxed process as the session user. */
+  private editIo(cwd: string, signal: AbortSignal | undefined): EditIo {
+    const sandbox = this.sandboxOptions;
+    const hide = [...sandbox.hide, ...EXACT_RUN_HIDDEN];
+    // The helper is this worker's Node; bind it read-only when it lies in a hidden directory.
+    const node = process.execPath;
+    const readable = hide.some((h) => node.startsWith(`${h}/`)) ? [...sandbox.readable, node] : sandbox.readable;
+    const launch = sandboxedSpawnArgs({ ...sandbox, hide, readable }, [node, '-e', EDIT_HELPER_SOURCE], cwd);
+    const root = this.options.exactRoot;
+    return {
+      staysInside: (abs) => staysInside(abs, root),
+      read: (abs) =>
+        runEditHelper<ReadReply>(
+          launch,
+          cwd,
+          { op: 'read', path: abs, root, maxBytes: MAX_EDIT_FILE_BYTES, maxEntries: MAX_VIEW_ENTRIES },
+          signal,
+        ),
+      write: (abs, content, expectSha256) =>
+        runEditHelper<WriteReply>(
+          launch,
+          cwd,
+          {
+            op: 'write',
+            path: abs,
+            root,
+            data: Buffer.from(content, 'utf8').toString('base64'),
+            expectSha256,
+            maxBytes: MAX_EDIT_FILE_BYTES,
+          },
+          signal,
+        ),
+    };
   }
 
   /**

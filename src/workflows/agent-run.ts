@@ -58,6 +58,15 @@ import { pairingProblem, textOf, withoutEmptyText } from './transcript';
  */
 export const PINNED_INPUT_PATCH = 'continue-as-new-with-resolved-input';
 
+/**
+ * patched() id: the run offers the tools of its input's `tools` (default bash and the text
+ * editor, `runEdit` on the session's worker for `str_replace_based_edit_tool`), with the
+ * editor's default system prompt. Asked once, at the start: a run that started before it (and
+ * the later runs of its chain, whose input has no `tools`) keeps bash alone, so its tools and
+ * system prompt never change mid-conversation.
+ */
+export const TEXT_EDITOR_PATCH = 'text-editor-tool';
+
 /** How a run ends: its final status, and the answer or what went wrong. */
 interface RunEnd {
   status: FinalStatus;
@@ -75,7 +84,7 @@ interface RunEnd {
  * @returns how the run ended; cancellation also returns a result (status `cancelled`)
  */
 export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState): Promise<AgentRunResult> {
-  const state = new RunState(validInput(rawInput), workflowInfo().workflowId, carried);
+  const state = new RunState(validInput(rawInput, carried), workflowInfo().workflowId, carried);
   const session = new RunSession(state);
   setHandler(approveSignal, (d) => receiveDecision(state.approval, d));
   setHandler(sessionClosingSignal, (s) => session.closing(s));
@@ -103,9 +112,10 @@ export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState):
   }
 }
 
-/** The input with its defaults. @throws ApplicationFailure `InvalidInput` (non-retryable) listing every problem */
-function validInput(raw: AgentRunInput): ResolvedInput {
-  const resolved = resolveInput(raw);
+/** The input with its defaults (tools: see {@link TEXT_EDITOR_PATCH}). @throws ApplicationFailure `InvalidInput` (non-retryable) listing every problem */
+function validInput(raw: AgentRunInput, carried: CarriedState | undefined): ResolvedInput {
+  // A run of a chain that started before the editor existed (no marker, or carried on without `tools`) keeps bash alone.
+  const resolved = resolveInput(raw, { legacyTools: carried !== undefined || !patched(TEXT_EDITOR_PATCH) });
   if (!resolved.ok)
     throw ApplicationFailure.create({ message: `invalid agentRun input: ${resolved.message}`, type: INVALID_INPUT, nonRetryable: true });
   return resolved.input;

@@ -27,7 +27,9 @@ import {
   type DecideRequest,
   type DecisionKind,
   type PendingApproval,
+  type PendingEdit,
 } from '../contract';
+import { TEXT_EDITOR_NAME, type EditRequest, type RunEditOutput } from '../contract/text-editor';
 import { commandDetails, commandSummary, pendingApproval, safeText } from '../contract/display';
 import { sha256 } from '../contract/sha256';
 import { MAX_PLAIN_COMMAND_CHARS, shellStateBuiltin, tokenize } from '../contract/words';
@@ -244,8 +246,33 @@ function validateDecide(state: RunState, req: DecideRequest): void {
   const problem = decisionProblem(state.approval, req.toolUseId, req.commandSha256);
   if (problem !== null) throw new RejectedRequest(problem);
   const pending = state.approval.pending as PendingApproval;
+  if (pending.edit !== undefined) {
+    checkEditDecision(state, req, pending.edit);
+    return;
+  }
   if (req.always === true) checkRule(state, 'exact', pending.command, pending.command);
   if (req.alwaysPrefix !== undefined) checkRule(state, 'prefix', req.alwaysPrefix, pending.command);
+}
+
+/**
+ * The `decide` checks of a pending text editor command: no replacement (`edit`: the reviewer
+ * approves or denies the diff as it is); a rule is one for edits, `--always` for this command
+ * and file, `--always-prefix` a word prefix of `str_replace_based_edit_tool <command> <path>`.
+ * @throws RejectedRequest
+ */
+function checkEditDecision(state: RunState, req: DecideRequest, edit: PendingEdit): void {
+  if (req.edit !== undefined)
+    throw new RejectedRequest('a text editor change cannot be replaced by the reviewer: approve it as shown, or deny it with a reason');
+  if (req.always !== true && req.alwaysPrefix === undefined) return;
+  if (state.rules.length >= MAX_RULES) throw new RejectedRequest(`the run already has ${MAX_RULES} rules; remove one first`);
+  if (req.alwaysPrefix === undefined) return;
+  const words = tokenize(req.alwaysPrefix);
+  const subject = [TEXT_EDITOR_NAME, edit.command, edit.path];
+  if (!words.ok || words.argv.length === 0 || words.argv.length > 3 || words.argv.some((w, i) => w !== subject[i])) {
+    throw new RejectedRequest(
+      `a rule for edits is a word prefix of ${JSON.stringify(edit.ruleSubject)} (e.g. ${JSON.stringify(`${TEXT_EDITOR_NAME} ${edit.command}`)})`,
+    );
+  }
 }
 
 /**
@@ -300,7 +327,7 @@ async function applyDecideUpdate(state: RunState, req: DecideRequest): Promise<D
     rule = {
       id: state.nextRuleId++,
       kind: req.always === true ? 'exact' : 'prefix',
-      text: req.alwaysPrefix ?? pending.command,
+      text: req.alwaysPrefix ?? pending.edit?.ruleSubject ?? pending.command,
       by: req.by,
       at: new Date().toISOString(),
       toolUseId: req.toolUseId,
@@ -326,7 +353,7 @@ async function applyDecideUpdate(state: RunState, req: DecideRequest): Promise<D
     decision: applied.decision ?? (applied.approved ? 'approved' : 'denied'),
     by: req.by,
     ...(rule ? { rule } : {}),
-    command: applied.editedCommand ?? pending.command,
+    command: applied.editedCommand ?? pending.edit?.ruleSubject ?? pending.command,
   };
 }
 
@@ -336,13 +363,20 @@ async function applyDecideUpdate(state: RunState, req: DecideRequest): Promise<D
  * `running` after; records what was applied in `state.decisions`.
  * @returns the decision applied; `source: 'timeout'` (a denial) when the approval timeout ran out under `deny` or `end`
  */
-export async function waitForApproval(state: RunState, toolUseId: string, command: string, why: string): Promise<AppliedDecision> {
+export async function waitForApproval(
+  state: RunState,
+  toolUseId: string,
+  command: string,
+  why: string,
+  edit?: PendingEdit,
+): Promise<AppliedDecision> {
   const { approval, input } = state;
-  const waiting = pendingApproval({ toolUseId, command, requestedAt: new Date().toISOString() });
+  const waiting = pendingApproval({ toolUseId, command, requestedAt: new Date().toISOString(), ...(edit ? { edit } : {}) });
   approval.pending = waiting;
   approval.decision = null;
   state.setStatus('awaiting_approval');
-  state.setDetails(`waiting for approval of ${commandDetails(command)} (tool_use ${toolUseId}; ${safeText(why, false)})`);
+  const what = edit ? `the edit ${edit.command} ${commandDetails(edit.path)}` : commandDetails(command);
+  state.setDetails(`waiting for approval of ${what} (tool_use ${toolUseId}; ${safeText(why, false)})`);
   try {
     const d = await awaitDecision(state, toolUseId);
     const { commandSha256 } = waiting;
@@ -357,7 +391,7 @@ export async function waitForApproval(state: RunState, toolUseId: string, comman
           at,
           ...(d.reason ? { reason: d.reason } : {}),
           ...(d.by ? { by: d.by } : {}),
-          command,
+          command: edit ? edit.ruleSubject : command,
           ...(d.edit !== undefined ? { editedCommand: d.edit } : {}),
           ...(d.rule !== undefined ? { rule: d.rule } : {}),
           commandSha256,
@@ -370,7 +404,7 @@ export async function waitForApproval(state: RunState, toolUseId: string, comman
           source: 'timeout',
           at,
           reason: `no decision within ${describeDuration(input.approvalTimeout)}`,
-          command,
+          command: edit ? edit.ruleSubject : command,
           commandSha256,
         };
     recordDecision(state, applied);
@@ -412,4 +446,72 @@ async function awaitDecision(state: RunState, toolUseId: string): Promise<Decisi
     state.pause = { reason: 'approval_timeout', at: new Date().toISOString() };
     log.info('approval timed out; run paused', { toolUseId });
   }
+}
+
+/** Largest diff a person is asked to approve, in characters: 100,000 (it travels in the activity result, the status query and the history). */
+export const MAX_EDIT_REVIEW_CHARS = 100_000;
+
+/**
+ * Runs a text editor command through the run's approval mode, as {@link runWithApproval} does
+ * a command: `auto` applies it; under `policy` a `view` runs unasked and a change runs when a
+ * rule matches, else waits for a person, who sees the exact change as a unified diff bound by
+ * its SHA-256; `always` asks for every command a rule does not match. The approved change is
+ * applied only if the diff made at that moment is the approved one. A denial or the approval
+ * timeout becomes an `is_error` result.
+ */
+export async function runEditWithApproval(
+  state: RunState,
+  session: RunSession,
+  toolUseId: string,
+  edit: EditRequest,
+): Promise<ToolOutcome> {
+  const mode = state.input.approval;
+  await safePoint(state);
+  state.current = { toolUseId, phase: 'running' };
+  const first = await session.edit(toolUseId, edit, mode === 'auto' ? {} : { autoApprove: mode === 'policy' ? 'policy' : 'rules' });
+  if (!('applied' in first) || first.needsApproval === undefined) return ranEditUnasked(state, toolUseId, first);
+  const ask = first.needsApproval;
+  if (ask.review.length > MAX_EDIT_REVIEW_CHARS) {
+    return {
+      text: `Error: this change is ${ask.review.length} characters as a diff; a change that needs approval must stay under ${MAX_EDIT_REVIEW_CHARS}: make it in smaller edits.`,
+      isError: true,
+    };
+  }
+  const pendingEdit: PendingEdit = {
+    command: edit.command,
+    path: ask.ruleSubject.split(' ').slice(2).join(' '),
+    ruleSubject: ask.ruleSubject,
+  };
+  state.current = { toolUseId, phase: 'approval' };
+  const d = await waitForApproval(state, toolUseId, ask.review, ask.reason, pendingEdit);
+  if (d.source === 'timeout' && state.input.approvalTimeoutAction === 'end') {
+    const error = `no approval decision for tool_use ${toolUseId} within ${describeDuration(state.input.approvalTimeout)}`;
+    state.pendingEnd = { status: 'approval_timeout', error };
+    return { text: `Edit not made: ${error}, so the run ends here.`, isError: true };
+  }
+  if (!d.approved) {
+    const denied = deniedOutcome(d, state.input.approvalTimeout);
+    return { ...denied, text: denied.text.replace(/^Command not run/, 'Edit not made') };
+  }
+  await safePoint(state);
+  state.current = { toolUseId, phase: 'running' };
+  const out = await session.edit(toolUseId, edit, { approvedSha256: d.commandSha256 ?? sha256(ask.review) });
+  return { text: out.text, isError: out.isError };
+}
+
+/** An edit the worker answered without asking: records the rule that let it, when one did. */
+function ranEditUnasked(state: RunState, toolUseId: string, out: RunEditOutput | ToolOutcome): ToolOutcome {
+  if ('approvedByRule' in out && out.approvedByRule !== undefined) {
+    const rule = state.rules.find((r) => r.id === out.approvedByRule);
+    recordDecision(state, {
+      toolUseId,
+      approved: true,
+      decision: 'approved',
+      source: 'rule',
+      rule: out.approvedByRule,
+      ...(rule ? { by: rule.by } : {}),
+      at: new Date().toISOString(),
+    });
+  }
+  return { text: out.text, isError: out.isError };
 }

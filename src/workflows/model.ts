@@ -45,6 +45,8 @@ function requestContext(state: RunState): RequestContext {
     ...(input.effort !== undefined ? { effort: input.effort } : {}),
     ...(compact ? { compactAtTokens: compactionTrigger(contextWindow, input.maxTokens) } : {}),
     ...(serverTools.length > 0 ? { serverTools } : {}),
+    // Absent for bash alone, as runs before the editor sent it.
+    ...(input.tools.length !== 1 || input.tools[0] !== 'bash' ? { clientTools: [...input.tools] } : {}),
     ...(log.previous ? { previousTokens: log.previous.tokens, previousLength: log.previous.length } : {}),
   };
 }

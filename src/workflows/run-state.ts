@@ -17,6 +17,7 @@ import type {
   Message,
   PauseState,
   QueuedMessage,
+  PendingApproval,
   RunStatus,
   SessionRef,
   StatusView,
@@ -28,7 +29,7 @@ import type {
 import type { ResolvedInput } from '../contract/input';
 import { toSearchText } from '../contract/search-text';
 import { AGENT_AWAITING, AGENT_AWAITING_SINCE, AGENT_COST_USD, AGENT_STATUS, AGENT_TOKENS, AGENT_TURNS } from '../config';
-import { commandSummary } from '../contract/display';
+import { commandSummary, editSummary } from '../contract/display';
 import { capabilitiesOf, contextStrategyOf, contextWindowOf, costUsd, modelInfoOf, type ModelInfo } from '../contract/models';
 import { newApprovalState, type ApprovalState } from './approval';
 import { ConversationLog } from './conversation';
@@ -235,8 +236,9 @@ export class RunState {
   }
 
   /** How `AgentAwaiting` names a waiting command: by its hash (see {@link AWAITING_WITHOUT_TEXT_PATCH}), or its summary in older runs. */
-  private waitingCommand(pending: { command: string; commandSha256: string }): string {
-    return patched(AWAITING_WITHOUT_TEXT_PATCH) ? `a command, sha256 ${pending.commandSha256.slice(0, 12)}` : commandSummary(pending.command, null);
+  private waitingCommand(pending: PendingApproval): string {
+    if (patched(AWAITING_WITHOUT_TEXT_PATCH)) return `${pending.edit ? 'an edit' : 'a command'}, sha256 ${pending.commandSha256.slice(0, 12)}`;
+    return pending.edit ? editSummary(pending.edit.command, pending.edit.path, null) : commandSummary(pending.command, null);
   }
 
   /**

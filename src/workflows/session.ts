@@ -18,7 +18,8 @@ import {
 import { TimeoutType } from '@temporalio/common';
 import type { SessionActivities } from '../activities/session';
 import { SESSION_NOT_FOUND, WORKER_SHUTTING_DOWN, type RunCommandOutput, type SessionClosing, type SessionRef } from '../contract';
-import { commandDetails, commandSummary } from '../contract/display';
+import { commandDetails, commandSummary, editSummary } from '../contract/display';
+import type { EditRequest, RunEditOutput } from '../contract/text-editor';
 import { COMMAND_TIMEOUT_SLACK_MS, OPEN_SESSION_ACTIVITY_OPTIONS, sessionActivityOptions } from '../config';
 import { failureMessage } from './failures';
 import type { RunState } from './run-state';
@@ -27,6 +28,7 @@ import {
   movedAfterOutcome,
   movedBeforeOutcome,
   restartedOutcome,
+  editLostOutcome,
   sessionLostOutcome,
   type SessionLoss,
   type ToolOutcome,
@@ -132,6 +134,50 @@ export class RunSession {
       log.warn('bash session lost', { toolUseId, detail: loss.detail });
       const fresh = await this.replace(session.cwd);
       return sessionLostOutcome(loss, fresh.cwd, fresh.error);
+    }
+  }
+
+  /**
+   * Runs one text editor command on the session's worker (`runEdit`; opening a session first
+   * when there is none, or moving off a worker that is shutting down). `autoApprove` and
+   * `approvedSha256` as in `RunEditInput`. Never retried: a lost session is replaced and
+   * Claude is told the edit may or may not have been made; cancellation is rethrown.
+   * @returns the worker's answer, or the `is_error` outcome when it could not be asked
+   */
+  async edit(
+    toolUseId: string,
+    edit: EditRequest,
+    opts: { autoApprove?: 'policy' | 'rules'; approvedSha256?: string } = {},
+  ): Promise<RunEditOutput | ToolOutcome> {
+    const { state } = this;
+    if (state.session?.closing !== undefined) await this.replace(state.session.cwd);
+    const session = state.session ?? (await this.openOrReport());
+    if ('text' in session) return session;
+    state.setDetails(`text editor: ${edit.command} ${commandDetails(edit.path)}`);
+    const summary = editSummary(edit.command, edit.path, state.conversation.toolUseOrdinal(toolUseId));
+    try {
+      return await onQueue(session.taskQueue).runEdit.executeWithOptions({ summary }, [
+        {
+          sessionId: session.sessionId,
+          workflowId: state.workflowId,
+          toolUseId,
+          edit,
+          ...(opts.autoApprove ? { autoApprove: opts.autoApprove } : {}),
+          ...(opts.autoApprove && state.rules.length > 0 ? { rules: state.rules.map(({ id, kind, text }) => ({ id, kind, text })) } : {}),
+          ...(opts.approvedSha256 !== undefined ? { approvedSha256: opts.approvedSha256 } : {}),
+        },
+      ]);
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      const loss = sessionLoss(err);
+      if (!loss)
+        return {
+          text: `The edit could not be made: ${failureMessage(err)}. It may or may not have been written; view the file before trying again.`,
+          isError: true,
+        };
+      log.warn('bash session lost during an edit', { toolUseId, detail: loss.detail });
+      const fresh = await this.replace(session.cwd);
+      return editLostOutcome(loss, fresh.cwd, fresh.error);
     }
   }
 

@@ -119,6 +119,21 @@ export function sessionLostOutcome(loss: SessionLoss, newCwd: string | null, ope
   return { text: `The bash session was lost: ${loss.detail}. ${ran} ${fresh}`, isError: true };
 }
 
+/**
+ * The `is_error` result for a text editor command whose session was lost: whether the edit
+ * may have been written (never made again without Claude deciding so), where the new session is.
+ */
+export function editLostOutcome(loss: SessionLoss, newCwd: string | null, openError?: string): ToolOutcome {
+  const ran =
+    loss.kind === 'not-started'
+      ? 'The edit was not made.'
+      : 'The edit may or may not have been written (a file is written whole or not at all); view the file before making it again.';
+  const fresh = newCwd
+    ? `A new session was started in ${newCwd}.`
+    : `No new session could be started yet (${openError ?? 'unknown error'}); the next command will try again.`;
+  return { text: `The session was lost: ${loss.detail}. ${ran} ${fresh}`, isError: true };
+}
+
 /** Where a run was in a `tool_use` when it was cancelled or failed: waiting for approval, running a command, restarting the session. */
 export type ToolUsePhase = 'approval' | 'running' | 'restarting';
 

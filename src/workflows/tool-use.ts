@@ -5,7 +5,8 @@
  * (workflow code).
  */
 import { isToolUse, type Message, type ToolResultBlock, type ToolUseBlock } from '../contract';
-import { runWithApproval } from './approval';
+import { runEditWithApproval, runWithApproval } from './approval';
+import { TEXT_EDITOR_NAME, parseEditInput, requestTools } from '../contract/text-editor';
 import type { RunState } from './run-state';
 import type { RunSession } from './session';
 import { drainMessages, safePoint } from './steering';
@@ -85,14 +86,24 @@ function prefixWithin(s: string, max: number): string {
   return s.slice(0, end);
 }
 
-/** One `tool_use`: the bash tool (`bash_20250124`: `{command}` or `{restart: true}`); anything else is an `is_error` result. */
+/** One `tool_use`: the bash tool (`bash_20250124`: `{command}` or `{restart: true}`), the text editor when the run offers it; anything else is an `is_error` result. */
 async function handleToolUse(state: RunState, session: RunSession, use: ToolUseBlock): Promise<ToolResultBlock> {
   const outcome = await toolOutcome(state, session, use);
   return toolResult(use.id, outcome.text, outcome.isError);
 }
 
 async function toolOutcome(state: RunState, session: RunSession, use: ToolUseBlock): Promise<ToolOutcome> {
-  if (use.name !== 'bash') return { text: `Unknown tool "${use.name}": the only tool here is "bash".`, isError: true };
+  const tools = state.input.tools;
+  if (use.name === TEXT_EDITOR_NAME && tools.includes('text_editor')) {
+    const parsed = parseEditInput(use.input);
+    if (!parsed.ok) return { text: parsed.text, isError: true };
+    return runEditWithApproval(state, session, use.id, parsed.edit);
+  }
+  if (use.name !== 'bash' || !tools.includes('bash')) {
+    const offered = requestTools(tools).map((t) => `"${t.name}"`);
+    const only = offered.length === 1 ? `the only tool here is ${offered[0]}` : `the tools here are ${offered.join(' and ')}`;
+    return { text: `Unknown tool "${use.name}": ${only}.`, isError: true };
+  }
   const parsed = parseBashInput(use.input);
   if (parsed.kind === 'invalid') return parsed.outcome;
   if (parsed.kind === 'restart') {

@@ -1,6 +1,7 @@
 /** `agent-jobs start <task...>`: starts an agent run. */
 import { Option, type Command } from 'commander';
-import { DEFAULT_SYSTEM_PROMPT, MIN_THINKING_TOKENS, modelProblem, resolveInput } from '../../contract/input';
+import { MIN_THINKING_TOKENS, defaultSystemPrompt, modelProblem, resolveInput } from '../../contract/input';
+import { DEFAULT_CLIENT_TOOLS, type ClientToolName } from '../../contract/text-editor';
 import { EFFORT_LEVELS, lookupModel, type Effort } from '../../contract/models';
 import {
   APPROVAL_MODES,
@@ -28,7 +29,7 @@ import {
 import { CliError } from '../errors';
 import { printJson, printLines } from '../output';
 import { withClient } from '../context';
-import { durationMs, formatDurationMs, positiveInt, positiveNumber } from '../parse';
+import { durationMs, formatDurationMs, positiveInt, positiveNumber, toolList } from '../parse';
 import { exitCodeOf, watchUntilInterrupted } from './watch';
 
 interface StartOptions {
@@ -54,6 +55,7 @@ interface StartOptions {
   thinkingDisplay?: ThinkingDisplay;
   webSearch?: boolean;
   webFetch?: boolean;
+  tools?: ClientToolName[];
   contextWindow?: number;
   follow?: boolean;
   json?: boolean;
@@ -95,7 +97,8 @@ export function buildInput(taskWords: string[], opts: StartOptions, env: NodeJS.
     ...(opts.maxTokens !== undefined ? { maxTokens: opts.maxTokens } : {}),
     ...(opts.workdir ? { workdir: opts.workdir } : {}),
     ...(opts.network ? { network: true } : {}),
-    system: opts.system ?? DEFAULT_SYSTEM_PROMPT,
+    tools: opts.tools ?? [...DEFAULT_CLIENT_TOOLS],
+    system: opts.system ?? defaultSystemPrompt(opts.tools ?? DEFAULT_CLIENT_TOOLS),
     ...(opts.commandTimeout !== undefined ? { commandTimeoutMs: opts.commandTimeout } : {}),
     ...(opts.approvalTimeout !== undefined ? { approvalTimeout: opts.approvalTimeout } : {}),
     ...(opts.approvalTimeoutAction !== undefined ? { approvalTimeoutAction: opts.approvalTimeoutAction } : {}),
@@ -177,6 +180,11 @@ export function registerStart(program: Command): void {
         '--thinking-display <display>',
         "adaptive thinking's display: summarized (a summary of the thinking, shown by watch) or omitted (empty thinking text) (default: the model's)",
       ).choices(THINKING_DISPLAYS),
+    )
+    .option(
+      '--tools <list>',
+      'client tools, comma-separated: bash (the bash session), text_editor (str_replace_based_edit_tool: view, create, str_replace, insert; docs/text-editor.md) (default: bash,text_editor)',
+      toolList,
     )
     .option('--web-search', 'offer the web_search server tool (runs on the API side; each search is billed)')
     .option('--web-fetch', 'offer the web_fetch server tool (runs on the API side)')

@@ -1,6 +1,7 @@
 /** `agent-jobs status <workflowId>`: where a run is. */
 import type { Command } from 'commander';
-import { oneLineSummary, shortHash } from '../../contract/display';
+import { oneLineSummary, safeText, shortHash } from '../../contract/display';
+import type { PendingApproval } from '../../contract';
 import { commandLines, printJson, printLines, statusJson } from '../output';
 import { withClient } from '../context';
 import { normalizeUsage, type PauseState } from '../../contract';
@@ -50,7 +51,9 @@ export function registerStatus(program: Command): void {
             : []),
           ...(p
             ? [
-                ...commandLines(p.command, { label: '  pending approval: ', suffix: `  [${p.toolUseId}, since ${p.requestedAt}]` }),
+                ...(p.edit
+                  ? editLines(p)
+                  : commandLines(p.command, { label: '  pending approval: ', suffix: `  [${p.toolUseId}, since ${p.requestedAt}]` })),
                 `    agent-jobs approve ${workflowId} --sha ${shortHash(p.commandSha256)}   |   agent-jobs deny ${workflowId} --sha ${shortHash(p.commandSha256)} --reason "..."`,
               ]
             : []),
@@ -63,4 +66,21 @@ export function registerStatus(program: Command): void {
         );
       });
     });
+}
+
+/**
+ * A pending text editor change: what and where, the unified diff line by line (hidden
+ * characters escaped, `display`), its SHA-256 (the hash `approve --sha` names).
+ */
+export function editLines(p: PendingApproval): string[] {
+  const e = p.edit!;
+  return [
+    `  pending approval: text editor ${e.command} ${safeText(e.path, false)}  [${p.toolUseId}, since ${p.requestedAt}]`,
+    ...p.display
+      .replace(/\n$/, '')
+      .split('\n')
+      .map((l) => `    ${l}`),
+    ...p.warnings.map((w) => `    ⚠ ${w}`),
+    `    sha256 ${shortHash(p.commandSha256)} (${p.commandSha256})`,
+  ];
 }

@@ -1,6 +1,7 @@
 /** What `start` puts in the input: the budgets, onBudget (pause unless told), thinking and effort as the model takes them, the window, the model's entry of the table. */
 import { buildInput } from '../../../src/cli/commands/start';
-import { DEFAULT_SYSTEM_PROMPT } from '../../../src/contract/input';
+import { DEFAULT_EDITOR_SYSTEM_PROMPT, DEFAULT_SYSTEM_PROMPT } from '../../../src/contract/input';
+import { toolList } from '../../../src/cli/parse';
 import { BUILTIN_MODELS } from '../../../src/contract/models';
 
 describe('start: the input it builds', () => {
@@ -13,7 +14,8 @@ describe('start: the input it builds', () => {
     expect(input).toEqual({
       task: 'do it',
       model: 'claude-haiku-4-5',
-      system: DEFAULT_SYSTEM_PROMPT,
+      tools: ['bash', 'text_editor'],
+      system: DEFAULT_EDITOR_SYSTEM_PROMPT,
       maxCostUsd: 2.5,
       maxTokensTotal: 10_000,
       maxDuration: 1_800_000,
@@ -26,7 +28,11 @@ describe('start: the input it builds', () => {
   });
 
   test('the model and the system prompt are always written out (the prefix is fixed at start); AGENT_JOBS_MODEL names the model', () => {
-    expect(buildInput(['x'], {}, {})).toMatchObject({ model: 'claude-opus-5-5', system: DEFAULT_SYSTEM_PROMPT });
+    expect(buildInput(['x'], {}, {})).toMatchObject({ model: 'claude-opus-5-5', system: DEFAULT_EDITOR_SYSTEM_PROMPT });
+    // --tools bash: no editor, and the bash-only prompt.
+    expect(buildInput(['x'], { tools: toolList('bash') }, {})).toMatchObject({ tools: ['bash'], system: DEFAULT_SYSTEM_PROMPT });
+    expect(() => toolList('bash,editor')).toThrow(/comma-separated list of bash, text_editor/);
+    expect(() => toolList('bash,bash')).toThrow(/each once/);
     expect(buildInput(['x'], {}, { AGENT_JOBS_MODEL: 'claude-opus-5' })).toMatchObject({
       model: 'claude-opus-5',
       modelInfo: BUILTIN_MODELS['claude-opus-5'],

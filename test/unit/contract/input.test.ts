@@ -1,4 +1,4 @@
-import { DEFAULT_SYSTEM_PROMPT, durationToMs, resolveInput } from '../../../src/contract/input';
+import { DEFAULT_EDITOR_SYSTEM_PROMPT, DEFAULT_SYSTEM_PROMPT, durationToMs, resolveInput } from '../../../src/contract/input';
 import { BUILTIN_MODELS } from '../../../src/contract/models';
 
 describe('agentRun input', () => {
@@ -11,7 +11,8 @@ describe('agentRun input', () => {
         model: 'claude-opus-5-5',
         maxTurns: 50,
         maxTokens: 4096,
-        system: DEFAULT_SYSTEM_PROMPT,
+        system: DEFAULT_EDITOR_SYSTEM_PROMPT,
+        tools: ['bash', 'text_editor'],
         approval: 'policy',
         workdir: undefined,
         network: false,
@@ -25,6 +26,16 @@ describe('agentRun input', () => {
         onBudget: 'end',
       },
     });
+  });
+
+  test('tools: both by default; bash alone for a run from before the editor (legacyTools), with the old system prompt; each name once', () => {
+    const legacy = resolveInput({ task: 'x' }, { legacyTools: true });
+    expect(legacy.ok && [legacy.input.tools, legacy.input.system]).toEqual([['bash'], DEFAULT_SYSTEM_PROMPT]);
+    const chosen = resolveInput({ task: 'x', tools: ['text_editor'] }, { legacyTools: true });
+    expect(chosen.ok && [chosen.input.tools, chosen.input.system]).toEqual([['text_editor'], DEFAULT_EDITOR_SYSTEM_PROMPT]);
+    expect(resolveInput({ task: 'x', tools: [] })).toMatchObject({ ok: false, message: expect.stringMatching(/at least one/) });
+    expect(resolveInput({ task: 'x', tools: ['bash', 'bash'] })).toMatchObject({ ok: false, message: expect.stringMatching(/twice/) });
+    expect(resolveInput({ task: 'x', tools: ['computer'] })).toMatchObject({ ok: false });
   });
 
   test('budgets, thinking, the context window and modelInfo pass through resolved', () => {

@@ -637,6 +637,14 @@ describe('today mode: tools', () => {
       [[{ type: 'text_editor_20250728', name: 'str_replace_editor' }], /Input should be 'str_replace_based_edit_tool'/],
       [[{ type: 'text_editor_20250728', name: 'str_replace_based_edit_tool', max_characters: 0 }], /max_characters/],
       [
+        [{ type: 'text_editor_20250728', name: 'str_replace_based_edit_tool', input_schema: { type: 'object' } }],
+        /tools\.0\.text_editor_20250728\.input_schema: Extra inputs are not permitted/,
+      ],
+      [
+        [{ type: 'bash_20250124', name: 'bash', max_characters: 10 }],
+        /tools\.0\.bash_20250124\.max_characters: Extra inputs are not permitted/,
+      ],
+      [
         [{ type: 'computer_20251124', name: 'computer', display_width_px: 1, display_height_px: 1 }],
         /^'claude-opus-5-5' does not support tool types: computer_20251124\. Did you mean one of: /,
       ],

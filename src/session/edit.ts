@@ -1,0 +1,455 @@
+/**
+ * The text editor tool (`text_editor_20250728`) applied to a session's workspace: where a path
+ * points, what each command shows or changes, and the helper process that touches the files.
+ *
+ * Rules from https://platform.claude.com/docs/en/agents-and-tools/tool-use/text-editor-tool
+ * ("docs" below): `view` returns the file with each line prefixed by its number (`1: def
+ * is_prime(n):`), or a directory's contents; `view_range` is 1-indexed, end -1 = to the end;
+ * `max_characters` truncates the contents shown; `str_replace` must match exactly one place;
+ * `insert` puts text after line `insert_line` (0 = the beginning). The error texts the page
+ * gives are used as given: `Error: File not found`, `Error: Found N matches for replacement
+ * text. Please provide more context to make a unique match.`, `Error: No match found for
+ * replacement. Please check your text and try again.`, `Error: Permission denied. Cannot write
+ * to file.`; success of `str_replace`: `Successfully replaced text at exactly one location.`
+ * Texts the page does not give are this module's own (docs/text-editor.md lists them).
+ *
+ * Why a helper process: every file operation runs as the session's user inside a fresh
+ * sandbox like the session's (`sandboxedSpawnArgs`: the same identity, the workspace the only
+ * writable place, the exact-run hidden paths covered), so an edit can read and write only what
+ * a command of the session could, files it creates are owned as the shell's are, and a symlink
+ * swapped in after the worker's check reaches nothing outside the sandbox. The helper is
+ * `node -e` (the worker's own Node binary) with a self-contained script; the request goes in on
+ * stdin and the answer comes out on stdout as JSON.
+ */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import * as path from 'node:path';
+import type { EditRequest } from '../contract/text-editor';
+import { splitLines, unifiedDiff } from './edit-diff';
+
+/** Largest file the editor reads or writes, in bytes: 10 MiB (the diff and the view stay far below the payload limit anyway). */
+export const MAX_EDIT_FILE_BYTES = 10 * 1024 * 1024;
+
+/** Entries a directory `view` lists at most (two levels deep). */
+export const MAX_VIEW_ENTRIES = 1_000;
+
+/** How long one helper process may take, ms. */
+export const EDIT_HELPER_TIMEOUT_MS = 30_000;
+
+/** SHA-256 hex of a string's UTF-8 bytes (or of bytes). */
+export function sha256Hex(data: string | Buffer): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+/** Where an editor path points, or the `is_error` text when it may not be used. */
+export function resolveEditPath(p: string, cwd: string, workspace: string): { abs: string } | { error: string } {
+  if (p.split('/').includes('..')) {
+    return { error: `Error: the path ${p} has a ".." component; the editor takes paths inside the workspace ${workspace} without ".."` };
+  }
+  const abs = path.posix.resolve(cwd, p);
+  if (abs !== workspace && !abs.startsWith(`${workspace}/`)) {
+    return { error: `Error: ${abs} is outside the workspace ${workspace}; the editor works only on files inside it` };
+  }
+  return { abs };
+}
+
+/** What the helper found at a path. */
+export type ReadReply =
+  | { ok: true; kind: 'file'; data: string; mode: number; sha256: string }
+  | { ok: true; kind: 'dir'; entries: string[]; more: boolean }
+  | { ok: false; code: string; message: string };
+
+/** How the helper's write went. */
+export type WriteReply = { ok: true } | { ok: false; code: string; message: string };
+
+/** What a command does, once the file was read: a text for Claude, or a new content to write (after approval). */
+export type EditPlan =
+  | { kind: 'result'; text: string; isError: boolean }
+  | { kind: 'change'; before: string | null; after: string; expectSha256: string | null; mode: number | null; success: string };
+
+/** The `is_error` text for a helper failure (`code` as the helper gives it). */
+export function failureText(code: string, message: string, abs: string, writing: boolean): string {
+  if (code === 'ENOENT') return 'Error: File not found';
+  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
+    return writing ? 'Error: Permission denied. Cannot write to file.' : 'Error: Permission denied. Cannot read file.';
+  }
+  if (code === 'OUTSIDE') return `Error: ${abs} resolves outside the workspace (${message}); the editor works only on files inside it`;
+  if (code === 'TOOBIG') return `Error: ${abs} is ${message} bytes; the editor handles files up to ${MAX_EDIT_FILE_BYTES} bytes`;
+  if (code === 'NOTFILE') return `Error: ${abs} is not a regular file or directory`;
+  if (code === 'EISDIR') return `Error: ${abs} is a directory`;
+  if (code === 'CHANGED') return `Error: ${abs} changed while the edit was being made; nothing was written. View it again and retry.`;
+  return `Error: ${message}`;
+}
+
+/** The file's bytes as text, or why they are not text the editor can show and change (UTF-8 without NUL). */
+function asText(data: Buffer): string | null {
+  if (data.includes(0)) return null;
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(data);
+  } catch {
+    return null;
+  }
+}
+
+/** `count` non-overlapping occurrences of `needle` in `hay`. */
+function occurrences(hay: string, needle: string): number {
+  let n = 0;
+  for (let at = hay.indexOf(needle); at !== -1; at = hay.indexOf(needle, at + needle.length)) n++;
+  return n;
+}
+
+/** `text` cut to `max` characters (code points), with a note saying so. */
+function truncated(text: string, max: number): { text: string; note: string } {
+  const chars = [...text];
+  if (chars.length <= max) return { text, note: '' };
+  return {
+    text: chars.slice(0, max).join(''),
+    note: `\n[truncated: the view shows ${max} of ${chars.length} characters (max_characters); use view_range to see the rest]`,
+  };
+}
+
+/**
+ * A `view` of a file: the selected lines, each prefixed `N: ` (docs example), the contents cut
+ * to `maxCharacters` first (docs: "truncate the file contents to that length").
+ */
+export function viewFile(
+  content: string,
+  viewRange: [number, number] | undefined,
+  maxCharacters: number,
+): { text: string; isError: boolean } {
+  const lines = splitLines(content);
+  let start = 1;
+  let end = lines.length;
+  if (viewRange !== undefined) {
+    const [s, e] = viewRange;
+    if (s < 1 || (lines.length > 0 && s > lines.length) || (lines.length === 0 && s !== 1)) {
+      return {
+        text: `Error: Invalid view_range [${s}, ${e}]: the file has ${lines.length} lines, so start_line must be between 1 and ${Math.max(1, lines.length)}`,
+        isError: true,
+      };
+    }
+    if (e !== -1 && e < s)
+      return { text: `Error: Invalid view_range [${s}, ${e}]: end_line must be -1 or at least start_line`, isError: true };
+    start = s;
+    end = e === -1 ? lines.length : Math.min(e, lines.length);
+  }
+  const selected = lines.slice(start - 1, end).join('');
+  const cut = truncated(selected, maxCharacters);
+  const shown = splitLines(cut.text).map((l, i) => `${start + i}: ${l.endsWith('\n') ? l.slice(0, -1) : l}`);
+  return { text: `${shown.join('\n')}${cut.note}`, isError: false };
+}
+
+/** A `view` of a directory: what is in it, two levels deep, hidden entries left out. */
+export function viewDirectory(abs: string, entries: string[], more: boolean, maxCharacters: number): string {
+  const head = `Files and directories up to 2 levels deep in ${abs}, hidden items excluded:`;
+  const body = entries.length > 0 ? entries.join('\n') : '(empty directory)';
+  const cut = truncated(`${head}\n${body}${more ? `\n[listing cut at ${MAX_VIEW_ENTRIES} entries]` : ''}`, maxCharacters);
+  return `${cut.text}${cut.note}`;
+}
+
+/**
+ * What `edit` does to the file as read (`read` null: the path names nothing yet). Pure.
+ * @param abs the absolute path (named in texts)
+ */
+export function planEdit(edit: EditRequest, abs: string, read: ReadReply, maxCharacters: number): EditPlan {
+  const missing = !read.ok && read.code === 'ENOENT';
+  if (!read.ok && !(missing && edit.command === 'create'))
+    return { kind: 'result', text: failureText(read.code, read.message, abs, false), isError: true };
+  if (read.ok && read.kind === 'dir') {
+    if (edit.command === 'view')
+      return { kind: 'result', text: viewDirectory(abs, read.entries, read.more, maxCharacters), isError: false };
+    return { kind: 'result', text: `Error: ${abs} is a directory; ${edit.command} needs a file`, isError: true };
+  }
+  const file = read.ok && read.kind === 'file' ? read : null;
+  const content = file ? asText(Buffer.from(file.data, 'base64')) : null;
+  if (file && content === null) {
+    return { kind: 'result', text: `Error: ${abs} is not a UTF-8 text file; the editor shows and changes text files only`, isError: true };
+  }
+  const change = (after: string, success: string): EditPlan => ({
+    kind: 'change',
+    before: content,
+    after,
+    expectSha256: file ? file.sha256 : null,
+    mode: file ? file.mode : null,
+    success,
+  });
+  switch (edit.command) {
+    case 'view': {
+      if (edit.viewRange !== undefined && content === '') return { kind: 'result', text: '(empty file)', isError: false };
+      const v = viewFile(content!, edit.viewRange, maxCharacters);
+      return { kind: 'result', text: v.text === '' ? '(empty file)' : v.text, isError: v.isError };
+    }
+    case 'create':
+      return change(edit.fileText, `Successfully created file ${abs}.${file ? ' (It existed: its contents were replaced.)' : ''}`);
+    case 'str_replace': {
+      const n = occurrences(content!, edit.oldStr);
+      if (n === 0)
+        return { kind: 'result', text: 'Error: No match found for replacement. Please check your text and try again.', isError: true };
+      if (n > 1) {
+        return {
+          kind: 'result',
+          text: `Error: Found ${n} matches for replacement text. Please provide more context to make a unique match.`,
+          isError: true,
+        };
+      }
+      const at = content!.indexOf(edit.oldStr);
+      return change(
+        content!.slice(0, at) + edit.newStr + content!.slice(at + edit.oldStr.length),
+        'Successfully replaced text at exactly one location.',
+      );
+    }
+    case 'insert': {
+      const lines = splitLines(content!);
+      if (edit.insertLine > lines.length) {
+        return {
+          kind: 'result',
+          text: `Error: Invalid insert_line ${edit.insertLine}: the file has ${lines.length} lines, so insert_line must be between 0 and ${lines.length}`,
+          isError: true,
+        };
+      }
+      let before = lines.slice(0, edit.insertLine).join('');
+      if (before !== '' && !before.endsWith('\n')) before += '\n';
+      const text = edit.insertText.endsWith('\n') || edit.insertText === '' ? edit.insertText : `${edit.insertText}\n`;
+      return change(before + text + lines.slice(edit.insertLine).join(''), `Successfully inserted text after line ${edit.insertLine}.`);
+    }
+  }
+}
+
+/** The diff a person approves for a change plan. */
+export function planDiff(abs: string, plan: Extract<EditPlan, { kind: 'change' }>): string {
+  return unifiedDiff(abs, plan.before, plan.after);
+}
+
+/**
+ * The helper, run as `node -e` in the sandbox as the session user. Request on stdin (JSON):
+ * `{op: "read", path, root, maxBytes, maxEntries}` or `{op: "write", path, root, data (base64),
+ * expectSha256 (null: must not exist), maxBytes}`. Answer on stdout (JSON): see {@link ReadReply}
+ * and {@link WriteReply}. Paths are checked again here, with realpath, against `root`: the
+ * target (or its nearest existing ancestor) must resolve inside it. Writes go to a temporary
+ * file beside the target, then rename over it (the file is old or new, never half written),
+ * with the old file's mode; missing parent directories are created. MAINTENANCE: plain
+ * JavaScript in a string (it runs in a process with no access to this repository's files).
+ */
+export const EDIT_HELPER_SOURCE = String.raw`
+'use strict';
+const fs = require('fs');
+const path = require('path');
+const crypto = require('crypto');
+const out = (o) => process.stdout.write(JSON.stringify(o));
+const fail = (code, message) => out({ ok: false, code, message: String(message) });
+let req;
+try { req = JSON.parse(fs.readFileSync(0, 'utf8')); } catch (e) { fail('BADREQUEST', e.message); process.exit(0); }
+const root = fs.realpathSync(req.root);
+const inside = (p) => p === root || p.startsWith(root === '/' ? '/' : root + '/');
+function realOf(p) {
+  let probe = p; let rest = [];
+  for (;;) {
+    try { return path.join(fs.realpathSync(probe), ...rest); } catch (e) {
+      if (e.code !== 'ENOENT') throw e;
+      const up = path.dirname(probe); if (up === probe) throw e;
+      rest.unshift(path.basename(probe)); probe = up;
+    }
+  }
+}
+function sha(buf) { return crypto.createHash('sha256').update(buf).digest('hex'); }
+function list(dir) {
+  const entries = []; let more = false;
+  const walk = (d, rel, depth) => {
+    let items;
+    try { items = fs.readdirSync(d, { withFileTypes: true }); } catch (e) { return; }
+    items.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const it of items) {
+      if (it.name.startsWith('.')) continue;
+      if (entries.length >= req.maxEntries) { more = true; return; }
+      const r = rel ? rel + '/' + it.name : it.name;
+      entries.push(it.isDirectory() ? r + '/' : r);
+      if (it.isDirectory() && depth < 2) walk(path.join(d, it.name), r, depth + 1);
+    }
+  };
+  walk(dir, '', 1);
+  return { ok: true, kind: 'dir', entries, more };
+}
+function read() {
+  const real = realOf(req.path);
+  if (!inside(real)) return fail('OUTSIDE', real);
+  const st = fs.statSync(real);
+  if (st.isDirectory()) return out(list(real));
+  if (!st.isFile()) return fail('NOTFILE', real);
+  if (st.size > req.maxBytes) return fail('TOOBIG', st.size);
+  const fd = fs.openSync(real, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+  try {
+    const fst = fs.fstatSync(fd);
+    if (!fst.isFile()) return fail('NOTFILE', real);
+    if (fst.size > req.maxBytes) return fail('TOOBIG', fst.size);
+    const data = fs.readFileSync(fd);
+    out({ ok: true, kind: 'file', data: data.toString('base64'), mode: fst.mode & 0o7777, sha256: sha(data) });
+  } finally { fs.closeSync(fd); }
+}
+function write() {
+  const data = Buffer.from(req.data, 'base64');
+  if (data.length > req.maxBytes) return fail('TOOBIG', data.length);
+  let real = realOf(req.path);
+  if (!inside(real)) return fail('OUTSIDE', real);
+  const dir = path.dirname(real);
+  const missing = [];
+  for (let d = dir; ; d = path.dirname(d)) {
+    try { const s = fs.statSync(d); if (!s.isDirectory()) return fail('NOTFILE', d); break; } catch (e) { if (e.code !== 'ENOENT') throw e; missing.unshift(d); }
+  }
+  for (const d of missing) fs.mkdirSync(d);
+  if (!inside(fs.realpathSync(dir))) return fail('OUTSIDE', fs.realpathSync(dir));
+  let mode = null; let current = null;
+  try {
+    const st = fs.statSync(real);
+    if (!st.isFile()) return fail(st.isDirectory() ? 'EISDIR' : 'NOTFILE', real);
+    mode = st.mode & 0o7777; current = sha(fs.readFileSync(real));
+  } catch (e) { if (e.code !== 'ENOENT') throw e; }
+  if (current !== req.expectSha256) return fail('CHANGED', real);
+  const tmp = path.join(dir, '.' + path.basename(real) + '.edit-' + process.pid + '-' + crypto.randomBytes(4).toString('hex'));
+  const fd = fs.openSync(tmp, 'wx', mode === null ? 0o666 : 0o600);
+  try { fs.writeFileSync(fd, data); fs.fsyncSync(fd); } finally { fs.closeSync(fd); }
+  try { if (mode !== null) fs.chmodSync(tmp, mode); fs.renameSync(tmp, real); } catch (e) { try { fs.unlinkSync(tmp); } catch {} throw e; }
+  out({ ok: true });
+}
+try { if (req.op === 'read') read(); else if (req.op === 'write') write(); else fail('BADREQUEST', 'unknown op'); }
+catch (e) { fail(e.code || 'ERROR', e.message); }
+`;
+
+/** Environment of the helper: nothing of the worker's (no NODE_OPTIONS, no secrets). */
+export const EDIT_HELPER_ENV: Readonly<Record<string, string>> = { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' };
+
+/**
+ * Runs the helper once: `launch` (the sandboxed command line around `node -e <source>`)
+ * with `request` on stdin; resolves with its JSON answer. Kills it after
+ * {@link EDIT_HELPER_TIMEOUT_MS} or on abort.
+ * @throws Error when it does not answer with JSON (it crashed, was killed, or Node is not in the sandbox)
+ */
+export function runEditHelper<T>(launch: { file: string; args: string[] }, cwd: string, request: object, signal?: AbortSignal): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(launch.file, launch.args, { cwd, env: { ...EDIT_HELPER_ENV }, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    const outChunks: Buffer[] = [];
+    const errChunks: Buffer[] = [];
+    const kill = (): void => {
+      try {
+        if (child.pid) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    };
+    const timer = setTimeout(kill, EDIT_HELPER_TIMEOUT_MS);
+    signal?.addEventListener('abort', kill, { once: true });
+    child.stdout.on('data', (c: Buffer) => outChunks.push(c));
+    child.stderr.on('data', (c: Buffer) => errChunks.length < 64 && errChunks.push(c));
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      reject(new Error(`the edit helper could not start: ${err.message}`));
+    });
+    child.on('close', (code, sig) => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', kill);
+      const text = Buffer.concat(outChunks).toString('utf8');
+      try {
+        resolve(JSON.parse(text) as T);
+      } catch {
+        const err = Buffer.concat(errChunks).toString('utf8').trim().slice(0, 500);
+        reject(new Error(`the edit helper ended (${sig ?? `exit ${code}`}) without an answer${err ? `: ${err}` : ''}`));
+      }
+    });
+    child.stdin.on('error', () => {
+      /* it died first: reported on close */
+    });
+    child.stdin.end(JSON.stringify(request));
+  });
+}
+
+/** A change (or a `view`) the gate decides on. */
+export interface ProposedEdit {
+  command: EditRequest['command'];
+  /** Absolute path. */
+  abs: string;
+  /** What a person reviews: the unified diff of a change; for a `view`, {@link ruleSubject}. */
+  review: string;
+  /** The words approval rules are matched against (`str_replace_based_edit_tool <command> <abs>`). */
+  ruleSubject: string;
+}
+
+/** The gate's answer: apply (a rule may have let it), ask a person (nothing is done), or refuse with an `is_error` text. */
+export type EditGate = { apply: true; rule?: number } | { ask: string } | { refuse: string };
+
+/** What an edit came to. */
+export interface EditOutcome {
+  text: string;
+  isError: boolean;
+  /** Whether a file was written. */
+  applied: boolean;
+  /** Set when the gate asked for a person: nothing was done. */
+  needsApproval?: { reason: string; review: string; ruleSubject: string };
+  approvedByRule?: number;
+  /** Absolute path the edit named (absent when the path was refused before it was resolved). */
+  abs?: string;
+  /** SHA-256 of the review text (set when a change was proposed). */
+  reviewSha256?: string;
+}
+
+/** The file operations of one edit, as the session's helper runs them. */
+export interface EditIo {
+  /** Whether `abs` stays inside the workspace once symlinks are resolved (checked by the worker first, for a clear error; the helper checks again). */
+  staysInside(abs: string): boolean;
+  read(abs: string): Promise<ReadReply>;
+  write(abs: string, content: string, expectSha256: string | null): Promise<WriteReply>;
+}
+
+/**
+ * One editor command, end to end: resolve the path (relative to `cwd`, inside `workspace`,
+ * no `..`), ask the gate for a `view` before reading, read, plan, ask the gate for a change
+ * with its diff, write only when it says apply. Errors of the command (missing file, no
+ * unique match, ...) are answered without asking: nothing would be done.
+ * @param ruleSubject the rule words for a command and path (src/contract `editRuleSubject`)
+ */
+export async function performEdit(
+  edit: EditRequest,
+  where: { cwd: string; workspace: string; maxCharacters: number },
+  io: EditIo,
+  gate: (p: ProposedEdit) => EditGate,
+  ruleSubject: (command: EditRequest['command'], abs: string) => string,
+): Promise<EditOutcome> {
+  const resolved = resolveEditPath(edit.path, where.cwd, where.workspace);
+  if ('error' in resolved) return { text: resolved.error, isError: true, applied: false };
+  const abs = resolved.abs;
+  if (!io.staysInside(abs))
+    return { text: failureText('OUTSIDE', 'a symlink points out of it', abs, false), isError: true, applied: false, abs };
+  const subject = ruleSubject(edit.command, abs);
+  const decide = (review: string): EditGate => gate({ command: edit.command, abs, review, ruleSubject: subject });
+  const notDone = (g: EditGate, review: string): EditOutcome | null => {
+    if ('refuse' in g) return { text: g.refuse, isError: true, applied: false, abs, reviewSha256: sha256Hex(review) };
+    if ('ask' in g)
+      return {
+        text: '',
+        isError: false,
+        applied: false,
+        abs,
+        reviewSha256: sha256Hex(review),
+        needsApproval: { reason: g.ask, review, ruleSubject: subject },
+      };
+    return null;
+  };
+  let viewGate: EditGate | undefined;
+  if (edit.command === 'view') {
+    viewGate = decide(subject);
+    const stop = notDone(viewGate, subject);
+    if (stop) return stop;
+  }
+  const plan = planEdit(edit, abs, await io.read(abs), where.maxCharacters);
+  const byRule = (g: EditGate | undefined): { approvedByRule?: number } =>
+    g && 'apply' in g && g.rule !== undefined ? { approvedByRule: g.rule } : {};
+  if (plan.kind === 'result') return { text: plan.text, isError: plan.isError, applied: false, abs, ...byRule(viewGate) };
+  const diff = planDiff(abs, plan);
+  if (diff === '')
+    return { text: `${plan.success} (The file already had this content: nothing changed.)`, isError: false, applied: false, abs };
+  const g = decide(diff);
+  const stop = notDone(g, diff);
+  if (stop) return stop;
+  const wrote = await io.write(abs, plan.after, plan.expectSha256);
+  if (!wrote.ok)
+    return { text: failureText(wrote.code, wrote.message, abs, true), isError: true, applied: false, abs, reviewSha256: sha256Hex(diff) };
+  return { text: plan.success, isError: false, applied: true, abs, reviewSha256: sha256Hex(diff), ...byRule(g) };
+}
