@@ -29,7 +29,16 @@ export {
   type RunExactOptions,
   type ShellExit,
 } from './session';
-export { performEdit, resolveEditPath, planEdit, viewFile, MAX_EDIT_FILE_BYTES, type EditGate, type EditOutcome, type ProposedEdit } from './edit';
+export {
+  performEdit,
+  resolveEditPath,
+  planEdit,
+  viewFile,
+  MAX_EDIT_FILE_BYTES,
+  type EditGate,
+  type EditOutcome,
+  type ProposedEdit,
+} from './edit';
 export { unifiedDiff } from './edit-diff';
 export { resolveTrustedProgram, staysInside, TRUSTED_PATH, type ExactLauncher } from './exact';
 export { DEFAULT_LIMITS, type ResourceLimits } from './limits';

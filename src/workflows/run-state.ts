@@ -72,7 +72,7 @@ export const SEARCH_TEXT_PATCH = 'agent-awaiting-as-tsvector-lexeme';
 /**
  * Since this patch `AgentAwaiting` names a waiting command by its sha256
  * only, never its text: search attributes live in the visibility store,
- * which no payload codec covers (issue 23); `status` shows the command.
+ * which no payload codec covers; `status` shows the command.
  * Older histories published the command's summary.
  */
 export const AWAITING_WITHOUT_TEXT_PATCH = 'agent-awaiting-without-command-text';
@@ -237,7 +237,8 @@ export class RunState {
 
   /** How `AgentAwaiting` names a waiting command: by its hash (see {@link AWAITING_WITHOUT_TEXT_PATCH}), or its summary in older runs. */
   private waitingCommand(pending: PendingApproval): string {
-    if (patched(AWAITING_WITHOUT_TEXT_PATCH)) return `${pending.edit ? 'an edit' : 'a command'}, sha256 ${pending.commandSha256.slice(0, 12)}`;
+    if (patched(AWAITING_WITHOUT_TEXT_PATCH))
+      return `${pending.edit ? 'an edit' : 'a command'}, sha256 ${pending.commandSha256.slice(0, 12)}`;
     return pending.edit ? editSummary(pending.edit.command, pending.edit.path, null) : commandSummary(pending.command, null);
   }
 

@@ -6,7 +6,7 @@
  * server lists a new worker among its pollers only after a second or so; the
  * demo once failed on exactly that, every time it started the server itself.
  *
- * It claims a success only from the workspace (issue 20): with commands
+ * It claims a success only from the workspace: with commands
  * refused it exits 1 whatever the scripted answer says, and with a real key
  * (here: a key and a base URL of a scripted server, which the demo cannot
  * tell from Claude) it never approves Claude's commands unattended.

@@ -147,9 +147,7 @@ describe('signed thinking blocks', () => {
       const fresh = (): Block[] => structuredClone(first.content) as unknown as Block[];
       expect(await refused(client, body(followUp(first, tamper(fresh()))))).toContain(expected);
       // Refused with thinking off too: a signature is checked whenever a block is sent back.
-      expect(await refused(client, body(followUp(first, tamper(fresh())), { thinking: { type: 'disabled' } }))).toContain(
-        expected,
-      );
+      expect(await refused(client, body(followUp(first, tamper(fresh())), { thinking: { type: 'disabled' } }))).toContain(expected);
     }
 
     test('one character of the thinking changed', async () => {

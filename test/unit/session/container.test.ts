@@ -1,6 +1,6 @@
 /**
  * A worker in a container without a working sandbox refuses to start
- * unless AGENT_JOBS_SANDBOX=none says so (issue 20): Docker's defaults
+ * unless AGENT_JOBS_SANDBOX=none says so: Docker's defaults
  * forbid bwrap's namespaces, and a silent fallback would run every command
  * with the container's whole view. Each way a container shows itself is
  * tried, and so is each way out.
