@@ -12,7 +12,7 @@ import path from 'node:path';
 import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { OPEN_SESSION_FAILED_ATTEMPTS, ORPHAN_COMMAND_CLAIM_MS, SESSION_HEARTBEAT_INTERVAL_MS } from '../config';
-import { BashSession, ExactRefusedError, type BashSessionOptions, type CommandResult } from '../session';
+import { BashSession, ExactRefusedError, SessionCwdError, type BashSessionOptions, type CommandResult } from '../session';
 import { decideApproval, matchRule } from '../policy';
 import {
   COMMAND_FAILED,
@@ -521,7 +521,8 @@ export function createSessionActivities(deps: SessionActivityDeps) {
     /**
      * Starts a bash session in this process, in `workdir` (created when
      * missing; default `<workspace root>/<workflowId>`), or in `restoreCwd`
-     * when that still exists. A session the run already holds here is
+     * when that still exists and the session can honour it (bash would
+     * really be there: see `SessionCwdError`). A session the run already holds here is
      * closed first (it is stale: see {@link SessionRegistry.takeRunSession}).
      * @throws ApplicationFailure `WorkerFull` (retryable) when this worker holds as many sessions as its cap
      * @throws ApplicationFailure `WorkerShuttingDown` (retryable) when this worker is draining (checked again once bash started)
@@ -545,10 +546,10 @@ export function createSessionActivities(deps: SessionActivityDeps) {
         await makeDirectory(workdir);
         cwd = input.restoreCwd && (await isDirectory(input.restoreCwd)) ? input.restoreCwd : workdir;
         const stop = startHeartbeat();
-        try {
-          session = await BashSession.start({
+        const start = (at: string): Promise<BashSession> =>
+          BashSession.start({
             ...deps.sessionOptions,
-            cwd,
+            cwd: at,
             // The run's directory is the agent's: writable in the sandbox, owned by the session user.
             workspace: workdir,
             // Audit lines name their run.
@@ -556,6 +557,17 @@ export function createSessionActivities(deps: SessionActivityDeps) {
             network: input.network ?? false,
             env: { ...deps.sessionOptions.env, AGENT_JOBS_WORKFLOW_ID: input.workflowId },
           });
+        try {
+          try {
+            session = await start(cwd);
+          } catch (err) {
+            // The old cwd cannot be bash's here (e.g. it was in the sandbox's private /tmp): start in the workdir,
+            // which the answer's `cwd` names (Claude is told where the new session is).
+            if (!(err instanceof SessionCwdError) || cwd === workdir) throw err;
+            log.info('the old working directory cannot be restored; starting in the run directory', { cwd, reason: err.message });
+            cwd = workdir;
+            session = await start(workdir);
+          }
         } finally {
           stop();
         }

@@ -57,4 +57,11 @@ export {
   type SessionIdentity,
 } from './identity';
 export { findBwrap, resolveSandbox, sandboxedSpawnArgs, sandboxModeFromEnv, type SandboxMode, type SandboxOptions } from './sandbox';
-export { InvalidCommandError, InvalidSessionOptionError, SessionClosedError, SessionError, SessionStartError } from './errors';
+export {
+  InvalidCommandError,
+  InvalidSessionOptionError,
+  SessionClosedError,
+  SessionCwdError,
+  SessionError,
+  SessionStartError,
+} from './errors';
