@@ -1,7 +1,7 @@
 /**
  * `npm run bench:liveness -- [--runs N] [--steps S] [--kills K] [--no-load] [--json]`
  *
- * A slow worker is not a lost one (issue 20 item 4), measured under load.
+ * A slow worker is not a lost one, measured under load.
  * On a dev server of its own, with 2 worker processes, it starts N runs
  * (approval `always`: every command waits for a human, and the bench
  * approves each as soon as it is pending), each S commands that append one
@@ -14,8 +14,9 @@
  * - `falseLosses`: results that say the bash session was lost in a run whose
  *   session's worker was not killed (goal 0)
  * - `realLosses`, `recoverySeconds`, `maxRecoverySeconds`: for each run
- *   whose session's worker was killed, from the kill to the model request
- *   that tells Claude (goal ≤ 10 s)
+ *   whose session's worker was killed, from the kill (or the approval of
+ *   the lost command, when that came later: it waited for a person until
+ *   then) to the model request that tells Claude (goal ≤ 10 s)
  * - `commandsRunTwice`, `approvedNeverRan`: over the workspaces' files
  *   (an approved command that never ran and was not reported lost)
  * - `slowWorkerWaits`: how often a run waited for a worker that was slow
@@ -181,26 +182,27 @@ export async function runLivenessBench(options: LivenessBenchOptions = {}): Prom
     const sentAt = new Map<string, number>();
     const killAt = Math.ceil((runs * steps) / 3);
     const killsDone: Array<{ at: number; workerId: string; runs: Set<string> }> = [];
+    // Each run has its own approver, so a slow query (a run cached on a killed worker) holds up no other run.
+    const approver = async (h: WorkflowHandle<typeof agentRun>): Promise<void> => {
+      const seen = approved.get(h.workflowId)!;
+      while (!results.has(h.workflowId)) {
+        const pending = (await h.query(statusQuery).catch(() => null))?.pendingApproval;
+        // Again when it is still pending 5 s later: an approval sent on what a worker showed before it died is
+        // (rightly, C14) ignored when it reaches the run before the replayed request; a person would approve again.
+        const key = `${h.workflowId}/${pending?.toolUseId}`;
+        if (pending && (!seen.has(pending.toolUseId) || Date.now() - (sentAt.get(key) ?? 0) > 5_000)) {
+          seen.add(pending.toolUseId);
+          sentAt.set(key, Date.now());
+          await h
+            .signal(approveSignal, { toolUseId: pending.toolUseId, approved: true, by: 'bench' })
+            .catch(() => seen.delete(pending.toolUseId));
+        }
+        await sleep(300);
+      }
+    };
+    const approvers = Promise.all(handles.map(approver));
     while (results.size < runs) {
       let approvedSoFar = 0;
-      await Promise.all(
-        handles.map(async (h) => {
-          if (results.has(h.workflowId)) return;
-          const status = await h.query(statusQuery).catch(() => null);
-          const pending = status?.pendingApproval;
-          const seen = approved.get(h.workflowId)!;
-          // Again when it is still pending 5 s later: an approval sent on what a worker showed before it died is
-          // (rightly, C14) ignored when it reaches the run before the replayed request; a person would approve again.
-          const key = `${h.workflowId}/${pending?.toolUseId}`;
-          if (pending && (!seen.has(pending.toolUseId) || Date.now() - (sentAt.get(key) ?? 0) > 5_000)) {
-            seen.add(pending.toolUseId);
-            sentAt.set(key, Date.now());
-            await h
-              .signal(approveSignal, { toolUseId: pending.toolUseId, approved: true, by: 'bench' })
-              .catch(() => seen.delete(pending.toolUseId));
-          }
-        }),
-      );
       for (const s of approved.values()) approvedSoFar += s.size;
       if (killsDone.length < kills && approvedSoFar >= killAt * (killsDone.length + 1)) {
         // The worker holding the most sessions now.
@@ -224,12 +226,13 @@ export async function runLivenessBench(options: LivenessBenchOptions = {}): Prom
       }
       await sleep(300);
     }
+    await approvers;
     const seconds = (Date.now() - started) / 1000;
     say(`all ${runs} runs ended after ${seconds.toFixed(1)} s`);
 
     // Lost-session results, by run and time (the model server's log: when Claude was told).
     const byTask = new Map(handles.map((h, i) => [`liveness bench run ${i}`, h.workflowId]));
-    const losses: Array<{ workflowId: string; atMs: number; text: string }> = [];
+    const losses: Array<{ workflowId: string; toolUseId: string; atMs: number; text: string }> = [];
     const seenLoss = new Set<string>();
     for (const r of model.requests()) {
       if (r.path !== '/v1/messages') continue;
@@ -240,7 +243,7 @@ export async function runLivenessBench(options: LivenessBenchOptions = {}): Prom
         const key = `${workflowId}/${res.tool_use_id}`;
         if (!LOST.test(text(res)) || seenLoss.has(key)) continue;
         seenLoss.add(key);
-        losses.push({ workflowId, atMs: Date.parse(r.time), text: text(res) });
+        losses.push({ workflowId, toolUseId: res.tool_use_id, atMs: Date.parse(r.time), text: text(res) });
       }
     }
     const recoverySeconds: number[] = [];
@@ -250,7 +253,9 @@ export async function runLivenessBench(options: LivenessBenchOptions = {}): Prom
       const kill = killsDone.find((k) => k.runs.has(loss.workflowId) && k.at <= loss.atMs && !explained.has(`${k.at}/${loss.workflowId}`));
       if (kill) {
         explained.add(`${kill.at}/${loss.workflowId}`);
-        recoverySeconds.push((loss.atMs - kill.at) / 1000);
+        // From the kill, or from the approval when the command was approved after it (it could not be lost before).
+        const approvedAt = sentAt.get(`${loss.workflowId}/${loss.toolUseId}`) ?? 0;
+        recoverySeconds.push((loss.atMs - Math.max(kill.at, approvedAt)) / 1000);
       } else falseLossTexts.push(`${loss.workflowId}: ${loss.text}`);
     }
     // Each (run, step) line at most once; every approved step either ran or was reported lost.

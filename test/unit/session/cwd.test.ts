@@ -1,6 +1,6 @@
 /**
- * The session refuses a working directory it cannot honour (issue 20 item
- * 2): one bash would not really be in (the sandbox's private /tmp, a
+ * The session refuses a working directory it cannot honour: one bash
+ * would not really be in (the sandbox's private /tmp, a
  * hidden path), or one in the workspace its user cannot write. One clear
  * line, never a silent substitute such as $HOME or /. Real bash, real bwrap.
  */
