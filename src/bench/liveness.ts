@@ -49,6 +49,8 @@ export interface LivenessBenchOptions {
   load?: boolean;
   /** Progress lines on stderr. @default true */
   verbose?: boolean;
+  /** Runs still open this long after the start are terminated and counted as failures (with their last workflow task failure). @default 600 s */
+  deadlineSeconds?: number;
 }
 
 /** What {@link runLivenessBench} measured; times in seconds. */
@@ -201,7 +203,19 @@ export async function runLivenessBench(options: LivenessBenchOptions = {}): Prom
       }
     };
     const approvers = Promise.all(handles.map(approver));
+    const deadline = started + (options.deadlineSeconds ?? 600) * 1000;
     while (results.size < runs) {
+      if (Date.now() > deadline) {
+        for (const h of handles) {
+          if (results.has(h.workflowId)) continue;
+          const events = (await h.fetchHistory()).events ?? [];
+          const failed = events.flatMap((e) => e.workflowTaskFailedEventAttributes?.failure?.message ?? []).at(-1);
+          say(`${h.workflowId} still open at the deadline${failed ? `: ${failed}` : ''}; terminating it`);
+          await h.terminate('bench:liveness deadline').catch(() => undefined);
+          results.set(h.workflowId, new Error(`still open at the deadline${failed ? ` (workflow task failed: ${failed})` : ''}`));
+        }
+        break;
+      }
       let approvedSoFar = 0;
       for (const s of approved.values()) approvedSoFar += s.size;
       if (killsDone.length < kills && approvedSoFar >= killAt * (killsDone.length + 1)) {
@@ -335,10 +349,11 @@ if (require.main === module) {
     .option('--steps <n>', 'commands per run', positiveInt, 6)
     .option('--kills <n>', 'worker SIGKILLs', positiveInt, 1)
     .option('--no-load', 'no load processes')
+    .option('--deadline <s>', 'seconds after which open runs are terminated (and counted as failures)', positiveInt, 600)
     .option('--json', 'print the report as JSON only')
     .parse();
-  const o = program.opts<{ runs: number; steps: number; kills: number; load: boolean; json?: boolean }>();
-  runLivenessBench({ runs: o.runs, steps: o.steps, kills: o.kills, load: o.load, verbose: !o.json })
+  const o = program.opts<{ runs: number; steps: number; kills: number; load: boolean; deadline: number; json?: boolean }>();
+  runLivenessBench({ runs: o.runs, steps: o.steps, kills: o.kills, load: o.load, deadlineSeconds: o.deadline, verbose: !o.json })
     .then((report) => {
       if (o.json) {
         console.log(JSON.stringify(report));
