@@ -142,6 +142,74 @@ export const SESSION_RETRY_POLICY: RetryPolicy = { maximumAttempts: 1 };
 /** How often session activities heartbeat, in ms (well inside the 5 s timeout). */
 export const SESSION_HEARTBEAT_INTERVAL_MS = 1_000;
 
+/**
+ * Longest the SDK holds a session activity's heartbeats before it sends
+ * them to the server: 1 s (the session worker's
+ * `maxHeartbeatThrottleInterval`). Without it the SDK throttles to 0.8 ×
+ * the heartbeat timeout (4 s), which left 1 s of slack before the 5 s
+ * timeout: a machine slow by a second made a running command look lost.
+ */
+export const SESSION_HEARTBEAT_THROTTLE = '1 second';
+
+/**
+ * How often every worker process tells the server it is alive (the SDK's
+ * worker heartbeat, `Runtime` `workerHeartbeatInterval`; the server lists
+ * them with `ListWorkers`): 1 s, the shortest the SDK accepts. The SDK's
+ * own threads send it, so a busy JavaScript thread does not stop it; a
+ * process that is killed (or stopped) does.
+ */
+export const WORKER_HEARTBEAT_INTERVAL = '1 second';
+
+/**
+ * A session's worker that gave no sign of life (worker heartbeat, or a poll
+ * of its session queue, as the server reports them) for this long is gone,
+ * in ms: 8 s. A live worker gives one every second
+ * ({@link WORKER_HEARTBEAT_INTERVAL}), so this tolerates a stall of about
+ * 6 s (a machine starved, a process stopped and continued), while a worker
+ * that was killed is still declared lost within 10 s of the kill.
+ */
+export const WORKER_SILENCE_MS = 8_000;
+
+/**
+ * Before declaring a worker gone, the liveness check watches it at least
+ * this long, in ms: 1.5 s, more than one {@link WORKER_HEARTBEAT_INTERVAL},
+ * so a clock that runs ahead of the worker's cannot make a live worker look
+ * silent (a heartbeat that arrives meanwhile proves it alive).
+ */
+export const WORKER_LIVENESS_MIN_WATCH_MS = 1_500;
+
+/** How often the liveness check reads the server's view of a worker, in ms. */
+export const WORKER_LIVENESS_POLL_MS = 500;
+
+/**
+ * `sessionWorkerLiveness` (shared queue, any worker): it watches for up to
+ * {@link WORKER_SILENCE_MS}, heartbeating as it reads, so 30 s start-to-close
+ * and a 5 s heartbeat timeout; 3 attempts. When it cannot answer at all the
+ * session counts as lost (as before the check existed).
+ */
+export const WORKER_LIVENESS_ACTIVITY_OPTIONS: ActivityOptions = {
+  startToCloseTimeout: '30 seconds',
+  heartbeatTimeout: '5 seconds',
+  retry: { initialInterval: '500 milliseconds', maximumAttempts: 3 },
+};
+
+/**
+ * How many times a run waits again for a session's worker that timed out a
+ * command (schedule-to-start or heartbeat) but is alive by the liveness
+ * check: 24. Each wait takes at least the 4 s schedule-to-start timeout, so
+ * a worker alive but unable to take the command for about 2 minutes is
+ * then declared lost, with what was waited for.
+ */
+export const SLOW_WORKER_MAX_WAITS = 24;
+
+/**
+ * A command whose activity the server forgot (it timed out while the
+ * worker was slow) keeps running for the run to collect by `commandOutcome`;
+ * if no run asks within this long, in ms (60 s), its process group is
+ * killed, as a command of a run that ended is.
+ */
+export const ORPHAN_COMMAND_CLAIM_MS = 60_000;
+
 /** Default per-command timeout in ms (the session kills the process group past it). */
 export const DEFAULT_COMMAND_TIMEOUT_MS = 120_000;
 

@@ -20,6 +20,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
 import { createAnthropicClient, createClaudeActivities } from './activities/claude';
+import { createLivenessActivities } from './activities/liveness';
 import { createSessionActivities, SessionRegistry } from './activities/session';
 import {
   ensureSessionUser,
@@ -34,10 +35,12 @@ import {
 } from './session';
 import { hideFromProcEnviron } from './proc-environ';
 import {
+  SESSION_HEARTBEAT_THROTTLE,
   SESSION_WORKER_SHUTDOWN_GRACE_MS,
   SHARED_TASK_QUEUE,
   SHUTDOWN_FORCE_TIME_MS,
   STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT,
+  WORKER_HEARTBEAT_INTERVAL,
   WORKFLOW_TASK_SLOTS,
   sessionActivitySlots,
   sessionTaskQueue,
@@ -186,7 +189,7 @@ export async function startWorker(): Promise<RunningWorker> {
       hidePaths: [dataDir(), workspaceRoot(), auditLogPath(), PROJECT_ROOT, ...sandboxHiddenPaths()],
     },
   });
-  const { openSession, runCommand, runEdit, restartSession, closeSession } = sessionActivities;
+  const { openSession, runCommand, runEdit, restartSession, closeSession, commandOutcome } = sessionActivities;
   const identity = `${id}@agent-jobs`;
 
   const shared = await Worker.create({
@@ -198,6 +201,7 @@ export async function startWorker(): Promise<RunningWorker> {
     activities: {
       ...createClaudeActivities(createAnthropicClient({ timeoutMs: claudeTimeoutMs() }), { idleTimeoutMs: claudeIdleTimeoutMs() }),
       openSession,
+      ...createLivenessActivities(),
     },
     // A dead worker's cached workflows move to a live worker after this long (default 10 s).
     stickyQueueScheduleToStartTimeout: STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT,
@@ -214,7 +218,9 @@ export async function startWorker(): Promise<RunningWorker> {
     namespace: settings.namespace,
     taskQueue: queue,
     identity,
-    activities: { runCommand, runEdit, restartSession, closeSession },
+    activities: { runCommand, runEdit, restartSession, closeSession, commandOutcome },
+    // Heartbeats reach the server every second, not every 4 s (0.8 × the timeout), so a second of slowness is not a lost worker.
+    maxHeartbeatThrottleInterval: SESSION_HEARTBEAT_THROTTLE,
     // A slot for every session: a command that waits for one past the schedule-to-start timeout counts as a lost worker.
     maxConcurrentActivityTaskExecutions: sessionActivitySlots(cap.max),
     // Shut down once the drain let every command finish or killed it (see drain below).
@@ -420,6 +426,8 @@ export function installRuntime(): void {
     logger: new DefaultLogger(level),
     // The worker drains on SIGTERM / SIGINT / SIGHUP itself (stopOnSignals); the SDK's default would stop polling at once.
     shutdownSignals: [],
+    // The server's sign that this process lives (the liveness check of a session whose command timed out reads it).
+    workerHeartbeatInterval: WORKER_HEARTBEAT_INTERVAL,
     telemetryOptions: { logging: { filter: { core: level, other: level }, forward: {} } },
   });
 }

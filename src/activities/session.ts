@@ -11,16 +11,19 @@ import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { OPEN_SESSION_FAILED_ATTEMPTS, SESSION_HEARTBEAT_INTERVAL_MS } from '../config';
-import { BashSession, ExactRefusedError, type BashSessionOptions, type CommandResult } from '../session';
+import { OPEN_SESSION_FAILED_ATTEMPTS, ORPHAN_COMMAND_CLAIM_MS, SESSION_HEARTBEAT_INTERVAL_MS } from '../config';
+import { BashSession, ExactRefusedError, SessionCwdError, type BashSessionOptions, type CommandResult } from '../session';
 import { decideApproval, matchEditRule, matchRule } from '../policy';
 import { TEXT_EDITOR_MAX_CHARACTERS, editRuleSubject, editRuleWords, type RunEditInput, type RunEditOutput } from '../contract/text-editor';
 import type { EditGate, ProposedEdit } from '../session';
 import { sha256Hex } from '../session/edit';
 import {
+  COMMAND_FAILED,
   SESSION_NOT_FOUND,
   WORKER_FULL,
   WORKER_SHUTTING_DOWN,
+  type CommandOutcomeInput,
+  type CommandOutcomeOutput,
   type OpenSessionInput,
   type OpenSessionOutput,
   type RestartSessionOutput,
@@ -28,6 +31,26 @@ import {
   type RunCommandOutput,
   type SessionInput,
 } from '../contract';
+
+/**
+ * What this worker knows of one dispatch of a command (see
+ * {@link SessionRegistry.beginCommand}): running (with its end), done
+ * (with its output), failed (with the error), or abandoned (asked for
+ * before it started, so it never will).
+ */
+type CommandRecord =
+  | { state: 'running'; ended: Promise<void>; claim(): void }
+  | { state: 'done'; output: RunCommandOutput }
+  | { state: 'failed'; message: string }
+  | { state: 'abandoned' };
+
+/** Dispatches whose records a session keeps: the run asks only about its latest command (the one before it may be a tombstone). */
+const COMMAND_RECORDS_KEPT = 4;
+
+/** The ledger key of a dispatch within its session. */
+function commandKey(toolUseId: string, dispatch: number | undefined): string {
+  return `${toolUseId}#${dispatch ?? 1}`;
+}
 
 /** A place for one session in a {@link SessionRegistry}, taken before the session starts (see {@link SessionRegistry.reserve}). */
 export interface SessionSlot {
@@ -54,6 +77,8 @@ export class SessionRegistry {
   private readonly onCommandEnd = new Set<() => void>();
   /** Why this worker no longer takes sessions or commands (set by {@link startDraining}), or null while it does. */
   private drainReason: string | null = null;
+  /** Per session, the records of its latest command dispatches (insertion order, at most {@link COMMAND_RECORDS_KEPT}). */
+  private readonly commands = new Map<string, Map<string, CommandRecord>>();
 
   /** @param capacity sessions held at most, reserved ones included (`AGENT_JOBS_MAX_SESSIONS`). @default Infinity */
   constructor(readonly capacity = Infinity) {}
@@ -171,6 +196,67 @@ export class SessionRegistry {
   }
 
   /**
+   * Records that a dispatch of a command starts now (synchronously, before
+   * anything runs), so each (session, tool_use, dispatch) runs at most
+   * once and never after {@link claimCommand} gave it up.
+   * @returns what to call with its output or error (the record keeps it for
+   *   {@link claimCommand}), and `claimed` (resolved when a run asked for it), or
+   *   null when this dispatch was seen before (then nothing may run)
+   */
+  beginCommand(
+    sessionId: string,
+    toolUseId: string,
+    dispatch: number | undefined,
+  ): { finish(output: RunCommandOutput): void; fail(err: unknown): void; claimed: Promise<void> } | null {
+    const key = commandKey(toolUseId, dispatch);
+    let records = this.commands.get(sessionId);
+    if (records?.has(key)) return null;
+    if (!records) this.commands.set(sessionId, (records = new Map<string, CommandRecord>()));
+    let end!: () => void;
+    let claim!: () => void;
+    const ended = new Promise<void>((resolve) => (end = resolve));
+    const claimed = new Promise<void>((resolve) => (claim = resolve));
+    records.set(key, { state: 'running', ended, claim });
+    for (const old of records.keys()) if (records.size > COMMAND_RECORDS_KEPT && old !== key) records.delete(old);
+    const settle = (record: CommandRecord): void => {
+      // Only while it is still the record here (the session may have been closed meanwhile).
+      if (this.commands.get(sessionId)?.get(key)?.state === 'running') this.commands.get(sessionId)!.set(key, record);
+      end();
+    };
+    return {
+      finish: (output) => settle({ state: 'done', output }),
+      fail: (err) => settle({ state: 'failed', message: err instanceof Error ? err.message : String(err) }),
+      claimed,
+    };
+  }
+
+  /**
+   * What became of a dispatch (a run asks after its activity timed out):
+   * a dispatch this worker never saw is marked abandoned first, so it can
+   * no longer start. A running one is marked claimed (its run still wants
+   * its output: it is not killed as an orphan) and waited for.
+   */
+  async claimCommand(
+    sessionId: string,
+    toolUseId: string,
+    dispatch: number | undefined,
+  ): Promise<Exclude<CommandRecord, { state: 'running' }>> {
+    const key = commandKey(toolUseId, dispatch);
+    let records = this.commands.get(sessionId);
+    if (!records) this.commands.set(sessionId, (records = new Map<string, CommandRecord>()));
+    const record = records.get(key);
+    if (!record) {
+      records.set(key, { state: 'abandoned' });
+      return { state: 'abandoned' };
+    }
+    if (record.state !== 'running') return record;
+    record.claim();
+    await record.ended;
+    const now = this.commands.get(sessionId)?.get(key);
+    return now && now.state !== 'running' ? now : { state: 'failed', message: 'its bash session was closed while it ran' };
+  }
+
+  /**
    * Takes out of the registry (without closing it) the session a run holds
    * here, if any. A run holds one session at a time, so when it opens
    * another, the old one is stale: a replacement after a command timed out
@@ -181,6 +267,7 @@ export class SessionRegistry {
     for (const [id, entry] of this.sessions) {
       if (entry.workflowId !== workflowId) continue;
       this.sessions.delete(id);
+      this.commands.delete(id);
       return entry.session;
     }
     return undefined;
@@ -206,6 +293,7 @@ export class SessionRegistry {
     const entry = this.sessions.get(sessionId);
     if (!entry) return false;
     this.sessions.delete(sessionId);
+    this.commands.delete(sessionId);
     await entry.session.close();
     return true;
   }
@@ -356,6 +444,101 @@ function lastAttemptIsFinal(err: unknown): unknown {
   return ApplicationFailure.create({ message: e.message, type, nonRetryable: true, cause: e });
 }
 
+/**
+ * Runs one command of `runCommand` (judged first when `autoApprove` is asked)
+ * and builds its answer.
+ * @throws the cancellation's reason when `signal` aborted the command (its process group is killed by then)
+ */
+async function runIn(
+  registry: SessionRegistry,
+  session: BashSession,
+  input: RunCommandInput,
+  signal: AbortSignal,
+): Promise<RunCommandOutput> {
+  const ctx = Context.current();
+  const how = input.autoApprove === undefined ? { shell: true as const } : judge(input, session);
+  if ('needsApproval' in how) return notRun(session, how.needsApproval);
+  const approvedByRule = 'rule' in how ? how.rule : undefined;
+  let result: CommandResult;
+  if ('exact' in how) {
+    try {
+      result = await session.runExact(how.exact.argv, {
+        paths: how.exact.paths,
+        cwd: how.exact.cwd,
+        command: input.command,
+        timeoutMs: input.timeoutMs,
+        signal,
+      });
+    } catch (err) {
+      if (err instanceof ExactRefusedError) return notRun(session, err.reason);
+      throw err;
+    }
+    log.info('command auto-approved by the policy and run exactly', { toolUseId: input.toolUseId, argv: how.exact.argv });
+  } else {
+    if (approvedByRule !== undefined)
+      log.info('command approved by an approval rule', { toolUseId: input.toolUseId, rule: approvedByRule });
+    result = await session.run(input.command, { timeoutMs: input.timeoutMs, signal });
+  }
+  const killedAtShutdownMs = result.cancelled && !ctx.cancellationSignal.aborted ? registry.killedAtShutdownMs : undefined;
+  if (killedAtShutdownMs !== undefined)
+    log.warn('command killed: the shutdown grace ran out', { toolUseId: input.toolUseId, graceMs: killedAtShutdownMs });
+  else if (result.cancelled) {
+    log.info('command cancelled; process group killed', { toolUseId: input.toolUseId });
+    throw ctx.cancellationSignal.reason ?? new Error('cancelled');
+  }
+  return {
+    output: result.output,
+    exitCode: result.exitCode,
+    timedOut: result.timedOut,
+    truncated: result.truncated,
+    outputBytes: result.outputBytes,
+    sessionRestarted: result.sessionRestarted,
+    shellExit: result.shellExit ?? null,
+    cwd: result.cwd,
+    durationMs: result.durationMs,
+    ...(approvedByRule !== undefined ? { approvedByRule } : {}),
+    ...(registry.draining ? { workerClosing: true as const } : {}),
+    ...(killedAtShutdownMs !== undefined ? { killedAtShutdownMs } : {}),
+  };
+}
+
+/**
+ * The signal that kills a running command: the activity's cancellation,
+ * except when the server forgot the activity (it timed out while this
+ * worker was slow: `notFound` / `timedOut`). Then the command goes on, so
+ * the run can collect its output with `commandOutcome`, unless no run
+ * claims it within {@link ORPHAN_COMMAND_CLAIM_MS} (its run ended, or gave
+ * the session up): then it is killed as before. Logs through `ctx.log`:
+ * the module `log` needs the activity's async context, which an abort
+ * listener or a timer does not have (it throws there, and the throw ends
+ * the worker process).
+ */
+function commandCancellation(ctx: Context, claimed: Promise<void>, toolUseId: string): AbortSignal {
+  const cancel = new AbortController();
+  const source = ctx.cancellationSignal;
+  const onAbort = (): void => {
+    const details = ctx.cancellationDetails;
+    if (!details?.cancelRequested && (details?.notFound || details?.timedOut)) {
+      ctx.log.warn(
+        "the server no longer knows this command's activity (it timed out while the worker was slow): it goes on for its run to collect",
+        {
+          toolUseId,
+        },
+      );
+      const timer = setTimeout(() => {
+        ctx.log.warn('command not claimed by its run: killing it', { toolUseId, afterMs: ORPHAN_COMMAND_CLAIM_MS });
+        cancel.abort(source.reason);
+      }, ORPHAN_COMMAND_CLAIM_MS);
+      void claimed.then(() => clearTimeout(timer));
+      return;
+    }
+    cancel.abort(source.reason);
+  };
+  if (source.aborted) onAbort();
+  else source.addEventListener('abort', onAbort, { once: true });
+  return cancel.signal;
+}
+
 /** Builds the session activities over this process's registry. */
 export function createSessionActivities(deps: SessionActivityDeps) {
   const { registry, workerId, taskQueue } = deps;
@@ -364,7 +547,8 @@ export function createSessionActivities(deps: SessionActivityDeps) {
     /**
      * Starts a bash session in this process, in `workdir` (created when
      * missing; default `<workspace root>/<workflowId>`), or in `restoreCwd`
-     * when that still exists. A session the run already holds here is
+     * when that still exists and the session can honour it (bash would
+     * really be there: see `SessionCwdError`). A session the run already holds here is
      * closed first (it is stale: see {@link SessionRegistry.takeRunSession}).
      * @throws ApplicationFailure `WorkerFull` (retryable) when this worker holds as many sessions as its cap
      * @throws ApplicationFailure `WorkerShuttingDown` (retryable) when this worker is draining (checked again once bash started)
@@ -388,10 +572,10 @@ export function createSessionActivities(deps: SessionActivityDeps) {
         await makeDirectory(workdir);
         cwd = input.restoreCwd && (await isDirectory(input.restoreCwd)) ? input.restoreCwd : workdir;
         const stop = startHeartbeat();
-        try {
-          session = await BashSession.start({
+        const start = (at: string): Promise<BashSession> =>
+          BashSession.start({
             ...deps.sessionOptions,
-            cwd,
+            cwd: at,
             // The run's directory is the agent's: writable in the sandbox, owned by the session user.
             workspace: workdir,
             // Audit lines name their run.
@@ -399,6 +583,17 @@ export function createSessionActivities(deps: SessionActivityDeps) {
             network: input.network ?? false,
             env: { ...deps.sessionOptions.env, AGENT_JOBS_WORKFLOW_ID: input.workflowId },
           });
+        try {
+          try {
+            session = await start(cwd);
+          } catch (err) {
+            // The old cwd cannot be bash's here (e.g. it was in the sandbox's private /tmp): start in the workdir,
+            // which the answer's `cwd` names (Claude is told where the new session is).
+            if (!(err instanceof SessionCwdError) || cwd === workdir) throw err;
+            log.info('the old working directory cannot be restored; starting in the run directory', { cwd, reason: err.message });
+            cwd = workdir;
+            session = await start(workdir);
+          }
         } finally {
           stop();
         }
@@ -447,56 +642,31 @@ export function createSessionActivities(deps: SessionActivityDeps) {
     runCommand: async (input: RunCommandInput): Promise<RunCommandOutput> => {
       const session = registry.require(input.sessionId, workerId);
       registry.refuseWhenDraining(workerId, 'the command was not run', false);
+      // Synchronously, before anything runs: at most once per dispatch, never after `commandOutcome` gave it up.
+      const record = registry.beginCommand(input.sessionId, input.toolUseId, input.dispatch);
+      if (!record) {
+        log.warn('command not run: this dispatch was given up (or seen) before it started', {
+          toolUseId: input.toolUseId,
+          dispatch: input.dispatch ?? 1,
+        });
+        throw ApplicationFailure.create({
+          message: `worker ${workerId} did not run dispatch ${input.dispatch ?? 1} of ${input.toolUseId}: it was given up before it started`,
+          type: COMMAND_FAILED,
+          nonRetryable: true,
+        });
+      }
       const ctx = Context.current();
       const stop = startHeartbeat({ toolUseId: input.toolUseId });
-      // Cancelled by the workflow, or killed when the shutdown grace runs out.
+      // Cancelled by the workflow, or killed when the shutdown grace runs out, or an orphan nobody claimed.
       const tracked = registry.trackCommand();
-      const signal = AbortSignal.any([ctx.cancellationSignal, tracked.signal]);
+      const signal = AbortSignal.any([commandCancellation(ctx, record.claimed, input.toolUseId), tracked.signal]);
       try {
-        const how = input.autoApprove === undefined ? { shell: true as const } : judge(input, session);
-        if ('needsApproval' in how) return notRun(session, how.needsApproval);
-        const approvedByRule = 'rule' in how ? how.rule : undefined;
-        let result: CommandResult;
-        if ('exact' in how) {
-          try {
-            result = await session.runExact(how.exact.argv, {
-              paths: how.exact.paths,
-              cwd: how.exact.cwd,
-              command: input.command,
-              timeoutMs: input.timeoutMs,
-              signal,
-            });
-          } catch (err) {
-            if (err instanceof ExactRefusedError) return notRun(session, err.reason);
-            throw err;
-          }
-          log.info('command auto-approved by the policy and run exactly', { toolUseId: input.toolUseId, argv: how.exact.argv });
-        } else {
-          if (approvedByRule !== undefined)
-            log.info('command approved by an approval rule', { toolUseId: input.toolUseId, rule: approvedByRule });
-          result = await session.run(input.command, { timeoutMs: input.timeoutMs, signal });
-        }
-        const killedAtShutdownMs = result.cancelled && !ctx.cancellationSignal.aborted ? registry.killedAtShutdownMs : undefined;
-        if (killedAtShutdownMs !== undefined)
-          log.warn('command killed: the shutdown grace ran out', { toolUseId: input.toolUseId, graceMs: killedAtShutdownMs });
-        else if (result.cancelled) {
-          log.info('command cancelled; process group killed', { toolUseId: input.toolUseId });
-          throw ctx.cancellationSignal.reason ?? new Error('cancelled');
-        }
-        return {
-          output: result.output,
-          exitCode: result.exitCode,
-          timedOut: result.timedOut,
-          truncated: result.truncated,
-          outputBytes: result.outputBytes,
-          sessionRestarted: result.sessionRestarted,
-          shellExit: result.shellExit ?? null,
-          cwd: result.cwd,
-          durationMs: result.durationMs,
-          ...(approvedByRule !== undefined ? { approvedByRule } : {}),
-          ...(registry.draining ? { workerClosing: true as const } : {}),
-          ...(killedAtShutdownMs !== undefined ? { killedAtShutdownMs } : {}),
-        };
+        const output = await runIn(registry, session, input, signal);
+        record.finish(output);
+        return output;
+      } catch (err) {
+        record.fail(err);
+        throw err;
       } finally {
         tracked.end();
         stop();
@@ -536,6 +706,33 @@ export function createSessionActivities(deps: SessionActivityDeps) {
         };
       } finally {
         tracked.end();
+        stop();
+      }
+    },
+
+    /**
+     * What became of one dispatch of a command whose `runCommand` timed out
+     * (the worker was slow): its output (waiting for it while it still runs,
+     * heartbeating), or `not-started`, after which that dispatch never
+     * starts here. At-most-once: the run dispatches again only on
+     * `not-started`.
+     * @throws ApplicationFailure `SessionNotFound` when this process holds no such session (it may have run in a process before)
+     * @throws ApplicationFailure `CommandFailed` (non-retryable) when the command failed here; the message says why
+     */
+    commandOutcome: async (input: CommandOutcomeInput): Promise<CommandOutcomeOutput> => {
+      registry.require(input.sessionId, workerId);
+      const stop = startHeartbeat({ toolUseId: input.toolUseId });
+      try {
+        const record = await registry.claimCommand(input.sessionId, input.toolUseId, input.dispatch);
+        log.info('command outcome asked for after a timeout', {
+          toolUseId: input.toolUseId,
+          dispatch: input.dispatch ?? 1,
+          state: record.state,
+        });
+        if (record.state === 'done') return { state: 'done', output: record.output };
+        if (record.state === 'abandoned') return { state: 'not-started' };
+        throw ApplicationFailure.create({ message: record.message, type: COMMAND_FAILED, nonRetryable: true });
+      } finally {
         stop();
       }
     },

@@ -17,6 +17,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
+import * as path from 'node:path';
 import Table from 'cli-table3';
 import { execa } from 'execa';
 import { BashSession } from '../session';
@@ -135,8 +136,9 @@ function parseArgs(argv: string[]): { json: boolean; iterations: number } {
 
 /** Runs the benchmark and returns the report. */
 export async function runSessionBench(iterations: number): Promise<BenchReport> {
-  const cwd = os.tmpdir();
-  const session = await BashSession.start({ cwd });
+  // Its own directory as the workspace: the sandbox's /tmp is private, so a cwd there would not be bash's.
+  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-jobs-bench-session-'));
+  const session = await BashSession.start({ cwd, workspace: cwd });
   try {
     const cases: CaseResult[] = [];
     for (const c of CASES) {
@@ -166,6 +168,7 @@ export async function runSessionBench(iterations: number): Promise<BenchReport> 
     };
   } finally {
     await session.close();
+    fs.rmSync(cwd, { recursive: true, force: true });
   }
 }
 

@@ -558,6 +558,41 @@ export interface RunCommandInput {
   autoApprove?: 'policy' | 'rules';
   /** The run's approval rules, matched on this worker (src/policy `matchRule`). */
   rules?: RuleToMatch[];
+  /**
+   * Which dispatch of this `tool_use` this is: 2, 3, ... when the workflow
+   * sends it again after an earlier one provably did not start (its worker
+   * was slow, not gone). The worker runs each (session, tool_use, dispatch)
+   * at most once, and never one that `commandOutcome` already answered for.
+   * @default 1
+   */
+  dispatch?: number;
+}
+
+/** Input of `commandOutcome`: which dispatch of which command (see {@link RunCommandInput.dispatch}). */
+export interface CommandOutcomeInput {
+  sessionId: string;
+  toolUseId: string;
+  /** @default 1 */
+  dispatch?: number;
+}
+
+/**
+ * Output of `commandOutcome`: `done` with the command's output (it ran
+ * here, possibly still running when asked: the answer waited for it), or
+ * `not-started` (it never started here, and now never will).
+ */
+export type CommandOutcomeOutput = { state: 'done'; output: RunCommandOutput } | { state: 'not-started' };
+
+/** Input of `sessionWorkerLiveness`: the worker holding a session (`SessionRef.workerId`, `SessionRef.taskQueue`). */
+export interface WorkerLivenessInput {
+  workerId: string;
+  taskQueue: string;
+}
+
+/** Output of `sessionWorkerLiveness`: whether the worker is alive, and the evidence in words (for logs and Claude). */
+export interface WorkerLivenessOutput {
+  alive: boolean;
+  evidence: string;
 }
 
 /** Output of `runCommand`; the fields of the session's `CommandResult` that the workflow uses. */
@@ -627,6 +662,13 @@ export const WORKER_FULL = 'WorkerFull';
  * ran, so the workflow moves the run to a new session and tells Claude.
  */
 export const WORKER_SHUTTING_DOWN = 'WorkerShuttingDown';
+
+/**
+ * `ApplicationFailure` type of `commandOutcome` for a command that failed on
+ * its worker (the error `runCommand` threw there, e.g. its session closed
+ * while it ran). Non-retryable.
+ */
+export const COMMAND_FAILED = 'CommandFailed';
 
 /** `ApplicationFailure` type of an `agentRun` whose input fails validation (non-retryable; the message lists every problem). */
 export const INVALID_INPUT = 'InvalidInput';

@@ -39,6 +39,22 @@ export class SessionStartError extends SessionError {
 }
 
 /**
+ * Thrown by `BashSession.start()` when the working directory cannot be
+ * honoured: bash would not really be in it (in the sandbox a mount covers
+ * it, such as the private /tmp or a hidden path, or bash started
+ * elsewhere), or it is in the workspace and the session's user cannot
+ * write it. `cwd` is the directory asked for.
+ */
+export class SessionCwdError extends SessionStartError {
+  readonly cwd: string;
+
+  constructor(message: string, cwd: string, options: { sessionId?: string } = {}) {
+    super(message, options);
+    this.cwd = cwd;
+  }
+}
+
+/**
  * Thrown by `run()` and `restart()` once `close()` has been called, including
  * calls that were queued behind a command that was running when the session
  * was closed. (The command that was running resolves with `cancelled: true`.)

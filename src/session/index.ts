@@ -78,4 +78,11 @@ export {
   type SandboxMode,
   type SandboxOptions,
 } from './sandbox';
-export { InvalidCommandError, InvalidSessionOptionError, SessionClosedError, SessionError, SessionStartError } from './errors';
+export {
+  InvalidCommandError,
+  InvalidSessionOptionError,
+  SessionClosedError,
+  SessionCwdError,
+  SessionError,
+  SessionStartError,
+} from './errors';

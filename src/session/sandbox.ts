@@ -260,6 +260,58 @@ export function bwrapArgs(o: SandboxOptions, chdir?: string): string[] {
   return args;
 }
 
+/**
+ * What a process in the sandbox of `o` sees at `dir` (absolute): the real
+ * directory (writable when a writable bind holds it), or something else
+ * when a mount of the sandbox covers it: its private /tmp or /dev/shm, its
+ * own /dev or /proc, a hidden path's empty tmpfs, or the tmpfs over an
+ * ancestor of a bind that the session user cannot search. The mounts are
+ * those of {@link bwrapArgs}; the deepest one holding `dir` decides (a bind
+ * over a tmpfs at the same depth wins, as bwrap applies it after).
+ */
+export function sandboxView(o: SandboxOptions, dir: string): { real: true; writable: boolean } | { real: false; coveredBy: string } {
+  const resolve = (p: string): string => {
+    try {
+      return fs.realpathSync(path.resolve(p));
+    } catch {
+      return path.resolve(p);
+    }
+  };
+  const target = resolve(dir);
+  const writable = o.writable.map(resolve);
+  const binds = [
+    ...writable.map((p) => ({ path: p, kind: 'bind' as const })),
+    ...o.readable.map((p) => ({ path: resolve(p), kind: 'ro-bind' as const })),
+  ];
+  const covers: Array<{ path: string; kind: 'tmpfs' | 'bind' | 'ro-bind'; why: string }> = [
+    { path: '/tmp', kind: 'tmpfs', why: 'the sandbox gives bash a private /tmp' },
+    { path: '/dev/shm', kind: 'tmpfs', why: 'the sandbox gives bash a private /dev/shm' },
+    { path: '/dev', kind: 'tmpfs', why: 'the sandbox gives bash its own /dev' },
+    { path: '/proc', kind: 'tmpfs', why: 'the sandbox gives bash its own /proc' },
+  ];
+  for (const raw of o.hide) {
+    const h = resolve(raw);
+    if (h === '/' || h === '/tmp' || binds.some((b) => b.path === h)) continue;
+    try {
+      if (fs.statSync(h).isDirectory()) covers.push({ path: h, kind: 'tmpfs', why: `the sandbox hides ${h}` });
+    } catch {
+      /* not there: nothing mounted */
+    }
+  }
+  for (const b of binds)
+    for (const a of ancestors(b.path))
+      if (!searchable(a, o.identity))
+        covers.push({ path: a, kind: 'tmpfs', why: `${o.identity?.user ?? 'the session user'} cannot search ${a}` });
+  covers.push(...binds.map((b) => ({ ...b, why: '' })));
+  let best: (typeof covers)[number] | undefined;
+  for (const c of covers) {
+    if (!within(target, c.path)) continue;
+    if (!best || depth(c.path) > depth(best.path) || (depth(c.path) === depth(best.path) && c.kind !== 'tmpfs')) best = c;
+  }
+  if (best?.kind === 'tmpfs') return { real: false, coveredBy: best.why };
+  return { real: true, writable: best?.kind === 'bind' };
+}
+
 function order(op: MountOp): number {
   return { tmpfs: 0, dir: 1, 'hide-file': 2, bind: 3, 'ro-bind': 3 }[op.kind];
 }

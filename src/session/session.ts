@@ -9,7 +9,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { appendAuditLine, type AuditLine } from './audit';
 import { buildSessionEnv, redactSecrets, type SecretValue } from './env';
-import { InvalidCommandError, InvalidSessionOptionError, SessionClosedError, SessionStartError } from './errors';
+import { InvalidCommandError, InvalidSessionOptionError, SessionClosedError, SessionCwdError, SessionStartError } from './errors';
 import type { ProcessGuardMode } from './guard';
 import { resolveLimits, ulimitArguments, type ResolvedLimits, type ResourceLimits } from './limits';
 import { FifoCapture, FifoPool } from './capture';
@@ -33,7 +33,7 @@ import {
 } from './edit';
 import { EXACT_RUN_HIDDEN, resolveTrustedProgram, runExactProgram, staysInside, type ExactLauncher } from './exact';
 import { MINIMAL_ENV, resolveIdentity, type SessionIdentity } from './identity';
-import { resolveSandbox, sandboxedSpawnArgs, unreachableAncestor, type SandboxMode, type SandboxOptions } from './sandbox';
+import { resolveSandbox, sandboxedSpawnArgs, sandboxView, unreachableAncestor, type SandboxMode, type SandboxOptions } from './sandbox';
 import { execFileSync } from 'node:child_process';
 import { raceTimeout } from './timing';
 
@@ -342,6 +342,7 @@ export class BashSession {
    * ready (normally a few ms).
    * @throws InvalidSessionOptionError for an out-of-range option
    * @throws SessionStartError when `cwd` is missing or not a directory, bash cannot be spawned, the limits cannot be applied, or bash is not ready within 10 s
+   * @throws SessionCwdError (a SessionStartError) when bash would not really be in `cwd` (the sandbox covers it: its private /tmp, a hidden path), or `cwd` is in the workspace and the session's user cannot write it (or the workspace); never a silent substitute
    */
   static async start(options: BashSessionOptions = {}): Promise<BashSession> {
     checkTimeout('timeoutMs', options.timeoutMs);
@@ -380,13 +381,49 @@ export class BashSession {
       }
     }
     const session = new BashSession(options, cwd, identity, sandbox);
+    const refused = session.cwdRefusal(cwd);
+    if (refused) {
+      fs.rmSync(session.tmpDir, { recursive: true, force: true });
+      throw new SessionCwdError(`cannot start bash session in ${cwd}: ${refused}`, cwd, { sessionId: options.id });
+    }
     try {
       await session.spawn(cwd);
     } catch (err) {
       fs.rmSync(session.tmpDir, { recursive: true, force: true });
       throw err;
     }
+    // The backstop: bash is where it was asked to be (bwrap goes to $HOME or / when it cannot enter the cwd).
+    const real = realDir(cwd);
+    const actual = session.shell?.kernelCwd();
+    if (actual && actual.path !== real) {
+      await session.close();
+      throw new SessionCwdError(`cannot start bash session in ${cwd}: bash started in ${actual.path} instead`, cwd, {
+        sessionId: options.id,
+      });
+    }
     return session;
+  }
+
+  /**
+   * Why `cwd` cannot be honoured as the shell's working directory, or
+   * undefined: in the sandbox a mount covers it (its private /tmp, a hidden
+   * path), so bash would start in another directory of that name or none;
+   * or it lies in the workspace, which is asked to be writable, and the
+   * session's user cannot write it (or the workspace itself).
+   */
+  private cwdRefusal(cwd: string): string | undefined {
+    const workspace = this.workspace;
+    if (this.sandboxMode.mode === 'bwrap') {
+      const view = sandboxView(this.sandboxOptions, cwd);
+      if (!view.real)
+        return `it would not be the shell's working directory (${view.coveredBy}); use a directory ${workspace ? `inside the workspace ${workspace}` : 'outside /tmp and the hidden paths'}`;
+    }
+    if (workspace === undefined) return undefined;
+    for (const dir of within(realDir(cwd), realDir(workspace)) ? [workspace, cwd] : [workspace]) {
+      const why = notWritableBy(dir, this.identity);
+      if (why) return `the workspace must be writable, but ${this.user} cannot write ${dir} (${why})`;
+    }
+    return undefined;
   }
 
   /**
@@ -1097,6 +1134,37 @@ function prepareWorkspace(dir: string, identity: SessionIdentity | null, session
       cause: err,
     });
   }
+}
+
+/** `dir` with symlinks resolved (as given when it cannot be). */
+function realDir(dir: string): string {
+  try {
+    return fs.realpathSync(dir);
+  } catch {
+    return path.resolve(dir);
+  }
+}
+
+/** Whether `p` is `dir` or inside it (both absolute, resolved). */
+function within(p: string, dir: string): boolean {
+  return p === dir || dir === '/' || p.startsWith(`${dir}/`);
+}
+
+/**
+ * Why the session's user cannot write `dir`, or undefined when it can: the
+ * kernel's answer for this process (a read-only filesystem, or this user's
+ * own permissions), and for another user the mode bits that apply to it.
+ */
+function notWritableBy(dir: string, identity: SessionIdentity | null): string | undefined {
+  try {
+    fs.accessSync(dir, fs.constants.W_OK);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+  }
+  if (!identity) return undefined;
+  const st = fs.statSync(dir);
+  const bit = st.uid === identity.uid ? 0o200 : st.gid === identity.gid ? 0o020 : 0o002;
+  return st.mode & bit ? undefined : `mode ${(st.mode & 0o777).toString(8)}, owner uid ${st.uid}`;
 }
 
 function describeExit(exit: ShellExit): string {

@@ -16,11 +16,25 @@ import {
   type ActivityInterfaceFor,
 } from '@temporalio/workflow';
 import { TimeoutType } from '@temporalio/common';
+import type { LivenessActivities } from '../activities/liveness';
 import type { SessionActivities } from '../activities/session';
-import { SESSION_NOT_FOUND, WORKER_SHUTTING_DOWN, type RunCommandOutput, type SessionClosing, type SessionRef } from '../contract';
+import {
+  SESSION_NOT_FOUND,
+  WORKER_SHUTTING_DOWN,
+  type RunCommandInput,
+  type RunCommandOutput,
+  type SessionClosing,
+  type SessionRef,
+} from '../contract';
 import { commandDetails, commandSummary, editSummary } from '../contract/display';
 import type { EditRequest, RunEditOutput } from '../contract/text-editor';
-import { COMMAND_TIMEOUT_SLACK_MS, OPEN_SESSION_ACTIVITY_OPTIONS, sessionActivityOptions } from '../config';
+import {
+  COMMAND_TIMEOUT_SLACK_MS,
+  OPEN_SESSION_ACTIVITY_OPTIONS,
+  SLOW_WORKER_MAX_WAITS,
+  WORKER_LIVENESS_ACTIVITY_OPTIONS,
+  sessionActivityOptions,
+} from '../config';
 import { failureMessage } from './failures';
 import type { RunState } from './run-state';
 import {
@@ -43,10 +57,23 @@ import {
  */
 export const WORKER_DRAIN_PATCH = 'move-off-draining-worker';
 
+/**
+ * patched() id: a command on the session's queue that timed out waiting to
+ * start (schedule-to-start) or for a heartbeat counts as lost only when its
+ * worker is really gone: the run first asks the server whether that worker
+ * still lives (`sessionWorkerLiveness`), and while it does, sends the
+ * command again (when it provably did not start) or asks the worker for its
+ * outcome (`commandOutcome`, when it may have started), up to
+ * `SLOW_WORKER_MAX_WAITS` times. At most once: a dispatch that may have
+ * started is never sent again; the worker gives up one it never saw.
+ */
+export const SLOW_WORKER_PATCH = 'slow-worker-is-not-lost';
+
 /** What Claude is told the session closed for when the worker's answer gave no reason. */
 const SHUT_DOWN = 'its worker was shut down';
 
 const { openSession } = proxyActivities<Pick<SessionActivities, 'openSession'>>(OPEN_SESSION_ACTIVITY_OPTIONS);
+const { sessionWorkerLiveness } = proxyActivities<LivenessActivities>(WORKER_LIVENESS_ACTIVITY_OPTIONS);
 
 /** The session activities on one worker's queue: one proxy per option set; call sites add only `summary` and what varies. */
 function onQueue(taskQueue: string): ActivityInterfaceFor<SessionActivities> {
@@ -96,21 +123,32 @@ export class RunSession {
     // The policy check runs an allowed command too; one that needs a human runs later as plain `bash #n`.
     const summary = commandSummary(command, state.conversation.toolUseOrdinal(toolUseId), autoApprove !== undefined);
     const timeoutMs = state.input.commandTimeoutMs;
+    const request: RunCommandInput = {
+      sessionId: session.sessionId,
+      command,
+      timeoutMs,
+      workflowId: state.workflowId,
+      toolUseId,
+      ...(autoApprove ? { autoApprove } : {}),
+      ...(autoApprove && state.rules.length > 0 ? { rules: state.rules.map(({ id, kind, text }) => ({ id, kind, text })) } : {}),
+    };
+    const options = { startToCloseTimeout: timeoutMs + COMMAND_TIMEOUT_SLACK_MS, summary };
     try {
-      const out: RunCommandOutput = await onQueue(session.taskQueue).runCommand.executeWithOptions(
-        { startToCloseTimeout: timeoutMs + COMMAND_TIMEOUT_SLACK_MS, summary },
-        [
-          {
-            sessionId: session.sessionId,
-            command,
-            timeoutMs,
-            workflowId: state.workflowId,
-            toolUseId,
-            ...(autoApprove ? { autoApprove } : {}),
-            ...(autoApprove && state.rules.length > 0 ? { rules: state.rules.map(({ id, kind, text }) => ({ id, kind, text })) } : {}),
-          },
-        ],
-      );
+      let out: RunCommandOutput;
+      try {
+        out = await onQueue(session.taskQueue).runCommand.executeWithOptions(options, [request]);
+      } catch (err) {
+        // A slow worker is not a lost one: wait for it while it lives (or rethrow what it is not about).
+        if (sessionLossTimeout(err) === undefined || !patched(SLOW_WORKER_PATCH)) throw err;
+        const waited = await outlastSlowWorker(session, request, options, err);
+        if ('loss' in waited) {
+          log.warn('bash session lost', { toolUseId, detail: waited.loss.detail });
+          const fresh = await this.replace(session.cwd);
+          return sessionLostOutcome(waited.loss, fresh.cwd, fresh.error);
+        }
+        if ('error' in waited) throw waited.error;
+        out = waited.out;
+      }
       if (out.needsApproval !== undefined) return { needsApproval: out.needsApproval };
       session.cwd = out.cwd;
       state.recordDuration(toolUseId, out.durationMs);
@@ -266,6 +304,88 @@ export class RunSession {
     } catch (err) {
       if (isCancellation(err)) throw err;
       return { cwd: null, error: failureMessage(err) };
+    }
+  }
+}
+
+/** The timeout of a session activity that may mean its worker is gone (schedule-to-start or heartbeat), or undefined. */
+function sessionLossTimeout(err: unknown): TimeoutType | undefined {
+  if (!(err instanceof ActivityFailure) || !(err.cause instanceof TimeoutFailure)) return undefined;
+  const type = err.cause.timeoutType;
+  return type === TimeoutType.SCHEDULE_TO_START || type === TimeoutType.HEARTBEAT ? type : undefined;
+}
+
+/**
+ * After `first`, a schedule-to-start or heartbeat timeout of `request` on
+ * the session's queue: asks the server whether the session's worker lives;
+ * while it does, sends the command again when its last dispatch provably
+ * did not start (schedule-to-start, or the worker says `not-started`, which
+ * also makes sure that dispatch never starts), or asks the worker for the
+ * outcome of the dispatch that may have started (heartbeat). Gives up after
+ * {@link SLOW_WORKER_MAX_WAITS} waits.
+ * @returns the command's output; or the loss (`not-started` when no dispatch
+ *   may have run); or `error`, a failure that is no timeout, for the caller
+ *   to handle as it handles one of the first dispatch (e.g. a drain refusal:
+ *   nothing ran)
+ */
+async function outlastSlowWorker(
+  session: SessionRef,
+  request: RunCommandInput,
+  options: { startToCloseTimeout: number; summary: string },
+  first: unknown,
+): Promise<{ out: RunCommandOutput } | { loss: SessionLoss } | { error: unknown }> {
+  const queue = onQueue(session.taskQueue);
+  let dispatch = request.dispatch ?? 1;
+  // Whether dispatch `dispatch` may have started (then it is asked about, never sent again).
+  let mayHaveStarted = sessionLossTimeout(first) === TimeoutType.HEARTBEAT;
+  const lost = (detail: string): { loss: SessionLoss } => ({ loss: { kind: mayHaveStarted ? 'interrupted' : 'not-started', detail } });
+  let waited = 0;
+  for (;;) {
+    let alive: { alive: boolean; evidence: string };
+    try {
+      alive = await sessionWorkerLiveness.executeWithOptions({ summary: `session: is worker ${session.workerId} alive?` }, [
+        { workerId: session.workerId, taskQueue: session.taskQueue },
+      ]);
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      return lost(`its worker did not answer in time, and whether it is alive could not be checked (${failureMessage(err)})`);
+    }
+    if (!alive.alive) return lost(`the worker holding it is gone (${alive.evidence})`);
+    if (++waited > SLOW_WORKER_MAX_WAITS)
+      return lost(
+        `the worker holding it is alive (${alive.evidence}) but did not ${mayHaveStarted ? 'finish' : 'start'} the command through ${SLOW_WORKER_MAX_WAITS} waits`,
+      );
+    log.info('the worker holding the bash session is slow, not gone: waiting for it', {
+      toolUseId: request.toolUseId,
+      dispatch,
+      mayHaveStarted,
+      evidence: alive.evidence,
+    });
+    // Until the worker does not answer in time again: then the liveness check comes first.
+    for (;;) {
+      try {
+        if (!mayHaveStarted) {
+          dispatch++;
+          return { out: await queue.runCommand.executeWithOptions(options, [{ ...request, dispatch }]) };
+        }
+        const outcome = await queue.commandOutcome.executeWithOptions(
+          { startToCloseTimeout: options.startToCloseTimeout, summary: 'bash: outcome after a timeout' },
+          [{ sessionId: request.sessionId, toolUseId: request.toolUseId, dispatch }],
+        );
+        if (outcome.state === 'done') return { out: outcome.output };
+        // It never started, and now never will: send it again at once (the worker just answered).
+        mayHaveStarted = false;
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        const timeout = sessionLossTimeout(err);
+        if (timeout === undefined) {
+          if (!mayHaveStarted) return { error: err };
+          const loss = sessionLoss(err);
+          return lost(loss ? loss.detail : `its worker could not say what became of the command (${failureMessage(err)})`);
+        }
+        if (timeout === TimeoutType.HEARTBEAT) mayHaveStarted = true;
+        break;
+      }
     }
   }
 }

@@ -45,7 +45,7 @@ test('a killed worker takes its bash and every process it started with it; the n
   const script = `
     const { BashSession } = require(${JSON.stringify(lib)});
     (async () => {
-      const s = await BashSession.start({ cwd: '/tmp' });
+      const s = await BashSession.start({ cwd: '/' });
       await s.run('sleep ${background} >/dev/null 2>&1 &');
       s.run('echo working; sleep ${foreground}');
       setTimeout(() => process.stdout.write(JSON.stringify({ pid: s.pid, id: s.id }) + '\\n'), 300);

@@ -1,0 +1,141 @@
+/**
+ * A slow worker is not a lost one: the worker holding a
+ * run's session is stopped (SIGSTOP) past the session's schedule-to-start
+ * and heartbeat timeouts, then continued; the approved command still runs,
+ * exactly once, and no loss is reported. A worker that is really gone
+ * (SIGKILL) is still reported lost within 10 s (C11).
+ */
+import { readFileSync, existsSync } from 'node:fs';
+import path from 'node:path';
+import type { WorkflowHandle } from '@temporalio/client';
+import { workspaceFolderName } from '../../src/activities/session';
+import { approveSignal } from '../../src/contract';
+import { TestBed, toolUse, waitFor, type WorkerProcess } from './harness';
+
+function lines(file: string): string[] {
+  return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : [];
+}
+
+/** Activity types scheduled in the run's history, in order. */
+async function scheduled(handle: WorkflowHandle): Promise<string[]> {
+  const events = (await handle.fetchHistory()).events ?? [];
+  return events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+}
+
+/** Whether a `runCommand` of the run timed out (schedule-to-start or heartbeat) so far. */
+async function commandTimedOut(handle: WorkflowHandle): Promise<boolean> {
+  const events = (await handle.fetchHistory()).events ?? [];
+  const types = new Map<string, string>();
+  for (const e of events) {
+    const s = e.activityTaskScheduledEventAttributes;
+    if (s) types.set(String(e.eventId), s.activityType?.name ?? '');
+    const t = e.activityTaskTimedOutEventAttributes;
+    if (t && types.get(String(t.scheduledEventId)) === 'runCommand') return true;
+  }
+  return false;
+}
+
+describe('liveness of the worker holding a session', () => {
+  let bed: TestBed;
+  afterEach(async () => {
+    await bed?.close();
+  });
+
+  /** A run on worker A (which then holds its session) whose second command waits for approval; worker B started too. */
+  async function secondCommandPending(
+    name: string,
+    command: string,
+  ): Promise<{ handle: WorkflowHandle; holder: WorkerProcess; other: WorkerProcess; workflowId: string }> {
+    const workflowId = `it-liveness-${process.pid}-${Date.now()}`;
+    bed = await TestBed.create({
+      workers: 1,
+      script: {
+        responses: [
+          { content: [toolUse('toolu_1', 'pwd')], stop_reason: 'tool_use' },
+          { content: [toolUse('toolu_2', command)], stop_reason: 'tool_use' },
+          { content: [{ type: 'text', text: 'finished' }], stop_reason: 'end_turn' },
+        ],
+      },
+    });
+    const holder = bed.workers[0]!;
+    const handle = await bed.start({ task: 'outlast a slow worker', approval: 'always' }, name, workflowId);
+    await bed.pendingApproval(handle);
+    await handle.signal(approveSignal, { toolUseId: 'toolu_1', approved: true });
+    await waitFor(
+      'the second command to wait for approval',
+      async () => (await bed.status(handle)).pendingApproval?.toolUseId === 'toolu_2',
+    );
+    expect((await bed.status(handle)).session?.workerId).toBe(holder.workerId);
+    const other = await bed.startWorker();
+    return { handle, holder, other, workflowId };
+  }
+
+  test('the worker is stopped past the timeouts, then continued: the approved command runs once, no loss', async () => {
+    const { handle, holder, workflowId } = await secondCommandPending('worker-slow-not-lost', 'echo ran >> count.txt; echo second-done');
+    const count = path.join(bed.workspaces, workspaceFolderName(workflowId), 'count.txt');
+    holder.signal('SIGSTOP');
+    const stoppedAt = Date.now();
+    try {
+      await handle.signal(approveSignal, { toolUseId: 'toolu_2', approved: true });
+      // Past the schedule-to-start (4 s) or heartbeat (5 s) timeout of the command: the case that was reported lost.
+      await waitFor('the command to time out on the stopped worker', () => commandTimedOut(handle), 30_000);
+    } finally {
+      holder.signal('SIGCONT');
+    }
+    const stoppedSeconds = (Date.now() - stoppedAt) / 1000;
+
+    const result = await handle.result();
+    expect(result).toMatchObject({ status: 'completed', text: 'finished', turns: 3 });
+    const second = bed.resultsSentIn(2);
+    expect(second).toHaveLength(1);
+    expect(second[0]).toMatchObject({ tool_use_id: 'toolu_2' });
+    expect(second[0]!.is_error).toBeFalsy();
+    expect(second[0]!.content).toContain('second-done');
+    expect(second[0]!.content).not.toMatch(/lost/);
+    // Exactly once, on the worker that was stopped (no new session was opened).
+    expect(lines(count)).toEqual(['ran']);
+    const types = await scheduled(handle);
+    expect(types).toContain('sessionWorkerLiveness');
+    expect(types.filter((t) => t === 'openSession')).toHaveLength(1);
+    expect(stoppedSeconds).toBeGreaterThan(4);
+  }, 120_000);
+
+  test('the worker is SIGKILLed mid-command: the loss is reported within 10 s', async () => {
+    const { handle, holder, workflowId } = await secondCommandPending(
+      'worker-killed-still-lost',
+      'echo start >> run.log; sleep 30.5; echo end >> run.log',
+    );
+    const log = path.join(bed.workspaces, workspaceFolderName(workflowId), 'run.log');
+    await handle.signal(approveSignal, { toolUseId: 'toolu_2', approved: true });
+    await waitFor('the long command to start', () => lines(log).includes('start'));
+    const killedAt = Date.now();
+    await holder.kill();
+
+    const result = await handle.result();
+    expect(result).toMatchObject({ status: 'completed', text: 'finished', turns: 3 });
+    const lost = bed.resultsSentIn(2);
+    expect(lost[0]).toMatchObject({ tool_use_id: 'toolu_2', is_error: true });
+    expect(lost[0]!.content).toMatch(/bash session was lost: the worker holding it is gone/);
+    expect(lost[0]!.content).toMatch(/may or may not have run/);
+    const told = bed.requests().filter((r) => r.path === '/v1/messages' && r.step === 2);
+    const toldSeconds = (Date.parse(told[0]!.time) - killedAt) / 1000;
+    expect(toldSeconds).toBeLessThan(10);
+    expect(lines(log)).toEqual(['start']);
+  }, 120_000);
+
+  test('the worker is SIGKILLed while the command waits for approval: approved, it is reported not run within 10 s', async () => {
+    const { handle, holder } = await secondCommandPending('worker-killed-before-command', 'echo never >> never.txt');
+    await holder.kill();
+    const approvedAt = Date.now();
+    await handle.signal(approveSignal, { toolUseId: 'toolu_2', approved: true });
+
+    const result = await handle.result();
+    expect(result).toMatchObject({ status: 'completed', turns: 3 });
+    const lost = bed.resultsSentIn(2);
+    expect(lost[0]).toMatchObject({ tool_use_id: 'toolu_2', is_error: true });
+    expect(lost[0]!.content).toMatch(/bash session was lost: the worker holding it is gone/);
+    expect(lost[0]!.content).toMatch(/The command did not run/);
+    const told = bed.requests().filter((r) => r.path === '/v1/messages' && r.step === 2);
+    expect((Date.parse(told[0]!.time) - approvedAt) / 1000).toBeLessThan(10);
+  }, 120_000);
+});
