@@ -70,7 +70,7 @@ export interface SpawnWorkerOptions {
   /** A client connection to wait on: resolves once the worker polls its session queue. */
   connection: Connection;
   namespace?: string;
-  /** How long to wait for it to poll, in ms. @default 30000 */
+  /** How long a live worker may take to start polling its session queue. @default 120,000 ms (a loaded machine has taken over 30 s) */
   readyTimeoutMs?: number;
   /** Start it as the leader of its own process group (like a shell's foreground job), so the group can be signalled. @default false */
   detached?: boolean;
@@ -124,7 +124,12 @@ export async function spawnWorker(options: SpawnWorkerOptions): Promise<WorkerPr
     },
   };
   const queue = sessionTaskQueue(options.workerId);
-  const deadline = Date.now() + (options.readyTimeoutMs ?? 30_000);
+  // A live worker that is still starting is slow, not broken (a loaded machine has taken over 30 s to load
+  // Node, the SDK's core and the workflow bundle): the wait ends at once when the process exits, so only a
+  // worker that stays up and never polls waits out the deadline.
+  const readyTimeoutMs = options.readyTimeoutMs ?? 120_000;
+  const startedAt = Date.now();
+  const deadline = startedAt + readyTimeoutMs;
   for (;;) {
     if (!alive()) throw new Error(`worker ${options.workerId} exited before it polled: ${out.trim()}`);
     const r = await options.connection.workflowService
@@ -137,7 +142,9 @@ export async function spawnWorker(options: SpawnWorkerOptions): Promise<WorkerPr
     if ((r?.pollers?.length ?? 0) > 0) return worker;
     if (Date.now() > deadline) {
       await worker.kill();
-      throw new Error(`worker ${options.workerId} did not poll ${queue} in time: ${out.trim()}`);
+      throw new Error(
+        `worker ${options.workerId} was up ${Date.now() - startedAt} ms and never polled ${queue} (waited ${readyTimeoutMs} ms): ${out.trim()}`,
+      );
     }
     await sleep(100);
   }

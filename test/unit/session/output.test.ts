@@ -15,18 +15,20 @@ function isValidUtf8(s: string): boolean {
 }
 
 describe('C06: output without a trailing newline, and no output', () => {
+  // "At once" means not waiting for a newline or for the command timeout (the fault of C06): with a
+  // 20 s timeout, that fault takes 20 s; a busy machine takes well under half of it for these commands.
   test('printf abc returns abc at once, exit code 0', async () => {
-    const s = await startSession();
+    const s = await startSession({ timeoutMs: 20_000 });
     const [r, ms] = await timed(() => s.run('printf abc'));
     expect(r).toMatchObject({ output: 'abc', exitCode: 0, timedOut: false, truncated: false, sessionRestarted: false, outputBytes: 3 });
-    expect(ms).toBeLessThan(500);
+    expect(ms).toBeLessThan(10_000);
   });
 
   test('true returns at once with empty output', async () => {
-    const s = await startSession();
+    const s = await startSession({ timeoutMs: 20_000 });
     const [r, ms] = await timed(() => s.run('true'));
-    expect(r).toMatchObject({ output: '', exitCode: 0, outputBytes: 0 });
-    expect(ms).toBeLessThan(500);
+    expect(r).toMatchObject({ output: '', exitCode: 0, outputBytes: 0, timedOut: false });
+    expect(ms).toBeLessThan(10_000);
   });
 
   test('exit codes are reported truly', async () => {
@@ -53,7 +55,10 @@ describe('output that looks like the protocol', () => {
 
 describe('C10: large, binary and terminal output', () => {
   test('50 MB of output returns quickly, capped head + tail with a note of what was cut', async () => {
-    const s = await startSession();
+    const s = await startSession({ timeoutMs: 60_000 });
+    // The same program with its output thrown away, in the same session, is the baseline: capturing may cost
+    // a few times that, never the command timeout (a busy machine slows both alike).
+    const [, baselineMs] = await timed(() => s.run('seq 1 7000000 > /dev/null'));
     const [r, ms] = await timed(() => s.run('seq 1 7000000'));
     expect(r.exitCode).toBe(0);
     expect(r.outputBytes).toBeGreaterThan(50_000_000);
@@ -63,8 +68,8 @@ describe('C10: large, binary and terminal output', () => {
     expect(r.output).toMatch(/\[\.\.\. about [\d,]+ bytes cut from the middle; the command printed [\d,]+ bytes \.\.\.\]/);
     expect(Buffer.byteLength(r.output)).toBeLessThan(31_000);
     expect(JSON.stringify(r).length).toBeLessThan(PAYLOAD_BUDGET);
-    expect(ms).toBeLessThan(5000);
-  }, 15_000);
+    expect(ms).toBeLessThan(Math.max(5000, 5 * baselineMs));
+  }, 120_000);
 
   test('one line of 300 KB is capped, valid, and the result small', async () => {
     const s = await startSession({ maxOutputBytes: 10_000 });
