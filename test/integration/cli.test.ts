@@ -174,7 +174,13 @@ describe('agent-jobs CLI', () => {
     const server = await startDevServer({ port: await freePort(), headless: true });
     try {
       const a = server.address;
-      expect((await cli(a, 'start', 'nobody', 'listens', '--id', 'lonely', '--json')).code).toBe(0);
+      const started0 = await cli(a, 'start', 'nobody', 'listens', '--id', 'lonely', '--json');
+      expect(started0.code).toBe(0);
+      // start says the run will wait, on stderr (stdout stays one JSON line).
+      expect(started0.stderr).toBe(
+        'warning: no worker polls the agent-jobs task queue, so lonely waits until one starts (agent-jobs worker)\n',
+      );
+      expect(JSON.parse(started0.stdout)).toMatchObject({ workflowId: 'lonely' });
       for (const args of [
         ['status', 'lonely'],
         ['approve', 'lonely'],

@@ -26,6 +26,7 @@ import {
   DEFAULT_MAX_TURNS,
   DEFAULT_MODEL,
 } from '../../config';
+import { SHARED_TASK_QUEUE } from '../../config';
 import { CliError } from '../errors';
 import { printJson, printLines } from '../output';
 import { withClient } from '../context';
@@ -230,6 +231,12 @@ export function registerStart(program: Command): void {
         const url = jobs.uiUrl(workflowId, run.firstRunId);
         if (opts.json) printJson({ workflowId, runId: run.firstRunId, uiUrl: url });
         else printLines(`started ${workflowId}`, `  UI:     ${url}`, `  follow: agent-jobs watch ${workflowId}`);
+        // The run is durable without a worker, but nothing happens until one polls: say so, on stderr.
+        if (!(await jobs.workerPolling().catch(() => true))) {
+          process.stderr.write(
+            `warning: no worker polls the ${SHARED_TASK_QUEUE} task queue, so ${workflowId} waits until one starts (agent-jobs worker)\n`,
+          );
+        }
         if (!opts.follow) return;
         const view = await watchUntilInterrupted(jobs, workflowId, { json: opts.json === true });
         if (view) process.exitCode = exitCodeOf(view);
