@@ -200,14 +200,16 @@ export class SessionRegistry {
    * anything runs), so each (session, tool_use, dispatch) runs at most
    * once and never after {@link claimCommand} gave it up.
    * @returns what to call with its output or error (the record keeps it for
-   *   {@link claimCommand}), and `claimed` (resolved when a run asked for it), or
-   *   null when this dispatch was seen before (then nothing may run)
+   *   {@link claimCommand}), `release` when nothing ran (the policy sent it to a
+   *   person: the same dispatch may come again once they decide), and `claimed`
+   *   (resolved when a run asked for it), or null when this dispatch was seen
+   *   before (then nothing may run)
    */
   beginCommand(
     sessionId: string,
     toolUseId: string,
     dispatch: number | undefined,
-  ): { finish(output: RunCommandOutput): void; fail(err: unknown): void; claimed: Promise<void> } | null {
+  ): { finish(output: RunCommandOutput): void; fail(err: unknown): void; release(): void; claimed: Promise<void> } | null {
     const key = commandKey(toolUseId, dispatch);
     let records = this.commands.get(sessionId);
     if (records?.has(key)) return null;
@@ -226,6 +228,11 @@ export class SessionRegistry {
     return {
       finish: (output) => settle({ state: 'done', output }),
       fail: (err) => settle({ state: 'failed', message: err instanceof Error ? err.message : String(err) }),
+      // Nothing ran (the policy sent the command to a person): the same dispatch may come again once they decide.
+      release: () => {
+        if (this.commands.get(sessionId)?.get(key)?.state === 'running') this.commands.get(sessionId)!.delete(key);
+        end();
+      },
       claimed,
     };
   }
@@ -662,7 +669,8 @@ export function createSessionActivities(deps: SessionActivityDeps) {
       const signal = AbortSignal.any([commandCancellation(ctx, record.claimed, input.toolUseId), tracked.signal]);
       try {
         const output = await runIn(registry, session, input, signal);
-        record.finish(output);
+        if (output.needsApproval !== undefined) record.release();
+        else record.finish(output);
         return output;
       } catch (err) {
         record.fail(err);
