@@ -37,7 +37,7 @@ import {
   type WorkflowHandle,
   type WorkflowHandleWithFirstExecutionRunId,
 } from '@temporalio/client';
-import type { UpdateDefinition } from '@temporalio/common';
+import type { Payload, UpdateDefinition } from '@temporalio/common';
 import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-workflow';
 import { temporal, type google } from '@temporalio/proto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -96,6 +96,7 @@ import { displayCommand, oneLineSummary, pendingApproval, shortHash, type Comman
 import { fromSearchText } from './contract/search-text';
 import { sha256 } from './contract/sha256';
 import { temporalSettings, temporalUiUrl, workflowUiUrl, type TemporalSettings } from './settings';
+import { dataConverterFromEnv } from './codec';
 import type { agentRun } from './workflows';
 
 export { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError };
@@ -489,7 +490,8 @@ export class AgentJobsClient {
     readonly settings: Pick<TemporalSettings, 'address' | 'namespace'>,
     options: { updateTimeoutMs?: number } = {},
   ) {
-    this.temporal = new Client({ connection, namespace: settings.namespace });
+    const dataConverter = dataConverterFromEnv();
+    this.temporal = new Client({ connection, namespace: settings.namespace, ...(dataConverter ? { dataConverter } : {}) });
     this.updateTimeoutMs = options.updateTimeoutMs ?? UPDATE_DEADLINE_MS;
   }
 
@@ -1208,7 +1210,15 @@ async function readHistory(client: Client, workflowId: string, runId: string, st
   const out: RunHistory = { inputs: [], continuedFrom: null, input: null, lastOutput: null, decisions: [], durationsMs: {} };
   /** `tool_use` id of each scheduled `runCommand`, by its scheduled event id. */
   const commands = new Map<string, string>();
-  const converter = client.options.loadedDataConverter.payloadConverter;
+  const { payloadConverter, payloadCodecs } = client.options.loadedDataConverter;
+  /** A payload of the history, decoded by the codecs (the encryption codec when configured), then converted. */
+  const converter = {
+    fromPayload: async <T>(payload: Payload): Promise<T> => {
+      let decoded = [payload];
+      for (const codec of [...payloadCodecs].reverse()) decoded = await codec.decode(decoded);
+      return payloadConverter.fromPayload<T>(decoded[0]!);
+    },
+  };
   /** Scheduled event id of the last `callClaude`, and whether its answer is the last one seen. */
   let lastCallEventId: string | null = null;
   const decideRequests = new Map<string, DecideRequest>();
@@ -1224,15 +1234,15 @@ async function readHistory(client: Client, workflowId: string, runId: string, st
         const attrs = event.workflowExecutionStartedEventAttributes;
         out.continuedFrom = attrs?.continuedExecutionRunId || null;
         const first = attrs?.input?.payloads?.[0];
-        if (first) out.input = converter.fromPayload<AgentRunInput>(first);
+        if (first) out.input = await converter.fromPayload<AgentRunInput>(first);
       } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) {
         const attrs = event.activityTaskScheduledEventAttributes;
         const commandInput = attrs?.activityType?.name === RUN_COMMAND ? attrs.input?.payloads?.[0] : undefined;
-        if (commandInput) commands.set(String(event.eventId), converter.fromPayload<RunCommandInput>(commandInput).toolUseId);
+        if (commandInput) commands.set(String(event.eventId), (await converter.fromPayload<RunCommandInput>(commandInput)).toolUseId);
         if (attrs?.activityType?.name !== CALL_CLAUDE) continue;
         if (stopAt !== undefined && attrs.activityId === stopAt) return out;
         const payload = attrs.input?.payloads?.[0];
-        if (payload) out.inputs.push(converter.fromPayload<ConversationPart>(payload));
+        if (payload) out.inputs.push(await converter.fromPayload<ConversationPart>(payload));
         lastCallEventId = String(event.eventId);
         out.lastOutput = null;
       } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) {
@@ -1240,22 +1250,23 @@ async function readHistory(client: Client, workflowId: string, runId: string, st
         const payload = attrs?.result?.payloads?.[0];
         const scheduled = String(attrs?.scheduledEventId);
         if (lastCallEventId !== null && scheduled === lastCallEventId && payload)
-          out.lastOutput = converter.fromPayload<CallClaudeOutput>(payload);
+          out.lastOutput = await converter.fromPayload<CallClaudeOutput>(payload);
         const toolUseId = commands.get(scheduled);
-        const ms = toolUseId !== undefined && payload ? converter.fromPayload<Partial<RunCommandOutput>>(payload).durationMs : undefined;
+        const ms =
+          toolUseId !== undefined && payload ? (await converter.fromPayload<Partial<RunCommandOutput>>(payload)).durationMs : undefined;
         if (toolUseId !== undefined && typeof ms === 'number') out.durationsMs[toolUseId] = ms;
       } else if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED) {
         const attrs = event.workflowExecutionUpdateAcceptedEventAttributes;
         const req = attrs?.acceptedRequest;
         const arg = req?.input?.args?.payloads?.[0];
         if (req?.input?.name === decideUpdate.name && arg && req.meta?.updateId)
-          decideRequests.set(req.meta.updateId, converter.fromPayload<DecideRequest>(arg));
+          decideRequests.set(req.meta.updateId, await converter.fromPayload<DecideRequest>(arg));
       } else if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED) {
         const attrs = event.workflowExecutionUpdateCompletedEventAttributes;
         const request = decideRequests.get(attrs?.meta?.updateId ?? '');
         const success = attrs?.outcome?.success?.payloads?.[0];
         if (!request || !success) continue;
-        const answer = converter.fromPayload<DecideAnswer>(success);
+        const answer = await converter.fromPayload<DecideAnswer>(success);
         out.decisions.push({
           toolUseId: answer.toolUseId,
           approved: answer.decision !== 'denied',

@@ -34,6 +34,7 @@ import {
   workerIsRoot,
 } from './session';
 import { hideFromProcEnviron } from './proc-environ';
+import { dataConverterFromEnv } from './codec';
 import {
   SESSION_HEARTBEAT_THROTTLE,
   SESSION_WORKER_SHUTDOWN_GRACE_MS,
@@ -174,6 +175,10 @@ export async function startWorker(): Promise<RunningWorker> {
   }
 
   const connection = await NativeConnection.connect(settings.nativeConnectionOptions);
+  // Encryption of every payload when AGENT_JOBS_CODEC_KEYS names keys (src/codec): both workers, like the client.
+  const dataConverter = dataConverterFromEnv();
+  const workerDataConverter = dataConverter ? { dataConverter } : {};
+  if (dataConverter) logger.info(`payloads encrypted with the codec keys at ${process.env.AGENT_JOBS_CODEC_KEYS}`);
   const id = pickWorkerId();
   const queue = sessionTaskQueue(id);
   const registry = new SessionRegistry(cap.max);
@@ -193,6 +198,7 @@ export async function startWorker(): Promise<RunningWorker> {
   const identity = `${id}@agent-jobs`;
 
   const shared = await Worker.create({
+    ...workerDataConverter,
     connection,
     namespace: settings.namespace,
     taskQueue: SHARED_TASK_QUEUE,
@@ -214,6 +220,7 @@ export async function startWorker(): Promise<RunningWorker> {
     // The workflow cache keeps the SDK's default, sized to the heap (about 2,300 runs at a 4 GiB heap), far above any cap.
   });
   const sessions = await Worker.create({
+    ...workerDataConverter,
     connection,
     namespace: settings.namespace,
     taskQueue: queue,

@@ -23,3 +23,17 @@ export { MAX_BODY_BYTES, startCodecServer, type CodecServer, type CodecServerOpt
 export function productDataConverter(env: NodeJS.ProcessEnv, dataDir: string, onCreate?: (file: string) => void): DataConverter {
   return { payloadCodecs: [new EncryptionCodec(loadCodecKeys(env, dataDir, onCreate))] };
 }
+
+/**
+ * The data converter for this process when encryption is configured: with
+ * `AGENT_JOBS_CODEC_KEYS` set, {@link productDataConverter} over those keys;
+ * unset, undefined (Temporal's default converter: payloads in plaintext). The
+ * worker, the client module (and so the CLI) and the test harness all take it
+ * from here, so one variable turns encryption on for every part alike.
+ *
+ * @throws CodecKeyError when the variable names keys that cannot be read (one line naming the path)
+ */
+export function dataConverterFromEnv(env: NodeJS.ProcessEnv = process.env): DataConverter | undefined {
+  if (!env.AGENT_JOBS_CODEC_KEYS) return undefined;
+  return productDataConverter(env, '');
+}

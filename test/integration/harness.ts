@@ -11,6 +11,7 @@ import { inspect } from 'node:util';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
+import { dataConverterFromEnv } from '../../src/codec';
 import { AGENT_RUN_WORKFLOW } from '../../src/config';
 import { scriptedWorkerEnv, spawnWorker, type WorkerProcess } from '../../src/testing/worker-process';
 import { AgentJobsClient, startAgentRun } from '../../src/client';
@@ -84,7 +85,8 @@ export class TestBed {
     const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-it-'));
     const model = await startModelServer({ script: options.script, logFile: path.join(dir, 'model-requests.jsonl') });
     const connection = await Connection.connect({ address });
-    const client = new Client({ connection });
+    const dataConverter = dataConverterFromEnv();
+    const client = new Client({ connection, ...(dataConverter ? { dataConverter } : {}) });
     const bed = new TestBed(dir, address, connection, client, model, options.workerEnv ?? {});
     for (let i = 0; i < (options.workers ?? 1); i++) await bed.startWorker();
     return bed;
@@ -179,8 +181,9 @@ export class TestBed {
         };
     }
     const failures: string[] = [];
+    const dataConverter = dataConverterFromEnv();
     for await (const r of Worker.runReplayHistories(
-      { workflowBundle: { codePath: path.join(ROOT, 'dist', 'workflow-bundle.js') } },
+      { workflowBundle: { codePath: path.join(ROOT, 'dist', 'workflow-bundle.js') }, ...(dataConverter ? { dataConverter } : {}) },
       histories(),
     )) {
       if (r.error) failures.push(`${r.workflowId}: ${r.error.message}`);
