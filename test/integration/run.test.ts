@@ -59,7 +59,15 @@ describe('agent run, end to end', () => {
 
     // Every request went out with the bash tool, streamed, SDK retries off.
     for (const r of bed.requests()) {
-      expect(r.body).toMatchObject({ tools: [{ type: 'bash_20250124', name: 'bash' }], stream: true, model: 'claude-sonnet-4-6' });
+      // The default tools: bash, then the text editor (docs/text-editor.md), the same list in every request.
+      expect(r.body).toMatchObject({
+        tools: [
+          { type: 'bash_20250124', name: 'bash' },
+          { type: 'text_editor_20250728', name: 'str_replace_based_edit_tool', max_characters: 20_000 },
+        ],
+        stream: true,
+        model: 'claude-sonnet-4-6',
+      });
       expect(r.headers['x-stainless-retry-count']).toBe('0');
     }
     // The final transcript (query) ends with Claude's answer.

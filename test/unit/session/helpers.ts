@@ -10,6 +10,12 @@ const open: BashSession[] = [];
 
 /** Starts a session that is closed after the test (short grace so kills are quick). */
 export async function startSession(options: BashSessionOptions = {}): Promise<BashSession> {
+  // The default cwd is this process's; in a checkout under /tmp the sandbox's private /tmp would hide it, and
+  // BashSession refuses a cwd it cannot honour: start such sessions in a temp workspace of their own.
+  const tmp = os.tmpdir();
+  if (options.cwd === undefined && options.workspace === undefined && (process.cwd() === tmp || process.cwd().startsWith(tmp + path.sep))) {
+    options = { ...options, cwd: tempDir('aj-cwd-') };
+  }
   // A cwd inside one of this file's temp dirs makes that dir the session's workspace (writable, given to the session user).
   const workspace =
     options.workspace ?? (options.cwd ? dirs.find((d) => options.cwd === d || options.cwd!.startsWith(d + path.sep)) : undefined);
