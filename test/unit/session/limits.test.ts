@@ -43,7 +43,7 @@ function safetyNet(sid: number, ms: number): () => void {
 
 async function cgroupAvailable(): Promise<boolean> {
   try {
-    const s = await BashSession.start({ processGuard: 'cgroup' });
+    const s = await BashSession.start({ processGuard: 'cgroup', cwd: '/' });
     await s.close();
     return true;
   } catch (err) {
