@@ -1007,11 +1007,20 @@ export class RunHandle {
    * @param options.intervalMs time between polls, in ms @default 500
    * @returns the pending approval; null when the run ended first
    * @throws Error when nothing waits within `timeoutMs`; NoWorkerError / NoAnswerError as {@link status}
+   *   when no worker answered by the deadline (before it, they are waited out)
    */
   async waitForApproval(options: { timeoutMs?: number; intervalMs?: number } = {}): Promise<PendingApproval | null> {
     const deadline = Date.now() + (options.timeoutMs ?? 60_000);
     for (;;) {
-      const view = await this.status();
+      let view: RunView;
+      try {
+        view = await this.status();
+      } catch (err) {
+        // A worker that is starting (or slow) is not an answer yet: wait for it within the deadline.
+        if (!(err instanceof NoWorkerError || err instanceof NoAnswerError) || Date.now() >= deadline) throw err;
+        await sleep(options.intervalMs ?? 500);
+        continue;
+      }
       if (view.pendingApproval) return view.pendingApproval;
       if (view.executionStatus !== 'RUNNING') return null;
       if (Date.now() >= deadline)
