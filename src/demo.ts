@@ -4,16 +4,18 @@
  * 1. Uses the dev server at TEMPORAL_ADDRESS (default 127.0.0.1:7233) if one
  *    answers, else starts one in the background (installing the pinned
  *    Temporal CLI when needed) and leaves it running so the UI link works.
- * 2. With ANTHROPIC_API_KEY set, talks to Claude; without one, starts the
+ * 2. Encrypts every payload it writes to Temporal: the keys of
+ *    AGENT_JOBS_CODEC_KEYS, or a keys file it makes once in the data folder.
+ * 3. With ANTHROPIC_API_KEY set, talks to Claude; without one, starts the
  *    scripted Messages API server on `examples/demo-script.json` and says so.
- * 3. Starts a worker, prepares a scratch workspace, starts the run through
+ * 4. Starts a worker, prepares a scratch workspace, starts the run through
  *    the CLI (`agent-jobs start --approval policy`) and follows it live. A
  *    command that needs approval is approved through the CLI (`agent-jobs
  *    approve`) when the answers are scripted; with a real key the person at
  *    the terminal decides each one at `watch`'s prompt, and without a
  *    terminal the demo stops there, leaves the run waiting and prints how to
  *    decide (it never approves Claude's own commands unattended).
- * 4. Checks the effect, not the answer: the run must have completed and
+ * 5. Checks the effect, not the answer: the run must have completed and
  *    total.txt must hold 55; otherwise it exits 1 and says what is missing.
  *    Prints whether bash ran in the sandbox, the result, and where to see
  *    the run in the Temporal UI.
@@ -28,6 +30,7 @@ import { DEV_SERVER_PORT, pidFile, serverAnswers, startDevServer, stopCommand } 
 import { startModelServer, type ModelServer } from './model-server';
 import { PROJECT_ROOT, dataDir } from './settings';
 import { connect } from './client';
+import { createKeysFile, readCodecKeys } from './codec';
 import { resolveSandbox, sandboxModeFromEnv } from './session/sandbox';
 import { CliError } from './cli/errors';
 
@@ -59,7 +62,18 @@ async function main(): Promise<void> {
     startedServer = true;
   }
 
-  // 2. The model
+  // 2. Encryption: the keys of AGENT_JOBS_CODEC_KEYS, or a keys file the demo makes once in the data folder;
+  // the worker, the CLI and this process all use them (docs/security.md, "Encryption").
+  if (!process.env.AGENT_JOBS_CODEC_KEYS) {
+    const file = path.join(dataDir(), 'codec-keys');
+    if (createKeysFile(file))
+      say(`made a payload encryption key: ${path.relative(process.cwd(), file)} (keep it: runs it wrote need it to be read)`);
+    process.env.AGENT_JOBS_CODEC_KEYS = file;
+  }
+  const keys = readCodecKeys(process.env.AGENT_JOBS_CODEC_KEYS);
+  say(`payloads encrypted (AES-256-GCM) with key ${keys.current.id} from ${path.relative(process.cwd(), keys.source) || keys.source}`);
+
+  // 3. The model
   const workerEnv: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: address };
   const realKey = Boolean(process.env.ANTHROPIC_API_KEY);
   const terminal = Boolean(process.stdin.isTTY && process.stdout.isTTY);
@@ -84,7 +98,7 @@ async function main(): Promise<void> {
 
   say(sandboxLine(workerEnv));
 
-  // 3. A worker, a workspace, the run
+  // 4. A worker, a workspace, the run
   const logFile = path.join(dataDir(), 'demo-worker.log');
   mkdirSync(dataDir(), { recursive: true });
   const log = openSync(logFile, 'a');

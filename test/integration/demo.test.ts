@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import { freePort, serverAnswers } from '../../src/devserver';
 import { startModelServer } from '../../src/model-server';
 
@@ -39,6 +40,7 @@ async function withDemo(body: (d: Demo) => Promise<void>, extraEnv: NodeJS.Proce
   const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: address, AGENT_JOBS_DATA_DIR: data };
   delete env.ANTHROPIC_API_KEY;
   delete env.ANTHROPIC_BASE_URL;
+  delete env.AGENT_JOBS_CODEC_KEYS;
   Object.assign(env, extraEnv);
   try {
     await body({ address, port, data, env });
@@ -80,6 +82,19 @@ describe('npm run demo', () => {
       );
       expect(stdout).toMatch(/demo: finished: completed in \d+ turns, total\.txt holds 55 \(checked\)/);
       expect(readFileSync(path.join(workspaceOf(data), 'total.txt'), 'utf8').trim()).toBe('55');
+      // Encrypted by default: a key made once in the data folder; the server's history holds no plaintext of the run.
+      expect(stdout).toMatch(/demo: made a payload encryption key: .*codec-keys/);
+      expect(stdout).toMatch(/demo: payloads encrypted \(AES-256-GCM\) with key k\d{8}T\d{6}-[0-9a-f]{6}/);
+      const workflowId = /run (demo-\d+) started/.exec(stdout)![1]!;
+      const connection = await Connection.connect({ address });
+      try {
+        const history = await new Client({ connection }).workflow.getHandle(workflowId).fetchHistory();
+        const bytes = Buffer.from(temporal.api.history.v1.History.encode(history).finish());
+        expect(bytes.includes('numbers.txt')).toBe(false);
+        expect(bytes.includes('binary/encrypted')).toBe(true);
+      } finally {
+        await connection.close();
+      }
       expect(stdout).toMatch(/see the run in the Temporal UI: http:\/\/localhost:\d+\/namespaces\/default\/workflows\/demo-\d+\//);
       expect(stdout).toContain(`stop it with: npx agent-jobs server --stop --port ${port}`);
       expect(await serverAnswers(address)).toBe(true);
