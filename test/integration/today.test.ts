@@ -217,4 +217,44 @@ describe("today's API (claude-opus-5-5 and its kin, strict scripted server)", ()
     expect(result.error).toMatch(/404.*model: claude-opus-9|not_found_error/);
     expect(answered(bed)).toHaveLength(1);
   });
+  test('the text editor on the default model: create, view, str_replace applied, the tool list fixed in every request, zero 400s', async () => {
+    const workflowId = `it-today-editor-${process.pid}-${Date.now()}`;
+    const edit = (id: string, input: Record<string, unknown>) => ({
+      type: 'tool_use' as const,
+      id,
+      name: 'str_replace_based_edit_tool',
+      input,
+    });
+    bed = await TestBed.create({
+      script: {
+        api: 'today',
+        responses: [
+          {
+            content: [edit('toolu_create', { command: 'create', path: 'notes.txt', file_text: 'alpha\nbeta\n' })],
+            stop_reason: 'tool_use',
+          },
+          { content: [edit('toolu_view', { command: 'view', path: 'notes.txt' })], stop_reason: 'tool_use' },
+          {
+            content: [edit('toolu_replace', { command: 'str_replace', path: 'notes.txt', old_str: 'beta', new_str: 'gamma' })],
+            stop_reason: 'tool_use',
+          },
+          { content: [{ type: 'text', text: 'edited' }], stop_reason: 'end_turn' },
+        ],
+      },
+    });
+    const handle = await bed.start({ task: 'edit a file on today API', approval: 'auto' }, undefined, workflowId);
+    expect(await handle.result()).toMatchObject({ status: 'completed', text: 'edited', turns: 4 });
+    const ws = path.join(bed.workspaces, workspaceFolderName(workflowId));
+    expect(readFileSync(path.join(ws, 'notes.txt'), 'utf8')).toBe('alpha\ngamma\n');
+    const requests = answered(bed);
+    expect(requests.map((r) => r.response.status)).toEqual([200, 200, 200, 200]);
+    const tools = requests.map((r) => JSON.stringify(prefixOf(r.body).tools));
+    expect(new Set(tools).size).toBe(1);
+    expect(JSON.parse(tools[0]!)).toEqual([
+      { type: 'bash_20250124', name: 'bash' },
+      { type: 'text_editor_20250728', name: 'str_replace_based_edit_tool', max_characters: 20000 },
+    ]);
+    const view = (requests[2]!.body as { messages: Message[] }).messages.at(-1)!;
+    expect(JSON.stringify(view.content)).toContain('1: alpha');
+  });
 });
