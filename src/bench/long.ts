@@ -1,5 +1,5 @@
 /**
- * `npm run bench:long -- [--turns N] [--output-bytes B] [--model M] [--api today|legacy] [--window W] [--json]`:
+ * `npm run bench:long -- [--turns N] [--output-bytes B] [--model M] [--api today|legacy] [--window W] [--kill-at K] [--json]`:
  * one long run on a dev server and worker of its own. N turns (default 300), each a scripted
  * model answer asking for a command that prints B bytes (default 20,000), approval `auto`, on
  * model M (default `DEFAULT_MODEL`, claude-opus-5-5) against the scripted server in API mode
@@ -15,7 +15,11 @@
  * - the share of input tokens read from the prompt cache after turn 2;
  * - Claude-visible context per turn: the tokens of each request, and when outputs were cleared;
  * - the requests the API refused (any 4xx: a changed prefix is a 400), the compactions the
- *   server made, and what the run cost at the model's published prices, compactions included.
+ *   server made, and what the run cost at the model's published prices, compactions included;
+ * - with `--kill-at K`: once the server has answered K requests, a second worker starts and
+ *   the first is SIGKILLed; then every request's prefix (system, tools and each earlier message,
+ *   `cache_control` aside) is checked to be the previous request's, byte for byte, and the
+ *   cache reads of the first answer after the kill are reported.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,7 +31,8 @@ import { DEFAULT_MODEL } from '../config';
 import { NO_USAGE, addUsage, normalizeUsage, type CallClaudeOutput } from '../contract';
 import { costUsd, modelInfoOf, type ModelPrices } from '../contract/models';
 import { freePort, startDevServer } from '../devserver';
-import { startModelServer, type ScriptEntry } from '../model-server';
+import { startModelServer, type LoggedRequest, type ScriptEntry } from '../model-server';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { startAgentRun } from '../client';
 import { scriptedWorkerEnv, spawnWorker } from '../testing/worker-process';
 import { summarize } from './turns';
@@ -53,6 +58,14 @@ export interface LongFigures {
   contextTokens: { first: number; max: number; last: number; byTurn: Array<[number, number]> };
   /** Turns at which older outputs were cleared. */
   clearedAtTurns: number[];
+  /** With `--kill-at`: where the worker was killed, prefix breaks (all requests, and the pair across the kill), cache reads after it. */
+  kill?: {
+    afterRequests: number;
+    prefixBreaks: number;
+    prefixBreaksAcrossKill: number;
+    cacheReadAfterKill: number;
+    stepsAskedTwice: number;
+  };
   /** Server-side compactions (usage `iterations` of type compaction), and the turns whose answer carried one. */
   compactions: { count: number; atTurns: number[] };
   /** Cost in USD at the model table's prices, compactions' tokens included (null when the prices are unknown). */
@@ -97,6 +110,8 @@ export async function measureLong(o: {
   model?: string;
   api?: 'today' | 'legacy';
   contextWindow?: number;
+  /** SIGKILL the worker (a second one takes over) once the server answered this many requests. @default no kill */
+  killAt?: number;
 }): Promise<LongFigures> {
   const modelId = o.model ?? DEFAULT_MODEL;
   const api = o.api ?? 'today';
@@ -114,24 +129,30 @@ export async function measureLong(o: {
   responses.push({ content: [{ type: 'text', text: 'done' }], stop_reason: 'end_turn' });
   const model = await startModelServer({ script: { api, context_window: contextWindow, responses } });
   const connection = await Connection.connect({ address: server.address });
-  const worker = await spawnWorker({
-    workerId: `bench-long-${process.pid}`,
-    connection,
-    env: scriptedWorkerEnv({ address: server.address, modelUrl: model.url, apiKey: 'bench', dataDir: dir, logLevel: 'ERROR' }),
-  });
+  const env = scriptedWorkerEnv({ address: server.address, modelUrl: model.url, apiKey: 'bench', dataDir: dir, logLevel: 'ERROR' });
+  const workers = [await spawnWorker({ workerId: `bench-long-${process.pid}`, connection, env })];
   try {
     const client = new Client({ connection });
     const t0 = Date.now();
     const workflowId = `bench-long-${Date.now()}`;
     const input = { task: 'benchmark: a long run', model: modelId, approval: 'auto' as const, maxTurns: o.turns + 2, contextWindow };
     const handle = await startAgentRun(client, { ...input, modelInfo: modelInfoOf(input) }, workflowId);
+    let killedAfter: number | null = null;
+    if (o.killAt !== undefined) {
+      while (messageRequests(model.requests()).length < o.killAt) await sleep(50);
+      workers.push(await spawnWorker({ workerId: `bench-long-${process.pid}-b`, connection, env }));
+      killedAfter = messageRequests(model.requests()).length;
+      await workers[0]!.kill();
+    }
     const result = await handle.result();
     const wallSeconds = (Date.now() - t0) / 1000;
     const histories = await chainHistories(client, workflowId);
     const refused = model
       .requests()
       .filter((r) => r.path === '/v1/messages' && (r.response.status ?? 0) >= 400 && (r.response.status ?? 0) < 500);
+    const kill = killedAfter === null ? {} : { kill: killFigures(model.requests(), killedAfter, claudeCalls(histories)) };
     return {
+      ...kill,
       ...figuresOf(histories, o, modelInfoOf(input).prices),
       status: result.status,
       wallSeconds,
@@ -141,12 +162,61 @@ export async function measureLong(o: {
       refused: refused.length,
     };
   } finally {
-    await worker.stop();
+    for (const w of workers) await w.stop();
     await model.close();
     await connection.close();
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The answered `/v1/messages` requests, oldest first. */
+function messageRequests(log: LoggedRequest[]): LoggedRequest[] {
+  return log.filter((r) => r.path === '/v1/messages');
+}
+
+/** A request's prefix as the API compares it (system, tools, messages), `cache_control` markers removed. */
+function prefixParts(body: unknown): { head: string; messages: string[] } {
+  const strip = (v: unknown): unknown =>
+    Array.isArray(v)
+      ? v.map(strip)
+      : typeof v === 'object' && v !== null
+        ? Object.fromEntries(
+            Object.entries(v)
+              .filter(([k]) => k !== 'cache_control')
+              .map(([k, x]) => [k, strip(x)]),
+          )
+        : v;
+  const b = body as { system?: unknown; tools?: unknown; messages?: unknown[] };
+  return { head: JSON.stringify([strip(b.system), strip(b.tools)]), messages: (b.messages ?? []).map((m) => JSON.stringify(strip(m))) };
+}
+
+/** Whether `later` keeps `earlier`'s prefix: the same system and tools, and every earlier message but the last (a user turn grows) byte for byte. */
+function keepsPrefix(earlier: unknown, later: unknown): boolean {
+  const a = prefixParts(earlier);
+  const b = prefixParts(later);
+  return a.head === b.head && a.messages.slice(0, -1).every((m, i) => b.messages[i] === m);
+}
+
+/** The figures of `--kill-at`: prefix breaks between consecutive successful requests, across the kill, and cache reads after it. */
+function killFigures(log: LoggedRequest[], killedAfter: number, calls: CallClaudeOutput[]): NonNullable<LongFigures['kill']> {
+  const ok = messageRequests(log).filter((r) => r.response.status === 200);
+  let prefixBreaks = 0;
+  let acrossKill = 0;
+  for (let i = 1; i < ok.length; i++) {
+    if (keepsPrefix(ok[i - 1]!.body, ok[i]!.body)) continue;
+    prefixBreaks++;
+    if (i === killedAfter) acrossKill++;
+  }
+  const steps = messageRequests(log).map((r) => r.step);
+  const firstAfter = calls[killedAfter];
+  return {
+    afterRequests: killedAfter,
+    prefixBreaks,
+    prefixBreaksAcrossKill: acrossKill,
+    cacheReadAfterKill: firstAfter ? normalizeUsage(firstAfter.usage).cacheReadInputTokens : 0,
+    stepsAskedTwice: steps.length - new Set(steps).size,
+  };
 }
 
 /** The `callClaude` results of a chain's histories, in order (what each model call returned: content, usage, request report). */
@@ -260,6 +330,12 @@ export function printLong(r: LongFigures): string {
     `  ${r.model ?? '?'} (api ${r.api ?? '?'}, window ${r.contextWindow ?? '?'}): refused requests ${r.refused ?? '?'}; ` +
       `compactions ${r.compactions.count} (at turns ${r.compactions.atTurns.join(', ') || 'none'}); ` +
       `cost $${r.costUsd ?? '?'} (compactions included)`,
+    ...(r.kill
+      ? [
+          `  worker SIGKILLed after ${r.kill.afterRequests} requests: prefix breaks ${r.kill.prefixBreaks} (across the kill ${r.kill.prefixBreaksAcrossKill}), ` +
+            `cache reads of the first answer after it ${r.kill.cacheReadAfterKill} tokens, steps asked twice ${r.kill.stepsAskedTwice}`,
+        ]
+      : []),
   ].join('\n');
 }
 
@@ -270,9 +346,18 @@ async function main(): Promise<void> {
     .option('--model <id>', 'model id', DEFAULT_MODEL)
     .option('--api <mode>', "the scripted server's API mode: today or legacy", 'today')
     .option('--window <tokens>', 'context window of the run and the server', (v) => Number(v), 200_000)
+    .option('--kill-at <n>', 'SIGKILL the worker once the server answered n requests (a second worker takes over)', (v) => Number(v))
     .option('--json', 'print JSON')
     .parse(process.argv)
-    .opts<{ turns: number; outputBytes: number; model: string; api: 'today' | 'legacy'; window: number; json?: boolean }>();
+    .opts<{
+      turns: number;
+      outputBytes: number;
+      model: string;
+      api: 'today' | 'legacy';
+      window: number;
+      killAt?: number;
+      json?: boolean;
+    }>();
   const r = await measureLong({ ...o, contextWindow: o.window });
   process.stdout.write(o.json ? `${JSON.stringify(r, null, 2)}\n` : `${printLong(r)}\n`);
 }
