@@ -126,21 +126,30 @@ export async function runWithApproval(state: RunState, session: RunSession, tool
   return runApproved(state, session, toolUseId, command);
 }
 
-/** A command the worker ran without asking: records the rule that let it, when one did. */
-function ranUnasked(state: RunState, toolUseId: string, command: string, out: SessionOutcome): ToolOutcome {
-  if (out.approvedByRule === undefined) return out;
-  const rule = state.rules.find((r) => r.id === out.approvedByRule);
+/** Records that approval rule `ruleId` let `toolUseId` run without a person (`what`: the command and its hash, for commands). */
+function recordRuleDecision(
+  state: RunState,
+  toolUseId: string,
+  ruleId: number,
+  what: { command: string; commandSha256: string } | object,
+): void {
+  const rule = state.rules.find((r) => r.id === ruleId);
   recordDecision(state, {
     toolUseId,
     approved: true,
     decision: 'approved',
     source: 'rule',
-    rule: out.approvedByRule,
+    rule: ruleId,
     ...(rule ? { by: rule.by } : {}),
-    command,
-    commandSha256: sha256(command),
+    ...what,
     at: new Date().toISOString(),
   });
+}
+
+/** A command the worker ran without asking: records the rule that let it, when one did. */
+function ranUnasked(state: RunState, toolUseId: string, command: string, out: SessionOutcome): ToolOutcome {
+  if (out.approvedByRule === undefined) return out;
+  recordRuleDecision(state, toolUseId, out.approvedByRule, { command, commandSha256: sha256(command) });
   return { text: out.text, isError: out.isError };
 }
 
@@ -501,17 +510,6 @@ export async function runEditWithApproval(
 
 /** An edit the worker answered without asking: records the rule that let it, when one did. */
 function ranEditUnasked(state: RunState, toolUseId: string, out: RunEditOutput | ToolOutcome): ToolOutcome {
-  if ('approvedByRule' in out && out.approvedByRule !== undefined) {
-    const rule = state.rules.find((r) => r.id === out.approvedByRule);
-    recordDecision(state, {
-      toolUseId,
-      approved: true,
-      decision: 'approved',
-      source: 'rule',
-      rule: out.approvedByRule,
-      ...(rule ? { by: rule.by } : {}),
-      at: new Date().toISOString(),
-    });
-  }
+  if ('approvedByRule' in out && out.approvedByRule !== undefined) recordRuleDecision(state, toolUseId, out.approvedByRule, {});
   return { text: out.text, isError: out.isError };
 }
