@@ -102,6 +102,10 @@ export type SessionLoss =
   | { kind: 'not-started'; detail: string } // schedule-to-start timeout: nothing ran
   | { kind: 'interrupted'; detail: string }; // heartbeat / start-to-close timeout, missing session: may have run
 
+/** What a lost-session result says when no new session could be opened yet. */
+const noNewSessionYet = (openError: string | undefined): string =>
+  `No new session could be started yet (${openError ?? 'unknown error'}); the next command will try again.`;
+
 /**
  * The `is_error` result for a command whose session was lost (the worker
  * holding it died or forgot it). Says whether the command may have run,
@@ -115,7 +119,7 @@ export function sessionLostOutcome(loss: SessionLoss, newCwd: string | null, ope
       : 'The command may or may not have run (fully or partly); check its effects before running it again.';
   const fresh = newCwd
     ? `A new bash session was started in ${newCwd}; ${STATE_LOST} (files on disk stay, unless the new session runs on another machine).`
-    : `No new session could be started yet (${openError ?? 'unknown error'}); the next command will try again.`;
+    : noNewSessionYet(openError);
   return { text: `The bash session was lost: ${loss.detail}. ${ran} ${fresh}`, isError: true };
 }
 
@@ -128,9 +132,7 @@ export function editLostOutcome(loss: SessionLoss, newCwd: string | null, openEr
     loss.kind === 'not-started'
       ? 'The edit was not made.'
       : 'The edit may or may not have been written (a file is written whole or not at all); view the file before making it again.';
-  const fresh = newCwd
-    ? `A new session was started in ${newCwd}.`
-    : `No new session could be started yet (${openError ?? 'unknown error'}); the next command will try again.`;
+  const fresh = newCwd ? `A new session was started in ${newCwd}.` : noNewSessionYet(openError);
   return { text: `The session was lost: ${loss.detail}. ${ran} ${fresh}`, isError: true };
 }
 
