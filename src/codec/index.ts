@@ -4,7 +4,7 @@
  */
 import type { DataConverter } from '@temporalio/common';
 import { EncryptionCodec } from './codec';
-import { loadCodecKeys } from './keys';
+import { loadCodecKeys, readCodecKeys } from './keys';
 
 export { CodecDecodeError, ENCRYPTED_ENCODING, EncryptionCodec, isEncrypted } from './codec';
 export { CodecKeyError, KEY_BYTES, createKeysFile, loadCodecKeys, newKeyId, readCodecKeys, type CodecKey, type CodecKeys } from './keys';
@@ -26,7 +26,7 @@ export function productDataConverter(env: NodeJS.ProcessEnv, dataDir: string, on
 
 /**
  * The data converter for this process when encryption is configured: with
- * `AGENT_JOBS_CODEC_KEYS` set, {@link productDataConverter} over those keys;
+ * `AGENT_JOBS_CODEC_KEYS` set, {@link EncryptionCodec} over the keys it names;
  * unset, undefined (Temporal's default converter: payloads in plaintext). The
  * worker, the client module (and so the CLI) and the test harness all take it
  * from here, so one variable turns encryption on for every part alike.
@@ -34,6 +34,6 @@ export function productDataConverter(env: NodeJS.ProcessEnv, dataDir: string, on
  * @throws CodecKeyError when the variable names keys that cannot be read (one line naming the path)
  */
 export function dataConverterFromEnv(env: NodeJS.ProcessEnv = process.env): DataConverter | undefined {
-  if (!env.AGENT_JOBS_CODEC_KEYS) return undefined;
-  return productDataConverter(env, '');
+  const keys = env.AGENT_JOBS_CODEC_KEYS;
+  return keys ? { payloadCodecs: [new EncryptionCodec(readCodecKeys(keys))] } : undefined;
 }
