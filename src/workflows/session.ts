@@ -36,6 +36,7 @@ import {
   sessionActivityOptions,
 } from '../config';
 import { failureMessage } from './failures';
+import type { ApprovalRule } from '../contract/steering';
 import type { RunState } from './run-state';
 import {
   commandOutcome,
@@ -130,7 +131,7 @@ export class RunSession {
       workflowId: state.workflowId,
       toolUseId,
       ...(autoApprove ? { autoApprove } : {}),
-      ...(autoApprove && state.rules.length > 0 ? { rules: state.rules.map(({ id, kind, text }) => ({ id, kind, text })) } : {}),
+      ...(autoApprove ? rulesFor(state) : {}),
     };
     const options = { startToCloseTimeout: timeoutMs + COMMAND_TIMEOUT_SLACK_MS, summary };
     try {
@@ -201,7 +202,7 @@ export class RunSession {
           toolUseId,
           edit,
           ...(opts.autoApprove ? { autoApprove: opts.autoApprove } : {}),
-          ...(opts.autoApprove && state.rules.length > 0 ? { rules: state.rules.map(({ id, kind, text }) => ({ id, kind, text })) } : {}),
+          ...(opts.autoApprove ? rulesFor(state) : {}),
           ...(opts.approvedSha256 !== undefined ? { approvedSha256: opts.approvedSha256 } : {}),
         },
       ]);
@@ -306,6 +307,11 @@ export class RunSession {
       return { cwd: null, error: failureMessage(err) };
     }
   }
+}
+
+/** The run's approval rules as the worker matches them (`{rules}`), or nothing when there are none. */
+function rulesFor(state: RunState): { rules?: Array<Pick<ApprovalRule, 'id' | 'kind' | 'text'>> } {
+  return state.rules.length > 0 ? { rules: state.rules.map(({ id, kind, text }) => ({ id, kind, text })) } : {};
 }
 
 /** The timeout of a session activity that may mean its worker is gone (schedule-to-start or heartbeat), or undefined. */
