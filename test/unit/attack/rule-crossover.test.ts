@@ -19,7 +19,7 @@ import type { ApprovalRule, DecideRequest, PendingEdit } from '../../../src/cont
 type Validator = (req: DecideRequest) => void;
 let validator: Validator | undefined;
 jest.mock('@temporalio/workflow', () => ({
-  ...jest.requireActual('@temporalio/workflow'),
+  ...jest.requireActual<object>('@temporalio/workflow'),
   setHandler: (_def: unknown, _handler: unknown, opts?: { validator?: Validator }) => {
     validator = opts?.validator;
   },
