@@ -56,6 +56,16 @@ export function sandboxHiddenPaths(env: NodeJS.ProcessEnv = process.env): string
 }
 
 /**
+ * Every path a worker's sessions must not see: the data dir, the workspace root, the audit log,
+ * this project's folder, the codec keys (`AGENT_JOBS_CODEC_KEYS`, a file or a directory that may
+ * lie anywhere; the default one is in the data dir), and {@link sandboxHiddenPaths}.
+ */
+export function sessionHiddenPaths(env: NodeJS.ProcessEnv = process.env): string[] {
+  const keys = env.AGENT_JOBS_CODEC_KEYS ? [path.resolve(env.AGENT_JOBS_CODEC_KEYS)] : [];
+  return [dataDir(env), workspaceRoot(env), auditLogPath(env), PROJECT_ROOT, ...keys, ...sandboxHiddenPaths(env)];
+}
+
+/**
  * Names of further environment variables the worker treats as secret:
  * removed from the bash environment and redacted from outputs.
  * `AGENT_JOBS_SECRET_ENV`, comma-separated, default none (ANTHROPIC_* and

@@ -51,14 +51,12 @@ import {
   auditLogPath,
   claudeIdleTimeoutMs,
   claudeTimeoutMs,
-  dataDir,
   extraSecretEnvNames,
   LOG_LEVELS,
   logLevel,
   maxSessions as readMaxSessions,
   prebuiltWorkflowBundle,
-  PROJECT_ROOT,
-  sandboxHiddenPaths,
+  sessionHiddenPaths,
   shutdownGraceMs,
   temporalSettings,
   workerId as pickWorkerId,
@@ -190,8 +188,8 @@ export async function startWorker(): Promise<RunningWorker> {
     sessionOptions: {
       auditLog: auditLogPath(),
       secretEnvNames: secretNames,
-      // What no session may see: every run's data, the audit log, this project's files.
-      hidePaths: [dataDir(), workspaceRoot(), auditLogPath(), PROJECT_ROOT, ...sandboxHiddenPaths()],
+      // What no session may see: every run's data, the audit log, this project's files, the codec keys.
+      hidePaths: sessionHiddenPaths(),
     },
   });
   const { openSession, runCommand, runEdit, restartSession, closeSession, commandOutcome } = sessionActivities;

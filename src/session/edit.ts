@@ -252,21 +252,36 @@ function realOf(p) {
   }
 }
 function sha(buf) { return crypto.createHash('sha256').update(buf).digest('hex'); }
+// Where an open descriptor really is (the kernel's path of it, symlinks resolved as they were when it was opened).
+const whereFd = (fd) => fs.readlinkSync('/proc/self/fd/' + fd);
+const fdPath = (fd) => '/proc/self/fd/' + fd;
+// Opens a directory (not through a symlink at its last component) and checks it is inside root; throws OUTSIDE otherwise.
+function openDirInside(p) {
+  const fd = fs.openSync(p, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW);
+  const where = whereFd(fd);
+  if (!inside(where)) { fs.closeSync(fd); const e = new Error(where); e.code = 'OUTSIDE'; throw e; }
+  return fd;
+}
 function list(dir) {
   const entries = []; let more = false;
-  const walk = (d, rel, depth) => {
+  const walk = (dfd, rel, depth) => {
     let items;
-    try { items = fs.readdirSync(d, { withFileTypes: true }); } catch (e) { return; }
+    try { items = fs.readdirSync(fdPath(dfd), { withFileTypes: true }); } catch (e) { return; }
     items.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     for (const it of items) {
       if (it.name.startsWith('.')) continue;
       if (entries.length >= req.maxEntries) { more = true; return; }
       const r = rel ? rel + '/' + it.name : it.name;
       entries.push(it.isDirectory() ? r + '/' : r);
-      if (it.isDirectory() && depth < 2) walk(path.join(d, it.name), r, depth + 1);
+      if (it.isDirectory() && depth < 2) {
+        let cfd;
+        try { cfd = openDirInside(fdPath(dfd) + '/' + it.name); } catch (e) { continue; }
+        try { walk(cfd, r, depth + 1); } finally { fs.closeSync(cfd); }
+      }
     }
   };
-  walk(dir, '', 1);
+  const fd = openDirInside(dir);
+  try { walk(fd, '', 1); } finally { fs.closeSync(fd); }
   return { ok: true, kind: 'dir', entries, more };
 }
 function read() {
@@ -278,6 +293,9 @@ function read() {
   if (st.size > req.maxBytes) return fail('TOOBIG', st.size);
   const fd = fs.openSync(real, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
   try {
+    // A directory on the way may have been swapped for a symlink since realpath: the kernel says where the file opened is.
+    const where = whereFd(fd);
+    if (!inside(where)) return fail('OUTSIDE', where);
     const fst = fs.fstatSync(fd);
     if (!fst.isFile()) return fail('NOTFILE', real);
     if (fst.size > req.maxBytes) return fail('TOOBIG', fst.size);
@@ -296,18 +314,27 @@ function write() {
     try { const s = fs.statSync(d); if (!s.isDirectory()) return fail('NOTFILE', d); break; } catch (e) { if (e.code !== 'ENOENT') throw e; missing.unshift(d); }
   }
   for (const d of missing) fs.mkdirSync(d);
-  if (!inside(fs.realpathSync(dir))) return fail('OUTSIDE', fs.realpathSync(dir));
-  let mode = null; let current = null;
+  // The directory is pinned by a descriptor checked inside root: the temporary file and the rename go through it, so a
+  // directory on the way swapped for a symlink since realpath cannot move the write out of the workspace.
+  const dfd = openDirInside(dir);
   try {
-    const st = fs.statSync(real);
-    if (!st.isFile()) return fail(st.isDirectory() ? 'EISDIR' : 'NOTFILE', real);
-    mode = st.mode & 0o7777; current = sha(fs.readFileSync(real));
-  } catch (e) { if (e.code !== 'ENOENT') throw e; }
-  if (current !== req.expectSha256) return fail('CHANGED', real);
-  const tmp = path.join(dir, '.' + path.basename(real) + '.edit-' + process.pid + '-' + crypto.randomBytes(4).toString('hex'));
-  const fd = fs.openSync(tmp, 'wx', mode === null ? 0o666 : 0o600);
-  try { fs.writeFileSync(fd, data); fs.fsyncSync(fd); } finally { fs.closeSync(fd); }
-  try { if (mode !== null) fs.chmodSync(tmp, mode); fs.renameSync(tmp, real); } catch (e) { try { fs.unlinkSync(tmp); } catch {} throw e; }
+    const pinned = fdPath(dfd);
+    const base = path.basename(real);
+    const target = pinned + '/' + base;
+    let mode = null; let current = null;
+    try {
+      const st = fs.lstatSync(target);
+      if (!st.isFile()) return fail(st.isDirectory() ? 'EISDIR' : 'NOTFILE', real);
+      mode = st.mode & 0o7777;
+      const rfd = fs.openSync(target, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+      try { current = sha(fs.readFileSync(rfd)); } finally { fs.closeSync(rfd); }
+    } catch (e) { if (e.code !== 'ENOENT') throw e; }
+    if (current !== req.expectSha256) return fail('CHANGED', real);
+    const tmp = pinned + '/.' + base + '.edit-' + process.pid + '-' + crypto.randomBytes(4).toString('hex');
+    const fd = fs.openSync(tmp, 'wx', mode === null ? 0o666 : 0o600);
+    try { fs.writeFileSync(fd, data); fs.fsyncSync(fd); } finally { fs.closeSync(fd); }
+    try { if (mode !== null) fs.chmodSync(tmp, mode); fs.renameSync(tmp, target); } catch (e) { try { fs.unlinkSync(tmp); } catch {} throw e; }
+  } finally { fs.closeSync(dfd); }
   out({ ok: true });
 }
 try { if (req.op === 'read') read(); else if (req.op === 'write') write(); else fail('BADREQUEST', 'unknown op'); }

@@ -291,7 +291,8 @@ function checkEditDecision(state: RunState, req: DecideRequest, edit: PendingEdi
  *   does not start with (word by word), a text longer than
  *   `MAX_PLAIN_COMMAND_CHARS`, a rule for a shell builtin that
  *   changes the session shell (`cd`, `source`, `printf -v`, …; the worker
- *   never lets one match), or the run already holds `MAX_RULES`
+ *   never lets one match), a rule whose first word is the text editor's name
+ *   (the worker reads it as a rule for edits), or the run already holds `MAX_RULES`
  */
 function checkRule(state: RunState, kind: ApprovalRule['kind'], text: string, pendingCommand: string): void {
   if (state.rules.length >= MAX_RULES) throw new RejectedRequest(`the run already has ${MAX_RULES} rules; remove one first`);
@@ -312,6 +313,12 @@ function checkRule(state: RunState, kind: ApprovalRule['kind'], text: string, pe
   if (builtin !== undefined) {
     throw new RejectedRequest(
       `no rule for ${what}: the shell builtin ${builtin} would change the session shell for every later command; approve it once instead`,
+    );
+  }
+  if (words.argv[0] === TEXT_EDITOR_NAME || text.startsWith(`${TEXT_EDITOR_NAME} `)) {
+    // The worker reads such a rule as one for text editor edits: it would never approve this bash command, and would approve edits nobody reviewed.
+    throw new RejectedRequest(
+      `no rule for ${what}: a rule starting with ${TEXT_EDITOR_NAME} is a rule for text editor edits, never for a bash command; approve it once instead`,
     );
   }
   if (kind === 'prefix') {
