@@ -421,6 +421,8 @@ export function editGate(input: RunEditInput): (p: ProposedEdit) => EditGate {
     }
     if (input.autoApprove === undefined) return { apply: true };
     if (input.autoApprove === 'policy' && p.command === 'view') return { apply: true };
+    // A rule names a path; through a symlink the edit would change another file than the rule names.
+    if (p.viaSymlink) return { ask: `${p.abs} goes through a symlink, so no approval rule applies to it; a person decides` };
     const rule = matchEditRule({ words: editRuleWords(p.command, p.abs), text: p.ruleSubject }, input.rules ?? []);
     if ('id' in rule) return { apply: true, rule: rule.id };
     const why =

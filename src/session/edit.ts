@@ -397,6 +397,8 @@ export interface ProposedEdit {
   review: string;
   /** The words approval rules are matched against (`str_replace_based_edit_tool <command> <abs>`). */
   ruleSubject: string;
+  /** Whether a component of `abs` below the workspace is a symlink (then `abs` names another file than it says: no rule may approve it). */
+  viaSymlink: boolean;
 }
 
 /** The gate's answer: apply (a rule may have let it), ask a person (nothing is done), or refuse with an `is_error` text. */
@@ -421,6 +423,8 @@ export interface EditOutcome {
 export interface EditIo {
   /** Whether `abs` stays inside the workspace once symlinks are resolved (checked by the worker first, for a clear error; the helper checks again). */
   staysInside(abs: string): boolean;
+  /** Whether a component of `abs` below the workspace (the file itself included) is a symlink now. */
+  viaSymlink(abs: string): boolean;
   read(abs: string): Promise<ReadReply>;
   write(abs: string, content: string, expectSha256: string | null): Promise<WriteReply>;
 }
@@ -445,7 +449,8 @@ export async function performEdit(
   if (!io.staysInside(abs))
     return { text: failureText('OUTSIDE', 'a symlink points out of it', abs, false), isError: true, applied: false, abs };
   const subject = ruleSubject(edit.command, abs);
-  const decide = (review: string): EditGate => gate({ command: edit.command, abs, review, ruleSubject: subject });
+  const viaSymlink = io.viaSymlink(abs);
+  const decide = (review: string): EditGate => gate({ command: edit.command, abs, review, ruleSubject: subject, viaSymlink });
   const notDone = (g: EditGate, review: string): EditOutcome | null => {
     if ('refuse' in g) return { text: g.refuse, isError: true, applied: false, abs, reviewSha256: sha256Hex(review) };
     if ('ask' in g)

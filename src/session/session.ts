@@ -668,6 +668,7 @@ export class BashSession {
     const root = this.options.exactRoot;
     return {
       staysInside: (abs) => staysInside(abs, root),
+      viaSymlink: (abs) => symlinkOnTheWay(root, abs),
       read: (abs) =>
         runEditHelper<ReadReply>(
           launch,
@@ -1177,4 +1178,23 @@ function removeQuietly(file: string): void {
   } catch {
     /* already gone */
   }
+}
+
+/**
+ * Whether a component of `abs` under `workspace` (the file itself included) is a symlink now.
+ * Missing components are not: a create makes a plain file there.
+ */
+function symlinkOnTheWay(workspace: string, abs: string): boolean {
+  const rel = path.relative(workspace, abs);
+  if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) return false;
+  let at = workspace;
+  for (const part of rel.split(path.sep)) {
+    at = path.join(at, part);
+    try {
+      if (fs.lstatSync(at).isSymbolicLink()) return true;
+    } catch {
+      return false;
+    }
+  }
+  return false;
 }

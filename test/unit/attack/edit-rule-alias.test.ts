@@ -2,13 +2,11 @@
  * Attacks on what an edit rule approves, and on where a session may start (SessionCwdError), on a
  * real session.
  *
- * Bypass found (NOT fixed, test.failing): an exact rule `str_replace_based_edit_tool create
- * /ws/notes.txt` (`approve --always`) approves later creates of that path, but the path is
- * matched as written: when notes.txt is a symlink inside the workspace (an untrusted repository
- * can bring one, pointing at `.github/workflows/ci.yml` or a build script), the helper resolves
- * it and writes the other file, unasked, and the diff and audit line name notes.txt. The fix
- * (rules match only a path with no symlink in it, or the rule subject and the diff name the
- * resolved path) changes what people see and what rules name, so it is left to the authors.
+ * Bypass found and fixed: an exact rule `str_replace_based_edit_tool create /ws/notes.txt`
+ * (`approve --always`) approved later creates of that path as written; when notes.txt was a
+ * symlink inside the workspace (an untrusted repository can bring one, pointing at a build
+ * script), the helper resolved it and wrote the other file, unasked, while the diff and audit
+ * line named notes.txt. Now no rule applies to a path with a symlink on the way: a person decides.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -24,9 +22,8 @@ afterEach(async () => {
 
 const sandboxed = process.getuid?.() === 0 && findBwrap() !== null;
 const maybe = sandboxed ? test : test.skip;
-const maybeFailing = sandboxed ? test.failing : test.skip;
 
-maybeFailing(
+maybe(
   'an exact edit rule for one file never writes another file through a symlink of that name',
   async () => {
     const ws = fs.realpathSync(tempDir('aj-alias-'));
