@@ -714,7 +714,7 @@ export function newRequestId(): string {
 }
 
 /** gRPC status codes (grpc/status.proto) the client tells apart. */
-const GRPC = { DEADLINE_EXCEEDED: 4, NOT_FOUND: 5, FAILED_PRECONDITION: 9, UNAVAILABLE: 14 } as const;
+const GRPC = { CANCELLED: 1, DEADLINE_EXCEEDED: 4, NOT_FOUND: 5, FAILED_PRECONDITION: 9, UNAVAILABLE: 14 } as const;
 
 /** The gRPC error under a client error, if any. */
 function grpcCause(err: unknown): { code: number; details: string } | null {
@@ -963,17 +963,19 @@ export class RunHandle {
     const updateId = updateIdOf(def.name, requestId, arg);
     const timeoutMs = options.timeoutMs ?? this.jobs.updateTimeoutMs;
     await this.jobs.requireWorker(what);
+    const deadline = Date.now() + timeoutMs;
     try {
-      return await this.jobs.temporal.withDeadline(Date.now() + timeoutMs, () =>
-        this.temporal.executeUpdate(def, { args: [arg], updateId }),
-      );
+      return await this.jobs.temporal.withDeadline(deadline, () => this.temporal.executeUpdate(def, { args: [arg], updateId }));
     } catch (err) {
       if (err instanceof WorkflowUpdateFailedError)
         throw new UpdateRejectedError(this.workflowId, what, err.cause?.message ?? err.message, err);
       if (err instanceof WorkflowNotFoundError && /completed|closed/i.test(err.message)) throw new RunClosedError(this.workflowId, what);
       const g = grpcCause(err);
       if (g?.code === GRPC.NOT_FOUND && /completed|closed|not found/i.test(g.details)) throw new RunClosedError(this.workflowId, what);
-      if (g?.code === GRPC.DEADLINE_EXCEEDED || /deadline/i.test(err instanceof Error ? err.message : String(err))) {
+      // Past the deadline the SDK may end its long poll as "Call cancelled" rather than DEADLINE_EXCEEDED: the same timeout.
+      const message = err instanceof Error ? err.message : String(err);
+      const pastDeadline = Date.now() >= deadline && (g?.code === GRPC.CANCELLED || /cancel/i.test(message));
+      if (g?.code === GRPC.DEADLINE_EXCEEDED || /deadline/i.test(message) || pastDeadline) {
         throw new UpdateTimeoutError(this.workflowId, what, updateId, requestId, await this.updateStage(updateId), timeoutMs);
       }
       throw err;

@@ -70,6 +70,13 @@ export function toCliError(err: unknown): CliError {
   if (err instanceof HistoryUnreadableError) return new CliError(err.message);
   if (err instanceof TemporalCliMissingError) return new CliError(err.message);
   const message = err instanceof Error ? err.message : String(err);
+  // Temporal's default converter meeting a payload of the codec (src/codec): this process holds no keys.
+  if (/Unknown encoding: binary\/encrypted/.test(message)) {
+    return new CliError(
+      "this run's payloads are encrypted, and this process has no codec keys",
+      'set AGENT_JOBS_CODEC_KEYS to the keys its workers use (docs/security.md, "Encryption")',
+    );
+  }
   if (/no poller|did not receive a response|deadline exceeded|failed to query/i.test(message)) {
     return new CliError(`the run did not answer: ${message}`, 'is a worker running? start one with `agent-jobs worker`');
   }

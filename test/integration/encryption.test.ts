@@ -110,6 +110,13 @@ test('a run with codec keys leaves no plaintext in history; with the keys it rea
   expect(transcript.stdout).toContain('TASKMARK_7f3a');
   expect(transcript.stdout).toContain('OUTMARK_91c2');
 
+  // A CLI holding no keys: one line saying so, and which variable gives them.
+  const keyless = await cliWith(b.address, { AGENT_JOBS_CODEC_KEYS: '' }, 'status', handle.workflowId);
+  expect(keyless.code).toBe(1);
+  expect(keyless.stderr).toBe(
+    'agent-jobs: this run\'s payloads are encrypted, and this process has no codec keys\nhint: set AGENT_JOBS_CODEC_KEYS to the keys its workers use (docs/security.md, "Encryption")\n',
+  );
+
   // A CLI holding other keys: one line naming the key, never a garbled run.
   const otherKeys = path.join(dir, 'other-keys');
   writeFileSync(otherKeys, `k-other ${randomBytes(32).toString('base64')}\n`);
