@@ -93,6 +93,7 @@ import {
   type TranscriptView,
 } from './contract';
 import { displayCommand, oneLineSummary, pendingApproval, shortHash, type CommandDisplay } from './contract/display';
+import { capabilitiesOf, contextStrategyOf, contextWindowOf } from './contract/models';
 import { fromSearchText } from './contract/search-text';
 import { sha256 } from './contract/sha256';
 import { temporalSettings, temporalUiUrl, workflowUiUrl, type TemporalSettings } from './settings';
@@ -854,6 +855,13 @@ export class RunHandle {
       decisions: history.decisions,
       session: null,
       ...(input?.model ? { model: input.model } : {}),
+      // As the run's own status query reports them (the strategy its model's table row gives).
+      ...(input?.model
+        ? {
+            contextWindow: contextWindowOf({ ...input, model: input.model }),
+            contextStrategy: contextStrategyOf(capabilitiesOf({ ...input, model: input.model })),
+          }
+        : {}),
       ...(input?.chat ? { chat: true } : {}),
       executionStatus,
       runId,

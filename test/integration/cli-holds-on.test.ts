@@ -13,6 +13,7 @@
  *   worker stopped (no query to a dead worker).
  */
 import { cli, cliWith, spawnCli } from './cli-process';
+import { capabilitiesOf, contextStrategyOf, contextWindowOf } from '../../src/contract/models';
 import { TestBed, toolUse, waitFor } from './harness';
 import { freePort, startDevServer, type DevServer } from '../../src/devserver';
 
@@ -161,6 +162,10 @@ describe('a CLI that holds on', () => {
         result: { status: 'completed', text: 'It says made.' },
         decisions: [{ toolUseId: 'toolu_mk', approved: true, decision: 'approved', by: 'tester', reason: 'fine', source: 'update' }],
       });
+      // The model, its window and how context is kept, as the open run's status reports them.
+      const closedView = JSON.parse(status.stdout) as { model: string; contextWindow: number; contextStrategy: string };
+      expect(closedView.contextWindow).toBe(contextWindowOf({ model: closedView.model }));
+      expect(closedView.contextStrategy).toBe(contextStrategyOf(capabilitiesOf({ model: closedView.model })));
       const text = await cli(a, 'transcript', 'made');
       expect(text.stdout).toContain('claude: It says made.');
       // watch of the closed run: from history too, command run times included.
