@@ -16,6 +16,7 @@ import { NoAnswerError, NoWorkerError, isServerUnavailable, type AgentJobsClient
 import { isText, isToolResult, isToolUse } from '../../contract';
 import type { AppliedDecision, ContentBlock, Message, PendingApproval, ToolResultBlock } from '../../contract';
 import { shortHash } from '../../contract/display';
+import { TEXT_EDITOR_NAME } from '../../contract/text-editor';
 import { askDecision, type InlineDecision, type PromptTerminal } from '../approval-prompt';
 import { currentActivity, type ActivityProgress, type LostAnswer } from '../activity-progress';
 import { toCliError } from '../errors';
@@ -64,9 +65,10 @@ export function describeMessage(message: Message, index: number, durationsMs: Re
   for (const b of blocks) {
     if (isText(b)) lines.push(index === 0 ? `task: ${b.text}` : `${message.role === 'assistant' ? 'claude' : 'user'}: ${b.text}`);
     else if (isToolUse(b)) {
-      const input = (b.input ?? {}) as { command?: unknown; restart?: unknown };
+      const input = (b.input ?? {}) as { command?: unknown; restart?: unknown; path?: unknown };
       const suffix = `    [${b.id}]`;
-      if (input.restart !== true && typeof input.command === 'string')
+      if (b.name === TEXT_EDITOR_NAME) lines.push(editRequestLine(input, suffix));
+      else if (input.restart !== true && typeof input.command === 'string')
         lines.push(...commandLines(input.command, { label: 'claude asks to run: ', suffix }));
       else lines.push(`claude asks to run: ${input.restart === true ? '(restart the session)' : jsonText(b.input)}${suffix}`);
     } else if (isToolResult(b)) {
@@ -76,6 +78,18 @@ export function describeMessage(message: Message, index: number, durationsMs: Re
   }
   // Claude's words and command outputs may hold escape sequences too: nothing reaches the terminal raw.
   return lines.map(terminalText);
+}
+
+/**
+ * A text editor `tool_use` as one line: `claude asks to view: /ws/a.ts` or
+ * `claude asks to edit: str_replace /ws/a.ts` (its whole input as JSON when
+ * it has no command or path of text, as Claude may send anything).
+ */
+function editRequestLine(input: { command?: unknown; path?: unknown }, suffix: string): string {
+  if (typeof input.command !== 'string' || typeof input.path !== 'string') return `claude asks the editor: ${jsonText(input)}${suffix}`;
+  return input.command === 'view'
+    ? `claude asks to view: ${input.path}${suffix}`
+    : `claude asks to edit: ${input.command} ${input.path}${suffix}`;
 }
 
 /** Exit code for a run that ended: 0 when it completed, 1 for any other end (failed, cancelled, budgets, refusal). */

@@ -56,6 +56,27 @@ describe('result headings', () => {
   });
 });
 
+describe('text editor requests', () => {
+  const use = (input: unknown): Message => ({
+    role: 'assistant',
+    content: [{ type: 'tool_use', id: 'toolu_e', name: 'str_replace_based_edit_tool', input: input as Record<string, unknown> }],
+  });
+
+  test('name the editor command and the path (a transcript used to print "asks to run: str_replace" with no path)', () => {
+    expect(describeMessage(use({ command: 'str_replace', path: '/ws/a.ts', old_str: 'x', new_str: 'y' }), 1)).toEqual([
+      'claude asks to edit: str_replace /ws/a.ts    [toolu_e]',
+    ]);
+    expect(describeMessage(use({ command: 'view', path: '/ws/src' }), 1)).toEqual(['claude asks to view: /ws/src    [toolu_e]']);
+  });
+
+  test('an input without a command or path of text is shown whole, and escaped', () => {
+    expect(describeMessage(use({ command: 'create' }), 1)).toEqual(['claude asks the editor: {"command":"create"}    [toolu_e]']);
+    const [line] = describeMessage(use({ command: 'create', path: '/ws/\u001b[2Jx' }), 1);
+    expect(line).not.toMatch(RAW);
+    expect(line).toContain('claude asks to edit: create /ws/');
+  });
+});
+
 describe('the live line', () => {
   const now = 1_700_000_000_000;
 
