@@ -44,6 +44,8 @@ export interface ActivityProgress {
    * attempt's (the next attempt's first heartbeat replaces them).
    */
   lost?: LostAnswer;
+  /** The message of the current attempt's last failure (Temporal's pending activity `lastFailure`), '' when none. */
+  lastFailure?: string;
 }
 
 /** A partial answer dropped with a failed attempt of `callClaude`. */
@@ -136,9 +138,10 @@ export async function currentActivity(run: RunHandle): Promise<ActivityProgress 
     const kind = KIND_OF[a.type];
     if (!kind) continue;
     const sinceMs = a.startedMs || a.scheduledMs;
-    if (kind !== 'claude' || a.details === undefined) return { kind, type: a.type, sinceMs, partialText: '', attempt: a.attempt };
+    const known = { kind, type: a.type, sinceMs, attempt: a.attempt, lastFailure: a.lastFailure };
+    if (kind !== 'claude' || a.details === undefined) return { ...known, partialText: '' };
     const call = { attempt: a.attempt, startedMs: a.startedMs, heartbeatMs: a.heartbeatMs, lastFailure: a.lastFailure };
-    return { kind, type: a.type, sinceMs, attempt: a.attempt, ...claudeProgressOf(a.details, call) };
+    return { ...known, ...claudeProgressOf(a.details, call) };
   }
   return null;
 }

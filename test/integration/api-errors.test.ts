@@ -5,6 +5,7 @@
  * statuses: a 500 it marks `false` ends the run at once, a 529 it marks
  * `true` is retried; a 400 is never retried, whatever the header says.
  */
+import { spawnCli } from './cli-process';
 import { TestBed } from './harness';
 
 const done = { content: [{ type: 'text' as const, text: 'finally' }], stop_reason: 'end_turn' };
@@ -25,6 +26,20 @@ describe('Claude API errors', () => {
     expect(requests.every((r) => r.headers['x-stainless-retry-count'] === '0')).toBe(true);
     const waitAfter429 = Date.parse(requests[4]!.time) - Date.parse(requests[3]!.time);
     expect(waitAfter429).toBeGreaterThanOrEqual(3_000);
+  });
+
+  test('watch says a failing model call is retried and why, once per attempt, while it happens (a fresh user saw minutes of silence)', async () => {
+    bed = await TestBed.create({ script: { responses: [{ error: { status: 529, times: 3 } }, done] } });
+    const handle = await bed.start({ task: 'overloaded api', approval: 'auto' });
+    const watch = spawnCli(bed.address, ['watch', handle.workflowId]);
+    expect(await watch.exited).toBe(0);
+    const lines = watch.stdout().split('\n');
+    const retries = lines.filter((l) => l.startsWith('! the model call failed: '));
+    // Attempts 2–4 wait 1, 2 and 4 s: a watch polling every second sees at least the last two.
+    expect(retries.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(retries).size).toBe(retries.length);
+    for (const l of retries) expect(l).toMatch(/^! the model call failed: .*529.*; Temporal retries it \(attempt [234]\)$/);
+    expect(lines).toContain('final answer: finally');
   });
 
   test.each([

@@ -92,6 +92,25 @@ function editRequestLine(input: { command?: unknown; path?: unknown }, suffix: s
     : `claude asks to edit: ${input.command} ${input.path}${suffix}`;
 }
 
+/** A model call retried after a failure: the attempt now scheduled or running, and the last failure's message. */
+export interface RetryingCall {
+  attempt: number;
+  reason: string;
+}
+
+/** The retry a pending model call shows (attempt over 1, with a failure message), else null. */
+export function retryOf(activity: Pick<ActivityProgress, 'attempt' | 'lastFailure'>): RetryingCall | null {
+  const attempt = activity.attempt ?? 1;
+  return attempt > 1 && activity.lastFailure ? { attempt, reason: activity.lastFailure } : null;
+}
+
+/** `! the model call failed: Connection error.; Temporal retries it (attempt 3)`: the cut-to-one-line reason. */
+export function retryLine(retry: RetryingCall): string {
+  const reason = retry.reason.replace(/\s+/g, ' ').trim();
+  const shown = reason.length > 300 ? `${reason.slice(0, 300)}…` : reason;
+  return `! the model call failed: ${shown}; Temporal retries it (attempt ${retry.attempt})`;
+}
+
 /** Exit code for a run that ended: 0 when it completed, 1 for any other end (failed, cancelled, budgets, refusal). */
 export function exitCodeOf(view: RunView): number {
   return view.status === 'completed' ? 0 : 1;
@@ -259,7 +278,8 @@ function hintLine(workflowId: string, pending: PendingApproval): string {
  * characters; when one of them changed), `partial_dropped` (`attempt`,
  * `outputChars`, `thinkingChars`, `reason`: that attempt's partial answer
  * is gone, the call is tried again; the `partial` events before it are
- * void; once per attempt), `note`, `waiting` (`on`: `worker` or `server`,
+ * void; once per attempt), `retrying` (`attempt`, `reason`: the model call
+ * failed and Temporal tries it again; once per attempt), `note`, `waiting` (`on`: `worker` or `server`,
  * `reason`: the watch cannot read the run now and keeps trying; once per
  * spell), `reconnected` (it can again) and a final `result` (the `status --json` shape).
  *
@@ -296,6 +316,7 @@ export async function watchRun(jobs: AgentJobsClient, workflowId: string, opts: 
   // The attempt whose partial answer or thinking the viewer saw last; attempts whose loss was printed.
   let shown: Omit<LostAnswer, 'reason'> | null = null;
   const lostAttempts = new Set<number>();
+  const retriedAttempts = new Set<number>();
   const seenDecisions = new Set<string>();
   const emitDecision = (d: AppliedDecision): void => {
     const key = `${d.toolUseId}@${d.at}`;
@@ -331,7 +352,7 @@ export async function watchRun(jobs: AgentJobsClient, workflowId: string, opts: 
       }
       const open = view.executionStatus === 'RUNNING';
       // Read after the transcript, so an answer that just landed there is not shown again as partial text.
-      const activity = open && (live || opts.json) ? await until(currentActivity(run)).catch(() => null) : null;
+      const activity = open ? await until(currentActivity(run)).catch(() => null) : null;
       live?.set(open ? liveStatusOf(view, activity) : null);
       const durations = t.durationsMs ?? {};
       t.messages.forEach((m, i) => {
@@ -357,6 +378,12 @@ export async function watchRun(jobs: AgentJobsClient, workflowId: string, opts: 
       if (lost && !lostAttempts.has(lost.attempt)) {
         lostAttempts.add(lost.attempt);
         emit({ event: 'partial_dropped', ...lost }, [lostLine(lost)]);
+      }
+      // A model call that keeps failing (an unreachable API, a bad key's retries) is said, once per attempt, with why.
+      const retry = claude ? retryOf(claude) : null;
+      if (retry && !retriedAttempts.has(retry.attempt)) {
+        retriedAttempts.add(retry.attempt);
+        emit({ event: 'retrying', ...retry }, [retryLine(retry)]);
       }
       const partial = claude?.partialText ?? '';
       if (opts.json && partial && partial !== lastPartial) emit({ event: 'partial', text: partial }, []);
