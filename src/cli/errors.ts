@@ -17,6 +17,7 @@ import {
 } from '../client';
 import { TemporalCliMissingError } from '../devserver';
 import { safeText } from '../contract/display';
+import { asTyped } from './invocation';
 
 /** An error meant for the person at the terminal: `message` says what went wrong, `hint` what to do. */
 export class CliError extends Error {
@@ -102,7 +103,8 @@ function updateTimeoutError(err: UpdateTimeoutError): CliError {
 export function reportError(err: unknown): void {
   const e = toCliError(err);
   // Messages may quote a run (a command, an API error): nothing reaches the terminal raw.
-  process.stderr.write(`agent-jobs: ${safeText(e.message.split('\n')[0] ?? '', false)}\n`);
-  if (e.hint) process.stderr.write(`hint: ${safeText(e.hint, false)}\n`);
+  // The commands it quotes are typed the way this CLI was run (`npx agent-jobs …` under npx).
+  process.stderr.write(`agent-jobs: ${safeText(asTyped(e.message.split('\n')[0] ?? ''), false)}\n`);
+  if (e.hint) process.stderr.write(`hint: ${safeText(asTyped(e.hint), false)}\n`);
   process.exitCode = e.exitCode;
 }

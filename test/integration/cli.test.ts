@@ -13,7 +13,7 @@ import { temporal } from '@temporalio/proto';
 import { AGENT_STATUS } from '../../src/config';
 import { sha256 } from '../../src/contract/sha256';
 import { freePort, startDevServer } from '../../src/devserver';
-import { cli, spawnCli } from './cli-process';
+import { cli, cliWith, spawnCli } from './cli-process';
 import { TestBed, toolUse, waitFor } from './harness';
 
 describe('agent-jobs CLI', () => {
@@ -275,6 +275,9 @@ describe('agent-jobs CLI', () => {
     const unknown = await cli(a, 'status', 'no-such-run');
     expect(unknown).toMatchObject({ code: 1, stdout: '' });
     expect(unknown.stderr).toBe('agent-jobs: no run with id no-such-run in this namespace\nhint: list runs with `agent-jobs list`\n');
+    // Run through npx (npm sets npm_command=exec), the hint says to type npx too: `agent-jobs` alone is not on the PATH there.
+    const viaNpx = await cliWith(a, { npm_command: 'exec' }, 'status', 'no-such-run');
+    expect(viaNpx.stderr).toBe('agent-jobs: no run with id no-such-run in this namespace\nhint: list runs with `npx agent-jobs list`\n');
     const busyPort = bed.model.port;
     const script = path.resolve(__dirname, '../fixtures/scripts/two-tool-uses.json');
     const portInUse = await cli(a, 'model-server', '--script', script, '--port', String(busyPort));

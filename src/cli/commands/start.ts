@@ -1,5 +1,6 @@
 /** `agent-jobs start <task...>`: starts an agent run. */
 import { Option, type Command } from 'commander';
+import { cliCommand } from '../invocation';
 import { MIN_THINKING_TOKENS, defaultSystemPrompt, modelProblem, resolveInput } from '../../contract/input';
 import { DEFAULT_CLIENT_TOOLS, type ClientToolName } from '../../contract/text-editor';
 import { EFFORT_LEVELS, lookupModel, type Effort } from '../../contract/models';
@@ -230,11 +231,11 @@ export function registerStart(program: Command): void {
         const { workflowId } = run;
         const url = jobs.uiUrl(workflowId, run.firstRunId);
         if (opts.json) printJson({ workflowId, runId: run.firstRunId, uiUrl: url });
-        else printLines(`started ${workflowId}`, `  UI:     ${url}`, `  follow: agent-jobs watch ${workflowId}`);
+        else printLines(`started ${workflowId}`, `  UI:     ${url}`, `  follow: ${cliCommand()} watch ${workflowId}`);
         // The run is durable without a worker, but nothing happens until one polls: say so, on stderr.
         if (!(await jobs.workerPolling().catch(() => true))) {
           process.stderr.write(
-            `warning: no worker polls the ${SHARED_TASK_QUEUE} task queue, so ${workflowId} waits until one starts (agent-jobs worker)\n`,
+            `warning: no worker polls the ${SHARED_TASK_QUEUE} task queue, so ${workflowId} waits until one starts (${cliCommand()} worker)\n`,
           );
         }
         if (!opts.follow) return;

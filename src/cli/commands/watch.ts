@@ -20,6 +20,7 @@ import { TEXT_EDITOR_NAME } from '../../contract/text-editor';
 import { askDecision, type InlineDecision, type PromptTerminal } from '../approval-prompt';
 import { currentActivity, type ActivityProgress, type LostAnswer } from '../activity-progress';
 import { toCliError } from '../errors';
+import { cliCommand } from '../invocation';
 import { LiveLine, type LiveStatus } from '../live-line';
 import { commandLines, indent, jsonText, statusJson, terminalText } from '../output';
 import { withClient } from '../context';
@@ -160,7 +161,7 @@ export function waitingLine(w: { on: 'worker' | 'server'; reason: string }): str
 
 /** What `watch` prints when it stops on Ctrl-C: the run goes on, and how to watch it again. */
 export function interruptedLines(workflowId: string): string[] {
-  return [`stopped watching ${workflowId}; the run goes on.`, `watch it again: agent-jobs watch ${workflowId}`];
+  return [`stopped watching ${workflowId}; the run goes on.`, `watch it again: ${cliCommand()} watch ${workflowId}`];
 }
 
 /**
@@ -245,12 +246,12 @@ export function decisionLines(d: AppliedDecision): string[] {
 export function statusLine(workflowId: string, view: RunView, before: string): string | null {
   if (view.status === 'paused') {
     if (view.pause?.reason === 'budget')
-      return `⏸ paused: ${budgetPauseLine(view.pause)}; go on: agent-jobs extend ${workflowId} --${view.pause.budget ?? 'turns'} ...`;
+      return `⏸ paused: ${budgetPauseLine(view.pause)}; go on: ${cliCommand()} extend ${workflowId} --${view.pause.budget ?? 'turns'} ...`;
     const why = view.pause?.reason === 'approval_timeout' ? ' (the approval wait ran out)' : ` by ${view.pause?.by ?? 'a person'}`;
-    return `⏸ paused${why}; resume: agent-jobs resume ${workflowId}`;
+    return `⏸ paused${why}; resume: ${cliCommand()} resume ${workflowId}`;
   }
   if (view.status === 'awaiting_message')
-    return `… waiting for the next message: agent-jobs say ${workflowId} <text>   (end: agent-jobs end ${workflowId})`;
+    return `… waiting for the next message: ${cliCommand()} say ${workflowId} <text>   (end: ${cliCommand()} end ${workflowId})`;
   if (before === 'paused') return '▶ resumed';
   return null;
 }
@@ -258,7 +259,8 @@ export function statusLine(workflowId: string, view: RunView, before: string): s
 /** How to decide on `pending` from another terminal (the plain-lines form of the prompt). */
 function hintLine(workflowId: string, pending: PendingApproval): string {
   const sha = shortHash(pending.commandSha256);
-  return `  approve: agent-jobs approve ${workflowId} --sha ${sha}    deny: agent-jobs deny ${workflowId} --sha ${sha} --reason "..."`;
+  const cmd = cliCommand();
+  return `  approve: ${cmd} approve ${workflowId} --sha ${sha}    deny: ${cmd} deny ${workflowId} --sha ${sha} --reason "..."`;
 }
 
 /**
