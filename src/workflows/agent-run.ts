@@ -224,6 +224,14 @@ async function awaitMessage(state: RunState): Promise<boolean> {
  */
 export const LINEAR_HISTORY_PATCH = 'linear-history';
 
+/**
+ * patched() id: the run's end goes through `RunState.setStatus` like every other status change,
+ * so a run that ends while it waits for a person (a chat run's `end`, a cancel during an approval)
+ * clears `AgentAwaitingSince`; before, the final upsert kept the old time and `pending`-style
+ * queries on it still found the closed run.
+ */
+export const END_THROUGH_SET_STATUS_PATCH = 'end-through-set-status';
+
 /** Whether to continue as new now (between turns): the server suggests it, or the history passed this project's thresholds. */
 function historyIsLarge(): boolean {
   const info = workflowInfo();
@@ -262,8 +270,11 @@ async function finish(state: RunState, session: RunSession, end: RunEnd): Promis
     ...(end.error !== undefined ? { error: end.error } : {}),
   };
   state.result = result;
-  state.status = end.status;
-  state.publish();
+  if (patched(END_THROUGH_SET_STATUS_PATCH)) state.setStatus(end.status);
+  else {
+    state.status = end.status;
+    state.publish();
+  }
   state.setDetails(end.error ?? 'finished');
   await CancellationScope.nonCancellable(() => session.close());
   return result;

@@ -21,6 +21,7 @@ import {
   type TextBlock,
   type ToolResultBlock,
 } from '../../src/contract';
+import { AGENT_AWAITING, AGENT_AWAITING_SINCE, AGENT_STATUS } from '../../src/config';
 import { sha256 } from '../../src/contract/sha256';
 import { findTemporalCli } from '../../src/devserver';
 import { cli } from './cli-process';
@@ -355,6 +356,11 @@ describe('steering', () => {
     expect(await rejected(handle.executeUpdate(endUpdate, { args: [{ by: '' }] }))).toMatch(/by must name/);
     expect(await handle.executeUpdate(endUpdate, { args: [{ by: 'kim' }] })).toMatchObject({ status: 'completed', by: 'kim' });
     expect(await handle.result()).toMatchObject({ status: 'completed', text: 'third' });
+    // The run ended while it waited for a message: it waits for nobody now (AgentAwaitingSince used to keep the old time).
+    const attrs = (await handle.describe()).typedSearchAttributes;
+    expect(attrs.get(AGENT_STATUS)).toBe('completed');
+    expect(attrs.get(AGENT_AWAITING)).toBe('');
+    expect(attrs.get(AGENT_AWAITING_SINCE)).toBeUndefined();
     expect(textsSentIn(bed, 2)).toEqual(['[message from kim] and now?']);
     expect(textsSentIn(bed, 3)).toEqual(['[message from kim] read it back']);
     expect(bed.resultsSentIn(4)[0]!.content).toBe('one');
