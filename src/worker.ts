@@ -21,6 +21,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
 import { createAnthropicClient, createClaudeActivities } from './activities/claude';
 import { createLivenessActivities } from './activities/liveness';
+import { writePresence } from './activities/presence';
 import { createSessionActivities, SessionRegistry } from './activities/session';
 import {
   ensureSessionUser,
@@ -233,9 +234,12 @@ export async function startWorker(): Promise<RunningWorker> {
     shutdownForceTime: SHUTDOWN_FORCE_TIME_MS,
   });
 
+  // This machine's liveness checks see at once when this process is gone (src/activities/presence.ts).
+  const removePresence = writePresence(id);
   const done = Promise.all([shared.run(), sessions.run()])
     .then(() => undefined)
     .finally(async () => {
+      removePresence?.();
       await registry.closeAll();
       await connection.close();
     });

@@ -6,7 +6,8 @@
  * from the SDK's own threads) and the polls of its session queue
  * (`DescribeTaskQueue` pollers). A worker that shows a new one while it is
  * watched is alive (slow, not gone); one silent for `WORKER_SILENCE_MS` is
- * gone. Time is compared on this process's clock only for the silence;
+ * gone; one on this machine whose process has exited is gone at once
+ * (presence.ts). Time is compared on this process's clock only for the silence;
  * "alive" needs a sign that arrived while watching, so a clock that differs
  * from the worker's cannot make a dead worker look alive.
  */
@@ -15,6 +16,7 @@ import { Context, log } from '@temporalio/activity';
 import { temporal } from '@temporalio/proto';
 import { WORKER_LIVENESS_MIN_WATCH_MS, WORKER_LIVENESS_POLL_MS, WORKER_SILENCE_MS } from '../config';
 import type { WorkerLivenessInput, WorkerLivenessOutput } from '../contract';
+import { exitedOnThisMachine } from './presence';
 
 /** One reading of the server's view of a worker. */
 export interface LivenessSample {
@@ -132,6 +134,12 @@ export function createLivenessActivities() {
       };
       const samples: LivenessSample[] = [];
       for (;;) {
+        // A worker on this machine whose process exited is gone now: no silence to wait out (presence.ts).
+        const exited = exitedOnThisMachine(input.workerId);
+        if (exited) {
+          log.info('session worker liveness', { workerId: input.workerId, alive: false, evidence: exited });
+          return { alive: false, evidence: exited };
+        }
         samples.push(await read());
         ctx.heartbeat();
         const verdict = judgeLiveness(samples, limits);
