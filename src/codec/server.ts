@@ -85,6 +85,9 @@ function toJson(p: Payload): JsonPayload {
 }
 
 async function readBody(req: IncomingMessage): Promise<string> {
+  // A declared length over the limit is refused before a byte is buffered; a chunked body is counted as it comes.
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > MAX_BODY_BYTES) throw new HttpError(413, `the body is over ${MAX_BODY_BYTES} bytes`);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
