@@ -146,7 +146,7 @@ test('a chunked body over the limit (no declared length): 413 once the limit is 
     headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${TOKEN}` },
     body,
     duplex: 'half',
-  } as RequestInit);
+  });
   expect(res.status).toBe(413);
 }, 60_000);
 
