@@ -360,10 +360,16 @@ export class ShellProcess {
     return now.stdin === this.controlPipes.stdin && now.stdout === this.controlPipes.stdout;
   }
 
-  /** Bytes bash itself has read so far (`rchar` of /proc/<pid>/io), or undefined when /proc does not tell. */
+  /**
+   * Bytes bash's own thread has read so far (`rchar` of
+   * /proc/<pid>/task/<pid>/io), or undefined when /proc does not tell. Not
+   * /proc/<pid>/io: that total adds the reads of every child bash reaped, so
+   * a background job that read the control line in bash's place (and as
+   * many bytes again from /dev/zero) and exited would count as bash reading it.
+   */
   bytesRead(): number | undefined {
     try {
-      const m = /^rchar: (\d+)$/m.exec(fs.readFileSync(`/proc/${this.bashPid}/io`, 'utf8'));
+      const m = /^rchar: (\d+)$/m.exec(fs.readFileSync(`/proc/${this.bashPid}/task/${this.bashPid}/io`, 'utf8'));
       return m ? Number(m[1]) : undefined;
     } catch {
       return undefined;
