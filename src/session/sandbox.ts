@@ -31,6 +31,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { SessionStartError } from './errors';
 import { MINIMAL_ENV, type SessionIdentity } from './identity';
+import { seccompFilterFile } from './seccomp';
 
 /** `bwrap`: namespaces (see the module comment); `none`: bash runs on the machine directly. */
 export type SandboxMode = 'bwrap' | 'none';
@@ -343,7 +344,25 @@ export function launchArgs(o: SandboxOptions, argv: string[], chdir?: string): {
   if (o.setpriv) inner = [o.setpriv, ...(o.identity ? identityArgs(o.identity) : []), '--pdeathsig', 'KILL', '--', ...argv];
   if (o.mode === 'bwrap') {
     if (!o.bwrap) throw new SessionStartError('sandbox bwrap: no bwrap path');
-    return { file: o.bwrap, args: [...bwrapArgs(o, chdir), '--', ...inner] };
+    const filter = seccompFilterFile();
+    if (!filter) return { file: o.bwrap, args: [...bwrapArgs(o, chdir), '--', ...inner] };
+    // bwrap reads the seccomp program from a descriptor: /bin/sh opens the file as fd 3 and execs bwrap
+    // (same pid), so every spawn site gets the filter without passing descriptors itself.
+    return {
+      file: '/bin/sh',
+      args: [
+        '-c',
+        'f=$1; shift; exec "$@" 3<"$f"',
+        'agent-jobs-bwrap',
+        filter,
+        o.bwrap,
+        ...bwrapArgs(o, chdir),
+        '--seccomp',
+        '3',
+        '--',
+        ...inner,
+      ],
+    };
   }
   return { file: inner[0]!, args: inner.slice(1) };
 }

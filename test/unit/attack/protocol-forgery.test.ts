@@ -40,7 +40,7 @@ test('a background job cannot steal and fake the result of the next command', as
   else expect(r).toMatchObject({ exitCode: 7, output: 'second\n' });
 }, 30_000);
 
-test('a background job that steals the next command cannot pass off its own reads, added to bash\'s when bash reaps it, as bash reading the line', async () => {
+test("a background job that steals the next command cannot pass off its own reads, added to bash's when bash reaps it, as bash reading the line", async () => {
   // Held by the per-thread count (/proc/<pid>/task/<pid>/io) in shell.ts bytesRead.
   const dir = tempDir();
   const s = await startSession({ cwd: dir, workspace: dir });
