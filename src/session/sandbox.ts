@@ -31,7 +31,6 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { SessionStartError } from './errors';
 import { MINIMAL_ENV, type SessionIdentity } from './identity';
-import { seccompFilterFile } from './seccomp';
 
 /** `bwrap`: namespaces (see the module comment); `none`: bash runs on the machine directly. */
 export type SandboxMode = 'bwrap' | 'none';
@@ -53,7 +52,30 @@ export interface SandboxOptions {
   setpriv: string | null;
   /** bwrap executable, for mode `bwrap`. */
   bwrap?: string;
+  /**
+   * The process is the session's bash: started with another effective group
+   * ({@link SEAL_EGID}), which bash drops at once (it does so whenever its
+   * real and effective ids differ). The kernel marks a process whose
+   * effective id changes non-dumpable, and refuses a non-dumpable process's
+   * `/proc/<pid>/mem`, `fd/*`, `environ` to every other process of the same
+   * user: no job of the session can read or rewrite bash's memory (the next
+   * control line's tokens, what bash runs). Only with an identity (setpriv).
+   * Attack test: test/unit/attack/reach-into-bash.test.ts. @default false
+   */
+  sealShell?: boolean;
+  /**
+   * File holding the seccomp program every process of the sandbox runs
+   * under (seccomp.ts `writeSeccompFilter`), for mode `bwrap`; none when
+   * unset (an architecture without a filter).
+   */
+  seccompFilter?: string;
 }
+
+/**
+ * The effective group bash starts with when {@link SandboxOptions.sealShell}
+ * is set and drops before it reads anything: `nogroup`, which owns nothing.
+ */
+export const SEAL_EGID = 65534;
 
 /**
  * The sandbox mode asked for in `AGENT_JOBS_SANDBOX` (`bwrap` or `none`),
@@ -318,12 +340,11 @@ function order(op: MountOp): number {
 }
 
 /** `setpriv` arguments that switch to `id`: no groups, no capabilities (none inheritable, none in the bounding set), no_new_privs. */
-export function identityArgs(id: SessionIdentity): string[] {
+export function identityArgs(id: SessionIdentity, seal = false): string[] {
   return [
     '--reuid',
     String(id.uid),
-    '--regid',
-    String(id.gid),
+    ...(seal ? ['--rgid', String(id.gid), '--egid', String(SEAL_EGID)] : ['--regid', String(id.gid)]),
     '--clear-groups',
     '--inh-caps=-all',
     '--bounding-set=-all',
@@ -341,10 +362,11 @@ export function identityArgs(id: SessionIdentity): string[] {
 export function launchArgs(o: SandboxOptions, argv: string[], chdir?: string): { file: string; args: string[] } {
   let inner = argv;
   if (o.identity && !o.setpriv) throw new SessionStartError(`cannot run bash as ${o.identity.user}: setpriv (util-linux) is not installed`);
-  if (o.setpriv) inner = [o.setpriv, ...(o.identity ? identityArgs(o.identity) : []), '--pdeathsig', 'KILL', '--', ...argv];
+  if (o.setpriv)
+    inner = [o.setpriv, ...(o.identity ? identityArgs(o.identity, o.sealShell === true) : []), '--pdeathsig', 'KILL', '--', ...argv];
   if (o.mode === 'bwrap') {
     if (!o.bwrap) throw new SessionStartError('sandbox bwrap: no bwrap path');
-    const filter = seccompFilterFile();
+    const filter = o.seccompFilter;
     if (!filter) return { file: o.bwrap, args: [...bwrapArgs(o, chdir), '--', ...inner] };
     // bwrap reads the seccomp program from a descriptor: /bin/sh opens the file as fd 3 and execs bwrap
     // (same pid), so every spawn site gets the filter without passing descriptors itself.

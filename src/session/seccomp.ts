@@ -27,8 +27,6 @@
  * denied call in a real session.
  */
 import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
 
 /** Per architecture (Node's `process.arch`): the AUDIT_ARCH value and the numbers of the denied system calls. */
 const ARCH: Partial<Record<string, { audit: number; x32?: boolean; denied: Record<string, number> }>> = {
@@ -110,21 +108,16 @@ export function seccompProgram(arch: string = process.arch): Buffer | null {
   return out;
 }
 
-let filterFile: string | null | undefined;
-
 /**
- * Path of a file holding {@link seccompProgram} for this machine, written
- * once per worker process into a fresh private directory (0700, the
- * worker's), or null on an architecture without a filter. bwrap is given
- * it as fd 3 (see sandbox.ts launchArgs).
+ * Writes {@link seccompProgram} for this machine to `file` (0600, the
+ * worker's; bwrap reads it as fd 3, see sandbox.ts launchArgs) and returns
+ * `file`, or undefined on an architecture without a filter. Put in the
+ * session's private directory, so it goes with it (and the orphan reaper
+ * removes it with the directory).
  */
-export function seccompFilterFile(): string | null {
-  if (filterFile !== undefined) return filterFile;
+export function writeSeccompFilter(file: string): string | undefined {
   const program = seccompProgram();
-  if (!program) return (filterFile = null);
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-jobs-seccomp-'));
-  const file = path.join(dir, 'filter.bpf');
+  if (!program) return undefined;
   fs.writeFileSync(file, program, { mode: 0o600 });
-  process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
-  return (filterFile = file);
+  return file;
 }

@@ -221,7 +221,7 @@ export class ShellProcess {
     }
     let child: ChildProcessWithoutNullStreams;
     try {
-      const sandbox: SandboxOptions = { ...(o.sandbox ?? NO_SANDBOX), setpriv: findSetpriv() };
+      const sandbox: SandboxOptions = { ...(o.sandbox ?? NO_SANDBOX), setpriv: findSetpriv(), sealShell: true };
       const { file, args } = launchArgs(sandbox, [o.bashPath, '--noprofile', '--norc']);
       child = spawn(file, args, { cwd: o.cwd, env: o.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
       await new Promise<void>((resolve, reject) => {

@@ -15,7 +15,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
+import { closeSessions, handOverTokens, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
 afterEach(async () => {
   await closeSessions();
@@ -54,8 +54,11 @@ test("a background job that steals the next command cannot pass off its own read
 
 test("a command cannot forge its own end (status 0) while it still runs by restoring bash's fds 0/1 first", async () => {
   const dir = tempDir();
-  const s = await startSession({ cwd: dir, workspace: dir });
-  const r = await s.run(fixture('forge-own-end.sh'));
+  const toks = path.join(dir, 'toks');
+  const s = await startSession({ cwd: dir, workspace: dir, env: { AJ_TOKS: toks } });
+  const running = s.run(fixture('forge-own-end.sh'));
+  await handOverTokens(s.bashPid, toks);
+  const r = await running;
   if (r.exitCode === null) expect(r.output).toMatch(/could not be confirmed|unknown/);
   else {
     expect(r.exitCode).toBe(1);

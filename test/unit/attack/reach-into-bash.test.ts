@@ -59,6 +59,23 @@ test("a background job that takes bash's fd 0 with pidfd_getfd cannot read the n
   expect(stolen).not.toMatch(/AJ[0-9a-f]{32}/);
 }, 30_000);
 
+test("no other process of the session can open bash's /proc files: mem (its memory, read or written), fd, environ, maps", async () => {
+  // Held by sandbox.ts sealShell: bash starts with another effective group and drops it, so the kernel makes it non-dumpable.
+  const dir = tempDir();
+  const s = await startSession({ cwd: dir, workspace: dir });
+  const r = await s.run(
+    `python3 -c 'import os,sys\nfor f in ["mem","fd/0","fd/10","environ","maps"]:\n  try: os.close(os.open("/proc/%s/%s" % (sys.argv[1], f), os.O_RDONLY)); print(f, "opened")\n  except OSError as e: print(f, e.strerror)' $$`,
+  );
+  expect(r.output).toBe(['mem', 'fd/0', 'fd/10', 'environ', 'maps'].map((f) => `${f} Permission denied\n`).join(''));
+  // The group bash dropped is gone for good: every id is the session user's.
+  const ids = await s.run("grep -E '^(Uid|Gid):' /proc/$$/status; id -G");
+  const id = s.sandboxOptions.identity;
+  if (id)
+    expect(ids.output).toBe(
+      `Uid:\t${id.uid}\t${id.uid}\t${id.uid}\t${id.uid}\nGid:\t${id.gid}\t${id.gid}\t${id.gid}\t${id.gid}\n${id.gid}\n`,
+    );
+}, 30_000);
+
 test('gdb cannot attach to bash (ptrace refused), and bash runs the next command', async () => {
   const gdb = ['/usr/bin/gdb', '/bin/gdb'].find((p) => fs.existsSync(p));
   if (!gdb) return void console.warn('gdb not installed: the gdb case is not run (the probe above covers ptrace)');

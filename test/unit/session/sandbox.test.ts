@@ -134,7 +134,7 @@ d('sandbox (bwrap) and identity: what a command cannot do', () => {
   test("another session's FIFO directory is not reachable", async () => {
     const a = await startSession({ cwd: '/' });
     const b = await startSession({ cwd: '/' });
-    const fifoB = (await b.run('readlink /proc/$$/fd/1')).output.trim();
+    const fifoB = (await b.run('readlink /proc/self/fd/1')).output.trim();
     expect(fifoB).toMatch(/agent-jobs-session-/);
     const r = await a.run(`ls ${path.dirname(fifoB)} && echo LISTED; echo injected > ${fifoB} && echo WROTE`);
     expect(r.output).not.toMatch(/LISTED|WROTE/);
