@@ -40,7 +40,12 @@ export interface SandboxOptions {
   mode: SandboxMode;
   /** The user to run as; null: the worker's own user. */
   identity: SessionIdentity | null;
-  /** Keep the host's network (bwrap: `--share-net`); otherwise the sandbox has only its own loopback. */
+  /**
+   * Network access. As root: a namespace of its own with outbound access
+   * through slirp4netns, host addresses refused (network.ts). As another
+   * user: the host's network (bwrap `--share-net`). Otherwise the sandbox
+   * has only its own loopback.
+   */
   network: boolean;
   /** Directories bound read-write at their own paths (the workspace). */
   writable: string[];
@@ -69,6 +74,8 @@ export interface SandboxOptions {
    * unset (an architecture without a filter).
    */
   seccompFilter?: string;
+  /** A resolv.conf naming slirp4netns's DNS forwarder, bound at /etc/resolv.conf when `network` is set (network.ts). */
+  resolvConf?: string;
 }
 
 /**
@@ -91,7 +98,8 @@ export function sandboxModeFromEnv(env: NodeJS.ProcessEnv = process.env): Sandbo
 
 /** Namespaces as root: everything `--unshare-all` does except the user namespace (see the module comment). */
 function namespaceArgs(asRoot: boolean, network: boolean): string[] {
-  if (asRoot) return ['--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try', ...(network ? [] : ['--unshare-net'])];
+  // As root the network is always a namespace of its own; with `network` the shell attaches slirp4netns to it (network.ts).
+  if (asRoot) return ['--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try', '--unshare-net'];
   return ['--unshare-all', ...(network ? ['--share-net'] : []), '--unshare-user', '--disable-userns'];
 }
 
@@ -279,6 +287,8 @@ export function bwrapArgs(o: SandboxOptions, chdir?: string): string[] {
     else if (op.kind === 'ro-bind') args.push('--ro-bind', op.path, op.path);
     else args.push('--ro-bind', '/dev/null', op.path);
   }
+  // The namespace's DNS is slirp4netns's forwarder, not the host's resolver (which may listen on the host's loopback).
+  if (o.network && o.resolvConf) args.push('--ro-bind', o.resolvConf, '/etc/resolv.conf');
   if (chdir !== undefined) args.push('--chdir', chdir);
   return args;
 }

@@ -12,6 +12,7 @@ import { buildSessionEnv, redactSecrets, type SecretValue } from './env';
 import { InvalidCommandError, InvalidSessionOptionError, SessionClosedError, SessionCwdError, SessionStartError } from './errors';
 import type { ProcessGuardMode } from './guard';
 import { writeSeccompFilter } from './seccomp';
+import { SLIRP_DNS } from './network';
 import { limitedArgv, resolveLimits, ulimitArguments, type ResolvedLimits, type ResourceLimits } from './limits';
 import { FifoCapture, FifoPool } from './capture';
 import { DEFAULT_MAX_OUTPUT_BYTES, OutputCollector } from './output';
@@ -233,8 +234,7 @@ function exactLimitNote(
   // In the sandbox the program's death by signal N arrives as bwrap's exit code 128 + N, as a shell reports it.
   const signal = run.signal ?? ({ 137: 'SIGKILL', 152: 'SIGXCPU', 153: 'SIGXFSZ' } as Record<number, string>)[run.exitCode ?? -1] ?? null;
   if (signal === 'SIGXCPU') return `the program used up the session's CPU limit (${limits.maxCpuSeconds} s) and was killed`;
-  if (signal === 'SIGXFSZ')
-    return `the program wrote past the session's file size limit (${limits.maxFileSizeBytes} bytes) and was killed`;
+  if (signal === 'SIGXFSZ') return `the program wrote past the session's file size limit (${limits.maxFileSizeBytes} bytes) and was killed`;
   if (signal === 'SIGKILL') return "the program was killed (SIGKILL: out of memory, or the session's process limit)";
   if (run.exitCode !== 0 && /memory exhausted|cannot allocate memory|out of memory|MemoryError/i.test(output))
     return `the program ran out of memory under the session's memory limit (${limits.maxMemoryBytes} bytes of address space)`;
@@ -361,6 +361,7 @@ export class BashSession {
       fs.chmodSync(this.tmpDir, 0o710);
     }
     this.fifos = new FifoPool(this.tmpDir, identity ?? undefined);
+    if (this.network) fs.writeFileSync(path.join(this.tmpDir, 'resolv.conf'), `nameserver ${SLIRP_DNS}\n`, { mode: 0o644 });
     this.seccompFilter = sandbox.mode === 'bwrap' ? writeSeccompFilter(path.join(this.tmpDir, 'seccomp.bpf')) : undefined;
   }
 
@@ -501,6 +502,7 @@ export class BashSession {
       hide: this.hide,
       setpriv: findSetpriv(),
       ...(this.seccompFilter ? { seccompFilter: this.seccompFilter } : {}),
+      ...(this.network ? { resolvConf: path.join(this.tmpDir, 'resolv.conf') } : {}),
     };
   }
 

@@ -15,6 +15,7 @@ import { SessionStartError } from './errors';
 import { CgroupUnavailableError, ProcessGuard, type ProcessGuardMode } from './guard';
 import { MINIMAL_ENV } from './identity';
 import { listProcesses, signalGroup, signalPid, type ProcInfo } from './procs';
+import { attachNetwork } from './network';
 import { launchArgs, type SandboxOptions } from './sandbox';
 import { initScript, newMarker, RecordScanner, type CommandRecords, type CommandTokens, type EndRecord, type Marker } from './protocol';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -182,6 +183,8 @@ export class ShellProcess {
   private stderrBuf = Buffer.alloc(0);
   private killing: Promise<void> | undefined;
   private linesSent = 0;
+  /** slirp4netns serving the sandbox's network namespace (network.ts), killed with the shell. */
+  network: ChildProcess | undefined;
   /** Kills this shell's processes if the worker dies; see {@link startSentinel}. */
   private readonly sentinel: ChildProcess | null;
 
@@ -263,6 +266,18 @@ export class ShellProcess {
       ? await waitForBash(child.pid!, path.basename(o.bashPath), o.startTimeoutMs, () => shell?.exit !== undefined)
       : [child.pid!];
     shell.bashPid = chain[chain.length - 1] ?? 0;
+    // bash reads nothing before the init script: the namespace is sealed and attached before any command runs.
+    if (shell.sandboxed && o.sandbox?.network && process.getuid?.() === 0 && shell.bashPid > 0) {
+      try {
+        shell.network = await attachNetwork(shell.bashPid);
+      } catch (err) {
+        await shell.kill(0);
+        throw new SessionStartError(`cannot give the sandbox its network (slirp4netns, nft): ${(err as Error).message}`, {
+          sessionId: o.sessionId,
+          cause: err,
+        });
+      }
+    }
     for (const pid of chain) {
       if (pid !== child.pid) guard.include(pid);
       try {
@@ -484,6 +499,7 @@ export class ShellProcess {
     await raceTimeout(this.exited, KILL_MAX_MS);
     // The sentinel goes last and by SIGKILL: closing its pipe would make it act.
     this.sentinel?.kill('SIGKILL');
+    this.network?.kill('SIGKILL');
     this.child.stdin.destroy();
     this.child.stdout.destroy();
     this.child.stderr.destroy();

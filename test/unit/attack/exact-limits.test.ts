@@ -56,7 +56,7 @@ test("an exact run has the shell's limits: address space, file size, core, open 
   expect(row('Max open files')).toBe('Max open files 64 64 files');
   expect(row('Max cpu time')).toBe('Max cpu time 3 3 seconds');
   expect((await s.runExact(['cat', '/proc/self/oom_score_adj'])).output).toBe('1000\n');
-  if (s.processGuard === 'cgroup') expect((await s.runExact(['cat', '/proc/self/cgroup'])).output).toContain(s.id);
+  if (s.guardKind === 'cgroup') expect((await s.runExact(['cat', '/proc/self/cgroup'])).output).toContain(s.id);
   // The shell has the same values.
   expect((await s.run("grep -E '^Max (address space|file size|open files|cpu time)' /proc/self/limits | tr -s ' '")).output).toBe(
     [
