@@ -10,6 +10,9 @@
  * host's own interfaces, and everything on the DNS forwarder 10.0.2.3 but
  * port 53. So a command reaches the internet, never the Temporal frontend,
  * the worker, the model server or another service of this host.
+ * slirp4netns runs as root on the host, so it runs in its own sandbox
+ * (`--enable-sandbox`: a mount namespace with nothing but what it needs,
+ * capabilities dropped) under its own seccomp filter (`--enable-seccomp`).
  * Debian packages `slirp4netns` (1.2.0) and `nftables` (1.0.6), installed by
  * .ci/run and the Dockerfile. Root workers only (the intended setting).
  * Attack test: test/unit/attack/network-isolation.test.ts.
@@ -68,7 +71,7 @@ export async function attachNetwork(pid: number): Promise<ChildProcess> {
   });
   const child = spawn(
     'slirp4netns',
-    ['--configure', '--mtu=65520', '--disable-host-loopback', '--ready-fd=3', '--exit-fd=4', String(pid), 'tap0'],
+    ['--configure', '--mtu=65520', '--disable-host-loopback', '--enable-sandbox', '--enable-seccomp', '--ready-fd=3', '--exit-fd=4', String(pid), 'tap0'],
     { env: MINIMAL_ENV, stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'] },
   );
   let stderr = '';
