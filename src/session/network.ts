@@ -71,7 +71,17 @@ export async function attachNetwork(pid: number): Promise<ChildProcess> {
   });
   const child = spawn(
     'slirp4netns',
-    ['--configure', '--mtu=65520', '--disable-host-loopback', '--enable-sandbox', '--enable-seccomp', '--ready-fd=3', '--exit-fd=4', String(pid), 'tap0'],
+    [
+      '--configure',
+      '--mtu=65520',
+      '--disable-host-loopback',
+      '--enable-sandbox',
+      '--enable-seccomp',
+      '--ready-fd=3',
+      '--exit-fd=4',
+      String(pid),
+      'tap0',
+    ],
     { env: MINIMAL_ENV, stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'] },
   );
   let stderr = '';
