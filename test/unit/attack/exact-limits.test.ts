@@ -56,7 +56,30 @@ test("an exact run has the shell's limits: address space, file size, core, open 
   expect(row('Max open files')).toBe('Max open files 64 64 files');
   expect(row('Max cpu time')).toBe('Max cpu time 3 3 seconds');
   expect((await s.runExact(['cat', '/proc/self/oom_score_adj'])).output).toBe('1000\n');
-  if (s.guardKind === 'cgroup') expect((await s.runExact(['cat', '/proc/self/cgroup'])).output).toContain(s.id);
+  if (s.guardKind === 'cgroup') {
+    // Seen from the worker: while it runs, the program is a member of the shell's pids cgroup (named after the session).
+    const base = '/sys/fs/cgroup/pids';
+    const dir = fs.readdirSync(base).find((d) => d.includes(s.id));
+    expect(dir).toBeDefined();
+    const running = s.runExact(['sleep', '1.5']);
+    let member = false;
+    for (let i = 0; i < 100 && !member; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+      const pids = fs
+        .readFileSync(path.join(base, dir!, 'cgroup.procs'), 'utf8')
+        .split('\n')
+        .filter(Boolean);
+      member = pids.some((p) => {
+        try {
+          return fs.readFileSync(`/proc/${p}/comm`, 'utf8') === 'sleep\n';
+        } catch {
+          return false;
+        }
+      });
+    }
+    await running;
+    expect(member).toBe(true);
+  }
   // The shell has the same values.
   expect((await s.run("grep -E '^Max (address space|file size|open files|cpu time)' /proc/self/limits | tr -s ' '")).output).toBe(
     [
