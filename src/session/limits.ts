@@ -160,3 +160,56 @@ export function ulimitArguments(limits: ResolvedLimits): string {
   if (limits.maxCpuSeconds !== undefined) args.push(`-t ${plain(limits.maxCpuSeconds)}`);
   return args.join(' ');
 }
+
+/** util-linux programs that apply limits to a program they exec, looked up here (the exact run's sandbox shows /usr). */
+const PRLIMIT_PATHS = ['/usr/bin/prlimit', '/bin/prlimit'];
+const CHOOM_PATHS = ['/usr/bin/choom', '/bin/choom'];
+
+function firstExecutable(paths: readonly string[]): string | undefined {
+  return paths.find((p) => {
+    try {
+      fs.accessSync(p, fs.constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/**
+ * `argv` wrapped so that it runs under the same per-process limits as the
+ * session's shell ({@link ulimitArguments}: core 0, address space, file
+ * size, open files, CPU seconds; soft = hard, so the program cannot raise
+ * them) and the shell's `oom_score_adj` (so the kernel's OOM killer takes
+ * this program before the worker, as it would the shell's commands):
+ * `prlimit ... -- choom -n <adj> -- argv`. For processes the worker starts
+ * outside the shell (exact runs, exact.ts), which bash's `ulimit` never
+ * reaches. choom is left out when the score is not above the worker's own
+ * (lowering it needs a privilege the session user does not have).
+ * @throws Error when prlimit (util-linux) is not installed: nothing may run without the limits
+ */
+export function limitedArgv(limits: ResolvedLimits, argv: readonly string[]): string[] {
+  const prlimit = firstExecutable(PRLIMIT_PATHS);
+  if (!prlimit) throw new Error("prlimit (util-linux) is not installed, so the session's limits cannot be applied");
+  const both = (v: number): string => (Number.isFinite(v) ? `${Math.floor(v)}:${Math.floor(v)}` : 'unlimited:unlimited');
+  // The same values bash's ulimit gets, which counts KiB for -v and -f: round down to whole KiB alike.
+  const kibBytes = (v: number): number => (Number.isFinite(v) ? Math.floor(v / 1024) * 1024 : v);
+  const args = [
+    prlimit,
+    '--core=0:0',
+    `--as=${both(kibBytes(limits.maxMemoryBytes))}`,
+    `--fsize=${both(kibBytes(limits.maxFileSizeBytes))}`,
+  ];
+  if (limits.maxOpenFiles !== undefined) args.push(`--nofile=${both(limits.maxOpenFiles)}`);
+  if (limits.maxCpuSeconds !== undefined) args.push(`--cpu=${both(limits.maxCpuSeconds)}`);
+  args.push('--');
+  const choom = firstExecutable(CHOOM_PATHS);
+  let own = 0;
+  try {
+    own = Number(fs.readFileSync('/proc/self/oom_score_adj', 'utf8').trim());
+  } catch {
+    /* not Linux: no OOM score */
+  }
+  if (choom && limits.oomScoreAdj > own) args.push(choom, '-n', String(limits.oomScoreAdj), '--');
+  return [...args, ...argv];
+}

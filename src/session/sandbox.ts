@@ -40,7 +40,12 @@ export interface SandboxOptions {
   mode: SandboxMode;
   /** The user to run as; null: the worker's own user. */
   identity: SessionIdentity | null;
-  /** Keep the host's network (bwrap: `--share-net`); otherwise the sandbox has only its own loopback. */
+  /**
+   * Network access. As root: a namespace of its own with outbound access
+   * through slirp4netns, host addresses refused (network.ts). As another
+   * user: the host's network (bwrap `--share-net`). Otherwise the sandbox
+   * has only its own loopback.
+   */
   network: boolean;
   /** Directories bound read-write at their own paths (the workspace). */
   writable: string[];
@@ -52,7 +57,32 @@ export interface SandboxOptions {
   setpriv: string | null;
   /** bwrap executable, for mode `bwrap`. */
   bwrap?: string;
+  /**
+   * The process is the session's bash: started with another effective group
+   * ({@link SEAL_EGID}), which bash drops at once (it does so whenever its
+   * real and effective ids differ). The kernel marks a process whose
+   * effective id changes non-dumpable, and refuses a non-dumpable process's
+   * `/proc/<pid>/mem`, `fd/*`, `environ` to every other process of the same
+   * user: no job of the session can read or rewrite bash's memory (the next
+   * control line's tokens, what bash runs). Only with an identity (setpriv).
+   * Attack test: test/unit/attack/reach-into-bash.test.ts. @default false
+   */
+  sealShell?: boolean;
+  /**
+   * File holding the seccomp program every process of the sandbox runs
+   * under (seccomp.ts `writeSeccompFilter`), for mode `bwrap`; none when
+   * unset (an architecture without a filter).
+   */
+  seccompFilter?: string;
+  /** A resolv.conf naming slirp4netns's DNS forwarder, bound at /etc/resolv.conf when `network` is set (network.ts). */
+  resolvConf?: string;
 }
+
+/**
+ * The effective group bash starts with when {@link SandboxOptions.sealShell}
+ * is set and drops before it reads anything: `nogroup`, which owns nothing.
+ */
+export const SEAL_EGID = 65534;
 
 /**
  * The sandbox mode asked for in `AGENT_JOBS_SANDBOX` (`bwrap` or `none`),
@@ -68,7 +98,8 @@ export function sandboxModeFromEnv(env: NodeJS.ProcessEnv = process.env): Sandbo
 
 /** Namespaces as root: everything `--unshare-all` does except the user namespace (see the module comment). */
 function namespaceArgs(asRoot: boolean, network: boolean): string[] {
-  if (asRoot) return ['--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try', ...(network ? [] : ['--unshare-net'])];
+  // As root the network is always a namespace of its own; with `network` the shell attaches slirp4netns to it (network.ts).
+  if (asRoot) return ['--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try', '--unshare-net'];
   return ['--unshare-all', ...(network ? ['--share-net'] : []), '--unshare-user', '--disable-userns'];
 }
 
@@ -256,6 +287,8 @@ export function bwrapArgs(o: SandboxOptions, chdir?: string): string[] {
     else if (op.kind === 'ro-bind') args.push('--ro-bind', op.path, op.path);
     else args.push('--ro-bind', '/dev/null', op.path);
   }
+  // The namespace's DNS is slirp4netns's forwarder, not the host's resolver (which may listen on the host's loopback).
+  if (o.network && o.resolvConf) args.push('--ro-bind', o.resolvConf, '/etc/resolv.conf');
   if (chdir !== undefined) args.push('--chdir', chdir);
   return args;
 }
@@ -317,12 +350,11 @@ function order(op: MountOp): number {
 }
 
 /** `setpriv` arguments that switch to `id`: no groups, no capabilities (none inheritable, none in the bounding set), no_new_privs. */
-export function identityArgs(id: SessionIdentity): string[] {
+export function identityArgs(id: SessionIdentity, seal = false): string[] {
   return [
     '--reuid',
     String(id.uid),
-    '--regid',
-    String(id.gid),
+    ...(seal ? ['--rgid', String(id.gid), '--egid', String(SEAL_EGID)] : ['--regid', String(id.gid)]),
     '--clear-groups',
     '--inh-caps=-all',
     '--bounding-set=-all',
@@ -340,10 +372,29 @@ export function identityArgs(id: SessionIdentity): string[] {
 export function launchArgs(o: SandboxOptions, argv: string[], chdir?: string): { file: string; args: string[] } {
   let inner = argv;
   if (o.identity && !o.setpriv) throw new SessionStartError(`cannot run bash as ${o.identity.user}: setpriv (util-linux) is not installed`);
-  if (o.setpriv) inner = [o.setpriv, ...(o.identity ? identityArgs(o.identity) : []), '--pdeathsig', 'KILL', '--', ...argv];
+  if (o.setpriv)
+    inner = [o.setpriv, ...(o.identity ? identityArgs(o.identity, o.sealShell === true) : []), '--pdeathsig', 'KILL', '--', ...argv];
   if (o.mode === 'bwrap') {
     if (!o.bwrap) throw new SessionStartError('sandbox bwrap: no bwrap path');
-    return { file: o.bwrap, args: [...bwrapArgs(o, chdir), '--', ...inner] };
+    const filter = o.seccompFilter;
+    if (!filter) return { file: o.bwrap, args: [...bwrapArgs(o, chdir), '--', ...inner] };
+    // bwrap reads the seccomp program from a descriptor: /bin/sh opens the file as fd 3 and execs bwrap
+    // (same pid), so every spawn site gets the filter without passing descriptors itself.
+    return {
+      file: '/bin/sh',
+      args: [
+        '-c',
+        'f=$1; shift; exec "$@" 3<"$f"',
+        'agent-jobs-bwrap',
+        filter,
+        o.bwrap,
+        ...bwrapArgs(o, chdir),
+        '--seccomp',
+        '3',
+        '--',
+        ...inner,
+      ],
+    };
   }
   return { file: inner[0]!, args: inner.slice(1) };
 }

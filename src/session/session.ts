@@ -11,7 +11,9 @@ import { appendAuditLine, type AuditLine } from './audit';
 import { buildSessionEnv, redactSecrets, type SecretValue } from './env';
 import { InvalidCommandError, InvalidSessionOptionError, SessionClosedError, SessionCwdError, SessionStartError } from './errors';
 import type { ProcessGuardMode } from './guard';
-import { resolveLimits, ulimitArguments, type ResolvedLimits, type ResourceLimits } from './limits';
+import { writeSeccompFilter } from './seccomp';
+import { SLIRP_DNS } from './network';
+import { limitedArgv, resolveLimits, ulimitArguments, type ResolvedLimits, type ResourceLimits } from './limits';
 import { FifoCapture, FifoPool } from './capture';
 import { DEFAULT_MAX_OUTPUT_BYTES, OutputCollector } from './output';
 import { processStartTime, SESSION_DIR_PREFIX, writeOwner } from './orphans';
@@ -217,6 +219,28 @@ function note(text: string): string {
   return `[agent-jobs: ${text}]`;
 }
 
+/**
+ * What to tell about an exact run that ran into one of the session's limits
+ * (limits.ts limitedArgv), or undefined: the signal the kernel sends past
+ * the CPU or file-size limit, SIGKILL (the OOM killer, or the pids cgroup),
+ * or the program's own report that an allocation failed past the address-space limit.
+ */
+function exactLimitNote(
+  run: { signal: string | null; exitCode: number | null; timedOut: boolean; cancelled: boolean },
+  output: string,
+  limits: ResolvedLimits,
+): string | undefined {
+  if (run.timedOut || run.cancelled) return undefined;
+  // In the sandbox the program's death by signal N arrives as bwrap's exit code 128 + N, as a shell reports it.
+  const signal = run.signal ?? ({ 137: 'SIGKILL', 152: 'SIGXCPU', 153: 'SIGXFSZ' } as Record<number, string>)[run.exitCode ?? -1] ?? null;
+  if (signal === 'SIGXCPU') return `the program used up the session's CPU limit (${limits.maxCpuSeconds} s) and was killed`;
+  if (signal === 'SIGXFSZ') return `the program wrote past the session's file size limit (${limits.maxFileSizeBytes} bytes) and was killed`;
+  if (signal === 'SIGKILL') return "the program was killed (SIGKILL: out of memory, or the session's process limit)";
+  if (run.exitCode !== 0 && /memory exhausted|cannot allocate memory|out of memory|MemoryError/i.test(output))
+    return `the program ran out of memory under the session's memory limit (${limits.maxMemoryBytes} bytes of address space)`;
+  return undefined;
+}
+
 function appendNotes(output: string, notes: string[]): string {
   if (notes.length === 0) return output;
   const sep = output === '' || output.endsWith('\n') ? '' : '\n';
@@ -276,6 +300,8 @@ export class BashSession {
   private readonly env: Record<string, string>;
   private readonly secrets: SecretValue[];
   private readonly tmpDir: string;
+  /** The seccomp program's file (in {@link tmpDir}) for every sandboxed process of this session; see seccomp.ts. */
+  private readonly seccompFilter: string | undefined;
   private readonly fifos: FifoPool;
   private readonly identity: SessionIdentity | null;
   private readonly sandboxMode: { mode: SandboxMode; bwrap?: string };
@@ -335,6 +361,8 @@ export class BashSession {
       fs.chmodSync(this.tmpDir, 0o710);
     }
     this.fifos = new FifoPool(this.tmpDir, identity ?? undefined);
+    if (this.network) fs.writeFileSync(path.join(this.tmpDir, 'resolv.conf'), `nameserver ${SLIRP_DNS}\n`, { mode: 0o644 });
+    this.seccompFilter = sandbox.mode === 'bwrap' ? writeSeccompFilter(path.join(this.tmpDir, 'seccomp.bpf')) : undefined;
   }
 
   /**
@@ -473,6 +501,8 @@ export class BashSession {
       readable: [this.tmpDir],
       hide: this.hide,
       setpriv: findSetpriv(),
+      ...(this.seccompFilter ? { seccompFilter: this.seccompFilter } : {}),
+      ...(this.network ? { resolvConf: path.join(this.tmpDir, 'resolv.conf') } : {}),
     };
   }
 
@@ -581,16 +611,41 @@ export class BashSession {
       });
     }
     // The same sandbox and identity as the shell (a fresh bwrap, the session user), unless the caller wraps it itself.
+    // The shell's own limits (ulimit values, OOM score) and its pids cgroup: an auto-approved program
+    // is as bounded as any command (issue 22, kind 3), and a runaway is this command's failure.
+    let limited: string[];
+    try {
+      limited = limitedArgv(this.limits, [file, ...argv.slice(1)]);
+    } catch (err) {
+      throw new ExactRefusedError((err as Error).message);
+    }
     const sandbox = this.sandboxOptions;
-    const launch = this.options.exactLauncher
-      ? this.options.exactLauncher(file, argv.slice(1), cwd)
-      : sandboxedSpawnArgs({ ...sandbox, hide: [...sandbox.hide, ...EXACT_RUN_HIDDEN] }, [file, ...argv.slice(1)], cwd);
+    let launch = this.options.exactLauncher
+      ? this.options.exactLauncher(limited[0]!, limited.slice(1), cwd)
+      : sandboxedSpawnArgs({ ...sandbox, hide: [...sandbox.hide, ...EXACT_RUN_HIDDEN] }, limited, cwd);
+    const cgroup = this.shell?.guard.cgroup?.dir;
+    if (cgroup) {
+      // Joins before anything is exec'd (so before any fork), as the worker's user, then becomes the launch.
+      launch = {
+        file: '/bin/sh',
+        args: [
+          '-c',
+          'echo $$ >"$1" || exit 126; shift; exec "$@"',
+          'agent-jobs-exact',
+          path.join(cgroup, 'cgroup.procs'),
+          launch.file,
+          ...launch.args,
+        ],
+      };
+    }
     const collector = new OutputCollector(this.options.maxOutputBytes);
     const timeoutMs = Math.min(options.timeoutMs ?? this.options.timeoutMs, MAX_TIMER_MS);
     const run = await runExactProgram(launch, cwd, this.env, timeoutMs, (chunk) => collector.push(chunk), options.signal);
     const captured = collector.finish(this.secrets);
     const notes: string[] = [];
     if (run.timedOut) notes.push(note(`timed out after ${timeoutMs} ms; the program was killed`));
+    const limitNote = exactLimitNote(run, captured.text, this.limits);
+    if (limitNote) notes.push(note(limitNote));
     return this.finish(command, started, {
       exactArgv: [...argv],
       output: appendNotes(captured.text, notes),

@@ -15,6 +15,7 @@ import { SessionStartError } from './errors';
 import { CgroupUnavailableError, ProcessGuard, type ProcessGuardMode } from './guard';
 import { MINIMAL_ENV } from './identity';
 import { listProcesses, signalGroup, signalPid, type ProcInfo } from './procs';
+import { attachNetwork } from './network';
 import { launchArgs, type SandboxOptions } from './sandbox';
 import { initScript, newMarker, RecordScanner, type CommandRecords, type CommandTokens, type EndRecord, type Marker } from './protocol';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -182,6 +183,8 @@ export class ShellProcess {
   private stderrBuf = Buffer.alloc(0);
   private killing: Promise<void> | undefined;
   private linesSent = 0;
+  /** slirp4netns serving the sandbox's network namespace (network.ts), killed with the shell. */
+  network: ChildProcess | undefined;
   /** Kills this shell's processes if the worker dies; see {@link startSentinel}. */
   private readonly sentinel: ChildProcess | null;
 
@@ -221,7 +224,7 @@ export class ShellProcess {
     }
     let child: ChildProcessWithoutNullStreams;
     try {
-      const sandbox: SandboxOptions = { ...(o.sandbox ?? NO_SANDBOX), setpriv: findSetpriv() };
+      const sandbox: SandboxOptions = { ...(o.sandbox ?? NO_SANDBOX), setpriv: findSetpriv(), sealShell: true };
       const { file, args } = launchArgs(sandbox, [o.bashPath, '--noprofile', '--norc']);
       child = spawn(file, args, { cwd: o.cwd, env: o.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
       await new Promise<void>((resolve, reject) => {
@@ -263,6 +266,18 @@ export class ShellProcess {
       ? await waitForBash(child.pid!, path.basename(o.bashPath), o.startTimeoutMs, () => shell?.exit !== undefined)
       : [child.pid!];
     shell.bashPid = chain[chain.length - 1] ?? 0;
+    // bash reads nothing before the init script: the namespace is sealed and attached before any command runs.
+    if (shell.sandboxed && o.sandbox?.network && process.getuid?.() === 0 && shell.bashPid > 0) {
+      try {
+        shell.network = await attachNetwork(shell.bashPid);
+      } catch (err) {
+        await shell.kill(0);
+        throw new SessionStartError(`cannot give the sandbox its network (slirp4netns, nft): ${(err as Error).message}`, {
+          sessionId: o.sessionId,
+          cause: err,
+        });
+      }
+    }
     for (const pid of chain) {
       if (pid !== child.pid) guard.include(pid);
       try {
@@ -360,10 +375,16 @@ export class ShellProcess {
     return now.stdin === this.controlPipes.stdin && now.stdout === this.controlPipes.stdout;
   }
 
-  /** Bytes bash itself has read so far (`rchar` of /proc/<pid>/io), or undefined when /proc does not tell. */
+  /**
+   * Bytes bash's own thread has read so far (`rchar` of
+   * /proc/<pid>/task/<pid>/io), or undefined when /proc does not tell. Not
+   * /proc/<pid>/io: that total adds the reads of every child bash reaped, so
+   * a background job that read the control line in bash's place (and as
+   * many bytes again from /dev/zero) and exited would count as bash reading it.
+   */
   bytesRead(): number | undefined {
     try {
-      const m = /^rchar: (\d+)$/m.exec(fs.readFileSync(`/proc/${this.bashPid}/io`, 'utf8'));
+      const m = /^rchar: (\d+)$/m.exec(fs.readFileSync(`/proc/${this.bashPid}/task/${this.bashPid}/io`, 'utf8'));
       return m ? Number(m[1]) : undefined;
     } catch {
       return undefined;
@@ -478,6 +499,7 @@ export class ShellProcess {
     await raceTimeout(this.exited, KILL_MAX_MS);
     // The sentinel goes last and by SIGKILL: closing its pipe would make it act.
     this.sentinel?.kill('SIGKILL');
+    this.network?.kill('SIGKILL');
     this.child.stdin.destroy();
     this.child.stdout.destroy();
     this.child.stderr.destroy();

@@ -15,7 +15,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
+import { closeSessions, handOverTokens, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
 afterEach(async () => {
   await closeSessions();
@@ -40,10 +40,25 @@ test('a background job cannot steal and fake the result of the next command', as
   else expect(r).toMatchObject({ exitCode: 7, output: 'second\n' });
 }, 30_000);
 
-test("a command cannot forge its own end (status 0) while it still runs by restoring bash's fds 0/1 first", async () => {
+test("a background job that steals the next command cannot pass off its own reads, added to bash's when bash reaps it, as bash reading the line", async () => {
+  // Held by the per-thread count (/proc/<pid>/task/<pid>/io) in shell.ts bytesRead.
   const dir = tempDir();
   const s = await startSession({ cwd: dir, workspace: dir });
-  const r = await s.run(fixture('forge-own-end.sh'));
+  await s.run(fixture('steal-reaped-reads.sh'));
+  await new Promise((r) => setTimeout(r, 2000));
+  const r = await s.run('echo second; (exit 7)');
+  expect(r.output).not.toMatch(/FAKE/);
+  if (r.exitCode === null) expect(r.output).toMatch(/could not be confirmed|unknown/);
+  else expect(r).toMatchObject({ exitCode: 7, output: 'second\n' });
+}, 30_000);
+
+test("a command cannot forge its own end (status 0) while it still runs by restoring bash's fds 0/1 first", async () => {
+  const dir = tempDir();
+  const toks = path.join(dir, 'toks');
+  const s = await startSession({ cwd: dir, workspace: dir, env: { AJ_TOKS: toks } });
+  const running = s.run(fixture('forge-own-end.sh'));
+  await handOverTokens(s.bashPid, toks);
+  const r = await running;
   if (r.exitCode === null) expect(r.output).toMatch(/could not be confirmed|unknown/);
   else {
     expect(r.exitCode).toBe(1);

@@ -48,9 +48,9 @@ describe('the session environment', () => {
     expect(r.output).not.toMatch(/^BASH_ENV=/m);
     expect(r.output).toMatch(/^PATH=/m);
     expect(r.output).toMatch(/^HOME=/m);
-    expect((await s.run('cat /proc/$$/environ | tr "\\0" "\\n" | grep -c -E "^(ANTHROPIC_|TEMPORAL_|GITHUB_TOKEN)" || true')).output).toBe(
-      '0\n',
-    );
+    expect(
+      (await s.run('cat /proc/self/environ | tr "\\0" "\\n" | grep -c -E "^(ANTHROPIC_|TEMPORAL_|GITHUB_TOKEN)" || true')).output,
+    ).toBe('0\n');
   });
 
   test('known secret values are redacted from outputs, even when they leak another way', async () => {

@@ -111,3 +111,43 @@ export async function timed<T>(fn: () => Promise<T>): Promise<[T, number]> {
   const v = await fn();
   return [v, Date.now() - t];
 }
+
+/**
+ * Hands a command the tokens in its bash's heap, as the strongest attacker
+ * would have them: no process of the session can read bash's memory any
+ * more (its bash is non-dumpable: test/unit/attack/reach-into-bash.test.ts),
+ * so this test process (root, outside) reads `/proc/<bashPid>/mem` while the
+ * command runs and writes the tokens to `file`: status tokens
+ * (`AJ<32 hex>.noposix`) one per line, then housekeeping ones prefixed `hk:`.
+ * For the tests of what the worker does with a forged record that carries a
+ * real token. Resolves once written (or after `timeoutMs`).
+ */
+export async function handOverTokens(bashPid: number, file: string, timeoutMs = 5000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    try {
+      const heap = /^([0-9a-f]+)-([0-9a-f]+) .*\[heap\]$/m.exec(fs.readFileSync(`/proc/${bashPid}/maps`, 'utf8'));
+      if (heap) {
+        const start = parseInt(heap[1]!, 16);
+        const buf = Buffer.alloc(parseInt(heap[2]!, 16) - start);
+        const fd = fs.openSync(`/proc/${bashPid}/mem`, 'r');
+        try {
+          fs.readSync(fd, buf, 0, buf.length, start);
+        } finally {
+          fs.closeSync(fd);
+        }
+        const text = buf.toString('latin1');
+        const status = [...new Set(text.match(/AJ[0-9a-f]{32}[.]noposix/g) ?? [])];
+        const hk = [...new Set([...text.matchAll(/__aj_e (AJ[0-9a-f]{32})/g)].map((m) => `hk:${m[1]}`))];
+        if (status.length > 0) {
+          fs.writeFileSync(`${file}.part`, [...status, ...hk].join('\n') + '\n');
+          fs.renameSync(`${file}.part`, file);
+          return;
+        }
+      }
+    } catch {
+      /* bash not there yet */
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -5,8 +5,9 @@
  * must be honest: the real exit status, or `exitCode: null` with a note that
  * says the status is unknown; never a forged one.
  */
-import { BashSession } from '../../../src/session';
-import { closeSessions, removeTempDirs, startSession, tempDir } from './helpers';
+import * as path from 'node:path';
+import { BashSession, type CommandResult } from '../../../src/session';
+import { closeSessions, handOverTokens, removeTempDirs, startSession, tempDir } from './helpers';
 
 afterEach(async () => {
   await closeSessions();
@@ -97,17 +98,27 @@ describe('kind 4: state from earlier commands cannot change what the session run
 });
 
 /**
- * A bash one-liner for the strongest attacker (the same user as bash, no
- * yama): it reads bash's own heap through /proc/$$/mem, where the control
- * line being executed lies, and collects in $toks every status token found
- * there (the current command's among them: see the test that proves it).
+ * The strongest attacker holds the tokens in bash's heap. No process of the
+ * session can read it any more (bash is non-dumpable; see
+ * test/unit/attack/reach-into-bash.test.ts), so the test hands them over
+ * ({@link handOverTokens}) and the command waits for them in `$toks`: this
+ * tests the worker's second line, what it does with a forged record that
+ * carries a real token.
  */
-const FIND_TOKENS =
-  'read -r range _ < <(grep -F "[heap]" /proc/$$/maps); s=$((16#${range%-*})); e=$((16#${range#*-})); ' +
-  'toks=$(dd if=/proc/$$/mem bs=4096 skip=$((s/4096)) count=$(((e-s)/4096)) 2>/dev/null | grep -aoE "AJ[0-9a-f]{32}[.]noposix" | sort -u)';
+const FIND_TOKENS = 'until [ -s "$AJ_TOKS" ]; do sleep 0.02; done; toks=$(grep -v "^hk:" "$AJ_TOKS")';
 /** Forges a status record `status` on bash's saved descriptors (10 to 12: bash keeps its own stdout there during a command) for each token found by {@link FIND_TOKENS}. */
 const forge = (status: number): string =>
   `${FIND_TOKENS}; for t in $toks; do for fd in 10 11 12; do printf 'bash: line 1: /proc/%s.${status}.: No such file or directory\\n' "\${t%.noposix}" >&$fd; done; done 2>/dev/null`;
+
+/** Runs `command` in a fresh session with the tokens handed over to it (in $AJ_TOKS). */
+async function runWithTokens(command: string, options: { timeoutMs?: number } = {}): Promise<{ s: BashSession; r: CommandResult }> {
+  const dir = tempDir();
+  const toks = path.join(dir, 'toks');
+  const s = await startSession({ cwd: dir, workspace: dir, env: { AJ_TOKS: toks } });
+  const running = s.run(command, options);
+  await handOverTokens(s.bashPid, toks);
+  return { s, r: await running };
+}
 
 describe("kind 6: a command cannot forge its end-of-command record on the session's descriptors", () => {
   test("a fake record with a guessed token on bash's saved stdout (fd 11) is ignored: the command ends when it really ends", async () => {
@@ -121,15 +132,13 @@ describe("kind 6: a command cannot forge its end-of-command record on the sessio
     expect(r.output).toMatch(/real-end/);
   });
 
-  test("the attacker does find tokens in bash's memory", async () => {
-    const s = await startSession();
-    const r = await s.run(`${FIND_TOKENS}; echo "found:$toks"`);
+  test("the tokens handed over are the real ones (bash's heap holds them)", async () => {
+    const { r } = await runWithTokens(`${FIND_TOKENS}; echo "found:$toks"`);
     expect(r.output).toMatch(/^found:AJ[0-9a-f]{32}\.noposix/m);
   });
 
   test('with the real token, a forged status for a failing command is caught: two records, status unknown, shell restarted', async () => {
-    const s = await startSession();
-    const r = await s.run(`${forge(0)}; false`);
+    const { s, r } = await runWithTokens(`${forge(0)}; false`);
     expect(r.exitCode).toBeNull();
     expect(r.output).toMatch(/could not be confirmed .*2 end-of-command records/);
     expect(r.sessionRestarted).toBe(true);
@@ -137,8 +146,7 @@ describe("kind 6: a command cannot forge its end-of-command record on the sessio
   });
 
   test('with the real token, a forged end to escape the timeout is caught: the command does not count as ended', async () => {
-    const s = await startSession();
-    const r = await s.run(`${forge(0)}; sleep 30`, { timeoutMs: 20_000 });
+    const { s, r } = await runWithTokens(`${forge(0)}; sleep 30`, { timeoutMs: 20_000 });
     expect(r.exitCode).toBeNull();
     expect(r.output).toMatch(/could not be confirmed .*did not finish its bookkeeping/);
     expect(r.durationMs).toBeLessThan(10_000);
@@ -146,8 +154,7 @@ describe("kind 6: a command cannot forge its end-of-command record on the sessio
   });
 
   test("with the real token, forging and then closing bash's real stdout is caught (control pipes replaced)", async () => {
-    const s = await startSession();
-    const r = await s.run(`${forge(0)}; exec 10>/dev/null 11>/dev/null 12>/dev/null; false`);
+    const { s, r } = await runWithTokens(`${forge(0)}; exec 10>/dev/null 11>/dev/null 12>/dev/null; false`);
     expect(r.exitCode).toBeNull();
     expect(r.output).toMatch(/could not be confirmed/);
     expect((await s.run('echo ok')).output).toBe('ok\n');
