@@ -40,7 +40,7 @@ export interface SessionIdentity {
   user: string;
   uid: number;
   gid: number;
-  /** Set when this is the workspace's owner: its home directory (from passwd), which the sandbox hides. */
+  /** Set when this is the workspace's owner: its home directory (from passwd), which the sandbox hides (with `/run/user/<uid>`). */
   ownerHome?: string;
 }
 
@@ -140,17 +140,22 @@ export const OWNER_FALLBACK_GID = 65534;
  * `user` named, the workspace's owner when that is not root (its passwd
  * name, primary group and home; a uid with no passwd entry, as in a
  * container with a bind-mounted repository, gets the directory's group and
- * its uid as name; group 0 is replaced by {@link OWNER_FALLBACK_GID}). Else
- * {@link resolveIdentity}, and `acl` when that user is not the owner.
+ * its uid as name; group 0 is replaced by {@link OWNER_FALLBACK_GID}). Only
+ * in the sandbox, which hides the owner's home and runtime directory and
+ * every process: without it the owner's uid would hand bash the owner's
+ * whole account (its keys, its processes' environments, its agent sockets).
+ * Else {@link resolveIdentity}, and `acl` when that user is not the owner.
  * @param workspace the workspace with symlinks resolved (its owner is read with stat)
+ * @param sandboxed whether bash runs in the bwrap sandbox
  * @throws SessionStartError as {@link resolveIdentity}
  */
 export function workspaceIdentity(
   user: string | null | undefined,
   workspace: string,
+  sandboxed: boolean,
 ): { identity: SessionIdentity | null; access: WorkspaceAccess } {
   const st = statSync(workspace);
-  if (user === undefined && workerIsRoot() && st.uid !== 0) {
+  if (user === undefined && sandboxed && workerIsRoot() && st.uid !== 0) {
     const found = lookupUser(String(st.uid));
     const known = found?.uid === st.uid ? found : undefined;
     let gid = known ? known.gid : st.gid;

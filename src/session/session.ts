@@ -328,7 +328,8 @@ export class BashSession {
     this.network = options.network ?? false;
     this.workspace = options.workspace !== undefined ? path.resolve(options.workspace) : undefined;
     // The owner's home holds its keys and tokens: bash as the owner sees none of it (but the workspace, when it lies there).
-    this.hide = [...(options.hidePaths ?? []), ...defaultHiddenPaths(), ...(identity?.ownerHome ? [identity.ownerHome] : [])];
+    const ownerPaths = access === 'owner' && identity ? ownerPrivatePaths(identity) : [];
+    this.hide = [...(options.hidePaths ?? []), ...defaultHiddenPaths(), ...ownerPaths];
     // Another user gets a HOME it can write (the sandbox's private /tmp) and its own name.
     const identityEnv: Record<string, string> = identity ? { HOME: '/tmp', USER: identity.user, LOGNAME: identity.user } : {};
     // A workspace owned by another user: git refuses it ("dubious ownership") unless told it is safe. Command-scope
@@ -383,16 +384,16 @@ export class BashSession {
       throw new SessionStartError(`cannot start bash session: working directory ${cwd} does not exist or is not a directory`, {
         sessionId: options.id,
       });
+    const sandbox = resolveSandbox(options.sandbox);
     let identity: SessionIdentity | null;
     let access: WorkspaceAccess = 'none';
     if (options.workspace !== undefined) {
       const real = realWorkspace(path.resolve(options.workspace), options.id);
-      ({ identity, access } = workspaceIdentity(options.user, real));
+      ({ identity, access } = workspaceIdentity(options.user, real, sandbox.mode === 'bwrap'));
       if (access === 'acl') grantWorkspace(real, identity!, options.id);
     } else {
       identity = resolveIdentity(options.user);
     }
-    const sandbox = resolveSandbox(options.sandbox);
     if (sandbox.mode === 'none') {
       const blocked = unreachableAncestor(cwd, identity);
       if (blocked) {
@@ -1131,6 +1132,15 @@ function defaultHiddenPaths(): string[] {
 }
 
 /**
+ * What is the workspace owner's alone, hidden when bash runs as the owner: its home (keys,
+ * tokens, shell history) and its runtime directory (`/run/user/<uid>`: D-Bus, gpg and ssh
+ * agents, a rootless container socket), which would trust bash as the owner.
+ */
+function ownerPrivatePaths(identity: SessionIdentity): string[] {
+  return [...(identity.ownerHome ? [identity.ownerHome] : []), `/run/user/${identity.uid}`];
+}
+
+/**
  * The workspace with symlinks resolved.
  * @throws SessionStartError when it is missing or not a directory
  */
@@ -1158,8 +1168,11 @@ function grantWorkspace(real: string, identity: SessionIdentity, sessionId: stri
   // Its owner made it read-only: the session refuses it as the owner's own write would be (notWritableBy).
   if ((fs.statSync(real).mode & 0o200) === 0) return;
   const entry = `u:${identity.uid}:rwX`;
+  // A non-root owner (the no-sandbox case): what the session user creates stays editable by the owner.
+  const owner = fs.statSync(real).uid;
+  const ownerEntry = owner !== 0 && owner !== identity.uid ? `,d:u:${owner}:rwX` : '';
   try {
-    execFileSync('setfacl', ['-R', '-P', '-m', `${entry},d:${entry}`, '--', real], {
+    execFileSync('setfacl', ['-R', '-P', '-m', `${entry},d:${entry}${ownerEntry}`, '--', real], {
       env: MINIMAL_ENV,
       stdio: ['ignore', 'ignore', 'pipe'],
       timeout: 120_000,

@@ -177,6 +177,12 @@ d('a repository owned by a user other than root', () => {
     fs.writeFileSync(privateOther, 'OTHER-PRIVATE\n', { mode: 0o600 });
     fs.chownSync(privateOther, other.uid, other.gid);
     fs.chmodSync(other.home, 0o755);
+    // The owner's runtime directory (D-Bus, agents' sockets): a stand-in file there.
+    const runtime = `/run/user/${owner.uid}`;
+    const madeRuntime = !fs.existsSync(runtime);
+    fs.mkdirSync(runtime, { recursive: true });
+    fs.writeFileSync(path.join(runtime, 'bus'), 'OWNER-RUNTIME\n');
+    fs.chownSync(runtime, owner.uid, owner.gid);
     const saved = process.env.ANTHROPIC_API_KEY;
     process.env.ANTHROPIC_API_KEY = 'sk-ant-owner-test-secret';
     let s: BashSession;
@@ -199,14 +205,40 @@ d('a repository owned by a user other than root', () => {
         'cat /etc/shadow 2>&1 | grep -c root',
         'ls /root | wc -l',
         `touch ${parent}/escape 2>/dev/null && echo wrote || echo 1`,
+        `cat ${runtime}/bus 2>&1 | grep -c OWNER-RUNTIME`,
       ].join('; '),
     );
-    expect(r.output.split('\n').filter(Boolean)).toEqual(['0', '0', '0', '0', '0', '0', '0', '0', '0', '1']);
+    if (madeRuntime) fs.rmSync(runtime, { recursive: true, force: true });
+    else fs.rmSync(path.join(runtime, 'bus'), { force: true });
+    expect(r.output.split('\n').filter(Boolean)).toEqual(['0', '0', '0', '0', '0', '0', '0', '0', '0', '1', '0']);
     expect(fs.existsSync(path.join(parent, 'escape'))).toBe(false);
     // The editor too: the owner's key outside the workspace is refused.
     const v = await edit(s, { command: 'view', path: path.join(owner.home, '.ssh', 'id_test') });
     expect(v.isError).toBe(true);
     expect(v.text).not.toContain('OWNER-PRIVATE');
+  });
+});
+
+d('without the sandbox', () => {
+  test('bash runs as the session user, not the owner (whose whole account it would reach); the owner still edits what it makes, and git works', async () => {
+    const owner = ensureUser(OWNER);
+    const parent = fs.mkdtempSync(path.join('/var/tmp', 'aj-nosandbox-'));
+    try {
+      fs.chmodSync(parent, 0o755);
+      fs.chownSync(parent, owner.uid, owner.gid);
+      const ws = path.join(parent, 'repo');
+      expect(as(OWNER, ['git', 'init', '-q', ws]).status).toBe(0);
+      const s = await startSession({ cwd: ws, workspace: ws, sandbox: 'none' });
+      expect(s.user).toBe('agent-jobs');
+      const r = await s.run('echo made > made.txt && git add made.txt && git status --short && echo ok');
+      expect(r.output).toBe('A  made.txt\nok\n');
+      await s.close();
+      expect(fs.statSync(ws).uid).toBe(owner.uid);
+      expect(as(OWNER, ['sh', '-c', 'echo owner >> made.txt && git status --short'], ws)).toEqual({ status: 0, out: 'AM made.txt\n' });
+      expect(as(OWNER, ['rm', 'made.txt'], ws).status).toBe(0);
+    } finally {
+      fs.rmSync(parent, { recursive: true, force: true });
+    }
   });
 });
 
