@@ -126,6 +126,9 @@ d('a repository owned by a user other than root', () => {
     expect(work.output).not.toContain('dubious');
     expect(work.output).toContain('?? new.txt');
     expect(work.output).toContain('committed');
+    // An auto-approved read (runExact: its own sandbox, /home covered but the workspace) runs as the owner too.
+    const exact = await s.runExact(['stat', '-c', '%u %n', 'README.md'], { paths: ['README.md'] });
+    expect(exact.output).toBe(`${owner.uid} README.md\n`);
     const created = await edit(s, { command: 'create', path: 'edited.txt', fileText: 'by the editor\n' });
     expect(created.isError).toBe(false);
     const replaced = await edit(s, { command: 'str_replace', path: 'new.txt', oldStr: 'created', newStr: 'created and edited' });
