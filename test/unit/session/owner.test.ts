@@ -222,6 +222,27 @@ d('a repository owned by a user other than root', () => {
   });
 });
 
+d('a uid with no passwd entry (a repository bind-mounted into a container)', () => {
+  test('bash runs as that uid with the directory group; what it makes is that uid’s', async () => {
+    const uid = 4242;
+    expect(lookupUser(String(uid))).toBeUndefined();
+    const parent = fs.mkdtempSync(path.join('/var/tmp', 'aj-uid-'));
+    try {
+      fs.chmodSync(parent, 0o755);
+      const ws = path.join(parent, 'repo');
+      fs.mkdirSync(ws);
+      fs.chownSync(ws, uid, 4343);
+      const s = await startSession({ cwd: ws, workspace: ws });
+      expect(s.user).toBe(String(uid));
+      const r = await s.run('id -u; id -g; echo made > made.txt && git init -q . && git status --short');
+      expect(r.output).toBe(`${uid}\n4343\n?? made.txt\n`);
+      expect(fs.statSync(path.join(ws, 'made.txt'))).toMatchObject({ uid, gid: 4343 });
+    } finally {
+      fs.rmSync(parent, { recursive: true, force: true });
+    }
+  });
+});
+
 d('without the sandbox', () => {
   test('bash runs as the session user, not the owner (whose whole account it would reach); the owner still edits what it makes, and git works', async () => {
     const owner = ensureUser(OWNER);
