@@ -146,7 +146,12 @@ export async function startWorker(): Promise<RunningWorker> {
   }
   const inContainer = containerSandboxProblem(sandboxMode as SandboxMode | 'unavailable');
   if (inContainer) throw new Error(inContainer);
-  if (sessionUser) logger.info(`bash sessions run as user ${sessionUser} (no capabilities), sandbox ${sandboxMode}`);
+  if (sessionUser)
+    logger.info(
+      sandboxMode === 'bwrap'
+        ? `bash sessions run (no capabilities) as their workspace's owner, or as user ${sessionUser} where root owns it (granted by ACL entries), sandbox bwrap`
+        : `bash sessions run (no capabilities) as user ${sessionUser}, granted each workspace by ACL entries, sandbox ${sandboxMode}`,
+    );
   else
     logger.warn(
       `the worker is not root: bash sessions run as the worker's own user, which can read this process's memory and environment; sandbox ${sandboxMode}`,

@@ -585,7 +585,7 @@ export function createSessionActivities(deps: SessionActivityDeps) {
           BashSession.start({
             ...deps.sessionOptions,
             cwd: at,
-            // The run's directory is the agent's: writable in the sandbox, owned by the session user.
+            // The run's directory: writable in the sandbox; bash acts on it as its owner (never chowned; identity.ts).
             workspace: workdir,
             // Audit lines name their run.
             runId: input.workflowId,

@@ -2,9 +2,19 @@
  * Who a session's bash runs as, and keeping the worker's own memory out of
  * its reach.
  *
- * When the worker runs as root, bash runs as a dedicated unprivileged system
- * user (`agent-jobs`, or `AGENT_JOBS_SESSION_USER`) with no capabilities, no
- * supplementary groups and `no_new_privs` (setpriv, see shell.ts). A process
+ * When the worker runs as root, bash runs with no capabilities, no
+ * supplementary groups and `no_new_privs` (setpriv, see shell.ts) as:
+ * - the workspace's owner, when the session has a workspace owned by a
+ *   user other than root: files the agent creates are the owner's, git sees
+ *   a repository of its own user (no "dubious ownership"), and files the
+ *   owner adds during the run are editable ({@link workspaceIdentity});
+ * - otherwise (no workspace, a root-owned one, or `user` named) a dedicated
+ *   unprivileged system user (`agent-jobs`, or `AGENT_JOBS_SESSION_USER`),
+ *   given a workspace it does not own by ACL entries, never by a chown
+ *   (session.ts `prepareWorkspace`).
+ * Never as root: a root-owned workspace is not a reason to give the session
+ * uid 0 (without capabilities uid 0 still opens every root-owned file and
+ * socket by its owner bits). A process
  * of another uid without CAP_SYS_PTRACE cannot read the worker's
  * `/proc/<pid>/environ`, `mem` or `fd`, nor signal it. When the worker is
  * not root it cannot change uid: bash runs as the worker's own user, which
@@ -15,7 +25,7 @@
  * readable by its uid through `/proc/<pid>/environ` and `ps e`.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { SessionStartError } from './errors';
 
 /** The environment of every helper process the worker starts (sentinel, probes, mkfifo, chown, useradd). */
@@ -26,10 +36,16 @@ export const DEFAULT_SESSION_USER = 'agent-jobs';
 
 /** A user bash runs as. */
 export interface SessionIdentity {
+  /** User name (the uid in decimal when it has no passwd entry). */
   user: string;
   uid: number;
   gid: number;
+  /** Set when this is the workspace's owner: its home directory (from passwd), which the sandbox hides (with `/run/user/<uid>`). */
+  ownerHome?: string;
 }
+
+/** How a session gets to write its workspace: it owns it, it was given ACL entries on it, or nothing was needed (the worker's own user). */
+export type WorkspaceAccess = 'owner' | 'acl' | 'none';
 
 /** Name of the session user: `AGENT_JOBS_SESSION_USER`, default `agent-jobs`. */
 export function sessionUserName(env: NodeJS.ProcessEnv = process.env): string {
@@ -42,8 +58,8 @@ export function workerIsRoot(): boolean {
   return typeof process.getuid === 'function' && process.getuid() === 0;
 }
 
-/** Looks a user up through NSS (`getent passwd`); undefined when there is none. */
-export function lookupUser(name: string): SessionIdentity | undefined {
+/** Looks a user up through NSS (`getent passwd`, by name or by uid in decimal); undefined when there is none. */
+export function lookupUser(name: string): (SessionIdentity & { home: string }) | undefined {
   try {
     const line = execFileSync('getent', ['passwd', name], {
       env: MINIMAL_ENV,
@@ -54,8 +70,8 @@ export function lookupUser(name: string): SessionIdentity | undefined {
     const f = line.split(':');
     const uid = Number(f[2]);
     const gid = Number(f[3]);
-    if (f[0] !== name || !Number.isInteger(uid) || !Number.isInteger(gid)) return undefined;
-    return { user: name, uid, gid };
+    if ((f[0] !== name && f[2] !== name) || !Number.isInteger(uid) || !Number.isInteger(gid)) return undefined;
+    return { user: f[0]!, uid, gid, home: f[5] ?? '' };
   } catch {
     return undefined;
   }
@@ -94,8 +110,9 @@ export function ensureSessionUser(name: string = sessionUserName()): SessionIden
   }
   if (id.uid === 0 || id.gid === 0)
     throw new SessionStartError(`the session user ${name} has uid or gid 0; it must be an unprivileged user`);
-  ensured.set(name, id);
-  return id;
+  const found: SessionIdentity = { user: id.user, uid: id.uid, gid: id.gid };
+  ensured.set(name, found);
+  return found;
 }
 
 /**
@@ -113,6 +130,45 @@ export function resolveIdentity(user: string | null | undefined): SessionIdentit
     );
   }
   return ensureSessionUser(user ?? sessionUserName());
+}
+
+/** gid given to a workspace owner whose primary group (and the workspace's group) is root's: `nogroup`. */
+export const OWNER_FALLBACK_GID = 65534;
+
+/**
+ * The identity and access of a session with a workspace: as root with no
+ * `user` named, the workspace's owner when that is not root (its passwd
+ * name, primary group and home; a uid with no passwd entry, as in a
+ * container with a bind-mounted repository, gets the directory's group and
+ * its uid as name; group 0 is replaced by {@link OWNER_FALLBACK_GID}). Only
+ * in the sandbox, which hides the owner's home and runtime directory and
+ * every process: without it the owner's uid would hand bash the owner's
+ * whole account (its keys, its processes' environments, its agent sockets).
+ * Else {@link resolveIdentity}, and `acl` when that user is not the owner.
+ * @param workspace the workspace with symlinks resolved (its owner is read with stat)
+ * @param sandboxed whether bash runs in the bwrap sandbox
+ * @throws SessionStartError as {@link resolveIdentity}
+ */
+export function workspaceIdentity(
+  user: string | null | undefined,
+  workspace: string,
+  sandboxed: boolean,
+): { identity: SessionIdentity | null; access: WorkspaceAccess } {
+  const st = statSync(workspace);
+  if (user === undefined && sandboxed && workerIsRoot() && st.uid !== 0) {
+    const found = lookupUser(String(st.uid));
+    const known = found?.uid === st.uid ? found : undefined;
+    let gid = known ? known.gid : st.gid;
+    if (gid === 0) gid = st.gid !== 0 ? st.gid : OWNER_FALLBACK_GID;
+    const home = known?.home && known.home !== '/' ? known.home : undefined;
+    return {
+      identity: { user: known?.user ?? String(st.uid), uid: st.uid, gid, ...(home ? { ownerHome: home } : {}) },
+      access: 'owner',
+    };
+  }
+  const identity = resolveIdentity(user);
+  if (!identity) return { identity, access: 'none' };
+  return { identity, access: identity.uid === st.uid ? 'owner' : 'acl' };
 }
 
 /**

@@ -34,7 +34,7 @@ import {
   type WriteReply,
 } from './edit';
 import { EXACT_RUN_HIDDEN, resolveTrustedProgram, runExactProgram, staysInside, type ExactLauncher } from './exact';
-import { MINIMAL_ENV, resolveIdentity, type SessionIdentity } from './identity';
+import { MINIMAL_ENV, resolveIdentity, workspaceIdentity, type SessionIdentity, type WorkspaceAccess } from './identity';
 import { resolveSandbox, sandboxedSpawnArgs, sandboxView, unreachableAncestor, type SandboxMode, type SandboxOptions } from './sandbox';
 import { execFileSync } from 'node:child_process';
 import { raceTimeout } from './timing';
@@ -115,9 +115,13 @@ export interface BashSessionOptions {
   /** Keep the host's network in the sandbox (mode `bwrap`; `none` always has it). @default false */
   network?: boolean;
   /**
-   * The directory the session may write: bound read-write in the sandbox
-   * and, when bash runs as another user, given to that user (`chown -R` at
-   * start). Nothing else outside the sandbox's private /tmp is writable.
+   * The directory the session may write: bound read-write in the sandbox.
+   * As root, bash runs as its owner when that is not root (and `user` is
+   * not given), so files stay the owner's and git sees its own repository;
+   * otherwise the session user is granted it by ACL entries (`setfacl -R`,
+   * access and default: rwX for that uid) and git's `safe.directory` for it.
+   * No owner changes (identity.ts `workspaceIdentity`). Nothing else outside
+   * the sandbox's private /tmp is writable.
    * It is also what {@link BashSession.runExact}'s paths must stay inside.
    * @default none (a cwd alone is not made writable; runExact then uses the starting cwd)
    */
@@ -304,6 +308,8 @@ export class BashSession {
   private readonly seccompFilter: string | undefined;
   private readonly fifos: FifoPool;
   private readonly identity: SessionIdentity | null;
+  /** How bash gets to write the workspace (identity.ts). */
+  private readonly access: WorkspaceAccess;
   private readonly sandboxMode: { mode: SandboxMode; bwrap?: string };
   private readonly network: boolean;
   private readonly workspace: string | undefined;
@@ -327,6 +333,7 @@ export class BashSession {
     cwd: string,
     identity: SessionIdentity | null,
     sandbox: { mode: SandboxMode; bwrap?: string },
+    access: WorkspaceAccess,
   ) {
     this.id = options.id ?? randomUUID();
     this.options = {
@@ -342,12 +349,23 @@ export class BashSession {
     };
     this.limits = resolveLimits(options.limits);
     this.identity = identity;
+    this.access = access;
     this.sandboxMode = sandbox;
     this.network = options.network ?? false;
     this.workspace = options.workspace !== undefined ? path.resolve(options.workspace) : undefined;
-    this.hide = [...(options.hidePaths ?? []), ...defaultHiddenPaths()];
+    // The owner's home holds its keys and tokens: bash as the owner sees none of it (but the workspace, when it lies there).
+    const ownerPaths = access === 'owner' && identity ? ownerPrivatePaths(identity) : [];
+    this.hide = [...(options.hidePaths ?? []), ...defaultHiddenPaths(), ...ownerPaths];
     // Another user gets a HOME it can write (the sandbox's private /tmp) and its own name.
     const identityEnv: Record<string, string> = identity ? { HOME: '/tmp', USER: identity.user, LOGNAME: identity.user } : {};
+    // A workspace owned by another user: git refuses it ("dubious ownership") unless told it is safe. Command-scope
+    // config (GIT_CONFIG_COUNT) is protected configuration, which git reads safe.directory from (git-config(1)).
+    if (access === 'acl' && this.workspace)
+      Object.assign(identityEnv, {
+        GIT_CONFIG_COUNT: '1',
+        GIT_CONFIG_KEY_0: 'safe.directory',
+        GIT_CONFIG_VALUE_0: realDir(this.workspace),
+      });
     const built = buildSessionEnv({ extra: { ...identityEnv, ...options.env }, secretEnvNames: options.secretEnvNames });
     this.env = built.env;
     this.secrets = built.secrets;
@@ -394,9 +412,16 @@ export class BashSession {
       throw new SessionStartError(`cannot start bash session: working directory ${cwd} does not exist or is not a directory`, {
         sessionId: options.id,
       });
-    const identity = resolveIdentity(options.user);
     const sandbox = resolveSandbox(options.sandbox);
-    if (options.workspace !== undefined) prepareWorkspace(path.resolve(options.workspace), identity, options.id);
+    let identity: SessionIdentity | null;
+    let access: WorkspaceAccess = 'none';
+    if (options.workspace !== undefined) {
+      const real = realWorkspace(path.resolve(options.workspace), options.id);
+      ({ identity, access } = workspaceIdentity(options.user, real, sandbox.mode === 'bwrap'));
+      if (access === 'acl') grantWorkspace(real, identity!, options.id);
+    } else {
+      identity = resolveIdentity(options.user);
+    }
     if (sandbox.mode === 'none') {
       const blocked = unreachableAncestor(cwd, identity);
       if (blocked) {
@@ -408,7 +433,7 @@ export class BashSession {
         );
       }
     }
-    const session = new BashSession(options, cwd, identity, sandbox);
+    const session = new BashSession(options, cwd, identity, sandbox, access);
     const refused = session.cwdRefusal(cwd);
     if (refused) {
       fs.rmSync(session.tmpDir, { recursive: true, force: true });
@@ -448,7 +473,7 @@ export class BashSession {
     }
     if (workspace === undefined) return undefined;
     for (const dir of within(realDir(cwd), realDir(workspace)) ? [workspace, cwd] : [workspace]) {
-      const why = notWritableBy(dir, this.identity);
+      const why = notWritableBy(dir, this.identity, this.access === 'acl');
       if (why) return `the workspace must be writable, but ${this.user} cannot write ${dir} (${why})`;
     }
     return undefined;
@@ -1162,33 +1187,60 @@ function defaultHiddenPaths(): string[] {
 }
 
 /**
- * Gives the workspace to the session user (`chown -R`, symlinks themselves,
- * never followed): workspaces are the agent's. Nothing when bash runs as
- * the worker's own user.
- * @throws SessionStartError when it is missing, is `/`, or cannot be chowned
+ * What is the workspace owner's alone, hidden when bash runs as the owner: its home (keys,
+ * tokens, shell history) and its runtime directory (`/run/user/<uid>`: D-Bus, gpg and ssh
+ * agents, a rootless container socket), which would trust bash as the owner.
  */
-function prepareWorkspace(dir: string, identity: SessionIdentity | null, sessionId: string | undefined): void {
-  let real: string;
+function ownerPrivatePaths(identity: SessionIdentity): string[] {
+  return [...(identity.ownerHome ? [identity.ownerHome] : []), `/run/user/${identity.uid}`];
+}
+
+/**
+ * The workspace with symlinks resolved.
+ * @throws SessionStartError when it is missing or not a directory
+ */
+function realWorkspace(dir: string, sessionId: string | undefined): string {
   try {
-    real = fs.realpathSync(dir);
+    const real = fs.realpathSync(dir);
     if (!fs.statSync(real).isDirectory()) throw new Error('not a directory');
+    return real;
   } catch (err) {
     throw new SessionStartError(`cannot start bash session: workspace ${dir} is not a directory: ${(err as Error).message}`, { sessionId });
   }
-  if (!identity) return;
+}
+
+/**
+ * Lets the session user write a workspace it does not own (a root-owned
+ * one, or a `user` named): ACL entries `u:<uid>:rwX` and the same default
+ * entry on directories, so files others add later are writable too
+ * (`setfacl -R -P`: symlinks never followed). Owners and mode bits stay as
+ * they are; files the agent creates are the session user's, which the
+ * owner (root) edits and deletes as any. Idempotent.
+ * @throws SessionStartError when it is `/`, setfacl is missing (package `acl`), or the filesystem refuses ACLs
+ */
+function grantWorkspace(real: string, identity: SessionIdentity, sessionId: string | undefined): void {
   if (real === '/') throw new SessionStartError('cannot start bash session: the workspace must not be /', { sessionId });
+  // Its owner made it read-only: the session refuses it as the owner's own write would be (notWritableBy).
+  if ((fs.statSync(real).mode & 0o200) === 0) return;
+  const entry = `u:${identity.uid}:rwX`;
+  // A non-root owner (the no-sandbox case): what the session user creates stays editable by the owner.
+  const owner = fs.statSync(real).uid;
+  const ownerEntry = owner !== 0 && owner !== identity.uid ? `,d:u:${owner}:rwX` : '';
   try {
-    execFileSync('chown', ['-R', '-P', '--no-dereference', `${identity.uid}:${identity.gid}`, '--', real], {
+    execFileSync('setfacl', ['-R', '-P', '-m', `${entry},d:${entry}${ownerEntry}`, '--', real], {
       env: MINIMAL_ENV,
       stdio: ['ignore', 'ignore', 'pipe'],
       timeout: 120_000,
     });
   } catch (err) {
+    const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
     const stderr = String((err as { stderr?: Buffer }).stderr ?? '').trim();
-    throw new SessionStartError(`cannot give the workspace ${real} to ${identity.user}: ${stderr || (err as Error).message}`, {
-      sessionId,
-      cause: err,
-    });
+    throw new SessionStartError(
+      `cannot let ${identity.user} write the workspace ${real} (owned by uid ${fs.statSync(real).uid}): ${
+        missing ? 'setfacl is not installed (install the acl package)' : stderr || (err as Error).message
+      }; or give the workspace to a user other than root, whom bash then runs as`,
+      { sessionId, cause: err },
+    );
   }
 }
 
@@ -1211,7 +1263,7 @@ function within(p: string, dir: string): boolean {
  * kernel's answer for this process (a read-only filesystem, or this user's
  * own permissions), and for another user the mode bits that apply to it.
  */
-function notWritableBy(dir: string, identity: SessionIdentity | null): string | undefined {
+function notWritableBy(dir: string, identity: SessionIdentity | null, aclGranted = false): string | undefined {
   try {
     fs.accessSync(dir, fs.constants.W_OK);
   } catch (err) {
@@ -1219,6 +1271,9 @@ function notWritableBy(dir: string, identity: SessionIdentity | null): string | 
   }
   if (!identity) return undefined;
   const st = fs.statSync(dir);
+  // An ACL entry for the user was set where the owner may write (the group bits are then the ACL's mask, not the group's).
+  if (aclGranted)
+    return st.mode & 0o200 ? undefined : `mode ${(st.mode & 0o777).toString(8)}: its owner, uid ${st.uid}, cannot write it either`;
   const bit = st.uid === identity.uid ? 0o200 : st.gid === identity.gid ? 0o020 : 0o002;
   return st.mode & bit ? undefined : `mode ${(st.mode & 0o777).toString(8)}, owner uid ${st.uid}`;
 }

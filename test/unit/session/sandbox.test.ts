@@ -56,8 +56,9 @@ d('sandbox (bwrap) and identity: what a command cannot do', () => {
     expect(r.output).toBe(
       `${id.uid}\n${id.gid}\n${id.gid}\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nNoNewPrivs:\t1\n2\n`,
     );
-    // The workspace was given to it.
-    expect(fs.statSync(ws).uid).toBe(id.uid);
+    // The workspace (root's) keeps its owner; the session user was granted it by an ACL entry.
+    expect(fs.statSync(ws).uid).toBe(0);
+    expect(spawnSync('getfacl', ['-cpn', ws], { encoding: 'utf8' }).stdout).toContain(`user:${id.uid}:rwx`);
   });
 
   test("writing outside the workspace fails: /etc, the repository, /work, another session's workspace, the audit log", async () => {
