@@ -474,7 +474,10 @@ async function runIn(
   if ('needsApproval' in how) return notRun(session, how.needsApproval);
   const approvedByRule = 'rule' in how ? how.rule : undefined;
   // A command the read-only policy runs exactly cannot write; any other one may.
-  const checkpoint = input.checkpoint && !('exact' in how) ? await checkpointBefore(checkpointRoot, session, input.checkpoint, input) : undefined;
+  const checkpoint =
+    input.checkpoint && !('exact' in how) && !readOnly(input.command, session)
+      ? await checkpointBefore(checkpointRoot, session, input.checkpoint, input)
+      : undefined;
   let result: CommandResult;
   if ('exact' in how) {
     try {
@@ -517,6 +520,11 @@ async function runIn(
     ...(killedAtShutdownMs !== undefined ? { killedAtShutdownMs } : {}),
     ...(checkpoint ? { checkpoint } : {}),
   };
+}
+
+/** Whether the read-only policy would run `command` unasked (then it cannot write, and needs no checkpoint), whatever the run's approval mode. */
+function readOnly(command: string, session: BashSession): boolean {
+  return decideApproval(command, 'policy', { workspace: session.exactRoot, cwd: session.currentCwd() }).action === 'run';
 }
 
 /**
@@ -620,7 +628,11 @@ export function createSessionActivities(deps: SessionActivityDeps) {
         if (input.restore) {
           // Rewind / fork: the workspace goes back to the checkpoint before bash starts there.
           const restored = await restoreCheckpoint(input.restore.store, workdir, input.restore.id, input.restore.exclude);
-          log.info('workspace restored to a checkpoint', { id: input.restore.id, before: restored.before, changes: restored.changes.length });
+          log.info('workspace restored to a checkpoint', {
+            id: input.restore.id,
+            before: restored.before,
+            changes: restored.changes.length,
+          });
         }
         cwd = !input.restore && input.restoreCwd && (await isDirectory(input.restoreCwd)) ? input.restoreCwd : workdir;
         const stop = startHeartbeat();

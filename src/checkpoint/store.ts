@@ -48,7 +48,11 @@ export interface FileChange {
 /** The store of `workspace` under `root`: `<root>/<name>-<16 hex of sha256(real path)>.git`. */
 export async function storeFor(root: string, workspace: string): Promise<string> {
   const real = await realpath(workspace);
-  const name = path.basename(real).replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 40) || 'root';
+  const name =
+    path
+      .basename(real)
+      .replace(/[^A-Za-z0-9._-]/g, '_')
+      .slice(0, 40) || 'root';
   return path.join(root, `${name}-${createHash('sha256').update(real).digest('hex').slice(0, 16)}.git`);
 }
 
@@ -90,7 +94,9 @@ async function ensureStore(store: string): Promise<void> {
     // not there yet
   }
   await mkdir(path.dirname(store), { recursive: true, mode: 0o700 });
-  await run('git', ['init', '--bare', '-q', store], { env: { PATH: process.env.PATH, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' } });
+  await run('git', ['init', '--bare', '-q', store], {
+    env: { PATH: process.env.PATH, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' },
+  });
   await mkdir(path.join(store, 'info'), { recursive: true });
   // $GIT_DIR/info/attributes overrides every .gitattributes of the workspace.
   await writeFile(path.join(store, 'info', 'attributes'), '* -text -filter -ident -working-tree-encoding\n');

@@ -16,8 +16,7 @@ export interface CheckpointRequest {
 
 /** A checkpoint the worker took (in the tool call's answer, so in the history with its turn), or why none was. */
 export type CheckpointResult =
-  | { turn: number; id: string; store: string; workspace: string; bytes: number; files: number }
-  | { turn: number; skipped: string };
+  { turn: number; id: string; store: string; workspace: string; bytes: number; files: number } | { turn: number; skipped: string };
 
 /** A checkpoint the run holds, by turn (the first one taken in that turn: the workspace as it was before the turn's tools). */
 export interface CheckpointRecord {

@@ -14,7 +14,15 @@ import {
   DEFAULT_TRANSCRIPT_BUDGET_CHARS,
 } from '../config';
 import { DEFAULT_CHECKPOINT_MAX_BYTES } from './checkpoint';
-import { APPROVAL_MODES, DEFAULT_APPROVAL_MODE, THINKING_DISPLAYS, type AgentRunInput, type ApprovalMode, type CheckpointSettings, type ForkStart } from './index';
+import {
+  APPROVAL_MODES,
+  DEFAULT_APPROVAL_MODE,
+  THINKING_DISPLAYS,
+  type AgentRunInput,
+  type ApprovalMode,
+  type CheckpointSettings,
+  type ForkStart,
+} from './index';
 import { EFFORT_LEVELS, MAX_CONTEXT_WINDOW, capabilitiesOf, modelInfoOf, modelInfoSchema } from './models';
 import { CLIENT_TOOLS, DEFAULT_CLIENT_TOOLS, type ClientToolName } from './text-editor';
 import { APPROVAL_TIMEOUT_ACTIONS, DEFAULT_APPROVAL_TIMEOUT_ACTION, DEFAULT_ON_BUDGET, ON_BUDGET_ACTIONS } from './steering';

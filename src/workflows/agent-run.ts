@@ -216,8 +216,10 @@ async function awaitMessage(state: RunState): Promise<boolean> {
     if (state.pause !== null) {
       state.setStatus('paused');
       state.setDetails(`paused by ${state.pause.by ?? 'a person'} while waiting for the next message`);
-      await condition(() => state.pause === null || state.endRequestedBy !== null);
+      await condition(() => state.pause === null || state.endRequestedBy !== null || state.rewindAsked !== null);
       if (state.endRequestedBy !== null) return false;
+      // A rewind is applied during the pause (the next turn's start holds the run paused after it).
+      if (state.rewindAsked !== null) return true;
     }
     state.setStatus('awaiting_message');
     state.setDetails(`waiting for the next message: agent-jobs say ${workflowId} <text>; agent-jobs end ${workflowId} to finish`);

@@ -25,11 +25,15 @@ export function setRewindHandler(state: RunState): void {
 function validateRewind(state: RunState, req: RewindRequest): void {
   checkObject(req);
   checkBy(req.by);
-  if (state.result !== null) throw new RejectedRequest(`the run has ended (${state.result.status}); fork it instead: agent-jobs fork ${state.workflowId} --at-turn N`);
+  if (state.result !== null)
+    throw new RejectedRequest(
+      `the run has ended (${state.result.status}); fork it instead: agent-jobs fork ${state.workflowId} --at-turn N`,
+    );
   if (!Number.isInteger(req.toTurn) || req.toTurn < 1) throw new RejectedRequest('toTurn must be a turn number (1, 2, ...)');
   if (req.text !== undefined && (typeof req.text !== 'string' || req.text.length > MAX_MESSAGE_CHARS))
     throw new RejectedRequest(`text must be a string of at most ${MAX_MESSAGE_CHARS} characters`);
-  if (state.rewindAsked !== null) throw new RejectedRequest(`a rewind to turn ${state.rewindAsked.req.toTurn} is already waiting to be applied`);
+  if (state.rewindAsked !== null)
+    throw new RejectedRequest(`a rewind to turn ${state.rewindAsked.req.toTurn} is already waiting to be applied`);
   checkpointOf(state, req.toTurn);
   if (state.inflight !== null && (state.status === 'awaiting_approval' || state.status === 'paused'))
     throw new RejectedRequest(
@@ -102,7 +106,13 @@ export async function applyRewind(state: RunState, session: RunSession): Promise
   state.conversation.rewindTo(record.messageIndex);
   state.conversation.appendUserBlocks([{ type: 'text', text: rewindNote(req, req.toTurn) }]);
   state.checkpoints = state.checkpoints.filter((c) => c.turn <= req.toTurn);
-  const answer: RewindRecord = { toTurn: req.toTurn, checkpoint: record.id, droppedMessages: dropped, by: req.by, at: new Date().toISOString() };
+  const answer: RewindRecord = {
+    toTurn: req.toTurn,
+    checkpoint: record.id,
+    droppedMessages: dropped,
+    by: req.by,
+    at: new Date().toISOString(),
+  };
   state.rewinds.push(answer);
   state.rewindDone = { n, answer };
   log.info('rewound', { toTurn: req.toTurn, by: req.by, droppedMessages: dropped });
