@@ -5,11 +5,15 @@
  * checkpoints; the conversation is cut to what Claude had before the turn (the messages before it
  * byte for byte), and Claude is told.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pauseUpdate, resumeUpdate, endUpdate, type Message, type TextBlock } from '../../src/contract';
 import { rewindUpdate } from '../../src/contract/checkpoint';
 import type { ScriptContentBlock } from '../../src/model-server';
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { storeFor } from '../../src/checkpoint/store';
+import { cli } from './cli-process';
 import { TestBed, toolUse, waitFor } from './harness';
 import { rejected } from './steering-helpers';
 
@@ -103,5 +107,93 @@ describe('rewind', () => {
     await handle.executeUpdate(endUpdate, { args: [{ by: 'alice' }] });
     const result = await handle.result();
     expect(result.status).toBe('completed');
+  }, 180_000);
+
+  test('checkpoints lists what each turn changed, diff shows a turn, fork starts from a copy and leaves the original unchanged', async () => {
+    bed = await TestBed.create({
+      script: { responses: [turn(toolUse('toolu_a', 'echo a > a.txt')), turn(toolUse('toolu_b', 'echo b > b.txt; rm a.txt')), done] },
+    });
+    const handle = await bed.start({ task: 'files', approval: 'auto' }, 'rewind-fork-source');
+    expect((await handle.result()).status).toBe('completed');
+    const a = bed.address;
+    const ws = path.join(bed.workspaces, handle.workflowId);
+
+    const listed = await cli(a, 'checkpoints', handle.workflowId, '--json');
+    expect(listed.code).toBe(0);
+    const turns = JSON.parse(listed.stdout) as Array<{ turn: number; changes: Array<{ status: string; path: string }> }>;
+    expect(turns.map((t) => t.turn)).toEqual([1, 2]);
+    expect(turns[0]!.changes).toEqual([{ status: 'A', path: 'a.txt' }]);
+    expect(turns[1]!.changes).toEqual([
+      { status: 'D', path: 'a.txt' },
+      { status: 'A', path: 'b.txt' },
+    ]);
+    const text = await cli(a, 'checkpoints', handle.workflowId);
+    expect(text.stdout).toMatch(/turn 1 +checkpoint [0-9a-f]{12} +before toolu_a/);
+    expect(text.stdout).toContain('+ a.txt');
+    const diff = await cli(a, 'diff', handle.workflowId, '--turn', '2');
+    expect(diff.code).toBe(0);
+    expect(diff.stdout).toContain('--- a/a.txt');
+    expect(diff.stdout).toContain('+b');
+    const none = await cli(a, 'diff', handle.workflowId, '--turn', '3');
+    expect(none.code).not.toBe(0);
+    expect(none.stderr).toContain('turn 3 of');
+
+    const originalTranscript = JSON.stringify(await bed.transcript(handle));
+    const forkId = `${handle.workflowId}-fork`;
+    const forked = await cli(a, 'fork', handle.workflowId, '--at-turn', '2', '--id', forkId, '--say', 'try again', '--by', 'bob');
+    expect(forked.stderr).toBe('');
+    expect(forked.code).toBe(0);
+    const fork = bed.client.workflow.getHandle(forkId);
+    expect((await fork.result()).status).toBe('completed');
+    // The fork's first request: what turn 2 of the original was sent, then the note.
+    const sent = bed.sentMessages();
+    const original2 = sent[1]!;
+    const forkFirst = sent.find((m, i) => i > 2 && m.length === original2.length)!;
+    expect(JSON.stringify(forkFirst.slice(0, -1))).toBe(JSON.stringify(original2.slice(0, -1)));
+    expect(JSON.stringify(forkFirst.at(-1))).toContain('[forked by bob]');
+    expect(JSON.stringify(forkFirst.at(-1))).toContain('try again');
+    // Its workspace started as the copy of turn 2's checkpoint (a.txt there), which its own turn changed.
+    const forkTurns = JSON.parse((await cli(a, 'checkpoints', forkId, '--json')).stdout) as typeof turns;
+    expect(forkTurns[0]!.changes).toEqual(turns[1]!.changes);
+    // The original is untouched.
+    expect(readFileSync(path.join(ws, 'b.txt'), 'utf8')).toBe('b\n');
+    expect(existsSync(path.join(ws, 'a.txt'))).toBe(false);
+    expect(JSON.stringify(await bed.transcript(handle))).toBe(originalTranscript);
+  }, 180_000);
+
+  test('the checkpoint store cannot be read or changed from inside the session', async () => {
+    const workflowId = `it-rewind-attack-${process.pid}-${Date.now()}`;
+    // A checkpoint root outside the data dir: hidden because it is the checkpoint root, not by luck.
+    const outside = mkdtempSync(path.join(tmpdir(), 'agent-jobs-cp-'));
+    const root = path.join(outside, 'stores');
+    const ws = path.join(outside, 'ws');
+    mkdirSync(ws, { recursive: true });
+    const store = await storeFor(root, ws);
+    bed = await TestBed.create({
+      workerEnv: { AGENT_JOBS_CHECKPOINT_DIR: root },
+      script: {
+        responses: [
+          turn(toolUse('toolu_1', 'echo first > f.txt')),
+          turn(
+            toolUse(
+              'toolu_2',
+              `ls -la ${root} ${store}; cat ${store}/HEAD; git --git-dir=${store} log --all --oneline; echo pwned > ${store}/HEAD; rm -rf ${store}/objects; echo done`,
+            ),
+          ),
+          done,
+        ],
+      },
+    });
+    const handle = await bed.start({ task: 'attack', approval: 'auto', workdir: ws }, undefined, workflowId);
+    expect((await handle.result()).status).toBe('completed');
+    const out = JSON.stringify(bed.resultsSentIn(2));
+    expect(out).not.toContain('refs');
+    expect(out).not.toMatch(/[0-9a-f]{7} /);
+    // The store holds both checkpoints, untouched.
+    expect(readFileSync(path.join(store, 'HEAD'), 'utf8')).not.toContain('pwned');
+    const listed = JSON.parse((await cli(bed.address, 'checkpoints', workflowId, '--json')).stdout) as Array<{ changes: unknown[] }>;
+    expect(listed).toHaveLength(2);
+    expect(listed[0]!.changes).toEqual([{ status: 'A', path: 'f.txt' }]);
+    rmSync(outside, { recursive: true, force: true });
   }, 180_000);
 });
