@@ -144,6 +144,7 @@ describe('rewind', () => {
     expect(forked.stderr).toBe('');
     expect(forked.code).toBe(0);
     const fork = bed.client.workflow.getHandle(forkId);
+    bed.nameRun(fork, 'rewind-fork');
     expect((await fork.result()).status).toBe('completed');
     // The fork's first request: what turn 2 of the original was sent, then the note.
     const sent = bed.sentMessages();
