@@ -21,7 +21,6 @@ import {
   type AgentRunInput,
   type ApprovalMode,
   type CheckpointSettings,
-  type ForkStart,
 } from './index';
 import { EFFORT_LEVELS, MAX_CONTEXT_WINDOW, capabilitiesOf, modelInfoOf, modelInfoSchema } from './models';
 import { CLIENT_TOOLS, DEFAULT_CLIENT_TOOLS, type ClientToolName } from './text-editor';
@@ -243,7 +242,7 @@ export function resolveInput(
         maxBytes: i.checkpoints?.maxBytes ?? DEFAULT_CHECKPOINT_MAX_BYTES,
         exclude: i.checkpoints?.exclude ?? [],
       },
-      ...(i.fork !== undefined ? { fork: i.fork as ForkStart } : {}),
+      ...(i.fork !== undefined ? { fork: i.fork } : {}),
     },
   };
 }

@@ -13,6 +13,7 @@ import type { ScriptContentBlock } from '../../src/model-server';
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { storeFor } from '../../src/checkpoint/store';
+import type { agentRun } from '../../src/workflows';
 import { cli } from './cli-process';
 import { TestBed, toolUse, waitFor } from './harness';
 import { rejected } from './steering-helpers';
@@ -85,7 +86,7 @@ describe('rewind', () => {
     expect((await bed.status(handle)).session?.workerId).toBe(second.workerId);
 
     await handle.executeUpdate(resumeUpdate, { args: [{ by: 'alice' }] });
-    await waitFor('the model call after the rewind', async () => bed.sentMessages().length > sentBefore || null, 60_000);
+    await waitFor('the model call after the rewind', () => Promise.resolve(bed.sentMessages().length > sentBefore || null), 60_000);
     const before = bed.sentMessages()[1]!; // turn 2's request
     const after = bed.sentMessages()[sentBefore]!;
     expect(after.length).toBe(before.length);
@@ -143,7 +144,7 @@ describe('rewind', () => {
     const forked = await cli(a, 'fork', handle.workflowId, '--at-turn', '2', '--id', forkId, '--say', 'try again', '--by', 'bob');
     expect(forked.stderr).toBe('');
     expect(forked.code).toBe(0);
-    const fork = bed.client.workflow.getHandle(forkId);
+    const fork = bed.client.workflow.getHandle<typeof agentRun>(forkId);
     bed.nameRun(fork, 'rewind-fork');
     expect((await fork.result()).status).toBe('completed');
     // The fork's first request: what turn 2 of the original was sent, then the note.

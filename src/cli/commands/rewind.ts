@@ -120,7 +120,8 @@ export function registerRewind(program: Command): void {
     )
     .argument('<workflowId>')
     .requiredOption('--turn <n>', 'the turn (as `status` and `checkpoints` number them)', positiveInt)
-    .action(async (workflowId: string, opts: { turn: number }) => {
+    .option('--json', 'print {"turn","checkpoint","to","changes","diff"}')
+    .action(async (workflowId: string, opts: { turn: number; json?: boolean }) => {
       await withClient(async (jobs) => {
         const entries = turnsOf(await jobs.run(workflowId).timeline());
         const i = entries.findIndex((e) => e.kind === 'checkpoint' && e.turn === opts.turn);
@@ -130,7 +131,10 @@ export function registerRewind(program: Command): void {
         requireStore(cp);
         const end = await endOf(entries, i);
         if ('unknown' in end) throw new CliError(`the changes of turn ${opts.turn} are not known: ${end.unknown}`);
-        process.stdout.write(await diffBetween(cp.store, cp.id, end.to));
+        const diff = await diffBetween(cp.store, cp.id, end.to);
+        if (opts.json)
+          return printJson({ turn: cp.turn, checkpoint: cp.id, to: end.to, changes: await changesBetween(cp.store, cp.id, end.to), diff });
+        process.stdout.write(diff);
       });
     });
 
