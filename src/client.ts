@@ -63,6 +63,8 @@ import {
   endUpdate,
   extendUpdate,
   foldCallInputs,
+  applyDelta,
+  emptyConversation,
   isText,
   isToolUse,
   normalizeUsage,
@@ -1161,6 +1163,42 @@ export class RunHandle {
       run = h.continuedFrom;
     }
     return runs.flat();
+  }
+
+  /**
+   * The parts of the conversation a rewind dropped, oldest first: for each, the index of its
+   * first message and the messages as they were (still in the history: the `callClaude` inputs
+   * before the rewind). Read from the chain's histories; no worker needed.
+   * @throws HistoryUnreadableError when the histories do not chain
+   */
+  async rewoundBranches(): Promise<Array<{ from: number; messages: Message[] }>> {
+    const { runId } = await this.describe();
+    const runs: ConversationPart[][] = [];
+    let run: string | null = runId;
+    const seen = new Set<string>();
+    while (run !== null && !seen.has(run)) {
+      seen.add(run);
+      const h = await readTimeline(this.jobs.temporal, this.workflowId, run);
+      runs.unshift(h.calls);
+      run = h.continuedFrom;
+    }
+    const branches: Array<{ from: number; messages: Message[] }> = [];
+    let conversation = emptyConversation();
+    for (const call of runs.flat()) {
+      if (call.messages !== undefined) {
+        const folded = foldCallInputs([call]);
+        if (folded.ok) conversation = folded.conversation;
+        continue;
+      }
+      const delta = call.transcript;
+      if (!delta) continue;
+      // A change that drops an assistant answer is a rewind (an in-place change touches only the last user message).
+      const dropped = conversation.messages.slice(delta.from);
+      if (dropped.some((m) => m.role === 'assistant')) branches.push({ from: delta.from, messages: dropped });
+      const problem = applyDelta(conversation, delta);
+      if (problem !== null) throw new HistoryUnreadableError(this.workflowId, problem);
+    }
+    return branches;
   }
 
   /**

@@ -105,6 +105,14 @@ describe('rewind', () => {
       60_000,
     );
     expect(readFileSync(path.join(ws, 'keep.txt'), 'utf8')).toBe('three\n');
+    // What the rewind dropped stays readable: transcript --all shows turn 2's first answer and turn 3's edits.
+    const all = await cli(bed.address, 'transcript', handle.workflowId, '--all', '--json');
+    const { rewound } = JSON.parse(all.stdout) as { rewound: Array<{ from: number; messages: Message[] }> };
+    expect(rewound).toHaveLength(1);
+    expect(rewound[0]!.from).toBe(2);
+    expect(JSON.stringify(rewound[0]!.messages)).toContain('toolu_3e');
+    const listed = await cli(bed.address, 'checkpoints', handle.workflowId);
+    expect(listed.stdout).toContain('rewound to turn 2 by alice');
     await handle.executeUpdate(endUpdate, { args: [{ by: 'alice' }] });
     const result = await handle.result();
     expect(result.status).toBe('completed');
