@@ -118,6 +118,25 @@ describe('rewind', () => {
     expect(result.status).toBe('completed');
   }, 180_000);
 
+  test('a rewind asked while a command runs waits for it, then applies before the next model call', async () => {
+    bed = await TestBed.create({
+      script: { responses: [turn(toolUse('toolu_x', 'echo x > x.txt')), turn(toolUse('toolu_y', 'sleep 2; echo y > y.txt')), done] },
+    });
+    const handle = await bed.start({ task: 'slow', approval: 'auto' }, 'rewind-mid-command');
+    const ws = path.join(bed.workspaces, handle.workflowId);
+    await waitFor('the slow command to run', () => Promise.resolve(bed.sentMessages().length >= 2 || null), 60_000);
+    const answer = await handle.executeUpdate(rewindUpdate, { args: [{ toTurn: 1, by: 'alice', text: 'again' }] });
+    // Answered once the command had finished and turn 2's results were in: [task, a1, u1, a2, u2] cut to [task].
+    expect(answer).toMatchObject({ toTurn: 1, droppedMessages: 4 });
+    await waitFor('the model call after the rewind', () => Promise.resolve(bed.sentMessages().length >= 3 || null), 60_000);
+    const afterRewind = bed.sentMessages()[2]!;
+    expect(afterRewind).toHaveLength(1);
+    expect(JSON.stringify(afterRewind[0])).toContain('[rewound by alice]');
+    expect((await handle.result()).status).toBe('completed');
+    expect(readFileSync(path.join(ws, 'y.txt'), 'utf8')).toBe('y\n');
+    expect(bed.audit().filter((a) => a.command === 'sleep 2; echo y > y.txt' && a.exitCode === 0)).toHaveLength(2);
+  }, 180_000);
+
   test('checkpoints lists what each turn changed, diff shows a turn, fork starts from a copy and leaves the original unchanged', async () => {
     bed = await TestBed.create({
       script: { responses: [turn(toolUse('toolu_a', 'echo a > a.txt')), turn(toolUse('toolu_b', 'echo b > b.txt; rm a.txt')), done] },
