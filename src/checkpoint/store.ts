@@ -174,7 +174,11 @@ export async function takeCheckpoint(
     return { skipped: `the workspace holds more than ${options.maxBytes} bytes (the checkpoint cap); no checkpoint was taken` };
   const store = await storeFor(root, workspace);
   await ensureStore(store);
-  const tree = await withIndex(store, (index) => writeTree(store, workspace, exclude, index));
+  // A persistent private index: git re-reads only the files whose stat changed since the last checkpoint.
+  // Taken by another checkpoint of the same workspace right now (index.lock): a fresh one instead.
+  const tree = await writeTree(store, workspace, exclude, path.join(store, 'checkpoint-index')).catch(() =>
+    withIndex(store, (index) => writeTree(store, workspace, exclude, index)),
+  );
   const id = (await git(store, ['commit-tree', tree, '-m', message])).trim();
   // A ref keeps the commit from any later gc of the store.
   await git(store, ['update-ref', `refs/checkpoints/${id}`, id]);
