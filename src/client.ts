@@ -63,6 +63,8 @@ import {
   endUpdate,
   extendUpdate,
   foldCallInputs,
+  applyDelta,
+  emptyConversation,
   isText,
   isToolUse,
   normalizeUsage,
@@ -96,6 +98,7 @@ import { displayCommand, oneLineSummary, pendingApproval, shortHash, type Comman
 import { capabilitiesOf, contextStrategyOf, contextWindowOf } from './contract/models';
 import { fromSearchText } from './contract/search-text';
 import { sha256 } from './contract/sha256';
+import { rewindUpdate, type CheckpointResult, type RewindAnswer, type RewindRequest } from './contract/checkpoint';
 import { temporalSettings, temporalUiUrl, workflowUiUrl, type TemporalSettings } from './settings';
 import { dataConverterFromEnv } from './codec';
 import type { agentRun } from './workflows';
@@ -1132,6 +1135,98 @@ export class RunHandle {
     return this.update(extendUpdate, { by: options.by ?? defaultBy(), ...amounts }, 'the budget extension', sendOptions(options));
   }
 
+  /**
+   * Rewinds the run to just before turn `toTurn`'s model call (docs/rewind.md): its workspace is
+   * restored to that turn's checkpoint, the conversation cut there, Claude told (with `text`).
+   * Applied at the next turn start: the answer comes once it is (a running command is waited for).
+   * @throws what {@link update} throws (UpdateRejectedError: no checkpoint for the turn, a decision pending mid-turn)
+   */
+  async rewind(toTurn: number, text: string | undefined, options: SendOptions = {}): Promise<RewindAnswer> {
+    const req: RewindRequest = { toTurn, by: options.by ?? defaultBy(), ...(text !== undefined ? { text } : {}) };
+    return this.update(rewindUpdate, req, `the rewind to turn ${toTurn}`, sendOptions(options));
+  }
+
+  /**
+   * The run's checkpoints and rewinds in the order they happened, read from the histories of
+   * its chain (no worker needed; open and closed runs alike).
+   * @throws WorkflowNotFoundError for an unknown id
+   */
+  async timeline(): Promise<TimelineEntry[]> {
+    const { runId } = await this.describe();
+    const runs: TimelineEntry[][] = [];
+    let run: string | null = runId;
+    const seen = new Set<string>();
+    while (run !== null && !seen.has(run)) {
+      seen.add(run);
+      const h = await readTimeline(this.jobs.temporal, this.workflowId, run);
+      runs.unshift(h.entries);
+      run = h.continuedFrom;
+    }
+    return runs.flat();
+  }
+
+  /**
+   * The parts of the conversation a rewind dropped, oldest first: for each, the index of its
+   * first message and the messages as they were (still in the history: the `callClaude` inputs
+   * before the rewind). Read from the chain's histories; no worker needed.
+   * @throws HistoryUnreadableError when the histories do not chain
+   */
+  async rewoundBranches(): Promise<Array<{ from: number; messages: Message[] }>> {
+    const { runId } = await this.describe();
+    const runs: ConversationPart[][] = [];
+    let run: string | null = runId;
+    const seen = new Set<string>();
+    while (run !== null && !seen.has(run)) {
+      seen.add(run);
+      const h = await readTimeline(this.jobs.temporal, this.workflowId, run);
+      runs.unshift(h.calls);
+      run = h.continuedFrom;
+    }
+    const branches: Array<{ from: number; messages: Message[] }> = [];
+    let conversation = emptyConversation();
+    for (const call of runs.flat()) {
+      if (call.messages !== undefined) {
+        const folded = foldCallInputs([call]);
+        if (folded.ok) conversation = folded.conversation;
+        continue;
+      }
+      const delta = call.transcript;
+      if (!delta) continue;
+      // A change that drops an assistant answer is a rewind (an in-place change touches only the last user message).
+      const dropped = conversation.messages.slice(delta.from);
+      if (dropped.some((m) => m.role === 'assistant')) branches.push({ from: delta.from, messages: dropped });
+      const problem = applyDelta(conversation, delta);
+      if (problem !== null) throw new HistoryUnreadableError(this.workflowId, problem);
+    }
+    return branches;
+  }
+
+  /**
+   * The conversation Claude was sent at turn `turn`'s model call, folded from the chain's
+   * `callClaude` inputs (what a fork starts from), and the input of the run's latest execution.
+   * @throws HistoryUnreadableError when the histories do not chain or no call had that turn
+   */
+  async conversationAt(turn: number): Promise<{ messages: Message[]; input: AgentRunInput | null }> {
+    const { runId } = await this.describe();
+    let input: AgentRunInput | null = null;
+    const runs: ConversationPart[][] = [];
+    let run: string | null = runId;
+    const seen = new Set<string>();
+    while (run !== null && !seen.has(run)) {
+      seen.add(run);
+      const h = await readTimeline(this.jobs.temporal, this.workflowId, run);
+      runs.unshift(h.calls);
+      input ??= h.input;
+      run = h.continuedFrom;
+    }
+    const calls = runs.flat() as Array<ConversationPart & { turn?: number }>;
+    const at = calls.findIndex((c) => c.turn === turn);
+    if (at < 0) throw new HistoryUnreadableError(this.workflowId, `no model call of turn ${turn} in its history`);
+    const folded = foldCallInputs(calls.slice(0, at + 1));
+    if (!folded.ok) throw new HistoryUnreadableError(this.workflowId, folded.problem);
+    return { messages: folded.conversation.messages, input };
+  }
+
   /** The run's approval rules, oldest first (the status query: an open run's worker answers). */
   async rules(): Promise<ApprovalRule[]> {
     return (await this.queryStatus()).rules ?? [];
@@ -1374,4 +1469,84 @@ async function closedConversation(
     durationsMs: latest.durationsMs,
     ...(open ? { incomplete: 'the results of the last tool calls were added after the last model call and are not in the history' } : {}),
   };
+}
+
+/** A checkpoint or a rewind of a run, as its history has it (`agent-jobs checkpoints`). */
+export type TimelineEntry =
+  | { kind: 'checkpoint'; turn: number; id: string; store: string; workspace: string; toolUseId: string; at: string }
+  | { kind: 'rewind'; toTurn: number; by: string; text?: string; droppedMessages: number; at: string };
+
+/**
+ * One execution's checkpoints (from the `runCommand` / `runEdit` answers) and applied rewinds
+ * (completed `rewind` Updates), in history order, and its `callClaude` inputs with their turn.
+ */
+async function readTimeline(
+  client: Client,
+  workflowId: string,
+  runId: string,
+): Promise<{ entries: TimelineEntry[]; calls: ConversationPart[]; continuedFrom: string | null; input: AgentRunInput | null }> {
+  let input: AgentRunInput | null = null;
+  const entries: TimelineEntry[] = [];
+  const calls: ConversationPart[] = [];
+  let continuedFrom: string | null = null;
+  const tools = new Map<string, string>();
+  const rewinds = new Map<string, RewindRequest>();
+  const { payloadConverter, payloadCodecs } = client.options.loadedDataConverter;
+  const decode = async <T>(payload: Payload): Promise<T> => {
+    let decoded = [payload];
+    for (const codec of [...payloadCodecs].reverse()) decoded = await codec.decode(decoded);
+    return payloadConverter.fromPayload<T>(decoded[0]!);
+  };
+  let nextPageToken: Uint8Array | undefined;
+  do {
+    const page = await client.workflowService.getWorkflowExecutionHistory({
+      namespace: client.options.namespace,
+      execution: { workflowId, runId },
+      ...(nextPageToken ? { nextPageToken } : {}),
+    });
+    for (const event of page.history?.events ?? []) {
+      const at = new Date(msOf(event.eventTime)).toISOString();
+      if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED) {
+        continuedFrom = event.workflowExecutionStartedEventAttributes?.continuedExecutionRunId || null;
+        const first = event.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+        if (first) input = await decode<AgentRunInput>(first);
+      } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) {
+        const attrs = event.activityTaskScheduledEventAttributes;
+        const type = attrs?.activityType?.name ?? '';
+        const payload = attrs?.input?.payloads?.[0];
+        if (type === CALL_CLAUDE && payload) calls.push(await decode<ConversationPart>(payload));
+        if ((type === RUN_COMMAND || type === 'runEdit') && payload)
+          tools.set(String(event.eventId), (await decode<{ toolUseId: string }>(payload)).toolUseId);
+      } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) {
+        const attrs = event.activityTaskCompletedEventAttributes;
+        const toolUseId = tools.get(String(attrs?.scheduledEventId));
+        const payload = attrs?.result?.payloads?.[0];
+        if (toolUseId === undefined || !payload) continue;
+        const cp = (await decode<{ checkpoint?: CheckpointResult }>(payload)).checkpoint;
+        if (cp && 'id' in cp)
+          entries.push({ kind: 'checkpoint', turn: cp.turn, id: cp.id, store: cp.store, workspace: cp.workspace, toolUseId, at });
+      } else if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED) {
+        const req = event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest;
+        const arg = req?.input?.args?.payloads?.[0];
+        if (req?.input?.name === rewindUpdate.name && arg && req.meta?.updateId)
+          rewinds.set(req.meta.updateId, await decode<RewindRequest>(arg));
+      } else if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED) {
+        const attrs = event.workflowExecutionUpdateCompletedEventAttributes;
+        const req = rewinds.get(attrs?.meta?.updateId ?? '');
+        const success = attrs?.outcome?.success?.payloads?.[0];
+        if (!req || !success) continue;
+        const answer = await decode<RewindAnswer>(success);
+        entries.push({
+          kind: 'rewind',
+          toTurn: answer.toTurn,
+          by: answer.by,
+          droppedMessages: answer.droppedMessages,
+          ...(req.text !== undefined ? { text: req.text } : {}),
+          at,
+        });
+      }
+    }
+    nextPageToken = page.nextPageToken && page.nextPageToken.length > 0 ? page.nextPageToken : undefined;
+  } while (nextPageToken);
+  return { entries, calls, continuedFrom, input };
 }

@@ -41,6 +41,11 @@ export function auditLogPath(env: NodeJS.ProcessEnv = process.env): string {
   return path.resolve(env.AGENT_JOBS_AUDIT_LOG ?? path.join(dataDir(env), 'audit.jsonl'));
 }
 
+/** Root of the checkpoint stores (one bare git repository per workspace: docs/rewind.md). `AGENT_JOBS_CHECKPOINT_DIR`, default `<data>/checkpoints`. Hidden from every session. */
+export function checkpointRoot(env: NodeJS.ProcessEnv = process.env): string {
+  return path.resolve(env.AGENT_JOBS_CHECKPOINT_DIR ?? path.join(dataDir(env), 'checkpoints'));
+}
+
 /**
  * More paths the session sandbox hides (empty tmpfs over directories, an
  * empty file over files) besides the data dir, workspace root, audit log,
@@ -57,12 +62,12 @@ export function sandboxHiddenPaths(env: NodeJS.ProcessEnv = process.env): string
 
 /**
  * Every path a worker's sessions must not see: the data dir, the workspace root, the audit log,
- * this project's folder, the codec keys (`AGENT_JOBS_CODEC_KEYS`, a file or a directory that may
+ * this project's folder, the checkpoint stores, the codec keys (`AGENT_JOBS_CODEC_KEYS`, a file or a directory that may
  * lie anywhere; the default one is in the data dir), and {@link sandboxHiddenPaths}.
  */
 export function sessionHiddenPaths(env: NodeJS.ProcessEnv = process.env): string[] {
   const keys = env.AGENT_JOBS_CODEC_KEYS ? [path.resolve(env.AGENT_JOBS_CODEC_KEYS)] : [];
-  return [dataDir(env), workspaceRoot(env), auditLogPath(env), PROJECT_ROOT, ...keys, ...sandboxHiddenPaths(env)];
+  return [dataDir(env), workspaceRoot(env), auditLogPath(env), checkpointRoot(env), PROJECT_ROOT, ...keys, ...sandboxHiddenPaths(env)];
 }
 
 /**

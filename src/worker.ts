@@ -62,6 +62,7 @@ import {
   temporalSettings,
   workerId as pickWorkerId,
   workspaceRoot,
+  checkpointRoot,
 } from './settings';
 import { connect, ensureSearchAttributes, type AgentJobsClient } from './client';
 import { sessionClosingSignal } from './contract';
@@ -191,6 +192,7 @@ export async function startWorker(): Promise<RunningWorker> {
     workerId: id,
     taskQueue: queue,
     workspaceRoot: workspaceRoot(),
+    checkpointRoot: checkpointRoot(),
     sessionOptions: {
       auditLog: auditLogPath(),
       secretEnvNames: secretNames,

@@ -16,6 +16,8 @@ import { BashSession, ExactRefusedError, SessionCwdError, type BashSessionOption
 import { decideApproval, matchEditRule, matchRule } from '../policy';
 import { TEXT_EDITOR_MAX_CHARACTERS, editRuleSubject, editRuleWords, type RunEditInput, type RunEditOutput } from '../contract/text-editor';
 import type { EditGate, ProposedEdit } from '../session';
+import { restoreCheckpoint, takeCheckpoint } from '../checkpoint/store';
+import type { CheckpointRequest, CheckpointResult } from '../contract/checkpoint';
 import { sha256Hex } from '../session/edit';
 import {
   COMMAND_FAILED,
@@ -330,6 +332,8 @@ export interface SessionActivityDeps {
   taskQueue: string;
   /** Root of the default per-run working directories. */
   workspaceRoot: string;
+  /** Root of the checkpoint stores (`AGENT_JOBS_CHECKPOINT_DIR`). */
+  checkpointRoot: string;
   /** Options every new session gets (audit log, limits, secret names, output cap). */
   sessionOptions: Omit<BashSessionOptions, 'cwd' | 'id'>;
 }
@@ -463,11 +467,17 @@ async function runIn(
   session: BashSession,
   input: RunCommandInput,
   signal: AbortSignal,
+  checkpointRoot: string,
 ): Promise<RunCommandOutput> {
   const ctx = Context.current();
   const how = input.autoApprove === undefined ? { shell: true as const } : judge(input, session);
   if ('needsApproval' in how) return notRun(session, how.needsApproval);
   const approvedByRule = 'rule' in how ? how.rule : undefined;
+  // A command the read-only policy runs exactly cannot write; any other one may.
+  const checkpoint =
+    input.checkpoint && !('exact' in how) && !readOnly(input.command, session)
+      ? await checkpointBefore(checkpointRoot, session, input.checkpoint, input)
+      : undefined;
   let result: CommandResult;
   if ('exact' in how) {
     try {
@@ -508,7 +518,43 @@ async function runIn(
     ...(approvedByRule !== undefined ? { approvedByRule } : {}),
     ...(registry.draining ? { workerClosing: true as const } : {}),
     ...(killedAtShutdownMs !== undefined ? { killedAtShutdownMs } : {}),
+    ...(checkpoint ? { checkpoint } : {}),
   };
+}
+
+/** Whether the read-only policy would run `command` unasked (then it cannot write, and needs no checkpoint), whatever the run's approval mode. */
+function readOnly(command: string, session: BashSession): boolean {
+  return decideApproval(command, 'policy', { workspace: session.exactRoot, cwd: session.currentCwd() }).action === 'run';
+}
+
+/**
+ * Records the session's workspace before a tool call that may write (src/checkpoint). A failure
+ * does not stop the tool call: the answer says no checkpoint was taken, and why.
+ */
+async function checkpointBefore(
+  root: string,
+  session: BashSession,
+  req: CheckpointRequest,
+  call: { workflowId: string; toolUseId: string },
+): Promise<CheckpointResult> {
+  const started = Date.now();
+  try {
+    const taken = await takeCheckpoint(
+      root,
+      session.exactRoot,
+      { maxBytes: req.maxBytes, exclude: req.exclude },
+      `${call.workflowId} turn ${req.turn} before ${call.toolUseId}`,
+    );
+    if ('skipped' in taken) {
+      log.warn('no checkpoint', { toolUseId: call.toolUseId, reason: taken.skipped });
+      return { turn: req.turn, skipped: taken.skipped };
+    }
+    log.info('checkpoint taken', { toolUseId: call.toolUseId, id: taken.id, files: taken.files, ms: Date.now() - started });
+    return { turn: req.turn, ...taken };
+  } catch (err) {
+    log.warn('checkpoint failed', { toolUseId: call.toolUseId, error: (err as Error).message });
+    return { turn: req.turn, skipped: `the checkpoint failed: ${(err as Error).message.split('\n')[0]}` };
+  }
 }
 
 /**
@@ -579,7 +625,16 @@ export function createSessionActivities(deps: SessionActivityDeps) {
           ? path.resolve(deps.workspaceRoot, input.workdir)
           : path.join(deps.workspaceRoot, workspaceFolderName(input.workflowId));
         await makeDirectory(workdir);
-        cwd = input.restoreCwd && (await isDirectory(input.restoreCwd)) ? input.restoreCwd : workdir;
+        if (input.restore) {
+          // Rewind / fork: the workspace goes back to the checkpoint before bash starts there.
+          const restored = await restoreCheckpoint(input.restore.store, workdir, input.restore.id, input.restore.exclude);
+          log.info('workspace restored to a checkpoint', {
+            id: input.restore.id,
+            before: restored.before,
+            changes: restored.changes.length,
+          });
+        }
+        cwd = !input.restore && input.restoreCwd && (await isDirectory(input.restoreCwd)) ? input.restoreCwd : workdir;
         const stop = startHeartbeat();
         const start = (at: string): Promise<BashSession> =>
           BashSession.start({
@@ -670,7 +725,7 @@ export function createSessionActivities(deps: SessionActivityDeps) {
       const tracked = registry.trackCommand();
       const signal = AbortSignal.any([commandCancellation(ctx, record.claimed, input.toolUseId), tracked.signal]);
       try {
-        const output = await runIn(registry, session, input, signal);
+        const output = await runIn(registry, session, input, signal, deps.checkpointRoot);
         if (output.needsApproval !== undefined) record.release();
         else record.finish(output);
         return output;
@@ -699,6 +754,10 @@ export function createSessionActivities(deps: SessionActivityDeps) {
       const tracked = registry.trackCommand();
       const started = Date.now();
       try {
+        const checkpoint =
+          input.checkpoint && input.edit.command !== 'view'
+            ? await checkpointBefore(deps.checkpointRoot, session, input.checkpoint, input)
+            : undefined;
         const out = await session.edit(input.edit, editGate(input), {
           maxCharacters: TEXT_EDITOR_MAX_CHARACTERS,
           ruleSubject: editRuleSubject,
@@ -713,6 +772,8 @@ export function createSessionActivities(deps: SessionActivityDeps) {
           durationMs: Date.now() - started,
           ...(out.needsApproval ? { needsApproval: out.needsApproval } : {}),
           ...(out.approvedByRule !== undefined ? { approvedByRule: out.approvedByRule } : {}),
+          // Nothing was written while a person decides: the approved edit takes its own checkpoint.
+          ...(checkpoint && !out.needsApproval ? { checkpoint } : {}),
         };
       } finally {
         tracked.end();

@@ -12,6 +12,7 @@ import { registerStart } from './commands/start';
 import { registerStatus } from './commands/status';
 import { registerSteer } from './commands/steer';
 import { registerPending } from './commands/pending';
+import { registerRewind } from './commands/rewind';
 import { registerTranscript } from './commands/transcript';
 import { registerWatch } from './commands/watch';
 import { registerWorker } from './commands/worker';
@@ -31,6 +32,7 @@ export function buildProgram(): Command {
   registerWatch(program);
   registerList(program);
   registerTranscript(program);
+  registerRewind(program);
   registerCancel(program);
   registerWorker(program);
   registerServer(program);

@@ -16,6 +16,7 @@
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { CarriedConversation, ConversationPart, TranscriptDelta } from './conversation';
 import type { ContextStrategy, Effort, ModelInfo } from './models';
+import type { CheckpointRecord, CheckpointRequest, CheckpointResult, RestoreRequest, RewindRecord } from './checkpoint';
 import type {
   ApprovalRule,
   ApprovalTimeoutAction,
@@ -29,6 +30,7 @@ import type {
 
 export * from './steering';
 export * from './conversation';
+export * from './checkpoint';
 
 /** `{"type": "text"}` content block. */
 export interface TextBlock {
@@ -187,6 +189,13 @@ export interface AgentRunInput {
   contextWindow?: number;
   /** The model's entry (window, prices, 1-hour TTL), resolved by `start` from the built-in table and `AGENT_JOBS_MODELS`. @default the built-in table's entry, else the fallback (src/contract/models.ts) */
   modelInfo?: ModelInfo;
+  /**
+   * Checkpoints of the workspace before every tool call that may write (docs/rewind.md).
+   * @default enabled, cap {@link DEFAULT_CHECKPOINT_MAX_BYTES}, no excludes
+   */
+  checkpoints?: CheckpointSettings;
+  /** A fork: the run starts from this conversation and this checkpoint as its workspace (`agent-jobs fork`). */
+  fork?: ForkStart;
   /** `max_tokens` of each model call (the API's per-response cap). @default 4096 */
   maxTokens?: number;
   /** System prompt. @default a short prompt describing the bash tool and the workspace */
@@ -350,6 +359,25 @@ export interface SessionRef {
   closing?: string;
 }
 
+/** The run's checkpoint settings (see {@link AgentRunInput.checkpoints}). */
+export interface CheckpointSettings {
+  /** @default true */
+  enabled?: boolean;
+  /** Largest workspace recorded, in bytes of regular files; past it a tool call runs without a checkpoint (and says so in its answer). */
+  maxBytes?: number;
+  /** Names (any path segment) or workspace-relative paths left out of every checkpoint; no glob characters. @default [] */
+  exclude?: string[];
+}
+
+/** Where a fork starts: the run and turn it was forked from, the conversation before that turn's model call, the checkpoint. */
+export interface ForkStart {
+  fromWorkflowId: string;
+  atTurn: number;
+  /** The conversation before turn `atTurn`'s model call, byte for byte, then what the person said (the first user message is the task's). */
+  messages: Message[];
+  checkpoint: RestoreRequest;
+}
+
 /** Answer of the `status` query. */
 export interface StatusView {
   workflowId: string;
@@ -435,6 +463,10 @@ export interface CarriedState {
   limits?: BudgetLimits;
   /** ISO-8601 workflow time the first run of the chain started, for `maxDuration` (absent when carried by older workers). */
   startedAt?: string;
+  /** The run's checkpoints by turn (absent when carried by older workers). */
+  checkpoints?: CheckpointRecord[];
+  /** Rewinds applied (absent when carried by older workers). */
+  rewinds?: RewindRecord[];
 }
 
 // ---------------------------------------------------------------------------
@@ -534,6 +566,8 @@ export interface OpenSessionInput {
   restoreCwd?: string;
   /** The run asked for network access in its sandbox. @default false */
   network?: boolean;
+  /** Restore this checkpoint into the workspace before bash starts (rewind, fork); the session starts in the workspace. */
+  restore?: RestoreRequest;
 }
 
 export type OpenSessionOutput = SessionRef;
@@ -566,6 +600,8 @@ export interface RunCommandInput {
    * @default 1
    */
   dispatch?: number;
+  /** Take a checkpoint of the workspace first when the command may write (not run exactly by the read-only policy). */
+  checkpoint?: CheckpointRequest;
 }
 
 /** Input of `commandOutcome`: which dispatch of which command (see {@link RunCommandInput.dispatch}). */
@@ -627,6 +663,8 @@ export interface RunCommandOutput {
    * grace in ms. `output` holds what it printed until then.
    */
   killedAtShutdownMs?: number;
+  /** The checkpoint taken before the command ran (asked with `checkpoint`), or why none was. */
+  checkpoint?: CheckpointResult;
 }
 
 /** Input of `restartSession` / `closeSession`. */

@@ -13,7 +13,15 @@ import {
   DEFAULT_MODEL,
   DEFAULT_TRANSCRIPT_BUDGET_CHARS,
 } from '../config';
-import { APPROVAL_MODES, DEFAULT_APPROVAL_MODE, THINKING_DISPLAYS, type AgentRunInput, type ApprovalMode } from './index';
+import { DEFAULT_CHECKPOINT_MAX_BYTES } from './checkpoint';
+import {
+  APPROVAL_MODES,
+  DEFAULT_APPROVAL_MODE,
+  THINKING_DISPLAYS,
+  type AgentRunInput,
+  type ApprovalMode,
+  type CheckpointSettings,
+} from './index';
 import { EFFORT_LEVELS, MAX_CONTEXT_WINDOW, capabilitiesOf, modelInfoOf, modelInfoSchema } from './models';
 import { CLIENT_TOOLS, DEFAULT_CLIENT_TOOLS, type ClientToolName } from './text-editor';
 import { APPROVAL_TIMEOUT_ACTIONS, DEFAULT_APPROVAL_TIMEOUT_ACTION, DEFAULT_ON_BUDGET, ON_BUDGET_ACTIONS } from './steering';
@@ -92,6 +100,32 @@ export const agentRunInputSchema = z
       .optional(),
     contextWindow: z.number().int().min(1_024).max(MAX_CONTEXT_WINDOW).optional(),
     modelInfo: modelInfoSchema.optional(),
+    checkpoints: z
+      .object({
+        enabled: z.boolean().optional(),
+        maxBytes: z.number().int().min(0).optional(),
+        exclude: z
+          .array(
+            z
+              .string()
+              .min(1)
+              .regex(/^[^*?[\\\]:]+$/, 'an exclude is a name or a workspace-relative path, without glob characters or colons')
+              .refine((e) => !e.startsWith('/') && !e.split('/').includes('..'), 'an exclude is relative to the workspace, without ..'),
+          )
+          .max(100)
+          .optional(),
+      })
+      .strict()
+      .optional(),
+    fork: z
+      .object({
+        fromWorkflowId: z.string().min(1),
+        atTurn: z.number().int().min(1),
+        messages: z.array(z.any()).min(1),
+        checkpoint: z.object({ store: z.string().min(1), id: z.string().regex(/^[0-9a-f]{40}$/), exclude: z.array(z.string()) }).strict(),
+      })
+      .strict()
+      .optional(),
   })
   .strict()
   .superRefine((i, ctx) => {
@@ -125,10 +159,12 @@ type OptionalFields =
   | 'webSearch'
   | 'webFetch'
   | 'contextWindow'
-  | 'modelInfo';
+  | 'modelInfo'
+  | 'fork';
 
 /** The input with every default applied. */
-export type ResolvedInput = Required<Omit<AgentRunInput, OptionalFields>> & Pick<AgentRunInput, OptionalFields>;
+export type ResolvedInput = Required<Omit<AgentRunInput, OptionalFields | 'checkpoints'>> &
+  Pick<AgentRunInput, OptionalFields> & { checkpoints: Required<CheckpointSettings> };
 
 /** Default system prompt of a run with bash alone: how the bash tool behaves here. MAINTENANCE: byte-identical to what runs started before the editor were sent. */
 export const DEFAULT_SYSTEM_PROMPT = [
@@ -201,6 +237,12 @@ export function resolveInput(
       ...(i.webFetch !== undefined ? { webFetch: i.webFetch } : {}),
       ...(i.contextWindow !== undefined ? { contextWindow: i.contextWindow } : {}),
       ...(i.modelInfo !== undefined ? { modelInfo: i.modelInfo } : {}),
+      checkpoints: {
+        enabled: i.checkpoints?.enabled ?? true,
+        maxBytes: i.checkpoints?.maxBytes ?? DEFAULT_CHECKPOINT_MAX_BYTES,
+        exclude: i.checkpoints?.exclude ?? [],
+      },
+      ...(i.fork !== undefined ? { fork: i.fork } : {}),
     },
   };
 }

@@ -8,6 +8,7 @@
  * (read 2026-12-02; what the page does not say is listed as NOT FOUND in docs/text-editor.md).
  */
 import type { RuleToMatch, ServerToolName } from './index';
+import type { CheckpointRequest, CheckpointResult } from './checkpoint';
 
 /** Tool type of the text editor for Claude 4.x and later models (docs, "Model compatibility"). */
 export const TEXT_EDITOR_TYPE = 'text_editor_20250728';
@@ -166,6 +167,8 @@ export interface RunEditInput {
   rules?: RuleToMatch[];
   /** The SHA-256 of the review text a person approved: the edit is applied only when the one made now is that one. */
   approvedSha256?: string;
+  /** Take a checkpoint of the workspace first when the edit changes a file (every command but `view`). */
+  checkpoint?: CheckpointRequest;
 }
 
 /** Output of `runEdit`. */
@@ -184,4 +187,6 @@ export interface RunEditOutput {
   /** Id of the approval rule that let the change be applied unasked. */
   approvedByRule?: number;
   durationMs: number;
+  /** The checkpoint taken before the change was written (asked with `checkpoint`), or why none was. */
+  checkpoint?: CheckpointResult;
 }

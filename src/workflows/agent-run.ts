@@ -49,6 +49,7 @@ import { RunState } from './run-state';
 import { RunSession } from './session';
 import { drainMessages, safePoint, setSteeringHandlers } from './steering';
 import { runToolUses } from './tool-use';
+import { applyRewind, setRewindHandler } from './rewind';
 import { pairingProblem, textOf, withoutEmptyText } from './transcript';
 
 /**
@@ -91,6 +92,7 @@ export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState):
   setDecideHandler(state);
   setSteeringHandlers(state);
   setBudgetHandler(state);
+  setRewindHandler(state);
   setHandler(statusQuery, () => state.statusView());
   setHandler(transcriptQuery, (from = 0) => state.transcriptView(from));
   state.publish();
@@ -128,7 +130,12 @@ function validInput(raw: AgentRunInput, carried: CarriedState | undefined): Reso
  * @returns how the run ends, or null to go on
  */
 async function takeTurn(state: RunState, session: RunSession): Promise<RunEnd | null> {
-  await safePoint(state);
+  // A rewind asked while paused here is applied at once; the run stays paused after it.
+  for (;;) {
+    await safePoint(state, () => state.rewindAsked !== null);
+    if (state.rewindAsked === null) break;
+    await applyRewind(state, session);
+  }
   const overBudget = await checkBudgets(state);
   if (overBudget) return overBudget;
   const maxTurns = state.limits.maxTurns;
@@ -186,6 +193,11 @@ async function endOfTurn(state: RunState, text: string): Promise<RunEnd | null> 
   }
   if (!state.input.chat) return { status: 'completed', text };
   if (!(await awaitMessage(state))) return ending();
+  // A rewind woke the wait: the next turn applies it (queued messages wait for the turn after).
+  if (state.rewindAsked !== null && state.queued.length === 0) {
+    state.setStatus('running');
+    return null;
+  }
   state.conversation.appendUserBlocks(drainMessages(state));
   state.setStatus('running');
   return null;
@@ -199,13 +211,15 @@ async function endOfTurn(state: RunState, text: string): Promise<RunEnd | null> 
  */
 async function awaitMessage(state: RunState): Promise<boolean> {
   const { workflowId, input } = state;
-  const wanted = (): boolean => state.queued.length > 0 || state.endRequestedBy !== null;
+  const wanted = (): boolean => state.queued.length > 0 || state.endRequestedBy !== null || state.rewindAsked !== null;
   for (;;) {
     if (state.pause !== null) {
       state.setStatus('paused');
       state.setDetails(`paused by ${state.pause.by ?? 'a person'} while waiting for the next message`);
-      await condition(() => state.pause === null || state.endRequestedBy !== null);
+      await condition(() => state.pause === null || state.endRequestedBy !== null || state.rewindAsked !== null);
       if (state.endRequestedBy !== null) return false;
+      // A rewind is applied during the pause (the next turn's start holds the run paused after it).
+      if (state.rewindAsked !== null) return true;
     }
     state.setStatus('awaiting_message');
     state.setDetails(`waiting for the next message: agent-jobs say ${workflowId} <text>; agent-jobs end ${workflowId} to finish`);
@@ -213,7 +227,7 @@ async function awaitMessage(state: RunState): Promise<boolean> {
       summary: 'chat: waiting for the next message',
     });
     if (state.endRequestedBy !== null || !woke) return false;
-    if (state.queued.length > 0) return true;
+    if (state.queued.length > 0 || state.rewindAsked !== null) return true;
   }
 }
 

@@ -36,8 +36,16 @@ export class ConversationLog {
    * @param task the first user message of a fresh run
    * @param carried a continued run's state; or a legacy carried transcript (whole, never sent as a delta)
    */
-  constructor(task: string, carried?: CarriedConversation | { legacyTranscript: Message[] }) {
-    if (carried === undefined) {
+  constructor(task: string, carried?: CarriedConversation | { legacyTranscript: Message[] } | { forkMessages: Message[] }) {
+    if (carried !== undefined && 'forkMessages' in carried) {
+      // A fork starts with the conversation it was forked at, all of it new to this run's workers.
+      this.messages = carried.forkMessages.map((m) => ({ ...m }));
+      this.base = 0;
+      this.digests = [GENESIS_DIGEST];
+      this.sentLength = 0;
+      this.clearedBefore = 0;
+      this.toolUsesBefore = 0;
+    } else if (carried === undefined) {
       this.messages = [{ role: 'user', content: task }];
       this.base = 0;
       this.digests = [GENESIS_DIGEST];
@@ -83,6 +91,23 @@ export class ConversationLog {
     const before: ContentBlock[] = typeof last.content === 'string' ? [{ type: 'text', text: last.content }] : last.content;
     this.changed(this.length - 1);
     last.content = [...before, ...blocks];
+  }
+
+  /**
+   * Drops every message from `index` (whole conversation) on: a rewind. The messages before it
+   * stay byte for byte (the prompt cache still hits); the next request sends the change from there.
+   * @throws Error when `index` is before `base` (those messages are not held here) or past the end
+   */
+  rewindTo(index: number): void {
+    if (index < this.base || index > this.length) throw new Error(`cannot rewind to message ${index} (held: ${this.base}..${this.length})`);
+    this.extendDigests();
+    this.messages.length = index - this.base;
+    this.digests.length = index - this.base + 1;
+    this.sentLength = Math.min(this.sentLength, index);
+    this.dirtyFrom = Math.min(this.dirtyFrom, index);
+    this.clearedBefore = Math.min(this.clearedBefore, index);
+    // The token count of the last request no longer describes a prefix of this conversation.
+    this.previous = null;
   }
 
   /** Records that message `index` (whole conversation) changed in place. */

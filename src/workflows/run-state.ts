@@ -27,6 +27,7 @@ import type {
   Usage,
 } from '../contract';
 import type { ResolvedInput } from '../contract/input';
+import type { CheckpointRecord, CheckpointResult, RestoreRequest, RewindRecord, RewindRequest } from '../contract/checkpoint';
 import { toSearchText } from '../contract/search-text';
 import { AGENT_AWAITING, AGENT_AWAITING_SINCE, AGENT_COST_USD, AGENT_STATUS, AGENT_TOKENS, AGENT_TURNS } from '../config';
 import { commandSummary, editSummary } from '../contract/display';
@@ -108,6 +109,12 @@ export class RunState {
   limits: BudgetLimits;
   /** ISO-8601 workflow time the first run of the chain started (the `maxDuration` budget counts from it). */
   readonly startedAt: string;
+  /** The first checkpoint of each turn of the conversation as it stands (rewind.ts); turns a rewind dropped are gone from it. */
+  checkpoints: CheckpointRecord[];
+  /** Rewinds applied, oldest first. */
+  rewinds: RewindRecord[];
+  /** A checkpoint the next session opened restores first (a fork's workspace), or null. */
+  pendingRestore: RestoreRequest | null;
 
   // ---- this workflow execution only ----
   /** What the status query and the `AgentStatus` search attribute say. */
@@ -136,6 +143,11 @@ export class RunState {
   durations: Record<string, number> = {};
   /** The model's window, prices and 1-hour TTL (src/contract/models.ts `modelInfoOf`). */
   readonly model: ModelInfo;
+  /** A rewind asked and not applied yet (the loop applies it before the next model call: rewind.ts), with its number. */
+  rewindAsked: { req: RewindRequest; n: number } | null = null;
+  /** Rewinds asked in this execution (numbers them), and the number and answer (or failure) of the last one applied. */
+  rewindsAsked = 0;
+  rewindDone: { n: number; answer?: RewindRecord; error?: string } | null = null;
 
   /**
    * @param input the validated input, every default applied
@@ -149,8 +161,16 @@ export class RunState {
   ) {
     this.conversation = new ConversationLog(
       input.task,
-      carried?.conversation ?? (carried?.transcript !== undefined ? { legacyTranscript: carried.transcript } : undefined),
+      carried?.conversation ??
+        (carried?.transcript !== undefined
+          ? { legacyTranscript: carried.transcript }
+          : input.fork && carried === undefined
+            ? { forkMessages: input.fork.messages }
+            : undefined),
     );
+    this.checkpoints = carried?.checkpoints ?? [];
+    this.rewinds = carried?.rewinds ?? [];
+    this.pendingRestore = carried === undefined && input.fork ? input.fork.checkpoint : null;
     this.turns = carried?.turns ?? 0;
     // Older workers carried only input and output tokens.
     this.usage = normalizeUsage(carried?.usage);
@@ -193,7 +213,20 @@ export class RunState {
       queuedMessages: this.queued,
       limits: this.limits,
       startedAt: this.startedAt,
+      ...(this.checkpoints.length > 0 ? { checkpoints: this.checkpoints } : {}),
+      ...(this.rewinds.length > 0 ? { rewinds: this.rewinds } : {}),
     };
+  }
+
+  /**
+   * Keeps a checkpoint a tool call's answer carried, when it is the first of its turn (the
+   * workspace as it was before the turn's tools). The turn's assistant message is the last one
+   * held while its tools run.
+   */
+  recordCheckpoint(toolUseId: string, result: CheckpointResult | undefined): void {
+    if (!result || !('id' in result) || this.checkpoints.some((c) => c.turn === result.turn)) return;
+    const { turn, id, store, workspace } = result;
+    this.checkpoints.push({ turn, id, store, workspace, toolUseId, messageIndex: this.conversation.length - 1 });
   }
 
   /** The messages the workflow holds (from `conversation.base` on; all of them before any continue-as-new). */

@@ -28,6 +28,7 @@ import {
 } from '../contract';
 import { commandDetails, commandSummary, editSummary } from '../contract/display';
 import type { EditRequest, RunEditOutput } from '../contract/text-editor';
+import type { CheckpointRequest, RestoreRequest } from '../contract/checkpoint';
 import {
   COMMAND_TIMEOUT_SLACK_MS,
   OPEN_SESSION_ACTIVITY_OPTIONS,
@@ -69,6 +70,20 @@ export const WORKER_DRAIN_PATCH = 'move-off-draining-worker';
  * started is never sent again; the worker gives up one it never saw.
  */
 export const SLOW_WORKER_PATCH = 'slow-worker-is-not-lost';
+
+/**
+ * patched() id: before every tool call that may write (a command the read-only policy does not
+ * run exactly, an edit other than `view`), the worker records the workspace (src/checkpoint) and
+ * the answer carries the checkpoint, which the run keeps by turn (rewind, fork: docs/rewind.md).
+ */
+export const CHECKPOINT_PATCH = 'workspace-checkpoints';
+
+/** The checkpoint a tool call of the current turn asks for, when the run takes them. */
+function checkpointAsk(state: RunState): { checkpoint?: CheckpointRequest } {
+  const c = state.input.checkpoints;
+  if (!c.enabled || !patched(CHECKPOINT_PATCH)) return {};
+  return { checkpoint: { turn: state.turns, maxBytes: c.maxBytes, exclude: c.exclude } };
+}
 
 /** What Claude is told the session closed for when the worker's answer gave no reason. */
 const SHUT_DOWN = 'its worker was shut down';
@@ -132,6 +147,7 @@ export class RunSession {
       toolUseId,
       ...(autoApprove ? { autoApprove } : {}),
       ...(autoApprove ? rulesFor(state) : {}),
+      ...checkpointAsk(state),
     };
     const options = { startToCloseTimeout: timeoutMs + COMMAND_TIMEOUT_SLACK_MS, summary };
     try {
@@ -151,6 +167,7 @@ export class RunSession {
         out = waited.out;
       }
       if (out.needsApproval !== undefined) return { needsApproval: out.needsApproval };
+      state.recordCheckpoint(toolUseId, out.checkpoint);
       session.cwd = out.cwd;
       state.recordDuration(toolUseId, out.durationMs);
       let outcome: ToolOutcome = commandOutcome(out, timeoutMs);
@@ -195,7 +212,7 @@ export class RunSession {
     state.setDetails(`text editor: ${edit.command} ${commandDetails(edit.path)}`);
     const summary = editSummary(edit.command, edit.path, state.conversation.toolUseOrdinal(toolUseId));
     try {
-      return await onQueue(session.taskQueue).runEdit.executeWithOptions({ summary }, [
+      const out = await onQueue(session.taskQueue).runEdit.executeWithOptions({ summary }, [
         {
           sessionId: session.sessionId,
           workflowId: state.workflowId,
@@ -204,8 +221,11 @@ export class RunSession {
           ...(opts.autoApprove ? { autoApprove: opts.autoApprove } : {}),
           ...(opts.autoApprove ? rulesFor(state) : {}),
           ...(opts.approvedSha256 !== undefined ? { approvedSha256: opts.approvedSha256 } : {}),
+          ...(edit.command !== 'view' ? checkpointAsk(state) : {}),
         },
       ]);
+      state.recordCheckpoint(toolUseId, out.checkpoint);
+      return out;
     } catch (err) {
       if (isCancellation(err)) throw err;
       const loss = sessionLoss(err);
@@ -269,19 +289,36 @@ export class RunSession {
     log.info('bash session closing: its worker is shutting down', { sessionId: signal.sessionId, workerId: signal.workerId });
   }
 
-  /** Opens a session on the shared queue; the worker that takes it holds it. `restoreCwd`: where to start when it still exists. */
-  private async open(restoreCwd: string | undefined): Promise<SessionRef> {
+  /**
+   * A rewind's session: closes the current one (its processes must not write on), then opens a
+   * new one whose worker first restores the workspace to `restore`.
+   * @throws the open's failure (the workspace may or may not have been restored; the caller says so)
+   */
+  async reopenRestored(restore: RestoreRequest): Promise<SessionRef> {
+    await this.close();
+    return this.open(undefined, restore);
+  }
+
+  /**
+   * Opens a session on the shared queue; the worker that takes it holds it. `restoreCwd`: where
+   * to start when it still exists. `restore` (or a fork's pending checkpoint): restored into the
+   * workspace before bash starts.
+   */
+  private async open(restoreCwd: string | undefined, restore?: RestoreRequest): Promise<SessionRef> {
     const { state } = this;
-    state.setDetails('starting a bash session');
+    state.setDetails(restore ? 'restoring the workspace to a checkpoint and starting a bash session' : 'starting a bash session');
     const { workdir, network } = state.input;
-    const ref = await openSession.executeWithOptions({ summary: 'session: open' }, [
+    const toRestore = restore ?? state.pendingRestore ?? undefined;
+    const ref = await openSession.executeWithOptions({ summary: toRestore ? 'session: restore checkpoint and open' : 'session: open' }, [
       {
         workflowId: state.workflowId,
         ...(workdir !== undefined ? { workdir } : {}),
-        ...(restoreCwd !== undefined ? { restoreCwd } : {}),
+        ...(restoreCwd !== undefined && !toRestore ? { restoreCwd } : {}),
         ...(network ? { network: true } : {}),
+        ...(toRestore ? { restore: toRestore } : {}),
       },
     ]);
+    state.pendingRestore = null;
     state.session = ref;
     return ref;
   }

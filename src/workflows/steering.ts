@@ -180,14 +180,15 @@ function removeRule(state: RunState, req: RemoveRuleRequest): ApprovalRule[] {
 /**
  * A safe point: before a model call or a command. While a pause is asked,
  * the run waits here (status `paused`) until `resume`; nothing runs. The
- * session and workspace stay as they are.
+ * session and workspace stay as they are. `wake`: returns early while still paused (a rewind
+ * asked at the turn's start is applied during the pause).
  */
-export async function safePoint(state: RunState): Promise<void> {
-  if (state.pause === null) return;
+export async function safePoint(state: RunState, wake: () => boolean = () => false): Promise<void> {
+  if (state.pause === null || wake()) return;
   const before = state.status;
   state.setStatus('paused');
   state.setDetails(`paused by ${state.pause.by ?? 'a person'}; resume with \`agent-jobs resume ${state.workflowId}\``);
-  await condition(() => state.pause === null);
+  await condition(() => state.pause === null || wake());
   state.setStatus(before);
   state.setDetails('resumed');
 }

@@ -148,6 +148,11 @@ export class TestBed {
     return handle;
   }
 
+  /** Names a run this bed did not start (e.g. one the CLI started), so its history is saved as `<name>.json` like those of {@link start}. */
+  nameRun(handle: WorkflowHandle, name: string): void {
+    this.started.push({ handle, name });
+  }
+
   /**
    * Replays against the current workflow code (a determinism check on every
    * path the suite drives) every run started on this bed's server since the

@@ -59,6 +59,10 @@ interface StartOptions {
   webFetch?: boolean;
   tools?: ClientToolName[];
   contextWindow?: number;
+  /** commander's `--no-checkpoints`: false when given. */
+  checkpoints?: boolean;
+  checkpointMaxBytes?: number;
+  checkpointExclude?: string[];
   follow?: boolean;
   json?: boolean;
 }
@@ -117,6 +121,15 @@ export function buildInput(taskWords: string[], opts: StartOptions, env: NodeJS.
     ...(opts.webFetch ? { webFetch: true } : {}),
     ...(opts.contextWindow !== undefined ? { contextWindow: opts.contextWindow } : {}),
     ...modelInfoFor(model, env),
+    ...(opts.checkpoints === false || opts.checkpointMaxBytes !== undefined || opts.checkpointExclude !== undefined
+      ? {
+          checkpoints: {
+            ...(opts.checkpoints === false ? { enabled: false } : {}),
+            ...(opts.checkpointMaxBytes !== undefined ? { maxBytes: opts.checkpointMaxBytes } : {}),
+            ...(opts.checkpointExclude !== undefined ? { exclude: opts.checkpointExclude } : {}),
+          },
+        }
+      : {}),
   };
   const checked = resolveInput(input);
   if (!checked.ok) throw new CliError(`invalid run: ${checked.message}`, 'see `agent-jobs start --help`');
@@ -196,6 +209,13 @@ export function registerStart(program: Command): void {
       "working directory of the bash session, on the worker's machine: created there if missing; a relative path is under the worker's workspace root (default: a fresh folder per run under that root)",
     )
     .option('--network', 'let the bash session reach the network (default: the sandbox has none)')
+    .option('--no-checkpoints', 'take no workspace checkpoints (then no rewind or fork: docs/rewind.md)')
+    .option('--checkpoint-max-bytes <n>', 'largest workspace a checkpoint records, bytes of files (default 1 GiB)', positiveInt)
+    .option(
+      '--checkpoint-exclude <path>',
+      'a name or workspace-relative path left out of checkpoints and untouched by a rewind (repeatable)',
+      (v: string, prev: string[] = []) => [...prev, v],
+    )
     .option('--system <text>', 'system prompt, fixed for the whole run (default: a short description of the tools)')
     .option(
       '--command-timeout <duration>',

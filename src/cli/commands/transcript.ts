@@ -22,13 +22,22 @@ export function registerTranscript(program: Command): void {
     .argument('<workflowId>')
     .option('--full', `print command outputs whole (the text form cuts each after ${SHOWN_OUTPUT_LINES} lines)`)
     .option('--json', 'print the messages as a JSON array (outputs whole)')
-    .action(async (workflowId: string, opts: { full?: boolean; json?: boolean }) => {
+    .option(
+      '--all',
+      'also print what rewinds dropped (from the history), after the conversation as it stands (--json: {"messages","rewound":[{"from","messages"}]})',
+    )
+    .action(async (workflowId: string, opts: { full?: boolean; json?: boolean; all?: boolean }) => {
       await withClient(async (jobs) => {
         // An open run: the transcript query (a worker answers). A closed one: rebuilt from its history, no worker needed.
         const t = await jobs.run(workflowId).transcript(0);
         if (t.incomplete) process.stderr.write(`agent-jobs: note: ${t.incomplete}\n`);
-        if (opts.json) return printJson(t.messages);
+        const rewound = opts.all ? await jobs.run(workflowId).rewoundBranches() : [];
+        if (opts.json) return printJson(opts.all ? { messages: t.messages, rewound } : t.messages);
         process.stdout.write(transcriptText(t.messages, opts.full === true));
+        for (const b of rewound) {
+          process.stdout.write(`\n── dropped by a rewind: messages ${b.from}–${b.from + b.messages.length - 1} as they were ──\n`);
+          process.stdout.write(transcriptText(b.messages, opts.full === true));
+        }
       });
     });
 }

@@ -29,6 +29,7 @@ describe('SessionRegistry capacity through openSession', () => {
       workerId: 'w1',
       taskQueue: 'q1',
       workspaceRoot: root,
+      checkpointRoot: path.join(root, 'checkpoints'),
       sessionOptions: { sandbox: 'none', user: null, auditLog: path.join(root, 'audit.jsonl') },
     });
     const env = new MockActivityEnvironment({ attempt });

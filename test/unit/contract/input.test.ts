@@ -21,6 +21,7 @@ describe('agentRun input', () => {
         approvalTimeoutAction: 'deny',
         chat: false,
         chatIdleTimeout: '24 hours',
+        checkpoints: { enabled: true, exclude: [], maxBytes: 1024 * 1024 * 1024 },
         transcriptBudgetChars: 200_000,
         // Runs that do not say (older runs, other clients) end on a spent budget, as before budgets paused.
         onBudget: 'end',

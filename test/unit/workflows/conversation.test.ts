@@ -136,3 +136,26 @@ describe('TranscriptCache', () => {
     expect(cache.apply('a', { from: 0, digestBefore: 'x', messages: [] })).toBeNull();
   });
 });
+
+describe('ConversationLog.rewindTo (rewind: docs/rewind.md)', () => {
+  test("a rewind sends the change from the message it edits; the worker's copy keeps the prefix byte for byte", () => {
+    const log = new ConversationLog('task');
+    const worker = emptyConversation();
+    for (let i = 0; i < 4; i++) {
+      expect(applyDelta(worker, log.takeDelta())).toBeNull();
+      turn(log, i);
+    }
+    expect(applyDelta(worker, log.takeDelta())).toBeNull();
+    const prefix = JSON.stringify(worker.messages.slice(0, 2));
+    // Back to just before turn 2's answer (index 3): [task, a0, u0], a note on u0.
+    log.rewindTo(3);
+    log.appendUserBlocks([{ type: 'text', text: 'rewound' }]);
+    const delta = log.takeDelta();
+    expect(delta.from).toBe(2);
+    expect(applyDelta(worker, delta)).toBeNull();
+    expect(worker.messages).toEqual(log.messages);
+    expect(JSON.stringify(worker.messages.slice(0, 2))).toBe(prefix);
+    expect(pairingProblem(log.messages, false, false)).toBeNull();
+    expect(() => log.rewindTo(99)).toThrow('cannot rewind');
+  });
+});

@@ -1,0 +1,269 @@
+/**
+ * Workspace checkpoints as git objects in a bare repository outside the
+ * workspace (docs/rewind.md). One store per workspace, under the worker's
+ * checkpoint root (`AGENT_JOBS_CHECKPOINT_DIR`, default `<data>/checkpoints`,
+ * hidden from every session). Each checkpoint is a commit of the whole
+ * workspace (untracked and git-ignored files included, symlinks as links,
+ * the executable bit) written through a private index
+ * (`GIT_INDEX_FILE`, `GIT_WORK_TREE=<workspace>`): the workspace's own
+ * `.git` directories are never read nor written, identical files are stored
+ * once. No Temporal here.
+ */
+import { execFile } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { lstat, mkdir, readdir, realpath, rm, stat, writeFile, lchown } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+/** What a checkpoint leaves out and how large a workspace it takes. */
+export interface CheckpointOptions {
+  /**
+   * Names (any path segment equal to it: `node_modules`) or workspace-relative paths
+   * (`build/out`) left out of the checkpoint and untouched by a restore. No glob characters.
+   * @default []
+   */
+  exclude?: string[];
+  /** Largest workspace recorded, in bytes of regular files (excludes left out); a larger one is skipped with a reason. */
+  maxBytes: number;
+}
+
+/** One checkpoint taken: the commit id, the store it is in, the workspace it records. */
+export interface Checkpoint {
+  id: string;
+  store: string;
+  workspace: string;
+  /** Bytes of regular files recorded. */
+  bytes: number;
+  files: number;
+}
+
+/** A change between two checkpoints: `A`dded, `M`odified (content or mode), `D`eleted, `T`ype changed (file ↔ symlink). */
+export interface FileChange {
+  status: 'A' | 'M' | 'D' | 'T';
+  path: string;
+}
+
+/** The store of `workspace` under `root`: `<root>/<name>-<16 hex of sha256(real path)>.git`. */
+export async function storeFor(root: string, workspace: string): Promise<string> {
+  const real = await realpath(workspace);
+  const name =
+    path
+      .basename(real)
+      .replace(/[^A-Za-z0-9._-]/g, '_')
+      .slice(0, 40) || 'root';
+  return path.join(root, `${name}-${createHash('sha256').update(real).digest('hex').slice(0, 16)}.git`);
+}
+
+/**
+ * git with a clean environment: no system or global config (a filter or hook configured there
+ * must not run on the agent's files), every directory safe (the workspace belongs to the session
+ * user, the store to the worker), no auto gc (checkpoints are referenced, but a gc mid-write would race).
+ */
+async function git(store: string, args: string[], opts: { workTree?: string; index?: string; maxBuffer?: number } = {}): Promise<string> {
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    GIT_DIR: store,
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_GLOBAL: '/dev/null',
+    HOME: store,
+    GIT_OPTIONAL_LOCKS: '0',
+    GIT_AUTHOR_NAME: 'agent-jobs',
+    GIT_AUTHOR_EMAIL: 'agent-jobs@localhost',
+    GIT_COMMITTER_NAME: 'agent-jobs',
+    GIT_COMMITTER_EMAIL: 'agent-jobs@localhost',
+    ...(opts.workTree ? { GIT_WORK_TREE: opts.workTree } : {}),
+    ...(opts.index ? { GIT_INDEX_FILE: opts.index } : {}),
+  };
+  const { stdout } = await run('git', ['-c', 'safe.directory=*', '-c', 'gc.auto=0', '-c', 'core.autocrlf=false', ...args], {
+    env,
+    cwd: opts.workTree ?? store,
+    maxBuffer: opts.maxBuffer ?? 256 * 1024 * 1024,
+    encoding: 'utf8',
+  });
+  return stdout;
+}
+
+/** Creates the bare store when missing: contents stored as they are (no eol or filter attributes of the workspace apply). */
+async function ensureStore(store: string): Promise<void> {
+  try {
+    await stat(path.join(store, 'HEAD'));
+    return;
+  } catch {
+    // not there yet
+  }
+  await mkdir(path.dirname(store), { recursive: true, mode: 0o700 });
+  await run('git', ['init', '--bare', '-q', store], {
+    env: { PATH: process.env.PATH, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' },
+  });
+  await mkdir(path.join(store, 'info'), { recursive: true });
+  // $GIT_DIR/info/attributes overrides every .gitattributes of the workspace.
+  await writeFile(path.join(store, 'info', 'attributes'), '* -text -filter -ident -working-tree-encoding\n');
+}
+
+/** git pathspecs of the excludes (every `.git` directory is left out by git itself). */
+function excludeSpecs(exclude: readonly string[]): string[] {
+  return exclude.flatMap((e) => {
+    const clean = e.replace(/\/+$/, '');
+    return clean.includes('/') ? [`:(exclude)${clean}`] : [`:(exclude,glob)**/${clean}`, `:(exclude,glob)**/${clean}/**`];
+  });
+}
+
+/** Whether a workspace-relative path is left out by `exclude` (the same rule as {@link excludeSpecs}). */
+function excluded(rel: string, exclude: readonly string[]): boolean {
+  const parts = rel.split('/');
+  return exclude.some((e) => {
+    const clean = e.replace(/\/+$/, '');
+    return clean.includes('/') ? rel === clean || rel.startsWith(`${clean}/`) : parts.includes(clean);
+  });
+}
+
+/** Bytes and count of the regular files a checkpoint would record; stops counting past `cap`. */
+async function measure(workspace: string, exclude: readonly string[], cap: number): Promise<{ bytes: number; files: number }> {
+  let bytes = 0;
+  let files = 0;
+  const walk = async (dir: string, rel: string): Promise<void> => {
+    for (const entry of await readdir(dir, { withFileTypes: true })) {
+      if (bytes > cap) return;
+      const r = rel ? `${rel}/${entry.name}` : entry.name;
+      if (entry.name === '.git' || excluded(r, exclude)) continue;
+      if (entry.isDirectory()) await walk(path.join(dir, entry.name), r);
+      else if (entry.isFile()) {
+        bytes += (await lstat(path.join(dir, entry.name))).size;
+        files++;
+      }
+    }
+  };
+  await walk(workspace, '');
+  return { bytes, files };
+}
+
+/** A private index file in the store, removed after `fn`. */
+async function withIndex<T>(store: string, fn: (index: string) => Promise<T>): Promise<T> {
+  const index = path.join(store, `index-${randomBytes(8).toString('hex')}`);
+  try {
+    return await fn(index);
+  } finally {
+    await rm(index, { force: true });
+  }
+}
+
+/** Writes the workspace as it is now into the store's objects: its tree id. */
+async function writeTree(store: string, workspace: string, exclude: readonly string[], index: string): Promise<string> {
+  // -f: git-ignored files are the workspace too; the excludes are pathspecs, which -f does not override.
+  await git(store, ['add', '-A', '-f', '--', '.', ...excludeSpecs(exclude)], { workTree: workspace, index });
+  return (await git(store, ['write-tree'], { workTree: workspace, index })).trim();
+}
+
+/**
+ * Records `workspace` as it is now.
+ * @param message the commit message (which run and turn, for someone reading the store)
+ * @returns the checkpoint, or `{skipped}` saying why none was taken (over `maxBytes`)
+ * @throws Error when git fails (the caller reports it; the command still runs)
+ */
+export async function takeCheckpoint(
+  root: string,
+  workspace: string,
+  options: CheckpointOptions,
+  message: string,
+): Promise<Checkpoint | { skipped: string }> {
+  const exclude = options.exclude ?? [];
+  const size = await measure(workspace, exclude, options.maxBytes);
+  if (size.bytes > options.maxBytes)
+    return { skipped: `the workspace holds more than ${options.maxBytes} bytes (the checkpoint cap); no checkpoint was taken` };
+  const store = await storeFor(root, workspace);
+  await ensureStore(store);
+  // A persistent private index: git re-reads only the files whose stat changed since the last checkpoint.
+  // Taken by another checkpoint of the same workspace right now (index.lock): a fresh one instead.
+  const tree = await writeTree(store, workspace, exclude, path.join(store, 'checkpoint-index')).catch(() =>
+    withIndex(store, (index) => writeTree(store, workspace, exclude, index)),
+  );
+  const id = (await git(store, ['commit-tree', tree, '-m', message])).trim();
+  // A ref keeps the commit from any later gc of the store.
+  await git(store, ['update-ref', `refs/checkpoints/${id}`, id]);
+  return { id, store, workspace: await realpath(workspace), bytes: size.bytes, files: size.files };
+}
+
+/**
+ * Restores `workspace` exactly to checkpoint `id` of `store`: files created since are removed,
+ * changed ones and deleted ones written back (content, executable bit, symlinks); excluded paths
+ * and `.git` directories are left alone. Restored files get the owner of the workspace directory
+ * (the session user), as if the agent had written them. First records the workspace as it is
+ * (so a rewind can itself be undone).
+ * @returns the checkpoint of the workspace as it was before the restore, and what the restore changed
+ * @throws Error when `id` is not in the store or git fails
+ */
+export async function restoreCheckpoint(
+  store: string,
+  workspace: string,
+  id: string,
+  exclude: readonly string[] = [],
+): Promise<{ before: string; changes: FileChange[] }> {
+  await mkdir(workspace, { recursive: true });
+  await ensureStore(store);
+  const target = (await git(store, ['rev-parse', '--verify', `${id}^{tree}`])).trim();
+  const owner = await stat(workspace);
+  return withIndex(store, async (index) => {
+    const current = await writeTree(store, workspace, exclude, index);
+    const before = (await git(store, ['commit-tree', current, '-m', `before restoring ${id}`])).trim();
+    await git(store, ['update-ref', `refs/checkpoints/${before}`, before]);
+    const changes = parseNameStatus(await git(store, ['diff-tree', '-r', '-z', '--no-renames', '--name-status', current, target]));
+    // The index matches the workspace now: a one-tree reset with -u removes what the target lacks and writes the rest.
+    await git(store, ['read-tree', '--reset', '-u', target], { workTree: workspace, index });
+    for (const c of changes) {
+      if (c.status === 'D') continue;
+      await lchown(path.join(workspace, c.path), owner.uid, owner.gid).catch(() => undefined);
+      // Directories git created on the way to a restored file belong to the owner too.
+      for (let dir = path.dirname(c.path); dir !== '.'; dir = path.dirname(dir))
+        await lchown(path.join(workspace, dir), owner.uid, owner.gid).catch(() => undefined);
+    }
+    await removeEmptyDirs(workspace, changes);
+    return { before, changes };
+  });
+}
+
+/** Removes the directories a restore emptied (git leaves them): the parents of deleted files, when now empty. */
+async function removeEmptyDirs(workspace: string, changes: FileChange[]): Promise<void> {
+  const dirs = new Set<string>();
+  for (const c of changes) if (c.status === 'D') for (let d = path.dirname(c.path); d !== '.'; d = path.dirname(d)) dirs.add(d);
+  for (const d of [...dirs].sort((a, b) => b.length - a.length)) {
+    try {
+      if ((await readdir(path.join(workspace, d))).length === 0) await rm(path.join(workspace, d), { recursive: false });
+    } catch {
+      // gone or not empty
+    }
+  }
+}
+
+/** Parses `diff-tree -z --name-status`. */
+function parseNameStatus(out: string): FileChange[] {
+  const parts = out.split('\0').filter((p) => p !== '');
+  const changes: FileChange[] = [];
+  for (let i = 0; i + 1 < parts.length; i += 2) changes.push({ status: parts[i]!.charAt(0) as FileChange['status'], path: parts[i + 1]! });
+  return changes;
+}
+
+/** The tree of the workspace as it is now (objects written to the store, no commit): to compare the last checkpoint with. */
+export async function currentTree(store: string, workspace: string, exclude: readonly string[] = []): Promise<string> {
+  await ensureStore(store);
+  return withIndex(store, (index) => writeTree(store, workspace, exclude, index));
+}
+
+/** What changed from checkpoint (or tree) `a` to `b`. */
+export async function changesBetween(store: string, a: string, b: string): Promise<FileChange[]> {
+  return parseNameStatus(await git(store, ['diff-tree', '-r', '-z', '--no-renames', '--name-status', a, b]));
+}
+
+/** The unified diff from checkpoint (or tree) `a` to `b` (binary files named, not shown). */
+export async function diffBetween(store: string, a: string, b: string): Promise<string> {
+  return git(store, ['diff', '--no-color', '--no-ext-diff', '--no-textconv', '--no-renames', a, b]);
+}
+
+/**
+ * Copies checkpoint `id` of `store` into `target` (a fork's workspace; created when missing,
+ * must hold nothing the checkpoint would overwrite): the checkpoint is restored there.
+ */
+export async function copyCheckpoint(store: string, id: string, target: string, exclude: readonly string[] = []): Promise<void> {
+  await restoreCheckpoint(store, target, id, exclude);
+}
