@@ -2,6 +2,12 @@
 // cannot load them, so ts-jest transpiles every package
 // under node_modules whose package.json says "type": "module".
 const fs = require('node:fs');
+
+// The processes the tests start (CLI, workers, tmux's shell) stand for a person who types
+// `agent-jobs`: under `npx jest` npm's `npm_command=exec` would make the CLI's hints say
+// `npx agent-jobs` (src/cli/invocation.ts). Removed here, in the process that forks every
+// jest worker, so no child inherits it; a test of it sets it on its own child.
+delete process.env.npm_command;
 const path = require('node:path');
 
 function esmPackages(dir = path.join(__dirname, 'node_modules'), found = new Set()) {
