@@ -189,6 +189,11 @@ export async function startCodecServer(options: CodecServerOptions): Promise<Cod
   return {
     url: `http://${address.includes(':') ? `[${address}]` : address}:${port}`,
     port,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    // Kept-alive connections (the UI's, or a client still sending a refused body) would hold close() open: ended too.
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
