@@ -49,6 +49,7 @@ export interface CodecServer {
   /** `http://host:port`, without the token. */
   url: string;
   port: number;
+  /** Stops listening and ends every open connection (kept-alive ones included); resolves once closed. */
   close(): Promise<void>;
 }
 
