@@ -637,7 +637,7 @@ export class BashSession {
     }
     // The same sandbox and identity as the shell (a fresh bwrap, the session user), unless the caller wraps it itself.
     // The shell's own limits (ulimit values, OOM score) and its pids cgroup: an auto-approved program
-    // is as bounded as any command (issue 22, kind 3), and a runaway is this command's failure.
+    // is as bounded as any command, and a runaway is this command's failure.
     let limited: string[];
     try {
       limited = limitedArgv(this.limits, [file, ...argv.slice(1)]);

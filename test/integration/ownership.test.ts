@@ -1,5 +1,5 @@
 /**
- * Files keep their owner, end to end (issue 20, item 1): a worker run as root works on a
+ * Files keep their owner, end to end: a worker run as root works on a
  * repository a human cloned (`workdir`), with bash and the text editor. Bash runs as the
  * repository's owner, so what the agent makes is the owner's, git works in the session and,
  * afterwards, for the owner without "dubious ownership", a file the owner adds during the run is

@@ -1,5 +1,5 @@
 /**
- * Files keep their owner (issue 20, item 1): as root, bash (and the text editor) act on a
+ * Files keep their owner: as root, bash (and the text editor) act on a
  * workspace as its owner would. A repository owned by a user other than root: bash runs as that
  * user, files it creates are the owner's, git works inside and outside the session, files the
  * owner adds during the run are editable, nothing changes owner. A root-owned workspace: bash
