@@ -110,6 +110,6 @@ test('the reported bypasses ask, with the reason', () => {
     ['echo -n hi', 'echo'],
     ['jobs -l', 'jobs'],
     ['kill 123', 'kill'],
-  ])
+  ] as const)
     expect(matchRule(command, [prefix(rule)])).toHaveProperty('id');
 });
