@@ -45,6 +45,7 @@ import path from 'node:path';
 import { judgeArgs, PROGRAM_NAMES } from './programs';
 import { MAX_PLAIN_COMMAND_CHARS, shellStateBuiltin, tokenize } from '../contract/words';
 import { readSimpleCommand } from './tree';
+import { builtinRefusal } from './builtins';
 
 import type { ApprovalMode, RuleToMatch } from '../contract';
 import { TEXT_EDITOR_NAME } from '../contract/text-editor';
@@ -174,7 +175,9 @@ export function literalArgv(command: string): { ok: true; argv: string[] } | { o
  * nor a shell builtin that changes the session shell itself (`cd`,
  * `source`, `printf -v`, …: `SHELL_STATE_BUILTINS` in src/contract/words.ts):
  * rules run their command in the run's shell, where that would change what
- * every later command does.
+ * every later command does; nor a builtin or reserved word that evaluates
+ * or runs any of its words (`test -v 'a[$(id)]'`, `let`, `time eval …`:
+ * src/policy/builtins.ts classifies every one).
  * @returns the rule's id, or why none matched (for `needsApproval`)
  */
 export function matchRule(command: string, allRules: readonly RuleToMatch[]): { id: number } | { reason: string } {
@@ -190,6 +193,9 @@ export function matchRule(command: string, allRules: readonly RuleToMatch[]): { 
   if (builtin !== undefined) {
     return { reason: `no approval rule applies to the shell builtin ${builtin}: it would change the session shell for later commands` };
   }
+  // Every other builtin and keyword, by the table of src/policy/builtins.ts: bash must evaluate none of the words.
+  const evaluated = builtinRefusal(argv);
+  if (evaluated !== undefined) return { reason: `no approval rule applies: ${evaluated}` };
   for (const rule of rules) {
     if (rule.kind === 'exact' && rule.text === command) return { id: rule.id };
     if (rule.kind === 'prefix') {
