@@ -72,6 +72,13 @@ export const WORKER_DRAIN_PATCH = 'move-off-draining-worker';
 export const SLOW_WORKER_PATCH = 'slow-worker-is-not-lost';
 
 /**
+ * patched() id: a command that provably never started (schedule-to-start timeout) on a worker
+ * that said it is shutting down (`sessionClosing`) and is gone is run in a new session with the
+ * moved notice, as a command after a drain is, instead of being reported as lost.
+ */
+export const DRAINED_NOT_STARTED_PATCH = 'drained-not-started-moves';
+
+/**
  * patched() id: before every tool call that may write (a command the read-only policy does not
  * run exactly, an edit other than `view`), the worker records the workspace (src/checkpoint) and
  * the answer carries the checkpoint, which the run keeps by turn (rewind, fork: docs/rewind.md).
@@ -159,6 +166,12 @@ export class RunSession {
         if (sessionLossTimeout(err) === undefined || !patched(SLOW_WORKER_PATCH)) throw err;
         const waited = await outlastSlowWorker(session, request, options, err);
         if ('loss' in waited) {
+          if (waited.loss.kind === 'not-started' && session.closing !== undefined && !moved && patched(DRAINED_NOT_STARTED_PATCH)) {
+            // Sent to a worker that drained and stopped polling before it took the command: it never started, so it runs
+            // in the new session as any command after a drain does (rolling-restart.test caught it reported as lost).
+            log.info('command never started on a worker that shut down; moving to a new session', { toolUseId });
+            return this.run(toolUseId, command, autoApprove);
+          }
           log.warn('bash session lost', { toolUseId, detail: waited.loss.detail });
           const fresh = await this.replace(session.cwd);
           return sessionLostOutcome(waited.loss, fresh.cwd, fresh.error);
