@@ -53,6 +53,12 @@ export interface SandboxOptions {
   readable: string[];
   /** Paths covered (directories by an empty tmpfs, files by /dev/null) unless they are, or lie above, a writable/readable path. */
   hide: string[];
+  /**
+   * Size of each of the sandbox's private `/tmp` and `/dev/shm`, in bytes (bwrap `--size`): they
+   * are memory, outside every ulimit, so a session cannot fill the machine's memory through them.
+   * @default unbounded (the kernel's default of half the memory), for callers that set none
+   */
+  tmpfsBytes?: number;
   /** setpriv with --pdeathsig, or null when not installed (see shell.ts findSetpriv). */
   setpriv: string | null;
   /** bwrap executable, for mode `bwrap`. */
@@ -279,9 +285,11 @@ export function bwrapArgs(o: SandboxOptions, chdir?: string): string[] {
     '--proc',
     '/proc',
   ];
-  args.push('--perms', '1777', '--tmpfs', '/dev/shm');
+  const size = (p: string): string[] =>
+    (p === '/tmp' || p === '/dev/shm') && o.tmpfsBytes !== undefined ? ['--size', String(Math.floor(o.tmpfsBytes))] : [];
+  args.push('--perms', '1777', ...size('/dev/shm'), '--tmpfs', '/dev/shm');
   for (const op of final) {
-    if (op.kind === 'tmpfs') args.push('--perms', op.mode ?? '0755', '--tmpfs', op.path);
+    if (op.kind === 'tmpfs') args.push('--perms', op.mode ?? '0755', ...size(op.path), '--tmpfs', op.path);
     else if (op.kind === 'dir') args.push('--perms', op.mode ?? '0755', '--dir', op.path);
     else if (op.kind === 'bind') args.push('--bind', op.path, op.path);
     else if (op.kind === 'ro-bind') args.push('--ro-bind', op.path, op.path);

@@ -355,7 +355,10 @@ export class BashSession {
     this.workspace = options.workspace !== undefined ? path.resolve(options.workspace) : undefined;
     // The owner's home holds its keys and tokens: bash as the owner sees none of it (but the workspace, when it lies there).
     const ownerPaths = access === 'owner' && identity ? ownerPrivatePaths(identity) : [];
-    this.hide = [...(options.hidePaths ?? []), ...defaultHiddenPaths(), ...ownerPaths];
+    // Unix sockets of host services live under /run (a database's, D-Bus): a path socket is reachable from any network
+    // namespace, so it is hidden unless the session shares the host's network anyway (a non-root worker's --network).
+    const hostSockets = this.network && identity === null ? [] : [HOST_SOCKETS_DIR];
+    this.hide = [...(options.hidePaths ?? []), ...defaultHiddenPaths(), ...ownerPaths, ...hostSockets];
     // Another user gets a HOME it can write (the sandbox's private /tmp) and its own name.
     const identityEnv: Record<string, string> = identity ? { HOME: '/tmp', USER: identity.user, LOGNAME: identity.user } : {};
     // A workspace owned by another user: git refuses it ("dubious ownership") unless told it is safe. Command-scope
@@ -525,6 +528,7 @@ export class BashSession {
       writable: this.workspace ? [this.workspace] : [],
       readable: [this.tmpDir],
       hide: this.hide,
+      tmpfsBytes: Math.min(this.limits.maxFileSizeBytes, SANDBOX_TMPFS_BYTES),
       setpriv: findSetpriv(),
       ...(this.seccompFilter ? { seccompFilter: this.seccompFilter } : {}),
       ...(this.network ? { resolvConf: path.join(this.tmpDir, 'resolv.conf') } : {}),
@@ -1177,6 +1181,15 @@ export function judgeRecords(
 }
 
 /** Paths every sandbox hides: root's home, the worker's home, the temp directory (other sessions' FIFO directories). */
+/**
+ * Size of the sandbox's private `/tmp` and `/dev/shm`, each, in bytes: 1 GiB, or the session's
+ * `maxFileSizeBytes` when lower. They are memory that no ulimit counts.
+ */
+export const SANDBOX_TMPFS_BYTES = 1024 ** 3;
+
+/** Where host services put their unix sockets (`/var/run` is a link to it on Debian and most others). */
+const HOST_SOCKETS_DIR = '/run';
+
 function defaultHiddenPaths(): string[] {
   const out = ['/root'];
   const home = os.homedir();
