@@ -1,6 +1,6 @@
 /**
  * Every bash 5.2 builtin and reserved word, classified by whether bash
- * itself evaluates or executes any of its words (issue 22, kind 4). An
+ * itself evaluates or executes any of its words. An
  * approval rule approves only what a person can read in the command: its
  * words after quote removal. A builtin that reads a word as code (an array
  * subscript such as `test -v 'a[$(id)]'`, an arithmetic expression, a

@@ -1,5 +1,5 @@
 /**
- * Issue 22, kind 4: an "always allow" prefix naming a builtin let through
+ * Round 3, kind 4: an "always allow" prefix naming a builtin let through
  * arguments that the builtin itself evaluates (`test -v 'a[$(id)]'` ran id
  * under a rule for `test`). The attack: for every builtin and reserved word
  * of `compgen -b` / `compgen -k`, a rule for its name, and code in every
