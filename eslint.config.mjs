@@ -14,8 +14,9 @@ const TS_FILES = [`src/**/*.${TS}`, `test/**/*.${TS}`, `scripts/**/*.${TS}`];
 
 // Code that runs inside the Temporal workflow sandbox, or is imported by it:
 // the workflows, the shared contract (types, signal/query definitions, input
-// schema, display helpers) and the constants of src/config.ts.
-const WORKFLOW_FOLDERS = ['src/workflows', 'src/contract'];
+// schema), the deterministic helpers of src/shared/ (hashing, shell words,
+// display) and the constants of src/config.ts.
+const WORKFLOW_FOLDERS = ['src/workflows', 'src/contract', 'src/shared'];
 const WORKFLOW_FILES = [...WORKFLOW_FOLDERS.map((dir) => `${dir}/**/*.${TS}`), 'src/config.ts'];
 
 const WHY = 'Workflow code must be deterministic (replayed from history in the Temporal sandbox); see src/workflows/README.md.';
@@ -43,7 +44,7 @@ const inSrc = (toSrc, names) => `^${toSrc}(${names.join('|')})(\\.js)?(/|$)`;
 // the worker or CLI side (Node APIs, process.env, tree-sitter, child
 // processes), today's modules and any added later: nothing of theirs may reach
 // the sandbox. src/activities/ is the one exception, as types (below).
-const WORKFLOW_SRC = ['config', 'contract', 'workflows'];
+const WORKFLOW_SRC = ['config', 'contract', 'shared', 'workflows'];
 // A relative specifier that reaches src/ and goes on to anything but workflow
 // code (or the activities, checked on their own), or climbs out of src/ (into
 // node_modules/, test/, ...): for src/config.ts any `../`; deeper, the `../`
@@ -87,7 +88,7 @@ const workflowImportRestrictions = (toSrc) => ({
     },
     ...[outsideWorkflowCode(toSrc), ...(toSrc === '\\./' ? ['^\\.\\./'] : [])].map((regex) => ({
       regex,
-      message: `Not workflow code: from src/, workflow code imports only config, contract/, workflows/ and (as types) activities/; the rest is worker/CLI side (Node APIs, process.env), and nothing outside src/ is bundled for the sandbox. ${WHY}`,
+      message: `Not workflow code: from src/, workflow code imports only config, contract/, shared/, workflows/ and (as types) activities/; the rest is worker/CLI side (Node APIs, process.env), and nothing outside src/ is bundled for the sandbox. ${WHY}`,
     })),
   ],
 });

@@ -449,7 +449,7 @@ export const LEGACY_CONTINUE_AS_NEW_HISTORY_EVENTS = 2_000;
 export const AGENT_STATUS = defineSearchAttributeKey('AgentStatus', SearchAttributeType.KEYWORD);
 /** Int: model calls made so far. */
 export const AGENT_TURNS = defineSearchAttributeKey('AgentTurns', SearchAttributeType.INT);
-/** Int: tokens used so far, every kind (input, output, cache writes, cache reads: `totalTokens` in src/contract/index.ts). */
+/** Int: tokens used so far, every kind (input, output, cache writes, cache reads: `totalTokens` in src/contract/messages.ts). */
 export const AGENT_TOKENS = defineSearchAttributeKey('AgentTokens', SearchAttributeType.INT);
 /** Double: what the run cost so far, in USD (unset while the model's prices are unknown, and in runs started before it was published). */
 export const AGENT_COST_USD = defineSearchAttributeKey('AgentCostUsd', SearchAttributeType.DOUBLE);

@@ -25,7 +25,7 @@ import { existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'no
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { watchRun } from './cli/commands/watch';
-import { shortHash } from './contract/display';
+import { shortHash } from './shared/display';
 import { DEV_SERVER_PORT, pidFile, serverAnswers, startDevServer, stopCommand } from './devserver';
 import { startModelServer, type ModelServer } from './model-server';
 import { PROJECT_ROOT, dataDir } from './settings';

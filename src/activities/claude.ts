@@ -16,7 +16,7 @@ import { brokenStreamFailure, idleFailure, toTemporalFailure } from './claude-er
 import { tailOf, THINKING_TEXT_MAX_CHARS, type ClaudeProgress } from './claude-progress';
 import { cacheControl, fitToWindow, withCacheBreakpoints, type CountTokens } from './context-window';
 import { observingFetch, onWire } from './claude-wire';
-import { conversationFromHistory } from '../client';
+import { conversationFromHistory } from '../history';
 import { TranscriptCache } from './transcript-cache';
 import type { CallClaudeInput, CallClaudeOutput, RequestContext, Usage } from '../contract';
 import { BASH_TOOL, requestTools } from '../contract/text-editor';

@@ -21,7 +21,7 @@
  */
 import type { ContentBlock, Message, ToolResultBlock, ToolUseBlock } from '../contract';
 import { isToolResult, isToolUse } from '../contract';
-import { displayCommand } from '../contract/display';
+import { displayCommand } from '../shared/display';
 
 /** Clearing starts when a request's tokens pass this share of (context window − `max_tokens`). */
 export const NEAR_WINDOW_SHARE = 0.9;

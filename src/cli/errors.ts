@@ -16,7 +16,7 @@ import {
   WorkflowNotFoundError,
 } from '../client';
 import { TemporalCliMissingError } from '../devserver';
-import { safeText } from '../contract/display';
+import { safeText } from '../shared/display';
 import { asTyped } from './invocation';
 
 /** An error meant for the person at the terminal: `message` says what went wrong, `hint` what to do. */

@@ -7,7 +7,7 @@
  */
 import type { RunView } from '../client';
 import { normalizeUsage } from '../contract';
-import { ESCAPE_LEGEND, displayCommand, isAltered, jsonEscapeOf, safeText, shortHash, type CommandDisplay } from '../contract/display';
+import { ESCAPE_LEGEND, displayCommand, isAltered, jsonEscapeOf, safeText, shortHash, type CommandDisplay } from '../shared/display';
 
 /**
  * JSON whose control, bidi, separator and format characters are written as

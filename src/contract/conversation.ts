@@ -10,8 +10,8 @@
  * so the conversation can always be rebuilt from it: {@link foldCallInputs}.
  * Deterministic (workflow code imports it).
  */
-import type { Message } from './index';
-import { sha256 } from './sha256';
+import type { Message } from './messages';
+import { sha256 } from '../shared/sha256';
 
 /** Digest of the empty conversation. */
 export const GENESIS_DIGEST = sha256('agent-jobs conversation v1');

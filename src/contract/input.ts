@@ -21,7 +21,7 @@ import {
   type AgentRunInput,
   type ApprovalMode,
   type CheckpointSettings,
-} from './index';
+} from './run';
 import { EFFORT_LEVELS, MAX_CONTEXT_WINDOW, capabilitiesOf, modelInfoOf, modelInfoSchema } from './models';
 import { CLIENT_TOOLS, DEFAULT_CLIENT_TOOLS, type ClientToolName } from './text-editor';
 import { APPROVAL_TIMEOUT_ACTIONS, DEFAULT_APPROVAL_TIMEOUT_ACTION, DEFAULT_ON_BUDGET, ON_BUDGET_ACTIONS } from './steering';

@@ -12,7 +12,7 @@
  * replay sees the same prices whatever the worker's environment says.
  */
 import { z } from 'zod';
-import type { Usage } from './index';
+import type { Usage } from './messages';
 
 /**
  * Prices of one model in USD per million tokens (MTok), as Anthropic

@@ -7,7 +7,8 @@
  * Source for every rule marked "docs": https://platform.claude.com/docs/en/agents-and-tools/tool-use/text-editor-tool
  * (read 2026-12-02; what the page does not say is listed as NOT FOUND in docs/text-editor.md).
  */
-import type { RuleToMatch, ServerToolName } from './index';
+import type { ServerToolName } from './activities';
+import type { RuleToMatch } from './steering';
 import type { CheckpointRequest, CheckpointResult } from './checkpoint';
 
 /** Tool type of the text editor for Claude 4.x and later models (docs, "Model compatibility"). */

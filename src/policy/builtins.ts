@@ -6,7 +6,7 @@
  * subscript such as `test -v 'a[$(id)]'`, an arithmetic expression, a
  * command to run, a name to assign) runs what nobody read, so no rule may
  * let it run; nor a builtin that changes the session shell for later
- * commands (src/contract/words.ts `SHELL_STATE_BUILTINS`).
+ * commands (src/shared/words.ts `SHELL_STATE_BUILTINS`).
  *
  * The lists are `compgen -b` and `compgen -k` of bash 5.2.15;
  * test/unit/policy/builtins.test.ts fails when the installed bash has a
@@ -63,7 +63,7 @@ function judgePrintf(args: readonly string[]): string | undefined {
 
 /**
  * The builtins of bash 5.2 (`compgen -b`). MAINTENANCE: keep
- * `SHELL_STATE_BUILTINS` in src/contract/words.ts a subset of the non-plain ones.
+ * `SHELL_STATE_BUILTINS` in src/shared/words.ts a subset of the non-plain ones.
  */
 export const BUILTINS: Readonly<Record<string, BuiltinClass>> = {
   '.': runs('runs a file as shell code'),

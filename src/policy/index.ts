@@ -24,7 +24,7 @@
  *   computed by quote removal. No argument looks like an assignment
  *   (`NAME=...`, `NAME+=...`): under `set -k` bash would move it into the
  *   program's environment (`cat LD_PRELOAD=./x.so a`).
- * - (d) an independent strict tokenizer (src/contract/words.ts) yields the
+ * - (d) an independent strict tokenizer (src/shared/words.ts) yields the
  *   same argv, else "parser disagreement".
  * - (e) argv[0] contains no `/` and is in {@link READ_ONLY_PROGRAMS}.
  *   Wrappers that run another program (`env`, `timeout`, `xargs`, `bash -c`,
@@ -43,7 +43,7 @@
  */
 import path from 'node:path';
 import { judgeArgs, PROGRAM_NAMES } from './programs';
-import { MAX_PLAIN_COMMAND_CHARS, shellStateBuiltin, tokenize } from '../contract/words';
+import { MAX_PLAIN_COMMAND_CHARS, shellStateBuiltin, tokenize } from '../shared/words';
 import { readSimpleCommand } from './tree';
 import { builtinRefusal } from './builtins';
 
@@ -173,7 +173,7 @@ export function literalArgv(command: string): { ok: true; argv: string[] } | { o
  * word boundary by construction: `npm run` matches `npm run test`, not
  * `npm runx`). A rule never lets through what the literal-word test rejects,
  * nor a shell builtin that changes the session shell itself (`cd`,
- * `source`, `printf -v`, …: `SHELL_STATE_BUILTINS` in src/contract/words.ts):
+ * `source`, `printf -v`, …: `SHELL_STATE_BUILTINS` in src/shared/words.ts):
  * rules run their command in the run's shell, where that would change what
  * every later command does; nor a builtin or reserved word that evaluates
  * or runs any of its words (`test -v 'a[$(id)]'`, `let`, `time eval …`:

@@ -5,7 +5,7 @@
  * quote removal. Node-side only: it loads native modules.
  */
 import type ParserType from 'tree-sitter';
-import { DOUBLE_QUOTE_SPECIAL, PLAIN_UNQUOTED } from '../contract/words';
+import { DOUBLE_QUOTE_SPECIAL, PLAIN_UNQUOTED } from '../shared/words';
 
 type SyntaxNode = ParserType.SyntaxNode;
 

@@ -54,7 +54,7 @@ import {
   MAX_RULES,
   OPEN_STATUSES,
 } from '../contract';
-import { SUMMARY_MAX_CHARS } from '../contract/display';
+import { SUMMARY_MAX_CHARS } from '../shared/display';
 import { MAX_COST_USD, MAX_TOKENS_TOTAL, MIN_THINKING_TOKENS, agentRunInputSchema } from '../contract/input';
 import { FALLBACK_MODEL_INFO, MAX_CONTEXT_WINDOW } from '../contract/models';
 import { CLI_DEFAULT_ON_BUDGET, DEFAULT_ON_BUDGET, MAX_EXTEND, ON_BUDGET_ACTIONS } from '../contract/steering';
@@ -111,7 +111,7 @@ export function facts(): Fact[] {
       what: '`start --approval`, input `approval`',
       default: code(DEFAULT_APPROVAL_MODE),
       allowed: codes(APPROVAL_MODES),
-      source: '`DEFAULT_APPROVAL_MODE`, `APPROVAL_MODES` (src/contract/index.ts)',
+      source: '`DEFAULT_APPROVAL_MODE`, `APPROVAL_MODES` (src/contract/run.ts)',
     },
     {
       what: '`start --max-turns`, input `maxTurns`: model calls per run',
@@ -195,7 +195,7 @@ export function facts(): Fact[] {
       what: 'run status (`status`, the `AgentStatus` search attribute)',
       default: '—',
       allowed: `open: ${codes(OPEN_STATUSES)}; final (the result's): ${codes(FINAL_STATUSES)}`,
-      source: '`OPEN_STATUSES`, `FINAL_STATUSES` (src/contract/index.ts)',
+      source: '`OPEN_STATUSES`, `FINAL_STATUSES` (src/contract/run.ts)',
     },
     {
       what: 'continue-as-new',
@@ -269,7 +269,7 @@ export function facts(): Fact[] {
       what: 'activity summaries in the Temporal UI',
       default: '—',
       allowed: `at most ${n(SUMMARY_MAX_CHARS)} characters (code points), escaped`,
-      source: '`SUMMARY_MAX_CHARS` (src/contract/display.ts)',
+      source: '`SUMMARY_MAX_CHARS` (src/shared/display.ts)',
     },
     {
       what: 'command output lines `watch` and `transcript` show',

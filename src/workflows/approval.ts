@@ -30,11 +30,12 @@ import {
   type PendingEdit,
 } from '../contract';
 import { TEXT_EDITOR_NAME, type EditRequest, type RunEditOutput } from '../contract/text-editor';
-import { commandDetails, commandSummary, pendingApproval, safeText } from '../contract/display';
-import { sha256 } from '../contract/sha256';
-import { MAX_PLAIN_COMMAND_CHARS, shellStateBuiltin, tokenize } from '../contract/words';
+import { commandDetails, commandSummary, pendingApproval, safeText } from '../shared/display';
+import { sha256 } from '../shared/sha256';
+import { MAX_PLAIN_COMMAND_CHARS, shellStateBuiltin, tokenize } from '../shared/words';
 import { decideApproval as legacyDecideApproval } from './approval-policy';
 import type { RunState } from './run-state';
+import { type ApprovalState, type Decision } from './approval-state';
 import type { RunSession, SessionOutcome } from './session';
 import { BY_PATTERN, RejectedRequest, checkBy, checkObject, safePoint } from './steering';
 import { deniedOutcome, describeDuration, editedOutcome, type ToolOutcome } from './tool-results';
@@ -49,34 +50,6 @@ export const MAX_DECISIONS_KEPT = 20;
  * judged the raw text itself (approval-policy.ts, kept for replay).
  */
 export const POLICY_AT_SESSION_PATCH = 'policy-judged-at-session';
-
-/** A decision accepted for the pending command, from the `decide` Update or the `approve` signal. */
-interface Decision {
-  approved: boolean;
-  reason?: string;
-  by?: string;
-  /** The hash the sender named (always, for the Update). */
-  commandSha256?: string;
-  /** The command to run instead (an approved edit). */
-  edit?: string;
-  /** The rule the decision added. */
-  rule?: number;
-  source: 'signal' | 'update';
-}
-
-/** What waits for a human right now, and the decision accepted for it. */
-export interface ApprovalState {
-  /** The command waiting for a decision, or null. Set and cleared by {@link waitForApproval} only. */
-  pending: PendingApproval | null;
-  /** The decision accepted for `pending`; consumed by {@link waitForApproval}. */
-  decision: Decision | null;
-  /** The last decision applied, so the `decide` Update can answer with it. */
-  lastApplied: AppliedDecision | null;
-}
-
-export function newApprovalState(): ApprovalState {
-  return { pending: null, decision: null, lastApplied: null };
-}
 
 /** Registers the `decide` Update (validator and handler) on `state`. */
 export function setDecideHandler(state: RunState): void {

@@ -22,10 +22,9 @@ import {
   type FinalStatus,
   type PauseState,
 } from '../contract';
-import { durationToMs, type ResolvedInput } from '../contract/input';
 import type { RunState } from './run-state';
+import { describeSpent, msSince, type SpentBudget } from './limits';
 import { RejectedRequest, checkBy, checkObject } from './steering';
-import { describeDuration } from './tool-results';
 
 /**
  * patched() id: a spent budget under `onBudget: 'pause'` pauses the run
@@ -34,13 +33,6 @@ import { describeDuration } from './tool-results';
  * `max_turns`) replay unchanged.
  */
 export const BUDGET_PAUSE_PATCH = 'budget-pauses-run';
-
-/** A budget that is spent: which, its limit and what was used (turns, USD, tokens or ms). */
-export interface SpentBudget {
-  budget: BudgetKind;
-  limit: number;
-  used: number;
-}
 
 /** The final status a spent budget ends a run with under `onBudget: 'end'`. */
 export const BUDGET_END_STATUS: Record<BudgetKind, FinalStatus> = {
@@ -53,26 +45,6 @@ export const BUDGET_END_STATUS: Record<BudgetKind, FinalStatus> = {
 /** The `extend` field, and the `extend` flag, of each budget. */
 const EXTEND_FIELD = { turns: 'turns', cost: 'costUsd', tokens: 'tokens', duration: 'durationMs' } as const;
 const EXTEND_FLAG: Record<BudgetKind, string> = { turns: '--turns N', cost: '--cost USD', tokens: '--tokens N', duration: '--duration D' };
-
-/** The limits a run starts with, from its input. */
-export function initialLimits(input: ResolvedInput): BudgetLimits {
-  return {
-    maxTurns: input.maxTurns,
-    ...(input.maxCostUsd !== undefined ? { maxCostUsd: input.maxCostUsd } : {}),
-    ...(input.maxTokensTotal !== undefined ? { maxTokensTotal: input.maxTokensTotal } : {}),
-    ...(input.maxDuration !== undefined ? { maxDurationMs: durationToMs(input.maxDuration) } : {}),
-  };
-}
-
-/**
- * ms of workflow time from `fromIso` to now. Workflow time (`new Date()`
- * in the sandbox) is the workflow task's start, recorded in history, so
- * this is the same on replay; both ends are UTC timestamps.
- */
-export function msSince(fromIso: string): number {
-  const now = new Date().toISOString();
-  return new Date(now).getTime() - new Date(fromIso).getTime();
-}
 
 /** The first spent budget, in the order turns, cost, tokens, duration; null while every one has room. */
 export function spentBudget(state: RunState): SpentBudget | null {
@@ -89,20 +61,6 @@ export function spentBudget(state: RunState): SpentBudget | null {
     if (elapsed >= limits.maxDurationMs) return { budget: 'duration', limit: limits.maxDurationMs, used: elapsed };
   }
   return null;
-}
-
-/** A spent budget in words (status details, the result's error). */
-export function describeSpent(s: SpentBudget): string {
-  switch (s.budget) {
-    case 'turns':
-      return `the turn budget of ${s.limit} model calls is spent`;
-    case 'cost':
-      return `the cost budget of $${s.limit} is spent ($${s.used.toFixed(4)} used)`;
-    case 'tokens':
-      return `the token budget of ${s.limit} tokens is spent (${s.used} used)`;
-    case 'duration':
-      return `the duration budget of ${describeDuration(s.limit)} is spent (${describeDuration(s.used)} since the run started)`;
-  }
 }
 
 /**

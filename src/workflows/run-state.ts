@@ -28,13 +28,13 @@ import type {
 } from '../contract';
 import type { ResolvedInput } from '../contract/input';
 import type { CheckpointRecord, CheckpointResult, RestoreRequest, RewindRecord, RewindRequest } from '../contract/checkpoint';
-import { toSearchText } from '../contract/search-text';
+import { toSearchText } from '../shared/search-text';
 import { AGENT_AWAITING, AGENT_AWAITING_SINCE, AGENT_COST_USD, AGENT_STATUS, AGENT_TOKENS, AGENT_TURNS } from '../config';
-import { commandSummary, editSummary } from '../contract/display';
+import { commandSummary, editSummary } from '../shared/display';
 import { capabilitiesOf, contextStrategyOf, contextWindowOf, costUsd, modelInfoOf, type ModelInfo } from '../contract/models';
-import { newApprovalState, type ApprovalState } from './approval';
+import { newApprovalState, type ApprovalState } from './approval-state';
 import { ConversationLog } from './conversation';
-import { describeSpent, initialLimits, msSince } from './budget';
+import { describeSpent, initialLimits, msSince } from './limits';
 import { interruptedText, type ToolUsePhase } from './tool-results';
 import { completeResults } from './transcript';
 

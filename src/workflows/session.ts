@@ -26,7 +26,7 @@ import {
   type SessionClosing,
   type SessionRef,
 } from '../contract';
-import { commandDetails, commandSummary, editSummary } from '../contract/display';
+import { commandDetails, commandSummary, editSummary } from '../shared/display';
 import type { EditRequest, RunEditOutput } from '../contract/text-editor';
 import type { CheckpointRequest, RestoreRequest } from '../contract/checkpoint';
 import {

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { AGENT_STATUS } from '../../src/config';
-import { sha256 } from '../../src/contract/sha256';
+import { sha256 } from '../../src/shared/sha256';
 import { freePort, startDevServer } from '../../src/devserver';
 import { cli, cliWith, spawnCli } from './cli-process';
 import { TestBed, toolUse, waitFor } from './harness';

@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { approveSignal } from '../../src/contract';
-import { sha256 } from '../../src/contract/sha256';
+import { sha256 } from '../../src/shared/sha256';
 import { cli } from './cli-process';
 import { TestBed, toolUse, waitFor } from './harness';
 

@@ -17,7 +17,7 @@ import {
   sayUpdate,
   type DecideRequest,
 } from '../../src/contract';
-import { sha256 } from '../../src/contract/sha256';
+import { sha256 } from '../../src/shared/sha256';
 import { cli } from './cli-process';
 import { TestBed, waitFor } from './harness';
 import { asks, decide, end, rejected } from './steering-helpers';

@@ -1,7 +1,7 @@
 /** Helpers of the steering tests: script entries, the decide Update with its hash, and a validator's refusal read back. */
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { decideUpdate, type DecideRequest } from '../../src/contract';
-import { sha256 } from '../../src/contract/sha256';
+import { sha256 } from '../../src/shared/sha256';
 import type { agentRun } from '../../src/workflows';
 import { toolUse } from './harness';
 

@@ -22,7 +22,7 @@ import {
   type ToolResultBlock,
 } from '../../src/contract';
 import { AGENT_AWAITING, AGENT_AWAITING_SINCE, AGENT_STATUS } from '../../src/config';
-import { sha256 } from '../../src/contract/sha256';
+import { sha256 } from '../../src/shared/sha256';
 import { findTemporalCli } from '../../src/devserver';
 import { cli } from './cli-process';
 import { sleepUntil, TestBed, waitFor } from './harness';

@@ -1,7 +1,7 @@
 /** `agent-jobs approve` / `agent-jobs deny`: decide on the command a run waits on, through the `decide` Update. */
 import { Option, type Command } from 'commander';
 import type { DecideOptions as ClientDecideOptions } from '../../client';
-import { SHORT_HASH_CHARS } from '../../contract/display';
+import { SHORT_HASH_CHARS } from '../../shared/display';
 import { commandLines, printJson, printLines } from '../output';
 import { withClient } from '../context';
 import { hexPrefix } from '../parse';

@@ -2,7 +2,7 @@
 import Table from 'cli-table3';
 import type { Command } from 'commander';
 import { RUN_STATUSES, type RunStatus } from '../../contract';
-import { oneLineSummary } from '../../contract/display';
+import { oneLineSummary } from '../../shared/display';
 import { CliError } from '../errors';
 import { printJson } from '../output';
 import { withClient } from '../context';

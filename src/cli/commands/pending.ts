@@ -1,7 +1,7 @@
 /** `agent-jobs pending`: every open run that waits for a person, newest wait first, from search attributes. */
 import Table from 'cli-table3';
 import type { Command } from 'commander';
-import { oneLineSummary, safeText } from '../../contract/display';
+import { oneLineSummary, safeText } from '../../shared/display';
 import { printJson } from '../output';
 import { withClient } from '../context';
 

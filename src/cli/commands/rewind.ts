@@ -10,7 +10,7 @@ import type { Command } from 'commander';
 import type { TimelineEntry } from '../../client';
 import type { AgentRunInput, Message } from '../../contract';
 import { changesBetween, currentTree, diffBetween, type FileChange } from '../../checkpoint/store';
-import { safeText } from '../../contract/display';
+import { safeText } from '../../shared/display';
 import { withClient } from '../context';
 import { CliError } from '../errors';
 import { printJson, printLines } from '../output';

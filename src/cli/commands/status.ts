@@ -1,6 +1,6 @@
 /** `agent-jobs status <workflowId>`: where a run is. */
 import type { Command } from 'commander';
-import { oneLineSummary, safeText, shortHash } from '../../contract/display';
+import { oneLineSummary, safeText, shortHash } from '../../shared/display';
 import type { PendingApproval } from '../../contract';
 import { commandLines, printJson, printLines, statusJson } from '../output';
 import { withClient } from '../context';

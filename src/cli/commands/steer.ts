@@ -5,7 +5,7 @@
  */
 import type { Command } from 'commander';
 import type { ApprovalRule } from '../../contract';
-import { safeText } from '../../contract/display';
+import { safeText } from '../../shared/display';
 import { printJson, printLines } from '../output';
 import { withClient } from '../context';
 import { positiveInt } from '../parse';

@@ -15,7 +15,7 @@ import type { Command } from 'commander';
 import { NoAnswerError, NoWorkerError, isServerUnavailable, type AgentJobsClient, type RunHandle, type RunView } from '../../client';
 import { isText, isToolResult, isToolUse } from '../../contract';
 import type { AppliedDecision, ContentBlock, Message, PendingApproval, ToolResultBlock } from '../../contract';
-import { shortHash } from '../../contract/display';
+import { shortHash } from '../../shared/display';
 import { TEXT_EDITOR_NAME } from '../../contract/text-editor';
 import { askDecision, type InlineDecision, type PromptTerminal } from '../approval-prompt';
 import { currentActivity, type ActivityProgress, type LostAnswer } from '../activity-progress';

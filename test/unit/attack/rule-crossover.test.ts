@@ -13,7 +13,7 @@
  */
 import { matchEditRule, matchRule } from '../../../src/policy';
 import { editRuleSubject, editRuleWords, TEXT_EDITOR_NAME } from '../../../src/contract/text-editor';
-import { pendingApproval } from '../../../src/contract/display';
+import { pendingApproval } from '../../../src/shared/display';
 import type { ApprovalRule, DecideRequest, PendingEdit } from '../../../src/contract';
 
 type Validator = (req: DecideRequest) => void;

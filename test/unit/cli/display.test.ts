@@ -9,7 +9,7 @@ import { InvalidArgumentError } from 'commander';
 import { describeMessage } from '../../../src/cli/commands/watch';
 import { commandLines, jsonText, terminalText } from '../../../src/cli/output';
 import { hexPrefix } from '../../../src/cli/parse';
-import { sha256 } from '../../../src/contract/sha256';
+import { sha256 } from '../../../src/shared/sha256';
 import type { Message } from '../../../src/contract';
 
 const RAW = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2066-\u2069]/;

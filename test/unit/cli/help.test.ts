@@ -16,7 +16,7 @@ import {
 } from '../../../src/config';
 import { APPROVAL_MODES, CLI_DEFAULT_ON_BUDGET, DEFAULT_APPROVAL_MODE, ON_BUDGET_ACTIONS, RUN_STATUSES } from '../../../src/contract';
 import { MIN_THINKING_TOKENS } from '../../../src/contract/input';
-import { SHORT_HASH_CHARS } from '../../../src/contract/display';
+import { SHORT_HASH_CHARS } from '../../../src/shared/display';
 import { DEV_SERVER_PORT } from '../../../src/devserver';
 import { SHOWN_OUTPUT_LINES } from '../../../src/cli/output';
 import { formatDurationMs } from '../../../src/cli/parse';

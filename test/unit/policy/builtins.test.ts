@@ -5,7 +5,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { BUILTINS, KEYWORDS } from '../../../src/policy/builtins';
-import { SHELL_STATE_BUILTINS } from '../../../src/contract/words';
+import { SHELL_STATE_BUILTINS } from '../../../src/shared/words';
 
 const compgen = (flag: string) =>
   execFileSync('bash', ['-c', `compgen ${flag}`], { encoding: 'utf8' })

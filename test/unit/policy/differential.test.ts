@@ -18,7 +18,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { decideApproval } from '../../../src/policy';
-import { tokenize } from '../../../src/contract/words';
+import { tokenize } from '../../../src/shared/words';
 
 /** Deterministic PRNG (mulberry32), so a failure reproduces. */
 function prng(seed: number): () => number {

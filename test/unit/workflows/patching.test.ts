@@ -22,7 +22,7 @@ function variant(name: string, change: string): string {
   const dir = path.join(WORK, name);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  for (const part of ['workflows', 'contract', 'activities', 'config.ts'])
+  for (const part of ['workflows', 'contract', 'shared', 'activities', 'config.ts'])
     cpSync(path.join(ROOT, 'src', part), path.join(dir, part), { recursive: true });
   const file = path.join(dir, 'workflows', ANCHOR_FILE);
   const source = readFileSync(file, 'utf8');

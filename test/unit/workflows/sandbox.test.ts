@@ -18,7 +18,7 @@ import { moduleImports } from './module-imports';
 const SRC = path.resolve(__dirname, '../../../src');
 const ALLOWED_PACKAGES = ['@temporalio/workflow', '@temporalio/common', 'zod'];
 /** What the sandbox runs from src/ (src/workflows/README.md): anything else a value import reaches is a finding. */
-const WORKFLOW_CODE = [path.join(SRC, 'workflows'), path.join(SRC, 'contract'), path.join(SRC, 'config.ts')];
+const WORKFLOW_CODE = [path.join(SRC, 'workflows'), path.join(SRC, 'contract'), path.join(SRC, 'shared'), path.join(SRC, 'config.ts')];
 /** Node and web globals the workflow sandbox does not define: a workflow task that touches one fails, every time. */
 const MISSING_GLOBALS = ['process', 'Buffer', 'setImmediate', 'performance', 'crypto', 'queueMicrotask', 'structuredClone'];
 /** Date methods in local time and the locale-dependent methods: the worker's TZ and LANG reach the sandbox. MAINTENANCE: the same list as in eslint.config.mjs (independent guards on purpose). */
@@ -149,7 +149,7 @@ export function workflowProblems(entry: string, { workflowCode = WORKFLOW_CODE }
     seen.add(file);
     const rel = path.relative(SRC, file);
     const problem = (p: string): void => void findings.push({ file: rel, problem: p });
-    if (!isWorkflowCode(file)) problem('is not workflow code (src/workflows/, src/contract/, src/config.ts)');
+    if (!isWorkflowCode(file)) problem('is not workflow code (src/workflows/, src/contract/, src/shared/, src/config.ts)');
     const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.ES2022, true);
     // Comments may mention what is forbidden; scan the code only.
     const text = ts.createPrinter({ removeComments: true }).printFile(source);
@@ -221,7 +221,7 @@ describe('workflow sandbox rules (C15)', () => {
         { file: expect.stringContaining('evil.cts'), problem: 'reads process.env' },
         {
           file: expect.stringContaining('not-workflow-code.ts'),
-          problem: 'is not workflow code (src/workflows/, src/contract/, src/config.ts)',
+          problem: 'is not workflow code (src/workflows/, src/contract/, src/shared/, src/config.ts)',
         },
       ]),
     );

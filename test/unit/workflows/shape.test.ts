@@ -2,8 +2,9 @@
  * The shape that keeps the workflow readable (src/workflows/README.md): no
  * function in src/workflows/ longer than 80 lines, the `agentRun` body on
  * one screen, and the one-way arrows of docs/architecture.md (the contract
- * imports only itself and src/config.ts; the workflow only itself, the
- * contract and src/config.ts, and the activities as types; the CLI the
+ * imports only itself, src/shared/ and src/config.ts; src/shared/ only
+ * itself and the contract's types; the workflow only itself, the contract,
+ * src/shared/ and src/config.ts, and the activities as types; the CLI the
  * workflow and the activities as types only), over every import however it
  * is written (module-imports.ts), import() and require() included.
  */
@@ -57,11 +58,15 @@ function localImports(dir: string, root = SRC): LocalImport[] {
 const within = (target: string, parts: string[]): boolean => parts.some((p) => new RegExp(`^${p}(\\.js)?(/|$)`).test(target));
 /** The contract imports only itself and src/config.ts (and packages), types included. */
 const contractArrowsWrong = (root = SRC): LocalImport[] =>
-  localImports('contract', root).filter(({ target }) => !within(target, ['contract', 'config']));
-/** The workflow imports itself, the contract and src/config.ts; the activities as types only (for proxyActivities). */
+  localImports('contract', root).filter(({ target }) => !within(target, ['contract', 'shared', 'config']));
+/** The deterministic helpers (src/shared/) import only themselves and the contract's types. */
+const sharedArrowsWrong = (root = SRC): LocalImport[] =>
+  localImports('shared', root).filter(({ target, typeOnly }) => !within(target, ['shared']) && !(typeOnly && within(target, ['contract'])));
+/** The workflow imports itself, the contract, src/shared/ and src/config.ts; the activities as types only (for proxyActivities). */
 const workflowArrowsWrong = (root = SRC): LocalImport[] =>
   localImports('workflows', root).filter(
-    ({ target, typeOnly }) => !within(target, ['workflows', 'contract', 'config']) && !(typeOnly && within(target, ['activities'])),
+    ({ target, typeOnly }) =>
+      !within(target, ['workflows', 'contract', 'shared', 'config']) && !(typeOnly && within(target, ['activities'])),
   );
 /** The CLI reaches the workflow and the activities as types only (the client's `import type` of the workflow function). */
 const cliArrowsWrong = (root = SRC): LocalImport[] =>
@@ -87,8 +92,13 @@ describe('the workflow as named parts', () => {
     expect(agentRun!.lines).toBeLessThanOrEqual(MAX_AGENT_RUN_LINES);
   });
 
-  test('the contract imports nothing but itself and src/config.ts: not the CLI, the workflow, the activities, the session or the settings', () => {
+  test('the contract imports nothing but itself, src/shared/ and src/config.ts: not the CLI, the workflow, the activities, the session or the settings', () => {
     expect(contractArrowsWrong()).toEqual([]);
+  });
+
+  test("src/shared/ imports nothing but itself and the contract's types", () => {
+    expect(sharedArrowsWrong()).toEqual([]);
+    expect(localImports('shared').length).toBeGreaterThan(0);
   });
 
   test('the workflow imports the activities only as types (for proxyActivities), and nothing else of src/ but the contract and src/config.ts', () => {

@@ -5,7 +5,7 @@
  * characters and lone surrogates.
  */
 import { createHash, randomInt } from 'node:crypto';
-import { sha256, sha256Bytes, utf8Bytes } from '../../../src/contract/sha256';
+import { sha256, sha256Bytes, utf8Bytes } from '../../../src/shared/sha256';
 
 const nodeSha = (s: string): string => createHash('sha256').update(s, 'utf8').digest('hex');
 

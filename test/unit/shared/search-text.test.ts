@@ -4,7 +4,7 @@
  * PostgreSQL parses them is checked on a real one by test:cluster's
  * approval case, which lists the waiting run with `agent-jobs pending`.)
  */
-import { fromSearchText, toSearchText } from '../../../src/contract/search-text';
+import { fromSearchText, toSearchText } from '../../../src/shared/search-text';
 
 /** PostgreSQL's tsvector input for one quoted lexeme: `'`, then characters where `'` and `\` come only doubled, then `'`. */
 const ONE_QUOTED_LEXEME = /^'(?:[^'\\]|''|\\\\)*'$/u;

@@ -18,7 +18,7 @@ import {
   pendingApproval,
   safeText,
   shortHash,
-} from '../../../src/contract/display';
+} from '../../../src/shared/display';
 
 /** Reads an escaped display back into the command (the inverse of the escaping rules). */
 function decode(text: string): string {

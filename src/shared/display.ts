@@ -32,7 +32,7 @@
  *   U+202E", ...
  */
 import { sha256 } from './sha256';
-import type { PendingApproval, PendingEdit } from './index';
+import type { PendingApproval, PendingEdit } from '../contract/run';
 
 /** How {@link displayCommand} shows a command. */
 export interface CommandDisplay {

@@ -1,0 +1,311 @@
+/**
+ * Reading a run's workflow history: the conversation folded from its
+ * `callClaude` inputs (and the runs it continued from), the `decide` Updates
+ * applied, how long commands ran, its checkpoints and rewinds. Payloads are
+ * decoded with the client's own data converter (the encryption codec).
+ * Used by the client module (closed runs, transcripts, checkpoints) and by
+ * `callClaude` when its worker holds no copy of the conversation; apart
+ * from the client so that activities need not import it (or the workflows
+ * it names).
+ */
+import type { Client } from '@temporalio/client';
+import type { Payload } from '@temporalio/common';
+import { temporal, type google } from '@temporalio/proto';
+import {
+  decideUpdate,
+  foldCallInputs,
+  isText,
+  isToolUse,
+  type AgentRunInput,
+  type CallClaudeOutput,
+  type Conversation,
+  type ConversationPart,
+  type DecideAnswer,
+  type DecideRequest,
+  type Message,
+  type RunCommandInput,
+  type RunCommandOutput,
+  type StatusView,
+} from './contract';
+import { rewindUpdate, type CheckpointResult, type RewindAnswer, type RewindRequest } from './contract/checkpoint';
+
+/** A closed run's conversation could not be rebuilt from its history (the histories do not chain). */
+export class HistoryUnreadableError extends Error {
+  constructor(
+    readonly workflowId: string,
+    readonly problem: string,
+  ) {
+    super(`the transcript of ${workflowId} cannot be rebuilt from its history: ${problem}`);
+    this.name = 'HistoryUnreadableError';
+  }
+}
+
+/** ms since the epoch of a protobuf Timestamp (seconds may be a Long); 0 when unset. */
+export function msOf(ts: google.protobuf.ITimestamp | null | undefined): number {
+  if (!ts) return 0;
+  return Number(String(ts.seconds ?? 0)) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6);
+}
+
+/** The stop reasons after which the workflow appends the answer to the conversation (src/workflows/agent-run.ts `takeTurn`). */
+export const KEPT_STOP_REASONS = new Set(['tool_use', 'end_turn', 'stop_sequence', 'pause_turn']);
+
+const { EventType } = temporal.api.enums.v1;
+
+/** The activity type whose inputs carry the conversation. */
+const CALL_CLAUDE = 'callClaude';
+
+/** The activity type of a command, whose answer carries its run time. */
+const RUN_COMMAND = 'runCommand';
+
+/** What this module reads of one execution's history. */
+export interface RunHistory {
+  /** `callClaude` inputs scheduled, in order (up to `stopAt` when given). */
+  inputs: ConversationPart[];
+  /** The run it continued from. */
+  continuedFrom: string | null;
+  /** The workflow input (the first argument of the started event). */
+  input: AgentRunInput | null;
+  /** The answer of the last `callClaude` that completed, when it was the last one scheduled. */
+  lastOutput: CallClaudeOutput | null;
+  /** Decisions that came through the `decide` Update, oldest first. */
+  decisions: StatusView['decisions'];
+  /** How long each command ran, in ms by `tool_use` id (the `durationMs` of `runCommand` answers). */
+  durationsMs: Record<string, number>;
+}
+
+/**
+ * Reads one execution's history: the `callClaude` inputs scheduled in it,
+ * in order, up to (not including) the one with activity id `stopAt` when
+ * given; the input; the last call's answer; the `decide` Updates applied.
+ * @throws the client's error when the history cannot be read (unknown run, server down)
+ */
+export async function readHistory(client: Client, workflowId: string, runId: string, stopAt?: string): Promise<RunHistory> {
+  const out: RunHistory = { inputs: [], continuedFrom: null, input: null, lastOutput: null, decisions: [], durationsMs: {} };
+  /** `tool_use` id of each scheduled `runCommand`, by its scheduled event id. */
+  const commands = new Map<string, string>();
+  const { payloadConverter, payloadCodecs } = client.options.loadedDataConverter;
+  /** A payload of the history, decoded by the codecs (the encryption codec when configured), then converted. */
+  const converter = {
+    fromPayload: async <T>(payload: Payload): Promise<T> => {
+      let decoded = [payload];
+      for (const codec of [...payloadCodecs].reverse()) decoded = await codec.decode(decoded);
+      return payloadConverter.fromPayload<T>(decoded[0]!);
+    },
+  };
+  /** Scheduled event id of the last `callClaude`, and whether its answer is the last one seen. */
+  let lastCallEventId: string | null = null;
+  const decideRequests = new Map<string, DecideRequest>();
+  let nextPageToken: Uint8Array | undefined;
+  do {
+    const page = await client.workflowService.getWorkflowExecutionHistory({
+      namespace: client.options.namespace,
+      execution: { workflowId, runId },
+      ...(nextPageToken ? { nextPageToken } : {}),
+    });
+    for (const event of page.history?.events ?? []) {
+      if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED) {
+        const attrs = event.workflowExecutionStartedEventAttributes;
+        out.continuedFrom = attrs?.continuedExecutionRunId || null;
+        const first = attrs?.input?.payloads?.[0];
+        if (first) out.input = await converter.fromPayload<AgentRunInput>(first);
+      } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) {
+        const attrs = event.activityTaskScheduledEventAttributes;
+        const commandInput = attrs?.activityType?.name === RUN_COMMAND ? attrs.input?.payloads?.[0] : undefined;
+        if (commandInput) commands.set(String(event.eventId), (await converter.fromPayload<RunCommandInput>(commandInput)).toolUseId);
+        if (attrs?.activityType?.name !== CALL_CLAUDE) continue;
+        if (stopAt !== undefined && attrs.activityId === stopAt) return out;
+        const payload = attrs.input?.payloads?.[0];
+        if (payload) out.inputs.push(await converter.fromPayload<ConversationPart>(payload));
+        lastCallEventId = String(event.eventId);
+        out.lastOutput = null;
+      } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) {
+        const attrs = event.activityTaskCompletedEventAttributes;
+        const payload = attrs?.result?.payloads?.[0];
+        const scheduled = String(attrs?.scheduledEventId);
+        if (lastCallEventId !== null && scheduled === lastCallEventId && payload)
+          out.lastOutput = await converter.fromPayload<CallClaudeOutput>(payload);
+        const toolUseId = commands.get(scheduled);
+        const ms =
+          toolUseId !== undefined && payload ? (await converter.fromPayload<Partial<RunCommandOutput>>(payload)).durationMs : undefined;
+        if (toolUseId !== undefined && typeof ms === 'number') out.durationsMs[toolUseId] = ms;
+      } else if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED) {
+        const attrs = event.workflowExecutionUpdateAcceptedEventAttributes;
+        const req = attrs?.acceptedRequest;
+        const arg = req?.input?.args?.payloads?.[0];
+        if (req?.input?.name === decideUpdate.name && arg && req.meta?.updateId)
+          decideRequests.set(req.meta.updateId, await converter.fromPayload<DecideRequest>(arg));
+      } else if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED) {
+        const attrs = event.workflowExecutionUpdateCompletedEventAttributes;
+        const request = decideRequests.get(attrs?.meta?.updateId ?? '');
+        const success = attrs?.outcome?.success?.payloads?.[0];
+        if (!request || !success) continue;
+        const answer = await converter.fromPayload<DecideAnswer>(success);
+        out.decisions.push({
+          toolUseId: answer.toolUseId,
+          approved: answer.decision !== 'denied',
+          decision: answer.decision,
+          ...(request.reason !== undefined ? { reason: request.reason } : {}),
+          by: answer.by,
+          source: 'update',
+          ...(answer.decision === 'edited' ? { editedCommand: answer.command } : {}),
+          ...(answer.rule ? { rule: answer.rule.id } : {}),
+          commandSha256: request.commandSha256,
+          at: new Date(msOf(event.eventTime)).toISOString(),
+        });
+      }
+    }
+    nextPageToken = page.nextPageToken && page.nextPageToken.length > 0 ? page.nextPageToken : undefined;
+  } while (nextPageToken);
+  return out;
+}
+
+/**
+ * Rebuilds a conversation from the histories of run `runId` of `workflowId`
+ * and of every run it continued from (oldest first), by folding their
+ * `callClaude` inputs (src/contract/conversation.ts). Used by `callClaude`
+ * when its worker has no copy, and for the messages a continued run no
+ * longer holds. Takes a raw Temporal `Client` (an activity's own).
+ * @param stopAt activity id of a `callClaude` of run `runId`: only the calls scheduled before it count (the caller applies its own change)
+ * @returns the conversation, or why the histories do not chain
+ * @throws the client's error when a history cannot be read
+ */
+export async function conversationFromHistory(
+  client: Client,
+  workflowId: string,
+  runId: string,
+  stopAt?: string,
+): Promise<{ ok: true; conversation: Conversation } | { ok: false; problem: string }> {
+  return (await chainHistory(client, workflowId, runId, stopAt)).folded;
+}
+
+/** The chain's histories read once: the fold of their inputs, and the latest run's own history. */
+async function chainHistory(
+  client: Client,
+  workflowId: string,
+  runId: string,
+  stopAt?: string,
+): Promise<{ folded: ReturnType<typeof foldCallInputs>; latest: RunHistory }> {
+  const runs: ConversationPart[][] = [];
+  let run: string | null = runId;
+  let latest: RunHistory | null = null;
+  const seen = new Set<string>();
+  while (run !== null && !seen.has(run)) {
+    seen.add(run);
+    const h = await readHistory(client, workflowId, run, latest === null ? stopAt : undefined);
+    latest ??= h;
+    runs.unshift(h.inputs);
+    run = h.continuedFrom;
+  }
+  return { folded: foldCallInputs(runs.flat()), latest: latest! };
+}
+
+/**
+ * A closed run's conversation as far as its history holds it: the folded
+ * `callClaude` inputs, then the last call's answer as the workflow appends
+ * it (without empty text blocks, for the stop reasons that keep it).
+ * @returns the messages, and why the end may be missing (`incomplete`): tool
+ *   results appended after the last model call live only in the run's state
+ * @throws HistoryUnreadableError when the histories do not chain
+ */
+export async function closedConversation(
+  client: Client,
+  workflowId: string,
+  runId: string,
+): Promise<{ messages: Message[]; durationsMs: Record<string, number>; incomplete?: string }> {
+  const { folded, latest } = await chainHistory(client, workflowId, runId);
+  if (!folded.ok) throw new HistoryUnreadableError(workflowId, folded.problem);
+  const messages = [...folded.conversation.messages];
+  const last = latest.lastOutput;
+  if (last && KEPT_STOP_REASONS.has(last.stopReason ?? '')) {
+    // MAINTENANCE: keep in sync with withoutEmptyText (src/workflows/transcript.ts), which the workflow applies.
+    const content = last.content.filter((b) => !(isText(b) && b.text.trim() === ''));
+    if (content.length > 0) messages.push({ role: 'assistant', content });
+  }
+  const tail = messages.at(-1);
+  const open = tail?.role === 'assistant' && typeof tail.content !== 'string' && tail.content.some(isToolUse);
+  return {
+    messages,
+    durationsMs: latest.durationsMs,
+    ...(open ? { incomplete: 'the results of the last tool calls were added after the last model call and are not in the history' } : {}),
+  };
+}
+
+/** A checkpoint or a rewind of a run, as its history has it (`agent-jobs checkpoints`). */
+export type TimelineEntry =
+  | { kind: 'checkpoint'; turn: number; id: string; store: string; workspace: string; toolUseId: string; at: string }
+  | { kind: 'rewind'; toTurn: number; by: string; text?: string; droppedMessages: number; at: string };
+
+/**
+ * One execution's checkpoints (from the `runCommand` / `runEdit` answers) and applied rewinds
+ * (completed `rewind` Updates), in history order, and its `callClaude` inputs with their turn.
+ */
+export async function readTimeline(
+  client: Client,
+  workflowId: string,
+  runId: string,
+): Promise<{ entries: TimelineEntry[]; calls: ConversationPart[]; continuedFrom: string | null; input: AgentRunInput | null }> {
+  let input: AgentRunInput | null = null;
+  const entries: TimelineEntry[] = [];
+  const calls: ConversationPart[] = [];
+  let continuedFrom: string | null = null;
+  const tools = new Map<string, string>();
+  const rewinds = new Map<string, RewindRequest>();
+  const { payloadConverter, payloadCodecs } = client.options.loadedDataConverter;
+  const decode = async <T>(payload: Payload): Promise<T> => {
+    let decoded = [payload];
+    for (const codec of [...payloadCodecs].reverse()) decoded = await codec.decode(decoded);
+    return payloadConverter.fromPayload<T>(decoded[0]!);
+  };
+  let nextPageToken: Uint8Array | undefined;
+  do {
+    const page = await client.workflowService.getWorkflowExecutionHistory({
+      namespace: client.options.namespace,
+      execution: { workflowId, runId },
+      ...(nextPageToken ? { nextPageToken } : {}),
+    });
+    for (const event of page.history?.events ?? []) {
+      const at = new Date(msOf(event.eventTime)).toISOString();
+      if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED) {
+        continuedFrom = event.workflowExecutionStartedEventAttributes?.continuedExecutionRunId || null;
+        const first = event.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+        if (first) input = await decode<AgentRunInput>(first);
+      } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) {
+        const attrs = event.activityTaskScheduledEventAttributes;
+        const type = attrs?.activityType?.name ?? '';
+        const payload = attrs?.input?.payloads?.[0];
+        if (type === CALL_CLAUDE && payload) calls.push(await decode<ConversationPart>(payload));
+        if ((type === RUN_COMMAND || type === 'runEdit') && payload)
+          tools.set(String(event.eventId), (await decode<{ toolUseId: string }>(payload)).toolUseId);
+      } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) {
+        const attrs = event.activityTaskCompletedEventAttributes;
+        const toolUseId = tools.get(String(attrs?.scheduledEventId));
+        const payload = attrs?.result?.payloads?.[0];
+        if (toolUseId === undefined || !payload) continue;
+        const cp = (await decode<{ checkpoint?: CheckpointResult }>(payload)).checkpoint;
+        if (cp && 'id' in cp)
+          entries.push({ kind: 'checkpoint', turn: cp.turn, id: cp.id, store: cp.store, workspace: cp.workspace, toolUseId, at });
+      } else if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED) {
+        const req = event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest;
+        const arg = req?.input?.args?.payloads?.[0];
+        if (req?.input?.name === rewindUpdate.name && arg && req.meta?.updateId)
+          rewinds.set(req.meta.updateId, await decode<RewindRequest>(arg));
+      } else if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED) {
+        const attrs = event.workflowExecutionUpdateCompletedEventAttributes;
+        const req = rewinds.get(attrs?.meta?.updateId ?? '');
+        const success = attrs?.outcome?.success?.payloads?.[0];
+        if (!req || !success) continue;
+        const answer = await decode<RewindAnswer>(success);
+        entries.push({
+          kind: 'rewind',
+          toTurn: answer.toTurn,
+          by: answer.by,
+          droppedMessages: answer.droppedMessages,
+          ...(req.text !== undefined ? { text: req.text } : {}),
+          at,
+        });
+      }
+    }
+    nextPageToken = page.nextPageToken && page.nextPageToken.length > 0 ? page.nextPageToken : undefined;
+  } while (nextPageToken);
+  return { entries, calls, continuedFrom, input };
+}
