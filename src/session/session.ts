@@ -861,6 +861,7 @@ export class BashSession {
       shellPid: shell.pid,
       shellStart: processStartTime(shell.pid) ?? '',
       ...(shell.guard.cgroup ? { cgroup: shell.guard.cgroup.dir } : {}),
+      ...(this.identity ? { uid: this.identity.uid } : {}),
     });
   }
 
@@ -907,8 +908,10 @@ export class BashSession {
     const source = commandSource(command, commandFile);
     if ('file' in source) {
       fs.mkdirSync(this.tmpDir, { recursive: true, mode: 0o700 });
-      fs.writeFileSync(commandFile, commandFileContent(command), { mode: 0o600 });
-      if (this.identity) fs.chownSync(commandFile, this.identity.uid, this.identity.gid);
+      // The worker's, read-only, readable by the session's group: bash reads it, nothing of the session can rewrite it
+      // before bash does (the directory is the worker's too, so it cannot be replaced either).
+      fs.writeFileSync(commandFile, commandFileContent(command), { mode: this.identity ? 0o440 : 0o400 });
+      if (this.identity) fs.chownSync(commandFile, process.getuid?.() ?? 0, this.identity.gid);
     }
     const tokens = newCommandTokens();
     const collector = new OutputCollector(this.options.maxOutputBytes);
