@@ -361,6 +361,9 @@ export class BashSession {
     this.hide = [...(options.hidePaths ?? []), ...defaultHiddenPaths(), ...ownerPaths, ...hostSockets];
     // Another user gets a HOME it can write (the sandbox's private /tmp) and its own name.
     const identityEnv: Record<string, string> = identity ? { HOME: '/tmp', USER: identity.user, LOGNAME: identity.user } : {};
+    // The worker's TMPDIR is hidden in the sandbox (other sessions' directories) and not the session user's to write
+    // without it: temporary files go to /tmp, the sandbox's private one (or the machine's world-writable one).
+    if (sandbox.mode === 'bwrap' || identity) identityEnv.TMPDIR = '/tmp';
     // A workspace owned by another user: git refuses it ("dubious ownership") unless told it is safe. Command-scope
     // config (GIT_CONFIG_COUNT) is protected configuration, which git reads safe.directory from (git-config(1)).
     if (access === 'acl' && this.workspace)
