@@ -103,6 +103,21 @@ EOF`,
   );
   expect(raw.output).not.toMatch(/MADE|socket 0x\w+ 0x\w+ \d+\n|io_uring_setup \d/);
   expect(raw.output.match(/Operation not permitted/g)).toHaveLength(3 * 6 + 4 + 1);
+  // The pairs that are allowed cannot be pointed at a socket, even once their other end is closed.
+  const repoint = await s.run(
+    `${PY} -c '
+import socket, sys
+for t in (socket.SOCK_STREAM, socket.SOCK_SEQPACKET):
+    a, b = socket.socketpair(socket.AF_UNIX, t)
+    b.close()
+    for f in (lambda: a.connect(sys.argv[1]), lambda: a.sendto(b"PAIR", sys.argv[1])):
+        try:
+            f(); print("SENT")
+        except OSError as e:
+            print("refused")
+' ${sockets[3]!} 2>&1`,
+  );
+  expect(repoint.output).toBe('refused\n'.repeat(4));
   // A background job, after the command that started it returned.
   await s.run(`(sleep 0.3; ${pyConnect(sockets[0]!)}; ${perlConnect(sockets[3]!)}) >/dev/null 2>&1 &`);
   await new Promise((r) => setTimeout(r, 2_000));
