@@ -196,6 +196,14 @@ export interface AgentRunInput {
   checkpoints?: CheckpointSettings;
   /** A fork: the run starts from this conversation and this checkpoint as its workspace (`agent-jobs fork`). */
   fork?: ForkStart;
+  /**
+   * Offer the `subagent` tool (docs/subagents.md): Claude hands a task to a child `agentRun`,
+   * at most this many at once (1-16). Absent: no sub-agents, and the run's tools are unchanged.
+   * @default none
+   */
+  subagents?: number;
+  /** Set by the parent on a sub-agent's input: the parent's workflow id. A sub-agent never offers the `subagent` tool itself. */
+  subagentOf?: string;
   /** `max_tokens` of each model call (the API's per-response cap). @default 4096 */
   maxTokens?: number;
   /** System prompt. @default a short prompt describing the bash tool and the workspace */
@@ -409,6 +417,10 @@ export interface StatusView {
   contextWindow?: number;
   /** How the run keeps within the window: `compaction` (server-side), `clearing` (old outputs replaced by notes on the client) or `none`. */
   contextStrategy?: ContextStrategy;
+  /** For a sub-agent: its parent's workflow id (docs/subagents.md). */
+  subagentOf?: string;
+  /** Sub-agents running now, for a run started with `subagents`. */
+  subagentsRunning?: number;
 }
 
 /** The budgets of a run as `status` shows them. */
@@ -522,6 +534,8 @@ export interface RequestContext {
   serverTools?: ServerToolName[];
   /** Client tools offered (`requestTools` in src/contract/text-editor.ts orders them); absent: bash alone. */
   clientTools?: ('bash' | 'text_editor')[];
+  /** Offer the custom `subagent` tool after the client tools (src/contract/subagent.ts); absent: not offered. */
+  subagentTool?: true;
   /**
    * Tokens of the previous request and its answer (input + cache creation + cache read +
    * output), when nothing but appended messages changed since: the new part alone is then

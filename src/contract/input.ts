@@ -23,6 +23,7 @@ import {
   type CheckpointSettings,
 } from './index';
 import { EFFORT_LEVELS, MAX_CONTEXT_WINDOW, capabilitiesOf, modelInfoOf, modelInfoSchema } from './models';
+import { MAX_SUBAGENTS } from './subagent';
 import { CLIENT_TOOLS, DEFAULT_CLIENT_TOOLS, type ClientToolName } from './text-editor';
 import { APPROVAL_TIMEOUT_ACTIONS, DEFAULT_APPROVAL_TIMEOUT_ACTION, DEFAULT_ON_BUDGET, ON_BUDGET_ACTIONS } from './steering';
 
@@ -126,6 +127,8 @@ export const agentRunInputSchema = z
       })
       .strict()
       .optional(),
+    subagents: z.number().int().min(1).max(MAX_SUBAGENTS).optional(),
+    subagentOf: z.string().min(1).optional(),
   })
   .strict()
   .superRefine((i, ctx) => {
@@ -160,7 +163,9 @@ type OptionalFields =
   | 'webFetch'
   | 'contextWindow'
   | 'modelInfo'
-  | 'fork';
+  | 'fork'
+  | 'subagents'
+  | 'subagentOf';
 
 /** The input with every default applied. */
 export type ResolvedInput = Required<Omit<AgentRunInput, OptionalFields | 'checkpoints'>> &
@@ -243,6 +248,9 @@ export function resolveInput(
         exclude: i.checkpoints?.exclude ?? [],
       },
       ...(i.fork !== undefined ? { fork: i.fork } : {}),
+      // A sub-agent starts no sub-agents of its own (docs/subagents.md).
+      ...(i.subagents !== undefined && i.subagentOf === undefined ? { subagents: i.subagents } : {}),
+      ...(i.subagentOf !== undefined ? { subagentOf: i.subagentOf } : {}),
     },
   };
 }

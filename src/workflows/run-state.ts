@@ -148,6 +148,8 @@ export class RunState {
   /** Rewinds asked in this execution (numbers them), and the number and answer (or failure) of the last one applied. */
   rewindsAsked = 0;
   rewindDone: { n: number; answer?: RewindRecord; error?: string } | null = null;
+  /** Sub-agents (child runs) running now (subagent.ts keeps it at most `input.subagents`). */
+  subagentsRunning = 0;
 
   /**
    * @param input the validated input, every default applied
@@ -330,6 +332,8 @@ export class RunState {
       model: this.input.model,
       contextWindow: contextWindowOf(this.input),
       contextStrategy: this.conversation.clearedBefore > 0 ? 'clearing' : contextStrategyOf(capabilitiesOf(this.input)),
+      ...(this.input.subagentOf !== undefined ? { subagentOf: this.input.subagentOf } : {}),
+      ...(this.input.subagents !== undefined ? { subagentsRunning: this.subagentsRunning } : {}),
     };
   }
 
