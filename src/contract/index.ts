@@ -204,6 +204,8 @@ export interface AgentRunInput {
   subagents?: number;
   /** Set by the parent on a sub-agent's input: the parent's workflow id. A sub-agent never offers the `subagent` tool itself. */
   subagentOf?: string;
+  /** Approval rules the run starts with (a sub-agent gets those of its parent when it starts: docs/subagents.md). @default none */
+  rules?: ApprovalRule[];
   /** `max_tokens` of each model call (the API's per-response cap). @default 4096 */
   maxTokens?: number;
   /** System prompt. @default a short prompt describing the bash tool and the workspace */

@@ -25,7 +25,7 @@ import {
 import { EFFORT_LEVELS, MAX_CONTEXT_WINDOW, capabilitiesOf, modelInfoOf, modelInfoSchema } from './models';
 import { MAX_SUBAGENTS } from './subagent';
 import { CLIENT_TOOLS, DEFAULT_CLIENT_TOOLS, type ClientToolName } from './text-editor';
-import { APPROVAL_TIMEOUT_ACTIONS, DEFAULT_APPROVAL_TIMEOUT_ACTION, DEFAULT_ON_BUDGET, ON_BUDGET_ACTIONS } from './steering';
+import { APPROVAL_TIMEOUT_ACTIONS, DEFAULT_APPROVAL_TIMEOUT_ACTION, DEFAULT_ON_BUDGET, MAX_RULES, ON_BUDGET_ACTIONS } from './steering';
 
 /** Temporal duration strings as `ms` understands them (`'24 hours'`, `'90s'`, `'1.5h'`), or ms. */
 const DURATION = /^\d+(\.\d+)?\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|weeks?)?$/i;
@@ -129,6 +129,21 @@ export const agentRunInputSchema = z
       .optional(),
     subagents: z.number().int().min(1).max(MAX_SUBAGENTS).optional(),
     subagentOf: z.string().min(1).optional(),
+    rules: z
+      .array(
+        z
+          .object({
+            id: z.number().int().min(1),
+            kind: z.enum(['exact', 'prefix']),
+            text: z.string().min(1),
+            by: z.string(),
+            at: z.string(),
+            toolUseId: z.string(),
+          })
+          .strict(),
+      )
+      .max(MAX_RULES)
+      .optional(),
   })
   .strict()
   .superRefine((i, ctx) => {
@@ -165,7 +180,8 @@ type OptionalFields =
   | 'modelInfo'
   | 'fork'
   | 'subagents'
-  | 'subagentOf';
+  | 'subagentOf'
+  | 'rules';
 
 /** The input with every default applied. */
 export type ResolvedInput = Required<Omit<AgentRunInput, OptionalFields | 'checkpoints'>> &
@@ -251,6 +267,7 @@ export function resolveInput(
       // A sub-agent starts no sub-agents of its own (docs/subagents.md).
       ...(i.subagents !== undefined && i.subagentOf === undefined ? { subagents: i.subagents } : {}),
       ...(i.subagentOf !== undefined ? { subagentOf: i.subagentOf } : {}),
+      ...(i.rules !== undefined ? { rules: i.rules } : {}),
     },
   };
 }

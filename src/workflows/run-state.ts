@@ -179,8 +179,9 @@ export class RunState {
     this.session = carried?.session ?? null;
     this.decisions = carried?.decisions ?? [];
     this.generation = carried?.generation ?? 0;
-    this.rules = carried?.rules ?? [];
-    this.nextRuleId = carried?.nextRuleId ?? 1;
+    // A sub-agent starts with its parent's rules (input `rules`); their ids stay the parent's.
+    this.rules = carried?.rules ?? input.rules ?? [];
+    this.nextRuleId = carried?.nextRuleId ?? Math.max(0, ...this.rules.map((r) => r.id)) + 1;
     this.queued = carried?.queuedMessages ?? [];
     this.limits = carried?.limits ?? initialLimits(input);
     this.startedAt = carried?.startedAt ?? workflowInfo().runStartTime.toISOString();

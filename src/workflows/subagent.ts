@@ -58,8 +58,8 @@ function shareOf(state: RunState, n: number): Share {
 }
 
 /**
- * The child's input: the parent's settings (model, system prompt, tools, approval mode and
- * timeouts, sandbox network, command timeout, checkpoints), the prompt as its task, the
+ * The child's input: the parent's settings (model, system prompt, tools, approval mode, its
+ * rules as they are now, and timeouts, sandbox network, command timeout, checkpoints), the prompt as its task, the
  * parent's workspace, its share of the budgets, and `subagentOf` (so it offers no `subagent`
  * tool itself).
  */
@@ -91,6 +91,7 @@ export function childInput(state: RunState, request: SubagentRequest, share: Sha
     ...(i.webFetch !== undefined ? { webFetch: i.webFetch } : {}),
     ...(i.contextWindow !== undefined ? { contextWindow: i.contextWindow } : {}),
     ...(i.modelInfo !== undefined ? { modelInfo: i.modelInfo } : {}),
+    ...(state.rules.length > 0 ? { rules: state.rules.map((r) => ({ ...r })) } : {}),
     subagentOf: state.workflowId,
   };
 }

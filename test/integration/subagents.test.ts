@@ -119,6 +119,29 @@ describe('sub-agents', () => {
     expect(readFileSync(path.join(bed.workspaces, handle.workflowId, 'p.txt'), 'utf8')).toBe('p\n');
   }, 120_000);
 
+  test("the parent's approval rules apply to a child: a command a rule allows runs without a person", async () => {
+    bed = await TestBed.create({
+      script: {
+        responses: [
+          turn(toolUse('toolu_px', 'touch x.txt')),
+          turn(subagent('toolu_sr', 'write again', 'child-r: write x.txt again')),
+          say('the rule held'),
+        ],
+        conversations: [child('child-r', 'touch x.txt', 'x is written again')],
+      },
+      workers: 1,
+    });
+    const handle = await bed.start({ task: 'rules for the child', approval: 'policy', subagents: 1 });
+    await bed.pendingApproval(handle, 60_000);
+    const approved = await cli(bed.address, 'approve', handle.workflowId, '--always', '--by', 'alice');
+    expect(approved.code).toBe(0);
+    expect(await handle.result()).toMatchObject({ status: 'completed', text: 'the rule held' });
+    expect(resultsSentTo(bed, 'rules for the child', 2)[0]).toMatchObject({ tool_use_id: 'toolu_sr', content: 'x is written again' });
+    const childView = await bed.client.workflow.getHandle(subagentWorkflowId(handle.workflowId, 'toolu_sr')).query(statusQuery);
+    expect(childView.rules).toEqual([expect.objectContaining({ kind: 'exact', text: 'touch x.txt', by: 'alice' })]);
+    expect(childView.decisions).toEqual([expect.objectContaining({ source: 'rule', approved: true, command: 'touch x.txt' })]);
+  }, 120_000);
+
   test('cancelling the parent ends its children', async () => {
     bed = await TestBed.create({
       script: {
