@@ -127,7 +127,8 @@ async function runSubagent(state: RunState, use: ToolUseBlock, share: Share): Pr
   const parsed = parseSubagentInput(use.input);
   if (!parsed.ok) return { text: parsed.text, isError: true };
   const limit = state.input.subagents ?? 1;
-  await condition(() => state.subagentsRunning < limit);
+  // Re-checked after each wake: two calls woken by one free slot must not both take it.
+  while (state.subagentsRunning >= limit) await condition(() => state.subagentsRunning < limit);
   state.subagentsRunning += 1;
   const workflowId = subagentWorkflowId(state.workflowId, use.id);
   try {

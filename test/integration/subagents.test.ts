@@ -88,6 +88,23 @@ describe('sub-agents', () => {
     expect(toolsOf('child-a')).not.toContain('subagent');
   }, 120_000);
 
+  test('at most N at once: with subagents 1 the second call waits until the first child has ended', async () => {
+    const timed = (name: string) => `date +%s%N > ${name}.start; sleep 1; date +%s%N > ${name}.end`;
+    bed = await TestBed.create({
+      script: {
+        responses: [turn(subagent('toolu_s1', 'first', 'child-1: go'), subagent('toolu_s2', 'second', 'child-2: go')), say('in turn')],
+        conversations: [child('child-1', timed('one'), 'one done'), child('child-2', timed('two'), 'two done')],
+      },
+      workers: 1,
+    });
+    const handle = await bed.start({ task: 'one at a time', approval: 'auto', subagents: 1 });
+    expect(await handle.result()).toMatchObject({ status: 'completed', text: 'in turn' });
+    const ws = path.join(bed.workspaces, handle.workflowId);
+    const ns = (f: string): bigint => BigInt(readFileSync(path.join(ws, f), 'utf8').trim());
+    expect(ns('one.end')).toBeLessThan(ns('two.start'));
+    expect(resultsSentTo(bed, 'one at a time', 1).map((r) => r.content)).toEqual(['one done', 'two done']);
+  }, 120_000);
+
   test("a child's approval is listed by pending with the parent's id and decided through the CLI", async () => {
     bed = await TestBed.create({
       script: {
