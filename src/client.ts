@@ -467,6 +467,8 @@ export interface PendingRun {
   awaiting: string;
   /** ISO-8601 time it started waiting (`AgentAwaitingSince`), or null when the run did not publish it. */
   since: string | null;
+  /** The parent run's workflow id, for a sub-agent (a child workflow: docs/subagents.md); absent for a top-level run. */
+  parentId?: string;
 }
 
 /** The visibility query of {@link AgentJobsClient.pending}. */
@@ -569,6 +571,7 @@ export class AgentJobsClient {
         status: attrs.get(AGENT_STATUS) ?? '',
         awaiting: fromSearchText(attrs.get(AGENT_AWAITING) ?? ''),
         since: since ? since.toISOString() : null,
+        ...(w.parentExecution?.workflowId ? { parentId: w.parentExecution.workflowId } : {}),
       });
     }
     return rows.sort((a, b) => (b.since ?? '').localeCompare(a.since ?? ''));

@@ -302,7 +302,7 @@ async function buildRequest(
     return { request, report: null };
   }
   const system = input.system !== undefined && input.system !== '' ? [{ type: 'text' as const, text: input.system }] : undefined;
-  const runTools = requestTools(context.clientTools, context.serverTools);
+  const runTools = requestTools(context.clientTools, context.serverTools, context.subagentTool === true);
   const count: CountTokens = async (messages, opts) => {
     const counted = await anthropic.messages.countTokens({
       model: input.model,

@@ -7,6 +7,7 @@
  * `restartSession` and `closeSession` run on that queue only, so they reach
  * the process that holds the bash process.
  */
+import { workspaceFolderName } from '../contract/subagent';
 import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Context, log } from '@temporalio/activity';
@@ -338,11 +339,8 @@ export interface SessionActivityDeps {
   sessionOptions: Omit<BashSessionOptions, 'cwd' | 'id'>;
 }
 
-/** Folder name for a workflow id: anything outside `[A-Za-z0-9._-]` becomes `_`. */
-export function workspaceFolderName(workflowId: string): string {
-  const safe = workflowId.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\.+/, '_');
-  return safe.length > 0 ? safe : '_';
-}
+/** Folder name for a workflow id (src/contract/subagent.ts, shared with the workflow). */
+export { workspaceFolderName };
 
 async function isDirectory(dir: string): Promise<boolean> {
   try {

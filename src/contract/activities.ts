@@ -60,6 +60,8 @@ export interface RequestContext {
   serverTools?: ServerToolName[];
   /** Client tools offered (`requestTools` in src/contract/text-editor.ts orders them); absent: bash alone. */
   clientTools?: ('bash' | 'text_editor')[];
+  /** Offer the custom `subagent` tool after the client tools (src/contract/subagent.ts); absent: not offered. */
+  subagentTool?: true;
   /**
    * Tokens of the previous request and its answer (input + cache creation + cache read +
    * output), when nothing but appended messages changed since: the new part alone is then

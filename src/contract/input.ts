@@ -23,8 +23,9 @@ import {
   type CheckpointSettings,
 } from './run';
 import { EFFORT_LEVELS, MAX_CONTEXT_WINDOW, capabilitiesOf, modelInfoOf, modelInfoSchema } from './models';
+import { MAX_SUBAGENTS } from './subagent';
 import { CLIENT_TOOLS, DEFAULT_CLIENT_TOOLS, type ClientToolName } from './text-editor';
-import { APPROVAL_TIMEOUT_ACTIONS, DEFAULT_APPROVAL_TIMEOUT_ACTION, DEFAULT_ON_BUDGET, ON_BUDGET_ACTIONS } from './steering';
+import { APPROVAL_TIMEOUT_ACTIONS, DEFAULT_APPROVAL_TIMEOUT_ACTION, DEFAULT_ON_BUDGET, MAX_RULES, ON_BUDGET_ACTIONS } from './steering';
 
 /** Temporal duration strings as `ms` understands them (`'24 hours'`, `'90s'`, `'1.5h'`), or ms. */
 const DURATION = /^\d+(\.\d+)?\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|weeks?)?$/i;
@@ -126,6 +127,23 @@ export const agentRunInputSchema = z
       })
       .strict()
       .optional(),
+    subagents: z.number().int().min(1).max(MAX_SUBAGENTS).optional(),
+    subagentOf: z.string().min(1).optional(),
+    rules: z
+      .array(
+        z
+          .object({
+            id: z.number().int().min(1),
+            kind: z.enum(['exact', 'prefix']),
+            text: z.string().min(1),
+            by: z.string(),
+            at: z.string(),
+            toolUseId: z.string(),
+          })
+          .strict(),
+      )
+      .max(MAX_RULES)
+      .optional(),
   })
   .strict()
   .superRefine((i, ctx) => {
@@ -160,7 +178,10 @@ type OptionalFields =
   | 'webFetch'
   | 'contextWindow'
   | 'modelInfo'
-  | 'fork';
+  | 'fork'
+  | 'subagents'
+  | 'subagentOf'
+  | 'rules';
 
 /** The input with every default applied. */
 export type ResolvedInput = Required<Omit<AgentRunInput, OptionalFields | 'checkpoints'>> &
@@ -243,6 +264,10 @@ export function resolveInput(
         exclude: i.checkpoints?.exclude ?? [],
       },
       ...(i.fork !== undefined ? { fork: i.fork } : {}),
+      // A sub-agent starts no sub-agents of its own (docs/subagents.md).
+      ...(i.subagents !== undefined && i.subagentOf === undefined ? { subagents: i.subagents } : {}),
+      ...(i.subagentOf !== undefined ? { subagentOf: i.subagentOf } : {}),
+      ...(i.rules !== undefined ? { rules: i.rules } : {}),
     },
   };
 }

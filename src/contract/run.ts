@@ -69,6 +69,16 @@ export interface AgentRunInput {
   checkpoints?: CheckpointSettings;
   /** A fork: the run starts from this conversation and this checkpoint as its workspace (`agent-jobs fork`). */
   fork?: ForkStart;
+  /**
+   * Offer the `subagent` tool (docs/subagents.md): Claude hands a task to a child `agentRun`,
+   * at most this many at once (1-16). Absent: no sub-agents, and the run's tools are unchanged.
+   * @default none
+   */
+  subagents?: number;
+  /** Set by the parent on a sub-agent's input: the parent's workflow id. A sub-agent never offers the `subagent` tool itself. */
+  subagentOf?: string;
+  /** Approval rules the run starts with (a sub-agent gets those of its parent when it starts: docs/subagents.md). @default none */
+  rules?: ApprovalRule[];
   /** `max_tokens` of each model call (the API's per-response cap). @default 4096 */
   maxTokens?: number;
   /** System prompt. @default a short prompt describing the bash tool and the workspace */

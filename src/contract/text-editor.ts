@@ -10,6 +10,7 @@
 import type { ServerToolName } from './activities';
 import type { RuleToMatch } from './steering';
 import type { CheckpointRequest, CheckpointResult } from './checkpoint';
+import { SUBAGENT_TOOL } from './subagent';
 
 /** Tool type of the text editor for Claude 4.x and later models (docs, "Model compatibility"). */
 export const TEXT_EDITOR_TYPE = 'text_editor_20250728';
@@ -49,8 +50,10 @@ export type ClientToolName = (typeof CLIENT_TOOLS)[number];
 /** What a run offers when its input names no tools: both. (Runs started before the editor existed keep bash alone.) */
 export const DEFAULT_CLIENT_TOOLS: readonly ClientToolName[] = CLIENT_TOOLS;
 
-/** One entry of a request's `tools`. */
-export type ToolDefinition = { type: string; name: string; max_characters?: number };
+/** One entry of a request's `tools`: an Anthropic-schema or server tool (`type`), or a custom tool (`description`, `input_schema`). */
+export type ToolDefinition =
+  | { type: string; name: string; max_characters?: number }
+  | { name: string; description: string; input_schema: Readonly<Record<string, unknown>> };
 
 /**
  * The request's `tools`: the client tools in the fixed order bash, text editor (whatever order
@@ -58,15 +61,18 @@ export type ToolDefinition = { type: string; name: string; max_characters?: numb
  * list: every request and token count of a run gets the same bytes from the same input, so the
  * prefix (system, tools, earlier blocks) never changes after start.
  * @param clientTools the run's client tools; absent: bash alone (runs from before `tools`)
+ * @param subagent offer the custom `subagent` tool (src/contract/subagent.ts) after the client tools
  */
 export function requestTools(
   clientTools: readonly ClientToolName[] | undefined,
   serverTools: readonly ServerToolName[] = [],
+  subagent = false,
 ): ToolDefinition[] {
   const client = clientTools ?? ['bash'];
   return [
     ...(client.includes('bash') ? [BASH_TOOL] : []),
     ...(client.includes('text_editor') ? [TEXT_EDITOR_TOOL] : []),
+    ...(subagent ? [SUBAGENT_TOOL] : []),
     ...serverTools.map((name) => SERVER_TOOLS[name]),
   ];
 }

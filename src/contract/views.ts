@@ -39,6 +39,10 @@ export interface StatusView {
   contextWindow?: number;
   /** How the run keeps within the window: `compaction` (server-side), `clearing` (old outputs replaced by notes on the client) or `none`. */
   contextStrategy?: ContextStrategy;
+  /** For a sub-agent: its parent's workflow id (docs/subagents.md). */
+  subagentOf?: string;
+  /** Sub-agents running now, for a run started with `subagents`. */
+  subagentsRunning?: number;
 }
 
 /** The budgets of a run as `status` shows them. */

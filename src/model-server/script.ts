@@ -239,6 +239,13 @@ export interface ScriptFile {
   context_window?: PerModelTokens;
   /** Minimum cacheable prefix, tokens, per model. @default 1024 for every model */
   min_cacheable_tokens?: PerModelTokens;
+  /**
+   * Answers for other conversations of the same server (a sub-agent's, docs/subagents.md): a
+   * request whose first user message holds `task` is answered from these `responses` (the first
+   * match in file order), by the same step rule; any other request from `responses`.
+   * @default none
+   */
+  conversations?: Array<{ task: string; responses: ScriptEntry[] }>;
 }
 
 /**
@@ -263,6 +270,8 @@ export interface ParsedScript {
   /** Where the script came from: the file path, or `"<inline script>"`. */
   source: string;
   entries: Array<{ message: ParsedMessageEntry } | { error: ParsedErrorEntry }>;
+  /** Entries of the conversations whose task (first user message) holds `task`, in file order (`conversations`); empty when none. */
+  conversations: Array<{ task: string; entries: ParsedScript['entries'] }>;
   /** The script's `context_window`, as given. */
   contextWindow: PerModelTokens | undefined;
   /** The script's `min_cacheable_tokens`, as given. */
@@ -342,28 +351,38 @@ export function compileScript(value: unknown, source = '<inline script>'): Parse
       context_window: PerModelTokensSchema.optional(),
       min_cacheable_tokens: PerModelTokensSchema.optional(),
       api: z.enum(['today', 'legacy']).optional(),
+      conversations: z.array(z.strictObject({ task: z.string().min(1), responses: z.array(z.unknown()) })).optional(),
     })
     .safeParse(value);
   if (!top.success) throw invalid(source, issuesOf(top.error, []));
 
   const issues: ScriptIssue[] = [];
-  const entries: ParsedScript['entries'] = [];
-  top.data.responses.forEach((raw, index) => {
-    const isError = typeof raw === 'object' && raw !== null && 'error' in raw;
-    if (isError) {
-      const parsed = ScriptErrorEntrySchema.safeParse(raw);
-      if (parsed.success) entries.push({ error: parsed.data.error });
-      else issues.push(...issuesOf(parsed.error, ['responses', index]));
-    } else {
-      const parsed = ScriptMessageEntrySchema.safeParse(raw);
-      if (parsed.success) entries.push({ message: parsed.data });
-      else issues.push(...issuesOf(parsed.error, ['responses', index]));
-    }
-  });
+  const parseEntries = (list: unknown[], at: Array<string | number>): ParsedScript['entries'] => {
+    const entries: ParsedScript['entries'] = [];
+    list.forEach((raw, index) => {
+      const isError = typeof raw === 'object' && raw !== null && 'error' in raw;
+      if (isError) {
+        const parsed = ScriptErrorEntrySchema.safeParse(raw);
+        if (parsed.success) entries.push({ error: parsed.data.error });
+        else issues.push(...issuesOf(parsed.error, [...at, index]));
+      } else {
+        const parsed = ScriptMessageEntrySchema.safeParse(raw);
+        if (parsed.success) entries.push({ message: parsed.data });
+        else issues.push(...issuesOf(parsed.error, [...at, index]));
+      }
+    });
+    return entries;
+  };
+  const entries = parseEntries(top.data.responses, ['responses']);
+  const conversations = (top.data.conversations ?? []).map((c, k) => ({
+    task: c.task,
+    entries: parseEntries(c.responses, ['conversations', k, 'responses']),
+  }));
   if (issues.length > 0) throw invalid(source, issues);
   return {
     source,
     entries,
+    conversations,
     contextWindow: top.data.context_window,
     minCacheableTokens: top.data.min_cacheable_tokens,
     api: top.data.api ?? 'legacy',
@@ -376,6 +395,14 @@ function toScriptFile(script: ParsedScript): ScriptFile {
     ...(script.contextWindow !== undefined ? { context_window: script.contextWindow } : {}),
     ...(script.minCacheableTokens !== undefined ? { min_cacheable_tokens: script.minCacheableTokens } : {}),
     ...(script.api !== 'legacy' ? { api: script.api } : {}),
+    ...(script.conversations.length > 0
+      ? {
+          conversations: script.conversations.map((c) => ({
+            task: c.task,
+            responses: c.entries.map((entry) => ('error' in entry ? { error: entry.error } : entry.message)),
+          })),
+        }
+      : {}),
   };
 }
 
@@ -423,7 +450,7 @@ export function messageOf(cause: unknown): string {
 }
 
 /** Groups the entries into steps (see the module comment for the rule). */
-export function planSteps(script: ParsedScript): ScriptStep[] {
+export function planSteps(script: Pick<ParsedScript, 'entries'>): ScriptStep[] {
   const steps: ScriptStep[] = [];
   let pending: ParsedErrorEntry[] = [];
   for (const entry of script.entries) {

@@ -25,6 +25,7 @@ import {
   readScript,
   type ParsedErrorEntry,
   type ParsedMessageEntry,
+  type ParsedScript,
   type ScriptFile,
   type ScriptStep,
 } from './script';
@@ -110,15 +111,31 @@ const MAX_BODY_BYTES = 32 * 1024 * 1024;
  */
 export async function startModelServer(options: ModelServerOptions): Promise<ModelServer> {
   const script = typeof options.script === 'string' ? readScript(options.script) : compileScript(options.script);
-  const steps = planSteps(script);
-  const lastAnswered = steps.filter((s) => s.message).length - 1;
+  const planOf = (entries: ParsedScript['entries']): { steps: ScriptStep[]; lastAnswered: number } => {
+    const steps = planSteps({ entries });
+    return { steps, lastAnswered: steps.filter((s) => s.message).length - 1 };
+  };
+  const main = planOf(script.entries);
+  const others = script.conversations.map((c) => ({ task: c.task, ...planOf(c.entries) }));
+  /** The steps that answer `request`: those of the first `conversations` entry its task holds, else the main ones. */
+  const planFor = (request: MessagesRequest): { steps: ScriptStep[]; lastAnswered: number } => {
+    if (others.length === 0) return main;
+    const first = request.messages[0]?.content;
+    const task =
+      typeof first === 'string'
+        ? first
+        : Array.isArray(first)
+          ? first.map((b) => (typeof b === 'object' && b !== null && 'text' in b ? String((b as { text: unknown }).text) : '')).join('\n')
+          : '';
+    return others.find((c) => task.includes(c.task)) ?? main;
+  };
   const log = new RequestLog(options.logFile);
   const validate = options.validateRequests ?? true;
   const hits = new Map<string, number>();
   let clockOffsetMs = 0;
   const cache = new PromptCache(() => Date.now() + clockOffsetMs);
-  /** Whether the message entry answering `step` starts with a thinking block (the tool-loop rule of `thinking.ts`). */
-  const answeredWithThinking = (step: number): boolean => {
+  /** Whether the message entry answering `step` of `steps` starts with a thinking block (the tool-loop rule of `thinking.ts`). */
+  const thinkingAt = (steps: ScriptStep[], step: number): boolean => {
     const type = steps[step]?.message?.content[0]?.type;
     return type === 'thinking' || type === 'redacted_thinking';
   };
@@ -233,7 +250,8 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
       }
       plan = prepared;
     }
-    const loopProblem = validate && !plan ? checkThinkingToolLoop(request, answeredWithThinking) : undefined;
+    const { steps, lastAnswered } = planFor(request);
+    const loopProblem = validate && !plan ? checkThinkingToolLoop(request, (step) => thinkingAt(steps, step)) : undefined;
     if (loopProblem) {
       fail(400, 'invalid_request', loopProblem);
       return;

@@ -424,6 +424,10 @@ function checkTools(tools: unknown, model: string): TodayProblem | undefined {
       if (typeof name !== 'string' || !/^[a-zA-Z0-9_-]{1,128}$/.test(name)) {
         return bad(`tools.${k}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'`);
       }
+      // `description` is optional but, when sent, a string (define-tools: "a detailed plaintext description").
+      const description = tool['description'];
+      if (description !== undefined && typeof description !== 'string')
+        return bad(`tools.${k}.custom.description: Input should be a valid string`);
       const schema = tool['input_schema'];
       if (!isObject(schema)) return bad(`tools.${k}.custom.input_schema: Field required`);
       if (schema['type'] !== 'object') return bad(`tools.${k}.custom.input_schema.type: Input should be 'object'`);

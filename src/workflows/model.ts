@@ -47,6 +47,7 @@ function requestContext(state: RunState): RequestContext {
     ...(serverTools.length > 0 ? { serverTools } : {}),
     // Absent for bash alone, as runs before the editor sent it.
     ...(input.tools.length !== 1 || input.tools[0] !== 'bash' ? { clientTools: [...input.tools] } : {}),
+    ...(input.subagents !== undefined ? { subagentTool: true as const } : {}),
     ...(log.previous ? { previousTokens: log.previous.tokens, previousLength: log.previous.length } : {}),
   };
 }

@@ -148,6 +148,8 @@ export class RunState {
   /** Rewinds asked in this execution (numbers them), and the number and answer (or failure) of the last one applied. */
   rewindsAsked = 0;
   rewindDone: { n: number; answer?: RewindRecord; error?: string } | null = null;
+  /** Sub-agents (child runs) running now (subagent.ts keeps it at most `input.subagents`). */
+  subagentsRunning = 0;
 
   /**
    * @param input the validated input, every default applied
@@ -177,8 +179,9 @@ export class RunState {
     this.session = carried?.session ?? null;
     this.decisions = carried?.decisions ?? [];
     this.generation = carried?.generation ?? 0;
-    this.rules = carried?.rules ?? [];
-    this.nextRuleId = carried?.nextRuleId ?? 1;
+    // A sub-agent starts with its parent's rules (input `rules`); their ids stay the parent's.
+    this.rules = carried?.rules ?? input.rules ?? [];
+    this.nextRuleId = carried?.nextRuleId ?? Math.max(0, ...this.rules.map((r) => r.id)) + 1;
     this.queued = carried?.queuedMessages ?? [];
     this.limits = carried?.limits ?? initialLimits(input);
     this.startedAt = carried?.startedAt ?? workflowInfo().runStartTime.toISOString();
@@ -330,6 +333,8 @@ export class RunState {
       model: this.input.model,
       contextWindow: contextWindowOf(this.input),
       contextStrategy: this.conversation.clearedBefore > 0 ? 'clearing' : contextStrategyOf(capabilitiesOf(this.input)),
+      ...(this.input.subagentOf !== undefined ? { subagentOf: this.input.subagentOf } : {}),
+      ...(this.input.subagents !== undefined ? { subagentsRunning: this.subagentsRunning } : {}),
     };
   }
 

@@ -4,6 +4,7 @@
  * failures become `is_error` results, never a failed run. Deterministic
  * (workflow code).
  */
+import { CancellationScope, patched } from '@temporalio/workflow';
 import { isToolUse, type Message, type ToolResultBlock, type ToolUseBlock } from '../contract';
 import { runEditWithApproval, runWithApproval } from './approval';
 import { TEXT_EDITOR_NAME, parseEditInput, requestTools } from '../contract/text-editor';
@@ -13,6 +14,7 @@ import { drainMessages, safePoint } from './steering';
 import { parseBashInput, type ToolOutcome } from './tool-results';
 import { completeResults, toolResult } from './transcript';
 import { MAX_TURN_RESULT_CHARS } from '../config';
+import { SUBAGENTS_PATCH, isSubagentUse, startSubagents, type Settled } from './subagent';
 
 /**
  * Executes the `tool_use` blocks of `assistant` (already in the transcript)
@@ -27,12 +29,21 @@ export async function runToolUses(state: RunState, session: RunSession, assistan
   state.inflight = inflight;
   const uses = typeof assistant.content === 'string' ? [] : assistant.content.filter(isToolUse);
   const used = { bytes: 0 };
+  // Sub-agent calls all start now and run while the other tool_uses are handled in order.
+  const subagents = uses.some((u) => isSubagentUse(state, u)) && patched(SUBAGENTS_PATCH) ? new CancellationScope() : null;
+  const started = subagents ? await subagents.run(() => Promise.resolve(startSubagents(state, uses))) : new Map<string, Promise<Settled>>();
   for (const use of uses) {
     if (state.pendingEnd) break;
-    const result = withinTurnBudget(await handleToolUse(state, session, use), used);
+    const child = started.get(use.id);
+    const result = withinTurnBudget(child ? subagentResult(use, await child) : await handleToolUse(state, session, use), used);
     used.bytes += jsonBytes(result.content);
     inflight.results.push(result);
     state.current = null;
+  }
+  if (state.pendingEnd && subagents) {
+    // The run ends after this turn: its sub-agents still running end too.
+    subagents.cancel();
+    await Promise.all([...started.values()]);
   }
   const missing = state.pendingEnd
     ? `Not run: the run ended before this tool_use (${state.pendingEnd.error}).`
@@ -84,6 +95,12 @@ function prefixWithin(s: string, max: number): string {
     end += ch.length;
   }
   return s.slice(0, end);
+}
+
+/** A sub-agent call's result; a cancellation of the run it saw is thrown here, where the loop awaits it. */
+function subagentResult(use: ToolUseBlock, settled: Settled): ToolResultBlock {
+  if ('thrown' in settled) throw settled.thrown;
+  return toolResult(use.id, settled.outcome.text, settled.outcome.isError);
 }
 
 /** One `tool_use`: the bash tool (`bash_20250124`: `{command}` or `{restart: true}`), the text editor when the run offers it; anything else is an `is_error` result. */

@@ -178,12 +178,10 @@ export class TestBed {
       if ((await this.client.workflow.getHandle(run.workflowId, run.runId).describe()).status.name !== 'RUNNING') closed.push(run);
     }
     const client = this.client;
+    // Each run replays under its own workflow id (a sub-agent's id is derived from its parent's: docs/subagents.md).
     async function* histories(): AsyncGenerator<{ workflowId: string; history: Awaited<ReturnType<WorkflowHandle['fetchHistory']>> }> {
       for (const run of closed)
-        yield {
-          workflowId: `${run.workflowId}/${run.runId}`,
-          history: await client.workflow.getHandle(run.workflowId, run.runId).fetchHistory(),
-        };
+        yield { workflowId: run.workflowId, history: await client.workflow.getHandle(run.workflowId, run.runId).fetchHistory() };
     }
     const failures: string[] = [];
     const dataConverter = dataConverterFromEnv();

@@ -9,7 +9,7 @@ export function registerPending(program: Command): void {
   program
     .command('pending')
     .description('list every open run that waits for a person (approval, pause, next chat message), newest first')
-    .option('--json', 'print a JSON array of {"workflowId","runId","status","awaiting","since"}')
+    .option('--json', 'print a JSON array of {"workflowId","runId","status","awaiting","since"} (and "parentId" for a sub-agent)')
     .action(async (opts: { json?: boolean }) => {
       await withClient(async (jobs) => {
         const rows = await jobs.pending();
@@ -20,7 +20,12 @@ export function registerPending(program: Command): void {
           head: ['workflow id', 'status', 'since', 'waits for'],
           ...(plain ? { style: { head: [], border: [] } } : {}),
         });
-        for (const r of rows) table.push([r.workflowId, r.status, r.since ?? '', safeText(oneLineSummary(r.awaiting, 100), false)]);
+        for (const r of rows) {
+          const what = safeText(oneLineSummary(r.awaiting, 100), false);
+          // A sub-agent's wait names its parent: the run a person knows.
+          const waits = r.parentId !== undefined ? `${what} (sub-agent of ${safeText(r.parentId, false)})` : what;
+          table.push([r.workflowId, r.status, r.since ?? '', waits]);
+        }
         process.stdout.write(`${table.toString()}\n`);
       });
     });

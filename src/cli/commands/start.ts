@@ -1,4 +1,5 @@
 /** `agent-jobs start <task...>`: starts an agent run. */
+import { MAX_SUBAGENTS } from '../../contract/subagent';
 import { Option, type Command } from 'commander';
 import { cliCommand } from '../invocation';
 import { MIN_THINKING_TOKENS, defaultSystemPrompt, modelProblem, resolveInput } from '../../contract/input';
@@ -63,6 +64,7 @@ interface StartOptions {
   checkpoints?: boolean;
   checkpointMaxBytes?: number;
   checkpointExclude?: string[];
+  subagents?: number;
   follow?: boolean;
   json?: boolean;
 }
@@ -121,6 +123,7 @@ export function buildInput(taskWords: string[], opts: StartOptions, env: NodeJS.
     ...(opts.webFetch ? { webFetch: true } : {}),
     ...(opts.contextWindow !== undefined ? { contextWindow: opts.contextWindow } : {}),
     ...modelInfoFor(model, env),
+    ...(opts.subagents !== undefined ? { subagents: opts.subagents } : {}),
     ...(opts.checkpoints === false || opts.checkpointMaxBytes !== undefined || opts.checkpointExclude !== undefined
       ? {
           checkpoints: {
@@ -209,6 +212,11 @@ export function registerStart(program: Command): void {
       "working directory of the bash session, on the worker's machine: created there if missing; a relative path is under the worker's workspace root (default: a fresh folder per run under that root)",
     )
     .option('--network', 'let the bash session reach the network (default: the sandbox has none)')
+    .option(
+      '--subagents <n>',
+      `offer the subagent tool: Claude hands tasks to child runs in this workspace, at most n at once (1-${MAX_SUBAGENTS}; docs/subagents.md)`,
+      positiveInt,
+    )
     .option('--no-checkpoints', 'take no workspace checkpoints (then no rewind or fork: docs/rewind.md)')
     .option('--checkpoint-max-bytes <n>', 'largest workspace a checkpoint records, bytes of files (default 1 GiB)', positiveInt)
     .option(

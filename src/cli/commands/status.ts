@@ -35,6 +35,8 @@ export function registerStatus(program: Command): void {
         printLines(
           `${workflowId}: ${view.status}`,
           `  turns:  ${view.turns}`,
+          ...(view.subagentOf !== undefined ? [`  sub-agent of: ${view.subagentOf}`] : []),
+          ...(view.subagentsRunning !== undefined ? [`  sub-agents running: ${view.subagentsRunning}`] : []),
           ...(view.model
             ? [`  model:  ${view.model}, window ${view.contextWindow ?? '?'} tokens, context kept by ${view.contextStrategy ?? 'clearing'}`]
             : []),

@@ -13,6 +13,8 @@ import type {
 } from '@anthropic-ai/sdk/resources/beta/messages/messages';
 import { measure, type ScriptFile, type ScriptMessageEntry } from '../../../src/model-server';
 import { caught, clientFor, closeServers, start } from './harness';
+import { SUBAGENT_TOOL, SUBAGENT_TOOL_NAME } from '../../../src/contract/subagent';
+import { requestTools } from '../../../src/contract/text-editor';
 
 afterEach(closeServers);
 
@@ -649,6 +651,10 @@ describe('today mode: tools', () => {
         /^'claude-opus-5-5' does not support tool types: computer_20251124\. Did you mean one of: /,
       ],
       [[{ name: 'lookup' }], /tools\.0\.custom\.input_schema: Field required/],
+      [
+        [{ name: 'lookup', description: 7, input_schema: { type: 'object' } }],
+        /tools\.0\.custom\.description: Input should be a valid string/,
+      ],
       [[BASH, BASH], /Tool names must be unique/],
     ];
     for (const [tools, message] of cases) {
@@ -662,6 +668,23 @@ describe('today mode: tools', () => {
       { name: 'lookup', description: 'Look a word up', input_schema: { type: 'object', properties: {} } },
     ];
     await expect(send(client, body([TASK], { tools: ok as never }))).resolves.toBeDefined();
+  });
+
+  test('the subagent tool as a run sends it is accepted, and a scripted call of it is answered; conversations pick answers by task', async () => {
+    const child = 'child-x: count the files';
+    const script = today([{ content: [{ type: 'tool_use', name: SUBAGENT_TOOL_NAME, input: { description: 'count', prompt: child } }] }], {
+      conversations: [{ task: 'child-x', responses: [done('child answer')] }],
+    });
+    const client = clientFor(await start(script));
+    const tools = requestTools(['bash', 'text_editor'], [], true);
+    expect(tools.at(-1)).toEqual(SUBAGENT_TOOL);
+    const answer = await send(client, body([TASK], { tools: tools as never }));
+    expect(answer.content.find((b) => b.type === 'tool_use')).toMatchObject({
+      name: 'subagent',
+      input: { description: 'count', prompt: child },
+    });
+    const other = await send(client, body([{ role: 'user', content: child }], { tools: tools as never }));
+    expect(other.content.find((b) => b.type === 'text')).toMatchObject({ text: 'child answer' });
   });
 
   test('scripted server tool blocks pass through and are counted in usage.server_tool_use', async () => {

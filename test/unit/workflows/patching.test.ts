@@ -36,7 +36,11 @@ function variant(name: string, change: string): string {
 async function replayAll(workflowsPath: string): Promise<string[]> {
   const histories = readdirSync(HISTORIES)
     .filter((f) => f.endsWith('.json'))
-    .map((f) => ({ workflowId: f, history: historyFromJSON(JSON.parse(readFileSync(path.join(HISTORIES, f), 'utf8'))) }));
+    // Each under its file name, the run's workflow id (a sub-agent's id is derived from its parent's: docs/subagents.md).
+    .map((f) => ({
+      workflowId: f.replace(/\.json$/, ''),
+      history: historyFromJSON(JSON.parse(readFileSync(path.join(HISTORIES, f), 'utf8'))),
+    }));
   const failures: string[] = [];
   for await (const r of Worker.runReplayHistories({ workflowsPath }, histories)) {
     if (r.error) failures.push(`${r.workflowId}: ${r.error.name}`);
