@@ -12,6 +12,7 @@ import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { approveSignal } from '../../src/contract';
 import { sha256 } from '../../src/contract/sha256';
+import { decodedHistory } from '../../src/testing/history-codec';
 import { cli } from './cli-process';
 import { TestBed, toolUse, waitFor } from './harness';
 
@@ -143,7 +144,8 @@ describe('commands shown escaped and approvals bound to their hash', () => {
     expect(transcript.stdout).toContain(`claude asks to run: ${DISPLAY}    [toolu_x]`);
 
     // The UI: the command's activity summary, escaped, key part first.
-    const summaries = ((await handle.fetchHistory()).events ?? [])
+    // Encrypted like every payload: read through the codec.
+    const summaries = ((await decodedHistory(await handle.fetchHistory())).events ?? [])
       .filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
       .map((e) => JSON.parse(Buffer.from(e.userMetadata!.summary!.data!).toString()) as string);
     expect(summaries).toContain(`bash #1: ${DISPLAY}`);
