@@ -163,15 +163,20 @@ export class NoWorkerError extends Error {
 export class NoAnswerError extends Error {
   constructor(
     readonly what: string,
-    readonly reason: 'deadline' | 'no-poller' | 'query-failed',
+    /** `task-failing`: the deadline passed and the run's last workflow task failed on a worker (`failure` says why: keys it cannot decode, a determinism error). */
+    readonly reason: 'deadline' | 'no-poller' | 'query-failed' | 'task-failing',
     cause?: unknown,
+    /** The message of the workflow task's failure, for `task-failing`. */
+    readonly failure?: string,
   ) {
     super(
       reason === 'deadline'
         ? `no worker answered ${what} within ${QUERY_DEADLINE_MS / 1000} s`
         : reason === 'no-poller'
           ? `no worker answered ${what}: the server has seen no poller recently`
-          : `no worker answered ${what}: the query failed (${cause instanceof Error ? cause.message : String(cause)})`,
+          : reason === 'task-failing'
+            ? `no worker can answer ${what}: its workflow task fails on the worker: ${failure ?? '?'}`
+            : `no worker answered ${what}: the query failed (${cause instanceof Error ? cause.message : String(cause)})`,
       { cause },
     );
     this.name = 'NoAnswerError';
@@ -779,12 +784,36 @@ export class RunHandle {
       return await this.jobs.temporal.withDeadline(Date.now() + QUERY_DEADLINE_MS, ask);
     } catch (err) {
       const g = grpcCause(err);
-      if (g?.code === GRPC.DEADLINE_EXCEEDED) throw new NoAnswerError(what, 'deadline', err);
+      if (g?.code === GRPC.DEADLINE_EXCEEDED) {
+        // A worker that cannot run the workflow task (other codec keys, a determinism error) never answers: say why.
+        const failure = await this.failingWorkflowTask().catch(() => null);
+        throw failure ? new NoAnswerError(what, 'task-failing', err, failure) : new NoAnswerError(what, 'deadline', err);
+      }
       if (g?.code === GRPC.FAILED_PRECONDITION && /no poller/i.test(g.details)) throw new NoAnswerError(what, 'no-poller', err);
       // A worker that stopped while it held the run: the server reports the query failed.
       if (/failed to query/i.test(err instanceof Error ? err.message : String(err))) throw new NoAnswerError(what, 'query-failed', err);
       throw err;
     }
+  }
+
+  /**
+   * Why the run's workflow tasks fail, when they do: the failure message of
+   * the last workflow task of the latest execution, if it failed and no
+   * workflow task completed after it; else null. Reads the newest events
+   * only (one page of the history in reverse).
+   */
+  private async failingWorkflowTask(): Promise<string | null> {
+    const E = temporal.api.enums.v1.EventType;
+    const page = await this.jobs.temporal.workflowService.getWorkflowExecutionHistoryReverse({
+      namespace: this.jobs.namespace,
+      execution: { workflowId: this.workflowId },
+      maximumPageSize: 50,
+    });
+    for (const e of page.history?.events ?? []) {
+      if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) return null;
+      if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_FAILED) return e.workflowTaskFailedEventAttributes?.failure?.message || null;
+    }
+    return null;
   }
 
   /**

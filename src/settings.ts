@@ -66,7 +66,9 @@ export function sandboxHiddenPaths(env: NodeJS.ProcessEnv = process.env): string
  * lie anywhere; the default one is in the data dir), and {@link sandboxHiddenPaths}.
  */
 export function sessionHiddenPaths(env: NodeJS.ProcessEnv = process.env): string[] {
-  const keys = env.AGENT_JOBS_CODEC_KEYS ? [path.resolve(env.AGENT_JOBS_CODEC_KEYS)] : [];
+  const named = env.AGENT_JOBS_CODEC_KEYS?.trim();
+  // `none` turns encryption off (src/codec/index.ts), naming no path; the default keys file lies in the data dir.
+  const keys = named && named.toLowerCase() !== 'none' ? [path.resolve(named)] : [];
   return [dataDir(env), workspaceRoot(env), auditLogPath(env), checkpointRoot(env), PROJECT_ROOT, ...keys, ...sandboxHiddenPaths(env)];
 }
 

@@ -35,7 +35,7 @@ import {
   workerIsRoot,
 } from './session';
 import { hideFromProcEnviron } from './proc-environ';
-import { dataConverterFromEnv } from './codec';
+import { codecKeysSource, createdKeysMessage, dataConverterFromEnv } from './codec';
 import {
   SESSION_HEARTBEAT_THROTTLE,
   SESSION_WORKER_SHUTDOWN_GRACE_MS,
@@ -162,6 +162,17 @@ export async function startWorker(): Promise<RunningWorker> {
   const environ = hideFromProcEnviron((name) => isSecretEnvName(name, secretNames));
   if (environ.skipped) Runtime.instance().logger.warn(`secrets stay readable in /proc/${process.pid}/environ: ${environ.skipped}`);
   else if (environ.hidden.length > 0) Runtime.instance().logger.debug(`hid ${environ.hidden.join(', ')} in /proc/${process.pid}/environ`);
+  // Encryption of every payload (src/codec), on unless AGENT_JOBS_CODEC_KEYS=none, for both workers like the client;
+  // read before the first connection, so bad keys stop the worker in one line.
+  const dataConverter = dataConverterFromEnv(process.env, (file) => {
+    logger.warn(createdKeysMessage(file));
+  });
+  const workerDataConverter = dataConverter ? { dataConverter } : {};
+  if (dataConverter) logger.info(`payloads encrypted with the codec keys at ${codecKeysSource()}`);
+  else
+    logger.warn(
+      'payloads in plaintext (AGENT_JOBS_CODEC_KEYS=none): the server, its backups and the UI see every task, command and output',
+    );
   const settings = temporalSettings();
   const jobs = await connect({ connectTimeoutMs: 10_000 });
   try {
@@ -180,10 +191,6 @@ export async function startWorker(): Promise<RunningWorker> {
   }
 
   const connection = await NativeConnection.connect(settings.nativeConnectionOptions);
-  // Encryption of every payload when AGENT_JOBS_CODEC_KEYS names keys (src/codec): both workers, like the client.
-  const dataConverter = dataConverterFromEnv();
-  const workerDataConverter = dataConverter ? { dataConverter } : {};
-  if (dataConverter) logger.info(`payloads encrypted with the codec keys at ${process.env.AGENT_JOBS_CODEC_KEYS}`);
   const id = pickWorkerId();
   const queue = sessionTaskQueue(id);
   const registry = new SessionRegistry(cap.max);

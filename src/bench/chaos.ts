@@ -50,7 +50,8 @@ import { startAgentRun } from '../client';
 import { NO_USAGE, statusQuery } from '../contract';
 import type { agentRun } from '../workflows';
 import type { AgentRunResult } from '../contract';
-import { scriptedWorkerEnv, spawnWorker, type WorkerProcess } from '../testing/worker-process';
+import { codecClientOptions, scriptedWorkerEnv, spawnWorker, type WorkerProcess } from '../testing/worker-process';
+import { decodedHistory } from '../testing/history-codec';
 import { SHARED_TASK_QUEUE, sessionTaskQueue } from '../config';
 
 /** Options of {@link runChaos}. */
@@ -174,7 +175,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   };
   const model: ModelServer = await startModelServer({ script: chaosScript(log, steps), logFile: path.join(dir, 'model.jsonl') });
   const connection = await Connection.connect({ address: service.clientAddress });
-  const client = new Client({ connection, namespace: service.namespace });
+  const client = new Client({ ...codecClientOptions(), connection, namespace: service.namespace });
   let workerSeq = 0;
   const workers: WorkerProcess[] = [];
   const frontendOf = new Map<WorkerProcess, string>();
@@ -324,7 +325,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       // Every run of the chain: the kill may predate a continue-as-new.
       const histories: unknown[] = [];
       for await (const run of client.workflow.list({ query: `WorkflowId = '${slowest.workflowId}'` })) {
-        histories.push(JSON.parse(historyToJSON(await client.workflow.getHandle(run.workflowId, run.runId).fetchHistory())));
+        histories.push(
+          JSON.parse(historyToJSON(await decodedHistory(await client.workflow.getHandle(run.workflowId, run.runId).fetchHistory()))),
+        );
       }
       writeFileSync(process.env.AGENT_JOBS_CHAOS_DUMP, JSON.stringify({ slowest, histories }));
     }
@@ -417,7 +420,7 @@ async function waitForPollsSince(
 
 /** For each model step (turn - 1) whose `callClaude` completed, the completion time in ms. */
 async function claudeCompletions(handle: WorkflowHandle): Promise<Map<number, number>> {
-  const history = await handle.fetchHistory();
+  const history = await decodedHistory(await handle.fetchHistory());
   const scheduled = new Map<string, number>();
   const out = new Map<number, number>();
   const EventType = temporal.api.enums.v1.EventType;

@@ -34,7 +34,7 @@ import { approveSignal, statusQuery, type AgentRunResult, type Message, type Too
 import { freePort, startDevServer } from '../devserver';
 import { startModelServer, type ScriptEntry } from '../model-server';
 import { startAgentRun } from '../client';
-import { scriptedWorkerEnv, spawnWorker, type WorkerProcess } from '../testing/worker-process';
+import { codecClientOptions, scriptedWorkerEnv, spawnWorker, type WorkerProcess } from '../testing/worker-process';
 import type { agentRun } from '../workflows';
 
 /** Options of {@link runLivenessBench}. */
@@ -152,7 +152,7 @@ export async function runLivenessBench(options: LivenessBenchOptions = {}): Prom
   const server = await startDevServer({ port: await freePort(), headless: true, logFile: path.join(dir, 'server.log') });
   const model = await startModelServer({ script: { responses: script(steps) }, logFile: path.join(dir, 'model.jsonl') });
   const connection = await Connection.connect({ address: server.address });
-  const client = new Client({ connection });
+  const client = new Client({ ...codecClientOptions(), connection });
   const workers: WorkerProcess[] = [];
   let n = 0;
   const startWorker = async (): Promise<WorkerProcess> => {

@@ -34,7 +34,8 @@ import { freePort, startDevServer } from '../devserver';
 import { startModelServer, type LoggedRequest, type ScriptEntry } from '../model-server';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startAgentRun } from '../client';
-import { scriptedWorkerEnv, spawnWorker } from '../testing/worker-process';
+import { codecClientOptions, scriptedWorkerEnv, spawnWorker } from '../testing/worker-process';
+import { decodedHistory } from '../testing/history-codec';
 import { summarize } from './turns';
 
 const E = temporal.api.enums.v1.EventType;
@@ -98,7 +99,7 @@ async function chainHistories(client: Client, workflowId: string): Promise<Histo
     runs.push({ runId: w.runId, start: w.startTime.getTime() });
   runs.sort((a, b) => a.start - b.start);
   const out: HistoryEvent[][] = [];
-  for (const r of runs) out.push((await client.workflow.getHandle(workflowId, r.runId).fetchHistory()).events ?? []);
+  for (const r of runs) out.push((await decodedHistory(await client.workflow.getHandle(workflowId, r.runId).fetchHistory())).events ?? []);
   return out;
 }
 
@@ -132,7 +133,7 @@ export async function measureLong(o: {
   const env = scriptedWorkerEnv({ address: server.address, modelUrl: model.url, apiKey: 'bench', dataDir: dir, logLevel: 'ERROR' });
   const workers = [await spawnWorker({ workerId: `bench-long-${process.pid}`, connection, env })];
   try {
-    const client = new Client({ connection });
+    const client = new Client({ ...codecClientOptions(), connection });
     const t0 = Date.now();
     const workflowId = `bench-long-${Date.now()}`;
     const input = { task: 'benchmark: a long run', model: modelId, approval: 'auto' as const, maxTurns: o.turns + 2, contextWindow };

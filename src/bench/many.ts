@@ -26,7 +26,8 @@ import { freePort, startDevServer } from '../devserver';
 import { startModelServer, type ScriptEntry } from '../model-server';
 import { startAgentRun } from '../client';
 import type { AgentRunResult } from '../contract';
-import { scriptedWorkerEnv, spawnWorker, type WorkerProcess } from '../testing/worker-process';
+import { codecClientOptions, scriptedWorkerEnv, spawnWorker, type WorkerProcess } from '../testing/worker-process';
+import { decodedHistory } from '../testing/history-codec';
 import { peakSessions, sessionSpans, waitedForRoom, type SessionSpan } from '../testing/session-spans';
 
 /** Options of {@link runMany}. */
@@ -257,7 +258,7 @@ export async function runMany(options: ManyOptions = {}): Promise<ManyReport> {
       }
     })();
 
-    const client = new Client({ connection, namespace });
+    const client = new Client({ ...codecClientOptions(), connection, namespace });
     const stamp = Date.now();
     say(`starting ${runs} runs × ${turns} turns on ${workerCount} worker(s) (session cap ${cap})`);
     const t0 = Date.now();
@@ -286,7 +287,7 @@ export async function runMany(options: ManyOptions = {}): Promise<ManyReport> {
     const tasks = new Map<string, { workflowTasks: number; modelCalls: number; commands: number }>();
     const workflowTasks = { completed: 0, scheduleToStartTimeouts: 0, startToCloseTimeouts: 0 };
     for (const h of handles) {
-      const history = await h.fetchHistory();
+      const history = await decodedHistory(await h.fetchHistory());
       spans.push(...sessionSpans(h.workflowId, history));
       countTasks(history, tasks, workflowTasks);
     }

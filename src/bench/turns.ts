@@ -37,7 +37,7 @@ import { DEV_SERVER_DYNAMIC_CONFIG, freePort, startDevServer, type DevServer, ty
 import { startModelServer, type ScriptEntry } from '../model-server';
 import { statFields } from '../session/procs';
 import { startAgentRun } from '../client';
-import { scriptedWorkerEnv, spawnWorker } from '../testing/worker-process';
+import { codecClientOptions, scriptedWorkerEnv, spawnWorker } from '../testing/worker-process';
 
 /** Median and 95th percentile, ms. */
 export interface Spread {
@@ -231,7 +231,8 @@ export async function measureAgent(server: MeasuredServer, turns: number): Promi
       env: scriptedWorkerEnv({ address, modelUrl: model.url, apiKey: 'bench', dataDir: dir, logLevel: 'ERROR' }),
     });
     try {
-      const client = new Client({ connection });
+      // Encrypted like every client of the product (the worker's keys: scriptedWorkerEnv); the bare floor above has no codec.
+      const client = new Client({ ...codecClientOptions(), connection });
       const t0 = Date.now();
       const cpu0 = { worker: cpuTimeMs(worker.pid), server: cpuTimeMs(server.pid), bench: cpuTimeMs('self') };
       const handle = await startAgentRun(client, { task: 'benchmark', approval: 'auto', maxTurns: turns + 2 }, `bench-turns-${Date.now()}`);

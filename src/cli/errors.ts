@@ -15,6 +15,7 @@ import {
   WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
 } from '../client';
+import { CodecKeyError } from '../codec';
 import { TemporalCliMissingError } from '../devserver';
 import { safeText } from '../shared/display';
 import { asTyped } from './invocation';
@@ -52,7 +53,11 @@ export function toCliError(err: unknown): CliError {
       err.message,
       err.reason === 'no-poller'
         ? 'start one with `agent-jobs worker`'
-        : 'is a worker running against this server? start one with `agent-jobs worker`',
+        : err.reason === 'task-failing'
+          ? /codec keys|encrypted/.test(err.failure ?? '')
+            ? 'give every worker and CLI the same keys: AGENT_JOBS_CODEC_KEYS (docs/security.md, "Encryption")'
+            : 'the worker log says the same; the run goes on once a worker can run it'
+          : 'is a worker running against this server? start one with `agent-jobs worker`',
     );
   }
   if (err instanceof UpdateRejectedError || err instanceof RunClosedError || err instanceof NothingPendingError) {
@@ -70,6 +75,8 @@ export function toCliError(err: unknown): CliError {
   if (err instanceof UpdateTimeoutError) return updateTimeoutError(err);
   if (err instanceof HistoryUnreadableError) return new CliError(err.message);
   if (err instanceof TemporalCliMissingError) return new CliError(err.message);
+  if (err instanceof CodecKeyError)
+    return new CliError(err.message, 'AGENT_JOBS_CODEC_KEYS names the keys every worker and CLI share (docs/security.md, "Encryption")');
   const message = err instanceof Error ? err.message : String(err);
   // Temporal's default converter meeting a payload of the codec (src/codec): this process holds no keys.
   if (/Unknown encoding: binary\/encrypted/.test(message)) {

@@ -22,7 +22,7 @@ import { startModelServer, type ModelServer, type ScriptEntry } from '../model-s
 import { PROJECT_ROOT } from '../settings';
 import { startAgentRun } from '../client';
 import { rollingRestart } from '../testing/rolling-restart';
-import { scriptedWorkerEnv, spawnWorker, type WorkerProcess } from '../testing/worker-process';
+import { codecClientOptions, scriptedWorkerEnv, spawnWorker, type WorkerProcess } from '../testing/worker-process';
 import type { Target } from '../testing/target';
 import type { agentRun } from '../workflows';
 
@@ -90,7 +90,7 @@ class CaseBed {
     const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-cluster-test-'));
     const model = await startModelServer({ script: { responses } });
     const connection = await Connection.connect({ address: target.addresses[0]! });
-    return new CaseBed(target, dir, model, connection, new Client({ connection, namespace: target.namespace }));
+    return new CaseBed(target, dir, model, connection, new Client({ ...codecClientOptions(), connection, namespace: target.namespace }));
   }
 
   /** Starts a worker connected to frontend `server` (an index into the target's addresses) and waits until it polls. */

@@ -30,7 +30,7 @@ import { freePort, startDevServer, type DevServer } from '../devserver';
 import { startModelServer, type ModelServer, type ScriptFile } from '../model-server';
 import { PROJECT_ROOT, workflowUiUrl } from '../settings';
 import { startAgentRun } from '../client';
-import { scriptedWorkerEnv, spawnWorker, type WorkerProcess } from '../testing/worker-process';
+import { codecClientOptions, scriptedWorkerEnv, spawnWorker, type WorkerProcess } from '../testing/worker-process';
 import { capturePage } from './cdp';
 import { blankReason, ensureChromium, pngStats } from './chromium';
 
@@ -134,7 +134,7 @@ async function startBed(dir: string): Promise<Bed> {
   say(`dev server at ${server.address}, UI ${server.uiUrl} (in memory; log in ${server.logFile})`);
   const model = await startModelServer({ script: SCREENSHOT_SCRIPT, logFile: path.join(dir, 'model-requests.jsonl') });
   const connection = await Connection.connect({ address: server.address });
-  const client = new Client({ connection });
+  const client = new Client({ ...codecClientOptions(), connection });
   const worker = await spawnWorker({
     workerId: `screenshots-${process.pid}`,
     connection,

@@ -20,7 +20,7 @@ import { SHUTDOWN_FORCE_TIME_MS } from '../config';
 import { statusQuery, type Message, type ToolResultBlock } from '../contract';
 import { startModelServer, type ScriptFile } from '../model-server';
 import { startAgentRun } from '../client';
-import { scriptedWorkerEnv, spawnWorker, type WorkerProcess } from './worker-process';
+import { codecClientOptions, scriptedWorkerEnv, spawnWorker, type WorkerProcess } from './worker-process';
 
 /** What {@link rollingRestart} runs. */
 export interface RollingRestartOptions {
@@ -147,7 +147,7 @@ export async function rollingRestart(o: RollingRestartOptions): Promise<RollingR
   const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-rolling-'));
   const model = await startModelServer({ script });
   const connection = await Connection.connect({ address: o.address });
-  const client = new Client({ connection, namespace });
+  const client = new Client({ ...codecClientOptions(), connection, namespace });
   const workers: WorkerProcess[] = [];
   let counter = 0;
   const startOne = async (): Promise<WorkerProcess> => {

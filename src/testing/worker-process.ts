@@ -4,8 +4,12 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Connection } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
+import { createKeysFile, dataConverterFromEnv } from '../codec';
 import { temporal } from '@temporalio/proto';
 import { sessionTaskQueue } from '../config';
 
@@ -34,10 +38,37 @@ export interface WorkerProcess {
 }
 
 /**
+ * The codec keys every process of a test run, benchmark or scripted run
+ * shares (workers, CLI processes, clients): this process's
+ * `AGENT_JOBS_CODEC_KEYS` when set (`none` included; the integration
+ * suite's global setup sets it to one keys file per run), else a keys file
+ * created now in a new temporary folder, which this process's
+ * `AGENT_JOBS_CODEC_KEYS` names from then on, so its clients
+ * ({@link codecClientOptions}) and every worker {@link scriptedWorkerEnv}
+ * describes encrypt with the same key.
+ * @returns the value of `AGENT_JOBS_CODEC_KEYS`
+ */
+export function sharedCodecKeys(): string {
+  if (process.env.AGENT_JOBS_CODEC_KEYS) return process.env.AGENT_JOBS_CODEC_KEYS;
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'agent-jobs-codec-')), 'codec-keys');
+  createKeysFile(file);
+  process.env.AGENT_JOBS_CODEC_KEYS = file;
+  return file;
+}
+
+/** The data converter of {@link sharedCodecKeys}, spread into a `Client`'s options: `{ dataConverter }`, or `{}` for `none`. */
+export function codecClientOptions(): { dataConverter?: DataConverter } {
+  sharedCodecKeys();
+  const dataConverter = dataConverterFromEnv();
+  return dataConverter ? { dataConverter } : {};
+}
+
+/**
  * The environment of a worker process started against a local dev server
  * and the scripted Messages API server: the PATH and HOME of this process,
  * the Temporal address (and namespace), the model server's URL and a stand-in API key, the
- * data folder (workspaces, audit log) and the log level.
+ * data folder (workspaces, audit log), the log level and the codec keys
+ * ({@link sharedCodecKeys}).
  */
 export function scriptedWorkerEnv(o: {
   address: string;
@@ -59,6 +90,7 @@ export function scriptedWorkerEnv(o: {
     ANTHROPIC_API_KEY: o.apiKey,
     AGENT_JOBS_DATA_DIR: o.dataDir,
     AGENT_JOBS_LOG_LEVEL: o.logLevel ?? 'WARN',
+    AGENT_JOBS_CODEC_KEYS: sharedCodecKeys(),
   };
 }
 

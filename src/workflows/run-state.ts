@@ -78,6 +78,15 @@ export const SEARCH_TEXT_PATCH = 'agent-awaiting-as-tsvector-lexeme';
  */
 export const AWAITING_WITHOUT_TEXT_PATCH = 'agent-awaiting-without-command-text';
 
+/**
+ * Since this patch `AgentAwaiting` names a waiting tool call by its kind
+ * only (`approval of bash`, `approval of an edit`), not the sha256 of its
+ * text: an unsalted hash of a short command names it to whoever hashes the
+ * guesses (`rm -rf /`, `npm test`), and the visibility store is plaintext.
+ * `status` (through the payload codec) shows the command and its hash.
+ */
+export const AWAITING_KIND_ONLY_PATCH = 'agent-awaiting-kind-only';
+
 /** An end decided inside a tool turn (the approval timeout under `end`): the loop ends the run once the turn's results are recorded. */
 export interface PendingEnd {
   status: FinalStatus;
@@ -271,8 +280,9 @@ export class RunState {
     return '';
   }
 
-  /** How `AgentAwaiting` names a waiting command: by its hash (see {@link AWAITING_WITHOUT_TEXT_PATCH}), or its summary in older runs. */
+  /** How `AgentAwaiting` names a waiting command: by its kind ({@link AWAITING_KIND_ONLY_PATCH}), its hash in older runs ({@link AWAITING_WITHOUT_TEXT_PATCH}), its summary in the oldest. */
   private waitingCommand(pending: PendingApproval): string {
+    if (patched(AWAITING_KIND_ONLY_PATCH)) return pending.edit ? 'an edit' : 'bash';
     if (patched(AWAITING_WITHOUT_TEXT_PATCH))
       return `${pending.edit ? 'an edit' : 'a command'}, sha256 ${pending.commandSha256.slice(0, 12)}`;
     return legacyAwaitingSummary(pending.command, pending.edit);

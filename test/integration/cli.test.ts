@@ -13,6 +13,7 @@ import { temporal } from '@temporalio/proto';
 import { AGENT_STATUS } from '../../src/config';
 import { sha256 } from '../../src/shared/sha256';
 import { freePort, startDevServer } from '../../src/devserver';
+import { decodedHistory } from '../../src/testing/history-codec';
 import { cli, cliWith, spawnCli } from './cli-process';
 import { TestBed, toolUse, waitFor } from './harness';
 
@@ -113,7 +114,8 @@ describe('agent-jobs CLI', () => {
     const status = JSON.parse((await cli(a, 'status', id, '--json')).stdout) as { status: string; result: { text: string } };
     expect(status).toMatchObject({ status: 'completed', result: { status: 'completed', text: 'Kept hi.txt.' } });
 
-    const history = await handle.fetchHistory();
+    // The summaries are encrypted like every payload: read through the codec.
+    const history = await decodedHistory(await handle.fetchHistory());
     const summaries = (history.events ?? [])
       .filter((e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
       .map((e) => {

@@ -21,6 +21,7 @@ import { temporal } from '@temporalio/proto';
 import { approveSignal } from '../../src/contract';
 import { isDefaultIgnorable } from '../../src/shared/display';
 import { sha256 } from '../../src/shared/sha256';
+import { decodedHistory } from '../../src/testing/history-codec';
 import { cli } from './cli-process';
 import { TestBed, toolUse, waitFor } from './harness';
 
@@ -152,7 +153,8 @@ describe('commands shown escaped and approvals bound to their hash', () => {
     expect(transcript.stdout).toContain(`claude asks to run: ${DISPLAY}    [toolu_x]`);
 
     // The UI: the command's activity summary, escaped, key part first.
-    const summaries = ((await handle.fetchHistory()).events ?? [])
+    // Encrypted like every payload: read through the codec.
+    const summaries = ((await decodedHistory(await handle.fetchHistory())).events ?? [])
       .filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
       .map((e) => JSON.parse(Buffer.from(e.userMetadata!.summary!.data!).toString()) as string);
     expect(summaries).toContain(`bash #1: \`${DISPLAY}\``);

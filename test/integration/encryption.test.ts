@@ -9,7 +9,7 @@
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -18,7 +18,7 @@ import { temporal } from '@temporalio/proto';
 import { EncryptionCodec, readCodecKeys, startCodecServer } from '../../src/codec';
 import { ensureTemporalCli } from '../../src/devserver';
 import { cliWith } from './cli-process';
-import { TestBed } from './harness';
+import { TestBed, waitFor } from './harness';
 import { asks, end } from './steering-helpers';
 
 const run = promisify(execFile);
@@ -110,8 +110,8 @@ test('a run with codec keys leaves no plaintext in history; with the keys it rea
   expect(transcript.stdout).toContain('TASKMARK_7f3a');
   expect(transcript.stdout).toContain('OUTMARK_91c2');
 
-  // A CLI holding no keys: one line saying so, and which variable gives them.
-  const keyless = await cliWith(b.address, { AGENT_JOBS_CODEC_KEYS: '' }, 'status', handle.workflowId);
+  // A CLI with encryption turned off: one line saying the run is encrypted, and which variable gives the keys.
+  const keyless = await cliWith(b.address, { AGENT_JOBS_CODEC_KEYS: 'none' }, 'status', handle.workflowId);
   expect(keyless.code).toBe(1);
   expect(keyless.stderr).toBe(
     'agent-jobs: this run\'s payloads are encrypted, and this process has no codec keys\nhint: set AGENT_JOBS_CODEC_KEYS to the keys its workers use (docs/security.md, "Encryption")\n',
@@ -124,6 +124,21 @@ test('a run with codec keys leaves no plaintext in history; with the keys it rea
   expect(wrong.code).toBe(1);
   expect(wrong.stderr).toMatch(/encrypted with key "k-test", which the codec keys at .*other-keys do not hold/);
   expect(wrong.stdout).not.toContain('ANSWERMARK');
+
+  // A CLI with no AGENT_JOBS_CODEC_KEYS makes the default keys file in its data folder (saying so once), and
+  // then, holding another key than the run's, fails in one line naming the key: encryption is on by default.
+  const ownData = path.join(dir, 'cli-data');
+  const unset = await cliWith(b.address, { AGENT_JOBS_CODEC_KEYS: '', AGENT_JOBS_DATA_DIR: ownData }, 'status', handle.workflowId);
+  expect(unset.code).toBe(1);
+  const created = `agent-jobs: created payload encryption keys ${ownData}/codec-keys (mode 0600): every worker and CLI that reads these runs needs this file (AGENT_JOBS_CODEC_KEYS; docs/security.md, "Encryption")\n`;
+  expect(unset.stderr.startsWith(created)).toBe(true);
+  expect(unset.stderr.slice(created.length)).toMatch(
+    /^agent-jobs: a payload is encrypted with key "k-test", which the codec keys at .*cli-data\/codec-keys do not hold[^\n]*\n$/,
+  );
+  expect((statSync(path.join(ownData, 'codec-keys')).mode & 0o777).toString(8)).toBe('600');
+  // Once made, it is not made again (and so not announced again).
+  const again = await cliWith(b.address, { AGENT_JOBS_CODEC_KEYS: '', AGENT_JOBS_DATA_DIR: ownData }, 'status', handle.workflowId);
+  expect(again.stderr).not.toContain('created payload encryption keys');
 
   // The codec server decodes for `temporal workflow show` with the token, and only with it.
   const token = randomBytes(24).toString('base64url');
@@ -161,4 +176,33 @@ test('a run with codec keys leaves no plaintext in history; with the keys it rea
   } finally {
     await server.close();
   }
+}, 180_000);
+
+test('a worker holding other keys than the CLI that started the run: one clear line, in the worker log and from the CLI, no garbled run', async () => {
+  const otherKeys = path.join(dir, 'worker-keys');
+  writeFileSync(otherKeys, `k-worker ${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
+  const b = bed ?? (await TestBed.create({ script: { responses: [end(ANSWER)] }, workers: 0 }));
+  bed = b;
+  for (const w of b.workers) await w.stop();
+  const ranBefore = b.audit().length;
+  const worker = await b.startWorker({ AGENT_JOBS_CODEC_KEYS: otherKeys });
+  const started = await cliWith(b.address, { AGENT_JOBS_CODEC_KEYS: keys }, 'start', '--id', 'mismatched-keys', '--json', TASK);
+  expect(started.code).toBe(0);
+  const line = /a payload is encrypted with key "k-test", which the codec keys at .*worker-keys do not hold/;
+  await waitFor('the worker says why', () => line.test(worker.output()), 60_000);
+  // The CLI (with the run's keys) reports the worker's reason in one line, not a hang or a garbled status.
+  const status = await waitFor(
+    'the CLI reports it',
+    async () => {
+      const r = await cliWith(b.address, { AGENT_JOBS_CODEC_KEYS: keys }, 'status', 'mismatched-keys');
+      return r.code !== 0 ? r : null;
+    },
+    60_000,
+  );
+  expect(status.stderr).toMatch(line);
+  expect(status.stderr.trim().split('\n').length).toBeLessThanOrEqual(2);
+  expect(status.stdout).not.toContain('TASKMARK');
+  // Nothing ran: the worker never read the task, so no command of it was run.
+  expect(b.audit()).toHaveLength(ranBefore);
+  await b.client.workflow.getHandle('mismatched-keys').terminate('test over');
 }, 180_000);

@@ -2,13 +2,17 @@
  * Starts one Temporal dev server for the integration suite through the CLI
  * (`agent-jobs server --detach`), on a free port, in memory, headless, with
  * this project's search attributes. Another dev server on 7233 is left
- * alone. (The CLI runs as a child process: Jest's module hooks cannot load
+ * alone. It also makes the run's one payload encryption keys file and sets
+ * `AGENT_JOBS_CODEC_KEYS` to it, so every worker, CLI process and client
+ * the tests start (they inherit this environment, and `scriptedWorkerEnv`
+ * passes it on) encrypts and reads with the same key. (The CLI runs as a child process: Jest's module hooks cannot load
  * execa's ESM-only helpers in a global setup.)
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { createKeysFile } from '../../src/codec';
 import { freePort } from '../../src/ports';
 
 const CLI = path.resolve(__dirname, '../../bin/agent-jobs.js');
@@ -16,6 +20,9 @@ const CLI = path.resolve(__dirname, '../../bin/agent-jobs.js');
 export default async function globalSetup(): Promise<void> {
   const port = await freePort();
   const dataDir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-suite-'));
+  const codecKeys = path.join(dataDir, 'codec-keys');
+  createKeysFile(codecKeys);
+  process.env.AGENT_JOBS_CODEC_KEYS = codecKeys;
   const env = { ...process.env, AGENT_JOBS_DATA_DIR: dataDir };
   const out = execFileSync(process.execPath, [CLI, 'server', '--port', String(port), '--in-memory', '--headless', '--detach', '--json'], {
     env,

@@ -11,9 +11,9 @@ import { inspect } from 'node:util';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
-import { dataConverterFromEnv } from '../../src/codec';
 import { AGENT_RUN_WORKFLOW } from '../../src/config';
-import { scriptedWorkerEnv, spawnWorker, type WorkerProcess } from '../../src/testing/worker-process';
+import { codecClientOptions, scriptedWorkerEnv, spawnWorker, type WorkerProcess } from '../../src/testing/worker-process';
+import { decodedHistory } from '../../src/testing/history-codec';
 import { AgentJobsClient, startAgentRun } from '../../src/client';
 import { startModelServer, type LoggedRequest, type ModelServer, type ScriptContentBlock, type ScriptFile } from '../../src/model-server';
 import { statusQuery, transcriptQuery } from '../../src/contract';
@@ -85,8 +85,8 @@ export class TestBed {
     const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-it-'));
     const model = await startModelServer({ script: options.script, logFile: path.join(dir, 'model-requests.jsonl') });
     const connection = await Connection.connect({ address });
-    const dataConverter = dataConverterFromEnv();
-    const client = new Client({ connection, ...(dataConverter ? { dataConverter } : {}) });
+    // Encrypted with the run's keys (global setup), like every worker this bed starts (scriptedWorkerEnv).
+    const client = new Client({ connection, ...codecClientOptions() });
     const bed = new TestBed(dir, address, connection, client, model, options.workerEnv ?? {});
     for (let i = 0; i < (options.workers ?? 1); i++) await bed.startWorker();
     return bed;
@@ -184,7 +184,7 @@ export class TestBed {
         yield { workflowId: run.workflowId, history: await client.workflow.getHandle(run.workflowId, run.runId).fetchHistory() };
     }
     const failures: string[] = [];
-    const dataConverter = dataConverterFromEnv();
+    const { dataConverter } = codecClientOptions();
     for await (const r of Worker.runReplayHistories(
       { workflowBundle: { codePath: path.join(ROOT, 'dist', 'workflow-bundle.js') }, ...(dataConverter ? { dataConverter } : {}) },
       histories(),
@@ -197,7 +197,8 @@ export class TestBed {
     for (const { handle, name } of this.started) {
       const d = await handle.describe();
       if (d.status.name === 'RUNNING' || this.terminated.has(d.runId)) continue;
-      writeFileSync(path.join(HISTORIES_DIR, `${name}.json`), `${historyToJSON(await handle.fetchHistory())}\n`);
+      // Saved decoded: the fixture replays anywhere, without this run's keys (and so proves plaintext histories replay).
+      writeFileSync(path.join(HISTORIES_DIR, `${name}.json`), `${historyToJSON(await decodedHistory(await handle.fetchHistory()))}\n`);
     }
   }
 

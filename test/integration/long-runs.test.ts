@@ -8,6 +8,7 @@
 import type { ScriptEntry } from '../../src/model-server';
 import type { Message, ToolResultBlock } from '../../src/contract';
 import { figuresOf } from '../../src/bench/long';
+import { decodedHistory } from '../../src/testing/history-codec';
 import { pairingProblem } from '../../src/workflows/transcript';
 import { TestBed, toolUse } from './harness';
 
@@ -43,7 +44,7 @@ describe('long runs', () => {
     const handle = await bed.start({ task: 'a long run', approval: 'auto', maxTurns: turns + 2 });
     expect(await handle.result()).toMatchObject({ status: 'completed', turns: turns + 1 });
 
-    const history = (await handle.fetchHistory()).events ?? [];
+    const history = (await decodedHistory(await handle.fetchHistory())).events ?? [];
     const f = figuresOf([history], { turns, outputBytes: 20_000 });
     expect(f.historyBytesPerTurn.all.median).toBeLessThan(50_000);
     expect(f.historyBytesPerTurn.late / f.historyBytesPerTurn.early).toBeLessThan(1.5);
@@ -75,7 +76,7 @@ describe('long runs', () => {
     const sent = bed.sentMessages();
     // Every request was accepted by a server that refuses input + max_tokens over the window.
     expect(bed.requests().filter((r) => r.path === '/v1/messages' && r.response.status !== 200)).toEqual([]);
-    const f = figuresOf([(await handle.fetchHistory()).events ?? []], { turns, outputBytes: 3_000 });
+    const f = figuresOf([(await decodedHistory(await handle.fetchHistory())).events ?? []], { turns, outputBytes: 3_000 });
     expect(f.clearedAtTurns.length).toBeGreaterThanOrEqual(1);
     expect(f.contextTokens.max).toBeLessThanOrEqual(window - 4_096);
     const final = sent.at(-1)!;
@@ -167,7 +168,7 @@ describe('long runs', () => {
     const total = results.reduce((n, r) => n + r.content.length, 0);
     expect(total).toBeLessThan(400_000 + 40 * 200);
     expect(results.at(-1)!.content).toMatch(/^\[output cut: the results of this turn's commands passed 400000 bytes together/);
-    const f = figuresOf([(await handle.fetchHistory()).events ?? []], { turns: 1, outputBytes: 30_000 });
+    const f = figuresOf([(await decodedHistory(await handle.fetchHistory())).events ?? []], { turns: 1, outputBytes: 30_000 });
     expect(f.largestPayload.bytes).toBeLessThan(1_000_000);
   });
 

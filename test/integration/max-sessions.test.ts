@@ -8,11 +8,12 @@
 import type { WorkflowHandle } from '@temporalio/client';
 import { approveSignal, WORKER_FULL } from '../../src/contract';
 import { peakSessions, sessionSpans, waitedForRoom, type SessionSpan } from '../../src/testing/session-spans';
+import { decodedHistory } from '../../src/testing/history-codec';
 import { TestBed, toolUse, waitFor } from './harness';
 
 async function spansOf(handles: WorkflowHandle[]): Promise<SessionSpan[]> {
   const spans: SessionSpan[] = [];
-  for (const h of handles) spans.push(...sessionSpans(h.workflowId, await h.fetchHistory()));
+  for (const h of handles) spans.push(...sessionSpans(h.workflowId, await decodedHistory(await h.fetchHistory())));
   return spans;
 }
 

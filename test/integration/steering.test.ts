@@ -416,12 +416,13 @@ describe('steering', () => {
       [chat.workflowId, 'awaiting_message'],
       [approval.workflowId, 'awaiting_approval'],
     ]);
-    // The visibility store holds no command text (no payload codec covers it): the hash names the command.
+    // The visibility store holds no command text and no hash of it (no payload codec covers it): the kind names the wait.
     const sha = createHash('sha256').update('touch q.txt').digest('hex').slice(0, 12);
-    expect(rows[0]!.awaiting).toBe(`paused by lee; approval of a command, sha256 ${sha}`);
+    expect(rows[0]!.awaiting).toBe('paused by lee; approval of bash');
     expect(rows[1]!.awaiting).toBe('the next message (chat, after turn 2)');
-    expect(rows[2]!.awaiting).toBe(`approval of a command, sha256 ${sha}`);
+    expect(rows[2]!.awaiting).toBe('approval of bash');
     expect(JSON.stringify(rows)).not.toContain('touch q.txt');
+    expect(JSON.stringify(rows)).not.toContain(sha);
     const text = await cli(a, 'pending');
     expect(text.stdout).toContain(approval.workflowId);
     const status = await cli(a, 'status', third.workflowId);

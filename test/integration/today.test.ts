@@ -9,6 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { workspaceFolderName } from '../../src/activities/session';
 import { claudeCalls } from '../../src/bench/long';
+import { decodedHistory } from '../../src/testing/history-codec';
 import { BUILTIN_MODELS, costUsd } from '../../src/contract/models';
 import type { Message } from '../../src/contract';
 import type { LoggedRequest, ScriptFile } from '../../src/model-server';
@@ -118,7 +119,7 @@ describe("today's API (claude-opus-5-5 and its kin, strict scripted server)", ()
 
     // The kill hit the command: Claude is told, and the request after it still reads the cache.
     expect(bed.resultsSentIn(2)[0]).toMatchObject({ tool_use_id: 'toolu_b', is_error: true });
-    const calls = claudeCalls([(await handle.fetchHistory()).events ?? []]);
+    const calls = claudeCalls([(await decodedHistory(await handle.fetchHistory())).events ?? []]);
     expect(calls).toHaveLength(4);
     for (const c of calls.slice(1)) expect(c.usage.cacheReadInputTokens).toBeGreaterThan(0);
     expect(lines(log)).toEqual(['one', 'two-start', 'three']);
@@ -167,7 +168,7 @@ describe("today's API (claude-opus-5-5 and its kin, strict scripted server)", ()
     const status = await bed.status(handle);
     expect(status).toMatchObject({ model: 'claude-opus-5-5', contextWindow: window, contextStrategy: 'compaction' });
     expect(status.usage.compactions).toBeGreaterThanOrEqual(1);
-    const calls = claudeCalls([(await handle.fetchHistory()).events ?? []]);
+    const calls = claudeCalls([(await decodedHistory(await handle.fetchHistory())).events ?? []]);
     const compacted = calls.filter((c) => c.content.some((b) => b.type === 'compaction'));
     expect(compacted.map((c) => c.usage.compactions)).toEqual(compacted.map(() => 1));
     expect(status.costUsd).toBeCloseTo(costUsd(status.usage, BUILTIN_MODELS['claude-opus-5-5']!.prices)!, 9);

@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort } from '../../src/ports';
+import { sharedCodecKeys } from '../../src/testing/worker-process';
 import { waitFor } from './harness';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -28,7 +29,12 @@ function runWorker(
       process.execPath,
       [...args],
       {
-        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', ...env },
+        env: {
+          PATH: process.env.PATH ?? '/usr/bin:/bin',
+          HOME: process.env.HOME ?? '/root',
+          AGENT_JOBS_CODEC_KEYS: sharedCodecKeys(),
+          ...env,
+        },
         timeout: timeoutMs,
         killSignal: 'SIGKILL',
       },
@@ -82,6 +88,30 @@ describe('worker startup errors', () => {
   });
 
   test.each(ENTRIES)(
+    '%s: AGENT_JOBS_CODEC_KEYS naming no file stops the worker in one line, before it connects',
+    async (_name, args, prefix) => {
+      const address = `127.0.0.1:${await freePort()}`;
+      const missing = path.join(dataDir, 'no-such-keys');
+      const r = await runWorker(
+        args,
+        { AGENT_JOBS_DATA_DIR: dataDir, AGENT_JOBS_CODEC_KEYS: missing, AGENT_JOBS_LOG_LEVEL: 'ERROR', TEMPORAL_ADDRESS: address },
+        20_000,
+      );
+      // The CLI entry adds its hint line, as for every error it reports.
+      const hint =
+        prefix === 'agent-jobs: '
+          ? 'hint: AGENT_JOBS_CODEC_KEYS names the keys every worker and CLI share (docs/security.md, "Encryption")\n'
+          : '';
+      expect(r).toEqual({
+        code: 1,
+        signal: null,
+        stdout: '',
+        stderr: `${prefix}codec keys ${missing}: no such file or directory\n${hint}`,
+      });
+    },
+  );
+
+  test.each(ENTRIES)(
     '%s: no Temporal server at TEMPORAL_ADDRESS exits 1 with the reason, not a hang',
     async (_name, args, prefix) => {
       const address = `127.0.0.1:${await freePort()}`;
@@ -102,6 +132,7 @@ test('agent-jobs worker --json: one JSON line on stdout once started, logs on st
       PATH: process.env.PATH ?? '/usr/bin:/bin',
       HOME: process.env.HOME ?? '/root',
       AGENT_JOBS_DATA_DIR: dataDir,
+      AGENT_JOBS_CODEC_KEYS: sharedCodecKeys(),
       TEMPORAL_ADDRESS: address,
       AGENT_JOBS_WORKER_ID: 'json-worker',
       AGENT_JOBS_LOG_LEVEL: 'INFO',

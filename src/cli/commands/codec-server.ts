@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
-import { CodecKeyError, EncryptionCodec, loadCodecKeys, startCodecServer } from '../../codec';
+import { CodecKeyError, EncryptionCodec, codecDisabled, createdKeysMessage, loadCodecKeys, startCodecServer } from '../../codec';
 import { DEV_SERVER_PORT } from '../../devserver';
 import { dataDir, temporalUiUrl } from '../../settings';
 import { CliError } from '../errors';
@@ -53,9 +53,14 @@ export function registerCodecServer(program: Command): void {
     )
     .option('--json', 'print {"url","uiEndpoint","token","tokenFrom","keys","corsOrigins"} as one line')
     .action(async (opts: { port?: number; host?: string; corsOrigin?: string[]; json?: boolean }) => {
+      if (codecDisabled())
+        throw new CliError(
+          'encryption is off (AGENT_JOBS_CODEC_KEYS=none): there is nothing to decode',
+          'set AGENT_JOBS_CODEC_KEYS to the keys the workers use',
+        );
       let keys;
       try {
-        keys = loadCodecKeys(process.env, dataDir(), (file) => process.stderr.write(`created codec keys ${file}\n`));
+        keys = loadCodecKeys(process.env, dataDir(), (file) => process.stderr.write(`agent-jobs: ${createdKeysMessage(file)}\n`));
       } catch (err) {
         if (err instanceof CodecKeyError)
           throw new CliError(err.message, 'AGENT_JOBS_CODEC_KEYS names the keys every worker and CLI use (docs/security.md)');

@@ -4,12 +4,16 @@
  * code: a non-deterministic change fails here, in CI. They replay a second
  * time in a time zone no worker is likely to share: the worker's zone
  * reaches the sandbox, so code that reads local time replays differently.
+ * They are plaintext, and replay through the payload codec every worker
+ * holds (src/codec): payloads that are not encrypted pass through it.
  */
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
+import { randomBytes } from 'node:crypto';
 import { Worker } from '@temporalio/worker';
+import { EncryptionCodec } from '../../../src/codec';
 
 const DIR = path.resolve(__dirname, '../../fixtures/histories');
 const files = readdirSync(DIR)
@@ -26,7 +30,10 @@ async function replayHere(workflowsPath: string): Promise<string[]> {
     history: historyFromJSON(JSON.parse(readFileSync(path.join(DIR, f), 'utf8'))),
   }));
   const failures: string[] = [];
-  for await (const r of Worker.runReplayHistories({ workflowsPath }, histories)) {
+  // The codec of every worker, with a key none of these histories was written with.
+  const key = { id: 'k-replay', key: randomBytes(32) };
+  const codec = new EncryptionCodec({ source: 'replay.test', current: key, byId: new Map([[key.id, key.key]]) });
+  for await (const r of Worker.runReplayHistories({ workflowsPath, dataConverter: { payloadCodecs: [codec] } }, histories)) {
     if (r.error) failures.push(`${r.workflowId}: ${r.error.message}`);
   }
   return failures;
