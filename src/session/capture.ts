@@ -18,9 +18,12 @@
  * with a libuv pipe handle. bash writes a fence (the command's end marker)
  * into the same file descriptor right after the command; everything before
  * the fence is the command's output. Afterwards the worker reopens the FIFO
- * read-only through /proc/self/fd and closes its read-write descriptor, so
- * EOF arrives when the last background writer is gone; then the FIFO is
- * clean and is reused for a later command.
+ * read-only through /proc/self/fd, closes its read-write descriptor (so
+ * EOF arrives when the last background writer is gone) and unlinks the FIFO.
+ * A FIFO serves one command only and its name is never handed out again: a
+ * background job that learned its own FIFO's name (a program's fd 1 names
+ * it in /proc/self/fd) and opens it by path later finds nothing there, so it
+ * cannot write into a later command's output.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -49,8 +52,9 @@ export class FifoPool {
   ) {}
 
   /**
-   * A FIFO ready for a command. Creates a batch with one `mkfifo` process
-   * when none is free (rare: clean FIFOs are reused). Throws when mkfifo fails.
+   * A FIFO for one command, never handed out before. Creates a batch with
+   * one `mkfifo` process when none is left (once per {@link FIFO_BATCH}
+   * commands). Throws when mkfifo fails.
    */
   take(): string {
     for (;;) {
@@ -72,12 +76,7 @@ export class FifoPool {
     return first;
   }
 
-  /** Returns a FIFO that no process holds open any more. */
-  give(fifo: string): void {
-    this.free.push(fifo);
-  }
-
-  /** Forgets a FIFO that may still be held by a background job, and removes it. */
+  /** Removes a FIFO whose command has ended (background jobs may still hold it open; its name is never used again). */
   discard(fifo: string): void {
     try {
       fs.unlinkSync(fifo);
@@ -153,7 +152,7 @@ export class FifoCapture {
    * Stops collecting, optionally after collecting what is still readable
    * until EOF (for a killed command: its processes are dead, so EOF comes as
    * soon as the pipe is empty) for at most `collectMs`. Then drains and
-   * drops whatever background jobs still write, and recycles the FIFO at EOF.
+   * drops whatever background jobs still write until EOF; the FIFO is unlinked here.
    */
   async detach(collectMs = 0): Promise<void> {
     if (this.mode === 'closed') return;
@@ -163,7 +162,7 @@ export class FifoCapture {
       reader = fs.openSync(`/proc/self/fd/${this.fd}`, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
     } catch {
       // No /proc: keep the read-write descriptor draining until the session
-      // closes; the FIFO is not reused.
+      // closes.
       this.flushCarry();
       this.mode = 'drain';
       this.pool.discard(this.fifo);
@@ -176,10 +175,11 @@ export class FifoCapture {
       this.flushCarry();
       this.mode = 'closed';
       this.socket.destroy();
-      this.pool.give(this.fifo);
       this.onEnd?.();
       this.onClosed?.();
     });
+    // Nothing opens it by path any more (bash wrote the fence, or gave up): a job that knows the name finds nothing.
+    this.pool.discard(this.fifo);
     // The old handle may still hold unread data events; let them through first.
     old.removeAllListeners('data');
     old.on('data', (chunk: Buffer) => this.onData(chunk));

@@ -78,8 +78,16 @@
  * kernel: bash itself read at least the control line's bytes since it was
  * sent (`rchar` in /proc/<pid>/io: a background job holding bash's saved
  * stdin, fd 10 to 12 in a forked subshell, cannot read the line in its
- * place unnoticed), and bash then sits blocked reading its stdin
- * (/proc/<pid>/syscall), not still running the command. A status record forged
+ * place unnoticed), and bash then sits blocked reading its stdin in its own
+ * command reader, not still running the command or a function: the stack
+ * pointer, code address and count of that read(0) in /proc/<pid>/syscall,
+ * a buffer off the stack, and /proc/<pid>/auxv equal what they were at
+ * start, before any user code ran (shell.ts `waitIdle`). This is what makes
+ * a `builtin` function harmless: one that the bookkeeping calls and that
+ * never returns, reading the later control lines itself with the `read`
+ * builtin (on fd 0 or a saved copy) and writing forged records, waits in
+ * another place of the stack, so the command that set it up counts as not
+ * ended and the shell is restarted. A status record forged
  * by a command that found `<S>` anyway (by reading bash's memory), or
  * written while the command still runs (to escape its timeout), shows up as
  * a second status record, or as a housekeeping record that does not follow;
@@ -91,7 +99,9 @@
  * - stdout and stderr go to a named pipe of this command (in a private 0700
  *   directory; see capture.ts). A background job keeps writing into ITS
  *   command's pipe, which the worker drains and drops, so it neither holds
- *   the control pipe open nor leaks into a later result.
+ *   the control pipe open nor leaks into a later result. The pipe is
+ *   unlinked when its command ends and its name never serves another
+ *   command, so a job that learned it cannot open a later command's pipe.
  * - `eval` runs at top level (not in a function), so `declare`, `local`,
  *   `return` and positional parameters behave as in a script, and variables,
  *   functions, aliases and the working directory persist. One thing does not

@@ -57,6 +57,53 @@ export interface ShellStartOptions {
 /** Number of the read(2) system call, as /proc/<pid>/syscall shows it, per architecture. */
 const READ_SYSCALL: Partial<Record<string, number>> = { x64: 0, arm64: 63 };
 
+/** One look at where bash is blocked: process state and the fields of /proc/<pid>/syscall (hex strings as shown there). */
+interface ReaderWait {
+  state: string;
+  nr: string;
+  fd: string;
+  buf: string;
+  count: string;
+  sp: string;
+  pc: string;
+}
+
+/** Where bash's own command reader waits for the next control line, recorded at start (see {@link ShellProcess.waitIdle}). */
+interface IdleSignature {
+  sp: string;
+  pc: string;
+  count: string;
+  /** /proc/<pid>/auxv at start: a new program image (exec) has another. */
+  auxv: Buffer;
+}
+
+/**
+ * A read buffer this close to the stack pointer is on the stack (bash's
+ * command reader reads into a heap buffer; the `read` builtin and readline
+ * into a local variable), bytes.
+ */
+const STACK_BUFFER_DISTANCE = 64 * 1024 * 1024;
+
+/** Whether `w` is bash's command reader waiting, as recorded in `sig`: same stack pointer, code address and count, and a buffer off the stack. */
+function isReaderWait(w: ReaderWait, sig: IdleSignature): boolean {
+  if (w.sp !== sig.sp || w.pc !== sig.pc || w.count !== sig.count) return false;
+  try {
+    const distance = BigInt(w.buf) - BigInt(w.sp);
+    return distance > BigInt(STACK_BUFFER_DISTANCE) || distance < -BigInt(STACK_BUFFER_DISTANCE);
+  } catch {
+    return false;
+  }
+}
+
+/** The auxiliary vector of a process (/proc/<pid>/auxv), or undefined when unreadable. */
+function readAuxv(pid: number): Buffer | undefined {
+  try {
+    return fs.readFileSync(`/proc/${pid}/auxv`);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Bytes of bash's own stderr kept for error messages. */
 const STDERR_TAIL_BYTES = 4096;
 /** Poll interval while waiting for killed processes to go, ms. */
@@ -309,6 +356,8 @@ export class ShellProcess {
     clearTimeout(timer);
     if (outcome.kind === 'ready' && outcome.record.status === 0) {
       shell.controlPipes = shell.readControlPipes();
+      // No user code has run yet: where bash waits now is its own command reader.
+      shell.idleSignature = await shell.sampleReaderWait(o.startTimeoutMs);
       return shell;
     }
     await shell.kill(0);
@@ -362,6 +411,8 @@ export class ShellProcess {
    * undefined when /proc does not tell (then they are not checked).
    */
   controlPipes: { stdin: string; stdout: string } | undefined;
+  /** Where bash's own command reader waits (see {@link waitIdle}); undefined when /proc did not tell at start. */
+  private idleSignature: IdleSignature | undefined;
 
   /** Reads bash's fd 0 and 1 links from /proc; undefined when unreadable. */
   readControlPipes(): { stdin: string; stdout: string } | undefined {
@@ -402,31 +453,79 @@ export class ShellProcess {
   }
 
   /**
-   * Waits until bash is blocked reading its stdin (the control pipe), as it
-   * is between commands, for at most `timeoutMs`.
+   * Waits until bash is blocked reading its stdin (the control pipe) in its
+   * own command reader, as it is between commands, for at most `timeoutMs`.
+   * "Its own reader" is checked against what was recorded at start, before
+   * any user code ran: the same stack pointer and code address of the
+   * read(0) (bash's reader sits at the same depth before every line), the
+   * same byte count, a buffer off the stack, and the same auxiliary vector.
+   * A command or function still running in a loop of `read` (the builtin
+   * reads into a local variable, deeper or shallower in the stack), or a
+   * program exec'd in bash's place, does not match, whatever it names
+   * itself: a function named `builtin` that the bookkeeping calls and that
+   * never returns is seen as a command that did not end.
    * @returns true when it is, false when it is not by then (still running
    *   something, or stopped), undefined when /proc cannot tell
    */
   async waitIdle(timeoutMs: number): Promise<boolean | undefined> {
     const readSyscall = READ_SYSCALL[process.arch];
     if (readSyscall === undefined) return undefined;
+    const sig = this.idleSignature;
     const deadline = Date.now() + timeoutMs;
     let polls = 0;
     for (;;) {
-      let syscall: string;
-      let state: string;
-      try {
-        syscall = fs.readFileSync(`/proc/${this.bashPid}/syscall`, 'utf8');
-        state = /^State:\s+(\S)/m.exec(fs.readFileSync(`/proc/${this.bashPid}/status`, 'utf8'))?.[1] ?? '';
-      } catch {
-        return this.exit ? false : undefined;
+      const wait = this.readWait();
+      if (wait === undefined) return this.exit ? false : undefined;
+      if (wait.state === 'S' && wait.nr === String(readSyscall) && wait.fd === '0x0') {
+        if (!sig) return true;
+        if (isReaderWait(wait, sig)) {
+          // Same place in the same program image: exec (even of bash itself) changes the auxiliary vector.
+          return readAuxv(this.bashPid)?.equals(sig.auxv) ?? false;
+        }
       }
-      const [nr, fd] = syscall.trim().split(/\s+/);
-      if (state === 'S' && nr === String(readSyscall) && fd === '0x0') return true;
       if (Date.now() >= deadline) return false;
       // bash is normally there within microseconds of its last record: look again at once, then back off.
       if (++polls <= 50) await new Promise((r) => setImmediate(r));
       else await sleep(1);
+    }
+  }
+
+  /**
+   * Where bash is blocked now, from /proc/<pid>/syscall and status, or
+   * undefined when /proc does not tell.
+   */
+  private readWait(): ReaderWait | undefined {
+    try {
+      const syscall = fs.readFileSync(`/proc/${this.bashPid}/syscall`, 'utf8');
+      const state = /^State:\s+(\S)/m.exec(fs.readFileSync(`/proc/${this.bashPid}/status`, 'utf8'))?.[1] ?? '';
+      // "nr arg0 .. arg5 sp pc" while in a system call.
+      const f = syscall.trim().split(/\s+/);
+      return { state, nr: f[0] ?? '', fd: f[1] ?? '', buf: f[2] ?? '', count: f[3] ?? '', sp: f[7] ?? '', pc: f[8] ?? '' };
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Records where bash's own command reader waits for input (called once,
+   * before any user code has run): the stack pointer and program counter of
+   * its read(0), the byte count it asks for, and the process's auxiliary
+   * vector. Undefined when /proc does not tell within `timeoutMs` (the check
+   * then falls back to "blocked in read(0)").
+   */
+  private async sampleReaderWait(timeoutMs: number): Promise<IdleSignature | undefined> {
+    const readSyscall = READ_SYSCALL[process.arch];
+    if (readSyscall === undefined) return undefined;
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const w = this.readWait();
+      if (w === undefined) return undefined;
+      if (w.state === 'S' && w.nr === String(readSyscall) && w.fd === '0x0' && w.sp.startsWith('0x') && w.pc.startsWith('0x')) {
+        const auxv = readAuxv(this.bashPid);
+        return auxv ? { sp: w.sp, pc: w.pc, count: w.count, auxv } : undefined;
+      }
+      if (Date.now() >= deadline) return undefined;
+      await sleep(1);
     }
   }
 
