@@ -16,7 +16,7 @@ import { CgroupUnavailableError, ProcessGuard, type ProcessGuardMode } from './g
 import { MINIMAL_ENV } from './identity';
 import { listProcesses, signalGroup, signalPid, type ProcInfo } from './procs';
 import { attachNetwork } from './network';
-import { launchArgs, type SandboxOptions } from './sandbox';
+import { launchArgs, limitIpcNamespace, type SandboxOptions } from './sandbox';
 import { initScript, newMarker, RecordScanner, type CommandRecords, type CommandTokens, type EndRecord, type Marker } from './protocol';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { raceTimeout } from './timing';
@@ -266,6 +266,18 @@ export class ShellProcess {
       ? await waitForBash(child.pid!, path.basename(o.bashPath), o.startTimeoutMs, () => shell?.exit !== undefined)
       : [child.pid!];
     shell.bashPid = chain[chain.length - 1] ?? 0;
+    // bash reads nothing before the init script: the IPC namespace is bounded before any command runs.
+    if (shell.sandboxed && o.sandbox?.tmpfsBytes !== undefined && process.getuid?.() === 0 && shell.bashPid > 0) {
+      try {
+        limitIpcNamespace(shell.bashPid, o.sandbox.tmpfsBytes);
+      } catch (err) {
+        await shell.kill(0);
+        throw new SessionStartError(`cannot bound the sandbox's shared memory (nsenter, /proc/sys/kernel): ${(err as Error).message}`, {
+          sessionId: o.sessionId,
+          cause: err,
+        });
+      }
+    }
     // bash reads nothing before the init script: the namespace is sealed and attached before any command runs.
     if (shell.sandboxed && o.sandbox?.network && process.getuid?.() === 0 && shell.bashPid > 0) {
       try {
