@@ -56,7 +56,7 @@ export interface SandboxOptions {
   /**
    * Size of each of the sandbox's private `/tmp` and `/dev/shm`, in bytes (bwrap `--size`): they
    * are memory, outside every ulimit, so a session cannot fill the machine's memory through them.
-   * Also the total of the SysV shared memory of the session's IPC namespace ({@link limitIpcNamespace}).
+   * Also the total of the SysV shared memory of the session's IPC namespace (memory.ts `limitIpcNamespace`).
    * @default unbounded (the kernel's default of half the memory), for callers that set none
    */
   tmpfsBytes?: number;
@@ -356,40 +356,6 @@ export function sandboxView(o: SandboxOptions, dir: string): { real: true; writa
 
 function order(op: MountOp): number {
   return { tmpfs: 0, dir: 1, 'hide-file': 2, bind: 3, 'ro-bind': 3 }[op.kind];
-}
-
-/** SysV message queues an IPC namespace of a session may hold (16 KiB each by the kernel's `msgmnb` default). */
-export const SESSION_MSG_QUEUES = 32;
-
-/**
- * Bounds the SysV IPC of the sandbox whose process `pid` is (its own IPC
- * namespace, bwrap `--unshare-ipc`): shared memory segments, which stay
- * after every process of a command has exited and are memory outside every
- * ulimit, may total `bytes` (`kernel.shmall`, in pages; `kernel.shmmax` per
- * segment), as much as the sized /dev/shm holds; and at most
- * {@link SESSION_MSG_QUEUES} message queues (`kernel.msgmni`; 32000 by
- * default, kernel memory too). The namespace starts with the kernel's
- * "unlimited" defaults, and its /proc/sys is read-only inside the sandbox,
- * so the worker writes them from outside (`nsenter --ipc`), before bash
- * runs anything. Root workers only: another user's sandbox namespace is its
- * user namespace's.
- * @throws Error when nsenter or the writes fail
- */
-export function limitIpcNamespace(pid: number, bytes: number): void {
-  execFileSync(
-    'nsenter',
-    [
-      `--ipc=/proc/${pid}/ns/ipc`,
-      '--',
-      '/bin/sh',
-      '-ec',
-      'p=$(getconf PAGESIZE); echo "$1" > /proc/sys/kernel/shmmax; echo $(( ($1 + p - 1) / p )) > /proc/sys/kernel/shmall; echo "$2" > /proc/sys/kernel/msgmni',
-      'agent-jobs-ipc',
-      String(Math.max(1, Math.floor(bytes))),
-      String(SESSION_MSG_QUEUES),
-    ],
-    { env: MINIMAL_ENV, stdio: ['ignore', 'ignore', 'pipe'], timeout: 5000 },
-  );
 }
 
 /** `setpriv` arguments that switch to `id`: no groups, no capabilities (none inheritable, none in the bounding set), no_new_privs. */

@@ -27,7 +27,7 @@
  * denied call in a real session.
  */
 import * as fs from 'node:fs';
-import { seccompPrefix } from './seccomp-memory';
+import { seccompPrefix } from './memory';
 
 /** Per architecture (Node's `process.arch`): the AUDIT_ARCH value and the numbers of the denied system calls. */
 const ARCH: Partial<Record<string, { audit: number; x32?: boolean; denied: Record<string, number> }>> = {
@@ -111,7 +111,7 @@ export function seccompProgram(arch: string = process.arch): Buffer | null {
 
 /**
  * Writes {@link seccompProgram} for this machine, after the prefix of
- * seccomp-memory.ts (memfd_create and new user namespaces refused), to
+ * memory.ts (memfd_create and new user namespaces refused), to
  * `file` (0600, the worker's; bwrap reads it as fd 3, see sandbox.ts launchArgs) and returns
  * `file`, or undefined on an architecture without a filter. Put in the
  * session's private directory, so it goes with it (and the orphan reaper

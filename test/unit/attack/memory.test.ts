@@ -1,6 +1,6 @@
 /**
- * Kind 6, the ways around src/session/seccomp-memory.ts and the IPC bound
- * (sandbox.ts `limitIpcNamespace`), tried from a real session with raw
+ * Kind 6, the ways around src/session/memory.ts and the IPC bound
+ * (memory.ts `limitIpcNamespace`), tried from a real session with raw
  * system calls (Python ctypes, so no libc wrapper decides): `clone` with
  * CLONE_NEWUSER and the other flags a user namespace comes with, `clone3`
  * (whose flags a filter cannot read), `unshare` alone and with other flags,
@@ -10,7 +10,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { seccompPrefix } from '../../../src/session/seccomp-memory';
+import { seccompPrefix } from '../../../src/session/memory';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
 afterEach(async () => {

@@ -1,6 +1,8 @@
 /**
- * The part of the sandbox's seccomp filter that keeps a session's memory
- * where a limit counts it. The sized `/tmp` and `/dev/shm` (sandbox.ts) and
+ * Memory a session could hold outside every limit, and what closes each
+ * way to it: the part of the sandbox's seccomp filter that keeps a
+ * session's memory where a limit counts it, and the bound on its IPC
+ * namespace. The sized `/tmp` and `/dev/shm` (sandbox.ts) and
  * the per-process ulimits (limits.ts) bound what a session can hold, but the
  * kernel offers two more ways to the same memory (shmem, the pages of a
  * tmpfs) that neither sees:
@@ -19,13 +21,15 @@
  *   user does not have.
  *
  * SysV shared memory, the third way, is bounded by the sandbox's IPC
- * namespace's own limits instead (sandbox.ts `limitIpcNamespace`).
+ * namespace's own limits instead ({@link limitIpcNamespace}).
  *
  * The program is a prefix: it falls through to the program after it (the
  * filter of seccomp.ts, which refuses other ABIs) for every call it does
  * not refuse, so the two are one filter, `seccompPrefix() + seccompProgram()`.
  * Attack test: test/unit/attack/adversary-round3.test.ts (kind 6).
  */
+import { execFileSync } from 'node:child_process';
+import { MINIMAL_ENV } from './identity';
 
 /** Per architecture (Node's `process.arch`): AUDIT_ARCH and the numbers of the calls this prefix looks at. */
 const ARCH: Partial<Record<string, { audit: number; memfd_create: number; clone3: number; unshare: number; clone: number }>> = {
@@ -87,4 +91,38 @@ export function seccompPrefix(arch: string = process.arch): Buffer | null {
     out.writeUInt32LE(k >>> 0, i * 8 + 4);
   });
   return out;
+}
+
+/** SysV message queues an IPC namespace of a session may hold (16 KiB each by the kernel's `msgmnb` default). */
+export const SESSION_MSG_QUEUES = 32;
+
+/**
+ * Bounds the SysV IPC of the sandbox whose process `pid` is (its own IPC
+ * namespace, bwrap `--unshare-ipc`): shared memory segments, which stay
+ * after every process of a command has exited and are memory outside every
+ * ulimit, may total `bytes` (`kernel.shmall`, in pages; `kernel.shmmax` per
+ * segment), as much as the sized /dev/shm holds; and at most
+ * {@link SESSION_MSG_QUEUES} message queues (`kernel.msgmni`; 32000 by
+ * default, kernel memory too). The namespace starts with the kernel's
+ * "unlimited" defaults, and its /proc/sys is read-only inside the sandbox,
+ * so the worker writes them from outside (`nsenter --ipc`), before bash
+ * runs anything. Root workers only: another user's sandbox namespace is its
+ * user namespace's.
+ * @throws Error when nsenter or the writes fail
+ */
+export function limitIpcNamespace(pid: number, bytes: number): void {
+  execFileSync(
+    'nsenter',
+    [
+      `--ipc=/proc/${pid}/ns/ipc`,
+      '--',
+      '/bin/sh',
+      '-ec',
+      'p=$(getconf PAGESIZE); echo "$1" > /proc/sys/kernel/shmmax; echo $(( ($1 + p - 1) / p )) > /proc/sys/kernel/shmall; echo "$2" > /proc/sys/kernel/msgmni',
+      'agent-jobs-ipc',
+      String(Math.max(1, Math.floor(bytes))),
+      String(SESSION_MSG_QUEUES),
+    ],
+    { env: MINIMAL_ENV, stdio: ['ignore', 'ignore', 'pipe'], timeout: 5000 },
+  );
 }
