@@ -175,6 +175,17 @@ export default defineConfig(
     },
   },
   {
+    // execa behind one module (src/testing/exec.ts): the development tools run programs through it.
+    files: [`src/**/*.${TS}`],
+    ignores: [...WORKFLOW_FILES, 'src/testing/exec.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '^execa(/|$)', message: 'Import execa through src/testing/exec.ts, the one module that imports it.' }] },
+      ],
+    },
+  },
+  {
     // The few JS files (bin/agent-jobs.js, jest.config.js, this file): plain
     // Node scripts, not type-checked.
     files: ['**/*.js', '**/*.mjs', '**/*.cjs'],

@@ -88,7 +88,7 @@ import {
   type SteerAnswer,
   type TranscriptView,
 } from './contract';
-import { displayCommand, oneLineSummary, pendingApproval, shortHash, type CommandDisplay } from './shared/display';
+import { displayCommand, oneLineSummary, pendingApproval, safeText, shortHash, type CommandDisplay } from './shared/display';
 import { capabilitiesOf, contextStrategyOf, contextWindowOf } from './contract/models';
 import { fromSearchText } from './shared/search-text';
 import { sha256 } from './shared/sha256';
@@ -353,8 +353,9 @@ export async function startAgentRun(
     // An id names one run for good: reusing a finished run's id is an error, not a second run.
     workflowIdReusePolicy: 'REJECT_DUPLICATE',
     typedSearchAttributes: [{ key: AGENT_STATUS, value: 'running' }],
-    staticSummary: oneLineSummary(input.task, 200),
-    staticDetails: `**Task**\n\n${input.task}\n\napproval: ${input.approval ?? 'policy'} · model: ${input.model ?? 'default'} · max turns: ${input.maxTurns ?? DEFAULT_MAX_TURNS}`,
+    // Every invisible character of the task escaped (safeText), in the UI as in the CLI.
+    staticSummary: oneLineSummary(safeText(input.task, false), 200),
+    staticDetails: `**Task**\n\n${safeText(input.task)}\n\napproval: ${input.approval ?? 'policy'} · model: ${input.model ?? 'default'} · max turns: ${input.maxTurns ?? DEFAULT_MAX_TURNS}`,
   });
 }
 

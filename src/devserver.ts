@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { execa } from 'execa';
+import { execa } from './testing/exec';
 import { SEARCH_ATTRIBUTES } from './config';
 import { PROJECT_ROOT, dataDir } from './settings';
 

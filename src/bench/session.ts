@@ -19,7 +19,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import Table from 'cli-table3';
-import { execa } from 'execa';
+import { execa } from '../testing/exec';
 import { BashSession } from '../session';
 
 interface Case {

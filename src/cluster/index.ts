@@ -14,7 +14,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
-import { execa } from 'execa';
+import { execa } from '../testing/exec';
 import { SEARCH_ATTRIBUTES } from '../config';
 import { serverAnswers } from '../devserver';
 import { ensureSearchAttributes } from '../client';

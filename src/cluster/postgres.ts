@@ -9,7 +9,7 @@ import { spawn, execFileSync } from 'node:child_process';
 import { chownSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { execa } from 'execa';
+import { execa } from '../testing/exec';
 import { lookupUser, MINIMAL_ENV, type SessionIdentity } from '../session/identity';
 import { DB_USER } from './constants';
 import { LOOPBACK } from './config';

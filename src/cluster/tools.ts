@@ -6,7 +6,7 @@
  */
 import { cpSync, existsSync, readdirSync, realpathSync } from 'node:fs';
 import path from 'node:path';
-import { execa } from 'execa';
+import { execa } from '../testing/exec';
 import { PROJECT_ROOT } from '../settings';
 import { DATABASES, GO_PACKAGES, POSTGRES_APT_PACKAGE, TEMPORAL_SERVER_MODULE, TEMPORAL_SERVER_VERSION } from './constants';
 

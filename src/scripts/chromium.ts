@@ -6,7 +6,7 @@
  * something are pure, for the unit tests; the rest run programs.
  */
 import { inflateSync } from 'node:zlib';
-import { execa } from 'execa';
+import { execa } from '../testing/exec';
 
 /**
  * Version of Debian's `chromium` package installed when none is found

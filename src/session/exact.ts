@@ -57,31 +57,93 @@ export function resolveTrustedProgram(program: string): string | undefined {
 }
 
 /**
- * Whether `target` stays inside `root` once symlinks are resolved: the
- * realpath of `target` (or, when it does not exist, of its nearest existing
- * parent, plus the rest) is `root`'s realpath or below it.
+ * Whether a path looked at while resolving is something else in the view of the process that will
+ * use it (the sandbox): the reason (a mount covers it) or undefined when it is the real one.
+ */
+export type ViewCheck = (abs: string) => string | undefined;
+
+/** Symlinks followed at most while resolving one path (the kernel's limit, path_resolution(7)). */
+const MAX_SYMLINKS = 40;
+
+/**
+ * Resolves `target` component by component as the kernel would, following symlinks, and tells
+ * where it lands, or why it cannot be trusted to land anywhere: a symlink whose target does not
+ * exist (dangling on the host: it may exist in the sandbox, or be created there later), a loop
+ * or more than 40 symlinks, a component that is not a directory, an error other than "missing",
+ * or (with `view`) a path on the way that the sandbox shows as something else (its private /tmp,
+ * a hidden directory). A missing component that no symlink named ends the walk: the rest is
+ * missing too, and a program that creates it creates it there.
+ * @returns `{ path }` (absolute, symlinks resolved) or `{ why }`
+ */
+export function resolveInView(target: string, view?: ViewCheck): { path: string } | { why: string } {
+  let pending = path.resolve(target).split('/').filter(Boolean);
+  /** How many of `pending`'s first components come from a symlink's target (they must exist). */
+  let fromLink = 0;
+  let cur = '/';
+  let links = 0;
+  while (pending.length > 0) {
+    const part = pending.shift()!;
+    const linked = fromLink > 0;
+    if (linked) fromLink--;
+    if (part === '.') continue;
+    if (part === '..') {
+      cur = path.dirname(cur);
+      continue;
+    }
+    const next = path.join(cur, part);
+    const covered = view?.(next);
+    if (covered) return { why: `${next} is not the same in the sandbox (${covered})` };
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(next);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' && !linked) return { path: path.join(next, ...pending) };
+      if (code === 'ENOENT') return { why: `a symlink points to ${path.join(next, ...pending.slice(0, fromLink))}, which does not exist` };
+      return { why: `${next}: ${code ?? (err as Error).message}` };
+    }
+    if (st.isSymbolicLink()) {
+      if (++links > MAX_SYMLINKS) return { why: `more than ${MAX_SYMLINKS} symlinks (a loop?) at ${next}` };
+      let link: string;
+      try {
+        link = fs.readlinkSync(next);
+      } catch (err) {
+        return { why: `${next}: ${(err as Error).message}` };
+      }
+      const parts = link.split('/').filter(Boolean);
+      if (link.startsWith('/')) cur = '/';
+      pending = [...parts, ...pending];
+      fromLink += parts.length;
+      continue;
+    }
+    if (pending.length > 0 && !st.isDirectory()) return { why: `${next} is not a directory` };
+    cur = next;
+  }
+  return { path: cur };
+}
+
+/**
+ * Whether `target` stays inside `root` once symlinks are resolved ({@link resolveInView}, with
+ * `view` when the program runs in a sandbox): it resolves to `root`'s realpath or below it, and
+ * nothing on the way is refused (a dangling symlink, a loop, a path the sandbox covers).
  * @param root an existing directory
  */
-export function staysInside(target: string, root: string): boolean {
+export function staysInside(target: string, root: string, view?: ViewCheck): boolean {
+  return outsideWhy(target, root, view) === undefined;
+}
+
+/** Why `target` does not stay inside `root` (see {@link staysInside}), or undefined when it does. */
+export function outsideWhy(target: string, root: string, view?: ViewCheck): string | undefined {
   let realRoot: string;
   try {
     realRoot = fs.realpathSync(root);
   } catch {
-    return false;
+    return `the workspace ${root} does not exist`;
   }
-  let probe = path.resolve(target);
-  let rest = '';
-  for (;;) {
-    try {
-      const real = path.join(fs.realpathSync(probe), rest);
-      return real === realRoot || real.startsWith(realRoot.endsWith('/') ? realRoot : `${realRoot}/`);
-    } catch {
-      const up = path.dirname(probe);
-      if (up === probe) return false;
-      rest = path.join(path.basename(probe), rest);
-      probe = up;
-    }
-  }
+  const r = resolveInView(target, view);
+  if ('why' in r) return r.why;
+  const inside = r.path === realRoot || r.path.startsWith(realRoot.endsWith('/') ? realRoot : `${realRoot}/`);
+  return inside ? undefined : `it resolves to ${r.path}, outside the workspace`;
 }
 
 /** How to start the program: the launcher may wrap it (sandbox, identity). */

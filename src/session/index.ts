@@ -40,7 +40,7 @@ export {
   type ProposedEdit,
 } from './edit';
 export { unifiedDiff } from './edit-diff';
-export { resolveTrustedProgram, staysInside, TRUSTED_PATH, type ExactLauncher } from './exact';
+export { outsideWhy, resolveInView, resolveTrustedProgram, staysInside, TRUSTED_PATH, type ExactLauncher, type ViewCheck } from './exact';
 export { DEFAULT_LIMITS, type ResourceLimits } from './limits';
 export type { ProcessGuardMode } from './guard';
 export {

@@ -16,11 +16,19 @@
  *    cgroup. {@link reapOrphanedSessions}, called by a worker when it
  *    starts, kills what is left of sessions whose worker is gone and removes
  *    their directories and cgroups.
+ *
+ * The reaper runs as the worker's user (root, usually) and kills what a
+ * file names, so it trusts only what the session user cannot write: a
+ * directory (not a symlink) owned by the worker's user and writable by no
+ * one else, an `owner.json` in it likewise (opened without following a
+ * symlink). Even then, it kills only processes of the worker's user or the
+ * session's, started no earlier than the shell the record names. Attack
+ * test: test/unit/attack/no-sandbox-trust.test.ts.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { listProcesses, readProc, sessionMembers, signalPid } from './procs';
+import { listProcesses, processUid, readProc, sessionMembers, signalPid } from './procs';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Prefix of every session's private directory in the temp directory. */
@@ -39,6 +47,8 @@ export interface OwnerRecord {
   shellStart: string;
   /** Its pids cgroup directory, if any. */
   cgroup?: string;
+  /** The user id bash runs as (the worker's own when absent). */
+  uid?: number;
 }
 
 /** Start time of a process (clock ticks since boot), or undefined if it does not exist. */
@@ -49,7 +59,9 @@ export function processStartTime(pid: number): string | undefined {
 /** Records who owns a session directory (called at every shell start). Best effort. */
 export function writeOwner(dir: string, record: OwnerRecord): void {
   try {
-    fs.writeFileSync(path.join(dir, OWNER_FILE), JSON.stringify(record), { mode: 0o600 });
+    const file = path.join(dir, OWNER_FILE);
+    fs.writeFileSync(file, JSON.stringify(record), { mode: 0o600 });
+    fs.chmodSync(file, 0o600);
   } catch {
     /* the directory was removed by a command; the next start writes it again */
   }
@@ -82,12 +94,8 @@ export async function reapOrphanedSessions(tmpDir: string = os.tmpdir()): Promis
   let procs: ReturnType<typeof listProcesses> | undefined;
   for (const entry of entries) {
     const dir = path.join(tmpDir, entry);
-    let owner: OwnerRecord;
-    try {
-      owner = JSON.parse(fs.readFileSync(path.join(dir, OWNER_FILE), 'utf8')) as OwnerRecord;
-    } catch {
-      continue; // being created, or not ours
-    }
+    const owner = trustedOwner(dir);
+    if (!owner) continue; // being created, or not ours (or planted)
     if (processStartTime(owner.workerPid) === owner.workerStart) continue; // worker alive
     procs ??= listProcesses();
     const victims = new Set<number>();
@@ -106,8 +114,17 @@ export async function reapOrphanedSessions(tmpDir: string = os.tmpdir()): Promis
         /* cgroup gone */
       }
     }
-    for (const pid of victims) signalPid(pid, 'SIGKILL');
-    result.killed += victims.size;
+    const me = process.getuid?.() ?? 0;
+    const uids = new Set([me, owner.uid ?? me]);
+    const since = Number(owner.shellStart);
+    for (const pid of victims) {
+      // Checked again just before the signal: a process of another user, or older than the shell, is not the session's.
+      const start = Number(processStartTime(pid));
+      const uid = processUid(pid);
+      if (!Number.isFinite(start) || !(start >= since) || uid === undefined || !uids.has(uid)) continue;
+      signalPid(pid, 'SIGKILL');
+      result.killed++;
+    }
     if (owner.cgroup) {
       // The killed processes leave the cgroup as they exit: retry for up to 2 s.
       for (let attempt = 0; attempt < 100; attempt++) {
@@ -124,4 +141,28 @@ export async function reapOrphanedSessions(tmpDir: string = os.tmpdir()): Promis
     result.sessions.push(owner.sessionId);
   }
   return result;
+}
+
+/**
+ * The owner record of session directory `dir`, or undefined unless only the worker's user could
+ * have written it: `dir` a real directory and `owner.json` a regular file, both owned by this
+ * process's user and writable by no group or other user, the file opened with O_NOFOLLOW.
+ */
+function trustedOwner(dir: string): OwnerRecord | undefined {
+  const me = process.getuid?.() ?? 0;
+  const mine = (st: fs.Stats): boolean => st.uid === me && (st.mode & 0o022) === 0;
+  let fd: number | undefined;
+  try {
+    const d = fs.lstatSync(dir);
+    if (!d.isDirectory() || !mine(d)) return undefined;
+    fd = fs.openSync(path.join(dir, OWNER_FILE), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+    const f = fs.fstatSync(fd);
+    if (!f.isFile() || !mine(f) || f.nlink !== 1) return undefined;
+    const record = JSON.parse(fs.readFileSync(fd, 'utf8')) as OwnerRecord;
+    return typeof record === 'object' && record !== null && Number.isInteger(record.shellPid) ? record : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
 }

@@ -76,6 +76,16 @@ export async function readProcAsync(pid: number): Promise<ProcInfo | undefined> 
   }
 }
 
+/** Real user id of a process (/proc/<pid>/status `Uid:`), or undefined when it is gone. */
+export function processUid(pid: number): number | undefined {
+  try {
+    const m = /^Uid:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Every process on the machine (a snapshot; processes come and go while it is read). */
 export function listProcesses(): ProcInfo[] {
   let names: string[];

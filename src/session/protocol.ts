@@ -169,6 +169,26 @@ export const TRAP_DISABLED_MESSAGE =
   "bash: trap: disabled in this session shell (a DEBUG or RETURN trap could skip or forge the session's own commands); traps work inside scripts and bash -c";
 
 /**
+ * Variables glibc's dynamic loader removes from the environment of a program run in secure-execution
+ * mode (glibc `unsecvars.h`, the ones a shell's user would set; `LD_*` excluded), as the sealed bash
+ * is (sandbox.ts `sealShell`): without them again, a session's `TMPDIR` would be lost.
+ */
+export const LOADER_DROPPED_ENV: readonly string[] = [
+  'TMPDIR',
+  'TZDIR',
+  'LOCPATH',
+  'NLSPATH',
+  'GCONV_PATH',
+  'HOSTALIASES',
+  'LOCALDOMAIN',
+  'RES_OPTIONS',
+  'RESOLV_HOST_CONF',
+  'MALLOC_TRACE',
+  'GETCONF_DIR',
+  'NIS_PATH',
+];
+
+/**
  * The script sent once when bash starts: aliases on (non-interactive bash
  * ignores them otherwise, and an agent's `alias ll=...` should work in the
  * next command), `trap` and `enable` disabled (see the module comment), the
@@ -179,9 +199,17 @@ export const TRAP_DISABLED_MESSAGE =
  * `ulimitArgs` are for bash's default mode, where -v and -f count KiB;
  * `__aj_lim` leaves POSIX mode while it applies them, because POSIX mode
  * counts -c and -f in 512-byte blocks.
+ *
+ * `restore`: variables set again in bash's environment first: those of
+ * {@link LOADER_DROPPED_ENV} the session gives, which the dynamic loader
+ * removed because the sealed bash starts with another effective group
+ * (a secure-execution program, ld.so(8)).
  */
-export function initScript(ulimitArgs: string, marker: Marker): string {
+export function initScript(ulimitArgs: string, marker: Marker, restore: Record<string, string> = {}): string {
   return [
+    ...Object.entries(restore)
+      .filter(([name]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+      .map(([name, value]) => `\\builtin export ${name}=${ansiCQuote(value)}`),
     '\\builtin shopt -s expand_aliases',
     '\\builtin enable -n trap',
     `trap() { \\builtin printf '%s\\n' ${ansiCQuote(TRAP_DISABLED_MESSAGE)} >&2; return 2; }`,

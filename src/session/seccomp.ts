@@ -16,89 +16,148 @@
  * - `process_vm_readv`, `process_vm_writev` (another process's memory),
  * - `process_madvise` (another process's memory management),
  * - `kcmp` (compares other processes' descriptors and memory: a probe for the above),
- * - `perf_event_open` (samples another process's registers and stack).
+ * - `perf_event_open` (samples another process's registers and stack),
+ * - `io_uring_*` (its socket and connect operations do not pass seccomp).
+ *
+ * And unix sockets, which reach host services whatever the network
+ * namespace: `socket(AF_UNIX)`, and `socketpair(AF_UNIX)` but for the
+ * stream and seqpacket pairs that cannot be pointed elsewhere (see
+ * {@link seccompProgram}).
  *
  * System calls of another ABI than the worker's (i386 `int 0x80` on
  * x86-64, x32) are refused too, since their numbers differ and the filter
  * only knows the native ones: a 32-bit program does not run in a session.
  *
- * Written by hand rather than with libseccomp: the program is 20
- * instructions, and its test (test/unit/attack/seccomp.test.ts) runs each
+ * Written by hand rather than with libseccomp: the program is about 30
+ * instructions, and its test (test/unit/attack/reach-into-bash.test.ts) runs each
  * denied call in a real session.
  */
 import * as fs from 'node:fs';
 import { seccompPrefix } from './memory';
 
-/** Per architecture (Node's `process.arch`): the AUDIT_ARCH value and the numbers of the denied system calls. */
-const ARCH: Partial<Record<string, { audit: number; x32?: boolean; denied: Record<string, number> }>> = {
-  x64: {
-    audit: 0xc000003e, // AUDIT_ARCH_X86_64
-    x32: true,
-    denied: {
-      ptrace: 101,
-      perf_event_open: 298,
-      process_vm_readv: 310,
-      process_vm_writev: 311,
-      kcmp: 312,
-      pidfd_getfd: 438,
-      process_madvise: 440,
+/**
+ * Per architecture (Node's `process.arch`): the AUDIT_ARCH value, the numbers of the system calls
+ * refused outright, and those of `socket` and `socketpair`, refused for unix sockets only.
+ */
+const ARCH: Partial<Record<string, { audit: number; x32?: boolean; denied: Record<string, number>; socket: number; socketpair: number }>> =
+  {
+    x64: {
+      audit: 0xc000003e, // AUDIT_ARCH_X86_64
+      x32: true,
+      denied: {
+        ptrace: 101,
+        perf_event_open: 298,
+        process_vm_readv: 310,
+        process_vm_writev: 311,
+        kcmp: 312,
+        io_uring_setup: 425,
+        io_uring_enter: 426,
+        io_uring_register: 427,
+        pidfd_getfd: 438,
+        process_madvise: 440,
+      },
+      socket: 41,
+      socketpair: 53,
     },
-  },
-  arm64: {
-    audit: 0xc00000b7, // AUDIT_ARCH_AARCH64
-    denied: {
-      ptrace: 117,
-      perf_event_open: 241,
-      process_vm_readv: 270,
-      process_vm_writev: 271,
-      kcmp: 272,
-      pidfd_getfd: 438,
-      process_madvise: 440,
+    arm64: {
+      audit: 0xc00000b7, // AUDIT_ARCH_AARCH64
+      denied: {
+        ptrace: 117,
+        perf_event_open: 241,
+        process_vm_readv: 270,
+        process_vm_writev: 271,
+        kcmp: 272,
+        io_uring_setup: 425,
+        io_uring_enter: 426,
+        io_uring_register: 427,
+        pidfd_getfd: 438,
+        process_madvise: 440,
+      },
+      socket: 198,
+      socketpair: 199,
     },
-  },
-};
+  };
 
-/** Names of the system calls the filter refuses. */
+/** Names of the system calls the filter refuses whatever their arguments. */
 export const DENIED_SYSCALLS: readonly string[] = Object.keys(ARCH.x64!.denied);
 
 // Classic BPF (linux/filter.h, linux/seccomp.h).
 const BPF_LD_W_ABS = 0x20;
+const BPF_ALU_AND_K = 0x54;
 const BPF_JMP_JEQ_K = 0x15;
 const BPF_JMP_JGE_K = 0x35;
 const BPF_RET_K = 0x06;
 const SECCOMP_RET_ALLOW = 0x7fff0000;
 const SECCOMP_RET_ERRNO = 0x00050000;
 const EPERM = 1;
-/** Offsets in `struct seccomp_data`. */
+/** Offsets in `struct seccomp_data`: the low 32 bits of args[0] and args[1] (little-endian; the kernel reads both as `int`). */
 const OFF_NR = 0;
 const OFF_ARCH = 4;
+const OFF_ARG0_LO = 16;
+const OFF_ARG1_LO = 24;
 /** x32 system calls on x86-64 have this bit set in their number. */
 const X32_SYSCALL_BIT = 0x40000000;
+/** socket(2) constants: the unix family, the type mask (the rest are SOCK_CLOEXEC, SOCK_NONBLOCK), and the connection types. */
+const AF_UNIX = 1;
+const SOCK_TYPE_MASK = 0xf;
+const SOCK_STREAM = 1;
+const SOCK_SEQPACKET = 5;
 
 type Insn = [code: number, jt: number, jf: number, k: number];
+/** A jump target: a label of the program being assembled. */
+type Label = 'allow' | 'ok' | 'deny' | 'socket' | 'socketpair' | null;
 
 /**
  * The filter for `arch` as bwrap wants it: `struct sock_filter` entries
  * (8 bytes each, little-endian), or null for an architecture it does not
  * know (then no filter is installed; see {@link seccompFilterFile}).
+ *
+ * Besides {@link DENIED_SYSCALLS}: `socket(AF_UNIX, ...)` is refused, and
+ * `socketpair(AF_UNIX, ...)` unless its type is SOCK_STREAM or
+ * SOCK_SEQPACKET. A process of the sandbox can then reach no unix socket
+ * by path (a host service's socket anywhere on the read-only root: under
+ * /var/lib, in another user's home, in /var/tmp) and no abstract one: a
+ * seccomp filter cannot read the address `connect(2)` is given, so the
+ * family is refused whole. A stream or seqpacket pair is connected to its
+ * own other end for good (connect gives EISCONN, sendto's address is
+ * refused), which is what libuv (Node's child stdio) and Python's
+ * `socketpair()` use; a datagram pair could `sendto` any path (SOCK_RAW is
+ * a datagram socket in the unix family). io_uring is refused because its
+ * operations (IORING_OP_SOCKET, IORING_OP_CONNECT) bypass seccomp.
  */
 export function seccompProgram(arch: string = process.arch): Buffer | null {
   const a = ARCH[arch];
   if (!a) return null;
-  const nrs = Object.values(a.denied);
-  // Layout: [0] ld arch, [1] arch ok?, [2] ld nr, ([3] x32?), then one jeq per number, allow, deny.
-  const insns: Insn[] = [];
-  const head = a.x32 ? 4 : 3;
-  const allowAt = head + nrs.length;
-  const denyAt = allowAt + 1;
-  const to = (target: number, at: number): number => target - at - 1;
-  insns.push([BPF_LD_W_ABS, 0, 0, OFF_ARCH]);
-  insns.push([BPF_JMP_JEQ_K, 0, to(denyAt, 1), a.audit]);
-  insns.push([BPF_LD_W_ABS, 0, 0, OFF_NR]);
-  if (a.x32) insns.push([BPF_JMP_JGE_K, to(denyAt, 3), 0, X32_SYSCALL_BIT]);
-  nrs.forEach((nr, i) => insns.push([BPF_JMP_JEQ_K, to(denyAt, head + i), 0, nr]));
-  insns.push([BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW]);
-  insns.push([BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | EPERM]);
+  const prog: Array<{ code: number; jt: Label; jf: Label; k: number; label?: Label }> = [];
+  const emit = (code: number, k: number, jt: Label = null, jf: Label = null, label?: Label): void => {
+    prog.push({ code, jt, jf, k, ...(label ? { label } : {}) });
+  };
+  emit(BPF_LD_W_ABS, OFF_ARCH);
+  emit(BPF_JMP_JEQ_K, a.audit, null, 'deny');
+  emit(BPF_LD_W_ABS, OFF_NR);
+  if (a.x32) emit(BPF_JMP_JGE_K, X32_SYSCALL_BIT, 'deny', null);
+  for (const nr of Object.values(a.denied)) emit(BPF_JMP_JEQ_K, nr, 'deny', null);
+  emit(BPF_JMP_JEQ_K, a.socket, 'socket', null);
+  emit(BPF_JMP_JEQ_K, a.socketpair, 'socketpair', null);
+  emit(BPF_RET_K, SECCOMP_RET_ALLOW, null, null, 'allow');
+  emit(BPF_LD_W_ABS, OFF_ARG0_LO, null, null, 'socket');
+  emit(BPF_JMP_JEQ_K, AF_UNIX, 'deny', 'ok');
+  emit(BPF_LD_W_ABS, OFF_ARG0_LO, null, null, 'socketpair');
+  emit(BPF_JMP_JEQ_K, AF_UNIX, null, 'ok');
+  emit(BPF_LD_W_ABS, OFF_ARG1_LO);
+  emit(BPF_ALU_AND_K, SOCK_TYPE_MASK);
+  emit(BPF_JMP_JEQ_K, SOCK_STREAM, 'ok', null);
+  emit(BPF_JMP_JEQ_K, SOCK_SEQPACKET, 'ok', 'deny');
+  // Jumps go forward only: the argument checks' own allow.
+  emit(BPF_RET_K, SECCOMP_RET_ALLOW, null, null, 'ok');
+  emit(BPF_RET_K, SECCOMP_RET_ERRNO | EPERM, null, null, 'deny');
+  const at = (l: Label, from: number): number => {
+    if (l === null) return 0;
+    const i = prog.findIndex((p) => p.label === l);
+    if (i <= from) throw new Error(`seccomp: label ${l} is not ahead of instruction ${from}`);
+    return i - from - 1;
+  };
+  const insns: Insn[] = prog.map((p, i) => [p.code, at(p.jt, i), at(p.jf, i), p.k]);
   const out = Buffer.alloc(insns.length * 8);
   insns.forEach(([code, jt, jf, k], i) => {
     out.writeUInt16LE(code, i * 8);

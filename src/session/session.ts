@@ -33,7 +33,15 @@ import {
   type ReadReply,
   type WriteReply,
 } from './edit';
-import { EXACT_RUN_HIDDEN, resolveTrustedProgram, runExactProgram, staysInside, type ExactLauncher } from './exact';
+import {
+  EXACT_RUN_HIDDEN,
+  outsideWhy,
+  resolveTrustedProgram,
+  runExactProgram,
+  staysInside,
+  type ExactLauncher,
+  type ViewCheck,
+} from './exact';
 import { MINIMAL_ENV, resolveIdentity, workspaceIdentity, type SessionIdentity, type WorkspaceAccess } from './identity';
 import { resolveSandbox, sandboxedSpawnArgs, sandboxView, unreachableAncestor, type SandboxMode, type SandboxOptions } from './sandbox';
 import { execFileSync } from 'node:child_process';
@@ -361,6 +369,9 @@ export class BashSession {
     this.hide = [...(options.hidePaths ?? []), ...defaultHiddenPaths(), ...ownerPaths, ...hostSockets];
     // Another user gets a HOME it can write (the sandbox's private /tmp) and its own name.
     const identityEnv: Record<string, string> = identity ? { HOME: '/tmp', USER: identity.user, LOGNAME: identity.user } : {};
+    // The worker's TMPDIR is hidden in the sandbox (other sessions' directories) and not the session user's to write
+    // without it: temporary files go to /tmp, the sandbox's private one (or the machine's world-writable one).
+    if (sandbox.mode === 'bwrap' || identity) identityEnv.TMPDIR = '/tmp';
     // A workspace owned by another user: git refuses it ("dubious ownership") unless told it is safe. Command-scope
     // config (GIT_CONFIG_COUNT) is protected configuration, which git reads safe.directory from (git-config(1)).
     if (access === 'acl' && this.workspace)
@@ -614,12 +625,14 @@ export class BashSession {
     const judgedIn = options.cwd ?? this.lastCwd;
     if (judgedIn !== cwd)
       throw new ExactRefusedError(`the shell's working directory moved (${judgedIn} -> ${cwd}) since the command was judged`);
-    if (!staysInside(cwd, this.options.exactRoot))
-      throw new ExactRefusedError(`the working directory ${cwd} is outside the workspace ${this.options.exactRoot}`);
+    const exactSandbox = this.exactSandbox();
+    const view = this.options.exactLauncher ? undefined : viewCheck(exactSandbox);
+    const cwdWhy = outsideWhy(cwd, this.options.exactRoot, view);
+    if (cwdWhy) throw new ExactRefusedError(`the working directory ${cwd} is outside the workspace ${this.options.exactRoot}: ${cwdWhy}`);
     for (const p of options.paths ?? []) {
       const abs = path.resolve(cwd, p);
-      if (!staysInside(abs, this.options.exactRoot))
-        throw new ExactRefusedError(`${p} resolves outside the workspace ${this.options.exactRoot} (a symlink, or .. )`);
+      const why = outsideWhy(abs, this.options.exactRoot, view);
+      if (why) throw new ExactRefusedError(`${p} resolves outside the workspace ${this.options.exactRoot} (a symlink, or .. ): ${why}`);
       let st: fs.Stats | undefined;
       try {
         st = fs.statSync(abs);
@@ -648,10 +661,9 @@ export class BashSession {
     } catch (err) {
       throw new ExactRefusedError((err as Error).message);
     }
-    const sandbox = this.sandboxOptions;
     let launch = this.options.exactLauncher
       ? this.options.exactLauncher(limited[0]!, limited.slice(1), cwd)
-      : sandboxedSpawnArgs({ ...sandbox, hide: [...sandbox.hide, ...EXACT_RUN_HIDDEN] }, limited, cwd);
+      : sandboxedSpawnArgs(exactSandbox, limited, cwd);
     const cgroup = this.shell?.guard.cgroup?.dir;
     if (cgroup) {
       // Joins before anything is exec'd (so before any fork), as the worker's user, then becomes the launch.
@@ -741,6 +753,15 @@ export class BashSession {
     });
   }
 
+  /**
+   * The sandbox of an exact run: the shell's, with {@link EXACT_RUN_HIDDEN} covered too and not the
+   * session's private directory (command files, FIFOs), which the program needs nothing of.
+   */
+  private exactSandbox(): SandboxOptions {
+    const sandbox = this.sandboxOptions;
+    return { ...sandbox, hide: [...sandbox.hide, ...EXACT_RUN_HIDDEN], readable: [] };
+  }
+
   /** The helper's file operations, each a fresh sandboxed process as the session user. */
   private editIo(cwd: string, signal: AbortSignal | undefined): EditIo {
     const sandbox = this.sandboxOptions;
@@ -751,7 +772,7 @@ export class BashSession {
     const launch = sandboxedSpawnArgs({ ...sandbox, hide, readable }, [node, '-e', EDIT_HELPER_SOURCE], cwd);
     const root = this.options.exactRoot;
     return {
-      staysInside: (abs) => staysInside(abs, root),
+      staysInside: (abs) => staysInside(abs, root, viewCheck({ ...sandbox, hide, readable })),
       viaSymlink: (abs) => symlinkOnTheWay(root, abs),
       read: (abs) =>
         runEditHelper<ReadReply>(
@@ -861,6 +882,7 @@ export class BashSession {
       shellPid: shell.pid,
       shellStart: processStartTime(shell.pid) ?? '',
       ...(shell.guard.cgroup ? { cgroup: shell.guard.cgroup.dir } : {}),
+      ...(this.identity ? { uid: this.identity.uid } : {}),
     });
   }
 
@@ -907,8 +929,10 @@ export class BashSession {
     const source = commandSource(command, commandFile);
     if ('file' in source) {
       fs.mkdirSync(this.tmpDir, { recursive: true, mode: 0o700 });
-      fs.writeFileSync(commandFile, commandFileContent(command), { mode: 0o600 });
-      if (this.identity) fs.chownSync(commandFile, this.identity.uid, this.identity.gid);
+      // The worker's, read-only, readable by the session's group: bash reads it, nothing of the session can rewrite it
+      // before bash does (the directory is the worker's too, so it cannot be replaced either).
+      fs.writeFileSync(commandFile, commandFileContent(command), { mode: this.identity ? 0o440 : 0o400 });
+      if (this.identity) fs.chownSync(commandFile, process.getuid?.() ?? 0, this.identity.gid);
     }
     const tokens = newCommandTokens();
     const collector = new OutputCollector(this.options.maxOutputBytes);
@@ -1255,6 +1279,22 @@ function grantWorkspace(real: string, identity: SessionIdentity, sessionId: stri
       { sessionId, cause: err },
     );
   }
+}
+
+/**
+ * How a process in the sandbox of `o` sees a path, for resolving one (exact.ts `resolveInView`):
+ * covered (its private /tmp, a hidden directory) unless it is the real one, or a directory on
+ * the way to one of its binds (which the sandbox shows as a directory leading to the bind).
+ * None without a sandbox: the machine's view is the program's.
+ */
+function viewCheck(o: SandboxOptions): ViewCheck | undefined {
+  if (o.mode !== 'bwrap') return undefined;
+  const binds = [...o.writable, ...o.readable].map(realDir);
+  return (abs) => {
+    if (binds.some((b) => within(b, abs))) return undefined;
+    const v = sandboxView(o, abs);
+    return v.real ? undefined : v.coveredBy;
+  };
 }
 
 /** `dir` with symlinks resolved (as given when it cannot be). */

@@ -18,7 +18,16 @@ import { limitIpcNamespace } from './memory';
 import { listProcesses, signalGroup, signalPid, type ProcInfo } from './procs';
 import { attachNetwork } from './network';
 import { launchArgs, type SandboxOptions } from './sandbox';
-import { initScript, newMarker, RecordScanner, type CommandRecords, type CommandTokens, type EndRecord, type Marker } from './protocol';
+import {
+  initScript,
+  LOADER_DROPPED_ENV,
+  newMarker,
+  RecordScanner,
+  type CommandRecords,
+  type CommandTokens,
+  type EndRecord,
+  type Marker,
+} from './protocol';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { raceTimeout } from './timing';
 
@@ -300,7 +309,8 @@ export class ShellProcess {
       }
     }
     const marker = newMarker();
-    shell.send(initScript(o.ulimitArgs, marker));
+    const dropped = Object.fromEntries(LOADER_DROPPED_ENV.filter((n) => o.env[n] !== undefined).map((n) => [n, o.env[n]!]));
+    shell.send(initScript(o.ulimitArgs, marker, dropped));
     let timer: NodeJS.Timeout | undefined;
     const outcome = await Promise.race([
       shell.expect(marker).then((r) => ({ kind: 'ready' as const, record: r })),

@@ -21,16 +21,31 @@
  *   `\xa0`); `\uHHHH` in the BMP (`\u202e`); `\u{HHHHH}` above it; lowercase hex.
  * - Escaped: C0 controls, DEL, C1 controls, U+2028 / U+2029, every format
  *   character (Unicode category Cf: bidi controls, zero-width characters,
- *   U+FEFF, tags, ...), spaces other than U+0020 (category Zs), invisible
- *   fillers and variation selectors, private-use characters, lone surrogates.
+ *   U+FEFF, tags, ...), every default-ignorable code point (Unicode's
+ *   Default_Ignorable_Code_Point, DerivedCoreProperties.txt: fillers such
+ *   as U+3164, variation selectors, U+180B-180F, the unassigned
+ *   U+FFF0-FFF8 and U+E0000-E0FFF, ...), spaces other than U+0020
+ *   (category Zs), private-use characters, lone surrogates, noncharacters,
+ *   a combining mark standing alone (first, or after a character that is
+ *   not a letter, digit or mark: it draws on a space or on `;`), and every
+ *   non-ASCII look-alike of a character bash gives a meaning to (`；`
+ *   U+FF1B, `‘` U+2018, `＃` U+FF03, `∖` U+2216, ...: the table in
+ *   ./lookalikes.ts, generated from Unicode's confusables.txt and NFKC).
+ *   Bash reads a look-alike as an ordinary letter: `echo ‘$(id)’` runs
+ *   `id`, though it reads as a quoted string.
  * - A run of 8 or more spaces becomes `⟨200 spaces⟩`; a run of 8 or more of
  *   one escaped character becomes `⟨20 × \t⟩`. The markers `⟨` and `⟩` in the
  *   command itself are escaped (`\u27e8`, `\u27e9`), so a marker in an
  *   escaped display is always one of ours.
  * - Warnings name each class found, in the whole command even when the text
  *   is cut: "contains a carriage return (\r)", "contains bidi control
- *   U+202E", ...
+ *   U+202E", "contains a look-alike of ";": U+FF1B (to bash an ordinary
+ *   letter, not ";")", ...
+ *
+ * {@link safeText} (Claude's words, outputs, names) and {@link markdownCode}
+ * (the UI's markdown) use the same classes: there is one escaper.
  */
+import { LOOKALIKE_GROUPS } from './lookalikes';
 import { sha256 } from './sha256';
 import type { PendingApproval, PendingEdit } from '../contract/run';
 
@@ -69,6 +84,7 @@ type CharClass =
   | 'carriage-return'
   | 'escape'
   | 'bidi'
+  | 'lookalike'
   | 'zero-width'
   | 'format'
   | 'separator'
@@ -76,6 +92,7 @@ type CharClass =
   | 'control'
   | 'surrogate'
   | 'invisible'
+  | 'combining'
   | 'space'
   | 'private-use'
   | 'line-feed'
@@ -85,7 +102,9 @@ const CLASS_ORDER: readonly CharClass[] = [
   'carriage-return',
   'escape',
   'bidi',
+  'lookalike',
   'zero-width',
+  'combining',
   'format',
   'separator',
   'c1',
@@ -102,7 +121,51 @@ const BIDI = new Set([0x061c, 0x200e, 0x200f, 0x202a, 0x202b, 0x202c, 0x202d, 0x
 const ZERO_WIDTH = new Set([0x180e, 0x200b, 0x200c, 0x200d, 0x2060, 0x2061, 0x2062, 0x2063, 0x2064, 0xfeff]);
 /** Shown blank or not at all, though not Cf: fillers, combining grapheme joiner, Khmer inherent vowels, braille blank, an unassigned slot among the invisible operators, noncharacters. */
 const INVISIBLE = new Set([0x034f, 0x115f, 0x1160, 0x17b4, 0x17b5, 0x2065, 0x2800, 0x3164, 0xffa0, 0xfffe, 0xffff]);
+/**
+ * Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt, Unicode
+ * 16): code points a renderer shows as nothing when it cannot show them, so a
+ * person never sees them; inclusive ranges. Includes unassigned ones
+ * (U+2065, U+FFF0-FFF8, most of U+E0000-E0FFF) that a later font may draw
+ * as nothing.
+ */
+const DEFAULT_IGNORABLE: readonly (readonly [number, number])[] = [
+  [0x00ad, 0x00ad],
+  [0x034f, 0x034f],
+  [0x061c, 0x061c],
+  [0x115f, 0x1160],
+  [0x17b4, 0x17b5],
+  [0x180b, 0x180f],
+  [0x200b, 0x200f],
+  [0x202a, 0x202e],
+  [0x2060, 0x206f],
+  [0x3164, 0x3164],
+  [0xfe00, 0xfe0f],
+  [0xfeff, 0xfeff],
+  [0xffa0, 0xffa0],
+  [0xfff0, 0xfff8],
+  [0x1bca0, 0x1bca3],
+  [0x1d173, 0x1d17a],
+  [0xe0000, 0xe0fff],
+];
+
+/** Whether `cp` is a Default_Ignorable_Code_Point ({@link DEFAULT_IGNORABLE}). */
+export function isDefaultIgnorable(cp: number): boolean {
+  for (const [lo, hi] of DEFAULT_IGNORABLE) if (cp >= lo && cp <= hi) return true;
+  return false;
+}
+
+/** Non-ASCII look-alike code point → the ASCII character it looks like (./lookalikes.ts). */
+const LOOKALIKE = new Map<number, string>(LOOKALIKE_GROUPS.flatMap(([target, cps]) => cps.map((cp) => [cp, target] as const)));
+
+/** The ASCII character bash gives a meaning to that `ch` looks like, or undefined (ASCII itself, or no look-alike). */
+export function lookalikeOf(ch: string): string | undefined {
+  return LOOKALIKE.get(ch.codePointAt(0)!);
+}
+
 const FORMAT = /^\p{Cf}$/u;
+const MARK = /^\p{M}$/u;
+/** What a combining mark may follow and still be part of a visible letter: a letter, a digit or another mark. */
+const MARK_BASE = /^[\p{L}\p{N}\p{M}]$/u;
 const SPACE_SEPARATOR = /^\p{Zs}$/u;
 const PRIVATE_USE = /^\p{Co}$/u;
 const MARKER_OPEN = '⟨';
@@ -128,11 +191,41 @@ function classOf(ch: string): CharClass | null {
   if (BIDI.has(cp)) return 'bidi';
   if (ZERO_WIDTH.has(cp)) return 'zero-width';
   if (FORMAT.test(ch)) return 'format';
-  if (INVISIBLE.has(cp) || (cp >= 0xfe00 && cp <= 0xfe0f) || (cp >= 0xe0100 && cp <= 0xe01ef) || (cp >= 0xfdd0 && cp <= 0xfdef))
+  if (
+    INVISIBLE.has(cp) ||
+    isDefaultIgnorable(cp) ||
+    (cp >= 0xe0100 && cp <= 0xe01ef) ||
+    (cp >= 0xfdd0 && cp <= 0xfdef) ||
+    (cp & 0xfffe) === 0xfffe
+  )
     return 'invisible';
   if (SPACE_SEPARATOR.test(ch)) return 'space';
   if (PRIVATE_USE.test(ch)) return 'private-use';
+  if (LOOKALIKE.has(cp)) return 'lookalike';
   return null;
+}
+
+/**
+ * {@link classOf} in context: a combining mark is `combining` (escaped) when
+ * it stands alone, first or after a character that is not a letter, digit
+ * or mark, or after one that is escaped (it would draw on the escape's last
+ * character, or on nothing).
+ * @param prev the code point before `ch`, or undefined at the start
+ */
+function classIn(ch: string, prev: string | undefined): CharClass | null {
+  const cls = classOf(ch);
+  if (cls !== null || ch.charCodeAt(0) < 0x300 || !MARK.test(ch)) return cls;
+  return prev === undefined || !MARK_BASE.test(prev) || classOf(prev) !== null ? 'combining' : null;
+}
+
+/** The class of each code point of `chars` ({@link classIn}); a mark after a `combining` one is `combining` too. */
+function classesOf(chars: readonly string[]): (CharClass | null)[] {
+  const out: (CharClass | null)[] = [];
+  for (let i = 0; i < chars.length; i++) {
+    const prev = i === 0 ? undefined : chars[i - 1];
+    out.push(out[i - 1] === 'combining' && MARK.test(chars[i]!) ? 'combining' : classIn(chars[i]!, prev));
+  }
+  return out;
 }
 
 /** The escape of one code point: `\n` `\r` `\t`, `\xHH`, `\uHHHH` or `\u{HHHHH}`. */
@@ -155,6 +248,8 @@ const CLASS_WORDS: Record<CharClass, { one: string; many: string; listed: boolea
   'carriage-return': { one: 'a carriage return', many: 'carriage returns', listed: false, shown: '\\r' },
   escape: { one: 'an escape character', many: 'escape characters', listed: false, shown: '\\x1b, starts terminal escape sequences' },
   bidi: { one: 'bidi control', many: 'bidi controls', listed: true },
+  lookalike: { one: 'look-alike', many: 'look-alikes', listed: true }, // worded by warningFor
+  combining: { one: 'combining mark standing alone', many: 'combining marks standing alone', listed: true },
   'zero-width': { one: 'zero-width character', many: 'zero-width characters', listed: true },
   format: { one: 'invisible format character', many: 'invisible format characters', listed: true },
   separator: { one: 'line/paragraph separator', many: 'line/paragraph separators', listed: true },
@@ -175,6 +270,16 @@ interface Found {
 }
 
 function warningFor(cls: CharClass, found: Found): string {
+  if (cls === 'lookalike') {
+    const of = (ch: string): string => JSON.stringify(lookalikeOf(ch)!);
+    const more = found.distinct.length > 4 ? ` and ${found.distinct.length - 4} more` : '';
+    if (found.distinct.length === 1) {
+      const ch = found.distinct[0]!;
+      return `contains ${found.count === 1 ? 'a look-alike' : `${found.count} look-alikes`} of ${of(ch)}: ${codePointName(ch)} (to bash an ordinary letter, not ${of(ch)})`;
+    }
+    const list = found.distinct.slice(0, 4).map((ch) => `${codePointName(ch)} of ${of(ch)}`);
+    return `contains ${found.count} look-alikes of shell characters: ${list.join(', ')}${more} (to bash ordinary letters, not what they look like)`;
+  }
   const w = CLASS_WORDS[cls];
   if (!w.listed) {
     const what = found.count === 1 ? w.one : `${found.count} ${w.many}`;
@@ -198,6 +303,7 @@ export function displayCommand(command: string, options: DisplayOptions = {}): C
   let spaceRuns = 0;
   let longestSpaceRun = 0;
   let markers = 0;
+  const classes = classesOf(chars);
   for (let i = 0; i < chars.length; i++) {
     const ch = chars[i]!;
     if (ch === ' ') {
@@ -211,7 +317,7 @@ export function displayCommand(command: string, options: DisplayOptions = {}): C
       continue;
     }
     if (ch === MARKER_OPEN || ch === MARKER_CLOSE) markers++;
-    const cls = classOf(ch);
+    const cls = classes[i]!;
     if (cls === null) continue;
     const f = found.get(cls) ?? { count: 0, distinct: [] };
     f.count++;
@@ -229,20 +335,20 @@ export function displayCommand(command: string, options: DisplayOptions = {}): C
   if (markers > 0)
     warnings.push(`contains ${MARKER_OPEN} or ${MARKER_CLOSE} (shown as \\u27e8, \\u27e9: the display marks runs with them)`);
 
-  const tokens = warnings.length === 0 ? chars : escapedTokens(chars);
+  const tokens = warnings.length === 0 ? chars : escapedTokens(chars, classes);
   const { text, cut } = fit(tokens, options.maxChars ?? Infinity);
   return { text, warnings, length: chars.length, cut, sha256: sha256(command) };
 }
 
 /** The escaped display of a command, one token per escape, character or run (never split by a cut). */
-function escapedTokens(chars: string[]): string[] {
+function escapedTokens(chars: string[], classes: (CharClass | null)[]): string[] {
   const tokens: string[] = [];
   for (let i = 0; i < chars.length; i++) {
     const ch = chars[i]!;
-    const cls = ch === ' ' ? null : classOf(ch);
+    const cls = ch === ' ' ? null : classes[i]!;
     if (ch === ' ' || cls !== null) {
       let j = i;
-      while (j < chars.length && chars[j] === ch) j++;
+      while (j < chars.length && chars[j] === ch && (ch === ' ' || classes[j] === cls)) j++;
       const n = j - i;
       if (n >= MIN_RUN) {
         tokens.push(ch === ' ' ? `${MARKER_OPEN}${n} spaces${MARKER_CLOSE}` : `${MARKER_OPEN}${n} × ${escapeOf(ch)}${MARKER_CLOSE}`);
@@ -292,17 +398,22 @@ export function isAltered(d: CommandDisplay): boolean {
 
 /**
  * Escapes, in text that is not a command (Claude's words, command output,
- * reasons, details), every character {@link displayCommand} escapes, so
- * nothing printed to a terminal can move the cursor, recolour, reorder or
- * hide. Line breaks and tabs stay as they are when `multiline` is set
- * (outputs, messages); backslashes are not doubled and runs not counted:
- * this text binds nothing.
+ * reasons, details, names), every character {@link displayCommand} escapes
+ * but look-alikes, so nothing printed to a terminal can move the cursor,
+ * recolour, reorder or hide: every invisible code point and every combining
+ * mark standing alone comes out as `\uHHHH`. Line breaks and tabs stay as
+ * they are when `multiline` is set (outputs, messages); backslashes are not
+ * doubled and runs not counted: this text binds nothing.
  */
 export function safeText(text: string, multiline = true): string {
+  const chars = Array.from(text);
+  const classes = classesOf(chars);
   let out = '';
-  for (const ch of text) {
-    const cls = classOf(ch);
-    out += cls === null || (multiline && (cls === 'line-feed' || cls === 'tab')) ? ch : escapeOf(ch);
+  for (let i = 0; i < chars.length; i++) {
+    const ch = chars[i]!;
+    const cls = classes[i]!;
+    // Look-alikes stay as they are in prose (Claude's "it’s"): they bind nothing here; commands and paths go through displayCommand.
+    out += cls === null || cls === 'lookalike' || (multiline && (cls === 'line-feed' || cls === 'tab')) ? ch : escapeOf(ch);
   }
   return out;
 }
@@ -322,12 +433,18 @@ export function jsonEscapeOf(ch: string): string | null {
 }
 
 /**
- * A CommonMark code span holding `text` (one line), for the Temporal UI's
- * markdown details: the fence is one backtick longer than the longest run
- * of backticks inside, so no backtick of a command can end it and turn the
- * rest into markup.
+ * A CommonMark code span holding `text`, for the Temporal UI's markdown
+ * (summaries and details): the only way text from the model (a command, a
+ * path, a policy reason) reaches that markdown. The fence is one backtick
+ * longer than the longest run of backticks inside, so no backtick of the
+ * text can end it and turn the rest into markup; the text is first made
+ * one line with {@link safeText} (a line break, which could end the
+ * paragraph and so the span, comes out as `\n`; every hidden character
+ * escaped). An empty text becomes a span of one space, never a bare fence.
  */
-export function markdownCode(text: string): string {
+export function markdownCode(raw: string): string {
+  const text = safeText(raw, false);
+  if (text === '') return '` `';
   if (!text.includes('`')) return `\`${text}\``;
   const longest = Math.max(...(text.match(/`+/g) ?? ['']).map((r) => r.length));
   const fence = '`'.repeat(longest + 1);
@@ -339,15 +456,30 @@ export function markdownCode(text: string): string {
 export const SUMMARY_MAX_CHARS = 99;
 
 /**
- * The activity summary of a command (C26): `bash #17: <command>`, the key
- * part first, escaped, at most {@link SUMMARY_MAX_CHARS} code points.
+ * `prefix` and a code span ({@link markdownCode}) of the display of `text`
+ * ({@link displayCommand}), cut so the whole is at most `max` code points:
+ * a summary the UI renders as markdown, with the model's text only inside
+ * the span.
+ */
+function summaryWithCode(prefix: string, text: string, max: number): string {
+  for (let budget = max - codePoints(prefix) - 2; budget > 0; budget--) {
+    const line = `${prefix}${markdownCode(displayCommand(text, { maxChars: budget }).text)}`;
+    if (codePoints(line) <= max) return line;
+  }
+  return `${prefix}${markdownCode('…')}`;
+}
+
+/**
+ * The activity summary of a command (C26): `` bash #17: `<command>` ``, the
+ * key part first, escaped, in a code span (the UI renders summaries as
+ * markdown), at most {@link SUMMARY_MAX_CHARS} code points.
  * @param ordinal the tool call's 1-based position in the run, or null (`bash: ...`)
  * @param policyCheck the session's worker judges it first (`bash #17 (policy): ...`): it runs only if the policy allows
  */
 export function commandSummary(command: string, ordinal: number | null, policyCheck = false): string {
   const tag = policyCheck ? ' (policy)' : '';
   const prefix = ordinal === null ? `bash${tag}: ` : `bash #${ordinal}${tag}: `;
-  return `${prefix}${displayCommand(command, { maxChars: SUMMARY_MAX_CHARS - prefix.length }).text}`;
+  return summaryWithCode(prefix, command, SUMMARY_MAX_CHARS);
 }
 
 /** Longest command text in the current details, in code points. */
@@ -361,7 +493,8 @@ export const DETAILS_COMMAND_CHARS = 200;
 export function commandDetails(command: string): string {
   const d = displayCommand(command, { maxChars: DETAILS_COMMAND_CHARS });
   if (!isAltered(d)) return markdownCode(d.text);
-  return `${markdownCode(d.text)} (${d.length} characters, sha256 ${shortHash(d.sha256)}${d.warnings.length > 0 ? `; ⚠ ${d.warnings.join('; ')}` : ''})`;
+  // The warnings quote characters (`\\`, a backtick) that markdown would act on: in a code span too.
+  return `${markdownCode(d.text)} (${d.length} characters, sha256 ${shortHash(d.sha256)}${d.warnings.length > 0 ? `; ⚠ ${markdownCode(d.warnings.join('; '))}` : ''})`;
 }
 
 /**
@@ -394,14 +527,60 @@ export function pendingApproval(p: { toolUseId: string; command: string; request
   };
 }
 
+/**
+ * Why a name (the `by` of a decision, a pause, a rule) cannot be shown as
+ * someone a person can see, or null when it can: it holds a character
+ * {@link safeText} escapes (a control, bidi or other format character, any
+ * default-ignorable code point such as U+200B or the Hangul filler U+3164
+ * that passes for a letter, a non-ASCII space, a private-use character) or
+ * a combining mark standing alone (U+0301 with nothing to sit on), or it is
+ * empty once spaces and marks are set aside. A look-alike letter (`ǀ`)
+ * stays allowed: a name is never run.
+ */
+export function invisibleNameProblem(name: string): string | null {
+  const chars = Array.from(name);
+  const classes = classesOf(chars);
+  const bad = chars.filter((_, i) => classes[i] !== null && classes[i] !== 'lookalike');
+  if (bad.length > 0) {
+    const listed = [...new Set(bad)].slice(0, 4).map(codePointName).join(', ');
+    return `it holds characters a person cannot see as themselves (${listed})`;
+  }
+  if (chars.every((ch) => ch === ' ' || MARK.test(ch))) return 'nothing of it is visible (only spaces or combining marks)';
+  return null;
+}
+
 /** One line of at most `max` characters (whitespace collapsed, `…` where cut), for summaries and tables. */
 export function oneLineSummary(text: string, max: number): string {
   const flat = text.replace(/\s+/g, ' ').trim();
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 
-/** A text editor command in an activity summary: `edit #3: str_replace /ws/src/a.ts` (cut to fit). */
+/**
+ * The summary of a command or an edit as runs from before the
+ * `AgentAwaiting` search attribute dropped the command's text wrote it
+ * there: `bash: <command>` or `edit: <command> <path>`, escaped, no code
+ * span (a search attribute is not markdown). Kept so those histories
+ * replay with the same upserts.
+ */
+export function legacyAwaitingSummary(command: string, edit?: { command: string; path: string }): string {
+  const prefix = edit ? `edit: ${edit.command} ` : 'bash: ';
+  return `${prefix}${displayCommand(edit ? edit.path : command, { maxChars: SUMMARY_MAX_CHARS - prefix.length }).text}`;
+}
+
+/** A text editor command in an activity summary: `` edit #3: str_replace `/ws/src/a.ts` `` (the path escaped, in a code span, cut to fit). */
 export function editSummary(command: string, path: string, ordinal: number | null): string {
   const prefix = ordinal === null ? `edit: ${command} ` : `edit #${ordinal}: ${command} `;
-  return `${prefix}${displayCommand(path, { maxChars: SUMMARY_MAX_CHARS - prefix.length }).text}`;
+  return summaryWithCode(prefix, path, SUMMARY_MAX_CHARS);
+}
+
+/**
+ * Text from the model that is not a command (a policy reason that quotes
+ * the command's words, a tool_use id) in the UI's markdown: one line,
+ * escaped ({@link safeText}), in a code span ({@link markdownCode}); cut to
+ * `maxChars` code points of text (default 300).
+ */
+export function markdownText(text: string, maxChars = 300): string {
+  const line = safeText(text, false);
+  const chars = Array.from(line);
+  return markdownCode(chars.length > maxChars ? `${chars.slice(0, maxChars - 1).join('')}…` : line);
 }

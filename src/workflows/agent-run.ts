@@ -35,6 +35,7 @@ import {
 } from '../contract';
 import { resolveInput, type ResolvedInput } from '../contract/input';
 import { modelInfoOf } from '../contract/models';
+import { markdownText } from '../shared/display';
 import {
   CONTINUE_AS_NEW_HISTORY_BYTES,
   CONTINUE_AS_NEW_HISTORY_EVENTS,
@@ -289,7 +290,8 @@ async function finish(state: RunState, session: RunSession, end: RunEnd): Promis
     state.status = end.status;
     state.publish();
   }
-  state.setDetails(end.error ?? 'finished');
+  // An error can quote the API or a tool_use id: in a code span, as every text the product did not write.
+  state.setDetails(end.error === undefined ? 'finished' : markdownText(end.error, 1000));
   await CancellationScope.nonCancellable(() => session.close());
   return result;
 }

@@ -30,7 +30,7 @@ import {
   type PendingEdit,
 } from '../contract';
 import { TEXT_EDITOR_NAME, type EditRequest, type RunEditOutput } from '../contract/text-editor';
-import { commandDetails, commandSummary, pendingApproval, safeText } from '../shared/display';
+import { commandDetails, commandSummary, invisibleNameProblem, markdownText, pendingApproval } from '../shared/display';
 import { sha256 } from '../shared/sha256';
 import { MAX_PLAIN_COMMAND_CHARS, shellStateBuiltin, tokenize } from '../shared/words';
 import { decideApproval as legacyDecideApproval } from './approval-policy';
@@ -50,6 +50,13 @@ export const MAX_DECISIONS_KEPT = 20;
  * judged the raw text itself (approval-policy.ts, kept for replay).
  */
 export const POLICY_AT_SESSION_PATCH = 'policy-judged-at-session';
+
+/**
+ * patched() id: the `approve` signal drops a `by` that a person cannot see (U+3164 or a
+ * variation selector passing for a letter, a lone combining mark), as the `decide` Update
+ * rejects it; before it such a name was kept and reached status and Claude's tool_result.
+ */
+export const VISIBLE_BY_PATCH = 'signal-by-must-be-visible';
 
 /** Registers the `decide` Update (validator and handler) on `state`. */
 export function setDecideHandler(state: RunState): void {
@@ -159,10 +166,20 @@ export function receiveDecision(approval: ApprovalState, d: ApprovalDecision): v
     approved: d.approved,
     source: 'signal',
     ...(d.reason ? { reason: d.reason } : {}),
-    // A name that is not a plain name (control, markup or bidi characters) is dropped, not shown: the decision still applies.
-    ...(d.by && d.by.length <= MAX_BY_CHARS && BY_PATTERN.test(d.by) ? { by: d.by } : {}),
+    // A name that is not a plain name (control, markup or bidi characters), or one nobody can see, is dropped, not shown: the decision still applies.
+    ...(d.by && d.by.length <= MAX_BY_CHARS && BY_PATTERN.test(d.by) && visibleOrOlder(d.by) ? { by: d.by } : {}),
     ...(d.commandSha256 !== undefined ? { commandSha256: d.commandSha256 } : {}),
   };
+}
+
+/**
+ * Whether a signal's `by` (already a {@link BY_PATTERN} name) is kept: when a person can see it
+ * ({@link invisibleNameProblem}), or in runs from before {@link VISIBLE_BY_PATCH}, which kept
+ * it (the name reaches Claude's tool_result, so a workflow command). patched() is asked only
+ * for a name the two rules judge differently, so other histories get no marker.
+ */
+function visibleOrOlder(by: string): boolean {
+  return invisibleNameProblem(by) === null || !patched(VISIBLE_BY_PATCH);
 }
 
 /** Why a decision for `toolUseId` (naming `commandSha256`, when given) cannot apply now; null when it applies. */
@@ -365,7 +382,7 @@ export async function waitForApproval(
   approval.decision = null;
   state.setStatus('awaiting_approval');
   const what = edit ? `the edit ${edit.command} ${commandDetails(edit.path)}` : commandDetails(command);
-  state.setDetails(`waiting for approval of ${what} (tool_use ${toolUseId}; ${safeText(why, false)})`);
+  state.setDetails(`waiting for approval of ${what} (tool_use ${markdownText(toolUseId)}; ${markdownText(why)})`);
   try {
     const d = await awaitDecision(state, toolUseId);
     const { commandSha256 } = waiting;
@@ -418,13 +435,15 @@ async function awaitDecision(state: RunState, toolUseId: string): Promise<Decisi
     if (state.pause !== null) {
       state.setStatus('paused');
       state.setDetails(
-        `${state.pause.reason === 'approval_timeout' ? 'approval timed out, run paused' : `paused by ${state.pause.by ?? 'a person'}`}; ${commandDetails(approval.pending?.command ?? '')} still waits for approval (tool_use ${toolUseId})`,
+        `${state.pause.reason === 'approval_timeout' ? 'approval timed out, run paused' : `paused by ${state.pause.by ?? 'a person'}`}; ${commandDetails(approval.pending?.command ?? '')} still waits for approval (tool_use ${markdownText(toolUseId)})`,
       );
       await condition(() => state.pause === null || approval.decision !== null);
       if (approval.decision !== null && state.pause?.reason === 'approval_timeout') state.pause = null;
       if (state.pause === null) {
         state.setStatus('awaiting_approval');
-        state.setDetails(`waiting for approval of ${commandDetails(approval.pending?.command ?? '')} (tool_use ${toolUseId}; resumed)`);
+        state.setDetails(
+          `waiting for approval of ${commandDetails(approval.pending?.command ?? '')} (tool_use ${markdownText(toolUseId)}; resumed)`,
+        );
       }
       continue;
     }

@@ -30,7 +30,7 @@ import type { ResolvedInput } from '../contract/input';
 import type { CheckpointRecord, CheckpointResult, RestoreRequest, RewindRecord, RewindRequest } from '../contract/checkpoint';
 import { toSearchText } from '../shared/search-text';
 import { AGENT_AWAITING, AGENT_AWAITING_SINCE, AGENT_COST_USD, AGENT_STATUS, AGENT_TOKENS, AGENT_TURNS } from '../config';
-import { commandSummary, editSummary } from '../shared/display';
+import { legacyAwaitingSummary } from '../shared/display';
 import { capabilitiesOf, contextStrategyOf, contextWindowOf, costUsd, modelInfoOf, type ModelInfo } from '../contract/models';
 import { newApprovalState, type ApprovalState } from './approval-state';
 import { ConversationLog } from './conversation';
@@ -272,7 +272,7 @@ export class RunState {
   private waitingCommand(pending: PendingApproval): string {
     if (patched(AWAITING_WITHOUT_TEXT_PATCH))
       return `${pending.edit ? 'an edit' : 'a command'}, sha256 ${pending.commandSha256.slice(0, 12)}`;
-    return pending.edit ? editSummary(pending.edit.command, pending.edit.path, null) : commandSummary(pending.command, null);
+    return legacyAwaitingSummary(pending.command, pending.edit);
   }
 
   /**

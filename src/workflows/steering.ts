@@ -27,6 +27,7 @@ import {
   type SteerAnswer,
   type TextBlock,
 } from '../contract';
+import { invisibleNameProblem } from '../shared/display';
 import type { RunState } from './run-state';
 
 /** Thrown by a validator: the request is rejected with this message (the SDK turns any error into the Update's failure). */
@@ -42,13 +43,20 @@ export class RejectedRequest extends Error {
  */
 export const BY_PATTERN = /^[\p{L}\p{M}\p{N} ._@+'-]+$/u;
 
-/** @throws RejectedRequest unless `by` is a non-empty {@link BY_PATTERN} name of at most {@link MAX_BY_CHARS} characters */
+/**
+ * @throws RejectedRequest unless `by` is a non-empty {@link BY_PATTERN} name of at most
+ *   {@link MAX_BY_CHARS} characters that a person can see ({@link invisibleNameProblem}: no
+ *   default-ignorable letter such as U+3164, no variation selector, no combining mark alone).
+ *   A validator that rejects writes nothing to the history, so this needs no patch.
+ */
 export function checkBy(by: unknown): void {
   if (typeof by !== 'string' || by.trim() === '') throw new RejectedRequest('by must name who sends this (a non-empty string)');
   if (by.length > MAX_BY_CHARS) throw new RejectedRequest(`by is longer than ${MAX_BY_CHARS} characters`);
   if (!BY_PATTERN.test(by)) {
     throw new RejectedRequest("by may hold only letters, digits, spaces and . _ @ + ' - (no control, markup or bidi characters)");
   }
+  const invisible = invisibleNameProblem(by);
+  if (invisible !== null) throw new RejectedRequest(`by must be a name a person can see: ${invisible}`);
 }
 
 /** @throws RejectedRequest unless `req` is an object (Update payloads are not typed on the wire) */

@@ -124,10 +124,10 @@ describe('agent-jobs CLI', () => {
     expect(summaries).toEqual([
       'claude: turn 1',
       'session: open',
-      'bash #1 (policy): echo hi > hi.txt',
-      'bash #1: echo hi > hi.txt',
+      'bash #1 (policy): `echo hi > hi.txt`',
+      'bash #1: `echo hi > hi.txt`',
       'claude: turn 2',
-      'bash #2 (policy): rm hi.txt',
+      'bash #2 (policy): `rm hi.txt`',
       'claude: turn 3',
       'session: close',
     ]);

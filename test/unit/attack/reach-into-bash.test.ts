@@ -95,13 +95,18 @@ test('the filter refuses exactly the listed calls and other ABIs: its instructio
     jf: prog[i * 8 + 3]!,
     k: prog.readUInt32LE(i * 8 + 4),
   }));
-  // A tiny classic-BPF interpreter over the instructions this filter uses.
+  // A tiny classic-BPF interpreter over the instructions this filter uses (seccomp_data: nr, arch, ip, args).
   let acc = 0;
-  const run = (arch: number, nr: number): number => {
+  const run = (arch: number, nr: number, args: number[] = []): number => {
+    const word = (off: number): number =>
+      off === 0 ? nr : off === 4 ? arch : off >= 16 && off % 8 === 0 ? (args[(off - 16) / 8] ?? 0) >>> 0 : NaN;
     for (let pc = 0; ;) {
       const { code, jt, jf, k } = insns[pc]!;
       if (code === 0x20) {
-        acc = k === 0 ? nr : arch;
+        acc = word(k);
+        pc++;
+      } else if (code === 0x54) {
+        acc = (acc & k) >>> 0;
         pc++;
       } else if (code === 0x15) pc += 1 + (acc === k ? jt : jf);
       else if (code === 0x35) pc += 1 + (acc >= k ? jt : jf);
@@ -118,13 +123,23 @@ test('the filter refuses exactly the listed calls and other ABIs: its instructio
     process_vm_readv: 310,
     process_vm_writev: 311,
     kcmp: 312,
+    io_uring_setup: 425,
+    io_uring_enter: 426,
+    io_uring_register: 427,
     pidfd_getfd: 438,
     process_madvise: 440,
   };
   expect([...DENIED_SYSCALLS].sort()).toEqual(Object.keys(denied).sort());
   for (const nr of Object.values(denied)) expect(run(X86_64, nr)).toBe(EPERM);
-  for (const nr of [0, 1, 2, 56, 57, 59, 62 /* kill */, 102, 309, 313, 434 /* pidfd_open */, 437, 439, 441])
+  for (const nr of [0, 1, 2, 56, 57, 59, 62 /* kill */, 102, 309, 313, 424, 428, 434 /* pidfd_open */, 437, 439, 441])
     expect(run(X86_64, nr)).toBe(ALLOW);
+  // socket(AF_UNIX) refused whatever the type; other families allowed. The args are read as 32-bit ints (the low word).
+  for (const type of [1, 2, 3, 5, 0x80001]) expect(run(X86_64, 41, [1, type])).toBe(EPERM);
+  for (const family of [2, 10, 16, 17]) expect(run(X86_64, 41, [family, 1])).toBe(ALLOW);
+  // socketpair(AF_UNIX): stream and seqpacket (with flags) allowed; datagram and raw (a datagram in the unix family) refused.
+  for (const type of [1, 5, 0x80001, 0x800 | 5]) expect(run(X86_64, 53, [1, type])).toBe(ALLOW);
+  for (const type of [2, 3, 4, 0x80002, 0]) expect(run(X86_64, 53, [1, type])).toBe(EPERM);
+  expect(run(X86_64, 53, [2, 2])).toBe(ALLOW);
   expect(run(0x40000003 /* i386 */, 26)).toBe(EPERM);
   expect(run(X86_64, 0x40000000 + 101 /* x32 ptrace */)).toBe(EPERM);
 });

@@ -86,3 +86,29 @@ test('the private /tmp and /dev/shm hold at most their size, from a command or a
   for (const n of used.split(' ').map(Number)) expect(n).toBeLessThanOrEqual(SANDBOX_TMPFS_BYTES);
   await s.run('rm -f /tmp/a /dev/shm/b');
 }, 120_000);
+
+test('a worker whose TMPDIR is outside /tmp gives its sessions a TMPDIR they can use, sandbox or none', async () => {
+  const other = fs.mkdtempSync('/var/tmp/aj-worker-tmp-');
+  const saved = process.env.TMPDIR;
+  try {
+    // The worker's own temp directory: root's, 0700 (as a worker's private TMPDIR would be).
+    fs.chmodSync(other, 0o700);
+    process.env.TMPDIR = other;
+    for (const sandbox of ['bwrap', 'none'] as const) {
+      const ws = tempDir();
+      fs.chmodSync(ws, 0o755);
+      const s = await startSession({ cwd: ws, workspace: ws, sandbox });
+      const r = await s.run('f=$(mktemp) && echo data > "$f" && cat "$f" && d=$(mktemp -d) && touch "$d/x" && echo "$TMPDIR ok"');
+      expect([sandbox, r.exitCode, r.output]).toEqual([sandbox, 0, 'data\n/tmp ok\n']);
+      // A background job too, and the starting environment an exact run gets.
+      await s.run(`(mktemp > ${ws}/job 2>&1) &`);
+      await new Promise((res) => setTimeout(res, 500));
+      expect(fs.readFileSync(path.join(ws, 'job'), 'utf8')).toMatch(/^\/tmp\/tmp\.\w+\n$/);
+      expect((await s.runExact(['mktemp'])).output).toMatch(/^\/tmp\/tmp\.\w+\n$/);
+    }
+  } finally {
+    if (saved === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = saved;
+    fs.rmSync(other, { recursive: true, force: true });
+  }
+}, 60_000);

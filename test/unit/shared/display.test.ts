@@ -268,14 +268,14 @@ describe('displayCommand: cut', () => {
 });
 
 describe('summaries, details and the pending approval', () => {
-  test('activity summary: key part first, escaped, under 100 characters (C26)', () => {
-    expect(commandSummary('git status', 17)).toBe('bash #17: git status');
-    expect(commandSummary('git status', null)).toBe('bash: git status');
-    expect(commandSummary('echo safe\r\x1b[2Krm -rf ~', 3)).toBe('bash #3: echo safe\\r\\x1b[2Krm -rf ~');
+  test('activity summary: key part first, escaped, in a code span, under 100 characters (C26)', () => {
+    expect(commandSummary('git status', 17)).toBe('bash #17: `git status`');
+    expect(commandSummary('git status', null)).toBe('bash: `git status`');
+    expect(commandSummary('echo safe\r\x1b[2Krm -rf ~', 3)).toBe('bash #3: `echo safe\\r\\x1b[2Krm -rf ~`');
     const long = commandSummary(`cat ${'a\u202e'.repeat(2_500)}`, 1234);
     expect(codePoints(long)).toBeLessThanOrEqual(SUMMARY_MAX_CHARS);
-    expect(long).toMatch(/^bash #1234: cat a\\u202ea/);
-    expect(long.endsWith('…')).toBe(true);
+    expect(long).toMatch(/^bash #1234: `cat a\\u202ea/);
+    expect(long.endsWith('…`')).toBe(true);
     expect(RAW_DANGER.test(long)).toBe(false);
   });
 
@@ -283,7 +283,7 @@ describe('summaries, details and the pending approval', () => {
     expect(commandDetails('npm test')).toBe('`npm test`');
     const sha = nodeSha('ls #\u202e fdp.txt');
     expect(commandDetails('ls #\u202e fdp.txt')).toBe(
-      `\`ls #\\u202e fdp.txt\` (13 characters, sha256 ${sha.slice(0, 12)}; ⚠ contains bidi control U+202E)`,
+      `\`ls #\\u202e fdp.txt\` (13 characters, sha256 ${sha.slice(0, 12)}; ⚠ \`contains bidi control U+202E\`)`,
     );
     const long = commandDetails('y'.repeat(500));
     expect(long).toMatch(new RegExp(`^\`y{${DETAILS_COMMAND_CHARS - 1}}…\` \\(500 characters, sha256 [0-9a-f]{12}\\)$`));
