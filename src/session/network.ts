@@ -18,7 +18,7 @@
  * slirp4netns runs as root on the host, so it runs in its own sandbox
  * (`--enable-sandbox`: a mount namespace with nothing but what it needs,
  * capabilities dropped) under its own seccomp filter (`--enable-seccomp`).
- * Debian packages `slirp4netns` (1.2.0) and `nftables` (1.0.6), installed by
+ * Debian packages `slirp4netns` (1.2.0), `nftables` (1.0.6) and `iproute2` (6.1.0), installed by
  * .ci/run and the Dockerfile. Root workers only (the intended setting).
  * Attack tests: test/unit/attack/network-isolation.test.ts,
  * test/unit/attack/adversary-round3.test.ts (kind 2).
@@ -209,6 +209,11 @@ export function setUpdate(host: HostRanges): string {
  */
 export async function attachNetwork(pid: number): Promise<ChildProcess> {
   const monitor = spawn('ip', ['-o', 'monitor', 'route'], { env: MINIMAL_ENV, stdio: ['ignore', 'pipe', 'ignore'] });
+  // No iproute2: fail the start here rather than lose the network at the first change.
+  await new Promise<void>((resolve, reject) => {
+    monitor.once('spawn', resolve);
+    monitor.once('error', (err) => reject(new Error(`ip monitor route (iproute2): ${err.message}`)));
+  });
   monitor.on('error', () => undefined);
   let loaded = hostRanges();
   try {
