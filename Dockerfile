@@ -11,7 +11,7 @@ RUN npm run build && npm prune --omit=dev
 FROM node:20-bookworm-slim
 # Tools agents commonly reach for inside their bash sessions.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends acl bash ca-certificates git python3 procps curl bubblewrap=0.8.0-2+deb12u1 slirp4netns=1.2.0-1 nftables=1.0.6-2+deb12u2 \
+ && apt-get install -y --no-install-recommends acl bash ca-certificates git python3 procps curl bubblewrap=0.8.0-2+deb12u1 slirp4netns=1.2.0-1 nftables=1.0.6-2+deb12u2 iproute2=6.1.0-3 \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY --from=build /app/package.json ./

@@ -56,6 +56,7 @@ export interface SandboxOptions {
   /**
    * Size of each of the sandbox's private `/tmp` and `/dev/shm`, in bytes (bwrap `--size`): they
    * are memory, outside every ulimit, so a session cannot fill the machine's memory through them.
+   * Also the total of the SysV shared memory of the session's IPC namespace (memory.ts `limitIpcNamespace`).
    * @default unbounded (the kernel's default of half the memory), for callers that set none
    */
   tmpfsBytes?: number;

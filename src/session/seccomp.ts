@@ -33,6 +33,7 @@
  * denied call in a real session.
  */
 import * as fs from 'node:fs';
+import { seccompPrefix } from './memory';
 
 /**
  * Per architecture (Node's `process.arch`): the AUDIT_ARCH value, the numbers of the system calls
@@ -168,8 +169,9 @@ export function seccompProgram(arch: string = process.arch): Buffer | null {
 }
 
 /**
- * Writes {@link seccompProgram} for this machine to `file` (0600, the
- * worker's; bwrap reads it as fd 3, see sandbox.ts launchArgs) and returns
+ * Writes {@link seccompProgram} for this machine, after the prefix of
+ * memory.ts (memfd_create and new user namespaces refused), to
+ * `file` (0600, the worker's; bwrap reads it as fd 3, see sandbox.ts launchArgs) and returns
  * `file`, or undefined on an architecture without a filter. Put in the
  * session's private directory, so it goes with it (and the orphan reaper
  * removes it with the directory).
@@ -177,6 +179,6 @@ export function seccompProgram(arch: string = process.arch): Buffer | null {
 export function writeSeccompFilter(file: string): string | undefined {
   const program = seccompProgram();
   if (!program) return undefined;
-  fs.writeFileSync(file, program, { mode: 0o600 });
+  fs.writeFileSync(file, Buffer.concat([seccompPrefix() ?? Buffer.alloc(0), program]), { mode: 0o600 });
   return file;
 }

@@ -14,6 +14,7 @@ import * as path from 'node:path';
 import { SessionStartError } from './errors';
 import { CgroupUnavailableError, ProcessGuard, type ProcessGuardMode } from './guard';
 import { MINIMAL_ENV } from './identity';
+import { limitIpcNamespace } from './memory';
 import { listProcesses, signalGroup, signalPid, type ProcInfo } from './procs';
 import { attachNetwork } from './network';
 import { launchArgs, type SandboxOptions } from './sandbox';
@@ -322,6 +323,18 @@ export class ShellProcess {
       ? await waitForBash(child.pid!, path.basename(o.bashPath), o.startTimeoutMs, () => shell?.exit !== undefined)
       : [child.pid!];
     shell.bashPid = chain[chain.length - 1] ?? 0;
+    // bash reads nothing before the init script: the IPC namespace is bounded before any command runs.
+    if (shell.sandboxed && o.sandbox?.tmpfsBytes !== undefined && process.getuid?.() === 0 && shell.bashPid > 0) {
+      try {
+        limitIpcNamespace(shell.bashPid, o.sandbox.tmpfsBytes);
+      } catch (err) {
+        await shell.kill(0);
+        throw new SessionStartError(`cannot bound the sandbox's shared memory (nsenter, /proc/sys/kernel): ${(err as Error).message}`, {
+          sessionId: o.sessionId,
+          cause: err,
+        });
+      }
+    }
     // bash reads nothing before the init script: the namespace is sealed and attached before any command runs.
     if (shell.sandboxed && o.sandbox?.network && process.getuid?.() === 0 && shell.bashPid > 0) {
       try {

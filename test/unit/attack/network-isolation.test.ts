@@ -15,6 +15,7 @@
  * only attempted (to a TEST-NET-3 address): it must not fail as "Network is
  * unreachable", which is what a namespace without a way out says.
  */
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
@@ -101,4 +102,27 @@ test('slirp4netns goes with the session', async () => {
   await closeSessions();
   for (let i = 0; i < 100 && slirps().length > 0; i++) await new Promise((r) => setTimeout(r, 20));
   expect(slirps()).toEqual([]);
+}, 60_000);
+
+test('a range the host makes its own after the session started (a local route, a public range outside the fixed ones) is refused to that session', async () => {
+  if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting where the network namespace applies)');
+  const srv = await hostServer();
+  // Benchmarking space (RFC 2544): outside the fixed refused ranges, so only the routing tables can refuse it.
+  const route = '198.18.7.0/24';
+  try {
+    const ws = tempDir();
+    const s = await startSession({ cwd: ws, workspace: ws, network: true });
+    execFileSync('ip', ['route', 'add', 'local', route, 'dev', 'lo']);
+    try {
+      await new Promise((r) => setTimeout(r, 500));
+      const r = await s.run(`timeout 5 bash -c 'echo late > /dev/tcp/198.18.7.200/${srv.port}' && echo SENT`);
+      expect(r.output).not.toContain('SENT');
+      await new Promise((r) => setTimeout(r, 300));
+      expect(srv.received()).toBe('');
+    } finally {
+      execFileSync('ip', ['route', 'del', 'local', route, 'dev', 'lo']);
+    }
+  } finally {
+    await srv.close();
+  }
 }, 60_000);
