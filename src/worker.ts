@@ -207,7 +207,7 @@ export async function startWorker(): Promise<RunningWorker> {
       hidePaths: sessionHiddenPaths(),
     },
   });
-  const { openSession, runCommand, runEdit, restartSession, closeSession, commandOutcome } = sessionActivities;
+  const { openSession, runCommand, runEdit, restartSession, closeSession, commandOutcome, createWorktree } = sessionActivities;
   const identity = `${id}@agent-jobs`;
 
   const shared = await Worker.create({
@@ -238,7 +238,7 @@ export async function startWorker(): Promise<RunningWorker> {
     namespace: settings.namespace,
     taskQueue: queue,
     identity,
-    activities: { runCommand, runEdit, restartSession, closeSession, commandOutcome },
+    activities: { runCommand, runEdit, restartSession, closeSession, commandOutcome, createWorktree },
     // Heartbeats reach the server every second, not every 4 s (0.8 × the timeout), so a second of slowness is not a lost worker.
     maxHeartbeatThrottleInterval: SESSION_HEARTBEAT_THROTTLE,
     // A slot for every session: a command that waits for one past the schedule-to-start timeout counts as a lost worker.

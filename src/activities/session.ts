@@ -8,6 +8,7 @@
  * the process that holds the bash process.
  */
 import { workspaceFolderName } from '../contract/subagent';
+import { createWorktree } from '../session/worktree';
 import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Context, log } from '@temporalio/activity';
@@ -27,6 +28,8 @@ import {
   WORKER_SHUTTING_DOWN,
   type CommandOutcomeInput,
   type CommandOutcomeOutput,
+  type CreateWorktreeInput,
+  type CreateWorktreeOutput,
   type OpenSessionInput,
   type OpenSessionOutput,
   type RestartSessionOutput,
@@ -817,6 +820,25 @@ export function createSessionActivities(deps: SessionActivityDeps) {
       try {
         await session.restart();
         return { cwd: session.cwd };
+      } finally {
+        stop();
+      }
+    },
+
+    /**
+     * Makes (or finds, on a retry) a sub-agent's git worktree of the run's workspace
+     * (src/session/worktree.ts), on the worker that holds the run's session; heartbeats.
+     * @returns the child's workdir, or one line saying why there is none (no git repository, git failed)
+     */
+    createWorktree: async (input: CreateWorktreeInput): Promise<CreateWorktreeOutput> => {
+      const workspace = input.workdir
+        ? path.resolve(deps.workspaceRoot, input.workdir)
+        : path.join(deps.workspaceRoot, workspaceFolderName(input.workflowId));
+      const stop = startHeartbeat();
+      try {
+        const out = await createWorktree(deps.workspaceRoot, workspace, workspaceFolderName(input.childWorkflowId));
+        log.info('sub-agent worktree', { child: input.childWorkflowId, ...out });
+        return out;
       } finally {
         stop();
       }

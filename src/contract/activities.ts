@@ -112,6 +112,19 @@ export interface OpenSessionInput {
 
 export type OpenSessionOutput = SessionRef;
 
+/** Input of `createWorktree` (the parent's session queue: the worker that holds the parent's workspace). */
+export interface CreateWorktreeInput {
+  /** The parent's workflow id (names its default workspace). */
+  workflowId: string;
+  /** The parent's `workdir`, when it has one (resolved as `openSession` resolves it). */
+  workdir?: string;
+  /** The child's workflow id: names the worktree's folder, so a retry finds the one it made. */
+  childWorkflowId: string;
+}
+
+/** Answer of `createWorktree`: the worktree's absolute path (the child's workdir), or one line saying why there is none. */
+export type CreateWorktreeOutput = { path: string } | { error: string };
+
 /** Input of `runCommand` (the session's worker queue). */
 export interface RunCommandInput {
   sessionId: string;

@@ -50,6 +50,7 @@ export {
   type PendingEdit,
   type RunStatus,
   type SessionRef,
+  type SubagentWorkspace,
   type ThinkingDisplay,
 } from './run';
 export {
@@ -63,6 +64,8 @@ export {
   type CallClaudeOutput,
   type CommandOutcomeInput,
   type CommandOutcomeOutput,
+  type CreateWorktreeInput,
+  type CreateWorktreeOutput,
   type OpenSessionInput,
   type OpenSessionOutput,
   type RequestContext,

@@ -128,6 +128,7 @@ export const agentRunInputSchema = z
       .strict()
       .optional(),
     subagents: z.number().int().min(1).max(MAX_SUBAGENTS).optional(),
+    subagentWorkspace: z.enum(['shared', 'worktree']).optional(),
     subagentOf: z.string().min(1).optional(),
     rules: z
       .array(
@@ -180,6 +181,7 @@ type OptionalFields =
   | 'modelInfo'
   | 'fork'
   | 'subagents'
+  | 'subagentWorkspace'
   | 'subagentOf'
   | 'rules';
 
@@ -266,6 +268,10 @@ export function resolveInput(
       ...(i.fork !== undefined ? { fork: i.fork } : {}),
       // A sub-agent starts no sub-agents of its own (docs/subagents.md).
       ...(i.subagents !== undefined && i.subagentOf === undefined ? { subagents: i.subagents } : {}),
+      // Absent when `shared` (the default), so a run without the flag resolves as before.
+      ...(i.subagentWorkspace === 'worktree' && i.subagents !== undefined && i.subagentOf === undefined
+        ? { subagentWorkspace: i.subagentWorkspace }
+        : {}),
       ...(i.subagentOf !== undefined ? { subagentOf: i.subagentOf } : {}),
       ...(i.rules !== undefined ? { rules: i.rules } : {}),
     },

@@ -75,6 +75,13 @@ export interface AgentRunInput {
    * @default none
    */
   subagents?: number;
+  /**
+   * Where the sub-agents work (docs/subagents.md): `shared`, the parent's workspace; `worktree`,
+   * each in its own git worktree of the parent's workspace (`git worktree add --detach`, at the
+   * parent's HEAD), under `<workspace root>/.subagent-worktrees/`, kept after the child ends.
+   * Only with `subagents`. @default 'shared'
+   */
+  subagentWorkspace?: SubagentWorkspace;
   /** Set by the parent on a sub-agent's input: the parent's workflow id. A sub-agent never offers the `subagent` tool itself. */
   subagentOf?: string;
   /** Approval rules the run starts with (a sub-agent gets those of its parent when it starts: docs/subagents.md). @default none */
@@ -293,3 +300,6 @@ export interface CarriedState {
   /** Rewinds applied (absent when carried by older workers). */
   rewinds?: RewindRecord[];
 }
+
+/** Where a run's sub-agents work: the parent's workspace (`shared`) or a git worktree of it each (`worktree`). */
+export type SubagentWorkspace = 'shared' | 'worktree';

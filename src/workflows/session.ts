@@ -273,6 +273,25 @@ export class RunSession {
     }
   }
 
+  /**
+   * Makes a sub-agent's git worktree of the run's workspace on the worker that holds the run's
+   * session (opening a session first when there is none), for the child `childWorkflowId`.
+   * @returns the child's workdir, or one line saying why there is none
+   */
+  async worktree(childWorkflowId: string): Promise<{ path: string } | { error: string }> {
+    const { state } = this;
+    try {
+      const session = state.session ?? (await this.open(undefined));
+      const { workdir } = state.input;
+      return await onQueue(session.taskQueue).createWorktree.executeWithOptions({ summary: 'session: sub-agent worktree' }, [
+        { workflowId: state.workflowId, ...(workdir !== undefined ? { workdir } : {}), childWorkflowId },
+      ]);
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      return { error: `The sub-agent was not started: its git worktree could not be made (${failureMessage(err)}).` };
+    }
+  }
+
   /** Closes the session and kills its process group; a worker that is gone is logged, not an error. */
   async close(): Promise<void> {
     const session = this.state.session;
@@ -317,7 +336,18 @@ export class RunSession {
    * to start when it still exists. `restore` (or a fork's pending checkpoint): restored into the
    * workspace before bash starts.
    */
-  private async open(restoreCwd: string | undefined, restore?: RestoreRequest): Promise<SessionRef> {
+  private open(restoreCwd: string | undefined, restore?: RestoreRequest): Promise<SessionRef> {
+    // Sub-agent worktrees are made at once for every call of an answer: those calls share one opening.
+    this.opening ??= this.openNow(restoreCwd, restore).finally(() => {
+      this.opening = null;
+    });
+    return this.opening;
+  }
+
+  /** The open that is under way, which a concurrent {@link open} waits for instead of opening a second session. */
+  private opening: Promise<SessionRef> | null = null;
+
+  private async openNow(restoreCwd: string | undefined, restore?: RestoreRequest): Promise<SessionRef> {
     const { state } = this;
     state.setDetails(restore ? 'restoring the workspace to a checkpoint and starting a bash session' : 'starting a bash session');
     const { workdir, network } = state.input;

@@ -9,6 +9,7 @@ import {
   ParentClosePolicy,
   condition,
   isCancellation,
+  patched,
   startChild,
   type ChildWorkflowFailure,
 } from '@temporalio/workflow';
@@ -23,6 +24,7 @@ import {
 } from '../contract/subagent';
 import { msSince } from './limits';
 import type { RunState } from './run-state';
+import type { RunSession } from './session';
 import type { ToolOutcome } from './tool-results';
 
 /** The signature of `agentRun` (./agent-run), named here so that this module, which agent-run imports, does not import it back. */
@@ -33,6 +35,13 @@ type AgentRunWorkflow = (input: AgentRunInput) => Promise<AgentRunResult>;
  * started with `subagents` (no run before it offered the tool), when an answer holds one.
  */
 export const SUBAGENTS_PATCH = 'subagents-as-child-workflows';
+
+/**
+ * patched() id: with `subagentWorkspace: 'worktree'`, the parent's session worker makes a git
+ * worktree of the workspace for each sub-agent (`createWorktree`) before the child starts. Asked
+ * only by runs started with that setting, when an answer holds a `subagent` call.
+ */
+export const SUBAGENT_WORKTREE_PATCH = 'subagent-worktrees';
 
 /** Whether `use` is a sub-agent call the run offers. */
 export function isSubagentUse(state: RunState, use: ToolUseBlock): boolean {
@@ -65,7 +74,7 @@ function shareOf(state: RunState, n: number): Share {
  * parent's workspace, its share of the budgets, and `subagentOf` (so it offers no `subagent`
  * tool itself).
  */
-export function childInput(state: RunState, request: SubagentRequest, share: Share): AgentRunInput {
+export function childInput(state: RunState, request: SubagentRequest, share: Share, worktree?: string): AgentRunInput {
   const i = state.input;
   return {
     task: request.prompt,
@@ -73,7 +82,7 @@ export function childInput(state: RunState, request: SubagentRequest, share: Sha
     maxTokens: i.maxTokens,
     system: i.system,
     approval: i.approval,
-    workdir: i.workdir ?? workspaceFolderName(state.workflowId),
+    workdir: worktree ?? i.workdir ?? workspaceFolderName(state.workflowId),
     network: i.network,
     commandTimeoutMs: i.commandTimeoutMs,
     approvalTimeout: i.approvalTimeout,
@@ -103,12 +112,12 @@ export function childInput(state: RunState, request: SubagentRequest, share: Sha
  * wait for a free slot), each answered by its child's outcome.
  * @returns what each call came to, by `tool_use` id (never rejecting: a cancellation of the run is `thrown`)
  */
-export function startSubagents(state: RunState, uses: ToolUseBlock[]): Map<string, Promise<Settled>> {
+export function startSubagents(state: RunState, session: RunSession, uses: ToolUseBlock[]): Map<string, Promise<Settled>> {
   const calls = uses.filter((u) => isSubagentUse(state, u));
   const started = new Map<string, Promise<Settled>>();
   if (calls.length === 0) return started;
   const share = shareOf(state, calls.length);
-  for (const use of calls) started.set(use.id, settled(runSubagent(state, use, share)));
+  for (const use of calls) started.set(use.id, settled(runSubagent(state, session, use, share)));
   return started;
 }
 
@@ -125,7 +134,7 @@ async function settled(p: Promise<ToolOutcome>): Promise<Settled> {
 }
 
 /** One sub-agent: waits for a slot, runs the child to its end, adds its usage to the parent's. */
-async function runSubagent(state: RunState, use: ToolUseBlock, share: Share): Promise<ToolOutcome> {
+async function runSubagent(state: RunState, session: RunSession, use: ToolUseBlock, share: Share): Promise<ToolOutcome> {
   const parsed = parseSubagentInput(use.input);
   if (!parsed.ok) return { text: parsed.text, isError: true };
   const limit = state.input.subagents ?? 1;
@@ -133,10 +142,16 @@ async function runSubagent(state: RunState, use: ToolUseBlock, share: Share): Pr
   while (state.subagentsRunning >= limit) await condition(() => state.subagentsRunning < limit);
   state.subagentsRunning += 1;
   const workflowId = subagentWorkflowId(state.workflowId, use.id);
+  let worktree: string | undefined;
   try {
+    if (state.input.subagentWorkspace === 'worktree' && patched(SUBAGENT_WORKTREE_PATCH)) {
+      const made = await session.worktree(workflowId);
+      if ('error' in made) return { text: made.error, isError: true };
+      worktree = made.path;
+    }
     const child = await startChild<AgentRunWorkflow>(AGENT_RUN_WORKFLOW, {
       workflowId,
-      args: [childInput(state, parsed.request, share)],
+      args: [childInput(state, parsed.request, share, worktree)],
       // Cancelling the parent cancels the child at once (its session closes, its tool_uses are paired); ending it ends them too.
       cancellationType: ChildWorkflowCancellationType.TRY_CANCEL,
       parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
@@ -145,15 +160,21 @@ async function runSubagent(state: RunState, use: ToolUseBlock, share: Share): Pr
     const result = await child.result();
     state.usage = addUsage(state.usage, normalizeUsage(result.usage));
     state.publish();
-    return outcomeOf(workflowId, result);
+    return where(outcomeOf(workflowId, result), worktree);
   } catch (err) {
     if (isCancellation(err)) throw err;
     const cause = (err as ChildWorkflowFailure).cause;
     const why = cause instanceof Error ? cause.message : err instanceof Error ? err.message : String(err);
-    return { text: `The sub-agent ${workflowId} failed: ${why}`, isError: true };
+    return where({ text: `The sub-agent ${workflowId} failed: ${why}`, isError: true }, worktree);
   } finally {
     state.subagentsRunning -= 1;
   }
+}
+
+/** `outcome`, followed by where the child worked when that was a git worktree (kept for the person to look at or merge). */
+function where(outcome: ToolOutcome, worktree: string | undefined): ToolOutcome {
+  if (worktree === undefined) return outcome;
+  return { ...outcome, text: `${outcome.text}\n\n(The sub-agent worked in the git worktree ${worktree}; it is kept.)` };
 }
 
 /** The tool's result for a child's result: its final text when it completed, else an error naming how it ended. */

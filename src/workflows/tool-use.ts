@@ -31,7 +31,9 @@ export async function runToolUses(state: RunState, session: RunSession, assistan
   const used = { bytes: 0 };
   // Sub-agent calls all start now and run while the other tool_uses are handled in order.
   const subagents = uses.some((u) => isSubagentUse(state, u)) && patched(SUBAGENTS_PATCH) ? new CancellationScope() : null;
-  const started = subagents ? await subagents.run(() => Promise.resolve(startSubagents(state, uses))) : new Map<string, Promise<Settled>>();
+  const started = subagents
+    ? await subagents.run(() => Promise.resolve(startSubagents(state, session, uses)))
+    : new Map<string, Promise<Settled>>();
   for (const use of uses) {
     if (state.pendingEnd) break;
     const child = started.get(use.id);

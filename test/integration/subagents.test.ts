@@ -3,9 +3,11 @@
  * real bash and the scripted model (each child's conversation answered by its own `conversations`
  * entry): parallel calls run at once and come back as tool_results; a child's approval is listed
  * by `pending` with its parent and decided through the CLI; cancelling the parent ends its
- * children; a child's failure is an `is_error` result and the parent goes on.
+ * children; a child's failure is an `is_error` result and the parent goes on; with
+ * `subagentWorkspace: 'worktree'` a child works in a git worktree of the parent's workspace.
  */
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ScriptContentBlock } from '../../src/model-server';
 import { subagentWorkflowId } from '../../src/contract/subagent';
@@ -215,5 +217,72 @@ describe('sub-agents', () => {
     expect(result).toMatchObject({ tool_use_id: 'toolu_sf', is_error: true });
     expect(result!.content).toContain('ended failed');
     expect(result!.content).toContain('scripted refusal of the child');
+  }, 120_000);
+  test('with subagentWorkspace worktree a child works in a git worktree of the parent workspace, kept and named in the result', async () => {
+    bed = await TestBed.create({
+      script: {
+        responses: [turn(subagent('toolu_sw', 'write in a worktree', 'child-w: write w.txt')), say('the child wrote in its worktree')],
+        conversations: [child('child-w', 'echo w > w.txt && pwd', 'w is written')],
+      },
+      workers: 1,
+    });
+    // The parent's default workspace, a git repository with one commit.
+    const id = 'subagents-worktree';
+    const ws = path.join(bed.workspaces, id);
+    mkdirSync(ws, { recursive: true });
+    const git = (cwd: string, ...args: string[]): string =>
+      execFileSync('git', ['-C', cwd, '-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { encoding: 'utf8' });
+    git(ws, 'init', '-q');
+    writeFileSync(path.join(ws, 'README'), 'base\n');
+    git(ws, 'add', 'README');
+    git(ws, 'commit', '-q', '-m', 'base');
+
+    const handle = await bed.start(
+      { task: 'work in a worktree', approval: 'auto', subagents: 1, subagentWorkspace: 'worktree' },
+      'subagents-worktree',
+      id,
+    );
+    expect(await handle.result()).toMatchObject({ status: 'completed', text: 'the child wrote in its worktree' });
+
+    const childId = subagentWorkflowId(id, 'toolu_sw');
+    const worktree = path.join(bed.workspaces, '.subagent-worktrees', childId);
+    // The file is in the worktree (an untracked file of the repository's worktree), not in the parent's workspace.
+    expect(readFileSync(path.join(worktree, 'w.txt'), 'utf8')).toBe('w\n');
+    expect(readFileSync(path.join(worktree, 'README'), 'utf8')).toBe('base\n');
+    expect(existsSync(path.join(ws, 'w.txt'))).toBe(false);
+    expect(git(worktree, 'status', '--porcelain')).toBe('?? w.txt\n');
+    expect(git(ws, 'status', '--porcelain')).toBe('');
+    expect(git(ws, 'worktree', 'list')).toContain(worktree);
+    // The child's bash ran there, and the tool_result names the worktree.
+    const [result] = resultsSentTo(bed, 'work in a worktree', 1);
+    expect(result).toMatchObject({ tool_use_id: 'toolu_sw' });
+    expect(result!.is_error ?? false).toBe(false);
+    expect(result!.content).toContain('w is written');
+    expect(result!.content).toContain(`git worktree ${worktree}`);
+    const childRun = bed.sentMessages().find((m) => JSON.stringify(m[0]).includes('child-w') && JSON.stringify(m).includes('toolu_childw'));
+    expect(JSON.stringify(childRun)).toContain(worktree);
+  }, 120_000);
+
+  test('with subagentWorkspace worktree a workspace that is no git repository is an is_error result and no child starts', async () => {
+    bed = await TestBed.create({
+      script: {
+        responses: [turn(subagent('toolu_sn', 'no repository', 'child-n: write n.txt')), say('went on without a worktree')],
+        conversations: [child('child-n', 'echo n > n.txt', 'n is written')],
+      },
+      workers: 1,
+    });
+    const handle = await bed.start({ task: 'worktree without git', approval: 'auto', subagents: 1, subagentWorkspace: 'worktree' });
+    expect(await handle.result()).toMatchObject({ status: 'completed', text: 'went on without a worktree' });
+    const [result] = resultsSentTo(bed, 'worktree without git', 1);
+    const ws = path.join(bed.workspaces, handle.workflowId);
+    expect(result).toMatchObject({
+      tool_use_id: 'toolu_sn',
+      is_error: true,
+      content: `The sub-agent was not started: --subagent-workspace worktree needs a git repository, and ${ws} is not in one.`,
+    });
+    // No child was started: no workflow, no request of its conversation, no file.
+    await expect(bed.client.workflow.getHandle(subagentWorkflowId(handle.workflowId, 'toolu_sn')).describe()).rejects.toThrow();
+    expect(bed.sentMessages().some((m) => JSON.stringify(m[0]).includes('child-n'))).toBe(false);
+    expect(existsSync(path.join(ws, 'n.txt'))).toBe(false);
   }, 120_000);
 });

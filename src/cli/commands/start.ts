@@ -16,6 +16,7 @@ import {
   type ApprovalMode,
   type ApprovalTimeoutAction,
   type OnBudget,
+  type SubagentWorkspace,
   THINKING_DISPLAYS,
   type ThinkingDisplay,
 } from '../../contract';
@@ -65,6 +66,7 @@ interface StartOptions {
   checkpointMaxBytes?: number;
   checkpointExclude?: string[];
   subagents?: number;
+  subagentWorkspace?: SubagentWorkspace;
   follow?: boolean;
   json?: boolean;
 }
@@ -124,6 +126,7 @@ export function buildInput(taskWords: string[], opts: StartOptions, env: NodeJS.
     ...(opts.contextWindow !== undefined ? { contextWindow: opts.contextWindow } : {}),
     ...modelInfoFor(model, env),
     ...(opts.subagents !== undefined ? { subagents: opts.subagents } : {}),
+    ...(opts.subagentWorkspace === 'worktree' ? { subagentWorkspace: opts.subagentWorkspace } : {}),
     ...(opts.checkpoints === false || opts.checkpointMaxBytes !== undefined || opts.checkpointExclude !== undefined
       ? {
           checkpoints: {
@@ -134,6 +137,8 @@ export function buildInput(taskWords: string[], opts: StartOptions, env: NodeJS.
         }
       : {}),
   };
+  if (opts.subagentWorkspace === 'worktree' && opts.subagents === undefined)
+    throw new CliError('--subagent-workspace worktree needs --subagents', 'add --subagents <n> (docs/subagents.md)');
   const checked = resolveInput(input);
   if (!checked.ok) throw new CliError(`invalid run: ${checked.message}`, 'see `agent-jobs start --help`');
   const problem = modelProblem(checked.input);
@@ -216,6 +221,14 @@ export function registerStart(program: Command): void {
       '--subagents <n>',
       `offer the subagent tool: Claude hands tasks to child runs in this workspace, at most n at once (1-${MAX_SUBAGENTS}; docs/subagents.md)`,
       positiveInt,
+    )
+    .addOption(
+      new Option(
+        '--subagent-workspace <where>',
+        "where sub-agents work: shared (the run's workspace) or worktree (a git worktree of it each, kept after the child ends; docs/subagents.md)",
+      )
+        .choices(['shared', 'worktree'])
+        .default('shared'),
     )
     .option('--no-checkpoints', 'take no workspace checkpoints (then no rewind or fork: docs/rewind.md)')
     .option('--checkpoint-max-bytes <n>', 'largest workspace a checkpoint records, bytes of files (default 1 GiB)', positiveInt)

@@ -5,6 +5,16 @@ import { toolList } from '../../../src/cli/parse';
 import { BUILTIN_MODELS } from '../../../src/contract/models';
 
 describe('start: the input it builds', () => {
+  test('--subagent-workspace worktree goes into the input with --subagents; shared (the default) adds nothing; alone it is refused', () => {
+    expect(buildInput(['x'], { subagents: 2, subagentWorkspace: 'worktree' }, {})).toMatchObject({
+      subagents: 2,
+      subagentWorkspace: 'worktree',
+    });
+    expect(buildInput(['x'], { subagents: 2, subagentWorkspace: 'shared' }, {})).not.toHaveProperty('subagentWorkspace');
+    expect(buildInput(['x'], { subagents: 2 }, {})).not.toHaveProperty('subagentWorkspace');
+    expect(() => buildInput(['x'], { subagentWorkspace: 'worktree' }, {})).toThrow('--subagent-workspace worktree needs --subagents');
+  });
+
   test("pauses on a spent budget unless told to end; the model's entry goes into the input", () => {
     const input = buildInput(
       ['do', 'it'],
