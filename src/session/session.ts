@@ -66,6 +66,11 @@ const KILLED_OUTPUT_WAIT_MS = 300;
 const HOUSEKEEPING_WAIT_MS = 2000;
 /** After the housekeeping record, how long bash may take to be back reading its stdin, ms (normally microseconds). */
 const IDLE_WAIT_MS = 3000;
+/**
+ * After bash exited during a command, how long to wait for what it printed on its own stderr before
+ * exiting (its pipe may arrive after the exit event, and a background job may keep it open), ms.
+ */
+const EXIT_STDERR_WAIT_MS = 100;
 /** setTimeout's largest delay; longer timeouts are clamped to it (about 24.8 days). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -947,6 +952,7 @@ export class BashSession {
     let lineNo = 0;
     let line = '';
     let readBefore: number | undefined;
+    let stderrBefore = 0;
     const sendAt = Date.now();
     const outcome = await new Promise<Outcome>((resolve) => {
       this.wakeCurrent = resolve;
@@ -964,6 +970,7 @@ export class BashSession {
       }
       line = controlLine(source, capture.fifo, tokens, this.lastStatus, this.pendingCd);
       readBefore = shell.bytesRead();
+      stderrBefore = shell.stderrBytes();
       lineNo = shell.send(line);
       this.pendingCd = undefined;
     });
@@ -1024,8 +1031,20 @@ export class BashSession {
       }
       case 'exit':
         shellExit = outcome.exit;
-        exitCode = outcome.exit.code;
         restartAfter = true;
+        // The exit is the command's (`exit 5`) only if bash parsed the line that was sent. A background job
+        // reading bash's saved stdin can take bytes of it; bash then reports a syntax error on its own stderr
+        // (never the command's, which goes to its FIFO) and exits with 2 before running any of it.
+        await raceTimeout(shell.stderrEnded, EXIT_STDERR_WAIT_MS);
+        if (shell.stderrBytes() !== stderrBefore) {
+          notes.push(
+            note(
+              `the end of this command could not be confirmed (the shell could not parse the line the session sent: another process read part of it from the control pipe; the shell exited, ${describeExit(outcome.exit)}): its exit status is unknown and it may not have run; the shell was restarted (variables, functions and background jobs are gone)`,
+            ),
+          );
+          break;
+        }
+        exitCode = outcome.exit.code;
         if (shell.guard.exceeded) {
           notes.push(
             note(

@@ -238,6 +238,10 @@ export class ShellProcess {
   private readonly child: ChildProcessWithoutNullStreams;
   private readonly scanner = new RecordScanner();
   private stderrBuf = Buffer.alloc(0);
+  /** Bytes bash has written on its own stderr so far (see {@link stderrBytes}). */
+  private stderrTotal = 0;
+  /** Resolves when bash's stderr pipe has ended (every writer gone: a background job may keep it open). */
+  readonly stderrEnded: Promise<void>;
   private killing: Promise<void> | undefined;
   private linesSent = 0;
   /** slirp4netns serving the sandbox's network namespace (network.ts), killed with the shell. */
@@ -257,7 +261,12 @@ export class ShellProcess {
       });
     });
     child.stdout.on('data', (chunk: Buffer) => this.scanner.push(chunk));
+    this.stderrEnded = new Promise((resolve) => {
+      child.stderr.once('end', resolve);
+      child.stderr.once('close', resolve);
+    });
     child.stderr.on('data', (chunk: Buffer) => {
+      this.stderrTotal += chunk.length;
       const joined = Buffer.concat([this.stderrBuf, chunk]);
       this.stderrBuf = joined.length > STDERR_TAIL_BYTES ? joined.subarray(joined.length - STDERR_TAIL_BYTES) : joined;
     });
@@ -554,6 +563,15 @@ export class ShellProcess {
     } catch {
       return undefined;
     }
+  }
+
+  /**
+   * Bytes bash has printed on its own stderr since it started. A command's
+   * own stderr goes to its FIFO; bash prints here when it cannot parse a
+   * control line (a syntax error, after which it exits with status 2).
+   */
+  stderrBytes(): number {
+    return this.stderrTotal;
   }
 
   /** Last bytes bash printed on its own stderr. */
