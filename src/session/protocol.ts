@@ -50,6 +50,11 @@
  *   redirection. `<S>` is a fresh 128-bit marker that
  *   only appears in this part of the line: it is in no variable, no
  *   argument and no `$BASH_COMMAND` the command or its functions can see.
+ *   When bash exits during a command instead, its exit code is the
+ *   command's only if bash printed nothing on its own stderr meanwhile: a
+ *   line a background job took bytes of parses as a syntax error, which
+ *   non-interactive bash reports there before it exits with 2, so that end
+ *   is "could not be confirmed" (src/session/session.ts, `case 'exit'`).
  * - **No aliases in the way.** Aliases apply to reserved words too (`alias
  *   if=...`), so the control line has no `if`, `{`, `!` or `[[`: only
  *   operators, quoted names (`\\eval`), assignments and bare redirections.
