@@ -25,6 +25,7 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
+import { withHostNetworkLock } from './fixtures/host-network-lock';
 
 afterEach(async () => {
   await closeSessions();
@@ -43,14 +44,6 @@ describe('kind 2: a --network session reaches a host service', () => {
   const IFACE = 'ajadv0';
   const ADDRESS = '198.51.100.77';
   const LOCAL_ROUTE = '198.51.100.128/25';
-
-  afterEach(() => {
-    try {
-      execFileSync('ip', ['link', 'del', IFACE], { stdio: 'ignore' });
-    } catch {
-      /* not there */
-    }
-  });
 
   /** What a --network session's attempt to send a line to `address` did: its output, and what a listener on all of the host's addresses received. */
   async function reachesHost(address: string, network = true): Promise<{ output: string; received: string }> {
@@ -72,26 +65,34 @@ describe('kind 2: a --network session reaches a host service', () => {
   test('through the address of a host interface that is down (left out of os.networkInterfaces, still local to the host)', async () => {
     if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting where the network namespace applies)');
     // A docker0 with no container is the same case (up, no carrier); an empty bridge left down needs nothing else.
-    execFileSync('ip', ['link', 'add', IFACE, 'type', 'bridge']);
-    execFileSync('ip', ['addr', 'add', `${ADDRESS}/32`, 'dev', IFACE]);
-    expect(
-      Object.values(os.networkInterfaces())
-        .flat()
-        .map((a) => a?.address),
-    ).not.toContain(ADDRESS);
-    const r = await reachesHost(ADDRESS);
-    expect(r).toEqual({ output: expect.not.stringContaining('SENT') as unknown, received: '' });
+    await withHostNetworkLock(async () => {
+      execFileSync('ip', ['link', 'add', IFACE, 'type', 'bridge']);
+      try {
+        execFileSync('ip', ['addr', 'add', `${ADDRESS}/32`, 'dev', IFACE]);
+        expect(
+          Object.values(os.networkInterfaces())
+            .flat()
+            .map((a) => a?.address),
+        ).not.toContain(ADDRESS);
+        const r = await reachesHost(ADDRESS);
+        expect(r).toEqual({ output: expect.not.stringContaining('SENT') as unknown, received: '' });
+      } finally {
+        execFileSync('ip', ['link', 'del', IFACE], { stdio: 'ignore' });
+      }
+    });
   }, 60_000);
 
   test('through an address the host routes to itself without any interface holding it (a local route, "AnyIP")', async () => {
     if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting where the network namespace applies)');
-    execFileSync('ip', ['route', 'add', 'local', LOCAL_ROUTE, 'dev', 'lo']);
-    try {
-      const r = await reachesHost('198.51.100.200');
-      expect(r).toEqual({ output: expect.not.stringContaining('SENT') as unknown, received: '' });
-    } finally {
-      execFileSync('ip', ['route', 'del', 'local', LOCAL_ROUTE, 'dev', 'lo']);
-    }
+    await withHostNetworkLock(async () => {
+      execFileSync('ip', ['route', 'add', 'local', LOCAL_ROUTE, 'dev', 'lo']);
+      try {
+        const r = await reachesHost('198.51.100.200');
+        expect(r).toEqual({ output: expect.not.stringContaining('SENT') as unknown, received: '' });
+      } finally {
+        execFileSync('ip', ['route', 'del', 'local', LOCAL_ROUTE, 'dev', 'lo']);
+      }
+    });
   }, 60_000);
 });
 

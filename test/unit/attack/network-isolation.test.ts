@@ -20,6 +20,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
+import { withHostNetworkLock } from './fixtures/host-network-lock';
 
 afterEach(async () => {
   await closeSessions();
@@ -112,16 +113,18 @@ test('a range the host makes its own after the session started (a local route, a
   try {
     const ws = tempDir();
     const s = await startSession({ cwd: ws, workspace: ws, network: true });
-    execFileSync('ip', ['route', 'add', 'local', route, 'dev', 'lo']);
-    try {
-      await new Promise((r) => setTimeout(r, 500));
-      const r = await s.run(`timeout 5 bash -c 'echo late > /dev/tcp/198.18.7.200/${srv.port}' && echo SENT`);
-      expect(r.output).not.toContain('SENT');
-      await new Promise((r) => setTimeout(r, 300));
-      expect(srv.received()).toBe('');
-    } finally {
-      execFileSync('ip', ['route', 'del', 'local', route, 'dev', 'lo']);
-    }
+    await withHostNetworkLock(async () => {
+      execFileSync('ip', ['route', 'add', 'local', route, 'dev', 'lo']);
+      try {
+        await new Promise((r) => setTimeout(r, 500));
+        const r = await s.run(`timeout 5 bash -c 'echo late > /dev/tcp/198.18.7.200/${srv.port}' && echo SENT`);
+        expect(r.output).not.toContain('SENT');
+        await new Promise((r) => setTimeout(r, 300));
+        expect(srv.received()).toBe('');
+      } finally {
+        execFileSync('ip', ['route', 'del', 'local', route, 'dev', 'lo']);
+      }
+    });
   } finally {
     await srv.close();
   }
