@@ -29,6 +29,21 @@
  * Attack test: test/unit/attack/adversary-round3-sandbox.test.ts (kind 6).
  */
 import { execFileSync } from 'node:child_process';
+import {
+  BPF_JMP_JA,
+  BPF_JMP_JEQ_K,
+  BPF_JMP_JSET_K,
+  BPF_LD_W_ABS,
+  BPF_RET_K,
+  ENOSYS,
+  EPERM,
+  OFF_ARCH,
+  OFF_ARG0_LO,
+  OFF_NR,
+  SECCOMP_RET_ERRNO,
+  encodeFilter,
+  type Insn,
+} from './bpf';
 import { MINIMAL_ENV } from './identity';
 
 /** Per architecture (Node's `process.arch`): AUDIT_ARCH and the numbers of the calls this prefix looks at. */
@@ -37,19 +52,6 @@ const ARCH: Partial<Record<string, { audit: number; memfd_create: number; clone3
   arm64: { audit: 0xc00000b7, memfd_create: 279, clone3: 435, unshare: 97, clone: 220 },
 };
 
-// Classic BPF (linux/filter.h, linux/seccomp.h).
-const BPF_LD_W_ABS = 0x20;
-const BPF_JMP_JA = 0x05;
-const BPF_JMP_JEQ_K = 0x15;
-const BPF_JMP_JSET_K = 0x45;
-const BPF_RET_K = 0x06;
-const SECCOMP_RET_ERRNO = 0x00050000;
-const EPERM = 1;
-const ENOSYS = 38;
-/** Offsets in `struct seccomp_data`: the number, the architecture, the low 32 bits of args[0] (the flags of unshare and clone). */
-const OFF_NR = 0;
-const OFF_ARCH = 4;
-const OFF_ARG0_LO = 16;
 /** linux/sched.h. */
 const CLONE_NEWUSER = 0x10000000;
 
@@ -69,7 +71,7 @@ export function seccompPrefix(arch: string = process.arch): Buffer | null {
   const NOSYS = 10;
   const PERM = 11;
   const to = (target: number, at: number): number => target - at - 1;
-  const insns: Array<[number, number, number, number]> = [
+  const insns: Insn[] = [
     [BPF_LD_W_ABS, 0, 0, OFF_ARCH],
     [BPF_JMP_JEQ_K, 0, to(END, 1), a.audit],
     [BPF_LD_W_ABS, 0, 0, OFF_NR],
@@ -83,14 +85,7 @@ export function seccompPrefix(arch: string = process.arch): Buffer | null {
     [BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | ENOSYS],
     [BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | EPERM],
   ];
-  const out = Buffer.alloc(insns.length * 8);
-  insns.forEach(([code, jt, jf, k], i) => {
-    out.writeUInt16LE(code, i * 8);
-    out.writeUInt8(jt, i * 8 + 2);
-    out.writeUInt8(jf, i * 8 + 3);
-    out.writeUInt32LE(k >>> 0, i * 8 + 4);
-  });
-  return out;
+  return encodeFilter(insns);
 }
 
 /** SysV message queues an IPC namespace of a session may hold (16 KiB each by the kernel's `msgmnb` default). */

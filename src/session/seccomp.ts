@@ -33,6 +33,22 @@
  * denied call in a real session.
  */
 import * as fs from 'node:fs';
+import {
+  BPF_ALU_AND_K,
+  BPF_JMP_JEQ_K,
+  BPF_JMP_JGE_K,
+  BPF_LD_W_ABS,
+  BPF_RET_K,
+  EPERM,
+  OFF_ARCH,
+  OFF_ARG0_LO,
+  OFF_ARG1_LO,
+  OFF_NR,
+  SECCOMP_RET_ALLOW,
+  SECCOMP_RET_ERRNO,
+  encodeFilter,
+  type Insn,
+} from './bpf';
 import { seccompPrefix } from './memory';
 
 /**
@@ -81,20 +97,6 @@ const ARCH: Partial<Record<string, { audit: number; x32?: boolean; denied: Recor
 /** Names of the system calls the filter refuses whatever their arguments. */
 export const DENIED_SYSCALLS: readonly string[] = Object.keys(ARCH.x64!.denied);
 
-// Classic BPF (linux/filter.h, linux/seccomp.h).
-const BPF_LD_W_ABS = 0x20;
-const BPF_ALU_AND_K = 0x54;
-const BPF_JMP_JEQ_K = 0x15;
-const BPF_JMP_JGE_K = 0x35;
-const BPF_RET_K = 0x06;
-const SECCOMP_RET_ALLOW = 0x7fff0000;
-const SECCOMP_RET_ERRNO = 0x00050000;
-const EPERM = 1;
-/** Offsets in `struct seccomp_data`: the low 32 bits of args[0] and args[1] (little-endian; the kernel reads both as `int`). */
-const OFF_NR = 0;
-const OFF_ARCH = 4;
-const OFF_ARG0_LO = 16;
-const OFF_ARG1_LO = 24;
 /** x32 system calls on x86-64 have this bit set in their number. */
 const X32_SYSCALL_BIT = 0x40000000;
 /** socket(2) constants: the unix family, the type mask (the rest are SOCK_CLOEXEC, SOCK_NONBLOCK), and the connection types. */
@@ -103,7 +105,6 @@ const SOCK_TYPE_MASK = 0xf;
 const SOCK_STREAM = 1;
 const SOCK_SEQPACKET = 5;
 
-type Insn = [code: number, jt: number, jf: number, k: number];
 /** A jump target: a label of the program being assembled. */
 type Label = 'allow' | 'ok' | 'deny' | 'socket' | 'socketpair' | null;
 
@@ -158,14 +159,7 @@ export function seccompProgram(arch: string = process.arch): Buffer | null {
     return i - from - 1;
   };
   const insns: Insn[] = prog.map((p, i) => [p.code, at(p.jt, i), at(p.jf, i), p.k]);
-  const out = Buffer.alloc(insns.length * 8);
-  insns.forEach(([code, jt, jf, k], i) => {
-    out.writeUInt16LE(code, i * 8);
-    out.writeUInt8(jt, i * 8 + 2);
-    out.writeUInt8(jf, i * 8 + 3);
-    out.writeUInt32LE(k >>> 0, i * 8 + 4);
-  });
-  return out;
+  return encodeFilter(insns);
 }
 
 /**
