@@ -74,6 +74,19 @@ export interface RunHistory {
 }
 
 /**
+ * How this module reads a payload of a history: decoded by the client's
+ * codecs (the encryption codec), last one first, then converted.
+ */
+function payloadDecoder(client: Client): <T>(payload: Payload) => Promise<T> {
+  const { payloadConverter, payloadCodecs } = client.options.loadedDataConverter;
+  return async <T>(payload: Payload): Promise<T> => {
+    let decoded = [payload];
+    for (const codec of [...payloadCodecs].reverse()) decoded = await codec.decode(decoded);
+    return payloadConverter.fromPayload<T>(decoded[0]!);
+  };
+}
+
+/**
  * Reads one execution's history: the `callClaude` inputs scheduled in it,
  * in order, up to (not including) the one with activity id `stopAt` when
  * given; the input; the last call's answer; the `decide` Updates applied.
@@ -83,15 +96,7 @@ export async function readHistory(client: Client, workflowId: string, runId: str
   const out: RunHistory = { inputs: [], continuedFrom: null, input: null, lastOutput: null, decisions: [], durationsMs: {} };
   /** `tool_use` id of each scheduled `runCommand`, by its scheduled event id. */
   const commands = new Map<string, string>();
-  const { payloadConverter, payloadCodecs } = client.options.loadedDataConverter;
-  /** A payload of the history, decoded by the codecs (the encryption codec when configured), then converted. */
-  const converter = {
-    fromPayload: async <T>(payload: Payload): Promise<T> => {
-      let decoded = [payload];
-      for (const codec of [...payloadCodecs].reverse()) decoded = await codec.decode(decoded);
-      return payloadConverter.fromPayload<T>(decoded[0]!);
-    },
-  };
+  const decode = payloadDecoder(client);
   /** Scheduled event id of the last `callClaude`, and whether its answer is the last one seen. */
   let lastCallEventId: string | null = null;
   const decideRequests = new Map<string, DecideRequest>();
@@ -107,39 +112,37 @@ export async function readHistory(client: Client, workflowId: string, runId: str
         const attrs = event.workflowExecutionStartedEventAttributes;
         out.continuedFrom = attrs?.continuedExecutionRunId || null;
         const first = attrs?.input?.payloads?.[0];
-        if (first) out.input = await converter.fromPayload<AgentRunInput>(first);
+        if (first) out.input = await decode<AgentRunInput>(first);
       } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) {
         const attrs = event.activityTaskScheduledEventAttributes;
         const commandInput = attrs?.activityType?.name === RUN_COMMAND ? attrs.input?.payloads?.[0] : undefined;
-        if (commandInput) commands.set(String(event.eventId), (await converter.fromPayload<RunCommandInput>(commandInput)).toolUseId);
+        if (commandInput) commands.set(String(event.eventId), (await decode<RunCommandInput>(commandInput)).toolUseId);
         if (attrs?.activityType?.name !== CALL_CLAUDE) continue;
         if (stopAt !== undefined && attrs.activityId === stopAt) return out;
         const payload = attrs.input?.payloads?.[0];
-        if (payload) out.inputs.push(await converter.fromPayload<ConversationPart>(payload));
+        if (payload) out.inputs.push(await decode<ConversationPart>(payload));
         lastCallEventId = String(event.eventId);
         out.lastOutput = null;
       } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) {
         const attrs = event.activityTaskCompletedEventAttributes;
         const payload = attrs?.result?.payloads?.[0];
         const scheduled = String(attrs?.scheduledEventId);
-        if (lastCallEventId !== null && scheduled === lastCallEventId && payload)
-          out.lastOutput = await converter.fromPayload<CallClaudeOutput>(payload);
+        if (lastCallEventId !== null && scheduled === lastCallEventId && payload) out.lastOutput = await decode<CallClaudeOutput>(payload);
         const toolUseId = commands.get(scheduled);
-        const ms =
-          toolUseId !== undefined && payload ? (await converter.fromPayload<Partial<RunCommandOutput>>(payload)).durationMs : undefined;
+        const ms = toolUseId !== undefined && payload ? (await decode<Partial<RunCommandOutput>>(payload)).durationMs : undefined;
         if (toolUseId !== undefined && typeof ms === 'number') out.durationsMs[toolUseId] = ms;
       } else if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED) {
         const attrs = event.workflowExecutionUpdateAcceptedEventAttributes;
         const req = attrs?.acceptedRequest;
         const arg = req?.input?.args?.payloads?.[0];
         if (req?.input?.name === decideUpdate.name && arg && req.meta?.updateId)
-          decideRequests.set(req.meta.updateId, await converter.fromPayload<DecideRequest>(arg));
+          decideRequests.set(req.meta.updateId, await decode<DecideRequest>(arg));
       } else if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED) {
         const attrs = event.workflowExecutionUpdateCompletedEventAttributes;
         const request = decideRequests.get(attrs?.meta?.updateId ?? '');
         const success = attrs?.outcome?.success?.payloads?.[0];
         if (!request || !success) continue;
-        const answer = await converter.fromPayload<DecideAnswer>(success);
+        const answer = await decode<DecideAnswer>(success);
         out.decisions.push({
           toolUseId: answer.toolUseId,
           approved: answer.decision !== 'denied',
@@ -250,12 +253,7 @@ export async function readTimeline(
   let continuedFrom: string | null = null;
   const tools = new Map<string, string>();
   const rewinds = new Map<string, RewindRequest>();
-  const { payloadConverter, payloadCodecs } = client.options.loadedDataConverter;
-  const decode = async <T>(payload: Payload): Promise<T> => {
-    let decoded = [payload];
-    for (const codec of [...payloadCodecs].reverse()) decoded = await codec.decode(decoded);
-    return payloadConverter.fromPayload<T>(decoded[0]!);
-  };
+  const decode = payloadDecoder(client);
   let nextPageToken: Uint8Array | undefined;
   do {
     const page = await client.workflowService.getWorkflowExecutionHistory({
