@@ -155,7 +155,32 @@ export function isDefaultIgnorable(cp: number): boolean {
 }
 
 /** Non-ASCII look-alike code point → the ASCII character it looks like (./lookalikes.ts). */
-const LOOKALIKE = new Map<number, string>(LOOKALIKE_GROUPS.flatMap(([target, cps]) => cps.map((cp) => [cp, target] as const)));
+/**
+ * Look-alikes that Unicode's confusables.txt does not pair with the shell
+ * character they are drawn like (box-drawing bars, the Hebrew geresh and
+ * gershayim, the sharp sign, CJK strokes, ...), each shown in a real bash
+ * session to be an ordinary letter where a person reads the symbol:
+ * `echo done ♯; touch pwned` runs `touch`, `echo ׳$(id -un)׳` runs `id`.
+ * Kept by hand beside the generated table; attack test
+ * test/unit/attack/adversary-round4.test.ts.
+ */
+const EXTRA_LOOKALIKES: readonly (readonly [string, readonly number[]])[] = [
+  ['|', [0x2502, 0x2503, 0x05c0, 0x2758, 0x23d0, 0x23b8, 0x0964]],
+  [':', [0x02d0]],
+  ['-', [0x2500, 0x3161, 0x4e00, 0x2014, 0x1806]],
+  [';', [0x204f, 0x061b]],
+  ['#', [0x266f, 0x22d5, 0x2317, 0x4e95]],
+  ["'", [0x05f3, 0xa78b, 0x07f4]],
+  ['"', [0x05f4]],
+  ['*', [0x2731, 0x066d]],
+  ['.', [0xa4f8]],
+  ['/', [0x30ce, 0x4e3f]],
+  ['~', [0x301c]],
+];
+
+const LOOKALIKE = new Map<number, string>(
+  [...LOOKALIKE_GROUPS, ...EXTRA_LOOKALIKES].flatMap(([target, cps]) => cps.map((cp) => [cp, target] as const)),
+);
 
 /** The ASCII character bash gives a meaning to that `ch` looks like, or undefined (ASCII itself, or no look-alike). */
 export function lookalikeOf(ch: string): string | undefined {
