@@ -4,6 +4,7 @@ import { oneLineSummary, safeText, shortHash } from '../../shared/display';
 import type { PendingApproval } from '../../contract';
 import { commandLines, printJson, printLines, statusJson } from '../output';
 import { withClient } from '../context';
+import { cliCommand } from '../invocation';
 import { normalizeUsage, type PauseState } from '../../contract';
 import { budgetPauseLine, limitsLine } from './extend';
 import { ruleLines } from './steer';
@@ -56,7 +57,7 @@ export function registerStatus(program: Command): void {
                 ...(p.edit
                   ? editLines(p)
                   : commandLines(p.command, { label: '  pending approval: ', suffix: `  [${p.toolUseId}, since ${p.requestedAt}]` })),
-                `    agent-jobs approve ${workflowId} --sha ${shortHash(p.commandSha256)}   |   agent-jobs deny ${workflowId} --sha ${shortHash(p.commandSha256)} --reason "..."`,
+                `    ${cliCommand()} approve ${workflowId} --sha ${shortHash(p.commandSha256)}   |   ${cliCommand()} deny ${workflowId} --sha ${shortHash(p.commandSha256)} --reason "..."`,
               ]
             : []),
           ...(view.pause ? [pauseLine(workflowId, view)] : []),
