@@ -20,12 +20,17 @@
  * server's defaults (`--no-baseline` skips that one), so the effect of the
  * project's setting is measured side by side.
  *
+ * `--cpu-prof DIR` runs the agent's worker under `node --cpu-prof` (one
+ * sample per 500 µs, profiles written to DIR when it exits) and prints the
+ * functions with the most self and total time between the run's start and
+ * its end, per turn and as a share of the worker's CPU (src/testing/cpu-profile.ts).
+ *
  * `--sweep` then measures the bare floor once more on one dev server per
  * value of `history.transferProcessorMaxPollRPS` given: while that limit
  * holds, a bare turn (three tasks through the transfer queue) takes 3 / RPS
  * seconds, which it prints beside.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
@@ -38,6 +43,7 @@ import { startModelServer, type ScriptEntry } from '../model-server';
 import { statFields } from '../session/procs';
 import { startAgentRun } from '../client';
 import { codecClientOptions, scriptedWorkerEnv, spawnWorker } from '../testing/worker-process';
+import { readProfiles, summarizeProfiles, type ProfileSummary } from '../testing/cpu-profile';
 
 /** Median and 95th percentile, ms. */
 export interface Spread {
@@ -63,6 +69,8 @@ export interface TurnFigures {
   /** CPU time (user + system, ms) per turn over the run: the worker process, the dev server, this process (the scripted model server and the client). */
   cpuPerTurnMs: { worker: number; server: number; bench: number };
   wallMs: number;
+  /** With `cpuProfDir`: where the worker's CPU went during the run, and the folder of its profiles. */
+  profile?: ProfileSummary & { dir: string };
 }
 
 /** Per-turn figures (ms) of one bare run (see `src/testing/bare-workflow.ts`). */
@@ -214,8 +222,12 @@ export async function measureBare(server: MeasuredServer, turns: number): Promis
   }
 }
 
-/** Runs one agent run of `turns` instant scripted turns on the server at `address`, on a worker process of its own. */
-export async function measureAgent(server: MeasuredServer, turns: number): Promise<TurnFigures> {
+/**
+ * Runs one agent run of `turns` instant scripted turns on the server at
+ * `address`, on a worker process of its own; with `cpuProfDir`, that worker
+ * runs under `node --cpu-prof` and its profiles are summarized.
+ */
+export async function measureAgent(server: MeasuredServer, turns: number, cpuProfDir?: string): Promise<TurnFigures> {
   const { address } = server;
   const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-bench-'));
   const responses: ScriptEntry[] = [];
@@ -229,14 +241,22 @@ export async function measureAgent(server: MeasuredServer, turns: number): Promi
       workerId: `bench-${process.pid}`,
       connection,
       env: scriptedWorkerEnv({ address, modelUrl: model.url, apiKey: 'bench', dataDir: dir, logLevel: 'ERROR' }),
+      ...(cpuProfDir ? { execArgv: ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`, '--cpu-prof-interval', '500'] } : {}),
     });
+    let window = { fromUs: 0, toUs: 0 };
+    let workerCpuMs = 0;
+    let figures: TurnFigures;
     try {
       // Encrypted like every client of the product (the worker's keys: scriptedWorkerEnv); the bare floor above has no codec.
       const client = new Client({ ...codecClientOptions(), connection });
       const t0 = Date.now();
       const cpu0 = { worker: cpuTimeMs(worker.pid), server: cpuTimeMs(server.pid), bench: cpuTimeMs('self') };
+      // The profiles' clock is the monotonic one of process.hrtime, in µs.
+      const fromUs = Number(process.hrtime.bigint() / 1000n);
       const handle = await startAgentRun(client, { task: 'benchmark', approval: 'auto', maxTurns: turns + 2 }, `bench-turns-${Date.now()}`);
       await handle.result();
+      window = { fromUs, toUs: Number(process.hrtime.bigint() / 1000n) };
+      workerCpuMs = cpuTimeMs(worker.pid) - cpu0.worker;
       const wallMs = Date.now() - t0;
       const cpuPerTurnMs = {
         worker: perTurn(cpu0.worker, cpuTimeMs(worker.pid), turns),
@@ -246,7 +266,7 @@ export async function measureAgent(server: MeasuredServer, turns: number): Promi
       const t = tasksOf(await handle.fetchHistory(), (type) => type);
       const turnMs = gaps(t.scheduledAt.callClaude);
       const overhead = turnMs.map((ms, i) => ms - (t.span.callClaude?.[i] ?? 0) - (t.span.runCommand?.[i] ?? 0));
-      return {
+      figures = {
         turn: summarize(turnMs),
         callClaude: summarize(t.span.callClaude ?? []),
         runCommand: summarize(t.span.runCommand ?? []),
@@ -262,6 +282,9 @@ export async function measureAgent(server: MeasuredServer, turns: number): Promi
     } finally {
       await worker.stop();
     }
+    // The profiles are written as the worker exits.
+    if (cpuProfDir) figures.profile = { dir: cpuProfDir, ...summarizeProfiles(readProfiles(cpuProfDir), window, workerCpuMs, turns) };
+    return figures;
   } finally {
     await model.close();
     await connection.close();
@@ -293,10 +316,10 @@ async function onOwnDevServer<T>(
  * defaults), measures the bare floor then an agent run of `turns` turns on
  * it, and stops it.
  */
-export async function measureServer(turns: number, setting: ServerFigures['setting']): Promise<ServerFigures> {
+export async function measureServer(turns: number, setting: ServerFigures['setting'], cpuProfDir?: string): Promise<ServerFigures> {
   return onOwnDevServer({ serverDefaults: setting === 'server default' }, async (server) => {
     const bare = await measureBare(server, turns);
-    const agent = await measureAgent(server, turns);
+    const agent = await measureAgent(server, turns, cpuProfDir);
     return { setting, dynamicConfig: setting === 'project' ? { ...DEV_SERVER_DYNAMIC_CONFIG } : {}, bare, agent };
   });
 }
@@ -326,11 +349,19 @@ async function main(): Promise<void> {
         return n;
       }),
     )
+    .option('--cpu-prof <dir>', "profile the agent's worker (node --cpu-prof) into an empty or new folder, and print where its CPU went")
     .option('--json', 'print JSON')
     .parse(process.argv)
-    .opts<{ turns: number; baseline: boolean; sweep?: number[]; json?: boolean }>();
+    .opts<{ turns: number; baseline: boolean; sweep?: number[]; cpuProf?: string; json?: boolean }>();
   Runtime.install({ logger: new DefaultLogger('WARN') });
-  const runs = [await measureServer(o.turns, 'project')];
+  const cpuProfDir = o.cpuProf ? path.resolve(o.cpuProf) : undefined;
+  if (cpuProfDir) {
+    mkdirSync(cpuProfDir, { recursive: true });
+    // Profiles of an earlier run would be summarized with this one's.
+    if (readdirSync(cpuProfDir).some((f) => f.endsWith('.cpuprofile')))
+      throw new Error(`--cpu-prof ${o.cpuProf} already holds profiles: give an empty folder`);
+  }
+  const runs = [await measureServer(o.turns, 'project', cpuProfDir)];
   if (o.baseline) runs.push(await measureServer(o.turns, 'server default'));
   const sweep = [];
   for (const rps of o.sweep ?? []) sweep.push(await measureBareAtReadLimit(o.turns, rps));
@@ -365,6 +396,21 @@ async function main(): Promise<void> {
   cpu('CPU per agent turn: this process (model server)', (r) => r.agent.cpuPerTurnMs.bench);
   const walls = runs.map((r) => `${r.setting} ${((r.bare.wallMs + r.agent.wallMs) / 1000).toFixed(1)} s`).join(', ');
   process.stdout.write(`${table.toString()}\nproject setting: ${setting}\nwall time (bare + agent): ${walls}\n`);
+  const profile = runs[0]!.agent.profile;
+  if (profile) {
+    for (const [kind, list] of [
+      ['self', profile.self],
+      ['total', profile.total],
+    ] as const) {
+      const prof = new Table({
+        head: [`worker CPU per agent turn: ${kind} ms`, 'share', 'function'],
+        ...(plain ? { style: { head: [], border: [] } } : {}),
+      });
+      for (const f of list) prof.push([f.msPerTurn, `${(f.share * 100).toFixed(1)} %`, f.where]);
+      process.stdout.write(`${prof.toString()}\n`);
+    }
+    process.stdout.write(`profiles in ${profile.dir} (sampled ${profile.sampledMs} ms of the run's threads)\n`);
+  }
   if (sweep.length === 0) return;
   const swept = new Table({
     head: [READ_LIMIT_KEY, 'bare turn median', 'p95', 'wait: workflow task median', '3 / RPS'],

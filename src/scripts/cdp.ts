@@ -18,11 +18,30 @@ export interface CaptureOptions extends PageOptions {
   timeoutMs?: number;
   /** Wait after they appeared, in ms, for the rest of the page (lists, badges, timeline) to draw. @default 2000 */
   settleMs?: number;
+  /** Texts the page must not show when it is captured (after the settle wait): plaintext a shot without the codec must not hold. @default none */
+  absent?: string[];
+  /**
+   * A JavaScript expression, evaluated in the page after the settle wait,
+   * whose value is the region to capture, `{x, y, width, height}` in CSS
+   * pixels (= PNG pixels) within the viewport. @default the whole viewport
+   */
+  clip?: string;
+}
+
+/** A region of the page, CSS pixels. */
+interface Rect {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
 }
 
 /** What {@link capturePage} saw. */
 export interface Capture {
   png: Buffer;
+  /** Size of the PNG, pixels: the viewport's, or the clip's. */
+  width: number;
+  height: number;
   /** ms from the navigation until the expected texts were there. */
   shownAfterMs: number;
 }
@@ -86,8 +105,9 @@ function launch(chromium: string, o: PageOptions): { child: ChildProcess; cdp: C
 /**
  * Opens `o.url` in a headless Chromium (`chromium` is its path), waits until
  * the page's visible text holds every `o.expect` text, waits `o.settleMs`
- * more, and captures the viewport as a PNG.
- * @throws Error naming the texts still missing when `o.timeoutMs` passes, or when Chromium fails
+ * more, checks that it shows none of `o.absent`, and captures the viewport
+ * (or the `o.clip` region of it) as a PNG.
+ * @throws Error naming the texts still missing when `o.timeoutMs` passes, the `o.absent` texts it shows, a clip that is no region, or when Chromium fails
  */
 export async function capturePage(chromium: string, o: CaptureOptions): Promise<Capture> {
   const { child, cdp, stderr } = launch(chromium, o);
@@ -123,8 +143,29 @@ export async function capturePage(chromium: string, o: CaptureOptions): Promise<
     const shownAfterMs = Date.now() - started;
     await sleep(o.settleMs ?? 2_000);
     await cdp.send('Runtime.evaluate', { expression: 'document.fonts.ready.then(() => true)', awaitPromise: true }, sessionId);
-    const shot = await cdp.send<{ data: string }>('Page.captureScreenshot', { format: 'png', captureBeyondViewport: false }, sessionId);
-    return { png: Buffer.from(shot.data, 'base64'), shownAfterMs };
+    const evaluate = async <T>(expression: string): Promise<T> =>
+      (await cdp.send<{ result: { value?: T } }>('Runtime.evaluate', { expression, returnByValue: true }, sessionId)).result.value as T;
+    if (o.absent?.length) {
+      const text = await evaluate<string>('document.body.innerText');
+      const shown = o.absent.filter((t) => text.includes(t));
+      if (shown.length) throw new Error(`the page ${o.url} shows ${shown.map((t) => JSON.stringify(t)).join(', ')}, which it must not`);
+    }
+    let clip: Rect = { x: 0, y: 0, width, height };
+    if (o.clip) {
+      const r = await evaluate<Rect | null>(o.clip);
+      if (!r || ![r.x, r.y, r.width, r.height].every(Number.isFinite) || r.width < 1 || r.height < 1)
+        throw new Error(`the clip of ${o.url} is not a region: ${JSON.stringify(r)}`);
+      // Whole pixels inside the viewport, so the PNG has exactly width × height pixels.
+      const x = Math.max(0, Math.floor(r.x));
+      const y = Math.max(0, Math.floor(r.y));
+      clip = { x, y, width: Math.min(width, Math.ceil(r.x + r.width)) - x, height: Math.min(height, Math.ceil(r.y + r.height)) - y };
+    }
+    const shot = await cdp.send<{ data: string }>(
+      'Page.captureScreenshot',
+      { format: 'png', captureBeyondViewport: false, ...(o.clip ? { clip: { ...clip, scale: 1 } } : {}) },
+      sessionId,
+    );
+    return { png: Buffer.from(shot.data, 'base64'), width: clip.width, height: clip.height, shownAfterMs };
   } catch (err) {
     const tail = stderr()
       .split('\n')

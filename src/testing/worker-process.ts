@@ -106,6 +106,8 @@ export interface SpawnWorkerOptions {
   readyTimeoutMs?: number;
   /** Start it as the leader of its own process group (like a shell's foreground job), so the group can be signalled. @default false */
   detached?: boolean;
+  /** Node options before the script, e.g. `--cpu-prof` (which Node 20 refuses in `NODE_OPTIONS`). @default none */
+  execArgv?: string[];
 }
 
 /** The compiled worker, from `src/testing` (tests) or `dist/testing` alike. */
@@ -117,7 +119,7 @@ const WORKER_JS = path.resolve(__dirname, '..', '..', 'dist', 'worker.js');
  * @throws Error with the worker's output when it exits or does not poll in time
  */
 export async function spawnWorker(options: SpawnWorkerOptions): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, [WORKER_JS], {
+  const child = spawn(process.execPath, [...(options.execArgv ?? []), WORKER_JS], {
     env: { ...options.env, AGENT_JOBS_WORKER_ID: options.workerId },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: options.detached ?? false,

@@ -3,6 +3,7 @@
  * commands it runs, the blank-page check, and how an unknown Update is told
  * from a rejected one. No network, no Chromium.
  */
+import { runInNewContext } from 'node:vm';
 import { deflateSync } from 'node:zlib';
 import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
@@ -15,7 +16,7 @@ import {
   parseAptPolicy,
   pngStats,
 } from '../../../src/scripts/chromium';
-import { SHOTS, expectedTexts, isUnknownUpdate } from '../../../src/scripts/screenshots';
+import { SHOTS, SHOT_SIZE, clipToEvent, expectedTexts, isUnknownUpdate, windowOf } from '../../../src/scripts/screenshots';
 
 const POLICY_NONE = `chromium:
   Installed: (none)
@@ -169,6 +170,33 @@ describe('the shots', () => {
   test('a page is captured once it shows the run and its state in the history', () => {
     expect(expectedTexts(SHOTS.awaitingApproval)).toEqual(['docs-awaiting-approval', 'Event History', 'Timer Started']);
     expect(SHOTS.paused.status).toBe('paused');
+  });
+
+  test('the codec shots: one page, its plaintext shown through the codec and refused without it', () => {
+    const decoded = expectedTexts(SHOTS.codecDecoded);
+    expect(SHOTS.codecEncrypted.workflowId).toBe(SHOTS.codecDecoded.workflowId);
+    // The task, the command and its output: each must be on the decoded page and none on the encrypted one.
+    for (const plain of [SHOTS.codecDecoded.shows[0], 'cat total.txt', '"output"']) {
+      expect(decoded.some((t) => t.includes(plain) || plain.includes(t))).toBe(true);
+      expect(SHOTS.codecEncrypted.hides.some((t) => t.includes(plain) || plain.includes(t))).toBe(true);
+    }
+    // Nothing the encrypted page must show is plaintext the codec hides.
+    for (const shown of SHOTS.codecEncrypted.shows) expect(SHOTS.codecEncrypted.hides).not.toContain(shown);
+    expect(windowOf(SHOTS.codecDecoded)).toEqual({ width: 1600, height: 1200 });
+    expect(windowOf(SHOTS.paused)).toEqual(SHOT_SIZE);
+  });
+
+  test('the crop ends at the row of the given event, and is null without that row', () => {
+    const expr = clipToEvent(40);
+    expect(expr).toContain('=== "40"');
+    const row = (id: string, bottom: number) => ({ cells: [{ innerText: ` ${id} ` }], getBoundingClientRect: () => ({ bottom }) });
+    const page = (rows: unknown[]) => ({
+      querySelector: () => ({ getBoundingClientRect: () => ({ x: 256, y: 48, width: 1344 }) }),
+      querySelectorAll: () => rows,
+    });
+    const run = (doc: unknown): unknown => runInNewContext(expr, { document: doc });
+    expect(run(page([row('4', 300), row('40', 900), row('41', 930)]))).toEqual({ x: 256, y: 48, width: 1344, height: 853 });
+    expect(run(page([row('400', 900)]))).toBeNull();
   });
 
   test('an Update the workflow has no handler for is told from one its validator rejected', () => {
