@@ -110,13 +110,15 @@ function namespaceArgs(asRoot: boolean, network: boolean): string[] {
   return ['--unshare-all', ...(network ? ['--share-net'] : []), '--unshare-user', '--disable-userns'];
 }
 
-const probed = new Map<string, string | null>();
-
 /**
  * Path of a working bwrap: the first `bwrap` on `searchPath` that can start
- * `true` in the namespaces a session uses. Probed once per search path.
+ * `true` in the namespaces a session uses. Probed once per search path and
+ * `probed` map (the caller's memo: `SessionHost.bwrapProbes`); every call probes without one.
  */
-export function findBwrap(searchPath: string = process.env.PATH ?? MINIMAL_ENV.PATH!): string | null {
+export function findBwrap(
+  searchPath: string = process.env.PATH ?? MINIMAL_ENV.PATH!,
+  probed: Map<string, string | null> = new Map(),
+): string | null {
   const cached = probed.get(searchPath);
   if (cached !== undefined) return cached;
   let found: string | null = null;
@@ -149,12 +151,17 @@ export function findBwrap(searchPath: string = process.env.PATH ?? MINIMAL_ENV.P
  * The mode a session gets: `requested`, else `AGENT_JOBS_SANDBOX`, else
  * `bwrap` when a working bwrap is found and `none` otherwise. A sandbox
  * asked for is never silently dropped.
+ * @param probed the caller's memo of {@link findBwrap} (`SessionHost.bwrapProbes`)
  * @throws SessionStartError when bwrap is asked for and none works here
  */
-export function resolveSandbox(requested?: SandboxMode, searchPath?: string): { mode: SandboxMode; bwrap?: string } {
+export function resolveSandbox(
+  requested?: SandboxMode,
+  searchPath?: string,
+  probed?: Map<string, string | null>,
+): { mode: SandboxMode; bwrap?: string } {
   const asked = requested ?? sandboxModeFromEnv();
   if (asked === 'none') return { mode: 'none' };
-  const bwrap = findBwrap(searchPath);
+  const bwrap = findBwrap(searchPath, probed);
   if (bwrap) return { mode: 'bwrap', bwrap };
   if (asked === 'bwrap') {
     throw new SessionStartError(
