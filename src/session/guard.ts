@@ -14,7 +14,8 @@
  *    also lists everything to kill. Needs a writable cgroup filesystem (true
  *    for root on a VM or a privileged container, false in a default Docker
  *    container).
- * 2. `watchdog`: a timer in the worker (every 100 ms) reads /proc/loadavg
+ * 2. `watchdog`: a timer in the worker (every 100 ms; one {@link Watchdog} for
+ *    all the sessions of a `SessionHost`) reads /proc/loadavg
  *    (one small read: the machine's task count and its newest pid).
  *    - Sudden growth: when the machine has gained more tasks than a
  *      session's limit since the last full scan and the newest processes

@@ -13,7 +13,7 @@ import { findSetpriv } from './shell';
 export class SessionHost {
   /** Checks every guard of this host's sessions (guard.ts). */
   readonly watchdog = new Watchdog();
-  /** {@link findBwrap}'s answers by search path (sandbox.ts). */
+  /** sandbox.ts `findBwrap`'s answers by search path. */
   readonly bwrapProbes = new Map<string, string | null>();
   /** Session users ensured, by name (identity.ts `ensureSessionUser`). */
   readonly users = new Map<string, SessionIdentity>();

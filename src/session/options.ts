@@ -128,6 +128,7 @@ export interface RunOptions {
 }
 
 /**
+ * Checks a timeout option `name`.
  * @throws InvalidSessionOptionError when `value` is set and not a number of ms > 0 (Infinity allowed)
  */
 export function checkTimeout(name: string, value: number | undefined): void {
@@ -137,6 +138,7 @@ export function checkTimeout(name: string, value: number | undefined): void {
 }
 
 /**
+ * Checks the options of {@link BashSession.start} that have a range.
  * @throws InvalidSessionOptionError for an out-of-range `timeoutMs`, `killGraceMs`, `processGuard` or `maxOutputBytes`
  */
 export function checkStartOptions(options: BashSessionOptions): void {

@@ -2,10 +2,11 @@
  * BashSession: one long-lived bash per agent run, driven by the protocol in
  * `protocol.ts`. See `index.ts` for the public surface and `README.md` (this
  * folder) for the contract and the decisions behind it. The steps around it
- * live apart: options and their checks (`options.ts`), how a command ended
- * (`ending.ts`), its result (`result.ts`), its audit line (`audit.ts`), the
- * workspace and sandbox paths (`workspace.ts`), exact runs (`exact-run.ts`)
- * and the editor's file operations (`edit-io.ts`).
+ * live apart: options and their checks (`options.ts`), the setup before the
+ * first shell (`setup.ts`), what the process's sessions share (`host.ts`),
+ * how a command ended (`ending.ts`), its result (`result.ts`), its audit line
+ * (`audit.ts`), the workspace and sandbox paths (`workspace.ts`), exact runs
+ * (`exact-run.ts`) and the editor's file operations (`edit-io.ts`).
  */
 import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
@@ -96,6 +97,7 @@ const IDLE_WAIT_MS = 3000;
  * exiting (its pipe may arrive after the exit event, and a background job may keep it open), ms.
  */
 const EXIT_STDERR_WAIT_MS = 100;
+
 /** One command on its way to the shell: its file (when long), tokens, FIFO and output collector. */
 interface PreparedCommand {
   commandFile: string;

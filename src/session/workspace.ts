@@ -140,6 +140,7 @@ export function notWritableBy(dir: string, identity: SessionIdentity | null, acl
   return st.mode & bit ? undefined : `mode ${(st.mode & 0o777).toString(8)}, owner uid ${st.uid}`;
 }
 
+/** Deletes `file`, if it is still there. */
 export function removeQuietly(file: string): void {
   try {
     fs.unlinkSync(file);
