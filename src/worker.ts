@@ -30,6 +30,7 @@ import {
   reapOrphanedSessions,
   resolveSandbox,
   containerSandboxProblem,
+  SessionHost,
   type SandboxMode,
   sessionUserName,
   workerIsRoot,
@@ -133,11 +134,13 @@ export async function startWorker(): Promise<RunningWorker> {
   // non-dumpable, so even a process of our own uid needs CAP_SYS_PTRACE to read our memory.
   const dumpable = makeNonDumpable();
   if (!dumpable.done) logger.debug(`worker stays dumpable: ${dumpable.why}`);
+  // What this process's sessions share: the process guard's watchdog, and setpriv, bwrap and the session user looked up once.
+  const sessionHost = new SessionHost();
   // Who bash runs as, and in what sandbox: decided (and the user created) before any session.
-  const sessionUser = workerIsRoot() ? ensureSessionUser(sessionUserName()).user : null;
+  const sessionUser = workerIsRoot() ? ensureSessionUser(sessionUserName(), sessionHost.users).user : null;
   let sandboxMode: string;
   try {
-    sandboxMode = resolveSandbox().mode;
+    sandboxMode = resolveSandbox(undefined, undefined, sessionHost.bwrapProbes).mode;
     if (sandboxMode === 'none')
       logger.warn('sandbox none (AGENT_JOBS_SANDBOX=none, or no working bwrap): commands see the whole machine as their user may');
   } catch (err) {
@@ -205,6 +208,7 @@ export async function startWorker(): Promise<RunningWorker> {
       secretEnvNames: secretNames,
       // What no session may see: every run's data, the audit log, this project's files, the codec keys.
       hidePaths: sessionHiddenPaths(),
+      host: sessionHost,
     },
   });
   const { openSession, runCommand, runEdit, restartSession, closeSession, commandOutcome, createWorktree } = sessionActivities;

@@ -64,6 +64,36 @@ function nameOf(node: ts.SignatureDeclaration): string {
   return '(anonymous)';
 }
 
+/** A `let` or `var` declared at a module's top level: state every caller of the module shares. */
+export interface ModuleVariable {
+  /** Path relative to the working directory. */
+  file: string;
+  name: string;
+  /** 1-based line. */
+  line: number;
+  kind: 'let' | 'var';
+}
+
+/**
+ * The `let` and `var` bindings at the top level of `file` (its text, or `text` when given), a
+ * destructuring's names included; those inside functions, classes and blocks are not listed.
+ */
+export function moduleVariables(file: string, text: string = readFileSync(file, 'utf8')): ModuleVariable[] {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.ES2022, true);
+  const out: ModuleVariable[] = [];
+  for (const statement of source.statements) {
+    if (!ts.isVariableStatement(statement)) continue;
+    const flags = statement.declarationList.flags;
+    if (flags & (ts.NodeFlags.Const | ts.NodeFlags.Using)) continue;
+    const kind = flags & ts.NodeFlags.Let ? 'let' : 'var';
+    for (const d of statement.declarationList.declarations) {
+      const line = source.getLineAndCharacterOfPosition(d.getStart(source)).line + 1;
+      out.push({ file: path.relative(process.cwd(), file), name: d.name.getText(source), line, kind });
+    }
+  }
+  return out;
+}
+
 /** Lines of a file (a final newline does not start a line). */
 export function fileLines(file: string): number {
   return readFileSync(file, 'utf8').replace(/\n$/, '').split('\n').length;

@@ -14,7 +14,8 @@
  *    also lists everything to kill. Needs a writable cgroup filesystem (true
  *    for root on a VM or a privileged container, false in a default Docker
  *    container).
- * 2. `watchdog`: a timer in the worker (every 100 ms) reads /proc/loadavg
+ * 2. `watchdog`: a timer in the worker (every 100 ms; one {@link Watchdog} for
+ *    all the sessions of a `SessionHost`) reads /proc/loadavg
  *    (one small read: the machine's task count and its newest pid).
  *    - Sudden growth: when the machine has gained more tasks than a
  *      session's limit since the last full scan and the newest processes
@@ -184,28 +185,34 @@ export class ProcessGuard {
   private fired = false;
   private onExceeded: (() => void) | undefined;
 
-  private constructor(kind: 'cgroup' | 'watchdog' | 'none', cgroup: PidsCgroup | undefined, maxProcesses: number) {
+  private constructor(
+    kind: 'cgroup' | 'watchdog' | 'none',
+    cgroup: PidsCgroup | undefined,
+    maxProcesses: number,
+    private readonly watchdog: Watchdog,
+  ) {
     this.kind = kind;
     this.cgroup = cgroup;
     this.maxProcesses = maxProcesses;
   }
 
   /**
-   * Creates the guard. `name` names the cgroup directory (made safe here).
+   * Creates the guard. `name` names the cgroup directory (made safe here);
+   * `watchdog` checks it once adopted (one per process: `SessionHost`).
    * Throws {@link CgroupUnavailableError} in mode `cgroup` when no pids cgroup
    * can be created.
    */
-  static create(mode: ProcessGuardMode, maxProcesses: number, name: string): ProcessGuard {
-    if (mode === 'none') return new ProcessGuard('none', undefined, maxProcesses);
+  static create(mode: ProcessGuardMode, maxProcesses: number, name: string, watchdog: Watchdog): ProcessGuard {
+    if (mode === 'none') return new ProcessGuard('none', undefined, maxProcesses, watchdog);
     if (mode === 'auto' || mode === 'cgroup') {
       const cg = createPidsCgroup(`agent-jobs-${name.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 80)}`, maxProcesses);
-      if (cg) return new ProcessGuard('cgroup', cg, maxProcesses);
+      if (cg) return new ProcessGuard('cgroup', cg, maxProcesses, watchdog);
       if (mode === 'cgroup')
         throw new CgroupUnavailableError(
           'no writable pids cgroup (cgroup v1 pids hierarchy, or v2 with the pids controller delegated) is available',
         );
     }
-    return new ProcessGuard('watchdog', undefined, maxProcesses);
+    return new ProcessGuard('watchdog', undefined, maxProcesses, watchdog);
   }
 
   /**
@@ -221,7 +228,7 @@ export class ProcessGuard {
       fs.writeFileSync(path.join(this.cgroup.dir, 'cgroup.procs'), String(pid));
       this.hitsAtStart = readLimitHits(this.cgroup);
     }
-    if (this.kind !== 'none') watch(this);
+    if (this.kind !== 'none') this.watchdog.watch(this);
   }
 
   /**
@@ -304,7 +311,7 @@ export class ProcessGuard {
 
   /** Stops watching and removes the cgroup (retrying while its last processes exit). */
   async dispose(): Promise<void> {
-    unwatch(this);
+    this.watchdog.unwatch(this);
     if (!this.cgroup) return;
     for (let attempt = 0; attempt < 50; attempt++) {
       try {
@@ -318,14 +325,6 @@ export class ProcessGuard {
     }
   }
 }
-
-const watched = new Set<ProcessGuard>();
-let timer: NodeJS.Timeout | undefined;
-/** Machine task count at the last full scan, or the lowest seen since. */
-let baselineTasks: number | undefined;
-/** Machine task count at the previous tick. */
-let previousTasks: number | undefined;
-let lastScanAt = 0;
 
 /**
  * Scans /proc for the tasks of the watched sessions, newest pids first (a
@@ -359,20 +358,6 @@ async function findExceeded(guards: ProcessGuard[]): Promise<ProcessGuard | unde
   return undefined;
 }
 
-let scanning = false;
-
-/** Runs {@link findExceeded} unless one is already running, and fires the guard it finds. */
-function scanInBackground(guards: ProcessGuard[]): void {
-  if (scanning) return;
-  scanning = true;
-  findExceeded(guards)
-    .then((g) => g?.fire())
-    .catch(() => undefined)
-    .finally(() => {
-      scanning = false;
-    });
-}
-
 /**
  * Which watched session owns most of the newest processes on the machine:
  * reads /proc/loadavg's last pid and the stat of the `sample` pids below it
@@ -394,70 +379,108 @@ function ownerOfNewest(guards: ProcessGuard[], lastPid: number, sample: number):
   return undefined;
 }
 
-function tick(): void {
-  const watchdogs: ProcessGuard[] = [];
-  for (const guard of watched) {
-    if (guard.kind === 'cgroup') {
-      if (guard.cgroupLimitHit()) guard.fire();
-    } else if (!guard.exceeded && guard.leaderPid > 0) {
-      watchdogs.push(guard);
+/**
+ * The timer that checks every watched guard each {@link GUARD_INTERVAL_MS}:
+ * a cgroup guard's `pids.events`, and for the rest the watchdog of the module
+ * comment (the machine's task count, the newest pids, a background /proc
+ * scan). One per process is enough and cheapest (one loadavg read per tick
+ * for all sessions); its owner passes it to every session (`SessionHost`).
+ * The timer runs only while a guard is watched, and is unref'd.
+ */
+export class Watchdog {
+  private readonly watched = new Set<ProcessGuard>();
+  private timer: NodeJS.Timeout | undefined;
+  /** Machine task count at the last full scan, or the lowest seen since. */
+  private baselineTasks: number | undefined;
+  /** Machine task count at the previous tick. */
+  private previousTasks: number | undefined;
+  private lastScanAt = 0;
+  private scanning = false;
+
+  /** Starts checking `guard` (and the timer, if it is the first). */
+  watch(guard: ProcessGuard): void {
+    this.watched.add(guard);
+    this.updateTimer();
+  }
+
+  /** Stops checking `guard` (and the timer, if it was the last). */
+  unwatch(guard: ProcessGuard): void {
+    this.watched.delete(guard);
+    this.updateTimer();
+  }
+
+  private updateTimer(): void {
+    if (this.watched.size > 0 && !this.timer) {
+      this.timer = setInterval(() => this.tick(), GUARD_INTERVAL_MS);
+      this.timer.unref();
+    } else if (this.watched.size === 0 && this.timer) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+      this.previousTasks = this.baselineTasks = undefined;
     }
   }
-  if (watchdogs.length === 0) return;
-  const load = readLoadavg();
-  const now = Date.now();
-  if (!load) {
-    if (now - lastScanAt >= SCAN_MAX_INTERVAL_MS) {
-      lastScanAt = now;
-      scanInBackground(watchdogs);
+
+  /** One check: cgroup guards fire on a refused fork; the others go to {@link watchTasks}. */
+  private tick(): void {
+    const watchdogs: ProcessGuard[] = [];
+    for (const guard of this.watched) {
+      if (guard.kind === 'cgroup') {
+        if (guard.cgroupLimitHit()) guard.fire();
+      } else if (!guard.exceeded && guard.leaderPid > 0) {
+        watchdogs.push(guard);
+      }
     }
-    return;
+    if (watchdogs.length > 0) this.watchTasks(watchdogs);
   }
-  if (previousTasks === undefined || baselineTasks === undefined) {
-    // First tick: just learn the machine's task count.
-    previousTasks = baselineTasks = load.tasks;
-    lastScanAt = now;
-    return;
-  }
-  const delta = load.tasks - previousTasks;
-  previousTasks = load.tasks;
-  baselineTasks = Math.min(baselineTasks, load.tasks);
-  const growth = load.tasks - baselineTasks;
-  if (growth >= SCAN_TRIGGER_TASKS || delta >= SCAN_TRIGGER_TASKS) {
-    // Fast path: the machine grew by more than a session's whole allowance
-    // since the last full scan, and the newest processes are that session's.
-    const owner = ownerOfNewest(watchdogs, load.lastPid, NEWEST_SAMPLE);
-    if (owner && growth > owner.maxProcesses) {
-      owner.fire();
+
+  /** The watchdog's tick: the fast path on sudden growth, a background scan when it is calm and due. */
+  private watchTasks(watchdogs: ProcessGuard[]): void {
+    const load = readLoadavg();
+    const now = Date.now();
+    if (!load) {
+      if (now - this.lastScanAt >= SCAN_MAX_INTERVAL_MS) {
+        this.lastScanAt = now;
+        this.scanInBackground(watchdogs);
+      }
       return;
     }
+    if (this.previousTasks === undefined || this.baselineTasks === undefined) {
+      // First tick: just learn the machine's task count.
+      this.previousTasks = this.baselineTasks = load.tasks;
+      this.lastScanAt = now;
+      return;
+    }
+    const delta = load.tasks - this.previousTasks;
+    this.previousTasks = load.tasks;
+    this.baselineTasks = Math.min(this.baselineTasks, load.tasks);
+    const growth = load.tasks - this.baselineTasks;
+    if (growth >= SCAN_TRIGGER_TASKS || delta >= SCAN_TRIGGER_TASKS) {
+      // Fast path: the machine grew by more than a session's whole allowance
+      // since the last full scan, and the newest processes are that session's.
+      const owner = ownerOfNewest(watchdogs, load.lastPid, NEWEST_SAMPLE);
+      if (owner && growth > owner.maxProcesses) {
+        owner.fire();
+        return;
+      }
+    }
+    // A full scan lists /proc, which is slow while processes are being created
+    // fast (and slows down the reads of the fast path): only when it is calm.
+    if (this.scanning || delta >= QUIET_TASKS_PER_TICK) return;
+    if (growth < SCAN_TRIGGER_TASKS && now - this.lastScanAt < SCAN_MAX_INTERVAL_MS) return;
+    this.lastScanAt = now;
+    this.baselineTasks = load.tasks;
+    this.scanInBackground(watchdogs);
   }
-  // A full scan lists /proc, which is slow while processes are being created
-  // fast (and slows down the reads of the fast path): only when it is calm.
-  if (scanning || delta >= QUIET_TASKS_PER_TICK) return;
-  if (growth < SCAN_TRIGGER_TASKS && now - lastScanAt < SCAN_MAX_INTERVAL_MS) return;
-  lastScanAt = now;
-  baselineTasks = load.tasks;
-  scanInBackground(watchdogs);
-}
 
-function updateTimer(): void {
-  if (watched.size > 0 && !timer) {
-    timer = setInterval(tick, GUARD_INTERVAL_MS);
-    timer.unref();
-  } else if (watched.size === 0 && timer) {
-    clearInterval(timer);
-    timer = undefined;
-    previousTasks = baselineTasks = undefined;
+  /** Runs {@link findExceeded} unless one is already running, and fires the guard it finds. */
+  private scanInBackground(guards: ProcessGuard[]): void {
+    if (this.scanning) return;
+    this.scanning = true;
+    findExceeded(guards)
+      .then((g) => g?.fire())
+      .catch(() => undefined)
+      .finally(() => {
+        this.scanning = false;
+      });
   }
-}
-
-function watch(guard: ProcessGuard): void {
-  watched.add(guard);
-  updateTimer();
-}
-
-function unwatch(guard: ProcessGuard): void {
-  watched.delete(guard);
-  updateTimer();
 }

@@ -77,14 +77,13 @@ export function lookupUser(name: string): (SessionIdentity & { home: string }) |
   }
 }
 
-const ensured = new Map<string, SessionIdentity>();
-
 /**
  * The session user `name`, created first when missing (`useradd --system
- * --no-create-home --shell /usr/sbin/nologin`; root only). Cached per name.
+ * --no-create-home --shell /usr/sbin/nologin`; root only). Cached per name
+ * in `ensured` (the caller's memo: `SessionHost.users`).
  * @throws SessionStartError when the user is missing and cannot be created, or is root
  */
-export function ensureSessionUser(name: string = sessionUserName()): SessionIdentity {
+export function ensureSessionUser(name: string = sessionUserName(), ensured: Map<string, SessionIdentity> = new Map()): SessionIdentity {
   const cached = ensured.get(name);
   if (cached) return cached;
   if (!/^[a-z_][a-z0-9_-]*\$?$/i.test(name) || name.length > 32)
@@ -118,10 +117,11 @@ export function ensureSessionUser(name: string = sessionUserName()): SessionIden
 /**
  * The identity bash gets: `user` as given (null: the worker's own user); by
  * default the session user when the worker is root, else the worker's own.
+ * @param ensured the caller's memo of {@link ensureSessionUser}
  * @returns null when bash runs as the worker's own user
  * @throws SessionStartError when a user is asked for and the worker is not root, or it cannot be created
  */
-export function resolveIdentity(user: string | null | undefined): SessionIdentity | null {
+export function resolveIdentity(user: string | null | undefined, ensured?: Map<string, SessionIdentity>): SessionIdentity | null {
   if (user === null) return null;
   if (!workerIsRoot()) {
     if (user === undefined) return null;
@@ -129,7 +129,7 @@ export function resolveIdentity(user: string | null | undefined): SessionIdentit
       `cannot run bash as ${user}: the worker is not root (it runs as uid ${process.getuid?.()}), so it cannot change user`,
     );
   }
-  return ensureSessionUser(user ?? sessionUserName());
+  return ensureSessionUser(user ?? sessionUserName(), ensured);
 }
 
 /** gid given to a workspace owner whose primary group (and the workspace's group) is root's: `nogroup`. */
@@ -147,12 +147,14 @@ export const OWNER_FALLBACK_GID = 65534;
  * Else {@link resolveIdentity}, and `acl` when that user is not the owner.
  * @param workspace the workspace with symlinks resolved (its owner is read with stat)
  * @param sandboxed whether bash runs in the bwrap sandbox
+ * @param ensured the caller's memo of {@link ensureSessionUser}
  * @throws SessionStartError as {@link resolveIdentity}
  */
 export function workspaceIdentity(
   user: string | null | undefined,
   workspace: string,
   sandboxed: boolean,
+  ensured?: Map<string, SessionIdentity>,
 ): { identity: SessionIdentity | null; access: WorkspaceAccess } {
   const st = statSync(workspace);
   if (user === undefined && sandboxed && workerIsRoot() && st.uid !== 0) {
@@ -166,7 +168,7 @@ export function workspaceIdentity(
       access: 'owner',
     };
   }
-  const identity = resolveIdentity(user);
+  const identity = resolveIdentity(user, ensured);
   if (!identity) return { identity, access: 'none' };
   return { identity, access: identity.uid === st.uid ? 'owner' : 'acl' };
 }

@@ -10,6 +10,8 @@
  *   {@link redactSecrets}, {@link isSecretEnvName};
  * - output helpers ({@link sanitizeText}, {@link processOutput}) for callers
  *   that clean other command output the same way;
+ * - {@link SessionHost}: what a process's sessions share (the process guard's
+ *   watchdog, lookups made once); a worker makes one and passes it to each;
  * - {@link reapOrphanedSessions}: a worker calls it at start to kill what is
  *   left of sessions whose worker died;
  * - error classes, each documenting when it is thrown.
@@ -57,6 +59,7 @@ export {
 export { DEFAULT_MAX_OUTPUT_BYTES, processOutput, sanitizeText, stripAnsi, type CappedOutput } from './output';
 export type { AuditLine } from './audit';
 export { reapOrphanedSessions, type ReapResult } from './orphans';
+export { SessionHost } from './host';
 export {
   DEFAULT_SESSION_USER,
   ensureSessionUser,

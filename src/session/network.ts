@@ -208,14 +208,9 @@ export function setUpdate(host: HostRanges): string {
  * @throws Error when nft or slirp4netns is missing or fails
  */
 export async function attachNetwork(pid: number): Promise<ChildProcess> {
-  const monitor = spawn('ip', ['-o', 'monitor', 'route'], { env: MINIMAL_ENV, stdio: ['ignore', 'pipe', 'ignore'] });
-  // No iproute2: fail the start here rather than lose the network at the first change.
-  await new Promise<void>((resolve, reject) => {
-    monitor.once('spawn', resolve);
-    monitor.once('error', (err) => reject(new Error(`ip monitor route (iproute2): ${err.message}`)));
-  });
-  monitor.on('error', () => undefined);
-  let loaded = hostRanges();
+  const monitor = await startRouteMonitor();
+  const loaded = hostRanges();
+  let child: ChildProcess;
   try {
     execFileSync('nsenter', [`--net=/proc/${pid}/ns/net`, '--', 'nft', '-f', '-'], {
       input: namespaceRules(loaded),
@@ -223,10 +218,42 @@ export async function attachNetwork(pid: number): Promise<ChildProcess> {
       stdio: ['pipe', 'ignore', 'pipe'],
       timeout: READY_TIMEOUT_MS,
     });
+    child = await startSlirp(pid);
   } catch (err) {
     monitor.kill('SIGKILL');
     throw err;
   }
+  child.removeAllListeners('exit');
+  child.on('error', () => undefined);
+  child.once('exit', () => monitor.kill('SIGKILL'));
+  keepRulesCurrent(pid, monitor, child, loaded);
+  monitor.unref();
+  (monitor.stdout as unknown as { unref?: () => void } | null)?.unref?.();
+  child.unref();
+  for (const s of [child.stderr, child.stdio[3], child.stdio[4]]) (s as unknown as { unref?: () => void } | null)?.unref?.();
+  return child;
+}
+
+/**
+ * `ip -o monitor route`, started (one line per change of the host's routing tables).
+ * @throws Error when iproute2 is missing: the start fails here rather than lose the network at the first change
+ */
+async function startRouteMonitor(): Promise<ChildProcess> {
+  const monitor = spawn('ip', ['-o', 'monitor', 'route'], { env: MINIMAL_ENV, stdio: ['ignore', 'pipe', 'ignore'] });
+  await new Promise<void>((resolve, reject) => {
+    monitor.once('spawn', resolve);
+    monitor.once('error', (err) => reject(new Error(`ip monitor route (iproute2): ${err.message}`)));
+  });
+  monitor.on('error', () => undefined);
+  return monitor;
+}
+
+/**
+ * slirp4netns attached to the network namespace of `pid` (tap0, MTU 65520, no host loopback, in
+ * its own sandbox and seccomp filter), once it reports ready on fd 3; it exits when fd 4 closes.
+ * @throws Error when it is missing, exits, or is not ready within {@link READY_TIMEOUT_MS}
+ */
+async function startSlirp(pid: number): Promise<ChildProcess> {
   const child = spawn(
     'slirp4netns',
     [
@@ -253,14 +280,17 @@ export async function attachNetwork(pid: number): Promise<ChildProcess> {
     ready.once('data', () => (clearTimeout(timer), resolve()));
     child.once('error', (err) => (clearTimeout(timer), reject(err)));
     child.once('exit', (code) => (clearTimeout(timer), reject(new Error(`slirp4netns exited (${code}): ${stderr.trim()}`))));
-  }).catch((err: unknown) => {
-    monitor.kill('SIGKILL');
-    throw err;
   });
-  child.removeAllListeners('exit');
-  child.on('error', () => undefined);
-  child.once('exit', () => monitor.kill('SIGKILL'));
-  /** Re-reads the host's ranges and loads them when they changed; one at a time, again when a change came meanwhile. */
+  return child;
+}
+
+/**
+ * Keeps the namespace's refused sets equal to the host's ranges: each line of `monitor` re-reads
+ * {@link hostRanges} and, when they changed from `loaded`, replaces the sets' elements in one nft
+ * transaction, one at a time (again when a change came meanwhile). A failed update kills
+ * slirp4netns (`child`), and so does the monitor's exit: no way out rather than stale rules.
+ */
+function keepRulesCurrent(pid: number, monitor: ChildProcess, child: ChildProcess, loaded: HostRanges): void {
   let running = false;
   let again = false;
   const refresh = (): void => {
@@ -299,9 +329,4 @@ export async function attachNetwork(pid: number): Promise<ChildProcess> {
   monitor.once('exit', () => child.kill('SIGKILL'));
   // A change between the first read and the monitor's subscription.
   refresh();
-  monitor.unref();
-  (monitor.stdout as unknown as { unref?: () => void } | null)?.unref?.();
-  child.unref();
-  for (const s of [child.stderr, child.stdio[3], child.stdio[4]]) (s as unknown as { unref?: () => void } | null)?.unref?.();
-  return child;
 }

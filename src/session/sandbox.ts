@@ -110,13 +110,15 @@ function namespaceArgs(asRoot: boolean, network: boolean): string[] {
   return ['--unshare-all', ...(network ? ['--share-net'] : []), '--unshare-user', '--disable-userns'];
 }
 
-const probed = new Map<string, string | null>();
-
 /**
  * Path of a working bwrap: the first `bwrap` on `searchPath` that can start
- * `true` in the namespaces a session uses. Probed once per search path.
+ * `true` in the namespaces a session uses. Probed once per search path and
+ * `probed` map (the caller's memo: `SessionHost.bwrapProbes`); every call probes without one.
  */
-export function findBwrap(searchPath: string = process.env.PATH ?? MINIMAL_ENV.PATH!): string | null {
+export function findBwrap(
+  searchPath: string = process.env.PATH ?? MINIMAL_ENV.PATH!,
+  probed: Map<string, string | null> = new Map(),
+): string | null {
   const cached = probed.get(searchPath);
   if (cached !== undefined) return cached;
   let found: string | null = null;
@@ -149,12 +151,17 @@ export function findBwrap(searchPath: string = process.env.PATH ?? MINIMAL_ENV.P
  * The mode a session gets: `requested`, else `AGENT_JOBS_SANDBOX`, else
  * `bwrap` when a working bwrap is found and `none` otherwise. A sandbox
  * asked for is never silently dropped.
+ * @param probed the caller's memo of {@link findBwrap} (`SessionHost.bwrapProbes`)
  * @throws SessionStartError when bwrap is asked for and none works here
  */
-export function resolveSandbox(requested?: SandboxMode, searchPath?: string): { mode: SandboxMode; bwrap?: string } {
+export function resolveSandbox(
+  requested?: SandboxMode,
+  searchPath?: string,
+  probed?: Map<string, string | null>,
+): { mode: SandboxMode; bwrap?: string } {
   const asked = requested ?? sandboxModeFromEnv();
   if (asked === 'none') return { mode: 'none' };
-  const bwrap = findBwrap(searchPath);
+  const bwrap = findBwrap(searchPath, probed);
   if (bwrap) return { mode: 'bwrap', bwrap };
   if (asked === 'bwrap') {
     throw new SessionStartError(
@@ -195,29 +202,32 @@ function ancestors(p: string): string[] {
 
 type MountOp = { kind: 'tmpfs' | 'dir' | 'bind' | 'ro-bind' | 'hide-file'; path: string; mode?: string };
 
+/** `p` absolute with symlinks resolved (as given, made absolute, when it cannot be). */
+function resolvedPath(p: string): string {
+  const abs = path.resolve(p);
+  try {
+    return fs.realpathSync(abs);
+  } catch {
+    return abs;
+  }
+}
+
 /**
- * The bwrap arguments before `--` (without the bwrap path): namespaces, the
- * read-only root, /dev, /proc, private /tmp and /dev/shm, the hidden paths,
- * and the binds, in an order where no later mount covers an earlier bind.
+ * The mounts of `o` in no particular order: the private /tmp, the hidden paths (an empty tmpfs
+ * over a directory, /dev/null over a file), the binds (`targets`), and an empty tmpfs over each
+ * ancestor of a bind that the session user cannot search on the real filesystem (it costs it
+ * nothing it could see).
  */
-export function bwrapArgs(o: SandboxOptions, chdir?: string): string[] {
-  const resolve = (p: string) => {
-    const abs = path.resolve(p);
-    try {
-      return fs.realpathSync(abs);
-    } catch {
-      return abs;
-    }
-  };
-  const binds = [...new Set(o.writable.map(resolve))].map((p) => ({ kind: 'bind' as const, path: p }));
-  const roBinds = [...new Set(o.readable.map(resolve))]
+function mountOps(o: SandboxOptions): { ops: MountOp[]; targets: MountOp[] } {
+  const binds = [...new Set(o.writable.map(resolvedPath))].map((p) => ({ kind: 'bind' as const, path: p }));
+  const roBinds = [...new Set(o.readable.map(resolvedPath))]
     .filter((p) => !binds.some((b) => b.path === p))
     .map((p) => ({ kind: 'ro-bind' as const, path: p }));
   const targets = [...binds, ...roBinds];
   const ops: MountOp[] = [{ kind: 'tmpfs', path: '/tmp', mode: '1777' }];
   const tmpfsAt = new Set(['/tmp']);
   for (const raw of o.hide) {
-    const h = resolve(raw);
+    const h = resolvedPath(raw);
     if (h === '/' || h === '/tmp' || targets.some((t) => within(t.path, h) && t.path === h)) continue;
     let st: fs.Stats;
     try {
@@ -233,8 +243,6 @@ export function bwrapArgs(o: SandboxOptions, chdir?: string): string[] {
       ops.push({ kind: 'hide-file', path: h });
     }
   }
-  // Ancestors of a bind that the session user cannot search on the real
-  // filesystem: an empty tmpfs there costs it nothing it could see.
   for (const t of targets) {
     for (const a of ancestors(t.path)) {
       if ([...tmpfsAt].some((t) => within(a, t))) continue;
@@ -245,8 +253,17 @@ export function bwrapArgs(o: SandboxOptions, chdir?: string): string[] {
     }
   }
   ops.push(...targets);
-  // The mount that holds `p` when it is applied: the deepest earlier op at or above it.
+  return { ops, targets };
+}
+
+/**
+ * `ops` in the order bwrap applies them, shallowest first, so that no later mount covers an
+ * earlier bind; a hidden path inside a hidden directory dropped (it needs no mount of its own);
+ * and before a bind or tmpfs inside a tmpfs, a searchable `--dir` for each directory on the way.
+ */
+function orderMounts(ops: MountOp[], targets: MountOp[]): MountOp[] {
   const sorted = ops.sort((a, b) => depth(a.path) - depth(b.path) || order(a) - order(b));
+  // The mount that holds `p` when it is applied: the deepest earlier op at or above it.
   const holder = (p: string, before: number): MountOp | undefined => {
     let best: MountOp | undefined;
     for (let i = 0; i < before; i++) {
@@ -275,6 +292,17 @@ export function bwrapArgs(o: SandboxOptions, chdir?: string): string[] {
     }
     final.push(op);
   }
+  return final;
+}
+
+/**
+ * The bwrap arguments before `--` (without the bwrap path): namespaces, the
+ * read-only root, /dev, /proc, private /tmp and /dev/shm, the hidden paths,
+ * and the binds, in an order where no later mount covers an earlier bind.
+ */
+export function bwrapArgs(o: SandboxOptions, chdir?: string): string[] {
+  const { ops, targets } = mountOps(o);
+  const final = orderMounts(ops, targets);
   const args = [
     '--die-with-parent',
     ...namespaceArgs(o.identity !== null || process.getuid?.() === 0, o.network),

@@ -1,58 +1,84 @@
 /**
  * BashSession: one long-lived bash per agent run, driven by the protocol in
  * `protocol.ts`. See `index.ts` for the public surface and `README.md` (this
- * folder) for the contract and the decisions behind it.
+ * folder) for the contract and the decisions behind it. The steps around it
+ * live apart: options and their checks (`options.ts`), the setup before the
+ * first shell (`setup.ts`), what the process's sessions share (`host.ts`),
+ * how a command ended (`ending.ts`), its result (`result.ts`), its audit line
+ * (`audit.ts`), the workspace and sandbox paths (`workspace.ts`), exact runs
+ * (`exact-run.ts`) and the editor's file operations (`edit-io.ts`).
  */
 import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { appendAuditLine, type AuditLine } from './audit';
-import { buildSessionEnv, redactSecrets, type SecretValue } from './env';
-import { InvalidCommandError, InvalidSessionOptionError, SessionClosedError, SessionCwdError, SessionStartError } from './errors';
-import type { ProcessGuardMode } from './guard';
-import { writeSeccompFilter } from './seccomp';
-import { SLIRP_DNS } from './network';
-import { limitedArgv, resolveLimits, ulimitArguments, type ResolvedLimits, type ResourceLimits } from './limits';
+import { appendAuditLine, commandAuditLine, editAuditLine, type AuditSource } from './audit';
 import { FifoCapture, FifoPool } from './capture';
-import { DEFAULT_MAX_OUTPUT_BYTES, OutputCollector } from './output';
-import { processStartTime, SESSION_DIR_PREFIX, writeOwner } from './orphans';
-import { commandFileContent, commandSource, controlLine, EVAL_PREFIX_LINES, newCommandTokens, type CommandRecords } from './protocol';
-import { findSetpriv, ShellProcess, type ShellExit } from './shell';
 import type { EditRequest } from '../contract/text-editor';
+import { performEdit, type EditGate, type EditOutcome, type ProposedEdit } from './edit';
+import { editIo } from './edit-io';
+import { judgeRecords, notEnded, type Ending, type Outcome } from './ending';
+import { buildSessionEnv, type SecretValue } from './env';
+import { InvalidCommandError, SessionClosedError, SessionCwdError } from './errors';
+import { EXACT_RUN_HIDDEN, runExactProgram } from './exact';
+import { checkExactRun, exactLaunch } from './exact-run';
+import { SessionHost } from './host';
+import type { SessionIdentity, WorkspaceAccess } from './identity';
+import { hiddenPaths, identityEnv, makeSessionDir, resolveWho, startDirectory, type Who } from './setup';
+import { resolveLimits, ulimitArguments, type ResolvedLimits } from './limits';
+import { SLIRP_DNS } from './network';
 import {
-  EDIT_HELPER_SOURCE,
-  MAX_EDIT_FILE_BYTES,
-  MAX_VIEW_ENTRIES,
-  performEdit,
-  runEditHelper,
-  type EditGate,
-  type EditIo,
-  type EditOutcome,
-  type ProposedEdit,
-  type ReadReply,
-  type WriteReply,
-} from './edit';
+  checkStartOptions,
+  checkTimeout,
+  DEFAULT_KILL_GRACE_MS,
+  DEFAULT_TIMEOUT_MS,
+  MAX_TIMER_MS,
+  START_TIMEOUT_MS,
+  type BashSessionOptions,
+  type RunExactOptions,
+  type RunOptions,
+} from './options';
+import { processStartTime, writeOwner } from './orphans';
+import { DEFAULT_MAX_OUTPUT_BYTES, OutputCollector } from './output';
 import {
-  EXACT_RUN_HIDDEN,
-  outsideWhy,
-  resolveTrustedProgram,
-  runExactProgram,
-  staysInside,
-  type ExactLauncher,
-  type ViewCheck,
-} from './exact';
-import { MINIMAL_ENV, resolveIdentity, workspaceIdentity, type SessionIdentity, type WorkspaceAccess } from './identity';
-import { resolveSandbox, sandboxedSpawnArgs, sandboxView, unreachableAncestor, type SandboxMode, type SandboxOptions } from './sandbox';
-import { execFileSync } from 'node:child_process';
+  commandFileContent,
+  commandSource,
+  controlLine,
+  EVAL_PREFIX_LINES,
+  newCommandTokens,
+  type CommandRecords,
+  type CommandSource,
+  type CommandTokens,
+} from './protocol';
+import {
+  appendNotes,
+  cancelledBeforeStart,
+  commandResult,
+  describeExit,
+  exactLimitNote,
+  note,
+  renumberShellErrors,
+  type CommandResult,
+  type FinishedCommand,
+} from './result';
+import { sandboxView, type SandboxMode, type SandboxOptions } from './sandbox';
+import { writeSeccompFilter } from './seccomp';
+import { ShellProcess, type ShellExit } from './shell';
 import { raceTimeout } from './timing';
+import { nearestExistingDir, notWritableBy, realDir, removeQuietly, SANDBOX_TMPFS_BYTES, viewCheck, within } from './workspace';
 
-/** Default per-command timeout, ms. MAINTENANCE: keep equal to DEFAULT_COMMAND_TIMEOUT_MS in src/config.ts (test/unit/config.test.ts). */
-export const DEFAULT_TIMEOUT_MS = 120_000;
-/** Default time between SIGTERM and SIGKILL when a command is killed, ms. */
-export const DEFAULT_KILL_GRACE_MS = 1000;
-/** How long bash may take to start and report ready, ms. */
-export const START_TIMEOUT_MS = 10_000;
+export {
+  DEFAULT_KILL_GRACE_MS,
+  DEFAULT_TIMEOUT_MS,
+  START_TIMEOUT_MS,
+  type BashSessionOptions,
+  type RunExactOptions,
+  type RunOptions,
+} from './options';
+export { ExactRefusedError } from './exact-run';
+export type { CommandResult } from './result';
+export type { ShellExit };
+
 /** How long to wait for a command's fence after its end record, ms (normally it is already there). */
 const FENCE_WAIT_MS = 250;
 /** After killing a command, how long to keep reading what it wrote before it died, ms. */
@@ -71,226 +97,29 @@ const IDLE_WAIT_MS = 3000;
  * exiting (its pipe may arrive after the exit event, and a background job may keep it open), ms.
  */
 const EXIT_STDERR_WAIT_MS = 100;
-/** setTimeout's largest delay; longer timeouts are clamped to it (about 24.8 days). */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/** Options of {@link BashSession.start}. */
-export interface BashSessionOptions {
-  /** Working directory the shell starts in; must exist. @default process.cwd() */
-  cwd?: string;
-  /**
-   * Extra environment variables, set over the scrubbed environment (see
-   * `buildSessionEnv`: the worker's environment minus secrets, plus
-   * non-interactive settings such as `PAGER=cat`).
-   */
-  env?: Record<string, string>;
-  /** Per-command timeout in ms; `Infinity` for none. @default 120000 */
-  timeoutMs?: number;
-  /**
-   * Cap of `CommandResult.output` in UTF-8 bytes: the first and last halves
-   * are kept, with a note of how much was cut between them. @default 30000
-   */
-  maxOutputBytes?: number;
-  /** Resource limits; see {@link ResourceLimits} for units and defaults. */
-  limits?: ResourceLimits;
-  /**
-   * How `limits.maxProcesses` is enforced (see `guard.ts`). @default 'auto'
-   * (a pids cgroup when one can be created, else the /proc watchdog)
-   */
-  processGuard?: ProcessGuardMode;
-  /**
-   * Path of a JSON-lines audit file; one line is appended per command (see
-   * {@link AuditLine}). The directory must exist. @default no audit log
-   */
-  auditLog?: string;
-  /** Run id written into audit lines, so each line names its run. */
-  runId?: string;
-  /** More environment variable names to remove and whose values are redacted from outputs. */
-  secretEnvNames?: string[];
-  /** Session id; names the audit lines and the cgroup. @default a random UUID */
-  id?: string;
-  /** Time between SIGTERM and SIGKILL when a command is killed (timeout, cancel, close), ms. @default 1000 */
-  killGraceMs?: number;
-  /** bash executable. @default 'bash' (looked up in PATH) */
-  bashPath?: string;
-  /**
-   * User bash runs as (identity.ts). `null`: the worker's own user.
-   * @default as root: `AGENT_JOBS_SESSION_USER` or `agent-jobs` (created when
-   *   missing); otherwise the worker's own user
-   */
-  user?: string | null;
-  /**
-   * `bwrap` or `none` (sandbox.ts). A sandbox asked for that cannot be had
-   * fails the start. @default `AGENT_JOBS_SANDBOX`, else `bwrap` when a
-   * working bwrap is found, else `none`
-   */
-  sandbox?: SandboxMode;
-  /** Keep the host's network in the sandbox (mode `bwrap`; `none` always has it). @default false */
-  network?: boolean;
-  /**
-   * The directory the session may write: bound read-write in the sandbox.
-   * As root, bash runs as its owner when that is not root (and `user` is
-   * not given), so files stay the owner's and git sees its own repository;
-   * otherwise the session user is granted it by ACL entries (`setfacl -R`,
-   * access and default: rwX for that uid) and git's `safe.directory` for it.
-   * No owner changes (identity.ts `workspaceIdentity`). Nothing else outside
-   * the sandbox's private /tmp is writable.
-   * It is also what {@link BashSession.runExact}'s paths must stay inside.
-   * @default none (a cwd alone is not made writable; runExact then uses the starting cwd)
-   */
-  workspace?: string;
-  /**
-   * Paths the sandbox covers with an empty tmpfs (directories) or an empty
-   * file, unless they are the workspace or lie above it (data dir, other
-   * workspaces, the audit log). Always added: /root, the worker's home, the
-   * temp directory (other sessions' FIFOs).
-   */
-  hidePaths?: string[];
-  /** Wraps the program of {@link BashSession.runExact}. @default the session's own sandbox and identity (`sandboxedSpawnArgs`) */
-  exactLauncher?: ExactLauncher;
+/** One command on its way to the shell: its file (when long), tokens, FIFO and output collector. */
+interface PreparedCommand {
+  commandFile: string;
+  source: CommandSource;
+  tokens: CommandTokens;
+  collector: OutputCollector;
+  capture: FifoCapture;
 }
 
-/** Options of one {@link BashSession.runExact} call. */
-export interface RunExactOptions extends RunOptions {
-  /**
-   * Paths the program will read (absolute, or relative to the shell's
-   * working directory). Each must stay inside the workspace once symlinks
-   * are resolved, else nothing runs ({@link ExactRefusedError}).
-   */
-  paths?: readonly string[];
-  /** The command text as the model wrote it, for the audit log. @default argv joined by spaces */
-  command?: string;
-  /** The working directory the command was judged in (see {@link BashSession.currentCwd}): refuse when the shell is elsewhere now. @default {@link BashSession.cwd} */
-  cwd?: string;
-}
-
-/**
- * Thrown by {@link BashSession.runExact} when it refuses to run: the
- * program is not on the trusted PATH, or a path leaves the workspace (a
- * symlink, or the shell's working directory is outside it). Nothing ran; the
- * caller asks a human instead.
- */
-export class ExactRefusedError extends Error {
-  constructor(readonly reason: string) {
-    super(reason);
-    this.name = 'ExactRefusedError';
-  }
-}
-
-/** Options of one {@link BashSession.run} call. */
-export interface RunOptions {
-  /** Timeout of this command in ms, instead of the session's. */
-  timeoutMs?: number;
-  /**
-   * Cancels the command: its process group is killed (SIGTERM, then SIGKILL
-   * after the grace period), the shell restarted, and `run` resolves with
-   * `cancelled: true`. A signal already aborted when the command's turn
-   * comes resolves at once without running it.
-   */
-  signal?: AbortSignal;
-}
-
-/** What happened to one command. */
-export interface CommandResult {
-  /**
-   * stdout and stderr interleaved as written, decoded as UTF-8 (invalid
-   * bytes replaced by U+FFFD), escape sequences removed, `\r` overwrites
-   * collapsed to what a terminal would show, secrets redacted, and capped
-   * to `maxOutputBytes` (head + tail, with a `[... N bytes cut ...]` note).
-   * Notes about the session (a deleted working directory, a process limit)
-   * are appended as `[agent-jobs: ...]` lines.
-   */
-  output: string;
-  /** Exit status (0..255); for `exit N` the shell's code N; null when timed out, cancelled, or the shell was killed by a signal. */
-  exitCode: number | null;
-  /** The command ran past its timeout and was killed. */
-  timedOut: boolean;
-  /** `output` was cut. */
-  truncated: boolean;
-  /**
-   * The shell was restarted because of this command (timeout, cancel, shell
-   * exit, process limit, lowered resource limits) or just before it (the
-   * shell had died while idle): variables, functions, aliases and
-   * background jobs are gone; the working directory was restored.
-   */
-  sessionRestarted: boolean;
-  /**
-   * Working directory after the command. After a restart: the directory the
-   * new shell started in (the last known good one, or its nearest existing
-   * parent).
-   */
-  cwd: string;
-  /** Wall time from sending the command to its end, ms. */
+/** What the session knows once the wait for a command is over. */
+interface Sent {
+  outcome: Outcome;
+  /** The control line sent, and bash's input line number of it. */
+  line: string;
+  lineNo: number;
+  /** Bytes bash had read from its stdin, and written on its stderr, before the line was sent (/proc; undefined: not known). */
+  readBefore: number | undefined;
+  stderrBefore: number;
+  /** Wall time from sending the line to the end of the wait, ms. */
   durationMs: number;
-  /** Bytes the command wrote to stdout and stderr, before any processing. */
-  outputBytes: number;
-  /** Set when bash itself exited during the command (`exit 3`, `exec sh` ending, `kill -9 $$`, process limit). */
-  shellExit?: ShellExit;
-  /** The command was cancelled through `RunOptions.signal` (or the session was closed while it ran). */
-  cancelled: boolean;
+  records: CommandRecords;
 }
-
-export type { ShellExit };
-
-function note(text: string): string {
-  return `[agent-jobs: ${text}]`;
-}
-
-/**
- * What to tell about an exact run that ran into one of the session's limits
- * (limits.ts limitedArgv), or undefined: the signal the kernel sends past
- * the CPU or file-size limit, SIGKILL (the OOM killer, or the pids cgroup),
- * or the program's own report that an allocation failed past the address-space limit.
- */
-function exactLimitNote(
-  run: { signal: string | null; exitCode: number | null; timedOut: boolean; cancelled: boolean },
-  output: string,
-  limits: ResolvedLimits,
-): string | undefined {
-  if (run.timedOut || run.cancelled) return undefined;
-  // In the sandbox the program's death by signal N arrives as bwrap's exit code 128 + N, as a shell reports it.
-  const signal = run.signal ?? ({ 137: 'SIGKILL', 152: 'SIGXCPU', 153: 'SIGXFSZ' } as Record<number, string>)[run.exitCode ?? -1] ?? null;
-  if (signal === 'SIGXCPU') return `the program used up the session's CPU limit (${limits.maxCpuSeconds} s) and was killed`;
-  if (signal === 'SIGXFSZ') return `the program wrote past the session's file size limit (${limits.maxFileSizeBytes} bytes) and was killed`;
-  if (signal === 'SIGKILL') return "the program was killed (SIGKILL: out of memory, or the session's process limit)";
-  if (run.exitCode !== 0 && /memory exhausted|cannot allocate memory|out of memory|MemoryError/i.test(output))
-    return `the program ran out of memory under the session's memory limit (${limits.maxMemoryBytes} bytes of address space)`;
-  return undefined;
-}
-
-function appendNotes(output: string, notes: string[]): string {
-  if (notes.length === 0) return output;
-  const sep = output === '' || output.endsWith('\n') ? '' : '\n';
-  return output + sep + notes.join('\n');
-}
-
-function nearestExistingDir(dir: string): string {
-  let d = path.resolve(dir);
-  for (;;) {
-    try {
-      if (fs.statSync(d).isDirectory()) return d;
-    } catch {
-      /* go up */
-    }
-    const up = path.dirname(d);
-    if (up === d) return '/';
-    d = up;
-  }
-}
-
-function checkTimeout(name: string, value: number | undefined): void {
-  if (value === undefined) return;
-  if (typeof value !== 'number' || Number.isNaN(value) || value <= 0)
-    throw new InvalidSessionOptionError(name, `expected a number of ms > 0 (or Infinity), got ${String(value)}`);
-}
-
-type Outcome =
-  | { kind: 'record' }
-  | { kind: 'unconfirmed' }
-  | { kind: 'exit'; exit: ShellExit }
-  | { kind: 'timeout' }
-  | { kind: 'abort' }
-  | { kind: 'closed' };
 
 /**
  * A persistent bash shell. Commands run one at a time (a `run` call waits
@@ -338,17 +167,15 @@ export class BashSession {
   /** Where the next command moves first: the last one deleted the working directory. */
   private pendingCd: string | undefined;
   private closed = false;
+  /** What this process's sessions share (host.ts): the guard's watchdog, setpriv, bwrap, users. */
+  private readonly host: SessionHost;
   private queue: Promise<unknown> = Promise.resolve();
   private wakeCurrent: ((o: Outcome) => void) | undefined;
 
-  private constructor(
-    options: BashSessionOptions,
-    cwd: string,
-    identity: SessionIdentity | null,
-    sandbox: { mode: SandboxMode; bwrap?: string },
-    access: WorkspaceAccess,
-  ) {
+  private constructor(options: BashSessionOptions, cwd: string, who: Who, host: SessionHost) {
+    const { identity, sandbox, access } = who;
     this.id = options.id ?? randomUUID();
+    this.host = host;
     this.options = {
       timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
@@ -366,37 +193,15 @@ export class BashSession {
     this.sandboxMode = sandbox;
     this.network = options.network ?? false;
     this.workspace = options.workspace !== undefined ? path.resolve(options.workspace) : undefined;
-    // The owner's home holds its keys and tokens: bash as the owner sees none of it (but the workspace, when it lies there).
-    const ownerPaths = access === 'owner' && identity ? ownerPrivatePaths(identity) : [];
-    // Unix sockets of host services live under /run (a database's, D-Bus): a path socket is reachable from any network
-    // namespace, so it is hidden unless the session shares the host's network anyway (a non-root worker's --network).
-    const hostSockets = this.network && identity === null ? [] : [HOST_SOCKETS_DIR];
-    this.hide = [...(options.hidePaths ?? []), ...defaultHiddenPaths(), ...ownerPaths, ...hostSockets];
-    // Another user gets a HOME it can write (the sandbox's private /tmp) and its own name.
-    const identityEnv: Record<string, string> = identity ? { HOME: '/tmp', USER: identity.user, LOGNAME: identity.user } : {};
-    // The worker's TMPDIR is hidden in the sandbox (other sessions' directories) and not the session user's to write
-    // without it: temporary files go to /tmp, the sandbox's private one (or the machine's world-writable one).
-    if (sandbox.mode === 'bwrap' || identity) identityEnv.TMPDIR = '/tmp';
-    // A workspace owned by another user: git refuses it ("dubious ownership") unless told it is safe. Command-scope
-    // config (GIT_CONFIG_COUNT) is protected configuration, which git reads safe.directory from (git-config(1)).
-    if (access === 'acl' && this.workspace)
-      Object.assign(identityEnv, {
-        GIT_CONFIG_COUNT: '1',
-        GIT_CONFIG_KEY_0: 'safe.directory',
-        GIT_CONFIG_VALUE_0: realDir(this.workspace),
-      });
-    const built = buildSessionEnv({ extra: { ...identityEnv, ...options.env }, secretEnvNames: options.secretEnvNames });
+    this.hide = hiddenPaths(options.hidePaths ?? [], who, this.network);
+    const built = buildSessionEnv({
+      extra: { ...identityEnv(who, this.workspace), ...options.env },
+      secretEnvNames: options.secretEnvNames,
+    });
     this.env = built.env;
     this.secrets = built.secrets;
     this.lastCwd = cwd;
-    this.tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), SESSION_DIR_PREFIX));
-    if (identity) {
-      // Owned by root, searchable by the session's group only: bash opens the
-      // FIFOs (its own) and reads command files, but cannot replace, add or
-      // symlink entries the worker then opens as root.
-      fs.chownSync(this.tmpDir, 0, identity.gid);
-      fs.chmodSync(this.tmpDir, 0o710);
-    }
+    this.tmpDir = makeSessionDir(identity);
     this.fifos = new FifoPool(this.tmpDir, identity ?? undefined);
     if (this.network) fs.writeFileSync(path.join(this.tmpDir, 'resolv.conf'), `nameserver ${SLIRP_DNS}\n`, { mode: 0o644 });
     this.seccompFilter = sandbox.mode === 'bwrap' ? writeSeccompFilter(path.join(this.tmpDir, 'seccomp.bpf')) : undefined;
@@ -410,49 +215,10 @@ export class BashSession {
    * @throws SessionCwdError (a SessionStartError) when bash would not really be in `cwd` (the sandbox covers it: its private /tmp, a hidden path), or `cwd` is in the workspace and the session's user cannot write it (or the workspace); never a silent substitute
    */
   static async start(options: BashSessionOptions = {}): Promise<BashSession> {
-    checkTimeout('timeoutMs', options.timeoutMs);
-    if (options.killGraceMs !== undefined && !(Number.isFinite(options.killGraceMs) && options.killGraceMs >= 0)) {
-      throw new InvalidSessionOptionError('killGraceMs', `expected a number of ms >= 0, got ${String(options.killGraceMs)}`);
-    }
-    if (options.processGuard !== undefined && !['auto', 'cgroup', 'watchdog', 'none'].includes(options.processGuard)) {
-      throw new InvalidSessionOptionError('processGuard', `expected auto, cgroup, watchdog or none, got ${String(options.processGuard)}`);
-    }
-    if (options.maxOutputBytes !== undefined && !(Number.isInteger(options.maxOutputBytes) && options.maxOutputBytes >= 256)) {
-      throw new InvalidSessionOptionError('maxOutputBytes', `expected an integer >= 256, got ${String(options.maxOutputBytes)}`);
-    }
-    const cwd = path.resolve(options.cwd ?? process.cwd());
-    let isDir = false;
-    try {
-      isDir = fs.statSync(cwd).isDirectory();
-    } catch {
-      /* reported below */
-    }
-    if (!isDir)
-      throw new SessionStartError(`cannot start bash session: working directory ${cwd} does not exist or is not a directory`, {
-        sessionId: options.id,
-      });
-    const sandbox = resolveSandbox(options.sandbox);
-    let identity: SessionIdentity | null;
-    let access: WorkspaceAccess = 'none';
-    if (options.workspace !== undefined) {
-      const real = realWorkspace(path.resolve(options.workspace), options.id);
-      ({ identity, access } = workspaceIdentity(options.user, real, sandbox.mode === 'bwrap'));
-      if (access === 'acl') grantWorkspace(real, identity!, options.id);
-    } else {
-      identity = resolveIdentity(options.user);
-    }
-    if (sandbox.mode === 'none') {
-      const blocked = unreachableAncestor(cwd, identity);
-      if (blocked) {
-        throw new SessionStartError(
-          `cannot start bash session as ${identity!.user}: it cannot enter ${blocked} on the way to ${cwd} (no sandbox to bind it); make it searchable or use the sandbox`,
-          {
-            sessionId: options.id,
-          },
-        );
-      }
-    }
-    const session = new BashSession(options, cwd, identity, sandbox, access);
+    checkStartOptions(options);
+    const cwd = startDirectory(options);
+    const host = options.host ?? new SessionHost();
+    const session = new BashSession(options, cwd, resolveWho(options, cwd, host), host);
     const refused = session.cwdRefusal(cwd);
     if (refused) {
       fs.rmSync(session.tmpDir, { recursive: true, force: true });
@@ -545,7 +311,7 @@ export class BashSession {
       readable: [this.tmpDir],
       hide: this.hide,
       tmpfsBytes: Math.min(this.limits.maxFileSizeBytes, SANDBOX_TMPFS_BYTES),
-      setpriv: findSetpriv(),
+      setpriv: this.host.setpriv(),
       ...(this.seccompFilter ? { seccompFilter: this.seccompFilter } : {}),
       ...(this.network ? { resolvConf: path.join(this.tmpDir, 'resolv.conf') } : {}),
     };
@@ -623,67 +389,18 @@ export class BashSession {
   private async runExactNow(argv: readonly string[], options: RunExactOptions): Promise<CommandResult> {
     const started = Date.now();
     const command = options.command ?? argv.join(' ');
-    const file = resolveTrustedProgram(argv[0]!);
-    if (!file) throw new ExactRefusedError(`${argv[0]} is not a program in ${'/usr/bin or /bin'}`);
     const cwd = this.currentCwd();
-    // Paths were judged against a cwd (by default the one this session last reported); a background job may have moved it since.
-    const judgedIn = options.cwd ?? this.lastCwd;
-    if (judgedIn !== cwd)
-      throw new ExactRefusedError(`the shell's working directory moved (${judgedIn} -> ${cwd}) since the command was judged`);
-    const exactSandbox = this.exactSandbox();
-    const view = this.options.exactLauncher ? undefined : viewCheck(exactSandbox);
-    const cwdWhy = outsideWhy(cwd, this.options.exactRoot, view);
-    if (cwdWhy) throw new ExactRefusedError(`the working directory ${cwd} is outside the workspace ${this.options.exactRoot}: ${cwdWhy}`);
-    for (const p of options.paths ?? []) {
-      const abs = path.resolve(cwd, p);
-      const why = outsideWhy(abs, this.options.exactRoot, view);
-      if (why) throw new ExactRefusedError(`${p} resolves outside the workspace ${this.options.exactRoot} (a symlink, or .. ): ${why}`);
-      let st: fs.Stats | undefined;
-      try {
-        st = fs.statSync(abs);
-      } catch {
-        /* missing: the program says so */
-      }
-      // A FIFO, socket or device would block or stream forever.
-      if (st && !st.isFile() && !st.isDirectory())
-        throw new ExactRefusedError(`${p} is not a regular file or directory (a FIFO, socket or device)`);
-    }
-    if (options.signal?.aborted) {
-      return this.finish(command, started, {
-        output: note('cancelled before it started; nothing was run'),
-        exitCode: null,
-        cancelled: true,
-        outputBytes: 0,
-        truncated: false,
-      });
-    }
-    // The same sandbox and identity as the shell (a fresh bwrap, the session user), unless the caller wraps it itself.
-    // The shell's own limits (ulimit values, OOM score) and its pids cgroup: an auto-approved program
-    // is as bounded as any command, and a runaway is this command's failure.
-    let limited: string[];
-    try {
-      limited = limitedArgv(this.limits, [file, ...argv.slice(1)]);
-    } catch (err) {
-      throw new ExactRefusedError((err as Error).message);
-    }
-    let launch = this.options.exactLauncher
-      ? this.options.exactLauncher(limited[0]!, limited.slice(1), cwd)
-      : sandboxedSpawnArgs(exactSandbox, limited, cwd);
-    const cgroup = this.shell?.guard.cgroup?.dir;
-    if (cgroup) {
-      // Joins before anything is exec'd (so before any fork), as the worker's user, then becomes the launch.
-      launch = {
-        file: '/bin/sh',
-        args: [
-          '-c',
-          'echo $$ >"$1" || exit 126; shift; exec "$@"',
-          'agent-jobs-exact',
-          path.join(cgroup, 'cgroup.procs'),
-          launch.file,
-          ...launch.args,
-        ],
-      };
-    }
+    const sandbox = this.exactSandbox();
+    const root = this.options.exactRoot;
+    const view = this.options.exactLauncher ? undefined : viewCheck(sandbox);
+    const file = checkExactRun(argv, options.paths ?? [], { cwd, judgedIn: options.cwd ?? this.lastCwd, root, view });
+    if (options.signal?.aborted) return this.finish(command, started, cancelledBeforeStart());
+    const launch = exactLaunch(file, argv, cwd, {
+      limits: this.limits,
+      sandbox,
+      launcher: this.options.exactLauncher,
+      cgroup: this.shell?.guard.cgroup?.dir,
+    });
     const collector = new OutputCollector(this.options.maxOutputBytes);
     const timeoutMs = Math.min(options.timeoutMs ?? this.options.timeoutMs, MAX_TIMER_MS);
     const run = await runExactProgram(launch, cwd, this.env, timeoutMs, (chunk) => collector.push(chunk), options.signal);
@@ -724,7 +441,7 @@ export class BashSession {
     return this.enqueue(async () => {
       const started = Date.now();
       const cwd = this.currentCwd();
-      const io = this.editIo(cwd, options.signal);
+      const io = editIo(this.sandboxOptions, cwd, this.options.exactRoot, options.signal);
       const outcome = await performEdit(
         edit,
         { cwd, workspace: this.options.exactRoot, maxCharacters: options.maxCharacters },
@@ -733,26 +450,8 @@ export class BashSession {
         options.ruleSubject,
       );
       if (this.options.auditLog) {
-        await appendAuditLine(this.options.auditLog, {
-          time: new Date().toISOString(),
-          sessionId: this.id,
-          ...(this.options.runId ? { runId: this.options.runId } : {}),
-          command: redactSecrets(options.ruleSubject(edit.command, outcome.abs ?? edit.path), this.secrets),
-          exitCode: null,
-          durationMs: Date.now() - started,
-          outputBytes: 0,
-          truncated: false,
-          timedOut: false,
-          cancelled: false,
-          sessionRestarted: false,
-          cwd,
-          edit: {
-            applied: outcome.applied,
-            ...(outcome.reviewSha256 ? { diffSha256: outcome.reviewSha256 } : {}),
-            ...(outcome.needsApproval ? { needsApproval: true } : {}),
-            ...(outcome.isError ? { error: redactSecrets(outcome.text.slice(0, 500), this.secrets) } : {}),
-          },
-        });
+        const command = options.ruleSubject(edit.command, outcome.abs ?? edit.path);
+        await appendAuditLine(this.options.auditLog, editAuditLine(this.auditSource, command, Date.now() - started, cwd, outcome));
       }
       return outcome;
     });
@@ -765,42 +464,6 @@ export class BashSession {
   private exactSandbox(): SandboxOptions {
     const sandbox = this.sandboxOptions;
     return { ...sandbox, hide: [...sandbox.hide, ...EXACT_RUN_HIDDEN], readable: [] };
-  }
-
-  /** The helper's file operations, each a fresh sandboxed process as the session user. */
-  private editIo(cwd: string, signal: AbortSignal | undefined): EditIo {
-    const sandbox = this.sandboxOptions;
-    const hide = [...sandbox.hide, ...EXACT_RUN_HIDDEN];
-    // The helper is this worker's Node; bind it read-only when it lies in a hidden directory.
-    const node = process.execPath;
-    const readable = hide.some((h) => node.startsWith(`${h}/`)) ? [...sandbox.readable, node] : sandbox.readable;
-    const launch = sandboxedSpawnArgs({ ...sandbox, hide, readable }, [node, '-e', EDIT_HELPER_SOURCE], cwd);
-    const root = this.options.exactRoot;
-    return {
-      staysInside: (abs) => staysInside(abs, root, viewCheck({ ...sandbox, hide, readable })),
-      viaSymlink: (abs) => symlinkOnTheWay(root, abs),
-      read: (abs) =>
-        runEditHelper<ReadReply>(
-          launch,
-          cwd,
-          { op: 'read', path: abs, root, maxBytes: MAX_EDIT_FILE_BYTES, maxEntries: MAX_VIEW_ENTRIES },
-          signal,
-        ),
-      write: (abs, content, expectSha256) =>
-        runEditHelper<WriteReply>(
-          launch,
-          cwd,
-          {
-            op: 'write',
-            path: abs,
-            root,
-            data: Buffer.from(content, 'utf8').toString('base64'),
-            expectSha256,
-            maxBytes: MAX_EDIT_FILE_BYTES,
-          },
-          signal,
-        ),
-    };
   }
 
   /**
@@ -873,6 +536,8 @@ export class BashSession {
       oomScoreAdj: this.limits.oomScoreAdj,
       maxProcesses: this.limits.maxProcesses,
       guardMode: this.options.processGuard,
+      watchdog: this.host.watchdog,
+      setpriv: this.host.setpriv(),
       startTimeoutMs: START_TIMEOUT_MS,
       sandbox: (({ setpriv: _, ...rest }) => rest)(this.sandboxOptions),
     });
@@ -900,35 +565,62 @@ export class BashSession {
     await this.spawn(nearestExistingDir(this.lastCwd));
   }
 
+  /**
+   * One command through the shell, the protocol's story: restart a shell that died while idle,
+   * write the command (a file when long) and its FIFO, send the control line and wait for what
+   * ends it, judge how it ended, drain or kill, then build the result (restarting the shell
+   * when the command left it unusable).
+   */
   private async runNow(command: string, options: RunOptions): Promise<CommandResult> {
     const started = Date.now();
-    const notes: string[] = [];
-    let restartedBefore = false;
-    if (options.signal?.aborted) {
-      return this.finish(command, started, {
-        output: note('cancelled before it started; nothing was run'),
-        exitCode: null,
-        cancelled: true,
-        outputBytes: 0,
-        truncated: false,
-      });
-    }
-    if (!this.shell || this.shell.exit) {
-      const exit = this.shell?.exit;
-      const why = this.shell?.guard.exceeded
-        ? `its processes exceeded the process limit (${this.limits.maxProcesses}) and were killed`
-        : exit
-          ? describeExit(exit)
-          : 'not running';
-      notes.push(
-        note(
-          `the shell had exited since the last command (${why}); it was restarted: variables, functions and background jobs are gone, working directory restored`,
-        ),
-      );
-      await this.replaceShell(0);
-      restartedBefore = true;
-    }
+    if (options.signal?.aborted) return this.finish(command, started, cancelledBeforeStart());
+    const revived = await this.reviveShell();
     const shell = this.shell!;
+    const prepared = this.prepareCommand(command);
+    const timeoutMs = Math.min(options.timeoutMs ?? this.options.timeoutMs, MAX_TIMER_MS);
+    const sent = await this.sendAndWait(shell, prepared, timeoutMs, options.signal);
+    const ending = await this.settle(shell, sent);
+    if (revived) ending.notes.unshift(revived);
+    await this.drain(shell, prepared.capture, sent.outcome, ending.ended);
+    const captured = prepared.collector.finish(this.secrets);
+    if ('file' in prepared.source) removeQuietly(prepared.commandFile);
+    if (ending.restartAfter && !this.closed) await this.replaceShell(0);
+    const firstLine = sent.lineNo > 0 ? sent.lineNo + EVAL_PREFIX_LINES : 0;
+    return this.finish(command, started, {
+      output: appendNotes(ending.withheld ? '' : renumberShellErrors(captured.text, firstLine, command.split('\n').length), ending.notes),
+      exitCode: ending.exitCode,
+      timedOut: ending.timedOut,
+      truncated: captured.truncated,
+      sessionRestarted: revived !== undefined || (ending.restartAfter && !this.closed),
+      outputBytes: captured.outputBytes,
+      shellExit: ending.shellExit,
+      cancelled: ending.cancelled,
+      durationMs: sent.durationMs,
+    });
+  }
+
+  /**
+   * When the shell died while idle (or was never restarted after a failed restart), starts a new
+   * one before the command runs.
+   * @returns the note saying so, or undefined when the shell is alive
+   */
+  private async reviveShell(): Promise<string | undefined> {
+    if (this.shell && !this.shell.exit) return undefined;
+    const exit = this.shell?.exit;
+    const why = this.shell?.guard.exceeded
+      ? `its processes exceeded the process limit (${this.limits.maxProcesses}) and were killed`
+      : exit
+        ? describeExit(exit)
+        : 'not running';
+    const revived = note(
+      `the shell had exited since the last command (${why}); it was restarted: variables, functions and background jobs are gone, working directory restored`,
+    );
+    await this.replaceShell(0);
+    return revived;
+  }
+
+  /** The command's file (above 2 KiB), its tokens, and its output FIFO with the collector behind it. */
+  private prepareCommand(command: string): PreparedCommand {
     const seq = ++this.seq;
     const commandFile = path.join(this.tmpDir, `cmd.${seq}`);
     const source = commandSource(command, commandFile);
@@ -944,439 +636,171 @@ export class BashSession {
     const capture = new FifoCapture(this.fifos.take(), tokens.fence, collector, this.fifos);
     this.captures.add(capture);
     capture.onClosed = () => this.captures.delete(capture);
-    const timeoutMs = Math.min(options.timeoutMs ?? this.options.timeoutMs, MAX_TIMER_MS);
+    return { commandFile, source, tokens, collector, capture };
+  }
 
+  /**
+   * Sends the control line and waits for the first of: the records (or a status record whose
+   * housekeeping record does not follow), the shell's exit, the timeout, the caller's abort,
+   * `close()`. Then stops waiting for all of them and takes the records that came.
+   */
+  private async sendAndWait(shell: ShellProcess, cmd: PreparedCommand, timeoutMs: number, signal: AbortSignal | undefined): Promise<Sent> {
     let timer: NodeJS.Timeout | undefined;
     let housekeepingTimer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
-    let lineNo = 0;
-    let line = '';
-    let readBefore: number | undefined;
-    let stderrBefore = 0;
+    const sent = { line: '', lineNo: 0, readBefore: undefined as number | undefined, stderrBefore: 0 };
     const sendAt = Date.now();
     const outcome = await new Promise<Outcome>((resolve) => {
       this.wakeCurrent = resolve;
       shell.watchCommand(
-        tokens,
+        cmd.tokens,
         () => (housekeepingTimer = setTimeout(() => resolve({ kind: 'unconfirmed' }), HOUSEKEEPING_WAIT_MS)),
         () => resolve({ kind: 'record' }),
       );
       // `exited` only ever resolves (shell.ts), so there is no rejection to handle.
       void shell.exited.then((exit) => resolve({ kind: 'exit', exit }));
       if (Number.isFinite(timeoutMs)) timer = setTimeout(() => resolve({ kind: 'timeout' }), timeoutMs);
-      if (options.signal) {
+      if (signal) {
         onAbort = () => resolve({ kind: 'abort' });
-        options.signal.addEventListener('abort', onAbort, { once: true });
+        signal.addEventListener('abort', onAbort, { once: true });
       }
-      line = controlLine(source, capture.fifo, tokens, this.lastStatus, this.pendingCd);
-      readBefore = shell.bytesRead();
-      stderrBefore = shell.stderrBytes();
-      lineNo = shell.send(line);
+      sent.line = controlLine(cmd.source, cmd.capture.fifo, cmd.tokens, this.lastStatus, this.pendingCd);
+      sent.readBefore = shell.bytesRead();
+      sent.stderrBefore = shell.stderrBytes();
+      sent.lineNo = shell.send(sent.line);
       this.pendingCd = undefined;
     });
     const durationMs = Date.now() - sendAt;
     this.wakeCurrent = undefined;
     clearTimeout(timer);
     clearTimeout(housekeepingTimer);
-    if (onAbort) options.signal?.removeEventListener('abort', onAbort);
+    if (onAbort) signal?.removeEventListener('abort', onAbort);
     const records = shell.commandRecords();
     shell.cancelExpect();
+    return { ...sent, outcome, durationMs, records };
+  }
 
-    let exitCode: number | null = null;
-    let shellExit: ShellExit | undefined;
-    let restartAfter = false;
-    let cancelled = false;
-    let timedOut = false;
-    let ended = false;
-    let withheld = false;
+  /** How the command ended, by what ended the wait ({@link Outcome}). */
+  private async settle(shell: ShellProcess, sent: Sent): Promise<Ending> {
+    const outcome = sent.outcome;
     switch (outcome.kind) {
       case 'record':
-      case 'unconfirmed': {
-        // Kernel facts: bash read the control line itself, and is back waiting for the next one.
-        const readAfter = shell.bytesRead();
-        const readLine =
-          readBefore === undefined || readAfter === undefined ? undefined : readAfter - readBefore >= Buffer.byteLength(line);
-        const idle = outcome.kind === 'record' ? await shell.waitIdle(IDLE_WAIT_MS) : undefined;
-        const verdict = judgeRecords(records, outcome.kind === 'record', shell.controlPipesIntact(), { readLine, idle });
-        if (verdict.kind !== 'ok') {
-          notes.push(note(verdict.note));
-          restartAfter = true;
-          withheld = verdict.kind === 'tampered' && verdict.foreignOutput === true;
-          break;
-        }
-        ended = true;
-        exitCode = verdict.status;
-        this.lastStatus = verdict.status;
-        const hk = records.housekeeping!;
-        const kernel = shell.kernelCwd();
-        if (kernel?.deleted) {
-          const target = nearestExistingDir(kernel.path);
-          this.pendingCd = target;
-          this.lastCwd = target;
-          notes.push(
-            target === kernel.path
-              ? note(`the working directory ${kernel.path} was deleted and created again; the shell moved into the new one`)
-              : note(`the working directory ${kernel.path} no longer exists; the shell moved to ${target}`),
-          );
-        } else if (kernel) this.lastCwd = kernel.path;
-        if (hk.flags.includes('l')) {
-          notes.push(
-            note(
-              "the command lowered the shell's resource limits (ulimit) below the session's, which cannot be undone; the shell was restarted",
-            ),
-          );
-          restartAfter = true;
-        }
-        break;
-      }
+      case 'unconfirmed':
+        return this.settleRecords(shell, sent, outcome.kind === 'record');
       case 'exit':
-        shellExit = outcome.exit;
-        restartAfter = true;
-        // The exit is the command's (`exit 5`) only if bash parsed the line that was sent. A background job
-        // reading bash's saved stdin can take bytes of it; bash then reports a syntax error on its own stderr
-        // (never the command's, which goes to its FIFO) and exits with 2 before running any of it.
-        await raceTimeout(shell.stderrEnded, EXIT_STDERR_WAIT_MS);
-        if (shell.stderrBytes() !== stderrBefore) {
-          notes.push(
-            note(
-              `the end of this command could not be confirmed (the shell could not parse the line the session sent: another process read part of it from the control pipe; the shell exited, ${describeExit(outcome.exit)}): its exit status is unknown and it may not have run; the shell was restarted (variables, functions and background jobs are gone)`,
-            ),
-          );
-          break;
-        }
-        exitCode = outcome.exit.code;
-        if (shell.guard.exceeded) {
-          notes.push(
-            note(
-              `the session exceeded its process limit (${this.limits.maxProcesses} processes/threads); all its processes were killed and the shell restarted`,
-            ),
-          );
-        }
-        break;
+        return this.settleExit(shell, sent, outcome.exit);
       case 'timeout':
-        timedOut = true;
-        restartAfter = true;
-        break;
+        return { ...notEnded(), timedOut: true, restartAfter: true };
       case 'abort':
       case 'closed':
-        cancelled = true;
-        restartAfter = outcome.kind === 'abort';
-        break;
+        return { ...notEnded(), cancelled: true, restartAfter: outcome.kind === 'abort' };
     }
+  }
+
+  /**
+   * The command's records came (or its status record without the housekeeping one): judged with
+   * the kernel's facts (bash itself read the control line, and is back waiting for the next one).
+   * A proven end gives the exit status and the working directory (a deleted one is left at the
+   * next command); anything else restarts the shell with the status unknown.
+   */
+  private async settleRecords(shell: ShellProcess, sent: Sent, housekeepingCame: boolean): Promise<Ending> {
+    const ending = notEnded();
+    const readAfter = shell.bytesRead();
+    const readLine =
+      sent.readBefore === undefined || readAfter === undefined ? undefined : readAfter - sent.readBefore >= Buffer.byteLength(sent.line);
+    const idle = housekeepingCame ? await shell.waitIdle(IDLE_WAIT_MS) : undefined;
+    const verdict = judgeRecords(sent.records, housekeepingCame, shell.controlPipesIntact(), { readLine, idle });
+    if (verdict.kind !== 'ok') {
+      ending.notes.push(note(verdict.note));
+      ending.restartAfter = true;
+      ending.withheld = verdict.kind === 'tampered' && verdict.foreignOutput === true;
+      return ending;
+    }
+    ending.ended = true;
+    ending.exitCode = verdict.status;
+    this.lastStatus = verdict.status;
+    this.followCwd(shell, ending.notes);
+    if (sent.records.housekeeping!.flags.includes('l')) {
+      ending.notes.push(
+        note(
+          "the command lowered the shell's resource limits (ulimit) below the session's, which cannot be undone; the shell was restarted",
+        ),
+      );
+      ending.restartAfter = true;
+    }
+    return ending;
+  }
+
+  /** Takes the shell's working directory from the kernel; a deleted one is left for its nearest existing parent at the next command. */
+  private followCwd(shell: ShellProcess, notes: string[]): void {
+    const kernel = shell.kernelCwd();
+    if (kernel?.deleted) {
+      const target = nearestExistingDir(kernel.path);
+      this.pendingCd = target;
+      this.lastCwd = target;
+      notes.push(
+        target === kernel.path
+          ? note(`the working directory ${kernel.path} was deleted and created again; the shell moved into the new one`)
+          : note(`the working directory ${kernel.path} no longer exists; the shell moved to ${target}`),
+      );
+    } else if (kernel) this.lastCwd = kernel.path;
+  }
+
+  /**
+   * bash exited during the command: the exit is the command's (`exit 5`) only if bash parsed the
+   * line that was sent. A background job reading bash's saved stdin can take bytes of it; bash then
+   * reports a syntax error on its own stderr (never the command's, which goes to its FIFO) and
+   * exits with 2 before running any of it.
+   */
+  private async settleExit(shell: ShellProcess, sent: Sent, exit: ShellExit): Promise<Ending> {
+    const ending: Ending = { ...notEnded(), shellExit: exit, restartAfter: true };
+    await raceTimeout(shell.stderrEnded, EXIT_STDERR_WAIT_MS);
+    if (shell.stderrBytes() !== sent.stderrBefore) {
+      ending.notes.push(
+        note(
+          `the end of this command could not be confirmed (the shell could not parse the line the session sent: another process read part of it from the control pipe; the shell exited, ${describeExit(exit)}): its exit status is unknown and it may not have run; the shell was restarted (variables, functions and background jobs are gone)`,
+        ),
+      );
+      return ending;
+    }
+    ending.exitCode = exit.code;
+    if (shell.guard.exceeded) {
+      ending.notes.push(
+        note(
+          `the session exceeded its process limit (${this.limits.maxProcesses} processes/threads); all its processes were killed and the shell restarted`,
+        ),
+      );
+    }
+    return ending;
+  }
+
+  /**
+   * Reads the rest of the command's output. After a proven end: the status record and the fence
+   * travel on different pipes, so the fence gets a moment (it is normally there already; without
+   * it, the command deleted the session's directory and the fence went nowhere, so what was read
+   * is all there is). Otherwise kills what is left (for a timeout, cancel or an unconfirmed end
+   * the command itself, for a shell exit its background jobs), then reads what is still in the pipe.
+   */
+  private async drain(shell: ShellProcess, capture: FifoCapture, outcome: Outcome, ended: boolean): Promise<void> {
     if (ended) {
-      // The status record and the fence travel on different pipes: give the
-      // fence a moment (it is normally there already). Without it (the
-      // command deleted the session's directory, so the fence went nowhere)
-      // what was read is all there is.
       await raceTimeout(capture.fenced, FENCE_WAIT_MS);
       await capture.detach(0);
-    } else {
-      // Kill what is left: for a timeout, cancel or an unconfirmed end the
-      // command itself, for a shell exit its background jobs. Then read what
-      // is still in the pipe.
-      await shell.kill(
-        outcome.kind === 'exit' || outcome.kind === 'record' || outcome.kind === 'unconfirmed' ? 0 : this.options.killGraceMs,
-      );
-      await capture.detach(KILLED_OUTPUT_WAIT_MS);
+      return;
     }
-    const captured = collector.finish(this.secrets);
-    if ('file' in source) removeQuietly(commandFile);
-    if (restartAfter && !this.closed) await this.replaceShell(0);
-    return this.finish(command, started, {
-      output: appendNotes(
-        withheld ? '' : renumberShellErrors(captured.text, lineNo > 0 ? lineNo + EVAL_PREFIX_LINES : 0, command.split('\n').length),
-        notes,
-      ),
-      exitCode,
-      timedOut,
-      truncated: captured.truncated,
-      sessionRestarted: restartedBefore || (restartAfter && !this.closed),
-      outputBytes: captured.outputBytes,
-      shellExit,
-      cancelled,
-      durationMs,
-    });
+    await shell.kill(outcome.kind === 'exit' || outcome.kind === 'record' || outcome.kind === 'unconfirmed' ? 0 : this.options.killGraceMs);
+    await capture.detach(KILLED_OUTPUT_WAIT_MS);
   }
 
-  private async finish(
-    command: string,
-    started: number,
-    r: Partial<CommandResult> &
-      Pick<CommandResult, 'output' | 'exitCode' | 'cancelled' | 'outputBytes' | 'truncated'> & { exactArgv?: string[] },
-  ): Promise<CommandResult> {
-    const result: CommandResult = {
-      output: r.output,
-      exitCode: r.exitCode,
-      timedOut: r.timedOut ?? false,
-      truncated: r.truncated,
-      sessionRestarted: r.sessionRestarted ?? false,
-      cwd: this.lastCwd,
-      durationMs: r.durationMs ?? Date.now() - started,
-      outputBytes: r.outputBytes,
-      cancelled: r.cancelled,
-    };
-    if (r.shellExit) result.shellExit = r.shellExit;
-    if (this.options.auditLog) {
-      const line: AuditLine = {
-        time: new Date().toISOString(),
-        sessionId: this.id,
-        ...(this.options.runId ? { runId: this.options.runId } : {}),
-        command: redactSecrets(command, this.secrets),
-        exitCode: result.exitCode,
-        durationMs: result.durationMs,
-        outputBytes: result.outputBytes,
-        truncated: result.truncated,
-        timedOut: result.timedOut,
-        cancelled: result.cancelled,
-        sessionRestarted: result.sessionRestarted,
-        cwd: result.cwd,
-        ...(result.shellExit ? { shellExit: result.shellExit } : {}),
-        ...(r.exactArgv ? { exactArgv: r.exactArgv.map((a) => redactSecrets(a, this.secrets)) } : {}),
-      };
-      await appendAuditLine(this.options.auditLog, line);
-    }
+  /** Who writes this session's audit lines (audit.ts). */
+  private get auditSource(): AuditSource {
+    return { sessionId: this.id, runId: this.options.runId, secrets: this.secrets };
+  }
+
+  /** The command's {@link CommandResult} (result.ts), after its audit line when there is an audit log. */
+  private async finish(command: string, started: number, r: FinishedCommand): Promise<CommandResult> {
+    const result = commandResult(r, this.lastCwd, started);
+    if (this.options.auditLog)
+      await appendAuditLine(this.options.auditLog, commandAuditLine(this.auditSource, command, result, r.exactArgv));
     return result;
   }
-}
-
-/**
- * bash numbers the lines of eval'd code from the control line's position in
- * its input, which grows with every command ("bash: eval: line 4711: syntax
- * error ...", "bash: line 25: nosuchcmd: command not found"; assigning
- * LINENO does not reset it). Renumbers the shell's own messages from the
- * command's first line, as if the command were a script: "bash: line 2: ...",
- * and the start line in "here-document at line N delimited by end-of-file".
- *
- * Runtime errors are renumbered only when the line falls inside the command
- * (1..`commandLines`), so a `bash -c` the command started, whose messages
- * look alike but count from 1, is left alone. Errors inside functions
- * (bash prefixes those `main:` and counts from the input line where the
- * function was defined) are left as they are.
- * @param controlLineNo bash's input line number of the command's control line (0: unknown, nothing renumbered)
- * @param commandLines lines of the command text (newlines + 1)
- */
-export function renumberShellErrors(text: string, controlLineNo: number, commandLines: number): string {
-  if (controlLineNo <= 0 || !text.includes('line ')) return text;
-  const own = (n: string): number => Number(n) - controlLineNo + 1;
-  return text.replace(
-    /^([^\s:]*bash): (eval: )?line (\d+):(.*)$/gm,
-    (whole, shell: string, evalPrefix: string | undefined, n: string, rest: string) => {
-      const line = own(n);
-      // Syntax errors (eval: line N) can name the line after the last one (unexpected end of file).
-      if (line < 1 || (!evalPrefix && line > commandLines)) return whole;
-      const body = rest.replace(/^( warning: here-document at line )(\d+)( delimited)/, (w, a: string, m: string, b: string) => {
-        const start = own(m);
-        return start >= 1 && start <= line ? `${a}${start}${b}` : w;
-      });
-      return `${shell}: line ${line}:${body}`;
-    },
-  );
-}
-
-/** What the records of one command prove: its exit status, or why they prove nothing. */
-export type RecordVerdict =
-  | { kind: 'ok'; status: number }
-  /** `foreignOutput`: the shell never read the command, so what its FIFO holds was written by another process. */
-  | { kind: 'not-run' | 'tampered'; note: string; foreignOutput?: boolean };
-
-/**
- * Judges one command's records (protocol.ts): exactly one status record,
- * followed by the housekeeping record, with bash's control pipes intact.
- * Anything else means the shell's state kept the command from running
- * safely, or something forged a record, and the exit status is unknown.
- * @param housekeepingCame whether the housekeeping record followed in time
- * @param pipesIntact whether bash's stdin/stdout are still the pipes it started with
- * @param kernel from /proc: `readLine`, bash itself read at least the control line's bytes; `idle`, bash is back reading its stdin (undefined: not known)
- */
-export function judgeRecords(
-  records: CommandRecords,
-  housekeepingCame: boolean,
-  pipesIntact: boolean,
-  kernel: { readLine?: boolean | undefined; idle?: boolean | undefined } = {},
-): RecordVerdict {
-  const [first, ...more] = records.statuses;
-  if (first === 'noposix') {
-    return {
-      kind: 'not-run',
-      note: 'the command was NOT run: an earlier command made POSIXLY_CORRECT read-only or a reference, which stops the session from running commands safely; the shell was restarted (variables, functions and background jobs are gone), run it again',
-    };
-  }
-  const status = first !== undefined && /^\d{1,3}$/.test(first) ? Number(first) : NaN;
-  const problems: string[] = [];
-  if (Number.isNaN(status) || status > 255) problems.push('no valid end-of-command record came');
-  if (more.length > 0) problems.push(`${more.length + 1} end-of-command records came where one was due (one was forged)`);
-  if (!housekeepingCame)
-    problems.push(
-      'the shell did not finish its bookkeeping after the command (it was still busy, or a function named like a builtin intercepted it)',
-    );
-  if (!pipesIntact) problems.push("the shell's own control pipes were replaced");
-  if (kernel.readLine === false) problems.push('the shell never read the command (another process read it from the control pipe)');
-  if (housekeepingCame && kernel.idle === false) problems.push('the shell was still busy (or stopped) after its end-of-command records');
-  if (problems.length > 0) {
-    const foreignOutput = kernel.readLine === false;
-    return {
-      kind: 'tampered',
-      note: `the end of this command could not be confirmed (${problems.join('; ')}): its exit status is unknown, it may still have been running; the shell was killed and restarted (variables, functions and background jobs are gone)${foreignOutput ? '; its output was withheld, since another process wrote it' : ''}`,
-      ...(foreignOutput ? { foreignOutput } : {}),
-    };
-  }
-  return { kind: 'ok', status };
-}
-
-/** Paths every sandbox hides: root's home, the worker's home, the temp directory (other sessions' FIFO directories). */
-/**
- * Size of the sandbox's private `/tmp` and `/dev/shm`, each, in bytes: 1 GiB, or the session's
- * `maxFileSizeBytes` when lower. They are memory that no ulimit counts.
- */
-export const SANDBOX_TMPFS_BYTES = 1024 ** 3;
-
-/** Where host services put their unix sockets (`/var/run` is a link to it on Debian and most others). */
-const HOST_SOCKETS_DIR = '/run';
-
-function defaultHiddenPaths(): string[] {
-  const out = ['/root'];
-  const home = os.homedir();
-  if (home && home !== '/') out.push(home);
-  const tmp = path.resolve(os.tmpdir());
-  if (tmp !== '/tmp' && tmp !== '/') out.push(tmp);
-  return out;
-}
-
-/**
- * What is the workspace owner's alone, hidden when bash runs as the owner: its home (keys,
- * tokens, shell history) and its runtime directory (`/run/user/<uid>`: D-Bus, gpg and ssh
- * agents, a rootless container socket), which would trust bash as the owner.
- */
-function ownerPrivatePaths(identity: SessionIdentity): string[] {
-  return [...(identity.ownerHome ? [identity.ownerHome] : []), `/run/user/${identity.uid}`];
-}
-
-/**
- * The workspace with symlinks resolved.
- * @throws SessionStartError when it is missing or not a directory
- */
-function realWorkspace(dir: string, sessionId: string | undefined): string {
-  try {
-    const real = fs.realpathSync(dir);
-    if (!fs.statSync(real).isDirectory()) throw new Error('not a directory');
-    return real;
-  } catch (err) {
-    throw new SessionStartError(`cannot start bash session: workspace ${dir} is not a directory: ${(err as Error).message}`, { sessionId });
-  }
-}
-
-/**
- * Lets the session user write a workspace it does not own (a root-owned
- * one, or a `user` named): ACL entries `u:<uid>:rwX` and the same default
- * entry on directories, so files others add later are writable too
- * (`setfacl -R -P`: symlinks never followed). Owners and mode bits stay as
- * they are; files the agent creates are the session user's, which the
- * owner (root) edits and deletes as any. Idempotent.
- * @throws SessionStartError when it is `/`, setfacl is missing (package `acl`), or the filesystem refuses ACLs
- */
-function grantWorkspace(real: string, identity: SessionIdentity, sessionId: string | undefined): void {
-  if (real === '/') throw new SessionStartError('cannot start bash session: the workspace must not be /', { sessionId });
-  // Its owner made it read-only: the session refuses it as the owner's own write would be (notWritableBy).
-  if ((fs.statSync(real).mode & 0o200) === 0) return;
-  const entry = `u:${identity.uid}:rwX`;
-  // A non-root owner (the no-sandbox case): what the session user creates stays editable by the owner.
-  const owner = fs.statSync(real).uid;
-  const ownerEntry = owner !== 0 && owner !== identity.uid ? `,d:u:${owner}:rwX` : '';
-  try {
-    execFileSync('setfacl', ['-R', '-P', '-m', `${entry},d:${entry}${ownerEntry}`, '--', real], {
-      env: MINIMAL_ENV,
-      stdio: ['ignore', 'ignore', 'pipe'],
-      timeout: 120_000,
-    });
-  } catch (err) {
-    const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
-    const stderr = String((err as { stderr?: Buffer }).stderr ?? '').trim();
-    throw new SessionStartError(
-      `cannot let ${identity.user} write the workspace ${real} (owned by uid ${fs.statSync(real).uid}): ${
-        missing ? 'setfacl is not installed (install the acl package)' : stderr || (err as Error).message
-      }; or give the workspace to a user other than root, whom bash then runs as`,
-      { sessionId, cause: err },
-    );
-  }
-}
-
-/**
- * How a process in the sandbox of `o` sees a path, for resolving one (exact.ts `resolveInView`):
- * covered (its private /tmp, a hidden directory) unless it is the real one, or a directory on
- * the way to one of its binds (which the sandbox shows as a directory leading to the bind).
- * None without a sandbox: the machine's view is the program's.
- */
-function viewCheck(o: SandboxOptions): ViewCheck | undefined {
-  if (o.mode !== 'bwrap') return undefined;
-  const binds = [...o.writable, ...o.readable].map(realDir);
-  return (abs) => {
-    if (binds.some((b) => within(b, abs))) return undefined;
-    const v = sandboxView(o, abs);
-    return v.real ? undefined : v.coveredBy;
-  };
-}
-
-/** `dir` with symlinks resolved (as given when it cannot be). */
-function realDir(dir: string): string {
-  try {
-    return fs.realpathSync(dir);
-  } catch {
-    return path.resolve(dir);
-  }
-}
-
-/** Whether `p` is `dir` or inside it (both absolute, resolved). */
-function within(p: string, dir: string): boolean {
-  return p === dir || dir === '/' || p.startsWith(`${dir}/`);
-}
-
-/**
- * Why the session's user cannot write `dir`, or undefined when it can: the
- * kernel's answer for this process (a read-only filesystem, or this user's
- * own permissions), and for another user the mode bits that apply to it.
- */
-function notWritableBy(dir: string, identity: SessionIdentity | null, aclGranted = false): string | undefined {
-  try {
-    fs.accessSync(dir, fs.constants.W_OK);
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-  }
-  if (!identity) return undefined;
-  const st = fs.statSync(dir);
-  // An ACL entry for the user was set where the owner may write (the group bits are then the ACL's mask, not the group's).
-  if (aclGranted)
-    return st.mode & 0o200 ? undefined : `mode ${(st.mode & 0o777).toString(8)}: its owner, uid ${st.uid}, cannot write it either`;
-  const bit = st.uid === identity.uid ? 0o200 : st.gid === identity.gid ? 0o020 : 0o002;
-  return st.mode & bit ? undefined : `mode ${(st.mode & 0o777).toString(8)}, owner uid ${st.uid}`;
-}
-
-function describeExit(exit: ShellExit): string {
-  return exit.signal ? `killed by ${exit.signal}` : `exit code ${exit.code}`;
-}
-
-function removeQuietly(file: string): void {
-  try {
-    fs.unlinkSync(file);
-  } catch {
-    /* already gone */
-  }
-}
-
-/**
- * Whether a component of `abs` under `workspace` (the file itself included) is a symlink now.
- * Missing components are not: a create makes a plain file there.
- */
-function symlinkOnTheWay(workspace: string, abs: string): boolean {
-  const rel = path.relative(workspace, abs);
-  if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) return false;
-  let at = workspace;
-  for (const part of rel.split(path.sep)) {
-    at = path.join(at, part);
-    try {
-      if (fs.lstatSync(at).isSymbolicLink()) return true;
-    } catch {
-      return false;
-    }
-  }
-  return false;
 }

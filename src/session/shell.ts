@@ -12,7 +12,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { SessionStartError } from './errors';
-import { CgroupUnavailableError, ProcessGuard, type ProcessGuardMode } from './guard';
+import { CgroupUnavailableError, ProcessGuard, type ProcessGuardMode, type Watchdog } from './guard';
 import { MINIMAL_ENV } from './identity';
 import { limitIpcNamespace } from './memory';
 import { listProcesses, signalGroup, signalPid, type ProcInfo } from './procs';
@@ -49,9 +49,13 @@ export interface ShellStartOptions {
   oomScoreAdj: number;
   maxProcesses: number;
   guardMode: ProcessGuardMode;
+  /** Checks the guard (one per process: `SessionHost`). */
+  watchdog: Watchdog;
+  /** setpriv with `--pdeathsig` ({@link findSetpriv}), or null. */
+  setpriv: string | null;
   /** How long bash may take to report ready, ms. */
   startTimeoutMs: number;
-  /** Sandbox and identity (see sandbox.ts); `setpriv` is filled in here. @default no sandbox, the worker's own user */
+  /** Sandbox and identity (see sandbox.ts); `setpriv` is filled in from {@link setpriv}. @default no sandbox, the worker's own user */
   sandbox?: Omit<SandboxOptions, 'setpriv'>;
 }
 
@@ -195,27 +199,85 @@ async function waitForBash(rootPid: number, bashName: string, timeoutMs: number,
   return [];
 }
 
-let setprivPath: string | null | undefined;
-
 /**
  * util-linux's setpriv, if installed and supporting --pdeathsig: bash is
- * started through it so the kernel kills bash when the worker dies.
+ * started through it so the kernel kills bash when the worker dies. Looks
+ * (and runs it) every call: `SessionHost.setpriv()` keeps the answer.
  */
 export function findSetpriv(): string | null {
-  if (setprivPath !== undefined) return setprivPath;
-  setprivPath = null;
   for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(':')) {
     const candidate = path.join(dir || '.', 'setpriv');
     try {
       fs.accessSync(candidate, fs.constants.X_OK);
       execFileSync(candidate, ['--pdeathsig', 'KILL', '--', 'true'], { env: MINIMAL_ENV, stdio: 'ignore', timeout: 5000 });
-      setprivPath = candidate;
-      break;
+      return candidate;
     } catch {
       /* not here, or too old for --pdeathsig */
     }
   }
-  return setprivPath;
+  return null;
+}
+
+/**
+ * The shell's process guard in the mode asked for.
+ * @throws SessionStartError when mode `cgroup` was asked for and no pids cgroup can be created
+ */
+function createGuard(o: ShellStartOptions): ProcessGuard {
+  try {
+    return ProcessGuard.create(o.guardMode, o.maxProcesses, o.name, o.watchdog);
+  } catch (err) {
+    if (err instanceof CgroupUnavailableError)
+      throw new SessionStartError(`cannot start bash session: ${err.message}`, { sessionId: o.sessionId, cause: err });
+    throw err;
+  }
+}
+
+/**
+ * Spawns bash (in its sandbox, through setpriv) detached, and waits until it is spawned.
+ * @throws SessionStartError when it cannot be (the guard is disposed first)
+ */
+async function spawnShell(o: ShellStartOptions, guard: ProcessGuard): Promise<ChildProcessWithoutNullStreams> {
+  try {
+    const sandbox: SandboxOptions = { ...(o.sandbox ?? NO_SANDBOX), setpriv: o.setpriv, sealShell: true };
+    const { file, args } = launchArgs(sandbox, [o.bashPath, '--noprofile', '--norc']);
+    const child = spawn(file, args, { cwd: o.cwd, env: o.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    await new Promise<void>((resolve, reject) => {
+      child.once('spawn', resolve);
+      child.once('error', reject);
+    });
+    return child;
+  } catch (err) {
+    await guard.dispose();
+    throw new SessionStartError(`cannot start ${o.bashPath} in ${o.cwd}: ${(err as Error).message}`, {
+      sessionId: o.sessionId,
+      cause: err,
+    });
+  }
+}
+
+/**
+ * Puts the spawned process under `guard`. When the cgroup refuses the pid, falls back to the
+ * watchdog unless cgroup was required.
+ * @returns the guard in use
+ * @throws SessionStartError (after killing the process group) when the cgroup was required and refused it
+ */
+async function adoptShell(o: ShellStartOptions, guard: ProcessGuard, pid: number, onExceeded: () => void): Promise<ProcessGuard> {
+  try {
+    guard.adopt(pid, onExceeded);
+    return guard;
+  } catch (err) {
+    await guard.dispose();
+    if (o.guardMode === 'cgroup') {
+      signalGroup(pid, 'SIGKILL');
+      throw new SessionStartError(`cannot put bash into its pids cgroup: ${(err as Error).message}`, {
+        sessionId: o.sessionId,
+        cause: err,
+      });
+    }
+    const fallback = ProcessGuard.create('watchdog', o.maxProcesses, o.name, o.watchdog);
+    fallback.adopt(pid, onExceeded);
+    return fallback;
+  }
 }
 
 export class ShellProcess {
@@ -280,82 +342,14 @@ export class ShellProcess {
    * on any failure.
    */
   static async start(o: ShellStartOptions): Promise<ShellProcess> {
-    let guard: ProcessGuard;
-    try {
-      guard = ProcessGuard.create(o.guardMode, o.maxProcesses, o.name);
-    } catch (err) {
-      if (err instanceof CgroupUnavailableError)
-        throw new SessionStartError(`cannot start bash session: ${err.message}`, { sessionId: o.sessionId, cause: err });
-      throw err;
-    }
-    let child: ChildProcessWithoutNullStreams;
-    try {
-      const sandbox: SandboxOptions = { ...(o.sandbox ?? NO_SANDBOX), setpriv: findSetpriv(), sealShell: true };
-      const { file, args } = launchArgs(sandbox, [o.bashPath, '--noprofile', '--norc']);
-      child = spawn(file, args, { cwd: o.cwd, env: o.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
-      await new Promise<void>((resolve, reject) => {
-        child.once('spawn', resolve);
-        child.once('error', reject);
-      });
-    } catch (err) {
-      await guard.dispose();
-      throw new SessionStartError(`cannot start ${o.bashPath} in ${o.cwd}: ${(err as Error).message}`, {
-        sessionId: o.sessionId,
-        cause: err,
-      });
-    }
+    const created = createGuard(o);
+    const child = await spawnShell(o, created);
     let shell: ShellProcess | undefined;
     // The guard records that it fired (`guard.exceeded`); the session reads that to explain the exit.
-    const onExceeded = () => void shell?.kill(0);
-    try {
-      guard.adopt(child.pid!, onExceeded);
-    } catch (err) {
-      // The cgroup refused the pid: fall back to the watchdog unless cgroup was required.
-      await guard.dispose();
-      if (o.guardMode === 'cgroup') {
-        signalGroup(child.pid!, 'SIGKILL');
-        throw new SessionStartError(`cannot put bash into its pids cgroup: ${(err as Error).message}`, {
-          sessionId: o.sessionId,
-          cause: err,
-        });
-      }
-      guard = ProcessGuard.create('watchdog', o.maxProcesses, o.name);
-      guard.adopt(child.pid!, onExceeded);
-    }
+    const guard = await adoptShell(o, created, child.pid!, () => void shell?.kill(0));
     shell = new ShellProcess(child, guard);
     shell.sandboxed = o.sandbox?.mode === 'bwrap';
-    // Sandboxed, bwrap forks (its pid-1 reaper, then bash) maybe before the
-    // guard adopted it: put every process on the way to bash into the
-    // cgroup and give each the oom score. bash itself forks nothing until
-    // the init script arrives, so nothing else can have escaped.
-    const chain = shell.sandboxed
-      ? await waitForBash(child.pid!, path.basename(o.bashPath), o.startTimeoutMs, () => shell?.exit !== undefined)
-      : [child.pid!];
-    shell.bashPid = chain[chain.length - 1] ?? 0;
-    // bash reads nothing before the init script: the IPC namespace is bounded before any command runs.
-    if (shell.sandboxed && o.sandbox?.tmpfsBytes !== undefined && process.getuid?.() === 0 && shell.bashPid > 0) {
-      try {
-        limitIpcNamespace(shell.bashPid, o.sandbox.tmpfsBytes);
-      } catch (err) {
-        await shell.kill(0);
-        throw new SessionStartError(`cannot bound the sandbox's shared memory (nsenter, /proc/sys/kernel): ${(err as Error).message}`, {
-          sessionId: o.sessionId,
-          cause: err,
-        });
-      }
-    }
-    // bash reads nothing before the init script: the namespace is sealed and attached before any command runs.
-    if (shell.sandboxed && o.sandbox?.network && process.getuid?.() === 0 && shell.bashPid > 0) {
-      try {
-        shell.network = await attachNetwork(shell.bashPid);
-      } catch (err) {
-        await shell.kill(0);
-        throw new SessionStartError(`cannot give the sandbox its network (slirp4netns, nft): ${(err as Error).message}`, {
-          sessionId: o.sessionId,
-          cause: err,
-        });
-      }
-    }
+    const chain = await shell.boundSandbox(o);
     for (const pid of chain) {
       if (pid !== child.pid) guard.include(pid);
       try {
@@ -364,32 +358,80 @@ export class ShellProcess {
         /* best effort: an unprivileged worker cannot lower it */
       }
     }
+    await shell.initialize(o);
+    return shell;
+  }
+
+  /**
+   * Sandboxed, bwrap forks (its pid-1 reaper, then bash) maybe before the
+   * guard adopted it: finds every process on the way to bash (returned, for
+   * the cgroup and the oom score; bash itself forks nothing until the init
+   * script arrives, so nothing else can have escaped), then bounds the IPC
+   * namespace and attaches the network, before bash reads anything.
+   */
+  private async boundSandbox(o: ShellStartOptions): Promise<number[]> {
+    const chain = this.sandboxed
+      ? await waitForBash(this.pid, path.basename(o.bashPath), o.startTimeoutMs, () => this.exit !== undefined)
+      : [this.pid];
+    this.bashPid = chain[chain.length - 1] ?? 0;
+    const asRoot = this.sandboxed && process.getuid?.() === 0 && this.bashPid > 0;
+    // bash reads nothing before the init script: the IPC namespace is bounded before any command runs.
+    if (asRoot && o.sandbox?.tmpfsBytes !== undefined) {
+      const bytes = o.sandbox.tmpfsBytes;
+      await this.orFail(o, "cannot bound the sandbox's shared memory (nsenter, /proc/sys/kernel)", () =>
+        limitIpcNamespace(this.bashPid, bytes),
+      );
+    }
+    // bash reads nothing before the init script: the namespace is sealed and attached before any command runs.
+    if (asRoot && o.sandbox?.network) {
+      await this.orFail(o, 'cannot give the sandbox its network (slirp4netns, nft)', async () => {
+        this.network = await attachNetwork(this.bashPid);
+      });
+    }
+    return chain;
+  }
+
+  /** Runs one start step; when it throws, kills the shell and throws a {@link SessionStartError} saying `what`. */
+  private async orFail(o: ShellStartOptions, what: string, step: () => unknown): Promise<void> {
+    try {
+      await step();
+    } catch (err) {
+      await this.kill(0);
+      throw new SessionStartError(`${what}: ${(err as Error).message}`, { sessionId: o.sessionId, cause: err });
+    }
+  }
+
+  /**
+   * Sends the init script and waits for its end record: ready with the limits applied, then records
+   * the control pipes and where bash waits for input (no user code has run yet: its own command reader).
+   * Otherwise kills the shell and throws a {@link SessionStartError} with bash's stderr.
+   */
+  private async initialize(o: ShellStartOptions): Promise<void> {
     const marker = newMarker();
     const dropped = Object.fromEntries(LOADER_DROPPED_ENV.filter((n) => o.env[n] !== undefined).map((n) => [n, o.env[n]!]));
-    shell.send(initScript(o.ulimitArgs, marker, dropped));
+    this.send(initScript(o.ulimitArgs, marker, dropped));
     let timer: NodeJS.Timeout | undefined;
     const outcome = await Promise.race([
-      shell.expect(marker).then((r) => ({ kind: 'ready' as const, record: r })),
-      shell.exited.then((e) => ({ kind: 'exit' as const, exit: e })),
+      this.expect(marker).then((r) => ({ kind: 'ready' as const, record: r })),
+      this.exited.then((e) => ({ kind: 'exit' as const, exit: e })),
       new Promise<{ kind: 'timeout' }>((r) => {
         timer = setTimeout(() => r({ kind: 'timeout' }), o.startTimeoutMs);
       }),
     ]);
     clearTimeout(timer);
     if (outcome.kind === 'ready' && outcome.record.status === 0) {
-      shell.controlPipes = shell.readControlPipes();
-      // No user code has run yet: where bash waits now is its own command reader.
-      shell.idleSignature = await shell.sampleReaderWait(o.startTimeoutMs);
-      return shell;
+      this.controlPipes = this.readControlPipes();
+      this.idleSignature = await this.sampleReaderWait(o.startTimeoutMs);
+      return;
     }
-    await shell.kill(0);
+    await this.kill(0);
     const why =
       outcome.kind === 'ready'
         ? `could not apply resource limits (ulimit ${o.ulimitArgs})`
         : outcome.kind === 'exit'
           ? `bash exited during start (code ${outcome.exit.code}, signal ${outcome.exit.signal})`
           : `bash did not report ready within ${o.startTimeoutMs} ms`;
-    const stderr = shell.stderrTail();
+    const stderr = this.stderrTail();
     throw new SessionStartError(`cannot start bash session: ${why}${stderr ? `: ${stderr.trim()}` : ''}`, {
       sessionId: o.sessionId,
       stderr,

@@ -11,7 +11,7 @@
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
-import { SANDBOX_TMPFS_BYTES } from '../../../src/session/session';
+import { SANDBOX_TMPFS_BYTES } from '../../../src/session/workspace';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
 afterEach(async () => {

@@ -11,7 +11,7 @@
  * take the machine down.
  */
 import * as fs from 'node:fs';
-import { BashSession, SessionStartError } from '../../../src/session';
+import { BashSession, SessionHost, SessionStartError } from '../../../src/session';
 import { closeSessions, liveProcesses, processes, removeTempDirs, startSession, tempDir, timed, waitGone } from './helpers';
 
 afterEach(async () => {
@@ -110,6 +110,26 @@ describe('fork bombs are stopped', () => {
       expect(ms).toBeLessThan(5000);
       expect(liveProcesses({ sid })).toEqual([]);
       expect((await s.run('echo survived')).output).toBe('survived\n');
+    } finally {
+      disarm();
+    }
+    expect(await waitGone({ sid })).toEqual([]);
+  }, 30_000);
+
+  test("one SessionHost's watchdog guards all its sessions, as a worker's: a (bounded) fork bomb in one is killed, the other's command runs on", async () => {
+    const host = new SessionHost();
+    const bombed = await startSession({ processGuard: 'watchdog', limits: { maxProcesses: 100 }, timeoutMs: 15_000, host });
+    const other = await startSession({ processGuard: 'watchdog', limits: { maxProcesses: 100 }, timeoutMs: 15_000, host });
+    expect([bombed.guardKind, other.guardKind]).toEqual(['watchdog', 'watchdog']);
+    const sid = bombed.pid;
+    const disarm = safetyNet(sid, 10_000);
+    try {
+      const bomb = 'b(){ if [ $1 -gt 0 ]; then b $(($1-1)) & b $(($1-1)) & fi; exec sleep 20; }; (b 10)';
+      const [r, calm] = await Promise.all([bombed.run(bomb), other.run('sleep 2; echo calm')]);
+      expect(r.output).toMatch(/exceeded its process limit \(100 processes\/threads\)/);
+      expect(r).toMatchObject({ sessionRestarted: true, shellExit: { code: null, signal: 'SIGKILL' } });
+      expect(calm).toMatchObject({ output: 'calm\n', exitCode: 0, sessionRestarted: false });
+      expect(liveProcesses({ sid })).toEqual([]);
     } finally {
       disarm();
     }

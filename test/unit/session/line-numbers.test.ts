@@ -2,7 +2,7 @@
  * The shell's error messages number lines from the command's own first
  * line, as in a script, however many commands the session ran before.
  */
-import { renumberShellErrors } from '../../../src/session/session';
+import { renumberShellErrors } from '../../../src/session/result';
 import { closeSessions, startSession } from './helpers';
 
 afterEach(closeSessions);

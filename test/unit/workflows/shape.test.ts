@@ -1,6 +1,8 @@
 /**
  * The shape that keeps the workflow readable (src/workflows/README.md): no
- * function in src/workflows/ longer than 80 lines, the `agentRun` body on
+ * function in src/workflows/ or src/session/ longer than 80 lines, no
+ * module-level `let` or `var` in src/session/ (its state lives in objects:
+ * src/session/README.md), the `agentRun` body on
  * one screen, and the one-way arrows of docs/architecture.md (the contract
  * imports only itself, src/shared/ and src/config.ts; src/shared/ only
  * itself and the contract's types; the workflow only itself, the contract,
@@ -11,11 +13,13 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
-import { functionSizes, tsFiles } from '../../../src/scripts/function-sizes';
+import { functionSizes, moduleVariables, tsFiles } from '../../../src/scripts/function-sizes';
 import { moduleImports } from './module-imports';
 
 const SRC = path.resolve(__dirname, '../../../src');
 const MAX_FUNCTION_LINES = 80;
+/** The session library's bound: the same 80 lines as the workflow's. */
+const MAX_SESSION_FUNCTION_LINES = 80;
 /** A screen: the loop and its handlers, no more. */
 const MAX_AGENT_RUN_LINES = 30;
 
@@ -131,5 +135,40 @@ describe('the workflow as named parts', () => {
     const sizes = functionSizes(path.join(SRC, 'workflows', 'agent-run.ts'));
     expect(sizes.map((f) => f.name)).toEqual(expect.arrayContaining(['agentRun', 'takeTurn', 'finish']));
     expect(sizes.every((f) => f.lines >= 1)).toBe(true);
+  });
+});
+
+describe('the session library as named parts', () => {
+  test(`no function in src/session/ is longer than ${MAX_SESSION_FUNCTION_LINES} lines`, () => {
+    const sizes = tsFiles(path.join(SRC, 'session')).flatMap(functionSizes);
+    const long = sizes.filter((f) => f.lines > MAX_SESSION_FUNCTION_LINES).map((f) => `${f.file}:${f.line} ${f.name} (${f.lines} lines)`);
+    expect(long).toEqual([]);
+    // The check sees the session's steps (a method of the class, a function of a module).
+    expect(sizes.map((f) => f.name)).toEqual(expect.arrayContaining(['BashSession.runNow', 'ShellProcess.start', 'bwrapArgs']));
+  });
+
+  test('no module-level let or var in src/session/: state lives in objects (the watchdog, SessionHost)', () => {
+    const found = tsFiles(path.join(SRC, 'session'))
+      .flatMap((file) => moduleVariables(file))
+      .map((v) => `${v.file}:${v.line} ${v.kind} ${v.name}`);
+    expect(found).toEqual([]);
+  });
+
+  test('the module-variable check sees let and var at the top level, exported or destructured, and nothing else', () => {
+    const text = [
+      'let a = 1;',
+      'export var b: number | undefined;',
+      'let { c, d } = { c: 1, d: 2 };',
+      'const e = 1;',
+      'function f() { let g = 1; return g; }',
+      'class H { i = 0; }',
+      'const j = String.raw`let k;`;',
+      '{ let l = 1; }',
+    ].join('\n');
+    expect(moduleVariables('fixture.ts', text).map((v) => `${v.line} ${v.kind} ${v.name}`)).toEqual([
+      '1 let a',
+      '2 var b',
+      '3 let { c, d }',
+    ]);
   });
 });
