@@ -592,6 +592,15 @@ export function legacyAwaitingSummary(command: string, edit?: { command: string;
   return `${prefix}${displayCommand(edit ? edit.path : command, { maxChars: SUMMARY_MAX_CHARS - prefix.length }).text}`;
 }
 
+/**
+ * The static summary of a sub-agent's child workflow: `` sub-agent: `<description>` ``, the
+ * description (the model's text) escaped and in a code span, as every summary the UI renders as
+ * markdown, at most {@link SUMMARY_MAX_CHARS} code points.
+ */
+export function subagentSummary(description: string): string {
+  return summaryWithCode('sub-agent: ', description, SUMMARY_MAX_CHARS);
+}
+
 /** A text editor command in an activity summary: `` edit #3: str_replace `/ws/src/a.ts` `` (the path escaped, in a code span, cut to fit). */
 export function editSummary(command: string, path: string, ordinal: number | null): string {
   const prefix = ordinal === null ? `edit: ${command} ` : `edit #${ordinal}: ${command} `;

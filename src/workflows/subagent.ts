@@ -22,6 +22,7 @@ import {
   workspaceFolderName,
   type SubagentRequest,
 } from '../contract/subagent';
+import { subagentSummary } from '../shared/display';
 import { msSince } from './limits';
 import type { RunState } from './run-state';
 import type { RunSession } from './session';
@@ -42,6 +43,12 @@ export const SUBAGENTS_PATCH = 'subagents-as-child-workflows';
  * only by runs started with that setting, when an answer holds a `subagent` call.
  */
 export const SUBAGENT_WORKTREE_PATCH = 'subagent-worktrees';
+
+/**
+ * patched() id: a child's static summary shows the model's description escaped, in a code span
+ * ({@link subagentSummary}); before it, the description went to the UI's markdown raw.
+ */
+export const SUBAGENT_SUMMARY_PATCH = 'subagent-summary-in-code-span';
 
 /** Whether `use` is a sub-agent call the run offers. */
 export function isSubagentUse(state: RunState, use: ToolUseBlock): boolean {
@@ -155,7 +162,9 @@ async function runSubagent(state: RunState, session: RunSession, use: ToolUseBlo
       // Cancelling the parent cancels the child at once (its session closes, its tool_uses are paired); ending it ends them too.
       cancellationType: ChildWorkflowCancellationType.TRY_CANCEL,
       parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
-      staticSummary: `sub-agent: ${parsed.request.description}`,
+      staticSummary: patched(SUBAGENT_SUMMARY_PATCH)
+        ? subagentSummary(parsed.request.description)
+        : `sub-agent: ${parsed.request.description}`,
     });
     const result = await child.result();
     state.usage = addUsage(state.usage, normalizeUsage(result.usage));
