@@ -20,6 +20,7 @@ import { processStartTime, SESSION_DIR_PREFIX, writeOwner } from './orphans';
 import { commandFileContent, commandSource, controlLine, EVAL_PREFIX_LINES, newCommandTokens, type CommandRecords } from './protocol';
 import { findSetpriv, ShellProcess, type ShellExit } from './shell';
 import type { EditRequest } from '../contract/text-editor';
+import type { WorktreeGit } from '../contract/subagent';
 import {
   EDIT_HELPER_SOURCE,
   MAX_EDIT_FILE_BYTES,
@@ -148,6 +149,16 @@ export interface BashSessionOptions {
   hidePaths?: string[];
   /** Wraps the program of {@link BashSession.runExact}. @default the session's own sandbox and identity (`sandboxedSpawnArgs`) */
   exactLauncher?: ExactLauncher;
+  /**
+   * A sub-agent's git worktree (docs/subagents.md, "Workspaces"), checked by the caller
+   * (worktree.ts `checkWorktreeGit`): the sandbox shows `commonDir` read-only (config, hooks,
+   * refs, info: nothing there can be planted for the parent's git to run) and binds read-write
+   * only `<commonDir>/objects` (new objects) and `gitDir` (the worktree's HEAD, index, logs),
+   * so git status, add, commit and log work on the worktree's detached HEAD. A session user
+   * that is not their owner gets the same ACL entries on those two as on the workspace.
+   * @default none
+   */
+  worktreeGit?: WorktreeGit;
 }
 
 /** Options of one {@link BashSession.runExact} call. */
@@ -326,6 +337,8 @@ export class BashSession {
   private readonly sandboxMode: { mode: SandboxMode; bwrap?: string };
   private readonly network: boolean;
   private readonly workspace: string | undefined;
+  /** What git needs of a sub-agent's worktree besides the worktree itself (see {@link BashSessionOptions.worktreeGit}). */
+  private readonly gitBinds: { writable: string[]; readable: string[] };
   private readonly hide: string[];
   /** Output pipes not yet closed (running commands, and background jobs still holding one), closed by `close()`. */
   private readonly captures = new Set<FifoCapture>();
@@ -366,6 +379,7 @@ export class BashSession {
     this.sandboxMode = sandbox;
     this.network = options.network ?? false;
     this.workspace = options.workspace !== undefined ? path.resolve(options.workspace) : undefined;
+    this.gitBinds = worktreeGitBinds(options.worktreeGit);
     // The owner's home holds its keys and tokens: bash as the owner sees none of it (but the workspace, when it lies there).
     const ownerPaths = access === 'owner' && identity ? ownerPrivatePaths(identity) : [];
     // Unix sockets of host services live under /run (a database's, D-Bus): a path socket is reachable from any network
@@ -438,6 +452,7 @@ export class BashSession {
       const real = realWorkspace(path.resolve(options.workspace), options.id);
       ({ identity, access } = workspaceIdentity(options.user, real, sandbox.mode === 'bwrap'));
       if (access === 'acl') grantWorkspace(real, identity!, options.id);
+      if (access === 'acl') for (const dir of worktreeGitBinds(options.worktreeGit).writable) grantWorkspace(dir, identity!, options.id);
     } else {
       identity = resolveIdentity(options.user);
     }
@@ -541,8 +556,8 @@ export class BashSession {
       ...(this.sandboxMode.bwrap ? { bwrap: this.sandboxMode.bwrap } : {}),
       identity: this.identity,
       network: this.network,
-      writable: this.workspace ? [this.workspace] : [],
-      readable: [this.tmpDir],
+      writable: [...(this.workspace ? [this.workspace] : []), ...this.gitBinds.writable],
+      readable: [this.tmpDir, ...this.gitBinds.readable],
       hide: this.hide,
       tmpfsBytes: Math.min(this.limits.maxFileSizeBytes, SANDBOX_TMPFS_BYTES),
       setpriv: findSetpriv(),
@@ -764,7 +779,7 @@ export class BashSession {
    */
   private exactSandbox(): SandboxOptions {
     const sandbox = this.sandboxOptions;
-    return { ...sandbox, hide: [...sandbox.hide, ...EXACT_RUN_HIDDEN], readable: [] };
+    return { ...sandbox, hide: [...sandbox.hide, ...EXACT_RUN_HIDDEN], readable: this.gitBinds.readable };
   }
 
   /** The helper's file operations, each a fresh sandboxed process as the session user. */
@@ -1221,6 +1236,16 @@ export function judgeRecords(
     };
   }
   return { kind: 'ok', status };
+}
+
+/**
+ * The binds of a sub-agent's git worktree (see {@link BashSessionOptions.worktreeGit}): the
+ * common dir read-only; its `objects` and the worktree's gitdir read-write (bwrap mounts the
+ * deeper binds after, over the read-only one).
+ */
+export function worktreeGitBinds(git: WorktreeGit | undefined): { writable: string[]; readable: string[] } {
+  if (!git) return { writable: [], readable: [] };
+  return { writable: [path.join(git.commonDir, 'objects'), git.gitDir], readable: [git.commonDir] };
 }
 
 /** Paths every sandbox hides: root's home, the worker's home, the temp directory (other sessions' FIFO directories). */
