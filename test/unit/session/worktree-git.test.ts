@@ -186,7 +186,9 @@ test('the bind list: the common dir read-only, its objects and the worktree gitd
     expect(s.sandbox).toBe('bwrap');
     const r = await s.run(
       'git status --porcelain --branch && echo child > child.txt && git add child.txt && ' +
-        'git -c user.name=child -c user.email=child@example.com commit -q -m "from the child" && git log --format=%H:%s -2',
+        // The repository's config is read-only; the sandbox's private HOME takes a global one.
+        'git config --global user.name child && git config --global user.email child@example.com && ' +
+        'git commit -q -m "from the child" && git log --format=%H:%s -2',
     );
     expect(r.exitCode).toBe(0);
     const [head, base] = r.output.trim().split('\n').slice(-2);
