@@ -12,7 +12,8 @@
  * recursion the repository's config names runs on the worker.
  */
 import { execFile } from 'node:child_process';
-import { chown, lstat, mkdir, readFile, realpath, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { chown, lstat, mkdir, open, readdir, realpath, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { WorktreeGit } from '../contract/subagent';
 import { MINIMAL_ENV, OWNER_FALLBACK_GID, workerIsRoot } from './identity';
@@ -134,7 +135,7 @@ export async function createWorktree(
   const dir = path.join(root, WORKTREES_FOLDER, folder);
   const workdir = path.join(dir, inRepo);
   // A retry: the worktree exists (git wrote its `.git` file first).
-  if (await exists(path.join(dir, '.git'))) return { path: workdir, ...(await gitOf(runner, workspace, dir)) };
+  if (await exists(path.join(dir, '.git'))) return { path: workdir, ...(await gitOf(runner, top, workspace, dir)) };
   await mkdir(path.join(root, WORKTREES_FOLDER), { recursive: true, mode: 0o755 });
   // Made here and handed to the owner, so git (as the owner) may fill it; git accepts an empty folder.
   await mkdir(dir, { recursive: true, mode: 0o755 });
@@ -144,29 +145,63 @@ export async function createWorktree(
   } catch (err) {
     return { error: `The sub-agent was not started: git worktree add failed in ${top}: ${(err as Error).message}` };
   }
-  return { path: workdir, ...(await gitOf(runner, workspace, dir)) };
+  return { path: workdir, ...(await gitOf(runner, top, workspace, dir)) };
 }
 
 /**
- * The worktree's {@link WorktreeGit}, asked of the parent's repository (never of the new
- * worktree's `.git` file), or nothing when the child must not get it: the common dir is not
- * inside the parent's workspace (the workspace is a subfolder of its repository), so the parent
- * itself cannot write it, and the child gets no more than its parent has.
+ * The worktree's {@link WorktreeGit}, asked of the parent's repository `top`, never of the
+ * worktree (whose `.git` file is the child's to rewrite once it ran: a retry may come later):
+ * the common dir from `git rev-parse --git-common-dir` in `top`, the gitdir the entry of
+ * `<common dir>/worktrees/` whose `gitdir` file names `<dir>/.git`, as `git worktree add` wrote
+ * it. Nothing when the child must not have them: the common dir is not inside the parent's
+ * workspace (the workspace is a subfolder of its repository), so the parent itself cannot
+ * write it, and the child gets no more than its parent has.
  */
-async function gitOf(runner: Runner, workspace: string, dir: string): Promise<{ git?: WorktreeGit }> {
-  let lines: string[];
+async function gitOf(runner: Runner, top: string, workspace: string, dir: string): Promise<{ git?: WorktreeGit }> {
+  let commonDir: string;
   try {
-    // Made by git a moment ago, before any child ran in it: its `.git` file is still git's own.
-    lines = (await git(runner, ['-C', dir], ['rev-parse', '--path-format=absolute', '--git-dir', '--git-common-dir'])).split('\n');
+    commonDir = await realpath(await git(runner, ['-C', top], ['rev-parse', '--path-format=absolute', '--git-common-dir']));
   } catch {
     return {};
   }
-  const [gitDir, commonDir] = lines.map((l) => l.trim());
-  if (!gitDir || !commonDir) return {};
-  const found = { commonDir: await realpath(commonDir), gitDir: await realpath(gitDir) };
-  if (!within(found.commonDir, await realpath(workspace))) return {};
-  if (path.dirname(found.gitDir) !== path.join(found.commonDir, 'worktrees')) return {};
-  return { git: found };
+  if (!within(commonDir, await realpath(workspace))) return {};
+  const dotGit = path.join(await realpath(dir), '.git');
+  const worktrees = path.join(commonDir, 'worktrees');
+  let names: string[];
+  try {
+    names = await readdir(worktrees);
+  } catch {
+    return {};
+  }
+  for (const name of names.sort()) {
+    const named = await readGitdirFile(path.join(worktrees, name, 'gitdir'));
+    if (named.trim() === dotGit) return { git: { commonDir, gitDir: path.join(worktrees, name) } };
+  }
+  return {};
+}
+
+/** Longest `gitdir` file read, bytes: 4096 (one path). */
+const MAX_GITDIR_FILE_BYTES = 4096;
+
+/**
+ * The text of a worktree's `gitdir` file, or '' when it is not a small regular file: opened
+ * without following a symlink and without blocking (the agent can write these files; a FIFO
+ * there must not hold a thread of the worker's pool).
+ */
+async function readGitdirFile(p: string): Promise<string> {
+  let handle: FileHandle | undefined;
+  try {
+    handle = await open(p, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    const st = await handle.stat();
+    if (!st.isFile() || st.size > MAX_GITDIR_FILE_BYTES) return '';
+    const buf = Buffer.alloc(st.size);
+    const { bytesRead } = await handle.read(buf, 0, st.size, 0);
+    return buf.subarray(0, bytesRead).toString('utf8');
+  } catch {
+    return '';
+  } finally {
+    await handle?.close();
+  }
 }
 
 /** Whether `p` is `dir` or inside it (both absolute, resolved). */
@@ -206,12 +241,8 @@ export async function checkWorktreeGit(workdir: string, claim: WorktreeGit): Pro
     if (!(await lstat(p)).isDirectory()) return { error: `${name} ${p} is not a directory` };
   }
   if (path.dirname(gitDir) !== path.join(commonDir, 'worktrees')) return { error: `${gitDir} is not in ${commonDir}/worktrees` };
-  let dotGit: string;
-  try {
-    dotGit = (await readFile(path.join(gitDir, 'gitdir'), 'utf8')).trim();
-  } catch (err) {
-    return { error: `${gitDir}/gitdir cannot be read: ${(err as Error).message}` };
-  }
+  const dotGit = (await readGitdirFile(path.join(gitDir, 'gitdir'))).trim();
+  if (dotGit === '') return { error: `${gitDir}/gitdir is no small regular file` };
   const worktree = path.dirname(dotGit);
   const real = await realpath(workdir).catch(() => workdir);
   if (path.basename(dotGit) !== '.git' || !path.isAbsolute(dotGit) || !within(real, worktree))

@@ -150,6 +150,22 @@ describe('checkWorktreeGit: what the worker binds only after checking', () => {
   });
 });
 
+test('a gitdir file that is a FIFO or a symlink is refused at once, not read (the child can write its gitdir)', async () => {
+  const { worktree, made } = await parentAndChild();
+  const file = path.join(made.gitDir, 'gitdir');
+  const text = fs.readFileSync(file, 'utf8');
+  fs.rmSync(file);
+  execFileSync('mkfifo', [file]);
+  const started = Date.now();
+  expect(await checkWorktreeGit(worktree, made)).toEqual({ error: `${made.gitDir}/gitdir is no small regular file` });
+  expect(Date.now() - started).toBeLessThan(5_000);
+  fs.rmSync(file);
+  const elsewhere = path.join(tempDir('aj-link-'), 'gitdir');
+  fs.writeFileSync(elsewhere, text);
+  fs.symlinkSync(elsewhere, file);
+  expect(await checkWorktreeGit(worktree, made)).toEqual({ error: `${made.gitDir}/gitdir is no small regular file` });
+});
+
 test('the bind list: the common dir read-only, its objects and the worktree gitdir read-write, mounted after it', async () => {
   const { root, worktree, made } = await parentAndChild();
   const binds = worktreeGitBinds(made);
@@ -236,6 +252,33 @@ test('the bind list: the common dir read-only, its objects and the worktree gitd
     expect(snapshot(common)).toEqual(before);
     // The child's own files stay its own to write.
     expect((await s.run('echo ok > mine && cat mine')).output).toBe('ok\n');
+  });
+
+  test('a repository owned by a user other than root: bash runs as that owner and commits; the common dir stays read-only', async () => {
+    const root = tempDir('aj-wtgit-');
+    // The owner must reach its workspace (mkdtemp makes 0700 folders).
+    fs.chmodSync(root, 0o755);
+    const parent = path.join(root, 'parent');
+    fs.mkdirSync(parent);
+    git(parent, 'init', '-q', '-b', 'main');
+    fs.writeFileSync(path.join(parent, 'README'), 'base\n');
+    git(parent, 'add', 'README');
+    git(parent, 'commit', '-q', '-m', 'base');
+    execFileSync('chown', ['-R', '65534:65534', parent]);
+    const out = await createWorktree(root, parent, 'c');
+    if (!('path' in out) || !out.git) throw new Error(`no worktree git: ${JSON.stringify(out)}`);
+    const s = await startSession({ cwd: out.path, workspace: out.path, hidePaths: [root], worktreeGit: out.git });
+    expect(s.user).not.toBe('agent-jobs');
+    const r = await s.run(
+      'id -u && echo o > o && git add o && git -c user.name=o -c user.email=o@e commit -qm owner && git rev-parse HEAD && ' +
+        `(touch ${out.git.commonDir}/hooks/x && echo HOOK) ; (git config core.hooksPath /x && echo CONFIG) ; true`,
+    );
+    const [uid, sha] = r.output.trim().split('\n');
+    expect(uid).toBe('65534');
+    expect(fs.statSync(path.join(out.path, 'o')).uid).toBe(65534);
+    expect(execFileSync('git', ['-C', parent, 'cat-file', '-t', sha!], { encoding: 'utf8', uid: 65534, gid: 65534 }).trim()).toBe('commit');
+    expect(r.output).not.toMatch(/^(HOOK|CONFIG)$/m);
+    expect(fs.existsSync(path.join(out.git.commonDir, 'hooks', 'x'))).toBe(false);
   });
 
   test('without a checked worktreeGit the child has no git, as before: its sandbox shows nothing of the parent', async () => {
