@@ -47,7 +47,7 @@ describe('the subagent tool', () => {
     expect(child.ok && child.input.worktreeGit).toEqual(git);
     const top = resolveInput({ task: 't', worktreeGit: git });
     expect(top.ok && top.input.worktreeGit).toBeUndefined();
-    expect(resolveInput({ task: 't', subagentOf: 'run-1', worktreeGit: { ...git, extra: '/' } } as never).ok).toBe(false);
-    expect(resolveInput({ task: 't', subagentOf: 'run-1', worktreeGit: { commonDir: '/w/p/.git' } } as never).ok).toBe(false);
+    expect(resolveInput({ task: 't', subagentOf: 'run-1', worktreeGit: { ...git, extra: '/' } }).ok).toBe(false);
+    expect(resolveInput({ task: 't', subagentOf: 'run-1', worktreeGit: { commonDir: '/w/p/.git' } }).ok).toBe(false);
   });
 });
