@@ -8,7 +8,7 @@
  * the process that holds the bash process.
  */
 import { workspaceFolderName } from '../contract/subagent';
-import { createWorktree } from '../session/worktree';
+import { checkWorktreeGit, createWorktree, type WorktreeGit } from '../session/worktree';
 import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Context, log } from '@temporalio/activity';
@@ -595,6 +595,18 @@ function commandCancellation(ctx: Context, claimed: Promise<void>, toolUseId: st
   return cancel.signal;
 }
 
+/**
+ * A sub-agent's {@link WorktreeGit} once this worker checked it (`checkWorktreeGit`), or
+ * undefined (logged) when the check fails: the session then opens without git's binds, as a
+ * child whose worktree is not to be trusted with them (it rewrote its gitdir's files) should.
+ */
+async function checkedWorktreeGit(workdir: string, claim: WorktreeGit): Promise<WorktreeGit | undefined> {
+  const checked = await checkWorktreeGit(workdir, claim);
+  if ('git' in checked) return checked.git;
+  log.warn("sub-agent worktree: git's directories not bound", { workdir, reason: checked.error });
+  return undefined;
+}
+
 /** Builds the session activities over this process's registry. */
 export function createSessionActivities(deps: SessionActivityDeps) {
   const { registry, workerId, taskQueue } = deps;
@@ -636,6 +648,7 @@ export function createSessionActivities(deps: SessionActivityDeps) {
           });
         }
         cwd = !input.restore && input.restoreCwd && (await isDirectory(input.restoreCwd)) ? input.restoreCwd : workdir;
+        const worktreeGit = input.worktreeGit ? await checkedWorktreeGit(workdir, input.worktreeGit) : undefined;
         const stop = startHeartbeat();
         const start = (at: string): Promise<BashSession> =>
           BashSession.start({
@@ -647,6 +660,7 @@ export function createSessionActivities(deps: SessionActivityDeps) {
             runId: input.workflowId,
             network: input.network ?? false,
             env: { ...deps.sessionOptions.env, AGENT_JOBS_WORKFLOW_ID: input.workflowId },
+            ...(worktreeGit ? { worktreeGit } : {}),
           });
         try {
           try {

@@ -11,6 +11,7 @@ import type { ConversationPart, TranscriptDelta } from './conversation';
 import type { Effort } from './models';
 import type { CheckpointRequest, CheckpointResult, RestoreRequest } from './checkpoint';
 import type { RuleToMatch } from './steering';
+import type { WorktreeGit } from './subagent';
 
 // Activity inputs and outputs: one typed object in, one out.
 
@@ -108,6 +109,12 @@ export interface OpenSessionInput {
   network?: boolean;
   /** Restore this checkpoint into the workspace before bash starts (rewind, fork); the session starts in the workspace. */
   restore?: RestoreRequest;
+  /**
+   * A sub-agent in a git worktree: the git directories its sandbox binds (the run's input
+   * `worktreeGit`), checked on the worker first (src/session/worktree.ts `checkWorktreeGit`);
+   * the session opens without them when the check fails.
+   */
+  worktreeGit?: WorktreeGit;
 }
 
 export type OpenSessionOutput = SessionRef;
@@ -122,8 +129,11 @@ export interface CreateWorktreeInput {
   childWorkflowId: string;
 }
 
-/** Answer of `createWorktree`: the worktree's absolute path (the child's workdir), or one line saying why there is none. */
-export type CreateWorktreeOutput = { path: string } | { error: string };
+/**
+ * Answer of `createWorktree`: the worktree's absolute path (the child's workdir) and, when the
+ * child may have them, the git directories its sandbox binds; or one line saying why there is none.
+ */
+export type CreateWorktreeOutput = { path: string; git?: WorktreeGit } | { error: string };
 
 /** Input of `runCommand` (the session's worker queue). */
 export interface RunCommandInput {

@@ -130,6 +130,10 @@ export const agentRunInputSchema = z
     subagents: z.number().int().min(1).max(MAX_SUBAGENTS).optional(),
     subagentWorkspace: z.enum(['shared', 'worktree']).optional(),
     subagentOf: z.string().min(1).optional(),
+    worktreeGit: z
+      .object({ commonDir: z.string().min(1), gitDir: z.string().min(1) })
+      .strict()
+      .optional(),
     rules: z
       .array(
         z
@@ -183,6 +187,7 @@ type OptionalFields =
   | 'subagents'
   | 'subagentWorkspace'
   | 'subagentOf'
+  | 'worktreeGit'
   | 'rules';
 
 /** The input with every default applied. */
@@ -273,6 +278,8 @@ export function resolveInput(
         ? { subagentWorkspace: i.subagentWorkspace }
         : {}),
       ...(i.subagentOf !== undefined ? { subagentOf: i.subagentOf } : {}),
+      // Only a sub-agent's: its parent set it (docs/subagents.md, "Workspaces").
+      ...(i.worktreeGit !== undefined && i.subagentOf !== undefined ? { worktreeGit: i.worktreeGit } : {}),
       ...(i.rules !== undefined ? { rules: i.rules } : {}),
     },
   };

@@ -8,6 +8,7 @@ import type { Message, Usage } from './messages';
 import type { CarriedConversation } from './conversation';
 import type { Effort, ModelInfo } from './models';
 import type { CheckpointRecord, RestoreRequest, RewindRecord } from './checkpoint';
+import type { WorktreeGit } from './subagent';
 import type { ApprovalRule, ApprovalTimeoutAction, BudgetLimits, DecisionKind, OnBudget, QueuedMessage } from './steering';
 
 /** `thinking.display` values of adaptive thinking. */
@@ -84,6 +85,12 @@ export interface AgentRunInput {
   subagentWorkspace?: SubagentWorkspace;
   /** Set by the parent on a sub-agent's input: the parent's workflow id. A sub-agent never offers the `subagent` tool itself. */
   subagentOf?: string;
+  /**
+   * Set by the parent on a sub-agent in a git worktree (docs/subagents.md, "Workspaces"): the
+   * repository's common dir and the worktree's gitdir, which the child's sandbox binds so git
+   * works there; checked on the worker that opens the session. Never from model text.
+   */
+  worktreeGit?: WorktreeGit;
   /** Approval rules the run starts with (a sub-agent gets those of its parent when it starts: docs/subagents.md). @default none */
   rules?: ApprovalRule[];
   /** `max_tokens` of each model call (the API's per-response cap). @default 4096 */

@@ -36,6 +36,18 @@ export const SUBAGENT_TOOL = {
   },
 } as const;
 
+/**
+ * What a sub-agent's sandbox binds for git to work in its worktree (docs/subagents.md,
+ * "Workspaces"): both absolute, symlinks resolved, as `git rev-parse --path-format=absolute`
+ * gives them in the worktree.
+ */
+export interface WorktreeGit {
+  /** The repository's common dir (`<repository>/.git`): shown read-only, but for its `objects/` (read-write). */
+  commonDir: string;
+  /** The worktree's own gitdir (`<common dir>/worktrees/<name>`: its HEAD, index, logs), read-write. */
+  gitDir: string;
+}
+
 /** A `subagent` call, parsed. */
 export interface SubagentRequest {
   description: string;

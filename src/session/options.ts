@@ -8,6 +8,7 @@ import type { ProcessGuardMode } from './guard';
 import type { SessionHost } from './host';
 import type { ResourceLimits } from './limits';
 import type { SandboxMode } from './sandbox';
+import type { WorktreeGit } from '../contract/subagent';
 
 /** Default per-command timeout, ms. MAINTENANCE: keep equal to DEFAULT_COMMAND_TIMEOUT_MS in src/config.ts (test/unit/config.test.ts). */
 export const DEFAULT_TIMEOUT_MS = 120_000;
@@ -92,6 +93,16 @@ export interface BashSessionOptions {
   hidePaths?: string[];
   /** Wraps the program of {@link BashSession.runExact}. @default the session's own sandbox and identity (`sandboxedSpawnArgs`) */
   exactLauncher?: ExactLauncher;
+  /**
+   * A sub-agent's git worktree (docs/subagents.md, "Workspaces"), checked by the caller
+   * (worktree.ts `checkWorktreeGit`): the sandbox shows `commonDir` read-only (config, hooks,
+   * refs, info: nothing there can be planted for the parent's git to run) and binds read-write
+   * only `<commonDir>/objects` (new objects) and `gitDir` (the worktree's HEAD, index, logs),
+   * so git status, add, commit and log work on the worktree's detached HEAD. A session user
+   * that is not their owner gets the same ACL entries on those two as on the workspace.
+   * @default none
+   */
+  worktreeGit?: WorktreeGit;
   /**
    * What this process's sessions share: the process guard's watchdog (one timer for all) and
    * what is looked up once (setpriv, bwrap, session users); see host.ts. The worker passes one

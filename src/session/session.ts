@@ -65,7 +65,16 @@ import { sandboxView, type SandboxMode, type SandboxOptions } from './sandbox';
 import { writeSeccompFilter } from './seccomp';
 import { ShellProcess, type ShellExit } from './shell';
 import { raceTimeout } from './timing';
-import { nearestExistingDir, notWritableBy, realDir, removeQuietly, SANDBOX_TMPFS_BYTES, viewCheck, within } from './workspace';
+import {
+  nearestExistingDir,
+  notWritableBy,
+  realDir,
+  removeQuietly,
+  SANDBOX_TMPFS_BYTES,
+  viewCheck,
+  within,
+  worktreeGitBinds,
+} from './workspace';
 
 export {
   DEFAULT_KILL_GRACE_MS,
@@ -155,6 +164,8 @@ export class BashSession {
   private readonly sandboxMode: { mode: SandboxMode; bwrap?: string };
   private readonly network: boolean;
   private readonly workspace: string | undefined;
+  /** What git needs of a sub-agent's worktree besides the worktree itself (see {@link BashSessionOptions.worktreeGit}). */
+  private readonly gitBinds: { writable: string[]; readable: string[] };
   private readonly hide: string[];
   /** Output pipes not yet closed (running commands, and background jobs still holding one), closed by `close()`. */
   private readonly captures = new Set<FifoCapture>();
@@ -193,6 +204,7 @@ export class BashSession {
     this.sandboxMode = sandbox;
     this.network = options.network ?? false;
     this.workspace = options.workspace !== undefined ? path.resolve(options.workspace) : undefined;
+    this.gitBinds = worktreeGitBinds(options.worktreeGit);
     this.hide = hiddenPaths(options.hidePaths ?? [], who, this.network);
     const built = buildSessionEnv({
       extra: { ...identityEnv(who, this.workspace), ...options.env },
@@ -307,8 +319,8 @@ export class BashSession {
       ...(this.sandboxMode.bwrap ? { bwrap: this.sandboxMode.bwrap } : {}),
       identity: this.identity,
       network: this.network,
-      writable: this.workspace ? [this.workspace] : [],
-      readable: [this.tmpDir],
+      writable: [...(this.workspace ? [this.workspace] : []), ...this.gitBinds.writable],
+      readable: [this.tmpDir, ...this.gitBinds.readable],
       hide: this.hide,
       tmpfsBytes: Math.min(this.limits.maxFileSizeBytes, SANDBOX_TMPFS_BYTES),
       setpriv: this.host.setpriv(),
@@ -463,7 +475,7 @@ export class BashSession {
    */
   private exactSandbox(): SandboxOptions {
     const sandbox = this.sandboxOptions;
-    return { ...sandbox, hide: [...sandbox.hide, ...EXACT_RUN_HIDDEN], readable: [] };
+    return { ...sandbox, hide: [...sandbox.hide, ...EXACT_RUN_HIDDEN], readable: this.gitBinds.readable };
   }
 
   /**

@@ -13,7 +13,15 @@ import { resolveIdentity, workspaceIdentity, type SessionIdentity, type Workspac
 import type { BashSessionOptions } from './options';
 import { SESSION_DIR_PREFIX } from './orphans';
 import { resolveSandbox, unreachableAncestor, type SandboxMode } from './sandbox';
-import { defaultHiddenPaths, grantWorkspace, HOST_SOCKETS_DIR, ownerPrivatePaths, realDir, realWorkspace } from './workspace';
+import {
+  defaultHiddenPaths,
+  grantWorkspace,
+  HOST_SOCKETS_DIR,
+  ownerPrivatePaths,
+  realDir,
+  realWorkspace,
+  worktreeGitBinds,
+} from './workspace';
 
 /** Who bash runs as, in what sandbox, and how it gets to write the workspace (identity.ts). */
 export interface Who {
@@ -55,6 +63,7 @@ export function resolveWho(options: BashSessionOptions, cwd: string, host: Sessi
     const real = realWorkspace(path.resolve(options.workspace), options.id);
     ({ identity, access } = workspaceIdentity(options.user, real, sandbox.mode === 'bwrap', host.users));
     if (access === 'acl') grantWorkspace(real, identity!, options.id);
+    if (access === 'acl') for (const dir of worktreeGitBinds(options.worktreeGit).writable) grantWorkspace(dir, identity!, options.id);
   } else {
     identity = resolveIdentity(options.user, host.users);
   }

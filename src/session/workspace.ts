@@ -12,6 +12,7 @@ import { SessionStartError } from './errors';
 import type { ViewCheck } from './exact';
 import { MINIMAL_ENV, type SessionIdentity } from './identity';
 import { sandboxView, type SandboxOptions } from './sandbox';
+import type { WorktreeGit } from '../contract/subagent';
 
 /**
  * Size of the sandbox's private `/tmp` and `/dev/shm`, each, in bytes: 1 GiB, or the session's
@@ -181,4 +182,14 @@ export function nearestExistingDir(dir: string): string {
     if (up === d) return '/';
     d = up;
   }
+}
+
+/**
+ * The binds of a sub-agent's git worktree (see `BashSessionOptions.worktreeGit`, options.ts): the
+ * common dir read-only; its `objects` and the worktree's gitdir read-write (bwrap mounts the
+ * deeper binds after, over the read-only one).
+ */
+export function worktreeGitBinds(git: WorktreeGit | undefined): { writable: string[]; readable: string[] } {
+  if (!git) return { writable: [], readable: [] };
+  return { writable: [path.join(git.commonDir, 'objects'), git.gitDir], readable: [git.commonDir] };
 }

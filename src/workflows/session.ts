@@ -21,6 +21,7 @@ import type { SessionActivities } from '../activities/session';
 import {
   SESSION_NOT_FOUND,
   WORKER_SHUTTING_DOWN,
+  type CreateWorktreeOutput,
   type RunCommandInput,
   type RunCommandOutput,
   type SessionClosing,
@@ -278,7 +279,7 @@ export class RunSession {
    * session (opening a session first when there is none), for the child `childWorkflowId`.
    * @returns the child's workdir, or one line saying why there is none
    */
-  async worktree(childWorkflowId: string): Promise<{ path: string } | { error: string }> {
+  async worktree(childWorkflowId: string): Promise<CreateWorktreeOutput> {
     const { state } = this;
     try {
       const session = state.session ?? (await this.open(undefined));
@@ -350,7 +351,7 @@ export class RunSession {
   private async openNow(restoreCwd: string | undefined, restore?: RestoreRequest): Promise<SessionRef> {
     const { state } = this;
     state.setDetails(restore ? 'restoring the workspace to a checkpoint and starting a bash session' : 'starting a bash session');
-    const { workdir, network } = state.input;
+    const { workdir, network, worktreeGit } = state.input;
     const toRestore = restore ?? state.pendingRestore ?? undefined;
     const ref = await openSession.executeWithOptions({ summary: toRestore ? 'session: restore checkpoint and open' : 'session: open' }, [
       {
@@ -359,6 +360,8 @@ export class RunSession {
         ...(restoreCwd !== undefined && !toRestore ? { restoreCwd } : {}),
         ...(network ? { network: true } : {}),
         ...(toRestore ? { restore: toRestore } : {}),
+        // Only a sub-agent's input has it, and only since SUBAGENT_WORKTREE_GIT_PATCH (subagent.ts): older runs send what they sent.
+        ...(worktreeGit !== undefined ? { worktreeGit } : {}),
       },
     ]);
     state.pendingRestore = null;

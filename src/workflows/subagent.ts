@@ -21,6 +21,7 @@ import {
   subagentWorkflowId,
   workspaceFolderName,
   type SubagentRequest,
+  type WorktreeGit,
 } from '../contract/subagent';
 import { subagentSummary } from '../shared/display';
 import { msSince } from './limits';
@@ -49,6 +50,13 @@ export const SUBAGENT_WORKTREE_PATCH = 'subagent-worktrees';
  * ({@link subagentSummary}); before it, the description went to the UI's markdown raw.
  */
 export const SUBAGENT_SUMMARY_PATCH = 'subagent-summary-in-code-span';
+
+/**
+ * patched() id: a sub-agent's input carries the git directories of its worktree
+ * (`worktreeGit`, from `createWorktree`), which the child's session binds so git works there.
+ * Asked only when `createWorktree` answered with them (no worker did before this change).
+ */
+export const SUBAGENT_WORKTREE_GIT_PATCH = 'subagent-worktree-git';
 
 /** Whether `use` is a sub-agent call the run offers. */
 export function isSubagentUse(state: RunState, use: ToolUseBlock): boolean {
@@ -81,7 +89,13 @@ function shareOf(state: RunState, n: number): Share {
  * parent's workspace, its share of the budgets, and `subagentOf` (so it offers no `subagent`
  * tool itself).
  */
-export function childInput(state: RunState, request: SubagentRequest, share: Share, worktree?: string): AgentRunInput {
+export function childInput(
+  state: RunState,
+  request: SubagentRequest,
+  share: Share,
+  worktree?: string,
+  worktreeGit?: WorktreeGit,
+): AgentRunInput {
   const i = state.input;
   return {
     task: request.prompt,
@@ -111,6 +125,7 @@ export function childInput(state: RunState, request: SubagentRequest, share: Sha
     ...(i.modelInfo !== undefined ? { modelInfo: i.modelInfo } : {}),
     ...(state.rules.length > 0 ? { rules: state.rules.map((r) => ({ ...r })) } : {}),
     subagentOf: state.workflowId,
+    ...(worktreeGit !== undefined ? { worktreeGit } : {}),
   };
 }
 
@@ -150,15 +165,17 @@ async function runSubagent(state: RunState, session: RunSession, use: ToolUseBlo
   state.subagentsRunning += 1;
   const workflowId = subagentWorkflowId(state.workflowId, use.id);
   let worktree: string | undefined;
+  let worktreeGit: WorktreeGit | undefined;
   try {
     if (state.input.subagentWorkspace === 'worktree' && patched(SUBAGENT_WORKTREE_PATCH)) {
       const made = await session.worktree(workflowId);
       if ('error' in made) return { text: made.error, isError: true };
       worktree = made.path;
+      if (made.git !== undefined && patched(SUBAGENT_WORKTREE_GIT_PATCH)) worktreeGit = made.git;
     }
     const child = await startChild<AgentRunWorkflow>(AGENT_RUN_WORKFLOW, {
       workflowId,
-      args: [childInput(state, parsed.request, share, worktree)],
+      args: [childInput(state, parsed.request, share, worktree, worktreeGit)],
       // Cancelling the parent cancels the child at once (its session closes, its tool_uses are paired); ending it ends them too.
       cancellationType: ChildWorkflowCancellationType.TRY_CANCEL,
       parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,

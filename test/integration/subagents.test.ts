@@ -7,7 +7,8 @@
  * `subagentWorkspace: 'worktree'` a child works in a git worktree of the parent's workspace.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { decodedHistory } from '../../src/testing/history-codec';
 import path from 'node:path';
 import type { ScriptContentBlock } from '../../src/model-server';
 import { subagentWorkflowId } from '../../src/contract/subagent';
@@ -261,6 +262,90 @@ describe('sub-agents', () => {
     expect(result!.content).toContain(`git worktree ${worktree}`);
     const childRun = bed.sentMessages().find((m) => JSON.stringify(m[0]).includes('child-w') && JSON.stringify(m).includes('toolu_childw'));
     expect(JSON.stringify(childRun)).toContain(worktree);
+  }, 120_000);
+
+  test("in its worktree a child runs git status, add and commit under the sandbox; the parent's repository has the commit; the child cannot plant a hook or config, move a branch or write the parent's files", async () => {
+    const commit =
+      'git status --porcelain --branch && echo c > c.txt && git add c.txt && ' +
+      'git -c user.name=child -c user.email=child@example.com commit -q -m "from the child" && git log --format=%H:%s -1';
+    // Each attack prints its marker only when it worked; the folder listing shows what the child sees of the parent.
+    const attacks = [
+      'common=$(git rev-parse --path-format=absolute --git-common-dir)',
+      `(printf '#!/bin/sh\\ntouch /tmp/pwned\\n' > "$common/hooks/post-commit" && chmod +x "$common/hooks/post-commit" && echo HOOK-PLANTED)`,
+      '(git config core.hooksPath "$PWD/.hooks" && echo HOOKSPATH-SET)',
+      `(printf '[filter "x"]\\n\\tsmudge = touch /tmp/pwned\\n' >> "$common/config" && echo FILTER-ADDED)`,
+      '(git update-ref refs/heads/main HEAD && echo BRANCH-MOVED)',
+      '(echo x > "$common/../planted" && echo PLANTED)',
+      '(echo x >> "$common/../README" && echo README-CHANGED)',
+      'echo "parent: $(ls -A "$common/..")"',
+    ].join('; ');
+    bed = await TestBed.create({
+      script: {
+        responses: [turn(subagent('toolu_sg', 'commit in a worktree', 'child-g: commit c.txt')), say('the child committed')],
+        conversations: [
+          {
+            task: 'child-g',
+            responses: [turn(toolUse('toolu_gcommit', commit)), turn(toolUse('toolu_gattack', attacks)), say('committed')],
+          },
+        ],
+      },
+      workers: 1,
+    });
+    const id = 'subagents-worktree-git';
+    const ws = path.join(bed.workspaces, id);
+    mkdirSync(ws, { recursive: true });
+    const git = (cwd: string, ...args: string[]): string =>
+      execFileSync('git', ['-C', cwd, '-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { encoding: 'utf8' }).trim();
+    git(ws, 'init', '-q', '-b', 'main');
+    writeFileSync(path.join(ws, 'README'), 'base\n');
+    git(ws, 'add', 'README');
+    git(ws, 'commit', '-q', '-m', 'base');
+    const main = git(ws, 'rev-parse', 'main');
+    const common = path.join(ws, '.git');
+    const config = readFileSync(path.join(common, 'config'), 'utf8');
+    const hooks = readdirSync(path.join(common, 'hooks')).sort();
+
+    const handle = await bed.start(
+      { task: 'commit in a worktree', approval: 'auto', subagents: 1, subagentWorkspace: 'worktree' },
+      'subagents-worktree-git',
+      id,
+    );
+    expect(await handle.result()).toMatchObject({ status: 'completed', text: 'the child committed' });
+
+    // The child's session ran in the sandbox, where git worked: its first result is the commit.
+    const [committed] = resultsSentTo(bed, 'child-g', 1);
+    expect(committed).toMatchObject({ tool_use_id: 'toolu_gcommit' });
+    expect(committed!.is_error ?? false).toBe(false);
+    const lines = String(committed!.content).trim().split('\n');
+    expect(lines[0]).toBe('## HEAD (no branch)');
+    const [sha, subject] = lines[lines.length - 1]!.split(':');
+    expect(subject).toBe('from the child');
+    expect(sha).toMatch(/^[0-9a-f]{40}$/);
+    // The parent's repository has it by sha; its branch and working tree did not move.
+    const worktree = path.join(bed.workspaces, '.subagent-worktrees', subagentWorkflowId(id, 'toolu_sg'));
+    expect(git(ws, 'cat-file', '-t', sha!)).toBe('commit');
+    expect(git(ws, 'show', `${sha}:c.txt`)).toBe('c');
+    expect(git(worktree, 'rev-parse', 'HEAD')).toBe(sha);
+    expect(git(ws, 'rev-parse', 'main')).toBe(main);
+    expect(git(ws, 'status', '--porcelain')).toBe('');
+
+    // Every attack failed, seen from inside and on the host.
+    const [attacked] = resultsSentTo(bed, 'child-g', 2);
+    expect(attacked).toMatchObject({ tool_use_id: 'toolu_gattack' });
+    const said = String(attacked!.content);
+    for (const marker of ['HOOK-PLANTED', 'HOOKSPATH-SET', 'FILTER-ADDED', 'BRANCH-MOVED', 'PLANTED', 'README-CHANGED'])
+      expect([marker, said.includes(marker)]).toEqual([marker, false]);
+    expect(said).toMatch(/^parent: \.git$/m);
+    expect(readFileSync(path.join(common, 'config'), 'utf8')).toBe(config);
+    expect(readdirSync(path.join(common, 'hooks')).sort()).toEqual(hooks);
+    expect(existsSync(path.join(ws, 'planted'))).toBe(false);
+    expect(readFileSync(path.join(ws, 'README'), 'utf8')).toBe('base\n');
+    // The directories reached the child's session in its input (set by the parent's workflow from createWorktree's answer).
+    const history = await decodedHistory(await bed.client.workflow.getHandle(subagentWorkflowId(id, 'toolu_sg')).fetchHistory());
+    const payload = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+    const childInput = JSON.parse(Buffer.from(payload!.data!).toString('utf8')) as { worktreeGit?: unknown };
+    const realCommon = realpathSync(common);
+    expect(childInput.worktreeGit).toEqual({ commonDir: realCommon, gitDir: path.join(realCommon, 'worktrees', path.basename(worktree)) });
   }, 120_000);
 
   test('with subagentWorkspace worktree a workspace that is no git repository is an is_error result and no child starts', async () => {

@@ -40,4 +40,14 @@ describe('the subagent tool', () => {
     expect(resolveInput({ task: 't', subagents: 0 }).ok).toBe(false);
     expect(resolveInput({ task: 't', subagents: MAX_SUBAGENTS + 1 }).ok).toBe(false);
   });
+
+  test("worktreeGit is kept only on a sub-agent's input (its parent sets it), with exactly its two paths", () => {
+    const git = { commonDir: '/w/p/.git', gitDir: '/w/p/.git/worktrees/c' };
+    const child = resolveInput({ task: 't', subagentOf: 'run-1', worktreeGit: git });
+    expect(child.ok && child.input.worktreeGit).toEqual(git);
+    const top = resolveInput({ task: 't', worktreeGit: git });
+    expect(top.ok && top.input.worktreeGit).toBeUndefined();
+    expect(resolveInput({ task: 't', subagentOf: 'run-1', worktreeGit: { ...git, extra: '/' } }).ok).toBe(false);
+    expect(resolveInput({ task: 't', subagentOf: 'run-1', worktreeGit: { commonDir: '/w/p/.git' } }).ok).toBe(false);
+  });
 });

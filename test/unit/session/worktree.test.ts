@@ -5,7 +5,7 @@
  * owner when the worker is root, and one clear line when the workspace is no repository.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { WORKTREES_FOLDER, createWorktree } from '../../../src/session/worktree';
@@ -34,14 +34,16 @@ describe('createWorktree', () => {
     writeFileSync(path.join(ws, 'uncommitted'), 'x');
     const made = await createWorktree(root, ws, 'run.subagent.toolu_1');
     const dir = path.join(root, WORKTREES_FOLDER, 'run.subagent.toolu_1');
-    expect(made).toEqual({ path: dir });
+    const common = realpathSync(path.join(ws, '.git'));
+    const gitDirs = { commonDir: common, gitDir: path.join(common, 'worktrees', 'run.subagent.toolu_1') };
+    expect(made).toEqual({ path: dir, git: gitDirs });
     expect(readFileSync(path.join(dir, 'sub', 'f'), 'utf8')).toBe('committed\n');
     expect(() => statSync(path.join(dir, 'uncommitted'))).toThrow();
     expect(git(dir, 'rev-parse', 'HEAD')).toBe(git(ws, 'rev-parse', 'HEAD'));
     expect(git(dir, 'status', '--porcelain', '--branch')).toBe('## HEAD (no branch)\n');
     // A retry (the activity's answer was lost) finds the same worktree and makes no second one.
     writeFileSync(path.join(dir, 'work'), 'kept');
-    expect(await createWorktree(root, ws, 'run.subagent.toolu_1')).toEqual({ path: dir });
+    expect(await createWorktree(root, ws, 'run.subagent.toolu_1')).toEqual({ path: dir, git: gitDirs });
     expect(readFileSync(path.join(dir, 'work'), 'utf8')).toBe('kept');
     expect(git(ws, 'worktree', 'list').trim().split('\n')).toHaveLength(2);
   });
@@ -81,7 +83,7 @@ describe('createWorktree', () => {
     chmodSync(root, 0o755);
     const made = await createWorktree(root, ws, 'c');
     const dir = path.join(root, WORKTREES_FOLDER, 'c');
-    expect(made).toEqual({ path: dir });
+    expect(made).toMatchObject({ path: dir, git: { commonDir: realpathSync(path.join(ws, '.git')) } });
     expect(statSync(dir).uid).toBe(65534);
     expect(statSync(path.join(dir, 'sub', 'f')).uid).toBe(65534);
     expect(statSync(path.join(dir, '.git')).uid).toBe(65534);
