@@ -87,6 +87,16 @@ export class DirectoryBlobStore implements BlobStore {
   }
 
   put(key: string, bytes: Uint8Array): Promise<void> {
+    try {
+      this.write(key, bytes);
+      return Promise.resolve();
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+  }
+
+  /** {@link put}, synchronously. */
+  private write(key: string, bytes: Uint8Array): void {
     const file = this.file(key);
     const aside = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
     try {
@@ -94,37 +104,41 @@ export class DirectoryBlobStore implements BlobStore {
       writeFileSync(aside, bytes, { mode: 0o600, flag: 'wx' });
       linkSync(aside, file);
     } catch (err) {
+      // EEXIST: the same key, so the same bytes, is there already (content-addressed).
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST')
-        return Promise.reject(
-          new BlobStoreError(`cannot write blob ${key} to ${this.description}: ${(err as Error).message}`, 'io', { cause: err }),
-        );
+        throw new BlobStoreError(`cannot write blob ${key} to ${this.description}: ${(err as Error).message}`, 'io', { cause: err });
     } finally {
       rmSync(aside, { force: true });
     }
-    return Promise.resolve();
   }
 
   get(key: string, maxBytes: number): Promise<Uint8Array> {
+    try {
+      return Promise.resolve(this.read(key, maxBytes));
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+  }
+
+  /** {@link get}, synchronously. */
+  private read(key: string, maxBytes: number): Uint8Array {
+    const file = this.file(key);
     let fd: number;
     try {
-      fd = openSync(this.file(key), 'r');
+      fd = openSync(file, 'r');
     } catch (err) {
-      if (err instanceof BlobStoreError) return Promise.reject(err);
       const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
-      return Promise.reject(
-        new BlobStoreError(
-          missing
-            ? `blob ${key} is missing from ${this.description}`
-            : `cannot read blob ${key} from ${this.description}: ${(err as Error).message}`,
-          missing ? 'missing' : 'io',
-          { cause: err },
-        ),
+      throw new BlobStoreError(
+        missing
+          ? `blob ${key} is missing from ${this.description}`
+          : `cannot read blob ${key} from ${this.description}: ${(err as Error).message}`,
+        missing ? 'missing' : 'io',
+        { cause: err },
       );
     }
     try {
       const { size } = fstatSync(fd);
-      if (size > maxBytes)
-        return Promise.reject(new BlobStoreError(`blob ${key} in ${this.description} is ${size} bytes, over ${maxBytes}`, 'invalid'));
+      if (size > maxBytes) throw new BlobStoreError(`blob ${key} in ${this.description} is ${size} bytes, over ${maxBytes}`, 'invalid');
       const out = Buffer.alloc(size);
       let at = 0;
       while (at < size) {
@@ -132,7 +146,7 @@ export class DirectoryBlobStore implements BlobStore {
         if (n === 0) break;
         at += n;
       }
-      return Promise.resolve(out.subarray(0, at));
+      return out.subarray(0, at);
     } finally {
       closeSync(fd);
     }
