@@ -7,7 +7,8 @@
  * characters: incompressible, as a build log or a binary dump is to gzip), then an answer.
  *
  * Per configuration it prints the run's history as the server stores it (bytes of the encoded
- * `History`, events), its largest payload, the references it holds, and the bytes the blob
+ * `History`, events), its largest payload, the most payload bytes one workflow task's commands
+ * carried, the references it holds, and the bytes the blob
  * store holds. Figures in docs/performance.md ("History size and the claim check").
  *
  * Usage: npm run build && node dist/bench/history-size.js [--turns N] [--commands C] [--output-bytes B] [--json]
@@ -23,6 +24,7 @@ import { DEFAULT_BLOB_THRESHOLD_BYTES } from '../config';
 import { startAgentRun } from '../client';
 import { freePort, startDevServer } from '../devserver';
 import { startModelServer, type ScriptEntry } from '../model-server';
+import { largestTaskPayloadBytes, payloadsOf } from '../testing/history-payloads';
 import { scriptedWorkerEnv, sharedCodecKeys, spawnWorker } from '../testing/worker-process';
 
 function arg(name: string, fallback: number): number {
@@ -37,18 +39,11 @@ export interface HistorySizeFigures {
   historyBytes: number;
   events: number;
   largestPayloadBytes: number;
+  /** The most payload bytes the commands of one workflow task completion carried (events naming that completion). */
+  largestTaskBytes: number;
   references: number;
   blobs: number;
   blobBytes: number;
-}
-
-/** Every payload of a history (or part of one). */
-function payloadsOf(value: unknown): Payload[] {
-  if (value === null || typeof value !== 'object' || value instanceof Uint8Array) return [];
-  const o = value as Record<string, unknown>;
-  const m = o['metadata'] as Record<string, unknown> | undefined;
-  if (m && typeof m === 'object' && m['encoding'] instanceof Uint8Array) return [o as Payload];
-  return Object.values(o).flatMap(payloadsOf);
 }
 
 /** Files and bytes under `dir` (0 when it does not exist). */
@@ -103,6 +98,7 @@ async function measure(config: string, blobEnv: Record<string, string>, response
       historyBytes: temporal.api.history.v1.History.encode(history).finish().length,
       events: history.events?.length ?? 0,
       largestPayloadBytes: Math.max(...payloads.map(size)),
+      largestTaskBytes: largestTaskPayloadBytes(history),
       references: payloads.filter((p) => Buffer.from(p.metadata!['encoding']!).toString() === REFERENCE_ENCODING).length,
       blobs: stored.files,
       blobBytes: stored.bytes,
@@ -150,6 +146,7 @@ async function main(): Promise<void> {
     ['history bytes', (f) => f.historyBytes.toLocaleString('en-US')],
     ['events', (f) => String(f.events)],
     ['largest payload', (f) => f.largestPayloadBytes.toLocaleString('en-US')],
+    ['largest task', (f) => f.largestTaskBytes.toLocaleString('en-US')],
     ['references', (f) => String(f.references)],
     ['blobs', (f) => String(f.blobs)],
     ['blob bytes', (f) => f.blobBytes.toLocaleString('en-US')],

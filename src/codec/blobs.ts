@@ -91,7 +91,7 @@ export class DirectoryBlobStore implements BlobStore {
       this.write(key, bytes);
       return Promise.resolve();
     } catch (err) {
-      return Promise.reject(err as Error);
+      return Promise.reject(err);
     }
   }
 
@@ -116,7 +116,7 @@ export class DirectoryBlobStore implements BlobStore {
     try {
       return Promise.resolve(this.read(key, maxBytes));
     } catch (err) {
-      return Promise.reject(err as Error);
+      return Promise.reject(err);
     }
   }
 

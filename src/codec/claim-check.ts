@@ -113,7 +113,7 @@ export class ClaimCheckCodec implements PayloadCodec {
    * @throws ClaimCheckError when a blob is missing, unreadable, of another size or hash, or a reference is malformed
    */
   async decode(payloads: Payload[]): Promise<Payload[]> {
-    return Promise.all(payloads.map((p) => (isReference(p) ? this.resolve(parseReference(p)) : p)));
+    return Promise.all(payloads.map((p) => (isReference(p) ? this.resolve(parseReference(p)) : Promise.resolve(p))));
   }
 
   private async check(payload: Payload): Promise<Payload> {

@@ -19,6 +19,7 @@ import type { Payload } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { BlobStoreError, DirectoryBlobStore, MAX_BLOB_BYTES, REFERENCE_ENCODING, S3BlobStore, parseReference } from '../../src/codec';
 import { freePort, startDevServer, type DevServer } from '../../src/devserver';
+import { largestTaskPayloadBytes } from '../../src/testing/history-payloads';
 import { startS3Server, type S3Server } from '../../src/testing/s3-server';
 import { cliWith } from './cli-process';
 import { TestBed, waitFor } from './harness';
@@ -34,7 +35,7 @@ function payloads(value: unknown, at = 'history'): Array<{ at: string; payload: 
   if (value === null || typeof value !== 'object' || value instanceof Uint8Array) return [];
   const o = value as Record<string, unknown>;
   if (o['metadata'] && typeof o['metadata'] === 'object' && (o['metadata'] as Record<string, unknown>)['encoding'] instanceof Uint8Array)
-    return [{ at, payload: o as Payload }];
+    return [{ at, payload: o }];
   return Object.entries(o).flatMap(([k, v]) => payloads(v, `${at}.${k}`));
 }
 const encodingOf = (p: Payload): string => Buffer.from(p.metadata!['encoding']!).toString();
@@ -93,6 +94,8 @@ test('outputs over the threshold: history keeps references, the run completes ac
     expect(refs.length).toBeGreaterThanOrEqual(3); // two runCommand results and the next callClaude's input, at least
     const largest = Math.max(...raw.map((p) => size(p.payload)));
     expect(largest).toBeLessThanOrEqual(THRESHOLD);
+    // What one workflow task completion carries is counted in references too: far below the server's 4 MB.
+    expect(largestTaskPayloadBytes(await a.fetchHistory())).toBeLessThan(THRESHOLD);
     for (const r of refs) expect(size(r.payload)).toBeLessThan(400);
     const bytes = Buffer.from(temporal.api.history.v1.History.encode(await a.fetchHistory()).finish());
     expect(bytes.includes('BIGMARK_1')).toBe(false);

@@ -79,7 +79,7 @@ describe('ClaimCheckCodec over the encryption codec', () => {
     expect(sha256(blob)).toBe(r.sha256);
     // The store holds ciphertext only: the encrypted payload, never the output.
     expect(blob.includes(SECRET)).toBe(false);
-    expect(Buffer.from(temporal.api.common.v1.Payload.decode(blob).metadata!['encoding']!).toString()).toBe('binary/encrypted');
+    expect(Buffer.from(temporal.api.common.v1.Payload.decode(blob).metadata['encoding']!).toString()).toBe('binary/encrypted');
     const [back] = await both().decode([ref!]);
     expect(defaultPayloadConverter.fromPayload(back!)).toEqual(value);
   });
