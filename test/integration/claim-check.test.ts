@@ -13,15 +13,17 @@
  *   round trip, idempotent writes, a missing key; a run through it
  *   completes, and the worker's AWS_* variables never reach bash.
  */
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
 import { readFileSync, rmSync, statSync } from 'node:fs';
 import type { Payload } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { BlobStoreError, DirectoryBlobStore, MAX_BLOB_BYTES, REFERENCE_ENCODING, S3BlobStore, parseReference } from '../../src/codec';
-import { freePort, startDevServer, type DevServer } from '../../src/devserver';
+import { ensureTemporalCli, freePort, startDevServer, type DevServer } from '../../src/devserver';
 import { largestTaskPayloadBytes } from '../../src/testing/history-payloads';
 import { startS3Server, type S3Server } from '../../src/testing/s3-server';
-import { cliWith } from './cli-process';
+import { cliWith, spawnCli } from './cli-process';
 import { TestBed, waitFor } from './harness';
 import { asks, end } from './steering-helpers';
 
@@ -37,6 +39,25 @@ function payloads(value: unknown, at = 'history'): Array<{ at: string; payload: 
   if (o['metadata'] && typeof o['metadata'] === 'object' && (o['metadata'] as Record<string, unknown>)['encoding'] instanceof Uint8Array)
     return [{ at, payload: o }];
   return Object.entries(o).flatMap(([k, v]) => payloads(v, `${at}.${k}`));
+}
+const run = promisify(execFile);
+/** `binary/claim-check` as `temporal workflow show --output json` prints metadata (base64). */
+const REFERENCE_ENCODING_B64 = Buffer.from(REFERENCE_ENCODING).toString('base64');
+/** The text of every payload in `temporal workflow show --output json` (proto JSON: data in base64). */
+function payloadTexts(json: string): string {
+  const out: string[] = [];
+  const walk = (v: unknown): void => {
+    if (v === null || typeof v !== 'object') return;
+    const o = v as Record<string, unknown>;
+    if (typeof o['data'] === 'string' && typeof o['metadata'] === 'object') out.push(Buffer.from(o['data'], 'base64').toString('utf8'));
+    Object.values(o).forEach(walk);
+  };
+  try {
+    walk(JSON.parse(json));
+  } catch {
+    return '';
+  }
+  return out.join('\n');
 }
 const encodingOf = (p: Payload): string => Buffer.from(p.metadata!['encoding']!).toString();
 const size = (p: Payload): number => temporal.api.common.v1.Payload.encode(p).finish().length;
@@ -107,6 +128,32 @@ test('outputs over the threshold: history keeps references, the run completes ac
       const blob = readFileSync(file);
       expect(blob.length).toBe(n);
       expect(blob.includes('BIGMARK')).toBe(false);
+    }
+
+    // `agent-jobs codec-server` resolves the references too, so `temporal workflow show` (and the UI) shows the outputs.
+    const codecServer = spawnCli(server!.address, ['codec-server', '--port', String(await freePort()), '--json']);
+    try {
+      const info = await waitFor('the codec server', () => {
+        const line = codecServer.stdout().split('\n')[0];
+        return line && codecServer.stdout().includes('\n') ? (JSON.parse(line) as { url: string; token: string }) : null;
+      });
+      const temporalCli = await ensureTemporalCli();
+      const show = (...codec: string[]): Promise<string> =>
+        run(temporalCli, ['workflow', 'show', '--workflow-id', a.workflowId, '--address', server!.address, '--output', 'json', ...codec], {
+          maxBuffer: 64 * 1024 * 1024,
+        }).then(
+          (r) => r.stdout,
+          (e: { stdout?: string; stderr?: string }) => `${e.stdout ?? ''}${e.stderr ?? ''}`,
+        );
+      const decoded = await show('--codec-endpoint', info.url, '--codec-auth', `Bearer ${info.token}`);
+      expect(decoded).not.toContain(REFERENCE_ENCODING_B64);
+      expect(payloadTexts(decoded)).toContain('BIGMARK_1');
+      const plain = await show();
+      expect(plain).toContain(REFERENCE_ENCODING_B64);
+      expect(payloadTexts(plain)).not.toContain('BIGMARK_1');
+    } finally {
+      codecServer.child.kill('SIGTERM');
+      await codecServer.exited;
     }
 
     // B: the new worker cannot replay it; it says which blob is missing from which store, and runs nothing more.
