@@ -197,6 +197,27 @@ test('outputs over the threshold: history keeps references, the run completes ac
   }
 }, 600_000);
 
+test('AGENT_JOBS_BLOB_STORE=none: the same outputs stay in history, encrypted, as before the claim check', async () => {
+  const bed = await TestBed.create({
+    address: server!.address,
+    script: { responses: [asks(['n1', big('NONEMARK_1')]), end('inline done')] },
+    workerEnv: { AGENT_JOBS_BLOB_STORE: 'none', AGENT_JOBS_BLOB_THRESHOLD: String(THRESHOLD) },
+  });
+  try {
+    const h = await bed.start({ task: 'big output inline', approval: 'auto' });
+    expect(await h.result()).toMatchObject({ status: 'completed', text: 'inline done' });
+    expect(JSON.stringify(bed.resultsSentIn(1))).toContain('NONEMARK_1');
+    const raw = payloads(await h.fetchHistory());
+    expect(raw.filter((p) => encodingOf(p.payload) === REFERENCE_ENCODING)).toEqual([]);
+    // The output's payload is in history itself (over the threshold), and encrypted.
+    const bigOnes = raw.filter((p) => size(p.payload) > THRESHOLD);
+    expect(bigOnes.length).toBeGreaterThanOrEqual(2);
+    for (const p of bigOnes) expect(encodingOf(p.payload)).toBe('binary/encrypted');
+  } finally {
+    await bed.close();
+  }
+}, 300_000);
+
 describe('the S3 store against a real S3-compatible server (moto)', () => {
   let s3: S3Server | undefined;
   const saved: Record<string, string | undefined> = {};

@@ -90,6 +90,19 @@ describe('ClaimCheckCodec over the encryption codec', () => {
     expect(existsSync(path.join(dir, 'blobs'))).toBe(false);
   });
 
+  test('the threshold is on the encoded payload: at it stays inline, one byte over goes to the store', async () => {
+    const meta = { encoding: Buffer.from('binary/encrypted'), 'encryption-key-id': Buffer.from('k1') };
+    const sized = (n: number): Payload => ({ metadata: meta, data: randomBytes(n) });
+    let n = 4000;
+    while (temporal.api.common.v1.Payload.encode(sized(n)).finish().length < 4096) n++;
+    expect(temporal.api.common.v1.Payload.encode(sized(n)).finish().length).toBe(4096);
+    const [at] = await codec(4096).encode([sized(n)]);
+    expect(isReference(at!)).toBe(false);
+    const [over] = await codec(4096).encode([sized(n + 1)]);
+    expect(isReference(over!)).toBe(true);
+    expect(parseReference(over!).size).toBe(4097);
+  });
+
   test('content-addressed: the same bytes twice are one blob; a reference encoded again stays as it is', async () => {
     const [enc] = await encryption.encode([defaultPayloadConverter.toPayload(bigValue())]);
     const [a] = await codec().encode([enc!]);
