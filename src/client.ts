@@ -790,8 +790,12 @@ export class RunHandle {
         throw failure ? new NoAnswerError(what, 'task-failing', err, failure) : new NoAnswerError(what, 'deadline', err);
       }
       if (g?.code === GRPC.FAILED_PRECONDITION && /no poller/i.test(g.details)) throw new NoAnswerError(what, 'no-poller', err);
-      // A worker that stopped while it held the run: the server reports the query failed.
-      if (/failed to query/i.test(err instanceof Error ? err.message : String(err))) throw new NoAnswerError(what, 'query-failed', err);
+      // A worker that stopped while it held the run: the server reports the query failed. So does a worker that cannot
+      // replay the run (a claim-check blob it cannot read): then the failed workflow task says why.
+      if (/failed to query/i.test(err instanceof Error ? err.message : String(err))) {
+        const failure = await this.failingWorkflowTask().catch(() => null);
+        throw failure ? new NoAnswerError(what, 'task-failing', err, failure) : new NoAnswerError(what, 'query-failed', err);
+      }
       throw err;
     }
   }

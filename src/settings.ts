@@ -9,6 +9,9 @@ import { randomBytes } from 'node:crypto';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import {
   CLAUDE_IDLE_TIMEOUT_MS,
+  DEFAULT_BLOB_THRESHOLD_BYTES,
+  MAX_BLOB_THRESHOLD_BYTES,
+  MIN_BLOB_THRESHOLD_BYTES,
   DEFAULT_CLAUDE_TIMEOUT_MS,
   DEFAULT_SHUTDOWN_GRACE_MS,
   MAX_SHUTDOWN_GRACE_MS,
@@ -63,13 +66,70 @@ export function sandboxHiddenPaths(env: NodeJS.ProcessEnv = process.env): string
 /**
  * Every path a worker's sessions must not see: the data dir, the workspace root, the audit log,
  * this project's folder, the checkpoint stores, the codec keys (`AGENT_JOBS_CODEC_KEYS`, a file or a directory that may
- * lie anywhere; the default one is in the data dir), and {@link sandboxHiddenPaths}.
+ * lie anywhere; the default one is in the data dir), the claim check's blob directory (`AGENT_JOBS_BLOB_STORE`), and
+ * {@link sandboxHiddenPaths}.
  */
 export function sessionHiddenPaths(env: NodeJS.ProcessEnv = process.env): string[] {
   const named = env.AGENT_JOBS_CODEC_KEYS?.trim();
   // `none` turns encryption off (src/codec/index.ts), naming no path; the default keys file lies in the data dir.
   const keys = named && named.toLowerCase() !== 'none' ? [path.resolve(named)] : [];
-  return [dataDir(env), workspaceRoot(env), auditLogPath(env), checkpointRoot(env), PROJECT_ROOT, ...keys, ...sandboxHiddenPaths(env)];
+  // The claim check's blobs are ciphertext, but a session has no business with them either (deleting one ends a run).
+  const blobs = blobStoreSetting(env);
+  const blobDir = blobs.kind === 'dir' ? [blobs.root] : [];
+  return [
+    dataDir(env),
+    workspaceRoot(env),
+    auditLogPath(env),
+    checkpointRoot(env),
+    PROJECT_ROOT,
+    ...keys,
+    ...blobDir,
+    ...sandboxHiddenPaths(env),
+  ];
+}
+
+/** Where the claim check keeps big payloads ({@link blobStoreSetting}). */
+export type BlobStoreSetting =
+  { kind: 'none' } | { kind: 'dir'; root: string } | { kind: 's3'; url: string; endpoint?: string; region?: string };
+
+/**
+ * The claim check's store: `AGENT_JOBS_BLOB_STORE`, one of
+ * - unset or empty: the directory `<data dir>/blobs`;
+ * - `none` (any case): no claim check, every payload inline in history as before;
+ * - `s3://<bucket>/<prefix>`: an S3-compatible bucket; `AGENT_JOBS_BLOB_S3_ENDPOINT` names a
+ *   server other than AWS (`http://127.0.0.1:9000`, path-style), `AWS_REGION` its region
+ *   (default `us-east-1`), credentials from the AWS SDK's chain (`AWS_ACCESS_KEY_ID`, ...);
+ * - anything else: a directory (relative to the working directory).
+ * Read only where encryption is on (src/codec/index.ts): with `AGENT_JOBS_CODEC_KEYS=none` there is no claim check.
+ */
+export function blobStoreSetting(env: NodeJS.ProcessEnv = process.env): BlobStoreSetting {
+  const raw = env.AGENT_JOBS_BLOB_STORE?.trim() ?? '';
+  if (raw === '') return { kind: 'dir', root: path.join(dataDir(env), 'blobs') };
+  if (raw.toLowerCase() === 'none') return { kind: 'none' };
+  if (raw.startsWith('s3://')) {
+    const endpoint = env.AGENT_JOBS_BLOB_S3_ENDPOINT?.trim();
+    const region = env.AWS_REGION?.trim();
+    return { kind: 's3', url: raw, ...(endpoint ? { endpoint } : {}), ...(region ? { region } : {}) };
+  }
+  return { kind: 'dir', root: path.resolve(raw) };
+}
+
+/**
+ * Size above which the claim check moves a payload to the store, in bytes of the encoded
+ * payload: `AGENT_JOBS_BLOB_THRESHOLD`, a whole number of bytes, or with `KiB` / `MiB`
+ * (`131072`, `128KiB`); unset or empty: `DEFAULT_BLOB_THRESHOLD_BYTES` (128 KiB, src/config.ts).
+ * @throws Error naming the variable, the value and the range when it is not a size from 1 KiB to 512 KiB
+ */
+export function blobThresholdBytes(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.AGENT_JOBS_BLOB_THRESHOLD?.trim();
+  if (raw === undefined || raw === '') return DEFAULT_BLOB_THRESHOLD_BYTES;
+  const m = /^(\d+)\s*(KiB|MiB)?$/.exec(raw);
+  const bytes = m ? Number(m[1]) * (m[2] === 'MiB' ? 1024 * 1024 : m[2] === 'KiB' ? 1024 : 1) : NaN;
+  if (!Number.isSafeInteger(bytes) || bytes < MIN_BLOB_THRESHOLD_BYTES || bytes > MAX_BLOB_THRESHOLD_BYTES)
+    throw new Error(
+      `AGENT_JOBS_BLOB_THRESHOLD must be a size in bytes (or KiB) from ${MIN_BLOB_THRESHOLD_BYTES} to ${MAX_BLOB_THRESHOLD_BYTES}, not ${JSON.stringify(raw)}`,
+    );
+  return bytes;
 }
 
 /**

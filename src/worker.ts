@@ -36,7 +36,7 @@ import {
   workerIsRoot,
 } from './session';
 import { hideFromProcEnviron } from './proc-environ';
-import { codecKeysSource, createdKeysMessage, dataConverterFromEnv } from './codec';
+import { ClaimCheckCodec, codecKeysSource, createdKeysMessage, dataConverterFromEnv } from './codec';
 import {
   SESSION_HEARTBEAT_THROTTLE,
   SESSION_WORKER_SHUTDOWN_GRACE_MS,
@@ -171,8 +171,15 @@ export async function startWorker(): Promise<RunningWorker> {
     logger.warn(createdKeysMessage(file));
   });
   const workerDataConverter = dataConverter ? { dataConverter } : {};
-  if (dataConverter) logger.info(`payloads encrypted with the codec keys at ${codecKeysSource()}`);
-  else
+  if (dataConverter) {
+    logger.info(`payloads encrypted with the codec keys at ${codecKeysSource()}`);
+    const claimCheck = dataConverter.payloadCodecs?.find((c): c is ClaimCheckCodec => c instanceof ClaimCheckCodec);
+    logger.info(
+      claimCheck
+        ? `payloads over ${claimCheck.options.thresholdBytes} bytes (encrypted) go to the blob store ${claimCheck.options.store.description}, history keeps a reference`
+        : 'no claim check (AGENT_JOBS_BLOB_STORE=none): every payload stays in history',
+    );
+  } else
     logger.warn(
       'payloads in plaintext (AGENT_JOBS_CODEC_KEYS=none): the server, its backups and the UI see every task, command and output',
     );

@@ -15,7 +15,7 @@ import {
   WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
 } from '../client';
-import { CodecKeyError } from '../codec';
+import { ClaimCheckError, CodecKeyError } from '../codec';
 import { TemporalCliMissingError } from '../devserver';
 import { safeText } from '../shared/display';
 import { asTyped } from './invocation';
@@ -31,6 +31,10 @@ export class CliError extends Error {
     this.name = 'CliError';
   }
 }
+
+/** The hint of a claim-check reference that cannot be resolved (src/codec/claim-check.ts). */
+const BLOB_HINT =
+  'AGENT_JOBS_BLOB_STORE must name the store the workers write to, and the blob must be there (docs/security.md, "Large payloads")';
 
 /** Turns known failures into a CliError with a hint; anything else keeps its message. */
 export function toCliError(err: unknown): CliError {
@@ -54,9 +58,11 @@ export function toCliError(err: unknown): CliError {
       err.reason === 'no-poller'
         ? 'start one with `agent-jobs worker`'
         : err.reason === 'task-failing'
-          ? /codec keys|encrypted/.test(err.failure ?? '')
-            ? 'give every worker and CLI the same keys: AGENT_JOBS_CODEC_KEYS (docs/security.md, "Encryption")'
-            : 'the worker log says the same; the run goes on once a worker can run it'
+          ? /blob [0-9a-f]{64}/.test(err.failure ?? '')
+            ? BLOB_HINT
+            : /codec keys|encrypted/.test(err.failure ?? '')
+              ? 'give every worker and CLI the same keys: AGENT_JOBS_CODEC_KEYS (docs/security.md, "Encryption")'
+              : 'the worker log says the same; the run goes on once a worker can run it'
           : 'is a worker running against this server? start one with `agent-jobs worker`',
     );
   }
@@ -75,6 +81,7 @@ export function toCliError(err: unknown): CliError {
   if (err instanceof UpdateTimeoutError) return updateTimeoutError(err);
   if (err instanceof HistoryUnreadableError) return new CliError(err.message);
   if (err instanceof TemporalCliMissingError) return new CliError(err.message);
+  if (err instanceof ClaimCheckError) return new CliError(err.message, BLOB_HINT);
   if (err instanceof CodecKeyError)
     return new CliError(err.message, 'AGENT_JOBS_CODEC_KEYS names the keys every worker and CLI share (docs/security.md, "Encryption")');
   const message = err instanceof Error ? err.message : String(err);

@@ -11,7 +11,8 @@
  *   (proto3 JSON: every bytes field in base64). An unknown path is a 404, a
  *   known path with another method a 405, a body that is not that shape a
  *   400, a body over {@link MAX_BODY_BYTES} a 413, a payload the keys
- *   cannot decrypt a 422 naming the key id.
+ *   cannot decrypt a 422 naming the key id, a claim-check reference whose
+ *   blob is missing or altered a 422 naming the key and the store.
  * - **Auth**: every request needs the token, as `Authorization: Bearer
  *   <token>` (the Temporal CLI's `--codec-auth`) or as the first path
  *   segment, `/t/<token>/decode` (for the Web UI, whose codec settings hold
@@ -25,15 +26,16 @@
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Payload } from '@temporalio/common';
-import { CodecDecodeError, type EncryptionCodec } from './codec';
+import type { Payload, PayloadCodec } from '@temporalio/common';
+import { CodecDecodeError } from './codec';
 
 /** The largest request body accepted, bytes (a workflow task's payloads stay far below). */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
 
 /** How the codec server is set up. */
 export interface CodecServerOptions {
-  codec: EncryptionCodec;
+  /** The product's codecs as one (`chainCodecs(productCodecs(...))`: decryption, and the claim check's references resolved), or the {@link EncryptionCodec} alone. */
+  codec: PayloadCodec;
   /** The token every request must carry (see the module doc). At least 16 characters. */
   token: string;
   /** Origins the UI is served from, exactly as the browser sends `Origin` (`http://localhost:8233`). */

@@ -75,8 +75,9 @@ const SHELL_CONTROL_NAMES = new Set([
 
 /**
  * Name rules for secrets, tested on the upper-cased variable name:
- * - every `ANTHROPIC_*` and `TEMPORAL_*` variable (API keys, base URLs,
- *   Temporal addresses and TLS material: the agent needs none of them);
+ * - every `ANTHROPIC_*`, `TEMPORAL_*` and `AWS_*` variable (API keys, base URLs,
+ *   Temporal addresses and TLS material, the claim check's S3 credentials,
+ *   profile and endpoint: the agent needs none of them);
  * - names containing TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL or
  *   PRIVATE (`GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY`, `DB_PASSWORD`, ...);
  * - names with a `_`-separated part ending in KEY or KEYS, or equal to AUTH
@@ -88,6 +89,7 @@ const SHELL_CONTROL_NAMES = new Set([
 export const SECRET_NAME_PATTERNS: readonly RegExp[] = Object.freeze([
   /^ANTHROPIC(_|$)/,
   /^TEMPORAL(_|$)/,
+  /^AWS(_|$)/,
   /TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE/,
   /(^|_)[A-Z0-9]*KEYS?($|_)/,
   /(^|_)AUTH($|_)/,

@@ -56,9 +56,26 @@ export function sharedCodecKeys(): string {
   return file;
 }
 
-/** The data converter of {@link sharedCodecKeys}, spread into a `Client`'s options: `{ dataConverter }`, or `{}` for `none`. */
+/**
+ * The claim check's store every process of a test run, benchmark or scripted run shares, as
+ * {@link sharedCodecKeys} shares the keys: this process's `AGENT_JOBS_BLOB_STORE` when set
+ * (`none` and `s3://...` included; the integration suite's global setup sets it to one folder per
+ * run), else a new temporary folder, which this process's `AGENT_JOBS_BLOB_STORE` names from then
+ * on. Without it each worker would keep blobs in its own data folder, where the clients (and the
+ * replay of every run at a test bed's close) could not read them.
+ * @returns the value of `AGENT_JOBS_BLOB_STORE`
+ */
+export function sharedBlobStore(): string {
+  if (process.env.AGENT_JOBS_BLOB_STORE) return process.env.AGENT_JOBS_BLOB_STORE;
+  const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-blobs-'));
+  process.env.AGENT_JOBS_BLOB_STORE = dir;
+  return dir;
+}
+
+/** The data converter of {@link sharedCodecKeys} and {@link sharedBlobStore}, spread into a `Client`'s options: `{ dataConverter }`, or `{}` for `none`. */
 export function codecClientOptions(): { dataConverter?: DataConverter } {
   sharedCodecKeys();
+  sharedBlobStore();
   const dataConverter = dataConverterFromEnv();
   return dataConverter ? { dataConverter } : {};
 }
@@ -67,8 +84,8 @@ export function codecClientOptions(): { dataConverter?: DataConverter } {
  * The environment of a worker process started against a local dev server
  * and the scripted Messages API server: the PATH and HOME of this process,
  * the Temporal address (and namespace), the model server's URL and a stand-in API key, the
- * data folder (workspaces, audit log), the log level and the codec keys
- * ({@link sharedCodecKeys}).
+ * data folder (workspaces, audit log), the log level, the codec keys
+ * ({@link sharedCodecKeys}) and the claim check's store ({@link sharedBlobStore}).
  */
 export function scriptedWorkerEnv(o: {
   address: string;
@@ -91,6 +108,7 @@ export function scriptedWorkerEnv(o: {
     AGENT_JOBS_DATA_DIR: o.dataDir,
     AGENT_JOBS_LOG_LEVEL: o.logLevel ?? 'WARN',
     AGENT_JOBS_CODEC_KEYS: sharedCodecKeys(),
+    AGENT_JOBS_BLOB_STORE: sharedBlobStore(),
   };
 }
 

@@ -5,7 +5,8 @@
  * alone. It also makes the run's one payload encryption keys file and sets
  * `AGENT_JOBS_CODEC_KEYS` to it, so every worker, CLI process and client
  * the tests start (they inherit this environment, and `scriptedWorkerEnv`
- * passes it on) encrypts and reads with the same key. (The CLI runs as a child process: Jest's module hooks cannot load
+ * passes it on) encrypts and reads with the same key, and points
+ * `AGENT_JOBS_BLOB_STORE` at one folder, so they all read the claim check's blobs. (The CLI runs as a child process: Jest's module hooks cannot load
  * execa's ESM-only helpers in a global setup.)
  */
 import { execFileSync } from 'node:child_process';
@@ -23,6 +24,8 @@ export default async function globalSetup(): Promise<void> {
   const codecKeys = path.join(dataDir, 'codec-keys');
   createKeysFile(codecKeys);
   process.env.AGENT_JOBS_CODEC_KEYS = codecKeys;
+  // One claim-check store for the run too: a worker's blobs must be readable by every client and CLI of the run.
+  process.env.AGENT_JOBS_BLOB_STORE = path.join(dataDir, 'blobs');
   const env = { ...process.env, AGENT_JOBS_DATA_DIR: dataDir };
   const out = execFileSync(process.execPath, [CLI, 'server', '--port', String(port), '--in-memory', '--headless', '--detach', '--json'], {
     env,

@@ -6,7 +6,16 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
-import { CodecKeyError, EncryptionCodec, codecDisabled, createdKeysMessage, loadCodecKeys, startCodecServer } from '../../codec';
+import {
+  CodecKeyError,
+  EncryptionCodec,
+  chainCodecs,
+  claimCheckFromEnv,
+  codecDisabled,
+  createdKeysMessage,
+  loadCodecKeys,
+  startCodecServer,
+} from '../../codec';
 import { DEV_SERVER_PORT } from '../../devserver';
 import { dataDir, temporalUiUrl } from '../../settings';
 import { CliError } from '../errors';
@@ -71,8 +80,16 @@ export function registerCodecServer(program: Command): void {
         throw new CliError('AGENT_JOBS_CODEC_TOKEN is shorter than 16 characters', 'use a long random token');
       const token = fromEnv ?? randomBytes(24).toString('base64url');
       const corsOrigins = opts.corsOrigin ?? defaultOrigins(process.env);
+      let claimCheck;
+      try {
+        claimCheck = claimCheckFromEnv();
+      } catch (err) {
+        throw new CliError((err as Error).message, 'see docs/configuration.md (AGENT_JOBS_BLOB_STORE, AGENT_JOBS_BLOB_THRESHOLD)');
+      }
+      // References in history are resolved from the same blob store the workers write to, so the UI shows the payloads.
+      const codecs = claimCheck ? [new EncryptionCodec(keys), claimCheck] : [new EncryptionCodec(keys)];
       const server = await startCodecServer({
-        codec: new EncryptionCodec(keys),
+        codec: chainCodecs(codecs),
         token,
         corsOrigins,
         port: opts.port ?? DEFAULT_CODEC_SERVER_PORT,
@@ -91,7 +108,7 @@ export function registerCodecServer(program: Command): void {
       } else {
         process.stdout.write(
           [
-            `codec server on ${server.url} (keys ${keys.source}, encrypting with ${keys.current.id}; CORS for ${corsOrigins.join(', ')})`,
+            `codec server on ${server.url} (keys ${keys.source}, encrypting with ${keys.current.id}; blobs ${claimCheck?.options.store.description ?? 'none'}; CORS for ${corsOrigins.join(', ')})`,
             `token (${tokenFrom === 'generated' ? 'made now; set AGENT_JOBS_CODEC_TOKEN to keep one' : 'from AGENT_JOBS_CODEC_TOKEN'}): ${token}`,
             `  Temporal UI: codec endpoint ${uiEndpoint}   (or: agent-jobs server --ui-codec-endpoint ${uiEndpoint})`,
             `  Temporal CLI: temporal workflow show -w <id> --codec-endpoint ${server.url} --codec-auth "Bearer ${token}"`,
