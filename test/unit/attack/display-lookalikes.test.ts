@@ -26,7 +26,7 @@ import {
 import { LOOKALIKE_GROUPS } from '../../../src/shared/lookalikes';
 import { commandLines } from '../../../src/cli/render/text';
 import { RejectedRequest, checkBy } from '../../../src/workflows/steering';
-import { receiveDecision } from '../../../src/workflows/approval';
+import { signalDecision } from '../../../src/workflows/approval';
 import { newApprovalState } from '../../../src/workflows/approval-state';
 
 // Hoisted above the imports: the workflow code under test runs outside a workflow, with patched() as in a new run.
@@ -189,8 +189,7 @@ describe('a by name must be visible', () => {
         warnings: [],
         commandSha256: 'a'.repeat(64),
       };
-      receiveDecision(approval, { toolUseId: 'toolu_1', approved: true, by });
-      expect(approval.decision).toEqual({ approved: true, source: 'signal' });
+      expect(signalDecision(approval, { toolUseId: 'toolu_1', approved: true, by })).toEqual({ approved: true, source: 'signal' });
     }
   });
 });
