@@ -24,7 +24,7 @@ import { spawn, execFile } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { watchRun } from './cli/commands/watch';
+import { watchRun } from './cli/follow';
 import { shortHash } from './shared/display';
 import { DEV_SERVER_PORT, pidFile, serverAnswers, startDevServer, stopCommand } from './devserver';
 import { startModelServer, type ModelServer } from './model-server';

@@ -7,7 +7,7 @@
  * through {@link LiveLine.print}, which takes the live line away first and
  * draws it again under the printed text.
  */
-import { terminalText } from './output';
+import { terminalText } from './render/text';
 
 /** Frames of the spinner (braille dots), one per {@link SPINNER_FRAME_MS}. */
 export const SPINNER_FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'] as const;

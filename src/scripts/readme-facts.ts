@@ -10,7 +10,7 @@ import { COMPACTED_SHARE, KEEP_RECENT_MESSAGES, NEAR_WINDOW_SHARE } from '../act
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { NON_RETRYABLE_STATUSES, SHOULD_RETRY_HEADER } from '../activities/claude-errors';
-import { SHOWN_OUTPUT_LINES } from '../cli/output';
+import { SHOWN_OUTPUT_LINES } from '../cli/render/text';
 import { formatDurationMs } from '../cli/parse';
 import {
   CLAUDE_CALL_TIMEOUTS,
@@ -275,7 +275,7 @@ export function facts(): Fact[] {
       what: 'command output lines `watch` and `transcript` show',
       default: n(SHOWN_OUTPUT_LINES),
       allowed: '`transcript --full`: all',
-      source: '`SHOWN_OUTPUT_LINES` (src/cli/output.ts)',
+      source: '`SHOWN_OUTPUT_LINES` (src/cli/render/text.ts)',
     },
     {
       what: '`server --port`, when `TEMPORAL_ADDRESS` names no local port',

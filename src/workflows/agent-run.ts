@@ -88,7 +88,7 @@ interface RunEnd {
 export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState): Promise<AgentRunResult> {
   const state = new RunState(validInput(rawInput, carried), workflowInfo().workflowId, carried);
   const session = new RunSession(state);
-  setHandler(approveSignal, (d) => receiveDecision(state.approval, d));
+  setHandler(approveSignal, (d) => receiveDecision(state, d));
   setHandler(sessionClosingSignal, (s) => session.closing(s));
   setDecideHandler(state);
   setSteeringHandlers(state);
@@ -185,7 +185,7 @@ async function takeTurn(state: RunState, session: RunSession): Promise<RunEnd | 
  * completes. `end` completes a chat run with its last answer.
  */
 async function endOfTurn(state: RunState, text: string): Promise<RunEnd | null> {
-  state.lastAnswer = text;
+  state.setLastAnswer(text);
   const ending = (): RunEnd => ({ status: 'completed', text: state.lastAnswer ?? '' });
   if (state.endRequestedBy !== null) return ending();
   if (state.queued.length > 0) {
@@ -239,14 +239,6 @@ async function awaitMessage(state: RunState): Promise<boolean> {
  */
 export const LINEAR_HISTORY_PATCH = 'linear-history';
 
-/**
- * patched() id: the run's end goes through `RunState.setStatus` like every other status change,
- * so a run that ends while it waits for a person (a chat run's `end`, a cancel during an approval)
- * clears `AgentAwaitingSince`; before, the final upsert kept the old time and `pending`-style
- * queries on it still found the closed run.
- */
-export const END_THROUGH_SET_STATUS_PATCH = 'end-through-set-status';
-
 /** Whether to continue as new now (between turns): the server suggests it, or the history passed this project's thresholds. */
 function historyIsLarge(): boolean {
   const info = workflowInfo();
@@ -284,12 +276,7 @@ async function finish(state: RunState, session: RunSession, end: RunEnd): Promis
     ...(end.text !== undefined ? { text: end.text } : {}),
     ...(end.error !== undefined ? { error: end.error } : {}),
   };
-  state.result = result;
-  if (patched(END_THROUGH_SET_STATUS_PATCH)) state.setStatus(end.status);
-  else {
-    state.status = end.status;
-    state.publish();
-  }
+  state.end(result);
   // An error can quote the API or a tool_use id: in a code span, as every text the product did not write.
   state.setDetails(end.error === undefined ? 'finished' : markdownText(end.error, 1000));
   await CancellationScope.nonCancellable(() => session.close());

@@ -40,9 +40,6 @@ import type { RunSession, SessionOutcome } from './session';
 import { BY_PATTERN, RejectedRequest, checkBy, checkObject, safePoint } from './steering';
 import { deniedOutcome, describeDuration, editedOutcome, type ToolOutcome } from './tool-results';
 
-/** Decisions kept in `state.decisions` (and so in status and across continue-as-new), newest last. */
-export const MAX_DECISIONS_KEPT = 20;
-
 /**
  * patched() id: under approval `policy`, the session's worker judges each
  * command (src/policy, on the parsed command and the workspace's real paths)
@@ -76,7 +73,7 @@ export async function runWithApproval(state: RunState, session: RunSession, tool
   if (state.input.approval === 'policy' && patched(POLICY_AT_SESSION_PATCH)) {
     // The session's worker judges and, when the policy or a rule allows, runs it.
     await safePoint(state);
-    state.current = { toolUseId, phase: 'running' };
+    state.setCurrent(toolUseId, 'running');
     const auto = await session.run(toolUseId, command, 'policy');
     if (!('needsApproval' in auto)) return ranUnasked(state, toolUseId, command, auto);
     why = auto.needsApproval;
@@ -88,17 +85,17 @@ export async function runWithApproval(state: RunState, session: RunSession, tool
     if (state.rules.length > 0) {
       // Only runs with rules get here (rules came with the `decide` Update): the worker matches them.
       await safePoint(state);
-      state.current = { toolUseId, phase: 'running' };
+      state.setCurrent(toolUseId, 'running');
       const auto = await session.run(toolUseId, command, 'rules');
       if (!('needsApproval' in auto)) return ranUnasked(state, toolUseId, command, auto);
       why = auto.needsApproval;
     }
   }
-  state.current = { toolUseId, phase: 'approval' };
+  state.setCurrent(toolUseId, 'approval');
   const d = await waitForApproval(state, toolUseId, command, why);
   if (d.source === 'timeout' && state.input.approvalTimeoutAction === 'end') {
     const error = `no approval decision for tool_use ${toolUseId} within ${describeDuration(state.input.approvalTimeout)}`;
-    state.pendingEnd = { status: 'approval_timeout', error };
+    state.endAfterTurn({ status: 'approval_timeout', error });
     return { text: `Command not run: ${error}, so the run ends here.`, isError: true };
   }
   if (!d.approved) return deniedOutcome(d, state.input.approvalTimeout);
@@ -136,15 +133,14 @@ function ranUnasked(state: RunState, toolUseId: string, command: string, out: Se
 /** Runs a command a human approved (or that needs no approval) in the shell, after the safe point. */
 async function runApproved(state: RunState, session: RunSession, toolUseId: string, command: string): Promise<ToolOutcome> {
   await safePoint(state);
-  state.current = { toolUseId, phase: 'running' };
+  state.setCurrent(toolUseId, 'running');
   const out = await session.run(toolUseId, command);
   return 'needsApproval' in out ? { text: 'internal error: approval asked for an approved command', isError: true } : out;
 }
 
 /** Records an applied decision (kept: the last `MAX_DECISIONS_KEPT`) and logs it. */
 function recordDecision(state: RunState, applied: AppliedDecision): void {
-  state.decisions = [...state.decisions, applied].slice(-MAX_DECISIONS_KEPT);
-  state.approval.lastApplied = applied;
+  state.recordDecision(applied);
   log.info('approval decision applied', { ...applied });
 }
 
@@ -156,13 +152,19 @@ function recordDecision(state: RunState, applied: AppliedDecision): void {
  * its `commandSha256` (when given) is the pending command's hash. Anything
  * else is ignored and logged (a signal cannot answer its sender).
  */
-export function receiveDecision(approval: ApprovalState, d: ApprovalDecision): void {
+export function receiveDecision(state: RunState, d: ApprovalDecision): void {
+  const decision = signalDecision(state.approval, d);
+  if (decision !== null) state.acceptDecision(decision);
+}
+
+/** The decision an `approve` signal carries, as {@link receiveDecision} accepts it; null (logged) when it is ignored. */
+export function signalDecision(approval: Readonly<ApprovalState>, d: ApprovalDecision): Decision | null {
   const problem = isDecision(d) ? decisionProblem(approval, d.toolUseId, d.commandSha256) : 'malformed payload';
   if (problem !== null) {
     log.warn(`approval signal ignored: ${problem}`, { payload: d, pending: approval.pending?.toolUseId ?? null });
-    return;
+    return null;
   }
-  approval.decision = {
+  return {
     approved: d.approved,
     source: 'signal',
     ...(d.reason ? { reason: d.reason } : {}),
@@ -330,18 +332,16 @@ async function applyDecideUpdate(state: RunState, req: DecideRequest): Promise<D
   const pending = approval.pending as PendingApproval;
   let rule: ApprovalRule | undefined;
   if (req.always === true || req.alwaysPrefix !== undefined) {
-    rule = {
-      id: state.nextRuleId++,
+    rule = state.addRule({
       kind: req.always === true ? 'exact' : 'prefix',
       text: req.alwaysPrefix ?? pending.edit?.ruleSubject ?? pending.command,
       by: req.by,
       at: new Date().toISOString(),
       toolUseId: req.toolUseId,
-    };
-    state.rules = [...state.rules, rule];
+    });
     log.info('approval rule added', { ...rule });
   }
-  approval.decision = {
+  state.acceptDecision({
     approved: req.approved,
     source: 'update',
     by: req.by,
@@ -349,7 +349,7 @@ async function applyDecideUpdate(state: RunState, req: DecideRequest): Promise<D
     ...(req.reason !== undefined && req.reason !== '' ? { reason: req.reason } : {}),
     ...(req.edit !== undefined ? { edit: req.edit } : {}),
     ...(rule ? { rule: rule.id } : {}),
-  };
+  });
   const toolUseId = req.toolUseId;
   await condition(() => approval.lastApplied?.toolUseId === toolUseId);
   const applied = approval.lastApplied as AppliedDecision;
@@ -376,11 +376,9 @@ export async function waitForApproval(
   why: string,
   edit?: PendingEdit,
 ): Promise<AppliedDecision> {
-  const { approval, input } = state;
+  const { input } = state;
   const waiting = pendingApproval({ toolUseId, command, requestedAt: new Date().toISOString(), ...(edit ? { edit } : {}) });
-  approval.pending = waiting;
-  approval.decision = null;
-  state.setStatus('awaiting_approval');
+  state.askApproval(waiting);
   const what = edit ? `the edit ${edit.command} ${commandDetails(edit.path)}` : commandDetails(command);
   state.setDetails(`waiting for approval of ${what} (tool_use ${markdownText(toolUseId)}; ${markdownText(why)})`);
   try {
@@ -416,9 +414,7 @@ export async function waitForApproval(
     recordDecision(state, applied);
     return applied;
   } finally {
-    approval.pending = null;
-    approval.decision = null;
-    state.setStatus('running');
+    state.closeApproval();
   }
 }
 
@@ -438,7 +434,7 @@ async function awaitDecision(state: RunState, toolUseId: string): Promise<Decisi
         `${state.pause.reason === 'approval_timeout' ? 'approval timed out, run paused' : `paused by ${state.pause.by ?? 'a person'}`}; ${commandDetails(approval.pending?.command ?? '')} still waits for approval (tool_use ${markdownText(toolUseId)})`,
       );
       await condition(() => state.pause === null || approval.decision !== null);
-      if (approval.decision !== null && state.pause?.reason === 'approval_timeout') state.pause = null;
+      if (approval.decision !== null && state.pause?.reason === 'approval_timeout') state.clearPause();
       if (state.pause === null) {
         state.setStatus('awaiting_approval');
         state.setDetails(
@@ -451,7 +447,7 @@ async function awaitDecision(state: RunState, toolUseId: string): Promise<Decisi
     const woke = await condition(() => approval.decision !== null || state.pause !== null, input.approvalTimeout, { summary });
     if (woke) continue;
     if (input.approvalTimeoutAction !== 'pause') return null;
-    state.pause = { reason: 'approval_timeout', at: new Date().toISOString() };
+    state.askPause({ reason: 'approval_timeout', at: new Date().toISOString() });
     log.info('approval timed out; run paused', { toolUseId });
   }
 }
@@ -475,7 +471,7 @@ export async function runEditWithApproval(
 ): Promise<ToolOutcome> {
   const mode = state.input.approval;
   await safePoint(state);
-  state.current = { toolUseId, phase: 'running' };
+  state.setCurrent(toolUseId, 'running');
   const first = await session.edit(toolUseId, edit, mode === 'auto' ? {} : { autoApprove: mode === 'policy' ? 'policy' : 'rules' });
   if (!('applied' in first) || first.needsApproval === undefined) return ranEditUnasked(state, toolUseId, first);
   const ask = first.needsApproval;
@@ -490,11 +486,11 @@ export async function runEditWithApproval(
     path: ask.ruleSubject.split(' ').slice(2).join(' '),
     ruleSubject: ask.ruleSubject,
   };
-  state.current = { toolUseId, phase: 'approval' };
+  state.setCurrent(toolUseId, 'approval');
   const d = await waitForApproval(state, toolUseId, ask.review, ask.reason, pendingEdit);
   if (d.source === 'timeout' && state.input.approvalTimeoutAction === 'end') {
     const error = `no approval decision for tool_use ${toolUseId} within ${describeDuration(state.input.approvalTimeout)}`;
-    state.pendingEnd = { status: 'approval_timeout', error };
+    state.endAfterTurn({ status: 'approval_timeout', error });
     return { text: `Edit not made: ${error}, so the run ends here.`, isError: true };
   }
   if (!d.approved) {
@@ -502,7 +498,7 @@ export async function runEditWithApproval(
     return { ...denied, text: denied.text.replace(/^Command not run/, 'Edit not made') };
   }
   await safePoint(state);
-  state.current = { toolUseId, phase: 'running' };
+  state.setCurrent(toolUseId, 'running');
   const out = await session.edit(toolUseId, edit, { approvedSha256: d.commandSha256 ?? sha256(ask.review) });
   return { text: out.text, isError: out.isError };
 }

@@ -89,14 +89,14 @@ export async function checkBudgets(state: RunState): Promise<{ status: FinalStat
 /** Pauses on `spent` (status `paused`, `pause.reason: 'budget'`) until `extend` clears the pause, or a chat run is ended. */
 async function waitForMoreBudget(state: RunState, spent: SpentBudget): Promise<void> {
   const pause: PauseState = { reason: 'budget', budget: spent.budget, limit: spent.limit, used: spent.used, at: new Date().toISOString() };
-  state.pause = pause;
+  state.askPause(pause);
   state.setStatus('paused');
   state.setDetails(
     `paused: ${describeSpent(spent)}; agent-jobs extend ${state.workflowId} ${EXTEND_FLAG[spent.budget]} to go on, or agent-jobs cancel ${state.workflowId}`,
   );
   log.info('budget spent; run paused', { ...spent });
   await condition(() => state.pause !== pause || state.endRequestedBy !== null);
-  if (state.pause === pause) state.pause = null;
+  state.clearPause(pause);
 }
 
 /** Registers the `extend` Update on `state`. */
@@ -151,17 +151,11 @@ function limitOf(limits: BudgetLimits, kind: BudgetKind): number | undefined {
  */
 async function extend(state: RunState, req: ExtendRequest): Promise<ExtendAnswer> {
   const at = new Date().toISOString();
-  const l = state.limits;
-  state.limits = {
-    maxTurns: l.maxTurns + (req.turns ?? 0),
-    ...(l.maxCostUsd !== undefined ? { maxCostUsd: l.maxCostUsd + (req.costUsd ?? 0) } : {}),
-    ...(l.maxTokensTotal !== undefined ? { maxTokensTotal: l.maxTokensTotal + (req.tokens ?? 0) } : {}),
-    ...(l.maxDurationMs !== undefined ? { maxDurationMs: l.maxDurationMs + (req.durationMs ?? 0) } : {}),
-  };
+  state.extendLimits(req);
   log.info('budgets extended', { by: req.by, limits: state.limits });
   if (state.pause?.reason === 'budget') {
     // The wait ends; the loop checks the budgets again and goes on, or pauses on the one still spent.
-    state.pause = null;
+    state.clearPause();
     await condition(() => state.pause !== null || state.status !== 'paused' || state.result !== null);
   }
   return { status: state.result?.status ?? state.status, limits: state.limits, pause: state.pause, by: req.by, at };

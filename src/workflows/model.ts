@@ -5,7 +5,7 @@
  */
 import { patched, proxyActivities } from '@temporalio/workflow';
 import type { createClaudeActivities } from '../activities/claude';
-import { addUsage, normalizeUsage, type CallClaudeOutput, type RequestContext } from '../contract';
+import { normalizeUsage, type CallClaudeOutput, type RequestContext } from '../contract';
 import { capabilitiesOf, compactionTrigger, contextStrategyOf, contextWindowOf, modelInfoOf } from '../contract/models';
 import { CLAUDE_ACTIVITY_OPTIONS, MAX_TOKENS_RETRY_CAP } from '../config';
 import type { RunState } from './run-state';
@@ -101,9 +101,7 @@ async function callOnce(state: RunState, maxTokens: number): Promise<CallClaudeO
     if (report.notice !== undefined) log.appendUserBlocks([{ type: 'text', text: report.notice }]);
     log.previous = { tokens: report.requestTokens + response.usage.outputTokens, length: report.messages };
   }
-  state.turns = turn;
   // Answers recorded by older workers have only input and output tokens.
-  state.usage = addUsage(state.usage, normalizeUsage(response.usage));
-  state.publish();
+  state.recordModelCall(turn, normalizeUsage(response.usage));
   return response;
 }

@@ -61,8 +61,7 @@ function checkpointOf(state: RunState, turn: number) {
 
 /** Asks for the rewind and answers once the loop applied it. @throws the reason it could not be applied */
 async function rewind(state: RunState, req: RewindRequest): Promise<RewindAnswer> {
-  const n = ++state.rewindsAsked;
-  state.rewindAsked = { req, n };
+  const n = state.askRewind(req);
   log.info('rewind asked', { toTurn: req.toTurn, by: req.by });
   await condition(() => state.rewindDone?.n === n || state.result !== null);
   const done = state.rewindDone;
@@ -83,29 +82,27 @@ export function rewindNote(req: RewindRequest, turn: number): string {
  * fails leaves the conversation as it was, and the Update says why.
  */
 export async function applyRewind(state: RunState, session: RunSession): Promise<void> {
-  const asked = state.rewindAsked;
+  const asked = state.takeRewindAsked();
   if (asked === null) return;
-  state.rewindAsked = null;
   const { req, n } = asked;
   patched(REWIND_PATCH);
   let record;
   try {
     record = checkpointOf(state, req.toTurn);
   } catch (err) {
-    state.rewindDone = { n, error: (err as Error).message };
+    state.rewindFailed(n, (err as Error).message);
     return;
   }
   state.setDetails(`rewinding to turn ${req.toTurn} (asked by ${req.by})`);
   try {
     await session.reopenRestored({ store: record.store, id: record.id, exclude: state.input.checkpoints.exclude });
   } catch (err) {
-    state.rewindDone = { n, error: `the workspace could not be restored to turn ${req.toTurn}'s checkpoint: ${failureMessage(err)}` };
+    state.rewindFailed(n, `the workspace could not be restored to turn ${req.toTurn}'s checkpoint: ${failureMessage(err)}`);
     return;
   }
   const dropped = state.conversation.length - record.messageIndex;
   state.conversation.rewindTo(record.messageIndex);
   state.conversation.appendUserBlocks([{ type: 'text', text: rewindNote(req, req.toTurn) }]);
-  state.checkpoints = state.checkpoints.filter((c) => c.turn <= req.toTurn);
   const answer: RewindRecord = {
     toTurn: req.toTurn,
     checkpoint: record.id,
@@ -113,8 +110,7 @@ export async function applyRewind(state: RunState, session: RunSession): Promise
     by: req.by,
     at: new Date().toISOString(),
   };
-  state.rewinds.push(answer);
-  state.rewindDone = { n, answer };
+  state.rewound(n, answer);
   log.info('rewound', { toTurn: req.toTurn, by: req.by, droppedMessages: dropped });
   state.setDetails(`rewound to turn ${req.toTurn} by ${req.by}`);
 }

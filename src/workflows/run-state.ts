@@ -1,11 +1,11 @@
 /**
  * The state of one agentRun, in one object: what continues-as-new, what the
  * status query and the UI show, and what the run is doing right now.
- * Message handlers and the loop's parts read and change it; nothing else
- * holds run state. Deterministic (workflow code).
+ * Message handlers and the loop's parts read it and call its methods to
+ * change it; nothing else holds run state. Deterministic (workflow code).
  */
 import { patched, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import { normalizeUsage, totalTokens } from '../contract';
+import { addUsage, normalizeUsage, totalTokens } from '../contract';
 import type {
   AgentRunResult,
   AppliedDecision,
@@ -13,6 +13,8 @@ import type {
   BudgetLimits,
   BudgetView,
   CarriedState,
+  ContentBlock,
+  ExtendRequest,
   FinalStatus,
   Message,
   PauseState,
@@ -32,7 +34,7 @@ import { toSearchText } from '../shared/search-text';
 import { AGENT_AWAITING, AGENT_AWAITING_SINCE, AGENT_COST_USD, AGENT_STATUS, AGENT_TOKENS, AGENT_TURNS } from '../config';
 import { legacyAwaitingSummary } from '../shared/display';
 import { capabilitiesOf, contextStrategyOf, contextWindowOf, costUsd, modelInfoOf, type ModelInfo } from '../contract/models';
-import { newApprovalState, type ApprovalState } from './approval-state';
+import { newApprovalState, type ApprovalState, type Decision } from './approval-state';
 import { ConversationLog } from './conversation';
 import { describeSpent, initialLimits, msSince } from './limits';
 import { interruptedText, type ToolUsePhase } from './tool-results';
@@ -87,78 +89,72 @@ export const AWAITING_WITHOUT_TEXT_PATCH = 'agent-awaiting-without-command-text'
  */
 export const AWAITING_KIND_ONLY_PATCH = 'agent-awaiting-kind-only';
 
+/** Decisions kept in `state.decisions` (and so in status and across continue-as-new), newest last. */
+export const MAX_DECISIONS_KEPT = 20;
+
+/**
+ * patched() id: the run's end goes through {@link RunState.setStatus} like every other status change,
+ * so a run that ends while it waits for a person (a chat run's `end`, a cancel during an approval)
+ * clears `AgentAwaitingSince`; before, the final upsert kept the old time and `pending`-style
+ * queries on it still found the closed run.
+ */
+export const END_THROUGH_SET_STATUS_PATCH = 'end-through-set-status';
+
 /** An end decided inside a tool turn (the approval timeout under `end`): the loop ends the run once the turn's results are recorded. */
 export interface PendingEnd {
   status: FinalStatus;
   error: string;
 }
 
-/** One run's state (module doc). Fields are public so the loop's parts stay small; each says who writes it. */
+/**
+ * One run's state (module doc). It is the only code that changes its fields:
+ * from outside they read through getters (read-only arrays and objects), and
+ * every change is one of the methods below, so what the status query, the UI's
+ * current details and the search attributes show follows from them. Search
+ * attributes are upserted where the run always upserted them ({@link setStatus},
+ * {@link recordModelCall}, {@link addChildUsage}, {@link end}, {@link publish}):
+ * an upsert is a workflow command, and a new one would not replay old histories.
+ */
 export class RunState {
   // ---- carried across continue-as-new (see CarriedState) ----
-  /** The conversation (the tail the workflow holds, and what the worker has). Written by the loop (one assistant + one user message per tool turn). */
+  /** The conversation (the tail the workflow holds, and what the worker has); changed through its own methods (one assistant + one user message per tool turn). */
   readonly conversation: ConversationLog;
-  /** Model calls made in the whole chain. Written by the model step. */
-  turns: number;
-  /** Tokens used in the whole chain. Written by the model step. */
-  usage: Usage;
-  /** The live bash session, or null before the first command and after a loss. Written by the session part. */
-  session: SessionRef | null;
-  /** The most recent decisions applied, newest last (at most `MAX_DECISIONS_KEPT`). Written by the approval part. */
-  decisions: AppliedDecision[];
+  #turns: number;
+  #usage: Usage;
+  #session: SessionRef | null;
+  #decisions: AppliedDecision[];
   /** Continue-as-new generations so far. */
   readonly generation: number;
-  /** Approval rules, oldest first. Written by the `decide` and `removeRule` Updates. */
-  rules: ApprovalRule[];
-  /** Id of the next rule. */
-  nextRuleId: number;
-  /** Messages queued by `say`, not yet sent; drained at the next turn boundary (steering.ts). */
-  queued: QueuedMessage[];
-  /** The budgets' limits: the input's, raised by `extend` (budget.ts). */
-  limits: BudgetLimits;
+  #rules: ApprovalRule[];
+  #nextRuleId: number;
+  #queued: QueuedMessage[];
+  #limits: BudgetLimits;
   /** ISO-8601 workflow time the first run of the chain started (the `maxDuration` budget counts from it). */
   readonly startedAt: string;
-  /** The first checkpoint of each turn of the conversation as it stands (rewind.ts); turns a rewind dropped are gone from it. */
-  checkpoints: CheckpointRecord[];
-  /** Rewinds applied, oldest first. */
-  rewinds: RewindRecord[];
-  /** A checkpoint the next session opened restores first (a fork's workspace), or null. */
-  pendingRestore: RestoreRequest | null;
+  #checkpoints: CheckpointRecord[];
+  #rewinds: RewindRecord[];
+  #pendingRestore: RestoreRequest | null;
 
   // ---- this workflow execution only ----
-  /** What the status query and the `AgentStatus` search attribute say. */
-  status: RunStatus = 'running';
-  /** What the run does or waits for right now (the UI's current details, without the status prefix). */
-  details = '';
-  /** How the run ended, once it has. */
-  result: AgentRunResult | null = null;
-  /** The pending approval and the decision received for it (src/workflows/approval.ts). */
-  readonly approval: ApprovalState = newApprovalState();
-  /** The assistant message being executed, so an early end can pair its open `tool_use`s. */
-  inflight: Inflight | null = null;
-  /** The `tool_use` being handled, so an early end can say what happened to it. */
-  current: CurrentToolUse | null = null;
-  /** The pause asked for (`pause` Update, or the approval timeout under `pause`); null when not paused. The status is `paused` only once a safe point is reached. */
-  pause: PauseState | null = null;
-  /** Who asked to `end` a chat run, once someone did. */
-  endRequestedBy: string | null = null;
-  /** Set when a tool turn decided that the run ends after it (the approval timeout under `end`). */
-  pendingEnd: PendingEnd | null = null;
-  /** Claude's last answer (text of the last `end_turn`), the result of a chat run that is ended or idles out. */
-  lastAnswer: string | undefined = undefined;
-  /** Since when the run waits for a person (ISO-8601), for the `AgentAwaitingSince` search attribute; null when it waits for nobody. */
-  awaitingSince: string | null = null;
+  #status: RunStatus = 'running';
+  #details = '';
+  #result: AgentRunResult | null = null;
+  readonly #approval: ApprovalState = newApprovalState();
+  #inflight: Inflight | null = null;
+  #current: CurrentToolUse | null = null;
+  #pause: PauseState | null = null;
+  #endRequestedBy: string | null = null;
+  #pendingEnd: PendingEnd | null = null;
+  #lastAnswer: string | undefined = undefined;
+  #awaitingSince: string | null = null;
   /** Duration in ms of each recent command, by `tool_use` id (at most {@link MAX_DURATIONS_KEPT}). */
-  durations: Record<string, number> = {};
+  readonly #durations: Record<string, number> = {};
   /** The model's window, prices and 1-hour TTL (src/contract/models.ts `modelInfoOf`). */
   readonly model: ModelInfo;
-  /** A rewind asked and not applied yet (the loop applies it before the next model call: rewind.ts), with its number. */
-  rewindAsked: { req: RewindRequest; n: number } | null = null;
-  /** Rewinds asked in this execution (numbers them), and the number and answer (or failure) of the last one applied. */
-  rewindsAsked = 0;
-  rewindDone: { n: number; answer?: RewindRecord; error?: string } | null = null;
-  /** Sub-agents (child runs) running now (subagent.ts keeps it at most `input.subagents`). */
-  subagentsRunning = 0;
+  #rewindAsked: { req: RewindRequest; n: number } | null = null;
+  #rewindsAsked = 0;
+  #rewindDone: { n: number; answer?: RewindRecord; error?: string } | null = null;
+  #subagentsRunning = 0;
 
   /**
    * @param input the validated input, every default applied
@@ -179,34 +175,314 @@ export class RunState {
             ? { forkMessages: input.fork.messages }
             : undefined),
     );
-    this.checkpoints = carried?.checkpoints ?? [];
-    this.rewinds = carried?.rewinds ?? [];
-    this.pendingRestore = carried === undefined && input.fork ? input.fork.checkpoint : null;
-    this.turns = carried?.turns ?? 0;
+    this.#checkpoints = carried?.checkpoints ?? [];
+    this.#rewinds = carried?.rewinds ?? [];
+    this.#pendingRestore = carried === undefined && input.fork ? input.fork.checkpoint : null;
+    this.#turns = carried?.turns ?? 0;
     // Older workers carried only input and output tokens.
-    this.usage = normalizeUsage(carried?.usage);
-    this.session = carried?.session ?? null;
-    this.decisions = carried?.decisions ?? [];
+    this.#usage = normalizeUsage(carried?.usage);
+    this.#session = carried?.session ?? null;
+    this.#decisions = carried?.decisions ?? [];
     this.generation = carried?.generation ?? 0;
     // A sub-agent starts with its parent's rules (input `rules`); their ids stay the parent's.
-    this.rules = carried?.rules ?? input.rules ?? [];
-    this.nextRuleId = carried?.nextRuleId ?? Math.max(0, ...this.rules.map((r) => r.id)) + 1;
-    this.queued = carried?.queuedMessages ?? [];
-    this.limits = carried?.limits ?? initialLimits(input);
+    this.#rules = carried?.rules ?? input.rules ?? [];
+    this.#nextRuleId = carried?.nextRuleId ?? Math.max(0, ...this.#rules.map((r) => r.id)) + 1;
+    this.#queued = carried?.queuedMessages ?? [];
+    this.#limits = carried?.limits ?? initialLimits(input);
     this.startedAt = carried?.startedAt ?? workflowInfo().runStartTime.toISOString();
     this.model = modelInfoOf(input);
   }
 
+  // ---- reads (every change is a method below) ----
+
+  /** The pending approval, the decision accepted for it, the last decision applied (the approval flow: approval.ts). */
+  get approval(): Readonly<ApprovalState> {
+    return this.#approval;
+  }
+  /** Model calls made in the whole chain. */
+  get turns(): number {
+    return this.#turns;
+  }
+  /** Tokens used in the whole chain, sub-agents' included. */
+  get usage(): Readonly<Usage> {
+    return this.#usage;
+  }
+  /** The live bash session, or null before the first command and after a loss. */
+  get session(): SessionRef | null {
+    return this.#session;
+  }
+  /** The most recent decisions applied, newest last (at most `MAX_DECISIONS_KEPT`). */
+  get decisions(): readonly AppliedDecision[] {
+    return this.#decisions;
+  }
+  /** Approval rules, oldest first. */
+  get rules(): readonly ApprovalRule[] {
+    return this.#rules;
+  }
+  /** Messages queued by `say`, not yet sent; drained at the next turn boundary. */
+  get queued(): readonly QueuedMessage[] {
+    return this.#queued;
+  }
+  /** The budgets' limits: the input's, raised by `extend`. */
+  get limits(): Readonly<BudgetLimits> {
+    return this.#limits;
+  }
+  /** The first checkpoint of each turn of the conversation as it stands; turns a rewind dropped are gone from it. */
+  get checkpoints(): readonly CheckpointRecord[] {
+    return this.#checkpoints;
+  }
+  /** Rewinds applied, oldest first. */
+  get rewinds(): readonly RewindRecord[] {
+    return this.#rewinds;
+  }
+  /** A checkpoint the next session opened restores first (a fork's workspace), or null. */
+  get pendingRestore(): RestoreRequest | null {
+    return this.#pendingRestore;
+  }
+  /** What the status query and the `AgentStatus` search attribute say. */
+  get status(): RunStatus {
+    return this.#status;
+  }
+  /** What the run does or waits for right now (the UI's current details, without the status prefix). */
+  get details(): string {
+    return this.#details;
+  }
+  /** How the run ended, once it has. */
+  get result(): AgentRunResult | null {
+    return this.#result;
+  }
+  /** The assistant message being executed and its results so far, so an early end can pair its open `tool_use`s. */
+  get inflight(): { readonly assistant: Message; readonly results: readonly ToolResultBlock[] } | null {
+    return this.#inflight;
+  }
+  /** The `tool_use` being handled, so an early end can say what happened to it. */
+  get current(): Readonly<CurrentToolUse> | null {
+    return this.#current;
+  }
+  /** The pause asked for (`pause` Update, the approval timeout under `pause`, a spent budget); null when not paused. The status is `paused` only once a safe point is reached. */
+  get pause(): Readonly<PauseState> | null {
+    return this.#pause;
+  }
+  /** Who asked to `end` a chat run, once someone did. */
+  get endRequestedBy(): string | null {
+    return this.#endRequestedBy;
+  }
+  /** Set when a tool turn decided that the run ends after it (the approval timeout under `end`). */
+  get pendingEnd(): Readonly<PendingEnd> | null {
+    return this.#pendingEnd;
+  }
+  /** Claude's last answer (text of the last `end_turn`), the result of a chat run that is ended or idles out. */
+  get lastAnswer(): string | undefined {
+    return this.#lastAnswer;
+  }
+  /** Since when the run waits for a person (ISO-8601), for the `AgentAwaitingSince` search attribute; null when it waits for nobody. */
+  get awaitingSince(): string | null {
+    return this.#awaitingSince;
+  }
+  /** A rewind asked and not applied yet (the loop applies it before the next model call: rewind.ts), with its number. */
+  get rewindAsked(): Readonly<{ req: RewindRequest; n: number }> | null {
+    return this.#rewindAsked;
+  }
+  /** The number and answer (or failure) of the last rewind applied. */
+  get rewindDone(): Readonly<{ n: number; answer?: RewindRecord; error?: string }> | null {
+    return this.#rewindDone;
+  }
+  /** Sub-agents (child runs) running now (subagent.ts keeps it at most `input.subagents`). */
+  get subagentsRunning(): number {
+    return this.#subagentsRunning;
+  }
+
+  // ---- changes ----
+
+  /** Records a model call: the chain's turn count becomes `turn`, its `usage` is added; publishes the search attributes. */
+  recordModelCall(turn: number, usage: Usage): void {
+    this.#turns = turn;
+    this.#usage = addUsage(this.#usage, usage);
+    this.publish();
+  }
+
+  /** Adds a finished sub-agent's usage to the run's; publishes the search attributes. */
+  addChildUsage(usage: Usage): void {
+    this.#usage = addUsage(this.#usage, usage);
+    this.publish();
+  }
+
+  /** A sub-agent started (`delta` 1) or ended (`delta` -1). */
+  countSubagent(delta: 1 | -1): void {
+    this.#subagentsRunning += delta;
+  }
+
+  /** A session was opened: it is the run's session now, and a pending restore is done. */
+  sessionOpened(ref: SessionRef): void {
+    this.#pendingRestore = null;
+    this.#session = ref;
+  }
+
+  /** The run has no session now (closed, or lost and being replaced). */
+  sessionGone(): void {
+    this.#session = null;
+  }
+
+  /** A tool turn starts executing `assistant`'s `tool_use`s (so an early end can pair them: {@link pairInflight}). */
+  startToolTurn(assistant: Message): void {
+    this.#inflight = { assistant, results: [] };
+  }
+
+  /** One `tool_use` of the turn has its result; no `tool_use` is being handled now. */
+  recordResult(result: ToolResultBlock): void {
+    this.#inflight?.results.push(result);
+    this.#current = null;
+  }
+
+  /** The tool turn ends: `content` (its results, then queued messages) is appended as the user message. */
+  endToolTurn(content: ContentBlock[]): void {
+    this.conversation.push({ role: 'user', content });
+    this.#inflight = null;
+  }
+
+  /** `toolUseId` is in `phase` now (what an early end tells Claude about it). */
+  setCurrent(toolUseId: string, phase: ToolUsePhase): void {
+    this.#current = { toolUseId, phase };
+  }
+
+  /** The run ends with `end` once the current tool turn's results are recorded. */
+  endAfterTurn(end: PendingEnd): void {
+    this.#pendingEnd = end;
+  }
+
+  /** Records an applied decision (the last `MAX_DECISIONS_KEPT` kept) as the last applied, for the `decide` Update's answer. */
+  recordDecision(applied: AppliedDecision): void {
+    this.#decisions = [...this.#decisions, applied].slice(-MAX_DECISIONS_KEPT);
+    this.#approval.lastApplied = applied;
+  }
+
+  /** `pending` waits for a person's decision: status `awaiting_approval`, published. */
+  askApproval(pending: PendingApproval): void {
+    this.#approval.pending = pending;
+    this.#approval.decision = null;
+    this.setStatus('awaiting_approval');
+  }
+
+  /** A decision for the pending command was accepted (the `decide` Update or the `approve` signal); the approval wait applies it. */
+  acceptDecision(decision: Decision): void {
+    this.#approval.decision = decision;
+  }
+
+  /** The approval wait is over (applied, timed out, or the run ends): nothing waits; status `running`, published. */
+  closeApproval(): void {
+    this.#approval.pending = null;
+    this.#approval.decision = null;
+    this.setStatus('running');
+  }
+
+  /** Adds an approval rule with the next id. @returns the rule as added */
+  addRule(rule: Omit<ApprovalRule, 'id'>): ApprovalRule {
+    const added: ApprovalRule = { id: this.#nextRuleId++, ...rule };
+    this.#rules = [...this.#rules, added];
+    return added;
+  }
+
+  /** Removes rule `id` (an id no rule has changes nothing). @returns the rules left */
+  removeRule(id: number): readonly ApprovalRule[] {
+    this.#rules = this.#rules.filter((r) => r.id !== id);
+    return this.#rules;
+  }
+
+  /** Asks for a pause; the loop's waits and safe points set the status `paused`. */
+  askPause(pause: PauseState): void {
+    this.#pause = pause;
+  }
+
+  /** Clears the pause; with `only`, only when that is the pause in force (a budget wait ending its own pause). */
+  clearPause(only?: PauseState): void {
+    if (only === undefined || this.#pause === only) this.#pause = null;
+  }
+
+  /** Raises the limits by `req`'s amounts (a budget the run has none of stays absent). @returns the new limits */
+  extendLimits(req: Pick<ExtendRequest, 'turns' | 'costUsd' | 'tokens' | 'durationMs'>): Readonly<BudgetLimits> {
+    const l = this.#limits;
+    this.#limits = {
+      maxTurns: l.maxTurns + (req.turns ?? 0),
+      ...(l.maxCostUsd !== undefined ? { maxCostUsd: l.maxCostUsd + (req.costUsd ?? 0) } : {}),
+      ...(l.maxTokensTotal !== undefined ? { maxTokensTotal: l.maxTokensTotal + (req.tokens ?? 0) } : {}),
+      ...(l.maxDurationMs !== undefined ? { maxDurationMs: l.maxDurationMs + (req.durationMs ?? 0) } : {}),
+    };
+    return this.#limits;
+  }
+
+  /** `by` asked a chat run to end. */
+  requestEnd(by: string): void {
+    this.#endRequestedBy = by;
+  }
+
+  /** Queues a message of `say`. @returns how many are queued now */
+  queueMessage(message: QueuedMessage): number {
+    this.#queued.push(message);
+    return this.#queued.length;
+  }
+
+  /** The queued messages, oldest first; the queue is empty after. */
+  takeQueued(): readonly QueuedMessage[] {
+    const taken = this.#queued;
+    this.#queued = [];
+    return taken;
+  }
+
+  /** Claude ended a turn with `text`. */
+  setLastAnswer(text: string): void {
+    this.#lastAnswer = text;
+  }
+
+  /**
+   * The run ended with `result`: records it and publishes its final status
+   * through {@link setStatus}, which clears `AgentAwaitingSince`
+   * ({@link END_THROUGH_SET_STATUS_PATCH}; older histories set the status and publish).
+   */
+  end(result: AgentRunResult): void {
+    this.#result = result;
+    if (patched(END_THROUGH_SET_STATUS_PATCH)) this.setStatus(result.status);
+    else {
+      this.#status = result.status;
+      this.publish();
+    }
+  }
+
+  /** Asks to rewind per `req`. @returns its number, which {@link rewindDone} names once applied */
+  askRewind(req: RewindRequest): number {
+    const n = ++this.#rewindsAsked;
+    this.#rewindAsked = { req, n };
+    return n;
+  }
+
+  /** Takes the rewind asked (null when none): the loop applies it now. */
+  takeRewindAsked(): Readonly<{ req: RewindRequest; n: number }> | null {
+    const asked = this.#rewindAsked;
+    this.#rewindAsked = null;
+    return asked;
+  }
+
+  /** Rewind `n` could not be applied, for `error`. */
+  rewindFailed(n: number, error: string): void {
+    this.#rewindDone = { n, error };
+  }
+
+  /** Rewind `n` was applied as `answer`: the checkpoints after its turn are dropped and it is recorded. */
+  rewound(n: number, answer: RewindRecord): void {
+    this.#checkpoints = this.#checkpoints.filter((c) => c.turn <= answer.toTurn);
+    this.#rewinds.push(answer);
+    this.#rewindDone = { n, answer };
+  }
+
   /** What the run's usage cost so far in USD, at the model's prices; null when they are unknown. */
   costUsd(): number | null {
-    return costUsd(this.usage, this.model.prices);
+    return costUsd(this.#usage, this.model.prices);
   }
 
   /** The budgets and what was used of them (status). */
   budgetView(): BudgetView {
     return {
-      limits: this.limits,
-      used: { turns: this.turns, costUsd: this.costUsd(), tokens: totalTokens(this.usage), durationMs: msSince(this.startedAt) },
+      limits: this.#limits,
+      used: { turns: this.#turns, costUsd: this.costUsd(), tokens: totalTokens(this.#usage), durationMs: msSince(this.startedAt) },
       onBudget: this.input.onBudget,
     };
   }
@@ -215,18 +491,18 @@ export class RunState {
   carry(): CarriedState {
     return {
       conversation: this.conversation.carry(),
-      turns: this.turns,
-      usage: this.usage,
-      session: this.session,
-      decisions: this.decisions,
+      turns: this.#turns,
+      usage: this.#usage,
+      session: this.#session,
+      decisions: this.#decisions,
       generation: this.generation + 1,
-      rules: this.rules,
-      nextRuleId: this.nextRuleId,
-      queuedMessages: this.queued,
-      limits: this.limits,
+      rules: this.#rules,
+      nextRuleId: this.#nextRuleId,
+      queuedMessages: this.#queued,
+      limits: this.#limits,
       startedAt: this.startedAt,
-      ...(this.checkpoints.length > 0 ? { checkpoints: this.checkpoints } : {}),
-      ...(this.rewinds.length > 0 ? { rewinds: this.rewinds } : {}),
+      ...(this.#checkpoints.length > 0 ? { checkpoints: this.#checkpoints } : {}),
+      ...(this.#rewinds.length > 0 ? { rewinds: this.#rewinds } : {}),
     };
   }
 
@@ -236,9 +512,9 @@ export class RunState {
    * held while its tools run.
    */
   recordCheckpoint(toolUseId: string, result: CheckpointResult | undefined): void {
-    if (!result || !('id' in result) || this.checkpoints.some((c) => c.turn === result.turn)) return;
+    if (!result || !('id' in result) || this.#checkpoints.some((c) => c.turn === result.turn)) return;
     const { turn, id, store, workspace } = result;
-    this.checkpoints.push({ turn, id, store, workspace, toolUseId, messageIndex: this.conversation.length - 1 });
+    this.#checkpoints.push({ turn, id, store, workspace, toolUseId, messageIndex: this.conversation.length - 1 });
   }
 
   /** The messages the workflow holds (from `conversation.base` on; all of them before any continue-as-new). */
@@ -249,24 +525,24 @@ export class RunState {
   /** Sets the status and publishes it; entering or leaving a status that waits for a person stamps `awaitingSince`. */
   setStatus(status: RunStatus): void {
     const waits = (s: RunStatus): boolean => s === 'awaiting_approval' || s === 'paused' || s === 'awaiting_message';
-    if (waits(status) && (!waits(this.status) || this.awaitingSince === null)) this.awaitingSince = new Date().toISOString();
-    if (!waits(status)) this.awaitingSince = null;
-    this.status = status;
+    if (waits(status) && (!waits(this.#status) || this.#awaitingSince === null)) this.#awaitingSince = new Date().toISOString();
+    if (!waits(status)) this.#awaitingSince = null;
+    this.#status = status;
     this.publish();
   }
 
   /** Records how long a command ran, keeping the most recent {@link MAX_DURATIONS_KEPT}. */
   recordDuration(toolUseId: string, ms: number): void {
-    this.durations[toolUseId] = ms;
-    const ids = Object.keys(this.durations);
-    for (const id of ids.slice(0, Math.max(0, ids.length - MAX_DURATIONS_KEPT))) delete this.durations[id];
+    this.#durations[toolUseId] = ms;
+    const ids = Object.keys(this.#durations);
+    for (const id of ids.slice(0, Math.max(0, ids.length - MAX_DURATIONS_KEPT))) delete this.#durations[id];
   }
 
   /** What the run waits for a person for, one line (the `AgentAwaiting` search attribute); empty when nobody. */
   awaiting(): string {
-    const pending = this.approval.pending;
-    if (this.status === 'paused') {
-      const p = this.pause;
+    const pending = this.#approval.pending;
+    if (this.#status === 'paused') {
+      const p = this.#pause;
       const why =
         p?.reason === 'approval_timeout'
           ? 'approval timed out'
@@ -275,8 +551,8 @@ export class RunState {
             : `paused by ${p?.by ?? 'a person'}`;
       return pending ? `${why}; approval of ${this.waitingCommand(pending)}` : why;
     }
-    if (this.status === 'awaiting_approval' && pending) return `approval of ${this.waitingCommand(pending)}`;
-    if (this.status === 'awaiting_message') return `the next message (chat, after turn ${this.turns})`;
+    if (this.#status === 'awaiting_approval' && pending) return `approval of ${this.waitingCommand(pending)}`;
+    if (this.#status === 'awaiting_message') return `the next message (chat, after turn ${this.#turns})`;
     return '';
   }
 
@@ -300,14 +576,14 @@ export class RunState {
     if (awaiting !== '') this.everAwaited = true;
     const cost = this.costUsd();
     upsertSearchAttributes([
-      { key: AGENT_STATUS, value: this.status },
-      { key: AGENT_TURNS, value: this.turns },
-      { key: AGENT_TOKENS, value: totalTokens(this.usage) },
+      { key: AGENT_STATUS, value: this.#status },
+      { key: AGENT_TURNS, value: this.#turns },
+      { key: AGENT_TOKENS, value: totalTokens(this.#usage) },
       ...(cost !== null && patched(COST_ATTRIBUTE_PATCH) ? [{ key: AGENT_COST_USD, value: cost }] : []),
       ...(this.everAwaited
         ? [
             { key: AGENT_AWAITING, value: patched(SEARCH_TEXT_PATCH) ? toSearchText(awaiting) : awaiting },
-            { key: AGENT_AWAITING_SINCE, value: this.awaitingSince === null ? null : new Date(this.awaitingSince) },
+            { key: AGENT_AWAITING_SINCE, value: this.#awaitingSince === null ? null : new Date(this.#awaitingSince) },
           ]
         : []),
     ]);
@@ -318,33 +594,33 @@ export class RunState {
 
   /** Sets what the run is doing (status query `details`, and the UI's current details with status and turn). */
   setDetails(text: string): void {
-    this.details = text;
-    setCurrentDetails(`**${this.status}** · turn ${this.turns}/${this.limits.maxTurns} · ${text}`);
+    this.#details = text;
+    setCurrentDetails(`**${this.#status}** · turn ${this.#turns}/${this.#limits.maxTurns} · ${text}`);
   }
 
   /** Answer of the `status` query. */
   statusView(): StatusView {
     return {
       workflowId: this.workflowId,
-      status: this.status,
-      turns: this.turns,
-      pendingApproval: this.approval.pending,
-      usage: this.usage,
+      status: this.#status,
+      turns: this.#turns,
+      pendingApproval: this.#approval.pending,
+      usage: this.#usage,
       costUsd: this.costUsd(),
       budget: this.budgetView(),
-      result: this.result,
-      details: this.details,
-      decisions: this.decisions,
-      session: this.session,
-      rules: this.rules,
-      queuedMessages: this.queued,
-      pause: this.pause,
+      result: this.#result,
+      details: this.#details,
+      decisions: this.#decisions,
+      session: this.#session,
+      rules: this.#rules,
+      queuedMessages: this.#queued,
+      pause: this.#pause,
       chat: this.input.chat,
       model: this.input.model,
       contextWindow: contextWindowOf(this.input),
       contextStrategy: this.conversation.clearedBefore > 0 ? 'clearing' : contextStrategyOf(capabilitiesOf(this.input)),
       ...(this.input.subagentOf !== undefined ? { subagentOf: this.input.subagentOf } : {}),
-      ...(this.input.subagents !== undefined ? { subagentsRunning: this.subagentsRunning } : {}),
+      ...(this.input.subagents !== undefined ? { subagentsRunning: this.#subagentsRunning } : {}),
     };
   }
 
@@ -364,7 +640,7 @@ export class RunState {
       if (messages.length > 0 && chars > MAX_TRANSCRIPT_PAGE_CHARS) break;
       messages.push(message);
     }
-    return { from: start, total: length, base, messages, durationsMs: { ...this.durations } };
+    return { from: start, total: length, base, messages, durationsMs: { ...this.#durations } };
   }
 
   /**
@@ -373,11 +649,11 @@ export class RunState {
    * the one in progress says what happened to it, the rest that they did not run.
    */
   pairInflight(end: 'cancelled' | 'failed'): void {
-    const inflight = this.inflight;
+    const inflight = this.#inflight;
     if (!inflight) return;
-    const current = this.current;
+    const current = this.#current;
     const reason = (use: ToolUseBlock): string => interruptedText(end, use.id === current?.toolUseId ? current.phase : null);
     this.conversation.push({ role: 'user', content: completeResults(inflight.assistant, inflight.results, reason) });
-    this.inflight = null;
+    this.#inflight = null;
   }
 }

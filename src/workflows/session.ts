@@ -297,7 +297,7 @@ export class RunSession {
   async close(): Promise<void> {
     const session = this.state.session;
     if (!session) return;
-    this.state.session = null;
+    this.state.sessionGone();
     // Its worker closes it on the way out (and may be gone already: the close would wait out the schedule-to-start timeout).
     if (session.closing !== undefined && patched(WORKER_DRAIN_PATCH)) return;
     try {
@@ -364,8 +364,7 @@ export class RunSession {
         ...(worktreeGit !== undefined ? { worktreeGit } : {}),
       },
     ]);
-    state.pendingRestore = null;
-    state.session = ref;
+    state.sessionOpened(ref);
     return ref;
   }
 
@@ -382,7 +381,7 @@ export class RunSession {
 
   /** Opens a replacement after a loss; returns its cwd, or null with the error when none could be opened. */
   private async replace(restoreCwd: string | undefined): Promise<{ cwd: string | null; error?: string }> {
-    this.state.session = null;
+    this.state.sessionGone();
     try {
       return { cwd: (await this.open(restoreCwd)).cwd };
     } catch (err) {

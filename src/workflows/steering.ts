@@ -96,9 +96,9 @@ function validateSay(state: RunState, req: SayRequest): void {
 
 function say(state: RunState, req: SayRequest): { queued: true; queuedMessages: number; at: string } {
   const at = new Date().toISOString();
-  state.queued.push({ text: req.text, by: req.by, at });
+  const queuedMessages = state.queueMessage({ text: req.text, by: req.by, at });
   log.info('message queued', { by: req.by, chars: req.text.length });
-  return { queued: true, queuedMessages: state.queued.length, at };
+  return { queued: true, queuedMessages, at };
 }
 
 function validatePause(state: RunState, req: ByRequest): void {
@@ -122,7 +122,7 @@ function validatePause(state: RunState, req: ByRequest): void {
  */
 async function pause(state: RunState, req: ByRequest): Promise<SteerAnswer> {
   const at = new Date().toISOString();
-  state.pause = { reason: 'human', by: req.by, at };
+  state.askPause({ reason: 'human', by: req.by, at });
   log.info('pause asked', { by: req.by });
   if (state.status === 'awaiting_approval' || state.status === 'awaiting_message') {
     await condition(() => state.status === 'paused' || state.pause === null || state.result !== null);
@@ -146,7 +146,7 @@ function validateResume(state: RunState, req: ByRequest): void {
 /** Clears the pause; answers with the status the run goes on in (once it has left `paused`, in the same workflow task). */
 async function resume(state: RunState, req: ByRequest): Promise<SteerAnswer> {
   const at = new Date().toISOString();
-  state.pause = null;
+  state.clearPause();
   log.info('resumed', { by: req.by });
   await condition(() => state.status !== 'paused' || state.result !== null);
   return { status: state.result?.status ?? state.status, by: req.by, at };
@@ -163,7 +163,7 @@ function validateEnd(state: RunState, req: ByRequest): void {
 /** Asks a chat run to end; a run waiting for a message completes at once, and the answer says `completed`. */
 async function end(state: RunState, req: ByRequest): Promise<SteerAnswer> {
   const at = new Date().toISOString();
-  state.endRequestedBy = req.by;
+  state.requestEnd(req.by);
   log.info('end asked', { by: req.by });
   if (state.status === 'awaiting_message') await condition(() => state.result !== null);
   return { status: state.result?.status ?? state.status, by: req.by, at };
@@ -180,9 +180,9 @@ function validateRemoveRule(state: RunState, req: RemoveRuleRequest): void {
 }
 
 function removeRule(state: RunState, req: RemoveRuleRequest): ApprovalRule[] {
-  state.rules = state.rules.filter((r) => r.id !== req.id);
+  const rules = state.removeRule(req.id);
   log.info('approval rule removed', { id: req.id, by: req.by });
-  return state.rules;
+  return [...rules];
 }
 
 /**
@@ -207,7 +207,5 @@ export async function safePoint(state: RunState, wake: () => boolean = () => fal
  * that turn's `tool_result` blocks), never between a `tool_use` and its result.
  */
 export function drainMessages(state: RunState): TextBlock[] {
-  const blocks = state.queued.map((m): TextBlock => ({ type: 'text', text: `[message from ${m.by}] ${m.text}` }));
-  state.queued = [];
-  return blocks;
+  return state.takeQueued().map((m): TextBlock => ({ type: 'text', text: `[message from ${m.by}] ${m.text}` }));
 }

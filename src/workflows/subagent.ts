@@ -13,7 +13,7 @@ import {
   startChild,
   type ChildWorkflowFailure,
 } from '@temporalio/workflow';
-import { addUsage, normalizeUsage, totalTokens, type AgentRunInput, type AgentRunResult, type ToolUseBlock } from '../contract';
+import { normalizeUsage, totalTokens, type AgentRunInput, type AgentRunResult, type ToolUseBlock } from '../contract';
 import { AGENT_RUN_WORKFLOW } from '../config';
 import {
   SUBAGENT_TOOL_NAME,
@@ -162,7 +162,7 @@ async function runSubagent(state: RunState, session: RunSession, use: ToolUseBlo
   const limit = state.input.subagents ?? 1;
   // Re-checked after each wake: two calls woken by one free slot must not both take it.
   while (state.subagentsRunning >= limit) await condition(() => state.subagentsRunning < limit);
-  state.subagentsRunning += 1;
+  state.countSubagent(1);
   const workflowId = subagentWorkflowId(state.workflowId, use.id);
   let worktree: string | undefined;
   let worktreeGit: WorktreeGit | undefined;
@@ -184,8 +184,7 @@ async function runSubagent(state: RunState, session: RunSession, use: ToolUseBlo
         : `sub-agent: ${parsed.request.description}`,
     });
     const result = await child.result();
-    state.usage = addUsage(state.usage, normalizeUsage(result.usage));
-    state.publish();
+    state.addChildUsage(normalizeUsage(result.usage));
     return where(outcomeOf(workflowId, result), worktree);
   } catch (err) {
     if (isCancellation(err)) throw err;
@@ -193,7 +192,7 @@ async function runSubagent(state: RunState, session: RunSession, use: ToolUseBlo
     const why = cause instanceof Error ? cause.message : err instanceof Error ? err.message : String(err);
     return where({ text: `The sub-agent ${workflowId} failed: ${why}`, isError: true }, worktree);
   } finally {
-    state.subagentsRunning -= 1;
+    state.countSubagent(-1);
   }
 }
 

@@ -25,8 +25,7 @@ import { SUBAGENTS_PATCH, isSubagentUse, startSubagents, type Settled } from './
  * `state.inflight` holds the results so far, so a cancellation can pair the rest.
  */
 export async function runToolUses(state: RunState, session: RunSession, assistant: Message): Promise<void> {
-  const inflight = { assistant, results: [] as ToolResultBlock[] };
-  state.inflight = inflight;
+  state.startToolTurn(assistant);
   const uses = typeof assistant.content === 'string' ? [] : assistant.content.filter(isToolUse);
   const used = { bytes: 0 };
   // Sub-agent calls all start now and run while the other tool_uses are handled in order.
@@ -39,8 +38,7 @@ export async function runToolUses(state: RunState, session: RunSession, assistan
     const child = started.get(use.id);
     const result = withinTurnBudget(child ? subagentResult(use, await child) : await handleToolUse(state, session, use), used);
     used.bytes += jsonBytes(result.content);
-    inflight.results.push(result);
-    state.current = null;
+    state.recordResult(result);
   }
   if (state.pendingEnd && subagents) {
     // The run ends after this turn: its sub-agents still running end too.
@@ -50,8 +48,7 @@ export async function runToolUses(state: RunState, session: RunSession, assistan
   const missing = state.pendingEnd
     ? `Not run: the run ended before this tool_use (${state.pendingEnd.error}).`
     : 'No result was produced for this tool_use.';
-  state.conversation.push({ role: 'user', content: [...completeResults(assistant, inflight.results, missing), ...drainMessages(state)] });
-  state.inflight = null;
+  state.endToolTurn([...completeResults(assistant, state.inflight?.results ?? [], missing), ...drainMessages(state)]);
 }
 
 /**
@@ -127,7 +124,7 @@ async function toolOutcome(state: RunState, session: RunSession, use: ToolUseBlo
   if (parsed.kind === 'invalid') return parsed.outcome;
   if (parsed.kind === 'restart') {
     await safePoint(state);
-    state.current = { toolUseId: use.id, phase: 'restarting' };
+    state.setCurrent(use.id, 'restarting');
     return session.restart();
   }
   return runWithApproval(state, session, use.id, parsed.command);

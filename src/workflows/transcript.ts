@@ -96,7 +96,7 @@ export function pairingProblem(messages: Message[], allowOpenTail = false, openH
  */
 export function completeResults(
   assistant: Message,
-  results: ToolResultBlock[],
+  results: readonly ToolResultBlock[],
   reason: string | ((use: ToolUseBlock) => string),
 ): ToolResultBlock[] {
   const byId = new Map(results.map((r) => [r.tool_use_id, r]));

@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import {
   decideUpdate,
   endUpdate,
@@ -357,10 +357,7 @@ describe('steering', () => {
     expect(await handle.executeUpdate(endUpdate, { args: [{ by: 'kim' }] })).toMatchObject({ status: 'completed', by: 'kim' });
     expect(await handle.result()).toMatchObject({ status: 'completed', text: 'third' });
     // The run ended while it waited for a message: it waits for nobody now (AgentAwaitingSince used to keep the old time).
-    const attrs = (await handle.describe()).typedSearchAttributes;
-    expect(attrs.get(AGENT_STATUS)).toBe('completed');
-    expect(attrs.get(AGENT_AWAITING)).toBe('');
-    expect(attrs.get(AGENT_AWAITING_SINCE)).toBeUndefined();
+    await expectWaitsForNobody(handle);
     expect(textsSentIn(bed, 2)).toEqual(['[message from kim] and now?']);
     expect(textsSentIn(bed, 3)).toEqual(['[message from kim] read it back']);
     expect(bed.resultsSentIn(4)[0]!.content).toBe('one');
@@ -374,6 +371,8 @@ describe('steering', () => {
     bed = await TestBed.create({ script: { responses: [asks(['toolu_n', 'touch n.txt']), end('only answer')] } });
     const chat = await bed.start({ task: 'idle', approval: 'auto', chat: true, chatIdleTimeout: '1s' }, 'steer-chat-idle');
     expect(await chat.result()).toMatchObject({ status: 'completed', text: 'only answer' });
+    // Ended by the idle timeout while it waited for a message: its search attributes say it waits for nobody.
+    await expectWaitsForNobody(chat);
     // A pause holds the idle timeout: paused past it, the run waits; after resume the idle wait starts again.
     const held = await bed.start({ task: 'held', approval: 'auto', chat: true, chatIdleTimeout: '3s' });
     await waitFor('waiting for a message', async () => (await bed.status(held)).status === 'awaiting_message');
@@ -386,6 +385,7 @@ describe('steering', () => {
     expect(await held.executeUpdate(resumeUpdate, { args: [{ by: 'max' }] })).toMatchObject({ status: 'awaiting_message' });
     expect((await bed.status(held)).status).toBe('awaiting_message');
     expect(await held.result()).toMatchObject({ status: 'completed', text: 'only answer' });
+    await expectWaitsForNobody(held);
     const plain = await bed.start({ task: 'plain', approval: 'always' });
     await bed.pendingApproval(plain);
     expect(await rejected(plain.executeUpdate(endUpdate, { args: [{ by: 'x' }] }))).toMatch(/not a conversation/);
@@ -482,3 +482,15 @@ describe('steering', () => {
     expect(bed.audit().map((x) => x.command)).toEqual(['touch sig.txt']);
   }, 60_000);
 });
+
+/**
+ * A closed run's search attributes (describe) say it waits for nobody: status `completed`, no
+ * `AgentAwaiting` text and no `AgentAwaitingSince` (a chat run that completed used to keep the time
+ * it began waiting for the next message: END_THROUGH_SET_STATUS_PATCH, src/workflows/run-state.ts).
+ */
+async function expectWaitsForNobody(handle: WorkflowHandle): Promise<void> {
+  const attrs = (await handle.describe()).typedSearchAttributes;
+  expect(attrs.get(AGENT_STATUS)).toBe('completed');
+  expect(attrs.get(AGENT_AWAITING)).toBe('');
+  expect(attrs.get(AGENT_AWAITING_SINCE)).toBeUndefined();
+}

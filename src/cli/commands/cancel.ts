@@ -1,7 +1,8 @@
 /** `agent-jobs cancel <workflowId>`: cancels a run (its running command is killed). */
 import type { Command } from 'commander';
 import { CliError } from '../errors';
-import { printJson, printLines, statusJson } from '../output';
+import { statusJson } from '../render/run';
+import { printJson, printLines } from '../render/text';
 import { withClient } from '../context';
 
 /** How long `cancel` waits for the run to end after the request, in ms: 30 s. */

@@ -2,7 +2,7 @@
 import { Option, type Command } from 'commander';
 import type { DecideOptions as ClientDecideOptions } from '../../client';
 import { SHORT_HASH_CHARS } from '../../shared/display';
-import { commandLines, printJson, printLines } from '../output';
+import { commandLines, printJson, printLines } from '../render/text';
 import { withClient } from '../context';
 import { hexPrefix } from '../parse';
 

@@ -1,10 +1,11 @@
 /** `agent-jobs extend <workflowId>`: raise a run's budgets (the `extend` Update); a run paused on a spent budget goes on. */
 import type { Command } from 'commander';
-import type { BudgetLimits, ExtendRequest, PauseState } from '../../contract';
+import type { ExtendRequest } from '../../contract';
 import { CliError } from '../errors';
-import { printJson, printLines } from '../output';
+import { printJson, printLines } from '../render/text';
 import { withClient } from '../context';
-import { durationMs, formatDurationMs, positiveInt, positiveNumber } from '../parse';
+import { durationMs, positiveInt, positiveNumber } from '../parse';
+import { budgetPauseLine, limitsLine } from '../render/run';
 import { REQUEST_ID_HELP, requestId, sendOptionsOf } from '../requests';
 
 interface ExtendOptions {
@@ -15,32 +16,6 @@ interface ExtendOptions {
   by?: string;
   requestId?: string;
   json?: boolean;
-}
-
-/** The limits in one line, for people: `turns 12, cost $2, tokens 50000, duration 30m`. */
-export function limitsLine(l: BudgetLimits): string {
-  return [
-    `turns ${l.maxTurns}`,
-    ...(l.maxCostUsd !== undefined ? [`cost $${l.maxCostUsd}`] : []),
-    ...(l.maxTokensTotal !== undefined ? [`tokens ${l.maxTokensTotal}`] : []),
-    ...(l.maxDurationMs !== undefined ? [`duration ${formatDurationMs(l.maxDurationMs)}`] : []),
-  ].join(', ');
-}
-
-/** A budget pause in words: `the cost budget is spent ($1.0200 of $1)`. */
-export function budgetPauseLine(p: PauseState): string {
-  const used = p.used ?? 0;
-  const limit = p.limit ?? 0;
-  switch (p.budget) {
-    case 'cost':
-      return `the cost budget is spent ($${used.toFixed(4)} of $${limit})`;
-    case 'tokens':
-      return `the token budget is spent (${used} of ${limit} tokens)`;
-    case 'duration':
-      return `the duration budget is spent (${formatDurationMs(Math.round(used))} of ${formatDurationMs(limit)})`;
-    default:
-      return `the turn budget is spent (${used} of ${limit} model calls)`;
-  }
 }
 
 /** The amounts from the options. @throws CliError when no budget is named */

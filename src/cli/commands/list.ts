@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { RUN_STATUSES, type RunStatus } from '../../contract';
 import { oneLineSummary } from '../../shared/display';
 import { CliError } from '../errors';
-import { printJson } from '../output';
+import { printJson } from '../render/text';
 import { withClient } from '../context';
 import { positiveInt } from '../parse';
 

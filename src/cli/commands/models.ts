@@ -5,7 +5,7 @@ import { DEFAULT_MODEL } from '../../config';
 import { capabilitiesOf, contextStrategyOf, type ModelInfo } from '../../contract/models';
 import { modelTable } from '../../settings';
 import { CliError } from '../errors';
-import { printJson, printLines } from '../output';
+import { printJson, printLines } from '../render/text';
 
 /** One row of `models --json`: the entry with every capability resolved. */
 export interface ModelRow extends ModelInfo {

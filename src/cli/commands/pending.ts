@@ -2,7 +2,7 @@
 import Table from 'cli-table3';
 import type { Command } from 'commander';
 import { oneLineSummary, safeText } from '../../shared/display';
-import { printJson } from '../output';
+import { printJson } from '../render/text';
 import { withClient } from '../context';
 
 export function registerPending(program: Command): void {

@@ -13,7 +13,7 @@ import { changesBetween, currentTree, diffBetween, type FileChange } from '../..
 import { safeText } from '../../shared/display';
 import { withClient } from '../context';
 import { CliError } from '../errors';
-import { printJson, printLines } from '../output';
+import { printJson, printLines } from '../render/text';
 import { positiveInt } from '../parse';
 import { REQUEST_ID_HELP, requestId, sendOptionsOf } from '../requests';
 

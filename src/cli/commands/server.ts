@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { DEV_SERVER_PORT, serverAnswers, startDevServer, stopCommand, stopDetachedServer, type StopOutcome } from '../../devserver';
 import { dataDir } from '../../settings';
 import { CliError } from '../errors';
-import { printJson, printLines } from '../output';
+import { printJson, printLines } from '../render/text';
 import { port } from '../parse';
 
 interface ServerOptions {

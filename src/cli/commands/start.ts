@@ -31,10 +31,10 @@ import {
 } from '../../config';
 import { SHARED_TASK_QUEUE } from '../../config';
 import { CliError } from '../errors';
-import { printJson, printLines } from '../output';
+import { printJson, printLines } from '../render/text';
 import { withClient } from '../context';
 import { durationMs, formatDurationMs, positiveInt, positiveNumber, toolList } from '../parse';
-import { exitCodeOf, watchUntilInterrupted } from './watch';
+import { exitCodeOf, watchUntilInterrupted } from '../follow';
 
 interface StartOptions {
   model?: string;

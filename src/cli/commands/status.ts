@@ -2,12 +2,11 @@
 import type { Command } from 'commander';
 import { oneLineSummary, safeText, shortHash } from '../../shared/display';
 import type { PendingApproval } from '../../contract';
-import { commandLines, printJson, printLines, statusJson } from '../output';
+import { budgetPauseLine, limitsLine, ruleLines, statusJson } from '../render/run';
+import { commandLines, printJson, printLines } from '../render/text';
 import { withClient } from '../context';
 import { cliCommand } from '../invocation';
 import { normalizeUsage, type PauseState } from '../../contract';
-import { budgetPauseLine, limitsLine } from './extend';
-import { ruleLines } from './steer';
 
 /** The pause in words, with what ends it. */
 function pauseLine(workflowId: string, view: { status: string; pause?: PauseState | null }): string {

@@ -4,9 +4,8 @@
  * answer; a rejected request prints the run's reason and exits 1.
  */
 import type { Command } from 'commander';
-import type { ApprovalRule } from '../../contract';
-import { safeText } from '../../shared/display';
-import { printJson, printLines } from '../output';
+import { ruleLines } from '../render/run';
+import { printJson, printLines } from '../render/text';
 import { withClient } from '../context';
 import { positiveInt } from '../parse';
 import { REQUEST_ID_HELP, requestId, sendOptionsOf } from '../requests';
@@ -15,15 +14,6 @@ interface ByOptions {
   by?: string;
   requestId?: string;
   json?: boolean;
-}
-
-/** One line per rule, for people. */
-export function ruleLines(rules: readonly ApprovalRule[]): string[] {
-  if (rules.length === 0) return ['no approval rules'];
-  return rules.map(
-    (r) =>
-      `${r.id}. ${r.kind === 'exact' ? 'exactly' : 'starting with'} ${safeText(JSON.stringify(r.text), false)}  (by ${safeText(r.by, false)}, ${r.at}, from ${r.toolUseId})`,
-  );
 }
 
 function registerSay(program: Command): void {

@@ -1,9 +1,9 @@
 /** `agent-jobs transcript <workflowId>`: the whole conversation. */
 import type { Command } from 'commander';
 import type { Message } from '../../contract';
-import { SHOWN_OUTPUT_LINES, printJson, withWholeOutputs } from '../output';
+import { describeMessage } from '../render/messages';
+import { SHOWN_OUTPUT_LINES, printJson } from '../render/text';
 import { withClient } from '../context';
-import { describeMessage } from './watch';
 
 /**
  * The text form of a transcript: the lines `watch` prints for each message.
@@ -11,8 +11,8 @@ import { describeMessage } from './watch';
  * note, unless `full`.
  */
 export function transcriptText(messages: Message[], full: boolean): string {
-  const describe = (): string[] => messages.flatMap((m, i) => describeMessage(m, i));
-  return `${(full ? withWholeOutputs(describe) : describe()).join('\n')}\n`;
+  const maxOutputLines = full ? Infinity : SHOWN_OUTPUT_LINES;
+  return `${messages.flatMap((m, i) => describeMessage(m, i, {}, maxOutputLines)).join('\n')}\n`;
 }
 
 export function registerTranscript(program: Command): void {

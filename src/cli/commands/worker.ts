@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { SHARED_TASK_QUEUE } from '../../config';
 import { installRuntime, startWorker, stopOnSignals, type RunningWorker } from '../../worker';
 import { reportError } from '../errors';
-import { jsonText } from '../output';
+import { jsonText } from '../render/text';
 
 /** What `worker --json` prints once both workers run. */
 export interface WorkerInfo {

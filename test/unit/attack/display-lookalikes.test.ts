@@ -5,7 +5,7 @@
  * (drawn as nothing), combining marks with nothing to sit on, a `by` name nobody can see, and
  * backticks in a policy reason that try to close the UI's code span. What a person sees is
  * asserted through the real display functions (src/shared/display.ts) and the CLI's renderer
- * (src/cli/output.ts commandLines, as `status`, `watch` and the approval prompt print it).
+ * (src/cli/render/text.ts commandLines, as `status`, `watch` and the approval prompt print it).
  *
  * Bypass found (fixed): `echo ‘$(id)’` (U+2018 / U+2019) was shown verbatim and read as a
  * quoted string, while bash ran `id`; `echo done ＃; rm x` read as a comment; `r\u200dm` and
@@ -24,9 +24,9 @@ import {
   safeText,
 } from '../../../src/shared/display';
 import { LOOKALIKE_GROUPS } from '../../../src/shared/lookalikes';
-import { commandLines } from '../../../src/cli/output';
+import { commandLines } from '../../../src/cli/render/text';
 import { RejectedRequest, checkBy } from '../../../src/workflows/steering';
-import { receiveDecision } from '../../../src/workflows/approval';
+import { signalDecision } from '../../../src/workflows/approval';
 import { newApprovalState } from '../../../src/workflows/approval-state';
 
 // Hoisted above the imports: the workflow code under test runs outside a workflow, with patched() as in a new run.
@@ -189,8 +189,7 @@ describe('a by name must be visible', () => {
         warnings: [],
         commandSha256: 'a'.repeat(64),
       };
-      receiveDecision(approval, { toolUseId: 'toolu_1', approved: true, by });
-      expect(approval.decision).toEqual({ approved: true, source: 'signal' });
+      expect(signalDecision(approval, { toolUseId: 'toolu_1', approved: true, by })).toEqual({ approved: true, source: 'signal' });
     }
   });
 });

@@ -6,8 +6,8 @@
  * raw characters; --sha takes a hex prefix.
  */
 import { InvalidArgumentError } from 'commander';
-import { describeMessage } from '../../../src/cli/commands/watch';
-import { commandLines, jsonText, terminalText } from '../../../src/cli/output';
+import { describeMessage } from '../../../src/cli/render/messages';
+import { commandLines, jsonText, terminalText } from '../../../src/cli/render/text';
 import { hexPrefix } from '../../../src/cli/parse';
 import { sha256 } from '../../../src/shared/sha256';
 import type { Message } from '../../../src/contract';

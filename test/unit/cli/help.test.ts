@@ -18,7 +18,7 @@ import { APPROVAL_MODES, CLI_DEFAULT_ON_BUDGET, DEFAULT_APPROVAL_MODE, ON_BUDGET
 import { MIN_THINKING_TOKENS } from '../../../src/contract/input';
 import { SHORT_HASH_CHARS } from '../../../src/shared/display';
 import { DEV_SERVER_PORT } from '../../../src/devserver';
-import { SHOWN_OUTPUT_LINES } from '../../../src/cli/output';
+import { SHOWN_OUTPUT_LINES } from '../../../src/cli/render/text';
 import { formatDurationMs } from '../../../src/cli/parse';
 import { buildProgram } from '../../../src/cli/program';
 

@@ -4,7 +4,7 @@
  * `transcript --full` shows them whole.
  */
 import { transcriptText } from '../../../src/cli/commands/transcript';
-import { indent, SHOWN_OUTPUT_LINES, withWholeOutputs } from '../../../src/cli/output';
+import { indent, SHOWN_OUTPUT_LINES } from '../../../src/cli/render/text';
 import type { Message } from '../../../src/contract';
 
 const output = Array.from({ length: 85 }, (_, i) => `line ${i + 1}`).join('\n');
@@ -22,14 +22,8 @@ describe('cut command outputs', () => {
     expect(lines[SHOWN_OUTPUT_LINES]).toBe('    … 65 more lines (agent-jobs transcript <workflowId> --full shows all)');
   });
 
-  test('withWholeOutputs keeps every line, and the cut is back afterwards', () => {
-    expect(withWholeOutputs(() => indent(output)).split('\n')).toHaveLength(85);
-    expect(indent(output).split('\n')).toHaveLength(SHOWN_OUTPUT_LINES + 1);
-    expect(() =>
-      withWholeOutputs(() => {
-        throw new Error('x');
-      }),
-    ).toThrow('x');
+  test('indent with maxLines Infinity keeps every line; the next call cuts again', () => {
+    expect(indent(output, '    ', Infinity).split('\n')).toHaveLength(85);
     expect(indent(output).split('\n')).toHaveLength(SHOWN_OUTPUT_LINES + 1);
   });
 

@@ -6,7 +6,8 @@
  * in test/integration/watch-tty.test.ts.
  */
 import { claudeProgressOf, partialTextOf, type ActivityProgress, type PendingCall } from '../../../src/cli/activity-progress';
-import { claudeStatusOf, describeMessage, exitCodeOfResult, formatDuration, lostLine } from '../../../src/cli/commands/watch';
+import { claudeStatusOf, lostLine } from '../../../src/cli/render/events';
+import { describeMessage, exitCodeOfResult, formatDuration } from '../../../src/cli/render/messages';
 import { cellsOfText, fitHead, fitTail, liveText, oneLine, SPINNER_FRAMES } from '../../../src/cli/live-line';
 import type { Message } from '../../../src/contract';
 

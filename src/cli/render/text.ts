@@ -1,13 +1,11 @@
 /**
- * Output helpers shared by the commands: JSON for machines, text for people.
+ * Text and JSON output shared by the commands: JSON for machines, text for people.
  * Nothing from a run (commands, Claude's words, outputs, reasons) reaches
  * the terminal raw: text goes through {@link terminalText}, JSON through
  * {@link jsonText}, and commands are shown by {@link commandLines} (what
  * the human approves is what runs: README, Security).
  */
-import type { RunView } from '../client';
-import { normalizeUsage } from '../contract';
-import { ESCAPE_LEGEND, displayCommand, isAltered, jsonEscapeOf, safeText, shortHash, type CommandDisplay } from '../shared/display';
+import { ESCAPE_LEGEND, displayCommand, isAltered, jsonEscapeOf, safeText, shortHash, type CommandDisplay } from '../../shared/display';
 
 /**
  * JSON whose control, bidi, separator and format characters are written as
@@ -64,59 +62,16 @@ export function commandLines(command: string | CommandDisplay, opts: CommandLine
 /** Lines of a command's output shown by {@link indent} before it cuts (`watch`, `transcript`). */
 export const SHOWN_OUTPUT_LINES = 20;
 
-/** Lines {@link indent} keeps by default: {@link SHOWN_OUTPUT_LINES}, or all inside {@link withWholeOutputs}. */
-let defaultMaxLines = SHOWN_OUTPUT_LINES;
-
-/**
- * Runs `fn` with {@link indent} keeping every line by default, and restores
- * the cut afterwards (`transcript --full`: the message formatter is shared
- * with `watch`, which always cuts).
- */
-export function withWholeOutputs<T>(fn: () => T): T {
-  const before = defaultMaxLines;
-  defaultMaxLines = Infinity;
-  try {
-    return fn();
-  } finally {
-    defaultMaxLines = before;
-  }
-}
-
 /**
  * Indents every line of `text` by `prefix`, keeping at most `maxLines` lines;
  * the rest is replaced by one note that says how many lines were cut and
  * which command prints them all (`agent-jobs transcript <workflowId> --full`).
+ * @param maxLines lines kept; `Infinity` keeps all (`transcript --full`) @default {@link SHOWN_OUTPUT_LINES}
  */
-export function indent(text: string, prefix = '    ', maxLines = defaultMaxLines): string {
+export function indent(text: string, prefix = '    ', maxLines = SHOWN_OUTPUT_LINES): string {
   const lines = text.replace(/\n+$/, '').split('\n');
   const shown = lines.slice(0, maxLines).map((l) => `${prefix}${l}`);
   if (lines.length > maxLines)
     shown.push(`${prefix}… ${lines.length - maxLines} more lines (agent-jobs transcript <workflowId> --full shows all)`);
   return shown.join('\n');
-}
-
-/** The JSON shape of `status --json` (and of `watch --json`'s `result` event), as the README's CLI table documents it. */
-export function statusJson(view: RunView): Record<string, unknown> {
-  return {
-    workflowId: view.workflowId,
-    status: view.status,
-    turns: view.turns,
-    pendingApproval: view.pendingApproval,
-    usage: normalizeUsage(view.usage),
-    costUsd: view.costUsd ?? null,
-    budget: view.budget ?? null,
-    result: view.result,
-    runId: view.runId,
-    executionStatus: view.executionStatus,
-    details: view.details,
-    decisions: view.decisions,
-    session: view.session,
-    rules: view.rules ?? [],
-    queuedMessages: view.queuedMessages ?? [],
-    pause: view.pause ?? null,
-    chat: view.chat ?? false,
-    model: view.model ?? null,
-    contextWindow: view.contextWindow ?? null,
-    contextStrategy: view.contextStrategy ?? null,
-  };
 }

@@ -1,0 +1,84 @@
+/**
+ * Transcript messages as text: the lines `watch` and `transcript` print for
+ * each message (Claude's words, the commands it asks for, their results).
+ * Nothing reaches the terminal raw (src/cli/render/text.ts).
+ */
+import { isText, isToolResult, isToolUse } from '../../contract';
+import type { ContentBlock, Message, ToolResultBlock } from '../../contract';
+import { TEXT_EDITOR_NAME } from '../../contract/text-editor';
+import { SHOWN_OUTPUT_LINES, commandLines, indent, jsonText, terminalText } from './text';
+
+/** A command's run time for people: `0.4 s`, `12.0 s`, `3.5 min` (ms in). */
+export function formatDuration(ms: number): string {
+  const s = ms / 1000;
+  return s < 120 ? `${s.toFixed(1)} s` : `${(s / 60).toFixed(1)} min`;
+}
+
+/**
+ * The exit code a command's `tool_result` reports: the workflow appends
+ * `[exit code: N]` as the last line for a non-zero code and nothing for 0
+ * (src/workflows/tool-results.ts). A command can print that line itself,
+ * so this is what Claude was told, not proof; null for an `is_error` result
+ * (the system interfered: denied, timed out, session lost).
+ */
+export function exitCodeOfResult(b: ToolResultBlock): number | null {
+  if (b.is_error) return null;
+  const m = /\n?\[exit code: (-?\d+)\]$/.exec(b.content);
+  return m ? Number(m[1]) : 0;
+}
+
+/** The heading of a `tool_result`: `→ result for toolu_1:`, with the exit code and run time when the run published the time. */
+function resultHeading(b: ToolResultBlock, durationMs: number | undefined): string {
+  const notes: string[] = [];
+  if (b.is_error) notes.push('error');
+  else if (durationMs !== undefined) notes.push(`exit ${exitCodeOfResult(b)}`);
+  if (durationMs !== undefined) notes.push(formatDuration(durationMs));
+  return `${b.is_error ? '! ' : '→ '}result for ${b.tool_use_id}${notes.length ? ` (${notes.join(', ')})` : ''}:`;
+}
+
+/**
+ * Human-readable lines for one transcript message.
+ * @param durationsMs how long commands ran, in ms by `tool_use` id (the
+ *   transcript query's `durationsMs`); a result whose id is missing is shown without a time
+ * @param maxOutputLines lines of a command's output kept before the cut (`Infinity`: all, `transcript --full`) @default {@link SHOWN_OUTPUT_LINES}
+ */
+export function describeMessage(
+  message: Message,
+  index: number,
+  durationsMs: Record<string, number> = {},
+  maxOutputLines = SHOWN_OUTPUT_LINES,
+): string[] {
+  const blocks: ContentBlock[] = typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : message.content;
+  const lines: string[] = [];
+  for (const b of blocks) {
+    if (isText(b)) lines.push(index === 0 ? `task: ${b.text}` : `${message.role === 'assistant' ? 'claude' : 'user'}: ${b.text}`);
+    else if (isToolUse(b)) {
+      const input = (b.input ?? {}) as { command?: unknown; restart?: unknown; path?: unknown };
+      const suffix = `    [${b.id}]`;
+      if (b.name === TEXT_EDITOR_NAME) lines.push(editRequestLine(input, suffix));
+      else if (input.restart !== true && typeof input.command === 'string')
+        lines.push(...commandLines(input.command, { label: 'claude asks to run: ', suffix }));
+      else lines.push(`claude asks to run: ${input.restart === true ? '(restart the session)' : jsonText(b.input)}${suffix}`);
+    } else if (isToolResult(b)) {
+      const ms = Object.hasOwn(durationsMs, b.tool_use_id) ? durationsMs[b.tool_use_id] : undefined;
+      lines.push(
+        resultHeading(b, typeof ms === 'number' && Number.isFinite(ms) ? ms : undefined),
+        indent(b.content, '    ', maxOutputLines),
+      );
+    } else lines.push(`[${b.type} block]`);
+  }
+  // Claude's words and command outputs may hold escape sequences too: nothing reaches the terminal raw.
+  return lines.map(terminalText);
+}
+
+/**
+ * A text editor `tool_use` as one line: `claude asks to view: /ws/a.ts` or
+ * `claude asks to edit: str_replace /ws/a.ts` (its whole input as JSON when
+ * it has no command or path of text, as Claude may send anything).
+ */
+function editRequestLine(input: { command?: unknown; path?: unknown }, suffix: string): string {
+  if (typeof input.command !== 'string' || typeof input.path !== 'string') return `claude asks the editor: ${jsonText(input)}${suffix}`;
+  return input.command === 'view'
+    ? `claude asks to view: ${input.path}${suffix}`
+    : `claude asks to edit: ${input.command} ${input.path}${suffix}`;
+}

@@ -1,0 +1,70 @@
+/**
+ * A run's state for people and machines: the `status --json` shape, and the
+ * one-line forms of limits, budget pauses and approval rules that `status`,
+ * `extend`, `rules` and `watch` print.
+ */
+import type { RunView } from '../../client';
+import { normalizeUsage, type ApprovalRule, type BudgetLimits, type PauseState } from '../../contract';
+import { safeText } from '../../shared/display';
+import { formatDurationMs } from '../parse';
+
+/** The JSON shape of `status --json` (and of `watch --json`'s `result` event), as the README's CLI table documents it. */
+export function statusJson(view: RunView): Record<string, unknown> {
+  return {
+    workflowId: view.workflowId,
+    status: view.status,
+    turns: view.turns,
+    pendingApproval: view.pendingApproval,
+    usage: normalizeUsage(view.usage),
+    costUsd: view.costUsd ?? null,
+    budget: view.budget ?? null,
+    result: view.result,
+    runId: view.runId,
+    executionStatus: view.executionStatus,
+    details: view.details,
+    decisions: view.decisions,
+    session: view.session,
+    rules: view.rules ?? [],
+    queuedMessages: view.queuedMessages ?? [],
+    pause: view.pause ?? null,
+    chat: view.chat ?? false,
+    model: view.model ?? null,
+    contextWindow: view.contextWindow ?? null,
+    contextStrategy: view.contextStrategy ?? null,
+  };
+}
+
+/** The limits in one line, for people: `turns 12, cost $2, tokens 50000, duration 30m`. */
+export function limitsLine(l: BudgetLimits): string {
+  return [
+    `turns ${l.maxTurns}`,
+    ...(l.maxCostUsd !== undefined ? [`cost $${l.maxCostUsd}`] : []),
+    ...(l.maxTokensTotal !== undefined ? [`tokens ${l.maxTokensTotal}`] : []),
+    ...(l.maxDurationMs !== undefined ? [`duration ${formatDurationMs(l.maxDurationMs)}`] : []),
+  ].join(', ');
+}
+
+/** A budget pause in words: `the cost budget is spent ($1.0200 of $1)`. */
+export function budgetPauseLine(p: PauseState): string {
+  const used = p.used ?? 0;
+  const limit = p.limit ?? 0;
+  switch (p.budget) {
+    case 'cost':
+      return `the cost budget is spent ($${used.toFixed(4)} of $${limit})`;
+    case 'tokens':
+      return `the token budget is spent (${used} of ${limit} tokens)`;
+    case 'duration':
+      return `the duration budget is spent (${formatDurationMs(Math.round(used))} of ${formatDurationMs(limit)})`;
+    default:
+      return `the turn budget is spent (${used} of ${limit} model calls)`;
+  }
+}
+
+/** One line per rule, for people. */
+export function ruleLines(rules: readonly ApprovalRule[]): string[] {
+  if (rules.length === 0) return ['no approval rules'];
+  return rules.map(
+    (r) =>
+      `${r.id}. ${r.kind === 'exact' ? 'exactly' : 'starting with'} ${safeText(JSON.stringify(r.text), false)}  (by ${safeText(r.by, false)}, ${r.at}, from ${r.toolUseId})`,
+  );
+}
