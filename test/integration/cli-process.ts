@@ -29,6 +29,19 @@ export async function cliWith(address: string, env: Record<string, string>, ...a
   }
 }
 
+/**
+ * How long a CLI process that connects and answers at once takes here, now: `agent-jobs list`
+ * against `address`, in ms. Tests that say "answers without waiting" compare against it,
+ * measured in the same run, rather than a quiet machine's wall clock (a CLI process alone takes
+ * 5 s and more on a machine whose cores are all busy).
+ */
+export async function cliFloorMs(address: string): Promise<number> {
+  const started = Date.now();
+  const r = await cli(address, 'list', '--json');
+  if (r.code !== 0) throw new Error(`agent-jobs list failed (exit ${r.code}): ${r.stderr.trim()}`);
+  return Date.now() - started;
+}
+
 /** A CLI process still running: what it printed so far, and how it ended. */
 export interface CliProcess {
   child: ChildProcess;
