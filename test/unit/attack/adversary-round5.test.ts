@@ -19,6 +19,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
+const ROOT = path.resolve(__dirname, '../../..');
+
 afterEach(async () => {
   await closeSessions();
   removeTempDirs();
@@ -51,4 +53,58 @@ describe('kind 6: socket families that cross the network namespace', () => {
       await s.close();
     }
   });
+});
+
+/**
+ * A process that starts one session with the library (TypeScript transpiled on load) and runs
+ * `CMD` in it: the worker's place. It is started with descriptors of its own beyond stdio, as a
+ * supervisor or a CI runner leaves them (libuv's spawn keeps those from 20 up).
+ */
+const WORKER_JS = `
+const fs = require('fs');
+const ts = require(process.env.TS);
+require.extensions['.ts'] = (m, f) => m._compile(ts.transpileModule(fs.readFileSync(f, 'utf8'), {
+  compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true }, fileName: f }).outputText, f);
+const { BashSession } = require(process.env.ROOT + '/src/session/index.ts');
+(async () => {
+  const s = await BashSession.start({ cwd: process.env.WS, workspace: process.env.WS, killGraceMs: 200, timeoutMs: 10000 });
+  const r = await s.run(process.env.CMD);
+  process.stdout.write(JSON.stringify({ output: r.output, exitCode: r.exitCode }));
+  await s.close();
+})().catch((e) => { console.error(e); process.exit(1); });
+`;
+
+describe('kind 6/7: descriptors the worker inherited reach the session', () => {
+  test('a session can neither read nor write a root-only file through a descriptor its worker was started with', () => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    const secretDir = fs.mkdtempSync(path.join(os.tmpdir(), 'aj-root-only-'));
+    try {
+      fs.chmodSync(secretDir, 0o700);
+      const log = path.join(secretDir, 'supervisor.log');
+      fs.writeFileSync(log, 'ROOT-ONLY-CONTENT\n', { mode: 0o600 });
+      const script = path.join(secretDir, 'worker.js');
+      fs.writeFileSync(script, WORKER_JS);
+      const ws = tempDir();
+      const r = spawnSync('/bin/bash', ['-c', 'exec 40>>"$LOG" 41<"$LOG"; exec node "$SCRIPT"'], {
+        encoding: 'utf8',
+        timeout: 60_000,
+        env: {
+          PATH: process.env.PATH,
+          LOG: log,
+          SCRIPT: script,
+          ROOT,
+          TS: require.resolve('typescript'),
+          WS: ws,
+          CMD: 'id -un; cat <&41; echo WRITTEN-BY-SESSION >&40',
+        },
+      });
+      const result = JSON.parse(r.stdout || '{}') as { output?: string };
+      // The session ran, as the unprivileged session user, who cannot open the file by its name.
+      expect(result.output).toMatch(/^agent-jobs\n/);
+      expect(result.output).not.toContain('ROOT-ONLY-CONTENT');
+      expect(fs.readFileSync(log, 'utf8')).not.toContain('WRITTEN-BY-SESSION');
+    } finally {
+      fs.rmSync(secretDir, { recursive: true, force: true });
+    }
+  }, 90_000);
 });
