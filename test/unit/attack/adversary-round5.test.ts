@@ -12,11 +12,19 @@
  * close-on-exec (a log its supervisor opened, a pipe of a CI runner) is inherited in turn by bash
  * and every job: libuv's spawn, setpriv and bwrap close nothing. A session then writes a file its
  * user cannot open.
+ *
+ * Kind 7 (what the worker trusts that the session user can write), with the sandbox on: the
+ * checkpoint store (src/checkpoint/store.ts) runs `git add -A -f` as root on the workspace while
+ * the session's background jobs run. git lstat()s a file, sees a regular one, then open()s it by
+ * path, following whatever is there now: a job that swaps each file with a symlink (renameat2
+ * RENAME_EXCHANGE, in a loop) makes root's git store a root-only file's content as that path. A
+ * rewind (or fork) then writes it into the workspace as the session user's file; `diff` prints it.
  */
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { restoreCheckpoint, takeCheckpoint, type Checkpoint } from '../../../src/checkpoint/store';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
 const ROOT = path.resolve(__dirname, '../../..');
@@ -107,4 +115,71 @@ describe('kind 6/7: descriptors the worker inherited reach the session', () => {
       fs.rmSync(secretDir, { recursive: true, force: true });
     }
   }, 90_000);
+});
+
+/** Swaps each of N regular files (of SIZE bytes) with a symlink to TARGET, over and over (python, renameat2 RENAME_EXCHANGE). */
+const FLIPPER = `
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+n, target, size = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+os.makedirs('d', exist_ok=True)
+for i in range(n):
+  with open(f'd/f{i}', 'w') as f: f.write('x' * size)
+  os.symlink(target, f'd/l{i}')
+print('READY', flush=True)
+while True:
+  for i in range(n):
+    libc.renameat2(-100, f'd/f{i}'.encode(), -100, f'd/l{i}'.encode(), 2)
+`;
+
+describe("kind 7: the checkpoint's git, run as root, reads what a session job swaps in", () => {
+  test('no checkpoint taken while a job swaps files for symlinks holds a root-only file, and a rewind gives the session none', async () => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    const secretDir = fs.mkdtempSync(path.join(os.tmpdir(), 'aj-root-only-'));
+    try {
+      fs.chmodSync(secretDir, 0o700);
+      const secret = path.join(secretDir, 'id_key');
+      const content = `ROOT-ONLY-KEY-${'k'.repeat(50)}`;
+      fs.writeFileSync(secret, content, { mode: 0o600 });
+      const ws = tempDir();
+      const checkpoints = tempDir('aj-checkpoints-');
+      // A file of the repository (untrusted), run as a background job by an approved command (`npm test` would do).
+      fs.writeFileSync(path.join(ws, 'flip.py'), FLIPPER);
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const started = await s.run(`python3 flip.py 200 ${secret} ${content.length} > flip.log 2>&1 & sleep 1; cat flip.log; cat ${secret}`);
+      expect(started.output).toContain('READY');
+      // The session user cannot read the file itself.
+      expect(started.output).not.toContain('ROOT-ONLY-KEY');
+
+      // The worker checkpoints before every tool call that may write, while the job runs.
+      const holding: Checkpoint[] = [];
+      const deadline = Date.now() + 45_000;
+      for (let turn = 1; holding.length === 0 && Date.now() < deadline; turn++) {
+        const cp = await takeCheckpoint(checkpoints, ws, { maxBytes: 1e9 }, `turn ${turn}`).catch(() => undefined);
+        if (!cp || !('id' in cp)) continue;
+        const tree = execFileSync('git', ['--git-dir', cp.store, 'ls-tree', '-r', cp.id], { encoding: 'utf8' });
+        for (const blob of new Set(
+          tree
+            .split('\n')
+            .filter(Boolean)
+            .map((l) => l.split(/\s+/)[2]!),
+        )) {
+          if (execFileSync('git', ['--git-dir', cp.store, 'cat-file', '-p', blob], { encoding: 'utf8' }).includes('ROOT-ONLY-KEY')) {
+            holding.push(cp);
+            break;
+          }
+        }
+      }
+      await s.close();
+      // A person rewinds the run to that turn: the session restarts in the restored workspace.
+      if (holding[0]) await restoreCheckpoint(holding[0].store, ws, holding[0].id);
+      const after = await startSession({ cwd: ws, workspace: ws });
+      const read = await after.run('id -un; grep -rh ROOT-ONLY-KEY d | head -1');
+      expect(read.output).toMatch(/^agent-jobs\n/);
+      expect(holding.map((c) => c.id)).toEqual([]);
+      expect(read.output).not.toContain('ROOT-ONLY-KEY');
+    } finally {
+      fs.rmSync(secretDir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
