@@ -19,6 +19,14 @@
  * path, following whatever is there now: a job that swaps each file with a symlink (renameat2
  * RENAME_EXCHANGE, in a loop) makes root's git store a root-only file's content as that path. A
  * rewind (or fork) then writes it into the workspace as the session user's file; `diff` prints it.
+ *
+ * Kind 6/7, the same race at session start (src/session/session.ts `grantWorkspace`): a second
+ * session on a root-owned workspace (a sub-agent's, which shares its parent's, or a second run on
+ * one `--workdir`) runs `setfacl -R -P` as root while the first session's job swaps a directory
+ * of the workspace with a symlink to a directory outside it. setfacl walks by path, so `-P`
+ * holds only for the entry it lstat()ed: the files under the symlink get `u:agent-jobs:rwX`,
+ * and the first session reads root-only files (the stand-in here for /etc/shadow or
+ * /etc/ssh/ssh_host_*_key: 0600 root files in a 0755 directory the sandbox shows).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -180,6 +188,55 @@ describe("kind 7: the checkpoint's git, run as root, reads what a session job sw
       expect(read.output).not.toContain('ROOT-ONLY-KEY');
     } finally {
       fs.rmSync(secretDir, { recursive: true, force: true });
+    }
+  }, 120_000);
+});
+
+/** Swaps the directory `d` (N empty files f0..) with a symlink `l` to TARGET, over and over (renameat2 RENAME_EXCHANGE). */
+const DIR_FLIPPER = `
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+target, n = sys.argv[1], int(sys.argv[2])
+os.makedirs('d', exist_ok=True)
+for i in range(n):
+  open(f'd/f{i}', 'w').close()
+os.symlink(target, 'l')
+print('READY', flush=True)
+while True:
+  libc.renameat2(-100, b'd', -100, b'l', 2)
+`;
+
+describe('kind 6/7: the ACL grant at session start follows a directory a job swaps for a symlink', () => {
+  test("a session starting on a workspace another session's job plays with grants the session user nothing outside it", async () => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    // Root-only files in a directory the sandbox shows (as /etc shows /etc/shadow).
+    const target = fs.mkdtempSync('/var/tmp/aj-root-only-');
+    try {
+      fs.chmodSync(target, 0o755);
+      for (let i = 0; i < 200; i++) fs.writeFileSync(path.join(target, `f${i}`), `ROOT-ONLY-${i}\n`, { mode: 0o600 });
+      const ws = tempDir(); // root-owned: bash runs as agent-jobs, given the workspace by ACL entries
+      fs.writeFileSync(path.join(ws, 'flip.py'), DIR_FLIPPER);
+      const first = await startSession({ cwd: ws, workspace: ws });
+      const started = await first.run(`python3 flip.py ${target} 200 > flip.log 2>&1 & sleep 1; cat flip.log; cat ${target}/f1`);
+      expect(started.output).toContain('READY');
+      expect(started.output).not.toContain('ROOT-ONLY');
+
+      // Second sessions on the same workspace (a sub-agent each), while the job runs.
+      let granted: string[] = [];
+      for (let k = 0; k < 15 && granted.length === 0; k++) {
+        const second = await startSession({ cwd: ws, workspace: ws });
+        await second.close();
+        granted = execFileSync('getfacl', ['-R', '-p', target], { encoding: 'utf8' })
+          .split('\n\n')
+          .filter((block) => /^user:agent-jobs:/m.test(block))
+          .map((block) => block.split('\n')[0]!);
+      }
+      const read = await first.run(`id -un; cat ${target}/f* 2>/dev/null | head -3`);
+      expect(read.output).toMatch(/^agent-jobs\n/);
+      expect(granted.slice(0, 3)).toEqual([]); // the first few files outside the workspace that now have an entry for the session user
+      expect(read.output).not.toContain('ROOT-ONLY');
+    } finally {
+      fs.rmSync(target, { recursive: true, force: true });
     }
   }, 120_000);
 });
