@@ -27,11 +27,18 @@
  * holds only for the entry it lstat()ed: the files under the symlink get `u:agent-jobs:rwX`,
  * and the first session reads root-only files (the stand-in here for /etc/shadow or
  * /etc/ssh/ssh_host_*_key: 0600 root files in a 0755 directory the sandbox shows).
+ *
+ * Kind 6/7, root code execution: a sub-agent's worktree (`--subagent-workspace worktree`,
+ * src/session/worktree.ts) is made by git as the workspace's owner, which for a root-owned
+ * workspace (the worker's run folders, a clone made as root) is root, in the repository the
+ * session user may write (its ACL entries cover `.git` too), with the repository's own config and
+ * hooks. A `post-checkout` hook the session wrote then runs as uid 0, outside the sandbox.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { createWorktree } from '../../../src/session/worktree';
 import { restoreCheckpoint, takeCheckpoint, type Checkpoint } from '../../../src/checkpoint/store';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
@@ -239,4 +246,36 @@ describe('kind 6/7: the ACL grant at session start follows a directory a job swa
       fs.rmSync(target, { recursive: true, force: true });
     }
   }, 120_000);
+});
+
+describe("kind 6/7: a sub-agent's worktree runs what the session wrote into .git", () => {
+  test('git worktree add for a sub-agent runs no hook the session user wrote, least of all as root', async () => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    const root = tempDir('aj-workspaces-');
+    const ws = path.join(root, 'run-1'); // the run's own folder, a repository cloned as root
+    fs.mkdirSync(ws);
+    const git = (...args: string[]): string =>
+      execFileSync('git', ['-C', ws, '-c', 'user.name=op', '-c', 'user.email=op@example.com', ...args], { encoding: 'utf8' });
+    git('init', '-q');
+    fs.writeFileSync(path.join(ws, 'a.txt'), 'a\n');
+    git('add', 'a.txt');
+    git('commit', '-qm', 'one');
+    const marker = fs.mkdtempSync('/var/tmp/aj-marker-');
+    try {
+      fs.chmodSync(marker, 0o700);
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const wrote = await s.run(
+        `id -un; printf '#!/bin/sh\\nid > ${marker}/ran-as\\n' > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout && echo HOOK`,
+      );
+      expect(wrote.output).toBe('agent-jobs\nHOOK\n');
+      // The model calls the subagent tool: the worker makes the child's worktree.
+      // (It may make the worktree or refuse; what it must not do is run the hook.)
+      await createWorktree(root, ws, 'run-1.subagent.toolu_1');
+      const ran = fs.existsSync(path.join(marker, 'ran-as')) ? fs.readFileSync(path.join(marker, 'ran-as'), 'utf8') : '';
+      expect(ran).not.toContain('uid=0(');
+      expect(ran).toBe('');
+    } finally {
+      fs.rmSync(marker, { recursive: true, force: true });
+    }
+  });
 });
