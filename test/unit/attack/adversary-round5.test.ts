@@ -249,10 +249,13 @@ describe('kind 6/7: the ACL grant at session start follows a directory a job swa
 });
 
 describe("kind 6/7: a sub-agent's worktree runs what the session wrote into .git", () => {
-  test('git worktree add for a sub-agent runs no hook the session user wrote, least of all as root', async () => {
+  // uid 0: a root-owned workspace (the run's own folder, a clone made as root); 4242: a repository of a user, whom bash runs as
+  // inside the sandbox, and whose git then runs the hook outside it (no seccomp, the hidden home, the host's sockets).
+  test.each([0, 4242])('git worktree add for a sub-agent runs no hook the session user wrote (workspace owner uid %i)', async (owner) => {
     if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
     const root = tempDir('aj-workspaces-');
-    const ws = path.join(root, 'run-1'); // the run's own folder, a repository cloned as root
+    fs.chmodSync(root, 0o755); // the worker's workspace root, which owners reach
+    const ws = path.join(root, 'run-1');
     fs.mkdirSync(ws);
     const git = (...args: string[]): string =>
       execFileSync('git', ['-C', ws, '-c', 'user.name=op', '-c', 'user.email=op@example.com', ...args], { encoding: 'utf8' });
@@ -260,16 +263,15 @@ describe("kind 6/7: a sub-agent's worktree runs what the session wrote into .git
     fs.writeFileSync(path.join(ws, 'a.txt'), 'a\n');
     git('add', 'a.txt');
     git('commit', '-qm', 'one');
+    if (owner !== 0) execFileSync('chown', ['-R', `${owner}:${owner}`, ws]);
     const marker = fs.mkdtempSync('/var/tmp/aj-marker-');
     try {
-      fs.chmodSync(marker, 0o700);
+      fs.chmodSync(marker, 0o1777);
       const s = await startSession({ cwd: ws, workspace: ws });
-      const wrote = await s.run(
-        `id -un; printf '#!/bin/sh\\nid > ${marker}/ran-as\\n' > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout && echo HOOK`,
-      );
-      expect(wrote.output).toBe('agent-jobs\nHOOK\n');
-      // The model calls the subagent tool: the worker makes the child's worktree.
-      // (It may make the worktree or refuse; what it must not do is run the hook.)
+      const hook = `#!/bin/sh\\nid > ${marker}/ran-as; grep Seccomp: /proc/self/status >> ${marker}/ran-as\\n`;
+      const wrote = await s.run(`printf '${hook}' > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout && echo HOOK`);
+      expect(wrote.output).toBe('HOOK\n');
+      // The model calls the subagent tool: the worker makes the child's worktree (or refuses; it must not run the hook).
       await createWorktree(root, ws, 'run-1.subagent.toolu_1');
       const ran = fs.existsSync(path.join(marker, 'ran-as')) ? fs.readFileSync(path.join(marker, 'ran-as'), 'utf8') : '';
       expect(ran).not.toContain('uid=0(');
