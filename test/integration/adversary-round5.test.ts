@@ -1,5 +1,5 @@
 /**
- * Adversary round 5 (issue 22), kind 5: what the human reads is not what the agent did. `agent-jobs
+ * Adversary round 5, kind 5: what the human reads is not what the agent did. `agent-jobs
  * diff` (src/cli/commands/rewind.ts) writes git's diff of a turn as it is: the files' bytes, which
  * the model wrote, reach the person's terminal raw. A line the agent added to a build script ends
  * with `ESC[2K` and a carriage return and is followed by a harmless comment: the terminal erases

@@ -1,5 +1,5 @@
 /**
- * Adversary round 5: a fresh attacker against the round-3 layers (issue 22), as root with the
+ * Adversary round 5: a fresh attacker against the round-3 layers, as root with the
  * sandbox on. Each test asserts that a protection holds, so each fails while the attack works.
  *
  * Kind 6 (the sandbox's edges): the seccomp filter (src/session/seccomp.ts) refuses the unix
