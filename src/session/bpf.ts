@@ -15,6 +15,8 @@ export const BPF_RET_K = 0x06;
 export const SECCOMP_RET_ALLOW = 0x7fff0000;
 export const SECCOMP_RET_ERRNO = 0x00050000;
 export const EPERM = 1;
+/** errno "address family not supported by protocol" (the same number on x86-64 and arm64). */
+export const EAFNOSUPPORT = 97;
 export const ENOSYS = 38;
 /** Offsets in `struct seccomp_data`: the call's number, the architecture, the low 32 bits of args[0] and args[1] (little-endian). */
 export const OFF_NR = 0;

@@ -30,6 +30,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { SessionStartError } from './errors';
+import { closingLaunch } from './fds';
 import { MINIMAL_ENV, type SessionIdentity } from './identity';
 
 /** `bwrap`: namespaces (see the module comment); `none`: bash runs on the machine directly. */
@@ -414,26 +415,12 @@ export function launchArgs(o: SandboxOptions, argv: string[], chdir?: string): {
   if (o.mode === 'bwrap') {
     if (!o.bwrap) throw new SessionStartError('sandbox bwrap: no bwrap path');
     const filter = o.seccompFilter;
-    if (!filter) return { file: o.bwrap, args: [...bwrapArgs(o, chdir), '--', ...inner] };
-    // bwrap reads the seccomp program from a descriptor: /bin/sh opens the file as fd 3 and execs bwrap
-    // (same pid), so every spawn site gets the filter without passing descriptors itself.
-    return {
-      file: '/bin/sh',
-      args: [
-        '-c',
-        'f=$1; shift; exec "$@" 3<"$f"',
-        'agent-jobs-bwrap',
-        filter,
-        o.bwrap,
-        ...bwrapArgs(o, chdir),
-        '--seccomp',
-        '3',
-        '--',
-        ...inner,
-      ],
-    };
+    // The launch closes every descriptor the worker holds without close-on-exec (fds.ts), and opens the
+    // seccomp program as fd 3 for bwrap (same pid), so every spawn site gets both without passing descriptors itself.
+    if (!filter) return closingLaunch([o.bwrap, ...bwrapArgs(o, chdir), '--', ...inner]);
+    return closingLaunch([o.bwrap, ...bwrapArgs(o, chdir), '--seccomp', '3', '--', ...inner], filter);
   }
-  return { file: inner[0]!, args: inner.slice(1) };
+  return closingLaunch(inner);
 }
 
 /**

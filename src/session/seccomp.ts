@@ -19,10 +19,13 @@
  * - `perf_event_open` (samples another process's registers and stack),
  * - `io_uring_*` (its socket and connect operations do not pass seccomp).
  *
- * And unix sockets, which reach host services whatever the network
- * namespace: `socket(AF_UNIX)`, and `socketpair(AF_UNIX)` but for the
- * stream and seqpacket pairs that cannot be pointed elsewhere (see
- * {@link seccompProgram}).
+ * And every socket family but the network namespace's own (an allowlist,
+ * {@link ALLOWED_SOCKET_FAMILIES}): unix sockets reach host services
+ * whatever the network namespace, `socket(AF_UNIX)` is refused, and
+ * `socketpair(AF_UNIX)` allowed only for the stream and seqpacket pairs
+ * that cannot be pointed elsewhere; any other family (AF_VSOCK reaches
+ * the hypervisor's host, others reach devices or kernel services no
+ * namespace bounds) fails with EAFNOSUPPORT (see {@link seccompProgram}).
  *
  * System calls of another ABI than the worker's (i386 `int 0x80` on
  * x86-64, x32) are refused too, since their numbers differ and the filter
@@ -39,6 +42,7 @@ import {
   BPF_JMP_JGE_K,
   BPF_LD_W_ABS,
   BPF_RET_K,
+  EAFNOSUPPORT,
   EPERM,
   OFF_ARCH,
   OFF_ARG0_LO,
@@ -101,21 +105,33 @@ export const DENIED_SYSCALLS: readonly string[] = Object.keys(ARCH.x64!.denied);
 const X32_SYSCALL_BIT = 0x40000000;
 /** socket(2) constants: the unix family, the type mask (the rest are SOCK_CLOEXEC, SOCK_NONBLOCK), and the connection types. */
 const AF_UNIX = 1;
+/**
+ * The families `socket(2)` may create in a session, by number (linux/socket.h): AF_INET (2),
+ * AF_INET6 (10), both bounded by the session's network namespace and its rules (network.ts), and
+ * AF_NETLINK (16), whose sockets talk to the kernel about that same namespace (glibc's
+ * getaddrinfo and `ip` use NETLINK_ROUTE). Every other family is refused: the attack test is
+ * test/unit/attack/socket-families.test.ts.
+ */
+export const ALLOWED_SOCKET_FAMILIES: Readonly<Record<string, number>> = { AF_INET: 2, AF_INET6: 10, AF_NETLINK: 16 };
 const SOCK_TYPE_MASK = 0xf;
 const SOCK_STREAM = 1;
 const SOCK_SEQPACKET = 5;
 
 /** A jump target: a label of the program being assembled. */
-type Label = 'allow' | 'ok' | 'deny' | 'socket' | 'socketpair' | null;
+type Label = 'allow' | 'ok' | 'deny' | 'nofamily' | 'socket' | 'socketpair' | null;
 
 /**
  * The filter for `arch` as bwrap wants it: `struct sock_filter` entries
  * (8 bytes each, little-endian), or null for an architecture it does not
  * know (then no filter is installed; see {@link seccompFilterFile}).
  *
- * Besides {@link DENIED_SYSCALLS}: `socket(AF_UNIX, ...)` is refused, and
- * `socketpair(AF_UNIX, ...)` unless its type is SOCK_STREAM or
- * SOCK_SEQPACKET. A process of the sandbox can then reach no unix socket
+ * Besides {@link DENIED_SYSCALLS}: `socket(2)` of a family not in
+ * {@link ALLOWED_SOCKET_FAMILIES} is refused (EPERM for AF_UNIX,
+ * EAFNOSUPPORT for the rest, which programs read as "this kernel has no
+ * such family" and fall back from), and `socketpair(2)` of any family but
+ * AF_UNIX, or of AF_UNIX unless its type is SOCK_STREAM or
+ * SOCK_SEQPACKET. The family is an int: the filter compares the low 32
+ * bits of the argument, which is all the kernel reads. A process of the sandbox can then reach no unix socket
  * by path (a host service's socket anywhere on the read-only root: under
  * /var/lib, in another user's home, in /var/tmp) and no abstract one: a
  * seccomp filter cannot read the address `connect(2)` is given, so the
@@ -142,9 +158,10 @@ export function seccompProgram(arch: string = process.arch): Buffer | null {
   emit(BPF_JMP_JEQ_K, a.socketpair, 'socketpair', null);
   emit(BPF_RET_K, SECCOMP_RET_ALLOW, null, null, 'allow');
   emit(BPF_LD_W_ABS, OFF_ARG0_LO, null, null, 'socket');
-  emit(BPF_JMP_JEQ_K, AF_UNIX, 'deny', 'ok');
+  for (const family of Object.values(ALLOWED_SOCKET_FAMILIES)) emit(BPF_JMP_JEQ_K, family, 'ok', null);
+  emit(BPF_JMP_JEQ_K, AF_UNIX, 'deny', 'nofamily');
   emit(BPF_LD_W_ABS, OFF_ARG0_LO, null, null, 'socketpair');
-  emit(BPF_JMP_JEQ_K, AF_UNIX, null, 'ok');
+  emit(BPF_JMP_JEQ_K, AF_UNIX, null, 'nofamily');
   emit(BPF_LD_W_ABS, OFF_ARG1_LO);
   emit(BPF_ALU_AND_K, SOCK_TYPE_MASK);
   emit(BPF_JMP_JEQ_K, SOCK_STREAM, 'ok', null);
@@ -152,6 +169,7 @@ export function seccompProgram(arch: string = process.arch): Buffer | null {
   // Jumps go forward only: the argument checks' own allow.
   emit(BPF_RET_K, SECCOMP_RET_ALLOW, null, null, 'ok');
   emit(BPF_RET_K, SECCOMP_RET_ERRNO | EPERM, null, null, 'deny');
+  emit(BPF_RET_K, SECCOMP_RET_ERRNO | EAFNOSUPPORT, null, null, 'nofamily');
   const at = (l: Label, from: number): number => {
     if (l === null) return 0;
     const i = prog.findIndex((p) => p.label === l);

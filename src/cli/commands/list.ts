@@ -2,7 +2,7 @@
 import Table from 'cli-table3';
 import type { Command } from 'commander';
 import { RUN_STATUSES, type RunStatus } from '../../contract';
-import { oneLineSummary } from '../../shared/display';
+import { oneLineSummary, safeText } from '../../shared/display';
 import { CliError } from '../errors';
 import { printJson } from '../render/text';
 import { withClient } from '../context';
@@ -30,7 +30,7 @@ export function registerList(program: Command): void {
         });
         for (const r of rows)
           table.push([
-            String(r.workflowId),
+            safeText(String(r.workflowId), false), // a sub-agent's id holds the API's tool_use id
             String(r.status),
             String(r.turns ?? ''),
             String(r.tokens ?? ''),

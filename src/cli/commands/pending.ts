@@ -24,7 +24,7 @@ export function registerPending(program: Command): void {
           const what = safeText(oneLineSummary(r.awaiting, 100), false);
           // A sub-agent's wait names its parent: the run a person knows.
           const waits = r.parentId !== undefined ? `${what} (sub-agent of ${safeText(r.parentId, false)})` : what;
-          table.push([r.workflowId, r.status, r.since ?? '', waits]);
+          table.push([safeText(r.workflowId, false), r.status, r.since ?? '', waits]);
         }
         process.stdout.write(`${table.toString()}\n`);
       });

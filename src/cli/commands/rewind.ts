@@ -13,7 +13,7 @@ import { changesBetween, currentTree, diffBetween, type FileChange } from '../..
 import { safeText } from '../../shared/display';
 import { withClient } from '../context';
 import { CliError } from '../errors';
-import { printJson, printLines } from '../render/text';
+import { printJson, printLines, terminalText } from '../render/text';
 import { positiveInt } from '../parse';
 import { REQUEST_ID_HELP, requestId, sendOptionsOf } from '../requests';
 
@@ -134,7 +134,7 @@ export function registerRewind(program: Command): void {
         const diff = await diffBetween(cp.store, cp.id, end.to);
         if (opts.json)
           return printJson({ turn: cp.turn, checkpoint: cp.id, to: end.to, changes: await changesBetween(cp.store, cp.id, end.to), diff });
-        process.stdout.write(diff);
+        process.stdout.write(diffText(diff));
       });
     });
 
@@ -215,6 +215,15 @@ export function registerRewind(program: Command): void {
         });
       },
     );
+}
+
+/**
+ * A checkpoint diff as a person's terminal shows it: the files' bytes are the model's, so every
+ * escape sequence, control (a carriage return or backspace over an added line), bidi and
+ * invisible character comes out escaped ({@link terminalText}); line breaks and tabs stay.
+ */
+export function diffText(diff: string): string {
+  return terminalText(diff);
 }
 
 /** The messages with `note` at the end of the last user message (a new user message after an assistant one). */

@@ -135,11 +135,16 @@ test('the filter refuses exactly the listed calls and other ABIs: its instructio
     expect(run(X86_64, nr)).toBe(ALLOW);
   // socket(AF_UNIX) refused whatever the type; other families allowed. The args are read as 32-bit ints (the low word).
   for (const type of [1, 2, 3, 5, 0x80001]) expect(run(X86_64, 41, [1, type])).toBe(EPERM);
-  for (const family of [2, 10, 16, 17]) expect(run(X86_64, 41, [family, 1])).toBe(ALLOW);
+  // Other families: only the network namespace's own (inet, inet6, netlink); the rest EAFNOSUPPORT (AF_VSOCK 40, AF_PACKET 17, ...).
+  const EAFNOSUPPORT = 0x00050061;
+  for (const family of [2, 10, 16, 0x100000002]) expect(run(X86_64, 41, [family, 1])).toBe(ALLOW);
+  for (const family of [0, 3, 4, 5, 9, 17, 29, 30, 38, 40, 44, 45, 46, 255, 0x10000, 0x100000028])
+    expect(run(X86_64, 41, [family, 1])).toBe(EAFNOSUPPORT);
   // socketpair(AF_UNIX): stream and seqpacket (with flags) allowed; datagram and raw (a datagram in the unix family) refused.
   for (const type of [1, 5, 0x80001, 0x800 | 5]) expect(run(X86_64, 53, [1, type])).toBe(ALLOW);
   for (const type of [2, 3, 4, 0x80002, 0]) expect(run(X86_64, 53, [1, type])).toBe(EPERM);
-  expect(run(X86_64, 53, [2, 2])).toBe(ALLOW);
+  // socketpair of any other family (AF_TIPC makes pairs): refused.
+  for (const family of [2, 10, 16, 30, 40]) expect(run(X86_64, 53, [family, 1])).toBe(EAFNOSUPPORT);
   expect(run(0x40000003 /* i386 */, 26)).toBe(EPERM);
   expect(run(X86_64, 0x40000000 + 101 /* x32 ptrace */)).toBe(EPERM);
 });
