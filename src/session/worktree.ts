@@ -2,46 +2,15 @@
  * A sub-agent's git worktree (docs/subagents.md, `--subagent-workspace worktree`): made from the
  * parent's workspace with `git worktree add --detach <dir> HEAD`, as the workspace's owner (as
  * the session's commands run: identity.ts), in `<workspace root>/.subagent-worktrees/<child>`.
- * Idempotent: a retry finds the worktree it made. Worker code.
+ * Idempotent: a retry finds the worktree it made. Worker code. git runs nothing the session
+ * wrote into the repository (hooks, fsmonitor, filter drivers): worktree-git.ts.
  */
-import { execFile } from 'node:child_process';
 import { chown, mkdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { MINIMAL_ENV, OWNER_FALLBACK_GID, workerIsRoot } from './identity';
+import { checkoutWithoutFilters, git, ownerOf } from './worktree-git';
 
 /** Folder under the workspace root holding the sub-agents' worktrees; no run's default folder starts with a dot (workspaceFolderName). */
 export const WORKTREES_FOLDER = '.subagent-worktrees';
-
-/** Longest a git command of {@link createWorktree} may take, ms: 25 000 (inside the 30 s start-to-close of session control activities). */
-const GIT_TIMEOUT_MS = 25_000;
-
-/** Who git runs as: the workspace's owner when the worker is root and the owner is not, else the worker itself. */
-interface Runner {
-  uid?: number;
-  gid?: number;
-}
-
-async function ownerOf(workspace: string): Promise<Runner> {
-  const st = await stat(workspace);
-  if (!workerIsRoot() || st.uid === 0) return {};
-  return { uid: st.uid, gid: st.gid !== 0 ? st.gid : OWNER_FALLBACK_GID };
-}
-
-/** Runs git; resolves with its stdout, trimmed, or rejects with an Error whose message is git's first line of stderr. */
-function git(runner: Runner, args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      'git',
-      args,
-      { env: { ...MINIMAL_ENV, GIT_TERMINAL_PROMPT: '0' }, timeout: GIT_TIMEOUT_MS, encoding: 'utf8', ...runner },
-      (err, stdout, stderr) => {
-        if (!err) return resolve(stdout.trim());
-        const line = stderr.split('\n').find((l) => l.trim() !== '') ?? err.message;
-        reject(new Error(line.trim()));
-      },
-    );
-  });
-}
 
 async function exists(p: string): Promise<boolean> {
   try {
@@ -75,6 +44,9 @@ export async function createWorktree(root: string, workspace: string, folder: st
     };
   }
   const inRepo = path.relative(top, await realpath(workspace));
+  // core.worktree in the repository's config moves the top anywhere: the child's folder must stay in its worktree.
+  if (inRepo === '..' || inRepo.startsWith(`..${path.sep}`) || path.isAbsolute(inRepo))
+    return { error: `The sub-agent was not started: git places the top of ${workspace}'s repository outside it (${top}).` };
   const dir = path.join(root, WORKTREES_FOLDER, folder);
   const workdir = path.join(dir, inRepo);
   // A retry: the worktree exists (git wrote its `.git` file first).
@@ -84,7 +56,9 @@ export async function createWorktree(root: string, workspace: string, folder: st
   await mkdir(dir, { recursive: true, mode: 0o755 });
   if (runner.uid !== undefined) await chown(dir, runner.uid, runner.gid!);
   try {
-    await git(runner, ['-C', top, 'worktree', 'add', '--detach', dir, 'HEAD']);
+    // No checkout by `worktree add`: it would run the repository's filter drivers (worktree-git.ts).
+    await git(runner, ['-C', top, 'worktree', 'add', '--no-checkout', '--detach', dir, 'HEAD']);
+    await checkoutWithoutFilters(runner, dir);
   } catch (err) {
     return { error: `The sub-agent was not started: git worktree add failed in ${top}: ${(err as Error).message}` };
   }
