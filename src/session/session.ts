@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { grantTree } from './acl-grant';
 import { appendAuditLine, type AuditLine } from './audit';
 import { buildSessionEnv, redactSecrets, type SecretValue } from './env';
 import { InvalidCommandError, InvalidSessionOptionError, SessionClosedError, SessionCwdError, SessionStartError } from './errors';
@@ -42,9 +43,8 @@ import {
   type ExactLauncher,
   type ViewCheck,
 } from './exact';
-import { MINIMAL_ENV, resolveIdentity, workspaceIdentity, type SessionIdentity, type WorkspaceAccess } from './identity';
+import { resolveIdentity, workspaceIdentity, type SessionIdentity, type WorkspaceAccess } from './identity';
 import { resolveSandbox, sandboxedSpawnArgs, sandboxView, unreachableAncestor, type SandboxMode, type SandboxOptions } from './sandbox';
-import { execFileSync } from 'node:child_process';
 import { raceTimeout } from './timing';
 
 /** Default per-command timeout, ms. MAINTENANCE: keep equal to DEFAULT_COMMAND_TIMEOUT_MS in src/config.ts (test/unit/config.test.ts). */
@@ -1269,7 +1269,7 @@ function realWorkspace(dir: string, sessionId: string | undefined): string {
  * Lets the session user write a workspace it does not own (a root-owned
  * one, or a `user` named): ACL entries `u:<uid>:rwX` and the same default
  * entry on directories, so files others add later are writable too
- * (`setfacl -R -P`: symlinks never followed). Owners and mode bits stay as
+ * (walked by descriptor, symlinks never followed: acl-grant.ts). Owners and mode bits stay as
  * they are; files the agent creates are the session user's, which the
  * owner (root) edits and deletes as any. Idempotent.
  * @throws SessionStartError when it is `/`, setfacl is missing (package `acl`), or the filesystem refuses ACLs
@@ -1283,11 +1283,8 @@ function grantWorkspace(real: string, identity: SessionIdentity, sessionId: stri
   const owner = fs.statSync(real).uid;
   const ownerEntry = owner !== 0 && owner !== identity.uid ? `,d:u:${owner}:rwX` : '';
   try {
-    execFileSync('setfacl', ['-R', '-P', '-m', `${entry},d:${entry}${ownerEntry}`, '--', real], {
-      env: MINIMAL_ENV,
-      stdio: ['ignore', 'ignore', 'pipe'],
-      timeout: 120_000,
-    });
+    // By descriptor, not setfacl -R: another session's job may swap a directory for a symlink meanwhile (acl-grant.ts).
+    grantTree(real, { dirs: `${entry},d:${entry}${ownerEntry}`, files: entry }, 120_000);
   } catch (err) {
     const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
     const stderr = String((err as { stderr?: Buffer }).stderr ?? '').trim();
