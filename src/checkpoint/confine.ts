@@ -45,6 +45,8 @@ export interface ConfinedCommand {
   store?: string;
   /** Largest stdout kept, bytes; more is an error. */
   maxBuffer: number;
+  /** More directories, each pinned by a descriptor the caller opened (`O_NOFOLLOW`) and bound at `dest`. */
+  binds?: { fd: number; dest: string; writable: boolean }[];
 }
 
 /** bwrap's arguments for `c`, the workspace coming from descriptor 3. */
@@ -62,6 +64,7 @@ function bwrapArgs(c: ConfinedCommand, storeInside: string): string[] {
     else if (st.isDirectory()) args.push('--ro-bind', dir, dir);
   }
   if (c.store) args.push('--bind', c.store, storeInside);
+  (c.binds ?? []).forEach((b, i) => args.push(b.writable ? '--bind' : '--ro-bind', `/proc/self/fd/${4 + i}`, b.dest));
   args.push(c.writable ? '--bind' : '--ro-bind', '/proc/self/fd/3', c.workspace, '--chdir', c.workspace, '--');
   return [...args, ...c.argv];
 }
@@ -80,7 +83,7 @@ export async function runConfined(c: ConfinedCommand): Promise<string> {
     const env: NodeJS.ProcessEnv = {};
     for (const [k, v] of Object.entries(c.env))
       env[k] = c.store && v !== undefined && (v === c.store || v.startsWith(`${c.store}/`)) ? storeInside + v.slice(c.store.length) : v;
-    return await collect(bwrap, bwrapArgs(c, storeInside), { ...c, env }, '/', [fd]);
+    return await collect(bwrap, bwrapArgs(c, storeInside), { ...c, env }, '/', [fd, ...(c.binds ?? []).map((b) => b.fd)]);
   } finally {
     closeSync(fd);
   }

@@ -58,7 +58,7 @@ export async function createWorktree(root: string, workspace: string, folder: st
   try {
     // No checkout by `worktree add`: it would run the repository's filter drivers (worktree-git.ts).
     await git(runner, ['-C', top, 'worktree', 'add', '--no-checkout', '--detach', dir, 'HEAD']);
-    await checkoutWithoutFilters(runner, dir);
+    await checkoutWithoutFilters(runner, top, dir);
   } catch (err) {
     return { error: `The sub-agent was not started: git worktree add failed in ${top}: ${(err as Error).message}` };
   }

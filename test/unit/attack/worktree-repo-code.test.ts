@@ -111,4 +111,76 @@ describe('the sub-agent worktree runs no program the repository names', () => {
       fs.rmSync(elsewhere, { recursive: true, force: true });
     }
   });
+
+  asRoot([0])(
+    'objects of a root-only repository reached through alternates the session wrote are not checked out (owner uid %i)',
+    async () => {
+      const { ws } = repo(0);
+      // A repository only root can read, holding a secret.
+      const priv = fs.mkdtempSync('/var/tmp/aj-private-repo-');
+      try {
+        fs.chmodSync(priv, 0o700);
+        const pgit = (...args: string[]): string =>
+          execFileSync('git', ['-C', priv, '-c', 'user.name=r', '-c', 'user.email=r@example.com', ...args], { encoding: 'utf8' }).trim();
+        pgit('init', '-q');
+        fs.writeFileSync(path.join(priv, 'secret.txt'), 'ROOT-REPO-SECRET\n');
+        pgit('add', '.');
+        pgit('commit', '-qm', 'secret');
+        const oid = pgit('rev-parse', 'HEAD');
+        // The session's writes: an alternate to root's objects, and HEAD detached at root's commit.
+        fs.writeFileSync(path.join(ws, '.git', 'objects', 'info', 'alternates'), `${path.join(priv, '.git', 'objects')}\n`);
+        fs.writeFileSync(path.join(ws, '.git', 'HEAD'), `${oid}\n`);
+        const made = await createWorktree(root, ws, 'c');
+        const dir = path.join(root, WORKTREES_FOLDER, 'c');
+        const secret = path.join(dir, 'secret.txt');
+        expect(fs.existsSync(secret) ? fs.readFileSync(secret, 'utf8') : '').toBe('');
+        expect('error' in made && made.error).toMatch(/^The sub-agent was not started: /);
+      } finally {
+        fs.rmSync(priv, { recursive: true, force: true });
+      }
+    },
+  );
+
+  asRoot([0])('a .git file pointing at another repository is refused (owner uid %i)', async () => {
+    const { ws } = repo(0);
+    const other = fs.mkdtempSync('/var/tmp/aj-other-repo-');
+    try {
+      execFileSync('git', ['-C', other, 'init', '-q']);
+      fs.rmSync(path.join(ws, '.git'), { recursive: true });
+      fs.renameSync(path.join(other, '.git'), path.join(other, 'moved.git'));
+      execFileSync('git', ['-C', other, '--git-dir', path.join(other, 'moved.git'), 'config', 'core.bare', 'false']);
+      fs.writeFileSync(path.join(ws, '.git'), `gitdir: ${path.join(other, 'moved.git')}\n`);
+      fs.writeFileSync(path.join(other, 'x'), 'OTHER\n');
+      execFileSync('git', [
+        '--git-dir',
+        path.join(other, 'moved.git'),
+        '--work-tree',
+        other,
+        '-c',
+        'user.name=r',
+        '-c',
+        'user.email=r@example.com',
+        'add',
+        'x',
+      ]);
+      execFileSync('git', [
+        '--git-dir',
+        path.join(other, 'moved.git'),
+        '--work-tree',
+        other,
+        '-c',
+        'user.name=r',
+        '-c',
+        'user.email=r@example.com',
+        'commit',
+        '-qm',
+        'o',
+      ]);
+      const made = await createWorktree(root, ws, 'c');
+      expect('error' in made && made.error).toMatch(/is no directory/);
+      expect(fs.existsSync(path.join(root, WORKTREES_FOLDER, 'c', 'x'))).toBe(false);
+    } finally {
+      fs.rmSync(other, { recursive: true, force: true });
+    }
+  });
 });
