@@ -11,9 +11,10 @@
  */
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { lstat, mkdir, readdir, realpath, rm, stat, writeFile, lchown } from 'node:fs/promises';
+import { lstat, mkdir, readdir, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { runConfined } from './confine';
 
 const run = promisify(execFile);
 
@@ -61,7 +62,11 @@ export async function storeFor(root: string, workspace: string): Promise<string>
  * must not run on the agent's files), every directory safe (the workspace belongs to the session
  * user, the store to the worker), no auto gc (checkpoints are referenced, but a gc mid-write would race).
  */
-async function git(store: string, args: string[], opts: { workTree?: string; index?: string; maxBuffer?: number } = {}): Promise<string> {
+async function git(
+  store: string,
+  args: string[],
+  opts: { workTree?: string; index?: string; maxBuffer?: number; writable?: boolean } = {},
+): Promise<string> {
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     GIT_DIR: store,
@@ -76,7 +81,18 @@ async function git(store: string, args: string[], opts: { workTree?: string; ind
     ...(opts.workTree ? { GIT_WORK_TREE: opts.workTree } : {}),
     ...(opts.index ? { GIT_INDEX_FILE: opts.index } : {}),
   };
-  const { stdout } = await run('git', ['-c', 'safe.directory=*', '-c', 'gc.auto=0', '-c', 'core.autocrlf=false', ...args], {
+  const argv = ['git', '-c', 'safe.directory=*', '-c', 'gc.auto=0', '-c', 'core.autocrlf=false', ...args];
+  // Reading or writing the workspace as root while its jobs swap files for symlinks: confined (confine.ts).
+  if (opts.workTree)
+    return runConfined({
+      argv,
+      env,
+      workspace: opts.workTree,
+      writable: opts.writable ?? false,
+      store,
+      maxBuffer: opts.maxBuffer ?? 256 * 1024 * 1024,
+    });
+  const { stdout } = await run(argv[0]!, argv.slice(1), {
     env,
     cwd: opts.workTree ?? store,
     maxBuffer: opts.maxBuffer ?? 256 * 1024 * 1024,
@@ -210,29 +226,50 @@ export async function restoreCheckpoint(
     await git(store, ['update-ref', `refs/checkpoints/${before}`, before]);
     const changes = parseNameStatus(await git(store, ['diff-tree', '-r', '-z', '--no-renames', '--name-status', current, target]));
     // The index matches the workspace now: a one-tree reset with -u removes what the target lacks and writes the rest.
-    await git(store, ['read-tree', '--reset', '-u', target], { workTree: workspace, index });
-    for (const c of changes) {
-      if (c.status === 'D') continue;
-      await lchown(path.join(workspace, c.path), owner.uid, owner.gid).catch(() => undefined);
-      // Directories git created on the way to a restored file belong to the owner too.
-      for (let dir = path.dirname(c.path); dir !== '.'; dir = path.dirname(dir))
-        await lchown(path.join(workspace, dir), owner.uid, owner.gid).catch(() => undefined);
-    }
+    await git(store, ['read-tree', '--reset', '-u', target], { workTree: workspace, index, writable: true });
+    await chownRestored(workspace, changes, owner.uid, owner.gid);
     await removeEmptyDirs(workspace, changes);
     return { before, changes };
   });
 }
 
-/** Removes the directories a restore emptied (git leaves them): the parents of deleted files, when now empty. */
+/**
+ * Gives the restored files, and the directories git created on the way to them, to the workspace's
+ * owner: `chown -h` (a symlink itself, never its target), confined like git (confine.ts), since a
+ * job may swap a directory on the way for a symlink. Files gone meanwhile are no error.
+ */
+async function chownRestored(workspace: string, changes: FileChange[], uid: number, gid: number): Promise<void> {
+  const paths = new Set<string>();
+  for (const c of changes) {
+    if (c.status === 'D') continue;
+    paths.add(c.path);
+    for (let dir = path.dirname(c.path); dir !== '.'; dir = path.dirname(dir)) paths.add(dir);
+  }
+  await inWorkspace(workspace, ['chown', '-h', '-f', `${uid}:${gid}`, '--'], [...paths]);
+}
+
+/** Removes the directories a restore emptied (git leaves them): the parents of deleted files, when now empty (confined, as {@link chownRestored}). */
 async function removeEmptyDirs(workspace: string, changes: FileChange[]): Promise<void> {
   const dirs = new Set<string>();
   for (const c of changes) if (c.status === 'D') for (let d = path.dirname(c.path); d !== '.'; d = path.dirname(d)) dirs.add(d);
-  for (const d of [...dirs].sort((a, b) => b.length - a.length)) {
-    try {
-      if ((await readdir(path.join(workspace, d))).length === 0) await rm(path.join(workspace, d), { recursive: false });
-    } catch {
-      // gone or not empty
-    }
+  // Deepest first, one rmdir per batch: rmdir fails on a non-empty directory and goes on with the next.
+  await inWorkspace(
+    workspace,
+    ['rmdir', '--ignore-fail-on-non-empty', '--'],
+    [...dirs].sort((a, b) => b.length - a.length),
+  );
+}
+
+/** Runs `argv` with workspace-relative `paths` appended, 500 at a time, in the workspace (confined); errors are ignored (files gone, a directory not empty). */
+async function inWorkspace(workspace: string, argv: string[], paths: string[]): Promise<void> {
+  for (let i = 0; i < paths.length; i += 500) {
+    await runConfined({
+      argv: [...argv, ...paths.slice(i, i + 500).map((p) => `./${p}`)],
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      workspace,
+      writable: true,
+      maxBuffer: 1024 * 1024,
+    }).catch(() => undefined);
   }
 }
 

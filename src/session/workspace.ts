@@ -4,13 +4,13 @@
  * the session user does not own it), whether a directory is writable by that
  * user, the paths every sandbox hides, and how the sandbox shows a path.
  */
-import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { grantTree } from './acl-grant';
 import { SessionStartError } from './errors';
 import type { ViewCheck } from './exact';
-import { MINIMAL_ENV, type SessionIdentity } from './identity';
+import type { SessionIdentity } from './identity';
 import { sandboxView, type SandboxOptions } from './sandbox';
 import type { WorktreeGit } from '../contract/subagent';
 
@@ -60,7 +60,7 @@ export function realWorkspace(dir: string, sessionId: string | undefined): strin
  * Lets the session user write a workspace it does not own (a root-owned
  * one, or a `user` named): ACL entries `u:<uid>:rwX` and the same default
  * entry on directories, so files others add later are writable too
- * (`setfacl -R -P`: symlinks never followed). Owners and mode bits stay as
+ * (walked by descriptor, symlinks never followed: acl-grant.ts). Owners and mode bits stay as
  * they are; files the agent creates are the session user's, which the
  * owner (root) edits and deletes as any. Idempotent.
  * @throws SessionStartError when it is `/`, setfacl is missing (package `acl`), or the filesystem refuses ACLs
@@ -74,11 +74,8 @@ export function grantWorkspace(real: string, identity: SessionIdentity, sessionI
   const owner = fs.statSync(real).uid;
   const ownerEntry = owner !== 0 && owner !== identity.uid ? `,d:u:${owner}:rwX` : '';
   try {
-    execFileSync('setfacl', ['-R', '-P', '-m', `${entry},d:${entry}${ownerEntry}`, '--', real], {
-      env: MINIMAL_ENV,
-      stdio: ['ignore', 'ignore', 'pipe'],
-      timeout: 120_000,
-    });
+    // By descriptor, not setfacl -R: another session's job may swap a directory for a symlink meanwhile (acl-grant.ts).
+    grantTree(real, { dirs: `${entry},d:${entry}${ownerEntry}`, files: entry }, 120_000);
   } catch (err) {
     const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
     const stderr = String((err as { stderr?: Buffer }).stderr ?? '').trim();

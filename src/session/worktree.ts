@@ -7,91 +7,23 @@
  * found when the worktree is made and checked again on the worker that opens the child's session
  * ({@link checkWorktreeGit}). Worker code.
  *
- * git runs here outside every sandbox, on a repository the agent writes: every git command of
- * this module runs with {@link neutralConfig}, so no hook, fsmonitor, filter driver or submodule
- * recursion the repository's config names runs on the worker.
+ * git runs here outside every sandbox, on a repository the agent writes: it runs nothing the
+ * session wrote into the repository (hooks, fsmonitor, filter drivers, transports): worktree-git.ts.
  */
-import { execFile } from 'node:child_process';
 import { constants } from 'node:fs';
 import { chown, lstat, mkdir, open, readdir, realpath, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { WorktreeGit } from '../contract/subagent';
-import { MINIMAL_ENV, OWNER_FALLBACK_GID, workerIsRoot } from './identity';
+import { checkoutWithoutFilters, git as gitNoRepoCode, ownerOf, type Runner } from './worktree-git';
 
 export type { WorktreeGit };
 
 /** Folder under the workspace root holding the sub-agents' worktrees; no run's default folder starts with a dot (workspaceFolderName). */
 export const WORKTREES_FOLDER = '.subagent-worktrees';
 
-/** Longest a git command of {@link createWorktree} may take, ms: 25 000 (inside the 30 s start-to-close of session control activities). */
-const GIT_TIMEOUT_MS = 25_000;
-
-/** Who git runs as: the workspace's owner when the worker is root and the owner is not, else the worker itself. */
-interface Runner {
-  uid?: number;
-  gid?: number;
-}
-
-async function ownerOf(workspace: string): Promise<Runner> {
-  const st = await stat(workspace);
-  if (!workerIsRoot() || st.uid === 0) return {};
-  return { uid: st.uid, gid: st.gid !== 0 ? st.gid : OWNER_FALLBACK_GID };
-}
-
-/**
- * `-c` options that keep git from running anything the repository's config names: hooks
- * (`core.hooksPath` to /dev/null), `core.fsmonitor`, submodule recursion, and, for each filter
- * driver the config defines (`filter.<name>.*`, includes followed), its `smudge`, `clean` and
- * `process` commands (an empty command is no filter: git's convert.c) and `required`.
- * Command-line config wins over every config file (git-config(1), "FILES").
- */
-async function neutralConfig(runner: Runner, gitArgs: string[]): Promise<string[]> {
-  const out = ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', '-c', 'submodule.recurse=false'];
-  let listed = '';
-  try {
-    listed = await run(runner, [...gitArgs, 'config', '--includes', '--name-only', '--get-regexp', '^filter\\.']);
-  } catch {
-    // None defined (git config exits 1), or no repository: nothing to switch off.
-  }
-  const names = new Set<string>();
-  for (const key of listed.split('\n')) {
-    const m = /^filter\.(.+)\.[^.]+$/.exec(key.trim());
-    if (m) names.add(m[1]!);
-  }
-  for (const name of names)
-    for (const [k, v] of [
-      ['smudge', ''],
-      ['clean', ''],
-      ['process', ''],
-      ['required', 'false'],
-    ])
-      out.push('-c', `filter.${name}.${k}=${v}`);
-  return out;
-}
-
-/**
- * Runs git with {@link neutralConfig} for the repository `gitArgs` (`-C <dir>` or
- * `--git-dir=<dir>`) names; resolves with its stdout, trimmed, or rejects with an Error whose
- * message is git's first line of stderr.
- */
-async function git(runner: Runner, gitArgs: string[], args: string[]): Promise<string> {
-  return run(runner, [...gitArgs, ...(await neutralConfig(runner, gitArgs)), ...args]);
-}
-
-/** Runs git as `runner`; resolves with its stdout, trimmed, or rejects with an Error whose message is git's first line of stderr. */
-function run(runner: Runner, args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      'git',
-      args,
-      { env: { ...MINIMAL_ENV, GIT_TERMINAL_PROMPT: '0' }, timeout: GIT_TIMEOUT_MS, encoding: 'utf8', ...runner },
-      (err, stdout, stderr) => {
-        if (!err) return resolve(stdout.trim());
-        const line = stderr.split('\n').find((l) => l.trim() !== '') ?? err.message;
-        reject(new Error(line.trim()));
-      },
-    );
-  });
+/** Runs git (worktree-git.ts: no code of the repository runs) on the repository `gitArgs` names (`-C <dir>` or `--git-dir=<dir>`). */
+function git(runner: Runner, gitArgs: string[], args: string[]): Promise<string> {
+  return gitNoRepoCode(runner, [...gitArgs, ...args]);
 }
 
 async function exists(p: string): Promise<boolean> {
@@ -132,6 +64,9 @@ export async function createWorktree(
     };
   }
   const inRepo = path.relative(top, await realpath(workspace));
+  // core.worktree in the repository's config moves the top anywhere: the child's folder must stay in its worktree.
+  if (inRepo === '..' || inRepo.startsWith(`..${path.sep}`) || path.isAbsolute(inRepo))
+    return { error: `The sub-agent was not started: git places the top of ${workspace}'s repository outside it (${top}).` };
   const dir = path.join(root, WORKTREES_FOLDER, folder);
   const workdir = path.join(dir, inRepo);
   // A retry: the worktree exists (git wrote its `.git` file first).
@@ -141,7 +76,9 @@ export async function createWorktree(
   await mkdir(dir, { recursive: true, mode: 0o755 });
   if (runner.uid !== undefined) await chown(dir, runner.uid, runner.gid!);
   try {
-    await git(runner, ['-C', top], ['worktree', 'add', '--detach', dir, 'HEAD']);
+    // No checkout by `worktree add`: it would run the repository's filter drivers (worktree-git.ts).
+    await git(runner, ['-C', top], ['worktree', 'add', '--no-checkout', '--detach', dir, 'HEAD']);
+    await checkoutWithoutFilters(runner, top, dir);
   } catch (err) {
     return { error: `The sub-agent was not started: git worktree add failed in ${top}: ${(err as Error).message}` };
   }
@@ -217,7 +154,7 @@ function within(p: string, dir: string): boolean {
  * - `gitDir` is `<commonDir>/worktrees/<name>`;
  * - `<gitDir>/gitdir` names `<worktree>/.git`, and `workdir` is that worktree or inside it;
  * - git, asked about `gitDir` alone (`--git-dir`, as the owner of `workdir`, with
- *   {@link neutralConfig}), says its common dir is `commonDir`.
+ *   worktree-git.ts `NO_REPO_CODE`), says its common dir is `commonDir`.
  * The child can rewrite `<gitDir>/gitdir` and `commondir` (its gitdir is writable): that only
  * makes this check fail, and its session then opens without git's binds.
  * @param workdir the child's workdir (absolute)

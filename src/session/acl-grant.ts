@@ -1,0 +1,111 @@
+/**
+ * Recursive ACL grant of a workspace, walked by descriptor (session.ts `grantWorkspace`).
+ *
+ * `setfacl -R -P` walks by path: `-P` holds only for the entry it lstat()ed, so a job of another
+ * session on the same workspace (a sub-agent's, a second run on one `--workdir`) that swaps a
+ * directory for a symlink between that lstat and the walk below it gets root's setfacl to grant
+ * the session user files outside the workspace. Here every entry is opened relative to its
+ * parent's descriptor (`/proc/self/fd/<dir>/<name>`, `O_NOFOLLOW`): a directory is walked through
+ * the descriptor it was opened as, a symlink is never opened, and setfacl is handed the
+ * descriptor's own magic link (`/proc/<worker pid>/fd/<n>`), which names the inode that was
+ * opened, whatever the path holds by then. A file with more than one hard link is left as it is:
+ * its other name may be outside the workspace. Linux only (`/proc`, `O_PATH`), as the ACL grant is.
+ */
+import { execFileSync } from 'node:child_process';
+import { closeSync, constants, fstatSync, openSync, readdirSync } from 'node:fs';
+import { MINIMAL_ENV } from './identity';
+
+/** Linux `O_PATH` (not in Node's constants): a descriptor that names an inode without opening it for I/O (no FIFO blocks). */
+const O_PATH = 0o10000000;
+
+/** Entries granted per setfacl run; their descriptors are open until it ends (Node raises the descriptor limit to the hard one). */
+const BATCH = 256;
+
+/** The ACL specs of a grant (setfacl `-m` syntax): `dirs` for directories (with default entries), `files` for everything else. */
+export interface GrantSpec {
+  dirs: string;
+  files: string;
+}
+
+/**
+ * Applies `spec` to `top` and everything under it, never through a symlink.
+ * @param top an absolute directory path (the workspace, symlinks resolved); opened with `O_NOFOLLOW`
+ * @param timeoutMs longest one setfacl run may take, ms
+ * @throws Error from setfacl (its `stderr` attached, `code` `ENOENT` when it is not installed), or
+ *   when `top` is no directory or a symlink
+ */
+export function grantTree(top: string, spec: GrantSpec, timeoutMs: number): void {
+  const pending: { fd: number; dir: boolean }[] = [];
+  const apply = (fds: number[], dir: boolean): void => {
+    if (fds.length === 0) return;
+    // No -P: setfacl follows the magic link, to the inode the descriptor holds.
+    execFileSync('setfacl', ['-m', dir ? spec.dirs : spec.files, '--', ...fds.map((fd) => `/proc/${process.pid}/fd/${fd}`)], {
+      env: MINIMAL_ENV,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      timeout: timeoutMs,
+    });
+  };
+  const flush = (): void => {
+    const batch = pending.splice(0);
+    try {
+      for (const dir of [true, false])
+        apply(
+          batch.filter((e) => e.dir === dir).map((e) => e.fd),
+          dir,
+        );
+    } finally {
+      for (const e of batch) closeSync(e.fd);
+    }
+  };
+  const walk = (dirFd: number): void => {
+    for (const name of readdirSync(`/proc/self/fd/${dirFd}`)) {
+      const at = `/proc/self/fd/${dirFd}/${name}`;
+      let fd: number;
+      try {
+        fd = openSync(at, O_PATH | constants.O_NOFOLLOW);
+      } catch {
+        continue; // gone meanwhile
+      }
+      const st = fstatSync(fd);
+      if (st.isSymbolicLink()) {
+        closeSync(fd);
+        continue;
+      }
+      // A hard link's other name may be outside (a root-only file linked in where fs.protected_hardlinks is 0): no grant.
+      if (!st.isDirectory() && st.nlink > 1) {
+        closeSync(fd);
+        continue;
+      }
+      if (!st.isDirectory()) {
+        pending.push({ fd, dir: false });
+        if (pending.length >= BATCH) flush();
+        continue;
+      }
+      closeSync(fd);
+      let sub: number;
+      try {
+        // O_NOFOLLOW | O_DIRECTORY: what is opened is a directory in this one, whatever was swapped in meanwhile.
+        sub = openSync(at, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+      } catch {
+        continue;
+      }
+      try {
+        walk(sub);
+      } catch (err) {
+        closeSync(sub);
+        throw err;
+      }
+      pending.push({ fd: sub, dir: true });
+      if (pending.length >= BATCH) flush();
+    }
+  };
+  const root = openSync(top, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  try {
+    walk(root);
+    flush();
+    apply([root], true);
+  } finally {
+    for (const e of pending.splice(0)) closeSync(e.fd);
+    closeSync(root);
+  }
+}

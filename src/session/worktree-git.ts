@@ -1,0 +1,171 @@
+/**
+ * git for a sub-agent's worktree (worktree.ts) that runs nothing the session wrote. The
+ * repository's `.git` (config, hooks, info/attributes) is the session user's to write, and this
+ * git runs as root or the owner, outside the sandbox, so it must execute no code from it:
+ * - hooks (post-checkout, reference-transaction, post-index-change, …): `core.hooksPath=/dev/null`;
+ * - `core.fsmonitor` (a program git runs to list changed files): `false`;
+ * - transports (a partial clone's lazy fetch runs `remote.*.uploadpack`, `core.sshCommand`):
+ *   `protocol.allow=never`; no auto gc or maintenance;
+ * - filter drivers (`filter.<name>.smudge` / `process`, chosen by `.gitattributes` or
+ *   `.git/info/attributes`, any name): `worktree add --no-checkout`, then the files are checked out
+ *   by a git whose git dir is a private one the worker writes ({@link checkoutWithoutFilters}): its
+ *   config and attributes are ours, so only git's built-in conversions (eol, ident) apply.
+ * Command-line `-c` wins over every file the repository includes (`include.path`, `includeIf`).
+ */
+import { execFile } from 'node:child_process';
+import { closeSync, constants, fstatSync, openSync, statSync } from 'node:fs';
+import { chmod, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { confinementTool, runConfined } from '../checkpoint/confine';
+import { MINIMAL_ENV, OWNER_FALLBACK_GID, workerIsRoot } from './identity';
+
+/** Longest one git command may take, ms: 25 000 (inside the 30 s start-to-close of session control activities). */
+const GIT_TIMEOUT_MS = 25_000;
+
+/** `-c` settings of every git this module runs: no hook, fsmonitor, transport, gc or maintenance of the repository's config runs. */
+export const NO_REPO_CODE: readonly string[] = [
+  '-c',
+  'core.hooksPath=/dev/null',
+  '-c',
+  'core.fsmonitor=false',
+  '-c',
+  'protocol.allow=never',
+  '-c',
+  'gc.auto=0',
+  '-c',
+  'maintenance.auto=false',
+  '-c',
+  'submodule.recurse=false',
+];
+
+/** Who git runs as: the workspace's owner when the worker is root and the owner is not, else the worker itself. */
+export interface Runner {
+  uid?: number;
+  gid?: number;
+}
+
+/** The {@link Runner} for `workspace` (stat follows it: the realpath the caller gave). */
+export async function ownerOf(workspace: string): Promise<Runner> {
+  const st = await stat(workspace);
+  if (!workerIsRoot() || st.uid === 0) return {};
+  return { uid: st.uid, gid: st.gid !== 0 ? st.gid : OWNER_FALLBACK_GID };
+}
+
+/**
+ * Runs git with {@link NO_REPO_CODE}; resolves with its stdout, trimmed.
+ * @param env added to {@link MINIMAL_ENV} (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE)
+ * @throws Error whose message is git's first line of stderr
+ */
+export function git(runner: Runner, args: string[], env: Record<string, string> = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      'git',
+      [...NO_REPO_CODE, ...args],
+      { env: { ...MINIMAL_ENV, GIT_TERMINAL_PROMPT: '0', ...env }, timeout: GIT_TIMEOUT_MS, encoding: 'utf8', ...runner },
+      (err, stdout, stderr) => {
+        if (!err) return resolve(stdout.trim());
+        const line = stderr.split('\n').find((l) => l.trim() !== '') ?? err.message;
+        reject(new Error(line.trim()));
+      },
+    );
+  });
+}
+
+/**
+ * Fills the worktree `dir` (made with `--no-checkout`) with its HEAD's files and index, through a
+ * private git dir: `objects/info/alternates` names the repository's objects, its config and
+ * `info/attributes` are written here (no filter driver is defined, `* -filter`), so no driver the
+ * repository names runs. The index is the worktree's own (`GIT_INDEX_FILE`), so `git status` in
+ * it sees a clean checkout. As root (with bwrap), the checkout runs confined (checkpoint/confine.ts)
+ * with only the repository's own `.git/objects`, the worktree's admin folder (each opened by
+ * descriptor from `top`, `O_NOFOLLOW`) and the worktree: objects an `objects/info/alternates` the
+ * session wrote names elsewhere (a root-only repository) are not there to check out; so the
+ * repository's `.git` must be a directory at its top.
+ * @param top the repository's top (from `rev-parse --show-toplevel`, inside the workspace)
+ * @throws Error when git fails, or (as root) when `.git` is no directory at `top`
+ */
+export async function checkoutWithoutFilters(runner: Runner, top: string, dir: string): Promise<void> {
+  const admin = await git(runner, ['-C', dir, 'rev-parse', '--path-format=absolute', '--git-dir']);
+  const common = await git(runner, ['-C', dir, 'rev-parse', '--path-format=absolute', '--git-common-dir']);
+  const head = await git(runner, ['-C', dir, 'rev-parse', '--verify', 'HEAD^{commit}']);
+  const format = await git(runner, ['-C', dir, 'rev-parse', '--show-object-format']);
+  const priv = await mkdtemp(path.join(tmpdir(), 'aj-worktree-git-'));
+  try {
+    // Readable by the runner (the owner), written by no one else: root made it.
+    await chmod(priv, 0o755);
+    await mkdir(path.join(priv, 'objects', 'info'), { recursive: true });
+    await mkdir(path.join(priv, 'refs'), { recursive: true });
+    await mkdir(path.join(priv, 'info'), { recursive: true });
+    await writeFile(path.join(priv, 'HEAD'), 'ref: refs/heads/none\n');
+    const confined = runner.uid === undefined && confinementTool() !== undefined;
+    await writeFile(path.join(priv, 'objects', 'info', 'alternates'), `${confined ? OBJECTS_INSIDE : path.join(common, 'objects')}\n`);
+    await writeFile(
+      path.join(priv, 'config'),
+      `[core]\n\trepositoryformatversion = ${format === 'sha1' ? 0 : 1}\n\tbare = false\n\tsymlinks = true\n` +
+        (format === 'sha1' ? '' : `[extensions]\n\tobjectformat = ${format}\n`),
+    );
+    await writeFile(path.join(priv, 'info', 'attributes'), '* -filter\n');
+    if (confined) await readTreeConfined(top, common, admin, priv, dir, head);
+    else
+      await git(runner, ['read-tree', '--reset', '-u', head], {
+        GIT_DIR: priv,
+        GIT_WORK_TREE: dir,
+        GIT_INDEX_FILE: path.join(admin, 'index'),
+      });
+  } finally {
+    await rm(priv, { recursive: true, force: true });
+  }
+}
+
+/** Where the confined checkout sees the repository's objects, its private git dir and the worktree's admin folder. */
+const OBJECTS_INSIDE = '/.aj-objects';
+const GIT_DIR_INSIDE = '/.aj-git';
+const ADMIN_INSIDE = '/.aj-admin';
+
+/** Opens `name` in the directory `dirFd` as a directory, never through a symlink. */
+function openDirAt(dirFd: number, name: string): number {
+  return openSync(`/proc/self/fd/${dirFd}/${name}`, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+}
+
+/** `read-tree --reset -u` as root in a mount namespace holding the worktree, `top/.git/objects`, the admin folder and `priv`. */
+async function readTreeConfined(top: string, common: string, admin: string, priv: string, dir: string, head: string): Promise<void> {
+  const fds: number[] = [];
+  const keep = (fd: number): number => (fds.push(fd), fd);
+  try {
+    const topFd = keep(openSync(top, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW));
+    let gitFd: number;
+    try {
+      gitFd = keep(openDirAt(topFd, '.git'));
+    } catch {
+      throw new Error(`${path.join(top, '.git')} is no directory (a worktree is made only of a repository whose .git is at its top)`);
+    }
+    const gitSt = fstatSync(gitFd);
+    const commonSt = statSync(common);
+    if (gitSt.dev !== commonSt.dev || gitSt.ino !== commonSt.ino || path.dirname(admin) !== path.join(common, 'worktrees'))
+      throw new Error(`git's common dir ${common} is not ${path.join(top, '.git')}`);
+    const objectsFd = keep(openDirAt(gitFd, 'objects'));
+    const adminFd = keep(openDirAt(keep(openDirAt(gitFd, 'worktrees')), path.basename(admin)));
+    const privFd = keep(openSync(priv, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW));
+    await runConfined({
+      argv: ['git', ...NO_REPO_CODE, 'read-tree', '--reset', '-u', head],
+      env: {
+        ...MINIMAL_ENV,
+        GIT_TERMINAL_PROMPT: '0',
+        GIT_DIR: GIT_DIR_INSIDE,
+        GIT_WORK_TREE: dir,
+        GIT_INDEX_FILE: `${ADMIN_INSIDE}/index`,
+      },
+      workspace: dir,
+      writable: true,
+      maxBuffer: 1024 * 1024,
+      binds: [
+        { fd: privFd, dest: GIT_DIR_INSIDE, writable: false },
+        { fd: objectsFd, dest: OBJECTS_INSIDE, writable: false },
+        { fd: adminFd, dest: ADMIN_INSIDE, writable: true },
+      ],
+    });
+  } finally {
+    for (const fd of fds) closeSync(fd);
+  }
+}
