@@ -81,7 +81,7 @@ describe('the sub-agent worktree runs no program the repository names', () => {
       const made = await createWorktree(root, ws, 'run-1.subagent.toolu_1');
       const dir = path.join(root, WORKTREES_FOLDER, 'run-1.subagent.toolu_1');
       expect(ran()).toEqual([]);
-      expect(made).toEqual({ path: dir });
+      expect(made).toMatchObject({ path: dir });
       // The committed content, as committed (no driver converted it), and an index holding HEAD's files
       // (compared without reading the files: a `git status` here would run the repository's clean filter itself).
       expect(fs.readFileSync(path.join(dir, 'a.txt'), 'utf8')).toBe('committed\n');
