@@ -26,8 +26,23 @@ import { BUILTIN_MODELS, parseModelOverrides, type ModelInfo } from './contract/
 import type { ConnectionOptions } from '@temporalio/client';
 import type { LogLevel, NativeConnectionOptions } from '@temporalio/worker';
 
-/** The repository root (one level above `src/` or `dist/`). */
-export const PROJECT_ROOT = path.resolve(__dirname, '..');
+/**
+ * The repository root: the nearest folder above this file whose package.json is this
+ * package's (one level above `src/` or `dist/`, two above a build of the sources elsewhere,
+ * such as docs/client.md's `.example-build/src/`), else one level above this file.
+ */
+export const PROJECT_ROOT = projectRoot(__dirname);
+
+function projectRoot(from: string): string {
+  for (let dir = path.resolve(from, '..'); ; dir = path.dirname(dir)) {
+    try {
+      if ((JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name?: string }).name === 'agent-jobs') return dir;
+    } catch {
+      // No package.json here, or not JSON: look further up.
+    }
+    if (path.dirname(dir) === dir) return path.resolve(from, '..');
+  }
+}
 
 /** Data folder: dev server database, workspaces, audit log. `AGENT_JOBS_DATA_DIR`, default `<project>/data` (git-ignored). */
 export function dataDir(env: NodeJS.ProcessEnv = process.env): string {

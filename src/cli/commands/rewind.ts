@@ -14,6 +14,7 @@ import { safeText } from '../../shared/display';
 import { withClient } from '../context';
 import { CliError } from '../errors';
 import { printJson, printLines, terminalText } from '../render/text';
+import { asTyped } from '../invocation';
 import { positiveInt } from '../parse';
 import { REQUEST_ID_HELP, requestId, sendOptionsOf } from '../requests';
 
@@ -210,7 +211,7 @@ export function registerRewind(program: Command): void {
           if (opts.json) return printJson(out);
           printLines(
             `started ${started.workflowId}: a fork of ${workflowId} at turn ${opts.atTurn} (checkpoint ${cp.id.slice(0, 12)}); ${workflowId} goes on untouched`,
-            `watch it: agent-jobs watch ${started.workflowId}`,
+            asTyped(`watch it: \`agent-jobs watch ${started.workflowId}\``),
           );
         });
       },

@@ -5,7 +5,7 @@ import type { PendingApproval } from '../../contract';
 import { budgetPauseLine, limitsLine, ruleLines, statusJson } from '../render/run';
 import { commandLines, printJson, printLines } from '../render/text';
 import { withClient } from '../context';
-import { cliCommand } from '../invocation';
+import { asTyped, cliCommand } from '../invocation';
 import { normalizeUsage, type PauseState } from '../../contract';
 
 /** The pause in words, with what ends it. */
@@ -45,7 +45,7 @@ export function registerStatus(program: Command): void {
           ...(view.budget
             ? [`  budget: ${limitsLine(view.budget.limits)} (when one is spent: ${view.budget.onBudget === 'pause' ? 'pause' : 'end'})`]
             : []),
-          ...(view.details ? [`  now:    ${view.details}`] : []),
+          ...(view.details ? [`  now:    ${asTyped(view.details)}`] : []),
           ...(view.session
             ? [
                 `  shell:  ${view.session.user ?? '?'} in sandbox ${view.session.sandbox ?? '?'}, ${view.session.cwd} on ${view.session.workerId}`,
