@@ -7,7 +7,11 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ToolResultBlock } from '../../src/contract';
-import { processesMatching, TestBed, toolUse, waitFor } from './harness';
+import { napSeconds, processesMatching, TestBed, toolUse, waitFor } from './harness';
+
+/** Sleep lengths only this suite uses (processesMatching is machine-wide). */
+const NAP_OUTER = napSeconds('300.25');
+const NAP_INNER = napSeconds('300.5');
 
 describe('cancellation', () => {
   let bed: TestBed;
@@ -18,7 +22,10 @@ describe('cancellation', () => {
       script: {
         responses: [
           {
-            content: [toolUse('toolu_sleep', 'bash -c "trap \'\' TERM; sleep 300.5" & sleep 300.25'), toolUse('toolu_after', 'echo never')],
+            content: [
+              toolUse('toolu_sleep', `bash -c "trap '' TERM; sleep ${NAP_INNER}" & sleep ${NAP_OUTER}`),
+              toolUse('toolu_after', 'echo never'),
+            ],
             stop_reason: 'tool_use',
           },
           { content: [{ type: 'text', text: 'unreachable' }], stop_reason: 'end_turn' },
@@ -26,13 +33,16 @@ describe('cancellation', () => {
       },
     });
     const handle = await bed.start({ task: 'sleep for long', approval: 'auto' }, 'cancel-mid-command');
-    await waitFor('the sleep to run', () => processesMatching('sleep 300.25').length > 0 && processesMatching('sleep 300.5').length > 0);
+    await waitFor(
+      'the sleep to run',
+      () => processesMatching(`sleep ${NAP_OUTER}`).length > 0 && processesMatching(`sleep ${NAP_INNER}`).length > 0,
+    );
     await handle.cancel();
     const result = await handle.result();
     expect(result).toMatchObject({ status: 'cancelled', turns: 1 });
     // The whole group is gone, the SIGTERM-ignoring child included, by the time the run has ended.
-    expect(processesMatching('sleep 300.25')).toEqual([]);
-    expect(processesMatching('sleep 300.5')).toEqual([]);
+    expect(processesMatching(`sleep ${NAP_OUTER}`)).toEqual([]);
+    expect(processesMatching(`sleep ${NAP_INNER}`)).toEqual([]);
     const transcript = await bed.transcript(handle);
     const results = transcript[transcript.length - 1]!.content as ToolResultBlock[];
     expect(results.map((r) => [r.tool_use_id, r.is_error])).toEqual([

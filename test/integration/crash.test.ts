@@ -7,7 +7,7 @@
 import { readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { workspaceFolderName } from '../../src/activities/session';
-import { processesMatching, TestBed, toolUse, waitFor, type WorkerProcess } from './harness';
+import { napSeconds, processesMatching, TestBed, toolUse, waitFor, type WorkerProcess } from './harness';
 
 function lines(file: string): string[] {
   return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : [];
@@ -18,6 +18,9 @@ function stepCounts(bed: TestBed): Record<number, number> {
   for (const r of bed.requests()) if (r.step !== null) counts[r.step] = (counts[r.step] ?? 0) + 1;
   return counts;
 }
+
+/** A sleep length only this suite uses (processesMatching is machine-wide). */
+const NAP = napSeconds('31.25');
 
 describe('crash resume', () => {
   let bed: TestBed;
@@ -33,7 +36,10 @@ describe('crash resume', () => {
       script: {
         responses: [
           { content: [toolUse('toolu_1', 'echo one >> crash.log')], stop_reason: 'tool_use' },
-          { content: [toolUse('toolu_2', 'echo two-start >> crash.log; sleep 31.25; echo two-end >> crash.log')], stop_reason: 'tool_use' },
+          {
+            content: [toolUse('toolu_2', `echo two-start >> crash.log; sleep ${NAP}; echo two-end >> crash.log`)],
+            stop_reason: 'tool_use',
+          },
           { content: [toolUse('toolu_3', 'echo three >> crash.log; pwd')], stop_reason: 'tool_use' },
           { content: [{ type: 'text', text: 'recovered' }], stop_reason: 'end_turn' },
         ],
@@ -65,7 +71,7 @@ describe('crash resume', () => {
 
     // Each command ran at most once; the killed one never finished; its processes died with the worker.
     expect(lines(log)).toEqual(['one', 'two-start', 'three']);
-    expect(processesMatching('sleep 31.25')).toEqual([]);
+    expect(processesMatching(`sleep ${NAP}`)).toEqual([]);
     // No model step was requested twice (the kill hit a command, not a model call).
     expect(stepCounts(bed)).toEqual({ 0: 1, 1: 1, 2: 1, 3: 1 });
     expect(second.output()).not.toMatch(/Error|error/);

@@ -3,6 +3,7 @@
  * setup), real worker processes (`node dist/worker.js`, so they can be
  * SIGKILLed), and the scripted Messages API server.
  */
+import { randomInt } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, existsSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -286,7 +287,16 @@ export function toolUse(id: string, command: string): ScriptContentBlock {
 
 export type { WorkerProcess };
 
-/** Pids of live processes whose command line matches `pattern` (pgrep -f). */
+/**
+ * `base` seconds with five more random digits (`"27.3"` → `"27.304172"`): a `sleep` length no
+ * other suite on this machine uses, so {@link processesMatching} finds this suite's sleep only,
+ * never one of a second `.ci/run` beside it (two runs' shutdown tests once saw each other's).
+ */
+export function napSeconds(base: string): string {
+  return `${base}${randomInt(10_000, 100_000)}`;
+}
+
+/** Pids of live processes whose command line matches `pattern` (pgrep -f): machine-wide, so name a sleep with {@link napSeconds}. */
 export function processesMatching(pattern: string): string[] {
   try {
     return execFileSync('pgrep', ['-f', pattern], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);

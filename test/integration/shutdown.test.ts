@@ -14,7 +14,7 @@ import path from 'node:path';
 import { workspaceFolderName } from '../../src/activities/session';
 import { SHUTDOWN_FORCE_TIME_MS } from '../../src/config';
 import { approveSignal } from '../../src/contract';
-import { processesMatching, TestBed, toolUse, waitFor, type WorkerProcess } from './harness';
+import { napSeconds, processesMatching, TestBed, toolUse, waitFor, type WorkerProcess } from './harness';
 
 const WORKER_JS = path.resolve(__dirname, '../../dist/worker.js');
 
@@ -39,6 +39,10 @@ function drainEnv(grace: string): Record<string, string> {
 
 const MOVED =
   /the bash session was closed because its worker was shut down \((SIGTERM|SIGINT|SIGHUP)\): the run moved to a new bash session in \S+ on another worker; shell variables, functions, aliases and background jobs from before are gone/;
+
+/** Sleep lengths only this suite uses (processesMatching is machine-wide). */
+const NAP_SECOND = napSeconds('31.7');
+const NAP_GRACE = napSeconds('27.3');
 
 describe('worker shutdown (drain)', () => {
   let bed: TestBed;
@@ -173,11 +177,11 @@ describe('worker shutdown (drain)', () => {
   });
 
   test('a second signal exits at once and leaves no process of the session', async () => {
-    const { workflowId, started } = await runWithSlowCommand('echo start > started; sleep 31.7; echo never', 'second');
+    const { workflowId, started } = await runWithSlowCommand(`echo start > started; sleep ${NAP_SECOND}; echo never`, 'second');
     const first = await bed.startWorker(drainEnv('60s'));
     const handle = await bed.start({ task: 'second signal', approval: 'auto' }, undefined, workflowId);
     await waitFor('the slow command to start', () => fileText(started).includes('start'));
-    expect(processesMatching('sleep 31.7')).toHaveLength(1);
+    expect(processesMatching(`sleep ${NAP_SECOND}`)).toHaveLength(1);
     await bed.startWorker();
     first.signal('SIGTERM');
     await waitFor('the drain to start', () => first.output().includes('draining (SIGTERM): 1 commands running'));
@@ -188,7 +192,7 @@ describe('worker shutdown (drain)', () => {
     expect((exit.at - secondAt) / 1000).toBeLessThan(2);
     expect(first.output()).toContain('second signal (SIGTERM after SIGTERM): exiting now');
     expect(first.output()).toContain('exiting now: killed every process of 1 bash sessions');
-    expect(processesMatching('sleep 31.7')).toEqual([]);
+    expect(processesMatching(`sleep ${NAP_SECOND}`)).toEqual([]);
     // The run goes on elsewhere; Claude is told the shell was lost mid-command.
     const result = await handle.result();
     expect(result).toMatchObject({ status: 'completed', turns: 3 });
@@ -199,7 +203,7 @@ describe('worker shutdown (drain)', () => {
   });
 
   test('a command longer than the grace is killed at the grace and Claude is told so', async () => {
-    const { workflowId, started } = await runWithSlowCommand('echo start > started; echo printed; sleep 27.3; echo never', 'grace');
+    const { workflowId, started } = await runWithSlowCommand(`echo start > started; echo printed; sleep ${NAP_GRACE}; echo never`, 'grace');
     const first = await bed.startWorker(drainEnv('2s'));
     const handle = await bed.start({ task: 'outlast the grace', approval: 'auto' }, 'drain-grace-kills', workflowId);
     await waitFor('the slow command to start', () => fileText(started).includes('start'));
@@ -213,7 +217,7 @@ describe('worker shutdown (drain)', () => {
     expect(drainSeconds).toBeGreaterThan(2);
     expect(drainSeconds).toBeLessThan(2 + SHUTDOWN_FORCE_TIME_MS / 1000);
     expect(first.output()).toContain('shutdown grace of 2s over: killing 1 commands still running');
-    expect(processesMatching('sleep 27.3')).toEqual([]);
+    expect(processesMatching(`sleep ${NAP_GRACE}`)).toEqual([]);
     expect(result).toMatchObject({ status: 'completed', turns: 3 });
     const [killed] = bed.resultsSentIn(1);
     expect(killed).toMatchObject({ tool_use_id: 'toolu_1', is_error: true });
