@@ -35,10 +35,13 @@ describe('a CLI that holds on', () => {
       },
     });
     const worker = bed.workers[0]!;
+    // Killed at the end whatever happened: a watch left running keeps jest from exiting.
+    const watches: Array<ReturnType<typeof spawnCli>> = [];
     try {
       const a = bed.address;
       expect((await cli(a, 'start', 'be', 'slow', '--id', 'slow', '--approval', 'always')).code).toBe(0);
       const watch = spawnCli(a, ['watch', 'slow']);
+      watches.push(watch);
       await waitFor('the watch shows the pending command', () => watch.stdout().includes('waiting for approval: echo slow'));
       // A worker that is there but does not answer: still listed as a poller, every query to it runs past the deadline.
       worker.signal('SIGSTOP');
@@ -64,6 +67,7 @@ describe('a CLI that holds on', () => {
       // Ctrl-C on a watch: the run goes on, and the exact command to watch it again.
       expect((await cli(a, 'start', 'wait', 'here', '--id', 'left', '--approval', 'always')).code).toBe(0);
       const left = spawnCli(a, ['watch', 'left']);
+      watches.push(left);
       await waitFor('the second watch shows the pending command', () => left.stdout().includes('waiting for approval'));
       left.child.kill('SIGINT');
       expect(await left.exited).toBe(130);
@@ -71,6 +75,7 @@ describe('a CLI that holds on', () => {
       expect(JSON.parse((await cli(a, 'status', 'left', '--json')).stdout)).toMatchObject({ status: 'awaiting_approval' });
       expect((await cli(a, 'cancel', 'left')).code).toBe(0);
     } finally {
+      for (const w of watches) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
       await bed.close();
     }
   }, 120_000);
