@@ -9,7 +9,7 @@
  * next command runs in a new session, with Claude told first.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { workspaceFolderName } from '../../src/activities/session';
 import { SHUTDOWN_FORCE_TIME_MS } from '../../src/config';
@@ -44,13 +44,38 @@ const MOVED =
 const NAP_SECOND = napSeconds('31.7');
 const NAP_GRACE = napSeconds('27.3');
 
+/**
+ * The drained command: it runs until the test writes `go` beside `started` (at most 60 s), so it is
+ * still running when the drain begins however slow the machine, and ends only once the test has
+ * seen the drain. A trap shows a SIGINT or SIGHUP reaching the shell; the sleep would die of it too.
+ */
+const HELD_COMMAND = `echo start > started; bash -c 'trap "echo GOT-SIGNAL" INT HUP; for i in $(seq 1200); do [ -e go ] && break; sleep 0.05; done'; echo done`;
+
+/** Waits until the draining worker's `sessionClosing` signal is in the run's history, then lets the held command end. */
+async function releaseAfterDrainSignal(
+  handle: {
+    fetchHistory(): Promise<{ events?: { workflowExecutionSignaledEventAttributes?: { signalName?: string | null } | null }[] | null }>;
+  },
+  started: string,
+): Promise<number> {
+  await waitFor(
+    'the draining worker to signal sessionClosing to the run',
+    async () =>
+      ((await handle.fetchHistory()).events ?? []).some((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'sessionClosing'),
+    60_000,
+  );
+  const at = Date.now();
+  writeFileSync(path.join(path.dirname(started), 'go'), '');
+  return at;
+}
+
 describe('worker shutdown (drain)', () => {
   let bed: TestBed;
   afterEach(async () => {
     await bed?.close();
   });
 
-  /** A run whose first command takes ~3 s, then one more command, then the end. */
+  /** A run whose first command is `first` (the held one, or a long sleep), then one more command, then the end. */
   async function runWithSlowCommand(first: string, name: string) {
     bed = await TestBed.create({
       workers: 0,
@@ -68,11 +93,7 @@ describe('worker shutdown (drain)', () => {
   }
 
   async function drainedWhileRunning(signalIt: (w: WorkerProcess) => void, signalName: 'SIGTERM' | 'SIGINT' | 'SIGHUP', name: string) {
-    const { workflowId, started } = await runWithSlowCommand(
-      // A trap that would show a SIGINT or SIGHUP reaching the shell; the sleep would die of it too.
-      `echo start > started; bash -c 'trap "echo GOT-SIGNAL" INT HUP; sleep 3'; echo done`,
-      name,
-    );
+    const { workflowId, started } = await runWithSlowCommand(HELD_COMMAND, name);
     const first = await bed.startWorker(drainEnv('20s'), { detached: signalName !== 'SIGTERM' });
     const handle = await bed.start({ task: 'finish across a drain', approval: 'auto' }, name, workflowId);
     await waitFor('the slow command to start', () => fileText(started).includes('start'));
@@ -81,6 +102,7 @@ describe('worker shutdown (drain)', () => {
     signalIt(first);
     // The replacement starts while the first one drains, as in a rolling restart.
     const second = await bed.startWorker();
+    const releasedAt = await releaseAfterDrainSignal(handle, started);
 
     const result = await handle.result();
     const exit = await first.exited;
@@ -106,7 +128,8 @@ describe('worker shutdown (drain)', () => {
     expect(first.output()).toContain(`draining (${signalName}): 1 commands running, up to 20s`);
     expect(first.output()).toMatch(/told 1 of 1 runs their bash sessions are closing/);
     expect(first.output()).toMatch(/drained: stopped [\d.]+s after/);
-    expect(drainSeconds).toBeGreaterThan(1);
+    // It waited for the command, which ended only once the test released it.
+    expect(exit.at).toBeGreaterThan(releasedAt);
     expect(drainSeconds).toBeLessThan(20 + SHUTDOWN_FORCE_TIME_MS / 1000);
     expect(second.alive()).toBe(true);
     console.log(`drain after ${signalName}: the worker exited ${drainSeconds.toFixed(2)} s after the signal`);
@@ -139,10 +162,7 @@ describe('worker shutdown (drain)', () => {
   });
 
   test('a worker in a terminal that closes (tmux kill-session): the hangup drains it, though its log has nowhere to go', async () => {
-    const { workflowId, started } = await runWithSlowCommand(
-      `echo start > started; bash -c 'trap "echo GOT-SIGNAL" INT HUP; sleep 3'; echo done`,
-      'terminal-closes',
-    );
+    const { workflowId, started } = await runWithSlowCommand(HELD_COMMAND, 'terminal-closes');
     const workerId = `it-tty-${process.pid}`;
     const env = { ...bed.workerEnvWith(drainEnv('20s')), AGENT_JOBS_WORKER_ID: workerId };
     const socket = `agent-jobs-shutdown-${process.pid}`;
@@ -158,6 +178,7 @@ describe('worker shutdown (drain)', () => {
       await bed.startWorker();
       const closedAt = Date.now();
       tmux('kill-session', '-t', 'w');
+      await releaseAfterDrainSignal(handle, started);
       const result = await handle.result();
       await waitFor('the worker to exit', () => !alive(pid), 30_000);
       const goneSeconds = (Date.now() - closedAt) / 1000;
