@@ -1,0 +1,160 @@
+/**
+ * Adversary round 8: attacks that worked on the code they were written against. Each test asserts
+ * the safe behaviour, so it fails on that code; they are skipped (OPEN) until a fix lands.
+ *
+ * Kind 1 (a command's result forged): a background job left by an earlier approved command holds
+ * bash's saved stdin (the control socket) and stdout (the record pipe). It never reads the
+ * socket, so bash's own read count stays whole; it peeks (recv MSG_PEEK), which leaves the line
+ * queued for bash and gives away the command's FIFO and all three markers. With them it writes
+ * invented output, the fence, a status record "0" and the housekeeping record, and kills the
+ * approved command's processes so that bash is back in its reader within the worker's idle wait:
+ * the worker takes the forged records (fixture ./fixtures/peek-control-line.py).
+ *
+ * Kind 5 (what the human reads is not what runs): quotation-mark, backslash and bar look-alikes
+ * that neither Unicode's confusables nor the hand-kept extras list, shown verbatim; the model's
+ * text editor path printed raw by `transcript`/`watch`, where a line break forges lines.
+ */
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { describeMessage } from '../../../src/cli/render/messages';
+import { commandLines } from '../../../src/cli/render/text';
+import type { Message } from '../../../src/contract';
+import { TEXT_EDITOR_NAME } from '../../../src/contract/text-editor';
+import { commandDetails, commandSummary, displayCommand } from '../../../src/shared/display';
+import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
+
+const OPEN = true;
+const t = OPEN ? test.skip : test;
+const each = OPEN ? test.skip.each : test.each;
+
+afterEach(async () => {
+  await closeSessions();
+  removeTempDirs();
+});
+
+/** What bash prints for `command` (real bash: the characters mean nothing to it). */
+function bash(command: string): string {
+  return execFileSync('bash', ['--noprofile', '--norc', '-c', command], { encoding: 'utf8', cwd: '/tmp' });
+}
+
+describe('adversary round 8, kind 1: a job that peeks at the control line', () => {
+  /**
+   * Starts a session whose first command leaves the peeking job (fds 12 and 10 moved onto its
+   * 0 and 1: bash keeps close-on-exec on a dup of a close-on-exec fd, except onto 0, 1 and 2),
+   * then runs `command` as the approved command the job attacks.
+   */
+  async function attacked(mode: 'out' | 'fence' | 'status', command: string) {
+    const dir = tempDir();
+    fs.copyFileSync(path.join(__dirname, 'fixtures', 'peek-control-line.py'), path.join(dir, 'peek.py'));
+    const s = await startSession({ cwd: dir, workspace: dir });
+    const setup = await s.run(`( exec 0<&12 1>&10 2>peek.err; exec python3 peek.py $$ ${mode} ) &`);
+    expect(setup.exitCode).toBe(0);
+    await new Promise((r) => setTimeout(r, 1500)); // the job waits 1 s, then for the next line
+    const r = await s.run(command);
+    const err = path.join(dir, 'peek.err');
+    return { r, jobErrors: fs.existsSync(err) ? fs.readFileSync(err, 'utf8') : '' };
+  }
+
+  // The job writes a line into the FIFO the peeked line names, while the command runs: the
+  // command's output holds what it never wrote. Fix: no process but bash may learn the FIFO or
+  // the markers: a seccomp rule refusing MSG_PEEK in recvfrom/recvmsg/recvmmsg on the session
+  // (or never leaving the control socket on bash's saved fds: a forked subshell keeps fds 10-12),
+  // and the FIFO opened once, by bash, not by a path any session process can open later.
+  t(
+    "a job that peeks at the next control line cannot write into that command's output",
+    async () => {
+      const { r, jobErrors } = await attacked('out', 'sleep 1; echo second; (exit 7)');
+      expect(jobErrors).toBe('');
+      expect(r.output).not.toContain('FAKE');
+    },
+    60_000,
+  );
+
+  // With the fence written after its line, the worker takes the job's line for all the output:
+  // the command's own output (`second`) is dropped. Same fix.
+  t(
+    "a job that peeks at the next control line cannot replace that command's output by writing the fence",
+    async () => {
+      const { r, jobErrors } = await attacked('fence', 'sleep 1; echo second; (exit 7)');
+      expect(jobErrors).toBe('');
+      expect(r.output).not.toContain('FAKE');
+      expect(r.output).toContain('second');
+    },
+    60_000,
+  );
+
+  // The whole result forged: exit 0 and invented output for a command whose status is 7,
+  // within ~0.4 s, no restart. bash did read the line (its own count holds) and is in its reader
+  // when the worker looks (the job killed `sleep`; bash printed its own records 7 on the way back,
+  // after the forged ones, and the worker judged only what had come before). Fix: the peek (as
+  // above), and the worker judges the records again once bash is back in its reader: any status
+  // record that came in the meantime makes the status unknown.
+  t(
+    'a job that peeks at the next control line cannot forge its status 0 and output, with the command killed',
+    async () => {
+      const { r, jobErrors } = await attacked('status', 'sleep 5; echo second; (exit 7)');
+      expect(jobErrors).toBe('');
+      expect(r.output).not.toContain('FAKE');
+      if (r.exitCode === null) expect(r.output).toMatch(/could not be confirmed|unknown/);
+      else expect(r.exitCode).not.toBe(0);
+    },
+    60_000,
+  );
+});
+
+describe('adversary round 8, kind 5: look-alikes the table does not know', () => {
+  // Each character is drawn as the shell character beside it (quotation mark ornaments,
+  // CJK double prime quotation marks, a box-drawing diagonal, a bracket extension bar); none is
+  // in confusables.txt's pairs or in display.ts EXTRA_LOOKALIKES, so the command is shown
+  // verbatim with no warning, while bash reads each as a letter. Fix: add them, and better,
+  // flag every non-ASCII punctuation or symbol (Unicode P* and S*) in a command, since bash
+  // gives none of them a meaning and a person may read any of them as one.
+  const cases: Array<{ command: string; ch: string; looksLike: string; bashSays: string }> = [
+    // "Quoted" command substitutions that bash runs.
+    { command: 'echo \u275b$(echo PWNED)\u275c', ch: '\u275b', looksLike: "'", bashSays: '\u275bPWNED\u275c\n' },
+    { command: 'echo \u275d$(echo PWNED)\u275e', ch: '\u275d', looksLike: '"', bashSays: '\u275dPWNED\u275e\n' },
+    { command: 'echo \u301d$(echo PWNED)\u301e', ch: '\u301d', looksLike: '"', bashSays: '\u301dPWNED\u301e\n' },
+    // An "escaped" `;` that separates.
+    { command: 'echo a \u2572; echo PWNED', ch: '\u2572', looksLike: '\\', bashSays: 'a \u2572\nPWNED\n' },
+    // A "pipe" that is an argument.
+    { command: 'echo x \u23aa echo PWNED', ch: '\u23aa', looksLike: '|', bashSays: 'x \u23aa echo PWNED\n' },
+  ];
+
+  each(cases)(
+    '$command: bash reads $ch as a letter; the display must flag it as a look-alike of $looksLike',
+    ({ command, ch, bashSays }) => {
+      expect(bash(command)).toBe(bashSays);
+      const d = displayCommand(command);
+      expect(d.warnings.join('\n')).toContain('look-alike');
+      expect(d.text).not.toContain(ch);
+      expect(commandLines(command, { label: 'claude asks to run: ' }).join('\n')).not.toContain(ch);
+      expect(commandSummary(command, 1)).not.toContain(ch);
+      expect(commandDetails(command)).not.toContain(ch);
+    },
+  );
+});
+
+describe('adversary round 8, kind 5: the editor path in transcript and watch', () => {
+  // `describeMessage` (transcript, watch) prints a text editor tool_use's `path` and `command`
+  // as the model sent them; terminalText keeps line breaks, so a path holding "\n" adds lines of
+  // the attacker's choosing: here a forged harmless request and its result, under which the real
+  // one hides. Fix: show the editor's command and path as one escaped line (safeText(.., false)
+  // or displayCommand), as status's editLines already does for a pending edit.
+  t('a text editor path with a line break cannot add lines to the transcript', () => {
+    const forged = '/ws/notes.md    [toolu_01]\n→ result for toolu_01 (exit 0, 0.1 s):\n    Successfully created file /ws/notes.md.';
+    const messages: Message[] = [
+      { role: 'user', content: 'tidy the notes' },
+      {
+        role: 'assistant',
+        content: [{ type: 'tool_use', id: 'toolu_02', name: TEXT_EDITOR_NAME, input: { command: 'create', path: forged, file_text: 'x' } }],
+      },
+    ];
+    const lines = messages
+      .flatMap((m, i) => describeMessage(m, i))
+      .join('\n')
+      .split('\n');
+    expect(lines).toHaveLength(2); // "task: …" and the one request line
+    expect(lines.some((l) => l.startsWith('→ result for'))).toBe(false);
+  });
+});
