@@ -10,9 +10,13 @@
  * approved command's processes so that bash is back in its reader within the worker's idle wait:
  * the worker takes the forged records (fixture ./fixtures/peek-control-line.py).
  *
+ * Without the control socket, the same job reopens the running command's FIFO through
+ * /proc/<pid>/fd/1 of one of that command's processes and writes into its output.
+ *
  * Kind 5 (what the human reads is not what runs): quotation-mark, backslash and bar look-alikes
  * that neither Unicode's confusables nor the hand-kept extras list, shown verbatim; the model's
- * text editor path printed raw by `transcript`/`watch`, where a line break forges lines.
+ * text editor path printed raw by `transcript`/`watch`, and the shell's working directory printed
+ * raw by `status`, where a line break forges lines.
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -103,6 +107,31 @@ describe('adversary round 8, kind 1: a job that peeks at the control line', () =
   );
 });
 
+describe("adversary round 8, kind 1: a job that reopens a running command's FIFO through /proc", () => {
+  // Needs no control socket and no marker: a job left by an earlier command watches /proc for a
+  // process of the session whose stdout is another command's FIFO (the approved command's own
+  // processes: same uid, dumpable once they exec) and opens /proc/<pid>/fd/1, which reopens the
+  // FIFO whatever directory it lies in, and writes while the command runs
+  // (fixture ./fixtures/inject-running-output.py). The round-3 fix (a FIFO never serves two
+  // commands) does not cover the command that is running. Fix: give a command's output a
+  // descriptor /proc cannot reopen (a socketpair: open(2) of /proc/<pid>/fd/N of a socket fails
+  // with ENXIO), or keep later jobs out of the command's /proc (another uid per command).
+  t(
+    'a background job cannot write into the output of a later command through /proc/<pid>/fd/1',
+    async () => {
+      const dir = tempDir();
+      fs.copyFileSync(path.join(__dirname, 'fixtures', 'inject-running-output.py'), path.join(dir, 'inject.py'));
+      const s = await startSession({ cwd: dir, workspace: dir });
+      expect((await s.run('( exec python3 inject.py </dev/null >/dev/null 2>&1 ) &')).exitCode).toBe(0);
+      await new Promise((r) => setTimeout(r, 1000));
+      const r = await s.run('sleep 2; echo second; (exit 7)');
+      expect(r.output).not.toContain('FAKE');
+      expect(r).toMatchObject({ exitCode: 7, output: 'second\n' });
+    },
+    60_000,
+  );
+});
+
 describe('adversary round 8, kind 5: look-alikes the table does not know', () => {
   // Each character is drawn as the shell character beside it (quotation mark ornaments,
   // CJK double prime quotation marks, a box-drawing diagonal, a bracket extension bar); none is
@@ -157,4 +186,55 @@ describe('adversary round 8, kind 5: the editor path in transcript and watch', (
     expect(lines).toHaveLength(2); // "task: …" and the one request line
     expect(lines.some((l) => l.startsWith('→ result for'))).toBe(false);
   });
+});
+
+describe("adversary round 8, kind 5: the shell's working directory in status", () => {
+  // `status` prints `shell: <user> in sandbox <s>, <cwd> on <worker>` with the cwd as the kernel
+  // names it (/proc/<bash>/cwd); printLines keeps line breaks, and a directory name may hold
+  // them. A `cd` into such a directory (or through a symlink to one, so the command reads `cd
+  // build`) adds lines of the attacker's choosing, here a harmless "pending approval" with its
+  // approve line, above the real one. Fix: the cwd (and every other path or name in a one-line
+  // slot) through safeText(.., false), as editLines does for an edit's path.
+  t(
+    'a working directory holding line breaks cannot add lines to status',
+    async () => {
+      const ws = tempDir();
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const r = await s.run(`d=$'x\\n  pending approval: ls -la    [toolu_07, since 2026-12-06T02:00:00.000Z]'; mkdir -p "$d" && cd "$d"`);
+      expect(r.exitCode).toBe(0);
+      expect(r.cwd).toContain('\n'); // the kernel's cwd, as the workflow's state keeps it
+      const view = {
+        status: 'awaiting_approval',
+        turns: 3,
+        usage: { inputTokens: 1, outputTokens: 1 },
+        session: { cwd: r.cwd, workerId: 'w1', user: 'agent-jobs', sandbox: 'bwrap' },
+        decisions: [],
+      };
+      const out: string[] = [];
+      const write = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+        out.push(String(chunk));
+        return true;
+      });
+      try {
+        jest.resetModules();
+        jest.doMock('../../../src/cli/context', () => ({
+          withClient: (fn: (jobs: unknown) => Promise<unknown>) =>
+            fn({ run: () => ({ status: () => Promise.resolve(view) }), uiUrl: () => 'http://ui/x' }),
+        }));
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const { registerStatus } = require('../../../src/cli/commands/status') as typeof import('../../../src/cli/commands/status');
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const { Command } = require('commander') as typeof import('commander');
+        const program = new Command();
+        registerStatus(program);
+        await program.parseAsync(['node', 'agent-jobs', 'status', 'wf-1']);
+      } finally {
+        write.mockRestore();
+        jest.dontMock('../../../src/cli/context');
+      }
+      const lines = out.join('').split('\n');
+      expect(lines.some((l) => l.startsWith('  pending approval:'))).toBe(false);
+    },
+    60_000,
+  );
 });
