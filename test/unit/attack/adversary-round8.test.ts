@@ -130,6 +130,23 @@ describe("adversary round 8, kind 1: a job that reopens a running command's FIFO
     },
     60_000,
   );
+  // The same reopen for reading: the job takes lines of the command's output away from the
+  // worker, so a warning the command printed need not reach Claude or the transcript (and a job
+  // that reads and writes back decides what the output says). Same fix.
+  t(
+    "a background job cannot read away part of a later command's output through /proc/<pid>/fd/1",
+    async () => {
+      const dir = tempDir();
+      fs.copyFileSync(path.join(__dirname, 'fixtures', 'steal-running-output.py'), path.join(dir, 'steal.py'));
+      const s = await startSession({ cwd: dir, workspace: dir });
+      expect((await s.run('( exec python3 steal.py </dev/null >/dev/null 2>&1 ) &')).exitCode).toBe(0);
+      await new Promise((r) => setTimeout(r, 1000));
+      const r = await s.run('sleep 1; for i in $(seq 1 20); do echo "line $i WARNING"; sleep 0.05; done');
+      expect(r.exitCode).toBe(0);
+      expect(r.output.split('\n').filter(Boolean)).toHaveLength(20);
+    },
+    60_000,
+  );
 });
 
 describe('adversary round 8, kind 5: look-alikes the table does not know', () => {
