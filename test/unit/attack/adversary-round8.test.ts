@@ -13,12 +13,15 @@
  * Without the control socket, the same job reopens the running command's FIFO through
  * /proc/<pid>/fd/1 of one of that command's processes and writes into its output.
  *
+ * Kind 6 (the sandbox's edges): the kernel's user keyring of the workspace's owner, shared with
+ * the owner's processes on the host.
+ *
  * Kind 5 (what the human reads is not what runs): quotation-mark, backslash and bar look-alikes
  * that neither Unicode's confusables nor the hand-kept extras list, shown verbatim; the model's
  * text editor path printed raw by `transcript`/`watch`, and the shell's working directory printed
  * raw by `status`, where a line break forges lines.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describeMessage } from '../../../src/cli/render/messages';
@@ -146,6 +149,56 @@ describe("adversary round 8, kind 1: a job that reopens a running command's FIFO
       const r = await s.run('sleep 1; for i in $(seq 1 20); do echo "line $i WARNING"; sleep 0.05; done');
       expect(r.exitCode).toBe(0);
       expect(r.output.split('\n').filter(Boolean)).toHaveLength(20);
+    },
+    60_000,
+  );
+});
+
+describe("adversary round 8, kind 6: the owner's kernel keyring", () => {
+  // As root, bash runs as the workspace's owner, in no user namespace of its own, and the
+  // seccomp filter leaves add_key, request_key and keyctl alone. The kernel's user keyring (@u)
+  // is one per uid per user namespace, so the session shares it with every process of the owner
+  // on the host: it reads a secret a host process of the owner keeps there (Kerberos KEYRING
+  // caches, ecryptfs passphrases, keys scripts store with keyctl) and plants keys there that
+  // outlive the session (or fills the owner's key quota). Fix: refuse add_key, request_key and
+  // keyctl in the seccomp filter (as Docker's default profile does; ENOSYS, so programs take
+  // their fallback), for bash, jobs, exact runs and the editor's helper.
+  t(
+    "a session cannot read a key its owner's host processes keep in the user keyring",
+    async () => {
+      if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+      const owner = 47_000 + Math.floor(Math.random() * 1000);
+      const desc = `aj-owner-secret-${process.pid}`;
+      const ws = tempDir();
+      const script = path.join(ws, 'keys.py');
+      fs.copyFileSync(path.join(__dirname, 'fixtures', 'user-keyring.py'), script);
+      fs.chownSync(ws, owner, owner);
+      fs.chownSync(script, owner, owner);
+      // A process of the owner on the host, outside any session, keeps a secret in its user keyring.
+      const args = [
+        '--reuid',
+        String(owner),
+        '--regid',
+        String(owner),
+        '--clear-groups',
+        '/usr/bin/python3',
+        script,
+        'add',
+        desc,
+        'hunter2',
+        '30',
+      ];
+      const host = spawn('setpriv', args, { stdio: ['ignore', 'pipe', 'inherit'] });
+      try {
+        const added = await new Promise<string>((resolve) => host.stdout.once('data', (d) => resolve(String(d))));
+        expect(added).toContain('added');
+        const s = await startSession({ cwd: ws, workspace: ws });
+        const r = await s.run(`id -u; python3 keys.py read ${desc}`);
+        expect(r.output).toContain(String(owner)); // bash runs as the owner
+        expect(r.output).not.toContain('hunter2');
+      } finally {
+        host.kill();
+      }
     },
     60_000,
   );
