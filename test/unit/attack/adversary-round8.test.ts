@@ -206,7 +206,7 @@ describe("adversary round 8, kind 6: the owner's kernel keyring", () => {
 
 describe('adversary round 8, kind 5: look-alikes the table does not know', () => {
   // Each character is drawn as the shell character beside it (quotation mark ornaments,
-  // CJK double prime quotation marks, a box-drawing diagonal, a bracket extension bar); none is
+  // CJK double prime quotation marks, guillemets, a box-drawing diagonal, a bracket extension bar); none is
   // in confusables.txt's pairs or in display.ts EXTRA_LOOKALIKES, so the command is shown
   // verbatim with no warning, while bash reads each as a letter. Fix: add them, and better,
   // flag every non-ASCII punctuation or symbol (Unicode P* and S*) in a command, since bash
@@ -216,6 +216,9 @@ describe('adversary round 8, kind 5: look-alikes the table does not know', () =>
     { command: 'echo \u275b$(echo PWNED)\u275c', ch: '\u275b', looksLike: "'", bashSays: '\u275bPWNED\u275c\n' },
     { command: 'echo \u275d$(echo PWNED)\u275e', ch: '\u275d', looksLike: '"', bashSays: '\u275dPWNED\u275e\n' },
     { command: 'echo \u301d$(echo PWNED)\u301e', ch: '\u301d', looksLike: '"', bashSays: '\u301dPWNED\u301e\n' },
+    // Guillemets, the quotation marks of French, Russian, German (»…«) and many more.
+    { command: 'echo \u00ab$(echo PWNED)\u00bb', ch: '\u00ab', looksLike: '"', bashSays: '\u00abPWNED\u00bb\n' },
+    { command: 'echo \u275f$(echo PWNED)\u275c', ch: '\u275f', looksLike: "'", bashSays: '\u275fPWNED\u275c\n' },
     // An "escaped" `;` that separates.
     { command: 'echo a \u2572; echo PWNED', ch: '\u2572', looksLike: '\\', bashSays: 'a \u2572\nPWNED\n' },
     // A "pipe" that is an argument.
