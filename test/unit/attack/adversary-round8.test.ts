@@ -14,7 +14,7 @@
  * /proc/<pid>/fd/1 of one of that command's processes and writes into its output.
  *
  * Kind 6 (the sandbox's edges): the kernel's user keyring of the workspace's owner, shared with
- * the owner's processes on the host.
+ * the owner's processes on the host; the owner's machine-wide inotify instances, all taken.
  *
  * Kind 5 (what the human reads is not what runs): quotation-mark, backslash and bar look-alikes
  * that neither Unicode's confusables nor the hand-kept extras list, shown verbatim; the model's
@@ -199,6 +199,35 @@ describe("adversary round 8, kind 6: the owner's kernel keyring", () => {
       } finally {
         host.kill();
       }
+    },
+    60_000,
+  );
+});
+
+describe("adversary round 8, kind 6: the owner's per-user kernel limits", () => {
+  // The kernel counts inotify instances per uid across the machine (fs.inotify.max_user_instances,
+  // 128 by default; per user namespace, and the session has none of its own). A job of a session
+  // running as the workspace's owner takes them all and holds them as long as the session lives:
+  // every program of the owner on the host that watches files (editors, build watchers, systemd
+  // --user path units) fails with EMFILE meanwhile. Fix: bash in a user namespace of its own (the
+  // count is then charged to that namespace, with a limit of the session's own:
+  // /proc/sys/user/max_inotify_instances inside it), or a low per-session cap.
+  t(
+    "a session cannot take all of its owner's inotify instances from the owner's host processes",
+    async () => {
+      if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+      const owner = 48_000 + Math.floor(Math.random() * 1000);
+      const ws = tempDir();
+      fs.copyFileSync(path.join(__dirname, 'fixtures', 'inotify-hog.py'), path.join(ws, 'hog.py'));
+      fs.chownSync(ws, owner, owner);
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const r = await s.run('(python3 hog.py 30 > hog.txt 2>&1 &); sleep 1; cat hog.txt');
+      expect(r.output).toMatch(/^held \d+/);
+      const probe = 'import ctypes; l = ctypes.CDLL(None, use_errno=True); print(l.inotify_init(), ctypes.get_errno())';
+      const args = ['--reuid', String(owner), '--regid', String(owner), '--clear-groups', '/usr/bin/python3', '-c', probe];
+      // A program of the owner on the host, outside the session.
+      const host = execFileSync('setpriv', args, { encoding: 'utf8' });
+      expect(host).not.toMatch(/^-1 /);
     },
     60_000,
   );
