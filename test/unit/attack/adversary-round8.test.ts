@@ -17,9 +17,10 @@
  * the owner's processes on the host; the owner's machine-wide inotify instances, all taken.
  *
  * Kind 5 (what the human reads is not what runs): quotation-mark, backslash and bar look-alikes
- * that neither Unicode's confusables nor the hand-kept extras list, shown verbatim; the model's
- * text editor path printed raw by `transcript`/`watch`, and the shell's working directory printed
- * raw by `status`, where a line break forges lines.
+ * that neither Unicode's confusables nor the hand-kept extras list, shown verbatim; line breaks
+ * that forge lines: in the model's text editor path (`transcript`/`watch`, and the `+++` header of
+ * the diff `status` shows for a pending edit), in Claude's words (lines that read as watch's own
+ * pending approval), and in the shell's working directory (`status`).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -95,8 +96,9 @@ describe('adversary round 8, kind 1: a job that peeks at the control line', () =
 
   // The whole result forged: exit 0 and invented output for a command whose status is 7,
   // within ~0.4 s, no restart. bash did read the line (its own count holds) and is in its reader
-  // when the worker looks (the job killed `sleep`; bash printed its own records 7 on the way back,
-  // after the forged ones, and the worker judged only what had come before). Fix: the peek (as
+  // when the worker looks (the job killed `sleep`; bash ran on and printed its own records, status 7,
+  // after the forged ones; as observed, the worker judged the records it had before its idle wait
+  // ended). Fix: the peek (as
   // above), and the worker judges the records again once bash is back in its reader: any status
   // record that came in the meantime makes the status unknown.
   t(
