@@ -11,7 +11,7 @@ import { EncryptionCodec } from './codec';
 import { loadCodecKeys } from './keys';
 import { parseS3Url, S3BlobStore } from './s3';
 
-export { CodecDecodeError, ENCRYPTED_ENCODING, EncryptionCodec, isEncrypted } from './codec';
+export { CodecDecodeError, ENCRYPTED_ENCODING, EncryptionCodec, isEncrypted, MIN_GZIP_BYTES } from './codec';
 export { CodecKeyError, KEY_BYTES, createKeysFile, loadCodecKeys, newKeyId, readCodecKeys, type CodecKey, type CodecKeys } from './keys';
 export { MAX_BODY_BYTES, startCodecServer, type CodecServer, type CodecServerOptions } from './server';
 export { BlobStoreError, DirectoryBlobStore, MAX_BLOB_BYTES, assertBlobKey, type BlobStore } from './blobs';

@@ -6,17 +6,20 @@
  * where the keys came from, and payloads written before encryption (old
  * histories) must still read.
  */
-import { randomBytes } from 'node:crypto';
+import { createCipheriv, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
 import {
   CodecDecodeError,
   CodecKeyError,
   createKeysFile,
   EncryptionCodec,
   isEncrypted,
+  MIN_GZIP_BYTES,
   loadCodecKeys,
   productDataConverter,
   readCodecKeys,
@@ -67,6 +70,51 @@ describe('EncryptionCodec', () => {
     const [enc] = await codec.encode([defaultPayloadConverter.toPayload(1)]);
     expect(meta(enc!, 'encryption-compression')).toBe('none');
     expect(defaultPayloadConverter.fromPayload((await codec.decode([enc!]))[0]!)).toBe(1);
+  });
+
+  test('gzip is tried only from MIN_GZIP_BYTES serialized bytes on: a compressible payload just under it is stored as none, one at it as gzip', async () => {
+    const codec = new EncryptionCodec(readCodecKeys(keysFile([`k1 ${key()}`])));
+    const sized = (n: number): Payload => {
+      // The serialized Payload is the data plus the metadata's few dozen bytes: grow the data until it is n.
+      for (let len = 0; ; len++) {
+        const p = defaultPayloadConverter.toPayload('a'.repeat(len));
+        if (temporal.api.common.v1.Payload.encode(p).finish().length === n) return p;
+      }
+    };
+    const originals = [sized(MIN_GZIP_BYTES - 1), sized(MIN_GZIP_BYTES)];
+    const [under, at] = await codec.encode(originals);
+    expect(meta(under!, 'encryption-compression')).toBe('none');
+    expect(meta(at!, 'encryption-compression')).toBe('gzip');
+    expect(await codec.decode([under!, at!])).toEqual(originals);
+  });
+
+  test('a small payload written gzipped by the codec before MIN_GZIP_BYTES still decodes (histories keep them)', async () => {
+    const raw = randomBytes(32);
+    const codec = new EncryptionCodec(readCodecKeys(keysFile([`k1 ${raw.toString('base64')}`])));
+    // The format as the module doc gives it, compressed whatever the size (what the codec wrote until 2026-12-06).
+    const plain = temporal.api.common.v1.Payload.encode(defaultPayloadConverter.toPayload('bash: true')).finish();
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', raw, iv, { authTagLength: 16 });
+    cipher.setAAD(Buffer.from('agent-jobs-codec\u0000k1\u0000gzip'));
+    const body = Buffer.concat([cipher.update(gzipSync(plain)), cipher.final()]);
+    const old: Payload = {
+      metadata: {
+        encoding: Buffer.from('binary/encrypted'),
+        'encryption-key-id': Buffer.from('k1'),
+        'encryption-cipher': Buffer.from('AES-256-GCM'),
+        'encryption-compression': Buffer.from('gzip'),
+      },
+      data: Buffer.concat([iv, body, cipher.getAuthTag()]),
+    };
+    expect(defaultPayloadConverter.fromPayload((await codec.decode([old]))[0]!)).toBe('bash: true');
+  });
+
+  test('IVs are never reused: 2,000 payloads (several refills of the IV pool) have 2,000 distinct IVs, and each decodes', async () => {
+    const codec = new EncryptionCodec(readCodecKeys(keysFile([`k1 ${key()}`])));
+    const payloads = Array.from({ length: 2000 }, (_, i) => defaultPayloadConverter.toPayload(i));
+    const enc = await codec.encode(payloads);
+    expect(new Set(enc.map((p) => Buffer.from(p.data!.subarray(0, 12)).toString('hex'))).size).toBe(2000);
+    expect((await codec.decode(enc)).map((p) => defaultPayloadConverter.fromPayload(p))).toEqual(payloads.map((_, i) => i));
   });
 
   test('payloads written before encryption pass through decode unchanged (old histories read and replay)', async () => {
