@@ -95,7 +95,8 @@ function bwrapArgs(c: ConfinedCommand, storeInside: string): string[] {
   }
   if (c.store) args.push('--bind', c.store, storeInside);
   // bwrap makes a bind's missing parents 0700 root: another user (`as`) could not reach the bind.
-  if (c.as) for (const dir of searchableParents([c.workspace, ...(c.binds ?? []).map((b) => b.dest)])) args.push('--perms', '0755', '--dir', dir);
+  if (c.as)
+    for (const dir of searchableParents([c.workspace, ...(c.binds ?? []).map((b) => b.dest)])) args.push('--perms', '0755', '--dir', dir);
   args.push(c.writable ? '--bind' : '--ro-bind', '/proc/self/fd/3', c.workspace);
   (c.binds ?? []).forEach((b, i) => args.push(b.writable ? '--bind' : '--ro-bind', `/proc/self/fd/${4 + i}`, b.dest));
   args.push('--chdir', c.workspace, '--');
@@ -116,15 +117,7 @@ function searchableParents(paths: string[]): string[] {
 
 /** setpriv's arguments that run the rest as `as`: its uid and gid, no other group, no capability, no new privileges. */
 function asUser(as: { uid: number; gid: number }): string[] {
-  return [
-    'setpriv',
-    `--reuid=${as.uid}`,
-    `--regid=${as.gid}`,
-    '--clear-groups',
-    '--inh-caps=-all',
-    '--no-new-privs',
-    '--',
-  ];
+  return ['setpriv', `--reuid=${as.uid}`, `--regid=${as.gid}`, '--clear-groups', '--inh-caps=-all', '--no-new-privs', '--'];
 }
 
 /**
