@@ -155,24 +155,35 @@ describe('sub-agent git binds: every path of the kind, swapped before and after 
     async () => {
       const root = tempDir('aj-adv6-');
       fs.chmodSync(root, 0o755);
-      // A root-only directory of the worker (another run's data), hidden from every sandbox.
+      // A root-only directory of the worker (another run's data), hidden from every sandbox, laid out as a common dir.
       const vault = path.join(root, 'vault');
       fs.mkdirSync(vault, { mode: 0o700 });
       fs.writeFileSync(path.join(vault, 'token'), 'VAULT-SECRET\n', { mode: 0o600 });
-      const parent = repo(path.join(root, 'parent'));
-      const out = await createWorktree(root, parent, 'c');
-      if (!('path' in out) || !out.git) throw new Error(`no worktree git: ${JSON.stringify(out)}`);
-      const p = await startSession({ cwd: parent, workspace: parent, hidePaths: [root] });
-      for (const swap of [
-        `mv .git/objects .git/objects.real && ln -s ${vault} .git/objects`,
-        `mv .git/worktrees/c .git/wt-c && ln -s ${vault} .git/worktrees/c`,
-      ])
-        expect((await p.run(`${swap} && echo SWAPPED`)).output).toContain('SWAPPED');
-      const c = await startSession({ cwd: out.path, workspace: out.path, hidePaths: [root], worktreeGit: out.git });
-      expect(c.worktreeGitRefused).toMatch(/objects is no directory reached without a symlink/);
-      expect(execFileSync('getfacl', ['-p', '--omit-header', vault], { encoding: 'utf8' })).not.toMatch(/user:agent-jobs|user:\d+:/);
-      const r = await c.run(`cat ${out.git.commonDir}/objects/token ${vault}/token 2>&1; true`);
-      expect(r.output).not.toContain('VAULT-SECRET');
+      fs.mkdirSync(path.join(vault, 'objects'), { mode: 0o700 });
+      fs.mkdirSync(path.join(vault, 'worktrees', 'c'), { recursive: true, mode: 0o700 });
+      const acls = (): string => execFileSync('getfacl', ['-R', '-p', '--omit-header', vault], { encoding: 'utf8' });
+      const before = acls();
+      // Each component of the kind: the last one (objects, worktrees/c) and one on the way (.git itself, whose
+      // symlink a walk with O_NOFOLLOW on the last component alone would follow).
+      for (const [i, swap] of [
+        'mv .git/objects .git/objects.real && ln -s VAULT .git/objects',
+        'mv .git/worktrees/NAME .git/wt-c && ln -s VAULT .git/worktrees/NAME',
+        'mv .git .git.real && ln -s VAULT .git',
+      ].entries()) {
+        const parent = repo(path.join(root, `parent${i}`));
+        const out = await createWorktree(root, parent, `c${i}`);
+        if (!('path' in out) || !out.git) throw new Error(`no worktree git: ${JSON.stringify(out)}`);
+        if (i === 2) fs.renameSync(path.join(vault, 'worktrees', 'c'), path.join(vault, 'worktrees', path.basename(out.git.gitDir)));
+        const p = await startSession({ cwd: parent, workspace: parent, hidePaths: [root] });
+        expect(
+          (await p.run(`${swap.replace('VAULT', vault).replaceAll('NAME', path.basename(out.git.gitDir))} && echo SWAPPED`)).output,
+        ).toContain('SWAPPED');
+        const c = await startSession({ cwd: out.path, workspace: out.path, hidePaths: [root], worktreeGit: out.git });
+        expect(c.worktreeGitRefused).toMatch(/is no directory reached without a symlink: (ELOOP|ENOTDIR)/);
+        expect(acls()).toBe(before);
+        const r = await c.run(`cat ${out.git.commonDir}/objects/../token ${vault}/token 2>&1; true`);
+        expect(r.output).not.toContain('VAULT-SECRET');
+      }
     },
   );
 });
