@@ -699,6 +699,9 @@ export function createSessionActivities(deps: SessionActivityDeps) {
         throw cancelled.reason ?? new Error('openSession was cancelled');
       }
       slot.fill(session, input.workflowId);
+      // A swap in the parent's .git since the check: the child runs without git's binds, as after a failed check.
+      if (session.worktreeGitRefused)
+        log.warn("sub-agent worktree: git's directories not bound", { workdir: input.workdir, reason: session.worktreeGitRefused });
       log.info('bash session opened', {
         sessionId: session.id,
         pid: session.pid,

@@ -17,6 +17,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, existsSync, lstatSync, openSync, readlinkSync } from 'node:fs';
+import path from 'node:path';
 
 /** Where bwrap is looked for (the sandbox's own lookup is in session/; this module imports nothing of it). */
 const BWRAP_PATHS = ['/usr/bin/bwrap', '/bin/bwrap', '/usr/local/bin/bwrap'];
@@ -45,8 +46,37 @@ export interface ConfinedCommand {
   store?: string;
   /** Largest stdout kept, bytes; more is an error. */
   maxBuffer: number;
-  /** More directories, each pinned by a descriptor the caller opened (`O_NOFOLLOW`) and bound at `dest`. */
+  /**
+   * More directories, each pinned by a descriptor the caller opened (`O_NOFOLLOW`) and bound at
+   * `dest`, after the workspace (so one inside it shows over it).
+   */
   binds?: { fd: number; dest: string; writable: boolean }[];
+  /**
+   * Run `argv` as this user instead of root (in the namespace, through `setpriv`: no groups, no
+   * capabilities, `no_new_privs`). Without confinement `argv` is spawned with this uid and gid.
+   * @default root (the worker)
+   */
+  as?: { uid: number; gid: number };
+  /**
+   * Longest the command may take, ms: past it its whole process group (bwrap, and with it every
+   * process of the namespace) is killed and {@link runConfined} rejects with a {@link ConfinedTimeoutError}.
+   * The files it reads are the session's: a FIFO where a file or object was would block it forever.
+   */
+  timeoutMs: number;
+}
+
+/** What {@link runConfined} rejects with when the command outlived its `timeoutMs` (it was killed). */
+export class ConfinedTimeoutError extends Error {
+  constructor(
+    readonly argv: readonly string[],
+    readonly timeoutMs: number,
+  ) {
+    super(
+      `${argv.join(' ')} did not finish within ${timeoutMs / 1000} s and was killed ` +
+        '(a file it reads may block forever: a FIFO put where a file or git object was)',
+    );
+    this.name = 'ConfinedTimeoutError';
+  }
 }
 
 /** bwrap's arguments for `c`, the workspace coming from descriptor 3. */
@@ -64,19 +94,41 @@ function bwrapArgs(c: ConfinedCommand, storeInside: string): string[] {
     else if (st.isDirectory()) args.push('--ro-bind', dir, dir);
   }
   if (c.store) args.push('--bind', c.store, storeInside);
+  // bwrap makes a bind's missing parents 0700 root: another user (`as`) could not reach the bind.
+  if (c.as)
+    for (const dir of searchableParents([c.workspace, ...(c.binds ?? []).map((b) => b.dest)])) args.push('--perms', '0755', '--dir', dir);
+  args.push(c.writable ? '--bind' : '--ro-bind', '/proc/self/fd/3', c.workspace);
   (c.binds ?? []).forEach((b, i) => args.push(b.writable ? '--bind' : '--ro-bind', `/proc/self/fd/${4 + i}`, b.dest));
-  args.push(c.writable ? '--bind' : '--ro-bind', '/proc/self/fd/3', c.workspace, '--chdir', c.workspace, '--');
-  return [...args, ...c.argv];
+  args.push('--chdir', c.workspace, '--');
+  if (!c.as) return [...args, ...c.argv];
+  // setpriv needs CAP_SETUID and CAP_SETGID, which it then drops with root (a uid other than 0 keeps no capability).
+  args.splice(args.indexOf('--cap-add') + 1, 1, `${CAPS},CAP_SETUID,CAP_SETGID`);
+  return [...args, ...asUser(c.as), ...c.argv];
+}
+
+/** The directories above `paths` (absolute), shallowest first, but `/` and those under the system directories. */
+function searchableParents(paths: string[]): string[] {
+  const out = new Set<string>();
+  for (const p of paths)
+    for (let d = path.dirname(p); d !== '/' && d !== path.dirname(d); d = path.dirname(d))
+      if (!SYSTEM_DIRS.some((s) => d === s || d.startsWith(`${s}/`))) out.add(d);
+  return [...out].sort((a, b) => a.split('/').length - b.split('/').length);
+}
+
+/** setpriv's arguments that run the rest as `as`: its uid and gid, no other group, no capability, no new privileges. */
+function asUser(as: { uid: number; gid: number }): string[] {
+  return ['setpriv', `--reuid=${as.uid}`, `--regid=${as.gid}`, '--clear-groups', '--inh-caps=-all', '--no-new-privs', '--'];
 }
 
 /**
- * Runs `c` in the namespace (or as it is, when {@link confinementTool} finds none).
+ * Runs `c` in the namespace (or as it is, when {@link confinementTool} finds none), for at most `c.timeoutMs`.
  * @returns stdout
+ * @throws ConfinedTimeoutError when it outlived `c.timeoutMs` (its process group is killed first)
  * @throws Error with stderr when the command fails; when the workspace is no directory (a symlink now)
  */
 export async function runConfined(c: ConfinedCommand): Promise<string> {
   const bwrap = confinementTool();
-  if (!bwrap) return collect(c.argv[0]!, c.argv.slice(1), c, c.workspace, []);
+  if (!bwrap) return collect(c.argv[0]!, c.argv.slice(1), c, c.workspace, [], c.as);
   const fd = openSync(c.workspace, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
   try {
     const storeInside = `/.aj-store-${randomBytes(12).toString('hex')}`;
@@ -89,21 +141,49 @@ export async function runConfined(c: ConfinedCommand): Promise<string> {
   }
 }
 
-/** Spawns and collects stdout (up to `maxBuffer`) and stderr; extra descriptors become 3, 4, … */
-function collect(file: string, args: string[], c: ConfinedCommand, cwd: string, fds: number[]): Promise<string> {
+/**
+ * Spawns in a process group of its own and collects stdout (up to `maxBuffer`) and stderr; extra
+ * descriptors become 3, 4, …; the group is killed past `c.timeoutMs`.
+ */
+function collect(
+  file: string,
+  args: string[],
+  c: ConfinedCommand,
+  cwd: string,
+  fds: number[],
+  as?: { uid: number; gid: number },
+): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(file, args, { env: c.env, cwd, stdio: ['ignore', 'pipe', 'pipe', ...fds] });
+    const child = spawn(file, args, { env: c.env, cwd, stdio: ['ignore', 'pipe', 'pipe', ...fds], detached: true, ...as });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     let size = 0;
+    let timedOut = false;
+    // The group: unconfined, git and what it forks; confined, bwrap, whose namespace's processes die with it (--die-with-parent).
+    const killGroup = (): void => {
+      try {
+        if (child.pid) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        child.kill('SIGKILL');
+      }
+    };
+    const deadline = setTimeout(() => {
+      timedOut = true;
+      killGroup();
+    }, c.timeoutMs);
     child.stdout!.on('data', (b: Buffer) => {
       size += b.length;
-      if (size > c.maxBuffer) child.kill('SIGKILL');
+      if (size > c.maxBuffer) killGroup();
       else out.push(b);
     });
     child.stderr!.on('data', (b: Buffer) => err.push(b));
-    child.on('error', reject);
+    child.on('error', (e) => {
+      clearTimeout(deadline);
+      reject(e);
+    });
     child.on('close', (code, signal) => {
+      clearTimeout(deadline);
+      if (timedOut) return reject(new ConfinedTimeoutError(c.argv, c.timeoutMs));
       if (code === 0) return resolve(Buffer.concat(out).toString('utf8'));
       const why = size > c.maxBuffer ? `more than ${c.maxBuffer} bytes of output` : Buffer.concat(err).toString('utf8').trim();
       reject(new Error(`${c.argv.join(' ')} failed (${signal ?? `exit ${code}`}): ${why}`));

@@ -18,6 +18,13 @@ import { runConfined } from './confine';
 
 const run = promisify(execFile);
 
+/**
+ * Longest one confined git, chown or rmdir of a checkpoint or restore may take, ms: 10 minutes (a
+ * checkpoint of gigabytes takes well under that). Past it the command is killed (confine.ts); what
+ * it reads is the session's to replace, and a FIFO would otherwise hold a root process forever.
+ */
+export const CONFINED_STORE_TIMEOUT_MS = 10 * 60_000;
+
 /** What a checkpoint leaves out and how large a workspace it takes. */
 export interface CheckpointOptions {
   /**
@@ -91,6 +98,7 @@ async function git(
       writable: opts.writable ?? false,
       store,
       maxBuffer: opts.maxBuffer ?? 256 * 1024 * 1024,
+      timeoutMs: CONFINED_STORE_TIMEOUT_MS,
     });
   const { stdout } = await run(argv[0]!, argv.slice(1), {
     env,
@@ -269,6 +277,7 @@ async function inWorkspace(workspace: string, argv: string[], paths: string[]): 
       workspace,
       writable: true,
       maxBuffer: 1024 * 1024,
+      timeoutMs: CONFINED_STORE_TIMEOUT_MS,
     }).catch(() => undefined);
   }
 }

@@ -29,12 +29,13 @@ export interface GrantSpec {
 
 /**
  * Applies `spec` to `top` and everything under it, never through a symlink.
- * @param top an absolute directory path (the workspace, symlinks resolved); opened with `O_NOFOLLOW`
+ * @param top an absolute directory path (the workspace, symlinks resolved), opened with `O_NOFOLLOW`;
+ *   or a descriptor of the directory the caller opened (pins.ts; `O_PATH` will do), left open
  * @param timeoutMs longest one setfacl run may take, ms
  * @throws Error from setfacl (its `stderr` attached, `code` `ENOENT` when it is not installed), or
  *   when `top` is no directory or a symlink
  */
-export function grantTree(top: string, spec: GrantSpec, timeoutMs: number): void {
+export function grantTree(top: string | number, spec: GrantSpec, timeoutMs: number): void {
   const pending: { fd: number; dir: boolean }[] = [];
   const apply = (fds: number[], dir: boolean): void => {
     if (fds.length === 0) return;
@@ -99,13 +100,13 @@ export function grantTree(top: string, spec: GrantSpec, timeoutMs: number): void
       if (pending.length >= BATCH) flush();
     }
   };
-  const root = openSync(top, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  const root = typeof top === 'number' ? top : openSync(top, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
   try {
     walk(root);
     flush();
     apply([root], true);
   } finally {
     for (const e of pending.splice(0)) closeSync(e.fd);
-    closeSync(root);
+    if (typeof top !== 'number') closeSync(root);
   }
 }

@@ -21,11 +21,12 @@
  * `node -e` (the worker's own Node binary) with a self-contained script; the request goes in on
  * stdin and the answer comes out on stdout as JSON.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import * as path from 'node:path';
 import type { EditRequest } from '../contract/text-editor';
 import { splitLines, unifiedDiff } from './edit-diff';
+import { launchStdio, type Launch } from './fds';
 
 /** Largest file the editor reads or writes, in bytes: 10 MiB (the diff and the view stay far below the payload limit anyway). */
 export const MAX_EDIT_FILE_BYTES = 10 * 1024 * 1024;
@@ -350,9 +351,14 @@ export const EDIT_HELPER_ENV: Readonly<Record<string, string>> = { PATH: '/usr/b
  * {@link EDIT_HELPER_TIMEOUT_MS} or on abort.
  * @throws Error when it does not answer with JSON (it crashed, was killed, or Node is not in the sandbox)
  */
-export function runEditHelper<T>(launch: { file: string; args: string[] }, cwd: string, request: object, signal?: AbortSignal): Promise<T> {
+export function runEditHelper<T>(launch: Launch, cwd: string, request: object, signal?: AbortSignal): Promise<T> {
   return new Promise((resolve, reject) => {
-    const child = spawn(launch.file, launch.args, { cwd, env: { ...EDIT_HELPER_ENV }, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    const child = spawn(launch.file, launch.args, {
+      cwd,
+      env: { ...EDIT_HELPER_ENV },
+      stdio: launchStdio(launch, ['pipe', 'pipe', 'pipe']),
+      detached: true,
+    }) as ChildProcessWithoutNullStreams;
     const outChunks: Buffer[] = [];
     const errChunks: Buffer[] = [];
     const kill = (): void => {

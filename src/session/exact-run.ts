@@ -9,6 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { outsideWhy, resolveTrustedProgram, type ExactLauncher, type ViewCheck } from './exact';
 import { limitedArgv, type ResolvedLimits } from './limits';
+import type { Launch } from './fds';
 import { sandboxedSpawnArgs, type SandboxOptions } from './sandbox';
 
 /**
@@ -81,14 +82,14 @@ export function exactLaunch(
   argv: readonly string[],
   cwd: string,
   how: { limits: ResolvedLimits; sandbox: SandboxOptions; launcher: ExactLauncher | undefined; cgroup: string | undefined },
-): { file: string; args: string[] } {
+): Launch {
   let limited: string[];
   try {
     limited = limitedArgv(how.limits, [file, ...argv.slice(1)]);
   } catch (err) {
     throw new ExactRefusedError((err as Error).message);
   }
-  const launch = how.launcher ? how.launcher(limited[0]!, limited.slice(1), cwd) : sandboxedSpawnArgs(how.sandbox, limited, cwd);
+  const launch: Launch = how.launcher ? how.launcher(limited[0]!, limited.slice(1), cwd) : sandboxedSpawnArgs(how.sandbox, limited, cwd);
   if (!how.cgroup) return launch;
   // Joins before anything is exec'd (so before any fork), as the worker's user, then becomes the launch.
   return {
@@ -101,5 +102,7 @@ export function exactLaunch(
       launch.file,
       ...launch.args,
     ],
+    // sh keeps the passed descriptors open across its exec.
+    ...(launch.pass ? { pass: launch.pass } : {}),
   };
 }

@@ -10,9 +10,11 @@
  * the shell's working directory as the kernel reports it, stdin
  * `/dev/null`, in a process group of its own that a timeout kills whole.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import type { Readable } from 'node:stream';
+import { launchStdio, type Launch } from './fds';
 
 /**
  * Directories an exact run's sandbox covers with an empty tmpfs (besides
@@ -166,7 +168,7 @@ export interface ExactRun {
  * 300 ms after exit, for pipes held by a child that outlives it).
  */
 export function runExactProgram(
-  launch: { file: string; args: string[] },
+  launch: Launch,
   cwd: string,
   env: Record<string, string>,
   timeoutMs: number,
@@ -175,7 +177,15 @@ export function runExactProgram(
 ): Promise<ExactRun> {
   const started = Date.now();
   return new Promise((resolve) => {
-    const child = spawn(launch.file, launch.args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    let stdio: ReturnType<typeof launchStdio<'ignore' | 'pipe'>>;
+    try {
+      stdio = launchStdio(launch, ['ignore', 'pipe', 'pipe']);
+    } catch (err) {
+      // Its session closed meanwhile: nothing is spawned.
+      onOutput(Buffer.from(`${launch.file}: ${(err as Error).message}\n`));
+      return resolve({ exitCode: 127, signal: null, timedOut: false, cancelled: false, durationMs: Date.now() - started });
+    }
+    const child = spawn(launch.file, launch.args, { cwd, env, stdio, detached: true }) as ChildProcessByStdio<null, Readable, Readable>;
     let timedOut = false;
     let cancelled = false;
     const killGroup = (): void => {

@@ -15,24 +15,56 @@ export const CLOSER_SHELL = '/bin/bash';
 
 /**
  * Closes every descriptor above 2 that survived the exec (so one the spawner opened without
- * close-on-exec, or inherited), opens `$1` as fd 3 when it is not empty (bwrap's `--seccomp 3`),
- * then execs the rest of its arguments in place (same pid). It runs as the worker's user, outside the
+ * close-on-exec, or inherited) but the `$2` descriptors from {@link PASSED_FD_BASE} on, which the
+ * spawn passed on purpose ({@link launchStdio}), opens `$1` as fd 3 when it is not empty (bwrap's
+ * `--seccomp 3`), then execs the rest of its arguments in place (same pid). It runs as the worker's user, outside the
  * sandbox, so it reads no file: `--norc` (bash sources ~/.bashrc when its stdin is a socket, as
  * libuv's pipes are, and $HOME is the session's), `--noprofile`, and `-p` (no BASH_ENV, no
  * functions or SHELLOPTS imported from the environment). `{d}<&-` closes the descriptor numbered `$d`; the
  * directory descriptor the glob read is gone by then, and closing it again is harmless.
  */
 const CLOSER_SCRIPT =
-  'f=$1; shift; for d in /proc/self/fd/*; do d=${d##*/}; ((d > 2)) && exec {d}<&-; done; [[ -z $f ]] || exec 3<"$f"; exec "$@"';
+  'f=$1; k=$2; shift 2; for d in /proc/self/fd/*; do d=${d##*/}; ((d > 2 && (d < 4 || d >= 4 + k))) && exec {d}<&-; done; [[ -z $f ]] || exec 3<"$f"; exec "$@"';
+
+/** The first descriptor number a launch's passed descriptors get in its program (3 is the seccomp program's). */
+export const PASSED_FD_BASE = 4;
+
+/** A descriptor the worker holds and a launch passes to its program (a directory the session pinned: pins.ts); -1 once closed. */
+export interface PassedFd {
+  readonly fd: number;
+}
+
+/** What to spawn: `file` with `args`, and the descriptors it must get as fds {@link PASSED_FD_BASE}, 5, … ({@link launchStdio}). */
+export interface Launch {
+  file: string;
+  args: string[];
+  pass?: readonly PassedFd[];
+}
 
 /**
  * `{file, args}` that start `argv` with stdin, stdout and stderr only (fds 0-2), plus fd 3 open
- * for reading on `fd3File` when given: every other descriptor the spawning process had without
- * close-on-exec is closed before `argv[0]` is exec'd. The environment reaches `argv` as given,
- * but for `SHLVL` (bash's exec sets it; the session's bash sets its own anyway).
+ * for reading on `fd3File` when given, plus `pass` as fds 4, 5, … (spawn with {@link launchStdio}):
+ * every other descriptor the spawning process had without close-on-exec is closed before `argv[0]` is exec'd.
+ * The environment reaches `argv` as given, but for `SHLVL` (bash's exec sets it; the session's bash sets its own anyway).
  * @throws Error for an empty argv
  */
-export function closingLaunch(argv: readonly string[], fd3File?: string): { file: string; args: string[] } {
+export function closingLaunch(argv: readonly string[], fd3File?: string, pass: readonly PassedFd[] = []): Launch {
   if (argv.length === 0) throw new Error('closingLaunch: empty argv');
-  return { file: CLOSER_SHELL, args: ['--noprofile', '--norc', '-p', '-c', CLOSER_SCRIPT, 'agent-jobs-launch', fd3File ?? '', ...argv] };
+  return {
+    file: CLOSER_SHELL,
+    args: ['--noprofile', '--norc', '-p', '-c', CLOSER_SCRIPT, 'agent-jobs-launch', fd3File ?? '', String(pass.length), ...argv],
+    ...(pass.length > 0 ? { pass } : {}),
+  };
+}
+
+/**
+ * The spawn's `stdio` for `launch`: `base` (fds 0-2), fd 3 left closed, then the descriptors of
+ * `launch.pass`, read now (at the spawn, which dups them synchronously).
+ * @throws Error when one was closed meanwhile (its session closed): no other file that took its number is passed
+ */
+export function launchStdio<T>(launch: Launch, base: readonly T[]): (T | 'ignore' | number)[] {
+  const pass = launch.pass ?? [];
+  if (pass.length === 0) return [...base];
+  if (pass.some((p) => p.fd < 0)) throw new Error('a directory the launch binds by descriptor was closed (its session is closing)');
+  return [...base, 'ignore', ...pass.map((p) => p.fd)];
 }

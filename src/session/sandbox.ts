@@ -30,8 +30,9 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { SessionStartError } from './errors';
-import { closingLaunch } from './fds';
+import { closingLaunch, PASSED_FD_BASE, type Launch } from './fds';
 import { MINIMAL_ENV, type SessionIdentity } from './identity';
+import type { PinnedDir } from './pins';
 
 /** `bwrap`: namespaces (see the module comment); `none`: bash runs on the machine directly. */
 export type SandboxMode = 'bwrap' | 'none';
@@ -52,6 +53,13 @@ export interface SandboxOptions {
   writable: string[];
   /** Directories bound read-only at their own paths (the session's FIFO directory). */
   readable: string[];
+  /**
+   * Directories bound by the descriptor the session opened when it started (pins.ts: a sub-agent's
+   * git directories), at the path they had then (bwrap `--bind-fd` / `--ro-bind-fd`): what a path
+   * holds at a later launch does not move them. bwrap refuses to start when the destination is a
+   * symlink by then. @default none
+   */
+  pinned?: readonly PinnedDir[];
   /** Paths covered (directories by an empty tmpfs, files by /dev/null) unless they are, or lie above, a writable/readable path. */
   hide: string[];
   /**
@@ -201,7 +209,8 @@ function ancestors(p: string): string[] {
   return out;
 }
 
-type MountOp = { kind: 'tmpfs' | 'dir' | 'bind' | 'ro-bind' | 'hide-file'; path: string; mode?: string };
+/** One mount; `fd`: a bind from that descriptor of bwrap (a pinned directory), not from `path`. */
+type MountOp = { kind: 'tmpfs' | 'dir' | 'bind' | 'ro-bind' | 'hide-file'; path: string; mode?: string; fd?: number };
 
 /** `p` absolute with symlinks resolved (as given, made absolute, when it cannot be). */
 function resolvedPath(p: string): string {
@@ -224,7 +233,13 @@ function mountOps(o: SandboxOptions): { ops: MountOp[]; targets: MountOp[] } {
   const roBinds = [...new Set(o.readable.map(resolvedPath))]
     .filter((p) => !binds.some((b) => b.path === p))
     .map((p) => ({ kind: 'ro-bind' as const, path: p }));
-  const targets = [...binds, ...roBinds];
+  // At the path they had when pinned, never resolved again: bwrap binds the descriptor.
+  const pinned = (o.pinned ?? []).map((p, i) => ({
+    kind: p.writable ? ('bind' as const) : ('ro-bind' as const),
+    path: p.dest,
+    fd: PASSED_FD_BASE + i,
+  }));
+  const targets = [...binds, ...roBinds, ...pinned];
   const ops: MountOp[] = [{ kind: 'tmpfs', path: '/tmp', mode: '1777' }];
   const tmpfsAt = new Set(['/tmp']);
   for (const raw of o.hide) {
@@ -321,8 +336,8 @@ export function bwrapArgs(o: SandboxOptions, chdir?: string): string[] {
   for (const op of final) {
     if (op.kind === 'tmpfs') args.push('--perms', op.mode ?? '0755', ...size(op.path), '--tmpfs', op.path);
     else if (op.kind === 'dir') args.push('--perms', op.mode ?? '0755', '--dir', op.path);
-    else if (op.kind === 'bind') args.push('--bind', op.path, op.path);
-    else if (op.kind === 'ro-bind') args.push('--ro-bind', op.path, op.path);
+    else if (op.kind === 'bind') args.push(...(op.fd !== undefined ? ['--bind-fd', String(op.fd)] : ['--bind', op.path]), op.path);
+    else if (op.kind === 'ro-bind') args.push(...(op.fd !== undefined ? ['--ro-bind-fd', String(op.fd)] : ['--ro-bind', op.path]), op.path);
     else args.push('--ro-bind', '/dev/null', op.path);
   }
   // The namespace's DNS is slirp4netns's forwarder, not the host's resolver (which may listen on the host's loopback).
@@ -353,6 +368,7 @@ export function sandboxView(o: SandboxOptions, dir: string): { real: true; writa
   const binds = [
     ...writable.map((p) => ({ path: p, kind: 'bind' as const })),
     ...o.readable.map((p) => ({ path: resolve(p), kind: 'ro-bind' as const })),
+    ...(o.pinned ?? []).map((p) => ({ path: p.dest, kind: p.writable ? ('bind' as const) : ('ro-bind' as const) })),
   ];
   const covers: Array<{ path: string; kind: 'tmpfs' | 'bind' | 'ro-bind'; why: string }> = [
     { path: '/tmp', kind: 'tmpfs', why: 'the sandbox gives bash a private /tmp' },
@@ -407,7 +423,7 @@ export function identityArgs(id: SessionIdentity, seal = false): string[] {
  * directly (inside bwrap in mode `bwrap`).
  * @throws SessionStartError when an identity is asked for and setpriv is missing
  */
-export function launchArgs(o: SandboxOptions, argv: string[], chdir?: string): { file: string; args: string[] } {
+export function launchArgs(o: SandboxOptions, argv: string[], chdir?: string): Launch {
   let inner = argv;
   if (o.identity && !o.setpriv) throw new SessionStartError(`cannot run bash as ${o.identity.user}: setpriv (util-linux) is not installed`);
   if (o.setpriv)
@@ -417,8 +433,10 @@ export function launchArgs(o: SandboxOptions, argv: string[], chdir?: string): {
     const filter = o.seccompFilter;
     // The launch closes every descriptor the worker holds without close-on-exec (fds.ts), and opens the
     // seccomp program as fd 3 for bwrap (same pid), so every spawn site gets both without passing descriptors itself.
-    if (!filter) return closingLaunch([o.bwrap, ...bwrapArgs(o, chdir), '--', ...inner]);
-    return closingLaunch([o.bwrap, ...bwrapArgs(o, chdir), '--seccomp', '3', '--', ...inner], filter);
+    // The pinned directories reach bwrap as fds 4, 5, … (the spawn passes them: fds.ts launchStdio).
+    const pass = o.pinned ?? [];
+    if (!filter) return closingLaunch([o.bwrap, ...bwrapArgs(o, chdir), '--', ...inner], undefined, pass);
+    return closingLaunch([o.bwrap, ...bwrapArgs(o, chdir), '--seccomp', '3', '--', ...inner], filter, pass);
   }
   return closingLaunch(inner);
 }
@@ -427,12 +445,12 @@ export function launchArgs(o: SandboxOptions, argv: string[], chdir?: string): {
  * Program and arguments to start ANOTHER process (not the session's bash)
  * in the same kind of sandbox and identity as a session: a fresh bwrap per
  * call with the same binds and network setting, `argv` exactly, in `cwd`.
- * Spawn it with `{ cwd, env }` (env: what the process may see, never
- * `process.env`); in mode `none` the cwd is the spawn's, in mode `bwrap`
+ * Spawn it with `{ cwd, env, stdio: launchStdio(launch, [0, 1, 2 as wanted]) }` (env: what the
+ * process may see, never `process.env`; `launchStdio` (fds.ts) adds the pinned directories' descriptors); in mode `none` the cwd is the spawn's, in mode `bwrap`
  * it is also passed as `--chdir`. Get `options` from
  * `BashSession.sandboxOptions`.
  */
-export function sandboxedSpawnArgs(options: SandboxOptions, argv: string[], cwd: string): { file: string; args: string[] } {
+export function sandboxedSpawnArgs(options: SandboxOptions, argv: string[], cwd: string): Launch {
   if (argv.length === 0) throw new Error('sandboxedSpawnArgs: empty argv');
   return launchArgs(options, argv, options.mode === 'bwrap' ? cwd : undefined);
 }

@@ -61,20 +61,12 @@ import {
   type CommandResult,
   type FinishedCommand,
 } from './result';
+import { closePins, pinGit, type GitPins, type PinnedDir } from './pins';
 import { sandboxView, type SandboxMode, type SandboxOptions } from './sandbox';
 import { writeSeccompFilter } from './seccomp';
 import { ShellProcess, type ShellExit } from './shell';
 import { raceTimeout } from './timing';
-import {
-  nearestExistingDir,
-  notWritableBy,
-  realDir,
-  removeQuietly,
-  SANDBOX_TMPFS_BYTES,
-  viewCheck,
-  within,
-  worktreeGitBinds,
-} from './workspace';
+import { nearestExistingDir, notWritableBy, realDir, removeQuietly, SANDBOX_TMPFS_BYTES, viewCheck, within } from './workspace';
 
 export {
   DEFAULT_KILL_GRACE_MS,
@@ -164,8 +156,16 @@ export class BashSession {
   private readonly sandboxMode: { mode: SandboxMode; bwrap?: string };
   private readonly network: boolean;
   private readonly workspace: string | undefined;
-  /** What git needs of a sub-agent's worktree besides the worktree itself (see {@link BashSessionOptions.worktreeGit}). */
-  private readonly gitBinds: { writable: string[]; readable: string[] };
+  /**
+   * What git needs of a sub-agent's worktree besides the worktree itself (see
+   * {@link BashSessionOptions.worktreeGit}), opened when the session started and bound by descriptor (pins.ts).
+   */
+  private readonly gitPins: PinnedDir[];
+  /**
+   * Why the sub-agent's git directories are not bound (one line: which could not be opened without a
+   * symlink on the way), or undefined when they are or none were asked for: the session then runs without them.
+   */
+  readonly worktreeGitRefused: string | undefined;
   private readonly hide: string[];
   /** Output pipes not yet closed (running commands, and background jobs still holding one), closed by `close()`. */
   private readonly captures = new Set<FifoCapture>();
@@ -183,7 +183,7 @@ export class BashSession {
   private queue: Promise<unknown> = Promise.resolve();
   private wakeCurrent: ((o: Outcome) => void) | undefined;
 
-  private constructor(options: BashSessionOptions, cwd: string, who: Who, host: SessionHost) {
+  private constructor(options: BashSessionOptions, cwd: string, who: Who, host: SessionHost, git: GitPins) {
     const { identity, sandbox, access } = who;
     this.id = options.id ?? randomUUID();
     this.host = host;
@@ -204,7 +204,8 @@ export class BashSession {
     this.sandboxMode = sandbox;
     this.network = options.network ?? false;
     this.workspace = options.workspace !== undefined ? path.resolve(options.workspace) : undefined;
-    this.gitBinds = worktreeGitBinds(options.worktreeGit);
+    this.gitPins = git.pins;
+    this.worktreeGitRefused = git.refused;
     this.hide = hiddenPaths(options.hidePaths ?? [], who, this.network);
     const built = buildSessionEnv({
       extra: { ...identityEnv(who, this.workspace), ...options.env },
@@ -230,15 +231,25 @@ export class BashSession {
     checkStartOptions(options);
     const cwd = startDirectory(options);
     const host = options.host ?? new SessionHost();
-    const session = new BashSession(options, cwd, resolveWho(options, cwd, host), host);
+    // Before anything is granted or bound: by descriptor from here on, whatever the paths hold later.
+    const git = pinGit(options.worktreeGit);
+    let session: BashSession;
+    try {
+      session = new BashSession(options, cwd, resolveWho(options, cwd, host, git.pins), host, git);
+    } catch (err) {
+      closePins(git.pins);
+      throw err;
+    }
     const refused = session.cwdRefusal(cwd);
     if (refused) {
+      closePins(git.pins);
       fs.rmSync(session.tmpDir, { recursive: true, force: true });
       throw new SessionCwdError(`cannot start bash session in ${cwd}: ${refused}`, cwd, { sessionId: options.id });
     }
     try {
       await session.spawn(cwd);
     } catch (err) {
+      closePins(git.pins);
       fs.rmSync(session.tmpDir, { recursive: true, force: true });
       throw err;
     }
@@ -319,8 +330,9 @@ export class BashSession {
       ...(this.sandboxMode.bwrap ? { bwrap: this.sandboxMode.bwrap } : {}),
       identity: this.identity,
       network: this.network,
-      writable: [...(this.workspace ? [this.workspace] : []), ...this.gitBinds.writable],
-      readable: [this.tmpDir, ...this.gitBinds.readable],
+      writable: this.workspace ? [this.workspace] : [],
+      readable: [this.tmpDir],
+      ...(this.gitPins.length > 0 ? { pinned: this.gitPins } : {}),
       hide: this.hide,
       tmpfsBytes: Math.min(this.limits.maxFileSizeBytes, SANDBOX_TMPFS_BYTES),
       setpriv: this.host.setpriv(),
@@ -475,7 +487,7 @@ export class BashSession {
    */
   private exactSandbox(): SandboxOptions {
     const sandbox = this.sandboxOptions;
-    return { ...sandbox, hide: [...sandbox.hide, ...EXACT_RUN_HIDDEN], readable: this.gitBinds.readable };
+    return { ...sandbox, hide: [...sandbox.hide, ...EXACT_RUN_HIDDEN], readable: [] };
   }
 
   /**
@@ -509,6 +521,8 @@ export class BashSession {
     if (this.shell) await this.shell.kill(this.options.killGraceMs);
     this.shell = undefined;
     for (const c of [...this.captures]) c.destroy();
+    // Every launch is over (the queue ran out); one that comes later finds them closed (fds.ts launchStdio).
+    closePins(this.gitPins);
     fs.rmSync(this.tmpDir, { recursive: true, force: true });
   }
 

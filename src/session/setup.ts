@@ -13,15 +13,8 @@ import { resolveIdentity, workspaceIdentity, type SessionIdentity, type Workspac
 import type { BashSessionOptions } from './options';
 import { SESSION_DIR_PREFIX } from './orphans';
 import { resolveSandbox, unreachableAncestor, type SandboxMode } from './sandbox';
-import {
-  defaultHiddenPaths,
-  grantWorkspace,
-  HOST_SOCKETS_DIR,
-  ownerPrivatePaths,
-  realDir,
-  realWorkspace,
-  worktreeGitBinds,
-} from './workspace';
+import { defaultHiddenPaths, grantWorkspace, HOST_SOCKETS_DIR, ownerPrivatePaths, realDir, realWorkspace } from './workspace';
+import type { PinnedDir } from './pins';
 
 /** Who bash runs as, in what sandbox, and how it gets to write the workspace (identity.ts). */
 export interface Who {
@@ -51,11 +44,12 @@ export function startDirectory(options: BashSessionOptions): string {
 
 /**
  * The sandbox, the identity bash runs as and its access to the workspace (granting it by ACL
- * entries when needed, identity.ts), with `host`'s memo of bwrap and the session users.
+ * entries when needed, identity.ts, and so the writable ones of `pins`, through their descriptors),
+ * with `host`'s memo of bwrap and the session users.
  * @throws SessionStartError when the sandbox asked for cannot be had, the user cannot be had or
  *   granted the workspace, or (no sandbox) it cannot enter `cwd`
  */
-export function resolveWho(options: BashSessionOptions, cwd: string, host: SessionHost): Who {
+export function resolveWho(options: BashSessionOptions, cwd: string, host: SessionHost, pins: readonly PinnedDir[] = []): Who {
   const sandbox = resolveSandbox(options.sandbox, undefined, host.bwrapProbes);
   let identity: SessionIdentity | null;
   let access: WorkspaceAccess = 'none';
@@ -63,7 +57,7 @@ export function resolveWho(options: BashSessionOptions, cwd: string, host: Sessi
     const real = realWorkspace(path.resolve(options.workspace), options.id);
     ({ identity, access } = workspaceIdentity(options.user, real, sandbox.mode === 'bwrap', host.users));
     if (access === 'acl') grantWorkspace(real, identity!, options.id);
-    if (access === 'acl') for (const dir of worktreeGitBinds(options.worktreeGit).writable) grantWorkspace(dir, identity!, options.id);
+    if (access === 'acl') for (const pin of pins.filter((p) => p.writable)) grantWorkspace(pin.dest, identity!, options.id, pin.fd);
   } else {
     identity = resolveIdentity(options.user, host.users);
   }

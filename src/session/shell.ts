@@ -12,6 +12,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { SessionStartError } from './errors';
+import { launchStdio } from './fds';
 import { CgroupUnavailableError, ProcessGuard, type ProcessGuardMode, type Watchdog } from './guard';
 import { MINIMAL_ENV } from './identity';
 import { limitIpcNamespace } from './memory';
@@ -239,8 +240,13 @@ function createGuard(o: ShellStartOptions): ProcessGuard {
 async function spawnShell(o: ShellStartOptions, guard: ProcessGuard): Promise<ChildProcessWithoutNullStreams> {
   try {
     const sandbox: SandboxOptions = { ...(o.sandbox ?? NO_SANDBOX), setpriv: o.setpriv, sealShell: true };
-    const { file, args } = launchArgs(sandbox, [o.bashPath, '--noprofile', '--norc']);
-    const child = spawn(file, args, { cwd: o.cwd, env: o.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    const launch = launchArgs(sandbox, [o.bashPath, '--noprofile', '--norc']);
+    const child = spawn(launch.file, launch.args, {
+      cwd: o.cwd,
+      env: o.env,
+      detached: true,
+      stdio: launchStdio(launch, ['pipe', 'pipe', 'pipe']),
+    }) as ChildProcessWithoutNullStreams;
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve);
       child.once('error', reject);

@@ -12,7 +12,6 @@ import { SessionStartError } from './errors';
 import type { ViewCheck } from './exact';
 import type { SessionIdentity } from './identity';
 import { sandboxView, type SandboxOptions } from './sandbox';
-import type { WorktreeGit } from '../contract/subagent';
 
 /**
  * Size of the sandbox's private `/tmp` and `/dev/shm`, each, in bytes: 1 GiB, or the session's
@@ -63,24 +62,26 @@ export function realWorkspace(dir: string, sessionId: string | undefined): strin
  * (walked by descriptor, symlinks never followed: acl-grant.ts). Owners and mode bits stay as
  * they are; files the agent creates are the session user's, which the
  * owner (root) edits and deletes as any. Idempotent.
+ * @param fd the directory `real` names, opened when the session started (pins.ts): granted from it, not by path
  * @throws SessionStartError when it is `/`, setfacl is missing (package `acl`), or the filesystem refuses ACLs
  */
-export function grantWorkspace(real: string, identity: SessionIdentity, sessionId: string | undefined): void {
+export function grantWorkspace(real: string, identity: SessionIdentity, sessionId: string | undefined, fd?: number): void {
   if (real === '/') throw new SessionStartError('cannot start bash session: the workspace must not be /', { sessionId });
+  const st = fd !== undefined ? fs.fstatSync(fd) : fs.statSync(real);
   // Its owner made it read-only: the session refuses it as the owner's own write would be (notWritableBy).
-  if ((fs.statSync(real).mode & 0o200) === 0) return;
+  if ((st.mode & 0o200) === 0) return;
   const entry = `u:${identity.uid}:rwX`;
   // A non-root owner (the no-sandbox case): what the session user creates stays editable by the owner.
-  const owner = fs.statSync(real).uid;
+  const owner = st.uid;
   const ownerEntry = owner !== 0 && owner !== identity.uid ? `,d:u:${owner}:rwX` : '';
   try {
     // By descriptor, not setfacl -R: another session's job may swap a directory for a symlink meanwhile (acl-grant.ts).
-    grantTree(real, { dirs: `${entry},d:${entry}${ownerEntry}`, files: entry }, 120_000);
+    grantTree(fd ?? real, { dirs: `${entry},d:${entry}${ownerEntry}`, files: entry }, 120_000);
   } catch (err) {
     const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
     const stderr = String((err as { stderr?: Buffer }).stderr ?? '').trim();
     throw new SessionStartError(
-      `cannot let ${identity.user} write the workspace ${real} (owned by uid ${fs.statSync(real).uid}): ${
+      `cannot let ${identity.user} write the workspace ${real} (owned by uid ${st.uid}): ${
         missing ? 'setfacl is not installed (install the acl package)' : stderr || (err as Error).message
       }; or give the workspace to a user other than root, whom bash then runs as`,
       { sessionId, cause: err },
@@ -96,7 +97,7 @@ export function grantWorkspace(real: string, identity: SessionIdentity, sessionI
  */
 export function viewCheck(o: SandboxOptions): ViewCheck | undefined {
   if (o.mode !== 'bwrap') return undefined;
-  const binds = [...o.writable, ...o.readable].map(realDir);
+  const binds = [...[...o.writable, ...o.readable].map(realDir), ...(o.pinned ?? []).map((p) => p.dest)];
   return (abs) => {
     if (binds.some((b) => within(b, abs))) return undefined;
     const v = sandboxView(o, abs);
@@ -179,14 +180,4 @@ export function nearestExistingDir(dir: string): string {
     if (up === d) return '/';
     d = up;
   }
-}
-
-/**
- * The binds of a sub-agent's git worktree (see `BashSessionOptions.worktreeGit`, options.ts): the
- * common dir read-only; its `objects` and the worktree's gitdir read-write (bwrap mounts the
- * deeper binds after, over the read-only one).
- */
-export function worktreeGitBinds(git: WorktreeGit | undefined): { writable: string[]; readable: string[] } {
-  if (!git) return { writable: [], readable: [] };
-  return { writable: [path.join(git.commonDir, 'objects'), git.gitDir], readable: [git.commonDir] };
 }

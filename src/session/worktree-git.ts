@@ -13,7 +13,7 @@
  * Command-line `-c` wins over every file the repository includes (`include.path`, `includeIf`).
  */
 import { execFile } from 'node:child_process';
-import { closeSync, constants, fstatSync, openSync, statSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, statSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -118,6 +118,65 @@ export async function checkoutWithoutFilters(runner: Runner, top: string, dir: s
   }
 }
 
+/**
+ * `git worktree add --no-checkout --detach <dir> HEAD` in the repository at `top`, writing only
+ * `top/.git` and `dir`. git reads `.git/commondir` in any git dir, the main one's too, and writes
+ * the new worktree's admin folder in the repository that file names: a `commondir` the session
+ * wrote (`/etc/.git`, `../../other/.git`, through a symlink) would have root (or the owner, outside
+ * the sandbox) register a worktree in a repository the session cannot reach. So `.git` must be a
+ * directory at `top` with no `commondir` in it (checked through its descriptor, `O_NOFOLLOW`), and,
+ * as root with bwrap, git runs confined (checkpoint/confine.ts), as `runner`, in a namespace that
+ * holds only `top` (read-only), `top/.git` and `dir` (both opened by descriptor, bound writable)
+ * and `/usr`: a `commondir` written after the check names nothing else there.
+ * @param top the repository's top (from `rev-parse --show-toplevel`)
+ * @param dir the new worktree, an empty directory the runner may write
+ * @throws Error when `.git` is no directory at `top`, it has a `commondir`, or git fails or outlives {@link GIT_TIMEOUT_MS}
+ */
+export async function worktreeAdd(runner: Runner, top: string, dir: string): Promise<void> {
+  const args = ['worktree', 'add', '--no-checkout', '--detach', dir, 'HEAD'];
+  const fds: number[] = [];
+  const keep = (fd: number): number => (fds.push(fd), fd);
+  try {
+    const topFd = keep(openSync(top, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW));
+    let gitFd: number;
+    try {
+      gitFd = keep(openDirAt(topFd, '.git'));
+    } catch {
+      throw new Error(`${path.join(top, '.git')} is no directory (a worktree is made only of a repository whose .git is at its top)`);
+    }
+    if (entryExists(gitFd, 'commondir'))
+      throw new Error(`${path.join(top, '.git', 'commondir')} exists: it would name another repository's git dir, refused`);
+    if (confinementTool() === undefined) return void (await git(runner, ['-C', top, ...args]));
+    const dirFd = keep(openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW));
+    await runConfined({
+      argv: ['git', ...NO_REPO_CODE, '-C', top, ...args],
+      env: { ...MINIMAL_ENV, GIT_TERMINAL_PROMPT: '0' },
+      workspace: top,
+      writable: false,
+      maxBuffer: 1024 * 1024,
+      timeoutMs: GIT_TIMEOUT_MS,
+      binds: [
+        { fd: gitFd, dest: path.join(top, '.git'), writable: true },
+        { fd: dirFd, dest: dir, writable: true },
+      ],
+      ...(runner.uid !== undefined ? { as: { uid: runner.uid, gid: runner.gid ?? OWNER_FALLBACK_GID } } : {}),
+    });
+  } finally {
+    for (const fd of fds) closeSync(fd);
+  }
+}
+
+/** Whether `name` is an entry of the directory `dirFd` (of any type; a symlink is not followed). */
+function entryExists(dirFd: number, name: string): boolean {
+  try {
+    lstatSync(`/proc/self/fd/${dirFd}/${name}`);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw err;
+  }
+}
+
 /** Where the confined checkout sees the repository's objects, its private git dir and the worktree's admin folder. */
 const OBJECTS_INSIDE = '/.aj-objects';
 const GIT_DIR_INSIDE = '/.aj-git';
@@ -159,6 +218,8 @@ async function readTreeConfined(top: string, common: string, admin: string, priv
       workspace: dir,
       writable: true,
       maxBuffer: 1024 * 1024,
+      // An object the session replaced by a FIFO blocks read-tree: killed, and the worktree refused.
+      timeoutMs: GIT_TIMEOUT_MS,
       binds: [
         { fd: privFd, dest: GIT_DIR_INSIDE, writable: false },
         { fd: objectsFd, dest: OBJECTS_INSIDE, writable: false },

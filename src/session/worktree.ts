@@ -14,7 +14,7 @@ import { constants } from 'node:fs';
 import { chown, lstat, mkdir, open, readdir, realpath, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { WorktreeGit } from '../contract/subagent';
-import { checkoutWithoutFilters, git as gitNoRepoCode, ownerOf, type Runner } from './worktree-git';
+import { checkoutWithoutFilters, git as gitNoRepoCode, ownerOf, worktreeAdd, type Runner } from './worktree-git';
 
 export type { WorktreeGit };
 
@@ -76,8 +76,8 @@ export async function createWorktree(
   await mkdir(dir, { recursive: true, mode: 0o755 });
   if (runner.uid !== undefined) await chown(dir, runner.uid, runner.gid!);
   try {
-    // No checkout by `worktree add`: it would run the repository's filter drivers (worktree-git.ts).
-    await git(runner, ['-C', top], ['worktree', 'add', '--no-checkout', '--detach', dir, 'HEAD']);
+    // No checkout by `worktree add`: it would run the repository's filter drivers; confined to top/.git and dir (worktree-git.ts).
+    await worktreeAdd(runner, top, dir);
     await checkoutWithoutFilters(runner, top, dir);
   } catch (err) {
     return { error: `The sub-agent was not started: git worktree add failed in ${top}: ${(err as Error).message}` };

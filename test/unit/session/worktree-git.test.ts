@@ -13,7 +13,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { bwrapArgs, findBwrap, type SandboxOptions } from '../../../src/session/sandbox';
-import { worktreeGitBinds } from '../../../src/session/workspace';
+import { closePins, pinWorktreeGit } from '../../../src/session/pins';
 import { WORKTREES_FOLDER, checkWorktreeGit, createWorktree, type WorktreeGit } from '../../../src/session/worktree';
 import { closeSessions, removeTempDirs, startSession, tempDir } from './helpers';
 
@@ -166,31 +166,42 @@ test('a gitdir file that is a FIFO or a symlink is refused at once, not read (th
   expect(await checkWorktreeGit(worktree, made)).toEqual({ error: `${made.gitDir}/gitdir is no small regular file` });
 });
 
-test('the bind list: the common dir read-only, its objects and the worktree gitdir read-write, mounted after it', async () => {
+test('the bind list: the common dir read-only, its objects and the worktree gitdir read-write, mounted after it, each by descriptor', async () => {
   const { root, worktree, made } = await parentAndChild();
-  const binds = worktreeGitBinds(made);
-  expect(binds).toEqual({ writable: [path.join(made.commonDir, 'objects'), made.gitDir], readable: [made.commonDir] });
-  expect(worktreeGitBinds(undefined)).toEqual({ writable: [], readable: [] });
-  const o: SandboxOptions = {
-    mode: 'bwrap',
-    identity: null,
-    network: false,
-    writable: [worktree, ...binds.writable],
-    readable: binds.readable,
-    hide: [root],
-    setpriv: null,
-  };
-  const args = bwrapArgs(o).join(' ');
-  const at = (s: string): number => args.indexOf(s);
-  const c = made.commonDir;
-  expect(at(`--tmpfs ${root} `)).toBeGreaterThan(-1);
-  expect(at(`--ro-bind ${c} ${c}`)).toBeGreaterThan(at(`--tmpfs ${root} `));
-  expect(at(`--bind ${c}/objects ${c}/objects`)).toBeGreaterThan(at(`--ro-bind ${c} ${c}`));
-  expect(at(`--bind ${made.gitDir} ${made.gitDir}`)).toBeGreaterThan(at(`--ro-bind ${c} ${c}`));
-  // Nothing else of the parent's working tree is bound: its folder is a directory made in the root's tmpfs.
-  const parent = path.dirname(c);
-  expect(args).not.toContain(`bind ${parent} `);
-  expect(args).toContain(`--dir ${parent}`);
+  const pins = pinWorktreeGit(made);
+  try {
+    expect(pins.map((p) => [p.dest, p.writable])).toEqual([
+      [made.commonDir, false],
+      [path.join(made.commonDir, 'objects'), true],
+      [made.gitDir, true],
+    ]);
+    const o: SandboxOptions = {
+      mode: 'bwrap',
+      identity: null,
+      network: false,
+      writable: [worktree],
+      readable: [],
+      pinned: pins,
+      hide: [root],
+      setpriv: null,
+    };
+    const args = `${bwrapArgs(o).join(' ')} `;
+    const at = (s: string): number => args.indexOf(s);
+    const c = made.commonDir;
+    expect(at(`--tmpfs ${root} `)).toBeGreaterThan(-1);
+    // fds 4, 5, 6: the launch passes the pins in their order (fds.ts launchStdio); no bind of theirs by path.
+    expect(at(`--ro-bind-fd 4 ${c} `)).toBeGreaterThan(at(`--tmpfs ${root} `));
+    expect(at(`--bind-fd 5 ${c}/objects `)).toBeGreaterThan(at(`--ro-bind-fd 4 ${c} `));
+    expect(at(`--bind-fd 6 ${made.gitDir} `)).toBeGreaterThan(at(`--ro-bind-fd 4 ${c} `));
+    expect(args).not.toContain(`bind ${c}`);
+    // Nothing else of the parent's working tree is bound: its folder is a directory made in the root's tmpfs.
+    const parent = path.dirname(c);
+    expect(args).not.toContain(`bind ${parent} `);
+    expect(args).toContain(`--dir ${parent}`);
+  } finally {
+    closePins(pins);
+  }
+  expect(pins.every((p) => p.fd === -1)).toBe(true);
 });
 
 (ready ? describe : describe.skip)('git in the sandbox of a sub-agent worktree (bwrap, as root)', () => {
