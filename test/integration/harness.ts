@@ -365,7 +365,7 @@ export async function signalsHandled(handle: WorkflowHandle, timeoutMs = 20_000)
  * directory, polling every 50 ms, for at most 1,200 polls (about 60 s; then it goes on and the test's
  * own checks fail). The test writes `go` with {@link release} once it has observed what it needed.
  * A fixed `sleep` is no substitute: on a loaded machine a status query or a worker start can take
- * longer than any sleep short enough to keep the suite quick (issue 25).
+ * longer than any sleep short enough to keep the suite quick.
  */
 export const UNTIL_GO = 'for i in $(seq 1200); do [ -e go ] && break; sleep 0.05; done';
 
