@@ -360,6 +360,26 @@ export async function signalsHandled(handle: WorkflowHandle, timeoutMs = 20_000)
 }
 
 /**
+ * A bash loop for a scripted command that must still be running when the test acts on it (an Update,
+ * a signal, a screen it must see): it waits until a file named `go` exists in the command's working
+ * directory, polling every 50 ms, for at most 1,200 polls (about 60 s; then it goes on and the test's
+ * own checks fail). The test writes `go` with {@link release} once it has observed what it needed.
+ * A fixed `sleep` is no substitute: on a loaded machine a status query or a worker start can take
+ * longer than any sleep short enough to keep the suite quick.
+ */
+export const UNTIL_GO = 'for i in $(seq 1200); do [ -e go ] && break; sleep 0.05; done';
+
+/**
+ * Ends an {@link UNTIL_GO} loop running in `dir` (a run's workspace) by writing `go` there.
+ * @returns Date.now() just before the file was written (the loop cannot have ended before it)
+ */
+export function release(dir: string): number {
+  const at = Date.now();
+  writeFileSync(path.join(dir, 'go'), '');
+  return at;
+}
+
+/**
  * Sleeps until `atMs` (ms since the epoch): only for checks that something
  * did NOT happen by a moment the test names (a timer that would have fired
  * by then), never to let something happen (wait for it with {@link waitFor}).

@@ -5,11 +5,14 @@
  * worker held at once is read from the runs' histories (the server's
  * clock), not from the worker's own count.
  */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
+import { workspaceFolderName } from '../../src/activities/session';
 import { approveSignal, WORKER_FULL } from '../../src/contract';
 import { peakSessions, sessionSpans, waitedForRoom, type SessionSpan } from '../../src/testing/session-spans';
 import { decodedHistory } from '../../src/testing/history-codec';
-import { TestBed, toolUse, waitFor } from './harness';
+import { release, TestBed, toolUse, UNTIL_GO, waitFor } from './harness';
 
 async function spansOf(handles: WorkflowHandle[]): Promise<SessionSpan[]> {
   const spans: SessionSpan[] = [];
@@ -29,7 +32,8 @@ describe('AGENT_JOBS_MAX_SESSIONS', () => {
       workerEnv: { AGENT_JOBS_MAX_SESSIONS: '1' },
       script: {
         responses: [
-          { content: [toolUse('toolu_1', 'sleep 0.5; echo one')], stop_reason: 'tool_use' },
+          // The first session's first command runs until the test has seen the other two runs refused (then each goes on at once).
+          { content: [toolUse('toolu_1', `${UNTIL_GO}; echo one`)], stop_reason: 'tool_use' },
           { content: [toolUse('toolu_2', 'sleep 0.5; echo two')], stop_reason: 'tool_use' },
           { content: [{ type: 'text', text: 'done' }], stop_reason: 'end_turn' },
         ],
@@ -37,7 +41,19 @@ describe('AGENT_JOBS_MAX_SESSIONS', () => {
     });
     const worker = bed.workers[0]!;
     const handles = await Promise.all([1, 2, 3].map(() => bed.start({ task: 'take turns', approval: 'auto' })));
-    const results = await Promise.all(handles.map((h) => h.result()));
+    const refused = async (h: WorkflowHandle): Promise<boolean> =>
+      ((await h.describe()).raw.pendingActivities ?? []).some(
+        (p) => p.activityType?.name === 'openSession' && p.lastFailure?.applicationFailureInfo?.type === WORKER_FULL,
+      );
+    await waitFor(
+      'two runs’ openSession to be refused for a full worker while the first holds its session',
+      async () => (await Promise.all(handles.map(refused))).filter(Boolean).length === 2,
+      60_000,
+    );
+    // Each workspace exists once its run has a session: `go` is written into each as it appears.
+    const workspaces = handles.map((h) => path.join(bed.workspaces, workspaceFolderName(h.workflowId)));
+    const releasing = setInterval(() => workspaces.filter((ws) => existsSync(ws)).forEach((ws) => release(ws)), 100);
+    const results = await Promise.all(handles.map((h) => h.result())).finally(() => clearInterval(releasing));
     expect(results.map((r) => r.status)).toEqual(['completed', 'completed', 'completed']);
 
     const spans = await spansOf(handles);

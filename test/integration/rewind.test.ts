@@ -7,6 +7,8 @@
  */
 import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { WorkflowUpdateStage } from '@temporalio/client';
+import { workspaceFolderName } from '../../src/activities/session';
 import { pauseUpdate, resumeUpdate, endUpdate, type Message, type TextBlock } from '../../src/contract';
 import { rewindUpdate } from '../../src/contract/checkpoint';
 import type { ScriptContentBlock } from '../../src/model-server';
@@ -15,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { storeFor } from '../../src/checkpoint/store';
 import type { agentRun } from '../../src/workflows';
 import { cli } from './cli-process';
-import { TestBed, toolUse, waitFor } from './harness';
+import { release, TestBed, toolUse, UNTIL_GO, waitFor } from './harness';
 import { rejected } from './steering-helpers';
 
 const edit = (id: string, input: Record<string, unknown>): ScriptContentBlock => ({
@@ -119,22 +121,39 @@ describe('rewind', () => {
   }, 180_000);
 
   test('a rewind asked while a command runs waits for it, then applies before the next model call', async () => {
+    // Turn 2's command runs until the test has seen the rewind accepted (and, after the rewind, until it runs again).
+    const slow = `${UNTIL_GO}; echo y > y.txt`;
     bed = await TestBed.create({
-      script: { responses: [turn(toolUse('toolu_x', 'echo x > x.txt')), turn(toolUse('toolu_y', 'sleep 2; echo y > y.txt')), done] },
+      script: { responses: [turn(toolUse('toolu_x', 'echo x > x.txt')), turn(toolUse('toolu_y', slow)), done] },
     });
     const handle = await bed.start({ task: 'slow', approval: 'auto' }, 'rewind-mid-command');
-    const ws = path.join(bed.workspaces, handle.workflowId);
-    await waitFor('the slow command to run', () => Promise.resolve(bed.sentMessages().length >= 2 || null), 60_000);
-    const answer = await handle.executeUpdate(rewindUpdate, { args: [{ toTurn: 1, by: 'alice', text: 'again' }] });
+    const ws = path.join(bed.workspaces, workspaceFolderName(handle.workflowId));
+    // Running after the second model call: turn 2's command (turn 1's ended before that call).
+    await waitFor(
+      'the slow command to run',
+      async () => bed.sentMessages().length >= 2 && (await bed.status(handle)).details.startsWith('running'),
+      60_000,
+    );
+    const asked = await handle.startUpdate(rewindUpdate, {
+      args: [{ toTurn: 1, by: 'alice', text: 'again' }],
+      waitForStage: WorkflowUpdateStage.ACCEPTED,
+    });
+    // Accepted while the command still runs: no model call came after it.
+    expect((await bed.status(handle)).details).toMatch(/^running/);
+    expect(bed.sentMessages()).toHaveLength(2);
+    release(ws);
+    const answer = await asked.result();
     // Answered once the command had finished and turn 2's results were in: [task, a1, u1, a2, u2] cut to [task].
     expect(answer).toMatchObject({ toTurn: 1, droppedMessages: 4 });
     await waitFor('the model call after the rewind', () => Promise.resolve(bed.sentMessages().length >= 3 || null), 60_000);
     const afterRewind = bed.sentMessages()[2]!;
     expect(afterRewind).toHaveLength(1);
     expect(JSON.stringify(afterRewind[0])).toContain('[rewound by alice]');
+    // The rewind put the workspace back as it was before turn 1 (without `go`): the command, run again, waits for it again.
+    release(ws);
     expect((await handle.result()).status).toBe('completed');
     expect(readFileSync(path.join(ws, 'y.txt'), 'utf8')).toBe('y\n');
-    expect(bed.audit().filter((a) => a.command === 'sleep 2; echo y > y.txt' && a.exitCode === 0)).toHaveLength(2);
+    expect(bed.audit().filter((a) => a.command === slow && a.exitCode === 0)).toHaveLength(2);
   }, 180_000);
 
   test('checkpoints lists what each turn changed, diff shows a turn, fork starts from a copy and leaves the original unchanged', async () => {

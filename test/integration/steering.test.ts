@@ -8,6 +8,7 @@
 import { createHash } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import path from 'node:path';
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import {
   decideUpdate,
@@ -24,8 +25,9 @@ import {
 import { AGENT_AWAITING, AGENT_AWAITING_SINCE, AGENT_STATUS } from '../../src/config';
 import { sha256 } from '../../src/shared/sha256';
 import { findTemporalCli } from '../../src/devserver';
+import { workspaceFolderName } from '../../src/activities/session';
 import { cli } from './cli-process';
-import { sleepUntil, TestBed, waitFor } from './harness';
+import { release, sleepUntil, TestBed, UNTIL_GO, waitFor } from './harness';
 import { asks, decide, end, rejected } from './steering-helpers';
 
 /** Activity types the run scheduled after its last completed Update, read from its history (consistent). */
@@ -241,13 +243,17 @@ describe('steering', () => {
   }, 90_000);
 
   test('say: a message sent mid-command reaches Claude after that turn’s tool_result, in the same user message', async () => {
-    bed = await TestBed.create({ script: { responses: [asks(['toolu_s', 'sleep 3; echo slept']), end('noted')] } });
+    // The command runs until the test has sent the message and read it back queued.
+    bed = await TestBed.create({ script: { responses: [asks(['toolu_s', `${UNTIL_GO}; echo slept`]), end('noted')] } });
     const handle = await bed.start({ task: 'sleep', approval: 'auto' }, 'steer-say-mid-command');
     await waitFor('command running', async () => (await bed.status(handle)).details.startsWith('running'));
     const answer = await handle.executeUpdate(sayUpdate, { args: [{ text: 'also update the changelog', by: 'frank' }] });
     expect(answer).toEqual({ queued: true, queuedMessages: 1, at: expect.any(String) });
-    expect((await bed.status(handle)).queuedMessages).toEqual([{ text: 'also update the changelog', by: 'frank', at: answer.at }]);
+    const queued = await bed.status(handle);
+    expect(queued.queuedMessages).toEqual([{ text: 'also update the changelog', by: 'frank', at: answer.at }]);
+    expect(queued.details).toMatch(/^running/);
     expect(await rejected(handle.executeUpdate(sayUpdate, { args: [{ text: '   ', by: 'frank' }] }))).toMatch(/non-empty/);
+    release(path.join(bed.workspaces, workspaceFolderName(handle.workflowId)));
     expect((await handle.result()).status).toBe('completed');
     const last = bed.sentMessages()[1]!.at(-1)!;
     expect(last.role).toBe('user');
@@ -291,12 +297,15 @@ describe('steering', () => {
 
   test('pause mid-command stops before the next model call, never mid-command; the session is kept', async () => {
     bed = await TestBed.create({
-      script: { responses: [asks(['toolu_a', 'export KEEP=1; sleep 2']), asks(['toolu_b', 'echo KEEP=$KEEP']), end('done')] },
+      // The command runs until the test has had the pause answered.
+      script: { responses: [asks(['toolu_a', `export KEEP=1; ${UNTIL_GO}`]), asks(['toolu_b', 'echo KEEP=$KEEP']), end('done')] },
     });
     const handle = await bed.start({ task: 'pause', approval: 'auto' }, 'steer-pause-mid-command');
     await waitFor('command running', async () => (await bed.status(handle)).details.startsWith('running'));
     const answer = await handle.executeUpdate(pauseUpdate, { args: [{ by: 'ivy' }] });
     expect(answer.status).toBe('running');
+    expect(bed.audit()).toEqual([]);
+    release(path.join(bed.workspaces, workspaceFolderName(handle.workflowId)));
     await waitFor('paused', async () => (await bed.status(handle)).status === 'paused', 20_000);
     // The command finished (its result is recorded); Claude was not asked again.
     expect(bed.audit().map((a) => a.exitCode)).toEqual([0]);

@@ -41,15 +41,20 @@ describe('sub-agents', () => {
   afterEach(async () => bed?.close());
 
   test('two subagent calls in one answer run at once; the parent gets both final answers as tool_results', async () => {
-    // Each child notes when its command started and ended (ns), sleeping between.
-    const timed = (name: string) => `date +%s%N > ${name}.start; sleep 2; echo ${name} > ${name}.txt; date +%s%N > ${name}.end`;
+    // Each child notes when its command started and ended (ns) and, between, waits (at most about 60 s) until the
+    // other's has started: run at once, both go on; run one after the other, the first ends alone, after its wait,
+    // before the second starts, and the overlap checks below fail. (A fixed sleep could end before a loaded machine
+    // had started the other child at all.)
+    const timed = (name: string, other: string) =>
+      `date +%s%N > ${name}.start; for i in $(seq 1200); do [ -e ${other}.start ] && break; sleep 0.05; done; ` +
+      `echo ${name} > ${name}.txt; date +%s%N > ${name}.end`;
     bed = await TestBed.create({
       script: {
         responses: [
           turn(subagent('toolu_sa', 'write a', 'child-a: write a.txt'), subagent('toolu_sb', 'write b', 'child-b: write b.txt')),
           say('both children answered'),
         ],
-        conversations: [child('child-a', timed('a'), 'A is written'), child('child-b', timed('b'), 'B is written')],
+        conversations: [child('child-a', timed('a', 'b'), 'A is written'), child('child-b', timed('b', 'a'), 'B is written')],
       },
       workers: 1,
     });

@@ -9,11 +9,13 @@
 import { userInfo } from 'node:os';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
+import { readFileSync } from 'node:fs';
+import { workspaceFolderName } from '../../src/activities/session';
 import { transcriptQuery } from '../../src/contract';
 import { PROMPT_TEXT } from '../../src/cli/approval-prompt';
 import { SPINNER_FRAMES } from '../../src/cli/live-line';
 import { cli } from './cli-process';
-import { TestBed, toolUse, waitFor } from './harness';
+import { release, TestBed, toolUse, UNTIL_GO, waitFor } from './harness';
 
 const ROOT = path.resolve(__dirname, '../..');
 const CLI = path.join(ROOT, 'bin', 'agent-jobs.js');
@@ -24,7 +26,8 @@ const SESSION = 'watch';
 /** Forty 16-character words: the answer streams as forty deltas, 300 ms apart (about 12 s, so several heartbeats land mid-answer). */
 const WORDS = Array.from({ length: 40 }, (_, i) => `streamed-w${String(i).padStart(2, '0')}-ok `);
 const ANSWER = WORDS.join('').trimEnd();
-const COMMAND = 'sleep 2; echo slept-ok';
+/** Notes when it started (ms since the epoch), then runs until the test has seen the spinner for it (see UNTIL_GO). */
+const COMMAND = `date +%s%3N > started; ${UNTIL_GO}; echo slept-ok`;
 
 function tmux(...args: string[]): string {
   return execFileSync('tmux', ['-u', '-L', SOCKET, ...args], { encoding: 'utf8' });
@@ -138,6 +141,9 @@ describe('watch in a terminal', () => {
     );
     expect(approved).toContain(`${PROMPT_TEXT.trimEnd()} a`);
     await seen('the spinner while the command runs', (s) => new RegExp(`${SPINNER.source} running command \\(\\d+s\\)`).test(s), 15_000);
+    const ws = path.join(bed.workspaces, workspaceFolderName(id));
+    const startedAt = await waitFor('the command to start', () => Number(readFileSync(path.join(ws, 'started'), 'utf8').trim()) || null);
+    const releasedAt = release(ws);
     const ended = await seen('watch to exit', (s) => s.includes('[watch exited 0]'), 30_000);
     expect(ended).toMatch(/run .* ended: completed after 2 turns/);
     expect(ended).toContain('final answer: All done after the nap.');
@@ -151,7 +157,8 @@ describe('watch in a terminal', () => {
     // The run time is shown exactly when the run published it in the transcript query (durationsMs).
     const durations = (await handle.query(transcriptQuery, 0)).durationsMs ?? {};
     if (durations['toolu_sleep'] !== undefined) {
-      expect(durations['toolu_sleep']).toBeGreaterThanOrEqual(2_000);
+      // The command ran at least from its start to its release by the test.
+      expect(durations['toolu_sleep']).toBeGreaterThanOrEqual(releasedAt - startedAt);
       expect(ended).toMatch(/→ result for toolu_sleep \(exit 0, \d+\.\d s\):/);
     } else {
       expect(ended).toContain('→ result for toolu_sleep:');

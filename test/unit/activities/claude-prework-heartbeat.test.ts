@@ -13,7 +13,9 @@ test('callClaude heartbeats while it rebuilds the conversation from history, bef
   let heartbeats = 0;
   let heartbeatsDuringRead = 0;
   const readHistory = async (): Promise<Conversation> => {
-    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    // A rebuild that lasts until two heartbeats came (at most 10 s): a fixed 2.5 s could end first when a loaded machine delays the interval.
+    const end = Date.now() + 10_000;
+    while (heartbeats < 2 && Date.now() < end) await new Promise((resolve) => setTimeout(resolve, 50));
     heartbeatsDuringRead = heartbeats;
     const c = emptyConversation();
     applyDelta(c, new ConversationLog('task').takeDelta());

@@ -13,7 +13,7 @@
 import * as fs from 'node:fs';
 import { decideApproval } from '../../../src/policy';
 import { ExactRefusedError } from '../../../src/session';
-import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
+import { closeSessions, removeTempDirs, startSession, tempDir, waitUntil } from '../session/helpers';
 
 afterEach(async () => {
   await closeSessions();
@@ -24,9 +24,15 @@ test('a renamed working directory cannot make runExact read a different file tha
   const dir = tempDir();
   const s = await startSession({ cwd: dir, workspace: dir });
   await s.run(
-    'mkdir a; cd a; ln -s /etc/passwd secret.txt; (sleep 1; mv ../a ../b; mkdir ../a; echo decoy > ../a/secret.txt) >/dev/null 2>&1 &',
+    'mkdir a; cd a; ln -s /etc/passwd secret.txt; ' +
+      '(for i in $(seq 1200); do [ -e ../go ] && break; sleep 0.05; done; mv ../a ../b; mkdir ../a; echo decoy > ../a/secret.txt) >/dev/null 2>&1 &',
   );
-  await new Promise((r) => setTimeout(r, 2000));
+  // The swap happens once the command has returned (the session has its cwd), when the test says so: a fixed pause could end before it.
+  fs.writeFileSync(`${dir}/go`, '');
+  await waitUntil(
+    'the background job to swap the directory',
+    () => fs.existsSync(`${dir}/b`) && fs.existsSync(`${dir}/a/secret.txt`) && fs.readFileSync(`${dir}/a/secret.txt`, 'utf8') === 'decoy\n',
+  );
   expect(fs.readFileSync(`${dir}/a/secret.txt`, 'utf8')).toBe('decoy\n');
   const d = decideApproval('cat secret.txt', 'policy', { workspace: s.exactRoot, cwd: s.cwd });
   if (d.action !== 'run') return; // asking is a fix too

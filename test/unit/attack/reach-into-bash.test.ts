@@ -13,7 +13,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { findBwrap } from '../../../src/session';
 import { DENIED_SYSCALLS, seccompProgram } from '../../../src/session/seccomp';
-import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
+import { closeSessions, removeTempDirs, startSession, tempDir, waitUntil } from '../session/helpers';
 
 afterEach(async () => {
   await closeSessions();
@@ -49,9 +49,12 @@ test("a background job that takes bash's fd 0 with pidfd_getfd cannot read the n
   const s = await startSession({ cwd: dir, workspace: dir });
   // Stops bash once it is idle (so it cannot race for the bytes), tries the steal, lets bash go on.
   await s.run(
-    `( b=$$; exec 0</dev/null 1>/dev/null 2>&1; sleep 1; kill -STOP $b; ${reach} steal $b >${dir}/stolen 2>&1; kill -CONT $b ) &`,
+    `( b=$$; exec 0</dev/null 1>/dev/null 2>&1; for i in $(seq 1200); do [ -e ${dir}/go ] && break; sleep 0.05; done; ` +
+      `kill -STOP $b; ${reach} steal $b >${dir}/stolen 2>&1; kill -CONT $b; : > ${dir}/continued ) &`,
   );
-  await new Promise((r) => setTimeout(r, 1500));
+  // Released once bash is idle (the command returned); the next command is sent only after the steal was tried and bash goes on.
+  fs.writeFileSync(path.join(dir, 'go'), '');
+  await waitUntil('the background job to try the steal and let bash go on', () => fs.existsSync(path.join(dir, 'continued')));
   const r = await s.run('echo second; (exit 7)');
   expect(r).toMatchObject({ exitCode: 7, output: 'second\n' });
   const stolen = fs.readFileSync(path.join(dir, 'stolen'), 'utf8');

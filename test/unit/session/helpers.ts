@@ -99,6 +99,19 @@ export async function waitGone(match: { token?: string; sid?: number }, timeoutM
   }
 }
 
+/**
+ * Polls `done` every 50 ms until it returns true, for at most `timeoutMs`: how a test waits for
+ * something a background job or the kernel does, instead of a fixed pause a loaded machine outlasts.
+ * @throws Error naming `what`, when it did not happen in time
+ */
+export async function waitUntil(what: string, done: () => boolean, timeoutMs = 30_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!done()) {
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /** A unique token to put in a command line (e.g. as a sleep argument) and find later. */
 export function uniqueSleepSeconds(): string {
   // sleep accepts fractional seconds; the fraction makes the cmdline unique.

@@ -16,6 +16,7 @@ import {
   timed,
   uniqueSleepSeconds,
   waitGone,
+  waitUntil,
 } from './helpers';
 
 afterEach(async () => {
@@ -206,8 +207,10 @@ describe('C09: the shell itself exits', () => {
 
   test('a shell killed while idle is restarted before the next command, which says so', async () => {
     const s = await startSession();
+    const shell = s.pid;
     await s.run('(sleep 0.2; kill -9 $$) &');
-    await new Promise((r) => setTimeout(r, 600));
+    // Gone from /proc once the worker has reaped it, so the session has seen its exit; a fixed pause could end first.
+    await waitUntil('the idle shell to be killed and reaped', () => !fs.existsSync(`/proc/${shell}`));
     const r = await s.run('echo hi');
     expect(r.output).toMatch(/^hi\n\[agent-jobs: the shell had exited since the last command \(killed by SIGKILL\); it was restarted/);
     expect(r.sessionRestarted).toBe(true);
