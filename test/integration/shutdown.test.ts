@@ -9,12 +9,12 @@
  * next command runs in a new session, with Claude told first.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { workspaceFolderName } from '../../src/activities/session';
 import { SHUTDOWN_FORCE_TIME_MS } from '../../src/config';
 import { approveSignal } from '../../src/contract';
-import { napSeconds, processesMatching, TestBed, toolUse, waitFor, type WorkerProcess } from './harness';
+import { napSeconds, processesMatching, release, TestBed, toolUse, UNTIL_GO, waitFor, type WorkerProcess } from './harness';
 
 const WORKER_JS = path.resolve(__dirname, '../../dist/worker.js');
 
@@ -49,7 +49,7 @@ const NAP_GRACE = napSeconds('27.3');
  * still running when the drain begins however slow the machine, and ends only once the test has
  * seen the drain. A trap shows a SIGINT or SIGHUP reaching the shell; the sleep would die of it too.
  */
-const HELD_COMMAND = `echo start > started; bash -c 'trap "echo GOT-SIGNAL" INT HUP; for i in $(seq 1200); do [ -e go ] && break; sleep 0.05; done'; echo done`;
+const HELD_COMMAND = `echo start > started; bash -c 'trap "echo GOT-SIGNAL" INT HUP; ${UNTIL_GO}'; echo done`;
 
 /** Waits until the draining worker's `sessionClosing` signal is in the run's history, then lets the held command end. */
 async function releaseAfterDrainSignal(
@@ -64,9 +64,7 @@ async function releaseAfterDrainSignal(
       ((await handle.fetchHistory()).events ?? []).some((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'sessionClosing'),
     60_000,
   );
-  const at = Date.now();
-  writeFileSync(path.join(path.dirname(started), 'go'), '');
-  return at;
+  return release(path.dirname(started));
 }
 
 describe('worker shutdown (drain)', () => {
