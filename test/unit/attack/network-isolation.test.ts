@@ -116,7 +116,14 @@ test('a range the host makes its own after the session started (a local route, a
     await withHostNetworkLock(async () => {
       execFileSync('ip', ['route', 'add', 'local', route, 'dev', 'lo']);
       try {
-        await new Promise((r) => setTimeout(r, 500));
+        // The attack is tried once the session's rules know the route (the product's monitor reacts in
+        // milliseconds on a quiet machine, longer under load); what is asserted is that it is then refused.
+        const ruleset = (): string =>
+          execFileSync('nsenter', [`--net=/proc/${s.bashPid}/ns/net`, '--', 'nft', 'list', 'ruleset'], { encoding: 'utf8' });
+        for (const deadline = Date.now() + 30_000; !ruleset().includes(route);) {
+          if (Date.now() > deadline) throw new Error(`the session's nft sets did not take ${route} within 30 s`);
+          await new Promise((r) => setTimeout(r, 50));
+        }
         const r = await s.run(`timeout 5 bash -c 'echo late > /dev/tcp/198.18.7.200/${srv.port}' && echo SENT`);
         expect(r.output).not.toContain('SENT');
         await new Promise((r) => setTimeout(r, 300));
