@@ -303,7 +303,7 @@ export const OPEN_SESSION_ACTIVITY_OPTIONS: ActivityOptions = { ...OPEN_SESSION_
  * Memory set aside for one bash session when the session cap is sized to
  * the machine (`AGENT_JOBS_MAX_SESSIONS` unset), in bytes: 256 MiB. An idle
  * session's bash takes about 2 MB and the worker's own share about 5 MB
- * (measured by `node dist/bench/many.js`), but the commands an agent runs
+ * (measured by `node dist/dev/bench/many.js`), but the commands an agent runs
  * are what count: a `node`, `tsc` or `pytest` run takes 100–500 MB while it
  * runs, and not every session runs one at the same moment.
  */
@@ -319,7 +319,7 @@ export const MIN_DEFAULT_MAX_SESSIONS = 4;
 /**
  * Most sessions a worker holds when sized to the machine: 200, the load
  * measured on one worker process (200 runs × 10 turns, `node
- * dist/bench/many.js`). Every session's output parsing and heartbeats share
+ * dist/dev/bench/many.js`). Every session's output parsing and heartbeats share
  * the one JavaScript thread of the process; past this, run more worker
  * processes (or set `AGENT_JOBS_MAX_SESSIONS` after measuring).
  */

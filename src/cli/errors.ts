@@ -16,7 +16,7 @@ import {
   WorkflowNotFoundError,
 } from '../client';
 import { ClaimCheckError, CodecKeyError } from '../codec';
-import { TemporalCliMissingError } from '../devserver';
+import { TemporalCliMissingError } from '../dev/devserver';
 import { safeText } from '../shared/display';
 import { asTyped } from './invocation';
 

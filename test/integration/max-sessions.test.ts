@@ -7,8 +7,8 @@
  */
 import type { WorkflowHandle } from '@temporalio/client';
 import { approveSignal, WORKER_FULL } from '../../src/contract';
-import { peakSessions, sessionSpans, waitedForRoom, type SessionSpan } from '../../src/testing/session-spans';
-import { decodedHistory } from '../../src/testing/history-codec';
+import { peakSessions, sessionSpans, waitedForRoom, type SessionSpan } from '../../src/dev/testing/session-spans';
+import { decodedHistory } from '../../src/dev/testing/history-codec';
 import { TestBed, toolUse, waitFor } from './harness';
 
 async function spansOf(handles: WorkflowHandle[]): Promise<SessionSpan[]> {

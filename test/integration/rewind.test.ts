@@ -9,7 +9,7 @@ import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pauseUpdate, resumeUpdate, endUpdate, type Message, type TextBlock } from '../../src/contract';
 import { rewindUpdate } from '../../src/contract/checkpoint';
-import type { ScriptContentBlock } from '../../src/model-server';
+import type { ScriptContentBlock } from '../../src/dev/model-server';
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { storeFor } from '../../src/checkpoint/store';

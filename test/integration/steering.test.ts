@@ -23,7 +23,7 @@ import {
 } from '../../src/contract';
 import { AGENT_AWAITING, AGENT_AWAITING_SINCE, AGENT_STATUS } from '../../src/config';
 import { sha256 } from '../../src/shared/sha256';
-import { findTemporalCli } from '../../src/devserver';
+import { findTemporalCli } from '../../src/dev/devserver';
 import { cli } from './cli-process';
 import { sleepUntil, TestBed, waitFor } from './harness';
 import { asks, decide, end, rejected } from './steering-helpers';

@@ -16,7 +16,7 @@ import {
   loadCodecKeys,
   startCodecServer,
 } from '../../codec';
-import { DEV_SERVER_PORT } from '../../devserver';
+import { DEV_SERVER_PORT } from '../../dev/devserver';
 import { dataDir, temporalUiUrl } from '../../settings';
 import { CliError } from '../errors';
 import { port } from '../parse';

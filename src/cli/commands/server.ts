@@ -1,7 +1,7 @@
 /** `agent-jobs server`: a local Temporal dev server with this project's search attributes. */
 import path from 'node:path';
 import type { Command } from 'commander';
-import { DEV_SERVER_PORT, serverAnswers, startDevServer, stopCommand, stopDetachedServer, type StopOutcome } from '../../devserver';
+import { DEV_SERVER_PORT, serverAnswers, startDevServer, stopCommand, stopDetachedServer, type StopOutcome } from '../../dev/devserver';
 import { dataDir } from '../../settings';
 import { CliError } from '../errors';
 import { printJson, printLines } from '../render/text';

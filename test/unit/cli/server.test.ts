@@ -6,7 +6,7 @@ import path from 'node:path';
 import { defaultServerPort } from '../../../src/cli/commands/server';
 import { CliError } from '../../../src/cli/errors';
 import { buildProgram } from '../../../src/cli/program';
-import { DEV_SERVER_DYNAMIC_CONFIG, devServerArgs, isDevServerCommandLine, pidFile, stopDetachedServer } from '../../../src/devserver';
+import { DEV_SERVER_DYNAMIC_CONFIG, devServerArgs, isDevServerCommandLine, pidFile, stopDetachedServer } from '../../../src/dev/devserver';
 
 describe('defaultServerPort', () => {
   test.each([
