@@ -175,13 +175,13 @@ export default defineConfig(
     },
   },
   {
-    // execa behind one module (src/testing/exec.ts): the development tools run programs through it.
+    // execa behind one module (src/dev/testing/exec.ts): the development tools run programs through it.
     files: [`src/**/*.${TS}`],
-    ignores: [...WORKFLOW_FILES, 'src/testing/exec.ts'],
+    ignores: [...WORKFLOW_FILES, 'src/dev/testing/exec.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',
-        { patterns: [{ regex: '^execa(/|$)', message: 'Import execa through src/testing/exec.ts, the one module that imports it.' }] },
+        { patterns: [{ regex: '^execa(/|$)', message: 'Import execa through src/dev/testing/exec.ts, the one module that imports it.' }] },
       ],
     },
   },

@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 export AGENT_JOBS_DEMO_STARTED_MS="$(date +%s%3N)"
 . scripts/prepare.sh
 prepare demo 2>&1
-exec node dist/demo.js "$@"
+exec node dist/dev/demo.js "$@"

@@ -303,7 +303,7 @@ export const OPEN_SESSION_ACTIVITY_OPTIONS: ActivityOptions = { ...OPEN_SESSION_
  * Memory set aside for one bash session when the session cap is sized to
  * the machine (`AGENT_JOBS_MAX_SESSIONS` unset), in bytes: 256 MiB. An idle
  * session's bash takes about 2 MB and the worker's own share about 5 MB
- * (measured by `node dist/bench/many.js`), but the commands an agent runs
+ * (measured by `node dist/dev/bench/many.js`), but the commands an agent runs
  * are what count: a `node`, `tsc` or `pytest` run takes 100–500 MB while it
  * runs, and not every session runs one at the same moment.
  */
@@ -319,7 +319,7 @@ export const MIN_DEFAULT_MAX_SESSIONS = 4;
 /**
  * Most sessions a worker holds when sized to the machine: 200, the load
  * measured on one worker process (200 runs × 10 turns, `node
- * dist/bench/many.js`). Every session's output parsing and heartbeats share
+ * dist/dev/bench/many.js`). Every session's output parsing and heartbeats share
  * the one JavaScript thread of the process; past this, run more worker
  * processes (or set `AGENT_JOBS_MAX_SESSIONS` after measuring).
  */
@@ -383,27 +383,18 @@ export const WORKFLOW_TASK_TIMEOUT = '4 seconds';
  * How long a workflow task waits on a worker's sticky queue before it goes
  * to the shared queue: 1 s (the SDK's default is 10 s). A live worker polls
  * its sticky queue all the time, so this only delays runs whose cached
- * worker died (a busy worker that misses it costs a replay elsewhere, not
- * correctness). Measured in the chaos run: heartbeat timeout (5 s) + this +
- * a cold replay on another worker (up to 2 s under load) is the slowest
- * recovery path.
+ * worker died; a busy worker that misses it costs a replay elsewhere, not
+ * correctness (docs/decisions.md, "Timeouts chosen by the chaos run").
  */
 export const STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT = '1 second';
 
 /**
  * Workflow tasks one worker processes at once: 8 (the SDK's default is 40).
- * The SDK runs every workflow of a worker on one workflow thread
- * (`workflowThreadPoolSize` is 1 with `reuseV8Context`), so more slots add
- * no CPU, only a longer queue inside the worker; the SDK's own docs warn
- * that too many cause workflow task timeouts. On a starved machine a task
- * queued behind 39 others ran past {@link WORKFLOW_TASK_TIMEOUT}, was done
- * again elsewhere (a replay), and starved the machine more. Measured with
- * `npm run bench:cluster` (3 workers, 2 cores): 500 runs × 10 turns at 40
- * slots had 4 runs done after 15 minutes, and 50 of its runs' histories
- * recorded 448 workflow task timeouts against 382 completed tasks; at 8,
- * 200 × 10 completed at 5 turns/s. A task that waits for a slot waits on
- * the server, where only the sticky queue has a timeout
- * ({@link STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT}).
+ * A worker's workflows share one workflow thread (`workflowThreadPoolSize`
+ * is 1 with `reuseV8Context`), so more slots add no CPU, only a queue inside
+ * the worker whose tail runs past {@link WORKFLOW_TASK_TIMEOUT} on a starved
+ * machine; a task that waits for a slot waits on the server instead
+ * (docs/decisions.md, "Eight workflow task slots").
  */
 export const WORKFLOW_TASK_SLOTS = 8;
 
@@ -433,15 +424,9 @@ export const DEFAULT_TRANSCRIPT_BUDGET_CHARS = 200_000;
  * They are the server's default suggestion (`limit.historySize.suggestContinueAsNew`,
  * `limit.historyCount.suggestContinueAsNew`), named here so a server configured
  * higher does not let a history grow past them; the hard limits are 50 MiB /
- * 51,200 events. A turn adds to history about twice its new content (the
- * command's output in `runCommand`'s result and in the next `callClaude`'s
- * change) plus about 3 KB of events, so a run of 20 KB outputs continues as new
- * about every 90 turns.
- *
- * Why not higher: when a worker dies, every run it had cached is replayed from
- * its history on a survivor. Measured in the chaos run (2 cores, 20 runs): a
- * 716-event, ~4 MiB history took 2.2 s to replay there while several others
- * queued; an unloaded replay costs about 0.3 ms an event.
+ * 51,200 events. A run of 20 KB outputs continues as new about every 90 turns.
+ * Not higher, because a dead worker's runs are replayed from their histories
+ * on a survivor (docs/decisions.md, "Bounded history, then continue-as-new").
  */
 export const CONTINUE_AS_NEW_HISTORY_BYTES = 4 * 1024 * 1024;
 export const CONTINUE_AS_NEW_HISTORY_EVENTS = 4_096;

@@ -412,6 +412,9 @@ export function workerId(env: NodeJS.ProcessEnv = process.env): string {
   return env.AGENT_JOBS_WORKER_ID ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
 }
 
+/** Where Temporal is when nothing names it (no `TEMPORAL_ADDRESS`, no profile): a local server on its default port. */
+export const DEFAULT_TEMPORAL_ADDRESS = 'localhost:7233';
+
 /** Connection settings for Temporal, from `TEMPORAL_ADDRESS`, `TEMPORAL_NAMESPACE`, `TEMPORAL_API_KEY`, TLS variables and the envconfig TOML profile. */
 export interface TemporalSettings {
   /** For `Connection.connect` (client). */
@@ -444,7 +447,7 @@ export function temporalSettings(source: TemporalSettingsSource = {}): TemporalS
     ...(env ? { overrideEnvVars: env } : {}),
     ...(source.profile !== undefined ? { profile: source.profile } : {}),
   });
-  const address = config.connectionOptions.address ?? 'localhost:7233';
+  const address = config.connectionOptions.address ?? DEFAULT_TEMPORAL_ADDRESS;
   return {
     connectionOptions: { ...config.connectionOptions, address },
     nativeConnectionOptions: { ...config.connectionOptions, address },

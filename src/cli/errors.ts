@@ -16,7 +16,6 @@ import {
   WorkflowNotFoundError,
 } from '../client';
 import { ClaimCheckError, CodecKeyError } from '../codec';
-import { TemporalCliMissingError } from '../devserver';
 import { safeText } from '../shared/display';
 import { asTyped } from './invocation';
 
@@ -80,7 +79,6 @@ export function toCliError(err: unknown): CliError {
   }
   if (err instanceof UpdateTimeoutError) return updateTimeoutError(err);
   if (err instanceof HistoryUnreadableError) return new CliError(err.message);
-  if (err instanceof TemporalCliMissingError) return new CliError(err.message);
   if (err instanceof ClaimCheckError) return new CliError(err.message, BLOB_HINT);
   if (err instanceof CodecKeyError)
     return new CliError(err.message, 'AGENT_JOBS_CODEC_KEYS names the keys every worker and CLI share (docs/security.md, "Encryption")');

@@ -13,7 +13,7 @@
  * page is opened, a right-to-left override, zero-width characters, all outside any code span.
  */
 import { temporal } from '@temporalio/proto';
-import { decodedHistory } from '../../src/testing/history-codec';
+import { decodedHistory } from '../../src/dev/testing/history-codec';
 import { cli } from './cli-process';
 import { TestBed, toolUse } from './harness';
 

@@ -11,7 +11,7 @@
 import { AGENT_AWAITING } from '../../src/config';
 import { extendUpdate, resumeUpdate, type ExtendRequest, type Usage } from '../../src/contract';
 import { BUILTIN_MODELS, costUsd } from '../../src/contract/models';
-import type { ScriptEntry } from '../../src/model-server';
+import type { ScriptEntry } from '../../src/dev/model-server';
 import type { agentRun } from '../../src/workflows';
 import { cli } from './cli-process';
 import { TestBed, toolUse, waitFor } from './harness';

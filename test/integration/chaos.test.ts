@@ -6,7 +6,7 @@
  * (≤ 10 s) is a figure `npm run chaos`, the full form, measures and prints;
  * here the bound only catches a run that hangs.
  */
-import { runChaos } from '../../src/bench/chaos';
+import { runChaos } from '../../src/dev/bench/chaos';
 
 test('chaos, short form: 4 runs, 2 worker kills, 1 server restart', async () => {
   const report = await runChaos({ runs: 4, kills: 2, serverRestarts: 1, verbose: false });

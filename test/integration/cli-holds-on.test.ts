@@ -15,7 +15,7 @@
 import { cli, cliFloorMs, cliWith, spawnCli } from './cli-process';
 import { capabilitiesOf, contextStrategyOf, contextWindowOf } from '../../src/contract/models';
 import { TestBed, toolUse, waitFor } from './harness';
-import { freePort, startDevServer, type DevServer } from '../../src/devserver';
+import { freePort, startDevServer, type DevServer } from '../../src/dev/devserver';
 
 describe('a CLI that holds on', () => {
   let server: DevServer;

@@ -12,8 +12,8 @@ import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { AGENT_STATUS } from '../../src/config';
 import { sha256 } from '../../src/shared/sha256';
-import { freePort, startDevServer } from '../../src/devserver';
-import { decodedHistory } from '../../src/testing/history-codec';
+import { freePort, startDevServer } from '../../src/dev/devserver';
+import { decodedHistory } from '../../src/dev/testing/history-codec';
 import { cli, cliFloorMs, cliWith, spawnCli } from './cli-process';
 import { TestBed, toolUse, waitFor } from './harness';
 

@@ -1,5 +1,5 @@
 /**
- * The local Temporal cluster on PostgreSQL (src/cluster) end to end, in a
+ * The local Temporal cluster on PostgreSQL (src/dev/cluster) end to end, in a
  * data folder of its own: `up` builds what is missing, starts PostgreSQL
  * and two server processes; `status` reports PostgreSQL as the store and
  * both hosts in every ring; an agent run started through the CLI completes
@@ -14,9 +14,17 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { clusterDown, clusterStatus, clusterUp, killServer, readClusterState, restartServer, type ClusterState } from '../../src/cluster';
-import { DYNAMIC_CONFIG_FILE, TEMPORAL_SERVER_VERSION } from '../../src/cluster/constants';
-import { installedServerTools } from '../../src/cluster/tools';
+import {
+  clusterDown,
+  clusterStatus,
+  clusterUp,
+  killServer,
+  readClusterState,
+  restartServer,
+  type ClusterState,
+} from '../../src/dev/cluster';
+import { DYNAMIC_CONFIG_FILE, TEMPORAL_SERVER_VERSION } from '../../src/dev/cluster/constants';
+import { installedServerTools } from '../../src/dev/cluster/tools';
 import { SEARCH_ATTRIBUTES } from '../../src/config';
 import { Connection } from '@temporalio/client';
 import { cli } from './cli-process';

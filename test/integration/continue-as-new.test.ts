@@ -5,8 +5,8 @@
  * conversation's tail, turns and session across (the rest stays in the
  * earlier runs' histories, where a new worker reads it), and completes.
  */
-import { devServerArgs, freePort, startDevServer, type DevServer } from '../../src/devserver';
-import type { ScriptEntry } from '../../src/model-server';
+import { devServerArgs, freePort, startDevServer, type DevServer } from '../../src/dev/devserver';
+import type { ScriptEntry } from '../../src/dev/model-server';
 import { decideUpdate, extendUpdate, type ToolResultBlock } from '../../src/contract';
 import { pairingProblem } from '../../src/workflows/transcript';
 import { runChain, TestBed, toolUse, waitFor } from './harness';

@@ -1,6 +1,6 @@
 /**
  * The README's first command, as a new user meets it: `npm run demo` runs
- * `node dist/demo.js`, which here finds no Temporal server at its address,
+ * `node dist/dev/demo.js`, which here finds no Temporal server at its address,
  * starts one, starts a worker, runs the example task with the scripted model
  * server, approves through the CLI and leaves the server running. A fresh
  * server lists a new worker among its pollers only after a second or so; the
@@ -18,8 +18,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { freePort, serverAnswers } from '../../src/devserver';
-import { startModelServer } from '../../src/model-server';
+import { freePort, serverAnswers } from '../../src/dev/devserver';
+import { startModelServer } from '../../src/dev/model-server';
 
 const ROOT = path.resolve(__dirname, '../..');
 const CLI = path.join(ROOT, 'bin', 'agent-jobs.js');
@@ -54,7 +54,7 @@ async function withDemo(body: (d: Demo) => Promise<void>, extraEnv: NodeJS.Proce
 /** Runs the demo to its end; its exit code (0 when it succeeded) with what it printed. */
 async function demo(env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [path.join(ROOT, 'dist', 'demo.js')], { env, cwd: ROOT });
+    const { stdout, stderr } = await run(process.execPath, [path.join(ROOT, 'dist', 'dev', 'demo.js')], { env, cwd: ROOT });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code?: number; stdout?: string; stderr?: string };

@@ -21,7 +21,7 @@ import { temporal } from '@temporalio/proto';
 import { approveSignal } from '../../src/contract';
 import { isDefaultIgnorable } from '../../src/shared/display';
 import { sha256 } from '../../src/shared/sha256';
-import { decodedHistory } from '../../src/testing/history-codec';
+import { decodedHistory } from '../../src/dev/testing/history-codec';
 import { cli } from './cli-process';
 import { TestBed, toolUse, waitFor } from './harness';
 

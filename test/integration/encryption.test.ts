@@ -16,7 +16,7 @@ import { promisify } from 'node:util';
 import { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { EncryptionCodec, readCodecKeys, startCodecServer } from '../../src/codec';
-import { ensureTemporalCli } from '../../src/devserver';
+import { ensureTemporalCli } from '../../src/dev/devserver';
 import { cliWith } from './cli-process';
 import { TestBed, waitFor } from './harness';
 import { asks, end } from './steering-helpers';

@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { freePort, startDevServer, type DevServer } from '../../src/devserver';
+import { freePort, startDevServer, type DevServer } from '../../src/dev/devserver';
 import { approveSignal } from '../../src/contract';
 import { TestBed, toolUse, waitFor } from './harness';
 

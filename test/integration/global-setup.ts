@@ -14,7 +14,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createKeysFile } from '../../src/codec';
-import { freePort } from '../../src/ports';
+import { freePort } from '../../src/dev/ports';
 
 const CLI = path.resolve(__dirname, '../../bin/agent-jobs.js');
 

@@ -13,10 +13,16 @@ import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
 import { AGENT_RUN_WORKFLOW } from '../../src/config';
-import { codecClientOptions, scriptedWorkerEnv, spawnWorker, type WorkerProcess } from '../../src/testing/worker-process';
-import { decodedHistory } from '../../src/testing/history-codec';
+import { codecClientOptions, scriptedWorkerEnv, spawnWorker, type WorkerProcess } from '../../src/dev/testing/worker-process';
+import { decodedHistory } from '../../src/dev/testing/history-codec';
 import { AgentJobsClient, startAgentRun } from '../../src/client';
-import { startModelServer, type LoggedRequest, type ModelServer, type ScriptContentBlock, type ScriptFile } from '../../src/model-server';
+import {
+  startModelServer,
+  type LoggedRequest,
+  type ModelServer,
+  type ScriptContentBlock,
+  type ScriptFile,
+} from '../../src/dev/model-server';
 import { statusQuery, transcriptQuery } from '../../src/contract';
 import type { agentRun } from '../../src/workflows';
 import type { AgentRunInput, StatusView, Message, ToolResultBlock } from '../../src/contract';

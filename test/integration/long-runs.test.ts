@@ -5,10 +5,10 @@
  * context until the window nears, honest clearing near it, cache reads, thinking blocks
  * sent back exactly as received.
  */
-import type { ScriptEntry } from '../../src/model-server';
+import type { ScriptEntry } from '../../src/dev/model-server';
 import type { Message, ToolResultBlock } from '../../src/contract';
-import { figuresOf } from '../../src/bench/long';
-import { decodedHistory } from '../../src/testing/history-codec';
+import { figuresOf } from '../../src/dev/bench/long';
+import { decodedHistory } from '../../src/dev/testing/history-codec';
 import { pairingProblem } from '../../src/workflows/transcript';
 import { TestBed, toolUse } from './harness';
 

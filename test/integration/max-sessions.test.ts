@@ -10,8 +10,8 @@ import path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
 import { workspaceFolderName } from '../../src/activities/session';
 import { approveSignal, WORKER_FULL } from '../../src/contract';
-import { peakSessions, sessionSpans, waitedForRoom, type SessionSpan } from '../../src/testing/session-spans';
-import { decodedHistory } from '../../src/testing/history-codec';
+import { peakSessions, sessionSpans, waitedForRoom, type SessionSpan } from '../../src/dev/testing/session-spans';
+import { decodedHistory } from '../../src/dev/testing/history-codec';
 import { release, TestBed, toolUse, UNTIL_GO, waitFor } from './harness';
 
 async function spansOf(handles: WorkflowHandle[]): Promise<SessionSpan[]> {

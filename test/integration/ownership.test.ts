@@ -9,7 +9,7 @@
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { ScriptContentBlock } from '../../src/model-server';
+import type { ScriptContentBlock } from '../../src/dev/model-server';
 import { findBwrap } from '../../src/session';
 import { lookupUser } from '../../src/session/identity';
 import { TestBed, toolUse } from './harness';

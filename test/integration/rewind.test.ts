@@ -11,7 +11,7 @@ import { WorkflowUpdateStage } from '@temporalio/client';
 import { workspaceFolderName } from '../../src/activities/session';
 import { pauseUpdate, resumeUpdate, endUpdate, type Message, type TextBlock } from '../../src/contract';
 import { rewindUpdate } from '../../src/contract/checkpoint';
-import type { ScriptContentBlock } from '../../src/model-server';
+import type { ScriptContentBlock } from '../../src/dev/model-server';
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { storeFor } from '../../src/checkpoint/store';

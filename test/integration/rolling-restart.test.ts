@@ -1,13 +1,13 @@
 /**
- * A rolling restart of three workers under load (src/testing/rolling-restart.ts,
+ * A rolling restart of three workers under load (src/dev/testing/rolling-restart.ts,
  * also `npm run rolling-restart` against any server): every run completes, no
  * command is killed mid-way without Claude being told, none runs twice, no
  * process of a session is left, each worker is gone within grace + force.
  * On a dev server of its own, so no other test file's worker takes its runs.
  */
-import { startDevServer } from '../../src/devserver';
-import { freePort } from '../../src/ports';
-import { rollingRestart } from '../../src/testing/rolling-restart';
+import { startDevServer } from '../../src/dev/devserver';
+import { freePort } from '../../src/dev/ports';
+import { rollingRestart } from '../../src/dev/testing/rolling-restart';
 
 test('rolling restart of 3 workers under load (8 runs × 25 commands of ~1 s): every run completes, nothing lost', async () => {
   const server = await startDevServer({ port: await freePort(), headless: true });

@@ -24,7 +24,7 @@ import {
 } from '../../src/contract';
 import { AGENT_AWAITING, AGENT_AWAITING_SINCE, AGENT_STATUS } from '../../src/config';
 import { sha256 } from '../../src/shared/sha256';
-import { findTemporalCli } from '../../src/devserver';
+import { findTemporalCli } from '../../src/dev/devserver';
 import { workspaceFolderName } from '../../src/activities/session';
 import { cli } from './cli-process';
 import { release, sleepUntil, TestBed, UNTIL_GO, waitFor } from './harness';

@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { ScriptContentBlock } from '../../src/model-server';
+import type { ScriptContentBlock } from '../../src/dev/model-server';
 import { subagentWorkflowId } from '../../src/contract/subagent';
 import type { AgentRunResult } from '../../src/contract';
 import { TestBed, toolUse } from './harness';

@@ -8,9 +8,9 @@
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { decodedHistory } from '../../src/testing/history-codec';
+import { decodedHistory } from '../../src/dev/testing/history-codec';
 import path from 'node:path';
-import type { ScriptContentBlock } from '../../src/model-server';
+import type { ScriptContentBlock } from '../../src/dev/model-server';
 import { subagentWorkflowId } from '../../src/contract/subagent';
 import { statusQuery, type AgentRunResult, type ToolResultBlock } from '../../src/contract';
 import { cli } from './cli-process';

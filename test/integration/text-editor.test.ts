@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import { decideUpdate } from '../../src/contract';
 import { DEFAULT_EDITOR_SYSTEM_PROMPT, DEFAULT_SYSTEM_PROMPT } from '../../src/contract/input';
 import { workspaceFolderName } from '../../src/activities/session';
-import type { ScriptContentBlock } from '../../src/model-server';
+import type { ScriptContentBlock } from '../../src/dev/model-server';
 import { TestBed, toolUse, waitFor } from './harness';
 import { rejected } from './steering-helpers';
 

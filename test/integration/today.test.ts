@@ -8,11 +8,11 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { workspaceFolderName } from '../../src/activities/session';
-import { claudeCalls } from '../../src/bench/long';
-import { decodedHistory } from '../../src/testing/history-codec';
+import { claudeCalls } from '../../src/dev/bench/long';
+import { decodedHistory } from '../../src/dev/testing/history-codec';
 import { BUILTIN_MODELS, costUsd } from '../../src/contract/models';
 import type { Message } from '../../src/contract';
-import type { LoggedRequest, ScriptFile } from '../../src/model-server';
+import type { LoggedRequest, ScriptFile } from '../../src/dev/model-server';
 import { TestBed, toolUse, waitFor } from './harness';
 
 /** The messages requests the server answered, oldest first. */

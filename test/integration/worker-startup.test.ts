@@ -8,8 +8,8 @@ import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { freePort } from '../../src/ports';
-import { sharedCodecKeys } from '../../src/testing/worker-process';
+import { freePort } from '../../src/dev/ports';
+import { sharedCodecKeys } from '../../src/dev/testing/worker-process';
 import { waitFor } from './harness';
 
 const ROOT = path.resolve(__dirname, '../..');

@@ -1,13 +1,13 @@
 /**
  * The table of defaults, limits and status values is the one
- * `npm run docs` writes from the code (src/scripts/readme-facts.ts): this
+ * `npm run docs` writes from the code (src/dev/scripts/readme-facts.ts): this
  * fails when a constant changed and docs/configuration.md was not regenerated.
  */
 import { readFileSync } from 'node:fs';
 import { DEFAULT_MAX_TURNS, DEFAULT_MODEL } from '../../src/config';
 import { FINAL_STATUSES, OPEN_STATUSES } from '../../src/contract';
 import { agentRunInputSchema } from '../../src/contract/input';
-import { FACTS_END, FACTS_START, FACTS_PATH, factsTable, withFacts } from '../../src/scripts/readme-facts';
+import { FACTS_END, FACTS_START, FACTS_PATH, factsTable, withFacts } from '../../src/dev/scripts/readme-facts';
 
 const readme = readFileSync(FACTS_PATH, 'utf8');
 

@@ -16,13 +16,15 @@ import {
   loadCodecKeys,
   startCodecServer,
 } from '../../codec';
-import { DEV_SERVER_PORT } from '../../devserver';
-import { dataDir, temporalUiUrl } from '../../settings';
+import { DEFAULT_TEMPORAL_ADDRESS, dataDir, temporalUiUrl } from '../../settings';
 import { CliError } from '../errors';
 import { port } from '../parse';
 
 /** The port the codec server listens on by default (the one Temporal's samples use). */
 export const DEFAULT_CODEC_SERVER_PORT = 8081;
+
+/** The local dev server UI's origin (`http://localhost:8233`), for the hints. */
+const LOCAL_UI = temporalUiUrl(DEFAULT_TEMPORAL_ADDRESS, {});
 
 /** `--cors-origin` values collected; a value must be an origin (`scheme://host[:port]`, no path). */
 function origin(value: string, previous: string[] = []): string[] {
@@ -30,19 +32,16 @@ function origin(value: string, previous: string[] = []): string[] {
   try {
     url = new URL(value);
   } catch {
-    throw new CliError(`--cors-origin ${value} is not a URL`, `give the UI origin, e.g. http://localhost:${DEV_SERVER_PORT + 1000}`);
+    throw new CliError(`--cors-origin ${value} is not a URL`, `give the UI origin, e.g. ${LOCAL_UI}`);
   }
   if (url.origin !== value.replace(/\/$/, ''))
-    throw new CliError(
-      `--cors-origin ${value} is not an origin (scheme://host[:port] only)`,
-      `e.g. http://localhost:${DEV_SERVER_PORT + 1000}`,
-    );
+    throw new CliError(`--cors-origin ${value} is not an origin (scheme://host[:port] only)`, `e.g. ${LOCAL_UI}`);
   return [...previous, url.origin];
 }
 
 /** The UI's origins when none is given: TEMPORAL_UI_URL's, or the local dev server UI's as localhost and as 127.0.0.1. */
 function defaultOrigins(env: NodeJS.ProcessEnv): string[] {
-  const ui = new URL(temporalUiUrl(env.TEMPORAL_ADDRESS ?? `localhost:${DEV_SERVER_PORT}`, env));
+  const ui = new URL(temporalUiUrl(env.TEMPORAL_ADDRESS ?? DEFAULT_TEMPORAL_ADDRESS, env));
   if (ui.hostname !== 'localhost') return [ui.origin];
   return [ui.origin, `${ui.protocol}//127.0.0.1${ui.port ? `:${ui.port}` : ''}`];
 }

@@ -1,6 +1,6 @@
 /** `agent-jobs model-server`: the scripted Messages API server (README: "The scripted Messages API server"). */
 import type { Command } from 'commander';
-import { ModelScriptError, runModelServerCommand, type ModelServerCommandOptions } from '../../model-server';
+import { ModelScriptError, runModelServerCommand, type ModelServerCommandOptions } from '../../dev/model-server';
 import { CliError } from '../errors';
 import { port } from '../parse';
 

@@ -1,7 +1,16 @@
 /** `agent-jobs server`: a local Temporal dev server with this project's search attributes. */
 import path from 'node:path';
 import type { Command } from 'commander';
-import { DEV_SERVER_PORT, serverAnswers, startDevServer, stopCommand, stopDetachedServer, type StopOutcome } from '../../devserver';
+import {
+  DEV_SERVER_PORT,
+  TemporalCliMissingError,
+  serverAnswers,
+  startDevServer,
+  stopCommand,
+  stopDetachedServer,
+  type DevServerOptions,
+  type StopOutcome,
+} from '../../dev/devserver';
 import { dataDir } from '../../settings';
 import { CliError } from '../errors';
 import { printJson, printLines } from '../render/text';
@@ -80,6 +89,19 @@ export function renderStopped(info: StoppedInfo, json: boolean): void {
   else printLines(`stopped the dev server on port ${info.port} (pid ${info.pid})`);
 }
 
+/**
+ * {@link startDevServer}, with a Temporal CLI that cannot be found or installed as a CliError (its message, exit 1).
+ * @throws CliError when there is no Temporal CLI and pip cannot install one
+ */
+async function startServer(options: DevServerOptions): ReturnType<typeof startDevServer> {
+  try {
+    return await startDevServer(options);
+  } catch (err) {
+    if (err instanceof TemporalCliMissingError) throw new CliError(err.message);
+    throw err;
+  }
+}
+
 export function registerServer(program: Command): void {
   program
     .command('server')
@@ -107,7 +129,7 @@ export function registerServer(program: Command): void {
       }
       if (opts.inMemory && opts.db) throw new CliError('--in-memory and --db exclude each other', 'choose one');
       const dbFile = opts.inMemory ? null : path.resolve(opts.db ?? path.join(dataDir(), 'temporal.db'));
-      const server = await startDevServer({
+      const server = await startServer({
         port: grpcPort,
         ...(opts.uiPort ? { uiPort: opts.uiPort } : {}),
         ...(dbFile ? { dbFile } : {}),

@@ -15,7 +15,7 @@ import {
   toTemporalFailure,
 } from '../../../src/activities/claude-errors';
 import { ClaudeFailureType } from '../../../src/contract';
-import { startModelServer, type ModelServer } from '../../../src/model-server';
+import { startModelServer, type ModelServer } from '../../../src/dev/model-server';
 
 async function errorFor(server: ModelServer): Promise<unknown> {
   const client = new Anthropic({ baseURL: server.url, apiKey: 'sk-ant-secret-for-test', maxRetries: 0 });

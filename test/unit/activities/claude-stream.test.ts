@@ -11,7 +11,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { createAnthropicClient, createClaudeActivities } from '../../../src/activities/claude';
 import { PARTIAL_TEXT_MAX_CHARS, THINKING_TEXT_MAX_CHARS, type ClaudeProgress } from '../../../src/activities/claude-progress';
 import { ClaudeFailureType, type CallClaudeInput, type CallClaudeOutput } from '../../../src/contract';
-import { startModelServer, type ModelServer, type ScriptFile } from '../../../src/model-server';
+import { startModelServer, type ModelServer, type ScriptFile } from '../../../src/dev/model-server';
 
 const SECRET_SYSTEM = 'system prompt that must never reach a heartbeat';
 const input: CallClaudeInput = {

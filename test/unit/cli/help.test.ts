@@ -17,7 +17,7 @@ import {
 import { APPROVAL_MODES, CLI_DEFAULT_ON_BUDGET, DEFAULT_APPROVAL_MODE, ON_BUDGET_ACTIONS, RUN_STATUSES } from '../../../src/contract';
 import { MIN_THINKING_TOKENS } from '../../../src/contract/input';
 import { SHORT_HASH_CHARS } from '../../../src/shared/display';
-import { DEV_SERVER_PORT } from '../../../src/devserver';
+import { DEV_SERVER_PORT } from '../../../src/dev/devserver';
 import { SHOWN_OUTPUT_LINES } from '../../../src/cli/render/text';
 import { formatDurationMs } from '../../../src/cli/parse';
 import { buildProgram } from '../../../src/cli/program';

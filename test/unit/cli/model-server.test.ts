@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { modelServerError } from '../../../src/cli/commands/model-server';
 import { CliError } from '../../../src/cli/errors';
-import { runModelServerCommand, type ModelServerCommandOptions } from '../../../src/model-server';
+import { runModelServerCommand, type ModelServerCommandOptions } from '../../../src/dev/model-server';
 
 const SCRIPT = join(__dirname, '../../fixtures/scripts/two-tool-uses.json');
 const quiet = new Writable({ write: (_chunk, _enc, done) => done() });

@@ -6,7 +6,14 @@ import path from 'node:path';
 import { defaultServerPort } from '../../../src/cli/commands/server';
 import { CliError } from '../../../src/cli/errors';
 import { buildProgram } from '../../../src/cli/program';
-import { DEV_SERVER_DYNAMIC_CONFIG, devServerArgs, isDevServerCommandLine, pidFile, stopDetachedServer } from '../../../src/devserver';
+import {
+  DEV_SERVER_DYNAMIC_CONFIG,
+  devServerArgs,
+  freePort,
+  isDevServerCommandLine,
+  pidFile,
+  stopDetachedServer,
+} from '../../../src/dev/devserver';
 
 describe('defaultServerPort', () => {
   test.each([
@@ -183,5 +190,27 @@ describe('server --stop checks the recorded pid before it signals anything', () 
     [[], 7233, false],
   ])('isDevServerCommandLine(%j, %d) is %s', (argv, port, expected) => {
     expect(isDevServerCommandLine(argv, port)).toBe(expected);
+  });
+});
+
+describe('server without a Temporal CLI', () => {
+  const saved = process.env.AGENT_JOBS_TEMPORAL_CLI;
+  afterEach(() => {
+    if (saved === undefined) delete process.env.AGENT_JOBS_TEMPORAL_CLI;
+    else process.env.AGENT_JOBS_TEMPORAL_CLI = saved;
+  });
+
+  test('a Temporal CLI that is not there ends the command with a CliError that names it and says how to install one', async () => {
+    const missing = path.join(tmpdir(), 'agent-jobs-no-such-temporal-cli');
+    process.env.AGENT_JOBS_TEMPORAL_CLI = missing;
+    const port = await freePort();
+    const failure = await buildProgram()
+      .parseAsync(['server', '--port', String(port), '--headless', '--in-memory'], { from: 'user' })
+      .then(
+        () => new Error('server started'),
+        (err: unknown) => err,
+      );
+    expect(failure).toBeInstanceOf(CliError);
+    expect((failure as CliError).message).toContain(`(AGENT_JOBS_TEMPORAL_CLI=${missing} does not exist); install the Temporal CLI`);
   });
 });

@@ -4,7 +4,7 @@
  * SDK internal (`@temporalio/<pkg>/lib/...`), however it is written
  * (import, import type, export … from, require(), import()). The one
  * exception is a command that starts the worker or the dev server, which
- * load their own modules (src/worker.ts, src/devserver.ts) and not these.
+ * load their own modules (src/worker.ts, src/dev/devserver.ts) and not these.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';

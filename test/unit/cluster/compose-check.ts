@@ -1,6 +1,6 @@
 /**
  * Where docker-compose.yml disagrees with the local cluster
- * (src/cluster/constants.ts) and this project's settings: one line per
+ * (src/dev/cluster/constants.ts) and this project's settings: one line per
  * disagreement, empty when they agree. A function of the compose file's
  * text, so a test can feed it altered copies and see each one caught.
  */
@@ -17,7 +17,7 @@ import {
   NUM_HISTORY_SHARDS,
   SQL_PLUGIN,
   TEMPORAL_SERVER_VERSION,
-} from '../../../src/cluster/constants';
+} from '../../../src/dev/cluster/constants';
 
 const ROOT = path.resolve(__dirname, '../../..');
 

@@ -10,8 +10,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { composeMismatches } from './compose-check';
-import { DYNAMIC_CONFIG_FILE, TEMPORAL_SERVER_VERSION } from '../../../src/cluster/constants';
-import { TEMPORAL_CLI_VERSION } from '../../../src/devserver';
+import { DYNAMIC_CONFIG_FILE, TEMPORAL_SERVER_VERSION } from '../../../src/dev/cluster/constants';
+import { TEMPORAL_CLI_VERSION } from '../../../src/dev/devserver';
 
 const COMPOSE = readFileSync(path.resolve(__dirname, '../../../docker-compose.yml'), 'utf8');
 

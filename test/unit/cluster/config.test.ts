@@ -13,9 +13,9 @@ import {
   serverConfig,
   serverConfigYaml,
   LOOPBACK,
-} from '../../../src/cluster/config';
-import { DATABASES, NUM_HISTORY_SHARDS, SERVER_COUNT, SERVICES, SQL_PLUGIN, CLUSTER_NAME } from '../../../src/cluster/constants';
-import { toYaml } from '../../../src/cluster/yaml';
+} from '../../../src/dev/cluster/config';
+import { DATABASES, NUM_HISTORY_SHARDS, SERVER_COUNT, SERVICES, SQL_PLUGIN, CLUSTER_NAME } from '../../../src/dev/cluster/constants';
+import { toYaml } from '../../../src/dev/cluster/yaml';
 
 describe('ports', () => {
   test('two servers get 16 distinct ports, none of the ones to avoid, a gRPC and a membership port per service', async () => {

@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { clusterDown, clusterStatus, readClusterState } from '../../../src/cluster';
+import { clusterDown, clusterStatus, readClusterState } from '../../../src/dev/cluster';
 import {
   isServerCommandLine,
   postgresLiveness,
@@ -17,8 +17,8 @@ import {
   stateFile,
   writeState,
   type ClusterState,
-} from '../../../src/cluster/state';
-import { isPostgresCommandLine } from '../../../src/cluster/postgres';
+} from '../../../src/dev/cluster/state';
+import { isPostgresCommandLine } from '../../../src/dev/cluster/postgres';
 
 const children: ChildProcess[] = [];
 afterAll(() => {

@@ -4,7 +4,7 @@
  * failures.
  */
 import Anthropic from '@anthropic-ai/sdk';
-import { startModelServer, type ModelServer, type ScriptFile } from '../../../src/model-server';
+import { startModelServer, type ModelServer, type ScriptFile } from '../../../src/dev/model-server';
 
 // Not in the SDK's deprecated list (claude-sonnet-4-5 makes it print a warning on every call).
 export const MODEL = 'claude-sonnet-4-6';

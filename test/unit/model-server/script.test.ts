@@ -11,8 +11,8 @@ import {
   readRequestLog,
   runModelServerCommand,
   startModelServer,
-} from '../../../src/model-server';
-import { choose, compileScript, planSteps } from '../../../src/model-server/script';
+} from '../../../src/dev/model-server';
+import { choose, compileScript, planSteps } from '../../../src/dev/model-server/script';
 
 const FIXTURES = join(__dirname, '../../fixtures/scripts');
 let dir: string;
@@ -227,9 +227,9 @@ async function waitForUrl(text: () => string, timeoutMs = 10_000): Promise<strin
   }
 }
 
-/** Transpiles src/model-server to CommonJS in a temp folder, with a tiny entry point, to run it as a process. */
+/** Transpiles src/dev/model-server to CommonJS in a temp folder, with a tiny entry point, to run it as a process. */
 function buildModelServer(): string {
-  const src = join(__dirname, '../../../src/model-server');
+  const src = join(__dirname, '../../../src/dev/model-server');
   const out = join(dir, 'built');
   mkdirSync(out, { recursive: true });
   for (const name of readdirSync(src).filter((f) => f.endsWith('.ts'))) {

@@ -11,7 +11,7 @@ import type { MessageCreateParamsNonStreaming, MessageParam } from '@anthropic-a
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readRequestLog, startModelServer, type ModelServer, type ScriptFile } from '../../../src/model-server';
+import { readRequestLog, startModelServer, type ModelServer, type ScriptFile } from '../../../src/dev/model-server';
 
 const FIXTURES = join(__dirname, '../../fixtures/scripts');
 // Not in the SDK's deprecated list (claude-sonnet-4-5 makes it print a warning on every call).

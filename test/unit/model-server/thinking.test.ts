@@ -6,7 +6,7 @@
  */
 import Anthropic, { BadRequestError } from '@anthropic-ai/sdk';
 import type { ContentBlockParam, MessageCreateParamsNonStreaming, MessageParam } from '@anthropic-ai/sdk/resources/messages';
-import type { ScriptFile } from '../../../src/model-server';
+import type { ScriptFile } from '../../../src/dev/model-server';
 import { caught, clientFor, closeServers, MODEL, start } from './harness';
 
 afterEach(closeServers);

@@ -11,7 +11,7 @@ import type {
   BetaMessageParam,
   MessageCreateParamsNonStreaming,
 } from '@anthropic-ai/sdk/resources/beta/messages/messages';
-import { measure, type ScriptFile, type ScriptMessageEntry } from '../../../src/model-server';
+import { measure, type ScriptFile, type ScriptMessageEntry } from '../../../src/dev/model-server';
 import { caught, clientFor, closeServers, start } from './harness';
 import { SUBAGENT_TOOL, SUBAGENT_TOOL_NAME } from '../../../src/contract/subagent';
 import { requestTools } from '../../../src/contract/text-editor';

@@ -1,11 +1,11 @@
 /**
  * Usage, prompt caching, count_tokens and the context window of the scripted
  * server, through the real SDK, with the numbers the token rule gives
- * (`src/model-server/tokens.ts`).
+ * (`src/dev/model-server/tokens.ts`).
  */
 import { BadRequestError } from '@anthropic-ai/sdk';
 import type { MessageCreateParamsNonStreaming, MessageParam, TextBlockParam } from '@anthropic-ai/sdk/resources/messages';
-import { countInputTokens, measure, type ScriptFile } from '../../../src/model-server';
+import { countInputTokens, measure, type ScriptFile } from '../../../src/dev/model-server';
 import { caught, clientFor, closeServers, MODEL, start } from './harness';
 
 afterEach(closeServers);

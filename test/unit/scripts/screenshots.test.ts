@@ -15,8 +15,8 @@ import {
   chromiumArgs,
   parseAptPolicy,
   pngStats,
-} from '../../../src/scripts/chromium';
-import { SHOTS, SHOT_SIZE, clipToEvent, expectedTexts, isUnknownUpdate, windowOf } from '../../../src/scripts/screenshots';
+} from '../../../src/dev/scripts/chromium';
+import { SHOTS, SHOT_SIZE, clipToEvent, expectedTexts, isUnknownUpdate, windowOf } from '../../../src/dev/scripts/screenshots';
 
 const POLICY_NONE = `chromium:
   Installed: (none)

@@ -7,7 +7,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { readProfiles, summarizeProfiles, type CpuProfile } from '../../../src/testing/cpu-profile';
+import { readProfiles, summarizeProfiles, type CpuProfile } from '../../../src/dev/testing/cpu-profile';
 
 const frame = (functionName: string, url = 'file:///x/dist/a.js', lineNumber = 0) => ({ functionName, url, lineNumber });
 

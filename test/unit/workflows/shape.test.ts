@@ -13,7 +13,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
-import { functionSizes, moduleVariables, tsFiles } from '../../../src/scripts/function-sizes';
+import { functionSizes, moduleVariables, tsFiles } from '../../../src/dev/scripts/function-sizes';
 import { moduleImports } from './module-imports';
 
 const SRC = path.resolve(__dirname, '../../../src');
