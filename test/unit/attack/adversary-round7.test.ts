@@ -5,9 +5,10 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { diffText } from '../../../src/cli/commands/rewind';
+import { seccompProgram } from '../../../src/session/seccomp';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
-const OPEN = true;
+const OPEN = false;
 const t = OPEN ? test.skip : test;
 
 afterEach(async () => {
@@ -28,6 +29,49 @@ try:
 except Exception as e:
     print("END", e, flush=True)
 `;
+
+/**
+ * Every netlink protocol by the raw call, with flags ORed into the type and junk in the high bits of
+ * the protocol (the kernel reads an int, seccomp sees 64 bits): prints what was made and each refusal.
+ */
+const NETLINK_PROBE = `
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+NR = {'x86_64': 41, 'aarch64': 198}[os.uname().machine]
+protos = list(range(32)) + [0x10000000f, 0xffffffff0000000f, 0xffffffff00000004, 0x100000009, 0xffffffff, 0x80000000, 0x100000000, 0xffffffff00000000]
+for proto in protos:
+    for typ in (3, 2, 3 | 0x80000, 2 | 0x800, 3 | 0x80000 | 0x800):
+        fd = libc.syscall(NR, ctypes.c_ulong(16), ctypes.c_ulong(typ), ctypes.c_ulong(proto))
+        err = ctypes.get_errno()
+        if fd >= 0:
+            print("MADE", hex(proto), hex(typ), flush=True); os.close(fd)
+        elif err != 93:
+            print("ERR", hex(proto), hex(typ), os.strerror(err), flush=True)
+import socket
+for proto in (4, 9, 12, 15, 16):
+    try:
+        socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC, proto); print("PY-MADE", proto, flush=True)
+    except OSError as e:
+        print("PY-REFUSED", proto, e.errno, flush=True)
+print("PROBED", flush=True)
+`;
+
+/** What a session needs of netlink: NETLINK_ROUTE, by glibc's getaddrinfo (AI_ADDRCONFIG asks it), Python and \`ip\`. */
+const NETLINK_NEEDED = `
+import socket
+s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC, socket.NETLINK_ROUTE); s.bind((0, 0)); s.close()
+assert socket.getaddrinfo("localhost", 80, flags=socket.AI_ADDRCONFIG), "no addresses"
+assert socket.getaddrinfo("127.0.0.1", 80, socket.AF_UNSPEC, socket.SOCK_STREAM, 0, socket.AI_ADDRCONFIG)
+print("ROUTE-OK")
+`;
+
+/** The lines of a probe that made a netlink socket of a protocol other than NETLINK_ROUTE (the low 32 bits 0). */
+function madeNetlink(output: string): string[] {
+  return output
+    .split('\n')
+    .filter((l) => (l.startsWith('MADE') && (BigInt(l.split(' ')[1]!) & 0xffffffffn) !== 0n) || l.startsWith('PY-MADE'));
+}
 
 describe('adversary round 7', () => {
   // AF_NETLINK is allowed because it "talks to the kernel about that same namespace"
@@ -55,6 +99,86 @@ describe('adversary round 7', () => {
     },
     60_000,
   );
+
+  test.each([false, true])(
+    'no netlink protocol but NETLINK_ROUTE opens, whatever the type flags or high bits, from a command, a job and an exact run (network %s)',
+    async (network) => {
+      if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+      const ws = tempDir();
+      fs.writeFileSync(path.join(ws, 'probe.py'), NETLINK_PROBE);
+      fs.writeFileSync(path.join(ws, 'needed.py'), NETLINK_NEEDED);
+      const s = await startSession({ cwd: ws, workspace: ws, network });
+      const cmd = await s.run('/usr/bin/python3 probe.py 2>&1');
+      expect(cmd.output).toContain('PROBED');
+      expect(madeNetlink(cmd.output)).toEqual([]);
+      expect(cmd.output).not.toContain('ERR');
+      // NETLINK_ROUTE is still made, also with high bits over a low word of 0 (the kernel reads 0).
+      expect(cmd.output).toContain('MADE 0x0 0x80003');
+      expect(cmd.output).toContain('MADE 0xffffffff00000000 0x3');
+      for (const p of [4, 9, 12, 15, 16]) expect(cmd.output).toContain(`PY-REFUSED ${p} 93`);
+
+      await s.run('(sleep 0.2; /usr/bin/python3 probe.py > job.txt 2>&1) >/dev/null 2>&1 &');
+      const job = path.join(ws, 'job.txt');
+      const deadline = Date.now() + 20_000;
+      while (Date.now() < deadline && !(fs.existsSync(job) && fs.readFileSync(job, 'utf8').includes('PROBED'))) {
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const jobOut = fs.readFileSync(job, 'utf8');
+      expect(jobOut).toContain('PROBED');
+      expect(madeNetlink(jobOut)).toEqual([]);
+
+      const exact = await s.runExact(['python3', 'probe.py'], { paths: ['probe.py'] });
+      expect(exact.output).toContain('PROBED');
+      expect(madeNetlink(exact.output)).toEqual([]);
+
+      // Ordinary programs that speak NETLINK_ROUTE still work.
+      expect((await s.run('/usr/bin/python3 needed.py 2>&1')).output).toBe('ROUTE-OK\n');
+      const ip = await s.run('ip -o addr show lo && ip route show && ip -6 route show && getent ahosts localhost >/dev/null && echo IP-OK');
+      expect(ip.output).toContain(' lo ');
+      expect(ip.output).toMatch(/IP-OK\n$/);
+      await s.close();
+    },
+    120_000,
+  );
+
+  test("the filter's netlink branch, instruction by instruction: only a low word of 0 passes", () => {
+    const prog = seccompProgram('x64')!;
+    const insns = Array.from(
+      { length: prog.length / 8 },
+      (_, i) => [prog.readUInt16LE(i * 8), prog[i * 8 + 2]!, prog[i * 8 + 3]!, prog.readUInt32LE(i * 8 + 4)] as const,
+    );
+    // seccomp_data as the kernel fills it: every argument 64 bits, little-endian; the filter loads 32-bit words.
+    const run = (nr: number, args: bigint[]): number => {
+      const word = (off: number): number => {
+        if (off === 0) return nr;
+        if (off === 4) return 0xc000003e;
+        const a = args[Math.floor((off - 16) / 8)] ?? 0n;
+        return Number((off % 8 === 0 ? a : a >> 32n) & 0xffffffffn);
+      };
+      let acc = 0;
+      for (let pc = 0; ;) {
+        const [code, jt, jf, k] = insns[pc]!;
+        if (code === 0x20) ((acc = word(k)), pc++);
+        else if (code === 0x54) ((acc = (acc & k) >>> 0), pc++);
+        else if (code === 0x15) pc += 1 + (acc === k ? jt : jf);
+        else if (code === 0x35) pc += 1 + (acc >= k ? jt : jf);
+        else if (code === 0x06) return k;
+        else throw new Error(`unexpected opcode ${code}`);
+      }
+    };
+    const ALLOW = 0x7fff0000;
+    const EPROTONOSUPPORT = 0x0005005d;
+    for (const proto of [0n, 0x100000000n, 0xffffffff00000000n])
+      for (const type of [2n, 3n, 0x80003n]) expect(run(41, [16n, type, proto])).toBe(ALLOW);
+    for (const proto of [1n, 4n, 9n, 12n, 15n, 16n, 31n, 0x10000000fn, 0xffffffff0000000fn, 0xffffffffn, 0x80000000n])
+      for (const type of [2n, 3n, 0x80003n]) expect(run(41, [16n, type, proto])).toBe(EPROTONOSUPPORT);
+    // The family's high bits change nothing either: the kernel reads AF_NETLINK, so does the filter.
+    expect(run(41, [0x100000010n, 3n, 15n])).toBe(EPROTONOSUPPORT);
+    expect(run(41, [0x100000010n, 3n, 0n])).toBe(ALLOW);
+    // inet and inet6 do not look at the protocol.
+    expect(run(41, [2n, 1n, 6n])).toBe(ALLOW);
+    expect(run(41, [10n, 2n, 17n])).toBe(ALLOW);
+  });
 
   // The rewind diff escapes a real ESC (or U+202E) as the same text a file that holds the
   // literal characters backslash, x, 1, b shows: a reviewer cannot tell bytes that act on a
