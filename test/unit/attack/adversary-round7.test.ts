@@ -5,7 +5,20 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { diffText } from '../../../src/cli/commands/rewind';
+import { decisionLines } from '../../../src/cli/render/events';
+import { describeMessage } from '../../../src/cli/render/messages';
+import { ruleLines } from '../../../src/cli/render/run';
+import { commandLines, shownText, terminalText } from '../../../src/cli/render/text';
 import { seccompProgram } from '../../../src/session/seccomp';
+import {
+  commandDetails,
+  commandSummary,
+  hiddenEscaped,
+  markdownCode,
+  markdownText,
+  pendingApproval,
+  safeText,
+} from '../../../src/shared/display';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
 const OPEN = false;
@@ -71,6 +84,61 @@ function madeNetlink(output: string): string[] {
   return output
     .split('\n')
     .filter((l) => (l.startsWith('MADE') && (BigInt(l.split(' ')[1]!) & 0xffffffffn) !== 0n) || l.startsWith('PY-MADE'));
+}
+
+/**
+ * Reads a {@link safeText} display back into the text, by the rule its doc states: at a backslash,
+ * another backslash is one backslash; `x`, `u`, `r` (and `n`, `t` when not multiline) start an
+ * escape; anything else (or nothing) means the backslash was itself. Throws on a malformed escape.
+ */
+function unescapeShown(shown: string, multiline: boolean): string {
+  const starts = multiline ? 'xur' : 'xurnt';
+  let out = '';
+  for (let i = 0; i < shown.length;) {
+    if (shown[i] !== '\\') {
+      const cp = shown.codePointAt(i)!;
+      out += String.fromCodePoint(cp);
+      i += cp > 0xffff ? 2 : 1;
+      continue;
+    }
+    const next = shown[i + 1];
+    if (next === '\\') {
+      out += '\\';
+      i += 2;
+    } else if (next === undefined || !starts.includes(next)) {
+      out += '\\';
+      i += 1;
+    } else if (next === 'x') {
+      const hex = /^[0-9a-f]{2}/.exec(shown.slice(i + 2))![0];
+      out += String.fromCharCode(parseInt(hex, 16));
+      i += 4;
+    } else if (next === 'u' && shown[i + 2] === '{') {
+      const hex = /^\{([0-9a-f]+)\}/.exec(shown.slice(i + 2))!;
+      out += String.fromCodePoint(parseInt(hex[1]!, 16));
+      i += 2 + hex[0].length;
+    } else if (next === 'u') {
+      const hex = /^[0-9a-f]{4}/.exec(shown.slice(i + 2))![0];
+      out += String.fromCharCode(parseInt(hex, 16)); // a lone surrogate stays one unit
+      i += 6;
+    } else {
+      out += { r: '\r', n: '\n', t: '\t' }[next]!;
+      i += 2;
+    }
+  }
+  return out;
+}
+
+/** Characters that must never reach a terminal raw (line breaks and tabs aside). */
+const RAW = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2066-\u2069\u2216\uff3c\ufe68\u29f5]/;
+
+/** A small seeded generator (mulberry32), so a failure names an input that can be run again. */
+function random(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
 }
 
 describe('adversary round 7', () => {
@@ -158,9 +226,13 @@ describe('adversary round 7', () => {
       let acc = 0;
       for (let pc = 0; ;) {
         const [code, jt, jf, k] = insns[pc]!;
-        if (code === 0x20) ((acc = word(k)), pc++);
-        else if (code === 0x54) ((acc = (acc & k) >>> 0), pc++);
-        else if (code === 0x15) pc += 1 + (acc === k ? jt : jf);
+        if (code === 0x20) {
+          acc = word(k);
+          pc++;
+        } else if (code === 0x54) {
+          acc = (acc & k) >>> 0;
+          pc++;
+        } else if (code === 0x15) pc += 1 + (acc === k ? jt : jf);
         else if (code === 0x35) pc += 1 + (acc >= k ? jt : jf);
         else if (code === 0x06) return k;
         else throw new Error(`unexpected opcode ${code}`);
@@ -186,5 +258,152 @@ describe('adversary round 7', () => {
   t('the rewind diff tells real control characters from their escapes written as text', () => {
     expect(diffText('+a\x1b[31mb\n')).not.toBe(diffText('+a\\x1b[31mb\n'));
     expect(diffText('+a\u202eb\n')).not.toBe(diffText('+a\\u202eb\n'));
+  });
+
+  test('the escaped text reads back to exactly the text, for inputs built to collide', () => {
+    const cases = [
+      '+a\x1b[31mb\n',
+      '+a\\x1b[31mb\n',
+      '\\x1b\x1b', // literal backslash-x next to a real ESC
+      '\x1b\\x1b',
+      '\\\x1b', // a real backslash, then a real ESC
+      '\\\\x1b', // two real backslashes, then x1b
+      '\u2216\x1b', // a look-alike backslash before a real ESC: would read as a doubled one
+      '\uff3c\\x1b',
+      '\\\u202e',
+      '\\u202e',
+      '\\u{e0041}\u{e0041}',
+      '\\r\r',
+      '\\\r',
+      'a\\',
+      '\\\u0301x1b', // a combining mark on the backslash
+      '"\\n" and \\d+ and C:\\Users\\x',
+      '\\\\\\',
+      '\\\ud800',
+      '\\\n\\\t',
+    ];
+    const rnd = random(7);
+    const alphabet = [
+      '\\',
+      'x',
+      'u',
+      'n',
+      'r',
+      't',
+      '1',
+      'b',
+      '{',
+      '}',
+      'e',
+      '2',
+      '0',
+      '\x1b',
+      '\u202e',
+      '\u2216',
+      '\uff3c',
+      '\u0301',
+      '\n',
+      '\t',
+      '\r',
+      '\u200b',
+      '\ud800',
+      '\u{e0041}',
+      '😀',
+      ' ',
+      'a',
+    ];
+    for (let n = 0; n < 5000; n++) {
+      const len = Math.floor(rnd() * 10);
+      cases.push(Array.from({ length: len }, () => alphabet[Math.floor(rnd() * alphabet.length)]!).join(''));
+    }
+    for (const multiline of [true, false]) {
+      const seen = new Map<string, string>();
+      for (const text of cases) {
+        const shown = safeText(text, multiline);
+        expect([text, RAW.test(shown)]).toEqual([text, false]);
+        if (!multiline) expect([text, /[\n\t]/.test(shown)]).toEqual([text, false]);
+        expect([text, unescapeShown(shown, multiline)]).toEqual([text, text]);
+        // Two texts never share a display.
+        const other = seen.get(shown);
+        if (other !== undefined) expect([text, other]).toEqual([text, text]);
+        seen.set(shown, text);
+      }
+    }
+    // What a reviewer sees, for the examples.
+    expect(safeText('\\x1b\x1b')).toBe('\\\\x1b\\x1b');
+    expect(safeText('\\\x1b')).toBe('\\\\\\x1b');
+    expect(safeText('\u2216\x1b')).toBe('\\u2216\\x1b');
+    // A backslash that reads as nothing else stays single: code in a diff or an output is not doubled.
+    expect(safeText('"\\n" \\d+ \\.')).toBe('"\\n" \\d+ \\.');
+    expect(safeText('"\\n"', false)).toBe('"\\\\n"');
+  });
+
+  test('every place that shows text from a run tells a real escape from the same text typed', () => {
+    const pairs: [string, string][] = [
+      ['a\x1b[31mb', 'a\\x1b[31mb'],
+      ['a\u202eb', 'a\\u202eb'],
+      ['\\\x1b', '\\\\x1b'],
+      ['\u2216\x1b', '\\\\x1b'],
+    ];
+    const places: [string, (x: string) => string][] = [
+      ['diff', diffText],
+      ['terminal', terminalText],
+      ['transcript text', (x) => describeMessage({ role: 'assistant', content: [{ type: 'text', text: x }] }, 1).join('\n')],
+      [
+        'transcript output',
+        (x) => describeMessage({ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: x }] }, 2).join('\n'),
+      ],
+      ['UI markdown', (x) => markdownText(x)],
+      ['UI code span', (x) => markdownCode(x)],
+      [
+        'pending edit',
+        (x) =>
+          pendingApproval({ toolUseId: 't', command: `+${x}\n`, requestedAt: '', edit: { command: 'create', path: '/ws/a' } } as never)
+            .display,
+      ],
+      [
+        'decision',
+        (x) =>
+          decisionLines({
+            toolUseId: 't',
+            approved: false,
+            decision: 'denied',
+            by: 'ann',
+            reason: x,
+            at: '',
+            source: 'human',
+          } as never).join('\n'),
+      ],
+      ['command label', (x) => commandLines('ls', { label: `by ${x}: ` }).join('\n')],
+      ['rule', (x) => ruleLines([{ id: 1, kind: 'exact', text: 'ls', by: 'ann', at: '', toolUseId: x }] as never).join('\n')],
+    ];
+    for (const [name, show] of places)
+      for (const [real, typed] of pairs) {
+        const a = show(real);
+        const b = show(typed);
+        expect([name, real, RAW.test(a)]).toEqual([name, real, false]);
+        expect([name, real, a === b]).toEqual([name, real, false]);
+      }
+  });
+
+  test('text escaped once is not escaped again on its way out: commands, summaries and details keep their one escaping', () => {
+    // A command with a real ESC and the typed text \x1b: displayCommand doubles its backslashes, once.
+    const command = 'echo \\x1b \x1b[2K';
+    const lines = describeMessage(
+      { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'bash', input: { command } }] },
+      1,
+    );
+    expect(lines[0]).toBe('claude asks to run: echo \\\\x1b \\x1b[2K    [toolu_1]');
+    expect(lines).toEqual(commandLines(command, { label: 'claude asks to run: ', suffix: '    [toolu_1]' }));
+    // The pass over whole lines changes nothing in them, and still catches a raw character.
+    expect(lines.map(shownText)).toEqual(lines);
+    expect(hiddenEscaped('ok \x1b')).toBe('ok \\x1b');
+    // The UI's summary and details of that command: the display in a code span, not escaped again.
+    expect(commandSummary(command, 1)).toBe('bash #1: `echo \\\\x1b \\x1b[2K`');
+    expect(commandDetails(command)).toMatch(/^`echo \\\\x1b \\x1b\[2K` \(/);
+    // A cut never splits an escape or a doubled backslash.
+    expect(markdownText('\\\\\\\\\x1b', 4)).toBe('`\\\\…`');
+    expect(markdownText('a\x1b\x1b', 6)).toBe('`a\\x1b…`');
+    expect(markdownText('a\x1b\x1b', 5)).toBe('`a…`');
   });
 });
