@@ -468,6 +468,16 @@ function safeTokens(text: string, multiline: boolean): string[] {
 }
 
 /**
+ * Text escaped by {@link safeText} for the UI's markdown outside a code span (the run's static
+ * summary and details): every backslash written `\\`, which CommonMark renders as one, so the
+ * page shows the escapes as a terminal does (else a doubled backslash would render single, and
+ * the typed `\x1b` as a real ESC's escape).
+ */
+export function markdownBackslashes(text: string): string {
+  return text.replace(/\\/g, '\\\\');
+}
+
+/**
  * The last pass over terminal text whose parts from a run were already made
  * safe ({@link safeText}, {@link displayCommand}, JSON): escapes what
  * {@link safeText} escapes but leaves every backslash as it is, so it

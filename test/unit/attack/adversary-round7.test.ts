@@ -14,6 +14,7 @@ import {
   commandDetails,
   commandSummary,
   hiddenEscaped,
+  markdownBackslashes,
   markdownCode,
   markdownText,
   pendingApproval,
@@ -354,6 +355,8 @@ describe('adversary round 7', () => {
         (x) => describeMessage({ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: x }] }, 2).join('\n'),
       ],
       ['UI markdown', (x) => markdownText(x)],
+      // The run's summary and details (the task, outside a code span) as the UI renders them: CommonMark drops a backslash before punctuation.
+      ['UI prose', (x) => markdownBackslashes(safeText(x)).replace(/\\([!-/:-@[-`{-~])/g, '$1')],
       ['UI code span', (x) => markdownCode(x)],
       [
         'pending edit',
