@@ -176,6 +176,8 @@ const EXTRA_LOOKALIKES: readonly (readonly [string, readonly number[]])[] = [
   ['.', [0xa4f8]],
   ['/', [0x30ce, 0x4e3f]],
   ['~', [0x301c]],
+  // Drawn as a backslash: shown verbatim it could pose as the first half of safeText's doubled one.
+  ['\\', [0x2572]],
 ];
 
 const LOOKALIKE = new Map<number, string>(

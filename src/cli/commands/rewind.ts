@@ -223,7 +223,9 @@ export function registerRewind(program: Command): void {
 /**
  * A checkpoint diff as a person's terminal shows it: the files' bytes are the model's, so every
  * escape sequence, control (a carriage return or backspace over an added line), bidi and
- * invisible character comes out escaped ({@link terminalText}); line breaks and tabs stay.
+ * invisible character comes out escaped ({@link terminalText}); line breaks and tabs stay. A
+ * backslash of a file that would read as an escape is doubled, so a real ESC (`\x1b`) is told
+ * from the four characters of a string literal (`\\x1b`).
  */
 export function diffText(diff: string): string {
   return terminalText(diff);

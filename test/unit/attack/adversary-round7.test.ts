@@ -130,7 +130,7 @@ function unescapeShown(shown: string, multiline: boolean): string {
 }
 
 /** Characters that must never reach a terminal raw (line breaks and tabs aside). */
-const RAW = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2066-\u2069\u2216\uff3c\ufe68\u29f5]/;
+const RAW = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2066-\u2069\u2216\uff3c\ufe68\u29f5\u2572]/;
 
 /** A small seeded generator (mulberry32), so a failure names an input that can be run again. */
 function random(seed: number): () => number {
@@ -271,6 +271,7 @@ describe('adversary round 7', () => {
       '\\\\x1b', // two real backslashes, then x1b
       '\u2216\x1b', // a look-alike backslash before a real ESC: would read as a doubled one
       '\uff3c\\x1b',
+      '\u2572\x1b', // a box-drawing diagonal, drawn as a backslash
       '\\\u202e',
       '\\u202e',
       '\\u{e0041}\u{e0041}',
@@ -334,6 +335,7 @@ describe('adversary round 7', () => {
     expect(safeText('\\x1b\x1b')).toBe('\\\\x1b\\x1b');
     expect(safeText('\\\x1b')).toBe('\\\\\\x1b');
     expect(safeText('\u2216\x1b')).toBe('\\u2216\\x1b');
+    expect(safeText('\u2572\x1b')).toBe('\\u2572\\x1b');
     // A backslash that reads as nothing else stays single: code in a diff or an output is not doubled.
     expect(safeText('"\\n" \\d+ \\.')).toBe('"\\n" \\d+ \\.');
     expect(safeText('"\\n"', false)).toBe('"\\\\n"');
