@@ -43,7 +43,9 @@
  *   letter, not ";")", ...
  *
  * {@link safeText} (Claude's words, outputs, names) and {@link markdownCode}
- * (the UI's markdown) use the same classes: there is one escaper.
+ * (the UI's markdown) use the same classes: there is one escaper. Outside a
+ * command, {@link safeText} doubles only the backslashes that would read as
+ * an escape (its doc), so its display is unambiguous too.
  */
 import { LOOKALIKE_GROUPS } from './lookalikes';
 import { sha256 } from './sha256';
