@@ -13,7 +13,7 @@ import { changesBetween, currentTree, diffBetween, type FileChange } from '../..
 import { safeText } from '../../shared/display';
 import { withClient } from '../context';
 import { CliError } from '../errors';
-import { printJson, printLines, terminalText } from '../render/text';
+import { jsonText, printJson, printLines, printShown, terminalText } from '../render/text';
 import { asTyped } from '../invocation';
 import { positiveInt } from '../parse';
 import { REQUEST_ID_HELP, requestId, sendOptionsOf } from '../requests';
@@ -101,16 +101,18 @@ export function registerRewind(program: Command): void {
         for (const e of list) {
           if ('kind' in e) {
             lines.push(
-              `rewound to turn ${e.toTurn} by ${safeText(e.by, false)} at ${e.at} (${e.droppedMessages} messages dropped)${e.text ? `: ${safeText(JSON.stringify(e.text), false)}` : ''}`,
+              `rewound to turn ${e.toTurn} by ${safeText(e.by, false)} at ${e.at} (${e.droppedMessages} messages dropped)${e.text ? `: ${jsonText(e.text)}` : ''}`,
             );
             continue;
           }
           lines.push(
-            `turn ${e.turn}  checkpoint ${e.checkpoint.slice(0, 12)}  before ${e.toolUseId}  ${e.at}${e.note ? `  (${e.note})` : ''}`,
+            terminalText(
+              `turn ${e.turn}  checkpoint ${e.checkpoint.slice(0, 12)}  before ${e.toolUseId}  ${e.at}${e.note ? `  (${e.note})` : ''}`,
+            ),
           );
           if (e.changes) lines.push(...changeLines(e.changes));
         }
-        printLines(...lines);
+        printShown(...lines);
       });
     });
 
@@ -221,7 +223,9 @@ export function registerRewind(program: Command): void {
 /**
  * A checkpoint diff as a person's terminal shows it: the files' bytes are the model's, so every
  * escape sequence, control (a carriage return or backspace over an added line), bidi and
- * invisible character comes out escaped ({@link terminalText}); line breaks and tabs stay.
+ * invisible character comes out escaped ({@link terminalText}); line breaks and tabs stay. A
+ * backslash of a file that would read as an escape is doubled, so a real ESC (`\x1b`) is told
+ * from the four characters of a string literal (`\\x1b`).
  */
 export function diffText(diff: string): string {
   return terminalText(diff);
