@@ -88,7 +88,15 @@ import {
   type SteerAnswer,
   type TranscriptView,
 } from './contract';
-import { displayCommand, oneLineSummary, pendingApproval, safeText, shortHash, type CommandDisplay } from './shared/display';
+import {
+  displayCommand,
+  markdownBackslashes,
+  oneLineSummary,
+  pendingApproval,
+  safeText,
+  shortHash,
+  type CommandDisplay,
+} from './shared/display';
 import { capabilitiesOf, contextStrategyOf, contextWindowOf } from './contract/models';
 import { fromSearchText } from './shared/search-text';
 import { sha256 } from './shared/sha256';
@@ -358,9 +366,10 @@ export async function startAgentRun(
     // An id names one run for good: reusing a finished run's id is an error, not a second run.
     workflowIdReusePolicy: 'REJECT_DUPLICATE',
     typedSearchAttributes: [{ key: AGENT_STATUS, value: 'running' }],
-    // Every invisible character of the task escaped (safeText), in the UI as in the CLI.
-    staticSummary: oneLineSummary(safeText(input.task, false), 200),
-    staticDetails: `**Task**\n\n${safeText(input.task)}\n\napproval: ${input.approval ?? 'policy'} · model: ${input.model ?? 'default'} · max turns: ${input.maxTurns ?? DEFAULT_MAX_TURNS}`,
+    // Every invisible character of the task escaped (safeText), in the UI as in the CLI; the backslashes
+    // of those escapes kept through the UI's markdown.
+    staticSummary: markdownBackslashes(oneLineSummary(safeText(input.task, false), 200)),
+    staticDetails: `**Task**\n\n${markdownBackslashes(safeText(input.task))}\n\napproval: ${input.approval ?? 'policy'} · model: ${input.model ?? 'default'} · max turns: ${input.maxTurns ?? DEFAULT_MAX_TURNS}`,
   });
 }
 

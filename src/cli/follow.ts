@@ -41,7 +41,7 @@ import {
 } from './render/events';
 import { describeMessage } from './render/messages';
 import { statusJson } from './render/run';
-import { commandLines, jsonText, terminalText } from './render/text';
+import { commandLines, jsonText, shownText, terminalText } from './render/text';
 
 /** Exit code for a run that ended: 0 when it completed, 1 for any other end (failed, cancelled, budgets, refusal). */
 export function exitCodeOf(view: RunView): number {
@@ -149,10 +149,12 @@ export async function watchRun(jobs: AgentJobsClient, workflowId: string, opts: 
   const live = opts.live !== false && !opts.json && process.stdout.isTTY === true ? new LiveLine(process.stdout) : null;
   const term: PromptTerminal | null =
     opts.prompt === true && live && process.stdin.isTTY === true ? { input: process.stdin, output: process.stdout } : null;
-  const emit = (event: Record<string, unknown>, text: string[]): void => {
+  /** Prints `text`: raw lines (`shown` false), or lines whose parts are already escaped (commandLines, describeMessage). */
+  const emit = (event: Record<string, unknown>, text: string[], shown = false): void => {
+    const out = shown ? shownText(text.join('\n')) : terminalText(text.join('\n'));
     if (opts.json) process.stdout.write(`${jsonText(event)}\n`);
-    else if (live) live.print(terminalText(text.join('\n')));
-    else process.stdout.write(`${terminalText(text.join('\n'))}\n`);
+    else if (live) live.print(out);
+    else process.stdout.write(`${out}\n`);
   };
   let next = 0;
   let announced: string | null = null;
@@ -167,7 +169,7 @@ export async function watchRun(jobs: AgentJobsClient, workflowId: string, opts: 
     const key = `${d.toolUseId}@${d.at}`;
     if (seenDecisions.has(key)) return;
     seenDecisions.add(key);
-    emit({ event: 'decision', ...d }, decisionLines(d));
+    emit({ event: 'decision', ...d }, decisionLines(d), true);
   };
   let lastStatus = '';
   let waiting: { on: 'worker' | 'server'; reason: string; sinceMs: number } | null = null;
@@ -209,6 +211,7 @@ export async function watchRun(jobs: AgentJobsClient, workflowId: string, opts: 
         emit(
           { event: 'message', index: t.from + i, message: m, ...(timed.length ? { durationMs } : {}) },
           describeMessage(m, t.from + i, durations),
+          true,
         );
       });
       next = t.from + t.messages.length;
@@ -248,10 +251,14 @@ export async function watchRun(jobs: AgentJobsClient, workflowId: string, opts: 
       const pending = view.pendingApproval;
       if (pending && pending.toolUseId !== announced) {
         announced = pending.toolUseId;
-        emit({ event: 'pending_approval', ...pending }, [
-          ...commandLines(pending.command, { label: '⏸ waiting for approval: ', suffix: `    [${pending.toolUseId}]` }),
-          ...(term ? [] : [hintLine(workflowId, pending)]),
-        ]);
+        emit(
+          { event: 'pending_approval', ...pending },
+          [
+            ...commandLines(pending.command, { label: '⏸ waiting for approval: ', suffix: `    [${pending.toolUseId}]` }),
+            ...(term ? [] : [terminalText(hintLine(workflowId, pending))]),
+          ],
+          true,
+        );
         if (opts.onPendingApproval) {
           live?.set(null);
           await until(opts.onPendingApproval(pending));
@@ -329,7 +336,7 @@ async function decideInline(
   try {
     const { answer, command } = await run.decide(choice.kind !== 'deny', options);
     live.print(
-      terminalText(
+      shownText(
         [
           ...commandLines(command, {
             label: `${answer.decision} ${answer.toolUseId} by ${answer.by}${choice.kind === 'deny' ? ` (${choice.reason})` : ''}: `,

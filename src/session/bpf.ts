@@ -17,12 +17,15 @@ export const SECCOMP_RET_ERRNO = 0x00050000;
 export const EPERM = 1;
 /** errno "address family not supported by protocol" (the same number on x86-64 and arm64). */
 export const EAFNOSUPPORT = 97;
+/** errno "protocol not supported" (the same number on x86-64 and arm64): what socket(2) says for a netlink protocol the kernel lacks. */
+export const EPROTONOSUPPORT = 93;
 export const ENOSYS = 38;
-/** Offsets in `struct seccomp_data`: the call's number, the architecture, the low 32 bits of args[0] and args[1] (little-endian). */
+/** Offsets in `struct seccomp_data`: the call's number, the architecture, the low 32 bits of args[0], args[1] and args[2] (little-endian). */
 export const OFF_NR = 0;
 export const OFF_ARCH = 4;
 export const OFF_ARG0_LO = 16;
 export const OFF_ARG1_LO = 24;
+export const OFF_ARG2_LO = 32;
 
 /** One `struct sock_filter`: opcode, jump-if-true and jump-if-false offsets, constant. */
 export type Insn = [code: number, jt: number, jf: number, k: number];

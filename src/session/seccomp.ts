@@ -26,12 +26,16 @@
  * that cannot be pointed elsewhere; any other family (AF_VSOCK reaches
  * the hypervisor's host, others reach devices or kernel services no
  * namespace bounds) fails with EAFNOSUPPORT (see {@link seccompProgram}).
+ * Of netlink only NETLINK_ROUTE ({@link ALLOWED_NETLINK_PROTOCOLS}): the
+ * other netlink protocols are not all bounded by the namespace (the kernel's
+ * uevents, NETLINK_KOBJECT_UEVENT, reach every namespace, the host's device
+ * events included).
  *
  * System calls of another ABI than the worker's (i386 `int 0x80` on
  * x86-64, x32) are refused too, since their numbers differ and the filter
  * only knows the native ones: a 32-bit program does not run in a session.
  *
- * Written by hand rather than with libseccomp: the program is about 30
+ * Written by hand rather than with libseccomp: the program is about 35
  * instructions, and its test (test/unit/attack/reach-into-bash.test.ts) runs each
  * denied call in a real session.
  */
@@ -44,9 +48,11 @@ import {
   BPF_RET_K,
   EAFNOSUPPORT,
   EPERM,
+  EPROTONOSUPPORT,
   OFF_ARCH,
   OFF_ARG0_LO,
   OFF_ARG1_LO,
+  OFF_ARG2_LO,
   OFF_NR,
   SECCOMP_RET_ALLOW,
   SECCOMP_RET_ERRNO,
@@ -108,17 +114,27 @@ const AF_UNIX = 1;
 /**
  * The families `socket(2)` may create in a session, by number (linux/socket.h): AF_INET (2),
  * AF_INET6 (10), both bounded by the session's network namespace and its rules (network.ts), and
- * AF_NETLINK (16), whose sockets talk to the kernel about that same namespace (glibc's
- * getaddrinfo and `ip` use NETLINK_ROUTE). Every other family is refused: the attack test is
- * test/unit/attack/socket-families.test.ts.
+ * AF_NETLINK (16) with a protocol of {@link ALLOWED_NETLINK_PROTOCOLS} only. Every other family
+ * is refused: the attack test is test/unit/attack/socket-families.test.ts.
  */
 export const ALLOWED_SOCKET_FAMILIES: Readonly<Record<string, number>> = { AF_INET: 2, AF_INET6: 10, AF_NETLINK: 16 };
+const AF_NETLINK = 16;
+/**
+ * The netlink protocols (the third argument of `socket(2)`, linux/netlink.h) a session may open:
+ * NETLINK_ROUTE (0) only, the routes, addresses and links of the session's own network namespace
+ * (glibc's getaddrinfo, `ip addr`, `ip route`). The others are refused with EPROTONOSUPPORT, what a
+ * kernel without the protocol says: NETLINK_KOBJECT_UEVENT (15) hears the host's device events in
+ * every namespace, NETLINK_AUDIT (9) the audit log, NETLINK_SOCK_DIAG (4) lists sockets, and
+ * NETLINK_GENERIC (16) and NETLINK_NETFILTER (12) reach families of kernel services a later kernel
+ * may add to. Attack tests: test/unit/attack/adversary-round7.test.ts, socket-families.test.ts.
+ */
+export const ALLOWED_NETLINK_PROTOCOLS: Readonly<Record<string, number>> = { NETLINK_ROUTE: 0 };
 const SOCK_TYPE_MASK = 0xf;
 const SOCK_STREAM = 1;
 const SOCK_SEQPACKET = 5;
 
 /** A jump target: a label of the program being assembled. */
-type Label = 'allow' | 'ok' | 'deny' | 'nofamily' | 'socket' | 'socketpair' | null;
+type Label = 'allow' | 'ok' | 'deny' | 'nofamily' | 'noprotocol' | 'socket' | 'socketpair' | 'netlink' | null;
 
 /**
  * The filter for `arch` as bwrap wants it: `struct sock_filter` entries
@@ -130,8 +146,10 @@ type Label = 'allow' | 'ok' | 'deny' | 'nofamily' | 'socket' | 'socketpair' | nu
  * EAFNOSUPPORT for the rest, which programs read as "this kernel has no
  * such family" and fall back from), and `socketpair(2)` of any family but
  * AF_UNIX, or of AF_UNIX unless its type is SOCK_STREAM or
- * SOCK_SEQPACKET. The family is an int: the filter compares the low 32
- * bits of the argument, which is all the kernel reads. A process of the sandbox can then reach no unix socket
+ * SOCK_SEQPACKET; `socket(AF_NETLINK)` of a protocol not in
+ * {@link ALLOWED_NETLINK_PROTOCOLS} with EPROTONOSUPPORT. The family and the
+ * protocol are ints: the filter compares the low 32 bits of each argument,
+ * which is all the kernel reads (high bits set change nothing either way). A process of the sandbox can then reach no unix socket
  * by path (a host service's socket anywhere on the read-only root: under
  * /var/lib, in another user's home, in /var/tmp) and no abstract one: a
  * seccomp filter cannot read the address `connect(2)` is given, so the
@@ -158,7 +176,7 @@ export function seccompProgram(arch: string = process.arch): Buffer | null {
   emit(BPF_JMP_JEQ_K, a.socketpair, 'socketpair', null);
   emit(BPF_RET_K, SECCOMP_RET_ALLOW, null, null, 'allow');
   emit(BPF_LD_W_ABS, OFF_ARG0_LO, null, null, 'socket');
-  for (const family of Object.values(ALLOWED_SOCKET_FAMILIES)) emit(BPF_JMP_JEQ_K, family, 'ok', null);
+  for (const family of Object.values(ALLOWED_SOCKET_FAMILIES)) emit(BPF_JMP_JEQ_K, family, family === AF_NETLINK ? 'netlink' : 'ok', null);
   emit(BPF_JMP_JEQ_K, AF_UNIX, 'deny', 'nofamily');
   emit(BPF_LD_W_ABS, OFF_ARG0_LO, null, null, 'socketpair');
   emit(BPF_JMP_JEQ_K, AF_UNIX, null, 'nofamily');
@@ -166,10 +184,14 @@ export function seccompProgram(arch: string = process.arch): Buffer | null {
   emit(BPF_ALU_AND_K, SOCK_TYPE_MASK);
   emit(BPF_JMP_JEQ_K, SOCK_STREAM, 'ok', null);
   emit(BPF_JMP_JEQ_K, SOCK_SEQPACKET, 'ok', 'deny');
+  emit(BPF_LD_W_ABS, OFF_ARG2_LO, null, null, 'netlink');
+  const protocols = Object.values(ALLOWED_NETLINK_PROTOCOLS);
+  protocols.forEach((p, i) => emit(BPF_JMP_JEQ_K, p, 'ok', i === protocols.length - 1 ? 'noprotocol' : null));
   // Jumps go forward only: the argument checks' own allow.
   emit(BPF_RET_K, SECCOMP_RET_ALLOW, null, null, 'ok');
   emit(BPF_RET_K, SECCOMP_RET_ERRNO | EPERM, null, null, 'deny');
   emit(BPF_RET_K, SECCOMP_RET_ERRNO | EAFNOSUPPORT, null, null, 'nofamily');
+  emit(BPF_RET_K, SECCOMP_RET_ERRNO | EPROTONOSUPPORT, null, null, 'noprotocol');
   const at = (l: Label, from: number): number => {
     if (l === null) return 0;
     const i = prog.findIndex((p) => p.label === l);

@@ -423,22 +423,76 @@ export function isAltered(d: CommandDisplay): boolean {
 
 /**
  * Escapes, in text that is not a command (Claude's words, command output,
- * reasons, details, names), every character {@link displayCommand} escapes
- * but look-alikes, so nothing printed to a terminal can move the cursor,
- * recolour, reorder or hide: every invisible code point and every combining
- * mark standing alone comes out as `\uHHHH`. Line breaks and tabs stay as
- * they are when `multiline` is set (outputs, messages); backslashes are not
- * doubled and runs not counted: this text binds nothing.
+ * a diff, reasons, details, names), every character {@link displayCommand}
+ * escapes but look-alikes, so nothing printed to a terminal can move the
+ * cursor, recolour, reorder or hide: every invisible code point and every
+ * combining mark standing alone comes out as `\xHH`, `\uHHHH` or
+ * `\u{HHHHH}`, a carriage return as `\r`. Line breaks and tabs stay as they
+ * are when `multiline` is set (outputs, messages, diffs), else `\n`, `\t`.
+ *
+ * Unambiguous: a backslash of the text is doubled (`\\`) when what follows
+ * it would otherwise read as one of these escapes, that is before a letter
+ * that starts one (`x`, `u`, `r`, and `n`, `t` when not `multiline`), before
+ * another backslash, before a character shown escaped, and at the end of the
+ * text (which another escaped part may follow). So the text
+ * `\x1b` (four characters) shows as `\\x1b` and a real ESC as `\x1b`; a
+ * backslash anywhere else (`\d+`, `"\n"` in a multi-line output) is shown as
+ * it is. Look-alikes of the backslash (`∖` U+2216, `＼` U+FF3C, ...) are
+ * escaped, so none can pose as the first half of a doubled one. Other
+ * look-alikes stay (Claude's "it’s"): this text binds nothing; commands and
+ * paths go through {@link displayCommand}. Not idempotent (no unambiguous
+ * escaping is): apply it once, to the raw text; {@link hiddenEscaped} is the
+ * pass over text already made of escaped parts.
  */
 export function safeText(text: string, multiline = true): string {
+  return safeTokens(text, multiline).join('');
+}
+
+/** {@link safeText} as tokens, one per code point of `text` (an escape, a doubled backslash or the character), for cutting. */
+function safeTokens(text: string, multiline: boolean): string[] {
+  const chars = Array.from(text);
+  const classes = classesOf(chars);
+  const starts = multiline ? 'xur' : 'xurnt';
+  const escaped = (i: number): boolean => {
+    const cls = classes[i]!;
+    if (cls === null || (multiline && (cls === 'line-feed' || cls === 'tab'))) return false;
+    return cls !== 'lookalike' || lookalikeOf(chars[i]!) === '\\';
+  };
+  return chars.map((ch, i) => {
+    if (escaped(i)) return escapeOf(ch);
+    if (ch !== '\\') return ch;
+    // At the end too: the text may be followed by another escaped part.
+    const next = chars[i + 1];
+    return next === undefined || next === '\\' || starts.includes(next) || escaped(i + 1) ? '\\\\' : ch;
+  });
+}
+
+/**
+ * Text escaped by {@link safeText} for the UI's markdown outside a code span (the run's static
+ * summary and details): every backslash written `\\`, which CommonMark renders as one, so the
+ * page shows the escapes as a terminal does (else a doubled backslash would render single, and
+ * the typed `\x1b` as a real ESC's escape).
+ */
+export function markdownBackslashes(text: string): string {
+  return text.replace(/\\/g, '\\\\');
+}
+
+/**
+ * The last pass over terminal text whose parts from a run were already made
+ * safe ({@link safeText}, {@link displayCommand}, JSON): escapes what
+ * {@link safeText} escapes but leaves every backslash as it is, so it
+ * changes nothing in such text (it is idempotent) and only catches a
+ * character a caller let through raw: that one can no longer act on the
+ * terminal, though its escape is not told from the same text typed.
+ * @param multiline keep line breaks and tabs @default true
+ */
+export function hiddenEscaped(text: string, multiline = true): string {
   const chars = Array.from(text);
   const classes = classesOf(chars);
   let out = '';
   for (let i = 0; i < chars.length; i++) {
-    const ch = chars[i]!;
     const cls = classes[i]!;
-    // Look-alikes stay as they are in prose (Claude's "it’s"): they bind nothing here; commands and paths go through displayCommand.
-    out += cls === null || cls === 'lookalike' || (multiline && (cls === 'line-feed' || cls === 'tab')) ? ch : escapeOf(ch);
+    out += cls === null || cls === 'lookalike' || (multiline && (cls === 'line-feed' || cls === 'tab')) ? chars[i]! : escapeOf(chars[i]!);
   }
   return out;
 }
@@ -468,7 +522,11 @@ export function jsonEscapeOf(ch: string): string | null {
  * escaped). An empty text becomes a span of one space, never a bare fence.
  */
 export function markdownCode(raw: string): string {
-  const text = safeText(raw, false);
+  return codeSpan(safeText(raw, false));
+}
+
+/** A CommonMark code span of `text` that is already one safe line (escaped once: {@link displayCommand}, {@link safeText}, our warnings). */
+function codeSpan(text: string): string {
   if (text === '') return '` `';
   if (!text.includes('`')) return `\`${text}\``;
   const longest = Math.max(...(text.match(/`+/g) ?? ['']).map((r) => r.length));
@@ -488,10 +546,10 @@ export const SUMMARY_MAX_CHARS = 99;
  */
 function summaryWithCode(prefix: string, text: string, max: number): string {
   for (let budget = max - codePoints(prefix) - 2; budget > 0; budget--) {
-    const line = `${prefix}${markdownCode(displayCommand(text, { maxChars: budget }).text)}`;
+    const line = `${prefix}${codeSpan(displayCommand(text, { maxChars: budget }).text)}`;
     if (codePoints(line) <= max) return line;
   }
-  return `${prefix}${markdownCode('…')}`;
+  return `${prefix}${codeSpan('…')}`;
 }
 
 /**
@@ -517,9 +575,9 @@ export const DETAILS_COMMAND_CHARS = 200;
  */
 export function commandDetails(command: string): string {
   const d = displayCommand(command, { maxChars: DETAILS_COMMAND_CHARS });
-  if (!isAltered(d)) return markdownCode(d.text);
+  if (!isAltered(d)) return codeSpan(d.text);
   // The warnings quote characters (`\\`, a backtick) that markdown would act on: in a code span too.
-  return `${markdownCode(d.text)} (${d.length} characters, sha256 ${shortHash(d.sha256)}${d.warnings.length > 0 ? `; ⚠ ${markdownCode(d.warnings.join('; '))}` : ''})`;
+  return `${codeSpan(d.text)} (${d.length} characters, sha256 ${shortHash(d.sha256)}${d.warnings.length > 0 ? `; ⚠ ${codeSpan(d.warnings.join('; '))}` : ''})`;
 }
 
 /**
@@ -614,7 +672,6 @@ export function editSummary(command: string, path: string, ordinal: number | nul
  * `maxChars` code points of text (default 300).
  */
 export function markdownText(text: string, maxChars = 300): string {
-  const line = safeText(text, false);
-  const chars = Array.from(line);
-  return markdownCode(chars.length > maxChars ? `${chars.slice(0, maxChars - 1).join('')}…` : line);
+  // Cut between escapes, never inside one (a cut `\\` or `\u20` would read as something else).
+  return codeSpan(fit(safeTokens(text, false), maxChars).text);
 }

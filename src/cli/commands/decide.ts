@@ -2,7 +2,7 @@
 import { Option, type Command } from 'commander';
 import type { DecideOptions as ClientDecideOptions } from '../../client';
 import { SHORT_HASH_CHARS } from '../../shared/display';
-import { commandLines, printJson, printLines } from '../render/text';
+import { commandLines, printJson, printShown } from '../render/text';
 import { withClient } from '../context';
 import { hexPrefix } from '../parse';
 
@@ -47,7 +47,7 @@ function register(program: Command, name: 'approve' | 'deny'): void {
       const { answer, command } = await jobs.run(workflowId).decide(approved, options);
       if (json) return printJson(answer);
       const rule = answer.rule ? ` (rule ${answer.rule.id}: ${answer.rule.kind} ${JSON.stringify(answer.rule.text)})` : '';
-      printLines(
+      printShown(
         ...commandLines(command, {
           label: `${answer.decision} ${answer.toolUseId} in ${workflowId} by ${answer.by}${rule}: `,
           indent: '  ',

@@ -1,7 +1,7 @@
 /** `agent-jobs pending`: every open run that waits for a person, newest wait first, from search attributes. */
 import Table from 'cli-table3';
 import type { Command } from 'commander';
-import { oneLineSummary, safeText } from '../../shared/display';
+import { hiddenEscaped, oneLineSummary, safeText } from '../../shared/display';
 import { printJson } from '../render/text';
 import { withClient } from '../context';
 
@@ -21,7 +21,8 @@ export function registerPending(program: Command): void {
           ...(plain ? { style: { head: [], border: [] } } : {}),
         });
         for (const r of rows) {
-          const what = safeText(oneLineSummary(r.awaiting, 100), false);
+          // The workflow wrote it escaped already (a kind, or an escaped command in the oldest runs): not escaped twice.
+          const what = hiddenEscaped(oneLineSummary(r.awaiting, 100), false);
           // A sub-agent's wait names its parent: the run a person knows.
           const waits = r.parentId !== undefined ? `${what} (sub-agent of ${safeText(r.parentId, false)})` : what;
           table.push([safeText(r.workflowId, false), r.status, r.since ?? '', waits]);

@@ -13,7 +13,7 @@ import { changesBetween, currentTree, diffBetween, type FileChange } from '../..
 import { safeText } from '../../shared/display';
 import { withClient } from '../context';
 import { CliError } from '../errors';
-import { printJson, printLines, terminalText } from '../render/text';
+import { jsonText, printJson, printLines, printShown, terminalText } from '../render/text';
 import { asTyped } from '../invocation';
 import { positiveInt } from '../parse';
 import { REQUEST_ID_HELP, requestId, sendOptionsOf } from '../requests';
@@ -101,16 +101,18 @@ export function registerRewind(program: Command): void {
         for (const e of list) {
           if ('kind' in e) {
             lines.push(
-              `rewound to turn ${e.toTurn} by ${safeText(e.by, false)} at ${e.at} (${e.droppedMessages} messages dropped)${e.text ? `: ${safeText(JSON.stringify(e.text), false)}` : ''}`,
+              `rewound to turn ${e.toTurn} by ${safeText(e.by, false)} at ${e.at} (${e.droppedMessages} messages dropped)${e.text ? `: ${jsonText(e.text)}` : ''}`,
             );
             continue;
           }
           lines.push(
-            `turn ${e.turn}  checkpoint ${e.checkpoint.slice(0, 12)}  before ${e.toolUseId}  ${e.at}${e.note ? `  (${e.note})` : ''}`,
+            terminalText(
+              `turn ${e.turn}  checkpoint ${e.checkpoint.slice(0, 12)}  before ${e.toolUseId}  ${e.at}${e.note ? `  (${e.note})` : ''}`,
+            ),
           );
           if (e.changes) lines.push(...changeLines(e.changes));
         }
-        printLines(...lines);
+        printShown(...lines);
       });
     });
 

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { oneLineSummary, safeText, shortHash } from '../../shared/display';
 import type { PendingApproval } from '../../contract';
 import { budgetPauseLine, limitsLine, ruleLines, statusJson } from '../render/run';
-import { commandLines, printJson, printLines } from '../render/text';
+import { commandLines, printJson, printShown, terminalText } from '../render/text';
 import { withClient } from '../context';
 import { asTyped, cliCommand } from '../invocation';
 import { normalizeUsage, type PauseState } from '../../contract';
@@ -32,13 +32,19 @@ export function registerStatus(program: Command): void {
         if (opts.json) return printJson(statusJson(view));
         const p = view.pendingApproval;
         const u = normalizeUsage(view.usage);
-        printLines(
-          `${workflowId}: ${view.status}`,
+        // Raw parts escaped once (t); the details (escaped by the workflow), commandLines and editLines are already.
+        const t = terminalText;
+        printShown(
+          t(`${workflowId}: ${view.status}`),
           `  turns:  ${view.turns}`,
-          ...(view.subagentOf !== undefined ? [`  sub-agent of: ${view.subagentOf}`] : []),
+          ...(view.subagentOf !== undefined ? [t(`  sub-agent of: ${view.subagentOf}`)] : []),
           ...(view.subagentsRunning !== undefined ? [`  sub-agents running: ${view.subagentsRunning}`] : []),
           ...(view.model
-            ? [`  model:  ${view.model}, window ${view.contextWindow ?? '?'} tokens, context kept by ${view.contextStrategy ?? 'clearing'}`]
+            ? [
+                t(
+                  `  model:  ${view.model}, window ${view.contextWindow ?? '?'} tokens, context kept by ${view.contextStrategy ?? 'clearing'}`,
+                ),
+              ]
             : []),
           `  tokens: ${u.inputTokens} input, ${u.outputTokens} output, ${u.cacheCreationInputTokens} cache write, ${u.cacheReadInputTokens} cache read`,
           `  cost:   ${typeof view.costUsd === 'number' ? `$${view.costUsd.toFixed(4)}` : 'unknown (no prices for this model)'}`,
@@ -48,7 +54,9 @@ export function registerStatus(program: Command): void {
           ...(view.details ? [`  now:    ${asTyped(view.details)}`] : []),
           ...(view.session
             ? [
-                `  shell:  ${view.session.user ?? '?'} in sandbox ${view.session.sandbox ?? '?'}, ${view.session.cwd} on ${view.session.workerId}`,
+                t(
+                  `  shell:  ${view.session.user ?? '?'} in sandbox ${view.session.sandbox ?? '?'}, ${view.session.cwd} on ${view.session.workerId}`,
+                ),
               ]
             : []),
           ...(p
@@ -56,15 +64,17 @@ export function registerStatus(program: Command): void {
                 ...(p.edit
                   ? editLines(p)
                   : commandLines(p.command, { label: '  pending approval: ', suffix: `  [${p.toolUseId}, since ${p.requestedAt}]` })),
-                `    ${cliCommand()} approve ${workflowId} --sha ${shortHash(p.commandSha256)}   |   ${cliCommand()} deny ${workflowId} --sha ${shortHash(p.commandSha256)} --reason "..."`,
+                t(
+                  `    ${cliCommand()} approve ${workflowId} --sha ${shortHash(p.commandSha256)}   |   ${cliCommand()} deny ${workflowId} --sha ${shortHash(p.commandSha256)} --reason "..."`,
+                ),
               ]
             : []),
-          ...(view.pause ? [pauseLine(workflowId, view)] : []),
-          ...(view.queuedMessages ?? []).map((m) => `  queued message from ${m.by} (${m.at}): ${oneLineSummary(m.text, 100)}`),
+          ...(view.pause ? [t(pauseLine(workflowId, view))] : []),
+          ...(view.queuedMessages ?? []).map((m) => t(`  queued message from ${m.by} (${m.at}): ${oneLineSummary(m.text, 100)}`)),
           ...((view.rules ?? []).length > 0 ? ['  approval rules:', ...ruleLines(view.rules ?? []).map((l) => `    ${l}`)] : []),
-          ...(view.result?.text ? [`  answer: ${view.result.text}`] : []),
-          ...(view.result?.error ? [`  reason: ${view.result.error}`] : []),
-          `  UI:     ${jobs.uiUrl(workflowId, view.runId)}`,
+          ...(view.result?.text ? [t(`  answer: ${view.result.text}`)] : []),
+          ...(view.result?.error ? [t(`  reason: ${view.result.error}`)] : []),
+          t(`  UI:     ${jobs.uiUrl(workflowId, view.runId)}`),
         );
       });
     });
@@ -77,7 +87,8 @@ export function registerStatus(program: Command): void {
 export function editLines(p: PendingApproval): string[] {
   const e = p.edit!;
   return [
-    `  pending approval: text editor ${e.command} ${safeText(e.path, false)}  [${p.toolUseId}, since ${p.requestedAt}]`,
+    safeText(`  pending approval: text editor ${e.command} `, false) +
+      `${safeText(e.path, false)}${safeText(`  [${p.toolUseId}, since ${p.requestedAt}]`, false)}`,
     ...p.display
       .replace(/\n$/, '')
       .split('\n')

@@ -5,7 +5,7 @@
  */
 import type { Command } from 'commander';
 import { ruleLines } from '../render/run';
-import { printJson, printLines } from '../render/text';
+import { printJson, printLines, printShown } from '../render/text';
 import { withClient } from '../context';
 import { positiveInt } from '../parse';
 import { REQUEST_ID_HELP, requestId, sendOptionsOf } from '../requests';
@@ -78,7 +78,7 @@ function registerRules(program: Command): void {
         const run = jobs.run(workflowId);
         const rules = opts.remove !== undefined ? await run.removeRule(opts.remove, sendOptionsOf(opts)) : await run.rules();
         if (opts.json) return printJson(rules);
-        printLines(...(opts.remove !== undefined ? [`removed rule ${opts.remove}; rules now:`] : []), ...ruleLines(rules));
+        printShown(...(opts.remove !== undefined ? [`removed rule ${opts.remove}; rules now:`] : []), ...ruleLines(rules));
       });
     });
 }

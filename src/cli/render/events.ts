@@ -11,7 +11,7 @@ import type { ActivityProgress, LostAnswer } from '../activity-progress';
 import { cliCommand } from '../invocation';
 import type { LiveStatus } from '../live-line';
 import { budgetPauseLine } from './run';
-import { commandLines } from './text';
+import { commandLines, terminalText } from './text';
 
 /** A model call retried after a failure: the attempt now scheduled or running, and the last failure's message. */
 export interface RetryingCall {
@@ -88,15 +88,18 @@ export function lostLine(lost: LostAnswer): string {
   return `✗ claude's answer was cut off (attempt ${lost.attempt}; ${what} dropped${lost.reason ? `: ${lost.reason}` : ''}); asking again`;
 }
 
-/** What `watch` prints when a decision is applied: what, by whom (`by`), and for an edit what runs instead. */
+/**
+ * What `watch` prints when a decision is applied: what, by whom (`by`), and for an edit what runs
+ * instead. Escaped already (terminalText, commandLines): print with shownText.
+ */
 export function decisionLines(d: AppliedDecision): string[] {
-  if (d.source === 'rule') return [`✓ ${d.toolUseId} approved by rule ${d.rule ?? '?'}${d.by ? ` (added by ${d.by})` : ''}`];
-  if (d.source === 'timeout') return [`✗ ${d.toolUseId} not run: ${d.reason ?? 'the approval wait ran out'}`];
+  if (d.source === 'rule') return [terminalText(`✓ ${d.toolUseId} approved by rule ${d.rule ?? '?'}${d.by ? ` (added by ${d.by})` : ''}`)];
+  if (d.source === 'timeout') return [terminalText(`✗ ${d.toolUseId} not run: ${d.reason ?? 'the approval wait ran out'}`)];
   const by = d.by ? ` by ${d.by}` : '';
   if (d.decision === 'edited' && d.editedCommand !== undefined)
-    return [`✎ ${d.toolUseId} edited${by}`, ...commandLines(d.editedCommand, { label: '  runs instead: ', indent: '    ' })];
-  if (d.approved) return [`✓ ${d.toolUseId} approved${by}${d.rule !== undefined ? ` (and rule ${d.rule} added)` : ''}`];
-  return [`✗ ${d.toolUseId} denied${by}${d.reason ? `: ${d.reason}` : ''}`];
+    return [terminalText(`✎ ${d.toolUseId} edited${by}`), ...commandLines(d.editedCommand, { label: '  runs instead: ', indent: '    ' })];
+  if (d.approved) return [terminalText(`✓ ${d.toolUseId} approved${by}${d.rule !== undefined ? ` (and rule ${d.rule} added)` : ''}`)];
+  return [terminalText(`✗ ${d.toolUseId} denied${by}${d.reason ? `: ${d.reason}` : ''}`)];
 }
 
 /** A line for a change of status that a person caused or must act on (paused, resumed, waiting for a message); null for the others. */

@@ -7,6 +7,7 @@ import { isText, isToolResult, isToolUse } from '../../contract';
 import type { ContentBlock, Message, ToolResultBlock } from '../../contract';
 import { TEXT_EDITOR_NAME } from '../../contract/text-editor';
 import { SHOWN_OUTPUT_LINES, commandLines, indent, jsonText, terminalText } from './text';
+import { safeText } from '../../shared/display';
 
 /** A command's run time for people: `0.4 s`, `12.0 s`, `3.5 min` (ms in). */
 export function formatDuration(ms: number): string {
@@ -49,26 +50,29 @@ export function describeMessage(
   maxOutputLines = SHOWN_OUTPUT_LINES,
 ): string[] {
   const blocks: ContentBlock[] = typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : message.content;
+  // Claude's words and command outputs may hold escape sequences too: nothing reaches the terminal raw.
+  // Each raw part is escaped once, here (commandLines and jsonText escape their own).
   const lines: string[] = [];
   for (const b of blocks) {
-    if (isText(b)) lines.push(index === 0 ? `task: ${b.text}` : `${message.role === 'assistant' ? 'claude' : 'user'}: ${b.text}`);
+    if (isText(b))
+      lines.push(terminalText(index === 0 ? `task: ${b.text}` : `${message.role === 'assistant' ? 'claude' : 'user'}: ${b.text}`));
     else if (isToolUse(b)) {
       const input = (b.input ?? {}) as { command?: unknown; restart?: unknown; path?: unknown };
       const suffix = `    [${b.id}]`;
       if (b.name === TEXT_EDITOR_NAME) lines.push(editRequestLine(input, suffix));
       else if (input.restart !== true && typeof input.command === 'string')
         lines.push(...commandLines(input.command, { label: 'claude asks to run: ', suffix }));
-      else lines.push(`claude asks to run: ${input.restart === true ? '(restart the session)' : jsonText(b.input)}${suffix}`);
+      else
+        lines.push(`claude asks to run: ${input.restart === true ? '(restart the session)' : jsonText(b.input)}${safeText(suffix, false)}`);
     } else if (isToolResult(b)) {
       const ms = Object.hasOwn(durationsMs, b.tool_use_id) ? durationsMs[b.tool_use_id] : undefined;
       lines.push(
-        resultHeading(b, typeof ms === 'number' && Number.isFinite(ms) ? ms : undefined),
-        indent(b.content, '    ', maxOutputLines),
+        terminalText(resultHeading(b, typeof ms === 'number' && Number.isFinite(ms) ? ms : undefined)),
+        terminalText(indent(b.content, '    ', maxOutputLines)),
       );
-    } else lines.push(`[${b.type} block]`);
+    } else lines.push(terminalText(`[${b.type} block]`));
   }
-  // Claude's words and command outputs may hold escape sequences too: nothing reaches the terminal raw.
-  return lines.map(terminalText);
+  return lines;
 }
 
 /**
@@ -77,8 +81,12 @@ export function describeMessage(
  * it has no command or path of text, as Claude may send anything).
  */
 function editRequestLine(input: { command?: unknown; path?: unknown }, suffix: string): string {
-  if (typeof input.command !== 'string' || typeof input.path !== 'string') return `claude asks the editor: ${jsonText(input)}${suffix}`;
-  return input.command === 'view'
-    ? `claude asks to view: ${input.path}${suffix}`
-    : `claude asks to edit: ${input.command} ${input.path}${suffix}`;
+  if (typeof input.command !== 'string' || typeof input.path !== 'string')
+    return `claude asks the editor: ${jsonText(input)}${safeText(suffix, false)}`;
+  return safeText(
+    input.command === 'view'
+      ? `claude asks to view: ${input.path}${suffix}`
+      : `claude asks to edit: ${input.command} ${input.path}${suffix}`,
+    false,
+  );
 }

@@ -6,6 +6,7 @@
 import type { RunView } from '../../client';
 import { normalizeUsage, type ApprovalRule, type BudgetLimits, type PauseState } from '../../contract';
 import { safeText } from '../../shared/display';
+import { jsonText } from './text';
 import { formatDurationMs } from '../parse';
 
 /** The JSON shape of `status --json` (and of `watch --json`'s `result` event), as the README's CLI table documents it. */
@@ -65,6 +66,6 @@ export function ruleLines(rules: readonly ApprovalRule[]): string[] {
   if (rules.length === 0) return ['no approval rules'];
   return rules.map(
     (r) =>
-      `${r.id}. ${r.kind === 'exact' ? 'exactly' : 'starting with'} ${safeText(JSON.stringify(r.text), false)}  (by ${safeText(r.by, false)}, ${r.at}, from ${r.toolUseId})`,
+      `${r.id}. ${r.kind === 'exact' ? 'exactly' : 'starting with'} ${jsonText(r.text)}  (by ${safeText(r.by, false)}, ${r.at}, from ${safeText(r.toolUseId, false)})`,
   );
 }

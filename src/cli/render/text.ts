@@ -3,9 +3,20 @@
  * Nothing from a run (commands, Claude's words, outputs, reasons) reaches
  * the terminal raw: text goes through {@link terminalText}, JSON through
  * {@link jsonText}, and commands are shown by {@link commandLines} (what
- * the human approves is what runs: README, Security).
+ * the human approves is what runs: README, Security). Each is applied once,
+ * to the raw text (an unambiguous escaping cannot be applied twice); lines
+ * made of such parts are printed with {@link printShown}.
  */
-import { ESCAPE_LEGEND, displayCommand, isAltered, jsonEscapeOf, safeText, shortHash, type CommandDisplay } from '../../shared/display';
+import {
+  ESCAPE_LEGEND,
+  displayCommand,
+  hiddenEscaped,
+  isAltered,
+  jsonEscapeOf,
+  safeText,
+  shortHash,
+  type CommandDisplay,
+} from '../../shared/display';
 
 /**
  * JSON whose control, bidi, separator and format characters are written as
@@ -22,14 +33,32 @@ export function printJson(value: unknown): void {
   process.stdout.write(`${jsonText(value, 2)}\n`);
 }
 
-/** Text for a terminal: escape sequences, controls, bidi and invisible characters shown escaped; line breaks and tabs kept. */
+/**
+ * Raw text for a terminal: escape sequences, controls, bidi and invisible characters shown
+ * escaped, a backslash that would read as an escape doubled ({@link safeText}); line breaks and
+ * tabs kept. Apply once, to text as the run has it.
+ */
 export function terminalText(text: string): string {
   return safeText(text);
 }
 
-/** Prints lines of text on stdout, terminal-safe ({@link terminalText}). */
+/**
+ * Text made of parts already escaped ({@link terminalText}, {@link commandLines}, {@link jsonText})
+ * for a terminal: unchanged, but for a character some part let through raw, which is escaped
+ * ({@link hiddenEscaped}) so it cannot act on the terminal.
+ */
+export function shownText(text: string): string {
+  return hiddenEscaped(text);
+}
+
+/** Prints lines of raw text on stdout, terminal-safe ({@link terminalText}). */
 export function printLines(...lines: string[]): void {
   process.stdout.write(`${terminalText(lines.join('\n'))}\n`);
+}
+
+/** Prints lines whose parts from a run are already escaped ({@link shownText}). */
+export function printShown(...lines: string[]): void {
+  process.stdout.write(`${shownText(lines.join('\n'))}\n`);
 }
 
 /** Options of {@link commandLines}. */
@@ -47,12 +76,14 @@ export interface CommandLinesOptions {
 /**
  * How the CLI shows a command: `label + display + suffix` on one line, then,
  * when the display is escaped or cut, one `⚠` line per warning, how to read
- * the escapes, and `sha256 <first 12 hex> · <length> characters`.
+ * the escapes, and `sha256 <first 12 hex> · <length> characters`. The label
+ * and suffix are raw text (a name, a reason) and escaped here
+ * ({@link terminalText}): the lines are ready for {@link printShown}.
  */
 export function commandLines(command: string | CommandDisplay, opts: CommandLinesOptions): string[] {
   const d = typeof command === 'string' ? displayCommand(command) : command;
   const pad = opts.indent ?? '    ';
-  const lines = [`${opts.label}${d.text}${opts.suffix ?? ''}`];
+  const lines = [`${safeText(opts.label, false)}${d.text}${safeText(opts.suffix ?? '', false)}`];
   for (const w of d.warnings) lines.push(`${pad}⚠ ${w}`);
   if (d.warnings.length > 0) lines.push(`${pad}(${ESCAPE_LEGEND})`);
   if (opts.alwaysHash || isAltered(d)) lines.push(`${pad}sha256 ${shortHash(d.sha256)} · ${d.length} characters`);
