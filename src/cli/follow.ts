@@ -39,7 +39,7 @@ import {
   statusLine,
   waitingLine,
 } from './render/events';
-import { describeMessage } from './render/messages';
+import { describeMessage, hanging } from './render/messages';
 import { statusJson } from './render/run';
 import { commandLines, jsonText, shownText, terminalText } from './render/text';
 
@@ -187,7 +187,7 @@ export async function watchRun(jobs: AgentJobsClient, workflowId: string, opts: 
         if (!why) throw err;
         if (!waiting) {
           waiting = { ...why, sinceMs: Date.now() };
-          emit({ event: 'waiting', on: why.on, reason: why.reason }, [waitingLine(why)]);
+          emit({ event: 'waiting', on: why.on, reason: why.reason }, [waitingLine(why)], true);
         }
         live?.set({ label: `waiting for the ${why.on === 'worker' ? 'worker' : 'Temporal server'}…`, sinceMs: waiting.sinceMs });
         await sleep(opts.intervalMs ?? 1_000, undefined, signal ? { signal } : {});
@@ -225,13 +225,13 @@ export async function watchRun(jobs: AgentJobsClient, workflowId: string, opts: 
         claude?.lost ?? (claude && shown && (claude.attempt ?? 1) > shown.attempt ? { ...shown, reason: '' } : undefined);
       if (lost && !lostAttempts.has(lost.attempt)) {
         lostAttempts.add(lost.attempt);
-        emit({ event: 'partial_dropped', ...lost }, [lostLine(lost)]);
+        emit({ event: 'partial_dropped', ...lost }, [lostLine(lost)], true);
       }
       // A model call that keeps failing (an unreachable API, a bad key's retries) is said, once per attempt, with why.
       const retry = claude ? retryOf(claude) : null;
       if (retry && !retriedAttempts.has(retry.attempt)) {
         retriedAttempts.add(retry.attempt);
-        emit({ event: 'retrying', ...retry }, [retryLine(retry)]);
+        emit({ event: 'retrying', ...retry }, [retryLine(retry)], true);
       }
       const partial = claude?.partialText ?? '';
       if (opts.json && partial && partial !== lastPartial) emit({ event: 'partial', text: partial }, []);
@@ -255,7 +255,7 @@ export async function watchRun(jobs: AgentJobsClient, workflowId: string, opts: 
           { event: 'pending_approval', ...pending },
           [
             ...commandLines(pending.command, { label: '⏸ waiting for approval: ', suffix: `    [${pending.toolUseId}]` }),
-            ...(term ? [] : [terminalText(hintLine(workflowId, pending))]),
+            ...(term ? [] : [hintLine(workflowId, pending)]),
           ],
           true,
         );
@@ -268,15 +268,15 @@ export async function watchRun(jobs: AgentJobsClient, workflowId: string, opts: 
       for (const d of view.decisions) emitDecision(d);
       if (open && view.status !== lastStatus) {
         const line = statusLine(workflowId, view, lastStatus);
-        if (line) emit({ event: 'status', status: view.status, pause: view.pause ?? null }, [line]);
+        if (line) emit({ event: 'status', status: view.status, pause: view.pause ?? null }, [line], true);
         lastStatus = view.status;
       }
       if (!open) {
         const r = view.result;
         emit({ event: 'result', ...statusJson(view) }, [
           `run ${workflowId} ended: ${view.status} after ${view.turns} turn${view.turns === 1 ? '' : 's'} (${view.usage.inputTokens} input / ${view.usage.outputTokens} output / ${view.usage.cacheCreationInputTokens} cache write / ${view.usage.cacheReadInputTokens} cache read tokens${typeof view.costUsd === 'number' ? `, $${view.costUsd.toFixed(4)}` : ''})`,
-          ...(r?.text ? [`final answer: ${r.text}`] : []),
-          ...(r?.error ? [`reason: ${r.error}`] : []),
+          ...(r?.text ? [hanging('final answer: ', r.text)] : []),
+          ...(r?.error ? [hanging('reason: ', r.error)] : []),
         ]);
         return view;
       }
@@ -327,7 +327,7 @@ async function decideInline(
   }
   if (!choice) return;
   if (choice.kind === 'dismiss') {
-    live.print(terminalText(hintLine(run.workflowId, pending)));
+    live.print(shownText(hintLine(run.workflowId, pending)));
     return;
   }
   const sha = pending.commandSha256;

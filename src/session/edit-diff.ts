@@ -3,6 +3,7 @@
  * change, old and new lines, with 3 lines of context, in the format `diff -u` and `git diff`
  * print (so reviewers and `patch` read it). Pure; no Node imports.
  */
+import { safeText } from '../shared/display';
 
 /** Lines of context around each change. */
 export const DIFF_CONTEXT_LINES = 3;
@@ -107,7 +108,8 @@ function range(start: number, count: number): string {
 
 /**
  * The unified diff of `before` → `after` for the file at `path` (absolute), headed
- * `--- a<path>` / `+++ b<path>`, or `--- /dev/null` when the file is new (`before` null).
+ * `--- a<path>` / `+++ b<path>`, or `--- /dev/null` when the file is new (`before` null); the
+ * path in the headers is one line, escaped as `safeText(path, false)` does (a line break as `\n`).
  * Empty string when nothing changes.
  */
 export function unifiedDiff(path: string, before: string | null, after: string): string {
@@ -115,7 +117,9 @@ export function unifiedDiff(path: string, before: string | null, after: string):
   const b = splitLines(after);
   const ops = editScript(a, b);
   if (before !== null && ops.every((o) => o.kind === ' ')) return '';
-  const out = [`--- ${before === null ? '/dev/null' : `a${path}`}\n`, `+++ b${path}\n`];
+  // The path on one line, escaped: a line break in a file name would add hunk lines of its own to what is approved.
+  const shown = safeText(path, false);
+  const out = [`--- ${before === null ? '/dev/null' : `a${shown}`}\n`, `+++ b${shown}\n`];
   // Indices of changed ops, grouped into hunks whose context touches or overlaps.
   const changed = ops.flatMap((o, i) => (o.kind === ' ' ? [] : [i]));
   let i = 0;

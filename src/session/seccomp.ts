@@ -31,6 +31,13 @@
  * uevents, NETLINK_KOBJECT_UEVENT, reach every namespace, the host's device
  * events included).
  *
+ * And the kernel's keyrings, refused with ENOSYS (as Docker's default profile refuses them;
+ * programs then take their fallback): `add_key`, `request_key`, `keyctl`
+ * ({@link KEYRING_SYSCALLS}). The user keyring is one per uid (per user namespace, and the
+ * session has none of its own), so bash, running as the workspace's owner, would share it with
+ * every process of the owner on the host: read the secrets they keep there (Kerberos caches,
+ * passphrases), plant keys that outlive the session, fill the owner's key quota.
+ *
  * System calls of another ABI than the worker's (i386 `int 0x80` on
  * x86-64, x32) are refused too, since their numbers differ and the filter
  * only knows the native ones: a 32-bit program does not run in a session.
@@ -104,6 +111,18 @@ const ARCH: Partial<Record<string, { audit: number; x32?: boolean; denied: Recor
     },
   };
 
+/** Per architecture: the numbers of the keyring system calls, refused with ENOSYS (module doc). */
+const KEYRING: Partial<Record<string, Record<string, number>>> = {
+  x64: { add_key: 248, request_key: 249, keyctl: 250 },
+  arm64: { add_key: 217, request_key: 218, keyctl: 219 },
+};
+
+/** ENOSYS, what the kernel returns for a system call it does not have (asm-generic/errno.h). */
+const ENOSYS = 38;
+
+/** Names of the keyring system calls the filter refuses with ENOSYS whatever their arguments (module doc). */
+export const KEYRING_SYSCALLS: readonly string[] = Object.keys(KEYRING.x64!);
+
 /** Names of the system calls the filter refuses whatever their arguments. */
 export const DENIED_SYSCALLS: readonly string[] = Object.keys(ARCH.x64!.denied);
 
@@ -134,7 +153,7 @@ const SOCK_STREAM = 1;
 const SOCK_SEQPACKET = 5;
 
 /** A jump target: a label of the program being assembled. */
-type Label = 'allow' | 'ok' | 'deny' | 'nofamily' | 'noprotocol' | 'socket' | 'socketpair' | 'netlink' | null;
+type Label = 'allow' | 'ok' | 'deny' | 'nofamily' | 'noprotocol' | 'nokeys' | 'socket' | 'socketpair' | 'netlink' | null;
 
 /**
  * The filter for `arch` as bwrap wants it: `struct sock_filter` entries
@@ -172,6 +191,7 @@ export function seccompProgram(arch: string = process.arch): Buffer | null {
   emit(BPF_LD_W_ABS, OFF_NR);
   if (a.x32) emit(BPF_JMP_JGE_K, X32_SYSCALL_BIT, 'deny', null);
   for (const nr of Object.values(a.denied)) emit(BPF_JMP_JEQ_K, nr, 'deny', null);
+  for (const nr of Object.values(KEYRING[arch] ?? {})) emit(BPF_JMP_JEQ_K, nr, 'nokeys', null);
   emit(BPF_JMP_JEQ_K, a.socket, 'socket', null);
   emit(BPF_JMP_JEQ_K, a.socketpair, 'socketpair', null);
   emit(BPF_RET_K, SECCOMP_RET_ALLOW, null, null, 'allow');
@@ -192,6 +212,7 @@ export function seccompProgram(arch: string = process.arch): Buffer | null {
   emit(BPF_RET_K, SECCOMP_RET_ERRNO | EPERM, null, null, 'deny');
   emit(BPF_RET_K, SECCOMP_RET_ERRNO | EAFNOSUPPORT, null, null, 'nofamily');
   emit(BPF_RET_K, SECCOMP_RET_ERRNO | EPROTONOSUPPORT, null, null, 'noprotocol');
+  emit(BPF_RET_K, SECCOMP_RET_ERRNO | ENOSYS, null, null, 'nokeys');
   const at = (l: Label, from: number): number => {
     if (l === null) return 0;
     const i = prog.findIndex((p) => p.label === l);

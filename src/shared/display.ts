@@ -30,7 +30,10 @@
  *   not a letter, digit or mark: it draws on a space or on `;`), and every
  *   non-ASCII look-alike of a character bash gives a meaning to (`；`
  *   U+FF1B, `‘` U+2018, `＃` U+FF03, `∖` U+2216, ...: the table in
- *   ./lookalikes.ts, generated from Unicode's confusables.txt and NFKC).
+ *   ./lookalikes.ts, generated from Unicode's confusables.txt and NFKC,
+ *   and the hand-kept EXTRA_LOOKALIKES), and, since no table of pairs is
+ *   complete, every other non-ASCII punctuation mark or symbol (Unicode
+ *   categories P* and S*: `❛` U+275B, `╲` U+2572, `⎪` U+23AA, emoji too).
  *   Bash reads a look-alike as an ordinary letter: `echo ‘$(id)’` runs
  *   `id`, though it reads as a quoted string.
  * - A run of 8 or more spaces becomes `⟨200 spaces⟩`; a run of 8 or more of
@@ -180,6 +183,16 @@ const EXTRA_LOOKALIKES: readonly (readonly [string, readonly number[]])[] = [
   ['~', [0x301c]],
   // Drawn as a backslash: shown verbatim it could pose as the first half of safeText's doubled one.
   ['\\', [0x2572]],
+  // Letters, digits and marks (not punctuation or symbols, which are all flagged: isSymbolOrPunctuation),
+  // found by a scan of the names of every such code point: a click letter, Arabic digits one, a
+  // low tone apostrophe, a left half ring, a raised exclamation mark, colons, and overlay marks
+  // that draw a bar or a slash.
+  ['|', [0x01c1, 0x0661, 0x06f1, 0x20d2, 0x20d3, 0x20e6]],
+  ["'", [0x07f5, 0x0559]],
+  ['!', [0xa71d]],
+  [':', [0x02d1, 0x10781]],
+  ['\\', [0x20e5]],
+  ['/', [0x0337, 0x0338, 0x20eb]],
 ];
 
 const LOOKALIKE = new Map<number, string>(
@@ -230,8 +243,22 @@ function classOf(ch: string): CharClass | null {
     return 'invisible';
   if (SPACE_SEPARATOR.test(ch)) return 'space';
   if (PRIVATE_USE.test(ch)) return 'private-use';
-  if (LOOKALIKE.has(cp)) return 'lookalike';
+  if (LOOKALIKE.has(cp) || isSymbolOrPunctuation(ch)) return 'lookalike';
   return null;
+}
+
+const SYMBOL_OR_PUNCTUATION = /^[\p{P}\p{S}]$/u;
+
+/**
+ * Whether `ch` is a non-ASCII punctuation mark or symbol (Unicode categories P* and S*). Each is
+ * a look-alike in a command: bash gives none of them a meaning (to bash they are letters), and a
+ * person may read any of them as the shell character it resembles (`❛` U+275B as `'`, `╲`
+ * U+2572 as `\`, `⎪` U+23AA as `|`): no table of pairs is ever complete, so the whole categories
+ * are flagged. Prose keeps them ({@link safeText}): there they bind nothing.
+ */
+function isSymbolOrPunctuation(ch: string): boolean {
+  // The run markers have a warning of their own (displayCommand).
+  return ch.codePointAt(0)! >= 0x80 && ch !== MARKER_OPEN && ch !== MARKER_CLOSE && SYMBOL_OR_PUNCTUATION.test(ch);
 }
 
 /**
@@ -300,13 +327,18 @@ interface Found {
 
 function warningFor(cls: CharClass, found: Found): string {
   if (cls === 'lookalike') {
-    const of = (ch: string): string => JSON.stringify(lookalikeOf(ch)!);
+    // A punctuation mark or symbol outside the table looks like no one shell character in particular.
+    const of = (ch: string): string => (lookalikeOf(ch) !== undefined ? JSON.stringify(lookalikeOf(ch)) : 'a shell character');
     const more = found.distinct.length > 4 ? ` and ${found.distinct.length - 4} more` : '';
     if (found.distinct.length === 1) {
       const ch = found.distinct[0]!;
+      if (lookalikeOf(ch) === undefined)
+        return `contains ${found.count === 1 ? 'a possible look-alike' : `${found.count} possible look-alikes`} of a shell character: ${codePointName(ch)}, non-ASCII punctuation or symbol (to bash an ordinary letter)`;
       return `contains ${found.count === 1 ? 'a look-alike' : `${found.count} look-alikes`} of ${of(ch)}: ${codePointName(ch)} (to bash an ordinary letter, not ${of(ch)})`;
     }
-    const list = found.distinct.slice(0, 4).map((ch) => `${codePointName(ch)} of ${of(ch)}`);
+    const list = found.distinct
+      .slice(0, 4)
+      .map((ch) => (lookalikeOf(ch) !== undefined ? `${codePointName(ch)} of ${of(ch)}` : codePointName(ch)));
     return `contains ${found.count} look-alikes of shell characters: ${list.join(', ')}${more} (to bash ordinary letters, not what they look like)`;
   }
   const w = CLASS_WORDS[cls];

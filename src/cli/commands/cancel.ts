@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { CliError } from '../errors';
 import { statusJson } from '../render/run';
-import { printJson, printLines } from '../render/text';
+import { oneLine, printJson, printLines, printShown } from '../render/text';
 import { withClient } from '../context';
 
 /** How long `cancel` waits for the run to end after the request, in ms: 30 s. */
@@ -36,7 +36,7 @@ export function registerCancel(program: Command): void {
         }
         const view = await run.status();
         if (opts.json) printJson(statusJson(view));
-        else printLines(`${workflowId}: ${view.status}${view.result?.error ? ` (${view.result.error})` : ''}`);
+        else printShown(oneLine`${workflowId}: ${view.status}` + (view.result?.error ? oneLine` (${view.result.error})` : ''));
       });
     });
 }

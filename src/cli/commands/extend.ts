@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import type { ExtendRequest } from '../../contract';
 import { CliError } from '../errors';
-import { printJson, printLines } from '../render/text';
+import { oneLine, printJson, printShown } from '../render/text';
 import { withClient } from '../context';
 import { durationMs, positiveInt, positiveNumber } from '../parse';
 import { budgetPauseLine, limitsLine } from '../render/run';
@@ -48,9 +48,9 @@ export function registerExtend(program: Command): void {
       await withClient(async (jobs) => {
         const answer = await jobs.run(workflowId).extend(req, sendOptionsOf(opts));
         if (opts.json) return printJson(answer);
-        printLines(
-          `extend ${workflowId} by ${answer.by}: status ${answer.status}; limits now ${limitsLine(answer.limits)}`,
-          ...(answer.pause?.reason === 'budget' ? [`  still paused: ${budgetPauseLine(answer.pause)}`] : []),
+        printShown(
+          oneLine`extend ${workflowId} by ${answer.by}: status ${answer.status}; limits now ${limitsLine(answer.limits)}`,
+          ...(answer.pause?.reason === 'budget' ? [oneLine`  still paused: ${budgetPauseLine(answer.pause)}`] : []),
         );
       });
     });

@@ -13,7 +13,7 @@ import { changesBetween, currentTree, diffBetween, type FileChange } from '../..
 import { safeText } from '../../shared/display';
 import { withClient } from '../context';
 import { CliError } from '../errors';
-import { jsonText, printJson, printLines, printShown, terminalText } from '../render/text';
+import { jsonText, oneLine, printJson, printLines, printShown, terminalText } from '../render/text';
 import { asTyped } from '../invocation';
 import { positiveInt } from '../parse';
 import { REQUEST_ID_HELP, requestId, sendOptionsOf } from '../requests';
@@ -156,8 +156,8 @@ export function registerRewind(program: Command): void {
       await withClient(async (jobs) => {
         const answer = await jobs.run(workflowId).rewind(opts.toTurn, opts.say, sendOptionsOf(opts));
         if (opts.json) return printJson(answer);
-        printLines(
-          `rewound ${workflowId} to just before turn ${answer.toTurn} by ${answer.by}: workspace restored to checkpoint ${answer.checkpoint.slice(0, 12)}, ${answer.droppedMessages} messages dropped (still in the history)`,
+        printShown(
+          oneLine`rewound ${workflowId} to just before turn ${answer.toTurn} by ${answer.by}: workspace restored to checkpoint ${answer.checkpoint.slice(0, 12)}, ${answer.droppedMessages} messages dropped (still in the history)`,
         );
       });
     });

@@ -3,7 +3,8 @@ import type { Command } from 'commander';
 import { oneLineSummary, safeText, shortHash } from '../../shared/display';
 import type { PendingApproval } from '../../contract';
 import { budgetPauseLine, limitsLine, ruleLines, statusJson } from '../render/run';
-import { commandLines, printJson, printShown, terminalText } from '../render/text';
+import { hanging } from '../render/messages';
+import { commandLines, oneLine, printJson, printShown, terminalText } from '../render/text';
 import { withClient } from '../context';
 import { asTyped, cliCommand } from '../invocation';
 import { normalizeUsage, type PauseState } from '../../contract';
@@ -12,8 +13,12 @@ import { normalizeUsage, type PauseState } from '../../contract';
 function pauseLine(workflowId: string, view: { status: string; pause?: PauseState | null }): string {
   const p = view.pause!;
   if (p.reason === 'budget')
-    return `  paused: ${budgetPauseLine(p)} at ${p.at}; go on: agent-jobs extend ${workflowId} --${p.budget ?? 'turns'} ...; stop: agent-jobs cancel ${workflowId}`;
-  return `  paused: ${p.reason === 'human' ? `by ${p.by ?? '?'}` : 'the approval wait ran out'} at ${p.at}${view.status === 'paused' ? '' : ' (takes effect at the next safe point)'}; resume: agent-jobs resume ${workflowId}`;
+    return oneLine`  paused: ${budgetPauseLine(p)} at ${p.at}; go on: agent-jobs extend ${workflowId} --${p.budget ?? 'turns'} ...; stop: agent-jobs cancel ${workflowId}`;
+  return (
+    oneLine`  paused: ` +
+    (p.reason === 'human' ? oneLine`by ${p.by ?? '?'}` : 'the approval wait ran out') +
+    oneLine` at ${p.at}${view.status === 'paused' ? '' : ' (takes effect at the next safe point)'}; resume: agent-jobs resume ${workflowId}`
+  );
 }
 
 export function registerStatus(program: Command): void {
@@ -32,18 +37,17 @@ export function registerStatus(program: Command): void {
         if (opts.json) return printJson(statusJson(view));
         const p = view.pendingApproval;
         const u = normalizeUsage(view.usage);
-        // Raw parts escaped once (t); the details (escaped by the workflow), commandLines and editLines are already.
+        // Every field on one line, escaped once (oneLine; multi-line text by hanging, under its label);
+        // the details (escaped by the workflow), commandLines and editLines are already.
         const t = terminalText;
         printShown(
-          t(`${workflowId}: ${view.status}`),
+          oneLine`${workflowId}: ${view.status}`,
           `  turns:  ${view.turns}`,
-          ...(view.subagentOf !== undefined ? [t(`  sub-agent of: ${view.subagentOf}`)] : []),
+          ...(view.subagentOf !== undefined ? [oneLine`  sub-agent of: ${view.subagentOf}`] : []),
           ...(view.subagentsRunning !== undefined ? [`  sub-agents running: ${view.subagentsRunning}`] : []),
           ...(view.model
             ? [
-                t(
-                  `  model:  ${view.model}, window ${view.contextWindow ?? '?'} tokens, context kept by ${view.contextStrategy ?? 'clearing'}`,
-                ),
+                oneLine`  model:  ${view.model}, window ${view.contextWindow ?? '?'} tokens, context kept by ${view.contextStrategy ?? 'clearing'}`,
               ]
             : []),
           `  tokens: ${u.inputTokens} input, ${u.outputTokens} output, ${u.cacheCreationInputTokens} cache write, ${u.cacheReadInputTokens} cache read`,
@@ -54,9 +58,7 @@ export function registerStatus(program: Command): void {
           ...(view.details ? [`  now:    ${asTyped(view.details)}`] : []),
           ...(view.session
             ? [
-                t(
-                  `  shell:  ${view.session.user ?? '?'} in sandbox ${view.session.sandbox ?? '?'}, ${view.session.cwd} on ${view.session.workerId}`,
-                ),
+                oneLine`  shell:  ${view.session.user ?? '?'} in sandbox ${view.session.sandbox ?? '?'}, ${view.session.cwd} on ${view.session.workerId}`,
               ]
             : []),
           ...(p
@@ -64,17 +66,15 @@ export function registerStatus(program: Command): void {
                 ...(p.edit
                   ? editLines(p)
                   : commandLines(p.command, { label: '  pending approval: ', suffix: `  [${p.toolUseId}, since ${p.requestedAt}]` })),
-                t(
-                  `    ${cliCommand()} approve ${workflowId} --sha ${shortHash(p.commandSha256)}   |   ${cliCommand()} deny ${workflowId} --sha ${shortHash(p.commandSha256)} --reason "..."`,
-                ),
+                oneLine`    ${cliCommand()} approve ${workflowId} --sha ${shortHash(p.commandSha256)}   |   ${cliCommand()} deny ${workflowId} --sha ${shortHash(p.commandSha256)} --reason "..."`,
               ]
             : []),
-          ...(view.pause ? [t(pauseLine(workflowId, view))] : []),
-          ...(view.queuedMessages ?? []).map((m) => t(`  queued message from ${m.by} (${m.at}): ${oneLineSummary(m.text, 100)}`)),
+          ...(view.pause ? [pauseLine(workflowId, view)] : []),
+          ...(view.queuedMessages ?? []).map((m) => oneLine`  queued message from ${m.by} (${m.at}): ${oneLineSummary(m.text, 100)}`),
           ...((view.rules ?? []).length > 0 ? ['  approval rules:', ...ruleLines(view.rules ?? []).map((l) => `    ${l}`)] : []),
-          ...(view.result?.text ? [t(`  answer: ${view.result.text}`)] : []),
-          ...(view.result?.error ? [t(`  reason: ${view.result.error}`)] : []),
-          t(`  UI:     ${jobs.uiUrl(workflowId, view.runId)}`),
+          ...(view.result?.text ? [t(hanging('  answer: ', view.result.text))] : []),
+          ...(view.result?.error ? [t(hanging('  reason: ', view.result.error))] : []),
+          oneLine`  UI:     ${jobs.uiUrl(workflowId, view.runId)}`,
         );
       });
     });

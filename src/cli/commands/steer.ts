@@ -5,7 +5,7 @@
  */
 import type { Command } from 'commander';
 import { ruleLines } from '../render/run';
-import { printJson, printLines, printShown } from '../render/text';
+import { oneLine, printJson, printLines, printShown } from '../render/text';
 import { withClient } from '../context';
 import { positiveInt } from '../parse';
 import { REQUEST_ID_HELP, requestId, sendOptionsOf } from '../requests';
@@ -58,7 +58,7 @@ function registerPauseResumeEnd(program: Command): void {
               : name === 'end' && answer.status !== 'completed'
                 ? 'it completes when Claude next ends its turn'
                 : `status ${answer.status}`;
-          printLines(`${name} ${workflowId} by ${answer.by}: ${now}`);
+          printShown(oneLine`${name} ${workflowId} by ${answer.by}: ${now}`);
         });
       });
   }

@@ -2,7 +2,9 @@
  * What `watch` (and `start --follow`) prints as a run moves: the live
  * line's status, retries, lost answers, decisions, pauses, waits for the
  * worker or the server, and how to decide from another terminal. The loop
- * that polls and prints is src/cli/follow.ts.
+ * that polls and prints is src/cli/follow.ts. Every line is returned
+ * escaped, each field from a run on one line ({@link oneLine}): print it
+ * with shownText, not terminalText.
  */
 import type { RunView } from '../../client';
 import type { AppliedDecision, PendingApproval } from '../../contract';
@@ -11,7 +13,7 @@ import type { ActivityProgress, LostAnswer } from '../activity-progress';
 import { cliCommand } from '../invocation';
 import type { LiveStatus } from '../live-line';
 import { budgetPauseLine } from './run';
-import { commandLines, terminalText } from './text';
+import { commandLines, oneLine } from './text';
 
 /** A model call retried after a failure: the attempt now scheduled or running, and the last failure's message. */
 export interface RetryingCall {
@@ -29,12 +31,12 @@ export function retryOf(activity: Pick<ActivityProgress, 'attempt' | 'lastFailur
 export function retryLine(retry: RetryingCall): string {
   const reason = retry.reason.replace(/\s+/g, ' ').trim();
   const shown = reason.length > 300 ? `${reason.slice(0, 300)}…` : reason;
-  return `! the model call failed: ${shown}; Temporal retries it (attempt ${retry.attempt})`;
+  return oneLine`! the model call failed: ${shown}; Temporal retries it (attempt ${retry.attempt})`;
 }
 
 /** The line `watch` prints when it starts waiting (see {@link waitingReason}). */
 export function waitingLine(w: { on: 'worker' | 'server'; reason: string }): string {
-  return `… waiting for the ${w.on === 'worker' ? 'worker' : 'Temporal server'} (${w.reason}); the run goes on, and this watch picks up when it answers`;
+  return oneLine`… waiting for the ${w.on === 'worker' ? 'worker' : 'Temporal server'} (${w.reason}); the run goes on, and this watch picks up when it answers`;
 }
 
 /** What `watch` prints when it stops on Ctrl-C: the run goes on, and how to watch it again. */
@@ -85,33 +87,39 @@ export function lostLine(lost: LostAnswer): string {
   if (lost.outputChars > 0) parts.push(`${lost.outputChars.toLocaleString('en-US')} characters of text`);
   if (lost.thinkingChars > 0) parts.push(`${lost.thinkingChars.toLocaleString('en-US')} of thinking`);
   const what = parts.length ? parts.join(' and ') : 'the partial answer';
-  return `✗ claude's answer was cut off (attempt ${lost.attempt}; ${what} dropped${lost.reason ? `: ${lost.reason}` : ''}); asking again`;
+  return (
+    oneLine`✗ claude's answer was cut off (attempt ${lost.attempt}; ${what} dropped` +
+    (lost.reason ? oneLine`: ${lost.reason}` : '') +
+    '); asking again'
+  );
 }
 
 /**
  * What `watch` prints when a decision is applied: what, by whom (`by`), and for an edit what runs
- * instead. Escaped already (terminalText, commandLines): print with shownText.
+ * instead. Escaped already (oneLine, commandLines): print with shownText.
  */
 export function decisionLines(d: AppliedDecision): string[] {
-  if (d.source === 'rule') return [terminalText(`✓ ${d.toolUseId} approved by rule ${d.rule ?? '?'}${d.by ? ` (added by ${d.by})` : ''}`)];
-  if (d.source === 'timeout') return [terminalText(`✗ ${d.toolUseId} not run: ${d.reason ?? 'the approval wait ran out'}`)];
-  const by = d.by ? ` by ${d.by}` : '';
+  // Every field on one line (oneLine): a reason or a name with a line break would print lines of its own.
+  if (d.source === 'rule')
+    return [oneLine`✓ ${d.toolUseId} approved by rule ${d.rule ?? '?'}` + (d.by ? oneLine` (added by ${d.by})` : '')];
+  if (d.source === 'timeout') return [oneLine`✗ ${d.toolUseId} not run: ${d.reason ?? 'the approval wait ran out'}`];
+  const by = d.by ? oneLine` by ${d.by}` : '';
   if (d.decision === 'edited' && d.editedCommand !== undefined)
-    return [terminalText(`✎ ${d.toolUseId} edited${by}`), ...commandLines(d.editedCommand, { label: '  runs instead: ', indent: '    ' })];
-  if (d.approved) return [terminalText(`✓ ${d.toolUseId} approved${by}${d.rule !== undefined ? ` (and rule ${d.rule} added)` : ''}`)];
-  return [terminalText(`✗ ${d.toolUseId} denied${by}${d.reason ? `: ${d.reason}` : ''}`)];
+    return [oneLine`✎ ${d.toolUseId} edited` + by, ...commandLines(d.editedCommand, { label: '  runs instead: ', indent: '    ' })];
+  if (d.approved) return [oneLine`✓ ${d.toolUseId} approved` + by + (d.rule !== undefined ? oneLine` (and rule ${d.rule} added)` : '')];
+  return [oneLine`✗ ${d.toolUseId} denied` + by + (d.reason ? oneLine`: ${d.reason}` : '')];
 }
 
 /** A line for a change of status that a person caused or must act on (paused, resumed, waiting for a message); null for the others. */
 export function statusLine(workflowId: string, view: RunView, before: string): string | null {
   if (view.status === 'paused') {
     if (view.pause?.reason === 'budget')
-      return `⏸ paused: ${budgetPauseLine(view.pause)}; go on: ${cliCommand()} extend ${workflowId} --${view.pause.budget ?? 'turns'} ...`;
-    const why = view.pause?.reason === 'approval_timeout' ? ' (the approval wait ran out)' : ` by ${view.pause?.by ?? 'a person'}`;
-    return `⏸ paused${why}; resume: ${cliCommand()} resume ${workflowId}`;
+      return oneLine`⏸ paused: ${budgetPauseLine(view.pause)}; go on: ${cliCommand()} extend ${workflowId} --${view.pause.budget ?? 'turns'} ...`;
+    const why = view.pause?.reason === 'approval_timeout' ? ' (the approval wait ran out)' : oneLine` by ${view.pause?.by ?? 'a person'}`;
+    return oneLine`⏸ paused` + why + oneLine`; resume: ${cliCommand()} resume ${workflowId}`;
   }
   if (view.status === 'awaiting_message')
-    return `… waiting for the next message: ${cliCommand()} say ${workflowId} <text>   (end: ${cliCommand()} end ${workflowId})`;
+    return oneLine`… waiting for the next message: ${cliCommand()} say ${workflowId} <text>   (end: ${cliCommand()} end ${workflowId})`;
   if (before === 'paused') return '▶ resumed';
   return null;
 }
@@ -120,5 +128,5 @@ export function statusLine(workflowId: string, view: RunView, before: string): s
 export function hintLine(workflowId: string, pending: PendingApproval): string {
   const sha = shortHash(pending.commandSha256);
   const cmd = cliCommand();
-  return `  approve: ${cmd} approve ${workflowId} --sha ${sha}    deny: ${cmd} deny ${workflowId} --sha ${sha} --reason "..."`;
+  return oneLine`  approve: ${cmd} approve ${workflowId} --sha ${sha}    deny: ${cmd} deny ${workflowId} --sha ${sha} --reason "..."`;
 }

@@ -6,7 +6,7 @@
 import { isText, isToolResult, isToolUse } from '../../contract';
 import type { ContentBlock, Message, ToolResultBlock } from '../../contract';
 import { TEXT_EDITOR_NAME } from '../../contract/text-editor';
-import { SHOWN_OUTPUT_LINES, commandLines, indent, jsonText, terminalText } from './text';
+import { SHOWN_OUTPUT_LINES, commandLines, indent, jsonText, oneLine, terminalText } from './text';
 import { safeText } from '../../shared/display';
 
 /** A command's run time for people: `0.4 s`, `12.0 s`, `3.5 min` (ms in). */
@@ -55,7 +55,7 @@ export function describeMessage(
   const lines: string[] = [];
   for (const b of blocks) {
     if (isText(b))
-      lines.push(terminalText(index === 0 ? `task: ${b.text}` : `${message.role === 'assistant' ? 'claude' : 'user'}: ${b.text}`));
+      lines.push(terminalText(hanging(index === 0 ? 'task: ' : `${message.role === 'assistant' ? 'claude' : 'user'}: `, b.text)));
     else if (isToolUse(b)) {
       const input = (b.input ?? {}) as { command?: unknown; restart?: unknown; path?: unknown };
       const suffix = `    [${b.id}]`;
@@ -70,9 +70,23 @@ export function describeMessage(
         terminalText(resultHeading(b, typeof ms === 'number' && Number.isFinite(ms) ? ms : undefined)),
         terminalText(indent(b.content, '    ', maxOutputLines)),
       );
-    } else lines.push(terminalText(`[${b.type} block]`));
+    } else lines.push(oneLine`[${b.type} block]`);
   }
   return lines;
+}
+
+/**
+ * `label + text` with every line after the first indented by the label's width, so no line of
+ * Claude's (or a user's) words starts where the CLI's own lines start (`⏸ waiting for approval`,
+ * `  approve: ...`, `→ result for`): a text block cannot pass for the CLI speaking. An empty line
+ * stays empty. Splits at `\n` only: every other line break is escaped ({@link terminalText}).
+ */
+export function hanging(label: string, text: string): string {
+  const pad = ' '.repeat(label.length);
+  return text
+    .split('\n')
+    .map((l, i) => (i === 0 ? `${label}${l}` : l === '' ? '' : `${pad}${l}`))
+    .join('\n');
 }
 
 /**

@@ -56,6 +56,22 @@ export function printLines(...lines: string[]): void {
   process.stdout.write(`${terminalText(lines.join('\n'))}\n`);
 }
 
+/**
+ * One line of the CLI's own words with single-line fields from a run in it (a path, a name, an
+ * id, a reason, a time), as a tagged template: each interpolated value is escaped on one line,
+ * its line breaks and tabs included (`safeText(String(value), false)`), so no field can start a
+ * line of its own or pass for one of the CLI's; the literal parts, ours, are made terminal-safe
+ * ({@link terminalText}). The result is escaped: print it with {@link printShown} or
+ * {@link shownText}, never through {@link terminalText} again.
+ */
+export function oneLine(strings: TemplateStringsArray, ...values: unknown[]): string {
+  let out = terminalText(strings[0]!);
+  values.forEach((v, i) => {
+    out += safeText(String(v), false) + terminalText(strings[i + 1]!);
+  });
+  return out;
+}
+
 /** Prints lines whose parts from a run are already escaped ({@link shownText}). */
 export function printShown(...lines: string[]): void {
   process.stdout.write(`${shownText(lines.join('\n'))}\n`);

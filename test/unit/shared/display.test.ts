@@ -156,13 +156,25 @@ describe('displayCommand: commands that hide what runs', () => {
   });
 });
 
+describe('displayCommand: non-ASCII punctuation and symbols', () => {
+  // Bash reads each as a letter, and a person may read it as the shell character it resembles.
+  test.each(['echo done 😀', 'echo \u2211 x', 'echo \u00abx\u00bb', 'echo a \u2014 b'])('%s is flagged', (command) => {
+    const d = displayCommand(command);
+    expect(d.warnings.join('\n')).toMatch(/look-alike/);
+    expect(d.text).toMatch(/^[\x20-\x7e]+$/);
+  });
+  test("prose keeps them: safeText changes nothing in Claude's words", () => {
+    expect(safeText('it’s done 😀 — «ok» ∑')).toBe('it’s done 😀 — «ok» ∑');
+  });
+});
+
 describe('displayCommand: nothing to escape', () => {
   test.each([
     'ls -la',
     'git status && npm test | tee out.txt',
     `grep -E '\\d+\\s*$' file.txt`,
     `printf 'a\\nb\\x1b[0m'`, // backslashes typed as text, no control character: verbatim
-    'echo "héllo wörld" 日本語 😀 ∑',
+    'echo "héllo wörld" 日本語 𠀀', // letters of any script
     'awk \'{ print $1 }\' <<< "a  b       c"', // 7 spaces stay
     `find . -name '*.ts' -exec wc -l {} +`,
   ])('%s is shown as it is', (command) => {
@@ -252,7 +264,7 @@ describe('displayCommand: cut', () => {
     expect(d).toMatchObject({ text: `echo ${'x'.repeat(14)}…`, cut: true, length: 105, warnings: [] });
     const e = displayCommand('abc\u202edef', { maxChars: 6 });
     expect(e.text).toBe('abc…'); // `\u202e` (6 characters) does not fit: it is left out whole
-    expect(displayCommand('ab😀😀😀😀', { maxChars: 5 }).text).toBe('ab😀😀…');
+    expect(displayCommand('ab𠀀𠀀𠀀𠀀', { maxChars: 5 }).text).toBe('ab𠀀𠀀…');
     expect(displayCommand('short', { maxChars: 5 })).toMatchObject({ text: 'short', cut: false });
   });
 
