@@ -26,7 +26,11 @@
  * bash, so bash's own read count stays whole. Reading the line instead
  * consumes it, which that count catches (shell.ts `bytesRead`). `tee(2)`,
  * the other way to look without consuming, takes pipes only, and the
- * control channel is a socketpair.
+ * control channel is a socketpair. The cost: a program that sizes a message
+ * by peeking fails with EPERM in a session, notably iproute2 (`ip`, `ss`:
+ * recvmsg(MSG_PEEK | MSG_TRUNC) on netlink; `/proc/net/route` and friends
+ * hold the same tables); a filter cannot tell a netlink socket from bash's,
+ * and MSG_TRUNC does not stop a unix stream socket from copying the data.
  *
  * And every socket family but the network namespace's own (an allowlist,
  * {@link ALLOWED_SOCKET_FAMILIES}): unix sockets reach host services
