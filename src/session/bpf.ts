@@ -20,12 +20,13 @@ export const EAFNOSUPPORT = 97;
 /** errno "protocol not supported" (the same number on x86-64 and arm64): what socket(2) says for a netlink protocol the kernel lacks. */
 export const EPROTONOSUPPORT = 93;
 export const ENOSYS = 38;
-/** Offsets in `struct seccomp_data`: the call's number, the architecture, the low 32 bits of args[0], args[1] and args[2] (little-endian). */
+/** Offsets in `struct seccomp_data`: the call's number, the architecture, the low 32 bits of args[0] to args[3] (little-endian). */
 export const OFF_NR = 0;
 export const OFF_ARCH = 4;
 export const OFF_ARG0_LO = 16;
 export const OFF_ARG1_LO = 24;
 export const OFF_ARG2_LO = 32;
+export const OFF_ARG3_LO = 40;
 
 /** One `struct sock_filter`: opcode, jump-if-true and jump-if-false offsets, constant. */
 export type Insn = [code: number, jt: number, jf: number, k: number];

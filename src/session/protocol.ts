@@ -87,7 +87,11 @@
  * command reader, not still running the command or a function: the stack
  * pointer, code address and count of that read(0) in /proc/<pid>/syscall,
  * a buffer off the stack, and /proc/<pid>/auxv equal what they were at
- * start, before any user code ran (shell.ts `waitIdle`). This is what makes
+ * start, before any user code ran (shell.ts `waitIdle`); the status records are
+ * counted again once it is, so a forged pair written before bash's own (by a
+ * process that learned the tokens and cut the command short) is a second one.
+ * No process of the session can peek at the line without taking it: the
+ * seccomp filter refuses MSG_PEEK (seccomp.ts). This is what makes
  * a `builtin` function harmless: one that the bookkeeping calls and that
  * never returns, reading the later control lines itself with the `read`
  * builtin (on fd 0 or a saved copy) and writing forged records, waits in

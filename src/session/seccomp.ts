@@ -19,6 +19,19 @@
  * - `perf_event_open` (samples another process's registers and stack),
  * - `io_uring_*` (its socket and connect operations do not pass seccomp).
  *
+ * And `recvfrom`, `recvmsg`, `recvmmsg` with MSG_PEEK in their flags: a
+ * background job left holding bash's saved stdin (fds 10-12 of a subshell
+ * forked while a command ran) would otherwise see the next control line,
+ * with the command's FIFO and all three tokens, while leaving it queued for
+ * bash, so bash's own read count stays whole. Reading the line instead
+ * consumes it, which that count catches (shell.ts `bytesRead`). `tee(2)`,
+ * the other way to look without consuming, takes pipes only, and the
+ * control channel is a socketpair. The cost: a program that sizes a message
+ * by peeking fails with EPERM in a session, notably iproute2 (`ip`, `ss`:
+ * recvmsg(MSG_PEEK | MSG_TRUNC) on netlink; `/proc/net/route` and friends
+ * hold the same tables); a filter cannot tell a netlink socket from bash's,
+ * and MSG_TRUNC does not stop a unix stream socket from copying the data.
+ *
  * And every socket family but the network namespace's own (an allowlist,
  * {@link ALLOWED_SOCKET_FAMILIES}): unix sockets reach host services
  * whatever the network namespace, `socket(AF_UNIX)` is refused, and
@@ -42,7 +55,7 @@
  * x86-64, x32) are refused too, since their numbers differ and the filter
  * only knows the native ones: a 32-bit program does not run in a session.
  *
- * Written by hand rather than with libseccomp: the program is about 35
+ * Written by hand rather than with libseccomp: the program is about 50
  * instructions, and its test (test/unit/attack/reach-into-bash.test.ts) runs each
  * denied call in a real session.
  */
@@ -51,6 +64,7 @@ import {
   BPF_ALU_AND_K,
   BPF_JMP_JEQ_K,
   BPF_JMP_JGE_K,
+  BPF_JMP_JSET_K,
   BPF_LD_W_ABS,
   BPF_RET_K,
   EAFNOSUPPORT,
@@ -60,6 +74,7 @@ import {
   OFF_ARG0_LO,
   OFF_ARG1_LO,
   OFF_ARG2_LO,
+  OFF_ARG3_LO,
   OFF_NR,
   SECCOMP_RET_ALLOW,
   SECCOMP_RET_ERRNO,
@@ -70,46 +85,63 @@ import { seccompPrefix } from './memory';
 
 /**
  * Per architecture (Node's `process.arch`): the AUDIT_ARCH value, the numbers of the system calls
- * refused outright, and those of `socket` and `socketpair`, refused for unix sockets only.
+ * refused outright, those of `socket` and `socketpair`, refused for unix sockets only, and the
+ * receiving calls whose flags are their third (`recvFlagsArg2`) or fourth (`recvFlagsArg3`) argument.
  */
-const ARCH: Partial<Record<string, { audit: number; x32?: boolean; denied: Record<string, number>; socket: number; socketpair: number }>> =
-  {
-    x64: {
-      audit: 0xc000003e, // AUDIT_ARCH_X86_64
-      x32: true,
-      denied: {
-        ptrace: 101,
-        perf_event_open: 298,
-        process_vm_readv: 310,
-        process_vm_writev: 311,
-        kcmp: 312,
-        io_uring_setup: 425,
-        io_uring_enter: 426,
-        io_uring_register: 427,
-        pidfd_getfd: 438,
-        process_madvise: 440,
-      },
-      socket: 41,
-      socketpair: 53,
+const ARCH: Partial<
+  Record<
+    string,
+    {
+      audit: number;
+      x32?: boolean;
+      denied: Record<string, number>;
+      socket: number;
+      socketpair: number;
+      recvFlagsArg2: number[];
+      recvFlagsArg3: number[];
+    }
+  >
+> = {
+  x64: {
+    audit: 0xc000003e, // AUDIT_ARCH_X86_64
+    x32: true,
+    denied: {
+      ptrace: 101,
+      perf_event_open: 298,
+      process_vm_readv: 310,
+      process_vm_writev: 311,
+      kcmp: 312,
+      io_uring_setup: 425,
+      io_uring_enter: 426,
+      io_uring_register: 427,
+      pidfd_getfd: 438,
+      process_madvise: 440,
     },
-    arm64: {
-      audit: 0xc00000b7, // AUDIT_ARCH_AARCH64
-      denied: {
-        ptrace: 117,
-        perf_event_open: 241,
-        process_vm_readv: 270,
-        process_vm_writev: 271,
-        kcmp: 272,
-        io_uring_setup: 425,
-        io_uring_enter: 426,
-        io_uring_register: 427,
-        pidfd_getfd: 438,
-        process_madvise: 440,
-      },
-      socket: 198,
-      socketpair: 199,
+    socket: 41,
+    socketpair: 53,
+    recvFlagsArg2: [47 /* recvmsg */],
+    recvFlagsArg3: [45 /* recvfrom */, 299 /* recvmmsg */],
+  },
+  arm64: {
+    audit: 0xc00000b7, // AUDIT_ARCH_AARCH64
+    denied: {
+      ptrace: 117,
+      perf_event_open: 241,
+      process_vm_readv: 270,
+      process_vm_writev: 271,
+      kcmp: 272,
+      io_uring_setup: 425,
+      io_uring_enter: 426,
+      io_uring_register: 427,
+      pidfd_getfd: 438,
+      process_madvise: 440,
     },
-  };
+    socket: 198,
+    socketpair: 199,
+    recvFlagsArg2: [212 /* recvmsg */],
+    recvFlagsArg3: [207 /* recvfrom */, 243 /* recvmmsg */],
+  },
+};
 
 /** Per architecture: the numbers of the keyring system calls, refused with ENOSYS (module doc). */
 const KEYRING: Partial<Record<string, Record<string, number>>> = {
@@ -151,9 +183,15 @@ export const ALLOWED_NETLINK_PROTOCOLS: Readonly<Record<string, number>> = { NET
 const SOCK_TYPE_MASK = 0xf;
 const SOCK_STREAM = 1;
 const SOCK_SEQPACKET = 5;
+/**
+ * recv(2)'s flag that returns queued data without taking it off the queue (linux/socket.h). The
+ * flags are an int: the filter tests the low 32 bits, all the kernel reads. MSG_ERRQUEUE is left
+ * alone: it reads the socket's error queue (ICMP errors, timestamps), never its data.
+ */
+export const MSG_PEEK = 2;
 
 /** A jump target: a label of the program being assembled. */
-type Label = 'allow' | 'ok' | 'deny' | 'nofamily' | 'noprotocol' | 'nokeys' | 'socket' | 'socketpair' | 'netlink' | null;
+type Label = 'allow' | 'ok' | 'deny' | 'nofamily' | 'noprotocol' | 'nokeys' | 'socket' | 'socketpair' | 'netlink' | 'flags2' | 'flags3' | null;
 
 /**
  * The filter for `arch` as bwrap wants it: `struct sock_filter` entries
@@ -177,7 +215,11 @@ type Label = 'allow' | 'ok' | 'deny' | 'nofamily' | 'noprotocol' | 'nokeys' | 's
  * refused), which is what libuv (Node's child stdio) and Python's
  * `socketpair()` use; a datagram pair could `sendto` any path (SOCK_RAW is
  * a datagram socket in the unix family). io_uring is refused because its
- * operations (IORING_OP_SOCKET, IORING_OP_CONNECT) bypass seccomp.
+ * operations (IORING_OP_SOCKET, IORING_OP_CONNECT, IORING_OP_RECV with
+ * MSG_PEEK) bypass seccomp. `recvfrom`, `recvmsg` and `recvmmsg` with
+ * {@link MSG_PEEK} set in their flags (alone or with any other flag) are
+ * refused with EPERM, on every socket: a seccomp filter cannot tell which
+ * socket a descriptor is, and bash's saved stdin may sit on any number.
  */
 export function seccompProgram(arch: string = process.arch): Buffer | null {
   const a = ARCH[arch];
@@ -194,7 +236,14 @@ export function seccompProgram(arch: string = process.arch): Buffer | null {
   for (const nr of Object.values(KEYRING[arch] ?? {})) emit(BPF_JMP_JEQ_K, nr, 'nokeys', null);
   emit(BPF_JMP_JEQ_K, a.socket, 'socket', null);
   emit(BPF_JMP_JEQ_K, a.socketpair, 'socketpair', null);
+  for (const nr of a.recvFlagsArg2) emit(BPF_JMP_JEQ_K, nr, 'flags2', null);
+  for (const nr of a.recvFlagsArg3) emit(BPF_JMP_JEQ_K, nr, 'flags3', null);
   emit(BPF_RET_K, SECCOMP_RET_ALLOW, null, null, 'allow');
+  // recvmsg: flags are args[2]; recvfrom, recvmmsg: args[3]. MSG_PEEK set, whatever else is: refused.
+  emit(BPF_LD_W_ABS, OFF_ARG2_LO, null, null, 'flags2');
+  emit(BPF_JMP_JSET_K, MSG_PEEK, 'deny', 'ok');
+  emit(BPF_LD_W_ABS, OFF_ARG3_LO, null, null, 'flags3');
+  emit(BPF_JMP_JSET_K, MSG_PEEK, 'deny', 'ok');
   emit(BPF_LD_W_ABS, OFF_ARG0_LO, null, null, 'socket');
   for (const family of Object.values(ALLOWED_SOCKET_FAMILIES)) emit(BPF_JMP_JEQ_K, family, family === AF_NETLINK ? 'netlink' : 'ok', null);
   emit(BPF_JMP_JEQ_K, AF_UNIX, 'deny', 'nofamily');

@@ -606,6 +606,7 @@ export class BashSession {
     const timeoutMs = Math.min(options.timeoutMs ?? this.options.timeoutMs, MAX_TIMER_MS);
     const sent = await this.sendAndWait(shell, prepared, timeoutMs, options.signal);
     const ending = await this.settle(shell, sent);
+    shell.cancelExpect();
     if (revived) ending.notes.unshift(revived);
     await this.drain(shell, prepared.capture, sent.outcome, ending.ended);
     const captured = prepared.collector.finish(this.secrets);
@@ -701,8 +702,8 @@ export class BashSession {
     clearTimeout(timer);
     clearTimeout(housekeepingTimer);
     if (onAbort) signal?.removeEventListener('abort', onAbort);
+    // Still watched (the scanner keeps adding to these records) until the command is judged: see settleRecords.
     const records = shell.commandRecords();
-    shell.cancelExpect();
     return { ...sent, outcome, durationMs, records };
   }
 
@@ -735,6 +736,9 @@ export class BashSession {
     const readLine =
       sent.readBefore === undefined || readAfter === undefined ? undefined : readAfter - sent.readBefore >= Buffer.byteLength(sent.line);
     const idle = housekeepingCame ? await shell.waitIdle(IDLE_WAIT_MS) : undefined;
+    // Judged on what bash printed up to its reader: records written by another process before bash's own ones
+    // (a job that learned the tokens) are followed by bash's, and any second status record is a forgery.
+    if (idle) await shell.recordsSettled();
     const verdict = judgeRecords(sent.records, housekeepingCame, shell.controlPipesIntact(), { readLine, idle });
     if (verdict.kind !== 'ok') {
       ending.notes.push(note(verdict.note));

@@ -110,6 +110,9 @@ function readAuxv(pid: number): Buffer | undefined {
   }
 }
 
+/** Event-loop turns {@link ShellProcess.recordsSettled} waits for bash's records already in the pipe. */
+const RECORD_SETTLE_TURNS = 3;
+
 /** Bytes of bash's own stderr kept for error messages. */
 const STDERR_TAIL_BYTES = 4096;
 /** Poll interval while waiting for killed processes to go, ms. */
@@ -471,9 +474,21 @@ export class ShellProcess {
     this.scanner.watchCommand(tokens, onStatus, onHousekeeping);
   }
 
-  /** The records seen so far for the watched command. */
+  /** The records seen so far for the watched command (the live object: it grows until {@link cancelExpect}). */
   commandRecords(): CommandRecords {
     return this.scanner.records();
+  }
+
+  /**
+   * Resolves once everything bash wrote on its stdout before now has reached the record scanner:
+   * called when bash is back in its reader, whose records are then all in the pipe (bash writes
+   * them before it reads again). Node reads a pipe in the poll phase of the event loop, which runs
+   * between two setImmediate turns; a few turns and a millisecond cover a loop busy with other I/O.
+   */
+  async recordsSettled(): Promise<void> {
+    for (let i = 0; i < RECORD_SETTLE_TURNS; i++) await new Promise((r) => setImmediate(r));
+    await sleep(1);
+    await new Promise((r) => setImmediate(r));
   }
 
   /**

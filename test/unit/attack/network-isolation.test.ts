@@ -74,8 +74,10 @@ test('with network: true a session reaches no listener of the host: loopback, th
 test('with network: true outbound goes through the namespace: a default route via slirp4netns, its DNS forwarder, an attempt that is not "unreachable"', async () => {
   const ws = tempDir();
   const s = await startSession({ cwd: ws, workspace: ws, network: true });
-  const r = await s.run('ip route; cat /etc/resolv.conf');
-  expect(r.output).toMatch(/^default via 10\.0\.2\.2 dev tap0/m);
+  // The kernel's table, not `ip route`: iproute2 sizes each netlink reply with recvmsg(MSG_PEEK), which the
+  // session's seccomp filter refuses (seccomp.ts: no process may peek at bash's control line).
+  const r = await s.run('cat /proc/net/route; cat /etc/resolv.conf');
+  expect(r.output).toMatch(/^tap0\t00000000\t0202000A\t/m); // default via 10.0.2.2 dev tap0
   expect(r.output).toMatch(/^nameserver 10\.0\.2\.3$/m);
   const out = await s.run("timeout 5 bash -c 'echo > /dev/tcp/203.0.113.5/80'; echo rc=$?");
   expect(out.output).not.toMatch(/Network is unreachable/);

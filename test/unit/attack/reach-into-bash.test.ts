@@ -3,7 +3,8 @@
  * the control channel or bash's memory: `pidfd_getfd` on bash's fd 0 (the
  * next control line, tokens included), `ptrace` (stop bash, read or change
  * what it runs), `process_vm_readv/writev`, `kcmp`, `process_madvise`; and
- * gdb attaching to bash. Held by the sandbox's seccomp filter
+ * gdb attaching to bash; and looking at the next control line without taking
+ * it (recv with MSG_PEEK on bash's saved stdin, in every receiving call). Held by the sandbox's seccomp filter
  * (src/session/seccomp.ts, given to bwrap by sandbox.ts launchArgs): each
  * call fails with EPERM, and a background job that tries the steal leaves the
  * next command to run for real.
@@ -79,6 +80,17 @@ test("no other process of the session can open bash's /proc files: mem (its memo
     );
 }, 30_000);
 
+test('no process of a session can peek at a socket: recv, recvfrom, recvmsg, recvmmsg with MSG_PEEK refused, plain reads work', async () => {
+  // A job holding bash's saved stdin would see the next control line (FIFO and tokens) and leave it for bash.
+  const dir = tempDir();
+  fs.copyFileSync(path.join(__dirname, 'fixtures', 'peek-variants.py'), path.join(dir, 'peek.py'));
+  const s = await startSession({ cwd: dir, workspace: dir });
+  const r = await s.run('python3 peek.py');
+  expect(r.exitCode).toBe(0);
+  const tries = ['recv', 'recv_dontwait', 'recv_waitall_trunc', 'recvfrom_dup', 'recvmsg', 'recvmsg_dup', 'recvmmsg', 'recvmmsg_dup'];
+  expect(r.output).toBe([...tries.map((t) => `${t} EPERM`), "plain b'AJsecret\\n'", ''].join('\n'));
+}, 30_000);
+
 test('gdb cannot attach to bash (ptrace refused), and bash runs the next command', async () => {
   const gdb = ['/usr/bin/gdb', '/bin/gdb'].find((p) => fs.existsSync(p));
   if (!gdb) return void console.warn('gdb not installed: the gdb case is not run (the probe above covers ptrace)');
@@ -113,6 +125,7 @@ test('the filter refuses exactly the listed calls and other ABIs: its instructio
         pc++;
       } else if (code === 0x15) pc += 1 + (acc === k ? jt : jf);
       else if (code === 0x35) pc += 1 + (acc >= k ? jt : jf);
+      else if (code === 0x45) pc += 1 + ((acc & k) !== 0 ? jt : jf);
       else if (code === 0x06) return k;
       else throw new Error(`unexpected opcode ${code}`);
     }
@@ -148,6 +161,23 @@ test('the filter refuses exactly the listed calls and other ABIs: its instructio
   for (const type of [2, 3, 4, 0x80002, 0]) expect(run(X86_64, 53, [1, type])).toBe(EPERM);
   // socketpair of any other family (AF_TIPC makes pairs): refused.
   for (const family of [2, 10, 16, 30, 40]) expect(run(X86_64, 53, [family, 1])).toBe(EAFNOSUPPORT);
+  // recvfrom (45) and recvmmsg (299), flags in args[3]; recvmsg (47), flags in args[2]: MSG_PEEK (2) refused alone or
+  // with other flags (MSG_DONTWAIT 0x40, MSG_WAITALL 0x100, MSG_TRUNC 0x20, MSG_CMSG_CLOEXEC 0x40000000), and the high word ignored.
+  const peeks = [2, 2 | 0x40, 2 | 0x100, 2 | 0x20 | 0x40, 2 | 0x40000000, 0xffffffff, 0x100000002];
+  const reads = [0, 0x40, 0x100, 0x20, 0x2000 /* MSG_ERRQUEUE */, 0x40000000, 0x100000000, 0xfffffffd];
+  for (const flags of peeks) {
+    expect(run(X86_64, 45, [0, 0, 0, flags])).toBe(EPERM);
+    expect(run(X86_64, 299, [0, 0, 0, flags])).toBe(EPERM);
+    expect(run(X86_64, 47, [0, 0, flags])).toBe(EPERM);
+  }
+  for (const flags of reads) {
+    expect(run(X86_64, 45, [0, 0, 0, flags])).toBe(ALLOW);
+    expect(run(X86_64, 299, [0, 0, 0, flags])).toBe(ALLOW);
+    expect(run(X86_64, 47, [0, 0, flags])).toBe(ALLOW);
+  }
+  // The flags are looked for in the right argument only: a length or a vlen of 2 is no peek.
+  expect(run(X86_64, 45, [0, 0, 2, 0])).toBe(ALLOW);
+  expect(run(X86_64, 47, [0, 0, 0, 2])).toBe(ALLOW);
   expect(run(0x40000003 /* i386 */, 26)).toBe(EPERM);
   expect(run(X86_64, 0x40000000 + 101 /* x32 ptrace */)).toBe(EPERM);
 });

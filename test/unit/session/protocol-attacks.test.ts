@@ -153,6 +153,19 @@ describe("kind 6: a command cannot forge its end-of-command record on the sessio
     expect((await s.run('echo ok')).output).toBe('ok\n');
   });
 
+  test('with the real tokens, a job that forges status 0 and the housekeeping record, then cuts the command short, is caught', async () => {
+    // The forged pair comes first and bash is back in its reader at once (its `sleep` killed), so every check but the
+    // count passes; bash's own records follow the forged ones, and the worker judges again once bash is back.
+    const hk = 'h=$(grep "^hk:" "$AJ_TOKS"); h=${h#hk:}';
+    const records = `printf 'bash: line 1: /proc/%s.0.: No such file or directory\\n' "\${t%.noposix}" >&$fd; printf '%s\\0\\0' "$h" >&$fd`;
+    const job = `( ${FIND_TOKENS}; ${hk}; for t in $toks; do for fd in 10 11 12; do ${records}; done; done 2>/dev/null; kill $sp )`;
+    const { s, r } = await runWithTokens(`sleep 20 & sp=$!; ${job} & wait $sp; echo real; (exit 7)`);
+    expect(r.exitCode).toBeNull();
+    expect(r.output).toMatch(/could not be confirmed .*2 end-of-command records/);
+    expect(r.sessionRestarted).toBe(true);
+    expect((await s.run('echo ok')).output).toBe('ok\n');
+  });
+
   test("with the real token, forging and then closing bash's real stdout is caught (control pipes replaced)", async () => {
     const { s, r } = await runWithTokens(`${forge(0)}; exec 10>/dev/null 11>/dev/null 12>/dev/null; false`);
     expect(r.exitCode).toBeNull();
