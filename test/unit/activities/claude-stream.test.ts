@@ -240,6 +240,7 @@ describe('the idle watchdog counts what arrives on the wire, pings included (the
     expect(server!.requests()).toHaveLength(1);
   }, 20_000);
 
+  // C21: a stalled stream is aborted as retryable.
   test('no byte for that long (a silent pause, or a stalled stream): aborted as retryable ClaudeConnectionError, and the retry answers', async () => {
     const url = await scripted({
       responses: [{ error: { kind: 'stream_stall', after_events: 2 } }, { ...answer, think_ms: 4_000 }],
