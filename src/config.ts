@@ -119,6 +119,27 @@ export const DEFAULT_BLOB_THRESHOLD_BYTES = 128 * 1024;
 export const MIN_BLOB_THRESHOLD_BYTES = 1024;
 export const MAX_BLOB_THRESHOLD_BYTES = 512 * 1024;
 
+/**
+ * Bound of the payload bytes one workflow task of `agentRun` may command, in bytes of JSON (UTF-8,
+ * as the payload converter writes them, before the codec): 1,966,080 (2 MiB less 128 KiB). The
+ * server refuses a command whose payloads pass 2 MiB (`limit.blobSize.error`; for a
+ * continue-as-new it fails the run) and a task completion over its 4 MB gRPC message limit (it
+ * terminates the run); gzip, encryption and metadata add at most a few hundred bytes a payload,
+ * so a task under this bound is under both. Past it, with the claim check off, the run fails itself
+ * first, saying why (src/workflows/task-payloads.ts, C30); with it on, every payload over
+ * {@link DEFAULT_BLOB_THRESHOLD_BYTES} goes to the store and the task stays small whatever its raw size.
+ */
+export const MAX_TASK_PAYLOAD_BYTES = 2 * 1024 * 1024 - 128 * 1024;
+
+/**
+ * `payloadOffload`, a local activity of the worker running the workflow task (it only reads the
+ * worker's codec settings): 10 s start-to-close, 3 attempts.
+ */
+export const PAYLOAD_OFFLOAD_OPTIONS = {
+  startToCloseTimeout: '10 seconds',
+  retry: { maximumAttempts: 3 },
+} as const;
+
 /** Default model; overridden by `AGENT_JOBS_MODEL` (at start) or the run's `model` input. */
 export const DEFAULT_MODEL = 'claude-opus-5-5';
 

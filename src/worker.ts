@@ -20,6 +20,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
 import { createAnthropicClient, createClaudeActivities } from './activities/claude';
+import { createPayloadActivities } from './activities/payloads';
 import { createLivenessActivities } from './activities/liveness';
 import { writePresence } from './activities/presence';
 import { createSessionActivities, SessionRegistry } from './activities/session';
@@ -171,9 +172,10 @@ export async function startWorker(): Promise<RunningWorker> {
     logger.warn(createdKeysMessage(file));
   });
   const workerDataConverter = dataConverter ? { dataConverter } : {};
+  // The workflow asks for it (payloadOffload) before a workflow task over its bound (C30).
+  const claimCheck = dataConverter?.payloadCodecs?.find((c): c is ClaimCheckCodec => c instanceof ClaimCheckCodec);
   if (dataConverter) {
     logger.info(`payloads encrypted with the codec keys at ${codecKeysSource()}`);
-    const claimCheck = dataConverter.payloadCodecs?.find((c): c is ClaimCheckCodec => c instanceof ClaimCheckCodec);
     logger.info(
       claimCheck
         ? `payloads over ${claimCheck.options.thresholdBytes} bytes (encrypted) go to the blob store ${claimCheck.options.store.description}, history keeps a reference`
@@ -232,6 +234,7 @@ export async function startWorker(): Promise<RunningWorker> {
       ...createClaudeActivities(createAnthropicClient({ timeoutMs: claudeTimeoutMs() }), { idleTimeoutMs: claudeIdleTimeoutMs() }),
       openSession,
       ...createLivenessActivities(),
+      ...createPayloadActivities(claimCheck?.options.thresholdBytes ?? null),
     },
     // A dead worker's cached workflows move to a live worker after this long (default 10 s).
     stickyQueueScheduleToStartTimeout: STICKY_QUEUE_SCHEDULE_TO_START_TIMEOUT,

@@ -161,12 +161,27 @@ export function createClaudeActivities(
           progress.outputChars += delta.length;
           progress.partialText = tailOf(progress.partialText + delta);
         });
-        const message = await stream.finalMessage().catch((err: unknown) => {
+        // A whole answer is used at message_stop (C21): a body the API never ends must not hold it
+        // until the idle watchdog. The SDK emits `message` there; the rest of the body is let go.
+        let atStop = false;
+        const whole = new Promise<Anthropic.Message>((resolve) =>
+          stream.on('message', (m) => {
+            atStop = true;
+            resolve(m);
+          }),
+        );
+        const ended = stream.finalMessage().catch((err: unknown) => {
           // Broken after it started (a dropped socket, a cut body): the SDK throws a bare error, not a connection error.
           if (connected && !(err instanceof Anthropic.APIError) && !signal.aborted)
             throw brokenStreamFailure(err instanceof Error ? err.message : String(err), got(), err);
           throw err;
         });
+        const message = await Promise.race([ended, whole]);
+        if (atStop) {
+          // What the body still holds (nothing, or an unended socket) is not waited for.
+          ended.catch(() => undefined);
+          stream.abort();
+        }
         // SDK 1.14's finalMessage() rejects when message_stop never came, but a stream cut after a
         // message_stop without message_delta (or a later SDK) can still yield a message without a stop_reason.
         if (!stopped) throw brokenStreamFailure('no message_stop', got());

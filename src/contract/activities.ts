@@ -194,6 +194,12 @@ export interface WorkerLivenessOutput {
   evidence: string;
 }
 
+/** Output of `payloadOffload` (a local activity): whether the worker's codec moves big payloads out of history. */
+export interface PayloadOffload {
+  /** Encoded bytes over which a payload goes to the claim check's blob store; null when the worker has no claim check. */
+  thresholdBytes: number | null;
+}
+
 /** Output of `runCommand`; the fields of the session's `CommandResult` that the workflow uses. */
 export interface RunCommandOutput {
   /** stdout and stderr interleaved, capped head + tail, UTF-8, no escape sequences. */

@@ -68,6 +68,7 @@ export {
   type CreateWorktreeOutput,
   type OpenSessionInput,
   type OpenSessionOutput,
+  type PayloadOffload,
   type RequestContext,
   type RequestReport,
   type RestartSessionOutput,

@@ -51,6 +51,7 @@ import { RunSession } from './session';
 import { drainMessages, safePoint, setSteeringHandlers } from './steering';
 import { runToolUses } from './tool-use';
 import { applyRewind, setRewindHandler } from './rewind';
+import { TASK_PAYLOAD_TOO_LARGE, taskPayloadProblem } from './task-payloads';
 import { pairingProblem, textOf, withoutEmptyText } from './transcript';
 
 /**
@@ -101,18 +102,28 @@ export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState):
     for (;;) {
       const end = await takeTurn(state, session);
       if (end) return await finish(state, session, end);
-      if (historyIsLarge()) {
-        state.setDetails('continuing as new to keep the history small');
-        await condition(allHandlersFinished);
-        // The next run gets this run's input with its defaults written out: a worker whose
-        // defaults (model, system prompt) differ cannot change the run's prefix mid-chain.
-        const next = patched(PINNED_INPUT_PATCH) ? { ...state.input, modelInfo: modelInfoOf(state.input) } : rawInput;
-        return await continueAsNew<typeof agentRun>(next, state.carry());
-      }
+      if (historyIsLarge()) return await continueAsNewOrEnd(state, session, rawInput);
     }
   } catch (err) {
     return await finish(state, session, endOnError(state, err));
   }
+}
+
+/**
+ * Continues as new once every handler has finished, carrying the run's state; when that
+ * continue-as-new would pass the bound of one workflow task (task-payloads.ts, C30), the run
+ * ends `failed` with the reason instead, before the server would fail or terminate it.
+ */
+async function continueAsNewOrEnd(state: RunState, session: RunSession, rawInput: AgentRunInput): Promise<AgentRunResult> {
+  state.setDetails('continuing as new to keep the history small');
+  await condition(allHandlersFinished);
+  // The next run gets this run's input with its defaults written out: a worker whose
+  // defaults (model, system prompt) differ cannot change the run's prefix mid-chain.
+  const next = patched(PINNED_INPUT_PATCH) ? { ...state.input, modelInfo: modelInfoOf(state.input) } : rawInput;
+  const carried = state.carry();
+  const tooLarge = await taskPayloadProblem('continuing as new', [next, carried]);
+  if (tooLarge !== null) return await finish(state, session, { status: 'failed', error: tooLarge });
+  return await continueAsNew<typeof agentRun>(next, carried);
 }
 
 /** The input with its defaults (tools: see {@link TEXT_EDITOR_PATCH}). @throws ApplicationFailure `InvalidInput` (non-retryable) listing every problem */
@@ -251,7 +262,8 @@ function historyIsLarge(): boolean {
 /**
  * How an error ends the run: cancellation ends it `cancelled`, a model call
  * that failed for good (non-retryable API error, or retries spent) `failed`;
- * either way every open `tool_use` is paired first.
+ * either way every open `tool_use` is paired first; a model call whose input passed the bound of
+ * one workflow task (task-payloads.ts) `failed` with the reason.
  * @throws the error itself for anything else (a bug: the workflow task fails and is retried)
  */
 function endOnError(state: RunState, err: unknown): RunEnd {
@@ -259,6 +271,8 @@ function endOnError(state: RunState, err: unknown): RunEnd {
     state.pairInflight('cancelled');
     return { status: 'cancelled', error: 'the run was cancelled' };
   }
+  // A model call not made: its input would have passed the bound of one workflow task (C30).
+  if (err instanceof ApplicationFailure && err.type === TASK_PAYLOAD_TOO_LARGE) return { status: 'failed', error: err.message };
   if (err instanceof ActivityFailure) {
     state.pairInflight('failed');
     return { status: 'failed', error: failureMessage(err) };

@@ -3,12 +3,13 @@
  * the one `max_tokens` retry, counted against the turn budget, and the
  * usage added up. Deterministic (workflow code).
  */
-import { patched, proxyActivities } from '@temporalio/workflow';
+import { ApplicationFailure, patched, proxyActivities } from '@temporalio/workflow';
 import type { createClaudeActivities } from '../activities/claude';
 import { normalizeUsage, type CallClaudeOutput, type RequestContext } from '../contract';
 import { capabilitiesOf, compactionTrigger, contextStrategyOf, contextWindowOf, modelInfoOf } from '../contract/models';
 import { CLAUDE_ACTIVITY_OPTIONS, MAX_TOKENS_RETRY_CAP } from '../config';
 import type { RunState } from './run-state';
+import { TASK_PAYLOAD_TOO_LARGE, taskPayloadProblem } from './task-payloads';
 
 const { callClaude } = proxyActivities<ReturnType<typeof createClaudeActivities>>(CLAUDE_ACTIVITY_OPTIONS);
 
@@ -85,6 +86,7 @@ export async function askClaude(state: RunState): Promise<ModelAnswer> {
  * history cost is what the turn added), keeps what the worker reports about the request
  * (outputs it cleared to fit the window, and the note Claude was shown), counts the call
  * and its usage, and publishes them.
+ * @throws ApplicationFailure {@link TASK_PAYLOAD_TOO_LARGE} when the call's input would pass the workflow task bound (task-payloads.ts)
  */
 async function callOnce(state: RunState, maxTokens: number): Promise<CallClaudeOutput> {
   const turn = state.turns + 1;
@@ -92,9 +94,10 @@ async function callOnce(state: RunState, maxTokens: number): Promise<CallClaudeO
   const { model, system } = state.input;
   const log = state.conversation;
   const context = requestContext(state);
-  const response = await callClaude.executeWithOptions({ summary: `claude: turn ${turn}` }, [
-    { model, maxTokens, system, transcript: log.takeDelta(), turn, context },
-  ]);
+  const input = { model, maxTokens, system, transcript: log.takeDelta(), turn, context };
+  const tooLarge = await taskPayloadProblem(`the model call of turn ${turn}`, [input]);
+  if (tooLarge !== null) throw ApplicationFailure.create({ message: tooLarge, type: TASK_PAYLOAD_TOO_LARGE, nonRetryable: true });
+  const response = await callClaude.executeWithOptions({ summary: `claude: turn ${turn}` }, [input]);
   const report = response.context;
   if (report) {
     log.clearedBefore = report.clearedBefore;

@@ -24,6 +24,7 @@ describe('a CLI that holds on', () => {
   });
   afterAll(async () => server?.stop());
 
+  // C32: the CLI waits for a worker rather than failing.
   test('watch waits for a worker that stops answering (one query past 10 s) and goes on; Ctrl-C leaves the run going', async () => {
     const bed = await TestBed.create({
       address: server.address,

@@ -94,6 +94,7 @@ describe('faults', () => {
     expect(bed.requests().map((r) => r.response.kind)).toEqual(['error', 'connection_reset', 'hang', 'message']);
   });
 
+  // C21: the idle watchdog ends a stalled stream with a retryable failure.
   test('a stream silent past the idle timeout is abandoned and retried; the retry, pinging through a longer silence, is the answer', async () => {
     bed = await TestBed.create({
       workerEnv: { AGENT_JOBS_CLAUDE_IDLE_TIMEOUT_MS: '1500' },

@@ -9,6 +9,7 @@ import { mkdtempSync, readFileSync, existsSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { inspect } from 'node:util';
+import { gzipSync } from 'node:zlib';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
@@ -205,7 +206,10 @@ export class TestBed {
       const d = await handle.describe();
       if (d.status.name === 'RUNNING' || this.terminated.has(d.runId)) continue;
       // Saved decoded: the fixture replays anywhere, without this run's keys (and so proves plaintext histories replay).
-      writeFileSync(path.join(HISTORIES_DIR, `${name}.json`), `${historyToJSON(await decodedHistory(await handle.fetchHistory()))}\n`);
+      const text = `${historyToJSON(await decodedHistory(await handle.fetchHistory()))}\n`;
+      // A history of large payloads (over 1 MB of JSON) is saved gzipped; the replay tests read both.
+      if (text.length > 1_000_000) writeFileSync(path.join(HISTORIES_DIR, `${name}.json.gz`), gzipSync(text));
+      else writeFileSync(path.join(HISTORIES_DIR, `${name}.json`), text);
     }
   }
 

@@ -70,6 +70,7 @@ describe('liveness of the worker holding a session', () => {
     return { handle, holder, other, workflowId };
   }
 
+  // C24: an approved `>> count.txt` runs exactly once.
   test('the worker is stopped past the timeouts, then continued: the approved command runs once, no loss', async () => {
     const { handle, holder, workflowId } = await secondCommandPending('worker-slow-not-lost', 'echo ran >> count.txt; echo second-done');
     const count = path.join(bed.workspaces, workspaceFolderName(workflowId), 'count.txt');
@@ -100,6 +101,7 @@ describe('liveness of the worker holding a session', () => {
     expect(stoppedSeconds).toBeGreaterThan(4);
   }, 120_000);
 
+  // C24, C31: a lost command is reported as may have run, never run again.
   test('the worker is SIGKILLed mid-command: the loss is reported within 10 s', async () => {
     const { handle, holder, workflowId } = await secondCommandPending(
       'worker-killed-still-lost',

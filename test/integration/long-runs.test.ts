@@ -98,6 +98,7 @@ describe('long runs', () => {
     expect(f.cacheReadShare).toBeGreaterThanOrEqual(0.7);
   });
 
+  // C19: thinking blocks are never edited on their way back.
   test('thinking and redacted_thinking blocks go back exactly as received, in order, across tool use', async () => {
     const thinking = (text: string): never => ({ type: 'thinking', thinking: text, signature: '' }) as never;
     bed = await TestBed.create({
@@ -129,6 +130,7 @@ describe('long runs', () => {
     expect(blocks[0]!.signature).toMatch(/.{16,}/);
   });
 
+  // C19: only a whole answer enters the transcript.
   test('a thinking turn cut off at max_tokens is never kept in the transcript', async () => {
     bed = await TestBed.create({
       script: {
@@ -172,6 +174,7 @@ describe('long runs', () => {
     expect(f.largestPayload.bytes).toBeLessThan(1_000_000);
   });
 
+  // C20: the cache TTL is chosen by whether the run may wait for a person.
   test('a run that may wait for a person writes its cache breakpoints with the 1-hour TTL; an auto run with the 5-minute default', async () => {
     const script = {
       responses: [

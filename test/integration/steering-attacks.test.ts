@@ -101,6 +101,7 @@ describe('steering attacks', () => {
     expect((await handle.result()).status).toBe('completed');
   }, 60_000);
 
+  // C23: validators reject without changing the run.
   test('malformed Updates are rejected before the history; prototype keys and extra fields change nothing', async () => {
     bed = await TestBed.create({ script: { responses: [asks(['toolu_m', 'touch m.txt']), end('done')] } });
     const handle = await bed.start({ task: 'malformed', approval: 'always' }, 'attack-malformed');

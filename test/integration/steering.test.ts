@@ -58,6 +58,7 @@ describe('steering', () => {
   let bed: TestBed;
   afterEach(async () => bed?.close());
 
+  // C22: every decision is applied once or answered with a clear error.
   test('decide: every invalid request is rejected with a reason; an accepted one answers with what was applied', async () => {
     bed = await TestBed.create({ script: { responses: [asks(['toolu_w', 'touch w.txt']), end('done')] } });
     const handle = await bed.start({ task: 'write', approval: 'always' }, 'steer-decide-rejections');
@@ -193,6 +194,7 @@ describe('steering', () => {
     expect(JSON.stringify(transcript)).toContain('echo kept build');
   }, 60_000);
 
+  // C33: a grant approves only later matching plain commands of this run; listed, removable.
   test('rules: --always and --always-prefix approve later matching plain commands only; listed, removable', async () => {
     bed = await TestBed.create({
       script: {

@@ -60,6 +60,7 @@ describe("today's API (claude-opus-5-5 and its kin, strict scripted server)", ()
     await bed?.close();
   });
 
+  // C19, C20, C28: thinking kept exactly, the prefix byte-stable across a worker kill, the cache read after it.
   test('a run on the default model across a worker kill: thinking blocks kept exactly, the prefix byte-identical, zero 400s, the cache read after the kill', async () => {
     const workflowId = `it-today-${process.pid}-${Date.now()}`;
     const script: ScriptFile = {

@@ -32,6 +32,7 @@ const found = (bytes: Uint8Array | string): string[] => MARKS.filter((m) => Buff
 let bed: TestBed | undefined;
 afterAll(async () => bed?.close());
 
+// C25: search attributes never hold command text.
 test('visibility, user metadata and history hold no task, command, path or output in plaintext; through the codec they read', async () => {
   const b = await TestBed.create({ script: { responses: [asks(['toolu_v', COMMAND]), end(ANSWER)] } });
   bed = b;

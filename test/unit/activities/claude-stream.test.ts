@@ -63,6 +63,19 @@ async function rawSse(sse: string): Promise<string> {
   return `http://127.0.0.1:${(raw.address() as AddressInfo).port}`;
 }
 
+/** A bare server answering every POST with `sse` and then holding the response open (no end of the body, no close). */
+async function rawSseHeldOpen(sse: string): Promise<string> {
+  raw = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'request-id': 'req_raw' });
+      res.write(sse);
+    });
+  });
+  await new Promise<void>((resolve) => raw!.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(raw.address() as AddressInfo).port}`;
+}
+
 const sse = (data: Record<string, unknown> & { type: string }): string => `event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`;
 const START = sse({
   type: 'message_start',
@@ -240,6 +253,23 @@ describe('the idle watchdog counts what arrives on the wire, pings included (the
     expect(server!.requests()).toHaveLength(1);
   }, 20_000);
 
+  // C21: a complete answer is used at message_stop, whether or not the socket ever closes.
+  test('a whole answer on a socket that is never closed: used at message_stop, not after the idle timeout', async () => {
+    const whole =
+      START +
+      TEXT_BLOCK +
+      sse({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 3 } }) +
+      sse({ type: 'message_stop' });
+    const url = await rawSseHeldOpen(whole);
+    const started = Date.now();
+    const { outcome } = await call(url, 1, 10_000);
+    expect(outcome).toMatchObject({ stopReason: 'end_turn', content: [{ type: 'text', text: 'half an answer' }] });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    // Not held open by the call: the server's only connection was let go.
+    raw!.closeAllConnections();
+  }, 20_000);
+
+  // C21: a stalled stream is aborted as retryable.
   test('no byte for that long (a silent pause, or a stalled stream): aborted as retryable ClaudeConnectionError, and the retry answers', async () => {
     const url = await scripted({
       responses: [{ error: { kind: 'stream_stall', after_events: 2 } }, { ...answer, think_ms: 4_000 }],

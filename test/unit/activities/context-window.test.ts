@@ -46,6 +46,7 @@ describe('fitToWindow', () => {
     expect(c.calls).toBe(0);
   });
 
+  // C29: clearing keeps each tool_use with its tool_result (pairing checked).
   test('just below the trigger nothing is cleared; past it the oldest outputs go first, down to the target', async () => {
     const limit = facts.contextWindow - facts.maxTokens;
     const c = counter();

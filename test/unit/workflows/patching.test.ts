@@ -7,6 +7,7 @@
  */
 import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
 
@@ -35,12 +36,13 @@ function variant(name: string, change: string): string {
 
 async function replayAll(workflowsPath: string): Promise<string[]> {
   const histories = readdirSync(HISTORIES)
-    .filter((f) => f.endsWith('.json'))
+    .filter((f) => /\.json(\.gz)?$/.test(f))
     // Each under its file name, the run's workflow id (a sub-agent's id is derived from its parent's: docs/subagents.md).
-    .map((f) => ({
-      workflowId: f.replace(/\.json$/, ''),
-      history: historyFromJSON(JSON.parse(readFileSync(path.join(HISTORIES, f), 'utf8'))),
-    }));
+    .map((f) => {
+      const bytes = readFileSync(path.join(HISTORIES, f));
+      const text = f.endsWith('.gz') ? gunzipSync(bytes).toString('utf8') : bytes.toString('utf8');
+      return { workflowId: f.replace(/\.json(\.gz)?$/, ''), history: historyFromJSON(JSON.parse(text)) };
+    });
   const failures: string[] = [];
   for await (const r of Worker.runReplayHistories({ workflowsPath }, histories)) {
     if (r.error) failures.push(`${r.workflowId}: ${r.error.name}`);

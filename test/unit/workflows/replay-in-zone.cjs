@@ -5,6 +5,7 @@
 // usage: node replay-in-zone.cjs <workflowsPath> <dir>
 const { readdirSync, readFileSync } = require('node:fs');
 const path = require('node:path');
+const { gunzipSync } = require('node:zlib');
 const { historyFromJSON } = require('@temporalio/common/lib/proto-utils');
 const { DefaultLogger, Runtime, Worker } = require('@temporalio/worker');
 
@@ -15,9 +16,14 @@ async function main() {
     telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' }, console: {} } },
   });
   const histories = readdirSync(dir)
-    .filter((f) => f.endsWith('.json'))
+    .filter((f) => /\.json(\.gz)?$/.test(f))
     .sort()
-    .map((f) => ({ workflowId: f.replace(/\.json$/, ''), history: historyFromJSON(JSON.parse(readFileSync(path.join(dir, f), 'utf8'))) }));
+    .map((f) => {
+      // A history whose payloads are large is saved gzipped (`.json.gz`).
+      const bytes = readFileSync(path.join(dir, f));
+      const text = f.endsWith('.gz') ? gunzipSync(bytes).toString('utf8') : bytes.toString('utf8');
+      return { workflowId: f.replace(/\.json(\.gz)?$/, ''), history: historyFromJSON(JSON.parse(text)) };
+    });
   const failures = [];
   for await (const r of Worker.runReplayHistories({ workflowsPath, logger: new DefaultLogger('ERROR') }, histories)) {
     if (r.error) failures.push(`${r.workflowId}: ${r.error.name}: ${r.error.message}`);

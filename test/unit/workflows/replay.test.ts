@@ -9,6 +9,7 @@
  */
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
 import path from 'node:path';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { randomBytes } from 'node:crypto';
@@ -16,9 +17,14 @@ import { Worker } from '@temporalio/worker';
 import { EncryptionCodec } from '../../../src/codec';
 
 const DIR = path.resolve(__dirname, '../../fixtures/histories');
+// A history whose payloads are large is saved gzipped (`.json.gz`).
 const files = readdirSync(DIR)
-  .filter((f) => f.endsWith('.json'))
+  .filter((f) => /\.json(\.gz)?$/.test(f))
   .sort();
+const historyText = (f: string): string => {
+  const bytes = readFileSync(path.join(DIR, f));
+  return f.endsWith('.gz') ? gunzipSync(bytes).toString('utf8') : bytes.toString('utf8');
+};
 const WORKFLOWS = require.resolve('../../../src/workflows');
 /** UTC+12:45: a quarter-hour offset, so local hours and minutes both differ from UTC. */
 const OTHER_TIME_ZONE = 'Pacific/Chatham';
@@ -26,8 +32,8 @@ const OTHER_TIME_ZONE = 'Pacific/Chatham';
 /** `history: error` of every saved history that does not replay against the workflows at `workflowsPath`, in the test machine's time zone. */
 async function replayHere(workflowsPath: string): Promise<string[]> {
   const histories = files.map((f) => ({
-    workflowId: f.replace(/\.json$/, ''),
-    history: historyFromJSON(JSON.parse(readFileSync(path.join(DIR, f), 'utf8'))),
+    workflowId: f.replace(/\.json(\.gz)?$/, ''),
+    history: historyFromJSON(JSON.parse(historyText(f))),
   }));
   const failures: string[] = [];
   // The codec of every worker, with a key none of these histories was written with.
