@@ -5,7 +5,7 @@
  * the next worker) removes the session's directory and cgroup.
  *
  * The "worker" is a child Node process running the session code, transpiled
- * from src/session with TypeScript's transpileModule (no build needed).
+ * from src/ with TypeScript's transpileModule (no build needed).
  */
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -23,13 +23,22 @@ function sleeping(seconds: string): number[] {
     .map((p) => p.pid);
 }
 
-function transpileSession(outDir: string): void {
-  const srcDir = path.join(__dirname, '../../../src/session');
-  for (const file of fs.readdirSync(srcDir).filter((f) => f.endsWith('.ts'))) {
-    const out = ts.transpileModule(fs.readFileSync(path.join(srcDir, file), 'utf8'), {
-      compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true },
-    });
-    fs.writeFileSync(path.join(outDir, file.replace(/\.ts$/, '.js')), out.outputText);
+/**
+ * Transpiles every module of src/ into `outDir` with its folders (the session library imports
+ * src/shared, src/config, ...), so `<outDir>/session` loads as the built one would.
+ */
+function transpileSrc(outDir: string, srcDir = path.join(__dirname, '../../../src')): void {
+  for (const entry of fs.readdirSync(srcDir, { withFileTypes: true })) {
+    const from = path.join(srcDir, entry.name);
+    if (entry.isDirectory()) {
+      fs.mkdirSync(path.join(outDir, entry.name), { recursive: true });
+      transpileSrc(path.join(outDir, entry.name), from);
+    } else if (entry.name.endsWith('.ts')) {
+      const out = ts.transpileModule(fs.readFileSync(from, 'utf8'), {
+        compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true },
+      });
+      fs.writeFileSync(path.join(outDir, entry.name.replace(/\.ts$/, '.js')), out.outputText);
+    }
   }
 }
 
@@ -39,11 +48,11 @@ test('a killed worker takes its bash and every process it started with it; the n
   const sessionsDir = path.join(work, 'tmp');
   fs.mkdirSync(lib);
   fs.mkdirSync(sessionsDir);
-  transpileSession(lib);
+  transpileSrc(lib);
   const background = uniqueSleepSeconds();
   const foreground = uniqueSleepSeconds();
   const script = `
-    const { BashSession } = require(${JSON.stringify(lib)});
+    const { BashSession } = require(${JSON.stringify(path.join(lib, 'session'))});
     (async () => {
       const s = await BashSession.start({ cwd: '/' });
       await s.run('sleep ${background} >/dev/null 2>&1 &');
