@@ -1,0 +1,65 @@
+/**
+ * Adversary round 9: attacks that worked on the code they were written against. Each test asserts
+ * the safe behaviour, so it fails on that code; they are skipped (OPEN) until a fix lands.
+ *
+ * Kind 5 (what the human reads is not what runs): letters, digits and marks (Unicode L*, N*, M*,
+ * which bash reads as word characters and display.ts does not flag by category) drawn as a shell
+ * character, in neither confusables.txt's single-character pairs nor EXTRA_LOOKALIKES: the Lisu
+ * tone letters drawn as `;` and `:`, a Cyrillic palochka, a Tifinagh letter, a runic letter and a
+ * Hangzhou numeral drawn as `|`, Arabic and Persian digit zero drawn as `.`. A command holding
+ * them is shown verbatim, with no warning.
+ */
+import { execFileSync } from 'node:child_process';
+import { commandLines } from '../../../src/cli/render/text';
+import { commandDetails, commandSummary, displayCommand } from '../../../src/shared/display';
+
+const OPEN = true;
+const t = OPEN ? test.skip : test;
+
+/** What bash prints for `command` (real bash: the characters mean nothing to it). */
+function bash(command: string): string {
+  return execFileSync('bash', ['--noprofile', '--norc', '-c', command], { encoding: 'utf8', cwd: '/tmp' });
+}
+
+describe('adversary round 9, kind 5: letters drawn as shell characters', () => {
+  // Each `ch` is a letter or digit (so the P*/S* rule of display.ts isSymbolOrPunctuation misses
+  // it) drawn as `looksLike`. confusables.txt pairs U+A4FC with the two letters U+A4F8 U+A4F9 and
+  // U+04C0, U+2D4F, U+16C1, U+3021 with `l`, so the generated table (single-character targets that
+  // bash gives a meaning to) has none of them; EXTRA_LOOKALIKES neither. Found by checking the
+  // letters, digits and marks whose glyph is a dot, comma, colon or vertical stroke against
+  // displayCommand. Fix: add them to EXTRA_LOOKALIKES (`;` U+A4FC, `:` U+A4FD, `|` U+04C0 U+2D4F
+  // U+16C1 U+3021 U+A4F2 U+2C92, `.` U+0660 U+06F0, `,` U+A4F9 if `,` counts), and better, derive
+  // the table also from confusables' mappings to `l`/`I` (already done for U+01C0, U+2160, U+FF29)
+  // and from skeletons of two characters (U+A4FC → U+A4F8 U+A4F9, itself `.,`).
+  const cases: Array<{ command: string; ch: string; looksLike: string; bashSays: string }> = [
+    // A "second command" that is arguments (and the reverse: a "separated" command that is not run).
+    { command: 'echo a \ua4fc echo PWNED', ch: '\ua4fc', looksLike: ';', bashSays: 'a \ua4fc echo PWNED\n' },
+    { command: 'echo a\ua4fd\ua4fc echo PWNED', ch: '\ua4fd', looksLike: ':', bashSays: 'a\ua4fd\ua4fc echo PWNED\n' },
+    // A "pipe" that is an argument.
+    { command: 'echo x \u04c0 echo PWNED', ch: '\u04c0', looksLike: '|', bashSays: 'x \u04c0 echo PWNED\n' },
+    { command: 'echo x \u2d4f echo PWNED', ch: '\u2d4f', looksLike: '|', bashSays: 'x \u2d4f echo PWNED\n' },
+    { command: 'echo x \u16c1 echo PWNED', ch: '\u16c1', looksLike: '|', bashSays: 'x \u16c1 echo PWNED\n' },
+    { command: 'echo x \u3021 echo PWNED', ch: '\u3021', looksLike: '|', bashSays: 'x \u3021 echo PWNED\n' },
+    // A "source" (`. file`) or "parent directory" that is a word.
+    { command: 'echo \u0660 ./x \u06f0\u06f0', ch: '\u0660', looksLike: '.', bashSays: '\u0660 ./x \u06f0\u06f0\n' },
+  ];
+
+  // Guard: the table flags the look-alikes it does know, so a failure below is the table's gap.
+  test('the table knows U+A4F8 (`.`) and U+01C0 (`|`): the same kind of letters are flagged', () => {
+    expect(displayCommand('echo \ua4f8').warnings.join('\n')).toContain('look-alike');
+    expect(displayCommand('echo \u01c0').warnings.join('\n')).toContain('look-alike');
+  });
+
+  t.each(cases)(
+    '$command: bash reads $ch as a letter; the display must flag it as a look-alike of $looksLike',
+    ({ command, ch, bashSays }) => {
+      expect(bash(command)).toBe(bashSays);
+      const d = displayCommand(command);
+      expect(d.warnings.join('\n')).toContain('look-alike');
+      expect(d.text).not.toContain(ch);
+      expect(commandLines(command, { label: 'claude asks to run: ' }).join('\n')).not.toContain(ch);
+      expect(commandSummary(command, 1)).not.toContain(ch);
+      expect(commandDetails(command)).not.toContain(ch);
+    },
+  );
+});
