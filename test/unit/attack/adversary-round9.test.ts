@@ -6,7 +6,8 @@
  * which bash reads as word characters and display.ts does not flag by category) drawn as a shell
  * character, in neither confusables.txt's single-character pairs nor EXTRA_LOOKALIKES: the Lisu
  * tone letters drawn as `;` and `:`, a Cyrillic palochka, a Tifinagh letter, a runic letter and a
- * Hangzhou numeral drawn as `|`, Arabic and Persian digit zero drawn as `.`. A command holding
+ * Hangzhou numeral drawn as `|`, Arabic and Persian digit zero drawn as `.`, a combining
+ * comma above right that draws an apostrophe on the letter before it. A command holding
  * them is shown verbatim, with no warning.
  */
 import { execFileSync } from 'node:child_process';
@@ -28,7 +29,7 @@ describe('adversary round 9, kind 5: letters drawn as shell characters', () => {
   // bash gives a meaning to) has none of them; EXTRA_LOOKALIKES neither. Found by checking the
   // letters, digits and marks whose glyph is a dot, comma, colon or vertical stroke against
   // displayCommand. Fix: add them to EXTRA_LOOKALIKES (`;` U+A4FC, `:` U+A4FD, `|` U+04C0 U+2D4F
-  // U+16C1 U+3021 U+A4F2 U+2C92, `.` U+0660 U+06F0, `,` U+A4F9 if `,` counts), and better, derive
+  // U+16C1 U+3021 U+A4F2 U+2C92, `.` U+0660 U+06F0, `'` U+0315, `,` U+A4F9 if `,` counts), and better, derive
   // the table also from confusables' mappings to `l`/`I` (already done for U+01C0, U+2160, U+FF29)
   // and from skeletons of two characters (U+A4FC → U+A4F8 U+A4F9, itself `.,`).
   const cases: Array<{ command: string; ch: string; looksLike: string; bashSays: string }> = [
@@ -42,6 +43,9 @@ describe('adversary round 9, kind 5: letters drawn as shell characters', () => {
     { command: 'echo x \u3021 echo PWNED', ch: '\u3021', looksLike: '|', bashSays: 'x \u3021 echo PWNED\n' },
     // A "source" (`. file`) or "parent directory" that is a word.
     { command: 'echo \u0660 ./x \u06f0\u06f0', ch: '\u0660', looksLike: '.', bashSays: '\u0660 ./x \u06f0\u06f0\n' },
+    // A combining comma above right after a letter draws `x'`: a "single-quoted" substitution
+    // that bash runs (a mark after a letter is not escaped as standing alone, classIn).
+    { command: 'echo x\u0315$(echo PWNED)x\u0315', ch: '\u0315', looksLike: "'", bashSays: 'x\u0315PWNEDx\u0315\n' },
   ];
 
   // Guard: the table flags the look-alikes it does know, so a failure below is the table's gap.
