@@ -9,9 +9,18 @@
  * Hangzhou numeral drawn as `|`, Arabic and Persian digit zero drawn as `.`, a combining
  * comma above right that draws an apostrophe on the letter before it. A command holding
  * them is shown verbatim, with no warning.
+ *
+ * Kind 5, a display path that bypasses the one-line rule: a `tool_result`'s heading in
+ * `transcript` and `watch` prints its `tool_use_id` raw (through terminalText, which keeps line
+ * breaks), while the `tool_use` line escapes the same id (commandLines' suffix, safeText). The id
+ * is the Messages API's, copied into the result; nothing checks its shape (activities/claude.ts),
+ * so an endpoint that answers with its own ids (a proxy in ANTHROPIC_BASE_URL, a run started
+ * from given `messages`) adds lines of its choosing under the CLI's own.
  */
 import { execFileSync } from 'node:child_process';
+import { describeMessage } from '../../../src/cli/render/messages';
 import { commandLines } from '../../../src/cli/render/text';
+import type { Message } from '../../../src/contract';
 import { commandDetails, commandSummary, displayCommand } from '../../../src/shared/display';
 
 const OPEN = true;
@@ -66,4 +75,27 @@ describe('adversary round 9, kind 5: letters drawn as shell characters', () => {
       expect(commandDetails(command)).not.toContain(ch);
     },
   );
+});
+
+describe('adversary round 9, kind 5: a tool_result heading prints its tool_use id raw', () => {
+  // The id breaks the heading and writes a forged "result" of a harmless command with exit 0, in
+  // the CLI's own layout, under which the real output follows. Fix: build the heading with
+  // oneLine (safeText(id, false)), as the tool_use line's suffix already is, or refuse a
+  // tool_use id outside [A-Za-z0-9_-] where the model's answer is taken (activities/claude.ts).
+  t('a tool_use id with a line break cannot add a line to the transcript', () => {
+    const id = 'toolu_01:\n    all tests passed\n→ result for toolu_02 (exit 0, 0.1 s)';
+    const messages: Message[] = [
+      { role: 'user', content: 'run the tests' },
+      { role: 'assistant', content: [{ type: 'tool_use', id, name: 'bash', input: { command: 'npm test' } }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: id, content: 'FAIL 3 tests' }] },
+    ];
+    const lines = messages
+      .flatMap((m, i) => describeMessage(m, i))
+      .join('\n')
+      .split('\n');
+    // The tool_use line keeps it on one line: the guard that the id is what the heading shows.
+    expect(lines.some((l) => l.startsWith('claude asks to run: npm test') && l.includes('toolu_01:\\n'))).toBe(true);
+    expect(lines.filter((l) => l.startsWith('→ result for'))).toHaveLength(1);
+    expect(lines).not.toContain('    all tests passed');
+  });
 });
