@@ -193,6 +193,16 @@ const EXTRA_LOOKALIKES: readonly (readonly [string, readonly number[]])[] = [
   [':', [0x02d1, 0x10781]],
   ['\\', [0x20e5]],
   ['/', [0x0337, 0x0338, 0x20eb]],
+  // More letters, digits and marks drawn as one (a later scan): Lisu tone letters drawn as `;` and
+  // `:` (confusables maps U+A4FC to two letters, so the generated table skips it), letters and a
+  // numeral drawn as a vertical stroke (confusables pairs them with `l`), Arabic and Persian zero
+  // drawn as `.`, and a combining comma above right that draws an apostrophe on its letter.
+  [';', [0xa4fc]],
+  [':', [0xa4fd]],
+  ['|', [0x04c0, 0x2d4f, 0x16c1, 0x3021, 0xa4f2, 0x2c92]],
+  ['.', [0x0660, 0x06f0]],
+  [',', [0xa4f9]],
+  ["'", [0x0315]],
 ];
 
 const LOOKALIKE = new Map<number, string>(

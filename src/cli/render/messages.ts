@@ -34,7 +34,8 @@ function resultHeading(b: ToolResultBlock, durationMs: number | undefined): stri
   if (b.is_error) notes.push('error');
   else if (durationMs !== undefined) notes.push(`exit ${exitCodeOfResult(b)}`);
   if (durationMs !== undefined) notes.push(formatDuration(durationMs));
-  return `${b.is_error ? '! ' : '→ '}result for ${b.tool_use_id}${notes.length ? ` (${notes.join(', ')})` : ''}:`;
+  // The id comes from the Messages API (an endpoint of the user's choosing): escaped on one line like every field.
+  return oneLine`${b.is_error ? '! ' : '→ '}result for ${b.tool_use_id}` + `${notes.length ? ` (${notes.join(', ')})` : ''}:`;
 }
 
 /**
@@ -67,7 +68,7 @@ export function describeMessage(
     } else if (isToolResult(b)) {
       const ms = Object.hasOwn(durationsMs, b.tool_use_id) ? durationsMs[b.tool_use_id] : undefined;
       lines.push(
-        terminalText(resultHeading(b, typeof ms === 'number' && Number.isFinite(ms) ? ms : undefined)),
+        resultHeading(b, typeof ms === 'number' && Number.isFinite(ms) ? ms : undefined),
         terminalText(indent(b.content, '    ', maxOutputLines)),
       );
     } else lines.push(oneLine`[${b.type} block]`);

@@ -23,7 +23,7 @@ import { commandLines } from '../../../src/cli/render/text';
 import type { Message } from '../../../src/contract';
 import { commandDetails, commandSummary, displayCommand } from '../../../src/shared/display';
 
-const OPEN = true;
+const OPEN = false;
 const t = OPEN ? test.skip : test;
 
 /** What bash prints for `command` (real bash: the characters mean nothing to it). */
