@@ -166,7 +166,9 @@ export async function watchRun(jobs: AgentJobsClient, workflowId: string, opts: 
   const retriedAttempts = new Set<number>();
   const seenDecisions = new Set<string>();
   const emitDecision = (d: AppliedDecision): void => {
-    const key = `${d.toolUseId}@${d.at}`;
+    // One decision is applied per tool_use. Not keyed by `at`: a closed run's view reads it from history
+    // (the Update's completion time), which differs from the time the running workflow gave it.
+    const key = `${d.toolUseId}|${d.source}|${d.decision ?? (d.approved ? 'approved' : 'denied')}`;
     if (seenDecisions.has(key)) return;
     seenDecisions.add(key);
     emit({ event: 'decision', ...d }, decisionLines(d), true);

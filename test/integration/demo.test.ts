@@ -81,6 +81,10 @@ describe('npm run demo', () => {
         /\$ agent-jobs approve demo-\d+ --sha [0-9a-f]{12} --reason "demo: looks safe" --by demo\ndemo: approved toolu_\w+ in demo-\d+/,
       );
       expect(stdout).toMatch(/demo: finished: completed in \d+ turns, total\.txt holds 55 \(checked\)/);
+      // watch prints each decision once, also when the closed run's view (read from history) lists it again.
+      const approvals = stdout.match(/✓ toolu_\w+ approved by demo/g) ?? [];
+      expect(approvals.length).toBeGreaterThan(0);
+      expect(new Set(approvals).size).toBe(approvals.length);
       expect(readFileSync(path.join(workspaceOf(data), 'total.txt'), 'utf8').trim()).toBe('55');
       // Encrypted by default: a key made once in the data folder; the server's history holds no plaintext of the run.
       expect(stdout).toMatch(/demo: made a payload encryption key: .*codec-keys/);
