@@ -191,7 +191,8 @@ const SOCK_SEQPACKET = 5;
 export const MSG_PEEK = 2;
 
 /** A jump target: a label of the program being assembled. */
-type Label = 'allow' | 'ok' | 'deny' | 'nofamily' | 'noprotocol' | 'nokeys' | 'socket' | 'socketpair' | 'netlink' | 'flags2' | 'flags3' | null;
+type Label =
+  'allow' | 'ok' | 'deny' | 'nofamily' | 'noprotocol' | 'nokeys' | 'socket' | 'socketpair' | 'netlink' | 'flags2' | 'flags3' | null;
 
 /**
  * The filter for `arch` as bwrap wants it: `struct sock_filter` entries
