@@ -177,7 +177,7 @@ describe('steering attacks', () => {
     expect(accepted).toHaveLength(1);
   }, 90_000);
 
-  test('decide for an earlier turn, say and pause after the end, and a pause/resume storm', async () => {
+  test('decide for an earlier turn, and say, pause, resume and end after the end', async () => {
     bed = await TestBed.create({
       script: { responses: [asks(['toolu_a', 'touch a.txt']), asks(['toolu_b', 'touch b.txt']), end('done')] },
     });
@@ -189,6 +189,21 @@ describe('steering attacks', () => {
     expect(await rejected(decide(handle, { toolUseId: 'toolu_a' }, 'touch a.txt'))).toMatch(/toolu_a is not pending; toolu_b is/);
     // The pending id with the earlier command's hash: refused.
     expect(await rejected(decide(handle, { toolUseId: 'toolu_b' }, 'touch a.txt'))).toMatch(/not the hash of the pending command/);
+    await decide(handle, { toolUseId: 'toolu_b' }, 'touch b.txt');
+    expect((await handle.result()).status).toBe('completed');
+    expect(bed.audit().map((a) => a.command)).toEqual(['touch a.txt', 'touch b.txt']);
+    for (const u of [sayUpdate, pauseUpdate, resumeUpdate, endUpdate] as const) {
+      await expect(handle.executeUpdate(u as typeof pauseUpdate, { args: [{ text: 'late', by: 'z' } as never] })).rejects.toThrow(
+        /already completed/,
+      );
+    }
+  }, 90_000);
+
+  // Its own run (the checks above took most of one test's time on a machine loaded by three suites at once).
+  test('a pause/resume storm while a command waits for approval: one state at the end, and the run still works', async () => {
+    bed = await TestBed.create({ script: { responses: [asks(['toolu_s', 'touch s.txt']), end('done')] } });
+    const handle = await bed.start({ task: 'storm', approval: 'always' }, 'attack-storm');
+    await bed.pendingApproval(handle);
     // Pause and resume, many at once and in a row: the run ends up in one state and still works.
     const storm = await Promise.allSettled(
       Array.from({ length: 20 }, (_, i) => handle.executeUpdate(i % 2 === 0 ? pauseUpdate : resumeUpdate, { args: [{ by: `p${i}` }] })),
@@ -204,14 +219,9 @@ describe('steering attacks', () => {
     const s = await bed.status(handle);
     expect(s.pause).toBeNull();
     expect(s.status).toBe('awaiting_approval');
-    await decide(handle, { toolUseId: 'toolu_b' }, 'touch b.txt');
+    await decide(handle, { toolUseId: 'toolu_s' }, 'touch s.txt');
     expect((await handle.result()).status).toBe('completed');
-    expect(bed.audit().map((a) => a.command)).toEqual(['touch a.txt', 'touch b.txt']);
-    for (const u of [sayUpdate, pauseUpdate, resumeUpdate, endUpdate] as const) {
-      await expect(handle.executeUpdate(u as typeof pauseUpdate, { args: [{ text: 'late', by: 'z' } as never] })).rejects.toThrow(
-        /already completed/,
-      );
-    }
+    expect(bed.audit().map((a) => a.command)).toEqual(['touch s.txt']);
   }, 90_000);
 
   test('decisions racing the approval timeout: an accepted decision is the one applied', async () => {
