@@ -90,7 +90,16 @@ describe('worker shutdown (drain)', () => {
     return { workflowId, started };
   }
 
-  async function drainedWhileRunning(signalIt: (w: WorkerProcess) => void, signalName: 'SIGTERM' | 'SIGINT' | 'SIGHUP', name: string) {
+  /**
+   * @param heldUntil what the worker must have printed before the held command may end (the drain
+   *   must still be going on when the test checks how the worker treats it)
+   */
+  async function drainedWhileRunning(
+    signalIt: (w: WorkerProcess) => void,
+    signalName: 'SIGTERM' | 'SIGINT' | 'SIGHUP',
+    name: string,
+    heldUntil?: string,
+  ) {
     const { workflowId, started } = await runWithSlowCommand(HELD_COMMAND, name);
     const first = await bed.startWorker(drainEnv('20s'), { detached: signalName !== 'SIGTERM' });
     const handle = await bed.start({ task: 'finish across a drain', approval: 'auto' }, name, workflowId);
@@ -100,6 +109,7 @@ describe('worker shutdown (drain)', () => {
     signalIt(first);
     // The replacement starts while the first one drains, as in a rolling restart.
     const second = await bed.startWorker();
+    if (heldUntil) await waitFor(`the draining worker to print "${heldUntil}"`, () => first.output().includes(heldUntil), 60_000);
     const releasedAt = await releaseAfterDrainSignal(handle, started);
 
     const result = await handle.result();
@@ -155,6 +165,8 @@ describe('worker shutdown (drain)', () => {
       },
       'SIGHUP',
       'drain-sighup-group',
+      // The command runs until the second SIGHUP was handled: else the drain can end before it arrives.
+      'SIGHUP after SIGHUP: ignored, the drain goes on',
     );
     expect(signalled!.output()).toContain('SIGHUP after SIGHUP: ignored, the drain goes on');
   });
