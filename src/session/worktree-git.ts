@@ -137,17 +137,11 @@ export async function worktreeAdd(runner: Runner, top: string, dir: string): Pro
   const fds: number[] = [];
   const keep = (fd: number): number => (fds.push(fd), fd);
   try {
-    const topFd = keep(openSync(top, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW));
-    let gitFd: number;
-    try {
-      gitFd = keep(openDirAt(topFd, '.git'));
-    } catch {
-      throw new Error(`${path.join(top, '.git')} is no directory (a worktree is made only of a repository whose .git is at its top)`);
-    }
+    const gitFd = openGitDir(top, keep);
     if (entryExists(gitFd, 'commondir'))
       throw new Error(`${path.join(top, '.git', 'commondir')} exists: it would name another repository's git dir, refused`);
     if (confinementTool() === undefined) return void (await git(runner, ['-C', top, ...args]));
-    const dirFd = keep(openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW));
+    const dirFd = keep(openDir(dir));
     await runConfined({
       argv: ['git', ...NO_REPO_CODE, '-C', top, ...args],
       env: { ...MINIMAL_ENV, GIT_TERMINAL_PROMPT: '0' },
@@ -182,9 +176,28 @@ const OBJECTS_INSIDE = '/.aj-objects';
 const GIT_DIR_INSIDE = '/.aj-git';
 const ADMIN_INSIDE = '/.aj-admin';
 
+/** Opens the directory at `p`, never through a symlink. Throws when `p` is no directory. */
+function openDir(p: string): number {
+  return openSync(p, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+}
+
 /** Opens `name` in the directory `dirFd` as a directory, never through a symlink. */
 function openDirAt(dirFd: number, name: string): number {
-  return openSync(`/proc/self/fd/${dirFd}/${name}`, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  return openDir(`/proc/self/fd/${dirFd}/${name}`);
+}
+
+/**
+ * Opens `top` and its `.git` directory by descriptor (no symlink followed on the way), both
+ * handed to `keep` to be closed by the caller; returns the `.git` descriptor.
+ * @throws Error when `.git` is no directory at `top`
+ */
+function openGitDir(top: string, keep: (fd: number) => number): number {
+  const topFd = keep(openDir(top));
+  try {
+    return keep(openDirAt(topFd, '.git'));
+  } catch {
+    throw new Error(`${path.join(top, '.git')} is no directory (a worktree is made only of a repository whose .git is at its top)`);
+  }
 }
 
 /** `read-tree --reset -u` as root in a mount namespace holding the worktree, `top/.git/objects`, the admin folder and `priv`. */
@@ -192,20 +205,14 @@ async function readTreeConfined(top: string, common: string, admin: string, priv
   const fds: number[] = [];
   const keep = (fd: number): number => (fds.push(fd), fd);
   try {
-    const topFd = keep(openSync(top, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW));
-    let gitFd: number;
-    try {
-      gitFd = keep(openDirAt(topFd, '.git'));
-    } catch {
-      throw new Error(`${path.join(top, '.git')} is no directory (a worktree is made only of a repository whose .git is at its top)`);
-    }
+    const gitFd = openGitDir(top, keep);
     const gitSt = fstatSync(gitFd);
     const commonSt = statSync(common);
     if (gitSt.dev !== commonSt.dev || gitSt.ino !== commonSt.ino || path.dirname(admin) !== path.join(common, 'worktrees'))
       throw new Error(`git's common dir ${common} is not ${path.join(top, '.git')}`);
     const objectsFd = keep(openDirAt(gitFd, 'objects'));
     const adminFd = keep(openDirAt(keep(openDirAt(gitFd, 'worktrees')), path.basename(admin)));
-    const privFd = keep(openSync(priv, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW));
+    const privFd = keep(openDir(priv));
     await runConfined({
       argv: ['git', ...NO_REPO_CODE, 'read-tree', '--reset', '-u', head],
       env: {
