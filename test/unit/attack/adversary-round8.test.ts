@@ -28,13 +28,14 @@ import * as path from 'node:path';
 import type { RunView } from '../../../src/client';
 import { decisionLines, lostLine, statusLine, waitingLine } from '../../../src/cli/render/events';
 import { describeMessage, hanging } from '../../../src/cli/render/messages';
-import { commandLines, shownText } from '../../../src/cli/render/text';
+import { shownText } from '../../../src/cli/render/text';
 import type { Message } from '../../../src/contract';
 import { TEXT_EDITOR_NAME } from '../../../src/contract/text-editor';
-import { commandDetails, commandSummary, displayCommand, pendingApproval } from '../../../src/shared/display';
+import { displayCommand, pendingApproval } from '../../../src/shared/display';
 import { unifiedDiff } from '../../../src/session/edit-diff';
 import { editLines } from '../../../src/cli/commands/status';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
+import { type LookalikeCase, expectFlaggedEverywhere } from './lookalikes';
 
 const OPEN = true;
 const t = OPEN ? test.skip : test;
@@ -43,11 +44,6 @@ afterEach(async () => {
   await closeSessions();
   removeTempDirs();
 });
-
-/** What bash prints for `command` (real bash: the characters mean nothing to it). */
-function bash(command: string): string {
-  return execFileSync('bash', ['--noprofile', '--norc', '-c', command], { encoding: 'utf8', cwd: '/tmp' });
-}
 
 describe('adversary round 8, kind 1: a job that peeks at the control line', () => {
   /**
@@ -233,7 +229,7 @@ describe('adversary round 8, kind 5: look-alikes the table does not know', () =>
   // verbatim with no warning, while bash reads each as a letter. Fix: add them, and better,
   // flag every non-ASCII punctuation or symbol (Unicode P* and S*) in a command, since bash
   // gives none of them a meaning and a person may read any of them as one.
-  const cases: Array<{ command: string; ch: string; looksLike: string; bashSays: string }> = [
+  const cases: LookalikeCase[] = [
     // "Quoted" command substitutions that bash runs.
     { command: 'echo \u275b$(echo PWNED)\u275c', ch: '\u275b', looksLike: "'", bashSays: '\u275bPWNED\u275c\n' },
     { command: 'echo \u275d$(echo PWNED)\u275e', ch: '\u275d', looksLike: '"', bashSays: '\u275dPWNED\u275e\n' },
@@ -265,18 +261,7 @@ describe('adversary round 8, kind 5: look-alikes the table does not know', () =>
     { command: 'echo a\u20e5; echo PWNED', ch: '\u20e5', looksLike: '\\', bashSays: 'a\u20e5\nPWNED\n' },
   ];
 
-  test.each(cases)(
-    '$command: bash reads $ch as a letter; the display must flag it as a look-alike of $looksLike',
-    ({ command, ch, bashSays }) => {
-      expect(bash(command)).toBe(bashSays);
-      const d = displayCommand(command);
-      expect(d.warnings.join('\n')).toContain('look-alike');
-      expect(d.text).not.toContain(ch);
-      expect(commandLines(command, { label: 'claude asks to run: ' }).join('\n')).not.toContain(ch);
-      expect(commandSummary(command, 1)).not.toContain(ch);
-      expect(commandDetails(command)).not.toContain(ch);
-    },
-  );
+  test.each(cases)('$command: bash reads $ch as a letter; the display must flag it as a look-alike of $looksLike', expectFlaggedEverywhere);
 });
 
 describe('adversary round 8, kind 5: the editor path in transcript and watch', () => {

@@ -17,19 +17,13 @@
  * so an endpoint that answers with its own ids (a proxy in ANTHROPIC_BASE_URL, a run started
  * from given `messages`) adds lines of its choosing under the CLI's own.
  */
-import { execFileSync } from 'node:child_process';
 import { describeMessage } from '../../../src/cli/render/messages';
-import { commandLines } from '../../../src/cli/render/text';
 import type { Message } from '../../../src/contract';
-import { commandDetails, commandSummary, displayCommand } from '../../../src/shared/display';
+import { displayCommand } from '../../../src/shared/display';
+import { type LookalikeCase, expectFlaggedEverywhere } from './lookalikes';
 
 const OPEN = false;
 const t = OPEN ? test.skip : test;
-
-/** What bash prints for `command` (real bash: the characters mean nothing to it). */
-function bash(command: string): string {
-  return execFileSync('bash', ['--noprofile', '--norc', '-c', command], { encoding: 'utf8', cwd: '/tmp' });
-}
 
 describe('adversary round 9, kind 5: letters drawn as shell characters', () => {
   // Each `ch` is a letter or digit (so the P*/S* rule of display.ts isSymbolOrPunctuation misses
@@ -41,7 +35,7 @@ describe('adversary round 9, kind 5: letters drawn as shell characters', () => {
   // U+16C1 U+3021 U+A4F2 U+2C92, `.` U+0660 U+06F0, `'` U+0315, `,` U+A4F9 if `,` counts), and better, derive
   // the table also from confusables' mappings to `l`/`I` (already done for U+01C0, U+2160, U+FF29)
   // and from skeletons of two characters (U+A4FC → U+A4F8 U+A4F9, itself `.,`).
-  const cases: Array<{ command: string; ch: string; looksLike: string; bashSays: string }> = [
+  const cases: LookalikeCase[] = [
     // A "second command" that is arguments (and the reverse: a "separated" command that is not run).
     { command: 'echo a \ua4fc echo PWNED', ch: '\ua4fc', looksLike: ';', bashSays: 'a \ua4fc echo PWNED\n' },
     { command: 'echo a\ua4fd\ua4fc echo PWNED', ch: '\ua4fd', looksLike: ':', bashSays: 'a\ua4fd\ua4fc echo PWNED\n' },
@@ -63,18 +57,7 @@ describe('adversary round 9, kind 5: letters drawn as shell characters', () => {
     expect(displayCommand('echo \u01c0').warnings.join('\n')).toContain('look-alike');
   });
 
-  t.each(cases)(
-    '$command: bash reads $ch as a letter; the display must flag it as a look-alike of $looksLike',
-    ({ command, ch, bashSays }) => {
-      expect(bash(command)).toBe(bashSays);
-      const d = displayCommand(command);
-      expect(d.warnings.join('\n')).toContain('look-alike');
-      expect(d.text).not.toContain(ch);
-      expect(commandLines(command, { label: 'claude asks to run: ' }).join('\n')).not.toContain(ch);
-      expect(commandSummary(command, 1)).not.toContain(ch);
-      expect(commandDetails(command)).not.toContain(ch);
-    },
-  );
+  t.each(cases)('$command: bash reads $ch as a letter; the display must flag it as a look-alike of $looksLike', expectFlaggedEverywhere);
 });
 
 describe('adversary round 9, kind 5: a tool_result heading prints its tool_use id raw', () => {
