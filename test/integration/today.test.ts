@@ -13,6 +13,7 @@ import { decodedHistory } from '../../src/dev/testing/history-codec';
 import { BUILTIN_MODELS, costUsd } from '../../src/contract/models';
 import type { Message } from '../../src/contract';
 import type { LoggedRequest, ScriptFile } from '../../src/dev/model-server';
+import { withoutCacheControl } from '../../src/dev/model-server/request';
 import { TestBed, toolUse, waitFor } from './harness';
 
 /** The messages requests the server answered, oldest first. */
@@ -22,18 +23,8 @@ function answered(bed: TestBed): LoggedRequest[] {
 
 /** A request's prefix as the API compares it: system, tools and messages, without `cache_control` markers (prefix-checks page). */
 function prefixOf(body: unknown): { system: unknown; tools: unknown; messages: unknown[] } {
-  const strip = (v: unknown): unknown =>
-    Array.isArray(v)
-      ? v.map(strip)
-      : typeof v === 'object' && v !== null
-        ? Object.fromEntries(
-            Object.entries(v)
-              .filter(([k]) => k !== 'cache_control')
-              .map(([k, x]) => [k, strip(x)]),
-          )
-        : v;
   const b = body as { system?: unknown; tools?: unknown; messages: unknown[] };
-  return { system: strip(b.system), tools: strip(b.tools), messages: strip(b.messages) as unknown[] };
+  return { system: withoutCacheControl(b.system), tools: withoutCacheControl(b.tools), messages: withoutCacheControl(b.messages) };
 }
 
 /**

@@ -37,6 +37,7 @@ import { startAgentRun } from '../../client';
 import { codecClientOptions, scriptedWorkerEnv, spawnWorker } from '../testing/worker-process';
 import { decodedHistory } from '../testing/history-codec';
 import { summarize } from './turns';
+import { withoutCacheControl } from '../model-server/request';
 
 const E = temporal.api.enums.v1.EventType;
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -178,18 +179,8 @@ function messageRequests(log: LoggedRequest[]): LoggedRequest[] {
 
 /** A request's prefix as the API compares it (system, tools, messages), `cache_control` markers removed. */
 function prefixParts(body: unknown): { head: string; messages: string[] } {
-  const strip = (v: unknown): unknown =>
-    Array.isArray(v)
-      ? v.map(strip)
-      : typeof v === 'object' && v !== null
-        ? Object.fromEntries(
-            Object.entries(v)
-              .filter(([k]) => k !== 'cache_control')
-              .map(([k, x]) => [k, strip(x)]),
-          )
-        : v;
-  const b = body as { system?: unknown; tools?: unknown; messages?: unknown[] };
-  return { head: JSON.stringify([strip(b.system), strip(b.tools)]), messages: (b.messages ?? []).map((m) => JSON.stringify(strip(m))) };
+  const b = withoutCacheControl(body as { system?: unknown; tools?: unknown; messages?: unknown[] });
+  return { head: JSON.stringify([b.system, b.tools]), messages: (b.messages ?? []).map((m) => JSON.stringify(m)) };
 }
 
 /** Whether `later` keeps `earlier`'s prefix: the same system and tools, and every earlier message but the last (a user turn grows) byte for byte. */

@@ -174,9 +174,20 @@ export function stepOf(request: MessagesRequest): number {
  */
 export function conversationKey(request: MessagesRequest): string {
   // Breakpoints move from request to request; they are not part of what a conversation is.
-  const basis = JSON.stringify(
-    [request.system ?? null, request.metadata?.user_id ?? null, request.messages[0] ?? null],
-    (key, value: unknown) => (key === 'cache_control' ? undefined : value),
-  );
+  const basis = JSON.stringify([request.system ?? null, request.metadata?.user_id ?? null, request.messages[0] ?? null], dropCacheControl);
   return createHash('sha256').update(basis).digest('hex').slice(0, 12);
+}
+
+/** A `JSON.stringify` replacer that leaves out every `cache_control` field. */
+function dropCacheControl(key: string, value: unknown): unknown {
+  return key === 'cache_control' ? undefined : value;
+}
+
+/**
+ * `value` (JSON: a request's `system`, `tools` or `messages`) without its `cache_control`
+ * markers, at any depth: what the API compares when it looks for a cached prefix (breakpoints
+ * move from request to request). A deep copy; `undefined` stays `undefined`.
+ */
+export function withoutCacheControl<T>(value: T): T {
+  return value === undefined ? value : (JSON.parse(JSON.stringify(value, dropCacheControl)) as T);
 }
