@@ -1,6 +1,6 @@
 /**
  * Session activities, built by a factory that closes over this worker
- * process's session registry (session affinity: README, "How it works").
+ * process's session registry (session affinity: docs/how-it-works.md).
  *
  * `openSession` runs on the shared queue: whichever worker takes it starts
  * the bash process and answers with its own session queue. `runCommand`,
