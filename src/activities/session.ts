@@ -437,10 +437,9 @@ export function editGate(input: RunEditInput): (p: ProposedEdit) => EditGate {
 }
 
 /**
- * Heartbeats every second, the first a second in, until the returned function is called. No
- * heartbeat at the start: the 5 s heartbeat timeout runs from the activity's start either way,
- * and most commands end well inside the first second, where a heartbeat at once cost each of
- * them an encrypted payload and a server round trip (`bench:turns`, 2026-12-06).
+ * Heartbeats every second, the first a second in, until the returned function is called: the 5 s
+ * heartbeat timeout runs from the activity's start either way, and most commands end inside the
+ * first second (why none at the start: docs/performance.md, "What was cut").
  */
 function startHeartbeat(details?: unknown): () => void {
   const ctx = Context.current();
