@@ -291,21 +291,10 @@ export const SESSION_WORKER_SHUTDOWN_GRACE_MS = 2_000;
 export const SESSION_CONTROL_START_TO_CLOSE = '30 seconds';
 
 /**
- * `openSession` runs on the shared queue (any worker). 30 s start-to-close;
- * a 5 s heartbeat timeout (it heartbeats while bash starts), so a worker
- * killed while opening a session is noticed in 5 s, not 30.
- *
- * Retries: no attempt limit in the policy, 1 s apart at first, doubling, at
- * most 10 s apart. A worker at its session cap fails the attempt at once
- * with `WorkerFull` (retryable) and the retry goes to any worker, so a full
- * cluster makes the run wait (one try every 10 s, cheap: nothing starts)
- * until a session closes somewhere, instead of failing it. A real failure
- * (bash cannot start, the working directory cannot be made) is retried
- * while the attempt number is below {@link OPEN_SESSION_FAILED_ATTEMPTS} and
- * is non-retryable from then on, so on a cluster with room it ends after 3
- * attempts, 1 s and 2 s apart, as it did when the policy said
- * `maximumAttempts: 3`. (The attempt number counts `WorkerFull` attempts
- * too: after a wait for room, the first real failure ends the open.)
+ * `openSession` runs on the shared queue (any worker): 30 s start-to-close, a 5 s heartbeat
+ * timeout so a worker killed mid-open is noticed in 5 s. Retried 1 s to 10 s apart without limit
+ * while every worker is full (`WorkerFull`), so the run waits for room; a real failure ends after
+ * {@link OPEN_SESSION_FAILED_ATTEMPTS} attempts (docs/decisions.md, "openSession waits for room").
  */
 export const OPEN_SESSION_TIMEOUTS = { startToCloseTimeout: '30 seconds', heartbeatTimeout: '5 seconds' } as const;
 export const OPEN_SESSION_RETRY_POLICY: RetryPolicy = {

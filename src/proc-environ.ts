@@ -12,8 +12,8 @@
  *
  * It is one layer, not isolation: a process of the same user can still read
  * the worker's memory (ptrace, `/proc/<pid>/mem`), and the processes that
- * started the worker (a shell, `npx`) keep their own copies. See the README's
- * security notes.
+ * started the worker (a shell, `npx`) keep their own copies. See docs/security.md,
+ * "Who runs bash".
  */
 import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { statFields } from './session/procs';

@@ -1,6 +1,6 @@
 /**
  * Settings read from the environment, for the worker and the CLI (never
- * from workflow code). Every variable is listed in the README.
+ * from workflow code). Every variable is listed in docs/configuration.md.
  */
 import { readFileSync } from 'node:fs';
 import { hostname, totalmem } from 'node:os';

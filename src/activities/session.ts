@@ -1,6 +1,6 @@
 /**
  * Session activities, built by a factory that closes over this worker
- * process's session registry (session affinity: README, "How it works").
+ * process's session registry (session affinity: docs/how-it-works.md).
  *
  * `openSession` runs on the shared queue: whichever worker takes it starts
  * the bash process and answers with its own session queue. `runCommand`,
@@ -437,10 +437,9 @@ export function editGate(input: RunEditInput): (p: ProposedEdit) => EditGate {
 }
 
 /**
- * Heartbeats every second, the first a second in, until the returned function is called. No
- * heartbeat at the start: the 5 s heartbeat timeout runs from the activity's start either way,
- * and most commands end well inside the first second, where a heartbeat at once cost each of
- * them an encrypted payload and a server round trip (`bench:turns`, 2026-12-06).
+ * Heartbeats every second, the first a second in, until the returned function is called: the 5 s
+ * heartbeat timeout runs from the activity's start either way, and most commands end inside the
+ * first second (why none at the start: docs/performance.md, "What was cut").
  */
 function startHeartbeat(details?: unknown): () => void {
   const ctx = Context.current();

@@ -36,11 +36,9 @@ const TAG_BYTES = 16;
 const CIPHER = 'AES-256-GCM';
 
 /**
- * Serialized payloads shorter than this (bytes) are encrypted without trying gzip: its header and
- * trailer alone are 18 bytes, and in `bench:turns` every payload under 100 bytes (summaries,
- * heartbeat details, small results) came out 16 to 20 bytes longer, while each try cost a zlib
- * stream's set-up (about 100 µs in the worker, 2026-12-06). The format does not change: such
- * payloads were already written as `none`.
+ * Serialized payloads shorter than this (bytes) are encrypted without trying gzip, whose header
+ * and trailer alone are 18 bytes; such payloads were already stored as `none` (measured:
+ * docs/performance.md, "What was cut").
  */
 export const MIN_GZIP_BYTES = 128;
 
@@ -52,8 +50,8 @@ let ivOffset = 0;
 /**
  * A fresh 12-byte IV, never handed out twice: slices of a buffer filled from the CSPRNG, refilled
  * (a new buffer, so no IV already returned is overwritten) when used up. GCM needs IVs unique per
- * key, not secret; a random 96-bit IV is NIST SP 800-38D §8.2.2's construction. A `randomBytes`
- * call per payload cost about 30 µs in the worker (2026-12-06).
+ * key, not secret; a random 96-bit IV is NIST SP 800-38D §8.2.2's construction. Pooled because a
+ * `randomBytes` call per payload costs more (docs/performance.md).
  */
 function nextIv(): Buffer {
   if (ivOffset + IV_BYTES > ivPool.length) {

@@ -121,7 +121,7 @@ export interface AgentRunInput {
   chatIdleTimeout?: string | number;
 }
 
-/** How a run ended, in the order `list` and the README show them. `cancelled` runs still return a result, with every `tool_use` paired. */
+/** How a run ended, in the order `list` and docs/configuration.md show them. `cancelled` runs still return a result, with every `tool_use` paired. */
 export const FINAL_STATUSES = [
   'completed',
   'max_turns',

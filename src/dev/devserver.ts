@@ -136,23 +136,10 @@ export interface DevServer {
 
 /**
  * Dynamic config every dev server this project starts carries (demo,
- * `agent-jobs server`, tests, benchmarks), unless `serverDefaults` is set.
- *
- * `history.transferProcessorMaxPollRPS` (server default 20,
- * go.temporal.io/server@v1.32.1 common/dynamicconfig/constants.go:2233) is
- * how often per second one history shard's transfer queue may read new tasks
- * from the database (a token bucket of that rate and burst,
- * service/history/queues/reader_quotas.go:38, waited on before every read in
- * service/history/queues/reader.go:428). Every workflow task and every
- * activity that is not started eagerly reaches matching through one such
- * read, and the dev server has one shard: once the first 20 tokens are
- * spent, each of them waits for the next token, 50 ms apart, and a turn
- * (three of them) takes 150 ms instead of ~30. At 1000 a read waits only
- * when more than 1000 happen in a second; the per-host bound
- * (`history.transferProcessorMaxPollHostRPS`, by default 30 % of
- * `history.persistenceMaxQPS`, 2700/s) still caps what the readers ask of
- * the database, so what this trades is more, smaller reads under load, on a
- * server on one machine.
+ * `agent-jobs server`, tests, benchmarks), unless `serverDefaults` is set:
+ * `history.transferProcessorMaxPollRPS` at 1000 instead of the server's 20,
+ * which held a turn to ~150 ms on the dev server's one shard (docs/decisions.md,
+ * "Dev servers read transfer tasks at 1,000 a second"; measured in docs/performance.md).
  */
 export const DEV_SERVER_DYNAMIC_CONFIG: Readonly<Record<string, string | number | boolean>> = {
   'history.transferProcessorMaxPollRPS': 1000,

@@ -1,6 +1,6 @@
 /**
- * The approval policy, judged on what bash will actually execute (README,
- * Security; cases C16–C18 in docs/cases.md). Node-side: it parses with the
+ * The approval policy, judged on what bash will actually execute (docs/security.md;
+ * cases C16–C18 in docs/cases.md). Node-side: it parses with the
  * native tree-sitter-bash grammar, so workflow code must not import it (the
  * workflow's own, older text policy stays in src/workflows/approval-policy.ts
  * for replaying old histories). An activity or the worker calls

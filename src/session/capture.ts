@@ -1,17 +1,8 @@
 /**
- * Capturing one command's output through a named pipe (FIFO).
- *
- * Why a FIFO per command, and not a file or the shell's own stdout:
- * - Background jobs inherit the command's stdout. With one shared pipe their
- *   later output would land in the next command's result; with a pipe per
- *   command it stays in its own pipe, which the worker drains and discards
- *   once the command has ended (so a chatty `server &` neither blocks on a
- *   full pipe nor dies of SIGPIPE).
- * - A regular capture file breaks the common `echo error > /dev/stderr`:
- *   reopening /dev/stderr with O_TRUNC truncates the file and loses what was
- *   already written. A FIFO ignores O_TRUNC, like a terminal.
- * - Nothing goes to disk, so a command printing gigabytes costs CPU, not
- *   disk space, and the worker keeps only a head and a tail in memory.
+ * Capturing one command's output through a named pipe (FIFO) of its own, so a background
+ * job's later output stays out of later results, `echo err > /dev/stderr` (O_TRUNC) loses
+ * nothing, and nothing goes to disk (why not a file or the shell's stdout: src/session/README.md,
+ * "Output through a FIFO per command").
  *
  * The worker opens each FIFO read-write and non-blocking (so neither side
  * waits for the other and no EOF is seen before bash opens it), and reads it

@@ -13,13 +13,10 @@
  * to file.`; success of `str_replace`: `Successfully replaced text at exactly one location.`
  * Texts the page does not give are this module's own (docs/text-editor.md lists them).
  *
- * Why a helper process: every file operation runs as the session's user inside a fresh
- * sandbox like the session's (`sandboxedSpawnArgs`: the same identity, the workspace the only
- * writable place, the exact-run hidden paths covered), so an edit can read and write only what
- * a command of the session could, files it creates are owned as the shell's are, and a symlink
- * swapped in after the worker's check reaches nothing outside the sandbox. The helper is
- * `node -e` (the worker's own Node binary) with a self-contained script; the request goes in on
- * stdin and the answer comes out on stdout as JSON.
+ * Every file operation runs in a helper process (`node -e`, the worker's own Node, with a
+ * self-contained script: request on stdin, JSON answer on stdout) as the session's user inside
+ * a fresh sandbox like the session's (`sandboxedSpawnArgs`), so an edit reaches only what a
+ * command of the session could (why: docs/text-editor.md, "Where edits run").
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createHash } from 'node:crypto';

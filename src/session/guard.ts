@@ -2,10 +2,9 @@
  * The process guard: enforces `limits.maxProcesses` for one shell and finds
  * every process that shell started, so they can all be killed.
  *
- * Why not `ulimit -u`: the kernel does not apply RLIMIT_NPROC to uid 0, and
- * workers run as root in CI and in most containers; for other users it
- * counts all of the user's processes on the machine. Two mechanisms that do
- * work for root, chosen in this order by mode `auto`:
+ * Not `ulimit -u`, which does nothing for root (src/session/README.md, "Fork
+ * bombs as root", with measurements). Two mechanisms that do work for root,
+ * chosen in this order by mode `auto`:
  *
  * 1. `cgroup`: a pids cgroup per shell (cgroup v1 `pids` hierarchy, or v2
  *    when the pids controller can be enabled below our own cgroup). The
@@ -31,7 +30,7 @@
  *      the tasks of each shell's session (session id = the shell's pid: it
  *      is started with setsid), stopping at the first session over its limit.
  *    The kernel does not stop the forks, so a bomb overshoots the limit by
- *    what it forks before detection (measured below, in README.md); a
+ *    what it forks before detection (measured in src/session/README.md); a
  *    process that calls setsid itself escapes the count.
  *
  * Either way a limit hit ends the command: the guard calls `onExceeded` and

@@ -1,63 +1,21 @@
 /**
  * The seccomp filter every sandboxed process of a session runs under (bwrap
- * `--seccomp FD`, which takes a compiled classic-BPF program): the system
- * calls that reach into ANOTHER process are refused with EPERM.
+ * `--seccomp FD`, which takes a compiled classic-BPF program). Refused:
  *
- * Why: every process of a session runs as the same user as its bash, so
- * without this any of them (a background job, a program a command left
- * behind) could `ptrace` bash (stop it, read the next control line out of
- * its memory, make it run something else), copy bash's descriptors with
- * `pidfd_getfd` (the control channel), or read and write bash's memory with
- * `process_vm_readv`/`process_vm_writev`; then forge a command's result
- * (src/session/protocol.ts). Denied here:
+ * - the calls that reach into another process, with EPERM: `ptrace` (attach, seize and
+ *   TRACEME), `pidfd_getfd`, `process_vm_readv`, `process_vm_writev`, `process_madvise`,
+ *   `kcmp`, `perf_event_open`, and `io_uring_*` (its operations do not pass seccomp);
+ * - `recvfrom`, `recvmsg`, `recvmmsg` with MSG_PEEK in their flags, with EPERM;
+ * - every socket family but the network namespace's own ({@link ALLOWED_SOCKET_FAMILIES},
+ *   of netlink only {@link ALLOWED_NETLINK_PROTOCOLS}; see {@link seccompProgram});
+ * - the kernel's keyrings (`add_key`, `request_key`, `keyctl`: {@link KEYRING_SYSCALLS}), with ENOSYS;
+ * - every call of another ABI than the worker's (i386 `int 0x80` on x86-64, x32).
  *
- * - `ptrace` (attach, seize, and TRACEME: a tracee's parent could be the attacker),
- * - `pidfd_getfd` (another process's descriptors),
- * - `process_vm_readv`, `process_vm_writev` (another process's memory),
- * - `process_madvise` (another process's memory management),
- * - `kcmp` (compares other processes' descriptors and memory: a probe for the above),
- * - `perf_event_open` (samples another process's registers and stack),
- * - `io_uring_*` (its socket and connect operations do not pass seccomp).
- *
- * And `recvfrom`, `recvmsg`, `recvmmsg` with MSG_PEEK in their flags: a
- * background job left holding bash's saved stdin (fds 10-12 of a subshell
- * forked while a command ran) would otherwise see the next control line,
- * with the command's FIFO and all three tokens, while leaving it queued for
- * bash, so bash's own read count stays whole. Reading the line instead
- * consumes it, which that count catches (shell.ts `bytesRead`). `tee(2)`,
- * the other way to look without consuming, takes pipes only, and the
- * control channel is a socketpair. The cost: a program that sizes a message
- * by peeking fails with EPERM in a session, notably iproute2 (`ip`, `ss`:
- * recvmsg(MSG_PEEK | MSG_TRUNC) on netlink; `/proc/net/route` and friends
- * hold the same tables); a filter cannot tell a netlink socket from bash's,
- * and MSG_TRUNC does not stop a unix stream socket from copying the data.
- *
- * And every socket family but the network namespace's own (an allowlist,
- * {@link ALLOWED_SOCKET_FAMILIES}): unix sockets reach host services
- * whatever the network namespace, `socket(AF_UNIX)` is refused, and
- * `socketpair(AF_UNIX)` allowed only for the stream and seqpacket pairs
- * that cannot be pointed elsewhere; any other family (AF_VSOCK reaches
- * the hypervisor's host, others reach devices or kernel services no
- * namespace bounds) fails with EAFNOSUPPORT (see {@link seccompProgram}).
- * Of netlink only NETLINK_ROUTE ({@link ALLOWED_NETLINK_PROTOCOLS}): the
- * other netlink protocols are not all bounded by the namespace (the kernel's
- * uevents, NETLINK_KOBJECT_UEVENT, reach every namespace, the host's device
- * events included).
- *
- * And the kernel's keyrings, refused with ENOSYS (as Docker's default profile refuses them;
- * programs then take their fallback): `add_key`, `request_key`, `keyctl`
- * ({@link KEYRING_SYSCALLS}). The user keyring is one per uid (per user namespace, and the
- * session has none of its own), so bash, running as the workspace's owner, would share it with
- * every process of the owner on the host: read the secrets they keep there (Kerberos caches,
- * passphrases), plant keys that outlive the session, fill the owner's key quota.
- *
- * System calls of another ABI than the worker's (i386 `int 0x80` on
- * x86-64, x32) are refused too, since their numbers differ and the filter
- * only knows the native ones: a 32-bit program does not run in a session.
- *
- * Written by hand rather than with libseccomp: the program is about 50
- * instructions, and its test (test/unit/attack/reach-into-bash.test.ts) runs each
- * denied call in a real session.
+ * Each keeps a process of the session (all run as bash's user) from forging a command's result
+ * (src/session/protocol.ts) or reaching past the sandbox. Why each, what it costs (iproute2's
+ * `ip` and `ss` fail; a 32-bit program does not run), and why by hand rather than with
+ * libseccomp: docs/decisions.md, "The sandbox's seccomp filter, by hand". Test:
+ * test/unit/attack/reach-into-bash.test.ts runs each denied call in a real session.
  */
 import * as fs from 'node:fs';
 import {

@@ -11,7 +11,7 @@
  * {@link displayCommand} shows such a command escaped, one line, with a
  * warning per class of character found, its full length and its hash.
  *
- * Escaping rules (the README's CLI section summarises them):
+ * Escaping rules (docs/cli.md, "What you see is what runs", summarises them):
  * - A command with none of the characters below is shown verbatim (then
  *   `warnings` is empty and `text === command`, unless cut).
  * - Otherwise it is shown escaped, and every backslash of the command is

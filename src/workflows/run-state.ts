@@ -94,9 +94,7 @@ export const MAX_DECISIONS_KEPT = 20;
 
 /**
  * patched() id: the run's end goes through {@link RunState.setStatus} like every other status change,
- * so a run that ends while it waits for a person (a chat run's `end`, a cancel during an approval)
- * clears `AgentAwaitingSince`; before, the final upsert kept the old time and `pending`-style
- * queries on it still found the closed run.
+ * so a run that ends while it waits for a person clears `AgentAwaitingSince` (docs/patches.md).
  */
 export const END_THROUGH_SET_STATUS_PATCH = 'end-through-set-status';
 

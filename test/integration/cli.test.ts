@@ -56,7 +56,7 @@ describe('agent-jobs CLI', () => {
       usage: expect.any(Object),
       result: null,
     });
-    // status --json carries the session as the README documents it (with its user and sandbox).
+    // status --json carries the session as docs/cli.md documents it (with its user and sandbox).
     expect((pending as unknown as { session: Record<string, unknown> }).session).toMatchObject({
       sessionId: expect.any(String),
       workerId: expect.any(String),

@@ -1,5 +1,5 @@
 /**
- * "What the human sees is what runs" (README, Security), end to end: a real dev
+ * "What the human sees is what runs" (docs/security.md), end to end: a real dev
  * server, a real worker and the scripted model, which asks for a command
  * holding a carriage return, an ANSI erase-line and a right-to-left override
  * under approval `always`. status (JSON and text), watch, transcript and the

@@ -1,5 +1,5 @@
 /**
- * The approval policy end to end (README, Security): under `policy`, the session's
+ * The approval policy end to end (docs/security.md): under `policy`, the session's
  * worker judges each command on what bash would run and on the workspace's
  * real paths; only a plain read-only command runs unasked, exactly (no
  * shell); every bypass of the old text rules waits for a human and runs

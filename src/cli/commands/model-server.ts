@@ -1,4 +1,4 @@
-/** `agent-jobs model-server`: the scripted Messages API server (README: "The scripted Messages API server"). */
+/** `agent-jobs model-server`: the scripted Messages API server (docs/scripted-server.md). */
 import type { Command } from 'commander';
 import { ModelScriptError, runModelServerCommand, type ModelServerCommandOptions } from '../../dev/model-server';
 import { CliError } from '../errors';

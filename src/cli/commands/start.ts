@@ -82,7 +82,7 @@ function modelInfoFor(model: string, env: NodeJS.ProcessEnv): Pick<AgentRunInput
   try {
     table = modelTable(env);
   } catch (err) {
-    throw new CliError(err instanceof Error ? err.message : String(err), 'fix AGENT_JOBS_MODELS (README, "Configuration"), or unset it');
+    throw new CliError(err instanceof Error ? err.message : String(err), 'fix AGENT_JOBS_MODELS (docs/configuration.md), or unset it');
   }
   const info = lookupModel(table, model);
   return info ? { modelInfo: info } : {};

@@ -9,7 +9,7 @@ import { safeText } from '../../shared/display';
 import { jsonText } from './text';
 import { formatDurationMs } from '../parse';
 
-/** The JSON shape of `status --json` (and of `watch --json`'s `result` event), as the README's CLI table documents it. */
+/** The JSON shape of `status --json` (and of `watch --json`'s `result` event), as docs/cli.md's command table documents it. */
 export function statusJson(view: RunView): Record<string, unknown> {
   return {
     workflowId: view.workflowId,

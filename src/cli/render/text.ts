@@ -3,7 +3,7 @@
  * Nothing from a run (commands, Claude's words, outputs, reasons) reaches
  * the terminal raw: text goes through {@link terminalText}, JSON through
  * {@link jsonText}, and commands are shown by {@link commandLines} (what
- * the human approves is what runs: README, Security). Each is applied once,
+ * the human approves is what runs: docs/security.md). Each is applied once,
  * to the raw text (an unambiguous escaping cannot be applied twice); lines
  * made of such parts are printed with {@link printShown}.
  */

@@ -25,7 +25,7 @@ export function describeUp(state: ClusterState): string {
     'Point the CLI and workers at it (either frontend serves the whole cluster):',
     `  export TEMPORAL_ADDRESS=${first?.frontendAddress ?? '?'} TEMPORAL_NAMESPACE=${state.namespace}`,
     '  npm run worker        # in another terminal',
-    '  npx agent-jobs start --follow "your task"   # without a Claude key: the scripted model server, see the README',
+    '  npx agent-jobs start --follow "your task"   # without a Claude key: the scripted model server, see docs/scripted-server.md',
     'Status: npm run cluster -- status    Stop: npm run cluster -- down',
   ];
   return lines.join('\n');

@@ -1,5 +1,5 @@
 /**
- * The scripted Messages API server (README: "The scripted Messages API server"): speaks
+ * The scripted Messages API server (docs/scripted-server.md): speaks
  * `POST /v1/messages` and answers from a script file, so the real
  * `@anthropic-ai/sdk` can be pointed at it with `baseURL` /
  * `ANTHROPIC_BASE_URL`. Used by the tests, the benchmarks and the demo when

@@ -1,5 +1,5 @@
 /**
- * Attacks on "what the human reads is what runs" (README, Security) with characters that a
+ * Attacks on "what the human reads is what runs" (docs/security.md) with characters that a
  * terminal and a browser draw, but not as what bash reads: look-alikes of the shell's
  * metacharacters (`‘` reads as a quote, bash reads a letter), default-ignorable code points
  * (drawn as nothing), combining marks with nothing to sit on, a `by` name nobody can see, and

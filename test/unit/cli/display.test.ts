@@ -1,6 +1,6 @@
 /**
  * What the CLI prints from a run is terminal-safe (what the human approves
- * is what runs: README, Security): commands are
+ * is what runs: docs/security.md): commands are
  * shown by commandLines (escaped, warnings, hash), Claude's text and
  * outputs are escaped by describeMessage, JSON keeps its value but not the
  * raw characters; --sha takes a hex prefix.

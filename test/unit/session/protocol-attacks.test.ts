@@ -184,7 +184,7 @@ describe("kind 6: a command cannot forge its end-of-command record on the sessio
     );
     const out = await running;
     // In the sandbox (own pid namespace) the other shell is not even visible. Without it both
-    // shells are one user and can reach each other: the README says so.
+    // shells are one user and can reach each other: src/session/README.md says so.
     if (a.sandbox === 'bwrap') {
       expect(r.output).not.toMatch(/wrote-/);
       expect(out.output).not.toMatch(/INJECTED/);

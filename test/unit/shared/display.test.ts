@@ -1,5 +1,5 @@
 /**
- * "What the human sees is what runs" (README, Security): displayCommand shows
+ * "What the human sees is what runs" (docs/security.md): displayCommand shows
  * commands that hide, overwrite, reorder or push text out of sight escaped,
  * with warnings, length and hash; everything else verbatim. A decoder of
  * the display proves it unambiguous: an escaped display reads back to the

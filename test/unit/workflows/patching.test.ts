@@ -1,5 +1,5 @@
 /**
- * How to change workflow code safely (README, "Changing workflow code
+ * How to change workflow code safely (docs/development.md, "Changing workflow code
  * safely"): the saved histories replay against a copy of the workflow code
  * with a new timer before every Claude call. Guarded by `patched()`, the
  * change replays; unguarded, replay fails with a determinism error. This is
