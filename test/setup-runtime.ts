@@ -1,5 +1,11 @@
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 
+// One timeout for every unit test, a hang detector and not a speed claim (a project's `testTimeout` in
+// jest.config.js is not applied; only the root's or this): many of them start real bash, bwrap, git and node
+// processes, whose time grows with the machine's load (tests of 1 s on a quiet machine passed jest's default
+// 5 s, and a loaded one failed them). A test that claims speed measures it and asserts the figure.
+jest.setTimeout(120_000);
+
 // Replay workers created in the test process log errors only: the INFO
 // state changes of every replay, and the WARN lines of the replays that
 // patching.test.ts expects to fail, would bury the test output.

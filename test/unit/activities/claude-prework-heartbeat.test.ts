@@ -40,4 +40,4 @@ test('callClaude heartbeats while it rebuilds the conversation from history, bef
     }),
   ).rejects.toThrow();
   expect(heartbeatsDuringRead).toBeGreaterThanOrEqual(2);
-}, 15_000);
+});

@@ -126,7 +126,7 @@ describe('a streamed answer that breaks is never an answer (C27)', () => {
     // The next request of the step gets the whole answer.
     const again = await call(url, 4);
     expect((again.outcome as CallClaudeOutput).content[1]).toMatchObject({ type: 'tool_use', input: bigInput });
-  }, 20_000);
+  });
 
   test('an `event: error` overloaded mid-stream: retryable ClaudeApiUnavailable naming the type', async () => {
     const url = await scripted({
@@ -205,7 +205,7 @@ describe('heartbeats carry the thinking state', () => {
       expect(h.partialText).toBe('');
     }
     expect(heartbeats.some((h) => h.phase === 'text' && h.partialText.startsWith('Done thinking'))).toBe(true);
-  }, 20_000);
+  });
 
   test('summarized thinking: its end streams in the heartbeats, bounded, as does the text; the payload stays small', async () => {
     const thought = `${'I should look at the failing test first. '.repeat(150)}THOUGHT END`;
@@ -236,7 +236,7 @@ describe('heartbeats carry the thinking state', () => {
     expect(late.length).toBeGreaterThan(0);
     expect(late.at(-1)!.thinkingText!.endsWith('THOUGHT END')).toBe(true);
     expect(late.at(-1)!.thinkingChars).toBe(thought.length);
-  }, 30_000);
+  });
 });
 
 describe('the idle watchdog counts what arrives on the wire, pings included (the SDK drops them)', () => {
@@ -251,7 +251,7 @@ describe('the idle watchdog counts what arrives on the wire, pings included (the
     expect(Date.now() - started).toBeGreaterThanOrEqual(4_000);
     expect((outcome as CallClaudeOutput).content).toEqual([{ type: 'text', text: 'Thought it through.' }]);
     expect(server!.requests()).toHaveLength(1);
-  }, 20_000);
+  });
 
   // C21: a complete answer is used at message_stop, whether or not the socket ever closes.
   test('a whole answer on a socket that is never closed: used at message_stop, not after the idle timeout', async () => {
@@ -267,7 +267,7 @@ describe('the idle watchdog counts what arrives on the wire, pings included (the
     expect(Date.now() - started).toBeLessThan(5_000);
     // Not held open by the call: the server's only connection was let go.
     raw!.closeAllConnections();
-  }, 20_000);
+  });
 
   // C21: a stalled stream is aborted as retryable.
   test('no byte for that long (a silent pause, or a stalled stream): aborted as retryable ClaudeConnectionError, and the retry answers', async () => {
@@ -283,5 +283,5 @@ describe('the idle watchdog counts what arrives on the wire, pings included (the
     const again = await call(url, 3, 10_000);
     expect((again.outcome as CallClaudeOutput).content).toEqual([{ type: 'text', text: 'Thought it through.' }]);
     expect(server!.requests().map((r) => r.response.kind)).toEqual(['stream_stall', 'message', 'message']);
-  }, 30_000);
+  });
 });

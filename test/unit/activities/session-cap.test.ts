@@ -53,7 +53,7 @@ describe('SessionRegistry capacity through openSession', () => {
       expect((err as Error).message).toContain('worker w1 holds 2 of its 2 bash sessions');
     }
     expect(registry.count).toBe(2);
-  }, 30_000);
+  });
 
   test('a closed session frees its slot for the next open', async () => {
     const a = activities(1);
@@ -63,7 +63,7 @@ describe('SessionRegistry capacity through openSession', () => {
     const second = await a.run(a.openSession, { workflowId: 'run-2' });
     expect(second.sessionId).not.toBe(first.sessionId);
     expect(registry.count).toBe(1);
-  }, 30_000);
+  });
 
   test('a run that opens again replaces its own stale session here, even at the cap', async () => {
     const a = activities(1);
@@ -72,7 +72,7 @@ describe('SessionRegistry capacity through openSession', () => {
     expect(again.sessionId).not.toBe(first.sessionId);
     expect(registry.count).toBe(1);
     expect(() => registry.require(first.sessionId, 'w1')).toThrow(/holds no bash session/);
-  }, 30_000);
+  });
 
   test('a start that fails gives its slot back; retryable before attempt 3, non-retryable from it', async () => {
     const bad = { workflowId: 'run-1', workdir: '/proc/self/no-such-dir' };
@@ -83,5 +83,5 @@ describe('SessionRegistry capacity through openSession', () => {
     const last = activities(1, 3);
     await expect(last.run(last.openSession, bad)).rejects.toMatchObject({ nonRetryable: true, type: 'Error' });
     expect(registry.count).toBe(0);
-  }, 30_000);
+  });
 });

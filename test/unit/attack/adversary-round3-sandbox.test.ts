@@ -80,7 +80,7 @@ describe('kind 2: a --network session reaches a host service', () => {
         execFileSync('ip', ['link', 'del', IFACE], { stdio: 'ignore' });
       }
     });
-  }, 60_000);
+  });
 
   test('through an address the host routes to itself without any interface holding it (a local route, "AnyIP")', async () => {
     if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting where the network namespace applies)');
@@ -93,7 +93,7 @@ describe('kind 2: a --network session reaches a host service', () => {
         execFileSync('ip', ['route', 'del', 'local', LOCAL_ROUTE, 'dev', 'lo']);
       }
     });
-  }, 60_000);
+  });
 });
 
 describe('kind 6: memory outside the sized /tmp and /dev/shm', () => {
@@ -136,7 +136,7 @@ describe('kind 6: memory outside the sized /tmp and /dev/shm', () => {
     const grown = hostShmem() - before;
     // Within the session's budget: at most what its two tmpfs can hold (slack for the rest of the machine).
     expect(grown).toBeLessThan(2 * 32 * MiB + 64 * MiB);
-  }, 60_000);
+  });
 
   test('SysV shared memory segments: 600 MiB that stay after the command and all its processes have exited', async () => {
     const dir = tempDir();
@@ -148,7 +148,7 @@ describe('kind 6: memory outside the sized /tmp and /dev/shm', () => {
     // No process of the command is left, yet the memory is held until the session ends.
     const grown = hostShmem() - before;
     expect(grown).toBeLessThan(2 * 32 * MiB + 64 * MiB);
-  }, 60_000);
+  });
 
   test('a tmpfs of its own: the session user makes a user namespace (unshare -Urm), mounts a tmpfs without a size over /tmp and fills it', async () => {
     const dir = tempDir();
@@ -167,5 +167,5 @@ describe('kind 6: memory outside the sized /tmp and /dev/shm', () => {
     const grew = Number(/grew (\d+)/.exec(r.output)?.[1] ?? 0) * MiB;
     expect(r.output).toMatch(/grew|Operation not permitted|cannot|denied/);
     expect(grew).toBeLessThan(2 * 32 * MiB + 64 * MiB);
-  }, 60_000);
+  });
 });

@@ -56,7 +56,7 @@ describe('kind 1: a command result can still be forged', () => {
     if (r.exitCode === null) expect(r.output).toMatch(/could not be confirmed|was NOT run/);
     else expect({ exitCode: r.exitCode, output: r.output, ran }).toEqual({ exitCode: 3, output: 'real output\n', ran: true });
     expect(r.output).not.toContain('all 42 tests passed');
-  }, 30_000);
+  });
 
   test("a background job that learned its own capture FIFO's name writes into a later command's output once the FIFO is recycled", async () => {
     // The names are random now and the directory is not listable, but a program's own fd 1 names its FIFO
@@ -70,7 +70,7 @@ describe('kind 1: a command result can still be forged', () => {
     const outputs: string[] = [];
     for (let i = 2; i <= 5; i++) outputs.push((await s.run(`sleep 1; echo cmd${i}`)).output);
     expect(outputs).toEqual(['cmd2\n', 'cmd3\n', 'cmd4\n', 'cmd5\n']);
-  }, 30_000);
+  });
 });
 
 describe('kind 1: every name the bookkeeping calls, and bash input reached from the command itself', () => {
@@ -128,23 +128,19 @@ describe('kind 1: every name the bookkeeping calls, and bash input reached from 
 }`;
   }
 
-  test.each(NAMES)(
-    'a function named %s that becomes the read loop forges nothing for a later command',
-    async (name) => {
-      const dir = tempDir();
-      const s = await startSession({ cwd: dir, workspace: dir, timeoutMs: 5_000 });
-      await s.run(hijacker(name));
-      // The probe calls none of NAMES itself (its status comes from a program).
-      for (const n of [1, 2]) {
-        const r = await s.run(`touch ran${n} && /bin/echo real output; sh -c 'exit 3'`);
-        const ran = fs.existsSync(path.join(dir, `ran${n}`));
-        expect(r.output).not.toContain('all 42 tests passed');
-        if (r.exitCode === null) expect(r.output).toMatch(/could not be confirmed|was NOT run/);
-        else expect({ exitCode: r.exitCode, output: r.output, ran }).toEqual({ exitCode: 3, output: 'real output\n', ran: true });
-      }
-    },
-    60_000,
-  );
+  test.each(NAMES)('a function named %s that becomes the read loop forges nothing for a later command', async (name) => {
+    const dir = tempDir();
+    const s = await startSession({ cwd: dir, workspace: dir, timeoutMs: 5_000 });
+    await s.run(hijacker(name));
+    // The probe calls none of NAMES itself (its status comes from a program).
+    for (const n of [1, 2]) {
+      const r = await s.run(`touch ran${n} && /bin/echo real output; sh -c 'exit 3'`);
+      const ran = fs.existsSync(path.join(dir, `ran${n}`));
+      expect(r.output).not.toContain('all 42 tests passed');
+      if (r.exitCode === null) expect(r.output).toMatch(/could not be confirmed|was NOT run/);
+      else expect({ exitCode: r.exitCode, output: r.output, ran }).toEqual({ exitCode: 3, output: 'real output\n', ran: true });
+    }
+  });
 
   test("background jobs that loop reading every descriptor of bash's (its saved input among them) forge nothing", async () => {
     const dir = tempDir();
@@ -167,5 +163,5 @@ done; echo started`;
       if (r.exitCode === null) expect(r.timedOut || /could not be confirmed|was NOT run/.test(r.output)).toBe(true);
       else expect({ exitCode: r.exitCode, output: r.output, ran }).toEqual({ exitCode: 3, output: 'real output\n', ran: true });
     }
-  }, 60_000);
+  });
 });

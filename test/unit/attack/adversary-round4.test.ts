@@ -78,7 +78,7 @@ describe('round 4: look-alikes missing from the table', () => {
     const d = displayCommand(command);
     expect(d.text).not.toContain('\u2502');
     expect(d.warnings.join('\n')).toContain('look-alike');
-  }, 30_000);
+  });
 
   test('a sharp sign drawn as "#": the rest of the line reads as a comment, bash runs it; the display must say so', async () => {
     const dir = tempDir();
@@ -88,7 +88,7 @@ describe('round 4: look-alikes missing from the table', () => {
     expect(fs.existsSync(path.join(dir, 'pwned'))).toBe(true); // bash ran the "comment"
     const d = displayCommand(command);
     expect({ shownVerbatim: d.text.includes('\u266f'), warned: d.warnings.length > 0 }).toEqual({ shownVerbatim: false, warned: true });
-  }, 30_000);
+  });
 
   test('Hebrew geresh drawn as a quote: echo \u05f3$(id -un)\u05f3 reads as a literal, bash runs id; the display must say so', async () => {
     const dir = tempDir();
@@ -98,5 +98,5 @@ describe('round 4: look-alikes missing from the table', () => {
     expect(r.output).not.toContain('$(id -un)'); // bash substituted: no quoting took place
     const d = displayCommand(command);
     expect({ shownVerbatim: d.text.includes('\u05f3'), warned: d.warnings.length > 0 }).toEqual({ shownVerbatim: false, warned: true });
-  }, 30_000);
+  });
 });

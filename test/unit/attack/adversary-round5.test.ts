@@ -76,7 +76,7 @@ describe('kind 6: socket families that cross the network namespace', () => {
       await s.close();
     }
     // With the family refused the job's file stays empty (its error goes to /dev/null): each wait above runs to its 10 s deadline.
-  }, 60_000);
+  });
 });
 
 /**
@@ -130,7 +130,7 @@ describe('kind 6/7: descriptors the worker inherited reach the session', () => {
     } finally {
       fs.rmSync(secretDir, { recursive: true, force: true });
     }
-  }, 90_000);
+  });
 });
 
 /** Swaps each of N regular files (of SIZE bytes) with a symlink to TARGET, over and over (python, renameat2 RENAME_EXCHANGE). */

@@ -263,32 +263,28 @@ describe('sub-agent worktree add: commondir and gitfile shapes chosen to get pas
 });
 
 describe('the confined checkout has no deadline (checkpoint/confine.ts runConfined)', () => {
-  asRoot(
-    "a FIFO for a blob object: the sub-agent worktree is made or refused within git's 25 s, not never",
-    async () => {
-      const root = tempDir('aj-adv6-');
-      fs.chmodSync(root, 0o755);
-      const parent = path.join(root, 'parent');
-      fs.mkdirSync(parent);
-      git(parent, 'init', '-q', '-b', 'main');
-      fs.writeFileSync(path.join(parent, 'README'), 'base\n');
-      git(parent, 'add', 'README');
-      git(parent, 'commit', '-q', '-m', 'base');
-      // The parent's session swaps README's loose object for a FIFO: rev-parse HEAD^{commit} never reads it, read-tree -u does.
-      const p = await startSession({ cwd: parent, workspace: parent, hidePaths: [root] });
-      const planted = await p.run(
-        'b=$(git rev-parse HEAD:README) && f=.git/objects/${b:0:2}/${b:2} && rm -f "$f" && mkfifo "$f" && echo FIFO',
-      );
-      expect(planted.output).toContain('FIFO');
-      const started = Date.now();
-      const settled = await Promise.race([
-        createWorktree(root, parent, 'c').then(() => 'settled'),
-        new Promise<string>((resolve) => setTimeout(() => resolve('still waiting'), 40_000).unref()),
-      ]);
-      expect({ settled, seconds: Math.round((Date.now() - started) / 1000) }).toMatchObject({ settled: 'settled' });
-    },
-    60_000,
-  );
+  asRoot("a FIFO for a blob object: the sub-agent worktree is made or refused within git's 25 s, not never", async () => {
+    const root = tempDir('aj-adv6-');
+    fs.chmodSync(root, 0o755);
+    const parent = path.join(root, 'parent');
+    fs.mkdirSync(parent);
+    git(parent, 'init', '-q', '-b', 'main');
+    fs.writeFileSync(path.join(parent, 'README'), 'base\n');
+    git(parent, 'add', 'README');
+    git(parent, 'commit', '-q', '-m', 'base');
+    // The parent's session swaps README's loose object for a FIFO: rev-parse HEAD^{commit} never reads it, read-tree -u does.
+    const p = await startSession({ cwd: parent, workspace: parent, hidePaths: [root] });
+    const planted = await p.run(
+      'b=$(git rev-parse HEAD:README) && f=.git/objects/${b:0:2}/${b:2} && rm -f "$f" && mkfifo "$f" && echo FIFO',
+    );
+    expect(planted.output).toContain('FIFO');
+    const started = Date.now();
+    const settled = await Promise.race([
+      createWorktree(root, parent, 'c').then(() => 'settled'),
+      new Promise<string>((resolve) => setTimeout(() => resolve('still waiting'), 40_000).unref()),
+    ]);
+    expect({ settled, seconds: Math.round((Date.now() - started) / 1000) }).toMatchObject({ settled: 'settled' });
+  });
 });
 
 describe('runConfined kills what outlives its deadline', () => {

@@ -78,7 +78,7 @@ describe('adversary round 8, kind 1: a job that peeks at the control line', () =
     const { r, jobErrors } = await attacked('out', 'sleep 1; echo second; (exit 7)');
     ranAsMeant(jobErrors);
     expect(r.output).not.toContain('FAKE');
-  }, 60_000);
+  });
 
   // With the fence written after its line, the worker takes the job's line for all the output:
   // the command's own output (`second`) is dropped. Same fix.
@@ -87,7 +87,7 @@ describe('adversary round 8, kind 1: a job that peeks at the control line', () =
     ranAsMeant(jobErrors);
     expect(r.output).not.toContain('FAKE');
     expect(r.output).toContain('second');
-  }, 60_000);
+  });
 
   // The whole result forged: exit 0 and invented output for a command whose status is 7,
   // within ~0.4 s, no restart. bash did read the line (its own count holds) and is in its reader
@@ -102,7 +102,7 @@ describe('adversary round 8, kind 1: a job that peeks at the control line', () =
     expect(r.output).not.toContain('FAKE');
     if (r.exitCode === null) expect(r.output).toMatch(/could not be confirmed|unknown/);
     else expect(r.exitCode).not.toBe(0);
-  }, 60_000);
+  });
 });
 
 describe("adversary round 8, kind 1: a job that reopens a running command's FIFO through /proc", () => {
@@ -114,37 +114,29 @@ describe("adversary round 8, kind 1: a job that reopens a running command's FIFO
   // commands) does not cover the command that is running. Fix: give a command's output a
   // descriptor /proc cannot reopen (a socketpair: open(2) of /proc/<pid>/fd/N of a socket fails
   // with ENXIO), or keep later jobs out of the command's /proc (another uid per command).
-  t(
-    'a background job cannot write into the output of a later command through /proc/<pid>/fd/1',
-    async () => {
-      const dir = tempDir();
-      fs.copyFileSync(path.join(__dirname, 'fixtures', 'inject-running-output.py'), path.join(dir, 'inject.py'));
-      const s = await startSession({ cwd: dir, workspace: dir });
-      expect((await s.run('( exec python3 inject.py </dev/null >/dev/null 2>&1 ) &')).exitCode).toBe(0);
-      await new Promise((r) => setTimeout(r, 1000));
-      const r = await s.run('sleep 2; echo second; (exit 7)');
-      expect(r.output).not.toContain('FAKE');
-      expect(r).toMatchObject({ exitCode: 7, output: 'second\n' });
-    },
-    60_000,
-  );
+  t('a background job cannot write into the output of a later command through /proc/<pid>/fd/1', async () => {
+    const dir = tempDir();
+    fs.copyFileSync(path.join(__dirname, 'fixtures', 'inject-running-output.py'), path.join(dir, 'inject.py'));
+    const s = await startSession({ cwd: dir, workspace: dir });
+    expect((await s.run('( exec python3 inject.py </dev/null >/dev/null 2>&1 ) &')).exitCode).toBe(0);
+    await new Promise((r) => setTimeout(r, 1000));
+    const r = await s.run('sleep 2; echo second; (exit 7)');
+    expect(r.output).not.toContain('FAKE');
+    expect(r).toMatchObject({ exitCode: 7, output: 'second\n' });
+  });
   // The same reopen for reading: the job takes lines of the command's output away from the
   // worker, so a warning the command printed need not reach Claude or the transcript (and a job
   // that reads and writes back decides what the output says). Same fix.
-  t(
-    "a background job cannot read away part of a later command's output through /proc/<pid>/fd/1",
-    async () => {
-      const dir = tempDir();
-      fs.copyFileSync(path.join(__dirname, 'fixtures', 'steal-running-output.py'), path.join(dir, 'steal.py'));
-      const s = await startSession({ cwd: dir, workspace: dir });
-      expect((await s.run('( exec python3 steal.py </dev/null >/dev/null 2>&1 ) &')).exitCode).toBe(0);
-      await new Promise((r) => setTimeout(r, 1000));
-      const r = await s.run('sleep 1; for i in $(seq 1 20); do echo "line $i WARNING"; sleep 0.05; done');
-      expect(r.exitCode).toBe(0);
-      expect(r.output.split('\n').filter(Boolean)).toHaveLength(20);
-    },
-    60_000,
-  );
+  t("a background job cannot read away part of a later command's output through /proc/<pid>/fd/1", async () => {
+    const dir = tempDir();
+    fs.copyFileSync(path.join(__dirname, 'fixtures', 'steal-running-output.py'), path.join(dir, 'steal.py'));
+    const s = await startSession({ cwd: dir, workspace: dir });
+    expect((await s.run('( exec python3 steal.py </dev/null >/dev/null 2>&1 ) &')).exitCode).toBe(0);
+    await new Promise((r) => setTimeout(r, 1000));
+    const r = await s.run('sleep 1; for i in $(seq 1 20); do echo "line $i WARNING"; sleep 0.05; done');
+    expect(r.exitCode).toBe(0);
+    expect(r.output.split('\n').filter(Boolean)).toHaveLength(20);
+  });
 });
 
 describe("adversary round 8, kind 6: the owner's kernel keyring", () => {
@@ -190,7 +182,7 @@ describe("adversary round 8, kind 6: the owner's kernel keyring", () => {
     } finally {
       host.kill();
     }
-  }, 60_000);
+  });
 });
 
 describe("adversary round 8, kind 6: the owner's per-user kernel limits", () => {
@@ -201,25 +193,21 @@ describe("adversary round 8, kind 6: the owner's per-user kernel limits", () => 
   // --user path units) fails with EMFILE meanwhile. Fix: bash in a user namespace of its own (the
   // count is then charged to that namespace, with a limit of the session's own:
   // /proc/sys/user/max_inotify_instances inside it), or a low per-session cap.
-  t(
-    "a session cannot take all of its owner's inotify instances from the owner's host processes",
-    async () => {
-      if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
-      const owner = 48_000 + Math.floor(Math.random() * 1000);
-      const ws = tempDir();
-      fs.copyFileSync(path.join(__dirname, 'fixtures', 'inotify-hog.py'), path.join(ws, 'hog.py'));
-      fs.chownSync(ws, owner, owner);
-      const s = await startSession({ cwd: ws, workspace: ws });
-      const r = await s.run('(python3 hog.py 30 > hog.txt 2>&1 &); sleep 1; cat hog.txt');
-      expect(r.output).toMatch(/^held \d+/);
-      const probe = 'import ctypes; l = ctypes.CDLL(None, use_errno=True); print(l.inotify_init(), ctypes.get_errno())';
-      const args = ['--reuid', String(owner), '--regid', String(owner), '--clear-groups', '/usr/bin/python3', '-c', probe];
-      // A program of the owner on the host, outside the session.
-      const host = execFileSync('setpriv', args, { encoding: 'utf8' });
-      expect(host).not.toMatch(/^-1 /);
-    },
-    60_000,
-  );
+  t("a session cannot take all of its owner's inotify instances from the owner's host processes", async () => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    const owner = 48_000 + Math.floor(Math.random() * 1000);
+    const ws = tempDir();
+    fs.copyFileSync(path.join(__dirname, 'fixtures', 'inotify-hog.py'), path.join(ws, 'hog.py'));
+    fs.chownSync(ws, owner, owner);
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run('(python3 hog.py 30 > hog.txt 2>&1 &); sleep 1; cat hog.txt');
+    expect(r.output).toMatch(/^held \d+/);
+    const probe = 'import ctypes; l = ctypes.CDLL(None, use_errno=True); print(l.inotify_init(), ctypes.get_errno())';
+    const args = ['--reuid', String(owner), '--regid', String(owner), '--clear-groups', '/usr/bin/python3', '-c', probe];
+    // A program of the owner on the host, outside the session.
+    const host = execFileSync('setpriv', args, { encoding: 'utf8' });
+    expect(host).not.toMatch(/^-1 /);
+  });
 });
 
 describe('adversary round 8, kind 5: look-alikes the table does not know', () => {
@@ -383,7 +371,7 @@ describe("adversary round 8, kind 5: the shell's working directory in status", (
     }
     const lines = out.join('').split('\n');
     expect(lines.some((l) => l.startsWith('  pending approval:'))).toBe(false);
-  }, 60_000);
+  });
 });
 
 describe('adversary round 8, kind 5: every one-line field of watch, on one line', () => {

@@ -37,34 +37,30 @@ function keysFile(): { dir: string; file: string; key: string } {
   return { dir, file, key };
 }
 
-maybe(
-  'a keys file named by AGENT_JOBS_CODEC_KEYS outside the data dir is hidden from bash (file and directory forms)',
-  async () => {
-    const { dir, file, key } = keysFile();
-    try {
-      const ws = fs.realpathSync(tempDir('aj-keys-ws-'));
-      const dataDir = fs.realpathSync(tempDir('aj-keys-data-'));
-      // What the worker hid before: without the keys path, the session reads the key.
-      const before = await startSession({
-        cwd: ws,
-        workspace: ws,
-        hidePaths: sessionHiddenPaths({ AGENT_JOBS_DATA_DIR: dataDir }),
-      });
-      expect((await before.run(`cat ${file}`)).output).toContain(key);
-      for (const env of [
-        { AGENT_JOBS_DATA_DIR: dataDir, AGENT_JOBS_CODEC_KEYS: file },
-        { AGENT_JOBS_DATA_DIR: dataDir, AGENT_JOBS_CODEC_KEYS: dir },
-      ]) {
-        const s = await startSession({ cwd: ws, workspace: ws, hidePaths: sessionHiddenPaths(env) });
-        const out = (await s.run(`cat ${file}; ls -la ${dir}`)).output;
-        expect({ env, leaked: out.includes(key) }).toEqual({ env, leaked: false });
-      }
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
+maybe('a keys file named by AGENT_JOBS_CODEC_KEYS outside the data dir is hidden from bash (file and directory forms)', async () => {
+  const { dir, file, key } = keysFile();
+  try {
+    const ws = fs.realpathSync(tempDir('aj-keys-ws-'));
+    const dataDir = fs.realpathSync(tempDir('aj-keys-data-'));
+    // What the worker hid before: without the keys path, the session reads the key.
+    const before = await startSession({
+      cwd: ws,
+      workspace: ws,
+      hidePaths: sessionHiddenPaths({ AGENT_JOBS_DATA_DIR: dataDir }),
+    });
+    expect((await before.run(`cat ${file}`)).output).toContain(key);
+    for (const env of [
+      { AGENT_JOBS_DATA_DIR: dataDir, AGENT_JOBS_CODEC_KEYS: file },
+      { AGENT_JOBS_DATA_DIR: dataDir, AGENT_JOBS_CODEC_KEYS: dir },
+    ]) {
+      const s = await startSession({ cwd: ws, workspace: ws, hidePaths: sessionHiddenPaths(env) });
+      const out = (await s.run(`cat ${file}; ls -la ${dir}`)).output;
+      expect({ env, leaked: out.includes(key) }).toEqual({ env, leaked: false });
     }
-  },
-  60_000,
-);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
 
 maybe(
   'the default keys file in the data dir is hidden from bash and from an editor view (also through a symlink in the workspace)',
@@ -92,5 +88,4 @@ maybe(
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
   },
-  60_000,
 );

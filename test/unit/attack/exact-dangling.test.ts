@@ -52,7 +52,7 @@ test('an exact run refuses a path whose symlinks cannot be resolved the same in 
   // The host walk alone (no sandbox view) still refuses every dangling one.
   for (const p of ['to-private-tmp', 'a', 'dir-link/file', 'loop1']) expect(resolveInView(path.join(ws, p))).toHaveProperty('why');
   expect(resolveInView(path.join(ws, 'via-hidden-hop'))).toEqual({ path: path.join(fs.realpathSync(ws), 'real') });
-}, 30_000);
+});
 
 test('a symlink flipped by a background job between check and use never shows an exact cat what the sandbox hides', async () => {
   const ws = tempDir();
@@ -74,4 +74,4 @@ test('a symlink flipped by a background job between check and use never shows an
     }
   }
   expect({ leaked, attempts }).toEqual({ leaked: 0, attempts });
-}, 30_000);
+});

@@ -26,4 +26,4 @@ test('an auto-approved read of a FIFO in the workspace is refused or returns, in
     return undefined;
   });
   expect(r?.timedOut ?? false).toBe(false);
-}, 30_000);
+});

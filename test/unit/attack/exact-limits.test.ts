@@ -34,7 +34,7 @@ test('grep with a pattern that grows memory without bound is stopped at the memo
   expect((await s.run('echo mine')).output).toBe('mine\n');
   expect((await other.run('echo other')).output).toBe('other\n');
   expect(other.bashPid).toBe(otherBash);
-}, 60_000);
+});
 
 test("an exact run has the shell's limits: address space, file size, core, open files, CPU (soft = hard), OOM score, and the shell's pids cgroup", async () => {
   const dir = tempDir();
@@ -91,7 +91,7 @@ test("an exact run has the shell's limits: address space, file size, core, open 
       .map((l) => `${l} \n`)
       .join(''),
   );
-}, 60_000);
+});
 
 test('an exact run that writes past the file size limit is killed by SIGXFSZ and reported', async () => {
   const dir = tempDir();
@@ -101,4 +101,4 @@ test('an exact run that writes past the file size limit is killed by SIGXFSZ and
   const r = await s.runExact(['sort', '-o', 'out.txt', 'big.txt'], { paths: ['big.txt', 'out.txt'] });
   expect(r.exitCode).toBe(153); // 128 + SIGXFSZ, as the shell reports it
   expect(r.output).toMatch(/wrote past the session's file size limit \(65536 bytes\)/);
-}, 60_000);
+});

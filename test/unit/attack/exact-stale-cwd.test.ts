@@ -46,4 +46,4 @@ test('a renamed working directory cannot make runExact read a different file tha
   // either refused, or it read the file it checked
   expect(output).not.toMatch(/^root:/m);
   expect(output).toBe('decoy\n');
-}, 30_000);
+});

@@ -28,4 +28,4 @@ test("a background job cannot write into a later command's output through the FI
   const r = await s.run('sleep 2; echo second');
   expect(r.output).not.toMatch(/INJECTED/);
   expect(r.output).toBe('second\n');
-}, 30_000);
+});

@@ -69,7 +69,7 @@ test('with network: true a session reaches no listener of the host: loopback, th
   } finally {
     await srv.close();
   }
-}, 60_000);
+});
 
 test('with network: true outbound goes through the namespace: a default route via slirp4netns, its DNS forwarder, an attempt that is not "unreachable"', async () => {
   const ws = tempDir();
@@ -84,7 +84,7 @@ test('with network: true outbound goes through the namespace: a default route vi
   // Without network the same attempt has no way out at all.
   const closed = await startSession({ cwd: ws, workspace: ws });
   expect((await closed.run("timeout 5 bash -c 'echo > /dev/tcp/203.0.113.5/80'; echo rc=$?")).output).toMatch(/Network is unreachable/);
-}, 60_000);
+});
 
 test('slirp4netns goes with the session', async () => {
   const ws = tempDir();
@@ -105,7 +105,7 @@ test('slirp4netns goes with the session', async () => {
   await closeSessions();
   for (let i = 0; i < 100 && slirps().length > 0; i++) await new Promise((r) => setTimeout(r, 20));
   expect(slirps()).toEqual([]);
-}, 60_000);
+});
 
 test('a range the host makes its own after the session started (a local route, a public range outside the fixed ones) is refused to that session', async () => {
   if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting where the network namespace applies)');
@@ -137,4 +137,4 @@ test('a range the host makes its own after the session started (a local route, a
   } finally {
     await srv.close();
   }
-}, 60_000);
+});

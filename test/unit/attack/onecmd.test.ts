@@ -30,4 +30,4 @@ test('after set -t, a command that never ran is not reported as exit 0', async (
     }
     await s.close();
   }
-}, 60_000);
+});

@@ -38,7 +38,7 @@ test('a background job cannot steal and fake the result of the next command', as
   expect(r.output).not.toMatch(/FAKE/);
   if (r.exitCode === null) expect(r.output).toMatch(/could not be confirmed|unknown/);
   else expect(r).toMatchObject({ exitCode: 7, output: 'second\n' });
-}, 30_000);
+});
 
 test("a background job that steals the next command cannot pass off its own reads, added to bash's when bash reaps it, as bash reading the line", async () => {
   // Held by the per-thread count (/proc/<pid>/task/<pid>/io) in shell.ts bytesRead.
@@ -50,7 +50,7 @@ test("a background job that steals the next command cannot pass off its own read
   expect(r.output).not.toMatch(/FAKE/);
   if (r.exitCode === null) expect(r.output).toMatch(/could not be confirmed|unknown/);
   else expect(r).toMatchObject({ exitCode: 7, output: 'second\n' });
-}, 30_000);
+});
 
 test("a command cannot forge its own end (status 0) while it still runs by restoring bash's fds 0/1 first", async () => {
   const dir = tempDir();
@@ -64,4 +64,4 @@ test("a command cannot forge its own end (status 0) while it still runs by resto
     expect(r.exitCode).toBe(1);
     expect(fs.existsSync(path.join(dir, 'really-ended'))).toBe(true);
   }
-}, 30_000);
+});

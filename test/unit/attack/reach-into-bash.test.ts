@@ -42,7 +42,7 @@ test('every system call that reaches into bash is refused with EPERM inside a se
   for (const name of ['pidfd_getfd', 'process_vm_readv', 'process_vm_writev', 'kcmp', 'process_madvise', 'ptrace_seize', 'ptrace_attach'])
     expect(r.output).toContain(`${name} EPERM\n`);
   expect(r.output).toMatch(/^Seccomp:\t2$/m);
-}, 30_000);
+});
 
 test("a background job that takes bash's fd 0 with pidfd_getfd cannot read the next command: it runs for real", async () => {
   const dir = tempDir();
@@ -61,7 +61,7 @@ test("a background job that takes bash's fd 0 with pidfd_getfd cannot read the n
   const stolen = fs.readFileSync(path.join(dir, 'stolen'), 'utf8');
   expect(stolen).toBe('pidfd_getfd EPERM\n');
   expect(stolen).not.toMatch(/AJ[0-9a-f]{32}/);
-}, 30_000);
+});
 
 test("no other process of the session can open bash's /proc files: mem (its memory, read or written), fd, environ, maps", async () => {
   // Held by sandbox.ts sealShell: bash starts with another effective group and drops it, so the kernel makes it non-dumpable.
@@ -78,7 +78,7 @@ test("no other process of the session can open bash's /proc files: mem (its memo
     expect(ids.output).toBe(
       `Uid:\t${id.uid}\t${id.uid}\t${id.uid}\t${id.uid}\nGid:\t${id.gid}\t${id.gid}\t${id.gid}\t${id.gid}\n${id.gid}\n`,
     );
-}, 30_000);
+});
 
 test('no process of a session can peek at a socket: recv, recvfrom, recvmsg, recvmmsg with MSG_PEEK refused, plain reads work', async () => {
   // A job holding bash's saved stdin would see the next control line (FIFO and tokens) and leave it for bash.
@@ -89,7 +89,7 @@ test('no process of a session can peek at a socket: recv, recvfrom, recvmsg, rec
   expect(r.exitCode).toBe(0);
   const tries = ['recv', 'recv_dontwait', 'recv_waitall_trunc', 'recvfrom_dup', 'recvmsg', 'recvmsg_dup', 'recvmmsg', 'recvmmsg_dup'];
   expect(r.output).toBe([...tries.map((t) => `${t} EPERM`), "plain b'AJsecret\\n'", ''].join('\n'));
-}, 30_000);
+});
 
 test('gdb cannot attach to bash (ptrace refused), and bash runs the next command', async () => {
   const gdb = ['/usr/bin/gdb', '/bin/gdb'].find((p) => fs.existsSync(p));
@@ -100,7 +100,7 @@ test('gdb cannot attach to bash (ptrace refused), and bash runs the next command
   expect(r.output).toMatch(/ptrace: Operation not permitted/);
   expect(r.output).not.toContain('PWNED');
   expect((await s.run('echo alive')).output).toBe('alive\n');
-}, 30_000);
+});
 
 test('the filter refuses exactly the listed calls and other ABIs: its instructions checked one by one', () => {
   const prog = seccompProgram('x64')!;

@@ -111,4 +111,4 @@ test('a worker whose TMPDIR is outside /tmp gives its sessions a TMPDIR they can
     else process.env.TMPDIR = saved;
     fs.rmSync(other, { recursive: true, force: true });
   }
-}, 60_000);
+});

@@ -214,7 +214,7 @@ describe('runModelServerCommand', () => {
       expect(await exited).toBe(0);
       expect(stdout).toContain('stopped');
     }
-  }, 20_000);
+  });
 });
 
 async function waitForUrl(text: () => string, timeoutMs = 10_000): Promise<string> {

@@ -58,7 +58,7 @@ describe('C07: commands that read stdin see end-of-input', () => {
     expect(r.timedOut).toBe(false);
     expect(ms).toBeLessThan(10_000);
     expect((await s.run('echo next')).output).toBe('next\n');
-  }, 30_000);
+  });
 
   test('no controlling terminal: /dev/tty cannot be opened, so nothing can prompt through it', async () => {
     const s = await startSession();
@@ -96,7 +96,7 @@ describe('pagers and editors are disabled', () => {
     expect(r.output).toMatch(/commit number 3000/);
     expect(r.output).toMatch(/commit number 1\n$/);
     expect(ms).toBeLessThan(PROMPT_MS);
-  }, 30_000);
+  });
 
   test('git commit without -m aborts instead of opening an editor', async () => {
     const repo = makeRepo(1);
@@ -105,7 +105,7 @@ describe('pagers and editors are disabled', () => {
     expect(r.exitCode).not.toBe(0);
     expect(r.output).toMatch(/empty commit message/i);
     expect(ms).toBeLessThan(PROMPT_MS);
-  }, 30_000);
+  });
 
   test('the environment says: no pager, no prompts, non-interactive', async () => {
     const s = await startSession({ cwd: path.sep });

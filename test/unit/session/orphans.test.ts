@@ -97,4 +97,4 @@ test('a killed worker takes its bash and every process it started with it; the n
   expect(fs.readdirSync('/sys/fs/cgroup/pids').filter((d) => d.includes(info.id))).toEqual([]);
   // a live worker's sessions are left alone
   expect(await reapOrphanedSessions(sessionsDir)).toEqual({ sessions: [], killed: 0 });
-}, 20_000);
+});

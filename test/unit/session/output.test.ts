@@ -111,7 +111,7 @@ describe('C10: large, binary and terminal output', () => {
     expect(r.output).toMatch(/finished\n$/);
     expect(r.output).toMatch(/progress 200000\n/);
     expect(Buffer.byteLength(r.output)).toBeLessThan(31_000);
-  }, 20_000);
+  });
 });
 
 describe('output processing (pure functions)', () => {

@@ -63,7 +63,7 @@ describe('background jobs', () => {
     const end = Date.now() + 10_000;
     while (!fs.existsSync(path.join(dir, 'done.txt')) && Date.now() < end) await new Promise((res) => setTimeout(res, 50));
     expect(fs.readFileSync(path.join(dir, 'done.txt'), 'utf8')).toBe('finished\n');
-  }, 20_000);
+  });
 
   test('reopening /dev/stdout and /dev/stderr (echo x > /dev/stderr) keeps all output in order', async () => {
     const s = await startSession();
@@ -127,7 +127,7 @@ describe('C08: timeouts kill the whole process group', () => {
     expect(s.pid).not.toBe(oldPid);
     const next = await s.run('echo "works in $PWD, keep=${keep:-lost}"');
     expect(next.output).toBe('works in /tmp, keep=lost\n');
-  }, 15_000);
+  });
 
   test('a timed-out loop in the shell itself is stopped (no new children after the kill)', async () => {
     const s = await startSession();
@@ -167,7 +167,7 @@ describe('C12: cancellation through an AbortSignal', () => {
     expect(liveProcesses({ sid: oldPid })).toEqual([]);
     expect(await waitGone({ token })).toEqual([]);
     expect((await s.run('echo after')).output).toBe('after\n');
-  }, 15_000);
+  });
 
   test('a signal aborted before the command starts: nothing runs', async () => {
     const s = await startSession();
