@@ -164,20 +164,22 @@ function markerAssignments(marker: Marker): string {
   return `__aj_m1=${marker.first};__aj_m2=${marker.second};`;
 }
 
-/** The three fresh 128-bit tokens of one command (see the module comment). */
+/** The four fresh 128-bit tokens of one command (see the module comment). */
 export interface CommandTokens {
   /** Marks the status record: `/proc/<status>.<exit status>.`. Appears only in the line's status part. */
   status: string;
-  /** Written into the command's FIFO after its output. */
+  /** Written by the worker into the command's FIFO after its output; never sent to bash. */
   fence: string;
   /** Marks the housekeeping record. */
   housekeeping: string;
+  /** Marks the gate record bash prints into the command's FIFO once it holds it open: `/proc/<gate>.gate.`. */
+  gate: string;
 }
 
 /** Creates the tokens of one command: `AJ` + 32 hex digits each, all different. */
 export function newCommandTokens(): CommandTokens {
   const t = (): string => `AJ${randomBytes(16).toString('hex')}`;
-  return { status: t(), fence: t(), housekeeping: t() };
+  return { status: t(), fence: t(), housekeeping: t(), gate: t() };
 }
 
 /**
@@ -287,11 +289,19 @@ export function commandFileContent(command: string): string {
  * thus on while the next control line is parsed, which is why that line
  * holds no reserved word or unquoted name where an alias could apply.
  */
-function evalPrefix(previousStatus: number, cd: string | undefined): string {
-  const move = cd !== undefined ? `\\builtin cd -- '${cd.replace(/'/g, "'\\''")}'` : '((1))';
+function evalPrefix(previousStatus: number, cd: string | undefined, gate: { token: string; fifo: string }): string {
+  const move = cd !== undefined ? `\\builtin cd -- ${singleQuote(cd)}` : '((1))';
   // $? without a function call: a bare command substitution's status, its `exit` found in POSIX mode.
   const status = previousStatus === 0 ? '((1))' : `$(POSIXLY_CORRECT=y; \\exit ${previousStatus})`;
-  return ansiCQuote(`\\unset POSIXLY_CORRECT\n\\builtin shopt -s expand_aliases\n${move}\n${status}\n`);
+  // The gate: a record into the FIFO (the eval's stderr) saying bash holds it, then a wait until the worker has locked it.
+  // On fd 9, not 0: bash forks for a bare redirection of its own input, not for one of another fd.
+  const wait = `9<"/proc/${gate.token}.gate." || 9<${singleQuote(gate.fifo)};`;
+  return ansiCQuote(`${wait}\\unset POSIXLY_CORRECT\n\\builtin shopt -s expand_aliases\n${move}\n${status}\n`);
+}
+
+/** `s` in single quotes, for a shell word. */
+function singleQuote(s: string): string {
+  return `'${s.replace(/'/g, "'\\''")}'`;
 }
 
 /** Lines {@link evalPrefix} adds before the user's command inside `eval`: bash numbers the command's lines from there. */
@@ -304,19 +314,24 @@ export const EVAL_PREFIX_LINES = 4;
  * @param previousStatus the previous command's exit status (0..255), restored as `$?`
  * @param cd a directory to move into before the command (the previous one deleted the working directory)
  */
-export function controlLine(source: CommandSource, captureFifo: string, tokens: CommandTokens, previousStatus = 0, cd?: string): string {
+export function controlLine(
+  source: CommandSource,
+  capture: { fifo: string; gate: string },
+  tokens: CommandTokens,
+  previousStatus = 0,
+  cd?: string,
+): string {
   const prev = Number.isInteger(previousStatus) && previousStatus >= 0 && previousStatus <= 255 ? previousStatus : 0;
-  const prefix = evalPrefix(prev, cd);
+  const prefix = evalPrefix(prev, cd, { token: tokens.gate, fifo: capture.gate });
   const text = 'inline' in source ? `${prefix}${source.inline}` : `${prefix}"$(<${ansiCQuote(source.file)})"`;
-  const fifo = ansiCQuote(captureFifo);
+  const fifo = ansiCQuote(capture.fifo);
   return (
     // POSIXLY_CORRECT must have no attributes (read-only would abort the whole line), then POSIX mode
     // on; else a record that says it could not be turned on, and nothing runs.
     `2>/dev/null <"/proc/self/stat\${POSIXLY_CORRECT@a}" || 2>&1 <"/proc/${tokens.status}.noposix." && POSIXLY_CORRECT=y && ` +
     `2>/dev/null <"/proc/self/stat\${SHELLOPTS/*posix*/}" || 2>&1 <"/proc/${tokens.status}.noposix." && ` +
     `\\eval -- ${text} >|${fifo} 2>&1 </dev/null;` +
-    `2>&1 <"/proc/${tokens.status}.$?." || ((1));` +
-    `\\builtin printf %s ${tokens.fence} 1<>${fifo} 2>/dev/null || ((1));\\__aj_e ${tokens.housekeeping}\n`
+    `2>&1 <"/proc/${tokens.status}.$?." || ((1));\\__aj_e ${tokens.housekeeping}\n`
   );
 }
 

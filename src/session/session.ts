@@ -80,7 +80,7 @@ export { ExactRefusedError } from './exact-run';
 export type { CommandResult } from './result';
 export type { ShellExit };
 
-/** How long to wait for a command's fence after its end record, ms (normally it is already there). */
+/** How long to wait to read a command's fence once the worker wrote it, ms (normally at once). */
 const FENCE_WAIT_MS = 250;
 /** After killing a command, how long to keep reading what it wrote before it died, ms. */
 const KILLED_OUTPUT_WAIT_MS = 300;
@@ -660,7 +660,7 @@ export class BashSession {
     }
     const tokens = newCommandTokens();
     const collector = new OutputCollector(this.options.maxOutputBytes);
-    const capture = new FifoCapture(this.fifos.take(), tokens.fence, collector, this.fifos);
+    const capture = new FifoCapture(this.fifos.take(), tokens, collector, this.fifos);
     this.captures.add(capture);
     capture.onClosed = () => this.captures.delete(capture);
     return { commandFile, source, tokens, collector, capture };
@@ -691,7 +691,7 @@ export class BashSession {
         onAbort = () => resolve({ kind: 'abort' });
         signal.addEventListener('abort', onAbort, { once: true });
       }
-      sent.line = controlLine(cmd.source, cmd.capture.fifo, cmd.tokens, this.lastStatus, this.pendingCd);
+      sent.line = controlLine(cmd.source, { fifo: cmd.capture.fifo, gate: this.fifos.gate() }, cmd.tokens, this.lastStatus, this.pendingCd);
       sent.readBefore = shell.bytesRead();
       sent.stderrBefore = shell.stderrBytes();
       sent.lineNo = shell.send(sent.line);
@@ -805,14 +805,15 @@ export class BashSession {
   }
 
   /**
-   * Reads the rest of the command's output. After a proven end: the status record and the fence
-   * travel on different pipes, so the fence gets a moment (it is normally there already; without
-   * it, the command deleted the session's directory and the fence went nowhere, so what was read
-   * is all there is). Otherwise kills what is left (for a timeout, cancel or an unconfirmed end
+   * Reads the rest of the command's output. After a proven end: writes the fence (everything the
+   * command wrote is in the pipe before it) and reads up to it (a moment: what is before it may
+   * still be on its way through the read handle; without it, a pipe kept full by background writers
+   * refused the fence, and what was read is all there is). Otherwise kills what is left (for a timeout, cancel or an unconfirmed end
    * the command itself, for a shell exit its background jobs), then reads what is still in the pipe.
    */
   private async drain(shell: ShellProcess, capture: FifoCapture, outcome: Outcome, ended: boolean): Promise<void> {
     if (ended) {
+      await capture.writeFence();
       await raceTimeout(capture.fenced, FENCE_WAIT_MS);
       await capture.detach(0);
       return;

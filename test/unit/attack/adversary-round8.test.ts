@@ -118,7 +118,7 @@ describe("adversary round 8, kind 1: a job that reopens a running command's FIFO
   // commands) does not cover the command that is running. Fix: give a command's output a
   // descriptor /proc cannot reopen (a socketpair: open(2) of /proc/<pid>/fd/N of a socket fails
   // with ENXIO), or keep later jobs out of the command's /proc (another uid per command).
-  t(
+  test(
     'a background job cannot write into the output of a later command through /proc/<pid>/fd/1',
     async () => {
       const dir = tempDir();
@@ -135,7 +135,7 @@ describe("adversary round 8, kind 1: a job that reopens a running command's FIFO
   // The same reopen for reading: the job takes lines of the command's output away from the
   // worker, so a warning the command printed need not reach Claude or the transcript (and a job
   // that reads and writes back decides what the output says). Same fix.
-  t(
+  test(
     "a background job cannot read away part of a later command's output through /proc/<pid>/fd/1",
     async () => {
       const dir = tempDir();
