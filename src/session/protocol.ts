@@ -7,8 +7,7 @@
  *     2>/dev/null <"/proc/self/stat<A>" || 2>&1 <"/proc/<S>.noposix." && POSIXLY_CORRECT=y &&
  *     2>/dev/null <"/proc/self/stat<P>" || 2>&1 <"/proc/<S>.noposix." &&
  *       \eval -- $'\\unset POSIXLY_CORRECT\n<2 bookkeeping lines>\n'<command> >|<fifo> 2>&1 </dev/null;
- *     2>&1 <"/proc/<S>.$?." || ((1));
- *     \builtin printf %s <fence> 1<>fifo 2>/dev/null || ((1));\__aj_e <H>
+ *     2>&1 <"/proc/<S>.$?." || ((1));\__aj_e <H>
  *
  * Threat model: the command is untrusted, and so is whatever state earlier
  * commands left in the shell (functions, aliases, variables with attributes,
@@ -68,8 +67,7 @@
  *   nothing.
  *
  * Bookkeeping that may be subverted without lying about the command: `\__aj_r`
- * restores `$?` for the command; the fence (a second marker, written into
- * the command's FIFO after it) tells the worker it has all the output; `\__aj_e`
+ * restores `$?` for the command; `\__aj_e`
  * (read-only) resets `errexit`/`nounset`/`xtrace`/`verbose`/`onecmd` (with
  * `set -t` bash would exit after this line, and the next command would meet
  * a dead shell), re-applies the
@@ -77,7 +75,8 @@
  * a third marker. A working directory the command deleted is seen by the
  * worker in /proc (`/proc/<pid>/cwd` ends with ` (deleted)`); the next
  * command's eval text starts by moving to its nearest existing parent. A function named `builtin` can intercept these, and learns
- * only the fence and `<H>`. The worker requires, for a command to count as
+ * only `<H>` (the fence that tells the worker it has all the output is
+ * written by the worker itself after the records, capture.ts, and is in no line). The worker requires, for a command to count as
  * ended: exactly one status record, then the housekeeping record, bash's
  * stdin and stdout still the pipes it started with, and two facts from the
  * kernel: bash itself read at least the control line's bytes since it was
@@ -110,7 +109,9 @@
  *   command's pipe, which the worker drains and drops, so it neither holds
  *   the control pipe open nor leaks into a later result. The pipe is
  *   unlinked when its command ends and its name never serves another
- *   command, so a job that learned it cannot open a later command's pipe.
+ *   command, so a job that learned it cannot open a later command's pipe;
+ *   as root, no process of the session can open any pipe for reading
+ * *   (capture.ts), and bash opens it only for writing.
  * - `eval` runs at top level (not in a function), so `declare`, `local`,
  *   `return` and positional parameters behave as in a script, and variables,
  *   functions, aliases and the working directory persist. One thing does not
@@ -164,22 +165,20 @@ function markerAssignments(marker: Marker): string {
   return `__aj_m1=${marker.first};__aj_m2=${marker.second};`;
 }
 
-/** The four fresh 128-bit tokens of one command (see the module comment). */
+/** The three fresh 128-bit tokens of one command (see the module comment). */
 export interface CommandTokens {
   /** Marks the status record: `/proc/<status>.<exit status>.`. Appears only in the line's status part. */
   status: string;
-  /** Written by the worker into the command's FIFO after its output; never sent to bash. */
+  /** Written by the worker into the command's FIFO after its output (capture.ts `writeFence`); never sent to bash. */
   fence: string;
   /** Marks the housekeeping record. */
   housekeeping: string;
-  /** Marks the gate record bash prints into the command's FIFO once it holds it open: `/proc/<gate>.gate.`. */
-  gate: string;
 }
 
 /** Creates the tokens of one command: `AJ` + 32 hex digits each, all different. */
 export function newCommandTokens(): CommandTokens {
   const t = (): string => `AJ${randomBytes(16).toString('hex')}`;
-  return { status: t(), fence: t(), housekeeping: t(), gate: t() };
+  return { status: t(), fence: t(), housekeeping: t() };
 }
 
 /**
@@ -289,19 +288,11 @@ export function commandFileContent(command: string): string {
  * thus on while the next control line is parsed, which is why that line
  * holds no reserved word or unquoted name where an alias could apply.
  */
-function evalPrefix(previousStatus: number, cd: string | undefined, gate: { token: string; fifo: string }): string {
-  const move = cd !== undefined ? `\\builtin cd -- ${singleQuote(cd)}` : '((1))';
+function evalPrefix(previousStatus: number, cd: string | undefined): string {
+  const move = cd !== undefined ? `\\builtin cd -- '${cd.replace(/'/g, "'\\''")}'` : '((1))';
   // $? without a function call: a bare command substitution's status, its `exit` found in POSIX mode.
   const status = previousStatus === 0 ? '((1))' : `$(POSIXLY_CORRECT=y; \\exit ${previousStatus})`;
-  // The gate: a record into the FIFO (the eval's stderr) saying bash holds it, then a wait until the worker has locked it.
-  // On fd 9, not 0: bash forks for a bare redirection of its own input, not for one of another fd.
-  const wait = `9<"/proc/${gate.token}.gate." || 9<${singleQuote(gate.fifo)};`;
-  return ansiCQuote(`${wait}\\unset POSIXLY_CORRECT\n\\builtin shopt -s expand_aliases\n${move}\n${status}\n`);
-}
-
-/** `s` in single quotes, for a shell word. */
-function singleQuote(s: string): string {
-  return `'${s.replace(/'/g, "'\\''")}'`;
+  return ansiCQuote(`\\unset POSIXLY_CORRECT\n\\builtin shopt -s expand_aliases\n${move}\n${status}\n`);
 }
 
 /** Lines {@link evalPrefix} adds before the user's command inside `eval`: bash numbers the command's lines from there. */
@@ -314,17 +305,11 @@ export const EVAL_PREFIX_LINES = 4;
  * @param previousStatus the previous command's exit status (0..255), restored as `$?`
  * @param cd a directory to move into before the command (the previous one deleted the working directory)
  */
-export function controlLine(
-  source: CommandSource,
-  capture: { fifo: string; gate: string },
-  tokens: CommandTokens,
-  previousStatus = 0,
-  cd?: string,
-): string {
+export function controlLine(source: CommandSource, captureFifo: string, tokens: CommandTokens, previousStatus = 0, cd?: string): string {
   const prev = Number.isInteger(previousStatus) && previousStatus >= 0 && previousStatus <= 255 ? previousStatus : 0;
-  const prefix = evalPrefix(prev, cd, { token: tokens.gate, fifo: capture.gate });
+  const prefix = evalPrefix(prev, cd);
   const text = 'inline' in source ? `${prefix}${source.inline}` : `${prefix}"$(<${ansiCQuote(source.file)})"`;
-  const fifo = ansiCQuote(capture.fifo);
+  const fifo = ansiCQuote(captureFifo);
   return (
     // POSIXLY_CORRECT must have no attributes (read-only would abort the whole line), then POSIX mode
     // on; else a record that says it could not be turned on, and nothing runs.

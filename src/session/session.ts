@@ -660,7 +660,7 @@ export class BashSession {
     }
     const tokens = newCommandTokens();
     const collector = new OutputCollector(this.options.maxOutputBytes);
-    const capture = new FifoCapture(this.fifos.take(), tokens, collector, this.fifos);
+    const capture = new FifoCapture(this.fifos.take(), tokens.fence, collector, this.fifos);
     this.captures.add(capture);
     capture.onClosed = () => this.captures.delete(capture);
     return { commandFile, source, tokens, collector, capture };
@@ -691,7 +691,7 @@ export class BashSession {
         onAbort = () => resolve({ kind: 'abort' });
         signal.addEventListener('abort', onAbort, { once: true });
       }
-      sent.line = controlLine(cmd.source, { fifo: cmd.capture.fifo, gate: this.fifos.gate() }, cmd.tokens, this.lastStatus, this.pendingCd);
+      sent.line = controlLine(cmd.source, cmd.capture.fifo, cmd.tokens, this.lastStatus, this.pendingCd);
       sent.readBefore = shell.bytesRead();
       sent.stderrBefore = shell.stderrBytes();
       sent.lineNo = shell.send(sent.line);
