@@ -4,10 +4,10 @@
  * bash reads its commands from a pipe (its stdin). For every user command
  * the worker writes ONE line (shown folded):
  *
- *     2>/dev/null <"/proc/self/stat<A>" || 2>&1 <"/proc/<S>.noposix." && POSIXLY_CORRECT=y &&
- *     2>/dev/null <"/proc/self/stat<P>" || 2>&1 <"/proc/<S>.noposix." &&
+ *     2>/dev/null 9<"/proc/self/stat<A>" || 2>&1 9<"/proc/<S>.noposix." && POSIXLY_CORRECT=y &&
+ *     2>/dev/null 9<"/proc/self/stat<P>" || 2>&1 9<"/proc/<S>.noposix." &&
  *       \eval -- $'\\unset POSIXLY_CORRECT\n<2 bookkeeping lines>\n'<command> >|<fifo> 2>&1 </dev/null;
- *     2>&1 <"/proc/<S>.$?." || ((1));\__aj_e <H>
+ *     2>&1 9<"/proc/<S>.$?." || ((1));\__aj_e <H>
  *
  * Threat model: the command is untrusted, and so is whatever state earlier
  * commands left in the shell (functions, aliases, variables with attributes,
@@ -38,15 +38,18 @@
  *   no command). Never through a variable, so no `declare -u/-l/-i`,
  *   nameref or `readonly` on a variable can change it.
  * - **Its exit status.** The status record is an error message that bash
- *   itself prints when a bare redirection fails: `<"/proc/<S>.$?."` names a
+ *   itself prints when a bare redirection fails: `9<"/proc/<S>.$?."` names a
  *   file that cannot exist (nothing can create files in /proc), so bash
  *   writes `bash: line N: /proc/<S>.<status>.: No such file or directory`
  *   on its stderr, which the `2>&1` before it points at bash's stdout, the
  *   worker's record pipe. No command runs, so nothing can intercept it;
  *   `|| ((1))` (an arithmetic command: `((` cannot be aliased, and it
- *   forks nothing, unlike a bare redirection, which bash runs in a forked
- *   subshell) keeps `set -e` from treating the failure as fatal; xtrace prints nothing for a bare
- *   redirection. `<S>` is a fresh 128-bit marker that
+ *   forks nothing) keeps `set -e` from treating the failure as fatal; xtrace prints nothing for a bare
+ *   redirection. Every bare redirection of the line is on fd 9, never fd 0:
+ *   bash runs one that redirects its own input (fd 0, where it reads the
+ *   line) in a forked subshell, about 1 ms each on a busy machine, and one
+ *   on another descriptor in itself (it saves and restores a fd 9 a command
+ *   left open). `<S>` is a fresh 128-bit marker that
  *   only appears in this part of the line: it is in no variable, no
  *   argument and no `$BASH_COMMAND` the command or its functions can see.
  *   When bash exits during a command instead, its exit code is the
@@ -313,10 +316,10 @@ export function controlLine(source: CommandSource, captureFifo: string, tokens: 
   return (
     // POSIXLY_CORRECT must have no attributes (read-only would abort the whole line), then POSIX mode
     // on; else a record that says it could not be turned on, and nothing runs.
-    `2>/dev/null <"/proc/self/stat\${POSIXLY_CORRECT@a}" || 2>&1 <"/proc/${tokens.status}.noposix." && POSIXLY_CORRECT=y && ` +
-    `2>/dev/null <"/proc/self/stat\${SHELLOPTS/*posix*/}" || 2>&1 <"/proc/${tokens.status}.noposix." && ` +
+    `2>/dev/null 9<"/proc/self/stat\${POSIXLY_CORRECT@a}" || 2>&1 9<"/proc/${tokens.status}.noposix." && POSIXLY_CORRECT=y && ` +
+    `2>/dev/null 9<"/proc/self/stat\${SHELLOPTS/*posix*/}" || 2>&1 9<"/proc/${tokens.status}.noposix." && ` +
     `\\eval -- ${text} >|${fifo} 2>&1 </dev/null;` +
-    `2>&1 <"/proc/${tokens.status}.$?." || ((1));\\__aj_e ${tokens.housekeeping}\n`
+    `2>&1 9<"/proc/${tokens.status}.$?." || ((1));\\__aj_e ${tokens.housekeeping}\n`
   );
 }
 
