@@ -6,15 +6,30 @@
  *
  * The worker opens each FIFO read-write and non-blocking (so neither side
  * waits for the other and no EOF is seen before bash opens it), and reads it
- * with a libuv pipe handle. bash writes a fence (the command's end marker)
- * into the same file descriptor right after the command; everything before
- * the fence is the command's output. Afterwards the worker reopens the FIFO
- * read-only through /proc/self/fd, closes its read-write descriptor (so
- * EOF arrives when the last background writer is gone) and unlinks the FIFO.
- * A FIFO serves one command only and its name is never handed out again: a
- * background job that learned its own FIFO's name (a program's fd 1 names
- * it in /proc/self/fd) and opens it by path later finds nothing there, so it
- * cannot write into a later command's output.
+ * with a libuv pipe handle. Once the command's end is proven, the worker
+ * writes a fence (a marker bash never sees) into the FIFO through that
+ * descriptor; everything before the fence is the command's output (bash
+ * printed the status record only after the command's processes had written
+ * theirs). Afterwards the worker reopens the FIFO read-only through
+ * /proc/self/fd, closes its read-write descriptor (so EOF arrives when the
+ * last background writer is gone) and unlinks the FIFO. A FIFO serves one
+ * command only and its name is never handed out again: a background job that
+ * learned its own FIFO's name (a program's fd 1 names it in /proc/self/fd)
+ * and opens it by path later finds nothing there, so it cannot write into a
+ * later command's output.
+ *
+ * Nothing of the session can read a FIFO: each is root's, mode 0620, group
+ * the session's (bash opens it for writing, as the command's programs do
+ * when they reopen `/dev/stdout` or `/dev/stderr`). Opening
+ * `/proc/<pid>/fd/1` of a running command's process reopens its FIFO
+ * wherever it lies, with the FIFO's own permissions checked, and a job of an
+ * earlier command runs as the same user; so the read end, also through an
+ * `O_PATH` descriptor or a hard link, is the worker's alone (test/unit/attack/
+ * adversary-round8.test.ts), and chmod or chown back fails for a process
+ * that does not own the FIFO. The same reopen for writing is not refused: it
+ * is the same open as a command's own `echo x > /dev/stderr` (docs/security.md,
+ * known limits). Only when bash runs as another user than the worker (root);
+ * otherwise the FIFOs are the worker's own user's, as bash is.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -34,8 +49,8 @@ export class FifoPool {
   private counter = 0;
 
   /**
-   * @param owner uid and gid to give the FIFOs (the session user, who must
-   *   open them for writing), or undefined to leave them the worker's
+   * @param owner the session user, whose group gets the FIFOs (root's, mode 0620: bash opens them for
+   *   writing, nothing of the session for reading), or undefined to leave them the worker's (mode 0600)
    */
   constructor(
     private readonly dir: string,
@@ -61,7 +76,12 @@ export class FifoPool {
     // Unguessable names in a directory the session user cannot list: a background job cannot find a later command's FIFO by name.
     const batch = Array.from({ length: FIFO_BATCH }, () => path.join(this.dir, `pipe.${++this.counter}.${randomBytes(8).toString('hex')}`));
     execFileSync('mkfifo', ['-m', '600', '--', ...batch], { env: MINIMAL_ENV, stdio: 'ignore' });
-    if (this.owner) for (const f of batch) fs.chownSync(f, this.owner.uid, this.owner.gid);
+    if (this.owner)
+      for (const f of batch) {
+        // Group first, then the mode: no moment where another group could write.
+        fs.chownSync(f, process.getuid?.() ?? 0, this.owner.gid);
+        fs.chmodSync(f, 0o620);
+      }
     const first = batch.shift()!;
     this.free.push(...batch.reverse());
     return first;
@@ -79,6 +99,9 @@ export class FifoPool {
 
 /** State of a {@link FifoCapture}. */
 type Mode = 'collect' | 'drain' | 'closed';
+
+/** How long {@link FifoCapture.writeFence} retries a pipe kept full by background writers, ms. */
+const FENCE_WRITE_MS = 1000;
 
 /**
  * Reads one command's FIFO: bytes before the fence go to the collector;
@@ -98,8 +121,8 @@ export class FifoCapture {
   onClosed: (() => void) | undefined;
 
   /**
-   * Opens `fifo` for a command. `fence` is the marker bash writes after the
-   * command's output. Throws when the FIFO cannot be opened.
+   * Opens `fifo` for a command. `fence` is the marker the worker writes after
+   * the command's output ({@link writeFence}). Throws when the FIFO cannot be opened.
    */
   constructor(
     readonly fifo: string,
@@ -181,6 +204,25 @@ export class FifoCapture {
     if (this.mode === 'collect') {
       this.flushCarry();
       this.mode = 'drain';
+    }
+  }
+
+  /**
+   * Writes the fence through the worker's own descriptor (bash cannot reopen the FIFO read-write; nothing
+   * reopens it by path). Call once the command's end is proven: everything the command wrote is in the pipe
+   * before it. Retries while the pipe is full (background writers) for up to {@link FENCE_WRITE_MS}, then gives
+   * up (the fence wait then ends what is collected).
+   */
+  async writeFence(): Promise<void> {
+    const until = Date.now() + FENCE_WRITE_MS;
+    while (this.mode === 'collect') {
+      try {
+        fs.writeSync(this.fd, this.fence);
+        return;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EAGAIN' || Date.now() > until) return;
+        await new Promise((r) => setTimeout(r, 2));
+      }
     }
   }
 

@@ -4,11 +4,10 @@
  * bash reads its commands from a pipe (its stdin). For every user command
  * the worker writes ONE line (shown folded):
  *
- *     2>/dev/null <"/proc/self/stat<A>" || 2>&1 <"/proc/<S>.noposix." && POSIXLY_CORRECT=y &&
- *     2>/dev/null <"/proc/self/stat<P>" || 2>&1 <"/proc/<S>.noposix." &&
+ *     2>/dev/null 9<"/proc/self/stat<A>" || 2>&1 9<"/proc/<S>.noposix." && POSIXLY_CORRECT=y &&
+ *     2>/dev/null 9<"/proc/self/stat<P>" || 2>&1 9<"/proc/<S>.noposix." &&
  *       \eval -- $'\\unset POSIXLY_CORRECT\n<2 bookkeeping lines>\n'<command> >|<fifo> 2>&1 </dev/null;
- *     2>&1 <"/proc/<S>.$?." || ((1));
- *     \builtin printf %s <fence> 1<>fifo 2>/dev/null || ((1));\__aj_e <H>
+ *     2>&1 9<"/proc/<S>.$?." || ((1));\__aj_e <H>
  *
  * Threat model: the command is untrusted, and so is whatever state earlier
  * commands left in the shell (functions, aliases, variables with attributes,
@@ -39,15 +38,18 @@
  *   no command). Never through a variable, so no `declare -u/-l/-i`,
  *   nameref or `readonly` on a variable can change it.
  * - **Its exit status.** The status record is an error message that bash
- *   itself prints when a bare redirection fails: `<"/proc/<S>.$?."` names a
+ *   itself prints when a bare redirection fails: `9<"/proc/<S>.$?."` names a
  *   file that cannot exist (nothing can create files in /proc), so bash
  *   writes `bash: line N: /proc/<S>.<status>.: No such file or directory`
  *   on its stderr, which the `2>&1` before it points at bash's stdout, the
  *   worker's record pipe. No command runs, so nothing can intercept it;
  *   `|| ((1))` (an arithmetic command: `((` cannot be aliased, and it
- *   forks nothing, unlike a bare redirection, which bash runs in a forked
- *   subshell) keeps `set -e` from treating the failure as fatal; xtrace prints nothing for a bare
- *   redirection. `<S>` is a fresh 128-bit marker that
+ *   forks nothing) keeps `set -e` from treating the failure as fatal; xtrace prints nothing for a bare
+ *   redirection. Every bare redirection of the line is on fd 9, never fd 0:
+ *   bash runs one that redirects its own input (fd 0, where it reads the
+ *   line) in a forked subshell, about 1 ms each on a busy machine, and one
+ *   on another descriptor in itself (it saves and restores a fd 9 a command
+ *   left open). `<S>` is a fresh 128-bit marker that
  *   only appears in this part of the line: it is in no variable, no
  *   argument and no `$BASH_COMMAND` the command or its functions can see.
  *   When bash exits during a command instead, its exit code is the
@@ -68,8 +70,7 @@
  *   nothing.
  *
  * Bookkeeping that may be subverted without lying about the command: `\__aj_r`
- * restores `$?` for the command; the fence (a second marker, written into
- * the command's FIFO after it) tells the worker it has all the output; `\__aj_e`
+ * restores `$?` for the command; `\__aj_e`
  * (read-only) resets `errexit`/`nounset`/`xtrace`/`verbose`/`onecmd` (with
  * `set -t` bash would exit after this line, and the next command would meet
  * a dead shell), re-applies the
@@ -77,7 +78,8 @@
  * a third marker. A working directory the command deleted is seen by the
  * worker in /proc (`/proc/<pid>/cwd` ends with ` (deleted)`); the next
  * command's eval text starts by moving to its nearest existing parent. A function named `builtin` can intercept these, and learns
- * only the fence and `<H>`. The worker requires, for a command to count as
+ * only `<H>` (the fence that tells the worker it has all the output is
+ * written by the worker itself after the records, capture.ts, and is in no line). The worker requires, for a command to count as
  * ended: exactly one status record, then the housekeeping record, bash's
  * stdin and stdout still the pipes it started with, and two facts from the
  * kernel: bash itself read at least the control line's bytes since it was
@@ -110,7 +112,9 @@
  *   command's pipe, which the worker drains and drops, so it neither holds
  *   the control pipe open nor leaks into a later result. The pipe is
  *   unlinked when its command ends and its name never serves another
- *   command, so a job that learned it cannot open a later command's pipe.
+ *   command, so a job that learned it cannot open a later command's pipe;
+ *   as root, no process of the session can open any pipe for reading
+ * *   (capture.ts), and bash opens it only for writing.
  * - `eval` runs at top level (not in a function), so `declare`, `local`,
  *   `return` and positional parameters behave as in a script, and variables,
  *   functions, aliases and the working directory persist. One thing does not
@@ -168,7 +172,7 @@ function markerAssignments(marker: Marker): string {
 export interface CommandTokens {
   /** Marks the status record: `/proc/<status>.<exit status>.`. Appears only in the line's status part. */
   status: string;
-  /** Written into the command's FIFO after its output. */
+  /** Written by the worker into the command's FIFO after its output (capture.ts `writeFence`); never sent to bash. */
   fence: string;
   /** Marks the housekeeping record. */
   housekeeping: string;
@@ -312,11 +316,10 @@ export function controlLine(source: CommandSource, captureFifo: string, tokens: 
   return (
     // POSIXLY_CORRECT must have no attributes (read-only would abort the whole line), then POSIX mode
     // on; else a record that says it could not be turned on, and nothing runs.
-    `2>/dev/null <"/proc/self/stat\${POSIXLY_CORRECT@a}" || 2>&1 <"/proc/${tokens.status}.noposix." && POSIXLY_CORRECT=y && ` +
-    `2>/dev/null <"/proc/self/stat\${SHELLOPTS/*posix*/}" || 2>&1 <"/proc/${tokens.status}.noposix." && ` +
+    `2>/dev/null 9<"/proc/self/stat\${POSIXLY_CORRECT@a}" || 2>&1 9<"/proc/${tokens.status}.noposix." && POSIXLY_CORRECT=y && ` +
+    `2>/dev/null 9<"/proc/self/stat\${SHELLOPTS/*posix*/}" || 2>&1 9<"/proc/${tokens.status}.noposix." && ` +
     `\\eval -- ${text} >|${fifo} 2>&1 </dev/null;` +
-    `2>&1 <"/proc/${tokens.status}.$?." || ((1));` +
-    `\\builtin printf %s ${tokens.fence} 1<>${fifo} 2>/dev/null || ((1));\\__aj_e ${tokens.housekeeping}\n`
+    `2>&1 9<"/proc/${tokens.status}.$?." || ((1));\\__aj_e ${tokens.housekeeping}\n`
   );
 }
 

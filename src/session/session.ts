@@ -80,7 +80,7 @@ export { ExactRefusedError } from './exact-run';
 export type { CommandResult } from './result';
 export type { ShellExit };
 
-/** How long to wait for a command's fence after its end record, ms (normally it is already there). */
+/** How long to wait to read a command's fence once the worker wrote it, ms (normally at once). */
 const FENCE_WAIT_MS = 250;
 /** After killing a command, how long to keep reading what it wrote before it died, ms. */
 const KILLED_OUTPUT_WAIT_MS = 300;
@@ -805,14 +805,15 @@ export class BashSession {
   }
 
   /**
-   * Reads the rest of the command's output. After a proven end: the status record and the fence
-   * travel on different pipes, so the fence gets a moment (it is normally there already; without
-   * it, the command deleted the session's directory and the fence went nowhere, so what was read
-   * is all there is). Otherwise kills what is left (for a timeout, cancel or an unconfirmed end
+   * Reads the rest of the command's output. After a proven end: writes the fence (everything the
+   * command wrote is in the pipe before it) and reads up to it (a moment: what is before it may
+   * still be on its way through the read handle; without it, a pipe kept full by background writers
+   * refused the fence, and what was read is all there is). Otherwise kills what is left (for a timeout, cancel or an unconfirmed end
    * the command itself, for a shell exit its background jobs), then reads what is still in the pipe.
    */
   private async drain(shell: ShellProcess, capture: FifoCapture, outcome: Outcome, ended: boolean): Promise<void> {
     if (ended) {
+      await capture.writeFence();
       await raceTimeout(capture.fenced, FENCE_WAIT_MS);
       await capture.detach(0);
       return;

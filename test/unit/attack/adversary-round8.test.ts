@@ -11,7 +11,9 @@
  * the worker takes the forged records (fixture ./fixtures/peek-control-line.py).
  *
  * Without the control socket, the same job reopens the running command's FIFO through
- * /proc/<pid>/fd/1 of one of that command's processes and writes into its output.
+ * /proc/<pid>/fd/1 of one of that command's processes and writes into its output (still open: the
+ * same reopen is a command's own `> /dev/stderr`; docs/security.md) or reads it away (fixed: no
+ * process of the session may open a FIFO for reading, src/session/capture.ts).
  *
  * Kind 6 (the sandbox's edges): the kernel's user keyring of the workspace's owner, shared with
  * the owner's processes on the host; the owner's machine-wide inotify instances, all taken.
@@ -111,9 +113,13 @@ describe("adversary round 8, kind 1: a job that reopens a running command's FIFO
   // processes: same uid, dumpable once they exec) and opens /proc/<pid>/fd/1, which reopens the
   // FIFO whatever directory it lies in, and writes while the command runs
   // (fixture ./fixtures/inject-running-output.py). The round-3 fix (a FIFO never serves two
-  // commands) does not cover the command that is running. Fix: give a command's output a
-  // descriptor /proc cannot reopen (a socketpair: open(2) of /proc/<pid>/fd/N of a socket fails
-  // with ENXIO), or keep later jobs out of the command's /proc (another uid per command).
+  // commands) does not cover the command that is running. Still open: the kernel checks only the
+  // FIFO's permissions on that reopen, and they must let the command's own programs reopen it for
+  // writing (`echo x > /dev/stderr` opens /proc/self/fd/2: test/unit/session/processes.test.ts); a
+  // FIFO made root's 0600 once bash held it (or a socketpair, which /proc cannot reopen at all)
+  // kept this job out and broke those. Fix: keep older jobs from naming the command's processes
+  // (another uid, pid namespace or Landlock domain per command), or a fanotify permission check of
+  // each open against the command's process tree.
   t('a background job cannot write into the output of a later command through /proc/<pid>/fd/1', async () => {
     const dir = tempDir();
     fs.copyFileSync(path.join(__dirname, 'fixtures', 'inject-running-output.py'), path.join(dir, 'inject.py'));
@@ -126,8 +132,10 @@ describe("adversary round 8, kind 1: a job that reopens a running command's FIFO
   });
   // The same reopen for reading: the job takes lines of the command's output away from the
   // worker, so a warning the command printed need not reach Claude or the transcript (and a job
-  // that reads and writes back decides what the output says). Same fix.
-  t("a background job cannot read away part of a later command's output through /proc/<pid>/fd/1", async () => {
+  // that reads and writes back decides what the output says). Fixed: every FIFO is root's, mode
+  // 0620, group the session's, before bash opens it (src/session/capture.ts): the session opens it
+  // for writing only. Attacks on that fix: the next describe.
+  test("a background job cannot read away part of a later command's output through /proc/<pid>/fd/1", async () => {
     const dir = tempDir();
     fs.copyFileSync(path.join(__dirname, 'fixtures', 'steal-running-output.py'), path.join(dir, 'steal.py'));
     const s = await startSession({ cwd: dir, workspace: dir });
@@ -137,6 +145,55 @@ describe("adversary round 8, kind 1: a job that reopens a running command's FIFO
     expect(r.exitCode).toBe(0);
     expect(r.output.split('\n').filter(Boolean)).toHaveLength(20);
   });
+});
+
+describe("adversary round 8, kind 1: every way to the read end of a running command's FIFO", () => {
+  // Aimed at the fix (capture.ts: every FIFO root's, mode 0620, group the session's, before bash
+  // opens it): a job left by an earlier command polls the session's processes every millisecond
+  // from before the command starts (there is no moment where the FIFO is the session user's) and,
+  // for each descriptor naming another command's FIFO, tries every way to a read end: /proc/<pid>/fd/N
+  // read-only and read-write, an O_PATH descriptor reopened through /proc/self/fd, the FIFO's path,
+  // chmod and chown through the magic link (to give itself the read bit back), a hard link to the
+  // inode (linkat following /proc/<pid>/fd/N, into the workspace and beside the FIFO's directory,
+  // in /tmp), listing the FIFO's directory, and bash's own
+  // descriptors (/proc/<bash>/fd, bash being the first to hold the FIFO). Every one must fail, and
+  // the command's 20 lines all reach the worker (fixture ./fixtures/reopen-fifo-variants.py).
+  const ways = [
+    'proc-read',
+    'proc-rdwr',
+    'opath-read',
+    'opath-rdwr',
+    'path-read',
+    'chmod',
+    'chown',
+    'link',
+    'link-beside',
+    'dir-list',
+    'bash-fd-list',
+  ];
+  test.each([{ sandbox: 'bwrap' as const }, { sandbox: 'none' as const }])(
+    "sandbox $sandbox: a background job finds no way to read a later command's output",
+    async ({ sandbox }) => {
+      if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+      const dir = tempDir();
+      fs.copyFileSync(path.join(__dirname, 'fixtures', 'reopen-fifo-variants.py'), path.join(dir, 'variants.py'));
+      fs.chmodSync(dir, 0o711); // without the sandbox's bind, the session user must be able to enter it
+      const s = await startSession({ cwd: dir, workspace: dir, sandbox });
+      expect((await s.run('( exec python3 variants.py $$ 6 </dev/null >/dev/null 2>variants.err ) &')).exitCode).toBe(0);
+      await new Promise((r) => setTimeout(r, 1000));
+      const r = await s.run('sleep 1; for i in $(seq 1 20); do echo "line $i"; sleep 0.05; done; sleep 0.3');
+      expect(r.exitCode).toBe(0);
+      expect(r.output.split('\n').filter(Boolean)).toHaveLength(20);
+      const seen = fs.readFileSync(path.join(dir, 'variants.txt'), 'utf8').split('\n');
+      expect(seen.filter((l) => l.startsWith('target '))).not.toEqual([]); // it found the command's FIFO: the attack was real
+      for (const way of ways) {
+        expect(seen.filter((l) => l.startsWith(`${way} `))).not.toEqual([]); // tried
+        expect(seen).not.toContain(`${way} ok`);
+      }
+      expect(fs.readFileSync(path.join(dir, 'stolen.txt'), 'utf8')).toBe('');
+      expect(fs.existsSync(path.join(dir, 'variants.err')) ? fs.readFileSync(path.join(dir, 'variants.err'), 'utf8') : '').toBe('');
+    },
+  );
 });
 
 describe("adversary round 8, kind 6: the owner's kernel keyring", () => {
