@@ -31,7 +31,7 @@ describe('an Update storm on a starved worker', () => {
     await bed.pendingApproval(handle);
     // No SDK retries on this connection: what the server sheds reaches the agent-jobs client at once.
     connection = await Connection.connect({ address: bed.address, interceptors: [] });
-    const jobs = new AgentJobsClient(connection, { address: bed.address, namespace: 'default' }, { updateTimeoutMs: 60_000 });
+    const jobs = new AgentJobsClient(connection, { address: bed.address, namespace: 'default' }, { updateTimeoutMs: 90_000 });
     const run = jobs.run(handle.workflowId);
     const worker = bed.workers[0]!;
     worker.signal('SIGSTOP');
@@ -53,7 +53,13 @@ describe('an Update storm on a starved worker', () => {
       );
       await waitFor(
         'the server to shed an Update to the run (more than 10 in flight on it)',
-        async () => isShedUpdate(await raw.executeUpdate(resumeUpdate, { args: [{ by: '' }] }).catch((err: unknown) => err)),
+        async () =>
+          // Under a deadline: one the server holds waits for the stopped worker (and is refused once it runs).
+          isShedUpdate(
+            await connection!
+              .withDeadline(Date.now() + 2_000, () => raw.executeUpdate(resumeUpdate, { args: [{ by: '' }] }))
+              .catch((err: unknown) => err),
+          ),
         20_000,
       );
       await new Promise((r) => setTimeout(r, 2_000)); // stopped past a workflow task timeout (4 s from the first send)
@@ -73,5 +79,5 @@ describe('an Update storm on a starved worker', () => {
     await decide(handle, { toolUseId: 'toolu_s' }, 'touch s.txt');
     expect((await handle.result()).status).toBe('completed');
     expect(bed.audit().map((a) => a.command)).toEqual(['touch s.txt']);
-  }, 120_000);
+  });
 });
