@@ -730,7 +730,32 @@ export function newRequestId(): string {
 }
 
 /** gRPC status codes (grpc/status.proto) the client tells apart. */
-const GRPC = { CANCELLED: 1, DEADLINE_EXCEEDED: 4, NOT_FOUND: 5, FAILED_PRECONDITION: 9, UNAVAILABLE: 14 } as const;
+const GRPC = { CANCELLED: 1, DEADLINE_EXCEEDED: 4, NOT_FOUND: 5, RESOURCE_EXHAUSTED: 8, FAILED_PRECONDITION: 9, UNAVAILABLE: 14 } as const;
+
+/** First pause before an Update the server shed is sent again, in ms: 200, doubling per resend up to {@link UPDATE_RESEND_MAX_MS}. */
+const UPDATE_RESEND_FIRST_MS = 200;
+/** Longest pause between resends of a shed Update, in ms: 2 s. */
+const UPDATE_RESEND_MAX_MS = 2_000;
+
+/**
+ * Whether `err` is the Temporal server shedding an Update before the run
+ * saw it, so that sending it again (same Update id) is safe and nothing
+ * was applied: RESOURCE_EXHAUSTED "limit on number of concurrent in-flight
+ * updates" (10 per run by default, `history.maxInFlightUpdates`), or
+ * UNAVAILABLE "workflow update was aborted" (the server dropped the run's
+ * in-memory Update registry, which it does on any error touching the run,
+ * and aborts every Update it had not yet recorded as accepted:
+ * temporalio/temporal docs/architecture/workflow-update.md, "Update
+ * Registry Lifecycle"). Under many concurrent Updates to one run on a
+ * starved worker both come back for tens of seconds, past the SDK's own
+ * retries (10 attempts, about 20 s for UNAVAILABLE).
+ */
+export function isShedUpdate(err: unknown): boolean {
+  const g = grpcCause(err);
+  if (g === null) return false;
+  if (g.code === GRPC.RESOURCE_EXHAUSTED) return /in-flight updates/i.test(g.details);
+  return g.code === GRPC.UNAVAILABLE && /update was aborted/i.test(g.details) && !/closing workflow/i.test(g.details);
+}
 
 /** The gRPC error under a client error, if any. */
 function grpcCause(err: unknown): { code: number; details: string } | null {
@@ -993,7 +1018,9 @@ export class RunHandle {
    * @throws NoWorkerError when no worker polls (nothing was sent)
    * @throws UpdateRejectedError when the run rejected it (nothing applied)
    * @throws RunClosedError when the run has ended (nothing applied)
-   * @throws UpdateTimeoutError when no answer came within the deadline; its `stage` says whether it may still apply
+   * @throws UpdateTimeoutError when no answer came within the deadline; its `stage` says whether it may still apply.
+   *   An Update the server sheds before the run sees it ({@link isShedUpdate}: too many in flight, or aborted)
+   *   is sent again with the same id until then, so a busy server or a starved worker means a late answer, not an error.
    */
   async update<Ret, Arg>(
     def: UpdateDefinition<Ret, [Arg]>,
@@ -1007,7 +1034,16 @@ export class RunHandle {
     await this.jobs.requireWorker(what);
     const deadline = Date.now() + timeoutMs;
     try {
-      return await this.jobs.temporal.withDeadline(deadline, () => this.temporal.executeUpdate(def, { args: [arg], updateId }));
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await this.jobs.temporal.withDeadline(deadline, () => this.temporal.executeUpdate(def, { args: [arg], updateId }));
+        } catch (err) {
+          // The server shed it before the run saw it: sent again with the same Update id until the deadline.
+          const pause = Math.min(UPDATE_RESEND_MAX_MS, UPDATE_RESEND_FIRST_MS * 2 ** attempt);
+          if (!isShedUpdate(err) || Date.now() + pause >= deadline) throw err;
+          await new Promise((r) => setTimeout(r, pause));
+        }
+      }
     } catch (err) {
       if (err instanceof WorkflowUpdateFailedError)
         throw new UpdateRejectedError(this.workflowId, what, err.cause?.message ?? err.message, err);
@@ -1017,7 +1053,7 @@ export class RunHandle {
       // Past the deadline the SDK may end its long poll as "Call cancelled" rather than DEADLINE_EXCEEDED: the same timeout.
       const message = err instanceof Error ? err.message : String(err);
       const pastDeadline = Date.now() >= deadline && (g?.code === GRPC.CANCELLED || /cancel/i.test(message));
-      if (g?.code === GRPC.DEADLINE_EXCEEDED || /deadline/i.test(message) || pastDeadline) {
+      if (g?.code === GRPC.DEADLINE_EXCEEDED || /deadline/i.test(message) || pastDeadline || isShedUpdate(err)) {
         throw new UpdateTimeoutError(this.workflowId, what, updateId, requestId, await this.updateStage(updateId), timeoutMs);
       }
       throw err;

@@ -17,10 +17,29 @@ import {
   sayUpdate,
   type DecideRequest,
 } from '../../src/contract';
+import { isShedUpdate } from '../../src/client';
 import { sha256 } from '../../src/shared/sha256';
 import { cli } from './cli-process';
 import { TestBed, waitFor } from './harness';
 import { asks, decide, end, rejected } from './steering-helpers';
+
+/**
+ * Waits for every promise to settle, up to `timeoutMs`.
+ * @throws Error naming `what` and how many were still open at the deadline
+ */
+async function settledWithin<T>(what: string, promises: Array<Promise<T>>, timeoutMs: number): Promise<Array<PromiseSettledResult<T>>> {
+  let open = promises.length;
+  const all = Promise.allSettled(promises.map((p) => p.finally(() => open--)));
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what} (${open} still open)`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([all, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /** ESC, CSI, BEL, OSC: what a terminal acts on. */
 const RAW_ESCAPES = /[\x1b\x07\x9b\x9d]/;
@@ -200,17 +219,27 @@ describe('steering attacks', () => {
   }, 90_000);
 
   // Its own run (the checks above took most of one test's time on a machine loaded by three suites at once).
+  // Its time: 8 s alone; on a worker niced under four CPU hogs the storm alone took 35-64 s (the server
+  // aborts and resends the Updates of a run whose worker is slow: docs/decisions.md, "Updates the server
+  // sheds are sent again") and the whole test 78-110 s, hence the integration default of 180 s.
   test('a pause/resume storm while a command waits for approval: one state at the end, and the run still works', async () => {
     bed = await TestBed.create({ script: { responses: [asks(['toolu_s', 'touch s.txt']), end('done')] } });
     const handle = await bed.start({ task: 'storm', approval: 'always' }, 'attack-storm');
     await bed.pendingApproval(handle);
-    // Pause and resume, many at once and in a row: the run ends up in one state and still works.
-    const storm = await Promise.allSettled(
+    // Pause and resume, many at once and in a row, from a raw Temporal client (no agent-jobs resends):
+    // the run ends up in one state and still works.
+    const storm = await settledWithin(
+      'the 20 storm Updates answered or refused (the SDK gives up on what the server sheds within about 40 s)',
       Array.from({ length: 20 }, (_, i) => handle.executeUpdate(i % 2 === 0 ? pauseUpdate : resumeUpdate, { args: [{ by: `p${i}` }] })),
+      90_000,
     );
     expect(storm.some((r) => r.status === 'fulfilled')).toBe(true);
     for (const r of storm) {
-      if (r.status === 'rejected') expect((r.reason as WorkflowUpdateFailedError).cause?.message).toMatch(/already paused|not paused/);
+      if (r.status === 'fulfilled') continue;
+      // Refused by the run's validator, or shed by the server before the run saw it (more than 10 in flight, or
+      // aborted while the worker was slow): either way nothing was applied.
+      if (isShedUpdate(r.reason)) continue;
+      expect((r.reason as WorkflowUpdateFailedError).cause?.message).toMatch(/already paused|not paused/);
     }
     for (let i = 0; i < 5; i++) {
       await handle.executeUpdate(pauseUpdate, { args: [{ by: 'loop' }] }).catch(() => undefined);
@@ -222,7 +251,7 @@ describe('steering attacks', () => {
     await decide(handle, { toolUseId: 'toolu_s' }, 'touch s.txt');
     expect((await handle.result()).status).toBe('completed');
     expect(bed.audit().map((a) => a.command)).toEqual(['touch s.txt']);
-  }, 90_000);
+  });
 
   test('decisions racing the approval timeout: an accepted decision is the one applied', async () => {
     const ids = ['toolu_r1', 'toolu_r2', 'toolu_r3', 'toolu_r4', 'toolu_r5', 'toolu_r6'];
