@@ -1,0 +1,77 @@
+/**
+ * Adversary round 10: attacks that worked on the code they were written against. Each test asserts
+ * the safe behaviour, so it fails on that code; they are skipped (OPEN) until a fix lands.
+ *
+ * Kind 2 / kind 5 (what the human reads is not what ran): the exit status that `watch` and
+ * `transcript` print in a `tool_result`'s heading (`→ result for toolu_1 (exit 0, 0.1 s):`) is read
+ * back out of the result's text (src/cli/render/messages.ts `exitCodeOfResult`: the last line
+ * `[exit code: N]`, else 0). That line is in-band: (a) when the turn's results pass
+ * MAX_TURN_RESULT_CHARS, `withinTurnBudget` (src/workflows/tool-use.ts) keeps a prefix of the
+ * result and appends its own note, so the `[exit code: 1]` a failing command got is cut away and
+ * the heading says `exit 0`. Claude (the attacker) chooses how many `tool_use`s a turn holds and
+ * what the earlier ones print (auto-approved `cat` of repository files, 30 KB each), so the
+ * approved `npm test` that failed is shown as a success, and Claude's "all tests pass" agrees with
+ * the CLI. (b) A command that exits 0 and prints `[exit code: 1]` as its last line is shown as
+ * having failed. Fix: the workflow publishes each command's real exit code (as it publishes
+ * `durationsMs`, by tool_use id) and the heading prints that, never a parse of the text; with no
+ * published code the heading prints none.
+ *
+ * Tried and held (one line each):
+ * - ...
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { describeMessage } from '../../../src/cli/render/messages';
+import type { Message, RunCommandOutput, ToolResultBlock } from '../../../src/contract';
+import type { BashSession } from '../../../src/session';
+import { commandOutcome } from '../../../src/workflows/tool-results';
+import { jsonBytes, withinTurnBudget } from '../../../src/workflows/tool-use';
+import { toolResult } from '../../../src/workflows/transcript';
+import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
+
+const OPEN = true;
+const t = OPEN ? test.skip : test;
+
+afterEach(closeSessions);
+afterAll(removeTempDirs);
+
+/** What the session activity hands the workflow for a command's result (src/activities/session.ts runCommand). */
+function wire(r: Awaited<ReturnType<BashSession['run']>>): RunCommandOutput {
+  return { ...r, shellExit: r.shellExit ?? null };
+}
+
+/** The heading line `watch`/`transcript` print for `result`, with a run time as a run publishes it. */
+function heading(result: ToolResultBlock): string {
+  const message: Message = { role: 'user', content: [result] };
+  return describeMessage(message, 1, { [result.tool_use_id]: 120 })[0]!;
+}
+
+describe('kind 2: the exit status shown for a result is read from its text', () => {
+  t('a failing command whose result the turn budget cuts is shown as failed, not as exit 0', async () => {
+    const ws = tempDir();
+    // A repository file the policy lets Claude cat unasked: each read is a full 30 KB result.
+    fs.writeFileSync(path.join(ws, 'big.txt'), `${'x'.repeat(99)}\n`.repeat(400));
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const used = { bytes: 0 };
+    // Claude's turn: enough reads to fill the turn's budget, then the command a person approved.
+    for (let i = 0; i < 14; i++) {
+      const r = await s.run('cat big.txt');
+      const result = withinTurnBudget(toolResult(`toolu_${i}`, commandOutcome(wire(r), 10_000).text), used);
+      used.bytes += jsonBytes(result.content);
+    }
+    const failed = await s.run('(echo 3 tests FAILED; exit 1)');
+    expect(failed.exitCode).toBe(1);
+    const outcome = commandOutcome(wire(failed), 10_000);
+    const result = withinTurnBudget(toolResult('toolu_npm_test', outcome.text, outcome.isError), used);
+    expect(heading(result)).not.toMatch(/exit 0/);
+  });
+
+  t('a command that exits 0 and prints "[exit code: 1]" last is not shown as failed', async () => {
+    const ws = tempDir();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run("printf 'ok\\n[exit code: 1]\\n'");
+    expect(r.exitCode).toBe(0);
+    const outcome = commandOutcome(wire(r), 10_000);
+    expect(heading(toolResult('toolu_ok', outcome.text, outcome.isError))).not.toMatch(/exit 1/);
+  });
+});
