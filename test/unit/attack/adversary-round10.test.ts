@@ -16,11 +16,24 @@
  * `durationsMs`, by tool_use id) and the heading prints that, never a parse of the text; with no
  * published code the heading prints none.
  *
+ * Kind 5 (what the human reads): `agent-jobs diff`, the one place a person reads the bytes of the
+ * files the agent wrote (src/checkpoint/store.ts `diffBetween`, `git diff`), prints `Binary files
+ * a/build.sh and b/build.sh differ` for any file with a NUL byte in its first 8,000 bytes (git's
+ * own binary guess), and not one of its lines. bash runs a script whose NUL is past the first line
+ * (its binary check reads only that line) and skips the NUL: `#!/bin/bash\ncurl …|sh\n# \0`
+ * is a script that runs and a diff that shows nothing of it. Fix: `diff` shows every changed file's
+ * text (`git diff --text`, whose bytes diffText already escapes: NUL as `\x00`), or at least the
+ * lines of a binary-looking file that bash or an interpreter would read; a file git calls binary is
+ * flagged with a warning, never silently summarised.
+ *
  * Tried and held (one line each):
  * - ...
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { diffBetween, takeCheckpoint, type Checkpoint } from '../../../src/checkpoint/store';
+import { diffText } from '../../../src/cli/commands/rewind';
 import { describeMessage } from '../../../src/cli/render/messages';
 import type { Message, RunCommandOutput, ToolResultBlock } from '../../../src/contract';
 import type { BashSession } from '../../../src/session';
@@ -73,5 +86,27 @@ describe('kind 2: the exit status shown for a result is read from its text', () 
     expect(r.exitCode).toBe(0);
     const outcome = commandOutcome(wire(r), 10_000);
     expect(heading(toolResult('toolu_ok', outcome.text, outcome.isError))).not.toMatch(/exit 1/);
+  });
+});
+
+describe('kind 5: agent-jobs diff of a script with a NUL byte', () => {
+  async function checkpoint(root: string, ws: string, turn: number): Promise<Checkpoint> {
+    const cp = await takeCheckpoint(root, ws, { maxBytes: 1e8 }, `turn ${turn}`);
+    if (!('id' in cp)) throw new Error(`checkpoint skipped: ${cp.skipped}`);
+    return cp;
+  }
+
+  t('shows the lines of a script the agent changed even when it holds a NUL past its first line', async () => {
+    const ws = tempDir();
+    const root = tempDir('aj-checkpoints-');
+    fs.writeFileSync(path.join(ws, 'build.sh'), '#!/bin/bash\necho building\n');
+    const before = await checkpoint(root, ws, 1);
+    // What the agent writes (a background job or an approved command): one NUL after the first line.
+    fs.writeFileSync(path.join(ws, 'build.sh'), '#!/bin/bash\necho building\necho PAYLOAD-RAN\n# \0\n');
+    const after = await checkpoint(root, ws, 2);
+    // bash runs it, payload and all.
+    expect(execFileSync('bash', [path.join(ws, 'build.sh')], { encoding: 'utf8' })).toContain('PAYLOAD-RAN');
+    const shown = diffText(await diffBetween(before.store, before.id, after.id));
+    expect(shown).toContain('+echo PAYLOAD-RAN');
   });
 });
