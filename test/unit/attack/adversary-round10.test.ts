@@ -26,6 +26,19 @@
  * lines of a binary-looking file that bash or an interpreter would read; a file git calls binary is
  * flagged with a warning, never silently summarised.
  *
+ * Kind 3 (the host outside the workspace, from the session): the workspace is the person's own
+ * repository (`start --workdir`, docs/cli.md "Your own repository": "git works for you
+ * afterwards"), and its `.git` is the session's to write: an approved command, or a background job
+ * it left, sets `core.fsmonitor` (or a hook, `core.hooksPath`, a filter driver with
+ * `.git/info/attributes`) to a script, and the person's next `git status` in that repository runs
+ * it outside the sandbox, as the person. Nothing shows it: checkpoints and `agent-jobs diff` never
+ * read `.git` (docs/rewind.md), and `rewind` leaves it. A sub-agent's worktree is held against
+ * exactly this (docs/subagents.md: "cannot plant code that later runs unasked ... in a person's
+ * git"); the parent run is not. Fix: bind the workspace's `.git/config`, `hooks/`, `info/` (and
+ * every other git dir's, found at start) read-only in the parent's sandbox too, as for a child (git
+ * commit still writes objects, refs, index, logs); or at least have `status`/`diff` show every
+ * change to them, with a warning, before the run ends.
+ *
  * Tried and held (one line each):
  * - ...
  */
@@ -108,5 +121,31 @@ describe('kind 5: agent-jobs diff of a script with a NUL byte', () => {
     expect(execFileSync('bash', [path.join(ws, 'build.sh')], { encoding: 'utf8' })).toContain('PAYLOAD-RAN');
     const shown = diffText(await diffBetween(before.store, before.id, after.id));
     expect(shown).toContain('+echo PAYLOAD-RAN');
+  });
+});
+
+describe("kind 3: code planted in the workspace's .git runs in the person's git on the host", () => {
+  t("a session's write to .git/config does not make the person's later `git status` run its program", async () => {
+    const ws = tempDir();
+    const marker = `${ws}-host-marker`;
+    const git = (...a: string[]): string =>
+      execFileSync('git', ['-C', ws, '-c', 'user.name=p', '-c', 'user.email=p@example.com', ...a], { encoding: 'utf8' });
+    git('init', '-q', '-b', 'main');
+    fs.writeFileSync(path.join(ws, 'README'), 'hello\n');
+    git('add', 'README');
+    git('commit', '-qm', 'one');
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      // The approved command (or a job it left): two lines in the repository's own .git.
+      const r = await s.run(
+        `printf '#!/bin/sh\\nid -un > ${marker}\\n' > .git/fsm && chmod +x .git/fsm && git config core.fsmonitor "$PWD/.git/fsm" && echo planted`,
+      );
+      expect(r.output).toContain('planted');
+      // Later, on the host, the person looks at their repository.
+      git('status', '--short');
+      expect({ ranOnTheHost: fs.existsSync(marker) }).toEqual({ ranOnTheHost: false });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
   });
 });
