@@ -50,6 +50,16 @@
  * (`contains a look-alike of "o": U+043E`), in every place commands are shown; simplest, every
  * non-ASCII character of a command is escaped with its name.
  *
+ * Kind 6 (exhaust a limit so another run suffers): every sandbox gets a new devpts instance
+ * (bwrap `--dev`, `ptmxmode=666`), and every instance but the host's first draws from one
+ * machine-wide pool: `kernel.pty.max` (4096) less `kernel.pty.reserve` (1024). A background job
+ * holding 3,070 descriptors of `/dev/ptmx` (within `ulimit -n` 20000 and one process) takes the
+ * whole pool while the session lives: every other run's sandbox (and every container on the host)
+ * gets ENOSPC for `openpty` (`script`, `expect`, Python's `pty`, `ssh -t`, test runners that use a
+ * pty). Fix: mount the sandbox's `/dev/pts` as a devpts instance with a small `max=` (the worker
+ * mounts `devpts -o newinstance,max=64,ptmxmode=666` and binds it; bwrap's own has no `max`), or
+ * no `/dev/ptmx` at all; a seccomp or ulimit bound cannot count ptys.
+ *
  * Tried and held (one line each):
  * - ...
  */
@@ -197,5 +207,40 @@ describe('kind 5: a letter of another script inside a word', () => {
     // What the person reads must say so.
     const d = displayCommand(command);
     expect({ shown: d.text, warned: d.warnings.length > 0 }).toEqual({ shown: expect.not.stringContaining('\u043e'), warned: true });
+  });
+});
+
+describe('kind 6: the machine-wide pool of ptys', () => {
+  t("a session's job holding ptys leaves another run's session able to open one", async () => {
+    const ws = tempDir();
+    fs.writeFileSync(
+      path.join(ws, 'hog.py'),
+      [
+        'import os, sys, time',
+        'fds = []',
+        'try:',
+        '    while True: fds.append(os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY))',
+        'except OSError as e: pass',
+        'open(sys.argv[1], "w").write(str(len(fds)))',
+        'time.sleep(6)',
+        '',
+      ].join('\n'),
+    );
+    const hog = await startSession({ cwd: ws, workspace: ws });
+    const ws2 = tempDir();
+    const other = await startSession({ cwd: ws2, workspace: ws2 });
+    const openpty = `python3 -c 'import os; os.openpty(); print("PTY-OK")' 2>&1`;
+    expect((await other.run(openpty)).output).toBe('PTY-OK\n');
+    await hog.run('(python3 hog.py held >/dev/null 2>&1 &)');
+    const held = path.join(ws, 'held');
+    const until = Date.now() + 20_000;
+    while (!fs.existsSync(held) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    expect(Number(fs.readFileSync(held, 'utf8'))).toBeGreaterThan(0);
+    const during = await other.run(openpty);
+    await hog.close();
+    expect({ held: Number(fs.readFileSync(held, 'utf8')), other: during.output }).toEqual({
+      held: expect.any(Number),
+      other: 'PTY-OK\n',
+    });
   });
 });
