@@ -60,6 +60,15 @@
  * mounts `devpts -o newinstance,max=64,ptmxmode=666` and binds it; bwrap's own has no `max`), or
  * no `/dev/ptmx` at all; a seccomp or ulimit bound cannot count ptys.
  *
+ * Kind 6, the same for a pool the host shares too: Linux AIO contexts. `io_setup` (not in the
+ * seccomp filter, which refuses io_uring) draws from `fs.aio-max-nr` (65,536 events, one count for
+ * the whole machine, every namespace and uid). A job of one session that calls `io_setup` until
+ * EAGAIN holds all of it while it lives: every other process on the machine, the host's included
+ * (a MySQL/MariaDB holding Temporal's store with InnoDB's native AIO, a PostgreSQL or QEMU with
+ * `io_method`/`aio=native`, fio, libaio users), gets EAGAIN from `io_setup`. Fix: refuse
+ * `io_setup`, `io_submit`, `io_getevents`, `io_pgetevents`, `io_cancel`, `io_destroy` with ENOSYS in
+ * the session's filter (libaio's users fall back to threads, as for io_uring).
+ *
  * Tried and held (one line each):
  * - ...
  */
@@ -242,5 +251,45 @@ describe('kind 6: the machine-wide pool of ptys', () => {
       held: expect.any(Number),
       other: 'PTY-OK\n',
     });
+  });
+});
+
+describe('kind 6: the machine-wide pool of AIO contexts', () => {
+  /** Prints `<return> <errno text>` of io_setup(128) (x86-64 206, arm64 0). */
+  const IO_SETUP = [
+    'import ctypes, os',
+    'libc = ctypes.CDLL(None, use_errno=True); libc.syscall.restype = ctypes.c_long',
+    "nr = 206 if os.uname().machine == 'x86_64' else 0",
+    'ctx = ctypes.c_ulong(0)',
+    'print(libc.syscall(nr, ctypes.c_long(128), ctypes.byref(ctx)), os.strerror(ctypes.get_errno()))',
+  ].join('\n');
+
+  t("a session's job holding AIO contexts leaves the host's io_setup working", async () => {
+    const ws = tempDir();
+    fs.writeFileSync(
+      path.join(ws, 'hog.py'),
+      [
+        'import ctypes, os, sys, time',
+        'libc = ctypes.CDLL(None, use_errno=True); libc.syscall.restype = ctypes.c_long',
+        "nr = 206 if os.uname().machine == 'x86_64' else 0",
+        'n = 0',
+        'for size in (32768, 16384, 4096, 1024, 256, 64, 8):',
+        '    while libc.syscall(nr, ctypes.c_long(size), ctypes.byref(ctypes.c_ulong(0))) == 0: n += size',
+        'open(sys.argv[1], "w").write(str(n))',
+        'time.sleep(6)',
+        '',
+      ].join('\n'),
+    );
+    fs.writeFileSync(path.join(ws, 'setup.py'), IO_SETUP);
+    const hostSetup = (): string => execFileSync('python3', [path.join(ws, 'setup.py')], { encoding: 'utf8' });
+    expect(hostSetup()).toBe('0 Success\n');
+    const hog = await startSession({ cwd: ws, workspace: ws });
+    await hog.run('(python3 hog.py held >/dev/null 2>&1 &)');
+    const held = path.join(ws, 'held');
+    const until = Date.now() + 20_000;
+    while (!fs.existsSync(held) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    const during = hostSetup();
+    await hog.close();
+    expect({ held: Number(fs.readFileSync(held, 'utf8')), host: during }).toEqual({ held: expect.any(Number), host: '0 Success\n' });
   });
 });
