@@ -70,7 +70,26 @@
  * the session's filter (libaio's users fall back to threads, as for io_uring).
  *
  * Tried and held (one line each):
- * - ...
+ * - Model text outside a code span in the UI through the editor's command (`editSummary` puts it
+ *   raw): parseEditInput admits only view/create/str_replace/insert.
+ * - A sub-agent's worktree or workspace folder leaving the root through a tool_use id with `/`
+ *   or `..` (`workspaceFolderName`): `/` becomes `_`, leading dots too (read, not run).
+ * - Hiding a change from `diff` with the workspace's `.gitattributes` (`-diff`, a textconv, a
+ *   filter): the bare store reads no tree attributes (git 2.39) and its info/attributes and
+ *   --no-textconv/--no-ext-diff win; only git's own NUL guess hides a file (above).
+ * - The same NUL trick in a pending text editor change: the editor refuses text with a NUL.
+ * - Hiding `[exit code: N]` behind another note (session moved, edited command, restart): those
+ *   set is_error or keep the code's line last; only the turn-budget cut drops it.
+ * - TIOCSTI into a terminal: every launch is setsid (no controlling tty, /dev/tty ENXIO).
+ * - Raising the session's own `pids.max` or leaving its cgroup: /sys/fs/cgroup is read-only in
+ *   the sandbox and the session's cgroup is not even shown there.
+ * - `list`/`pending` columns (search attributes, workflow ids holding a tool_use id): escaped.
+ * - A bash rule that the workflow's check and the worker's matcher read differently
+ *   (`'str_replace_based_edit_tool' create`, quotes around a builtin's name): both tokenize first,
+ *   refused on both sides.
+ * - Per-uid pools (epoll watches, RLIMIT_SIGPENDING, RLIMIT_MSGQUEUE) as another way to starve the
+ *   owner: the same kind as the known, open inotify finding (docs/security.md, round 8); not
+ *   written up again.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
