@@ -59,6 +59,7 @@
  * pty). Fix: mount the sandbox's `/dev/pts` as a devpts instance with a small `max=` (the worker
  * mounts `devpts -o newinstance,max=64,ptmxmode=666` and binds it; bwrap's own has no `max`), or
  * no `/dev/ptmx` at all; a seccomp or ulimit bound cannot count ptys.
+ * (Unskipped, this test and the next take the machine's pool for a few seconds: run them alone.)
  *
  * Kind 6, the same for a pool the host shares too: Linux AIO contexts. `io_setup` (not in the
  * seccomp filter, which refuses io_uring) draws from `fs.aio-max-nr` (65,536 events, one count for
