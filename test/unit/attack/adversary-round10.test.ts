@@ -72,25 +72,30 @@
  *
  * Tried and held (one line each):
  * - Model text outside a code span in the UI through the editor's command (`editSummary` puts it
- *   raw): parseEditInput admits only view/create/str_replace/insert.
+ *   raw): parseEditInput admits only view/create/str_replace/insert (read, not run).
  * - A sub-agent's worktree or workspace folder leaving the root through a tool_use id with `/`
  *   or `..` (`workspaceFolderName`): `/` becomes `_`, leading dots too (read, not run).
- * - Hiding a change from `diff` with the workspace's `.gitattributes` (`-diff`, a textconv, a
- *   filter): the bare store reads no tree attributes (git 2.39) and its info/attributes and
- *   --no-textconv/--no-ext-diff win; only git's own NUL guess hides a file (above).
- * - The same NUL trick in a pending text editor change: the editor refuses text with a NUL.
+ * - Hiding a change from `diff` with the workspace's `.gitattributes` (`*.sh -diff`, `diff=x`):
+ *   run, the bare store reads no tree attributes (git 2.39), every line shown; only git's own NUL
+ *   guess hides a file (above).
+ * - The same NUL trick in a pending text editor change: the editor refuses text with a NUL (read).
  * - Hiding `[exit code: N]` behind another note (session moved, edited command, restart): those
- *   set is_error or keep the code's line last; only the turn-budget cut drops it.
- * - TIOCSTI into a terminal: every launch is setsid (no controlling tty, /dev/tty ENXIO).
+ *   set is_error or keep the code's line last; only the turn-budget cut drops it (read).
+ * - TIOCSTI into the worker's terminal: every launch is spawned detached, setsid (read, not run).
  * - Raising the session's own `pids.max` or leaving its cgroup: /sys/fs/cgroup is read-only in
- *   the sandbox and the session's cgroup is not even shown there.
- * - `list`/`pending` columns (search attributes, workflow ids holding a tool_use id): escaped.
+ *   the sandbox and the session's cgroup is not even shown there (run).
+ * - `list`/`pending` columns (search attributes, workflow ids holding a tool_use id): escaped (read).
  * - A bash rule that the workflow's check and the worker's matcher read differently
  *   (`'str_replace_based_edit_tool' create`, quotes around a builtin's name): both tokenize first,
- *   refused on both sides.
+ *   refused on both sides (read).
  * - Per-uid pools (epoll watches, RLIMIT_SIGPENDING, RLIMIT_MSGQUEUE) as another way to starve the
  *   owner: the same kind as the known, open inotify finding (docs/security.md, round 8); not
  *   written up again.
+ * - Not tried for real (it would starve every other user of this shared machine): the global
+ *   file table. `fs.file-max` here is 2,466,246 and a session may hold 1,024 tasks x `ulimit -n`
+ *   20,000 descriptors, so its jobs could take every `struct file`; processes without
+ *   CAP_SYS_ADMIN (every other session, a non-root Temporal) would get ENFILE. Worth a test on a
+ *   machine of its own.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
