@@ -134,7 +134,11 @@ function validateResume(state: RunState, req: ByRequest): void {
   checkObject(req);
   checkBy(req.by);
   checkOpen(state);
-  if (state.pause === null) throw new RejectedRequest(`the run is not paused (status ${state.status})`);
+  if (state.pause === null)
+    // Status lags a resume accepted earlier in the same workflow task: it still says `paused`.
+    throw new RejectedRequest(
+      state.status === 'paused' ? 'the run is not paused: a resume is already under way' : `the run is not paused (status ${state.status})`,
+    );
   if (state.pause.reason === 'budget') {
     const kind = state.pause.budget ?? 'turns';
     throw new RejectedRequest(
