@@ -1,4 +1,4 @@
-/** agent-jobs from code (docs/client.md): start a run, approve its command, await the result. Needs a worker. */
+/** agent-jobs from code (docs/client.md): start a run, approve each of its commands, await the result. Needs a worker. */
 import { connect } from '../src/client';
 
 export async function main(task = 'write hello into hello.txt'): Promise<string> {
@@ -6,8 +6,8 @@ export async function main(task = 'write hello into hello.txt'): Promise<string>
   const jobs = await connect();
   try {
     const run = await jobs.start({ task, approval: 'always' });
-    const pending = await run.waitForApproval();
-    if (pending) {
+    // Each command the run waits on, until it waits no more (a real program decides; this one approves all).
+    for (let pending = await run.waitForApproval(); pending; pending = await run.waitForApproval()) {
       // Bound to the exact bytes shown: the run refuses it if the pending command changed.
       const { answer } = await run.approve({ sha: pending.commandSha256, by: 'from-code' });
       console.log(`${answer.decision}: ${answer.command}`);
