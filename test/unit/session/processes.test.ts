@@ -105,7 +105,7 @@ describe('background jobs', () => {
     const token = uniqueSleepSeconds();
     await s.run(`sleep ${token} &`);
     // The job's subshell may not have exec'd sleep yet when the command returns.
-    for (let i = 0; i < 100 && liveProcesses({ token }).length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    await waitUntil('the background job to exec its sleep', () => liveProcesses({ token }).length > 0);
     expect(liveProcesses({ token })).toHaveLength(1);
     await s.restart();
     expect(liveProcesses({ token })).toEqual([]);
