@@ -261,10 +261,12 @@ describe('the idle watchdog counts what arrives on the wire, pings included (the
       sse({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 3 } }) +
       sse({ type: 'message_stop' });
     const url = await rawSseHeldOpen(whole);
+    const idleMs = 10_000;
     const started = Date.now();
-    const { outcome } = await call(url, 1, 10_000);
+    const { outcome } = await call(url, 1, idleMs);
+    // The answer itself, not the idle watchdog's abort (a retryable connection error), and before the watchdog's time.
     expect(outcome).toMatchObject({ stopReason: 'end_turn', content: [{ type: 'text', text: 'half an answer' }] });
-    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(Date.now() - started).toBeLessThan(idleMs);
     // Not held open by the call: the server's only connection was let go.
     raw!.closeAllConnections();
   });

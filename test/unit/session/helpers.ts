@@ -112,10 +112,13 @@ export async function waitUntil(what: string, done: () => boolean, timeoutMs = 3
   }
 }
 
-/** A unique token to put in a command line (e.g. as a sleep argument) and find later. */
-export function uniqueSleepSeconds(): string {
+/**
+ * A unique token to put in a command line (e.g. as a sleep argument) and find later: `seconds` (default 1000) and a
+ * random fraction, so `Number(token) * 1000` is how long a `sleep` of it runs, ms.
+ */
+export function uniqueSleepSeconds(seconds = 1000): string {
   // sleep accepts fractional seconds; the fraction makes the cmdline unique.
-  return `1000.${Math.floor(Math.random() * 1e9)}`;
+  return `${seconds}.${Math.floor(Math.random() * 1e9)}`;
 }
 
 /** Measures how long `fn` takes, ms. */
