@@ -289,7 +289,7 @@ describe('kind 6: the machine-wide pool of AIO contexts', () => {
     'print(libc.syscall(nr, ctypes.c_long(128), ctypes.byref(ctx)), os.strerror(ctypes.get_errno()))',
   ].join('\n');
 
-  t("a session's job holding AIO contexts leaves the host's io_setup working", async () => {
+  test("a session's job holding AIO contexts leaves the host's io_setup working", async () => {
     const ws = tempDir();
     fs.writeFileSync(
       path.join(ws, 'hog.py'),
