@@ -99,8 +99,9 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import * as zlib from 'node:zlib';
 import { execFileSync } from 'node:child_process';
-import { diffBetween, takeCheckpoint, type Checkpoint } from '../../../src/checkpoint/store';
+import { BINARY_FILE_WARNING, diffBetween, takeCheckpoint, type Checkpoint } from '../../../src/checkpoint/store';
 import { diffText } from '../../../src/cli/commands/rewind';
 import { describeMessage } from '../../../src/cli/render/messages';
 import { displayCommand } from '../../../src/shared/display';
@@ -159,13 +160,37 @@ describe('kind 2: the exit status shown for a result is read from its text', () 
 });
 
 describe('kind 5: agent-jobs diff of a script with a NUL byte', () => {
+  /** A PNG of 64x64 pseudo-random RGB pixels (about 12 KB, incompressible), different for each `seed`. */
+  function png(seed: number): Buffer {
+    const chunk = (type: string, data: Buffer): Buffer => {
+      const len = Buffer.alloc(4);
+      len.writeUInt32BE(data.length);
+      const crc = Buffer.alloc(4);
+      crc.writeUInt32BE(zlib.crc32(Buffer.concat([Buffer.from(type), data])));
+      return Buffer.concat([len, Buffer.from(type), data, crc]);
+    };
+    const ihdr = Buffer.alloc(13);
+    ihdr.writeUInt32BE(64, 0);
+    ihdr.writeUInt32BE(64, 4);
+    ihdr.set([8, 2, 0, 0, 0], 8);
+    let x = seed * 2654435761;
+    const rows = Buffer.alloc(64 * (1 + 64 * 3));
+    for (let i = 0; i < rows.length; i++) rows[i] = i % (1 + 64 * 3) === 0 ? 0 : (x = (x * 1103515245 + 12345) >>> 0) >>> 24;
+    return Buffer.concat([
+      Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+      chunk('IHDR', ihdr),
+      chunk('IDAT', zlib.deflateSync(rows)),
+      chunk('IEND', Buffer.alloc(0)),
+    ]);
+  }
+
   async function checkpoint(root: string, ws: string, turn: number): Promise<Checkpoint> {
     const cp = await takeCheckpoint(root, ws, { maxBytes: 1e8 }, `turn ${turn}`);
     if (!('id' in cp)) throw new Error(`checkpoint skipped: ${cp.skipped}`);
     return cp;
   }
 
-  t('shows the lines of a script the agent changed even when it holds a NUL past its first line', async () => {
+  test('shows the lines of a script the agent changed even when it holds a NUL past its first line', async () => {
     const ws = tempDir();
     const root = tempDir('aj-checkpoints-');
     fs.writeFileSync(path.join(ws, 'build.sh'), '#!/bin/bash\necho building\n');
@@ -177,6 +202,36 @@ describe('kind 5: agent-jobs diff of a script with a NUL byte', () => {
     expect(execFileSync('bash', [path.join(ws, 'build.sh')], { encoding: 'utf8' })).toContain('PAYLOAD-RAN');
     const shown = diffText(await diffBetween(before.store, before.id, after.id));
     expect(shown).toContain('+echo PAYLOAD-RAN');
+  });
+
+  // Aimed at the fix (every file shown with --text, a warning for what git calls binary): a real
+  // binary stays bounded and readable, the warning sits before the binary file only, and no raw
+  // NUL, ESC or other control byte of a file reaches the terminal.
+  test('a binary file beside a text one: a warning before the binary only, its bytes escaped, the output bounded', async () => {
+    const ws = tempDir();
+    const root = tempDir('aj-checkpoints-');
+    fs.writeFileSync(path.join(ws, 'a.txt'), 'one\n');
+    fs.writeFileSync(path.join(ws, 'logo.png'), png(1));
+    const before = await checkpoint(root, ws, 1);
+    fs.writeFileSync(path.join(ws, 'a.txt'), 'two\n');
+    const image = png(2);
+    fs.writeFileSync(path.join(ws, 'logo.png'), image);
+    // A script git calls binary from its very first bytes (NUL in line one: bash refuses it, the diff still shows it).
+    fs.writeFileSync(path.join(ws, 'z.sh'), 'echo hi\0\necho \x1b[2Ksafe\r\n');
+    const after = await checkpoint(root, ws, 2);
+    const raw = await diffBetween(before.store, before.id, after.id);
+    const shown = diffText(raw);
+    const warned = shown.split('\n').flatMap((l, i, all) => (l === BINARY_FILE_WARNING ? [all[i + 1]] : []));
+    expect(warned).toEqual(['diff --git a/logo.png b/logo.png', 'diff --git a/z.sh b/z.sh']);
+    expect(shown).toContain('-one\n+two\n');
+    expect(shown).toContain('+echo hi\\x00\n+echo \\x1b[2Ksafe\\r\n');
+    // Nothing of the files acts on the terminal: no C0 control but line feed and tab, no DEL, no C1.
+    expect(shown).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/);
+    // Bounded: linear in the files' size (which the checkpoint's maxBytes bounds), not a blow-up.
+    expect(image.length).toBeGreaterThan(10_000);
+    expect(shown.length).toBeLessThan(8 * 2 * image.length + 4096);
+    // The PNG's own NULs and carriage return (its IHDR length, 13) are there, escaped.
+    expect(shown).toMatch(/^[-+]\\x00\\x00\\x00\\rIHDR/m);
   });
 });
 
