@@ -70,6 +70,10 @@
  * `io_setup`, `io_submit`, `io_getevents`, `io_pgetevents`, `io_cancel`, `io_destroy` with ENOSYS in
  * the session's filter (libaio's users fall back to threads, as for io_uring).
  *
+ * Fixed since (their tests run): the NUL in `diff` (every file shown with `--text`, a warning before a
+ * file git calls binary), the mixed-script word (escaped and warned about: src/shared/display.ts
+ * `markMixedScriptWords`), the AIO pool (refused with ENOSYS: src/session/seccomp.ts `AIO_SYSCALLS`).
+ *
  * Tried and held (one line each):
  * - Model text outside a code span in the UI through the editor's command (`editSummary` puts it
  *   raw): parseEditInput admits only view/create/str_replace/insert (read, not run).
@@ -104,7 +108,9 @@ import { execFileSync } from 'node:child_process';
 import { BINARY_FILE_WARNING, diffBetween, takeCheckpoint, type Checkpoint } from '../../../src/checkpoint/store';
 import { diffText } from '../../../src/cli/commands/rewind';
 import { describeMessage } from '../../../src/cli/render/messages';
-import { displayCommand } from '../../../src/shared/display';
+import { commandLines } from '../../../src/cli/render/text';
+import { commandDetails, commandSummary, displayCommand, pendingApproval } from '../../../src/shared/display';
+import { expectFlaggedEverywhere, type LookalikeCase } from './lookalikes';
 import type { Message, RunCommandOutput, ToolResultBlock } from '../../../src/contract';
 import type { BashSession } from '../../../src/session';
 import { commandOutcome } from '../../../src/workflows/tool-results';
@@ -262,7 +268,7 @@ describe("kind 3: code planted in the workspace's .git runs in the person's git 
 });
 
 describe('kind 5: a letter of another script inside a word', () => {
-  t('`git push \u043erigin main` (Cyrillic o) is flagged, since it pushes to the remote the repository names so', async () => {
+  test('`git push \u043erigin main` (Cyrillic o) is flagged, since it pushes to the remote the repository names so', async () => {
     const ws = tempDir();
     // Both remotes inside the workspace, which the sandbox shows (its /tmp is its own); in life, two URLs.
     const person = path.join(ws, '.remotes', 'origin.git');
@@ -296,6 +302,47 @@ describe('kind 5: a letter of another script inside a word', () => {
     // What the person reads must say so.
     const d = displayCommand(command);
     expect({ shown: d.text, warned: d.warnings.length > 0 }).toEqual({ shown: expect.not.stringContaining('\u043e'), warned: true });
+  });
+});
+
+describe('kind 5, aimed at the fix: words of mixed scripts', () => {
+  // Each is a letter drawn as a Latin one inside a Latin word: bash (and git, curl, a resolver) reads
+  // another word than the one shown. Every place a person reads the command flags it and never shows it.
+  const cases: LookalikeCase[] = [
+    // Ukrainian і (U+0456) in a host name: another host.
+    { command: '[ g\u0456thub.com = github.com ] || echo other-host', ch: '\u0456', looksLike: 'i', bashSays: 'other-host\n' },
+    // Greek ο (U+03BF) in a program's name: another program (here, none).
+    { command: 'n\u03bfde --version 2>/dev/null || echo not-node', ch: '\u03bf', looksLike: 'o', bashSays: 'not-node\n' },
+    // Armenian օ (U+0585) at the end of a branch name.
+    { command: '[ mast\u0585r = mastor ] || echo other-branch', ch: '\u0585', looksLike: 'o', bashSays: 'other-branch\n' },
+    // Cherokee Ꭺ (U+13AA) leading a Latin word, Cyrillic а (U+0430) and е (U+0435) after digits and a dash.
+    { command: 'case \u13AAdmin in Admin) echo same;; *) echo other;; esac', ch: '\u13aa', looksLike: 'A', bashSays: 'other\n' },
+    { command: '[ v2-\u0430pi = v2-api ] || echo other', ch: '\u0430', looksLike: 'a', bashSays: 'other\n' },
+    // A Cyrillic letter carrying a combining mark (Inherited, no script of its own) in a Latin word.
+    { command: '[ r\u0435\u0301sume = r\u00e9sume ] || echo other', ch: '\u0435', looksLike: 'e', bashSays: 'other\n' },
+    // A Latin letter in a Cyrillic word, and a Greek with a Cyrillic one (no Latin at all).
+    { command: 'echo \u043f\u0440\u0438\u0432e\u0442', ch: '\u043f', looksLike: '\u043f', bashSays: '\u043f\u0440\u0438\u0432e\u0442\n' },
+    { command: '[ \u03bf\u043e = \u043e\u043e ] || echo other', ch: '\u03bf', looksLike: '\u043e', bashSays: 'other\n' },
+  ];
+  test.each(cases)('$command is flagged wherever it is shown', (c) => {
+    expectFlaggedEverywhere(c);
+    expect(pendingApproval({ toolUseId: 'toolu_1', command: c.command, requestedAt: '' }).display).not.toContain(c.ch);
+  });
+
+  // Words wholly of one script, and the mixes of Latin with Japanese, Chinese or Korean TR39 allows, stay readable.
+  test.each([
+    'echo \u043f\u0440\u0438\u0432\u0435\u0442',
+    'echo \u65e5\u672c\u8a9e',
+    'cat \u043e\u0442\u0447\u0451\u0442.txt',
+    'echo \u03b1\u03b2\u03b3 abc',
+    'ls \u30ec\u30dd\u30fc\u30c8v2.txt',
+    'echo \ud55c\uae00abc caf\u00e9',
+    'grep -r \u0645\u0631\u062d\u0628\u0627 .',
+  ])('%s is shown as it is, with no warning', (command) => {
+    expect(displayCommand(command)).toMatchObject({ text: command, warnings: [] });
+    expect(commandLines(command, { label: 'claude asks to run: ' }).join('\n')).toContain(command);
+    expect(commandSummary(command, 1)).toContain(command);
+    expect(commandDetails(command)).toBe(`\`${command}\``);
   });
 });
 
