@@ -301,9 +301,35 @@ export async function changesBetween(store: string, a: string, b: string): Promi
   return parseNameStatus(await git(store, ['diff-tree', '-r', '-z', '--no-renames', '--name-status', a, b]));
 }
 
-/** The unified diff from checkpoint (or tree) `a` to `b` (binary files named, not shown). */
+/**
+ * The warning line put before the diff of a file git would call binary (a NUL in its first 8,000
+ * bytes, git's own guess): its bytes are shown all the same, since bash runs a script whose NUL is
+ * past its first line (adversary round 10).
+ */
+export const BINARY_FILE_WARNING =
+  'warning: git calls the next file binary (a NUL byte in its first 8,000 bytes); every line of it is shown as text, bytes escaped';
+
+/** Splits a `git diff` into its files' parts, each starting at its `diff --git` header (no content line can: they are prefixed). */
+function diffParts(diff: string): string[] {
+  return diff.split(/^(?=diff --git )/m).filter((p) => p !== '');
+}
+
+/**
+ * The unified diff from checkpoint (or tree) `a` to `b`, every changed file's lines shown:
+ * `git diff --text`, so a file git would call binary is shown line by line too (its bytes as
+ * they are: a display escapes them, `diffText`), with {@link BINARY_FILE_WARNING} on the line
+ * before its `diff --git` header. Bounded by the checkpoint's `maxBytes` (the files themselves)
+ * and git's 256 MiB output buffer. Throws when git fails.
+ */
 export async function diffBetween(store: string, a: string, b: string): Promise<string> {
-  return git(store, ['diff', '--no-color', '--no-ext-diff', '--no-textconv', '--no-renames', a, b]);
+  const base = ['diff', '--no-color', '--no-ext-diff', '--no-textconv', '--no-renames'];
+  const [summary, text] = await Promise.all([git(store, [...base, a, b]), git(store, [...base, '--text', a, b])]);
+  // Which files git calls binary: its own "Binary files ... differ" in the diff without --text. Both list the same files in the same order.
+  const binary = diffParts(summary).map((part) => /^Binary files .* differ$/m.test(part));
+  if (!binary.includes(true)) return text;
+  const parts = diffParts(text);
+  if (parts.length !== binary.length) return `${BINARY_FILE_WARNING.replace('the next file', 'a file below')}\n${text}`;
+  return parts.map((part, i) => (binary[i] ? `${BINARY_FILE_WARNING}\n${part}` : part)).join('');
 }
 
 /**

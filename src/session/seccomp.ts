@@ -9,6 +9,8 @@
  * - every socket family but the network namespace's own ({@link ALLOWED_SOCKET_FAMILIES},
  *   of netlink only {@link ALLOWED_NETLINK_PROTOCOLS}; see {@link seccompProgram});
  * - the kernel's keyrings (`add_key`, `request_key`, `keyctl`: {@link KEYRING_SYSCALLS}), with ENOSYS;
+ * - Linux AIO (`io_setup`, `io_submit`, ...: {@link AIO_SYSCALLS}), with ENOSYS: its contexts come from
+ *   one pool for the whole machine (`fs.aio-max-nr`), which a job could take from every other process;
  * - every call of another ABI than the worker's (i386 `int 0x80` on x86-64, x32).
  *
  * Each keeps a process of the session (all run as bash's user) from forging a command's result
@@ -107,11 +109,26 @@ const KEYRING: Partial<Record<string, Record<string, number>>> = {
   arm64: { add_key: 217, request_key: 218, keyctl: 219 },
 };
 
+/**
+ * Per architecture: the numbers of the Linux AIO system calls, refused with ENOSYS (module doc;
+ * x86-64 arch/x86/entry/syscalls/syscall_64.tbl, arm64 include/uapi/asm-generic/unistd.h). Every
+ * `io_setup` draws from `fs.aio-max-nr`, counted once for the machine (every namespace and uid), so
+ * a job holding contexts would leave the host's own users (a database with native AIO, QEMU) with
+ * EAGAIN. ENOSYS because libaio's users (InnoDB, fio) then fall back to threads, as for io_uring.
+ */
+const AIO: Partial<Record<string, Record<string, number>>> = {
+  x64: { io_setup: 206, io_destroy: 207, io_getevents: 208, io_submit: 209, io_cancel: 210, io_pgetevents: 333 },
+  arm64: { io_setup: 0, io_destroy: 1, io_submit: 2, io_cancel: 3, io_getevents: 4, io_pgetevents: 292 },
+};
+
 /** ENOSYS, what the kernel returns for a system call it does not have (asm-generic/errno.h). */
 const ENOSYS = 38;
 
 /** Names of the keyring system calls the filter refuses with ENOSYS whatever their arguments (module doc). */
 export const KEYRING_SYSCALLS: readonly string[] = Object.keys(KEYRING.x64!);
+
+/** Names of the Linux AIO system calls the filter refuses with ENOSYS whatever their arguments ({@link AIO}). */
+export const AIO_SYSCALLS: readonly string[] = Object.keys(AIO.x64!);
 
 /** Names of the system calls the filter refuses whatever their arguments. */
 export const DENIED_SYSCALLS: readonly string[] = Object.keys(ARCH.x64!.denied);
@@ -150,7 +167,7 @@ export const MSG_PEEK = 2;
 
 /** A jump target: a label of the program being assembled. */
 type Label =
-  'allow' | 'ok' | 'deny' | 'nofamily' | 'noprotocol' | 'nokeys' | 'socket' | 'socketpair' | 'netlink' | 'flags2' | 'flags3' | null;
+  'allow' | 'ok' | 'deny' | 'nofamily' | 'noprotocol' | 'nosys' | 'socket' | 'socketpair' | 'netlink' | 'flags2' | 'flags3' | null;
 
 /**
  * The filter for `arch` as bwrap wants it: `struct sock_filter` entries
@@ -192,7 +209,8 @@ export function seccompProgram(arch: string = process.arch): Buffer | null {
   emit(BPF_LD_W_ABS, OFF_NR);
   if (a.x32) emit(BPF_JMP_JGE_K, X32_SYSCALL_BIT, 'deny', null);
   for (const nr of Object.values(a.denied)) emit(BPF_JMP_JEQ_K, nr, 'deny', null);
-  for (const nr of Object.values(KEYRING[arch] ?? {})) emit(BPF_JMP_JEQ_K, nr, 'nokeys', null);
+  for (const nr of Object.values(KEYRING[arch] ?? {})) emit(BPF_JMP_JEQ_K, nr, 'nosys', null);
+  for (const nr of Object.values(AIO[arch] ?? {})) emit(BPF_JMP_JEQ_K, nr, 'nosys', null);
   emit(BPF_JMP_JEQ_K, a.socket, 'socket', null);
   emit(BPF_JMP_JEQ_K, a.socketpair, 'socketpair', null);
   for (const nr of a.recvFlagsArg2) emit(BPF_JMP_JEQ_K, nr, 'flags2', null);
@@ -220,7 +238,7 @@ export function seccompProgram(arch: string = process.arch): Buffer | null {
   emit(BPF_RET_K, SECCOMP_RET_ERRNO | EPERM, null, null, 'deny');
   emit(BPF_RET_K, SECCOMP_RET_ERRNO | EAFNOSUPPORT, null, null, 'nofamily');
   emit(BPF_RET_K, SECCOMP_RET_ERRNO | EPROTONOSUPPORT, null, null, 'noprotocol');
-  emit(BPF_RET_K, SECCOMP_RET_ERRNO | ENOSYS, null, null, 'nokeys');
+  emit(BPF_RET_K, SECCOMP_RET_ERRNO | ENOSYS, null, null, 'nosys');
   const at = (l: Label, from: number): number => {
     if (l === null) return 0;
     const i = prog.findIndex((p) => p.label === l);

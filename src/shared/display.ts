@@ -36,6 +36,12 @@
  *   categories P* and S*: `❛` U+275B, `╲` U+2572, `⎪` U+23AA, emoji too).
  *   Bash reads a look-alike as an ordinary letter: `echo ‘$(id)’` runs
  *   `id`, though it reads as a quoted string.
+ * - In a command ({@link displayCommand}), every non-ASCII character of a
+ *   word (letters, digits, marks) whose letters are of more than one Unicode
+ *   script, but for the mixes Unicode TR39 allows (Latin with Han and kana,
+ *   Bopomofo or Hangul): the Cyrillic `о` of `git push оrigin` names another
+ *   remote than the `origin` a person reads. A word of one script stays
+ *   readable (`echo привет`).
  * - A run of 8 or more spaces becomes `⟨200 spaces⟩`; a run of 8 or more of
  *   one escaped character becomes `⟨20 × \t⟩`. The markers `⟨` and `⟩` in the
  *   command itself are escaped (`\u27e8`, `\u27e9`), so a marker in an
@@ -90,6 +96,7 @@ type CharClass =
   | 'escape'
   | 'bidi'
   | 'lookalike'
+  | 'mixed-script'
   | 'zero-width'
   | 'format'
   | 'separator'
@@ -108,6 +115,7 @@ const CLASS_ORDER: readonly CharClass[] = [
   'escape',
   'bidi',
   'lookalike',
+  'mixed-script',
   'zero-width',
   'combining',
   'format',
@@ -315,6 +323,7 @@ const CLASS_WORDS: Record<CharClass, { one: string; many: string; listed: boolea
   escape: { one: 'an escape character', many: 'escape characters', listed: false, shown: '\\x1b, starts terminal escape sequences' },
   bidi: { one: 'bidi control', many: 'bidi controls', listed: true },
   lookalike: { one: 'look-alike', many: 'look-alikes', listed: true }, // worded by warningFor
+  'mixed-script': { one: 'mixed-script letter', many: 'mixed-script letters', listed: true }, // worded by warningFor
   combining: { one: 'combining mark standing alone', many: 'combining marks standing alone', listed: true },
   'zero-width': { one: 'zero-width character', many: 'zero-width characters', listed: true },
   format: { one: 'invisible format character', many: 'invisible format characters', listed: true },
@@ -336,6 +345,11 @@ interface Found {
 }
 
 function warningFor(cls: CharClass, found: Found): string {
+  if (cls === 'mixed-script') {
+    const list = found.distinct.slice(0, 4).map((ch) => `${codePointName(ch)} (${scriptOf(ch).replace(/_/g, ' ')})`);
+    const more = found.distinct.length > 4 ? ` and ${found.distinct.length - 4} more` : '';
+    return `contains ${found.count === 1 ? 'a possible look-alike letter' : `${found.count} possible look-alike letters`} in a word of mixed scripts: ${list.join(', ')}${more} (to every program another word than the one it may look like)`;
+  }
   if (cls === 'lookalike') {
     // A punctuation mark or symbol outside the table looks like no one shell character in particular.
     const of = (ch: string): string => (lookalikeOf(ch) !== undefined ? JSON.stringify(lookalikeOf(ch)) : 'a shell character');
@@ -375,6 +389,7 @@ export function displayCommand(command: string, options: DisplayOptions = {}): C
   let longestSpaceRun = 0;
   let markers = 0;
   const classes = classesOf(chars);
+  markMixedScriptWords(chars, classes);
   for (let i = 0; i < chars.length; i++) {
     const ch = chars[i]!;
     if (ch === ' ') {
@@ -409,6 +424,93 @@ export function displayCommand(command: string, options: DisplayOptions = {}): C
   const tokens = warnings.length === 0 ? chars : escapedTokens(chars, classes);
   const { text, cut } = fit(tokens, options.maxChars ?? Infinity);
   return { text, warnings, length: chars.length, cut, sha256: sha256(command) };
+}
+
+/**
+ * Unicode's scripts by their long names (PropertyValueAliases.txt, `sc`), each tested with the
+ * regular expression engine's own `\p{Script=...}` data (ICU's, as Node ships it): a name this
+ * Node does not know is left out. Common and Inherited (punctuation, digits, marks shared by
+ * scripts) are no script of a word's own.
+ */
+const SCRIPT_NAMES = (
+  'Latin Cyrillic Greek Armenian Georgian Cherokee Coptic Lisu Hebrew Arabic Syriac Thaana Nko Samaritan Mandaic Devanagari ' +
+  'Bengali Gurmukhi Gujarati Oriya Tamil Telugu Kannada Malayalam Sinhala Thai Lao Tibetan Myanmar Hangul Ethiopic ' +
+  'Canadian_Aboriginal Ogham Runic Khmer Mongolian Hiragana Katakana Bopomofo Han Yi Old_Italic Gothic Deseret Tagalog Hanunoo ' +
+  'Buhid Tagbanwa Limbu Tai_Le Linear_B Ugaritic Shavian Osmanya Cypriot Braille Buginese New_Tai_Lue Glagolitic Tifinagh ' +
+  'Syloti_Nagri Old_Persian Kharoshthi Balinese Cuneiform Phoenician Phags_Pa Sundanese Lepcha Ol_Chiki Vai Saurashtra Kayah_Li ' +
+  'Rejang Lycian Carian Lydian Cham Tai_Tham Tai_Viet Avestan Egyptian_Hieroglyphs Imperial_Aramaic Inscriptional_Pahlavi ' +
+  'Inscriptional_Parthian Javanese Kaithi Meetei_Mayek Old_South_Arabian Old_Turkic Bamum Batak Brahmi Chakma Meroitic_Cursive ' +
+  'Meroitic_Hieroglyphs Miao Sharada Sora_Sompeng Takri Caucasian_Albanian Bassa_Vah Duployan Elbasan Grantha Pahawh_Hmong ' +
+  'Khojki Linear_A Mahajani Manichaean Mende_Kikakui Modi Mro Old_North_Arabian Nabataean Palmyrene Pau_Cin_Hau Old_Permic ' +
+  'Psalter_Pahlavi Siddham Khudawadi Tirhuta Warang_Citi Ahom Anatolian_Hieroglyphs Hatran Multani Old_Hungarian SignWriting ' +
+  'Adlam Bhaiksuki Marchen Newa Osage Tangut Masaram_Gondi Nushu Soyombo Zanabazar_Square Dogra Gunjala_Gondi Makasar ' +
+  'Medefaidrin Hanifi_Rohingya Sogdian Old_Sogdian Elymaic Nandinagari Nyiakeng_Puachue_Hmong Wancho Chorasmian Dives_Akuru ' +
+  'Khitan_Small_Script Yezidi Cypro_Minoan Old_Uyghur Tangsa Toto Vithkuqi Kawi Nag_Mundari'
+)
+  .split(' ')
+  .flatMap((name) => {
+    try {
+      return [[name, new RegExp(`^\\p{Script=${name}}$`, 'u')] as const];
+    } catch {
+      return [];
+    }
+  });
+const SHARED_SCRIPT = /^[\p{Script=Common}\p{Script=Inherited}]$/u;
+/** {@link scriptOf}'s answers so far (bounded: cleared when full). */
+const SCRIPT_CACHE = new Map<number, string>();
+
+/** The Unicode script of `ch` (one code point): `Latin`, `Cyrillic`, ...; `Common` for one shared by scripts (Common, Inherited); `Unknown` for none listed. */
+function scriptOf(ch: string): string {
+  const cp = ch.codePointAt(0)!;
+  if (cp < 0x80) return /[A-Za-z]/.test(ch) ? 'Latin' : 'Common';
+  const known = SCRIPT_CACHE.get(cp);
+  if (known !== undefined) return known;
+  const script = SHARED_SCRIPT.test(ch) ? 'Common' : (SCRIPT_NAMES.find(([, re]) => re.test(ch))?.[0] ?? 'Unknown');
+  if (SCRIPT_CACHE.size >= 4096) SCRIPT_CACHE.clear();
+  SCRIPT_CACHE.set(cp, script);
+  return script;
+}
+
+/**
+ * The sets of scripts a word may mix and still be shown as it is: Unicode TR39's "highly
+ * restrictive" level (section 5.2): Latin with the scripts of Japanese, of Chinese with
+ * Bopomofo, or of Korean, which have no letter drawn as a Latin one.
+ */
+const MIXES_ALLOWED: readonly ReadonlySet<string>[] = [
+  new Set(['Latin', 'Han', 'Hiragana', 'Katakana']),
+  new Set(['Latin', 'Han', 'Bopomofo']),
+  new Set(['Latin', 'Han', 'Hangul']),
+];
+
+/** A character of a word: a letter, a digit or a mark (as in an identifier, a name, a host name's label). */
+const WORD_CHAR = /^[\p{L}\p{M}\p{N}]$/u;
+
+/**
+ * Marks `mixed-script` (in place, in `classes`) every non-ASCII character shown as itself of a
+ * word whose letters are of more than one script, but for a mix {@link MIXES_ALLOWED}: the Cyrillic
+ * `о` (U+043E) of `оrigin` makes it another word to git than the `origin` a person reads (adversary
+ * round 10), and no table of letter pairs is complete. A word wholly of one script (`привет`,
+ * `日本語`) stays readable; one whose every letter is of another script but drawn as Latin ones (a
+ * whole-script confusable, `аре` for `ape`) is not caught.
+ */
+function markMixedScriptWords(chars: readonly string[], classes: (CharClass | null)[]): void {
+  for (let i = 0; i < chars.length;) {
+    if (!WORD_CHAR.test(chars[i]!)) {
+      i++;
+      continue;
+    }
+    let j = i;
+    const scripts = new Set<string>();
+    let nonAscii = false;
+    for (; j < chars.length && WORD_CHAR.test(chars[j]!); j++) {
+      const script = scriptOf(chars[j]!);
+      if (script !== 'Common') scripts.add(script);
+      if (chars[j]!.codePointAt(0)! >= 0x80) nonAscii = true;
+    }
+    if (nonAscii && scripts.size > 1 && !MIXES_ALLOWED.some((allowed) => [...scripts].every((s) => allowed.has(s))))
+      for (let k = i; k < j; k++) if (classes[k] === null && chars[k]!.codePointAt(0)! >= 0x80) classes[k] = 'mixed-script';
+    i = j;
+  }
 }
 
 /** The escaped display of a command, one token per escape, character or run (never split by a cut). */

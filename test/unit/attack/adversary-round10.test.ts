@@ -70,6 +70,10 @@
  * `io_setup`, `io_submit`, `io_getevents`, `io_pgetevents`, `io_cancel`, `io_destroy` with ENOSYS in
  * the session's filter (libaio's users fall back to threads, as for io_uring).
  *
+ * Fixed since (their tests run): the NUL in `diff` (every file shown with `--text`, a warning before a
+ * file git calls binary), the mixed-script word (escaped and warned about: src/shared/display.ts
+ * `markMixedScriptWords`), the AIO pool (refused with ENOSYS: src/session/seccomp.ts `AIO_SYSCALLS`).
+ *
  * Tried and held (one line each):
  * - Model text outside a code span in the UI through the editor's command (`editSummary` puts it
  *   raw): parseEditInput admits only view/create/str_replace/insert (read, not run).
@@ -99,11 +103,14 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import * as zlib from 'node:zlib';
 import { execFileSync } from 'node:child_process';
-import { diffBetween, takeCheckpoint, type Checkpoint } from '../../../src/checkpoint/store';
+import { BINARY_FILE_WARNING, diffBetween, takeCheckpoint, type Checkpoint } from '../../../src/checkpoint/store';
 import { diffText } from '../../../src/cli/commands/rewind';
 import { describeMessage } from '../../../src/cli/render/messages';
-import { displayCommand } from '../../../src/shared/display';
+import { commandLines } from '../../../src/cli/render/text';
+import { commandDetails, commandSummary, displayCommand, pendingApproval } from '../../../src/shared/display';
+import { expectFlaggedEverywhere, type LookalikeCase } from './lookalikes';
 import type { Message, RunCommandOutput, ToolResultBlock } from '../../../src/contract';
 import type { BashSession } from '../../../src/session';
 import { commandOutcome } from '../../../src/workflows/tool-results';
@@ -159,13 +166,37 @@ describe('kind 2: the exit status shown for a result is read from its text', () 
 });
 
 describe('kind 5: agent-jobs diff of a script with a NUL byte', () => {
+  /** A PNG of 64x64 pseudo-random RGB pixels (about 12 KB, incompressible), different for each `seed`. */
+  function png(seed: number): Buffer {
+    const chunk = (type: string, data: Buffer): Buffer => {
+      const len = Buffer.alloc(4);
+      len.writeUInt32BE(data.length);
+      const crc = Buffer.alloc(4);
+      crc.writeUInt32BE(zlib.crc32(Buffer.concat([Buffer.from(type), data])));
+      return Buffer.concat([len, Buffer.from(type), data, crc]);
+    };
+    const ihdr = Buffer.alloc(13);
+    ihdr.writeUInt32BE(64, 0);
+    ihdr.writeUInt32BE(64, 4);
+    ihdr.set([8, 2, 0, 0, 0], 8);
+    let x = seed * 2654435761;
+    const rows = Buffer.alloc(64 * (1 + 64 * 3));
+    for (let i = 0; i < rows.length; i++) rows[i] = i % (1 + 64 * 3) === 0 ? 0 : (x = (x * 1103515245 + 12345) >>> 0) >>> 24;
+    return Buffer.concat([
+      Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+      chunk('IHDR', ihdr),
+      chunk('IDAT', zlib.deflateSync(rows)),
+      chunk('IEND', Buffer.alloc(0)),
+    ]);
+  }
+
   async function checkpoint(root: string, ws: string, turn: number): Promise<Checkpoint> {
     const cp = await takeCheckpoint(root, ws, { maxBytes: 1e8 }, `turn ${turn}`);
     if (!('id' in cp)) throw new Error(`checkpoint skipped: ${cp.skipped}`);
     return cp;
   }
 
-  t('shows the lines of a script the agent changed even when it holds a NUL past its first line', async () => {
+  test('shows the lines of a script the agent changed even when it holds a NUL past its first line', async () => {
     const ws = tempDir();
     const root = tempDir('aj-checkpoints-');
     fs.writeFileSync(path.join(ws, 'build.sh'), '#!/bin/bash\necho building\n');
@@ -177,6 +208,36 @@ describe('kind 5: agent-jobs diff of a script with a NUL byte', () => {
     expect(execFileSync('bash', [path.join(ws, 'build.sh')], { encoding: 'utf8' })).toContain('PAYLOAD-RAN');
     const shown = diffText(await diffBetween(before.store, before.id, after.id));
     expect(shown).toContain('+echo PAYLOAD-RAN');
+  });
+
+  // Aimed at the fix (every file shown with --text, a warning for what git calls binary): a real
+  // binary stays bounded and readable, the warning sits before the binary file only, and no raw
+  // NUL, ESC or other control byte of a file reaches the terminal.
+  test('a binary file beside a text one: a warning before the binary only, its bytes escaped, the output bounded', async () => {
+    const ws = tempDir();
+    const root = tempDir('aj-checkpoints-');
+    fs.writeFileSync(path.join(ws, 'a.txt'), 'one\n');
+    fs.writeFileSync(path.join(ws, 'logo.png'), png(1));
+    const before = await checkpoint(root, ws, 1);
+    fs.writeFileSync(path.join(ws, 'a.txt'), 'two\n');
+    const image = png(2);
+    fs.writeFileSync(path.join(ws, 'logo.png'), image);
+    // A script git calls binary from its very first bytes (NUL in line one: bash refuses it, the diff still shows it).
+    fs.writeFileSync(path.join(ws, 'z.sh'), 'echo hi\0\necho \x1b[2Ksafe\r\n');
+    const after = await checkpoint(root, ws, 2);
+    const raw = await diffBetween(before.store, before.id, after.id);
+    const shown = diffText(raw);
+    const warned = shown.split('\n').flatMap((l, i, all) => (l === BINARY_FILE_WARNING ? [all[i + 1]] : []));
+    expect(warned).toEqual(['diff --git a/logo.png b/logo.png', 'diff --git a/z.sh b/z.sh']);
+    expect(shown).toContain('-one\n+two\n');
+    expect(shown).toContain('+echo hi\\x00\n+echo \\x1b[2Ksafe\\r\n');
+    // Nothing of the files acts on the terminal: no C0 control but line feed and tab, no DEL, no C1.
+    expect(shown).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/);
+    // Bounded: linear in the files' size (which the checkpoint's maxBytes bounds), not a blow-up.
+    expect(image.length).toBeGreaterThan(10_000);
+    expect(shown.length).toBeLessThan(8 * 2 * image.length + 4096);
+    // The PNG's own NULs and carriage return (its IHDR length, 13) are there, escaped.
+    expect(shown).toMatch(/^[-+]\\x00\\x00\\x00\\rIHDR/m);
   });
 });
 
@@ -207,7 +268,7 @@ describe("kind 3: code planted in the workspace's .git runs in the person's git 
 });
 
 describe('kind 5: a letter of another script inside a word', () => {
-  t('`git push \u043erigin main` (Cyrillic o) is flagged, since it pushes to the remote the repository names so', async () => {
+  test('`git push \u043erigin main` (Cyrillic o) is flagged, since it pushes to the remote the repository names so', async () => {
     const ws = tempDir();
     // Both remotes inside the workspace, which the sandbox shows (its /tmp is its own); in life, two URLs.
     const person = path.join(ws, '.remotes', 'origin.git');
@@ -241,6 +302,47 @@ describe('kind 5: a letter of another script inside a word', () => {
     // What the person reads must say so.
     const d = displayCommand(command);
     expect({ shown: d.text, warned: d.warnings.length > 0 }).toEqual({ shown: expect.not.stringContaining('\u043e'), warned: true });
+  });
+});
+
+describe('kind 5, aimed at the fix: words of mixed scripts', () => {
+  // Each is a letter drawn as a Latin one inside a Latin word: bash (and git, curl, a resolver) reads
+  // another word than the one shown. Every place a person reads the command flags it and never shows it.
+  const cases: LookalikeCase[] = [
+    // Ukrainian і (U+0456) in a host name: another host.
+    { command: '[ g\u0456thub.com = github.com ] || echo other-host', ch: '\u0456', looksLike: 'i', bashSays: 'other-host\n' },
+    // Greek ο (U+03BF) in a program's name: another program (here, none).
+    { command: 'n\u03bfde --version 2>/dev/null || echo not-node', ch: '\u03bf', looksLike: 'o', bashSays: 'not-node\n' },
+    // Armenian օ (U+0585) at the end of a branch name.
+    { command: '[ mast\u0585r = mastor ] || echo other-branch', ch: '\u0585', looksLike: 'o', bashSays: 'other-branch\n' },
+    // Cherokee Ꭺ (U+13AA) leading a Latin word, Cyrillic а (U+0430) and е (U+0435) after digits and a dash.
+    { command: 'case \u13AAdmin in Admin) echo same;; *) echo other;; esac', ch: '\u13aa', looksLike: 'A', bashSays: 'other\n' },
+    { command: '[ v2-\u0430pi = v2-api ] || echo other', ch: '\u0430', looksLike: 'a', bashSays: 'other\n' },
+    // A Cyrillic letter carrying a combining mark (Inherited, no script of its own) in a Latin word.
+    { command: '[ r\u0435\u0301sume = r\u00e9sume ] || echo other', ch: '\u0435', looksLike: 'e', bashSays: 'other\n' },
+    // A Latin letter in a Cyrillic word, and a Greek with a Cyrillic one (no Latin at all).
+    { command: 'echo \u043f\u0440\u0438\u0432e\u0442', ch: '\u043f', looksLike: '\u043f', bashSays: '\u043f\u0440\u0438\u0432e\u0442\n' },
+    { command: '[ \u03bf\u043e = \u043e\u043e ] || echo other', ch: '\u03bf', looksLike: '\u043e', bashSays: 'other\n' },
+  ];
+  test.each(cases)('$command is flagged wherever it is shown', (c) => {
+    expectFlaggedEverywhere(c);
+    expect(pendingApproval({ toolUseId: 'toolu_1', command: c.command, requestedAt: '' }).display).not.toContain(c.ch);
+  });
+
+  // Words wholly of one script, and the mixes of Latin with Japanese, Chinese or Korean TR39 allows, stay readable.
+  test.each([
+    'echo \u043f\u0440\u0438\u0432\u0435\u0442',
+    'echo \u65e5\u672c\u8a9e',
+    'cat \u043e\u0442\u0447\u0451\u0442.txt',
+    'echo \u03b1\u03b2\u03b3 abc',
+    'ls \u30ec\u30dd\u30fc\u30c8v2.txt',
+    'echo \ud55c\uae00abc caf\u00e9',
+    'grep -r \u0645\u0631\u062d\u0628\u0627 .',
+  ])('%s is shown as it is, with no warning', (command) => {
+    expect(displayCommand(command)).toMatchObject({ text: command, warnings: [] });
+    expect(commandLines(command, { label: 'claude asks to run: ' }).join('\n')).toContain(command);
+    expect(commandSummary(command, 1)).toContain(command);
+    expect(commandDetails(command)).toBe(`\`${command}\``);
   });
 });
 
@@ -289,7 +391,7 @@ describe('kind 6: the machine-wide pool of AIO contexts', () => {
     'print(libc.syscall(nr, ctypes.c_long(128), ctypes.byref(ctx)), os.strerror(ctypes.get_errno()))',
   ].join('\n');
 
-  t("a session's job holding AIO contexts leaves the host's io_setup working", async () => {
+  test("a session's job holding AIO contexts leaves the host's io_setup working", async () => {
     const ws = tempDir();
     fs.writeFileSync(
       path.join(ws, 'hog.py'),

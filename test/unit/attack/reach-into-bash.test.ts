@@ -13,7 +13,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { findBwrap } from '../../../src/session';
-import { DENIED_SYSCALLS, seccompProgram } from '../../../src/session/seccomp';
+import { AIO_SYSCALLS, DENIED_SYSCALLS, seccompProgram } from '../../../src/session/seccomp';
 import { closeSessions, removeTempDirs, startSession, tempDir, waitUntil } from '../session/helpers';
 
 afterEach(async () => {
@@ -102,6 +102,44 @@ test('gdb cannot attach to bash (ptrace refused), and bash runs the next command
   expect((await s.run('echo alive')).output).toBe('alive\n');
 });
 
+test("no process of a session can take from the machine's AIO pool: every AIO call ENOSYS, in bash and in a background job", async () => {
+  // io_setup draws from fs.aio-max-nr, one count for the whole machine: a job holding contexts leaves every host process EAGAIN.
+  const dir = tempDir();
+  const x64 = process.arch === 'x64';
+  const nrs = x64 ? [206, 207, 208, 209, 210, 333] : [0, 1, 2, 3, 4, 292];
+  fs.writeFileSync(
+    path.join(dir, 'aio.py'),
+    [
+      'import ctypes, os, sys',
+      'libc = ctypes.CDLL(None, use_errno=True); libc.syscall.restype = ctypes.c_long',
+      'out = []',
+      `for nr in ${JSON.stringify(nrs)} + ([0x40000000 | 206] if ${x64 ? 'True' : 'False'} else []):`,
+      '    ctx = ctypes.c_ulong(0)',
+      '    for size in (1, 128, 65536):',
+      '        ctypes.set_errno(0)',
+      '        rc = libc.syscall(ctypes.c_long(nr), ctypes.c_long(size), ctypes.byref(ctx), ctypes.c_long(0), ctypes.c_long(0))',
+      '        out.append("%d %d %s" % (nr, rc, os.strerror(ctypes.get_errno())))',
+      'open(sys.argv[1], "w").write("\\n".join(out) + "\\n")',
+      '',
+    ].join('\n'),
+  );
+  const s = await startSession({ cwd: dir, workspace: dir });
+  const expected = [
+    ...nrs.map((nr) => `${nr} -1 Function not implemented`),
+    ...(x64 ? [`${0x40000000 | 206} -1 Operation not permitted`] : []),
+  ]
+    .flatMap((l) => [l, l, l])
+    .join('\n');
+  expect((await s.run('python3 aio.py fg.txt && cat fg.txt')).output).toBe(`${expected}\n`);
+  // A job left behind (its own session, stdio closed) is under the same filter.
+  await s.run('(setsid python3 aio.py bg.txt </dev/null >/dev/null 2>&1 &)');
+  await waitUntil(
+    'the background job to try every AIO call',
+    () => fs.existsSync(path.join(dir, 'bg.txt')) && fs.statSync(path.join(dir, 'bg.txt')).size > 0,
+  );
+  expect(fs.readFileSync(path.join(dir, 'bg.txt'), 'utf8')).toBe(`${expected}\n`);
+});
+
 test('the filter refuses exactly the listed calls and other ABIs: its instructions checked one by one', () => {
   const prog = seccompProgram('x64')!;
   const insns = Array.from({ length: prog.length / 8 }, (_, i) => ({
@@ -147,6 +185,13 @@ test('the filter refuses exactly the listed calls and other ABIs: its instructio
   };
   expect([...DENIED_SYSCALLS].sort()).toEqual(Object.keys(denied).sort());
   for (const nr of Object.values(denied)) expect(run(X86_64, nr)).toBe(EPERM);
+  // Linux AIO (one pool for the whole machine, fs.aio-max-nr) and the keyrings: ENOSYS, whatever the arguments.
+  const ENOSYS = 0x00050026;
+  const nosys = { io_setup: 206, io_destroy: 207, io_getevents: 208, io_submit: 209, io_cancel: 210, io_pgetevents: 333 };
+  expect([...AIO_SYSCALLS].sort()).toEqual(Object.keys(nosys).sort());
+  for (const nr of Object.values(nosys)) for (const args of [[], [1, 0], [0xffffffff, 1, 2, 3]]) expect(run(X86_64, nr, args)).toBe(ENOSYS);
+  for (const nr of [248, 249, 250]) expect(run(X86_64, nr)).toBe(ENOSYS);
+  for (const nr of [205, 211, 332, 334]) expect(run(X86_64, nr)).toBe(ALLOW);
   for (const nr of [0, 1, 2, 56, 57, 59, 62 /* kill */, 102, 309, 313, 424, 428, 434 /* pidfd_open */, 437, 439, 441])
     expect(run(X86_64, nr)).toBe(ALLOW);
   // socket(AF_UNIX) refused whatever the type; other families allowed. The args are read as 32-bit ints (the low word).
