@@ -38,6 +38,12 @@
  * every other git dir's, found at start) read-only in the parent's sandbox too, as for a child (git
  * commit still writes objects, refs, index, logs); or at least have `status`/`diff` show every
  * change to them, with a warning, before the run ends.
+ * Fixed for the files named (src/session/git-guard.ts): config, hooks/, info/, config.worktree
+ * read-only, `.git` bound onto itself so it cannot be renamed away and replaced, a `.git` file
+ * read-only. Still open (skipped below, with the fix each needs): a new `.git/commondir`, and a
+ * nested repository added to the index as a gitlink (git 2.39 runs `git status` in it). Tried and
+ * held: `include.path`, `extensions.worktreeConfig` (config read-only), removing `hooks/` to make
+ * it anew, renaming `.git` or its config (EBUSY: mount points), a `.git` file rewritten.
  *
  * Kind 5 (what the human reads is not what runs): letters of another script drawn as the Latin
  * letters of a word (Cyrillic `о` U+043E, `а`, `с`, `і`, Greek `ο`, ...) are shown verbatim with no
