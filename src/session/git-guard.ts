@@ -50,11 +50,12 @@ export function guardedGit(workspace: string): GuardedGit {
   }
   if (st.isDirectory()) {
     out.writable.push(dotGit);
-    out.readonly.push(...codeEntries(dotGit));
+    out.readonly.push(...codeEntries(dotGit, workspace));
   } else if (st.isFile()) {
     out.readonly.push(dotGit);
     const named = gitdirOf(dotGit, workspace);
-    if (named !== undefined && (named === workspace || named.startsWith(`${workspace}/`))) out.readonly.push(...codeEntries(named));
+    if (named !== undefined && (named === workspace || named.startsWith(`${workspace}/`)))
+      out.readonly.push(...codeEntries(named, workspace));
   }
   return out;
 }
@@ -62,9 +63,12 @@ export function guardedGit(workspace: string): GuardedGit {
 /**
  * The {@link CODE_ENTRIES} of `gitDir` to bind read-only, after creating `hooks/` and `info/` when
  * missing, and an empty `config.worktree` when the config turns `extensions.worktreeConfig` on,
- * each owned as `gitDir` is (the worker may be root; the repository is the person's).
+ * each owned as `gitDir` is (the worker may be root; the repository is the person's); and every
+ * file the config includes (`include.path`, `includeIf.*.path`) that lies in `workspace`, created
+ * empty when missing (git skips a missing include, so the session could otherwise create it).
+ * Includes of included files are not followed.
  */
-function codeEntries(gitDir: string): string[] {
+function codeEntries(gitDir: string, workspace: string): string[] {
   const found: string[] = [];
   let owner: fs.Stats | undefined;
   let config = '';
@@ -94,7 +98,40 @@ function codeEntries(gitDir: string): string[] {
       /* missing: config.worktree without extensions.worktreeConfig, which the read-only config cannot gain */
     }
   }
+  for (const p of includedFiles(config, gitDir)) {
+    if (!(p === workspace || p.startsWith(`${workspace}/`)) || found.includes(p)) continue;
+    try {
+      fs.mkdirSync(path.dirname(p), { recursive: true });
+      fs.writeFileSync(p, '', { flag: 'wx', mode: 0o644 });
+      if (owner) fs.lchownSync(p, owner.uid, owner.gid);
+    } catch {
+      /* there already */
+    }
+    try {
+      if (fs.lstatSync(p).isFile()) found.push(p);
+    } catch {
+      /* could not be made */
+    }
+  }
   return found;
+}
+
+/**
+ * The absolute paths of the `path = …` values of `config`'s `[include]` and `[includeIf "…"]`
+ * sections, relative ones against `gitDir` as git reads them; `~` ones dropped (a home directory
+ * is never the workspace's).
+ */
+function includedFiles(config: string, gitDir: string): string[] {
+  const out: string[] = [];
+  let including = false;
+  for (const line of config.split('\n')) {
+    const section = /^\s*\[\s*([A-Za-z0-9.-]+)/.exec(line);
+    if (section) including = /^include(if)?$/i.test(section[1]!);
+    const m = including ? /^\s*(?:\[[^\]]*\]\s*)?path\s*=\s*"?([^"]*?)"?\s*$/i.exec(line) : null;
+    if (!m || m[1] === '' || m[1]!.startsWith('~')) continue;
+    out.push(path.resolve(gitDir, m[1]!));
+  }
+  return out;
 }
 
 /** The absolute git dir a `.git` file names (`gitdir: <path>`, relative to the file's directory), or undefined. */

@@ -42,7 +42,8 @@
  * read-only, `.git` bound onto itself so it cannot be renamed away and replaced, a `.git` file
  * read-only. Still open (skipped below, with the fix each needs): a new `.git/commondir`, and a
  * nested repository added to the index as a gitlink (git 2.39 runs `git status` in it). Tried and
- * held: `include.path`, `extensions.worktreeConfig` (config read-only), removing `hooks/` to make
+ * held: `include.path`, `extensions.worktreeConfig` (config read-only), an include or config.worktree
+ * the person's config names but which is missing (made empty at start, read-only), removing `hooks/` to make
  * it anew, renaming `.git` or its config (EBUSY: mount points), a `.git` file rewritten.
  *
  * Kind 5 (what the human reads is not what runs): letters of another script drawn as the Latin
@@ -255,6 +256,28 @@ describe("kind 3: code planted in the workspace's .git runs in the person's git 
       expect({ ranOnTheHost: fs.existsSync(marker), head: git('log', '--oneline', 'topic').split('\n').length - 1 }).toEqual({
         ranOnTheHost: false,
         head: 2,
+      });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+
+  test("files the person's config already names but that are not there (an include, config.worktree) cannot be made by the session", async () => {
+    const { ws, marker, git } = personsRepo();
+    git('config', 'include.path', 'myconfig');
+    git('config', 'includeIf.gitdir:/.path', `${ws}/.gitconfig-local`);
+    git('config', 'extensions.worktreeConfig', 'true');
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const cfg = `'[core]\\n\\tfsmonitor = ${ws}/fsm\\n'`;
+      const r = await s.run(
+        `${plant(marker, 'fsm')}; for f in .git/myconfig .gitconfig-local .git/config.worktree; do { printf ${cfg} >> $f; } 2>/dev/null; echo $?; done`,
+      );
+      expect(r.output).toBe('1\n1\n1\n');
+      git('status', '--short');
+      expect({ ranOnTheHost: fs.existsSync(marker), fsmonitor: git('config', '--default', '', '--get', 'core.fsmonitor').trim() }).toEqual({
+        ranOnTheHost: false,
+        fsmonitor: '',
       });
     } finally {
       fs.rmSync(marker, { force: true });
