@@ -13,8 +13,9 @@
  * Only a repository whose `.git` is at the workspace's root is guarded (a workspace inside a
  * repository sees its `.git` read-only already). Still open (test/unit/attack/adversary-round10.test.ts):
  * a new `.git/commondir` (git then reads the config of the directory it names), a nested
- * repository the session adds to the index as a gitlink (`git status` runs in it), and a
- * repository deeper in the workspace.
+ * repository the session adds to the index as a gitlink (`git status` runs in it), a
+ * repository deeper in the workspace, and a config replaced on the host during the run (the
+ * kernel drops a bind whose directory entry is renamed over).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';

@@ -300,6 +300,30 @@ describe("kind 3: code planted in the workspace's .git runs in the person's git 
   });
 
   /*
+   * OPEN: a bind over a file is attached to its directory entry; when something on the host
+   * replaces the entry (the person's own `git config`, `git remote add`, `git push -u`, which write
+   * `config.lock` and rename it over `config`), the kernel detaches the sandbox's mount (Linux
+   * 3.18+, mounts in other namespaces are dropped on rename or unlink), and the new config is
+   * the session's to write for the rest of the run. Fix: the worker notices a changed config (its
+   * inode or bytes against the ones bound at start, checked after each command) and re-binds or
+   * ends the shell so the next launch binds anew; or records the config at start and reports any
+   * change to `config`, `hooks/`, `info/` it did not make when the run ends.
+   */
+  t('after the person changes their config on the host during the run, the session still cannot write it', async () => {
+    const { ws, marker, git } = personsRepo();
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      git('config', 'branch.main.description', 'the person, during the run');
+      const r = await s.run(`${plant(marker, 'fsm')}; git config core.fsmonitor "$PWD/fsm" 2>/dev/null; echo tried`);
+      expect(r.output).toBe('tried\n');
+      git('status', '--short');
+      expect({ ranOnTheHost: fs.existsSync(marker) }).toEqual({ ranOnTheHost: false });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+
+  /*
    * OPEN: `.git` itself must stay writable (git writes index, HEAD, packed-refs by lock file and
    * rename in it), so the session can create files in it that git reads and that were not there
    * at start: `commondir` names another directory whose `config` git then reads as the
