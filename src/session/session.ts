@@ -61,6 +61,7 @@ import {
   type CommandResult,
   type FinishedCommand,
 } from './result';
+import { guardedGit, type GuardedGit } from './git-guard';
 import { closePins, pinGit, type GitPins, type PinnedDir } from './pins';
 import { sandboxView, type SandboxMode, type SandboxOptions } from './sandbox';
 import { writeSeccompFilter } from './seccomp';
@@ -161,6 +162,8 @@ export class BashSession {
    * {@link BashSessionOptions.worktreeGit}), opened when the session started and bound by descriptor (pins.ts).
    */
   private readonly gitPins: PinnedDir[];
+  /** What of the workspace's own repository the sandbox binds so that the session cannot plant code in it (git-guard.ts). */
+  private readonly git: GuardedGit;
   /**
    * Why the sub-agent's git directories are not bound (one line: which could not be opened without a
    * symlink on the way), or undefined when they are or none were asked for: the session then runs without them.
@@ -207,6 +210,8 @@ export class BashSession {
     this.gitPins = git.pins;
     this.worktreeGitRefused = git.refused;
     this.hide = hiddenPaths(options.hidePaths ?? [], who, this.network);
+    // Once, at start: from then on `.git` is a mount point in every sandbox of the session, which no process of it can move.
+    this.git = this.workspace && sandbox.mode === 'bwrap' ? guardedGit(realDir(this.workspace)) : { writable: [], readonly: [] };
     const built = buildSessionEnv({
       extra: { ...identityEnv(who, this.workspace), ...options.env },
       secretEnvNames: options.secretEnvNames,
@@ -330,8 +335,8 @@ export class BashSession {
       ...(this.sandboxMode.bwrap ? { bwrap: this.sandboxMode.bwrap } : {}),
       identity: this.identity,
       network: this.network,
-      writable: this.workspace ? [this.workspace] : [],
-      readable: [this.tmpDir],
+      writable: this.workspace ? [this.workspace, ...this.git.writable] : [],
+      readable: [this.tmpDir, ...this.git.readonly],
       ...(this.gitPins.length > 0 ? { pinned: this.gitPins } : {}),
       hide: this.hide,
       tmpfsBytes: Math.min(this.limits.maxFileSizeBytes, SANDBOX_TMPFS_BYTES),

@@ -38,6 +38,13 @@
  * every other git dir's, found at start) read-only in the parent's sandbox too, as for a child (git
  * commit still writes objects, refs, index, logs); or at least have `status`/`diff` show every
  * change to them, with a warning, before the run ends.
+ * Fixed for the files named (src/session/git-guard.ts): config, hooks/, info/, config.worktree
+ * read-only, `.git` bound onto itself so it cannot be renamed away and replaced, a `.git` file
+ * read-only. Still open (skipped below, with the fix each needs): a new `.git/commondir`, and a
+ * nested repository added to the index as a gitlink (git 2.39 runs `git status` in it). Tried and
+ * held: `include.path`, `extensions.worktreeConfig` (config read-only), an include or config.worktree
+ * the person's config names but which is missing (made empty at start, read-only), removing `hooks/` to make
+ * it anew, renaming `.git` or its config (EBUSY: mount points), a `.git` file rewritten.
  *
  * Kind 5 (what the human reads is not what runs): letters of another script drawn as the Latin
  * letters of a word (Cyrillic `о` U+043E, `а`, `с`, `і`, Greek `ο`, ...) are shown verbatim with no
@@ -242,7 +249,7 @@ describe('kind 5: agent-jobs diff of a script with a NUL byte', () => {
 });
 
 describe("kind 3: code planted in the workspace's .git runs in the person's git on the host", () => {
-  t("a session's write to .git/config does not make the person's later `git status` run its program", async () => {
+  test("a session's write to .git/config does not make the person's later `git status` run its program", async () => {
     const ws = tempDir();
     const marker = `${ws}-host-marker`;
     const git = (...a: string[]): string =>
@@ -255,10 +262,172 @@ describe("kind 3: code planted in the workspace's .git runs in the person's git 
       const s = await startSession({ cwd: ws, workspace: ws });
       // The approved command (or a job it left): two lines in the repository's own .git.
       const r = await s.run(
-        `printf '#!/bin/sh\\nid -un > ${marker}\\n' > .git/fsm && chmod +x .git/fsm && git config core.fsmonitor "$PWD/.git/fsm" && echo planted`,
+        `printf '#!/bin/sh\\nid -un > ${marker}\\n' > .git/fsm && chmod +x .git/fsm; git config core.fsmonitor "$PWD/.git/fsm" 2>/dev/null; echo tried`,
+      );
+      expect(r.output).toBe('tried\n');
+      // Later, on the host, the person looks at their repository.
+      git('status', '--short');
+      expect({ ranOnTheHost: fs.existsSync(marker) }).toEqual({ ranOnTheHost: false });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+
+  /** A repository with one commit in a new workspace, and `git` there as the person on the host. */
+  function personsRepo(): { ws: string; marker: string; git: (...a: string[]) => string } {
+    const ws = tempDir();
+    const git = (...a: string[]): string =>
+      execFileSync('git', ['-C', ws, '-c', 'user.name=p', '-c', 'user.email=p@example.com', ...a], { encoding: 'utf8', stdio: 'pipe' });
+    git('init', '-q', '-b', 'main');
+    fs.writeFileSync(path.join(ws, 'README'), 'hello\n');
+    git('add', 'README');
+    git('commit', '-qm', 'one');
+    return { ws, marker: `${ws}-host-marker`, git };
+  }
+
+  /** The attacker's program: a script in the workspace that leaves `marker` when it runs. */
+  const plant = (marker: string, file: string): string => `printf '#!/bin/sh\\nid -un > ${marker}\\n' > ${file} && chmod +x ${file}`;
+
+  test('git still works in the session (add, commit, checkout -b, log, status), and every other way into git config, hooks or info fails', async () => {
+    const { ws, marker, git } = personsRepo();
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const work = await s.run(
+        'echo two > f && git add f && git -c user.name=a -c user.email=a@example.com commit -qm two && git checkout -qb topic && git log --oneline | wc -l && git status --short | wc -l',
+      );
+      expect(work).toMatchObject({ output: '2\n0\n', exitCode: 0 });
+      const tries: Record<string, string> = {
+        hooksPath: 'git config core.hooksPath "$PWD/h"',
+        hook: `${plant(marker, '.git/hooks/post-checkout')}`,
+        hookDir: `rm -rf .git/hooks`,
+        attributes: `echo '* filter=x' > .git/info/attributes`,
+        include: 'git config include.path myconfig',
+        worktreeConfig: 'git config extensions.worktreeConfig true',
+        // The bind is on the inode: moving `.git` away and making a new one would get past it.
+        renameGit: 'mv .git .git-away',
+        renameConfig: 'mv .git/config .git/config-away',
+        replaceConfig: 'cp .git/config c && echo "[core] fsmonitor = x" >> c && mv c .git/config',
+      };
+      const got: Record<string, number | null> = {};
+      for (const [name, command] of Object.entries(tries)) got[name] = (await s.run(`${command} 2>/dev/null`)).exitCode;
+      for (const [name, code] of Object.entries(got)) expect({ name, failed: code !== 0 }).toEqual({ name, failed: true });
+      // The person's git on the host: still their repository, and nothing of the session's runs.
+      git('checkout', '-q', 'main');
+      git('status', '--short');
+      expect({ ranOnTheHost: fs.existsSync(marker), head: git('log', '--oneline', 'topic').split('\n').length - 1 }).toEqual({
+        ranOnTheHost: false,
+        head: 2,
+      });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+
+  test("files the person's config already names but that are not there (an include, config.worktree) cannot be made by the session", async () => {
+    const { ws, marker, git } = personsRepo();
+    git('config', 'include.path', 'myconfig');
+    git('config', 'includeIf.gitdir:/.path', `${ws}/.gitconfig-local`);
+    git('config', 'extensions.worktreeConfig', 'true');
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const cfg = `'[core]\\n\\tfsmonitor = ${ws}/fsm\\n'`;
+      const r = await s.run(
+        `${plant(marker, 'fsm')}; for f in .git/myconfig .gitconfig-local .git/config.worktree; do { printf ${cfg} >> $f; } 2>/dev/null; echo $?; done`,
+      );
+      expect(r.output).toBe('1\n1\n1\n');
+      git('status', '--short');
+      expect({ ranOnTheHost: fs.existsSync(marker), fsmonitor: git('config', '--default', '', '--get', 'core.fsmonitor').trim() }).toEqual({
+        ranOnTheHost: false,
+        fsmonitor: '',
+      });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+
+  test('a worktree whose .git is a file: the file cannot be pointed at a git dir of the session', async () => {
+    const { ws: main, git } = personsRepo();
+    const ws = `${main}-wt`;
+    git('worktree', 'add', '-q', ws);
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const r = await s.run(
+        'mkdir -p evil && { echo "gitdir: $PWD/evil" > .git; } 2>/dev/null; echo rc=$?; mv .git git-away 2>/dev/null; echo mv=$?; head -c 8 .git',
+      );
+      expect(r.output).toBe('rc=1\nmv=1\ngitdir: ');
+    } finally {
+      fs.rmSync(ws, { recursive: true, force: true });
+    }
+  });
+
+  /*
+   * OPEN: a bind over a file is attached to its directory entry; when something on the host
+   * replaces the entry (the person's own `git config`, `git remote add`, `git push -u`, which write
+   * `config.lock` and rename it over `config`), the kernel detaches the sandbox's mount (Linux
+   * 3.18+, mounts in other namespaces are dropped on rename or unlink), and the new config is
+   * the session's to write for the rest of the run. Fix: the worker notices a changed config (its
+   * inode or bytes against the ones bound at start, checked after each command) and re-binds or
+   * ends the shell so the next launch binds anew; or records the config at start and reports any
+   * change to `config`, `hooks/`, `info/` it did not make when the run ends.
+   */
+  t('after the person changes their config on the host during the run, the session still cannot write it', async () => {
+    const { ws, marker, git } = personsRepo();
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      git('config', 'branch.main.description', 'the person, during the run');
+      const r = await s.run(`${plant(marker, 'fsm')}; git config core.fsmonitor "$PWD/fsm" 2>/dev/null; echo tried`);
+      expect(r.output).toBe('tried\n');
+      git('status', '--short');
+      expect({ ranOnTheHost: fs.existsSync(marker) }).toEqual({ ranOnTheHost: false });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+
+  /*
+   * OPEN: `.git` itself must stay writable (git writes index, HEAD, packed-refs by lock file and
+   * rename in it), so the session can create files in it that git reads and that were not there
+   * at start: `commondir` names another directory whose `config` git then reads as the
+   * repository's (git 2.39: any git dir, not only a worktree's). A bind cannot cover a file that
+   * does not exist, and an empty `commondir` makes git die. Fix: the worker checks the git dir's
+   * entries against those git writes (objects, refs, logs, index, HEAD, *_HEAD, packed-refs, ...)
+   * at the end of each command and of the run, removes or at least reports any other (`status`,
+   * `diff`, the end of the run warn); or the workspace's git dir moves out of the workspace while
+   * the session runs (a `.git` file the session cannot write, a git dir with read-only top and
+   * writable objects/refs/logs, as for a child, and the index by a bind of its own).
+   */
+  t("a new .git/commondir naming a config of the session does not run its program in the person's git", async () => {
+    const { ws, marker, git } = personsRepo();
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const r = await s.run(
+        `cp -r .git .evil && ${plant(marker, '.evil/fsm')} && git --git-dir=.evil config core.fsmonitor "$PWD/.evil/fsm" && echo "$PWD/.evil" > .git/commondir && echo planted`,
       );
       expect(r.output).toContain('planted');
-      // Later, on the host, the person looks at their repository.
+      git('status', '--short');
+      expect({ ranOnTheHost: fs.existsSync(marker) }).toEqual({ ranOnTheHost: false });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+
+  /*
+   * OPEN: a repository of the session's own anywhere in the workspace, added to the person's index
+   * as a gitlink (`git add sub`: the index is writable), is a submodule to `git status`, which runs
+   * `git status` inside it, with its config: its core.fsmonitor runs on the host. The same holds
+   * for `.git/modules/<name>/config` and for a repository deeper in the workspace than its root
+   * (renaming a directory above a bind moves the bind with it). Fix: the end of the run (and
+   * `status`/`diff`) reports every gitlink the index gained and every git dir in the workspace
+   * other than the root's; or the checkpoint refuses (drops) a gitlink it did not have.
+   */
+  t("a nested repository the session adds as a gitlink does not run its program in the person's `git status`", async () => {
+    const { ws, marker, git } = personsRepo();
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const r = await s.run(
+        `git init -q sub && git -C sub -c user.name=a -c user.email=a@example.com commit -q --allow-empty -m x && ${plant(marker, 'sub/.git/fsm')} && git -C sub config core.fsmonitor "$PWD/sub/.git/fsm" && git add sub 2>/dev/null && echo planted`,
+      );
+      expect(r.output).toContain('planted');
       git('status', '--short');
       expect({ ranOnTheHost: fs.existsSync(marker) }).toEqual({ ranOnTheHost: false });
     } finally {
