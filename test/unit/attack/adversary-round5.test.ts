@@ -270,8 +270,13 @@ describe("kind 6/7: a sub-agent's worktree runs what the session wrote into .git
       fs.chmodSync(marker, 0o1777);
       const s = await startSession({ cwd: ws, workspace: ws });
       const hook = `#!/bin/sh\\nid > ${marker}/ran-as; grep Seccomp: /proc/self/status >> ${marker}/ran-as\\n`;
+      // The session can no longer write a hook of its workspace's repository (hooks/ is read-only in its
+      // sandbox, src/session/git-guard.ts); one written from outside (the person, a run without the sandbox)
+      // must still never run when the worker makes the worktree.
       const wrote = await s.run(`printf '${hook}' > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout && echo HOOK`);
-      expect(wrote.output).toBe('HOOK\n');
+      expect(wrote.output).toMatch(/Read-only file system/);
+      execFileSync('sh', ['-c', `printf '${hook}' > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout`], { cwd: ws });
+      if (owner !== 0) execFileSync('chown', [`${owner}:${owner}`, path.join(ws, '.git', 'hooks', 'post-checkout')]);
       // The model calls the subagent tool: the worker makes the child's worktree (or refuses; it must not run the hook).
       await createWorktree(root, ws, 'run-1.subagent.toolu_1');
       const ran = fs.existsSync(path.join(marker, 'ran-as')) ? fs.readFileSync(path.join(marker, 'ran-as'), 'utf8') : '';

@@ -122,6 +122,18 @@ describe('sub-agent git binds are resolved again at every launch, after the chec
   );
 });
 
+/**
+ * Runs `swap` as the parent's session would. A swap of `.git` itself the session can no longer make
+ * (the workspace's `.git` is a mount point in its sandbox, src/session/git-guard.ts: `mv` fails
+ * "busy", asserted here); it is made from outside the sandbox instead (as the person, or a run
+ * without the sandbox could), so what follows still tests the child's own defence.
+ */
+async function swapAsParent(run: (cmd: string) => Promise<string>, parent: string, swap: string): Promise<string> {
+  if (!swap.startsWith('mv .git .git.real')) return run(swap);
+  expect(await run('mv .git .git.real 2>&1; true')).toMatch(/busy/i);
+  return execFileSync('sh', ['-c', swap], { cwd: parent, encoding: 'utf8' });
+}
+
 describe('sub-agent git binds: every path of the kind, swapped before and after the child opened', () => {
   asRoot(
     "the parent swaps its whole .git (the common dir, bound read-only) after the child opened: the child's shell restarts and its exact run see no hidden directory",
@@ -139,8 +151,12 @@ describe('sub-agent git binds: every path of the kind, swapped before and after 
       const p = await startSession({ cwd: parent, workspace: parent, hidePaths: [root] });
       const c = await startSession({ cwd: out.path, workspace: out.path, hidePaths: [root], worktreeGit: out.git });
       // other-run now has the layout a common dir has: every bind of the old paths would land in it.
-      const swapped = await p.run(`mv .git .git.real && ln -s ${other} .git && echo SWAPPED`);
-      expect(swapped.output).toContain('SWAPPED');
+      const swapped = await swapAsParent(
+        async (cmd) => (await p.run(cmd)).output,
+        parent,
+        `mv .git .git.real && ln -s ${other} .git && echo SWAPPED`,
+      );
+      expect(swapped).toContain('SWAPPED');
       // `exit` restarts the shell: a fresh bwrap, the same pins.
       await c.run('exit 0');
       const shell = await c.run(`cat ${out.git.commonDir}/token ${other}/token 2>&1; ls ${out.git.commonDir} 2>&1; true`);
@@ -175,9 +191,8 @@ describe('sub-agent git binds: every path of the kind, swapped before and after 
         if (!('path' in out) || !out.git) throw new Error(`no worktree git: ${JSON.stringify(out)}`);
         if (i === 2) fs.renameSync(path.join(vault, 'worktrees', 'c'), path.join(vault, 'worktrees', path.basename(out.git.gitDir)));
         const p = await startSession({ cwd: parent, workspace: parent, hidePaths: [root] });
-        expect(
-          (await p.run(`${swap.replace('VAULT', vault).replaceAll('NAME', path.basename(out.git.gitDir))} && echo SWAPPED`)).output,
-        ).toContain('SWAPPED');
+        const cmd = `${swap.replace('VAULT', vault).replaceAll('NAME', path.basename(out.git.gitDir))} && echo SWAPPED`;
+        expect(await swapAsParent(async (c) => (await p.run(c)).output, parent, cmd)).toContain('SWAPPED');
         const c = await startSession({ cwd: out.path, workspace: out.path, hidePaths: [root], worktreeGit: out.git });
         expect(c.worktreeGitRefused).toMatch(/is no directory reached without a symlink: (ELOOP|ENOTDIR)/);
         expect(acls()).toBe(before);
@@ -236,7 +251,7 @@ describe('sub-agent worktree add: commondir and gitfile shapes chosen to get pas
       ];
       for (let i = 0; i < 4; i++) {
         const { root, parent, run } = await parentWithSession();
-        expect(await run(`${shapes(parent)[i]!} && echo PLANTED`)).toContain('PLANTED');
+        expect(await swapAsParent(run, parent, `${shapes(parent)[i]!} && echo PLANTED`)).toContain('PLANTED');
         const out = await createWorktree(root, parent, `c${i}`);
         expect({ shape: i, out }).toMatchObject({ shape: i, out: { error: expect.any(String) } });
         expect(fs.existsSync(path.join(priv, '.git', 'worktrees'))).toBe(false);
