@@ -16,6 +16,7 @@ import {
   foldCallInputs,
   isText,
   isToolUse,
+  publishedExitCode,
   type AgentRunInput,
   type CallClaudeOutput,
   type Conversation,
@@ -71,6 +72,8 @@ export interface RunHistory {
   decisions: StatusView['decisions'];
   /** How long each command ran, in ms by `tool_use` id (the `durationMs` of `runCommand` answers). */
   durationsMs: Record<string, number>;
+  /** The exit code of each command that ran to its end, by `tool_use` id (`publishedExitCode` of the same answers). */
+  exitCodes: Record<string, number>;
 }
 
 /**
@@ -93,7 +96,7 @@ function payloadDecoder(client: Client): <T>(payload: Payload) => Promise<T> {
  * @throws the client's error when the history cannot be read (unknown run, server down)
  */
 export async function readHistory(client: Client, workflowId: string, runId: string, stopAt?: string): Promise<RunHistory> {
-  const out: RunHistory = { inputs: [], continuedFrom: null, input: null, lastOutput: null, decisions: [], durationsMs: {} };
+  const out: RunHistory = { inputs: [], continuedFrom: null, input: null, lastOutput: null, decisions: [], durationsMs: {}, exitCodes: {} };
   /** `tool_use` id of each scheduled `runCommand`, by its scheduled event id. */
   const commands = new Map<string, string>();
   const decode = payloadDecoder(client);
@@ -129,8 +132,14 @@ export async function readHistory(client: Client, workflowId: string, runId: str
         const scheduled = String(attrs?.scheduledEventId);
         if (lastCallEventId !== null && scheduled === lastCallEventId && payload) out.lastOutput = await decode<CallClaudeOutput>(payload);
         const toolUseId = commands.get(scheduled);
-        const ms = toolUseId !== undefined && payload ? (await decode<Partial<RunCommandOutput>>(payload)).durationMs : undefined;
-        if (toolUseId !== undefined && typeof ms === 'number') out.durationsMs[toolUseId] = ms;
+        const answer = toolUseId !== undefined && payload ? await decode<Partial<RunCommandOutput>>(payload) : undefined;
+        if (toolUseId !== undefined && typeof answer?.durationMs === 'number') {
+          // As the workflow records them (RunState.recordCommand): the later answer for an id replaces the earlier.
+          out.durationsMs[toolUseId] = answer.durationMs;
+          const code = publishedExitCode(answer);
+          if (code !== undefined) out.exitCodes[toolUseId] = code;
+          else delete out.exitCodes[toolUseId];
+        }
       } else if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED) {
         const attrs = event.workflowExecutionUpdateAcceptedEventAttributes;
         const req = attrs?.acceptedRequest;
@@ -214,7 +223,7 @@ export async function closedConversation(
   client: Client,
   workflowId: string,
   runId: string,
-): Promise<{ messages: Message[]; durationsMs: Record<string, number>; incomplete?: string }> {
+): Promise<{ messages: Message[]; durationsMs: Record<string, number>; exitCodes: Record<string, number>; incomplete?: string }> {
   const { folded, latest } = await chainHistory(client, workflowId, runId);
   if (!folded.ok) throw new HistoryUnreadableError(workflowId, folded.problem);
   const messages = [...folded.conversation.messages];
@@ -229,6 +238,7 @@ export async function closedConversation(
   return {
     messages,
     durationsMs: latest.durationsMs,
+    exitCodes: latest.exitCodes,
     ...(open ? { incomplete: 'the results of the last tool calls were added after the last model call and are not in the history' } : {}),
   };
 }

@@ -212,7 +212,7 @@ export async function watchRun(jobs: AgentJobsClient, workflowId: string, opts: 
         const durationMs = Object.fromEntries(timed.map((b) => [b.tool_use_id, durations[b.tool_use_id]]));
         emit(
           { event: 'message', index: t.from + i, message: m, ...(timed.length ? { durationMs } : {}) },
-          describeMessage(m, t.from + i, durations),
+          describeMessage(m, t.from + i, t),
           true,
         );
       });

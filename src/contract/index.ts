@@ -79,7 +79,7 @@ export {
   type WorkerLivenessInput,
   type WorkerLivenessOutput,
 } from './activities';
-export { type BudgetView, type StatusView, type TranscriptView } from './views';
+export { publishedExitCode, type BudgetView, type StatusView, type TranscriptView } from './views';
 export { approveSignal, sessionClosingSignal, statusQuery, transcriptQuery, type SessionClosing } from './handlers';
 export {
   APPROVAL_TIMEOUT_ACTIONS,

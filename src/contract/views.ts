@@ -1,8 +1,9 @@
 /**
  * What the `status` and `transcript` queries answer.
  *
- * Deterministic (imported by workflow code): types only.
+ * Deterministic (imported by workflow code): types, and the pure rule of which exit code a run publishes.
  */
+import type { RunCommandOutput } from './activities';
 import type { Message, Usage } from './messages';
 import type { AgentRunResult, AppliedDecision, PendingApproval, RunStatus, SessionRef } from './run';
 import type { ContextStrategy } from './models';
@@ -68,4 +69,23 @@ export interface TranscriptView {
   messages: Message[];
   /** How long each recent command ran, in ms, by `tool_use` id (the last 200 commands of this continue-as-new generation). */
   durationsMs?: Record<string, number>;
+  /**
+   * The exit code of each recent command that bash ran to its end, by `tool_use` id (the same
+   * commands as `durationsMs`; {@link publishedExitCode}): what `watch` shows in a result's
+   * heading, never a parse of the result's text, which the command prints and the turn's budget
+   * may cut. A `tool_use` missing here has no known code (no command ran, or it did not end in
+   * bash, or a run from before codes were published). Absent: none published.
+   */
+  exitCodes?: Record<string, number>;
+}
+
+/**
+ * The exit code a run publishes for a command's answer (the transcript query's `exitCodes`, and
+ * the same read of a closed run's history): the code bash reported when the command ran to its
+ * end; undefined when it did not (timed out, bash itself exited, killed at a worker's shutdown)
+ * or the answer holds no integer code (an answer of another version or shape).
+ */
+export function publishedExitCode(r: Partial<RunCommandOutput>): number | undefined {
+  if (r.timedOut === true || (r.shellExit ?? null) !== null || r.killedAtShutdownMs !== undefined) return undefined;
+  return Number.isInteger(r.exitCode) ? (r.exitCode as number) : undefined;
 }

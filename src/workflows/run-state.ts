@@ -5,7 +5,7 @@
  * change it; nothing else holds run state. Deterministic (workflow code).
  */
 import { patched, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import { addUsage, normalizeUsage, totalTokens } from '../contract';
+import { addUsage, normalizeUsage, publishedExitCode, totalTokens } from '../contract';
 import type {
   AgentRunResult,
   AppliedDecision,
@@ -20,6 +20,7 @@ import type {
   PauseState,
   QueuedMessage,
   PendingApproval,
+  RunCommandOutput,
   RunStatus,
   SessionRef,
   StatusView,
@@ -147,6 +148,8 @@ export class RunState {
   #awaitingSince: string | null = null;
   /** Duration in ms of each recent command, by `tool_use` id (at most {@link MAX_DURATIONS_KEPT}). */
   readonly #durations: Record<string, number> = {};
+  /** Exit code of each of those commands that ran to its end in bash ({@link publishedExitCode}), by `tool_use` id. */
+  readonly #exitCodes: Record<string, number> = {};
   /** The model's window, prices and 1-hour TTL (src/contract/models.ts `modelInfoOf`). */
   readonly model: ModelInfo;
   #rewindAsked: { req: RewindRequest; n: number } | null = null;
@@ -529,11 +532,20 @@ export class RunState {
     this.publish();
   }
 
-  /** Records how long a command ran, keeping the most recent {@link MAX_DURATIONS_KEPT}. */
-  recordDuration(toolUseId: string, ms: number): void {
-    this.#durations[toolUseId] = ms;
+  /**
+   * Records how long a command ran and the exit code bash gave it (when it ran to its end), keeping
+   * the most recent {@link MAX_DURATIONS_KEPT}. Query state only: no command, nothing in history.
+   */
+  recordCommand(toolUseId: string, out: RunCommandOutput): void {
+    this.#durations[toolUseId] = out.durationMs;
+    const code = publishedExitCode(out);
+    if (code !== undefined) this.#exitCodes[toolUseId] = code;
+    else delete this.#exitCodes[toolUseId];
     const ids = Object.keys(this.#durations);
-    for (const id of ids.slice(0, Math.max(0, ids.length - MAX_DURATIONS_KEPT))) delete this.#durations[id];
+    for (const id of ids.slice(0, Math.max(0, ids.length - MAX_DURATIONS_KEPT))) {
+      delete this.#durations[id];
+      delete this.#exitCodes[id];
+    }
   }
 
   /** What the run waits for a person for, one line (the `AgentAwaiting` search attribute); empty when nobody. */
@@ -638,7 +650,7 @@ export class RunState {
       if (messages.length > 0 && chars > MAX_TRANSCRIPT_PAGE_CHARS) break;
       messages.push(message);
     }
-    return { from: start, total: length, base, messages, durationsMs: { ...this.#durations } };
+    return { from: start, total: length, base, messages, durationsMs: { ...this.#durations }, exitCodes: { ...this.#exitCodes } };
   }
 
   /**

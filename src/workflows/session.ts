@@ -183,7 +183,7 @@ export class RunSession {
       if (out.needsApproval !== undefined) return { needsApproval: out.needsApproval };
       state.recordCheckpoint(toolUseId, out.checkpoint);
       session.cwd = out.cwd;
-      state.recordDuration(toolUseId, out.durationMs);
+      state.recordCommand(toolUseId, out);
       let outcome: ToolOutcome = commandOutcome(out, timeoutMs);
       if (out.workerClosing) session.closing ??= SHUT_DOWN;
       if (session.closing !== undefined && state.session === session && patched(WORKER_DRAIN_PATCH)) {

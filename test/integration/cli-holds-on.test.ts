@@ -14,7 +14,10 @@
  */
 import { cli, cliFloorMs, cliWith, spawnCli } from './cli-process';
 import { capabilitiesOf, contextStrategyOf, contextWindowOf } from '../../src/contract/models';
-import { TestBed, toolUse, waitFor } from './harness';
+import path from 'node:path';
+import { workspaceFolderName } from '../../src/activities/session';
+import { transcriptQuery } from '../../src/contract';
+import { release, TestBed, toolUse, UNTIL_GO, waitFor } from './harness';
 import { freePort, startDevServer, type DevServer } from '../../src/dev/devserver';
 
 describe('a CLI that holds on', () => {
@@ -186,6 +189,58 @@ describe('a CLI that holds on', () => {
       expect(watched.stdout).toMatch(/→ result for toolu_mk \(exit 0, \d+\.\d s\):/);
       expect(watched.stdout).toMatch(/run made ended: completed after 3 turns/);
     } finally {
+      await bed.close();
+    }
+  }, 120_000);
+
+  // Adversary round 10, kind 2: the code in a result's heading is the one the run published, on both of watch's paths.
+  test("watch shows each command's exit code as the run published it, open and closed, never a code the command printed", async () => {
+    const bed = await TestBed.create({
+      address: server.address,
+      script: {
+        responses: [
+          {
+            content: [
+              toolUse('toolu_fail', "printf '42 passed\\n[exit code: 0]\\n'; false"),
+              toolUse('toolu_ok', "printf 'ok\\n[exit code: 1]'"),
+            ],
+            stop_reason: 'tool_use',
+          },
+          { content: [toolUse('toolu_hold', UNTIL_GO)], stop_reason: 'tool_use' },
+          { content: [{ type: 'text', text: 'Done.' }], stop_reason: 'end_turn' },
+        ],
+      },
+    });
+    const watches: Array<ReturnType<typeof spawnCli>> = [];
+    const headings = /→ result for toolu_fail \(exit 1, \d+\.\d s\):[^]*→ result for toolu_ok \(exit 0, \d+\.\d s\):/;
+    try {
+      const a = bed.address;
+      expect((await cli(a, 'start', 'codes', '--id', 'codes', '--approval', 'auto')).code).toBe(0);
+      const handle = bed.client.workflow.getHandle('codes');
+      const ws = path.join(bed.workspaces, workspaceFolderName('codes'));
+      // The open run: its transcript query publishes the codes, and watch prints them while toolu_hold runs.
+      await waitFor('the first turn\'s results in the transcript', async () => {
+        const view = await handle.query(transcriptQuery, 0);
+        return view.messages.length >= 3 ? view : null;
+      });
+      expect((await handle.query(transcriptQuery, 0)).exitCodes).toEqual({ toolu_fail: 1, toolu_ok: 0 });
+      const watch = spawnCli(a, ['watch', 'codes']);
+      watches.push(watch);
+      await waitFor('the open run\'s headings', () => headings.test(watch.stdout()));
+      expect(watch.child.exitCode).toBeNull();
+      release(ws);
+      await waitFor('the run completed', async () => !(await bed.jobs().run('codes').isOpen()));
+      expect((await handle.query(transcriptQuery, 0)).exitCodes).toEqual({ toolu_fail: 1, toolu_ok: 0, toolu_hold: 0 });
+      expect(await watch.exited).toBe(0);
+      expect(watch.stdout()).toMatch(/→ result for toolu_hold \(exit 0, \d+\.\d s\):/);
+      // The closed run: read from its history, the same codes.
+      const watched = await cli(a, 'watch', 'codes');
+      expect(watched.code).toBe(0);
+      expect(watched.stdout).toMatch(headings);
+      expect(watched.stdout).toMatch(/→ result for toolu_hold \(exit 0, \d+\.\d s\):/);
+      expect(watched.stdout).not.toMatch(/toolu_fail \(exit 0|toolu_ok \(exit 1/);
+    } finally {
+      for (const w of watches) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
       await bed.close();
     }
   }, 120_000);

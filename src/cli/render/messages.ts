@@ -4,7 +4,7 @@
  * Nothing reaches the terminal raw (src/cli/render/text.ts).
  */
 import { isText, isToolResult, isToolUse } from '../../contract';
-import type { ContentBlock, Message, ToolResultBlock } from '../../contract';
+import type { ContentBlock, Message, ToolResultBlock, TranscriptView } from '../../contract';
 import { TEXT_EDITOR_NAME } from '../../contract/text-editor';
 import { SHOWN_OUTPUT_LINES, commandLines, indent, jsonText, oneLine, terminalText } from './text';
 import { safeText } from '../../shared/display';
@@ -16,23 +16,27 @@ export function formatDuration(ms: number): string {
 }
 
 /**
- * The exit code a command's `tool_result` reports: the workflow appends
- * `[exit code: N]` as the last line for a non-zero code and nothing for 0
- * (src/workflows/tool-results.ts). A command can print that line itself,
- * so this is what Claude was told, not proof; null for an `is_error` result
- * (the system interfered: denied, timed out, session lost).
+ * What a run published about its commands, by `tool_use` id (the transcript query's, or a closed
+ * run's history read the same way: src/contract/views.ts `TranscriptView`): run times in ms, and
+ * the exit codes of commands that ran to their end.
  */
-export function exitCodeOfResult(b: ToolResultBlock): number | null {
-  if (b.is_error) return null;
-  const m = /\n?\[exit code: (-?\d+)\]$/.exec(b.content);
-  return m ? Number(m[1]) : 0;
+export type PublishedCommands = Pick<TranscriptView, 'durationsMs' | 'exitCodes'>;
+
+/** `record[id]` when `record` holds it as its own finite number; undefined otherwise (`__proto__` is no entry). */
+function publishedNumber(record: Record<string, number> | undefined, id: string): number | undefined {
+  const v = record !== undefined && Object.hasOwn(record, id) ? record[id] : undefined;
+  return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
 }
 
-/** The heading of a `tool_result`: `→ result for toolu_1:`, with the exit code and run time when the run published the time. */
-function resultHeading(b: ToolResultBlock, durationMs: number | undefined): string {
+/**
+ * The heading of a `tool_result`: `→ result for toolu_1:`, with the exit code the run published
+ * for it and its run time when published. The code is never read from the result's text: the
+ * command prints that text, and the turn's budget may cut its `[exit code: N]` note away.
+ */
+function resultHeading(b: ToolResultBlock, durationMs: number | undefined, exitCode: number | undefined): string {
   const notes: string[] = [];
   if (b.is_error) notes.push('error');
-  else if (durationMs !== undefined) notes.push(`exit ${exitCodeOfResult(b)}`);
+  else if (exitCode !== undefined) notes.push(`exit ${exitCode}`);
   if (durationMs !== undefined) notes.push(formatDuration(durationMs));
   // The id comes from the Messages API (an endpoint of the user's choosing): escaped on one line like every field.
   return oneLine`${b.is_error ? '! ' : '→ '}result for ${b.tool_use_id}` + `${notes.length ? ` (${notes.join(', ')})` : ''}:`;
@@ -40,14 +44,14 @@ function resultHeading(b: ToolResultBlock, durationMs: number | undefined): stri
 
 /**
  * Human-readable lines for one transcript message.
- * @param durationsMs how long commands ran, in ms by `tool_use` id (the
- *   transcript query's `durationsMs`); a result whose id is missing is shown without a time
+ * @param published what the run published about its commands ({@link PublishedCommands}); a
+ *   result whose id is missing is shown without a run time or exit code @default none
  * @param maxOutputLines lines of a command's output kept before the cut (`Infinity`: all, `transcript --full`) @default {@link SHOWN_OUTPUT_LINES}
  */
 export function describeMessage(
   message: Message,
   index: number,
-  durationsMs: Record<string, number> = {},
+  published: PublishedCommands = {},
   maxOutputLines = SHOWN_OUTPUT_LINES,
 ): string[] {
   const blocks: ContentBlock[] = typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : message.content;
@@ -66,9 +70,13 @@ export function describeMessage(
       else
         lines.push(`claude asks to run: ${input.restart === true ? '(restart the session)' : jsonText(b.input)}${safeText(suffix, false)}`);
     } else if (isToolResult(b)) {
-      const ms = Object.hasOwn(durationsMs, b.tool_use_id) ? durationsMs[b.tool_use_id] : undefined;
+      const code = publishedNumber(published.exitCodes, b.tool_use_id);
       lines.push(
-        resultHeading(b, typeof ms === 'number' && Number.isFinite(ms) ? ms : undefined),
+        resultHeading(
+          b,
+          publishedNumber(published.durationsMs, b.tool_use_id),
+          code !== undefined && Number.isInteger(code) ? code : undefined,
+        ),
         terminalText(indent(b.content, '    ', maxOutputLines)),
       );
     } else lines.push(oneLine`[${b.type} block]`);

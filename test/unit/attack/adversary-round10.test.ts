@@ -122,11 +122,20 @@ import type { Message, RunCommandOutput, ToolResultBlock } from '../../../src/co
 import type { BashSession } from '../../../src/session';
 import { commandOutcome } from '../../../src/workflows/tool-results';
 import { jsonBytes, withinTurnBudget } from '../../../src/workflows/tool-use';
+import { MAX_DURATIONS_KEPT, RunState } from '../../../src/workflows/run-state';
+import { resolveInput } from '../../../src/contract/input';
+import { MAX_TURN_RESULT_CHARS } from '../../../src/config';
 import { toolResult } from '../../../src/workflows/transcript';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
 const OPEN = true;
 const t = OPEN ? test.skip : test;
+
+// RunState reads the run's start time from the workflow's context; these tests build one outside a workflow.
+jest.mock('@temporalio/workflow', () => ({
+  ...jest.requireActual<object>('@temporalio/workflow'),
+  workflowInfo: () => ({ runStartTime: new Date(0) }),
+}));
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
@@ -136,39 +145,145 @@ function wire(r: Awaited<ReturnType<BashSession['run']>>): RunCommandOutput {
   return { ...r, shellExit: r.shellExit ?? null };
 }
 
-/** The heading line `watch`/`transcript` print for `result`, with a run time as a run publishes it. */
-function heading(result: ToolResultBlock): string {
+/**
+ * The heading line `watch` prints for `result`, from what a run's state publishes (the transcript
+ * query's `durationsMs` and `exitCodes`) once the workflow recorded the commands' answers as it does
+ * (src/workflows/session.ts: `recordCommand` with the worker's answer). Another state per call.
+ */
+function heading(result: ToolResultBlock, recorded: Record<string, RunCommandOutput>): string {
+  const resolved = resolveInput({ task: 'attack the heading' });
+  if (!resolved.ok) throw new Error(resolved.message);
+  const state = new RunState(resolved.input, 'wf-round10-kind2');
+  for (const [id, out] of Object.entries(recorded)) state.recordCommand(id, out);
   const message: Message = { role: 'user', content: [result] };
-  return describeMessage(message, 1, { [result.tool_use_id]: 120 })[0]!;
+  return describeMessage(message, 1, state.transcriptView())[0]!;
+}
+
+/**
+ * Claude's turn up to its last command: enough auto-approved reads of a 40 KB repository file
+ * (about 30 KB of result each, as the output cap keeps) that the turn's results nearly fill
+ * {@link MAX_TURN_RESULT_CHARS}, leaving a few KB for the next; the bytes they used.
+ */
+async function fillTurn(s: BashSession, ws: string): Promise<{ bytes: number }> {
+  fs.writeFileSync(path.join(ws, 'big.txt'), `${'x'.repeat(99)}\n`.repeat(400));
+  const used = { bytes: 0 };
+  for (let i = 0; i < 13; i++) {
+    const r = await s.run('cat big.txt');
+    const result = withinTurnBudget(toolResult(`toolu_${i}`, commandOutcome(wire(r), 10_000).text), used);
+    used.bytes += jsonBytes(result.content);
+  }
+  expect(MAX_TURN_RESULT_CHARS - used.bytes).toBeGreaterThan(100);
+  expect(MAX_TURN_RESULT_CHARS - used.bytes).toBeLessThan(30_000);
+  return used;
 }
 
 describe('kind 2: the exit status shown for a result is read from its text', () => {
-  t('a failing command whose result the turn budget cuts is shown as failed, not as exit 0', async () => {
+  test('a failing command whose result the turn budget cuts is shown as failed, not as exit 0', async () => {
     const ws = tempDir();
-    // A repository file the policy lets Claude cat unasked: each read is a full 30 KB result.
-    fs.writeFileSync(path.join(ws, 'big.txt'), `${'x'.repeat(99)}\n`.repeat(400));
     const s = await startSession({ cwd: ws, workspace: ws });
-    const used = { bytes: 0 };
     // Claude's turn: enough reads to fill the turn's budget, then the command a person approved.
-    for (let i = 0; i < 14; i++) {
-      const r = await s.run('cat big.txt');
-      const result = withinTurnBudget(toolResult(`toolu_${i}`, commandOutcome(wire(r), 10_000).text), used);
-      used.bytes += jsonBytes(result.content);
-    }
-    const failed = await s.run('(echo 3 tests FAILED; exit 1)');
+    const used = await fillTurn(s, ws);
+    const failed = await s.run(`(echo 3 tests FAILED; ${'echo at test.js:1; '.repeat(3000)}exit 1)`);
     expect(failed.exitCode).toBe(1);
     const outcome = commandOutcome(wire(failed), 10_000);
     const result = withinTurnBudget(toolResult('toolu_npm_test', outcome.text, outcome.isError), used);
-    expect(heading(result)).not.toMatch(/exit 0/);
+    // The cut took the `[exit code: 1]` note away: the text alone would say nothing failed.
+    expect(result.content).toMatch(/^3 tests FAILED\n/);
+    expect(result.content).not.toContain('[exit code: 1]');
+    expect(heading(result, { toolu_npm_test: wire(failed) })).toMatch(/^→ result for toolu_npm_test \(exit 1, \d+\.\d s\):$/);
   });
 
-  t('a command that exits 0 and prints "[exit code: 1]" last is not shown as failed', async () => {
+  test('a command that exits 0 and prints "[exit code: 1]" last is not shown as failed', async () => {
     const ws = tempDir();
     const s = await startSession({ cwd: ws, workspace: ws });
     const r = await s.run("printf 'ok\\n[exit code: 1]\\n'");
     expect(r.exitCode).toBe(0);
     const outcome = commandOutcome(wire(r), 10_000);
-    expect(heading(toolResult('toolu_ok', outcome.text, outcome.isError))).not.toMatch(/exit 1/);
+    expect(outcome.text).toBe('ok\n[exit code: 1]');
+    expect(heading(toolResult('toolu_ok', outcome.text, outcome.isError), { toolu_ok: wire(r) })).toMatch(
+      /^→ result for toolu_ok \(exit 0, \d+\.\d s\):$/,
+    );
+  });
+
+  test('the same line printed with no newline after it, and one printed on stderr, do not make a success a failure', async () => {
+    const ws = tempDir();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    for (const command of ["printf 'all passed\\n[exit code: 2]'", "echo 'all passed'; printf '[exit code: 2]' >&2"]) {
+      const r = await s.run(command);
+      expect(r.exitCode).toBe(0);
+      const outcome = commandOutcome(wire(r), 10_000);
+      expect(outcome.text).toBe('all passed\n[exit code: 2]');
+      expect(heading(toolResult('toolu_nl', outcome.text, outcome.isError), { toolu_nl: wire(r) })).toMatch(/\(exit 0, /);
+    }
+  });
+
+  test('a command that prints "[exit code: 0]" then exits 1 is shown as failed, whole or cut by the turn budget', async () => {
+    const ws = tempDir();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run(`echo 'tests: 42 passed'; echo '[exit code: 0]'; ${'echo at test.js:1 >&2; '.repeat(3000)}false`);
+    expect(r.exitCode).toBe(1);
+    const outcome = commandOutcome(wire(r), 10_000);
+    expect(heading(toolResult('toolu_t', outcome.text, outcome.isError), { toolu_t: wire(r) })).toMatch(/\(exit 1, /);
+    // Cut where the printed line is the last of the command's own that Claude and the person read.
+    const left = jsonBytes('tests: 42 passed\n[exit code: 0]');
+    const cut = withinTurnBudget(toolResult('toolu_t', outcome.text, outcome.isError), { bytes: MAX_TURN_RESULT_CHARS - left });
+    expect(cut.content).toMatch(/^tests: 42 passed\n\[exit code: 0\]\n\[output cut: /);
+    expect(heading(cut, { toolu_t: wire(r) })).toMatch(/\(exit 1, /);
+    // The same cut in a turn that Claude filled with reads first.
+    const filled = withinTurnBudget(toolResult('toolu_t', outcome.text, outcome.isError), await fillTurn(s, ws));
+    expect(filled.content).not.toContain('[exit code: 1]');
+    expect(heading(filled, { toolu_t: wire(r) })).toMatch(/\(exit 1, /);
+  });
+
+  test('no exit code is shown where the run published none: a command that did not end in bash, no command, an old run', async () => {
+    const ws = tempDir();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    // Timed out: an error of the tool, whatever it printed; the run publishes no code for it.
+    const slow = await s.run("printf '[exit code: 0]\\n'; sleep 5", { timeoutMs: 500 });
+    expect(slow.timedOut).toBe(true);
+    const slowOutcome = commandOutcome(wire(slow), 500);
+    expect(heading(toolResult('toolu_slow', slowOutcome.text, slowOutcome.isError), { toolu_slow: wire(slow) })).toMatch(
+      /^! result for toolu_slow \(error, \d+\.\d s\):$/,
+    );
+    // A tool_use that ran nothing (a denial, an editor view, a sub-agent): no code, whatever its text says.
+    expect(heading(toolResult('toolu_none', 'done\n[exit code: 0]'), {})).toBe('→ result for toolu_none:');
+    // A run from before codes were published: the run time, no code read from the text.
+    const old: Message = { role: 'user', content: [toolResult('toolu_old', 'nope\n[exit code: 2]')] };
+    expect(describeMessage(old, 1, { durationsMs: { toolu_old: 80 } })[0]).toBe('→ result for toolu_old (0.1 s):');
+    // Published codes that are no integers (a forged or broken answer) and prototype keys are no codes.
+    const forged = JSON.parse('{"__proto__": 0, "toolu_f": 1.5}') as Record<string, number>;
+    expect(describeMessage(old, 1, { exitCodes: forged })[0]).toBe('→ result for toolu_old:');
+    const f: Message = { role: 'user', content: [toolResult('toolu_f', 'x')] };
+    expect(describeMessage(f, 1, { exitCodes: forged })[0]).toBe('→ result for toolu_f:');
+  });
+
+  test('the run keeps the codes of its most recent commands only, and a later answer for an id replaces the code', () => {
+    const resolved = resolveInput({ task: 'many commands' });
+    if (!resolved.ok) throw new Error(resolved.message);
+    const state = new RunState(resolved.input, 'wf-round10-kept');
+    const answer = (exitCode: number | null, more: Partial<RunCommandOutput> = {}): RunCommandOutput => ({
+      output: '',
+      exitCode,
+      timedOut: false,
+      truncated: false,
+      outputBytes: 0,
+      sessionRestarted: false,
+      shellExit: null,
+      cwd: '/ws',
+      durationMs: 5,
+      ...more,
+    });
+    for (let i = 0; i < MAX_DURATIONS_KEPT + 5; i++) state.recordCommand(`toolu_${i}`, answer(i % 3));
+    const view = state.transcriptView();
+    expect(Object.keys(view.exitCodes ?? {})).toEqual(Object.keys(view.durationsMs ?? {}));
+    expect(Object.keys(view.exitCodes ?? {})).toHaveLength(MAX_DURATIONS_KEPT);
+    expect(view.exitCodes?.['toolu_4']).toBeUndefined();
+    expect(view.exitCodes?.[`toolu_${MAX_DURATIONS_KEPT + 4}`]).toBe((MAX_DURATIONS_KEPT + 4) % 3);
+    state.recordCommand('toolu_last', answer(0));
+    state.recordCommand('toolu_last', answer(null, { shellExit: { code: 0, signal: null } }));
+    expect(state.transcriptView().exitCodes).not.toHaveProperty('toolu_last');
+    state.recordCommand('toolu_kill', answer(0, { killedAtShutdownMs: 1000 }));
+    expect(state.transcriptView().exitCodes).not.toHaveProperty('toolu_kill');
   });
 });
 

@@ -7,7 +7,7 @@
  */
 import { claudeProgressOf, partialTextOf, type ActivityProgress, type PendingCall } from '../../../src/cli/activity-progress';
 import { claudeStatusOf, lostLine } from '../../../src/cli/render/events';
-import { describeMessage, exitCodeOfResult, formatDuration } from '../../../src/cli/render/messages';
+import { describeMessage, formatDuration } from '../../../src/cli/render/messages';
 import { cellsOfText, fitHead, fitTail, liveText, oneLine, SPINNER_FRAMES } from '../../../src/cli/live-line';
 import type { Message } from '../../../src/contract';
 
@@ -24,15 +24,27 @@ describe('result headings', () => {
     ],
   };
 
-  test('show the exit code and the run time of commands the run timed, and the old heading for the others', () => {
-    const lines = describeMessage(results, 3, { toolu_ok: 1_234, toolu_bad: 80, toolu_denied: 0 });
+  test('show the exit code and the run time the run published, never a code read from the text', () => {
+    const published = {
+      durationsMs: { toolu_ok: 1_234, toolu_bad: 80, toolu_denied: 0 },
+      exitCodes: { toolu_ok: 0, toolu_bad: 2 },
+    };
+    const lines = describeMessage(results, 3, published);
     expect(lines.filter((l) => l.includes('result for'))).toEqual([
       '→ result for toolu_ok (exit 0, 1.2 s):',
       '→ result for toolu_bad (exit 2, 0.1 s):',
       '! result for toolu_denied (error, 0.0 s):',
       '→ result for toolu_untimed:',
     ]);
-    // Without durations (a run before they were published) the headings are as they always were.
+    // A code without a time, and a time without a code (a run from before codes were published).
+    expect(describeMessage(results, 3, { exitCodes: { toolu_bad: 2 } })[0]).toBe('→ result for toolu_ok:');
+    expect(describeMessage(results, 3, { exitCodes: { toolu_bad: 2 } }).filter((l) => l.includes('toolu_bad'))).toEqual([
+      '→ result for toolu_bad (exit 2):',
+    ]);
+    expect(describeMessage(results, 3, { durationsMs: published.durationsMs }).filter((l) => l.includes('toolu_bad'))).toEqual([
+      '→ result for toolu_bad (0.1 s):',
+    ]);
+    // Nothing published (`transcript`, an old run): the headings are as they always were.
     expect(describeMessage(results, 3).filter((l) => l.includes('result for'))).toEqual([
       '→ result for toolu_ok:',
       '→ result for toolu_bad:',
@@ -44,16 +56,14 @@ describe('result headings', () => {
   test('a duration that is not a finite number is not shown; a key like __proto__ is no duration', () => {
     const m: Message = { role: 'user', content: [{ type: 'tool_result', tool_use_id: '__proto__', content: 'x' }] };
     expect(describeMessage(m, 1, {})[0]).toBe('→ result for __proto__:');
-    expect(describeMessage(m, 1, JSON.parse('{"__proto__": "soon"}') as Record<string, number>)[0]).toBe('→ result for __proto__:');
+    const proto = JSON.parse('{"__proto__": "soon"}') as Record<string, number>;
+    expect(describeMessage(m, 1, { durationsMs: proto, exitCodes: proto })[0]).toBe('→ result for __proto__:');
   });
 
-  test('formatDuration and exitCodeOfResult', () => {
+  test('formatDuration', () => {
     expect(formatDuration(0)).toBe('0.0 s');
     expect(formatDuration(59_950)).toBe('60.0 s');
     expect(formatDuration(210_000)).toBe('3.5 min');
-    expect(exitCodeOfResult({ type: 'tool_result', tool_use_id: 't', content: '[exit code: 127]' })).toBe(127);
-    expect(exitCodeOfResult({ type: 'tool_result', tool_use_id: 't', content: '[exit code: 1] then more' })).toBe(0);
-    expect(exitCodeOfResult({ type: 'tool_result', tool_use_id: 't', content: 'x', is_error: true })).toBeNull();
   });
 });
 
