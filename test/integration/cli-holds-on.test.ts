@@ -219,14 +219,14 @@ describe('a CLI that holds on', () => {
       const handle = bed.client.workflow.getHandle('codes');
       const ws = path.join(bed.workspaces, workspaceFolderName('codes'));
       // The open run: its transcript query publishes the codes, and watch prints them while toolu_hold runs.
-      await waitFor('the first turn\'s results in the transcript', async () => {
+      await waitFor("the first turn's results in the transcript", async () => {
         const view = await handle.query(transcriptQuery, 0);
         return view.messages.length >= 3 ? view : null;
       });
       expect((await handle.query(transcriptQuery, 0)).exitCodes).toEqual({ toolu_fail: 1, toolu_ok: 0 });
       const watch = spawnCli(a, ['watch', 'codes']);
       watches.push(watch);
-      await waitFor('the open run\'s headings', () => headings.test(watch.stdout()));
+      await waitFor("the open run's headings", () => headings.test(watch.stdout()));
       expect(watch.child.exitCode).toBeNull();
       release(ws);
       await waitFor('the run completed', async () => !(await bed.jobs().run('codes').isOpen()));

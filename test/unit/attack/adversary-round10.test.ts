@@ -15,6 +15,14 @@
  * having failed. Fix: the workflow publishes each command's real exit code (as it publishes
  * `durationsMs`, by tool_use id) and the heading prints that, never a parse of the text; with no
  * published code the heading prints none.
+ * Fixed (its tests run): the workflow records the code of the worker's answer by tool_use id
+ * (src/workflows/run-state.ts `recordCommand`, src/contract/views.ts `publishedExitCode`), the
+ * `transcript` query publishes it as `exitCodes` (query state only: nothing new in history), a
+ * closed run's are read from the `runCommand` answers in its history (src/history.ts), and the
+ * heading prints only that (src/cli/render/messages.ts `resultHeading`; `exitCodeOfResult` is
+ * gone). Tried and held: the cut turn, `[exit code: N]` with no newline after it or on stderr,
+ * `[exit code: 0]` printed before exiting 1 (whole and cut), a timed-out command (no code), a result
+ * of no command, a run from before codes were published, non-integer and `__proto__` codes.
  *
  * Kind 5 (what the human reads): `agent-jobs diff`, the one place a person reads the bytes of the
  * files the agent wrote (src/checkpoint/store.ts `diffBetween`, `git diff`), prints `Binary files
@@ -77,7 +85,7 @@
  * `io_setup`, `io_submit`, `io_getevents`, `io_pgetevents`, `io_cancel`, `io_destroy` with ENOSYS in
  * the session's filter (libaio's users fall back to threads, as for io_uring).
  *
- * Fixed since (their tests run): the NUL in `diff` (every file shown with `--text`, a warning before a
+ * Fixed since (their tests run): the exit status in a result's heading (kind 2, above), the NUL in `diff` (every file shown with `--text`, a warning before a
  * file git calls binary), the mixed-script word (escaped and warned about: src/shared/display.ts
  * `markMixedScriptWords`), the AIO pool (refused with ENOSYS: src/session/seccomp.ts `AIO_SYSCALLS`).
  *
@@ -91,7 +99,8 @@
  *   guess hides a file (above).
  * - The same NUL trick in a pending text editor change: the editor refuses text with a NUL (read).
  * - Hiding `[exit code: N]` behind another note (session moved, edited command, restart): those
- *   set is_error or keep the code's line last; only the turn-budget cut drops it (read).
+ *   set is_error or keep the code's line last; only the turn-budget cut drops it (read; moot since
+ *   the kind 2 fix: the heading no longer reads the text).
  * - TIOCSTI into the worker's terminal: every launch is spawned detached, setsid (read, not run).
  * - Raising the session's own `pids.max` or leaving its cgroup: /sys/fs/cgroup is read-only in
  *   the sandbox and the session's cgroup is not even shown there (run).
@@ -177,7 +186,7 @@ async function fillTurn(s: BashSession, ws: string): Promise<{ bytes: number }> 
   return used;
 }
 
-describe('kind 2: the exit status shown for a result is read from its text', () => {
+describe('kind 2: the exit status shown for a result is the one the run published, not read from its text', () => {
   test('a failing command whose result the turn budget cuts is shown as failed, not as exit 0', async () => {
     const ws = tempDir();
     const s = await startSession({ cwd: ws, workspace: ws });
