@@ -4,8 +4,10 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { displayCommand } from '../../../src/shared/display';
 import { lookupUser } from '../../../src/session/identity';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
+import { expectFlaggedEverywhere, type LookalikeCase } from './lookalikes';
 
 const OPEN = true;
 const t = OPEN ? test.skip : test;
@@ -32,32 +34,35 @@ const plant = (marker: string, file: string): string =>
   `printf '#!/bin/sh\\nid -un > ${marker}\\nprintf x\\n' > ${file} && chmod +x ${file}`;
 
 describe("kind 3: the person's git, later, on the host, through parts of .git the guard leaves writable", () => {
-  t("rewriting a linked worktree's `.git/worktrees/<id>/commondir` does not run the session's program in the person's git there", async () => {
-    const { ws, marker, git } = personsRepo();
-    // The person's own second worktree of the repository, outside the workspace (`git worktree add`).
-    const other = `${ws}-feature`;
-    git('worktree', 'add', '-q', other, '-b', 'feature');
-    try {
-      const s = await startSession({ cwd: ws, workspace: ws });
-      // The admin folder of that worktree lives in the workspace's .git, which stays writable.
-      const r = await s.run(
-        [
-          'cp -r .git .cache-git',
-          plant(marker, '.cache-git/fsm'),
-          'git --git-dir=.cache-git config core.fsmonitor "$PWD/.cache-git/fsm"',
-          'echo "$PWD/.cache-git" > .git/worktrees/c && mv .git/worktrees/c .git/worktrees/*/commondir',
-          'echo planted',
-        ].join(' && '),
-      );
-      expect(r.output).toBe('planted\n');
-      // Later, on the host, the person looks at their other worktree.
-      execFileSync('git', ['-C', other, 'status', '--short'], { stdio: 'pipe' });
-      expect({ ranOnTheHost: fs.existsSync(marker) }).toEqual({ ranOnTheHost: false });
-    } finally {
-      fs.rmSync(marker, { force: true });
-      fs.rmSync(other, { recursive: true, force: true });
-    }
-  });
+  t(
+    "rewriting a linked worktree's `.git/worktrees/<id>/commondir` does not run the session's program in the person's git there",
+    async () => {
+      const { ws, marker, git } = personsRepo();
+      // The person's own second worktree of the repository, outside the workspace (`git worktree add`).
+      const other = `${ws}-feature`;
+      git('worktree', 'add', '-q', other, '-b', 'feature');
+      try {
+        const s = await startSession({ cwd: ws, workspace: ws });
+        // The admin folder of that worktree lives in the workspace's .git, which stays writable.
+        const r = await s.run(
+          [
+            'cp -r .git .cache-git',
+            plant(marker, '.cache-git/fsm'),
+            'git --git-dir=.cache-git config core.fsmonitor "$PWD/.cache-git/fsm"',
+            'echo "$PWD/.cache-git" > .git/worktrees/c && mv .git/worktrees/c .git/worktrees/*/commondir',
+            'echo planted',
+          ].join(' && '),
+        );
+        expect(r.output).toBe('planted\n');
+        // Later, on the host, the person looks at their other worktree.
+        execFileSync('git', ['-C', other, 'status', '--short'], { stdio: 'pipe' });
+        expect({ ranOnTheHost: fs.existsSync(marker) }).toEqual({ ranOnTheHost: false });
+      } finally {
+        fs.rmSync(marker, { force: true });
+        fs.rmSync(other, { recursive: true, force: true });
+      }
+    },
+  );
 
   t("a `refs/replace/<commit>` of the session does not make the person's git show other content than what their push sends", async () => {
     const { ws, git } = personsRepo();
@@ -101,7 +106,7 @@ dOwner('kind 3: a repository owned by its person (bash runs as the owner)', () =
     return { status: r.status, out: `${r.stdout}${r.stderr}` };
   }
 
-  t("a `.git` the session puts in a subdirectory does not run its program when the person runs git there", async () => {
+  t('a `.git` the session puts in a subdirectory does not run its program when the person runs git there', async () => {
     if (!lookupUser(OWNER)) spawnSync('useradd', ['--create-home', '--shell', '/bin/bash', OWNER]);
     const owner = lookupUser(OWNER)!;
     const parent = fs.mkdtempSync(path.join(owner.home, 'aj-clone-'));
@@ -134,5 +139,72 @@ dOwner('kind 3: a repository owned by its person (bash runs as the owner)', () =
     } finally {
       fs.rmSync(parent, { recursive: true, force: true });
     }
+  });
+});
+
+describe('kind 5: a letter of Korean, Chinese or Japanese drawn as a Latin one, inside a Latin word', () => {
+  // The mixes TR39's "highly restrictive" level allows (Latin with Hangul, Han, Bopomofo, Kana) are
+  // shown as they are; these letters of those scripts are drawn as Latin letters, so the word reads
+  // as another word, and bash (git, curl, a resolver) takes it for what it is.
+  const cases: LookalikeCase[] = [
+    // HALFWIDTH HANGUL LETTER I (U+FFDC, one column, a plain vertical stroke) for the l of a host.
+    { command: '[ git\uffdcab.com = gitlab.com ] || echo other-host', ch: '\uffdc', looksLike: 'l', bashSays: 'other-host\n' },
+    // HANGUL LETTER I (U+3163) for the l of a branch name.
+    { command: '[ re\u3163ease = release ] || echo other-branch', ch: '\u3163', looksLike: 'l', bashSays: 'other-branch\n' },
+    // CJK ideograph U+4E28 (a vertical stroke) for an l, IDEOGRAPHIC NUMBER ZERO (U+3007) for an O.
+    { command: '[ go\u4e28ang = golang ] || echo other', ch: '\u4e28', looksLike: 'l', bashSays: 'other\n' },
+    { command: '[ \u3007rigin = Origin ] || echo other-remote', ch: '\u3007', looksLike: 'O', bashSays: 'other-remote\n' },
+    // BOPOMOFO LETTER I (U+3127, a horizontal stroke) for a hyphen inside a word.
+    { command: '[ x\u3127y = x-y ] || echo other', ch: '\u3127', looksLike: '-', bashSays: 'other\n' },
+  ];
+  t.each(cases)('$command is flagged wherever it is shown', (c) => {
+    expectFlaggedEverywhere(c);
+    expect(displayCommand(c.command).text).not.toContain(c.ch);
+  });
+});
+
+describe('kind 6: the machine-wide pool of TCP buffer memory', () => {
+  /*
+   * Connections on the sandbox's own loopback (no --network needed): each sender writes until its
+   * socket is full, no receiver reads, about 4 MB a connection here. The job stops once the
+   * machine-wide count (`/proc/net/sockstat` "TCP: mem", pages, global even inside a network
+   * namespace) rose by LIMIT pages, or at 1,000 connections; the host then reads the same count.
+   */
+  const LIMIT_PAGES = 16_384; // 64 MiB; the whole pool's hard limit is net.ipv4.tcp_mem[2]
+  t("a session's job cannot raise the machine's TCP memory by more than 64 MiB", async () => {
+    const ws = tempDir();
+    fs.writeFileSync(
+      path.join(ws, 'hold.py'),
+      [
+        'import socket, sys, time',
+        'def mem(): return int(open("/proc/net/sockstat").read().split("TCP:")[1].split()[-1])',
+        'start = mem(); srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(1024)',
+        'keep, chunk = [], b"x" * 65536',
+        'try:',
+        `    while len(keep) < 2000 and mem() - start < ${LIMIT_PAGES}:`,
+        '        c = socket.create_connection(srv.getsockname()); a, _ = srv.accept(); c.setblocking(False)',
+        '        try:',
+        '            while True: c.send(chunk)',
+        '        except BlockingIOError: pass',
+        '        keep += [c, a]',
+        'except OSError as e: print(e, file=sys.stderr)',
+        'open(sys.argv[1], "w").write("%d %d" % (len(keep) // 2, mem() - start))',
+        'time.sleep(5)',
+        '',
+      ].join('\n'),
+    );
+    const hostMem = (): number => Number(/TCP:.* mem (\d+)/.exec(fs.readFileSync('/proc/net/sockstat', 'utf8'))![1]);
+    const before = hostMem();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    await s.run('(python3 hold.py held >/dev/null 2>hold.err &)');
+    const held = path.join(ws, 'held');
+    const until = Date.now() + 30_000;
+    while (!fs.existsSync(held) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 200));
+    const during = hostMem();
+    await s.close();
+    const [connections] = fs.readFileSync(held, 'utf8').split(' ').map(Number);
+    expect(connections).toBeGreaterThan(0);
+    expect(during - before).toBeLessThan(LIMIT_PAGES);
   });
 });
