@@ -33,6 +33,9 @@ function personsRepo(): { ws: string; marker: string; git: (...a: string[]) => s
 const plant = (marker: string, file: string): string =>
   `printf '#!/bin/sh\\nid -un > ${marker}\\nprintf x\\n' > ${file} && chmod +x ${file}`;
 
+/** Who ran the planted program (the user name it wrote), or null when it never ran. */
+const ranAs = (marker: string): string | null => (fs.existsSync(marker) ? fs.readFileSync(marker, 'utf8').trim() : null);
+
 describe("kind 3: the person's git, later, on the host, through parts of .git the guard leaves writable", () => {
   t(
     "rewriting a linked worktree's `.git/worktrees/<id>/commondir` does not run the session's program in the person's git there",
@@ -56,7 +59,7 @@ describe("kind 3: the person's git, later, on the host, through parts of .git th
         expect(r.output).toBe('planted\n');
         // Later, on the host, the person looks at their other worktree.
         execFileSync('git', ['-C', other, 'status', '--short'], { stdio: 'pipe' });
-        expect({ ranOnTheHost: fs.existsSync(marker) }).toEqual({ ranOnTheHost: false });
+        expect({ ranOnTheHostAs: ranAs(marker) }).toEqual({ ranOnTheHostAs: null });
       } finally {
         fs.rmSync(marker, { force: true });
         fs.rmSync(other, { recursive: true, force: true });
@@ -93,10 +96,77 @@ describe("kind 3: the person's git, later, on the host, through parts of .git th
   });
 });
 
+describe('kind 3, held: other ways to the guarded files', () => {
+  test('a hard link, a link through /proc/self/fd, a mount namespace, a rename or a symlink get nothing into config, hooks or info', async () => {
+    const { ws, git } = personsRepo();
+    const configBefore = fs.readFileSync(path.join(ws, '.git', 'config'), 'utf8');
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const linkat = (from: string, to: string): string =>
+      `python3 -c 'import os; fd = os.open("${from}", os.O_RDONLY); os.link("/proc/self/fd/" + str(fd), "${to}", follow_symlinks=True)'`;
+    const tries: Record<string, string> = {
+      hardLinkConfig: 'ln .git/config cfg && echo "[core] fsmonitor = x" >> cfg',
+      linkatConfig: `${linkat('.git/config', 'cfg2')} && echo "[core] fsmonitor = x" >> cfg2`,
+      hardLinkHookDir: 'ln .git/hooks/pre-commit.sample h && echo x >> h',
+      userNamespace: 'unshare -Urm true',
+      mountNamespace: 'unshare -m true',
+      // rename(2) itself: mv would fall back to a copy.
+      renameInfo: `python3 -c 'import os; os.rename(".git/info", "info-away")'`,
+      renameHooks: `python3 -c 'import os; os.rename(".git/hooks", "hooks-away")'`,
+      symlinkOverConfig: 'ln -sfn "$PWD/c" .git/config',
+      chmodConfig: 'chmod 666 .git/config && echo x >> .git/config',
+      remountRw: 'mount -o remount,rw .git/config',
+    };
+    const got: Record<string, number | null> = {};
+    for (const [name, command] of Object.entries(tries)) got[name] = (await s.run(`{ ${command}; } 2>/dev/null`)).exitCode;
+    for (const [name, code] of Object.entries(got)) expect({ name, failed: code !== 0 }).toEqual({ name, failed: true });
+    expect(fs.readFileSync(path.join(ws, '.git', 'config'), 'utf8')).toBe(configBefore);
+    expect(git('status', '--short')).toBe('');
+  });
+});
+
+describe('kind 3: a `.git` in a subdirectory, found first by git run there', () => {
+  t(
+    "in a root-owned workspace, a root-owned directory the session moves to `src/.git` does not run its program in the person's git in src/",
+    async () => {
+      const { ws, marker, git } = personsRepo();
+      fs.mkdirSync(path.join(ws, 'src', 'lib'), { recursive: true });
+      fs.writeFileSync(path.join(ws, 'src', 'lib', 'x.c'), 'int x;\n');
+      git('add', '.');
+      git('commit', '-qm', 'two');
+      try {
+        const s = await startSession({ cwd: ws, workspace: ws });
+        // git refuses a git dir that is not root's ("dubious ownership"): the session makes none, it
+        // moves the person's own directory src/lib (root's, writable through the ACL) to src/.git,
+        // fills it with a copy of the git dir whose work tree is the root, and puts src/lib back.
+        const r = await s.run(
+          [
+            'cp -r src/lib /tmp/lib',
+            'mv src/lib src/.git',
+            'rm src/.git/x.c',
+            'cp -r .git/. src/.git/',
+            plant(marker, 'src/.git/fsm'),
+            'git --git-dir=src/.git config core.worktree ../..',
+            'git --git-dir=src/.git config core.fsmonitor "$PWD/src/.git/fsm"',
+            'cp -r /tmp/lib src/lib',
+            'echo planted',
+          ].join(' && '),
+        );
+        expect(r.output).toBe('planted\n');
+        // On the host, the person: at the root all is as they left it; in src/, their git runs the program.
+        const atRoot = git('status', '--short');
+        execFileSync('git', ['status', '--short'], { cwd: path.join(ws, 'src'), stdio: 'pipe' });
+        expect({ atRoot, ranOnTheHostAs: ranAs(marker) }).toEqual({ atRoot: '', ranOnTheHostAs: null });
+      } finally {
+        fs.rmSync(marker, { force: true });
+      }
+    },
+  );
+});
+
 const OWNER = 'aj-owner-test';
 const dOwner = isRoot ? describe : describe.skip;
 
-dOwner('kind 3: a repository owned by its person (bash runs as the owner)', () => {
+dOwner('kind 3: a `.git` in a subdirectory, in a repository owned by its person (bash runs as the owner)', () => {
   function as(user: string, argv: string[], cwd?: string): { status: number | null; out: string } {
     const r = spawnSync('runuser', ['-u', user, '--', 'env', `HOME=/home/${user}`, ...argv], {
       cwd,
@@ -135,7 +205,7 @@ dOwner('kind 3: a repository owned by its person (bash runs as the owner)', () =
       expect(r.output).toBe('planted\n');
       // Later, on the host, the person works in src/ as they always do.
       const status = as(OWNER, ['git', 'status', '--short'], path.join(ws, 'src'));
-      expect({ status: status.status, ranOnTheHost: fs.existsSync(marker) }).toEqual({ status: 0, ranOnTheHost: false });
+      expect({ status: status.status, ranOnTheHostAs: ranAs(marker) }).toEqual({ status: 0, ranOnTheHostAs: null });
     } finally {
       fs.rmSync(parent, { recursive: true, force: true });
     }
