@@ -1,5 +1,127 @@
 /**
- * Adversary round 11 (HEADER WRITTEN AT THE END)
+ * Adversary round 11: attacks on the fixes of rounds 8 and 10 that worked on the code they were
+ * written against (46dde10). Each test asserts the safe behaviour, so it fails on that
+ * code; they are skipped (OPEN) until a fix lands. Not repeated: what round 10 left OPEN (a new
+ * `.git/commondir`, a gitlink or `.git/modules/<name>/config`, the config replaced on the host,
+ * whole-script look-alikes, the pty pool) and round 8's write into a later command's FIFO.
+ *
+ * Kind 3 (code planted for the person's git on the host), a linked worktree's admin folder: the
+ * person's other worktrees (`git worktree add ../feature`) keep their git dir in the workspace's
+ * `.git/worktrees/<id>/`, which stays writable, and each names its common dir in the file
+ * `commondir` that is already there. Steps: `cp -r .git .cache-git`, set `core.fsmonitor` in
+ * `.cache-git/config` to a script, write the path of `.cache-git` into
+ * `.git/worktrees/<id>/commondir` (by rename). Achieves: the person's next `git status` in that
+ * other worktree, on the host, runs the script as the person (root here; git checks the owner of
+ * the worktree, its `.git` file and its git dir, all still the person's, never of the common dir).
+ * A fix that watches new entries at the top of `.git` misses it (the file is git's own). Fix: bind
+ * each `worktrees/<id>/` read-only but for its index, HEAD, logs and refs (or its `commondir`,
+ * `config.worktree` and `gitdir` read-only), created empty when missing as for the root's; or
+ * check them at the end of each command and of the run and report any change.
+ *
+ * Kind 3, a `.git` in a subdirectory: git run in `src/` finds `src/.git` before the root's. Steps
+ * in a repository owned by its person (bash runs as the owner): `cp -r .git src/.git`,
+ * `core.worktree ../..` and `core.fsmonitor` in `src/.git/config`. In a root-owned workspace (bash
+ * runs as agent-jobs, so git would refuse a git dir the session made, "dubious ownership"): move a
+ * directory of the person's (`src/lib`, root's, writable through the ACL) to `src/.git`, fill it
+ * with a copy of the git dir, and put a copy of `src/lib` back. Achieves: at the root `git status`
+ * is clean and shows nothing; the person's `git status` (any git command) in `src/` runs the
+ * script as the person or as root. Checkpoints and `agent-jobs diff` never hold a path named `.git`
+ * and `rewind` leaves it. Fix: at the end of each command and of the run, find every `.git` below
+ * the workspace's root (file, directory or symlink; a `.git` directory found by name, whoever owns
+ * it) and remove or report it with a warning in `status`/`diff`; or refuse the name `.git` below
+ * the root in the sandbox (an empty read-only bind cannot cover names not yet made: it needs the
+ * check).
+ *
+ * Kind 3 / kind 5 (what git shows is not what is there): refs stay writable, and git reads some
+ * refs as instructions. Steps: commit a payload (`curl … | sh` added to build.sh), build a commit
+ * with the same message and the parent's tree (`git commit-tree`), and point
+ * `refs/replace/<payload commit>` at it; check out the clean file. Achieves: on the host the
+ * person's `git status` is clean, `git log -p` and `git show HEAD:build.sh` show no payload, and
+ * `git push` sends the payload commit (pack-objects ignores replace refs). Two more of the same,
+ * run with plain git on the host (the session writes refs as the test shows): moving
+ * `refs/remotes/origin/main` to HEAD makes `git status` say "up to date with 'origin/main'" while
+ * the person's main holds the agent's commits, which their next push sends; a forged
+ * `objects/info/commit-graph` (the payload commit's tree id swapped for the clean one, no checksum
+ * read) makes `status` and `log -p` show no change while `git show` does (push then fails).
+ * Fix: bind `refs/replace` (created empty) and `objects/info/commit-graph(s)` read-only, or refuse
+ * them (the person's git reads replace refs unless told not to); and report at the end of the run
+ * every ref the session moved outside `refs/heads` (remote-tracking refs, tags), old and new.
+ *
+ * Kind 5 (what the human reads is not what runs): the round-10 mixed-script check lets through the
+ * mixes of Unicode TR39's "highly restrictive" level (Latin with Han and Kana, with Han and
+ * Bopomofo, with Han and Hangul), on the ground that those scripts have no letter drawn as a Latin
+ * one. They have: HALFWIDTH HANGUL LETTER I (U+FFDC, one column, a plain stroke) and HANGUL LETTER
+ * I (U+3163) and the ideograph U+4E28 are drawn as `l`, IDEOGRAPHIC NUMBER ZERO (U+3007) as `O`,
+ * BOPOMOFO LETTER I (U+3127) as a dash. `curl https://git\uFFDCab.com/…` reads as gitlab.com and is
+ * shown as it is, with no warning, in `pending`, `watch`, the approval prompt and the UI; a remote
+ * or branch named so in a prepared repository is another one to git, as round 10's `оrigin`.
+ * Fix: in a word with Latin letters, flag every Han, Hangul, Bopomofo or Kana letter whose TR39
+ * confusable skeleton is ASCII (or any of a short, tested list), as the Cyrillic and Greek ones are;
+ * or allow those mixes only when no letter of the other script stands between two Latin ones.
+ *
+ * Kind 6 (a machine-wide pool drained by one session), TCP buffer memory: a session, without
+ * `--network`, has its own loopback; a job that opens connections to itself and never reads holds
+ * about 4 MiB of socket buffers per connection, charged to `net.ipv4.tcp_mem`, one count for the
+ * whole machine (every namespace), bounded by neither `ulimit -v` nor the OOM killer (kernel
+ * memory, far below the RAM: 2.2 GiB of 24). At `tcp_mem[2]` (575,814 pages here, about 580
+ * connections, within one process's 20,000 descriptors) the kernel holds every other TCP socket on
+ * the machine to its minimum buffers and drops what does not fit (its documented behaviour, not
+ * observed here): the worker's gRPC to Temporal, Temporal's to its database, other runs. UDP's `udp_mem` is the same. This was run by mistake once in
+ * writing the test: a job that read the sandbox's own `/proc/net/sockstat` (which does not show
+ * the host's count) to stop at 64 MiB never stopped, and the host's count reached 579,503 pages,
+ * past the hard limit, for about 5 s. The test now holds 32 connections (about 120 MiB). Fix: a
+ * memory cgroup for the session (cgroup v2 charges socket buffers to it) whose `memory.max` is far
+ * below `tcp_mem[1]`, or per-namespace maxima for the session's sockets (`net.ipv4.tcp_rmem`,
+ * `tcp_wmem`) together with a bound on their number.
+ *
+ * Kind 6, BPF JIT memory: a classic BPF socket filter (setsockopt `SO_ATTACH_FILTER` on a UDP
+ * socket, allowed by the session's seccomp filter) or a seccomp filter (`PR_SET_NO_NEW_PRIVS` works
+ * in a session) is compiled to machine code charged to `bpf_jit_current`, one count for the
+ * machine, against `net.core.bpf_jit_limit` (504 MiB here). A job holding 1,000 filters of 4,096
+ * instructions took 9 more 2 MiB packs, 18 MiB (the test); about 27,000 (two processes' descriptors) take all of
+ * it. Then every process without CAP_BPF or CAP_SYS_ADMIN gets EPERM for any filter, and this
+ * kernel (CONFIG_BPF_JIT_ALWAYS_ON) has no interpreter to fall back to: sshd's pre-authentication
+ * child, browsers' and flatpak's sandboxes, systemd user services with SystemCallFilter, rootless
+ * containers fail to start (and, not checked, new sessions, if bwrap loads its filter without
+ * those capabilities). Not run past 18 MiB. Fix: refuse `setsockopt` with `SO_ATTACH_FILTER`,
+ * `SO_ATTACH_BPF`, `SO_ATTACH_REUSEPORT_CBPF`/`EBPF` in the session's filter (level and option are
+ * plain arguments), and decide for `seccomp(SECCOMP_SET_MODE_FILTER)`/`prctl(PR_SET_SECCOMP)`:
+ * refuse (nested sandboxes then run without one), or accept the bound that `pids.max` and the
+ * kernel's 32,768 instructions per task's chain give (about 1,024 x 160 KiB), documented.
+ *
+ * Tried and held (one line each; run or only read):
+ * - Another path to the guarded config, hooks or info: a hard link, `linkat` through
+ *   `/proc/self/fd`, a hard link to a hook, `unshare -Urm` and `unshare -m`, rename(2) of `info/`
+ *   and `hooks/`, a symlink or chmod over the config, `mount -o remount,rw`: all refused (run, the
+ *   test below).
+ * - A `.git` directory the session makes in a subdirectory of a root-owned workspace: git refuses
+ *   it, "dubious ownership" (run on the host as another uid); the moved directory above gets past.
+ * - `objects/info/alternates` (writable): adds objects, cannot change one under its hash (read).
+ * - `.git/remotes/<name>`, `.git/branches/<name>` (writable): git reads them only for a remote
+ *   the config does not define (read).
+ * - A planted `.git/rebase-merge/git-rebase-todo` with `exec`: runs only when the person continues
+ *   a rebase they did not start, which `git status` shows (read).
+ * - `.gitmodules` with `update = !cmd` (ignored from that file since git 2.20), a `.gitattributes`
+ *   filter or diff driver (needs a definition in config, read-only) (read).
+ * - Exact runs: `exactSandbox` (src/session/session.ts) replaces `readable` with `[]`, which drops
+ *   the git guard's read-only binds too; latent only, since the programs the policy runs exactly
+ *   write nothing (`find`'s writing actions refused), but the guard should be kept there (read).
+ * - The FIFO hardening: a command sees its FIFO root's, mode 0620, group agent-jobs, and bash's
+ *   `/proc/<pid>/fd` refused (run); the fence is random and in no line; a pipe kept full by the
+ *   command's own job makes the worker give up the fence after 1 s with the command's own output;
+ *   the control and record channels are socket pairs (no reopen through `/proc`) and MSG_PEEK is
+ *   refused; `LC_ALL`/`TEXTDOMAINDIR` cannot change the status digits inside the record's file name
+ *   (read).
+ * - Display: tab runs, CR, U+2028, NEL, OSC 8, CGJ, tag characters, U+180E, U+2060, musical and
+ *   Egyptian format controls, U+17B4, Hangul fillers, U+2800, PUA, BOM, ALM, U+2061, an emoji
+ *   modifier, an overlay U+0338 after `;`: each escaped with a warning (run). `ㅣ` or `丨` standing
+ *   alone as `|` is not flagged (the table leaves letters out for a letter-shaped target), but a
+ *   pipe that is not one makes a command read as more dangerous, not less (run, no finding).
+ * - AIO: `io_setup` is the only way to a context; io_uring, x32 and foreign ABIs refused (read).
+ *   Per-namespace pools (SysV IPC, conntrack, ports) are the session's own; per-uid ones (key
+ *   quota, fanotify groups, pipe pages, RLIMIT_NPROC) are the round-8 inotify kind, not written up
+ *   again; the hugetlb pool is empty here (`vm.nr_hugepages` 0); the pid space is bounded by
+ *   `pids.max` (read).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
