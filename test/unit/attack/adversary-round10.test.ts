@@ -66,7 +66,12 @@
  * pty). Fix: mount the sandbox's `/dev/pts` as a devpts instance with a small `max=` (the worker
  * mounts `devpts -o newinstance,max=64,ptmxmode=666` and binds it; bwrap's own has no `max`), or
  * no `/dev/ptmx` at all; a seccomp or ulimit bound cannot count ptys.
- * (Unskipped, this test and the next take the machine's pool for a few seconds: run them alone.)
+ * Fixed (src/session/sandbox.ts `SANDBOX_PTY_MAX`, `DEVPTS_SCRIPT`): as root, every sandbox's
+ * `/dev/pts` is a devpts instance mounted with `max=32` in its own mount namespace, by a first
+ * step that holds CAP_SYS_ADMIN alone and execs setpriv, which drops it before bash runs. On the
+ * code before the fix, the pool tests below take the machine's pool (3,071 ptys) until the test
+ * lets the job go (a few seconds): run them alone there. Open: a worker that is not root
+ * (docs/security.md, "Open: ptys without root").
  *
  * Kind 6, the same for a pool the host shares too: Linux AIO contexts. `io_setup` (not in the
  * seccomp filter, which refuses io_uring) draws from `fs.aio-max-nr` (65,536 events, one count for
@@ -79,7 +84,8 @@
  *
  * Fixed since (their tests run): the NUL in `diff` (every file shown with `--text`, a warning before a
  * file git calls binary), the mixed-script word (escaped and warned about: src/shared/display.ts
- * `markMixedScriptWords`), the AIO pool (refused with ENOSYS: src/session/seccomp.ts `AIO_SYSCALLS`).
+ * `markMixedScriptWords`), the AIO pool (refused with ENOSYS: src/session/seccomp.ts `AIO_SYSCALLS`),
+ * the pty pool (a devpts of `max=32` per sandbox: src/session/sandbox.ts `SANDBOX_PTY_MAX`).
  *
  * Tried and held (one line each):
  * - Model text outside a code span in the UI through the editor's command (`editSummary` puts it
