@@ -614,6 +614,16 @@ describe('kind 6: the machine-wide pool of ptys', () => {
     expect(many.output).toBe('done\n');
   });
 
+  // expect is not part of the build machines' toolchain: shown as skipped where it is not installed.
+  (fs.existsSync('/usr/bin/expect') ? test : test.skip)('expect drives a program under a pty in the session', async () => {
+    const ws = tempDir();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const script = 'spawn sh -c {tty; read -p "name? " n; echo "hello $n"}; expect "name? "; send "pty\\r"; expect "hello pty"; expect eof';
+    const r = await s.run(`expect -c '${script}'`);
+    expect(r.exitCode).toBe(0);
+    expect(r.output).toMatch(/\/dev\/pts\/\d+\r?\nname\? pty\r?\nhello pty\r?\n/);
+  });
+
   test('bash cannot mount a devpts of its own nor unmount or move its /dev/pts, and holds no capability', async () => {
     const ws = tempDir();
     const s = await startSession({ cwd: ws, workspace: ws });
