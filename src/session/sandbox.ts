@@ -24,6 +24,10 @@
  * user, bwrap uses `--unshare-all` (user namespace included) and
  * `--disable-userns`.
  *
+ * As root, the sandbox's `/dev/pts` is also a devpts instance of its own bounded to
+ * {@link SANDBOX_PTY_MAX} ptys ({@link DEVPTS_SCRIPT}): bwrap's has no bound, and every instance
+ * draws from one pool for the whole machine.
+ *
  * Mode `none`: no namespaces; bash sees the machine as its user may.
  */
 import { execFileSync } from 'node:child_process';
@@ -403,6 +407,41 @@ function order(op: MountOp): number {
   return { tmpfs: 0, dir: 1, 'hide-file': 2, bind: 3, 'ro-bind': 3 }[op.kind];
 }
 
+/**
+ * Most ptys one sandbox (a session's shell, an exact run, an edit) holds at once: 32, its devpts
+ * instance's `max=`. Every devpts instance mounted outside the host's first mount namespace draws
+ * from one pool for the whole machine, `kernel.pty.max` less `kernel.pty.reserve` (4,096 - 1,024 =
+ * 3,072 by default), which one job holding `/dev/ptmx` open could otherwise take from every other
+ * sandbox and container (ENOSPC from openpty). 32 is far above what a session's work uses at once
+ * (`script`, `expect`, Python's `pty`, `ssh -t`, a few tmux panes: one each), and keeps a sandbox
+ * to about 1 % of the default pool: taking it all needs 96 sandboxes at their bound at the same
+ * time. Past the bound, opening `/dev/ptmx` in that sandbox fails with ENOSPC, as for a full pool.
+ * Attack test: test/unit/attack/adversary-round10.test.ts (kind 6, ptys).
+ */
+export const SANDBOX_PTY_MAX = 32;
+
+/**
+ * Mount options of the sandbox's `/dev/pts`: bwrap's own (`newinstance,ptmxmode=0666,mode=620`;
+ * its `/dev/ptmx` is a symlink to `pts/ptmx`, so it names this instance) and `max=`.
+ */
+export const DEVPTS_OPTIONS = `newinstance,ptmxmode=0666,mode=620,max=${SANDBOX_PTY_MAX}`;
+
+/**
+ * The sandbox's first program as root (`sh -p -c` this, then the options `$1`, then the program):
+ * replaces bwrap's devpts at `/dev/pts` (no `max`) with one mounted with `$1`, then execs the
+ * program in place (same pid): setpriv, which drops every capability before the session's program
+ * starts. It runs with CAP_SYS_ADMIN only (bwrap `--cap-add`: the one capability mount(2) needs,
+ * which setpriv's identity arguments take from every later program) and reads nothing the session
+ * controls: `-p` keeps a bash-as-sh from importing functions from the environment (dash imports
+ * none), and the mount programs' `PATH` is theirs alone (the program gets the environment as
+ * given). A failure ends the launch (exit 126) rather than leave the sandbox unbounded. bwrap
+ * cannot do it itself (`--dev` takes no options); mounting an instance on the host and binding it
+ * would let it draw on the host's reserve and leave a mount on the host to clean up.
+ */
+const DEVPTS_SCRIPT =
+  'PATH=/usr/sbin:/usr/bin:/sbin:/bin umount -n /dev/pts && PATH=/usr/sbin:/usr/bin:/sbin:/bin mount -n -t devpts -o "$1" devpts /dev/pts || ' +
+  '{ echo "agent-jobs: cannot mount the sandbox\'s /dev/pts (devpts $1)" >&2; exit 126; }; shift; exec "$@"';
+
 /** `setpriv` arguments that switch to `id`: no groups, no capabilities (none inheritable, none in the bounding set), no_new_privs. */
 export function identityArgs(id: SessionIdentity, seal = false): string[] {
   return [
@@ -435,8 +474,11 @@ export function launchArgs(o: SandboxOptions, argv: string[], chdir?: string): L
     // seccomp program as fd 3 for bwrap (same pid), so every spawn site gets both without passing descriptors itself.
     // The pinned directories reach bwrap as fds 4, 5, … (the spawn passes them: fds.ts launchStdio).
     const pass = o.pinned ?? [];
-    if (!filter) return closingLaunch([o.bwrap, ...bwrapArgs(o, chdir), '--', ...inner], undefined, pass);
-    return closingLaunch([o.bwrap, ...bwrapArgs(o, chdir), '--seccomp', '3', '--', ...inner], filter, pass);
+    // With an identity (root, no user namespace), bounded ptys: see DEVPTS_SCRIPT; setpriv's identity args drop the capability.
+    if (o.identity) inner = ['/bin/sh', '-p', '-c', DEVPTS_SCRIPT, 'agent-jobs-devpts', DEVPTS_OPTIONS, ...inner];
+    const caps = o.identity ? ['--cap-add', 'CAP_SYS_ADMIN'] : [];
+    if (!filter) return closingLaunch([o.bwrap, ...bwrapArgs(o, chdir), ...caps, '--', ...inner], undefined, pass);
+    return closingLaunch([o.bwrap, ...bwrapArgs(o, chdir), ...caps, '--seccomp', '3', '--', ...inner], filter, pass);
   }
   return closingLaunch(inner);
 }

@@ -74,7 +74,12 @@
  * pty). Fix: mount the sandbox's `/dev/pts` as a devpts instance with a small `max=` (the worker
  * mounts `devpts -o newinstance,max=64,ptmxmode=666` and binds it; bwrap's own has no `max`), or
  * no `/dev/ptmx` at all; a seccomp or ulimit bound cannot count ptys.
- * (Unskipped, this test and the next take the machine's pool for a few seconds: run them alone.)
+ * Fixed (src/session/sandbox.ts `SANDBOX_PTY_MAX`, `DEVPTS_SCRIPT`): as root, every sandbox's
+ * `/dev/pts` is a devpts instance mounted with `max=32` in its own mount namespace, by a first
+ * step that holds CAP_SYS_ADMIN alone and execs setpriv, which drops it before bash runs. On the
+ * code before the fix, the pool tests below take the machine's pool (3,071 ptys) until the test
+ * lets the job go (a few seconds): run them alone there. Open: a worker that is not root
+ * (docs/security.md, "Open: ptys without root").
  *
  * Kind 6, the same for a pool the host shares too: Linux AIO contexts. `io_setup` (not in the
  * seccomp filter, which refuses io_uring) draws from `fs.aio-max-nr` (65,536 events, one count for
@@ -87,7 +92,8 @@
  *
  * Fixed since (their tests run): the exit status in a result's heading (kind 2, above), the NUL in `diff` (every file shown with `--text`, a warning before a
  * file git calls binary), the mixed-script word (escaped and warned about: src/shared/display.ts
- * `markMixedScriptWords`), the AIO pool (refused with ENOSYS: src/session/seccomp.ts `AIO_SYSCALLS`).
+ * `markMixedScriptWords`), the AIO pool (refused with ENOSYS: src/session/seccomp.ts `AIO_SYSCALLS`),
+ * the pty pool (a devpts of `max=32` per sandbox: src/session/sandbox.ts `SANDBOX_PTY_MAX`).
  *
  * Tried and held (one line each):
  * - Model text outside a code span in the UI through the editor's command (`editSummary` puts it
@@ -135,7 +141,8 @@ import { MAX_DURATIONS_KEPT, RunState } from '../../../src/workflows/run-state';
 import { resolveInput } from '../../../src/contract/input';
 import { MAX_TURN_RESULT_CHARS } from '../../../src/config';
 import { toolResult } from '../../../src/workflows/transcript';
-import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
+import { SANDBOX_PTY_MAX } from '../../../src/session/sandbox';
+import { closeSessions, removeTempDirs, startSession, tempDir, waitUntil } from '../session/helpers';
 
 const OPEN = true;
 const t = OPEN ? test.skip : test;
@@ -640,37 +647,144 @@ describe('kind 5, aimed at the fix: words of mixed scripts', () => {
 });
 
 describe('kind 6: the machine-wide pool of ptys', () => {
-  t("a session's job holding ptys leaves another run's session able to open one", async () => {
+  /**
+   * A job that opens `/dev/ptmx` until it fails, writes `<count> <errno name>` to `argv[1]`, and
+   * holds them until the file `argv[2]` exists (at most 20 s), so a test holds the pool no longer
+   * than it needs.
+   */
+  const HOG = [
+    'import errno, os, sys, time',
+    'fds = []',
+    'err = "none"',
+    'try:',
+    '    while True: fds.append(os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY))',
+    'except OSError as e: err = errno.errorcode.get(e.errno, str(e.errno))',
+    'open(sys.argv[1] + ".part", "w").write("%d %s" % (len(fds), err))',
+    'os.rename(sys.argv[1] + ".part", sys.argv[1])',
+    'end = time.time() + 20',
+    'while time.time() < end and not os.path.exists(sys.argv[2]): time.sleep(0.05)',
+    '',
+  ].join('\n');
+  const openpty = `python3 -c 'import os; os.openpty(); print("PTY-OK")' 2>&1`;
+
+  /** Starts the hog in `ws` as a background job of `s`; returns what it wrote once it has, and how to let it go. */
+  async function hold(s: BashSession, ws: string): Promise<{ held: string; release: () => void }> {
+    fs.writeFileSync(path.join(ws, 'hog.py'), HOG);
+    await s.run('(python3 hog.py held release >/dev/null 2>&1 &)');
+    const held = path.join(ws, 'held');
+    const release = (): void => fs.writeFileSync(path.join(ws, 'release'), '');
+    try {
+      await waitUntil('the job to open its ptys', () => fs.existsSync(held), 20_000);
+    } catch (err) {
+      release();
+      throw err;
+    }
+    return { held: fs.readFileSync(held, 'utf8'), release };
+  }
+
+  test("a session's job holding ptys leaves another run's session able to open one", async () => {
     const ws = tempDir();
-    fs.writeFileSync(
-      path.join(ws, 'hog.py'),
-      [
-        'import os, sys, time',
-        'fds = []',
-        'try:',
-        '    while True: fds.append(os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY))',
-        'except OSError as e: pass',
-        'open(sys.argv[1], "w").write(str(len(fds)))',
-        'time.sleep(6)',
-        '',
-      ].join('\n'),
-    );
     const hog = await startSession({ cwd: ws, workspace: ws });
     const ws2 = tempDir();
     const other = await startSession({ cwd: ws2, workspace: ws2 });
-    const openpty = `python3 -c 'import os; os.openpty(); print("PTY-OK")' 2>&1`;
     expect((await other.run(openpty)).output).toBe('PTY-OK\n');
-    await hog.run('(python3 hog.py held >/dev/null 2>&1 &)');
-    const held = path.join(ws, 'held');
-    const until = Date.now() + 20_000;
-    while (!fs.existsSync(held) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
-    expect(Number(fs.readFileSync(held, 'utf8'))).toBeGreaterThan(0);
+    const { held, release } = await hold(hog, ws);
     const during = await other.run(openpty);
+    release();
     await hog.close();
-    expect({ held: Number(fs.readFileSync(held, 'utf8')), other: during.output }).toEqual({
-      held: expect.any(Number),
-      other: 'PTY-OK\n',
-    });
+    expect({ held: Number(held.split(' ')[0]), other: during.output }).toEqual({ held: expect.any(Number), other: 'PTY-OK\n' });
+  });
+
+  test(`a session opening ptys until it fails stops at ${SANDBOX_PTY_MAX} with ENOSPC, while another sandbox still gets one`, async () => {
+    const ws = tempDir();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const ws2 = tempDir();
+    const other = await startSession({ cwd: ws2, workspace: ws2 });
+    const { held, release } = await hold(s, ws);
+    try {
+      // Another run's session, and another sandbox of the same session (an exact run), each with a bound of its own.
+      fs.writeFileSync(path.join(ws, 'one.py'), 'import os\nos.openpty()\nprint("PTY-OK")\n');
+      const exact = await s.runExact(['python3', 'one.py'], { paths: ['one.py'] });
+      expect({ held, other: (await other.run(openpty)).output, exact: exact.output }).toEqual({
+        held: `${SANDBOX_PTY_MAX} ENOSPC`,
+        other: 'PTY-OK\n',
+        exact: 'PTY-OK\n',
+      });
+    } finally {
+      release();
+    }
+  });
+
+  test("script, Python's pty module and a program under a pty still work in the session", async () => {
+    const ws = tempDir();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const script = await s.run("script -qec 'tty; echo in-pty' /dev/null");
+    expect(script.exitCode).toBe(0);
+    expect(script.output).toMatch(/^\/dev\/pts\/\d+\r?\nin-pty\r?\n$/);
+    fs.writeFileSync(
+      path.join(ws, 'fork.py'),
+      [
+        'import os, pty',
+        'pid, fd = pty.fork()',
+        'if pid == 0: os.execvp("tty", ["tty"])',
+        'print(os.read(fd, 100).decode().strip())',
+        'os.waitpid(pid, 0)',
+        '',
+      ].join('\n'),
+    );
+    expect((await s.run('python3 fork.py')).output).toMatch(/^\/dev\/pts\/\d+\n$/);
+    // Ptys are given back: the bound counts those held, not those ever opened.
+    const many = await s.run(`for i in $(seq ${SANDBOX_PTY_MAX * 2}); do script -qec true /dev/null || echo FAILED; done; echo done`);
+    expect(many.output).toBe('done\n');
+  });
+
+  // expect is not part of the build machines' toolchain: shown as skipped where it is not installed.
+  (fs.existsSync('/usr/bin/expect') ? test : test.skip)('expect drives a program under a pty in the session', async () => {
+    const ws = tempDir();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const script = 'spawn sh -c {tty; read -p "name? " n; echo "hello $n"}; expect "name? "; send "pty\\r"; expect "hello pty"; expect eof';
+    const r = await s.run(`expect -c '${script}'`);
+    expect(r.exitCode).toBe(0);
+    expect(r.output).toMatch(/\/dev\/pts\/\d+\r?\nname\? pty\r?\nhello pty\r?\n/);
+  });
+
+  test('bash cannot mount a devpts of its own nor unmount or move its /dev/pts, and holds no capability', async () => {
+    const ws = tempDir();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const zero = '0000000000000000';
+    const caps = `CapInh:\t${zero}\nCapPrm:\t${zero}\nCapEff:\t${zero}\nCapBnd:\t${zero}\nCapAmb:\t${zero}\n`;
+    // bash's own, a background job's, and an exact run's (a sandbox of its own, set up the same way).
+    expect((await s.run('grep ^Cap /proc/self/status')).output).toBe(caps);
+    expect((await s.run('(grep ^Cap /proc/self/status > jobcaps &) ; sleep 0.2; cat jobcaps')).output).toBe(caps);
+    expect((await s.runExact(['grep', '^Cap', '/proc/self/status'])).output).toBe(caps);
+    // mount(8) refuses a non-root user itself: ask the kernel directly, as an attacker would.
+    fs.writeFileSync(
+      path.join(ws, 'mnt.py'),
+      [
+        'import ctypes, errno, os',
+        'libc = ctypes.CDLL(None, use_errno=True)',
+        'def call(name, *args):',
+        '    r = getattr(libc, name)(*args)',
+        '    print(name, "ok" if r == 0 else errno.errorcode[ctypes.get_errno()])',
+        'os.makedirs("pts2", exist_ok=True)',
+        'call("mount", b"devpts", b"pts2", b"devpts", 0, b"newinstance,ptmxmode=0666")',
+        'call("mount", b"devpts", b"/dev/pts", b"devpts", 0, b"newinstance,ptmxmode=0666")',
+        'call("umount2", b"/dev/pts", 2)', // MNT_DETACH
+        'call("umount2", b"/dev/pts", 0)',
+        'call("mount", b"/tmp", b"/dev/pts", None, 4096, None)', // MS_BIND
+        'call("mount", None, b"/dev/pts", None, 32, b"max=4096")', // MS_REMOUNT
+        '',
+      ].join('\n'),
+    );
+    expect((await s.run('python3 mnt.py')).output).toBe(
+      ['mount EPERM', 'mount EPERM', 'umount2 EPERM', 'umount2 EPERM', 'mount EPERM', 'mount EPERM', ''].join('\n'),
+    );
+    const cli = await s.run('umount /dev/pts; umount -l /dev/pts; mount -t devpts -o newinstance devpts /dev/pts; echo $?');
+    expect(cli.output).toMatch(/\n[1-9]\d*\n$/);
+    // The bound still holds after the tries.
+    const { held, release } = await hold(s, ws);
+    release();
+    expect(held).toBe(`${SANDBOX_PTY_MAX} ENOSPC`);
   });
 });
 
