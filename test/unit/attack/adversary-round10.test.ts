@@ -738,7 +738,7 @@ describe('kind 6: the machine-wide pool of ptys', () => {
     expect(many.output).toBe('done\n');
   });
 
-  // expect is not part of the build machines' toolchain: shown as skipped where it is not installed.
+  // .ci/run installs expect; on a machine without it this case is shown as skipped.
   (fs.existsSync('/usr/bin/expect') ? test : test.skip)('expect drives a program under a pty in the session', async () => {
     const ws = tempDir();
     const s = await startSession({ cwd: ws, workspace: ws });
