@@ -42,6 +42,11 @@
  *   Bopomofo or Hangul): the Cyrillic `о` of `git push оrigin` names another
  *   remote than the `origin` a person reads. A word of one script stays
  *   readable (`echo привет`).
+ * - In a command, whatever the scripts, every character whose Unicode TR39
+ *   confusable skeleton is one ASCII character (./ascii-lookalikes.ts,
+ *   generated from confusables.txt) next to a Latin letter or digit of its
+ *   word, or making up a word beside ASCII punctuation: `git\uFFDCab.com`
+ *   (Hangul, in a mix TR39 allows) reads as gitlab.com, `7ЗЗ` as 733.
  * - A run of 8 or more spaces becomes `⟨200 spaces⟩`; a run of 8 or more of
  *   one escaped character becomes `⟨20 × \t⟩`. The markers `⟨` and `⟩` in the
  *   command itself are escaped (`\u27e8`, `\u27e9`), so a marker in an

@@ -87,7 +87,7 @@ function main(): void {
     .sort(([a], [b]) => (a < b ? -1 : 1))
     .map(([target, cps]) => {
       const runs: string[] = [];
-      for (let i = 0; i < cps.length; ) {
+      for (let i = 0; i < cps.length;) {
         let j = i;
         while (j + 1 < cps.length && cps[j + 1] === cps[j]! + 1) j++;
         runs.push(j > i ? `${cps[i]!.toString(36)}+${(j - i).toString(36)}` : cps[i]!.toString(36));

@@ -1,7 +1,7 @@
 /**
  * Adversary round 11: attacks on the fixes of rounds 8 and 10 that worked on the code they were
  * written against (46dde10). Each test asserts the safe behaviour, so it fails on that
- * code; they are skipped (OPEN) until a fix lands. Not repeated: what round 10 left OPEN (a new
+ * code; they are skipped (OPEN) until a fix lands (kind 5's run: fixed, below). Not repeated: what round 10 left OPEN (a new
  * `.git/commondir`, a gitlink or `.git/modules/<name>/config`, the config replaced on the host,
  * whole-script look-alikes, the pty pool) and round 8's write into a later command's FIFO.
  *
@@ -58,6 +58,16 @@
  * Fix: in a word with Latin letters, flag every Han, Hangul, Bopomofo or Kana letter whose TR39
  * confusable skeleton is ASCII (or any of a short, tested list), as the Cyrillic and Greek ones are;
  * or allow those mixes only when no letter of the other script stands between two Latin ones.
+ * FIXED: `markAsciiLookalikes` in src/shared/display.ts flags (escapes, warns "a look-alike of an
+ * ASCII character in a Latin word: U+FFDC drawn as "l"") every character whose TR39 skeleton is one
+ * ASCII character (src/shared/ascii-lookalikes.ts, 1,989 code points generated from Unicode 18's
+ * confusables data by src/dev/scripts/ascii-lookalikes-table.ts) when it stands next to a Latin
+ * letter or digit of its word, whatever the scripts, or is a word of look-alikes only beside ASCII
+ * punctuation (`-〇`, `/ㅣ/`). In the data U+FFDC, U+3163 and U+4E28 have the skeleton U+4E28 and
+ * U+3127 itself, not ASCII: the generator counts those prototypes (and U+30FC) as `l` and `-`. The
+ * tests below: the five in a host, a flag and a path, digits (`7ЗЗ`), a combining sequence, a
+ * fullwidth word; and Korean, Chinese, Japanese and Russian text left as it is. Still open: a lone
+ * look-alike word with no ASCII beside it (`git checkout ㅣ`), as round 10's whole-script words.
  *
  * Kind 6 (a machine-wide pool drained by one session), TCP buffer memory: a session, without
  * `--network`, has its own loopback; a job that opens connections to itself and never reads holds
