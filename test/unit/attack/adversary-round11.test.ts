@@ -1,7 +1,7 @@
 /**
  * Adversary round 11: attacks on the fixes of rounds 8 and 10 that worked on the code they were
  * written against (46dde10). Each test asserts the safe behaviour, so it fails on that
- * code; they are skipped (OPEN) until a fix lands. Not repeated: what round 10 left OPEN (a new
+ * code; they are skipped (OPEN) until a fix lands (kind 5's run: fixed, below). Not repeated: what round 10 left OPEN (a new
  * `.git/commondir`, a gitlink or `.git/modules/<name>/config`, the config replaced on the host,
  * whole-script look-alikes, the pty pool) and round 8's write into a later command's FIFO.
  *
@@ -58,6 +58,16 @@
  * Fix: in a word with Latin letters, flag every Han, Hangul, Bopomofo or Kana letter whose TR39
  * confusable skeleton is ASCII (or any of a short, tested list), as the Cyrillic and Greek ones are;
  * or allow those mixes only when no letter of the other script stands between two Latin ones.
+ * FIXED: `markAsciiLookalikes` in src/shared/display.ts flags (escapes, warns "a look-alike of an
+ * ASCII character in a Latin word: U+FFDC drawn as "l"") every character whose TR39 skeleton is one
+ * ASCII character (src/shared/ascii-lookalikes.ts, 1,989 code points generated from Unicode 18's
+ * confusables data by src/dev/scripts/ascii-lookalikes-table.ts) when it stands next to a Latin
+ * letter or digit of its word, whatever the scripts, or is a word of look-alikes only beside ASCII
+ * punctuation (`-〇`, `/ㅣ/`). In the data U+FFDC, U+3163 and U+4E28 have the skeleton U+4E28 and
+ * U+3127 itself, not ASCII: the generator counts those prototypes (and U+30FC) as `l` and `-`. The
+ * tests below: the five in a host, a flag and a path, digits (`7ЗЗ`), a combining sequence, a
+ * fullwidth word; and Korean, Chinese, Japanese and Russian text left as it is. Still open: a lone
+ * look-alike word with no ASCII beside it (`git checkout ㅣ`), as round 10's whole-script words.
  *
  * Kind 6 (a machine-wide pool drained by one session), TCP buffer memory: a session, without
  * `--network`, has its own loopback; a job that opens connections to itself and never reads holds
@@ -349,9 +359,77 @@ describe('kind 5: a letter of Korean, Chinese or Japanese drawn as a Latin one, 
     // BOPOMOFO LETTER I (U+3127, a horizontal stroke) for a hyphen inside a word.
     { command: '[ x\u3127y = x-y ] || echo other', ch: '\u3127', looksLike: '-', bashSays: 'other\n' },
   ];
-  t.each(cases)('$command is flagged wherever it is shown', (c) => {
+  // Fixed: markAsciiLookalikes in src/shared/display.ts (a letter whose TR39 skeleton is ASCII, in a word that reads as ASCII).
+  test.each(cases)('$command is flagged wherever it is shown', (c) => {
     expectFlaggedEverywhere(c);
     expect(displayCommand(c.command).text).not.toContain(c.ch);
+  });
+
+  // Each of the five inside a host name, a flag and a path (in braces: the letter it is drawn as), compared by bash with what it reads as;
+  // `-\u3007` and `/\u3007/` are words made only of a look-alike, beside ASCII punctuation.
+  const places: [string, string][] = [
+    ['host', 'curl -s https://git{l}ab.com/{O}rg/my{-}repo'],
+    ['flag', 'git log --fo{l}low -{O} --no{-}pager'],
+    ['path', 'cat /var/{l}og/{O}/my{-}dir/sys{l}og'],
+  ];
+  const five: [string, 'l' | 'O' | '-'][] = [
+    ['\uffdc', 'l'],
+    ['\u3163', 'l'],
+    ['\u4e28', 'l'],
+    ['\u3007', 'O'],
+    ['\u3127', '-'],
+  ];
+  const inPlaces: LookalikeCase[] = five.flatMap(([ch, looksLike]) =>
+    places.map(([where, template]) => {
+      const read = template.replace(/\{(.)\}/g, '$1');
+      const shown = template.replace(/\{(.)\}/g, (_, c: string) => (c === looksLike ? ch : c));
+      return {
+        command: `[ '${shown}' = '${read}' ] || echo other-${where}`,
+        ch,
+        looksLike,
+        bashSays: `other-${where}\n`,
+      };
+    }),
+  );
+  test.each(inPlaces)('$command is flagged wherever it is shown', (c) => {
+    expectFlaggedEverywhere(c);
+    expect(displayCommand(c.command).warnings.join('\n')).toContain(`drawn as ${JSON.stringify(c.looksLike)}`);
+  });
+
+  test.each([
+    // A Cyrillic ZE (U+0417) as 3 and a Bengali four (U+09EA) as 8: a word of one script and ASCII digits, which no mixed-script check sees.
+    { command: '[ 7\u0417\u0417 = 733 ] || echo other-mode', ch: '\u0417', looksLike: '3', bashSays: 'other-mode\n' },
+    { command: '[ 1\u09ea = 18 ] || echo other-number', ch: '\u09ea', looksLike: '8', bashSays: 'other-number\n' },
+    // A combining sequence: a dotless i (U+0131, Latin) with a combining dot above (U+0307) is drawn as an i.
+    { command: '[ g\u0131\u0307thub.com = github.com ] || echo other-host', ch: '\u0131', looksLike: 'i', bashSays: 'other-host\n' },
+    // A look-alike with a mark on it: the mark must not draw on the escape either.
+    { command: '[ git\uffdc\u0301ab.com = gitlab.com ] || echo other-host', ch: '\u0301', looksLike: 'l', bashSays: 'other-host\n' },
+    // KATAKANA-HIRAGANA PROLONGED SOUND MARK (U+30FC) between Latin letters, drawn as a dash (its skeleton is itself).
+    { command: '[ my\u30fcrepo = my-repo ] || echo other-repo', ch: '\u30fc', looksLike: '-', bashSays: 'other-repo\n' },
+    // A fullwidth Latin word (each letter's skeleton is ASCII).
+    {
+      command: '[ \uff47\uff49\uff54\uff48\uff55\uff42.com = github.com ] || echo other-host',
+      ch: '\uff47',
+      looksLike: 'g',
+      bashSays: 'other-host\n',
+    },
+  ])('$command (a digit, a combining sequence, a fullwidth word) is flagged wherever it is shown', (c) => {
+    expectFlaggedEverywhere(c);
+  });
+
+  // The warning must not cry wolf: Korean, Chinese, Japanese and Cyrillic text with no ASCII look-alike in a word that reads as ASCII.
+  test.each([
+    'git commit -m "\uc218\uc815"', // 수정
+    'echo \u4e2d\u6587', // 中文
+    'echo \u4e8c\u3007\u4e8c\u56db\u5e74', // 二〇二四年: a 〇 among ideographs
+    'git commit -m "\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8 fix"', // 日本語のテキスト
+    'git commit -m "\uc774\uac83\uc740 \ud55c\uad6d\uc5b4 \ud14d\uc2a4\ud2b8"', // 이것은 한국어 텍스트: syllables hold ᄋ and ᅵ, never a lone one
+    'cat \u0444\u0430\u0439\u043b.txt', // файл.txt
+    'echo \u043f\u0440\u0438\u0432\u0435\u0442 Stra\u00dfe caf\u00e9', // привет Straße café
+    'echo \u3163', // a lone ㅣ, touching no ASCII
+  ])('%s is shown as it is, with no warning', (command) => {
+    const d = displayCommand(command);
+    expect({ text: d.text, warnings: d.warnings }).toEqual({ text: command, warnings: [] });
   });
 });
 
