@@ -257,7 +257,7 @@ type Label =
  * `setsockopt(2)` at level `SOL_SOCKET` of an option in {@link BPF_SOCKET_OPTIONS} is refused with
  * EPERM (level and option compared as the kernel reads them, their low 32 bits), and a seccomp
  * filter of the process's own with EINVAL, what a kernel without CONFIG_SECCOMP_FILTER says, so
- * programs that probe for one (man-db, Firefox) run without it: each filter is JIT-compiled against
+ * programs that probe for one (man-db) run without it: each filter is JIT-compiled against
  * the same machine-wide budget, and a task may stack 32,768 instructions of them. Dividing by a
  * constant takes about 14 bytes of code an instruction: a task's full chain took about 455 KiB
  * (measured: 14 unprivileged processes, one 2 MiB pack every 4 or 5), so a session's 1,024 tasks
