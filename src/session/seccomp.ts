@@ -11,6 +11,10 @@
  * - the kernel's keyrings (`add_key`, `request_key`, `keyctl`: {@link KEYRING_SYSCALLS}), with ENOSYS;
  * - Linux AIO (`io_setup`, `io_submit`, ...: {@link AIO_SYSCALLS}), with ENOSYS: its contexts come from
  *   one pool for the whole machine (`fs.aio-max-nr`), which a job could take from every other process;
+ * - every way to a JIT-compiled BPF program, whose code is charged to one budget for the machine
+ *   (`net.core.bpf_jit_limit`): `setsockopt(SOL_SOCKET, ...)` of {@link BPF_SOCKET_OPTIONS} and
+ *   `bpf(2)` with EPERM, a seccomp filter of its own (`seccomp(SECCOMP_SET_MODE_FILTER)`,
+ *   `prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER)`) with EINVAL;
  * - every call of another ABI than the worker's (i386 `int 0x80` on x86-64, x32).
  *
  * Each keeps a process of the session (all run as bash's user) from forging a command's result
@@ -45,7 +49,8 @@ import { seccompPrefix } from './memory';
 
 /**
  * Per architecture (Node's `process.arch`): the AUDIT_ARCH value, the numbers of the system calls
- * refused outright, those of `socket` and `socketpair`, refused for unix sockets only, and the
+ * refused outright, those of `socket` and `socketpair`, refused for unix sockets only, of
+ * `setsockopt`, `prctl` and `seccomp`, refused for BPF programs only ({@link seccompProgram}), and the
  * receiving calls whose flags are their third (`recvFlagsArg2`) or fourth (`recvFlagsArg3`) argument.
  */
 const ARCH: Partial<
@@ -57,6 +62,9 @@ const ARCH: Partial<
       denied: Record<string, number>;
       socket: number;
       socketpair: number;
+      setsockopt: number;
+      prctl: number;
+      seccomp: number;
       recvFlagsArg2: number[];
       recvFlagsArg3: number[];
     }
@@ -76,9 +84,13 @@ const ARCH: Partial<
       io_uring_register: 427,
       pidfd_getfd: 438,
       process_madvise: 440,
+      bpf: 321,
     },
     socket: 41,
     socketpair: 53,
+    setsockopt: 54,
+    prctl: 157,
+    seccomp: 317,
     recvFlagsArg2: [47 /* recvmsg */],
     recvFlagsArg3: [45 /* recvfrom */, 299 /* recvmmsg */],
   },
@@ -95,9 +107,13 @@ const ARCH: Partial<
       io_uring_register: 427,
       pidfd_getfd: 438,
       process_madvise: 440,
+      bpf: 280,
     },
     socket: 198,
     socketpair: 199,
+    setsockopt: 208,
+    prctl: 167,
+    seccomp: 277,
     recvFlagsArg2: [212 /* recvmsg */],
     recvFlagsArg3: [207 /* recvfrom */, 243 /* recvmmsg */],
   },
@@ -123,6 +139,33 @@ const AIO: Partial<Record<string, Record<string, number>>> = {
 
 /** ENOSYS, what the kernel returns for a system call it does not have (asm-generic/errno.h). */
 const ENOSYS = 38;
+/** EINVAL (asm-generic/errno-base.h): what a kernel without CONFIG_SECCOMP_FILTER answers to a filter's installation. */
+const EINVAL = 22;
+
+/** `setsockopt(2)`'s level for the options of every socket (asm-generic/socket.h, x86-64 and arm64 alike). */
+const SOL_SOCKET = 1;
+/**
+ * The `SOL_SOCKET` options that attach a BPF program to a socket (asm-generic/socket.h), refused
+ * with EPERM: a classic filter (`SO_ATTACH_FILTER`, `SO_ATTACH_REUSEPORT_CBPF`) is JIT-compiled
+ * (this kernel has no interpreter: CONFIG_BPF_JIT_ALWAYS_ON) and its code charged to
+ * `bpf_jit_current`, one count for the machine against `net.core.bpf_jit_limit`; past it every
+ * process without CAP_BPF gets EPERM for any filter, seccomp's included, so a job holding filters on
+ * its sockets (only its descriptor limit bounds them) stops new sandboxes, sshd's and browsers'
+ * from starting. The eBPF ones take a program from `bpf(2)`, refused too. libpcap then filters in
+ * user space (with a warning); `SO_DETACH_FILTER` and `SO_LOCK_FILTER` stay allowed. Attack test:
+ * test/unit/attack/adversary-round11.test.ts (kind 6), bpf-jit.test.ts.
+ */
+export const BPF_SOCKET_OPTIONS: Readonly<Record<string, number>> = {
+  SO_ATTACH_FILTER: 26,
+  SO_ATTACH_BPF: 50,
+  SO_ATTACH_REUSEPORT_CBPF: 51,
+  SO_ATTACH_REUSEPORT_EBPF: 52,
+};
+/** `prctl(2)`'s option PR_SET_SECCOMP (linux/prctl.h) and its mode SECCOMP_MODE_FILTER (linux/seccomp.h). */
+const PR_SET_SECCOMP = 22;
+const SECCOMP_MODE_FILTER = 2;
+/** `seccomp(2)`'s operation that installs a filter (linux/seccomp.h); strict mode (0) and the queries (2, 3) stay allowed. */
+const SECCOMP_SET_MODE_FILTER = 1;
 
 /** Names of the keyring system calls the filter refuses with ENOSYS whatever their arguments (module doc). */
 export const KEYRING_SYSCALLS: readonly string[] = Object.keys(KEYRING.x64!);
@@ -167,7 +210,22 @@ export const MSG_PEEK = 2;
 
 /** A jump target: a label of the program being assembled. */
 type Label =
-  'allow' | 'ok' | 'deny' | 'nofamily' | 'noprotocol' | 'nosys' | 'socket' | 'socketpair' | 'netlink' | 'flags2' | 'flags3' | null;
+  | 'allow'
+  | 'ok'
+  | 'deny'
+  | 'nofamily'
+  | 'noprotocol'
+  | 'nosys'
+  | 'inval'
+  | 'socket'
+  | 'socketpair'
+  | 'netlink'
+  | 'flags2'
+  | 'flags3'
+  | 'setsockopt'
+  | 'prctl'
+  | 'seccomp'
+  | null;
 
 /**
  * The filter for `arch` as bwrap wants it: `struct sock_filter` entries
@@ -196,6 +254,14 @@ type Label =
  * {@link MSG_PEEK} set in their flags (alone or with any other flag) are
  * refused with EPERM, on every socket: a seccomp filter cannot tell which
  * socket a descriptor is, and bash's saved stdin may sit on any number.
+ * `setsockopt(2)` at level `SOL_SOCKET` of an option in {@link BPF_SOCKET_OPTIONS} is refused with
+ * EPERM (level and option compared as the kernel reads them, their low 32 bits), and a seccomp
+ * filter of the process's own with EINVAL, what a kernel without CONFIG_SECCOMP_FILTER says, so
+ * programs that probe for one (man-db) run without it: each filter is JIT-compiled against
+ * the same machine-wide budget, and a task may stack 32,768 instructions of them. Dividing by a
+ * constant takes about 14 bytes of code an instruction: a task's full chain took about 455 KiB
+ * (measured: 14 unprivileged processes, one 2 MiB pack every 4 or 5), so a session's 1,024 tasks
+ * about 455 MiB of the 504 MiB budget. Strict mode and the queries of `seccomp(2)` stay allowed.
  */
 export function seccompProgram(arch: string = process.arch): Buffer | null {
   const a = ARCH[arch];
@@ -213,6 +279,9 @@ export function seccompProgram(arch: string = process.arch): Buffer | null {
   for (const nr of Object.values(AIO[arch] ?? {})) emit(BPF_JMP_JEQ_K, nr, 'nosys', null);
   emit(BPF_JMP_JEQ_K, a.socket, 'socket', null);
   emit(BPF_JMP_JEQ_K, a.socketpair, 'socketpair', null);
+  emit(BPF_JMP_JEQ_K, a.setsockopt, 'setsockopt', null);
+  emit(BPF_JMP_JEQ_K, a.prctl, 'prctl', null);
+  emit(BPF_JMP_JEQ_K, a.seccomp, 'seccomp', null);
   for (const nr of a.recvFlagsArg2) emit(BPF_JMP_JEQ_K, nr, 'flags2', null);
   for (const nr of a.recvFlagsArg3) emit(BPF_JMP_JEQ_K, nr, 'flags3', null);
   emit(BPF_RET_K, SECCOMP_RET_ALLOW, null, null, 'allow');
@@ -230,6 +299,21 @@ export function seccompProgram(arch: string = process.arch): Buffer | null {
   emit(BPF_ALU_AND_K, SOCK_TYPE_MASK);
   emit(BPF_JMP_JEQ_K, SOCK_STREAM, 'ok', null);
   emit(BPF_JMP_JEQ_K, SOCK_SEQPACKET, 'ok', 'deny');
+  // setsockopt(fd, level, optname, ...): level and optname are ints, so their low words are all the kernel reads.
+  emit(BPF_LD_W_ABS, OFF_ARG1_LO, null, null, 'setsockopt');
+  emit(BPF_JMP_JEQ_K, SOL_SOCKET, null, 'ok');
+  emit(BPF_LD_W_ABS, OFF_ARG2_LO);
+  const options = Object.values(BPF_SOCKET_OPTIONS);
+  options.forEach((o, i) => emit(BPF_JMP_JEQ_K, o, 'deny', i === options.length - 1 ? 'ok' : null));
+  // prctl(option, arg2, ...): option is an int; arg2 an unsigned long the kernel compares whole, so a
+  // low word of 2 with high bits set is refused here where the kernel would say EINVAL: the same answer.
+  emit(BPF_LD_W_ABS, OFF_ARG0_LO, null, null, 'prctl');
+  emit(BPF_JMP_JEQ_K, PR_SET_SECCOMP, null, 'ok');
+  emit(BPF_LD_W_ABS, OFF_ARG1_LO);
+  emit(BPF_JMP_JEQ_K, SECCOMP_MODE_FILTER, 'inval', 'ok');
+  // seccomp(op, flags, args): op is an unsigned int.
+  emit(BPF_LD_W_ABS, OFF_ARG0_LO, null, null, 'seccomp');
+  emit(BPF_JMP_JEQ_K, SECCOMP_SET_MODE_FILTER, 'inval', 'ok');
   emit(BPF_LD_W_ABS, OFF_ARG2_LO, null, null, 'netlink');
   const protocols = Object.values(ALLOWED_NETLINK_PROTOCOLS);
   protocols.forEach((p, i) => emit(BPF_JMP_JEQ_K, p, 'ok', i === protocols.length - 1 ? 'noprotocol' : null));
@@ -239,6 +323,7 @@ export function seccompProgram(arch: string = process.arch): Buffer | null {
   emit(BPF_RET_K, SECCOMP_RET_ERRNO | EAFNOSUPPORT, null, null, 'nofamily');
   emit(BPF_RET_K, SECCOMP_RET_ERRNO | EPROTONOSUPPORT, null, null, 'noprotocol');
   emit(BPF_RET_K, SECCOMP_RET_ERRNO | ENOSYS, null, null, 'nosys');
+  emit(BPF_RET_K, SECCOMP_RET_ERRNO | EINVAL, null, null, 'inval');
   const at = (l: Label, from: number): number => {
     if (l === null) return 0;
     const i = prog.findIndex((p) => p.label === l);

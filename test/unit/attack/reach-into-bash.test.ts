@@ -13,7 +13,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { findBwrap } from '../../../src/session';
-import { AIO_SYSCALLS, DENIED_SYSCALLS, seccompProgram } from '../../../src/session/seccomp';
+import { AIO_SYSCALLS, BPF_SOCKET_OPTIONS, DENIED_SYSCALLS, seccompProgram } from '../../../src/session/seccomp';
 import { closeSessions, removeTempDirs, startSession, tempDir, waitUntil } from '../session/helpers';
 
 afterEach(async () => {
@@ -182,6 +182,7 @@ test('the filter refuses exactly the listed calls and other ABIs: its instructio
     io_uring_register: 427,
     pidfd_getfd: 438,
     process_madvise: 440,
+    bpf: 321,
   };
   expect([...DENIED_SYSCALLS].sort()).toEqual(Object.keys(denied).sort());
   for (const nr of Object.values(denied)) expect(run(X86_64, nr)).toBe(EPERM);
@@ -223,6 +224,52 @@ test('the filter refuses exactly the listed calls and other ABIs: its instructio
   // The flags are looked for in the right argument only: a length or a vlen of 2 is no peek.
   expect(run(X86_64, 45, [0, 0, 2, 0])).toBe(ALLOW);
   expect(run(X86_64, 47, [0, 0, 0, 2])).toBe(ALLOW);
+  // setsockopt (54) at SOL_SOCKET (1) of an option that attaches a BPF program: EPERM, the level and option read as
+  // ints (the high words ignored, as by the kernel); the same numbers at other levels are other options, allowed.
+  expect([...Object.values(BPF_SOCKET_OPTIONS)].sort()).toEqual([26, 50, 51, 52]);
+  for (const level of [1, 0x100000001, 0xff00000001])
+    for (const opt of [26, 50, 51, 52, 0x10000001a]) expect(run(X86_64, 54, [3, level, opt])).toBe(EPERM);
+  for (const [level, opt] of [
+    [1, 2],
+    [1, 8],
+    [1, 27],
+    [1, 44],
+    [1, 25],
+    [1, 53],
+    [0, 26],
+    [6, 26],
+    [41, 50],
+    [0x101, 26],
+    [1, 0x11a],
+  ])
+    expect(run(X86_64, 54, [3, level!, opt!])).toBe(ALLOW);
+  // A seccomp filter of its own: prctl (157) PR_SET_SECCOMP (22) with SECCOMP_MODE_FILTER (2), seccomp (317) op 1: EINVAL.
+  const EINVAL = 0x00050016;
+  for (const [option, mode] of [
+    [22, 2],
+    [0x100000016, 2],
+    [22, 0x100000002],
+  ])
+    expect(run(X86_64, 157, [option!, mode!, 0])).toBe(EINVAL);
+  for (const [option, mode] of [
+    [22, 1],
+    [22, 0],
+    [21, 2],
+    [38, 1],
+    [2, 2],
+  ])
+    expect(run(X86_64, 157, [option!, mode!, 0])).toBe(ALLOW);
+  for (const [op, flags] of [
+    [1, 0],
+    [0x100000001, 0],
+    [1, 1],
+    [1, 8],
+  ])
+    expect(run(X86_64, 317, [op!, flags!, 0])).toBe(EINVAL);
+  for (const op of [0, 2, 3]) expect(run(X86_64, 317, [op, 0, 0])).toBe(ALLOW);
   expect(run(0x40000003 /* i386 */, 26)).toBe(EPERM);
+  expect(run(0x40000003 /* i386 socketcall */, 102, [14 /* SYS_SETSOCKOPT */])).toBe(EPERM);
+  expect(run(X86_64, 0x40000000 + 541 /* x32 setsockopt */, [3, 1, 26])).toBe(EPERM);
+  expect(run(X86_64, 0x40000000 + 317 /* x32 seccomp */, [1])).toBe(EPERM);
   expect(run(X86_64, 0x40000000 + 101 /* x32 ptrace */)).toBe(EPERM);
 });
