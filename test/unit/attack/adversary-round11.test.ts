@@ -159,35 +159,33 @@ const plant = (marker: string, file: string): string =>
 const ranAs = (marker: string): string | null => (fs.existsSync(marker) ? fs.readFileSync(marker, 'utf8').trim() : null);
 
 describe("kind 3: the person's git, later, on the host, through parts of .git the guard leaves writable", () => {
-  t(
-    "rewriting a linked worktree's `.git/worktrees/<id>/commondir` does not run the session's program in the person's git there",
-    async () => {
-      const { ws, marker, git } = personsRepo();
-      // The person's own second worktree of the repository, outside the workspace (`git worktree add`).
-      const other = `${ws}-feature`;
-      git('worktree', 'add', '-q', other, '-b', 'feature');
-      try {
-        const s = await startSession({ cwd: ws, workspace: ws });
-        // The admin folder of that worktree lives in the workspace's .git, which stays writable.
-        const r = await s.run(
-          [
-            'cp -r .git .cache-git',
-            plant(marker, '.cache-git/fsm'),
-            'git --git-dir=.cache-git config core.fsmonitor "$PWD/.cache-git/fsm"',
-            'echo "$PWD/.cache-git" > .git/worktrees/c && mv .git/worktrees/c .git/worktrees/*/commondir',
-            'echo planted',
-          ].join(' && '),
-        );
-        expect(r.output).toBe('planted\n');
-        // Later, on the host, the person looks at their other worktree.
-        execFileSync('git', ['-C', other, 'status', '--short'], { stdio: 'pipe' });
-        expect({ ranOnTheHostAs: ranAs(marker) }).toEqual({ ranOnTheHostAs: null });
-      } finally {
-        fs.rmSync(marker, { force: true });
-        fs.rmSync(other, { recursive: true, force: true });
-      }
-    },
-  );
+  test("rewriting a linked worktree's `.git/worktrees/<id>/commondir` does not run the session's program in the person's git there", async () => {
+    const { ws, marker, git } = personsRepo();
+    // The person's own second worktree of the repository, outside the workspace (`git worktree add`).
+    const other = `${ws}-feature`;
+    git('worktree', 'add', '-q', other, '-b', 'feature');
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      // The admin folder of that worktree lives in the workspace's .git, which stays writable.
+      const r = await s.run(
+        [
+          'cp -r .git .cache-git',
+          plant(marker, '.cache-git/fsm'),
+          'git --git-dir=.cache-git config core.fsmonitor "$PWD/.cache-git/fsm"',
+          'echo "$PWD/.cache-git" > .git/worktrees/c',
+          'echo planted',
+        ].join(' && ') + '; mv .git/worktrees/c .git/worktrees/*/commondir 2>/dev/null; echo mv=$?',
+      );
+      const moved = r.output.split('\n')[1];
+      expect(r.output.split('\n')[0]).toBe('planted');
+      // Later, on the host, the person looks at their other worktree.
+      execFileSync('git', ['-C', other, 'status', '--short'], { stdio: 'pipe' });
+      expect({ moved, ranOnTheHostAs: ranAs(marker) }).toEqual({ moved: 'mv=1', ranOnTheHostAs: null });
+    } finally {
+      fs.rmSync(marker, { force: true });
+      fs.rmSync(other, { recursive: true, force: true });
+    }
+  });
 
   t("a `refs/replace/<commit>` of the session does not make the person's git show other content than what their push sends", async () => {
     const { ws, git } = personsRepo();
@@ -244,6 +242,161 @@ describe('kind 3, held: other ways to the guarded files', () => {
     expect(fs.readFileSync(path.join(ws, '.git', 'config'), 'utf8')).toBe(configBefore);
     expect(git('status', '--short')).toBe('');
   });
+});
+
+describe("kind 3, held: other ways into a linked worktree's admin folder", () => {
+  /** The person's repository with a second worktree outside the workspace, and a session in the workspace. */
+  function withOtherWorktree(): { ws: string; other: string; marker: string; git: (...a: string[]) => string } {
+    const { ws, marker, git } = personsRepo();
+    const other = `${ws}-feature`;
+    git('worktree', 'add', '-q', other, '-b', 'feature');
+    return { ws, other, marker, git };
+  }
+
+  test('renaming the folder or `worktrees`, removing, linking or replacing `commondir`, `gitdir` or `worktrees` all fail, and nothing runs', async () => {
+    const { ws, other, marker, git } = withOtherWorktree();
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      // The session's copy of the repository, with its program as fsmonitor: what every try points the person's worktree at.
+      const prep = await s.run(
+        `cp -r .git .cache-git && ${plant(marker, '.cache-git/fsm')} && git --git-dir=.cache-git config core.fsmonitor "$PWD/.cache-git/fsm" && echo ok`,
+      );
+      expect(prep.output).toBe('ok\n');
+      const A = '.git/worktrees/*-feature';
+      const linkat = (from: string, to: string): string =>
+        `python3 -c 'import glob, os; fd = os.open(glob.glob("${from}")[0], os.O_RDONLY); os.link("/proc/self/fd/" + str(fd), "${to}", follow_symlinks=True)'`;
+      const tries: Record<string, string> = {
+        writeCommondir: `echo "$PWD/.cache-git" > ${A}/commondir`,
+        removeCommondir: `rm -f ${A}/commondir && echo "$PWD/.cache-git" > ${A}/commondir`,
+        hardLinkCommondir: `ln ${A}/commondir cd && echo "$PWD/.cache-git" > cd`,
+        linkatCommondir: `${linkat(`${A}/commondir`, 'cd2')} && echo "$PWD/.cache-git" > cd2`,
+        symlinkOverCommondir: `echo "$PWD/.cache-git" > c && ln -sfn "$PWD/c" ${A}/commondir`,
+        chmodCommondir: `chmod 666 ${A}/commondir && echo x >> ${A}/commondir`,
+        gitdir: `echo "$PWD/x/.git" > ${A}/gitdir`,
+        // rename(2) itself (mv would fall back to a copy), then a folder of the session's under the old name.
+        renameAdmin: `python3 -c 'import glob, os; os.rename(glob.glob("${A}")[0], ".git/worktrees/away")' && cp -r .git/worktrees/away ${ws}-x && echo "$PWD/.cache-git" > ${ws}-x/commondir`,
+        renameWorktrees: `python3 -c 'import os; os.rename(".git/worktrees", ".git/worktrees-away")'`,
+        renameOverWorktrees: `mkdir -p w/x && python3 -c 'import os; os.rename("w", ".git/worktrees")'`,
+        removeWorktrees: 'rmdir .git/worktrees/*-feature',
+        symlinkWorktrees: `ln -sfn "$PWD/.cache-git/worktrees" .git/worktrees && test -L .git/worktrees`,
+        remountRw: `mount -o remount,rw ${A}/commondir`,
+      };
+      const got: Record<string, number | null> = {};
+      for (const [name, command] of Object.entries(tries)) got[name] = (await s.run(`{ ${command}; } 2>/dev/null`)).exitCode;
+      for (const [name, code] of Object.entries(got)) expect({ name, failed: code !== 0 }).toEqual({ name, failed: true });
+      // The person's other worktree, on the host: still the repository's, and nothing of the session's runs.
+      execFileSync('git', ['-C', other, 'status', '--short'], { stdio: 'pipe' });
+      const common = execFileSync('git', ['-C', other, 'rev-parse', '--path-format=absolute', '--git-common-dir'], {
+        encoding: 'utf8',
+      }).trim();
+      expect({ common, ranOnTheHostAs: ranAs(marker) }).toEqual({ common: path.join(ws, '.git'), ranOnTheHostAs: null });
+      expect(git('worktree', 'list').split('\n').filter(Boolean)).toHaveLength(2);
+    } finally {
+      fs.rmSync(marker, { force: true });
+      fs.rmSync(other, { recursive: true, force: true });
+    }
+  });
+
+  test('git in the session still works: commit, branch, `git worktree add` of its own (in the workspace and in /tmp), list, remove', async () => {
+    const { ws, other, git } = withOtherWorktree();
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const G = 'git -c user.name=a -c user.email=a@example.com';
+      const r = await s.run(
+        [
+          `echo two > f && git add f && ${G} commit -qm two`,
+          'git checkout -qb topic',
+          'git worktree add -q wt2 -b mine',
+          `echo three > wt2/g && git -C wt2 add g && ${G} -C wt2 commit -qm three`,
+          'git worktree add -q /tmp/wt3 -b tmp',
+          'git worktree list | wc -l',
+          'git worktree remove /tmp/wt3',
+          'git worktree list | wc -l',
+          'git log --oneline mine | wc -l',
+        ].join(' && '),
+      );
+      expect(r).toMatchObject({ output: '4\n3\n3\n', exitCode: 0 });
+      // On the host, the person sees the session's work and their own worktree as it was.
+      expect(git('log', '--oneline', 'mine').split('\n').filter(Boolean)).toHaveLength(3);
+      expect(execFileSync('git', ['-C', other, 'rev-parse', '--abbrev-ref', 'HEAD'], { encoding: 'utf8' })).toBe('feature\n');
+    } finally {
+      fs.rmSync(other, { recursive: true, force: true });
+    }
+  });
+
+  test("the person's worktree inside the workspace: its `.git` file cannot be pointed elsewhere", async () => {
+    const { ws, marker, git } = personsRepo();
+    git('worktree', 'add', '-q', path.join(ws, 'feature'), '-b', 'feature');
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const r = await s.run(
+        `cp -r .git .cache-git && ${plant(marker, '.cache-git/fsm')} && git --git-dir=.cache-git config core.fsmonitor "$PWD/.cache-git/fsm" && cp -r .git/worktrees/feature .cache-git/worktrees/ && echo "$PWD/.cache-git" > .cache-git/worktrees/feature/commondir && echo ok; { echo "gitdir: $PWD/.cache-git/worktrees/feature" > feature/.git; } 2>/dev/null; echo rc=$?`,
+      );
+      expect(r.output).toBe('ok\nrc=1\n');
+      execFileSync('git', ['-C', path.join(ws, 'feature'), 'status', '--short'], { stdio: 'pipe' });
+      expect({ ranOnTheHostAs: ranAs(marker) }).toEqual({ ranOnTheHostAs: null });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+
+  test("a workspace that is itself a linked worktree: the main repository's config and this worktree's commondir are out of reach", async () => {
+    const { ws: main, marker, git } = personsRepo();
+    const ws = `${main}-wt`;
+    git('worktree', 'add', '-q', ws, '-b', 'wt');
+    const admin = path.join(main, '.git', 'worktrees', path.basename(ws));
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const r = await s.run(
+        `${plant(marker, 'fsm')}; for f in ${main}/.git/config ${admin}/commondir ${admin}/gitdir; do { echo x >> $f; } 2>/dev/null; echo $?; done; git config core.fsmonitor "$PWD/fsm" 2>/dev/null; echo $(($? != 0))`,
+      );
+      expect(r.output).toBe('1\n1\n1\n1\n');
+      git('status', '--short');
+      execFileSync('git', ['-C', ws, 'status', '--short'], { stdio: 'pipe' });
+      expect({ ranOnTheHostAs: ranAs(marker) }).toEqual({ ranOnTheHostAs: null });
+    } finally {
+      fs.rmSync(marker, { force: true });
+      fs.rmSync(ws, { recursive: true, force: true });
+    }
+  });
+
+  /*
+   * OPEN: `git worktree add` must keep working in the session, so `worktrees/` takes new folders,
+   * and the session can make one whose `commondir` names its copy of the repository and whose
+   * `gitdir` names the person's other checkout. Nothing reads it in `status`, `log`, `worktree
+   * list` or `prune`; but `git worktree repair` with no argument (what git tells a person to run
+   * after moving a repository) finds that checkout's `.git` file "incorrect" for the new folder and
+   * rewrites it to point there (the last folder read wins, and the session can make many), after
+   * which the person's git in that checkout runs the session's program. Fix: at the end of each
+   * command and of the run, the worker reports (or removes) every `worktrees/<id>` made during the
+   * run whose `gitdir` names a path the sandbox does not show writable, or whose `commondir` is not
+   * the repository's.
+   */
+  t(
+    "a new `worktrees/<id>` whose gitdir names the person's other checkout is not adopted by the person's `git worktree repair`",
+    async () => {
+      const { ws, other, marker, git } = withOtherWorktree();
+      try {
+        const s = await startSession({ cwd: ws, workspace: ws });
+        const r = await s.run(
+          [
+            'cp -r .git .cache-git',
+            plant(marker, '.cache-git/fsm'),
+            'git --git-dir=.cache-git config core.fsmonitor "$PWD/.cache-git/fsm"',
+            'for id in zz zzz zzzz; do mkdir .git/worktrees/$id && cp .git/worktrees/*-feature/HEAD .git/worktrees/$id/ && echo "$PWD/.cache-git" > .git/worktrees/$id/commondir && echo "$PWD-feature/.git" > .git/worktrees/$id/gitdir; done',
+            'echo planted',
+          ].join(' && '),
+        );
+        expect(r.output).toBe('planted\n');
+        git('worktree', 'repair');
+        execFileSync('git', ['-C', other, 'status', '--short'], { stdio: 'pipe' });
+        expect({ ranOnTheHostAs: ranAs(marker) }).toEqual({ ranOnTheHostAs: null });
+      } finally {
+        fs.rmSync(marker, { force: true });
+        fs.rmSync(other, { recursive: true, force: true });
+      }
+    },
+  );
 });
 
 describe('kind 3: a `.git` in a subdirectory, found first by git run there', () => {
