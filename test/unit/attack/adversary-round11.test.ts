@@ -17,6 +17,18 @@
  * each `worktrees/<id>/` read-only but for its index, HEAD, logs and refs (or its `commondir`,
  * `config.worktree` and `gitdir` read-only), created empty when missing as for the root's; or
  * check them at the end of each command and of the run and report any change.
+ * Fixed (src/session/git-guard.ts `linkedWorktrees`, `adminEntries`): at session start, `worktrees/`
+ * and every `worktrees/<id>/` are bound onto themselves (mount points: no rename, no removal,
+ * EBUSY), each folder's `commondir`, `gitdir` and `config.worktree` read-only (the last created
+ * empty when the config turns `extensions.worktreeConfig` on), a folder without `commondir` bound
+ * read-only whole, and the `.git` file of a linked worktree inside the workspace read-only. On the
+ * code before, the test below ran the program as root; tried and held since: renaming the folder
+ * or `worktrees`, removing, hard-linking, `linkat`, symlinking over, chmod of `commondir`,
+ * rewriting `gitdir`, a symlink for `worktrees`, a worktree inside the workspace re-pointed, and a
+ * workspace that is itself a linked worktree (the main repository lies outside it, read-only; git
+ * cannot write there either, so such a workspace gets no commits). Still OPEN (skipped below): a
+ * new `worktrees/<id>` whose `gitdir` names the person's other checkout, adopted by the person's
+ * `git worktree repair`.
  *
  * Kind 3, a `.git` in a subdirectory: git run in `src/` finds `src/.git` before the root's. Steps
  * in a repository owned by its person (bash runs as the owner): `cp -r .git src/.git`,
