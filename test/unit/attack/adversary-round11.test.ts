@@ -17,6 +17,20 @@
  * each `worktrees/<id>/` read-only but for its index, HEAD, logs and refs (or its `commondir`,
  * `config.worktree` and `gitdir` read-only), created empty when missing as for the root's; or
  * check them at the end of each command and of the run and report any change.
+ * Fixed (src/session/git-guard.ts `linkedWorktrees`, `adminEntries`): at session start, `worktrees/`
+ * and every `worktrees/<id>/` are bound onto themselves (mount points: no rename, no removal,
+ * EBUSY), each folder's `commondir`, `gitdir` and `config.worktree` read-only (the last created
+ * empty when the config turns `extensions.worktreeConfig` on), a folder without `commondir` bound
+ * read-only whole, and the `.git` file of a linked worktree inside the workspace read-only. On the
+ * code before, the test below ran the program as root; tried and held since: renaming the folder
+ * or `worktrees`, removing, hard-linking, `linkat`, symlinking over, chmod of `commondir`,
+ * rewriting `gitdir`, a symlink for `worktrees`, a worktree inside the workspace re-pointed, and a
+ * workspace that is itself a linked worktree (the main repository lies outside it, read-only; git
+ * cannot write there either, so such a workspace gets no commits), and a new `worktrees/<id>`
+ * whose `gitdir` names the person's other checkout, adopted by the person's `git worktree repair`,
+ * in a root-owned workspace (the folder is the session user's: git refuses it, "dubious
+ * ownership"; a root-owned one cannot be moved in, another mount). Still OPEN (skipped below): the
+ * same in a repository owned by its person (bash runs as the owner), where it runs as the owner.
  *
  * Kind 3, a `.git` in a subdirectory: git run in `src/` finds `src/.git` before the root's. Steps
  * in a repository owned by its person (bash runs as the owner): `cp -r .git src/.git`,
@@ -154,6 +168,18 @@ afterEach(closeSessions);
 afterAll(removeTempDirs);
 
 const isRoot = process.getuid?.() === 0;
+const OWNER = 'aj-owner-test';
+const dOwner = isRoot ? describe : describe.skip;
+
+/** Runs `argv` as `user` (runuser, a minimal environment), in `cwd`. */
+function as(user: string, argv: string[], cwd?: string): { status: number | null; out: string } {
+  const r = spawnSync('runuser', ['-u', user, '--', 'env', `HOME=/home/${user}`, ...argv], {
+    cwd,
+    encoding: 'utf8',
+    env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', HOME: '/nonexistent' },
+  });
+  return { status: r.status, out: `${r.stdout}${r.stderr}` };
+}
 
 /** A repository with one commit in a new workspace, and `git` there as the person (root) on the host. */
 function personsRepo(): { ws: string; marker: string; git: (...a: string[]) => string } {
@@ -174,36 +200,44 @@ const plant = (marker: string, file: string): string =>
 /** Who ran the planted program (the user name it wrote), or null when it never ran. */
 const ranAs = (marker: string): string | null => (fs.existsSync(marker) ? fs.readFileSync(marker, 'utf8').trim() : null);
 
+/** The session's copy of the repository with its program as fsmonitor, and twenty admin folders that name it and the person's other checkout (`git worktree repair` reads folders in directory order: the last one that names the checkout wins). */
+const adoptable = (marker: string): string =>
+  [
+    'cp -r .git .cache-git',
+    plant(marker, '.cache-git/fsm'),
+    'git --git-dir=.cache-git config core.fsmonitor "$PWD/.cache-git/fsm"',
+    'for id in $(seq -f z%02g 1 20); do mkdir .git/worktrees/$id && cp .git/worktrees/*-feature/HEAD .git/worktrees/$id/ && echo "$PWD/.cache-git" > .git/worktrees/$id/commondir && echo "$PWD-feature/.git" > .git/worktrees/$id/gitdir; done',
+    'echo planted',
+  ].join(' && ');
+
 describe("kind 3: the person's git, later, on the host, through parts of .git the guard leaves writable", () => {
-  t(
-    "rewriting a linked worktree's `.git/worktrees/<id>/commondir` does not run the session's program in the person's git there",
-    async () => {
-      const { ws, marker, git } = personsRepo();
-      // The person's own second worktree of the repository, outside the workspace (`git worktree add`).
-      const other = `${ws}-feature`;
-      git('worktree', 'add', '-q', other, '-b', 'feature');
-      try {
-        const s = await startSession({ cwd: ws, workspace: ws });
-        // The admin folder of that worktree lives in the workspace's .git, which stays writable.
-        const r = await s.run(
-          [
-            'cp -r .git .cache-git',
-            plant(marker, '.cache-git/fsm'),
-            'git --git-dir=.cache-git config core.fsmonitor "$PWD/.cache-git/fsm"',
-            'echo "$PWD/.cache-git" > .git/worktrees/c && mv .git/worktrees/c .git/worktrees/*/commondir',
-            'echo planted',
-          ].join(' && '),
-        );
-        expect(r.output).toBe('planted\n');
-        // Later, on the host, the person looks at their other worktree.
-        execFileSync('git', ['-C', other, 'status', '--short'], { stdio: 'pipe' });
-        expect({ ranOnTheHostAs: ranAs(marker) }).toEqual({ ranOnTheHostAs: null });
-      } finally {
-        fs.rmSync(marker, { force: true });
-        fs.rmSync(other, { recursive: true, force: true });
-      }
-    },
-  );
+  test("rewriting a linked worktree's `.git/worktrees/<id>/commondir` does not run the session's program in the person's git there", async () => {
+    const { ws, marker, git } = personsRepo();
+    // The person's own second worktree of the repository, outside the workspace (`git worktree add`).
+    const other = `${ws}-feature`;
+    git('worktree', 'add', '-q', other, '-b', 'feature');
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      // The admin folder of that worktree lives in the workspace's .git, which stays writable.
+      const r = await s.run(
+        [
+          'cp -r .git .cache-git',
+          plant(marker, '.cache-git/fsm'),
+          'git --git-dir=.cache-git config core.fsmonitor "$PWD/.cache-git/fsm"',
+          'echo "$PWD/.cache-git" > .git/worktrees/c',
+          'echo planted',
+        ].join(' && ') + '; mv .git/worktrees/c .git/worktrees/*/commondir 2>/dev/null; echo mv=$?',
+      );
+      const moved = r.output.split('\n')[1];
+      expect(r.output.split('\n')[0]).toBe('planted');
+      // Later, on the host, the person looks at their other worktree.
+      execFileSync('git', ['-C', other, 'status', '--short'], { stdio: 'pipe' });
+      expect({ moved, ranOnTheHostAs: ranAs(marker) }).toEqual({ moved: 'mv=1', ranOnTheHostAs: null });
+    } finally {
+      fs.rmSync(marker, { force: true });
+      fs.rmSync(other, { recursive: true, force: true });
+    }
+  });
 
   t("a `refs/replace/<commit>` of the session does not make the person's git show other content than what their push sends", async () => {
     const { ws, git } = personsRepo();
@@ -262,6 +296,183 @@ describe('kind 3, held: other ways to the guarded files', () => {
   });
 });
 
+describe("kind 3, held: other ways into a linked worktree's admin folder", () => {
+  /** The person's repository with a second worktree outside the workspace, and a session in the workspace. */
+  function withOtherWorktree(): { ws: string; other: string; marker: string; git: (...a: string[]) => string } {
+    const { ws, marker, git } = personsRepo();
+    const other = `${ws}-feature`;
+    git('worktree', 'add', '-q', other, '-b', 'feature');
+    return { ws, other, marker, git };
+  }
+
+  test('renaming the folder or `worktrees`, removing, linking or replacing `commondir`, `gitdir` or `worktrees` all fail, and nothing runs', async () => {
+    const { ws, other, marker, git } = withOtherWorktree();
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      // The session's copy of the repository, with its program as fsmonitor: what every try points the person's worktree at.
+      const prep = await s.run(
+        `cp -r .git .cache-git && ${plant(marker, '.cache-git/fsm')} && git --git-dir=.cache-git config core.fsmonitor "$PWD/.cache-git/fsm" && echo ok`,
+      );
+      expect(prep.output).toBe('ok\n');
+      const A = '.git/worktrees/*-feature';
+      const linkat = (from: string, to: string): string =>
+        `python3 -c 'import glob, os; fd = os.open(glob.glob("${from}")[0], os.O_RDONLY); os.link("/proc/self/fd/" + str(fd), "${to}", follow_symlinks=True)'`;
+      const tries: Record<string, string> = {
+        writeCommondir: `echo "$PWD/.cache-git" > ${A}/commondir`,
+        removeCommondir: `rm -f ${A}/commondir && echo "$PWD/.cache-git" > ${A}/commondir`,
+        hardLinkCommondir: `ln ${A}/commondir cd && echo "$PWD/.cache-git" > cd`,
+        linkatCommondir: `${linkat(`${A}/commondir`, 'cd2')} && echo "$PWD/.cache-git" > cd2`,
+        symlinkOverCommondir: `echo "$PWD/.cache-git" > c && ln -sfn "$PWD/c" ${A}/commondir`,
+        chmodCommondir: `chmod 666 ${A}/commondir && echo x >> ${A}/commondir`,
+        gitdir: `echo "$PWD/x/.git" > ${A}/gitdir`,
+        // rename(2) itself (mv would fall back to a copy), then a folder of the session's under the old name.
+        renameAdmin: `python3 -c 'import glob, os; os.rename(glob.glob("${A}")[0], ".git/worktrees/away")' && cp -r .git/worktrees/away ${ws}-x && echo "$PWD/.cache-git" > ${ws}-x/commondir`,
+        renameWorktrees: `python3 -c 'import os; os.rename(".git/worktrees", ".git/worktrees-away")'`,
+        renameOverWorktrees: `mkdir -p w/x && python3 -c 'import os; os.rename("w", ".git/worktrees")'`,
+        removeWorktrees: 'rmdir .git/worktrees/*-feature',
+        symlinkWorktrees: `ln -sfn "$PWD/.cache-git/worktrees" .git/worktrees && test -L .git/worktrees`,
+        remountRw: `mount -o remount,rw ${A}/commondir`,
+        // A root-owned folder moved into worktrees/ would pass git's ownership check on the host: another mount (EXDEV).
+        renameIntoWorktrees: `python3 -c 'import os; os.rename(".git/branches", ".git/worktrees/zz")'`,
+      };
+      const got: Record<string, number | null> = {};
+      for (const [name, command] of Object.entries(tries)) got[name] = (await s.run(`{ ${command}; } 2>/dev/null`)).exitCode;
+      for (const [name, code] of Object.entries(got)) expect({ name, failed: code !== 0 }).toEqual({ name, failed: true });
+      // The person's other worktree, on the host: still the repository's, and nothing of the session's runs.
+      execFileSync('git', ['-C', other, 'status', '--short'], { stdio: 'pipe' });
+      const common = execFileSync('git', ['-C', other, 'rev-parse', '--path-format=absolute', '--git-common-dir'], {
+        encoding: 'utf8',
+      }).trim();
+      expect({ common, ranOnTheHostAs: ranAs(marker) }).toEqual({ common: path.join(ws, '.git'), ranOnTheHostAs: null });
+      expect(git('worktree', 'list').split('\n').filter(Boolean)).toHaveLength(2);
+    } finally {
+      fs.rmSync(marker, { force: true });
+      fs.rmSync(other, { recursive: true, force: true });
+    }
+  });
+
+  test('git in the session still works: commit, branch, `git worktree add` of its own (in the workspace and in /tmp), list, remove', async () => {
+    const { ws, other, git } = withOtherWorktree();
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const G = 'git -c user.name=a -c user.email=a@example.com';
+      const r = await s.run(
+        [
+          `echo two > f && git add f && ${G} commit -qm two`,
+          'git checkout -qb topic',
+          'git worktree add -q wt2 -b mine',
+          `echo three > wt2/g && git -C wt2 add g && ${G} -C wt2 commit -qm three`,
+          'git worktree add -q /tmp/wt3 -b tmp',
+          'git worktree list | wc -l',
+          'git worktree remove /tmp/wt3',
+          'git worktree list | wc -l',
+          'git log --oneline mine | wc -l',
+        ].join(' && '),
+      );
+      expect(r).toMatchObject({ output: '4\n3\n3\n', exitCode: 0 });
+      // On the host, the person sees the session's work and their own worktree as it was.
+      expect(git('log', '--oneline', 'mine').split('\n').filter(Boolean)).toHaveLength(3);
+      expect(execFileSync('git', ['-C', other, 'rev-parse', '--abbrev-ref', 'HEAD'], { encoding: 'utf8' })).toBe('feature\n');
+    } finally {
+      fs.rmSync(other, { recursive: true, force: true });
+    }
+  });
+
+  test("the person's worktree inside the workspace: its `.git` file cannot be pointed elsewhere", async () => {
+    const { ws, marker, git } = personsRepo();
+    git('worktree', 'add', '-q', path.join(ws, 'feature'), '-b', 'feature');
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const r = await s.run(
+        `cp -r .git .cache-git && ${plant(marker, '.cache-git/fsm')} && git --git-dir=.cache-git config core.fsmonitor "$PWD/.cache-git/fsm" && cp -r .git/worktrees/feature .cache-git/worktrees/ && echo "$PWD/.cache-git" > .cache-git/worktrees/feature/commondir && echo ok; { echo "gitdir: $PWD/.cache-git/worktrees/feature" > feature/.git; } 2>/dev/null; echo rc=$?`,
+      );
+      expect(r.output).toBe('ok\nrc=1\n');
+      execFileSync('git', ['-C', path.join(ws, 'feature'), 'status', '--short'], { stdio: 'pipe' });
+      expect({ ranOnTheHostAs: ranAs(marker) }).toEqual({ ranOnTheHostAs: null });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+
+  test("a workspace that is itself a linked worktree: the main repository's config and this worktree's commondir are out of reach", async () => {
+    const { ws: main, marker, git } = personsRepo();
+    const ws = `${main}-wt`;
+    git('worktree', 'add', '-q', ws, '-b', 'wt');
+    const admin = path.join(main, '.git', 'worktrees', path.basename(ws));
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const r = await s.run(
+        `${plant(marker, 'fsm')}; for f in ${main}/.git/config ${admin}/commondir ${admin}/gitdir; do { echo x >> $f; } 2>/dev/null; echo $?; done; git config core.fsmonitor "$PWD/fsm" 2>/dev/null; echo $(($? != 0))`,
+      );
+      expect(r.output).toBe('1\n1\n1\n1\n');
+      git('status', '--short');
+      execFileSync('git', ['-C', ws, 'status', '--short'], { stdio: 'pipe' });
+      expect({ ranOnTheHostAs: ranAs(marker) }).toEqual({ ranOnTheHostAs: null });
+    } finally {
+      fs.rmSync(marker, { force: true });
+      fs.rmSync(ws, { recursive: true, force: true });
+    }
+  });
+
+  test("in a root-owned workspace, a new `worktrees/<id>` the person's `git worktree repair` adopts is the session user's, and git refuses it", async () => {
+    const { ws, other, marker, git } = withOtherWorktree();
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      expect((await s.run(adoptable(marker))).output).toBe('planted\n');
+      // `git worktree repair` (no argument) points the other checkout's .git file at the last folder it reads that names
+      // it: one of the session's, unless the directory order puts the person's own last (1 in 21).
+      git('worktree', 'repair');
+      const adopted = /worktrees\/z\d\d\n?$/.test(fs.readFileSync(path.join(other, '.git'), 'utf8'));
+      // A folder the session made is the session user's: the person's git there refuses it, and runs nothing.
+      const status = spawnSync('git', ['-C', other, 'status', '--short'], { encoding: 'utf8' });
+      expect({ status: status.status, ranOnTheHostAs: ranAs(marker) }).toEqual({ status: adopted ? 128 : 0, ranOnTheHostAs: null });
+      if (adopted) expect(status.stderr).toContain('dubious ownership');
+    } finally {
+      fs.rmSync(marker, { force: true });
+      fs.rmSync(other, { recursive: true, force: true });
+    }
+  });
+});
+
+/*
+ * OPEN: `git worktree add` must keep working in the session, so `worktrees/` takes new folders.
+ * In a repository owned by its person (bash runs as the owner, so what it makes is the person's),
+ * the session makes folders whose `commondir` names its copy of the repository and whose `gitdir`
+ * names the person's other checkout. Nothing reads them in `status`, `log`, `worktree list` or
+ * `prune`; but `git worktree repair` with no argument (what git tells a person to run after moving
+ * a repository) finds that checkout's `.git` file "incorrect" for such a folder and rewrites it to
+ * point there (the last folder read wins, and the session can make many), after which the
+ * person's git in that checkout runs the session's program. (In a root-owned workspace the folder
+ * is the session user's and git refuses it, above.) Fix: at the end of each command and of the run,
+ * the worker reports (or removes) every `worktrees/<id>` made during the run whose `gitdir` names a
+ * path the sandbox does not show writable, or whose `commondir` is not the repository's.
+ */
+dOwner("kind 3: a new `worktrees/<id>` in a repository owned by its person, adopted by the person's `git worktree repair`", () => {
+  t("the session's folder naming the person's other checkout does not run its program after `git worktree repair`", async () => {
+    if (!lookupUser(OWNER)) spawnSync('useradd', ['--create-home', '--shell', '/bin/bash', OWNER]);
+    const owner = lookupUser(OWNER)!;
+    const parent = fs.mkdtempSync(path.join(owner.home, 'aj-wt-'));
+    fs.chownSync(parent, owner.uid, owner.gid);
+    const ws = path.join(parent, 'repo');
+    const other = `${ws}-feature`;
+    const marker = path.join(parent, 'host-marker');
+    const G = ['git', '-c', 'user.name=o', '-c', 'user.email=o@x'];
+    try {
+      expect(as(OWNER, ['git', 'init', '-q', '-b', 'main', ws]).status).toBe(0);
+      expect(as(OWNER, [...G, '-C', ws, 'commit', '-q', '--allow-empty', '-m', 'first']).status).toBe(0);
+      expect(as(OWNER, ['git', '-C', ws, 'worktree', 'add', '-q', other, '-b', 'feature']).status).toBe(0);
+      const s = await startSession({ cwd: ws, workspace: ws });
+      expect((await s.run(adoptable(marker))).output).toBe('planted\n');
+      // Later, on the host, the person repairs their worktrees (after moving the repository, say) and works in the other one.
+      as(OWNER, ['git', '-C', ws, 'worktree', 'repair']);
+      as(OWNER, ['git', 'status', '--short'], other);
+      expect({ ranOnTheHostAs: ranAs(marker) }).toEqual({ ranOnTheHostAs: null });
+    } finally {
+      fs.rmSync(parent, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('kind 3: a `.git` in a subdirectory, found first by git run there', () => {
   t(
     "in a root-owned workspace, a root-owned directory the session moves to `src/.git` does not run its program in the person's git in src/",
@@ -301,19 +512,7 @@ describe('kind 3: a `.git` in a subdirectory, found first by git run there', () 
   );
 });
 
-const OWNER = 'aj-owner-test';
-const dOwner = isRoot ? describe : describe.skip;
-
 dOwner('kind 3: a `.git` in a subdirectory, in a repository owned by its person (bash runs as the owner)', () => {
-  function as(user: string, argv: string[], cwd?: string): { status: number | null; out: string } {
-    const r = spawnSync('runuser', ['-u', user, '--', 'env', `HOME=/home/${user}`, ...argv], {
-      cwd,
-      encoding: 'utf8',
-      env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', HOME: '/nonexistent' },
-    });
-    return { status: r.status, out: `${r.stdout}${r.stderr}` };
-  }
-
   t('a `.git` the session puts in a subdirectory does not run its program when the person runs git there', async () => {
     if (!lookupUser(OWNER)) spawnSync('useradd', ['--create-home', '--shell', '/bin/bash', OWNER]);
     const owner = lookupUser(OWNER)!;

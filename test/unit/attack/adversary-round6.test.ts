@@ -123,14 +123,16 @@ describe('sub-agent git binds are resolved again at every launch, after the chec
 });
 
 /**
- * Runs `swap` as the parent's session would. A swap of `.git` itself the session can no longer make
- * (the workspace's `.git` is a mount point in its sandbox, src/session/git-guard.ts: `mv` fails
- * "busy", asserted here); it is made from outside the sandbox instead (as the person, or a run
- * without the sandbox could), so what follows still tests the child's own defence.
+ * Runs `swap` as the parent's session would. A swap of `.git` itself, or of a worktree's admin
+ * folder `.git/worktrees/<id>`, the session can no longer make (each is a mount point in its
+ * sandbox, src/session/git-guard.ts: rename(2) fails "busy", asserted here); it is made from
+ * outside the sandbox instead (as the person, or a run without the sandbox could), so what follows
+ * still tests the child's own defence.
  */
 async function swapAsParent(run: (cmd: string) => Promise<string>, parent: string, swap: string): Promise<string> {
-  if (!swap.startsWith('mv .git .git.real')) return run(swap);
-  expect(await run('mv .git .git.real 2>&1; true')).toMatch(/busy/i);
+  const held = /^mv (\.git|\.git\/worktrees\/[^ /]+) /.exec(swap)?.[1];
+  if (held === undefined) return run(swap);
+  expect(await run(`python3 -c 'import os; os.rename("${held}", "${held}.x")' 2>&1; true`)).toMatch(/busy/i);
   return execFileSync('sh', ['-c', swap], { cwd: parent, encoding: 'utf8' });
 }
 

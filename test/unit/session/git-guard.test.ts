@@ -1,0 +1,94 @@
+/**
+ * What `guardedGit` binds for a workspace's repository with linked worktrees (the paths only; the
+ * sandbox's refusals are attacked in test/unit/attack/adversary-round10.test.ts and round 11).
+ */
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { guardedGit } from '../../../src/session/git-guard';
+import { removeTempDirs, tempDir } from './helpers';
+
+afterAll(removeTempDirs);
+
+/** A repository with one commit at `<tmp>/r`, a linked worktree outside it (`feat`) and one inside (`r/inner`). */
+function repoWithWorktrees(): { root: string; ws: string; git: (...a: string[]) => string } {
+  const root = fs.realpathSync(tempDir());
+  const ws = path.join(root, 'r');
+  const git = (...a: string[]): string =>
+    execFileSync('git', ['-C', ws, '-c', 'user.name=p', '-c', 'user.email=p@example.com', ...a], { encoding: 'utf8', stdio: 'pipe' });
+  fs.mkdirSync(ws);
+  git('init', '-q', '-b', 'main');
+  git('commit', '-q', '--allow-empty', '-m', 'one');
+  git('worktree', 'add', '-q', path.join(root, 'feat'), '-b', 'feat');
+  git('worktree', 'add', '-q', path.join(ws, 'inner'), '-b', 'inner');
+  return { root, ws, git };
+}
+
+test("each linked worktree's admin folder is a mount point, its commondir and gitdir read-only; a worktree inside the workspace has its .git file read-only", () => {
+  const { root, ws } = repoWithWorktrees();
+  const g = guardedGit(ws);
+  const wt = path.join(ws, '.git', 'worktrees');
+  expect(g.writable.sort()).toEqual([path.join(ws, '.git'), wt, path.join(wt, 'feat'), path.join(wt, 'inner')].sort());
+  expect(g.readonly).toEqual(
+    expect.arrayContaining([
+      path.join(ws, '.git', 'config'),
+      path.join(wt, 'feat', 'commondir'),
+      path.join(wt, 'feat', 'gitdir'),
+      path.join(wt, 'inner', 'commondir'),
+      path.join(wt, 'inner', 'gitdir'),
+      path.join(ws, 'inner', '.git'),
+    ]),
+  );
+  // The worktree outside the workspace is read-only in the sandbox already; nothing of it is named.
+  expect(g.readonly.some((p) => p.startsWith(path.join(root, 'feat')))).toBe(false);
+  // No config.worktree is made when the config does not turn extensions.worktreeConfig on.
+  expect(fs.existsSync(path.join(wt, 'feat', 'config.worktree'))).toBe(false);
+});
+
+test('with extensions.worktreeConfig, each admin folder gets an empty config.worktree, owned as the folder, bound read-only', () => {
+  const { ws, git } = repoWithWorktrees();
+  git('config', 'extensions.worktreeConfig', 'true');
+  const g = guardedGit(ws);
+  const made = path.join(ws, '.git', 'worktrees', 'feat', 'config.worktree');
+  expect(fs.readFileSync(made, 'utf8')).toBe('');
+  expect(fs.statSync(made).uid).toBe(fs.statSync(path.dirname(made)).uid);
+  expect(g.readonly).toContain(made);
+});
+
+test('an admin folder without commondir (git would take it for a common dir) is bound read-only whole', () => {
+  const { ws } = repoWithWorktrees();
+  const admin = path.join(ws, '.git', 'worktrees', 'feat');
+  fs.rmSync(path.join(admin, 'commondir'));
+  const g = guardedGit(ws);
+  expect(g.readonly).toContain(admin);
+  expect(g.writable).not.toContain(admin);
+});
+
+test('a workspace that is a linked worktree: its .git file only; the admin folder and the common dir lie outside, read-only in the sandbox', () => {
+  const { root } = repoWithWorktrees();
+  expect(guardedGit(path.join(root, 'feat'))).toEqual({ writable: [], readonly: [path.join(root, 'feat', '.git')] });
+});
+
+test("a linked worktree of a repository inside the workspace: its admin folder's entries, and the common dir's code entries and worktrees", () => {
+  const root = fs.realpathSync(tempDir());
+  const ws = path.join(root, 'ws');
+  const main = path.join(ws, 'main');
+  fs.mkdirSync(main, { recursive: true });
+  execFileSync('git', ['-C', main, 'init', '-q', '-b', 'main']);
+  execFileSync('git', ['-C', main, '-c', 'user.name=p', '-c', 'user.email=p@example.com', 'commit', '-q', '--allow-empty', '-m', 'one']);
+  // The workspace itself is the linked worktree (made elsewhere, its .git file moved to the workspace's root).
+  execFileSync('git', ['-C', main, 'worktree', 'add', '-q', path.join(root, 'tmp-wt'), '-b', 'wt']);
+  fs.renameSync(path.join(root, 'tmp-wt', '.git'), path.join(ws, '.git'));
+  const admin = path.join(main, '.git', 'worktrees', 'tmp-wt');
+  const g = guardedGit(ws);
+  expect(g.writable).toEqual(expect.arrayContaining([admin, path.join(main, '.git'), path.join(main, '.git', 'worktrees')]));
+  expect(g.readonly).toEqual(
+    expect.arrayContaining([
+      path.join(ws, '.git'),
+      path.join(admin, 'commondir'),
+      path.join(admin, 'gitdir'),
+      path.join(main, '.git', 'config'),
+      path.join(main, '.git', 'hooks'),
+    ]),
+  );
+});
