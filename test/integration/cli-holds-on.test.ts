@@ -18,12 +18,12 @@ import path from 'node:path';
 import { workspaceFolderName } from '../../src/activities/session';
 import { transcriptQuery } from '../../src/contract';
 import { release, TestBed, toolUse, UNTIL_GO, waitFor } from './harness';
-import { freePort, startDevServer, type DevServer } from '../../src/dev/devserver';
+import { startDevServerOnFreePort, type DevServer } from '../../src/dev/devserver';
 
 describe('a CLI that holds on', () => {
   let server: DevServer;
   beforeAll(async () => {
-    server = await startDevServer({ port: await freePort(), headless: true });
+    server = await startDevServerOnFreePort({ headless: true });
   });
   afterAll(async () => server?.stop());
 

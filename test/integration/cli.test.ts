@@ -12,7 +12,7 @@ import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { AGENT_STATUS } from '../../src/config';
 import { sha256 } from '../../src/shared/sha256';
-import { freePort, startDevServer } from '../../src/dev/devserver';
+import { startDevServerOnFreePort } from '../../src/dev/devserver';
 import { decodedHistory } from '../../src/dev/testing/history-codec';
 import { cli, cliFloorMs, cliWith, spawnCli } from './cli-process';
 import { TestBed, toolUse, waitFor } from './harness';
@@ -139,7 +139,7 @@ describe('agent-jobs CLI', () => {
 
   test('a worker stopped moments ago (still listed as a poller): questions give up with a hint instead of hanging', async () => {
     // A server of its own: any other worker on the suite's server would answer.
-    const server = await startDevServer({ port: await freePort(), headless: true });
+    const server = await startDevServerOnFreePort({ headless: true });
     const lost = await TestBed.create({
       address: server.address,
       script: { responses: [{ content: [toolUse('toolu_x', 'touch x && echo made')], stop_reason: 'tool_use' }] },
@@ -173,7 +173,7 @@ describe('agent-jobs CLI', () => {
   });
 
   test('without a worker: questions fail at once with a hint; cancel is recorded', async () => {
-    const server = await startDevServer({ port: await freePort(), headless: true });
+    const server = await startDevServerOnFreePort({ headless: true });
     try {
       const a = server.address;
       const started0 = await cli(a, 'start', 'nobody', 'listens', '--id', 'lonely', '--json');

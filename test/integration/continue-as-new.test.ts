@@ -5,7 +5,7 @@
  * conversation's tail, turns and session across (the rest stays in the
  * earlier runs' histories, where a new worker reads it), and completes.
  */
-import { devServerArgs, freePort, startDevServer, type DevServer } from '../../src/dev/devserver';
+import { startDevServerOnFreePort, devServerArgs, type DevServer } from '../../src/dev/devserver';
 import type { ScriptEntry } from '../../src/dev/model-server';
 import { decideUpdate, extendUpdate, type ToolResultBlock } from '../../src/contract';
 import { pairingProblem } from '../../src/workflows/transcript';
@@ -17,8 +17,7 @@ describe('long runs', () => {
   let server: DevServer;
   let bed: TestBed;
   beforeAll(async () => {
-    server = await startDevServer({
-      port: await freePort(),
+    server = await startDevServerOnFreePort({
       headless: true,
       dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 60 },
     });

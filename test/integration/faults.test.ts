@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { freePort, startDevServer, type DevServer } from '../../src/dev/devserver';
+import { startDevServerOnFreePort, startDevServer, type DevServer } from '../../src/dev/devserver';
 import { approveSignal } from '../../src/contract';
 import { TestBed, toolUse, waitFor } from './harness';
 
@@ -54,9 +54,9 @@ describe('faults', () => {
 
   test('the Temporal server restarts mid-run (SQLite kept): the run continues and completes', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-restart-'));
-    const port = await freePort();
-    const options = { port, headless: true, dbFile: path.join(dir, 'temporal.db') };
-    let server: DevServer = await startDevServer(options);
+    let server: DevServer = await startDevServerOnFreePort({ headless: true, dbFile: path.join(dir, 'temporal.db') });
+    // A restart keeps the port: the run's workers and client reconnect to the same address.
+    const options = { port: server.port, headless: true, dbFile: path.join(dir, 'temporal.db') };
     try {
       bed = await TestBed.create({
         address: server.address,

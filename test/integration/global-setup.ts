@@ -14,12 +14,11 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createKeysFile } from '../../src/codec';
-import { freePort } from '../../src/dev/ports';
+import { FREE_PORT_ATTEMPTS, freePort, portWasTaken } from '../../src/dev/ports';
 
 const CLI = path.resolve(__dirname, '../../bin/agent-jobs.js');
 
 export default async function globalSetup(): Promise<void> {
-  const port = await freePort();
   const dataDir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-suite-'));
   const codecKeys = path.join(dataDir, 'codec-keys');
   createKeysFile(codecKeys);
@@ -27,13 +26,30 @@ export default async function globalSetup(): Promise<void> {
   // One claim-check store for the run too: a worker's blobs must be readable by every client and CLI of the run.
   process.env.AGENT_JOBS_BLOB_STORE = path.join(dataDir, 'blobs');
   const env = { ...process.env, AGENT_JOBS_DATA_DIR: dataDir };
-  const out = execFileSync(process.execPath, [CLI, 'server', '--port', String(port), '--in-memory', '--headless', '--detach', '--json'], {
-    env,
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const { port, out } = await serverOnFreePort(env);
   const info = JSON.parse(out) as { address: string };
   process.env.AGENT_JOBS_TEST_TEMPORAL_ADDRESS = info.address;
   process.env.AGENT_JOBS_TEST_SUITE_DATA = dataDir;
   process.env.AGENT_JOBS_TEST_SUITE_PORT = String(port);
+}
+
+/**
+ * `agent-jobs server --detach` on a port free a moment before, choosing again when the server
+ * found it (or the HTTP API port it picks itself) taken by another process meanwhile.
+ * @returns the port and the command's JSON output
+ * @throws the command's error (its stderr printed) when it fails otherwise, or every attempt met a taken port
+ */
+async function serverOnFreePort(env: NodeJS.ProcessEnv): Promise<{ port: number; out: string }> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    try {
+      const args = [CLI, 'server', '--port', String(port), '--in-memory', '--headless', '--detach', '--json'];
+      return { port, out: execFileSync(process.execPath, args, { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }) };
+    } catch (err) {
+      const stderr = (err as { stderr?: string }).stderr ?? '';
+      if (attempt < FREE_PORT_ATTEMPTS && portWasTaken(stderr)) continue;
+      process.stderr.write(stderr);
+      throw err;
+    }
+  }
 }

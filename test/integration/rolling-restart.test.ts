@@ -5,12 +5,11 @@
  * process of a session is left, each worker is gone within grace + force.
  * On a dev server of its own, so no other test file's worker takes its runs.
  */
-import { startDevServer } from '../../src/dev/devserver';
-import { freePort } from '../../src/dev/ports';
+import { startDevServerOnFreePort } from '../../src/dev/devserver';
 import { rollingRestart } from '../../src/dev/testing/rolling-restart';
 
 test('rolling restart of 3 workers under load (8 runs × 25 commands of ~1 s): every run completes, nothing lost', async () => {
-  const server = await startDevServer({ port: await freePort(), headless: true });
+  const server = await startDevServerOnFreePort({ headless: true });
   try {
     const report = await rollingRestart({ address: server.address, runs: 8, turns: 25, workers: 3, graceMs: 30_000 });
     console.log(`rolling restart: ${JSON.stringify(report)}`);

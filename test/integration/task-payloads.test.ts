@@ -21,7 +21,7 @@ import { randomBytes } from 'node:crypto';
 import { temporal } from '@temporalio/proto';
 import { MAX_TASK_PAYLOAD_BYTES } from '../../src/config';
 import { REFERENCE_ENCODING } from '../../src/codec';
-import { freePort, startDevServer, type DevServer } from '../../src/dev/devserver';
+import { startDevServerOnFreePort, type DevServer } from '../../src/dev/devserver';
 import { largestTaskPayloadBytes, payloadsOf } from '../../src/dev/testing/history-payloads';
 import { TASK_PAYLOAD_BOUND_PATCH } from '../../src/workflows/task-payloads';
 import { runChain, TestBed } from './harness';
@@ -34,8 +34,7 @@ const WINDOW = 1_000_000;
 
 let server: DevServer | undefined;
 beforeAll(async () => {
-  server = await startDevServer({
-    port: await freePort(),
+  server = await startDevServerOnFreePort({
     headless: true,
     dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 40 },
   });

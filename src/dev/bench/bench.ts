@@ -8,7 +8,7 @@
  * measured on main at 1d94e65 on the same machine kind) and the target.
  */
 import { Command, InvalidArgumentError } from 'commander';
-import { freePort, startDevServer } from '../devserver';
+import { startDevServerOnFreePort } from '../devserver';
 import { measureLong, printLong, type LongFigures } from './long';
 import { runMany, type ManyReport } from './many';
 
@@ -56,7 +56,7 @@ async function main(): Promise<void> {
     .option('--json', 'print JSON')
     .parse(process.argv)
     .opts<{ long: number; many: number; json?: boolean }>();
-  const server = await startDevServer({ port: await freePort(), headless: true });
+  const server = await startDevServerOnFreePort({ headless: true });
   try {
     const long = o.long > 0 ? await measureLong({ turns: o.long, outputBytes: 20_000, address: server.address }) : null;
     const many = o.many > 0 ? await runMany({ runs: o.many, turns: 10, address: server.address }) : null;

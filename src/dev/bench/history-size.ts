@@ -22,7 +22,7 @@ import { temporal } from '@temporalio/proto';
 import { REFERENCE_ENCODING, productDataConverter } from '../../codec';
 import { DEFAULT_BLOB_THRESHOLD_BYTES } from '../../config';
 import { startAgentRun } from '../../client';
-import { freePort, startDevServer } from '../devserver';
+import { startDevServerOnFreePort } from '../devserver';
 import { startModelServer, type ScriptEntry } from '../model-server';
 import { largestTaskPayloadBytes, payloadsOf } from '../testing/history-payloads';
 import { scriptedWorkerEnv, sharedCodecKeys, spawnWorker } from '../testing/worker-process';
@@ -70,7 +70,7 @@ function filesUnder(dir: string): { files: number; bytes: number } {
 
 async function measure(config: string, blobEnv: Record<string, string>, responses: ScriptEntry[]): Promise<HistorySizeFigures> {
   const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-history-size-'));
-  const server = await startDevServer({ port: await freePort(), headless: true, logFile: path.join(dir, 'server.log') });
+  const server = await startDevServerOnFreePort({ headless: true, logFile: path.join(dir, 'server.log') });
   const model = await startModelServer({ script: { responses } });
   const blobs = path.join(dir, 'blobs');
   const env = {

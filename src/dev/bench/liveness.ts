@@ -31,7 +31,7 @@ import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { Command, InvalidArgumentError } from 'commander';
 import { workspaceFolderName } from '../../activities/session';
 import { approveSignal, statusQuery, type AgentRunResult, type Message, type ToolResultBlock } from '../../contract';
-import { freePort, startDevServer } from '../devserver';
+import { startDevServerOnFreePort } from '../devserver';
 import { startModelServer, type ScriptEntry } from '../model-server';
 import { startAgentRun } from '../../client';
 import { codecClientOptions, scriptedWorkerEnv, spawnWorker, type WorkerProcess } from '../testing/worker-process';
@@ -149,7 +149,7 @@ export async function runLivenessBench(options: LivenessBenchOptions = {}): Prom
     process.exit(130);
   };
   process.once('SIGINT', onSignal).once('SIGTERM', onSignal);
-  const server = await startDevServer({ port: await freePort(), headless: true, logFile: path.join(dir, 'server.log') });
+  const server = await startDevServerOnFreePort({ headless: true, logFile: path.join(dir, 'server.log') });
   const model = await startModelServer({ script: { responses: script(steps) }, logFile: path.join(dir, 'model.jsonl') });
   const connection = await Connection.connect({ address: server.address });
   const client = new Client({ ...codecClientOptions(), connection });

@@ -30,7 +30,7 @@ import { Command } from 'commander';
 import { DEFAULT_MODEL } from '../../config';
 import { NO_USAGE, addUsage, normalizeUsage, type CallClaudeOutput } from '../../contract';
 import { costUsd, modelInfoOf, type ModelPrices } from '../../contract/models';
-import { freePort, startDevServer } from '../devserver';
+import { startDevServerOnFreePort } from '../devserver';
 import { startModelServer, type LoggedRequest, type ScriptEntry } from '../model-server';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startAgentRun } from '../../client';
@@ -121,7 +121,7 @@ export async function measureLong(o: {
   const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-bench-long-'));
   const server = o.address
     ? { address: o.address, stop: (): Promise<void> => Promise.resolve() }
-    : await startDevServer({ port: await freePort(), headless: true, logFile: path.join(dir, 'server.log') });
+    : await startDevServerOnFreePort({ headless: true, logFile: path.join(dir, 'server.log') });
   const responses: ScriptEntry[] = [];
   for (let i = 0; i < o.turns; i++)
     responses.push({

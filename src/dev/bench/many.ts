@@ -22,7 +22,7 @@ import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import Table from 'cli-table3';
 import { Command, InvalidArgumentError } from 'commander';
-import { freePort, startDevServer } from '../devserver';
+import { startDevServerOnFreePort } from '../devserver';
 import { startModelServer, type ScriptEntry } from '../model-server';
 import { startAgentRun } from '../../client';
 import type { AgentRunResult } from '../../contract';
@@ -198,7 +198,7 @@ export async function runMany(options: ManyOptions = {}): Promise<ManyReport> {
   responses.push({ content: [{ type: 'text', text: 'done' }], stop_reason: 'end_turn' });
   const server = options.address
     ? { address: options.address, stop: (): Promise<void> => Promise.resolve() }
-    : await startDevServer({ port: await freePort(), headless: true, logFile: path.join(dir, 'server.log') });
+    : await startDevServerOnFreePort({ headless: true, logFile: path.join(dir, 'server.log') });
   const cleanup: Array<() => Promise<void>> = [async () => server.stop()];
   try {
     await options.onServer?.(server.address);

@@ -38,7 +38,7 @@ import { temporal } from '@temporalio/proto';
 import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import Table from 'cli-table3';
 import { Command } from 'commander';
-import { DEV_SERVER_DYNAMIC_CONFIG, freePort, startDevServer, type DevServer, type DevServerOptions } from '../devserver';
+import { startDevServerOnFreePort, DEV_SERVER_DYNAMIC_CONFIG, type DevServer, type DevServerOptions } from '../devserver';
 import { startModelServer, type ScriptEntry } from '../model-server';
 import { statFields } from '../../session/procs';
 import { startAgentRun } from '../../client';
@@ -303,7 +303,7 @@ async function onOwnDevServer<T>(
   const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-bench-server-'));
   let server: DevServer | undefined;
   try {
-    server = await startDevServer({ port: await freePort(), headless: true, logFile: path.join(dir, 'server.log'), ...options });
+    server = await startDevServerOnFreePort({ headless: true, logFile: path.join(dir, 'server.log'), ...options });
     return await fn({ address: server.address, pid: server.pid });
   } finally {
     await server?.stop();

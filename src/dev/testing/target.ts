@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { freePort, startDevServer, type DevServer } from '../devserver';
+import { startDevServerOnFreePort, startDevServer, type DevServer } from '../devserver';
 
 /** What the server says about itself (WorkflowService `GetClusterInfo`). */
 export interface ServerInfo {
@@ -69,8 +69,10 @@ export async function serverInfo(address: string): Promise<ServerInfo> {
  */
 export async function devServerTarget(): Promise<Target> {
   const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-target-'));
-  const options = { port: await freePort(), headless: true, dbFile: path.join(dir, 'temporal.db'), logFile: path.join(dir, 'server.log') };
-  let server: DevServer | null = await startDevServer(options);
+  const files = { headless: true, dbFile: path.join(dir, 'temporal.db'), logFile: path.join(dir, 'server.log') };
+  let server: DevServer | null = await startDevServerOnFreePort(files);
+  // A restart keeps the port: the workers and clients reconnect to the same address.
+  const options = { ...files, port: server.port };
   const only = (index: number): void => {
     if (index !== 0) throw new RangeError(`a dev server has one server process (index 0), not ${index}`);
   };
