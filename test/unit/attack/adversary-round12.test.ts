@@ -17,8 +17,11 @@
  * when any of them is non-ASCII, at least for fullwidth (U+FF01-FF5E) and Mathematical
  * Alphanumeric Symbols (U+1D400-1D7FF), whose NFKC is ASCII, and treat `'` and `"` as punctuation.
  *
- * Held (by reading the code, not run for want of time: 12 minutes in all):
- * - (a) DEVPTS_SCRIPT: `sh -p -c` with explicit PATH for umount/mount, explicit source and
+ * Held ((b) and the rest of (a) by reading the code only, for want of time):
+ * - (a) observed in a real session (root worker, bash as agent-jobs): opening `/dev/ptmx`,
+ *   `/dev/pts/ptmx` and `/proc/self/root/dev/ptmx` 48 times gave 32 ptys, then ENOSPC;
+ *   `/proc/1/root/dev/ptmx` EACCES; the host's devtmpfs and devpts lie under the sandbox's tmpfs
+ *   `/dev` (covered, no path reaches its `ptmx`). DEVPTS_SCRIPT: `sh -p -c` with explicit PATH for umount/mount, explicit source and
  *   target (no fstab), `-n` (no mtab); nothing it reads is the session's (it runs before bash;
  *   /sbin helpers like mount.devpts are on the read-only root). /dev/ptmx is bwrap's symlink to
  *   pts/ptmx, so both name the bounded instance; bwrap's unbounded one is unmounted first, and
