@@ -362,7 +362,7 @@ function warningFor(cls: CharClass, found: Found): string {
   if (cls === 'ascii-lookalike') {
     const list = found.distinct.slice(0, 4).map((ch) => `${codePointName(ch)} drawn as ${JSON.stringify(asciiLookalikeOf(ch))}`);
     const more = found.distinct.length > 4 ? ` and ${found.distinct.length - 4} more` : '';
-    return `contains ${found.count === 1 ? 'a look-alike' : `${found.count} look-alikes`} of an ASCII character in a Latin word: ${list.join(', ')}${more} (to every program another word than the one it looks like)`;
+    return `contains ${found.count === 1 ? 'a look-alike of an ASCII character' : `${found.count} look-alikes of ASCII characters`} in a word read as ASCII: ${list.join(', ')}${more} (to every program another word than the one it looks like)`;
   }
   if (cls === 'lookalike') {
     // A punctuation mark or symbol outside the table looks like no one shell character in particular.
@@ -554,14 +554,15 @@ export function asciiLookalikeOf(ch: string): string | undefined {
  * (with the look-alikes and marks between), as in the mixes {@link markMixedScriptWords} allows
  * (`git\uFFDCab.com`, Hangul, reads as gitlab.com, `\u3007rigin`, Han, as Origin; adversary round
  * 11) and in words of one script (`7ЗЗ`, Cyrillic and digits; `gıthub`, Latin); or as a word made
- * only of look-alikes that touches ASCII punctuation other than a quote (`-\u3007` read as `-O`,
- * `/\u3163/`). A mark after a marked character is marked `combining` (it would draw on the
+ * only of look-alikes that touches ASCII punctuation, quotes included (`-\u3007` read as `-O`,
+ * `/\u3163/`, `'ѕгс'` as 'src': adversary round 12); and, anywhere, a fullwidth or mathematical
+ * letter or digit ({@link isAsciiForm}). A mark after a marked character is marked `combining` (it would draw on the
  * escape). Elsewhere they stay as they are, so text is not flagged: `echo 수정`, `二〇二四年`,
  * `привет`, the `ー` of `レポートv2.txt`, a lone `ㅣ` (whole-script look-alikes, `аре` for `ape`,
  * stay open).
  */
 function markAsciiLookalikes(chars: readonly string[], classes: (CharClass | null)[]): void {
-  const asciiPunctuation = (ch: string | undefined): boolean => ch !== undefined && /^[!-/:-@[-`{-~]$/.test(ch) && !`'"\``.includes(ch);
+  const asciiPunctuation = (ch: string | undefined): boolean => ch !== undefined && /^[!-/:-@[-`{-~]$/.test(ch);
   const latin = (ch: string | undefined): boolean =>
     ch !== undefined && (/^[0-9]$/.test(ch) || (WORD_CHAR.test(ch) && scriptOf(ch) === 'Latin'));
   const lookalikeOrMark = (k: number): boolean => asciiLookalikeOf(chars[k]!) !== undefined || MARK.test(chars[k]!);
@@ -592,6 +593,19 @@ function markAsciiLookalikes(chars: readonly string[], classes: (CharClass | nul
     }
     i = j;
   }
+  for (let k = 0; k < chars.length; k++) if (classes[k] === null && isAsciiForm(chars[k]!)) classes[k] = 'ascii-lookalike';
+}
+
+/**
+ * Whether `ch` is a fullwidth form (U+FF10-FF5A: `ｏ`) or a Mathematical Alphanumeric Symbol
+ * (U+1D400-1D7FF: `𝗌`, `𝟣`) of an ASCII letter or digit (its NFKC normalisation, Unicode UAX #15,
+ * is that character): drawn as ASCII in most fonts whatever stands beside it (adversary round 12:
+ * `rm -rf ｓｒｃ`, `sleep 𝟫𝟫𝟫𝟫`). Superscripts and letterlike symbols (`²`, `ℓ`) are drawn apart.
+ */
+function isAsciiForm(ch: string): boolean {
+  const cp = ch.codePointAt(0)!;
+  if (!((cp >= 0xff10 && cp <= 0xff5a) || (cp >= 0x1d400 && cp <= 0x1d7ff))) return false;
+  return /^[0-9A-Za-z]$/.test(ch.normalize('NFKC'));
 }
 
 /** The escaped display of a command, one token per escape, character or run (never split by a cut). */

@@ -73,7 +73,7 @@
  * confusable skeleton is ASCII (or any of a short, tested list), as the Cyrillic and Greek ones are;
  * or allow those mixes only when no letter of the other script stands between two Latin ones.
  * FIXED: `markAsciiLookalikes` in src/shared/display.ts flags (escapes, warns "a look-alike of an
- * ASCII character in a Latin word: U+FFDC drawn as "l"") every character whose TR39 skeleton is one
+ * ASCII character in a word read as ASCII: U+FFDC drawn as "l"") every character whose TR39 skeleton is one
  * ASCII character (src/shared/ascii-lookalikes.ts, 1,989 code points generated from Unicode 18's
  * confusables data by src/dev/scripts/ascii-lookalikes-table.ts) when it stands next to a Latin
  * letter or digit of its word, whatever the scripts, or is a word of look-alikes only beside ASCII

@@ -1,7 +1,7 @@
 /**
  * Adversary round 12: attacks on today's fixes (the sandbox's bounded /dev/pts, the seccomp refusal
- * of BPF attach, and markAsciiLookalikes). Each test asserts the safe behaviour and is skipped
- * (OPEN) until a fix lands.
+ * of BPF attach, and markAsciiLookalikes). Each test asserts the safe behaviour; OPEN skips them
+ * while a fix is missing.
  *
  * Kind 5 (the approver reads ASCII that is not), whole words of look-alikes: displayCommand shows
  * these verbatim, no warning: `git push ｏｒｉｇｉｎ main` and `rm -rf ｓｒｃ` (fullwidth Latin: one
@@ -16,6 +16,11 @@
  * any word (quotes included as word boundaries) made only of characters whose skeleton is ASCII
  * when any of them is non-ASCII, at least for fullwidth (U+FF01-FF5E) and Mathematical
  * Alphanumeric Symbols (U+1D400-1D7FF), whose NFKC is ASCII, and treat `'` and `"` as punctuation.
+ * FIXED: markAsciiLookalikes (src/shared/display.ts) counts quotes as the punctuation beside which a
+ * word made only of look-alikes is marked, and marks every fullwidth or mathematical letter or digit
+ * wherever it stands (isAsciiForm). Still open, by design: a bare word of one script whose letters
+ * all have ASCII skeletons (`cat О`, `git push -f ореп`), indistinguishable from a real word of
+ * that script (`со`, `как`) without a dictionary.
  *
  * Held ((b) and the rest of (a) by reading the code only, for want of time):
  * - (a) observed in a real session (root worker, bash as agent-jobs): opening `/dev/ptmx`,
@@ -36,7 +41,7 @@
  */
 import { displayCommand } from '../../../src/shared/display';
 
-const OPEN = true;
+const OPEN = false;
 const t = OPEN ? test.skip : test;
 
 describe('kind 5: words made wholly of ASCII look-alikes', () => {
@@ -57,4 +62,14 @@ describe('kind 5: words made wholly of ASCII look-alikes', () => {
       expect(d.text).not.toBe(command);
     });
   }
+
+  // What the fix must not flag: text of other scripts in quotes, and halfwidth forms that are
+  // not ASCII letters or digits.
+  test.each(["echo 'привет'", 'git commit -m "日本語のテキスト"', "echo 'Straße'", "echo 'ｶﾀｶﾅ'", 'echo ファイル.txt'])(
+    '%s is shown as it is',
+    (command) => {
+      const d = displayCommand(command);
+      expect({ text: d.text, warnings: d.warnings }).toEqual({ text: command, warnings: [] });
+    },
+  );
 });
