@@ -353,40 +353,39 @@ interface Found {
   distinct: string[];
 }
 
+/** The first four distinct code points found, each named by `name`, then "and N more" when there are more. */
+function firstFew(found: Found, name: (ch: string) => string): string {
+  const more = found.distinct.length > 4 ? ` and ${found.distinct.length - 4} more` : '';
+  return found.distinct.slice(0, 4).map(name).join(', ') + more;
+}
+
 function warningFor(cls: CharClass, found: Found): string {
   if (cls === 'mixed-script') {
-    const list = found.distinct.slice(0, 4).map((ch) => `${codePointName(ch)} (${scriptOf(ch).replace(/_/g, ' ')})`);
-    const more = found.distinct.length > 4 ? ` and ${found.distinct.length - 4} more` : '';
-    return `contains ${found.count === 1 ? 'a possible look-alike letter' : `${found.count} possible look-alike letters`} in a word of mixed scripts: ${list.join(', ')}${more} (to every program another word than the one it may look like)`;
+    const list = firstFew(found, (ch) => `${codePointName(ch)} (${scriptOf(ch).replace(/_/g, ' ')})`);
+    return `contains ${found.count === 1 ? 'a possible look-alike letter' : `${found.count} possible look-alike letters`} in a word of mixed scripts: ${list} (to every program another word than the one it may look like)`;
   }
   if (cls === 'ascii-lookalike') {
-    const list = found.distinct.slice(0, 4).map((ch) => `${codePointName(ch)} drawn as ${JSON.stringify(asciiLookalikeOf(ch))}`);
-    const more = found.distinct.length > 4 ? ` and ${found.distinct.length - 4} more` : '';
-    return `contains ${found.count === 1 ? 'a look-alike of an ASCII character' : `${found.count} look-alikes of ASCII characters`} in a word read as ASCII: ${list.join(', ')}${more} (to every program another word than the one it looks like)`;
+    const list = firstFew(found, (ch) => `${codePointName(ch)} drawn as ${JSON.stringify(asciiLookalikeOf(ch) ?? ch.normalize('NFKC'))}`);
+    return `contains ${found.count === 1 ? 'a look-alike of an ASCII character' : `${found.count} look-alikes of ASCII characters`} in a word read as ASCII: ${list} (to every program another word than the one it looks like)`;
   }
   if (cls === 'lookalike') {
     // A punctuation mark or symbol outside the table looks like no one shell character in particular.
     const of = (ch: string): string => (lookalikeOf(ch) !== undefined ? JSON.stringify(lookalikeOf(ch)) : 'a shell character');
-    const more = found.distinct.length > 4 ? ` and ${found.distinct.length - 4} more` : '';
     if (found.distinct.length === 1) {
       const ch = found.distinct[0]!;
       if (lookalikeOf(ch) === undefined)
         return `contains ${found.count === 1 ? 'a possible look-alike' : `${found.count} possible look-alikes`} of a shell character: ${codePointName(ch)}, non-ASCII punctuation or symbol (to bash an ordinary letter)`;
       return `contains ${found.count === 1 ? 'a look-alike' : `${found.count} look-alikes`} of ${of(ch)}: ${codePointName(ch)} (to bash an ordinary letter, not ${of(ch)})`;
     }
-    const list = found.distinct
-      .slice(0, 4)
-      .map((ch) => (lookalikeOf(ch) !== undefined ? `${codePointName(ch)} of ${of(ch)}` : codePointName(ch)));
-    return `contains ${found.count} look-alikes of shell characters: ${list.join(', ')}${more} (to bash ordinary letters, not what they look like)`;
+    const list = firstFew(found, (ch) => (lookalikeOf(ch) !== undefined ? `${codePointName(ch)} of ${of(ch)}` : codePointName(ch)));
+    return `contains ${found.count} look-alikes of shell characters: ${list} (to bash ordinary letters, not what they look like)`;
   }
   const w = CLASS_WORDS[cls];
   if (!w.listed) {
     const what = found.count === 1 ? w.one : `${found.count} ${w.many}`;
     return `contains ${what} (${w.shown})`;
   }
-  const names = found.distinct.slice(0, 4).map(codePointName).join(', ');
-  const more = found.distinct.length > 4 ? ` and ${found.distinct.length - 4} more` : '';
-  return `contains ${found.count === 1 ? w.one : `${found.count} ${w.many}`} ${names}${more}${w.shown ? ` (${w.shown})` : ''}`;
+  return `contains ${found.count === 1 ? w.one : `${found.count} ${w.many}`} ${firstFew(found, codePointName)}${w.shown ? ` (${w.shown})` : ''}`;
 }
 
 /**
