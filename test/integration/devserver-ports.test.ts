@@ -48,6 +48,8 @@ describe('a dev server whose port another process took', () => {
       });
       expect(code).toBe(1);
       expect(portWasTaken(stderr)).toBe(true);
+      // Headless: the server has no UI port to blame.
+      expect(stderr).toContain(`its gRPC port ${port}, or the HTTP API port`);
     } finally {
       holder.close();
     }

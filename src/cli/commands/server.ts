@@ -104,7 +104,7 @@ async function startServer(options: DevServerOptions): ReturnType<typeof startDe
     if (err instanceof Error && portWasTaken(err.message)) {
       const grpcPort = options.port ?? DEV_SERVER_PORT;
       throw new CliError(
-        `the Temporal dev server could not listen: address already in use (its gRPC port ${grpcPort}, its UI port or the HTTP API port it picks itself); give another --port`,
+        `the Temporal dev server could not listen: address already in use (its gRPC port ${grpcPort}, ${options.headless ? '' : 'its UI port '}or the HTTP API port it picks itself); give another --port`,
       );
     }
     throw err;
