@@ -161,7 +161,7 @@ async function main(): Promise<void> {
             `  end it:  npx agent-jobs cancel ${workflowId}`,
         );
       }
-      say(`$ agent-jobs approve ${workflowId} --sha ${sha} --reason "demo: looks safe" --by demo`);
+      say(`$ npx agent-jobs approve ${workflowId} --sha ${sha} --reason "demo: looks safe" --by demo`);
       const out = await run(process.execPath, [CLI, 'approve', workflowId, '--sha', sha, '--reason', 'demo: looks safe', '--by', 'demo'], {
         env: cliEnv,
       });

@@ -78,7 +78,7 @@ describe('npm run demo', () => {
       expect(stdout).toMatch(/no ANTHROPIC_API_KEY: Claude's answers come from the SCRIPTED Messages API server/);
       expect(stdout).toContain('sandbox: bwrap (bash sees only its workspace, no network)');
       expect(stdout).toMatch(
-        /\$ agent-jobs approve demo-\d+ --sha [0-9a-f]{12} --reason "demo: looks safe" --by demo\ndemo: approved toolu_\w+ in demo-\d+/,
+        /\$ npx agent-jobs approve demo-\d+ --sha [0-9a-f]{12} --reason "demo: looks safe" --by demo\ndemo: approved toolu_\w+ in demo-\d+/,
       );
       expect(stdout).toMatch(/demo: finished: completed in \d+ turns, total\.txt holds 55 \(checked\)/);
       // watch prints each decision once, also when the closed run's view (read from history) lists it again.
@@ -133,7 +133,7 @@ describe('npm run demo', () => {
           expect(stdout).toContain('No terminal to ask you at');
           expect(stdout).toMatch(/nothing was approved for you, and the run stays open/);
           expect(stdout).toMatch(/approve: npx agent-jobs approve demo-\d+ --sha [0-9a-f]{12}/);
-          expect(stdout).not.toMatch(/\$ agent-jobs approve/);
+          expect(stdout).not.toMatch(/\$ (npx )?agent-jobs approve/);
           expect(code).toBe(2);
           // The read-only commands ran unasked under policy; the write waits, so total.txt does not exist.
           expect(existsSync(path.join(workspaceOf(data), 'total.txt'))).toBe(false);
