@@ -2,14 +2,15 @@
  * Adversary round 13: attacks on the latest fixes (display.ts `markAsciiLookalikes`,
  * `isAsciiForm`, `markMixedScriptWords`; git-guard.ts; the sandbox's bounded devpts and BPF
  * refusals; the policy's builtins), on the code of 1959896. Each test asserts the safe behaviour;
- * OPEN skips them while a fix is missing. Each was run un-skipped once and failed (20 of 20; the 5 must-not-flag tests passed).
+ * OPEN skips them while a fix is missing. Run un-skipped once, all 20 failed (and the 5
+ * must-not-flag tests passed).
  *
  * Kind 5 (what the human reads is not what runs), letters whose compatibility form is ASCII:
  * `isAsciiForm` flags only two blocks (fullwidth, Mathematical Alphanumeric) and only forms of ONE
  * ASCII character. Shown verbatim with no warning, in the approval prompt, the UI's summary and
  * details: the Latin ligatures and digraphs `ﬁ ﬂ ﬀ ﬃ ﬄ ﬅ ﬆ ĳ Ĳ ǉ ǌ ǳ ...` even INSIDE an ASCII
- * word (`git push ﬆaging main`, `cat ~/.ssh/conﬁg`: no table has them, their TR39 skeleton is two
- * letters, and they are Latin, so no mixed script; a browser draws `fi` as that very ligature), the
+ * word (`git push ﬆaging main`, `cat ~/.ssh/conﬁg`: their NFKC form is two letters, which neither
+ * table holds, and they are Latin, so no mixed script; a browser draws `fi` as that very ligature), the
  * Roman numerals (`ⅱ ⅲ ⅳ ⅵ ... ⅻ` inside a word too; `ⅽ ⅾ ⅰ ⅿ ⅴ ⅹ Ⅴ Ⅹ` and the rest as a word:
  * `ⅵ notes.txt`, `ⅿⅴ a b`, Latin script, so not round 12's accepted "one non-Latin script"), the
  * segmented and outlined digits (`sleep 🯹🯹🯹🯹`, U+1FBF0-9, U+1CCF0-9: round 12's `𝟫𝟫𝟫𝟫` in
@@ -83,7 +84,7 @@
  *   on the low words the kernel reads; other cBPF/eBPF attach points need AF_PACKET, AF_XDP,
  *   /dev/net/tun, /dev/ppp or a capability the session lacks; MPTCP's SOL_SOCKET path keeps level 1.
  *   Bounded devpts: as round 12 (read).
- * - Kind 5, non-ASCII letters of no shell meaning drawn like ASCII punctuation (a scan of ~110
+ * - Kind 5, non-ASCII letters of no shell meaning drawn like ASCII punctuation (a scan of about 100
  *   candidates as `echo aCHb;echo CH`): all flagged but `乙 亅 乀 乁 〵 〢 〣 ᆖ ꞈ ꞏ ꜗ-ꜟ`, none drawn
  *   as a character bash gives a meaning (judged by eye). Marks after punctuation or a space are
  *   flagged (`combining`).
