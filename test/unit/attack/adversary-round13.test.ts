@@ -58,7 +58,8 @@
  *   ignores. Steps: the session rewrites `.husky/_/h`; the person's `git status` is empty, and
  *   their next `git commit` runs it. Why: `codeEntries` binds `.git/hooks` only. (`.githooks`
  *   tracked, and `.git/hooks/<name>` symlinks to workspace scripts, are the same, with a trace in
- *   `git status`.)
+ *   `git status`; so is any key of the person's config that names a program in the workspace:
+ *   `core.fsmonitor`, `diff.*.textconv`, `filter.*.clean`, `merge.*.driver`; read, not run.)
  * - `.git`, `.git/config` (or `hooks`, `info`) a SYMLINK to a path in the workspace (`.git ->
  *   .gitdir`; a config kept tracked, `.git/config -> ../repo.gitconfig`): `guardedGit` and
  *   `codeEntries` `lstat` and bind only a directory or a regular file, so a symlink gets nothing
@@ -66,7 +67,9 @@
  * - an include written with a comment after it (`path = extra.conf ; shared settings`, git's own
  *   syntax): `includedFiles` parses config by hand and takes the comment as part of the path, so
  *   the guard creates and binds `.git/extra.conf ; shared settings` and leaves `.git/extra.conf`,
- *   which git includes, writable.
+ *   which git includes, writable. The same parser also diverges from git on escapes in a quoted
+ *   value (`"extra\\.conf"`) and on a value continued by a backslash at the end of a line (read,
+ *   not run).
  * Fix (whole kind): ask git, not a hand parser, which files and directories the config makes it
  * read or run (`git config --file F --includes --get-regexp` for `include(if)?.*.path`,
  * `core.hookspath`, `core.fsmonitor` and every key that names a program; its origins with
