@@ -1,0 +1,282 @@
+/**
+ * Adversary round 13: attacks on the latest fixes (display.ts `markAsciiLookalikes`,
+ * `isAsciiForm`, `markMixedScriptWords`; git-guard.ts; the sandbox's bounded devpts and BPF
+ * refusals; the policy's builtins), on the code of 1959896. Each test asserts the safe behaviour;
+ * OPEN skips them while a fix is missing. Run un-skipped once, all 20 failed (and the 5
+ * must-not-flag tests passed).
+ *
+ * Kind 5 (what the human reads is not what runs), letters whose compatibility form is ASCII:
+ * `isAsciiForm` flags only two blocks (fullwidth, Mathematical Alphanumeric) and only forms of ONE
+ * ASCII character. Shown verbatim with no warning, in the approval prompt, the UI's summary and
+ * details: the Latin ligatures and digraphs `ﬁ ﬂ ﬀ ﬃ ﬄ ﬅ ﬆ ĳ Ĳ ǉ ǌ ǳ ...` even INSIDE an ASCII
+ * word (`git push ﬆaging main`, `cat ~/.ssh/conﬁg`: their NFKC form is two letters, which neither
+ * table holds, and they are Latin, so no mixed script; a browser draws `fi` as that very ligature), the
+ * Roman numerals (`ⅱ ⅲ ⅳ ⅵ ... ⅻ` inside a word too; `ⅽ ⅾ ⅰ ⅿ ⅴ ⅹ Ⅴ Ⅹ` and the rest as a word:
+ * `ⅵ notes.txt`, `ⅿⅴ a b`, Latin script, so not round 12's accepted "one non-Latin script"), the
+ * segmented and outlined digits (`sleep 🯹🯹🯹🯹`, U+1FBF0-9, U+1CCF0-9: round 12's `𝟫𝟫𝟫𝟫` in
+ * another block). Steps: send any as a command needing approval. Why: display.ts `isAsciiForm`
+ * tests `cp` in U+FF10-FF5A or U+1D400-1D7FF and NFKC of length one; `markAsciiLookalikes` knows
+ * only single-character skeletons. A scan of every code point (NFKC all ASCII letters or digits,
+ * not flagged as `x CH y`) found 240: besides those, superscripts and subscripts (`¹ ⁿ ₓ`), modifier
+ * letters (`ᴬ ᵈ`), letterlike symbols (`K` KELVIN SIGN, `ℎ ℓ ℹ ⅆ`), circled numbers (`① ⑩ ㉑`).
+ * Fix (whole kind): in a command, flag every non-ASCII code point whose NFKC form is non-empty
+ * and made only of ASCII letters and digits, wherever it stands (superscripts included: a rule,
+ * not a block list), and every letter whose TR39 skeleton is ASCII only (any length) inside a
+ * word with ASCII letters.
+ *
+ * Kind 5, a combining mark on an ASCII letter: a mark after a letter is "part of a visible letter"
+ * (`classIn`), so `git push origi\u0307n main` (U+0307 COMBINING DOT ABOVE on `i`, drawn over the
+ * i's own dot by a terminal that places marks at a fixed height; not observed in a terminal) is
+ * shown verbatim: git reads another remote. Why: `MARK_BASE` takes any letter; only the overlay
+ * marks of EXTRA_LOOKALIKES are flagged. Fix: flag a mark on an ASCII letter that NFC does not
+ * compose away (`e\u0301` becomes `é`, macOS's decomposed names stay readable; `i\u0307` stays two).
+ *
+ * Kind 5, right-to-left letters: the Unicode Bidirectional Algorithm (browsers: the Temporal UI's
+ * summaries and details; bidi terminals: Konsole, GNOME's VTE since 0.58) reorders the words and
+ * mirrors the brackets between two right-to-left letters, with no control character: `cat א > ב`
+ * is drawn `cat ב < א` (a harmless read; bash truncates ב), `cp -f גיבוי נתונים` ("backup",
+ * "data") is drawn with the words swapped, so a reader taking argv left to right reads "copy data
+ * to backup", and bash overwrites the data with the backup; `ls אב/גד` is drawn `ls גד/אב`.
+ * Observed: fribidi 1.0.8's `fribidi_log2vis` (libfribidi0, the UBA) with an LTR paragraph gives
+ * those orders (not observed in a browser). Why: display.ts flags bidi CONTROLS only (BIDI); a
+ * word of one script, Hebrew or Arabic, "stays readable", and nothing looks between words.
+ * Fix: in a command, escape (or warn and isolate per word where the medium allows) every strong
+ * right-to-left letter (Bidi_Class R or AL), or at least any command where two of them are
+ * separated only by neutrals (spaces, `>`, `/`, brackets).
+ *
+ * Kind 5, unassigned code points: `rm -rf src\u0378` is shown raw (category Cn is no class of
+ * `classOf` but for the Default_Ignorable and noncharacter ranges): how a terminal or font draws
+ * one is its own (a blank, a box, or a later Unicode's letter; not observed). Fix: escape `\p{Cn}`
+ * as the invisible ones.
+ *
+ * Kind 6 (the person's git, on the host, runs what the session wrote), three ways git-guard.ts
+ * misses where the person's repository tells git to find code, each run in a real sandboxed
+ * session (the unit harness's, as root, in a root-owned workspace): the person's git on the host,
+ * as root, ran the planted program:
+ * - the hooks directory the person's config names (`core.hooksPath`) when it lies in the
+ *   workspace: husky 9 (`npx husky init`) sets `core.hooksPath = .husky/_`, whose files git
+ *   ignores. Steps: the session rewrites `.husky/_/h`; the person's `git status` is empty, and
+ *   their next `git commit` runs it. Why: `codeEntries` binds `.git/hooks` only. (`.githooks`
+ *   tracked, and `.git/hooks/<name>` symlinks to workspace scripts, are the same, with a trace in
+ *   `git status`; so is any key of the person's config that names a program in the workspace:
+ *   `core.fsmonitor`, `diff.*.textconv`, `filter.*.clean`, `merge.*.driver`; read, not run.)
+ * - `.git`, `.git/config` (or `hooks`, `info`) a SYMLINK to a path in the workspace (`.git ->
+ *   .gitdir`; a config kept tracked, `.git/config -> ../repo.gitconfig`): `guardedGit` and
+ *   `codeEntries` `lstat` and bind only a directory or a regular file, so a symlink gets nothing
+ *   and the session writes `core.fsmonitor` through it; `git status` runs it.
+ * - an include written with a comment after it (`path = extra.conf ; shared settings`, git's own
+ *   syntax): `includedFiles` parses config by hand and takes the comment as part of the path, so
+ *   the guard creates and binds `.git/extra.conf ; shared settings` and leaves `.git/extra.conf`,
+ *   which git includes, writable. The same parser also diverges from git on escapes in a quoted
+ *   value (`"extra\\.conf"`) and on a value continued by a backslash at the end of a line (read,
+ *   not run).
+ * Fix (whole kind): ask git, not a hand parser, which files and directories the config makes it
+ * read or run (`git config --file F --includes --get-regexp` for `include(if)?.*.path`,
+ * `core.hookspath`, `core.fsmonitor` and every key that names a program; its origins with
+ * `--show-origin`), resolve each with realpath, and bind read-only every one that lies in the
+ * workspace (created empty when missing, as `hooks/`), `.git` itself when it resolves inside; or
+ * refuse to start a run in a workspace whose repository names code in itself that the guard
+ * cannot bind.
+ *
+ * Held (tried, not reported):
+ * - Kind 4, the plain builtins (observed, bash 5.2.15, `a=(1)` set, `a[$(touch F)]` as the word):
+ *   `printf '%d' W`, `printf '%*d' W 1`, `printf '%.*d' W 1`, `printf '%(W)T'`, `test W -eq 0`,
+ *   `[ -t W ]`, `test -o W`, `test a -nt W`, `kill -l W`, `kill -s W 1`, `kill -n W $$`,
+ *   `caller W`, `dirs +W`, `wait W`, `wait -n W`, `jobs W`, `help W`, `type W`: no F made.
+ * - Kind 6, seccomp (read): setsockopt level/option, `prctl` option and `seccomp` op are compared
+ *   on the low words the kernel reads; other cBPF/eBPF attach points need AF_PACKET, AF_XDP,
+ *   /dev/net/tun, /dev/ppp or a capability the session lacks; MPTCP's SOL_SOCKET path keeps level 1.
+ *   Bounded devpts: as round 12 (read).
+ * - Kind 5, non-ASCII letters of no shell meaning drawn like ASCII punctuation (a scan of about 100
+ *   candidates as `echo aCHb;echo CH`): all flagged but `乙 亅 乀 乁 〵 〢 〣 ᆖ ꞈ ꞏ ꜗ-ꜟ`, none drawn
+ *   as a character bash gives a meaning (judged by eye). Marks after punctuation or a space are
+ *   flagged (`combining`).
+ * - Kind 6, includes with `~` (a home outside the workspace), `.git/remotes`, alternates: as round 11.
+ */
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { commandDetails, commandSummary, displayCommand } from '../../../src/shared/display';
+import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
+
+const OPEN = true;
+const t = OPEN ? test.skip : test;
+
+afterEach(closeSessions);
+afterAll(removeTempDirs);
+
+/** Whether the approval prompt (escaped, with a warning), the UI's summary and its details all show `command` other than verbatim. */
+function flaggedEverywhere(command: string): { prompt: boolean; summary: boolean; details: boolean } {
+  const d = displayCommand(command);
+  return {
+    prompt: d.warnings.length > 0 && d.text !== command,
+    summary: !commandSummary(command, 1).includes(command),
+    details: !commandDetails(command).includes(command),
+  };
+}
+
+const FLAGGED = { prompt: true, summary: true, details: true };
+
+describe('kind 5: letters and digits whose compatibility form is ASCII, outside the fullwidth and mathematical blocks', () => {
+  const commands: [string, string][] = [
+    ['git push ﬆaging main', 'U+FB06 LATIN SMALL LIGATURE ST inside an ASCII word'],
+    ['cat ~/.ssh/conﬁg', 'U+FB01 LATIN SMALL LIGATURE FI inside an ASCII word'],
+    ['rm -rf ﬂaky', 'U+FB02 LATIN SMALL LIGATURE FL'],
+    ['git checkout -b ĳssel', 'U+0133 LATIN SMALL LIGATURE IJ'],
+    ['ⅵ notes.txt', 'U+2175 SMALL ROMAN NUMERAL SIX as the program vi'],
+    ['git push -f origin ⅾⅰⅿ', 'small Roman numerals D, I, M as a word'],
+    ['ⅿⅴ a b', 'small Roman numerals M, V as the program mv'],
+    ['sleep 🯹🯹🯹🯹', 'U+1FBF9 SEGMENTED DIGIT NINE'],
+    ['kill -9 🯱', 'U+1FBF1 SEGMENTED DIGIT ONE'],
+    ['sleep 𜳹𜳹𜳹', 'U+1CCF9 OUTLINED DIGIT NINE'],
+  ];
+  for (const [command, what] of commands) {
+    t(`${JSON.stringify(command)} (${what}) is not shown verbatim`, () => {
+      expect(flaggedEverywhere(command)).toEqual(FLAGGED);
+    });
+  }
+
+  // What the fix must not flag: letters of other scripts, composed or decomposed accents.
+  test.each(['echo Straße', 'git commit -m "日本語のテキスト"', "echo 'привет'", 'cat café.txt', 'cat cafe\u0301.txt'])(
+    '%j is shown as it is',
+    (command) => {
+      const d = displayCommand(command);
+      expect({ text: d.text, warnings: d.warnings }).toEqual({ text: command, warnings: [] });
+    },
+  );
+});
+
+describe('kind 5: a combining mark on an ASCII letter that composes with nothing', () => {
+  for (const command of ['git push origi\u0307n main', 'rm -rf bui\u0307ld']) {
+    t(`${JSON.stringify(command)} (U+0307 on i) is not shown verbatim`, () => {
+      expect(flaggedEverywhere(command)).toEqual(FLAGGED);
+    });
+  }
+});
+
+describe('kind 5: right-to-left letters reorder the words and operators between them', () => {
+  for (const command of ['cat א > ב', 'cp -f גיבוי נתונים', 'ls אב/גד']) {
+    t(`${JSON.stringify(command)} is not shown verbatim`, () => {
+      expect(flaggedEverywhere(command)).toEqual(FLAGGED);
+    });
+  }
+});
+
+describe('kind 5: unassigned code points', () => {
+  t('an unassigned code point (U+0378) is not shown verbatim', () => {
+    expect(flaggedEverywhere('rm -rf src\u0378')).toEqual(FLAGGED);
+  });
+});
+
+const isRoot = process.getuid?.() === 0;
+const dRoot = isRoot ? describe : describe.skip;
+
+/** A repository with one commit in a new workspace, and `git` there as the person (root) on the host. */
+function personsRepo(): { ws: string; marker: string; git: (...a: string[]) => string } {
+  const ws = tempDir();
+  const git = (...a: string[]): string =>
+    execFileSync('git', ['-C', ws, '-c', 'user.name=p', '-c', 'user.email=p@example.com', ...a], { encoding: 'utf8', stdio: 'pipe' });
+  git('init', '-q', '-b', 'main');
+  fs.writeFileSync(path.join(ws, 'build.sh'), 'echo building\n');
+  git('add', 'build.sh');
+  git('commit', '-qm', 'one');
+  return { ws, marker: `${ws}-host-marker`, git };
+}
+
+/** The attacker's program at `file` (a path inside the sandbox's view): it leaves `marker` when it runs, and prints a token as fsmonitor wants. */
+const plant = (marker: string, file: string): string =>
+  `printf '#!/bin/sh\\nid -un > ${marker}\\nprintf x\\n' > ${file} && chmod +x ${file}`;
+
+/**
+ * Runs `command` in a session of `ws`, then the person's `git status` on the host: whether the
+ * command printed `planted` and whether the marker appeared. A session that refuses to start in
+ * such a workspace is a safe answer too (nothing planted).
+ */
+async function plantAndLook(
+  ws: string,
+  marker: string,
+  command: string,
+  git: (...a: string[]) => string,
+): Promise<{ planted: boolean; ranOnTheHost: boolean }> {
+  const s = await startSession({ cwd: ws, workspace: ws }).catch(() => undefined);
+  if (s === undefined) return { planted: false, ranOnTheHost: fs.existsSync(marker) };
+  const planted = (await s.run(command)).output.includes('planted');
+  git('status', '--short');
+  return { planted, ranOnTheHost: fs.existsSync(marker) };
+}
+
+dRoot("kind 6: code the person's repository names in the workspace, which the git guard leaves writable", () => {
+  t(
+    "a husky hook (`core.hooksPath = .husky/_`, files git ignores) rewritten by the session does not run in the person's `git commit`",
+    async () => {
+      const { ws, marker, git } = personsRepo();
+      // What `npx husky init` (husky 9) leaves: the config names .husky/_, whose files git ignores.
+      const underscore = path.join(ws, '.husky', '_');
+      fs.mkdirSync(underscore, { recursive: true });
+      fs.writeFileSync(path.join(underscore, '.gitignore'), '*\n');
+      fs.writeFileSync(
+        path.join(underscore, 'h'),
+        '#!/usr/bin/env sh\nn=$(basename "$0")\n[ -f ".husky/$n" ] && sh -e ".husky/$n"\nexit 0\n',
+        {
+          mode: 0o755,
+        },
+      );
+      fs.writeFileSync(path.join(underscore, 'pre-commit'), '#!/usr/bin/env sh\n. "$(dirname "$0")/h"\n', { mode: 0o755 });
+      fs.writeFileSync(path.join(ws, '.husky', 'pre-commit'), 'echo lint\n');
+      git('config', 'core.hooksPath', '.husky/_');
+      git('add', '-A');
+      git('commit', '-qm', 'husky');
+      try {
+        const s = await startSession({ cwd: ws, workspace: ws });
+        const r = await s.run(`printf '#!/bin/sh\\nid -un > ${marker}\\n' > .husky/_/h && echo planted`);
+        expect(r.output.trim()).toBe('planted');
+        // Later, on the host: nothing shows in the person's status, and their next commit runs the hooks.
+        const status = git('status', '--short');
+        git('commit', '-q', '--allow-empty', '-m', 'two');
+        expect({ status, ranOnTheHost: fs.existsSync(marker) }).toEqual({ status: '', ranOnTheHost: false });
+      } finally {
+        fs.rmSync(marker, { force: true });
+      }
+    },
+  );
+
+  t("a `.git` that is a symlink to a git dir in the workspace gets the guard's binds", async () => {
+    const { ws, marker, git } = personsRepo();
+    fs.renameSync(path.join(ws, '.git'), path.join(ws, '.gitdir'));
+    fs.symlinkSync('.gitdir', path.join(ws, '.git'));
+    fs.appendFileSync(path.join(ws, '.gitdir', 'info', 'exclude'), '/.gitdir\n');
+    try {
+      const command = `${plant(marker, '.gitdir/fsm')} && git config core.fsmonitor "$PWD/.gitdir/fsm" && echo planted`;
+      expect(await plantAndLook(ws, marker, command, git)).toEqual({ planted: false, ranOnTheHost: false });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+
+  t('a `.git/config` that is a symlink to a file in the workspace is bound read-only', async () => {
+    const { ws, marker, git } = personsRepo();
+    // A config kept in the repository, as some teams share one.
+    fs.renameSync(path.join(ws, '.git', 'config'), path.join(ws, 'repo.gitconfig'));
+    fs.symlinkSync('../repo.gitconfig', path.join(ws, '.git', 'config'));
+    git('add', 'repo.gitconfig');
+    git('commit', '-qm', 'config');
+    try {
+      const command = `${plant(marker, '.git/fsm')} && git config core.fsmonitor "$PWD/.git/fsm" && echo planted`;
+      expect(await plantAndLook(ws, marker, command, git)).toEqual({ planted: false, ranOnTheHost: false });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+
+  t('an include written with a comment after its path (`path = extra.conf ; shared`) is bound read-only', async () => {
+    const { ws, marker, git } = personsRepo();
+    fs.appendFileSync(path.join(ws, '.git', 'config'), '[include]\n\tpath = extra.conf ; shared settings\n');
+    fs.writeFileSync(path.join(ws, '.git', 'extra.conf'), '');
+    try {
+      const command = `${plant(marker, '.git/fsm')} && printf '[core]\\n\\tfsmonitor = %s\\n' "$PWD/.git/fsm" > .git/extra.conf && echo planted`;
+      expect(await plantAndLook(ws, marker, command, git)).toEqual({ planted: false, ranOnTheHost: false });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+});
