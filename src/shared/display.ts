@@ -104,6 +104,8 @@ type CharClass =
   | 'lookalike'
   | 'mixed-script'
   | 'ascii-lookalike'
+  | 'mark-on-ascii'
+  | 'right-to-left'
   | 'zero-width'
   | 'format'
   | 'separator'
@@ -114,6 +116,7 @@ type CharClass =
   | 'combining'
   | 'space'
   | 'private-use'
+  | 'unassigned'
   | 'line-feed'
   | 'tab';
 
@@ -124,6 +127,8 @@ const CLASS_ORDER: readonly CharClass[] = [
   'lookalike',
   'mixed-script',
   'ascii-lookalike',
+  'mark-on-ascii',
+  'right-to-left',
   'zero-width',
   'combining',
   'format',
@@ -134,6 +139,7 @@ const CLASS_ORDER: readonly CharClass[] = [
   'invisible',
   'space',
   'private-use',
+  'unassigned',
   'line-feed',
   'tab',
 ];
@@ -269,9 +275,13 @@ function classOf(ch: string): CharClass | null {
     return 'invisible';
   if (SPACE_SEPARATOR.test(ch)) return 'space';
   if (PRIVATE_USE.test(ch)) return 'private-use';
+  if (UNASSIGNED.test(ch)) return 'unassigned';
   if (LOOKALIKE.has(cp) || isSymbolOrPunctuation(ch)) return 'lookalike';
   return null;
 }
+
+/** A code point Unicode has not assigned (category Cn) in the runtime's Unicode data (Node 20: Unicode 15.1): no font draws it the same (adversary round 13). */
+const UNASSIGNED = /^\p{Cn}$/u;
 
 const SYMBOL_OR_PUNCTUATION = /^[\p{P}\p{S}]$/u;
 
@@ -334,6 +344,18 @@ const CLASS_WORDS: Record<CharClass, { one: string; many: string; listed: boolea
   'mixed-script': { one: 'mixed-script letter', many: 'mixed-script letters', listed: true }, // worded by warningFor
   'ascii-lookalike': { one: 'look-alike of an ASCII character', many: 'look-alikes of ASCII characters', listed: true }, // worded by warningFor
   combining: { one: 'combining mark standing alone', many: 'combining marks standing alone', listed: true },
+  'mark-on-ascii': {
+    one: 'combining mark on an ASCII letter',
+    many: 'combining marks on ASCII letters',
+    listed: true,
+    shown: 'no accented letter: a terminal may draw it as the bare letter',
+  },
+  'right-to-left': {
+    one: 'right-to-left letter',
+    many: 'right-to-left letters',
+    listed: true,
+    shown: 'with other characters between them: a terminal or page may draw them in another order',
+  },
   'zero-width': { one: 'zero-width character', many: 'zero-width characters', listed: true },
   format: { one: 'invisible format character', many: 'invisible format characters', listed: true },
   separator: { one: 'line/paragraph separator', many: 'line/paragraph separators', listed: true },
@@ -343,6 +365,7 @@ const CLASS_WORDS: Record<CharClass, { one: string; many: string; listed: boolea
   invisible: { one: 'invisible character', many: 'invisible characters', listed: true },
   space: { one: 'non-ASCII space', many: 'non-ASCII spaces', listed: true },
   'private-use': { one: 'private-use character', many: 'private-use characters', listed: true },
+  unassigned: { one: 'unassigned code point', many: 'unassigned code points', listed: true, shown: 'drawn as the font pleases' },
   'line-feed': { one: 'a line break', many: 'line breaks', listed: false, shown: '\\n' },
   tab: { one: 'a tab', many: 'tabs', listed: false, shown: '\\t' },
 };
@@ -404,6 +427,8 @@ export function displayCommand(command: string, options: DisplayOptions = {}): C
   const classes = classesOf(chars);
   markMixedScriptWords(chars, classes);
   markAsciiLookalikes(chars, classes);
+  markMarksOnAscii(chars, classes);
+  markReorderedRightToLeft(chars, classes);
   for (let i = 0; i < chars.length; i++) {
     const ch = chars[i]!;
     if (ch === ' ') {
@@ -596,15 +621,66 @@ function markAsciiLookalikes(chars: readonly string[], classes: (CharClass | nul
 }
 
 /**
- * Whether `ch` is a fullwidth form (U+FF10-FF5A: `ｏ`) or a Mathematical Alphanumeric Symbol
- * (U+1D400-1D7FF: `𝗌`, `𝟣`) of an ASCII letter or digit (its NFKC normalisation, Unicode UAX #15,
- * is that character): drawn as ASCII in most fonts whatever stands beside it (adversary round 12:
- * `rm -rf ｓｒｃ`, `sleep 𝟫𝟫𝟫𝟫`). Superscripts and letterlike symbols (`²`, `ℓ`) are drawn apart.
+ * Whether `ch` (one non-ASCII code point) is a compatibility form of ASCII letters or digits: its
+ * NFKC normalisation (Unicode UAX #15) is made of them only. Fullwidth forms (`ｏ`), Mathematical
+ * Alphanumeric Symbols (`𝗌`, `𝟣`), ligatures (`ﬁ`, `ﬆ`), Roman numerals (`ⅵ`), segmented digits
+ * (`🯹`) and superscripts (`²`) are drawn as the ASCII they stand for in most fonts, whatever stands
+ * beside them (adversary rounds 12 and 13: `rm -rf ｓｒｃ`, `cat ~/.ssh/conﬁg`, `ⅵ notes.txt`).
  */
 function isAsciiForm(ch: string): boolean {
-  const cp = ch.codePointAt(0)!;
-  if (!((cp >= 0xff10 && cp <= 0xff5a) || (cp >= 0x1d400 && cp <= 0x1d7ff))) return false;
-  return /^[0-9A-Za-z]$/.test(ch.normalize('NFKC'));
+  return ch.codePointAt(0)! >= 0x80 && /^[0-9A-Za-z]+$/.test(ch.normalize('NFKC'));
+}
+
+/**
+ * Marks `mark-on-ascii` (in place) the combining marks after an ASCII letter or digit that Unicode
+ * composition (NFC, UAX #15) does not merge into one letter: `origi\u0307n` is no accented word a
+ * person knows, and many terminals draw the dot over an `i` as the `i` itself (adversary round 13);
+ * `cafe\u0301` composes to `café` and stays as it is.
+ */
+function markMarksOnAscii(chars: readonly string[], classes: (CharClass | null)[]): void {
+  for (let i = 0; i < chars.length; i++) {
+    if (!/^[0-9A-Za-z]$/.test(chars[i]!)) continue;
+    let j = i + 1;
+    while (j < chars.length && classes[j] === null && MARK.test(chars[j]!)) j++;
+    if (j > i + 1 && /\p{M}/u.test(chars.slice(i, j).join('').normalize('NFC')))
+      for (let k = i + 1; k < j; k++) classes[k] = 'mark-on-ascii';
+    i = j - 1;
+  }
+}
+
+/** Whether `cp` lies in the blocks of the right-to-left scripts (Hebrew to Arabic Extended, the presentation forms, the SMP's RTL ranges): Unicode's Bidi_Class R and AL ranges (DerivedBidiClass.txt's defaults). */
+function isRightToLeft(cp: number): boolean {
+  return (
+    (cp >= 0x0590 && cp <= 0x08ff) ||
+    (cp >= 0xfb1d && cp <= 0xfdff) ||
+    (cp >= 0xfe70 && cp <= 0xfeff) ||
+    (cp >= 0x10800 && cp <= 0x10fff) ||
+    (cp >= 0x1e800 && cp <= 0x1efff)
+  );
+}
+
+const LETTER = /^\p{L}$/u;
+
+/**
+ * Marks `right-to-left` (in place) every right-to-left character shown as itself when two of them
+ * stand with other characters between them but no left-to-right letter: the Unicode bidirectional
+ * algorithm (UAX #9, rule N1) then draws the whole stretch right to left, so `cat א > ב` reads
+ * `cat ב < א` and the words of `cp -f גיבוי נתונים` trade places (adversary round 13). A single
+ * right-to-left word (`grep -r مرحبا .`) is drawn where it stands and stays as it is.
+ */
+function markReorderedRightToLeft(chars: readonly string[], classes: (CharClass | null)[]): void {
+  let last = -1; // the last right-to-left character, while no left-to-right letter came after it
+  let reordered = false;
+  for (let i = 0; i < chars.length && !reordered; i++) {
+    const cp = chars[i]!.codePointAt(0)!;
+    if (isRightToLeft(cp)) {
+      if (last >= 0 && last < i - 1) reordered = true;
+      last = i;
+    } else if (LETTER.test(chars[i]!)) last = -1;
+  }
+  if (reordered)
+    for (let k = 0; k < chars.length; k++)
+      if (classes[k] === null && isRightToLeft(chars[k]!.codePointAt(0)!)) classes[k] = 'right-to-left';
 }
 
 /** The escaped display of a command, one token per escape, character or run (never split by a cut). */

@@ -5,6 +5,13 @@
  * OPEN skips them while a fix is missing. Run un-skipped once, all 20 failed (and the 5
  * must-not-flag tests passed).
  *
+ * FIXED, kind 5 (its 16 tests run): display.ts flags every non-ASCII code point whose NFKC form is
+ * made only of ASCII letters and digits (`isAsciiForm`, superscripts included), a combining mark
+ * on an ASCII letter that NFC does not compose (`markMarksOnAscii`), every right-to-left letter of
+ * a command where two of them stand with other characters but no left-to-right letter between
+ * (`markReorderedRightToLeft`; a lone Hebrew or Arabic word stays as it is), and unassigned code
+ * points (`\p{Cn}`). Kind 6 (git-guard) stays OPEN.
+ *
  * Kind 5 (what the human reads is not what runs), letters whose compatibility form is ASCII:
  * `isAsciiForm` flags only two blocks (fullwidth, Mathematical Alphanumeric) and only forms of ONE
  * ASCII character. Shown verbatim with no warning, in the approval prompt, the UI's summary and
@@ -131,7 +138,7 @@ describe('kind 5: letters and digits whose compatibility form is ASCII, outside 
     ['sleep 𜳹𜳹𜳹', 'U+1CCF9 OUTLINED DIGIT NINE'],
   ];
   for (const [command, what] of commands) {
-    t(`${JSON.stringify(command)} (${what}) is not shown verbatim`, () => {
+    test(`${JSON.stringify(command)} (${what}) is not shown verbatim`, () => {
       expect(flaggedEverywhere(command)).toEqual(FLAGGED);
     });
   }
@@ -148,7 +155,7 @@ describe('kind 5: letters and digits whose compatibility form is ASCII, outside 
 
 describe('kind 5: a combining mark on an ASCII letter that composes with nothing', () => {
   for (const command of ['git push origi\u0307n main', 'rm -rf bui\u0307ld']) {
-    t(`${JSON.stringify(command)} (U+0307 on i) is not shown verbatim`, () => {
+    test(`${JSON.stringify(command)} (U+0307 on i) is not shown verbatim`, () => {
       expect(flaggedEverywhere(command)).toEqual(FLAGGED);
     });
   }
@@ -156,14 +163,14 @@ describe('kind 5: a combining mark on an ASCII letter that composes with nothing
 
 describe('kind 5: right-to-left letters reorder the words and operators between them', () => {
   for (const command of ['cat א > ב', 'cp -f גיבוי נתונים', 'ls אב/גד']) {
-    t(`${JSON.stringify(command)} is not shown verbatim`, () => {
+    test(`${JSON.stringify(command)} is not shown verbatim`, () => {
       expect(flaggedEverywhere(command)).toEqual(FLAGGED);
     });
   }
 });
 
 describe('kind 5: unassigned code points', () => {
-  t('an unassigned code point (U+0378) is not shown verbatim', () => {
+  test('an unassigned code point (U+0378) is not shown verbatim', () => {
     expect(flaggedEverywhere('rm -rf src\u0378')).toEqual(FLAGGED);
   });
 });
