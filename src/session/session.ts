@@ -428,7 +428,7 @@ export class BashSession {
       limits: this.limits,
       sandbox,
       launcher: this.options.exactLauncher,
-      cgroup: this.shell?.guard.cgroup?.dir,
+      cgroups: this.shell?.guard.joinFiles() ?? [],
     });
     const collector = new OutputCollector(this.options.maxOutputBytes);
     const timeoutMs = Math.min(options.timeoutMs ?? this.options.timeoutMs, MAX_TIMER_MS);
