@@ -690,6 +690,51 @@ describe('kind 6: the machine-wide pool of TCP buffer memory', () => {
   });
 });
 
+describe('kind 6: the machine-wide pool of UDP buffer memory', () => {
+  /*
+   * Aimed at the TCP fix (a memory cgroup's socket limit, guard.ts SESSION_SOCKET_BYTES): the same
+   * pool's other half, `net.ipv4.udp_mem`. 400 UDP sockets on the sandbox's loopback that never
+   * read, each sent datagrams until its receive buffer is full (about 200 KiB each by the default
+   * `rmem_default`, 80 MiB in all); the host reads the machine-wide count ("UDP: mem", pages).
+   * Held by the same cgroup (v1 charges every socket's buffers to `memory.kmem.tcp`): measured
+   * 20,415 pages (80 MiB) without it, 7,936 (31 MiB) with it.
+   */
+  const RECEIVERS = 400;
+  test("a session's job cannot raise the machine's UDP memory by more than 64 MiB", async () => {
+    const ws = tempDir();
+    fs.writeFileSync(
+      path.join(ws, 'hold.py'),
+      [
+        'import socket, sys, time',
+        'out = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); out.setblocking(False)',
+        'keep, chunk = [], b"x" * 1400',
+        'try:',
+        `    for i in range(${RECEIVERS}):`,
+        '        r = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); r.bind(("127.0.0.1", 0)); keep.append(r)',
+        '        for j in range(200):',
+        '            try: out.sendto(chunk, r.getsockname())',
+        '            except BlockingIOError: time.sleep(0.001)',
+        'except OSError as e: print(e, file=sys.stderr)',
+        'open(sys.argv[1], "w").write(str(len(keep)))',
+        'time.sleep(5)',
+        '',
+      ].join('\n'),
+    );
+    const hostMem = (): number => Number(/UDP:.* mem (\d+)/.exec(fs.readFileSync('/proc/net/sockstat', 'utf8'))![1]);
+    const before = hostMem();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    await s.run('ulimit -n 1024; (python3 hold.py held >/dev/null 2>hold.err &)');
+    const held = path.join(ws, 'held');
+    const until = Date.now() + 30_000;
+    while (!fs.existsSync(held) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 200));
+    const during = hostMem();
+    await s.close();
+    expect(Number(fs.readFileSync(held, 'utf8'))).toBe(RECEIVERS);
+    expect(during - before).toBeLessThan(16_384);
+  });
+});
+
 describe('kind 6: the machine-wide budget of JIT-compiled BPF programs', () => {
   /*
    * Every classic BPF socket filter (setsockopt SO_ATTACH_FILTER) and every seccomp filter is

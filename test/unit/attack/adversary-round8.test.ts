@@ -279,6 +279,45 @@ describe("adversary round 8, kind 6: the owner's per-user kernel limits", () => 
   });
 });
 
+describe("kind 6: getting past the session's own user namespace", () => {
+  // Aimed at the fix (src/session/userns.ts): bash runs as the owner in a user namespace of its own
+  // whose maxima are a quarter of the host's. The job tries to raise them (as itself, and after
+  // `unshare -U` or a setns into the namespace of the sandbox's pid 1, bwrap's reaper, which is the
+  // host's), then takes what it can; it must get no more than the quarter, and the namespace must
+  // not change what bash is or how files read (every id maps to itself).
+  test("a job cannot raise or leave its namespace to take more of its owner's inotify instances", async () => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    const owner = 49_000 + Math.floor(Math.random() * 1000);
+    const ws = tempDir();
+    fs.copyFileSync(path.join(__dirname, 'fixtures', 'inotify-hog.py'), path.join(ws, 'hog.py'));
+    fs.chownSync(ws, owner, owner);
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const escape = [
+      'import os',
+      'for p in ("/proc/sys/user/max_inotify_instances", "/proc/sys/fs/inotify/max_user_instances"):',
+      '    try: open(p, "w").write("100000"); print("raised", p)',
+      '    except OSError as e: print("refused", p, e.errno)',
+      'try: fd = os.open("/proc/1/ns/user", os.O_RDONLY); os.setns(fd, 0); print("left")',
+      'except OSError as e: print("refused setns", e.errno)',
+      'import ctypes; libc = ctypes.CDLL(None, use_errno=True)',
+      'print("unshared" if libc.unshare(0x10000000) == 0 else f"refused unshare {ctypes.get_errno()}")',
+    ].join('\n');
+    fs.writeFileSync(path.join(ws, 'escape.py'), escape);
+    const r = await s.run(
+      'python3 escape.py; unshare -U python3 hog.py 0; python3 hog.py 0; id -u; stat -c %U:%G /etc/passwd; cat /proc/self/uid_map',
+    );
+    expect(r.output).not.toMatch(/^(raised|left|unshared)/m);
+    expect(r.output).toContain('refused setns');
+    expect(r.output).toContain('refused unshare');
+    const held = [...r.output.matchAll(/^held (\d+)/gm)].map((m) => Number(m[1]));
+    const quarter = Math.floor(Number(fs.readFileSync('/proc/sys/fs/inotify/max_user_instances', 'utf8')) / 4);
+    expect(held).toHaveLength(1); // unshare -U refused (seccomp), so one hog ran
+    expect(held[0]).toBeLessThanOrEqual(quarter);
+    expect(r.output).toContain(`${owner}\nroot:root\n`);
+    expect(r.output).toMatch(/^\s+0\s+0\s+4294967295$/m);
+  });
+});
+
 describe('adversary round 8, kind 5: look-alikes the table does not know', () => {
   // Each character is drawn as the shell character beside it (quotation mark ornaments,
   // CJK double prime quotation marks, guillemets, a box-drawing diagonal, a bracket extension bar); none is
