@@ -28,6 +28,10 @@
  * {@link SANDBOX_PTY_MAX} ptys ({@link DEVPTS_SCRIPT}): bwrap's has no bound, and every instance
  * draws from one pool for the whole machine.
  *
+ * As root, the session's bash also runs in a user namespace of its own ({@link SandboxOptions.userns},
+ * userns.ts), entered after the devpts step and before setpriv, so that the kernel's per-user counts
+ * (inotify, fanotify) are charged there; its other namespaces stay the host user namespace's.
+ *
  * Mode `none`: no namespaces; bash sees the machine as its user may.
  */
 import { execFileSync } from 'node:child_process';
