@@ -583,6 +583,7 @@ export class BashSession {
       shellPid: shell.pid,
       shellStart: processStartTime(shell.pid) ?? '',
       ...(shell.guard.cgroup ? { cgroup: shell.guard.cgroup.dir } : {}),
+      ...(shell.guard.socketCgroup ? { socketCgroup: shell.guard.socketCgroup } : {}),
       ...(this.identity ? { uid: this.identity.uid } : {}),
     });
   }
