@@ -72,16 +72,17 @@ export function checkExactRun(argv: readonly string[], paths: readonly string[],
 
 /**
  * How to spawn the program `file` with `argv`'s arguments in `cwd`: under the shell's own limits
- * (ulimit values, OOM score) and in its pids cgroup (`cgroup`, the directory), so an auto-approved
- * program is as bounded as any command and a runaway is this command's failure; in the same sandbox
- * and identity as the shell (a fresh bwrap, the session user), unless `launcher` wraps it itself.
+ * (ulimit values, OOM score) and in its cgroups (`cgroups`: the `cgroup.procs` files of its pids
+ * cgroup and of its socket-memory cgroup, guard.ts `joinFiles`), so an auto-approved program is as
+ * bounded as any command and a runaway is this command's failure; in the same sandbox and identity
+ * as the shell (a fresh bwrap, the session user), unless `launcher` wraps it itself.
  * @throws ExactRefusedError when the limits cannot be applied to it
  */
 export function exactLaunch(
   file: string,
   argv: readonly string[],
   cwd: string,
-  how: { limits: ResolvedLimits; sandbox: SandboxOptions; launcher: ExactLauncher | undefined; cgroup: string | undefined },
+  how: { limits: ResolvedLimits; sandbox: SandboxOptions; launcher: ExactLauncher | undefined; cgroups: readonly string[] },
 ): Launch {
   let limited: string[];
   try {
@@ -90,15 +91,16 @@ export function exactLaunch(
     throw new ExactRefusedError((err as Error).message);
   }
   const launch: Launch = how.launcher ? how.launcher(limited[0]!, limited.slice(1), cwd) : sandboxedSpawnArgs(how.sandbox, limited, cwd);
-  if (!how.cgroup) return launch;
+  if (how.cgroups.length === 0) return launch;
   // Joins before anything is exec'd (so before any fork), as the worker's user, then becomes the launch.
   return {
     file: '/bin/sh',
     args: [
       '-c',
-      'echo $$ >"$1" || exit 126; shift; exec "$@"',
+      'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ >"$1" || exit 126; shift; n=$((n - 1)); done; exec "$@"',
       'agent-jobs-exact',
-      path.join(how.cgroup, 'cgroup.procs'),
+      String(how.cgroups.length),
+      ...how.cgroups,
       launch.file,
       ...launch.args,
     ],

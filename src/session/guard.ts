@@ -159,6 +159,73 @@ function createPidsCgroup(name: string, maxProcesses: number): PidsCgroup | unde
   }
 }
 
+/**
+ * Most bytes of socket buffers the processes of one shell hold at once: 32 MiB (cgroup v1
+ * `memory.kmem.tcp.limit_in_bytes` of a memory cgroup of the shell's own). Every namespace draws TCP
+ * (and UDP) buffer memory from one pool for the whole machine, `net.ipv4.tcp_mem` (575,814 pages,
+ * about 2.2 GiB, on a 24 GiB machine), which neither `ulimit -v` nor the OOM killer counts: a job
+ * holding connections to itself that nobody reads took about 4 MiB each, and 580 of them the whole
+ * pool, where the kernel holds every socket of the machine to its minimum and drops what does not
+ * fit. Past this bound the shell's sockets are under memory pressure (smaller windows, a sender
+ * waits, a datagram is dropped) as on a machine whose pool is spent, and the rest of the machine is
+ * not. 32 MiB is several fast downloads' worth of windows at once. Attack test:
+ * test/unit/attack/adversary-round11.test.ts (kind 6, TCP memory).
+ */
+export const SESSION_SOCKET_BYTES = 32 * 1024 * 1024;
+
+/** Our own cgroup in the cgroup v1 `memory` hierarchy, where a socket-memory cgroup could be made; undefined on v2 or without one. */
+function findMemoryV1Parent(): string | undefined {
+  let lines: string[];
+  try {
+    lines = fs.readFileSync('/proc/self/cgroup', 'utf8').trim().split('\n');
+  } catch {
+    return undefined;
+  }
+  for (const line of lines) {
+    const [, , controllers, cgPath] = /^(\d+):([^:]*):(.*)$/.exec(line) ?? [];
+    if (cgPath === undefined || controllers === undefined || !controllers.split(',').includes('memory')) continue;
+    const mount = readMounts().find((m) => m.fsType === 'cgroup' && m.superOptions.includes('memory'));
+    if (mount) return ownCgroupDir(mount, cgPath);
+  }
+  return undefined;
+}
+
+/**
+ * Creates a cgroup v1 memory cgroup named `name` whose sockets may hold {@link SESSION_SOCKET_BYTES}
+ * (the kernel charges a socket to the memory cgroup of the process that made it, from the first
+ * limit written on). Only the socket memory is limited: the rest of the session's memory stays as
+ * the ulimits and the OOM score bound it. Undefined where there is no writable v1 memory hierarchy
+ * (cgroup v2 charges socket buffers to `memory.current` and bounds them by the `memory.max` of the
+ * worker's own cgroup only; docs/security.md). Throws nothing.
+ */
+function createSocketCgroup(name: string): string | undefined {
+  const parent = findMemoryV1Parent();
+  if (!parent) return undefined;
+  const dir = path.join(parent, name);
+  try {
+    fs.mkdirSync(dir);
+  } catch {
+    return undefined;
+  }
+  try {
+    fs.writeFileSync(path.join(dir, 'memory.kmem.tcp.limit_in_bytes'), String(SESSION_SOCKET_BYTES));
+    return dir;
+  } catch {
+    removeDir(dir);
+    return undefined;
+  }
+}
+
+/** Removes an empty cgroup directory, if any. Throws nothing. */
+function removeDir(dir: string | undefined): void {
+  if (!dir) return;
+  try {
+    fs.rmdirSync(dir);
+  } catch {
+    /* leave it */
+  }
+}
+
 function readLimitHits(cg: PidsCgroup): number {
   try {
     const m = /^max (\d+)/m.exec(fs.readFileSync(path.join(cg.dir, 'pids.events'), 'utf8'));
@@ -178,6 +245,11 @@ export class ProcessGuard {
   /** The per-shell cgroup, for kind `cgroup`. */
   readonly cgroup: PidsCgroup | undefined;
   readonly maxProcesses: number;
+  /**
+   * The shell's memory cgroup (v1) bounding its sockets' buffers to {@link SESSION_SOCKET_BYTES}, or
+   * undefined where none can be made. Whatever the guard's kind: it counts bytes, not processes.
+   */
+  readonly socketCgroup: string | undefined;
   /** Pid of the shell (session leader) once adopted. */
   private leader = 0;
   private hitsAtStart = 0;
@@ -189,10 +261,12 @@ export class ProcessGuard {
     cgroup: PidsCgroup | undefined,
     maxProcesses: number,
     private readonly watchdog: Watchdog,
+    socketCgroup: string | undefined,
   ) {
     this.kind = kind;
     this.cgroup = cgroup;
     this.maxProcesses = maxProcesses;
+    this.socketCgroup = socketCgroup;
   }
 
   /**
@@ -202,16 +276,20 @@ export class ProcessGuard {
    * can be created.
    */
   static create(mode: ProcessGuardMode, maxProcesses: number, name: string, watchdog: Watchdog): ProcessGuard {
-    if (mode === 'none') return new ProcessGuard('none', undefined, maxProcesses, watchdog);
+    const dirName = `agent-jobs-${name.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 80)}`;
+    const sockets = createSocketCgroup(dirName);
+    if (mode === 'none') return new ProcessGuard('none', undefined, maxProcesses, watchdog, sockets);
     if (mode === 'auto' || mode === 'cgroup') {
-      const cg = createPidsCgroup(`agent-jobs-${name.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 80)}`, maxProcesses);
-      if (cg) return new ProcessGuard('cgroup', cg, maxProcesses, watchdog);
-      if (mode === 'cgroup')
+      const cg = createPidsCgroup(dirName, maxProcesses);
+      if (cg) return new ProcessGuard('cgroup', cg, maxProcesses, watchdog, sockets);
+      if (mode === 'cgroup') {
+        removeDir(sockets);
         throw new CgroupUnavailableError(
           'no writable pids cgroup (cgroup v1 pids hierarchy, or v2 with the pids controller delegated) is available',
         );
+      }
     }
-    return new ProcessGuard('watchdog', undefined, maxProcesses, watchdog);
+    return new ProcessGuard('watchdog', undefined, maxProcesses, watchdog, sockets);
   }
 
   /**
@@ -223,6 +301,8 @@ export class ProcessGuard {
   adopt(pid: number, onExceeded: () => void): void {
     this.leader = pid;
     this.onExceeded = onExceeded;
+    // Before it has run anything, so every socket of the session is charged to it.
+    if (this.socketCgroup) fs.writeFileSync(path.join(this.socketCgroup, 'cgroup.procs'), String(pid));
     if (this.cgroup) {
       fs.writeFileSync(path.join(this.cgroup.dir, 'cgroup.procs'), String(pid));
       this.hitsAtStart = readLimitHits(this.cgroup);
@@ -236,12 +316,19 @@ export class ProcessGuard {
    * Best effort: a process that is gone is skipped.
    */
   include(pid: number): void {
-    if (!this.cgroup) return;
-    try {
-      fs.writeFileSync(path.join(this.cgroup.dir, 'cgroup.procs'), String(pid));
-    } catch {
-      /* exited meanwhile */
+    for (const dir of [this.socketCgroup, this.cgroup?.dir]) {
+      if (!dir) continue;
+      try {
+        fs.writeFileSync(path.join(dir, 'cgroup.procs'), String(pid));
+      } catch {
+        /* exited meanwhile */
+      }
     }
+  }
+
+  /** The `cgroup.procs` files a process of this shell started apart from it (an exact run) joins, before it runs anything. */
+  joinFiles(): string[] {
+    return [this.socketCgroup, this.cgroup?.dir].filter((d): d is string => d !== undefined).map((d) => path.join(d, 'cgroup.procs'));
   }
 
   /** Pids in the cgroup (empty for other kinds). */
@@ -311,15 +398,17 @@ export class ProcessGuard {
   /** Stops watching and removes the cgroup (retrying while its last processes exit). */
   async dispose(): Promise<void> {
     this.watchdog.unwatch(this);
-    if (!this.cgroup) return;
-    for (let attempt = 0; attempt < 50; attempt++) {
-      try {
-        fs.rmdirSync(this.cgroup.dir);
-        return;
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        if (code === 'ENOENT') return;
-        await sleep(20);
+    for (const dir of [this.cgroup?.dir, this.socketCgroup]) {
+      if (!dir) continue;
+      for (let attempt = 0; attempt < 50; attempt++) {
+        try {
+          fs.rmdirSync(dir);
+          break;
+        } catch (err) {
+          const code = (err as NodeJS.ErrnoException).code;
+          if (code === 'ENOENT') break;
+          await sleep(20);
+        }
       }
     }
   }

@@ -264,7 +264,11 @@ async function startSlirp(pid: number): Promise<ChildProcess> {
       '--enable-seccomp',
       '--ready-fd=3',
       '--exit-fd=4',
-      String(pid),
+      // By path, so it joins the network namespace only: given a pid it would also join that
+      // process's user namespace (bash's own as root, userns.ts), where it has no right to the
+      // network namespace, which is the host user namespace's.
+      '--netns-type=path',
+      `/proc/${pid}/ns/net`,
       'tap0',
     ],
     { env: MINIMAL_ENV, stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'] },

@@ -47,6 +47,8 @@ export interface OwnerRecord {
   shellStart: string;
   /** Its pids cgroup directory, if any. */
   cgroup?: string;
+  /** Its socket-memory cgroup directory (guard.ts `socketCgroup`), if any: removed with the pids cgroup. */
+  socketCgroup?: string;
   /** The user id bash runs as (the worker's own when absent). */
   uid?: number;
 }
@@ -125,11 +127,12 @@ export async function reapOrphanedSessions(tmpDir: string = os.tmpdir()): Promis
       signalPid(pid, 'SIGKILL');
       result.killed++;
     }
-    if (owner.cgroup) {
+    for (const cgroup of [owner.cgroup, owner.socketCgroup]) {
+      if (!cgroup) continue;
       // The killed processes leave the cgroup as they exit: retry for up to 2 s.
       for (let attempt = 0; attempt < 100; attempt++) {
         try {
-          fs.rmdirSync(owner.cgroup);
+          fs.rmdirSync(cgroup);
           break;
         } catch (err) {
           if ((err as NodeJS.ErrnoException).code === 'ENOENT') break;

@@ -28,13 +28,17 @@
  * {@link SANDBOX_PTY_MAX} ptys ({@link DEVPTS_SCRIPT}): bwrap's has no bound, and every instance
  * draws from one pool for the whole machine.
  *
+ * As root, the session's bash also runs in a user namespace of its own ({@link SandboxOptions.userns},
+ * userns.ts), entered after the devpts step and before setpriv, so that the kernel's per-user counts
+ * (inotify, fanotify) are charged there; its other namespaces stay the host user namespace's.
+ *
  * Mode `none`: no namespaces; bash sees the machine as its user may.
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { SessionStartError } from './errors';
-import { closingLaunch, PASSED_FD_BASE, type Launch } from './fds';
+import { closingLaunch, PASSED_FD_BASE, type Launch, type PassedFd } from './fds';
 import { MINIMAL_ENV, type SessionIdentity } from './identity';
 import type { PinnedDir } from './pins';
 
@@ -94,6 +98,14 @@ export interface SandboxOptions {
    * unset (an architecture without a filter).
    */
   seccompFilter?: string;
+  /**
+   * A user namespace of the session's own for the process (userns.ts), entered with `nsenter` (at
+   * {@link nsenter}) after the sandbox's mounts and before setpriv switches identity. Only with an
+   * identity and mode `bwrap`. @default none: the host's user namespace
+   */
+  userns?: PassedFd;
+  /** Absolute path of nsenter, for {@link userns}. */
+  nsenter?: string;
   /** A resolv.conf naming slirp4netns's DNS forwarder, bound at /etc/resolv.conf when `network` is set (network.ts). */
   resolvConf?: string;
 }
@@ -473,7 +485,13 @@ export function launchArgs(o: SandboxOptions, argv: string[], chdir?: string): L
     // The launch closes every descriptor the worker holds without close-on-exec (fds.ts), and opens the
     // seccomp program as fd 3 for bwrap (same pid), so every spawn site gets both without passing descriptors itself.
     // The pinned directories reach bwrap as fds 4, 5, … (the spawn passes them: fds.ts launchStdio).
-    const pass = o.pinned ?? [];
+    const pass: PassedFd[] = [...(o.pinned ?? [])];
+    if (o.identity && o.userns && o.nsenter) {
+      // Entered by its descriptor (the host's /proc is not the sandbox's), which is then closed: bash never holds it.
+      const n = PASSED_FD_BASE + pass.length;
+      pass.push(o.userns);
+      inner = [o.nsenter, `--user=/proc/self/fd/${n}`, '--', '/bin/sh', '-c', `exec ${n}<&-; exec "$@"`, 'agent-jobs-userns', ...inner];
+    }
     // With an identity (root, no user namespace), bounded ptys: see DEVPTS_SCRIPT; setpriv's identity args drop the capability.
     if (o.identity) inner = ['/bin/sh', '-p', '-c', DEVPTS_SCRIPT, 'agent-jobs-devpts', DEVPTS_OPTIONS, ...inner];
     const caps = o.identity ? ['--cap-add', 'CAP_SYS_ADMIN'] : [];

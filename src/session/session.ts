@@ -428,7 +428,7 @@ export class BashSession {
       limits: this.limits,
       sandbox,
       launcher: this.options.exactLauncher,
-      cgroup: this.shell?.guard.cgroup?.dir,
+      cgroups: this.shell?.guard.joinFiles() ?? [],
     });
     const collector = new OutputCollector(this.options.maxOutputBytes);
     const timeoutMs = Math.min(options.timeoutMs ?? this.options.timeoutMs, MAX_TIMER_MS);
@@ -583,6 +583,7 @@ export class BashSession {
       shellPid: shell.pid,
       shellStart: processStartTime(shell.pid) ?? '',
       ...(shell.guard.cgroup ? { cgroup: shell.guard.cgroup.dir } : {}),
+      ...(shell.guard.socketCgroup ? { socketCgroup: shell.guard.socketCgroup } : {}),
       ...(this.identity ? { uid: this.identity.uid } : {}),
     });
   }

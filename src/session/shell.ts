@@ -7,6 +7,7 @@
  * limits, and killed with everything it started. A session restart replaces
  * the whole ShellProcess.
  */
+import { createSessionUserns, findNsenter, type SessionUserns } from './userns';
 import { execFileSync, spawn, type ChildProcess, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -237,19 +238,47 @@ function createGuard(o: ShellStartOptions): ProcessGuard {
 }
 
 /**
+ * The user namespace of the session's own that bash runs in (userns.ts): as root, with an identity
+ * and mode `bwrap`, where nsenter and setpriv are installed; undefined elsewhere, or when it cannot
+ * be made (bash then runs in the host's user namespace, as before it existed).
+ */
+async function shellUserns(sandbox: Omit<SandboxOptions, 'setpriv'>, setpriv: string | null): Promise<SessionUserns | undefined> {
+  if (sandbox.mode !== 'bwrap' || !sandbox.identity || !setpriv || process.getuid?.() !== 0 || !findNsenter()) return undefined;
+  try {
+    return await createSessionUserns(sandbox.identity, setpriv);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * Spawns bash (in its sandbox, through setpriv) detached, and waits until it is spawned.
  * @throws SessionStartError when it cannot be (the guard is disposed first)
  */
 async function spawnShell(o: ShellStartOptions, guard: ProcessGuard): Promise<ChildProcessWithoutNullStreams> {
+  let userns: SessionUserns | undefined;
   try {
-    const sandbox: SandboxOptions = { ...(o.sandbox ?? NO_SANDBOX), setpriv: o.setpriv, sealShell: true };
+    const base = o.sandbox ?? NO_SANDBOX;
+    userns = await shellUserns(base, o.setpriv);
+    const sandbox: SandboxOptions = {
+      ...base,
+      setpriv: o.setpriv,
+      sealShell: true,
+      ...(userns ? { userns, nsenter: findNsenter()! } : {}),
+    };
     const launch = launchArgs(sandbox, [o.bashPath, '--noprofile', '--norc']);
-    const child = spawn(launch.file, launch.args, {
-      cwd: o.cwd,
-      env: o.env,
-      detached: true,
-      stdio: launchStdio(launch, ['pipe', 'pipe', 'pipe']),
-    }) as ChildProcessWithoutNullStreams;
+    let child: ChildProcessWithoutNullStreams;
+    try {
+      child = spawn(launch.file, launch.args, {
+        cwd: o.cwd,
+        env: o.env,
+        detached: true,
+        stdio: launchStdio(launch, ['pipe', 'pipe', 'pipe']),
+      }) as ChildProcessWithoutNullStreams;
+    } finally {
+      // The spawn has dup'ed it; the sandbox's processes keep the namespace.
+      userns?.close();
+    }
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve);
       child.once('error', reject);

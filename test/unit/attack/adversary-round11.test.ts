@@ -97,6 +97,12 @@
  * memory cgroup for the session (cgroup v2 charges socket buffers to it) whose `memory.max` is far
  * below `tcp_mem[1]`, or per-namespace maxima for the session's sockets (`net.ipv4.tcp_rmem`,
  * `tcp_wmem`) together with a bound on their number.
+ * Fixed (its test runs; src/session/guard.ts `SESSION_SOCKET_BYTES`): each shell gets a cgroup v1
+ * memory cgroup whose `memory.kmem.tcp.limit_in_bytes` is 32 MiB (bash, its jobs and exact runs join
+ * it before they run anything); a charge the cgroup refuses is taken back from the machine's pool
+ * too. Measured with the test's 32 connections: the machine's count rose by 31,087 pages (121 MiB)
+ * before, 8,285 (32.4 MiB) after. On cgroup v2 (no such cgroup made) the bound is the worker's own
+ * cgroup's `memory.max` (docs/security.md).
  *
  * Kind 6, BPF JIT memory: a classic BPF socket filter (setsockopt `SO_ATTACH_FILTER` on a UDP
  * socket, allowed by the session's seccomp filter) or a seccomp filter (`PR_SET_NO_NEW_PRIVS` works
@@ -648,7 +654,7 @@ describe('kind 6: the machine-wide pool of TCP buffer memory', () => {
    */
   const CONNECTIONS = 32;
   const LIMIT_PAGES = 16_384; // 64 MiB; the whole pool's hard limit is net.ipv4.tcp_mem[2]
-  t("a session's job cannot raise the machine's TCP memory by more than 64 MiB", async () => {
+  test("a session's job cannot raise the machine's TCP memory by more than 64 MiB", async () => {
     const ws = tempDir();
     fs.writeFileSync(
       path.join(ws, 'hold.py'),
@@ -681,6 +687,51 @@ describe('kind 6: the machine-wide pool of TCP buffer memory', () => {
     await s.close();
     expect(Number(fs.readFileSync(held, 'utf8'))).toBeGreaterThan(0);
     expect(during - before).toBeLessThan(LIMIT_PAGES);
+  });
+});
+
+describe('kind 6: the machine-wide pool of UDP buffer memory', () => {
+  /*
+   * Aimed at the TCP fix (a memory cgroup's socket limit, guard.ts SESSION_SOCKET_BYTES): the same
+   * pool's other half, `net.ipv4.udp_mem`. 400 UDP sockets on the sandbox's loopback that never
+   * read, each sent datagrams until its receive buffer is full (about 200 KiB each by the default
+   * `rmem_default`, 80 MiB in all); the host reads the machine-wide count ("UDP: mem", pages).
+   * Held by the same cgroup (v1 charges every socket's buffers to `memory.kmem.tcp`): measured
+   * 20,415 pages (80 MiB) without it, 7,936 (31 MiB) with it.
+   */
+  const RECEIVERS = 400;
+  test("a session's job cannot raise the machine's UDP memory by more than 64 MiB", async () => {
+    const ws = tempDir();
+    fs.writeFileSync(
+      path.join(ws, 'hold.py'),
+      [
+        'import socket, sys, time',
+        'out = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); out.setblocking(False)',
+        'keep, chunk = [], b"x" * 1400',
+        'try:',
+        `    for i in range(${RECEIVERS}):`,
+        '        r = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); r.bind(("127.0.0.1", 0)); keep.append(r)',
+        '        for j in range(200):',
+        '            try: out.sendto(chunk, r.getsockname())',
+        '            except BlockingIOError: time.sleep(0.001)',
+        'except OSError as e: print(e, file=sys.stderr)',
+        'open(sys.argv[1], "w").write(str(len(keep)))',
+        'time.sleep(5)',
+        '',
+      ].join('\n'),
+    );
+    const hostMem = (): number => Number(/UDP:.* mem (\d+)/.exec(fs.readFileSync('/proc/net/sockstat', 'utf8'))![1]);
+    const before = hostMem();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    await s.run('ulimit -n 1024; (python3 hold.py held >/dev/null 2>hold.err &)');
+    const held = path.join(ws, 'held');
+    const until = Date.now() + 30_000;
+    while (!fs.existsSync(held) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 200));
+    const during = hostMem();
+    await s.close();
+    expect(Number(fs.readFileSync(held, 'utf8'))).toBe(RECEIVERS);
+    expect(during - before).toBeLessThan(16_384);
   });
 });
 

@@ -96,7 +96,8 @@ test('slirp4netns goes with the session', async () => {
       .filter((d: string) => /^\d+$/.test(d))
       .filter((d: string) => {
         try {
-          return fs.readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0').includes(String(pid));
+          // slirp4netns is given the namespace by path (network.ts startSlirp).
+          return fs.readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0').includes(`/proc/${pid}/ns/net`);
         } catch {
           return false;
         }

@@ -95,6 +95,10 @@ test('a killed worker takes its bash and every process it started with it; the n
   expect(await waitGone({ sid: info.pid })).toEqual([]);
   expect(fs.readdirSync(sessionsDir)).toEqual([]);
   expect(fs.readdirSync('/sys/fs/cgroup/pids').filter((d) => d.includes(info.id))).toEqual([]);
+  // and its socket-memory cgroup (cgroup v1 memory hierarchy, below our own: guard.ts socketCgroup)
+  const memory = /^\d+:memory:(.*)$/m.exec(fs.readFileSync('/proc/self/cgroup', 'utf8'))?.[1];
+  const memoryDir = memory === undefined ? undefined : path.join('/sys/fs/cgroup/memory', memory);
+  if (memoryDir && fs.existsSync(memoryDir)) expect(fs.readdirSync(memoryDir).filter((d) => d.includes(info.id))).toEqual([]);
   // a live worker's sessions are left alone
   expect(await reapOrphanedSessions(sessionsDir)).toEqual({ sessions: [], killed: 0 });
 });
