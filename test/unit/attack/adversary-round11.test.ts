@@ -239,7 +239,7 @@ describe("kind 3: the person's git, later, on the host, through parts of .git th
     }
   });
 
-  t("a `refs/replace/<commit>` of the session does not make the person's git show other content than what their push sends", async () => {
+  test("a `refs/replace/<commit>` of the session does not make the person's git show other content than what their push sends", async () => {
     const { ws, git } = personsRepo();
     const remote = tempDir('aj-remote-');
     execFileSync('git', ['init', '-q', '--bare', remote]);
@@ -258,13 +258,17 @@ describe("kind 3: the person's git, later, on the host, through parts of .git th
         'echo planted',
       ].join(' && '),
     );
-    expect(r.output).toBe('planted\n');
+    // The worker's audit after the command moved the replace ref away, and said so.
+    expect(r.output.split('\n')[0]).toBe('planted');
+    expect(r.output).toMatch(/moved to \.git\/agent-jobs-quarantine.*refs\/replace\/[0-9a-f]{40} \(a replace ref/);
     // The person, on the host: a clean working tree, and the commit's file as git shows it.
     const status = git('status', '--short');
     const shown = git('show', 'HEAD:build.sh');
     git('push', '-q', 'origin', 'main');
     const pushed = execFileSync('git', ['-C', remote, '--no-replace-objects', 'show', 'main:build.sh'], { encoding: 'utf8' });
-    expect({ status, pushed }).toEqual({ status: '', pushed: shown });
+    // With the replacement gone, git shows the commit that is pushed, and the clean file checked out over it as a change.
+    expect({ status, pushed }).toEqual({ status: 'M  build.sh\n', pushed: shown });
+    expect(shown).toContain('curl');
   });
 });
 
@@ -313,7 +317,8 @@ describe("kind 3, held: other ways into a linked worktree's admin folder", () =>
       const prep = await s.run(
         `cp -r .git .cache-git && ${plant(marker, '.cache-git/fsm')} && git --git-dir=.cache-git config core.fsmonitor "$PWD/.cache-git/fsm" && echo ok`,
       );
-      expect(prep.output).toBe('ok\n');
+      // (The audit after the command moves the copy away as a repository of the session's; the binds are tried all the same.)
+      expect(prep.output.split('\n')[0]).toBe('ok');
       const A = '.git/worktrees/*-feature';
       const linkat = (from: string, to: string): string =>
         `python3 -c 'import glob, os; fd = os.open(glob.glob("${from}")[0], os.O_RDONLY); os.link("/proc/self/fd/" + str(fd), "${to}", follow_symlinks=True)'`;
@@ -386,7 +391,7 @@ describe("kind 3, held: other ways into a linked worktree's admin folder", () =>
       const r = await s.run(
         `cp -r .git .cache-git && ${plant(marker, '.cache-git/fsm')} && git --git-dir=.cache-git config core.fsmonitor "$PWD/.cache-git/fsm" && cp -r .git/worktrees/feature .cache-git/worktrees/ && echo "$PWD/.cache-git" > .cache-git/worktrees/feature/commondir && echo ok; { echo "gitdir: $PWD/.cache-git/worktrees/feature" > feature/.git; } 2>/dev/null; echo rc=$?`,
       );
-      expect(r.output).toBe('ok\nrc=1\n');
+      expect(r.output.split('\n').slice(0, 2)).toEqual(['ok', 'rc=1']);
       execFileSync('git', ['-C', path.join(ws, 'feature'), 'status', '--short'], { stdio: 'pipe' });
       expect({ ranOnTheHostAs: ranAs(marker) }).toEqual({ ranOnTheHostAs: null });
     } finally {
@@ -418,7 +423,7 @@ describe("kind 3, held: other ways into a linked worktree's admin folder", () =>
     const { ws, other, marker, git } = withOtherWorktree();
     try {
       const s = await startSession({ cwd: ws, workspace: ws });
-      expect((await s.run(adoptable(marker))).output).toBe('planted\n');
+      expect((await s.run(adoptable(marker))).output.split('\n')[0]).toBe('planted');
       // `git worktree repair` (no argument) points the other checkout's .git file at the last folder it reads that names
       // it: one of the session's, unless the directory order puts the person's own last (1 in 21).
       git('worktree', 'repair');
@@ -448,7 +453,7 @@ describe("kind 3, held: other ways into a linked worktree's admin folder", () =>
  * path the sandbox does not show writable, or whose `commondir` is not the repository's.
  */
 dOwner("kind 3: a new `worktrees/<id>` in a repository owned by its person, adopted by the person's `git worktree repair`", () => {
-  t("the session's folder naming the person's other checkout does not run its program after `git worktree repair`", async () => {
+  test("the session's folder naming the person's other checkout does not run its program after `git worktree repair`", async () => {
     if (!lookupUser(OWNER)) spawnSync('useradd', ['--create-home', '--shell', '/bin/bash', OWNER]);
     const owner = lookupUser(OWNER)!;
     const parent = fs.mkdtempSync(path.join(owner.home, 'aj-wt-'));
@@ -462,7 +467,10 @@ dOwner("kind 3: a new `worktrees/<id>` in a repository owned by its person, adop
       expect(as(OWNER, [...G, '-C', ws, 'commit', '-q', '--allow-empty', '-m', 'first']).status).toBe(0);
       expect(as(OWNER, ['git', '-C', ws, 'worktree', 'add', '-q', other, '-b', 'feature']).status).toBe(0);
       const s = await startSession({ cwd: ws, workspace: ws });
-      expect((await s.run(adoptable(marker))).output).toBe('planted\n');
+      const r = await s.run(adoptable(marker));
+      // The worker's audit after the command moved the session's folders away, and said so.
+      expect(r.output.split('\n')[0]).toBe('planted');
+      expect(r.output).toContain(".git/worktrees/z01 (a linked worktree whose commondir is not the repository's)");
       // Later, on the host, the person repairs their worktrees (after moving the repository, say) and works in the other one.
       as(OWNER, ['git', '-C', ws, 'worktree', 'repair']);
       as(OWNER, ['git', 'status', '--short'], other);
@@ -474,46 +482,44 @@ dOwner("kind 3: a new `worktrees/<id>` in a repository owned by its person, adop
 });
 
 describe('kind 3: a `.git` in a subdirectory, found first by git run there', () => {
-  t(
-    "in a root-owned workspace, a root-owned directory the session moves to `src/.git` does not run its program in the person's git in src/",
-    async () => {
-      const { ws, marker, git } = personsRepo();
-      fs.mkdirSync(path.join(ws, 'src', 'lib'), { recursive: true });
-      fs.writeFileSync(path.join(ws, 'src', 'lib', 'x.c'), 'int x;\n');
-      git('add', '.');
-      git('commit', '-qm', 'two');
-      try {
-        const s = await startSession({ cwd: ws, workspace: ws });
-        // git refuses a git dir that is not root's ("dubious ownership"): the session makes none, it
-        // moves the person's own directory src/lib (root's, writable through the ACL) to src/.git,
-        // fills it with a copy of the git dir whose work tree is the root, and puts src/lib back.
-        const r = await s.run(
-          [
-            'cp -r src/lib /tmp/lib',
-            'mv src/lib src/.git',
-            'rm src/.git/x.c',
-            'cp -r .git/. src/.git/',
-            plant(marker, 'src/.git/fsm'),
-            'git --git-dir=src/.git config core.worktree ../..',
-            'git --git-dir=src/.git config core.fsmonitor "$PWD/src/.git/fsm"',
-            'cp -r /tmp/lib src/lib',
-            'echo planted',
-          ].join(' && '),
-        );
-        expect(r.output).toBe('planted\n');
-        // On the host, the person: at the root all is as they left it; in src/, their git runs the program.
-        const atRoot = git('status', '--short');
-        execFileSync('git', ['status', '--short'], { cwd: path.join(ws, 'src'), stdio: 'pipe' });
-        expect({ atRoot, ranOnTheHostAs: ranAs(marker) }).toEqual({ atRoot: '', ranOnTheHostAs: null });
-      } finally {
-        fs.rmSync(marker, { force: true });
-      }
-    },
-  );
+  test("in a root-owned workspace, a root-owned directory the session moves to `src/.git` does not run its program in the person's git in src/", async () => {
+    const { ws, marker, git } = personsRepo();
+    fs.mkdirSync(path.join(ws, 'src', 'lib'), { recursive: true });
+    fs.writeFileSync(path.join(ws, 'src', 'lib', 'x.c'), 'int x;\n');
+    git('add', '.');
+    git('commit', '-qm', 'two');
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      // git refuses a git dir that is not root's ("dubious ownership"): the session makes none, it
+      // moves the person's own directory src/lib (root's, writable through the ACL) to src/.git,
+      // fills it with a copy of the git dir whose work tree is the root, and puts src/lib back.
+      const r = await s.run(
+        [
+          'cp -r src/lib /tmp/lib',
+          'mv src/lib src/.git',
+          'rm src/.git/x.c',
+          'cp -r .git/. src/.git/',
+          plant(marker, 'src/.git/fsm'),
+          'git --git-dir=src/.git config core.worktree ../..',
+          'git --git-dir=src/.git config core.fsmonitor "$PWD/src/.git/fsm"',
+          'cp -r /tmp/lib src/lib',
+          'echo planted',
+        ].join(' && '),
+      );
+      expect(r.output.split('\n')[0]).toBe('planted');
+      expect(r.output).toContain('src/.git (a .git below the root');
+      // On the host, the person: at the root all is as they left it; in src/, their git runs the program.
+      const atRoot = git('status', '--short');
+      execFileSync('git', ['status', '--short'], { cwd: path.join(ws, 'src'), stdio: 'pipe' });
+      expect({ atRoot, ranOnTheHostAs: ranAs(marker) }).toEqual({ atRoot: '', ranOnTheHostAs: null });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
 });
 
 dOwner('kind 3: a `.git` in a subdirectory, in a repository owned by its person (bash runs as the owner)', () => {
-  t('a `.git` the session puts in a subdirectory does not run its program when the person runs git there', async () => {
+  test('a `.git` the session puts in a subdirectory does not run its program when the person runs git there', async () => {
     if (!lookupUser(OWNER)) spawnSync('useradd', ['--create-home', '--shell', '/bin/bash', OWNER]);
     const owner = lookupUser(OWNER)!;
     const parent = fs.mkdtempSync(path.join(owner.home, 'aj-clone-'));
@@ -539,7 +545,8 @@ dOwner('kind 3: a `.git` in a subdirectory, in a repository owned by its person 
           'echo planted',
         ].join(' && '),
       );
-      expect(r.output).toBe('planted\n');
+      expect(r.output.split('\n')[0]).toBe('planted');
+      expect(r.output).toContain('src/.git (a .git below the root');
       // Later, on the host, the person works in src/ as they always do.
       const status = as(OWNER, ['git', 'status', '--short'], path.join(ws, 'src'));
       expect({ status: status.status, ranOnTheHostAs: ranAs(marker) }).toEqual({ status: 0, ranOnTheHostAs: null });
