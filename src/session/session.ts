@@ -171,6 +171,10 @@ export class BashSession {
   private boundGit = new Map<string, string>();
   /** What the audit found when the session closed (git-audit.ts): the last word on what the session left in the workspace's git metadata. */
   gitFindingsAtClose: readonly GitFinding[] = [];
+  /** {@link gitFindingsAtClose} as one line for a log, or undefined when there are none. */
+  get gitNoteAtClose(): string | undefined {
+    return this.gitBaseline ? gitAuditNote(this.gitFindingsAtClose, this.gitBaseline) : undefined;
+  }
   /**
    * Why the sub-agent's git directories are not bound (one line: which could not be opened without a
    * symlink on the way), or undefined when they are or none were asked for: the session then runs without them.
