@@ -1,6 +1,6 @@
 /**
  * Adversary round 10: attacks that worked on the code they were written against. Each test asserts
- * the safe behaviour, so it fails on that code; they are skipped (OPEN) until a fix lands.
+ * the safe behaviour, so it fails on that code; they were skipped (OPEN) until a fix landed (all have).
  *
  * Kind 2 / kind 5 (what the human reads is not what ran): the exit status that `watch` and
  * `transcript` print in a `tool_result`'s heading (`→ result for toolu_1 (exit 0, 0.1 s):`) is read
@@ -48,8 +48,11 @@
  * change to them, with a warning, before the run ends.
  * Fixed for the files named (src/session/git-guard.ts): config, hooks/, info/, config.worktree
  * read-only, `.git` bound onto itself so it cannot be renamed away and replaced, a `.git` file
- * read-only. Still open (skipped below, with the fix each needs): a new `.git/commondir`, and a
- * nested repository added to the index as a gitlink (git 2.39 runs `git status` in it). Tried and
+ * read-only. Fixed since (their tests run; src/session/git-audit.ts): a new `.git/commondir`, a
+ * nested repository added to the index as a gitlink (git 2.39 runs `git status` in it), and the
+ * config replaced on the host during the run: the worker audits the git metadata after each
+ * command, edit and at close, moves what the person's git would obey to `.git/agent-jobs-quarantine/`
+ * and says so in the result, and restarts the shell when a guarded file's inode changed. Tried and
  * held: `include.path`, `extensions.worktreeConfig` (config read-only), an include or config.worktree
  * the person's config names but which is missing (made empty at start, read-only), removing `hooks/` to make
  * it anew, renaming `.git` or its config (EBUSY: mount points), a `.git` file rewritten.
@@ -489,7 +492,8 @@ describe("kind 3: code planted in the workspace's .git runs in the person's git 
   });
 
   /*
-   * OPEN: a bind over a file is attached to its directory entry; when something on the host
+   * Was OPEN (fixed: the worker compares the bound inodes before and after each command and restarts the shell, src/session/session.ts `rebindGit`):
+   * a bind over a file is attached to its directory entry; when something on the host
    * replaces the entry (the person's own `git config`, `git remote add`, `git push -u`, which write
    * `config.lock` and rename it over `config`), the kernel detaches the sandbox's mount (Linux
    * 3.18+, mounts in other namespaces are dropped on rename or unlink), and the new config is
@@ -515,7 +519,7 @@ describe("kind 3: code planted in the workspace's .git runs in the person's git 
   });
 
   /*
-   * OPEN: `.git` itself must stay writable (git writes index, HEAD, packed-refs by lock file and
+   * Was OPEN (fixed by the git audit, src/session/git-audit.ts): `.git` itself must stay writable (git writes index, HEAD, packed-refs by lock file and
    * rename in it), so the session can create files in it that git reads and that were not there
    * at start: `commondir` names another directory whose `config` git then reads as the
    * repository's (git 2.39: any git dir, not only a worktree's). A bind cannot cover a file that
@@ -542,7 +546,7 @@ describe("kind 3: code planted in the workspace's .git runs in the person's git 
   });
 
   /*
-   * OPEN: a repository of the session's own anywhere in the workspace, added to the person's index
+   * Was OPEN (fixed by the git audit, src/session/git-audit.ts): a repository of the session's own anywhere in the workspace, added to the person's index
    * as a gitlink (`git add sub`: the index is writable), is a submodule to `git status`, which runs
    * `git status` inside it, with its config: its core.fsmonitor runs on the host. The same holds
    * for `.git/modules/<name>/config` and for a repository deeper in the workspace than its root

@@ -29,8 +29,10 @@
  * cannot write there either, so such a workspace gets no commits), and a new `worktrees/<id>`
  * whose `gitdir` names the person's other checkout, adopted by the person's `git worktree repair`,
  * in a root-owned workspace (the folder is the session user's: git refuses it, "dubious
- * ownership"; a root-owned one cannot be moved in, another mount). Still OPEN (skipped below): the
- * same in a repository owned by its person (bash runs as the owner), where it runs as the owner.
+ * ownership"; a root-owned one cannot be moved in, another mount). Fixed since (its test runs): the
+ * same in a repository owned by its person (bash runs as the owner), where it ran as the owner: the
+ * worker's git audit (src/session/git-audit.ts) moves a new `worktrees/<id>` whose `commondir` is not
+ * the repository's, or whose `gitdir` names a checkout outside the workspace, after each command.
  *
  * Kind 3, a `.git` in a subdirectory: git run in `src/` finds `src/.git` before the root's. Steps
  * in a repository owned by its person (bash runs as the owner): `cp -r .git src/.git`,
@@ -44,7 +46,9 @@
  * the workspace's root (file, directory or symlink; a `.git` directory found by name, whoever owns
  * it) and remove or report it with a warning in `status`/`diff`; or refuse the name `.git` below
  * the root in the sandbox (an empty read-only bind cannot cover names not yet made: it needs the
- * check).
+ * check). Fixed (their tests run): the git audit moves every `.git` below the root, and every
+ * directory git takes for a bare repository, that was not there at start, after each command and at
+ * close, to `.git/agent-jobs-quarantine/`, and says so in the command's result.
  *
  * Kind 3 / kind 5 (what git shows is not what is there): refs stay writable, and git reads some
  * refs as instructions. Steps: commit a payload (`curl … | sh` added to build.sh), build a commit
@@ -60,6 +64,9 @@
  * Fix: bind `refs/replace` (created empty) and `objects/info/commit-graph(s)` read-only, or refuse
  * them (the person's git reads replace refs unless told not to); and report at the end of the run
  * every ref the session moved outside `refs/heads` (remote-tracking refs, tags), old and new.
+ * Fixed for replace refs (its test runs): the git audit moves a new loose `refs/replace/*` ref and
+ * drops a new packed one after each command; the person's git then shows the commit their push
+ * sends. Still open (not written as tests): the remote-tracking ref moved, the forged commit-graph.
  *
  * Kind 5 (what the human reads is not what runs): the round-10 mixed-script check lets through the
  * mixes of Unicode TR39's "highly restrictive" level (Latin with Han and Kana, with Han and
@@ -161,6 +168,7 @@ import { lookupUser } from '../../../src/session/identity';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 import { expectFlaggedEverywhere, type LookalikeCase } from './lookalikes';
 
+// Still OPEN: the TCP buffer memory test (kind 6) below.
 const OPEN = true;
 const t = OPEN ? test.skip : test;
 
@@ -440,7 +448,8 @@ describe("kind 3, held: other ways into a linked worktree's admin folder", () =>
 });
 
 /*
- * OPEN: `git worktree add` must keep working in the session, so `worktrees/` takes new folders.
+ * Was OPEN, fixed by the git audit (src/session/git-audit.ts): `git worktree add` must keep working
+ * in the session, so `worktrees/` takes new folders.
  * In a repository owned by its person (bash runs as the owner, so what it makes is the person's),
  * the session makes folders whose `commondir` names its copy of the repository and whose `gitdir`
  * names the person's other checkout. Nothing reads them in `status`, `log`, `worktree list` or
