@@ -128,6 +128,23 @@ describe('git audit: what the session plants is moved away, by whatever way it c
   });
 });
 
+describe('git audit: a guarded file the person replaces on the host during a command', () => {
+  test('the result says the bind was lost and the file may have been written, and the next command cannot write it', async () => {
+    const { ws, git } = personsRepo();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    // The command waits, then writes the config; meanwhile the person's git replaces the file (lock file and rename).
+    const running = s.run('sleep 2; git config core.fsmonitor "$PWD/fsm" 2>/dev/null; echo rc=$?');
+    await new Promise((r) => setTimeout(r, 700));
+    git('config', 'branch.main.description', 'the person, during the command');
+    const r = await running;
+    // Written or not (the kernel dropped the bind): said in the result, where Claude and the person see it.
+    expect(r.output).toContain(`${ws}/.git/config was replaced on the host during this command`);
+    expect(r.sessionRestarted).toBe(true);
+    const next = await s.run('git config core.hooksPath "$PWD/h" 2>/dev/null; echo rc=$?');
+    expect(next.output).toBe('rc=4\n'); // git config: could not lock (read-only file system)
+  });
+});
+
 describe('git audit: the work it leaves alone', () => {
   test('linked worktrees of the session (in the workspace and in its /tmp) across commands, a scratch repository in /tmp, and a nested repository there at start', async () => {
     const { ws, git } = personsRepo();
