@@ -10,6 +10,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { editRuleSubject, parseEditInput } from '../../../src/contract/text-editor';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
 afterEach(closeSessions);
@@ -86,6 +87,24 @@ describe('git audit: what the session plants is moved away, by whatever way it c
       expect(r.output).toMatch(/and \d+ more\]|tools\/repo/);
       for (const dir of ['a', 'b', 'tools/repo', 'sub', 'src', '.']) hostGit(path.join(ws, dir), 'status', '--short');
       git('status', '--short');
+      expect({ ranOnTheHost: fs.existsSync(marker) }).toEqual({ ranOnTheHost: false });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+
+  test("a `.git` file the text editor creates in a subdirectory is moved after the edit, and the edit's result says so", async () => {
+    const { ws, marker } = personsRepo();
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      expect((await s.run(`${evilGitDir('.cache-git', marker)} && mv .cache-git src/lib.bak && echo ok`)).output).toContain('ok\n');
+      const parsed = parseEditInput({ command: 'create', path: `${ws}/src/.git`, file_text: `gitdir: ${ws}/src/lib.bak\n` });
+      if (!parsed.ok) throw new Error(parsed.text);
+      const out = await s.edit(parsed.edit, () => ({ apply: true }), { maxCharacters: 1000, ruleSubject: editRuleSubject });
+      expect(out.applied).toBe(true);
+      expect(out.text).toContain('src/.git (a .git below the root');
+      expect(fs.existsSync(path.join(ws, 'src', '.git'))).toBe(false);
+      hostGit(path.join(ws, 'src'), 'status', '--short');
       expect({ ranOnTheHost: fs.existsSync(marker) }).toEqual({ ranOnTheHost: false });
     } finally {
       fs.rmSync(marker, { force: true });
