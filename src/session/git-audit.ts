@@ -15,7 +15,9 @@
  * - `worktrees/<id>` whose `commondir` is not the repository's, whose `gitdir` names a path that
  *   exists on the host outside the workspace (the person's other checkout: `git worktree repair`
  *   would point it here), or, when the session closes, any path outside the workspace (the
- *   sandbox's /tmp is gone then); its `config.worktree` when the config reads those;
+ *   sandbox's /tmp is gone then), unless the `.git` file there already names that folder (a
+ *   sub-agent's worktree, made by the worker; one the person added on the host); its
+ *   `config.worktree` when the config reads those;
  * - `refs/replace/*` refs, loose or packed: the person's git shows the replacement, their push
  *   sends the original.
  *
@@ -230,8 +232,22 @@ function strayAdmin(admin: string, b: GitBaseline, final: boolean): string | und
   if (gitdir === '') return undefined;
   const target = path.resolve(admin, gitdir);
   if (target === b.workspace || target.startsWith(`${b.workspace}/`)) return undefined;
+  // A checkout outside whose `.git` already names this folder was made by the worker (a sub-agent's) or the person:
+  // the session cannot write there, and `git worktree repair` has nothing to adopt.
+  if (namesBack(target, admin)) return undefined;
   if (final) return 'a linked worktree outside the workspace, gone with the sandbox';
   return exists(target) ? 'a linked worktree naming a checkout outside the workspace (`git worktree repair` would adopt it)' : undefined;
+}
+
+/** Whether `dotGit` is a `.git` file whose `gitdir:` is the admin folder `admin` (both resolved). */
+function namesBack(dotGit: string, admin: string): boolean {
+  const m = /^gitdir: (.+)$/m.exec(read(dotGit));
+  if (!m) return false;
+  try {
+    return fs.realpathSync(path.resolve(path.dirname(dotGit), m[1]!.trim())) === fs.realpathSync(admin);
+  } catch {
+    return false;
+  }
 }
 
 /** The replace refs of `git`: loose ones (relative to `refs/replace`) and packed ones (prefixed `packed:`). */

@@ -188,4 +188,20 @@ describe('git audit: the work it leaves alone', () => {
     expect(git('log', '--oneline', 'mine').split('\n').filter(Boolean)).toHaveLength(2);
     expect(git('worktree', 'list').split('\n').filter(Boolean)).toHaveLength(2);
   });
+
+  test("a linked worktree outside the workspace added on the host during the run (a sub-agent's, by the worker) is kept, after commands and at close", async () => {
+    const { ws, git } = personsRepo();
+    const outside = `${ws}-child`;
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      git('worktree', 'add', '-q', outside, '-b', 'child');
+      expect((await s.run('git worktree list | wc -l')).output).toBe('2\n');
+      await s.close();
+      expect(s.gitFindingsAtClose).toEqual([]);
+      expect(git('worktree', 'list').split('\n').filter(Boolean)).toHaveLength(2);
+      expect(execFileSync('git', ['-C', outside, 'rev-parse', '--abbrev-ref', 'HEAD'], { encoding: 'utf8' })).toBe('child\n');
+    } finally {
+      fs.rmSync(outside, { recursive: true, force: true });
+    }
+  });
 });
