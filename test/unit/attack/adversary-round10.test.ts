@@ -586,11 +586,14 @@ describe('kind 5: a letter of another script inside a word', () => {
     git(ws, 'remote', 'add', 'origin', person);
     git(ws, 'remote', 'add', '\u043erigin', attacker);
     const command = 'git push \u043erigin main';
+    // The two remotes, the session user's (git's ownership check on the receiving end), there before the session starts:
+    // one the session made would be moved away after its command by the git audit (src/session/git-audit.ts). In life, two URLs.
+    const first = await startSession({ cwd: ws, workspace: ws });
+    const user = first.user;
+    await first.close();
+    for (const dir of [person, attacker]) execFileSync('git', ['init', '-q', '--bare', dir]);
+    if (process.getuid?.() === 0) execFileSync('chown', ['-R', `${user}:`, path.join(ws, '.remotes')]);
     const s = await startSession({ cwd: ws, workspace: ws });
-    // The two remotes, made by the session user (git's ownership check on the receiving end); in life, two URLs.
-    expect((await s.run('git init -q --bare .remotes/origin.git && git init -q --bare .remotes/attacker.git && echo made')).output).toBe(
-      'made\n',
-    );
     const r = await s.run(`${command} -q 2>&1; echo rc=$?`);
     // What ran: the attacker's repository got the branch, the person's did not.
     expect({
