@@ -301,14 +301,17 @@ export class SessionRegistry {
     return session;
   }
 
-  /** Closes a session and frees its slot (the slot is free at once, before bash is gone); false when it is not held here. */
-  async close(sessionId: string): Promise<boolean> {
+  /**
+   * Closes a session and frees its slot (the slot is free at once, before bash is gone).
+   * @returns false when it is not held here, else the session's note on what the git audit moved when it closed (src/session/git-audit.ts), '' for nothing
+   */
+  async close(sessionId: string): Promise<string | false> {
     const entry = this.sessions.get(sessionId);
     if (!entry) return false;
     this.sessions.delete(sessionId);
     this.commands.delete(sessionId);
     await entry.session.close();
-    return true;
+    return entry.session.gitNoteAtClose ?? '';
   }
 
   /**
@@ -868,7 +871,9 @@ export function createSessionActivities(deps: SessionActivityDeps) {
     closeSession: async (input: SessionInput): Promise<void> => {
       const stop = startHeartbeat();
       const closed = await registry.close(input.sessionId).finally(stop);
-      log.info(closed ? 'bash session closed' : 'bash session already gone', {
+      // What a job of the session left after its last command: the result of no command carries it, the worker's log does.
+      if (closed) log.warn(closed, { sessionId: input.sessionId });
+      log.info(closed !== false ? 'bash session closed' : 'bash session already gone', {
         sessionId: input.sessionId,
         sessions: registry.count,
         maxSessions: registry.capacity,

@@ -18,13 +18,10 @@
  * possible, so `git worktree add` works in the session. Attack tests: adversary-round11.test.ts.
  *
  * Only a repository whose `.git` is at the workspace's root is guarded (a workspace inside a
- * repository sees its `.git` read-only already). Still open (test/unit/attack/adversary-round10.test.ts):
- * a new `.git/commondir` (git then reads the config of the directory it names), a nested
- * repository the session adds to the index as a gitlink (`git status` runs in it), a
- * repository deeper in the workspace, and a config replaced on the host during the run (the
- * kernel drops a bind whose directory entry is renamed over); a `worktrees/<id>` the session makes
- * whose `gitdir` names the person's other checkout, which the person's `git worktree repair` then
- * points at it (round 11).
+ * repository sees its `.git` read-only already). What a bind cannot cover because it did not exist
+ * at start (a new `.git/commondir`, a `.git` or repository below the root, `modules/<name>`, a stray
+ * `worktrees/<id>`, replace refs), and a guarded file the person's git replaced on the host (the
+ * kernel drops a bind whose directory entry is renamed over), are the audit's: git-audit.ts.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';

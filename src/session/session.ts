@@ -62,6 +62,7 @@ import {
   type FinishedCommand,
 } from './result';
 import { guardedGit, type GuardedGit } from './git-guard';
+import { auditGit, gitAuditNote, recordGit, type GitBaseline, type GitFinding } from './git-audit';
 import { closePins, pinGit, type GitPins, type PinnedDir } from './pins';
 import { sandboxView, type SandboxMode, type SandboxOptions } from './sandbox';
 import { writeSeccompFilter } from './seccomp';
@@ -164,6 +165,16 @@ export class BashSession {
   private readonly gitPins: PinnedDir[];
   /** What of the workspace's own repository the sandbox binds so that the session cannot plant code in it (git-guard.ts). */
   private readonly git: GuardedGit;
+  /** What the workspace's git metadata held at start, audited after each command, edit and at close (git-audit.ts); undefined: not audited. */
+  private readonly gitBaseline: GitBaseline | undefined;
+  /** `dev:ino` of each of {@link git}'s read-only paths as the current shell's sandbox bound them (a rename on the host drops the bind). */
+  private boundGit = new Map<string, string>();
+  /** What the audit found when the session closed (git-audit.ts): the last word on what the session left in the workspace's git metadata. */
+  gitFindingsAtClose: readonly GitFinding[] = [];
+  /** {@link gitFindingsAtClose} as one line for a log, or undefined when there are none. */
+  get gitNoteAtClose(): string | undefined {
+    return this.gitBaseline ? gitAuditNote(this.gitFindingsAtClose, this.gitBaseline) : undefined;
+  }
   /**
    * Why the sub-agent's git directories are not bound (one line: which could not be opened without a
    * symlink on the way), or undefined when they are or none were asked for: the session then runs without them.
@@ -212,6 +223,10 @@ export class BashSession {
     this.hide = hiddenPaths(options.hidePaths ?? [], who, this.network);
     // Once, at start: from then on `.git` is a mount point in every sandbox of the session, which no process of it can move.
     this.git = this.workspace && sandbox.mode === 'bwrap' ? guardedGit(realDir(this.workspace)) : { writable: [], readonly: [] };
+    this.gitBaseline =
+      this.workspace && sandbox.mode === 'bwrap'
+        ? recordGit(realDir(this.workspace), this.id.replace(/[^A-Za-z0-9-]/g, '_').slice(0, 40))
+        : undefined;
     const built = buildSessionEnv({
       extra: { ...identityEnv(who, this.workspace), ...options.env },
       secretEnvNames: options.secretEnvNames,
@@ -478,6 +493,8 @@ export class BashSession {
         gate,
         options.ruleSubject,
       );
+      const audit = this.auditGitNote();
+      if (audit) outcome.text = `${outcome.text}\n${audit}`;
       if (this.options.auditLog) {
         const command = options.ruleSubject(edit.command, outcome.abs ?? edit.path);
         await appendAuditLine(this.options.auditLog, editAuditLine(this.auditSource, command, Date.now() - started, cwd, outcome));
@@ -526,6 +543,8 @@ export class BashSession {
     if (this.shell) await this.shell.kill(this.options.killGraceMs);
     this.shell = undefined;
     for (const c of [...this.captures]) c.destroy();
+    // No process of the session is left: the audit's last word, with nothing racing it.
+    if (this.gitBaseline) this.gitFindingsAtClose = auditGit(this.gitBaseline, true);
     // Every launch is over (the queue ran out); one that comes later finds them closed (fds.ts launchStdio).
     closePins(this.gitPins);
     fs.rmSync(this.tmpDir, { recursive: true, force: true });
@@ -573,6 +592,7 @@ export class BashSession {
       sandbox: (({ setpriv: _, ...rest }) => rest)(this.sandboxOptions),
     });
     this.shell = shell;
+    this.boundGit = inodesOf(this.git.readonly);
     this.lastCwd = cwd;
     this.lastStatus = 0;
     this.pendingCd = undefined;
@@ -606,7 +626,7 @@ export class BashSession {
   private async runNow(command: string, options: RunOptions): Promise<CommandResult> {
     const started = Date.now();
     if (options.signal?.aborted) return this.finish(command, started, cancelledBeforeStart());
-    const revived = await this.reviveShell();
+    const revived = (await this.reviveShell()) ?? (await this.rebindGit('before'));
     const shell = this.shell!;
     const prepared = this.prepareCommand(command);
     const timeoutMs = Math.min(options.timeoutMs ?? this.options.timeoutMs, MAX_TIMER_MS);
@@ -617,6 +637,10 @@ export class BashSession {
     await this.drain(shell, prepared.capture, sent.outcome, ending.ended);
     const captured = prepared.collector.finish(this.secrets);
     if ('file' in prepared.source) removeQuietly(prepared.commandFile);
+    const rebound = ending.restartAfter || this.closed ? this.gitBindsLost('during') : await this.rebindGit('during');
+    if (rebound) ending.notes.push(rebound);
+    const audit = this.auditGitNote();
+    if (audit) ending.notes.push(audit);
     if (ending.restartAfter && !this.closed) await this.replaceShell(0);
     const firstLine = sent.lineNo > 0 ? sent.lineNo + EVAL_PREFIX_LINES : 0;
     return this.finish(command, started, {
@@ -624,7 +648,7 @@ export class BashSession {
       exitCode: ending.exitCode,
       timedOut: ending.timedOut,
       truncated: captured.truncated,
-      sessionRestarted: revived !== undefined || (ending.restartAfter && !this.closed),
+      sessionRestarted: revived !== undefined || rebound !== undefined || (ending.restartAfter && !this.closed),
       outputBytes: captured.outputBytes,
       shellExit: ending.shellExit,
       cancelled: ending.cancelled,
@@ -650,6 +674,33 @@ export class BashSession {
     );
     await this.replaceShell(0);
     return revived;
+  }
+
+  /**
+   * The note for the guarded git files whose bind the current shell's sandbox lost (the person's git on the host replaced
+   * them: a rename over a mount point in another namespace drops the mount), or undefined when every bind holds.
+   */
+  private gitBindsLost(when: 'before' | 'during'): string | undefined {
+    const now = inodesOf(this.git.readonly);
+    const lost = [...this.boundGit].filter(([p, id]) => now.get(p) !== id).map(([p]) => p);
+    if (lost.length === 0) return undefined;
+    return note(
+      `${lost.join(', ')} ${lost.length === 1 ? 'was' : 'were'} replaced on the host ${when === 'before' ? 'since the last command' : 'during this command'} (the person's git), which drops the sandbox's read-only bind: the session could write ${lost.length === 1 ? 'it' : 'them'} meanwhile, check ${lost.length === 1 ? 'it' : 'them'}; the shell was restarted to bind ${lost.length === 1 ? 'it' : 'them'} again (variables, functions and background jobs are gone)`,
+    );
+  }
+
+  /** {@link gitBindsLost}, and then a new shell, whose sandbox binds the files as they are now. */
+  private async rebindGit(when: 'before' | 'during'): Promise<string | undefined> {
+    const lost = this.gitBindsLost(when);
+    if (lost && !this.closed) await this.replaceShell(0);
+    return lost;
+  }
+
+  /** Audits the workspace's git metadata (git-audit.ts) and returns the note for a result, or undefined when nothing was found. */
+  private auditGitNote(): string | undefined {
+    if (!this.gitBaseline) return undefined;
+    const text = gitAuditNote(auditGit(this.gitBaseline, false), this.gitBaseline);
+    return text === undefined ? undefined : note(text);
   }
 
   /** The command's file (above 2 KiB), its tokens, and its output FIFO with the collector behind it. */
@@ -840,4 +891,18 @@ export class BashSession {
       await appendAuditLine(this.options.auditLog, commandAuditLine(this.auditSource, command, result, r.exactArgv));
     return result;
   }
+}
+
+/** `dev:ino` of each of `paths` that exists (symlinks not followed). */
+function inodesOf(paths: readonly string[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const p of paths) {
+    try {
+      const st = fs.lstatSync(p);
+      out.set(p, `${st.dev}:${st.ino}`);
+    } catch {
+      /* missing: its bind failed or it went away; nothing to compare */
+    }
+  }
+  return out;
 }

@@ -1,6 +1,6 @@
 /**
  * Adversary round 10: attacks that worked on the code they were written against. Each test asserts
- * the safe behaviour, so it fails on that code; they are skipped (OPEN) until a fix lands.
+ * the safe behaviour, so it fails on that code; they were skipped (OPEN) until a fix landed (all have).
  *
  * Kind 2 / kind 5 (what the human reads is not what ran): the exit status that `watch` and
  * `transcript` print in a `tool_result`'s heading (`→ result for toolu_1 (exit 0, 0.1 s):`) is read
@@ -48,8 +48,11 @@
  * change to them, with a warning, before the run ends.
  * Fixed for the files named (src/session/git-guard.ts): config, hooks/, info/, config.worktree
  * read-only, `.git` bound onto itself so it cannot be renamed away and replaced, a `.git` file
- * read-only. Still open (skipped below, with the fix each needs): a new `.git/commondir`, and a
- * nested repository added to the index as a gitlink (git 2.39 runs `git status` in it). Tried and
+ * read-only. Fixed since (their tests run; src/session/git-audit.ts): a new `.git/commondir`, a
+ * nested repository added to the index as a gitlink (git 2.39 runs `git status` in it), and the
+ * config replaced on the host during the run: the worker audits the git metadata after each
+ * command, edit and at close, moves what the person's git would obey to `.git/agent-jobs-quarantine/`
+ * and says so in the result, and restarts the shell when a guarded file's inode changed. Tried and
  * held: `include.path`, `extensions.worktreeConfig` (config read-only), an include or config.worktree
  * the person's config names but which is missing (made empty at start, read-only), removing `hooks/` to make
  * it anew, renaming `.git` or its config (EBUSY: mount points), a `.git` file rewritten.
@@ -143,9 +146,6 @@ import { MAX_TURN_RESULT_CHARS } from '../../../src/config';
 import { toolResult } from '../../../src/workflows/transcript';
 import { SANDBOX_PTY_MAX } from '../../../src/session/sandbox';
 import { closeSessions, removeTempDirs, startSession, tempDir, waitUntil } from '../session/helpers';
-
-const OPEN = true;
-const t = OPEN ? test.skip : test;
 
 // RunState reads the run's start time from the workflow's context; these tests build one outside a workflow.
 jest.mock('@temporalio/workflow', () => ({
@@ -492,7 +492,8 @@ describe("kind 3: code planted in the workspace's .git runs in the person's git 
   });
 
   /*
-   * OPEN: a bind over a file is attached to its directory entry; when something on the host
+   * Was OPEN (fixed: the worker compares the bound inodes before and after each command and restarts the shell, src/session/session.ts `rebindGit`):
+   * a bind over a file is attached to its directory entry; when something on the host
    * replaces the entry (the person's own `git config`, `git remote add`, `git push -u`, which write
    * `config.lock` and rename it over `config`), the kernel detaches the sandbox's mount (Linux
    * 3.18+, mounts in other namespaces are dropped on rename or unlink), and the new config is
@@ -501,13 +502,15 @@ describe("kind 3: code planted in the workspace's .git runs in the person's git 
    * ends the shell so the next launch binds anew; or records the config at start and reports any
    * change to `config`, `hooks/`, `info/` it did not make when the run ends.
    */
-  t('after the person changes their config on the host during the run, the session still cannot write it', async () => {
+  test('after the person changes their config on the host during the run, the session still cannot write it', async () => {
     const { ws, marker, git } = personsRepo();
     try {
       const s = await startSession({ cwd: ws, workspace: ws });
       git('config', 'branch.main.description', 'the person, during the run');
       const r = await s.run(`${plant(marker, 'fsm')}; git config core.fsmonitor "$PWD/fsm" 2>/dev/null; echo tried`);
-      expect(r.output).toBe('tried\n');
+      // The shell the command ran in binds the person's new config (and says the old bind was lost, and why).
+      expect(r.output.split('\n')[0]).toBe('tried');
+      expect(r.output).toContain(`${fs.realpathSync(ws)}/.git/config was replaced on the host since the last command`);
       git('status', '--short');
       expect({ ranOnTheHost: fs.existsSync(marker) }).toEqual({ ranOnTheHost: false });
     } finally {
@@ -516,7 +519,7 @@ describe("kind 3: code planted in the workspace's .git runs in the person's git 
   });
 
   /*
-   * OPEN: `.git` itself must stay writable (git writes index, HEAD, packed-refs by lock file and
+   * Was OPEN (fixed by the git audit, src/session/git-audit.ts): `.git` itself must stay writable (git writes index, HEAD, packed-refs by lock file and
    * rename in it), so the session can create files in it that git reads and that were not there
    * at start: `commondir` names another directory whose `config` git then reads as the
    * repository's (git 2.39: any git dir, not only a worktree's). A bind cannot cover a file that
@@ -527,7 +530,7 @@ describe("kind 3: code planted in the workspace's .git runs in the person's git 
    * the session runs (a `.git` file the session cannot write, a git dir with read-only top and
    * writable objects/refs/logs, as for a child, and the index by a bind of its own).
    */
-  t("a new .git/commondir naming a config of the session does not run its program in the person's git", async () => {
+  test("a new .git/commondir naming a config of the session does not run its program in the person's git", async () => {
     const { ws, marker, git } = personsRepo();
     try {
       const s = await startSession({ cwd: ws, workspace: ws });
@@ -543,7 +546,7 @@ describe("kind 3: code planted in the workspace's .git runs in the person's git 
   });
 
   /*
-   * OPEN: a repository of the session's own anywhere in the workspace, added to the person's index
+   * Was OPEN (fixed by the git audit, src/session/git-audit.ts): a repository of the session's own anywhere in the workspace, added to the person's index
    * as a gitlink (`git add sub`: the index is writable), is a submodule to `git status`, which runs
    * `git status` inside it, with its config: its core.fsmonitor runs on the host. The same holds
    * for `.git/modules/<name>/config` and for a repository deeper in the workspace than its root
@@ -551,7 +554,7 @@ describe("kind 3: code planted in the workspace's .git runs in the person's git 
    * `status`/`diff`) reports every gitlink the index gained and every git dir in the workspace
    * other than the root's; or the checkpoint refuses (drops) a gitlink it did not have.
    */
-  t("a nested repository the session adds as a gitlink does not run its program in the person's `git status`", async () => {
+  test("a nested repository the session adds as a gitlink does not run its program in the person's `git status`", async () => {
     const { ws, marker, git } = personsRepo();
     try {
       const s = await startSession({ cwd: ws, workspace: ws });
@@ -583,11 +586,14 @@ describe('kind 5: a letter of another script inside a word', () => {
     git(ws, 'remote', 'add', 'origin', person);
     git(ws, 'remote', 'add', '\u043erigin', attacker);
     const command = 'git push \u043erigin main';
+    // The two remotes, the session user's (git's ownership check on the receiving end), there before the session starts:
+    // one the session made would be moved away after its command by the git audit (src/session/git-audit.ts). In life, two URLs.
+    const first = await startSession({ cwd: ws, workspace: ws });
+    const user = first.user;
+    await first.close();
+    for (const dir of [person, attacker]) execFileSync('git', ['init', '-q', '--bare', dir]);
+    if (process.getuid?.() === 0) execFileSync('chown', ['-R', `${user}:`, path.join(ws, '.remotes')]);
     const s = await startSession({ cwd: ws, workspace: ws });
-    // The two remotes, made by the session user (git's ownership check on the receiving end); in life, two URLs.
-    expect((await s.run('git init -q --bare .remotes/origin.git && git init -q --bare .remotes/attacker.git && echo made')).output).toBe(
-      'made\n',
-    );
     const r = await s.run(`${command} -q 2>&1; echo rc=$?`);
     // What ran: the attacker's repository got the branch, the person's did not.
     expect({

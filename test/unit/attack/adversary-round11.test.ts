@@ -29,8 +29,10 @@
  * cannot write there either, so such a workspace gets no commits), and a new `worktrees/<id>`
  * whose `gitdir` names the person's other checkout, adopted by the person's `git worktree repair`,
  * in a root-owned workspace (the folder is the session user's: git refuses it, "dubious
- * ownership"; a root-owned one cannot be moved in, another mount). Still OPEN (skipped below): the
- * same in a repository owned by its person (bash runs as the owner), where it runs as the owner.
+ * ownership"; a root-owned one cannot be moved in, another mount). Fixed since (its test runs): the
+ * same in a repository owned by its person (bash runs as the owner), where it ran as the owner: the
+ * worker's git audit (src/session/git-audit.ts) moves a new `worktrees/<id>` whose `commondir` is not
+ * the repository's, or whose `gitdir` names a checkout outside the workspace, after each command.
  *
  * Kind 3, a `.git` in a subdirectory: git run in `src/` finds `src/.git` before the root's. Steps
  * in a repository owned by its person (bash runs as the owner): `cp -r .git src/.git`,
@@ -44,7 +46,9 @@
  * the workspace's root (file, directory or symlink; a `.git` directory found by name, whoever owns
  * it) and remove or report it with a warning in `status`/`diff`; or refuse the name `.git` below
  * the root in the sandbox (an empty read-only bind cannot cover names not yet made: it needs the
- * check).
+ * check). Fixed (their tests run): the git audit moves every `.git` below the root, and every
+ * directory git takes for a bare repository, that was not there at start, after each command and at
+ * close, to `.git/agent-jobs-quarantine/`, and says so in the command's result.
  *
  * Kind 3 / kind 5 (what git shows is not what is there): refs stay writable, and git reads some
  * refs as instructions. Steps: commit a payload (`curl … | sh` added to build.sh), build a commit
@@ -60,6 +64,9 @@
  * Fix: bind `refs/replace` (created empty) and `objects/info/commit-graph(s)` read-only, or refuse
  * them (the person's git reads replace refs unless told not to); and report at the end of the run
  * every ref the session moved outside `refs/heads` (remote-tracking refs, tags), old and new.
+ * Fixed for replace refs (its test runs): the git audit moves a new loose `refs/replace/*` ref and
+ * drops a new packed one after each command; the person's git then shows the commit their push
+ * sends. Still open (not written as tests): the remote-tracking ref moved, the forged commit-graph.
  *
  * Kind 5 (what the human reads is not what runs): the round-10 mixed-script check lets through the
  * mixes of Unicode TR39's "highly restrictive" level (Latin with Han and Kana, with Han and
@@ -167,6 +174,7 @@ import { lookupUser } from '../../../src/session/identity';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 import { expectFlaggedEverywhere, type LookalikeCase } from './lookalikes';
 
+// Still OPEN: the TCP buffer memory test (kind 6) below.
 const OPEN = true;
 const t = OPEN ? test.skip : test;
 
@@ -245,7 +253,7 @@ describe("kind 3: the person's git, later, on the host, through parts of .git th
     }
   });
 
-  t("a `refs/replace/<commit>` of the session does not make the person's git show other content than what their push sends", async () => {
+  test("a `refs/replace/<commit>` of the session does not make the person's git show other content than what their push sends", async () => {
     const { ws, git } = personsRepo();
     const remote = tempDir('aj-remote-');
     execFileSync('git', ['init', '-q', '--bare', remote]);
@@ -264,13 +272,17 @@ describe("kind 3: the person's git, later, on the host, through parts of .git th
         'echo planted',
       ].join(' && '),
     );
-    expect(r.output).toBe('planted\n');
+    // The worker's audit after the command moved the replace ref away, and said so.
+    expect(r.output.split('\n')[0]).toBe('planted');
+    expect(r.output).toMatch(/moved to \.git\/agent-jobs-quarantine.*refs\/replace\/[0-9a-f]{40} \(a replace ref/);
     // The person, on the host: a clean working tree, and the commit's file as git shows it.
     const status = git('status', '--short');
     const shown = git('show', 'HEAD:build.sh');
     git('push', '-q', 'origin', 'main');
     const pushed = execFileSync('git', ['-C', remote, '--no-replace-objects', 'show', 'main:build.sh'], { encoding: 'utf8' });
-    expect({ status, pushed }).toEqual({ status: '', pushed: shown });
+    // With the replacement gone, git shows the commit that is pushed, and the clean file checked out over it as a change.
+    expect({ status, pushed }).toEqual({ status: 'M  build.sh\n', pushed: shown });
+    expect(shown).toContain('curl');
   });
 });
 
@@ -319,7 +331,8 @@ describe("kind 3, held: other ways into a linked worktree's admin folder", () =>
       const prep = await s.run(
         `cp -r .git .cache-git && ${plant(marker, '.cache-git/fsm')} && git --git-dir=.cache-git config core.fsmonitor "$PWD/.cache-git/fsm" && echo ok`,
       );
-      expect(prep.output).toBe('ok\n');
+      // (The audit after the command moves the copy away as a repository of the session's; the binds are tried all the same.)
+      expect(prep.output.split('\n')[0]).toBe('ok');
       const A = '.git/worktrees/*-feature';
       const linkat = (from: string, to: string): string =>
         `python3 -c 'import glob, os; fd = os.open(glob.glob("${from}")[0], os.O_RDONLY); os.link("/proc/self/fd/" + str(fd), "${to}", follow_symlinks=True)'`;
@@ -392,7 +405,7 @@ describe("kind 3, held: other ways into a linked worktree's admin folder", () =>
       const r = await s.run(
         `cp -r .git .cache-git && ${plant(marker, '.cache-git/fsm')} && git --git-dir=.cache-git config core.fsmonitor "$PWD/.cache-git/fsm" && cp -r .git/worktrees/feature .cache-git/worktrees/ && echo "$PWD/.cache-git" > .cache-git/worktrees/feature/commondir && echo ok; { echo "gitdir: $PWD/.cache-git/worktrees/feature" > feature/.git; } 2>/dev/null; echo rc=$?`,
       );
-      expect(r.output).toBe('ok\nrc=1\n');
+      expect(r.output.split('\n').slice(0, 2)).toEqual(['ok', 'rc=1']);
       execFileSync('git', ['-C', path.join(ws, 'feature'), 'status', '--short'], { stdio: 'pipe' });
       expect({ ranOnTheHostAs: ranAs(marker) }).toEqual({ ranOnTheHostAs: null });
     } finally {
@@ -424,7 +437,7 @@ describe("kind 3, held: other ways into a linked worktree's admin folder", () =>
     const { ws, other, marker, git } = withOtherWorktree();
     try {
       const s = await startSession({ cwd: ws, workspace: ws });
-      expect((await s.run(adoptable(marker))).output).toBe('planted\n');
+      expect((await s.run(adoptable(marker))).output.split('\n')[0]).toBe('planted');
       // `git worktree repair` (no argument) points the other checkout's .git file at the last folder it reads that names
       // it: one of the session's, unless the directory order puts the person's own last (1 in 21).
       git('worktree', 'repair');
@@ -441,7 +454,8 @@ describe("kind 3, held: other ways into a linked worktree's admin folder", () =>
 });
 
 /*
- * OPEN: `git worktree add` must keep working in the session, so `worktrees/` takes new folders.
+ * Was OPEN, fixed by the git audit (src/session/git-audit.ts): `git worktree add` must keep working
+ * in the session, so `worktrees/` takes new folders.
  * In a repository owned by its person (bash runs as the owner, so what it makes is the person's),
  * the session makes folders whose `commondir` names its copy of the repository and whose `gitdir`
  * names the person's other checkout. Nothing reads them in `status`, `log`, `worktree list` or
@@ -454,7 +468,7 @@ describe("kind 3, held: other ways into a linked worktree's admin folder", () =>
  * path the sandbox does not show writable, or whose `commondir` is not the repository's.
  */
 dOwner("kind 3: a new `worktrees/<id>` in a repository owned by its person, adopted by the person's `git worktree repair`", () => {
-  t("the session's folder naming the person's other checkout does not run its program after `git worktree repair`", async () => {
+  test("the session's folder naming the person's other checkout does not run its program after `git worktree repair`", async () => {
     if (!lookupUser(OWNER)) spawnSync('useradd', ['--create-home', '--shell', '/bin/bash', OWNER]);
     const owner = lookupUser(OWNER)!;
     const parent = fs.mkdtempSync(path.join(owner.home, 'aj-wt-'));
@@ -468,7 +482,10 @@ dOwner("kind 3: a new `worktrees/<id>` in a repository owned by its person, adop
       expect(as(OWNER, [...G, '-C', ws, 'commit', '-q', '--allow-empty', '-m', 'first']).status).toBe(0);
       expect(as(OWNER, ['git', '-C', ws, 'worktree', 'add', '-q', other, '-b', 'feature']).status).toBe(0);
       const s = await startSession({ cwd: ws, workspace: ws });
-      expect((await s.run(adoptable(marker))).output).toBe('planted\n');
+      const r = await s.run(adoptable(marker));
+      // The worker's audit after the command moved the session's folders away, and said so.
+      expect(r.output.split('\n')[0]).toBe('planted');
+      expect(r.output).toContain(".git/worktrees/z01 (a linked worktree whose commondir is not the repository's)");
       // Later, on the host, the person repairs their worktrees (after moving the repository, say) and works in the other one.
       as(OWNER, ['git', '-C', ws, 'worktree', 'repair']);
       as(OWNER, ['git', 'status', '--short'], other);
@@ -480,46 +497,44 @@ dOwner("kind 3: a new `worktrees/<id>` in a repository owned by its person, adop
 });
 
 describe('kind 3: a `.git` in a subdirectory, found first by git run there', () => {
-  t(
-    "in a root-owned workspace, a root-owned directory the session moves to `src/.git` does not run its program in the person's git in src/",
-    async () => {
-      const { ws, marker, git } = personsRepo();
-      fs.mkdirSync(path.join(ws, 'src', 'lib'), { recursive: true });
-      fs.writeFileSync(path.join(ws, 'src', 'lib', 'x.c'), 'int x;\n');
-      git('add', '.');
-      git('commit', '-qm', 'two');
-      try {
-        const s = await startSession({ cwd: ws, workspace: ws });
-        // git refuses a git dir that is not root's ("dubious ownership"): the session makes none, it
-        // moves the person's own directory src/lib (root's, writable through the ACL) to src/.git,
-        // fills it with a copy of the git dir whose work tree is the root, and puts src/lib back.
-        const r = await s.run(
-          [
-            'cp -r src/lib /tmp/lib',
-            'mv src/lib src/.git',
-            'rm src/.git/x.c',
-            'cp -r .git/. src/.git/',
-            plant(marker, 'src/.git/fsm'),
-            'git --git-dir=src/.git config core.worktree ../..',
-            'git --git-dir=src/.git config core.fsmonitor "$PWD/src/.git/fsm"',
-            'cp -r /tmp/lib src/lib',
-            'echo planted',
-          ].join(' && '),
-        );
-        expect(r.output).toBe('planted\n');
-        // On the host, the person: at the root all is as they left it; in src/, their git runs the program.
-        const atRoot = git('status', '--short');
-        execFileSync('git', ['status', '--short'], { cwd: path.join(ws, 'src'), stdio: 'pipe' });
-        expect({ atRoot, ranOnTheHostAs: ranAs(marker) }).toEqual({ atRoot: '', ranOnTheHostAs: null });
-      } finally {
-        fs.rmSync(marker, { force: true });
-      }
-    },
-  );
+  test("in a root-owned workspace, a root-owned directory the session moves to `src/.git` does not run its program in the person's git in src/", async () => {
+    const { ws, marker, git } = personsRepo();
+    fs.mkdirSync(path.join(ws, 'src', 'lib'), { recursive: true });
+    fs.writeFileSync(path.join(ws, 'src', 'lib', 'x.c'), 'int x;\n');
+    git('add', '.');
+    git('commit', '-qm', 'two');
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      // git refuses a git dir that is not root's ("dubious ownership"): the session makes none, it
+      // moves the person's own directory src/lib (root's, writable through the ACL) to src/.git,
+      // fills it with a copy of the git dir whose work tree is the root, and puts src/lib back.
+      const r = await s.run(
+        [
+          'cp -r src/lib /tmp/lib',
+          'mv src/lib src/.git',
+          'rm src/.git/x.c',
+          'cp -r .git/. src/.git/',
+          plant(marker, 'src/.git/fsm'),
+          'git --git-dir=src/.git config core.worktree ../..',
+          'git --git-dir=src/.git config core.fsmonitor "$PWD/src/.git/fsm"',
+          'cp -r /tmp/lib src/lib',
+          'echo planted',
+        ].join(' && '),
+      );
+      expect(r.output.split('\n')[0]).toBe('planted');
+      expect(r.output).toContain('src/.git (a .git below the root');
+      // On the host, the person: at the root all is as they left it; in src/, their git runs the program.
+      const atRoot = git('status', '--short');
+      execFileSync('git', ['status', '--short'], { cwd: path.join(ws, 'src'), stdio: 'pipe' });
+      expect({ atRoot, ranOnTheHostAs: ranAs(marker) }).toEqual({ atRoot: '', ranOnTheHostAs: null });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
 });
 
 dOwner('kind 3: a `.git` in a subdirectory, in a repository owned by its person (bash runs as the owner)', () => {
-  t('a `.git` the session puts in a subdirectory does not run its program when the person runs git there', async () => {
+  test('a `.git` the session puts in a subdirectory does not run its program when the person runs git there', async () => {
     if (!lookupUser(OWNER)) spawnSync('useradd', ['--create-home', '--shell', '/bin/bash', OWNER]);
     const owner = lookupUser(OWNER)!;
     const parent = fs.mkdtempSync(path.join(owner.home, 'aj-clone-'));
@@ -545,7 +560,8 @@ dOwner('kind 3: a `.git` in a subdirectory, in a repository owned by its person 
           'echo planted',
         ].join(' && '),
       );
-      expect(r.output).toBe('planted\n');
+      expect(r.output.split('\n')[0]).toBe('planted');
+      expect(r.output).toContain('src/.git (a .git below the root');
       // Later, on the host, the person works in src/ as they always do.
       const status = as(OWNER, ['git', 'status', '--short'], path.join(ws, 'src'));
       expect({ status: status.status, ranOnTheHostAs: ranAs(marker) }).toEqual({ status: 0, ranOnTheHostAs: null });
