@@ -1,7 +1,7 @@
 /**
  * Adversary round 11: attacks on the fixes of rounds 8 and 10 that worked on the code they were
  * written against (46dde10). Each test asserts the safe behaviour, so it fails on that
- * code; they are skipped (OPEN) until a fix lands (kind 5's run: fixed, below). Not repeated: what round 10 left OPEN (a new
+ * code; all are fixed now and run (the git audit, the socket-memory cgroup, the display). Not repeated: what round 10 left OPEN (a new
  * `.git/commondir`, a gitlink or `.git/modules/<name>/config`, the config replaced on the host,
  * whole-script look-alikes, the pty pool) and round 8's write into a later command's FIFO.
  *
@@ -173,10 +173,6 @@ import { displayCommand } from '../../../src/shared/display';
 import { lookupUser } from '../../../src/session/identity';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 import { expectFlaggedEverywhere, type LookalikeCase } from './lookalikes';
-
-// Still OPEN: the TCP buffer memory test (kind 6) below.
-const OPEN = true;
-const t = OPEN ? test.skip : test;
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
