@@ -17,20 +17,32 @@
  * the rest of a linked worktree's config, hooks and info are the common dir's). New folders stay
  * possible, so `git worktree add` works in the session. Attack tests: adversary-round11.test.ts.
  *
+ * What the config makes git read or run is found by git itself (`git config --file F --null
+ * --list` on the config and each file it includes, with no repository, hooks, system or global
+ * config), not by a hand parser: every include, whatever its condition; `core.hooksPath` (husky
+ * 9's `.husky/_`, whose files git ignores); the programs that `core.fsmonitor`, filter, diff,
+ * merge drivers and the like name. Whatever of it lies in the workspace, symlinks resolved, is
+ * bound read-only; a `.git` or `.git/config` that is a symlink into the workspace counts by its
+ * target (attack tests: adversary-round13.test.ts, kind 6).
+ *
  * Only a repository whose `.git` is at the workspace's root is guarded (a workspace inside a
  * repository sees its `.git` read-only already). What a bind cannot cover because it did not exist
  * at start (a new `.git/commondir`, a `.git` or repository below the root, `modules/<name>`, a stray
  * `worktrees/<id>`, replace refs), and a guarded file the person's git replaced on the host (the
- * kernel drops a bind whose directory entry is renamed over), are the audit's: git-audit.ts.
+ * kernel drops a bind whose directory entry is renamed over), are the audit's: git-audit.ts. Still open: a symlink among those paths (`.git -> .gitdir`,
+ * `.git/config -> ../repo.gitconfig`) is no mount point, so the session can remove the link itself
+ * and put a file or `.git` of its own in its place (adversary-round13.test.ts "the symlink itself").
  */
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 
 /** The paths a session's sandbox binds for the workspace's repository: `.git` onto itself, and the ones read-only. */
 export interface GuardedGit {
   /** Bound writable onto themselves (mount points that cannot be renamed or removed): `<workspace>/.git`, its `worktrees/` and each `worktrees/<id>/`. */
   readonly writable: string[];
-  /** Bound read-only: config, hooks/, info/, config.worktree of the git dir, a `.git` file itself, each linked worktree's commondir, gitdir, config.worktree. */
+  /** Bound read-only: config, hooks/, info/, config.worktree of the git dir (symlinks resolved), what its config names in the workspace (includes, `core.hooksPath`, programs), a `.git` file itself, each linked worktree's commondir, gitdir, config.worktree. */
   readonly readonly: string[];
 }
 
@@ -39,7 +51,8 @@ const CODE_ENTRIES = ['config', 'hooks', 'info', 'config.worktree'] as const;
 
 /**
  * The git paths to bind for `workspace` (absolute): none when `<workspace>/.git` is missing or a
- * symlink (whose target the sandbox shows as it is). For a `.git` directory: itself writable, and
+ * symlink to a path outside the workspace (read-only there already); a symlink into the workspace
+ * counts as its target (resolved). For a `.git` directory: itself writable, and
  * those of {@link CODE_ENTRIES} that are there read-only; `hooks/` and `info/` are created empty
  * first when missing (as `git init` makes them), so that the session cannot create them. For a
  * `.git` file (`gitdir: …`, a worktree or a separated git dir): the file read-only, and the git
@@ -52,16 +65,24 @@ export function guardedGit(workspace: string): GuardedGit {
   const out: GuardedGit = { writable: [], readonly: [] };
   const dotGit = path.join(workspace, '.git');
   let st: fs.Stats;
+  let gitPath = dotGit;
   try {
     st = fs.lstatSync(dotGit);
+    if (st.isSymbolicLink()) {
+      // `.git -> .gitdir`: git follows it, so the guard does too, when its target lies in the workspace (elsewhere it is read-only already).
+      const real = realInside(dotGit, workspace);
+      if (real === undefined || real === workspace) return out;
+      gitPath = real;
+      st = fs.lstatSync(real);
+    }
   } catch {
     return out;
   }
   if (st.isDirectory()) {
-    guardGitDir(dotGit, workspace, out, true);
+    guardGitDir(gitPath, workspace, out, true);
   } else if (st.isFile()) {
-    out.readonly.push(dotGit);
-    const named = gitdirOf(dotGit, workspace);
+    out.readonly.push(gitPath);
+    const named = gitdirOf(gitPath, workspace);
     if (named === undefined) return out;
     if (inside(named, workspace)) guardGitDir(named, workspace, out, true);
     else {
@@ -227,10 +248,13 @@ function makeEmpty(file: string, dir: string): void {
 /**
  * The {@link CODE_ENTRIES} of `gitDir` to bind read-only, after creating `hooks/` and `info/` when
  * missing, and an empty `config.worktree` when the config turns `extensions.worktreeConfig` on,
- * each owned as `gitDir` is (the worker may be root; the repository is the person's); and every
- * file the config includes (`include.path`, `includeIf.*.path`) that lies in `workspace`, created
- * empty when missing (git skips a missing include, so the session could otherwise create it).
- * Includes of included files are not followed.
+ * each owned as `gitDir` is (the worker may be root; the repository is the person's); an entry
+ * that is a symlink counts by its target, bound when that lies in `workspace` (the sandbox binds
+ * the resolved path). Then what the config makes git read or run, as git itself reads it
+ * ({@link configNamedPaths}): every file it includes, however deep, that lies in `workspace`
+ * (created empty when missing: git skips a missing include, so the session could otherwise create
+ * it), the `core.hooksPath` directory and the programs other keys name there, and the targets of
+ * hooks that are symlinks into the workspace.
  */
 function codeEntries(gitDir: string, workspace: string): string[] {
   const found: string[] = [];
@@ -242,6 +266,13 @@ function codeEntries(gitDir: string, workspace: string): string[] {
   } catch {
     /* unreadable: nothing created */
   }
+  const own = (p: string): void => {
+    if (owner) fs.lchownSync(p, owner.uid, owner.gid);
+  };
+  const add = (p: string): void => {
+    const real = realInside(p, workspace);
+    if (real !== undefined && real !== workspace && !found.includes(real)) found.push(real);
+  };
   // A loose match: an empty config.worktree made once too often is harmless to git.
   const worktreeConfig = /worktreeconfig\s*=\s*(true|yes|on|1)?\s*$/im.test(config);
   for (const name of CODE_ENTRIES) {
@@ -251,39 +282,187 @@ function codeEntries(gitDir: string, workspace: string): string[] {
       if (name === 'hooks' || name === 'info') fs.mkdirSync(p, { mode: 0o755 });
       else if (name === 'config.worktree' && worktreeConfig) fs.writeFileSync(p, '', { flag: 'wx', mode: 0o644 });
       else made = false;
-      if (made && owner) fs.lchownSync(p, owner.uid, owner.gid);
+      if (made) own(p);
     } catch {
       /* there already (or the git dir is not the worker's to write: then neither is it the session's) */
     }
     try {
-      const st = fs.lstatSync(p);
-      if (st.isFile() || st.isDirectory()) found.push(p);
+      const st = fs.statSync(p);
+      if (st.isFile() || st.isDirectory()) add(p);
     } catch {
       /* missing: config.worktree without extensions.worktreeConfig, which the read-only config cannot gain */
     }
   }
-  for (const p of includedFiles(config, gitDir)) {
-    if (!(p === workspace || p.startsWith(`${workspace}/`)) || found.includes(p)) continue;
+  const named = configNamedPaths(path.join(gitDir, 'config'), config, gitDir, workspace);
+  for (const p of named.includes) {
+    if (!inside(p, workspace)) continue;
     try {
       fs.mkdirSync(path.dirname(p), { recursive: true });
       fs.writeFileSync(p, '', { flag: 'wx', mode: 0o644 });
-      if (owner) fs.lchownSync(p, owner.uid, owner.gid);
+      own(p);
     } catch {
       /* there already */
     }
+    add(p);
+  }
+  const hookDirs = [path.join(gitDir, 'hooks')];
+  for (const dir of named.hookDirs) {
+    if (!inside(dir, workspace) || dir === workspace) continue;
     try {
-      if (fs.lstatSync(p).isFile()) found.push(p);
+      fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
+      own(dir);
     } catch {
-      /* could not be made */
+      /* there already, or not makeable */
+    }
+    add(dir);
+    hookDirs.push(dir);
+  }
+  for (const p of named.programs) add(p);
+  // A hook that is a symlink to a script in the workspace (a tracked `scripts/pre-commit`): its target.
+  for (const dir of hookDirs) {
+    try {
+      for (const e of fs.readdirSync(dir, { withFileTypes: true })) if (e.isSymbolicLink()) add(path.join(dir, e.name));
+    } catch {
+      /* unreadable */
     }
   }
   return found;
 }
 
+/** `p` with symlinks resolved when that lies in `workspace` (or is it), else undefined (missing, or elsewhere). */
+function realInside(p: string, workspace: string): string | undefined {
+  try {
+    const real = fs.realpathSync(p);
+    return inside(real, workspace) ? real : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
- * The absolute paths of the `path = …` values of `config`'s `[include]` and `[includeIf "…"]`
- * sections, relative ones against `gitDir` as git reads them; `~` ones dropped (a home directory
- * is never the workspace's).
+ * Keys whose value git runs as a program or shell command (git-config(1)): the person's git on
+ * the host runs them in `git status`, `diff`, `commit`, `fetch` and the like. Matched on the
+ * lower-cased key git prints.
+ */
+const PROGRAM_KEYS =
+  /^(core\.(fsmonitor|sshcommand|editor|pager|askpass|gitproxy)|sequence\.editor|diff\.external|diff\..+\.(textconv|command)|filter\..+\.(clean|smudge|process)|merge\..+\.driver|(difftool|mergetool)\..+\.cmd|credential\.(.+\.)?helper|gpg\.(.+\.)?program|pager\..+|alias\..+|uploadpack\.packobjectshook)$/;
+
+/** What a repository's config makes git read or run ({@link configNamedPaths}): absolute paths, not resolved. */
+interface ConfigNamed {
+  /** Every file the config includes (`include.path`, `includeIf.<cond>.path`, whatever the condition: a session can make one true), and their includes. */
+  includes: string[];
+  /** `core.hooksPath` (relative to the worktree's root, where git runs hooks). */
+  hookDirs: string[];
+  /** Each word of a {@link PROGRAM_KEYS} value that names an existing file (relative ones against the worktree's root). */
+  programs: string[];
+}
+
+/**
+ * What the config file `file` (of git dir `gitDir`, text `text`) and everything it includes name,
+ * as git parses it: `git config --file F --null --list` for each file (no hooks, no repository:
+ * run from `/` with system and global config off, as the worker, before the sandbox starts), so
+ * that comments, quoting, escapes and continued lines are git's own. Includes are followed to a
+ * depth of 10 (git's own limit), relative ones against the directory of the file naming them, `~/`
+ * against the worker's home. When git cannot be run: includes only, from a hand parse of `text`
+ * ({@link includedFiles}).
+ */
+function configNamedPaths(file: string, text: string, gitDir: string, workspace: string): ConfigNamed {
+  const out: ConfigNamed = { includes: [], hookDirs: [], programs: [] };
+  const seen = new Set<string>();
+  let queue: string[] = [file];
+  for (let depth = 0; depth <= 10 && queue.length > 0; depth++) {
+    const next: string[] = [];
+    for (const f of queue) {
+      if (seen.has(f)) continue;
+      seen.add(f);
+      const pairs = gitConfigList(f);
+      if (pairs === undefined) {
+        if (f === file) out.includes.push(...includedFiles(text, gitDir));
+        continue;
+      }
+      for (const [key, value] of pairs) {
+        if (/^include(if\..*)?\.path$/.test(key)) {
+          const p = expandPath(value, path.dirname(f));
+          if (p === undefined) continue;
+          out.includes.push(p);
+          next.push(p);
+        } else if (key === 'core.hookspath') {
+          const p = expandPath(value, workspace);
+          if (p !== undefined) out.hookDirs.push(p);
+        } else if (PROGRAM_KEYS.test(key)) {
+          for (const word of value.split(/[\s;|&()<>'"`=]+/)) {
+            const p = word === '' ? undefined : expandPath(word, workspace);
+            if (p !== undefined && isFile(p)) out.programs.push(p);
+          }
+        }
+      }
+    }
+    queue = next;
+  }
+  return out;
+}
+
+/** `value` as a path: `~/…` against the worker's home, relative against `base`; undefined for '' or `~user`. */
+function expandPath(value: string, base: string): string | undefined {
+  if (value === '') return undefined;
+  if (value === '~' || value.startsWith('~/')) return path.join(os.homedir(), value.slice(1));
+  if (value.startsWith('~')) return undefined;
+  return path.resolve(base, value);
+}
+
+/** Whether `p` is a regular file (symlinks followed). */
+function isFile(p: string): boolean {
+  try {
+    return fs.statSync(p).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The lower-cased keys and values of the config file `file` as git reads it (includes not
+ * followed): [] when missing, undefined when git cannot be run or fails otherwise. Git runs with
+ * no repository (cwd `/`, `GIT_DIR` unset), no system or global config, so nothing of the
+ * person's configuration runs (`git config` runs no hook, pager or fsmonitor with `--null --list`).
+ */
+function gitConfigList(file: string): [string, string][] | undefined {
+  if (!fs.existsSync(file)) return [];
+  let raw: string;
+  try {
+    raw = execFileSync('git', ['config', '--file', file, '--null', '--list'], {
+      cwd: '/',
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      timeout: 10_000,
+      maxBuffer: 8 << 20,
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        HOME: os.homedir(),
+        LC_ALL: 'C',
+        GIT_CONFIG_NOSYSTEM: '1',
+        GIT_CONFIG_GLOBAL: '/dev/null',
+        GIT_CEILING_DIRECTORIES: '/',
+      },
+    });
+  } catch (err) {
+    // Exit 1 with no output: a file with no entries (or not a config file at all; git then reads none of it either).
+    const e = err as { status?: number; stdout?: string };
+    return e.status === 1 && !e.stdout ? [] : undefined;
+  }
+  const pairs: [string, string][] = [];
+  for (const entry of raw.split('\0')) {
+    if (entry === '') continue;
+    const nl = entry.indexOf('\n');
+    pairs.push(nl < 0 ? [entry.toLowerCase(), ''] : [entry.slice(0, nl).toLowerCase(), entry.slice(nl + 1)]);
+  }
+  return pairs;
+}
+
+/**
+ * The fallback when git cannot be run: the absolute paths of the `path = …` values of `config`'s
+ * `[include]` and `[includeIf "…"]` sections, relative ones against `gitDir` as git reads them;
+ * `~` ones dropped (a home directory is never the workspace's). A hand parse: a comment after
+ * the value is cut, escapes and continued lines are not git's.
  */
 function includedFiles(config: string, gitDir: string): string[] {
   const out: string[] = [];
@@ -291,9 +470,10 @@ function includedFiles(config: string, gitDir: string): string[] {
   for (const line of config.split('\n')) {
     const section = /^\s*\[\s*([A-Za-z0-9.-]+)/.exec(line);
     if (section) including = /^include(if)?$/i.test(section[1]!);
-    const m = including ? /^\s*(?:\[[^\]]*\]\s*)?path\s*=\s*"?([^"]*?)"?\s*$/i.exec(line) : null;
-    if (!m || m[1] === '' || m[1]!.startsWith('~')) continue;
-    out.push(path.resolve(gitDir, m[1]!));
+    const m = including ? /^\s*(?:\[[^\]]*\]\s*)?path\s*=\s*("[^"]*"|[^;#]*)/i.exec(line) : null;
+    const value = m ? m[1]!.trim().replace(/^"(.*)"$/, '$1') : '';
+    if (value === '' || value.startsWith('~')) continue;
+    out.push(path.resolve(gitDir, value));
   }
   return out;
 }

@@ -10,7 +10,23 @@
  * on an ASCII letter that NFC does not compose (`markMarksOnAscii`), every right-to-left letter of
  * a command where two of them stand with other characters but no left-to-right letter between
  * (`markReorderedRightToLeft`; a lone Hebrew or Arabic word stays as it is), and unassigned code
- * points (`\p{Cn}`). Kind 6 (git-guard) stays OPEN.
+ * points (`\p{Cn}`).
+ *
+ * FIXED, kind 6 (its 4 tests run): git-guard.ts asks git, not a hand parser, what the config makes
+ * it read or run (`git config --file F --null --list` on `.git/config` and on each file it
+ * includes, to git's depth of 10, with no repository, hooks, system or global config, before the
+ * sandbox starts): every include whatever its condition (created empty when missing), the
+ * `core.hooksPath` directory (created when missing), each existing file that a word of
+ * `core.fsmonitor`, a filter, diff, merge driver, `sshCommand`, editor, pager, credential helper,
+ * gpg program or alias names, and the targets of hooks that are symlinks; all resolved with
+ * realpath and bound read-only when they lie in the workspace. A `.git`, `config`, `hooks/` or
+ * `info/` that is a symlink into the workspace counts by its target (`.git -> .gitdir` binds
+ * `.gitdir` onto itself and its code read-only). Still OPEN (one skipped test): a symlink is no
+ * mount point, so the session can remove the link itself (`rm .git/config`, or `rm .git`) and put
+ * a file or `.git` of its own in its place: observed, planted and run by the person's
+ * `git status` (the `.git` variant stopped in this harness only by git's ownership check, the
+ * session's uid not being the person's). Fix: refuse such a workspace, or hold the link (a mount
+ * on the link itself).
  *
  * Kind 5 (what the human reads is not what runs), letters whose compatibility form is ASCII:
  * `isAsciiForm` flags only two blocks (fullwidth, Mathematical Alphanumeric) and only forms of ONE
@@ -106,6 +122,7 @@ import * as path from 'node:path';
 import { commandDetails, commandSummary, displayCommand } from '../../../src/shared/display';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
+/** The one attack of kind 6 still open (see the doc comment): skipped until the guard holds a symlink itself. */
 const OPEN = true;
 const t = OPEN ? test.skip : test;
 
@@ -213,41 +230,40 @@ async function plantAndLook(
 }
 
 dRoot("kind 6: code the person's repository names in the workspace, which the git guard leaves writable", () => {
-  t(
-    "a husky hook (`core.hooksPath = .husky/_`, files git ignores) rewritten by the session does not run in the person's `git commit`",
-    async () => {
-      const { ws, marker, git } = personsRepo();
-      // What `npx husky init` (husky 9) leaves: the config names .husky/_, whose files git ignores.
-      const underscore = path.join(ws, '.husky', '_');
-      fs.mkdirSync(underscore, { recursive: true });
-      fs.writeFileSync(path.join(underscore, '.gitignore'), '*\n');
-      fs.writeFileSync(
-        path.join(underscore, 'h'),
-        '#!/usr/bin/env sh\nn=$(basename "$0")\n[ -f ".husky/$n" ] && sh -e ".husky/$n"\nexit 0\n',
-        {
-          mode: 0o755,
-        },
-      );
-      fs.writeFileSync(path.join(underscore, 'pre-commit'), '#!/usr/bin/env sh\n. "$(dirname "$0")/h"\n', { mode: 0o755 });
-      fs.writeFileSync(path.join(ws, '.husky', 'pre-commit'), 'echo lint\n');
-      git('config', 'core.hooksPath', '.husky/_');
-      git('add', '-A');
-      git('commit', '-qm', 'husky');
-      try {
-        const s = await startSession({ cwd: ws, workspace: ws });
-        const r = await s.run(`printf '#!/bin/sh\\nid -un > ${marker}\\n' > .husky/_/h && echo planted`);
-        expect(r.output.trim()).toBe('planted');
-        // Later, on the host: nothing shows in the person's status, and their next commit runs the hooks.
-        const status = git('status', '--short');
-        git('commit', '-q', '--allow-empty', '-m', 'two');
-        expect({ status, ranOnTheHost: fs.existsSync(marker) }).toEqual({ status: '', ranOnTheHost: false });
-      } finally {
-        fs.rmSync(marker, { force: true });
-      }
-    },
-  );
+  test("a husky hook (`core.hooksPath = .husky/_`, files git ignores) rewritten by the session does not run in the person's `git commit`", async () => {
+    const { ws, marker, git } = personsRepo();
+    // What `npx husky init` (husky 9) leaves: the config names .husky/_, whose files git ignores.
+    const underscore = path.join(ws, '.husky', '_');
+    fs.mkdirSync(underscore, { recursive: true });
+    fs.writeFileSync(path.join(underscore, '.gitignore'), '*\n');
+    fs.writeFileSync(
+      path.join(underscore, 'h'),
+      '#!/usr/bin/env sh\nn=$(basename "$0")\n[ -f ".husky/$n" ] && sh -e ".husky/$n"\nexit 0\n',
+      {
+        mode: 0o755,
+      },
+    );
+    fs.writeFileSync(path.join(underscore, 'pre-commit'), '#!/usr/bin/env sh\n. "$(dirname "$0")/h"\n', { mode: 0o755 });
+    fs.writeFileSync(path.join(ws, '.husky', 'pre-commit'), 'echo lint\n');
+    git('config', 'core.hooksPath', '.husky/_');
+    git('add', '-A');
+    git('commit', '-qm', 'husky');
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const r = await s.run(`printf '#!/bin/sh\\nid -un > ${marker}\\n' > .husky/_/h && echo planted`);
+      // Later, on the host: nothing shows in the person's status, and their next commit would run the hooks.
+      git('status', '--short');
+      git('commit', '-q', '--allow-empty', '-m', 'two');
+      expect({ planted: r.output.includes('planted'), ranOnTheHost: fs.existsSync(marker) }).toEqual({
+        planted: false,
+        ranOnTheHost: false,
+      });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
 
-  t("a `.git` that is a symlink to a git dir in the workspace gets the guard's binds", async () => {
+  test("a `.git` that is a symlink to a git dir in the workspace gets the guard's binds", async () => {
     const { ws, marker, git } = personsRepo();
     fs.renameSync(path.join(ws, '.git'), path.join(ws, '.gitdir'));
     fs.symlinkSync('.gitdir', path.join(ws, '.git'));
@@ -260,7 +276,7 @@ dRoot("kind 6: code the person's repository names in the workspace, which the gi
     }
   });
 
-  t('a `.git/config` that is a symlink to a file in the workspace is bound read-only', async () => {
+  test('a `.git/config` that is a symlink to a file in the workspace is bound read-only', async () => {
     const { ws, marker, git } = personsRepo();
     // A config kept in the repository, as some teams share one.
     fs.renameSync(path.join(ws, '.git', 'config'), path.join(ws, 'repo.gitconfig'));
@@ -275,12 +291,25 @@ dRoot("kind 6: code the person's repository names in the workspace, which the gi
     }
   });
 
-  t('an include written with a comment after its path (`path = extra.conf ; shared`) is bound read-only', async () => {
+  test('an include written with a comment after its path (`path = extra.conf ; shared`) is bound read-only', async () => {
     const { ws, marker, git } = personsRepo();
     fs.appendFileSync(path.join(ws, '.git', 'config'), '[include]\n\tpath = extra.conf ; shared settings\n');
     fs.writeFileSync(path.join(ws, '.git', 'extra.conf'), '');
     try {
       const command = `${plant(marker, '.git/fsm')} && printf '[core]\\n\\tfsmonitor = %s\\n' "$PWD/.git/fsm" > .git/extra.conf && echo planted`;
+      expect(await plantAndLook(ws, marker, command, git)).toEqual({ planted: false, ranOnTheHost: false });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+
+  // OPEN: a symlink is no mount point. Observed with the fix above: planted, and the person's `git status` ran it.
+  t('the symlink itself: a `.git/config` symlink the session removes and replaces by a file of its own', async () => {
+    const { ws, marker, git } = personsRepo();
+    fs.renameSync(path.join(ws, '.git', 'config'), path.join(ws, 'repo.gitconfig'));
+    fs.symlinkSync('../repo.gitconfig', path.join(ws, '.git', 'config'));
+    try {
+      const command = `${plant(marker, '.git/fsm')} && rm .git/config && cp repo.gitconfig .git/config && git config core.fsmonitor "$PWD/.git/fsm" && echo planted`;
       expect(await plantAndLook(ws, marker, command, git)).toEqual({ planted: false, ranOnTheHost: false });
     } finally {
       fs.rmSync(marker, { force: true });

@@ -1,6 +1,7 @@
 /**
- * What `guardedGit` binds for a workspace's repository with linked worktrees (the paths only; the
- * sandbox's refusals are attacked in test/unit/attack/adversary-round10.test.ts and round 11).
+ * What `guardedGit` binds for a workspace's repository with linked worktrees, and for what its
+ * config names (the paths only; the sandbox's refusals are attacked in
+ * test/unit/attack/adversary-round10.test.ts, rounds 11 and 13).
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -91,4 +92,71 @@ test("a linked worktree of a repository inside the workspace: its admin folder's
       path.join(main, '.git', 'hooks'),
     ]),
   );
+});
+
+/** A repository with one commit in a new workspace (symlinks resolved). */
+function plainRepo(): { ws: string; git: (...a: string[]) => string } {
+  const ws = fs.realpathSync(tempDir());
+  const git = (...a: string[]): string =>
+    execFileSync('git', ['-C', ws, '-c', 'user.name=p', '-c', 'user.email=p@example.com', ...a], { encoding: 'utf8', stdio: 'pipe' });
+  git('init', '-q', '-b', 'main');
+  git('commit', '-q', '--allow-empty', '-m', 'one');
+  return { ws, git };
+}
+
+describe('what the config names, as git reads it', () => {
+  test('includes as git reads them: a comment after the path, a quoted path, an inactive includeIf, an include of an include', () => {
+    const { ws } = plainRepo();
+    const dotGit = path.join(ws, '.git');
+    fs.appendFileSync(
+      path.join(dotGit, 'config'),
+      '[include]\n\tpath = extra.conf ; shared settings\n\tpath = "quoted.conf" # a comment\n' +
+        '[includeIf "onbranch:other"]\n\tpath = ../conf/when-other.conf\n',
+    );
+    fs.writeFileSync(path.join(dotGit, 'extra.conf'), '[include]\n\tpath = deeper.conf\n');
+    const g = guardedGit(ws);
+    const named = ['extra.conf', 'quoted.conf', 'deeper.conf'].map((f) => path.join(dotGit, f));
+    named.push(path.join(ws, 'conf', 'when-other.conf'));
+    expect(g.readonly).toEqual(expect.arrayContaining(named));
+    // The missing ones are made empty, so the session cannot create them.
+    for (const p of named.slice(1)) expect(fs.readFileSync(p, 'utf8')).toBe('');
+    expect(g.readonly.some((p) => p.includes(';') || p.includes('#'))).toBe(false);
+  });
+
+  test('core.hooksPath in the workspace (made when missing), a program core.fsmonitor names there, a hook symlinked to a workspace script', () => {
+    const { ws, git } = plainRepo();
+    git('config', 'core.hooksPath', '.husky/_');
+    fs.writeFileSync(path.join(ws, 'fsm.sh'), '');
+    git('config', 'core.fsmonitor', `${ws}/fsm.sh`);
+    git('config', 'filter.x.clean', 'sh tools/clean.sh --flag');
+    fs.mkdirSync(path.join(ws, 'tools'));
+    fs.writeFileSync(path.join(ws, 'tools', 'clean.sh'), '');
+    fs.writeFileSync(path.join(ws, 'pre-push.sh'), '');
+    fs.symlinkSync('../../pre-push.sh', path.join(ws, '.git', 'hooks', 'pre-push'));
+    const g = guardedGit(ws);
+    expect(fs.statSync(path.join(ws, '.husky', '_')).isDirectory()).toBe(true);
+    expect(g.readonly).toEqual(
+      expect.arrayContaining([
+        path.join(ws, '.husky', '_'),
+        path.join(ws, 'fsm.sh'),
+        path.join(ws, 'tools', 'clean.sh'),
+        path.join(ws, 'pre-push.sh'),
+      ]),
+    );
+    // Never the workspace itself, nor what lies outside it.
+    expect(g.readonly.filter((p) => p === ws || !p.startsWith(`${ws}/`))).toEqual([]);
+  });
+
+  test('a `.git` symlink into the workspace counts as its target; a `.git/config` symlink as the file it names', () => {
+    const { ws } = plainRepo();
+    fs.renameSync(path.join(ws, '.git'), path.join(ws, '.gitdir'));
+    fs.symlinkSync('.gitdir', path.join(ws, '.git'));
+    fs.renameSync(path.join(ws, '.gitdir', 'config'), path.join(ws, 'repo.gitconfig'));
+    fs.symlinkSync('../repo.gitconfig', path.join(ws, '.gitdir', 'config'));
+    const g = guardedGit(ws);
+    expect(g.writable).toEqual([path.join(ws, '.gitdir')]);
+    expect(g.readonly).toEqual(
+      expect.arrayContaining([path.join(ws, 'repo.gitconfig'), path.join(ws, '.gitdir', 'hooks'), path.join(ws, '.gitdir', 'info')]),
+    );
+  });
 });
