@@ -240,13 +240,20 @@ function createGuard(o: ShellStartOptions): ProcessGuard {
 /**
  * The user namespace of the session's own that bash runs in (userns.ts): as root, with an identity
  * and mode `bwrap`, where nsenter and setpriv are installed; undefined elsewhere, or when it cannot
- * be made (bash then runs in the host's user namespace, as before it existed).
+ * be made (bash then runs in the host's user namespace, as before it existed, and the worker warns).
  */
 async function shellUserns(sandbox: Omit<SandboxOptions, 'setpriv'>, setpriv: string | null): Promise<SessionUserns | undefined> {
   if (sandbox.mode !== 'bwrap' || !sandbox.identity || !setpriv || process.getuid?.() !== 0 || !findNsenter()) return undefined;
   try {
     return await createSessionUserns(sandbox.identity, setpriv);
-  } catch {
+  } catch (err) {
+    // Said once per shell, in the worker's log: the session then shares its owner's per-user kernel counts.
+    process.emitWarning(
+      `no user namespace of its own for the session's bash (its owner's inotify and fanotify counts are not bounded): ${(err as Error).message}`,
+      {
+        type: 'AgentJobsSandboxWarning',
+      },
+    );
     return undefined;
   }
 }
