@@ -55,6 +55,12 @@ module.exports = {
   // fresh-clone runs. With a limit jest runs the suites in a child process instead and starts a new one
   // after any suite that leaves its heap above the limit (jest's workerIdleMemoryLimit, measured on heapUsed).
   workerIdleMemoryLimit: '1GB',
+  // Three suites at a time, not jest's default of one on 2 cores: the integration suites mostly wait on timers
+  // (heartbeats, timeouts, a worker's start), so a second and third suite use the idle time; the whole run took
+  // 32 minutes one suite after another on a fresh clone. Each worker runs its integration files against its own
+  // dev server (test/integration/environment.ts), so suites that run together share no task queue.
+  // docs/development.md, "Suites side by side", has the measurements.
+  maxWorkers: 3,
   projects: [
     {
       ...common,
@@ -65,6 +71,8 @@ module.exports = {
     {
       ...common,
       displayName: 'integration',
+      // Node's environment on the dev server of the jest worker that runs the file.
+      testEnvironment: '<rootDir>/test/integration/environment.ts',
       // Runs wait on real timeouts (heartbeats, approvals, worker loss): minutes, not ms.
       setupFilesAfterEnv: ['<rootDir>/test/integration/setup.ts'],
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
