@@ -20,6 +20,7 @@ import { promisify } from 'node:util';
 import { createKeysFile } from '../../src/codec';
 import { FREE_PORT_ATTEMPTS, freePort, portWasTaken } from '../../src/dev/ports';
 import { SUITE_SERVERS_ENV, type SuiteServer } from './environment';
+import globalTeardown from './global-teardown';
 
 const CLI = path.resolve(__dirname, '../../bin/agent-jobs.js');
 
@@ -33,13 +34,24 @@ export default async function globalSetup(globalConfig: { maxWorkers: number }):
   process.env.AGENT_JOBS_BLOB_STORE = path.join(dataDir, 'blobs');
   process.env.AGENT_JOBS_TEST_SUITE_DATA = dataDir;
   const env = { ...process.env, AGENT_JOBS_DATA_DIR: dataDir };
-  // Started side by side: each takes seconds, mostly waiting for the server to answer.
-  const servers: SuiteServer[] = await Promise.all(
-    Array.from({ length: Math.max(1, globalConfig.maxWorkers) }, async () => {
+  // One after another: started side by side, one server's own ports (HTTP API, UI, metrics, chosen by
+  // itself) took the port chosen for the next, which then failed to start.
+  const servers: SuiteServer[] = [];
+  try {
+    for (let i = 0; i < Math.max(1, globalConfig.maxWorkers); i++) {
       const { port, out } = await serverOnFreePort(env);
-      return { address: (JSON.parse(out) as { address: string }).address, port };
-    }),
-  );
+      servers.push({ address: (JSON.parse(out) as { address: string }).address, port });
+    }
+  } catch (err) {
+    // Jest runs no global teardown after a failed setup: the servers started so far would outlive the run.
+    process.env[SUITE_SERVERS_ENV] = JSON.stringify(servers);
+    try {
+      globalTeardown();
+    } catch {
+      /* the setup's own error is the one to report */
+    }
+    throw err;
+  }
   process.env[SUITE_SERVERS_ENV] = JSON.stringify(servers);
 }
 
