@@ -55,12 +55,13 @@ module.exports = {
   // fresh-clone runs. With a limit jest runs the suites in a child process instead and starts a new one
   // after any suite that leaves its heap above the limit (jest's workerIdleMemoryLimit, measured on heapUsed).
   workerIdleMemoryLimit: '1GB',
-  // Three suites at a time, not jest's default of one on 2 cores: the integration suites mostly wait on timers
-  // (heartbeats, timeouts, a worker's start), so a second and third suite use the idle time; the whole run took
-  // 32 minutes one suite after another on a fresh clone. Each worker runs its integration files against its own
-  // dev server (test/integration/environment.ts), so suites that run together share no task queue.
+  // Two suites at a time, not jest's default of one on 2 cores: the integration suites mostly wait on timers
+  // (heartbeats, timeouts, a worker's start), so a second suite uses the idle time; one after another the whole
+  // run took 32 minutes on a fresh clone. Three at a time ran lint and a steering test past their timeouts on a
+  // machine loaded to 12-17. Each worker runs its integration files against a dev server of its own
+  // (test/integration/environment.ts), so suites that run together share no task queue.
   // docs/development.md, "Suites side by side", has the measurements.
-  maxWorkers: 3,
+  maxWorkers: 2,
   projects: [
     {
       ...common,
