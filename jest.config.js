@@ -55,6 +55,13 @@ module.exports = {
   // fresh-clone runs. With a limit jest runs the suites in a child process instead and starts a new one
   // after any suite that leaves its heap above the limit (jest's workerIdleMemoryLimit, measured on heapUsed).
   workerIdleMemoryLimit: '1GB',
+  // Two suites at a time, not jest's default of one on 2 cores: the integration suites mostly wait on timers
+  // (heartbeats, timeouts, a worker's start), so a second suite uses the idle time; one after another the whole
+  // run took 32 minutes on a fresh clone. Three at a time ran lint and a steering test past their timeouts on a
+  // machine loaded to 12-17. Each worker runs its integration files against a dev server of its own
+  // (test/integration/environment.ts), so suites that run together share no task queue.
+  // docs/development.md, "Suites side by side", has the measurements.
+  maxWorkers: 2,
   projects: [
     {
       ...common,
@@ -65,6 +72,8 @@ module.exports = {
     {
       ...common,
       displayName: 'integration',
+      // Node's environment on the dev server of the jest worker that runs the file.
+      testEnvironment: '<rootDir>/test/integration/environment.ts',
       // Runs wait on real timeouts (heartbeats, approvals, worker loss): minutes, not ms.
       setupFilesAfterEnv: ['<rootDir>/test/integration/setup.ts'],
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
