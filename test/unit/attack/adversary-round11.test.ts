@@ -172,6 +172,7 @@ import * as path from 'node:path';
 import { displayCommand } from '../../../src/shared/display';
 import { lookupUser } from '../../../src/session/identity';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
+import { personsRepo, plant } from './persons-repo';
 import { expectFlaggedEverywhere, type LookalikeCase } from './lookalikes';
 
 afterEach(closeSessions);
@@ -190,22 +191,6 @@ function as(user: string, argv: string[], cwd?: string): { status: number | null
   });
   return { status: r.status, out: `${r.stdout}${r.stderr}` };
 }
-
-/** A repository with one commit in a new workspace, and `git` there as the person (root) on the host. */
-function personsRepo(): { ws: string; marker: string; git: (...a: string[]) => string } {
-  const ws = tempDir();
-  const git = (...a: string[]): string =>
-    execFileSync('git', ['-C', ws, '-c', 'user.name=p', '-c', 'user.email=p@example.com', ...a], { encoding: 'utf8', stdio: 'pipe' });
-  git('init', '-q', '-b', 'main');
-  fs.writeFileSync(path.join(ws, 'build.sh'), 'echo building\n');
-  git('add', 'build.sh');
-  git('commit', '-qm', 'one');
-  return { ws, marker: `${ws}-host-marker`, git };
-}
-
-/** The attacker's program at `file` (a path inside the sandbox's view): it leaves `marker` when it runs, and prints a token as fsmonitor wants. */
-const plant = (marker: string, file: string): string =>
-  `printf '#!/bin/sh\\nid -un > ${marker}\\nprintf x\\n' > ${file} && chmod +x ${file}`;
 
 /** Who ran the planted program (the user name it wrote), or null when it never ran. */
 const ranAs = (marker: string): string | null => (fs.existsSync(marker) ? fs.readFileSync(marker, 'utf8').trim() : null);

@@ -116,11 +116,11 @@
  *   flagged (`combining`).
  * - Kind 6, includes with `~` (a home outside the workspace), `.git/remotes`, alternates: as round 11.
  */
-import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { commandDetails, commandSummary, displayCommand } from '../../../src/shared/display';
-import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
+import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
+import { personsRepo, plant } from './persons-repo';
 
 /** The one attack of kind 6 still open (see the doc comment): skipped until the guard holds a symlink itself. */
 const OPEN = true;
@@ -194,22 +194,6 @@ describe('kind 5: unassigned code points', () => {
 
 const isRoot = process.getuid?.() === 0;
 const dRoot = isRoot ? describe : describe.skip;
-
-/** A repository with one commit in a new workspace, and `git` there as the person (root) on the host. */
-function personsRepo(): { ws: string; marker: string; git: (...a: string[]) => string } {
-  const ws = tempDir();
-  const git = (...a: string[]): string =>
-    execFileSync('git', ['-C', ws, '-c', 'user.name=p', '-c', 'user.email=p@example.com', ...a], { encoding: 'utf8', stdio: 'pipe' });
-  git('init', '-q', '-b', 'main');
-  fs.writeFileSync(path.join(ws, 'build.sh'), 'echo building\n');
-  git('add', 'build.sh');
-  git('commit', '-qm', 'one');
-  return { ws, marker: `${ws}-host-marker`, git };
-}
-
-/** The attacker's program at `file` (a path inside the sandbox's view): it leaves `marker` when it runs, and prints a token as fsmonitor wants. */
-const plant = (marker: string, file: string): string =>
-  `printf '#!/bin/sh\\nid -un > ${marker}\\nprintf x\\n' > ${file} && chmod +x ${file}`;
 
 /**
  * Runs `command` in a session of `ws`, then the person's `git status` on the host: whether the

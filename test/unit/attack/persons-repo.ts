@@ -1,0 +1,25 @@
+/**
+ * The attack tests' person's repository and planted program: a repository of the person (root, on
+ * the host) given to a session as its workspace, and the shell text a session uses to plant a
+ * program that leaves a marker file when the person's git on the host runs it.
+ */
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { tempDir } from '../session/helpers';
+
+/** A repository with one commit (`build.sh`) in a new workspace, `git` there as the person (root) on the host, and the path of the marker file a planted program leaves. */
+export function personsRepo(): { ws: string; marker: string; git: (...a: string[]) => string } {
+  const ws = tempDir();
+  const git = (...a: string[]): string =>
+    execFileSync('git', ['-C', ws, '-c', 'user.name=p', '-c', 'user.email=p@example.com', ...a], { encoding: 'utf8', stdio: 'pipe' });
+  git('init', '-q', '-b', 'main');
+  fs.writeFileSync(path.join(ws, 'build.sh'), 'echo building\n');
+  git('add', 'build.sh');
+  git('commit', '-qm', 'one');
+  return { ws, marker: `${ws}-host-marker`, git };
+}
+
+/** Shell text for the attacker's program at `file` (a path inside the sandbox's view): it leaves `marker` when it runs, and prints a token as fsmonitor wants. */
+export const plant = (marker: string, file: string): string =>
+  `printf '#!/bin/sh\\nid -un > ${marker}\\nprintf x\\n' > ${file} && chmod +x ${file}`;
