@@ -1,0 +1,327 @@
+/**
+ * Adversary round 14: attacks on the git audit (git-audit.ts) and guard (git-guard.ts), the
+ * session's user namespace (userns.ts) and socket cgroup, and display.ts's round-13 rules, on the
+ * code of b6d4373, as root (the worker's intended setting). Each test asserts the safe behaviour;
+ * OPEN skips them while a fix is missing. Run un-skipped once against b6d4373: all 12 failed
+ * (git: 3, walk: 1, epoll: 1, display: 7), and the 2 must-not-flag tests passed.
+ *
+ * Kind 6 (the person's git, on the host, obeys what the session wrote), three ways past the audit,
+ * each observed in a real sandboxed session (the unit harness's, session uid agent-jobs, in a
+ * root-owned workspace) and then the person's git on the host, as root, running the planted code.
+ * The planted git dir is made in a FOLDER OF THE PERSON'S (the session may rename any folder of the
+ * workspace, and git's ownership check looks at the folder, not at the files in it), so the
+ * person's git trusts it.
+ * - A git dir split in two. Steps: copy `.git` to `.cache` with a textconv driver (and
+ *   `info/attributes` `* diff=evil`) naming a planted script, remove `.cache/HEAD`; put `HEAD` and
+ *   `commondir` (`../.cache`) in the person's `src/`. The person's `git show` (or `log -p`, or a
+ *   pager in a terminal) anywhere under `src/` runs the script: git's discovery takes `src` for a
+ *   bare repository (a valid HEAD, and objects/ and refs/ in the dir its commondir names) before it
+ *   reaches the root's `.git`, and reads the common dir's config. Why: `walkGitDirs` knows a bare
+ *   repository only as HEAD, objects/ and refs/ in ONE directory; nothing is reported. Fix (whole
+ *   kind): decide "is a git dir" as git does (setup.c `is_git_directory`: HEAD, then objects/ and
+ *   refs/ in the directory its `commondir` names), or flag every new `HEAD`, `commondir` and `gitdir`
+ *   file anywhere in the workspace, whatever else stands beside it.
+ * - The quarantine's own name. Steps: `touch .git/agent-jobs-quarantine`, then plant `src/.git`.
+ *   Every move then fails (`Quarantine.quarantine` cannot mkdir there, and opening it with
+ *   O_NOFOLLOW|O_DIRECTORY fails on a file or a symlink): the result says "could NOT be moved, check
+ *   by hand", and the planted `src/.git` runs in the person's next `git status` in `src/`.
+ * - A name too long to move. Steps: plant `.git` in a folder named by 85 `日` (255 bytes, a legal
+ *   name). The quarantine's name is `<tag>-<ms>-<seq>-<path with / as _>` cut to 200 UTF-16 units,
+ *   which is over NAME_MAX (255 bytes) for non-ASCII paths: ENAMETOOLONG, "could NOT be moved".
+ * Fix (both): the worker's names only (`<tag>-<seq>`, with the original path in a log file beside
+ * it), and a quarantine the session cannot touch: made before the sandbox starts and bound
+ * read-only in it, or kept outside the workspace; and a finding that cannot be moved must stop the
+ * run (or hide the entry) rather than leave it for the person's git.
+ *
+ * Kind 3 (a runaway is reported, not fatal to others), the cost of the walk: `walkGitDirs` runs
+ * synchronously on the worker's event loop at session start, after every command and every edit.
+ * Measured (this machine, load 10-13, warm cache): 1,000,000 entries in one folder (hard links of
+ * 16 files: no inodes, no data) take 2.9 s per audit; 100,000 empty folders 1.1 s; 200,000 files
+ * in 2,000 folders 0.2 s; observed in a session (the test below): `true` in a workspace of the
+ * million froze the worker's event loop 3.3 s, at the audit after the command. Up to the cap of 2,000,000 entries that is about 6 s per command (extrapolated) of a
+ * frozen worker: every other run's activities on it miss their 5-second heartbeat timeouts
+ * (config.ts; inferred, not observed). And the cap is checked after `readdirSync` returns a whole
+ * folder: one folder of 20 million hard links (about 100 s to make) is read whole, at the measured
+ * 204 MB of heap per million entries (Dirents and the name Map), past Node's heap limit: the worker
+ * dies (extrapolated, not run on this shared machine). Fix (whole kind): walk off the event loop
+ * (a child process or worker thread with a time budget and a memory bound, reading folders in
+ * batches with `opendir`), and treat a walk that cannot finish as a finding that stops the run.
+ *
+ * Kind 6 (per-user kernel counts shared with the owner), epoll watches: the user namespace bounds
+ * what the kernel counts per user namespace (`/proc/sys/user/*`), but `fs.epoll.max_user_watches`
+ * is counted per uid (`user_struct.epoll_watches`, fs/eventpoll.c `ep_insert`), whatever the
+ * namespace. Steps: one python3 process in the session opens 4,000 pipes and registers them in
+ * epoll instances until ENOSPC. Observed: it held 5,491,645 watches (the host's whole maximum) in
+ * 9-12 s; then a process on the host as the session's uid (`setpriv --reuid`) got ENOSPC from
+ * `epoll_ctl`: with the worker as root the session's uid is the workspace's owner (userns.ts), so
+ * every program of the person that uses epoll (node, editors, systemd --user) fails while the run
+ * lasts; the watches' kernel memory is outside every limit (the v1 memory cgroup limits TCP
+ * buffers only, RLIMIT_AS counts no kernel memory). Fix (whole kind): a session uid that is no
+ * one's (a uid of its own per session, mapped to the owner for the workspace's files, or the files
+ * made writable to it), so every per-uid count the kernel keeps outside user namespaces
+ * (epoll watches, pipe-user-pages, RLIMIT_NPROC's and SIGPENDING's top level) is the session's own;
+ * and the session's memory cgroup bounds all its memory, kernel memory included.
+ *
+ * Kind 5 (what the human reads is not what runs), two gaps in the round-13 rules:
+ * - ONE right-to-left word before a number: the Unicode Bidirectional Algorithm gives the neutrals
+ *   between a right-to-left letter and a European number the right-to-left direction (UAX #9 N1:
+ *   numbers count as R), so the stretch is drawn reversed, brackets and `<>` mirrored:
+ *   `sort א > 2024.csv` is drawn `sort 2024 < א.csv` (a read of 2024; bash writes 2024.csv),
+ *   `cp גיבוי 2024` ("backup") as `cp 2024 גיבוי`, `rm -rf א/1` as `rm -rf 1/א`. Observed with
+ *   fribidi 1.0.8's `fribidi_log2vis` (libfribidi0, LTR paragraph), as round 13; not in a browser.
+ *   Why: `markReorderedRightToLeft` flags only two right-to-left characters with something between;
+ *   a digit is no letter and no right-to-left character. Fix (whole kind): in a command, escape every
+ *   strong right-to-left character, or flag one followed by a digit before the next left-to-right
+ *   letter (or run the UBA and compare the visual order with the logical one).
+ * - Letters whose TR39 skeleton is two ASCII letters, inside an ASCII word: `cat ~/bꝏks.txt` (U+A74F
+ *   LATIN SMALL LETTER OO, skeleton `oo`), `git push -f origin mꜳin` (U+A733, `aa`), and
+ *   `git checkout fᅇ` (U+1147 HANGUL CHOSEONG SSANGIEUNG, `oo`; Latin with Hangul is a mix TR39
+ *   allows). A scan of unicode-security 0.1.3's tables (every source whose prototype is two or more
+ *   ASCII letters or digits, as `cat xCHx`) found 31 shown verbatim: `æ œ ʣ ʦ ʪ ʫ ᵫ Ỻ ꜩ-ꜽ ꝏ ꝷ ꭃ ꭣ
+ *   ᅇ ᇮ ㆀ` and capitals. Why: `isAsciiForm` is NFKC only, `markAsciiLookalikes` knows skeletons of
+ *   one ASCII character only (round 13's suggested "any length" was not taken). Fix: flag every
+ *   letter whose TR39 skeleton is ASCII letters and digits only, of any length, beside an ASCII letter
+ *   or digit of its word (`æ`, `œ` of real words would be flagged too; `cat œuvre` is checked as the
+ *   cost).
+ *
+ * Held (tried, not reported):
+ * - Kind 6, a planted `.git` at a path whose absolute form exceeds PATH_MAX but whose relative one
+ *   does not (the walk `readdirSync`s absolute paths: ENAMETOOLONG, skipped silently): observed on
+ *   the host, the person's git cannot use it either (`git status` through a gitlink: fatal).
+ * - Kind 6, `info/grafts`, `info/attributes` (`info/` is bound read-only), `config.worktree` of the
+ *   main worktree (bound when worktreeConfig is on), `.gitmodules` `update = !cmd` (git refuses a
+ *   command from .gitmodules since 2.20): read, not tried. `shallow`, `objects/info/alternates`, `FETCH_HEAD`,
+ *   `MERGE_HEAD`: what git shows or merges, no code run, and `git status` shows a merge in progress;
+ *   the same class as round 11's commit-graph (documented open), not repeated.
+ * - Kind 6, the user namespace: no capability in it (CapEff and CapBnd 0, observed); inotify and
+ *   fanotify maxima a quarter (observed 32 and 48,135); keyrings refused by seccomp (read); SysV and
+ *   POSIX IPC in an IPC namespace of the sandbox's own (sandbox.ts `--unshare-ipc`, read).
+ * - Kind 5, marks on ASCII: a mark NFC composes makes a visible accent (`ñ`); other marks are
+ *   flagged (`markMarksOnAscii`, read).
+ */
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { commandDetails, commandSummary, displayCommand } from '../../../src/shared/display';
+import { closeSessions, removeTempDirs, startSession, waitUntil } from '../session/helpers';
+import { personsRepo } from './persons-repo';
+
+/** Every attack below works on b6d4373 (see the doc comment): skipped until fixed. */
+const OPEN = true;
+const t = OPEN ? test.skip : test;
+
+afterEach(closeSessions);
+afterAll(removeTempDirs);
+
+const isRoot = process.getuid?.() === 0;
+const dRoot = isRoot ? describe : describe.skip;
+
+/** Runs git as the person on the host in `cwd`; never throws. */
+const hostGit = (cwd: string, ...a: string[]): void => void spawnSync('git', a, { cwd, stdio: 'pipe' });
+
+/**
+ * Shell text that makes `dir` (an existing folder of the person's: git's ownership check looks at
+ * the folder) a copy of the workspace's git dir whose fsmonitor and a textconv driver for every file
+ * run a script at `<final>/fsm` that leaves `marker` (`final`: where `dir` ends up, relative to the workspace).
+ */
+const evilGitDir = (dir: string, final: string, marker: string): string =>
+  [
+    `cp -r .git/. ${dir}/`,
+    `printf '#!/bin/sh\\nid -un > ${marker}\\nprintf x\\n' > ${dir}/fsm && chmod +x ${dir}/fsm`,
+    `git --git-dir=${dir} config core.fsmonitor "$PWD/${final}/fsm"`,
+    `git --git-dir=${dir} config core.worktree "$PWD"`,
+    `git --git-dir=${dir} config diff.evil.textconv "$PWD/${final}/fsm"`,
+    `echo '* diff=evil' > ${dir}/info/attributes`,
+  ].join(' && ');
+
+/** The person's repository with their folders `src/` (a file in it, committed) and `docs/`. */
+function personsRepoWithFolders(): ReturnType<typeof personsRepo> {
+  const repo = personsRepo();
+  fs.mkdirSync(path.join(repo.ws, 'src'));
+  fs.writeFileSync(path.join(repo.ws, 'src', 'main.c'), 'int main;\n');
+  fs.mkdirSync(path.join(repo.ws, 'docs'));
+  repo.git('add', '-A');
+  repo.git('commit', '-qm', 'src');
+  return repo;
+}
+
+dRoot('kind 6: git metadata the audit does not find, or cannot move', () => {
+  t(
+    "a git dir split in two (HEAD and commondir in the person's `src/`) is found: the person's `git show` in src/ runs nothing",
+    async () => {
+      const { ws, marker } = personsRepoWithFolders();
+      try {
+        const s = await startSession({ cwd: ws, workspace: ws });
+        const r = await s.run(
+          `mkdir .cache && ${evilGitDir('.cache', '.cache', marker)} && rm .cache/HEAD && cp .git/HEAD src/HEAD && echo ../.cache > src/commondir && echo planted`,
+        );
+        expect(r.output.split('\n')[0]).toBe('planted');
+        await s.close();
+        hostGit(path.join(ws, 'src'), 'show');
+        expect({ ranOnTheHost: fs.existsSync(marker) }).toEqual({ ranOnTheHost: false });
+      } finally {
+        fs.rmSync(marker, { force: true });
+      }
+    },
+  );
+
+  t('a file the session puts at `.git/agent-jobs-quarantine` does not keep a planted `src/.git` in place', async () => {
+    const { ws, marker } = personsRepoWithFolders();
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const r = await s.run(
+        `touch .git/agent-jobs-quarantine && ${evilGitDir('docs', 'src/.git', marker)} && mv docs src/.git && echo planted`,
+      );
+      expect(r.output.split('\n')[0]).toBe('planted');
+      await s.close();
+      hostGit(path.join(ws, 'src'), 'status', '--short');
+      expect({ left: fs.existsSync(path.join(ws, 'src', '.git')), ranOnTheHost: fs.existsSync(marker) }).toEqual({
+        left: false,
+        ranOnTheHost: false,
+      });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+
+  t('a planted `.git` in a folder with a long non-ASCII name (85 × 日, 255 bytes) is moved', async () => {
+    const { ws, marker } = personsRepoWithFolders();
+    const dir = '日'.repeat(85);
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      // The person's `src/` renamed, so that the folder holding the `.git` passes git's ownership check.
+      const r = await s.run(`mv src ${dir} && ${evilGitDir('docs', `${dir}/.git`, marker)} && mv docs ${dir}/.git && echo planted`);
+      expect(r.output.split('\n')[0]).toBe('planted');
+      await s.close();
+      hostGit(path.join(ws, dir), 'status', '--short');
+      expect({ left: fs.existsSync(path.join(ws, dir, '.git')), ranOnTheHost: fs.existsSync(marker) }).toEqual({
+        left: false,
+        ranOnTheHost: false,
+      });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+});
+
+dRoot("kind 3: the audit's walk does not freeze the worker", () => {
+  t(
+    "a command in a workspace of a million entries does not block the worker's event loop for half a second",
+    async () => {
+      const { ws } = personsRepo();
+      // One folder of hard links (the kernel allows 65,000 links to a file): no inodes, no data, fast to make.
+      const big = path.join(ws, 'big');
+      fs.mkdirSync(big);
+      for (let f = 0; f < 16; f++) {
+        const src = path.join(big, `s${f}`);
+        fs.writeFileSync(src, '');
+        for (let i = 0; i < 62_500; i++) fs.linkSync(src, path.join(big, `l${f}_${i}`));
+      }
+      try {
+        const s = await startSession({ cwd: ws, workspace: ws });
+        let last = Date.now();
+        let longestStallMs = 0;
+        const tick = setInterval(() => {
+          longestStallMs = Math.max(longestStallMs, Date.now() - last);
+          last = Date.now();
+        }, 10);
+        try {
+          await s.run('true');
+          // The audit ends the command, so the stall shows at the first tick after it.
+          await new Promise((r) => setTimeout(r, 100));
+        } finally {
+          clearInterval(tick);
+        }
+        expect(longestStallMs).toBeLessThan(500);
+      } finally {
+        fs.rmSync(big, { recursive: true, force: true });
+      }
+    },
+    180_000,
+  );
+});
+
+/** Registers pipes in epoll instances until the kernel refuses, prints how many and the errno, and holds them. */
+const HOLD_EPOLL = `import os, select, time
+fds = [os.pipe()[0] for _ in range(4000)]
+held, n = [], 0
+try:
+    while True:
+        e = select.epoll()
+        held.append(e)
+        for f in fds:
+            e.register(f, select.EPOLLIN)
+            n += 1
+except OSError as x:
+    print(n, x.errno, flush=True)
+time.sleep(60)
+`;
+
+dRoot('kind 6: per-uid kernel counts outside the user namespace', () => {
+  t(
+    "a session holding every epoll watch its uid may have leaves the uid's other programs on the host able to use epoll",
+    async () => {
+      const { ws } = personsRepo();
+      fs.writeFileSync(path.join(ws, 'hold.py'), HOLD_EPOLL);
+      const held = path.join(ws, 'held.txt');
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const [uid, gid] = (await s.run('id -u; id -g')).output.trim().split('\n');
+      await s.run('python3 hold.py > held.txt 2>&1 &');
+      await waitUntil('the job holds its watches', () => fs.existsSync(held) && fs.readFileSync(held, 'utf8').includes('\n'), 120_000);
+      // A program of the same uid on the host (the workspace's owner, in production).
+      const other = spawnSync(
+        'setpriv',
+        [
+          `--reuid=${uid}`,
+          `--regid=${gid}`,
+          '--clear-groups',
+          '/usr/bin/python3',
+          '-c',
+          "import os, select\nselect.epoll().register(os.pipe()[0], select.EPOLLIN)\nprint('ok')",
+        ],
+        { encoding: 'utf8' },
+      );
+      expect({ held: fs.readFileSync(held, 'utf8').trim() !== '', other: other.stdout.trim() }).toEqual({ held: true, other: 'ok' });
+    },
+    180_000,
+  );
+});
+
+/** Whether the approval prompt (escaped, with a warning), the UI's summary and its details all show `command` other than verbatim. */
+function flaggedEverywhere(command: string): { prompt: boolean; summary: boolean; details: boolean } {
+  const d = displayCommand(command);
+  return {
+    prompt: d.warnings.length > 0 && d.text !== command,
+    summary: !commandSummary(command, 1).includes(command),
+    details: !commandDetails(command).includes(command),
+  };
+}
+
+const FLAGGED = { prompt: true, summary: true, details: true };
+
+describe('kind 5: one right-to-left word before a number is drawn reversed', () => {
+  for (const command of ['sort א > 2024.csv', 'cp גיבוי 2024', 'rm -rf א/1', 'cat א > 1']) {
+    t(`${JSON.stringify(command)} is not shown verbatim`, () => {
+      expect(flaggedEverywhere(command)).toEqual(FLAGGED);
+    });
+  }
+});
+
+describe('kind 5: letters whose TR39 skeleton is two ASCII letters, in an ASCII word', () => {
+  const commands: [string, string][] = [
+    ['cat ~/bꝏks.txt', 'U+A74F LATIN SMALL LETTER OO'],
+    ['git push -f origin mꜳin', 'U+A733 LATIN SMALL LETTER AA'],
+    ['git checkout fᅇ', 'U+1147 HANGUL CHOSEONG SSANGIEUNG, in a mix TR39 allows'],
+  ];
+  for (const [command, what] of commands) {
+    t(`${JSON.stringify(command)} (${what}) is not shown verbatim`, () => {
+      expect(flaggedEverywhere(command)).toEqual(FLAGGED);
+    });
+  }
+
+  // What the fix must not flag: a single right-to-left word, and Latin letters of other languages alone.
+  test.each(['grep -r שלום src', 'echo Straße'])('%j is shown as it is', (command) => {
+    const d = displayCommand(command);
+    expect({ text: d.text, warnings: d.warnings }).toEqual({ text: command, warnings: [] });
+  });
+});
