@@ -641,6 +641,30 @@ describe('kind 5: a letter of Korean, Chinese or Japanese drawn as a Latin one, 
   });
 });
 
+/**
+ * Runs `command` (which starts ./hold.py in the background) in a session of `ws` and reads the
+ * machine-wide count of `protocol`'s buffer pages (`/proc/net/sockstat`) before, and while the job
+ * holds its sockets (once it wrote ./held, up to 30 s); then closes the session.
+ * @returns what ./held says (the sockets the job holds), and the two counts in pages
+ */
+async function poolWhileHeld(
+  ws: string,
+  protocol: 'TCP' | 'UDP',
+  command: string,
+): Promise<{ held: number; before: number; during: number }> {
+  const pages = (): number => Number(new RegExp(`${protocol}:.* mem (\\d+)`).exec(fs.readFileSync('/proc/net/sockstat', 'utf8'))![1]);
+  const before = pages();
+  const s = await startSession({ cwd: ws, workspace: ws });
+  await s.run(command);
+  const held = path.join(ws, 'held');
+  const until = Date.now() + 30_000;
+  while (!fs.existsSync(held) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+  await new Promise((r) => setTimeout(r, 200));
+  const during = pages();
+  await s.close();
+  return { held: Number(fs.readFileSync(held, 'utf8')), before, during };
+}
+
 describe('kind 6: the machine-wide pool of TCP buffer memory', () => {
   /*
    * Connections on the sandbox's own loopback (no --network needed): each sender writes until its
@@ -672,17 +696,8 @@ describe('kind 6: the machine-wide pool of TCP buffer memory', () => {
         '',
       ].join('\n'),
     );
-    const hostMem = (): number => Number(/TCP:.* mem (\d+)/.exec(fs.readFileSync('/proc/net/sockstat', 'utf8'))![1]);
-    const before = hostMem();
-    const s = await startSession({ cwd: ws, workspace: ws });
-    await s.run('(python3 hold.py held >/dev/null 2>hold.err &)');
-    const held = path.join(ws, 'held');
-    const until = Date.now() + 30_000;
-    while (!fs.existsSync(held) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
-    await new Promise((r) => setTimeout(r, 200));
-    const during = hostMem();
-    await s.close();
-    expect(Number(fs.readFileSync(held, 'utf8'))).toBeGreaterThan(0);
+    const { held, before, during } = await poolWhileHeld(ws, 'TCP', '(python3 hold.py held >/dev/null 2>hold.err &)');
+    expect(held).toBeGreaterThan(0);
     expect(during - before).toBeLessThan(LIMIT_PAGES);
   });
 });
@@ -717,17 +732,8 @@ describe('kind 6: the machine-wide pool of UDP buffer memory', () => {
         '',
       ].join('\n'),
     );
-    const hostMem = (): number => Number(/UDP:.* mem (\d+)/.exec(fs.readFileSync('/proc/net/sockstat', 'utf8'))![1]);
-    const before = hostMem();
-    const s = await startSession({ cwd: ws, workspace: ws });
-    await s.run('ulimit -n 1024; (python3 hold.py held >/dev/null 2>hold.err &)');
-    const held = path.join(ws, 'held');
-    const until = Date.now() + 30_000;
-    while (!fs.existsSync(held) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
-    await new Promise((r) => setTimeout(r, 200));
-    const during = hostMem();
-    await s.close();
-    expect(Number(fs.readFileSync(held, 'utf8'))).toBe(RECEIVERS);
+    const { held, before, during } = await poolWhileHeld(ws, 'UDP', 'ulimit -n 1024; (python3 hold.py held >/dev/null 2>hold.err &)');
+    expect(held).toBe(RECEIVERS);
     expect(during - before).toBeLessThan(16_384);
   });
 });
