@@ -9,7 +9,7 @@
  * the caller gets the message. A handler applies the request and answers
  * at once; what it changes takes effect at the loop's next safe point.
  */
-import { condition, log, setHandler } from '@temporalio/workflow';
+import { condition, log, patched, setHandler } from '@temporalio/workflow';
 import {
   MAX_BY_CHARS,
   MAX_MESSAGE_CHARS,
@@ -147,12 +147,26 @@ function validateResume(state: RunState, req: ByRequest): void {
   }
 }
 
-/** Clears the pause; answers with the status the run goes on in (once it has left `paused`, in the same workflow task). */
+/**
+ * patched() id: a resume also answers when a pause asked after it (in the
+ * same workflow task, before the run left `paused`) keeps the run paused;
+ * its answer then says `paused`. Before, the resume waited for the status
+ * to leave `paused`, which that second pause never let happen: the caller
+ * got no answer until a later resume.
+ */
+export const RESUME_ANSWERS_REPAUSED_PATCH = 'resume-answers-when-paused-again';
+
+/**
+ * Clears the pause; answers with the status the run goes on in: once it has
+ * left `paused` (in the same workflow task), or `paused` when a later pause
+ * took over first ({@link RESUME_ANSWERS_REPAUSED_PATCH}).
+ */
 async function resume(state: RunState, req: ByRequest): Promise<SteerAnswer> {
   const at = new Date().toISOString();
   state.clearPause();
   log.info('resumed', { by: req.by });
-  await condition(() => state.status !== 'paused' || state.result !== null);
+  const pausedAgain = patched(RESUME_ANSWERS_REPAUSED_PATCH) ? () => state.pause !== null : () => false;
+  await condition(() => state.status !== 'paused' || pausedAgain() || state.result !== null);
   return { status: state.result?.status ?? state.status, by: req.by, at };
 }
 

@@ -12,8 +12,9 @@
  * (docs/decisions.md, "Updates the server sheds").
  */
 import { Connection } from '@temporalio/client';
-import { AgentJobsClient, UpdateRejectedError, isShedUpdate } from '../../src/client';
-import { resumeUpdate } from '../../src/contract';
+import { temporal } from '@temporalio/proto';
+import { AgentJobsClient, UpdateRejectedError, isShedUpdate, updateIdOf } from '../../src/client';
+import { pauseUpdate, resumeUpdate } from '../../src/contract';
 import { TestBed, waitFor } from './harness';
 import { asks, decide, end } from './steering-helpers';
 
@@ -79,5 +80,61 @@ describe('an Update storm on a starved worker', () => {
     await decide(handle, { toolUseId: 'toolu_s' }, 'touch s.txt');
     expect((await handle.result()).status).toBe('completed');
     expect(bed.audit().map((a) => a.command)).toEqual(['touch s.txt']);
+  });
+
+  test('a resume and then a pause in one workflow task, on a paused run: both answered, and the run stays paused', async () => {
+    // The worker stopped, the server holds both Updates and hands them over in one activation: the
+    // resume clears the pause and the pause asks again before the approval wait sees the run resumed.
+    // The resume's answer once waited for the status to leave `paused`, which it never did: no answer.
+    bed = await TestBed.create({ script: { responses: [asks(['toolu_rp', 'touch rp.txt']), end('done')] } });
+    const handle = await bed.start({ task: 'resume then pause at once', approval: 'always' }, 'update-resume-pause');
+    await bed.pendingApproval(handle);
+    connection = await Connection.connect({ address: bed.address, interceptors: [] });
+    const jobs = new AgentJobsClient(connection, { address: bed.address, namespace: 'default' }, { updateTimeoutMs: 60_000 });
+    const run = jobs.run(handle.workflowId);
+    expect((await run.pause({ by: 'first' })).status).toBe('paused');
+    const worker = bed.workers[0]!;
+    worker.signal('SIGSTOP');
+    let answers: Array<{ status: string } | { error: string }>;
+    try {
+      const settle = (p: Promise<{ status: string }>): Promise<{ status: string } | { error: string }> =>
+        p.then(
+          (a) => ({ status: a.status }),
+          (err: unknown) => ({ error: String(err) }),
+        );
+      const resumed = settle(run.resume({ by: 'second', requestId: 'rp-resume' }));
+      // The pause goes to the server only once it holds the resume, so the run sees them in that order.
+      await waitFor(
+        'the server to hold the resume',
+        async () => (await run.updateStage(updateIdOf(resumeUpdate.name, 'rp-resume', { by: 'second' }))) === 'admitted',
+      );
+      const paused = settle(run.pause({ by: 'third', requestId: 'rp-pause' }));
+      await waitFor(
+        'the server to hold the pause',
+        async () => (await run.updateStage(updateIdOf(pauseUpdate.name, 'rp-pause', { by: 'third' }))) === 'admitted',
+      );
+      // Stopped past the workflow task timeout (4 s): the task the resume went out in times out, and the
+      // next one carries both (checked below in the history).
+      await new Promise((r) => setTimeout(r, 5_000));
+      worker.signal('SIGCONT');
+      answers = await Promise.all([resumed, paused]);
+    } finally {
+      worker.signal('SIGCONT');
+    }
+    // Both reached the run in one workflow task (no task completed between their acceptances).
+    const events = (await handle.fetchHistory()).events ?? [];
+    const accepted = (id: string): number =>
+      events.findIndex((e) => e.workflowExecutionUpdateAcceptedEventAttributes?.protocolInstanceId?.startsWith(id) === true);
+    const [r, p] = [accepted('resume.rp-resume.'), accepted('pause.rp-pause.')];
+    expect({ r: r >= 0, p: p > r }).toEqual({ r: true, p: true });
+    expect(events.slice(r, p).some((e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)).toBe(false);
+    // The resume answers with the state the run goes on in: paused again, by the pause after it.
+    expect(answers).toEqual([{ status: 'paused' }, { status: 'paused' }]);
+    const view = await bed.status(handle);
+    expect({ status: view.status, by: view.pause?.by }).toEqual({ status: 'paused', by: 'third' });
+    expect((await run.resume({ by: 'last' })).status).toBe('awaiting_approval');
+    await decide(handle, { toolUseId: 'toolu_rp' }, 'touch rp.txt');
+    expect((await handle.result()).status).toBe('completed');
+    expect(bed.audit().map((a) => a.command)).toEqual(['touch rp.txt']);
   });
 });
