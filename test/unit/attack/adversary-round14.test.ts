@@ -4,6 +4,8 @@
  * code of b6d4373, as root (the worker's intended setting). Each test asserts the safe behaviour;
  * OPEN skips them while a fix is missing. Run un-skipped once against b6d4373: all 12 failed
  * (git: 3, walk: 1, epoll: 1, display: 7), and the 2 must-not-flag tests passed.
+ * The 7 display tests run since the fix of display.ts (a number after a right-to-left letter,
+ * skeletons of two or more ASCII letters).
  *
  * Kind 6 (the person's git, on the host, obeys what the session wrote), three ways past the audit,
  * each observed in a real sandboxed session (the unit harness's, session uid agent-jobs, in a
@@ -301,7 +303,7 @@ const FLAGGED = { prompt: true, summary: true, details: true };
 
 describe('kind 5: one right-to-left word before a number is drawn reversed', () => {
   for (const command of ['sort א > 2024.csv', 'cp גיבוי 2024', 'rm -rf א/1', 'cat א > 1']) {
-    t(`${JSON.stringify(command)} is not shown verbatim`, () => {
+    test(`${JSON.stringify(command)} is not shown verbatim`, () => {
       expect(flaggedEverywhere(command)).toEqual(FLAGGED);
     });
   }
@@ -314,7 +316,7 @@ describe('kind 5: letters whose TR39 skeleton is two ASCII letters, in an ASCII 
     ['git checkout fᅇ', 'U+1147 HANGUL CHOSEONG SSANGIEUNG, in a mix TR39 allows'],
   ];
   for (const [command, what] of commands) {
-    t(`${JSON.stringify(command)} (${what}) is not shown verbatim`, () => {
+    test(`${JSON.stringify(command)} (${what}) is not shown verbatim`, () => {
       expect(flaggedEverywhere(command)).toEqual(FLAGGED);
     });
   }

@@ -177,9 +177,23 @@ describe('displayCommand: nothing to escape', () => {
     'echo "héllo wörld" 日本語 𠀀', // letters of any script
     'awk \'{ print $1 }\' <<< "a  b       c"', // 7 spaces stay
     `find . -name '*.ts' -exec wc -l {} +`,
+    'cp 2024 גיבוי', // a number after a left-to-right letter stays left to right: drawn in order
+    'grep שלום src/2024.txt', // a left-to-right letter between the word and the number
   ])('%s is shown as it is', (command) => {
     const d = displayCommand(command);
     expect(d).toEqual({ text: command, warnings: [], length: codePoints(command), cut: false, sha256: nodeSha(command) });
+  });
+});
+
+describe('displayCommand: what the bidi algorithm would reorder, and two-letter skeletons', () => {
+  test.each([
+    ['grep שלום 2>/dev/null', 'the word and the 2 trade places: `grep 2 שלום>/dev/null`'],
+    ['cat א2024.csv', 'a number right after the word is drawn before it'],
+    ['cat œuvre.txt', 'œ has the skeleton "oe": flagged beside ASCII letters, the cost of catching bꝏks'],
+    ['ls mæin', 'æ, skeleton "ae"'],
+  ])('%s is flagged (%s)', (command) => {
+    const d = displayCommand(command);
+    expect({ escaped: d.text !== command, warned: d.warnings.length > 0 }).toEqual({ escaped: true, warned: true });
   });
 });
 
