@@ -173,7 +173,7 @@ function createPidsCgroup(name: string, maxProcesses: number): PidsCgroup | unde
  */
 export const SESSION_SOCKET_BYTES = 32 * 1024 * 1024;
 
-/** Our own cgroup in the cgroup v1 `memory` hierarchy, where a socket-memory cgroup could be made; undefined on v2 or without one. */
+/** Our own cgroup in the cgroup v1 `memory` hierarchy, where a session's memory cgroup could be made; undefined on v2 or without one. */
 function findMemoryV1Parent(): string | undefined {
   let lines: string[];
   try {
@@ -192,13 +192,17 @@ function findMemoryV1Parent(): string | undefined {
 
 /**
  * Creates a cgroup v1 memory cgroup named `name` whose sockets may hold {@link SESSION_SOCKET_BYTES}
- * (the kernel charges a socket to the memory cgroup of the process that made it, from the first
- * limit written on). Only the socket memory is limited: the rest of the session's memory stays as
- * the ulimits and the OOM score bound it. Undefined where there is no writable v1 memory hierarchy
- * (cgroup v2 charges socket buffers to `memory.current` and bounds them by the `memory.max` of the
- * worker's own cgroup only; docs/security.md). Throws nothing.
+ * and whose processes may hold `memoryBytes` in all (`memory.limit_in_bytes`; Infinity: no total).
+ * The kernel charges to the memory cgroup of the process that allocates: its pages, the page cache
+ * it reads and writes, tmpfs and shared memory it fills, and the kernel objects allocated for it
+ * with accounting (epoll watches, pipe buffers, sockets, inodes and dentries; measured here: 214
+ * bytes per epoll watch): a charge past the limit is reclaimed from the cgroup's own page cache or
+ * ends in the cgroup's own OOM killer, which kills a process of the session and no other. Undefined
+ * where there is no writable v1 memory hierarchy (cgroup v2 charges the same to `memory.current`
+ * and bounds it by the `memory.max` of the worker's own cgroup only; docs/security.md). Throws
+ * nothing.
  */
-function createSocketCgroup(name: string): string | undefined {
+function createMemoryCgroup(name: string, memoryBytes: number): string | undefined {
   const parent = findMemoryV1Parent();
   if (!parent) return undefined;
   const dir = path.join(parent, name);
@@ -209,10 +213,22 @@ function createSocketCgroup(name: string): string | undefined {
   }
   try {
     fs.writeFileSync(path.join(dir, 'memory.kmem.tcp.limit_in_bytes'), String(SESSION_SOCKET_BYTES));
+    if (Number.isFinite(memoryBytes)) fs.writeFileSync(path.join(dir, 'memory.limit_in_bytes'), String(Math.floor(memoryBytes)));
     return dir;
   } catch {
     removeDir(dir);
     return undefined;
+  }
+}
+
+/** Times the kernel's OOM killer killed a process of the memory cgroup `dir` for its limit (`memory.oom_control` `oom_kill`); 0 when unknown. */
+function readOomKills(dir: string | undefined): number {
+  if (!dir) return 0;
+  try {
+    const m = /^oom_kill (\d+)/m.exec(fs.readFileSync(path.join(dir, 'memory.oom_control'), 'utf8'));
+    return m ? Number(m[1]) : 0;
+  } catch {
+    return 0;
   }
 }
 
@@ -246,10 +262,13 @@ export class ProcessGuard {
   readonly cgroup: PidsCgroup | undefined;
   readonly maxProcesses: number;
   /**
-   * The shell's memory cgroup (v1) bounding its sockets' buffers to {@link SESSION_SOCKET_BYTES}, or
-   * undefined where none can be made. Whatever the guard's kind: it counts bytes, not processes.
+   * The shell's memory cgroup (v1) bounding its sockets' buffers to {@link SESSION_SOCKET_BYTES} and
+   * all its memory, kernel memory included, to the session's `maxSessionMemoryBytes`, or undefined
+   * where none can be made. Whatever the guard's kind: it counts bytes, not processes.
    */
   readonly socketCgroup: string | undefined;
+  /** `oom_kill` of {@link socketCgroup} when last read: kills for the memory limit count from there. */
+  private oomKillsSeen = 0;
   /** Pid of the shell (session leader) once adopted. */
   private leader = 0;
   private hitsAtStart = 0;
@@ -271,13 +290,15 @@ export class ProcessGuard {
 
   /**
    * Creates the guard. `name` names the cgroup directory (made safe here);
-   * `watchdog` checks it once adopted (one per process: `SessionHost`).
+   * `watchdog` checks it once adopted (one per process: `SessionHost`);
+   * `maxMemoryBytes` bounds all the shell's memory, kernel memory included, in
+   * bytes (Infinity: sockets only; limits.ts `maxSessionMemoryBytes`).
    * Throws {@link CgroupUnavailableError} in mode `cgroup` when no pids cgroup
    * can be created.
    */
-  static create(mode: ProcessGuardMode, maxProcesses: number, name: string, watchdog: Watchdog): ProcessGuard {
+  static create(mode: ProcessGuardMode, maxProcesses: number, name: string, watchdog: Watchdog, maxMemoryBytes = Infinity): ProcessGuard {
     const dirName = `agent-jobs-${name.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 80)}`;
-    const sockets = createSocketCgroup(dirName);
+    const sockets = createMemoryCgroup(dirName, maxMemoryBytes);
     if (mode === 'none') return new ProcessGuard('none', undefined, maxProcesses, watchdog, sockets);
     if (mode === 'auto' || mode === 'cgroup') {
       const cg = createPidsCgroup(dirName, maxProcesses);
@@ -302,7 +323,10 @@ export class ProcessGuard {
     this.leader = pid;
     this.onExceeded = onExceeded;
     // Before it has run anything, so every socket of the session is charged to it.
-    if (this.socketCgroup) fs.writeFileSync(path.join(this.socketCgroup, 'cgroup.procs'), String(pid));
+    if (this.socketCgroup) {
+      fs.writeFileSync(path.join(this.socketCgroup, 'cgroup.procs'), String(pid));
+      this.oomKillsSeen = readOomKills(this.socketCgroup);
+    }
     if (this.cgroup) {
       fs.writeFileSync(path.join(this.cgroup.dir, 'cgroup.procs'), String(pid));
       this.hitsAtStart = readLimitHits(this.cgroup);
@@ -381,6 +405,17 @@ export class ProcessGuard {
   /** cgroup kind: whether the kernel refused a fork because of `pids.max` since adopt. */
   cgroupLimitHit(): boolean {
     return this.cgroup !== undefined && readLimitHits(this.cgroup) > this.hitsAtStart;
+  }
+
+  /**
+   * Processes of the shell the kernel killed for its memory limit (the memory cgroup's OOM killer)
+   * since the last call (or adopt); 0 without a memory cgroup.
+   */
+  takeMemoryKills(): number {
+    const now = readOomKills(this.socketCgroup);
+    const fresh = Math.max(0, now - this.oomKillsSeen);
+    this.oomKillsSeen = now;
+    return fresh;
   }
 
   /** Marks the limit as hit and calls `onExceeded` (once). */

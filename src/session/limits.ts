@@ -14,6 +14,7 @@
  * enforces `maxProcesses` instead.
  */
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import { InvalidSessionOptionError } from './errors';
 
 /**
@@ -39,6 +40,17 @@ export interface ResourceLimits {
    * @default 32 GiB (34359738368), or the worker's own hard limit if lower
    */
   maxMemoryBytes?: number;
+  /**
+   * All the memory the session's processes hold together, in bytes, kernel memory included: their
+   * pages, the page cache they fill, its `/tmp`, `/dev/shm` and shared memory, and the kernel's
+   * objects made for them (epoll watches, pipe buffers, sockets; none of which `maxMemoryBytes`
+   * counts). The `memory.limit_in_bytes` of the shell's cgroup v1 memory cgroup (guard.ts), which
+   * exact runs join too. Past it the kernel reclaims the session's page cache, then its OOM killer
+   * kills a process of the session (SIGKILL) and of no one else; the result says so. Not applied
+   * without a writable cgroup v1 memory hierarchy (docs/security.md). Infinity: no total.
+   * @default half the machine's memory (`os.totalmem() / 2`)
+   */
+  maxSessionMemoryBytes?: number;
   /**
    * Largest file a process may write, in bytes (`ulimit -f`, rounded down to
    * KiB). This also caps the capture of one command's output; a command
@@ -76,6 +88,7 @@ export const DEFAULT_LIMITS = Object.freeze({
 export interface ResolvedLimits {
   maxProcesses: number;
   maxMemoryBytes: number;
+  maxSessionMemoryBytes: number;
   maxFileSizeBytes: number;
   maxOpenFiles: number | undefined;
   maxCpuSeconds: number | undefined;
@@ -119,6 +132,7 @@ function check(name: string, value: number | undefined, min: number, integer: bo
 export function resolveLimits(limits: ResourceLimits = {}): ResolvedLimits {
   check('maxProcesses', limits.maxProcesses, 2, true);
   check('maxMemoryBytes', limits.maxMemoryBytes, 1024 * 1024, false);
+  check('maxSessionMemoryBytes', limits.maxSessionMemoryBytes, 16 * 1024 * 1024, false);
   check('maxFileSizeBytes', limits.maxFileSizeBytes, 1024, false);
   check('maxOpenFiles', limits.maxOpenFiles, 16, true);
   check('maxCpuSeconds', limits.maxCpuSeconds, 1, true);
@@ -133,6 +147,7 @@ export function resolveLimits(limits: ResourceLimits = {}): ResolvedLimits {
   return {
     maxProcesses: limits.maxProcesses ?? DEFAULT_LIMITS.maxProcesses,
     maxMemoryBytes: limits.maxMemoryBytes ?? clamp(DEFAULT_LIMITS.maxMemoryBytes, 'Max address space'),
+    maxSessionMemoryBytes: limits.maxSessionMemoryBytes ?? Math.floor(os.totalmem() / 2),
     maxFileSizeBytes: limits.maxFileSizeBytes ?? clamp(DEFAULT_LIMITS.maxFileSizeBytes, 'Max file size'),
     maxOpenFiles: limits.maxOpenFiles ?? DEFAULT_LIMITS.maxOpenFiles,
     maxCpuSeconds: limits.maxCpuSeconds ?? DEFAULT_LIMITS.maxCpuSeconds,

@@ -453,6 +453,8 @@ export class BashSession {
     if (run.timedOut) notes.push(note(`timed out after ${timeoutMs} ms; the program was killed`));
     const limitNote = exactLimitNote(run, captured.text, this.limits);
     if (limitNote) notes.push(note(limitNote));
+    const memory = this.memoryKillNote();
+    if (memory) notes.push(memory);
     return this.finish(command, started, {
       exactArgv: [...argv],
       output: appendNotes(captured.text, notes),
@@ -585,6 +587,7 @@ export class BashSession {
       ulimitArgs: ulimitArguments(this.limits),
       oomScoreAdj: this.limits.oomScoreAdj,
       maxProcesses: this.limits.maxProcesses,
+      maxSessionMemoryBytes: this.limits.maxSessionMemoryBytes,
       guardMode: this.options.processGuard,
       watchdog: this.host.watchdog,
       setpriv: this.host.setpriv(),
@@ -641,6 +644,8 @@ export class BashSession {
     if (rebound) ending.notes.push(rebound);
     const audit = this.auditGitNote();
     if (audit) ending.notes.push(audit);
+    const memory = this.memoryKillNote();
+    if (memory) ending.notes.push(memory);
     if (ending.restartAfter && !this.closed) await this.replaceShell(0);
     const firstLine = sent.lineNo > 0 ? sent.lineNo + EVAL_PREFIX_LINES : 0;
     return this.finish(command, started, {
@@ -816,6 +821,15 @@ export class BashSession {
       ending.restartAfter = true;
     }
     return ending;
+  }
+
+  /** The note for processes the kernel killed at the session's memory limit since the last command, or undefined. */
+  private memoryKillNote(): string | undefined {
+    const kills = this.shell?.guard.takeMemoryKills() ?? 0;
+    if (kills === 0) return undefined;
+    return note(
+      `the session reached its memory limit (${this.limits.maxSessionMemoryBytes} bytes, kernel memory included) and the kernel killed ${kills === 1 ? 'one of its processes' : `${kills} of its processes`} (SIGKILL)`,
+    );
   }
 
   /** Takes the shell's working directory from the kernel; a deleted one is left for its nearest existing parent at the next command. */

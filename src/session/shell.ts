@@ -50,6 +50,8 @@ export interface ShellStartOptions {
   ulimitArgs: string;
   oomScoreAdj: number;
   maxProcesses: number;
+  /** All the shell's memory, kernel memory included, in bytes (limits.ts `maxSessionMemoryBytes`); Infinity: none. */
+  maxSessionMemoryBytes: number;
   guardMode: ProcessGuardMode;
   /** Checks the guard (one per process: `SessionHost`). */
   watchdog: Watchdog;
@@ -229,7 +231,7 @@ export function findSetpriv(): string | null {
  */
 function createGuard(o: ShellStartOptions): ProcessGuard {
   try {
-    return ProcessGuard.create(o.guardMode, o.maxProcesses, o.name, o.watchdog);
+    return ProcessGuard.create(o.guardMode, o.maxProcesses, o.name, o.watchdog, o.maxSessionMemoryBytes);
   } catch (err) {
     if (err instanceof CgroupUnavailableError)
       throw new SessionStartError(`cannot start bash session: ${err.message}`, { sessionId: o.sessionId, cause: err });
@@ -319,7 +321,7 @@ async function adoptShell(o: ShellStartOptions, guard: ProcessGuard, pid: number
         cause: err,
       });
     }
-    const fallback = ProcessGuard.create('watchdog', o.maxProcesses, o.name, o.watchdog);
+    const fallback = ProcessGuard.create('watchdog', o.maxProcesses, o.name, o.watchdog, o.maxSessionMemoryBytes);
     fallback.adopt(pid, onExceeded);
     return fallback;
   }

@@ -63,6 +63,16 @@
  * made writable to it), so every per-uid count the kernel keeps outside user namespaces
  * (epoll watches, pipe-user-pages, RLIMIT_NPROC's and SIGPENDING's top level) is the session's own;
  * and the session's memory cgroup bounds all its memory, kernel memory included.
+ * Since: the shell's memory cgroup has a `memory.limit_in_bytes` (limits.ts `maxSessionMemoryBytes`,
+ * half the machine's memory by default), which counts the kernel's objects made for the session:
+ * measured 214 bytes per epoll watch, so at a 128 MiB limit a job is killed at 592,000 watches
+ * (5,491,645 and ENOSPC without it), and 8 processes filling pipes are killed before they hold
+ * 128 MiB together (512 MiB without it); the two "memory limit" tests below. The per-uid counts
+ * stay OPEN (observed again with the bound: the host uid's epoll_ctl fails, and its new pipes get
+ * 8,192 bytes, not 65,536, once the session holds 68.75 MiB of pipes past
+ * `fs.pipe-user-pages-soft`): no sensible memory limit is below the 1.17 GiB the uid's whole epoll
+ * maximum costs, nor the 64 MiB of the pipe soft limit. What is left is the session's own uid
+ * (docs/security.md, "Per-uid kernel counts").
  *
  * Kind 5 (what the human reads is not what runs), two gaps in the round-13 rules:
  * - ONE right-to-left word before a number: the Unicode Bidirectional Algorithm gives the neutrals
@@ -259,7 +269,42 @@ except OSError as x:
 time.sleep(60)
 `;
 
+/** Fills 1,100 pipes (64 KiB each, 68.75 MiB: past `fs.pipe-user-pages-soft`'s 64 MiB), prints `held`, and holds them. */
+const HOLD_PIPES = `import os, time
+held = []
+for _ in range(1100):
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    try:
+        while True:
+            os.write(w, b'x' * 65536)
+    except BlockingIOError:
+        pass
+    held.append((r, w))
+print('held', flush=True)
+time.sleep(60)
+`;
+
+/** Python that makes a pipe as the calling uid and prints its buffer's size (F_GETPIPE_SZ): 65536, or 8192 (two pages) past the uid's soft limit. */
+const PIPE_SIZE = 'import fcntl, os\nprint(fcntl.fcntl(os.pipe()[1], 1032))';
+
+/** Runs python3 `code` on the host as `uid`:`gid` (a program of the session's uid outside the sandbox); its stdout, trimmed. */
+function pythonAs(uid: string, gid: string, code: string): string {
+  const r = spawnSync('setpriv', [`--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '/usr/bin/python3', '-c', code], {
+    encoding: 'utf8',
+  });
+  return r.stdout.trim();
+}
+
+/** The session's host uid and gid, as `id` prints them in it (its user namespace maps every id to itself). */
+async function sessionIds(s: Awaited<ReturnType<typeof startSession>>): Promise<[string, string]> {
+  const [uid, gid] = (await s.run('id -u; id -g')).output.trim().split('\n');
+  return [uid!, gid!];
+}
+
 dRoot('kind 6: per-uid kernel counts outside the user namespace', () => {
+  // OPEN: the session's uid is still the workspace owner's (identity.ts); the memory cgroup bounds the
+  // watches' memory (test below) but not this count, whose whole maximum costs 1.17 GiB here.
   t(
     "a session holding every epoll watch its uid may have leaves the uid's other programs on the host able to use epoll",
     async () => {
@@ -267,26 +312,118 @@ dRoot('kind 6: per-uid kernel counts outside the user namespace', () => {
       fs.writeFileSync(path.join(ws, 'hold.py'), HOLD_EPOLL);
       const held = path.join(ws, 'held.txt');
       const s = await startSession({ cwd: ws, workspace: ws });
-      const [uid, gid] = (await s.run('id -u; id -g')).output.trim().split('\n');
+      const [uid, gid] = await sessionIds(s);
       await s.run('python3 hold.py > held.txt 2>&1 &');
       await waitUntil('the job holds its watches', () => fs.existsSync(held) && fs.readFileSync(held, 'utf8').includes('\n'), 120_000);
       // A program of the same uid on the host (the workspace's owner, in production).
-      const other = spawnSync(
-        'setpriv',
-        [
-          `--reuid=${uid}`,
-          `--regid=${gid}`,
-          '--clear-groups',
-          '/usr/bin/python3',
-          '-c',
-          "import os, select\nselect.epoll().register(os.pipe()[0], select.EPOLLIN)\nprint('ok')",
-        ],
-        { encoding: 'utf8' },
-      );
-      expect({ held: fs.readFileSync(held, 'utf8').trim() !== '', other: other.stdout.trim() }).toEqual({ held: true, other: 'ok' });
+      const other = pythonAs(uid, gid, "import os, select\nselect.epoll().register(os.pipe()[0], select.EPOLLIN)\nprint('ok')");
+      expect({ held: fs.readFileSync(held, 'utf8').trim() !== '', other }).toEqual({ held: true, other: 'ok' });
     },
     180_000,
   );
+
+  // OPEN, as above: the attacker's variant through another per-uid count, pipe buffers (`user_struct.pipe_bufs`).
+  t(
+    "a session holding more pipe buffers than its uid's soft limit leaves the uid's new pipes on the host their full size",
+    async () => {
+      const { ws } = personsRepo();
+      fs.writeFileSync(path.join(ws, 'pipes.py'), HOLD_PIPES);
+      const held = path.join(ws, 'held.txt');
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const [uid, gid] = await sessionIds(s);
+      const before = pythonAs(uid, gid, PIPE_SIZE);
+      await s.run('python3 pipes.py > held.txt 2>&1 &');
+      await waitUntil('the job holds its pipes', () => fs.existsSync(held) && fs.readFileSync(held, 'utf8').includes('\n'), 60_000);
+      expect({ held: fs.readFileSync(held, 'utf8').trim(), before, other: pythonAs(uid, gid, PIPE_SIZE) }).toEqual({
+        held: 'held',
+        before: '65536',
+        other: '65536',
+      });
+    },
+    120_000,
+  );
+});
+
+/**
+ * Counts epoll watches into `n.txt` (the last count), registering pipes in epoll instances until
+ * the kernel refuses (then `err <count> <errno>`) or kills it.
+ */
+const COUNT_EPOLL = `import os, select
+fds = [os.pipe()[0] for _ in range(4000)]
+held, n = [], 0
+out = open('n.txt', 'w')
+try:
+    while True:
+        e = select.epoll()
+        held.append(e)
+        for f in fds:
+            e.register(f, select.EPOLLIN)
+            n += 1
+        out.seek(0); out.write('%d          ' % n); out.flush()
+except OSError as x:
+    out.write('\\nerr %d %d\\n' % (n, x.errno)); out.flush()
+`;
+
+/**
+ * Forks 8 children; each fills pipes (64 KiB each while its uid is under \`fs.pipe-user-pages-soft\`,
+ * one page each past it) until it holds 64 MiB or runs out of descriptors, then prints what it holds
+ * and keeps it 20 s, while the others fill theirs. A child the kernel kills prints nothing.
+ */
+const FILL_PIPES = `import os, sys, time
+for c in range(8):
+    if os.fork() == 0:
+        held, total = [], 0
+        try:
+            while total < 64 << 20:
+                r, w = os.pipe()
+                os.set_blocking(w, False)
+                try:
+                    while True:
+                        total += os.write(w, b'x' * 4096)
+                except BlockingIOError:
+                    pass
+                held.append((r, w))
+        except OSError:
+            pass
+        print('child', total, flush=True)
+        # Held while the others fill theirs (a few seconds), so what the reports add up to was held at once.
+        time.sleep(20)
+        os._exit(0)
+for c in range(8):
+    os.wait()
+`;
+
+const MiB = 1024 * 1024;
+
+dRoot("kind 6: the kernel's memory for a session's objects counts in its memory limit", () => {
+  test("epoll watches (214 bytes each of kernel memory, outside every ulimit) stop at the session's memory limit, with a note", async () => {
+    const { ws } = personsRepo();
+    fs.writeFileSync(path.join(ws, 'count.py'), COUNT_EPOLL);
+    const s = await startSession({ cwd: ws, workspace: ws, timeoutMs: 120_000, limits: { maxSessionMemoryBytes: 128 * MiB } });
+    const r = await s.run('python3 count.py');
+    const counted = fs.readFileSync(path.join(ws, 'n.txt'), 'utf8');
+    const watches = Number(counted.trim().split(/\s+/)[0]);
+    // Without the bound the job holds the uid's whole maximum (5,491,645 here) and stops at ENOSPC (28).
+    expect({ refused: counted.includes('err'), exitCode: r.exitCode, note: /reached its memory limit/.test(r.output) }).toEqual({
+      refused: false,
+      exitCode: 137,
+      note: true,
+    });
+    expect(watches * 150).toBeLessThan(128 * MiB);
+    expect((await s.run('echo alive')).output.trim()).toBe('alive');
+  }, 180_000);
+
+  test("pipe buffers held by many processes stop at the session's memory limit, together", async () => {
+    const { ws } = personsRepo();
+    fs.writeFileSync(path.join(ws, 'fill.py'), FILL_PIPES);
+    const s = await startSession({ cwd: ws, workspace: ws, timeoutMs: 120_000, limits: { maxSessionMemoryBytes: 128 * MiB } });
+    const r = await s.run('python3 fill.py');
+    const held = [...r.output.matchAll(/^child (\d+)$/gm)].map((m) => Number(m[1]));
+    const total = held.reduce((a, b) => a + b, 0);
+    // Without the bound all 8 report, about 64 + 7 × 40 MiB (past the soft limit a pipe holds one page).
+    expect({ reported: held.length < 8, note: /reached its memory limit/.test(r.output) }).toEqual({ reported: true, note: true });
+    expect(total).toBeLessThan(128 * MiB);
+  }, 180_000);
 });
 
 /** Whether the approval prompt (escaped, with a warning), the UI's summary and its details all show `command` other than verbatim. */

@@ -11,6 +11,8 @@
  * take the machine down.
  */
 import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { BashSession, SessionHost, SessionStartError } from '../../../src/session';
 import { closeSessions, liveProcesses, processes, removeTempDirs, startSession, tempDir, timed, waitGone } from './helpers';
 
@@ -211,6 +213,23 @@ describe('memory and file limits', () => {
     const s = await startSession();
     const r = await s.run('ulimit -v; ulimit -f; ulimit -c; cat /proc/self/oom_score_adj');
     expect(r.output).toBe(`${32 * 1024 * 1024}\n${8 * 1024 * 1024}\n0\n1000\n`);
+  });
+
+  test("the session's memory cgroup bounds all its memory: half the machine's by default, or maxSessionMemoryBytes", async () => {
+    const line = fs
+      .readFileSync('/proc/self/cgroup', 'utf8')
+      .split('\n')
+      .find((l) => /^\d+:([^:]*,)?memory(,[^:]*)?:/.test(l));
+    const parent = line && path.join('/sys/fs/cgroup/memory', line.split(':')[2]!);
+    if (!parent || !fs.existsSync(path.join(parent, 'memory.limit_in_bytes'))) return; // no cgroup v1 memory hierarchy here
+    const limitOf = (s: BashSession): number => {
+      const dir = fs.readdirSync(parent).find((d) => d.startsWith(`agent-jobs-${s.id}`));
+      return Number(fs.readFileSync(path.join(parent, dir!, 'memory.limit_in_bytes'), 'utf8'));
+    };
+    const page = 4096;
+    expect(limitOf(await startSession())).toBe(Math.floor(Math.floor(os.totalmem() / 2) / page) * page);
+    expect(limitOf(await startSession({ limits: { maxSessionMemoryBytes: 256 * 1024 * 1024 } }))).toBe(256 * 1024 * 1024);
+    await expect(startSession({ limits: { maxSessionMemoryBytes: 1024 } })).rejects.toThrow(/maxSessionMemoryBytes/);
   });
 
   test('a file larger than maxFileSizeBytes cannot be written (SIGXFSZ)', async () => {
