@@ -145,8 +145,9 @@ function personsRepoWithFolders(): ReturnType<typeof personsRepo> {
   return repo;
 }
 
+// Fixed since (src/session/git-audit.ts, git-walk.ts): these three and the walk's run.
 dRoot('kind 6: git metadata the audit does not find, or cannot move', () => {
-  t(
+  test(
     "a git dir split in two (HEAD and commondir in the person's `src/`) is found: the person's `git show` in src/ runs nothing",
     async () => {
       const { ws, marker } = personsRepoWithFolders();
@@ -165,13 +166,21 @@ dRoot('kind 6: git metadata the audit does not find, or cannot move', () => {
     },
   );
 
-  t('a file the session puts at `.git/agent-jobs-quarantine` does not keep a planted `src/.git` in place', async () => {
+  test('a file the session puts at `.git/agent-jobs-quarantine` does not keep a planted `src/.git` in place', async () => {
     const { ws, marker } = personsRepoWithFolders();
     try {
       const s = await startSession({ cwd: ws, workspace: ws });
-      const r = await s.run(
-        `touch .git/agent-jobs-quarantine && ${evilGitDir('docs', 'src/.git', marker)} && mv docs src/.git && echo planted`,
-      );
+      // Every way to put something else at the quarantine's name, or to write into it (each refused since the fix:
+      // the worker makes it before the sandbox and binds it read-only), then the plant.
+      const block = [
+        'touch .git/agent-jobs-quarantine',
+        'rm -rf .git/agent-jobs-quarantine',
+        'mv .git/agent-jobs-quarantine .git/q2',
+        'ln -sfn /tmp .git/agent-jobs-quarantine',
+        'touch .git/agent-jobs-quarantine/x',
+        'mkdir .git/agent-jobs-quarantine/x',
+      ].join('; ');
+      const r = await s.run(`(${block}) 2>/dev/null; ${evilGitDir('docs', 'src/.git', marker)} && mv docs src/.git && echo planted`);
       expect(r.output.split('\n')[0]).toBe('planted');
       await s.close();
       hostGit(path.join(ws, 'src'), 'status', '--short');
@@ -184,7 +193,7 @@ dRoot('kind 6: git metadata the audit does not find, or cannot move', () => {
     }
   });
 
-  t('a planted `.git` in a folder with a long non-ASCII name (85 × 日, 255 bytes) is moved', async () => {
+  test('a planted `.git` in a folder with a long non-ASCII name (85 × 日, 255 bytes) is moved', async () => {
     const { ws, marker } = personsRepoWithFolders();
     const dir = '日'.repeat(85);
     try {
@@ -205,7 +214,7 @@ dRoot('kind 6: git metadata the audit does not find, or cannot move', () => {
 });
 
 dRoot("kind 3: the audit's walk does not freeze the worker", () => {
-  t(
+  test(
     "a command in a workspace of a million entries does not block the worker's event loop for half a second",
     async () => {
       const { ws } = personsRepo();
