@@ -63,8 +63,6 @@ export interface GitBaseline {
   readonly tag: string;
   /** The last `<seq>` the quarantine gave a name (`<tag>-<seq>`), kept across audits. */
   readonly names: { seq: number };
-  /** Why the walk at start did not read everything, or undefined. */
-  readonly unfinishedAtStart: string | undefined;
 }
 
 /** One thing the audit found, and what it did about it. */
@@ -151,7 +149,6 @@ export async function recordGit(workspace: string, tag: string): Promise<GitBase
     replaceRefs: new Set(walk.replaceRefs),
     tag,
     names: { seq: 0 },
-    unfinishedAtStart: walk.unfinished,
   };
 }
 
