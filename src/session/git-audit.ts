@@ -246,7 +246,10 @@ export function gitAuditNote(findings: readonly GitFinding[], b: GitBaseline): s
     parts.push(
       `the workspace was NOT checked whole, so git metadata may be left that the person's git would obey; do not run git in it before checking by hand: ${named(unchecked)}`,
     );
-  const what = moved.length + inPlace.length + stuck.length > 0 ? 'the session made git metadata that the person\'s git would obey later' : 'the git audit';
+  const what =
+    moved.length + inPlace.length + stuck.length > 0
+      ? "the session made git metadata that the person's git would obey later"
+      : 'the git audit';
   return `${what}; ${parts.join('; ')}`;
 }
 

@@ -79,7 +79,13 @@ export function walkGit(workspace: string, git: string, limits: GitWalkLimits = 
     };
     const worker = new Worker(GIT_WALK_SOURCE, {
       eval: true,
-      workerData: { workspace, git, maxEntries: limits.maxEntries, maxFound: limits.maxFound, maxPackedRefsBytes: limits.maxPackedRefsBytes },
+      workerData: {
+        workspace,
+        git,
+        maxEntries: limits.maxEntries,
+        maxFound: limits.maxFound,
+        maxPackedRefsBytes: limits.maxPackedRefsBytes,
+      },
       resourceLimits: { maxOldGenerationSizeMb: limits.heapMb, maxYoungGenerationSizeMb: Math.min(32, limits.heapMb) },
       stdout: true,
       stderr: true,

@@ -274,7 +274,8 @@ export class BashSession {
     }
     try {
       // What the workspace's git metadata holds before anything of the session runs (read off the event loop).
-      if (session.workspace && session.sandboxMode.mode === 'bwrap') session.gitBaseline = await recordGit(realDir(session.workspace), session.gitTag);
+      if (session.workspace && session.sandboxMode.mode === 'bwrap')
+        session.gitBaseline = await recordGit(realDir(session.workspace), session.gitTag);
       await session.spawn(cwd);
     } catch (err) {
       closePins(git.pins);

@@ -199,9 +199,13 @@ describe('git audit: git dirs as git itself finds them (setup.c is_git_directory
       execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m,mode=1777', 'agent-jobs-test', mnt]);
       try {
         const s = await startSession({ cwd: ws, workspace: ws });
-        const r = await s.run(`${evilGitDir('.cache-git', marker)} && mkdir mnt/sub && cp -r .cache-git mnt/sub/.git && rm -rf .cache-git && echo planted`);
+        const r = await s.run(
+          `${evilGitDir('.cache-git', marker)} && mkdir mnt/sub && cp -r .cache-git mnt/sub/.git && rm -rf .cache-git && echo planted`,
+        );
         expect(r.output.split('\n')[0]).toBe('planted');
-        expect(r.output).toMatch(/renamed in their folders to \.agent-jobs-quarantined-\* \(the quarantine could not take them\): mnt\/sub\/\.git/);
+        expect(r.output).toMatch(
+          /renamed in their folders to \.agent-jobs-quarantined-\* \(the quarantine could not take them\): mnt\/sub\/\.git/,
+        );
         expect(fs.existsSync(path.join(mnt, 'sub', '.git'))).toBe(false);
         expect(fs.readdirSync(path.join(mnt, 'sub')).filter((n) => n.startsWith('.agent-jobs-quarantined-'))).toHaveLength(1);
         await s.close();

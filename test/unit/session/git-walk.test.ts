@@ -26,7 +26,7 @@ function manyFiles(ws: string, dir: string, n: number): void {
 
 test('finds every form git takes for a git dir, and goes into none of them but a folder made one by HEAD and commondir', async () => {
   const { ws, git } = workspace();
-  const mk = (p: string): void => fs.mkdirSync(path.join(ws, p), { recursive: true });
+  const mk = (p: string): void => void fs.mkdirSync(path.join(ws, p), { recursive: true });
   const put = (p: string, text = ''): void => fs.writeFileSync(path.join(ws, p), text);
   mk('a/.git/inside/.git'); // a .git directory; nothing below it is walked
   mk('b');
@@ -70,7 +70,10 @@ test("lists the git dir's modules, worktrees and replace refs, a packed one past
   fs.writeFileSync(path.join(git, 'refs', 'replace', 'sub', 'abc'), 'x\n');
   const sha = 'a'.repeat(40);
   const heads = Array.from({ length: 30_000 }, (_, i) => `${sha} refs/heads/branch-${String(i).padStart(6, '0')}`);
-  fs.writeFileSync(path.join(git, 'packed-refs'), ['# pack-refs with: peeled', ...heads, `${sha} refs/replace/${'b'.repeat(40)}`, ''].join('\n'));
+  fs.writeFileSync(
+    path.join(git, 'packed-refs'),
+    ['# pack-refs with: peeled', ...heads, `${sha} refs/replace/${'b'.repeat(40)}`, ''].join('\n'),
+  );
   expect(fs.statSync(path.join(git, 'packed-refs')).size).toBeGreaterThan(1 << 20);
   const w = await walkGit(ws, git);
   expect({ modules: w.modules, worktrees: w.worktrees, replaceRefs: w.replaceRefs, unfinished: w.unfinished }).toEqual({
