@@ -585,8 +585,13 @@ export class BashSession {
 
   private async spawn(cwd: string): Promise<void> {
     ++this.generation;
-    // A bind needs its source: the person may have removed the quarantine on the host since the last shell.
-    if (this.quarantine && this.workspace) prepareQuarantine(realDir(this.workspace), this.gitTag);
+    // A bind needs its source: the person may have removed the quarantine on the host since the last shell. One that
+    // cannot be made again is not bound (moves then fall back to renames in place, git-audit.ts), rather than no shell.
+    const quarantine = this.quarantine;
+    if (quarantine && this.workspace && !prepareQuarantine(realDir(this.workspace), this.gitTag)) {
+      const at = this.git.readonly.indexOf(quarantine);
+      if (at >= 0) this.git.readonly.splice(at, 1);
+    }
     const shell = await ShellProcess.start({
       sessionId: this.id,
       name: `${this.id}-${process.pid}-${this.generation}`,
