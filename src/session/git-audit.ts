@@ -6,10 +6,14 @@
  * closes ({@link auditGit}), moves away what the session added:
  *
  * - a `.git` (directory, file or symlink) below the workspace's root, or a directory that git
- *   takes for a bare repository (HEAD, objects/, refs/): git run in that directory finds it before
- *   the root's and runs its config (core.fsmonitor, hooks); a gitlink in the index reaches it too,
- *   since `git status` recurses into a populated submodule. A `.git` file of a linked worktree of
- *   the root's repository (its admin folder audited as below) is left alone: `git worktree add`;
+ *   takes for a git dir (setup.c `is_git_directory`, read as a superset: `HEAD`, and `objects` and
+ *   `refs` beside it or a `commondir` naming where they are; git-walk.ts): git run in that directory
+ *   finds it before the root's and runs its config (core.fsmonitor, hooks, a textconv driver); a
+ *   gitlink in the index reaches it too, since `git status` recurses into a populated submodule. A
+ *   directory with `HEAD`, `objects` and `refs` is moved whole; one made a git dir by `HEAD` and
+ *   `commondir` alone (a folder of the person's, whose other files are theirs) loses those two. A
+ *   `.git` file of a linked worktree of the root's repository (its admin folder audited as below)
+ *   is left alone: `git worktree add`;
  * - `commondir` in the root's git dir: git then reads the config of the directory it names;
  * - `modules/<name>`: `git submodule update` reuses it, config and hooks included;
  * - `worktrees/<id>` whose `commondir` is not the repository's, whose `gitdir` names a path that
@@ -22,13 +26,26 @@
  *   sends the original.
  *
  * What is moved goes to `<git dir>/agent-jobs-quarantine/` (nothing is deleted), a packed replace
- * ref is dropped from `packed-refs`; each is reported in the command's result. Moves are made
- * through descriptors opened without following symlinks, since a background job of the session
- * may swap a directory for a symlink meanwhile. Only a workspace whose `.git` is a directory at
- * its root at start is audited. Attack tests: adversary-round10.test.ts, adversary-round11.test.ts.
+ * ref is dropped from `packed-refs`; each is reported in the command's result. The quarantine is
+ * made by the worker before the sandbox starts and bound read-only in it ({@link prepareQuarantine}),
+ * so that the session can neither block it (a file or symlink of that name) nor take back what was
+ * moved; entries get the worker's own short names (`<tag>-<seq>`, within NAME_MAX whatever the
+ * path), the original path and the reason in `log.jsonl` beside them. What cannot go there is
+ * renamed in its own folder to `.agent-jobs-quarantined-<tag>-<seq>`, a name git never looks for;
+ * only what cannot be renamed at all is left, and the result says "could NOT be moved". Moves are
+ * made through descriptors opened without following symlinks, since a background job of the session
+ * may swap a directory for a symlink meanwhile.
+ *
+ * The reading (the walk of the workspace, the git dir's lists) runs in a worker thread within a
+ * time budget and a heap bound (git-walk.ts); the moves run on the worker's thread, yielding to its
+ * event loop every {@link YIELD_EVERY} and at most {@link MAX_MOVES} per audit. A walk that does not
+ * finish is a finding ("NOT checked"), in the result and the close note, never a clean workspace.
+ * Only a workspace whose `.git` is a directory at its root at start is audited. Attack tests:
+ * adversary-round10.test.ts, adversary-round11.test.ts, adversary-round14.test.ts.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { walkGit, type GitWalk } from './git-walk';
 
 /** What the workspace's git metadata held at session start (absolute paths; `git` is `<workspace>/.git`). */
 export interface GitBaseline {
@@ -42,8 +59,10 @@ export interface GitBaseline {
   readonly modules: ReadonlySet<string>;
   readonly worktrees: ReadonlySet<string>;
   readonly replaceRefs: ReadonlySet<string>;
-  /** Tells each quarantined entry apart (session id). */
+  /** Tells each quarantined entry apart (session id, at most 40 of `[A-Za-z0-9_-]`). */
   readonly tag: string;
+  /** The last `<seq>` the quarantine gave a name (`<tag>-<seq>`), kept across audits. */
+  readonly names: { seq: number };
 }
 
 /** One thing the audit found, and what it did about it. */
@@ -54,6 +73,10 @@ export interface GitFinding {
   readonly why: string;
   /** Where it was moved (absolute), `dropped` for a packed ref, or undefined when it could not be moved. */
   readonly movedTo: string | undefined;
+  /** Set when it was renamed in its own folder, the quarantine being unusable. */
+  readonly inPlace?: true;
+  /** Set for the finding that part of the workspace was not checked (the walk did not finish): `path` is the workspace. */
+  readonly unchecked?: true;
 }
 
 /** The folder of the root git dir that the audit moves things into. */
@@ -62,82 +85,141 @@ export const QUARANTINE = 'agent-jobs-quarantine';
 /** The largest `packed-refs` the audit rewrites, bytes (a repository of a million refs is about 100 MB). */
 const MAX_PACKED_REFS_BYTES = 256 << 20;
 
-/** Entries walked at most per audit; a workspace with more is audited in part (a finding says so). */
-const MAX_WALK_ENTRIES = 2_000_000;
+/** Things one audit moves or checks at most on the worker's thread; the rest is a finding, and the next audit goes on. */
+const MAX_MOVES = 10_000;
+
+/** The audit yields to the worker's event loop after this many moves or checks (each a few system calls). */
+const YIELD_EVERY = 64;
+
+/** The file in the quarantine that says what each entry was (JSON lines: name, path relative to the workspace, why, at). */
+export const QUARANTINE_LOG = 'log.jsonl';
+
+/**
+ * Makes `<workspace>/.git/agent-jobs-quarantine` a directory of the worker's, owned as `.git` is
+ * (mode 0755), before the sandbox starts: the sandbox binds it read-only, so that no process of the
+ * session can put a file or symlink at that name (which kept every move out) or take back what
+ * was moved. Something else at that name (left by an earlier session) is renamed aside first, to
+ * `agent-jobs-quarantine.blocked-<tag>` in `.git`. Call again before each new sandbox: a bind needs
+ * its source. Run by the worker, with no process of the session started yet or alive in a sandbox
+ * whose bind it would not see.
+ * @returns its path, or undefined when `.git` is no directory or it cannot be made (moves then fall back to renames in place)
+ */
+export function prepareQuarantine(workspace: string, tag: string): string | undefined {
+  const git = path.join(workspace, '.git');
+  const q = path.join(git, QUARANTINE);
+  try {
+    const owner = fs.lstatSync(git);
+    if (!owner.isDirectory()) return undefined;
+    let st: fs.Stats | undefined = fs.lstatSync(q, { throwIfNoEntry: false });
+    if (st && !st.isDirectory()) {
+      fs.renameSync(q, path.join(git, `${QUARANTINE}.blocked-${tag}`));
+      st = undefined;
+    }
+    if (!st) {
+      fs.mkdirSync(q, { mode: 0o755 });
+      fs.chownSync(q, owner.uid, owner.gid);
+    }
+    return q;
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * What the workspace's git metadata holds now, for {@link auditGit}; undefined when `workspace`
- * (absolute, symlinks resolved) has no `.git` directory at its root.
+ * (absolute, symlinks resolved) has no `.git` directory at its root. Read off the event loop (git-walk.ts).
  */
-export function recordGit(workspace: string, tag: string): GitBaseline | undefined {
+export async function recordGit(workspace: string, tag: string): Promise<GitBaseline | undefined> {
   const git = path.join(workspace, '.git');
   try {
     if (!fs.lstatSync(git).isDirectory()) return undefined;
   } catch {
     return undefined;
   }
+  const walk = await walkGit(workspace, git);
   const nested = new Map<string, number>();
-  for (const f of walkGitDirs(workspace).found) nested.set(f.rel, f.ino);
+  for (const f of walk.found) nested.set(f.rel, f.ino);
   return {
     workspace,
     git,
     nested,
     commondir: exists(path.join(git, 'commondir')),
-    modules: new Set(list(path.join(git, 'modules'))),
-    worktrees: new Set(list(path.join(git, 'worktrees'))),
-    replaceRefs: new Set(replaceRefs(git)),
+    modules: new Set(walk.modules),
+    worktrees: new Set(walk.worktrees),
+    replaceRefs: new Set(walk.replaceRefs),
     tag,
+    names: { seq: 0 },
   };
 }
 
 /**
  * Finds and moves away what the session added since `b` was recorded (see the module comment).
  * `final`: the session is closing (no process of it is left), so a linked worktree outside the
- * workspace is stale too. Never throws.
+ * workspace is stale too. Never rejects.
  */
-export function auditGit(b: GitBaseline, final: boolean): GitFinding[] {
+export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFinding[]> {
   const out: GitFinding[] = [];
   const q = new Quarantine(b);
+  let done = 0;
+  let left = 0;
+  /** Whether one more move or check fits in this audit; yields to the event loop every {@link YIELD_EVERY}. */
+  const pace = async (): Promise<boolean> => {
+    if (done >= MAX_MOVES) {
+      left++;
+      return false;
+    }
+    if (++done % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
+    return true;
+  };
   try {
-    const walk = walkGitDirs(b.workspace);
+    const walk = await walkGit(b.workspace, b.git);
     for (const f of walk.found) {
       if (b.nested.get(f.rel) === f.ino) continue;
+      if (!(await pace())) continue;
       const abs = path.join(b.workspace, f.rel);
       if (f.kind === 'dotgit' && linkedWorktreeFile(abs, b, final)) continue;
-      out.push(
-        q.move(
-          abs,
-          f.kind === 'bare' ? 'a git repository of its own in the workspace' : 'a .git below the root, found first by git run there',
-        ),
-      );
+      if (f.kind === 'split') {
+        const why = `a HEAD and commondir that make ${f.rel} a git dir whose objects, refs and config are in the directory commondir names`;
+        for (const name of ['HEAD', 'commondir']) out.push(q.move(path.join(abs, name), why));
+      } else
+        out.push(
+          q.move(
+            abs,
+            f.kind === 'bare' ? 'a git repository of its own in the workspace' : 'a .git below the root, found first by git run there',
+          ),
+        );
     }
-    if (walk.partial)
-      out.push({ path: b.workspace, why: `more than ${MAX_WALK_ENTRIES} entries: the rest was not checked`, movedTo: undefined });
+    if (walk.unfinished !== undefined) out.push(unchecked(b, `the walk stopped: ${walk.unfinished}`));
     for (const rel of ['modules', 'worktrees', 'refs/replace']) {
       const p = path.join(b.git, rel);
       if (isSymlink(p)) out.push(q.move(p, `a symlink for ${rel}, which git follows`));
     }
     if (!b.commondir && exists(path.join(b.git, 'commondir')))
       out.push(q.move(path.join(b.git, 'commondir'), "a commondir: git reads another directory's config"));
-    for (const name of list(path.join(b.git, 'modules')))
-      if (!b.modules.has(name))
+    for (const name of walk.modules)
+      if (!b.modules.has(name) && (await pace()))
         out.push(q.move(path.join(b.git, 'modules', name), 'a submodule git dir that `git submodule update` reuses'));
-    for (const id of list(path.join(b.git, 'worktrees'))) {
-      if (b.worktrees.has(id)) continue;
+    const worktreeConfig = WORKTREE_CONFIG.test(read(path.join(b.git, 'config')));
+    for (const id of walk.worktrees) {
+      if (b.worktrees.has(id) || !(await pace())) continue;
       const admin = path.join(b.git, 'worktrees', id);
       const why = strayAdmin(admin, b, final);
       if (why) out.push(q.move(admin, why));
-      else if (WORKTREE_CONFIG.test(read(path.join(b.git, 'config'))) && exists(path.join(admin, 'config.worktree')))
+      else if (worktreeConfig && exists(path.join(admin, 'config.worktree')))
         out.push(q.move(path.join(admin, 'config.worktree'), 'a config.worktree of a new linked worktree'));
     }
-    out.push(...dropReplaceRefs(b, q));
+    out.push(...(await dropReplaceRefs(b, q, walk, pace)));
+    if (left > 0) out.push(unchecked(b, `${left} more things to move or check than one audit does (${MAX_MOVES}); the next audit goes on`));
   } catch (err) {
-    out.push({ path: b.git, why: `the audit failed: ${(err as Error).message}`, movedTo: undefined });
+    out.push({ path: b.git, why: `the audit failed: ${(err as Error).message}`, movedTo: undefined, unchecked: true });
   } finally {
     q.close();
   }
   return out;
 }
+
+/** The finding that part of `b`'s workspace was not checked. */
+const unchecked = (b: GitBaseline, why: string): GitFinding => ({ path: b.workspace, why, movedTo: undefined, unchecked: true });
 
 /**
  * The note a command's result carries for `findings` (paths relative to the workspace, at most
@@ -151,12 +233,24 @@ export function gitAuditNote(findings: readonly GitFinding[], b: GitBaseline): s
       .slice(0, MAX_NOTED)
       .map((f) => `${rel(f.path)} (${f.why})`)
       .join(', ') + (fs.length > MAX_NOTED ? ` and ${fs.length - MAX_NOTED} more` : '');
-  const moved = findings.filter((f) => f.movedTo !== undefined);
-  const stuck = findings.filter((f) => f.movedTo === undefined);
+  const moved = findings.filter((f) => f.movedTo !== undefined && !f.inPlace);
+  const inPlace = findings.filter((f) => f.inPlace);
+  const stuck = findings.filter((f) => f.movedTo === undefined && !f.unchecked);
+  const unchecked = findings.filter((f) => f.unchecked);
   const parts = [];
   if (moved.length > 0) parts.push(`moved to ${rel(path.join(b.git, QUARANTINE))} (packed refs dropped): ${named(moved)}`);
+  if (inPlace.length > 0)
+    parts.push(`renamed in their folders to .agent-jobs-quarantined-* (the quarantine could not take them): ${named(inPlace)}`);
   if (stuck.length > 0) parts.push(`could NOT be moved, check by hand: ${named(stuck)}`);
-  return `the session made git metadata that the person's git would obey later; ${parts.join('; ')}`;
+  if (unchecked.length > 0)
+    parts.push(
+      `the workspace was NOT checked whole, so git metadata may be left that the person's git would obey; do not run git in it before checking by hand: ${named(unchecked)}`,
+    );
+  const what =
+    moved.length + inPlace.length + stuck.length > 0
+      ? "the session made git metadata that the person's git would obey later"
+      : 'the git audit';
+  return `${what}; ${parts.join('; ')}`;
 }
 
 /** How many findings a note names. */
@@ -164,45 +258,6 @@ const MAX_NOTED = 5;
 
 /** A loose match for `extensions.worktreeConfig` on (as git-guard.ts). */
 const WORKTREE_CONFIG = /worktreeconfig\s*=\s*(true|yes|on|1)?\s*$/im;
-
-interface FoundGitDir {
-  rel: string;
-  ino: number;
-  kind: 'dotgit' | 'bare';
-}
-
-/** Every `.git` entry below `workspace` (not the root's) and every directory git takes for a bare repository; not into either. */
-function walkGitDirs(workspace: string): { found: FoundGitDir[]; partial: boolean } {
-  const found: FoundGitDir[] = [];
-  const stack = [''];
-  let seen = 0;
-  while (stack.length > 0) {
-    const rel = stack.pop()!;
-    let entries: fs.Dirent[];
-    try {
-      entries = fs.readdirSync(path.join(workspace, rel), { withFileTypes: true });
-    } catch {
-      continue;
-    }
-    seen += entries.length;
-    if (seen > MAX_WALK_ENTRIES) return { found, partial: true };
-    const names = new Map(entries.map((e) => [e.name, e]));
-    if (rel !== '' && names.get('HEAD') && names.get('objects')?.isDirectory() && names.get('refs')?.isDirectory()) {
-      const ino = inode(path.join(workspace, rel));
-      if (ino !== undefined) found.push({ rel, ino, kind: 'bare' });
-      continue;
-    }
-    for (const e of entries) {
-      const child = rel === '' ? e.name : `${rel}/${e.name}`;
-      if (e.name === '.git') {
-        if (rel === '') continue;
-        const ino = inode(path.join(workspace, child));
-        if (ino !== undefined) found.push({ rel: child, ino, kind: 'dotgit' });
-      } else if (e.isDirectory()) stack.push(child);
-    }
-  }
-  return { found, partial: false };
-}
 
 /** Whether `file` is a `.git` file naming an admin folder of the root's repository that the audit keeps (`git worktree add` in the workspace). */
 function linkedWorktreeFile(file: string, b: GitBaseline, final: boolean): boolean {
@@ -250,34 +305,15 @@ function namesBack(dotGit: string, admin: string): boolean {
   }
 }
 
-/** The replace refs of `git`: loose ones (relative to `refs/replace`) and packed ones (prefixed `packed:`). */
-function replaceRefs(git: string): string[] {
-  const out: string[] = [];
-  const dir = path.join(git, 'refs', 'replace');
-  const walk = (rel: string): void => {
-    for (const e of listEntries(path.join(dir, rel))) {
-      const r = rel === '' ? e.name : `${rel}/${e.name}`;
-      if (e.isDirectory()) walk(r);
-      else out.push(r);
-    }
-  };
-  walk('');
-  for (const line of read(path.join(git, 'packed-refs')).split('\n')) {
-    const m = /^[0-9a-f]+ (refs\/replace\/.+)$/.exec(line);
-    if (m) out.push(`packed:${m[1]}`);
-  }
-  return out;
-}
-
-/** Moves the loose replace refs made since `b` and drops the packed ones from `packed-refs`. */
-function dropReplaceRefs(b: GitBaseline, q: Quarantine): GitFinding[] {
+/** Moves the loose replace refs made since `b` and drops the packed ones from `packed-refs` (as `walk` listed them). */
+async function dropReplaceRefs(b: GitBaseline, q: Quarantine, walk: GitWalk, pace: () => Promise<boolean>): Promise<GitFinding[]> {
   const out: GitFinding[] = [];
   const why = 'a replace ref: git shows other content than what a push sends';
   let packed = false;
-  for (const r of replaceRefs(b.git)) {
+  for (const r of walk.replaceRefs) {
     if (b.replaceRefs.has(r)) continue;
     if (r.startsWith('packed:')) packed = true;
-    else out.push(q.move(path.join(b.git, 'refs', 'replace', r), why));
+    else if (await pace()) out.push(q.move(path.join(b.git, 'refs', 'replace', r), why));
   }
   if (packed) out.push(...q.rewritePackedRefs((ref) => ref.startsWith('refs/replace/') && !b.replaceRefs.has(`packed:${ref}`), why));
   return out;
@@ -287,24 +323,71 @@ function dropReplaceRefs(b: GitBaseline, q: Quarantine): GitFinding[] {
  * Moves entries of the workspace into `<git>/agent-jobs-quarantine/`, each through a descriptor
  * of its parent opened component by component without following a symlink (`/proc/self/fd/N/name`),
  * so that a directory swapped for a symlink meanwhile cannot send a move of the worker (root) elsewhere.
+ * Names are the worker's own, `<tag>-<seq>` (at most 40 + 1 + 10 bytes: within NAME_MAX, which a
+ * name made of the path was not for a long non-ASCII one); {@link QUARANTINE_LOG} says what each was.
  */
 class Quarantine {
   /** Descriptors opened, closed by {@link close}. */
   private readonly fds: number[] = [];
   private dest: number | undefined;
-  private seq = 0;
 
   constructor(private readonly b: GitBaseline) {}
 
-  /** Moves `abs` (inside the workspace) to the quarantine; the finding says where, or that it could not. */
+  /**
+   * Moves `abs` (inside the workspace) to the quarantine, or, when the quarantine cannot take it,
+   * renames it in its own folder to `.agent-jobs-quarantined-<tag>-<seq>` (a name git never looks
+   * for); the finding says where, or that neither was possible (its folder cannot be reached
+   * without a symlink, or it is gone).
+   */
   move(abs: string, why: string): GitFinding {
+    const rel = path.relative(this.b.workspace, abs);
+    let parent: number;
     try {
-      const parent = this.openDir(path.relative(this.b.workspace, path.dirname(abs)));
-      const name = `${this.b.tag}-${Date.now()}-${++this.seq}-${path.relative(this.b.workspace, abs).replace(/\//g, '_')}`.slice(0, 200);
-      fs.renameSync(`/proc/self/fd/${parent}/${path.basename(abs)}`, `/proc/self/fd/${this.quarantine()}/${name}`);
-      return { path: abs, why, movedTo: path.join(this.b.git, QUARANTINE, name) };
+      parent = this.openDir(path.dirname(rel));
     } catch {
       return { path: abs, why, movedTo: undefined };
+    }
+    const from = `/proc/self/fd/${parent}/${path.basename(abs)}`;
+    try {
+      const dest = this.quarantine();
+      const name = this.freeName(dest, '');
+      fs.renameSync(from, `/proc/self/fd/${dest}/${name}`);
+      this.log(dest, { name, path: rel, why, at: new Date().toISOString() });
+      return { path: abs, why, movedTo: path.join(this.b.git, QUARANTINE, name) };
+    } catch {
+      /* renamed in place below */
+    }
+    try {
+      const name = this.freeName(parent, '.agent-jobs-quarantined-');
+      fs.renameSync(from, `/proc/self/fd/${parent}/${name}`);
+      return { path: abs, why, movedTo: path.join(path.dirname(abs), name), inPlace: true };
+    } catch {
+      return { path: abs, why, movedTo: undefined };
+    }
+  }
+
+  /** `<prefix><tag>-<seq>` with the next `seq` whose name is free in directory `dir` (a descriptor). */
+  private freeName(dir: number, prefix: string): string {
+    for (let tries = 0; tries < 1000; tries++) {
+      const name = `${prefix}${this.b.tag}-${++this.b.names.seq}`;
+      if (!fs.lstatSync(`/proc/self/fd/${dir}/${name}`, { throwIfNoEntry: false })) return name;
+    }
+    throw new Error('no free name');
+  }
+
+  /** Appends `entry` to the quarantine's log (owned as the git dir is); a log that cannot be written loses the line, not the move. */
+  private log(dest: number, entry: { name: string; path: string; why: string; at: string }): void {
+    let fd: number | undefined;
+    try {
+      const c = fs.constants;
+      fd = fs.openSync(`/proc/self/fd/${dest}/${QUARANTINE_LOG}`, c.O_WRONLY | c.O_APPEND | c.O_CREAT | c.O_NOFOLLOW | c.O_NONBLOCK, 0o644);
+      const owner = fs.fstatSync(dest);
+      fs.fchownSync(fd, owner.uid, owner.gid);
+      fs.writeSync(fd, `${JSON.stringify(entry)}\n`);
+    } catch {
+      /* the entry is moved all the same; its name says which session */
+    } finally {
+      if (fd !== undefined) fs.closeSync(fd);
     }
   }
 
@@ -339,7 +422,7 @@ class Quarantine {
     for (const fd of this.fds.splice(0)) fs.closeSync(fd);
   }
 
-  /** The quarantine folder's descriptor, made (owned as the git dir is) when missing. */
+  /** The quarantine folder's descriptor, made (owned as the git dir is) when missing (the person removed it during the run). */
   private quarantine(): number {
     if (this.dest !== undefined) return this.dest;
     const git = this.openDir('.git');
@@ -391,28 +474,6 @@ function isSymlink(p: string): boolean {
     return fs.lstatSync(p).isSymbolicLink();
   } catch {
     return false;
-  }
-}
-
-function inode(p: string): number | undefined {
-  try {
-    return fs.lstatSync(p).ino;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Names in directory `dir` (not a symlink), or none. */
-function list(dir: string): string[] {
-  return listEntries(dir).map((e) => e.name);
-}
-
-function listEntries(dir: string): fs.Dirent[] {
-  try {
-    if (!fs.lstatSync(dir).isDirectory()) return [];
-    return fs.readdirSync(dir, { withFileTypes: true });
-  } catch {
-    return [];
   }
 }
 

@@ -62,7 +62,7 @@ import {
   type FinishedCommand,
 } from './result';
 import { guardedGit, type GuardedGit } from './git-guard';
-import { auditGit, gitAuditNote, recordGit, type GitBaseline, type GitFinding } from './git-audit';
+import { auditGit, gitAuditNote, prepareQuarantine, recordGit, type GitBaseline, type GitFinding } from './git-audit';
 import { closePins, pinGit, type GitPins, type PinnedDir } from './pins';
 import { sandboxView, type SandboxMode, type SandboxOptions } from './sandbox';
 import { writeSeccompFilter } from './seccomp';
@@ -165,8 +165,14 @@ export class BashSession {
   private readonly gitPins: PinnedDir[];
   /** What of the workspace's own repository the sandbox binds so that the session cannot plant code in it (git-guard.ts). */
   private readonly git: GuardedGit;
-  /** What the workspace's git metadata held at start, audited after each command, edit and at close (git-audit.ts); undefined: not audited. */
-  private readonly gitBaseline: GitBaseline | undefined;
+  /**
+   * What the workspace's git metadata held at start, audited after each command, edit and at close (git-audit.ts);
+   * undefined: not audited. Recorded by {@link start} before bash starts (a walk off the event loop).
+   */
+  private gitBaseline: GitBaseline | undefined;
+  /** The tag of this session's quarantined entries (git-audit.ts), and the quarantine's path (bound read-only) when there is one. */
+  private readonly gitTag: string;
+  private readonly quarantine: string | undefined;
   /** `dev:ino` of each of {@link git}'s read-only paths as the current shell's sandbox bound them (a rename on the host drops the bind). */
   private boundGit = new Map<string, string>();
   /** What the audit found when the session closed (git-audit.ts): the last word on what the session left in the workspace's git metadata. */
@@ -223,10 +229,10 @@ export class BashSession {
     this.hide = hiddenPaths(options.hidePaths ?? [], who, this.network);
     // Once, at start: from then on `.git` is a mount point in every sandbox of the session, which no process of it can move.
     this.git = this.workspace && sandbox.mode === 'bwrap' ? guardedGit(realDir(this.workspace)) : { writable: [], readonly: [] };
-    this.gitBaseline =
-      this.workspace && sandbox.mode === 'bwrap'
-        ? recordGit(realDir(this.workspace), this.id.replace(/[^A-Za-z0-9-]/g, '_').slice(0, 40))
-        : undefined;
+    this.gitTag = this.id.replace(/[^A-Za-z0-9-]/g, '_').slice(0, 40);
+    // Made before any sandbox and bound read-only in each: the session can neither block it nor take back what was moved.
+    this.quarantine = this.workspace && sandbox.mode === 'bwrap' ? prepareQuarantine(realDir(this.workspace), this.gitTag) : undefined;
+    if (this.quarantine) this.git.readonly.push(this.quarantine);
     const built = buildSessionEnv({
       extra: { ...identityEnv(who, this.workspace), ...options.env },
       secretEnvNames: options.secretEnvNames,
@@ -267,6 +273,9 @@ export class BashSession {
       throw new SessionCwdError(`cannot start bash session in ${cwd}: ${refused}`, cwd, { sessionId: options.id });
     }
     try {
+      // What the workspace's git metadata holds before anything of the session runs (read off the event loop).
+      if (session.workspace && session.sandboxMode.mode === 'bwrap')
+        session.gitBaseline = await recordGit(realDir(session.workspace), session.gitTag);
       await session.spawn(cwd);
     } catch (err) {
       closePins(git.pins);
@@ -495,7 +504,7 @@ export class BashSession {
         gate,
         options.ruleSubject,
       );
-      const audit = this.auditGitNote();
+      const audit = await this.auditGitNote();
       if (audit) outcome.text = `${outcome.text}\n${audit}`;
       if (this.options.auditLog) {
         const command = options.ruleSubject(edit.command, outcome.abs ?? edit.path);
@@ -546,7 +555,7 @@ export class BashSession {
     this.shell = undefined;
     for (const c of [...this.captures]) c.destroy();
     // No process of the session is left: the audit's last word, with nothing racing it.
-    if (this.gitBaseline) this.gitFindingsAtClose = auditGit(this.gitBaseline, true);
+    if (this.gitBaseline) this.gitFindingsAtClose = await auditGit(this.gitBaseline, true);
     // Every launch is over (the queue ran out); one that comes later finds them closed (fds.ts launchStdio).
     closePins(this.gitPins);
     fs.rmSync(this.tmpDir, { recursive: true, force: true });
@@ -578,6 +587,13 @@ export class BashSession {
 
   private async spawn(cwd: string): Promise<void> {
     ++this.generation;
+    // A bind needs its source: the person may have removed the quarantine on the host since the last shell. One that
+    // cannot be made again is not bound (moves then fall back to renames in place, git-audit.ts), rather than no shell.
+    const quarantine = this.quarantine;
+    if (quarantine && this.workspace && !prepareQuarantine(realDir(this.workspace), this.gitTag)) {
+      const at = this.git.readonly.indexOf(quarantine);
+      if (at >= 0) this.git.readonly.splice(at, 1);
+    }
     const shell = await ShellProcess.start({
       sessionId: this.id,
       name: `${this.id}-${process.pid}-${this.generation}`,
@@ -642,7 +658,7 @@ export class BashSession {
     if ('file' in prepared.source) removeQuietly(prepared.commandFile);
     const rebound = ending.restartAfter || this.closed ? this.gitBindsLost('during') : await this.rebindGit('during');
     if (rebound) ending.notes.push(rebound);
-    const audit = this.auditGitNote();
+    const audit = await this.auditGitNote();
     if (audit) ending.notes.push(audit);
     const memory = this.memoryKillNote();
     if (memory) ending.notes.push(memory);
@@ -702,9 +718,9 @@ export class BashSession {
   }
 
   /** Audits the workspace's git metadata (git-audit.ts) and returns the note for a result, or undefined when nothing was found. */
-  private auditGitNote(): string | undefined {
+  private async auditGitNote(): Promise<string | undefined> {
     if (!this.gitBaseline) return undefined;
-    const text = gitAuditNote(auditGit(this.gitBaseline, false), this.gitBaseline);
+    const text = gitAuditNote(await auditGit(this.gitBaseline, false), this.gitBaseline);
     return text === undefined ? undefined : note(text);
   }
 

@@ -157,33 +157,39 @@ function personsRepoWithFolders(): ReturnType<typeof personsRepo> {
   return repo;
 }
 
+// Fixed since (src/session/git-audit.ts, git-walk.ts): these three and the walk's run.
 dRoot('kind 6: git metadata the audit does not find, or cannot move', () => {
-  t(
-    "a git dir split in two (HEAD and commondir in the person's `src/`) is found: the person's `git show` in src/ runs nothing",
-    async () => {
-      const { ws, marker } = personsRepoWithFolders();
-      try {
-        const s = await startSession({ cwd: ws, workspace: ws });
-        const r = await s.run(
-          `mkdir .cache && ${evilGitDir('.cache', '.cache', marker)} && rm .cache/HEAD && cp .git/HEAD src/HEAD && echo ../.cache > src/commondir && echo planted`,
-        );
-        expect(r.output.split('\n')[0]).toBe('planted');
-        await s.close();
-        hostGit(path.join(ws, 'src'), 'show');
-        expect({ ranOnTheHost: fs.existsSync(marker) }).toEqual({ ranOnTheHost: false });
-      } finally {
-        fs.rmSync(marker, { force: true });
-      }
-    },
-  );
-
-  t('a file the session puts at `.git/agent-jobs-quarantine` does not keep a planted `src/.git` in place', async () => {
+  test("a git dir split in two (HEAD and commondir in the person's `src/`) is found: the person's `git show` in src/ runs nothing", async () => {
     const { ws, marker } = personsRepoWithFolders();
     try {
       const s = await startSession({ cwd: ws, workspace: ws });
       const r = await s.run(
-        `touch .git/agent-jobs-quarantine && ${evilGitDir('docs', 'src/.git', marker)} && mv docs src/.git && echo planted`,
+        `mkdir .cache && ${evilGitDir('.cache', '.cache', marker)} && rm .cache/HEAD && cp .git/HEAD src/HEAD && echo ../.cache > src/commondir && echo planted`,
       );
+      expect(r.output.split('\n')[0]).toBe('planted');
+      await s.close();
+      hostGit(path.join(ws, 'src'), 'show');
+      expect({ ranOnTheHost: fs.existsSync(marker) }).toEqual({ ranOnTheHost: false });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+
+  test('a file the session puts at `.git/agent-jobs-quarantine` does not keep a planted `src/.git` in place', async () => {
+    const { ws, marker } = personsRepoWithFolders();
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      // Every way to put something else at the quarantine's name, or to write into it (each refused since the fix:
+      // the worker makes it before the sandbox and binds it read-only), then the plant.
+      const block = [
+        'touch .git/agent-jobs-quarantine',
+        'rm -rf .git/agent-jobs-quarantine',
+        'mv .git/agent-jobs-quarantine .git/q2',
+        'ln -sfn /tmp .git/agent-jobs-quarantine',
+        'touch .git/agent-jobs-quarantine/x',
+        'mkdir .git/agent-jobs-quarantine/x',
+      ].join('; ');
+      const r = await s.run(`(${block}) 2>/dev/null; ${evilGitDir('docs', 'src/.git', marker)} && mv docs src/.git && echo planted`);
       expect(r.output.split('\n')[0]).toBe('planted');
       await s.close();
       hostGit(path.join(ws, 'src'), 'status', '--short');
@@ -196,7 +202,7 @@ dRoot('kind 6: git metadata the audit does not find, or cannot move', () => {
     }
   });
 
-  t('a planted `.git` in a folder with a long non-ASCII name (85 × 日, 255 bytes) is moved', async () => {
+  test('a planted `.git` in a folder with a long non-ASCII name (85 × 日, 255 bytes) is moved', async () => {
     const { ws, marker } = personsRepoWithFolders();
     const dir = '日'.repeat(85);
     try {
@@ -217,40 +223,40 @@ dRoot('kind 6: git metadata the audit does not find, or cannot move', () => {
 });
 
 dRoot("kind 3: the audit's walk does not freeze the worker", () => {
-  t(
-    "a command in a workspace of a million entries does not block the worker's event loop for half a second",
-    async () => {
-      const { ws } = personsRepo();
-      // One folder of hard links (the kernel allows 65,000 links to a file): no inodes, no data, fast to make.
-      const big = path.join(ws, 'big');
-      fs.mkdirSync(big);
-      for (let f = 0; f < 16; f++) {
-        const src = path.join(big, `s${f}`);
-        fs.writeFileSync(src, '');
-        for (let i = 0; i < 62_500; i++) fs.linkSync(src, path.join(big, `l${f}_${i}`));
-      }
+  test("a command in a workspace of a million entries does not block the worker's event loop for half a second", async () => {
+    const { ws } = personsRepo();
+    // One folder of hard links (the kernel allows 65,000 links to a file): no inodes, no data, fast to make.
+    const big = path.join(ws, 'big');
+    fs.mkdirSync(big);
+    for (let f = 0; f < 16; f++) {
+      const src = path.join(big, `s${f}`);
+      fs.writeFileSync(src, '');
+      for (let i = 0; i < 62_500; i++) fs.linkSync(src, path.join(big, `l${f}_${i}`));
+    }
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      let last = Date.now();
+      let longestStallMs = 0;
+      const tick = setInterval(() => {
+        longestStallMs = Math.max(longestStallMs, Date.now() - last);
+        last = Date.now();
+      }, 10);
+      let output = '';
       try {
-        const s = await startSession({ cwd: ws, workspace: ws });
-        let last = Date.now();
-        let longestStallMs = 0;
-        const tick = setInterval(() => {
-          longestStallMs = Math.max(longestStallMs, Date.now() - last);
-          last = Date.now();
-        }, 10);
-        try {
-          await s.run('true');
-          // The audit ends the command, so the stall shows at the first tick after it.
-          await new Promise((r) => setTimeout(r, 100));
-        } finally {
-          clearInterval(tick);
-        }
-        expect(longestStallMs).toBeLessThan(500);
+        // A `.git` past the million: the walk must still get there (not stop at a budget and pass).
+        output = (await s.run('mkdir -p zz/.git')).output;
+        // The audit ends the command, so the stall shows at the first tick after it.
+        await new Promise((r) => setTimeout(r, 100));
       } finally {
-        fs.rmSync(big, { recursive: true, force: true });
+        clearInterval(tick);
       }
-    },
-    180_000,
-  );
+      expect(longestStallMs).toBeLessThan(500);
+      expect(output).toContain('zz/.git (a .git below the root');
+      expect(output).not.toContain('NOT checked');
+    } finally {
+      fs.rmSync(big, { recursive: true, force: true });
+    }
+  }, 180_000);
 });
 
 /** Registers pipes in epoll instances until the kernel refuses, prints how many and the errno, and holds them. */

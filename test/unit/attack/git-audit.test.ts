@@ -38,6 +38,9 @@ const evilGitDir = (dir: string, marker: string): string =>
     `git --git-dir=${dir} config core.worktree "$PWD"`,
   ].join(' && ');
 
+/** Whether `p` is a symlink (existsSync follows one). */
+const isLink = (p: string): boolean => fs.lstatSync(p, { throwIfNoEntry: false })?.isSymbolicLink() ?? false;
+
 /** Runs git as the person on the host in `cwd` (any subdirectory of the workspace); never throws. */
 const hostGit = (cwd: string, ...a: string[]): number | null => spawnSync('git', a, { cwd, stdio: 'pipe' }).status;
 
@@ -147,6 +150,88 @@ describe('git audit: what the session plants is moved away, by whatever way it c
   });
 });
 
+describe('git audit: git dirs as git itself finds them (setup.c is_git_directory), and where they go', () => {
+  test("a bare repository whose objects and refs are symlinks, and the person's folder made a git dir by a HEAD symlink and an absolute commondir: found, the person's files stay, the log says what each quarantined name was", async () => {
+    const { ws, marker } = personsRepo();
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const r = await s.run(
+        [
+          // A copy of the git dir without HEAD: no git dir by itself, so the audit leaves it.
+          `${evilGitDir('.cache', marker)} && rm .cache/HEAD`,
+          // objects and refs as symlinks: git's access(X_OK) follows them.
+          'mkdir -p tools/r && cp .cache/config .git/HEAD tools/r/',
+          'ln -s ../../.cache/objects tools/r/objects && ln -s ../../.cache/refs tools/r/refs',
+          // HEAD a symlink into refs/ (git's validate_headref takes it), commondir absolute.
+          'ln -s refs/heads/main src/HEAD && echo "$PWD/.cache" > src/commondir',
+          'echo planted',
+        ].join(' && '),
+      );
+      expect(r.output.split('\n')[0]).toBe('planted');
+      for (const p of ['tools/r', 'src/HEAD', 'src/commondir'])
+        expect({ p, left: fs.existsSync(path.join(ws, p)) || isLink(path.join(ws, p)) }).toEqual({ p, left: false });
+      expect(fs.readFileSync(path.join(ws, 'src', 'build.sh'), 'utf8')).toBe('echo building\n');
+      for (const dir of ['tools', 'src', '.']) hostGit(path.join(ws, dir), 'status', '--short');
+      expect(fs.existsSync(path.join(ws, '.cache', 'config'))).toBe(true);
+      hostGit(path.join(ws, 'src'), 'show');
+      expect({ ranOnTheHost: fs.existsSync(marker) }).toEqual({ ranOnTheHost: false });
+      // The worker's own short names, and what each was.
+      const q = path.join(ws, '.git', 'agent-jobs-quarantine');
+      const log = fs
+        .readFileSync(path.join(q, 'log.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { name: string; path: string });
+      expect(log.map((e) => e.path).sort()).toEqual(['src/HEAD', 'src/commondir', 'tools/r']);
+      for (const e of log) expect({ e, there: fs.readdirSync(q).includes(e.name) }).toEqual({ e, there: true });
+      expect(log.every((e) => /^[A-Za-z0-9_-]{1,40}-\d+$/.test(e.name))).toBe(true);
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+
+  (process.getuid?.() === 0 ? test : test.skip)(
+    "a `.git` planted on another filesystem in the workspace (the quarantine cannot take it: EXDEV) is renamed in its folder, where the person's git does not look",
+    async () => {
+      const { ws, marker } = personsRepo();
+      const mnt = path.join(ws, 'mnt');
+      fs.mkdirSync(mnt);
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m,mode=1777', 'agent-jobs-test', mnt]);
+      try {
+        const s = await startSession({ cwd: ws, workspace: ws });
+        const r = await s.run(
+          `${evilGitDir('.cache-git', marker)} && mkdir mnt/sub && cp -r .cache-git mnt/sub/.git && rm -rf .cache-git && echo planted`,
+        );
+        expect(r.output.split('\n')[0]).toBe('planted');
+        expect(r.output).toMatch(
+          /renamed in their folders to \.agent-jobs-quarantined-\* \(the quarantine could not take them\): mnt\/sub\/\.git/,
+        );
+        expect(fs.existsSync(path.join(mnt, 'sub', '.git'))).toBe(false);
+        expect(fs.readdirSync(path.join(mnt, 'sub')).filter((n) => n.startsWith('.agent-jobs-quarantined-'))).toHaveLength(1);
+        await s.close();
+        hostGit(path.join(mnt, 'sub'), 'status', '--short');
+        expect({ ranOnTheHost: fs.existsSync(marker) }).toEqual({ ranOnTheHost: false });
+      } finally {
+        execFileSync('umount', ['-l', mnt]);
+        fs.rmSync(marker, { force: true });
+      }
+    },
+  );
+
+  test('a walk that cannot finish (a packed-refs past the bound the audit reads) is said in every result, never taken for a clean workspace', async () => {
+    const { ws } = personsRepo();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    // A sparse file: no disk, and the audit's reader stops at 256 MiB.
+    const r = await s.run('truncate -s 300M .git/packed-refs && echo made');
+    expect(r.output.split('\n')[0]).toBe('made');
+    expect(r.output).toContain('the workspace was NOT checked whole');
+    expect(r.output).toContain('packed-refs is larger than 268435456 bytes');
+    expect((await s.run('true')).output).toContain('the workspace was NOT checked whole');
+    await s.close();
+    expect(s.gitNoteAtClose).toContain('the workspace was NOT checked whole');
+  });
+});
+
 describe('git audit: a guarded file the person replaces on the host during a command', () => {
   test('the result says the bind was lost and the file may have been written, and the next command cannot write it', async () => {
     const { ws, git } = personsRepo();
@@ -181,7 +266,8 @@ describe('git audit: the work it leaves alone', () => {
     for (const step of steps)
       expect({ step, output: (await s.run(step)).output }).toEqual({ step, output: expect.stringMatching(/ok\n$/) });
     expect(fs.existsSync(path.join(ws, 'vendor', 'lib', '.git'))).toBe(true);
-    expect(fs.existsSync(path.join(ws, '.git', 'agent-jobs-quarantine'))).toBe(false);
+    // The quarantine is made at start (bound read-only in the sandbox): nothing was moved into it.
+    expect(fs.readdirSync(path.join(ws, '.git', 'agent-jobs-quarantine'))).toEqual([]);
     await s.close();
     // At close the admin folder of the worktree in the sandbox's /tmp (gone with it) is moved, the rest stays.
     expect(s.gitFindingsAtClose.map((f) => path.relative(ws, f.path))).toEqual(['.git/worktrees/wt3']);
