@@ -78,7 +78,21 @@ async function main(): Promise<void> {
   const realKey = Boolean(process.env.ANTHROPIC_API_KEY);
   const terminal = Boolean(process.stdin.isTTY && process.stdout.isTTY);
   if (realKey) {
-    say('ANTHROPIC_API_KEY is set: this run talks to Claude (the real API).');
+    const baseUrl = process.env.ANTHROPIC_BASE_URL;
+    say(
+      baseUrl
+        ? `ANTHROPIC_API_KEY is set: this run talks to the Messages API at ${baseUrl} (ANTHROPIC_BASE_URL), not to a scripted server of the demo's.`
+        : 'ANTHROPIC_API_KEY is set: this run talks to Claude (the real API).',
+    );
+    const url = baseUrl ?? ANTHROPIC_API_URL;
+    if (!(await httpAnswers(url))) {
+      throw new CliError(
+        `nothing answers at ${url}: every model call of the run would fail and be retried for minutes`,
+        baseUrl
+          ? 'start the server ANTHROPIC_BASE_URL names, or `unset ANTHROPIC_BASE_URL ANTHROPIC_API_KEY` to use the scripted server'
+          : 'check this machine reaches the Claude API, or `unset ANTHROPIC_API_KEY` to use the scripted server',
+      );
+    }
     say(
       terminal
         ? '  Plain read-only commands run unasked; you decide every other one here, at the prompt ([a]pprove / [d]eny / [e]dit).'
@@ -196,6 +210,19 @@ function workspaceProblem(workspace: string): string | null {
     return `the workspace has no total.txt (the commands that write it did not run)`;
   }
   return total === EXPECTED_TOTAL ? null : `total.txt holds ${JSON.stringify(total.slice(0, 40))}, not ${EXPECTED_TOTAL}`;
+}
+
+/** Where the Anthropic SDK sends requests when ANTHROPIC_BASE_URL is not set. */
+const ANTHROPIC_API_URL = 'https://api.anthropic.com';
+
+/** Whether an HTTP server answers at `url` within 10 s (any status: a 404 is an answer). Throws nothing. */
+async function httpAnswers(url: string): Promise<boolean> {
+  try {
+    await fetch(url, { method: 'HEAD', signal: AbortSignal.timeout(10_000) });
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Whether the worker's bash will run in the sandbox, decided as the worker decides it (same environment, same probe). */

@@ -129,7 +129,7 @@ describe('npm run demo', () => {
       await withDemo(
         async ({ address, data, env }) => {
           const { code, stdout } = await demo(env);
-          expect(stdout).toContain('ANTHROPIC_API_KEY is set: this run talks to Claude');
+          expect(stdout).toContain(`ANTHROPIC_API_KEY is set: this run talks to the Messages API at ${model.url} (ANTHROPIC_BASE_URL)`);
           expect(stdout).toContain('No terminal to ask you at');
           expect(stdout).toMatch(/nothing was approved for you, and the run stays open/);
           expect(stdout).toMatch(/approve: npx agent-jobs approve demo-\d+ --sha [0-9a-f]{12}/);
@@ -152,5 +152,23 @@ describe('npm run demo', () => {
     } finally {
       await model.close();
     }
+  });
+
+  test('with a key and a base URL where nothing answers (a scripted server stopped, the tour left exported): fails at once and says which variables to unset', async () => {
+    const closed = await freePort();
+    await withDemo(
+      async ({ env }) => {
+        const started = Date.now();
+        const { code, stdout, stderr } = await demo(env);
+        expect(code).toBe(1);
+        expect(stdout).toContain(`this run talks to the Messages API at http://127.0.0.1:${closed} (ANTHROPIC_BASE_URL)`);
+        expect(stderr).toContain(`demo failed: nothing answers at http://127.0.0.1:${closed}`);
+        expect(stderr).toContain('unset ANTHROPIC_BASE_URL ANTHROPIC_API_KEY');
+        expect(stdout).not.toContain('worker started');
+        // Before any model call: not the minutes of retries a run would spend.
+        expect(Date.now() - started).toBeLessThan(90_000);
+      },
+      { ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: `http://127.0.0.1:${closed}` },
+    );
   });
 });
