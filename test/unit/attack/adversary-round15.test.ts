@@ -1,0 +1,213 @@
+/**
+ * Adversary round 15: attacks on the round-14 fixes (the git audit's walk in a worker thread, its
+ * split git dirs and quarantine; display.ts's rule for a number after a right-to-left letter), on
+ * the code of 2459236, as root (the worker's intended setting). Each test asserts the safe
+ * behaviour; OPEN skips them while a fix is missing. Run un-skipped once against 2459236: all 6
+ * failed (git: 2, display: 4).
+ *
+ * Kind 6 (the person's git, on the host, obeys what the session wrote), two ways past the audit,
+ * each observed in a real sandboxed session (the unit harness's, session uid agent-jobs, in a
+ * root-owned workspace), then the person's git on the host, as root, running the planted
+ * fsmonitor (the marker file written). As in round 14 the git dir is a FOLDER OF THE PERSON'S, so
+ * that git's ownership check passes.
+ * - A folder whose name is not UTF-8. Steps: rename the person's `src/` to `$'\xff'` (one byte
+ *   0xff, a legal name), make the person's `docs/` a copy of `.git` with `core.fsmonitor` naming a
+ *   planted script and `core.worktree` the workspace, move it to `$'\xff'/.git`, and add a gitlink
+ *   `$'\xff'` to the root's index (`git update-index --add --cacheinfo 160000,<HEAD>,$'\xff'`).
+ *   Observed: the command's result has no audit note, and nothing is moved at close; the person's plain
+ *   `git status` at the workspace's root recurses into the populated "submodule" and runs the
+ *   plant (so does any git run in that folder). Why: the walk (git-walk.ts, `GIT_WALK_SOURCE`)
+ *   takes names as JavaScript strings: Node decodes `\xff` to U+FFFD, the path built from it names
+ *   no file, `each` cannot open the folder (or `add` cannot lstat the `.git` in it) and returns
+ *   false, and a folder it cannot read is skipped silently, not reported as unchecked. Every byte
+ *   string that is not valid UTF-8 (a lone continuation byte, an overlong form, a surrogate's
+ *   encoding) hides a whole subtree the same way. Fix (whole kind): walk by bytes (`encoding:
+ *   'buffer'` names, or `openat` from the parent's descriptor, never a path rebuilt from a decoded
+ *   name), and count every folder the walk cannot open or read as a finding ("NOT checked"), never
+ *   as a clean one.
+ * - A `.git` file read otherwise than git reads it. Steps: a folder of the person's inside `.git`
+ *   (`.git/refs/tags`, root's; moving one in from outside `.git`, a mount point in the sandbox, is a
+ *   copy owned by the session) moved to `.git/e/.git/worktrees/w` and filled as a git dir whose
+ *   `core.fsmonitor` is the plant; a linked-worktree admin folder `.git/worktrees/w` as the audit
+ *   wants one (`commondir` `../..`, `gitdir` inside the workspace); a symlink
+ *   `src/<CR><LF>gitdir: ..` -> `../.git/e`; and the person's `src/main.c` rewritten in place (so
+ *   still root's) to `gitdir: <CR><LF>gitdir: ../.git/worktrees/w` and renamed `src/.git`.
+ *   Observed: no audit note; the person's `git status` in `src/` runs the plant. Why:
+ *   `linkedWorktreeFile` reads the file with `/^gitdir: (.+)$/m`, which cannot match the first line
+ *   (nothing before the CR) and matches the second, so it takes `src/.git` for a worktree of the
+ *   repository's own and leaves it; git (setup.c `read_gitfile_gently`) takes everything after the
+ *   leading `gitdir: ` but trailing CR/LF as ONE path, `src/<CR><LF>gitdir: ../.git/worktrees/w`,
+ *   which the symlink leads to `.git/e/.git/worktrees/w`, inside `.git`, where the walk never looks.
+ *   Fix (whole kind): read a `.git` file exactly as git does (starts with `gitdir: ` at byte 0; the
+ *   path is the rest up to the first NUL, trailing CR and LF stripped; relative to the file's
+ *   folder) and keep it only when that path, resolved, is the admin folder; or keep no `.git` file
+ *   the session made at all; and treat a git dir anywhere under `.git` but the known ones as the walk
+ *   treats one in the working tree.
+ *
+ * Kind 5 (what the human reads is not what runs), the round-14 rule for a number after a
+ * right-to-left letter: `markReorderedRightToLeft` forgets the right-to-left letter at any `\p{L}`,
+ * but 26 letters are neutral to the bidirectional algorithm (Bidi_Class ON: the modifier letters
+ * U+02B9-02BA, U+02C6-02CF, U+02EC, U+0374, U+2E2F, U+A67F, U+A717-A71F, U+A788), and the 18 of
+ * them that are no look-alike of a shell character are shown verbatim (`ˇ ˉ ˌ ˍ ˎ ˏ ˬ ⸯ ꙿ ꜗ ꜘ ꜙ ꜚ
+ * ꜛ ꜜ ꜞ ꜟ ꞈ`; `ʹ ʺ ˆ ˈ ˊ ˋ ʹ ꜝ` are flagged, and escaped they are ASCII, drawn left to right). So `sort א ˌ> 2024.csv` is shown as it is and drawn
+ * `sort 2024 <ˌ א.csv` (a read of 2024; bash writes `2024.csv`), `cp גיבוי ˍ2024` as
+ * `cp 2024ˍ גיבוי`, `rm -rf אꞈ/1` as `rm -rf 1/ꞈא`, `mv נתונים ˎ ˎ1` as `mv 1ˎ ˎ נתונים`.
+ * Observed: `displayCommand` gives each back unchanged with no warning; fribidi 1.0.8's
+ * `fribidi_log2vis` (libfribidi0, LTR paragraph, through Python's ctypes) gives those visual
+ * orders (not observed in a browser). Fix (whole kind): decide by Bidi_Class, not by general
+ * category: forget the right-to-left letter only at a strong left-to-right character (Bidi_Class
+ * L), or run the algorithm and compare the visual order with the logical one; or escape every
+ * right-to-left letter of a command.
+ *
+ * Held (tried, not reported):
+ * - Kind 6, the quarantine (observed in a session): `mv .git/agent-jobs-quarantine .git/qq` EBUSY
+ *   (bound onto itself), a hard link to its `log.jsonl` EXDEV, appending to it EACCES, a file
+ *   beside a planted entry's folder RO (the quarantine is read-only in the sandbox); its entries
+ *   are named `<session>-<n>` and logged.
+ * - Kind 6, a `.git` file whose audit-read and git-read paths differ in other ways: a NUL after the
+ *   first path (both read the first line; the audit's path holds the NUL and is moved), `gitdir:`
+ *   on a later line only (git refuses the file), a U+2028 or a CR after a non-empty first path (the
+ *   audit's regex matches the first line): read, not run.
+ * - Kind 6, a person's folder moved into `.git` from the working tree (the git dir would be the
+ *   session's: a copy across the `.git` mount point; git's ownership check refuses it, observed).
+ * - Kind 6, 10,001 `.git` entries so that the walk stops at `maxFound`: reported as "NOT checked",
+ *   documented (the run is not stopped for it).
+ * - Kind 5, every code point of Bidi_Class R, AL, EN or AN (Python's unicodedata, Unicode 14) is
+ *   inside `isRightToLeft`'s ranges or `\p{N}`, but U+200F (escaped as invisible).
+ * - Kind 3, the session's memory cgroup: no swap on this machine (so `memory.memsw` is moot);
+ *   slirp4netns (root, in the worker's cgroup) holds the `--network` session's connections
+ *   outside it: read, not tried (no outside network here).
+ * - The `resume` Update (steering.ts, `resume-answers-when-paused-again`): read; a liveness change
+ *   whose answer says `paused`, no way found to make a resume or pause do more than asked.
+ */
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { commandDetails, commandSummary, displayCommand } from '../../../src/shared/display';
+import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
+import { personsRepo, plant } from './persons-repo';
+
+/** Every attack below works on 2459236 (see the doc comment): skipped until fixed. */
+const OPEN = true;
+const t = OPEN ? test.skip : test;
+
+afterEach(closeSessions);
+afterAll(removeTempDirs);
+
+const isRoot = process.getuid?.() === 0;
+const dRoot = isRoot ? describe : describe.skip;
+
+/** Runs bash `script` on the host as the person (root) in `cwd` (a name of bytes needs bash's `$'\xff'`); never throws. */
+const hostBash = (cwd: string, script: string): void => void spawnSync('bash', ['-c', script], { cwd, stdio: 'pipe' });
+
+/** The person's repository with their folders `src/` (a file in it, committed) and `docs/`. */
+function personsRepoWithFolders(): ReturnType<typeof personsRepo> {
+  const repo = personsRepo();
+  fs.mkdirSync(path.join(repo.ws, 'src'));
+  fs.writeFileSync(path.join(repo.ws, 'src', 'main.c'), 'int main;\n');
+  fs.mkdirSync(path.join(repo.ws, 'docs'));
+  repo.git('add', '-A');
+  repo.git('commit', '-qm', 'src');
+  return repo;
+}
+
+/**
+ * Shell text that fills the folder `dir` with a copy of the workspace's git dir whose fsmonitor is a
+ * script `fsm` in it leaving `marker`, the work tree the workspace; `final` (shell words, relative to
+ * the workspace) is where `dir` will be.
+ */
+const evilGitDir = (dir: string, final: string, marker: string): string =>
+  [
+    `cp -r .git/HEAD .git/config .git/objects .git/refs ${dir}/`,
+    plant(marker, `${dir}/fsm`),
+    `git config --file ${dir}/config core.fsmonitor "$PWD/"${final}/fsm`,
+    `git config --file ${dir}/config core.worktree "$PWD"`,
+  ].join(' && ');
+
+dRoot('kind 6: a git dir the walk cannot read', () => {
+  t(
+    "a `.git` in a folder whose name is the byte 0xff (not UTF-8) is moved: the person's `git status` at the root runs nothing",
+    async () => {
+      const { ws, marker } = personsRepoWithFolders();
+      try {
+        const s = await startSession({ cwd: ws, workspace: ws });
+        const r = await s.run(
+          [
+            "mv src $'\\xff'",
+            evilGitDir('docs', "$'\\xff'/.git", marker),
+            "mv docs $'\\xff'/.git",
+            // A gitlink, so that the person's `git status` at the root recurses into it.
+            "git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),$'\\xff'",
+            'echo planted',
+          ].join(' && '),
+        );
+        expect(r.output.split('\n')[0]).toBe('planted');
+        await s.close();
+        hostBash(ws, 'git status --short');
+        expect({ ranOnTheHost: fs.existsSync(marker) }).toEqual({ ranOnTheHost: false });
+      } finally {
+        fs.rmSync(marker, { force: true });
+      }
+    },
+  );
+});
+
+dRoot('kind 6: a `.git` file the audit reads otherwise than git', () => {
+  t(
+    "a `.git` file whose first line ends at a carriage return is not kept as a worktree's: the person's `git status` in src/ runs nothing",
+    async () => {
+      const { ws, marker } = personsRepoWithFolders();
+      try {
+        const s = await startSession({ cwd: ws, workspace: ws });
+        const r = await s.run(
+          [
+            // A folder of the person's inside .git (root's, for git's ownership check; one moved in from the working tree
+            // would be copied across the .git mount point as the session's), made a git dir whose fsmonitor is the plant.
+            'mkdir -p .git/e/.git/worktrees && mv .git/refs/tags .git/e/.git/worktrees/w && mkdir .git/refs/tags',
+            evilGitDir('.git/e/.git/worktrees/w', '.git/e/.git/worktrees/w', marker),
+            // An admin folder as the audit wants a worktree of the repository's own: commondir the repository, gitdir inside.
+            'mkdir -p .git/worktrees/w && echo ../.. > .git/worktrees/w/commondir && cp .git/HEAD .git/worktrees/w/',
+            'echo "$PWD/src/.git" > .git/worktrees/w/gitdir',
+            // Git's path is `src/<CR><LF>gitdir: ..` (this symlink) then `/.git/worktrees/w`: the planted git dir.
+            `ln -s ../.git/e "src/$(printf '\\r\\ngitdir: ..')"`,
+            // The person's src/main.c (root's) rewritten in place and renamed, so the .git file is theirs.
+            "printf 'gitdir: \\r\\ngitdir: ../.git/worktrees/w\\n' > src/main.c && mv src/main.c src/.git",
+            'echo planted',
+          ].join(' && '),
+        );
+        expect(r.output.split('\n')[0]).toBe('planted');
+        await s.close();
+        hostBash(path.join(ws, 'src'), 'git status --short');
+        expect({ ranOnTheHost: fs.existsSync(marker) }).toEqual({ ranOnTheHost: false });
+      } finally {
+        fs.rmSync(marker, { force: true });
+      }
+    },
+  );
+});
+
+/** Whether `command` is shown other than verbatim in the approval prompt (with a warning), the UI's summary and its details. */
+function flaggedEverywhere(command: string): { prompt: boolean; summary: boolean; details: boolean } {
+  const d = displayCommand(command);
+  return {
+    prompt: d.warnings.length > 0 && d.text !== command,
+    summary: !commandSummary(command, 1).includes(command),
+    details: !commandDetails(command).includes(command),
+  };
+}
+
+const FLAGGED = { prompt: true, summary: true, details: true };
+
+describe('kind 5: a right-to-left letter before a number, a bidi-neutral modifier letter between', () => {
+  const commands: [string, string][] = [
+    ['sort א ˌ> 2024.csv', 'U+02CC, drawn `sort 2024 <ˌ א.csv`'],
+    ['cp גיבוי ˍ2024', 'U+02CD, drawn `cp 2024ˍ גיבוי`'],
+    ['rm -rf אꞈ/1', 'U+A788, drawn `rm -rf 1/ꞈא`'],
+    ['mv נתונים ˎ ˎ1', 'U+02CE, drawn `mv 1ˎ ˎ נתונים`'],
+  ];
+  for (const [command, what] of commands) {
+    t(`${JSON.stringify(command)} (${what}) is not shown verbatim`, () => {
+      expect(flaggedEverywhere(command)).toEqual(FLAGGED);
+    });
+  }
+});
