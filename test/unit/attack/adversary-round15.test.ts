@@ -1,9 +1,9 @@
 /**
  * Adversary round 15: attacks on the round-14 fixes (the git audit's walk in a worker thread, its
  * split git dirs and quarantine; display.ts's rule for a number after a right-to-left letter), on
- * the code of 2459236, as root (the worker's intended setting). Each test asserts the safe
- * behaviour; OPEN skips them while a fix is missing. Run un-skipped once against 2459236: all 6
- * failed (git: 2, display: 4).
+ * the code of 2459236, as root (the worker's intended setting), and on git-guard.ts's reading of the
+ * person's config. Each test asserts the safe behaviour; OPEN skips them while a fix is missing.
+ * Run un-skipped once against 2459236: all 9 failed (audit: 2, guard: 3, display: 4).
  *
  * Kind 6 (the person's git, on the host, obeys what the session wrote), two ways past the audit,
  * each observed in a real sandboxed session (the unit harness's, session uid agent-jobs, in a
@@ -43,6 +43,26 @@
  *   folder) and keep it only when that path, resolved, is the admin folder; or keep no `.git` file
  *   the session made at all; and treat a git dir anywhere under `.git` but the known ones as the walk
  *   treats one in the working tree.
+ *
+ * Kind 6, the guard's reading of the person's config (git-guard.ts `PROGRAM_KEYS`, round 13's fix):
+ * a program the person's repository config names in the workspace is bound read-only only when its
+ * key is on a hand-made list and the word is a path as it stands. Steps: the person's config has
+ * `alias.fmt = !./scripts/fmt.sh`, `credential.helper = !scripts/cred.sh` or
+ * `trailer.sign.cmd = scripts/tr.sh` (each file the person's, committed or not, 0755); the session
+ * rewrites the file in place (`printf ... > scripts/fmt.sh`: still root's and executable).
+ * Observed: each write succeeds (`alias.ok = !sh scripts/ok.sh` is refused, read-only, the control),
+ * and the person's `git fmt`, `git credential fill` (what `git push`/`fetch` over https run) and
+ * `git commit --trailer "sign: me"` on the host run the plant. Why: the value is split at blanks and
+ * shell punctuation but not at the `!` that starts a shell command (`!./scripts/fmt.sh` is no file),
+ * and keys that run programs are missing from the list: `trailer.*.cmd`/`.command`,
+ * `interactive.diffFilter`, `core.alternateRefsCommand`, `{diff,merge}tool.*.path`,
+ * `gpg.ssh.defaultKeyCommand`, `sendemail.*Cmd`/`smtpServer`, `remote.*.uploadpack`/`receivepack`,
+ * `submodule.*.update`, `browser.*`/`man.*`/`guitool.*` `.cmd`/`.path`, `web.browser` (git-config(1);
+ * writes observed for `interactive.diffFilter`, `core.alternateRefsCommand`, `mergetool.*.path` too,
+ * runs not tried: `git add -p` filters only a coloured diff, in a terminal). Fix (whole kind): bind
+ * every existing workspace file that any word of any config value names (a leading `!` dropped, a
+ * superset, not a list of keys), or refuse to open a session on a repository whose config names
+ * programs in the workspace that are not bound.
  *
  * Kind 5 (what the human reads is not what runs), the round-14 rule for a number after a
  * right-to-left letter: `markReorderedRightToLeft` forgets the right-to-left letter at any `\p{L}`,
@@ -184,6 +204,41 @@ dRoot('kind 6: a `.git` file the audit reads otherwise than git', () => {
       }
     },
   );
+});
+
+dRoot("kind 6: a program the person's config names in the workspace", () => {
+  const cases: { key: string; value: string; file: string; run: string }[] = [
+    { key: 'alias.fmt', value: '!./scripts/fmt.sh', file: 'scripts/fmt.sh', run: 'git fmt' },
+    {
+      key: 'credential.helper',
+      value: '!scripts/cred.sh',
+      file: 'scripts/cred.sh',
+      run: 'printf "protocol=https\\nhost=example.com\\n\\n" | GIT_TERMINAL_PROMPT=0 git credential fill',
+    },
+    { key: 'trailer.sign.cmd', value: 'scripts/tr.sh', file: 'scripts/tr.sh', run: 'git commit -qm m --allow-empty --trailer "sign: me"' },
+  ];
+  for (const { key, value, file, run } of cases)
+    t(`${key} = ${value}: the session cannot rewrite ${file}, which the person's \`${run.split('|').pop()!.trim()}\` runs`, async () => {
+      const { ws, git, marker } = personsRepo();
+      try {
+        fs.mkdirSync(path.join(ws, 'scripts'));
+        fs.writeFileSync(path.join(ws, file), '#!/bin/sh\ncat\n', { mode: 0o755 });
+        git('config', key, value);
+        git('config', 'user.name', 'p');
+        git('config', 'user.email', 'p@example.com');
+        const s = await startSession({ cwd: ws, workspace: ws });
+        // Rewritten in place: the file stays the person's, and executable.
+        const r = await s.run(`printf '#!/bin/sh\\nid -un > ${marker}\\nprintf x\\n' > ${file} && echo planted`);
+        await s.close();
+        hostBash(ws, run);
+        expect({ written: r.output.startsWith('planted'), ranOnTheHost: fs.existsSync(marker) }).toEqual({
+          written: false,
+          ranOnTheHost: false,
+        });
+      } finally {
+        fs.rmSync(marker, { force: true });
+      }
+    });
 });
 
 /** Whether `command` is shown other than verbatim in the approval prompt (with a warning), the UI's summary and its details. */
