@@ -3,9 +3,9 @@
  * split git dirs and quarantine; display.ts's rule for a number after a right-to-left letter), on
  * the code of 2459236, as root (the worker's intended setting), and on git-guard.ts's reading of the
  * person's config. Each test asserts the safe behaviour; OPEN skips them while a fix is missing.
- * Run un-skipped once against 2459236: all 9 failed (audit: 2, guard: 3, display: 4).
+ * Run un-skipped once against 2459236: all 10 failed (audit: 3, guard: 3, display: 4).
  *
- * Kind 6 (the person's git, on the host, obeys what the session wrote), two ways past the audit,
+ * Kind 6 (the person's git, on the host, obeys what the session wrote), three ways past the audit,
  * each observed in a real sandboxed session (the unit harness's, session uid agent-jobs, in a
  * root-owned workspace), then the person's git on the host, as root, running the planted
  * fsmonitor (the marker file written). As in round 14 the git dir is a FOLDER OF THE PERSON'S, so
@@ -14,9 +14,9 @@
  *   0xff, a legal name), make the person's `docs/` a copy of `.git` with `core.fsmonitor` naming a
  *   planted script and `core.worktree` the workspace, move it to `$'\xff'/.git`, and add a gitlink
  *   `$'\xff'` to the root's index (`git update-index --add --cacheinfo 160000,<HEAD>,$'\xff'`).
- *   Observed: the command's result has no audit note, and nothing is moved at close; the person's plain
- *   `git status` at the workspace's root recurses into the populated "submodule" and runs the
- *   plant (so does any git run in that folder). Why: the walk (git-walk.ts, `GIT_WALK_SOURCE`)
+ *   Observed: the command's result has no audit note, and nothing is moved at close; the
+ *   person's plain `git status` at the workspace's root recurses into the populated "submodule"
+ *   and runs the plant (so does any git run in that folder). Why: the walk (git-walk.ts, `GIT_WALK_SOURCE`)
  *   takes names as JavaScript strings: Node decodes `\xff` to U+FFFD, the path built from it names
  *   no file, `each` cannot open the folder (or `add` cannot lstat the `.git` in it) and returns
  *   false, and a folder it cannot read is skipped silently, not reported as unchecked. Every byte
@@ -38,11 +38,20 @@
  *   repository's own and leaves it; git (setup.c `read_gitfile_gently`) takes everything after the
  *   leading `gitdir: ` but trailing CR/LF as ONE path, `src/<CR><LF>gitdir: ../.git/worktrees/w`,
  *   which the symlink leads to `.git/e/.git/worktrees/w`, inside `.git`, where the walk never looks.
- *   Fix (whole kind): read a `.git` file exactly as git does (starts with `gitdir: ` at byte 0; the
- *   path is the rest up to the first NUL, trailing CR and LF stripped; relative to the file's
- *   folder) and keep it only when that path, resolved, is the admin folder; or keep no `.git` file
- *   the session made at all; and treat a git dir anywhere under `.git` but the known ones as the walk
- *   treats one in the working tree.
+ *   The same with `commondir` (second test): `strayAdmin` reads its first line, git
+ *   (`get_common_dir_noenv`) the whole file but trailing CR/LF. Steps: an admin folder
+ *   `.git/worktrees/w` (the person's `.git/refs/tags`, moved) whose `commondir` is `../..<LF>X`
+ *   and `gitdir` `src/.git`; a folder `.git/worktrees/..<LF>X` with `commondir` `../..` and a
+ *   `gitdir` inside the workspace (so the audit keeps it too), HEAD, objects, refs and a `config`
+ *   whose `core.fsmonitor` is the plant; the person's `src/main.c` rewritten to
+ *   `gitdir: <ws>/.git/worktrees/w` and renamed `src/.git`. Observed: no audit note; the person's
+ *   `git status` in `src/` runs the plant: git's common dir is `.git/worktrees/..<LF>X`, whose
+ *   `config` nothing checks (the audit looks at an admin folder's `config.worktree` only).
+ *   Fix (whole kind): read a `.git` file, `commondir` and `gitdir` exactly as git does (`gitdir: `
+ *   at byte 0; the path is the rest up to the first NUL, trailing CR and LF stripped; relative to
+ *   the file's folder), keep a `.git` file only when that path, resolved, is an admin folder whose
+ *   common dir, read the same way, is the repository's; or keep no `.git` file the session made at
+ *   all; and treat a git dir anywhere under `.git` but the known ones as one in the working tree.
  *
  * Kind 6, the guard's reading of the person's config (git-guard.ts `PROGRAM_KEYS`, round 13's fix):
  * a program the person's repository config names in the workspace is bound read-only only when its
@@ -69,8 +78,8 @@
  * but 26 letters are neutral to the bidirectional algorithm (Bidi_Class ON: the modifier letters
  * U+02B9-02BA, U+02C6-02CF, U+02EC, U+0374, U+2E2F, U+A67F, U+A717-A71F, U+A788), and the 18 of
  * them that are no look-alike of a shell character are shown verbatim (`ˇ ˉ ˌ ˍ ˎ ˏ ˬ ⸯ ꙿ ꜗ ꜘ ꜙ ꜚ
- * ꜛ ꜜ ꜞ ꜟ ꞈ`; `ʹ ʺ ˆ ˈ ˊ ˋ ʹ ꜝ` are flagged, and escaped they are ASCII, drawn left to right). So `sort א ˌ> 2024.csv` is shown as it is and drawn
- * `sort 2024 <ˌ א.csv` (a read of 2024; bash writes `2024.csv`), `cp גיבוי ˍ2024` as
+ * ꜛ ꜜ ꜞ ꜟ ꞈ`; `ʹ ʺ ˆ ˈ ˊ ˋ ʹ ꜝ` are flagged, and escaped they are ASCII, drawn left to right).
+ * So `sort א ˌ> 2024.csv` is shown as it is and drawn `sort 2024 <ˌ א.csv` (a read of 2024; bash writes `2024.csv`), `cp גיבוי ˍ2024` as
  * `cp 2024ˍ גיבוי`, `rm -rf אꞈ/1` as `rm -rf 1/ꞈא`, `mv נתונים ˎ ˎ1` as `mv 1ˎ ˎ נתונים`.
  * Observed: `displayCommand` gives each back unchanged with no warning; fribidi 1.0.8's
  * `fribidi_log2vis` (libfribidi0, LTR paragraph, through Python's ctypes) gives those visual
@@ -204,6 +213,35 @@ dRoot('kind 6: a `.git` file the audit reads otherwise than git', () => {
       }
     },
   );
+  t("a linked worktree's `commondir` with a second line is not kept: the person's `git status` in src/ runs nothing", async () => {
+    const { ws, marker } = personsRepoWithFolders();
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const r = await s.run(
+        [
+          // The admin folder: a folder of the person's inside .git (git's ownership check looks at the git dir).
+          'mkdir -p .git/worktrees && mv .git/refs/tags .git/worktrees/w && mkdir .git/refs/tags && cp .git/HEAD .git/worktrees/w/',
+          'echo "$PWD/src/.git" > .git/worktrees/w/gitdir',
+          // The audit reads `../..` (the repository); git reads `../..<LF>X`: the folder `..<LF>X` in .git/worktrees.
+          "printf '../..\\nX\\n' > .git/worktrees/w/commondir",
+          // That folder: itself an admin folder as the audit wants one, and a common dir whose config runs the plant.
+          'C=".git/worktrees/$(printf \'..\\nX\')" && mkdir "$C" && cp -r .git/HEAD .git/config .git/objects .git/refs "$C"/',
+          'echo ../.. > "$C/commondir" && echo "$PWD/src/.git" > "$C/gitdir"',
+          plant(marker, '.git/e.sh'),
+          'git config --file "$C/config" core.fsmonitor "$PWD/.git/e.sh"',
+          // The person's src/main.c (root's) rewritten in place and renamed: a worktree's .git file.
+          'printf "gitdir: %s\\n" "$PWD/.git/worktrees/w" > src/main.c && mv src/main.c src/.git',
+          'echo planted',
+        ].join(' && '),
+      );
+      expect(r.output.split('\n')[0]).toBe('planted');
+      await s.close();
+      hostBash(path.join(ws, 'src'), 'git status --short');
+      expect({ ranOnTheHost: fs.existsSync(marker) }).toEqual({ ranOnTheHost: false });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
 });
 
 dRoot("kind 6: a program the person's config names in the workspace", () => {
