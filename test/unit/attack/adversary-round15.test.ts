@@ -125,6 +125,11 @@
  *   documented (the run is not stopped for it).
  * - Kind 5, every code point of Bidi_Class R, AL, EN or AN (Python's unicodedata, Unicode 14) is
  *   inside `isRightToLeft`'s ranges or `\p{N}`, but U+200F (escaped as invisible).
+ * - Kind 5, the two-letter skeletons: each of the 2,184 code points of `ascii-lookalikes.ts` in
+ *   `git push origin ma?n`, `cat ?x.txt` and `cat x?` is flagged (observed, all 6,552).
+ * - Kind 3, the session's memory cgroup with a 64 MiB bound: a job making POSIX timers
+ *   (`timer_create` through ctypes) stops at 96,367 (EAGAIN: RLIMIT_SIGPENDING, a per-uid count
+ *   already open) with their 36 MiB of slab charged to the cgroup (usage 40 MiB; observed).
  * - Kind 3, the session's memory cgroup: no swap on this machine (so `memory.memsw` is moot);
  *   slirp4netns (root, in the worker's cgroup) holds the `--network` session's connections
  *   outside it: read, not tried (no outside network here).
