@@ -661,7 +661,14 @@ function isRightToLeft(cp: number): boolean {
   );
 }
 
-const LETTER = /^\p{L}$/u;
+/**
+ * A letter that ends a right-to-left stretch: any letter but a modifier letter (`\p{Lm}`). The
+ * bidirectional algorithm forgets a right-to-left letter only at a strong left-to-right character
+ * (Bidi_Class L); 26 modifier letters are neutral (Bidi_Class ON: U+02B9-02BA, U+02C6-02CF, U+02EC,
+ * U+0374, U+2E2F, U+A67F, U+A717-A71F, U+A788), and JavaScript's expressions have no Bidi_Class,
+ * so every modifier letter counts as neutral (adversary round 15: `sort א ˌ> 2024.csv`).
+ */
+const LEFT_TO_RIGHT_LETTER = /^(?!\p{Lm})\p{L}$/u;
 const NUMBER = /^\p{N}$/u;
 
 /**
@@ -685,7 +692,7 @@ function markReorderedRightToLeft(chars: readonly string[], classes: (CharClass 
       last = i;
     } else if (NUMBER.test(chars[i]!)) {
       if (last >= 0) reordered = true;
-    } else if (LETTER.test(chars[i]!)) last = -1;
+    } else if (LEFT_TO_RIGHT_LETTER.test(chars[i]!)) last = -1;
   }
   if (reordered)
     for (let k = 0; k < chars.length; k++)

@@ -4,6 +4,7 @@
  * the code of 2459236, as root (the worker's intended setting), and on git-guard.ts's reading of the
  * person's config. Each test asserts the safe behaviour; OPEN skips them while a fix is missing.
  * Run un-skipped against 2459236: all 11 failed (audit: 3, guard: 3, display: 4, root's chown: 1).
+ * The 4 display tests run since display.ts counts a modifier letter as neutral.
  *
  * Kind 6 (the person's git, on the host, obeys what the session wrote), three ways past the audit,
  * each observed in a real sandboxed session (the unit harness's, session uid agent-jobs, in a
@@ -326,7 +327,7 @@ describe('kind 5: a right-to-left letter before a number, a bidi-neutral modifie
     ['mv נתונים ˎ ˎ1', 'U+02CE, drawn `mv 1ˎ ˎ נתונים`'],
   ];
   for (const [command, what] of commands) {
-    t(`${JSON.stringify(command)} (${what}) is not shown verbatim`, () => {
+    test(`${JSON.stringify(command)} (${what}) is not shown verbatim`, () => {
       expect(flaggedEverywhere(command)).toEqual(FLAGGED);
     });
   }
