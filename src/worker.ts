@@ -18,7 +18,7 @@ import { existsSync, writeSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type LogMetadata, type WorkerOptions } from '@temporalio/worker';
 import { createAnthropicClient, createClaudeActivities } from './activities/claude';
 import { createPayloadActivities } from './activities/payloads';
 import { createLivenessActivities } from './activities/liveness';
@@ -451,6 +451,17 @@ export function stopOnSignals(worker: RunningWorker): void {
 }
 
 /**
+ * The SDK's `DefaultLogger`, but the warning each session worker logs at its start ("No workflows
+ * registered, not polling for workflow tasks") is a DEBUG line: a session task queue carries
+ * activities only, by design, and a newcomer read the warning as a fault.
+ */
+class WorkerLogger extends DefaultLogger {
+  override log(level: LogLevel, message: string, meta?: LogMetadata): void {
+    super.log(level === 'WARN' && message.startsWith('No workflows registered') ? 'DEBUG' : level, message, meta);
+  }
+}
+
+/**
  * Installs the SDK runtime logger (and the core's logs, forwarded to it) at
  * `AGENT_JOBS_LOG_LEVEL` (default INFO). Call once, before any worker.
  * @throws Error when `AGENT_JOBS_LOG_LEVEL` is not a log level (see `logLevel` in settings.ts)
@@ -460,7 +471,7 @@ export function installRuntime(): void {
   installedLevel = level;
   // The SDK core's own logs go through the same logger and level.
   Runtime.install({
-    logger: new DefaultLogger(level),
+    logger: new WorkerLogger(level),
     // The worker drains on SIGTERM / SIGINT / SIGHUP itself (stopOnSignals); the SDK's default would stop polling at once.
     shutdownSignals: [],
     // The server's sign that this process lives (the liveness check of a session whose command timed out reads it).
