@@ -27,6 +27,7 @@ import {
   type ParsedMessageEntry,
   type ParsedScript,
   type ScriptFile,
+  type ScriptMessageEntry,
   type ScriptStep,
 } from './script';
 import { checkThinkingToolLoop } from './thinking';
@@ -85,6 +86,15 @@ export interface ModelServer {
    * `close()` drops the held requests unanswered.
    */
   hold(): RequestGate;
+  /**
+   * Answers every Messages request from now on with `entry` instead of its
+   * scripted step (no scripted error is served either): a bench that has
+   * seen what it came for ends the runs it started at their next model call,
+   * however many steps their script had left (`src/dev/bench/chaos.ts`).
+   *
+   * @throws {ModelScriptError} when `entry` is not a valid message entry; TypeError when it is an error entry
+   */
+  answerAllWith(entry: ScriptMessageEntry): void;
   /** Stops listening and drops open connections, hanging requests included. Idempotent. */
   close(): Promise<void>;
 }
@@ -162,6 +172,8 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
   const sleepers = new Set<() => void>();
   /** The shut gate of {@link ModelServer.hold}: the held requests' wake-ups, oldest first; undefined when open. */
   let gate: Array<() => void> | undefined;
+  /** The entry of {@link ModelServer.answerAllWith}, once given. */
+  let finale: ParsedMessageEntry | undefined;
   let served = 0;
   let closing: Promise<void> | undefined;
 
@@ -335,7 +347,7 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
     entry.conversation = conversation;
 
     const planned: ScriptStep | undefined = steps[step];
-    const choice = planned ? choose(planned, attempt) : undefined;
+    const choice = finale ? { message: finale } : planned ? choose(planned, attempt) : undefined;
     if (!choice) {
       const answered = lastAnswered < 0 ? 'no steps' : `steps 0-${lastAnswered}`;
       const why = planned ? ' (its error entries are used up and no message entry follows them)' : '';
@@ -541,6 +553,11 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
           for (const pass of [...queue]) pass();
         },
       };
+    },
+    answerAllWith: (entry) => {
+      const [only] = compileScript({ responses: [entry] }, '<answerAllWith>').entries;
+      if (!only || !('message' in only)) throw new TypeError('answerAllWith needs a message entry'); // an error entry compiles too
+      finale = only.message;
     },
     close: () => {
       closing ??= new Promise<void>((resolve) => {

@@ -182,6 +182,20 @@ describe('scripted Messages API server', () => {
     expect(server.requests().map((r) => r.response.status)).toEqual([200, 529, 529, 529]);
   });
 
+  test('answerAllWith(): every later request gets that entry instead of its step, scripted errors included; an invalid entry is refused', async () => {
+    const server = await start(join(FIXTURES, 'overloaded-then-success.json'));
+    const client = clientFor(server);
+    expect(await caught(client.messages.create(request([task])))).toBeInstanceOf(OverloadedError);
+    server.answerAllWith({ content: [{ type: 'text', text: 'the end' }], stop_reason: 'end_turn' });
+    const ended = await client.messages.create(request([task]));
+    expect(ended).toMatchObject({ stop_reason: 'end_turn', content: [{ type: 'text', text: 'the end' }] });
+    // A later step of the same conversation too.
+    const later = await client.messages.create(request([task, { role: 'assistant', content: 'hm' }, { role: 'user', content: 'go on' }]));
+    expect(later.content).toEqual([{ type: 'text', text: 'the end' }]);
+    expect(server.requests().map((r) => r.response.status)).toEqual([529, 200, 200]);
+    expect(() => server.answerAllWith({ content: 'not blocks' } as never)).toThrow(/content/);
+  });
+
   test('429 is a RateLimitError carrying the scripted retry-after header', async () => {
     const server = await start(join(FIXTURES, 'overloaded-then-success.json'));
     const client = clientFor(server);
