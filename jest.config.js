@@ -62,6 +62,8 @@ module.exports = {
   // (test/integration/environment.ts), so suites that run together share no task queue.
   // docs/development.md, "Suites side by side", has the measurements.
   maxWorkers: 2,
+  // Slowest files first even without jest's timing cache (a fresh clone, CI): test/sequencer.js.
+  testSequencer: '<rootDir>/test/sequencer.js',
   projects: [
     {
       ...common,

@@ -6,7 +6,7 @@
  * `true` is retried; a 400 is never retried, whatever the header says.
  */
 import { spawnCli } from './cli-process';
-import { TestBed } from './harness';
+import { TestBed, waitFor } from './harness';
 
 const done = { content: [{ type: 'text' as const, text: 'finally' }], stop_reason: 'end_turn' };
 
@@ -30,16 +30,37 @@ describe('Claude API errors', () => {
 
   test('watch says a failing model call is retried and why, once per attempt, while it happens (a fresh user saw minutes of silence)', async () => {
     bed = await TestBed.create({ script: { responses: [{ error: { status: 529, times: 3 } }, done] } });
+    // Each model call waits at the scripted server until the test lets it through, so every retried attempt
+    // stays in flight (pending, with the last attempt's failure) until watch has said it: what is asserted is
+    // what watch shows of a state that holds, not what a poller happened to catch between 1, 2 and 4 s backoffs.
+    const gate = bed.model.hold();
     const handle = await bed.start({ task: 'overloaded api', approval: 'auto' });
     const watch = spawnCli(bed.address, ['watch', handle.workflowId]);
+    const retries = (): string[] =>
+      watch
+        .stdout()
+        .split('\n')
+        .filter((l) => l.startsWith('! the model call failed: '));
+    await waitFor('the first attempt of the model call at the server', () => gate.waiting() === 1, 60_000);
+    for (const attempt of [2, 3, 4]) {
+      gate.release(); // a 529
+      await waitFor(`attempt ${attempt} of the model call at the server`, () => gate.waiting() === 1, 60_000);
+      await waitFor(`watch to say attempt ${attempt}`, () => retries().some((l) => l.endsWith(`(attempt ${attempt})`)), 60_000).catch(
+        (err: unknown) => {
+          throw new Error(`${String(err)}; watch printed:\n${watch.stdout()}${watch.stderr()}`);
+        },
+      );
+    }
+    gate.open(); // attempt 4 gets the answer
     expect(await watch.exited).toBe(0);
     const lines = watch.stdout().split('\n');
-    const retries = lines.filter((l) => l.startsWith('! the model call failed: '));
-    // Attempts 2–4 wait 1, 2 and 4 s: a watch polling every second sees at least the last two.
-    expect(retries.length).toBeGreaterThanOrEqual(2);
-    expect(new Set(retries).size).toBe(retries.length);
-    for (const l of retries) expect(l).toMatch(/^! the model call failed: .*529.*; Temporal retries it \(attempt [234]\)$/);
+    // One line per retried attempt, with why.
+    expect(retries()).toHaveLength(3);
+    retries().forEach((l, i) =>
+      expect(l).toMatch(new RegExp(`^! the model call failed: .*529.*; Temporal retries it \\(attempt ${i + 2}\\)$`)),
+    );
     expect(lines).toContain('final answer: finally');
+    expect(bed.requests().map((r) => r.response.status)).toEqual([529, 529, 529, 200]);
   });
 
   test.each([

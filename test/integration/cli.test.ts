@@ -153,12 +153,15 @@ describe('agent-jobs CLI', () => {
           (JSON.parse((await cli(a, 'status', 'orphaned', '--json')).stdout) as { status: string }).status === 'awaiting_approval',
       );
       await lost.workers[0]!.stop();
-      for (const [command, what] of [
+      // The three side by side: each waits up to a query's 10 s for the worker, and none changes what another sees.
+      const asked = [
         ['status', 'status'],
         ['transcript', 'transcript'],
         ['approve', 'status'],
-      ] as const) {
-        const r = await cli(a, command, 'orphaned');
+      ] as const;
+      const answers = await Promise.all(asked.map(([command]) => cli(a, command, 'orphaned')));
+      for (const [i, [, what]] of asked.entries()) {
+        const r = answers[i]!;
         expect(r.code).toBe(1);
         expect(r.stderr).toMatch(
           new RegExp(

@@ -9,8 +9,10 @@
  * restarted R times, each fault at a random moment (up to `--gap` seconds,
  * default 6) after the runs the previous fault hit have recovered. After each
  * server fault every live worker must poll again (a worker whose frontend
- * went away comes back when it answers again). Then it waits for every run
- * and prints:
+ * went away comes back when it answers again). Once the runs the last fault
+ * hit have made progress again, the scripted server answers each run's next
+ * model call with the end (the steps left would only add time: 85 s of a
+ * 128 s short form). Then it waits for every run and prints:
  *
  * - `runsStarted`, `runsCompleted`
  * - `commandsRunTwice`: log lines that appear more than once
@@ -278,6 +280,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       say(`killed ${victim.workerId} (runs with work on it: ${affected.length})`);
       await newWorker(frontendOf.get(victim));
     }
+    // Every fault is done: once the runs the last one hit have moved on (their recovery), the runs end at their next call.
+    const last = lastFault;
+    const recoveredBy = Date.now() + 60_000;
+    while (last && !finished && Date.now() < recoveredBy && !last.affected.every((id) => progressedSince(id, last.at))) await sleep(200);
+    model.answerAllWith({ content: [{ type: 'text', text: 'chaos run done' }], stop_reason: 'end_turn' });
     const outcomes = await Promise.race([results, sleep(600_000, null, { ref: false })]);
     if (!outcomes) throw new Error('runs did not finish within 10 minutes');
     outcomes.forEach((r, i) => {

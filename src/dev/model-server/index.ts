@@ -12,7 +12,7 @@
  * const sent = readRequestLog('tmp/model.jsonl'); // or server.requests()
  * await server.close();
  */
-export { startModelServer, type ModelServer, type ModelServerOptions } from './server';
+export { startModelServer, type ModelServer, type ModelServerOptions, type RequestGate } from './server';
 export { runModelServerCommand, type ModelServerCommandOptions } from './command';
 export { readRequestLog, type LoggedRequest, type ResponseKind, type AuthKind } from './log';
 export {

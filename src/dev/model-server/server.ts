@@ -27,6 +27,7 @@ import {
   type ParsedMessageEntry,
   type ParsedScript,
   type ScriptFile,
+  type ScriptMessageEntry,
   type ScriptStep,
 } from './script';
 import { checkThinkingToolLoop } from './thinking';
@@ -75,8 +76,37 @@ export interface ModelServer {
    * @throws RangeError when `ms` is negative or not finite
    */
   advanceClock(ms: number): void;
+  /**
+   * Holds every Messages request (`POST /v1/messages`) that arrives from now
+   * on, after its checks and before its scripted answer, until the returned
+   * gate lets it through: a test keeps a model call in flight (the attempt
+   * Temporal shows as pending) for as long as it needs to see it, instead of
+   * betting on how long a scripted answer takes. `count_tokens` and `/health`
+   * are not held. A second `hold` while a gate is shut returns that gate.
+   * `close()` drops the held requests unanswered.
+   */
+  hold(): RequestGate;
+  /**
+   * Answers every Messages request from now on with `entry` instead of its
+   * scripted step (no scripted error is served either): a bench that has
+   * seen what it came for ends the runs it started at their next model call,
+   * however many steps their script had left (`src/dev/bench/chaos.ts`).
+   *
+   * @throws {ModelScriptError} when `entry` is not a valid message entry; TypeError when it is an error entry
+   */
+  answerAllWith(entry: ScriptMessageEntry): void;
   /** Stops listening and drops open connections, hanging requests included. Idempotent. */
   close(): Promise<void>;
+}
+
+/** The gate of {@link ModelServer.hold}. */
+export interface RequestGate {
+  /** How many Messages requests wait at the gate now (one whose client went away no longer counts). */
+  waiting(): number;
+  /** Lets the request that has waited longest through to its scripted answer. @returns false when none waits */
+  release(): boolean;
+  /** Lets every waiting request through and holds no more (a later `hold()` shuts a new gate). Idempotent. */
+  open(): void;
 }
 
 /** Largest request body accepted, bytes; the real API's limit for Messages requests is 32 MB. */
@@ -140,6 +170,10 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
     return type === 'thinking' || type === 'redacted_thinking';
   };
   const sleepers = new Set<() => void>();
+  /** The shut gate of {@link ModelServer.hold}: the held requests' wake-ups, oldest first; undefined when open. */
+  let gate: Array<() => void> | undefined;
+  /** The entry of {@link ModelServer.answerAllWith}, once given. */
+  let finale: ParsedMessageEntry | undefined;
   let served = 0;
   let closing: Promise<void> | undefined;
 
@@ -157,6 +191,28 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
       const timer = setTimeout(() => done(true), ms);
       sleepers.add(wake);
       res.on('close', gone);
+    });
+
+  /** Waits at a shut gate (none: at once); false when the server closes or the client goes away first. */
+  const passGate = (res: ServerResponse): Promise<boolean> =>
+    new Promise((resolve) => {
+      const queue = gate;
+      if (!queue) {
+        resolve(true);
+        return;
+      }
+      const done = (ok: boolean): void => {
+        const at = queue.indexOf(pass);
+        if (at >= 0) queue.splice(at, 1);
+        sleepers.delete(drop);
+        res.off('close', drop);
+        resolve(ok);
+      };
+      const pass = (): void => done(true);
+      const drop = (): void => done(false);
+      queue.push(pass);
+      sleepers.add(drop);
+      res.on('close', drop);
     });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -279,6 +335,8 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
       return;
     }
 
+    if (!(await passGate(res))) return;
+
     // After a compaction the block carries the step and conversation, so a client may prune what came before it.
     const step = plan?.step ?? stepOf(request);
     const conversation = plan?.conversation ?? conversationKey(request);
@@ -289,7 +347,7 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
     entry.conversation = conversation;
 
     const planned: ScriptStep | undefined = steps[step];
-    const choice = planned ? choose(planned, attempt) : undefined;
+    const choice = finale ? { message: finale } : planned ? choose(planned, attempt) : undefined;
     if (!choice) {
       const answered = lastAnswered < 0 ? 'no steps' : `steps 0-${lastAnswered}`;
       const why = planned ? ' (its error entries are used up and no message entry follows them)' : '';
@@ -480,6 +538,26 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
       if (!Number.isFinite(ms) || ms < 0)
         throw new RangeError(`advanceClock needs a finite, non-negative number of milliseconds, got ${ms}`);
       clockOffsetMs += ms;
+    },
+    hold: () => {
+      const queue = (gate ??= []);
+      return {
+        waiting: () => queue.length,
+        release: () => {
+          const pass = queue[0];
+          pass?.();
+          return pass !== undefined;
+        },
+        open: () => {
+          if (gate === queue) gate = undefined;
+          for (const pass of [...queue]) pass();
+        },
+      };
+    },
+    answerAllWith: (entry) => {
+      const [only] = compileScript({ responses: [entry] }, '<answerAllWith>').entries;
+      if (!only || !('message' in only)) throw new TypeError('answerAllWith needs a message entry'); // an error entry compiles too
+      finale = only.message;
     },
     close: () => {
       closing ??= new Promise<void>((resolve) => {

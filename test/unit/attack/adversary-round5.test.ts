@@ -67,15 +67,16 @@ describe('kind 6: socket families that cross the network namespace', () => {
       const r = await s.run(vsock);
       expect(r.output).not.toContain('VSOCK-OPEN');
       const out = path.join(ws, `job-${network}.txt`);
-      await s.run(`(sleep 0.2; ${vsock} > ${out}) >/dev/null 2>&1 &`);
+      // The job says when its try is over (`.done`), so the wait ends then: with the family refused its file stays empty
+      // (the error goes to /dev/null), and a wait for output alone ran to its 10 s deadline each time.
+      await s.run(`(sleep 0.2; ${vsock} > ${out}; echo $? > ${out}.done) >/dev/null 2>&1 &`);
       const deadline = Date.now() + 10_000;
-      while (Date.now() < deadline && !(fs.existsSync(out) && fs.readFileSync(out, 'utf8').length > 0)) {
+      while (Date.now() < deadline && !fs.existsSync(`${out}.done`) && !(fs.existsSync(out) && fs.readFileSync(out, 'utf8').length > 0)) {
         await new Promise((res) => setTimeout(res, 100));
       }
       expect(fs.readFileSync(out, 'utf8')).not.toContain('VSOCK-OPEN');
       await s.close();
     }
-    // With the family refused the job's file stays empty (its error goes to /dev/null): each wait above runs to its 10 s deadline.
   });
 });
 

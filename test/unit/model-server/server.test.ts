@@ -65,6 +65,13 @@ function plain(message: object): Record<string, unknown> {
   return copy;
 }
 
+/** Polls `ready` every 10 ms; throws after 10 s. */
+async function waitUntil(ready: () => boolean): Promise<void> {
+  for (const deadline = Date.now() + 10_000; !ready(); await new Promise((r) => setTimeout(r, 10))) {
+    if (Date.now() > deadline) throw new Error('timed out after 10 s');
+  }
+}
+
 async function caught(promise: Promise<unknown>): Promise<unknown> {
   try {
     await promise;
@@ -131,6 +138,62 @@ describe('scripted Messages API server', () => {
       [0, 3, 529],
       [0, 4, 200],
     ]);
+  });
+
+  test('hold(): Messages requests wait at the gate until released one by one, then opened; count_tokens and health pass; close drops the held', async () => {
+    const server = await start(join(FIXTURES, 'overloaded-then-success.json'));
+    const client = clientFor(server);
+    const gate = server.hold();
+    const same = server.hold(); // while shut: the same gate, not a second one
+    const settled: string[] = [];
+    const call = (name: string): Promise<unknown> =>
+      client.messages.create(request([task])).then(
+        () => settled.push(`${name} 200`),
+        (err: unknown) => settled.push(`${name} ${(err as { status?: number }).status}`),
+      );
+    const first = call('first');
+    await waitUntil(() => gate.waiting() === 1);
+    const second = call('second');
+    await waitUntil(() => gate.waiting() === 2);
+    expect(same.waiting()).toBe(2);
+    // Not held: count_tokens answers while two Messages requests wait.
+    expect((await client.messages.countTokens({ model: MODEL, messages: [task] })).input_tokens).toBeGreaterThan(0);
+    expect(settled).toEqual([]);
+    expect(server.requests().filter((r) => r.path === '/v1/messages')).toEqual([]);
+
+    expect(gate.release()).toBe(true);
+    await first;
+    expect(settled).toEqual(['first 529']);
+    expect(gate.waiting()).toBe(1);
+    gate.open();
+    await second;
+    expect(settled).toEqual(['first 529', 'second 529']);
+    expect(gate.release()).toBe(false);
+    // Open: later requests are answered at once.
+    await call('third');
+    expect(settled.at(-1)).toBe('third 529');
+
+    // A new gate holds again; closing the server drops what it holds unanswered.
+    const again = server.hold();
+    const dropped = caught(client.messages.create(request([task])));
+    await waitUntil(() => again.waiting() === 1);
+    await server.close();
+    expect(await dropped).toBeInstanceOf(APIConnectionError);
+    expect(server.requests().map((r) => r.response.status)).toEqual([200, 529, 529, 529]);
+  });
+
+  test('answerAllWith(): every later request gets that entry instead of its step, scripted errors included; an invalid entry is refused', async () => {
+    const server = await start(join(FIXTURES, 'overloaded-then-success.json'));
+    const client = clientFor(server);
+    expect(await caught(client.messages.create(request([task])))).toBeInstanceOf(OverloadedError);
+    server.answerAllWith({ content: [{ type: 'text', text: 'the end' }], stop_reason: 'end_turn' });
+    const ended = await client.messages.create(request([task]));
+    expect(ended).toMatchObject({ stop_reason: 'end_turn', content: [{ type: 'text', text: 'the end' }] });
+    // A later step of the same conversation too.
+    const later = await client.messages.create(request([task, { role: 'assistant', content: 'hm' }, { role: 'user', content: 'go on' }]));
+    expect(later.content).toEqual([{ type: 'text', text: 'the end' }]);
+    expect(server.requests().map((r) => r.response.status)).toEqual([529, 200, 200]);
+    expect(() => server.answerAllWith({ content: 'not blocks' } as never)).toThrow(/content/);
   });
 
   test('429 is a RateLimitError carrying the scripted retry-after header', async () => {
