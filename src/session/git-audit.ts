@@ -23,7 +23,15 @@
  *   sub-agent's worktree, made by the worker; one the person added on the host); its
  *   `config.worktree` when the config reads those;
  * - `refs/replace/*` refs, loose or packed: the person's git shows the replacement, their push
- *   sends the original.
+ *   sends the original;
+ * - a symlink on the way to `.git`, its `config`, `hooks`, `info` or `config.worktree` (`.git ->
+ *   .gitdir`, `.git/config -> ../repo.gitconfig`, and a link its target is in turn) that is no longer
+ *   the same link: git-guard.ts binds the target read-only, but a link is no mount point, so the
+ *   session can remove or rename it and put a file, directory or link of its own there. What
+ *   stands there is moved away and the link made again as it was ({@link HeldLink}), first in each
+ *   audit. A link is a name, not a file (the kernel has no bind for it), so this is the audit's,
+ *   not the sandbox's: the window between two audits stays (a refusal of such workspaces would
+ *   turn away a config kept tracked, a layout some teams use).
  *
  * What is moved goes to `<git dir>/agent-jobs-quarantine/` (nothing is deleted), a packed replace
  * ref is dropped from `packed-refs`; each is reported in the command's result. The quarantine is
@@ -40,8 +48,10 @@
  * time budget and a heap bound (git-walk.ts); the moves run on the worker's thread, yielding to its
  * event loop every {@link YIELD_EVERY} and at most {@link MAX_MOVES} per audit. A walk that does not
  * finish is a finding ("NOT checked"), in the result and the close note, never a clean workspace.
- * Only a workspace whose `.git` is a directory at its root at start is audited. Attack tests:
- * adversary-round10.test.ts, adversary-round11.test.ts, adversary-round14.test.ts.
+ * Only a workspace whose `.git` at its root is, at start, a directory or a symlink to one in the
+ * workspace is audited (then the git dir is the link's target, the quarantine in it: a `.git` put in
+ * the link's place goes to `.gitdir/agent-jobs-quarantine/`). Attack tests: adversary-round10.test.ts,
+ * adversary-round11.test.ts, adversary-round13.test.ts ("the symlink itself"), adversary-round14.test.ts.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';

@@ -29,9 +29,11 @@
  * repository sees its `.git` read-only already). What a bind cannot cover because it did not exist
  * at start (a new `.git/commondir`, a `.git` or repository below the root, `modules/<name>`, a stray
  * `worktrees/<id>`, replace refs), and a guarded file the person's git replaced on the host (the
- * kernel drops a bind whose directory entry is renamed over), are the audit's: git-audit.ts. Still open: a symlink among those paths (`.git -> .gitdir`,
- * `.git/config -> ../repo.gitconfig`) is no mount point, so the session can remove the link itself
- * and put a file or `.git` of its own in its place (adversary-round13.test.ts "the symlink itself").
+ * kernel drops a bind whose directory entry is renamed over), are the audit's: git-audit.ts. So is a
+ * symlink among those paths (`.git -> .gitdir`, `.git/config -> ../repo.gitconfig`): its target is
+ * bound here, but a link is no mount point, so the session can remove the link itself and put a file
+ * or `.git` of its own in its place; the audit puts the link back (adversary-round13.test.ts "the
+ * symlink itself").
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';

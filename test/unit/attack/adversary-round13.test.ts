@@ -1,9 +1,8 @@
 /**
  * Adversary round 13: attacks on the latest fixes (display.ts `markAsciiLookalikes`,
  * `isAsciiForm`, `markMixedScriptWords`; git-guard.ts; the sandbox's bounded devpts and BPF
- * refusals; the policy's builtins), on the code of 1959896. Each test asserts the safe behaviour;
- * OPEN skips them while a fix is missing. Run un-skipped once, all 20 failed (and the 5
- * must-not-flag tests passed).
+ * refusals; the policy's builtins), on the code of 1959896. Each test asserts the safe behaviour.
+ * Run before the fixes, all 20 failed (and the 5 must-not-flag tests passed).
  *
  * FIXED, kind 5 (its 16 tests run): display.ts flags every non-ASCII code point whose NFKC form is
  * made only of ASCII letters and digits (`isAsciiForm`, superscripts included), a combining mark
@@ -21,12 +20,23 @@
  * gpg program or alias names, and the targets of hooks that are symlinks; all resolved with
  * realpath and bound read-only when they lie in the workspace. A `.git`, `config`, `hooks/` or
  * `info/` that is a symlink into the workspace counts by its target (`.git -> .gitdir` binds
- * `.gitdir` onto itself and its code read-only). Still OPEN (one skipped test): a symlink is no
- * mount point, so the session can remove the link itself (`rm .git/config`, or `rm .git`) and put
- * a file or `.git` of its own in its place: observed, planted and run by the person's
- * `git status` (the `.git` variant stopped in this harness only by git's ownership check, the
- * session's uid not being the person's). Fix: refuse such a workspace, or hold the link (a mount
- * on the link itself).
+ * `.gitdir` onto itself and its code read-only).
+ *
+ * FIXED, kind 6, the symlink itself (was the one skipped test): a symlink is no mount point, so the
+ * session could remove the link itself (`rm .git/config`, or `rm .git`) and put a file or `.git` of
+ * its own in its place: observed, planted and run by the person's `git status` (the `.git` variant
+ * stopped in this harness only by git's ownership check, the session's uid not being the
+ * person's). Now the git audit (git-audit.ts `heldLinks`, `holdLink`) records at start every
+ * symlink met on the way to `.git`, its `config`, `hooks`, `info` and `config.worktree`, and after
+ * each command, edit and at close moves what stands in a changed link's place to the quarantine
+ * (`.gitdir/agent-jobs-quarantine/` for `.git -> .gitdir`) and makes the link again, owned as it
+ * was; the result says so. Chosen over refusing such a workspace (a config kept tracked is a
+ * layout some teams use) and a mount on the link (bwrap binds no symlink; the new mount API
+ * would need a step of our own in the sandbox's namespace). The session can still plant for the
+ * length of one command (and a job between audits): the window the audit has for everything it
+ * holds. The "kind 6, the symlink itself" tests run the attacker's variants (replaced by a file,
+ * a directory, a link elsewhere, renamed aside, the link's target a link replaced too, a `.git`
+ * file), with the person's git taking every repository as safe, and each failed before the fix.
  *
  * Kind 5 (what the human reads is not what runs), letters whose compatibility form is ASCII:
  * `isAsciiForm` flags only two blocks (fullwidth, Mathematical Alphanumeric) and only forms of ONE
