@@ -55,6 +55,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import type { GuardedGit } from './git-guard';
 import { walkGit, type GitWalk } from './git-walk';
 
 /** What the workspace's git metadata held at session start (absolute paths; `git` is `<workspace>/.git`). */
@@ -70,9 +71,9 @@ export interface GitBaseline {
   readonly worktrees: ReadonlySet<string>;
   readonly replaceRefs: ReadonlySet<string>;
   /**
-   * The symlinks met on the way to `.git`, its `config`, `hooks`, `info` and `config.worktree` (git-guard.ts binds
-   * their targets, not the links, which are no mount points), in the order met: each is put back when the session
-   * removed, renamed or replaced it ({@link HeldLink}).
+   * The symlinks met on the way to `.git`, its `config`, `hooks`, `info` and `config.worktree`, and to what the
+   * config names in the workspace (git-guard.ts binds their targets, not the links, which are no mount points), in the
+   * order met: each is put back when the session removed, renamed or replaced it ({@link HeldLink}).
    */
   readonly links: readonly HeldLink[];
   /** Tells each quarantined entry apart (session id, at most 40 of `[A-Za-z0-9_-]`). */
@@ -178,13 +179,15 @@ export function gitDirOf(workspace: string): string | undefined {
 const HELD_NAMES = ['.git', '.git/config', '.git/hooks', '.git/info', '.git/config.worktree'] as const;
 
 /**
- * The symlinks met while resolving each of {@link HELD_NAMES} in `workspace` (absolute, symlinks resolved), component
+ * The symlinks met while resolving each of {@link HELD_NAMES}, then each of `named` (absolute paths as the config
+ * names them: git-guard.ts {@link GuardedGit.named}), in `workspace` (absolute, symlinks resolved), component
  * by component as the kernel does (`..` after a symlink is the parent of where it led), in the order met, each once;
  * a resolution stops where it leaves the workspace (read-only in the sandbox), at a missing entry or after 40 links.
  */
-export function heldLinks(workspace: string): HeldLink[] {
+export function heldLinks(workspace: string, named: readonly string[] = []): HeldLink[] {
   const out = new Map<string, HeldLink>();
-  for (const name of HELD_NAMES) {
+  const rels = named.filter((p) => p.startsWith(`${workspace}/`)).map((p) => path.relative(workspace, p));
+  for (const name of [...HELD_NAMES, ...rels]) {
     let dir = workspace;
     let parts = name.split('/');
     for (let hops = 0; parts.length > 0;) {
@@ -224,12 +227,13 @@ export function heldLinks(workspace: string): HeldLink[] {
 
 /**
  * What the workspace's git metadata holds now, for {@link auditGit}; undefined when `workspace`
- * (absolute, symlinks resolved) has no root git dir ({@link gitDirOf}). Read off the event loop (git-walk.ts).
+ * (absolute, symlinks resolved) has no root git dir ({@link gitDirOf}). `named`: what the guard holds by the names the
+ * config gives ({@link heldLinks}). Read off the event loop (git-walk.ts).
  */
-export async function recordGit(workspace: string, tag: string): Promise<GitBaseline | undefined> {
+export async function recordGit(workspace: string, tag: string, named: readonly string[] = []): Promise<GitBaseline | undefined> {
   const git = gitDirOf(workspace);
   if (git === undefined) return undefined;
-  const links = heldLinks(workspace);
+  const links = heldLinks(workspace, named);
   const walk = await walkGit(workspace, git);
   const nested = new Map<string, number>();
   for (const f of walk.found) nested.set(f.rel, f.ino);

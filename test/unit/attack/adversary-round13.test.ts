@@ -37,6 +37,12 @@
  * holds. The "kind 6, the symlink itself" tests run the attacker's variants (replaced by a file,
  * a directory, a link elsewhere, renamed aside, the link's target a link replaced too, a `.git`
  * file), with the person's git taking every repository as safe, and each failed before the fix.
+ * Found on the way, the same kind (the name git reads is not held, only what it led to at start):
+ * a folder holding a guarded path outside `.git` could be renamed aside and made again (`mv .husky
+ * .husky.old`, a new `.husky/_/pre-commit`; the shell restart for a "replaced on the host" bind
+ * then bound the session's folder read-only): each such folder is now bound onto itself
+ * (git-guard.ts `holdAncestors`); and a symlink on the way to an include or `core.hooksPath`
+ * (`githooks -> tools/hooks`) is held by the audit as the others.
  *
  * Kind 5 (what the human reads is not what runs), letters whose compatibility form is ASCII:
  * `isAsciiForm` flags only two blocks (fullwidth, Mathematical Alphanumeric) and only forms of ONE
@@ -489,6 +495,67 @@ dRoot('kind 6, the symlink itself: every way to change a symlink the git guard h
       }
     });
   }
+
+  test('the folder holding the husky hooks (`core.hooksPath = .husky/_`) cannot be renamed aside and made again', async () => {
+    const { ws, marker, git } = personsRepo();
+    fs.mkdirSync(path.join(ws, '.husky', '_'), { recursive: true });
+    fs.writeFileSync(path.join(ws, '.husky', '_', '.gitignore'), '*\n');
+    git('config', 'core.hooksPath', '.husky/_');
+    try {
+      const r = await replaceAndLook(
+        ws,
+        marker,
+        `mv .husky .husky.old && mkdir -p .husky/_ && ${hookText(marker)} > .husky/_/pre-commit && chmod +x .husky/_/pre-commit && echo planted`,
+      );
+      expect({ planted: r.planted, ranOnTheHost: r.ranOnTheHost }).toEqual({ planted: false, ranOnTheHost: false });
+      expect(r.text).not.toContain('replaced on the host');
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+
+  test('an include reached through a symlinked folder (`path = ../shared/extra.conf`, `shared -> conf`): the folder link replaced is put back', async () => {
+    const { ws, marker } = personsRepo();
+    fs.mkdirSync(path.join(ws, 'conf'));
+    fs.writeFileSync(path.join(ws, 'conf', 'extra.conf'), '');
+    fs.symlinkSync('conf', path.join(ws, 'shared'));
+    fs.appendFileSync(path.join(ws, '.git', 'config'), '[include]\n\tpath = ../shared/extra.conf\n');
+    try {
+      const r = await replaceAndLook(
+        ws,
+        marker,
+        `${plant(marker, '.fsm')} && rm shared && mkdir shared && git config --file shared/extra.conf core.fsmonitor "$PWD/.fsm" && echo planted`,
+      );
+      expect({ planted: r.planted, ranOnTheHost: r.ranOnTheHost, link: linkTo(path.join(ws, 'shared'), 'conf') }).toEqual({
+        planted: true,
+        ranOnTheHost: false,
+        link: true,
+      });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+
+  test('a `core.hooksPath` that is a symlink (`githooks -> tools/hooks`) replaced by a directory is put back', async () => {
+    const { ws, marker, git } = personsRepo();
+    fs.mkdirSync(path.join(ws, 'tools', 'hooks'), { recursive: true });
+    fs.symlinkSync('tools/hooks', path.join(ws, 'githooks'));
+    git('config', 'core.hooksPath', 'githooks');
+    try {
+      const r = await replaceAndLook(
+        ws,
+        marker,
+        `rm githooks && mkdir githooks && ${hookText(marker)} > githooks/pre-commit && chmod +x githooks/pre-commit && echo planted`,
+      );
+      expect({ planted: r.planted, ranOnTheHost: r.ranOnTheHost, link: linkTo(path.join(ws, 'githooks'), 'tools/hooks') }).toEqual({
+        planted: true,
+        ranOnTheHost: false,
+        link: true,
+      });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
 
   test('a link put back by a job after the last command is held at close too, and ordinary git keeps working through the links', async () => {
     const { ws, marker } = dotGitLink();
