@@ -514,6 +514,24 @@ dRoot('kind 6, the symlink itself: every way to change a symlink the git guard h
     }
   });
 
+  test('a config behind `.git/config -> ../conf/repo.gitconfig`: the session starts, and `conf` cannot be renamed aside and made again', async () => {
+    const { ws, marker } = personsRepo();
+    fs.mkdirSync(path.join(ws, 'conf'));
+    fs.renameSync(path.join(ws, '.git', 'config'), path.join(ws, 'conf', 'repo.gitconfig'));
+    fs.symlinkSync('../conf/repo.gitconfig', path.join(ws, '.git', 'config'));
+    try {
+      // Before: no session started here at all (bwrap: "Can't find source path .../conf/repo.gitconfig").
+      const r = await replaceAndLook(
+        ws,
+        marker,
+        `${plant(marker, '.fsm')} && mv conf conf.old && mkdir conf && cp conf.old/repo.gitconfig conf/ && ${fsmonitor('conf/repo.gitconfig')} && echo planted`,
+      );
+      expect({ planted: r.planted, ranOnTheHost: r.ranOnTheHost }).toEqual({ planted: false, ranOnTheHost: false });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+
   test('an include reached through a symlinked folder (`path = ../shared/extra.conf`, `shared -> conf`): the folder link replaced is put back', async () => {
     const { ws, marker } = personsRepo();
     fs.mkdirSync(path.join(ws, 'conf'));
