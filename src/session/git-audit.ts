@@ -23,7 +23,15 @@
  *   sub-agent's worktree, made by the worker; one the person added on the host); its
  *   `config.worktree` when the config reads those;
  * - `refs/replace/*` refs, loose or packed: the person's git shows the replacement, their push
- *   sends the original.
+ *   sends the original;
+ * - a symlink on the way to `.git`, its `config`, `hooks`, `info` or `config.worktree` (`.git ->
+ *   .gitdir`, `.git/config -> ../repo.gitconfig`, and a link its target is in turn) that is no longer
+ *   the same link: git-guard.ts binds the target read-only, but a link is no mount point, so the
+ *   session can remove or rename it and put a file, directory or link of its own there. What
+ *   stands there is moved away and the link made again as it was ({@link HeldLink}), first in each
+ *   audit. A link is a name, not a file (the kernel has no bind for it), so this is the audit's,
+ *   not the sandbox's: the window between two audits stays (a refusal of such workspaces would
+ *   turn away a config kept tracked, a layout some teams use).
  *
  * What is moved goes to `<git dir>/agent-jobs-quarantine/` (nothing is deleted), a packed replace
  * ref is dropped from `packed-refs`; each is reported in the command's result. The quarantine is
@@ -40,11 +48,14 @@
  * time budget and a heap bound (git-walk.ts); the moves run on the worker's thread, yielding to its
  * event loop every {@link YIELD_EVERY} and at most {@link MAX_MOVES} per audit. A walk that does not
  * finish is a finding ("NOT checked"), in the result and the close note, never a clean workspace.
- * Only a workspace whose `.git` is a directory at its root at start is audited. Attack tests:
- * adversary-round10.test.ts, adversary-round11.test.ts, adversary-round14.test.ts.
+ * Only a workspace whose `.git` at its root is, at start, a directory or a symlink to one in the
+ * workspace is audited (then the git dir is the link's target, the quarantine in it: a `.git` put in
+ * the link's place goes to `.gitdir/agent-jobs-quarantine/`). Attack tests: adversary-round10.test.ts,
+ * adversary-round11.test.ts, adversary-round13.test.ts ("the symlink itself"), adversary-round14.test.ts.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import type { GuardedGit } from './git-guard';
 import { walkGit, type GitWalk } from './git-walk';
 
 /** What the workspace's git metadata held at session start (absolute paths; `git` is `<workspace>/.git`). */
@@ -59,10 +70,27 @@ export interface GitBaseline {
   readonly modules: ReadonlySet<string>;
   readonly worktrees: ReadonlySet<string>;
   readonly replaceRefs: ReadonlySet<string>;
+  /**
+   * The symlinks met on the way to `.git`, its `config`, `hooks`, `info` and `config.worktree`, and to what the
+   * config names in the workspace (git-guard.ts binds their targets, not the links, which are no mount points), in the
+   * order met: each is put back when the session removed, renamed or replaced it ({@link HeldLink}).
+   */
+  readonly links: readonly HeldLink[];
   /** Tells each quarantined entry apart (session id, at most 40 of `[A-Za-z0-9_-]`). */
   readonly tag: string;
   /** The last `<seq>` the quarantine gave a name (`<tag>-<seq>`), kept across audits. */
   readonly names: { seq: number };
+}
+
+/**
+ * A symlink the git guard holds by its target: where it is (relative to the workspace, its folder's path with no
+ * symlink in it), what it says (`readlink`, as it was), and its owner, to put it back as it was.
+ */
+export interface HeldLink {
+  readonly rel: string;
+  readonly target: string;
+  readonly uid: number;
+  readonly gid: number;
 }
 
 /** One thing the audit found, and what it did about it. */
@@ -77,6 +105,8 @@ export interface GitFinding {
   readonly inPlace?: true;
   /** Set for the finding that part of the workspace was not checked (the walk did not finish): `path` is the workspace. */
   readonly unchecked?: true;
+  /** Set when the audit put back the held symlink at `path` ({@link HeldLink}): what it says. */
+  readonly relinked?: string;
 }
 
 /** The folder of the root git dir that the audit moves things into. */
@@ -95,7 +125,8 @@ const YIELD_EVERY = 64;
 export const QUARANTINE_LOG = 'log.jsonl';
 
 /**
- * Makes `<workspace>/.git/agent-jobs-quarantine` a directory of the worker's, owned as `.git` is
+ * Makes `<git dir>/agent-jobs-quarantine` (`<workspace>/.git`, or the directory in the workspace a `.git` symlink
+ * names: {@link gitDirOf}) a directory of the worker's, owned as `.git` is
  * (mode 0755), before the sandbox starts: the sandbox binds it read-only, so that no process of the
  * session can put a file or symlink at that name (which kept every move out) or take back what
  * was moved. Something else at that name (left by an earlier session) is renamed aside first, to
@@ -105,7 +136,8 @@ export const QUARANTINE_LOG = 'log.jsonl';
  * @returns its path, or undefined when `.git` is no directory or it cannot be made (moves then fall back to renames in place)
  */
 export function prepareQuarantine(workspace: string, tag: string): string | undefined {
-  const git = path.join(workspace, '.git');
+  const git = gitDirOf(workspace);
+  if (git === undefined) return undefined;
   const q = path.join(git, QUARANTINE);
   try {
     const owner = fs.lstatSync(git);
@@ -126,16 +158,82 @@ export function prepareQuarantine(workspace: string, tag: string): string | unde
 }
 
 /**
- * What the workspace's git metadata holds now, for {@link auditGit}; undefined when `workspace`
- * (absolute, symlinks resolved) has no `.git` directory at its root. Read off the event loop (git-walk.ts).
+ * The root git dir the audit watches: `<workspace>/.git` when it is a directory, or, when it is a symlink, the
+ * directory it resolves to when that lies in the workspace (`.git -> .gitdir`: `<workspace>/.gitdir`), as git-guard.ts
+ * binds it; undefined otherwise (missing, a file, a symlink elsewhere or to the workspace itself).
  */
-export async function recordGit(workspace: string, tag: string): Promise<GitBaseline | undefined> {
-  const git = path.join(workspace, '.git');
+export function gitDirOf(workspace: string): string | undefined {
+  const dotGit = path.join(workspace, '.git');
   try {
-    if (!fs.lstatSync(git).isDirectory()) return undefined;
+    const st = fs.lstatSync(dotGit);
+    if (st.isDirectory()) return dotGit;
+    if (!st.isSymbolicLink()) return undefined;
+    const real = fs.realpathSync(dotGit);
+    return real.startsWith(`${workspace}/`) && fs.lstatSync(real).isDirectory() ? real : undefined;
   } catch {
     return undefined;
   }
+}
+
+/** The names git reads in the root git dir whose symlinks the audit holds ({@link HeldLink}), as git-guard.ts's CODE_ENTRIES. */
+const HELD_NAMES = ['.git', '.git/config', '.git/hooks', '.git/info', '.git/config.worktree'] as const;
+
+/**
+ * The symlinks met while resolving each of {@link HELD_NAMES}, then each of `named` (absolute paths as the config
+ * names them: git-guard.ts {@link GuardedGit.named}), in `workspace` (absolute, symlinks resolved), component
+ * by component as the kernel does (`..` after a symlink is the parent of where it led), in the order met, each once;
+ * a resolution stops where it leaves the workspace (read-only in the sandbox), at a missing entry or after 40 links.
+ */
+export function heldLinks(workspace: string, named: readonly string[] = []): HeldLink[] {
+  const out = new Map<string, HeldLink>();
+  const rels = named.filter((p) => p.startsWith(`${workspace}/`)).map((p) => path.relative(workspace, p));
+  for (const name of [...HELD_NAMES, ...rels]) {
+    let dir = workspace;
+    let parts = name.split('/');
+    for (let hops = 0; parts.length > 0;) {
+      const part = parts.shift()!;
+      if (part === '' || part === '.') continue;
+      if (part === '..') {
+        dir = path.dirname(dir);
+        if (dir !== workspace && !dir.startsWith(`${workspace}/`)) break;
+        continue;
+      }
+      const p = path.join(dir, part);
+      let st: fs.Stats;
+      let target: string;
+      try {
+        st = fs.lstatSync(p);
+        if (!st.isSymbolicLink()) {
+          dir = p;
+          continue;
+        }
+        target = fs.readlinkSync(p);
+      } catch {
+        break;
+      }
+      if (++hops > 40) break;
+      const rel = path.relative(workspace, p);
+      if (!out.has(rel)) out.set(rel, { rel, target, uid: st.uid, gid: st.gid });
+      if (path.isAbsolute(target)) {
+        // An absolute target into the workspace goes on from its root; one elsewhere leaves it.
+        if (target !== workspace && !target.startsWith(`${workspace}/`)) break;
+        dir = workspace;
+        parts = [...path.relative(workspace, target).split('/'), ...parts];
+      } else parts = [...target.split('/'), ...parts];
+    }
+  }
+  return [...out.values()];
+}
+
+/**
+ * What the workspace's git metadata holds now, for {@link auditGit}; undefined when `workspace`
+ * (absolute, symlinks resolved) has no root git dir ({@link gitDirOf}). `named`: what the guard holds by the names the
+ * config gives ({@link heldLinks}). Read off the event loop (git-walk.ts).
+ */
+export async function recordGit(workspace: string, tag: string, named: readonly string[] = []): Promise<GitBaseline | undefined> {
+  const git = gitDirOf(workspace);
+  if (git === undefined) return undefined;
+  const links = heldLinks(workspace, named);
   const walk = await walkGit(workspace, git);
   const nested = new Map<string, number>();
   for (const f of walk.found) nested.set(f.rel, f.ino);
@@ -147,6 +245,7 @@ export async function recordGit(workspace: string, tag: string): Promise<GitBase
     modules: new Set(walk.modules),
     worktrees: new Set(walk.worktrees),
     replaceRefs: new Set(walk.replaceRefs),
+    links,
     tag,
     names: { seq: 0 },
   };
@@ -172,6 +271,8 @@ export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFindi
     return true;
   };
   try {
+    // First: the links by which git reaches the root git dir and its config, so that what follows reads the right one.
+    for (const link of b.links) out.push(...q.holdLink(link));
     const walk = await walkGit(b.workspace, b.git);
     for (const f of walk.found) {
       if (b.nested.get(f.rel) === f.ino) continue;
@@ -235,10 +336,18 @@ export function gitAuditNote(findings: readonly GitFinding[], b: GitBaseline): s
       .join(', ') + (fs.length > MAX_NOTED ? ` and ${fs.length - MAX_NOTED} more` : '');
   const moved = findings.filter((f) => f.movedTo !== undefined && !f.inPlace);
   const inPlace = findings.filter((f) => f.inPlace);
-  const stuck = findings.filter((f) => f.movedTo === undefined && !f.unchecked);
+  const relinked = findings.filter((f) => f.relinked !== undefined);
+  const stuck = findings.filter((f) => f.movedTo === undefined && !f.unchecked && f.relinked === undefined);
   const unchecked = findings.filter((f) => f.unchecked);
   const parts = [];
   if (moved.length > 0) parts.push(`moved to ${rel(path.join(b.git, QUARANTINE))} (packed refs dropped): ${named(moved)}`);
+  if (relinked.length > 0)
+    parts.push(
+      `symlinks the git guard holds by their target put back: ${relinked
+        .slice(0, MAX_NOTED)
+        .map((f) => `${rel(f.path)} -> ${f.relinked}`)
+        .join(', ')}${relinked.length > MAX_NOTED ? ` and ${relinked.length - MAX_NOTED} more` : ''}`,
+    );
   if (inPlace.length > 0)
     parts.push(`renamed in their folders to .agent-jobs-quarantined-* (the quarantine could not take them): ${named(inPlace)}`);
   if (stuck.length > 0) parts.push(`could NOT be moved, check by hand: ${named(stuck)}`);
@@ -247,7 +356,7 @@ export function gitAuditNote(findings: readonly GitFinding[], b: GitBaseline): s
       `the workspace was NOT checked whole, so git metadata may be left that the person's git would obey; do not run git in it before checking by hand: ${named(unchecked)}`,
     );
   const what =
-    moved.length + inPlace.length + stuck.length > 0
+    moved.length + inPlace.length + stuck.length + relinked.length > 0
       ? "the session made git metadata that the person's git would obey later"
       : 'the git audit';
   return `${what}; ${parts.join('; ')}`;
@@ -331,7 +440,50 @@ class Quarantine {
   private readonly fds: number[] = [];
   private dest: number | undefined;
 
-  constructor(private readonly b: GitBaseline) {}
+  /** The root git dir relative to the workspace (`.git`, or where a `.git` symlink led at start), opened without following a symlink. */
+  private readonly gitRel: string;
+
+  constructor(private readonly b: GitBaseline) {
+    this.gitRel = path.relative(b.workspace, b.git);
+  }
+
+  /**
+   * Puts `link` back when what stands at its path is not that same symlink: what stands there (a file, a
+   * directory, another symlink) is moved away first ({@link move}), then the symlink is made again, owned as it was.
+   * A job of the session that fills the name again meanwhile is moved too, three times at most.
+   * @returns the findings (none when the link is as it was)
+   */
+  holdLink(link: HeldLink): GitFinding[] {
+    const abs = path.join(this.b.workspace, link.rel);
+    const out: GitFinding[] = [];
+    const why = `in place of the symlink ${link.rel} -> ${link.target}, which the git guard holds by its target: the person's git would read it instead`;
+    for (let tries = 0; tries < 3; tries++) {
+      let at: string;
+      let st: fs.Stats | undefined;
+      try {
+        at = `/proc/self/fd/${this.openDir(path.dirname(link.rel))}/${path.basename(link.rel)}`;
+        st = fs.lstatSync(at, { throwIfNoEntry: false });
+        if (st?.isSymbolicLink() && fs.readlinkSync(at) === link.target) return out;
+      } catch {
+        break;
+      }
+      if (st) {
+        const moved = this.move(abs, why);
+        out.push(moved);
+        if (moved.movedTo === undefined) return out;
+      }
+      try {
+        fs.symlinkSync(link.target, at);
+        fs.lchownSync(at, link.uid, link.gid);
+        out.push({ path: abs, why: 'removed, renamed or replaced by the session', movedTo: undefined, relinked: link.target });
+        return out;
+      } catch {
+        /* filled again meanwhile: moved on the next try */
+      }
+    }
+    out.push({ path: abs, why: `the symlink ${link.rel} -> ${link.target} could not be put back`, movedTo: undefined });
+    return out;
+  }
 
   /**
    * Moves `abs` (inside the workspace) to the quarantine, or, when the quarantine cannot take it,
@@ -396,7 +548,7 @@ class Quarantine {
     const out: GitFinding[] = [];
     const file = path.join(this.b.git, 'packed-refs');
     try {
-      const dir = this.openDir('.git');
+      const dir = this.openDir(this.gitRel);
       const st = fs.lstatSync(`/proc/self/fd/${dir}/packed-refs`);
       // Rewritten whole or not at all: a ref cut off would be lost.
       if (!st.isFile() || st.size > MAX_PACKED_REFS_BYTES) return [{ path: file, why, movedTo: undefined }];
@@ -425,7 +577,7 @@ class Quarantine {
   /** The quarantine folder's descriptor, made (owned as the git dir is) when missing (the person removed it during the run). */
   private quarantine(): number {
     if (this.dest !== undefined) return this.dest;
-    const git = this.openDir('.git');
+    const git = this.openDir(this.gitRel);
     const p = `/proc/self/fd/${git}/${QUARANTINE}`;
     try {
       fs.mkdirSync(p, { mode: 0o755 });

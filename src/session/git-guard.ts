@@ -22,16 +22,19 @@
  * config), not by a hand parser: every include, whatever its condition; `core.hooksPath` (husky
  * 9's `.husky/_`, whose files git ignores); the programs that `core.fsmonitor`, filter, diff,
  * merge drivers and the like name. Whatever of it lies in the workspace, symlinks resolved, is
- * bound read-only; a `.git` or `.git/config` that is a symlink into the workspace counts by its
- * target (attack tests: adversary-round13.test.ts, kind 6).
+ * bound read-only, and each folder between the workspace's root and it bound onto itself (no
+ * `mv .husky` aside and a new `.husky/_`); a `.git` or `.git/config` that is a symlink into the
+ * workspace counts by its target (attack tests: adversary-round13.test.ts, kind 6).
  *
  * Only a repository whose `.git` is at the workspace's root is guarded (a workspace inside a
  * repository sees its `.git` read-only already). What a bind cannot cover because it did not exist
  * at start (a new `.git/commondir`, a `.git` or repository below the root, `modules/<name>`, a stray
  * `worktrees/<id>`, replace refs), and a guarded file the person's git replaced on the host (the
- * kernel drops a bind whose directory entry is renamed over), are the audit's: git-audit.ts. Still open: a symlink among those paths (`.git -> .gitdir`,
- * `.git/config -> ../repo.gitconfig`) is no mount point, so the session can remove the link itself
- * and put a file or `.git` of its own in its place (adversary-round13.test.ts "the symlink itself").
+ * kernel drops a bind whose directory entry is renamed over), are the audit's: git-audit.ts. So is a
+ * symlink among those paths (`.git -> .gitdir`, `.git/config -> ../repo.gitconfig`): its target is
+ * bound here, but a link is no mount point, so the session can remove the link itself and put a file
+ * or `.git` of its own in its place; the audit puts the link back (adversary-round13.test.ts "the
+ * symlink itself").
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -44,6 +47,12 @@ export interface GuardedGit {
   readonly writable: string[];
   /** Bound read-only: config, hooks/, info/, config.worktree of the git dir (symlinks resolved), what its config names in the workspace (includes, `core.hooksPath`, programs), a `.git` file itself, each linked worktree's commondir, gitdir, config.worktree. */
   readonly readonly: string[];
+  /**
+   * What the config names in the workspace (includes, `core.hooksPath`, programs, hooks that are symlinks) as it names
+   * them, absolute but not resolved: the git audit holds each symlink on the way (git-audit.ts `heldLinks`), since the
+   * binds hold only what the names led to at start.
+   */
+  readonly named: string[];
 }
 
 /** The entries of a git dir in which git finds programs to run, and where it finds them first. */
@@ -62,7 +71,29 @@ const CODE_ENTRIES = ['config', 'hooks', 'info', 'config.worktree'] as const;
  * Never throws: what cannot be read is not guarded.
  */
 export function guardedGit(workspace: string): GuardedGit {
-  const out: GuardedGit = { writable: [], readonly: [] };
+  const out: GuardedGit = { writable: [], readonly: [], named: [] };
+  guardInto(workspace, out);
+  holdAncestors(workspace, out);
+  return out;
+}
+
+/**
+ * Adds to `out.writable` each directory strictly between `workspace` and a read-only path that is not there yet, so
+ * that it is bound onto itself: a mount point, which the session can neither rename nor remove (EBUSY). Else it
+ * could rename the folder holding a guarded file or directory (`mv .husky .husky.old`, with `core.hooksPath =
+ * .husky/_`) and make a new one of its own at the name git reads (observed: the bind went with the old folder).
+ * The sandbox applies shallower mounts first, so the read-only binds inside stay.
+ */
+function holdAncestors(workspace: string, out: GuardedGit): void {
+  for (const p of [...out.readonly]) {
+    if (!p.startsWith(`${workspace}/`)) continue;
+    for (let a = path.dirname(p); a !== workspace && a.startsWith(`${workspace}/`); a = path.dirname(a))
+      if (!out.writable.includes(a) && !out.readonly.includes(a)) out.writable.push(a);
+  }
+}
+
+/** {@link guardedGit}'s work, before {@link holdAncestors}. */
+function guardInto(workspace: string, out: GuardedGit): GuardedGit {
   const dotGit = path.join(workspace, '.git');
   let st: fs.Stats;
   let gitPath = dotGit;
@@ -108,7 +139,7 @@ function guardGitDir(gitDir: string, workspace: string, out: GuardedGit, follow:
   out.writable.push(gitDir);
   const common = commonDirOf(gitDir);
   if (common === undefined) {
-    out.readonly.push(...codeEntries(gitDir, workspace));
+    out.readonly.push(...codeEntries(gitDir, workspace, out.named));
     linkedWorktrees(gitDir, workspace, out);
     return;
   }
@@ -254,9 +285,10 @@ function makeEmpty(file: string, dir: string): void {
  * ({@link configNamedPaths}): every file it includes, however deep, that lies in `workspace`
  * (created empty when missing: git skips a missing include, so the session could otherwise create
  * it), the `core.hooksPath` directory and the programs other keys name there, and the targets of
- * hooks that are symlinks into the workspace.
+ * hooks that are symlinks into the workspace. Each of those (not the entries of the git dir) is added to `names` as
+ * the config names it ({@link GuardedGit.named}).
  */
-function codeEntries(gitDir: string, workspace: string): string[] {
+function codeEntries(gitDir: string, workspace: string, names: string[]): string[] {
   const found: string[] = [];
   let owner: fs.Stats | undefined;
   let config = '';
@@ -270,6 +302,8 @@ function codeEntries(gitDir: string, workspace: string): string[] {
     if (owner) fs.lchownSync(p, owner.uid, owner.gid);
   };
   const add = (p: string): void => {
+    if (inside(p, workspace) && !names.includes(p) && !(CODE_ENTRIES as readonly string[]).includes(path.relative(gitDir, p)))
+      names.push(p);
     const real = realInside(p, workspace);
     if (real !== undefined && real !== workspace && !found.includes(real)) found.push(real);
   };

@@ -1,9 +1,8 @@
 /**
  * Adversary round 13: attacks on the latest fixes (display.ts `markAsciiLookalikes`,
  * `isAsciiForm`, `markMixedScriptWords`; git-guard.ts; the sandbox's bounded devpts and BPF
- * refusals; the policy's builtins), on the code of 1959896. Each test asserts the safe behaviour;
- * OPEN skips them while a fix is missing. Run un-skipped once, all 20 failed (and the 5
- * must-not-flag tests passed).
+ * refusals; the policy's builtins), on the code of 1959896. Each test asserts the safe behaviour.
+ * Run before the fixes, all 20 failed (and the 5 must-not-flag tests passed).
  *
  * FIXED, kind 5 (its 16 tests run): display.ts flags every non-ASCII code point whose NFKC form is
  * made only of ASCII letters and digits (`isAsciiForm`, superscripts included), a combining mark
@@ -21,12 +20,29 @@
  * gpg program or alias names, and the targets of hooks that are symlinks; all resolved with
  * realpath and bound read-only when they lie in the workspace. A `.git`, `config`, `hooks/` or
  * `info/` that is a symlink into the workspace counts by its target (`.git -> .gitdir` binds
- * `.gitdir` onto itself and its code read-only). Still OPEN (one skipped test): a symlink is no
- * mount point, so the session can remove the link itself (`rm .git/config`, or `rm .git`) and put
- * a file or `.git` of its own in its place: observed, planted and run by the person's
- * `git status` (the `.git` variant stopped in this harness only by git's ownership check, the
- * session's uid not being the person's). Fix: refuse such a workspace, or hold the link (a mount
- * on the link itself).
+ * `.gitdir` onto itself and its code read-only).
+ *
+ * FIXED, kind 6, the symlink itself (was the one skipped test): a symlink is no mount point, so the
+ * session could remove the link itself (`rm .git/config`, or `rm .git`) and put a file or `.git` of
+ * its own in its place: observed, planted and run by the person's `git status` (the `.git` variant
+ * stopped in this harness only by git's ownership check, the session's uid not being the
+ * person's). Now the git audit (git-audit.ts `heldLinks`, `holdLink`) records at start every
+ * symlink met on the way to `.git`, its `config`, `hooks`, `info` and `config.worktree`, and after
+ * each command, edit and at close moves what stands in a changed link's place to the quarantine
+ * (`.gitdir/agent-jobs-quarantine/` for `.git -> .gitdir`) and makes the link again, owned as it
+ * was; the result says so. Chosen over refusing such a workspace (a config kept tracked is a
+ * layout some teams use) and a mount on the link (bwrap binds no symlink; the new mount API
+ * would need a step of our own in the sandbox's namespace). The session can still plant for the
+ * length of one command (and a job between audits): the window the audit has for everything it
+ * holds. The "kind 6, the symlink itself" tests run the attacker's variants (replaced by a file,
+ * a directory, a link elsewhere, renamed aside, the link's target a link replaced too, a `.git`
+ * file), with the person's git taking every repository as safe, and each failed before the fix.
+ * Found on the way, the same kind (the name git reads is not held, only what it led to at start):
+ * a folder holding a guarded path outside `.git` could be renamed aside and made again (`mv .husky
+ * .husky.old`, a new `.husky/_/pre-commit`; the shell restart for a "replaced on the host" bind
+ * then bound the session's folder read-only): each such folder is now bound onto itself
+ * (git-guard.ts `holdAncestors`); and a symlink on the way to an include or `core.hooksPath`
+ * (`githooks -> tools/hooks`) is held by the audit as the others.
  *
  * Kind 5 (what the human reads is not what runs), letters whose compatibility form is ASCII:
  * `isAsciiForm` flags only two blocks (fullwidth, Mathematical Alphanumeric) and only forms of ONE
@@ -116,15 +132,12 @@
  *   flagged (`combining`).
  * - Kind 6, includes with `~` (a home outside the workspace), `.git/remotes`, alternates: as round 11.
  */
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { commandDetails, commandSummary, displayCommand } from '../../../src/shared/display';
 import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
 import { personsRepo, plant } from './persons-repo';
-
-/** The one attack of kind 6 still open (see the doc comment): skipped until the guard holds a symlink itself. */
-const OPEN = true;
-const t = OPEN ? test.skip : test;
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
@@ -287,14 +300,304 @@ dRoot("kind 6: code the person's repository names in the workspace, which the gi
     }
   });
 
-  // OPEN: a symlink is no mount point. Observed with the fix above: planted, and the person's `git status` ran it.
-  t('the symlink itself: a `.git/config` symlink the session removes and replaces by a file of its own', async () => {
+  // Was OPEN (a symlink is no mount point): planted, and the person's `git status` ran it. Held by the git audit now.
+  test('the symlink itself: a `.git/config` symlink the session removes and replaces by a file of its own', async () => {
     const { ws, marker, git } = personsRepo();
     fs.renameSync(path.join(ws, '.git', 'config'), path.join(ws, 'repo.gitconfig'));
     fs.symlinkSync('../repo.gitconfig', path.join(ws, '.git', 'config'));
     try {
       const command = `${plant(marker, '.git/fsm')} && rm .git/config && cp repo.gitconfig .git/config && git config core.fsmonitor "$PWD/.git/fsm" && echo planted`;
-      expect(await plantAndLook(ws, marker, command, git)).toEqual({ planted: false, ranOnTheHost: false });
+      // The session can still plant (`planted`): the audit after the command moves its file away and puts the link back.
+      const r = await plantAndLook(ws, marker, command, git);
+      expect({ ranOnTheHost: r.ranOnTheHost, link: linkTo(path.join(ws, '.git', 'config'), '../repo.gitconfig') }).toEqual({
+        ranOnTheHost: false,
+        link: true,
+      });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+});
+
+/** Whether `p` is a symlink saying `target`. */
+const linkTo = (p: string, target: string): boolean =>
+  (fs.lstatSync(p, { throwIfNoEntry: false })?.isSymbolicLink() ?? false) && fs.readlinkSync(p) === target;
+
+/**
+ * Runs `command` in a session of `ws`, then the person's git on the host (`status`, and a `commit`, which runs
+ * hooks), with every repository taken as safe (`-c safe.directory=*`: the session's uid is not the person's here,
+ * and git's ownership check is no guard a person can count on: their own uid runs the session when the workspace is theirs).
+ * Returns whether the command got through (`planted`) and whether the marker appeared, and the result's text.
+ */
+async function replaceAndLook(
+  ws: string,
+  marker: string,
+  command: string,
+): Promise<{ planted: boolean; ranOnTheHost: boolean; text: string }> {
+  const s = await startSession({ cwd: ws, workspace: ws });
+  const r = await s.run(command);
+  const host = (...a: string[]): void => {
+    spawnSync('git', ['-C', ws, '-c', 'safe.directory=*', '-c', 'user.name=p', '-c', 'user.email=p@example.com', ...a], { stdio: 'pipe' });
+  };
+  host('status', '--short');
+  host('commit', '-q', '--allow-empty', '-m', 'host');
+  return { planted: r.output.includes('planted'), ranOnTheHost: fs.existsSync(marker), text: r.output };
+}
+
+/** A hook script that leaves `marker`. */
+const hookText = (marker: string): string => `printf '#!/bin/sh\\nid -un > ${marker}\\n'`;
+
+dRoot('kind 6, the symlink itself: every way to change a symlink the git guard holds by its target is undone by the audit', () => {
+  /** The person's repository with `.git/config` a symlink to a tracked `repo.gitconfig` (through `shared/cfg` when `twice`). */
+  function configLink(twice = false): ReturnType<typeof personsRepo> {
+    const r = personsRepo();
+    fs.renameSync(path.join(r.ws, '.git', 'config'), path.join(r.ws, 'repo.gitconfig'));
+    if (twice) {
+      fs.mkdirSync(path.join(r.ws, 'shared'));
+      fs.symlinkSync('../repo.gitconfig', path.join(r.ws, 'shared', 'cfg'));
+      fs.symlinkSync('../shared/cfg', path.join(r.ws, '.git', 'config'));
+    } else fs.symlinkSync('../repo.gitconfig', path.join(r.ws, '.git', 'config'));
+    return r;
+  }
+  const fsmonitor = (file: string): string => `git config --file ${file} core.fsmonitor "$PWD/.fsm"`;
+
+  const configVariants: [string, boolean, string][] = [
+    ['replaced by a file', false, `cp repo.gitconfig .evil && ${fsmonitor('.evil')} && rm .git/config && mv .evil .git/config`],
+    ['replaced by a directory', false, 'rm .git/config && mkdir .git/config'],
+    [
+      'replaced by a link to a file of the session',
+      false,
+      `cp repo.gitconfig evil.conf && ${fsmonitor('evil.conf')} && ln -sfn ../evil.conf .git/config`,
+    ],
+    [
+      'renamed aside and a file put in its place',
+      false,
+      `mv .git/config .git/config.orig && cp repo.gitconfig .git/config && ${fsmonitor('.git/config')}`,
+    ],
+    ['its target, itself a link, replaced by a file', true, `rm shared/cfg && cp repo.gitconfig shared/cfg && ${fsmonitor('shared/cfg')}`],
+    [
+      'both the link and its target replaced, the target through the link',
+      true,
+      `rm .git/config shared/cfg && cp repo.gitconfig shared/evil && ${fsmonitor('shared/evil')} && ln -s evil shared/cfg && ln -s ../shared/cfg .git/config`,
+    ],
+  ];
+  for (const [how, twice, command] of configVariants) {
+    test(`a \`.git/config\` symlink ${how}`, async () => {
+      const { ws, marker } = configLink(twice);
+      try {
+        const r = await replaceAndLook(ws, marker, `${plant(marker, '.fsm')} && ${command} && echo planted`);
+        expect({
+          ranOnTheHost: r.ranOnTheHost,
+          link: linkTo(path.join(ws, '.git', 'config'), twice ? '../shared/cfg' : '../repo.gitconfig'),
+        }).toEqual({
+          ranOnTheHost: false,
+          link: true,
+        });
+        if (twice) expect(linkTo(path.join(ws, 'shared', 'cfg'), '../repo.gitconfig')).toBe(true);
+        // The attack got through the sandbox (so the audit is what held), and the result says what was put back.
+        expect(r.planted).toBe(true);
+        expect(r.text).toContain('put back');
+        expect(fs.readFileSync(path.join(ws, 'repo.gitconfig'), 'utf8')).not.toContain('fsmonitor');
+      } finally {
+        fs.rmSync(marker, { force: true });
+      }
+    });
+  }
+
+  test("the link's final target cannot be replaced (a read-only bind: EBUSY), nor written through a new link", async () => {
+    const { ws, marker } = configLink();
+    try {
+      const r = await replaceAndLook(
+        ws,
+        marker,
+        `${plant(marker, '.fsm')}; rm -f .git/config; rm -f repo.gitconfig; mv repo.gitconfig old.gitconfig; ln -s ../repo.gitconfig .git/config; ${fsmonitor('repo.gitconfig')} && echo planted`,
+      );
+      expect({ planted: r.planted, ranOnTheHost: r.ranOnTheHost }).toEqual({ planted: false, ranOnTheHost: false });
+      expect(linkTo(path.join(ws, '.git', 'config'), '../repo.gitconfig')).toBe(true);
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+
+  /** The person's repository with `.git/<name>` a symlink to a tracked directory `git<name>`. */
+  function dirLink(name: 'hooks' | 'info'): ReturnType<typeof personsRepo> {
+    const r = personsRepo();
+    fs.renameSync(path.join(r.ws, '.git', name), path.join(r.ws, `git${name}`));
+    fs.symlinkSync(`../git${name}`, path.join(r.ws, '.git', name));
+    return r;
+  }
+
+  const hookVariants: [string, string][] = [
+    ['replaced by a directory', 'rm .git/hooks && mkdir .git/hooks && P=.git/hooks/pre-commit'],
+    [
+      'replaced by a link to a directory of the session',
+      'mkdir .myhooks && rm .git/hooks && ln -s ../.myhooks .git/hooks && P=.myhooks/pre-commit',
+    ],
+    ['renamed aside and a directory put in its place', 'mv .git/hooks .git/hooks.orig && mkdir .git/hooks && P=.git/hooks/pre-commit'],
+  ];
+  for (const [how, command] of hookVariants) {
+    test(`a \`.git/hooks\` symlink ${how}: the person's \`git commit\` runs no hook of the session`, async () => {
+      const { ws, marker } = dirLink('hooks');
+      try {
+        const r = await replaceAndLook(ws, marker, `${command} && ${hookText(marker)} > $P && chmod +x $P && echo planted`);
+        expect({ planted: r.planted, ranOnTheHost: r.ranOnTheHost, link: linkTo(path.join(ws, '.git', 'hooks'), '../githooks') }).toEqual({
+          planted: true,
+          ranOnTheHost: false,
+          link: true,
+        });
+      } finally {
+        fs.rmSync(marker, { force: true });
+      }
+    });
+  }
+
+  test('a `.git/info` symlink replaced by a directory is put back, the directory quarantined', async () => {
+    const { ws, marker } = dirLink('info');
+    const r = await replaceAndLook(ws, marker, `rm .git/info && mkdir .git/info && echo '* diff=x' > .git/info/attributes && echo planted`);
+    expect({ planted: r.planted, link: linkTo(path.join(ws, '.git', 'info'), '../gitinfo') }).toEqual({ planted: true, link: true });
+    const q = path.join(ws, '.git', 'agent-jobs-quarantine');
+    const moved = fs.readdirSync(q).filter((n) => fs.existsSync(path.join(q, n, 'attributes')));
+    expect(moved).toHaveLength(1);
+  });
+
+  /** The person's repository with `.git -> .gitdir`. */
+  function dotGitLink(): ReturnType<typeof personsRepo> {
+    const r = personsRepo();
+    fs.renameSync(path.join(r.ws, '.git'), path.join(r.ws, '.gitdir'));
+    fs.symlinkSync('.gitdir', path.join(r.ws, '.git'));
+    fs.appendFileSync(path.join(r.ws, '.gitdir', 'info', 'exclude'), '/.gitdir\n');
+    return r;
+  }
+
+  /** Shell text: `dir`, a copy of the git dir whose config runs the planted `.fsm` as fsmonitor. */
+  const evilCopy = (dir: string): string => `cp -r .gitdir ${dir} && git --git-dir=${dir} config core.fsmonitor "$PWD/.fsm"`;
+  const dotGitVariants: [string, string][] = [
+    ['replaced by a directory of its own', `${evilCopy('.evil')} && rm .git && mv .evil .git`],
+    ['renamed aside and a directory put in its place', `${evilCopy('.evil')} && mv .git .git.orig && mv .evil .git`],
+    ['replaced by a link to a directory of the session', `${evilCopy('.evil')} && ln -sfn .evil .git`],
+    ['replaced by a `.git` file naming a directory of the session', `${evilCopy('.evil')} && rm .git && echo 'gitdir: .evil' > .git`],
+  ];
+  for (const [how, command] of dotGitVariants) {
+    test(`a \`.git -> .gitdir\` symlink ${how}: put back, what stood there quarantined in \`.gitdir\``, async () => {
+      const { ws, marker } = dotGitLink();
+      try {
+        const r = await replaceAndLook(ws, marker, `${plant(marker, '.fsm')} && ${command} && echo planted`);
+        expect({ planted: r.planted, ranOnTheHost: r.ranOnTheHost, link: linkTo(path.join(ws, '.git'), '.gitdir') }).toEqual({
+          planted: true,
+          ranOnTheHost: false,
+          link: true,
+        });
+        expect(r.text).toContain('moved to .gitdir/agent-jobs-quarantine');
+        const log = fs.readFileSync(path.join(ws, '.gitdir', 'agent-jobs-quarantine', 'log.jsonl'), 'utf8');
+        expect(log).toContain('"path":".git"');
+      } finally {
+        fs.rmSync(marker, { force: true });
+      }
+    });
+  }
+
+  test('the folder holding the husky hooks (`core.hooksPath = .husky/_`) cannot be renamed aside and made again', async () => {
+    const { ws, marker, git } = personsRepo();
+    fs.mkdirSync(path.join(ws, '.husky', '_'), { recursive: true });
+    fs.writeFileSync(path.join(ws, '.husky', '_', '.gitignore'), '*\n');
+    git('config', 'core.hooksPath', '.husky/_');
+    try {
+      const r = await replaceAndLook(
+        ws,
+        marker,
+        `mv .husky .husky.old && mkdir -p .husky/_ && ${hookText(marker)} > .husky/_/pre-commit && chmod +x .husky/_/pre-commit && echo planted`,
+      );
+      expect({ planted: r.planted, ranOnTheHost: r.ranOnTheHost }).toEqual({ planted: false, ranOnTheHost: false });
+      expect(r.text).not.toContain('replaced on the host');
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+
+  test('a config behind `.git/config -> ../conf/repo.gitconfig`: the session starts, and `conf` cannot be renamed aside and made again', async () => {
+    const { ws, marker } = personsRepo();
+    fs.mkdirSync(path.join(ws, 'conf'));
+    fs.renameSync(path.join(ws, '.git', 'config'), path.join(ws, 'conf', 'repo.gitconfig'));
+    fs.symlinkSync('../conf/repo.gitconfig', path.join(ws, '.git', 'config'));
+    try {
+      // Before: no session started here at all (bwrap: "Can't find source path .../conf/repo.gitconfig").
+      const r = await replaceAndLook(
+        ws,
+        marker,
+        `${plant(marker, '.fsm')} && mv conf conf.old && mkdir conf && cp conf.old/repo.gitconfig conf/ && ${fsmonitor('conf/repo.gitconfig')} && echo planted`,
+      );
+      expect({ planted: r.planted, ranOnTheHost: r.ranOnTheHost }).toEqual({ planted: false, ranOnTheHost: false });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+
+  test('an include reached through a symlinked folder (`path = ../shared/extra.conf`, `shared -> conf`): the folder link replaced is put back', async () => {
+    const { ws, marker } = personsRepo();
+    fs.mkdirSync(path.join(ws, 'conf'));
+    fs.writeFileSync(path.join(ws, 'conf', 'extra.conf'), '');
+    fs.symlinkSync('conf', path.join(ws, 'shared'));
+    fs.appendFileSync(path.join(ws, '.git', 'config'), '[include]\n\tpath = ../shared/extra.conf\n');
+    try {
+      const r = await replaceAndLook(
+        ws,
+        marker,
+        `${plant(marker, '.fsm')} && rm shared && mkdir shared && git config --file shared/extra.conf core.fsmonitor "$PWD/.fsm" && echo planted`,
+      );
+      expect({ planted: r.planted, ranOnTheHost: r.ranOnTheHost, link: linkTo(path.join(ws, 'shared'), 'conf') }).toEqual({
+        planted: true,
+        ranOnTheHost: false,
+        link: true,
+      });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+
+  test('a `core.hooksPath` that is a symlink (`githooks -> tools/hooks`) replaced by a directory is put back', async () => {
+    const { ws, marker, git } = personsRepo();
+    fs.mkdirSync(path.join(ws, 'tools', 'hooks'), { recursive: true });
+    fs.symlinkSync('tools/hooks', path.join(ws, 'githooks'));
+    git('config', 'core.hooksPath', 'githooks');
+    try {
+      const r = await replaceAndLook(
+        ws,
+        marker,
+        `rm githooks && mkdir githooks && ${hookText(marker)} > githooks/pre-commit && chmod +x githooks/pre-commit && echo planted`,
+      );
+      expect({ planted: r.planted, ranOnTheHost: r.ranOnTheHost, link: linkTo(path.join(ws, 'githooks'), 'tools/hooks') }).toEqual({
+        planted: true,
+        ranOnTheHost: false,
+        link: true,
+      });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+
+  test('a link put back by a job after the last command is held at close too, and ordinary git keeps working through the links', async () => {
+    const { ws, marker } = dotGitLink();
+    fs.renameSync(path.join(ws, '.gitdir', 'config'), path.join(ws, 'repo.gitconfig'));
+    fs.symlinkSync('../repo.gitconfig', path.join(ws, '.gitdir', 'config'));
+    fs.appendFileSync(path.join(ws, '.gitdir', 'info', 'exclude'), '/repo.gitconfig\n');
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const work = await s.run(
+        'echo more >> build.sh && git add build.sh && git -c user.name=a -c user.email=a@b commit -qm two && git checkout -qb topic && git log --oneline | wc -l && git status --short',
+      );
+      expect(work.output).toBe('2\n');
+      expect(work.output).not.toContain('put back');
+      await s.run(
+        `${plant(marker, '.fsm')} && (sleep 1; cp repo.gitconfig .e && git config --file .e core.fsmonitor "$PWD/.fsm" && rm .gitdir/config && mv .e .gitdir/config) >/dev/null 2>&1 & echo started`,
+      );
+      await new Promise((r) => setTimeout(r, 2500));
+      await s.close();
+      spawnSync('git', ['-C', ws, '-c', 'safe.directory=*', 'status', '--short'], { stdio: 'pipe' });
+      expect({ ranOnTheHost: fs.existsSync(marker), link: linkTo(path.join(ws, '.gitdir', 'config'), '../repo.gitconfig') }).toEqual({
+        ranOnTheHost: false,
+        link: true,
+      });
+      expect(s.gitNoteAtClose).toContain('.gitdir/config -> ../repo.gitconfig');
     } finally {
       fs.rmSync(marker, { force: true });
     }

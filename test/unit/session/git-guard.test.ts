@@ -29,7 +29,10 @@ test("each linked worktree's admin folder is a mount point, its commondir and gi
   const { root, ws } = repoWithWorktrees();
   const g = guardedGit(ws);
   const wt = path.join(ws, '.git', 'worktrees');
-  expect(g.writable.sort()).toEqual([path.join(ws, '.git'), wt, path.join(wt, 'feat'), path.join(wt, 'inner')].sort());
+  // `inner` too, the folder of a read-only `.git` file: bound onto itself, so that it cannot be renamed aside and made again.
+  expect(g.writable.sort()).toEqual(
+    [path.join(ws, '.git'), wt, path.join(wt, 'feat'), path.join(wt, 'inner'), path.join(ws, 'inner')].sort(),
+  );
   expect(g.readonly).toEqual(
     expect.arrayContaining([
       path.join(ws, '.git', 'config'),
@@ -67,7 +70,7 @@ test('an admin folder without commondir (git would take it for a common dir) is 
 
 test('a workspace that is a linked worktree: its .git file only; the admin folder and the common dir lie outside, read-only in the sandbox', () => {
   const { root } = repoWithWorktrees();
-  expect(guardedGit(path.join(root, 'feat'))).toEqual({ writable: [], readonly: [path.join(root, 'feat', '.git')] });
+  expect(guardedGit(path.join(root, 'feat'))).toEqual({ writable: [], readonly: [path.join(root, 'feat', '.git')], named: [] });
 });
 
 test("a linked worktree of a repository inside the workspace: its admin folder's entries, and the common dir's code entries and worktrees", () => {
