@@ -146,6 +146,9 @@ import { personsRepo, plant } from './persons-repo';
 /** Every attack below works on 2459236 (see the doc comment): skipped until fixed. */
 const OPEN = true;
 const t = OPEN ? test.skip : test;
+/** Kind 6, a program the person's config names in the workspace: fixed (git-guard.ts `valueFiles`, every value of every key). */
+const OPEN_CONFIG_PROGRAMS = false;
+const tConfigPrograms = OPEN_CONFIG_PROGRAMS ? test.skip : test;
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
@@ -272,6 +275,8 @@ dRoot('kind 6: a `.git` file the audit reads otherwise than git', () => {
 });
 
 dRoot("kind 6: a program the person's config names in the workspace", () => {
+  // `run`: what the person's git on the host does with it ('' for a write check only: `git add -p`'s diffFilter wants a
+  // terminal, alternateRefsCommand a push to a repository with alternates, a merge tool a conflict).
   const cases: { key: string; value: string; file: string; run: string }[] = [
     { key: 'alias.fmt', value: '!./scripts/fmt.sh', file: 'scripts/fmt.sh', run: 'git fmt' },
     {
@@ -281,29 +286,40 @@ dRoot("kind 6: a program the person's config names in the workspace", () => {
       run: 'printf "protocol=https\\nhost=example.com\\n\\n" | GIT_TERMINAL_PROMPT=0 git credential fill',
     },
     { key: 'trailer.sign.cmd', value: 'scripts/tr.sh', file: 'scripts/tr.sh', run: 'git commit -qm m --allow-empty --trailer "sign: me"' },
+    // The attacker's variants: a quoted path with a blank after `! `, a `cd` first, an expansion before the path.
+    { key: 'alias.chk', value: '! "./my scripts/chk.sh" --all', file: '"my scripts/chk.sh"', run: 'git chk' },
+    { key: 'alias.lint', value: '!cd tools && ./lint.sh', file: 'tools/lint.sh', run: 'git lint' },
+    { key: 'alias.top', value: '!"$(git rev-parse --show-toplevel)"/tools/top.sh', file: 'tools/top.sh', run: 'cd tools && git top' },
+    { key: 'interactive.diffFilter', value: 'scripts/df.sh --color', file: 'scripts/df.sh', run: '' },
+    { key: 'core.alternateRefsCommand', value: 'scripts/alt.sh', file: 'scripts/alt.sh', run: '' },
+    { key: 'mergetool.mine.path', value: 'tools/mt.sh', file: 'tools/mt.sh', run: '' },
   ];
   for (const { key, value, file, run } of cases)
-    t(`${key} = ${value}: the session cannot rewrite ${file}, which the person's \`${run.split('|').pop()!.trim()}\` runs`, async () => {
-      const { ws, git, marker } = personsRepo();
-      try {
-        fs.mkdirSync(path.join(ws, 'scripts'));
-        fs.writeFileSync(path.join(ws, file), '#!/bin/sh\ncat\n', { mode: 0o755 });
-        git('config', key, value);
-        git('config', 'user.name', 'p');
-        git('config', 'user.email', 'p@example.com');
-        const s = await startSession({ cwd: ws, workspace: ws });
-        // Rewritten in place: the file stays the person's, and executable.
-        const r = await s.run(`printf '#!/bin/sh\\nid -un > ${marker}\\nprintf x\\n' > ${file} && echo planted`);
-        await s.close();
-        hostBash(ws, run);
-        expect({ written: r.output.startsWith('planted'), ranOnTheHost: fs.existsSync(marker) }).toEqual({
-          written: false,
-          ranOnTheHost: false,
-        });
-      } finally {
-        fs.rmSync(marker, { force: true });
-      }
-    });
+    tConfigPrograms(
+      `${key} = ${value}: the session cannot rewrite ${file}${run ? `, which the person's \`${run.split('|').pop()!.trim()}\` runs` : ''}`,
+      async () => {
+        const { ws, git, marker } = personsRepo();
+        const name = file.replace(/"/g, '');
+        try {
+          fs.mkdirSync(path.dirname(path.join(ws, name)), { recursive: true });
+          fs.writeFileSync(path.join(ws, name), '#!/bin/sh\ncat\n', { mode: 0o755 });
+          git('config', key, value);
+          git('config', 'user.name', 'p');
+          git('config', 'user.email', 'p@example.com');
+          const s = await startSession({ cwd: ws, workspace: ws });
+          // Rewritten in place: the file stays the person's, and executable.
+          const r = await s.run(`printf '#!/bin/sh\\nid -un > ${marker}\\nprintf x\\n' > ${file} && echo planted`);
+          await s.close();
+          if (run) hostBash(ws, run);
+          expect({ written: r.output.startsWith('planted'), ranOnTheHost: fs.existsSync(marker) }).toEqual({
+            written: false,
+            ranOnTheHost: false,
+          });
+        } finally {
+          fs.rmSync(marker, { force: true });
+        }
+      },
+    );
 });
 
 /** Whether `command` is shown other than verbatim in the approval prompt (with a warning), the UI's summary and its details. */
