@@ -20,10 +20,18 @@
  * What the config makes git read or run is found by git itself (`git config --file F --null
  * --list` on the config and each file it includes, with no repository, hooks, system or global
  * config), not by a hand parser: every include, whatever its condition; `core.hooksPath` (husky
- * 9's `.husky/_`, whose files git ignores); the programs that `core.fsmonitor`, filter, diff,
- * merge drivers and the like name. Whatever of it lies in the workspace, symlinks resolved, is
- * bound read-only; a `.git` or `.git/config` that is a symlink into the workspace counts by its
- * target (attack tests: adversary-round13.test.ts, kind 6).
+ * 9's `.husky/_`, whose files git ignores); and every existing file that any word of any value
+ * names, whatever the key ({@link valueFiles}: a leading `!`, quotes, `cd dir &&`, `$PWD/` and
+ * the like seen through), since a list of the keys whose value git runs (PROGRAM_KEYS) was short
+ * of `!` aliases and helpers, `trailer.*.cmd`, `interactive.diffFilter` and others (round 15) and
+ * grows with git. Whatever of it lies in the workspace, symlinks resolved, is bound read-only; a
+ * `.git` or `.git/config` that is a symlink into the workspace counts by its target (attack tests:
+ * adversary-round13.test.ts, kind 6; adversary-round15.test.ts, "a program the person's config
+ * names"). Not bound: what a program reads without its config value naming it (`!make fmt` runs
+ * the Makefile, as the person's own `make fmt` would), a program found on `PATH`, and a relative
+ * path git resolves against the person's current folder because it runs the program before it
+ * goes to the work tree's root (`git -p version` in `sub/` runs `core.pager = ./p.sh` as
+ * `sub/p.sh`, which the session can create).
  *
  * Only a repository whose `.git` is at the workspace's root is guarded (a workspace inside a
  * repository sees its `.git` read-only already). What a bind cannot cover because it did not exist

@@ -93,7 +93,10 @@
  * runs not tried: `git add -p` filters only a coloured diff, in a terminal). Fix (whole kind): bind
  * every existing workspace file that any word of any config value names (a leading `!` dropped, a
  * superset, not a list of keys), or refuse to open a session on a repository whose config names
- * programs in the workspace that are not bound.
+ * programs in the workspace that are not bound. Fixed (git-guard.ts `valueFiles`: every value of
+ * every key, the first way; its describe runs, `OPEN_CONFIG_PROGRAMS`), with the attacker's
+ * variants added: `! "./my scripts/chk.sh"`, `!cd tools && ./lint.sh`, an expansion before the path
+ * (each of the three ran the plant on the host before the fix, observed).
  *
  * Kind 5 (what the human reads is not what runs), the round-14 rule for a number after a
  * right-to-left letter: `markReorderedRightToLeft` forgets the right-to-left letter at any `\p{L}`,
