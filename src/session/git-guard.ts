@@ -31,7 +31,11 @@
  * the Makefile, as the person's own `make fmt` would), a program found on `PATH`, and a relative
  * path git resolves against the person's current folder because it runs the program before it
  * goes to the work tree's root (`git -p version` in `sub/` runs `core.pager = ./p.sh` as
- * `sub/p.sh`, which the session can create).
+ * `sub/p.sh`, which the session can create). Each folder on the way to a read-only path in the
+ * workspace is bound onto itself ({@link pinFolders}), so that the session cannot rename it away
+ * and make a new one with a program of its own at the same path (`mv scripts s2 && mkdir
+ * scripts`; `.husky` for `core.hooksPath = .husky/_`; an included file's folder); a program
+ * reached through a symlink in the workspace stays open, as below (adversary-round15.test.ts).
  *
  * Only a repository whose `.git` is at the workspace's root is guarded (a workspace inside a
  * repository sees its `.git` read-only already). What a bind cannot cover because it did not exist
@@ -48,7 +52,7 @@ import * as path from 'node:path';
 
 /** The paths a session's sandbox binds for the workspace's repository: `.git` onto itself, and the ones read-only. */
 export interface GuardedGit {
-  /** Bound writable onto themselves (mount points that cannot be renamed or removed): `<workspace>/.git`, its `worktrees/` and each `worktrees/<id>/`. */
+  /** Bound writable onto themselves (mount points that cannot be renamed or removed): `<workspace>/.git`, its `worktrees/` and each `worktrees/<id>/`, and each folder on the way to a read-only path in the workspace. */
   readonly writable: string[];
   /** Bound read-only: config, hooks/, info/, config.worktree of the git dir (symlinks resolved), what its config names in the workspace (includes, `core.hooksPath`, programs), a `.git` file itself, each linked worktree's commondir, gitdir, config.worktree. */
   readonly readonly: string[];
@@ -99,7 +103,26 @@ export function guardedGit(workspace: string): GuardedGit {
       if (common && inside(common, workspace) && isDir(common)) guardGitDir(common, workspace, out, false);
     }
   }
+  pinFolders(out, workspace);
   return out;
+}
+
+/**
+ * Adds to `out.writable` each folder between `workspace` and a read-only path in it (`scripts`
+ * for `scripts/fmt.sh`, `.husky` for `.husky/_`), bound onto itself: a mount point, so that the
+ * session can neither rename nor remove it (EBUSY) and put a folder of its own, with a new
+ * program at the same name, in its place (`mv scripts s2 && mkdir scripts`, round 15; the
+ * person's git reaches the program by its path). Never a folder that is or lies in a read-only
+ * path (a writable bind there would undo it), nor `workspace` itself (bound already). A symlink
+ * on the way is no mount point and stays replaceable (see the module comment).
+ */
+function pinFolders(out: GuardedGit, workspace: string): void {
+  const readonly = out.readonly.filter((p) => inside(p, workspace) && p !== workspace);
+  for (const p of readonly)
+    for (let dir = path.dirname(p); dir !== workspace && inside(dir, workspace); dir = path.dirname(dir)) {
+      if (out.writable.includes(dir) || readonly.some((r) => inside(dir, r))) continue;
+      out.writable.push(dir);
+    }
 }
 
 /** Whether `p` is `dir` or lies inside it (both absolute). */

@@ -325,6 +325,105 @@ dRoot("kind 6: a program the person's config names in the workspace", () => {
     );
 });
 
+dRoot("kind 6: a program the person's config names, reached by a folder the session replaces", () => {
+  // The folder on the way renamed away and a new one made: the person's git reaches the program by its path.
+  const cases: {
+    what: string;
+    setup: (ws: string, git: (...a: string[]) => string) => void;
+    attack: (marker: string) => string;
+    run: string;
+  }[] = [
+    {
+      what: '`mv scripts s2 && mkdir scripts` (alias.fmt = !./scripts/fmt.sh)',
+      setup: (ws, git) => {
+        fs.mkdirSync(path.join(ws, 'scripts'));
+        fs.writeFileSync(path.join(ws, 'scripts', 'fmt.sh'), '#!/bin/sh\ncat\n', { mode: 0o755 });
+        git('config', 'alias.fmt', '!./scripts/fmt.sh');
+      },
+      attack: (marker) => `mv scripts s2 && mkdir scripts && ${plant(marker, 'scripts/fmt.sh')}`,
+      run: 'git fmt',
+    },
+    {
+      what: '`mv tools/ci x && mkdir -p tools/ci` (credential.helper = !tools/ci/cred.sh, two folders deep)',
+      setup: (ws, git) => {
+        fs.mkdirSync(path.join(ws, 'tools', 'ci'), { recursive: true });
+        fs.writeFileSync(path.join(ws, 'tools', 'ci', 'cred.sh'), '#!/bin/sh\ncat\n', { mode: 0o755 });
+        git('config', 'credential.helper', '!tools/ci/cred.sh');
+      },
+      attack: (marker) => `mv tools/ci x && mkdir -p tools/ci && ${plant(marker, 'tools/ci/cred.sh')}`,
+      run: 'printf "protocol=https\\nhost=example.com\\n\\n" | GIT_TERMINAL_PROMPT=0 git credential fill',
+    },
+    {
+      what: "`mv .husky h2 && mkdir -p .husky/_` (core.hooksPath = .husky/_, husky 9's)",
+      setup: (ws, git) => {
+        fs.mkdirSync(path.join(ws, '.husky', '_'), { recursive: true });
+        git('config', 'core.hooksPath', '.husky/_');
+      },
+      attack: (marker) => `mv .husky h2 && mkdir -p .husky/_ && ${plant(marker, '.husky/_/pre-commit')}`,
+      run: 'git commit -qm m --allow-empty',
+    },
+    {
+      what: "`mv conf c2 && mkdir conf` (include.path = ../conf/team.conf), a config of the session's in its place",
+      setup: (ws, git) => {
+        fs.mkdirSync(path.join(ws, 'conf'));
+        fs.writeFileSync(path.join(ws, 'conf', 'team.conf'), '[core]\n\tautocrlf = false\n');
+        git('config', 'include.path', '../conf/team.conf');
+      },
+      attack: (marker) =>
+        `mv conf c2 && mkdir conf && ${plant(marker, 'fsm.sh')} && printf '[core]\\n\\tfsmonitor = %s/fsm.sh\\n' "$PWD" > conf/team.conf`,
+      run: 'git status --short',
+    },
+  ];
+  for (const { what, setup, attack, run } of cases)
+    tConfigPrograms(`${what}: refused, and the person's \`${run.split('|').pop()!.trim()}\` runs nothing planted`, async () => {
+      const { ws, git, marker } = personsRepo();
+      try {
+        setup(ws, git);
+        git('config', 'user.name', 'p');
+        git('config', 'user.email', 'p@example.com');
+        const s = await startSession({ cwd: ws, workspace: ws });
+        const r = await s.run(`${attack(marker)} && echo planted`);
+        await s.close();
+        hostBash(ws, run);
+        expect({ planted: r.output.includes('planted'), ranOnTheHost: fs.existsSync(marker) }).toEqual({
+          planted: false,
+          ranOnTheHost: false,
+        });
+      } finally {
+        fs.rmSync(marker, { force: true });
+      }
+    });
+});
+
+/**
+ * Open: a program the config names through a symlink in the workspace (`link.sh -> real.sh`): the
+ * guard binds the target, but a symlink is no mount point (bwrap's bind follows it), so the session
+ * removes the link and puts a program of its own at its name. Not fixed: binding the folder that
+ * holds the link read-only would take the workspace's root; refusing to start the session, or the
+ * audit noticing the replaced link, are the ways left (git-audit.ts is another developer's now).
+ */
+const OPEN_SYMLINKED_PROGRAM = true;
+dRoot("kind 6: a program the person's config names through a symlink in the workspace (open)", () => {
+  (OPEN_SYMLINKED_PROGRAM ? test.skip : test)("`rm link.sh` and a new link.sh: the person's `git lnk` runs nothing planted", async () => {
+    const { ws, git, marker } = personsRepo();
+    try {
+      fs.writeFileSync(path.join(ws, 'real.sh'), '#!/bin/sh\ncat\n', { mode: 0o755 });
+      fs.symlinkSync('real.sh', path.join(ws, 'link.sh'));
+      git('config', 'alias.lnk', '!./link.sh');
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const r = await s.run(`rm link.sh && ${plant(marker, 'link.sh')} && echo planted`);
+      await s.close();
+      hostBash(ws, 'git lnk');
+      expect({ planted: r.output.includes('planted'), ranOnTheHost: fs.existsSync(marker) }).toEqual({
+        planted: false,
+        ranOnTheHost: false,
+      });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+});
+
 /** Whether `command` is shown other than verbatim in the approval prompt (with a warning), the UI's summary and its details. */
 function flaggedEverywhere(command: string): { prompt: boolean; summary: boolean; details: boolean } {
   const d = displayCommand(command);

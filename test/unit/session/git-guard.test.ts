@@ -29,7 +29,10 @@ test("each linked worktree's admin folder is a mount point, its commondir and gi
   const { root, ws } = repoWithWorktrees();
   const g = guardedGit(ws);
   const wt = path.join(ws, '.git', 'worktrees');
-  expect(g.writable.sort()).toEqual([path.join(ws, '.git'), wt, path.join(wt, 'feat'), path.join(wt, 'inner')].sort());
+  // `inner` too: the folder on the way to its read-only `.git` file (pinFolders).
+  expect(g.writable.sort()).toEqual(
+    [path.join(ws, '.git'), wt, path.join(wt, 'feat'), path.join(wt, 'inner'), path.join(ws, 'inner')].sort(),
+  );
   expect(g.readonly).toEqual(
     expect.arrayContaining([
       path.join(ws, '.git', 'config'),
@@ -229,5 +232,20 @@ describe('what the config names, as git reads it', () => {
     const ro = guardedGit(ws).readonly;
     for (const p of ['HEAD', 'index', 'packed-refs']) expect(ro).not.toContain(path.join(ws, '.git', p));
     expect(ro.filter((p) => p === ws || p === path.join(ws, 'src') || !p.startsWith(`${ws}/`))).toEqual([]);
+  });
+
+  test('each folder on the way to a bound program is bound onto itself, none that is or lies in a read-only path', () => {
+    const { ws, git } = plainRepo();
+    fs.mkdirSync(path.join(ws, 'a', 'b'), { recursive: true });
+    fs.writeFileSync(path.join(ws, 'a', 'b', 'fmt.sh'), '');
+    git('config', 'alias.fmt', '!./a/b/fmt.sh');
+    git('config', 'core.hooksPath', '.husky/_');
+    fs.mkdirSync(path.join(ws, '.husky', '_', 'lib'), { recursive: true });
+    fs.writeFileSync(path.join(ws, '.husky', '_', 'lib', 'h.sh'), '');
+    git('config', 'alias.h', '!.husky/_/lib/h.sh');
+    const g = guardedGit(ws);
+    expect(g.writable).toEqual(expect.arrayContaining([path.join(ws, 'a'), path.join(ws, 'a', 'b'), path.join(ws, '.husky')]));
+    expect(g.readonly).toEqual(expect.arrayContaining([path.join(ws, '.husky', '_'), path.join(ws, '.husky', '_', 'lib', 'h.sh')]));
+    expect(g.writable.filter((p) => p === ws || p.startsWith(path.join(ws, '.husky', '_')))).toEqual([]);
   });
 });
