@@ -20,11 +20,22 @@
  * What the config makes git read or run is found by git itself (`git config --file F --null
  * --list` on the config and each file it includes, with no repository, hooks, system or global
  * config), not by a hand parser: every include, whatever its condition; `core.hooksPath` (husky
- * 9's `.husky/_`, whose files git ignores); the programs that `core.fsmonitor`, filter, diff,
- * merge drivers and the like name. Whatever of it lies in the workspace, symlinks resolved, is
- * bound read-only, and each folder between the workspace's root and it bound onto itself (no
- * `mv .husky` aside and a new `.husky/_`); a `.git` or `.git/config` that is a symlink into the
- * workspace counts by its target (attack tests: adversary-round13.test.ts, kind 6).
+ * 9's `.husky/_`, whose files git ignores); and every existing file that any word of any value
+ * names, whatever the key ({@link valueFiles}: a leading `!`, quotes, `cd dir &&`, `$PWD/` and
+ * the like seen through), since a list of the keys whose value git runs (PROGRAM_KEYS) was short
+ * of `!` aliases and helpers, `trailer.*.cmd`, `interactive.diffFilter` and others (round 15) and
+ * grows with git. Whatever of it lies in the workspace, symlinks resolved, is bound read-only; a
+ * `.git` or `.git/config` that is a symlink into the workspace counts by its target (attack tests:
+ * adversary-round13.test.ts, kind 6; adversary-round15.test.ts, "a program the person's config
+ * names"). Not bound: what a program reads without its config value naming it (`!make fmt` runs
+ * the Makefile, as the person's own `make fmt` would), a program found on `PATH`, and a relative
+ * path git resolves against the person's current folder because it runs the program before it
+ * goes to the work tree's root (`git -p version` in `sub/` runs `core.pager = ./p.sh` as
+ * `sub/p.sh`, which the session can create). Each folder on the way to a read-only path in the
+ * workspace is bound onto itself ({@link pinFolders}), so that the session cannot rename it away
+ * and make a new one with a program of its own at the same path (`mv scripts s2 && mkdir
+ * scripts`; `.husky` for `core.hooksPath = .husky/_`; an included file's folder); a program
+ * reached through a symlink in the workspace stays open, as below (adversary-round15.test.ts).
  *
  * Only a repository whose `.git` is at the workspace's root is guarded (a workspace inside a
  * repository sees its `.git` read-only already). What a bind cannot cover because it did not exist
@@ -43,7 +54,7 @@ import * as path from 'node:path';
 
 /** The paths a session's sandbox binds for the workspace's repository: `.git` onto itself, and the ones read-only. */
 export interface GuardedGit {
-  /** Bound writable onto themselves (mount points that cannot be renamed or removed): `<workspace>/.git`, its `worktrees/` and each `worktrees/<id>/`. */
+  /** Bound writable onto themselves (mount points that cannot be renamed or removed): `<workspace>/.git`, its `worktrees/` and each `worktrees/<id>/`, and each folder on the way to a read-only path in the workspace. */
   readonly writable: string[];
   /** Bound read-only: config, hooks/, info/, config.worktree of the git dir (symlinks resolved), what its config names in the workspace (includes, `core.hooksPath`, programs), a `.git` file itself, each linked worktree's commondir, gitdir, config.worktree. */
   readonly readonly: string[];
@@ -73,26 +84,11 @@ const CODE_ENTRIES = ['config', 'hooks', 'info', 'config.worktree'] as const;
 export function guardedGit(workspace: string): GuardedGit {
   const out: GuardedGit = { writable: [], readonly: [], named: [] };
   guardInto(workspace, out);
-  holdAncestors(workspace, out);
+  pinFolders(out, workspace);
   return out;
 }
 
-/**
- * Adds to `out.writable` each directory strictly between `workspace` and a read-only path that is not there yet, so
- * that it is bound onto itself: a mount point, which the session can neither rename nor remove (EBUSY). Else it
- * could rename the folder holding a guarded file or directory (`mv .husky .husky.old`, with `core.hooksPath =
- * .husky/_`) and make a new one of its own at the name git reads (observed: the bind went with the old folder).
- * The sandbox applies shallower mounts first, so the read-only binds inside stay.
- */
-function holdAncestors(workspace: string, out: GuardedGit): void {
-  for (const p of [...out.readonly]) {
-    if (!p.startsWith(`${workspace}/`)) continue;
-    for (let a = path.dirname(p); a !== workspace && a.startsWith(`${workspace}/`); a = path.dirname(a))
-      if (!out.writable.includes(a) && !out.readonly.includes(a)) out.writable.push(a);
-  }
-}
-
-/** {@link guardedGit}'s work, before {@link holdAncestors}. */
+/** {@link guardedGit}'s work, before {@link pinFolders}. */
 function guardInto(workspace: string, out: GuardedGit): GuardedGit {
   const dotGit = path.join(workspace, '.git');
   let st: fs.Stats;
@@ -123,6 +119,24 @@ function guardInto(workspace: string, out: GuardedGit): GuardedGit {
     }
   }
   return out;
+}
+
+/**
+ * Adds to `out.writable` each folder between `workspace` and a read-only path in it (`scripts`
+ * for `scripts/fmt.sh`, `.husky` for `.husky/_`), bound onto itself: a mount point, so that the
+ * session can neither rename nor remove it (EBUSY) and put a folder of its own, with a new
+ * program at the same name, in its place (`mv scripts s2 && mkdir scripts`, round 15; the
+ * person's git reaches the program by its path). Never a folder that is or lies in a read-only
+ * path (a writable bind there would undo it), nor `workspace` itself (bound already). A symlink
+ * on the way is no mount point and stays replaceable (see the module comment).
+ */
+function pinFolders(out: GuardedGit, workspace: string): void {
+  const readonly = out.readonly.filter((p) => inside(p, workspace) && p !== workspace);
+  for (const p of readonly)
+    for (let dir = path.dirname(p); dir !== workspace && inside(dir, workspace); dir = path.dirname(dir)) {
+      if (out.writable.includes(dir) || readonly.some((r) => inside(dir, r))) continue;
+      out.writable.push(dir);
+    }
 }
 
 /** Whether `p` is `dir` or lies inside it (both absolute). */
@@ -211,6 +225,13 @@ function linkedWorktrees(gitDir: string, workspace: string, out: GuardedGit): vo
     // The worktree's own `.git` file, when the worktree lies in the workspace: git reads it first, to find this folder.
     const dotGit = backlinkOf(admin);
     if (dotGit !== undefined && inside(dotGit, workspace)) out.readonly.push(dotGit);
+    // What its `config.worktree` names in the workspace (existing files: programs, includes), run or read by git in that worktree.
+    const top = dotGit === undefined ? workspace : path.dirname(dotGit);
+    const named = configNamedPaths([path.join(admin, 'config.worktree')], '', admin, top, workspace);
+    for (const p of [...named.includes, ...named.programs]) {
+      const real = realInside(p, workspace);
+      if (real !== undefined && real !== workspace && isFile(real) && !out.readonly.includes(real)) out.readonly.push(real);
+    }
   }
 }
 
@@ -286,7 +307,7 @@ function makeEmpty(file: string, dir: string): void {
  * (created empty when missing: git skips a missing include, so the session could otherwise create
  * it), the `core.hooksPath` directory and the programs other keys name there, and the targets of
  * hooks that are symlinks into the workspace. Each of those (not the entries of the git dir) is added to `names` as
- * the config names it ({@link GuardedGit.named}).
+ * the config names it ({@link GuardedGit.named}). The config's `config.worktree` too, when git reads it.
  */
 function codeEntries(gitDir: string, workspace: string, names: string[]): string[] {
   const found: string[] = [];
@@ -327,7 +348,9 @@ function codeEntries(gitDir: string, workspace: string, names: string[]): string
       /* missing: config.worktree without extensions.worktreeConfig, which the read-only config cannot gain */
     }
   }
-  const named = configNamedPaths(path.join(gitDir, 'config'), config, gitDir, workspace);
+  const configs = [path.join(gitDir, 'config')];
+  if (worktreeConfig) configs.push(path.join(gitDir, 'config.worktree'));
+  const named = configNamedPaths(configs, config, gitDir, workTreeOf(gitDir, workspace), workspace);
   for (const p of named.includes) {
     if (!inside(p, workspace)) continue;
     try {
@@ -363,6 +386,16 @@ function codeEntries(gitDir: string, workspace: string, names: string[]): string
   return found;
 }
 
+/**
+ * The work tree's root of the repository whose git dir is `gitDir` (inside `workspace`): where git
+ * runs hooks, aliases and the programs config values name. `core.worktree` (relative to the git
+ * dir, as git reads it) when set, else `workspace` (the guarded git dir is the workspace's `.git`).
+ */
+function workTreeOf(gitDir: string, workspace: string): string {
+  const set = (gitConfigList(path.join(gitDir, 'config')) ?? []).filter(([k]) => k === 'core.worktree').pop();
+  return set === undefined || set[1] === '' ? workspace : path.resolve(gitDir, set[1]);
+}
+
 /** `p` with symlinks resolved when that lies in `workspace` (or is it), else undefined (missing, or elsewhere). */
 function realInside(p: string, workspace: string): string | undefined {
   try {
@@ -374,12 +407,69 @@ function realInside(p: string, workspace: string): string | undefined {
 }
 
 /**
- * Keys whose value git runs as a program or shell command (git-config(1)): the person's git on
- * the host runs them in `git status`, `diff`, `commit`, `fetch` and the like. Matched on the
- * lower-cased key git prints.
+ * The keys whose value git runs as a program or shell command, from git-config(1) (git's
+ * Documentation/config/*.adoc, 2.39 to 2.5x), lower-cased, `*` for a name the person chooses;
+ * a value that starts with `!` (an alias, a credential helper, `submodule.*.update`) is a shell
+ * command. Not what the guard matches on (it reads every value of every key, {@link valueFiles}):
+ * the list the tests attack with and the docs name, so that a key git adds later is covered too.
  */
-const PROGRAM_KEYS =
-  /^(core\.(fsmonitor|sshcommand|editor|pager|askpass|gitproxy)|sequence\.editor|diff\.external|diff\..+\.(textconv|command)|filter\..+\.(clean|smudge|process)|merge\..+\.driver|(difftool|mergetool)\..+\.cmd|credential\.(.+\.)?helper|gpg\.(.+\.)?program|pager\..+|alias\..+|uploadpack\.packobjectshook)$/;
+export const PROGRAM_KEYS: readonly string[] = [
+  'alias.*',
+  'alias.*.command',
+  'browser.*.cmd',
+  'browser.*.path',
+  'core.alternaterefscommand',
+  'core.askpass',
+  'core.editor',
+  'core.fsmonitor',
+  'core.gitproxy',
+  'core.pager',
+  'core.sshcommand',
+  'credential.helper',
+  'credential.*.helper',
+  'diff.external',
+  'diff.*.command',
+  'diff.*.textconv',
+  'difftool.*.cmd',
+  'difftool.*.path',
+  'filter.*.clean',
+  'filter.*.process',
+  'filter.*.smudge',
+  'gc.recentobjectshook',
+  'gpg.program',
+  'gpg.*.program',
+  'gpg.ssh.defaultkeycommand',
+  'guitool.*.cmd',
+  'help.browser',
+  'hook.*.command',
+  'imap.tunnel',
+  'instaweb.browser',
+  'instaweb.httpd',
+  'interactive.difffilter',
+  'man.viewer',
+  'man.*.cmd',
+  'man.*.path',
+  'merge.*.driver',
+  'mergetool.*.cmd',
+  'mergetool.*.path',
+  'pager.*',
+  'remote.*.receivepack',
+  'remote.*.uploadpack',
+  'remote.*.url',
+  'remote.*.pushurl',
+  'url.*.insteadof',
+  'sendemail.cccmd',
+  'sendemail.headercmd',
+  'sendemail.sendmailcmd',
+  'sendemail.smtpserver',
+  'sendemail.tocmd',
+  'sequence.editor',
+  'submodule.*.update',
+  'trailer.*.cmd',
+  'trailer.*.command',
+  'uploadpack.packobjectshook',
+  'web.browser',
+];
 
 /** What a repository's config makes git read or run ({@link configNamedPaths}): absolute paths, not resolved. */
 interface ConfigNamed {
@@ -387,23 +477,24 @@ interface ConfigNamed {
   includes: string[];
   /** `core.hooksPath` (relative to the worktree's root, where git runs hooks). */
   hookDirs: string[];
-  /** Each word of a {@link PROGRAM_KEYS} value that names an existing file (relative ones against the worktree's root). */
+  /** Each existing regular file that a word of any value names ({@link valueFiles}), whatever the key. */
   programs: string[];
 }
 
 /**
- * What the config file `file` (of git dir `gitDir`, text `text`) and everything it includes name,
- * as git parses it: `git config --file F --null --list` for each file (no hooks, no repository:
- * run from `/` with system and global config off, as the worker, before the sandbox starts), so
- * that comments, quoting, escapes and continued lines are git's own. Includes are followed to a
- * depth of 10 (git's own limit), relative ones against the directory of the file naming them, `~/`
- * against the worker's home. When git cannot be run: includes only, from a hand parse of `text`
- * ({@link includedFiles}).
+ * What the config files `files` (of git dir `gitDir`; the first one's text `text`) and everything
+ * they include name, as git parses it: `git config --file F --null --list` for each file (no hooks,
+ * no repository: run from `/` with system and global config off, as the worker, before the
+ * sandbox starts), so that comments, quoting, escapes and continued lines are git's own. Includes
+ * are followed to a depth of 10 (git's own limit), relative ones against the directory of the file
+ * naming them, `~/` against the worker's home. `top` is the work tree's root, where git runs hooks,
+ * aliases and the programs of other keys. When git cannot be run: includes only, from a hand parse
+ * of `text` ({@link includedFiles}).
  */
-function configNamedPaths(file: string, text: string, gitDir: string, workspace: string): ConfigNamed {
+function configNamedPaths(files: string[], text: string, gitDir: string, top: string, workspace: string): ConfigNamed {
   const out: ConfigNamed = { includes: [], hookDirs: [], programs: [] };
   const seen = new Set<string>();
-  let queue: string[] = [file];
+  let queue: string[] = files;
   for (let depth = 0; depth <= 10 && queue.length > 0; depth++) {
     const next: string[] = [];
     for (const f of queue) {
@@ -411,7 +502,7 @@ function configNamedPaths(file: string, text: string, gitDir: string, workspace:
       seen.add(f);
       const pairs = gitConfigList(f);
       if (pairs === undefined) {
-        if (f === file) out.includes.push(...includedFiles(text, gitDir));
+        if (f === files[0]) out.includes.push(...includedFiles(text, gitDir));
         continue;
       }
       for (const [key, value] of pairs) {
@@ -421,19 +512,134 @@ function configNamedPaths(file: string, text: string, gitDir: string, workspace:
           out.includes.push(p);
           next.push(p);
         } else if (key === 'core.hookspath') {
-          const p = expandPath(value, workspace);
+          const p = expandPath(value, top);
           if (p !== undefined) out.hookDirs.push(p);
-        } else if (PROGRAM_KEYS.test(key)) {
-          for (const word of value.split(/[\s;|&()<>'"`=]+/)) {
-            const p = word === '' ? undefined : expandPath(word, workspace);
-            if (p !== undefined && isFile(p)) out.programs.push(p);
-          }
         }
+        // Every value, whatever its key (PROGRAM_KEYS is git's list today; a key it lacks or git adds fails closed).
+        out.programs.push(...valueFiles(value, [top, workspace, gitDir], workspace, gitDir));
       }
     }
     queue = next;
   }
   return out;
+}
+
+/**
+ * The existing regular files in `workspace` (symlinks resolved) that a word of the config value
+ * `value` may name, when git runs it as a program or hands it to `sh -c`: a superset, so that
+ * what git or a shell would run is among them. A leading `!` is dropped; the words are the
+ * shell's (quotes, backslashes, `;|&()<>` and blanks; a word with blanks, as in
+ * `sh -c "./x.sh --a"`, split again), and also the value split at every blank, quote and shell
+ * character, each word split again at `=`, `:` and `,` (`FOO=./x`, `--file=x`, `ext::sh x`, a
+ * list), and every tail of a word after a `/` (`$PWD/x`, `$(git rev-parse --show-toplevel)/x`,
+ * `"$GIT_DIR"/../x`: whatever an expansion gives, the rest is relative to it). Each word is
+ * tried absolute, `~/` against the worker's home, and relative to each of `bases` (the work
+ * tree's root, where git runs it; the workspace; the git dir) and to each folder a word of the
+ * same value names (`cd tools && ./fmt.sh`). Never the git dir's own state (objects, refs, logs,
+ * HEAD, index: {@link isGitState}), which git in the session must go on writing.
+ */
+function valueFiles(value: string, bases: string[], workspace: string, gitDir: string): string[] {
+  const words = valueWords(value);
+  if (words.length === 0) return [];
+  const resolve = (w: string, base: string): string | undefined => expandPath(w, base);
+  const dirs = new Set(bases);
+  for (const w of words)
+    for (const base of bases) {
+      const p = resolve(w, base);
+      if (p !== undefined && dirs.size < 64 && inside(p, workspace) && isDir(p)) dirs.add(p);
+    }
+  const found = new Set<string>();
+  for (const w of words)
+    for (const base of dirs) {
+      const p = resolve(w, base);
+      if (p === undefined || !isFile(p)) continue;
+      const real = realInside(p, workspace);
+      if (real !== undefined && !isGitState(real, gitDir)) found.add(real);
+    }
+  return [...found];
+}
+
+/** The candidate words of a config value ({@link valueFiles}): distinct, none empty. */
+function valueWords(value: string): string[] {
+  const v = value.replace(/^\s*!/, '');
+  const words = new Set<string>();
+  // The shell's words, and those of a word that holds blanks (a nested `sh -c "…"`), three deep.
+  let level = shellWords(v);
+  for (let depth = 0; depth < 3 && level.length > 0; depth++) {
+    const deeper: string[] = [];
+    for (const w of level) {
+      words.add(w.replace(/^!/, ''));
+      if (/[\s;|&()<>'"`]/.test(w)) deeper.push(...shellWords(w.replace(/^\s*!/, '')));
+    }
+    level = deeper;
+  }
+  for (const w of v.split(/[\s;|&()<>'"`!]+/)) words.add(w);
+  for (const w of [...words]) for (const part of w.split(/[=:,]/)) words.add(part);
+  for (const w of [...words]) for (let i = w.indexOf('/'); i >= 0; i = w.indexOf('/', i + 1)) words.add(w.slice(i + 1));
+  words.delete('');
+  return [...words];
+}
+
+/**
+ * `s` split into words as a POSIX shell splits a simple command line: single quotes literal,
+ * double quotes with `\$`, `` \` ``, `\"`, `\\` escapes, a backslash quoting the next character
+ * outside quotes, unquoted blanks and `;|&()<>` and backquotes ending a word. Expansions are kept
+ * as text ({@link valueWords} tries what follows them).
+ */
+function shellWords(s: string): string[] {
+  const out: string[] = [];
+  let cur = '';
+  let started = false;
+  let quote = '';
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i]!;
+    if (quote === "'") {
+      if (c === "'") quote = '';
+      else cur += c;
+    } else if (quote === '"') {
+      if (c === '"') quote = '';
+      else if (c === '\\' && i + 1 < s.length && '$`"\\\n'.includes(s[i + 1]!)) cur += s[++i];
+      else cur += c;
+    } else if (c === "'" || c === '"') {
+      quote = c;
+      started = true;
+    } else if (c === '\\' && i + 1 < s.length) {
+      cur += s[++i];
+      started = true;
+    } else if (/[\s;|&()<>`]/.test(c)) {
+      if (started) out.push(cur);
+      cur = '';
+      started = false;
+    } else {
+      cur += c;
+      started = true;
+    }
+  }
+  if (started) out.push(cur);
+  return out;
+}
+
+/**
+ * Whether `p` (absolute, resolved) is the state git keeps in `gitDir` and rewrites by rename in
+ * every `commit`, `checkout` or `fetch` (objects, refs, logs, HEAD, the index, the state of a
+ * merge, rebase or sequencer, a linked worktree's admin folder): never bound read-only, even
+ * when a value names it (`alias.head = !cat .git/HEAD`), so that git in the session works; no
+ * person's config runs a program from there.
+ */
+function isGitState(p: string, gitDir: string): boolean {
+  let real = gitDir;
+  try {
+    real = fs.realpathSync(gitDir);
+  } catch {
+    /* as given */
+  }
+  const rel = path.relative(real, p);
+  if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) return false;
+  return (
+    /^(index|packed-refs|shallow|COMMIT_EDITMSG|TAG_EDITMSG|MERGE_MSG|MERGE_MODE|SQUASH_MSG|AUTO_MERGE|[A-Z_]*HEAD|sharedindex\.[0-9a-f]+)(\.lock)?$/.test(
+      rel,
+    ) || /^(objects|refs|logs|worktrees|rebase-merge|rebase-apply|sequencer|rr-cache|lfs|modules|agent-jobs-quarantine)\//.test(rel)
+  );
 }
 
 /** `value` as a path: `~/…` against the worker's home, relative against `base`; undefined for '' or `~user`. */

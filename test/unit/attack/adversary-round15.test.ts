@@ -94,7 +94,10 @@
  * runs not tried: `git add -p` filters only a coloured diff, in a terminal). Fix (whole kind): bind
  * every existing workspace file that any word of any config value names (a leading `!` dropped, a
  * superset, not a list of keys), or refuse to open a session on a repository whose config names
- * programs in the workspace that are not bound.
+ * programs in the workspace that are not bound. Fixed (git-guard.ts `valueFiles`: every value of
+ * every key, the first way; its describe runs, `OPEN_CONFIG_PROGRAMS`), with the attacker's
+ * variants added: `! "./my scripts/chk.sh"`, `!cd tools && ./lint.sh`, an expansion before the path
+ * (each of the three ran the plant on the host before the fix, observed).
  *
  * Kind 5 (what the human reads is not what runs), the round-14 rule for a number after a
  * right-to-left letter: `markReorderedRightToLeft` forgets the right-to-left letter at any `\p{L}`,
@@ -147,6 +150,9 @@ import { personsRepo, plant } from './persons-repo';
 /** Every attack below works on 2459236 (see the doc comment): skipped until fixed. */
 const OPEN = true;
 const t = OPEN ? test.skip : test;
+/** Kind 6, a program the person's config names in the workspace: fixed (git-guard.ts `valueFiles`, every value of every key). */
+const OPEN_CONFIG_PROGRAMS = false;
+const tConfigPrograms = OPEN_CONFIG_PROGRAMS ? test.skip : test;
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
@@ -273,6 +279,8 @@ dRoot('kind 6: a `.git` file the audit reads otherwise than git', () => {
 });
 
 dRoot("kind 6: a program the person's config names in the workspace", () => {
+  // `run`: what the person's git on the host does with it ('' for a write check only: `git add -p`'s diffFilter wants a
+  // terminal, alternateRefsCommand a push to a repository with alternates, a merge tool a conflict).
   const cases: { key: string; value: string; file: string; run: string }[] = [
     { key: 'alias.fmt', value: '!./scripts/fmt.sh', file: 'scripts/fmt.sh', run: 'git fmt' },
     {
@@ -282,29 +290,139 @@ dRoot("kind 6: a program the person's config names in the workspace", () => {
       run: 'printf "protocol=https\\nhost=example.com\\n\\n" | GIT_TERMINAL_PROMPT=0 git credential fill',
     },
     { key: 'trailer.sign.cmd', value: 'scripts/tr.sh', file: 'scripts/tr.sh', run: 'git commit -qm m --allow-empty --trailer "sign: me"' },
+    // The attacker's variants: a quoted path with a blank after `! `, a `cd` first, an expansion before the path.
+    { key: 'alias.chk', value: '! "./my scripts/chk.sh" --all', file: '"my scripts/chk.sh"', run: 'git chk' },
+    { key: 'alias.lint', value: '!cd tools && ./lint.sh', file: 'tools/lint.sh', run: 'git lint' },
+    { key: 'alias.top', value: '!"$(git rev-parse --show-toplevel)"/tools/top.sh', file: 'tools/top.sh', run: 'cd tools && git top' },
+    { key: 'interactive.diffFilter', value: 'scripts/df.sh --color', file: 'scripts/df.sh', run: '' },
+    { key: 'core.alternateRefsCommand', value: 'scripts/alt.sh', file: 'scripts/alt.sh', run: '' },
+    { key: 'mergetool.mine.path', value: 'tools/mt.sh', file: 'tools/mt.sh', run: '' },
   ];
   for (const { key, value, file, run } of cases)
-    t(`${key} = ${value}: the session cannot rewrite ${file}, which the person's \`${run.split('|').pop()!.trim()}\` runs`, async () => {
+    tConfigPrograms(
+      `${key} = ${value}: the session cannot rewrite ${file}${run ? `, which the person's \`${run.split('|').pop()!.trim()}\` runs` : ''}`,
+      async () => {
+        const { ws, git, marker } = personsRepo();
+        const name = file.replace(/"/g, '');
+        try {
+          fs.mkdirSync(path.dirname(path.join(ws, name)), { recursive: true });
+          fs.writeFileSync(path.join(ws, name), '#!/bin/sh\ncat\n', { mode: 0o755 });
+          git('config', key, value);
+          git('config', 'user.name', 'p');
+          git('config', 'user.email', 'p@example.com');
+          const s = await startSession({ cwd: ws, workspace: ws });
+          // Rewritten in place: the file stays the person's, and executable.
+          const r = await s.run(`printf '#!/bin/sh\\nid -un > ${marker}\\nprintf x\\n' > ${file} && echo planted`);
+          await s.close();
+          if (run) hostBash(ws, run);
+          expect({ written: r.output.startsWith('planted'), ranOnTheHost: fs.existsSync(marker) }).toEqual({
+            written: false,
+            ranOnTheHost: false,
+          });
+        } finally {
+          fs.rmSync(marker, { force: true });
+        }
+      },
+    );
+});
+
+dRoot("kind 6: a program the person's config names, reached by a folder the session replaces", () => {
+  // The folder on the way renamed away and a new one made: the person's git reaches the program by its path.
+  const cases: {
+    what: string;
+    setup: (ws: string, git: (...a: string[]) => string) => void;
+    attack: (marker: string) => string;
+    run: string;
+  }[] = [
+    {
+      what: '`mv scripts s2 && mkdir scripts` (alias.fmt = !./scripts/fmt.sh)',
+      setup: (ws, git) => {
+        fs.mkdirSync(path.join(ws, 'scripts'));
+        fs.writeFileSync(path.join(ws, 'scripts', 'fmt.sh'), '#!/bin/sh\ncat\n', { mode: 0o755 });
+        git('config', 'alias.fmt', '!./scripts/fmt.sh');
+      },
+      attack: (marker) => `mv scripts s2 && mkdir scripts && ${plant(marker, 'scripts/fmt.sh')}`,
+      run: 'git fmt',
+    },
+    {
+      what: '`mv tools/ci x && mkdir -p tools/ci` (credential.helper = !tools/ci/cred.sh, two folders deep)',
+      setup: (ws, git) => {
+        fs.mkdirSync(path.join(ws, 'tools', 'ci'), { recursive: true });
+        fs.writeFileSync(path.join(ws, 'tools', 'ci', 'cred.sh'), '#!/bin/sh\ncat\n', { mode: 0o755 });
+        git('config', 'credential.helper', '!tools/ci/cred.sh');
+      },
+      attack: (marker) => `mv tools/ci x && mkdir -p tools/ci && ${plant(marker, 'tools/ci/cred.sh')}`,
+      run: 'printf "protocol=https\\nhost=example.com\\n\\n" | GIT_TERMINAL_PROMPT=0 git credential fill',
+    },
+    {
+      what: "`mv .husky h2 && mkdir -p .husky/_` (core.hooksPath = .husky/_, husky 9's)",
+      setup: (ws, git) => {
+        fs.mkdirSync(path.join(ws, '.husky', '_'), { recursive: true });
+        git('config', 'core.hooksPath', '.husky/_');
+      },
+      attack: (marker) => `mv .husky h2 && mkdir -p .husky/_ && ${plant(marker, '.husky/_/pre-commit')}`,
+      run: 'git commit -qm m --allow-empty',
+    },
+    {
+      what: "`mv conf c2 && mkdir conf` (include.path = ../conf/team.conf), a config of the session's in its place",
+      setup: (ws, git) => {
+        fs.mkdirSync(path.join(ws, 'conf'));
+        fs.writeFileSync(path.join(ws, 'conf', 'team.conf'), '[core]\n\tautocrlf = false\n');
+        git('config', 'include.path', '../conf/team.conf');
+      },
+      attack: (marker) =>
+        `mv conf c2 && mkdir conf && ${plant(marker, 'fsm.sh')} && printf '[core]\\n\\tfsmonitor = %s/fsm.sh\\n' "$PWD" > conf/team.conf`,
+      run: 'git status --short',
+    },
+  ];
+  for (const { what, setup, attack, run } of cases)
+    tConfigPrograms(`${what}: refused, and the person's \`${run.split('|').pop()!.trim()}\` runs nothing planted`, async () => {
       const { ws, git, marker } = personsRepo();
       try {
-        fs.mkdirSync(path.join(ws, 'scripts'));
-        fs.writeFileSync(path.join(ws, file), '#!/bin/sh\ncat\n', { mode: 0o755 });
-        git('config', key, value);
+        setup(ws, git);
         git('config', 'user.name', 'p');
         git('config', 'user.email', 'p@example.com');
         const s = await startSession({ cwd: ws, workspace: ws });
-        // Rewritten in place: the file stays the person's, and executable.
-        const r = await s.run(`printf '#!/bin/sh\\nid -un > ${marker}\\nprintf x\\n' > ${file} && echo planted`);
+        const r = await s.run(`${attack(marker)} && echo planted`);
         await s.close();
         hostBash(ws, run);
-        expect({ written: r.output.startsWith('planted'), ranOnTheHost: fs.existsSync(marker) }).toEqual({
-          written: false,
+        expect({ planted: r.output.includes('planted'), ranOnTheHost: fs.existsSync(marker) }).toEqual({
+          planted: false,
           ranOnTheHost: false,
         });
       } finally {
         fs.rmSync(marker, { force: true });
       }
     });
+});
+
+/**
+ * Open: a program the config names through a symlink in the workspace (`link.sh -> real.sh`): the
+ * guard binds the target, but a symlink is no mount point (bwrap's bind follows it), so the session
+ * removes the link and puts a program of its own at its name. Not fixed: binding the folder that
+ * holds the link read-only would take the workspace's root; refusing to start the session, or the
+ * audit noticing the replaced link, are the ways left (git-audit.ts is another developer's now).
+ */
+const OPEN_SYMLINKED_PROGRAM = true;
+dRoot("kind 6: a program the person's config names through a symlink in the workspace (open)", () => {
+  (OPEN_SYMLINKED_PROGRAM ? test.skip : test)("`rm link.sh` and a new link.sh: the person's `git lnk` runs nothing planted", async () => {
+    const { ws, git, marker } = personsRepo();
+    try {
+      fs.writeFileSync(path.join(ws, 'real.sh'), '#!/bin/sh\ncat\n', { mode: 0o755 });
+      fs.symlinkSync('real.sh', path.join(ws, 'link.sh'));
+      git('config', 'alias.lnk', '!./link.sh');
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const r = await s.run(`rm link.sh && ${plant(marker, 'link.sh')} && echo planted`);
+      await s.close();
+      hostBash(ws, 'git lnk');
+      expect({ planted: r.output.includes('planted'), ranOnTheHost: fs.existsSync(marker) }).toEqual({
+        planted: false,
+        ranOnTheHost: false,
+      });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
 });
 
 /** Whether `command` is shown other than verbatim in the approval prompt (with a warning), the UI's summary and its details. */

@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { guardedGit } from '../../../src/session/git-guard';
+import { guardedGit, PROGRAM_KEYS } from '../../../src/session/git-guard';
 import { removeTempDirs, tempDir } from './helpers';
 
 afterAll(removeTempDirs);
@@ -29,7 +29,7 @@ test("each linked worktree's admin folder is a mount point, its commondir and gi
   const { root, ws } = repoWithWorktrees();
   const g = guardedGit(ws);
   const wt = path.join(ws, '.git', 'worktrees');
-  // `inner` too, the folder of a read-only `.git` file: bound onto itself, so that it cannot be renamed aside and made again.
+  // `inner` too: the folder on the way to its read-only `.git` file (pinFolders).
   expect(g.writable.sort()).toEqual(
     [path.join(ws, '.git'), wt, path.join(wt, 'feat'), path.join(wt, 'inner'), path.join(ws, 'inner')].sort(),
   );
@@ -161,5 +161,91 @@ describe('what the config names, as git reads it', () => {
     expect(g.readonly).toEqual(
       expect.arrayContaining([path.join(ws, 'repo.gitconfig'), path.join(ws, '.gitdir', 'hooks'), path.join(ws, '.gitdir', 'info')]),
     );
+  });
+
+  test('a file for each key of PROGRAM_KEYS (git-config(1)), plain and as `!` shell command, is bound read-only', () => {
+    const { ws } = plainRepo();
+    fs.mkdirSync(path.join(ws, 'scripts'));
+    const files: string[] = [];
+    let text = '';
+    PROGRAM_KEYS.forEach((pattern, i) => {
+      // `a.b.c` as git's file spells it: `[a "b"]` then `c = …` (one git run for all, rather than two a key).
+      const parts = pattern.replace('*', `t${i}`).split('.');
+      const name = parts.pop()!;
+      text += parts.length > 1 ? `[${parts[0]} "${parts.slice(1).join('.')}"]\n` : `[${parts[0]}]\n`;
+      const plain = path.join('scripts', `p${i}.sh`);
+      const bang = path.join('scripts', `b${i}.sh`);
+      for (const f of [plain, bang]) fs.writeFileSync(path.join(ws, f), '#!/bin/sh\n', { mode: 0o755 });
+      text += `\t${name} = ${plain}\n\t${name} = !${bang} --flag\n`;
+      files.push(path.join(ws, plain), path.join(ws, bang));
+    });
+    fs.appendFileSync(path.join(ws, '.git', 'config'), text);
+    expect(files.filter((f) => !guardedGit(ws).readonly.includes(f))).toEqual([]);
+  });
+
+  test("an attacker's spellings of a program in a value, under keys on no list, are bound", () => {
+    const { ws, git } = plainRepo();
+    const values: [string, string][] = [
+      ['!./a.sh', 'a.sh'],
+      ['! "./my scripts/b.sh" --x', 'my scripts/b.sh'],
+      ["!sh -c './c.sh --flag'", 'c.sh'],
+      ['!cd tools && ./d.sh', 'tools/d.sh'],
+      ['!$PWD/e.sh', 'e.sh'],
+      ['!"$(git rev-parse --show-toplevel)"/f.sh', 'f.sh'],
+      ['ext::sh g.sh', 'g.sh'],
+      ['!FOO=1 ./h.sh', 'h.sh'],
+      ['tool --config=i.sh', 'i.sh'],
+      ['!j\\ k.sh', 'j k.sh'],
+      ['!${GIT_DIR:-.git}/../l.sh', 'l.sh'],
+      ['!`echo m.sh`', 'm.sh'],
+    ];
+    fs.mkdirSync(path.join(ws, 'tools'));
+    fs.mkdirSync(path.join(ws, 'my scripts'));
+    values.forEach(([value, file], i) => {
+      fs.writeFileSync(path.join(ws, file), '');
+      // Keys no list names: a new one, a made-up subsection.
+      git('config', `newtool${i}.run`, value);
+    });
+    const ro = guardedGit(ws).readonly;
+    expect(values.map(([, f]) => path.join(ws, f)).filter((f) => !ro.includes(f))).toEqual([]);
+  });
+
+  test('relative to core.worktree (a subdirectory: git runs programs there), and in config.worktree', () => {
+    const { ws, git } = plainRepo();
+    fs.mkdirSync(path.join(ws, 'app'));
+    fs.writeFileSync(path.join(ws, 'app', 'fsm.sh'), '');
+    fs.writeFileSync(path.join(ws, 'wt.sh'), '');
+    git('config', 'core.worktree', '../app');
+    git('config', 'core.fsmonitor', 'fsm.sh');
+    git('config', 'extensions.worktreeConfig', 'true');
+    fs.writeFileSync(path.join(ws, '.git', 'config.worktree'), '[alias]\n\tx = !./wt.sh\n');
+    const ro = guardedGit(ws).readonly;
+    expect(ro).toEqual(expect.arrayContaining([path.join(ws, 'app', 'fsm.sh'), path.join(ws, 'wt.sh')]));
+  });
+
+  test("never the git dir's state, a folder, the workspace itself, or what lies outside it", () => {
+    const { ws, git } = plainRepo();
+    fs.mkdirSync(path.join(ws, 'src'));
+    git('config', 'alias.head', '!cat .git/HEAD .git/index .git/packed-refs && ls src . ..');
+    git('config', 'remote.origin.url', '.');
+    git('pack-refs', '--all');
+    const ro = guardedGit(ws).readonly;
+    for (const p of ['HEAD', 'index', 'packed-refs']) expect(ro).not.toContain(path.join(ws, '.git', p));
+    expect(ro.filter((p) => p === ws || p === path.join(ws, 'src') || !p.startsWith(`${ws}/`))).toEqual([]);
+  });
+
+  test('each folder on the way to a bound program is bound onto itself, none that is or lies in a read-only path', () => {
+    const { ws, git } = plainRepo();
+    fs.mkdirSync(path.join(ws, 'a', 'b'), { recursive: true });
+    fs.writeFileSync(path.join(ws, 'a', 'b', 'fmt.sh'), '');
+    git('config', 'alias.fmt', '!./a/b/fmt.sh');
+    git('config', 'core.hooksPath', '.husky/_');
+    fs.mkdirSync(path.join(ws, '.husky', '_', 'lib'), { recursive: true });
+    fs.writeFileSync(path.join(ws, '.husky', '_', 'lib', 'h.sh'), '');
+    git('config', 'alias.h', '!.husky/_/lib/h.sh');
+    const g = guardedGit(ws);
+    expect(g.writable).toEqual(expect.arrayContaining([path.join(ws, 'a'), path.join(ws, 'a', 'b'), path.join(ws, '.husky')]));
+    expect(g.readonly).toEqual(expect.arrayContaining([path.join(ws, '.husky', '_'), path.join(ws, '.husky', '_', 'lib', 'h.sh')]));
+    expect(g.writable.filter((p) => p === ws || p.startsWith(path.join(ws, '.husky', '_')))).toEqual([]);
   });
 });
