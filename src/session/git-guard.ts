@@ -34,8 +34,9 @@
  * `sub/p.sh`, which the session can create). Each folder on the way to a read-only path in the
  * workspace is bound onto itself ({@link pinFolders}), so that the session cannot rename it away
  * and make a new one with a program of its own at the same path (`mv scripts s2 && mkdir
- * scripts`; `.husky` for `core.hooksPath = .husky/_`; an included file's folder); a program
- * reached through a symlink in the workspace stays open, as below (adversary-round15.test.ts).
+ * scripts`; `.husky` for `core.hooksPath = .husky/_`; an included file's folder); a symlink on
+ * the way to a program is no mount point: the git audit puts it back when the session replaces it
+ * (git-audit.ts `heldLinks`, from {@link GuardedGit.named}).
  *
  * Only a repository whose `.git` is at the workspace's root is guarded (a workspace inside a
  * repository sees its `.git` read-only already). What a bind cannot cover because it did not exist
@@ -477,7 +478,7 @@ interface ConfigNamed {
   includes: string[];
   /** `core.hooksPath` (relative to the worktree's root, where git runs hooks). */
   hookDirs: string[];
-  /** Each existing regular file that a word of any value names ({@link valueFiles}), whatever the key. */
+  /** Each existing regular file that a word of any value names ({@link valueFiles}), whatever the key, as named (absolute; symlinks not resolved). */
   programs: string[];
 }
 
@@ -554,7 +555,8 @@ function valueFiles(value: string, bases: string[], workspace: string, gitDir: s
       const p = resolve(w, base);
       if (p === undefined || !isFile(p)) continue;
       const real = realInside(p, workspace);
-      if (real !== undefined && !isGitState(real, gitDir)) found.add(real);
+      // As named, not resolved: a symlink on the way is then one the audit holds (git-audit.ts heldLinks).
+      if (real !== undefined && !isGitState(real, gitDir)) found.add(p);
     }
   return [...found];
 }

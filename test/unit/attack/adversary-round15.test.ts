@@ -397,15 +397,16 @@ dRoot("kind 6: a program the person's config names, reached by a folder the sess
 });
 
 /**
- * Open: a program the config names through a symlink in the workspace (`link.sh -> real.sh`): the
- * guard binds the target, but a symlink is no mount point (bwrap's bind follows it), so the session
- * removes the link and puts a program of its own at its name. Not fixed: binding the folder that
- * holds the link read-only would take the workspace's root; refusing to start the session, or the
- * audit noticing the replaced link, are the ways left (git-audit.ts is another developer's now).
+ * Was open: a program the config names through a symlink in the workspace (`link.sh -> real.sh`):
+ * the guard binds the target, but a symlink is no mount point (bwrap's bind follows it), so the
+ * session removes the link and puts a program of its own at its name. Held now by the git audit,
+ * which puts back a link on the way to what the config names (git-guard.ts names the program as
+ * the config does, so git-audit.ts `heldLinks` records the link).
  */
-const OPEN_SYMLINKED_PROGRAM = true;
-dRoot("kind 6: a program the person's config names through a symlink in the workspace (open)", () => {
-  (OPEN_SYMLINKED_PROGRAM ? test.skip : test)("`rm link.sh` and a new link.sh: the person's `git lnk` runs nothing planted", async () => {
+dRoot("kind 6: a program the person's config names through a symlink in the workspace", () => {
+  // Was open (the link is no mount point): the guard now names the program as the config does
+  // (`./link.sh`, not its target), so the git audit holds the link and puts it back after the command.
+  test("`rm link.sh` and a new link.sh: the link is put back, and the person's `git lnk` runs nothing planted", async () => {
     const { ws, git, marker } = personsRepo();
     try {
       fs.writeFileSync(path.join(ws, 'real.sh'), '#!/bin/sh\ncat\n', { mode: 0o755 });
@@ -415,8 +416,10 @@ dRoot("kind 6: a program the person's config names through a symlink in the work
       const r = await s.run(`rm link.sh && ${plant(marker, 'link.sh')} && echo planted`);
       await s.close();
       hostBash(ws, 'git lnk');
-      expect({ planted: r.output.includes('planted'), ranOnTheHost: fs.existsSync(marker) }).toEqual({
-        planted: false,
+      // The session can still plant (the audit is what holds): the result says the link was put back.
+      expect({ planted: r.output.includes('planted'), putBack: r.output.includes('put back') }).toEqual({ planted: true, putBack: true });
+      expect({ link: fs.readlinkSync(path.join(ws, 'link.sh')), ranOnTheHost: fs.existsSync(marker) }).toEqual({
+        link: 'real.sh',
         ranOnTheHost: false,
       });
     } finally {
