@@ -143,9 +143,12 @@ import { commandDetails, commandSummary, displayCommand } from '../../../src/sha
 import { closeSessions, removeTempDirs, startSession, waitUntil } from '../session/helpers';
 import { personsRepo, plant } from './persons-repo';
 
-/** Every attack below works on 2459236 (see the doc comment): skipped until fixed. */
-const OPEN = true;
-const t = OPEN ? test.skip : test;
+/**
+ * Every attack below works on 2459236 (see the doc comment); each group is skipped while its fix is
+ * missing (true: still open).
+ */
+const OPEN = { walkBytes: true, dotGitFile: true, guardKeys: true, display: true, rootChown: false };
+const open = (still: boolean): typeof test => (still ? test.skip : test);
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
@@ -181,6 +184,7 @@ const evilGitDir = (dir: string, final: string, marker: string): string =>
   ].join(' && ');
 
 dRoot('kind 6: a git dir the walk cannot read', () => {
+  const t = open(OPEN.walkBytes);
   t(
     "a `.git` in a folder whose name is the byte 0xff (not UTF-8) is moved: the person's `git status` at the root runs nothing",
     async () => {
@@ -209,6 +213,7 @@ dRoot('kind 6: a git dir the walk cannot read', () => {
 });
 
 dRoot('kind 6: a `.git` file the audit reads otherwise than git', () => {
+  const t = open(OPEN.dotGitFile);
   t(
     "a `.git` file whose first line ends at a carriage return is not kept as a worktree's: the person's `git status` in src/ runs nothing",
     async () => {
@@ -272,6 +277,7 @@ dRoot('kind 6: a `.git` file the audit reads otherwise than git', () => {
 });
 
 dRoot("kind 6: a program the person's config names in the workspace", () => {
+  const t = open(OPEN.guardKeys);
   const cases: { key: string; value: string; file: string; run: string }[] = [
     { key: 'alias.fmt', value: '!./scripts/fmt.sh', file: 'scripts/fmt.sh', run: 'git fmt' },
     {
@@ -319,6 +325,7 @@ function flaggedEverywhere(command: string): { prompt: boolean; summary: boolean
 const FLAGGED = { prompt: true, summary: true, details: true };
 
 describe('kind 5: a right-to-left letter before a number, a bidi-neutral modifier letter between', () => {
+  const t = open(OPEN.display);
   const commands: [string, string][] = [
     ['sort א ˌ> 2024.csv', 'U+02CC, drawn `sort 2024 <ˌ א.csv`'],
     ['cp גיבוי ˍ2024', 'U+02CD, drawn `cp 2024ˍ גיבוי`'],
@@ -357,6 +364,7 @@ print('packed')
 `;
 
 dRoot('kind 6/7: root, on the host, chowns through a symlink the session puts in the workspace', () => {
+  const t = open(OPEN.rootChown);
   t(
     'a job swapping the packed-refs the audit rewrites for a symlink does not get a root-only host file chowned to the session',
     async () => {
