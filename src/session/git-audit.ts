@@ -51,7 +51,7 @@
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { walkGit, type GitWalk } from './git-walk';
+import { decodeName, nameBytes, showName, walkGit, type GitWalk } from './git-walk';
 
 /** What the workspace's git metadata held at session start (absolute paths; `git` is `<workspace>/.git`). */
 export interface GitBaseline {
@@ -97,7 +97,7 @@ const MAX_MOVES = 10_000;
 /** The audit yields to the worker's event loop after this many moves or checks (each a few system calls). */
 const YIELD_EVERY = 64;
 
-/** The file in the quarantine that says what each entry was (JSON lines: name, path relative to the workspace, why, at). */
+/** The file in the quarantine that says what each entry was (JSON lines: name, path relative to the workspace with a byte of a name that is not UTF-8 as `\xNN`, why, at). */
 export const QUARANTINE_LOG = 'log.jsonl';
 
 /**
@@ -144,7 +144,7 @@ function track(fds: number[], fd: number): number {
  * @throws when `name` is missing, a symlink or no directory
  */
 function openDirAt(dir: number, name: string): number {
-  return fs.openSync(`/proc/self/fd/${dir}/${name}`, DIR_FLAGS);
+  return fs.openSync(nameBytes(`/proc/self/fd/${dir}/${name}`), DIR_FLAGS);
 }
 
 /**
@@ -276,7 +276,7 @@ const unchecked = (b: GitBaseline, why: string): GitFinding => ({ path: b.worksp
  */
 export function gitAuditNote(findings: readonly GitFinding[], b: GitBaseline): string | undefined {
   if (findings.length === 0) return undefined;
-  const rel = (p: string): string => path.relative(b.workspace, p) || '.';
+  const rel = (p: string): string => showName(path.relative(b.workspace, p)) || '.';
   const named = (fs: readonly GitFinding[]): string =>
     fs
       .slice(0, MAX_NOTED)
@@ -311,11 +311,11 @@ const WORKTREE_CONFIG = /worktreeconfig\s*=\s*(true|yes|on|1)?\s*$/im;
 /** Whether `file` is a `.git` file naming an admin folder of the root's repository that the audit keeps (`git worktree add` in the workspace). */
 function linkedWorktreeFile(file: string, b: GitBaseline, final: boolean): boolean {
   try {
-    if (!fs.lstatSync(file).isFile()) return false;
+    if (!fs.lstatSync(nameBytes(file)).isFile()) return false;
     const m = /^gitdir: (.+)$/m.exec(read(file));
     if (!m) return false;
     const admin = path.resolve(path.dirname(file), m[1]!.trim());
-    if (path.dirname(admin) !== path.join(b.git, 'worktrees') || !fs.lstatSync(admin).isDirectory()) return false;
+    if (path.dirname(admin) !== path.join(b.git, 'worktrees') || !fs.lstatSync(nameBytes(admin)).isDirectory()) return false;
     return strayAdmin(admin, b, final) === undefined;
   } catch {
     return false;
@@ -325,9 +325,9 @@ function linkedWorktreeFile(file: string, b: GitBaseline, final: boolean): boole
 /** Why a new admin folder `worktrees/<id>` would lead the person's git astray, or undefined when it is a worktree of the repository's own. */
 function strayAdmin(admin: string, b: GitBaseline, final: boolean): string | undefined {
   try {
-    if (!fs.lstatSync(admin).isDirectory()) return 'not a folder';
+    if (!fs.lstatSync(nameBytes(admin)).isDirectory()) return 'not a folder';
     const common = read(path.join(admin, 'commondir')).split('\n')[0]!.trim();
-    if (common === '' || fs.realpathSync(path.resolve(admin, common)) !== b.git)
+    if (common === '' || realpath(path.resolve(admin, common)) !== b.git)
       return "a linked worktree whose commondir is not the repository's";
   } catch {
     return "a linked worktree whose commondir is not the repository's";
@@ -348,7 +348,7 @@ function namesBack(dotGit: string, admin: string): boolean {
   const m = /^gitdir: (.+)$/m.exec(read(dotGit));
   if (!m) return false;
   try {
-    return fs.realpathSync(path.resolve(path.dirname(dotGit), m[1]!.trim())) === fs.realpathSync(admin);
+    return realpath(path.resolve(path.dirname(dotGit), m[1]!.trim())) === realpath(admin);
   } catch {
     return false;
   }
@@ -400,15 +400,15 @@ class Quarantine {
     try {
       const dest = this.quarantine();
       const name = this.freeName(dest, '');
-      fs.renameSync(from, `/proc/self/fd/${dest}/${name}`);
-      this.log(dest, { name, path: rel, why, at: new Date().toISOString() });
+      fs.renameSync(nameBytes(from), `/proc/self/fd/${dest}/${name}`);
+      this.log(dest, { name, path: showName(rel), why, at: new Date().toISOString() });
       return { path: abs, why, movedTo: path.join(this.b.git, QUARANTINE, name) };
     } catch {
       /* renamed in place below */
     }
     try {
       const name = this.freeName(parent, '.agent-jobs-quarantined-');
-      fs.renameSync(from, `/proc/self/fd/${parent}/${name}`);
+      fs.renameSync(nameBytes(from), `/proc/self/fd/${parent}/${name}`);
       return { path: abs, why, movedTo: path.join(path.dirname(abs), name), inPlace: true };
     } catch {
       return { path: abs, why, movedTo: undefined };
@@ -486,9 +486,9 @@ class Quarantine {
       let dropping = false;
       for (const line of old.bytes.toString('latin1').split('\n')) {
         const ref = /^[0-9a-f]+ (.+)$/.exec(line)?.[1];
-        if (ref !== undefined) dropping = drop(Buffer.from(ref, 'latin1').toString('utf8'));
+        if (ref !== undefined) dropping = drop(decodeName(Buffer.from(ref, 'latin1')));
         if (ref !== undefined && dropping)
-          out.push({ path: `${file}: ${Buffer.from(ref, 'latin1').toString('utf8')}`, why, movedTo: 'dropped' });
+          out.push({ path: `${file}: ${decodeName(Buffer.from(ref, 'latin1'))}`, why, movedTo: 'dropped' });
         if (!(dropping && (ref !== undefined || line.startsWith('^')))) kept.push(line);
       }
       const c = fs.constants;
@@ -548,9 +548,14 @@ class Quarantine {
   }
 }
 
+/** `p` (its names as git-walk.ts's `decodeName` gives them) with every symlink resolved, the same way; throws as `realpathSync`. */
+function realpath(p: string): string {
+  return decodeName(fs.realpathSync(nameBytes(p), { encoding: 'buffer' }));
+}
+
 function exists(p: string): boolean {
   try {
-    fs.lstatSync(p);
+    fs.lstatSync(nameBytes(p));
     return true;
   } catch {
     return false;
@@ -559,7 +564,7 @@ function exists(p: string): boolean {
 
 function isSymlink(p: string): boolean {
   try {
-    return fs.lstatSync(p).isSymbolicLink();
+    return fs.lstatSync(nameBytes(p)).isSymbolicLink();
   } catch {
     return false;
   }
@@ -581,7 +586,7 @@ function read(file: string, max = 1 << 20): string {
 function readFile(file: string, max: number): { bytes: Buffer; st: fs.Stats; truncated: boolean } | undefined {
   let fd: number | undefined;
   try {
-    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+    fd = fs.openSync(nameBytes(file), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
     const st = fs.fstatSync(fd);
     if (!st.isFile()) return undefined;
     // One byte more than `max`, to tell a file of more than `max` bytes (it may have grown since the fstat).
