@@ -13,7 +13,7 @@
  *   directory with `HEAD`, `objects` and `refs` is moved whole; one made a git dir by `HEAD` and
  *   `commondir` alone (a folder of the person's, whose other files are theirs) loses those two. A
  *   `.git` file of a linked worktree of the root's repository (its admin folder audited as below)
- *   is left alone: `git worktree add`;
+ *   is left alone: `git worktree add`; it and `commondir` are read as git reads them, whole ({@link gitPath});
  * - `commondir` in the root's git dir: git then reads the config of the directory it names;
  * - `modules/<name>`: `git submodule update` reuses it, config and hooks included;
  * - `worktrees/<id>` whose `commondir` is not the repository's, whose `gitdir` names a path that
@@ -312,10 +312,10 @@ const WORKTREE_CONFIG = /worktreeconfig\s*=\s*(true|yes|on|1)?\s*$/im;
 function linkedWorktreeFile(file: string, b: GitBaseline, final: boolean): boolean {
   try {
     if (!fs.lstatSync(nameBytes(file)).isFile()) return false;
-    const m = /^gitdir: (.+)$/m.exec(read(file));
-    if (!m) return false;
-    const admin = path.resolve(path.dirname(file), m[1]!.trim());
-    if (path.dirname(admin) !== path.join(b.git, 'worktrees') || !fs.lstatSync(nameBytes(admin)).isDirectory()) return false;
+    // The admin folder as git reaches it (symlinks on the way followed), and it must be one of the repository's own.
+    const admin = gitFileTarget(file);
+    if (admin === undefined || path.dirname(admin) !== path.join(b.git, 'worktrees') || !fs.lstatSync(nameBytes(admin)).isDirectory())
+      return false;
     return strayAdmin(admin, b, final) === undefined;
   } catch {
     return false;
@@ -326,13 +326,16 @@ function linkedWorktreeFile(file: string, b: GitBaseline, final: boolean): boole
 function strayAdmin(admin: string, b: GitBaseline, final: boolean): string | undefined {
   try {
     if (!fs.lstatSync(nameBytes(admin)).isDirectory()) return 'not a folder';
-    const common = read(path.join(admin, 'commondir')).split('\n')[0]!.trim();
-    if (common === '' || realpath(path.resolve(admin, common)) !== b.git)
-      return "a linked worktree whose commondir is not the repository's";
+    const common = gitPath(path.join(admin, 'commondir'));
+    if (common === undefined || resolveAsGit(admin, common) !== b.git) return "a linked worktree whose commondir is not the repository's";
   } catch {
     return "a linked worktree whose commondir is not the repository's";
   }
-  const gitdir = read(path.join(admin, 'gitdir')).split('\n')[0]!.trim();
+  const raw = gitPath(path.join(admin, 'gitdir'));
+  // git reads this file in more than one way (`git worktree prune` strips CR and LF, `list` all blanks): a path that a
+  // line break or NUL could end early is read no way, and one that is only blanks is none.
+  if (raw !== undefined && /[\r\n\0]/.test(raw.toString('latin1'))) return 'a linked worktree whose gitdir git may read otherwise';
+  const gitdir = raw === undefined ? '' : decodeName(raw).trim();
   if (gitdir === '') return undefined;
   const target = path.resolve(admin, gitdir);
   if (target === b.workspace || target.startsWith(`${b.workspace}/`)) return undefined;
@@ -345,13 +348,50 @@ function strayAdmin(admin: string, b: GitBaseline, final: boolean): string | und
 
 /** Whether `dotGit` is a `.git` file whose `gitdir:` is the admin folder `admin` (both resolved). */
 function namesBack(dotGit: string, admin: string): boolean {
-  const m = /^gitdir: (.+)$/m.exec(read(dotGit));
-  if (!m) return false;
   try {
-    return realpath(path.resolve(path.dirname(dotGit), m[1]!.trim())) === realpath(admin);
+    return gitFileTarget(dotGit) === realpath(admin);
   } catch {
     return false;
   }
+}
+
+/**
+ * The path a file of git's holding one (`commondir`, `gitdir`, the rest of a `.git` file) gives, read as git reads it
+ * (setup.c `get_common_dir_noenv`, `read_gitfile_gently`): the whole content, its trailing CR and LF stripped, then up to
+ * the first NUL (git goes on with a C string). Not a first line: round 15's `gitdir: <CR><LF>gitdir: ../.git/worktrees/w`
+ * is one path to git, `<CR><LF>gitdir: ../.git/worktrees/w`, and a `commondir` of `../..<LF>X` names `..<LF>X`. Undefined
+ * when the file is missing, no plain file, over 1 MiB, or gives an empty path (git refuses it then).
+ * @param skip bytes that must open the file and are not part of the path (`gitdir: ` for a `.git` file), else undefined
+ */
+function gitPath(file: string, skip?: Buffer): Buffer | undefined {
+  const r = readFile(file, 1 << 20);
+  if (!r || r.truncated) return undefined;
+  if (skip && !r.bytes.subarray(0, skip.length).equals(skip)) return undefined;
+  let end = r.bytes.length;
+  while (end > 0 && (r.bytes[end - 1] === 0x0a || r.bytes[end - 1] === 0x0d)) end--;
+  const rest = r.bytes.subarray(skip?.length ?? 0, Math.max(end, skip?.length ?? 0));
+  const nul = rest.indexOf(0);
+  const p = nul >= 0 ? rest.subarray(0, nul) : rest;
+  return p.length > 0 ? p : undefined;
+}
+
+/** The git dir a `.git` file names, as git finds it ({@link gitPath} after `gitdir: `, from the file's folder), resolved; undefined when git would refuse the file. */
+function gitFileTarget(file: string): string | undefined {
+  const p = gitPath(file, GITDIR_PREFIX);
+  return p === undefined ? undefined : resolveAsGit(path.dirname(file), p);
+}
+
+const GITDIR_PREFIX = Buffer.from('gitdir: ');
+
+/**
+ * `p` (bytes, from a file of git's) taken from the folder `dir` as git does (absolute as it is, else `<dir>/<p>`) with every
+ * symlink resolved as the kernel and git's `strbuf_realpath` do, before a `..` after it (not `path.resolve`, which drops
+ * `<symlink>/..` by its text); names as git-walk.ts's `decodeName` gives them.
+ * @throws when it names nothing
+ */
+function resolveAsGit(dir: string, p: Buffer): string {
+  const full = p[0] === 0x2f ? p : Buffer.concat([Buffer.from(nameBytes(dir)), Buffer.from('/'), p]);
+  return decodeName(fs.realpathSync.native(full, { encoding: 'buffer' }));
 }
 
 /** Moves the loose replace refs made since `b` and drops the packed ones from `packed-refs` (as `walk` listed them). */

@@ -258,6 +258,24 @@ describe('git audit: a guarded file the person replaces on the host during a com
 });
 
 describe('git audit: the work it leaves alone', () => {
+  test("a worktree's `.git` and `commondir` ending in CR LF are kept, as git reads them (round 15: the whole file, trailing CR and LF stripped); a `gitdir` of two lines is not", async () => {
+    const { ws } = personsRepo();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run(
+      [
+        'git worktree add -q wt2 -b two && git worktree add -q wt3 -b three',
+        `printf 'gitdir: %s\\r\\n' "$PWD/.git/worktrees/wt2" > wt2/.git && printf '../..\\r\\n' > .git/worktrees/wt2/commondir`,
+        `printf '%s\\n/elsewhere/.git\\n' "$PWD/wt3/.git" > .git/worktrees/wt3/gitdir`,
+        'git -C wt2 status --short && echo ok',
+      ].join(' && '),
+    );
+    expect(r.output).toContain('ok\n');
+    expect(r.output).toContain('.git/worktrees/wt3 (a linked worktree whose gitdir git may read otherwise)');
+    expect(r.output).not.toContain('wt2');
+    expect(fs.existsSync(path.join(ws, 'wt2', '.git'))).toBe(true);
+    expect(fs.existsSync(path.join(ws, '.git', 'worktrees', 'wt2', 'commondir'))).toBe(true);
+  });
+
   test('linked worktrees of the session (in the workspace and in its /tmp) across commands, a scratch repository in /tmp, and a nested repository there at start', async () => {
     const { ws, git } = personsRepo();
     // A repository the person had nested in the workspace before the run (a vendored checkout).
