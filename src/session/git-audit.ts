@@ -13,7 +13,7 @@
  *   directory with `HEAD`, `objects` and `refs` is moved whole; one made a git dir by `HEAD` and
  *   `commondir` alone (a folder of the person's, whose other files are theirs) loses those two. A
  *   `.git` file of a linked worktree of the root's repository (its admin folder audited as below)
- *   is left alone: `git worktree add`;
+ *   is left alone: `git worktree add`; it and `commondir` are read as git reads them, whole ({@link gitPath});
  * - `commondir` in the root's git dir: git then reads the config of the directory it names;
  * - `modules/<name>`: `git submodule update` reuses it, config and hooks included;
  * - `worktrees/<id>` whose `commondir` is not the repository's, whose `gitdir` names a path that
@@ -42,7 +42,11 @@
  * renamed in its own folder to `.agent-jobs-quarantined-<tag>-<seq>`, a name git never looks for;
  * only what cannot be renamed at all is left, and the result says "could NOT be moved". Moves are
  * made through descriptors opened without following symlinks, since a background job of the session
- * may swap a directory for a symlink meanwhile.
+ * may swap a directory for a symlink meanwhile. So is every other file operation of the worker's
+ * (root's) on what the session can write: what it creates is made with `O_CREAT|O_EXCL|O_NOFOLLOW`
+ * and chowned by `fchown` on that descriptor, never by name (round 15: a chown by name followed a
+ * symlink a job swapped in and gave a root-only host file to the session); renames, mkdir and
+ * unlink name entries as `/proc/self/fd/<dir>/<name>`, Node's `*at` calls ({@link openDirAt}).
  *
  * The reading (the walk of the workspace, the git dir's lists) runs in a worker thread within a
  * time budget and a heap bound (git-walk.ts); the moves run on the worker's thread, yielding to its
@@ -51,12 +55,14 @@
  * Only a workspace whose `.git` at its root is, at start, a directory or a symlink to one in the
  * workspace is audited (then the git dir is the link's target, the quarantine in it: a `.git` put in
  * the link's place goes to `.gitdir/agent-jobs-quarantine/`). Attack tests: adversary-round10.test.ts,
- * adversary-round11.test.ts, adversary-round13.test.ts ("the symlink itself"), adversary-round14.test.ts.
+ * adversary-round11.test.ts, adversary-round13.test.ts ("the symlink itself"), adversary-round14.test.ts,
+ * adversary-round15.test.ts.
  */
+import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { GuardedGit } from './git-guard';
-import { walkGit, type GitWalk } from './git-walk';
+import { decodeName, nameBytes, showName, walkGit, type GitWalk } from './git-walk';
 
 /** What the workspace's git metadata held at session start (absolute paths; `git` is `<workspace>/.git`). */
 export interface GitBaseline {
@@ -121,7 +127,7 @@ const MAX_MOVES = 10_000;
 /** The audit yields to the worker's event loop after this many moves or checks (each a few system calls). */
 const YIELD_EVERY = 64;
 
-/** The file in the quarantine that says what each entry was (JSON lines: name, path relative to the workspace, why, at). */
+/** The file in the quarantine that says what each entry was (JSON lines: name, path relative to the workspace with a byte of a name that is not UTF-8 as `\xNN`, why, at). */
 export const QUARANTINE_LOG = 'log.jsonl';
 
 /**
@@ -138,24 +144,69 @@ export const QUARANTINE_LOG = 'log.jsonl';
 export function prepareQuarantine(workspace: string, tag: string): string | undefined {
   const git = gitDirOf(workspace);
   if (git === undefined) return undefined;
-  const q = path.join(git, QUARANTINE);
+  const fds: number[] = [];
   try {
-    const owner = fs.lstatSync(git);
-    if (!owner.isDirectory()) return undefined;
-    let st: fs.Stats | undefined = fs.lstatSync(q, { throwIfNoEntry: false });
-    if (st && !st.isDirectory()) {
-      fs.renameSync(q, path.join(git, `${QUARANTINE}.blocked-${tag}`));
-      st = undefined;
-    }
-    if (!st) {
-      fs.mkdirSync(q, { mode: 0o755 });
-      fs.chownSync(q, owner.uid, owner.gid);
-    }
-    return q;
+    // By descriptor, not by name: a sibling session on the same workspace may be alive, and `.git` is its to write.
+    // The git dir (`.git`, or the folder a `.git` symlink names) opened one folder at a time, no symlink followed.
+    let dir = track(fds, fs.openSync(workspace, DIR_FLAGS));
+    for (const part of path.relative(workspace, git).split('/')) dir = track(fds, openDirAt(dir, part));
+    const at = (name: string): string => `/proc/self/fd/${dir}/${name}`;
+    const st = fs.lstatSync(at(QUARANTINE), { throwIfNoEntry: false });
+    if (st && !st.isDirectory()) fs.renameSync(at(QUARANTINE), at(`${QUARANTINE}.blocked-${tag}`));
+    if (!st || !st.isDirectory()) track(fds, makeDirAt(dir, QUARANTINE));
+    return path.join(git, QUARANTINE);
   } catch {
     return undefined;
+  } finally {
+    for (const fd of fds) fs.closeSync(fd);
   }
 }
+
+/** `O_RDONLY | O_DIRECTORY | O_NOFOLLOW`: a directory's descriptor, never through a symlink at the last component. */
+const DIR_FLAGS = fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW;
+
+/** `fd`, after adding it to `fds` (closed by the caller). */
+function track(fds: number[], fd: number): number {
+  fds.push(fd);
+  return fd;
+}
+
+/**
+ * A descriptor of the directory `name` in the directory `dir` (a descriptor), not following a symlink:
+ * `/proc/self/fd/<dir>/<name>`, which the kernel resolves from the directory the descriptor holds
+ * (a magic link, not a path walked again), is Node's `openat(dir, name)`.
+ * @throws when `name` is missing, a symlink or no directory
+ */
+function openDirAt(dir: number, name: string): number {
+  return fs.openSync(nameBytes(`/proc/self/fd/${dir}/${name}`), DIR_FLAGS);
+}
+
+/**
+ * Makes the directory `name` (mode 0755) in the directory `dir` (a descriptor), owned as `dir` is,
+ * and returns its descriptor. The owner is set with `fchown` on a descriptor opened without
+ * following a symlink and checked to be the directory just made (the worker's, empty): a session
+ * that renames the new directory away and puts a symlink at its name (`.git` is its to write) gets
+ * the open refused, never a chown of what the symlink names (round 15).
+ * @throws when it cannot be made, or what is at `name` once made is not the worker's new directory
+ */
+function makeDirAt(dir: number, name: string): number {
+  fs.mkdirSync(`/proc/self/fd/${dir}/${name}`, { mode: 0o755 });
+  const fd = openDirAt(dir, name);
+  try {
+    const st = fs.fstatSync(fd);
+    if (st.uid !== process.geteuid?.() || fs.readdirSync(`/proc/self/fd/${fd}`).length > 0)
+      throw new Error(`${name} is not the directory just made`);
+    const owner = fs.fstatSync(dir);
+    fs.fchownSync(fd, owner.uid, owner.gid);
+    return fd;
+  } catch (err) {
+    fs.closeSync(fd);
+    throw err;
+  }
+}
+
+/** Whether two stats are of the same file (device and inode). */
+const sameFile = (a: fs.Stats | undefined, b: fs.Stats): boolean => a !== undefined && a.dev === b.dev && a.ino === b.ino;
 
 /**
  * The root git dir the audit watches: `<workspace>/.git` when it is a directory, or, when it is a symlink, the
@@ -328,7 +379,7 @@ const unchecked = (b: GitBaseline, why: string): GitFinding => ({ path: b.worksp
  */
 export function gitAuditNote(findings: readonly GitFinding[], b: GitBaseline): string | undefined {
   if (findings.length === 0) return undefined;
-  const rel = (p: string): string => path.relative(b.workspace, p) || '.';
+  const rel = (p: string): string => showName(path.relative(b.workspace, p)) || '.';
   const named = (fs: readonly GitFinding[]): string =>
     fs
       .slice(0, MAX_NOTED)
@@ -371,11 +422,11 @@ const WORKTREE_CONFIG = /worktreeconfig\s*=\s*(true|yes|on|1)?\s*$/im;
 /** Whether `file` is a `.git` file naming an admin folder of the root's repository that the audit keeps (`git worktree add` in the workspace). */
 function linkedWorktreeFile(file: string, b: GitBaseline, final: boolean): boolean {
   try {
-    if (!fs.lstatSync(file).isFile()) return false;
-    const m = /^gitdir: (.+)$/m.exec(read(file));
-    if (!m) return false;
-    const admin = path.resolve(path.dirname(file), m[1]!.trim());
-    if (path.dirname(admin) !== path.join(b.git, 'worktrees') || !fs.lstatSync(admin).isDirectory()) return false;
+    if (!fs.lstatSync(nameBytes(file)).isFile()) return false;
+    // The admin folder as git reaches it (symlinks on the way followed), and it must be one of the repository's own.
+    const admin = gitFileTarget(file);
+    if (admin === undefined || path.dirname(admin) !== path.join(b.git, 'worktrees') || !fs.lstatSync(nameBytes(admin)).isDirectory())
+      return false;
     return strayAdmin(admin, b, final) === undefined;
   } catch {
     return false;
@@ -385,14 +436,17 @@ function linkedWorktreeFile(file: string, b: GitBaseline, final: boolean): boole
 /** Why a new admin folder `worktrees/<id>` would lead the person's git astray, or undefined when it is a worktree of the repository's own. */
 function strayAdmin(admin: string, b: GitBaseline, final: boolean): string | undefined {
   try {
-    if (!fs.lstatSync(admin).isDirectory()) return 'not a folder';
-    const common = read(path.join(admin, 'commondir')).split('\n')[0]!.trim();
-    if (common === '' || fs.realpathSync(path.resolve(admin, common)) !== b.git)
-      return "a linked worktree whose commondir is not the repository's";
+    if (!fs.lstatSync(nameBytes(admin)).isDirectory()) return 'not a folder';
+    const common = gitPath(path.join(admin, 'commondir'));
+    if (common === undefined || resolveAsGit(admin, common) !== b.git) return "a linked worktree whose commondir is not the repository's";
   } catch {
     return "a linked worktree whose commondir is not the repository's";
   }
-  const gitdir = read(path.join(admin, 'gitdir')).split('\n')[0]!.trim();
+  const raw = gitPath(path.join(admin, 'gitdir'));
+  // git reads this file in more than one way (`git worktree prune` strips CR and LF, `list` all blanks): a path that a
+  // line break or NUL could end early is read no way, and one that is only blanks is none.
+  if (raw !== undefined && /[\r\n\0]/.test(raw.toString('latin1'))) return 'a linked worktree whose gitdir git may read otherwise';
+  const gitdir = raw === undefined ? '' : decodeName(raw).trim();
   if (gitdir === '') return undefined;
   const target = path.resolve(admin, gitdir);
   if (target === b.workspace || target.startsWith(`${b.workspace}/`)) return undefined;
@@ -405,13 +459,50 @@ function strayAdmin(admin: string, b: GitBaseline, final: boolean): string | und
 
 /** Whether `dotGit` is a `.git` file whose `gitdir:` is the admin folder `admin` (both resolved). */
 function namesBack(dotGit: string, admin: string): boolean {
-  const m = /^gitdir: (.+)$/m.exec(read(dotGit));
-  if (!m) return false;
   try {
-    return fs.realpathSync(path.resolve(path.dirname(dotGit), m[1]!.trim())) === fs.realpathSync(admin);
+    return gitFileTarget(dotGit) === realpath(admin);
   } catch {
     return false;
   }
+}
+
+/**
+ * The path a file of git's holding one (`commondir`, `gitdir`, the rest of a `.git` file) gives, read as git reads it
+ * (setup.c `get_common_dir_noenv`, `read_gitfile_gently`): the whole content, its trailing CR and LF stripped, then up to
+ * the first NUL (git goes on with a C string). Not a first line: round 15's `gitdir: <CR><LF>gitdir: ../.git/worktrees/w`
+ * is one path to git, `<CR><LF>gitdir: ../.git/worktrees/w`, and a `commondir` of `../..<LF>X` names `..<LF>X`. Undefined
+ * when the file is missing, no plain file, over 1 MiB, or gives an empty path (git refuses it then).
+ * @param skip bytes that must open the file and are not part of the path (`gitdir: ` for a `.git` file), else undefined
+ */
+function gitPath(file: string, skip?: Buffer): Buffer | undefined {
+  const r = readFile(file, 1 << 20);
+  if (!r || r.truncated) return undefined;
+  if (skip && !r.bytes.subarray(0, skip.length).equals(skip)) return undefined;
+  let end = r.bytes.length;
+  while (end > 0 && (r.bytes[end - 1] === 0x0a || r.bytes[end - 1] === 0x0d)) end--;
+  const rest = r.bytes.subarray(skip?.length ?? 0, Math.max(end, skip?.length ?? 0));
+  const nul = rest.indexOf(0);
+  const p = nul >= 0 ? rest.subarray(0, nul) : rest;
+  return p.length > 0 ? p : undefined;
+}
+
+/** The git dir a `.git` file names, as git finds it ({@link gitPath} after `gitdir: `, from the file's folder), resolved; undefined when git would refuse the file. */
+function gitFileTarget(file: string): string | undefined {
+  const p = gitPath(file, GITDIR_PREFIX);
+  return p === undefined ? undefined : resolveAsGit(path.dirname(file), p);
+}
+
+const GITDIR_PREFIX = Buffer.from('gitdir: ');
+
+/**
+ * `p` (bytes, from a file of git's) taken from the folder `dir` as git does (absolute as it is, else `<dir>/<p>`) with every
+ * symlink resolved as the kernel and git's `strbuf_realpath` do, before a `..` after it (not `path.resolve`, which drops
+ * `<symlink>/..` by its text); names as git-walk.ts's `decodeName` gives them.
+ * @throws when it names nothing
+ */
+function resolveAsGit(dir: string, p: Buffer): string {
+  const full = p[0] === 0x2f ? p : Buffer.concat([Buffer.from(nameBytes(dir)), Buffer.from('/'), p]);
+  return decodeName(fs.realpathSync.native(full, { encoding: 'buffer' }));
 }
 
 /** Moves the loose replace refs made since `b` and drops the packed ones from `packed-refs` (as `walk` listed them). */
@@ -503,15 +594,15 @@ class Quarantine {
     try {
       const dest = this.quarantine();
       const name = this.freeName(dest, '');
-      fs.renameSync(from, `/proc/self/fd/${dest}/${name}`);
-      this.log(dest, { name, path: rel, why, at: new Date().toISOString() });
+      fs.renameSync(nameBytes(from), `/proc/self/fd/${dest}/${name}`);
+      this.log(dest, { name, path: showName(rel), why, at: new Date().toISOString() });
       return { path: abs, why, movedTo: path.join(this.b.git, QUARANTINE, name) };
     } catch {
       /* renamed in place below */
     }
     try {
       const name = this.freeName(parent, '.agent-jobs-quarantined-');
-      fs.renameSync(from, `/proc/self/fd/${parent}/${name}`);
+      fs.renameSync(nameBytes(from), `/proc/self/fd/${parent}/${name}`);
       return { path: abs, why, movedTo: path.join(path.dirname(abs), name), inPlace: true };
     } catch {
       return { path: abs, why, movedTo: undefined };
@@ -527,14 +618,26 @@ class Quarantine {
     throw new Error('no free name');
   }
 
-  /** Appends `entry` to the quarantine's log (owned as the git dir is); a log that cannot be written loses the line, not the move. */
+  /**
+   * Appends `entry` to the quarantine's log (owned as the git dir is); a log that cannot be written loses the line, not the
+   * move. Made with `O_EXCL` and chowned by its descriptor; an existing one is written only when it is a plain file of one
+   * link (not a hard link to a file elsewhere).
+   */
   private log(dest: number, entry: { name: string; path: string; why: string; at: string }): void {
+    const c = fs.constants;
+    const file = `/proc/self/fd/${dest}/${QUARANTINE_LOG}`;
     let fd: number | undefined;
     try {
-      const c = fs.constants;
-      fd = fs.openSync(`/proc/self/fd/${dest}/${QUARANTINE_LOG}`, c.O_WRONLY | c.O_APPEND | c.O_CREAT | c.O_NOFOLLOW | c.O_NONBLOCK, 0o644);
-      const owner = fs.fstatSync(dest);
-      fs.fchownSync(fd, owner.uid, owner.gid);
+      try {
+        fd = fs.openSync(file, c.O_WRONLY | c.O_APPEND | c.O_CREAT | c.O_EXCL | c.O_NOFOLLOW, 0o644);
+        const owner = fs.fstatSync(dest);
+        fs.fchownSync(fd, owner.uid, owner.gid);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        fd = fs.openSync(file, c.O_WRONLY | c.O_APPEND | c.O_NOFOLLOW | c.O_NONBLOCK);
+        const st = fs.fstatSync(fd);
+        if (!st.isFile() || st.nlink !== 1) return;
+      }
       fs.writeSync(fd, `${JSON.stringify(entry)}\n`);
     } catch {
       /* the entry is moved all the same; its name says which session */
@@ -543,67 +646,94 @@ class Quarantine {
     }
   }
 
-  /** Drops from `packed-refs` the refs `drop` names (and their peeled lines), by a new file renamed over it, owned as it was. */
+  /**
+   * Drops from `packed-refs` the refs `drop` names (and their peeled lines), by a new file renamed over it, owned as it
+   * was. `.git` is the session's to write and its background jobs run during the audit, so every step is on a
+   * descriptor or a name relative to one (round 15: a chown by name of the temporary file followed a symlink a job
+   * swapped in and gave a root-only host file to the session): the file is read through the descriptor whose `fstat`
+   * gives its size, owner and mode; the new one is made with `O_CREAT | O_EXCL | O_NOFOLLOW` at a random name, written,
+   * `fchown`ed and `fchmod`ed on that descriptor, and renamed (`renameat` through `/proc/self/fd/<.git>/`, which moves the
+   * name itself, never what a symlink names) only while that name is still the file made; the refs are reported
+   * dropped only when `packed-refs` is that file afterwards. Lines are kept byte for byte (latin1 in, latin1 out).
+   */
   rewritePackedRefs(drop: (ref: string) => boolean, why: string): GitFinding[] {
     const out: GitFinding[] = [];
     const file = path.join(this.b.git, 'packed-refs');
+    // Not dropped: each ref read that would have been, or the file when none could be read.
+    const failed = (): GitFinding[] =>
+      out.length > 0 ? out.map((f) => ({ ...f, movedTo: undefined })) : [{ path: file, why, movedTo: undefined }];
+    let dir: number;
     try {
-      const dir = this.openDir(this.gitRel);
-      const st = fs.lstatSync(`/proc/self/fd/${dir}/packed-refs`);
+      dir = this.openDir(this.gitRel);
+    } catch {
+      return failed();
+    }
+    const at = (name: string): string => `/proc/self/fd/${dir}/${name}`;
+    const tmp = `packed-refs.${this.b.tag}.${randomBytes(8).toString('hex')}.tmp`;
+    let fd: number | undefined;
+    let made: fs.Stats | undefined;
+    try {
+      const old = readFile(at('packed-refs'), MAX_PACKED_REFS_BYTES);
       // Rewritten whole or not at all: a ref cut off would be lost.
-      if (!st.isFile() || st.size > MAX_PACKED_REFS_BYTES) return [{ path: file, why, movedTo: undefined }];
+      if (!old || old.truncated) return failed();
       const kept: string[] = [];
       let dropping = false;
-      for (const line of read(`/proc/self/fd/${dir}/packed-refs`, MAX_PACKED_REFS_BYTES).split('\n')) {
+      for (const line of old.bytes.toString('latin1').split('\n')) {
         const ref = /^[0-9a-f]+ (.+)$/.exec(line)?.[1];
-        if (ref !== undefined) dropping = drop(ref);
-        if (ref !== undefined && dropping) out.push({ path: `${file}: ${ref}`, why, movedTo: 'dropped' });
+        if (ref !== undefined) dropping = drop(decodeName(Buffer.from(ref, 'latin1')));
+        if (ref !== undefined && dropping)
+          out.push({ path: `${file}: ${decodeName(Buffer.from(ref, 'latin1'))}`, why, movedTo: 'dropped' });
         if (!(dropping && (ref !== undefined || line.startsWith('^')))) kept.push(line);
       }
-      const tmp = `/proc/self/fd/${dir}/packed-refs.${this.b.tag}.tmp`;
-      fs.writeFileSync(tmp, kept.join('\n'), { mode: st.mode & 0o777, flag: 'wx' });
-      fs.chownSync(tmp, st.uid, st.gid);
-      fs.renameSync(tmp, `/proc/self/fd/${dir}/packed-refs`);
+      const c = fs.constants;
+      fd = fs.openSync(at(tmp), c.O_WRONLY | c.O_CREAT | c.O_EXCL | c.O_NOFOLLOW, 0o600);
+      made = fs.fstatSync(fd);
+      fs.writeFileSync(fd, Buffer.from(kept.join('\n'), 'latin1'));
+      fs.fchownSync(fd, old.st.uid, old.st.gid);
+      fs.fchmodSync(fd, old.st.mode & 0o777);
+      fs.closeSync(fd);
+      fd = undefined;
+      if (!sameFile(fs.lstatSync(at(tmp), { throwIfNoEntry: false }), made)) return failed();
+      fs.renameSync(at(tmp), at('packed-refs'));
+      return sameFile(fs.lstatSync(at('packed-refs'), { throwIfNoEntry: false }), made) ? out : failed();
     } catch {
-      out.push({ path: file, why, movedTo: undefined });
+      return failed();
+    } finally {
+      if (fd !== undefined) fs.closeSync(fd);
+      // Left behind only on failure; removed by name only while it is still the file made (unlink follows no symlink).
+      try {
+        if (made && sameFile(fs.lstatSync(at(tmp), { throwIfNoEntry: false }), made)) fs.unlinkSync(at(tmp));
+      } catch {
+        /* gone */
+      }
     }
-    return out;
   }
 
   close(): void {
     for (const fd of this.fds.splice(0)) fs.closeSync(fd);
   }
 
-  /** The quarantine folder's descriptor, made (owned as the git dir is) when missing (the person removed it during the run). */
+  /** The quarantine folder's descriptor, made (owned as the git dir is, {@link makeDirAt}) when missing (the person removed it during the run). */
   private quarantine(): number {
     if (this.dest !== undefined) return this.dest;
     const git = this.openDir(this.gitRel);
-    const p = `/proc/self/fd/${git}/${QUARANTINE}`;
     try {
-      fs.mkdirSync(p, { mode: 0o755 });
-      const owner = fs.fstatSync(git);
-      fs.chownSync(p, owner.uid, owner.gid);
+      this.dest = this.track(makeDirAt(git, QUARANTINE));
     } catch {
-      /* there already: opened below without following a symlink */
+      // There already: opened without following a symlink.
+      this.dest = this.track(openDirAt(git, QUARANTINE));
     }
-    this.dest = this.openAt(git, QUARANTINE);
     return this.dest;
   }
 
   /** A descriptor of the directory `rel` (relative to the workspace), no symlink followed on the way. */
   private openDir(rel: string): number {
-    let fd = this.track(fs.openSync(this.b.workspace, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW));
+    let fd = this.track(fs.openSync(this.b.workspace, DIR_FLAGS));
     for (const part of rel.split('/').filter((p) => p !== '' && p !== '.')) {
       if (part === '..') throw new Error('outside the workspace');
-      fd = this.openAt(fd, part);
+      fd = this.track(openDirAt(fd, part));
     }
     return fd;
-  }
-
-  private openAt(dir: number, name: string): number {
-    return this.track(
-      fs.openSync(`/proc/self/fd/${dir}/${name}`, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW),
-    );
   }
 
   private track(fd: number): number {
@@ -612,9 +742,14 @@ class Quarantine {
   }
 }
 
+/** `p` (its names as git-walk.ts's `decodeName` gives them) with every symlink resolved, the same way; throws as `realpathSync`. */
+function realpath(p: string): string {
+  return decodeName(fs.realpathSync(nameBytes(p), { encoding: 'buffer' }));
+}
+
 function exists(p: string): boolean {
   try {
-    fs.lstatSync(p);
+    fs.lstatSync(nameBytes(p));
     return true;
   } catch {
     return false;
@@ -623,7 +758,7 @@ function exists(p: string): boolean {
 
 function isSymlink(p: string): boolean {
   try {
-    return fs.lstatSync(p).isSymbolicLink();
+    return fs.lstatSync(nameBytes(p)).isSymbolicLink();
   } catch {
     return false;
   }
@@ -634,15 +769,31 @@ function isSymlink(p: string): boolean {
  * a symlink and without blocking, since the session could put a FIFO there to hang the worker.
  */
 function read(file: string, max = 1 << 20): string {
+  return readFile(file, max)?.bytes.toString('utf8') ?? '';
+}
+
+/**
+ * The first `max` bytes of the regular file `file` with the `fstat` of the descriptor they were read through (so that
+ * size, owner and mode are of the file read, whatever the name holds meanwhile) and whether more was there; undefined
+ * when it is missing, a symlink, no regular file or unreadable. Opened without blocking (a FIFO would hang the worker).
+ */
+function readFile(file: string, max: number): { bytes: Buffer; st: fs.Stats; truncated: boolean } | undefined {
   let fd: number | undefined;
   try {
-    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+    fd = fs.openSync(nameBytes(file), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
     const st = fs.fstatSync(fd);
-    if (!st.isFile()) return '';
-    const buf = Buffer.alloc(Math.min(st.size, max));
-    return buf.subarray(0, fs.readSync(fd, buf, 0, buf.length, 0)).toString('utf8');
+    if (!st.isFile()) return undefined;
+    // One byte more than `max`, to tell a file of more than `max` bytes (it may have grown since the fstat).
+    const buf = Buffer.alloc(Math.min(st.size, max) + 1);
+    let n = 0;
+    while (n < buf.length) {
+      const got = fs.readSync(fd, buf, n, buf.length - n, n);
+      if (got === 0) break;
+      n += got;
+    }
+    return { bytes: buf.subarray(0, Math.min(n, max)), st, truncated: n > max };
   } catch {
-    return '';
+    return undefined;
   } finally {
     if (fd !== undefined) fs.closeSync(fd);
   }

@@ -9,9 +9,66 @@
  */
 import { Worker } from 'node:worker_threads';
 
+/**
+ * A file name's bytes as a string that keeps every byte: valid UTF-8 decoded as usual, each byte of
+ * what is not (a lone continuation byte, an overlong form, a surrogate's encoding, `0xff`) as the lone
+ * surrogate U+DC00 + byte, which no valid UTF-8 decodes to (Python's "surrogateescape"). So two
+ * different names never give one string, and {@link nameBytes} gives the bytes back (round 15: a
+ * folder named `0xff` read as a string became U+FFFD, a path that names no file, and the walk skipped
+ * its subtree). The worker thread's copy is in {@link GIT_WALK_SOURCE}.
+ */
+export function decodeName(b: Buffer): string {
+  const s = b.toString('utf8');
+  if (!s.includes('\uFFFD') || Buffer.from(s, 'utf8').equals(b)) return s;
+  let out = '';
+  for (let i = 0; i < b.length;) {
+    const lead = b[i]!;
+    const n = lead < 0x80 ? 1 : lead >= 0xc2 && lead <= 0xdf ? 2 : lead >= 0xe0 && lead <= 0xef ? 3 : lead >= 0xf0 && lead <= 0xf4 ? 4 : 0;
+    let ch: string | undefined;
+    if (n > 0 && i + n <= b.length)
+      try {
+        ch = UTF8.decode(b.subarray(i, i + n));
+      } catch {
+        ch = undefined;
+      }
+    if (ch !== undefined) {
+      out += ch;
+      i += n;
+    } else {
+      out += String.fromCharCode(0xdc00 + lead);
+      i += 1;
+    }
+  }
+  return out;
+}
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/** A lone surrogate U+DC80-U+DCFF: a byte that {@link decodeName} kept. */
+const KEPT_BYTE = /[\uDC80-\uDCFF]/u;
+
+/**
+ * The path `p` (a string from {@link decodeName}'s names, joined) as `fs` takes it: `p` itself when
+ * every name was UTF-8, else its bytes (a Buffer; Node's fs takes a Buffer for any path).
+ */
+export function nameBytes(p: string): string | Buffer {
+  if (!KEPT_BYTE.test(p)) return p;
+  const parts: Buffer[] = [];
+  for (const ch of p) {
+    const c = ch.codePointAt(0)!;
+    parts.push(c >= 0xdc80 && c <= 0xdcff ? Buffer.of(c - 0xdc00) : Buffer.from(ch, 'utf8'));
+  }
+  return Buffer.concat(parts);
+}
+
+/** `p` for a person to read: each byte {@link decodeName} kept shown as `\xNN`. */
+export function showName(p: string): string {
+  return KEPT_BYTE.test(p) ? p.replace(/[\uDC80-\uDCFF]/gu, (c) => `\\x${(c.charCodeAt(0) - 0xdc00).toString(16)}`) : p;
+}
+
 /** What git could take for a git dir below the workspace's root (see {@link GIT_WALK_SOURCE}). */
 export interface FoundGitDir {
-  /** Path relative to the workspace (`/`-separated). */
+  /** Path relative to the workspace (`/`-separated), its names as {@link decodeName} gives them (bytes kept). */
   readonly rel: string;
   /** Its inode when walked (lstat). */
   readonly ino: number;
@@ -23,7 +80,7 @@ export interface FoundGitDir {
   readonly kind: 'dotgit' | 'bare' | 'split';
 }
 
-/** What one walk read (names as in the folders; each list sorted by name, as `readdirSync` gives them). */
+/** What one walk read (names as in the folders, read as bytes and given by {@link decodeName}; each list sorted by name). */
 export interface GitWalk {
   /** Every git dir below the root (not into one of kind `dotgit` or `bare`), at most {@link GitWalkLimits.maxFound}. */
   readonly found: FoundGitDir[];
@@ -124,7 +181,6 @@ export const GIT_WALK_SOURCE = String.raw`
 'use strict';
 const { parentPort, workerData } = require('worker_threads');
 const fs = require('fs');
-const path = require('path');
 const { workspace, git, maxEntries, maxFound, maxPackedRefsBytes } = workerData;
 const C = fs.constants;
 class Stop extends Error {}
@@ -134,15 +190,45 @@ let seen = 0;
 let unfinished = null;
 const found = [];
 function stop(why) { unfinished = why; throw new Stop(why); }
-// Calls fn(dirent) for each entry of the directory abs, read through a descriptor opened without following a symlink
-// at abs itself and checked to be abs; false when it cannot be read.
+// Names are bytes: a name that is not UTF-8 read as a string names no file. decodeName is git-walk.ts's, as JavaScript.
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+function decodeName(b) {
+  const s = b.toString('utf8');
+  if (!s.includes('\uFFFD') || Buffer.from(s, 'utf8').equals(b)) return s;
+  let out = '';
+  for (let i = 0; i < b.length; ) {
+    const lead = b[i];
+    const n = lead < 0x80 ? 1 : lead >= 0xc2 && lead <= 0xdf ? 2 : lead >= 0xe0 && lead <= 0xef ? 3 : lead >= 0xf0 && lead <= 0xf4 ? 4 : 0;
+    let ch;
+    if (n > 0 && i + n <= b.length) try { ch = utf8.decode(b.subarray(i, i + n)); } catch (e) { ch = undefined; }
+    if (ch !== undefined) { out += ch; i += n; } else { out += String.fromCharCode(0xdc00 + lead); i += 1; }
+  }
+  return out;
+}
+const SLASH = Buffer.from('/');
+const join = (dir, name) => Buffer.concat([dir, SLASH, name]);
+// The workspace itself is valid as given (absolute, symlinks resolved): a path of the worker's, a string.
+const wsBytes = Buffer.from(workspace, 'utf8');
+const gitBytes = Buffer.from(git, 'utf8');
+// A folder the walk could not read (other than one gone or no folder any more): the walk did not read everything.
+function unreadable(abs, why) {
+  if (unfinished === null) unfinished = 'it could not read ' + JSON.stringify(decodeName(abs)) + ' (' + why + ')';
+}
+// Calls fn(dirent) (name a Buffer) for each entry of the directory abs (a Buffer), read through a descriptor opened
+// without following a symlink at abs itself and checked to be abs; false when it cannot be read (reported unless gone).
 function each(abs, fn) {
   let fd;
   try {
     fd = fs.openSync(abs, C.O_RDONLY | C.O_DIRECTORY | C.O_NOFOLLOW);
-    if (fs.readlinkSync('/proc/self/fd/' + fd) !== abs) return false;
+    if (!fs.readlinkSync('/proc/self/fd/' + fd, { encoding: 'buffer' }).equals(abs)) {
+      unreadable(abs, 'a folder above it was moved or swapped for a symlink while it was read');
+      fs.closeSync(fd);
+      return false;
+    }
   } catch (e) {
     if (fd !== undefined) fs.closeSync(fd);
+    // Gone, no folder or a symlink (whose target git does not reach by this name) since its parent was read: nothing to check.
+    if (e.code !== 'ENOENT' && e.code !== 'ENOTDIR' && e.code !== 'ELOOP') unreadable(abs, e.code || e.message);
     return false;
   }
   const at = '/proc/self/fd/' + fd;
@@ -151,17 +237,18 @@ function each(abs, fn) {
     // A small folder in one read (twice as fast); a large one in batches, so that the cap holds inside it. A file
     // system that says less than it holds is read whole: the heap bound holds then.
     const size = fs.fstatSync(fd).size;
-    small = size <= BATCHED_ABOVE_BYTES ? fs.readdirSync(at, { withFileTypes: true }) : undefined;
-    if (!small) dir = fs.opendirSync(at, { bufferSize: 256 });
+    small = size <= BATCHED_ABOVE_BYTES ? fs.readdirSync(at, { withFileTypes: true, encoding: 'buffer' }) : undefined;
+    if (!small) dir = fs.opendirSync(at, { bufferSize: 256, encoding: 'buffer' });
   } catch (e) {
     fs.closeSync(fd);
+    unreadable(abs, e.code || e.message);
     return false;
   }
   try {
     for (let i = 0; ; i++) {
       let e;
       if (small) e = i < small.length ? small[i] : null;
-      else try { e = dir.readSync(); } catch (x) { break; }
+      else try { e = dir.readSync(); } catch (x) { unreadable(abs, x.code || x.message); break; }
       if (e === null) break;
       if (++seen > maxEntries) stop('it read more than ' + maxEntries + ' entries');
       fn(e);
@@ -172,40 +259,42 @@ function each(abs, fn) {
   }
   return true;
 }
-function add(rel, kind) {
+function add(rel, raw, kind) {
   let ino;
-  try { ino = fs.lstatSync(path.join(workspace, rel)).ino; } catch (e) { return; }
+  try { ino = fs.lstatSync(join(wsBytes, raw)).ino; } catch (e) { return; }
   if (found.length >= maxFound) stop('it found more than ' + maxFound + ' git dirs');
   found.push({ rel, ino, kind });
 }
 function walk() {
-  const stack = [''];
+  // Each folder still to read: its path relative to the workspace as git-walk.ts's names (rel) and as bytes (raw).
+  const stack = [{ rel: '', raw: null }];
   while (stack.length > 0) {
-    const rel = stack.pop();
+    const { rel, raw } = stack.pop();
     let head = false, objects = false, refs = false, commondir = false;
     const subdirs = [];
-    each(rel === '' ? workspace : workspace + '/' + rel, (e) => {
-      const child = rel === '' ? e.name : rel + '/' + e.name;
-      if (e.name === '.git') { if (rel !== '') add(child, 'dotgit'); return; }
-      if (e.name === 'HEAD') head = true;
-      else if (e.name === 'objects') objects = true;
-      else if (e.name === 'refs') refs = true;
-      else if (e.name === 'commondir') commondir = true;
+    each(raw === null ? wsBytes : join(wsBytes, raw), (e) => {
+      const name = decodeName(e.name);
+      const child = { rel: rel === '' ? name : rel + '/' + name, raw: raw === null ? e.name : join(raw, e.name) };
+      if (name === '.git') { if (rel !== '') add(child.rel, child.raw, 'dotgit'); return; }
+      if (name === 'HEAD') head = true;
+      else if (name === 'objects') objects = true;
+      else if (name === 'refs') refs = true;
+      else if (name === 'commondir') commondir = true;
       if (e.isDirectory()) subdirs.push(child);
     });
-    if (rel !== '' && head && objects && refs) { add(rel, 'bare'); continue; }
-    if (rel !== '' && head && commondir) add(rel, 'split');
+    if (rel !== '' && head && objects && refs) { add(rel, raw, 'bare'); continue; }
+    if (rel !== '' && head && commondir) add(rel, raw, 'split');
     for (const s of subdirs) stack.push(s);
   }
 }
-function names(abs) { const out = []; each(abs, (e) => out.push(e.name)); return out; }
+function names(abs) { const out = []; each(abs, (e) => out.push(decodeName(e.name))); return out; }
 function replaceRefs() {
   const out = [];
-  const walkRefs = (rel) => each(rel === '' ? git + '/refs/replace' : git + '/refs/replace/' + rel, (e) => {
-    const r = rel === '' ? e.name : rel + '/' + e.name;
-    if (e.isDirectory()) walkRefs(r); else out.push(r);
+  const walkRefs = (rel, raw) => each(join(gitBytes, raw), (e) => {
+    const r = rel === '' ? decodeName(e.name) : rel + '/' + decodeName(e.name);
+    if (e.isDirectory()) walkRefs(r, join(raw, e.name)); else out.push(r);
   });
-  walkRefs('');
+  walkRefs('', Buffer.from('refs/replace'));
   // packed-refs in chunks: a replace ref may lie past the first megabyte of a large repository's.
   let fd;
   try {
@@ -225,7 +314,7 @@ function replaceRefs() {
         const m = /^[0-9a-f]+ (refs\/replace\/.+)$/.exec(line);
         if (m) {
           if (out.length >= maxFound) stop('it found more than ' + maxFound + ' replace refs');
-          out.push('packed:' + Buffer.from(m[1], 'latin1').toString('utf8'));
+          out.push('packed:' + decodeName(Buffer.from(m[1], 'latin1')));
         }
       }
       if (n === 0) break;
@@ -240,8 +329,8 @@ function replaceRefs() {
 }
 let modules = [], worktrees = [], replace = [];
 try {
-  modules = names(git + '/modules');
-  worktrees = names(git + '/worktrees');
+  modules = names(Buffer.from(git + '/modules'));
+  worktrees = names(Buffer.from(git + '/worktrees'));
   replace = replaceRefs();
   walk();
 } catch (e) {

@@ -4,7 +4,9 @@
  * the code of 2459236, as root (the worker's intended setting), and on git-guard.ts's reading of the
  * person's config. Each test asserts the safe behaviour; OPEN skips them while a fix is missing.
  * Run un-skipped against 2459236: all 11 failed (audit: 3, guard: 3, display: 4, root's chown: 1).
- * The 4 display tests run since display.ts counts a modifier letter as neutral.
+ * All run since their fixes: display.ts counts a modifier letter as neutral; git-guard.ts binds
+ * what any word of any config value names; git-audit.ts and git-walk.ts act on descriptors, read
+ * names as bytes and `.git` files as git does.
  *
  * Kind 6 (the person's git, on the host, obeys what the session wrote), three ways past the audit,
  * each observed in a real sandboxed session (the unit harness's, session uid agent-jobs, in a
@@ -147,12 +149,12 @@ import { commandDetails, commandSummary, displayCommand } from '../../../src/sha
 import { closeSessions, removeTempDirs, startSession, waitUntil } from '../session/helpers';
 import { personsRepo, plant } from './persons-repo';
 
-/** Every attack below works on 2459236 (see the doc comment): skipped until fixed. */
-const OPEN = true;
-const t = OPEN ? test.skip : test;
-/** Kind 6, a program the person's config names in the workspace: fixed (git-guard.ts `valueFiles`, every value of every key). */
-const OPEN_CONFIG_PROGRAMS = false;
-const tConfigPrograms = OPEN_CONFIG_PROGRAMS ? test.skip : test;
+/**
+ * Every attack below works on 2459236 (see the doc comment); each group is skipped while its fix is
+ * missing (true: still open).
+ */
+const OPEN = { walkBytes: false, dotGitFile: false, rootChown: false };
+const open = (still: boolean): typeof test => (still ? test.skip : test);
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
@@ -188,6 +190,7 @@ const evilGitDir = (dir: string, final: string, marker: string): string =>
   ].join(' && ');
 
 dRoot('kind 6: a git dir the walk cannot read', () => {
+  const t = open(OPEN.walkBytes);
   t(
     "a `.git` in a folder whose name is the byte 0xff (not UTF-8) is moved: the person's `git status` at the root runs nothing",
     async () => {
@@ -216,6 +219,7 @@ dRoot('kind 6: a git dir the walk cannot read', () => {
 });
 
 dRoot('kind 6: a `.git` file the audit reads otherwise than git', () => {
+  const t = open(OPEN.dotGitFile);
   t(
     "a `.git` file whose first line ends at a carriage return is not kept as a worktree's: the person's `git status` in src/ runs nothing",
     async () => {
@@ -299,31 +303,28 @@ dRoot("kind 6: a program the person's config names in the workspace", () => {
     { key: 'mergetool.mine.path', value: 'tools/mt.sh', file: 'tools/mt.sh', run: '' },
   ];
   for (const { key, value, file, run } of cases)
-    tConfigPrograms(
-      `${key} = ${value}: the session cannot rewrite ${file}${run ? `, which the person's \`${run.split('|').pop()!.trim()}\` runs` : ''}`,
-      async () => {
-        const { ws, git, marker } = personsRepo();
-        const name = file.replace(/"/g, '');
-        try {
-          fs.mkdirSync(path.dirname(path.join(ws, name)), { recursive: true });
-          fs.writeFileSync(path.join(ws, name), '#!/bin/sh\ncat\n', { mode: 0o755 });
-          git('config', key, value);
-          git('config', 'user.name', 'p');
-          git('config', 'user.email', 'p@example.com');
-          const s = await startSession({ cwd: ws, workspace: ws });
-          // Rewritten in place: the file stays the person's, and executable.
-          const r = await s.run(`printf '#!/bin/sh\\nid -un > ${marker}\\nprintf x\\n' > ${file} && echo planted`);
-          await s.close();
-          if (run) hostBash(ws, run);
-          expect({ written: r.output.startsWith('planted'), ranOnTheHost: fs.existsSync(marker) }).toEqual({
-            written: false,
-            ranOnTheHost: false,
-          });
-        } finally {
-          fs.rmSync(marker, { force: true });
-        }
-      },
-    );
+    test(`${key} = ${value}: the session cannot rewrite ${file}${run ? `, which the person's \`${run.split('|').pop()!.trim()}\` runs` : ''}`, async () => {
+      const { ws, git, marker } = personsRepo();
+      const name = file.replace(/"/g, '');
+      try {
+        fs.mkdirSync(path.dirname(path.join(ws, name)), { recursive: true });
+        fs.writeFileSync(path.join(ws, name), '#!/bin/sh\ncat\n', { mode: 0o755 });
+        git('config', key, value);
+        git('config', 'user.name', 'p');
+        git('config', 'user.email', 'p@example.com');
+        const s = await startSession({ cwd: ws, workspace: ws });
+        // Rewritten in place: the file stays the person's, and executable.
+        const r = await s.run(`printf '#!/bin/sh\\nid -un > ${marker}\\nprintf x\\n' > ${file} && echo planted`);
+        await s.close();
+        if (run) hostBash(ws, run);
+        expect({ written: r.output.startsWith('planted'), ranOnTheHost: fs.existsSync(marker) }).toEqual({
+          written: false,
+          ranOnTheHost: false,
+        });
+      } finally {
+        fs.rmSync(marker, { force: true });
+      }
+    });
 });
 
 dRoot("kind 6: a program the person's config names, reached by a folder the session replaces", () => {
@@ -376,7 +377,7 @@ dRoot("kind 6: a program the person's config names, reached by a folder the sess
     },
   ];
   for (const { what, setup, attack, run } of cases)
-    tConfigPrograms(`${what}: refused, and the person's \`${run.split('|').pop()!.trim()}\` runs nothing planted`, async () => {
+    test(`${what}: refused, and the person's \`${run.split('|').pop()!.trim()}\` runs nothing planted`, async () => {
       const { ws, git, marker } = personsRepo();
       try {
         setup(ws, git);
@@ -479,6 +480,7 @@ print('packed')
 `;
 
 dRoot('kind 6/7: root, on the host, chowns through a symlink the session puts in the workspace', () => {
+  const t = open(OPEN.rootChown);
   t(
     'a job swapping the packed-refs the audit rewrites for a symlink does not get a root-only host file chowned to the session',
     async () => {

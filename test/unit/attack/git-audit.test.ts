@@ -11,6 +11,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { editRuleSubject, parseEditInput } from '../../../src/contract/text-editor';
+import { prepareQuarantine } from '../../../src/session/git-audit';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
 afterEach(closeSessions);
@@ -128,12 +129,19 @@ describe('git audit: what the session plants is moved away, by whatever way it c
         'CLEAN=$($G commit-tree -p HEAD~1 -m "build: tidy" $(git rev-parse HEAD~1^{tree}))',
         'git update-ref refs/replace/$BAD $CLEAN',
         'git pack-refs --all',
+        'chmod 640 .git/packed-refs',
         'test ! -e .git/refs/replace/$BAD && grep -c refs/replace .git/packed-refs',
       ].join(' && '),
     );
     expect(r.output.split('\n')[0]).toBe('1');
     expect(r.output).toContain('(a replace ref: git shows other content than what a push sends)');
-    expect(fs.readFileSync(path.join(ws, '.git', 'packed-refs'), 'utf8')).not.toContain('refs/replace/');
+    const packed = path.join(ws, '.git', 'packed-refs');
+    expect(fs.readFileSync(packed, 'utf8')).not.toContain('refs/replace/');
+    // The new file is owned as the one it replaced (the session's, made by its `git pack-refs`), mode kept; nothing left beside it.
+    const st = fs.statSync(packed);
+    expect({ uid: st.uid, mode: st.mode & 0o777 }).toEqual({ uid: fs.statSync(path.join(ws, '.git', 'refs', 'replace')).uid, mode: 0o640 });
+    expect(st.uid).not.toBe(0);
+    expect(fs.readdirSync(path.join(ws, '.git')).filter((n) => n.endsWith('.tmp'))).toEqual([]);
     expect(git('show', 'HEAD:src/build.sh')).toContain('curl');
     expect(git('rev-parse', 'v1')).toBe(git('rev-parse', 'HEAD~1'));
   });
@@ -250,6 +258,24 @@ describe('git audit: a guarded file the person replaces on the host during a com
 });
 
 describe('git audit: the work it leaves alone', () => {
+  test("a worktree's `.git` and `commondir` ending in CR LF are kept, as git reads them (round 15: the whole file, trailing CR and LF stripped); a `gitdir` of two lines is not", async () => {
+    const { ws } = personsRepo();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run(
+      [
+        'git worktree add -q wt2 -b two && git worktree add -q wt3 -b three',
+        `printf 'gitdir: %s\\r\\n' "$PWD/.git/worktrees/wt2" > wt2/.git && printf '../..\\r\\n' > .git/worktrees/wt2/commondir`,
+        `printf '%s\\n/elsewhere/.git\\n' "$PWD/wt3/.git" > .git/worktrees/wt3/gitdir`,
+        'git -C wt2 status --short && echo ok',
+      ].join(' && '),
+    );
+    expect(r.output).toContain('ok\n');
+    expect(r.output).toContain('.git/worktrees/wt3 (a linked worktree whose gitdir git may read otherwise)');
+    expect(r.output).not.toContain('wt2');
+    expect(fs.existsSync(path.join(ws, 'wt2', '.git'))).toBe(true);
+    expect(fs.existsSync(path.join(ws, '.git', 'worktrees', 'wt2', 'commondir'))).toBe(true);
+  });
+
   test('linked worktrees of the session (in the workspace and in its /tmp) across commands, a scratch repository in /tmp, and a nested repository there at start', async () => {
     const { ws, git } = personsRepo();
     // A repository the person had nested in the workspace before the run (a vendored checkout).
@@ -288,6 +314,44 @@ describe('git audit: the work it leaves alone', () => {
       expect(execFileSync('git', ['-C', outside, 'rev-parse', '--abbrev-ref', 'HEAD'], { encoding: 'utf8' })).toBe('child\n');
     } finally {
       fs.rmSync(outside, { recursive: true, force: true });
+    }
+  });
+});
+
+(process.getuid?.() === 0 ? describe : describe.skip)("git audit: root's own file work in .git, by descriptor (round 15)", () => {
+  /** A workspace with a `.git` folder owned by uid:gid 4242:4243 (not the worker's). */
+  function wsWithGit(): { ws: string; git: string } {
+    const ws = fs.realpathSync(tempDir());
+    const git = path.join(ws, '.git');
+    fs.mkdirSync(git);
+    fs.chownSync(git, 4242, 4243);
+    return { ws, git };
+  }
+
+  test('the quarantine is made owned as .git is; a symlink at its name is renamed aside, and what it names is not touched', () => {
+    const { ws, git } = wsWithGit();
+    const victim = fs.mkdtempSync(`${ws}-victim-`);
+    try {
+      fs.symlinkSync(victim, path.join(git, 'agent-jobs-quarantine'));
+      expect(prepareQuarantine(ws, 'T')).toBe(path.join(git, 'agent-jobs-quarantine'));
+      const q = fs.lstatSync(path.join(git, 'agent-jobs-quarantine'));
+      expect({ dir: q.isDirectory(), uid: q.uid, gid: q.gid }).toEqual({ dir: true, uid: 4242, gid: 4243 });
+      expect(fs.lstatSync(path.join(git, 'agent-jobs-quarantine.blocked-T')).isSymbolicLink()).toBe(true);
+      expect(fs.statSync(victim).uid).toBe(0);
+    } finally {
+      fs.rmSync(victim, { recursive: true, force: true });
+    }
+  });
+
+  test('a `.git` that is a symlink to a folder elsewhere gets no quarantine made in that folder', () => {
+    const ws = fs.realpathSync(tempDir());
+    const elsewhere = fs.mkdtempSync(`${ws}-elsewhere-`);
+    try {
+      fs.symlinkSync(elsewhere, path.join(ws, '.git'));
+      expect(prepareQuarantine(ws, 'T')).toBeUndefined();
+      expect(fs.readdirSync(elsewhere)).toEqual([]);
+    } finally {
+      fs.rmSync(elsewhere, { recursive: true, force: true });
     }
   });
 });

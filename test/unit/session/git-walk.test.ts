@@ -4,9 +4,10 @@
  * a clean answer. The audit's use of it is attacked in test/unit/attack/git-audit.test.ts and
  * adversary-round14.test.ts.
  */
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { GIT_WALK_LIMITS, walkGit } from '../../../src/session/git-walk';
+import { decodeName, GIT_WALK_LIMITS, nameBytes, showName, walkGit } from '../../../src/session/git-walk';
 import { removeTempDirs, tempDir } from './helpers';
 
 afterAll(removeTempDirs);
@@ -81,6 +82,49 @@ test("lists the git dir's modules, worktrees and replace refs, a packed one past
     worktrees: [],
     replaceRefs: [`packed:refs/replace/${'b'.repeat(40)}`, 'sub/abc'],
     unfinished: undefined,
+  });
+});
+
+describe('names that are not UTF-8 (round 15: a folder named 0xff hid its subtree)', () => {
+  /** Byte strings that are no UTF-8: a lone continuation byte, 0xff, an overlong `/`, a surrogate's encoding, a cut-off sequence, one valid letter before a bad byte. */
+  const BAD = [[0x80], [0xff], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xe2, 0x82], [0xc3, 0xa9, 0xfe]].map((b) => Buffer.from(b));
+
+  test('decodeName keeps every byte: back to the same bytes, no two names one string, shown as \\xNN', () => {
+    const names = [...BAD, Buffer.from('plain'), Buffer.from('é\uFFFD'), Buffer.from([0xef, 0xbf, 0xbd])];
+    const decoded = names.map(decodeName);
+    expect(new Set(decoded).size).toBe(names.length);
+    for (const [i, b] of names.entries()) expect(Buffer.from(nameBytes(decoded[i]!))).toEqual(b);
+    expect(nameBytes('plain/é')).toBe('plain/é');
+    expect(showName(`a/${decodeName(Buffer.from([0x61, 0xff]))}/.git`)).toBe('a/a\\xff/.git');
+  });
+
+  test('a .git below each such folder is found, by a path that names it', async () => {
+    const { ws, git } = workspace();
+    const wsBytes = Buffer.from(ws);
+    for (const b of BAD) {
+      const dir = Buffer.concat([wsBytes, Buffer.from('/'), b]);
+      fs.mkdirSync(Buffer.concat([dir, Buffer.from('/sub/.git')]), { recursive: true });
+    }
+    const w = await walkGit(ws, git);
+    expect(w.unfinished).toBeUndefined();
+    expect(w.found.map((f) => Buffer.from(nameBytes(f.rel))).sort((a, b) => Buffer.compare(a, b))).toEqual(
+      BAD.map((b) => Buffer.concat([b, Buffer.from('/sub/.git')])).sort((a, b) => Buffer.compare(a, b)),
+    );
+    for (const f of w.found) expect(f.ino).toBe(fs.lstatSync(nameBytes(path.join(ws, f.rel))).ino);
+  });
+
+  test('a folder the walk cannot open (its path past PATH_MAX) is no clean answer', async () => {
+    const { ws, git } = workspace();
+    // 20 levels of 250 bytes, made one relative step at a time: 5,000 bytes, past Linux's PATH_MAX of 4,096.
+    const name = 'd'.repeat(250);
+    execFileSync('bash', ['-c', `for i in $(seq 20); do mkdir ${name} && cd ${name} || exit 1; done; mkdir .git`], { cwd: ws });
+    try {
+      const w = await walkGit(ws, git);
+      expect(w.unfinished).toMatch(/^it could not read ".*" \(ENAMETOOLONG\)$/);
+    } finally {
+      // rm walks by descriptor; fs.rmSync by path fails past PATH_MAX.
+      execFileSync('rm', ['-rf', name], { cwd: ws });
+    }
   });
 });
 
