@@ -158,7 +158,7 @@ function guardGitDir(gitDir: string, workspace: string, out: GuardedGit, follow:
     linkedWorktrees(gitDir, workspace, out);
     return;
   }
-  out.readonly.push(...adminEntries(gitDir, configOf(common ?? gitDir)));
+  out.readonly.push(...adminEntries(gitDir, configOf(common ?? gitDir), workspace));
   if (follow && common !== null && common !== gitDir && inside(common, workspace) && isDir(common))
     guardGitDir(common, workspace, out, false);
 }
@@ -173,9 +173,9 @@ function guardGitDir(gitDir: string, workspace: string, out: GuardedGit, follow:
  * merge or rebase stay writable: git in the session moves the worktree's HEAD and reflog when it
  * rewrites refs, and `gc` reads them.
  */
-function adminEntries(admin: string, commonConfig: string): string[] {
+function adminEntries(admin: string, commonConfig: string, workspace: string): string[] {
   const found: string[] = [];
-  if (WORKTREE_CONFIG.test(commonConfig)) makeEmpty(path.join(admin, 'config.worktree'), admin);
+  if (WORKTREE_CONFIG.test(commonConfig)) makeEmpty(path.join(admin, 'config.worktree'), admin, workspace);
   for (const name of ADMIN_ENTRIES) {
     const p = path.join(admin, name);
     try {
@@ -222,7 +222,7 @@ function linkedWorktrees(gitDir: string, workspace: string, out: GuardedGit): vo
       continue;
     }
     out.writable.push(admin);
-    out.readonly.push(...adminEntries(admin, config));
+    out.readonly.push(...adminEntries(admin, config, workspace));
     // The worktree's own `.git` file, when the worktree lies in the workspace: git reads it first, to find this folder.
     const dotGit = backlinkOf(admin);
     if (dotGit !== undefined && inside(dotGit, workspace)) out.readonly.push(dotGit);
@@ -288,13 +288,58 @@ function isDir(p: string): boolean {
 }
 
 /** Creates `file` empty (mode 0644) when missing, owned as `dir` is; never throws (there already, or not the worker's to write). */
-function makeEmpty(file: string, dir: string): void {
+function makeEmpty(file: string, dir: string, workspace: string): void {
   try {
-    const owner = fs.statSync(dir);
-    fs.writeFileSync(file, '', { flag: 'wx', mode: 0o644 });
-    fs.lchownSync(file, owner.uid, owner.gid);
+    createInside(workspace, file, 'file', fs.statSync(dir));
   } catch {
-    /* there already (or the folder is not the worker's to write: then neither is it the session's) */
+    /* the folder is gone */
+  }
+}
+
+/** `O_RDONLY | O_DIRECTORY | O_NOFOLLOW`: a directory's descriptor, never through a symlink at the last component. */
+const DIR_FLAGS = fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW;
+
+/**
+ * Creates `target` (absolute, in `workspace`) as an empty file or a folder, and each missing folder
+ * on the way, owned by `owner` (uid, gid), one name at a time from a descriptor of `workspace`,
+ * never through a symlink: each folder is opened with `O_NOFOLLOW` (as `/proc/self/fd/<dir>/<name>`,
+ * Node's `openat`), the file made with `O_EXCL | O_NOFOLLOW` and owned with `fchown` on its
+ * descriptor. A folder of the working tree that an earlier session replaced by a symlink
+ * (`conf -> /usr/local/bin` for an include `conf/x/inc`) stops it there: the worker, root, never
+ * creates or chowns anything outside the workspace (a text check of the path cannot see that).
+ * What is there already is left as it is. Throws nothing.
+ */
+function createInside(workspace: string, target: string, kind: 'file' | 'dir', owner: { uid: number; gid: number }): void {
+  const rel = path.relative(workspace, target);
+  if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) return;
+  const parts = rel.split('/');
+  const fds: number[] = [];
+  try {
+    let dir = fs.openSync(workspace, DIR_FLAGS);
+    fds.push(dir);
+    for (const [i, part] of parts.entries()) {
+      const at = `/proc/self/fd/${dir}/${part}`;
+      if (i === parts.length - 1 && kind === 'file') {
+        const c = fs.constants;
+        const fd = fs.openSync(at, c.O_WRONLY | c.O_CREAT | c.O_EXCL | c.O_NOFOLLOW, 0o644);
+        fds.push(fd);
+        fs.fchownSync(fd, owner.uid, owner.gid);
+        return;
+      }
+      let made = true;
+      try {
+        fs.mkdirSync(at, { mode: 0o755 });
+      } catch {
+        made = false;
+      }
+      dir = fs.openSync(at, DIR_FLAGS);
+      fds.push(dir);
+      if (made) fs.fchownSync(dir, owner.uid, owner.gid);
+    }
+  } catch {
+    /* there already, or a symlink or a file on the way: nothing made there */
+  } finally {
+    for (const fd of fds) fs.closeSync(fd);
   }
 }
 
@@ -320,8 +365,8 @@ function codeEntries(gitDir: string, workspace: string, names: string[]): string
   } catch {
     /* unreadable: nothing created */
   }
-  const own = (p: string): void => {
-    if (owner) fs.lchownSync(p, owner.uid, owner.gid);
+  const make = (p: string, kind: 'file' | 'dir'): void => {
+    if (owner) createInside(workspace, p, kind, owner);
   };
   const add = (p: string): void => {
     if (inside(p, workspace) && !names.includes(p) && !(CODE_ENTRIES as readonly string[]).includes(path.relative(gitDir, p)))
@@ -333,15 +378,8 @@ function codeEntries(gitDir: string, workspace: string, names: string[]): string
   const worktreeConfig = /worktreeconfig\s*=\s*(true|yes|on|1)?\s*$/im.test(config);
   for (const name of CODE_ENTRIES) {
     const p = path.join(gitDir, name);
-    try {
-      let made = true;
-      if (name === 'hooks' || name === 'info') fs.mkdirSync(p, { mode: 0o755 });
-      else if (name === 'config.worktree' && worktreeConfig) fs.writeFileSync(p, '', { flag: 'wx', mode: 0o644 });
-      else made = false;
-      if (made) own(p);
-    } catch {
-      /* there already (or the git dir is not the worker's to write: then neither is it the session's) */
-    }
+    if (name === 'hooks' || name === 'info') make(p, 'dir');
+    else if (name === 'config.worktree' && worktreeConfig) make(p, 'file');
     try {
       const st = fs.statSync(p);
       if (st.isFile() || st.isDirectory()) add(p);
@@ -354,24 +392,13 @@ function codeEntries(gitDir: string, workspace: string, names: string[]): string
   const named = configNamedPaths(configs, config, gitDir, workTreeOf(gitDir, workspace), workspace);
   for (const p of named.includes) {
     if (!inside(p, workspace)) continue;
-    try {
-      fs.mkdirSync(path.dirname(p), { recursive: true });
-      fs.writeFileSync(p, '', { flag: 'wx', mode: 0o644 });
-      own(p);
-    } catch {
-      /* there already */
-    }
+    make(p, 'file');
     add(p);
   }
   const hookDirs = [path.join(gitDir, 'hooks')];
   for (const dir of named.hookDirs) {
     if (!inside(dir, workspace) || dir === workspace) continue;
-    try {
-      fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
-      own(dir);
-    } catch {
-      /* there already, or not makeable */
-    }
+    make(dir, 'dir');
     add(dir);
     hookDirs.push(dir);
   }

@@ -249,3 +249,45 @@ describe('what the config names, as git reads it', () => {
     expect(g.writable.filter((p) => p === ws || p.startsWith(path.join(ws, '.husky', '_')))).toEqual([]);
   });
 });
+
+describe('what the guard creates stays in the workspace', () => {
+  // Root makes a missing include, `core.hooksPath` or `config.worktree` before the sandbox starts: a folder
+  // on the way that an earlier session replaced by a symlink must not take it outside the workspace.
+  test.each([
+    ['a missing include under a symlinked folder', 'include.path', '../conf/x/inc.conf', 'x/inc.conf'],
+    ['a missing core.hooksPath under a symlinked folder', 'core.hooksPath', 'conf/hooks', 'hooks'],
+  ])('%s creates nothing where the symlink points', (_what, key, value, made) => {
+    const { ws, git } = plainRepo();
+    const outside = fs.realpathSync(tempDir());
+    fs.symlinkSync(outside, path.join(ws, 'conf'));
+    git('config', key, value);
+    guardedGit(ws);
+    expect(fs.readdirSync(outside)).toEqual([]);
+    expect(fs.existsSync(path.join(outside, made))).toBe(false);
+  });
+
+  test('a symlinked admin folder of a linked worktree gets no config.worktree where it points', () => {
+    const { ws, git } = repoWithWorktrees();
+    git('config', 'extensions.worktreeConfig', 'true');
+    const outside = fs.realpathSync(tempDir());
+    const admin = path.join(ws, '.git', 'worktrees', 'feat');
+    fs.cpSync(admin, outside, { recursive: true });
+    fs.rmSync(admin, { recursive: true });
+    fs.symlinkSync(outside, admin);
+    guardedGit(ws);
+    expect(fs.existsSync(path.join(outside, 'config.worktree'))).toBe(false);
+  });
+
+  test('a missing include in a real folder is still made, owned as the git dir', () => {
+    const { ws, git } = plainRepo();
+    git('config', 'include.path', '../conf/x/inc.conf');
+    guardedGit(ws);
+    const made = path.join(ws, 'conf', 'x', 'inc.conf');
+    const owner = fs.statSync(path.join(ws, '.git'));
+    expect({ size: fs.statSync(made).size, uid: fs.statSync(made).uid, dirUid: fs.statSync(path.dirname(made)).uid }).toEqual({
+      size: 0,
+      uid: owner.uid,
+      dirUid: owner.uid,
+    });
+  });
+});
