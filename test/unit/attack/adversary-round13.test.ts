@@ -135,24 +135,13 @@
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { commandDetails, commandSummary, displayCommand } from '../../../src/shared/display';
+import { displayCommand } from '../../../src/shared/display';
 import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
 import { personsRepo, plant } from './persons-repo';
+import { FLAGGED, flaggedEverywhere } from './lookalikes';
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
-
-/** Whether the approval prompt (escaped, with a warning), the UI's summary and its details all show `command` other than verbatim. */
-function flaggedEverywhere(command: string): { prompt: boolean; summary: boolean; details: boolean } {
-  const d = displayCommand(command);
-  return {
-    prompt: d.warnings.length > 0 && d.text !== command,
-    summary: !commandSummary(command, 1).includes(command),
-    details: !commandDetails(command).includes(command),
-  };
-}
-
-const FLAGGED = { prompt: true, summary: true, details: true };
 
 describe('kind 5: letters and digits whose compatibility form is ASCII, outside the fullwidth and mathematical blocks', () => {
   const commands: [string, string][] = [

@@ -114,9 +114,10 @@
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { commandDetails, commandSummary, displayCommand } from '../../../src/shared/display';
+import { displayCommand } from '../../../src/shared/display';
 import { closeSessions, removeTempDirs, startSession, waitUntil } from '../session/helpers';
 import { personsRepo } from './persons-repo';
+import { FLAGGED, flaggedEverywhere } from './lookalikes';
 
 /** Every attack below works on b6d4373 (see the doc comment): skipped until fixed. */
 const OPEN = true;
@@ -431,18 +432,6 @@ dRoot("kind 6: the kernel's memory for a session's objects counts in its memory 
     expect(total).toBeLessThan(128 * MiB);
   }, 180_000);
 });
-
-/** Whether the approval prompt (escaped, with a warning), the UI's summary and its details all show `command` other than verbatim. */
-function flaggedEverywhere(command: string): { prompt: boolean; summary: boolean; details: boolean } {
-  const d = displayCommand(command);
-  return {
-    prompt: d.warnings.length > 0 && d.text !== command,
-    summary: !commandSummary(command, 1).includes(command),
-    details: !commandDetails(command).includes(command),
-  };
-}
-
-const FLAGGED = { prompt: true, summary: true, details: true };
 
 describe('kind 5: one right-to-left word before a number is drawn reversed', () => {
   for (const command of ['sort א > 2024.csv', 'cp גיבוי 2024', 'rm -rf א/1', 'cat א > 1']) {

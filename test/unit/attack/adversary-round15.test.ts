@@ -145,9 +145,9 @@
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { commandDetails, commandSummary, displayCommand } from '../../../src/shared/display';
 import { closeSessions, removeTempDirs, startSession, waitUntil } from '../session/helpers';
 import { personsRepo, plant } from './persons-repo';
+import { FLAGGED, flaggedEverywhere } from './lookalikes';
 
 /**
  * Every attack below works on 2459236 (see the doc comment); each group is skipped while its fix is
@@ -428,18 +428,6 @@ dRoot("kind 6: a program the person's config names through a symlink in the work
     }
   });
 });
-
-/** Whether `command` is shown other than verbatim in the approval prompt (with a warning), the UI's summary and its details. */
-function flaggedEverywhere(command: string): { prompt: boolean; summary: boolean; details: boolean } {
-  const d = displayCommand(command);
-  return {
-    prompt: d.warnings.length > 0 && d.text !== command,
-    summary: !commandSummary(command, 1).includes(command),
-    details: !commandDetails(command).includes(command),
-  };
-}
-
-const FLAGGED = { prompt: true, summary: true, details: true };
 
 describe('kind 5: a right-to-left letter before a number, a bidi-neutral modifier letter between', () => {
   const commands: [string, string][] = [

@@ -30,3 +30,16 @@ export function expectFlaggedEverywhere({ command, ch, bashSays }: LookalikeCase
   expect(commandSummary(command, 1)).not.toContain(ch);
   expect(commandDetails(command)).not.toContain(ch);
 }
+
+/** Whether the approval prompt (escaped, with a warning), the UI's summary and its details all show `command` other than verbatim. */
+export function flaggedEverywhere(command: string): { prompt: boolean; summary: boolean; details: boolean } {
+  const d = displayCommand(command);
+  return {
+    prompt: d.warnings.length > 0 && d.text !== command,
+    summary: !commandSummary(command, 1).includes(command),
+    details: !commandDetails(command).includes(command),
+  };
+}
+
+/** What {@link flaggedEverywhere} gives for a command shown other than verbatim everywhere. */
+export const FLAGGED = { prompt: true, summary: true, details: true };
