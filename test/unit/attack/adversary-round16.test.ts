@@ -26,8 +26,9 @@
  * entering the new root), and C's shell cannot start at all (a denial of service by the sibling;
  * observed). Why: a bind source is a path read again at each launch, not the folder the guard
  * checked at start; the sibling's audit comes after the fact and C's own audit cannot win a loop.
- * Inferred, not run: a link to `../../..` makes it `--bind / /`, every host folder the session
- * uid may write by its mode writable (`/var/tmp`, its home, sticky folders). Fix (whole kind): bind
+ * Tried once, not shown: a link to `../../..` (`/`) ended in "Can't find source path" and no
+ * shell (not looked into); any host folder the session uid may write by its mode and that the
+ * sandbox shows (`/var/tmp`, its home, sticky folders) can be the target as above. Fix (whole kind): bind
  * every guard path from a descriptor opened at session start without following a symlink, as
  * `pins.ts` does for a worktree's git dirs (`--bind-fd`), or refuse to launch when a path resolves
  * elsewhere than at start or outside the workspace; and a missing source (moved away by an audit)
