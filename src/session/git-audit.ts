@@ -437,6 +437,11 @@ function linkedWorktreeFile(file: string, b: GitBaseline, final: boolean): boole
 function strayAdmin(admin: string, b: GitBaseline, final: boolean): string | undefined {
   try {
     if (!fs.lstatSync(nameBytes(admin)).isDirectory()) return 'not a folder';
+    // A FIFO (or socket, device) where git and the next session's guard read a file would make them wait for a writer.
+    for (const name of ['commondir', 'gitdir', 'config.worktree']) {
+      const st = fs.statSync(nameBytes(path.join(admin, name)), { throwIfNoEntry: false });
+      if (st !== undefined && !st.isFile()) return `a linked worktree whose ${name} is no regular file`;
+    }
     const common = gitPath(path.join(admin, 'commondir'));
     if (common === undefined || resolveAsGit(admin, common) !== b.git) return "a linked worktree whose commondir is not the repository's";
   } catch {

@@ -245,7 +245,7 @@ function commonDirOf(gitDir: string): string | null | undefined {
   const file = path.join(gitDir, 'commondir');
   let text: string;
   try {
-    text = fs.readFileSync(file, 'utf8').slice(0, 4096);
+    text = readRegular(file, 4096);
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'ENOENT' ? undefined : null;
   }
@@ -261,7 +261,7 @@ function commonDirOf(gitDir: string): string | null | undefined {
 /** The `.git` file an admin folder's `gitdir` names (absolute, symlinks resolved) when it is a regular file there, else undefined. */
 function backlinkOf(admin: string): string | undefined {
   try {
-    const line = fs.readFileSync(path.join(admin, 'gitdir'), 'utf8').slice(0, 4096).split('\n')[0]!.trim();
+    const line = readRegular(path.join(admin, 'gitdir'), 4096).split('\n')[0]!.trim();
     const p = fs.realpathSync(path.resolve(admin, line));
     return fs.lstatSync(p).isFile() ? p : undefined;
   } catch {
@@ -272,7 +272,7 @@ function backlinkOf(admin: string): string | undefined {
 /** The first MiB of `gitDir`'s `config`, or '' when unreadable. */
 function configOf(gitDir: string): string {
   try {
-    return fs.readFileSync(path.join(gitDir, 'config'), 'utf8').slice(0, 1 << 20);
+    return readRegular(path.join(gitDir, 'config'), 1 << 20);
   } catch {
     return '';
   }
@@ -361,7 +361,7 @@ function codeEntries(gitDir: string, workspace: string, names: string[]): string
   let config = '';
   try {
     owner = fs.statSync(gitDir);
-    config = fs.readFileSync(path.join(gitDir, 'config'), 'utf8').slice(0, 1 << 20);
+    config = readRegular(path.join(gitDir, 'config'), 1 << 20);
   } catch {
     /* unreadable: nothing created */
   }
@@ -680,6 +680,24 @@ function expandPath(value: string, base: string): string | undefined {
 }
 
 /** Whether `p` is a regular file (symlinks followed). */
+/**
+ * Up to `max` bytes of the regular file `file` (symlinks followed), as UTF-8, opened without
+ * blocking (`O_NONBLOCK`): what the session left in the workspace is read on the worker's thread
+ * before the sandbox starts, and a FIFO at such a name would wait for a writer for ever, freezing
+ * every run of the worker (adversary round 16).
+ * @throws when `file` is missing (ENOENT), unreadable, or no regular file
+ */
+function readRegular(file: string, max: number): string {
+  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+  try {
+    if (!fs.fstatSync(fd).isFile()) throw new Error(`${file} is no regular file`);
+    const buf = Buffer.alloc(max);
+    return buf.subarray(0, fs.readSync(fd, buf, 0, max, 0)).toString('utf8');
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 function isFile(p: string): boolean {
   try {
     return fs.statSync(p).isFile();
@@ -695,7 +713,8 @@ function isFile(p: string): boolean {
  * person's configuration runs (`git config` runs no hook, pager or fsmonitor with `--null --list`).
  */
 function gitConfigList(file: string): [string, string][] | undefined {
-  if (!fs.existsSync(file)) return [];
+  // A FIFO (or socket, device) is never handed to git: opening one waits for a writer (adversary round 16).
+  if (!fs.existsSync(file) || !isFile(file)) return [];
   let raw: string;
   try {
     raw = execFileSync('git', ['config', '--file', file, '--null', '--list'], {
@@ -750,7 +769,7 @@ function includedFiles(config: string, gitDir: string): string[] {
 /** The absolute git dir a `.git` file names (`gitdir: <path>`, relative to the file's directory), or undefined. */
 function gitdirOf(file: string, workspace: string): string | undefined {
   try {
-    const text = fs.readFileSync(file, 'utf8').slice(0, 4096);
+    const text = readRegular(file, 4096);
     const m = /^gitdir: (.+)$/m.exec(text);
     if (!m) return undefined;
     const named = path.resolve(workspace, m[1]!.trim());

@@ -6,6 +6,8 @@
  * Each test asserts the safe behaviour and is skipped (OPEN) while its fix is missing; I ran all 4
  * un-skipped against 47de383 and each failed, as written below (stalls of 4,048 ms and 30,092 ms,
  * the plant ran on the host, the file was written on the host).
+ * The 2 FIFO tests run since git-guard.ts reads only regular files without blocking and the
+ * audit moves an admin folder holding a FIFO.
  *
  * Kind 6 (the sandbox's edges), the worst of this round: a sibling session makes another session's
  * writable bind a folder of the host. The guard's writable binds (`.git/worktrees`, each
@@ -134,49 +136,43 @@ async function stallWhile<T>(fn: () => Promise<T>, writeFifos: string[], afterMs
 }
 
 dRoot('kind 6/7: what the audit keeps in .git, the guard reads blocking at the next start', () => {
-  t(
-    "a FIFO as a new worktree admin folder's `gitdir` does not freeze the worker when the next session starts",
-    async () => {
-      const { ws } = personsRepo();
-      const s = await startSession({ cwd: ws, workspace: ws });
-      const r = await s.run(
-        [
-          'mkdir -p .git/worktrees/w && echo ../.. > .git/worktrees/w/commondir && cp .git/HEAD .git/worktrees/w/',
-          'mkfifo .git/worktrees/w/gitdir',
-          'echo planted',
-        ].join(' && '),
-      );
-      expect(r.output.split('\n')[0]).toBe('planted');
-      await s.close();
-      const fifo = path.join(ws, '.git/worktrees/w/gitdir');
-      const { value: next, stallMs } = await stallWhile(() => startSession({ cwd: ws, workspace: ws }), [fifo], 4000);
-      expect((await next.run('echo ok')).output.split('\n')[0]).toBe('ok');
-      expect({ stallMs: stallMs < 2000 ? 'under 2 s' : stallMs }).toEqual({ stallMs: 'under 2 s' });
-    },
-    60_000,
-  );
+  test("a FIFO as a new worktree admin folder's `gitdir` does not freeze the worker when the next session starts", async () => {
+    const { ws } = personsRepo();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run(
+      [
+        'mkdir -p .git/worktrees/w && echo ../.. > .git/worktrees/w/commondir && cp .git/HEAD .git/worktrees/w/',
+        'mkfifo .git/worktrees/w/gitdir',
+        'echo planted',
+      ].join(' && '),
+    );
+    expect(r.output.split('\n')[0]).toBe('planted');
+    // The audit after the command moves the admin folder away: git would wait on the FIFO too.
+    expect(r.output).toContain('gitdir is no regular file');
+    await s.close();
+    const fifo = path.join(ws, '.git/worktrees/w/gitdir');
+    const { value: next, stallMs } = await stallWhile(() => startSession({ cwd: ws, workspace: ws }), [fifo], 4000);
+    expect((await next.run('echo ok')).output.split('\n')[0]).toBe('ok');
+    expect({ stallMs: stallMs < 2000 ? 'under 2 s' : stallMs }).toEqual({ stallMs: 'under 2 s' });
+  }, 60_000);
 
-  t(
-    'FIFOs as `config.worktree` in kept admin folders do not freeze the worker when the next session starts',
-    async () => {
-      const { ws } = personsRepo();
-      const s = await startSession({ cwd: ws, workspace: ws });
-      const r = await s.run(
-        [
-          'for i in 1 2 3; do mkdir -p .git/worktrees/w$i && echo ../.. > .git/worktrees/w$i/commondir',
-          'cp .git/HEAD .git/worktrees/w$i/ && echo "$PWD/wt$i/.git" > .git/worktrees/w$i/gitdir',
-          'mkfifo .git/worktrees/w$i/config.worktree || exit 1; done',
-          'echo planted',
-        ].join(' && '),
-      );
-      expect(r.output.split('\n')[0]).toBe('planted');
-      await s.close();
-      const { value: next, stallMs } = await stallWhile(() => startSession({ cwd: ws, workspace: ws }), [], 0);
-      expect((await next.run('echo ok')).output.split('\n')[0]).toBe('ok');
-      expect({ stallMs: stallMs < 2000 ? 'under 2 s' : stallMs }).toEqual({ stallMs: 'under 2 s' });
-    },
-    90_000,
-  );
+  test('FIFOs as `config.worktree` in kept admin folders do not freeze the worker when the next session starts', async () => {
+    const { ws } = personsRepo();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run(
+      [
+        'for i in 1 2 3; do mkdir -p .git/worktrees/w$i && echo ../.. > .git/worktrees/w$i/commondir',
+        'cp .git/HEAD .git/worktrees/w$i/ && echo "$PWD/wt$i/.git" > .git/worktrees/w$i/gitdir',
+        'mkfifo .git/worktrees/w$i/config.worktree || exit 1; done',
+        'echo planted',
+      ].join(' && '),
+    );
+    expect(r.output.split('\n')[0]).toBe('planted');
+    await s.close();
+    const { value: next, stallMs } = await stallWhile(() => startSession({ cwd: ws, workspace: ws }), [], 0);
+    expect((await next.run('echo ok')).output.split('\n')[0]).toBe('ok');
+    expect({ stallMs: stallMs < 2000 ? 'under 2 s' : stallMs }).toEqual({ stallMs: 'under 2 s' });
+  }, 90_000);
 });
 
 dRoot("kind 6: what the person's global git config names in the workspace", () => {
