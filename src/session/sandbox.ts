@@ -68,6 +68,15 @@ export interface SandboxOptions {
    * symlink by then. @default none
    */
   pinned?: readonly PinnedDir[];
+  /**
+   * What some of {@link writable} and {@link readable} resolved to when the session started (the git
+   * guard's binds, git-guard.ts; from {@link bindIdentity}): a launch where one of them resolves
+   * elsewhere, or names another directory (device and inode), is refused, since a sibling session
+   * on the same workspace can swap such a folder for a symlink to a host folder between launches
+   * (adversary-round16.test.ts, kind 6). null: the path did not resolve then, and must not now.
+   * @default none checked
+   */
+  heldBinds?: ReadonlyMap<string, BindIdentity | null>;
   /** Paths covered (directories by an empty tmpfs, files by /dev/null) unless they are, or lie above, a writable/readable path. */
   hide: string[];
   /**
@@ -228,6 +237,42 @@ function ancestors(p: string): string[] {
 /** One mount; `fd`: a bind from that descriptor of bwrap (a pinned directory), not from `path`. */
 type MountOp = { kind: 'tmpfs' | 'dir' | 'bind' | 'ro-bind' | 'hide-file'; path: string; mode?: string; fd?: number };
 
+/** What a bind source resolved to: its real path and, for a directory, its device and inode. */
+export interface BindIdentity {
+  readonly real: string;
+  /** Device and inode of a directory; undefined for a file, which the person's git on the host may replace by rename (the audit's). */
+  readonly dev?: number;
+  readonly ino?: number;
+}
+
+/** What `p` resolves to now (see {@link BindIdentity}), or null when it does not resolve. */
+export function bindIdentity(p: string): BindIdentity | null {
+  try {
+    const real = fs.realpathSync(path.resolve(p));
+    const st = fs.statSync(real);
+    return st.isDirectory() ? { real, dev: st.dev, ino: st.ino } : { real };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * @throws SessionStartError naming the first of `o.heldBinds` that no longer resolves to what it
+ *   resolved to at the session's start (another real path, another directory, or a path that
+ *   appeared), since a process changed it: binding it from its new place could bind a host folder.
+ */
+function checkHeldBinds(o: SandboxOptions): void {
+  for (const [p, was] of o.heldBinds ?? []) {
+    const now = bindIdentity(p);
+    const same = was === null ? now === null : now !== null && now.real === was.real && now.dev === was.dev && now.ino === was.ino;
+    if (!same)
+      throw new SessionStartError(
+        `refusing to start the sandbox: ${p} no longer is the ${was?.dev !== undefined ? 'folder' : 'path'} it was when the session started ` +
+          `(it now resolves to ${now ? now.real : 'nothing'}); a process changed it, and binding it from its new place could expose a folder of the host`,
+      );
+  }
+}
+
 /** `p` absolute with symlinks resolved (as given, made absolute, when it cannot be). */
 function resolvedPath(p: string): string {
   const abs = path.resolve(p);
@@ -243,8 +288,10 @@ function resolvedPath(p: string): string {
  * over a directory, /dev/null over a file), the binds (`targets`), and an empty tmpfs over each
  * ancestor of a bind that the session user cannot search on the real filesystem (it costs it
  * nothing it could see).
+ * @throws SessionStartError when a held bind changed ({@link SandboxOptions.heldBinds})
  */
 function mountOps(o: SandboxOptions): { ops: MountOp[]; targets: MountOp[] } {
+  checkHeldBinds(o);
   const binds = [...new Set(o.writable.map(resolvedPath))].map((p) => ({ kind: 'bind' as const, path: p }));
   const roBinds = [...new Set(o.readable.map(resolvedPath))]
     .filter((p) => !binds.some((b) => b.path === p))

@@ -64,7 +64,7 @@ import {
 import { guardedGit, type GuardedGit } from './git-guard';
 import { auditGit, gitAuditNote, prepareQuarantine, recordGit, type GitBaseline, type GitFinding } from './git-audit';
 import { closePins, pinGit, type GitPins, type PinnedDir } from './pins';
-import { sandboxView, type SandboxMode, type SandboxOptions } from './sandbox';
+import { bindIdentity, sandboxView, type BindIdentity, type SandboxMode, type SandboxOptions } from './sandbox';
 import { writeSeccompFilter } from './seccomp';
 import { ShellProcess, type ShellExit } from './shell';
 import { raceTimeout } from './timing';
@@ -175,6 +175,11 @@ export class BashSession {
   private readonly quarantine: string | undefined;
   /** `dev:ino` of each of {@link git}'s read-only paths as the current shell's sandbox bound them (a rename on the host drops the bind). */
   private boundGit = new Map<string, string>();
+  /**
+   * What each of {@link git}'s paths resolved to when the session started (sandbox.ts `bindIdentity`): every launch
+   * refuses to bind one that resolves elsewhere now, as a sibling session on the workspace can swap it for a symlink.
+   */
+  private readonly heldGit: ReadonlyMap<string, BindIdentity | null>;
   /** What the audit found when the session closed (git-audit.ts): the last word on what the session left in the workspace's git metadata. */
   gitFindingsAtClose: readonly GitFinding[] = [];
   /** {@link gitFindingsAtClose} as one line for a log, or undefined when there are none. */
@@ -233,6 +238,7 @@ export class BashSession {
     // Made before any sandbox and bound read-only in each: the session can neither block it nor take back what was moved.
     this.quarantine = this.workspace && sandbox.mode === 'bwrap' ? prepareQuarantine(realDir(this.workspace), this.gitTag) : undefined;
     if (this.quarantine) this.git.readonly.push(this.quarantine);
+    this.heldGit = new Map([...this.git.writable, ...this.git.readonly].map((p) => [p, bindIdentity(p)]));
     const built = buildSessionEnv({
       extra: { ...identityEnv(who, this.workspace), ...options.env },
       secretEnvNames: options.secretEnvNames,
@@ -361,6 +367,7 @@ export class BashSession {
       network: this.network,
       writable: this.workspace ? [this.workspace, ...this.git.writable] : [],
       readable: [this.tmpDir, ...this.git.readonly],
+      ...(this.heldGit.size > 0 ? { heldBinds: this.heldGit } : {}),
       ...(this.gitPins.length > 0 ? { pinned: this.gitPins } : {}),
       hide: this.hide,
       tmpfsBytes: Math.min(this.limits.maxFileSizeBytes, SANDBOX_TMPFS_BYTES),

@@ -201,7 +201,9 @@ dRoot("kind 6: what the person's global git config names in the workspace", () =
 });
 
 dRoot('kind 6: a sibling session swaps a folder another session binds by path', () => {
-  t(
+  // Fixed: each launch refuses a guard bind that no longer resolves to what it did at start (sandbox.ts `heldBinds`).
+  const OPEN_SWAP = false;
+  (OPEN_SWAP ? test.skip : test)(
     "a `.git/worktrees` a sibling replaced by a symlink does not become a writable bind of the host's folder at the other session's restart",
     async () => {
       const { ws } = personsRepo();
@@ -224,11 +226,16 @@ dRoot('kind 6: a sibling session swaps a folder another session binds by path', 
         await p.run(`(sleep 2; mv .git/worktrees .git/wt-away; ${loop}) >/dev/null 2>&1 & echo started`);
         await new Promise((r) => setTimeout(r, 3000));
         // C's shell ends (a timeout, `exit`, a lowered ulimit, a bind lost: anything that restarts it); the new sandbox binds again.
-        await c.run('exit 0');
+        // Fixed: the restart after it is refused already (the error of this run); the next run tries again below.
+        await c.run('exit 0').catch(() => undefined);
         await new Promise((r) => setTimeout(r, 1000));
-        const r = await c.run(`{ echo from-the-session > ${host}/pwned; } 2>/dev/null; echo tried`);
-        expect(r.output).toContain('tried');
+        // Fixed: the launch is refused (fail closed) with the path named, rather than bound from where the symlink leads.
+        const r = await c.run(`{ echo from-the-session > ${host}/pwned; } 2>/dev/null; echo tried`).then(
+          (res) => ({ ran: res.output }),
+          (err: Error) => ({ refused: err.message }),
+        );
         expect({ wroteOnTheHost: fs.existsSync(path.join(host, 'pwned')) }).toEqual({ wroteOnTheHost: false });
+        expect(r).toEqual({ refused: expect.stringMatching(/\.git\/worktrees no longer is the folder .*a process changed it/) });
       } finally {
         fs.rmSync(host, { recursive: true, force: true });
       }
