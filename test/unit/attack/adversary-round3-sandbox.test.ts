@@ -131,8 +131,9 @@ describe('kind 6: memory outside the sized /tmp and /dev/shm', () => {
     expect((await s.run('df -m /tmp /dev/shm | tail -2')).output).toMatch(/^tmpfs\s+32\s/m);
     const before = hostShmem();
     await s.run('python3 hog.py 30 20 memfd 20 >held 2>&1 &');
-    for (let i = 0; i < 100 && !fs.readFileSync(path.join(dir, 'held'), 'utf8').includes('held'); i++)
-      await new Promise((r) => setTimeout(r, 100));
+    // The job opens `held` itself, after the command has returned: missing at first is "not yet".
+    const held = (): boolean => fs.existsSync(path.join(dir, 'held')) && fs.readFileSync(path.join(dir, 'held'), 'utf8').includes('held');
+    for (let i = 0; i < 100 && !held(); i++) await new Promise((r) => setTimeout(r, 100));
     const grown = hostShmem() - before;
     // Within the session's budget: at most what its two tmpfs can hold (slack for the rest of the machine).
     expect(grown).toBeLessThan(2 * 32 * MiB + 64 * MiB);
