@@ -9,6 +9,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { BashSession } from '../../../src/session';
+import { editRuleSubject, parseEditInput } from '../../../src/contract/text-editor';
 import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
 import { personsRepo } from './persons-repo';
 
@@ -68,6 +69,35 @@ dRoot("held-binds.ts: a sibling changes a folder the other session's guard holds
       const r = await c.run(`stat -c %i .git/worktrees; { echo x > ${host}/pwned; } 2>/dev/null; echo tried`);
       expect(r.output.split('\n')[0]).toBe(String(held));
       expect(r.output).toContain('tried');
+      expect(fs.readdirSync(host)).toEqual([]);
+    } finally {
+      fs.rmSync(host, { recursive: true, force: true });
+    }
+  }, 90_000);
+
+  test("an exact run and the editor's helper launch their own sandbox: refused the same way, the host untouched", async () => {
+    const { ws, p, c } = await siblings();
+    const host = hostFolder();
+    try {
+      const link = path.relative(path.join(ws, '.git'), host);
+      const swap = `mv -T .git/worktrees .git/wt-away && (while :; do [ -L .git/worktrees ] || ln -s ${link} .git/worktrees; sleep 0.05; done) >/dev/null 2>&1 & echo swapped`;
+      expect((await p.run(swap)).output).toContain('swapped');
+      await new Promise((r) => setTimeout(r, 200));
+      const exact = await c.runExact(['touch', 'made-by-exact']).then(
+        (r) => `ran:${r.output}`,
+        (err: Error) => `err:${err.message}`,
+      );
+      expect(exact).toMatch(/^err:.*refusing to start the sandbox: .*\.git\/worktrees no longer is the folder/);
+      const parsed = parseEditInput({ command: 'create', path: `${ws}/new.txt`, file_text: 'x\n' });
+      if (!parsed.ok) throw new Error(parsed.text);
+      const edit = await c
+        .edit(parsed.edit, () => ({ apply: true }), { maxCharacters: 50, ruleSubject: editRuleSubject })
+        .then(
+          (o) => `ran:${o.text}`,
+          (err: Error) => `err:${err.message}`,
+        );
+      expect(edit).toMatch(/^err:.*refusing to start the sandbox: .*\.git\/worktrees no longer is the folder/);
+      expect([fs.existsSync(path.join(ws, 'made-by-exact')), fs.existsSync(path.join(ws, 'new.txt'))]).toEqual([false, false]);
       expect(fs.readdirSync(host)).toEqual([]);
     } finally {
       fs.rmSync(host, { recursive: true, force: true });
