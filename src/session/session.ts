@@ -182,6 +182,8 @@ export class BashSession {
    * released by {@link close}.
    */
   private readonly heldGit: HeldBinds;
+  /** The note of {@link rebindGit}'s failed relaunch after the last command, if any. */
+  private relaunchFailure: string | undefined;
   /** What the audit found when the session closed (git-audit.ts): the last word on what the session left in the workspace's git metadata. */
   gitFindingsAtClose: readonly GitFinding[] = [];
   /** {@link gitFindingsAtClose} as one line for a log, or undefined when there are none. */
@@ -746,9 +748,6 @@ export class BashSession {
     }
     return lost;
   }
-
-  /** The note of {@link rebindGit}'s failed relaunch after the last command, if any. */
-  private relaunchFailure: string | undefined;
 
   /**
    * {@link replaceShell} after a command ran: when no new shell can be started (its sandbox refused: a held guard path
