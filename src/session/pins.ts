@@ -28,9 +28,42 @@ export interface PinnedDir {
   fd: number;
 }
 
-/** Opens `name` in the directory `dirFd` as a directory, `O_PATH`, never through a symlink. */
-function openDirAt(dirFd: number, name: string): number {
+/**
+ * Opens `name` (one component) in the directory `dirFd` as a directory, `O_PATH`, never through a symlink.
+ * @throws Error (ELOOP, ENOTDIR, ENOENT) when it is a symlink, no directory, or missing
+ */
+export function openDirAt(dirFd: number, name: string): number {
   return openSync(`/proc/self/fd/${dirFd}/${name}`, O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+}
+
+/**
+ * Opens `name` (one component) in the directory `dirFd` whatever it is, `O_PATH`, never through a symlink:
+ * a symlink there gives a descriptor of the link itself (`fstat` says so), a FIFO does not block.
+ * @throws Error (ENOENT) when it is missing
+ */
+export function openEntryAt(dirFd: number, name: string): number {
+  return openSync(`/proc/self/fd/${dirFd}/${name}`, O_PATH | constants.O_NOFOLLOW);
+}
+
+/**
+ * Opens the directory `rel` (relative and normal, `''` for `dirFd` itself) below the directory `dirFd`, one component at
+ * a time, none of them a symlink.
+ * @returns a new `O_PATH` descriptor of it (the caller closes it)
+ * @throws Error (ELOOP, ENOTDIR, ENOENT) when a component is a symlink, no directory, or missing
+ */
+export function openDirBelow(dirFd: number, rel: string): number {
+  let fd = openDirAt(dirFd, '.');
+  try {
+    for (const part of rel.split('/').filter((p) => p !== '')) {
+      const next = openDirAt(fd, part);
+      closeSync(fd);
+      fd = next;
+    }
+    return fd;
+  } catch (err) {
+    closeSync(fd);
+    throw err;
+  }
 }
 
 /**
@@ -41,17 +74,11 @@ function openDirAt(dirFd: number, name: string): number {
  */
 export function openDirNoFollow(abs: string): number {
   if (!path.isAbsolute(abs) || path.normalize(abs) !== abs) throw new Error(`${JSON.stringify(abs)} is not a normal absolute path`);
-  let fd = openSync('/', O_PATH | constants.O_DIRECTORY);
+  const root = openSync('/', O_PATH | constants.O_DIRECTORY);
   try {
-    for (const part of abs.split('/').filter((p) => p !== '')) {
-      const next = openDirAt(fd, part);
-      closeSync(fd);
-      fd = next;
-    }
-    return fd;
-  } catch (err) {
-    closeSync(fd);
-    throw err;
+    return openDirBelow(root, abs.slice(1));
+  } finally {
+    closeSync(root);
   }
 }
 

@@ -40,6 +40,7 @@ import * as path from 'node:path';
 import { SessionStartError } from './errors';
 import { closingLaunch, PASSED_FD_BASE, type Launch, type PassedFd } from './fds';
 import { MINIMAL_ENV, type SessionIdentity } from './identity';
+import { heldMounts, type HeldBinds, type HeldMount } from './held-binds';
 import type { PinnedDir } from './pins';
 
 /** `bwrap`: namespaces (see the module comment); `none`: bash runs on the machine directly. */
@@ -69,14 +70,13 @@ export interface SandboxOptions {
    */
   pinned?: readonly PinnedDir[];
   /**
-   * What some of {@link writable} and {@link readable} resolved to when the session started (the git
-   * guard's binds, git-guard.ts; from {@link bindIdentity}): a launch where one of them resolves
-   * elsewhere, or names another directory (device and inode), is refused, since a sibling session
-   * on the same workspace can swap such a folder for a symlink to a host folder between launches
-   * (adversary-round16.test.ts, kind 6). null: the path did not resolve then, and must not now.
-   * @default none checked
+   * The git guard's binds (git-guard.ts), held by descriptor since the session started (held-binds.ts): every launch
+   * opens each path again without following a symlink, refuses when one no longer names what is held, and binds the
+   * descriptors (bwrap `--bind-fd` / `--ro-bind-fd`), never the paths, since a sibling session on the same workspace can
+   * swap such a folder for a symlink to a host folder between any check and bwrap's mount (adversary-round17.test.ts,
+   * kind 6). @default none
    */
-  heldBinds?: ReadonlyMap<string, BindIdentity | null>;
+  held?: HeldBinds;
   /** Paths covered (directories by an empty tmpfs, files by /dev/null) unless they are, or lie above, a writable/readable path. */
   hide: string[];
   /**
@@ -237,42 +237,6 @@ function ancestors(p: string): string[] {
 /** One mount; `fd`: a bind from that descriptor of bwrap (a pinned directory), not from `path`. */
 type MountOp = { kind: 'tmpfs' | 'dir' | 'bind' | 'ro-bind' | 'hide-file'; path: string; mode?: string; fd?: number };
 
-/** What a bind source resolved to: its real path and, for a directory, its device and inode. */
-export interface BindIdentity {
-  readonly real: string;
-  /** Device and inode of a directory; undefined for a file, which the person's git on the host may replace by rename (the audit's). */
-  readonly dev?: number;
-  readonly ino?: number;
-}
-
-/** What `p` resolves to now (see {@link BindIdentity}), or null when it does not resolve. */
-export function bindIdentity(p: string): BindIdentity | null {
-  try {
-    const real = fs.realpathSync(path.resolve(p));
-    const st = fs.statSync(real);
-    return st.isDirectory() ? { real, dev: st.dev, ino: st.ino } : { real };
-  } catch {
-    return null;
-  }
-}
-
-/**
- * @throws SessionStartError naming the first of `o.heldBinds` that no longer resolves to what it
- *   resolved to at the session's start (another real path, another directory, or a path that
- *   appeared), since a process changed it: binding it from its new place could bind a host folder.
- */
-function checkHeldBinds(o: SandboxOptions): void {
-  for (const [p, was] of o.heldBinds ?? []) {
-    const now = bindIdentity(p);
-    const same = was === null ? now === null : now !== null && now.real === was.real && now.dev === was.dev && now.ino === was.ino;
-    if (!same)
-      throw new SessionStartError(
-        `refusing to start the sandbox: ${p} no longer is the ${was?.dev !== undefined ? 'folder' : 'path'} it was when the session started ` +
-          `(it now resolves to ${now ? now.real : 'nothing'}); a process changed it, and binding it from its new place could expose a folder of the host`,
-      );
-  }
-}
-
 /** `p` absolute with symlinks resolved (as given, made absolute, when it cannot be). */
 function resolvedPath(p: string): string {
   const abs = path.resolve(p);
@@ -287,11 +251,9 @@ function resolvedPath(p: string): string {
  * The mounts of `o` in no particular order: the private /tmp, the hidden paths (an empty tmpfs
  * over a directory, /dev/null over a file), the binds (`targets`), and an empty tmpfs over each
  * ancestor of a bind that the session user cannot search on the real filesystem (it costs it
- * nothing it could see).
- * @throws SessionStartError when a held bind changed ({@link SandboxOptions.heldBinds})
+ * nothing it could see). `held`: the held binds' mounts of this launch, bound from fds after the pinned directories'.
  */
-function mountOps(o: SandboxOptions): { ops: MountOp[]; targets: MountOp[] } {
-  checkHeldBinds(o);
+function mountOps(o: SandboxOptions, held: readonly HeldMount[], fdBase: number): { ops: MountOp[]; targets: MountOp[] } {
   const binds = [...new Set(o.writable.map(resolvedPath))].map((p) => ({ kind: 'bind' as const, path: p }));
   const roBinds = [...new Set(o.readable.map(resolvedPath))]
     .filter((p) => !binds.some((b) => b.path === p))
@@ -300,9 +262,14 @@ function mountOps(o: SandboxOptions): { ops: MountOp[]; targets: MountOp[] } {
   const pinned = (o.pinned ?? []).map((p, i) => ({
     kind: p.writable ? ('bind' as const) : ('ro-bind' as const),
     path: p.dest,
-    fd: PASSED_FD_BASE + i,
+    fd: fdBase + i,
   }));
-  const targets = [...binds, ...roBinds, ...pinned];
+  const fromHeld = held.map((m, i) => ({
+    kind: m.writable ? ('bind' as const) : ('ro-bind' as const),
+    path: m.dest,
+    fd: fdBase + pinned.length + i,
+  }));
+  const targets = [...binds, ...roBinds, ...pinned, ...fromHeld];
   const ops: MountOp[] = [{ kind: 'tmpfs', path: '/tmp', mode: '1777' }];
   const tmpfsAt = new Set(['/tmp']);
   for (const raw of o.hide) {
@@ -378,9 +345,18 @@ function orderMounts(ops: MountOp[], targets: MountOp[]): MountOp[] {
  * The bwrap arguments before `--` (without the bwrap path): namespaces, the
  * read-only root, /dev, /proc, private /tmp and /dev/shm, the hidden paths,
  * and the binds, in an order where no later mount covers an earlier bind.
+ * @param held the held binds' mounts of this launch (fds after the pinned directories'; see {@link launchArgs}); @default
+ *   `heldMounts(o.held)`
+ * @param fdBase the pinned directories' first fd, then the held binds' @default {@link PASSED_FD_BASE}
+ * @throws SessionStartError when a held bind no longer is at its path (held-binds.ts `heldMounts`)
  */
-export function bwrapArgs(o: SandboxOptions, chdir?: string): string[] {
-  const { ops, targets } = mountOps(o);
+export function bwrapArgs(
+  o: SandboxOptions,
+  chdir?: string,
+  held: readonly HeldMount[] = o.held ? heldMounts(o.held) : [],
+  fdBase = PASSED_FD_BASE,
+): string[] {
+  const { ops, targets } = mountOps(o, held, fdBase);
   const final = orderMounts(ops, targets);
   const args = [
     '--die-with-parent',
@@ -432,6 +408,7 @@ export function sandboxView(o: SandboxOptions, dir: string): { real: true; writa
     ...writable.map((p) => ({ path: p, kind: 'bind' as const })),
     ...o.readable.map((p) => ({ path: resolve(p), kind: 'ro-bind' as const })),
     ...(o.pinned ?? []).map((p) => ({ path: p.dest, kind: p.writable ? ('bind' as const) : ('ro-bind' as const) })),
+    ...(o.held?.binds ?? []).map((b) => ({ path: b.dest, kind: b.writable ? ('bind' as const) : ('ro-bind' as const) })),
   ];
   const covers: Array<{ path: string; kind: 'tmpfs' | 'bind' | 'ro-bind'; why: string }> = [
     { path: '/tmp', kind: 'tmpfs', why: 'the sandbox gives bash a private /tmp' },
@@ -531,19 +508,23 @@ export function launchArgs(o: SandboxOptions, argv: string[], chdir?: string): L
     const filter = o.seccompFilter;
     // The launch closes every descriptor the worker holds without close-on-exec (fds.ts), and opens the
     // seccomp program as fd 3 for bwrap (same pid), so every spawn site gets both without passing descriptors itself.
-    // The pinned directories reach bwrap as fds 4, 5, … (the spawn passes them: fds.ts launchStdio).
-    const pass: PassedFd[] = [...(o.pinned ?? [])];
+    // The user namespace first (fd 4: the sh that closes it cannot name a descriptor above 9), then the pinned
+    // directories and the held guard paths, reach bwrap as fds 4, 5, … (the spawn passes them: fds.ts launchStdio).
+    const held = o.held ? heldMounts(o.held) : [];
+    const pass: PassedFd[] = [];
     if (o.identity && o.userns && o.nsenter) {
       // Entered by its descriptor (the host's /proc is not the sandbox's), which is then closed: bash never holds it.
-      const n = PASSED_FD_BASE + pass.length;
+      const n = PASSED_FD_BASE;
       pass.push(o.userns);
       inner = [o.nsenter, `--user=/proc/self/fd/${n}`, '--', '/bin/sh', '-c', `exec ${n}<&-; exec "$@"`, 'agent-jobs-userns', ...inner];
     }
+    const fdBase = PASSED_FD_BASE + pass.length;
+    pass.push(...(o.pinned ?? []), ...held.map((m) => m.source));
     // With an identity (root, no user namespace), bounded ptys: see DEVPTS_SCRIPT; setpriv's identity args drop the capability.
     if (o.identity) inner = ['/bin/sh', '-p', '-c', DEVPTS_SCRIPT, 'agent-jobs-devpts', DEVPTS_OPTIONS, ...inner];
     const caps = o.identity ? ['--cap-add', 'CAP_SYS_ADMIN'] : [];
-    if (!filter) return closingLaunch([o.bwrap, ...bwrapArgs(o, chdir), ...caps, '--', ...inner], undefined, pass);
-    return closingLaunch([o.bwrap, ...bwrapArgs(o, chdir), ...caps, '--seccomp', '3', '--', ...inner], filter, pass);
+    if (!filter) return closingLaunch([o.bwrap, ...bwrapArgs(o, chdir, held, fdBase), ...caps, '--', ...inner], undefined, pass);
+    return closingLaunch([o.bwrap, ...bwrapArgs(o, chdir, held, fdBase), ...caps, '--seccomp', '3', '--', ...inner], filter, pass);
   }
   return closingLaunch(inner);
 }

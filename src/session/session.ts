@@ -19,7 +19,7 @@ import { performEdit, type EditGate, type EditOutcome, type ProposedEdit } from 
 import { editIo } from './edit-io';
 import { judgeRecords, notEnded, type Ending, type Outcome } from './ending';
 import { buildSessionEnv, type SecretValue } from './env';
-import { InvalidCommandError, SessionClosedError, SessionCwdError } from './errors';
+import { InvalidCommandError, SessionClosedError, SessionCwdError, SessionStartError } from './errors';
 import { EXACT_RUN_HIDDEN, runExactProgram } from './exact';
 import { checkExactRun, exactLaunch } from './exact-run';
 import { SessionHost } from './host';
@@ -63,8 +63,9 @@ import {
 } from './result';
 import { guardedGit, type GuardedGit } from './git-guard';
 import { auditGit, gitAuditNote, prepareQuarantine, recordGit, type GitBaseline, type GitFinding } from './git-audit';
+import { holdBinds, releaseHeldBinds, type HeldBinds } from './held-binds';
 import { closePins, pinGit, type GitPins, type PinnedDir } from './pins';
-import { bindIdentity, sandboxView, type BindIdentity, type SandboxMode, type SandboxOptions } from './sandbox';
+import { sandboxView, type SandboxMode, type SandboxOptions } from './sandbox';
 import { writeSeccompFilter } from './seccomp';
 import { ShellProcess, type ShellExit } from './shell';
 import { raceTimeout } from './timing';
@@ -176,10 +177,13 @@ export class BashSession {
   /** `dev:ino` of each of {@link git}'s read-only paths as the current shell's sandbox bound them (a rename on the host drops the bind). */
   private boundGit = new Map<string, string>();
   /**
-   * What each of {@link git}'s paths resolved to when the session started (sandbox.ts `bindIdentity`): every launch
-   * refuses to bind one that resolves elsewhere now, as a sibling session on the workspace can swap it for a symlink.
+   * {@link git}'s paths, opened when the session started without following a symlink and bound from those descriptors
+   * at every launch (held-binds.ts), as a sibling session on the workspace can swap one for a symlink at any time;
+   * released by {@link close}.
    */
-  private readonly heldGit: ReadonlyMap<string, BindIdentity | null>;
+  private readonly heldGit: HeldBinds;
+  /** The note of {@link rebindGit}'s failed relaunch after the last command, if any. */
+  private relaunchFailure: string | undefined;
   /** What the audit found when the session closed (git-audit.ts): the last word on what the session left in the workspace's git metadata. */
   gitFindingsAtClose: readonly GitFinding[] = [];
   /** {@link gitFindingsAtClose} as one line for a log, or undefined when there are none. */
@@ -238,7 +242,6 @@ export class BashSession {
     // Made before any sandbox and bound read-only in each: the session can neither block it nor take back what was moved.
     this.quarantine = this.workspace && sandbox.mode === 'bwrap' ? prepareQuarantine(realDir(this.workspace), this.gitTag) : undefined;
     if (this.quarantine) this.git.readonly.push(this.quarantine);
-    this.heldGit = new Map([...this.git.writable, ...this.git.readonly].map((p) => [p, bindIdentity(p)]));
     const built = buildSessionEnv({
       extra: { ...identityEnv(who, this.workspace), ...options.env },
       secretEnvNames: options.secretEnvNames,
@@ -250,6 +253,13 @@ export class BashSession {
     this.fifos = new FifoPool(this.tmpDir, identity ?? undefined);
     if (this.network) fs.writeFileSync(path.join(this.tmpDir, 'resolv.conf'), `nameserver ${SLIRP_DNS}\n`, { mode: 0o644 });
     this.seccompFilter = sandbox.mode === 'bwrap' ? writeSeccompFilter(path.join(this.tmpDir, 'seccomp.bpf')) : undefined;
+    // Last, so that nothing after it throws with descriptors open; the start releases them when it fails later.
+    try {
+      this.heldGit = holdBinds(this.workspace ? realDir(this.workspace) : '/', this.git.writable, this.git.readonly);
+    } catch (err) {
+      fs.rmSync(this.tmpDir, { recursive: true, force: true });
+      throw err;
+    }
   }
 
   /**
@@ -275,6 +285,7 @@ export class BashSession {
     const refused = session.cwdRefusal(cwd);
     if (refused) {
       closePins(git.pins);
+      releaseHeldBinds(session.heldGit);
       fs.rmSync(session.tmpDir, { recursive: true, force: true });
       throw new SessionCwdError(`cannot start bash session in ${cwd}: ${refused}`, cwd, { sessionId: options.id });
     }
@@ -285,6 +296,7 @@ export class BashSession {
       await session.spawn(cwd);
     } catch (err) {
       closePins(git.pins);
+      releaseHeldBinds(session.heldGit);
       fs.rmSync(session.tmpDir, { recursive: true, force: true });
       throw err;
     }
@@ -365,9 +377,9 @@ export class BashSession {
       ...(this.sandboxMode.bwrap ? { bwrap: this.sandboxMode.bwrap } : {}),
       identity: this.identity,
       network: this.network,
-      writable: this.workspace ? [this.workspace, ...this.git.writable] : [],
-      readable: [this.tmpDir, ...this.git.readonly],
-      ...(this.heldGit.size > 0 ? { heldBinds: this.heldGit } : {}),
+      writable: this.workspace ? [this.workspace] : [],
+      readable: [this.tmpDir],
+      ...(this.heldGit.binds.length > 0 ? { held: this.heldGit } : {}),
       ...(this.gitPins.length > 0 ? { pinned: this.gitPins } : {}),
       hide: this.hide,
       tmpfsBytes: Math.min(this.limits.maxFileSizeBytes, SANDBOX_TMPFS_BYTES),
@@ -565,6 +577,7 @@ export class BashSession {
     if (this.gitBaseline) this.gitFindingsAtClose = await auditGit(this.gitBaseline, true);
     // Every launch is over (the queue ran out); one that comes later finds them closed (fds.ts launchStdio).
     closePins(this.gitPins);
+    releaseHeldBinds(this.heldGit);
     fs.rmSync(this.tmpDir, { recursive: true, force: true });
   }
 
@@ -665,11 +678,16 @@ export class BashSession {
     if ('file' in prepared.source) removeQuietly(prepared.commandFile);
     const rebound = ending.restartAfter || this.closed ? this.gitBindsLost('during') : await this.rebindGit('during');
     if (rebound) ending.notes.push(rebound);
+    const relaunch = rebound && !ending.restartAfter ? this.relaunchFailure : undefined;
+    if (relaunch) ending.notes.push(relaunch);
     const audit = await this.auditGitNote();
     if (audit) ending.notes.push(audit);
     const memory = this.memoryKillNote();
     if (memory) ending.notes.push(memory);
-    if (ending.restartAfter && !this.closed) await this.replaceShell(0);
+    if (ending.restartAfter && !this.closed) {
+      const failed = await this.replaceAfterCommand();
+      if (failed) ending.notes.push(failed);
+    }
     const firstLine = sent.lineNo > 0 ? sent.lineNo + EVAL_PREFIX_LINES : 0;
     return this.finish(command, started, {
       output: appendNotes(ending.withheld ? '' : renumberShellErrors(captured.text, firstLine, command.split('\n').length), ending.notes),
@@ -717,11 +735,38 @@ export class BashSession {
     );
   }
 
-  /** {@link gitBindsLost}, and then a new shell, whose sandbox binds the files as they are now. */
+  /**
+   * {@link gitBindsLost}, and then a new shell, whose sandbox binds the files as they are now. After the command
+   * (`during`), a new shell that cannot be started leaves its note in {@link relaunchFailure} (the command ran).
+   */
   private async rebindGit(when: 'before' | 'during'): Promise<string | undefined> {
     const lost = this.gitBindsLost(when);
-    if (lost && !this.closed) await this.replaceShell(0);
+    this.relaunchFailure = undefined;
+    if (lost && !this.closed) {
+      if (when === 'before') await this.replaceShell(0);
+      else this.relaunchFailure = await this.replaceAfterCommand();
+    }
     return lost;
+  }
+
+  /**
+   * {@link replaceShell} after a command ran: when no new shell can be started (its sandbox refused: a held guard path
+   * changed, held-binds.ts; bwrap or bash failed), the command's result still comes back, with this note saying why
+   * and that the session has no shell until the next command starts one ({@link reviveShell}, which fails the same
+   * way, with the cause, while it lasts).
+   * @returns the note, or undefined when the new shell started
+   * @throws what {@link replaceShell} throws for a closed session
+   */
+  private async replaceAfterCommand(): Promise<string | undefined> {
+    try {
+      await this.replaceShell(0);
+      return undefined;
+    } catch (err) {
+      if (this.closed || !(err instanceof SessionStartError)) throw err;
+      return note(
+        `the shell could not be started again after this command: ${err.message}; the session has no shell now, and the next command tries to start one`,
+      );
+    }
   }
 
   /** Audits the workspace's git metadata (git-audit.ts) and returns the note for a result, or undefined when nothing was found. */

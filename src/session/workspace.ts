@@ -97,7 +97,11 @@ export function grantWorkspace(real: string, identity: SessionIdentity, sessionI
  */
 export function viewCheck(o: SandboxOptions): ViewCheck | undefined {
   if (o.mode !== 'bwrap') return undefined;
-  const binds = [...[...o.writable, ...o.readable].map(realDir), ...(o.pinned ?? []).map((p) => p.dest)];
+  const binds = [
+    ...[...o.writable, ...o.readable].map(realDir),
+    ...(o.pinned ?? []).map((p) => p.dest),
+    ...(o.held?.binds ?? []).map((b) => b.dest),
+  ];
   return (abs) => {
     if (binds.some((b) => within(b, abs))) return undefined;
     const v = sandboxView(o, abs);

@@ -201,7 +201,8 @@ dRoot("kind 6: what the person's global git config names in the workspace", () =
 });
 
 dRoot('kind 6: a sibling session swaps a folder another session binds by path', () => {
-  // Fixed: each launch refuses a guard bind that no longer resolves to what it did at start (sandbox.ts `heldBinds`).
+  // Fixed: each launch binds the guard's paths from descriptors held since the start, and refuses one whose path no longer
+  // names what is held (held-binds.ts; the race left by a check by path: adversary-round17.test.ts).
   const OPEN_SWAP = false;
   (OPEN_SWAP ? test.skip : test)(
     "a `.git/worktrees` a sibling replaced by a symlink does not become a writable bind of the host's folder at the other session's restart",

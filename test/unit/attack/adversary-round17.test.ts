@@ -2,8 +2,10 @@
  * Adversary round 17: attacks on the round-16 fixes (sandbox.ts `heldBinds`/`checkHeldBinds`/
  * `bindIdentity`; git-guard.ts `readRegular`, `gitConfigList`; git-audit.ts `strayAdmin`), on the
  * code of b03f4e2, as root, in real sessions of the unit harness. The test asserts the safe
- * behaviour and is skipped (OPEN) while its fix is missing; I ran it un-skipped against b03f4e2
- * and it failed as written below.
+ * behaviour; I ran it un-skipped against b03f4e2 and it failed as written below (and again on
+ * 7aa2591: the file on the host after 12 s). Fixed by held-binds.ts: the guard's paths are opened
+ * at the session's start without following a symlink and bound from those descriptors
+ * (`--bind-fd`/`--ro-bind-fd`) at every launch; more attacks on it: held-guard-binds.test.ts.
  *
  * Kind 6 (the sandbox's edges): the round-16 check is a check by path, then a mount by path (TOCTOU).
  * `mountOps` calls `checkHeldBinds` (realpath + stat of each held guard path, in the worker),
@@ -38,8 +40,8 @@ import * as path from 'node:path';
 import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
 import { personsRepo } from './persons-repo';
 
-/** The attack below works on b03f4e2 (see the doc comment): true while the fix is missing. */
-const OPEN = true;
+/** The attack below worked on b03f4e2 (see the doc comment); fixed (held-binds.ts). */
+const OPEN = false;
 const t = OPEN ? test.skip : test;
 
 afterEach(closeSessions);
