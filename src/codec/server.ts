@@ -44,6 +44,13 @@ export interface CodecServerOptions {
   port?: number;
   /** @default '127.0.0.1' */
   host?: string;
+  /**
+   * Called with one line for every request answered 4xx (`refused POST /decode: a valid token is
+   * required (401)`), so whoever runs the server sees why a client got nothing (the Temporal CLI only
+   * says "context deadline exceeded"). The line never holds the token: the path is named by its
+   * operation only. @default none
+   */
+  onRefused?: (line: string) => void;
 }
 
 /** A running codec server. */
@@ -105,6 +112,16 @@ function sameToken(given: string, token: string): boolean {
   const a = Buffer.from(given);
   const b = Buffer.from(token);
   return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** The request's path as a refusal line may show it: `/encode` or `/decode`, never a token in it. */
+function refusedPath(url: string | undefined): string {
+  try {
+    const { op } = route(new URL(url ?? '/', 'http://codec').pathname);
+    return op ? `/${op}` : 'an unknown path';
+  } catch {
+    return 'an unknown path';
+  }
 }
 
 /**
@@ -179,7 +196,10 @@ export async function startCodecServer(options: CodecServerOptions): Promise<Cod
     handle(req, res).catch((err: unknown) => {
       const status = err instanceof HttpError ? err.status : 500;
       const message = err instanceof HttpError ? err.message : 'internal error';
-      if (!res.headersSent) res.writeHead(status, { 'Content-Type': 'application/json' });
+      if (status < 500) options.onRefused?.(`refused ${req.method ?? '?'} ${refusedPath(req.url)}: ${message} (${status})`);
+      // A body left unread makes Node close the connection after this answer; saying so keeps a client
+      // (undici, the UI's fetch) from sending its next request on it and getting ECONNRESET.
+      if (!res.headersSent) res.writeHead(status, { 'Content-Type': 'application/json', ...(req.complete ? {} : { Connection: 'close' }) });
       res.end(JSON.stringify({ error: message }));
       req.resume();
     });

@@ -30,6 +30,23 @@ import type { AgentRunInput, StatusView, Message, ToolResultBlock } from '../../
 
 const ROOT = path.resolve(__dirname, '../..');
 
+/**
+ * A query asked again (at most 3 times in all) when the server gave up waiting for the worker ("query timed out
+ * before a worker could process it", DEADLINE_EXCEEDED): on a machine loaded past its cores the worker can be
+ * slower than the server's query deadline, which says nothing about the run. Every other error is thrown at once.
+ */
+async function patiently<T>(ask: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await ask();
+    } catch (err) {
+      const cause = (err as { cause?: { code?: number; details?: string } }).cause;
+      if (attempt >= 3 || cause?.code !== 4 || !/query timed out/i.test(cause.details ?? '')) throw err;
+      process.stderr.write(`harness: a query timed out at the server (attempt ${attempt} of 3), asking again\n`);
+    }
+  }
+}
+
 export interface TestBedOptions {
   script: ScriptFile;
   /** Worker processes to start. @default 1 */
@@ -219,11 +236,11 @@ export class TestBed {
   }
 
   async status(handle: WorkflowHandle): Promise<StatusView> {
-    return handle.query(statusQuery);
+    return patiently(() => handle.query(statusQuery));
   }
 
   async transcript(handle: WorkflowHandle): Promise<Message[]> {
-    return (await handle.query(transcriptQuery, 0)).messages;
+    return (await patiently(() => handle.query(transcriptQuery, 0))).messages;
   }
 
   /** Waits until the run waits for approval and returns the pending command. */

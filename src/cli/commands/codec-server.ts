@@ -93,6 +93,9 @@ export function registerCodecServer(program: Command): void {
         corsOrigins,
         port: opts.port ?? DEFAULT_CODEC_SERVER_PORT,
         host: opts.host ?? '127.0.0.1',
+        // A client refused (a wrong token, an origin not allowed) learns little: the Temporal CLI says only
+        // "context deadline exceeded". The reason goes to stderr here.
+        onRefused: (line) => process.stderr.write(`codec server: ${line}\n`),
       }).catch((err: unknown) => {
         const code = (err as { code?: string }).code;
         throw new CliError(

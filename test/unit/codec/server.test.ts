@@ -16,12 +16,19 @@ const UI = 'http://localhost:8233';
 let dir: string;
 let codec: EncryptionCodec;
 let server: CodecServer;
+/** The lines `onRefused` gave, in order. */
+const refused: string[] = [];
 
 beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-codec-server-'));
   writeFileSync(path.join(dir, 'keys'), `k1 ${randomBytes(32).toString('base64')}\n`);
   codec = new EncryptionCodec(readCodecKeys(path.join(dir, 'keys')));
-  server = await startCodecServer({ codec, token: TOKEN, corsOrigins: [UI, 'http://127.0.0.1:8233'] });
+  server = await startCodecServer({
+    codec,
+    token: TOKEN,
+    corsOrigins: [UI, 'http://127.0.0.1:8233'],
+    onRefused: (line) => refused.push(line),
+  });
 });
 afterAll(async () => {
   await server.close();
@@ -152,4 +159,21 @@ test('a chunked body over the limit (no declared length): 413 once the limit is 
 
 test('a short token is refused at start', async () => {
   await expect(startCodecServer({ codec, token: 'short', corsOrigins: [] })).rejects.toThrow(RangeError);
+});
+
+test('a refused request is reported in one line that names the reason and never a token, given or right', async () => {
+  refused.length = 0;
+  const nearly = TOKEN.slice(0, -1) + (TOKEN.endsWith('a') ? 'b' : 'a');
+  expect((await post('/decode', { payloads: [] }, { Authorization: `Bearer ${nearly}` })).status).toBe(401);
+  expect((await post(`/t/${nearly}/decode`, { payloads: [] }, {})).status).toBe(401);
+  expect((await post(`/t/${TOKEN}/encode`, { nothing: 1 }, {})).status).toBe(400);
+  expect((await post('/decode', { payloads: [] }, { Authorization: `Bearer ${TOKEN}`, Origin: 'http://evil.example' })).status).toBe(403);
+  expect((await post('/decode', { payloads: [] })).status).toBe(200);
+  expect(refused).toEqual([
+    'refused POST /decode: a valid token is required (401)',
+    'refused POST /decode: a valid token is required (401)',
+    'refused POST /encode: the body has no "payloads" array (400)',
+    'refused POST /decode: origin http://evil.example is not allowed (codec-server --cors-origin) (403)',
+  ]);
+  expect(refused.join('\n')).not.toContain(TOKEN.slice(4, 20));
 });
