@@ -154,16 +154,9 @@ dRoot("the person's system and global git configs: what they name in the workspa
 
   test('`~/` in a global hooksPath, and a hooks folder two names deep that is missing at start', async () => {
     const home = tempDir('aj-home-');
-    const ws = path.join(home, 'proj');
-    fs.mkdirSync(ws);
-    const git = (...a: string[]): string =>
-      execFileSync('git', ['-C', ws, '-c', 'user.name=p', '-c', 'user.email=p@example.com', ...a], { encoding: 'utf8' });
-    git('init', '-q', '-b', 'main');
-    fs.writeFileSync(path.join(ws, 'build.sh'), 'echo building\n');
-    git('add', 'build.sh');
-    git('commit', '-qm', 'one');
+    fs.mkdirSync(path.join(home, 'proj'));
+    const { ws, marker } = personsRepo(path.join(home, 'proj'));
     fs.writeFileSync(path.join(home, '.gitconfig'), '[core]\n\thooksPath = ~/proj/tools/hooks\n');
-    const marker = `${ws}-host-marker`;
     const got = await attack(ws, marker, { HOME: home }, [
       'mv tools t2',
       'mkdir -p tools/hooks',
@@ -176,14 +169,7 @@ dRoot("the person's system and global git configs: what they name in the workspa
   }, 60_000);
 
   test("a workspace that is the person's home: the session writes no ~/.gitconfig or XDG config of its own", async () => {
-    const home = tempDir('aj-home-');
-    const git = (...a: string[]): string =>
-      execFileSync('git', ['-C', home, '-c', 'user.name=p', '-c', 'user.email=p@example.com', ...a], { encoding: 'utf8' });
-    git('init', '-q', '-b', 'main');
-    fs.writeFileSync(path.join(home, 'build.sh'), 'echo building\n');
-    git('add', 'build.sh');
-    git('commit', '-qm', 'one');
-    const marker = `${home}-host-marker`;
+    const { ws: home, marker } = personsRepo(tempDir('aj-home-'));
     const fsmonitor = (file: string): string => `printf '[core]\\n\\tfsmonitor = ${marker}.sh\\n' > ${file}`;
     fs.writeFileSync(`${marker}.sh`, `#!/bin/sh\nid -un > ${marker}\nprintf x\n`, { mode: 0o755 });
     try {
