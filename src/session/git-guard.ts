@@ -60,6 +60,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { hostGitConfig, passwdHome, type HostGitConfig } from './host-git-config';
+import { DIR_FLAGS, openDirAt, readRegular } from './safe-open';
 
 /** The paths a session's sandbox binds for the workspace's repository: `.git` onto itself, and the ones read-only. */
 export interface GuardedGit {
@@ -299,7 +300,7 @@ function commonDirOf(gitDir: string): string | null | undefined {
   const file = path.join(gitDir, 'commondir');
   let text: string;
   try {
-    text = readRegular(file, 4096);
+    text = readText(file, 4096);
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'ENOENT' ? undefined : null;
   }
@@ -315,7 +316,7 @@ function commonDirOf(gitDir: string): string | null | undefined {
 /** The `.git` file an admin folder's `gitdir` names (absolute, symlinks resolved) when it is a regular file there, else undefined. */
 function backlinkOf(admin: string): string | undefined {
   try {
-    const line = readRegular(path.join(admin, 'gitdir'), 4096).split('\n')[0]!.trim();
+    const line = readText(path.join(admin, 'gitdir'), 4096).split('\n')[0]!.trim();
     const p = fs.realpathSync(path.resolve(admin, line));
     return fs.lstatSync(p).isFile() ? p : undefined;
   } catch {
@@ -326,7 +327,7 @@ function backlinkOf(admin: string): string | undefined {
 /** The first MiB of `gitDir`'s `config`, or '' when unreadable. */
 function configOf(gitDir: string): string {
   try {
-    return readRegular(path.join(gitDir, 'config'), 1 << 20);
+    return readText(path.join(gitDir, 'config'), 1 << 20);
   } catch {
     return '';
   }
@@ -349,9 +350,6 @@ function makeEmpty(file: string, dir: string, workspace: string): void {
     /* the folder is gone */
   }
 }
-
-/** `O_RDONLY | O_DIRECTORY | O_NOFOLLOW`: a directory's descriptor, never through a symlink at the last component. */
-const DIR_FLAGS = fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW;
 
 /**
  * Creates `target` (absolute, in `workspace`) as an empty file or a folder, and each missing folder
@@ -386,7 +384,7 @@ function createInside(workspace: string, target: string, kind: 'file' | 'dir', o
       } catch {
         made = false;
       }
-      dir = fs.openSync(at, DIR_FLAGS);
+      dir = openDirAt(dir, part);
       fds.push(dir);
       if (made) fs.fchownSync(dir, owner.uid, owner.gid);
     }
@@ -415,7 +413,7 @@ function codeEntries(gitDir: string, workspace: string, names: string[], scope: 
   let config = '';
   try {
     owner = fs.statSync(gitDir);
-    config = readRegular(path.join(gitDir, 'config'), 1 << 20);
+    config = readText(path.join(gitDir, 'config'), 1 << 20);
   } catch {
     /* unreadable: nothing created */
   }
@@ -905,25 +903,18 @@ function expandPaths(value: string, base: string, scope: Scope): string[] {
   return base === '' ? [] : [`${base}/${value}`];
 }
 
-/** Whether `p` is a regular file (symlinks followed). */
 /**
- * Up to `max` bytes of the regular file `file` (symlinks followed), as UTF-8, opened without
- * blocking (`O_NONBLOCK`): what the session left in the workspace is read on the worker's thread
- * before the sandbox starts, and a FIFO at such a name would wait for a writer for ever, freezing
- * every run of the worker (adversary round 16).
+ * Up to `max` bytes of the regular file `file` (symlinks followed, as git follows them), as UTF-8,
+ * by safe-open.ts `readRegular`: what the session left in the workspace is read on the worker's
+ * thread before the sandbox starts, and a FIFO at such a name would freeze every run of the worker
+ * (adversary round 16).
  * @throws when `file` is missing (ENOENT), unreadable, or no regular file
  */
-function readRegular(file: string, max: number): string {
-  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
-  try {
-    if (!fs.fstatSync(fd).isFile()) throw new Error(`${file} is no regular file`);
-    const buf = Buffer.alloc(max);
-    return buf.subarray(0, fs.readSync(fd, buf, 0, max, 0)).toString('utf8');
-  } finally {
-    fs.closeSync(fd);
-  }
+function readText(file: string, max: number): string {
+  return readRegular(file, max, true).bytes.toString('utf8');
 }
 
+/** Whether `p` is a regular file (symlinks followed). */
 function isFile(p: string): boolean {
   try {
     return fs.statSync(p).isFile();
@@ -1024,7 +1015,7 @@ function includedFiles(config: string, gitDir: string): string[] {
 /** The absolute git dir a `.git` file names (`gitdir: <path>`, relative to the file's directory), or undefined. */
 function gitdirOf(file: string, workspace: string): string | undefined {
   try {
-    const text = readRegular(file, 4096);
+    const text = readText(file, 4096);
     const m = /^gitdir: (.+)$/m.exec(text);
     if (!m) return undefined;
     const named = path.resolve(workspace, m[1]!.trim());

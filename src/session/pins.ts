@@ -15,9 +15,7 @@
 import { closeSync, constants, openSync } from 'node:fs';
 import * as path from 'node:path';
 import type { WorktreeGit } from '../contract/subagent';
-
-/** Linux `O_PATH` (not in Node's constants): a descriptor naming an inode, opened for no I/O (no FIFO blocks). */
-const O_PATH = 0o10000000;
+import { O_PATH, openDirAt, PATH_DIR_FLAGS } from './safe-open';
 
 /** A directory opened when the session started, bound at `dest` (its path then) by its descriptor. */
 export interface PinnedDir {
@@ -26,11 +24,6 @@ export interface PinnedDir {
   readonly writable: boolean;
   /** The worker's descriptor (`O_PATH`); -1 once {@link closePins} closed it. */
   fd: number;
-}
-
-/** Opens `name` in the directory `dirFd` as a directory, `O_PATH`, never through a symlink. */
-function openDirAt(dirFd: number, name: string): number {
-  return openSync(`/proc/self/fd/${dirFd}/${name}`, O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW);
 }
 
 /**
@@ -44,7 +37,7 @@ export function openDirNoFollow(abs: string): number {
   let fd = openSync('/', O_PATH | constants.O_DIRECTORY);
   try {
     for (const part of abs.split('/').filter((p) => p !== '')) {
-      const next = openDirAt(fd, part);
+      const next = openDirAt(fd, part, PATH_DIR_FLAGS);
       closeSync(fd);
       fd = next;
     }
@@ -82,10 +75,10 @@ export function pinWorktreeGit(git: WorktreeGit): PinnedDir[] {
   };
   try {
     const common = open(commonDir, false, () => openDirNoFollow(commonDir));
-    open(path.join(commonDir, 'objects'), true, () => openDirAt(common, 'objects'));
-    const worktrees = openDirAt(common, 'worktrees');
+    open(path.join(commonDir, 'objects'), true, () => openDirAt(common, 'objects', PATH_DIR_FLAGS));
+    const worktrees = openDirAt(common, 'worktrees', PATH_DIR_FLAGS);
     try {
-      open(gitDir, true, () => openDirAt(worktrees, path.basename(gitDir)));
+      open(gitDir, true, () => openDirAt(worktrees, path.basename(gitDir), PATH_DIR_FLAGS));
     } finally {
       closeSync(worktrees);
     }
