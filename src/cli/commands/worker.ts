@@ -1,7 +1,8 @@
 /** `agent-jobs worker`: runs a worker process (the same as `node dist/worker.js`). */
 import type { Command } from 'commander';
 import { SHARED_TASK_QUEUE } from '../../config';
-import { installRuntime, startWorker, stopOnSignals, type RunningWorker } from '../../worker';
+import type * as WorkerModule from '../../worker';
+import type { RunningWorker } from '../../worker';
 import { reportError } from '../errors';
 import { jsonText } from '../render/text';
 
@@ -52,6 +53,10 @@ export function registerWorker(program: Command): void {
       'once started, print {"workerId","pid","namespace","address","sharedTaskQueue","sessionTaskQueue"} as one line on stdout (logs go to stderr)',
     )
     .action(async (opts: { json?: boolean }) => {
+      // Loaded here, not at the top: the worker's modules (the SDK's worker, the Anthropic SDK, the
+      // session) take about 0.3 s to load, which every other command of the CLI would pay at start.
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { installRuntime, startWorker, stopOnSignals } = require('../../worker') as typeof WorkerModule;
       let worker: RunningWorker;
       try {
         installRuntime();

@@ -11,4 +11,16 @@
  * args, options)` resolves to a result with `exitCode`, `stdout`, `stderr`
  * and `all`; with `reject: false` a non-zero exit resolves too.
  */
-export { execa, type Options as ExecOptions, type Result as ExecResult } from 'execa';
+import type * as Execa from 'execa';
+
+export type { Options as ExecOptions, Result as ExecResult } from 'execa';
+
+/**
+ * execa's `execa(file, args, options)`, loaded at its first call: every CLI process loads the dev server
+ * launcher (the `server` command) and so this module, and loading execa took about 0.1 s of each start, for
+ * the few commands that run a program through it.
+ */
+export function execa<OptionsType extends Execa.Options = object>(file: string | URL, args?: readonly string[], options?: OptionsType) {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (require('execa') as typeof Execa).execa(file, args, options);
+}

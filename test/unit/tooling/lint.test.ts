@@ -42,6 +42,20 @@ function node(args: string[], input?: string): Promise<{ code: number | null; st
   });
 }
 
+/** The last run {@link besideEslint} queued. */
+let queued: Promise<unknown> = Promise.resolve();
+/**
+ * Starts `run` now, beside ESLint, after the runs queued before it: ESLint over the project takes most of this
+ * file's time on one core, and Prettier and the two lint-text.mjs runs (each a TypeScript program of its own) take
+ * the second, so the file holds two cores at most, one after another as before within each line.
+ * @returns `run`'s promise (awaited by the test that needs it)
+ */
+function besideEslint<T>(run: () => Promise<T>): Promise<T> {
+  const p = queued.then(run);
+  queued = p.catch(() => undefined);
+  return p;
+}
+
 /** One line per finding: `file:line:column rule message`. */
 function describeFindings(results: FileResult[]): string[] {
   return results.flatMap((r) =>
@@ -54,8 +68,11 @@ function describeFindings(results: FileResult[]): string[] {
 }
 
 describe('eslint', () => {
+  // Started as the file is collected, so the other children below run beside it.
+  const eslintRun = node([ESLINT, '--format', 'json', '--max-warnings', '0', '.']);
+  eslintRun.catch(() => undefined);
   test('the project has no lint errors and no warnings', async () => {
-    const { code, stdout, stderr } = await node([ESLINT, '--format', 'json', '--max-warnings', '0', '.']);
+    const { code, stdout, stderr } = await eslintRun;
     // Exit 2 is ESLint itself failing (bad config, crash): there is no report to show.
     if (code !== 0 && code !== 1) throw new Error(`eslint exited with ${code}:\n${stderr}`);
     const results = JSON.parse(stdout) as FileResult[];
@@ -74,9 +91,10 @@ describe('eslint', () => {
 });
 
 describe('prettier', () => {
+  // --list-different: exit 0 when all are formatted, 1 with their names, 2 on an error.
+  const prettierRun = besideEslint(() => node([PRETTIER, '--list-different', '.']));
   test('every file Prettier covers is formatted', async () => {
-    // --list-different: exit 0 when all are formatted, 1 with their names, 2 on an error.
-    const { code, stdout, stderr } = await node([PRETTIER, '--list-different', '.']);
+    const { code, stdout, stderr } = await prettierRun;
     if (code !== 0 && code !== 1) throw new Error(`prettier exited with ${code}:\n${stderr}`);
     const unformatted = stdout.split('\n').filter(Boolean);
     if (unformatted.length > 0) {
@@ -124,10 +142,11 @@ describe('workflow determinism rules', () => {
     code: "import { a } from './session';\nimport { b } from './activities';\nimport { c } from './settings';\nexport const used = [a, b, c];\n",
   };
 
+  const input = [...CASES.map((c) => ({ filePath: c.filePath, code: SOURCE.replaceAll('<src>', c.src) })), SIBLINGS];
+  const lintRun = besideEslint(() => node([LINT_TEXT], JSON.stringify(input)));
   let results: Map<string, Message[]>;
   beforeAll(async () => {
-    const input = [...CASES.map((c) => ({ filePath: c.filePath, code: SOURCE.replaceAll('<src>', c.src) })), SIBLINGS];
-    const { code, stdout, stderr } = await node([LINT_TEXT], JSON.stringify(input));
+    const { code, stdout, stderr } = await lintRun;
     if (code !== 0) throw new Error(`lint-text.mjs exited with ${code}:\n${stderr}`);
     results = new Map((JSON.parse(stdout) as FileResult[]).map((r) => [r.filePath, r.messages]));
   }, 180_000);
@@ -357,14 +376,15 @@ describe('workflow determinism rules: the ways around them', () => {
     ].join('\n'),
   };
 
+  const input = [
+    { filePath: BYPASS_FILE, code: [HEADER, ...BYPASSES.map((b) => b.code), ''].join('\n') },
+    ...OTHER_FILES.map(({ filePath, code }) => ({ filePath, code })),
+    ALLOWED,
+  ];
+  const lintRun = besideEslint(() => node([LINT_TEXT], JSON.stringify(input)));
   let results: Map<string, Message[]>;
   beforeAll(async () => {
-    const input = [
-      { filePath: BYPASS_FILE, code: [HEADER, ...BYPASSES.map((b) => b.code), ''].join('\n') },
-      ...OTHER_FILES.map(({ filePath, code }) => ({ filePath, code })),
-      ALLOWED,
-    ];
-    const { code, stdout, stderr } = await node([LINT_TEXT], JSON.stringify(input));
+    const { code, stdout, stderr } = await lintRun;
     if (code !== 0) throw new Error(`lint-text.mjs exited with ${code}:\n${stderr}`);
     results = new Map((JSON.parse(stdout) as FileResult[]).map((r) => [r.filePath, r.messages]));
   }, 180_000);
