@@ -35,6 +35,26 @@
  * minimum (about 80 KiB a socket on loopback, whose MTU is 64 KiB; lowering the sandbox's `lo` MTU
  * to 1500 cuts it) fits the budget; where cgroup v2 is available, socket memory is charged to
  * `memory.current` itself and forced charges then count toward `memory.max`.
+ *
+ * Kind 6 (a session's limits; kernel memory no cgroup counts): netlink's replies. The session may
+ * open NETLINK_ROUTE sockets (seccomp.ts `ALLOWED_NETLINK_PROTOCOLS`, for getaddrinfo). Steps: a
+ * background python job opens a NETLINK_ROUTE socket, raises its `SO_RCVBUF` to 4 MiB (the kernel
+ * doubles it: 8 MiB, `net.core.rmem_max` is 4 MiB and machine-wide), and sends it 300 requests of
+ * 32 KB each that the kernel refuses (`RTM_GETLINK` of an ifindex that does not exist, padded by
+ * an attribute); without `NETLINK_CAP_ACK` each error reply repeats the whole request, so the
+ * socket's receive queue fills to its 8 MiB; the job never reads, and does the same with 64
+ * sockets. OBSERVED (session limited to 128 MiB, load average about 2-8): the host's `SUnreclaim`
+ * (/proc/meminfo) rose from 39.8 MB to 576.7 MB in about 2 s while the session's memory cgroup
+ * read `memory.usage_in_bytes` 4,485,120 (`kmem` 192,512) against its limit of 134,217,728; the
+ * job was not killed and the next command ran. Why: netlink allocates its skbs with plain
+ * `GFP_KERNEL` (no `__GFP_ACCOUNT`), so neither the memory cgroup nor any machine-wide pool (as
+ * `tcp_mem` for TCP) counts them; each socket is bounded only by its receive buffer, and the
+ * sockets only by `ulimit -n` (20,000 here) times `pids.max` (1,024): 2,900 sockets take this
+ * machine's 24 GiB, where the host's OOM killer picks among every session's processes (all at
+ * `oom_score_adj` 1000, by their own small memory), so another session's command can be the one
+ * killed. Not run past 512 MiB. Fix: refuse `socket(AF_NETLINK)` in sessions (seccomp; `ip` and
+ * `ss` already fail there since `MSG_PEEK` is refused; glibc's getaddrinfo falls back without it,
+ * `getifaddrs` fails), or bound the sockets a session may hold (above).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -98,6 +118,56 @@ dRoot("kind 6: many small TCP connections take the machine's TCP memory past the
         connections: expect.any(Number) as number,
         raisedBy64MiBOrMore: false,
       });
+    },
+    180_000,
+  );
+});
+
+/**
+ * Python run in the session: argv[1] MiB of netlink error replies, 8 MiB a socket: each NETLINK_ROUTE
+ * socket gets 300 requests of 32 KB that the kernel refuses (RTM_GETLINK of ifindex 999999, padded by
+ * an IFLA_IFNAME of 32,000 bytes) and whose replies repeat them; never read. Then `<sockets> <bytes>`
+ * to ./held, and every socket kept 20 s.
+ */
+const HOLD_NETLINK = `import socket, struct, sys, time
+target = int(sys.argv[1]) << 20
+keep, total = [], 0
+pad = 32000
+body = struct.pack('BxHiII', 0, 0, 999999, 0, 0) + struct.pack('HH', pad + 4, 3) + b'x' * pad
+msg = struct.pack('IHHII', 16 + len(body), 18, 1, 1, 0) + body
+try:
+    while total < target:
+        s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+        s.bind((0, 0))
+        for i in range(300):
+            s.send(msg)
+        total += s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+        keep.append(s)
+except OSError as e: print('err', e, file=sys.stderr)
+open('held', 'w').write('%d %d' % (len(keep), total))
+time.sleep(20)
+`;
+
+/** The host's unreclaimable kernel slab memory, bytes (`/proc/meminfo` SUnreclaim). */
+const unreclaimable = (): number => Number(/^SUnreclaim:\s+(\d+) kB/m.exec(fs.readFileSync('/proc/meminfo', 'utf8'))![1]) * 1024;
+
+dRoot("kind 6: netlink replies a job never reads hold kernel memory outside the session's memory limit", () => {
+  t(
+    'a job of a session limited to 128 MiB cannot hold 512 MiB of netlink replies',
+    async () => {
+      const { ws } = personsRepo();
+      fs.writeFileSync(path.join(ws, 'hold.py'), HOLD_NETLINK);
+      const before = unreclaimable();
+      const s = await startSession({ cwd: ws, workspace: ws, timeoutMs: 120_000, limits: { maxSessionMemoryBytes: 128 * MiB } });
+      await s.run('(python3 hold.py 512 >/dev/null 2>hold.err &)');
+      const held = path.join(ws, 'held');
+      const until = Date.now() + 60_000;
+      while (!fs.existsSync(held) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+      const during = unreclaimable();
+      // Safe: the job is killed at the limit (128 MiB), so the machine's slab never rises by twice it (the rest of the machine moves it by a few MB).
+      expect({ slabRoseByTwiceTheLimit: during - before >= 256 * MiB }).toEqual({ slabRoseByTwiceTheLimit: false });
     },
     180_000,
   );
