@@ -18,8 +18,8 @@
  * about 20 pages whatever the cgroup's TCP limit says: about 28,000 connections (2 processes at the
  * worker's `ulimit -n` of 20,000; the pids bound is 1,024) would take the whole pool
  * (`net.ipv4.tcp_mem[2]` = 575,814 pages), where every TCP socket of the machine (the worker's
- * connection to Temporal, Temporal's own) is held to its minimum and drops what does not fit; I
- * stopped at 3,000, well under `tcp_mem[0]` (287,907), to leave the shared machine alone. Round 11
+ * connection to Temporal, Temporal's own) is held to its minimum and drops what does not fit
+ * (round 11's observation, guard.ts); I stopped at 3,000, well under `tcp_mem[0]` (287,907), to leave the shared machine alone. Round 11
  * tried 32 connections of 4 MiB each, which the limit does stop. Why it works: the kernel
  * charges a socket's memory past the cgroup's TCP limit anyway when the socket holds nothing yet
  * (`sk_forced_mem_schedule`: the first segment of an empty receive queue and the first skb of an
@@ -49,12 +49,37 @@
  * job was not killed and the next command ran. Why: netlink allocates its skbs with plain
  * `GFP_KERNEL` (no `__GFP_ACCOUNT`), so neither the memory cgroup nor any machine-wide pool (as
  * `tcp_mem` for TCP) counts them; each socket is bounded only by its receive buffer, and the
- * sockets only by `ulimit -n` (20,000 here) times `pids.max` (1,024): 2,900 sockets take this
+ * sockets only by `ulimit -n` (20,000 here) times `pids.max` (1,024): about 3,000 sockets take this
  * machine's 24 GiB, where the host's OOM killer picks among every session's processes (all at
  * `oom_score_adj` 1000, by their own small memory), so another session's command can be the one
- * killed. Not run past 512 MiB. Fix: refuse `socket(AF_NETLINK)` in sessions (seccomp; `ip` and
- * `ss` already fail there since `MSG_PEEK` is refused; glibc's getaddrinfo falls back without it,
+ * killed (reasoned, not run). Not run past 512 MiB. Fix: refuse `socket(AF_NETLINK)` in sessions
+ * (seccomp; `ip` and `ss` already fail there since `MSG_PEEK` is refused; glibc's getaddrinfo falls back without it,
  * `getifaddrs` fails), or bound the sockets a session may hold (above).
+ *
+ * Not tried (would take the host's pool, or needs a host on the internet): with `start --network`,
+ * each outbound connection is mirrored by a socket of slirp4netns in the HOST's network namespace
+ * and the worker's cgroup; a sink that accepts and never reads would fill those (same pool).
+ *
+ * Tried and held (one line each; run unless marked read):
+ * - Unix stream socketpairs with 4 MiB send buffers, filled: charged, the job killed at 128 MiB.
+ * - `memfd_secret` (syscall 447, not refused): a mapping past `ulimit -l` is EAGAIN; 40 processes
+ *   of 7 MiB each are charged, killed at the limit.
+ * - Netlink unicast from one user socket to another (no kernel reply needed): EPERM.
+ * - A job and its cgroups across a shell restart (`exit 0`): the job dies with the pid namespace,
+ *   the memory and pids cgroups are made per launch and the old ones removed.
+ * - Every plain builtin with a variable holding `a[$(cmd)]` where it takes a number or a name
+ *   (`kill -l/-s/-n`, `wait`, `wait -n/-f`, `jobs`, `caller`, `dirs +x`, `printf %d`/`%.*d`/`%*d`,
+ *   `test x -eq 1`, `[ x -lt 1 ]`, `type`, `help`, `pwd`): nothing evaluated (bash 5.2.15).
+ * - Display: every code point outside printable ASCII in `echo a?b`: none of the separator,
+ *   control or format categories is shown verbatim by `displayCommand`; LF, VT, FF, CR, NEL,
+ *   U+2028/9, ESC, CSI, DEL escaped by `safeText` (both modes) and `markdownCode`.
+ * - An edit's diff (status.ts `editLines`, `safeText`): a Cyrillic letter inside a Latin word is
+ *   shown as it is (not escaped), with a warning that names the character but not the line; in a
+ *   long diff the person cannot find it (noted, not written up: the warning is there).
+ * - The text editor's `command` reaches the UI's details only after it is checked to be one of
+ *   four names (read); `by` names: no markup or bidi character passes `BY_PATTERN` (read).
+ * - With `--network`: `::ffff:0:0/96` is in the refused set; only port 53 of the DNS forwarder
+ *   is accepted (read). UDP has no forced charge (`__udp_enqueue_schedule_skb`; round 11's test).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -166,7 +191,8 @@ dRoot("kind 6: netlink replies a job never reads hold kernel memory outside the 
       const until = Date.now() + 60_000;
       while (!fs.existsSync(held) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
       const during = unreclaimable();
-      // Safe: the job is killed at the limit (128 MiB), so the machine's slab never rises by twice it (the rest of the machine moves it by a few MB).
+      // Safe: the job is killed at the limit (128 MiB), so the machine's slab never rises by twice it
+      // (the rest of the machine moves it by a few MB).
       expect({ slabRoseByTwiceTheLimit: during - before >= 256 * MiB }).toEqual({ slabRoseByTwiceTheLimit: false });
     },
     180_000,
