@@ -10,8 +10,8 @@
  * `maxSessionMemoryBytes`. Steps: a session limited to 128 MiB (`maxSessionMemoryBytes`) runs a
  * background python job that opens 3,000 TCP connections to itself on the sandbox's own loopback
  * (no `--network` needed), writes into each until the send would block, never reads, and keeps
- * them. OBSERVED (load average about 2-8, 2 cores): the machine-wide count of TCP buffer pages
- * (`/proc/net/sockstat` "TCP: mem", read on the host) rose from 0 to 61,457 pages (240 MiB, in
+ * them. OBSERVED (load average 8 to 19 over my runs, 2 cores): the machine-wide count of TCP
+ * buffer pages (`/proc/net/sockstat` "TCP: mem", read on the host) rose from 0 to 61,457 pages (240 MiB, in
  * about 1 s) while the job held 3,000 connections with 228,100,374 bytes queued; the job was not
  * killed (`pgrep` finds it, the next command runs). A first try with 7,716 connections and 512 MiB
  * queued lowered the host's MemFree by 1.2 GiB in the same 128 MiB session. Each connection costs
@@ -43,8 +43,8 @@
  * 32 KB each that the kernel refuses (`RTM_GETLINK` of an ifindex that does not exist, padded by
  * an attribute); without `NETLINK_CAP_ACK` each error reply repeats the whole request, so the
  * socket's receive queue fills to its 8 MiB; the job never reads, and does the same with 64
- * sockets. OBSERVED (session limited to 128 MiB, load average about 2-8): the host's `SUnreclaim`
- * (/proc/meminfo) rose from 39.8 MB to 576.7 MB in about 2 s while the session's memory cgroup
+ * sockets. OBSERVED (session limited to 128 MiB, load average 8 to 19 over my runs): the host's
+ * `SUnreclaim` (/proc/meminfo) rose from 39.8 MB to 576.7 MB in about 2 s while the session's memory cgroup
  * read `memory.usage_in_bytes` 4,485,120 (`kmem` 192,512) against its limit of 134,217,728; the
  * job was not killed and the next command ran. Why: netlink allocates its skbs with plain
  * `GFP_KERNEL` (no `__GFP_ACCOUNT`), so neither the memory cgroup nor any machine-wide pool (as
