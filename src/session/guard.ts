@@ -287,6 +287,9 @@ function netnsOf(pid: number | 'self'): string | undefined {
   }
 }
 
+/** New processes whose network namespace one socket check looks up, at most (the rest at the next checks). */
+const NETNS_LOOKUPS = 16;
+
 /** The worker's own network namespace: a session's processes in it (bwrap's own, or all of them unsandboxed) are not the session's to count. */
 const WORKER_NETNS = netnsOf('self');
 
@@ -459,7 +462,8 @@ export class ProcessGuard {
    * from `memory.limit_in_bytes` in cgroup v1), and what the netlink sockets of every network
    * namespace its processes are in hold ({@link netlinkBytes}: the sandbox's, an exact run's; not
    * the worker's own, which bwrap's outer process and an unsandboxed shell share). 0 without a
-   * memory cgroup. A few small reads, and one more for each new process of the shell.
+   * memory cgroup. A few small reads, and one more for each new process of the shell (up to
+   * {@link NETNS_LOOKUPS} a call: a namespace whose processes are all new is counted a few calls later).
    */
   socketMemory(): number {
     if (!this.socketCgroup) return 0;
@@ -468,8 +472,10 @@ export class ProcessGuard {
     const live = new Set(pids);
     for (const pid of this.memberNetns.keys()) if (!live.has(pid)) this.memberNetns.delete(pid);
     const namespaces = new Map<string, number>();
+    let lookups = 0;
     for (const pid of pids) {
-      if (!this.memberNetns.has(pid)) this.memberNetns.set(pid, netnsOf(pid));
+      // A few new processes a check: during a fork storm /proc is slow, and the watchdog's own reads with it.
+      if (!this.memberNetns.has(pid) && lookups++ < NETNS_LOOKUPS) this.memberNetns.set(pid, netnsOf(pid));
       const ns = this.memberNetns.get(pid);
       if (ns !== undefined && ns !== WORKER_NETNS && !namespaces.has(ns)) namespaces.set(ns, pid);
     }
