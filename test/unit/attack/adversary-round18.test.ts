@@ -56,6 +56,14 @@
  * (seccomp; `ip` and `ss` already fail there since `MSG_PEEK` is refused; glibc's getaddrinfo falls back without it,
  * `getifaddrs` fails), or bound the sockets a session may hold (above).
  *
+ * Fixed (both tests run; src/session/guard.ts `socketBudget`, `ProcessGuard.socketMemory`): the
+ * session's budget keeps a part for its sockets (32 MiB, or a quarter of a smaller budget; the
+ * memory cgroup's limit is the rest), and every 25 ms the worker adds the cgroup's
+ * `memory.kmem.tcp.usage_in_bytes` (forced charges included) and the Rmem and Wmem of the netlink
+ * sockets of the session's network namespaces, and past that part kills the session's processes and
+ * says so in the result. The watch is not a kernel bound: what a job adds within one check and the
+ * kill passes it (measured: the host's slab rose by at most 94 MiB, TCP pages by at most 44 MiB).
+ *
  * Not tried (would take the host's pool, or needs a host on the internet): with `start --network`,
  * each outbound connection is mirrored by a socket of slirp4netns in the HOST's network namespace
  * and the worker's cgroup; a sink that accepts and never reads would fill those (same pool).
