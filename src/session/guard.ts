@@ -35,6 +35,12 @@
  *
  * Either way a limit hit ends the command: the guard calls `onExceeded` and
  * the session kills the shell's processes and restarts it.
+ *
+ * The same timer watches the kernel memory of the shell's sockets that its memory
+ * cgroup's limit does not count (TCP buffers the kernel must grant past the cgroup's
+ * TCP limit, netlink messages no cgroup counts: {@link ProcessGuard.socketMemory})
+ * and fires past {@link socketBudget}, the part of the session's memory budget kept
+ * for them. Attack test: test/unit/attack/adversary-round18.test.ts.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -49,8 +55,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
  */
 export type ProcessGuardMode = 'auto' | 'cgroup' | 'watchdog' | 'none';
 
-/** Interval of the guard timer, ms. */
+/** Interval of the guard's checks of processes, ms. */
 export const GUARD_INTERVAL_MS = 100;
+/**
+ * Interval of the guard's checks of the sockets' kernel memory ({@link ProcessGuard.socketMemory}),
+ * ms: a job fills netlink queues at about 1 GB/s (measured here), so what it holds past the
+ * budget before the kill is about this long's worth. Three small reads a session each time.
+ */
+export const SOCKET_INTERVAL_MS = 25;
 /** Growth of the machine's task count (tasks) that triggers a /proc scan in watchdog mode. */
 const SCAN_TRIGGER_TASKS = 32;
 /** A /proc scan happens at least this often in watchdog mode, ms, whatever the task count does. */
@@ -161,7 +173,8 @@ function createPidsCgroup(name: string, maxProcesses: number): PidsCgroup | unde
 
 /**
  * Most bytes of socket buffers the processes of one shell hold at once: 32 MiB (cgroup v1
- * `memory.kmem.tcp.limit_in_bytes` of a memory cgroup of the shell's own). Every namespace draws TCP
+ * `memory.kmem.tcp.limit_in_bytes` of a memory cgroup of the shell's own), or a quarter of the
+ * session's memory limit when that is less ({@link socketBudget}). Every namespace draws TCP
  * (and UDP) buffer memory from one pool for the whole machine, `net.ipv4.tcp_mem` (575,814 pages,
  * about 2.2 GiB, on a 24 GiB machine), which neither `ulimit -v` nor the OOM killer counts: a job
  * holding connections to itself that nobody reads took about 4 MiB each, and 580 of them the whole
@@ -172,6 +185,18 @@ function createPidsCgroup(name: string, maxProcesses: number): PidsCgroup | unde
  * test/unit/attack/adversary-round11.test.ts (kind 6, TCP memory).
  */
 export const SESSION_SOCKET_BYTES = 32 * 1024 * 1024;
+
+/**
+ * The part of a session's memory budget (`maxSessionMemoryBytes`, bytes; Infinity: none) kept for
+ * the kernel memory of its sockets that `memory.limit_in_bytes` does not count, in bytes:
+ * {@link SESSION_SOCKET_BYTES}, or a quarter of the budget when that is less. The memory cgroup's
+ * limit is the budget less this part, and the guard's watch kills the session's processes when
+ * their sockets hold more than it ({@link ProcessGuard.socketMemory}), so the two together stay
+ * within the budget (but for what the sockets gain within one tick of the watch).
+ */
+export function socketBudget(maxMemoryBytes: number): number {
+  return Number.isFinite(maxMemoryBytes) ? Math.min(SESSION_SOCKET_BYTES, Math.floor(maxMemoryBytes / 4)) : SESSION_SOCKET_BYTES;
+}
 
 /** Our own cgroup in the cgroup v1 `memory` hierarchy, where a session's memory cgroup could be made; undefined on v2 or without one. */
 function findMemoryV1Parent(): string | undefined {
@@ -191,8 +216,8 @@ function findMemoryV1Parent(): string | undefined {
 }
 
 /**
- * Creates a cgroup v1 memory cgroup named `name` whose sockets may hold {@link SESSION_SOCKET_BYTES}
- * and whose processes may hold `memoryBytes` in all (`memory.limit_in_bytes`; Infinity: no total).
+ * Creates a cgroup v1 memory cgroup named `name` whose sockets may hold {@link socketBudget} of
+ * `memoryBytes` and whose processes the rest of it (`memory.limit_in_bytes`; Infinity: no total).
  * The kernel charges to the memory cgroup of the process that allocates: its pages, the page cache
  * it reads and writes, tmpfs and shared memory it fills, and the kernel objects allocated for it
  * with accounting (epoll watches, pipe buffers, sockets, inodes and dentries; measured here: 214
@@ -203,6 +228,7 @@ function findMemoryV1Parent(): string | undefined {
  * nothing.
  */
 function createMemoryCgroup(name: string, memoryBytes: number): string | undefined {
+  const sockets = socketBudget(memoryBytes);
   const parent = findMemoryV1Parent();
   if (!parent) return undefined;
   const dir = path.join(parent, name);
@@ -212,8 +238,8 @@ function createMemoryCgroup(name: string, memoryBytes: number): string | undefin
     return undefined;
   }
   try {
-    fs.writeFileSync(path.join(dir, 'memory.kmem.tcp.limit_in_bytes'), String(SESSION_SOCKET_BYTES));
-    if (Number.isFinite(memoryBytes)) fs.writeFileSync(path.join(dir, 'memory.limit_in_bytes'), String(Math.floor(memoryBytes)));
+    fs.writeFileSync(path.join(dir, 'memory.kmem.tcp.limit_in_bytes'), String(sockets));
+    if (Number.isFinite(memoryBytes)) fs.writeFileSync(path.join(dir, 'memory.limit_in_bytes'), String(Math.floor(memoryBytes) - sockets));
     return dir;
   } catch {
     removeDir(dir);
@@ -242,6 +268,66 @@ function removeDir(dir: string | undefined): void {
   }
 }
 
+/** A small numeric file (a cgroup's counter), or 0 when it cannot be read. */
+function readNumber(file: string): number {
+  try {
+    const n = Number(fs.readFileSync(file, 'utf8').trim());
+    return Number.isFinite(n) ? n : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** The network namespace of `pid` (`net:[inode]`), or undefined when it is gone. */
+function netnsOf(pid: number | 'self'): string | undefined {
+  try {
+    return fs.readlinkSync(`/proc/${pid}/ns/net`);
+  } catch {
+    return undefined;
+  }
+}
+
+/** New processes whose network namespace one socket check looks up, at most (the rest at the next checks). */
+const NETNS_LOOKUPS = 16;
+
+/** The worker's own network namespace: a session's processes in it (bwrap's own, or all of them unsandboxed) are not the session's to count. */
+const WORKER_NETNS = netnsOf('self');
+
+/**
+ * Bytes queued on the netlink sockets of the network namespace `pid` is in: the sum of the Rmem and
+ * Wmem columns of `/proc/<pid>/net/netlink` (every netlink socket of that namespace, the kernel's
+ * own included, which hold none), or 0 when it cannot be read. The kernel allocates netlink's
+ * messages with no memory cgroup accounting and counts them in no pool: a socket's receive buffer
+ * (up to twice `net.core.rmem_max`) is their only bound.
+ */
+function netlinkBytes(pid: number): number {
+  let text: string;
+  try {
+    text = fs.readFileSync(`/proc/${pid}/net/netlink`, 'utf8');
+  } catch {
+    return 0;
+  }
+  let total = 0;
+  for (const line of text.split('\n').slice(1)) {
+    const f = line.trim().split(/\s+/);
+    if (f.length >= 6) total += (Number(f[4]) || 0) + (Number(f[5]) || 0);
+  }
+  return total;
+}
+
+/** The pids of the cgroup directory `dir` (`cgroup.procs`), or none when it cannot be read. */
+function readProcs(dir: string): number[] {
+  try {
+    return fs
+      .readFileSync(path.join(dir, 'cgroup.procs'), 'utf8')
+      .split('\n')
+      .filter((s) => s !== '')
+      .map(Number);
+  } catch {
+    return [];
+  }
+}
+
 function readLimitHits(cg: PidsCgroup): number {
   try {
     const m = /^max (\d+)/m.exec(fs.readFileSync(path.join(cg.dir, 'pids.events'), 'utf8'));
@@ -267,6 +353,12 @@ export class ProcessGuard {
    * where none can be made. Whatever the guard's kind: it counts bytes, not processes.
    */
   readonly socketCgroup: string | undefined;
+  /** Bytes of kernel memory the shell's sockets may hold outside its memory limit ({@link socketBudget}): past it, the watch fires. */
+  readonly socketBytes: number;
+  /** The network namespace of each process of the shell seen so far, by pid ({@link socketMemory}). */
+  private readonly memberNetns = new Map<number, string | undefined>();
+  /** Which bound was passed when the guard fired. */
+  private firedFor: 'processes' | 'sockets' | undefined;
   /** `oom_kill` of {@link socketCgroup} when last read: kills for the memory limit count from there. */
   private oomKillsSeen = 0;
   /** Pid of the shell (session leader) once adopted. */
@@ -281,7 +373,9 @@ export class ProcessGuard {
     maxProcesses: number,
     private readonly watchdog: Watchdog,
     socketCgroup: string | undefined,
+    socketBytes: number,
   ) {
+    this.socketBytes = socketBytes;
     this.kind = kind;
     this.cgroup = cgroup;
     this.maxProcesses = maxProcesses;
@@ -299,10 +393,11 @@ export class ProcessGuard {
   static create(mode: ProcessGuardMode, maxProcesses: number, name: string, watchdog: Watchdog, maxMemoryBytes = Infinity): ProcessGuard {
     const dirName = `agent-jobs-${name.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 80)}`;
     const sockets = createMemoryCgroup(dirName, maxMemoryBytes);
-    if (mode === 'none') return new ProcessGuard('none', undefined, maxProcesses, watchdog, sockets);
+    const budget = socketBudget(maxMemoryBytes);
+    if (mode === 'none') return new ProcessGuard('none', undefined, maxProcesses, watchdog, sockets, budget);
     if (mode === 'auto' || mode === 'cgroup') {
       const cg = createPidsCgroup(dirName, maxProcesses);
-      if (cg) return new ProcessGuard('cgroup', cg, maxProcesses, watchdog, sockets);
+      if (cg) return new ProcessGuard('cgroup', cg, maxProcesses, watchdog, sockets, budget);
       if (mode === 'cgroup') {
         removeDir(sockets);
         throw new CgroupUnavailableError(
@@ -310,7 +405,7 @@ export class ProcessGuard {
         );
       }
     }
-    return new ProcessGuard('watchdog', undefined, maxProcesses, watchdog, sockets);
+    return new ProcessGuard('watchdog', undefined, maxProcesses, watchdog, sockets, budget);
   }
 
   /**
@@ -331,7 +426,7 @@ export class ProcessGuard {
       fs.writeFileSync(path.join(this.cgroup.dir, 'cgroup.procs'), String(pid));
       this.hitsAtStart = readLimitHits(this.cgroup);
     }
-    if (this.kind !== 'none') this.watchdog.watch(this);
+    if (this.kind !== 'none' || this.socketCgroup) this.watchdog.watch(this);
   }
 
   /**
@@ -357,16 +452,35 @@ export class ProcessGuard {
 
   /** Pids in the cgroup (empty for other kinds). */
   cgroupPids(): number[] {
-    if (!this.cgroup) return [];
-    try {
-      return fs
-        .readFileSync(path.join(this.cgroup.dir, 'cgroup.procs'), 'utf8')
-        .split('\n')
-        .filter((s) => s !== '')
-        .map(Number);
-    } catch {
-      return [];
+    return this.cgroup ? readProcs(this.cgroup.dir) : [];
+  }
+
+  /**
+   * Bytes of kernel memory the shell's sockets hold that its memory limit does not count: the TCP
+   * and UDP buffers charged to its memory cgroup (`memory.kmem.tcp.usage_in_bytes`, which the
+   * kernel raises past the cgroup's TCP limit for a socket that holds nothing yet, and counts apart
+   * from `memory.limit_in_bytes` in cgroup v1), and what the netlink sockets of every network
+   * namespace its processes are in hold ({@link netlinkBytes}: the sandbox's, an exact run's; not
+   * the worker's own, which bwrap's outer process and an unsandboxed shell share). 0 without a
+   * memory cgroup. A few small reads, and one more for each new process of the shell (up to
+   * {@link NETNS_LOOKUPS} a call: a namespace whose processes are all new is counted a few calls later).
+   */
+  socketMemory(): number {
+    if (!this.socketCgroup) return 0;
+    let total = readNumber(path.join(this.socketCgroup, 'memory.kmem.tcp.usage_in_bytes'));
+    const pids = readProcs(this.socketCgroup);
+    const live = new Set(pids);
+    for (const pid of this.memberNetns.keys()) if (!live.has(pid)) this.memberNetns.delete(pid);
+    const namespaces = new Map<string, number>();
+    let lookups = 0;
+    for (const pid of pids) {
+      // A few new processes a check: during a fork storm /proc is slow, and the watchdog's own reads with it.
+      if (!this.memberNetns.has(pid) && lookups++ < NETNS_LOOKUPS) this.memberNetns.set(pid, netnsOf(pid));
+      const ns = this.memberNetns.get(pid);
+      if (ns !== undefined && ns !== WORKER_NETNS && !namespaces.has(ns)) namespaces.set(ns, pid);
     }
+    for (const pid of namespaces.values()) total += netlinkBytes(pid);
+    return total;
   }
 
   /**
@@ -418,11 +532,17 @@ export class ProcessGuard {
     return fresh;
   }
 
-  /** Marks the limit as hit and calls `onExceeded` (once). */
-  fire(): void {
+  /** Marks the limit as hit and calls `onExceeded` (once); `by` says which: the process count or the sockets' memory. */
+  fire(by: 'processes' | 'sockets' = 'processes'): void {
     if (this.fired || this.leader === 0) return;
     this.fired = true;
+    this.firedFor = by;
     this.onExceeded?.();
+  }
+
+  /** Which bound the guard fired for, once it has: `processes` (maxProcesses) or `sockets` ({@link socketBytes}). */
+  get exceededBy(): 'processes' | 'sockets' | undefined {
+    return this.firedFor;
   }
 
   /** Whether the limit was hit (and `onExceeded` called). */
@@ -503,7 +623,8 @@ function ownerOfNewest(guards: ProcessGuard[], lastPid: number, sample: number):
 }
 
 /**
- * The timer that checks every watched guard each {@link GUARD_INTERVAL_MS}:
+ * The timer that checks every watched guard: each {@link SOCKET_INTERVAL_MS} its
+ * sockets' kernel memory, and each {@link GUARD_INTERVAL_MS} its processes:
  * a cgroup guard's `pids.events`, and for the rest the watchdog of the module
  * comment (the machine's task count, the newest pids, a background /proc
  * scan). One per process is enough and cheapest (one loadavg read per tick
@@ -519,6 +640,8 @@ export class Watchdog {
   private previousTasks: number | undefined;
   private lastScanAt = 0;
   private scanning = false;
+  /** Socket checks since the last check of processes. */
+  private socketTicks = 0;
 
   /** Starts checking `guard` (and the timer, if it is the first). */
   watch(guard: ProcessGuard): void {
@@ -534,7 +657,7 @@ export class Watchdog {
 
   private updateTimer(): void {
     if (this.watched.size > 0 && !this.timer) {
-      this.timer = setInterval(() => this.tick(), GUARD_INTERVAL_MS);
+      this.timer = setInterval(() => this.tick(), SOCKET_INTERVAL_MS);
       this.timer.unref();
     } else if (this.watched.size === 0 && this.timer) {
       clearInterval(this.timer);
@@ -543,13 +666,21 @@ export class Watchdog {
     }
   }
 
-  /** One check: cgroup guards fire on a refused fork; the others go to {@link watchTasks}. */
+  /**
+   * One check: a guard whose sockets hold more than its {@link ProcessGuard.socketBytes} fires;
+   * cgroup guards fire on a refused fork; watchdog guards go to {@link watchTasks}.
+   */
   private tick(): void {
+    const processes = ++this.socketTicks * SOCKET_INTERVAL_MS >= GUARD_INTERVAL_MS;
+    if (processes) this.socketTicks = 0;
     const watchdogs: ProcessGuard[] = [];
     for (const guard of this.watched) {
-      if (guard.kind === 'cgroup') {
+      if (guard.exceeded || guard.leaderPid <= 0) continue;
+      if (guard.socketMemory() > guard.socketBytes) guard.fire('sockets');
+      else if (!processes) continue;
+      else if (guard.kind === 'cgroup') {
         if (guard.cgroupLimitHit()) guard.fire();
-      } else if (!guard.exceeded && guard.leaderPid > 0) {
+      } else if (guard.kind === 'watchdog') {
         watchdogs.push(guard);
       }
     }

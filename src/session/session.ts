@@ -62,6 +62,7 @@ import {
   type FinishedCommand,
 } from './result';
 import { GitGuardRefusal, guardedGit, type GuardedGit } from './git-guard';
+import type { ProcessGuard } from './guard';
 import { auditGit, gitAuditNote, prepareQuarantine, recordGit, type GitBaseline, type GitFinding } from './git-audit';
 import { holdBinds, releaseHeldBinds, type HeldBinds } from './held-binds';
 import { closePins, pinGit, type GitPins, type PinnedDir } from './pins';
@@ -712,7 +713,9 @@ export class BashSession {
     if (this.shell && !this.shell.exit) return undefined;
     const exit = this.shell?.exit;
     const why = this.shell?.guard.exceeded
-      ? `its processes exceeded the process limit (${this.limits.maxProcesses}) and were killed`
+      ? this.shell.guard.exceededBy === 'sockets'
+        ? `its sockets held more kernel memory than the session's socket budget (${this.shell.guard.socketBytes} bytes) and its processes were killed`
+        : `its processes exceeded the process limit (${this.limits.maxProcesses}) and were killed`
       : exit
         ? describeExit(exit)
         : 'not running';
@@ -934,13 +937,7 @@ export class BashSession {
       return ending;
     }
     ending.exitCode = exit.code;
-    if (shell.guard.exceeded) {
-      ending.notes.push(
-        note(
-          `the session exceeded its process limit (${this.limits.maxProcesses} processes/threads); all its processes were killed and the shell restarted`,
-        ),
-      );
-    }
+    if (shell.guard.exceeded) ending.notes.push(note(guardNote(shell.guard, this.limits)));
     return ending;
   }
 
@@ -1003,4 +1000,12 @@ function guardGit(workspace: string, sessionId: string): GuardedGit {
       throw new SessionStartError(`cannot start bash session on ${workspace}: ${err.message}`, { sessionId, cause: err });
     throw err;
   }
+}
+
+/** The note for a shell the guard killed: the process limit, or its sockets' kernel memory past the socket budget (guard.ts). */
+function guardNote(guard: ProcessGuard, limits: ResolvedLimits): string {
+  if (guard.exceededBy === 'sockets') {
+    return `the session's sockets held more kernel memory than its socket budget (${guard.socketBytes} bytes of its ${limits.maxSessionMemoryBytes}: TCP and UDP buffers, netlink messages nobody read); all its processes were killed and the shell restarted`;
+  }
+  return `the session exceeded its process limit (${limits.maxProcesses} processes/threads); all its processes were killed and the shell restarted`;
 }
