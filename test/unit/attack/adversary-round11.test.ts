@@ -174,6 +174,7 @@ import { lookupUser } from '../../../src/session/identity';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 import { personsRepo, plant } from './persons-repo';
 import { expectFlaggedEverywhere, type LookalikeCase } from './lookalikes';
+import { holdMachinePool, releaseMachinePool } from './machine-pool';
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
@@ -653,16 +654,22 @@ async function poolWhileHeld(
   command: string,
 ): Promise<{ held: number; before: number; during: number }> {
   const pages = (): number => Number(new RegExp(`${protocol}:.* mem (\\d+)`).exec(fs.readFileSync('/proc/net/sockstat', 'utf8'))![1]);
-  const before = pages();
-  const s = await startSession({ cwd: ws, workspace: ws });
-  await s.run(command);
-  const held = path.join(ws, 'held');
-  const until = Date.now() + 30_000;
-  while (!fs.existsSync(held) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
-  await new Promise((r) => setTimeout(r, 200));
-  const during = pages();
-  await s.close();
-  return { held: Number(fs.readFileSync(held, 'utf8')), before, during };
+  // The pool is the machine's: no other test file may fill or measure it meanwhile (round 18's).
+  await holdMachinePool();
+  try {
+    const before = pages();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    await s.run(command);
+    const held = path.join(ws, 'held');
+    const until = Date.now() + 30_000;
+    while (!fs.existsSync(held) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 200));
+    const during = pages();
+    await s.close();
+    return { held: Number(fs.readFileSync(held, 'utf8')), before, during };
+  } finally {
+    releaseMachinePool();
+  }
 }
 
 describe('kind 6: the machine-wide pool of TCP buffer memory', () => {

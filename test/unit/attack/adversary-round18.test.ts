@@ -93,12 +93,16 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
 import { personsRepo } from './persons-repo';
+import { holdMachinePool, releaseMachinePool } from './machine-pool';
 
 /** The attacks below work on 7aa2591 (see the doc comment); fixed by the guard's watch of the sockets' kernel memory (guard.ts `socketMemory`). */
 const OPEN = false;
 const t = OPEN ? test.skip : test;
 
 afterEach(closeSessions);
+// The TCP pool and the slab are the machine's: no other test file may fill or measure them meanwhile.
+beforeAll(() => holdMachinePool());
+afterAll(releaseMachinePool);
 afterAll(removeTempDirs);
 
 const isRoot = process.getuid?.() === 0;
