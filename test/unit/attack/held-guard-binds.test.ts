@@ -42,15 +42,22 @@ async function siblings(): Promise<{ ws: string; p: BashSession; c: BashSession 
   return { ws, p, c };
 }
 
+/**
+ * P moves `.git/worktrees` away and a job of P keeps a relative symlink to the host folder `host` in its
+ * place (made again every 50 ms: C's audit moves a symlink there to the quarantine after each command).
+ */
+async function keepLinkInPlace(ws: string, p: BashSession, host: string): Promise<void> {
+  const link = path.relative(path.join(ws, '.git'), host);
+  const swap = `mv -T .git/worktrees .git/wt-away && (while :; do [ -L .git/worktrees ] || ln -s ${link} .git/worktrees; sleep 0.05; done) >/dev/null 2>&1 & echo swapped`;
+  expect((await p.run(swap)).output).toContain('swapped');
+}
+
 dRoot("held-binds.ts: a sibling changes a folder the other session's guard holds", () => {
   test('moved away and a symlink to a host folder left: the restart is refused, said, nothing lands on the host, and the shell starts once it is back', async () => {
     const { ws, p, c } = await siblings();
     const host = hostFolder();
     try {
-      const link = path.relative(path.join(ws, '.git'), host);
-      // Kept in place: C's audit moves a symlink at `.git/worktrees` to the quarantine after each command.
-      const swap = `mv -T .git/worktrees .git/wt-away && (while :; do [ -L .git/worktrees ] || ln -s ${link} .git/worktrees; sleep 0.05; done) >/dev/null 2>&1 & echo swapped`;
-      expect((await p.run(swap)).output).toContain('swapped');
+      await keepLinkInPlace(ws, p, host);
       // The command that ends C's shell ran: its result comes back with the note that no new shell could be started.
       const ended = await c.run('exit 0');
       expect(ended.output).toMatch(
@@ -79,9 +86,7 @@ dRoot("held-binds.ts: a sibling changes a folder the other session's guard holds
     const { ws, p, c } = await siblings();
     const host = hostFolder();
     try {
-      const link = path.relative(path.join(ws, '.git'), host);
-      const swap = `mv -T .git/worktrees .git/wt-away && (while :; do [ -L .git/worktrees ] || ln -s ${link} .git/worktrees; sleep 0.05; done) >/dev/null 2>&1 & echo swapped`;
-      expect((await p.run(swap)).output).toContain('swapped');
+      await keepLinkInPlace(ws, p, host);
       await new Promise((r) => setTimeout(r, 200));
       const exact = await c.runExact(['touch', 'made-by-exact']).then(
         (r) => `ran:${r.output}`,
