@@ -1,0 +1,89 @@
+/**
+ * Adversary round 19: attacks on the control layer of eda3e67 (main), as root, in real sessions of the
+ * unit harness. Each test asserts the safe behaviour and is skipped while `OPEN` is true (main stays
+ * green); I ran each un-skipped on eda3e67 and it failed as written below.
+ *
+ * Kind 6 (git files the person's host git will obey): a program the person's config names, missing
+ * when the session starts. Steps: the person's repository's `.git/config` names a program in the
+ * work tree that is not there yet (`alias.lint = !node_modules/.bin/eslint .` before `npm install`,
+ * `credential.helper = !scripts/cred.sh` in a folder that exists, `core.fsmonitor = tools/fsmon.sh`:
+ * a generated file, a file of another branch, a gitignored helper); a session starts there and runs
+ * `mkdir -p <folder> && printf '#!/bin/sh …' > <file> && chmod +x <file>`; it closes; the person
+ * runs `git lint`, `git credential fill`, `git status` on the host. OBSERVED: the file is written
+ * ("planted"), no audit note, no note at close, and the person's git runs it (the marker file,
+ * written as root, is on the host) for all three. Why: git-guard.ts binds read-only "each existing
+ * regular file that any word of any value names" (`valueFiles` skips what `isFile` does not find,
+ * git-guard.ts:583) and git-audit.ts watches only git's own metadata, so a path the config names
+ * but that is missing at the start is the session's to create; includes, `core.hooksPath`, `hooks/`
+ * and `info/` are made when missing for this very reason, programs are not. Fix for the kind: treat
+ * every path a word of a config value names in the workspace as the includes are treated, whether it
+ * exists or not: record the missing ones at start (`GuardedGit.named` already lists what the
+ * config names) and have the audit move a file that appears there to the quarantine with a note
+ * (a bind cannot cover what is not there, and an empty placeholder would break `npm install`
+ * writing `node_modules/.bin`); at the least say at close which named programs the session created.
+ *
+ * Tried and held (one line each):
+ * - held-binds.ts: a held folder deleted (nlink 0) and made again is re-held: a sibling must empty
+ *   it first, and its held files (`commondir`, `gitdir`) then refuse the launch (ENOENT from the
+ *   dead parent's descriptor): a denial of service only, which the module says.
+ * - held-binds.ts: a held file re-held when another regular file is at its path: only a process in
+ *   whose namespace it is no mount point can rename over it (the person's git, or a sibling started
+ *   before the file existed, which can write it anyway): nothing beyond what that sibling has.
+ * - a hard link to a guarded file from inside the sandbox: EXDEV/EROFS across the bind (read).
+ * - sandbox.ts `resolvedPath` of the workspace at every launch (a bind by path): its ancestors are
+ *   read-only to the session and the worker's run folders are hidden; only nested `--workdir`s of
+ *   two runs (the operator's choice) let one run move the other's workspace (read, not tried).
+ * - policy `matchRule` prefix rules: literal words only, every builtin classified (read).
+ */
+import * as fs from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import * as path from 'node:path';
+import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
+import { personsRepo, plant } from './persons-repo';
+
+/** Still open on eda3e67: the test fails un-skipped (see the doc comment). */
+const OPEN = true;
+
+afterEach(closeSessions);
+afterAll(removeTempDirs);
+
+const isRoot = process.getuid?.() === 0;
+const dRoot = isRoot ? describe : describe.skip;
+const t = OPEN ? test.skip : test;
+
+/** Runs bash `script` on the host as the person (root) in `cwd`; never throws. */
+const hostBash = (cwd: string, script: string): void => void spawnSync('bash', ['-c', script], { cwd, stdio: 'pipe', timeout: 20_000 });
+
+dRoot("kind 6: a program the person's config names, missing when the session starts", () => {
+  const cases: { key: string; value: string; file: string; folder?: string; run: string }[] = [
+    { key: 'alias.lint', value: '!node_modules/.bin/eslint .', file: 'node_modules/.bin/eslint', run: 'git lint' },
+    {
+      key: 'credential.helper',
+      value: '!scripts/cred.sh',
+      file: 'scripts/cred.sh',
+      folder: 'scripts',
+      run: 'printf "protocol=https\\nhost=example.com\\n\\n" | GIT_TERMINAL_PROMPT=0 git credential fill',
+    },
+    { key: 'core.fsmonitor', value: 'tools/fsmon.sh', file: 'tools/fsmon.sh', run: 'git status --short' },
+  ];
+  for (const { key, value, file, folder, run } of cases)
+    t(
+      `${key} = ${value}, ${file} missing at start: the session cannot create what the person's \`${run.split('|').pop()!.trim()}\` runs`,
+      async () => {
+        const { ws, git, marker } = personsRepo();
+        try {
+          if (folder) fs.mkdirSync(path.join(ws, folder));
+          git('config', key, value);
+          const s = await startSession({ cwd: ws, workspace: ws });
+          await s.run(`mkdir -p ${path.dirname(file)} && ${plant(marker, file)} && echo planted`);
+          await s.close();
+          hostBash(ws, run);
+          // Safe: the session could not write it, or the worker took it away (quarantine) before the person's git ran.
+          // On eda3e67 the marker holds `root`: the person's git ran the session's program as the person.
+          expect(fs.existsSync(marker) ? fs.readFileSync(marker, 'utf8').trim() : 'not run').toBe('not run');
+        } finally {
+          fs.rmSync(marker, { force: true });
+        }
+      },
+    );
+});
