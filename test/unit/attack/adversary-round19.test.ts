@@ -7,11 +7,12 @@
  * when the session starts. Steps: the person's repository's `.git/config` names a program in the
  * work tree that is not there yet (`alias.lint = !node_modules/.bin/eslint .` before `npm install`,
  * `credential.helper = !scripts/cred.sh` in a folder that exists, `core.fsmonitor = tools/fsmon.sh`:
- * a generated file, a file of another branch, a gitignored helper); a session starts there and runs
+ * a generated file, a file of another branch, a gitignored helper; or `alias.fmt = !./scripts/fmt.sh`
+ * where `scripts/fmt.sh` is the person's symlink to a missing `build/fmt.sh`); a session starts there and runs
  * `mkdir -p <folder> && printf '#!/bin/sh …' > <file> && chmod +x <file>`; it closes; the person
- * runs `git lint`, `git credential fill`, `git status` on the host. OBSERVED: the file is written
- * ("planted"), no audit note, no note at close, and the person's git runs it (the marker file,
- * written as root, is on the host) for all three. Why: git-guard.ts binds read-only "each existing
+ * runs `git lint`, `git credential fill`, `git status`, `git fmt` on the host. OBSERVED: the file is
+ * written, with no audit note and no note at close, and the person's git runs it: the marker file on
+ * the host holds `root` (the person's uid here), in all four cases. Why: git-guard.ts binds read-only "each existing
  * regular file that any word of any value names" (`valueFiles` skips what `isFile` does not find,
  * git-guard.ts:583) and git-audit.ts watches only git's own metadata, so a path the config names
  * but that is missing at the start is the session's to create; includes, `core.hooksPath`, `hooks/`
@@ -34,6 +35,12 @@
  *   read-only to the session and the worker's run folders are hidden; only nested `--workdir`s of
  *   two runs (the operator's choice) let one run move the other's workspace (read, not tried).
  * - policy `matchRule` prefix rules: literal words only, every builtin classified (read).
+ * - display.ts `displayCommand`, a sweep of every code point alone in `ls a?b` and `echo ?`: what
+ *   passes unescaped is letters and digits of other scripts, and 18 combining marks after a blank
+ *   (drawn over the blank, visibly); `mv א 1` (an RTL letter before a European number, which a
+ *   terminal draws as `mv 1 א`), `mv ١ ٢`, `mv ا 1`, Syriac and NKo letters: all flagged and escaped.
+ * - sandbox `none`: no git guard or audit at all there (session.ts records the baseline only under
+ *   bwrap), which the guard's row in docs/security.md scopes to the sandbox (not reported).
  */
 import * as fs from 'node:fs';
 import { spawnSync } from 'node:child_process';
@@ -55,7 +62,8 @@ const t = OPEN ? test.skip : test;
 const hostBash = (cwd: string, script: string): void => void spawnSync('bash', ['-c', script], { cwd, stdio: 'pipe', timeout: 20_000 });
 
 dRoot("kind 6: a program the person's config names, missing when the session starts", () => {
-  const cases: { key: string; value: string; file: string; folder?: string; run: string }[] = [
+  // `link`: a symlink at the named path, made by the person, to `file` (missing): the config names an existing link.
+  const cases: { key: string; value: string; file: string; folder?: string; link?: string; run: string }[] = [
     { key: 'alias.lint', value: '!node_modules/.bin/eslint .', file: 'node_modules/.bin/eslint', run: 'git lint' },
     {
       key: 'credential.helper',
@@ -65,14 +73,16 @@ dRoot("kind 6: a program the person's config names, missing when the session sta
       run: 'printf "protocol=https\\nhost=example.com\\n\\n" | GIT_TERMINAL_PROMPT=0 git credential fill',
     },
     { key: 'core.fsmonitor', value: 'tools/fsmon.sh', file: 'tools/fsmon.sh', run: 'git status --short' },
+    { key: 'alias.fmt', value: '!./scripts/fmt.sh', file: 'build/fmt.sh', folder: 'scripts', link: 'scripts/fmt.sh', run: 'git fmt' },
   ];
-  for (const { key, value, file, folder, run } of cases)
+  for (const { key, value, file, folder, link, run } of cases)
     t(
-      `${key} = ${value}, ${file} missing at start: the session cannot create what the person's \`${run.split('|').pop()!.trim()}\` runs`,
+      `${key} = ${value}, ${file} missing at start${link ? ` (${link} a link to it)` : ''}: the session cannot create what the person's \`${run.split('|').pop()!.trim()}\` runs`,
       async () => {
         const { ws, git, marker } = personsRepo();
         try {
           if (folder) fs.mkdirSync(path.join(ws, folder));
+          if (link) fs.symlinkSync(path.relative(path.dirname(link), file), path.join(ws, link));
           git('config', key, value);
           const s = await startSession({ cwd: ws, workspace: ws });
           await s.run(`mkdir -p ${path.dirname(file)} && ${plant(marker, file)} && echo planted`);
