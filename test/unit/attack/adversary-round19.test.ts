@@ -23,6 +23,24 @@
  * (a bind cannot cover what is not there, and an empty placeholder would break `npm install`
  * writing `node_modules/.bin`); at the least say at close which named programs the session created.
  *
+ * Kind 6 (git files the person's host git will obey): a workspace that is a linked worktree of the
+ * person's repository (`git worktree add ../feature`, the run started in `../feature`). Steps: the main
+ * repository's `.git/config` says `core.hooksPath = .husky/_` (what husky 9 writes) or `alias.fmt =
+ * !./scripts/fmt.sh`, the files committed; the person adds the worktree; a session starts in it and
+ * rewrites `.husky/_/pre-commit` (or `scripts/fmt.sh`) in place; it closes; the person runs `git
+ * commit` (or `git fmt`) in the worktree. OBSERVED: the write succeeds and the person's git runs the
+ * session's program: the marker holds `root`, both cases. Why: git-guard.ts `guardInto`, for a `.git`
+ * file whose admin folder lies outside the workspace, binds the `.git` file and, only when the common
+ * dir lies inside, the common dir's entries; otherwise it never reads the main repository's config,
+ * so nothing that config names in the workspace is bound: a relative `core.hooksPath` and relative
+ * programs resolve against the worktree's top, which is the workspace (the config itself is outside
+ * and read-only, which is all round 11 checked), and the git audit skips such a workspace too. Fix for
+ * the kind: for a `.git` file, read the configs git reads there (the common dir's `config`, the admin
+ * folder's `config.worktree` when `extensions.worktreeConfig`, their includes) with the work tree's
+ * top as the base, as `codeEntries` does for a git dir in the workspace, and bind and pin what they
+ * name inside the workspace (`core.hooksPath` made when missing, programs, includes), whatever side of
+ * the workspace the git dir is on.
+ *
  * Tried and held (one line each):
  * - held-binds.ts: a held folder deleted (nlink 0) and made again is re-held: a sibling must empty
  *   it first, and its held files (`commondir`, `gitdir`) then refuse the launch (ENOENT from the
@@ -96,4 +114,37 @@ dRoot("kind 6: a program the person's config names, missing when the session sta
         }
       },
     );
+});
+
+dRoot("kind 6: a workspace that is a linked worktree, and the programs the main repository's config names in it", () => {
+  // The person's `git worktree add ../feature`, the run started there: the main repository (config, hooks) lies outside.
+  const cases: { key: string; value: string; file: string; run: string }[] = [
+    // husky 9 sets this in the main repository's config; git resolves it against the worktree's top, the workspace.
+    { key: 'core.hooksPath', value: '.husky/_', file: '.husky/_/pre-commit', run: 'git commit -qm m --allow-empty' },
+    { key: 'alias.fmt', value: '!./scripts/fmt.sh', file: 'scripts/fmt.sh', run: 'git fmt' },
+  ];
+  for (const { key, value, file, run } of cases)
+    t(`${key} = ${value}: the session cannot rewrite ${file} of the worktree, which the person's \`${run}\` there runs`, async () => {
+      const { ws: main, git, marker } = personsRepo();
+      const ws = `${main}-wt`;
+      try {
+        fs.mkdirSync(path.join(main, path.dirname(file)), { recursive: true });
+        fs.writeFileSync(path.join(main, file), '#!/bin/sh\nexit 0\n', { mode: 0o755 });
+        git('add', '-f', file);
+        git('commit', '-qm', 'tools');
+        git('config', key, value);
+        git('config', 'user.name', 'p');
+        git('config', 'user.email', 'p@example.com');
+        git('worktree', 'add', '-q', ws, '-b', 'feature');
+        const s = await startSession({ cwd: ws, workspace: ws });
+        await s.run(plant(marker, file));
+        await s.close();
+        hostBash(ws, run);
+        // On eda3e67 the marker holds `root`: the person's git in the worktree ran the session's program as the person.
+        expect(fs.existsSync(marker) ? fs.readFileSync(marker, 'utf8').trim() : 'not run').toBe('not run');
+      } finally {
+        fs.rmSync(marker, { force: true });
+        fs.rmSync(ws, { recursive: true, force: true });
+      }
+    });
 });
