@@ -40,6 +40,15 @@
  * top as the base, as `codeEntries` does for a git dir in the workspace, and bind and pin what they
  * name inside the workspace (`core.hooksPath` made when missing, programs, includes), whatever side of
  * the workspace the git dir is on.
+ * The same, observed (marker `root` after the person's `git commit`), in two more layouts whose git dir
+ * lies outside the workspace: a git dir kept apart (`git init --separate-git-dir`; a submodule's
+ * `.git` file naming `<super>/.git/modules/<name>` takes the same path in `guardInto`) with
+ * `core.hooksPath = hooks-dir`, and a monorepo whose package folder is the workspace (husky 9 set
+ * up in `frontend/` writes `core.hooksPath = frontend/.husky/_`): `guardedGit` returns nothing when
+ * the workspace's root holds no `.git`, though the person's git in that folder obeys the
+ * repository's config above it. The fix above covers them if the configs are found as git finds
+ * them from the workspace (`git rev-parse --git-dir --git-common-dir --show-toplevel`, run by the
+ * worker with no repository code), not only through `<workspace>/.git`.
  *
  * Tried and held (one line each):
  * - held-binds.ts: a held folder deleted (nlink 0) and made again is re-held: a sibling must empty
@@ -148,3 +157,50 @@ dRoot("kind 6: a workspace that is a linked worktree, and the programs the main 
       }
     });
 });
+
+dRoot('kind 6: other layouts whose git dir lies outside the workspace, and the hooks folder their config names in it', () => {
+  // Each: the person's repository laid out so, `core.hooksPath` naming a folder inside the workspace; the session rewrites the hook.
+  const cases: { what: string; layout: (main: string, git: (...a: string[]) => string) => { ws: string; hook: string } }[] = [
+    {
+      what: 'a monorepo whose package is the workspace (husky 9 in `frontend/`: core.hooksPath = frontend/.husky/_)',
+      layout: (main, git) => {
+        fs.mkdirSync(path.join(main, 'frontend', '.husky', '_'), { recursive: true });
+        fs.writeFileSync(path.join(main, 'frontend', '.husky', '_', 'pre-commit'), '#!/bin/sh\nexit 0\n', { mode: 0o755 });
+        git('config', 'core.hooksPath', 'frontend/.husky/_');
+        return { ws: path.join(main, 'frontend'), hook: '.husky/_/pre-commit' };
+      },
+    },
+    {
+      what: 'a git dir kept apart (`git init --separate-git-dir`: `.git` is a file naming a folder outside)',
+      layout: (main) => {
+        const apart = `${main}-gitdir`;
+        fs.renameSync(path.join(main, '.git'), apart);
+        fs.writeFileSync(path.join(main, '.git'), `gitdir: ${apart}\n`);
+        fs.mkdirSync(path.join(main, 'hooks-dir'));
+        fs.writeFileSync(path.join(main, 'hooks-dir', 'pre-commit'), '#!/bin/sh\nexit 0\n', { mode: 0o755 });
+        execGit(main, ['config', 'core.hooksPath', 'hooks-dir']);
+        return { ws: main, hook: 'hooks-dir/pre-commit' };
+      },
+    },
+  ];
+  for (const { what, layout } of cases)
+    t(`${what}: the session cannot rewrite the hook the person's \`git commit\` runs`, async () => {
+      const { ws: main, git, marker } = personsRepo();
+      const { ws, hook } = layout(main, git);
+      try {
+        const s = await startSession({ cwd: ws, workspace: ws });
+        await s.run(plant(marker, hook));
+        await s.close();
+        hostBash(ws, 'git -c user.name=p -c user.email=p@example.com commit -qm m --allow-empty');
+        expect(fs.existsSync(marker) ? fs.readFileSync(marker, 'utf8').trim() : 'not run').toBe('not run');
+      } finally {
+        fs.rmSync(marker, { force: true });
+        fs.rmSync(`${main}-gitdir`, { recursive: true, force: true });
+      }
+    });
+});
+
+/** git as the person (root) in `cwd`. */
+function execGit(cwd: string, args: string[]): void {
+  spawnSync('git', args, { cwd, stdio: 'pipe' });
+}
