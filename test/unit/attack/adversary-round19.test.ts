@@ -66,6 +66,17 @@
  *   passes unescaped is letters and digits of other scripts, and 18 combining marks after a blank
  *   (drawn over the blank, visibly); `mv א 1` (an RTL letter before a European number, which a
  *   terminal draws as `mv 1 א`), `mv ١ ٢`, `mv ا 1`, Syriac and NKo letters: all flagged and escaped.
+ * - `core.hooksPath = .` (the work tree's top): `codeEntries` skips a hooks folder that is the
+ *   workspace, so nothing is bound and `./pre-commit` is the session's (read, not tried; rare).
+ * - husky 9's stubs in `.husky/_` (bound) run `.husky/<hook>`, tracked and not bound: the open class
+ *   "what a program reads that no value names" (docs/security.md), husky's layout its most common
+ *   instance (read, not reported as new).
+ * - kind 2: `--network` refuses `::ffff:0:0/96` and slirp4netns runs without IPv6; TCP/UDP 53 to
+ *   slirp's forwarder reaches only the host's resolver (read).
+ * - the shell, exact runs and the editor's helper are spawned detached (setsid): no controlling
+ *   terminal to inject into with TIOCSTI, though `dev.tty.legacy_tiocsti` is 1 here (read).
+ * - an edit's diff and a checkpoint diff: every line prefixed (`+`, `-`, ` `), so file content
+ *   cannot make an unprefixed `diff --git` or `@@` line; controls and bidi escaped (read).
  * - sandbox `none`: no git guard or audit at all there (session.ts records the baseline only under
  *   bwrap), which the guard's row in docs/security.md scopes to the sandbox (not reported).
  */
