@@ -63,6 +63,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { GuardedGit } from './git-guard';
 import { decodeName, nameBytes, showName, walkGit, type GitWalk } from './git-walk';
+import { DIR_FLAGS, openDirAt, tryReadRegular } from './safe-open';
 
 /** What the workspace's git metadata held at session start (absolute paths; `git` is `<workspace>/.git`). */
 export interface GitBaseline {
@@ -162,23 +163,10 @@ export function prepareQuarantine(workspace: string, tag: string): string | unde
   }
 }
 
-/** `O_RDONLY | O_DIRECTORY | O_NOFOLLOW`: a directory's descriptor, never through a symlink at the last component. */
-const DIR_FLAGS = fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW;
-
 /** `fd`, after adding it to `fds` (closed by the caller). */
 function track(fds: number[], fd: number): number {
   fds.push(fd);
   return fd;
-}
-
-/**
- * A descriptor of the directory `name` in the directory `dir` (a descriptor), not following a symlink:
- * `/proc/self/fd/<dir>/<name>`, which the kernel resolves from the directory the descriptor holds
- * (a magic link, not a path walked again), is Node's `openat(dir, name)`.
- * @throws when `name` is missing, a symlink or no directory
- */
-function openDirAt(dir: number, name: string): number {
-  return fs.openSync(nameBytes(`/proc/self/fd/${dir}/${name}`), DIR_FLAGS);
 }
 
 /**
@@ -480,7 +468,7 @@ function namesBack(dotGit: string, admin: string): boolean {
  * @param skip bytes that must open the file and are not part of the path (`gitdir: ` for a `.git` file), else undefined
  */
 function gitPath(file: string, skip?: Buffer): Buffer | undefined {
-  const r = readFile(file, 1 << 20);
+  const r = tryReadRegular(file, 1 << 20, false);
   if (!r || r.truncated) return undefined;
   if (skip && !r.bytes.subarray(0, skip.length).equals(skip)) return undefined;
   let end = r.bytes.length;
@@ -678,7 +666,7 @@ class Quarantine {
     let fd: number | undefined;
     let made: fs.Stats | undefined;
     try {
-      const old = readFile(at('packed-refs'), MAX_PACKED_REFS_BYTES);
+      const old = tryReadRegular(at('packed-refs'), MAX_PACKED_REFS_BYTES, false);
       // Rewritten whole or not at all: a ref cut off would be lost.
       if (!old || old.truncated) return failed();
       const kept: string[] = [];
@@ -774,32 +762,5 @@ function isSymlink(p: string): boolean {
  * a symlink and without blocking, since the session could put a FIFO there to hang the worker.
  */
 function read(file: string, max = 1 << 20): string {
-  return readFile(file, max)?.bytes.toString('utf8') ?? '';
-}
-
-/**
- * The first `max` bytes of the regular file `file` with the `fstat` of the descriptor they were read through (so that
- * size, owner and mode are of the file read, whatever the name holds meanwhile) and whether more was there; undefined
- * when it is missing, a symlink, no regular file or unreadable. Opened without blocking (a FIFO would hang the worker).
- */
-function readFile(file: string, max: number): { bytes: Buffer; st: fs.Stats; truncated: boolean } | undefined {
-  let fd: number | undefined;
-  try {
-    fd = fs.openSync(nameBytes(file), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
-    const st = fs.fstatSync(fd);
-    if (!st.isFile()) return undefined;
-    // One byte more than `max`, to tell a file of more than `max` bytes (it may have grown since the fstat).
-    const buf = Buffer.alloc(Math.min(st.size, max) + 1);
-    let n = 0;
-    while (n < buf.length) {
-      const got = fs.readSync(fd, buf, n, buf.length - n, n);
-      if (got === 0) break;
-      n += got;
-    }
-    return { bytes: buf.subarray(0, Math.min(n, max)), st, truncated: n > max };
-  } catch {
-    return undefined;
-  } finally {
-    if (fd !== undefined) fs.closeSync(fd);
-  }
+  return tryReadRegular(file, max, false)?.bytes.toString('utf8') ?? '';
 }

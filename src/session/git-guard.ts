@@ -38,6 +38,13 @@
  * the way to a program is no mount point: the git audit puts it back when the session replaces it
  * (git-audit.ts `heldLinks`, from {@link GuardedGit.named}).
  *
+ * The person's git on the host also obeys their system and global configs (`/etc/gitconfig`,
+ * `~/.gitconfig`, `~/.config/git/config`: host-git-config.ts, the workspace owner's), whose relative
+ * values land in the repository (`core.hooksPath = .githooks`, adversary round 16): those, and what
+ * they include, are read and treated as the repository's config ({@link hostConfigsInto}); a path
+ * with `..` keeps each folder before the `..` a real one ({@link holdDots}). Attack tests:
+ * host-git-config.test.ts.
+ *
  * Only a repository whose `.git` is at the workspace's root is guarded (a workspace inside a
  * repository sees its `.git` read-only already). What a bind cannot cover because it did not exist
  * at start (a new `.git/commondir`, a `.git` or repository below the root, `modules/<name>`, a stray
@@ -52,12 +59,14 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { hostGitConfig, passwdHome, type HostGitConfig } from './host-git-config';
+import { DIR_FLAGS, openDirAt, readRegular } from './safe-open';
 
 /** The paths a session's sandbox binds for the workspace's repository: `.git` onto itself, and the ones read-only. */
 export interface GuardedGit {
   /** Bound writable onto themselves (mount points that cannot be renamed or removed): `<workspace>/.git`, its `worktrees/` and each `worktrees/<id>/`, and each folder on the way to a read-only path in the workspace. */
   readonly writable: string[];
-  /** Bound read-only: config, hooks/, info/, config.worktree of the git dir (symlinks resolved), what its config names in the workspace (includes, `core.hooksPath`, programs), a `.git` file itself, each linked worktree's commondir, gitdir, config.worktree. */
+  /** Bound read-only: config, hooks/, info/, config.worktree of the git dir (symlinks resolved), what its config and the person's system and global configs name in the workspace (includes, `core.hooksPath`, programs; those configs themselves when they lie there), a `.git` file itself, each linked worktree's commondir, gitdir, config.worktree. */
   readonly readonly: string[];
   /**
    * What the config names in the workspace (includes, `core.hooksPath`, programs, hooks that are symlinks) as it names
@@ -67,11 +76,36 @@ export interface GuardedGit {
   readonly named: string[];
 }
 
+/**
+ * Why a session does not start (thrown by {@link guardedGit}): a config file the person's git reads
+ * on the host could not be read safely (no regular file, too large, unreadable, or git could not
+ * parse it), or a path a config names goes back out of a folder with `..` where that folder is a
+ * symlink or no folder ({@link holdDots}). The message names the file or path; nothing is skipped
+ * silently.
+ */
+export class GitGuardRefusal extends Error {}
+
+/** What one {@link guardedGit} call shares between its steps. */
+interface Scope {
+  /** The workspace (absolute, symlinks resolved). */
+  readonly workspace: string;
+  /** The homes `~/` means for the person's git (host-git-config.ts: the workspace owner's). */
+  readonly homes: readonly string[];
+  /** `~user/` homes looked up so far (passwd), by name. */
+  readonly userHomes: Map<string, string | undefined>;
+  /** The workspace root's owner: what the guard makes for the host configs is theirs. */
+  readonly owner: { uid: number; gid: number } | undefined;
+  /** Folders in the workspace that a `..` of a config path goes back out of: each pinned with those on the way ({@link holdDots}). */
+  readonly holds: string[];
+  /** Each guarded repository's git dir and work tree root, where the host configs' relative values land too. */
+  readonly repos: { gitDir: string; top: string }[];
+}
+
 /** The entries of a git dir in which git finds programs to run, and where it finds them first. */
 const CODE_ENTRIES = ['config', 'hooks', 'info', 'config.worktree'] as const;
 
 /**
- * The git paths to bind for `workspace` (absolute): none when `<workspace>/.git` is missing or a
+ * The git paths to bind for `workspace` (absolute, symlinks resolved): none when `<workspace>/.git` is missing or a
  * symlink to a path outside the workspace (read-only there already); a symlink into the workspace
  * counts as its target (resolved). For a `.git` directory: itself writable, and
  * those of {@link CODE_ENTRIES} that are there read-only; `hooks/` and `info/` are created empty
@@ -79,18 +113,33 @@ const CODE_ENTRIES = ['config', 'hooks', 'info', 'config.worktree'] as const;
  * `.git` file (`gitdir: …`, a worktree or a separated git dir): the file read-only, and the git
  * dir it names treated as above when it lies inside the workspace (for a linked worktree's admin
  * folder: its own entries, and its common dir when that lies inside too). Either way, the
- * repository's linked worktrees' admin folders too (see the module comment).
- * Never throws: what cannot be read is not guarded.
+ * repository's linked worktrees' admin folders too (see the module comment). Then the same for
+ * what the person's system and global configs name (`host`, by default those of the workspace
+ * root's owner: host-git-config.ts), read as the repository's ({@link hostConfigsInto}), whether or
+ * not the workspace holds a repository. Of the repository's own git metadata, what cannot be
+ * read is not guarded (as git would not read it either).
+ * @throws GitGuardRefusal when a system or global config (or a file it includes) is there but
+ *   cannot be read safely, or a `..` in a config path cannot be held ({@link holdDots})
  */
-export function guardedGit(workspace: string): GuardedGit {
+export function guardedGit(workspace: string, host?: HostGitConfig): GuardedGit {
   const out: GuardedGit = { writable: [], readonly: [], named: [] };
-  guardInto(workspace, out);
-  pinFolders(out, workspace);
+  let owner: { uid: number; gid: number } | undefined;
+  try {
+    const st = fs.statSync(workspace);
+    owner = { uid: st.uid, gid: st.gid };
+  } catch {
+    /* no workspace: nothing is made */
+  }
+  const configs = host ?? (owner ? hostGitConfig(owner.uid) : { system: [], global: [], homes: [] });
+  const scope: Scope = { workspace, homes: configs.homes, userHomes: new Map(), owner, holds: [], repos: [] };
+  guardInto(workspace, out, scope);
+  hostConfigsInto([...configs.system, ...configs.global], out, scope);
+  pinFolders(out, workspace, scope.holds);
   return out;
 }
 
-/** {@link guardedGit}'s work, before {@link pinFolders}. */
-function guardInto(workspace: string, out: GuardedGit): GuardedGit {
+/** {@link guardedGit}'s work on the repository's own git metadata, before {@link hostConfigsInto} and {@link pinFolders}. */
+function guardInto(workspace: string, out: GuardedGit, scope: Scope): GuardedGit {
   const dotGit = path.join(workspace, '.git');
   let st: fs.Stats;
   let gitPath = dotGit;
@@ -107,16 +156,16 @@ function guardInto(workspace: string, out: GuardedGit): GuardedGit {
     return out;
   }
   if (st.isDirectory()) {
-    guardGitDir(gitPath, workspace, out, true);
+    guardGitDir(gitPath, workspace, out, true, scope);
   } else if (st.isFile()) {
     out.readonly.push(gitPath);
     const named = gitdirOf(gitPath, workspace);
     if (named === undefined) return out;
-    if (inside(named, workspace)) guardGitDir(named, workspace, out, true);
+    if (inside(named, workspace)) guardGitDir(named, workspace, out, true, scope);
     else {
       // A linked worktree whose admin folder is elsewhere (read-only, as all outside the workspace), of a repository inside it.
       const common = commonDirOf(named);
-      if (common && inside(common, workspace) && isDir(common)) guardGitDir(common, workspace, out, false);
+      if (common && inside(common, workspace) && isDir(common)) guardGitDir(common, workspace, out, false, scope);
     }
   }
   return out;
@@ -129,15 +178,20 @@ function guardInto(workspace: string, out: GuardedGit): GuardedGit {
  * program at the same name, in its place (`mv scripts s2 && mkdir scripts`, round 15; the
  * person's git reaches the program by its path). Never a folder that is or lies in a read-only
  * path (a writable bind there would undo it), nor `workspace` itself (bound already). A symlink
- * on the way is no mount point and stays replaceable (see the module comment).
+ * on the way is no mount point and stays replaceable (see the module comment). Each of `holds`
+ * (folders a config path leaves again by `..`: {@link holdDots}) is pinned too, with the folders
+ * on its way, so that the kernel's `dir/..` stays the parent the guard saw.
  */
-function pinFolders(out: GuardedGit, workspace: string): void {
+function pinFolders(out: GuardedGit, workspace: string, holds: readonly string[]): void {
   const readonly = out.readonly.filter((p) => inside(p, workspace) && p !== workspace);
-  for (const p of readonly)
-    for (let dir = path.dirname(p); dir !== workspace && inside(dir, workspace); dir = path.dirname(dir)) {
+  const pinFrom = (first: string): void => {
+    for (let dir = first; dir !== workspace && inside(dir, workspace); dir = path.dirname(dir)) {
       if (out.writable.includes(dir) || readonly.some((r) => inside(dir, r))) continue;
       out.writable.push(dir);
     }
+  };
+  for (const p of readonly) pinFrom(path.dirname(p));
+  for (const h of holds) pinFrom(h);
 }
 
 /** Whether `p` is `dir` or lies inside it (both absolute). */
@@ -150,17 +204,17 @@ const inside = (p: string, dir: string): boolean => p === dir || p.startsWith(`$
  * workspace too, the common dir as below; otherwise (a repository's own git dir) its
  * {@link codeEntries} and the admin folder of every linked worktree it has ({@link linkedWorktrees}).
  */
-function guardGitDir(gitDir: string, workspace: string, out: GuardedGit, follow: boolean): void {
+function guardGitDir(gitDir: string, workspace: string, out: GuardedGit, follow: boolean, scope: Scope): void {
   out.writable.push(gitDir);
   const common = commonDirOf(gitDir);
   if (common === undefined) {
-    out.readonly.push(...codeEntries(gitDir, workspace, out.named));
-    linkedWorktrees(gitDir, workspace, out);
+    out.readonly.push(...codeEntries(gitDir, workspace, out.named, scope));
+    linkedWorktrees(gitDir, workspace, out, scope);
     return;
   }
   out.readonly.push(...adminEntries(gitDir, configOf(common ?? gitDir), workspace));
   if (follow && common !== null && common !== gitDir && inside(common, workspace) && isDir(common))
-    guardGitDir(common, workspace, out, false);
+    guardGitDir(common, workspace, out, false, scope);
 }
 
 /**
@@ -203,7 +257,7 @@ const WORKTREE_CONFIG = /worktreeconfig\s*=\s*(true|yes|on|1)?\s*$/im;
  * possible (`git worktree add` in the session). Nothing when `worktrees` is missing or no
  * directory (a symlink is shown as it is).
  */
-function linkedWorktrees(gitDir: string, workspace: string, out: GuardedGit): void {
+function linkedWorktrees(gitDir: string, workspace: string, out: GuardedGit, scope: Scope): void {
   const dir = path.join(gitDir, 'worktrees');
   let ids: fs.Dirent[];
   try {
@@ -228,7 +282,8 @@ function linkedWorktrees(gitDir: string, workspace: string, out: GuardedGit): vo
     if (dotGit !== undefined && inside(dotGit, workspace)) out.readonly.push(dotGit);
     // What its `config.worktree` names in the workspace (existing files: programs, includes), run or read by git in that worktree.
     const top = dotGit === undefined ? workspace : path.dirname(dotGit);
-    const named = configNamedPaths([path.join(admin, 'config.worktree')], '', admin, top, workspace);
+    if (dotGit !== undefined && inside(dotGit, workspace)) scope.repos.push({ gitDir, top });
+    const named = configNamedPaths([path.join(admin, 'config.worktree')], '', scope, { tops: [top], gitDirs: [admin], strict: false });
     for (const p of [...named.includes, ...named.programs]) {
       const real = realInside(p, workspace);
       if (real !== undefined && real !== workspace && isFile(real) && !out.readonly.includes(real)) out.readonly.push(real);
@@ -245,7 +300,7 @@ function commonDirOf(gitDir: string): string | null | undefined {
   const file = path.join(gitDir, 'commondir');
   let text: string;
   try {
-    text = readRegular(file, 4096);
+    text = readText(file, 4096);
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'ENOENT' ? undefined : null;
   }
@@ -261,7 +316,7 @@ function commonDirOf(gitDir: string): string | null | undefined {
 /** The `.git` file an admin folder's `gitdir` names (absolute, symlinks resolved) when it is a regular file there, else undefined. */
 function backlinkOf(admin: string): string | undefined {
   try {
-    const line = readRegular(path.join(admin, 'gitdir'), 4096).split('\n')[0]!.trim();
+    const line = readText(path.join(admin, 'gitdir'), 4096).split('\n')[0]!.trim();
     const p = fs.realpathSync(path.resolve(admin, line));
     return fs.lstatSync(p).isFile() ? p : undefined;
   } catch {
@@ -272,7 +327,7 @@ function backlinkOf(admin: string): string | undefined {
 /** The first MiB of `gitDir`'s `config`, or '' when unreadable. */
 function configOf(gitDir: string): string {
   try {
-    return readRegular(path.join(gitDir, 'config'), 1 << 20);
+    return readText(path.join(gitDir, 'config'), 1 << 20);
   } catch {
     return '';
   }
@@ -295,9 +350,6 @@ function makeEmpty(file: string, dir: string, workspace: string): void {
     /* the folder is gone */
   }
 }
-
-/** `O_RDONLY | O_DIRECTORY | O_NOFOLLOW`: a directory's descriptor, never through a symlink at the last component. */
-const DIR_FLAGS = fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW;
 
 /**
  * Creates `target` (absolute, in `workspace`) as an empty file or a folder, and each missing folder
@@ -332,7 +384,7 @@ function createInside(workspace: string, target: string, kind: 'file' | 'dir', o
       } catch {
         made = false;
       }
-      dir = fs.openSync(at, DIR_FLAGS);
+      dir = openDirAt(dir, part);
       fds.push(dir);
       if (made) fs.fchownSync(dir, owner.uid, owner.gid);
     }
@@ -355,25 +407,20 @@ function createInside(workspace: string, target: string, kind: 'file' | 'dir', o
  * hooks that are symlinks into the workspace. Each of those (not the entries of the git dir) is added to `names` as
  * the config names it ({@link GuardedGit.named}). The config's `config.worktree` too, when git reads it.
  */
-function codeEntries(gitDir: string, workspace: string, names: string[]): string[] {
+function codeEntries(gitDir: string, workspace: string, names: string[], scope: Scope): string[] {
   const found: string[] = [];
   let owner: fs.Stats | undefined;
   let config = '';
   try {
     owner = fs.statSync(gitDir);
-    config = readRegular(path.join(gitDir, 'config'), 1 << 20);
+    config = readText(path.join(gitDir, 'config'), 1 << 20);
   } catch {
     /* unreadable: nothing created */
   }
   const make = (p: string, kind: 'file' | 'dir'): void => {
     if (owner) createInside(workspace, p, kind, owner);
   };
-  const add = (p: string): void => {
-    if (inside(p, workspace) && !names.includes(p) && !(CODE_ENTRIES as readonly string[]).includes(path.relative(gitDir, p)))
-      names.push(p);
-    const real = realInside(p, workspace);
-    if (real !== undefined && real !== workspace && !found.includes(real)) found.push(real);
-  };
+  const add = adder(workspace, names, found, (p) => (CODE_ENTRIES as readonly string[]).includes(path.relative(gitDir, p)));
   // A loose match: an empty config.worktree made once too often is harmless to git.
   const worktreeConfig = /worktreeconfig\s*=\s*(true|yes|on|1)?\s*$/im.test(config);
   for (const name of CODE_ENTRIES) {
@@ -389,13 +436,44 @@ function codeEntries(gitDir: string, workspace: string, names: string[]): string
   }
   const configs = [path.join(gitDir, 'config')];
   if (worktreeConfig) configs.push(path.join(gitDir, 'config.worktree'));
-  const named = configNamedPaths(configs, config, gitDir, workTreeOf(gitDir, workspace), workspace);
+  const top = workTreeOf(gitDir, workspace);
+  scope.repos.push({ gitDir, top });
+  const named = configNamedPaths(configs, config, scope, { tops: [top], gitDirs: [gitDir], strict: false });
+  applyNamed(named, workspace, make, add, [path.join(gitDir, 'hooks')]);
+  return found;
+}
+
+/**
+ * `add(p)` for {@link codeEntries} and {@link hostConfigsInto}: `p` (absolute, as named) is added to
+ * `names` when it lies in `workspace` (unless `skipName(p)`), and its real path to `found` (bound
+ * read-only) when that lies in `workspace` and is not the workspace itself.
+ */
+function adder(workspace: string, names: string[], found: string[], skipName: (p: string) => boolean): (p: string) => void {
+  return (p) => {
+    if (inside(p, workspace) && !names.includes(p) && !skipName(p)) names.push(p);
+    const real = realInside(p, workspace);
+    if (real !== undefined && real !== workspace && !found.includes(real)) found.push(real);
+  };
+}
+
+/**
+ * What `named` names in `workspace`, made and added alike for the repository's config and the
+ * host's: each include (made empty when missing: git skips a missing include, so the session could
+ * otherwise create it), each `core.hooksPath` folder (made when missing) and the targets of its
+ * hooks that are symlinks (and of those in `hookDirs`), each program file.
+ */
+function applyNamed(
+  named: ConfigNamed,
+  workspace: string,
+  make: (p: string, kind: 'file' | 'dir') => void,
+  add: (p: string) => void,
+  hookDirs: string[],
+): void {
   for (const p of named.includes) {
     if (!inside(p, workspace)) continue;
     make(p, 'file');
     add(p);
   }
-  const hookDirs = [path.join(gitDir, 'hooks')];
   for (const dir of named.hookDirs) {
     if (!inside(dir, workspace) || dir === workspace) continue;
     make(dir, 'dir');
@@ -411,7 +489,36 @@ function codeEntries(gitDir: string, workspace: string, names: string[]): string
       /* unreadable */
     }
   }
-  return found;
+}
+
+/**
+ * Adds to `out` what the person's system and global config files `files` (absolute, existing or
+ * not: host-git-config.ts) and the files they include name, read as the repository's config is
+ * ({@link configNamedPaths}, strict: one that is there but cannot be read safely refuses the
+ * session): a relative `core.hooksPath` and relative program words are taken against each guarded
+ * repository's work tree root (where the person's git runs them), includes against the including
+ * file's folder, `~/` against the owner's homes. Each config file, and each include, that lies in
+ * the workspace (the workspace is the person's home or holds their dotfiles) is made empty when
+ * missing and bound read-only, since git would read one the session created; one that is a
+ * symlink into the workspace has its target bound and the link held by the audit.
+ * @throws GitGuardRefusal (see {@link guardedGit})
+ */
+function hostConfigsInto(files: string[], out: GuardedGit, scope: Scope): void {
+  const { workspace, owner } = scope;
+  const found: string[] = [];
+  const add = adder(workspace, out.named, found, () => false);
+  const make = (p: string, kind: 'file' | 'dir'): void => {
+    if (owner) createInside(workspace, p, kind, owner);
+  };
+  for (const f of files) {
+    if (inside(f, workspace)) make(f, 'file');
+    add(f);
+  }
+  const tops = [...new Set(scope.repos.map((r) => r.top))];
+  const gitDirs = [...new Set(scope.repos.map((r) => r.gitDir))];
+  const named = configNamedPaths(files, '', scope, { tops, gitDirs, strict: true });
+  applyNamed(named, workspace, make, add, []);
+  for (const p of found) if (!out.readonly.includes(p)) out.readonly.push(p);
 }
 
 /**
@@ -509,42 +616,74 @@ interface ConfigNamed {
   programs: string[];
 }
 
+/** How {@link configNamedPaths} reads: where relative values land, and whether a file it cannot read refuses. */
+interface NamedOptions {
+  /** The work trees' roots, where git runs hooks, aliases and the programs of other keys (relative `core.hooksPath` and words). */
+  readonly tops: readonly string[];
+  /** The git dirs: relative words are tried against them too, and their state is never bound ({@link isGitState}). */
+  readonly gitDirs: readonly string[];
+  /** The host's configs: a file that is there but cannot be read safely, or that git cannot read, throws GitGuardRefusal. */
+  readonly strict: boolean;
+}
+
 /**
- * What the config files `files` (of git dir `gitDir`; the first one's text `text`) and everything
- * they include name, as git parses it: `git config --file F --null --list` for each file (no hooks,
- * no repository: run from `/` with system and global config off, as the worker, before the
- * sandbox starts), so that comments, quoting, escapes and continued lines are git's own. Includes
- * are followed to a depth of 10 (git's own limit), relative ones against the directory of the file
- * naming them, `~/` against the worker's home. `top` is the work tree's root, where git runs hooks,
- * aliases and the programs of other keys. When git cannot be run: includes only, from a hand parse
- * of `text` ({@link includedFiles}).
+ * What the config files `files` (the first one's text `text`) and everything they include name,
+ * as git parses it: `git config --file F --null --list` for each file ({@link readGitConfig}: a
+ * regular file only, opened without blocking, handed to git by descriptor; no hooks, no
+ * repository: run from `/` with system and global config off, as the worker, before the sandbox
+ * starts), so that comments, quoting, escapes and continued lines are git's own. Includes are
+ * followed to a depth of 10 (git's own limit), relative ones against the directory of the file
+ * naming them, `~/` against the owner's homes ({@link expandPaths}). Every path a value names is
+ * also held where a `..` goes back out of a folder of the workspace ({@link holdDots}). When git
+ * cannot be run on a repository file (not `strict`): includes only, from a hand parse of `text`
+ * ({@link includedFiles}).
+ * @throws GitGuardRefusal when `strict` and a file is there but cannot be read; from {@link holdDots}
  */
-function configNamedPaths(files: string[], text: string, gitDir: string, top: string, workspace: string): ConfigNamed {
+function configNamedPaths(files: string[], text: string, scope: Scope, o: NamedOptions): ConfigNamed {
+  const { workspace } = scope;
   const out: ConfigNamed = { includes: [], hookDirs: [], programs: [] };
   const seen = new Set<string>();
+  const bases = [...new Set([...o.tops, workspace, ...o.gitDirs])];
   let queue: string[] = files;
   for (let depth = 0; depth <= 10 && queue.length > 0; depth++) {
     const next: string[] = [];
     for (const f of queue) {
       if (seen.has(f)) continue;
       seen.add(f);
-      const pairs = gitConfigList(f);
-      if (pairs === undefined) {
-        if (f === files[0]) out.includes.push(...includedFiles(text, gitDir));
+      const read = readGitConfig(f);
+      let pairs: [string, string][];
+      if ('pairs' in read) pairs = read.pairs;
+      else if ('missing' in read) continue;
+      else if (o.strict)
+        throw new GitGuardRefusal(
+          `${f}, a git config the person's git reads on the host, ${read.error}: the git guard cannot tell what it makes git run in the workspace`,
+        );
+      else if (read.regular) {
+        if (f === files[0] && o.gitDirs[0] !== undefined) out.includes.push(...includedFiles(text, o.gitDirs[0]));
         continue;
-      }
+      } else continue;
       for (const [key, value] of pairs) {
         if (/^include(if\..*)?\.path$/.test(key)) {
-          const p = expandPath(value, path.dirname(f));
-          if (p === undefined) continue;
-          out.includes.push(p);
-          next.push(p);
+          for (const raw of expandPaths(value, path.dirname(f), scope)) {
+            holdDots(raw, scope, true);
+            out.includes.push(path.resolve(raw));
+            next.push(path.resolve(raw));
+          }
         } else if (key === 'core.hookspath') {
-          const p = expandPath(value, top);
-          if (p !== undefined) out.hookDirs.push(p);
+          for (const top of o.tops)
+            for (const raw of expandPaths(value, top, scope)) {
+              holdDots(raw, scope, true);
+              out.hookDirs.push(path.resolve(raw));
+            }
+          if (o.tops.length === 0)
+            for (const raw of expandPaths(value, '', scope))
+              if (path.isAbsolute(raw)) {
+                holdDots(raw, scope, true);
+                out.hookDirs.push(path.resolve(raw));
+              }
         }
         // Every value, whatever its key (PROGRAM_KEYS is git's list today; a key it lacks or git adds fails closed).
-        out.programs.push(...valueFiles(value, [top, workspace, gitDir], workspace, gitDir));
+        out.programs.push(...valueFiles(value, bases, scope, o.gitDirs));
       }
     }
     queue = next;
@@ -561,31 +700,100 @@ function configNamedPaths(files: string[], text: string, gitDir: string, top: st
  * character, each word split again at `=`, `:` and `,` (`FOO=./x`, `--file=x`, `ext::sh x`, a
  * list), and every tail of a word after a `/` (`$PWD/x`, `$(git rev-parse --show-toplevel)/x`,
  * `"$GIT_DIR"/../x`: whatever an expansion gives, the rest is relative to it). Each word is
- * tried absolute, `~/` against the worker's home, and relative to each of `bases` (the work
- * tree's root, where git runs it; the workspace; the git dir) and to each folder a word of the
- * same value names (`cd tools && ./fmt.sh`). Never the git dir's own state (objects, refs, logs,
- * HEAD, index: {@link isGitState}), which git in the session must go on writing.
+ * tried absolute, `~/` and `~user/` against the owner's and that user's home, and relative to
+ * each of `bases` (the work trees' roots, where git runs it; the workspace; the git dirs) and to
+ * each folder a word of the same value names (`cd tools && ./fmt.sh`). A word with `..` counts
+ * both as read (`a/../x` is `x`) and as the kernel resolves it (through `a` when that is a
+ * symlink), and its folders before a `..` are held ({@link holdDots}) when it names a file. Never
+ * the git dirs' own state (objects, refs, logs, HEAD, index: {@link isGitState}), which git in the
+ * session must go on writing.
+ * @throws GitGuardRefusal from {@link holdDots}
  */
-function valueFiles(value: string, bases: string[], workspace: string, gitDir: string): string[] {
+function valueFiles(value: string, bases: string[], scope: Scope, gitDirs: readonly string[]): string[] {
+  const { workspace } = scope;
   const words = valueWords(value);
   if (words.length === 0) return [];
-  const resolve = (w: string, base: string): string | undefined => expandPath(w, base);
   const dirs = new Set(bases);
   for (const w of words)
-    for (const base of bases) {
-      const p = resolve(w, base);
-      if (p !== undefined && dirs.size < 64 && inside(p, workspace) && isDir(p)) dirs.add(p);
-    }
+    for (const base of bases)
+      for (const raw of expandPaths(w, base, scope)) {
+        const p = path.resolve(raw);
+        if (dirs.size < 64 && inside(p, workspace) && isDir(p)) dirs.add(p);
+      }
   const found = new Set<string>();
   for (const w of words)
-    for (const base of dirs) {
-      const p = resolve(w, base);
-      if (p === undefined || !isFile(p)) continue;
-      const real = realInside(p, workspace);
-      // As named, not resolved: a symlink on the way is then one the audit holds (git-audit.ts heldLinks).
-      if (real !== undefined && !isGitState(real, gitDir)) found.add(p);
-    }
+    for (const base of dirs)
+      for (const raw of expandPaths(w, base, scope)) {
+        const hits = [path.resolve(raw)];
+        if (DOTS.test(raw)) hits.push(physicalPath(raw) ?? hits[0]!);
+        const files = hits.filter((p) => isFile(p));
+        if (files.length === 0) continue;
+        if (DOTS.test(raw)) holdDots(raw, scope, true);
+        for (const p of files) {
+          const real = realInside(p, workspace);
+          // As named, not resolved: a symlink on the way is then one the audit holds (git-audit.ts heldLinks).
+          if (real !== undefined && !gitDirs.some((g) => isGitState(real, g))) found.add(p);
+        }
+      }
   return [...found];
+}
+
+/** A path with a `..` component. */
+const DOTS = /(^|\/)\.\.(\/|$)/;
+
+/** `raw` (absolute, not normalized) resolved by the kernel (realpath(3): `a/..` is the parent of where `a` leads), or undefined when missing. */
+function physicalPath(raw: string): string | undefined {
+  try {
+    return fs.realpathSync.native(raw);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Holds what the kernel's resolution of `raw` (absolute, not normalized: a config path before
+ * `path.resolve`) goes through before each `..`: git hands the path to the kernel, for which
+ * `dir/..` is the parent of wherever `dir` leads, while the guard binds the path as read
+ * (`dir/..` dropped). So each such folder that lies in the workspace (not the workspace itself)
+ * must stay a real folder for the session's life: it is added to `scope.holds` (pinned by
+ * {@link pinFolders}), made first when missing and `create` (owned as the workspace), else left
+ * (the path names nothing then, as any missing program).
+ * @throws GitGuardRefusal when such a folder is a symlink or no folder: the session could then
+ *   make the path land on a file of its own (a link to a folder of the workspace), or already has
+ */
+function holdDots(raw: string, scope: Scope, create: boolean): void {
+  if (!DOTS.test(raw)) return;
+  const { workspace } = scope;
+  let prefix = '/';
+  for (const c of raw.split('/')) {
+    if (c === '' || c === '.') continue;
+    if (c !== '..') {
+      prefix = path.join(prefix, c);
+      continue;
+    }
+    if (prefix !== workspace && inside(prefix, workspace) && !scope.holds.includes(prefix)) {
+      let st = lstatOrUndefined(prefix);
+      if (st === undefined && create && scope.owner) {
+        createInside(workspace, prefix, 'dir', scope.owner);
+        st = lstatOrUndefined(prefix);
+      }
+      if (st?.isDirectory()) scope.holds.push(prefix);
+      else if (st !== undefined)
+        throw new GitGuardRefusal(
+          `${raw}, a path a git config names, goes back out of ${prefix} with '..', and ${prefix} is ${st.isSymbolicLink() ? 'a symlink' : 'no folder'}: where the person's git lands there can change; remove the '..' from the config value or make ${prefix} a folder`,
+        );
+    }
+    prefix = path.dirname(prefix);
+  }
+}
+
+/** `fs.lstatSync(p)`, or undefined when that fails. */
+function lstatOrUndefined(p: string): fs.Stats | undefined {
+  try {
+    return fs.lstatSync(p);
+  } catch {
+    return undefined;
+  }
 }
 
 /** The candidate words of a config value ({@link valueFiles}): distinct, none empty. */
@@ -671,33 +879,42 @@ function isGitState(p: string, gitDir: string): boolean {
   );
 }
 
-/** `value` as a path: `~/…` against the worker's home, relative against `base`; undefined for '' or `~user`. */
-function expandPath(value: string, base: string): string | undefined {
-  if (value === '') return undefined;
-  if (value === '~' || value.startsWith('~/')) return path.join(os.homedir(), value.slice(1));
-  if (value.startsWith('~')) return undefined;
-  return path.resolve(base, value);
+/**
+ * `value` as the paths git (or a shell) may take it for, absolute but not normalized (a `..` kept
+ * for {@link holdDots}; `path.resolve` gives the path as read): `~/…` against each of the owner's
+ * homes, `~user/…` against that user's home (passwd), relative against `base`; none for '' or an
+ * unknown user.
+ */
+function expandPaths(value: string, base: string, scope: Scope): string[] {
+  if (value === '') return [];
+  const tilde = /^~([^/]*)(\/.*)?$/.exec(value);
+  if (tilde) {
+    const [, user, rest] = tilde;
+    let homes: readonly string[] = scope.homes;
+    if (user !== '') {
+      if (!/^[A-Za-z_][A-Za-z0-9_.-]{0,31}$/.test(user!)) return [];
+      if (!scope.userHomes.has(user!)) scope.userHomes.set(user!, passwdHome(user!));
+      const home = scope.userHomes.get(user!);
+      homes = home === undefined ? [] : [home];
+    }
+    return homes.map((h) => `${h}${rest ?? ''}`);
+  }
+  if (path.isAbsolute(value)) return [value];
+  return base === '' ? [] : [`${base}/${value}`];
+}
+
+/**
+ * Up to `max` bytes of the regular file `file` (symlinks followed, as git follows them), as UTF-8,
+ * by safe-open.ts `readRegular`: what the session left in the workspace is read on the worker's
+ * thread before the sandbox starts, and a FIFO at such a name would freeze every run of the worker
+ * (adversary round 16).
+ * @throws when `file` is missing (ENOENT), unreadable, or no regular file
+ */
+function readText(file: string, max: number): string {
+  return readRegular(file, max, true).bytes.toString('utf8');
 }
 
 /** Whether `p` is a regular file (symlinks followed). */
-/**
- * Up to `max` bytes of the regular file `file` (symlinks followed), as UTF-8, opened without
- * blocking (`O_NONBLOCK`): what the session left in the workspace is read on the worker's thread
- * before the sandbox starts, and a FIFO at such a name would wait for a writer for ever, freezing
- * every run of the worker (adversary round 16).
- * @throws when `file` is missing (ENOENT), unreadable, or no regular file
- */
-function readRegular(file: string, max: number): string {
-  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
-  try {
-    if (!fs.fstatSync(fd).isFile()) throw new Error(`${file} is no regular file`);
-    const buf = Buffer.alloc(max);
-    return buf.subarray(0, fs.readSync(fd, buf, 0, max, 0)).toString('utf8');
-  } finally {
-    fs.closeSync(fd);
-  }
-}
-
 function isFile(p: string): boolean {
   try {
     return fs.statSync(p).isFile();
@@ -713,14 +930,40 @@ function isFile(p: string): boolean {
  * person's configuration runs (`git config` runs no hook, pager or fsmonitor with `--null --list`).
  */
 function gitConfigList(file: string): [string, string][] | undefined {
-  // A FIFO (or socket, device) is never handed to git: opening one waits for a writer (adversary round 16).
-  if (!fs.existsSync(file) || !isFile(file)) return [];
+  const read = readGitConfig(file);
+  if ('pairs' in read) return read.pairs;
+  // Missing, or a FIFO (or socket, device): git reads none of it. Too large, or git failed: unknown.
+  return 'missing' in read || !read.regular ? [] : undefined;
+}
+
+/** The largest config file the guard hands to git (bytes): far above any person's config, far below what stalls the worker. */
+const MAX_CONFIG_BYTES = 4 << 20;
+
+/**
+ * The config file `file` as git reads it ({@link gitConfigList}), or why not: `missing` when it is
+ * not there (ENOENT, ENOTDIR), else an `error` (said after the file's name) and whether it is a
+ * regular file. Opened once without blocking and following symlinks as git does (`O_NONBLOCK`: a
+ * FIFO would wait for a writer for ever, adversary round 16), `fstat` a regular file of at most
+ * {@link MAX_CONFIG_BYTES}, and handed to git as that descriptor (`--file /dev/fd/3`), so that what
+ * git reads is what was checked, whatever the name holds by then.
+ */
+function readGitConfig(file: string): { pairs: [string, string][] } | { missing: true } | { error: string; regular: boolean } {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constants.O_NOCTTY);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' || code === 'ENOTDIR' ? { missing: true } : { error: `cannot be opened (${code})`, regular: false };
+  }
   let raw: string;
   try {
-    raw = execFileSync('git', ['config', '--file', file, '--null', '--list'], {
+    const st = fs.fstatSync(fd);
+    if (!st.isFile()) return { error: 'is no regular file', regular: false };
+    if (st.size > MAX_CONFIG_BYTES) return { error: `is larger than ${MAX_CONFIG_BYTES} bytes`, regular: true };
+    raw = execFileSync('git', ['config', '--file', '/dev/fd/3', '--null', '--list'], {
       cwd: '/',
       encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
+      stdio: ['ignore', 'pipe', 'ignore', fd],
       timeout: 10_000,
       maxBuffer: 8 << 20,
       env: {
@@ -735,7 +978,10 @@ function gitConfigList(file: string): [string, string][] | undefined {
   } catch (err) {
     // Exit 1 with no output: a file with no entries (or not a config file at all; git then reads none of it either).
     const e = err as { status?: number; stdout?: string };
-    return e.status === 1 && !e.stdout ? [] : undefined;
+    if (e.status === 1 && !e.stdout) return { pairs: [] };
+    return { error: 'could not be read by git', regular: true };
+  } finally {
+    fs.closeSync(fd);
   }
   const pairs: [string, string][] = [];
   for (const entry of raw.split('\0')) {
@@ -743,7 +989,7 @@ function gitConfigList(file: string): [string, string][] | undefined {
     const nl = entry.indexOf('\n');
     pairs.push(nl < 0 ? [entry.toLowerCase(), ''] : [entry.slice(0, nl).toLowerCase(), entry.slice(nl + 1)]);
   }
-  return pairs;
+  return { pairs };
 }
 
 /**
@@ -769,7 +1015,7 @@ function includedFiles(config: string, gitDir: string): string[] {
 /** The absolute git dir a `.git` file names (`gitdir: <path>`, relative to the file's directory), or undefined. */
 function gitdirOf(file: string, workspace: string): string | undefined {
   try {
-    const text = readRegular(file, 4096);
+    const text = readText(file, 4096);
     const m = /^gitdir: (.+)$/m.exec(text);
     if (!m) return undefined;
     const named = path.resolve(workspace, m[1]!.trim());

@@ -15,9 +15,7 @@
 import { closeSync, constants, openSync } from 'node:fs';
 import * as path from 'node:path';
 import type { WorktreeGit } from '../contract/subagent';
-
-/** Linux `O_PATH` (not in Node's constants): a descriptor naming an inode, opened for no I/O (no FIFO blocks). */
-const O_PATH = 0o10000000;
+import { O_PATH, openDirAt, PATH_DIR_FLAGS } from './safe-open';
 
 /** A directory opened when the session started, bound at `dest` (its path then) by its descriptor. */
 export interface PinnedDir {
@@ -26,14 +24,6 @@ export interface PinnedDir {
   readonly writable: boolean;
   /** The worker's descriptor (`O_PATH`); -1 once {@link closePins} closed it. */
   fd: number;
-}
-
-/**
- * Opens `name` (one component) in the directory `dirFd` as a directory, `O_PATH`, never through a symlink.
- * @throws Error (ELOOP, ENOTDIR, ENOENT) when it is a symlink, no directory, or missing
- */
-export function openDirAt(dirFd: number, name: string): number {
-  return openSync(`/proc/self/fd/${dirFd}/${name}`, O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW);
 }
 
 /**
@@ -52,10 +42,10 @@ export function openEntryAt(dirFd: number, name: string): number {
  * @throws Error (ELOOP, ENOTDIR, ENOENT) when a component is a symlink, no directory, or missing
  */
 export function openDirBelow(dirFd: number, rel: string): number {
-  let fd = openDirAt(dirFd, '.');
+  let fd = openDirAt(dirFd, '.', PATH_DIR_FLAGS);
   try {
     for (const part of rel.split('/').filter((p) => p !== '')) {
-      const next = openDirAt(fd, part);
+      const next = openDirAt(fd, part, PATH_DIR_FLAGS);
       closeSync(fd);
       fd = next;
     }
@@ -109,10 +99,10 @@ export function pinWorktreeGit(git: WorktreeGit): PinnedDir[] {
   };
   try {
     const common = open(commonDir, false, () => openDirNoFollow(commonDir));
-    open(path.join(commonDir, 'objects'), true, () => openDirAt(common, 'objects'));
-    const worktrees = openDirAt(common, 'worktrees');
+    open(path.join(commonDir, 'objects'), true, () => openDirAt(common, 'objects', PATH_DIR_FLAGS));
+    const worktrees = openDirAt(common, 'worktrees', PATH_DIR_FLAGS);
     try {
-      open(gitDir, true, () => openDirAt(worktrees, path.basename(gitDir)));
+      open(gitDir, true, () => openDirAt(worktrees, path.basename(gitDir), PATH_DIR_FLAGS));
     } finally {
       closeSync(worktrees);
     }

@@ -61,7 +61,7 @@ import {
   type CommandResult,
   type FinishedCommand,
 } from './result';
-import { guardedGit, type GuardedGit } from './git-guard';
+import { GitGuardRefusal, guardedGit, type GuardedGit } from './git-guard';
 import { auditGit, gitAuditNote, prepareQuarantine, recordGit, type GitBaseline, type GitFinding } from './git-audit';
 import { holdBinds, releaseHeldBinds, type HeldBinds } from './held-binds';
 import { closePins, pinGit, type GitPins, type PinnedDir } from './pins';
@@ -237,7 +237,8 @@ export class BashSession {
     this.worktreeGitRefused = git.refused;
     this.hide = hiddenPaths(options.hidePaths ?? [], who, this.network);
     // Once, at start: from then on `.git` is a mount point in every sandbox of the session, which no process of it can move.
-    this.git = this.workspace && sandbox.mode === 'bwrap' ? guardedGit(realDir(this.workspace)) : { writable: [], readonly: [], named: [] };
+    this.git =
+      this.workspace && sandbox.mode === 'bwrap' ? guardGit(realDir(this.workspace), this.id) : { writable: [], readonly: [], named: [] };
     this.gitTag = this.id.replace(/[^A-Za-z0-9-]/g, '_').slice(0, 40);
     // Made before any sandbox and bound read-only in each: the session can neither block it nor take back what was moved.
     this.quarantine = this.workspace && sandbox.mode === 'bwrap' ? prepareQuarantine(realDir(this.workspace), this.gitTag) : undefined;
@@ -266,7 +267,7 @@ export class BashSession {
    * Starts a session: spawns bash in `options.cwd` and waits until it is
    * ready (normally a few ms).
    * @throws InvalidSessionOptionError for an out-of-range option
-   * @throws SessionStartError when `cwd` is missing or not a directory, bash cannot be spawned, the limits cannot be applied, or bash is not ready within 10 s
+   * @throws SessionStartError when `cwd` is missing or not a directory, bash cannot be spawned, the limits cannot be applied, bash is not ready within 10 s, or the git guard refuses the workspace (a git config of the person that it cannot read safely: git-guard.ts `GitGuardRefusal`)
    * @throws SessionCwdError (a SessionStartError) when bash would not really be in `cwd` (the sandbox covers it: its private /tmp, a hidden path), or `cwd` is in the workspace and the session's user cannot write it (or the workspace); never a silent substitute
    */
   static async start(options: BashSessionOptions = {}): Promise<BashSession> {
@@ -987,4 +988,19 @@ function inodesOf(paths: readonly string[]): Map<string, string> {
     }
   }
   return out;
+}
+
+/**
+ * {@link guardedGit} for the workspace `workspace` (absolute, symlinks resolved) of session `sessionId`.
+ * @throws SessionStartError when the guard refuses (git-guard.ts `GitGuardRefusal`: a git config the
+ *   person's git reads could not be read safely), its message saying which file and why
+ */
+function guardGit(workspace: string, sessionId: string): GuardedGit {
+  try {
+    return guardedGit(workspace);
+  } catch (err) {
+    if (err instanceof GitGuardRefusal)
+      throw new SessionStartError(`cannot start bash session on ${workspace}: ${err.message}`, { sessionId, cause: err });
+    throw err;
+  }
 }

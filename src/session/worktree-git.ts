@@ -13,12 +13,13 @@
  * Command-line `-c` wins over every file the repository includes (`include.path`, `includeIf`).
  */
 import { execFile } from 'node:child_process';
-import { closeSync, constants, fstatSync, lstatSync, openSync, statSync } from 'node:fs';
+import { closeSync, fstatSync, lstatSync, openSync, statSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { confinementTool, runConfined } from '../checkpoint/confine';
 import { MINIMAL_ENV, OWNER_FALLBACK_GID, workerIsRoot } from './identity';
+import { DIR_FLAGS, openDirAt } from './safe-open';
 
 /** Longest one git command may take, ms: 25 000 (inside the 30 s start-to-close of session control activities). */
 const GIT_TIMEOUT_MS = 25_000;
@@ -178,12 +179,7 @@ const ADMIN_INSIDE = '/.aj-admin';
 
 /** Opens the directory at `p`, never through a symlink. Throws when `p` is no directory. */
 function openDir(p: string): number {
-  return openSync(p, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
-}
-
-/** Opens `name` in the directory `dirFd` as a directory, never through a symlink. */
-function openDirAt(dirFd: number, name: string): number {
-  return openDir(`/proc/self/fd/${dirFd}/${name}`);
+  return openSync(p, DIR_FLAGS);
 }
 
 /**

@@ -7,7 +7,9 @@
  * un-skipped against 47de383 and each failed, as written below (stalls of 4,048 ms and 30,092 ms,
  * the plant ran on the host, the file was written on the host).
  * The 2 FIFO tests run since git-guard.ts reads only regular files without blocking and the
- * audit moves an admin folder holding a FIFO.
+ * audit moves an admin folder holding a FIFO; the global-config test since the guard reads the
+ * owner's system and global configs as the repository's (git-guard.ts `hostConfigsInto`; more
+ * attacks on that fix in host-git-config.test.ts).
  *
  * Kind 6 (the sandbox's edges), the worst of this round: a sibling session makes another session's
  * writable bind a folder of the host. The guard's writable binds (`.git/worktrees`, each
@@ -102,8 +104,11 @@ import * as path from 'node:path';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 import { personsRepo, plant } from './persons-repo';
 
-/** Every attack below works on 47de383 (see the doc comment): true while the fixes are missing. */
-const OPEN = true;
+/**
+ * The global-config attack below works on 47de383 (see the doc comment): true while its fix is missing. Fixed: the
+ * guard reads the owner's global and system configs as the repository's (git-guard.ts `hostConfigsInto`).
+ */
+const OPEN = false;
 const t = OPEN ? test.skip : test;
 
 afterEach(closeSessions);
@@ -183,16 +188,27 @@ dRoot("kind 6: what the person's global git config names in the workspace", () =
       // The person's own home (a folder of the test's, never the machine's root home): hooks from `.githooks` in every repository.
       const home = tempDir('aj-home-');
       fs.writeFileSync(path.join(home, '.gitconfig'), '[core]\n\thooksPath = .githooks\n[user]\n\tname = p\n\temail = p@example.com\n');
+      // The worker runs as the person here (root, the workspace's owner), so its $HOME is the person's.
+      const saved = process.env.HOME;
+      process.env.HOME = home;
       try {
-        const s = await startSession({ cwd: ws, workspace: ws });
+        const s = await startSession({ cwd: ws, workspace: ws }).finally(() => {
+          process.env.HOME = saved;
+        });
+        // Each step on its own: the fix makes `.githooks` (empty, read-only) before the session starts.
         const r = await s.run(
-          ['mkdir .githooks', plant(marker, '.githooks/pre-commit'), 'echo more >> build.sh', 'echo planted'].join(' && '),
+          ['mkdir -p .githooks', plant(marker, '.githooks/pre-commit'), 'echo more >> build.sh', 'echo done'].join('; '),
         );
-        expect(r.output.split('\n')[0]).toBe('planted');
+        expect(r.output).toContain('done');
         await s.close();
-        spawnSync('git', ['commit', '-qam', "the agent's change"], { cwd: ws, env: { ...process.env, HOME: home }, stdio: 'pipe' });
-        expect({ ranOnTheHost: fs.existsSync(marker) }).toEqual({ ranOnTheHost: false });
+        const c = spawnSync('git', ['commit', '-qam', "the agent's change"], {
+          cwd: ws,
+          env: { ...process.env, HOME: home },
+          stdio: 'pipe',
+        });
+        expect({ ranOnTheHost: fs.existsSync(marker), committed: c.status }).toEqual({ ranOnTheHost: false, committed: 0 });
       } finally {
+        process.env.HOME = saved;
         fs.rmSync(marker, { force: true });
       }
     },

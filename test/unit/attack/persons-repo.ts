@@ -8,9 +8,11 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { tempDir } from '../session/helpers';
 
-/** A repository with one commit (`build.sh`) in a new workspace, `git` there as the person (root) on the host, and the path of the marker file a planted program leaves. */
-export function personsRepo(): { ws: string; marker: string; git: (...a: string[]) => string } {
-  const ws = tempDir();
+/**
+ * A repository with one commit (`build.sh`) in a new workspace (or in `ws`, an existing empty folder), `git` there as
+ * the person (root) on the host, and the path of the marker file a planted program leaves.
+ */
+export function personsRepo(ws = tempDir()): { ws: string; marker: string; git: (...a: string[]) => string } {
   const git = (...a: string[]): string =>
     execFileSync('git', ['-C', ws, '-c', 'user.name=p', '-c', 'user.email=p@example.com', ...a], { encoding: 'utf8', stdio: 'pipe' });
   git('init', '-q', '-b', 'main');
