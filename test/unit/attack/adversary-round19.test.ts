@@ -22,6 +22,8 @@
  * config names) and have the audit move a file that appears there to the quarantine with a note
  * (a bind cannot cover what is not there, and an empty placeholder would break `npm install`
  * writing `node_modules/.bin`); at the least say at close which named programs the session created.
+ * HELD since (OPEN_MISSING false): git-guard.ts records such paths (`GuardedGit.missing`) and the git
+ * audit moves what appears there to the quarantine with a note; more routes in missing-named.test.ts.
  *
  * Kind 6 (git files the person's host git will obey): a workspace that is a linked worktree of the
  * person's repository (`git worktree add ../feature`, the run started in `../feature`). Steps: the main
@@ -86,15 +88,18 @@ import * as path from 'node:path';
 import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
 import { personsRepo, plant } from './persons-repo';
 
-/** Still open on eda3e67: the test fails un-skipped (see the doc comment). */
-const OPEN = true;
+/** Open on eda3e67, each test failing un-skipped (see the doc comment); the first kind is held since (the git audit's missing paths). */
+const OPEN_MISSING = false;
+/** Still open: the git dir outside the workspace (the second and third describes). */
+const OPEN_OUTSIDE = false;
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
 
 const isRoot = process.getuid?.() === 0;
 const dRoot = isRoot ? describe : describe.skip;
-const t = OPEN ? test.skip : test;
+const tMissing = OPEN_MISSING ? test.skip : test;
+const t = OPEN_OUTSIDE ? test.skip : test;
 
 /** Runs bash `script` on the host as the person (root) in `cwd`; never throws. */
 const hostBash = (cwd: string, script: string): void => void spawnSync('bash', ['-c', script], { cwd, stdio: 'pipe', timeout: 20_000 });
@@ -114,7 +119,7 @@ dRoot("kind 6: a program the person's config names, missing when the session sta
     { key: 'alias.fmt', value: '!./scripts/fmt.sh', file: 'build/fmt.sh', folder: 'scripts', link: 'scripts/fmt.sh', run: 'git fmt' },
   ];
   for (const { key, value, file, folder, link, run } of cases)
-    t(
+    tMissing(
       `${key} = ${value}, ${file} missing at start${link ? ` (${link} a link to it)` : ''}: the session cannot create what the person's \`${run.split('|').pop()!.trim()}\` runs`,
       async () => {
         const { ws, git, marker } = personsRepo();
