@@ -48,8 +48,10 @@
  * with `..` keeps each folder before the `..` a real one ({@link holdDots}). Attack tests:
  * host-git-config.test.ts.
  *
- * Only a repository whose `.git` is at the workspace's root is guarded (a workspace inside a
- * repository sees its `.git` read-only already). What a bind cannot cover because it did not exist
+ * A repository whose git dir lies outside the workspace (a linked worktree of a repository elsewhere,
+ * a git dir kept apart, a submodule, a folder of a repository above it) is read-only there already,
+ * but its config names hooks and programs in the workspace: {@link guardOutside} reads it with the
+ * work tree's top as the base (adversary round 19; outside-git-dir.test.ts). What a bind cannot cover because it did not exist
  * at start (a new `.git/commondir`, a `.git` or repository below the root, `modules/<name>`, a stray
  * `worktrees/<id>`, replace refs), and a guarded file the person's git replaced on the host (the
  * kernel drops a bind whose directory entry is renamed over), are the audit's: git-audit.ts. So is a
@@ -123,7 +125,9 @@ const CODE_ENTRIES = ['config', 'hooks', 'info', 'config.worktree'] as const;
  * `.git` file (`gitdir: …`, a worktree or a separated git dir): the file read-only, and the git
  * dir it names treated as above when it lies inside the workspace (for a linked worktree's admin
  * folder: its own entries, and its common dir when that lies inside too). Either way, the
- * repository's linked worktrees' admin folders too (see the module comment). Then the same for
+ * repository's linked worktrees' admin folders too (see the module comment). When the git dir git
+ * uses there lies outside the workspace, what its config names in the workspace ({@link guardOutside}).
+ * Paths a config names that are missing are listed in `missing` for the git audit. Then the same for
  * what the person's system and global configs name (`host`, by default those of the workspace
  * root's owner: host-git-config.ts), read as the repository's ({@link hostConfigsInto}), whether or
  * not the workspace holds a repository. Of the repository's own git metadata, what cannot be

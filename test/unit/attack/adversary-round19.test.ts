@@ -51,6 +51,9 @@
  * repository's config above it. The fix above covers them if the configs are found as git finds
  * them from the workspace (`git rev-parse --git-dir --git-common-dir --show-toplevel`, run by the
  * worker with no repository code), not only through `<workspace>/.git`.
+ * HELD since (OPEN_OUTSIDE false): git-guard.ts `guardOutside` finds the repository as git's discovery does (by
+ * reading, `outsideRepo`) and reads its configs with the work tree's top as the base; more routes in
+ * outside-git-dir.test.ts, which keeps one open: the audit does not watch a missing program there.
  *
  * Tried and held (one line each):
  * - held-binds.ts: a held folder deleted (nlink 0) and made again is re-held: a sibling must empty
