@@ -31,7 +31,12 @@
  *   stands there is moved away and the link made again as it was ({@link HeldLink}), first in each
  *   audit. A link is a name, not a file (the kernel has no bind for it), so this is the audit's,
  *   not the sandbox's: the window between two audits stays (a refusal of such workspaces would
- *   turn away a config kept tracked, a layout some teams use).
+ *   turn away a config kept tracked, a layout some teams use);
+ * - whatever appears at a path the config names as a program or file that was missing at start
+ *   (git-guard.ts `GuardedGit.missing`: `node_modules/.bin/eslint` before `npm install`), or a
+ *   symlink put on the way to it ({@link appeared}): the person's git would run it. What a
+ *   legitimate install writes there is moved too; the note says to review it and move it back
+ *   (adversary round 19, missing-named.test.ts).
  *
  * What is moved goes to `<git dir>/agent-jobs-quarantine/` (nothing is deleted), a packed replace
  * ref is dropped from `packed-refs`; each is reported in the command's result. The quarantine is
@@ -83,6 +88,12 @@ export interface GitBaseline {
    * order met: each is put back when the session removed, renamed or replaced it ({@link HeldLink}).
    */
   readonly links: readonly HeldLink[];
+  /**
+   * Paths relative to the workspace that the config names as programs or files but where nothing was at start
+   * (git-guard.ts {@link GuardedGit.missing}; each folder on the way a real folder then): whatever appears at one, or
+   * a symlink on the way to it, is moved to the quarantine ({@link auditGit}).
+   */
+  readonly missing: readonly string[];
   /** Tells each quarantined entry apart (session id, at most 40 of `[A-Za-z0-9_-]`). */
   readonly tag: string;
   /** The last `<seq>` the quarantine gave a name (`<tag>-<seq>`), kept across audits. */
@@ -269,7 +280,12 @@ export function heldLinks(workspace: string, named: readonly string[] = []): Hel
  * (absolute, symlinks resolved) has no root git dir ({@link gitDirOf}). `named`: what the guard holds by the names the
  * config gives ({@link heldLinks}). Read off the event loop (git-walk.ts).
  */
-export async function recordGit(workspace: string, tag: string, named: readonly string[] = []): Promise<GitBaseline | undefined> {
+export async function recordGit(
+  workspace: string,
+  tag: string,
+  named: readonly string[] = [],
+  missing: readonly string[] = [],
+): Promise<GitBaseline | undefined> {
   const git = gitDirOf(workspace);
   if (git === undefined) return undefined;
   const links = heldLinks(workspace, named);
@@ -285,6 +301,10 @@ export async function recordGit(workspace: string, tag: string, named: readonly 
     worktrees: new Set(walk.worktrees),
     replaceRefs: new Set(walk.replaceRefs),
     links,
+    missing: missing
+      .filter((p) => p.startsWith(`${workspace}/`))
+      .map((p) => path.relative(workspace, p))
+      .filter((rel) => !exists(path.join(workspace, rel))),
     tag,
     names: { seq: 0 },
   };
@@ -349,6 +369,12 @@ export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFindi
         out.push(q.move(path.join(admin, 'config.worktree'), 'a config.worktree of a new linked worktree'));
     }
     out.push(...(await dropReplaceRefs(b, q, walk, pace)));
+    for (const rel of b.missing) {
+      if (!(await pace())) continue;
+      const at = appeared(b.workspace, rel);
+      if (at !== undefined)
+        out.push(q.move(at, `${at === path.join(b.workspace, rel) ? '' : `a symlink on the way to ${rel}, `}${MISSING_WHY}`));
+    }
     if (left > 0) out.push(unchecked(b, `${left} more things to move or check than one audit does (${MAX_MOVES}); the next audit goes on`));
   } catch (err) {
     out.push({ path: b.git, why: `the audit failed: ${(err as Error).message}`, movedTo: undefined, unchecked: true });
@@ -356,6 +382,33 @@ export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFindi
     q.close();
   }
   return out;
+}
+
+/** Why a path the config names that was missing at start is moved: what the person's git would do, and what to do. */
+const MISSING_WHY =
+  "named by the person's git config and missing when the session started, so the person's git would run or read what the session made there; review it and move it back from the quarantine if it is wanted (e.g. installed by npm install)";
+
+/**
+ * What now stands on the way to `rel` (relative to `workspace`; missing at start, each folder on the way a real folder
+ * then): the first symlink met, else the entry at `rel` whatever it is (a file, a hard link, a folder, a FIFO);
+ * undefined when the path still ends at a missing name or at something that is no folder before its end.
+ */
+function appeared(workspace: string, rel: string): string | undefined {
+  let p = workspace;
+  const parts = rel.split('/');
+  for (let i = 0; i < parts.length; i++) {
+    p = path.join(p, parts[i]!);
+    let st: fs.Stats | undefined;
+    try {
+      st = fs.lstatSync(nameBytes(p), { throwIfNoEntry: false });
+    } catch {
+      return undefined;
+    }
+    if (st === undefined) return undefined;
+    if (st.isSymbolicLink() || i === parts.length - 1) return p;
+    if (!st.isDirectory()) return undefined;
+  }
+  return undefined;
 }
 
 /** The finding that part of `b`'s workspace was not checked. */

@@ -36,7 +36,10 @@
  * and make a new one with a program of its own at the same path (`mv scripts s2 && mkdir
  * scripts`; `.husky` for `core.hooksPath = .husky/_`; an included file's folder); a symlink on
  * the way to a program is no mount point: the git audit puts it back when the session replaces it
- * (git-audit.ts `heldLinks`, from {@link GuardedGit.named}).
+ * (git-audit.ts `heldLinks`, from {@link GuardedGit.named}). A path a word names where nothing is
+ * at start (`alias.lint = !node_modules/.bin/eslint .` before `npm install`) cannot be bound; it is
+ * recorded ({@link GuardedGit.missing}) and the git audit moves what appears there to the quarantine
+ * (adversary round 19; missing-named.test.ts).
  *
  * The person's git on the host also obeys their system and global configs (`/etc/gitconfig`,
  * `~/.gitconfig`, `~/.config/git/config`: host-git-config.ts, the workspace owner's), whose relative
@@ -45,8 +48,10 @@
  * with `..` keeps each folder before the `..` a real one ({@link holdDots}). Attack tests:
  * host-git-config.test.ts.
  *
- * Only a repository whose `.git` is at the workspace's root is guarded (a workspace inside a
- * repository sees its `.git` read-only already). What a bind cannot cover because it did not exist
+ * A repository whose git dir lies outside the workspace (a linked worktree of a repository elsewhere,
+ * a git dir kept apart, a submodule, a folder of a repository above it) is read-only there already,
+ * but its config names hooks and programs in the workspace: {@link guardOutside} reads it with the
+ * work tree's top as the base (adversary round 19; outside-git-dir.test.ts). What a bind cannot cover because it did not exist
  * at start (a new `.git/commondir`, a `.git` or repository below the root, `modules/<name>`, a stray
  * `worktrees/<id>`, replace refs), and a guarded file the person's git replaced on the host (the
  * kernel drops a bind whose directory entry is renamed over), are the audit's: git-audit.ts. So is a
@@ -74,6 +79,13 @@ export interface GuardedGit {
    * binds hold only what the names led to at start.
    */
   readonly named: string[];
+  /**
+   * Paths in the workspace (absolute, the folders on the way resolved) that a word of a config value names but where
+   * nothing was at start ({@link missingPath}; a symlink named there counts by the missing path it leads to): the git
+   * audit moves to the quarantine whatever appears at one of them (git-audit.ts), since no bind covers what is not
+   * there and the session could create the program the person's git runs later (adversary round 19).
+   */
+  readonly missing: string[];
 }
 
 /**
@@ -113,7 +125,9 @@ const CODE_ENTRIES = ['config', 'hooks', 'info', 'config.worktree'] as const;
  * `.git` file (`gitdir: …`, a worktree or a separated git dir): the file read-only, and the git
  * dir it names treated as above when it lies inside the workspace (for a linked worktree's admin
  * folder: its own entries, and its common dir when that lies inside too). Either way, the
- * repository's linked worktrees' admin folders too (see the module comment). Then the same for
+ * repository's linked worktrees' admin folders too (see the module comment). When the git dir git
+ * uses there lies outside the workspace, what its config names in the workspace ({@link guardOutside}).
+ * Paths a config names that are missing are listed in `missing` for the git audit. Then the same for
  * what the person's system and global configs name (`host`, by default those of the workspace
  * root's owner: host-git-config.ts), read as the repository's ({@link hostConfigsInto}), whether or
  * not the workspace holds a repository. Of the repository's own git metadata, what cannot be
@@ -122,7 +136,7 @@ const CODE_ENTRIES = ['config', 'hooks', 'info', 'config.worktree'] as const;
  *   cannot be read safely, or a `..` in a config path cannot be held ({@link holdDots})
  */
 export function guardedGit(workspace: string, host?: HostGitConfig): GuardedGit {
-  const out: GuardedGit = { writable: [], readonly: [], named: [] };
+  const out: GuardedGit = { writable: [], readonly: [], named: [], missing: [] };
   let owner: { uid: number; gid: number } | undefined;
   try {
     const st = fs.statSync(workspace);
@@ -133,6 +147,8 @@ export function guardedGit(workspace: string, host?: HostGitConfig): GuardedGit 
   const configs = host ?? (owner ? hostGitConfig(owner.uid) : { system: [], global: [], homes: [] });
   const scope: Scope = { workspace, homes: configs.homes, userHomes: new Map(), owner, holds: [], repos: [] };
   guardInto(workspace, out, scope);
+  // No git dir of the workspace's own guarded: the repository git uses there may lie outside (round 19).
+  if (scope.repos.length === 0) guardOutside(workspace, out, scope);
   hostConfigsInto([...configs.system, ...configs.global], out, scope);
   pinFolders(out, workspace, scope.holds);
   return out;
@@ -172,6 +188,82 @@ function guardInto(workspace: string, out: GuardedGit, scope: Scope): GuardedGit
 }
 
 /**
+ * The repository git uses in `workspace` (absolute, symlinks resolved) when its git dir lies outside it, found as
+ * git's discovery finds it (setup.c: `<dir>/.git` from the workspace up to `/`, a directory or a `gitdir:` file), by
+ * reading, not by running git: what lies outside the workspace is read-only to the session, and nothing of the
+ * repository runs. `gitDir` is the git dir (a linked worktree's admin folder, a git dir kept apart, a submodule's
+ * `modules/<name>`), `common` its common dir (whose `config` git reads), `tops` the work tree's root (the folder
+ * holding `.git`, and `core.worktree` too when set). Undefined when there is none or the workspace's own `.git` is a git dir
+ * inside it ({@link guardInto}'s).
+ */
+function outsideRepo(workspace: string): { gitDir: string; common: string; tops: string[] } | undefined {
+  for (let dir = workspace; ; dir = path.dirname(dir)) {
+    const dotGit = path.join(dir, '.git');
+    let st: fs.Stats | undefined;
+    try {
+      st = fs.statSync(dotGit);
+    } catch {
+      st = undefined;
+    }
+    let gitDir: string | undefined;
+    if (st?.isDirectory()) gitDir = realOrUndefined(dotGit);
+    else if (st?.isFile()) gitDir = gitdirOf(dotGit, dir);
+    if (gitDir !== undefined && isDir(gitDir)) {
+      if (inside(gitDir, workspace)) return undefined;
+      const c = commonDirOf(gitDir);
+      if (c === null) return undefined;
+      const common = c ?? gitDir;
+      const set = (gitConfigList(path.join(common, 'config')) ?? []).filter(([k]) => k === 'core.worktree').pop();
+      // Both when `core.worktree` is set: a superset, whichever git takes for the `.git` file's layout.
+      const tops = set === undefined || set[1] === '' ? [dir] : [...new Set([dir, path.resolve(common, set[1])])];
+      return { gitDir, common, tops };
+    }
+    if (dir === '/') return undefined;
+  }
+}
+
+/** `fs.realpathSync(p)`, or undefined when that fails. */
+function realOrUndefined(p: string): string | undefined {
+  try {
+    return fs.realpathSync(p);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Adds to `out` what the config of the repository git uses in `workspace` names there when its git dir lies outside
+ * ({@link outsideRepo}: a linked worktree of a repository elsewhere, a git dir kept apart, a submodule, a folder of a
+ * repository above the workspace such as a monorepo's package): its `config`, its `config.worktree` when
+ * `extensions.worktreeConfig` is on, and their includes, read as {@link codeEntries} reads them, with the work tree's
+ * top as the base (relative `core.hooksPath` and programs land there: husky's `frontend/.husky/_` in a monorepo). What
+ * they name in the workspace is made, bound read-only, recorded when missing and pinned as for a git dir inside it;
+ * the git dir itself is outside and read-only already (adversary round 19).
+ */
+function guardOutside(workspace: string, out: GuardedGit, scope: Scope): void {
+  const repo = outsideRepo(workspace);
+  if (repo === undefined) return;
+  const { gitDir, common, tops } = repo;
+  let text = '';
+  try {
+    text = readText(path.join(common, 'config'), 1 << 20);
+  } catch {
+    /* unreadable: git reads nothing either */
+  }
+  const configs = [path.join(common, 'config')];
+  if (/worktreeconfig\s*=\s*(true|yes|on|1)?\s*$/im.test(text)) configs.push(path.join(gitDir, 'config.worktree'));
+  for (const top of tops) scope.repos.push({ gitDir: common, top });
+  const found: string[] = [];
+  const add = adder(workspace, out.named, found, () => false);
+  const make = (p: string, kind: 'file' | 'dir'): void => {
+    if (scope.owner) createInside(workspace, p, kind, scope.owner);
+  };
+  const named = configNamedPaths(configs, text, scope, { tops, gitDirs: [...new Set([common, gitDir])], strict: false });
+  applyNamed(named, workspace, make, add, [], out.missing);
+  for (const p of found) if (!out.readonly.includes(p)) out.readonly.push(p);
+}
+
+/**
  * Adds to `out.writable` each folder between `workspace` and a read-only path in it (`scripts`
  * for `scripts/fmt.sh`, `.husky` for `.husky/_`), bound onto itself: a mount point, so that the
  * session can neither rename nor remove it (EBUSY) and put a folder of its own, with a new
@@ -208,7 +300,7 @@ function guardGitDir(gitDir: string, workspace: string, out: GuardedGit, follow:
   out.writable.push(gitDir);
   const common = commonDirOf(gitDir);
   if (common === undefined) {
-    out.readonly.push(...codeEntries(gitDir, workspace, out.named, scope));
+    out.readonly.push(...codeEntries(gitDir, workspace, out.named, out.missing, scope));
     linkedWorktrees(gitDir, workspace, out, scope);
     return;
   }
@@ -288,6 +380,7 @@ function linkedWorktrees(gitDir: string, workspace: string, out: GuardedGit, sco
       const real = realInside(p, workspace);
       if (real !== undefined && real !== workspace && isFile(real) && !out.readonly.includes(real)) out.readonly.push(real);
     }
+    for (const [, m] of named.missing) if (!out.missing.includes(m)) out.missing.push(m);
   }
 }
 
@@ -407,7 +500,7 @@ function createInside(workspace: string, target: string, kind: 'file' | 'dir', o
  * hooks that are symlinks into the workspace. Each of those (not the entries of the git dir) is added to `names` as
  * the config names it ({@link GuardedGit.named}). The config's `config.worktree` too, when git reads it.
  */
-function codeEntries(gitDir: string, workspace: string, names: string[], scope: Scope): string[] {
+function codeEntries(gitDir: string, workspace: string, names: string[], missing: string[], scope: Scope): string[] {
   const found: string[] = [];
   let owner: fs.Stats | undefined;
   let config = '';
@@ -439,7 +532,7 @@ function codeEntries(gitDir: string, workspace: string, names: string[], scope: 
   const top = workTreeOf(gitDir, workspace);
   scope.repos.push({ gitDir, top });
   const named = configNamedPaths(configs, config, scope, { tops: [top], gitDirs: [gitDir], strict: false });
-  applyNamed(named, workspace, make, add, [path.join(gitDir, 'hooks')]);
+  applyNamed(named, workspace, make, add, [path.join(gitDir, 'hooks')], missing);
   return found;
 }
 
@@ -468,6 +561,7 @@ function applyNamed(
   make: (p: string, kind: 'file' | 'dir') => void,
   add: (p: string) => void,
   hookDirs: string[],
+  missing: string[],
 ): void {
   for (const p of named.includes) {
     if (!inside(p, workspace)) continue;
@@ -481,6 +575,11 @@ function applyNamed(
     hookDirs.push(dir);
   }
   for (const p of named.programs) add(p);
+  for (const [as, m] of named.missing) {
+    if (!missing.includes(m)) missing.push(m);
+    // A symlink on the way (`scripts/fmt.sh -> ../build/fmt.sh`): held by the audit, as for a program that is there.
+    if (path.resolve(as) !== m) add(as);
+  }
   // A hook that is a symlink to a script in the workspace (a tracked `scripts/pre-commit`): its target.
   for (const dir of hookDirs) {
     try {
@@ -517,7 +616,7 @@ function hostConfigsInto(files: string[], out: GuardedGit, scope: Scope): void {
   const tops = [...new Set(scope.repos.map((r) => r.top))];
   const gitDirs = [...new Set(scope.repos.map((r) => r.gitDir))];
   const named = configNamedPaths(files, '', scope, { tops, gitDirs, strict: true });
-  applyNamed(named, workspace, make, add, []);
+  applyNamed(named, workspace, make, add, [], out.missing);
   for (const p of found) if (!out.readonly.includes(p)) out.readonly.push(p);
 }
 
@@ -614,6 +713,8 @@ interface ConfigNamed {
   hookDirs: string[];
   /** Each existing regular file that a word of any value names ({@link valueFiles}), whatever the key, as named (absolute; symlinks not resolved). */
   programs: string[];
+  /** Where a path word of a value names nothing yet ({@link valueFiles}): `[as named, missing path]`, in the workspace. */
+  missing: [string, string][];
 }
 
 /** How {@link configNamedPaths} reads: where relative values land, and whether a file it cannot read refuses. */
@@ -641,7 +742,7 @@ interface NamedOptions {
  */
 function configNamedPaths(files: string[], text: string, scope: Scope, o: NamedOptions): ConfigNamed {
   const { workspace } = scope;
-  const out: ConfigNamed = { includes: [], hookDirs: [], programs: [] };
+  const out: ConfigNamed = { includes: [], hookDirs: [], programs: [], missing: [] };
   const seen = new Set<string>();
   const bases = [...new Set([...o.tops, workspace, ...o.gitDirs])];
   let queue: string[] = files;
@@ -683,7 +784,7 @@ function configNamedPaths(files: string[], text: string, scope: Scope, o: NamedO
               }
         }
         // Every value, whatever its key (PROGRAM_KEYS is git's list today; a key it lacks or git adds fails closed).
-        out.programs.push(...valueFiles(value, bases, scope, o.gitDirs));
+        out.programs.push(...valueFiles(value, bases, scope, o.gitDirs, out.missing));
       }
     }
     queue = next;
@@ -709,7 +810,7 @@ function configNamedPaths(files: string[], text: string, scope: Scope, o: NamedO
  * session must go on writing.
  * @throws GitGuardRefusal from {@link holdDots}
  */
-function valueFiles(value: string, bases: string[], scope: Scope, gitDirs: readonly string[]): string[] {
+function valueFiles(value: string, bases: string[], scope: Scope, gitDirs: readonly string[], missing: [string, string][]): string[] {
   const { workspace } = scope;
   const words = valueWords(value);
   if (words.length === 0) return [];
@@ -727,7 +828,18 @@ function valueFiles(value: string, bases: string[], scope: Scope, gitDirs: reado
         const hits = [path.resolve(raw)];
         if (DOTS.test(raw)) hits.push(physicalPath(raw) ?? hits[0]!);
         const files = hits.filter((p) => isFile(p));
-        if (files.length === 0) continue;
+        if (files.length === 0) {
+          // Not a git dir as a base: git runs nothing relative to it, and its files there are mostly git's own.
+          if (!gitDirs.includes(base) && PATH_WORD.test(w) && !NOT_A_PATH.test(w)) {
+            const m = missingPath(hits[0]!);
+            if (m !== undefined && m !== workspace && inside(m, workspace) && !gitDirs.some((g) => isGitState(m, g))) {
+              // `sub/../x`: the kernel goes through `sub`, which must stay the folder it is, as for a file that is there.
+              if (DOTS.test(raw)) holdDots(raw, scope, true);
+              missing.push([hits[0]!, m]);
+            }
+          }
+          continue;
+        }
         if (DOTS.test(raw)) holdDots(raw, scope, true);
         for (const p of files) {
           const real = realInside(p, workspace);
@@ -736,6 +848,51 @@ function valueFiles(value: string, bases: string[], scope: Scope, gitDirs: reado
         }
       }
   return [...found];
+}
+
+/**
+ * A word that may name a file (a `/` in it, or a name with an extension such as `lint.sh`): the words of a value that
+ * {@link valueFiles} records where nothing is yet. A bare word (`origin`, `main`, `true`, a user name) is run from
+ * `PATH`, not the work tree, and would otherwise make every such name in the workspace's root a candidate.
+ */
+const PATH_WORD = /\/|[^./]\.[A-Za-z0-9]{1,8}$/;
+
+/** A word with an expansion, a glob, a format placeholder or `@` (an address), which names no one path. */
+const NOT_A_PATH = /[$*?[\]{}%@`]/;
+
+/**
+ * Where the path `p` (absolute) names nothing yet: `p` with the folders on the way resolved, a symlink on the way or
+ * at `p` followed to where it leads (40 at most, as the kernel); undefined when something is there (a file, a folder),
+ * a file stands in the way, or a link cannot be followed.
+ */
+function missingPath(p: string): string | undefined {
+  let cur = path.resolve(p);
+  for (let hops = 0; hops <= 40; hops++) {
+    let head = cur;
+    const rest: string[] = [];
+    let st = lstatOrUndefined(head);
+    while (st === undefined) {
+      if (head === '/') return undefined;
+      rest.unshift(path.basename(head));
+      head = path.dirname(head);
+      st = lstatOrUndefined(head);
+    }
+    if (st.isSymbolicLink()) {
+      try {
+        cur = path.join(path.resolve(fs.realpathSync(path.dirname(head)), fs.readlinkSync(head)), ...rest);
+      } catch {
+        return undefined;
+      }
+      continue;
+    }
+    if (rest.length === 0 || !st.isDirectory()) return undefined;
+    try {
+      return path.join(fs.realpathSync(head), ...rest);
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
 }
 
 /** A path with a `..` component. */

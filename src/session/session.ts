@@ -239,7 +239,9 @@ export class BashSession {
     this.hide = hiddenPaths(options.hidePaths ?? [], who, this.network);
     // Once, at start: from then on `.git` is a mount point in every sandbox of the session, which no process of it can move.
     this.git =
-      this.workspace && sandbox.mode === 'bwrap' ? guardGit(realDir(this.workspace), this.id) : { writable: [], readonly: [], named: [] };
+      this.workspace && sandbox.mode === 'bwrap'
+        ? guardGit(realDir(this.workspace), this.id)
+        : { writable: [], readonly: [], named: [], missing: [] };
     this.gitTag = this.id.replace(/[^A-Za-z0-9-]/g, '_').slice(0, 40);
     // Made before any sandbox and bound read-only in each: the session can neither block it nor take back what was moved.
     this.quarantine = this.workspace && sandbox.mode === 'bwrap' ? prepareQuarantine(realDir(this.workspace), this.gitTag) : undefined;
@@ -294,7 +296,7 @@ export class BashSession {
     try {
       // What the workspace's git metadata holds before anything of the session runs (read off the event loop).
       if (session.workspace && session.sandboxMode.mode === 'bwrap')
-        session.gitBaseline = await recordGit(realDir(session.workspace), session.gitTag, session.git.named);
+        session.gitBaseline = await recordGit(realDir(session.workspace), session.gitTag, session.git.named, session.git.missing);
       await session.spawn(cwd);
     } catch (err) {
       closePins(git.pins);

@@ -70,7 +70,14 @@ test('an admin folder without commondir (git would take it for a common dir) is 
 
 test('a workspace that is a linked worktree: its .git file only; the admin folder and the common dir lie outside, read-only in the sandbox', () => {
   const { root } = repoWithWorktrees();
-  expect(guardedGit(path.join(root, 'feat'))).toEqual({ writable: [], readonly: [path.join(root, 'feat', '.git')], named: [] });
+  // No host config (this machine's may name files): the main repository's config, read since round 19, names none.
+  const host = { system: [], global: [], homes: [] };
+  expect(guardedGit(path.join(root, 'feat'), host)).toEqual({
+    writable: [],
+    readonly: [path.join(root, 'feat', '.git')],
+    named: [],
+    missing: [],
+  });
 });
 
 test("a linked worktree of a repository inside the workspace: its admin folder's entries, and the common dir's code entries and worktrees", () => {
