@@ -27,16 +27,35 @@
  * included), as `netlinkBytes` does for netlink, or better bound what any socket may hold
  * (`SO_RCVBUF` above `net.core.rmem_default` refused by seccomp, the timestamping options refused)
  * together with a bound on the count of sockets.
+ *
+ * Kind 6 (git files the person's host git will obey): a missing program whose path holds a character
+ * of `NOT_A_PATH`. Steps: the person's `.git/config` says `alias.fmt = !node_modules/@biomejs/biome/bin/biome
+ * format .` (an npm scoped package's binary, before `npm install`; pnpm's `node_modules/.pnpm/<pkg>@<version>/…`
+ * is the same); a session starts there, runs `mkdir -p node_modules/@biomejs/biome/bin` and writes an executable
+ * `biome` there; it closes; the person runs `git fmt`. OBSERVED: the file stays, with no audit note, and the
+ * person's git runs it: the marker on the host holds `root`. Why: git-guard.ts `valueFiles` records a missing
+ * word only when it matches `PATH_WORD` and not `NOT_A_PATH` (`/[$*?[\]{}%@\`]/`, meant for expansions, globs,
+ * placeholders and addresses), so the whole word is skipped for its `@`; its tails after each `/` are recorded
+ * against the wrong folders (`<ws>/biome/bin/biome`, `<ws>/bin/biome`), and the word with the `@` is never tried
+ * whole. Fix for the kind (a word dropped by a filter meant to drop non-paths): record every word that names a
+ * path in the workspace as a shell would take it literally (quote-free words with `@`, `+`, `%`, `{`, `[` are
+ * file names to `sh`), and drop only words that hold a shell expansion (`$`, a backquote, an unquoted glob the
+ * shell would expand: then record the literal and each glob match); or, wider, record the folders on the way
+ * (`node_modules/`) as the include folders are, so that anything made under a named missing path is noted.
  */
 import * as fs from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
 import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
-import { personsRepo } from './persons-repo';
+import { personsRepo, plant } from './persons-repo';
 import { holdMachinePool, releaseMachinePool } from './machine-pool';
 
 /** The attacks below work on 4935033 (see the doc comment). */
 const OPEN = true;
 const t = OPEN ? test.skip : test;
+/** The missing program under an npm scope (kind 6, git files) works on 4935033. */
+const OPEN_SCOPE = true;
+const tScope = OPEN_SCOPE ? test.skip : test;
 
 afterEach(closeSessions);
 // The host's free memory is the machine's: no other test file may fill or measure it meanwhile.
@@ -140,5 +159,32 @@ dRoot("kind 6: a UDP socket's error queue holds kernel memory the socket watch d
       expect(next.output).toMatch(/sockets held more kernel memory/);
     },
     180_000,
+  );
+});
+
+/** Runs bash `script` on the host as the person (root) in `cwd`; never throws. */
+const hostBash = (cwd: string, script: string): void => void spawnSync('bash', ['-c', script], { cwd, stdio: 'pipe', timeout: 20_000 });
+
+/** What the marker says: the user the person's git ran the session's program as, or `not run`. */
+const ran = (marker: string): string => (fs.existsSync(marker) ? fs.readFileSync(marker, 'utf8').trim() : 'not run');
+
+dRoot('kind 6: a missing program the config names under an npm scope (`@scope/`) is not recorded', () => {
+  tScope(
+    "alias.fmt = !node_modules/@biomejs/biome/bin/biome format ., before `npm install`: the person's `git fmt` does not run the session's file",
+    async () => {
+      const { ws, git, marker } = personsRepo();
+      try {
+        git('config', 'alias.fmt', '!node_modules/@biomejs/biome/bin/biome format .');
+        const s = await startSession({ cwd: ws, workspace: ws });
+        const r = await s.run(
+          `mkdir -p node_modules/@biomejs/biome/bin && ${plant(marker, 'node_modules/@biomejs/biome/bin/biome')} && echo planted`,
+        );
+        await s.close();
+        hostBash(ws, 'git fmt');
+        expect({ planted: r.output.startsWith('planted'), ran: ran(marker) }).toEqual({ planted: true, ran: 'not run' });
+      } finally {
+        fs.rmSync(marker, { force: true });
+      }
+    },
   );
 });
