@@ -42,11 +42,30 @@
  * file names to `sh`), and drop only words that hold a shell expansion (`$`, a backquote, an unquoted glob the
  * shell would expand: then record the literal and each glob match); or, wider, record the folders on the way
  * (`node_modules/`) as the include folders are, so that anything made under a named missing path is noted.
+ * (docs/security.md says such words are not recorded; it does not list the npm-scope case as open.)
+ *
+ * Kind 6 (git files the person's host git will obey): a repository the session makes at the root of a workspace
+ * that has none. Steps: the person (`aj-owner-test`, not root: bash then runs as the person) owns a repository
+ * whose package `packages/web` is the workspace (no `.git` there; the repository's own is above it); the session runs
+ * `git init -q . && git config core.fsmonitor ./fsmon.sh` and writes an executable `fsmon.sh`; it closes; the
+ * person runs `git status` in `packages/web`. OBSERVED: the marker holds `aj-owner-test`: git's discovery finds
+ * the session's `packages/web/.git` first and runs its fsmonitor. Why: git-audit.ts `recordGit` returns nothing
+ * when the workspace's root holds no git dir (`gitDirOf`), so no audit runs at all, and git-guard.ts
+ * `guardOutside` binds only what the config above names; a new `.git` "in a subdirectory" is held only where the
+ * root has one. The same with a root-owned workspace held by chance: bash runs as `agent-jobs` there and the
+ * person's git refuses the session's `.git` for its owner ("dubious ownership"). Distinct from the known
+ * open gap of outside-git-dir.test.ts (a missing program the config above names): here nothing of the person's
+ * config is involved. Fix for the kind (a git dir the session makes where git's discovery meets it before the
+ * person's): where the workspace's root holds no `.git`, hold the name (bind an empty read-only placeholder
+ * folder at `<workspace>/.git` in the sandbox only, which git's discovery skips as no repository, or refuse
+ * `git init` there by policy), or run the audit's walk for new git dirs (`.git` folders and files, `HEAD` +
+ * `objects` + `refs` anywhere) in such workspaces too, with the quarantine kept outside the workspace (the
+ * worker's own folder) when there is no root git dir to keep it in.
  */
 import * as fs from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
-import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
+import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 import { personsRepo, plant } from './persons-repo';
 import { holdMachinePool, releaseMachinePool } from './machine-pool';
 
@@ -56,6 +75,9 @@ const t = OPEN ? test.skip : test;
 /** The missing program under an npm scope (kind 6, git files) works on 4935033. */
 const OPEN_SCOPE = true;
 const tScope = OPEN_SCOPE ? test.skip : test;
+/** A `.git` the session makes at the root of a monorepo package (kind 6, git files) works on 4935033. */
+const OPEN_NEW_ROOT = true;
+const tNewRoot = OPEN_NEW_ROOT ? test.skip : test;
 
 afterEach(closeSessions);
 // The host's free memory is the machine's: no other test file may fill or measure it meanwhile.
@@ -187,4 +209,45 @@ dRoot('kind 6: a missing program the config names under an npm scope (`@scope/`)
       }
     },
   );
+});
+
+/** The person who owns the workspace (owner.test.ts's user, made when missing): a person's workspace is not root's. */
+const PERSON = 'aj-owner-test';
+
+/** Runs argv on the host as `user` in `cwd` (runuser), as the person would from their own shell. */
+function asUser(user: string, argv: string[], cwd: string): string {
+  const r = spawnSync('runuser', ['-u', user, '--', 'env', `HOME=/home/${user}`, ...argv], { cwd, encoding: 'utf8', timeout: 20_000 });
+  return `${r.stdout}${r.stderr}`;
+}
+
+/** The uid and gid of `user`, after making the user when missing (useradd). */
+function ensurePerson(user: string): { uid: number; gid: number } {
+  if (spawnSync('id', ['-u', user]).status !== 0) spawnSync('useradd', ['--create-home', '--shell', '/bin/bash', user]);
+  const uid = Number(spawnSync('id', ['-u', user], { encoding: 'utf8' }).stdout);
+  const gid = Number(spawnSync('id', ['-g', user], { encoding: 'utf8' }).stdout);
+  return { uid, gid };
+}
+
+dRoot("kind 6: a `.git` the session makes at the root of a workspace that had none (a monorepo's package)", () => {
+  tNewRoot("the person's `git status` in the package does not run the session's fsmonitor", async () => {
+    const { uid, gid } = ensurePerson(PERSON);
+    const top = tempDir();
+    const ws = path.join(top, 'packages', 'web');
+    const marker = `${top}-host-marker`;
+    fs.mkdirSync(ws, { recursive: true });
+    fs.writeFileSync(path.join(ws, 'index.js'), '1\n');
+    spawnSync('chown', ['-R', `${uid}:${gid}`, top]);
+    asUser(PERSON, ['git', 'init', '-q', '-b', 'main'], top);
+    asUser(PERSON, ['git', 'add', '.'], top);
+    asUser(PERSON, ['git', '-c', 'user.name=p', '-c', 'user.email=p@example.com', 'commit', '-qm', 'one'], top);
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const r = await s.run(`git init -q . && git config core.fsmonitor ./fsmon.sh && ${plant(marker, 'fsmon.sh')} && echo planted`);
+      await s.close();
+      asUser(PERSON, ['git', 'status', '--short'], ws);
+      expect({ planted: r.output.startsWith('planted'), ran: ran(marker) }).toEqual({ planted: true, ran: 'not run' });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
 });
