@@ -15,7 +15,9 @@
  * is 128 MiB (socket part 32 MiB). Why: the loopback driver timestamps every skb it sends
  * (`skb_tx_timestamp`), and `__skb_tstamp_tx` queues a clone of the whole sent datagram (the data
  * stays shared, 64 KiB of page frags a datagram) on the sender's error queue; ICMP port-unreachable
- * errors (not rate limited on loopback) are queued there too. `sock_queue_err_skb` charges the
+ * errors (not rate limited on loopback) are queued there too: with `IP_RECVERR` alone and no timestamping, 20,000
+ * sends filled one socket's error queue to 8,387,840 bytes (run on the host, one socket), so refusing the
+ * timestamping options alone is no fix. `sock_queue_err_skb` charges the
  * socket's `sk_rmem_alloc` only (`skb_set_owner_r`: no `__sk_mem_raise_allocated`, so no memory
  * cgroup charge and no UDP pool), and the skbs were allocated with no `__GFP_ACCOUNT`: neither the
  * memory cgroup's limit nor `memory.kmem.tcp.usage_in_bytes` counts them, and the watch
@@ -61,6 +63,19 @@
  * `git init` there by policy), or run the audit's walk for new git dirs (`.git` folders and files, `HEAD` +
  * `objects` + `refs` anywhere) in such workspaces too, with the quarantine kept outside the workspace (the
  * worker's own folder) when there is no root git dir to keep it in.
+ *
+ * Tried and held, or not pursued (one line each; run unless marked read):
+ * - The same `.git` made at the root of a root-owned package workspace: bash runs as `agent-jobs`, and the
+ *   person's (root's) git refuses the session's `.git` for "dubious ownership" (run; held by that, not by a guard).
+ * - Other socket families for uncharged queues (AF_PACKET, AF_ALG, raw, ping): refused by seccomp
+ *   (`ALLOWED_SOCKET_FAMILIES`) or need CAP_NET_RAW; ping sockets off (`ping_group_range` 1 0) (read).
+ * - Netlink bytes of a namespace the watch does not look up: every process of the sandbox is in the one
+ *   namespace bash is in (looked up first); `unshare` is refused; an exact run's fresh bwrap namespace dies with it (read).
+ * - held-binds.ts: a file replaced by rename is held again from its folder's descriptor, a deleted folder made
+ *   again is held again; both are what the host now holds, which a sibling session could already write (read: no
+ *   new reach through this session's binds).
+ * - host-git-config.ts: configs and includes in the workspace are made and bound read-only; a FIFO or
+ *   unparsable host config refuses the start, but the session cannot make one there (read; host-git-config.test.ts).
  */
 import * as fs from 'node:fs';
 import { spawnSync } from 'node:child_process';
