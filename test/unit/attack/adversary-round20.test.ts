@@ -74,6 +74,9 @@
  * - held-binds.ts: a file replaced by rename is held again from its folder's descriptor, a deleted folder made
  *   again is held again; both are what the host now holds, which a sibling session could already write (read: no
  *   new reach through this session's binds).
+ * - git-audit.ts `appeared` then `move` of a missing path, a folder on the way swapped for a symlink to a root-only
+ *   host folder between the two: `move` opens the parent from the workspace one name at a time without following a
+ *   link and renames the last name in it, so the link, never its target, is moved (read).
  * - host-git-config.ts: configs and includes in the workspace are made and bound read-only; a FIFO or
  *   unparsable host config refuses the start, but the session cannot make one there (read; host-git-config.test.ts).
  */
