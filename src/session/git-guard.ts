@@ -857,8 +857,11 @@ function valueFiles(value: string, bases: string[], scope: Scope, gitDirs: reado
  */
 const PATH_WORD = /\/|[^./]\.[A-Za-z0-9]{1,8}$/;
 
-/** A word with an expansion, a glob, a format placeholder or `@` (an address), which names no one path. */
-const NOT_A_PATH = /[$*?[\]{}%@`]/;
+/**
+ * A word with an expansion, a glob or a format placeholder, which names no one path. Not `@`: an npm scope
+ * (`node_modules/@biomejs/biome/bin/biome`) or pnpm's `name@version` folder is a path (round 20).
+ */
+const NOT_A_PATH = /[$*?[\]{}%`]/;
 
 /**
  * Where the path `p` (absolute) names nothing yet: `p` with the folders on the way resolved, a symlink on the way or
