@@ -683,6 +683,8 @@ export interface DecideOptions extends SendOptions {
 export interface Decided {
   answer: DecideAnswer;
   command: CommandDisplay;
+  /** The run was paused when the decision was sent: an approved command runs only after `resume`. */
+  paused: boolean;
 }
 
 /** One pending activity of a run, from `describe()` (Temporal's record: no worker needed). */
@@ -1152,7 +1154,7 @@ export class RunHandle {
       requestId: options.requestId ?? pending.toolUseId,
       ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
     });
-    return { answer, command };
+    return { answer, command, paused: status.status === 'paused' };
   }
 
   /** Approves (or, with `edit`, edits) the pending command. See {@link decide}. */

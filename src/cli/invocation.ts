@@ -7,12 +7,13 @@
  *
  * npm sets `npm_command` in the environment of what it runs: `exec` for
  * `npx` and `npm exec`, `run-script` for `npm run` (docs.npmjs.com, "scripts",
- * "npm_command" environment variable).
+ * "npm_command" environment variable). Under `npm run` (the demo) the bin is on
+ * the PATH of npm's process only, so the person types `npx` there too.
  */
 
-/** `npx agent-jobs` under `npx` / `npm exec`, else `agent-jobs`. */
+/** `npx agent-jobs` under `npx` / `npm exec` / `npm run`, else `agent-jobs`. */
 export function cliCommand(env: NodeJS.ProcessEnv = process.env): string {
-  return env.npm_command === 'exec' ? 'npx agent-jobs' : 'agent-jobs';
+  return env.npm_command === 'exec' || env.npm_command === 'run-script' ? 'npx agent-jobs' : 'agent-jobs';
 }
 
 /**

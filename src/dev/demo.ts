@@ -238,7 +238,7 @@ function sandboxLine(env: NodeJS.ProcessEnv): string {
 
 /** Where the dev server came from and how to stop it. */
 function stopLine(startedHere: boolean): string {
-  const stop = `npx ${stopCommand(port)}`;
+  const stop = stopCommand(port, 'npx agent-jobs');
   if (startedHere)
     return `the dev server keeps running (pid file ${path.relative(process.cwd(), pidFile(port))}) so the link works; stop it with: ${stop}`;
   if (existsSync(pidFile(port)))

@@ -314,9 +314,9 @@ export { freePort, portWasTaken };
 /** The dev server's usual gRPC port (its UI: 8233). */
 export const DEV_SERVER_PORT = 7233;
 
-/** The command that stops the detached dev server on `port`: `agent-jobs server --stop [--port P]`. */
-export function stopCommand(port: number): string {
-  return `agent-jobs server --stop${port !== DEV_SERVER_PORT ? ` --port ${port}` : ''}`;
+/** The command that stops the detached dev server on `port`: `<cli> server --stop [--port P]`, `cli` as the person types it (default `agent-jobs`). */
+export function stopCommand(port: number, cli = 'agent-jobs'): string {
+  return `${cli} server --stop${port !== DEV_SERVER_PORT ? ` --port ${port}` : ''}`;
 }
 
 /** Pid file of a detached dev server on `port`. */

@@ -14,9 +14,7 @@
 import { execFileSync } from 'node:child_process';
 import { closeSync, constants, fstatSync, openSync, readdirSync } from 'node:fs';
 import { MINIMAL_ENV } from './identity';
-
-/** Linux `O_PATH` (not in Node's constants): a descriptor that names an inode without opening it for I/O (no FIFO blocks). */
-const O_PATH = 0o10000000;
+import { openEntryAt } from './safe-open';
 
 /** Entries granted per setfacl run; their descriptors are open until it ends (Node raises the descriptor limit to the hard one). */
 const BATCH = 256;
@@ -63,7 +61,7 @@ export function grantTree(top: string | number, spec: GrantSpec, timeoutMs: numb
       const at = `/proc/self/fd/${dirFd}/${name}`;
       let fd: number;
       try {
-        fd = openSync(at, O_PATH | constants.O_NOFOLLOW);
+        fd = openEntryAt(dirFd, name);
       } catch {
         continue; // gone meanwhile
       }

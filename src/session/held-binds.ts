@@ -24,7 +24,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { SessionStartError } from './errors';
 import type { PassedFd } from './fds';
-import { openDirBelow, openDirNoFollow, openEntryAt } from './pins';
+import { openDirBelow, openDirNoFollow } from './pins';
+import { openEntryAt } from './safe-open';
 
 /** A descriptor the session owns; -1 once released. */
 interface Held {

@@ -27,15 +27,6 @@ export interface PinnedDir {
 }
 
 /**
- * Opens `name` (one component) in the directory `dirFd` whatever it is, `O_PATH`, never through a symlink:
- * a symlink there gives a descriptor of the link itself (`fstat` says so), a FIFO does not block.
- * @throws Error (ENOENT) when it is missing
- */
-export function openEntryAt(dirFd: number, name: string): number {
-  return openSync(`/proc/self/fd/${dirFd}/${name}`, O_PATH | constants.O_NOFOLLOW);
-}
-
-/**
  * Opens the directory `rel` (relative and normal, `''` for `dirFd` itself) below the directory `dirFd`, one component at
  * a time, none of them a symlink.
  * @returns a new `O_PATH` descriptor of it (the caller closes it)

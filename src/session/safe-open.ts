@@ -31,6 +31,15 @@ export function openDirAt(dir: number, name: string, flags: number = DIR_FLAGS):
   return fs.openSync(nameBytes(`/proc/self/fd/${dir}/${name}`), flags);
 }
 
+/**
+ * Opens `name` (one component) in the directory `dirFd` whatever it is, `O_PATH`, never through a symlink:
+ * a symlink there gives a descriptor of the link itself (`fstat` says so), a FIFO does not block.
+ * @throws Error (ENOENT) when it is missing
+ */
+export function openEntryAt(dirFd: number, name: string): number {
+  return fs.openSync(nameBytes(`/proc/self/fd/${dirFd}/${name}`), O_PATH | fs.constants.O_NOFOLLOW);
+}
+
 /** What {@link readRegular} read: at most `max` bytes, the `fstat` of the descriptor read through, and whether there was more. */
 export interface RegularRead {
   readonly bytes: Buffer;

@@ -128,6 +128,18 @@ describe('a CLI that holds on', () => {
         code: 1,
         stderr: expect.stringMatching(/^agent-jobs: held rejected pause: the run is already paused/),
       });
+      // Through npx, every command the paused run's status names is one to type with npx.
+      const viaNpx = await cliWith(a, { npm_command: 'exec' }, 'status', 'held');
+      expect(viaNpx.stdout).toContain('resume: npx agent-jobs resume held');
+      expect(viaNpx.stdout).not.toMatch(/(^|[^x] )agent-jobs resume/m);
+      // Approving while paused: the command waits for resume, and the CLI says so.
+      const approved = await cli(a, 'approve', 'held');
+      expect(approved).toMatchObject({
+        code: 0,
+        stdout: expect.stringContaining('the run is paused: it runs after agent-jobs resume held'),
+      });
+      const after = await cli(a, 'status', 'held', '--json');
+      expect(JSON.parse(after.stdout)).toMatchObject({ status: 'paused' });
       expect((await cli(a, 'cancel', 'held')).code).toBe(0);
     } finally {
       await bed.close();

@@ -2,7 +2,8 @@
 import { Option, type Command } from 'commander';
 import type { DecideOptions as ClientDecideOptions } from '../../client';
 import { SHORT_HASH_CHARS } from '../../shared/display';
-import { commandLines, printJson, printShown } from '../render/text';
+import { commandLines, oneLine, printJson, printShown } from '../render/text';
+import { cliCommand } from '../invocation';
 import { withClient } from '../context';
 import { hexPrefix } from '../parse';
 
@@ -44,7 +45,7 @@ function register(program: Command, name: 'approve' | 'deny'): void {
   cmd.action(async (workflowId: string, opts: DecideOptions) => {
     const { json, ...options } = opts;
     await withClient(async (jobs) => {
-      const { answer, command } = await jobs.run(workflowId).decide(approved, options);
+      const { answer, command, paused } = await jobs.run(workflowId).decide(approved, options);
       if (json) return printJson(answer);
       const rule = answer.rule ? ` (rule ${answer.rule.id}: ${answer.rule.kind} ${JSON.stringify(answer.rule.text)})` : '';
       printShown(
@@ -54,6 +55,9 @@ function register(program: Command, name: 'approve' | 'deny'): void {
           alwaysHash: true,
         }),
         ...(answer.decision === 'edited' ? commandLines(answer.command, { label: '  runs instead: ', indent: '    ' }) : []),
+        ...(paused && answer.decision !== 'denied'
+          ? [oneLine`  the run is paused: it runs after ${cliCommand()} resume ${workflowId}`]
+          : []),
       );
     });
   });

@@ -14,6 +14,7 @@ import {
 } from '../../dev/devserver';
 import { dataDir } from '../../settings';
 import { CliError } from '../errors';
+import { cliCommand } from '../invocation';
 import { printJson, printLines } from '../render/text';
 import { port } from '../parse';
 
@@ -154,7 +155,7 @@ export function registerServer(program: Command): void {
           `  UI:   ${server.uiUrl}`,
           `  data: ${dbFile ?? 'in memory'}`,
           `  log:  ${server.logFile}`,
-          `  stop: ${stopCommand(grpcPort)}`,
+          `  stop: ${stopCommand(grpcPort, cliCommand())}`,
         );
       }
       if (opts.json) printJson(info);

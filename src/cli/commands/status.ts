@@ -13,11 +13,11 @@ import { normalizeUsage, type PauseState } from '../../contract';
 function pauseLine(workflowId: string, view: { status: string; pause?: PauseState | null }): string {
   const p = view.pause!;
   if (p.reason === 'budget')
-    return oneLine`  paused: ${budgetPauseLine(p)} at ${p.at}; go on: agent-jobs extend ${workflowId} --${p.budget ?? 'turns'} ...; stop: agent-jobs cancel ${workflowId}`;
+    return oneLine`  paused: ${budgetPauseLine(p)} at ${p.at}; go on: ${cliCommand()} extend ${workflowId} --${p.budget ?? 'turns'} ...; stop: ${cliCommand()} cancel ${workflowId}`;
   return (
     oneLine`  paused: ` +
     (p.reason === 'human' ? oneLine`by ${p.by ?? '?'}` : 'the approval wait ran out') +
-    oneLine` at ${p.at}${view.status === 'paused' ? '' : ' (takes effect at the next safe point)'}; resume: agent-jobs resume ${workflowId}`
+    oneLine` at ${p.at}${view.status === 'paused' ? '' : ' (takes effect at the next safe point)'}; resume: ${cliCommand()} resume ${workflowId}`
   );
 }
 

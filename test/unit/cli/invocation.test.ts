@@ -2,9 +2,9 @@
 import { asTyped, cliCommand } from '../../../src/cli/invocation';
 
 describe('how a hint writes the CLI', () => {
-  test('npx (npm_command=exec) gets npx agent-jobs; npm link, npm run and a bare node get agent-jobs', () => {
+  test('npx and npm run (npm_command exec, run-script) get npx agent-jobs; npm link and a bare node get agent-jobs', () => {
     expect(cliCommand({ npm_command: 'exec' })).toBe('npx agent-jobs');
-    expect(cliCommand({ npm_command: 'run-script' })).toBe('agent-jobs');
+    expect(cliCommand({ npm_command: 'run-script' })).toBe('npx agent-jobs');
     expect(cliCommand({})).toBe('agent-jobs');
   });
 
