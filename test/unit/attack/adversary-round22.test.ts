@@ -1,0 +1,124 @@
+/**
+ * Adversary round 22: attacks on main (8f35e9a), as root, in real sessions of the unit harness.
+ * Each test asserts the safe behaviour and is skipped while `OPEN` is true (main stays green); I ran
+ * each un-skipped on 8f35e9a and it failed as written below.
+ *
+ * Kind 7 (without the sandbox), with kind 1 (a forged result): a failing command reported as exit 0.
+ * Steps: a session with `sandbox: 'none'` (as root: bash runs as `agent-jobs`); an approved command
+ * leaves a background job holding bash's saved stdin (the control socket) as its fd 0 and bash's saved
+ * stdout (the record pipe) as its fd 1 (`( exec 0<&12 1>&10; exec python3 forge.py $$ ) &`, as round 8
+ * did); the job stops bash, peeks at the next control line with `recv(MSG_PEEK)` (which leaves it
+ * queued, so bash's own read count stays whole), and learns the command's status marker `<S>` and
+ * housekeeping marker `<H>`; it writes on the record pipe 1 MiB exactly: padding, then a status record
+ * `/proc/<S>.0.` and the housekeeping record `<H>\0\0`; it kills the command's `sleep`, so bash runs the
+ * rest of the command and prints its own records (status 7) and is back in its reader within the idle
+ * wait. The person approved `sleep 5; echo second; (exit 7)`. OBSERVED (load average 6.0, twice): the
+ * result says exit code 0, `sessionRestarted: false`, no note, in 73 ms; the next command's `$?` is 0.
+ * With the sandbox the same job gets EPERM from the peek and the result is exit 7.
+ * Why, two faults together: (1) mode `none` loads no seccomp filter at all (sandbox.ts `launchArgs`
+ * returns `closingLaunch(inner)`), so the claim "no process of the session can peek at the line without
+ * taking it" (protocol.ts, docs/security.md) holds only with bwrap; docs/security.md's row for mode
+ * `none` lists only the orphan reaper and the command files. (2) protocol.ts `RecordScanner.push` keeps
+ * the last `MAX_RECORD_BUFFER` bytes by dropping the front of the buffer, but `statusAt` (where the next
+ * status record is looked for) is an offset into the buffer before the drop and is not moved with it:
+ * once the buffer is full, bash's own status record lands before `statusAt` and is never counted, so
+ * the forged record is the only one and `judgeRecords` finds nothing wrong (round 8's defence, "a
+ * second status record is a forgery", needs every record counted). The same job could take another
+ * run's control line in mode `none`, where every root-owned workspace's bash is `agent-jobs`: a
+ * subshell left running by that run (`(cd web && npm start) &` keeps fds 10 and 12) is dumpable and of
+ * the same uid, so `/proc/<pid>/fd/12` opens its control socket (reasoned, not run).
+ * Fix for the kind: (a) load the session's seccomp filter without bwrap too (a small launcher that
+ * installs it with `prctl(PR_SET_NO_NEW_PRIVS)` + `seccomp(SECCOMP_SET_MODE_FILTER)` from the same
+ * program file before exec'ing setpriv's target; the filter does not need namespaces), or say in
+ * docs/security.md that a `none` session's results can be forged by its own jobs; and (b) whatever the
+ * mode, treat any drop from the record buffer while a command is watched as tampering (bash's own
+ * records for one command are a few hundred bytes; a megabyte on the record pipe is a forgery), or
+ * move `statusAt` back by the bytes dropped, so that every status record is counted.
+ *
+ * Tried and held, or not pursued (one line each; run unless marked read):
+ * - The same job with the sandbox: `recv(MSG_PEEK)` refused (EPERM); the command's exit 7 is reported.
+ * - Flooding the record pipe (2 MiB) without the tokens, with the sandbox: bash's own record is still
+ *   found (`statusAt` is 0 until a record is counted), or missing, which makes the status unknown (read).
+ * - Round 8's peek fixture in mode `none`: the peek works there, but its fence is no longer in the line
+ *   (capture.ts writes it from the worker), so only the known `/proc/<pid>/fd/1` kind of output injection
+ *   is left, now also into a command made of builtins only (no process of its own to reopen) (run).
+ * - A `<S>.noposix.` record written first by the same job in mode `none`: `judgeRecords` reports "the
+ *   command was NOT run" for a command that ran (read; same fix).
+ * - The sandbox from inside (as root, bash `agent-jobs`): capabilities 0, `NoNewPrivs` 1, seccomp on;
+ *   `/sys`, `/sys/fs/cgroup` read-only; `/proc` of its own pid namespace (pid 1 is bwrap, root: no
+ *   environ, fd, signal); `/dev` minimal, no controlling terminal (`/dev/tty` ENXIO: every launch is
+ *   setsid); `/proc/sysrq-trigger` and `/proc/sys` root-only (run).
+ * - A directory named `x (deleted)` as the shell's cwd: `kernelCwd` takes it for a deleted one, the
+ *   shell is moved back into `x` if it exists, the exact run uses `lastCwd` consistently (read).
+ * - A deleted cwd whose parent's name holds `'$(id)'`: `evalPrefix` single-quotes it inside the ANSI-C
+ *   quoted eval text; nothing runs (read).
+ * - Exact runs: `checkExactRun` refuses a FIFO by `stat` before the launch; a job swapping a regular file
+ *   for a FIFO after the check makes `cat` block until the command timeout (a run's time, no more;
+ *   not pursued). Options whose value is a path (`grep -f`, `--exclude-from`, `realpath --relative-to`,
+ *   `find -newer`/`-samefile`) are judged as paths; abbreviated long options ask; `file` finds no
+ *   `~/.magic` (HOME is the exact run's own empty /tmp) (read).
+ * - `viewCheck` treats a directory on the way to a bind as real (a hidden workspace root): a symlink
+ *   through it to another run's workspace is still refused as covered (read).
+ * - The editor's helper: it runs as the session user in a sandbox like the shell's, so whatever a job
+ *   makes it write the session could write itself (read).
+ * - A background job writing without end into its own command's FIFO (`cat /dev/zero &` four times):
+ *   the worker drains and drops it, 46% of one core of the worker's own CPU (5% before), the event
+ *   loop's delay unchanged (max 16 ms), another session's `true` still 5-11 ms (run; CPU outside the
+ *   session's accounting, but sessions have no CPU bound by default anyway).
+ * - The approval Update's request id is the `tool_use` id, so a second `tool_use` with a reused id would
+ *   get the earlier decision's answer back; the ids come from the API, not from the model (read).
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { judgeRecords } from '../../../src/session/ending';
+import { RecordScanner, newCommandTokens } from '../../../src/session/protocol';
+import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
+
+const OPEN = true;
+const t = OPEN ? test.skip : test;
+
+afterEach(async () => {
+  await closeSessions();
+  removeTempDirs();
+});
+
+describe("kind 7 (and 1): without the sandbox, a job forges a failing command's exit status 0", () => {
+  t('a job that peeks at the control line and fills the record buffer cannot make `(exit 7)` report exit 0', async () => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    const dir = tempDir();
+    fs.copyFileSync(path.join(__dirname, 'fixtures', 'forge-trimmed-status.py'), path.join(dir, 'forge.py'));
+    fs.chmodSync(dir, 0o711); // without the sandbox's bind, the session user must be able to enter it
+    const s = await startSession({ cwd: dir, workspace: dir, sandbox: 'none' });
+    const setup = await s.run('( exec 0<&12 1>&10 2>forge.err; exec python3 forge.py $$ ) &');
+    expect(setup.exitCode).toBe(0);
+    await new Promise((r) => setTimeout(r, 1500)); // the job waits 1 s, then for the next line
+    const r = await s.run('sleep 5; echo second; (exit 7)');
+    const read = (f: string): string => (fs.existsSync(path.join(dir, f)) ? fs.readFileSync(path.join(dir, f), 'utf8') : '');
+    // The job ran as meant: it forged the records, or the session refused its peek.
+    if (!read('forge.log').includes('wrote 1048576 bytes')) expect(read('forge.err')).toMatch(/MSG_PEEK[\s\S]*PermissionError/);
+    if (r.exitCode === null) expect(r.output).toMatch(/could not be confirmed|unknown/);
+    else expect(r.exitCode).toBe(7);
+    const next = await s.run('echo "status was $?"');
+    expect(next.output).not.toContain('status was 0');
+  });
+
+  // Aimed at fix (b), whatever stops the peek: the record scanner itself, fed what the job wrote and
+  // then bash's own records, must count both status records (or refuse the overflow), so that
+  // judgeRecords says the status is unknown.
+  t('the record scanner counts a status record that comes after its buffer filled up', () => {
+    const tokens = newCommandTokens();
+    const scanner = new RecordScanner();
+    scanner.watchCommand(
+      tokens,
+      () => undefined,
+      () => undefined,
+    );
+    const forged = Buffer.from(`bash: line 1: /proc/${tokens.status}.0.: No such file or directory\n${tokens.housekeeping}\0\0`);
+    const padding = Buffer.alloc((1 << 20) - forged.length, '-');
+    for (let at = 0; at < padding.length; at += 65536) scanner.push(padding.subarray(at, at + 65536));
+    scanner.push(forged);
+    scanner.push(Buffer.from(`bash: line 1: /proc/${tokens.status}.7.: No such file or directory\n${tokens.housekeeping}\0\0`));
+    const records = scanner.records();
+    expect(judgeRecords(records, true, true, { readLine: true, idle: true }).kind).not.toBe('ok');
+  });
+});
