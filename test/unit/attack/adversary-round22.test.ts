@@ -35,6 +35,23 @@
  * records for one command are a few hundred bytes; a megabyte on the record pipe is a forgery), or
  * move `statusAt` back by the bytes dropped, so that every status record is counted.
  *
+ * Kind 6 (the sandbox's edges): the owner's keyring, listed. Steps: a host process of the workspace's
+ * owner (uid 47,500, outside any session) keeps a key `github-token-for-ci` in its user keyring (as round
+ * 8's test does); a session starts on that owner's workspace (bash runs as the owner) and runs
+ * `cat /proc/keys; cat /proc/key-users`. OBSERVED: `/proc/keys` lists the owner's user and session
+ * keyrings and the key, `28c0d4b6 ... perm 3f010000 47500 47500 user github-token-for-ci: 7` (its
+ * serial, permissions, type, description and the payload's length, 7 bytes); `/proc/key-users` lists
+ * every uid of the machine that holds keys and its counts (0, 1001 and six others). The payload itself
+ * stays out of reach (`keyctl`, `request_key` refused by seccomp, round 8). Why: the kernel shows in
+ * `/proc/keys` every key the reader may view, and the owner's key grants its owner uid view
+ * (`3f01....`); seccomp refuses the calls, not the file; the sandbox's `/proc` is the kernel's. The
+ * claim "a session shares no kernel keyring with its owner's host processes" holds for the calls only:
+ * key descriptions are names people and programs choose to say what a key is (Kerberos cache names
+ * hold the principal, scripts name tokens by service), and their appearance and size tell when the
+ * owner logs in or renews one. Fix: cover `/proc/keys` and `/proc/key-users` in every sandbox (bwrap
+ * `--ro-bind /dev/null /proc/keys` after `--proc`, as the exact runs' hidden paths are covered), in
+ * bash's, exact runs' and the editor helper's launches.
+ *
  * Tried and held, or not pursued (one line each; run unless marked read):
  * - The same job with the sandbox: `recv(MSG_PEEK)` refused (EPERM); the command's exit 7 is reported.
  * - Flooding the record pipe (2 MiB) without the tokens, with the sandbox: bash's own record is still
@@ -68,6 +85,7 @@
  * - The approval Update's request id is the `tool_use` id, so a second `tool_use` with a reused id would
  *   get the earlier decision's answer back; the ids come from the API, not from the model (read).
  */
+import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { judgeRecords } from '../../../src/session/ending';
@@ -120,5 +138,44 @@ describe("kind 7 (and 1): without the sandbox, a job forges a failing command's 
     scanner.push(Buffer.from(`bash: line 1: /proc/${tokens.status}.7.: No such file or directory\n${tokens.housekeeping}\0\0`));
     const records = scanner.records();
     expect(judgeRecords(records, true, true, { readLine: true, idle: true }).kind).not.toBe('ok');
+  });
+});
+
+describe("kind 6: the owner's keyring, listed in /proc/keys", () => {
+  t("a session does not see the names of the keys its owner's host processes keep", async () => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    const owner = 47_000 + Math.floor(Math.random() * 1000);
+    const desc = `github-token-for-ci-${process.pid}`;
+    const ws = tempDir();
+    const script = path.join(ws, 'keys.py');
+    fs.copyFileSync(path.join(__dirname, 'fixtures', 'user-keyring.py'), script);
+    fs.chownSync(ws, owner, owner);
+    fs.chownSync(script, owner, owner);
+    // A process of the owner on the host, outside any session, keeps a secret in its user keyring.
+    const args = [
+      '--reuid',
+      String(owner),
+      '--regid',
+      String(owner),
+      '--clear-groups',
+      '/usr/bin/python3',
+      script,
+      'add',
+      desc,
+      'hunter2',
+      '30',
+    ];
+    const host = spawn('setpriv', args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      const added = await new Promise<string>((resolve) => host.stdout.once('data', (d) => resolve(String(d))));
+      expect(added).toContain('added');
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const r = await s.run('id -u; cat /proc/keys /proc/key-users 2>&1');
+      expect(r.output).toContain(String(owner)); // bash runs as the owner
+      expect(r.output).not.toContain(desc);
+      expect(r.output).not.toMatch(new RegExp(`_uid(_ses)?\\.${owner}`));
+    } finally {
+      host.kill();
+    }
   });
 });
