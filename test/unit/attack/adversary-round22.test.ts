@@ -52,6 +52,25 @@
  * `--ro-bind /dev/null /proc/keys` after `--proc`, as the exact runs' hidden paths are covered), in
  * bash's, exact runs' and the editor helper's launches.
  *
+ * Kind 3 (limits of what runs without a human): the text editor's helper has none of the session's
+ * limits. Steps: a session limited to 64 MiB (`maxSessionMemoryBytes`) makes a folder `d` of 150,000
+ * hard links with 200-character names (60,000 to a file, under ext4's 65,000; one command, 6.5 s,
+ * within the limit); the model then asks the text editor to `view` `d`. The helper reads what it is asked
+ * before any gate (under `policy` a view runs unasked; under `always` a change's file is read to make the
+ * diff before a person sees it), and `list()` reads the whole folder (`readdirSync`) before it counts
+ * `maxEntries`. OBSERVED (load average 10.4): the helper's RSS peaked at 145 MiB, over twice the
+ * session's limit, and the view answered normally in 2.7 s; the helper ran as the session user with
+ * `oom_score_adj` 0 (the session's processes have 1000), in the worker's memory cgroup and the root pids
+ * cgroup, not the shell's; with 600,000 entries the same view peaked at 384 MiB while the session's own
+ * python making them was killed at its 64 MiB. So a session with the default limit (half the machine)
+ * can make a helper the OOM killer prefers other sessions' shells to (round 3's kind 3 over again, through
+ * another process). Why: edit-io.ts launches the helper with `sandboxedSpawnArgs` alone, while exact runs
+ * get `exactLaunch` (prlimit with the shell's ulimits, choom with its OOM score, the shell's pids and
+ * memory cgroups); the claim "an auto-approved program is as bounded as any command" names only exact
+ * runs. Fix: launch the helper through the same wrapping as exact runs (limits, OOM score, the shell's
+ * cgroups, so its memory counts in the session's budget), and read a folder with `opendirSync` stopping
+ * at `maxEntries` (sorting what it kept) rather than reading it whole.
+ *
  * Tried and held, or not pursued (one line each; run unless marked read):
  * - The same job with the sandbox: `recv(MSG_PEEK)` refused (EPERM); the command's exit 7 is reported.
  * - Flooding the record pipe (2 MiB) without the tokens, with the sandbox: bash's own record is still
@@ -88,6 +107,8 @@
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { TEXT_EDITOR_NAME } from '../../../src/contract/text-editor';
+import { EDIT_HELPER_SOURCE } from '../../../src/session/edit';
 import { judgeRecords } from '../../../src/session/ending';
 import { RecordScanner, newCommandTokens } from '../../../src/session/protocol';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
@@ -177,5 +198,66 @@ describe("kind 6: the owner's keyring, listed in /proc/keys", () => {
     } finally {
       host.kill();
     }
+  });
+});
+
+describe("kind 3: the text editor's helper runs outside the session's limits", () => {
+  /** The largest resident size any process running the editor's helper script reached, sampled every 20 ms until stopped. */
+  function watchHelpers(): { stop: () => number } {
+    let peak = 0;
+    const timer = setInterval(() => {
+      for (const p of fs.readdirSync('/proc')) {
+        if (!/^\d+$/.test(p)) continue;
+        try {
+          if (!fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(EDIT_HELPER_SOURCE.slice(0, 200))) continue;
+          const rss = Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${p}/status`, 'utf8'))?.[1] ?? 0) * 1024;
+          peak = Math.max(peak, rss);
+        } catch {
+          // gone meanwhile
+        }
+      }
+    }, 20);
+    return {
+      stop: () => {
+        clearInterval(timer);
+        return peak;
+      },
+    };
+  }
+
+  t("a view of a folder the session filled holds no more memory than the session's limit", async () => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    const limit = 64 * 1024 ** 2;
+    const ws = tempDir();
+    const s = await startSession({ cwd: ws, workspace: ws, timeoutMs: 300_000, limits: { maxSessionMemoryBytes: limit } });
+    fs.writeFileSync(
+      path.join(ws, 'mk.py'),
+      [
+        'import os',
+        "os.mkdir('d'); os.mkdir('t')",
+        'for i in range(150000):',
+        "    if i % 60000 == 0: open('t/%d' % i, 'w').close()",
+        "    os.link('t/%d' % (i - i % 60000), 'd/%s%08d' % ('x' * 200, i))",
+        "print('made', len(os.listdir('d')))",
+        '',
+      ].join('\n'),
+    );
+    const made = await s.run('python3 mk.py', { timeoutMs: 300_000 });
+    expect(made.output).toContain('made 150000'); // within the session's own limit
+    const watch = watchHelpers();
+    let outcome: string;
+    try {
+      const o = await s.edit({ command: 'view', path: 'd' }, () => ({ apply: true }), {
+        maxCharacters: 1000,
+        ruleSubject: (c, a) => `${TEXT_EDITOR_NAME} ${c} ${a}`,
+      });
+      outcome = o.text;
+    } catch (err) {
+      outcome = (err as Error).message; // a helper killed at the limit is a safe end
+    }
+    const peak = watch.stop();
+    expect(peak).toBeGreaterThan(0); // the helper was seen
+    expect(outcome).not.toBe('');
+    expect(peak).toBeLessThanOrEqual(limit);
   });
 });
