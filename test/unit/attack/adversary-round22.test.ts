@@ -71,6 +71,24 @@
  * cgroups, so its memory counts in the session's budget), and read a folder with `opendirSync` stopping
  * at `maxEntries` (sorting what it kept) rather than reading it whole.
  *
+ * Kind 5 (what the person reads): the worker's notes about a result are lines of the command's
+ * output. Steps: in a session limited to 64 MiB, a command prints 30 lines and then runs a program
+ * the kernel kills at the limit; the worker appends `[agent-jobs: the session reached its memory limit
+ * (67108864 bytes, kernel memory included) and the kernel killed one of its processes (SIGKILL)]`.
+ * OBSERVED: `watch` and `transcript` (render/messages.ts `describeMessage`, without `--full`) show
+ * `→ result for toolu_1 (exit 137):`, the first 20 lines and `… 12 more lines`: the note is not shown.
+ * Every note goes the same way once a command prints 20 lines, which a test run or build always does:
+ * the git audit's "moved to the quarantine" and "the workspace was NOT checked whole ... do not run git
+ * in it before checking by hand" (docs/security.md: "flagged where Claude and you read the result"),
+ * "its exit status is unknown ... the shell was killed and restarted", "its output was withheld". And a
+ * command's own line `[agent-jobs: ...]` is shown exactly as a note of the worker's (same indentation,
+ * same text): a command can tell the person the shell was restarted "(variables, functions and
+ * background jobs are gone)" while its job runs on. Why: session/result.ts `appendNotes` joins the
+ * notes to the output text, and the CLI cuts and indents that text as output. Fix: keep the notes
+ * apart in the result (a field of their own; the text for Claude may still hold them), and have the
+ * CLI print them whole, after the output and outside its indented block, with a mark no output line
+ * can produce (the output is indented; a note line starts at the CLI's own column).
+ *
  * Tried and held, or not pursued (one line each; run unless marked read):
  * - The same job with the sandbox: `recv(MSG_PEEK)` refused (EPERM); the command's exit 7 is reported.
  * - Flooding the record pipe (2 MiB) without the tokens, with the sandbox: bash's own record is still
@@ -107,6 +125,7 @@
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { describeMessage } from '../../../src/cli/render/messages';
 import { TEXT_EDITOR_NAME } from '../../../src/contract/text-editor';
 import { EDIT_HELPER_SOURCE } from '../../../src/session/edit';
 import { judgeRecords } from '../../../src/session/ending';
@@ -259,5 +278,38 @@ describe("kind 3: the text editor's helper runs outside the session's limits", (
     expect(peak).toBeGreaterThan(0); // the helper was seen
     expect(outcome).not.toBe('');
     expect(peak).toBeLessThanOrEqual(limit);
+  });
+});
+
+describe("kind 5: the worker's notes about a result are lines of the command's output", () => {
+  /** The lines `watch` and `transcript` print for one command result (tool_use `toolu_1`, with its exit code). */
+  function shown(output: string, exitCode: number | null): string[] {
+    const message = { role: 'user' as const, content: [{ type: 'tool_result' as const, tool_use_id: 'toolu_1', content: output }] };
+    return describeMessage(message, 3, exitCode === null ? {} : { exitCodes: { toolu_1: exitCode } })
+      .join('\n')
+      .split('\n');
+  }
+  const hog = 'python3 -c "x = bytearray(300 << 20); x[::4096] = bytes(len(x[::4096]))"';
+
+  t("the worker's note is shown whatever the output's length", async () => {
+    const ws = tempDir();
+    const s = await startSession({ cwd: ws, workspace: ws, limits: { maxSessionMemoryBytes: 64 * 1024 ** 2 } });
+    const r = await s.run(`for i in $(seq 1 30); do echo "test $i ok"; done; ${hog}`);
+    expect(r.output).toContain('[agent-jobs: the session reached its memory limit'); // the worker did note it
+    expect(shown(r.output, r.exitCode).join('\n')).toContain('the session reached its memory limit');
+  });
+
+  t("a line the command prints is not shown as the worker's note", async () => {
+    const ws = tempDir();
+    const s = await startSession({ cwd: ws, workspace: ws, limits: { maxSessionMemoryBytes: 64 * 1024 ** 2 } });
+    const real = await s.run(hog);
+    const note = real.output.split('\n').find((l) => l.startsWith('[agent-jobs: '));
+    expect(note).toBeDefined();
+    const noteLine = shown(real.output, real.exitCode).find((l) => l.includes('the session reached its memory limit'));
+    expect(noteLine).toBeDefined();
+    // The same words printed by a command that the kernel did not kill.
+    const forged = await s.run(`echo '${note!}'`);
+    expect(forged.exitCode).toBe(0);
+    expect(shown(forged.output, forged.exitCode)).not.toContain(noteLine);
   });
 });
