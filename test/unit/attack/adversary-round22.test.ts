@@ -89,6 +89,18 @@
  * CLI print them whole, after the output and outside its indented block, with a mark no output line
  * can produce (the output is indented; a note line starts at the CLI's own column).
  *
+ * Kind 3 (limits of auto-approved programs), aimed at the FIFO check of exact runs (exact-fifo.test.ts:
+ * "refused or returns, instead of blocking until the timeout"). Steps: a background job swaps `p`
+ * between a regular file and a FIFO every 20 ms (each made aside and renamed over `p`); the policy lets
+ * `cat p` run unasked, 20 times, 13 ms apart. OBSERVED (load average about 10): 9 refused (a FIFO at the
+ * check), 5 returned, 6 ran until their timeout (3,016 to 3,315 ms); a second run, 4 of 20 timed out: `checkExactRun` `stat`s the path on the
+ * worker, and `cat` opens it in its sandbox tens of milliseconds later (bwrap's launch), by which time
+ * it may be a FIFO again. With the default command timeout (`DEFAULT_TIMEOUT_MS`, 120 s) each such
+ * read holds the session two minutes, no person asked. Fix: make what the program opens the thing that
+ * was checked (open each path operand `O_PATH|O_NOFOLLOW` at the check, `fstat` it, and bind that
+ * descriptor at its path in the exact sandbox, `--ro-bind-fd`, which also takes the symlink race
+ * away from operands), or give exact runs a short timeout of their own (a read-only look ends fast).
+ *
  * Tried and held, or not pursued (one line each; run unless marked read):
  * - The same job with the sandbox: `recv(MSG_PEEK)` refused (EPERM); the command's exit 7 is reported.
  * - Flooding the record pipe (2 MiB) without the tokens, with the sandbox: bash's own record is still
@@ -106,9 +118,7 @@
  *   shell is moved back into `x` if it exists, the exact run uses `lastCwd` consistently (read).
  * - A deleted cwd whose parent's name holds `'$(id)'`: `evalPrefix` single-quotes it inside the ANSI-C
  *   quoted eval text; nothing runs (read).
- * - Exact runs: `checkExactRun` refuses a FIFO by `stat` before the launch; a job swapping a regular file
- *   for a FIFO after the check makes `cat` block until the command timeout (a run's time, no more;
- *   not pursued). Options whose value is a path (`grep -f`, `--exclude-from`, `realpath --relative-to`,
+ * - Exact runs: options whose value is a path (`grep -f`, `--exclude-from`, `realpath --relative-to`,
  *   `find -newer`/`-samefile`) are judged as paths; abbreviated long options ask; `file` finds no
  *   `~/.magic` (HOME is the exact run's own empty /tmp) (read).
  * - `viewCheck` treats a directory on the way to a bind as real (a hidden workspace root): a symlink
@@ -129,6 +139,8 @@ import { describeMessage } from '../../../src/cli/render/messages';
 import { TEXT_EDITOR_NAME } from '../../../src/contract/text-editor';
 import { EDIT_HELPER_SOURCE } from '../../../src/session/edit';
 import { judgeRecords } from '../../../src/session/ending';
+import { ExactRefusedError } from '../../../src/session';
+import { decideApproval } from '../../../src/policy';
 import { RecordScanner, newCommandTokens } from '../../../src/session/protocol';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
@@ -311,5 +323,41 @@ describe("kind 5: the worker's notes about a result are lines of the command's o
     const forged = await s.run(`echo '${note!}'`);
     expect(forged.exitCode).toBe(0);
     expect(shown(forged.output, forged.exitCode)).not.toContain(noteLine);
+  });
+});
+
+describe('kind 3: an auto-approved read of a path a job swaps for a FIFO after the check', () => {
+  t('`cat p` never runs until its timeout, however the job times the swap', async () => {
+    const dir = tempDir();
+    const s = await startSession({ cwd: dir, workspace: dir });
+    fs.writeFileSync(
+      path.join(dir, 'swap.py'),
+      [
+        'import os, time',
+        'while True:',
+        "    open('p.tmp', 'w').write('x')",
+        "    os.rename('p.tmp', 'p')",
+        '    time.sleep(0.02)',
+        "    os.mkfifo('q.tmp')",
+        "    os.rename('q.tmp', 'p')",
+        '    time.sleep(0.02)',
+        '',
+      ].join('\n'),
+    );
+    expect((await s.run('( exec python3 swap.py ) >/dev/null 2>swap.err &')).exitCode).toBe(0);
+    const d = decideApproval('cat p', 'policy', { workspace: s.exactRoot, cwd: s.cwd });
+    expect(d.action).toBe('run');
+    if (d.action !== 'run') return;
+    const outcomes: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      await new Promise((r) => setTimeout(r, 13));
+      const r = await s.runExact(d.argv, { paths: d.paths, timeoutMs: 3000 }).catch((err: unknown) => {
+        expect(err).toBeInstanceOf(ExactRefusedError);
+        return undefined;
+      });
+      outcomes.push(r === undefined ? 'refused' : r.timedOut ? 'timed out' : 'returned');
+    }
+    expect(fs.readFileSync(path.join(dir, 'swap.err'), 'utf8')).toBe(''); // the job ran all along
+    expect(outcomes).not.toContain('timed out');
   });
 });
