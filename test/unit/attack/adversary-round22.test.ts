@@ -3,6 +3,29 @@
  * Each test asserts the safe behaviour and is skipped while `OPEN` is true (main stays green); I ran
  * each un-skipped on 8f35e9a and it failed as written below.
  *
+ * Kind 1 (a forged result), with the sandbox: a command that never ran reported as exit 0 with invented
+ * output. Steps: an approved command leaves a background job holding bash's saved stdin, the control
+ * socket (`( exec 0<&12 1>/dev/null; exec python3 steal.py $$ ) &`, as round 3's steal did); once bash
+ * is idle the job stops it (SIGSTOP: same uid), waits for the next control line, reads the whole line
+ * itself (bash never sees that command), writes `FAKE: all 412 tests passed` into the FIFO the line
+ * names, calls `shutdown(SHUT_RD)` on the socket (the same socket as bash's fd 0: its dup) and lets bash
+ * go on (SIGCONT). bash reads end of file, prints nothing, and exits with the status of the last thing
+ * it ran, the previous line's bookkeeping: 0. The person approved `sleep 1; echo ran > ran.txt; echo
+ * second; (exit 7)`. OBSERVED (load average about 9, bwrap and `none` alike, every run): the result is
+ * `exitCode: 0`, output `FAKE: all 412 tests passed\n` and nothing else, not one `[agent-jobs: ...]`
+ * note, `sessionRestarted: true`, `shellExit: {code: 0}`, in 3 ms; `ran.txt` was never made. Why:
+ * session.ts `settleExit` takes bash's exit code for the command's whenever bash printed nothing on its
+ * own stderr, reasoning that a job taking bytes of the line leaves a syntax error there (protocol.ts,
+ * "When bash exits during a command instead"); a job that takes the whole line leaves none, and end of
+ * file is a clean exit. The records path checks that bash itself read the line (`rchar`, `readLine`);
+ * the exit path does not, and seccomp leaves `shutdown` alone. Round 3's steal (the same job without
+ * the shutdown) ends in a timeout, never here. Fix: an exit is the command's only with the same proof
+ * as a record: bash's own `rchar` covering the line, read before bash is reaped (a pidfd and
+ * `waitid(WNOWAIT)`, or a sample taken as soon as the shell's stdout closes); without it the status is
+ * unknown, the command may not have run, and the FIFO's content is withheld as another process's
+ * (`foreignOutput`). Better still, no job holds the control socket at all: the `</dev/null` of the
+ * control line makes bash save fd 0 on fd 12, which every subshell forked during the command keeps.
+ *
  * Kind 7 (without the sandbox), with kind 1 (a forged result): a failing command reported as exit 0.
  * Steps: a session with `sandbox: 'none'` (as root: bash runs as `agent-jobs`); an approved command
  * leaves a background job holding bash's saved stdin (the control socket) as its fd 0 and bash's saved
@@ -360,4 +383,27 @@ describe('kind 3: an auto-approved read of a path a job swaps for a FIFO after t
     expect(fs.readFileSync(path.join(dir, 'swap.err'), 'utf8')).toBe(''); // the job ran all along
     expect(outcomes).not.toContain('timed out');
   });
+});
+
+describe('kind 1: a job that takes the whole next control line and shuts the socket down', () => {
+  t.each([{ sandbox: 'bwrap' as const }, { sandbox: 'none' as const }])(
+    'sandbox $sandbox: the command that never ran is not reported as exit 0 with the output the job wrote',
+    async ({ sandbox }) => {
+      if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+      const dir = tempDir();
+      fs.copyFileSync(path.join(__dirname, 'fixtures', 'steal-line-then-eof.py'), path.join(dir, 'steal.py'));
+      fs.chmodSync(dir, 0o711); // without the sandbox's bind, the session user must be able to enter it
+      const s = await startSession({ cwd: dir, workspace: dir, sandbox });
+      expect((await s.run('( exec 0<&12 1>/dev/null 2>steal.err; exec python3 steal.py $$ ) &')).exitCode).toBe(0);
+      await new Promise((r) => setTimeout(r, 1500)); // the job waits 1 s, then for the next line
+      const r = await s.run('sleep 1; echo ran > ran.txt; echo second; (exit 7)');
+      const ran = fs.existsSync(path.join(dir, 'ran.txt'));
+      if (ran) expect(r.exitCode).toBe(7);
+      else {
+        expect(r.exitCode).toBeNull();
+        expect(r.output).toMatch(/may not have run|unknown/);
+      }
+      expect(r.output).not.toContain('FAKE');
+    },
+  );
 });
