@@ -116,9 +116,9 @@
  * "refused or returns, instead of blocking until the timeout"). Steps: a background job swaps `p`
  * between a regular file and a FIFO every 20 ms (each made aside and renamed over `p`); the policy lets
  * `cat p` run unasked, 20 times, 13 ms apart. OBSERVED (load average about 10): 9 refused (a FIFO at the
- * check), 5 returned, 6 ran until their timeout (3,016 to 3,315 ms); a second run, 4 of 20 timed out: `checkExactRun` `stat`s the path on the
- * worker, and `cat` opens it in its sandbox tens of milliseconds later (bwrap's launch), by which time
- * it may be a FIFO again. With the default command timeout (`DEFAULT_TIMEOUT_MS`, 120 s) each such
+ * check), 5 returned, 6 ran until their timeout (3,016 to 3,315 ms); in a second run 4 of 20 timed out.
+ * Why: `checkExactRun` `stat`s the path on the worker, and `cat` opens it in its sandbox tens of
+ * milliseconds later (bwrap's launch), by which time it may be a FIFO again. With the default command timeout (`DEFAULT_TIMEOUT_MS`, 120 s) each such
  * read holds the session two minutes, no person asked. Fix: make what the program opens the thing that
  * was checked (open each path operand `O_PATH|O_NOFOLLOW` at the check, `fstat` it, and bind that
  * descriptor at its path in the exact sandbox, `--ro-bind-fd`, which also takes the symlink race
@@ -134,9 +134,12 @@
  * - A `<S>.noposix.` record written first by the same job in mode `none`: `judgeRecords` reports "the
  *   command was NOT run" for a command that ran (read; same fix).
  * - The sandbox from inside (as root, bash `agent-jobs`): capabilities 0, `NoNewPrivs` 1, seccomp on;
- *   `/sys`, `/sys/fs/cgroup` read-only; `/proc` of its own pid namespace (pid 1 is bwrap, root: no
- *   environ, fd, signal); `/dev` minimal, no controlling terminal (`/dev/tty` ENXIO: every launch is
- *   setsid); `/proc/sysrq-trigger` and `/proc/sys` root-only (run).
+ *   `/sys`, `/sys/fs/cgroup` read-only; `/proc` of its own pid namespace (pid 1 is bwrap, root: its
+ *   environ refused, `kill -0 1` EPERM); `/dev` minimal, no controlling terminal (`/dev/tty` ENXIO:
+ *   every launch is setsid, so no TIOCSTI into the worker's terminal); `/proc/sys/kernel/pid_max` EACCES,
+ *   no `/proc/sysrq-trigger` (run). Left as information only: `/proc/self/mountinfo` names the host
+ *   paths of the workspace and the session's folder; `/sys/fs/cgroup/memory` is mounted at the
+ *   hierarchy's root (`/../../..`), so other sessions' cgroup counters are readable (run).
  * - A directory named `x (deleted)` as the shell's cwd: `kernelCwd` takes it for a deleted one, the
  *   shell is moved back into `x` if it exists, the exact run uses `lastCwd` consistently (read).
  * - A deleted cwd whose parent's name holds `'$(id)'`: `evalPrefix` single-quotes it inside the ANSI-C
@@ -147,10 +150,23 @@
  * - `viewCheck` treats a directory on the way to a bind as real (a hidden workspace root): a symlink
  *   through it to another run's workspace is still refused as covered (read).
  * - The editor's helper: it runs as the session user in a sandbox like the shell's, so whatever a job
- *   makes it write the session could write itself (read).
+ *   makes it write the session could write itself (read). Its file read: a job switching a file between
+ *   2 bytes and 4 GiB (sparse) passed the helper's own size checks 4 times in 60 views, stopped only by
+ *   Node's `readFileSync`, which refuses over 2 GiB; at 2 GiB less one the read is cut short as the file
+ *   shrinks again, so no large read was seen (run; the folder case above needs no race).
+ * - Exact runs join the shell's pids and memory cgroups before bwrap; with the pids cgroup full the launch
+ *   fails and says so (read). Exact runs and the helper have a network namespace of their own even with
+ *   `--network` (read).
+ * - With `--network`: slirp4netns runs with `--disable-host-loopback`, and 10.0.2.2, 127/8, private,
+ *   link-local and the host's own ranges (IPv4-mapped IPv6 too) are refused (read).
+ * - Signals: no session process sees the worker (pid namespace; in mode `none` another uid); the exact
+ *   run's group kill after its exit names a pgid that another process could hold only after the pid
+ *   numbers wrap (`pid_max` 4,194,304 here) within 300 ms (read).
+ * - The display of a pending edit is its whole diff (`status`), bound by the diff's sha256 (read); a diff
+ *   is exact up to `MAX_DIFF_STEPS`, then one block removed and one added (read).
  * - A background job writing without end into its own command's FIFO (`cat /dev/zero &` four times):
  *   the worker drains and drops it, 46% of one core of the worker's own CPU (5% before), the event
- *   loop's delay unchanged (max 16 ms), another session's `true` still 5-11 ms (run; CPU outside the
+ *   loop's delay unchanged (max 16 ms), another session's `true` still 5-11 ms, load average 5.9 (run; CPU outside the
  *   session's accounting, but sessions have no CPU bound by default anyway).
  * - The approval Update's request id is the `tool_use` id, so a second `tool_use` with a reused id would
  *   get the earlier decision's answer back; the ids come from the API, not from the model (read).
