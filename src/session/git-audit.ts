@@ -67,7 +67,7 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { GuardedGit } from './git-guard';
-import { decodeName, nameBytes, showName, walkGit, type GitWalk } from './git-walk';
+import { decodeName, GIT_WALK_LIMITS, nameBytes, showName, walkGit, type GitWalk } from './git-walk';
 import { DIR_FLAGS, openDirAt, tryReadRegular } from './safe-open';
 
 /** What the workspace's git metadata held at session start (absolute paths; `git` is `<workspace>/.git`). */
@@ -94,6 +94,16 @@ export interface GitBaseline {
    * a symlink on the way to it, is moved to the quarantine ({@link auditGit}).
    */
   readonly missing: readonly string[];
+  /** File names git-guard.ts {@link GuardedGit.anywhere} lists: an entry (no folder) of one of them that the session makes anywhere in the workspace is moved to the quarantine. */
+  readonly anywhere: readonly string[];
+  /** The entries of an {@link anywhere} name at start (relative to the workspace): left, as the person's own. */
+  readonly anywhereAt: ReadonlySet<string>;
+  /**
+   * Set when the workspace's root held no git dir at start (`git` is then `<workspace>/.git`, missing or no git dir):
+   * `.git` is a missing path when nothing was there, new git dirs below the root are moved as for a repository,
+   * and moves rename in place (no quarantine to move into).
+   */
+  readonly rootless: boolean;
   /** Tells each quarantined entry apart (session id, at most 40 of `[A-Za-z0-9_-]`). */
   readonly tag: string;
   /** The last `<seq>` the quarantine gave a name (`<tag>-<seq>`), kept across audits. */
@@ -285,11 +295,15 @@ export async function recordGit(
   tag: string,
   named: readonly string[] = [],
   missing: readonly string[] = [],
+  anywhere: readonly string[] = [],
 ): Promise<GitBaseline | undefined> {
-  const git = gitDirOf(workspace);
-  if (git === undefined) return undefined;
+  const root = gitDirOf(workspace);
+  if (!isDirectory(workspace)) return undefined;
+  const git = root ?? path.join(workspace, '.git');
+  // No repository of its own at the root: a `.git` the session makes there is what the person's git finds first (round 20).
+  const more = root === undefined && !exists(git) ? [git] : [];
   const links = heldLinks(workspace, named);
-  const walk = await walkGit(workspace, git);
+  const walk = await walkGit(workspace, git, GIT_WALK_LIMITS, anywhere);
   const nested = new Map<string, number>();
   for (const f of walk.found) nested.set(f.rel, f.ino);
   return {
@@ -301,10 +315,13 @@ export async function recordGit(
     worktrees: new Set(walk.worktrees),
     replaceRefs: new Set(walk.replaceRefs),
     links,
-    missing: missing
+    missing: [...missing, ...more]
       .filter((p) => p.startsWith(`${workspace}/`))
       .map((p) => path.relative(workspace, p))
       .filter((rel) => !exists(path.join(workspace, rel))),
+    anywhere: [...anywhere],
+    anywhereAt: new Set(walk.named),
+    rootless: root === undefined,
     tag,
     names: { seq: 0 },
   };
@@ -332,7 +349,9 @@ export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFindi
   try {
     // First: the links by which git reaches the root git dir and its config, so that what follows reads the right one.
     for (const link of b.links) out.push(...q.holdLink(link));
-    const walk = await walkGit(b.workspace, b.git);
+    // First too: a `.git` made at a rootless workspace's root, before the walk reads it.
+    if (b.rootless) out.push(...moveMissing(b, q));
+    const walk = await walkGit(b.workspace, b.git, GIT_WALK_LIMITS, b.anywhere);
     for (const f of walk.found) {
       if (b.nested.get(f.rel) === f.ino) continue;
       if (!(await pace())) continue;
@@ -350,6 +369,12 @@ export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFindi
         );
     }
     if (walk.unfinished !== undefined) out.push(unchecked(b, `the walk stopped: ${walk.unfinished}`));
+    for (const rel of walk.named) if (!b.anywhereAt.has(rel) && (await pace())) out.push(q.move(path.join(b.workspace, rel), ANYWHERE_WHY));
+    if (b.rootless) {
+      if (left > 0)
+        out.push(unchecked(b, `${left} more things to move or check than one audit does (${MAX_MOVES}); the next audit goes on`));
+      return out;
+    }
     for (const rel of ['modules', 'worktrees', 'refs/replace']) {
       const p = path.join(b.git, rel);
       if (isSymlink(p)) out.push(q.move(p, `a symlink for ${rel}, which git follows`));
@@ -369,12 +394,7 @@ export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFindi
         out.push(q.move(path.join(admin, 'config.worktree'), 'a config.worktree of a new linked worktree'));
     }
     out.push(...(await dropReplaceRefs(b, q, walk, pace)));
-    for (const rel of b.missing) {
-      if (!(await pace())) continue;
-      const at = appeared(b.workspace, rel);
-      if (at !== undefined)
-        out.push(q.move(at, `${at === path.join(b.workspace, rel) ? '' : `a symlink on the way to ${rel}, `}${MISSING_WHY}`));
-    }
+    out.push(...moveMissing(b, q));
     if (left > 0) out.push(unchecked(b, `${left} more things to move or check than one audit does (${MAX_MOVES}); the next audit goes on`));
   } catch (err) {
     out.push({ path: b.git, why: `the audit failed: ${(err as Error).message}`, movedTo: undefined, unchecked: true });
@@ -383,6 +403,128 @@ export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFindi
   }
   return out;
 }
+
+/** Moves what now stands at or on the way to each of `b.missing` ({@link appeared}) with `q`; synchronous (the watch's too). */
+function moveMissing(b: GitBaseline, q: Quarantine): GitFinding[] {
+  const out: GitFinding[] = [];
+  for (const rel of b.missing) {
+    const at = appeared(b.workspace, rel);
+    if (at !== undefined)
+      out.push(
+        q.move(
+          at,
+          `${at === path.join(b.workspace, rel) ? '' : `a symlink on the way to ${rel}, `}${rel === '.git' ? ROOT_WHY : MISSING_WHY}`,
+        ),
+      );
+  }
+  return out;
+}
+
+/** How often (ms) {@link watchMissing} checks every missing path whatever the watch said: its bound when an event is lost. */
+export const MISSING_SWEEP_MS = 250;
+
+/**
+ * Watches the paths of `b.missing` while the session is open, between its commands too (round 21: a background job's
+ * file there, written after a command's audit, ran in the person's `git status` on the host while the session was
+ * idle): an inotify watch (`fs.watch`) on the deepest folder on the way to each that exists (a real folder, not a
+ * symlink), set again on every event, so that a folder the session makes on the way is followed; on any event in one
+ * of them, and every {@link MISSING_SWEEP_MS} whatever the events (Node's watch drops the kernel's `IN_Q_OVERFLOW`
+ * unreported, and a folder made and filled before its watch is set sends nothing), what stands at each path is moved
+ * ({@link moveMissing}) and `report` is called with the findings. Nothing for a baseline with no missing path.
+ * `sweepMs` (default {@link MISSING_SWEEP_MS}) and `watch` (default `fs.watch`) are the tests' to set.
+ * @returns stop: closes the watches and the sweep (call before the last audit)
+ */
+export function watchMissing(
+  b: GitBaseline,
+  report: (found: GitFinding[]) => void,
+  sweepMs = MISSING_SWEEP_MS,
+  watch: (dir: string | Buffer, listener: () => void) => fs.FSWatcher = (dir, listener) => fs.watch(dir, { persistent: false }, listener),
+): () => void {
+  if (b.missing.length === 0) return () => undefined;
+  const watches = new Map<string, fs.FSWatcher>();
+  let stopped = false;
+  let pending = false;
+  const check = (): void => {
+    pending = false;
+    if (stopped) return;
+    const q = new Quarantine(b);
+    let found: GitFinding[] = [];
+    try {
+      found = moveMissing(b, q);
+    } catch {
+      /* the next event or sweep tries again */
+    } finally {
+      q.close();
+    }
+    // A new folder on the way: watched from now, and checked once more for what was made in it before.
+    if (arm()) schedule();
+    if (found.length > 0) report(found);
+  };
+  const schedule = (): void => {
+    if (pending || stopped) return;
+    pending = true;
+    setImmediate(check);
+  };
+  const arm = (): boolean => {
+    const want = new Set(b.missing.map((rel) => deepestFolder(b.workspace, rel)));
+    for (const [dir, w] of watches)
+      if (!want.has(dir)) {
+        w.close();
+        watches.delete(dir);
+      }
+    let added = false;
+    for (const dir of want) {
+      if (watches.has(dir)) continue;
+      try {
+        const w = watch(nameBytes(dir), schedule);
+        w.on('error', () => {
+          w.close();
+          watches.delete(dir);
+          schedule();
+        });
+        watches.set(dir, w);
+        added = true;
+      } catch {
+        /* gone meanwhile: the sweep sets it again */
+      }
+    }
+    return added;
+  };
+  arm();
+  const timer = setInterval(check, sweepMs);
+  timer.unref();
+  schedule();
+  return () => {
+    stopped = true;
+    clearInterval(timer);
+    for (const w of watches.values()) w.close();
+    watches.clear();
+  };
+}
+
+/** The deepest folder on the way to `rel` (relative to `workspace`) that exists as a real folder (no symlink): the workspace at least. */
+function deepestFolder(workspace: string, rel: string): string {
+  let p = workspace;
+  for (const part of path.dirname(rel).split('/')) {
+    if (part === '.' || part === '') continue;
+    const next = path.join(p, part);
+    try {
+      if (!fs.lstatSync(nameBytes(next)).isDirectory()) break;
+    } catch {
+      break;
+    }
+    p = next;
+  }
+  return p;
+}
+
+/** Why an entry of a {@link GitBaseline.anywhere} name is moved. */
+const ANYWHERE_WHY =
+  "of a name that the person's git config runs from a folder it cannot tell (the value changes folder or PATH), made by the session, so the person's git could run it; review it and move it back from the quarantine if it is wanted";
+
+/** Why a `.git` made at the root of a workspace that had none is moved. */
+const ROOT_WHY =
+  "a .git made at the root of a workspace that had none: the person's git finds it first and obeys its config and hooks; review it and move it back if it is wanted";
 
 /** Why a path the config names that was missing at start is moved: what the person's git would do, and what to do. */
 const MISSING_WHY =
@@ -762,6 +904,7 @@ class Quarantine {
   /** The quarantine folder's descriptor, made (owned as the git dir is, {@link makeDirAt}) when missing (the person removed it during the run). */
   private quarantine(): number {
     if (this.dest !== undefined) return this.dest;
+    if (this.b.rootless) throw new Error('no root git dir to keep a quarantine in');
     const git = this.openDir(this.gitRel);
     try {
       this.dest = this.track(makeDirAt(git, QUARANTINE));
@@ -791,6 +934,14 @@ class Quarantine {
 /** `p` (its names as git-walk.ts's `decodeName` gives them) with every symlink resolved, the same way; throws as `realpathSync`. */
 function realpath(p: string): string {
   return decodeName(fs.realpathSync(nameBytes(p), { encoding: 'buffer' }));
+}
+
+function isDirectory(p: string): boolean {
+  try {
+    return fs.statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 function exists(p: string): boolean {

@@ -38,8 +38,13 @@ import { personsRepo, plant } from './persons-repo';
 afterEach(closeSessions);
 afterAll(removeTempDirs);
 
-/** True while the gaps below are open: their tests are skipped so that main stays green. */
-const OPEN = true;
+/**
+ * True while the gaps below are open: their tests are skipped so that main stays green. Closed: git-guard.ts records
+ * the folder a `cd`/`PATH=` word names as a base (missing or not) and, for a value that can change folder or PATH,
+ * each program word's name anywhere in the workspace (`GuardedGit.anywhere`, moved by the audit); `shellWords` drops a
+ * backslash-newline; git-audit.ts `watchMissing` moves what appears at a missing path at once, between commands too.
+ */
+const OPEN = false;
 
 const isRoot = process.getuid?.() === 0;
 const dRoot = isRoot ? describe : describe.skip;
@@ -74,7 +79,8 @@ dRoot('round 21: missing programs named relative to a folder a bare word names',
         const s = await startSession({ cwd: ws, workspace: ws });
         const r = await s.run(session(marker));
         await s.close();
-        expect(r.output).toContain('planted');
+        // The guard moved it: at once (the watch; the plant's chmod then fails) or in the command's audit.
+        expect(r.output).toMatch(/moved to \.git\/agent-jobs-quarantine/);
         hostBash(path.join(ws, where ?? '.'), 'git fmt');
         expect(ran(marker)).toBe('not run');
       } finally {
@@ -93,9 +99,12 @@ dRoot('round 21: a program planted at a recorded missing path between commands, 
       const r = await s.run(`(while [ ! -e go ]; do sleep 0.05; done; ${plant(marker, 'tools/fsmon.sh')}) >/dev/null 2>&1 & echo started`);
       expect(r.output).toContain('started');
       fs.writeFileSync(path.join(ws, 'go'), '');
-      // Waits for the job's write (bounded), not a fixed time: the person's git then runs on what is there.
+      // Waits for the job's write or its move (bounded), not a fixed time: the person's git then runs on what is there.
+      const log = path.join(ws, '.git/agent-jobs-quarantine/log.jsonl');
       const end = Date.now() + 15_000;
-      while (!fs.existsSync(path.join(ws, 'tools/fsmon.sh')) && Date.now() < end) await new Promise((res) => setTimeout(res, 50));
+      const seen = (): boolean =>
+        fs.existsSync(path.join(ws, 'tools/fsmon.sh')) || (fs.existsSync(log) && fs.readFileSync(log, 'utf8').includes('tools/fsmon.sh'));
+      while (!seen() && Date.now() < end) await new Promise((res) => setTimeout(res, 50));
       hostBash(ws, 'git status --short');
       const during = ran(marker);
       await s.close();
