@@ -127,8 +127,11 @@ dRoot('a git dir outside the workspace: routes around guardOutside', () => {
   });
 });
 
-/** Still open: the git audit needs a git dir in the workspace (its quarantine lives there), so a missing program is not watched here. */
-const OPEN_AUDIT_OUTSIDE = true;
+/**
+ * Was open: the git audit needed a git dir in the workspace (its quarantine lives there). A workspace with none is
+ * audited now (git-audit.ts `GitBaseline.rootless`), what appears at a missing path renamed in its own folder.
+ */
+const OPEN_AUDIT_OUTSIDE = false;
 
 dRoot('a git dir outside the workspace: what the audit does not watch', () => {
   (OPEN_AUDIT_OUTSIDE ? test.skip : test)(
