@@ -833,13 +833,16 @@ function valueFiles(value: string, bases: string[], scope: Scope, gitDirs: reado
       }
   // `cd tools`, `PATH=$PWD/bin:…`: folders the command moves to or runs from, missing or not; a bare word counts there too.
   const moved = new Set<string>();
-  for (const d of movedDirs(value))
+  for (const [d, onPath] of movedDirs(value))
     for (const base of bases)
       for (const raw of expandPaths(d, base, scope)) {
         const p = path.resolve(raw);
         if (moved.size < 64 && inside(p, workspace) && !gitDirs.includes(base)) {
           moved.add(p);
           dirs.add(p);
+          // A `PATH` folder missing at start: whatever the session puts in it may run (a program of the value calls others by name).
+          const m = onPath && !NOT_A_PATH.test(d) ? missingPath(p) : undefined;
+          if (m !== undefined && m !== workspace && inside(m, workspace)) missing.push([p, m]);
         }
       }
   if (MOVES_DIR.test(value)) for (const name of anywhereNames(words)) if (scope.anywhere.size < 256) scope.anywhere.add(name);
@@ -918,10 +921,11 @@ function anywhereNames(words: readonly string[]): string[] {
 /**
  * Folders a value's commands move to or run programs from, as written (relative, `~/` or absolute; `$PWD/` and the
  * like dropped): the operand of `cd`/`pushd` and each entry of a `PATH=` assignment, in the value and in each string a
- * nested shell runs (three deep, as {@link valueWords}).
+ * nested shell runs (three deep, as {@link valueWords}); each with whether it is a `PATH` entry.
  */
-function movedDirs(value: string): string[] {
+function movedDirs(value: string): [string, boolean][] {
   const out = new Set<string>();
+  const onPath = new Set<string>();
   let level = [shellWords(joinLines(value.replace(/^\s*!/, '')))];
   for (let depth = 0; depth < 3 && level.length > 0; depth++) {
     const deeper: string[][] = [];
@@ -930,17 +934,21 @@ function movedDirs(value: string): string[] {
         const w = ws[i]!;
         if ((w === 'cd' || w === 'pushd') && ws[i + 1] !== undefined) out.add(ws[i + 1]!);
         const assign = /^PATH=(.*)$/.exec(w);
-        if (assign) for (const e of assign[1]!.split(':')) out.add(e);
+        if (assign)
+          for (const e of assign[1]!.split(':')) {
+            out.add(e);
+            onPath.add(e);
+          }
         if (/[\s;|&()<>'"`]/.test(w)) deeper.push(shellWords(w));
       }
     level = deeper;
   }
-  const dirs = new Set<string>();
+  const dirs = new Map<string, boolean>();
   for (const d of out) {
     // `$PWD/bin`, `"$(git rev-parse --show-toplevel)"/tools`: what follows the expansion.
     const tail = d.includes('$') || d.includes('`') ? d.slice(d.lastIndexOf('/') + 1) : d;
     if (d.includes('$') && !d.includes('/')) continue;
-    if (tail !== '' && !NOT_A_PATH.test(tail) && !tail.startsWith('-')) dirs.add(tail);
+    if (tail !== '' && !NOT_A_PATH.test(tail) && !tail.startsWith('-')) dirs.set(tail, (dirs.get(tail) ?? false) || onPath.has(d));
   }
   return [...dirs];
 }

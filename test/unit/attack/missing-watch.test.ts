@@ -93,6 +93,57 @@ dRoot('the watch of a missing path, between commands, against what a background 
     });
 });
 
+dRoot('a value that changes folder or PATH: what the audit moves for it', () => {
+  test('PATH="$PWD/bin:$PATH" with bin/ missing at start: a program the person\'s script calls by name, put in bin/, is moved', async () => {
+    const { ws, git, marker } = personsRepo();
+    try {
+      fs.writeFileSync(path.join(ws, 'build.sh'), 'helper\n');
+      git('config', 'alias.fmt', '!PATH="$PWD/bin:$PATH" sh ./build.sh');
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const r = await s.run(`mkdir bin; ${plant(marker, 'bin/helper')}; echo tried`);
+      await s.close();
+      expect(r.output).toMatch(/moved to \.git\/agent-jobs-quarantine/);
+      hostBash(ws, 'git fmt');
+      expect(ran(marker)).toBe('not run');
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+
+  test('cd "$GIT_PREFIX" && ./run.sh: a job writes src/run.sh after the last command; the audit at close moves it', async () => {
+    const { ws, git, marker } = personsRepo();
+    try {
+      fs.mkdirSync(path.join(ws, 'src'));
+      git('config', 'alias.fmt', '!cd "$GIT_PREFIX" && ./run.sh');
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const r = await s.run(
+        `(while [ ! -e go ]; do sleep 0.05; done; ${plant(marker, 'src/run.sh')}; : > done) >/dev/null 2>&1 & echo started`,
+      );
+      expect(r.output).toContain('started');
+      fs.writeFileSync(path.join(ws, 'go'), '');
+      await waitUntil('the job', () => fs.existsSync(path.join(ws, 'done')), 20_000);
+      await s.close();
+      expect(logged(ws, 'src/run.sh')).toBe(true);
+      hostBash(path.join(ws, 'src'), 'git fmt');
+      expect(ran(marker)).toBe('not run');
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+
+  test("a file of a program word's name that was there at start is the person's: left in place", async () => {
+    const { ws, git } = personsRepo();
+    fs.mkdirSync(path.join(ws, 'src'));
+    fs.writeFileSync(path.join(ws, 'src/run.sh'), 'echo mine\n');
+    git('config', 'alias.fmt', '!cd "$GIT_PREFIX" && ./run.sh');
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run('mkdir -p lib && echo x > lib/other.sh && echo done');
+    await s.close();
+    expect(r.output).not.toContain('quarantine');
+    expect(fs.readFileSync(path.join(ws, 'src/run.sh'), 'utf8')).toBe('echo mine\n');
+  });
+});
+
 /** The person who owns the workspace (owner.test.ts's user): bash runs as them, so their git trusts what the session makes. */
 const PERSON = 'aj-owner-test';
 
