@@ -84,7 +84,7 @@ import * as fs from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
-import { asUser, ensurePerson, personsRepo, plant } from './persons-repo';
+import { asUser, ensurePerson, hostBash, personsRepo, plant, ran } from './persons-repo';
 import { holdMachinePool, releaseMachinePool } from './machine-pool';
 
 /** The attacks below work on 4935033 (see the doc comment). */
@@ -204,12 +204,6 @@ dRoot("kind 6: a UDP socket's error queue holds kernel memory the socket watch d
     180_000,
   );
 });
-
-/** Runs bash `script` on the host as the person (root) in `cwd`; never throws. */
-const hostBash = (cwd: string, script: string): void => void spawnSync('bash', ['-c', script], { cwd, stdio: 'pipe', timeout: 20_000 });
-
-/** What the marker says: the user the person's git ran the session's program as, or `not run`. */
-const ran = (marker: string): string => (fs.existsSync(marker) ? fs.readFileSync(marker, 'utf8').trim() : 'not run');
 
 dRoot('kind 6: a missing program the config names under an npm scope (`@scope/`) is not recorded', () => {
   tScope(

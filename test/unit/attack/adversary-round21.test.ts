@@ -30,10 +30,9 @@
  * gap that remains; at least document that the person's own git must not run in the workspace while a session is open.
  */
 import * as fs from 'node:fs';
-import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
 import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
-import { personsRepo, plant } from './persons-repo';
+import { hostBash, personsRepo, plant, ran } from './persons-repo';
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
@@ -49,12 +48,6 @@ const OPEN = false;
 const isRoot = process.getuid?.() === 0;
 const dRoot = isRoot ? describe : describe.skip;
 const tOpen = OPEN ? test.skip : test;
-
-/** Runs bash `script` on the host as the person (root) in `cwd`; never throws. */
-const hostBash = (cwd: string, script: string): void => void spawnSync('bash', ['-c', script], { cwd, stdio: 'pipe', timeout: 20_000 });
-
-/** What the marker says: the user the person's git ran the session's program as, or `not run`. */
-const ran = (marker: string): string => (fs.existsSync(marker) ? fs.readFileSync(marker, 'utf8').trim() : 'not run');
 
 dRoot('round 21: missing programs named relative to a folder a bare word names', () => {
   const cases: { value: string; setup?: (ws: string) => void; session: (m: string) => string; where?: string }[] = [

@@ -39,3 +39,10 @@ export function ensurePerson(user: string): { uid: number; gid: number } {
   const gid = Number(spawnSync('id', ['-g', user], { encoding: 'utf8' }).stdout);
   return { uid, gid };
 }
+
+/** Runs bash `script` on the host as the person (root) in `cwd`; never throws. */
+export const hostBash = (cwd: string, script: string): void =>
+  void spawnSync('bash', ['-c', script], { cwd, stdio: 'pipe', timeout: 20_000 });
+
+/** What the marker a planted program leaves says: the user the person's git ran it as, or `not run`. */
+export const ran = (marker: string): string => (fs.existsSync(marker) ? fs.readFileSync(marker, 'utf8').trim() : 'not run');
