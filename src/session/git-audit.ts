@@ -104,6 +104,11 @@ export interface GitBaseline {
    * and moves rename in place (no quarantine to move into).
    */
   readonly rootless: boolean;
+  /**
+   * What the audit renamed in its own folder (`.agent-jobs-quarantined-<tag>-<seq>`, relative to the workspace) with its
+   * inode: the audit's own, not taken for something the session made (a `.git` renamed so is a repository still).
+   */
+  readonly placed: Map<string, number>;
   /** Tells each quarantined entry apart (session id, at most 40 of `[A-Za-z0-9_-]`). */
   readonly tag: string;
   /** The last `<seq>` the quarantine gave a name (`<tag>-<seq>`), kept across audits. */
@@ -322,6 +327,7 @@ export async function recordGit(
     anywhere: [...anywhere],
     anywhereAt: new Set(walk.named),
     rootless: root === undefined,
+    placed: new Map(),
     tag,
     names: { seq: 0 },
   };
@@ -353,7 +359,7 @@ export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFindi
     if (b.rootless) out.push(...moveMissing(b, q));
     const walk = await walkGit(b.workspace, b.git, GIT_WALK_LIMITS, b.anywhere);
     for (const f of walk.found) {
-      if (b.nested.get(f.rel) === f.ino) continue;
+      if (b.nested.get(f.rel) === f.ino || b.placed.get(f.rel) === f.ino) continue;
       if (!(await pace())) continue;
       const abs = path.join(b.workspace, f.rel);
       if (f.kind === 'dotgit' && linkedWorktreeFile(abs, b, final)) continue;
@@ -791,6 +797,8 @@ class Quarantine {
     try {
       const name = this.freeName(parent, '.agent-jobs-quarantined-');
       fs.renameSync(nameBytes(from), `/proc/self/fd/${parent}/${name}`);
+      const st = fs.lstatSync(`/proc/self/fd/${parent}/${name}`, { throwIfNoEntry: false });
+      if (st) this.b.placed.set(path.join(path.dirname(rel), name).replace(/^\.\//, ''), st.ino);
       return { path: abs, why, movedTo: path.join(path.dirname(abs), name), inPlace: true };
     } catch {
       return { path: abs, why, movedTo: undefined };

@@ -198,8 +198,12 @@ dRoot('a workspace with no git dir at its root: a repository the session makes t
       const r = await s.run(
         `echo kept > notes.txt && git init -q && git config core.fsmonitor ./fsmon.sh; ${plant(marker, 'fsmon.sh')}; echo done`,
       );
+      // The renamed `.git` is the audit's own: not moved again, now or at the next command.
+      const next = await s.run('echo next');
       await s.close();
       expect(r.output).toMatch(/\.git \(a \.git made at the root/);
+      expect(r.output).not.toContain('a git repository of its own');
+      expect(next.output).toBe('next\n');
       expect(fs.readFileSync(path.join(ws, 'notes.txt'), 'utf8')).toBe('kept\n');
       expect(fs.existsSync(path.join(ws, '.git'))).toBe(false);
       asUser(PERSON, ['git', 'status', '--short'], ws);
