@@ -36,7 +36,11 @@
  *   (git-guard.ts `GuardedGit.missing`: `node_modules/.bin/eslint` before `npm install`), or a
  *   symlink put on the way to it ({@link appeared}): the person's git would run it. What a
  *   legitimate install writes there is moved too; the note says to review it and move it back
- *   (adversary round 19, missing-named.test.ts).
+ *   (adversary round 19, missing-named.test.ts). Between audits too: {@link watchMissing} watches those paths
+ *   while the session is open and moves what appears at once (round 21: a background job's file there ran in the
+ *   person's `git status` while the session was idle);
+ * - an entry (no folder) the session made anywhere in the workspace whose name is one a config value runs from a
+ *   folder the guard cannot tell (git-guard.ts `GuardedGit.anywhere`: `cd "$GIT_PREFIX" && ./run.sh`; round 21).
  *
  * What is moved goes to `<git dir>/agent-jobs-quarantine/` (nothing is deleted), a packed replace
  * ref is dropped from `packed-refs`; each is reported in the command's result. The quarantine is
@@ -57,11 +61,13 @@
  * time budget and a heap bound (git-walk.ts); the moves run on the worker's thread, yielding to its
  * event loop every {@link YIELD_EVERY} and at most {@link MAX_MOVES} per audit. A walk that does not
  * finish is a finding ("NOT checked"), in the result and the close note, never a clean workspace.
- * Only a workspace whose `.git` at its root is, at start, a directory or a symlink to one in the
- * workspace is audited (then the git dir is the link's target, the quarantine in it: a `.git` put in
- * the link's place goes to `.gitdir/agent-jobs-quarantine/`). Attack tests: adversary-round10.test.ts,
+ * The root git dir is the `.git` at the workspace's root when that is, at start, a directory or a symlink to one in the
+ * workspace (then the git dir is the link's target, the quarantine in it: a `.git` put in the link's place goes to
+ * `.gitdir/agent-jobs-quarantine/`). A workspace with none (no repository, a monorepo's package, a linked worktree)
+ * is audited too ({@link GitBaseline.rootless}; round 20): a `.git` missing at its root is a missing path, and with
+ * no quarantine to move into, what is moved is renamed in its own folder. Attack tests: adversary-round10.test.ts,
  * adversary-round11.test.ts, adversary-round13.test.ts ("the symlink itself"), adversary-round14.test.ts,
- * adversary-round15.test.ts.
+ * adversary-round15.test.ts, adversary-round21.test.ts, missing-watch.test.ts.
  */
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';

@@ -39,7 +39,10 @@
  * (git-audit.ts `heldLinks`, from {@link GuardedGit.named}). A path a word names where nothing is
  * at start (`alias.lint = !node_modules/.bin/eslint .` before `npm install`) cannot be bound; it is
  * recorded ({@link GuardedGit.missing}) and the git audit moves what appears there to the quarantine
- * (adversary round 19; missing-named.test.ts).
+ * (adversary round 19; missing-named.test.ts), at once while the session is open (git-audit.ts `watchMissing`). The
+ * folder of a `cd`/`pushd` and of a `PATH=` entry counts as a base, missing or not, and a value that can change its
+ * folder or `PATH` in ways the text does not tell ({@link MOVES_DIR}: `cd "$GIT_PREFIX"`, `sh -c`, `eval`) has its
+ * program words' names recorded for anywhere in the workspace ({@link GuardedGit.anywhere}; adversary round 21).
  *
  * The person's git on the host also obeys their system and global configs (`/etc/gitconfig`,
  * `~/.gitconfig`, `~/.config/git/config`: host-git-config.ts, the workspace owner's), whose relative
