@@ -881,7 +881,8 @@ function valueFiles(value: string, bases: string[], scope: Scope, gitDirs: reado
 /**
  * A word that may name a file (a `/` in it, or a name with an extension such as `lint.sh`): the words of a value that
  * {@link valueFiles} records where nothing is yet. A bare word (`origin`, `main`, `true`, a user name) is run from
- * `PATH`, not the work tree, and would otherwise make every such name in the workspace's root a candidate.
+ * `PATH`, not the work tree, and would otherwise make every such name in the workspace's root a candidate; it is
+ * recorded only against a folder the value `cd`s to or puts on `PATH` ({@link movedDirs}).
  */
 const PATH_WORD = /\/|[^./]\.[A-Za-z0-9]{1,8}$/;
 
