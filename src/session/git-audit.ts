@@ -36,7 +36,11 @@
  *   (git-guard.ts `GuardedGit.missing`: `node_modules/.bin/eslint` before `npm install`), or a
  *   symlink put on the way to it ({@link appeared}): the person's git would run it. What a
  *   legitimate install writes there is moved too; the note says to review it and move it back
- *   (adversary round 19, missing-named.test.ts).
+ *   (adversary round 19, missing-named.test.ts). Between audits too: {@link watchMissing} watches those paths
+ *   while the session is open and moves what appears at once (round 21: a background job's file there ran in the
+ *   person's `git status` while the session was idle);
+ * - an entry (no folder) the session made anywhere in the workspace whose name is one a config value runs from a
+ *   folder the guard cannot tell (git-guard.ts `GuardedGit.anywhere`: `cd "$GIT_PREFIX" && ./run.sh`; round 21).
  *
  * What is moved goes to `<git dir>/agent-jobs-quarantine/` (nothing is deleted), a packed replace
  * ref is dropped from `packed-refs`; each is reported in the command's result. The quarantine is
@@ -57,17 +61,19 @@
  * time budget and a heap bound (git-walk.ts); the moves run on the worker's thread, yielding to its
  * event loop every {@link YIELD_EVERY} and at most {@link MAX_MOVES} per audit. A walk that does not
  * finish is a finding ("NOT checked"), in the result and the close note, never a clean workspace.
- * Only a workspace whose `.git` at its root is, at start, a directory or a symlink to one in the
- * workspace is audited (then the git dir is the link's target, the quarantine in it: a `.git` put in
- * the link's place goes to `.gitdir/agent-jobs-quarantine/`). Attack tests: adversary-round10.test.ts,
+ * The root git dir is the `.git` at the workspace's root when that is, at start, a directory or a symlink to one in the
+ * workspace (then the git dir is the link's target, the quarantine in it: a `.git` put in the link's place goes to
+ * `.gitdir/agent-jobs-quarantine/`). A workspace with none (no repository, a monorepo's package, a linked worktree)
+ * is audited too ({@link GitBaseline.rootless}; round 20): a `.git` missing at its root is a missing path, and with
+ * no quarantine to move into, what is moved is renamed in its own folder. Attack tests: adversary-round10.test.ts,
  * adversary-round11.test.ts, adversary-round13.test.ts ("the symlink itself"), adversary-round14.test.ts,
- * adversary-round15.test.ts.
+ * adversary-round15.test.ts, adversary-round21.test.ts, missing-watch.test.ts.
  */
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { GuardedGit } from './git-guard';
-import { decodeName, nameBytes, showName, walkGit, type GitWalk } from './git-walk';
+import { decodeName, GIT_WALK_LIMITS, nameBytes, showName, walkGit, type GitWalk } from './git-walk';
 import { DIR_FLAGS, openDirAt, tryReadRegular } from './safe-open';
 
 /** What the workspace's git metadata held at session start (absolute paths; `git` is `<workspace>/.git`). */
@@ -94,6 +100,21 @@ export interface GitBaseline {
    * a symlink on the way to it, is moved to the quarantine ({@link auditGit}).
    */
   readonly missing: readonly string[];
+  /** File names git-guard.ts {@link GuardedGit.anywhere} lists: an entry (no folder) of one of them that the session makes anywhere in the workspace is moved to the quarantine. */
+  readonly anywhere: readonly string[];
+  /** The entries of an {@link anywhere} name at start (relative to the workspace): left, as the person's own. */
+  readonly anywhereAt: ReadonlySet<string>;
+  /**
+   * Set when the workspace's root held no git dir at start (`git` is then `<workspace>/.git`, missing or no git dir):
+   * `.git` is a missing path when nothing was there, new git dirs below the root are moved as for a repository,
+   * and moves rename in place (no quarantine to move into).
+   */
+  readonly rootless: boolean;
+  /**
+   * What the audit renamed in its own folder (`.agent-jobs-quarantined-<tag>-<seq>`, relative to the workspace) with its
+   * inode: the audit's own, not taken for something the session made (a `.git` renamed so is a repository still).
+   */
+  readonly placed: Map<string, number>;
   /** Tells each quarantined entry apart (session id, at most 40 of `[A-Za-z0-9_-]`). */
   readonly tag: string;
   /** The last `<seq>` the quarantine gave a name (`<tag>-<seq>`), kept across audits. */
@@ -285,11 +306,15 @@ export async function recordGit(
   tag: string,
   named: readonly string[] = [],
   missing: readonly string[] = [],
+  anywhere: readonly string[] = [],
 ): Promise<GitBaseline | undefined> {
-  const git = gitDirOf(workspace);
-  if (git === undefined) return undefined;
+  const root = gitDirOf(workspace);
+  if (!isDirectory(workspace)) return undefined;
+  const git = root ?? path.join(workspace, '.git');
+  // No repository of its own at the root: a `.git` the session makes there is what the person's git finds first (round 20).
+  const more = root === undefined && !exists(git) ? [git] : [];
   const links = heldLinks(workspace, named);
-  const walk = await walkGit(workspace, git);
+  const walk = await walkGit(workspace, git, GIT_WALK_LIMITS, anywhere);
   const nested = new Map<string, number>();
   for (const f of walk.found) nested.set(f.rel, f.ino);
   return {
@@ -301,10 +326,14 @@ export async function recordGit(
     worktrees: new Set(walk.worktrees),
     replaceRefs: new Set(walk.replaceRefs),
     links,
-    missing: missing
+    missing: [...missing, ...more]
       .filter((p) => p.startsWith(`${workspace}/`))
       .map((p) => path.relative(workspace, p))
       .filter((rel) => !exists(path.join(workspace, rel))),
+    anywhere: [...anywhere],
+    anywhereAt: new Set(walk.named),
+    rootless: root === undefined,
+    placed: new Map(),
     tag,
     names: { seq: 0 },
   };
@@ -332,9 +361,11 @@ export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFindi
   try {
     // First: the links by which git reaches the root git dir and its config, so that what follows reads the right one.
     for (const link of b.links) out.push(...q.holdLink(link));
-    const walk = await walkGit(b.workspace, b.git);
+    // First too: a `.git` made at a rootless workspace's root, before the walk reads it.
+    if (b.rootless) out.push(...moveMissing(b, q));
+    const walk = await walkGit(b.workspace, b.git, GIT_WALK_LIMITS, b.anywhere);
     for (const f of walk.found) {
-      if (b.nested.get(f.rel) === f.ino) continue;
+      if (b.nested.get(f.rel) === f.ino || b.placed.get(f.rel) === f.ino) continue;
       if (!(await pace())) continue;
       const abs = path.join(b.workspace, f.rel);
       if (f.kind === 'dotgit' && linkedWorktreeFile(abs, b, final)) continue;
@@ -350,6 +381,12 @@ export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFindi
         );
     }
     if (walk.unfinished !== undefined) out.push(unchecked(b, `the walk stopped: ${walk.unfinished}`));
+    for (const rel of walk.named) if (!b.anywhereAt.has(rel) && (await pace())) out.push(q.move(path.join(b.workspace, rel), ANYWHERE_WHY));
+    if (b.rootless) {
+      if (left > 0)
+        out.push(unchecked(b, `${left} more things to move or check than one audit does (${MAX_MOVES}); the next audit goes on`));
+      return out;
+    }
     for (const rel of ['modules', 'worktrees', 'refs/replace']) {
       const p = path.join(b.git, rel);
       if (isSymlink(p)) out.push(q.move(p, `a symlink for ${rel}, which git follows`));
@@ -369,12 +406,7 @@ export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFindi
         out.push(q.move(path.join(admin, 'config.worktree'), 'a config.worktree of a new linked worktree'));
     }
     out.push(...(await dropReplaceRefs(b, q, walk, pace)));
-    for (const rel of b.missing) {
-      if (!(await pace())) continue;
-      const at = appeared(b.workspace, rel);
-      if (at !== undefined)
-        out.push(q.move(at, `${at === path.join(b.workspace, rel) ? '' : `a symlink on the way to ${rel}, `}${MISSING_WHY}`));
-    }
+    out.push(...moveMissing(b, q));
     if (left > 0) out.push(unchecked(b, `${left} more things to move or check than one audit does (${MAX_MOVES}); the next audit goes on`));
   } catch (err) {
     out.push({ path: b.git, why: `the audit failed: ${(err as Error).message}`, movedTo: undefined, unchecked: true });
@@ -383,6 +415,128 @@ export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFindi
   }
   return out;
 }
+
+/** Moves what now stands at or on the way to each of `b.missing` ({@link appeared}) with `q`; synchronous (the watch's too). */
+function moveMissing(b: GitBaseline, q: Quarantine): GitFinding[] {
+  const out: GitFinding[] = [];
+  for (const rel of b.missing) {
+    const at = appeared(b.workspace, rel);
+    if (at !== undefined)
+      out.push(
+        q.move(
+          at,
+          `${at === path.join(b.workspace, rel) ? '' : `a symlink on the way to ${rel}, `}${rel === '.git' ? ROOT_WHY : MISSING_WHY}`,
+        ),
+      );
+  }
+  return out;
+}
+
+/** How often (ms) {@link watchMissing} checks every missing path whatever the watch said: its bound when an event is lost. */
+export const MISSING_SWEEP_MS = 250;
+
+/**
+ * Watches the paths of `b.missing` while the session is open, between its commands too (round 21: a background job's
+ * file there, written after a command's audit, ran in the person's `git status` on the host while the session was
+ * idle): an inotify watch (`fs.watch`) on the deepest folder on the way to each that exists (a real folder, not a
+ * symlink), set again on every event, so that a folder the session makes on the way is followed; on any event in one
+ * of them, and every {@link MISSING_SWEEP_MS} whatever the events (Node's watch drops the kernel's `IN_Q_OVERFLOW`
+ * unreported, and a folder made and filled before its watch is set sends nothing), what stands at each path is moved
+ * ({@link moveMissing}) and `report` is called with the findings. Nothing for a baseline with no missing path.
+ * `sweepMs` (default {@link MISSING_SWEEP_MS}) and `watch` (default `fs.watch`) are the tests' to set.
+ * @returns stop: closes the watches and the sweep (call before the last audit)
+ */
+export function watchMissing(
+  b: GitBaseline,
+  report: (found: GitFinding[]) => void,
+  sweepMs = MISSING_SWEEP_MS,
+  watch: (dir: string | Buffer, listener: () => void) => fs.FSWatcher = (dir, listener) => fs.watch(dir, { persistent: false }, listener),
+): () => void {
+  if (b.missing.length === 0) return () => undefined;
+  const watches = new Map<string, fs.FSWatcher>();
+  let stopped = false;
+  let pending = false;
+  const check = (): void => {
+    pending = false;
+    if (stopped) return;
+    const q = new Quarantine(b);
+    let found: GitFinding[] = [];
+    try {
+      found = moveMissing(b, q);
+    } catch {
+      /* the next event or sweep tries again */
+    } finally {
+      q.close();
+    }
+    // A new folder on the way: watched from now, and checked once more for what was made in it before.
+    if (arm()) schedule();
+    if (found.length > 0) report(found);
+  };
+  const schedule = (): void => {
+    if (pending || stopped) return;
+    pending = true;
+    setImmediate(check);
+  };
+  const arm = (): boolean => {
+    const want = new Set(b.missing.map((rel) => deepestFolder(b.workspace, rel)));
+    for (const [dir, w] of watches)
+      if (!want.has(dir)) {
+        w.close();
+        watches.delete(dir);
+      }
+    let added = false;
+    for (const dir of want) {
+      if (watches.has(dir)) continue;
+      try {
+        const w = watch(nameBytes(dir), schedule);
+        w.on('error', () => {
+          w.close();
+          watches.delete(dir);
+          schedule();
+        });
+        watches.set(dir, w);
+        added = true;
+      } catch {
+        /* gone meanwhile: the sweep sets it again */
+      }
+    }
+    return added;
+  };
+  arm();
+  const timer = setInterval(check, sweepMs);
+  timer.unref();
+  schedule();
+  return () => {
+    stopped = true;
+    clearInterval(timer);
+    for (const w of watches.values()) w.close();
+    watches.clear();
+  };
+}
+
+/** The deepest folder on the way to `rel` (relative to `workspace`) that exists as a real folder (no symlink): the workspace at least. */
+function deepestFolder(workspace: string, rel: string): string {
+  let p = workspace;
+  for (const part of path.dirname(rel).split('/')) {
+    if (part === '.' || part === '') continue;
+    const next = path.join(p, part);
+    try {
+      if (!fs.lstatSync(nameBytes(next)).isDirectory()) break;
+    } catch {
+      break;
+    }
+    p = next;
+  }
+  return p;
+}
+
+/** Why an entry of a {@link GitBaseline.anywhere} name is moved. */
+const ANYWHERE_WHY =
+  "of a name that the person's git config runs from a folder it cannot tell (the value changes folder or PATH), made by the session, so the person's git could run it; review it and move it back from the quarantine if it is wanted";
+
+/** Why a `.git` made at the root of a workspace that had none is moved. */
+const ROOT_WHY =
+  "a .git made at the root of a workspace that had none: the person's git finds it first and obeys its config and hooks; review it and move it back if it is wanted";
 
 /** Why a path the config names that was missing at start is moved: what the person's git would do, and what to do. */
 const MISSING_WHY =
@@ -649,6 +803,8 @@ class Quarantine {
     try {
       const name = this.freeName(parent, '.agent-jobs-quarantined-');
       fs.renameSync(nameBytes(from), `/proc/self/fd/${parent}/${name}`);
+      const st = fs.lstatSync(`/proc/self/fd/${parent}/${name}`, { throwIfNoEntry: false });
+      if (st) this.b.placed.set(path.join(path.dirname(rel), name).replace(/^\.\//, ''), st.ino);
       return { path: abs, why, movedTo: path.join(path.dirname(abs), name), inPlace: true };
     } catch {
       return { path: abs, why, movedTo: undefined };
@@ -762,6 +918,7 @@ class Quarantine {
   /** The quarantine folder's descriptor, made (owned as the git dir is, {@link makeDirAt}) when missing (the person removed it during the run). */
   private quarantine(): number {
     if (this.dest !== undefined) return this.dest;
+    if (this.b.rootless) throw new Error('no root git dir to keep a quarantine in');
     const git = this.openDir(this.gitRel);
     try {
       this.dest = this.track(makeDirAt(git, QUARANTINE));
@@ -791,6 +948,14 @@ class Quarantine {
 /** `p` (its names as git-walk.ts's `decodeName` gives them) with every symlink resolved, the same way; throws as `realpathSync`. */
 function realpath(p: string): string {
   return decodeName(fs.realpathSync(nameBytes(p), { encoding: 'buffer' }));
+}
+
+function isDirectory(p: string): boolean {
+  try {
+    return fs.statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 function exists(p: string): boolean {

@@ -39,7 +39,10 @@
  * (git-audit.ts `heldLinks`, from {@link GuardedGit.named}). A path a word names where nothing is
  * at start (`alias.lint = !node_modules/.bin/eslint .` before `npm install`) cannot be bound; it is
  * recorded ({@link GuardedGit.missing}) and the git audit moves what appears there to the quarantine
- * (adversary round 19; missing-named.test.ts).
+ * (adversary round 19; missing-named.test.ts), at once while the session is open (git-audit.ts `watchMissing`). The
+ * folder of a `cd`/`pushd` and of a `PATH=` entry counts as a base, missing or not, and a value that can change its
+ * folder or `PATH` in ways the text does not tell ({@link MOVES_DIR}: `cd "$GIT_PREFIX"`, `sh -c`, `eval`) has its
+ * program words' names recorded for anywhere in the workspace ({@link GuardedGit.anywhere}; adversary round 21).
  *
  * The person's git on the host also obeys their system and global configs (`/etc/gitconfig`,
  * `~/.gitconfig`, `~/.config/git/config`: host-git-config.ts, the workspace owner's), whose relative
@@ -86,6 +89,13 @@ export interface GuardedGit {
    * there and the session could create the program the person's git runs later (adversary round 19).
    */
   readonly missing: string[];
+  /**
+   * File names (a basename each) that a config value names where that value can change the folder or the `PATH` the
+   * person's git runs it from ({@link MOVES_DIR}: `cd`, `pushd`, `PATH=`, `$GIT_PREFIX`, `sh -c`, `eval`, `exec`, a
+   * subshell, ...): the guard cannot tell which folder, so the git audit moves to the quarantine any entry (no folder)
+   * of such a name that the session makes anywhere in the workspace (git-audit.ts; adversary round 21).
+   */
+  readonly anywhere: string[];
 }
 
 /**
@@ -111,6 +121,8 @@ interface Scope {
   readonly holds: string[];
   /** Each guarded repository's git dir and work tree root, where the host configs' relative values land too. */
   readonly repos: { gitDir: string; top: string }[];
+  /** {@link GuardedGit.anywhere}, gathered from every config read. */
+  readonly anywhere: Set<string>;
 }
 
 /** The entries of a git dir in which git finds programs to run, and where it finds them first. */
@@ -136,7 +148,7 @@ const CODE_ENTRIES = ['config', 'hooks', 'info', 'config.worktree'] as const;
  *   cannot be read safely, or a `..` in a config path cannot be held ({@link holdDots})
  */
 export function guardedGit(workspace: string, host?: HostGitConfig): GuardedGit {
-  const out: GuardedGit = { writable: [], readonly: [], named: [], missing: [] };
+  const out: GuardedGit = { writable: [], readonly: [], named: [], missing: [], anywhere: [] };
   let owner: { uid: number; gid: number } | undefined;
   try {
     const st = fs.statSync(workspace);
@@ -145,12 +157,13 @@ export function guardedGit(workspace: string, host?: HostGitConfig): GuardedGit 
     /* no workspace: nothing is made */
   }
   const configs = host ?? (owner ? hostGitConfig(owner.uid) : { system: [], global: [], homes: [] });
-  const scope: Scope = { workspace, homes: configs.homes, userHomes: new Map(), owner, holds: [], repos: [] };
+  const scope: Scope = { workspace, homes: configs.homes, userHomes: new Map(), owner, holds: [], repos: [], anywhere: new Set() };
   guardInto(workspace, out, scope);
   // No git dir of the workspace's own guarded: the repository git uses there may lie outside (round 19).
   if (scope.repos.length === 0) guardOutside(workspace, out, scope);
   hostConfigsInto([...configs.system, ...configs.global], out, scope);
   pinFolders(out, workspace, scope.holds);
+  out.anywhere.push(...[...scope.anywhere].sort());
   return out;
 }
 
@@ -821,6 +834,21 @@ function valueFiles(value: string, bases: string[], scope: Scope, gitDirs: reado
         const p = path.resolve(raw);
         if (dirs.size < 64 && inside(p, workspace) && isDir(p)) dirs.add(p);
       }
+  // `cd tools`, `PATH=$PWD/bin:…`: folders the command moves to or runs from, missing or not; a bare word counts there too.
+  const moved = new Set<string>();
+  for (const [d, onPath] of movedDirs(value))
+    for (const base of bases)
+      for (const raw of expandPaths(d, base, scope)) {
+        const p = path.resolve(raw);
+        if (moved.size < 64 && inside(p, workspace) && !gitDirs.includes(base)) {
+          moved.add(p);
+          dirs.add(p);
+          // A `PATH` folder missing at start: whatever the session puts in it may run (a program of the value calls others by name).
+          const m = onPath && !NOT_A_PATH.test(d) ? missingPath(p) : undefined;
+          if (m !== undefined && m !== workspace && inside(m, workspace)) missing.push([p, m]);
+        }
+      }
+  if (MOVES_DIR.test(value)) for (const name of anywhereNames(words)) if (scope.anywhere.size < 256) scope.anywhere.add(name);
   const found = new Set<string>();
   for (const w of words)
     for (const base of dirs)
@@ -830,7 +858,7 @@ function valueFiles(value: string, bases: string[], scope: Scope, gitDirs: reado
         const files = hits.filter((p) => isFile(p));
         if (files.length === 0) {
           // Not a git dir as a base: git runs nothing relative to it, and its files there are mostly git's own.
-          if (!gitDirs.includes(base) && PATH_WORD.test(w) && !NOT_A_PATH.test(w)) {
+          if (!gitDirs.includes(base) && (PATH_WORD.test(w) || (moved.has(base) && BARE_NAME.test(w))) && !NOT_A_PATH.test(w)) {
             const m = missingPath(hits[0]!);
             if (m !== undefined && m !== workspace && inside(m, workspace) && !gitDirs.some((g) => isGitState(m, g))) {
               // `sub/../x`: the kernel goes through `sub`, which must stay the folder it is, as for a file that is there.
@@ -853,9 +881,84 @@ function valueFiles(value: string, bases: string[], scope: Scope, gitDirs: reado
 /**
  * A word that may name a file (a `/` in it, or a name with an extension such as `lint.sh`): the words of a value that
  * {@link valueFiles} records where nothing is yet. A bare word (`origin`, `main`, `true`, a user name) is run from
- * `PATH`, not the work tree, and would otherwise make every such name in the workspace's root a candidate.
+ * `PATH`, not the work tree, and would otherwise make every such name in the workspace's root a candidate; it is
+ * recorded only against a folder the value `cd`s to or puts on `PATH` ({@link movedDirs}).
  */
 const PATH_WORD = /\/|[^./]\.[A-Za-z0-9]{1,8}$/;
+
+/**
+ * A value that can change the folder or the `PATH` its commands run from, so that a relative or bare program word of it
+ * may name a file in any folder of the workspace: `cd`, `pushd`, `popd`, `chdir`, `eval`, `exec`, `source`/`.`, `env`,
+ * `xargs`, `find`, a shell run on a string (`sh -c`, `bash`, `dash`, `zsh`, `ksh`, `busybox`), `PATH=`, `$GIT_PREFIX`
+ * (the person's subfolder an alias runs from: git(1)), `GIT_WORK_TREE`/`GIT_DIR`, a subshell or command substitution,
+ * `-C dir` (git, make, tar) and `--prefix`/`--cwd`/`--dir`-style options. A superset: a word that merely looks so
+ * costs only a wider audit ({@link GuardedGit.anywhere}).
+ */
+const MOVES_DIR =
+  /(^|[^A-Za-z0-9_.-])(cd|pushd|popd|chdir|eval|exec|source|env|xargs|find|sh|bash|dash|zsh|ksh|ash|busybox)(?![A-Za-z0-9_.-])|(^|[\s;&|!])\.\s|PATH\s*=|GIT_PREFIX|GIT_WORK_TREE|GIT_DIR|[()`]|(^|\s)-C|--(prefix|cwd|dir|directory|chdir|cd|working-directory)\b/;
+
+/** A bare word that can be a program's file name (no option, no assignment, no `/`). */
+const BARE_NAME = /^[A-Za-z0-9_@+][A-Za-z0-9_.@+-]*$/;
+
+/** Shell words that are builtins or keywords (`sh` runs no file of that name), left out of {@link GuardedGit.anywhere}. */
+const SHELL_BUILTINS = new Set(
+  'cd pushd popd eval exec export set unset if then else elif fi for in do done while until case esac echo printf test true false exit return shift read local source alias command type umask wait trap break continue readonly getopts hash times ulimit'.split(
+    ' ',
+  ),
+);
+
+/**
+ * The file names {@link GuardedGit.anywhere} records for a value's words: the last name of each path-like or bare word
+ * (`./run.sh`, `tools/fmt.sh`, `fmt`, `npx`), not options, assignments, expansions, globs, `.`/`..` or shell builtins.
+ */
+function anywhereNames(words: readonly string[]): string[] {
+  const out = new Set<string>();
+  for (const w of words) {
+    if (NOT_A_PATH.test(w) || w.startsWith('-') || w.includes('=')) continue;
+    const name = path.basename(w);
+    if (name === '' || name === '.' || name === '..' || !BARE_NAME.test(name) || SHELL_BUILTINS.has(name)) continue;
+    out.add(name);
+  }
+  return [...out];
+}
+
+/**
+ * Folders a value's commands move to or run programs from, as written (relative, `~/` or absolute; `$PWD/` and the
+ * like dropped): the operand of `cd`/`pushd` and each entry of a `PATH=` assignment, in the value and in each string a
+ * nested shell runs (three deep, as {@link valueWords}); each with whether it is a `PATH` entry.
+ */
+function movedDirs(value: string): [string, boolean][] {
+  const out = new Set<string>();
+  const onPath = new Set<string>();
+  let level = [shellWords(joinLines(value.replace(/^\s*!/, '')))];
+  for (let depth = 0; depth < 3 && level.length > 0; depth++) {
+    const deeper: string[][] = [];
+    for (const ws of level)
+      for (let i = 0; i < ws.length; i++) {
+        const w = ws[i]!;
+        if ((w === 'cd' || w === 'pushd') && ws[i + 1] !== undefined) out.add(ws[i + 1]!);
+        const assign = /^PATH=(.*)$/.exec(w);
+        if (assign)
+          for (const e of assign[1]!.split(':')) {
+            out.add(e);
+            onPath.add(e);
+          }
+        if (/[\s;|&()<>'"`]/.test(w)) deeper.push(shellWords(w));
+      }
+    level = deeper;
+  }
+  const dirs = new Map<string, boolean>();
+  for (const d of out) {
+    // `$PWD/bin`, `"$(git rev-parse --show-toplevel)"/tools`: what follows the expansion.
+    const tail = d.includes('$') || d.includes('`') ? d.slice(d.lastIndexOf('/') + 1) : d;
+    if (d.includes('$') && !d.includes('/')) continue;
+    if (tail !== '' && !NOT_A_PATH.test(tail) && !tail.startsWith('-')) dirs.set(tail, (dirs.get(tail) ?? false) || onPath.has(d));
+  }
+  return [...dirs];
+}
+
+/** `s` with each backslash-newline dropped, as the shell joins a line continued outside single quotes. */
+const joinLines = (s: string): string => s.replace(/\\\n/g, '');
 
 /**
  * A word with an expansion, a glob or a format placeholder, which names no one path. Not `@`: an npm scope
@@ -958,8 +1061,11 @@ function lstatOrUndefined(p: string): fs.Stats | undefined {
 
 /** The candidate words of a config value ({@link valueFiles}): distinct, none empty. */
 function valueWords(value: string): string[] {
-  const v = value.replace(/^\s*!/, '');
+  const raw = value.replace(/^\s*!/, '');
+  // As the shell reads it (a backslash-newline joins two lines) and as written (inside single quotes it is kept).
+  const v = joinLines(raw);
   const words = new Set<string>();
+  if (v !== raw) for (const w of shellWords(raw)) words.add(w);
   // The shell's words, and those of a word that holds blanks (a nested `sh -c "…"`), three deep.
   let level = shellWords(v);
   for (let depth = 0; depth < 3 && level.length > 0; depth++) {
@@ -980,7 +1086,7 @@ function valueWords(value: string): string[] {
 /**
  * `s` split into words as a POSIX shell splits a simple command line: single quotes literal,
  * double quotes with `\$`, `` \` ``, `\"`, `\\` escapes, a backslash quoting the next character
- * outside quotes, unquoted blanks and `;|&()<>` and backquotes ending a word. Expansions are kept
+ * outside quotes (a backslash-newline dropped, outside single quotes, as the shell joins the lines), unquoted blanks and `;|&()<>` and backquotes ending a word. Expansions are kept
  * as text ({@link valueWords} tries what follows them).
  */
 function shellWords(s: string): string[] {
@@ -995,11 +1101,15 @@ function shellWords(s: string): string[] {
       else cur += c;
     } else if (quote === '"') {
       if (c === '"') quote = '';
-      else if (c === '\\' && i + 1 < s.length && '$`"\\\n'.includes(s[i + 1]!)) cur += s[++i];
+      else if (c === '\\' && s[i + 1] === '\n') i++;
+      else if (c === '\\' && i + 1 < s.length && '$`"\\'.includes(s[i + 1]!)) cur += s[++i];
       else cur += c;
     } else if (c === "'" || c === '"') {
       quote = c;
       started = true;
+    } else if (c === '\\' && s[i + 1] === '\n') {
+      // A line continued: the shell drops both (a path split over two lines is one word).
+      i++;
     } else if (c === '\\' && i + 1 < s.length) {
       cur += s[++i];
       started = true;

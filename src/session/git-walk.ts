@@ -89,6 +89,8 @@ export interface GitWalk {
   readonly worktrees: string[];
   /** Loose refs under `<git>/refs/replace` (relative to it) and packed ones in `<git>/packed-refs` (`packed:refs/replace/…`). */
   readonly replaceRefs: string[];
+  /** Every entry that is no folder whose name is one of the walk's `names` (relative paths, not into a git dir), at most {@link GitWalkLimits.maxFound}. */
+  readonly named: string[];
   /** Why the walk did not read everything (entry cap, too many found, time, memory, a crash), or undefined when it did. */
   readonly unfinished: string | undefined;
 }
@@ -124,11 +126,17 @@ export const GIT_WALK_LIMITS: GitWalkLimits = {
 
 /**
  * Walks `workspace` (absolute, symlinks resolved) and lists the git dir `git` (`<workspace>/.git`)
- * in a worker thread, within `limits`. Never rejects: a walk that fails says so in `unfinished`.
+ * in a worker thread, within `limits`; lists too each entry, no folder, whose name is in `names` (git-guard.ts
+ * `GuardedGit.anywhere`). Never rejects: a walk that fails says so in `unfinished`.
  */
-export function walkGit(workspace: string, git: string, limits: GitWalkLimits = GIT_WALK_LIMITS): Promise<GitWalk> {
+export function walkGit(
+  workspace: string,
+  git: string,
+  limits: GitWalkLimits = GIT_WALK_LIMITS,
+  names: readonly string[] = [],
+): Promise<GitWalk> {
   return new Promise((resolve) => {
-    const empty = { found: [], modules: [], worktrees: [], replaceRefs: [] };
+    const empty = { found: [], modules: [], worktrees: [], replaceRefs: [], named: [] };
     let done = false;
     const finish = (w: GitWalk): void => {
       if (done) return;
@@ -142,6 +150,7 @@ export function walkGit(workspace: string, git: string, limits: GitWalkLimits = 
       workerData: {
         workspace,
         git,
+        names: [...names],
         maxEntries: limits.maxEntries,
         maxFound: limits.maxFound,
         maxPackedRefsBytes: limits.maxPackedRefsBytes,
@@ -181,7 +190,9 @@ export const GIT_WALK_SOURCE = String.raw`
 'use strict';
 const { parentPort, workerData } = require('worker_threads');
 const fs = require('fs');
-const { workspace, git, maxEntries, maxFound, maxPackedRefsBytes } = workerData;
+const { workspace, git, names: wanted, maxEntries, maxFound, maxPackedRefsBytes } = workerData;
+const wantedNames = new Set(wanted);
+const named = [];
 const C = fs.constants;
 class Stop extends Error {}
 // A folder's size (bytes, as the file system reports it) above which it is read in batches: 64 KiB is a few thousand entries.
@@ -276,6 +287,10 @@ function walk() {
       const name = decodeName(e.name);
       const child = { rel: rel === '' ? name : rel + '/' + name, raw: raw === null ? e.name : join(raw, e.name) };
       if (name === '.git') { if (rel !== '') add(child.rel, child.raw, 'dotgit'); return; }
+      if (wantedNames.has(name) && !e.isDirectory()) {
+        if (named.length >= maxFound) stop('it found more than ' + maxFound + ' entries of a name the audit looks for');
+        named.push(child.rel);
+      }
       if (name === 'HEAD') head = true;
       else if (name === 'objects') objects = true;
       else if (name === 'refs') refs = true;
@@ -342,5 +357,6 @@ found.sort((a, b) => byName(a.rel, b.rel));
 modules.sort(byName);
 worktrees.sort(byName);
 replace.sort(byName);
-parentPort.postMessage({ found, modules, worktrees, replaceRefs: replace, unfinished });
+named.sort(byName);
+parentPort.postMessage({ found, modules, worktrees, replaceRefs: replace, named, unfinished });
 `;

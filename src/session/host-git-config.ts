@@ -14,8 +14,8 @@
  * `GIT_CONFIG_GLOBAL`, `GIT_CONFIG_COUNT` entries, `git -c`) the worker cannot know.
  */
 import { execFileSync } from 'node:child_process';
-import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { lookupUser } from './identity';
 
 /** The config files the person's git reads besides the repository's, and the homes `~/` means for it. */
 export interface HostGitConfig {
@@ -54,27 +54,11 @@ export function hostGitConfig(ownerUid: number, env: NodeJS.ProcessEnv = process
 }
 
 /**
- * The home directory of the passwd entry `who` (a user name or a numeric uid), from `getent passwd`
- * (NSS: local files, LDAP, …), else from `/etc/passwd`; undefined when there is none or it is not
- * absolute. Used for the owner's home and for git's `~user/` in a config value.
+ * The home directory of the passwd entry `who` (a user name or a numeric uid: identity.ts {@link lookupUser}, NSS
+ * else `/etc/passwd`); undefined when there is none or it is not absolute. Used for the owner's home and for git's `~user/` in a config value.
  */
 export function passwdHome(who: string): string | undefined {
-  if (who === '' || who.includes(':') || who.includes('\n')) return undefined;
-  let line: string | undefined;
-  try {
-    line = execFileSync('getent', ['passwd', who], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 5000 }).split('\n')[0];
-  } catch {
-    try {
-      const numeric = /^\d+$/.test(who);
-      line = fs
-        .readFileSync('/etc/passwd', 'utf8')
-        .split('\n')
-        .find((l) => l.split(':')[numeric ? 2 : 0] === who);
-    } catch {
-      line = undefined;
-    }
-  }
-  const home = line?.split(':')[5];
+  const home = lookupUser(who)?.home;
   return home && path.isAbsolute(home) ? path.resolve(home) : undefined;
 }
 

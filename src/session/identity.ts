@@ -58,23 +58,38 @@ export function workerIsRoot(): boolean {
   return typeof process.getuid === 'function' && process.getuid() === 0;
 }
 
-/** Looks a user up through NSS (`getent passwd`, by name or by uid in decimal); undefined when there is none. */
+/**
+ * Looks a user up through NSS (`getent passwd`, by name or by uid in decimal: local files, LDAP, ...), else, when
+ * getent cannot be run or fails, in `/etc/passwd`; undefined when there is none or `name` is empty or holds `:` or a
+ * newline. The one passwd reader: the session user's and the workspace owner's identity, and the homes git's `~/` and
+ * `~user/` mean (host-git-config.ts `passwdHome`).
+ */
 export function lookupUser(name: string): (SessionIdentity & { home: string }) | undefined {
+  if (name === '' || name.includes(':') || name.includes('\n')) return undefined;
+  let line: string | undefined;
   try {
-    const line = execFileSync('getent', ['passwd', name], {
+    line = execFileSync('getent', ['passwd', name], {
       env: MINIMAL_ENV,
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'ignore'],
       timeout: 5000,
-    }).trim();
-    const f = line.split(':');
-    const uid = Number(f[2]);
-    const gid = Number(f[3]);
-    if ((f[0] !== name && f[2] !== name) || !Number.isInteger(uid) || !Number.isInteger(gid)) return undefined;
-    return { user: f[0]!, uid, gid, home: f[5] ?? '' };
+    }).split('\n')[0];
   } catch {
-    return undefined;
+    try {
+      const numeric = /^\d+$/.test(name);
+      line = readFileSync('/etc/passwd', 'utf8')
+        .split('\n')
+        .find((l) => l.split(':')[numeric ? 2 : 0] === name);
+    } catch {
+      line = undefined;
+    }
   }
+  if (line === undefined) return undefined;
+  const f = line.trim().split(':');
+  const uid = Number(f[2]);
+  const gid = Number(f[3]);
+  if ((f[0] !== name && f[2] !== name) || !Number.isInteger(uid) || !Number.isInteger(gid)) return undefined;
+  return { user: f[0]!, uid, gid, home: f[5] ?? '' };
 }
 
 /**

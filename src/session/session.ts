@@ -63,7 +63,7 @@ import {
 } from './result';
 import { GitGuardRefusal, guardedGit, type GuardedGit } from './git-guard';
 import type { ProcessGuard } from './guard';
-import { auditGit, gitAuditNote, prepareQuarantine, recordGit, type GitBaseline, type GitFinding } from './git-audit';
+import { auditGit, gitAuditNote, prepareQuarantine, recordGit, watchMissing, type GitBaseline, type GitFinding } from './git-audit';
 import { holdBinds, releaseHeldBinds, type HeldBinds } from './held-binds';
 import { closePins, pinGit, type GitPins, type PinnedDir } from './pins';
 import { sandboxView, type SandboxMode, type SandboxOptions } from './sandbox';
@@ -172,6 +172,10 @@ export class BashSession {
    * undefined: not audited. Recorded by {@link start} before bash starts (a walk off the event loop).
    */
   private gitBaseline: GitBaseline | undefined;
+  /** What the watch of the missing paths moved since the last audit (git-audit.ts `watchMissing`), reported with the next one. */
+  private watchedFindings: GitFinding[] = [];
+  /** Stops that watch; set once the baseline is recorded. */
+  private stopWatch: (() => void) | undefined;
   /** The tag of this session's quarantined entries (git-audit.ts), and the quarantine's path (bound read-only) when there is one. */
   private readonly gitTag: string;
   private readonly quarantine: string | undefined;
@@ -241,7 +245,7 @@ export class BashSession {
     this.git =
       this.workspace && sandbox.mode === 'bwrap'
         ? guardGit(realDir(this.workspace), this.id)
-        : { writable: [], readonly: [], named: [], missing: [] };
+        : { writable: [], readonly: [], named: [], missing: [], anywhere: [] };
     this.gitTag = this.id.replace(/[^A-Za-z0-9-]/g, '_').slice(0, 40);
     // Made before any sandbox and bound read-only in each: the session can neither block it nor take back what was moved.
     this.quarantine = this.workspace && sandbox.mode === 'bwrap' ? prepareQuarantine(realDir(this.workspace), this.gitTag) : undefined;
@@ -295,10 +299,20 @@ export class BashSession {
     }
     try {
       // What the workspace's git metadata holds before anything of the session runs (read off the event loop).
-      if (session.workspace && session.sandboxMode.mode === 'bwrap')
-        session.gitBaseline = await recordGit(realDir(session.workspace), session.gitTag, session.git.named, session.git.missing);
+      if (session.workspace && session.sandboxMode.mode === 'bwrap') {
+        session.gitBaseline = await recordGit(
+          realDir(session.workspace),
+          session.gitTag,
+          session.git.named,
+          session.git.missing,
+          session.git.anywhere,
+        );
+        // From before the first command to close: a background job's file at a missing path is moved at once, not at the next audit.
+        if (session.gitBaseline) session.stopWatch = watchMissing(session.gitBaseline, (found) => session.watchedFindings.push(...found));
+      }
       await session.spawn(cwd);
     } catch (err) {
+      session.stopWatch?.();
       closePins(git.pins);
       releaseHeldBinds(session.heldGit);
       fs.rmSync(session.tmpDir, { recursive: true, force: true });
@@ -578,7 +592,8 @@ export class BashSession {
     this.shell = undefined;
     for (const c of [...this.captures]) c.destroy();
     // No process of the session is left: the audit's last word, with nothing racing it.
-    if (this.gitBaseline) this.gitFindingsAtClose = await auditGit(this.gitBaseline, true);
+    this.stopWatch?.();
+    if (this.gitBaseline) this.gitFindingsAtClose = [...this.watchedFindings.splice(0), ...(await auditGit(this.gitBaseline, true))];
     // Every launch is over (the queue ran out); one that comes later finds them closed (fds.ts launchStdio).
     closePins(this.gitPins);
     releaseHeldBinds(this.heldGit);
@@ -778,7 +793,8 @@ export class BashSession {
   /** Audits the workspace's git metadata (git-audit.ts) and returns the note for a result, or undefined when nothing was found. */
   private async auditGitNote(): Promise<string | undefined> {
     if (!this.gitBaseline) return undefined;
-    const text = gitAuditNote(await auditGit(this.gitBaseline, false), this.gitBaseline);
+    const found = await auditGit(this.gitBaseline, false);
+    const text = gitAuditNote([...this.watchedFindings.splice(0), ...found], this.gitBaseline);
     return text === undefined ? undefined : note(text);
   }
 

@@ -89,7 +89,7 @@ import * as fs from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
 import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
-import { personsRepo, plant } from './persons-repo';
+import { hostBash, personsRepo, plant } from './persons-repo';
 
 /** Open on eda3e67, each test failing un-skipped (see the doc comment); the first kind is held since (the git audit's missing paths). */
 const OPEN_MISSING = false;
@@ -103,9 +103,6 @@ const isRoot = process.getuid?.() === 0;
 const dRoot = isRoot ? describe : describe.skip;
 const tMissing = OPEN_MISSING ? test.skip : test;
 const t = OPEN_OUTSIDE ? test.skip : test;
-
-/** Runs bash `script` on the host as the person (root) in `cwd`; never throws. */
-const hostBash = (cwd: string, script: string): void => void spawnSync('bash', ['-c', script], { cwd, stdio: 'pipe', timeout: 20_000 });
 
 dRoot("kind 6: a program the person's config names, missing when the session starts", () => {
   // `link`: a symlink at the named path, made by the person, to `file` (missing): the config names an existing link.

@@ -84,7 +84,7 @@ import * as fs from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
-import { personsRepo, plant } from './persons-repo';
+import { asUser, ensurePerson, hostBash, personsRepo, plant, ran } from './persons-repo';
 import { holdMachinePool, releaseMachinePool } from './machine-pool';
 
 /** The attacks below work on 4935033 (see the doc comment). */
@@ -93,8 +93,11 @@ const t = OPEN ? test.skip : test;
 /** The missing program under an npm scope (kind 6, git files) worked on 4935033; git-guard.ts now records words with `@`. */
 const OPEN_SCOPE = false;
 const tScope = OPEN_SCOPE ? test.skip : test;
-/** A `.git` the session makes at the root of a monorepo package (kind 6, git files) works on 4935033. */
-const OPEN_NEW_ROOT = true;
+/**
+ * A `.git` the session makes at the root of a monorepo package (kind 6, git files) worked on 4935033; git-audit.ts now
+ * audits a workspace with no root git dir too, `.git` there a missing path (moved at once by the watch).
+ */
+const OPEN_NEW_ROOT = false;
 const tNewRoot = OPEN_NEW_ROOT ? test.skip : test;
 
 afterEach(closeSessions);
@@ -202,12 +205,6 @@ dRoot("kind 6: a UDP socket's error queue holds kernel memory the socket watch d
   );
 });
 
-/** Runs bash `script` on the host as the person (root) in `cwd`; never throws. */
-const hostBash = (cwd: string, script: string): void => void spawnSync('bash', ['-c', script], { cwd, stdio: 'pipe', timeout: 20_000 });
-
-/** What the marker says: the user the person's git ran the session's program as, or `not run`. */
-const ran = (marker: string): string => (fs.existsSync(marker) ? fs.readFileSync(marker, 'utf8').trim() : 'not run');
-
 dRoot('kind 6: a missing program the config names under an npm scope (`@scope/`) is not recorded', () => {
   tScope(
     "alias.fmt = !node_modules/@biomejs/biome/bin/biome format ., before `npm install`: the person's `git fmt` does not run the session's file",
@@ -221,7 +218,11 @@ dRoot('kind 6: a missing program the config names under an npm scope (`@scope/`)
         );
         await s.close();
         hostBash(ws, 'git fmt');
-        expect({ planted: r.output.startsWith('planted'), ran: ran(marker) }).toEqual({ planted: true, ran: 'not run' });
+        // Moved at once by the watch of the missing paths (the plant's chmod then fails) or by the command's audit.
+        expect({ moved: /moved to \.git\/agent-jobs-quarantine/.test(r.output), ran: ran(marker) }).toEqual({
+          moved: true,
+          ran: 'not run',
+        });
       } finally {
         fs.rmSync(marker, { force: true });
       }
@@ -231,20 +232,6 @@ dRoot('kind 6: a missing program the config names under an npm scope (`@scope/`)
 
 /** The person who owns the workspace (owner.test.ts's user, made when missing): a person's workspace is not root's. */
 const PERSON = 'aj-owner-test';
-
-/** Runs argv on the host as `user` in `cwd` (runuser), as the person would from their own shell. */
-function asUser(user: string, argv: string[], cwd: string): string {
-  const r = spawnSync('runuser', ['-u', user, '--', 'env', `HOME=/home/${user}`, ...argv], { cwd, encoding: 'utf8', timeout: 20_000 });
-  return `${r.stdout}${r.stderr}`;
-}
-
-/** The uid and gid of `user`, after making the user when missing (useradd). */
-function ensurePerson(user: string): { uid: number; gid: number } {
-  if (spawnSync('id', ['-u', user]).status !== 0) spawnSync('useradd', ['--create-home', '--shell', '/bin/bash', user]);
-  const uid = Number(spawnSync('id', ['-u', user], { encoding: 'utf8' }).stdout);
-  const gid = Number(spawnSync('id', ['-g', user], { encoding: 'utf8' }).stdout);
-  return { uid, gid };
-}
 
 dRoot("kind 6: a `.git` the session makes at the root of a workspace that had none (a monorepo's package)", () => {
   tNewRoot("the person's `git status` in the package does not run the session's fsmonitor", async () => {
@@ -263,7 +250,7 @@ dRoot("kind 6: a `.git` the session makes at the root of a workspace that had no
       const r = await s.run(`git init -q . && git config core.fsmonitor ./fsmon.sh && ${plant(marker, 'fsmon.sh')} && echo planted`);
       await s.close();
       asUser(PERSON, ['git', 'status', '--short'], ws);
-      expect({ planted: r.output.startsWith('planted'), ran: ran(marker) }).toEqual({ planted: true, ran: 'not run' });
+      expect({ moved: /\.git \(a \.git made at the root/.test(r.output), ran: ran(marker) }).toEqual({ moved: true, ran: 'not run' });
     } finally {
       fs.rmSync(marker, { force: true });
     }

@@ -73,7 +73,8 @@ test('threads, subprocesses, git, make and node still work (clone3 falls back to
   );
   expect(py.output).toBe('thread\nsub\n');
   const git = await s.run(
-    'git init -q r && cd r && echo a > a && git add a && git -c user.email=a@b -c user.name=a commit -qm a && git log --oneline | wc -l; cd ..',
+    // In the sandbox's /tmp: a repository the session makes in a workspace that has none is moved by the git audit.
+    '(cd /tmp && git init -q r && cd r && echo a > a && git add a && git -c user.email=a@b -c user.name=a commit -qm a && git log --oneline | wc -l)',
   );
   expect(git.output.trim()).toBe('1');
   expect((await s.run('make')).output).toBe('made\n');

@@ -8,22 +8,15 @@
  * word that is no path (`main`, `origin`) is left alone. Real sessions, as root (the person).
  */
 import * as fs from 'node:fs';
-import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
 import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
-import { personsRepo, plant } from './persons-repo';
+import { hostBash, personsRepo, plant, ran } from './persons-repo';
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
 
 const isRoot = process.getuid?.() === 0;
 const dRoot = isRoot ? describe : describe.skip;
-
-/** Runs bash `script` on the host as the person (root) in `cwd`; never throws. */
-const hostBash = (cwd: string, script: string): void => void spawnSync('bash', ['-c', script], { cwd, stdio: 'pipe', timeout: 20_000 });
-
-/** What the marker says: the user the person's git ran the session's program as, or `not run`. */
-const ran = (marker: string): string => (fs.existsSync(marker) ? fs.readFileSync(marker, 'utf8').trim() : 'not run');
 
 dRoot("the git audit's missing paths: routes around a plain write", () => {
   // core.fsmonitor runs at `git status`; `tools/` exists (the person's), `tools/fsmon.sh` does not.

@@ -3,7 +3,7 @@
  * the host) given to a session as its workspace, and the shell text a session uses to plant a
  * program that leaves a marker file when the person's git on the host runs it.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { tempDir } from '../session/helpers';
@@ -25,3 +25,24 @@ export function personsRepo(ws = tempDir()): { ws: string; marker: string; git: 
 /** Shell text for the attacker's program at `file` (a path inside the sandbox's view): it leaves `marker` when it runs, and prints a token as fsmonitor wants. */
 export const plant = (marker: string, file: string): string =>
   `printf '#!/bin/sh\\nid -un > ${marker}\\nprintf x\\n' > ${file} && chmod +x ${file}`;
+
+/** Runs argv on the host as `user` in `cwd` (runuser), as the person would from their own shell; output and errors, never throws. */
+export function asUser(user: string, argv: string[], cwd: string): string {
+  const r = spawnSync('runuser', ['-u', user, '--', 'env', `HOME=/home/${user}`, ...argv], { cwd, encoding: 'utf8', timeout: 20_000 });
+  return `${r.stdout}${r.stderr}`;
+}
+
+/** The uid and gid of `user`, after making the user when missing (useradd). */
+export function ensurePerson(user: string): { uid: number; gid: number } {
+  if (spawnSync('id', ['-u', user]).status !== 0) spawnSync('useradd', ['--create-home', '--shell', '/bin/bash', user]);
+  const uid = Number(spawnSync('id', ['-u', user], { encoding: 'utf8' }).stdout);
+  const gid = Number(spawnSync('id', ['-g', user], { encoding: 'utf8' }).stdout);
+  return { uid, gid };
+}
+
+/** Runs bash `script` on the host as the person (root) in `cwd`; never throws. */
+export const hostBash = (cwd: string, script: string): void =>
+  void spawnSync('bash', ['-c', script], { cwd, stdio: 'pipe', timeout: 20_000 });
+
+/** What the marker a planted program leaves says: the user the person's git ran it as, or `not run`. */
+export const ran = (marker: string): string => (fs.existsSync(marker) ? fs.readFileSync(marker, 'utf8').trim() : 'not run');

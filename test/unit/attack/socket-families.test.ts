@@ -97,7 +97,7 @@ describe('socket families', () => {
       expect((await s.run(`${PY} needed.py 2>&1`)).output).toBe('NEEDED-OK\n');
       expect((await s.runExact(['python3', 'needed.py'], { paths: ['needed.py'] })).output).toBe('NEEDED-OK\n');
       const tools = await s.run(
-        "git init -q g && git -C g status --short && echo GIT-OK; node -e \"require('net').createServer().listen(0, '127.0.0.1', function () { console.log('NODE-OK'); this.close(); })\"; getent hosts localhost >/dev/null && echo RESOLVE-OK",
+        "git init -q /tmp/g && git -C /tmp/g status --short && echo GIT-OK; node -e \"require('net').createServer().listen(0, '127.0.0.1', function () { console.log('NODE-OK'); this.close(); })\"; getent hosts localhost >/dev/null && echo RESOLVE-OK",
       );
       expect(tools.output).toBe('GIT-OK\nNODE-OK\nRESOLVE-OK\n');
       await s.close();

@@ -77,6 +77,7 @@ test('a workspace that is a linked worktree: its .git file only; the admin folde
     readonly: [path.join(root, 'feat', '.git')],
     named: [],
     missing: [],
+    anywhere: [],
   });
 });
 

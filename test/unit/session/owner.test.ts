@@ -6,7 +6,7 @@
  * runs as the session user, granted it by ACL entries, root keeps ownership, git works. Either
  * way the worker's secrets stay out of reach. Real bash, real bwrap, real users; needs root.
  */
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { findBwrap, type BashSession, type EditGate } from '../../../src/session';
@@ -231,10 +231,12 @@ d('a uid with no passwd entry (a repository bind-mounted into a container)', () 
       fs.chmodSync(parent, 0o755);
       const ws = path.join(parent, 'repo');
       fs.mkdirSync(ws);
-      fs.chownSync(ws, uid, 4343);
+      // The uid's repository, made on the host: a `.git` the session made at a root that had none would be moved (git-audit.ts).
+      execFileSync('git', ['init', '-q', ws]);
+      execFileSync('chown', ['-R', `${uid}:4343`, ws]);
       const s = await startSession({ cwd: ws, workspace: ws });
       expect(s.user).toBe(String(uid));
-      const r = await s.run('id -u; id -g; echo made > made.txt && git init -q . && git status --short');
+      const r = await s.run('id -u; id -g; echo made > made.txt && git status --short');
       expect(r.output).toBe(`${uid}\n4343\n?? made.txt\n`);
       expect(fs.statSync(path.join(ws, 'made.txt'))).toMatchObject({ uid, gid: 4343 });
     } finally {
