@@ -10,6 +10,7 @@
  * 60,000 ms; 0 for never).
  */
 const path = require('node:path');
+const { setInterval, clearInterval } = require('node:timers');
 
 const ROOT = path.resolve(__dirname, '..');
 
