@@ -64,6 +64,9 @@ module.exports = {
   maxWorkers: 2,
   // Slowest files first even without jest's timing cache (a fresh clone, CI): test/sequencer.js.
   testSequencer: '<rootDir>/test/sequencer.js',
+  // Jest's own lines, and test/progress-reporter.js's on stderr: each file as it starts and ends, and once a minute
+  // what is still running (jest shows the running files only on a terminal's status line).
+  reporters: ['default', '<rootDir>/test/progress-reporter.js'],
   projects: [
     {
       ...common,

@@ -202,7 +202,8 @@ describe('watch in a terminal', () => {
             // At display "omitted" a thinking block streams no text: one empty thinking_delta, then its signature.
             content: [
               { type: 'thinking', thinking: '' },
-              { type: 'text', text: 'Thought it through, done.' },
+              // One delta (16 characters): only the thinking needs to take its time, not the answer after it.
+              { type: 'text', text: 'Thought it over.' },
             ],
             stop_reason: 'end_turn',
             delta_delay_ms: 4_000,
@@ -218,7 +219,7 @@ describe('watch in a terminal', () => {
     const thinkingLine = /claude is thinking… \((\d+)s\)[ 	]*$/m;
     const first = await seenOn(session, 'the thinking line', (s) => thinkingLine.test(s));
     const firstSeconds = Number(thinkingLine.exec(first)![1]);
-    expect(first).not.toContain('claude: Thought it through');
+    expect(first).not.toContain('claude: Thought it over');
     // The line stays and its seconds are redrawn as they pass, with nothing else on it.
     const later = await seenOn(
       session,
@@ -228,7 +229,7 @@ describe('watch in a terminal', () => {
     );
     expect(later).not.toContain('waiting on claude');
     const ended = await seenOn(session, 'watch to exit', (s) => s.includes('[watch exited 0]'), 40_000);
-    expect(ended).toContain('claude: Thought it through, done.');
+    expect(ended).toContain('claude: Thought it over.');
     expect(ended).not.toContain('claude is thinking');
     const events = (await json).stdout
       .trim()

@@ -168,10 +168,12 @@ describe("kind 7: the checkpoint's git, run as root, reads what a session job sw
       // The session user cannot read the file itself.
       expect(started.output).not.toContain('ROOT-ONLY-KEY');
 
-      // The worker checkpoints before every tool call that may write, while the job runs.
+      // The worker checkpoints before every tool call that may write, while the job runs. Without the confinement
+      // (git run as root, unconfined) four runs found the key at checkpoints 4, 9, 10 and 46: 150 checkpoints (about
+      // 20 s) give the race three times the longest of those, and 45 s bound them on a loaded machine.
       const holding: Checkpoint[] = [];
       const deadline = Date.now() + 45_000;
-      for (let turn = 1; holding.length === 0 && Date.now() < deadline; turn++) {
+      for (let turn = 1; holding.length === 0 && turn <= 150 && Date.now() < deadline; turn++) {
         const cp = await takeCheckpoint(checkpoints, ws, { maxBytes: 1e9 }, `turn ${turn}`).catch(() => undefined);
         if (!cp || !('id' in cp)) continue;
         const tree = execFileSync('git', ['--git-dir', cp.store, 'ls-tree', '-r', cp.id], { encoding: 'utf8' });
