@@ -647,6 +647,8 @@ describe('kind 5: a letter of Korean, Chinese or Japanese drawn as a Latin one, 
  * machine-wide count of `protocol`'s buffer pages (`/proc/net/sockstat`) before, and while the job
  * holds its sockets (once it wrote ./held, up to 30 s); then closes the session.
  * @returns what ./held says (the sockets the job holds), and the two counts in pages
+ * @throws Error when the job wrote no ./held, saying what the session's next command and ./hold.err say
+ *   (a note of the guard's when it killed the job)
  */
 async function poolWhileHeld(
   ws: string,
@@ -665,6 +667,11 @@ async function poolWhileHeld(
     while (!fs.existsSync(held) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
     await new Promise((r) => setTimeout(r, 200));
     const during = pages();
+    if (!fs.existsSync(held)) {
+      const next = await s.run('cat hold.err; jobs -l');
+      await s.close();
+      throw new Error(`the job wrote no ./held; the next command said: ${JSON.stringify(next.output)}`);
+    }
     await s.close();
     return { held: Number(fs.readFileSync(held, 'utf8')), before, during };
   } finally {
