@@ -355,7 +355,7 @@ const TCP_TABLES: ReadonlyArray<readonly [string, string]> = [
   ['TCPv6', 'tcp6'],
 ];
 
-/** Queued bytes of the sockets of one network namespace, by {@link queuedSockets}. */
+/** Queued bytes of the sockets of the session's network namespaces, by {@link addQueuedSockets}. */
 interface Queued {
   /** Receive queues of datagram, raw and ping sockets (error queues included) and of AF_PACKET sockets. */
   receive: number;
@@ -434,9 +434,11 @@ function addQueuedSockets(pid: number, into: Queued): void {
  * charges a UDP socket's ordinary receive queue (and its forward allocation) and the TCP sockets'
  * buffers, never an error queue (`skb_set_owner_r`: no `__sk_mem_raise_allocated`) nor a raw or
  * packet socket's; the TCP part is at least the TCP data queued, so what the counter holds of the
- * receive queues is at most `tcpCharged - q.tcp`. An ordinary UDP receive queue is so counted once;
- * an error queue is counted but for what it can hide behind TCP's overhead (the skbs' size past their
- * data), which is under `tcpCharged` and so under the socket budget.
+ * receive queues is at most `tcpCharged - q.tcp`. An ordinary UDP receive queue is so counted once,
+ * not twice (a job that fills its UDP buffers to the cgroup's limit is not killed for it); an error
+ * queue is counted but for what it can hide behind the TCP sockets' overhead (their skbs' size past
+ * their data, plus forward allocations), which is part of `tcpCharged`: what passes the budget
+ * unseen is at most that.
  */
 function uncharged(q: Queued, tcpCharged: number): number {
   return q.send + Math.max(0, q.receive - Math.max(0, tcpCharged - q.tcp));
