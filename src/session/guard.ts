@@ -403,18 +403,19 @@ function addPacketQueues(pid: number, into: Queued): void {
 }
 
 /**
- * Adds the queued bytes of the sockets of the network namespace `pid` is in to `into`: one read of
- * `/proc/<pid>/net/protocols` (the namespace's count of sockets of each protocol), then one table
- * for each protocol that has sockets there ({@link DATAGRAM_TABLES}, {@link TCP_TABLES}, AF_PACKET).
- * Unix sockets list no queues in `/proc` (the memory cgroup charges their buffers: round 18's and
- * round 20's attack tests). Reads nothing more when the namespace has none of these sockets.
+ * Adds the queued bytes of the datagram, raw, ping and packet sockets of the network namespace
+ * `pid` is in to `into`: one read of `/proc/<pid>/net/protocols` (the namespace's count of sockets
+ * of each protocol), then one table for each of those protocols that has sockets there
+ * ({@link DATAGRAM_TABLES}, AF_PACKET). Unix sockets list no queues in `/proc` (the memory cgroup
+ * charges their buffers: round 18's and round 20's attack tests).
+ * @returns whether the namespace has TCP sockets, whose tables {@link addTcpQueues} reads when needed
  */
-function addQueuedSockets(pid: number, into: Queued): void {
+function addQueuedSockets(pid: number, into: Queued): boolean {
   let text: string;
   try {
     text = fs.readFileSync(`/proc/${pid}/net/protocols`, 'utf8');
   } catch {
-    return;
+    return false;
   }
   const counts = new Map<string, number>();
   for (const line of text.split('\n')) {
@@ -423,8 +424,13 @@ function addQueuedSockets(pid: number, into: Queued): void {
   }
   const has = (protocol: string): boolean => (counts.get(protocol) ?? 0) > 0;
   for (const [protocol, table] of DATAGRAM_TABLES) if (has(protocol)) addQueues(pid, table, into, false);
-  for (const [protocol, table] of TCP_TABLES) if (has(protocol)) addQueues(pid, table, into, true);
   if (has('PACKET')) addPacketQueues(pid, into);
+  return TCP_TABLES.some(([protocol]) => has(protocol));
+}
+
+/** Adds the data queued on the TCP sockets of the network namespace `pid` is in ({@link TCP_TABLES}) to `into.tcp`. */
+function addTcpQueues(pid: number, into: Queued): void {
+  for (const [, table] of TCP_TABLES) addQueues(pid, table, into, true);
 }
 
 /**
@@ -594,7 +600,8 @@ export class ProcessGuard {
    * packet sockets). The namespaces are the sandbox's and an exact run's; not the worker's own, which
    * bwrap's outer process and an unsandboxed shell share. A socket is counted wherever it is held
    * (a namespace lists every socket made in it, one sent away in a unix message included). 0 without
-   * a memory cgroup. Four small reads (more while the namespace has sockets of those kinds), and one
+   * a memory cgroup. Four small reads (more while the namespace has sockets of those kinds; its TCP
+   * tables only while their data decides whether the budget is passed), and one
    * more for each new process of the shell (up to {@link NETNS_LOOKUPS} a call: a namespace whose
    * processes are all new is counted a few calls later).
    */
@@ -614,9 +621,15 @@ export class ProcessGuard {
       if (ns !== undefined && ns !== WORKER_NETNS && !namespaces.has(ns)) namespaces.set(ns, pid);
     }
     const queued: Queued = { receive: 0, send: 0, tcp: 0 };
+    const withTcp: number[] = [];
     for (const pid of namespaces.values()) {
       total += netlinkBytes(pid);
-      addQueuedSockets(pid, queued);
+      if (addQueuedSockets(pid, queued)) withTcp.push(pid);
+    }
+    // The TCP tables (a line a connection, costly with many) only when they decide: the budget is
+    // passed if the counter holds none of the receive queues, and not if it may hold them all.
+    if (total + uncharged(queued, tcp) <= this.socketBytes && total + queued.send + queued.receive > this.socketBytes) {
+      for (const pid of withTcp) addTcpQueues(pid, queued);
     }
     return total + uncharged(queued, tcp);
   }
