@@ -189,11 +189,15 @@ dRoot("kind 6: netlink replies a job never reads hold kernel memory outside the 
       const before = unreclaimable();
       const s = await startSession({ cwd: ws, workspace: ws, timeoutMs: 120_000, limits: { maxSessionMemoryBytes: 128 * MiB } });
       await s.run('(python3 hold.py 512 >/dev/null 2>hold.err &)');
-      const { peak, held } = await watchJob(ws, 'hold.py', unreclaimable);
+      const { peak, held, running } = await watchJob(ws, 'hold.py', unreclaimable);
       const next = await s.run('true');
       // Safe: the job is killed at the session's socket budget (32 MiB of its 128 MiB), so the machine's
       // slab never rises by twice the session's budget (the rest of the machine moves it by a few MB).
-      expect({ held, slabRoseByTwiceTheLimit: peak - before >= 256 * MiB }).toEqual({ held: '', slabRoseByTwiceTheLimit: false });
+      expect({ held, running, slabRoseByTwiceTheLimit: peak - before >= 256 * MiB }).toEqual({
+        held: '',
+        running: false,
+        slabRoseByTwiceTheLimit: false,
+      });
       expect(next.output).toMatch(KILLED_FOR_SOCKETS);
     },
     180_000,

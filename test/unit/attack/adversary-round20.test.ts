@@ -206,6 +206,8 @@ function queuedInJobNamespace(ws: string, script: string): number {
 interface ErrorQueues {
   /** What ./held says ('' when the job was killed before it wrote it). */
   held: string;
+  /** Whether the job still ran, having written nothing in 60 s (not killed: a slow machine). */
+  running: boolean;
   /** The most bytes the job's UDP sockets held at once, by the host's reads of the job's namespace. */
   peakQueued: number;
   /** The host's largest drop of available memory meanwhile, MiB (the rest of the machine moves it too). */
@@ -222,13 +224,13 @@ async function errorQueues(mode: string, mib: number, rcvbuf: number): Promise<E
   let low = before;
   const s = await startSession({ cwd: ws, workspace: ws, timeoutMs: 120_000, limits: { maxSessionMemoryBytes: 128 * MiB } });
   await s.run(`(python3 errq.py ${mode} ${mib} ${rcvbuf} >/dev/null 2>errq.err &)`);
-  const { peak, held } = await watchJob(ws, 'errq.py', () => {
+  const { peak, held, running } = await watchJob(ws, 'errq.py', () => {
     low = Math.min(low, available());
     return queuedInJobNamespace(ws, 'errq.py');
   });
   const next = await s.run('cat errq.err');
   await s.close();
-  return { held, peakQueued: peak, dropMiB: Math.round((before - low) / MiB), next: next.output };
+  return { held, running, peakQueued: peak, dropMiB: Math.round((before - low) / MiB), next: next.output };
 }
 
 /**
@@ -237,8 +239,15 @@ async function errorQueues(mode: string, mib: number, rcvbuf: number): Promise<E
  * host's free memory is only reported.
  */
 function expectKilledForSockets(r: ErrorQueues): void {
-  expect({ held: r.held, peakPastTheBudget: r.peakQueued >= 128 * MiB, hostAvailableDropMiB: r.dropMiB, next: r.next }).toEqual({
+  expect({
+    held: r.held,
+    running: r.running,
+    peakPastTheBudget: r.peakQueued >= 128 * MiB,
+    hostAvailableDropMiB: r.dropMiB,
+    next: r.next,
+  }).toEqual({
     held: '',
+    running: false,
     peakPastTheBudget: false,
     hostAvailableDropMiB: expect.any(Number) as number,
     next: expect.stringMatching(KILLED_FOR_SOCKETS) as string,

@@ -51,9 +51,14 @@ function jobAlive(ws: string, script: string): boolean {
  * has written ./started, is gone (no process whose cwd is `ws` and whose command line names
  * `script`), sampling `measure` every 50 ms, and once more 300 ms after ./held (what the job's last
  * socket queued by then).
- * @returns the lowest and highest samples, and what the job wrote to ./held ('' when it wrote nothing: killed)
+ * @returns the lowest and highest samples, what the job wrote to ./held ('' when it wrote nothing), and
+ *   whether the job still ran at the end (`running`: it wrote nothing in 60 s yet was not killed, on a slow machine)
  */
-export async function watchJob(ws: string, script: string, measure: () => number): Promise<{ low: number; peak: number; held: string }> {
+export async function watchJob(
+  ws: string,
+  script: string,
+  measure: () => number,
+): Promise<{ low: number; peak: number; held: string; running: boolean }> {
   const file = path.join(ws, 'held');
   let low = measure();
   let peak = low;
@@ -70,5 +75,6 @@ export async function watchJob(ws: string, script: string, measure: () => number
   }
   if (fs.existsSync(file)) await new Promise((r) => setTimeout(r, 300));
   sample();
-  return { low, peak, held: fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '' };
+  const held = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
+  return { low, peak, held, running: held === '' && jobAlive(ws, script) };
 }
