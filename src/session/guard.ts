@@ -172,14 +172,15 @@ function createPidsCgroup(name: string, maxProcesses: number): PidsCgroup | unde
 }
 
 /**
- * Most bytes of socket buffers the processes of one shell hold at once: 32 MiB (cgroup v1
- * `memory.kmem.tcp.limit_in_bytes` of a memory cgroup of the shell's own), or a quarter of the
- * session's memory limit when that is less ({@link socketBudget}). Every namespace draws TCP
+ * Most bytes of kernel memory the sockets of one shell hold at once: 32 MiB, or a quarter of the
+ * session's memory limit when that is less ({@link socketBudget}); their buffers are held to three
+ * quarters of it by the cgroup v1 `memory.kmem.tcp.limit_in_bytes` of a memory cgroup of the
+ * shell's own ({@link tcpLimit}), the rest by the guard's watch. Every namespace draws TCP
  * (and UDP) buffer memory from one pool for the whole machine, `net.ipv4.tcp_mem` (575,814 pages,
  * about 2.2 GiB, on a 24 GiB machine), which neither `ulimit -v` nor the OOM killer counts: a job
  * holding connections to itself that nobody reads took about 4 MiB each, and 580 of them the whole
  * pool, where the kernel holds every socket of the machine to its minimum and drops what does not
- * fit. Past this bound the shell's sockets are under memory pressure (smaller windows, a sender
+ * fit. Past the cgroup's limit the shell's sockets are under memory pressure (smaller windows, a sender
  * waits, a datagram is dropped) as on a machine whose pool is spent, and the rest of the machine is
  * not. 32 MiB is several fast downloads' worth of windows at once. Attack test:
  * test/unit/attack/adversary-round11.test.ts (kind 6, TCP memory).
@@ -196,6 +197,21 @@ export const SESSION_SOCKET_BYTES = 32 * 1024 * 1024;
  */
 export function socketBudget(maxMemoryBytes: number): number {
   return Number.isFinite(maxMemoryBytes) ? Math.min(SESSION_SOCKET_BYTES, Math.floor(maxMemoryBytes / 4)) : SESSION_SOCKET_BYTES;
+}
+
+/**
+ * The memory cgroup's TCP limit (`memory.kmem.tcp.limit_in_bytes`) for a socket budget of
+ * `budget` bytes ({@link socketBudget}): three quarters of it (24 MiB of 32 MiB). The rest is the
+ * watch's margin: a job whose TCP and UDP buffers fill the cgroup's limit is held there by the
+ * kernel (smaller windows, dropped datagrams), as on a machine whose pool is spent, and is not
+ * killed for it. With the limit at the whole budget, such a job sat exactly at the watch's bound,
+ * and anything the watch counted on top (a datagram in flight on a send queue, a charge the
+ * counter holds for an instant before refusing it) killed it: round 11's UDP job was killed so
+ * (its test's `held` was never written). The watch kills past the budget for what the cgroup
+ * cannot refuse: forced TCP charges, queues no cgroup counts.
+ */
+export function tcpLimit(budget: number): number {
+  return budget - Math.floor(budget / 4);
 }
 
 /** Our own cgroup in the cgroup v1 `memory` hierarchy, where a session's memory cgroup could be made; undefined on v2 or without one. */
@@ -216,8 +232,8 @@ function findMemoryV1Parent(): string | undefined {
 }
 
 /**
- * Creates a cgroup v1 memory cgroup named `name` whose sockets may hold {@link socketBudget} of
- * `memoryBytes` and whose processes the rest of it (`memory.limit_in_bytes`; Infinity: no total).
+ * Creates a cgroup v1 memory cgroup named `name` whose sockets' buffers may hold {@link tcpLimit} of
+ * the {@link socketBudget} of `memoryBytes` and whose processes the rest of the budget (`memory.limit_in_bytes`; Infinity: no total).
  * The kernel charges to the memory cgroup of the process that allocates: its pages, the page cache
  * it reads and writes, tmpfs and shared memory it fills, and the kernel objects allocated for it
  * with accounting (epoll watches, pipe buffers, sockets, inodes and dentries; measured here: 214
@@ -238,7 +254,7 @@ function createMemoryCgroup(name: string, memoryBytes: number): string | undefin
     return undefined;
   }
   try {
-    fs.writeFileSync(path.join(dir, 'memory.kmem.tcp.limit_in_bytes'), String(sockets));
+    fs.writeFileSync(path.join(dir, 'memory.kmem.tcp.limit_in_bytes'), String(tcpLimit(sockets)));
     if (Number.isFinite(memoryBytes)) fs.writeFileSync(path.join(dir, 'memory.limit_in_bytes'), String(Math.floor(memoryBytes) - sockets));
     return dir;
   } catch {
@@ -313,6 +329,125 @@ function netlinkBytes(pid: number): number {
     if (f.length >= 6) total += (Number(f[4]) || 0) + (Number(f[5]) || 0);
   }
   return total;
+}
+
+/**
+ * Socket tables of `/proc/<pid>/net` whose receive queues no memory cgroup counts in full, by the
+ * name `/proc/<pid>/net/protocols` counts their sockets under. Each line gives a socket's queued
+ * bytes as `tx_queue:rx_queue` (hex, fifth column): the receive queue is `sk_rmem_alloc`, which holds
+ * the error queue too (ICMP errors, timestamped clones of sent datagrams: `sock_queue_err_skb`), and
+ * the send queue `sk_wmem_alloc`.
+ */
+const DATAGRAM_TABLES: ReadonlyArray<readonly [string, string]> = [
+  ['UDP', 'udp'],
+  ['UDPv6', 'udp6'],
+  ['UDP-Lite', 'udplite'],
+  ['UDPLITEv6', 'udplite6'],
+  ['RAW', 'raw'],
+  ['RAWv6', 'raw6'],
+  ['PING', 'icmp'],
+  ['PINGv6', 'icmp6'],
+];
+
+/** The TCP socket tables, in the same format: `tx_queue` is the bytes sent and not yet acknowledged, `rx_queue` those received and not yet read. */
+const TCP_TABLES: ReadonlyArray<readonly [string, string]> = [
+  ['TCP', 'tcp'],
+  ['TCPv6', 'tcp6'],
+];
+
+/** Queued bytes of the sockets of the session's network namespaces, by {@link addQueuedSockets}. */
+interface Queued {
+  /** Receive queues of datagram, raw and ping sockets (error queues included) and of AF_PACKET sockets. */
+  receive: number;
+  /** Send queues of datagram, raw and ping sockets. */
+  send: number;
+  /** Data queued on TCP sockets, both ways (listening sockets, whose columns count connections, left out). */
+  tcp: number;
+}
+
+/**
+ * Adds the `tx_queue:rx_queue` columns of the socket table `/proc/<pid>/net/<table>` to `into`
+ * (`receive` and `send`, or both to `tcp` when `tcp`); a table that cannot be read adds nothing.
+ */
+function addQueues(pid: number, table: string, into: Queued, tcp: boolean): void {
+  let text: string;
+  try {
+    text = fs.readFileSync(`/proc/${pid}/net/${table}`, 'utf8');
+  } catch {
+    return;
+  }
+  for (const line of text.split('\n').slice(1)) {
+    const m = /^\s*\S+\s+\S+\s+\S+\s+([0-9A-Fa-f]{2})\s+([0-9A-Fa-f]+):([0-9A-Fa-f]+)/.exec(line);
+    if (!m) continue;
+    const send = parseInt(m[2]!, 16);
+    const receive = parseInt(m[3]!, 16);
+    if (!tcp) {
+      into.send += send;
+      into.receive += receive;
+    } else if (m[1] !== '0A') into.tcp += send + receive;
+  }
+}
+
+/** Adds the Rmem column of `/proc/<pid>/net/packet` (AF_PACKET sockets' receive queues) to `into.receive`. */
+function addPacketQueues(pid: number, into: Queued): void {
+  let text: string;
+  try {
+    text = fs.readFileSync(`/proc/${pid}/net/packet`, 'utf8');
+  } catch {
+    return;
+  }
+  for (const line of text.split('\n').slice(1)) {
+    const f = line.trim().split(/\s+/);
+    if (f.length >= 7) into.receive += Number(f[6]) || 0;
+  }
+}
+
+/**
+ * Adds the queued bytes of the datagram, raw, ping and packet sockets of the network namespace
+ * `pid` is in to `into`: one read of `/proc/<pid>/net/protocols` (the namespace's count of sockets
+ * of each protocol), then one table for each of those protocols that has sockets there
+ * ({@link DATAGRAM_TABLES}, AF_PACKET). Unix sockets list no queues in `/proc` (the memory cgroup
+ * charges their buffers: round 18's and round 20's attack tests).
+ * @returns whether the namespace has TCP sockets, whose tables {@link addTcpQueues} reads when needed
+ */
+function addQueuedSockets(pid: number, into: Queued): boolean {
+  let text: string;
+  try {
+    text = fs.readFileSync(`/proc/${pid}/net/protocols`, 'utf8');
+  } catch {
+    return false;
+  }
+  const counts = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const m = /^(\S+)\s+\d+\s+(\d+)/.exec(line);
+    if (m) counts.set(m[1]!, Number(m[2]));
+  }
+  const has = (protocol: string): boolean => (counts.get(protocol) ?? 0) > 0;
+  for (const [protocol, table] of DATAGRAM_TABLES) if (has(protocol)) addQueues(pid, table, into, false);
+  if (has('PACKET')) addPacketQueues(pid, into);
+  return TCP_TABLES.some(([protocol]) => has(protocol));
+}
+
+/** Adds the data queued on the TCP sockets of the network namespace `pid` is in ({@link TCP_TABLES}) to `into.tcp`. */
+function addTcpQueues(pid: number, into: Queued): void {
+  for (const [, table] of TCP_TABLES) addQueues(pid, table, into, true);
+}
+
+/**
+ * Bytes the queues `q` of a session's sockets hold that its cgroup's TCP counter (`tcpCharged`,
+ * `memory.kmem.tcp.usage_in_bytes`) does not: every datagram send queue (UDP charges no memory for
+ * sending), and of the receive queues what is past what the counter can hold of them. The counter
+ * charges a UDP socket's ordinary receive queue (and its forward allocation) and the TCP sockets'
+ * buffers, never an error queue (`skb_set_owner_r`: no `__sk_mem_raise_allocated`) nor a raw or
+ * packet socket's; the TCP part is at least the TCP data queued, so what the counter holds of the
+ * receive queues is at most `tcpCharged - q.tcp`. An ordinary UDP receive queue is so counted once,
+ * not twice (a job that fills its UDP buffers to the cgroup's limit is not killed for it); an error
+ * queue is counted but for what it can hide behind the TCP sockets' overhead (their skbs' size past
+ * their data, plus forward allocations), which is part of `tcpCharged`: what passes the budget
+ * unseen is at most that.
+ */
+function uncharged(q: Queued, tcpCharged: number): number {
+  return q.send + Math.max(0, q.receive - Math.max(0, tcpCharged - q.tcp));
 }
 
 /** The pids of the cgroup directory `dir` (`cgroup.procs`), or none when it cannot be read. */
@@ -459,15 +594,21 @@ export class ProcessGuard {
    * Bytes of kernel memory the shell's sockets hold that its memory limit does not count: the TCP
    * and UDP buffers charged to its memory cgroup (`memory.kmem.tcp.usage_in_bytes`, which the
    * kernel raises past the cgroup's TCP limit for a socket that holds nothing yet, and counts apart
-   * from `memory.limit_in_bytes` in cgroup v1), and what the netlink sockets of every network
-   * namespace its processes are in hold ({@link netlinkBytes}: the sandbox's, an exact run's; not
-   * the worker's own, which bwrap's outer process and an unsandboxed shell share). 0 without a
-   * memory cgroup. A few small reads, and one more for each new process of the shell (up to
-   * {@link NETNS_LOOKUPS} a call: a namespace whose processes are all new is counted a few calls later).
+   * from `memory.limit_in_bytes` in cgroup v1), what the netlink sockets of every network namespace
+   * its processes are in hold ({@link netlinkBytes}), and what the other sockets of those namespaces
+   * queue past that counter ({@link uncharged}: UDP error queues, datagram send queues, raw and
+   * packet sockets). The namespaces are the sandbox's and an exact run's; not the worker's own, which
+   * bwrap's outer process and an unsandboxed shell share. A socket is counted wherever it is held
+   * (a namespace lists every socket made in it, one sent away in a unix message included). 0 without
+   * a memory cgroup. Four small reads (more while the namespace has sockets of those kinds; its TCP
+   * tables only while their data decides whether the budget is passed), and one
+   * more for each new process of the shell (up to {@link NETNS_LOOKUPS} a call: a namespace whose
+   * processes are all new is counted a few calls later).
    */
   socketMemory(): number {
     if (!this.socketCgroup) return 0;
-    let total = readNumber(path.join(this.socketCgroup, 'memory.kmem.tcp.usage_in_bytes'));
+    const tcp = readNumber(path.join(this.socketCgroup, 'memory.kmem.tcp.usage_in_bytes'));
+    let total = tcp;
     const pids = readProcs(this.socketCgroup);
     const live = new Set(pids);
     for (const pid of this.memberNetns.keys()) if (!live.has(pid)) this.memberNetns.delete(pid);
@@ -479,8 +620,18 @@ export class ProcessGuard {
       const ns = this.memberNetns.get(pid);
       if (ns !== undefined && ns !== WORKER_NETNS && !namespaces.has(ns)) namespaces.set(ns, pid);
     }
-    for (const pid of namespaces.values()) total += netlinkBytes(pid);
-    return total;
+    const queued: Queued = { receive: 0, send: 0, tcp: 0 };
+    const withTcp: number[] = [];
+    for (const pid of namespaces.values()) {
+      total += netlinkBytes(pid);
+      if (addQueuedSockets(pid, queued)) withTcp.push(pid);
+    }
+    // The TCP tables (a line a connection, costly with many) only when they decide: the budget is
+    // passed if the counter holds none of the receive queues, and not if it may hold them all.
+    if (total + uncharged(queued, tcp) <= this.socketBytes && total + queued.send + queued.receive > this.socketBytes) {
+      for (const pid of withTcp) addTcpQueues(pid, queued);
+    }
+    return total + uncharged(queued, tcp);
   }
 
   /**

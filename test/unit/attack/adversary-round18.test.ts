@@ -91,19 +91,16 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
+import { startSession } from '../session/helpers';
 import { personsRepo } from './persons-repo';
-import { holdMachinePool, releaseMachinePool } from './machine-pool';
+import { holdMachinePoolForFile, KILLED_FOR_SOCKETS, tcpPages, unreclaimable, watchJob } from './socket-jobs';
 
 /** The attacks below work on 7aa2591 (see the doc comment); fixed by the guard's watch of the sockets' kernel memory (guard.ts `socketMemory`). */
 const OPEN = false;
 const t = OPEN ? test.skip : test;
 
-afterEach(closeSessions);
 // The TCP pool and the slab are the machine's: no other test file may fill or measure them meanwhile.
-beforeAll(() => holdMachinePool());
-afterAll(releaseMachinePool);
-afterAll(removeTempDirs);
+holdMachinePoolForFile();
 
 const isRoot = process.getuid?.() === 0;
 const dRoot = isRoot ? describe : describe.skip;
@@ -131,45 +128,6 @@ open('held', 'w').write('%d %d' % (len(keep) // 2, total))
 time.sleep(20)
 `;
 
-/**
- * Waits (60 s at most) until the job of `hold.py` started in `ws` has written ./held or, once it has
- * written ./started, is gone (no process whose cwd is `ws` and whose command line names hold.py),
- * sampling `measure` every 50 ms.
- * @returns the highest sample, and what the job wrote to ./held ('' when it wrote nothing: killed)
- */
-async function watchHolder(ws: string, measure: () => number): Promise<{ peak: number; held: string }> {
-  const file = path.join(ws, 'held');
-  const alive = (): boolean =>
-    fs.readdirSync('/proc').some((pid) => {
-      try {
-        return (
-          /^\d+$/.test(pid) &&
-          fs.readlinkSync(`/proc/${pid}/cwd`) === ws &&
-          fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('hold.py')
-        );
-      } catch {
-        return false;
-      }
-    });
-  let peak = measure();
-  const until = Date.now() + 60_000;
-  while (!fs.existsSync(file) && Date.now() < until) {
-    peak = Math.max(peak, measure());
-    if (fs.existsSync(path.join(ws, 'started')) && !alive()) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  // The count once the last connection's segments are queued.
-  if (fs.existsSync(file)) await new Promise((r) => setTimeout(r, 300));
-  peak = Math.max(peak, measure());
-  return { peak, held: fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '' };
-}
-
-/** The note of a session whose jobs were killed for their sockets' kernel memory (session.ts), in the command's result or the next one's. */
-const KILLED_FOR_SOCKETS = /sockets held more kernel memory than (its|the session's) socket budget/;
-
-/** The machine-wide count of TCP buffer pages (`/proc/net/sockstat` "TCP: mem", the host's view). */
-const tcpPages = (): number => Number(/TCP:.* mem (\d+)/.exec(fs.readFileSync('/proc/net/sockstat', 'utf8'))![1]);
-
 dRoot("kind 6: many small TCP connections take the machine's TCP memory past the session's bounds", () => {
   t(
     "3,000 connections a job holds to itself raise the machine's TCP memory by less than 64 MiB",
@@ -179,7 +137,7 @@ dRoot("kind 6: many small TCP connections take the machine's TCP memory past the
       const before = tcpPages();
       const s = await startSession({ cwd: ws, workspace: ws, timeoutMs: 120_000, limits: { maxSessionMemoryBytes: 128 * MiB } });
       await s.run('(python3 hold.py 3000 >/dev/null 2>hold.err &)');
-      const { peak, held } = await watchHolder(ws, tcpPages);
+      const { peak, held } = await watchJob(ws, 'hold.py', tcpPages);
       const next = await s.run('true');
       await s.close();
       // Either the session holds few connections, or they cost the machine little (64 MiB: round 11's bound).
@@ -222,9 +180,6 @@ open('held', 'w').write('%d %d' % (len(keep), total))
 time.sleep(20)
 `;
 
-/** The host's unreclaimable kernel slab memory, bytes (`/proc/meminfo` SUnreclaim). */
-const unreclaimable = (): number => Number(/^SUnreclaim:\s+(\d+) kB/m.exec(fs.readFileSync('/proc/meminfo', 'utf8'))![1]) * 1024;
-
 dRoot("kind 6: netlink replies a job never reads hold kernel memory outside the session's memory limit", () => {
   t(
     'a job of a session limited to 128 MiB cannot hold 512 MiB of netlink replies',
@@ -234,11 +189,15 @@ dRoot("kind 6: netlink replies a job never reads hold kernel memory outside the 
       const before = unreclaimable();
       const s = await startSession({ cwd: ws, workspace: ws, timeoutMs: 120_000, limits: { maxSessionMemoryBytes: 128 * MiB } });
       await s.run('(python3 hold.py 512 >/dev/null 2>hold.err &)');
-      const { peak, held } = await watchHolder(ws, unreclaimable);
+      const { peak, held, running } = await watchJob(ws, 'hold.py', unreclaimable);
       const next = await s.run('true');
       // Safe: the job is killed at the session's socket budget (32 MiB of its 128 MiB), so the machine's
       // slab never rises by twice the session's budget (the rest of the machine moves it by a few MB).
-      expect({ held, slabRoseByTwiceTheLimit: peak - before >= 256 * MiB }).toEqual({ held: '', slabRoseByTwiceTheLimit: false });
+      expect({ held, running, slabRoseByTwiceTheLimit: peak - before >= 256 * MiB }).toEqual({
+        held: '',
+        running: false,
+        slabRoseByTwiceTheLimit: false,
+      });
       expect(next.output).toMatch(KILLED_FOR_SOCKETS);
     },
     180_000,
