@@ -30,6 +30,7 @@ import {
 import { commandDetails, commandSummary, editSummary } from '../shared/display';
 import type { EditRequest, RunEditOutput } from '../contract/text-editor';
 import type { CheckpointRequest, RestoreRequest } from '../contract/checkpoint';
+import { commandNotes } from '../contract/notes';
 import {
   COMMAND_TIMEOUT_SLACK_MS,
   OPEN_SESSION_ACTIVITY_OPTIONS,
@@ -42,6 +43,7 @@ import type { ApprovalRule } from '../contract/steering';
 import type { RunState } from './run-state';
 import {
   commandOutcome,
+  movedAfterNote,
   movedAfterOutcome,
   movedBeforeOutcome,
   restartedOutcome,
@@ -185,12 +187,17 @@ export class RunSession {
       session.cwd = out.cwd;
       state.recordCommand(toolUseId, out);
       let outcome: ToolOutcome = commandOutcome(out, timeoutMs);
+      // The lines the system wrote at the end of the result, for people (query state only, as the exit code).
+      const notes = [...(out.notes ?? []), ...commandNotes(out, timeoutMs)];
       if (out.workerClosing) session.closing ??= SHUT_DOWN;
       if (session.closing !== undefined && state.session === session && patched(WORKER_DRAIN_PATCH)) {
         // Move now, so Claude knows before it asks for the next command.
         log.info('bash session closing: its worker is shutting down; moving to a new session', { toolUseId });
-        outcome = movedAfterOutcome(outcome, session.closing, await this.replace(out.cwd));
+        const fresh = await this.replace(out.cwd);
+        outcome = movedAfterOutcome(outcome, session.closing, fresh);
+        notes.push(movedAfterNote(session.closing, fresh));
       }
+      if (out.notes !== undefined) state.recordNotes(toolUseId, notes);
       return out.approvedByRule !== undefined ? { ...outcome, approvedByRule: out.approvedByRule } : outcome;
     } catch (err) {
       if (isCancellation(err)) throw err;
