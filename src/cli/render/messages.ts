@@ -83,8 +83,7 @@ export function describeMessage(
   // Each raw part is escaped once, here (commandLines and jsonText escape their own).
   const lines: string[] = [];
   for (const b of blocks) {
-    if (isText(b))
-      lines.push(runText(hanging(index === 0 ? 'task: ' : `${message.role === 'assistant' ? 'claude' : 'user'}: `, b.text)));
+    if (isText(b)) lines.push(runText(hanging(index === 0 ? 'task: ' : `${message.role === 'assistant' ? 'claude' : 'user'}: `, b.text)));
     else if (isToolUse(b)) {
       const input = (b.input ?? {}) as { command?: unknown; restart?: unknown; path?: unknown };
       const suffix = `    [${b.id}]`;

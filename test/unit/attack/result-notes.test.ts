@@ -95,7 +95,7 @@ describe("the system's notes on a result, shown apart from the output", () => {
     expect(lines.slice(1).every((l) => l.startsWith('    '))).toBe(true);
   });
 
-  test('10,000 lines of output, then the worker\'s note and the exit code: both shown whole after the cut', async () => {
+  test("10,000 lines of output, then the worker's note and the exit code: both shown whole after the cut", async () => {
     const ws = tempDir();
     const s = await startSession({ cwd: ws, workspace: ws });
     const r = await s.run('mkdir x && cd x && rmdir ../x && seq 1 10000 && (exit 3)');
@@ -128,11 +128,20 @@ describe("the system's notes on a result, shown apart from the output", () => {
     const s = await startSession({ cwd: ws, workspace: ws });
     const r = await s.run('mkdir x && cd x && rmdir ../x; (exit 1)');
     expect(noteLines(shown(r, false))).toEqual([]);
-    expect(shown(r, false).slice(1).every((l) => l.startsWith('    '))).toBe(true);
+    expect(
+      shown(r, false)
+        .slice(1)
+        .every((l) => l.startsWith('    ')),
+    ).toBe(true);
     // Published notes the text does not end with (cut by the turn's budget): all output.
     const { message, notes } = resultOf(r);
     const cutText = { ...message, content: [{ ...message.content[0], content: message.content[0].content.slice(0, -3) }] };
     const lines = describeMessage(cutText, 3, { notes: { toolu_1: notes } });
-    expect(lines.join('\n').split('\n').filter((l) => l.includes(NOTE_MARK))).toEqual([]);
+    expect(
+      lines
+        .join('\n')
+        .split('\n')
+        .filter((l) => l.includes(NOTE_MARK)),
+    ).toEqual([]);
   });
 });
