@@ -84,6 +84,8 @@ export interface RunHistory {
    * without `notes` (a worker of an earlier version).
    */
   notes: Record<string, string[]>;
+  /** The `tool_use` ids whose answer said the worker was shutting down (`workerClosing`). */
+  closing: string[];
 }
 
 /**
@@ -115,6 +117,7 @@ export async function readHistory(client: Client, workflowId: string, runId: str
     durationsMs: {},
     exitCodes: {},
     notes: {},
+    closing: [],
   };
   /** `tool_use` id of each scheduled `runCommand`, by its scheduled event id. */
   const commands = new Map<string, string>();
@@ -161,6 +164,7 @@ export async function readHistory(client: Client, workflowId: string, runId: str
           const timeoutMs = out.input?.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS; // the workflow's default (contract/input.ts)
           if (Array.isArray(answer.notes)) out.notes[toolUseId] = [...answer.notes, ...commandNotes(answer as RunCommandOutput, timeoutMs)];
           else delete out.notes[toolUseId];
+          if (answer.workerClosing === true) out.closing.push(toolUseId);
         }
       } else if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED) {
         const attrs = event.workflowExecutionUpdateAcceptedEventAttributes;
@@ -267,7 +271,7 @@ export async function closedConversation(
     messages,
     durationsMs: latest.durationsMs,
     exitCodes: latest.exitCodes,
-    notes: withMoveNotes(messages, latest.notes),
+    notes: withMoveNotes(messages, latest.notes, new Set(latest.closing)),
     ...(open ? { incomplete: 'the results of the last tool calls were added after the last model call and are not in the history' } : {}),
   };
 }
@@ -276,9 +280,15 @@ export async function closedConversation(
  * `notes` with, for a result whose text goes on after them with the workflow's note that the
  * session then moved to another worker (`MOVED_AFTER_NOTE_START ... ]`, the last line the
  * workflow writes, src/workflows/tool-results.ts `movedAfterNote`), that note added: the answer
- * alone does not say whether the run moved. Only ids of `messages`' results are kept.
+ * alone does not say whether the run moved. After no note at all the text's end is the
+ * command's own, so the line is taken for the note only when the answer said its worker was
+ * shutting down (`closing`, by `tool_use` id). Only ids of `messages`' results are kept.
  */
-function withMoveNotes(messages: Message[], notes: Record<string, string[]>): Record<string, string[]> {
+export function withMoveNotes(
+  messages: Message[],
+  notes: Record<string, string[]>,
+  closing: ReadonlySet<string> = new Set(),
+): Record<string, string[]> {
   const out: Record<string, string[]> = {};
   for (const m of messages) {
     if (typeof m.content === 'string') continue;
@@ -287,7 +297,7 @@ function withMoveNotes(messages: Message[], notes: Record<string, string[]>): Re
       const known = notes[b.tool_use_id]!;
       const tail = known.length > 0 ? `${known.join('\n')}\n` : '\n';
       const at = b.content.lastIndexOf(`${tail}${MOVED_AFTER_NOTE_START}`);
-      const whole = at >= 0 && (known.length === 0 || at === 0 || b.content[at - 1] === '\n');
+      const whole = at >= 0 && (known.length === 0 ? closing.has(b.tool_use_id) : at === 0 || b.content[at - 1] === '\n');
       out[b.tool_use_id] = whole && !splitNotes(b.content, known) ? [...known, b.content.slice(at + tail.length)] : known;
     }
   }
