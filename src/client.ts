@@ -935,7 +935,7 @@ export class RunHandle {
    * query, page after page, and, for the messages a continued run no longer
    * holds (before the answer's `base`), the histories of the chain's earlier
    * runs. A closed run: rebuilt from the histories alone (no worker): the
-   * `callClaude` inputs and the last call's answer, `durationsMs` and `exitCodes` from the
+   * `callClaude` inputs and the last call's answer, `durationsMs`, `exitCodes` and `notes` from the
    * `runCommand` answers of its last execution; tool results added after the last model call (a run cancelled or
    * ended on a budget mid-turn) are not in the history, so such a
    * transcript ends at the last answer (`incomplete` says why).
@@ -972,7 +972,7 @@ export class RunHandle {
   }
 
   private async transcriptFromHistory(runId: string, from: number): Promise<RunTranscript & { incomplete?: string }> {
-    const { messages, durationsMs, exitCodes, incomplete } = await closedConversation(this.jobs.temporal, this.workflowId, runId);
+    const { messages, durationsMs, exitCodes, notes, incomplete } = await closedConversation(this.jobs.temporal, this.workflowId, runId);
     const start = Math.min(Math.max(0, from), messages.length);
     return {
       from: start,
@@ -980,6 +980,7 @@ export class RunHandle {
       messages: messages.slice(start),
       durationsMs,
       exitCodes,
+      notes,
       source: 'history',
       ...(incomplete ? { incomplete } : {}),
     };

@@ -15,6 +15,7 @@ import {
   decideUpdate,
   foldCallInputs,
   isText,
+  isToolResult,
   isToolUse,
   publishedExitCode,
   type AgentRunInput,
@@ -28,6 +29,8 @@ import {
   type RunCommandOutput,
   type StatusView,
 } from './contract';
+import { MOVED_AFTER_NOTE_START, commandNotes, splitNotes } from './contract/notes';
+import { DEFAULT_COMMAND_TIMEOUT_MS } from './config';
 import { rewindUpdate, type CheckpointResult, type RewindAnswer, type RewindRequest } from './contract/checkpoint';
 
 /** A closed run's conversation could not be rebuilt from its history (the histories do not chain). */
@@ -74,6 +77,15 @@ export interface RunHistory {
   durationsMs: Record<string, number>;
   /** The exit code of each command that ran to its end, by `tool_use` id (`publishedExitCode` of the same answers). */
   exitCodes: Record<string, number>;
+  /**
+   * The system's notes at the end of each command's result, by `tool_use` id, as the workflow
+   * records them (the answer's `notes`, then `commandNotes` with the run's command timeout); a
+   * move to another worker after it is added by {@link closedConversation}. None for an answer
+   * without `notes` (a worker of an earlier version).
+   */
+  notes: Record<string, string[]>;
+  /** The `tool_use` ids whose answer said the worker was shutting down (`workerClosing`). */
+  closing: string[];
 }
 
 /**
@@ -96,7 +108,17 @@ function payloadDecoder(client: Client): <T>(payload: Payload) => Promise<T> {
  * @throws the client's error when the history cannot be read (unknown run, server down)
  */
 export async function readHistory(client: Client, workflowId: string, runId: string, stopAt?: string): Promise<RunHistory> {
-  const out: RunHistory = { inputs: [], continuedFrom: null, input: null, lastOutput: null, decisions: [], durationsMs: {}, exitCodes: {} };
+  const out: RunHistory = {
+    inputs: [],
+    continuedFrom: null,
+    input: null,
+    lastOutput: null,
+    decisions: [],
+    durationsMs: {},
+    exitCodes: {},
+    notes: {},
+    closing: [],
+  };
   /** `tool_use` id of each scheduled `runCommand`, by its scheduled event id. */
   const commands = new Map<string, string>();
   const decode = payloadDecoder(client);
@@ -139,6 +161,10 @@ export async function readHistory(client: Client, workflowId: string, runId: str
           const code = publishedExitCode(answer);
           if (code !== undefined) out.exitCodes[toolUseId] = code;
           else delete out.exitCodes[toolUseId];
+          const timeoutMs = out.input?.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS; // the workflow's default (contract/input.ts)
+          if (Array.isArray(answer.notes)) out.notes[toolUseId] = [...answer.notes, ...commandNotes(answer as RunCommandOutput, timeoutMs)];
+          else delete out.notes[toolUseId];
+          if (answer.workerClosing === true) out.closing.push(toolUseId);
         }
       } else if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED) {
         const attrs = event.workflowExecutionUpdateAcceptedEventAttributes;
@@ -223,7 +249,13 @@ export async function closedConversation(
   client: Client,
   workflowId: string,
   runId: string,
-): Promise<{ messages: Message[]; durationsMs: Record<string, number>; exitCodes: Record<string, number>; incomplete?: string }> {
+): Promise<{
+  messages: Message[];
+  durationsMs: Record<string, number>;
+  exitCodes: Record<string, number>;
+  notes: Record<string, string[]>;
+  incomplete?: string;
+}> {
   const { folded, latest } = await chainHistory(client, workflowId, runId);
   if (!folded.ok) throw new HistoryUnreadableError(workflowId, folded.problem);
   const messages = [...folded.conversation.messages];
@@ -239,8 +271,37 @@ export async function closedConversation(
     messages,
     durationsMs: latest.durationsMs,
     exitCodes: latest.exitCodes,
+    notes: withMoveNotes(messages, latest.notes, new Set(latest.closing)),
     ...(open ? { incomplete: 'the results of the last tool calls were added after the last model call and are not in the history' } : {}),
   };
+}
+
+/**
+ * `notes` with, for a result whose text goes on after them with the workflow's note that the
+ * session then moved to another worker (`MOVED_AFTER_NOTE_START ... ]`, the last line the
+ * workflow writes, src/workflows/tool-results.ts `movedAfterNote`), that note added: the answer
+ * alone does not say whether the run moved. After no note at all the text's end is the
+ * command's own, so the line is taken for the note only when the answer said its worker was
+ * shutting down (`closing`, by `tool_use` id). Only ids of `messages`' results are kept.
+ */
+export function withMoveNotes(
+  messages: Message[],
+  notes: Record<string, string[]>,
+  closing: ReadonlySet<string> = new Set(),
+): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const m of messages) {
+    if (typeof m.content === 'string') continue;
+    for (const b of m.content) {
+      if (!isToolResult(b) || !Object.hasOwn(notes, b.tool_use_id)) continue;
+      const known = notes[b.tool_use_id]!;
+      const tail = known.length > 0 ? `${known.join('\n')}\n` : '\n';
+      const at = b.content.lastIndexOf(`${tail}${MOVED_AFTER_NOTE_START}`);
+      const whole = at >= 0 && (known.length === 0 ? closing.has(b.tool_use_id) : at === 0 || b.content[at - 1] === '\n');
+      out[b.tool_use_id] = whole && !splitNotes(b.content, known) ? [...known, b.content.slice(at + tail.length)] : known;
+    }
+  }
+  return out;
 }
 
 /** A checkpoint or a rewind of a run, as its history has it (`agent-jobs checkpoints`). */

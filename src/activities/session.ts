@@ -522,6 +522,7 @@ async function runIn(
     shellExit: result.shellExit ?? null,
     cwd: result.cwd,
     durationMs: result.durationMs,
+    notes: result.notes,
     ...(approvedByRule !== undefined ? { approvedByRule } : {}),
     ...(registry.draining ? { workerClosing: true as const } : {}),
     ...(killedAtShutdownMs !== undefined ? { killedAtShutdownMs } : {}),

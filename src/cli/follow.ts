@@ -210,8 +210,16 @@ export async function watchRun(jobs: AgentJobsClient, workflowId: string, opts: 
         for (const b of results) for (const d of view.decisions) if (d.toolUseId === b.tool_use_id) emitDecision(d);
         const timed = results.filter((b) => typeof durations[b.tool_use_id] === 'number');
         const durationMs = Object.fromEntries(timed.map((b) => [b.tool_use_id, durations[b.tool_use_id]]));
+        const withNotes = results.filter((b) => t.notes !== undefined && Object.hasOwn(t.notes, b.tool_use_id));
+        const notes = Object.fromEntries(withNotes.map((b) => [b.tool_use_id, t.notes![b.tool_use_id]]));
         emit(
-          { event: 'message', index: t.from + i, message: m, ...(timed.length ? { durationMs } : {}) },
+          {
+            event: 'message',
+            index: t.from + i,
+            message: m,
+            ...(timed.length ? { durationMs } : {}),
+            ...(withNotes.length ? { notes } : {}),
+          },
           describeMessage(m, t.from + i, t),
           true,
         );

@@ -216,6 +216,11 @@ export interface RunCommandOutput {
   /** Working directory after the command. */
   cwd: string;
   durationMs: number;
+  /**
+   * The session's notes at the end of `output` (`[agent-jobs: ...]` lines, also in `output`), in
+   * order; absent from a worker of an earlier version. The CLI shows them apart from the output.
+   */
+  notes?: string[];
   /** Set (and nothing ran) when `autoApprove` was asked and the policy wants a human: why. */
   needsApproval?: string;
   /** Id of the approval rule that let it run. */

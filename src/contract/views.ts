@@ -77,6 +77,14 @@ export interface TranscriptView {
    * bash, or a run from before codes were published). Absent: none published.
    */
   exitCodes?: Record<string, number>;
+  /**
+   * The lines the system wrote at the end of each of those commands' `tool_result`, by `tool_use`
+   * id, in order: the worker's notes (`[agent-jobs: ...]`), then the workflow's (`[exit code: N]`,
+   * `[timed out ...]`, ...; src/contract/notes.ts). What `watch` shows apart from the output, never
+   * a parse of the text. A `tool_use` missing here has none known (an answer from a worker of an
+   * earlier version). Absent: none published.
+   */
+  notes?: Record<string, string[]>;
 }
 
 /**

@@ -18,6 +18,12 @@ export interface CommandResult {
    * are appended as `[agent-jobs: ...]` lines.
    */
   output: string;
+  /**
+   * The notes appended to `output`, in order (each a `[agent-jobs: ...]` text, which may hold
+   * line breaks of a path): so a reader can show them apart from what the command printed,
+   * which may print the same words. Empty when none.
+   */
+  notes: string[];
   /** Exit status (0..255); for `exit N` the shell's code N; null when timed out, cancelled, or the shell was killed by a signal. */
   exitCode: number | null;
   /** The command ran past its timeout and was killed. */
@@ -62,6 +68,7 @@ export type FinishedCommand = Partial<CommandResult> &
 export function commandResult(r: FinishedCommand, cwd: string, started: number): CommandResult {
   const result: CommandResult = {
     output: r.output,
+    notes: r.notes ?? [],
     exitCode: r.exitCode,
     timedOut: r.timedOut ?? false,
     truncated: r.truncated,
@@ -77,8 +84,10 @@ export function commandResult(r: FinishedCommand, cwd: string, started: number):
 
 /** A command whose `RunOptions.signal` was aborted before its turn: nothing ran. */
 export function cancelledBeforeStart(): FinishedCommand {
+  const cancelled = note('cancelled before it started; nothing was run');
   return {
-    output: note('cancelled before it started; nothing was run'),
+    output: cancelled,
+    notes: [cancelled],
     exitCode: null,
     cancelled: true,
     outputBytes: 0,

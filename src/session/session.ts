@@ -504,6 +504,7 @@ export class BashSession {
     return this.finish(command, started, {
       exactArgv: [...argv],
       output: appendNotes(captured.text, notes),
+      notes,
       exitCode: run.timedOut || run.cancelled ? null : run.exitCode,
       timedOut: run.timedOut,
       truncated: captured.truncated,
@@ -710,6 +711,7 @@ export class BashSession {
     const firstLine = sent.lineNo > 0 ? sent.lineNo + EVAL_PREFIX_LINES : 0;
     return this.finish(command, started, {
       output: appendNotes(ending.withheld ? '' : renumberShellErrors(captured.text, firstLine, command.split('\n').length), ending.notes),
+      notes: ending.notes,
       exitCode: ending.exitCode,
       timedOut: ending.timedOut,
       truncated: captured.truncated,

@@ -777,17 +777,24 @@ export function isAltered(d: CommandDisplay): boolean {
  * paths go through {@link displayCommand}. Not idempotent (no unambiguous
  * escaping is): apply it once, to the raw text; {@link hiddenEscaped} is the
  * pass over text already made of escaped parts.
+ * @param alsoEscaped code points escaped as well, e.g. a mark that starts lines of the caller's own
+ *   (`↳`, src/cli/render/messages.ts), so no text shown with it can hold one @default none
  */
-export function safeText(text: string, multiline = true): string {
-  return safeTokens(text, multiline).join('');
+export function safeText(text: string, multiline = true, alsoEscaped: readonly string[] = []): string {
+  return safeTokens(text, multiline, alsoEscaped).join('');
 }
 
-/** {@link safeText} as tokens, one per code point of `text` (an escape, a doubled backslash or the character), for cutting. */
-function safeTokens(text: string, multiline: boolean): string[] {
+/**
+ * {@link safeText} as tokens, one per code point of `text` (an escape, a doubled backslash or the
+ * character), for cutting; the code points in `alsoEscaped` are escaped too (a mark the caller
+ * keeps for its own lines).
+ */
+function safeTokens(text: string, multiline: boolean, alsoEscaped: readonly string[] = []): string[] {
   const chars = Array.from(text);
   const classes = classesOf(chars);
   const starts = multiline ? 'xur' : 'xurnt';
   const escaped = (i: number): boolean => {
+    if (alsoEscaped.includes(chars[i]!)) return true;
     const cls = classes[i]!;
     if (cls === null || (multiline && (cls === 'line-feed' || cls === 'tab'))) return false;
     return cls !== 'lookalike' || lookalikeOf(chars[i]!) === '\\';

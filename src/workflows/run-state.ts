@@ -5,7 +5,7 @@
  * change it; nothing else holds run state. Deterministic (workflow code).
  */
 import { patched, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import { addUsage, normalizeUsage, publishedExitCode, totalTokens } from '../contract';
+import { addUsage, isToolResult, normalizeUsage, publishedExitCode, totalTokens } from '../contract';
 import type {
   AgentRunResult,
   AppliedDecision,
@@ -150,6 +150,8 @@ export class RunState {
   readonly #durations: Record<string, number> = {};
   /** Exit code of each of those commands that ran to its end in bash ({@link publishedExitCode}), by `tool_use` id. */
   readonly #exitCodes: Record<string, number> = {};
+  /** The system's notes at the end of each of those commands' results, by `tool_use` id ({@link recordNotes}). */
+  readonly #notes: Record<string, string[]> = {};
   /** The model's window, prices and 1-hour TTL (src/contract/models.ts `modelInfoOf`). */
   readonly model: ModelInfo;
   #rewindAsked: { req: RewindRequest; n: number } | null = null;
@@ -542,10 +544,21 @@ export class RunState {
     if (code !== undefined) this.#exitCodes[toolUseId] = code;
     else delete this.#exitCodes[toolUseId];
     const ids = Object.keys(this.#durations);
+    delete this.#notes[toolUseId];
     for (const id of ids.slice(0, Math.max(0, ids.length - MAX_DURATIONS_KEPT))) {
       delete this.#durations[id];
       delete this.#exitCodes[id];
+      delete this.#notes[id];
     }
+  }
+
+  /**
+   * Records the lines the system wrote at the end of a command's `tool_result` (the worker's
+   * notes, then the workflow's: src/contract/notes.ts), in order, for a command
+   * {@link recordCommand} recorded; the CLI shows them apart from the output. Query state only.
+   */
+  recordNotes(toolUseId: string, notes: readonly string[]): void {
+    if (Object.hasOwn(this.#durations, toolUseId)) this.#notes[toolUseId] = [...notes];
   }
 
   /** What the run waits for a person for, one line (the `AgentAwaiting` search attribute); empty when nobody. */
@@ -650,7 +663,25 @@ export class RunState {
       if (messages.length > 0 && chars > MAX_TRANSCRIPT_PAGE_CHARS) break;
       messages.push(message);
     }
-    return { from: start, total: length, base, messages, durationsMs: { ...this.#durations }, exitCodes: { ...this.#exitCodes } };
+    return {
+      from: start,
+      total: length,
+      base,
+      messages,
+      durationsMs: { ...this.#durations },
+      exitCodes: { ...this.#exitCodes },
+      notes: this.notesOf(messages),
+    };
+  }
+
+  /** The recorded notes of the `tool_result`s in `messages` (a page carries only its own: a note may be long). */
+  private notesOf(messages: Message[]): Record<string, string[]> {
+    const out: Record<string, string[]> = {};
+    for (const m of messages)
+      if (typeof m.content !== 'string')
+        for (const b of m.content)
+          if (isToolResult(b) && Object.hasOwn(this.#notes, b.tool_use_id)) out[b.tool_use_id] = [...this.#notes[b.tool_use_id]!];
+    return out;
   }
 
   /**

@@ -30,6 +30,7 @@ import {
 import { commandDetails, commandSummary, editSummary } from '../shared/display';
 import type { EditRequest, RunEditOutput } from '../contract/text-editor';
 import type { CheckpointRequest, RestoreRequest } from '../contract/checkpoint';
+import { commandNotes } from '../contract/notes';
 import {
   COMMAND_TIMEOUT_SLACK_MS,
   OPEN_SESSION_ACTIVITY_OPTIONS,
@@ -42,6 +43,7 @@ import type { ApprovalRule } from '../contract/steering';
 import type { RunState } from './run-state';
 import {
   commandOutcome,
+  movedAfterNote,
   movedAfterOutcome,
   movedBeforeOutcome,
   restartedOutcome,
@@ -181,17 +183,7 @@ export class RunSession {
         out = waited.out;
       }
       if (out.needsApproval !== undefined) return { needsApproval: out.needsApproval };
-      state.recordCheckpoint(toolUseId, out.checkpoint);
-      session.cwd = out.cwd;
-      state.recordCommand(toolUseId, out);
-      let outcome: ToolOutcome = commandOutcome(out, timeoutMs);
-      if (out.workerClosing) session.closing ??= SHUT_DOWN;
-      if (session.closing !== undefined && state.session === session && patched(WORKER_DRAIN_PATCH)) {
-        // Move now, so Claude knows before it asks for the next command.
-        log.info('bash session closing: its worker is shutting down; moving to a new session', { toolUseId });
-        outcome = movedAfterOutcome(outcome, session.closing, await this.replace(out.cwd));
-      }
-      return out.approvedByRule !== undefined ? { ...outcome, approvedByRule: out.approvedByRule } : outcome;
+      return await this.answered(toolUseId, session, out, timeoutMs);
     } catch (err) {
       if (isCancellation(err)) throw err;
       if (!moved && isShutdownRefusal(err) && patched(WORKER_DRAIN_PATCH)) {
@@ -205,6 +197,31 @@ export class RunSession {
       const fresh = await this.replace(session.cwd);
       return sessionLostOutcome(loss, fresh.cwd, fresh.error);
     }
+  }
+
+  /**
+   * What a command the worker ran becomes: its checkpoint, cwd, duration and exit code recorded,
+   * the outcome Claude is told, and the system's notes at its end published (query state); the
+   * run moves to a new session first when the worker holding this one is shutting down.
+   */
+  private async answered(toolUseId: string, session: SessionRef, out: RunCommandOutput, timeoutMs: number): Promise<SessionOutcome> {
+    const { state } = this;
+    state.recordCheckpoint(toolUseId, out.checkpoint);
+    session.cwd = out.cwd;
+    state.recordCommand(toolUseId, out);
+    let outcome: ToolOutcome = commandOutcome(out, timeoutMs);
+    // The lines the system wrote at the end of the result, for people (query state only, as the exit code).
+    const notes = [...(out.notes ?? []), ...commandNotes(out, timeoutMs)];
+    if (out.workerClosing) session.closing ??= SHUT_DOWN;
+    if (session.closing !== undefined && state.session === session && patched(WORKER_DRAIN_PATCH)) {
+      // Move now, so Claude knows before it asks for the next command.
+      log.info('bash session closing: its worker is shutting down; moving to a new session', { toolUseId });
+      const fresh = await this.replace(out.cwd);
+      outcome = movedAfterOutcome(outcome, session.closing, fresh);
+      notes.push(movedAfterNote(session.closing, fresh));
+    }
+    if (out.notes !== undefined) state.recordNotes(toolUseId, notes);
+    return out.approvedByRule !== undefined ? { ...outcome, approvedByRule: out.approvedByRule } : outcome;
   }
 
   /**

@@ -5,13 +5,14 @@
  */
 import type { RunCommandOutput } from '../contract';
 import type { AppliedDecision } from '../contract';
+import { MOVED_AFTER_NOTE_START, STATE_LOST, commandNotes, describeDuration } from '../contract/notes';
+
+export { describeDuration };
 
 export interface ToolOutcome {
   text: string;
   isError: boolean;
 }
-
-const STATE_LOST = 'shell variables, functions, aliases and background jobs from before are gone';
 
 /**
  * Text of a finished command: its output, then notes for a non-zero exit
@@ -20,39 +21,31 @@ const STATE_LOST = 'shell variables, functions, aliases and background jobs from
  * non-zero is reported with its code but is not an error of the tool.
  */
 export function commandOutcome(r: RunCommandOutput, timeoutMs: number): ToolOutcome {
-  const notes: string[] = [];
-  if (r.killedAtShutdownMs !== undefined) {
-    notes.push(
-      `[the worker holding the bash session was shut down while this command ran: it was still running when the shutdown grace of ${describeDuration(r.killedAtShutdownMs)} ran out, so its process group was killed; the output above is what it printed until then]`,
-    );
-  } else if (r.timedOut) {
-    notes.push(
-      `[timed out after ${timeoutMs / 1000} s: the command's process group was killed and the bash session restarted in ${r.cwd}; ${STATE_LOST}]`,
-    );
-  } else if (r.shellExit) {
-    const how = r.shellExit.signal ? `was killed by ${r.shellExit.signal}` : `exited with code ${r.shellExit.code}`;
-    notes.push(`[bash itself ${how}; a new bash session was started in ${r.cwd}; ${STATE_LOST}]`);
-  } else if (r.sessionRestarted) {
-    notes.push(`[the bash session was restarted in ${r.cwd}; ${STATE_LOST}]`);
-  }
-  if (!r.timedOut && !r.shellExit && r.exitCode !== null && r.exitCode !== 0) notes.push(`[exit code: ${r.exitCode}]`);
+  const notes = commandNotes(r, timeoutMs);
   const body = r.output.length > 0 ? r.output : notes.length > 0 ? '' : '(no output)';
   const text = [body.replace(/\n+$/, ''), ...notes].filter((s) => s.length > 0).join('\n');
   return { text, isError: r.timedOut || r.shellExit !== null || r.sessionRestarted || r.killedAtShutdownMs !== undefined };
 }
 
 /**
- * A command's result, followed by the note that its session moved to a new
- * one because the worker holding it is shutting down (`why`, e.g. `its
- * worker was shut down (SIGTERM)`), or that no new one could be started
- * yet. An error of the tool: the system changed the shell under Claude.
+ * The workflow's note after a command's result when its session then moved to a new one
+ * because the worker holding it is shutting down (`why`, e.g. `its worker was shut down
+ * (SIGTERM)`), or when no new one could be started yet: one `[...]` line.
  */
-export function movedAfterOutcome(ran: ToolOutcome, why: string, fresh: { cwd: string | null; error?: string }): ToolOutcome {
+export function movedAfterNote(why: string, fresh: { cwd: string | null; error?: string }): string {
   const where =
     fresh.cwd !== null
       ? `the run moved to a new bash session in ${fresh.cwd} on another worker; ${STATE_LOST} (files on disk stay, unless the new worker runs on another machine)`
       : `no new bash session could be started yet (${fresh.error ?? 'unknown error'}); the next command will try again`;
-  return { text: `${ran.text}\n[the command finished; then the bash session was closed because ${why}: ${where}]`, isError: true };
+  return `${MOVED_AFTER_NOTE_START}${why}: ${where}]`;
+}
+
+/**
+ * A command's result, followed by {@link movedAfterNote}. An error of the tool: the system
+ * changed the shell under Claude.
+ */
+export function movedAfterOutcome(ran: ToolOutcome, why: string, fresh: { cwd: string | null; error?: string }): ToolOutcome {
+  return { text: `${ran.text}\n${movedAfterNote(why, fresh)}`, isError: true };
 }
 
 /**
@@ -65,18 +58,6 @@ export function movedBeforeOutcome(ran: ToolOutcome, why: string, cwd: string): 
     text: `[before this command ran, the bash session was restarted because ${why}: the command ran in a new bash session in ${cwd} on another worker; ${STATE_LOST}]\n${ran.text}`,
     isError: true,
   };
-}
-
-/**
- * A duration for people: Temporal duration strings as given (`'24 hours'`),
- * ms as seconds, minutes or hours (`3000` → `3 s`, `5400000` → `90 min`).
- */
-export function describeDuration(d: string | number): string {
-  if (typeof d === 'string') return d;
-  const s = d / 1000;
-  if (s < 120) return `${Number(s.toFixed(1))} s`;
-  if (s < 7200) return `${Number((s / 60).toFixed(1))} min`;
-  return `${Number((s / 3600).toFixed(1))} h`;
 }
 
 /** What Claude is told when a person edited its command before approving it: who, what ran, then the output of what ran. */

@@ -8,11 +8,13 @@ import { withClient } from '../context';
 /**
  * The text form of a transcript: the lines `watch` prints for each message.
  * Command outputs are cut after {@link SHOWN_OUTPUT_LINES} lines with a
- * note, unless `full`.
+ * note, unless `full`; the notes the run published for a result (`notes`,
+ * by `tool_use` id) are shown whole after its output.
  */
-export function transcriptText(messages: Message[], full: boolean): string {
+export function transcriptText(messages: Message[], full: boolean, notes?: Record<string, string[]>): string {
   const maxOutputLines = full ? Infinity : SHOWN_OUTPUT_LINES;
-  return `${messages.flatMap((m, i) => describeMessage(m, i, {}, maxOutputLines)).join('\n')}\n`;
+  const published = notes ? { notes } : {};
+  return `${messages.flatMap((m, i) => describeMessage(m, i, published, maxOutputLines)).join('\n')}\n`;
 }
 
 export function registerTranscript(program: Command): void {
@@ -24,7 +26,7 @@ export function registerTranscript(program: Command): void {
     .option('--json', 'print the messages as a JSON array (outputs whole)')
     .option(
       '--all',
-      'also print what rewinds dropped (from the history), after the conversation as it stands (--json: {"messages","rewound":[{"from","messages"}]})',
+      'also print what rewinds dropped (from the history), after the conversation as it stands (--json: {"messages","rewound":[{"from","messages"}],"notes"})',
     )
     .action(async (workflowId: string, opts: { full?: boolean; json?: boolean; all?: boolean }) => {
       await withClient(async (jobs) => {
@@ -32,8 +34,8 @@ export function registerTranscript(program: Command): void {
         const t = await jobs.run(workflowId).transcript(0);
         if (t.incomplete) process.stderr.write(`agent-jobs: note: ${t.incomplete}\n`);
         const rewound = opts.all ? await jobs.run(workflowId).rewoundBranches() : [];
-        if (opts.json) return printJson(opts.all ? { messages: t.messages, rewound } : t.messages);
-        process.stdout.write(transcriptText(t.messages, opts.full === true));
+        if (opts.json) return printJson(opts.all ? { messages: t.messages, rewound, notes: t.notes ?? {} } : t.messages);
+        process.stdout.write(transcriptText(t.messages, opts.full === true, t.notes));
         for (const b of rewound) {
           process.stdout.write(`\n── dropped by a rewind: messages ${b.from}–${b.from + b.messages.length - 1} as they were ──\n`);
           process.stdout.write(transcriptText(b.messages, opts.full === true));

@@ -6,7 +6,8 @@
 import { isText, isToolResult, isToolUse } from '../../contract';
 import type { ContentBlock, Message, ToolResultBlock, TranscriptView } from '../../contract';
 import { TEXT_EDITOR_NAME } from '../../contract/text-editor';
-import { SHOWN_OUTPUT_LINES, commandLines, indent, jsonText, oneLine, terminalText } from './text';
+import { SHOWN_OUTPUT_LINES, commandLines, indent, jsonText, oneLine } from './text';
+import { splitNotes } from '../../contract/notes';
 import { safeText } from '../../shared/display';
 
 /** A command's run time for people: `0.4 s`, `12.0 s`, `3.5 min` (ms in). */
@@ -20,7 +21,27 @@ export function formatDuration(ms: number): string {
  * run's history read the same way: src/contract/views.ts `TranscriptView`): run times in ms, and
  * the exit codes of commands that ran to their end.
  */
-export type PublishedCommands = Pick<TranscriptView, 'durationsMs' | 'exitCodes'>;
+export type PublishedCommands = Pick<TranscriptView, 'durationsMs' | 'exitCodes' | 'notes'>;
+
+/**
+ * The mark of a line the system wrote about a command's result (a note of the worker or the
+ * workflow, as the run published them: src/contract/notes.ts): such a line is `  ↳ [note]`, at
+ * the CLI's own column, where no output line starts (those are indented by 4), and the mark is
+ * shown escaped (`\u21b3`) in everything of the run's this module prints, so not even a line the
+ * terminal wraps can pass for a note.
+ */
+export const NOTE_MARK = '↳';
+
+/** Raw text of the run for the terminal (as `terminalText`, src/cli/render/text.ts), with {@link NOTE_MARK} escaped too. */
+function runText(text: string): string {
+  return safeText(text, true, [NOTE_MARK]);
+}
+
+/** The notes published for `id`, when `record` holds them as its own array of strings. */
+function publishedNotes(record: Record<string, string[]> | undefined, id: string): string[] | undefined {
+  const v = record !== undefined && Object.hasOwn(record, id) ? record[id] : undefined;
+  return Array.isArray(v) && v.every((n) => typeof n === 'string') ? v : undefined;
+}
 
 /** `record[id]` when `record` holds it as its own finite number; undefined otherwise (`__proto__` is no entry). */
 function publishedNumber(record: Record<string, number> | undefined, id: string): number | undefined {
@@ -43,9 +64,12 @@ function resultHeading(b: ToolResultBlock, durationMs: number | undefined, exitC
 }
 
 /**
- * Human-readable lines for one transcript message.
+ * Human-readable lines for one transcript message. A command's result: its heading, its output
+ * indented and cut after `maxOutputLines` lines, then each note the run published for it whole,
+ * on one line (its line breaks escaped), after {@link NOTE_MARK}; without published notes that
+ * end its text, the whole text is output.
  * @param published what the run published about its commands ({@link PublishedCommands}); a
- *   result whose id is missing is shown without a run time or exit code @default none
+ *   result whose id is missing is shown without a run time, exit code or notes @default none
  * @param maxOutputLines lines of a command's output kept before the cut (`Infinity`: all, `transcript --full`) @default {@link SHOWN_OUTPUT_LINES}
  */
 export function describeMessage(
@@ -59,8 +83,7 @@ export function describeMessage(
   // Each raw part is escaped once, here (commandLines and jsonText escape their own).
   const lines: string[] = [];
   for (const b of blocks) {
-    if (isText(b))
-      lines.push(terminalText(hanging(index === 0 ? 'task: ' : `${message.role === 'assistant' ? 'claude' : 'user'}: `, b.text)));
+    if (isText(b)) lines.push(runText(hanging(index === 0 ? 'task: ' : `${message.role === 'assistant' ? 'claude' : 'user'}: `, b.text)));
     else if (isToolUse(b)) {
       const input = (b.input ?? {}) as { command?: unknown; restart?: unknown; path?: unknown };
       const suffix = `    [${b.id}]`;
@@ -77,8 +100,14 @@ export function describeMessage(
           publishedNumber(published.durationsMs, b.tool_use_id),
           code !== undefined && Number.isInteger(code) ? code : undefined,
         ),
-        terminalText(indent(b.content, '    ', maxOutputLines)),
       );
+      // The system's notes, as the run published them, whole and apart from the output (cut, indented).
+      const split = splitNotes(b.content, publishedNotes(published.notes, b.tool_use_id));
+      if (split === undefined) lines.push(runText(indent(b.content, '    ', maxOutputLines)));
+      else {
+        if (split.output !== '') lines.push(runText(indent(split.output, '    ', maxOutputLines)));
+        for (const n of split.notes) lines.push(`  ${NOTE_MARK} ${safeText(n, false, [NOTE_MARK])}`);
+      }
     } else lines.push(oneLine`[${b.type} block]`);
   }
   return lines;

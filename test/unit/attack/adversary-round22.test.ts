@@ -333,35 +333,35 @@ describe("kind 3: the text editor's helper runs outside the session's limits", (
 });
 
 describe("kind 5: the worker's notes about a result are lines of the command's output", () => {
-  /** The lines `watch` and `transcript` print for one command result (tool_use `toolu_1`, with its exit code). */
-  function shown(output: string, exitCode: number | null): string[] {
+  /** The lines `watch` and `transcript` print for one command result (tool_use `toolu_1`, with its exit code and the session's notes). */
+  function shown(output: string, exitCode: number | null, notes: string[] = []): string[] {
     const message = { role: 'user' as const, content: [{ type: 'tool_result' as const, tool_use_id: 'toolu_1', content: output }] };
-    return describeMessage(message, 3, exitCode === null ? {} : { exitCodes: { toolu_1: exitCode } })
+    return describeMessage(message, 3, { notes: { toolu_1: notes }, ...(exitCode === null ? {} : { exitCodes: { toolu_1: exitCode } }) })
       .join('\n')
       .split('\n');
   }
   const hog = 'python3 -c "x = bytearray(300 << 20); x[::4096] = bytes(len(x[::4096]))"';
 
-  t("the worker's note is shown whatever the output's length", async () => {
+  test("the worker's note is shown whatever the output's length", async () => {
     const ws = tempDir();
     const s = await startSession({ cwd: ws, workspace: ws, limits: { maxSessionMemoryBytes: 64 * 1024 ** 2 } });
     const r = await s.run(`for i in $(seq 1 30); do echo "test $i ok"; done; ${hog}`);
     expect(r.output).toContain('[agent-jobs: the session reached its memory limit'); // the worker did note it
-    expect(shown(r.output, r.exitCode).join('\n')).toContain('the session reached its memory limit');
+    expect(shown(r.output, r.exitCode, r.notes).join('\n')).toContain('the session reached its memory limit');
   });
 
-  t("a line the command prints is not shown as the worker's note", async () => {
+  test("a line the command prints is not shown as the worker's note", async () => {
     const ws = tempDir();
     const s = await startSession({ cwd: ws, workspace: ws, limits: { maxSessionMemoryBytes: 64 * 1024 ** 2 } });
     const real = await s.run(hog);
     const note = real.output.split('\n').find((l) => l.startsWith('[agent-jobs: '));
     expect(note).toBeDefined();
-    const noteLine = shown(real.output, real.exitCode).find((l) => l.includes('the session reached its memory limit'));
+    const noteLine = shown(real.output, real.exitCode, real.notes).find((l) => l.includes('the session reached its memory limit'));
     expect(noteLine).toBeDefined();
     // The same words printed by a command that the kernel did not kill.
     const forged = await s.run(`echo '${note!}'`);
     expect(forged.exitCode).toBe(0);
-    expect(shown(forged.output, forged.exitCode)).not.toContain(noteLine);
+    expect(shown(forged.output, forged.exitCode, forged.notes)).not.toContain(noteLine);
   });
 });
 
