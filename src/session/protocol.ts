@@ -350,6 +350,8 @@ export interface HousekeepingRecord {
 export interface CommandRecords {
   statuses: string[];
   housekeeping?: HousekeepingRecord;
+  /** Set when more than {@link MAX_RECORD_BUFFER} bytes of one unfinished record came: bytes were dropped unread, so a record may be missing. */
+  overflow?: boolean;
 }
 
 /** Bytes of bash's stdout kept while a command runs (only protocol text and forgeries go there). */
@@ -369,8 +371,16 @@ export class RecordScanner {
   /** Feeds bytes bash wrote on stdout. */
   push(chunk: Buffer): void {
     this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
-    if (this.buf.length > MAX_RECORD_BUFFER) this.buf = this.buf.subarray(this.buf.length - MAX_RECORD_BUFFER);
     this.match();
+    // A watched command's bytes are all scanned by now (matchCommand keeps only what may start a record); outside
+    // one, only the start-up record is awaited. Dropping more here could lose a record, so it is said.
+    if (this.buf.length > MAX_RECORD_BUFFER) {
+      if (this.watch) {
+        this.watch.records.overflow = true;
+        this.watch.statusAt = 0;
+      }
+      this.buf = this.buf.subarray(this.buf.length - MAX_RECORD_BUFFER);
+    }
   }
 
   /** Waits for the start-up record of `marker` (one at a time; a new call replaces the old). */
@@ -431,15 +441,25 @@ export class RecordScanner {
     p.resolve({ status: Number(fields[1]), flags: fields[2] ?? '', movedFrom: fields[3] ?? '', cwd: fields[4] ?? '' });
   }
 
+  /**
+   * Counts every status record from `statusAt` on and the housekeeping record, then drops the bytes
+   * already scanned that cannot be part of a record to come (keeping an unfinished record, or the last
+   * bytes that may be the start of a token), moving `statusAt` with them: every status record in the
+   * stream is counted once, however the bytes are cut into chunks and however many came before it.
+   */
   private matchCommand(w: NonNullable<RecordScanner['watch']>): void {
     const status = Buffer.from(`${w.tokens.status}.`);
     const hk = Buffer.from(w.tokens.housekeeping);
+    let keepFrom = Math.max(0, this.buf.length - Math.max(status.length, hk.length) + 1);
     for (;;) {
       const s = this.buf.indexOf(status, w.statusAt);
       const h = w.records.housekeeping ? -1 : this.buf.indexOf(hk);
       if (s >= 0 && (h < 0 || s < h)) {
         const end = this.buf.indexOf(0x2e /* . */, s + status.length);
-        if (end < 0) return; // the rest of the record is still on its way
+        if (end < 0) {
+          keepFrom = Math.min(keepFrom, s); // the rest of the record is still on its way
+          break;
+        }
         w.records.statuses.push(this.buf.toString('latin1', s + status.length, end));
         w.statusAt = end + 1;
         if (w.records.statuses.length === 1) w.onStatus();
@@ -448,18 +468,29 @@ export class RecordScanner {
       if (h >= 0) {
         const fields: string[] = [];
         let pos = h + hk.length;
-        for (let i = 0; i < 2; i++) {
+        let complete = true;
+        for (let i = 0; i < 2 && complete; i++) {
           const nul = this.buf.indexOf(0, pos);
-          if (nul < 0) return;
-          fields.push(this.buf.toString('utf8', pos, nul));
-          pos = nul + 1;
+          if (nul < 0) complete = false;
+          else {
+            fields.push(this.buf.toString('utf8', pos, nul));
+            pos = nul + 1;
+          }
+        }
+        if (!complete) {
+          keepFrom = Math.min(keepFrom, h);
+          break;
         }
         w.records.housekeeping = { flags: fields[1] ?? '' };
         w.statusAt = Math.max(w.statusAt, pos);
         w.onHousekeeping();
         continue;
       }
-      return;
+      break;
+    }
+    if (keepFrom > 0 && this.watch === w) {
+      this.buf = this.buf.subarray(keepFrom);
+      w.statusAt = Math.max(0, w.statusAt - keepFrom);
     }
   }
 
