@@ -53,10 +53,13 @@
  *   only appears in this part of the line: it is in no variable, no
  *   argument and no `$BASH_COMMAND` the command or its functions can see.
  *   When bash exits during a command instead, its exit code is the
- *   command's only if bash printed nothing on its own stderr meanwhile: a
- *   line a background job took bytes of parses as a syntax error, which
- *   non-interactive bash reports there before it exits with 2, so that end
- *   is "could not be confirmed" (src/session/session.ts, `case 'exit'`).
+ *   command's only with its exit record ({@link exitTrapText}: its EXIT
+ *   trap's record, during which the worker reads bash's own read count,
+ *   which must cover the line) and nothing on bash's own stderr (a line a
+ *   background job took bytes of parses as a syntax error there). A job
+ *   that takes the whole line and shuts the socket down makes bash exit at
+ *   end of file having run nothing; its read count says so, and the end is
+ *   "could not be confirmed" (src/session/session.ts `settleExit`).
  * - **No aliases in the way.** Aliases apply to reserved words too (`alias
  *   if=...`), so the control line has no `if`, `{`, `!` or `[[`: only
  *   operators, quoted names (`\\eval`), assignments and bare redirections.
@@ -228,11 +231,17 @@ export const LOADER_DROPPED_ENV: readonly string[] = [
  * removed because the sealed bash starts with another effective group
  * (a secure-execution program, ld.so(8)).
  */
-export function initScript(ulimitArgs: string, marker: Marker, restore: Record<string, string> = {}): string {
+export function initScript(
+  ulimitArgs: string,
+  marker: Marker,
+  restore: Record<string, string> = {},
+  exit?: { fifo: string; ack: string; token: string },
+): string {
   return [
     ...Object.entries(restore)
       .filter(([name]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
       .map(([name, value]) => `\\builtin export ${name}=${ansiCQuote(value)}`),
+    ...(exit ? [`\\builtin trap -- ${ansiCQuote(exitTrapText(exit.fifo, exit.ack, exit.token))} EXIT`] : []),
     '\\builtin shopt -s expand_aliases',
     '\\builtin enable -n trap',
     `trap() { \\builtin printf '%s\\n' ${ansiCQuote(TRAP_DISABLED_MESSAGE)} >&2; return 2; }`,
@@ -256,6 +265,32 @@ export function initScript(ulimitArgs: string, marker: Marker, restore: Record<s
     'unset __aj_m1 __aj_m2 __aj_s',
     '',
   ].join('\n');
+}
+
+/**
+ * The EXIT trap set before `trap` is disabled: when bash exits (the `exit` builtin, `set -e`, end of
+ * file on its stdin, a signal it can catch) it writes the exit record `/proc/<X>.<status>.` into `fifo`,
+ * as the error message of a bare redirection (no command runs, so nothing the session defined can
+ * intercept it), and then waits in the open of `ack` for reading (a FIFO: the open returns once the
+ * worker opens it for writing). Meanwhile the worker reads bash's own read count (`rchar`, as for a
+ * record) while bash is still alive: the proof that bash itself read the control line before it
+ * exited. `<X>` is the shell's exit token, only in this text (bash's memory, not readable by the
+ * session's processes when the shell is sealed). `||` keeps `set -e` from ending the trap early.
+ */
+export function exitTrapText(fifo: string, ack: string, token: string): string {
+  const q = (p: string): string => `'${p.replace(/'/g, "'\\''")}'`;
+  return `2>>${q(fifo)} 9<"/proc/${token}.$?." || 2>/dev/null 9<${q(ack)}`;
+}
+
+/**
+ * The status of the first exit record of `token` in `text` (what the exit FIFO held, see
+ * {@link exitTrapText}), or undefined when none is whole yet.
+ */
+export function parseExitRecord(text: string, token: string): number | undefined {
+  const at = text.indexOf(`/proc/${token}.`);
+  if (at < 0) return undefined;
+  const m = /^(\d{1,3})\./.exec(text.slice(at + token.length + 7));
+  return m ? Number(m[1]) : undefined;
 }
 
 /** How the command text reaches bash. */
