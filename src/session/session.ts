@@ -103,6 +103,13 @@ const IDLE_WAIT_MS = 3000;
  */
 const EXIT_STDERR_WAIT_MS = 100;
 
+/** Whether the command's first output (if any) came after bash had read its whole line. */
+function readFirst(sent: Sent): boolean {
+  if (sent.readAtFirstOutput === null || sent.readBefore === undefined) return true; // no output, or nothing to compare with
+  if (sent.readAtFirstOutput === undefined) return false; // bash was gone by then: nothing proves it
+  return sent.readAtFirstOutput - sent.readBefore >= Buffer.byteLength(sent.line);
+}
+
 /** `$?` in the new shell after a command whose exit status is unknown (timed out, cancelled, its end not proven). */
 const UNKNOWN_STATUS = 1;
 
@@ -126,6 +133,8 @@ interface Sent {
   stderrBefore: number;
   /** Wall time from sending the line to the end of the wait, ms. */
   durationMs: number;
+  /** Bytes bash had read when the command's first output reached the worker: null when none came, undefined when /proc did not tell (bash gone). */
+  readAtFirstOutput: number | null | undefined;
   records: CommandRecords;
 }
 
@@ -828,7 +837,16 @@ export class BashSession {
     let timer: NodeJS.Timeout | undefined;
     let housekeepingTimer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
-    const sent = { line: '', lineNo: 0, readBefore: undefined as number | undefined, stderrBefore: 0 };
+    const sent = {
+      line: '',
+      lineNo: 0,
+      readBefore: undefined as number | undefined,
+      stderrBefore: 0,
+      readAtFirstOutput: null as number | null | undefined,
+    };
+    // Only bash's redirection, after it read the whole line, opens the FIFO for the command: output that
+    // comes while bash's read count does not cover the line was written by another process.
+    cmd.capture.onFirstData = () => (sent.readAtFirstOutput = shell.bytesRead());
     const sendAt = Date.now();
     const outcome = await new Promise<Outcome>((resolve) => {
       this.wakeCurrent = resolve;
@@ -992,6 +1010,11 @@ export class BashSession {
       );
     if (record !== undefined && !readLine)
       return unknown('the shell never read the command: another process read it from the control pipe and ended its input', true);
+    if (record === undefined && exit.signal !== null && !readFirst(sent))
+      return unknown(
+        'the shell was killed by a signal before it could prove that it read the command, and its output came while it had not',
+        true,
+      );
     if (exit.signal === null) {
       if (record === undefined)
         return unknown(

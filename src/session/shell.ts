@@ -131,8 +131,8 @@ function readAuxv(pid: number): Buffer | undefined {
   }
 }
 
-/** Characters of the exit FIFO kept while looking for the exit record (a job may write there too). */
-const EXIT_RECORD_TEXT_MAX = 1 << 16;
+/** Characters of the exit FIFO kept while looking for the exit record (its last; a job may write there too). */
+const EXIT_RECORD_TEXT_MAX = 4096;
 /** How long the worker tries to end bash's wait in its EXIT trap, ms (bash is in its open within microseconds). */
 const EXIT_RELEASE_MS = 2000;
 
@@ -381,7 +381,7 @@ export class ShellProcess {
   /** Kills this shell's processes if the worker dies; see {@link startSentinel}. */
   private readonly sentinel: ChildProcess | null;
   /** The exit FIFOs ({@link ShellStartOptions.exitFifos}), the worker's reader of the first, what it read, and the token. */
-  private exitChannel: { record: string; ack: string; socket: net.Socket; token: string; text: string } | undefined;
+  private exitChannel: { record: string; ack: string; socket: net.Socket; token: string; text: string; ackFd?: number } | undefined;
   /**
    * bash's exit record: the status its EXIT trap wrote and `rchar`, the bytes its own thread had read,
    * read by the worker while bash waited in its trap, alive; undefined when none came.
@@ -543,26 +543,32 @@ export class ShellProcess {
     this.exitChannel = ch;
     socket.on('error', () => socket.destroy());
     socket.on('data', (chunk: Buffer) => {
-      if (this.exitRecord !== undefined || ch.text.length > EXIT_RECORD_TEXT_MAX) return;
-      ch.text += chunk.toString('latin1');
-      const status = parseExitRecord(ch.text, ch.token);
+      if (this.exitRecord !== undefined) return;
+      // Searched with what came before, then only the tail kept: a job writing there without end neither
+      // fills the worker nor hides bash's record.
+      const text = ch.text + chunk.toString('latin1');
+      ch.text = text.slice(-EXIT_RECORD_TEXT_MAX);
+      const status = parseExitRecord(text, ch.token);
       if (status === undefined) return;
       const rchar = this.bytesRead();
       if (rchar !== undefined) this.exitRecord = { status, rchar };
-      void this.releaseExit(ch.ack);
+      void this.releaseExit(ch);
     });
     socket.unref();
   }
 
   /**
-   * Opens `ack` for writing (and closes it), which ends bash's wait in its EXIT trap; retried while bash
-   * is not in its open yet (ENXIO), for at most {@link EXIT_RELEASE_MS}.
+   * Opens the ack FIFO for writing and holds it open until bash has exited, which ends bash's wait in
+   * its EXIT trap whenever bash comes to its open (a job holding the FIFO open for reading changes
+   * nothing); retried while no reader is there yet (ENXIO), for at most {@link EXIT_RELEASE_MS}.
    */
-  private async releaseExit(ack: string): Promise<void> {
+  private async releaseExit(ch: NonNullable<ShellProcess['exitChannel']>): Promise<void> {
     const until = Date.now() + EXIT_RELEASE_MS;
     for (;;) {
       try {
-        fs.closeSync(fs.openSync(ack, fs.constants.O_WRONLY | fs.constants.O_NONBLOCK));
+        const fd = fs.openSync(ch.ack, fs.constants.O_WRONLY | fs.constants.O_NONBLOCK);
+        if (this.exitChannel === ch) ch.ackFd = fd;
+        else fs.closeSync(fd);
         return;
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'ENXIO' || this.exit || Date.now() > until) return;
@@ -577,6 +583,7 @@ export class ShellProcess {
     if (!ch) return;
     this.exitChannel = undefined;
     ch.socket.destroy();
+    if (ch.ackFd !== undefined) fs.closeSync(ch.ackFd);
     for (const f of [ch.record, ch.ack]) {
       try {
         fs.unlinkSync(f);

@@ -470,3 +470,30 @@ describe('kind 1, against the exit record: the job steals the line and ends bash
     expect(r.output).toMatch(/Permission denied|No such file|^$/);
   });
 });
+
+describe('kind 1, against the exit record: the job steals the line and kills bash with SIGKILL (no trap runs)', () => {
+  test.each([{ sandbox: 'bwrap' as const }, { sandbox: 'none' as const }])(
+    'sandbox $sandbox: the output the job wrote is withheld',
+    async ({ sandbox }) => {
+      if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+      const dir = tempDir();
+      fs.copyFileSync(path.join(__dirname, 'fixtures', 'steal-line-variants.py'), path.join(dir, 'steal.py'));
+      fs.chmodSync(dir, 0o711);
+      const s = await startSession({ cwd: dir, workspace: dir, sandbox });
+      expect((await s.run('( exec 0<&12 1>/dev/null 2>steal.err; exec python3 steal.py $$ kill ) &')).exitCode).toBe(0);
+      await new Promise((r) => setTimeout(r, 1500));
+      const r = await s.run('sleep 1; echo ran > ran.txt; echo second; (exit 7)', { timeoutMs: 8000 });
+      expect(fs.readFileSync(path.join(dir, 'steal.log'), 'utf8')).toContain('ended kill');
+      expect(r.shellExit).toEqual({ code: null, signal: 'SIGKILL' });
+      expect(r.exitCode).toBeNull();
+      expect(r.output).not.toContain('FAKE');
+    },
+  );
+
+  test('a command that prints and then kills its own shell keeps its output', async () => {
+    const s = await startSession();
+    const r = await s.run('echo "before the kill"; sleep 0.2; kill -9 $$');
+    expect(r.shellExit).toEqual({ code: null, signal: 'SIGKILL' });
+    expect(r.output).toContain('before the kill');
+  });
+});
