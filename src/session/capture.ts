@@ -119,6 +119,8 @@ export class FifoCapture {
   private onEnd: (() => void) | undefined;
   /** Called once when the capture is fully closed (EOF after detach, or destroy). */
   onClosed: (() => void) | undefined;
+  /** Called once, at the first bytes read from the FIFO (the session takes bash's read count then). */
+  onFirstData: (() => void) | undefined;
 
   /**
    * Opens `fifo` for a command. `fence` is the marker the worker writes after
@@ -147,6 +149,9 @@ export class FifoCapture {
 
   private onData(chunk: Buffer): void {
     if (this.mode !== 'collect') return;
+    const first = this.onFirstData;
+    this.onFirstData = undefined;
+    first?.();
     const data = this.carry.length > 0 ? Buffer.concat([this.carry, chunk]) : chunk;
     const at = data.indexOf(this.fence);
     if (at >= 0) {

@@ -53,6 +53,8 @@ export function judgeRecords(
       'the shell did not finish its bookkeeping after the command (it was still busy, or a function named like a builtin intercepted it)',
     );
   if (!pipesIntact) problems.push("the shell's own control pipes were replaced");
+  if (records.overflow)
+    problems.push("over a mebibyte of one unfinished record came on the shell's record pipe (another process wrote it)");
   if (kernel.readLine === false) problems.push('the shell never read the command (another process read it from the control pipe)');
   if (housekeepingCame && kernel.idle === false) problems.push('the shell was still busy (or stopped) after its end-of-command records');
   if (problems.length > 0) {

@@ -53,10 +53,13 @@
  *   only appears in this part of the line: it is in no variable, no
  *   argument and no `$BASH_COMMAND` the command or its functions can see.
  *   When bash exits during a command instead, its exit code is the
- *   command's only if bash printed nothing on its own stderr meanwhile: a
- *   line a background job took bytes of parses as a syntax error, which
- *   non-interactive bash reports there before it exits with 2, so that end
- *   is "could not be confirmed" (src/session/session.ts, `case 'exit'`).
+ *   command's only with its exit record ({@link exitTrapText}: its EXIT
+ *   trap's record, during which the worker reads bash's own read count,
+ *   which must cover the line) and nothing on bash's own stderr (a line a
+ *   background job took bytes of parses as a syntax error there). A job
+ *   that takes the whole line and shuts the socket down makes bash exit at
+ *   end of file having run nothing; its read count says so, and the end is
+ *   "could not be confirmed" (src/session/session.ts `settleExit`).
  * - **No aliases in the way.** Aliases apply to reserved words too (`alias
  *   if=...`), so the control line has no `if`, `{`, `!` or `[[`: only
  *   operators, quoted names (`\\eval`), assignments and bare redirections.
@@ -228,11 +231,17 @@ export const LOADER_DROPPED_ENV: readonly string[] = [
  * removed because the sealed bash starts with another effective group
  * (a secure-execution program, ld.so(8)).
  */
-export function initScript(ulimitArgs: string, marker: Marker, restore: Record<string, string> = {}): string {
+export function initScript(
+  ulimitArgs: string,
+  marker: Marker,
+  restore: Record<string, string> = {},
+  exit?: { fifo: string; ack: string; token: string },
+): string {
   return [
     ...Object.entries(restore)
       .filter(([name]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
       .map(([name, value]) => `\\builtin export ${name}=${ansiCQuote(value)}`),
+    ...(exit ? [`\\builtin trap -- ${ansiCQuote(exitTrapText(exit.fifo, exit.ack, exit.token))} EXIT`] : []),
     '\\builtin shopt -s expand_aliases',
     '\\builtin enable -n trap',
     `trap() { \\builtin printf '%s\\n' ${ansiCQuote(TRAP_DISABLED_MESSAGE)} >&2; return 2; }`,
@@ -256,6 +265,32 @@ export function initScript(ulimitArgs: string, marker: Marker, restore: Record<s
     'unset __aj_m1 __aj_m2 __aj_s',
     '',
   ].join('\n');
+}
+
+/**
+ * The EXIT trap set before `trap` is disabled: when bash exits (the `exit` builtin, `set -e`, end of
+ * file on its stdin, a signal it can catch) it writes the exit record `/proc/<X>.<status>.` into `fifo`,
+ * as the error message of a bare redirection (no command runs, so nothing the session defined can
+ * intercept it), and then waits in the open of `ack` for reading (a FIFO: the open returns once the
+ * worker opens it for writing). Meanwhile the worker reads bash's own read count (`rchar`, as for a
+ * record) while bash is still alive: the proof that bash itself read the control line before it
+ * exited. `<X>` is the shell's exit token, only in this text (bash's memory, not readable by the
+ * session's processes when the shell is sealed). `||` keeps `set -e` from ending the trap early.
+ */
+export function exitTrapText(fifo: string, ack: string, token: string): string {
+  const q = (p: string): string => `'${p.replace(/'/g, "'\\''")}'`;
+  return `2>>${q(fifo)} 9<"/proc/${token}.$?." || 2>/dev/null 9<${q(ack)}`;
+}
+
+/**
+ * The status of the first exit record of `token` in `text` (what the exit FIFO held, see
+ * {@link exitTrapText}), or undefined when none is whole yet.
+ */
+export function parseExitRecord(text: string, token: string): number | undefined {
+  const at = text.indexOf(`/proc/${token}.`);
+  if (at < 0) return undefined;
+  const m = /^(\d{1,3})\./.exec(text.slice(at + token.length + 7));
+  return m ? Number(m[1]) : undefined;
 }
 
 /** How the command text reaches bash. */
@@ -350,6 +385,8 @@ export interface HousekeepingRecord {
 export interface CommandRecords {
   statuses: string[];
   housekeeping?: HousekeepingRecord;
+  /** Set when more than {@link MAX_RECORD_BUFFER} bytes of one unfinished record came: bytes were dropped unread, so a record may be missing. */
+  overflow?: boolean;
 }
 
 /** Bytes of bash's stdout kept while a command runs (only protocol text and forgeries go there). */
@@ -369,8 +406,16 @@ export class RecordScanner {
   /** Feeds bytes bash wrote on stdout. */
   push(chunk: Buffer): void {
     this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
-    if (this.buf.length > MAX_RECORD_BUFFER) this.buf = this.buf.subarray(this.buf.length - MAX_RECORD_BUFFER);
     this.match();
+    // A watched command's bytes are all scanned by now (matchCommand keeps only what may start a record); outside
+    // one, only the start-up record is awaited. Dropping more here could lose a record, so it is said.
+    if (this.buf.length > MAX_RECORD_BUFFER) {
+      if (this.watch) {
+        this.watch.records.overflow = true;
+        this.watch.statusAt = 0;
+      }
+      this.buf = this.buf.subarray(this.buf.length - MAX_RECORD_BUFFER);
+    }
   }
 
   /** Waits for the start-up record of `marker` (one at a time; a new call replaces the old). */
@@ -431,15 +476,25 @@ export class RecordScanner {
     p.resolve({ status: Number(fields[1]), flags: fields[2] ?? '', movedFrom: fields[3] ?? '', cwd: fields[4] ?? '' });
   }
 
+  /**
+   * Counts every status record from `statusAt` on and the housekeeping record, then drops the bytes
+   * already scanned that cannot be part of a record to come (keeping an unfinished record, or the last
+   * bytes that may be the start of a token), moving `statusAt` with them: every status record in the
+   * stream is counted once, however the bytes are cut into chunks and however many came before it.
+   */
   private matchCommand(w: NonNullable<RecordScanner['watch']>): void {
     const status = Buffer.from(`${w.tokens.status}.`);
     const hk = Buffer.from(w.tokens.housekeeping);
+    let keepFrom = Math.max(0, this.buf.length - Math.max(status.length, hk.length) + 1);
     for (;;) {
       const s = this.buf.indexOf(status, w.statusAt);
       const h = w.records.housekeeping ? -1 : this.buf.indexOf(hk);
       if (s >= 0 && (h < 0 || s < h)) {
         const end = this.buf.indexOf(0x2e /* . */, s + status.length);
-        if (end < 0) return; // the rest of the record is still on its way
+        if (end < 0) {
+          keepFrom = Math.min(keepFrom, s); // the rest of the record is still on its way
+          break;
+        }
         w.records.statuses.push(this.buf.toString('latin1', s + status.length, end));
         w.statusAt = end + 1;
         if (w.records.statuses.length === 1) w.onStatus();
@@ -448,18 +503,29 @@ export class RecordScanner {
       if (h >= 0) {
         const fields: string[] = [];
         let pos = h + hk.length;
-        for (let i = 0; i < 2; i++) {
+        let complete = true;
+        for (let i = 0; i < 2 && complete; i++) {
           const nul = this.buf.indexOf(0, pos);
-          if (nul < 0) return;
-          fields.push(this.buf.toString('utf8', pos, nul));
-          pos = nul + 1;
+          if (nul < 0) complete = false;
+          else {
+            fields.push(this.buf.toString('utf8', pos, nul));
+            pos = nul + 1;
+          }
+        }
+        if (!complete) {
+          keepFrom = Math.min(keepFrom, h);
+          break;
         }
         w.records.housekeeping = { flags: fields[1] ?? '' };
         w.statusAt = Math.max(w.statusAt, pos);
         w.onHousekeeping();
         continue;
       }
-      return;
+      break;
+    }
+    if (keepFrom > 0 && this.watch === w) {
+      this.buf = this.buf.subarray(keepFrom);
+      w.statusAt = Math.max(0, w.statusAt - keepFrom);
     }
   }
 

@@ -103,6 +103,16 @@ const IDLE_WAIT_MS = 3000;
  */
 const EXIT_STDERR_WAIT_MS = 100;
 
+/** Whether the command's first output (if any) came after bash had read its whole line. */
+function readFirst(sent: Sent): boolean {
+  if (sent.readAtFirstOutput === null || sent.readBefore === undefined) return true; // no output, or nothing to compare with
+  if (sent.readAtFirstOutput === undefined) return false; // bash was gone by then: nothing proves it
+  return sent.readAtFirstOutput - sent.readBefore >= Buffer.byteLength(sent.line);
+}
+
+/** `$?` in the new shell after a command whose exit status is unknown (timed out, cancelled, its end not proven). */
+const UNKNOWN_STATUS = 1;
+
 /** One command on its way to the shell: its file (when long), tokens, FIFO and output collector. */
 interface PreparedCommand {
   commandFile: string;
@@ -123,6 +133,8 @@ interface Sent {
   stderrBefore: number;
   /** Wall time from sending the line to the end of the wait, ms. */
   durationMs: number;
+  /** Bytes bash had read when the command's first output reached the worker: null when none came, undefined when /proc did not tell (bash gone). */
+  readAtFirstOutput: number | null | undefined;
   records: CommandRecords;
 }
 
@@ -649,6 +661,7 @@ export class BashSession {
       setpriv: this.host.setpriv(),
       startTimeoutMs: START_TIMEOUT_MS,
       sandbox: (({ setpriv: _, ...rest }) => rest)(this.sandboxOptions),
+      exitFifos: this.exitFifos(),
     });
     this.shell = shell;
     this.boundGit = inodesOf(this.git.readonly);
@@ -665,6 +678,17 @@ export class BashSession {
       ...(shell.guard.socketCgroup ? { socketCgroup: shell.guard.socketCgroup } : {}),
       ...(this.identity ? { uid: this.identity.uid } : {}),
     });
+  }
+
+  /**
+   * Two FIFOs for a new shell's exit record (shell.ts `exitFifos`): bash writes the first, and reads
+   * the second, so the second is readable by the session's group (mode 0640; the worker's alone writes).
+   */
+  private exitFifos(): { record: string; ack: string } {
+    const record = this.fifos.take();
+    const ack = this.fifos.take();
+    fs.chmodSync(ack, this.identity ? 0o640 : 0o600);
+    return { record, ack };
   }
 
   /** Kills the current shell (if any) and starts a new one in the last known good cwd. */
@@ -707,6 +731,8 @@ export class BashSession {
     if (ending.restartAfter && !this.closed) {
       const failed = await this.replaceAfterCommand();
       if (failed) ending.notes.push(failed);
+      // The new shell's `$?` is the command's status; an unknown one is not success.
+      else this.lastStatus = ending.exitCode ?? UNKNOWN_STATUS;
     }
     const firstLine = sent.lineNo > 0 ? sent.lineNo + EVAL_PREFIX_LINES : 0;
     return this.finish(command, started, {
@@ -829,7 +855,16 @@ export class BashSession {
     let timer: NodeJS.Timeout | undefined;
     let housekeepingTimer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
-    const sent = { line: '', lineNo: 0, readBefore: undefined as number | undefined, stderrBefore: 0 };
+    const sent = {
+      line: '',
+      lineNo: 0,
+      readBefore: undefined as number | undefined,
+      stderrBefore: 0,
+      readAtFirstOutput: null as number | null | undefined,
+    };
+    // Only bash's redirection, after it read the whole line, opens the FIFO for the command: output that
+    // comes while bash's read count does not cover the line was written by another process.
+    cmd.capture.onFirstData = () => (sent.readAtFirstOutput = shell.bytesRead());
     const sendAt = Date.now();
     const outcome = await new Promise<Outcome>((resolve) => {
       this.wakeCurrent = resolve;
@@ -871,11 +906,29 @@ export class BashSession {
       case 'exit':
         return this.settleExit(shell, sent, outcome.exit);
       case 'timeout':
-        return { ...notEnded(), timedOut: true, restartAfter: true };
+        return this.neverRead(shell, sent, { ...notEnded(), timedOut: true, restartAfter: true });
       case 'abort':
       case 'closed':
-        return { ...notEnded(), cancelled: true, restartAfter: outcome.kind === 'abort' };
+        return this.neverRead(shell, sent, { ...notEnded(), cancelled: true, restartAfter: outcome.kind === 'abort' });
     }
+  }
+
+  /**
+   * A command stopped by its timeout or cancelled: when bash's own read count shows that bash had not
+   * read its line (a background job holding bash's saved stdin took it, or bash was slow), nothing of the
+   * command ran, so what the FIFO holds was written by another process: withheld, and said.
+   */
+  private neverRead(shell: ShellProcess, sent: Sent, ending: Ending): Ending {
+    const readAfter = shell.bytesRead();
+    if (sent.readBefore === undefined || readAfter === undefined || readAfter - sent.readBefore >= Buffer.byteLength(sent.line))
+      return ending;
+    ending.withheld = true;
+    ending.notes.push(
+      note(
+        'the shell had not read this command when it was stopped (another process may have taken it from the control pipe): it may not have run, and anything in its output was written by another process, so its output was withheld',
+      ),
+    );
+    return ending;
   }
 
   /**
@@ -940,21 +993,53 @@ export class BashSession {
   }
 
   /**
-   * bash exited during the command: the exit is the command's (`exit 5`) only if bash parsed the
-   * line that was sent. A background job reading bash's saved stdin can take bytes of it; bash then
-   * reports a syntax error on its own stderr (never the command's, which goes to its FIFO) and
-   * exits with 2 before running any of it.
+   * bash exited during the command: the exit is the command's (`exit 5`) only with the proof a record
+   * needs, that bash itself read the line that was sent: its exit record (protocol.ts `exitTrapText`,
+   * written by its EXIT trap before it was reaped) with its own read count covering the line and the
+   * status it exited with, and nothing on its own stderr (a line a job took bytes of is a syntax error
+   * there). A background job holding bash's saved stdin can take the whole line and shut the socket
+   * down, and bash exits at end of file with the status of the line before, having run nothing: its
+   * read count then falls short, so the status is unknown and the command's output, which only another
+   * process can have written, is withheld. Without an exit record (bash replaced by `exec`, a death by
+   * a signal bash cannot catch) nothing proves bash read the line either: a status by code is then
+   * unknown and the output withheld too; a death by a signal claims no status and keeps the output.
    */
   private async settleExit(shell: ShellProcess, sent: Sent, exit: ShellExit): Promise<Ending> {
     const ending: Ending = { ...notEnded(), shellExit: exit, restartAfter: true };
     await raceTimeout(shell.stderrEnded, EXIT_STDERR_WAIT_MS);
-    if (shell.stderrBytes() !== sent.stderrBefore) {
+    const record = shell.exitRecord;
+    const readLine =
+      record !== undefined && (sent.readBefore === undefined || record.rchar - sent.readBefore >= Buffer.byteLength(sent.line));
+    const restarted = 'the shell was restarted (variables, functions and background jobs are gone)';
+    const unknown = (why: string, withheld: boolean): Ending => {
+      ending.exitCode = null;
+      ending.withheld = withheld;
       ending.notes.push(
         note(
-          `the end of this command could not be confirmed (the shell could not parse the line the session sent: another process read part of it from the control pipe; the shell exited, ${describeExit(exit)}): its exit status is unknown and it may not have run; the shell was restarted (variables, functions and background jobs are gone)`,
+          `the end of this command could not be confirmed (${why}; the shell exited, ${describeExit(exit)}): its exit status is unknown and it may not have run; ${restarted}${withheld ? '; its output was withheld, since another process may have written it' : ''}`,
         ),
       );
       return ending;
+    };
+    if (shell.stderrBytes() !== sent.stderrBefore)
+      return unknown(
+        'the shell could not parse the line the session sent: another process read part of it from the control pipe',
+        !readLine,
+      );
+    if (record !== undefined && !readLine)
+      return unknown('the shell never read the command: another process read it from the control pipe and ended its input', true);
+    if (record === undefined && exit.signal !== null && !readFirst(sent))
+      return unknown(
+        'the shell was killed by a signal before it could prove that it read the command, and its output came while it had not',
+        true,
+      );
+    if (exit.signal === null) {
+      if (record === undefined)
+        return unknown(
+          'the shell left no exit record, which proves it read the command (it was replaced by `exec`, or it could not write the record)',
+          true,
+        );
+      if (record.status !== exit.code) return unknown(`the shell's exit record says status ${record.status}`, true);
     }
     ending.exitCode = exit.code;
     if (shell.guard.exceeded) ending.notes.push(note(guardNote(shell.guard, this.limits)));

@@ -10,6 +10,7 @@
 import { createSessionUserns, findNsenter, type SessionUserns } from './userns';
 import { execFileSync, spawn, type ChildProcess, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { SessionStartError } from './errors';
@@ -23,7 +24,9 @@ import { launchArgs, type SandboxOptions } from './sandbox';
 import {
   initScript,
   LOADER_DROPPED_ENV,
+  newCommandTokens,
   newMarker,
+  parseExitRecord,
   RecordScanner,
   type CommandRecords,
   type CommandTokens,
@@ -37,6 +40,14 @@ import { raceTimeout } from './timing';
 export interface ShellExit {
   code: number | null;
   signal: string | null;
+}
+
+/** bash's exit record (see {@link ShellProcess.exitRecord}). */
+export interface ExitRecord {
+  /** The status bash's EXIT trap saw (`$?`): what it exits with. */
+  status: number;
+  /** Bytes bash's own thread had read when the worker saw the record (`rchar`). */
+  rchar: number;
 }
 
 /** What a shell needs to start. */
@@ -61,6 +72,13 @@ export interface ShellStartOptions {
   startTimeoutMs: number;
   /** Sandbox and identity (see sandbox.ts); `setpriv` is filled in from {@link setpriv}. @default no sandbox, the worker's own user */
   sandbox?: Omit<SandboxOptions, 'setpriv'>;
+  /**
+   * Two FIFOs of this shell alone where bash runs (the session's FIFO directory): `record`, which bash
+   * can open for writing, and `ack`, which it can open for reading; its EXIT trap writes the exit
+   * record in the first and waits on the second (protocol.ts `exitTrapText`). The shell owns them
+   * from then on (unlinked when bash has exited). @default none: no exit record, an exit's status is unknown
+   */
+  exitFifos?: { record: string; ack: string };
 }
 
 /** Number of the read(2) system call, as /proc/<pid>/syscall shows it, per architecture. */
@@ -112,6 +130,11 @@ function readAuxv(pid: number): Buffer | undefined {
     return undefined;
   }
 }
+
+/** Characters of the exit FIFO kept while looking for the exit record (its last; a job may write there too). */
+const EXIT_RECORD_TEXT_MAX = 4096;
+/** How long the worker tries to end bash's wait in its EXIT trap, ms (bash is in its open within microseconds). */
+const EXIT_RELEASE_MS = 2000;
 
 /** Event-loop turns {@link ShellProcess.recordsSettled} waits for bash's records already in the pipe. */
 const RECORD_SETTLE_TURNS = 3;
@@ -357,6 +380,13 @@ export class ShellProcess {
   network: ChildProcess | undefined;
   /** Kills this shell's processes if the worker dies; see {@link startSentinel}. */
   private readonly sentinel: ChildProcess | null;
+  /** The exit FIFOs ({@link ShellStartOptions.exitFifos}), the worker's reader of the first, what it read, and the token. */
+  private exitChannel: { record: string; ack: string; socket: net.Socket; token: string; text: string; ackFd?: number } | undefined;
+  /**
+   * bash's exit record: the status its EXIT trap wrote and `rchar`, the bytes its own thread had read,
+   * read by the worker while bash waited in its trap, alive; undefined when none came.
+   */
+  exitRecord: ExitRecord | undefined;
 
   private constructor(child: ChildProcessWithoutNullStreams, guard: ProcessGuard) {
     this.child = child;
@@ -365,6 +395,7 @@ export class ShellProcess {
     this.sentinel = startSentinel(this.pid, guard.cgroup?.dir);
     this.exited = new Promise((resolve) => {
       child.on('exit', (code, signal) => {
+        this.closeExitChannel();
         this.exit = this.sandboxed ? decodeSandboxExit(code, signal) : { code, signal };
         resolve(this.exit);
       });
@@ -456,7 +487,10 @@ export class ShellProcess {
   private async initialize(o: ShellStartOptions): Promise<void> {
     const marker = newMarker();
     const dropped = Object.fromEntries(LOADER_DROPPED_ENV.filter((n) => o.env[n] !== undefined).map((n) => [n, o.env[n]!]));
-    this.send(initScript(o.ulimitArgs, marker, dropped));
+    if (o.exitFifos !== undefined && !this.exit) this.openExitChannel(o.exitFifos);
+    const ch = this.exitChannel;
+    const exit = ch ? { fifo: ch.record, ack: ch.ack, token: ch.token } : undefined;
+    this.send(initScript(o.ulimitArgs, marker, dropped, exit));
     let timer: NodeJS.Timeout | undefined;
     const outcome = await Promise.race([
       this.expect(marker).then((r) => ({ kind: 'ready' as const, record: r })),
@@ -495,6 +529,68 @@ export class ShellProcess {
     for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) this.linesSent++;
     if (!this.exit) this.child.stdin.write(text);
     return first;
+  }
+
+  /**
+   * Reads the exit FIFO (read-write and non-blocking: bash's open for writing never waits, and the
+   * worker never sees end of file). At the exit record of this shell's token, takes bash's read count
+   * while bash waits in its trap, then lets it go on ({@link releaseExit}).
+   */
+  private openExitChannel(fifos: { record: string; ack: string }): void {
+    const fd = fs.openSync(fifos.record, fs.constants.O_RDWR | fs.constants.O_NONBLOCK);
+    const socket = new net.Socket({ fd, readable: true, writable: false });
+    const ch = { ...fifos, socket, token: newCommandTokens().status, text: '' };
+    this.exitChannel = ch;
+    socket.on('error', () => socket.destroy());
+    socket.on('data', (chunk: Buffer) => {
+      if (this.exitRecord !== undefined) return;
+      // Searched with what came before, then only the tail kept: a job writing there without end neither
+      // fills the worker nor hides bash's record.
+      const text = ch.text + chunk.toString('latin1');
+      ch.text = text.slice(-EXIT_RECORD_TEXT_MAX);
+      const status = parseExitRecord(text, ch.token);
+      if (status === undefined) return;
+      const rchar = this.bytesRead();
+      if (rchar !== undefined) this.exitRecord = { status, rchar };
+      void this.releaseExit(ch);
+    });
+    socket.unref();
+  }
+
+  /**
+   * Opens the ack FIFO for writing and holds it open until bash has exited, which ends bash's wait in
+   * its EXIT trap whenever bash comes to its open (a job holding the FIFO open for reading changes
+   * nothing); retried while no reader is there yet (ENXIO), for at most {@link EXIT_RELEASE_MS}.
+   */
+  private async releaseExit(ch: NonNullable<ShellProcess['exitChannel']>): Promise<void> {
+    const until = Date.now() + EXIT_RELEASE_MS;
+    for (;;) {
+      try {
+        const fd = fs.openSync(ch.ack, fs.constants.O_WRONLY | fs.constants.O_NONBLOCK);
+        if (this.exitChannel === ch) ch.ackFd = fd;
+        else fs.closeSync(fd);
+        return;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENXIO' || this.exit || Date.now() > until) return;
+        await sleep(1);
+      }
+    }
+  }
+
+  /** Stops reading the exit FIFO and removes both (bash has exited). */
+  private closeExitChannel(): void {
+    const ch = this.exitChannel;
+    if (!ch) return;
+    this.exitChannel = undefined;
+    ch.socket.destroy();
+    if (ch.ackFd !== undefined) fs.closeSync(ch.ackFd);
+    for (const f of [ch.record, ch.ack]) {
+      try {
+        fs.unlinkSync(f);
+      } catch {
+        /* gone */
+      }
+    }
   }
 
   /** Waits for the end record of `marker` (never settles if bash dies first: race it with {@link exited}). */

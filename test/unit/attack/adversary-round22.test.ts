@@ -183,6 +183,7 @@ import { decideApproval } from '../../../src/policy';
 import { RecordScanner, newCommandTokens } from '../../../src/session/protocol';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
+/** The attacks still open are skipped; kind 1 and kind 7's forged statuses are fixed and run. */
 const OPEN = true;
 const t = OPEN ? test.skip : test;
 
@@ -192,7 +193,7 @@ afterEach(async () => {
 });
 
 describe("kind 7 (and 1): without the sandbox, a job forges a failing command's exit status 0", () => {
-  t('a job that peeks at the control line and fills the record buffer cannot make `(exit 7)` report exit 0', async () => {
+  test('a job that peeks at the control line and fills the record buffer cannot make `(exit 7)` report exit 0', async () => {
     if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
     const dir = tempDir();
     fs.copyFileSync(path.join(__dirname, 'fixtures', 'forge-trimmed-status.py'), path.join(dir, 'forge.py'));
@@ -214,7 +215,7 @@ describe("kind 7 (and 1): without the sandbox, a job forges a failing command's 
   // Aimed at fix (b), whatever stops the peek: the record scanner itself, fed what the job wrote and
   // then bash's own records, must count both status records (or refuse the overflow), so that
   // judgeRecords says the status is unknown.
-  t('the record scanner counts a status record that comes after its buffer filled up', () => {
+  test('the record scanner counts a status record that comes after its buffer filled up', () => {
     const tokens = newCommandTokens();
     const scanner = new RecordScanner();
     scanner.watchCommand(
@@ -402,7 +403,7 @@ describe('kind 3: an auto-approved read of a path a job swaps for a FIFO after t
 });
 
 describe('kind 1: a job that takes the whole next control line and shuts the socket down', () => {
-  t.each([{ sandbox: 'bwrap' as const }, { sandbox: 'none' as const }])(
+  test.each([{ sandbox: 'bwrap' as const }, { sandbox: 'none' as const }])(
     'sandbox $sandbox: the command that never ran is not reported as exit 0 with the output the job wrote',
     async ({ sandbox }) => {
       if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
@@ -422,4 +423,77 @@ describe('kind 1: a job that takes the whole next control line and shuts the soc
       expect(r.output).not.toContain('FAKE');
     },
   );
+});
+
+// Against the fix (an exit is the command's only with bash's exit record, written by its EXIT trap, and
+// bash's own read count, taken while bash waits in that trap, covering the line): the same job ending
+// bash's input every other way, or taking only part of the line, or making bash exit by a signal.
+describe('kind 1, against the exit record: the job steals the line and ends bash another way', () => {
+  test.each([
+    { variant: 'rdwr', sandbox: 'bwrap' as const },
+    { variant: 'rdwr', sandbox: 'none' as const },
+    { variant: 'wr', sandbox: 'bwrap' as const },
+    { variant: 'part', sandbox: 'bwrap' as const },
+    { variant: 'part', sandbox: 'none' as const },
+    { variant: 'most', sandbox: 'bwrap' as const },
+    { variant: 'term', sandbox: 'bwrap' as const },
+    { variant: 'term', sandbox: 'none' as const },
+  ])('$variant, sandbox $sandbox: no status, and not the output the job wrote', async ({ variant, sandbox }) => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    const dir = tempDir();
+    fs.copyFileSync(path.join(__dirname, 'fixtures', 'steal-line-variants.py'), path.join(dir, 'steal.py'));
+    fs.chmodSync(dir, 0o711); // without the sandbox's bind, the session user must be able to enter it
+    const s = await startSession({ cwd: dir, workspace: dir, sandbox });
+    expect((await s.run(`( exec 0<&12 1>/dev/null 2>steal.err; exec python3 steal.py $$ ${variant} ) &`)).exitCode).toBe(0);
+    await new Promise((r) => setTimeout(r, 1500)); // the job waits 1 s, then for the next line
+    // SHUT_WR leaves bash waiting for input: the command's timeout ends it.
+    const r = await s.run('sleep 1; echo ran > ran.txt; echo second; (exit 7)', { timeoutMs: 8000 });
+    const log = fs.readFileSync(path.join(dir, 'steal.log'), 'utf8');
+    expect(log).toContain(`ended ${variant}`); // the job did steal and end the input
+    expect(fs.existsSync(path.join(dir, 'ran.txt'))).toBe(false);
+    expect(r.exitCode).toBeNull();
+    expect(r.output).toMatch(/may not have run|unknown/);
+    expect(r.output).not.toContain('FAKE');
+    const next = await s.run('echo "status was $?"');
+    expect(next.output).not.toContain('status was 0');
+  });
+
+  test('a job that writes a record with a guessed token into every FIFO it can open does not prove an exit', async () => {
+    // Without the token (only in bash's memory) a record proves nothing; the FIFO directory is the worker's.
+    const dir = tempDir();
+    const s = await startSession({ cwd: dir, workspace: dir });
+    const r = await s.run(
+      'for f in /tmp/agent-jobs-session-*/pipe.* ; do printf "/proc/AJ00000000000000000000000000000000.0." >> "$f"; done 2>&1; exit 0',
+    );
+    expect(r.shellExit).toEqual({ code: 0, signal: null });
+    expect(r.exitCode).toBe(0); // bash's own record and read count: the exit is the command's
+    expect(r.output).toMatch(/Permission denied|No such file|^$/);
+  });
+});
+
+describe('kind 1, against the exit record: the job steals the line and kills bash with SIGKILL (no trap runs)', () => {
+  test.each([{ sandbox: 'bwrap' as const }, { sandbox: 'none' as const }])(
+    'sandbox $sandbox: the output the job wrote is withheld',
+    async ({ sandbox }) => {
+      if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+      const dir = tempDir();
+      fs.copyFileSync(path.join(__dirname, 'fixtures', 'steal-line-variants.py'), path.join(dir, 'steal.py'));
+      fs.chmodSync(dir, 0o711);
+      const s = await startSession({ cwd: dir, workspace: dir, sandbox });
+      expect((await s.run('( exec 0<&12 1>/dev/null 2>steal.err; exec python3 steal.py $$ kill ) &')).exitCode).toBe(0);
+      await new Promise((r) => setTimeout(r, 1500));
+      const r = await s.run('sleep 1; echo ran > ran.txt; echo second; (exit 7)', { timeoutMs: 8000 });
+      expect(fs.readFileSync(path.join(dir, 'steal.log'), 'utf8')).toContain('ended kill');
+      expect(r.shellExit).toEqual({ code: null, signal: 'SIGKILL' });
+      expect(r.exitCode).toBeNull();
+      expect(r.output).not.toContain('FAKE');
+    },
+  );
+
+  test('a command that prints and then kills its own shell keeps its output', async () => {
+    const s = await startSession();
+    const r = await s.run('echo "before the kill"; sleep 0.2; kill -9 $$');
+    expect(r.shellExit).toEqual({ code: null, signal: 'SIGKILL' });
+    expect(r.output).toContain('before the kill');
+  });
 });
