@@ -233,7 +233,7 @@ describe("kind 7 (and 1): without the sandbox, a job forges a failing command's 
 });
 
 describe("kind 6: the owner's keyring, listed in /proc/keys", () => {
-  t("a session does not see the names of the keys its owner's host processes keep", async () => {
+  test("a session does not see the names of the keys its owner's host processes keep", async () => {
     if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
     const owner = 47_000 + Math.floor(Math.random() * 1000);
     const desc = `github-token-for-ci-${process.pid}`;
@@ -295,7 +295,7 @@ describe("kind 3: the text editor's helper runs outside the session's limits", (
     };
   }
 
-  t("a view of a folder the session filled holds no more memory than the session's limit", async () => {
+  test("a view of a folder the session filled holds no more memory than the session's limit", async () => {
     if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
     const limit = 64 * 1024 ** 2;
     const ws = tempDir();
@@ -366,7 +366,7 @@ describe("kind 5: the worker's notes about a result are lines of the command's o
 });
 
 describe('kind 3: an auto-approved read of a path a job swaps for a FIFO after the check', () => {
-  t('`cat p` never runs until its timeout, however the job times the swap', async () => {
+  test('`cat p` never runs until its timeout, however the job times the swap', async () => {
     const dir = tempDir();
     const s = await startSession({ cwd: dir, workspace: dir });
     fs.writeFileSync(
