@@ -207,7 +207,7 @@ function runTree(pid: number): number[] {
  */
 export function fifoInUse(pid: number): string | undefined {
   for (const p of runTree(pid)) {
-    let name = `pid ${p}`;
+    let name: string;
     try {
       name = `${fs.readFileSync(`/proc/${p}/comm`, 'utf8').trim()} (pid ${p})`;
       if (fs.readFileSync(`/proc/${p}/wchan`, 'utf8').trim() === 'wait_for_partner') return `${name} was opening a FIFO`;

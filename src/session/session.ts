@@ -537,6 +537,9 @@ export class BashSession {
         gate,
         options.ruleSubject,
       );
+      // The helper runs in the session's memory cgroup: a kill there (the helper's or a job's) is said here as for a command.
+      const memory = this.memoryKillNote();
+      if (memory) outcome.text = `${outcome.text}\n${memory}`;
       const audit = await this.auditGitNote();
       if (audit) outcome.text = `${outcome.text}\n${audit}`;
       if (this.options.auditLog) {
