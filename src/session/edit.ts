@@ -15,8 +15,9 @@
  *
  * Every file operation runs in a helper process (`node -e`, the worker's own Node, with a
  * self-contained script: request on stdin, JSON answer on stdout) as the session's user inside
- * a fresh sandbox like the session's (`sandboxedSpawnArgs`), so an edit reaches only what a
- * command of the session could (why: docs/text-editor.md, "Where edits run").
+ * a fresh sandbox like the session's (`sandboxedSpawnArgs`), under the session's limits as an
+ * exact run (edit-io.ts), so an edit reaches and holds only what a command of the session could
+ * (why: docs/text-editor.md, "Where edits run").
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -277,7 +278,7 @@ function list(dir) {
   const walk = (dfd, rel, depth) => {
     const items = [];
     let d;
-    try { d = fs.opendirSync(fdPath(dfd)); } catch (e) { return; }
+    try { d = fs.opendirSync(fdPath(dfd), { bufferSize: 256 }); } catch (e) { return; }
     try {
       for (let it = d.readSync(); it !== null; it = d.readSync()) {
         if (++scanned > req.maxScanned) { more = true; break; }

@@ -515,7 +515,9 @@ export class BashSession {
    * go ahead. Appends one audit line.
    * @param options.maxCharacters the tool's `max_characters` (characters a `view` shows at most)
    * @throws SessionClosedError when the session is closed
-   * @throws Error when the helper gives no answer (nothing is known to be written only when it crashed before writing)
+   * @throws Error when the helper gives no answer to a write (nothing is known to be written only when it crashed before
+   *   writing); a read without an answer (the helper killed at a limit) is an `is_error` outcome instead
+   * @throws ExactRefusedError when the session's limits cannot be applied to the helper (prlimit missing): nothing ran
    */
   edit(
     edit: EditRequest,
