@@ -301,14 +301,18 @@ export function runExactProgram(
       onOutput(Buffer.from(`${launch.file}: ${err.message}\n`));
       done(127, null);
     });
+    // Pipes closed so far, counted from the start: both may close before 'exit' is emitted.
+    let closed = 0;
+    let exited: [number | null, string | null] | undefined;
+    const close = (): void => {
+      if (++closed === 2 && exited) done(...exited);
+    };
+    child.stdout.once('close', close);
+    child.stderr.once('close', close);
     child.on('exit', (code, sig) => {
+      exited = [code, sig];
+      if (closed === 2) return done(code, sig);
       // Let the pipes drain; a grandchild holding them does not hold us up.
-      let closed = 0;
-      const close = (): void => {
-        if (++closed === 2) done(code, sig);
-      };
-      child.stdout.once('close', close);
-      child.stderr.once('close', close);
       setTimeout(() => done(code, sig), 300).unref();
     });
   });
