@@ -15,8 +15,9 @@
  *
  * Every file operation runs in a helper process (`node -e`, the worker's own Node, with a
  * self-contained script: request on stdin, JSON answer on stdout) as the session's user inside
- * a fresh sandbox like the session's (`sandboxedSpawnArgs`), so an edit reaches only what a
- * command of the session could (why: docs/text-editor.md, "Where edits run").
+ * a fresh sandbox like the session's (`sandboxedSpawnArgs`), under the session's limits as an
+ * exact run (edit-io.ts), so an edit reaches and holds only what a command of the session could
+ * (why: docs/text-editor.md, "Where edits run").
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -30,6 +31,14 @@ export const MAX_EDIT_FILE_BYTES = 10 * 1024 * 1024;
 
 /** Entries a directory `view` lists at most (two levels deep). */
 export const MAX_VIEW_ENTRIES = 1_000;
+
+/**
+ * Directory entries a `view` reads at most, all its directories together (the helper reads each
+ * directory entry by entry and stops there; the entries shown are the first of each directory's
+ * read ones in name order): 10,000, about 2.5 MiB of names at most, so a folder of a million
+ * entries costs the helper what one of 10,000 does.
+ */
+export const MAX_VIEW_SCANNED = 10_000;
 
 /** How long one helper process may take, ms. */
 export const EDIT_HELPER_TIMEOUT_MS = 30_000;
@@ -76,6 +85,8 @@ export function failureText(code: string, message: string, abs: string, writing:
   if (code === 'NOTFILE') return `Error: ${abs} is not a regular file or directory`;
   if (code === 'EISDIR') return `Error: ${abs} is a directory`;
   if (code === 'CHANGED') return `Error: ${abs} changed while the edit was being made; nothing was written. View it again and retry.`;
+  if (code === 'HELPER')
+    return `Error: ${abs} could not be read: ${message} (the editor's helper runs under the session's limits: memory, processes, ulimits, ${EDIT_HELPER_TIMEOUT_MS} ms)`;
   return `Error: ${message}`;
 }
 
@@ -141,7 +152,8 @@ export function viewFile(
 export function viewDirectory(abs: string, entries: string[], more: boolean, maxCharacters: number): string {
   const head = `Files and directories up to 2 levels deep in ${abs}, hidden items excluded:`;
   const body = entries.length > 0 ? entries.join('\n') : '(empty directory)';
-  const cut = truncated(`${head}\n${body}${more ? `\n[listing cut at ${MAX_VIEW_ENTRIES} entries]` : ''}`, maxCharacters);
+  const cutNote = more ? `\n[listing cut: at most ${MAX_VIEW_ENTRIES} entries are shown and ${MAX_VIEW_SCANNED} read]` : '';
+  const cut = truncated(`${head}\n${body}${cutNote}`, maxCharacters);
   return `${cut.text}${cut.note}`;
 }
 
@@ -220,7 +232,7 @@ export function planDiff(abs: string, plan: Extract<EditPlan, { kind: 'change' }
 
 /**
  * The helper, run as `node -e` in the sandbox as the session user. Request on stdin (JSON):
- * `{op: "read", path, root, maxBytes, maxEntries}` or `{op: "write", path, root, data (base64),
+ * `{op: "read", path, root, maxBytes, maxEntries, maxScanned}` or `{op: "write", path, root, data (base64),
  * expectSha256 (null: must not exist), maxBytes}`. Answer on stdout (JSON): see {@link ReadReply}
  * and {@link WriteReply}. Paths are checked again here, with realpath, against `root`: the
  * target (or its nearest existing ancestor) must resolve inside it. Writes go to a temporary
@@ -260,18 +272,25 @@ function openDirInside(p) {
   if (!inside(where)) { fs.closeSync(fd); const e = new Error(where); e.code = 'OUTSIDE'; throw e; }
   return fd;
 }
+// Lists two levels deep, reading at most req.maxScanned entries in all (one at a time, never a whole directory at once).
 function list(dir) {
-  const entries = []; let more = false;
+  const entries = []; let more = false; let scanned = 0;
   const walk = (dfd, rel, depth) => {
-    let items;
-    try { items = fs.readdirSync(fdPath(dfd), { withFileTypes: true }); } catch (e) { return; }
+    const items = [];
+    let d;
+    try { d = fs.opendirSync(fdPath(dfd), { bufferSize: 256 }); } catch (e) { return; }
+    try {
+      for (let it = d.readSync(); it !== null; it = d.readSync()) {
+        if (++scanned > req.maxScanned) { more = true; break; }
+        if (!it.name.startsWith('.')) items.push({ name: it.name, dir: it.isDirectory() });
+      }
+    } catch (e) { /* unreadable part way: what was read is listed */ } finally { d.closeSync(); }
     items.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     for (const it of items) {
-      if (it.name.startsWith('.')) continue;
       if (entries.length >= req.maxEntries) { more = true; return; }
       const r = rel ? rel + '/' + it.name : it.name;
-      entries.push(it.isDirectory() ? r + '/' : r);
-      if (it.isDirectory() && depth < 2) {
+      entries.push(it.dir ? r + '/' : r);
+      if (it.dir && depth < 2) {
         let cfd;
         try { cfd = openDirInside(fdPath(dfd) + '/' + it.name); } catch (e) { continue; }
         try { walk(cfd, r, depth + 1); } finally { fs.closeSync(cfd); }
@@ -281,6 +300,24 @@ function list(dir) {
   const fd = openDirInside(dir);
   try { walk(fd, '', 1); } finally { fs.closeSync(fd); }
   return { ok: true, kind: 'dir', entries, more };
+}
+// The file's bytes, or null when it holds more than max (it grew since fstat): never more than max + 1 bytes are read,
+// into a buffer sized by what fstat said (size), grown as needed.
+function readAtMost(fd, max, size) {
+  let buf = Buffer.allocUnsafe(Math.min(max, size) + 1);
+  let n = 0;
+  for (;;) {
+    if (n === buf.length) {
+      if (n > max) return null;
+      const bigger = Buffer.allocUnsafe(Math.min(max + 1, buf.length * 2));
+      buf.copy(bigger, 0, 0, n);
+      buf = bigger;
+    }
+    const got = fs.readSync(fd, buf, n, buf.length - n, null);
+    if (got === 0) break;
+    n += got;
+  }
+  return n > max ? null : buf.subarray(0, n);
 }
 function read() {
   const real = realOf(req.path);
@@ -297,7 +334,8 @@ function read() {
     const fst = fs.fstatSync(fd);
     if (!fst.isFile()) return fail('NOTFILE', real);
     if (fst.size > req.maxBytes) return fail('TOOBIG', fst.size);
-    const data = fs.readFileSync(fd);
+    const data = readAtMost(fd, req.maxBytes, fst.size);
+    if (data === null) return fail('TOOBIG', '> ' + req.maxBytes);
     out({ ok: true, kind: 'file', data: data.toString('base64'), mode: fst.mode & 0o7777, sha256: sha(data) });
   } finally { fs.closeSync(fd); }
 }
@@ -325,7 +363,7 @@ function write() {
       if (!st.isFile()) return fail(st.isDirectory() ? 'EISDIR' : 'NOTFILE', real);
       mode = st.mode & 0o7777;
       const rfd = fs.openSync(target, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
-      try { current = sha(fs.readFileSync(rfd)); } finally { fs.closeSync(rfd); }
+      try { const old = readAtMost(rfd, req.maxBytes, st.size); current = old === null ? 'TOOBIG' : sha(old); } finally { fs.closeSync(rfd); }
     } catch (e) { if (e.code !== 'ENOENT') throw e; }
     if (current !== req.expectSha256) return fail('CHANGED', real);
     const tmp = pinned + '/.' + base + '.edit-' + process.pid + '-' + crypto.randomBytes(4).toString('hex');

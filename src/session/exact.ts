@@ -159,11 +159,85 @@ export interface ExactRun {
   cancelled: boolean;
   /** Milliseconds from spawn to exit. */
   durationMs: number;
+  /**
+   * Set when the run was killed because one of its processes was opening or holding a named FIFO
+   * ({@link fifoInUse}): what was seen, e.g. `cat (pid 123) was opening a FIFO`.
+   */
+  stoppedOnFifo?: string;
+}
+
+/** How often {@link runExactProgram} looks at what the run's processes wait on, ms. */
+export const FIFO_WATCH_MS = 50;
+
+/** Most processes of one run {@link runTree} lists (an exact run is one program; a runaway tree is not walked whole). */
+const MAX_TREE = 64;
+
+/** `pid` and its descendants (host pids, from `/proc/<pid>/task/<tid>/children`), at most {@link MAX_TREE}. */
+function runTree(pid: number): number[] {
+  const out: number[] = [];
+  const todo = [pid];
+  while (todo.length > 0 && out.length < MAX_TREE) {
+    const p = todo.shift()!;
+    out.push(p);
+    let tasks: string[];
+    try {
+      tasks = fs.readdirSync(`/proc/${p}/task`);
+    } catch {
+      continue;
+    }
+    for (const t of tasks) {
+      try {
+        for (const c of fs.readFileSync(`/proc/${p}/task/${t}/children`, 'utf8').split(' ')) if (c.trim()) todo.push(Number(c));
+      } catch {
+        /* gone */
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * What in the process tree of `pid` uses a named FIFO, or undefined: a process blocked opening one
+ * (its `wchan` is the kernel's `wait_for_partner`, where `open(2)` of a FIFO waits for the other
+ * end), or one holding a descriptor of a FIFO that has a name (a FIFO in the filesystem, not an
+ * anonymous pipe such as the run's own stdout). A read-only program auto-approved on a path never
+ * needs a FIFO (the check before launch refuses one), so one found now was put there after the
+ * check (a job swapping the path) and would block the run until its timeout. Reads `/proc`
+ * (the worker's view: host pids); a process that is gone meanwhile is skipped.
+ */
+export function fifoInUse(pid: number): string | undefined {
+  for (const p of runTree(pid)) {
+    let name: string;
+    try {
+      name = `${fs.readFileSync(`/proc/${p}/comm`, 'utf8').trim()} (pid ${p})`;
+      if (fs.readFileSync(`/proc/${p}/wchan`, 'utf8').trim() === 'wait_for_partner') return `${name} was opening a FIFO`;
+    } catch {
+      continue;
+    }
+    let fds: string[];
+    try {
+      fds = fs.readdirSync(`/proc/${p}/fd`);
+    } catch {
+      continue;
+    }
+    for (const fd of fds) {
+      try {
+        const link = fs.readlinkSync(`/proc/${p}/fd/${fd}`);
+        if (link.startsWith('pipe:') || !link.startsWith('/')) continue;
+        if (fs.statSync(`/proc/${p}/fd/${fd}`).isFIFO()) return `${name} had the FIFO ${link} open`;
+      } catch {
+        /* closed meanwhile */
+      }
+    }
+  }
+  return undefined;
 }
 
 /**
  * Spawns `file args` in `cwd` with `env`, feeds stdout and stderr (as they
- * come) to `onOutput`, kills the process group at `timeoutMs` or on abort.
+ * come) to `onOutput`, kills the process group at `timeoutMs` or on abort, or
+ * as soon as one of its processes opens or holds a named FIFO ({@link fifoInUse},
+ * looked at every {@link FIFO_WATCH_MS} ms; `stoppedOnFifo` says what was seen).
  * Resolves when the process has exited and its pipes are closed (at most
  * 300 ms after exit, for pipes held by a child that outlives it).
  */
@@ -196,6 +270,15 @@ export function runExactProgram(
       }
     };
     const timer = Number.isFinite(timeoutMs) ? setTimeout(() => ((timedOut = true), killGroup()), timeoutMs) : undefined;
+    let stoppedOnFifo: string | undefined;
+    // A path swapped for a FIFO after the check would hold the run until its timeout: stopped within a tick instead.
+    const watch = setInterval(() => {
+      const seen = child.pid ? fifoInUse(child.pid) : undefined;
+      if (seen && !stoppedOnFifo) {
+        stoppedOnFifo = seen;
+        killGroup();
+      }
+    }, FIFO_WATCH_MS);
     const onAbort = (): void => {
       cancelled = true;
       killGroup();
@@ -208,22 +291,28 @@ export function runExactProgram(
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      clearInterval(watch);
       signal?.removeEventListener('abort', onAbort);
       killGroup();
-      resolve({ exitCode, signal: sig, timedOut, cancelled, durationMs: Date.now() - started });
+      const fifo = stoppedOnFifo ? { stoppedOnFifo } : {};
+      resolve({ exitCode, signal: sig, timedOut, cancelled, durationMs: Date.now() - started, ...fifo });
     };
     child.on('error', (err) => {
       onOutput(Buffer.from(`${launch.file}: ${err.message}\n`));
       done(127, null);
     });
+    // Pipes closed so far, counted from the start: both may close before 'exit' is emitted.
+    let closed = 0;
+    let exited: [number | null, string | null] | undefined;
+    const close = (): void => {
+      if (++closed === 2 && exited) done(...exited);
+    };
+    child.stdout.once('close', close);
+    child.stderr.once('close', close);
     child.on('exit', (code, sig) => {
+      exited = [code, sig];
+      if (closed === 2) return done(code, sig);
       // Let the pipes drain; a grandchild holding them does not hold us up.
-      let closed = 0;
-      const close = (): void => {
-        if (++closed === 2) done(code, sig);
-      };
-      child.stdout.once('close', close);
-      child.stderr.once('close', close);
       setTimeout(() => done(code, sig), 300).unref();
     });
   });

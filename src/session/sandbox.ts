@@ -342,6 +342,27 @@ function orderMounts(ops: MountOp[], targets: MountOp[]): MountOp[] {
 }
 
 /**
+ * Files of the sandbox's `/proc` covered with an empty read-only file (`/dev/null`) in every
+ * sandbox (bash, exact runs, the editor's helper): they are the kernel's views of the whole
+ * machine, not of the sandbox's pid namespace. `/proc/keys` lists every key the reader may view
+ * (with bash running as the workspace's owner, the owner's host keys: serial, type, description
+ * such as `github-token-for-ci`, payload length), `/proc/key-users` every uid holding keys and its
+ * counts; the rest are Docker's masked paths that hold kernel addresses or other processes' timers
+ * (`kallsyms` shows zeros to the unprivileged, `timer_list` is root's, but a kernel may differ).
+ * The key calls themselves are refused by seccomp (seccomp.ts). Not covered: `/proc/sys/kernel/keys`
+ * (limits, not keys). Attack test: test/unit/attack/adversary-round22.test.ts (kind 6).
+ */
+export const PROC_MASKED: readonly string[] = [
+  '/proc/keys',
+  '/proc/key-users',
+  '/proc/timer_list',
+  '/proc/sched_debug',
+  '/proc/kallsyms',
+  '/proc/kcore',
+  '/proc/latency_stats',
+];
+
+/**
  * The bwrap arguments before `--` (without the bwrap path): namespaces, the
  * read-only root, /dev, /proc, private /tmp and /dev/shm, the hidden paths,
  * and the binds, in an order where no later mount covers an earlier bind.
@@ -369,6 +390,8 @@ export function bwrapArgs(
     '--proc',
     '/proc',
   ];
+  // Files of the kernel's /proc that list the whole machine's state: covered where this kernel has them (bwrap cannot make a file in /proc).
+  for (const f of PROC_MASKED) if (fs.existsSync(f)) args.push('--ro-bind', '/dev/null', f);
   const size = (p: string): string[] =>
     (p === '/tmp' || p === '/dev/shm') && o.tmpfsBytes !== undefined ? ['--size', String(Math.floor(o.tmpfsBytes))] : [];
   args.push('--perms', '1777', ...size('/dev/shm'), '--tmpfs', '/dev/shm');

@@ -509,6 +509,12 @@ export class BashSession {
     const captured = collector.finish(this.secrets);
     const notes: string[] = [];
     if (run.timedOut) notes.push(note(`timed out after ${timeoutMs} ms; the program was killed`));
+    if (run.stoppedOnFifo)
+      notes.push(
+        note(
+          `stopped: ${run.stoppedOnFifo}; a program run unasked never reads a FIFO (something put it at a path after the check), so it was killed`,
+        ),
+      );
     const limitNote = exactLimitNote(run, captured.text, this.limits);
     if (limitNote) notes.push(note(limitNote));
     const memory = this.memoryKillNote();
@@ -517,7 +523,7 @@ export class BashSession {
       exactArgv: [...argv],
       output: appendNotes(captured.text, notes),
       notes,
-      exitCode: run.timedOut || run.cancelled ? null : run.exitCode,
+      exitCode: run.timedOut || run.cancelled || run.stoppedOnFifo ? null : run.exitCode,
       timedOut: run.timedOut,
       truncated: captured.truncated,
       outputBytes: captured.outputBytes,
@@ -530,12 +536,15 @@ export class BashSession {
    * Runs one text editor command (src/session/edit.ts) in this session's workspace, serialized
    * with commands: paths relative to the shell's working directory (as the kernel reports it),
    * every file operation by a helper process with the session's identity in a sandbox like the
-   * shell's (`sandboxedSpawnArgs`, exact-run hidden paths covered). `gate` decides, before
+   * shell's (`sandboxedSpawnArgs`, exact-run hidden paths covered), bounded as an exact run (the
+   * shell's ulimits, OOM score, pids and memory cgroups: edit-io.ts). `gate` decides, before
    * anything is shown or written, whether the `view` or the change (with its unified diff) may
    * go ahead. Appends one audit line.
    * @param options.maxCharacters the tool's `max_characters` (characters a `view` shows at most)
    * @throws SessionClosedError when the session is closed
-   * @throws Error when the helper gives no answer (nothing is known to be written only when it crashed before writing)
+   * @throws Error when the helper gives no answer to a write (nothing is known to be written only when it crashed before
+   *   writing); a read without an answer (the helper killed at a limit) is an `is_error` outcome instead
+   * @throws ExactRefusedError when the session's limits cannot be applied to the helper (prlimit missing): nothing ran
    */
   edit(
     edit: EditRequest,
@@ -546,7 +555,10 @@ export class BashSession {
     return this.enqueue(async () => {
       const started = Date.now();
       const cwd = this.currentCwd();
-      const io = editIo(this.sandboxOptions, cwd, this.options.exactRoot, options.signal);
+      const io = editIo(this.sandboxOptions, cwd, this.options.exactRoot, options.signal, {
+        limits: this.limits,
+        cgroups: this.shell?.guard.joinFiles() ?? [],
+      });
       const outcome = await performEdit(
         edit,
         { cwd, workspace: this.options.exactRoot, maxCharacters: options.maxCharacters },
@@ -554,6 +566,9 @@ export class BashSession {
         gate,
         options.ruleSubject,
       );
+      // The helper runs in the session's memory cgroup: a kill there (the helper's or a job's) is said here as for a command.
+      const memory = this.memoryKillNote();
+      if (memory) outcome.text = `${outcome.text}\n${memory}`;
       const audit = await this.auditGitNote();
       if (audit) outcome.text = `${outcome.text}\n${audit}`;
       if (this.options.auditLog) {

@@ -1,7 +1,8 @@
 /**
  * Adversary round 22: attacks on main (8f35e9a), as root, in real sessions of the unit harness.
- * Each test asserts the safe behaviour and is skipped while `OPEN` is true (main stays green); I ran
- * each un-skipped on 8f35e9a and it failed as written below.
+ * Each test asserts the safe behaviour; each failed on 8f35e9a as written below, and each passes since
+ * the fixes named in docs/security.md (the exit record, the record scanner, the notes shown apart, the
+ * helper's limits, the FIFO watch of exact runs, the masked /proc listings).
  *
  * Kind 1 (a forged result), with the sandbox: a command that never ran reported as exit 0 with invented
  * output. Steps: an approved command leaves a background job holding bash's saved stdin, the control
@@ -183,10 +184,6 @@ import { decideApproval } from '../../../src/policy';
 import { RecordScanner, newCommandTokens } from '../../../src/session/protocol';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
-/** The attacks still open are skipped; kind 1 and kind 7's forged statuses are fixed and run. */
-const OPEN = true;
-const t = OPEN ? test.skip : test;
-
 afterEach(async () => {
   await closeSessions();
   removeTempDirs();
@@ -234,7 +231,7 @@ describe("kind 7 (and 1): without the sandbox, a job forges a failing command's 
 });
 
 describe("kind 6: the owner's keyring, listed in /proc/keys", () => {
-  t("a session does not see the names of the keys its owner's host processes keep", async () => {
+  test("a session does not see the names of the keys its owner's host processes keep", async () => {
     if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
     const owner = 47_000 + Math.floor(Math.random() * 1000);
     const desc = `github-token-for-ci-${process.pid}`;
@@ -296,7 +293,7 @@ describe("kind 3: the text editor's helper runs outside the session's limits", (
     };
   }
 
-  t("a view of a folder the session filled holds no more memory than the session's limit", async () => {
+  test("a view of a folder the session filled holds no more memory than the session's limit", async () => {
     if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
     const limit = 64 * 1024 ** 2;
     const ws = tempDir();
@@ -367,7 +364,7 @@ describe("kind 5: the worker's notes about a result are lines of the command's o
 });
 
 describe('kind 3: an auto-approved read of a path a job swaps for a FIFO after the check', () => {
-  t('`cat p` never runs until its timeout, however the job times the swap', async () => {
+  test('`cat p` never runs until its timeout, however the job times the swap', async () => {
     const dir = tempDir();
     const s = await startSession({ cwd: dir, workspace: dir });
     fs.writeFileSync(
