@@ -29,7 +29,7 @@ import {
   type RunCommandOutput,
   type StatusView,
 } from './contract';
-import { MOVED_AFTER_NOTE_START, commandNotes, splitNotes } from './contract/notes';
+import { MOVED_AFTER_NOTE_START, commandNotes, splitNotes } from './shared/notes';
 import { DEFAULT_COMMAND_TIMEOUT_MS } from './config';
 import { rewindUpdate, type CheckpointResult, type RewindAnswer, type RewindRequest } from './contract/checkpoint';
 

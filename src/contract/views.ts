@@ -80,7 +80,7 @@ export interface TranscriptView {
   /**
    * The lines the system wrote at the end of each of those commands' `tool_result`, by `tool_use`
    * id, in order: the worker's notes (`[agent-jobs: ...]`), then the workflow's (`[exit code: N]`,
-   * `[timed out ...]`, ...; src/contract/notes.ts). What `watch` shows apart from the output, never
+   * `[timed out ...]`, ...; src/shared/notes.ts). What `watch` shows apart from the output, never
    * a parse of the text. A `tool_use` missing here has none known (an answer from a worker of an
    * earlier version). Absent: none published.
    */

@@ -554,7 +554,7 @@ export class RunState {
 
   /**
    * Records the lines the system wrote at the end of a command's `tool_result` (the worker's
-   * notes, then the workflow's: src/contract/notes.ts), in order, for a command
+   * notes, then the workflow's: src/shared/notes.ts), in order, for a command
    * {@link recordCommand} recorded; the CLI shows them apart from the output. Query state only.
    */
   recordNotes(toolUseId: string, notes: readonly string[]): void {

@@ -30,7 +30,7 @@ import {
 import { commandDetails, commandSummary, editSummary } from '../shared/display';
 import type { EditRequest, RunEditOutput } from '../contract/text-editor';
 import type { CheckpointRequest, RestoreRequest } from '../contract/checkpoint';
-import { commandNotes } from '../contract/notes';
+import { commandNotes } from '../shared/notes';
 import {
   COMMAND_TIMEOUT_SLACK_MS,
   OPEN_SESSION_ACTIVITY_OPTIONS,

@@ -5,7 +5,7 @@
  */
 import type { RunCommandOutput } from '../contract';
 import type { AppliedDecision } from '../contract';
-import { MOVED_AFTER_NOTE_START, STATE_LOST, commandNotes, describeDuration } from '../contract/notes';
+import { MOVED_AFTER_NOTE_START, STATE_LOST, commandNotes, describeDuration } from '../shared/notes';
 
 export { describeDuration };
 

@@ -14,7 +14,7 @@ import { workspaceFolderName } from '../../src/activities/session';
 import { transcriptQuery } from '../../src/contract';
 import { PROMPT_TEXT } from '../../src/cli/approval-prompt';
 import { SPINNER_FRAMES } from '../../src/cli/live-line';
-import { cli } from './cli-process';
+import { cli, spawnCli } from './cli-process';
 import { release, TestBed, toolUse, UNTIL_GO, waitFor } from './harness';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -108,7 +108,7 @@ describe('watch in a terminal', () => {
 
     watchInTerminal(SESSION, bed.address, id);
     // The same run, watched with pipes for stdout and stdin (no TTY), in text and JSON.
-    const plain = cli(bed.address, 'watch', id);
+    const plain = spawnCli(bed.address, ['watch', id]);
     const json = cli(bed.address, 'watch', id, '--json');
 
     // Every screen seen, in order, until the prompt shows.
@@ -132,6 +132,13 @@ describe('watch in a terminal', () => {
     // A spinner with the elapsed time was drawn while the run waited on Claude.
     expect(screens.some((s) => new RegExp(`${SPINNER.source} (waiting on claude|claude is writing…) \\(\\d+s\\)`).test(s))).toBe(true);
 
+    // The plain watch shows the wait too before it ends (a CLI process slow to start on a busy machine
+    // would otherwise first see the run after the approval, and print no hint).
+    await waitFor(
+      'the plain watch to print the approve hint',
+      () => plain.stdout().includes(`  approve: agent-jobs approve ${id} --sha `) || null,
+      60_000,
+    );
     // The key press approves: decide() sends the full hash of the command shown.
     tmux('send-keys', '-t', SESSION, 'a');
     const approved = await seen(
@@ -165,7 +172,7 @@ describe('watch in a terminal', () => {
     }
 
     // Without a TTY: the same events as plain lines, the hint instead of the prompt, nothing drawn in place.
-    const p = await plain;
+    const p = { code: await plain.exited, stdout: plain.stdout() };
     expect(p.code).toBe(0);
     expect(RAW_CONTROL.test(p.stdout)).toBe(false);
     expect(SPINNER.test(p.stdout)).toBe(false);

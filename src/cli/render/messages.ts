@@ -7,7 +7,7 @@ import { isText, isToolResult, isToolUse } from '../../contract';
 import type { ContentBlock, Message, ToolResultBlock, TranscriptView } from '../../contract';
 import { TEXT_EDITOR_NAME } from '../../contract/text-editor';
 import { SHOWN_OUTPUT_LINES, commandLines, indent, jsonText, oneLine } from './text';
-import { splitNotes } from '../../contract/notes';
+import { splitNotes } from '../../shared/notes';
 import { safeText } from '../../shared/display';
 
 /** A command's run time for people: `0.4 s`, `12.0 s`, `3.5 min` (ms in). */
@@ -25,7 +25,7 @@ export type PublishedCommands = Pick<TranscriptView, 'durationsMs' | 'exitCodes'
 
 /**
  * The mark of a line the system wrote about a command's result (a note of the worker or the
- * workflow, as the run published them: src/contract/notes.ts): such a line is `  ↳ [note]`, at
+ * workflow, as the run published them: src/shared/notes.ts): such a line is `  ↳ [note]`, at
  * the CLI's own column, where no output line starts (those are indented by 4), and the mark is
  * shown escaped (`\u21b3`) in everything of the run's this module prints, so not even a line the
  * terminal wraps can pass for a note.

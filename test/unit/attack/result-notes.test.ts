@@ -7,7 +7,7 @@
  * `RunSession.run` builds them (the integration test result-notes.test.ts drives the whole run).
  * Each test is an attacker's try at getting a line of its own shown as a note, or a real note hidden.
  */
-import { commandNotes } from '../../../src/contract/notes';
+import { commandNotes } from '../../../src/shared/notes';
 import type { RunCommandOutput } from '../../../src/contract';
 import { NOTE_MARK, describeMessage } from '../../../src/cli/render/messages';
 import { transcriptText } from '../../../src/cli/commands/transcript';

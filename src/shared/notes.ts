@@ -6,7 +6,7 @@
  * or a closed run's history read the same way), never from a parse of the text, which the
  * command prints. Deterministic (imported by workflow code).
  */
-import type { RunCommandOutput } from './activities';
+import type { RunCommandOutput } from '../contract/activities';
 
 /** What a restart of the shell takes away, as the workflow's notes say it. */
 export const STATE_LOST = 'shell variables, functions, aliases and background jobs from before are gone';
