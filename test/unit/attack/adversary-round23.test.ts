@@ -66,6 +66,7 @@
 import type { RunCommandOutput } from '../../../src/contract/activities';
 import type { Message } from '../../../src/contract';
 import { describeMessage } from '../../../src/cli/render/messages';
+import { editRuleSubject, parseEditInput } from '../../../src/contract/text-editor';
 import { withMoveNotes } from '../../../src/history';
 import { MOVED_AFTER_NOTE_START, commandNotes } from '../../../src/shared/notes';
 import type { CommandResult } from '../../../src/session/result';
@@ -84,6 +85,7 @@ const OPEN_NOTES_CUT = true;
 const OPEN_NOTES_FORGED_MOVE = true;
 const OPEN_LEASE = true;
 const OPEN_LEASE_AUDIT = true;
+const OPEN_EDIT_NOTES = true;
 
 afterEach(async () => {
   await closeSessions();
@@ -231,5 +233,38 @@ describe("kind 6: the git audit's reads fail on a file a job holds a lease on, w
     // The person's git on the host, during the run: what it shows of HEAD is what a push sends.
     expect(git('show', 'HEAD:src/build.sh')).toContain('curl');
     expect(r.output).toContain('(a replace ref: git shows other content than what a push sends)');
+  });
+});
+
+describe("kind 5: the worker's notes on a text editor result are lines of its text", () => {
+  const t = OPEN_EDIT_NOTES ? test.skip : test;
+  t("the git audit's note after a `view` of a long file is shown to the person", async () => {
+    const { ws } = personsRepo();
+    fs.writeFileSync(path.join(ws, 'README.md'), Array.from({ length: 40 }, (_, i) => `line ${i + 1}`).join('\n') + '\n');
+    const s = await startSession({ cwd: ws, workspace: ws });
+    // A job makes a repository in a subfolder after the command's audit; the next audit is the view's.
+    const setup = await s.run('( sleep 1; mkdir -p src/.git/objects src/.git/refs; echo "ref: refs/heads/main" > src/.git/HEAD ) >/dev/null 2>&1 &');
+    expect(setup.output).not.toContain('agent-jobs');
+    await waitFor(() => fs.existsSync(path.join(ws, 'src', '.git', 'HEAD')));
+    const parsed = parseEditInput({ command: 'view', path: `${ws}/README.md` });
+    if (!parsed.ok) throw new Error(parsed.text);
+    const out = await s.edit(parsed.edit, () => ({ apply: true }), { maxCharacters: 100_000, ruleSubject: editRuleSubject });
+    expect(out.text).toContain('src/.git (a .git below the root'); // the worker did say it
+    // The workflow answers the view with that text (tool-use.ts, transcript.ts `toolResult`); an edit publishes no notes.
+    const message: Message = { role: 'user', content: [toolResult('toolu_e', out.text)] };
+    const shown = describeMessage(message, 3, {}).join('\n');
+    expect(shown).toContain('src/.git (a .git below the root');
+  });
+
+  test("(control) a file whose text is a note is shown as the file's text, not apart", async () => {
+    // Not a separate finding: what the view shows of a file is output; only the worker's own lines must stand apart.
+    const ws = tempDir();
+    fs.writeFileSync(path.join(ws, 'a.txt'), '[agent-jobs: the git audit checked the whole workspace]\n');
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const parsed = parseEditInput({ command: 'view', path: `${ws}/a.txt` });
+    if (!parsed.ok) throw new Error(parsed.text);
+    const out = await s.edit(parsed.edit, () => ({ apply: true }), { maxCharacters: 100_000, ruleSubject: editRuleSubject });
+    const shown = describeMessage({ role: 'user', content: [toolResult('toolu_f', out.text)] }, 3, {});
+    expect(shown.some((l) => l.startsWith('  ↳ '))).toBe(false);
   });
 });
