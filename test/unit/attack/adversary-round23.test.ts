@@ -81,11 +81,11 @@ import { ExactRefusedError } from '../../../src/session';
 import { hostBash, personsRepo, ran } from './persons-repo';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
-const OPEN_NOTES_CUT = true;
-const OPEN_NOTES_FORGED_MOVE = true;
+const OPEN_NOTES_CUT = false;
+const OPEN_NOTES_FORGED_MOVE = false;
 const OPEN_LEASE = true;
 const OPEN_LEASE_AUDIT = true;
-const OPEN_EDIT_NOTES = true;
+const OPEN_EDIT_NOTES = false;
 const OPEN_RESOLVED_NAMES = true;
 
 afterEach(async () => {
@@ -117,8 +117,10 @@ function answer(r: CommandResult): RunCommandOutput {
 function inTurn(out: RunCommandOutput, usedBytes: number): { message: Message; notes: string[] } {
   const timeoutMs = 120_000;
   const o = commandOutcome(out, timeoutMs);
-  const block = withinTurnBudget(toolResult('toolu_9', o.text, o.isError), { bytes: usedBytes });
-  return { message: { role: 'user', content: [block] }, notes: [...(out.notes ?? []), ...commandNotes(out, timeoutMs)] };
+  const notes = [...(out.notes ?? []), ...commandNotes(out, timeoutMs)];
+  // The workflow hands the budget the notes it published for the result (tool-use.ts, RunState.notesFor).
+  const block = withinTurnBudget(toolResult('toolu_9', o.text, o.isError), { bytes: usedBytes }, notes);
+  return { message: { role: 'user', content: [block] }, notes };
 }
 
 describe("kind 5: a command's result cut by the turn's budget loses the system's notes for people", () => {
@@ -131,6 +133,10 @@ describe("kind 5: a command's result cut by the turn's budget loses the system's
     const r = await s.run('echo building; python3 -c "x = bytearray(300 << 20); x[::4096] = bytes(len(x[::4096]))"');
     expect(r.notes.join('\n')).toContain('the session reached its memory limit'); // the worker did note it
     const { message, notes } = inTurn(answer(r), MAX_TURN_RESULT_CHARS - 20);
+    // Claude reads the note too, whole, at the end of the cut result.
+    const content = (message.content as Array<{ content: string }>)[0]!.content;
+    expect(content.endsWith(`\n${notes.join('\n')}`)).toBe(true);
+    expect(content).toContain('[output cut: ');
     const live = describeMessage(message, 3, { notes: { toolu_9: notes } }).join('\n');
     expect(live).toContain('the session reached its memory limit');
     // A closed run's transcript reads its notes from history the same way.
@@ -161,25 +167,31 @@ describe("kind 5: a closed run's transcript shows a note the command printed as 
 
 describe('kind 3: an auto-approved read of a file a job holds a lease on', () => {
   const t = OPEN_LEASE ? test.skip : test;
-  t('`cat f` returns at once, not after the kernel\'s lease-break time', async () => {
-    const dir = tempDir();
-    const s = await startSession({ cwd: dir, workspace: dir });
-    fs.copyFileSync(path.join(__dirname, 'fixtures', 'hold-lease.py'), path.join(dir, 'lease.py'));
-    expect((await s.run('echo hello > f; ( exec python3 lease.py f hold ) >/dev/null 2>lease.err &')).exitCode).toBe(0);
-    await waitFor(() => fs.existsSync(path.join(dir, 'f.lease.log')) && fs.readFileSync(path.join(dir, 'f.lease.log'), 'utf8').includes('leased'));
-    const d = decideApproval('cat f', 'policy', { workspace: s.exactRoot, cwd: s.cwd });
-    expect(d.action).toBe('run');
-    if (d.action !== 'run') return;
-    const started = Date.now();
-    const r = await s.runExact(d.argv, { paths: d.paths, timeoutMs: 15_000 }).catch((err: unknown) => {
-      expect(err).toBeInstanceOf(ExactRefusedError);
-      return undefined;
-    });
-    const ms = Date.now() - started;
-    expect(fs.readFileSync(path.join(dir, 'lease.err'), 'utf8')).toBe(''); // the job ran all along
-    expect(r?.timedOut ?? false).toBe(false);
-    expect(ms).toBeLessThan(10_000);
-  }, 60_000);
+  t(
+    "`cat f` returns at once, not after the kernel's lease-break time",
+    async () => {
+      const dir = tempDir();
+      const s = await startSession({ cwd: dir, workspace: dir });
+      fs.copyFileSync(path.join(__dirname, 'fixtures', 'hold-lease.py'), path.join(dir, 'lease.py'));
+      expect((await s.run('echo hello > f; ( exec python3 lease.py f hold ) >/dev/null 2>lease.err &')).exitCode).toBe(0);
+      await waitFor(
+        () => fs.existsSync(path.join(dir, 'f.lease.log')) && fs.readFileSync(path.join(dir, 'f.lease.log'), 'utf8').includes('leased'),
+      );
+      const d = decideApproval('cat f', 'policy', { workspace: s.exactRoot, cwd: s.cwd });
+      expect(d.action).toBe('run');
+      if (d.action !== 'run') return;
+      const started = Date.now();
+      const r = await s.runExact(d.argv, { paths: d.paths, timeoutMs: 15_000 }).catch((err: unknown) => {
+        expect(err).toBeInstanceOf(ExactRefusedError);
+        return undefined;
+      });
+      const ms = Date.now() - started;
+      expect(fs.readFileSync(path.join(dir, 'lease.err'), 'utf8')).toBe(''); // the job ran all along
+      expect(r?.timedOut ?? false).toBe(false);
+      expect(ms).toBeLessThan(10_000);
+    },
+    60_000,
+  );
 });
 
 /** Resolves once \`done()\` holds (polled every 50 ms), for at most 20 s. */
@@ -231,17 +243,20 @@ describe("kind 5: the worker's notes on a text editor result are lines of its te
     fs.writeFileSync(path.join(ws, 'README.md'), Array.from({ length: 40 }, (_, i) => `line ${i + 1}`).join('\n') + '\n');
     const s = await startSession({ cwd: ws, workspace: ws });
     // A job makes a repository in a subfolder after the command's audit; the next audit is the view's.
-    const setup = await s.run('( sleep 1; mkdir -p sub/.git/objects sub/.git/refs; echo "ref: refs/heads/main" > sub/.git/HEAD ) >/dev/null 2>&1 &');
+    const setup = await s.run(
+      '( sleep 1; mkdir -p sub/.git/objects sub/.git/refs; echo "ref: refs/heads/main" > sub/.git/HEAD ) >/dev/null 2>&1 &',
+    );
     expect(setup.output).not.toContain('agent-jobs');
     await waitFor(() => fs.existsSync(path.join(ws, 'sub', '.git', 'HEAD')));
     const parsed = parseEditInput({ command: 'view', path: `${ws}/README.md` });
     if (!parsed.ok) throw new Error(parsed.text);
     const out = await s.edit(parsed.edit, () => ({ apply: true }), { maxCharacters: 100_000, ruleSubject: editRuleSubject });
     expect(out.text).toContain('sub/.git (a .git below the root'); // the worker did say it
-    // The workflow answers the view with that text (tool-use.ts, transcript.ts `toolResult`); an edit publishes no notes.
+    // The workflow answers the view with that text (tool-use.ts, transcript.ts `toolResult`) and publishes the
+    // outcome's notes for it (workflows/session.ts `edit`), as a command's.
     const message: Message = { role: 'user', content: [toolResult('toolu_e', out.text)] };
-    const shown = describeMessage(message, 3, {}).join('\n');
-    expect(shown).toContain('sub/.git (a .git below the root');
+    const shown = describeMessage(message, 3, { notes: { toolu_e: out.notes ?? [] } });
+    expect(shown.filter((l) => l.startsWith('  ↳ ')).join('\n')).toContain('sub/.git (a .git below the root');
   });
 
   test("(control) a file whose text is a note is shown as the file's text, not apart", async () => {
@@ -262,14 +277,12 @@ describe("kind 6: a program the person's config names by a name its interpreter 
   t.each([
     { value: '!node scripts/fmt', file: 'scripts/fmt.js', how: "node's `.js`" },
     { value: '!python3 -m tools.check', file: 'tools/check.py', how: "python's `-m` module" },
-  ])('$value: the session cannot plant $file ($how) for the person\'s git', async ({ value, file }) => {
+  ])("$value: the session cannot plant $file ($how) for the person's git", async ({ value, file }) => {
     const { ws, marker, git } = personsRepo();
     git('config', 'alias.fmt', value);
     try {
       const s = await startSession({ cwd: ws, workspace: ws });
-      const code = file.endsWith('.py')
-        ? `open('${marker}', 'w').write('ran')`
-        : `require('fs').writeFileSync('${marker}', 'ran')`;
+      const code = file.endsWith('.py') ? `open('${marker}', 'w').write('ran')` : `require('fs').writeFileSync('${marker}', 'ran')`;
       const r = await s.run(`mkdir -p ${path.dirname(file)} && printf '%s\\n' "${code}" > ${file} && echo planted`);
       expect(r.output).toContain('planted');
       await s.run('true'); // one more audit, and time for the watch
