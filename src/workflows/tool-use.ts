@@ -88,7 +88,7 @@ export function withinTurnBudget(result: ToolResultBlock, used: { bytes: number 
     const fixed = jsonBytes(`${cutNote(split.output.length)}\n${tail}`) + 1;
     if (fixed <= MAX_TURN_RESULT_CHARS + MAX_TURN_NOTES_OVERDRAFT_BYTES - used.bytes) {
       const kept = prefixWithin(split.output, Math.max(0, left - fixed));
-      // Only the notes pass the budget (within the overdraft): the result stays as it is.
+      // Nothing of the output dropped (the text is its notes alone): the result stays as it is.
       if (kept.length === split.output.length) return result;
       return { ...result, content: [kept, cutNote(split.output.length - kept.length), tail].filter((s) => s !== '').join('\n') };
     }
