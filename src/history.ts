@@ -257,8 +257,7 @@ async function chainHistory(
 function notesRecord(v: unknown): Record<string, string[]> {
   const out: Record<string, string[]> = {};
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return out;
-  for (const [id, notes] of Object.entries(v))
-    if (Array.isArray(notes) && notes.every((n) => typeof n === 'string')) out[id] = [...(notes as string[])];
+  for (const [id, notes] of Object.entries(v)) if (Array.isArray(notes) && notes.every((n) => typeof n === 'string')) out[id] = [...notes];
   return out;
 }
 

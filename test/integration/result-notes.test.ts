@@ -81,7 +81,7 @@ describe("the system's notes on a result cut by the turn's budget (round 23, kin
     await handle.result();
 
     // What Claude read: the output cut, then the cut note, then the notes whole.
-    const sent = bed.resultsSentIn(1).find((b) => b.tool_use_id === 'toolu_last')!.content as string;
+    const sent = bed.resultsSentIn(1).find((b) => b.tool_use_id === 'toolu_last')!.content;
     const lines = sent.split('\n');
     expect(lines.at(-1)).toBe('[exit code: 1]');
     expect(lines.at(-2)).toMatch(/^\[agent-jobs: the working directory (\/\S*)\/x no longer exists; the shell moved to \1\]$/);
@@ -107,7 +107,7 @@ describe("the system's notes on a result cut by the turn's budget (round 23, kin
     expect(patches).toEqual(expect.arrayContaining(['turn-budget-cut-keeps-notes', 'model-call-carries-notes']));
     const inputs = (history.events ?? [])
       .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'callClaude')
-      .map((e) => json(e.activityTaskScheduledEventAttributes!.input!.payloads![0]!) as CallClaudeInput);
+      .map((e) => json(e.activityTaskScheduledEventAttributes!.input!.payloads![0]) as CallClaudeInput);
     expect(inputs[1]!.notes!.toolu_last).toEqual(lines.slice(-2));
     expect(inputs[1]!.notes!.toolu_f0).toEqual([]);
     await bed.replayRuns();
