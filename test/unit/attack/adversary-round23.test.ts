@@ -60,8 +60,52 @@
  * the session (above), and a read the audit cannot make of a file that is there (EWOULDBLOCK, EACCES, a
  * file that is no regular file) is "NOT checked whole", never "nothing there".
  *
+ * Kind 5, the notes: the worker's notes on a text editor result are lines of its text (round 22's kind 5,
+ * for edits). Steps: in the person's repository an approved command leaves a job that makes `sub/.git`
+ * (HEAD, objects, refs) a second later, after the command's audit; the model then asks the editor to
+ * `view` a 40-line `README.md` (unasked under `policy`). The audit after the view moves the repository
+ * and appends its note to the view's text. OBSERVED (load average about 12): `watch`/`transcript` show
+ * `→ result for toolu_e:`, lines 1 to 20 and `… 21 more lines`: the note is not shown; a file holding
+ * `[agent-jobs: ...]` lines reads exactly as such a note would. Why: session.ts `edit` appends the
+ * memory and audit notes to `outcome.text` (edits have no `notes`), and workflows/session.ts publishes
+ * notes (`recordNotes`) for commands only. Fix: a `notes` list for edit outcomes, published and shown
+ * apart as for commands.
+ *
+ * Kind 6, the git guard: a program the person's config names by a name its interpreter completes.
+ * Steps: the person's repository has `alias.fmt = !node scripts/fmt` (or `!python3 -m tools.check`), its
+ * `scripts/` (`tools/`) not there at start; the guard records the word as written, the missing path
+ * `scripts/fmt` (`tools.check`, a "name with an extension", at the root). The session writes
+ * `scripts/fmt.js` (`tools/check.py`): node runs `scripts/fmt` as `scripts/fmt.js` (then `.json`, `.node`,
+ * `scripts/fmt/index.js`), python's `-m tools.check` as `tools/check.py` (or `tools/check/__main__.py`).
+ * OBSERVED (load average about 12): nothing moves it (the audits after the command and at close, the
+ * watch); the person's `git fmt` on the host ran the session's code as root during the run and again after
+ * `close()`. Why: git-guard.ts `valueFiles` records a missing word only as written (`PATH_WORD`). Fix for
+ * the kind: record what interpreters complete a missing word to (`.js`, `.mjs`, `.cjs`, `.json`,
+ * `.node`, `/index.js`, `/package.json`; for `-m a.b` `a/b.py`, `a/b/__init__.py`, `a/b/__main__.py`), or
+ * hold the missing word's folder whole: whatever is made under a folder a value names that was missing at
+ * start is moved.
+ *
  * Tried and held, or not pursued (one line each; run unless marked read):
- * (filled in below as the round goes)
+ * - `!node tools/lint` with `tools/lint/index.js`: the folder at the missing path `tools/lint` is moved
+ *   (the plant's own write then failed) (run).
+ * - A subshell of bash opening its own `/proc/self/mem` and `maps` (a fork keeps the exit trap's token
+ *   and the current line), to hand the descriptors to a child: EACCES, since a non-dumpable process's
+ *   `/proc/<pid>` files are root's (run). Even with the tokens, a forged exit record needs bash's read
+ *   count to cover the line when it arrives, and a forged status record is a second one (read).
+ * - The exit channel: a job writing into the exit FIFO (0620, no reader for the session) or holding the
+ *   ack FIFO open changes nothing; a record with a guessed token proves nothing; a job that lowers
+ *   bash's `RLIMIT_NOFILE` through `prlimit` (same uid) only makes the trap's record fail, an unknown
+ *   status (read).
+ * - The record scanner's trim: `statusAt` moves with every drop, an overflow marks the records (read).
+ * - The edit diff on the worker's thread (`MAX_DIFF_STEPS` 4,000): a `create` over a file of 4,000 short
+ *   lines with one new line costs 0.46 s and 131 MiB of the worker's heap (4,001 copies of the Myers
+ *   vector); 10,000 lines of 1,000 bytes against a 489 KiB text 2.8 s (load average 20): the event loop
+ *   of every run on that worker waits meanwhile (run; not pursued as a finding: transient, one at a time).
+ * - A lease held on `.git/config` makes the next shell's guard refuse to start (EWOULDBLOCK), fail
+ *   closed (read); the editor helper opens with `O_NONBLOCK`, so a leased file is an error there, not a
+ *   wait (read); worker-side reads of workspace files all use `O_NONBLOCK` or `O_PATH` (read).
+ * - `PROC_MASKED` covers `/proc/keys`; no other path to the same kernel list in the sandbox's mount
+ *   namespace (`/proc/self/root/proc/keys` is the same mount) (read).
  */
 import type { RunCommandOutput } from '../../../src/contract/activities';
 import type { Message } from '../../../src/contract';
@@ -161,25 +205,31 @@ describe("kind 5: a closed run's transcript shows a note the command printed as 
 
 describe('kind 3: an auto-approved read of a file a job holds a lease on', () => {
   const t = OPEN_LEASE ? test.skip : test;
-  t('`cat f` returns at once, not after the kernel\'s lease-break time', async () => {
-    const dir = tempDir();
-    const s = await startSession({ cwd: dir, workspace: dir });
-    fs.copyFileSync(path.join(__dirname, 'fixtures', 'hold-lease.py'), path.join(dir, 'lease.py'));
-    expect((await s.run('echo hello > f; ( exec python3 lease.py f hold ) >/dev/null 2>lease.err &')).exitCode).toBe(0);
-    await waitFor(() => fs.existsSync(path.join(dir, 'f.lease.log')) && fs.readFileSync(path.join(dir, 'f.lease.log'), 'utf8').includes('leased'));
-    const d = decideApproval('cat f', 'policy', { workspace: s.exactRoot, cwd: s.cwd });
-    expect(d.action).toBe('run');
-    if (d.action !== 'run') return;
-    const started = Date.now();
-    const r = await s.runExact(d.argv, { paths: d.paths, timeoutMs: 15_000 }).catch((err: unknown) => {
-      expect(err).toBeInstanceOf(ExactRefusedError);
-      return undefined;
-    });
-    const ms = Date.now() - started;
-    expect(fs.readFileSync(path.join(dir, 'lease.err'), 'utf8')).toBe(''); // the job ran all along
-    expect(r?.timedOut ?? false).toBe(false);
-    expect(ms).toBeLessThan(10_000);
-  }, 60_000);
+  t(
+    "`cat f` returns at once, not after the kernel's lease-break time",
+    async () => {
+      const dir = tempDir();
+      const s = await startSession({ cwd: dir, workspace: dir });
+      fs.copyFileSync(path.join(__dirname, 'fixtures', 'hold-lease.py'), path.join(dir, 'lease.py'));
+      expect((await s.run('echo hello > f; ( exec python3 lease.py f hold ) >/dev/null 2>lease.err &')).exitCode).toBe(0);
+      await waitFor(
+        () => fs.existsSync(path.join(dir, 'f.lease.log')) && fs.readFileSync(path.join(dir, 'f.lease.log'), 'utf8').includes('leased'),
+      );
+      const d = decideApproval('cat f', 'policy', { workspace: s.exactRoot, cwd: s.cwd });
+      expect(d.action).toBe('run');
+      if (d.action !== 'run') return;
+      const started = Date.now();
+      const r = await s.runExact(d.argv, { paths: d.paths, timeoutMs: 15_000 }).catch((err: unknown) => {
+        expect(err).toBeInstanceOf(ExactRefusedError);
+        return undefined;
+      });
+      const ms = Date.now() - started;
+      expect(fs.readFileSync(path.join(dir, 'lease.err'), 'utf8')).toBe(''); // the job ran all along
+      expect(r?.timedOut ?? false).toBe(false);
+      expect(ms).toBeLessThan(10_000);
+    },
+    60_000,
+  );
 });
 
 /** Resolves once \`done()\` holds (polled every 50 ms), for at most 20 s. */
@@ -231,7 +281,9 @@ describe("kind 5: the worker's notes on a text editor result are lines of its te
     fs.writeFileSync(path.join(ws, 'README.md'), Array.from({ length: 40 }, (_, i) => `line ${i + 1}`).join('\n') + '\n');
     const s = await startSession({ cwd: ws, workspace: ws });
     // A job makes a repository in a subfolder after the command's audit; the next audit is the view's.
-    const setup = await s.run('( sleep 1; mkdir -p sub/.git/objects sub/.git/refs; echo "ref: refs/heads/main" > sub/.git/HEAD ) >/dev/null 2>&1 &');
+    const setup = await s.run(
+      '( sleep 1; mkdir -p sub/.git/objects sub/.git/refs; echo "ref: refs/heads/main" > sub/.git/HEAD ) >/dev/null 2>&1 &',
+    );
     expect(setup.output).not.toContain('agent-jobs');
     await waitFor(() => fs.existsSync(path.join(ws, 'sub', '.git', 'HEAD')));
     const parsed = parseEditInput({ command: 'view', path: `${ws}/README.md` });
@@ -262,14 +314,12 @@ describe("kind 6: a program the person's config names by a name its interpreter 
   t.each([
     { value: '!node scripts/fmt', file: 'scripts/fmt.js', how: "node's `.js`" },
     { value: '!python3 -m tools.check', file: 'tools/check.py', how: "python's `-m` module" },
-  ])('$value: the session cannot plant $file ($how) for the person\'s git', async ({ value, file }) => {
+  ])("$value: the session cannot plant $file ($how) for the person's git", async ({ value, file }) => {
     const { ws, marker, git } = personsRepo();
     git('config', 'alias.fmt', value);
     try {
       const s = await startSession({ cwd: ws, workspace: ws });
-      const code = file.endsWith('.py')
-        ? `open('${marker}', 'w').write('ran')`
-        : `require('fs').writeFileSync('${marker}', 'ran')`;
+      const code = file.endsWith('.py') ? `open('${marker}', 'w').write('ran')` : `require('fs').writeFileSync('${marker}', 'ran')`;
       const r = await s.run(`mkdir -p ${path.dirname(file)} && printf '%s\\n' "${code}" > ${file} && echo planted`);
       expect(r.output).toContain('planted');
       await s.run('true'); // one more audit, and time for the watch
