@@ -77,9 +77,14 @@
  * `scripts/fmt` (`tools.check`, a "name with an extension", at the root). The session writes
  * `scripts/fmt.js` (`tools/check.py`): node runs `scripts/fmt` as `scripts/fmt.js` (then `.json`, `.node`,
  * `scripts/fmt/index.js`), python's `-m tools.check` as `tools/check.py` (or `tools/check/__main__.py`).
- * OBSERVED (load average about 12): nothing moves it (the audits after the command and at close, the
- * watch); the person's `git fmt` on the host ran the session's code as root during the run and again after
- * `close()`. Why: git-guard.ts `valueFiles` records a missing word only as written (`PATH_WORD`). Fix for
+ * The same through the anywhere names (round 21's fix): with `!cd "$GIT_PREFIX" && node fmt`, `fmt` is
+ * recorded for anywhere in the workspace, but the session's `src/fmt.js` is another name, and its folder
+ * `src/fmt/` (with `index.js`) is left since folders of such names are. OBSERVED (load average about 20):
+ * nothing moves them (the audits after the command and at close, the watch); the person's `git fmt` on
+ * the host (from `src/` for the last two) ran the session's code as root during the run, and the first
+ * ones again after `close()`. Why: git-guard.ts `valueFiles` records a missing word only as written
+ * (`PATH_WORD`), `anywhereNames` the last name as written, and git-audit.ts moves no folder of such a
+ * name. Fix for
  * the kind: record what interpreters complete a missing word to (`.js`, `.mjs`, `.cjs`, `.json`,
  * `.node`, `/index.js`, `/package.json`; for `-m a.b` `a/b.py`, `a/b/__init__.py`, `a/b/__main__.py`), or
  * hold the missing word's folder whole: whatever is made under a folder a value names that was missing at
@@ -87,7 +92,7 @@
  *
  * Tried and held, or not pursued (one line each; run unless marked read):
  * - `!node tools/lint` with `tools/lint/index.js`: the folder at the missing path `tools/lint` is moved
- *   (the plant's own write then failed) (run).
+ *   (the plant's own write then failed) (run). The anywhere name's folder in `$GIT_PREFIX` is not (above).
  * - A subshell of bash opening its own `/proc/self/mem` and `maps` (a fork keeps the exit trap's token
  *   and the current line), to hand the descriptors to a child: EACCES, since a non-dumpable process's
  *   `/proc/<pid>` files are root's (run). Even with the tokens, a forged exit record needs bash's read
@@ -312,21 +317,25 @@ describe("kind 5: the worker's notes on a text editor result are lines of its te
 describe("kind 6: a program the person's config names by a name its interpreter completes", () => {
   const t = OPEN_RESOLVED_NAMES ? test.skip : test;
   t.each([
-    { value: '!node scripts/fmt', file: 'scripts/fmt.js', how: "node's `.js`" },
-    { value: '!python3 -m tools.check', file: 'tools/check.py', how: "python's `-m` module" },
-  ])("$value: the session cannot plant $file ($how) for the person's git", async ({ value, file }) => {
+    { value: '!node scripts/fmt', file: 'scripts/fmt.js', how: "node's `.js`", from: '.' },
+    { value: '!python3 -m tools.check', file: 'tools/check.py', how: "python's `-m` module", from: '.' },
+    // A value that changes folder: `fmt` is an anywhere name (git-guard.ts `anywhereNames`), `fmt.js` is not.
+    { value: '!cd "$GIT_PREFIX" && node fmt', file: 'src/fmt.js', how: 'an anywhere name with `.js`', from: 'src' },
+    { value: '!cd "$GIT_PREFIX" && node fmt', file: 'src/fmt/index.js', how: 'a folder of an anywhere name', from: 'src' },
+  ])("$value: the session cannot plant $file ($how) for the person's git", async ({ value, file, from }) => {
     const { ws, marker, git } = personsRepo();
     git('config', 'alias.fmt', value);
+    fs.mkdirSync(path.join(ws, 'src')); // the person's folder, there at start
     try {
       const s = await startSession({ cwd: ws, workspace: ws });
       const code = file.endsWith('.py') ? `open('${marker}', 'w').write('ran')` : `require('fs').writeFileSync('${marker}', 'ran')`;
       const r = await s.run(`mkdir -p ${path.dirname(file)} && printf '%s\\n' "${code}" > ${file} && echo planted`);
       expect(r.output).toContain('planted');
       await s.run('true'); // one more audit, and time for the watch
-      hostBash(ws, 'git fmt'); // the person's git on the host, during the run
+      hostBash(path.join(ws, from), 'git fmt'); // the person's git on the host, during the run
       expect(ran(marker)).toBe('not run');
       await s.close();
-      hostBash(ws, 'git fmt'); // and after it
+      hostBash(path.join(ws, from), 'git fmt'); // and after it
       expect(ran(marker)).toBe('not run');
     } finally {
       fs.rmSync(marker, { force: true });
