@@ -53,15 +53,70 @@
  * "no file". OBSERVED (load average about 12): the result has no note at all; the person's `git show
  * HEAD:src/build.sh` on the host during the run printed `echo building` (the replaced, clean content) at
  * once (the job let go at its SIGIO), while a push sends the `curl`. Every later audit of the run fails
- * the same way; the one at close comes after the job is killed. The same fault, read: git-audit.ts
- * `read` (`.git/config`, whether a new linked worktree's `config.worktree` is moved) and `gitPath` (a new
- * worktree's `gitdir`: unreadable counts as none, so kept). Why: safe-open.ts `tryReadRegular` returns
+ * the same way; the one at close comes after the job is killed. The same with code the person's git
+ * runs: in the person's own workspace (bash runs as its owner, who owns `.git/config`), a repository with
+ * `extensions.worktreeConfig` on (as `git sparse-checkout init` sets it), the session runs `git worktree
+ * add wt`, writes `core.fsmonitor = <ws>/wt/fsmon.sh` into `.git/worktrees/wt/config.worktree`, and
+ * leaves the same job on `.git/config`. OBSERVED (load average 19): the audit's `read` of `.git/config`
+ * fails, so it takes `extensions.worktreeConfig` for off and keeps that `config.worktree` (no note); the
+ * person's `git status` in `wt/` during the run ran `fsmon.sh` as the person (`aj-owner-test`). Without
+ * the lease (run as a control) the audit moves it and nothing runs. Read, same fault: `gitPath` (a new
+ * worktree's `gitdir` unreadable counts as none, so its admin folder is kept). Why: safe-open.ts `tryReadRegular` returns
  * undefined for every error, and its callers take undefined for "missing". Fix for the kind: no leases in
  * the session (above), and a read the audit cannot make of a file that is there (EWOULDBLOCK, EACCES, a
  * file that is no regular file) is "NOT checked whole", never "nothing there".
  *
+ * Kind 5, the notes: the worker's notes on a text editor result are lines of its text (round 22's kind 5,
+ * for edits). Steps: in the person's repository an approved command leaves a job that makes `sub/.git`
+ * (HEAD, objects, refs) a second later, after the command's audit; the model then asks the editor to
+ * `view` a 40-line `README.md` (unasked under `policy`). The audit after the view moves the repository
+ * and appends its note to the view's text. OBSERVED (load average about 12): `watch`/`transcript` show
+ * `→ result for toolu_e:`, lines 1 to 20 and `… 21 more lines`: the note is not shown; a file holding
+ * `[agent-jobs: ...]` lines reads exactly as such a note would. Why: session.ts `edit` appends the
+ * memory and audit notes to `outcome.text` (edits have no `notes`), and workflows/session.ts publishes
+ * notes (`recordNotes`) for commands only. Fix: a `notes` list for edit outcomes, published and shown
+ * apart as for commands.
+ *
+ * Kind 6, the git guard: a program the person's config names by a name its interpreter completes.
+ * Steps: the person's repository has `alias.fmt = !node scripts/fmt` (or `!python3 -m tools.check`), its
+ * `scripts/` (`tools/`) not there at start; the guard records the word as written, the missing path
+ * `scripts/fmt` (`tools.check`, a "name with an extension", at the root). The session writes
+ * `scripts/fmt.js` (`tools/check.py`): node runs `scripts/fmt` as `scripts/fmt.js` (then `.json`, `.node`,
+ * `scripts/fmt/index.js`), python's `-m tools.check` as `tools/check.py` (or `tools/check/__main__.py`).
+ * The same through the anywhere names (round 21's fix): with `!cd "$GIT_PREFIX" && node fmt`, `fmt` is
+ * recorded for anywhere in the workspace, but the session's `src/fmt.js` is another name, and its folder
+ * `src/fmt/` (with `index.js`) is left since folders of such names are. OBSERVED (load average about 20):
+ * nothing moves them (the audits after the command and at close, the watch); the person's `git fmt` on
+ * the host (from `src/` for the last two) ran the session's code as root during the run, and the first
+ * ones again after `close()`. Why: git-guard.ts `valueFiles` records a missing word only as written
+ * (`PATH_WORD`), `anywhereNames` the last name as written, and git-audit.ts moves no folder of such a
+ * name. Fix for
+ * the kind: record what interpreters complete a missing word to (`.js`, `.mjs`, `.cjs`, `.json`,
+ * `.node`, `/index.js`, `/package.json`; for `-m a.b` `a/b.py`, `a/b/__init__.py`, `a/b/__main__.py`), or
+ * hold the missing word's folder whole: whatever is made under a folder a value names that was missing at
+ * start is moved.
+ *
  * Tried and held, or not pursued (one line each; run unless marked read):
- * (filled in below as the round goes)
+ * - `!node tools/lint` with `tools/lint/index.js`: the folder at the missing path `tools/lint` is moved
+ *   (the plant's own write then failed) (run). The anywhere name's folder in `$GIT_PREFIX` is not (above).
+ * - A subshell of bash opening its own `/proc/self/mem` and `maps` (a fork keeps the exit trap's token
+ *   and the current line), to hand the descriptors to a child: EACCES, since a non-dumpable process's
+ *   `/proc/<pid>` files are root's (run). Even with the tokens, a forged exit record needs bash's read
+ *   count to cover the line when it arrives, and a forged status record is a second one (read).
+ * - The exit channel: a job writing into the exit FIFO (0620, no reader for the session) or holding the
+ *   ack FIFO open changes nothing; a record with a guessed token proves nothing; a job that lowers
+ *   bash's `RLIMIT_NOFILE` through `prlimit` (same uid) only makes the trap's record fail, an unknown
+ *   status (read).
+ * - The record scanner's trim: `statusAt` moves with every drop, an overflow marks the records (read).
+ * - The edit diff on the worker's thread (`MAX_DIFF_STEPS` 4,000): a `create` over a file of 4,000 short
+ *   lines with one new line costs 0.46 s and 131 MiB of the worker's heap (4,001 copies of the Myers
+ *   vector); 10,000 lines of 1,000 bytes against a 489 KiB text 2.8 s (load average 20): the event loop
+ *   of every run on that worker waits meanwhile (run; not pursued as a finding: transient, one at a time).
+ * - A lease held on `.git/config` makes the next shell's guard refuse to start (EWOULDBLOCK), fail
+ *   closed (read); the editor helper opens with `O_NONBLOCK`, so a leased file is an error there, not a
+ *   wait (read); worker-side reads of workspace files all use `O_NONBLOCK` or `O_PATH` (read).
+ * - `PROC_MASKED` covers `/proc/keys`; no other path to the same kernel list in the sandbox's mount
+ *   namespace (`/proc/self/root/proc/keys` is the same mount) (read).
  */
 import type { RunCommandOutput } from '../../../src/contract/activities';
 import type { Message } from '../../../src/contract';
@@ -74,11 +129,12 @@ import { commandOutcome } from '../../../src/workflows/tool-results';
 import { withinTurnBudget } from '../../../src/workflows/tool-use';
 import { toolResult } from '../../../src/workflows/transcript';
 import { MAX_TURN_RESULT_CHARS } from '../../../src/config';
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { decideApproval } from '../../../src/policy';
 import { ExactRefusedError } from '../../../src/session';
-import { hostBash, personsRepo, ran } from './persons-repo';
+import { asUser, ensurePerson, hostBash, personsRepo, plant, ran } from './persons-repo';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
 const OPEN_NOTES_CUT = false;
@@ -236,6 +292,45 @@ describe("kind 6: the git audit's reads fail on a file a job holds a lease on, w
   });
 });
 
+describe("kind 6: a lease on the person's `.git/config` hides `extensions.worktreeConfig` from the audit", () => {
+  const t = OPEN_LEASE_AUDIT ? test.skip : test;
+  t("a new linked worktree's config.worktree with core.fsmonitor is moved, and the person's git in it runs nothing", async () => {
+    // The person's own workspace (bash runs as its owner, who owns `.git/config` and so may lease it).
+    const person = 'aj-owner-test';
+    const { uid, gid } = ensurePerson(person);
+    const ws = tempDir();
+    const marker = `${ws}-host-marker`;
+    fs.writeFileSync(path.join(ws, 'build.sh'), 'echo building\n');
+    spawnSync('chown', ['-R', `${uid}:${gid}`, ws]);
+    asUser(person, ['git', 'init', '-q', '-b', 'main'], ws);
+    asUser(person, ['git', 'config', 'extensions.worktreeConfig', 'true'], ws); // as `git sparse-checkout init` sets it
+    asUser(person, ['git', 'add', '.'], ws);
+    asUser(person, ['git', '-c', 'user.name=p', '-c', 'user.email=p@example.com', 'commit', '-qm', 'one'], ws);
+    fs.copyFileSync(path.join(__dirname, 'fixtures', 'hold-lease.py'), path.join(ws, 'lease.py'));
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const r = await s.run(
+        [
+          [
+            'git worktree add -q wt -b feat',
+            `${plant(marker, 'wt/fsmon.sh')}`,
+            `printf '[core]\\n\\tfsmonitor = %s/wt/fsmon.sh\\n' "$PWD" > .git/worktrees/wt/config.worktree`,
+            'mv lease.py /tmp/',
+          ].join(' && '),
+          '( exec python3 /tmp/lease.py .git/config polite ) >/dev/null 2>/tmp/lease.err &',
+          'until grep -q leased .git/config.lease.log 2>/dev/null; do sleep 0.05; done',
+          'rm .git/config.lease.log; cat /tmp/lease.err; echo planted',
+        ].join('\n'),
+      );
+      expect(r.output).toContain('planted');
+      asUser(person, ['git', 'status', '--short'], path.join(ws, 'wt')); // the person's git in the worktree, during the run
+      expect({ noted: /config\.worktree/.test(r.output), ran: ran(marker) }).toEqual({ noted: true, ran: 'not run' });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  });
+});
+
 describe("kind 5: the worker's notes on a text editor result are lines of its text", () => {
   const t = OPEN_EDIT_NOTES ? test.skip : test;
   t("the git audit's note after a `view` of a long file is shown to the person", async () => {
@@ -275,21 +370,25 @@ describe("kind 5: the worker's notes on a text editor result are lines of its te
 describe("kind 6: a program the person's config names by a name its interpreter completes", () => {
   const t = OPEN_RESOLVED_NAMES ? test.skip : test;
   t.each([
-    { value: '!node scripts/fmt', file: 'scripts/fmt.js', how: "node's `.js`" },
-    { value: '!python3 -m tools.check', file: 'tools/check.py', how: "python's `-m` module" },
-  ])("$value: the session cannot plant $file ($how) for the person's git", async ({ value, file }) => {
+    { value: '!node scripts/fmt', file: 'scripts/fmt.js', how: "node's `.js`", from: '.' },
+    { value: '!python3 -m tools.check', file: 'tools/check.py', how: "python's `-m` module", from: '.' },
+    // A value that changes folder: `fmt` is an anywhere name (git-guard.ts `anywhereNames`), `fmt.js` is not.
+    { value: '!cd "$GIT_PREFIX" && node fmt', file: 'src/fmt.js', how: 'an anywhere name with `.js`', from: 'src' },
+    { value: '!cd "$GIT_PREFIX" && node fmt', file: 'src/fmt/index.js', how: 'a folder of an anywhere name', from: 'src' },
+  ])("$value: the session cannot plant $file ($how) for the person's git", async ({ value, file, from }) => {
     const { ws, marker, git } = personsRepo();
     git('config', 'alias.fmt', value);
+    fs.mkdirSync(path.join(ws, 'src')); // the person's folder, there at start
     try {
       const s = await startSession({ cwd: ws, workspace: ws });
       const code = file.endsWith('.py') ? `open('${marker}', 'w').write('ran')` : `require('fs').writeFileSync('${marker}', 'ran')`;
       const r = await s.run(`mkdir -p ${path.dirname(file)} && printf '%s\\n' "${code}" > ${file} && echo planted`);
       expect(r.output).toContain('planted');
       await s.run('true'); // one more audit, and time for the watch
-      hostBash(ws, 'git fmt'); // the person's git on the host, during the run
+      hostBash(path.join(ws, from), 'git fmt'); // the person's git on the host, during the run
       expect(ran(marker)).toBe('not run');
       await s.close();
-      hostBash(ws, 'git fmt'); // and after it
+      hostBash(path.join(ws, from), 'git fmt'); // and after it
       expect(ran(marker)).toBe('not run');
     } finally {
       fs.rmSync(marker, { force: true });
