@@ -18,7 +18,7 @@ import type { EditRequest } from '../contract/text-editor';
 import { performEdit, type EditGate, type EditOutcome, type ProposedEdit } from './edit';
 import { editIo } from './edit-io';
 import { judgeRecords, notEnded, type Ending, type Outcome } from './ending';
-import { buildSessionEnv, type SecretValue } from './env';
+import { buildSessionEnv, sessionSearchPath, type SecretValue } from './env';
 import { InvalidCommandError, SessionClosedError, SessionCwdError, SessionStartError } from './errors';
 import { EXACT_RUN_HIDDEN, runExactProgram } from './exact';
 import { checkExactRun, exactLaunch } from './exact-run';
@@ -267,6 +267,13 @@ export class BashSession {
       secretEnvNames: options.secretEnvNames,
     });
     this.env = built.env;
+    // Only absolute entries outside what the session can write: a rule's program must be the system's, not a workspace file.
+    this.env.PATH = sessionSearchPath(this.env.PATH, [
+      ...(this.workspace ? [this.workspace, realDir(this.workspace)] : []),
+      '/tmp',
+      '/var/tmp',
+      '/dev/shm',
+    ]);
     this.secrets = built.secrets;
     this.lastCwd = cwd;
     this.tmpDir = makeSessionDir(identity);
