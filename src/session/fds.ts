@@ -21,7 +21,8 @@ export const CLOSER_SHELL = '/bin/bash';
  * (same pid). With a launcher (its `$3` first arguments: seccomp-launch.ts), the launcher gets an
  * empty environment (`exec -c`) and, after its own arguments, the number of environment entries and
  * the entries `NAME=value` that a plain `exec` would have passed (every exported variable, `SHLVL`
- * one lower as `exec` lowers it; an entry whose name bash cannot hold as a variable is dropped),
+ * one lower as `exec` lowers it; sorted by name, not in the environment's order; an entry whose name bash cannot hold as a
+ * variable is dropped),
  * then the program. It runs as the worker's user, outside the sandbox, so it reads no file: `--norc`
  * (bash sources ~/.bashrc when its stdin is a socket, as libuv's pipes are, and $HOME is the
  * session's), `--noprofile`, and `-p` (no BASH_ENV, no functions or SHELLOPTS imported from the

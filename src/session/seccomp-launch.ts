@@ -112,7 +112,7 @@ export function launcherArgv(python: string, sha256: string): string[] {
 export type SeccompLauncherLookup = { python: string; why?: undefined } | { python: null; why: string };
 
 /**
- * Why `file` (absolute, symlinks resolved) may not be trusted as the launcher's interpreter: it or
+ * Why `file` (absolute, symlinks resolved) may not be trusted for the launcher's interpreter: it or
  * a folder on its way is owned by another user than root or the worker's, or writable by its group
  * or others (a folder with the sticky bit too). Undefined when it may.
  */
@@ -147,7 +147,8 @@ export function findSeccompLauncher(candidates: readonly string[] = SECCOMP_LAUN
       if (!path.isAbsolute(candidate)) throw new Error('not an absolute path');
       real = fs.realpathSync(candidate);
       fs.accessSync(real, fs.constants.X_OK);
-      const why = untrusted(real);
+      // The path as given (a symlink's folder) and the file it resolves to: both only root's (or the worker's) to change.
+      const why = untrusted(path.dirname(candidate)) ?? untrusted(real);
       if (why) throw new Error(why);
     } catch (err) {
       problems.push(`${candidate}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);

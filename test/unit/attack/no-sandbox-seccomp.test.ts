@@ -17,6 +17,7 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { SessionHost, type BashSession, type SandboxOptions } from '../../../src/session';
 import { editRuleSubject, parseEditInput } from '../../../src/contract/text-editor';
@@ -63,6 +64,12 @@ async function stoppedByJob(s: BashSession): Promise<void> {
   await waitUntil('the job to stop bash', () => state() === 'T');
 }
 
+/**
+ * Starts a job `sleep 300` and waits in the command until it has exec'd (its pid in `$p`): only then is it dumpable, so
+ * a refusal is the filter's, not the kernel's for a subshell of the sealed bash.
+ */
+const SLEEPER = 'sleep 300 & p=$!; until [ "$(cat /proc/$p/comm)" = sleep ]; do :; done';
+
 const REACH = ['pidfd_getfd', 'process_vm_readv', 'process_vm_writev', 'kcmp', 'process_madvise', 'ptrace_seize', 'ptrace_attach'];
 
 test('this suite runs as root with a python3 the launcher may use, so the sessions below are filtered', () => {
@@ -106,7 +113,7 @@ describe('reaching into a process of the session, or of another session of the s
     const reach = probe(dir);
     const s = await noneSession(dir);
     // `sleep` is exec'd, so dumpable (bash is not: sealShell); of the session user, as the probe.
-    const r = await s.run(`sleep 300 & p=$!; ${reach} probe $p; kill $p; grep -E '^(Seccomp|NoNewPrivs):' /proc/$$/status`);
+    const r = await s.run(`${SLEEPER}; ${reach} probe $p; kill $p; grep -E '^(Seccomp|NoNewPrivs):' /proc/$$/status`);
     for (const name of REACH) expect(r.output).toContain(`${name} EPERM\n`);
     expect(r.output).toMatch(/^NoNewPrivs:\t1$/m);
     expect(r.output).toMatch(/^Seccomp:\t2$/m);
@@ -116,7 +123,7 @@ describe('reaching into a process of the session, or of another session of the s
     const dir = workspace();
     const reach = probe(dir);
     const s = await noneSession(dir, { host: unfilteredHost() });
-    const r = await s.run(`sleep 300 & p=$!; ${reach} probe $p; kill $p; grep '^Seccomp:' /proc/$$/status`);
+    const r = await s.run(`${SLEEPER}; ${reach} probe $p; kill $p; grep '^Seccomp:' /proc/$$/status`);
     expect(r.output).toContain('pidfd_getfd ok\n');
     expect(r.output).toContain('kcmp ok\n');
     expect(r.output).toContain('ptrace_seize ok\n');
@@ -132,6 +139,8 @@ describe('reaching into a process of the session, or of another session of the s
     const sb = await noneSession(b);
     await sa.run(`( exec 0<&12 1>/dev/null 2>&1; exec sleep 300 ) & echo $! > ${b}/victim`);
     const victim = fs.readFileSync(path.join(b, 'victim'), 'utf8').trim();
+    // Once it has exec'd sleep it is dumpable (the subshell before, forked from bash, is not: sealShell).
+    await waitUntil('the victim to exec sleep', () => fs.readFileSync(`/proc/${victim}/comm`, 'utf8') === 'sleep\n');
     const steal = sb.run(`timeout 10 ${reach} steal ${victim}`);
     const next = await sa.run('echo secret-command; (exit 5)');
     expect(next).toMatchObject({ exitCode: 5, output: 'secret-command\n' });
@@ -142,9 +151,7 @@ describe('reaching into a process of the session, or of another session of the s
   test('gdb cannot attach to a job of the session', async () => {
     const dir = workspace();
     const s = await noneSession(dir);
-    const r = await s.run(
-      `sleep 300 & p=$!; gdb -batch -p $p -ex 'call (int)write(1, "PWNED\\n", 6)' 2>&1 </dev/null; kill $p; echo gdb done`,
-    );
+    const r = await s.run(`${SLEEPER}; gdb -batch -p $p -ex 'call (int)write(1, "PWNED\\n", 6)' 2>&1 </dev/null; kill $p; echo gdb done`);
     expect(r.output).toMatch(/ptrace: Operation not permitted/);
     expect(r.output).not.toContain('PWNED');
   });
@@ -214,7 +221,9 @@ describe('a normal mode-none session under the filter', () => {
     expect(a.run).toBe(b.run);
     expect(a.run).toContain('ODD=a\nb c\n');
     expect(a.run).toMatch(/^SigIgn:\t0+$/m);
-    expect(a.exact).toBe(b.exact);
+    // The same entries; their order is the launcher's (bash lists names sorted), which no program may rely on.
+    const entries = (t: string): string[] => t.split('\n').sort();
+    expect(entries(a.exact)).toEqual(entries(b.exact));
     expect(a.exact).toContain('SPACES=  x  \n');
   });
 });
@@ -237,15 +246,34 @@ describe('attacks on the launcher', () => {
       process.env.PATH = saved;
     }
     expect(fs.existsSync(marker)).toBe(false);
-    // A name to search for is refused, as is a python in a folder others may write.
+    // A name to search for is refused.
     expect(findSeccompLauncher(['python3']).python).toBeNull();
+  });
+
+  test('a python3 that someone other than root can change is refused: the file, a folder on its way, a symlink in an open folder', () => {
+    // Under root's home, so that every folder on the way is root's and 0755 or tighter (os.tmpdir() is 1777).
+    const home = fs.mkdtempSync(path.join(os.homedir(), '.aj-launcher-test-'));
     const open = tempDir('aj-open-');
-    fs.chmodSync(open, 0o777);
-    fs.copyFileSync('/usr/bin/python3', path.join(open, 'python3'));
-    fs.chmodSync(path.join(open, 'python3'), 0o755);
-    const refused = findSeccompLauncher([path.join(open, 'python3')]);
-    expect(refused.python).toBeNull();
-    expect(refused.why).toMatch(/writable by its group or others/);
+    try {
+      fs.chmodSync(home, 0o755);
+      const copy = path.join(home, 'python3');
+      fs.copyFileSync('/usr/bin/python3', copy);
+      fs.chmodSync(copy, 0o755);
+      expect(findSeccompLauncher([copy])).toEqual({ python: copy }); // the same file, trusted: what the refusals below change
+      fs.chmodSync(home, 0o777);
+      expect(findSeccompLauncher([copy]).why).toMatch(/\.aj-launcher-test-\w+ is writable by its group or others \(mode 777\)/);
+      fs.chmodSync(home, 0o755);
+      fs.chmodSync(copy, 0o775);
+      expect(findSeccompLauncher([copy]).why).toMatch(/python3 is writable by its group or others \(mode 775\)/);
+      fs.chmodSync(copy, 0o755);
+      fs.chownSync(copy, 4242, 4242);
+      expect(findSeccompLauncher([copy]).why).toMatch(/python3 is owned by uid 4242/);
+      fs.chmodSync(open, 0o777);
+      fs.symlinkSync('/usr/bin/python3', path.join(open, 'python3'));
+      expect(findSeccompLauncher([path.join(open, 'python3')]).why).toMatch(/is writable by its group or others \(mode 777\)/);
+    } finally {
+      fs.rmSync(home, { recursive: true, force: true });
+    }
   });
 
   test('PYTHON* variables in the launch environment change nothing in the launcher, and reach the session as given', async () => {
