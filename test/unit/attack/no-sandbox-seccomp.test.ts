@@ -58,6 +58,13 @@ function probe(dir: string): string {
   return out;
 }
 
+/** Puts round 22's forging job (and the helper module it imports, where the fixtures have one) into `dir`. */
+function copyForge(dir: string): void {
+  fs.copyFileSync(path.join(__dirname, 'fixtures', 'forge-trimmed-status.py'), path.join(dir, 'forge.py'));
+  const helper = path.join(__dirname, 'fixtures', 'control_line.py');
+  if (fs.existsSync(helper)) fs.copyFileSync(helper, path.join(dir, 'control_line.py'));
+}
+
 /** Waits until the job of the kind 7 fixture has stopped bash (SIGSTOP): it then waits for the next control line. */
 async function stoppedByJob(s: BashSession): Promise<void> {
   const state = (): string => fs.readFileSync(`/proc/${s.bashPid}/stat`, 'utf8').split(') ')[1]!.split(' ')[0]!;
@@ -80,7 +87,7 @@ test('this suite runs as root with a python3 the launcher may use, so the sessio
 describe("round 22's kind 7: a job peeks at the control line of a mode-none session", () => {
   test('the peek gets EPERM, nothing is forged, and `(exit 7)` reports 7', async () => {
     const dir = workspace();
-    fs.copyFileSync(path.join(__dirname, 'fixtures', 'forge-trimmed-status.py'), path.join(dir, 'forge.py'));
+    copyForge(dir);
     const s = await noneSession(dir);
     expect((await s.run('( exec 0<&12 1>&10 2>forge.err; exec python3 forge.py $$ ) &')).exitCode).toBe(0);
     await stoppedByJob(s);
@@ -95,7 +102,7 @@ describe("round 22's kind 7: a job peeks at the control line of a mode-none sess
 
   test('control: on a host without the launcher the same job peeks (so the filter is what refuses it)', async () => {
     const dir = workspace();
-    fs.copyFileSync(path.join(__dirname, 'fixtures', 'forge-trimmed-status.py'), path.join(dir, 'forge.py'));
+    copyForge(dir);
     const s = await noneSession(dir, { host: unfilteredHost() });
     await s.run('( exec 0<&12 1>&10 2>forge.err; exec python3 forge.py $$ ) &');
     await stoppedByJob(s);
