@@ -111,10 +111,12 @@ import {
   msOf,
   readHistory,
   readTimeline,
+  workspaceOf,
+  type RunWorkspace,
   type TimelineEntry,
 } from './history';
 
-export { HistoryUnreadableError, conversationFromHistory, type TimelineEntry };
+export { HistoryUnreadableError, conversationFromHistory, type RunWorkspace, type TimelineEntry };
 
 export { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError };
 
@@ -640,6 +642,12 @@ export interface RunView extends StatusView {
   runId: string;
   /** Where the view comes from: `query` (a worker answered) or `history` (a closed run, read without a worker). */
   source: 'query' | 'history';
+  /**
+   * A closed run's workspace, from its histories (src/history.ts `workspaceOf`): the folder and the
+   * worker that opened its last session. Absent for an open run (its `session` says where bash is)
+   * and for a run that opened no session (no tool ran).
+   */
+  workspace?: RunWorkspace;
 }
 
 /** A transcript page with where it came from. */
@@ -903,6 +911,7 @@ export class RunHandle {
       result = { status, turns: 0, usage: { ...NO_USAGE }, costUsd: null, error: `${executionStatus.toLowerCase()}: ${cause}` };
     }
     const input = history.input;
+    const workspace = await workspaceOf(this.jobs.temporal, this.workflowId, runId);
     return {
       workflowId: this.workflowId,
       status: result.status,
@@ -924,6 +933,7 @@ export class RunHandle {
           }
         : {}),
       ...(input?.chat ? { chat: true } : {}),
+      ...(workspace ? { workspace } : {}),
       executionStatus,
       runId,
       source: 'history',

@@ -25,6 +25,8 @@ import {
   type DecideAnswer,
   type DecideRequest,
   type Message,
+  type OpenSessionInput,
+  type OpenSessionOutput,
   type RunCommandInput,
   type RunCommandOutput,
   type StatusView,
@@ -60,6 +62,17 @@ const CALL_CLAUDE = 'callClaude';
 
 /** The activity type of a command, whose answer carries its run time. */
 const RUN_COMMAND = 'runCommand';
+
+/** The activity type that opens a bash session, whose answer says where it started. */
+const OPEN_SESSION = 'openSession';
+
+/** Where a run's workspace is: a folder on the machine of a worker. */
+export interface RunWorkspace {
+  /** Absolute path of the folder on the worker's machine: the run's `workdir` as a worker resolved it. */
+  path: string;
+  /** The worker process that opened the run's last session (`SessionRef.workerId`). */
+  workerId: string;
+}
 
 /** What this module reads of one execution's history. */
 export interface RunHistory {
@@ -208,6 +221,68 @@ export async function readHistory(client: Client, workflowId: string, runId: str
     nextPageToken = page.nextPageToken && page.nextPageToken.length > 0 ? page.nextPageToken : undefined;
   } while (nextPageToken);
   return out;
+}
+
+/**
+ * Where run `runId` of `workflowId` keeps its files, from its `openSession`s. The path: the `cwd`
+ * of the last session opened in the workspace, one sent without `restoreCwd` (a first session, a
+ * rewind's or a fork's restore), which starts in the workdir (src/activities/session.ts); a session
+ * that replaces a lost one starts where the old one was, maybe a folder below or outside. The
+ * worker: the one that opened the last session of all, at or after that one. An execution that
+ * opened none (a continued run keeps its session) leads to the runs it continued from.
+ * @returns null when no session was opened (no tool ran)
+ * @throws the client's error when a history cannot be read
+ */
+export async function workspaceOf(client: Client, workflowId: string, runId: string): Promise<RunWorkspace | null> {
+  const decode = payloadDecoder(client);
+  /** One execution's last session in the workspace, its last session of all, and the run it continued from. */
+  const scan = async (
+    run: string,
+  ): Promise<{ inWorkspace: RunWorkspace | null; lastWorkerId: string | null; continuedFrom: string | null }> => {
+    /** Scheduled event id of each `openSession`: whether it starts in the workspace. */
+    const opens = new Map<string, boolean>();
+    let inWorkspace: RunWorkspace | null = null;
+    let lastWorkerId: string | null = null;
+    let continuedFrom: string | null = null;
+    let nextPageToken: Uint8Array | undefined;
+    do {
+      const page = await client.workflowService.getWorkflowExecutionHistory({
+        namespace: client.options.namespace,
+        execution: { workflowId, runId: run },
+        ...(nextPageToken ? { nextPageToken } : {}),
+      });
+      for (const event of page.history?.events ?? []) {
+        if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED) {
+          continuedFrom = event.workflowExecutionStartedEventAttributes?.continuedExecutionRunId || null;
+        } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) {
+          const attrs = event.activityTaskScheduledEventAttributes;
+          const input = attrs?.activityType?.name === OPEN_SESSION ? attrs.input?.payloads?.[0] : undefined;
+          if (input) opens.set(String(event.eventId), (await decode<OpenSessionInput>(input)).restoreCwd === undefined);
+        } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) {
+          const attrs = event.activityTaskCompletedEventAttributes;
+          const startsInWorkspace = opens.get(String(attrs?.scheduledEventId));
+          const answer = attrs?.result?.payloads?.[0];
+          if (startsInWorkspace === undefined || !answer) continue;
+          const ref = await decode<OpenSessionOutput>(answer);
+          lastWorkerId = ref.workerId;
+          if (startsInWorkspace) inWorkspace = { path: ref.cwd, workerId: ref.workerId };
+        }
+      }
+      nextPageToken = page.nextPageToken && page.nextPageToken.length > 0 ? page.nextPageToken : undefined;
+    } while (nextPageToken);
+    return { inWorkspace, lastWorkerId, continuedFrom };
+  };
+  const seen = new Set<string>();
+  let lastWorkerId: string | null = null;
+  let run: string | null = runId;
+  while (run !== null && !seen.has(run)) {
+    seen.add(run);
+    const found = await scan(run);
+    lastWorkerId ??= found.lastWorkerId;
+    if (found.inWorkspace) return { path: found.inWorkspace.path, workerId: lastWorkerId ?? found.inWorkspace.workerId };
+    run = found.continuedFrom;
+  }
+  return null;
 }
 
 /**

@@ -31,6 +31,7 @@ import {
   reapOrphanedSessions,
   resolveSandbox,
   containerSandboxProblem,
+  seccompLauncherNote,
   SessionHost,
   type SandboxMode,
   sessionUserName,
@@ -142,8 +143,13 @@ export async function startWorker(): Promise<RunningWorker> {
   let sandboxMode: string;
   try {
     sandboxMode = resolveSandbox(undefined, undefined, sessionHost.bwrapProbes).mode;
-    if (sandboxMode === 'none')
+    if (sandboxMode === 'none') {
       logger.warn('sandbox none (AGENT_JOBS_SANDBOX=none, or no working bwrap): commands see the whole machine as their user may');
+      // Whether the seccomp filter still holds without bwrap (a python3 launcher loads it), said once here.
+      const launcher = sessionHost.seccompLauncher(false);
+      if (launcher.python) logger.info(seccompLauncherNote(launcher));
+      else logger.warn(seccompLauncherNote(launcher));
+    }
   } catch (err) {
     // Every session start will fail with this message: a sandbox asked for is never dropped.
     sandboxMode = 'unavailable';

@@ -3,6 +3,7 @@
  * and by the workflow itself, for runs started from elsewhere) and its
  * defaults. Deterministic (workflow code).
  */
+import type { Duration } from '@temporalio/common';
 import { z } from 'zod';
 import {
   DEFAULT_APPROVAL_TIMEOUT,
@@ -54,6 +55,15 @@ export function durationToMs(d: string | number): number {
   const unit = m ? (m[2] === '' ? 1 : UNIT_MS.find(([re]) => re.test(m[2]!))?.[1]) : undefined;
   if (!m || unit === undefined) throw new Error(`not a duration: ${JSON.stringify(d)}`);
   return Math.round(Number(m[1]) * unit);
+}
+
+/**
+ * A duration of the input that the schema accepted, typed as Temporal's `Duration` for `condition` and `sleep`
+ * (the same value: no conversion). Temporal types a duration string with the `ms` package's template type, which
+ * a string checked at run time cannot show the compiler; {@link DURATION} accepts the forms `ms` parses.
+ */
+export function temporalDuration(d: string | number): Duration {
+  return d as Duration;
 }
 
 /** Smallest extended thinking budget the API accepts, in tokens: 1,024. */

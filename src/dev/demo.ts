@@ -32,6 +32,7 @@ import { PROJECT_ROOT, dataDir } from '../settings';
 import { connect } from '../client';
 import { createKeysFile, readCodecKeys } from '../codec';
 import { resolveSandbox, sandboxModeFromEnv } from '../session/sandbox';
+import { findSeccompLauncher } from '../session/seccomp-launch';
 import { CliError } from '../cli/errors';
 
 const run = promisify(execFile);
@@ -230,7 +231,8 @@ function sandboxLine(env: NodeJS.ProcessEnv): string {
   try {
     const { mode } = resolveSandbox(sandboxModeFromEnv(env));
     if (mode === 'bwrap') return 'sandbox: bwrap (bash sees only its workspace, no network)';
-    return 'sandbox: OFF (no working bwrap, or AGENT_JOBS_SANDBOX=none): bash sees whatever its user may read; see docs/security.md';
+    const filter = findSeccompLauncher().python ? 'the seccomp filter still on' : 'no seccomp filter either (no usable /usr/bin/python3)';
+    return `sandbox: OFF (no working bwrap, or AGENT_JOBS_SANDBOX=none): bash sees whatever its user may read, ${filter}; see docs/security.md`;
   } catch (err) {
     return `sandbox: ${err instanceof Error ? err.message : String(err)}`;
   }

@@ -10,6 +10,8 @@
  * leaks another way (a config file, `/proc/<worker pid>/environ` as root).
  */
 
+import * as path from 'node:path';
+
 /** A secret value removed from the environment, with the variable it came from. */
 export interface SecretValue {
   /** Name of the variable that held the value, e.g. `ANTHROPIC_API_KEY`. */
@@ -165,6 +167,30 @@ export function buildSessionEnv(options: SessionEnvOptions = {}): SessionEnv {
   removed.sort();
   secrets.sort((a, b) => b.value.length - a.value.length);
   return { env, removed, secrets };
+}
+
+/** The search path a session gets when none of its worker's `PATH` entries is kept (Debian's default for root). */
+export const DEFAULT_SESSION_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/**
+ * The entries of `searchPath` (a `PATH` value, `:`-separated) that name a program by where it is, not by the
+ * shell's working directory or a folder the session can write: absolute, normalized, and neither in nor equal to
+ * one of `writable` (the workspace, `/tmp`, `/var/tmp`, `/dev/shm`). An empty entry means the working
+ * directory to bash (bash(1), `PATH`), as does `.`; a relative one (`node_modules/.bin`, a Dockerfile's `ENV
+ * PATH=node_modules/.bin:$PATH`) is looked up from it. With such an entry kept, a file a job writes in the
+ * workspace (`node_modules/.bin/git`) would run for the program a person's approval rule names (`git status`).
+ * Order and duplicates are kept; when nothing is left, {@link DEFAULT_SESSION_PATH}.
+ * Pure. Attack test: test/unit/attack/adversary-round24.test.ts (kind 4, a worker PATH with relative entries).
+ */
+export function sessionSearchPath(searchPath: string | undefined, writable: readonly string[]): string {
+  const under = (dir: string, base: string): boolean => dir === base || dir.startsWith(base.endsWith('/') ? base : `${base}/`);
+  const bases = writable.filter((w) => w.startsWith('/')).map((w) => path.posix.normalize(w));
+  const kept = (searchPath ?? '')
+    .split(':')
+    .filter((entry) => entry.startsWith('/'))
+    .map((entry) => path.posix.normalize(entry))
+    .filter((entry) => !bases.some((base) => under(entry, base)));
+  return kept.length > 0 ? kept.join(':') : DEFAULT_SESSION_PATH;
 }
 
 /** Shortest secret prefix/suffix that is redacted where output was cut. */

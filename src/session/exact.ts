@@ -172,6 +172,15 @@ export const FIFO_WATCH_MS = 50;
 /** Most processes of one run {@link runTree} lists (an exact run is one program; a runaway tree is not walked whole). */
 const MAX_TREE = 64;
 
+/** The names in a folder of `/proc/<pid>/` (its tasks, its descriptors); none when the process is gone. */
+function procEntries(dir: string): string[] {
+  try {
+    return fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
 /** `pid` and its descendants (host pids, from `/proc/<pid>/task/<tid>/children`), at most {@link MAX_TREE}. */
 function runTree(pid: number): number[] {
   const out: number[] = [];
@@ -179,13 +188,7 @@ function runTree(pid: number): number[] {
   while (todo.length > 0 && out.length < MAX_TREE) {
     const p = todo.shift()!;
     out.push(p);
-    let tasks: string[];
-    try {
-      tasks = fs.readdirSync(`/proc/${p}/task`);
-    } catch {
-      continue;
-    }
-    for (const t of tasks) {
+    for (const t of procEntries(`/proc/${p}/task`)) {
       try {
         for (const c of fs.readFileSync(`/proc/${p}/task/${t}/children`, 'utf8').split(' ')) if (c.trim()) todo.push(Number(c));
       } catch {
@@ -214,13 +217,7 @@ export function fifoInUse(pid: number): string | undefined {
     } catch {
       continue;
     }
-    let fds: string[];
-    try {
-      fds = fs.readdirSync(`/proc/${p}/fd`);
-    } catch {
-      continue;
-    }
-    for (const fd of fds) {
+    for (const fd of procEntries(`/proc/${p}/fd`)) {
       try {
         const link = fs.readlinkSync(`/proc/${p}/fd/${fd}`);
         if (link.startsWith('pipe:') || !link.startsWith('/')) continue;

@@ -17,14 +17,23 @@ export const CLOSER_SHELL = '/bin/bash';
  * Closes every descriptor above 2 that survived the exec (so one the spawner opened without
  * close-on-exec, or inherited) but the `$2` descriptors from {@link PASSED_FD_BASE} on, which the
  * spawn passed on purpose ({@link launchStdio}), opens `$1` as fd 3 when it is not empty (bwrap's
- * `--seccomp 3`), then execs the rest of its arguments in place (same pid). It runs as the worker's user, outside the
- * sandbox, so it reads no file: `--norc` (bash sources ~/.bashrc when its stdin is a socket, as
- * libuv's pipes are, and $HOME is the session's), `--noprofile`, and `-p` (no BASH_ENV, no
- * functions or SHELLOPTS imported from the environment). `{d}<&-` closes the descriptor numbered `$d`; the
- * directory descriptor the glob read is gone by then, and closing it again is harmless.
+ * `--seccomp 3`, or the seccomp launcher's program), then execs the rest of its arguments in place
+ * (same pid). With a launcher (its `$3` first arguments: seccomp-launch.ts), the launcher gets an
+ * empty environment (`exec -c`) and, after its own arguments, the number of environment entries and
+ * the entries `NAME=value` that a plain `exec` would have passed (every exported variable, `SHLVL`
+ * one lower as `exec` lowers it; sorted by name, not in the environment's order; an entry whose name bash cannot hold as a
+ * variable is dropped),
+ * then the program. It runs as the worker's user, outside the sandbox, so it reads no file: `--norc`
+ * (bash sources ~/.bashrc when its stdin is a socket, as libuv's pipes are, and $HOME is the
+ * session's), `--noprofile`, and `-p` (no BASH_ENV, no functions or SHELLOPTS imported from the
+ * environment). `{d}<&-` closes the descriptor numbered `$d`; the directory descriptor the glob read
+ * is gone by then, and closing it again is harmless. A fd 3 that cannot be opened ends it (126).
  */
 const CLOSER_SCRIPT =
-  'f=$1; k=$2; shift 2; for d in /proc/self/fd/*; do d=${d##*/}; ((d > 2 && (d < 4 || d >= 4 + k))) && exec {d}<&-; done; [[ -z $f ]] || exec 3<"$f"; exec "$@"';
+  'f=$1; k=$2; l=$3; shift 3; for d in /proc/self/fd/*; do d=${d##*/}; ((d > 2 && (d < 4 || d >= 4 + k))) && exec {d}<&-; done; ' +
+  '[[ -z $f ]] || exec 3<"$f" || exit 126; ((l == 0)) && exec "$@"; ' +
+  'e=(); for n in $(compgen -e); do if [[ $n == SHLVL ]]; then e+=("SHLVL=$((SHLVL - 1))"); else e+=("$n=${!n}"); fi; done; ' +
+  'exec -c "${@:1:l}" "${#e[@]}" "${e[@]}" "${@:l+1}"';
 
 /** The first descriptor number a launch's passed descriptors get in its program (3 is the seccomp program's). */
 export const PASSED_FD_BASE = 4;
@@ -46,13 +55,32 @@ export interface Launch {
  * for reading on `fd3File` when given, plus `pass` as fds 4, 5, … (spawn with {@link launchStdio}):
  * every other descriptor the spawning process had without close-on-exec is closed before `argv[0]` is exec'd.
  * The environment reaches `argv` as given, but for `SHLVL` (bash's exec sets it; the session's bash sets its own anyway).
+ * @param launcher a program run first, with an empty environment, that gets the environment as
+ *   arguments and then execs `argv` (seccomp-launch.ts `launcherArgv`; see {@link CLOSER_SCRIPT}) @default none
  * @throws Error for an empty argv
  */
-export function closingLaunch(argv: readonly string[], fd3File?: string, pass: readonly PassedFd[] = []): Launch {
+export function closingLaunch(
+  argv: readonly string[],
+  fd3File?: string,
+  pass: readonly PassedFd[] = [],
+  launcher: readonly string[] = [],
+): Launch {
   if (argv.length === 0) throw new Error('closingLaunch: empty argv');
   return {
     file: CLOSER_SHELL,
-    args: ['--noprofile', '--norc', '-p', '-c', CLOSER_SCRIPT, 'agent-jobs-launch', fd3File ?? '', String(pass.length), ...argv],
+    args: [
+      '--noprofile',
+      '--norc',
+      '-p',
+      '-c',
+      CLOSER_SCRIPT,
+      'agent-jobs-launch',
+      fd3File ?? '',
+      String(pass.length),
+      String(launcher.length),
+      ...launcher,
+      ...argv,
+    ],
     ...(pass.length > 0 ? { pass } : {}),
   };
 }

@@ -60,6 +60,7 @@ export { DEFAULT_MAX_OUTPUT_BYTES, processOutput, sanitizeText, stripAnsi, type 
 export type { AuditLine } from './audit';
 export { reapOrphanedSessions, type ReapResult } from './orphans';
 export { SessionHost } from './host';
+export { findSeccompLauncher, SECCOMP_LAUNCHER_PYTHONS, seccompLauncherNote, type SeccompLauncherLookup } from './seccomp-launch';
 export {
   DEFAULT_SESSION_USER,
   ensureSessionUser,

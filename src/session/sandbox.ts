@@ -32,7 +32,9 @@
  * userns.ts), entered after the devpts step and before setpriv, so that the kernel's per-user counts
  * (inotify, fanotify) are charged there; its other namespaces stay the host user namespace's.
  *
- * Mode `none`: no namespaces; bash sees the machine as its user may.
+ * Mode `none`: no namespaces; bash sees the machine as its user may. Every launch still runs under
+ * the session's seccomp filter, loaded by a python3 launcher (seccomp-launch.ts) before setpriv,
+ * when one was found ({@link SandboxOptions.seccompLauncher}).
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -42,6 +44,7 @@ import { closingLaunch, PASSED_FD_BASE, type Launch, type PassedFd } from './fds
 import { MINIMAL_ENV, type SessionIdentity } from './identity';
 import { heldMounts, type HeldBinds, type HeldMount } from './held-binds';
 import type { PinnedDir } from './pins';
+import { launcherArgv } from './seccomp-launch';
 
 /** `bwrap`: namespaces (see the module comment); `none`: bash runs on the machine directly. */
 export type SandboxMode = 'bwrap' | 'none';
@@ -103,10 +106,16 @@ export interface SandboxOptions {
   sealShell?: boolean;
   /**
    * File holding the seccomp program every process of the sandbox runs
-   * under (seccomp.ts `writeSeccompFilter`), for mode `bwrap`; none when
-   * unset (an architecture without a filter).
+   * under (seccomp.ts `writeSeccompFilter`): loaded by bwrap in mode `bwrap`, by the
+   * {@link seccompLauncher} in mode `none`; none when unset (an architecture without a filter, or
+   * mode `none` without a launcher).
    */
   seccompFilter?: string;
+  /**
+   * Mode `none`: the python3 that loads {@link seccompFilter} before the program runs
+   * (seccomp-launch.ts), and the SHA-256 (hex) the program must have. @default none: no filter in mode `none`
+   */
+  seccompLauncher?: { python: string; sha256: string };
   /**
    * A user namespace of the session's own for the process (userns.ts), entered with `nsenter` (at
    * {@link nsenter}) after the sandbox's mounts and before setpriv switches identity. Only with an
@@ -516,7 +525,8 @@ export function identityArgs(id: SessionIdentity, seal = false): string[] {
 
 /**
  * The program and arguments that run `argv` in the sandbox and identity of
- * `o`: `[bwrap ... --] [setpriv <identity> --pdeathsig KILL --] argv`.
+ * `o`: `[bwrap ... --] [setpriv <identity> --pdeathsig KILL --] argv`, or in mode `none` with a
+ * launcher `[python3 <launcher> ...] [setpriv ...] argv`.
  * Without setpriv and without an identity to switch to, `argv` runs
  * directly (inside bwrap in mode `bwrap`).
  * @throws SessionStartError when an identity is asked for and setpriv is missing
@@ -549,6 +559,9 @@ export function launchArgs(o: SandboxOptions, argv: string[], chdir?: string): L
     if (!filter) return closingLaunch([o.bwrap, ...bwrapArgs(o, chdir, held, fdBase), ...caps, '--', ...inner], undefined, pass);
     return closingLaunch([o.bwrap, ...bwrapArgs(o, chdir, held, fdBase), ...caps, '--seccomp', '3', '--', ...inner], filter, pass);
   }
+  // Without bwrap, the same filter, loaded by the launcher before setpriv (seccomp-launch.ts), as bwrap loads it before its program.
+  const launcher = o.seccompFilter && o.seccompLauncher ? launcherArgv(o.seccompLauncher.python, o.seccompLauncher.sha256) : undefined;
+  if (launcher) return closingLaunch(inner, o.seccompFilter, [], launcher);
   return closingLaunch(inner);
 }
 

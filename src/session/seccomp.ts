@@ -335,16 +335,25 @@ export function seccompProgram(arch: string = process.arch): Buffer | null {
 }
 
 /**
- * Writes {@link seccompProgram} for this machine, after the prefix of
- * memory.ts (memfd_create and new user namespaces refused), to
- * `file` (0600, the worker's; bwrap reads it as fd 3, see sandbox.ts launchArgs) and returns
+ * The whole filter a session's processes run under: memory.ts's prefix (memfd_create and new user
+ * namespaces refused), then {@link seccompProgram}; null on an architecture without a filter.
+ */
+export function seccompFilterBytes(): Buffer | null {
+  const program = seccompProgram();
+  if (!program) return null;
+  return Buffer.concat([seccompPrefix() ?? Buffer.alloc(0), program]);
+}
+
+/**
+ * Writes {@link seccompFilterBytes} to `file` (0600, the worker's; bwrap reads it as fd 3, or the
+ * seccomp launcher in mode `none`, see sandbox.ts launchArgs) and returns
  * `file`, or undefined on an architecture without a filter. Put in the
  * session's private directory, so it goes with it (and the orphan reaper
  * removes it with the directory).
  */
 export function writeSeccompFilter(file: string): string | undefined {
-  const program = seccompProgram();
-  if (!program) return undefined;
-  fs.writeFileSync(file, Buffer.concat([seccompPrefix() ?? Buffer.alloc(0), program]), { mode: 0o600 });
+  const bytes = seccompFilterBytes();
+  if (!bytes) return undefined;
+  fs.writeFileSync(file, bytes, { mode: 0o600 });
   return file;
 }

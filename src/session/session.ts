@@ -18,7 +18,7 @@ import type { EditRequest } from '../contract/text-editor';
 import { performEdit, type EditGate, type EditOutcome, type ProposedEdit } from './edit';
 import { editIo } from './edit-io';
 import { judgeRecords, notEnded, type Ending, type Outcome } from './ending';
-import { buildSessionEnv, type SecretValue } from './env';
+import { buildSessionEnv, sessionSearchPath, type SecretValue } from './env';
 import { InvalidCommandError, SessionClosedError, SessionCwdError, SessionStartError } from './errors';
 import { EXACT_RUN_HIDDEN, runExactProgram } from './exact';
 import { checkExactRun, exactLaunch } from './exact-run';
@@ -68,6 +68,7 @@ import { holdBinds, releaseHeldBinds, type HeldBinds } from './held-binds';
 import { closePins, pinGit, type GitPins, type PinnedDir } from './pins';
 import { sandboxView, type SandboxMode, type SandboxOptions } from './sandbox';
 import { writeSeccompFilter } from './seccomp';
+import { filterSha256 } from './seccomp-launch';
 import { ShellProcess, type ShellExit } from './shell';
 import { raceTimeout } from './timing';
 import { nearestExistingDir, notWritableBy, realDir, removeQuietly, SANDBOX_TMPFS_BYTES, viewCheck, within } from './workspace';
@@ -165,6 +166,8 @@ export class BashSession {
   private readonly tmpDir: string;
   /** The seccomp program's file (in {@link tmpDir}) for every sandboxed process of this session; see seccomp.ts. */
   private readonly seccompFilter: string | undefined;
+  /** Mode `none`: the python3 that loads {@link seccompFilter} and the program's SHA-256 (seccomp-launch.ts); undefined otherwise. */
+  private readonly seccompLauncher: { python: string; sha256: string } | undefined;
   private readonly fifos: FifoPool;
   private readonly identity: SessionIdentity | null;
   /** How bash gets to write the workspace (identity.ts). */
@@ -267,12 +270,22 @@ export class BashSession {
       secretEnvNames: options.secretEnvNames,
     });
     this.env = built.env;
+    // Only absolute entries outside what the session can write: a rule's program must be the system's, not a workspace file.
+    this.env.PATH = sessionSearchPath(this.env.PATH, [
+      ...(this.workspace ? [this.workspace, realDir(this.workspace)] : []),
+      '/tmp',
+      '/var/tmp',
+      '/dev/shm',
+    ]);
     this.secrets = built.secrets;
     this.lastCwd = cwd;
     this.tmpDir = makeSessionDir(identity);
     this.fifos = new FifoPool(this.tmpDir, identity ?? undefined);
     if (this.network) fs.writeFileSync(path.join(this.tmpDir, 'resolv.conf'), `nameserver ${SLIRP_DNS}\n`, { mode: 0o644 });
-    this.seccompFilter = sandbox.mode === 'bwrap' ? writeSeccompFilter(path.join(this.tmpDir, 'seccomp.bpf')) : undefined;
+    // Without bwrap, the python3 launcher loads the same filter (seccomp-launch.ts); without one, the session runs unfiltered (said once by the host).
+    const python = sandbox.mode === 'none' ? host.seccompLauncher().python : null;
+    this.seccompFilter = sandbox.mode === 'bwrap' || python ? writeSeccompFilter(path.join(this.tmpDir, 'seccomp.bpf')) : undefined;
+    this.seccompLauncher = python && this.seccompFilter ? { python, sha256: filterSha256()! } : undefined;
     // Last, so that nothing after it throws with descriptors open; the start releases them when it fails later.
     try {
       this.heldGit = holdBinds(this.workspace ? realDir(this.workspace) : '/', this.git.writable, this.git.readonly);
@@ -415,6 +428,7 @@ export class BashSession {
       tmpfsBytes: Math.min(this.limits.maxFileSizeBytes, SANDBOX_TMPFS_BYTES),
       setpriv: this.host.setpriv(),
       ...(this.seccompFilter ? { seccompFilter: this.seccompFilter } : {}),
+      ...(this.seccompLauncher ? { seccompLauncher: this.seccompLauncher } : {}),
       ...(this.network ? { resolvConf: path.join(this.tmpDir, 'resolv.conf') } : {}),
     };
   }

@@ -33,7 +33,7 @@ import {
   type FinalStatus,
   type Message,
 } from '../contract';
-import { resolveInput, type ResolvedInput } from '../contract/input';
+import { resolveInput, temporalDuration, type ResolvedInput } from '../contract/input';
 import { modelInfoOf } from '../contract/models';
 import { markdownText } from '../shared/display';
 import {
@@ -235,7 +235,7 @@ async function awaitMessage(state: RunState): Promise<boolean> {
     }
     state.setStatus('awaiting_message');
     state.setDetails(`waiting for the next message: agent-jobs say ${workflowId} <text>; agent-jobs end ${workflowId} to finish`);
-    const woke = await condition(() => wanted() || state.pause !== null, input.chatIdleTimeout, {
+    const woke = await condition(() => wanted() || state.pause !== null, temporalDuration(input.chatIdleTimeout), {
       summary: 'chat: waiting for the next message',
     });
     if (state.endRequestedBy !== null || !woke) return false;

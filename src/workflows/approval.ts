@@ -29,6 +29,7 @@ import {
   type PendingApproval,
   type PendingEdit,
 } from '../contract';
+import { temporalDuration } from '../contract/input';
 import { TEXT_EDITOR_NAME, type EditRequest, type RunEditOutput } from '../contract/text-editor';
 import { commandDetails, commandSummary, invisibleNameProblem, markdownText, pendingApproval } from '../shared/display';
 import { sha256 } from '../shared/sha256';
@@ -444,7 +445,9 @@ async function awaitDecision(state: RunState, toolUseId: string): Promise<Decisi
       continue;
     }
     const summary = `approval wait: ${commandSummary(approval.pending?.command ?? '', null)}`;
-    const woke = await condition(() => approval.decision !== null || state.pause !== null, input.approvalTimeout, { summary });
+    const woke = await condition(() => approval.decision !== null || state.pause !== null, temporalDuration(input.approvalTimeout), {
+      summary,
+    });
     if (woke) continue;
     if (input.approvalTimeoutAction !== 'pause') return null;
     state.askPause({ reason: 'approval_timeout', at: new Date().toISOString() });

@@ -3,13 +3,14 @@
  * a real run: start --json, status while awaiting approval, approve, deny,
  * approve with nothing pending, list by status and newest first, transcript,
  * watch (and a watch that waits for a worker), cancel (and cancel of an ended run), a --workdir that is created,
- * and what the Temporal UI shows (static summary, activity summaries,
+ * the workspace of a closed run in its status, and what the Temporal UI shows (static summary, activity summaries,
  * AgentStatus).
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
+import { workspaceFolderName } from '../../src/activities/session';
 import { AGENT_STATUS } from '../../src/config';
 import { sha256 } from '../../src/shared/sha256';
 import { startDevServerOnFreePort } from '../../src/dev/devserver';
@@ -64,6 +65,9 @@ describe('agent-jobs CLI', () => {
       cwd: expect.any(String),
       sandbox: expect.stringMatching(/^(bwrap|none)$/),
     });
+    // An open run's workspace is where its session is; `workspace` is a closed run's.
+    expect((pending as unknown as { workspace: unknown }).workspace).toBeNull();
+    const { workerId } = (pending as unknown as { session: { workerId: string } }).session;
 
     // The UI: the task as static summary, AgentStatus searchable, one-line activity summaries.
     const handle = bed.client.workflow.getHandle(id);
@@ -113,6 +117,14 @@ describe('agent-jobs CLI', () => {
     expect(transcript.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user', 'assistant']);
     const status = JSON.parse((await cli(a, 'status', id, '--json')).stdout) as { status: string; result: { text: string } };
     expect(status).toMatchObject({ status: 'completed', result: { status: 'completed', text: 'Kept hi.txt.' } });
+    // The session is closed; where the run's files are is read from its history: the default folder, on the worker that held it.
+    const workspace = path.join(bed.workspaces, workspaceFolderName(id));
+    expect(existsSync(path.join(workspace, 'hi.txt'))).toBe(true);
+    expect(status).toMatchObject({ session: null, workspace: { path: workspace, workerId } });
+    const closedText = await cli(a, 'status', id);
+    expect(closedText.code).toBe(0);
+    expect(closedText.stdout).toContain(`\n  workspace: ${workspace} on ${workerId}\n`);
+    expect(closedText.stdout).not.toContain('  shell:');
 
     // The summaries are encrypted like every payload: read through the codec.
     const history = await decodedHistory(await handle.fetchHistory());
@@ -265,10 +277,14 @@ describe('agent-jobs CLI', () => {
   test('start --workdir: a directory that does not exist is created by the worker', async () => {
     const workdir = path.join(bed.dir, 'not', 'there', 'yet');
     expect(existsSync(workdir)).toBe(false);
-    const r = await cli(bed.address, 'start', 'write', 'a', 'file', '--workdir', workdir, '--approval', 'auto', '--follow');
+    const id = `cli-workdir-${Date.now()}`;
+    const r = await cli(bed.address, 'start', 'write', 'a', 'file', '--id', id, '--workdir', workdir, '--approval', 'auto', '--follow');
     expect(r.stdout).toMatch(/ended: completed/);
     expect(r.code).toBe(0);
     expect(existsSync(workdir)).toBe(true);
+    // The closed run's status names the workdir it was given.
+    const status = JSON.parse((await cli(bed.address, 'status', id, '--json')).stdout) as { workspace: { path: string } | null };
+    expect(status.workspace).toEqual({ path: workdir, workerId: expect.any(String) });
   });
 
   test('bad input and unknown runs: one line, a hint, exit 1', async () => {

@@ -3,8 +3,11 @@
  * far below the payload limit; a long run continues as new (the server
  * suggests it early here) instead of growing its history, carries the
  * conversation's tail, turns and session across (the rest stays in the
- * earlier runs' histories, where a new worker reads it), and completes.
+ * earlier runs' histories, where a new worker reads it), and completes; its
+ * status, once closed, finds its workspace through the chain.
  */
+import path from 'node:path';
+import { workspaceFolderName } from '../../src/activities/session';
 import { startDevServerOnFreePort, devServerArgs, type DevServer } from '../../src/dev/devserver';
 import type { ScriptEntry } from '../../src/dev/model-server';
 import { decideUpdate, extendUpdate, type ToolResultBlock } from '../../src/contract';
@@ -51,7 +54,7 @@ describe('long runs', () => {
       (await runChain(bed.client, handle.workflowId)).filter((r) => r.status === 'CONTINUED_AS_NEW').length;
     // Once the run has continued as new twice, its worker dies: the next one has no copy of the conversation.
     await waitFor('two continue-as-new', async () => (await continued()) >= 2, 120_000);
-    await bed.startWorker();
+    const second = await bed.startWorker();
     await first.kill();
     const result = await handle.result();
     expect(result).toMatchObject({ status: 'completed', text: 'long run done', turns: TURNS + 1 });
@@ -85,6 +88,12 @@ describe('long runs', () => {
       expect(pairingProblem(messages)).toBeNull();
       expect(messages).toEqual(whole.slice(0, messages.length));
     }
+    // Where the closed run's files are: the folder its first session opened in, in the chain's first run (later runs opened only
+    // the replacement, which starts where the lost session was), on the worker that opened the last session (the second).
+    expect((await bed.jobs().run(handle.workflowId).status()).workspace).toEqual({
+      path: path.join(bed.workspaces, workspaceFolderName(handle.workflowId)),
+      workerId: second.workerId,
+    });
     // What continues as new is small: the tail and counts, not the conversation.
     const runs = (await runChain(bed.client, handle.workflowId)).map((r) => r.runId);
     for (const runId of runs) {

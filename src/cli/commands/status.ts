@@ -61,6 +61,8 @@ export function registerStatus(program: Command): void {
                 oneLine`  shell:  ${view.session.user ?? '?'} in sandbox ${view.session.sandbox ?? '?'}, ${view.session.cwd} on ${view.session.workerId}`,
               ]
             : []),
+          // A closed run's session is gone, its files are not: where they are.
+          ...(view.workspace ? [oneLine`  workspace: ${view.workspace.path} on ${view.workspace.workerId}`] : []),
           ...(p
             ? [
                 ...(p.edit

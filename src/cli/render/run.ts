@@ -25,6 +25,7 @@ export function statusJson(view: RunView): Record<string, unknown> {
     details: view.details,
     decisions: view.decisions,
     session: view.session,
+    workspace: view.workspace ?? null,
     rules: view.rules ?? [],
     queuedMessages: view.queuedMessages ?? [],
     pause: view.pause ?? null,

@@ -1,7 +1,9 @@
 /**
  * A rolling restart under load, as a deploy does it: runs of several turns
  * (each a ~1 s command) go on while every worker is replaced one by one
- * (start a new one, SIGTERM the old one, wait until it is gone). Checks that
+ * (start a new one, SIGTERM the old one, wait until it is gone); once the last
+ * old worker is gone, the commands still to come skip their sleep (a `go` file
+ * in each workspace), since what is checked is what the restarts did. Checks that
  * every run completes, that no command was killed mid-way without Claude
  * being told (or run twice), that no process of any session is left, and
  * that each worker was gone within grace + force.
@@ -11,12 +13,13 @@
  * (a cluster, e.g. on PostgreSQL) and prints the report as JSON.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { SHUTDOWN_FORCE_TIME_MS } from '../../config';
+import { workspaceFolderName } from '../../contract/subagent';
 import { statusQuery, type Message, type ToolResultBlock } from '../../contract';
 import { startModelServer, type ScriptFile } from '../model-server';
 import { startAgentRun } from '../../client';
@@ -30,7 +33,10 @@ export interface RollingRestartOptions {
   namespace?: string;
   /** Agent runs started at once. @default 8 */
   runs?: number;
-  /** Commands per run (each a model turn): enough that the runs outlast the restarts (each waits for a new worker to poll). @default 25 */
+  /**
+   * Commands per run (each a model turn): enough that the runs outlast the restarts (each waits for a new worker to poll).
+   * Each sleeps ~1 s until the last old worker is gone, then none. @default 25
+   */
   turns?: number;
   /** Workers before the restart; each is replaced once, one at a time. @default 3 */
   workers?: number;
@@ -136,7 +142,8 @@ export async function rollingRestart(o: RollingRestartOptions): Promise<RollingR
             type: 'tool_use' as const,
             id: `toolu_${k}`,
             name: 'bash',
-            input: { command: `echo rr-${k}-start; sleep ${sleepArg}; echo rr-${k}-end` },
+            // The sleep keeps commands running through each restart; a run's `go` file ends it once they are done.
+            input: { command: `echo rr-${k}-start; [ -e go ] || sleep ${sleepArg}; echo rr-${k}-end` },
           },
         ],
         stop_reason: 'tool_use' as const,
@@ -212,6 +219,11 @@ export async function rollingRestart(o: RollingRestartOptions): Promise<RollingR
       const drainLine = /draining \(SIGTERM\)[^\n]*/.exec(w.output())?.[0] ?? null;
       restarts.push({ workerId: w.workerId, drainSeconds, exitCode: exit?.code ?? null, drainLine });
       say(`worker ${w.workerId} gone ${drainSeconds.toFixed(2)} s after SIGTERM (${drainLine ?? 'no drain line'})`);
+    }
+    // Every worker was replaced: the commands still to come have nothing left to show, so they skip their sleep.
+    for (const h of handles) {
+      const workspace = path.join(dir, 'workspaces', workspaceFolderName(h.workflowId));
+      if (existsSync(workspace)) writeFileSync(path.join(workspace, 'go'), '');
     }
     const statuses = await within(Promise.all(results), 300_000);
     for (const w of workers.filter((x) => x.alive())) await w.stop(graceMs + SHUTDOWN_FORCE_TIME_MS);

@@ -172,7 +172,6 @@
  * - The approval Update's request id is the `tool_use` id, so a second `tool_use` with a reused id would
  *   get the earlier decision's answer back; the ids come from the API, not from the model (read).
  */
-import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describeMessage } from '../../../src/cli/render/messages';
@@ -183,6 +182,8 @@ import { ExactRefusedError } from '../../../src/session';
 import { decideApproval } from '../../../src/policy';
 import { RecordScanner, newCommandTokens } from '../../../src/session/protocol';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
+import { leaveControlJob } from './control-jobs';
+import { withOwnersKey } from './owner-keyring';
 
 afterEach(async () => {
   await closeSessions();
@@ -192,15 +193,8 @@ afterEach(async () => {
 describe("kind 7 (and 1): without the sandbox, a job forges a failing command's exit status 0", () => {
   test('a job that peeks at the control line and fills the record buffer cannot make `(exit 7)` report exit 0', async () => {
     if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
-    const dir = tempDir();
-    fs.copyFileSync(path.join(__dirname, 'fixtures', 'forge-trimmed-status.py'), path.join(dir, 'forge.py'));
-    fs.chmodSync(dir, 0o711); // without the sandbox's bind, the session user must be able to enter it
-    const s = await startSession({ cwd: dir, workspace: dir, sandbox: 'none' });
-    const setup = await s.run('( exec 0<&12 1>&10 2>forge.err; exec python3 forge.py $$ ) &');
-    expect(setup.exitCode).toBe(0);
-    await new Promise((r) => setTimeout(r, 1500)); // the job waits 1 s, then for the next line
+    const { s, read } = await leaveControlJob('forge-trimmed-status.py', 'forge', { stdout: '&10', sandbox: 'none', enterable: true });
     const r = await s.run('sleep 5; echo second; (exit 7)');
-    const read = (f: string): string => (fs.existsSync(path.join(dir, f)) ? fs.readFileSync(path.join(dir, f), 'utf8') : '');
     // The job ran as meant: it forged the records, or the session refused its peek.
     if (!read('forge.log').includes('wrote 1048576 bytes')) expect(read('forge.err')).toMatch(/MSG_PEEK[\s\S]*PermissionError/);
     if (r.exitCode === null) expect(r.output).toMatch(/could not be confirmed|unknown/);
@@ -233,39 +227,15 @@ describe("kind 7 (and 1): without the sandbox, a job forges a failing command's 
 describe("kind 6: the owner's keyring, listed in /proc/keys", () => {
   test("a session does not see the names of the keys its owner's host processes keep", async () => {
     if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
-    const owner = 47_000 + Math.floor(Math.random() * 1000);
     const desc = `github-token-for-ci-${process.pid}`;
-    const ws = tempDir();
-    const script = path.join(ws, 'keys.py');
-    fs.copyFileSync(path.join(__dirname, 'fixtures', 'user-keyring.py'), script);
-    fs.chownSync(ws, owner, owner);
-    fs.chownSync(script, owner, owner);
     // A process of the owner on the host, outside any session, keeps a secret in its user keyring.
-    const args = [
-      '--reuid',
-      String(owner),
-      '--regid',
-      String(owner),
-      '--clear-groups',
-      '/usr/bin/python3',
-      script,
-      'add',
-      desc,
-      'hunter2',
-      '30',
-    ];
-    const host = spawn('setpriv', args, { stdio: ['ignore', 'pipe', 'inherit'] });
-    try {
-      const added = await new Promise<string>((resolve) => host.stdout.once('data', (d) => resolve(String(d))));
-      expect(added).toContain('added');
+    await withOwnersKey(desc, 'hunter2', async (ws, owner) => {
       const s = await startSession({ cwd: ws, workspace: ws });
       const r = await s.run('id -u; cat /proc/keys /proc/key-users 2>&1');
       expect(r.output).toContain(String(owner)); // bash runs as the owner
       expect(r.output).not.toContain(desc);
       expect(r.output).not.toMatch(new RegExp(`_uid(_ses)?\\.${owner}`));
-    } finally {
-      host.kill();
-    }
+    });
   });
 });
 
@@ -404,12 +374,7 @@ describe('kind 1: a job that takes the whole next control line and shuts the soc
     'sandbox $sandbox: the command that never ran is not reported as exit 0 with the output the job wrote',
     async ({ sandbox }) => {
       if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
-      const dir = tempDir();
-      fs.copyFileSync(path.join(__dirname, 'fixtures', 'steal-line-then-eof.py'), path.join(dir, 'steal.py'));
-      fs.chmodSync(dir, 0o711); // without the sandbox's bind, the session user must be able to enter it
-      const s = await startSession({ cwd: dir, workspace: dir, sandbox });
-      expect((await s.run('( exec 0<&12 1>/dev/null 2>steal.err; exec python3 steal.py $$ ) &')).exitCode).toBe(0);
-      await new Promise((r) => setTimeout(r, 1500)); // the job waits 1 s, then for the next line
+      const { dir, s } = await leaveControlJob('steal-line-then-eof.py', 'steal', { sandbox, enterable: true });
       const r = await s.run('sleep 1; echo ran > ran.txt; echo second; (exit 7)');
       const ran = fs.existsSync(path.join(dir, 'ran.txt'));
       if (ran) expect(r.exitCode).toBe(7);
@@ -437,12 +402,7 @@ describe('kind 1, against the exit record: the job steals the line and ends bash
     { variant: 'term', sandbox: 'none' as const },
   ])('$variant, sandbox $sandbox: no status, and not the output the job wrote', async ({ variant, sandbox }) => {
     if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
-    const dir = tempDir();
-    fs.copyFileSync(path.join(__dirname, 'fixtures', 'steal-line-variants.py'), path.join(dir, 'steal.py'));
-    fs.chmodSync(dir, 0o711); // without the sandbox's bind, the session user must be able to enter it
-    const s = await startSession({ cwd: dir, workspace: dir, sandbox });
-    expect((await s.run(`( exec 0<&12 1>/dev/null 2>steal.err; exec python3 steal.py $$ ${variant} ) &`)).exitCode).toBe(0);
-    await new Promise((r) => setTimeout(r, 1500)); // the job waits 1 s, then for the next line
+    const { dir, s } = await leaveControlJob('steal-line-variants.py', 'steal', { args: variant, sandbox, enterable: true });
     // SHUT_WR leaves bash waiting for input: the command's timeout ends it.
     const r = await s.run('sleep 1; echo ran > ran.txt; echo second; (exit 7)', { timeoutMs: 8000 });
     const log = fs.readFileSync(path.join(dir, 'steal.log'), 'utf8');
@@ -473,12 +433,7 @@ describe('kind 1, against the exit record: the job steals the line and kills bas
     'sandbox $sandbox: the output the job wrote is withheld',
     async ({ sandbox }) => {
       if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
-      const dir = tempDir();
-      fs.copyFileSync(path.join(__dirname, 'fixtures', 'steal-line-variants.py'), path.join(dir, 'steal.py'));
-      fs.chmodSync(dir, 0o711);
-      const s = await startSession({ cwd: dir, workspace: dir, sandbox });
-      expect((await s.run('( exec 0<&12 1>/dev/null 2>steal.err; exec python3 steal.py $$ kill ) &')).exitCode).toBe(0);
-      await new Promise((r) => setTimeout(r, 1500));
+      const { dir, s } = await leaveControlJob('steal-line-variants.py', 'steal', { args: 'kill', sandbox, enterable: true });
       const r = await s.run('sleep 1; echo ran > ran.txt; echo second; (exit 7)', { timeoutMs: 8000 });
       expect(fs.readFileSync(path.join(dir, 'steal.log'), 'utf8')).toContain('ended kill');
       expect(r.shellExit).toEqual({ code: null, signal: 'SIGKILL' });

@@ -24,7 +24,7 @@
  * the diff `status` shows for a pending edit), in Claude's words (lines that read as watch's own
  * pending approval), and in the shell's working directory (`status`).
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { RunView } from '../../../src/client';
@@ -37,6 +37,8 @@ import { displayCommand, pendingApproval } from '../../../src/shared/display';
 import { unifiedDiff } from '../../../src/session/edit-diff';
 import { editLines } from '../../../src/cli/commands/status';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
+import { leaveControlJob } from './control-jobs';
+import { withOwnersKey } from './owner-keyring';
 import { type LookalikeCase, expectFlaggedEverywhere } from './lookalikes';
 
 const OPEN = true;
@@ -54,15 +56,9 @@ describe('adversary round 8, kind 1: a job that peeks at the control line', () =
    * then runs `command` as the approved command the job attacks.
    */
   async function attacked(mode: 'out' | 'fence' | 'status', command: string) {
-    const dir = tempDir();
-    fs.copyFileSync(path.join(__dirname, 'fixtures', 'peek-control-line.py'), path.join(dir, 'peek.py'));
-    const s = await startSession({ cwd: dir, workspace: dir });
-    const setup = await s.run(`( exec 0<&12 1>&10 2>peek.err; exec python3 peek.py $$ ${mode} ) &`);
-    expect(setup.exitCode).toBe(0);
-    await new Promise((r) => setTimeout(r, 1500)); // the job waits 1 s, then for the next line
+    const { s, read } = await leaveControlJob('peek-control-line.py', 'peek', { args: mode, stdout: '&10' });
     const r = await s.run(command);
-    const err = path.join(dir, 'peek.err');
-    return { r, jobErrors: fs.existsSync(err) ? fs.readFileSync(err, 'utf8') : '' };
+    return { r, jobErrors: read('peek.err') };
   }
 
   /** The job ran as meant: it failed nowhere, or only where the session refuses the peek (seccomp.ts, MSG_PEEK). */
@@ -216,38 +212,14 @@ describe("adversary round 8, kind 6: the owner's kernel keyring", () => {
   // their fallback), for bash, jobs, exact runs and the editor's helper.
   test("a session cannot read a key its owner's host processes keep in the user keyring", async () => {
     if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
-    const owner = 47_000 + Math.floor(Math.random() * 1000);
     const desc = `aj-owner-secret-${process.pid}`;
-    const ws = tempDir();
-    const script = path.join(ws, 'keys.py');
-    fs.copyFileSync(path.join(__dirname, 'fixtures', 'user-keyring.py'), script);
-    fs.chownSync(ws, owner, owner);
-    fs.chownSync(script, owner, owner);
     // A process of the owner on the host, outside any session, keeps a secret in its user keyring.
-    const args = [
-      '--reuid',
-      String(owner),
-      '--regid',
-      String(owner),
-      '--clear-groups',
-      '/usr/bin/python3',
-      script,
-      'add',
-      desc,
-      'hunter2',
-      '30',
-    ];
-    const host = spawn('setpriv', args, { stdio: ['ignore', 'pipe', 'inherit'] });
-    try {
-      const added = await new Promise<string>((resolve) => host.stdout.once('data', (d) => resolve(String(d))));
-      expect(added).toContain('added');
+    await withOwnersKey(desc, 'hunter2', async (ws, owner) => {
       const s = await startSession({ cwd: ws, workspace: ws });
       const r = await s.run(`id -u; python3 keys.py read ${desc}`);
       expect(r.output).toContain(String(owner)); // bash runs as the owner
       expect(r.output).not.toContain('hunter2');
-    } finally {
-      host.kill();
-    }
+    });
   });
 });
 

@@ -5,7 +5,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { buildSessionEnv, isSecretEnvName, redactSecrets } from '../../../src/session';
-import { redactPartialSecretAtEdge } from '../../../src/session/env';
+import { DEFAULT_SESSION_PATH, redactPartialSecretAtEdge, sessionSearchPath } from '../../../src/session/env';
 import { closeSessions, removeTempDirs, startSession, tempDir } from './helpers';
 
 const SECRETS = {
@@ -140,5 +140,33 @@ describe('buildSessionEnv and redaction (pure)', () => {
     expect(redactPartialSecretAtEdge('head abcdefg', secrets, 'end')).toBe('head [REDACTED:T]');
     expect(redactPartialSecretAtEdge('ghijkl tail', secrets, 'start')).toBe('[REDACTED:T] tail');
     expect(redactPartialSecretAtEdge('head abc', secrets, 'end')).toBe('head abc');
+  });
+});
+
+describe("the session's PATH: only absolute folders the session cannot write", () => {
+  const ws = '/srv/repo';
+  const writable = [ws, '/tmp', '/var/tmp', '/dev/shm'];
+  test.each([
+    ['node_modules/.bin:/usr/bin:/bin', '/usr/bin:/bin'],
+    [':/usr/bin:/bin', '/usr/bin:/bin'],
+    ['/usr/bin::/bin', '/usr/bin:/bin'],
+    ['/usr/bin:/bin:', '/usr/bin:/bin'],
+    ['.:/usr/bin', '/usr/bin'],
+    ['./bin:../x:/usr/bin', '/usr/bin'],
+    ['/srv/repo/node_modules/.bin:/usr/bin', '/usr/bin'],
+    ['/srv/repo:/usr/bin', '/usr/bin'],
+    ['/srv/repo/../repo/bin:/usr/bin', '/usr/bin'],
+    ['/srv//repo/bin:/usr/bin', '/usr/bin'],
+    ['/tmp/bin:/var/tmp:/dev/shm/x:/usr/bin', '/usr/bin'],
+    ['/srv/repository/bin:/usr/local/bin', '/srv/repository/bin:/usr/local/bin'],
+    ['/usr/bin/:/bin', '/usr/bin/:/bin'],
+  ])('%j becomes %j', (given, kept) => {
+    expect(sessionSearchPath(given, writable)).toBe(kept);
+  });
+
+  test('nothing kept, or no PATH at all, gives the default search path', () => {
+    expect(sessionSearchPath('node_modules/.bin:.:', writable)).toBe(DEFAULT_SESSION_PATH);
+    expect(sessionSearchPath(undefined, writable)).toBe(DEFAULT_SESSION_PATH);
+    expect(sessionSearchPath('', writable)).toBe(DEFAULT_SESSION_PATH);
   });
 });
