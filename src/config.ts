@@ -107,6 +107,16 @@ export const DEFAULT_TRANSCRIPT_CACHE_CHARS = 256 * 1024 * 1024;
 export const MAX_TURN_RESULT_CHARS = 400_000;
 
 /**
+ * How far past {@link MAX_TURN_RESULT_CHARS} the system's notes at the end of a turn's cut
+ * results may take the turn (bytes of JSON, UTF-8; 100,000): a result cut by the budget keeps
+ * its notes whole after the cut note (src/workflows/tool-use.ts `withinTurnBudget`), and notes
+ * are short (a note names at most 5 paths), so this is reached only by notes made long on
+ * purpose (deep paths); past it they are cut with the output, for Claude only (people are shown
+ * the notes the run publishes). 500 KB sent twice stays far below the 2 MiB payload limit.
+ */
+export const MAX_TURN_NOTES_OVERDRAFT_BYTES = 100_000;
+
+/**
  * The claim check (src/codec/claim-check.ts): a payload whose encoded bytes (compressed,
  * encrypted, serialized) are over this many goes to the blob store and history keeps a
  * reference of about 250 bytes. 128 KiB by default (`AGENT_JOBS_BLOB_THRESHOLD`): a quarter of

@@ -31,7 +31,7 @@ import {
   type RunCommandOutput,
   type StatusView,
 } from './contract';
-import { MOVED_AFTER_NOTE_START, commandNotes, splitNotes } from './shared/notes';
+import { WORKER_SHUT_DOWN, commandNotes, movedAfterNote, splitNotes } from './shared/notes';
 import { DEFAULT_COMMAND_TIMEOUT_MS } from './config';
 import { rewindUpdate, type CheckpointResult, type RewindAnswer, type RewindRequest } from './contract/checkpoint';
 
@@ -91,14 +91,21 @@ export interface RunHistory {
   /** The exit code of each command that ran to its end, by `tool_use` id (`publishedExitCode` of the same answers). */
   exitCodes: Record<string, number>;
   /**
-   * The system's notes at the end of each command's result, by `tool_use` id, as the workflow
-   * records them (the answer's `notes`, then `commandNotes` with the run's command timeout); a
-   * move to another worker after it is added by {@link closedConversation}. None for an answer
-   * without `notes` (a worker of an earlier version).
+   * The system's notes at the end of each command's result, by `tool_use` id, rebuilt from the
+   * answers as the workflow builds them (the answer's `notes`, then `commandNotes` with the run's
+   * command timeout), for runs whose model calls do not carry them ({@link published}); a move
+   * to another worker after it is added by {@link closedConversation}. None for an answer without
+   * `notes` (a worker of an earlier version).
    */
   notes: Record<string, string[]>;
-  /** The `tool_use` ids whose answer said the worker was shutting down (`workerClosing`). */
-  closing: string[];
+  /**
+   * The notes the run published, by `tool_use` id, as its model calls carry them
+   * (`CallClaudeInput.notes`, since `model-call-carries-notes`): commands' and edits', a move to
+   * another worker included.
+   */
+  published: Record<string, string[]>;
+  /** The working directory each command's answer gave when it said its worker was shutting down (`workerClosing`), by `tool_use` id. */
+  closing: Record<string, string>;
 }
 
 /**
@@ -130,7 +137,8 @@ export async function readHistory(client: Client, workflowId: string, runId: str
     durationsMs: {},
     exitCodes: {},
     notes: {},
-    closing: [],
+    published: {},
+    closing: {},
   };
   /** `tool_use` id of each scheduled `runCommand`, by its scheduled event id. */
   const commands = new Map<string, string>();
@@ -158,7 +166,11 @@ export async function readHistory(client: Client, workflowId: string, runId: str
         if (attrs?.activityType?.name !== CALL_CLAUDE) continue;
         if (stopAt !== undefined && attrs.activityId === stopAt) return out;
         const payload = attrs.input?.payloads?.[0];
-        if (payload) out.inputs.push(await decode<ConversationPart>(payload));
+        if (payload) {
+          const input = await decode<ConversationPart & { notes?: unknown }>(payload);
+          out.inputs.push(input);
+          Object.assign(out.published, notesRecord(input.notes));
+        }
         lastCallEventId = String(event.eventId);
         out.lastOutput = null;
       } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) {
@@ -177,7 +189,8 @@ export async function readHistory(client: Client, workflowId: string, runId: str
           const timeoutMs = out.input?.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS; // the workflow's default (contract/input.ts)
           if (Array.isArray(answer.notes)) out.notes[toolUseId] = [...answer.notes, ...commandNotes(answer as RunCommandOutput, timeoutMs)];
           else delete out.notes[toolUseId];
-          if (answer.workerClosing === true) out.closing.push(toolUseId);
+          if (answer.workerClosing === true && typeof answer.cwd === 'string') out.closing[toolUseId] = answer.cwd;
+          else delete out.closing[toolUseId];
         }
       } else if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED) {
         const attrs = event.workflowExecutionUpdateAcceptedEventAttributes;
@@ -297,19 +310,30 @@ async function chainHistory(
   workflowId: string,
   runId: string,
   stopAt?: string,
-): Promise<{ folded: ReturnType<typeof foldCallInputs>; latest: RunHistory }> {
+): Promise<{ folded: ReturnType<typeof foldCallInputs>; latest: RunHistory; published: Record<string, string[]> }> {
   const runs: ConversationPart[][] = [];
   let run: string | null = runId;
   let latest: RunHistory | null = null;
   const seen = new Set<string>();
+  /** Each run's published notes, oldest first. */
+  const published: Array<Record<string, string[]>> = [];
   while (run !== null && !seen.has(run)) {
     seen.add(run);
     const h = await readHistory(client, workflowId, run, latest === null ? stopAt : undefined);
     latest ??= h;
     runs.unshift(h.inputs);
+    published.unshift(h.published);
     run = h.continuedFrom;
   }
-  return { folded: foldCallInputs(runs.flat()), latest: latest! };
+  return { folded: foldCallInputs(runs.flat()), latest: latest!, published: Object.assign({}, ...published) as Record<string, string[]> };
+}
+
+/** `v` when it is a record of string arrays (a model call's `notes`), its own entries only; empty otherwise. */
+function notesRecord(v: unknown): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return out;
+  for (const [id, notes] of Object.entries(v)) if (Array.isArray(notes) && notes.every((n) => typeof n === 'string')) out[id] = [...notes];
+  return out;
 }
 
 /**
@@ -331,7 +355,7 @@ export async function closedConversation(
   notes: Record<string, string[]>;
   incomplete?: string;
 }> {
-  const { folded, latest } = await chainHistory(client, workflowId, runId);
+  const { folded, latest, published } = await chainHistory(client, workflowId, runId);
   if (!folded.ok) throw new HistoryUnreadableError(workflowId, folded.problem);
   const messages = [...folded.conversation.messages];
   const last = latest.lastOutput;
@@ -346,23 +370,49 @@ export async function closedConversation(
     messages,
     durationsMs: latest.durationsMs,
     exitCodes: latest.exitCodes,
-    notes: withMoveNotes(messages, latest.notes, new Set(latest.closing)),
+    notes: publishedNotes(messages, published, withMoveNotes(messages, latest.notes, latest.closing)),
     ...(open ? { incomplete: 'the results of the last tool calls were added after the last model call and are not in the history' } : {}),
   };
 }
 
 /**
- * `notes` with, for a result whose text goes on after them with the workflow's note that the
- * session then moved to another worker (`MOVED_AFTER_NOTE_START ... ]`, the last line the
- * workflow writes, src/workflows/tool-results.ts `movedAfterNote`), that note added: the answer
- * alone does not say whether the run moved. After no note at all the text's end is the
- * command's own, so the line is taken for the note only when the answer said its worker was
- * shutting down (`closing`, by `tool_use` id). Only ids of `messages`' results are kept.
+ * The notes of `messages`' results as the run published them (`published`, from its model
+ * calls), and for a result they do not cover (a run from before, or a result whose model call
+ * is not in the history yet) those rebuilt from the answers (`rebuilt`). Never read from a
+ * result's text: the command writes it.
+ */
+export function publishedNotes(
+  messages: Message[],
+  published: Record<string, string[]>,
+  rebuilt: Record<string, string[]>,
+): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const m of messages) {
+    if (typeof m.content === 'string') continue;
+    for (const b of m.content) {
+      if (!isToolResult(b)) continue;
+      if (Object.hasOwn(published, b.tool_use_id)) out[b.tool_use_id] = [...published[b.tool_use_id]!];
+      else if (Object.hasOwn(rebuilt, b.tool_use_id)) out[b.tool_use_id] = [...rebuilt[b.tool_use_id]!];
+    }
+  }
+  return out;
+}
+
+/**
+ * `notes` (rebuilt from the answers, for a run whose model calls do not carry what it published)
+ * with, for a command whose answer said its worker was shutting down (`closing`: the answer's
+ * working directory by `tool_use` id), the workflow's note that the session then moved to another
+ * worker, when the result's text ends with those notes and then exactly that note as the
+ * workflow writes it for such an answer (src/shared/notes.ts `movedAfterNote`, with
+ * {@link WORKER_SHUT_DOWN} and that directory). The note is built, never taken from the text:
+ * a move for another reason (a `sessionClosing` signal's), to another directory, or that found
+ * no new session is left out, and the text then reads as output. Only ids of `messages`'
+ * results are kept.
  */
 export function withMoveNotes(
   messages: Message[],
   notes: Record<string, string[]>,
-  closing: ReadonlySet<string> = new Set(),
+  closing: Record<string, string> = {},
 ): Record<string, string[]> {
   const out: Record<string, string[]> = {};
   for (const m of messages) {
@@ -370,10 +420,12 @@ export function withMoveNotes(
     for (const b of m.content) {
       if (!isToolResult(b) || !Object.hasOwn(notes, b.tool_use_id)) continue;
       const known = notes[b.tool_use_id]!;
-      const tail = known.length > 0 ? `${known.join('\n')}\n` : '\n';
-      const at = b.content.lastIndexOf(`${tail}${MOVED_AFTER_NOTE_START}`);
-      const whole = at >= 0 && (known.length === 0 ? closing.has(b.tool_use_id) : at === 0 || b.content[at - 1] === '\n');
-      out[b.tool_use_id] = whole && !splitNotes(b.content, known) ? [...known, b.content.slice(at + tail.length)] : known;
+      out[b.tool_use_id] = known;
+      if (!Object.hasOwn(closing, b.tool_use_id)) continue;
+      const moved = movedAfterNote(WORKER_SHUT_DOWN, { cwd: closing[b.tool_use_id]! });
+      if (!b.content.endsWith(`\n${moved}`)) continue;
+      const before = b.content.slice(0, b.content.length - moved.length - 1);
+      if (known.length === 0 || splitNotes(before, known) !== undefined) out[b.tool_use_id] = [...known, moved];
     }
   }
   return out;

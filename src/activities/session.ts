@@ -795,6 +795,7 @@ export function createSessionActivities(deps: SessionActivityDeps) {
           isError: out.isError,
           applied: out.applied,
           durationMs: Date.now() - started,
+          ...(out.notes !== undefined ? { notes: out.notes } : {}),
           ...(out.needsApproval ? { needsApproval: out.needsApproval } : {}),
           ...(out.approvedByRule !== undefined ? { approvedByRule: out.approvedByRule } : {}),
           // Nothing was written while a person decides: the approved edit takes its own checkpoint.

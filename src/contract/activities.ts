@@ -31,6 +31,13 @@ export interface CallClaudeInput extends ConversationPart {
   turn: number;
   /** How the request is fitted to the model's context window and cached (absent in older runs: sent as is, uncached). */
   context?: RequestContext;
+  /**
+   * The system's notes at the end of the `tool_result`s of `transcript`'s messages, by `tool_use`
+   * id, as the run published them (the transcript query's `notes`): not sent to the model (they
+   * are lines of those results' text already), kept so that a closed run's history holds them
+   * (src/history.ts). Absent when there are none, and in runs before `model-call-carries-notes`.
+   */
+  notes?: Record<string, string[]>;
 }
 
 /** Server tools a run may offer (`start --web-search`, `--web-fetch`); their definitions are in src/activities/claude.ts. */

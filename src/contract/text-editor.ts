@@ -180,8 +180,14 @@ export interface RunEditInput {
 
 /** Output of `runEdit`. */
 export interface RunEditOutput {
-  /** What Claude is told (the docs' texts where it gives them). */
+  /** What Claude is told (the docs' texts where it gives them), ending with {@link notes}. */
   text: string;
+  /**
+   * The worker's notes at the end of `text` (`[agent-jobs: ...]`: a memory kill, the git audit's
+   * findings), in order; the run publishes them apart from the file's text (the transcript
+   * query's `notes`). Absent from workers before it, and while the edit waits for a person.
+   */
+  notes?: string[];
   isError: boolean;
   /**
    * Set when nothing was done because a person must approve: why, what the person reviews

@@ -447,7 +447,15 @@ export type EditGate = { apply: true; rule?: number } | { ask: string } | { refu
 
 /** What an edit came to. */
 export interface EditOutcome {
+  /** What Claude is told; ends with {@link notes}, each on a line of its own. */
   text: string;
+  /**
+   * The session's notes appended to `text` (`[agent-jobs: ...]`: a memory kill, the git audit's
+   * findings), in order, so a reader can show them apart from the file's text, which may hold
+   * the same words (`BashSession.edit`; none while the edit waits for a person: they come with
+   * the next result). Absent from `performEdit`'s own outcomes.
+   */
+  notes?: string[];
   isError: boolean;
   /** Whether a file was written. */
   applied: boolean;

@@ -580,11 +580,16 @@ export class BashSession {
         gate,
         options.ruleSubject,
       );
-      // The helper runs in the session's memory cgroup: a kill there (the helper's or a job's) is said here as for a command.
-      const memory = this.memoryKillNote();
-      if (memory) outcome.text = `${outcome.text}\n${memory}`;
-      const audit = await this.auditGitNote();
-      if (audit) outcome.text = `${outcome.text}\n${audit}`;
+      if (outcome.needsApproval) {
+        // Nothing was done, and the answer's text is never shown: the audit still moves what it finds now, and its
+        // findings (and a memory kill) are told with the next result.
+        if (this.gitBaseline) this.watchedFindings.push(...(await auditGit(this.gitBaseline, false)));
+      } else {
+        // The helper runs in the session's memory cgroup: a kill there (the helper's or a job's) is said here as for a command.
+        const notes = [this.memoryKillNote(), await this.auditGitNote()].filter((n): n is string => n !== undefined);
+        outcome.text = appendNotes(outcome.text, notes);
+        outcome.notes = notes;
+      }
       if (this.options.auditLog) {
         const command = options.ruleSubject(edit.command, outcome.abs ?? edit.path);
         await appendAuditLine(this.options.auditLog, editAuditLine(this.auditSource, command, Date.now() - started, cwd, outcome));

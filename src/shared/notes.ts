@@ -14,6 +14,23 @@ export const STATE_LOST = 'shell variables, functions, aliases and background jo
 /** How the workflow's note after a command whose session then moved to another worker begins (src/workflows/tool-results.ts `movedAfterOutcome`). */
 export const MOVED_AFTER_NOTE_START = '[the command finished; then the bash session was closed because ';
 
+/** Why a session is closing when a command's answer said its worker is shutting down (`workerClosing`), not a `sessionClosing` signal. */
+export const WORKER_SHUT_DOWN = 'its worker was shut down';
+
+/**
+ * The workflow's note after a command's result when its session then moved to a new one
+ * because the worker holding it is shutting down (`why`, e.g. `its worker was shut down
+ * (SIGTERM)`), or when no new one could be started yet (`fresh.cwd` null): one `[...]` line
+ * (more when the folder's name holds line breaks).
+ */
+export function movedAfterNote(why: string, fresh: { cwd: string | null; error?: string }): string {
+  const where =
+    fresh.cwd !== null
+      ? `the run moved to a new bash session in ${fresh.cwd} on another worker; ${STATE_LOST} (files on disk stay, unless the new worker runs on another machine)`
+      : `no new bash session could be started yet (${fresh.error ?? 'unknown error'}); the next command will try again`;
+  return `${MOVED_AFTER_NOTE_START}${why}: ${where}]`;
+}
+
 /**
  * A duration for people: Temporal duration strings as given (`'24 hours'`),
  * ms as seconds, minutes or hours (`3000` → `3 s`, `5400000` → `90 min`).

@@ -21,6 +21,14 @@ const { callClaude } = proxyActivities<ReturnType<typeof createClaudeActivities>
 export const MAX_TOKENS_RETRY_IN_BUDGET_PATCH = 'max-tokens-retry-within-turn-budget';
 
 /**
+ * patched() id: a model call's input carries the system's notes the run published for the
+ * `tool_result`s of its change (`CallClaudeInput.notes`), so a closed run's history holds them as
+ * published; before, they were rebuilt from the answers, and a move to another worker was read
+ * from the result's text, which the command writes.
+ */
+export const NOTES_IN_HISTORY_PATCH = 'model-call-carries-notes';
+
+/**
  * How the next request is fitted and cached: the window (the run's `contextWindow`, else the
  * model table's), the outputs already cleared, and the prompt cache TTL: 1 hour when the
  * run may wait for a person after this answer (approval `policy` or `always`, or a chat
@@ -94,7 +102,10 @@ async function callOnce(state: RunState, maxTokens: number): Promise<CallClaudeO
   const { model, system } = state.input;
   const log = state.conversation;
   const context = requestContext(state);
-  const input = { model, maxTokens, system, transcript: log.takeDelta(), turn, context };
+  const transcript = log.takeDelta();
+  const notes = state.notesOf(transcript.messages);
+  const published = Object.keys(notes).length > 0 && patched(NOTES_IN_HISTORY_PATCH) ? { notes } : {};
+  const input = { model, maxTokens, system, transcript, turn, context, ...published };
   const tooLarge = await taskPayloadProblem(`the model call of turn ${turn}`, [input]);
   if (tooLarge !== null) throw ApplicationFailure.create({ message: tooLarge, type: TASK_PAYLOAD_TOO_LARGE, nonRetryable: true });
   const response = await callClaude.executeWithOptions({ summary: `claude: turn ${turn}` }, [input]);

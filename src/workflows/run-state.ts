@@ -553,12 +553,21 @@ export class RunState {
   }
 
   /**
-   * Records the lines the system wrote at the end of a command's `tool_result` (the worker's
-   * notes, then the workflow's: src/shared/notes.ts), in order, for a command
-   * {@link recordCommand} recorded; the CLI shows them apart from the output. Query state only.
+   * Records the lines the system wrote at the end of a `tool_result` (a command's: the worker's
+   * notes, then the workflow's, src/shared/notes.ts; an edit's: the worker's), in order, keeping
+   * those of the most recent {@link MAX_DURATIONS_KEPT} results; the CLI shows them apart from
+   * the output, the turn's budget keeps them whole ({@link notesFor}). Query state only.
    */
   recordNotes(toolUseId: string, notes: readonly string[]): void {
-    if (Object.hasOwn(this.#durations, toolUseId)) this.#notes[toolUseId] = [...notes];
+    delete this.#notes[toolUseId];
+    this.#notes[toolUseId] = [...notes];
+    const ids = Object.keys(this.#notes);
+    for (const id of ids.slice(0, Math.max(0, ids.length - MAX_DURATIONS_KEPT))) delete this.#notes[id];
+  }
+
+  /** The notes recorded for `toolUseId` ({@link recordNotes}); empty when none. */
+  notesFor(toolUseId: string): string[] {
+    return Object.hasOwn(this.#notes, toolUseId) ? [...this.#notes[toolUseId]!] : [];
   }
 
   /** What the run waits for a person for, one line (the `AgentAwaiting` search attribute); empty when nobody. */
@@ -674,8 +683,8 @@ export class RunState {
     };
   }
 
-  /** The recorded notes of the `tool_result`s in `messages` (a page carries only its own: a note may be long). */
-  private notesOf(messages: Message[]): Record<string, string[]> {
+  /** The recorded notes of the `tool_result`s in `messages` (a page carries only its own: a note may be long; a model call, its change's). */
+  notesOf(messages: Message[]): Record<string, string[]> {
     const out: Record<string, string[]> = {};
     for (const m of messages)
       if (typeof m.content !== 'string')

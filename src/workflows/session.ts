@@ -30,7 +30,7 @@ import {
 import { commandDetails, commandSummary, editSummary } from '../shared/display';
 import type { EditRequest, RunEditOutput } from '../contract/text-editor';
 import type { CheckpointRequest, RestoreRequest } from '../contract/checkpoint';
-import { commandNotes } from '../shared/notes';
+import { WORKER_SHUT_DOWN, commandNotes } from '../shared/notes';
 import {
   COMMAND_TIMEOUT_SLACK_MS,
   OPEN_SESSION_ACTIVITY_OPTIONS,
@@ -96,7 +96,7 @@ function checkpointAsk(state: RunState): { checkpoint?: CheckpointRequest } {
 }
 
 /** What Claude is told the session closed for when the worker's answer gave no reason. */
-const SHUT_DOWN = 'its worker was shut down';
+const SHUT_DOWN = WORKER_SHUT_DOWN;
 
 const { openSession } = proxyActivities<Pick<SessionActivities, 'openSession'>>(OPEN_SESSION_ACTIVITY_OPTIONS);
 const { sessionWorkerLiveness } = proxyActivities<LivenessActivities>(WORKER_LIVENESS_ACTIVITY_OPTIONS);
@@ -256,6 +256,8 @@ export class RunSession {
         },
       ]);
       state.recordCheckpoint(toolUseId, out.checkpoint);
+      // The worker's notes at the end of its text, for people (query state only, as a command's).
+      if (out.notes !== undefined && out.needsApproval === undefined) state.recordNotes(toolUseId, out.notes);
       return out;
     } catch (err) {
       if (isCancellation(err)) throw err;

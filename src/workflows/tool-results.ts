@@ -5,9 +5,9 @@
  */
 import type { RunCommandOutput } from '../contract';
 import type { AppliedDecision } from '../contract';
-import { MOVED_AFTER_NOTE_START, STATE_LOST, commandNotes, describeDuration } from '../shared/notes';
+import { STATE_LOST, commandNotes, describeDuration, movedAfterNote } from '../shared/notes';
 
-export { describeDuration };
+export { describeDuration, movedAfterNote };
 
 export interface ToolOutcome {
   text: string;
@@ -25,19 +25,6 @@ export function commandOutcome(r: RunCommandOutput, timeoutMs: number): ToolOutc
   const body = r.output.length > 0 ? r.output : notes.length > 0 ? '' : '(no output)';
   const text = [body.replace(/\n+$/, ''), ...notes].filter((s) => s.length > 0).join('\n');
   return { text, isError: r.timedOut || r.shellExit !== null || r.sessionRestarted || r.killedAtShutdownMs !== undefined };
-}
-
-/**
- * The workflow's note after a command's result when its session then moved to a new one
- * because the worker holding it is shutting down (`why`, e.g. `its worker was shut down
- * (SIGTERM)`), or when no new one could be started yet: one `[...]` line.
- */
-export function movedAfterNote(why: string, fresh: { cwd: string | null; error?: string }): string {
-  const where =
-    fresh.cwd !== null
-      ? `the run moved to a new bash session in ${fresh.cwd} on another worker; ${STATE_LOST} (files on disk stay, unless the new worker runs on another machine)`
-      : `no new bash session could be started yet (${fresh.error ?? 'unknown error'}); the next command will try again`;
-  return `${MOVED_AFTER_NOTE_START}${why}: ${where}]`;
 }
 
 /**

@@ -13,8 +13,16 @@ import type { RunSession } from './session';
 import { drainMessages, safePoint } from './steering';
 import { parseBashInput, type ToolOutcome } from './tool-results';
 import { completeResults, toolResult } from './transcript';
-import { MAX_TURN_RESULT_CHARS } from '../config';
+import { MAX_TURN_NOTES_OVERDRAFT_BYTES, MAX_TURN_RESULT_CHARS } from '../config';
 import { SUBAGENTS_PATCH, isSubagentUse, startSubagents, type Settled } from './subagent';
+import { splitNotes } from '../shared/notes';
+
+/**
+ * patched() id: a result cut by the turn's budget keeps the system's notes at its end whole
+ * (after the cut note); before, they were cut away with the output, so neither Claude nor a
+ * person read them (the memory limit's kill, the git audit's quarantine).
+ */
+export const CUT_KEEPS_NOTES_PATCH = 'turn-budget-cut-keeps-notes';
 
 /**
  * Executes the `tool_use` blocks of `assistant` (already in the transcript)
@@ -36,9 +44,11 @@ export async function runToolUses(state: RunState, session: RunSession, assistan
   for (const use of uses) {
     if (state.pendingEnd) break;
     const child = started.get(use.id);
-    const result = withinTurnBudget(child ? subagentResult(use, await child) : await handleToolUse(state, session, use), used);
-    used.bytes += jsonBytes(result.content);
-    state.recordResult(result);
+    const result = child ? subagentResult(use, await child) : await handleToolUse(state, session, use);
+    const notes = state.notesFor(use.id);
+    const cut = withinTurnBudget(result, used, notes.length > 0 && patched(CUT_KEEPS_NOTES_PATCH) ? notes : []);
+    used.bytes += jsonBytes(cut.content);
+    state.recordResult(cut);
   }
   if (state.pendingEnd && subagents) {
     // The run ends after this turn: its sub-agents still running end too.
@@ -57,14 +67,34 @@ export async function runToolUses(state: RunState, session: RunSession, assistan
  * results, the next `callClaude`'s change, stay far below Temporal's 2 MiB payload limit.
  * The cut falls between code points: a lone surrogate makes the Messages API refuse the
  * request (400, "no low surrogate in string") on every later turn.
+ * @param used bytes the turn's earlier results hold (may pass the budget by their notes)
+ * @param notes the system's notes at the end of the result's text (the run published them:
+ *   `RunState.notesFor`): when the text ends with them, only the output before them is cut and
+ *   they stay whole after the cut note, counted in the budget first; the turn's results may pass
+ *   the budget by at most {@link MAX_TURN_NOTES_OVERDRAFT_BYTES} for them, and past that the
+ *   notes are cut with the output (they stay whole in what the run publishes for people)
+ *   @default none (the whole text is cut, as before `turn-budget-cut-keeps-notes`)
  */
-export function withinTurnBudget(result: ToolResultBlock, used: { bytes: number }): ToolResultBlock {
+export function withinTurnBudget(result: ToolResultBlock, used: { bytes: number }, notes: readonly string[] = []): ToolResultBlock {
   const content = result.content;
   if (jsonBytes(content) <= MAX_TURN_RESULT_CHARS - used.bytes) return result;
   const left = Math.max(0, MAX_TURN_RESULT_CHARS - used.bytes);
+  const cutNote = (dropped: number): string =>
+    `[output cut: the results of this turn's commands passed ${MAX_TURN_RESULT_CHARS} bytes together; ${dropped} characters of this one were dropped]`;
+  const split = splitNotes(content, notes);
+  if (split !== undefined) {
+    const tail = split.notes.join('\n');
+    // The cut note with the most digits it can hold, and a line break on each side.
+    const fixed = jsonBytes(`${cutNote(split.output.length)}\n${tail}`) + 1;
+    if (fixed <= MAX_TURN_RESULT_CHARS + MAX_TURN_NOTES_OVERDRAFT_BYTES - used.bytes) {
+      const kept = prefixWithin(split.output, Math.max(0, left - fixed));
+      // Nothing of the output dropped (the text is its notes alone): the result stays as it is.
+      if (kept.length === split.output.length) return result;
+      return { ...result, content: [kept, cutNote(split.output.length - kept.length), tail].filter((s) => s !== '').join('\n') };
+    }
+  }
   const kept = prefixWithin(content, left);
-  const note = `[output cut: the results of this turn's commands passed ${MAX_TURN_RESULT_CHARS} bytes together; ${content.length - kept.length} characters of this one were dropped]`;
-  return { ...result, content: `${kept}${kept.length > 0 ? '\n' : ''}${note}` };
+  return { ...result, content: `${kept}${kept.length > 0 ? '\n' : ''}${cutNote(content.length - kept.length)}` };
 }
 
 /** UTF-8 bytes of a code point inside a JSON string (escapes counted as written; a lone surrogate is escaped as `\uXXXX`). */

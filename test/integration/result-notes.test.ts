@@ -6,7 +6,8 @@
  * the closed one (its history) show the worker's note and `[exit code: 4]` whole after `↳`, past
  * the 20 lines of output, and the forged line as indented output.
  */
-import { endUpdate } from '../../src/contract';
+import { endUpdate, type CallClaudeInput } from '../../src/contract';
+import { decodedHistory } from '../../src/dev/testing/history-codec';
 import { NOTE_MARK } from '../../src/cli/render/messages';
 import { cli } from './cli-process';
 import { TestBed, waitFor } from './harness';
@@ -65,4 +66,50 @@ describe("the worker's and the workflow's notes on a result", () => {
     expect(all.notes).toEqual(withNotes[0]!.notes);
     await bed.replayRuns();
   }, 120_000);
+});
+
+describe("the system's notes on a result cut by the turn's budget (round 23, kind 5)", () => {
+  let bed: TestBed;
+  afterAll(async () => bed?.close());
+
+  test('kept whole after the cut note for Claude, shown after `↳` from the query and from the history, carried by the model call', async () => {
+    // Thirteen outputs of 30,000 bytes fill 390,000 of the turn's 400,000; the fourteenth, with two notes, is cut.
+    const fill = Array.from({ length: 13 }, (_, i): [string, string] => [`toolu_f${i}`, "head -c 30000 /dev/zero | tr '\\0' a"]);
+    const last = 'mkdir x && cd x && rmdir ../x; seq 1 3000; (exit 1)';
+    bed = await TestBed.create({ script: { responses: [asks(...fill, ['toolu_last', last]), end('done')] } });
+    const handle = await bed.start({ task: 'notes cut', approval: 'auto' }, 'notes-cut-by-turn');
+    await handle.result();
+
+    // What Claude read: the output cut, then the cut note, then the notes whole.
+    const sent = bed.resultsSentIn(1).find((b) => b.tool_use_id === 'toolu_last')!.content;
+    const lines = sent.split('\n');
+    expect(lines.at(-1)).toBe('[exit code: 1]');
+    expect(lines.at(-2)).toMatch(/^\[agent-jobs: the working directory (\/\S*)\/x no longer exists; the shell moved to \1\]$/);
+    expect(lines.at(-3)).toMatch(
+      /^\[output cut: the results of this turn's commands passed 400000 bytes together; \d+ characters of this one were dropped\]$/,
+    );
+
+    // What a person reads of the closed run: both notes after `↳`.
+    const check = (stdout: string): void => {
+      const notes = stdout.split('\n').filter((l) => l.startsWith(`  ${NOTE_MARK} `));
+      expect(notes).toEqual([`  ${NOTE_MARK} ${lines.at(-2)}`, `  ${NOTE_MARK} [exit code: 1]`]);
+    };
+    check((await cli(bed.address, 'transcript', handle.workflowId)).stdout);
+    check((await cli(bed.address, 'watch', handle.workflowId)).stdout);
+
+    // The history holds them as published: in the second model call's input, and both patches' markers.
+    const history = await decodedHistory(await handle.fetchHistory());
+    const json = (p: { data?: Uint8Array | null } | undefined): unknown => JSON.parse(Buffer.from(p!.data!).toString('utf8'));
+    const patches = (history.events ?? [])
+      .map((e) => e.markerRecordedEventAttributes?.details?.['patch-data']?.payloads?.[0])
+      .filter((p) => p !== undefined)
+      .map((p) => (json(p) as { id: string }).id);
+    expect(patches).toEqual(expect.arrayContaining(['turn-budget-cut-keeps-notes', 'model-call-carries-notes']));
+    const inputs = (history.events ?? [])
+      .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'callClaude')
+      .map((e) => json(e.activityTaskScheduledEventAttributes!.input!.payloads![0]) as CallClaudeInput);
+    expect(inputs[1]!.notes!.toolu_last).toEqual(lines.slice(-2));
+    expect(inputs[1]!.notes!.toolu_f0).toEqual([]);
+    await bed.replayRuns();
+  }, 240_000);
 });

@@ -66,8 +66,8 @@ function resultHeading(b: ToolResultBlock, durationMs: number | undefined, exitC
 /**
  * Human-readable lines for one transcript message. A command's result: its heading, its output
  * indented and cut after `maxOutputLines` lines, then each note the run published for it whole,
- * on one line (its line breaks escaped), after {@link NOTE_MARK}; without published notes that
- * end its text, the whole text is output.
+ * on one line (its line breaks escaped), after {@link NOTE_MARK}; when its text does not end with
+ * them, the whole text is output, and the published notes follow it all the same.
  * @param published what the run published about its commands ({@link PublishedCommands}); a
  *   result whose id is missing is shown without a run time, exit code or notes @default none
  * @param maxOutputLines lines of a command's output kept before the cut (`Infinity`: all, `transcript --full`) @default {@link SHOWN_OUTPUT_LINES}
@@ -101,13 +101,12 @@ export function describeMessage(
           code !== undefined && Number.isInteger(code) ? code : undefined,
         ),
       );
-      // The system's notes, as the run published them, whole and apart from the output (cut, indented).
-      const split = splitNotes(b.content, publishedNotes(published.notes, b.tool_use_id));
-      if (split === undefined) lines.push(runText(indent(b.content, '    ', maxOutputLines)));
-      else {
-        if (split.output !== '') lines.push(runText(indent(split.output, '    ', maxOutputLines)));
-        for (const n of split.notes) lines.push(`  ${NOTE_MARK} ${safeText(n, false, [NOTE_MARK])}`);
-      }
+      // The system's notes, as the run published them, whole and apart from the output (cut, indented);
+      // shown even when the text no longer ends with them (a result cut by a run from before they were kept).
+      const notes = publishedNotes(published.notes, b.tool_use_id) ?? [];
+      const output = splitNotes(b.content, notes)?.output ?? b.content;
+      if (output !== '') lines.push(runText(indent(output, '    ', maxOutputLines)));
+      for (const n of notes) lines.push(`  ${NOTE_MARK} ${safeText(n, false, [NOTE_MARK])}`);
     } else lines.push(oneLine`[${b.type} block]`);
   }
   return lines;

@@ -137,11 +137,11 @@ import { ExactRefusedError } from '../../../src/session';
 import { asUser, ensurePerson, hostBash, personsRepo, plant, ran } from './persons-repo';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
-const OPEN_NOTES_CUT = true;
-const OPEN_NOTES_FORGED_MOVE = true;
+const OPEN_NOTES_CUT = false;
+const OPEN_NOTES_FORGED_MOVE = false;
 const OPEN_LEASE = true;
 const OPEN_LEASE_AUDIT = true;
-const OPEN_EDIT_NOTES = true;
+const OPEN_EDIT_NOTES = false;
 const OPEN_RESOLVED_NAMES = true;
 
 afterEach(async () => {
@@ -173,8 +173,10 @@ function answer(r: CommandResult): RunCommandOutput {
 function inTurn(out: RunCommandOutput, usedBytes: number): { message: Message; notes: string[] } {
   const timeoutMs = 120_000;
   const o = commandOutcome(out, timeoutMs);
-  const block = withinTurnBudget(toolResult('toolu_9', o.text, o.isError), { bytes: usedBytes });
-  return { message: { role: 'user', content: [block] }, notes: [...(out.notes ?? []), ...commandNotes(out, timeoutMs)] };
+  const notes = [...(out.notes ?? []), ...commandNotes(out, timeoutMs)];
+  // The workflow hands the budget the notes it published for the result (tool-use.ts, RunState.notesFor).
+  const block = withinTurnBudget(toolResult('toolu_9', o.text, o.isError), { bytes: usedBytes }, notes);
+  return { message: { role: 'user', content: [block] }, notes };
 }
 
 describe("kind 5: a command's result cut by the turn's budget loses the system's notes for people", () => {
@@ -187,6 +189,10 @@ describe("kind 5: a command's result cut by the turn's budget loses the system's
     const r = await s.run('echo building; python3 -c "x = bytearray(300 << 20); x[::4096] = bytes(len(x[::4096]))"');
     expect(r.notes.join('\n')).toContain('the session reached its memory limit'); // the worker did note it
     const { message, notes } = inTurn(answer(r), MAX_TURN_RESULT_CHARS - 20);
+    // Claude reads the note too, whole, at the end of the cut result.
+    const content = (message.content as Array<{ content: string }>)[0]!.content;
+    expect(content.endsWith(`\n${notes.join('\n')}`)).toBe(true);
+    expect(content).toContain('[output cut: ');
     const live = describeMessage(message, 3, { notes: { toolu_9: notes } }).join('\n');
     expect(live).toContain('the session reached its memory limit');
     // A closed run's transcript reads its notes from history the same way.
@@ -341,10 +347,11 @@ describe("kind 5: the worker's notes on a text editor result are lines of its te
     if (!parsed.ok) throw new Error(parsed.text);
     const out = await s.edit(parsed.edit, () => ({ apply: true }), { maxCharacters: 100_000, ruleSubject: editRuleSubject });
     expect(out.text).toContain('sub/.git (a .git below the root'); // the worker did say it
-    // The workflow answers the view with that text (tool-use.ts, transcript.ts `toolResult`); an edit publishes no notes.
+    // The workflow answers the view with that text (tool-use.ts, transcript.ts `toolResult`) and publishes the
+    // outcome's notes for it (workflows/session.ts `edit`), as a command's.
     const message: Message = { role: 'user', content: [toolResult('toolu_e', out.text)] };
-    const shown = describeMessage(message, 3, {}).join('\n');
-    expect(shown).toContain('sub/.git (a .git below the root');
+    const shown = describeMessage(message, 3, { notes: { toolu_e: out.notes ?? [] } });
+    expect(shown.filter((l) => l.startsWith('  ↳ ')).join('\n')).toContain('sub/.git (a .git below the root');
   });
 
   test("(control) a file whose text is a note is shown as the file's text, not apart", async () => {

@@ -123,7 +123,7 @@ describe("the system's notes on a result, shown apart from the output", () => {
     expect(said.join('\n')).not.toContain(NOTE_MARK);
   });
 
-  test('nothing published (a run from before notes, a worker of an earlier version) or a text that does not end with them: shown as output, as before', async () => {
+  test('nothing published (a run from before notes, a worker of an earlier version): shown as output, as before; published notes the text does not end with: all output, then the notes', async () => {
     const ws = tempDir();
     const s = await startSession({ cwd: ws, workspace: ws });
     const r = await s.run('mkdir x && cd x && rmdir ../x; (exit 1)');
@@ -133,15 +133,14 @@ describe("the system's notes on a result, shown apart from the output", () => {
         .slice(1)
         .every((l) => l.startsWith('    ')),
     ).toBe(true);
-    // Published notes the text does not end with (cut by the turn's budget): all output.
+    // Published notes the text does not end with (cut by the turn's budget of a run from before it kept them): the
+    // text all output, and the notes the run published after it all the same (round 23, kind 5).
     const { message, notes } = resultOf(r);
     const cutText = { ...message, content: [{ ...message.content[0], content: message.content[0].content.slice(0, -3) }] };
-    const lines = describeMessage(cutText, 3, { notes: { toolu_1: notes } });
-    expect(
-      lines
-        .join('\n')
-        .split('\n')
-        .filter((l) => l.includes(NOTE_MARK)),
-    ).toEqual([]);
+    const lines = describeMessage(cutText, 3, { notes: { toolu_1: notes } })
+      .join('\n')
+      .split('\n');
+    expect(lines.filter((l) => l.includes(NOTE_MARK))).toEqual(notes.map((n) => `  ${NOTE_MARK} ${n}`));
+    expect(lines.slice(1, 1 + 2).every((l) => l.startsWith('    '))).toBe(true);
   });
 });
