@@ -135,7 +135,7 @@ const OPEN_NOTES_FORGED_MOVE = true;
 const OPEN_LEASE = true;
 const OPEN_LEASE_AUDIT = true;
 const OPEN_EDIT_NOTES = true;
-const OPEN_RESOLVED_NAMES = true;
+const OPEN_RESOLVED_NAMES = false;
 
 afterEach(async () => {
   await closeSessions();
