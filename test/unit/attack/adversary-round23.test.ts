@@ -53,9 +53,15 @@
  * "no file". OBSERVED (load average about 12): the result has no note at all; the person's `git show
  * HEAD:src/build.sh` on the host during the run printed `echo building` (the replaced, clean content) at
  * once (the job let go at its SIGIO), while a push sends the `curl`. Every later audit of the run fails
- * the same way; the one at close comes after the job is killed. The same fault, read: git-audit.ts
- * `read` (`.git/config`, whether a new linked worktree's `config.worktree` is moved) and `gitPath` (a new
- * worktree's `gitdir`: unreadable counts as none, so kept). Why: safe-open.ts `tryReadRegular` returns
+ * the same way; the one at close comes after the job is killed. The same with code the person's git
+ * runs: in the person's own workspace (bash runs as its owner, who owns `.git/config`), a repository with
+ * `extensions.worktreeConfig` on (as `git sparse-checkout init` sets it), the session runs `git worktree
+ * add wt`, writes `core.fsmonitor = <ws>/wt/fsmon.sh` into `.git/worktrees/wt/config.worktree`, and
+ * leaves the same job on `.git/config`. OBSERVED (load average 19): the audit's `read` of `.git/config`
+ * fails, so it takes `extensions.worktreeConfig` for off and keeps that `config.worktree` (no note); the
+ * person's `git status` in `wt/` during the run ran `fsmon.sh` as the person (`aj-owner-test`). Without
+ * the lease (run as a control) the audit moves it and nothing runs. Read, same fault: `gitPath` (a new
+ * worktree's `gitdir` unreadable counts as none, so its admin folder is kept). Why: safe-open.ts `tryReadRegular` returns
  * undefined for every error, and its callers take undefined for "missing". Fix for the kind: no leases in
  * the session (above), and a read the audit cannot make of a file that is there (EWOULDBLOCK, EACCES, a
  * file that is no regular file) is "NOT checked whole", never "nothing there".
@@ -123,11 +129,12 @@ import { commandOutcome } from '../../../src/workflows/tool-results';
 import { withinTurnBudget } from '../../../src/workflows/tool-use';
 import { toolResult } from '../../../src/workflows/transcript';
 import { MAX_TURN_RESULT_CHARS } from '../../../src/config';
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { decideApproval } from '../../../src/policy';
 import { ExactRefusedError } from '../../../src/session';
-import { hostBash, personsRepo, ran } from './persons-repo';
+import { asUser, ensurePerson, hostBash, personsRepo, plant, ran } from './persons-repo';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
 const OPEN_NOTES_CUT = true;
@@ -276,6 +283,45 @@ describe("kind 6: the git audit's reads fail on a file a job holds a lease on, w
     // The person's git on the host, during the run: what it shows of HEAD is what a push sends.
     expect(git('show', 'HEAD:build.sh')).toContain('curl');
     expect(r.output).toContain('(a replace ref: git shows other content than what a push sends)');
+  });
+});
+
+describe("kind 6: a lease on the person's `.git/config` hides `extensions.worktreeConfig` from the audit", () => {
+  const t = OPEN_LEASE_AUDIT ? test.skip : test;
+  t("a new linked worktree's config.worktree with core.fsmonitor is moved, and the person's git in it runs nothing", async () => {
+    // The person's own workspace (bash runs as its owner, who owns `.git/config` and so may lease it).
+    const person = 'aj-owner-test';
+    const { uid, gid } = ensurePerson(person);
+    const ws = tempDir();
+    const marker = `${ws}-host-marker`;
+    fs.writeFileSync(path.join(ws, 'build.sh'), 'echo building\n');
+    spawnSync('chown', ['-R', `${uid}:${gid}`, ws]);
+    asUser(person, ['git', 'init', '-q', '-b', 'main'], ws);
+    asUser(person, ['git', 'config', 'extensions.worktreeConfig', 'true'], ws); // as `git sparse-checkout init` sets it
+    asUser(person, ['git', 'add', '.'], ws);
+    asUser(person, ['git', '-c', 'user.name=p', '-c', 'user.email=p@example.com', 'commit', '-qm', 'one'], ws);
+    fs.copyFileSync(path.join(__dirname, 'fixtures', 'hold-lease.py'), path.join(ws, 'lease.py'));
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const r = await s.run(
+        [
+          [
+            'git worktree add -q wt -b feat',
+            `${plant(marker, 'wt/fsmon.sh')}`,
+            `printf '[core]\\n\\tfsmonitor = %s/wt/fsmon.sh\\n' "$PWD" > .git/worktrees/wt/config.worktree`,
+            'mv lease.py /tmp/',
+          ].join(' && '),
+          '( exec python3 /tmp/lease.py .git/config polite ) >/dev/null 2>/tmp/lease.err &',
+          'until grep -q leased .git/config.lease.log 2>/dev/null; do sleep 0.05; done',
+          'rm .git/config.lease.log; cat /tmp/lease.err; echo planted',
+        ].join('\n'),
+      );
+      expect(r.output).toContain('planted');
+      asUser(person, ['git', 'status', '--short'], path.join(ws, 'wt')); // the person's git in the worktree, during the run
+      expect({ noted: /config\.worktree/.test(r.output), ran: ran(marker) }).toEqual({ noted: true, ran: 'not run' });
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
   });
 });
 
