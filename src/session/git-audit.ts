@@ -40,7 +40,10 @@
  *   while the session is open and moves what appears at once (round 21: a background job's file there ran in the
  *   person's `git status` while the session was idle);
  * - an entry (no folder) the session made anywhere in the workspace whose name is one a config value runs from a
- *   folder the guard cannot tell (git-guard.ts `GuardedGit.anywhere`: `cd "$GIT_PREFIX" && ./run.sh`; round 21).
+ *   folder the guard cannot tell (git-guard.ts `GuardedGit.anywhere`: `cd "$GIT_PREFIX" && ./run.sh`; round 21), and
+ *   an entry, a folder too, of an interpreter's operand's name or that name and `.…` (`GuardedGit.anywhereStems`);
+ * - an entry the session made beside a name an interpreter completes, named so and `.…` (git-guard.ts
+ *   `GuardedGit.completed`: `scripts/fmt.js` for `!node scripts/fmt`; round 23, {@link moveCompleted}), at once too.
  *
  * What is moved goes to `<git dir>/agent-jobs-quarantine/` (nothing is deleted), a packed replace
  * ref is dropped from `packed-refs`; each is reported in the command's result. The quarantine is

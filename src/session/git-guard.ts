@@ -42,7 +42,11 @@
  * (adversary round 19; missing-named.test.ts), at once while the session is open (git-audit.ts `watchMissing`). The
  * folder of a `cd`/`pushd` and of a `PATH=` entry counts as a base, missing or not, and a value that can change its
  * folder or `PATH` in ways the text does not tell ({@link MOVES_DIR}: `cd "$GIT_PREFIX"`, `sh -c`, `eval`) has its
- * program words' names recorded for anywhere in the workspace ({@link GuardedGit.anywhere}; adversary round 21).
+ * program words' names recorded for anywhere in the workspace ({@link GuardedGit.anywhere}; adversary round 21). A name
+ * an interpreter completes (`!node scripts/fmt` runs `scripts/fmt.js`, `-m tools.check` runs `tools/check.py`) is
+ * guarded by its family, the name and every `<name>.…` beside it ({@link GuardedGit.completed}, {@link recordCompletions}),
+ * with an interpreter's bare operands, a module's packages and a folder's entry points, and a file that stands where a
+ * folder of a named path would be is bound ({@link blockerOf}; adversary round 23, resolved-names.test.ts).
  *
  * The person's git on the host also obeys their system and global configs (`/etc/gitconfig`,
  * `~/.gitconfig`, `~/.config/git/config`: host-git-config.ts, the workspace owner's), whose relative

@@ -108,7 +108,7 @@ const cases: Case[] = [
     attack: (m) => `rm -f scripts; mv scripts s2; mkdir -p scripts && ${write('scripts/fmt.js', js(m))}`,
   },
   {
-    name: 'a value that changes folder: a module file `chk.py` in the person\'s `src/`',
+    name: "a value that changes folder: a module file `chk.py` in the person's `src/`",
     alias: '!cd "$GIT_PREFIX" && python3 -m chk',
     setup: (ws) => fs.mkdirSync(path.join(ws, 'src')),
     attack: (m) => write('src/chk.py', py(m)),
@@ -135,7 +135,7 @@ dRoot("kind 6: a program the person's config names by a name its interpreter com
     }
   });
 
-  test("an include whose folder is a regular file at start (`../conf/x`): the file cannot be replaced by a folder with the include", async () => {
+  test('an include whose folder is a regular file at start (`../conf/x`): the file cannot be replaced by a folder with the include', async () => {
     const { ws, git, marker } = personsRepo();
     try {
       fs.writeFileSync(path.join(ws, 'conf'), 'notes\n');
@@ -192,7 +192,7 @@ dRoot("kind 6: a program the person's config names by a name its interpreter com
     expect(fs.readFileSync(path.join(ws, 'scripts/fmtx.js'), 'utf8')).toBe('b\n');
   });
 
-  test('`!node scripts/fmt` with `scripts/` missing: the session\'s `scripts/fmt.js` is moved and the note says why', async () => {
+  test("`!node scripts/fmt` with `scripts/` missing: the session's `scripts/fmt.js` is moved and the note says why", async () => {
     const { ws, git, marker } = personsRepo();
     git('config', 'alias.x', '!node scripts/fmt');
     const s = await startSession({ cwd: ws, workspace: ws });
