@@ -147,6 +147,8 @@ interface Scope {
   readonly completed: Set<string>;
   /** {@link GuardedGit.anywhereStems}, gathered from every config read. */
   readonly stems: Set<string>;
+  /** The names of each folder {@link recordCompletions} read, by folder. */
+  readonly lists: Map<string, string[]>;
 }
 
 /** The entries of a git dir in which git finds programs to run, and where it finds them first. */
@@ -191,6 +193,7 @@ export function guardedGit(workspace: string, host?: HostGitConfig): GuardedGit 
     anywhere: new Set(),
     completed: new Set(),
     stems: new Set(),
+    lists: new Map(),
   };
   guardInto(workspace, out, scope);
   // No git dir of the workspace's own guarded: the repository git uses there may lie outside (round 19).
@@ -964,7 +967,7 @@ function recordCompletions(p: string, scope: Scope, gitDirs: readonly string[]):
   if (gitDirs.some((g) => isGitState(at, g) || at === g)) return [];
   if (scope.completed.size < MAX_COMPLETED) scope.completed.add(at);
   const out: string[] = [];
-  for (const entry of listing(dir))
+  for (const entry of listing(dir, scope.lists))
     if (entry.startsWith(`${name}.`)) {
       const f = path.join(dir, entry);
       const real = realInside(f, workspace);
@@ -973,13 +976,18 @@ function recordCompletions(p: string, scope: Scope, gitDirs: readonly string[]):
   return out;
 }
 
-/** The names in folder `dir` (none when it is missing or unreadable). */
-function listing(dir: string): string[] {
-  try {
-    return fs.readdirSync(dir);
-  } catch {
-    return [];
+/** The names in folder `dir` (none when it is missing or unreadable), read once per guard (`lists`). */
+function listing(dir: string, lists: Map<string, string[]>): string[] {
+  let names = lists.get(dir);
+  if (names === undefined) {
+    try {
+      names = fs.readdirSync(dir);
+    } catch {
+      names = [];
+    }
+    lists.set(dir, names);
   }
+  return names;
 }
 
 /** `d` (absolute) with symlinks resolved when it is a folder, else as {@link missingPath} gives it; undefined when neither. */
@@ -1031,52 +1039,85 @@ const PACKAGE_RUNNER = /^(npx|pnpx|bunx)$/;
 /** A Python module name (`tools.check`). */
 const MODULE_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
 
+/** An interpreter's option whose next word is code, not a file: no script operand follows (`node -e`, `python3 -c`, `sh -c`). */
+const CODE_OPTION = /^(-[A-Za-z]*c|-e|-E|-p|--eval|--print|--command)$/;
+
+/** An interpreter's option whose next word is a file or module it loads first (`node -r ./setup`, `ruby -I lib`). */
+const LOAD_OPTION = /^(-r|--require|--import|--loader|--experimental-loader|-I|--preload)$/;
+
+/** A subcommand before the file it runs (`go run x`, `bun run x`, `uv run x`, `npm exec x`). */
+const SUBCOMMAND = /^(run|exec|x|dlx)$/;
+
 /**
  * What the interpreters of `value` ({@link INTERPRETER}, in each simple command and in a string a nested shell runs,
- * three deep) are given: `files`, each operand that is no option (`fmt` of `node fmt`; after `npx`, also
- * `node_modules/.bin/<name>`); `derived`, for each module of a `-m` (`-m tools.check`), the paths Python loads for
- * it (`tools/check` and its `__init__`/`__main__`, each package's `__init__`, their `__pycache__`); `stems`, the
- * names an interpreter is given (operands and a module's first and last name), for {@link GuardedGit.anywhereStems}.
+ * three deep) run: `files`, the first operand, the file it runs (`fmt` of `node fmt --fix src`; what follows it is the
+ * script's own, not the interpreter's), after a subcommand (`go run`) when there is one, the value of an option that
+ * loads a file (`-r ./setup`), and after `npx` also `node_modules/.bin/<name>` (and that name's own first operand when
+ * it is an interpreter too: `npx tsx fmt`); `derived`, for a module of `-m` (`-m tools.check`), the paths Python loads
+ * for it (`tools/check` and its `__init__`/`__main__`, each package's `__init__`, their `__pycache__`); `stems`, the
+ * names run (first operands and a module's first and last name), for {@link GuardedGit.anywhereStems}.
  */
 function interpreterWords(value: string): { files: string[]; derived: string[]; stems: string[] } {
   const files = new Set<string>();
   const derived = new Set<string>();
   const stems = new Set<string>();
+  const fileish = (w: string | undefined): w is string =>
+    w !== undefined && w !== '' && w !== '.' && w !== '..' && !w.startsWith('-') && !/[\s=]/.test(w) && !NOT_A_PATH.test(w);
   let level = shellCommands(joinLines(value.replace(/^\s*!/, '')));
   for (let depth = 0; depth < 3 && level.length > 0; depth++) {
     const deeper: string[][] = [];
     for (const cmd of level) {
       for (const w of cmd) if (/[\s;|&()<>'"`]/.test(w)) deeper.push(...shellCommands(w.replace(/^\s*!/, '')));
-      const at = cmd.findIndex((w) => INTERPRETER.test(path.basename(w)));
-      if (at < 0) continue;
-      const runner = PACKAGE_RUNNER.test(path.basename(cmd[at]!));
-      let first = true;
-      for (let j = at + 1; j < cmd.length; j++) {
-        const w = cmd[j]!;
-        const module = w === '-m' ? cmd[++j] : /^-m[A-Za-z_]/.test(w) ? w.slice(2) : undefined;
-        if (module !== undefined && MODULE_NAME.test(module)) {
-          const parts = module.split('.');
-          stems.add(parts[0]!).add(parts[parts.length - 1]!);
-          for (let k = 1; k < parts.length; k++) {
-            const pkg = parts.slice(0, k).join('/');
-            derived.add(`${pkg}/__init__`).add(`${pkg}/__pycache__/__init__`);
+      let at = cmd.findIndex((w) => INTERPRETER.test(path.basename(w)));
+      while (at >= 0) {
+        const runner = PACKAGE_RUNNER.test(path.basename(cmd[at]!));
+        let next = -1;
+        let sub = true;
+        for (let j = at + 1; j < cmd.length; j++) {
+          const w = cmd[j]!;
+          const module = w === '-m' ? cmd[++j] : /^-m[A-Za-z_]/.test(w) ? w.slice(2) : undefined;
+          if (module !== undefined) {
+            if (MODULE_NAME.test(module)) addModule(module, derived, stems);
+            break;
           }
-          const full = parts.join('/');
-          const up = parts.length > 1 ? `${parts.slice(0, -1).join('/')}/` : '';
-          derived.add(full).add(`${up}__pycache__/${parts[parts.length - 1]!}`);
-          for (const e of ENTRY_POINTS) if (e.includes('__')) derived.add(`${full}/${e}`);
-          continue;
+          if (CODE_OPTION.test(w)) break;
+          if (LOAD_OPTION.test(w)) {
+            if (fileish(cmd[j + 1])) files.add(cmd[j + 1]!);
+            j++;
+            continue;
+          }
+          if (w.startsWith('-')) continue;
+          if (!fileish(w)) break;
+          if (sub && SUBCOMMAND.test(w)) {
+            sub = false;
+            continue;
+          }
+          files.add(w);
+          stems.add(w);
+          if (runner) files.add(`node_modules/.bin/${w}`);
+          if (INTERPRETER.test(path.basename(w))) next = j;
+          break;
         }
-        if (w.startsWith('-') || /[\s=]/.test(w) || NOT_A_PATH.test(w) || w === '.' || w === '..' || w === '') continue;
-        files.add(w);
-        stems.add(w);
-        if (runner && first) files.add(`node_modules/.bin/${w}`);
-        first = false;
+        at = next;
       }
     }
     level = deeper;
   }
   return { files: [...files], derived: [...derived], stems: [...stems] };
+}
+
+/** Adds to `derived` the paths Python loads for the module `module` (`a.b`: see {@link interpreterWords}), to `stems` its first and last name. */
+function addModule(module: string, derived: Set<string>, stems: Set<string>): void {
+  const parts = module.split('.');
+  stems.add(parts[0]!).add(parts[parts.length - 1]!);
+  for (let k = 1; k < parts.length; k++) {
+    const pkg = parts.slice(0, k).join('/');
+    derived.add(`${pkg}/__init__`).add(`${pkg}/__pycache__/__init__`);
+  }
+  const full = parts.join('/');
+  const up = parts.length > 1 ? `${parts.slice(0, -1).join('/')}/` : '';
+  derived.add(full).add(`${up}__pycache__/${parts[parts.length - 1]!}`);
+  for (const e of ENTRY_POINTS) if (e.includes('__')) derived.add(`${full}/${e}`);
 }
 
 /**

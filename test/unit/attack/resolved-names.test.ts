@@ -9,6 +9,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { guardedGit, type GuardedGit } from '../../../src/session/git-guard';
 import { closeSessions, removeTempDirs, startSession, waitUntil } from '../session/helpers';
 import { hostBash, personsRepo, plant, ran } from './persons-repo';
 
@@ -201,5 +202,31 @@ dRoot("kind 6: a program the person's config names by a name its interpreter com
     expect(r.output).toMatch(/scripts\/fmt\.js \(named as an interpreter completes/);
     expect(fs.existsSync(path.join(ws, 'scripts/fmt.js'))).toBe(false);
     expect(fs.existsSync(path.join(ws, 'scripts/keep.sh'))).toBe(true);
+  });
+});
+
+describe("what an interpreter runs, and what is only its script's arguments (the cost of the completion guard)", () => {
+  const guard = (alias: string): GuardedGit => {
+    const { ws, git } = personsRepo();
+    git('config', 'alias.x', alias);
+    const g = guardedGit(ws, { system: [], global: [], homes: [] });
+    const rel = (ps: string[]): string[] => ps.filter((p) => p.startsWith(`${ws}/`)).map((p) => path.relative(ws, p));
+    return { ...g, missing: rel(g.missing), completed: rel(g.completed), readonly: rel(g.readonly) };
+  };
+
+  test("`node -r ./setup fmt --fix src`: the loaded file and the script are completed, the script's operands are not", () => {
+    const g = guard('!node -r ./setup fmt --fix src');
+    expect(g.completed).toEqual(expect.arrayContaining(['setup', 'fmt']));
+    expect(g.completed).not.toContain('src');
+  });
+
+  test('`cd "$GIT_PREFIX" && python3 -m pytest tests`: the module is a stem anywhere, its operand `tests` is not', () => {
+    const g = guard('!cd "$GIT_PREFIX" && python3 -m pytest tests');
+    expect(g.anywhereStems).toEqual(['pytest']);
+  });
+
+  test('`npx tsx fmt` and `go run gen`: the package bin, and the file after the runner or subcommand', () => {
+    expect(guard('!npx tsx fmt').missing).toEqual(expect.arrayContaining(['node_modules/.bin/tsx', 'tsx', 'fmt']));
+    expect(guard('!go run gen').completed).toContain('gen');
   });
 });
