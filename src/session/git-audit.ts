@@ -40,7 +40,10 @@
  *   while the session is open and moves what appears at once (round 21: a background job's file there ran in the
  *   person's `git status` while the session was idle);
  * - an entry (no folder) the session made anywhere in the workspace whose name is one a config value runs from a
- *   folder the guard cannot tell (git-guard.ts `GuardedGit.anywhere`: `cd "$GIT_PREFIX" && ./run.sh`; round 21).
+ *   folder the guard cannot tell (git-guard.ts `GuardedGit.anywhere`: `cd "$GIT_PREFIX" && ./run.sh`; round 21), and
+ *   an entry, a folder too, of an interpreter's operand's name or that name and `.…` (`GuardedGit.anywhereStems`);
+ * - an entry the session made beside a name an interpreter completes, named so and `.…` (git-guard.ts
+ *   `GuardedGit.completed`: `scripts/fmt.js` for `!node scripts/fmt`; round 23, {@link moveCompleted}), at once too.
  *
  * What is moved goes to `<git dir>/agent-jobs-quarantine/` (nothing is deleted), a packed replace
  * ref is dropped from `packed-refs`; each is reported in the command's result. The quarantine is
@@ -102,8 +105,18 @@ export interface GitBaseline {
   readonly missing: readonly string[];
   /** File names git-guard.ts {@link GuardedGit.anywhere} lists: an entry (no folder) of one of them that the session makes anywhere in the workspace is moved to the quarantine. */
   readonly anywhere: readonly string[];
-  /** The entries of an {@link anywhere} name at start (relative to the workspace): left, as the person's own. */
+  /** Names git-guard.ts {@link GuardedGit.anywhereStems} lists: an entry, a folder too, named so or so and `.…`, that the session makes anywhere is moved. */
+  readonly stems: readonly string[];
+  /** The entries of an {@link anywhere} name or of a {@link stems} stem at start (relative to the workspace): left, as the person's own. */
   readonly anywhereAt: ReadonlySet<string>;
+  /**
+   * Paths relative to the workspace that an interpreter completes (git-guard.ts {@link GuardedGit.completed}): an entry
+   * the session makes in such a path's folder named the path's name, `.` and anything (`scripts/fmt.js` for
+   * `scripts/fmt`), a folder too, or a symlink on the way to that folder, is moved ({@link moveCompleted}).
+   */
+  readonly completed: readonly string[];
+  /** The entries of the {@link completed} families at start (relative to the workspace): left, as the person's own. */
+  readonly completedAt: ReadonlySet<string>;
   /**
    * Set when the workspace's root held no git dir at start (`git` is then `<workspace>/.git`, missing or no git dir):
    * `.git` is a missing path when nothing was there, new git dirs below the root are moved as for a repository,
@@ -307,6 +320,8 @@ export async function recordGit(
   named: readonly string[] = [],
   missing: readonly string[] = [],
   anywhere: readonly string[] = [],
+  completed: readonly string[] = [],
+  stems: readonly string[] = [],
 ): Promise<GitBaseline | undefined> {
   const root = gitDirOf(workspace);
   if (!isDirectory(workspace)) return undefined;
@@ -314,7 +329,9 @@ export async function recordGit(
   // No repository of its own at the root: a `.git` the session makes there is what the person's git finds first (round 20).
   const more = root === undefined && !exists(git) ? [git] : [];
   const links = heldLinks(workspace, named);
-  const walk = await walkGit(workspace, git, GIT_WALK_LIMITS, anywhere);
+  const walk = await walkGit(workspace, git, GIT_WALK_LIMITS, anywhere, stems);
+  const lists = new Map<string, string[]>();
+  const rels = completed.filter((p) => p.startsWith(`${workspace}/`)).map((p) => path.relative(workspace, p));
   const nested = new Map<string, number>();
   for (const f of walk.found) nested.set(f.rel, f.ino);
   return {
@@ -331,7 +348,10 @@ export async function recordGit(
       .map((p) => path.relative(workspace, p))
       .filter((rel) => !exists(path.join(workspace, rel))),
     anywhere: [...anywhere],
+    stems: [...stems],
     anywhereAt: new Set(walk.named),
+    completed: rels,
+    completedAt: new Set(rels.flatMap((rel) => completions(workspace, rel, lists))),
     rootless: root === undefined,
     placed: new Map(),
     tag,
@@ -363,7 +383,7 @@ export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFindi
     for (const link of b.links) out.push(...q.holdLink(link));
     // First too: a `.git` made at a rootless workspace's root, before the walk reads it.
     if (b.rootless) out.push(...moveMissing(b, q));
-    const walk = await walkGit(b.workspace, b.git, GIT_WALK_LIMITS, b.anywhere);
+    const walk = await walkGit(b.workspace, b.git, GIT_WALK_LIMITS, b.anywhere, b.stems);
     for (const f of walk.found) {
       if (b.nested.get(f.rel) === f.ino || b.placed.get(f.rel) === f.ino) continue;
       if (!(await pace())) continue;
@@ -381,8 +401,15 @@ export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFindi
         );
     }
     if (walk.unfinished !== undefined) out.push(unchecked(b, `the walk stopped: ${walk.unfinished}`));
-    for (const rel of walk.named) if (!b.anywhereAt.has(rel) && (await pace())) out.push(q.move(path.join(b.workspace, rel), ANYWHERE_WHY));
+    const gone: string[] = [];
+    for (const rel of walk.named) {
+      // Not what lies in a folder of such a name moved just before (the walk lists a folder before what is in it).
+      if (b.anywhereAt.has(rel) || gone.some((g) => rel.startsWith(`${g}/`)) || !(await pace())) continue;
+      out.push(q.move(path.join(b.workspace, rel), ANYWHERE_WHY));
+      gone.push(rel);
+    }
     if (b.rootless) {
+      out.push(...moveCompleted(b, q));
       if (left > 0)
         out.push(unchecked(b, `${left} more things to move or check than one audit does (${MAX_MOVES}); the next audit goes on`));
       return out;
@@ -407,6 +434,7 @@ export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFindi
     }
     out.push(...(await dropReplaceRefs(b, q, walk, pace)));
     out.push(...moveMissing(b, q));
+    out.push(...moveCompleted(b, q));
     if (left > 0) out.push(unchecked(b, `${left} more things to move or check than one audit does (${MAX_MOVES}); the next audit goes on`));
   } catch (err) {
     out.push({ path: b.git, why: `the audit failed: ${(err as Error).message}`, movedTo: undefined, unchecked: true });
@@ -432,6 +460,72 @@ function moveMissing(b: GitBaseline, q: Quarantine): GitFinding[] {
   return out;
 }
 
+/**
+ * Moves with `q` each entry that now stands in the folder of one of `b.completed` named as its completions are
+ * ({@link completions}) and was not there at start, and a symlink on the way to that folder; synchronous (the watch's
+ * too).
+ */
+function moveCompleted(b: GitBaseline, q: Quarantine): GitFinding[] {
+  const out: GitFinding[] = [];
+  const lists = new Map<string, string[]>();
+  const moved = new Set<string>();
+  for (const rel of b.completed) {
+    const dir = path.dirname(rel);
+    const link = dir === '.' ? undefined : appeared(b.workspace, dir);
+    if (link !== undefined && isSymlink(link)) {
+      out.push(q.move(link, `a symlink on the way to ${dir}, ${COMPLETED_WHY}`));
+      continue;
+    }
+    for (const c of completions(b.workspace, rel, lists)) {
+      if (b.completedAt.has(c) || moved.has(c)) continue;
+      moved.add(c);
+      out.push(q.move(path.join(b.workspace, c), COMPLETED_WHY));
+    }
+  }
+  return out;
+}
+
+/**
+ * The entries (relative to `workspace`) in the folder of `rel` whose name is `rel`'s name followed by `.` and anything,
+ * when that folder is reached through real folders only (no symlink on the way); none otherwise. `lists` keeps each
+ * folder's names for one pass (one read of a folder however many names it holds).
+ */
+function completions(workspace: string, rel: string, lists = new Map<string, string[]>()): string[] {
+  const name = path.basename(rel);
+  const dir = path.dirname(rel);
+  const out: string[] = [];
+  for (const n of folderNames(workspace, dir, lists)) if (n.startsWith(`${name}.`)) out.push(dir === '.' ? n : `${dir}/${n}`);
+  return out;
+}
+
+/** The names in `dir` (relative to `workspace`, `.` for it), read once per `lists`; none when a symlink or no folder is on the way. */
+function folderNames(workspace: string, dir: string, lists: Map<string, string[]>): string[] {
+  const known = lists.get(dir);
+  if (known !== undefined) return known;
+  const names: string[] = [];
+  lists.set(dir, names);
+  let p = workspace;
+  if (dir !== '.')
+    for (const part of dir.split('/')) {
+      p = path.join(p, part);
+      try {
+        if (!fs.lstatSync(nameBytes(p)).isDirectory()) return names;
+      } catch {
+        return names;
+      }
+    }
+  try {
+    for (const raw of fs.readdirSync(nameBytes(p), { encoding: 'buffer' })) names.push(decodeName(raw));
+  } catch {
+    /* gone or unreadable: nothing there to move */
+  }
+  return names;
+}
+
+/** Why an entry an interpreter completes a name of the config to is moved. */
+const COMPLETED_WHY =
+  "named as an interpreter completes a name the person's git config runs (`scripts/fmt` runs `scripts/fmt.js`, `-m tools.check` runs `tools/check.py`), made by the session, so the person's git would run it; review it and move it back from the quarantine if it is wanted";
+
 /** How often (ms) {@link watchMissing} checks every missing path whatever the watch said: its bound when an event is lost. */
 export const MISSING_SWEEP_MS = 250;
 
@@ -452,7 +546,7 @@ export function watchMissing(
   sweepMs = MISSING_SWEEP_MS,
   watch: (dir: string | Buffer, listener: () => void) => fs.FSWatcher = (dir, listener) => fs.watch(dir, { persistent: false }, listener),
 ): () => void {
-  if (b.missing.length === 0) return () => undefined;
+  if (b.missing.length === 0 && b.completed.length === 0) return () => undefined;
   const watches = new Map<string, fs.FSWatcher>();
   let stopped = false;
   let pending = false;
@@ -462,7 +556,7 @@ export function watchMissing(
     const q = new Quarantine(b);
     let found: GitFinding[] = [];
     try {
-      found = moveMissing(b, q);
+      found = [...moveMissing(b, q), ...moveCompleted(b, q)];
     } catch {
       /* the next event or sweep tries again */
     } finally {
@@ -478,7 +572,7 @@ export function watchMissing(
     setImmediate(check);
   };
   const arm = (): boolean => {
-    const want = new Set(b.missing.map((rel) => deepestFolder(b.workspace, rel)));
+    const want = new Set([...b.missing, ...b.completed].map((rel) => deepestFolder(b.workspace, rel)));
     for (const [dir, w] of watches)
       if (!want.has(dir)) {
         w.close();

@@ -42,7 +42,11 @@
  * (adversary round 19; missing-named.test.ts), at once while the session is open (git-audit.ts `watchMissing`). The
  * folder of a `cd`/`pushd` and of a `PATH=` entry counts as a base, missing or not, and a value that can change its
  * folder or `PATH` in ways the text does not tell ({@link MOVES_DIR}: `cd "$GIT_PREFIX"`, `sh -c`, `eval`) has its
- * program words' names recorded for anywhere in the workspace ({@link GuardedGit.anywhere}; adversary round 21).
+ * program words' names recorded for anywhere in the workspace ({@link GuardedGit.anywhere}; adversary round 21). A name
+ * an interpreter completes (`!node scripts/fmt` runs `scripts/fmt.js`, `-m tools.check` runs `tools/check.py`) is
+ * guarded by its family, the name and every `<name>.…` beside it ({@link GuardedGit.completed}, {@link recordCompletions}),
+ * with an interpreter's bare operands, a module's packages and a folder's entry points, and a file that stands where a
+ * folder of a named path would be is bound ({@link blockerOf}; adversary round 23, resolved-names.test.ts).
  *
  * The person's git on the host also obeys their system and global configs (`/etc/gitconfig`,
  * `~/.gitconfig`, `~/.config/git/config`: host-git-config.ts, the workspace owner's), whose relative
@@ -96,6 +100,22 @@ export interface GuardedGit {
    * of such a name that the session makes anywhere in the workspace (git-audit.ts; adversary round 21).
    */
   readonly anywhere: string[];
+  /**
+   * Paths in the workspace (absolute, the folders on the way resolved as far as they exist) that a word of a config value
+   * names, where no regular file was at start, and which an interpreter completes ({@link recordCompletions}: `node
+   * scripts/fmt` runs `scripts/fmt.js`, `python3 -m tools.check` runs `tools/check.py`): the git audit moves to the
+   * quarantine every entry that the session makes in such a path's folder whose name is the path's name followed by `.`
+   * and anything (`fmt.js`, `fmt.mjs`, `check.cpython-312.pyc`), folders included; those there at start that are
+   * regular files are bound read-only (in {@link readonly}) as programs (adversary round 23).
+   */
+  readonly completed: string[];
+  /**
+   * File names (a basename each) that an interpreter of a value that can change its folder ({@link MOVES_DIR}) is given
+   * (`cd "$GIT_PREFIX" && node fmt`): the git audit moves to the quarantine any entry, folders included, named so or so
+   * followed by `.` and anything (`fmt`, `fmt.js`, `fmt/`) that the session makes anywhere in the workspace (adversary
+   * round 23: {@link anywhere} holds no folder and no completed name).
+   */
+  readonly anywhereStems: string[];
 }
 
 /**
@@ -123,6 +143,12 @@ interface Scope {
   readonly repos: { gitDir: string; top: string }[];
   /** {@link GuardedGit.anywhere}, gathered from every config read. */
   readonly anywhere: Set<string>;
+  /** {@link GuardedGit.completed}, gathered from every config read. */
+  readonly completed: Set<string>;
+  /** {@link GuardedGit.anywhereStems}, gathered from every config read. */
+  readonly stems: Set<string>;
+  /** The names of each folder {@link recordCompletions} read, by folder. */
+  readonly lists: Map<string, string[]>;
 }
 
 /** The entries of a git dir in which git finds programs to run, and where it finds them first. */
@@ -148,7 +174,7 @@ const CODE_ENTRIES = ['config', 'hooks', 'info', 'config.worktree'] as const;
  *   cannot be read safely, or a `..` in a config path cannot be held ({@link holdDots})
  */
 export function guardedGit(workspace: string, host?: HostGitConfig): GuardedGit {
-  const out: GuardedGit = { writable: [], readonly: [], named: [], missing: [], anywhere: [] };
+  const out: GuardedGit = { writable: [], readonly: [], named: [], missing: [], anywhere: [], completed: [], anywhereStems: [] };
   let owner: { uid: number; gid: number } | undefined;
   try {
     const st = fs.statSync(workspace);
@@ -157,13 +183,26 @@ export function guardedGit(workspace: string, host?: HostGitConfig): GuardedGit 
     /* no workspace: nothing is made */
   }
   const configs = host ?? (owner ? hostGitConfig(owner.uid) : { system: [], global: [], homes: [] });
-  const scope: Scope = { workspace, homes: configs.homes, userHomes: new Map(), owner, holds: [], repos: [], anywhere: new Set() };
+  const scope: Scope = {
+    workspace,
+    homes: configs.homes,
+    userHomes: new Map(),
+    owner,
+    holds: [],
+    repos: [],
+    anywhere: new Set(),
+    completed: new Set(),
+    stems: new Set(),
+    lists: new Map(),
+  };
   guardInto(workspace, out, scope);
   // No git dir of the workspace's own guarded: the repository git uses there may lie outside (round 19).
   if (scope.repos.length === 0) guardOutside(workspace, out, scope);
   hostConfigsInto([...configs.system, ...configs.global], out, scope);
   pinFolders(out, workspace, scope.holds);
   out.anywhere.push(...[...scope.anywhere].sort());
+  out.completed.push(...[...scope.completed].sort());
+  out.anywhereStems.push(...[...scope.stems].sort());
   return out;
 }
 
@@ -580,6 +619,9 @@ function applyNamed(
     if (!inside(p, workspace)) continue;
     make(p, 'file');
     add(p);
+    // Not made because a file stands on the way (`conf` for `conf/x`): that file is held, so that no folder takes its place.
+    const blocker = blockerOf(p, workspace);
+    if (blocker !== undefined) add(blocker);
   }
   for (const dir of named.hookDirs) {
     if (!inside(dir, workspace) || dir === workspace) continue;
@@ -848,9 +890,20 @@ function valueFiles(value: string, bases: string[], scope: Scope, gitDirs: reado
           if (m !== undefined && m !== workspace && inside(m, workspace)) missing.push([p, m]);
         }
       }
-  if (MOVES_DIR.test(value)) for (const name of anywhereNames(words)) if (scope.anywhere.size < 256) scope.anywhere.add(name);
+  const given = interpreterWords(value);
+  if (MOVES_DIR.test(value)) {
+    for (const name of anywhereNames(words)) if (scope.anywhere.size < 256) scope.anywhere.add(name);
+    for (const name of anywhereNames(given.stems)) if (scope.stems.size < 256) scope.stems.add(name);
+  }
+  // Each word with whether an interpreter is given it (then a bare word is a file too, and a folder's entry points count).
+  const queue: [string, 'word' | 'given' | 'entry'][] = [
+    ...words.map((w): [string, 'word'] => [w, 'word']),
+    ...given.files.map((w): [string, 'given'] => [w, 'given']),
+    ...given.derived.map((w): [string, 'entry'] => [w, 'entry']),
+  ];
   const found = new Set<string>();
-  for (const w of words)
+  for (let i = 0; i < queue.length; i++) {
+    const [w, kind] = queue[i]!;
     for (const base of dirs)
       for (const raw of expandPaths(w, base, scope)) {
         const hits = [path.resolve(raw)];
@@ -858,13 +911,26 @@ function valueFiles(value: string, bases: string[], scope: Scope, gitDirs: reado
         const files = hits.filter((p) => isFile(p));
         if (files.length === 0) {
           // Not a git dir as a base: git runs nothing relative to it, and its files there are mostly git's own.
-          if (!gitDirs.includes(base) && (PATH_WORD.test(w) || (moved.has(base) && BARE_NAME.test(w))) && !NOT_A_PATH.test(w)) {
+          if (
+            !gitDirs.includes(base) &&
+            (PATH_WORD.test(w) || kind !== 'word' || (moved.has(base) && BARE_NAME.test(w))) &&
+            !NOT_A_PATH.test(w)
+          ) {
             const m = missingPath(hits[0]!);
             if (m !== undefined && m !== workspace && inside(m, workspace) && !gitDirs.some((g) => isGitState(m, g))) {
               // `sub/../x`: the kernel goes through `sub`, which must stay the folder it is, as for a file that is there.
               if (DOTS.test(raw)) holdDots(raw, scope, true);
               missing.push([hits[0]!, m]);
+            } else if (m === undefined) {
+              // A file on the way (`scripts` a file for `scripts/fmt`): held, so that no folder with a program takes its place.
+              const blocker = blockerOf(hits[0]!, workspace);
+              if (blocker !== undefined && !gitDirs.some((g) => isGitState(blocker, g))) found.add(blocker);
             }
+            // What an interpreter makes of the name (`fmt.js`, `check.py`), whether the name is missing or a folder.
+            for (const f of recordCompletions(hits[0]!, scope, gitDirs)) found.add(f);
+            // A folder an interpreter is given runs its entry point (`tools/lint/index.js`, `tools/check/__main__.py`).
+            if (kind === 'given' && queue.length < 512 && isDir(hits[0]!))
+              for (const e of ENTRY_POINTS) if (!queue.some(([q]) => q === `${w}/${e}`)) queue.push([`${w}/${e}`, 'entry']);
           }
           continue;
         }
@@ -875,7 +941,183 @@ function valueFiles(value: string, bases: string[], scope: Scope, gitDirs: reado
           if (real !== undefined && !gitDirs.some((g) => isGitState(real, g))) found.add(p);
         }
       }
+  }
   return [...found];
+}
+
+/** The most {@link GuardedGit.completed} paths one guard records (each costs the audit a look at its folder). */
+const MAX_COMPLETED = 1024;
+
+/**
+ * Records `p` (absolute; no regular file there) in {@link GuardedGit.completed}, as the name an interpreter completes
+ * (node: `p.js`, `p.json`, `p.node`, then `p/index.js`; bun: `p.ts`, `p.tsx`, ...; python's `-m`: `p.py`, `p.pyc`,
+ * `p.cpython-312-x86_64-linux-gnu.so`, `__pycache__/p.cpython-312.pyc`): not a list of interpreters or extensions but
+ * every name of `p`'s folder that begins with `p`'s name and a `.`, now or later. `p` is recorded with the folders on
+ * its way resolved as far as they exist; nothing when its folder lies outside the workspace or is git's state.
+ * @returns the entries of that family there now that are regular files (symlinks followed, in the workspace): programs
+ *   the person's git may run, to bind read-only
+ */
+function recordCompletions(p: string, scope: Scope, gitDirs: readonly string[]): string[] {
+  const { workspace } = scope;
+  const name = path.basename(p);
+  if (name === '' || name === '.' || name === '..' || p === workspace) return [];
+  const dir = resolvedDir(path.dirname(p));
+  if (dir === undefined || !inside(dir, workspace)) return [];
+  const at = path.join(dir, name);
+  if (gitDirs.some((g) => isGitState(at, g) || at === g)) return [];
+  if (scope.completed.size < MAX_COMPLETED) scope.completed.add(at);
+  const out: string[] = [];
+  for (const entry of listing(dir, scope.lists))
+    if (entry.startsWith(`${name}.`)) {
+      const f = path.join(dir, entry);
+      const real = realInside(f, workspace);
+      if (real !== undefined && isFile(f) && !gitDirs.some((g) => isGitState(real, g))) out.push(f);
+    }
+  return out;
+}
+
+/** The names in folder `dir` (none when it is missing or unreadable), read once per guard (`lists`). */
+function listing(dir: string, lists: Map<string, string[]>): string[] {
+  let names = lists.get(dir);
+  if (names === undefined) {
+    try {
+      names = fs.readdirSync(dir);
+    } catch {
+      names = [];
+    }
+    lists.set(dir, names);
+  }
+  return names;
+}
+
+/** `d` (absolute) with symlinks resolved when it is a folder, else as {@link missingPath} gives it; undefined when neither. */
+function resolvedDir(d: string): string | undefined {
+  if (isDir(d)) return realOrUndefined(d);
+  return missingPath(d);
+}
+
+/**
+ * The regular file (not a symlink) that stands on the way to `p` (absolute) in `workspace`, where a folder would have
+ * to be (`scripts` for `scripts/fmt`), or undefined: the guard binds it read-only, since the session could otherwise
+ * remove it, make a folder of that name and put there the program or include the config names.
+ */
+function blockerOf(p: string, workspace: string): string | undefined {
+  const rel = path.relative(workspace, path.resolve(p));
+  if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) return undefined;
+  let at = workspace;
+  const parts = rel.split('/');
+  for (let i = 0; i < parts.length - 1; i++) {
+    at = path.join(at, parts[i]!);
+    const st = lstatOrUndefined(at);
+    if (st === undefined || st.isSymbolicLink()) return undefined;
+    if (st.isFile()) return at;
+    if (!st.isDirectory()) return undefined;
+  }
+  return undefined;
+}
+
+/**
+ * The entry points an interpreter runs in a folder it is given (node and bun: `index.*` and `package.json`; python:
+ * `__main__.py`, `__init__.py` and their cached code), tried below such a folder as words of their own
+ * ({@link recordCompletions} adds the extensions).
+ */
+const ENTRY_POINTS = ['index', 'package.json', '__main__', '__init__', '__pycache__/__main__', '__pycache__/__init__'] as const;
+
+/**
+ * A program that runs a file it is given by a name it may complete (an extension, a folder's entry point, a module
+ * name), or runs a package's program by name: JavaScript (node, bun, deno, tsx, ts-node, npx), Python (python, pypy,
+ * uv), Ruby, Perl, PHP, Lua, R, Julia, Go and the shells (whose file operand is looked for in the current folder too).
+ * The list widens only what a bare word counts as ({@link interpreterWords}); a word with a `/` or an extension is
+ * completed whatever runs it.
+ */
+const INTERPRETER =
+  /^(node|nodejs|bun|bunx|deno|tsx|ts-node|ts-node-esm|esno|babel-node|npx|pnpx|python[0-9.]*|pypy[0-9.]*|uv|uvx|ruby|perl|php|lua|luajit|Rscript|julia|go|sh|bash|dash|zsh|ksh|mksh|ash|fish|busybox)$/;
+
+/** Programs whose first operand names a package's program, found in `node_modules/.bin`. */
+const PACKAGE_RUNNER = /^(npx|pnpx|bunx)$/;
+
+/** A Python module name (`tools.check`). */
+const MODULE_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
+
+/** An interpreter's option whose next word is code, not a file: no script operand follows (`node -e`, `python3 -c`, `sh -c`). */
+const CODE_OPTION = /^(-[A-Za-z]*c|-e|-E|-p|--eval|--print|--command)$/;
+
+/** An interpreter's option whose next word is a file or module it loads first (`node -r ./setup`, `ruby -I lib`). */
+const LOAD_OPTION = /^(-r|--require|--import|--loader|--experimental-loader|-I|--preload)$/;
+
+/** A subcommand before the file it runs (`go run x`, `bun run x`, `uv run x`, `npm exec x`). */
+const SUBCOMMAND = /^(run|exec|x|dlx)$/;
+
+/**
+ * What the interpreters of `value` ({@link INTERPRETER}, in each simple command and in a string a nested shell runs,
+ * three deep) run: `files`, the first operand, the file it runs (`fmt` of `node fmt --fix src`; what follows it is the
+ * script's own, not the interpreter's), after a subcommand (`go run`) when there is one, the value of an option that
+ * loads a file (`-r ./setup`), and after `npx` also `node_modules/.bin/<name>` (and that name's own first operand when
+ * it is an interpreter too: `npx tsx fmt`); `derived`, for a module of `-m` (`-m tools.check`), the paths Python loads
+ * for it (`tools/check` and its `__init__`/`__main__`, each package's `__init__`, their `__pycache__`); `stems`, the
+ * names run (first operands and a module's first and last name), for {@link GuardedGit.anywhereStems}.
+ */
+function interpreterWords(value: string): { files: string[]; derived: string[]; stems: string[] } {
+  const files = new Set<string>();
+  const derived = new Set<string>();
+  const stems = new Set<string>();
+  const fileish = (w: string | undefined): w is string =>
+    w !== undefined && w !== '' && w !== '.' && w !== '..' && !w.startsWith('-') && !/[\s=]/.test(w) && !NOT_A_PATH.test(w);
+  let level = shellCommands(joinLines(value.replace(/^\s*!/, '')));
+  for (let depth = 0; depth < 3 && level.length > 0; depth++) {
+    const deeper: string[][] = [];
+    for (const cmd of level) {
+      for (const w of cmd) if (/[\s;|&()<>'"`]/.test(w)) deeper.push(...shellCommands(w.replace(/^\s*!/, '')));
+      let at = cmd.findIndex((w) => INTERPRETER.test(path.basename(w)));
+      while (at >= 0) {
+        const runner = PACKAGE_RUNNER.test(path.basename(cmd[at]!));
+        let next = -1;
+        let sub = true;
+        for (let j = at + 1; j < cmd.length; j++) {
+          const w = cmd[j]!;
+          const module = w === '-m' ? cmd[++j] : /^-m[A-Za-z_]/.test(w) ? w.slice(2) : undefined;
+          if (module !== undefined) {
+            if (MODULE_NAME.test(module)) addModule(module, derived, stems);
+            break;
+          }
+          if (CODE_OPTION.test(w)) break;
+          if (LOAD_OPTION.test(w)) {
+            if (fileish(cmd[j + 1])) files.add(cmd[j + 1]!);
+            j++;
+            continue;
+          }
+          if (w.startsWith('-')) continue;
+          if (!fileish(w)) break;
+          if (sub && SUBCOMMAND.test(w)) {
+            sub = false;
+            continue;
+          }
+          files.add(w);
+          stems.add(w);
+          if (runner) files.add(`node_modules/.bin/${w}`);
+          if (INTERPRETER.test(path.basename(w))) next = j;
+          break;
+        }
+        at = next;
+      }
+    }
+    level = deeper;
+  }
+  return { files: [...files], derived: [...derived], stems: [...stems] };
+}
+
+/** Adds to `derived` the paths Python loads for the module `module` (`a.b`: see {@link interpreterWords}), to `stems` its first and last name. */
+function addModule(module: string, derived: Set<string>, stems: Set<string>): void {
+  const parts = module.split('.');
+  stems.add(parts[0]!).add(parts[parts.length - 1]!);
+  for (let k = 1; k < parts.length; k++) {
+    const pkg = parts.slice(0, k).join('/');
+    derived.add(`${pkg}/__init__`).add(`${pkg}/__pycache__/__init__`);
+  }
+  const full = parts.join('/');
+  const up = parts.length > 1 ? `${parts.slice(0, -1).join('/')}/` : '';
+  derived.add(full).add(`${up}__pycache__/${parts[parts.length - 1]!}`);
+  for (const e of ENTRY_POINTS) if (e.includes('__')) derived.add(`${full}/${e}`);
 }
 
 /**
@@ -1090,7 +1332,16 @@ function valueWords(value: string): string[] {
  * as text ({@link valueWords} tries what follows them).
  */
 function shellWords(s: string): string[] {
-  const out: string[] = [];
+  return shellCommands(s).flat();
+}
+
+/**
+ * `s` split as {@link shellWords} splits it, into its simple commands: a new one after each unquoted `;`, `|`, `&`, `(`,
+ * `)`, backquote or newline.
+ */
+function shellCommands(s: string): string[][] {
+  const cmds: string[][] = [];
+  let out: string[] = [];
   let cur = '';
   let started = false;
   let quote = '';
@@ -1117,13 +1368,18 @@ function shellWords(s: string): string[] {
       if (started) out.push(cur);
       cur = '';
       started = false;
+      if (/[\n;|&()`]/.test(c) && out.length > 0) {
+        cmds.push(out);
+        out = [];
+      }
     } else {
       cur += c;
       started = true;
     }
   }
   if (started) out.push(cur);
-  return out;
+  if (out.length > 0) cmds.push(out);
+  return cmds;
 }
 
 /**

@@ -89,7 +89,11 @@ export interface GitWalk {
   readonly worktrees: string[];
   /** Loose refs under `<git>/refs/replace` (relative to it) and packed ones in `<git>/packed-refs` (`packed:refs/replace/…`). */
   readonly replaceRefs: string[];
-  /** Every entry that is no folder whose name is one of the walk's `names` (relative paths, not into a git dir), at most {@link GitWalkLimits.maxFound}. */
+  /**
+   * Every entry that is no folder whose name is one of the walk's `names`, and every entry (a folder too) named one of
+   * its `stems` or a stem followed by `.` and anything (relative paths, not into a git dir), at most
+   * {@link GitWalkLimits.maxFound}.
+   */
   readonly named: string[];
   /** Why the walk did not read everything (entry cap, too many found, time, memory, a crash), or undefined when it did. */
   readonly unfinished: string | undefined;
@@ -127,13 +131,15 @@ export const GIT_WALK_LIMITS: GitWalkLimits = {
 /**
  * Walks `workspace` (absolute, symlinks resolved) and lists the git dir `git` (`<workspace>/.git`)
  * in a worker thread, within `limits`; lists too each entry, no folder, whose name is in `names` (git-guard.ts
- * `GuardedGit.anywhere`). Never rejects: a walk that fails says so in `unfinished`.
+ * `GuardedGit.anywhere`), and each entry, a folder too, named one of `stems` or a stem, `.` and anything (git-guard.ts
+ * `GuardedGit.anywhereStems`: `fmt`, `fmt.js`). Never rejects: a walk that fails says so in `unfinished`.
  */
 export function walkGit(
   workspace: string,
   git: string,
   limits: GitWalkLimits = GIT_WALK_LIMITS,
   names: readonly string[] = [],
+  stems: readonly string[] = [],
 ): Promise<GitWalk> {
   return new Promise((resolve) => {
     const empty = { found: [], modules: [], worktrees: [], replaceRefs: [], named: [] };
@@ -151,6 +157,7 @@ export function walkGit(
         workspace,
         git,
         names: [...names],
+        stems: [...stems],
         maxEntries: limits.maxEntries,
         maxFound: limits.maxFound,
         maxPackedRefsBytes: limits.maxPackedRefsBytes,
@@ -190,8 +197,16 @@ export const GIT_WALK_SOURCE = String.raw`
 'use strict';
 const { parentPort, workerData } = require('worker_threads');
 const fs = require('fs');
-const { workspace, git, names: wanted, maxEntries, maxFound, maxPackedRefsBytes } = workerData;
+const { workspace, git, names: wanted, stems, maxEntries, maxFound, maxPackedRefsBytes } = workerData;
 const wantedNames = new Set(wanted);
+const wantedStems = new Set(stems);
+// Whether name is a stem, or a stem followed by '.' and anything ('fmt.js', 'fmt.test.js' for the stem 'fmt').
+function stemmed(name) {
+  if (wantedStems.size === 0) return false;
+  if (wantedStems.has(name)) return true;
+  for (let i = name.indexOf('.', 1); i > 0; i = name.indexOf('.', i + 1)) if (wantedStems.has(name.slice(0, i))) return true;
+  return false;
+}
 const named = [];
 const C = fs.constants;
 class Stop extends Error {}
@@ -287,7 +302,7 @@ function walk() {
       const name = decodeName(e.name);
       const child = { rel: rel === '' ? name : rel + '/' + name, raw: raw === null ? e.name : join(raw, e.name) };
       if (name === '.git') { if (rel !== '') add(child.rel, child.raw, 'dotgit'); return; }
-      if (wantedNames.has(name) && !e.isDirectory()) {
+      if ((wantedNames.has(name) && !e.isDirectory()) || stemmed(name)) {
         if (named.length >= maxFound) stop('it found more than ' + maxFound + ' entries of a name the audit looks for');
         named.push(child.rel);
       }

@@ -260,7 +260,7 @@ export class BashSession {
     this.git =
       this.workspace && sandbox.mode === 'bwrap'
         ? guardGit(realDir(this.workspace), this.id)
-        : { writable: [], readonly: [], named: [], missing: [], anywhere: [] };
+        : { writable: [], readonly: [], named: [], missing: [], anywhere: [], completed: [], anywhereStems: [] };
     this.gitTag = this.id.replace(/[^A-Za-z0-9-]/g, '_').slice(0, 40);
     // Made before any sandbox and bound read-only in each: the session can neither block it nor take back what was moved.
     this.quarantine = this.workspace && sandbox.mode === 'bwrap' ? prepareQuarantine(realDir(this.workspace), this.gitTag) : undefined;
@@ -331,6 +331,8 @@ export class BashSession {
           session.git.named,
           session.git.missing,
           session.git.anywhere,
+          session.git.completed,
+          session.git.anywhereStems,
         );
         // From before the first command to close: a background job's file at a missing path is moved at once, not at the next audit.
         if (session.gitBaseline) session.stopWatch = watchMissing(session.gitBaseline, (found) => session.watchedFindings.push(...found));

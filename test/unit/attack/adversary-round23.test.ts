@@ -142,7 +142,7 @@ const OPEN_NOTES_FORGED_MOVE = false;
 const OPEN_LEASE = true;
 const OPEN_LEASE_AUDIT = true;
 const OPEN_EDIT_NOTES = false;
-const OPEN_RESOLVED_NAMES = true;
+const OPEN_RESOLVED_NAMES = false;
 
 afterEach(async () => {
   await closeSessions();

@@ -78,6 +78,8 @@ test('a workspace that is a linked worktree: its .git file only; the admin folde
     named: [],
     missing: [],
     anywhere: [],
+    completed: [],
+    anywhereStems: [],
   });
 });
 
