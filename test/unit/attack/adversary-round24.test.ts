@@ -1,0 +1,66 @@
+/**
+ * Adversary round 24: attacks on main (6834580), as root, in real sessions of the unit harness.
+ * Each test asserts the safe behaviour and is skipped while its kind is open (the OPEN_* flags
+ * below); each was run un-skipped once on 6834580 and failed as written below.
+ *
+ * Kind 5 (what the person reads is not what is there), with kind 6 (the person's git): the index's
+ * per-entry bits hide the session's changes from the review docs/security.md asks for. Steps: in a run
+ * on the person's repository (bwrap, as root; the session user is `agent-jobs`), a command runs
+ * `git update-index --skip-worktree Makefile .gitignore` (the index is writable in the session, as
+ * `git add` needs), rewrites `Makefile` so that `make test` runs the session's code, appends
+ * `conftest.py` to `.gitignore` and writes `conftest.py` (pytest imports it unasked). OBSERVED (load
+ * average about 25, every run): after the session closed, the person's `git status --porcelain
+ * --untracked-files=all` on the host prints nothing, `git diff` nothing, `git ls-files -v` shows `S
+ * Makefile` and `S .gitignore`, and the person's `make test` prints `PWNED-by-session`; no result
+ * says anything. `--assume-unchanged` (the `h` bit) hides `Makefile` the same way. docs/security.md
+ * tells the person to "look at `git status`, `git log origin/main..main` and
+ * `.git/agent-jobs-quarantine/` before pushing": that review reads a clean tree. Why: the git audit
+ * (src/session/git-audit.ts) guards the code git runs and the refs that change what it runs; it never
+ * compares the index's skip-worktree and assume-unchanged bits (nor its untracked-cache and
+ * fsmonitor extensions) with the start. Fix for the kind: at each audit and at close, compare those
+ * bits and extensions with a baseline taken at start; clear what the session set (the worker's git,
+ * hooks and config off, as the audit's other git calls) and name the paths in the result, so that the
+ * person's `git status` shows the change again.
+ */
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { personsRepo } from './persons-repo';
+import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
+
+const OPEN_INDEX_BITS = true;
+
+afterEach(async () => {
+  await closeSessions();
+  removeTempDirs();
+});
+
+describe("kind 5: the index's bits hide what the session changed from the person's git status", () => {
+  const t = OPEN_INDEX_BITS ? test.skip : test;
+  t.each([
+    { bit: '--skip-worktree', files: 'Makefile .gitignore' },
+    { bit: '--assume-unchanged', files: 'Makefile .gitignore' },
+  ])('after `git update-index $bit`, the person still sees the changed Makefile and the new conftest.py', async ({ bit, files }) => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    const { ws, git } = personsRepo();
+    fs.writeFileSync(path.join(ws, 'Makefile'), 'test:\n\techo testing\n');
+    fs.writeFileSync(path.join(ws, '.gitignore'), 'node_modules/\n');
+    git('add', 'Makefile', '.gitignore');
+    git('commit', '-qm', 'two');
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run(
+      `git update-index ${bit} ${files} && printf 'test:\\n\\techo PWNED-by-session\\n' > Makefile && ` +
+        `echo conftest.py >> .gitignore && echo 'import os' > conftest.py`,
+    );
+    expect(r.exitCode).toBe(0);
+    await s.close();
+    // The attack took: the files on disk are the session's.
+    expect(spawnSync('make', ['-s', 'test'], { cwd: ws, encoding: 'utf8' }).stdout).toContain('PWNED-by-session');
+    expect(fs.existsSync(path.join(ws, 'conftest.py'))).toBe(true);
+    // The person's review, on the host, as the docs ask for it.
+    const status = git('status', '--porcelain', '--untracked-files=all');
+    expect(status).toMatch(/^ M Makefile$/m);
+    expect(status).toMatch(/conftest\.py|\.gitignore/);
+    expect(git('diff')).toContain('PWNED-by-session');
+  });
+});
