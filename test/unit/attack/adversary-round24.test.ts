@@ -21,6 +21,17 @@
  * bits and extensions with a baseline taken at start; clear what the session set (the worker's git,
  * hooks and config off, as the audit's other git calls) and name the paths in the result, so that the
  * person's `git status` shows the change again.
+ *
+ * Kind 5, the same review without any git command: a new folder's `.gitignore` that ignores itself.
+ * Steps: the session writes `tests/.gitignore` holding `.gitignore` and `conftest.py`, then
+ * `tests/conftest.py` (pytest imports every conftest.py it meets, whatever git ignores). OBSERVED
+ * (load average about 25): the person's `git status --porcelain --untracked-files=all` on the host
+ * prints nothing; the result says nothing. Why: an ignore file can ignore itself, so whatever the
+ * session adds under a new folder, and the ignore file, stay out of `git status`; the audit looks for
+ * code git runs, not for what the person's review will not show. Fix (the kind above): at close, list
+ * for the person the files the session created or changed that `git status` does not show (ignored
+ * by an ignore file the session wrote, or hidden by the index's bits), or make the review the docs
+ * ask for one that shows them (`git status --ignored` on what the run touched).
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -29,6 +40,7 @@ import { personsRepo } from './persons-repo';
 import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
 
 const OPEN_INDEX_BITS = true;
+const OPEN_SELF_IGNORED = true;
 
 afterEach(async () => {
   await closeSessions();
@@ -62,5 +74,24 @@ describe("kind 5: the index's bits hide what the session changed from the person
     expect(status).toMatch(/^ M Makefile$/m);
     expect(status).toMatch(/conftest\.py|\.gitignore/);
     expect(git('diff')).toContain('PWNED-by-session');
+  });
+});
+
+describe("kind 5: a folder whose new .gitignore ignores itself hides a conftest.py from the person's git status", () => {
+  const t = OPEN_SELF_IGNORED ? test.skip : test;
+  t('a new tests/conftest.py is shown to the person, by git status or by the result', async () => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    const { ws, git } = personsRepo();
+    fs.mkdirSync(path.join(ws, 'tests'));
+    fs.writeFileSync(path.join(ws, 'tests', 'test_a.py'), 'def test_a():\n    assert True\n');
+    git('add', 'tests/test_a.py');
+    git('commit', '-qm', 'two');
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run(`printf '.gitignore\\nconftest.py\\n' > tests/.gitignore && echo 'import os' > tests/conftest.py`);
+    expect(r.exitCode).toBe(0);
+    await s.close();
+    expect(fs.readFileSync(path.join(ws, 'tests', 'conftest.py'), 'utf8')).toContain('import os');
+    const status = git('status', '--porcelain', '--untracked-files=all');
+    if (!status.includes('conftest.py')) expect(r.output).toContain('tests/conftest.py');
   });
 });
