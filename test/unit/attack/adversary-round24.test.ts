@@ -32,15 +32,30 @@
  * for the person the files the session created or changed that `git status` does not show (ignored
  * by an ignore file the session wrote, or hidden by the index's bits), or make the review the docs
  * ask for one that shows them (`git status --ignored` on what the run touched).
+ *
+ * Kind 4 (what a rule approves): the program of a rule is looked up on the worker's PATH as it is,
+ * relative entries included. Steps: a worker whose PATH holds a relative or empty entry (a Dockerfile's
+ * `ENV PATH=node_modules/.bin:$PATH`, a service file's `PATH=:/usr/bin:/bin`, `PATH=$PATH:$EXTRA` with
+ * `EXTRA` unset gives a trailing empty entry); a job or an earlier command writes `node_modules/.bin/git`
+ * (or `./git`); the person's rule for `git status` (or `npm test`, any program) then lets the command
+ * run in the shell unasked. OBSERVED (load average about 25): with `node_modules/.bin:/usr/bin:/bin`,
+ * `:/usr/bin:/bin` and `.:/usr/bin:/bin`, `git --version` in the session prints
+ * `FAKE-GIT-from-the-workspace`. Why: src/session/env.ts `buildSessionEnv` keeps the worker's PATH
+ * whole, and bash searches a relative or empty entry from its current directory, the workspace; exact
+ * runs look programs up in /usr/bin and /bin only (session.ts `runExact`), rules in the shell do not.
+ * Fix: the session's PATH keeps only absolute entries that lie outside every writable path of the
+ * session (drop `.`, empty and relative entries, and any entry inside the workspace or /tmp), and a
+ * rule's program is resolved on that PATH when it is matched.
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { personsRepo } from './persons-repo';
-import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
+import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
 const OPEN_INDEX_BITS = true;
 const OPEN_SELF_IGNORED = true;
+const OPEN_RELATIVE_PATH = true;
 
 afterEach(async () => {
   await closeSessions();
@@ -94,4 +109,24 @@ describe("kind 5: a folder whose new .gitignore ignores itself hides a conftest.
     const status = git('status', '--porcelain', '--untracked-files=all');
     if (!status.includes('conftest.py')) expect(r.output).toContain('tests/conftest.py');
   });
+});
+
+describe("kind 4: an approval rule's program found through a relative entry of the worker's PATH", () => {
+  const t = OPEN_RELATIVE_PATH ? test.skip : test;
+  t.each(['node_modules/.bin:/usr/bin:/bin', ':/usr/bin:/bin', '.:/usr/bin:/bin'])(
+    'with the worker PATH %j, `git --version` in the shell runs the system git, not the workspace file',
+    async (workerPath) => {
+      const ws = tempDir();
+      const s = await startSession({ cwd: ws, workspace: ws, env: { PATH: workerPath } });
+      const plantGit = await s.run(
+        `mkdir -p node_modules/.bin && printf '#!/bin/sh\\necho FAKE-GIT-from-the-workspace\\n' > node_modules/.bin/git && ` +
+          `cp node_modules/.bin/git git && chmod +x node_modules/.bin/git git`,
+      );
+      expect(plantGit.exitCode).toBe(0);
+      // What a rule `git --version` (or `git status`) lets run unasked in the session shell.
+      const r = await s.run('git --version');
+      expect(r.output).not.toContain('FAKE-GIT');
+      expect(r.output).toMatch(/^git version/m);
+    },
+  );
 });
