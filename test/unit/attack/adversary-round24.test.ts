@@ -117,7 +117,15 @@ describe("kind 4: an approval rule's program found through a relative entry of t
     'with the worker PATH %j, `git --version` in the shell runs the system git, not the workspace file',
     async (workerPath) => {
       const ws = tempDir();
-      const s = await startSession({ cwd: ws, workspace: ws, env: { PATH: workerPath } });
+      // The worker's own PATH, as its service or image set it.
+      const saved = process.env.PATH;
+      process.env.PATH = workerPath;
+      let s: Awaited<ReturnType<typeof startSession>>;
+      try {
+        s = await startSession({ cwd: ws, workspace: ws });
+      } finally {
+        process.env.PATH = saved;
+      }
       const plantGit = await s.run(
         `mkdir -p node_modules/.bin && printf '#!/bin/sh\\necho FAKE-GIT-from-the-workspace\\n' > node_modules/.bin/git && ` +
           `cp node_modules/.bin/git git && chmod +x node_modules/.bin/git git`,
