@@ -12,7 +12,11 @@
  * average about 25, every run): after the session closed, the person's `git status --porcelain
  * --untracked-files=all` on the host prints nothing, `git diff` nothing, `git ls-files -v` shows `S
  * Makefile` and `S .gitignore`, and the person's `make test` prints `PWNED-by-session`; no result
- * says anything. `--assume-unchanged` (the `h` bit) hides `Makefile` the same way. docs/security.md
+ * says anything. `--assume-unchanged` (the `h` bit) hides `Makefile` the same way, and so does no bit
+ * at all: the session renames new files into place, sets their mtime back (`touch -d`, so that git does
+ * not take them for racily clean) and writes the index's stat data of both entries as the new files'
+ * (fixtures/index-stat.py: ctime, mtime, device, inode, uid, gid, size; object ids kept; the index's
+ * checksum recomputed): `git ls-files -v` shows `H` for both, `git status` and `git diff` nothing. docs/security.md
  * tells the person to "look at `git status`, `git log origin/main..main` and
  * `.git/agent-jobs-quarantine/` before pushing": that review reads a clean tree. Why: the git audit
  * (src/session/git-audit.ts) guards the code git runs and the refs that change what it runs; it never
@@ -20,7 +24,9 @@
  * fsmonitor extensions) with the start. Fix for the kind: at each audit and at close, compare those
  * bits and extensions with a baseline taken at start; clear what the session set (the worker's git,
  * hooks and config off, as the audit's other git calls) and name the paths in the result, so that the
- * person's `git status` shows the change again.
+ * person's `git status` shows the change again; since forged stat data needs no bit, also drop the
+ * index's stat data of every entry at close (git then hashes each file: `git update-index
+ * --really-refresh` in a copy, or clear the cached stat) or compare content, not stat.
  *
  * Kind 5, the same review without any git command: a new folder's `.gitignore` that ignores itself.
  * Steps: the session writes `tests/.gitignore` holding `.gitignore` and `conftest.py`, then
@@ -64,21 +70,29 @@ afterEach(async () => {
 
 describe("kind 5: the index's bits hide what the session changed from the person's git status", () => {
   const t = OPEN_INDEX_BITS ? test.skip : test;
+  const rewrite = `printf 'test:\\n\\techo PWNED-by-session\\n' > Makefile && echo conftest.py >> .gitignore && echo 'import os' > conftest.py && rm -f index-stat.py`;
   t.each([
-    { bit: '--skip-worktree', files: 'Makefile .gitignore' },
-    { bit: '--assume-unchanged', files: 'Makefile .gitignore' },
-  ])('after `git update-index $bit`, the person still sees the changed Makefile and the new conftest.py', async ({ bit, files }) => {
+    { how: 'git update-index --skip-worktree', hide: `git update-index --skip-worktree Makefile .gitignore && ${rewrite}` },
+    { how: 'git update-index --assume-unchanged', hide: `git update-index --assume-unchanged Makefile .gitignore && ${rewrite}` },
+    {
+      // No bit at all: the index's stat data of both entries made the new files' (their mtime set back, so git does not
+      // take them for racily clean), the object ids kept; `git ls-files -v` shows `H`, as for any file.
+      how: 'forged stat data in the index',
+      // The files are made anew (renamed into place), so that the session user owns them and may set their times.
+      hide:
+        `printf 'test:\\n\\techo PWNED-by-session\\n' > m.new && mv m.new Makefile && cp .gitignore g.new && echo conftest.py >> g.new && ` +
+        `mv g.new .gitignore && echo 'import os' > conftest.py && touch -d @1600000000 Makefile .gitignore && python3 index-stat.py .git/index Makefile Makefile && python3 index-stat.py .git/index .gitignore .gitignore && rm index-stat.py`,
+    },
+  ])('after $how, the person still sees the changed Makefile and the new conftest.py', async ({ hide }) => {
     if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
     const { ws, git } = personsRepo();
     fs.writeFileSync(path.join(ws, 'Makefile'), 'test:\n\techo testing\n');
     fs.writeFileSync(path.join(ws, '.gitignore'), 'node_modules/\n');
     git('add', 'Makefile', '.gitignore');
     git('commit', '-qm', 'two');
+    fs.copyFileSync(path.join(__dirname, 'fixtures', 'index-stat.py'), path.join(ws, 'index-stat.py'));
     const s = await startSession({ cwd: ws, workspace: ws });
-    const r = await s.run(
-      `git update-index ${bit} ${files} && printf 'test:\\n\\techo PWNED-by-session\\n' > Makefile && ` +
-        `echo conftest.py >> .gitignore && echo 'import os' > conftest.py`,
-    );
+    const r = await s.run(hide);
     expect(r.exitCode).toBe(0);
     await s.close();
     // The attack took: the files on disk are the session's.
