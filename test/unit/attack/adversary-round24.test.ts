@@ -52,16 +52,35 @@
  * Fix: the session's PATH keeps only absolute entries that lie outside every writable path of the
  * session (drop `.`, empty and relative entries, and any entry inside the workspace or /tmp), and a
  * rule's program is resolved on that PATH when it is matched.
+ *
+ * Kind 3 (what runs without a person has no limits): the workspace checkpoint before an edit. Steps: a
+ * job of the session makes 200,000 empty files (200 folders of 1,000, 100-character names: 0 bytes,
+ * far under the checkpoint's 1 GiB cap); the model then asks for any `str_replace` or `create`. The
+ * `runEdit` activity (src/activities/session.ts) takes the workspace checkpoint before the edit's gate,
+ * so before any person is asked (commands take theirs only once approved), and every later edit
+ * request takes another. OBSERVED (load average 33 to 35, from this harness's `takeCheckpoint`): the
+ * checkpoint is taken (200,000 files), root's confined `git add -A` ran 37 s the first time and 87 s
+ * the next after a job renamed the folders (the private index rewritten whole), outside the session's
+ * cgroups and limits; the test's run took 151 s with making the files. Up to the confined timeout (10
+ * minutes) of the worker's CPU and memory per edit request, repeated at will, with nothing a person
+ * decided. Why: src/checkpoint/store.ts `measure` caps bytes only (`DEFAULT_CHECKPOINT_MAX_BYTES`),
+ * counts files but bounds nothing by them, and `runConfined` runs git as root in no cgroup of the
+ * session. Fix for the kind: bound a checkpoint by what it costs (files and folders as well as bytes,
+ * skipped with a reason past a cap), run its git in the session's cgroups with the session's limits,
+ * and take the edit's checkpoint only once the edit is approved (as commands do).
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { personsRepo } from './persons-repo';
+import { DEFAULT_CHECKPOINT_MAX_BYTES } from '../../../src/contract/checkpoint';
+import { takeCheckpoint } from '../../../src/checkpoint/store';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
 const OPEN_INDEX_BITS = true;
 const OPEN_SELF_IGNORED = true;
 const OPEN_RELATIVE_PATH = true;
+const OPEN_CHECKPOINT_FILES = true;
 
 afterEach(async () => {
   await closeSessions();
@@ -150,5 +169,31 @@ describe("kind 4: an approval rule's program found through a relative entry of t
       expect(r.output).not.toContain('FAKE-GIT');
       expect(r.output).toMatch(/^git version/m);
     },
+  );
+});
+
+describe('kind 3: the checkpoint before an edit (no person asked yet) is bounded by bytes only', () => {
+  const t = OPEN_CHECKPOINT_FILES ? test.skip : test;
+  t(
+    "a workspace of 200,000 empty files (0 bytes) gets no checkpoint of root's git",
+    async () => {
+      const ws = tempDir();
+      const root = tempDir('aj-ckroot-');
+      // What a job of the session makes in seconds: 200 folders of 1,000 empty files with 100-character names.
+      const made = spawnSync(
+        'python3',
+        [
+          '-c',
+          'import os,sys\nfor d in range(200):\n  p=os.path.join(sys.argv[1],"d%d"%d); os.mkdir(p)\n  for i in range(1000): open(os.path.join(p,"n"*100+str(i)),"w").close()',
+          ws,
+        ],
+        { stdio: 'pipe' },
+      );
+      expect(made.status).toBe(0);
+      const r = await takeCheckpoint(root, ws, { maxBytes: DEFAULT_CHECKPOINT_MAX_BYTES }, 'turn 1');
+      expect('skipped' in r ? r.skipped : `taken: ${r.files} files`).toMatch(/files/);
+      expect('skipped' in r).toBe(true);
+    },
+    600_000,
   );
 });
