@@ -68,6 +68,23 @@
  * session. Fix for the kind: bound a checkpoint by what it costs (files and folders as well as bytes,
  * skipped with a reason past a cap), run its git in the session's cgroups with the session's limits,
  * and take the edit's checkpoint only once the edit is approved (as commands do).
+ *
+ * Kind 3 (and 6): the unified diff of an edit is computed on the worker's event loop, before any
+ * person is asked, with no bound but the editor's 10 MiB read. Steps: a command or job writes
+ * `big.txt`, 10 MiB of `x` lines (5,242,880 lines); the model asks for `create big.txt` with `y`.
+ * `performEdit` (src/session/edit.ts) calls `planDiff` before the gate; src/session/edit-diff.ts
+ * `editScript` runs Myers up to `MAX_DIFF_STEPS` (4,000 steps, a 32 KB trace copied per step), then
+ * builds the whole middle as removed lines, and `unifiedDiff` spreads the hunk's 5 million lines into
+ * `out.push(...)`. OBSERVED: the worker's event loop held 10.5 s (load average 12; 5.1 s to 16.5 s in
+ * other runs at load 23 to 25, from a histogram and from `unifiedDiff` timed alone), then `RangeError:
+ * Maximum call stack size exceeded`, so the edit answers "could not be made" and `BashSession.edit`
+ * skips its memory note and git audit. Meanwhile every session of the worker waits: commands' results,
+ * heartbeats, and the missing-path watch (git-audit.ts `watchMissing`), whose documented window is
+ * "longer only while the worker's event loop is blocked": here the session holds it open at will, by
+ * repeating the request. A file of more than about 120,000 changed lines can never be edited either
+ * (the spread). Fix for the kind: no work on the worker's loop that the session sizes: cap the diff
+ * (lines and steps, a hunk shown as "N lines removed" past a bound, no spread of arrays), or compute
+ * it in the helper's process under the session's limits; the edit's audit in a `finally`.
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -75,12 +92,15 @@ import * as path from 'node:path';
 import { personsRepo } from './persons-repo';
 import { DEFAULT_CHECKPOINT_MAX_BYTES } from '../../../src/contract/checkpoint';
 import { takeCheckpoint } from '../../../src/checkpoint/store';
+import { editRuleSubject } from '../../../src/contract/text-editor';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
 const OPEN_INDEX_BITS = true;
 const OPEN_SELF_IGNORED = true;
 const OPEN_RELATIVE_PATH = true;
 const OPEN_CHECKPOINT_FILES = true;
+const OPEN_EDIT_DIFF = true;
 
 afterEach(async () => {
   await closeSessions();
@@ -195,5 +215,41 @@ describe('kind 3: the checkpoint before an edit (no person asked yet) is bounded
       expect('skipped' in r).toBe(true);
     },
     600_000,
+  );
+});
+
+describe("kind 3 (and 6): the diff of an edit, computed on the worker's event loop before anyone is asked", () => {
+  const t = OPEN_EDIT_DIFF ? test.skip : test;
+  t(
+    'a `create` over a 10 MiB file of short lines gets an answer, and the worker is not held',
+    async () => {
+      const ws = tempDir();
+      const s = await startSession({ cwd: ws, workspace: ws });
+      // What a job of the session writes: 10 MiB (the editor's read cap) of two-byte lines.
+      const made = await s.run(`python3 -c 'open("big.txt","w").write("x\\n"*(5*1024*1024))'`);
+      expect(made.exitCode).toBe(0);
+      const delay = monitorEventLoopDelay({ resolution: 10 });
+      delay.enable();
+      let outcome: Awaited<ReturnType<typeof s.edit>> | undefined;
+      let thrown: unknown;
+      try {
+        // The gate asks a person: what it is handed is the diff; nothing is written.
+        outcome = await s.edit({ command: 'create', path: 'big.txt', fileText: 'y\n' }, () => ({ ask: 'a person decides' }), {
+          maxCharacters: 100_000,
+          ruleSubject: editRuleSubject,
+        });
+      } catch (err) {
+        thrown = err;
+      }
+      // One turn of the timer phase, so that the histogram's own timer records the delay of a block that just ended.
+      await new Promise((r) => setTimeout(r, 20));
+      delay.disable();
+      // Every session of the worker, the missing-path watch and the heartbeats wait while the loop is held: 5 to 16 s here
+      // before. A bound of seconds, far above what bounded work takes on a loaded machine.
+      expect(delay.max / 1e6).toBeLessThan(2_000);
+      expect(thrown === undefined ? 'answered' : String(thrown)).toBe('answered');
+      expect(outcome?.needsApproval !== undefined || outcome?.isError === true).toBe(true);
+    },
+    120_000,
   );
 });
