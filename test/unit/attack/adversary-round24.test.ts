@@ -85,6 +85,21 @@
  * (the spread). Fix for the kind: no work on the worker's loop that the session sizes: cap the diff
  * (lines and steps, a hunk shown as "N lines removed" past a bound, no spread of arrays), or compute
  * it in the helper's process under the session's limits; the edit's audit in a `finally`.
+ *
+ * Tried, held: every plain builtin of src/policy/builtins.ts with `'a[$(touch F)]'` and `'$(touch F)'`
+ * words in real bash 5.2.15 (`dirs +W`, `kill -l W`, `kill -s W`, `kill -n W`, `kill %W`, `caller W`,
+ * `wait %W`, `jobs %W`, `type W`, `help W`, `printf` with `%d %i %u %x %o %e %f %g %a %c %b %q %s %*d
+ * %.*s %(..)T`, `test 1 -eq W`, `[ 1 -lt W`, `echo`, `pwd -L`, `:`, `true`): nothing ran. A bare
+ * repository made in a subfolder (`git init --bare docs/x` with `core.pager`): moved to the quarantine
+ * by the command's audit, the person's `git -p log` there found no repository. The sandbox's view
+ * (`/run` empty, no capabilities, seccomp mode 2, no_new_privs); a `--network` session's DNS is
+ * 10.0.2.3 port 53 only (read in network.ts, not run). The transcript's layout (notes at column 2,
+ * headings at 0, output at 4, Claude's words hanging at 8): no way found for output or words to pass
+ * for a heading or a note. The fence write under a writer that keeps the FIFO full gives up after
+ * `FENCE_WRITE_MS` (read). A diff of model-sized texts (20,000 against 10,000 lines: 0.8 s) is bounded
+ * by `MAX_DIFF_STEPS`; only a file the session made large is not (F5 above). Noticed, not pursued: a
+ * session lists every other session's cgroup names and `cgroup.procs` under `/sys/fs/cgroup` (host
+ * pids of other runs' processes; the root is bound read-only whole).
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
