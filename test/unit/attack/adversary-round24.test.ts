@@ -262,7 +262,7 @@ describe("kind 3 (and 6): the diff of an edit, computed on the worker's event lo
       // Every session of the worker, the missing-path watch and the heartbeats wait while the loop is held: 5 to 16 s here
       // before. A bound of seconds, far above what bounded work takes on a loaded machine.
       expect(delay.max / 1e6).toBeLessThan(2_000);
-      expect(thrown === undefined ? 'answered' : String(thrown)).toBe('answered');
+      expect(thrown === undefined ? 'answered' : thrown instanceof Error ? thrown.message : 'thrown').toBe('answered');
       expect(outcome?.needsApproval !== undefined || outcome?.isError === true).toBe(true);
     },
     120_000,
