@@ -61,7 +61,8 @@
  * request takes another. OBSERVED (load average 33 to 35, from this harness's `takeCheckpoint`): the
  * checkpoint is taken (200,000 files), root's confined `git add -A` ran 37 s the first time and 87 s
  * the next after a job renamed the folders (the private index rewritten whole), outside the session's
- * cgroups and limits; the test's run took 151 s with making the files. Up to the confined timeout (10
+ * cgroups and limits; the test's run took 151 s with making the files (20 s at load average 13, in the
+ * last un-skipped run). Up to the confined timeout (10
  * minutes) of the worker's CPU and memory per edit request, repeated at will, with nothing a person
  * decided. Why: src/checkpoint/store.ts `measure` caps bytes only (`DEFAULT_CHECKPOINT_MAX_BYTES`),
  * counts files but bounds nothing by them, and `runConfined` runs git as root in no cgroup of the
@@ -75,7 +76,7 @@
  * `performEdit` (src/session/edit.ts) calls `planDiff` before the gate; src/session/edit-diff.ts
  * `editScript` runs Myers up to `MAX_DIFF_STEPS` (4,000 steps, a 32 KB trace copied per step), then
  * builds the whole middle as removed lines, and `unifiedDiff` spreads the hunk's 5 million lines into
- * `out.push(...)`. OBSERVED: the worker's event loop held 10.5 s (load average 12; 5.1 s to 16.5 s in
+ * `out.push(...)`. OBSERVED: the worker's event loop held 10.5 s (load average 12; 7.1 s at 13; 5.1 s to 16.5 s in
  * other runs at load 23 to 25, from a histogram and from `unifiedDiff` timed alone), then `RangeError:
  * Maximum call stack size exceeded`, so the edit answers "could not be made" and `BashSession.edit`
  * skips its memory note and git audit. Meanwhile every session of the worker waits: commands' results,
