@@ -83,7 +83,9 @@
  * heartbeats, and the missing-path watch (git-audit.ts `watchMissing`), whose documented window is
  * "longer only while the worker's event loop is blocked": here the session holds it open at will, by
  * repeating the request. A file of more than about 120,000 changed lines can never be edited either
- * (the spread). Fix for the kind: no work on the worker's loop that the session sizes: cap the diff
+ * (the spread). A `view` of the same file, which runs unasked under `policy`, held the loop 2.5 s
+ * (load average 16, measured with a timer's largest gap; no test of its own, the same fix covers it).
+ * Fix for the kind: no work on the worker's loop that the session sizes: cap the diff
  * (lines and steps, a hunk shown as "N lines removed" past a bound, no spread of arrays), or compute
  * it in the helper's process under the session's limits; the edit's audit in a `finally`.
  *
