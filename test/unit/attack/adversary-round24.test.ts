@@ -52,6 +52,8 @@
  * Fix: the session's PATH keeps only absolute entries that lie outside every writable path of the
  * session (drop `.`, empty and relative entries, and any entry inside the workspace or /tmp), and a
  * rule's program is resolved on that PATH when it is matched.
+ * Fixed since: the shell's PATH keeps only absolute folders outside the workspace, /tmp, /var/tmp and
+ * /dev/shm (src/session/env.ts `sessionSearchPath`); the test runs.
  *
  * Kind 3 (what runs without a person has no limits): the workspace checkpoint before an edit. Steps: a
  * job of the session makes 200,000 empty files (200 folders of 1,000, 100-character names: 0 bytes,
