@@ -290,24 +290,7 @@ test('the filter refuses exactly the listed calls and other ABIs: its instructio
       [0xffffffff, cmd, 1],
     ])
       expect(run(X86_64, 72, args)).toBe(ALLOW);
-  for (const cmd of [
-    F_SETLEASE,
-    0x100000400,
-    0xffff00000400,
-    12,
-    13,
-    14,
-    18,
-    35,
-    39,
-    1023,
-    1039,
-    1040,
-    1041,
-    1100,
-    0x7fffffff,
-    0xffffffff,
-  ])
+  for (const cmd of [F_SETLEASE, 0x100000400, 0xffff00000400, 12, 13, 14, 18, 35, 39, 1023, 1039, 1040, 1041, 1100, 0x7fffffff, 0xffffffff])
     for (const arg of [0, 1, 2]) expect(run(X86_64, 72, [3, cmd, arg])).toBe(EINVAL);
   // The same numbers in other calls' argument are no command: fcntl's branch only.
   for (const nr of [0, 1, 73 /* flock */, 257 /* openat */]) expect(run(X86_64, nr, [3, F_SETLEASE, 1])).toBe(ALLOW);
