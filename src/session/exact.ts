@@ -160,8 +160,8 @@ export interface ExactRun {
   /** Milliseconds from spawn to exit. */
   durationMs: number;
   /**
-   * Set when the run was killed because one of its processes was opening or holding a named FIFO
-   * ({@link fifoInUse}): what was seen, e.g. `cat (pid 123) was opening a FIFO`.
+   * Set when the run was killed because one of its processes was opening or holding a named FIFO, or
+   * waiting on a file lease ({@link fifoInUse}): what was seen, e.g. `cat (pid 123) was opening a FIFO`.
    */
   stoppedOnFifo?: string;
 }
@@ -200,20 +200,25 @@ function runTree(pid: number): number[] {
 }
 
 /**
- * What in the process tree of `pid` uses a named FIFO, or undefined: a process blocked opening one
- * (its `wchan` is the kernel's `wait_for_partner`, where `open(2)` of a FIFO waits for the other
- * end), or one holding a descriptor of a FIFO that has a name (a FIFO in the filesystem, not an
- * anonymous pipe such as the run's own stdout). A read-only program auto-approved on a path never
- * needs a FIFO (the check before launch refuses one), so one found now was put there after the
- * check (a job swapping the path) and would block the run until its timeout. Reads `/proc`
- * (the worker's view: host pids); a process that is gone meanwhile is skipped.
+ * What in the process tree of `pid` uses a named FIFO or waits on a file lease, or undefined: a process
+ * blocked opening a FIFO (its `wchan` is the kernel's `wait_for_partner`, where `open(2)` of a FIFO
+ * waits for the other end), one holding a descriptor of a FIFO that has a name (a FIFO in the
+ * filesystem, not an anonymous pipe such as the run's own stdout), or one whose `open(2)` waits for
+ * another process's lease on the file to be given up (`wchan` `__break_lease`: up to
+ * `fs.lease-break-time`, 45 s, each time; adversary round 23). A read-only program auto-approved on
+ * a path never needs either (the check before launch refuses a FIFO; the session's seccomp filter
+ * refuses leases, seccomp.ts `FCNTL_COMMANDS`, so a lease is met only where no filter runs), so one
+ * found now was put there after the check (a job swapping the path) and would block the run until
+ * its timeout. Reads `/proc` (the worker's view: host pids); a process that is gone meanwhile is skipped.
  */
 export function fifoInUse(pid: number): string | undefined {
   for (const p of runTree(pid)) {
     let name: string;
     try {
       name = `${fs.readFileSync(`/proc/${p}/comm`, 'utf8').trim()} (pid ${p})`;
-      if (fs.readFileSync(`/proc/${p}/wchan`, 'utf8').trim() === 'wait_for_partner') return `${name} was opening a FIFO`;
+      const wchan = fs.readFileSync(`/proc/${p}/wchan`, 'utf8').trim();
+      if (wchan === 'wait_for_partner') return `${name} was opening a FIFO`;
+      if (wchan === '__break_lease') return `${name} was waiting for another process to give up its lease on a file`;
     } catch {
       continue;
     }

@@ -77,7 +77,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { GuardedGit } from './git-guard';
 import { decodeName, GIT_WALK_LIMITS, nameBytes, showName, walkGit, type GitWalk } from './git-walk';
-import { DIR_FLAGS, openDirAt, tryReadRegular } from './safe-open';
+import { DIR_FLAGS, openDirAt, readRegularIfThere, tryReadRegular } from './safe-open';
 
 /** What the workspace's git metadata held at session start (absolute paths; `git` is `<workspace>/.git`). */
 export interface GitBaseline {
@@ -423,7 +423,7 @@ export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFindi
     for (const name of walk.modules)
       if (!b.modules.has(name) && (await pace()))
         out.push(q.move(path.join(b.git, 'modules', name), 'a submodule git dir that `git submodule update` reuses'));
-    const worktreeConfig = WORKTREE_CONFIG.test(read(path.join(b.git, 'config')));
+    const worktreeConfig = readsWorktreeConfig(path.join(b.git, 'config'));
     for (const id of walk.worktrees) {
       if (b.worktrees.has(id) || !(await pace())) continue;
       const admin = path.join(b.git, 'worktrees', id);
@@ -708,6 +708,19 @@ const MAX_NOTED = 5;
 /** A loose match for `extensions.worktreeConfig` on (as git-guard.ts). */
 const WORKTREE_CONFIG = /worktreeconfig\s*=\s*(true|yes|on|1)?\s*$/im;
 
+/**
+ * Whether the config file `file` may turn `extensions.worktreeConfig` on ({@link WORKTREE_CONFIG}): false when it is
+ * missing, true when it is there but cannot be read (what git reads of it is unknown, so a new worktree's
+ * `config.worktree` is moved as if it were on; adversary round 23: unreadable was taken for empty).
+ */
+function readsWorktreeConfig(file: string): boolean {
+  try {
+    return WORKTREE_CONFIG.test(readRegularIfThere(file, 1 << 20, false)?.bytes.toString('utf8') ?? '');
+  } catch {
+    return true;
+  }
+}
+
 /** Whether `file` is a `.git` file naming an admin folder of the root's repository that the audit keeps (`git worktree add` in the workspace). */
 function linkedWorktreeFile(file: string, b: GitBaseline, final: boolean): boolean {
   try {
@@ -736,7 +749,13 @@ function strayAdmin(admin: string, b: GitBaseline, final: boolean): string | und
   } catch {
     return "a linked worktree whose commondir is not the repository's";
   }
-  const raw = gitPath(path.join(admin, 'gitdir'));
+  let raw: Buffer | undefined;
+  try {
+    raw = gitPath(path.join(admin, 'gitdir'));
+  } catch (err) {
+    // There, but not read as git reads it (a symlink, which git follows; EWOULDBLOCK; over 1 MiB): not taken for none.
+    return `a linked worktree whose gitdir the audit cannot read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`;
+  }
   // git reads this file in more than one way (`git worktree prune` strips CR and LF, `list` all blanks): a path that a
   // line break or NUL could end early is read no way, and one that is only blanks is none.
   if (raw !== undefined && /[\r\n\0]/.test(raw.toString('latin1'))) return 'a linked worktree whose gitdir git may read otherwise';
@@ -765,12 +784,15 @@ function namesBack(dotGit: string, admin: string): boolean {
  * (setup.c `get_common_dir_noenv`, `read_gitfile_gently`): the whole content, its trailing CR and LF stripped, then up to
  * the first NUL (git goes on with a C string). Not a first line: round 15's `gitdir: <CR><LF>gitdir: ../.git/worktrees/w`
  * is one path to git, `<CR><LF>gitdir: ../.git/worktrees/w`, and a `commondir` of `../..<LF>X` names `..<LF>X`. Undefined
- * when the file is missing, no plain file, over 1 MiB, or gives an empty path (git refuses it then).
+ * when the file is missing or gives an empty path (git refuses it then).
  * @param skip bytes that must open the file and are not part of the path (`gitdir: ` for a `.git` file), else undefined
+ * @throws when the file is there but cannot be read whole (a symlink, no plain file, EWOULDBLOCK under a lease, over
+ *   1 MiB): git may read it all the same, so that is never "no path" (adversary round 23)
  */
 function gitPath(file: string, skip?: Buffer): Buffer | undefined {
-  const r = tryReadRegular(file, 1 << 20, false);
-  if (!r || r.truncated) return undefined;
+  const r = readRegularIfThere(file, 1 << 20, false);
+  if (!r) return undefined;
+  if (r.truncated) throw new Error(`${file} is over 1 MiB`);
   if (skip && !r.bytes.subarray(0, skip.length).equals(skip)) return undefined;
   let end = r.bytes.length;
   while (end > 0 && (r.bytes[end - 1] === 0x0a || r.bytes[end - 1] === 0x0d)) end--;
@@ -780,7 +802,11 @@ function gitPath(file: string, skip?: Buffer): Buffer | undefined {
   return p.length > 0 ? p : undefined;
 }
 
-/** The git dir a `.git` file names, as git finds it ({@link gitPath} after `gitdir: `, from the file's folder), resolved; undefined when git would refuse the file. */
+/**
+ * The git dir a `.git` file names, as git finds it ({@link gitPath} after `gitdir: `, from the file's folder), resolved;
+ * undefined when git would refuse the file.
+ * @throws as {@link gitPath} (there but unreadable) and {@link resolveAsGit} (names nothing)
+ */
 function gitFileTarget(file: string): string | undefined {
   const p = gitPath(file, GITDIR_PREFIX);
   return p === undefined ? undefined : resolveAsGit(path.dirname(file), p);
@@ -1067,12 +1093,4 @@ function isSymlink(p: string): boolean {
   } catch {
     return false;
   }
-}
-
-/**
- * The first `max` bytes (default 1 MiB) of `file`, or '' when it is unreadable or no regular file: opened without following
- * a symlink and without blocking, since the session could put a FIFO there to hang the worker.
- */
-function read(file: string, max = 1 << 20): string {
-  return tryReadRegular(file, max, false)?.bytes.toString('utf8') ?? '';
 }

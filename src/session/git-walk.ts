@@ -87,7 +87,10 @@ export interface GitWalk {
   /** Names in `<git>/modules` and `<git>/worktrees` (none when missing or a symlink). */
   readonly modules: string[];
   readonly worktrees: string[];
-  /** Loose refs under `<git>/refs/replace` (relative to it) and packed ones in `<git>/packed-refs` (`packed:refs/replace/…`). */
+  /**
+   * Loose refs under `<git>/refs/replace` (relative to it) and packed ones in `<git>/packed-refs` (`packed:refs/replace/…`).
+   * A `packed-refs` that is there but cannot be read (a symlink, no regular file, EWOULDBLOCK, …) sets {@link unfinished}.
+   */
   readonly replaceRefs: string[];
   /**
    * Every entry that is no folder whose name is one of the walk's `names`, and every entry (a folder too) named one of
@@ -329,7 +332,7 @@ function replaceRefs() {
   let fd;
   try {
     fd = fs.openSync(git + '/packed-refs', C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK);
-    if (!fs.fstatSync(fd).isFile()) return out;
+    if (!fs.fstatSync(fd).isFile()) { unreadable(Buffer.from(git + '/packed-refs'), 'no regular file'); return out; }
     const buf = Buffer.alloc(1 << 20);
     let rest = '', at = 0, overlong = false;
     for (;;) {
@@ -352,6 +355,10 @@ function replaceRefs() {
     if (at >= maxPackedRefsBytes) stop('packed-refs is larger than ' + maxPackedRefsBytes + ' bytes');
   } catch (e) {
     if (e instanceof Stop) throw e;
+    // Missing is no packed refs. Anything else (a symlink, which git follows; EWOULDBLOCK under a lease; EACCES) is a
+    // file git may read whole while the walk read nothing of it: not checked, never "none" (adversary round 23).
+    if (e.code !== 'ENOENT' && e.code !== 'ENOTDIR')
+      unreadable(Buffer.from(git + '/packed-refs'), e.code === 'ELOOP' ? 'a symlink, which git follows' : e.code || e.message);
   } finally {
     if (fd !== undefined) fs.closeSync(fd);
   }

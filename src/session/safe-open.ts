@@ -77,7 +77,28 @@ export function readRegular(file: string, max: number, follow: boolean): Regular
   }
 }
 
-/** {@link readRegular}, or undefined where that throws (missing, unreadable, a symlink and not `follow`, no regular file). */
+/**
+ * {@link readRegular}, or undefined when `file` is not there (ENOENT, or ENOTDIR: a folder on the way is
+ * no folder). Every other failure throws: a file that is there but cannot be read (EWOULDBLOCK under a
+ * lease, EACCES, ELOOP for a symlink, a FIFO) is not "no file", since git may read it all the same
+ * (adversary round 23: a lease on `packed-refs` hid a replace ref from the git audit).
+ * @throws Error as {@link readRegular}, but not for a missing file
+ */
+export function readRegularIfThere(file: string, max: number, follow: boolean): RegularRead | undefined {
+  try {
+    return readRegular(file, max, follow);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
+    throw err;
+  }
+}
+
+/**
+ * {@link readRegular}, or undefined where that throws (missing, unreadable, a symlink and not `follow`, no regular file):
+ * only for a caller to whom every one of those means the same (a file it rewrites whole or not at all); one that takes
+ * undefined for "no file" wants {@link readRegularIfThere}.
+ */
 export function tryReadRegular(file: string, max: number, follow: boolean): RegularRead | undefined {
   try {
     return readRegular(file, max, follow);

@@ -15,6 +15,9 @@
  *   (`net.core.bpf_jit_limit`): `setsockopt(SOL_SOCKET, ...)` of {@link BPF_SOCKET_OPTIONS} and
  *   `bpf(2)` with EPERM, a seccomp filter of its own (`seccomp(SECCOMP_SET_MODE_FILTER)`,
  *   `prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER)`) with EINVAL;
+ * - `fcntl(2)` of a command not in {@link FCNTL_COMMANDS}, with EINVAL: `F_SETLEASE` above all, whose lease
+ *   makes every other open of the file (the worker's, root's, an unasked program's) wait up to
+ *   `fs.lease-break-time` (45 s) or fail with EWOULDBLOCK;
  * - every call of another ABI than the worker's (i386 `int 0x80` on x86-64, x32).
  *
  * Each keeps a process of the session (all run as bash's user) from forging a command's result
@@ -50,7 +53,8 @@ import { seccompPrefix } from './memory';
 /**
  * Per architecture (Node's `process.arch`): the AUDIT_ARCH value, the numbers of the system calls
  * refused outright, those of `socket` and `socketpair`, refused for unix sockets only, of
- * `setsockopt`, `prctl` and `seccomp`, refused for BPF programs only ({@link seccompProgram}), and the
+ * `setsockopt`, `prctl` and `seccomp`, refused for BPF programs only ({@link seccompProgram}), of `fcntl`,
+ * refused for the commands outside {@link FCNTL_COMMANDS}, and the
  * receiving calls whose flags are their third (`recvFlagsArg2`) or fourth (`recvFlagsArg3`) argument.
  */
 const ARCH: Partial<
@@ -65,6 +69,7 @@ const ARCH: Partial<
       setsockopt: number;
       prctl: number;
       seccomp: number;
+      fcntl: number;
       recvFlagsArg2: number[];
       recvFlagsArg3: number[];
     }
@@ -91,6 +96,7 @@ const ARCH: Partial<
     setsockopt: 54,
     prctl: 157,
     seccomp: 317,
+    fcntl: 72,
     recvFlagsArg2: [47 /* recvmsg */],
     recvFlagsArg3: [45 /* recvfrom */, 299 /* recvmmsg */],
   },
@@ -114,6 +120,7 @@ const ARCH: Partial<
     setsockopt: 208,
     prctl: 167,
     seccomp: 277,
+    fcntl: 25,
     recvFlagsArg2: [212 /* recvmsg */],
     recvFlagsArg3: [207 /* recvfrom */, 243 /* recvmmsg */],
   },
@@ -166,6 +173,37 @@ const PR_SET_SECCOMP = 22;
 const SECCOMP_MODE_FILTER = 2;
 /** `seccomp(2)`'s operation that installs a filter (linux/seccomp.h); strict mode (0) and the queries (2, 3) stay allowed. */
 const SECCOMP_SET_MODE_FILTER = 1;
+
+/**
+ * The `fcntl(2)` commands a session may use, as inclusive ranges of the command's number (asm-generic/fcntl.h and
+ * linux/fcntl.h of Linux 6.18; the command is an unsigned int, so its low 32 bits are all the kernel reads): F_DUPFD
+ * to F_GETSIG (0-11), F_SETOWN_EX, F_GETOWN_EX, F_GETOWNER_UIDS (15-17), the open file description locks F_OFD_*
+ * (36-38), and F_GETLEASE to F_SET_FILE_RW_HINT (1025-1038: F_NOTIFY, F_DUPFD_QUERY, F_CREATED_QUERY,
+ * F_DUPFD_CLOEXEC, the pipe sizes, the seals, the write hints). Every other command is refused with EINVAL, what a
+ * kernel says for a command it does not have:
+ *
+ * - `F_SETLEASE` (1024): a lease, which any process may take on a file it owns and has open alone, makes every other
+ *   open of the file wait in the kernel's lease break until the holder lets go or `fs.lease-break-time` passes (45 s
+ *   by default; then the holder takes it again), or fail with EWOULDBLOCK when opened `O_NONBLOCK`. So a job of the
+ *   session held an auto-approved `cat` past its timeout and made the git audit read no `packed-refs` while the
+ *   person's git read it whole (adversary round 23). No program of a session needs one (Samba's kernel oplocks and
+ *   NFS servers do, and fall back without them);
+ * - the commands a later kernel adds (F_SETDELEG, a delegation that breaks as a lease does, was on its way when this
+ *   was written): refused until they are read and listed here, as an older kernel would.
+ *
+ * Advisory locks (F_SETLK, F_SETLKW, F_OFD_*, and `flock(2)`) stay: they hold only a process that asks for one, and
+ * neither the worker nor an unasked program (src/policy/programs.ts) takes any. Attack tests:
+ * test/unit/attack/adversary-round23.test.ts (kind 3, kind 6), reach-into-bash.test.ts.
+ */
+export const FCNTL_COMMANDS: ReadonlyArray<readonly [from: number, to: number]> = [
+  [0, 11],
+  [15, 17],
+  [36, 38],
+  [1025, 1038],
+];
+
+/** `fcntl(2)`'s F_SETLEASE (linux/fcntl.h, F_LINUX_SPECIFIC_BASE + 0): refused ({@link FCNTL_COMMANDS}). */
+export const F_SETLEASE = 1024;
 
 /** Names of the keyring system calls the filter refuses with ENOSYS whatever their arguments (module doc). */
 export const KEYRING_SYSCALLS: readonly string[] = Object.keys(KEYRING.x64!);
@@ -225,6 +263,7 @@ type Label =
   | 'setsockopt'
   | 'prctl'
   | 'seccomp'
+  | 'fcntl'
   | null;
 
 /**
@@ -262,6 +301,7 @@ type Label =
  * constant takes about 14 bytes of code an instruction: a task's full chain took about 455 KiB
  * (measured: 14 unprivileged processes, one 2 MiB pack every 4 or 5), so a session's 1,024 tasks
  * about 455 MiB of the 504 MiB budget. Strict mode and the queries of `seccomp(2)` stay allowed.
+ * `fcntl(2)` of a command outside {@link FCNTL_COMMANDS} (`F_SETLEASE` first) is refused with EINVAL.
  */
 export function seccompProgram(arch: string = process.arch): Buffer | null {
   const a = ARCH[arch];
@@ -282,6 +322,7 @@ export function seccompProgram(arch: string = process.arch): Buffer | null {
   emit(BPF_JMP_JEQ_K, a.setsockopt, 'setsockopt', null);
   emit(BPF_JMP_JEQ_K, a.prctl, 'prctl', null);
   emit(BPF_JMP_JEQ_K, a.seccomp, 'seccomp', null);
+  emit(BPF_JMP_JEQ_K, a.fcntl, 'fcntl', null);
   for (const nr of a.recvFlagsArg2) emit(BPF_JMP_JEQ_K, nr, 'flags2', null);
   for (const nr of a.recvFlagsArg3) emit(BPF_JMP_JEQ_K, nr, 'flags3', null);
   emit(BPF_RET_K, SECCOMP_RET_ALLOW, null, null, 'allow');
@@ -314,6 +355,14 @@ export function seccompProgram(arch: string = process.arch): Buffer | null {
   // seccomp(op, flags, args): op is an unsigned int.
   emit(BPF_LD_W_ABS, OFF_ARG0_LO, null, null, 'seccomp');
   emit(BPF_JMP_JEQ_K, SECCOMP_SET_MODE_FILTER, 'inval', 'ok');
+  // fcntl(fd, cmd, arg): cmd is an unsigned int. From the highest range down: at or above a range's end, refused;
+  // at or above its start, allowed; below, on to the next range.
+  emit(BPF_LD_W_ABS, OFF_ARG1_LO, null, null, 'fcntl');
+  for (let i = FCNTL_COMMANDS.length - 1; i >= 0; i--) {
+    const [from, to] = FCNTL_COMMANDS[i]!;
+    emit(BPF_JMP_JGE_K, to + 1, 'inval', null);
+    emit(BPF_JMP_JGE_K, from, 'ok', i === 0 ? 'inval' : null);
+  }
   emit(BPF_LD_W_ABS, OFF_ARG2_LO, null, null, 'netlink');
   const protocols = Object.values(ALLOWED_NETLINK_PROTOCOLS);
   protocols.forEach((p, i) => emit(BPF_JMP_JEQ_K, p, 'ok', i === protocols.length - 1 ? 'noprotocol' : null));

@@ -528,7 +528,7 @@ export class BashSession {
     if (run.stoppedOnFifo)
       notes.push(
         note(
-          `stopped: ${run.stoppedOnFifo}; a program run unasked never reads a FIFO (something put it at a path after the check), so it was killed`,
+          `stopped: ${run.stoppedOnFifo}; a program run unasked never reads a FIFO nor waits on a file lease (something put one at a path after the check), so it was killed`,
         ),
       );
     const limitNote = exactLimitNote(run, captured.text, this.limits);

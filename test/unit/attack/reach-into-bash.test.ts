@@ -13,7 +13,14 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { findBwrap } from '../../../src/session';
-import { AIO_SYSCALLS, BPF_SOCKET_OPTIONS, DENIED_SYSCALLS, seccompProgram } from '../../../src/session/seccomp';
+import {
+  AIO_SYSCALLS,
+  BPF_SOCKET_OPTIONS,
+  DENIED_SYSCALLS,
+  FCNTL_COMMANDS,
+  F_SETLEASE,
+  seccompProgram,
+} from '../../../src/session/seccomp';
 import { closeSessions, removeTempDirs, startSession, tempDir, waitUntil } from '../session/helpers';
 
 afterEach(async () => {
@@ -267,6 +274,27 @@ test('the filter refuses exactly the listed calls and other ABIs: its instructio
   ])
     expect(run(X86_64, 317, [op!, flags!, 0])).toBe(EINVAL);
   for (const op of [0, 2, 3]) expect(run(X86_64, 317, [op, 0, 0])).toBe(ALLOW);
+  // fcntl (72): the listed commands allowed (FCNTL_COMMANDS), every other EINVAL, F_SETLEASE (1024) first; the command
+  // read as an unsigned int (its high word ignored, as by the kernel), the file descriptor and argument not looked at.
+  expect(FCNTL_COMMANDS).toEqual([
+    [0, 11],
+    [15, 17],
+    [36, 38],
+    [1025, 1038],
+  ]);
+  for (const cmd of [
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 15, 16, 17, 36, 37, 38, 1025, 1026, 1030, 1031, 1033, 1038, 0x100000001, 0xffff00000007,
+  ])
+    for (const args of [
+      [3, cmd, 0],
+      [0xffffffff, cmd, 1],
+    ])
+      expect(run(X86_64, 72, args)).toBe(ALLOW);
+  for (const cmd of [F_SETLEASE, 0x100000400, 0xffff00000400, 12, 13, 14, 18, 35, 39, 1023, 1039, 1040, 1041, 1100, 0x7fffffff, 0xffffffff])
+    for (const arg of [0, 1, 2]) expect(run(X86_64, 72, [3, cmd, arg])).toBe(EINVAL);
+  // The same numbers in other calls' argument are no command: fcntl's branch only.
+  for (const nr of [0, 1, 73 /* flock */, 257 /* openat */]) expect(run(X86_64, nr, [3, F_SETLEASE, 1])).toBe(ALLOW);
+  expect(run(X86_64, 0x40000000 + 72 /* x32 fcntl */, [3, F_SETLEASE, 1])).toBe(EPERM);
   expect(run(0x40000003 /* i386 */, 26)).toBe(EPERM);
   expect(run(0x40000003 /* i386 socketcall */, 102, [14 /* SYS_SETSOCKOPT */])).toBe(EPERM);
   expect(run(X86_64, 0x40000000 + 541 /* x32 setsockopt */, [3, 1, 26])).toBe(EPERM);

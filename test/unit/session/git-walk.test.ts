@@ -4,11 +4,11 @@
  * a clean answer. The audit's use of it is attacked in test/unit/attack/git-audit.test.ts and
  * adversary-round14.test.ts.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { decodeName, GIT_WALK_LIMITS, nameBytes, showName, walkGit } from '../../../src/session/git-walk';
-import { removeTempDirs, tempDir } from './helpers';
+import { removeTempDirs, tempDir, waitUntil } from './helpers';
 
 afterAll(removeTempDirs);
 
@@ -83,6 +83,42 @@ test("lists the git dir's modules, worktrees and replace refs, a packed one past
     replaceRefs: [`packed:refs/replace/${'b'.repeat(40)}`, 'sub/abc'],
     unfinished: undefined,
   });
+});
+
+test('a packed-refs that is there but cannot be read is no clean answer (round 23): a symlink (git follows it), a folder, a FIFO', async () => {
+  const sha = 'a'.repeat(40);
+  const unfinished = async (make: (file: string) => void): Promise<string | undefined> => {
+    const { ws, git } = workspace();
+    make(path.join(git, 'packed-refs'));
+    return (await walkGit(ws, git)).unfinished;
+  };
+  // What git reads through the link: a replace ref the walk reads nothing of.
+  const linked = await unfinished((file) => {
+    fs.writeFileSync(`${file}.real`, `${sha} refs/replace/${'b'.repeat(40)}\n`);
+    fs.symlinkSync(`${file}.real`, file);
+  });
+  expect(linked).toMatch(/^it could not read ".*\/\.git\/packed-refs" \(a symlink, which git follows\)$/);
+  expect(await unfinished((file) => fs.mkdirSync(file))).toMatch(/packed-refs" \(no regular file\)$/);
+  expect(await unfinished((file) => execFileSync('mkfifo', [file]))).toMatch(/packed-refs" \(no regular file\)$/);
+  // Missing is no packed refs, and a clean answer.
+  expect(await unfinished(() => undefined)).toBeUndefined();
+});
+
+test('a packed-refs under a lease (held where no seccomp filter refuses one: here root on the host) is no clean answer', async () => {
+  const { ws, git } = workspace();
+  const file = path.join(git, 'packed-refs');
+  fs.writeFileSync(file, `${'a'.repeat(40)} refs/replace/${'b'.repeat(40)}\n`);
+  const fixture = path.join(__dirname, '..', 'attack', 'fixtures', 'hold-lease.py');
+  const holder = spawn('python3', [fixture, file, 'hold'], { stdio: 'ignore' });
+  try {
+    await waitUntil(
+      'the lease',
+      () => fs.existsSync(`${file}.lease.log`) && fs.readFileSync(`${file}.lease.log`, 'utf8').includes('leased'),
+    );
+    expect((await walkGit(ws, git)).unfinished).toMatch(/packed-refs" \(EAGAIN\)$/);
+  } finally {
+    holder.kill('SIGKILL');
+  }
 });
 
 describe('names that are not UTF-8 (round 15: a folder named 0xff hid its subtree)', () => {
