@@ -319,7 +319,7 @@ describe("kind 6: a lease on the person's `.git/config` hides `extensions.worktr
             'mv lease.py /tmp/',
           ].join(' && '),
           '( exec python3 /tmp/lease.py .git/config polite ) >/dev/null 2>/tmp/lease.err &',
-          'until grep -q leased .git/config.lease.log 2>/dev/null; do sleep 0.05; done',
+          'until grep -qE "leased|refused" .git/config.lease.log 2>/dev/null; do sleep 0.05; done',
           'rm .git/config.lease.log; cat /tmp/lease.err; echo planted',
         ].join('\n'),
       );

@@ -238,12 +238,15 @@ describe('a normal mode-none session under the filter', () => {
 describe('attacks on the launcher', () => {
   test("a python3 earlier on PATH (the worker's and the session's) is never run", async () => {
     const dir = workspace();
-    const fake = tempDir('aj-fake-python-');
+    // Outside /tmp: the session's PATH keeps no folder the session can write (env.ts `sessionSearchPath`), and this
+    // test needs the fake python3 first on the session's PATH too.
+    const fake = fs.mkdtempSync('/var/lib/aj-fake-python-');
     fs.chmodSync(fake, 0o755);
     const marker = path.join(fake, 'ran');
     fs.writeFileSync(path.join(fake, 'python3'), `#!/bin/sh\necho "$@" > ${marker}\nshift $(($# - 1))\nexec "$@"\n`, { mode: 0o755 });
     const saved = process.env.PATH;
     process.env.PATH = `${fake}:${saved}`;
+    let ranFake: boolean;
     try {
       const host = new SessionHost();
       const s = await noneSession(dir, { host, env: { PATH: `${fake}:/usr/bin:/bin` } });
@@ -251,8 +254,10 @@ describe('attacks on the launcher', () => {
       expect(host.seccompLauncher().python).toBe('/usr/bin/python3');
     } finally {
       process.env.PATH = saved;
+      ranFake = fs.existsSync(marker);
+      fs.rmSync(fake, { recursive: true, force: true });
     }
-    expect(fs.existsSync(marker)).toBe(false);
+    expect(ranFake).toBe(false);
     // A name to search for is refused.
     expect(findSeccompLauncher(['python3']).python).toBeNull();
   });
