@@ -158,6 +158,8 @@ export class RunState {
   #rewindsAsked = 0;
   #rewindDone: { n: number; answer?: RewindRecord; error?: string } | null = null;
   #subagentsRunning = 0;
+  /** Approval waits begun in this execution (each wait's number, {@link PendingApproval.wait}). */
+  #approvalWaits = 0;
 
   /**
    * @param input the validated input, every default applied
@@ -364,6 +366,11 @@ export class RunState {
     this.#approval.pending = pending;
     this.#approval.decision = null;
     this.setStatus('awaiting_approval');
+  }
+
+  /** The number of the next approval wait of this execution: 1, 2, ... (Update ids are unique per execution only, so the count need not carry). */
+  nextApprovalWait(): number {
+    return ++this.#approvalWaits;
   }
 
   /** A decision for the pending command was accepted (the `decide` Update or the `approve` signal); the approval wait applies it. */
