@@ -74,6 +74,7 @@ import {
   transcriptQuery,
   type AgentRunInput,
   type AgentRunResult,
+  type AppliedDecision,
   type ApprovalRule,
   type ConversationPart,
   type DecideAnswer,
@@ -279,6 +280,27 @@ export class PendingMismatchError extends Error {
   ) {
     super(message);
     this.name = 'PendingMismatchError';
+  }
+}
+
+/**
+ * The run answered a decision with what it applied to another approval wait: Temporal handed
+ * back an earlier answer for the same Update id. Nothing was applied to the wait the decision
+ * named; it still waits (read it again and decide).
+ */
+export class DecisionNotAppliedError extends Error {
+  constructor(
+    readonly workflowId: string,
+    readonly toolUseId: string,
+    /** The wait the decision named ({@link PendingApproval.wait}). */
+    readonly wait: number,
+    /** The wait the answer is about (undefined when it names none). */
+    readonly answeredWait: number | undefined,
+  ) {
+    super(
+      `${workflowId} answered the decision on tool_use ${toolUseId} (approval wait ${wait}) with the answer of ${answeredWait === undefined ? 'an earlier wait' : `approval wait ${answeredWait}`}; nothing was applied to this wait`,
+    );
+    this.name = 'DecisionNotAppliedError';
   }
 }
 
@@ -664,7 +686,8 @@ export interface SendOptions {
    * The request id the Update id is derived from ({@link updateIdOf}). Send
    * a request again with the same id and the same arguments and the run
    * applies it once (within one workflow run). @default a fresh random id
-   * (a `decide` uses the pending `tool_use` id: a command is decided once)
+   * (a `decide` uses the pending `tool_use` id and the number of its
+   * approval wait, `<toolUseId>.w<wait>`: each wait is decided once)
    */
   requestId?: string;
   /** How long to wait for the run's answer, in ms. @default the client's `updateTimeoutMs` (30000) */
@@ -1151,8 +1174,11 @@ export class RunHandle {
         `the pending command (${pending.toolUseId}, sha256 ${shortHash(command.sha256)}) is not the one you reviewed (sha256 ${options.sha}…); nothing was ${approved ? 'approved' : 'denied'}`,
       );
     }
+    // The wait is named in the request (so in the Update id's hash, and the run rejects it for any other wait).
+    const wait = pending.wait;
     const request: DecideRequest = {
       toolUseId: pending.toolUseId,
+      ...(wait !== undefined ? { wait } : {}),
       approved,
       by: options.by ?? defaultBy(),
       commandSha256: command.sha256,
@@ -1162,9 +1188,12 @@ export class RunHandle {
       ...(options.alwaysPrefix !== undefined ? { alwaysPrefix: options.alwaysPrefix } : {}),
     };
     const answer = await this.update(decideUpdate, request, `the decision on ${pending.toolUseId}`, {
-      requestId: options.requestId ?? pending.toolUseId,
+      requestId: options.requestId ?? decideRequestId(pending, status.decisions),
       ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
     });
+    // An answer about another wait is Temporal's answer to an earlier Update with this id: not applied here.
+    if (wait !== undefined && answer.wait !== wait)
+      throw new DecisionNotAppliedError(this.workflowId, pending.toolUseId, wait, answer.wait);
     return { answer, command, paused: status.status === 'paused' };
   }
 
@@ -1358,6 +1387,16 @@ export class RunHandle {
   async result(): Promise<AgentRunResult> {
     return this.temporal.result();
   }
+}
+
+/**
+ * The default request id of a decision: `<toolUseId>.w<wait>` for a numbered wait; for a run of
+ * an older worker (no wait number), `<toolUseId>.d<n>` with n the decisions it holds for that
+ * `tool_use` (of its last 20), so a `tool_use` id asked again after a rewind gets a new id.
+ */
+function decideRequestId(pending: PendingApproval, decisions: readonly AppliedDecision[]): string {
+  if (pending.wait !== undefined) return `${pending.toolUseId}.w${pending.wait}`;
+  return `${pending.toolUseId}.d${decisions.filter((d) => d.toolUseId === pending.toolUseId).length}`;
 }
 
 /** The update options of a {@link SendOptions}. */

@@ -24,6 +24,7 @@ import { sha256Hex } from '../session/edit';
 import {
   COMMAND_FAILED,
   SESSION_NOT_FOUND,
+  WORKDIR_UNUSABLE,
   WORKER_FULL,
   WORKER_SHUTTING_DOWN,
   type CommandOutcomeInput,
@@ -360,8 +361,8 @@ async function isDirectory(dir: string): Promise<boolean> {
  * `mkdir -p`, one level at a time. Node's `mkdir(dir, {recursive: true})`
  * never settles for a path under /proc (it retries forever on the ENOENT
  * that procfs answers), spinning the worker's CPU.
- * @throws Error naming `dir` and the first mkdir error other than EEXIST, or
- *   saying that `dir` exists but is not a directory
+ * @throws ApplicationFailure of type {@link WORKDIR_UNUSABLE} (non-retryable) naming `dir` and the first
+ *   mkdir error other than EEXIST, or saying that `dir` exists but is not a directory
  */
 export async function makeDirectory(dir: string): Promise<void> {
   let current = path.parse(path.resolve(dir)).root;
@@ -371,10 +372,16 @@ export async function makeDirectory(dir: string): Promise<void> {
       await mkdir(current);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST')
-        throw new Error(`cannot create the working directory ${dir}: ${(err as Error).message}`, { cause: err });
+        throw ApplicationFailure.create({
+          message: `cannot create the working directory ${dir}: ${(err as Error).message}`,
+          type: WORKDIR_UNUSABLE,
+          nonRetryable: true,
+          cause: err as Error,
+        });
     }
   }
-  if (!(await isDirectory(dir))) throw new Error(`cannot use ${dir} as the working directory: it exists but is not a directory`);
+  if (!(await isDirectory(dir)))
+    throw ApplicationFailure.nonRetryable(`cannot use ${dir} as the working directory: it exists but is not a directory`, WORKDIR_UNUSABLE);
 }
 
 /** The answer of `runCommand` when the policy wants a human: nothing ran. */

@@ -3,6 +3,7 @@
  * on stderr, exit code 1 (or the error's own code).
  */
 import {
+  DecisionNotAppliedError,
   HistoryUnreadableError,
   NoAnswerError,
   NoWorkerError,
@@ -68,6 +69,9 @@ export function toCliError(err: unknown): CliError {
   if (err instanceof UpdateRejectedError || err instanceof RunClosedError || err instanceof NothingPendingError) {
     const hint = err instanceof NothingPendingError ? 'see what it is doing with' : 'see';
     return new CliError(err.message, `${hint} \`agent-jobs status ${err.workflowId}\``);
+  }
+  if (err instanceof DecisionNotAppliedError) {
+    return new CliError(err.message, `read the command that waits now with \`agent-jobs status ${err.workflowId}\` and decide again`);
   }
   if (err instanceof PendingMismatchError) {
     return new CliError(

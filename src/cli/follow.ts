@@ -12,6 +12,7 @@
  * inline prompt (src/cli/approval-prompt.ts). Without a TTY the output is
  * plain lines; `json` prints one JSON object per event.
  */
+import { asTyped } from './invocation';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   NoAnswerError,
@@ -359,6 +360,6 @@ async function decideInline(
   } catch (err) {
     // The run moved on, the hash changed, no answer in time: say so, and the watch goes on.
     const e = toCliError(err);
-    live.print(terminalText(`! ${e.message}${e.hint ? `\n  ${e.hint}` : ''}`));
+    live.print(terminalText(asTyped(`! ${e.message}${e.hint ? `\n  ${e.hint}` : ''}`)));
   }
 }

@@ -11,17 +11,73 @@
  * the PATH of npm's process only, so the person types `npx` there too.
  */
 
+import path from 'node:path';
+
 /** `npx agent-jobs` under `npx` / `npm exec` / `npm run`, else `agent-jobs`. */
 export function cliCommand(env: NodeJS.ProcessEnv = process.env): string {
   return env.npm_command === 'exec' || env.npm_command === 'run-script' ? 'npx agent-jobs' : 'agent-jobs';
 }
 
 /**
- * `text` with each command it quotes (`` `agent-jobs …` ``, the form every
- * hint and run message uses) as {@link cliCommand} says to type it. Words
- * outside backticks are left alone (a run's own text may name the product).
+ * The CLI's commands (MAINTENANCE: keep in sync with src/cli/commands; test/unit/cli/invocation.test.ts
+ * compares it with the program's). A hint that names one is rewritten by {@link asTyped}.
  */
-export function asTyped(text: string, env: NodeJS.ProcessEnv = process.env): string {
+export const CLI_COMMANDS = [
+  'approve',
+  'cancel',
+  'checkpoints',
+  'codec-server',
+  'deny',
+  'diff',
+  'end',
+  'extend',
+  'fork',
+  'list',
+  'model-server',
+  'models',
+  'pause',
+  'pending',
+  'resume',
+  'rewind',
+  'rules',
+  'say',
+  'server',
+  'start',
+  'status',
+  'transcript',
+  'watch',
+  'worker',
+] as const;
+
+/** Path of the CLI's entry script (bin/agent-jobs.js), relative to `cwd` when it is under it. */
+function binPath(cwd: string): string {
+  const bin = path.resolve(__dirname, '..', '..', 'bin', 'agent-jobs.js');
+  const here = path.resolve(cwd);
+  return here !== path.parse(here).root && bin.startsWith(`${here}${path.sep}`) ? path.relative(here, bin) : bin;
+}
+
+/**
+ * How to start a worker where the person is: `agent-jobs worker` when the CLI is on the PATH;
+ * under npx, `node <bin/agent-jobs.js> worker`, as the README starts workers (npx would stand
+ * between the worker and the signals that drain it).
+ */
+export function workerCommand(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): string {
+  return cliCommand(env) === 'agent-jobs' ? 'agent-jobs worker' : `node ${binPath(cwd)} worker`;
+}
+
+/**
+ * `text` with each command it names (`agent-jobs <command>`, quoted in backticks or not, or a
+ * bare quoted `` `agent-jobs` ``) as {@link cliCommand} says to type it, and `agent-jobs worker`
+ * as {@link workerCommand} does. Every hint and run message the CLI prints goes through it.
+ * The product's name in prose (`the agent-jobs task queue`, `agent-jobs:`, `agent-jobs-worker`)
+ * is left alone: only a name followed by one of {@link CLI_COMMANDS} is a command.
+ */
+export function asTyped(text: string, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): string {
   const cmd = cliCommand(env);
-  return cmd === 'agent-jobs' ? text : text.replace(/`agent-jobs(?= |`)/g, `\`${cmd}`);
+  if (cmd === 'agent-jobs') return text;
+  const names = CLI_COMMANDS.join('|');
+  return text
+    .replace(new RegExp(`(?<![\\w./-]|npx )agent-jobs worker(?![\\w-])`, 'g'), workerCommand(env, cwd))
+    .replace(new RegExp(`(?<![\\w./-]|npx )agent-jobs(?= (?:${names})(?![\\w-]))`, 'g'), cmd)
+    .replace(/`agent-jobs`/g, `\`${cmd}\``);
 }

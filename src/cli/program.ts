@@ -1,4 +1,6 @@
 /** The `agent-jobs` command program: one file per command under `commands/`. */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { Command } from 'commander';
 import { registerCancel } from './commands/cancel';
 import { registerCodecServer } from './commands/codec-server';
@@ -17,11 +19,18 @@ import { registerTranscript } from './commands/transcript';
 import { registerWatch } from './commands/watch';
 import { registerWorker } from './commands/worker';
 
+/** The version in package.json (two levels up from src/cli and from dist/cli alike). */
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string }).version;
+}
+
+/** The program with every command registered (src/cli/commands), `--version` and help. */
 export function buildProgram(): Command {
   const program = new Command('agent-jobs')
     .description(
       "Claude agents as durable, human-supervised jobs on Temporal.\nConnection: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE (and the rest of Temporal's envconfig); model: ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, AGENT_JOBS_MODEL.",
     )
+    .version(packageVersion(), '--version', "print the package's version")
     .showHelpAfterError('(add --help for usage)');
   registerStart(program);
   registerStatus(program);

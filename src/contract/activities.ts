@@ -289,6 +289,14 @@ export const WORKER_SHUTTING_DOWN = 'WorkerShuttingDown';
  */
 export const COMMAND_FAILED = 'CommandFailed';
 
+/**
+ * `ApplicationFailure` type of `openSession` when the run's working directory cannot be one:
+ * it exists and is not a directory, or it cannot be created (a file on the way, a kernel file
+ * system such as /proc, no permission). Non-retryable: another attempt would meet the same
+ * path; the run ends `failed` saying why (docs/cli.md, `start --workdir`).
+ */
+export const WORKDIR_UNUSABLE = 'WorkdirUnusable';
+
 /** `ApplicationFailure` type of an `agentRun` whose input fails validation (non-retryable; the message lists every problem). */
 export const INVALID_INPUT = 'InvalidInput';
 

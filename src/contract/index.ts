@@ -59,6 +59,7 @@ export {
   INVALID_INPUT,
   SESSION_NOT_FOUND,
   WORKER_FULL,
+  WORKDIR_UNUSABLE,
   WORKER_SHUTTING_DOWN,
   type CallClaudeInput,
   type CallClaudeOutput,

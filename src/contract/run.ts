@@ -182,6 +182,13 @@ export interface PendingApproval {
    * `display` is that text with its lines kept (other hidden characters escaped).
    */
   edit?: PendingEdit;
+  /**
+   * The number of this wait within the workflow run (1, 2, ...; absent in runs of older workers).
+   * Two waits never share it, even for the same `tool_use` id (Claude asking again after a
+   * rewind): a decision names it, so it can only answer this wait, and the client's Update id
+   * carries it, so Temporal never hands back an earlier wait's answer.
+   */
+  wait?: number;
 }
 
 /** What a text editor command that waits for approval is: the command, the absolute path, the words rules match (`str_replace_based_edit_tool <command> <path>`). */
@@ -232,6 +239,8 @@ export interface AppliedDecision {
   commandSha256?: string;
   /** Whether the signal named that hash (`commandSha256`), rather than the `tool_use` id alone. */
   hashChecked?: boolean;
+  /** The wait it answered ({@link PendingApproval.wait}); absent for a rule's decision and in decisions of older workers. */
+  wait?: number;
   /** ISO-8601 workflow time. */
   at: string;
 }

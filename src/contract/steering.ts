@@ -133,12 +133,19 @@ export interface DecideRequest {
   always?: boolean;
   /** Also approve later commands starting with these literal words (approve only; not with `edit`). */
   alwaysPrefix?: string;
+  /**
+   * The wait this decision answers (the pending approval's `wait`); given, the run rejects it
+   * for any other wait. The client always sends it when the run publishes one.
+   */
+  wait?: number;
 }
 
 /** Answer of an accepted `decide` Update: what the run applied. */
 export interface DecideAnswer {
   applied: true;
   toolUseId: string;
+  /** The wait the decision was applied to (absent from older workers); the client checks it is the one it named. */
+  wait?: number;
   decision: DecisionKind;
   by: string;
   /** The rule the decision added (`always` / `alwaysPrefix`). */

@@ -927,8 +927,15 @@ export function commandDetails(command: string): string {
  * signal's `commandSha256` must match). Also used by the CLI to fill these
  * in for runs of older workers.
  */
-export function pendingApproval(p: { toolUseId: string; command: string; requestedAt: string; edit?: PendingEdit }): PendingApproval {
+export function pendingApproval(p: {
+  toolUseId: string;
+  command: string;
+  requestedAt: string;
+  edit?: PendingEdit;
+  wait?: number;
+}): PendingApproval {
   const d = displayCommand(p.command);
+  const wait = p.wait !== undefined ? { wait: p.wait } : {};
   if (p.edit !== undefined) {
     // A diff is many lines: kept as lines (tabs too), every other hidden character escaped and warned about.
     return {
@@ -939,6 +946,7 @@ export function pendingApproval(p: { toolUseId: string; command: string; request
       warnings: displayCommand(p.command.replace(/[\n\t]/g, ' ')).warnings,
       commandSha256: d.sha256,
       edit: p.edit,
+      ...wait,
     };
   }
   return {
@@ -948,6 +956,7 @@ export function pendingApproval(p: { toolUseId: string; command: string; request
     display: d.text,
     warnings: d.warnings,
     commandSha256: d.sha256,
+    ...wait,
   };
 }
 

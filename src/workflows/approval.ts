@@ -56,6 +56,14 @@ export const POLICY_AT_SESSION_PATCH = 'policy-judged-at-session';
  */
 export const VISIBLE_BY_PATCH = 'signal-by-must-be-visible';
 
+/**
+ * patched() id: each approval wait has a number (`PendingApproval.wait`) that a `decide` may name
+ * and its answer carries, and the Update's handler answers once the decision of THIS wait was
+ * applied; before it, a decision was known by its `tool_use` id alone, which Claude may ask
+ * again after a rewind (and the client's Update id with it, which Temporal deduplicates).
+ */
+export const APPROVAL_WAIT_PATCH = 'approval-wait-numbers';
+
 /** Registers the `decide` Update (validator and handler) on `state`. */
 export function setDecideHandler(state: RunState): void {
   setHandler(decideUpdate, (req) => applyDecideUpdate(state, req), { validator: (req: DecideRequest) => validateDecide(state, req) });
@@ -236,6 +244,9 @@ function validateDecide(state: RunState, req: DecideRequest): void {
     }
   }
   if (req.always !== undefined && typeof req.always !== 'boolean') throw new RejectedRequest('always must be true or false');
+  if (req.wait !== undefined && (typeof req.wait !== 'number' || !Number.isSafeInteger(req.wait) || req.wait < 1)) {
+    throw new RejectedRequest("wait must be a positive integer (the pending approval's wait)");
+  }
   if (!req.approved && (req.edit !== undefined || req.always === true || req.alwaysPrefix !== undefined)) {
     throw new RejectedRequest('edit, always and alwaysPrefix go with an approval, not a denial');
   }
@@ -248,6 +259,11 @@ function validateDecide(state: RunState, req: DecideRequest): void {
   const problem = decisionProblem(state.approval, req.toolUseId, req.commandSha256);
   if (problem !== null) throw new RejectedRequest(problem);
   const pending = state.approval.pending as PendingApproval;
+  if (req.wait !== undefined && req.wait !== pending.wait) {
+    throw new RejectedRequest(
+      `this decision is for approval wait ${String(req.wait)} of tool_use ${req.toolUseId}, which is over; the wait now is ${pending.wait === undefined ? 'unnumbered' : String(pending.wait)}: read it again (status) and decide on it`,
+    );
+  }
   if (pending.edit !== undefined) {
     checkEditDecision(state, req, pending.edit);
     return;
@@ -352,11 +368,14 @@ async function applyDecideUpdate(state: RunState, req: DecideRequest): Promise<D
     ...(rule ? { rule: rule.id } : {}),
   });
   const toolUseId = req.toolUseId;
-  await condition(() => approval.lastApplied?.toolUseId === toolUseId);
+  // A numbered wait is told apart from an earlier one of the same tool_use (asked again after a rewind).
+  const wait = pending.wait;
+  await condition(() => (wait !== undefined ? approval.lastApplied?.wait === wait : approval.lastApplied?.toolUseId === toolUseId));
   const applied = approval.lastApplied as AppliedDecision;
   return {
     applied: true,
     toolUseId,
+    ...(wait !== undefined ? { wait } : {}),
     decision: applied.decision ?? (applied.approved ? 'approved' : 'denied'),
     by: req.by,
     ...(rule ? { rule } : {}),
@@ -378,7 +397,8 @@ export async function waitForApproval(
   edit?: PendingEdit,
 ): Promise<AppliedDecision> {
   const { input } = state;
-  const waiting = pendingApproval({ toolUseId, command, requestedAt: new Date().toISOString(), ...(edit ? { edit } : {}) });
+  const wait = patched(APPROVAL_WAIT_PATCH) ? { wait: state.nextApprovalWait() } : {};
+  const waiting = pendingApproval({ toolUseId, command, requestedAt: new Date().toISOString(), ...(edit ? { edit } : {}), ...wait });
   state.askApproval(waiting);
   const what = edit ? `the edit ${edit.command} ${commandDetails(edit.path)}` : commandDetails(command);
   state.setDetails(`waiting for approval of ${what} (tool_use ${markdownText(toolUseId)}; ${markdownText(why)})`);
@@ -401,6 +421,7 @@ export async function waitForApproval(
           ...(d.rule !== undefined ? { rule: d.rule } : {}),
           commandSha256,
           hashChecked: d.commandSha256 !== undefined,
+          ...wait,
         }
       : {
           toolUseId,
@@ -411,6 +432,7 @@ export async function waitForApproval(
           reason: `no decision within ${describeDuration(input.approvalTimeout)}`,
           command: edit ? edit.ruleSubject : command,
           commandSha256,
+          ...wait,
         };
     recordDecision(state, applied);
     return applied;

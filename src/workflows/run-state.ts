@@ -33,7 +33,7 @@ import type { ResolvedInput } from '../contract/input';
 import type { CheckpointRecord, CheckpointResult, RestoreRequest, RewindRecord, RewindRequest } from '../contract/checkpoint';
 import { toSearchText } from '../shared/search-text';
 import { AGENT_AWAITING, AGENT_AWAITING_SINCE, AGENT_COST_USD, AGENT_STATUS, AGENT_TOKENS, AGENT_TURNS } from '../config';
-import { legacyAwaitingSummary } from '../shared/display';
+import { legacyAwaitingSummary, markdownText } from '../shared/display';
 import { capabilitiesOf, contextStrategyOf, contextWindowOf, costUsd, modelInfoOf, type ModelInfo } from '../contract/models';
 import { newApprovalState, type ApprovalState, type Decision } from './approval-state';
 import { ConversationLog } from './conversation';
@@ -158,6 +158,10 @@ export class RunState {
   #rewindsAsked = 0;
   #rewindDone: { n: number; answer?: RewindRecord; error?: string } | null = null;
   #subagentsRunning = 0;
+  /** Workflow ids of the sub-agents running now, oldest first (what the details name). */
+  #subagentIds: string[] = [];
+  /** Approval waits begun in this execution (each wait's number, {@link PendingApproval.wait}). */
+  #approvalWaits = 0;
 
   /**
    * @param input the validated input, every default applied
@@ -310,9 +314,18 @@ export class RunState {
     this.publish();
   }
 
-  /** A sub-agent started (`delta` 1) or ended (`delta` -1). */
-  countSubagent(delta: 1 | -1): void {
+  /**
+   * A sub-agent started (`delta` 1) or ended (`delta` -1). While any runs, the details say the
+   * run waits for them (by workflow id); the next step of the turn sets its own.
+   */
+  countSubagent(delta: 1 | -1, workflowId: string): void {
     this.#subagentsRunning += delta;
+    this.#subagentIds = delta === 1 ? [...this.#subagentIds, workflowId] : this.#subagentIds.filter((id) => id !== workflowId);
+    const ids = this.#subagentIds;
+    if (ids.length > 0)
+      this.setDetails(
+        `waiting for its sub-agent${ids.length > 1 ? 's' : ''} ${ids.map((id) => markdownText(id)).join(', ')} (turn ${this.#turns})`,
+      );
   }
 
   /** A session was opened: it is the run's session now, and a pending restore is done. */
@@ -364,6 +377,11 @@ export class RunState {
     this.#approval.pending = pending;
     this.#approval.decision = null;
     this.setStatus('awaiting_approval');
+  }
+
+  /** The number of the next approval wait of this execution: 1, 2, ... (Update ids are unique per execution only, so the count need not carry). */
+  nextApprovalWait(): number {
+    return ++this.#approvalWaits;
   }
 
   /** A decision for the pending command was accepted (the `decide` Update or the `approve` signal); the approval wait applies it. */

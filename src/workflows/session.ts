@@ -20,6 +20,7 @@ import type { LivenessActivities } from '../activities/liveness';
 import type { SessionActivities } from '../activities/session';
 import {
   SESSION_NOT_FOUND,
+  WORKDIR_UNUSABLE,
   WORKER_SHUTTING_DOWN,
   type CreateWorktreeOutput,
   type RunCommandInput,
@@ -87,6 +88,13 @@ export const DRAINED_NOT_STARTED_PATCH = 'drained-not-started-moves';
  * the answer carries the checkpoint, which the run keeps by turn (rewind, fork: docs/rewind.md).
  */
 export const CHECKPOINT_PATCH = 'workspace-checkpoints';
+
+/**
+ * patched() id: a session that cannot open because the run's working directory cannot be one
+ * (`WorkdirUnusable`: a file, a path under /proc, no permission) ends the run `failed` saying
+ * why, after this turn; before it, each turn's commands failed the same way until the turn budget.
+ */
+export const WORKDIR_ENDS_RUN_PATCH = 'unusable-workdir-ends-run';
 
 /** The checkpoint a tool call of the current turn asks for, when the run takes them. */
 function checkpointAsk(state: RunState): { checkpoint?: CheckpointRequest } {
@@ -394,6 +402,12 @@ export class RunSession {
       return await this.open(undefined);
     } catch (err) {
       if (isCancellation(err)) throw err;
+      if (isWorkdirUnusable(err) && patched(WORKDIR_ENDS_RUN_PATCH)) {
+        // Every later session would meet the same path: the run ends now rather than spend its turns.
+        const error = `no bash session could be started: ${failureMessage(err)}`;
+        this.state.endAfterTurn({ status: 'failed', error });
+        return { text: `Command not run: ${error}, so the run ends here.`, isError: true };
+      }
       return { text: `Command not run: no bash session could be started (${failureMessage(err)}).`, isError: true };
     }
   }
@@ -408,6 +422,13 @@ export class RunSession {
       return { cwd: null, error: failureMessage(err) };
     }
   }
+}
+
+/** Whether `err` is `openSession` failing on a working directory that cannot be one ({@link WORKDIR_UNUSABLE}). */
+function isWorkdirUnusable(err: unknown): boolean {
+  let current: unknown = err;
+  while (current instanceof ActivityFailure && current.cause) current = current.cause;
+  return current instanceof ApplicationFailure && current.type === WORKDIR_UNUSABLE;
 }
 
 /** The run's approval rules as the worker matches them (`{rules}`), or nothing when there are none. */

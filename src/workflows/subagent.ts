@@ -162,8 +162,8 @@ async function runSubagent(state: RunState, session: RunSession, use: ToolUseBlo
   const limit = state.input.subagents ?? 1;
   // Re-checked after each wake: two calls woken by one free slot must not both take it.
   while (state.subagentsRunning >= limit) await condition(() => state.subagentsRunning < limit);
-  state.countSubagent(1);
   const workflowId = subagentWorkflowId(state.workflowId, use.id);
+  state.countSubagent(1, workflowId);
   let worktree: string | undefined;
   let worktreeGit: WorktreeGit | undefined;
   try {
@@ -192,7 +192,7 @@ async function runSubagent(state: RunState, session: RunSession, use: ToolUseBlo
     const why = cause instanceof Error ? cause.message : err instanceof Error ? err.message : String(err);
     return where({ text: `The sub-agent ${workflowId} failed: ${why}`, isError: true }, worktree);
   } finally {
-    state.countSubagent(-1);
+    state.countSubagent(-1, workflowId);
   }
 }
 

@@ -98,6 +98,7 @@ describe('agent-jobs CLI', () => {
     expect(JSON.parse(denied.stdout)).toEqual({
       applied: true,
       toolUseId: 'toolu_rm',
+      wait: expect.any(Number),
       decision: 'denied',
       by: expect.any(String),
       command: 'rm hi.txt',

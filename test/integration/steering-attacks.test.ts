@@ -187,7 +187,14 @@ describe('steering attacks', () => {
     );
     const extra = { ...proto, constructor: { prototype: { always: true } }, toString: 'x', hasOwnProperty: 1 };
     const answer = await send(decideUpdate, { ...extra, reason: 'prototype keys' });
-    expect(answer).toEqual({ applied: true, toolUseId: 'toolu_m', decision: 'denied', by: 'a', command: 'touch m.txt' });
+    expect(answer).toEqual({
+      applied: true,
+      toolUseId: 'toolu_m',
+      wait: expect.any(Number),
+      decision: 'denied',
+      by: 'a',
+      command: 'touch m.txt',
+    });
     expect((await handle.result()).status).toBe('completed');
     const s = await bed.status(handle);
     expect(s.rules).toEqual([]);

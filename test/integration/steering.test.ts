@@ -154,6 +154,7 @@ describe('steering', () => {
     expect(answer).toEqual({
       applied: true,
       toolUseId: 'toolu_w',
+      wait: 1,
       decision: answer.by === 'alice' ? 'approved' : 'denied',
       by: answer.by,
       command: 'touch w.txt',
@@ -168,7 +169,7 @@ describe('steering', () => {
     const handle = await bed.start({ task: 'clean', approval: 'policy' }, 'steer-edit');
     await bed.pendingApproval(handle);
     const answer = await decide(handle, { toolUseId: 'toolu_e', by: 'carol', edit: 'echo kept build' }, 'rm -rf build');
-    expect(answer).toEqual({ applied: true, toolUseId: 'toolu_e', decision: 'edited', by: 'carol', command: 'echo kept build' });
+    expect(answer).toEqual({ applied: true, toolUseId: 'toolu_e', wait: 1, decision: 'edited', by: 'carol', command: 'echo kept build' });
     expect((await handle.result()).status).toBe('completed');
     expect(bed.audit().map((a) => a.command)).toEqual(['echo kept build']);
     const [result] = bed.resultsSentIn(1);

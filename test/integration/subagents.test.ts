@@ -136,6 +136,10 @@ describe('sub-agents', () => {
     expect(json.find((r) => r.workflowId === childId)).toMatchObject({ parentId: handle.workflowId });
     const status = await cli(bed.address, 'status', childId);
     expect(status.stdout).toContain(`sub-agent of: ${handle.workflowId}`);
+    // The parent, meanwhile, says it waits for its sub-agent (not for Claude: its model call is long done).
+    const parent = await cli(bed.address, 'status', handle.workflowId);
+    expect(parent.stdout).toContain(`now:    waiting for its sub-agent \`${childId}\` (turn 1)`);
+    expect(parent.stdout).not.toContain('waiting for Claude');
 
     const approved = await cli(bed.address, 'approve', childId, '--by', 'alice');
     expect(approved.code).toBe(0);

@@ -4,6 +4,7 @@ import { CliError } from '../errors';
 import { statusJson } from '../render/run';
 import { oneLine, printJson, printLines, printShown } from '../render/text';
 import { withClient } from '../context';
+import { asTyped } from '../invocation';
 
 /** How long `cancel` waits for the run to end after the request, in ms: 30 s. */
 const CANCEL_WAIT_MS = 30_000;
@@ -25,7 +26,9 @@ export function registerCancel(program: Command): void {
         await run.cancel();
         if (!(await jobs.workerPolling())) {
           if (opts.json) return printJson({ workflowId, cancelRequested: true, status: 'running' });
-          return printLines(`cancel requested for ${workflowId}; no worker is running, so it ends when one starts (agent-jobs worker)`);
+          return printLines(
+            asTyped(`cancel requested for ${workflowId}; no worker is running, so it ends when one starts (agent-jobs worker)`),
+          );
         }
         // The run answers every open tool_use and closes its session, then ends; wait up to 30 s for that.
         if (!(await run.waitForEnd(CANCEL_WAIT_MS)) && (await run.isOpen())) {

@@ -4,6 +4,7 @@
  * `temporal workflow show` decode runs for whoever holds the token
  * (docs/security.md, "Encryption").
  */
+import { cliCommand } from '../invocation';
 import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
 import {
@@ -112,7 +113,7 @@ export function registerCodecServer(program: Command): void {
           [
             `codec server on ${server.url} (keys ${keys.source}, encrypting with ${keys.current.id}; blobs ${claimCheck?.options.store.description ?? 'none'}; CORS for ${corsOrigins.join(', ')})`,
             `token (${tokenFrom === 'generated' ? 'made now; set AGENT_JOBS_CODEC_TOKEN to keep one' : 'from AGENT_JOBS_CODEC_TOKEN'}): ${token}`,
-            `  Temporal UI: codec endpoint ${uiEndpoint}   (or: agent-jobs server --ui-codec-endpoint ${uiEndpoint})`,
+            `  Temporal UI: codec endpoint ${uiEndpoint}   (or: ${cliCommand()} server --ui-codec-endpoint ${uiEndpoint})`,
             `  Temporal CLI: temporal workflow show -w <id> --codec-endpoint ${server.url} --codec-auth "Bearer ${token}"`,
             '',
           ].join('\n'),

@@ -1,4 +1,5 @@
 /** `agent-jobs model-server`: the scripted Messages API server (docs/scripted-server.md). */
+import { cliCommand } from '../invocation';
 import type { Command } from 'commander';
 import { ModelScriptError, runModelServerCommand, type ModelServerCommandOptions } from '../../dev/model-server';
 import { CliError } from '../errors';
@@ -23,7 +24,7 @@ export function modelServerError(err: unknown, opts: Pick<ModelServerCommandOpti
   }
   const { code, syscall } = (err ?? {}) as { code?: unknown; syscall?: unknown };
   const freePort = 'or leave --port out for a free one';
-  let hint = 'see `agent-jobs model-server --help`';
+  let hint = `see \`${cliCommand()} model-server --help\``;
   if (code === 'EADDRINUSE') hint = `another process listens on port ${opts.port ?? '?'}: choose another --port, ${freePort}`;
   else if (code === 'EACCES' && syscall === 'listen') hint = `ports below 1024 need root: choose another --port, ${freePort}`;
   else if (code === 'EADDRNOTAVAIL' || syscall === 'getaddrinfo')

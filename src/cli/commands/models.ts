@@ -1,4 +1,5 @@
 /** `agent-jobs models`: the model table the CLI starts runs with (built-in rows, `AGENT_JOBS_MODELS` merged over them). */
+import { cliCommand } from '../invocation';
 import Table from 'cli-table3';
 import type { Command } from 'commander';
 import { DEFAULT_MODEL } from '../../config';
@@ -68,7 +69,7 @@ export function registerModels(program: Command): void {
       printLines(
         table.toString(),
         'Prices in USD per million tokens. thinking: adaptive-only (--effort only), adaptive (--effort; +budget: --thinking N too), budget (--thinking N);',
-        '"bound": thinking blocks are bound to the prefix, so nothing already sent is ever edited. Sources: agent-jobs models --json.',
+        `"bound": thinking blocks are bound to the prefix, so nothing already sent is ever edited. Sources: ${cliCommand()} models --json.`,
       );
     });
 }

@@ -31,6 +31,7 @@ import {
 } from '../../config';
 import { SHARED_TASK_QUEUE } from '../../config';
 import { CliError } from '../errors';
+import { checkWorkdir } from '../workdir';
 import { printJson, printLines } from '../render/text';
 import { withClient } from '../context';
 import { durationMs, formatDurationMs, positiveInt, positiveNumber, toolList } from '../parse';
@@ -267,6 +268,7 @@ export function registerStart(program: Command): void {
     .option('--json', 'print {"workflowId","runId","uiUrl"}')
     .action(async (task: string[], opts: StartOptions) => {
       const input = buildInput(task, opts);
+      if (opts.workdir !== undefined) await checkWorkdir(opts.workdir);
       await withClient(async (jobs) => {
         const run = await jobs.start(input, opts.id !== undefined ? { workflowId: opts.id } : {});
         const { workflowId } = run;

@@ -6,6 +6,7 @@
 import { isText, isToolResult, isToolUse } from '../../contract';
 import type { ContentBlock, Message, ToolResultBlock, TranscriptView } from '../../contract';
 import { TEXT_EDITOR_NAME } from '../../contract/text-editor';
+import { SUBAGENT_TOOL_NAME } from '../../contract/subagent';
 import { SHOWN_OUTPUT_LINES, commandLines, indent, jsonText, oneLine } from './text';
 import { splitNotes } from '../../shared/notes';
 import { safeText } from '../../shared/display';
@@ -85,10 +86,14 @@ export function describeMessage(
   for (const b of blocks) {
     if (isText(b)) lines.push(runText(hanging(index === 0 ? 'task: ' : `${message.role === 'assistant' ? 'claude' : 'user'}: `, b.text)));
     else if (isToolUse(b)) {
-      const input = (b.input ?? {}) as { command?: unknown; restart?: unknown; path?: unknown };
+      const input = (b.input ?? {}) as { command?: unknown; restart?: unknown; path?: unknown; description?: unknown; prompt?: unknown };
       const suffix = `    [${b.id}]`;
       if (b.name === TEXT_EDITOR_NAME) lines.push(editRequestLine(input, suffix));
-      else if (input.restart !== true && typeof input.command === 'string')
+      else if (b.name === SUBAGENT_TOOL_NAME && typeof input.description === 'string') {
+        // A sub-agent call is no command: its label, then the task the child gets (docs/subagents.md).
+        lines.push(oneLine`claude hands to a sub-agent: ${input.description}${suffix}`);
+        if (typeof input.prompt === 'string') lines.push(runText(hanging('  prompt: ', input.prompt)));
+      } else if (input.restart !== true && typeof input.command === 'string')
         lines.push(...commandLines(input.command, { label: 'claude asks to run: ', suffix }));
       else
         lines.push(`claude asks to run: ${input.restart === true ? '(restart the session)' : jsonText(b.input)}${safeText(suffix, false)}`);

@@ -7,6 +7,7 @@
  * to the raw text (an unambiguous escaping cannot be applied twice); lines
  * made of such parts are printed with {@link printShown}.
  */
+import { cliCommand } from '../invocation';
 import {
   ESCAPE_LEGEND,
   displayCommand,
@@ -119,6 +120,6 @@ export function indent(text: string, prefix = '    ', maxLines = SHOWN_OUTPUT_LI
   const lines = text.replace(/\n+$/, '').split('\n');
   const shown = lines.slice(0, maxLines).map((l) => `${prefix}${l}`);
   if (lines.length > maxLines)
-    shown.push(`${prefix}… ${lines.length - maxLines} more lines (agent-jobs transcript <workflowId> --full shows all)`);
+    shown.push(`${prefix}… ${lines.length - maxLines} more lines (${cliCommand()} transcript <workflowId> --full shows all)`);
   return shown.join('\n');
 }

@@ -10,8 +10,8 @@ describe('how a hint writes the CLI', () => {
 
   test('asTyped rewrites every quoted command, and only those', () => {
     const npx = { npm_command: 'exec' };
-    expect(asTyped('see `agent-jobs status r1`; or `agent-jobs worker`', npx)).toBe(
-      'see `npx agent-jobs status r1`; or `npx agent-jobs worker`',
+    expect(asTyped('see `agent-jobs status r1`; or `agent-jobs pending`', npx)).toBe(
+      'see `npx agent-jobs status r1`; or `npx agent-jobs pending`',
     );
     expect(asTyped('list runs with `agent-jobs`', npx)).toBe('list runs with `npx agent-jobs`');
     // The product's name in prose, a task queue or a user name stays as it is.

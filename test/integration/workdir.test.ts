@@ -1,0 +1,51 @@
+/**
+ * A working directory that cannot be one (real dev server, worker, bash, scripted model): the
+ * CLI refuses what it can see before starting (a file, a file on the way, a kernel file system,
+ * however the path is spelled); a run that gets past it (started by another client) ends
+ * `failed` with the reason after its first turn, instead of spending every turn on it.
+ */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { cli } from './cli-process';
+import { TestBed, toolUse } from './harness';
+
+describe('an unusable --workdir', () => {
+  let bed: TestBed;
+  afterEach(async () => bed?.close());
+
+  test('the CLI refuses it before starting; a run started past it ends failed after one model call, saying why', async () => {
+    const again = { content: [toolUse('toolu_1', 'ls')], stop_reason: 'tool_use' as const };
+    bed = await TestBed.create({ script: { responses: [again, again, again, again, again] } });
+    const file = path.join(bed.workspaces, '..', 'a-file');
+    writeFileSync(file, 'x');
+    const refused: Array<[string, RegExp]> = [
+      [file, /it is a file, not a directory/],
+      [`${file}/sub/dir`, /a-file is a file, not a directory/],
+      ['/proc/nope', /under \/proc, a kernel file system/],
+      ['/proc', /under \/proc, a kernel file system/],
+      ['/tmp/../proc/self/x', /under \/proc, a kernel file system/],
+      ['/sys//kernel/x', /under \/sys, a kernel file system/],
+      ['   ', /it is empty/],
+    ];
+    for (const [dir, why] of refused) {
+      const r = await cli(bed.address, 'start', 'list', 'files', '--workdir', dir, '--id', 'never-started', '--json');
+      expect([dir, r.code, r.stdout]).toEqual([dir, 1, '']);
+      expect(r.stderr).toMatch(why);
+      expect(r.stderr).toContain('hint: give a directory');
+    }
+    // Nothing was started by any of them.
+    expect((await cli(bed.address, 'status', 'never-started')).stderr).toContain('no run with id never-started');
+
+    // Past the CLI (another client, or a path that differs on the worker's machine): the worker's check ends it.
+    const handle = await bed.start({ task: 'list files', approval: 'auto', workdir: file, maxTurns: 5 }, 'workdir-unusable');
+    const result = await handle.result();
+    expect(result.status).toBe('failed');
+    expect(result.error).toContain(`cannot use ${file} as the working directory: it exists but is not a directory`);
+    expect(bed.sentMessages()).toHaveLength(1);
+    const viaCli = await bed.start({ task: 'list files', approval: 'auto', workdir: '/proc/nope', maxTurns: 5 });
+    const procResult = await viaCli.result();
+    expect(procResult).toMatchObject({ status: 'failed' });
+    expect(procResult.error).toMatch(/cannot create the working directory \/proc\/nope: E[A-Z]+/);
+    expect(bed.sentMessages()).toHaveLength(2);
+  }, 240_000);
+});
