@@ -70,6 +70,7 @@ describe('commands shown escaped and approvals bound to their hash', () => {
     const status = JSON.parse(json) as { pendingApproval: unknown; details: string };
     expect(status.pendingApproval).toEqual({
       toolUseId: 'toolu_x',
+      wait: 1,
       command: COMMAND,
       requestedAt: expect.any(String),
       display: DISPLAY,

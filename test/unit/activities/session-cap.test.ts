@@ -74,14 +74,11 @@ describe('SessionRegistry capacity through openSession', () => {
     expect(() => registry.require(first.sessionId, 'w1')).toThrow(/holds no bash session/);
   });
 
-  test('a start that fails gives its slot back; retryable before attempt 3, non-retryable from it', async () => {
+  test('a start whose working directory cannot be one gives its slot back and fails for good at once (WorkdirUnusable)', async () => {
     const bad = { workflowId: 'run-1', workdir: '/proc/self/no-such-dir' };
     const early = activities(1, 2);
     await expect(early.run(early.openSession, bad)).rejects.toThrow(/cannot create the working directory/);
-    await expect(early.run(early.openSession, bad)).rejects.not.toBeInstanceOf(ApplicationFailure);
-    expect(registry.count).toBe(0);
-    const last = activities(1, 3);
-    await expect(last.run(last.openSession, bad)).rejects.toMatchObject({ nonRetryable: true, type: 'Error' });
+    await expect(early.run(early.openSession, bad)).rejects.toMatchObject({ nonRetryable: true, type: 'WorkdirUnusable' });
     expect(registry.count).toBe(0);
   });
 });
