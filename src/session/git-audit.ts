@@ -530,13 +530,23 @@ const COMPLETED_WHY =
 export const MISSING_SWEEP_MS = 250;
 
 /**
+ * Events {@link watchMissing}'s watches may deliver between two sweeps; past it they are closed until the next sweep.
+ * A job that renames in a watched folder in a loop (a second session's, on the same workspace) makes events faster than
+ * Node reads them, and libuv reads inotify until the queue is empty: without a bound the worker's event loop served
+ * nothing else for as long as the job ran (71 s for one session start with two cores busy).
+ */
+export const WATCH_EVENT_BUDGET = 64;
+
+/**
  * Watches the paths of `b.missing` while the session is open, between its commands too (round 21: a background job's
  * file there, written after a command's audit, ran in the person's `git status` on the host while the session was
  * idle): an inotify watch (`fs.watch`) on the deepest folder on the way to each that exists (a real folder, not a
  * symlink), set again on every event, so that a folder the session makes on the way is followed; on any event in one
  * of them, and every {@link MISSING_SWEEP_MS} whatever the events (Node's watch drops the kernel's `IN_Q_OVERFLOW`
  * unreported, and a folder made and filled before its watch is set sends nothing), what stands at each path is moved
- * ({@link moveMissing}) and `report` is called with the findings. Nothing for a baseline with no missing path.
+ * ({@link moveMissing}) and `report` is called with the findings. Past {@link WATCH_EVENT_BUDGET} events between two
+ * sweeps the watches are closed and the sweep alone keeps the bound until the next one sets them again (a storm of
+ * events must not take the worker's event loop). Nothing for a baseline with no missing path.
  * `sweepMs` (default {@link MISSING_SWEEP_MS}) and `watch` (default `fs.watch`) are the tests' to set.
  * @returns stop: closes the watches and the sweep (call before the last audit)
  */
@@ -550,6 +560,17 @@ export function watchMissing(
   const watches = new Map<string, fs.FSWatcher>();
   let stopped = false;
   let pending = false;
+  // Events since the last sweep; past the budget no watch is set until the next sweep.
+  let events = 0;
+  const closeAll = (): void => {
+    for (const w of watches.values()) w.close();
+    watches.clear();
+  };
+  const onEvent = (): void => {
+    if (stopped) return;
+    if (++events > WATCH_EVENT_BUDGET) closeAll();
+    schedule();
+  };
   const check = (): void => {
     pending = false;
     if (stopped) return;
@@ -572,6 +593,7 @@ export function watchMissing(
     setImmediate(check);
   };
   const arm = (): boolean => {
+    if (events > WATCH_EVENT_BUDGET) return false;
     const want = new Set([...b.missing, ...b.completed].map((rel) => deepestFolder(b.workspace, rel)));
     for (const [dir, w] of watches)
       if (!want.has(dir)) {
@@ -582,7 +604,7 @@ export function watchMissing(
     for (const dir of want) {
       if (watches.has(dir)) continue;
       try {
-        const w = watch(nameBytes(dir), schedule);
+        const w = watch(nameBytes(dir), onEvent);
         w.on('error', () => {
           w.close();
           watches.delete(dir);
@@ -597,14 +619,16 @@ export function watchMissing(
     return added;
   };
   arm();
-  const timer = setInterval(check, sweepMs);
+  const timer = setInterval(() => {
+    events = 0;
+    check();
+  }, sweepMs);
   timer.unref();
   schedule();
   return () => {
     stopped = true;
     clearInterval(timer);
-    for (const w of watches.values()) w.close();
-    watches.clear();
+    closeAll();
   };
 }
 

@@ -3,11 +3,13 @@
  * ways to see a file made at a missing path, alone. The inotify watch, with the sweep set far away, must move a file
  * made there, in a folder made after the watch began too; the sweep, with every watch refused (as when the kernel's
  * queue overflows and Node drops `IN_Q_OVERFLOW`, or a folder is filled before its watch is set), must move it all the
- * same. Attacks through real sessions: test/unit/attack/missing-watch.test.ts.
+ * same; and a storm of events must close the watches until the next sweep rather than take the event loop. Attacks
+ * through real sessions: test/unit/attack/missing-watch.test.ts.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { recordGit, watchMissing, type GitFinding } from '../../../src/session/git-audit';
+import { spawn } from 'node:child_process';
+import { recordGit, watchMissing, WATCH_EVENT_BUDGET, type GitFinding } from '../../../src/session/git-audit';
 import { removeTempDirs, tempDir, waitUntil } from './helpers';
 
 afterAll(removeTempDirs);
@@ -77,3 +79,47 @@ test('stopped, it moves nothing more', async () => {
   stop();
   expect(found).toEqual([]);
 });
+
+test('a storm of events in a watched folder closes the watches until the next sweep, and the sweep still moves what is made', async () => {
+  const { ws, b } = await baseline(['tools/fsmon.sh']);
+  fs.mkdirSync(path.join(ws, 'tools/x'));
+  // A job that renames in the watched folder in a loop: events faster than Node reads them.
+  const flipper = spawn('python3', ['-c', FLIP, path.join(ws, 'tools')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let renames = '';
+  flipper.stdout.on('data', (d: Buffer) => (renames += d.toString()));
+  const exited = new Promise((resolve) => flipper.on('exit', resolve));
+  let delivered = 0;
+  const watch = (dir: string | Buffer, listener: () => void): fs.FSWatcher =>
+    fs.watch(dir, { persistent: false }, () => {
+      delivered++;
+      listener();
+    });
+  const found: GitFinding[] = [];
+  const sweepMs = 100;
+  const began = Date.now();
+  const stop = watchMissing(b, (f) => found.push(...f), sweepMs, watch);
+  try {
+    await exited;
+    const sweeps = Math.ceil((Date.now() - began) / sweepMs) + 1;
+    expect(Number(renames.trim())).toBeGreaterThan(20 * sweeps * WATCH_EVENT_BUDGET); // a storm, far past the budget
+    // At most the budget per sweep (and what one read of the kernel's queue held when the watch closed), not one per
+    // rename: 716,632 deliveries in 1.5 s without the budget, 1,040 with it.
+    expect(delivered).toBeLessThanOrEqual(2 * sweeps * WATCH_EVENT_BUDGET);
+    fs.writeFileSync(path.join(ws, 'tools/fsmon.sh'), '#!/bin/sh\n');
+    await waitUntil('the move of tools/fsmon.sh', () => found.some((f) => f.path === path.join(ws, 'tools/fsmon.sh')), 10_000);
+    expect(fs.existsSync(path.join(ws, 'tools/fsmon.sh'))).toBe(false);
+  } finally {
+    flipper.kill('SIGKILL');
+    stop();
+  }
+});
+
+/** Renames `<dir>/x` to `<dir>/y` and back for 1.5 s, then prints how many renames it made. */
+const FLIP = `
+import os, sys, time
+d = sys.argv[1]
+n, end = 0, time.time() + 1.5
+while time.time() < end:
+  os.rename(d + '/x', d + '/y'); os.rename(d + '/y', d + '/x'); n += 2
+print(n)
+`;
