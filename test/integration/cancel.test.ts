@@ -4,8 +4,6 @@
  * tool_use; a run cancelled while it waits for approval pairs the pending
  * tool_use too.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
 import type { ToolResultBlock } from '../../src/contract';
 import { napSeconds, processesMatching, TestBed, toolUse, waitFor } from './harness';
 
@@ -86,14 +84,25 @@ describe('cancellation', () => {
         responses: [
           { content: [{ type: 'tool_use', id: 'toolu_restart', name: 'bash', input: { restart: true } }], stop_reason: 'tool_use' },
         ],
+        conversations: [
+          {
+            task: 'hold the only session',
+            responses: [
+              { content: [{ type: 'tool_use', id: 'toolu_hold', name: 'bash', input: { command: 'sleep 300' } }], stop_reason: 'tool_use' },
+            ],
+          },
+        ],
       },
+      // One session per worker, held by another run: every openSession of the run under test is refused with the
+      // retryable WorkerFull, so its restart (there is no session yet: it opens one) is still in flight when the cancel comes.
+      workerEnv: { AGENT_JOBS_MAX_SESSIONS: '1' },
     });
-    // A working directory that is a file: every openSession attempt fails and is retried (1 s, then 2 s apart),
-    // so the restart (there is no session yet: it opens one) is still in flight when the cancel comes.
-    const notADir = path.join(bed.workspaces, 'not-a-directory');
-    mkdirSync(bed.workspaces, { recursive: true });
-    writeFileSync(notADir, 'a file');
-    const handle = await bed.start({ task: 'restart then get cancelled', approval: 'auto', workdir: notADir }, 'cancel-mid-restart');
+    const holder = await bed.start({ task: 'hold the only session', approval: 'auto' });
+    await waitFor('the holder to run its command', async () => {
+      const pending = (await holder.describe()).raw.pendingActivities ?? [];
+      return pending.some((a) => a.activityType?.name === 'runCommand');
+    });
+    const handle = await bed.start({ task: 'restart then get cancelled', approval: 'auto' }, 'cancel-mid-restart');
     await waitFor('openSession to be retried', async () => {
       const pending = (await handle.describe()).raw.pendingActivities ?? [];
       return pending.some((a) => a.activityType?.name === 'openSession' && (a.attempt ?? 0) >= 2);
