@@ -592,32 +592,14 @@ export function watchMissing(
     pending = true;
     setImmediate(check);
   };
-  const arm = (): boolean => {
-    if (events > WATCH_EVENT_BUDGET) return false;
-    const want = new Set([...b.missing, ...b.completed].map((rel) => deepestFolder(b.workspace, rel)));
-    for (const [dir, w] of watches)
-      if (!want.has(dir)) {
-        w.close();
-        watches.delete(dir);
-      }
-    let added = false;
-    for (const dir of want) {
-      if (watches.has(dir)) continue;
-      try {
-        const w = watch(nameBytes(dir), onEvent);
-        w.on('error', () => {
-          w.close();
-          watches.delete(dir);
-          schedule();
-        });
-        watches.set(dir, w);
-        added = true;
-      } catch {
-        /* gone meanwhile: the sweep sets it again */
-      }
-    }
-    return added;
-  };
+  const arm = (): boolean =>
+    events <= WATCH_EVENT_BUDGET &&
+    setWatches(
+      watches,
+      new Set([...b.missing, ...b.completed].map((rel) => deepestFolder(b.workspace, rel))),
+      (dir) => watch(nameBytes(dir), onEvent),
+      schedule,
+    );
   arm();
   const timer = setInterval(() => {
     events = 0;
@@ -630,6 +612,36 @@ export function watchMissing(
     clearInterval(timer);
     closeAll();
   };
+}
+
+/**
+ * Makes `watches` (folder → its watch) hold exactly the folders of `want`: closes the others, and sets a watch on each
+ * new one with `open`; a watch that fails is closed and dropped, then `lost` is called (the caller checks at once).
+ * @returns whether a watch was set (a folder new on the way, to be checked once more for what was made before)
+ */
+function setWatches(watches: Map<string, fs.FSWatcher>, want: Set<string>, open: (dir: string) => fs.FSWatcher, lost: () => void): boolean {
+  for (const [dir, w] of watches)
+    if (!want.has(dir)) {
+      w.close();
+      watches.delete(dir);
+    }
+  let added = false;
+  for (const dir of want) {
+    if (watches.has(dir)) continue;
+    try {
+      const w = open(dir);
+      w.on('error', () => {
+        w.close();
+        watches.delete(dir);
+        lost();
+      });
+      watches.set(dir, w);
+      added = true;
+    } catch {
+      /* gone meanwhile: the sweep sets it again */
+    }
+  }
+  return added;
 }
 
 /** The deepest folder on the way to `rel` (relative to `workspace`) that exists as a real folder (no symlink): the workspace at least. */
