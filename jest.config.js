@@ -9,6 +9,7 @@ const fs = require('node:fs');
 // jest worker, so no child inherits it; a test of it sets it on its own child.
 delete process.env.npm_command;
 const path = require('node:path');
+const { SLOW_MODE, ignoredPaths } = require('./test/slow-suites');
 
 function esmPackages(dir = path.join(__dirname, 'node_modules'), found = new Set()) {
   if (!fs.existsSync(dir)) return found;
@@ -43,9 +44,16 @@ const common = {
     '^.+\\.[tj]s$': ['ts-jest', { tsconfig: 'tsconfig.test.json' }],
   },
   transformIgnorePatterns: [`/node_modules/(?!(${esmOnly.join('|')})/)`],
+  // The slow suites run only when asked (test/slow-suites.js): `npm test` leaves them out, .ci/run runs them after it.
+  testPathIgnorePatterns: ignoredPaths(),
   // unicorn-magic (used by execa) exports only an "import" condition.
   moduleNameMapper: { '^unicorn-magic$': '<rootDir>/node_modules/unicorn-magic/node.js' },
 };
+
+if (SLOW_MODE === 'skip' && !process.env.JEST_WORKER_ID)
+  process.stderr.write(
+    'test: the slow suites are left out (test/slow-suites.js); AGENT_JOBS_SLOW_TESTS=only runs them, 1 runs everything\n',
+  );
 
 /** @type {import('jest').Config} */
 module.exports = {

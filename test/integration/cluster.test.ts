@@ -6,9 +6,9 @@
  * on a worker connected to server 0; server 1 is SIGKILLed and restarted
  * while a second run goes on; `down` leaves no process behind.
  *
- * Runs only when AGENT_JOBS_SLOW_TESTS=1 (.ci/run sets it; `npm test` alone
- * skips this slow suite) and where Go (or an already built server in
- * .tools/) and PostgreSQL are installed; otherwise it is skipped and says why.
+ * A slow suite (test/slow-suites.js): `npm test` leaves it out, .ci/run runs
+ * it after (AGENT_JOBS_SLOW_TESTS=only), where Go (or an already built server
+ * in .tools/) and PostgreSQL are installed; otherwise it is skipped and says why.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -53,15 +53,11 @@ function hasPostgres(): boolean {
   }
 }
 
-/** The slow suites (this one builds the Temporal server from Go: 6 min on a quiet machine, 24 loaded) run when asked; .ci/run asks. */
-const slowAsked = process.env.AGENT_JOBS_SLOW_TESTS === '1';
+// A slow suite (it builds the Temporal server from Go: 6 min on a quiet machine, 24 loaded): test/slow-suites.js leaves
+// it out of `npm test`; .ci/run runs it after.
 const available = hasGoOrServer() && hasPostgres();
-if (!slowAsked)
-  console.warn(
-    'cluster.test.ts skipped: a slow suite (it builds the Temporal server from Go); AGENT_JOBS_SLOW_TESTS=1 runs it, as .ci/run does',
-  );
-else if (!available) console.warn('cluster.test.ts skipped: it needs Go (or a server built in .tools/temporal-server) and PostgreSQL');
-const describeIfTools = slowAsked && available ? describe : describe.skip;
+if (!available) console.warn('cluster.test.ts skipped: it needs Go (or a server built in .tools/temporal-server) and PostgreSQL');
+const describeIfTools = available ? describe : describe.skip;
 
 /** Pids of processes whose command line mentions `text`. */
 function processesMentioning(text: string): number[] {

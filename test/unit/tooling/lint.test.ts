@@ -10,6 +10,7 @@
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
+import { fastAsked, fastDescribe, slowAsked, slowDescribe } from '../../slow';
 
 const ROOT = path.resolve(__dirname, '../../..');
 const ESLINT = path.join(ROOT, 'node_modules/eslint/bin/eslint.js');
@@ -51,6 +52,8 @@ let queued: Promise<unknown> = Promise.resolve();
  * @returns `run`'s promise (awaited by the test that needs it)
  */
 function besideEslint<T>(run: () => Promise<T>): Promise<T> {
+  // Collected but skipped (only the slow suites run): nothing to start.
+  if (!fastAsked) return new Promise<T>(() => undefined);
   const p = queued.then(run);
   queued = p.catch(() => undefined);
   return p;
@@ -72,13 +75,12 @@ function describeFindings(results: FileResult[]): string[] {
  * check): its type-aware pass type-checks every source and test file, 56 s of a CI run's jest time, and no option tried
  * made it cheaper (docs/development.md, "Slow suites").
  */
-const slowAsked = process.env.AGENT_JOBS_SLOW_TESTS === '1';
 if (!slowAsked)
   console.warn(
-    'lint.test.ts: ESLint over the project skipped, a slow suite; `npm run lint` runs it, and AGENT_JOBS_SLOW_TESTS=1 as .ci/run does',
+    'lint.test.ts: ESLint over the project skipped, a slow suite; `npm run lint` runs it, and AGENT_JOBS_SLOW_TESTS=only as .ci/run does',
   );
 
-(slowAsked ? describe : describe.skip)('eslint', () => {
+slowDescribe('eslint', () => {
   // Started as the file is collected, so the other children below run beside it.
   const eslintRun = slowAsked ? node([ESLINT, '--format', 'json', '--max-warnings', '0', '.']) : Promise.reject(new Error('not run'));
   eslintRun.catch(() => undefined);
@@ -101,7 +103,7 @@ if (!slowAsked)
   }, 300_000);
 });
 
-describe('prettier', () => {
+fastDescribe('prettier', () => {
   // --list-different: exit 0 when all are formatted, 1 with their names, 2 on an error.
   const prettierRun = besideEslint(() => node([PRETTIER, '--list-different', '.']));
   test('every file Prettier covers is formatted', async () => {
@@ -114,7 +116,7 @@ describe('prettier', () => {
   }, 120_000);
 });
 
-describe('workflow determinism rules', () => {
+fastDescribe('workflow determinism rules', () => {
   // One source, linted as if it were a file in each folder. Line numbers matter: see LINES.
   const SOURCE = [
     "import { readFileSync } from 'node:fs';",
@@ -210,7 +212,7 @@ describe('workflow determinism rules', () => {
   });
 });
 
-describe('workflow determinism rules: the ways around them', () => {
+fastDescribe('workflow determinism rules: the ways around them', () => {
   // Each line of BYPASSES gets past the rules above in some way an engineer (or a refactor) could write; each must be
   // reported, on its own line, by the rule named. Whether the SDK's sandbox would also stop it at run time is in the
   // comment: those it would not stop are the real holes (time zone, locale, `unsafe`); the rest fail the workflow task

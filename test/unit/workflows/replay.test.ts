@@ -15,6 +15,7 @@ import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { randomBytes } from 'node:crypto';
 import { Worker } from '@temporalio/worker';
 import { EncryptionCodec } from '../../../src/codec';
+import { fastTest, slowAsked, slowTest } from '../../slow';
 
 const DIR = path.resolve(__dirname, '../../fixtures/histories');
 // A history whose payloads are large is saved gzipped (`.json.gz`).
@@ -65,25 +66,27 @@ function replayIn(zone: string, workflowsPath: string): Promise<string[]> {
 }
 
 /**
- * The replays in other time zones are a slow suite, run when AGENT_JOBS_SLOW_TESTS=1 (.ci/run sets it): each bundles the
- * workflows with webpack again in a child process and replays every saved history there, 23 s of a CI run's jest time
- * for the two tests (docs/development.md, "Slow suites"). The replay in this machine's zone always runs.
+ * The replays in other time zones are a slow suite (test/slow-suites.js; `.ci/run` runs them after `npm test`): each
+ * bundles the workflows with webpack again in a child process and replays every saved history there, 23 s of a CI run's
+ * jest time for the two tests (docs/development.md, "Slow suites"). The replay in this machine's zone runs in `npm test`.
  */
-const slowAsked = process.env.AGENT_JOBS_SLOW_TESTS === '1';
 if (!slowAsked)
   console.warn(
-    'replay.test.ts: the replays in another time zone skipped, a slow suite; AGENT_JOBS_SLOW_TESTS=1 runs them, as .ci/run does',
+    'replay.test.ts: the replays in another time zone skipped, a slow suite; AGENT_JOBS_SLOW_TESTS=only runs them, as .ci/run does',
   );
-const slowTest = slowAsked ? test : test.skip;
 
 describe('replay of saved histories', () => {
-  test('there are saved histories for the main paths', () => {
+  fastTest('there are saved histories for the main paths', () => {
     expect(files.length).toBeGreaterThanOrEqual(5);
   });
 
-  test('every saved history replays without a determinism error', async () => {
-    expect(await replayHere(WORKFLOWS)).toEqual([]);
-  }, 120_000);
+  fastTest(
+    'every saved history replays without a determinism error',
+    async () => {
+      expect(await replayHere(WORKFLOWS)).toEqual([]);
+    },
+    120_000,
+  );
 
   slowTest(
     `every saved history replays in another time zone (${OTHER_TIME_ZONE})`,

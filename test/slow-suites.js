@@ -1,0 +1,37 @@
+/**
+ * The slow suites: what `npm test` leaves out by default, and `.ci/run` runs as a second step (docs/development.md,
+ * "Slow suites"). `AGENT_JOBS_SLOW_TESTS` says which part of the suite runs:
+ * - unset or `0`: all but the slow suites (`npm test`, the README's command);
+ * - `1`: everything, in one run;
+ * - `only`: the slow suites alone (`.ci/run` after `npm test`, so that each of the two is timed on its own).
+ * Whole files are chosen by path ({@link SLOW_FILES}, jest.config.js `testPathIgnorePatterns`); a file of
+ * {@link MIXED_FILES} holds fast and slow tests and picks its own with test/slow.ts.
+ * Any other value is refused, so that a typo does not silently run the wrong part.
+ */
+const mode = process.env.AGENT_JOBS_SLOW_TESTS ?? '';
+if (!['', '0', '1', 'only'].includes(mode)) {
+  throw new Error(`AGENT_JOBS_SLOW_TESTS=${mode}: expected 1 (everything), only (the slow suites) or nothing (all but them)`);
+}
+/** `skip` (default), `all` or `only`. */
+const SLOW_MODE = mode === '1' ? 'all' : mode === 'only' ? 'only' : 'skip';
+
+/**
+ * Files that are slow as a whole (regular expressions on the absolute path). The adversary rounds: every attack
+ * a past adversary round found, as written then (24 files, 370 s of a quiet CI run's 2,264 s of file time); the
+ * protections they prove have tests of their own that `npm test` runs. The cluster: it builds the Temporal server
+ * from Go (6 to 24 minutes; 42 s with the build cached).
+ */
+const SLOW_FILES = ['/test/unit/attack/adversary-round[^/]*\\.test\\.ts$', '/test/integration/cluster\\.test\\.ts$'];
+
+/** Files that hold both: ESLint over the project (lint.test.ts) and the replays in another time zone (replay.test.ts). */
+const MIXED_FILES = ['/test/unit/tooling/lint\\.test\\.ts$', '/test/unit/workflows/replay\\.test\\.ts$'];
+
+/** What each jest project ignores in this mode, besides node_modules. */
+function ignoredPaths() {
+  if (SLOW_MODE === 'all') return ['/node_modules/'];
+  if (SLOW_MODE === 'skip') return ['/node_modules/', ...SLOW_FILES];
+  // Everything that is neither slow nor mixed: one pattern with a negative lookahead.
+  return ['/node_modules/', `^(?!.*(?:${[...SLOW_FILES, ...MIXED_FILES].map((p) => p.replace(/\$$/, '')).join('|')})$)`];
+}
+
+module.exports = { SLOW_MODE, SLOW_FILES, MIXED_FILES, ignoredPaths };
