@@ -130,7 +130,9 @@ function runGit(b: Pick<IndexBaseline, 'workspace' | 'git' | 'runner'>, args: st
         reject(new Error(line.trim()));
       },
     );
-    child.stdin?.end(input ?? Buffer.alloc(0));
+    // git may exit before reading its input (a failure, or a command that reads none): EPIPE is no error of ours.
+    child.stdin?.on('error', () => undefined);
+    child.stdin?.end(input);
   });
 }
 

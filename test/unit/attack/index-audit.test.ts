@@ -109,14 +109,14 @@ describe('the index audit, attacked', () => {
     git('commit', '-qm', 'many');
     const s = await startSession({ cwd: ws, workspace: ws });
     const r = await s.run(
-      `git ls-files -z a | xargs -0 git update-index --skip-worktree && for f in a/*.sh; do echo evil >> $f; done && ` +
-        `for f in b/*.sh; do echo evil > $f.new && mv $f.new $f && touch -d @1600000000 $f; done && ` +
+      // Forged first: index-stat.py reads a version 2 index, and a skip-worktree bit makes it version 3.
+      `for f in b/*.sh; do echo evil > $f.new && mv $f.new $f && touch -d @1600000000 $f; done && ` +
         `python3 - <<'EOF'
 import subprocess
 for i in range(150):
     subprocess.run(['python3', 'index-stat.py', '.git/index', f'b/f{i}.sh', f'b/f{i}.sh'], check=True, stdout=subprocess.DEVNULL)
 EOF
-rm index-stat.py`,
+[ $? = 0 ] && git ls-files -z a | xargs -0 git update-index --skip-worktree && for f in a/*.sh; do echo evil >> $f; done && rm index-stat.py`,
       { timeoutMs: 120_000 },
     );
     expect(r.exitCode).toBe(0);
@@ -135,7 +135,7 @@ rm index-stat.py`,
     if (!status(git).includes('conftest.py')) expect(r.output).toContain('conftest.py (made or changed by the session');
   });
 
-  test("the person's global excludes file in the workspace: the session's line is named, the person's own rules are not", async () => {
+  test("the person's global excludes file in the workspace: the session's line is refused or named, the person's own rules are not named", async () => {
     const { ws, git } = repo();
     const home = tempDir();
     const cfg = path.join(home, 'gitconfig');
