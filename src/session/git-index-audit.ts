@@ -35,7 +35,7 @@ import * as path from 'node:path';
 import { decodeName, nameBytes } from './git-walk';
 import { hostGitConfig } from './host-git-config';
 import { MINIMAL_ENV } from './identity';
-import { readRegularIfThere } from './safe-open';
+import { readRegular, readRegularIfThere } from './safe-open';
 import { NO_REPO_CODE, type Runner } from './worktree-git';
 
 /** What {@link recordIndex} noted at session start. */
@@ -85,6 +85,9 @@ const GIT_TIMEOUT_MS = 10_000;
 /** Bytes one audit hashes at most; a file past them whose stat data git trusts has them cleared unhashed, and git compares it. */
 const MAX_HASHED_BYTES = 256 << 20;
 
+/** Files up to this size (bytes, by lstat) are read in one synchronous read. */
+const SMALL_FILE_BYTES = 256 << 10;
+
 /** The largest file whose CRLF-to-LF copy is hashed too (held in memory), bytes. */
 const MAX_CRLF_BYTES = 4 << 20;
 
@@ -93,6 +96,9 @@ const MAX_IGNORE_BYTES = 8 << 20;
 
 /** Yield to the event loop after this many files stat'ed or hashed. */
 const YIELD_EVERY = 256;
+
+/** And after this many bytes hashed. */
+const YIELD_BYTES = 8 << 20;
 
 /** One entry of the index, as `git ls-files -s -v --debug` prints it. */
 interface Entry {
@@ -313,21 +319,23 @@ export async function auditIndex(b: IndexBaseline, final: boolean, moveAside?: (
   for (const e of entries) {
     if (++n % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
     if (e.stage !== '0' || !/^(100644|100755|120000)$/.test(e.mode)) continue;
-    let st: fs.BigIntStats | undefined;
+    let st: fs.Stats | undefined;
     try {
-      st = fs.lstatSync(nameBytes(abs(e.path)), { bigint: true, throwIfNoEntry: false });
+      st = fs.lstatSync(nameBytes(abs(e.path)), { throwIfNoEntry: false });
     } catch {
       continue;
     }
     // Missing (git says deleted) or older than the session.
-    if (!st || Number(st.ctimeMs) < b.since) continue;
+    if (!st || st.ctimeMs < b.since) continue;
     const marked = (isSkipped(e) && b.skipAt.has(e.path)) || (isAssumed(e) && b.assumeAt.has(e.path));
     // Of other stat data than the index's: git looks at it (unless the person marked it).
-    if (!marked && (Number(st.mtimeMs / 1000n) !== e.mtimeSec || Number(st.size & 0xffffffffn) !== e.size)) continue;
+    if (!marked && (Math.floor(st.mtimeMs / 1000) !== e.mtimeSec || st.size % 2 ** 32 !== e.size)) continue;
     if ((e.mode === '120000') !== st.isSymbolicLink()) continue;
-    const key = `${st.ctimeNs}:${e.oid}`;
+    const key = `${st.ctimeMs}:${st.ino}:${e.oid}`;
     if (b.verified.get(e.path) === key) continue;
-    const same = await sameContent(abs(e.path), e, budget);
+    const before = budget.left;
+    const same = await sameContent(abs(e.path), e, st.size, budget);
+    if (Math.floor(before / YIELD_BYTES) !== Math.floor(budget.left / YIELD_BYTES)) await new Promise((r) => setImmediate(r));
     if (same === true) {
       b.verified.set(e.path, key);
       continue;
@@ -383,17 +391,33 @@ export async function auditIndex(b: IndexBaseline, final: boolean, moveAside?: (
 
 /**
  * Whether the file `file` holds `e`'s object: its blob hash (sha1 or sha256, by the object id's length), or, for a file
- * of at most {@link MAX_CRLF_BYTES}, the hash of its content with CRLF made LF (git's eol conversion). Read in chunks
- * through a descriptor opened without following a symlink or blocking, so that the worker's event loop serves other
- * sessions meanwhile (round 24: no work on it that the session sizes). Undefined when it is over `budget.left` bytes
+ * of at most {@link MAX_CRLF_BYTES}, the hash of its content with CRLF made LF (git's eol conversion). Opened without
+ * following a symlink or blocking; read at once up to {@link SMALL_FILE_BYTES} (`size`, from lstat), else in chunks, so
+ * that the worker's event loop serves other sessions meanwhile (round 24: no work on it that the session sizes; the
+ * caller yields every 8 MiB hashed). Undefined when it is over `budget.left` bytes
  * (then git must compare it); false when it cannot be read as the entry's kind.
  */
-async function sameContent(file: string, e: Entry, budget: { left: number }): Promise<boolean | undefined> {
+async function sameContent(file: string, e: Entry, size: number, budget: { left: number }): Promise<boolean | undefined> {
   const algo = e.oid.length === 64 ? 'sha256' : 'sha1';
   const blob = (b: Buffer): string => createHash(algo).update(`blob ${b.length}\0`).update(b).digest('hex');
   if (e.mode === '120000') {
     try {
       return blob(fs.readlinkSync(nameBytes(file), { encoding: 'buffer' })) === e.oid;
+    } catch {
+      return false;
+    }
+  }
+  const holds = (bytes: Buffer): boolean => {
+    if (blob(bytes) === e.oid) return true;
+    return bytes.length <= MAX_CRLF_BYTES && bytes.includes('\r\n') && blob(Buffer.from(bytes.toString('latin1').replace(/\r\n/g, '\n'), 'latin1')) === e.oid;
+  };
+  if (size <= SMALL_FILE_BYTES && size <= budget.left) {
+    // Small: read at once (most source files), which costs the event loop less than four round trips to the thread pool.
+    try {
+      const r = readRegular(file, SMALL_FILE_BYTES, false);
+      if (r.truncated) return false;
+      budget.left -= r.bytes.length;
+      return holds(r.bytes);
     } catch {
       return false;
     }
@@ -424,9 +448,7 @@ async function sameContent(file: string, e: Entry, budget: { left: number }): Pr
     }
     if (total !== st.size) return false;
     if (hash.digest('hex') === e.oid) return true;
-    const all = Buffer.concat(keep);
-    if (st.size > MAX_CRLF_BYTES || !all.includes('\r\n')) return false;
-    return blob(Buffer.from(all.toString('latin1').replace(/\r\n/g, '\n'), 'latin1')) === e.oid;
+    return st.size <= MAX_CRLF_BYTES && holds(Buffer.concat(keep));
   } catch {
     return false;
   } finally {
