@@ -757,7 +757,9 @@ export function gitAuditNote(findings: readonly GitFinding[], b: GitBaseline): s
       `the workspace was NOT checked whole, so git metadata may be left that the person's git would obey; do not run git in it before checking by hand: ${named(unchecked)}`,
     );
   const whats = [
-    moved.length + inPlace.length + stuck.length + relinked.length > 0 ? "the session made git metadata that the person's git would obey later" : '',
+    moved.length + inPlace.length + stuck.length + relinked.length > 0
+      ? "the session made git metadata that the person's git would obey later"
+      : '',
     shown.length + ignored.length + notShown.length > 0 ? "the session hid changes from the person's git status" : '',
   ].filter((w) => w !== '');
   return `${whats.join('; ') || 'the git audit'}; ${parts.join('; ')}`;

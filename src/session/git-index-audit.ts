@@ -117,14 +117,26 @@ interface Entry {
  * when git exits 1 and `oneIsNone` (check-ignore's "nothing matched", config's "not set").
  * @throws Error with git's first line of stderr, or the timeout
  */
-function runGit(b: Pick<IndexBaseline, 'workspace' | 'git' | 'runner'>, args: string[], input?: Buffer, oneIsNone = false): Promise<Buffer> {
+function runGit(
+  b: Pick<IndexBaseline, 'workspace' | 'git' | 'runner'>,
+  args: string[],
+  input?: Buffer,
+  oneIsNone = false,
+): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const child = execFile(
       'git',
       ['-c', 'safe.directory=*', ...NO_REPO_CODE, ...args],
       {
         cwd: b.workspace,
-        env: { ...MINIMAL_ENV, GIT_DIR: b.git, GIT_WORK_TREE: b.workspace, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_OPTIONAL_LOCKS: '0' },
+        env: {
+          ...MINIMAL_ENV,
+          GIT_DIR: b.git,
+          GIT_WORK_TREE: b.workspace,
+          GIT_CONFIG_NOSYSTEM: '1',
+          GIT_CONFIG_GLOBAL: '/dev/null',
+          GIT_OPTIONAL_LOCKS: '0',
+        },
         timeout: GIT_TIMEOUT_MS,
         encoding: 'buffer',
         maxBuffer: 512 << 20,
@@ -132,7 +144,11 @@ function runGit(b: Pick<IndexBaseline, 'workspace' | 'git' | 'runner'>, args: st
       },
       (err, stdout, stderr) => {
         if (!err || (oneIsNone && err.code === 1)) return resolve(stdout);
-        const line = stderr.toString('utf8').split('\n').find((l) => l.trim() !== '') ?? err.message;
+        const line =
+          stderr
+            .toString('utf8')
+            .split('\n')
+            .find((l) => l.trim() !== '') ?? err.message;
         reject(new Error(line.trim()));
       },
     );
@@ -274,7 +290,6 @@ const ruleText = (line: string): string => line.replace(/[\r ]+$/, '');
  */
 export async function auditIndex(b: IndexBaseline, final: boolean, moveAside?: (abs: string) => boolean): Promise<IndexFinding[]> {
   const out: IndexFinding[] = [];
-  const abs = (rel: string): string => path.join(b.workspace, rel);
   let entries: Entry[];
   try {
     entries = await readEntries(b);
@@ -282,7 +297,7 @@ export async function auditIndex(b: IndexBaseline, final: boolean, moveAside?: (
     return [{ path: path.join(b.git, 'index'), why: `the index could not be read (${(err as Error).message})`, kind: 'unchecked' }];
   }
   // Writes the index with `args` and stdin `input`; at close a stale index.lock of the session's is moved and the write tried again.
-  const write = async (args: string[], input: Buffer): Promise<string | undefined> => {
+  const write: IndexWrite = async (args, input) => {
     for (let tries = 0; ; tries++) {
       try {
         await runGit(b, args, input);
@@ -293,25 +308,63 @@ export async function auditIndex(b: IndexBaseline, final: boolean, moveAside?: (
       }
     }
   };
-  const z = (paths: string[]): Buffer => Buffer.concat(paths.map((p) => Buffer.concat([Buffer.from(nameBytes(p)), Buffer.from([0])])));
+  await clearBits(b, entries, write, out);
+  await clearStale(b, entries, final, write, out);
+  await dropCaches(b, write, out);
 
-  // (1) The bits the session set.
+  // (4) What the session made or changed that a rule of its own ignores.
+  try {
+    out.push(...(await selfIgnored(b, final)));
+  } catch (err) {
+    out.push({ path: b.workspace, why: `the ignored files could not be listed (${(err as Error).message})`, kind: 'unchecked' });
+  }
+  return out;
+}
+
+/** Writes the index with git `args` and stdin `input`: undefined when done, else why not. */
+type IndexWrite = (args: string[], input: Buffer) => Promise<string | undefined>;
+
+/** `paths` as NUL-terminated names, for git's `-z` input. */
+const z = (paths: string[]): Buffer => Buffer.concat(paths.map((p) => Buffer.concat([Buffer.from(nameBytes(p)), Buffer.from([0])])));
+
+/** (1) of {@link auditIndex}: clears the skip-worktree and assume-unchanged bits the session set (`entries` updated), into `out`. */
+async function clearBits(b: IndexBaseline, entries: Entry[], write: IndexWrite, out: IndexFinding[]): Promise<void> {
+  const abs = (rel: string): string => path.join(b.workspace, rel);
   for (const [flag, why, pick] of [
-    ['--no-skip-worktree', 'marked skip-worktree by the session, so git status and git diff did not look at the file', (e: Entry) => isSkipped(e) && !b.skipAt.has(e.path)],
-    ['--no-assume-unchanged', 'marked assume-unchanged by the session, so git status and git diff did not look at the file', (e: Entry) => isAssumed(e) && !b.assumeAt.has(e.path)],
+    [
+      '--no-skip-worktree',
+      'marked skip-worktree by the session, so git status and git diff did not look at the file',
+      (e: Entry) => isSkipped(e) && !b.skipAt.has(e.path),
+    ],
+    [
+      '--no-assume-unchanged',
+      'marked assume-unchanged by the session, so git status and git diff did not look at the file',
+      (e: Entry) => isAssumed(e) && !b.assumeAt.has(e.path),
+    ],
   ] as const) {
     const paths = [...new Set(entries.filter(pick).map((e) => e.path))];
     if (paths.length === 0) continue;
     const failed = await write(['update-index', flag, '-z', '--stdin'], z(paths));
     for (const p of paths)
-      out.push(failed ? { path: abs(p), why: `${why}; the bit could NOT be cleared (${failed})`, kind: 'failed' } : { path: abs(p), why: `${why}; the bit is cleared`, kind: 'shown' });
+      out.push(
+        failed
+          ? { path: abs(p), why: `${why}; the bit could NOT be cleared (${failed})`, kind: 'failed' }
+          : { path: abs(p), why: `${why}; the bit is cleared`, kind: 'shown' },
+      );
     const cleared = new Set(paths);
     if (!failed)
       for (const e of entries)
         if (cleared.has(e.path)) e.tag = flag === '--no-skip-worktree' ? (isAssumed(e) ? 'h' : 'H') : e.tag.toUpperCase();
   }
+}
 
-  // (2) Entries git trusts by their stat data whose file the session changed; and the person's own marked entries it changed.
+/**
+ * (2) of {@link auditIndex}: gives empty stat data to each entry git trusts by its stat data whose file the session
+ * changed (ctime after the start, content not the entry's object), and names a change to an entry the person marked;
+ * into `out`.
+ */
+async function clearStale(b: IndexBaseline, entries: Entry[], final: boolean, write: IndexWrite, out: IndexFinding[]): Promise<void> {
+  const abs = (rel: string): string => path.join(b.workspace, rel);
   const stale: Entry[] = [];
   const staleFound: IndexFinding[] = [];
   const budget = { left: MAX_HASHED_BYTES };
@@ -363,13 +416,25 @@ export async function auditIndex(b: IndexBaseline, final: boolean, moveAside?: (
     });
   }
   if (stale.length > 0) {
-    const lines = Buffer.concat(stale.map((e) => Buffer.concat([Buffer.from(`${e.mode} ${e.oid} 0\t`), Buffer.from(nameBytes(e.path)), Buffer.from([0])])));
+    const lines = Buffer.concat(
+      stale.map((e) => Buffer.concat([Buffer.from(`${e.mode} ${e.oid} 0\t`), Buffer.from(nameBytes(e.path)), Buffer.from([0])])),
+    );
     const failed = await write(['update-index', '-z', '--index-info'], lines);
     for (const f of staleFound)
-      out.push(failed ? { path: f.path, why: `${f.why.replace(/; its stat data.*$/, '')}; its stat data could NOT be cleared (${failed})`, kind: 'failed' } : f);
+      out.push(
+        failed
+          ? {
+              path: f.path,
+              why: `${f.why.replace(/; its stat data.*$/, '')}; its stat data could NOT be cleared (${failed})`,
+              kind: 'failed',
+            }
+          : f,
+      );
   }
+}
 
-  // (3) An untracked cache or fsmonitor extension: git trusts what it says of folders and files.
+/** (3) of {@link auditIndex}: drops an untracked cache or fsmonitor extension (git trusts what it says of folders and files), into `out`. */
+async function dropCaches(b: IndexBaseline, write: IndexWrite, out: IndexFinding[]): Promise<void> {
   const index = path.join(b.git, 'index');
   if (hasCacheExtension(index)) {
     const before = inode(index);
@@ -377,16 +442,12 @@ export async function auditIndex(b: IndexBaseline, final: boolean, moveAside?: (
     if (failed) out.push({ path: index, why: `its untracked cache or fsmonitor data could NOT be dropped (${failed})`, kind: 'failed' });
     // git writes the index anew only when it dropped something (a path holding `UNTR` is no extension).
     else if (!b.extensionsAt && inode(index) !== before)
-      out.push({ path: index, why: 'an untracked cache or fsmonitor extension the session added, which tells git what changed without looking; dropped', kind: 'shown' });
+      out.push({
+        path: index,
+        why: 'an untracked cache or fsmonitor extension the session added, which tells git what changed without looking; dropped',
+        kind: 'shown',
+      });
   }
-
-  // (4) What the session made or changed that a rule of its own ignores.
-  try {
-    out.push(...(await selfIgnored(b, final)));
-  } catch (err) {
-    out.push({ path: b.workspace, why: `the ignored files could not be listed (${(err as Error).message})`, kind: 'unchecked' });
-  }
-  return out;
 }
 
 /**
@@ -409,7 +470,11 @@ async function sameContent(file: string, e: Entry, size: number, budget: { left:
   }
   const holds = (bytes: Buffer): boolean => {
     if (blob(bytes) === e.oid) return true;
-    return bytes.length <= MAX_CRLF_BYTES && bytes.includes('\r\n') && blob(Buffer.from(bytes.toString('latin1').replace(/\r\n/g, '\n'), 'latin1')) === e.oid;
+    return (
+      bytes.length <= MAX_CRLF_BYTES &&
+      bytes.includes('\r\n') &&
+      blob(Buffer.from(bytes.toString('latin1').replace(/\r\n/g, '\n'), 'latin1')) === e.oid
+    );
   };
   if (size <= SMALL_FILE_BYTES && size <= budget.left) {
     // Small: read at once (most source files), which costs the event loop less than four round trips to the thread pool.
@@ -511,8 +576,7 @@ function sessionsRule(b: IndexBaseline, file: string, pattern: string): boolean 
   return !(b.ignoreLines.get(file)?.has(pattern) ?? false);
 }
 
-const showRel = (b: IndexBaseline, file: string): string =>
-  file.startsWith(`${b.workspace}/`) ? path.relative(b.workspace, file) : file;
+const showRel = (b: IndexBaseline, file: string): string => (file.startsWith(`${b.workspace}/`) ? path.relative(b.workspace, file) : file);
 
 /** The inode number of `file`, or -1. */
 function inode(file: string): number {

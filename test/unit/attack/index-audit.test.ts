@@ -122,11 +122,13 @@ EOF
     expect(r.exitCode).toBe(0);
     expect(r.output).toMatch(/git status shows again: .* and 295 more/);
     await s.close();
-    const lines = status(git).split('\n').filter((l) => l.startsWith(' M '));
+    const lines = status(git)
+      .split('\n')
+      .filter((l) => l.startsWith(' M '));
     expect(lines).toHaveLength(300);
   });
 
-  test(".git/info/exclude: the session cannot write it, or what its line hides is named", async () => {
+  test('.git/info/exclude: the session cannot write it, or what its line hides is named', async () => {
     const { ws, git } = repo();
     const s = await startSession({ cwd: ws, workspace: ws });
     const r = await s.run(`echo conftest.py >> .git/info/exclude; echo 'import os' > conftest.py; rm index-stat.py`);
@@ -154,7 +156,8 @@ EOF
         encoding: 'utf8',
         env: { ...process.env, GIT_CONFIG_GLOBAL: cfg },
       });
-      if (!personsStatus.includes('conftest.py')) expect(r.output).toContain('conftest.py (made or changed by the session and ignored by a rule');
+      if (!personsStatus.includes('conftest.py'))
+        expect(r.output).toContain('conftest.py (made or changed by the session and ignored by a rule');
       // Ignored by the person's own rules (their excludes file's `*.log`, the repository's node_modules/): not named.
       expect(r.output).not.toContain('debug.log');
       expect(r.output).not.toContain('node_modules');
@@ -167,8 +170,12 @@ EOF
   test("a line added to the person's .gitignore hides a new file: named once, and node_modules (the person's rule) never", async () => {
     const { ws, git } = repo();
     const s = await startSession({ cwd: ws, workspace: ws });
-    const r1 = await s.run(`echo conftest.py >> .gitignore && echo 'import os' > conftest.py && mkdir -p node_modules/x && echo 1 > node_modules/x/i.js && rm index-stat.py`);
-    expect(r1.output).toContain('conftest.py (made or changed by the session and ignored by a rule the session wrote (.gitignore:2 `conftest.py`)');
+    const r1 = await s.run(
+      `echo conftest.py >> .gitignore && echo 'import os' > conftest.py && mkdir -p node_modules/x && echo 1 > node_modules/x/i.js && rm index-stat.py`,
+    );
+    expect(r1.output).toContain(
+      'conftest.py (made or changed by the session and ignored by a rule the session wrote (.gitignore:2 `conftest.py`)',
+    );
     expect(r1.output).not.toContain('node_modules');
     const r2 = await s.run('true');
     expect(r2.output).not.toContain('conftest.py');
@@ -187,10 +194,12 @@ EOF
     expect(git('ls-files', '-v', 'build.sh')).toBe('S build.sh\n');
   });
 
-  test("an untracked cache the session added is dropped", async () => {
+  test('an untracked cache the session added is dropped', async () => {
     const { ws, git } = repo();
     const s = await startSession({ cwd: ws, workspace: ws });
-    const r = await s.run('rm index-stat.py && git update-index --force-untracked-cache && git -c core.untrackedCache=true status --porcelain >/dev/null');
+    const r = await s.run(
+      'rm index-stat.py && git update-index --force-untracked-cache && git -c core.untrackedCache=true status --porcelain >/dev/null',
+    );
     expect(r.exitCode).toBe(0);
     expect(r.output).toContain('an untracked cache or fsmonitor extension the session added');
     await s.close();
