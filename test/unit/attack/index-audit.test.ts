@@ -138,7 +138,7 @@ EOF
   });
 
   test("the person's global excludes file in the workspace: the session's line is refused or named, the person's own rules are not named", async () => {
-    const { ws, git } = repo();
+    const { ws } = repo();
     const home = tempDir();
     const cfg = path.join(home, 'gitconfig');
     const ignore = path.join(ws, '.personal-ignore');
