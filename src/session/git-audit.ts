@@ -43,7 +43,11 @@
  *   folder the guard cannot tell (git-guard.ts `GuardedGit.anywhere`: `cd "$GIT_PREFIX" && ./run.sh`; round 21), and
  *   an entry, a folder too, of an interpreter's operand's name or that name and `.…` (`GuardedGit.anywhereStems`);
  * - an entry the session made beside a name an interpreter completes, named so and `.…` (git-guard.ts
- *   `GuardedGit.completed`: `scripts/fmt.js` for `!node scripts/fmt`; round 23, {@link moveCompleted}), at once too.
+ *   `GuardedGit.completed`: `scripts/fmt.js` for `!node scripts/fmt`; round 23, {@link moveCompleted}), at once too;
+ * - last, what the person's `git status` would not show (git-index-audit.ts; round 24): the index's skip-worktree and
+ *   assume-unchanged bits the session set are cleared, an entry whose file the session changed while its stat data
+ *   still say unchanged gets empty stat data (git compares its content again), an untracked cache or fsmonitor
+ *   extension is dropped, and what the session made that a rule of its own ignores is named (left in place).
  *
  * What is moved goes to `<git dir>/agent-jobs-quarantine/` (nothing is deleted), a packed replace
  * ref is dropped from `packed-refs`; each is reported in the command's result. The quarantine is
@@ -76,8 +80,10 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { GuardedGit } from './git-guard';
+import { auditIndex, recordIndex, type IndexBaseline } from './git-index-audit';
 import { decodeName, GIT_WALK_LIMITS, nameBytes, showName, walkGit, type GitWalk } from './git-walk';
 import { DIR_FLAGS, openDirAt, readRegularIfThere, tryReadRegular } from './safe-open';
+import { ownerOf } from './worktree-git';
 
 /** What the workspace's git metadata held at session start (absolute paths; `git` is `<workspace>/.git`). */
 export interface GitBaseline {
@@ -132,6 +138,11 @@ export interface GitBaseline {
   readonly tag: string;
   /** The last `<seq>` the quarantine gave a name (`<tag>-<seq>`), kept across audits. */
   readonly names: { seq: number };
+  /**
+   * The index's bits and extensions, the ignore files' lines and the start time (git-index-audit.ts), for the part of
+   * the audit on what the person's `git status` shows; undefined when rootless or the index could not be read at start.
+   */
+  readonly index: IndexBaseline | undefined;
 }
 
 /**
@@ -159,6 +170,12 @@ export interface GitFinding {
   readonly unchecked?: true;
   /** Set when the audit put back the held symlink at `path` ({@link HeldLink}): what it says. */
   readonly relinked?: string;
+  /**
+   * Set for what the session hid from the person's `git status` (git-index-audit.ts): `shown` when git sees it again
+   * (a bit or stat data cleared), `ignored` for a file ignored by a rule the session wrote (left, named), `failed`
+   * when it could not be shown again.
+   */
+  readonly hidden?: 'shown' | 'ignored' | 'failed';
 }
 
 /** The folder of the root git dir that the audit moves things into. */
@@ -356,6 +373,7 @@ export async function recordGit(
     placed: new Map(),
     tag,
     names: { seq: 0 },
+    index: root === undefined ? undefined : await recordIndex(workspace, git, await ownerOf(workspace)),
   };
 }
 
@@ -436,6 +454,19 @@ export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFindi
     out.push(...moveMissing(b, q));
     out.push(...moveCompleted(b, q));
     if (left > 0) out.push(unchecked(b, `${left} more things to move or check than one audit does (${MAX_MOVES}); the next audit goes on`));
+    // Last: what the person's `git status` would not show (a stale index.lock of the session's is quarantined at close).
+    const moveLock = (abs: string): boolean => {
+      const moved = q.move(abs, 'an index.lock left by the session, which kept the index from being written');
+      out.push(moved);
+      return moved.movedTo !== undefined;
+    };
+    if (b.index)
+      for (const f of await auditIndex(b.index, final, moveLock))
+        out.push(
+          f.kind === 'unchecked'
+            ? { path: f.path, why: f.why, movedTo: undefined, unchecked: true }
+            : { path: f.path, why: f.why, movedTo: undefined, hidden: f.kind },
+        );
   } catch (err) {
     out.push({ path: b.git, why: `the audit failed: ${(err as Error).message}`, movedTo: undefined, unchecked: true });
   } finally {
@@ -713,7 +744,10 @@ export function gitAuditNote(findings: readonly GitFinding[], b: GitBaseline): s
   const moved = findings.filter((f) => f.movedTo !== undefined && !f.inPlace);
   const inPlace = findings.filter((f) => f.inPlace);
   const relinked = findings.filter((f) => f.relinked !== undefined);
-  const stuck = findings.filter((f) => f.movedTo === undefined && !f.unchecked && f.relinked === undefined);
+  const stuck = findings.filter((f) => f.movedTo === undefined && !f.unchecked && f.relinked === undefined && f.hidden === undefined);
+  const shown = findings.filter((f) => f.hidden === 'shown');
+  const ignored = findings.filter((f) => f.hidden === 'ignored');
+  const notShown = findings.filter((f) => f.hidden === 'failed');
   const unchecked = findings.filter((f) => f.unchecked);
   const parts = [];
   if (moved.length > 0) parts.push(`moved to ${rel(path.join(b.git, QUARANTINE))} (packed refs dropped): ${named(moved)}`);
@@ -727,15 +761,20 @@ export function gitAuditNote(findings: readonly GitFinding[], b: GitBaseline): s
   if (inPlace.length > 0)
     parts.push(`renamed in their folders to .agent-jobs-quarantined-* (the quarantine could not take them): ${named(inPlace)}`);
   if (stuck.length > 0) parts.push(`could NOT be moved, check by hand: ${named(stuck)}`);
+  if (shown.length > 0) parts.push(`git status shows again: ${named(shown)}`);
+  if (notShown.length > 0) parts.push(`git status may still NOT show, check by hand: ${named(notShown)}`);
+  if (ignored.length > 0) parts.push(`not in git status (review them): ${named(ignored)}`);
   if (unchecked.length > 0)
     parts.push(
       `the workspace was NOT checked whole, so git metadata may be left that the person's git would obey; do not run git in it before checking by hand: ${named(unchecked)}`,
     );
-  const what =
+  const whats = [
     moved.length + inPlace.length + stuck.length + relinked.length > 0
       ? "the session made git metadata that the person's git would obey later"
-      : 'the git audit';
-  return `${what}; ${parts.join('; ')}`;
+      : '',
+    shown.length + ignored.length + notShown.length > 0 ? "the session hid changes from the person's git status" : '',
+  ].filter((w) => w !== '');
+  return `${whats.join('; ') || 'the git audit'}; ${parts.join('; ')}`;
 }
 
 /** How many findings a note names. */

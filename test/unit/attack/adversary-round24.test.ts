@@ -27,6 +27,12 @@
  * person's `git status` shows the change again; since forged stat data needs no bit, also drop the
  * index's stat data of every entry at close (git then hashes each file: `git update-index
  * --really-refresh` in a copy, or clear the cached stat) or compare content, not stat.
+ * Fixed since: the git audit (after each command and edit, and at close) clears the skip-worktree and
+ * assume-unchanged bits the session set, and gives empty stat data to every entry whose file changed
+ * after the session started (its ctime, which no process of the session can set back) while the
+ * index's stat data say unchanged and the content is not the entry's object (hashed by the worker); an
+ * untracked cache or fsmonitor extension is dropped; each path is named in the result
+ * (src/session/git-index-audit.ts; index-audit.test.ts holds the attacks on the fix). The test runs.
  *
  * Kind 5, the same review without any git command: a new folder's `.gitignore` that ignores itself.
  * Steps: the session writes `tests/.gitignore` holding `.gitignore` and `conftest.py`, then
@@ -38,6 +44,11 @@
  * for the person the files the session created or changed that `git status` does not show (ignored
  * by an ignore file the session wrote, or hidden by the index's bits), or make the review the docs
  * ask for one that shows them (`git status --ignored` on what the run touched).
+ * Fixed since: the git audit names in the result each file or folder the session made or changed that
+ * is ignored by a rule the session wrote (`git check-ignore -v` gives the rule's file and line; a rule
+ * is the session's when its file changed during the session and the line was not in it at start), once
+ * per change and all again at close; files ignored by the person's own rules are not named
+ * (src/session/git-index-audit.ts). The test runs.
  *
  * Kind 4 (what a rule approves): the program of a rule is looked up on the worker's PATH as it is,
  * relative entries included. Steps: a worker whose PATH holds a relative or empty entry (a Dockerfile's
@@ -116,8 +127,8 @@ import { editRuleSubject } from '../../../src/contract/text-editor';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
-const OPEN_INDEX_BITS = true;
-const OPEN_SELF_IGNORED = true;
+const OPEN_INDEX_BITS = false;
+const OPEN_SELF_IGNORED = false;
 const OPEN_RELATIVE_PATH = false;
 const OPEN_CHECKPOINT_FILES = true;
 const OPEN_EDIT_DIFF = true;

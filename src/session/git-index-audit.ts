@@ -1,0 +1,599 @@
+/**
+ * The git audit's part on what the person's review reads (adversary round 24): docs/security.md asks the person to
+ * look at `git status` before pushing, and a session can make that review read a clean tree while the files are its
+ * own. The index is the session's to write (`git add` needs it), so it can
+ *
+ * - set the skip-worktree or assume-unchanged bit of an entry (`git update-index --skip-worktree Makefile`): git
+ *   status and git diff no longer look at the file;
+ * - with no bit at all, write into the index the stat data of a file it replaced (ctime, mtime, device, inode, uid,
+ *   gid, size; the object id kept): git takes the file for the committed one without reading it;
+ * - drop in an untracked cache or fsmonitor extension of its own that says nothing changed;
+ * - and, with no git command, write an ignore file that ignores itself and what it hides (`tests/.gitignore` holding
+ *   `.gitignore` and `conftest.py`).
+ *
+ * {@link recordIndex} notes at session start which entries carry those bits, which extensions the index has, the
+ * lines of the ignore files git reads (tracked `.gitignore` files, `info/exclude`, the person's excludes file) and the
+ * start time. {@link auditIndex}, run by git-audit.ts's `auditGit` after each command and edit and at close, then
+ * (1) clears the bits the session set; (2) for each entry whose file's ctime is after the start (a ctime cannot be set
+ * back without the clock: no process of the session can), whose stat data git would trust (same mtime second and size)
+ * and whose content is not the entry's object (hashed here, as git hashes a blob; a CRLF copy of it counts as the
+ * same), re-inserts the entry with empty stat data (`git update-index --index-info`), so that git compares the content
+ * again; (3) drops an untracked cache or fsmonitor extension; (4) names the files the session made or changed that
+ * are ignored only by a rule the session wrote (`git check-ignore -v` gives each rule's file and line; a rule is the
+ * session's when its file changed during the session and the line was not in it at start). Each is a finding that
+ * names the path, in the command's result and the close note; what (4) names is left in place (nothing of the
+ * person's is lost) and told once per change. Files ignored by the person's own rules (node_modules) are not named.
+ *
+ * Its git runs as the workspace's owner (worktree-git.ts), with no system or global config, no hook, no fsmonitor
+ * (worktree-git.ts `NO_REPO_CODE`), and reads no content: the hashes are the worker's. Attack tests:
+ * adversary-round24.test.ts, index-audit.test.ts.
+ */
+import { execFile, execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { decodeName, nameBytes } from './git-walk';
+import { hostGitConfig } from './host-git-config';
+import { MINIMAL_ENV } from './identity';
+import { readRegular, readRegularIfThere } from './safe-open';
+import { NO_REPO_CODE, type Runner } from './worktree-git';
+
+/** What {@link recordIndex} noted at session start. */
+export interface IndexBaseline {
+  readonly workspace: string;
+  /** The root git dir (absolute). */
+  readonly git: string;
+  /**
+   * Wall-clock ms from which a file's ctime counts as the session's: when the baseline was taken, after the workspace's
+   * ACL grant (workspace.ts `grantWorkspace`, which sets every file's ctime) and before bash starts. The kernel stamps
+   * ctimes with a clock up to a tick (4 to 10 ms) behind Node's, and the session's first write comes after bash's
+   * spawn, tens of ms later: no slack is needed, and none is taken, or every granted file would count.
+   */
+  readonly since: number;
+  /** Paths whose entry carried the skip-worktree bit at start (a sparse checkout's): left alone. */
+  readonly skipAt: ReadonlySet<string>;
+  /** Paths whose entry carried the assume-unchanged bit at start: left alone. */
+  readonly assumeAt: ReadonlySet<string>;
+  /** Whether the index had an untracked cache or an fsmonitor extension at start (then dropping one is no finding). */
+  readonly extensionsAt: boolean;
+  /** The lines of each ignore file git read at start (absolute path → lines), as far as {@link MAX_IGNORE_BYTES} goes. */
+  readonly ignoreLines: ReadonlyMap<string, ReadonlySet<string>>;
+  /**
+   * The person's excludes file (`core.excludesFile` of their system or global config, else git's default), absolute,
+   * handed to the audit's git; undefined when the repository's config names its own (which its git reads anyway).
+   */
+  readonly excludesFile: string | undefined;
+  /** Who the audit's git runs as. */
+  readonly runner: Runner;
+  /** What (4) named already: path → ctime ms then (told again when it changes). */
+  readonly told: Map<string, number>;
+  /** Entries (2) hashed and found to hold their object: path → `ctime ns:oid`, not hashed again while both stay. */
+  readonly verified: Map<string, string>;
+}
+
+/** One finding of this audit: the path (absolute) and what was wrong and done. */
+export interface IndexFinding {
+  readonly path: string;
+  readonly why: string;
+  /** `shown`: git sees it again (bit cleared, stat data cleared, cache dropped); `ignored`: named, left; `failed`: could not be shown. */
+  readonly kind: 'shown' | 'ignored' | 'failed' | 'unchecked';
+}
+
+/** Longest one git call of this audit may take, ms (a FIFO put where git opens a file would hold it). */
+const GIT_TIMEOUT_MS = 10_000;
+
+/** Bytes one audit hashes at most; a file past them whose stat data git trusts has them cleared unhashed, and git compares it. */
+const MAX_HASHED_BYTES = 256 << 20;
+
+/** Files up to this size (bytes, by lstat) are read in one synchronous read. */
+const SMALL_FILE_BYTES = 256 << 10;
+
+/** The largest file whose CRLF-to-LF copy is hashed too (held in memory), bytes. */
+const MAX_CRLF_BYTES = 4 << 20;
+
+/** Bytes of ignore files {@link recordIndex} keeps, in all. */
+const MAX_IGNORE_BYTES = 8 << 20;
+
+/** Yield to the event loop after this many files stat'ed or hashed. */
+const YIELD_EVERY = 256;
+
+/** And after this many bytes hashed. */
+const YIELD_BYTES = 8 << 20;
+
+/** One entry of the index, as `git ls-files -s -v --debug` prints it. */
+interface Entry {
+  /** `H`, `S` (skip-worktree), lowercase when assume-unchanged, … (git-ls-files `-v`). */
+  tag: string;
+  mode: string;
+  oid: string;
+  stage: string;
+  path: string;
+  mtimeSec: number;
+  size: number;
+}
+
+/**
+ * Runs the audit's git in `workspace` (`GIT_DIR` `git`) with `args`, stdin `input`; resolves with stdout (bytes), also
+ * when git exits 1 and `oneIsNone` (check-ignore's "nothing matched", config's "not set").
+ * @throws Error with git's first line of stderr, or the timeout
+ */
+function runGit(
+  b: Pick<IndexBaseline, 'workspace' | 'git' | 'runner'>,
+  args: string[],
+  input?: Buffer,
+  oneIsNone = false,
+): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      'git',
+      ['-c', 'safe.directory=*', ...NO_REPO_CODE, ...args],
+      {
+        cwd: b.workspace,
+        env: {
+          ...MINIMAL_ENV,
+          GIT_DIR: b.git,
+          GIT_WORK_TREE: b.workspace,
+          GIT_CONFIG_NOSYSTEM: '1',
+          GIT_CONFIG_GLOBAL: '/dev/null',
+          GIT_OPTIONAL_LOCKS: '0',
+        },
+        timeout: GIT_TIMEOUT_MS,
+        encoding: 'buffer',
+        maxBuffer: 512 << 20,
+        ...b.runner,
+      },
+      (err, stdout, stderr) => {
+        if (!err || (oneIsNone && err.code === 1)) return resolve(stdout);
+        const line =
+          stderr
+            .toString('utf8')
+            .split('\n')
+            .find((l) => l.trim() !== '') ?? err.message;
+        reject(new Error(line.trim()));
+      },
+    );
+    // git may exit before reading its input (a failure, or a command that reads none): EPIPE is no error of ours.
+    child.stdin?.on('error', () => undefined);
+    child.stdin?.end(input);
+  });
+}
+
+/** The index's entries (`git ls-files -z -s -v --debug`; names as git-walk.ts `decodeName` gives them). */
+async function readEntries(b: Pick<IndexBaseline, 'workspace' | 'git' | 'runner'>): Promise<Entry[]> {
+  const out = await runGit(b, ['ls-files', '-z', '-s', '-v', '--debug']);
+  const entries: Entry[] = [];
+  let at = 0;
+  while (at < out.length) {
+    const nul = out.indexOf(0, at);
+    if (nul < 0) break;
+    const head = out.subarray(at, nul);
+    const tab = head.indexOf(0x09);
+    const m = /^(\S) (\d+) ([0-9a-f]+) (\d)$/.exec(head.subarray(0, tab).toString('latin1'));
+    // Five lines of stat data follow each name (ctime, mtime, dev/ino, uid/gid, size/flags).
+    let end = nul + 1;
+    for (let i = 0; i < 5 && end <= out.length; i++) end = out.indexOf(0x0a, end) + 1 || out.length + 1;
+    const debug = out.subarray(nul + 1, Math.min(end, out.length)).toString('latin1');
+    at = end;
+    if (!m || tab < 0) continue;
+    entries.push({
+      tag: m[1]!,
+      mode: m[2]!,
+      oid: m[3]!,
+      stage: m[4]!,
+      path: decodeName(head.subarray(tab + 1)),
+      mtimeSec: Number(/mtime: (\d+):/.exec(debug)?.[1] ?? -1),
+      size: Number(/size: (\d+)/.exec(debug)?.[1] ?? -1),
+    });
+  }
+  return entries;
+}
+
+const isAssumed = (e: Entry): boolean => e.tag !== e.tag.toUpperCase();
+const isSkipped = (e: Entry): boolean => e.tag.toUpperCase() === 'S';
+
+/** Whether the index file `file` may hold an untracked cache (`UNTR`) or fsmonitor (`FSMN`) extension: a loose match. */
+function hasCacheExtension(file: string): boolean {
+  try {
+    const r = readRegularIfThere(file, 512 << 20, false);
+    return r !== undefined && (r.bytes.includes('UNTR') || r.bytes.includes('FSMN'));
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * The person's excludes file: the last `core.excludesFile` of their system and global configs (host-git-config.ts),
+ * else `<home>/.config/git/ignore`; undefined when none can be told. Read with `git config --file`, includes followed.
+ */
+function personsExcludesFile(workspace: string): string | undefined {
+  let owner: number;
+  try {
+    owner = fs.statSync(workspace).uid;
+  } catch {
+    return undefined;
+  }
+  const host = hostGitConfig(owner);
+  let found: string | undefined;
+  for (const file of [...host.system, ...host.global]) {
+    if (!fs.existsSync(file)) continue;
+    try {
+      const v = execFileSync('git', ['config', '--file', file, '--includes', '--path', '--get', 'core.excludesFile'], {
+        env: { ...MINIMAL_ENV, HOME: host.homes[0] ?? '/' },
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+        timeout: GIT_TIMEOUT_MS,
+      }).trim();
+      if (v !== '') found = path.resolve(path.dirname(file), v);
+    } catch {
+      /* not set there */
+    }
+  }
+  return found ?? (host.homes[0] !== undefined ? path.join(host.homes[0], '.config', 'git', 'ignore') : undefined);
+}
+
+/**
+ * What the index and the ignore files hold at session start, for {@link auditIndex}; undefined when git cannot read the index
+ * then (the person's git cannot either; this part of the audit is then off for the session). `runner`: who the audit's
+ * git runs as (worktree-git.ts `ownerOf`). Call after the workspace's ACL grant, before bash starts ({@link IndexBaseline.since}).
+ */
+export async function recordIndex(workspace: string, git: string, runner: Runner): Promise<IndexBaseline | undefined> {
+  const b = { workspace, git, runner };
+  let entries: Entry[];
+  try {
+    entries = await readEntries(b);
+  } catch {
+    return undefined;
+  }
+  // The repository's own core.excludesFile (its config is read-only in the sandbox) wins over the person's, as for their git.
+  const own = (await runGit(b, ['config', '--path', '--get', 'core.excludesFile'], undefined, true).catch(() => Buffer.alloc(0)))
+    .toString('utf8')
+    .trim();
+  const excludesFile = own !== '' ? undefined : personsExcludesFile(workspace);
+  const ignoreLines = new Map<string, Set<string>>();
+  let bytes = 0;
+  const files = [
+    path.join(git, 'info', 'exclude'),
+    ...(excludesFile ? [excludesFile] : []),
+    ...(own !== '' ? [path.resolve(workspace, own)] : []),
+    ...entries.filter((e) => path.basename(e.path) === '.gitignore').map((e) => path.join(workspace, e.path)),
+  ];
+  for (const file of files) {
+    try {
+      const r = readRegularIfThere(file, 1 << 20, false);
+      if (!r || r.truncated || (bytes += r.bytes.length) > MAX_IGNORE_BYTES) continue;
+      ignoreLines.set(file, new Set(r.bytes.toString('utf8').split('\n').map(ruleText)));
+    } catch {
+      /* unreadable: its rules count as new if it changes */
+    }
+  }
+  return {
+    ...b,
+    since: Date.now(),
+    skipAt: new Set(entries.filter(isSkipped).map((e) => e.path)),
+    assumeAt: new Set(entries.filter(isAssumed).map((e) => e.path)),
+    extensionsAt: hasCacheExtension(path.join(git, 'index')),
+    ignoreLines,
+    excludesFile,
+    told: new Map(),
+    verified: new Map(),
+  };
+}
+
+/** A line of an ignore file as `git check-ignore -v` gives its pattern: trailing CR and blanks dropped. */
+const ruleText = (line: string): string => line.replace(/[\r ]+$/, '');
+
+/**
+ * Makes visible again what the session hid from the person's `git status` since `b` (see the module comment), and
+ * names it. `final`: the session is closing (what (4) told already is told again, for the close note).
+ * `moveAside(abs)`: moves a stale `index.lock` away (git-audit.ts's quarantine) when the index cannot be written at
+ * close. Never rejects: a failure is a finding.
+ */
+export async function auditIndex(b: IndexBaseline, final: boolean, moveAside?: (abs: string) => boolean): Promise<IndexFinding[]> {
+  const out: IndexFinding[] = [];
+  let entries: Entry[];
+  try {
+    entries = await readEntries(b);
+  } catch (err) {
+    return [{ path: path.join(b.git, 'index'), why: `the index could not be read (${(err as Error).message})`, kind: 'unchecked' }];
+  }
+  // Writes the index with `args` and stdin `input`; at close a stale index.lock of the session's is moved and the write tried again.
+  const write: IndexWrite = async (args, input) => {
+    for (let tries = 0; ; tries++) {
+      try {
+        await runGit(b, args, input);
+        return undefined;
+      } catch (err) {
+        const lock = path.join(b.git, 'index.lock');
+        if (!(final && tries === 0 && fs.existsSync(lock) && moveAside?.(lock))) return (err as Error).message;
+      }
+    }
+  };
+  await clearBits(b, entries, write, out);
+  await clearStale(b, entries, final, write, out);
+  await dropCaches(b, write, out);
+
+  // (4) What the session made or changed that a rule of its own ignores.
+  try {
+    out.push(...(await selfIgnored(b, final)));
+  } catch (err) {
+    out.push({ path: b.workspace, why: `the ignored files could not be listed (${(err as Error).message})`, kind: 'unchecked' });
+  }
+  return out;
+}
+
+/** Writes the index with git `args` and stdin `input`: undefined when done, else why not. */
+type IndexWrite = (args: string[], input: Buffer) => Promise<string | undefined>;
+
+/** `paths` as NUL-terminated names, for git's `-z` input. */
+const z = (paths: string[]): Buffer => Buffer.concat(paths.map((p) => Buffer.concat([Buffer.from(nameBytes(p)), Buffer.from([0])])));
+
+/** (1) of {@link auditIndex}: clears the skip-worktree and assume-unchanged bits the session set (`entries` updated), into `out`. */
+async function clearBits(b: IndexBaseline, entries: Entry[], write: IndexWrite, out: IndexFinding[]): Promise<void> {
+  const abs = (rel: string): string => path.join(b.workspace, rel);
+  for (const [flag, why, pick] of [
+    [
+      '--no-skip-worktree',
+      'marked skip-worktree by the session, so git status and git diff did not look at the file',
+      (e: Entry) => isSkipped(e) && !b.skipAt.has(e.path),
+    ],
+    [
+      '--no-assume-unchanged',
+      'marked assume-unchanged by the session, so git status and git diff did not look at the file',
+      (e: Entry) => isAssumed(e) && !b.assumeAt.has(e.path),
+    ],
+  ] as const) {
+    const paths = [...new Set(entries.filter(pick).map((e) => e.path))];
+    if (paths.length === 0) continue;
+    const failed = await write(['update-index', flag, '-z', '--stdin'], z(paths));
+    for (const p of paths)
+      out.push(
+        failed
+          ? { path: abs(p), why: `${why}; the bit could NOT be cleared (${failed})`, kind: 'failed' }
+          : { path: abs(p), why: `${why}; the bit is cleared`, kind: 'shown' },
+      );
+    const cleared = new Set(paths);
+    if (!failed)
+      for (const e of entries)
+        if (cleared.has(e.path)) e.tag = flag === '--no-skip-worktree' ? (isAssumed(e) ? 'h' : 'H') : e.tag.toUpperCase();
+  }
+}
+
+/**
+ * (2) of {@link auditIndex}: gives empty stat data to each entry git trusts by its stat data whose file the session
+ * changed (ctime after the start, content not the entry's object), and names a change to an entry the person marked;
+ * into `out`.
+ */
+async function clearStale(b: IndexBaseline, entries: Entry[], final: boolean, write: IndexWrite, out: IndexFinding[]): Promise<void> {
+  const abs = (rel: string): string => path.join(b.workspace, rel);
+  const stale: Entry[] = [];
+  const staleFound: IndexFinding[] = [];
+  const budget = { left: MAX_HASHED_BYTES };
+  let n = 0;
+  for (const e of entries) {
+    if (++n % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
+    if (e.stage !== '0' || !/^(100644|100755|120000)$/.test(e.mode)) continue;
+    let st: fs.Stats | undefined;
+    try {
+      st = fs.lstatSync(nameBytes(abs(e.path)), { throwIfNoEntry: false });
+    } catch {
+      continue;
+    }
+    // Missing (git says deleted) or older than the session.
+    if (!st || st.ctimeMs < b.since) continue;
+    const marked = (isSkipped(e) && b.skipAt.has(e.path)) || (isAssumed(e) && b.assumeAt.has(e.path));
+    // Of other stat data than the index's: git looks at it (unless the person marked it).
+    if (!marked && (Math.floor(st.mtimeMs / 1000) !== e.mtimeSec || st.size % 2 ** 32 !== e.size)) continue;
+    if ((e.mode === '120000') !== st.isSymbolicLink()) continue;
+    const key = `${st.ctimeMs}:${st.ino}:${e.oid}`;
+    if (b.verified.get(e.path) === key) continue;
+    const before = budget.left;
+    const same = await sameContent(abs(e.path), e, st.size, budget);
+    if (Math.floor(before / YIELD_BYTES) !== Math.floor(budget.left / YIELD_BYTES)) await new Promise((r) => setImmediate(r));
+    if (same === true) {
+      b.verified.set(e.path, key);
+      continue;
+    }
+    if (marked && same === undefined) continue;
+    if (marked) {
+      // The person's own bit (a sparse checkout, a local tweak): left, and the change named once.
+      if (b.verified.get(e.path) === `marked:${key}` && !final) continue;
+      b.verified.set(e.path, `marked:${key}`);
+      out.push({
+        path: abs(e.path),
+        why: `changed by the session, and marked ${isSkipped(e) ? 'skip-worktree' : 'assume-unchanged'} by the person before the session, so git status does not show it; review it`,
+        kind: 'ignored',
+      });
+      continue;
+    }
+    stale.push(e);
+    staleFound.push({
+      path: abs(e.path),
+      why:
+        same === false
+          ? "changed by the session while the index's stat data still said unchanged (written into the index, or left so), so git status and git diff did not look at it; its stat data are cleared so that git compares its content again"
+          : `changed during the session, past what one audit hashes (${MAX_HASHED_BYTES >> 20} MiB); its stat data in the index are cleared so that git compares its content again`,
+      kind: 'shown',
+    });
+  }
+  if (stale.length > 0) {
+    const lines = Buffer.concat(
+      stale.map((e) => Buffer.concat([Buffer.from(`${e.mode} ${e.oid} 0\t`), Buffer.from(nameBytes(e.path)), Buffer.from([0])])),
+    );
+    const failed = await write(['update-index', '-z', '--index-info'], lines);
+    for (const f of staleFound)
+      out.push(
+        failed
+          ? {
+              path: f.path,
+              why: `${f.why.replace(/; its stat data.*$/, '')}; its stat data could NOT be cleared (${failed})`,
+              kind: 'failed',
+            }
+          : f,
+      );
+  }
+}
+
+/** (3) of {@link auditIndex}: drops an untracked cache or fsmonitor extension (git trusts what it says of folders and files), into `out`. */
+async function dropCaches(b: IndexBaseline, write: IndexWrite, out: IndexFinding[]): Promise<void> {
+  const index = path.join(b.git, 'index');
+  if (hasCacheExtension(index)) {
+    const before = inode(index);
+    const failed = await write(['update-index', '--no-untracked-cache', '--no-fsmonitor'], Buffer.alloc(0));
+    if (failed) out.push({ path: index, why: `its untracked cache or fsmonitor data could NOT be dropped (${failed})`, kind: 'failed' });
+    // git writes the index anew only when it dropped something (a path holding `UNTR` is no extension).
+    else if (!b.extensionsAt && inode(index) !== before)
+      out.push({
+        path: index,
+        why: 'an untracked cache or fsmonitor extension the session added, which tells git what changed without looking; dropped',
+        kind: 'shown',
+      });
+  }
+}
+
+/**
+ * Whether the file `file` holds `e`'s object: its blob hash (sha1 or sha256, by the object id's length), or, for a file
+ * of at most {@link MAX_CRLF_BYTES}, the hash of its content with CRLF made LF (git's eol conversion). Opened without
+ * following a symlink or blocking; read at once up to {@link SMALL_FILE_BYTES} (`size`, from lstat), else in chunks, so
+ * that the worker's event loop serves other sessions meanwhile (round 24: no work on it that the session sizes; the
+ * caller yields every 8 MiB hashed). Undefined when it is over `budget.left` bytes
+ * (then git must compare it); false when it cannot be read as the entry's kind.
+ */
+async function sameContent(file: string, e: Entry, size: number, budget: { left: number }): Promise<boolean | undefined> {
+  const algo = e.oid.length === 64 ? 'sha256' : 'sha1';
+  const blob = (b: Buffer): string => createHash(algo).update(`blob ${b.length}\0`).update(b).digest('hex');
+  if (e.mode === '120000') {
+    try {
+      return blob(fs.readlinkSync(nameBytes(file), { encoding: 'buffer' })) === e.oid;
+    } catch {
+      return false;
+    }
+  }
+  const holds = (bytes: Buffer): boolean => {
+    if (blob(bytes) === e.oid) return true;
+    return (
+      bytes.length <= MAX_CRLF_BYTES &&
+      bytes.includes('\r\n') &&
+      blob(Buffer.from(bytes.toString('latin1').replace(/\r\n/g, '\n'), 'latin1')) === e.oid
+    );
+  };
+  if (size <= SMALL_FILE_BYTES && size <= budget.left) {
+    // Small: read at once (most source files), which costs the event loop less than four round trips to the thread pool.
+    try {
+      const r = readRegular(file, SMALL_FILE_BYTES, false);
+      if (r.truncated) return false;
+      budget.left -= r.bytes.length;
+      return holds(r.bytes);
+    } catch {
+      return false;
+    }
+  }
+  const c = fs.constants;
+  let fh: fs.promises.FileHandle;
+  try {
+    fh = await fs.promises.open(nameBytes(file), c.O_RDONLY | c.O_NONBLOCK | c.O_NOFOLLOW);
+  } catch {
+    return false;
+  }
+  try {
+    const st = await fh.stat();
+    if (!st.isFile()) return false;
+    if (st.size > budget.left) return undefined;
+    budget.left -= st.size;
+    const hash = createHash(algo).update(`blob ${st.size}\0`);
+    const keep: Buffer[] = [];
+    const chunk = Buffer.alloc(1 << 20);
+    let total = 0;
+    for (;;) {
+      const { bytesRead } = await fh.read(chunk, 0, chunk.length, total);
+      if (bytesRead === 0) break;
+      total += bytesRead;
+      if (total > st.size) return false;
+      hash.update(chunk.subarray(0, bytesRead));
+      if (st.size <= MAX_CRLF_BYTES) keep.push(Buffer.from(chunk.subarray(0, bytesRead)));
+    }
+    if (total !== st.size) return false;
+    if (hash.digest('hex') === e.oid) return true;
+    return st.size <= MAX_CRLF_BYTES && holds(Buffer.concat(keep));
+  } catch {
+    return false;
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * The findings of (4): untracked files and folders git ignores (`git ls-files -o -i --exclude-standard --directory`,
+ * a wholly ignored folder as one entry) whose ctime is after the start, ignored by a rule the session wrote
+ * ({@link sessionsRule}); each told once per ctime, all again at close.
+ */
+async function selfIgnored(b: IndexBaseline, final: boolean): Promise<IndexFinding[]> {
+  const cfg = b.excludesFile ? ['-c', `core.excludesFile=${b.excludesFile}`] : [];
+  const listed = await runGit(b, [...cfg, 'ls-files', '-z', '--others', '--ignored', '--exclude-standard', '--directory']);
+  const fresh: { rel: string; ctime: number }[] = [];
+  let n = 0;
+  for (const raw of split0(listed)) {
+    if (++n % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
+    const rel = decodeName(raw).replace(/\/$/, '');
+    let st: fs.Stats | undefined;
+    try {
+      st = fs.lstatSync(nameBytes(path.join(b.workspace, rel)), { throwIfNoEntry: false });
+    } catch {
+      continue;
+    }
+    if (st && st.ctimeMs >= b.since && (final || b.told.get(rel) !== st.ctimeMs)) fresh.push({ rel, ctime: st.ctimeMs });
+  }
+  if (fresh.length === 0) return [];
+  const input = Buffer.concat(fresh.map((f) => Buffer.concat([Buffer.from(nameBytes(f.rel)), Buffer.from([0])])));
+  // Exit 1: none of them matched (a rule gone meanwhile).
+  const res = await runGit(b, [...cfg, 'check-ignore', '-v', '-z', '--stdin', '--no-index'], input, true);
+  const f = split0(res).map(decodeName);
+  const out: IndexFinding[] = [];
+  const ctimes = new Map(fresh.map((x) => [x.rel, x.ctime]));
+  for (let i = 0; i + 3 < f.length; i += 4) {
+    const [source, line, pattern, rel] = [f[i]!, f[i + 1]!, f[i + 2]!, f[i + 3]!.replace(/\/$/, '')];
+    if (source === '' || pattern.startsWith('!')) continue;
+    const file = path.isAbsolute(source) ? source : path.join(b.workspace, source);
+    if (!sessionsRule(b, file, pattern)) continue;
+    b.told.set(rel, ctimes.get(rel) ?? 0);
+    out.push({
+      path: path.join(b.workspace, rel),
+      why: `made or changed by the session and ignored by a rule the session wrote (${showRel(b, file)}:${line} \`${pattern}\`), so git status does not show it; review it (\`git status --ignored\`)`,
+      kind: 'ignored',
+    });
+  }
+  return out;
+}
+
+/** Whether the rule `pattern` of the ignore file `file` (absolute) is the session's: the file changed since the start and the line was not in it then. */
+function sessionsRule(b: IndexBaseline, file: string, pattern: string): boolean {
+  let st: fs.Stats | undefined;
+  try {
+    st = fs.lstatSync(nameBytes(file), { throwIfNoEntry: false });
+  } catch {
+    return true;
+  }
+  if (st !== undefined && st.ctimeMs < b.since) return false;
+  return !(b.ignoreLines.get(file)?.has(pattern) ?? false);
+}
+
+const showRel = (b: IndexBaseline, file: string): string => (file.startsWith(`${b.workspace}/`) ? path.relative(b.workspace, file) : file);
+
+/** The inode number of `file`, or -1. */
+function inode(file: string): number {
+  try {
+    return fs.lstatSync(file).ino;
+  } catch {
+    return -1;
+  }
+}
+
+/** The NUL-terminated fields of `buf`. */
+function split0(buf: Buffer): Buffer[] {
+  const out: Buffer[] = [];
+  let at = 0;
+  for (let nul = buf.indexOf(0, at); nul >= 0; nul = buf.indexOf(0, at)) {
+    out.push(buf.subarray(at, nul));
+    at = nul + 1;
+  }
+  return out;
+}

@@ -1,0 +1,209 @@
+/**
+ * Attacks on the git audit's part on what the person's `git status` shows (src/session/git-index-audit.ts; adversary
+ * round 24), in real sessions of the unit harness, as root: inputs chosen to get past it (a bit set and cleared in one
+ * command, a stale index.lock that keeps the index from being written, the person's `.git/info/exclude` and global
+ * excludes file, a forged entry whose file is gone, many files at once) and the work it must leave alone (a file
+ * rewritten with its own content, what the person's own rules ignore, a sparse checkout's bits).
+ */
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { personsRepo } from './persons-repo';
+import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
+
+afterEach(async () => {
+  await closeSessions();
+  removeTempDirs();
+});
+
+const STAT = path.join(__dirname, 'fixtures', 'index-stat.py');
+
+/** The person's repository with a tracked Makefile and a .gitignore ignoring node_modules, and index-stat.py copied in (untracked). */
+function repo(): ReturnType<typeof personsRepo> {
+  if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+  const r = personsRepo();
+  fs.writeFileSync(path.join(r.ws, 'Makefile'), 'test:\n\techo testing\n');
+  fs.writeFileSync(path.join(r.ws, '.gitignore'), 'node_modules/\n');
+  r.git('add', 'Makefile', '.gitignore');
+  r.git('commit', '-qm', 'two');
+  fs.copyFileSync(STAT, path.join(r.ws, 'index-stat.py'));
+  return r;
+}
+
+/** Shell text: Makefile replaced by a new file (renamed into place), its mtime set back and its stat data written into the index. */
+const FORGE =
+  `printf 'test:\\n\\techo PWNED\\n' > m.new && mv m.new Makefile && touch -d @1600000000 Makefile && ` +
+  `python3 index-stat.py .git/index Makefile Makefile && rm index-stat.py`;
+
+const status = (git: (...a: string[]) => string): string => git('status', '--porcelain', '--untracked-files=all');
+
+describe('the index audit, attacked', () => {
+  test('a bit set and cleared by the session within one command: the change shows, and no bit is reported', async () => {
+    const { ws, git } = repo();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run(
+      `git update-index --skip-worktree Makefile && echo x >> Makefile && git update-index --no-skip-worktree Makefile && rm index-stat.py`,
+    );
+    expect(r.exitCode).toBe(0);
+    expect(r.output).not.toContain('skip-worktree');
+    await s.close();
+    expect(status(git)).toMatch(/^ M Makefile$/m);
+  });
+
+  test('a bit set in one command and the file changed in the next: cleared after the first, named once', async () => {
+    const { ws, git } = repo();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r1 = await s.run(`git update-index --assume-unchanged Makefile && rm index-stat.py`);
+    expect(r1.output).toContain('Makefile (marked assume-unchanged by the session');
+    const r2 = await s.run(`echo x >> Makefile && git ls-files -v Makefile`);
+    // The bit is gone already: the session's own git sees the file again, and nothing is named twice.
+    expect(r2.output).toMatch(/^H Makefile$/m);
+    expect(r2.output).not.toContain('assume-unchanged');
+    await s.close();
+    expect(status(git)).toMatch(/^ M Makefile$/m);
+  });
+
+  test('a file rewritten with its own content and the index refreshed: nothing reported, the tree clean', async () => {
+    const { ws, git } = repo();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run(`cp Makefile m.new && mv m.new Makefile && git status --porcelain >/dev/null && rm index-stat.py`);
+    expect(r.exitCode).toBe(0);
+    expect(r.output).not.toContain('git status');
+    await s.close();
+    expect(s.gitNoteAtClose).toBeUndefined();
+    expect(status(git)).toBe('');
+  });
+
+  test('forged stat data and a stale index.lock left so the index cannot be written: shown at close all the same', async () => {
+    const { ws, git } = repo();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run(`${FORGE} && : > .git/index.lock`);
+    expect(r.exitCode).toBe(0);
+    // The command's audit cannot write the index and says so; the close moves the lock (no process of the session is left).
+    expect(r.output).toContain('git status may still NOT show, check by hand: Makefile');
+    await s.close();
+    expect(s.gitNoteAtClose).toContain('git status shows again: Makefile');
+    expect(status(git)).toMatch(/^ M Makefile$/m);
+    expect(git('diff')).toContain('PWNED');
+  });
+
+  test('a forged entry whose file the session then deleted, and a skip-worktree entry deleted: both show as deleted', async () => {
+    const { ws, git } = repo();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run(`${FORGE} && rm Makefile && git update-index --skip-worktree .gitignore && rm .gitignore`);
+    expect(r.exitCode).toBe(0);
+    await s.close();
+    expect(status(git)).toMatch(/^ D Makefile$/m);
+    expect(status(git)).toMatch(/^ D \.gitignore$/m);
+  });
+
+  test('many files hidden at once (150 skip-worktree, 150 forged): every one shows, the result names some and counts the rest', async () => {
+    const { ws, git } = repo();
+    fs.mkdirSync(path.join(ws, 'a'));
+    fs.mkdirSync(path.join(ws, 'b'));
+    for (let i = 0; i < 150; i++) {
+      fs.writeFileSync(path.join(ws, 'a', `f${i}.sh`), `echo a${i}\n`);
+      fs.writeFileSync(path.join(ws, 'b', `f${i}.sh`), `echo b${i}\n`);
+    }
+    git('add', 'a', 'b');
+    git('commit', '-qm', 'many');
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run(
+      // Forged first: index-stat.py reads a version 2 index, and a skip-worktree bit makes it version 3.
+      `for f in b/*.sh; do echo evil > $f.new && mv $f.new $f && touch -d @1600000000 $f; done && ` +
+        `python3 - <<'EOF'
+import subprocess
+for i in range(150):
+    subprocess.run(['python3', 'index-stat.py', '.git/index', f'b/f{i}.sh', f'b/f{i}.sh'], check=True, stdout=subprocess.DEVNULL)
+EOF
+[ $? = 0 ] && git ls-files -z a | xargs -0 git update-index --skip-worktree && for f in a/*.sh; do echo evil >> $f; done && rm index-stat.py`,
+      { timeoutMs: 120_000 },
+    );
+    expect(r.exitCode).toBe(0);
+    expect(r.output).toMatch(/git status shows again: .* and 295 more/);
+    await s.close();
+    const lines = status(git)
+      .split('\n')
+      .filter((l) => l.startsWith(' M '));
+    expect(lines).toHaveLength(300);
+  });
+
+  test('.git/info/exclude: the session cannot write it, or what its line hides is named', async () => {
+    const { ws, git } = repo();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run(`echo conftest.py >> .git/info/exclude; echo 'import os' > conftest.py; rm index-stat.py`);
+    await s.close();
+    expect(fs.readFileSync(path.join(ws, 'conftest.py'), 'utf8')).toContain('import os');
+    if (!status(git).includes('conftest.py')) expect(r.output).toContain('conftest.py (made or changed by the session');
+  });
+
+  test("the person's global excludes file in the workspace: the session's line is refused or named, the person's own rules are not named", async () => {
+    const { ws } = repo();
+    const home = tempDir();
+    const cfg = path.join(home, 'gitconfig');
+    const ignore = path.join(ws, '.personal-ignore');
+    fs.writeFileSync(cfg, `[core]\n\texcludesFile = ${ignore}\n`);
+    fs.writeFileSync(ignore, '*.log\n.personal-ignore\n');
+    const saved = process.env.GIT_CONFIG_GLOBAL;
+    process.env.GIT_CONFIG_GLOBAL = cfg;
+    try {
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const r = await s.run(
+        `(echo conftest.py >> .personal-ignore || true) && echo 'import os' > conftest.py && echo noise > debug.log && mkdir -p node_modules/x && echo 1 > node_modules/x/i.js && rm index-stat.py`,
+      );
+      await s.close();
+      const personsStatus = execFileSync('git', ['-C', ws, 'status', '--porcelain', '--untracked-files=all'], {
+        encoding: 'utf8',
+        env: { ...process.env, GIT_CONFIG_GLOBAL: cfg },
+      });
+      if (!personsStatus.includes('conftest.py'))
+        expect(r.output).toContain('conftest.py (made or changed by the session and ignored by a rule');
+      // Ignored by the person's own rules (their excludes file's `*.log`, the repository's node_modules/): not named.
+      expect(r.output).not.toContain('debug.log');
+      expect(r.output).not.toContain('node_modules');
+    } finally {
+      if (saved === undefined) delete process.env.GIT_CONFIG_GLOBAL;
+      else process.env.GIT_CONFIG_GLOBAL = saved;
+    }
+  });
+
+  test("a line added to the person's .gitignore hides a new file: named once, and node_modules (the person's rule) never", async () => {
+    const { ws, git } = repo();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r1 = await s.run(
+      `echo conftest.py >> .gitignore && echo 'import os' > conftest.py && mkdir -p node_modules/x && echo 1 > node_modules/x/i.js && rm index-stat.py`,
+    );
+    expect(r1.output).toContain(
+      'conftest.py (made or changed by the session and ignored by a rule the session wrote (.gitignore:2 `conftest.py`)',
+    );
+    expect(r1.output).not.toContain('node_modules');
+    const r2 = await s.run('true');
+    expect(r2.output).not.toContain('conftest.py');
+    await s.close();
+    expect(s.gitNoteAtClose).toContain('conftest.py');
+    expect(status(git)).toMatch(/^ M \.gitignore$/m);
+  });
+
+  test("a sparse checkout's skip-worktree bits, there at start, are left alone", async () => {
+    const { ws, git } = repo();
+    git('update-index', '--skip-worktree', 'build.sh');
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run('rm index-stat.py');
+    expect(r.output).not.toContain('build.sh');
+    await s.close();
+    expect(git('ls-files', '-v', 'build.sh')).toBe('S build.sh\n');
+  });
+
+  test('an untracked cache the session added is dropped', async () => {
+    const { ws, git } = repo();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run(
+      'rm index-stat.py && git update-index --force-untracked-cache && git -c core.untrackedCache=true status --porcelain >/dev/null',
+    );
+    expect(r.exitCode).toBe(0);
+    expect(r.output).toContain('an untracked cache or fsmonitor extension the session added');
+    await s.close();
+    expect(fs.readFileSync(path.join(ws, '.git', 'index')).includes('UNTR')).toBe(false);
+    expect(status(git)).toBe('');
+  });
+});
