@@ -50,10 +50,10 @@ const SHORT_LINES = 'x\n'.repeat(MAX_EDIT_FILE_BYTES / 2);
 
 describe('the diff of an edit costs the worker bounded time whatever the file, and says honestly what it leaves out', () => {
   test('a `create` of one line over 5,242,880 short lines: one hunk, the removed side summarized with its count and hash', async () => {
-    const { value, heldMs } = await loopHeld(() => editDiff('/ws/big.txt', SHORT_LINES, 'y\n'));
+    const { value, heldMs } = await loopHeld(() => unifiedDiff('/ws/big.txt', SHORT_LINES, 'y\n'));
     expect(heldMs).toBeLessThan(HELD_BOUND_MS);
-    expect(value.text).toBe(`--- a/ws/big.txt\n+++ b/ws/big.txt\n@@ -1,5242880 +1 @@\n${summary(5_242_880, 'removed', SHORT_LINES)}+y\n`);
-    expect(value.hidden).toEqual({ removed: 5_242_880, added: 0 });
+    expect(value).toBe(`--- a/ws/big.txt\n+++ b/ws/big.txt\n@@ -1,5242880 +1 @@\n${summary(5_242_880, 'removed', SHORT_LINES)}+y\n`);
+    expect(editDiff('/ws/big.txt', SHORT_LINES, 'y\n').hidden).toEqual({ removed: 5_242_880, added: 0 });
   });
 
   test('one changed line in the middle of 5,242,880: the hunk is exact, its line numbers right, and the loop is not held', async () => {
@@ -68,30 +68,31 @@ describe('the diff of an edit costs the worker bounded time whatever the file, a
     const half = 'a'.repeat(MAX_EDIT_FILE_BYTES / 2);
     const before = `${half}X${half}`;
     const after = `${half}Y${half}`;
-    const { value, heldMs } = await loopHeld(() => editDiff('/ws/min.js', before, after));
+    const { value, heldMs } = await loopHeld(() => unifiedDiff('/ws/min.js', before, after));
     expect(heldMs).toBeLessThan(HELD_BOUND_MS);
-    expect(value.text).toBe(`--- a/ws/min.js\n+++ b/ws/min.js\n@@ -1 +1 @@\n${summary(1, 'removed', before)}${summary(1, 'added', after)}`);
-    expect(value.hidden).toEqual({ removed: 1, added: 1 });
+    expect(value).toBe(`--- a/ws/min.js\n+++ b/ws/min.js\n@@ -1 +1 @@\n${summary(1, 'removed', before)}${summary(1, 'added', after)}`);
+    expect(editDiff('/ws/min.js', before, after).hidden).toEqual({ removed: 1, added: 1 });
   });
 
   test('every line different, a million on each side: both summarized, in one hunk whose header counts every line', async () => {
     const before = numbered(1_000_000, 'old');
     const after = numbered(1_000_000, 'new');
-    const { value, heldMs } = await loopHeld(() => editDiff('/ws/all.txt', before, after));
+    const { value, heldMs } = await loopHeld(() => unifiedDiff('/ws/all.txt', before, after));
     expect(heldMs).toBeLessThan(HELD_BOUND_MS);
-    expect(value.text).toBe(
+    expect(value).toBe(
       `--- a/ws/all.txt\n+++ b/ws/all.txt\n@@ -1,1000000 +1,1000000 @@\n${summary(1_000_000, 'removed', before)}${summary(1_000_000, 'added', after)}`,
     );
+    expect(editDiff('/ws/all.txt', before, after).hidden).toEqual({ removed: 1_000_000, added: 1_000_000 });
   });
 
   test('every line different, right at the side bound: every line shown, the search stopped by its bound', async () => {
     const before = numbered(MAX_DIFF_SIDE_LINES, 'old');
     const after = numbered(MAX_DIFF_SIDE_LINES, 'new');
-    const { value, heldMs } = await loopHeld(() => editDiff('/ws/all.txt', before, after));
+    const { value, heldMs } = await loopHeld(() => unifiedDiff('/ws/all.txt', before, after));
     expect(heldMs).toBeLessThan(HELD_BOUND_MS);
-    expect(value.hidden).toEqual({ removed: 0, added: 0 });
-    expect(value.text.split('\n')[2]).toBe(`@@ -1,${MAX_DIFF_SIDE_LINES} +1,${MAX_DIFF_SIDE_LINES} @@`);
-    expect(value.text).toBe(
+    expect(editDiff('/ws/all.txt', before, after).hidden).toEqual({ removed: 0, added: 0 });
+    expect(value.split('\n')[2]).toBe(`@@ -1,${MAX_DIFF_SIDE_LINES} +1,${MAX_DIFF_SIDE_LINES} @@`);
+    expect(value).toBe(
       `--- a/ws/all.txt\n+++ b/ws/all.txt\n@@ -1,${MAX_DIFF_SIDE_LINES} +1,${MAX_DIFF_SIDE_LINES} @@\n` +
         before.replace(/^/gm, '-').slice(0, -1) +
         after.replace(/^/gm, '+').slice(0, -1),
@@ -101,38 +102,36 @@ describe('the diff of an edit costs the worker bounded time whatever the file, a
   test('one line past the side bound: that side summarized, the other still shown line by line', async () => {
     const before = `keep\n${numbered(MAX_DIFF_SIDE_LINES + 1, 'old')}end\n`;
     const after = `keep\n${numbered(3, 'new')}end\n`;
-    const { value, heldMs } = await loopHeld(() => editDiff('/ws/f.txt', before, after));
+    const { value, heldMs } = await loopHeld(() => unifiedDiff('/ws/f.txt', before, after));
     expect(heldMs).toBeLessThan(HELD_BOUND_MS);
-    expect(value.text).toBe(
+    expect(value).toBe(
       `--- a/ws/f.txt\n+++ b/ws/f.txt\n@@ -1,${MAX_DIFF_SIDE_LINES + 3} +1,5 @@\n keep\n` +
         `${summary(MAX_DIFF_SIDE_LINES + 1, 'removed', numbered(MAX_DIFF_SIDE_LINES + 1, 'old'))}+new 1\n+new 2\n+new 3\n end\n`,
     );
-    expect(value.hidden).toEqual({ removed: MAX_DIFF_SIDE_LINES + 1, added: 0 });
+    expect(editDiff('/ws/f.txt', before, after).hidden).toEqual({ removed: MAX_DIFF_SIDE_LINES + 1, added: 0 });
   });
 
   test('a side of exactly the character bound is shown; one character more is summarized', () => {
     const at = `${'c'.repeat(MAX_DIFF_SIDE_CHARS - 1)}\n`;
     const past = `${'c'.repeat(MAX_DIFF_SIDE_CHARS)}\n`;
-    const shown = editDiff('/ws/f.txt', 'a\n', at);
-    expect(shown.hidden).toEqual({ removed: 0, added: 0 });
-    expect(shown.text).toBe(`--- a/ws/f.txt\n+++ b/ws/f.txt\n@@ -1 +1 @@\n-a\n+${at}`);
-    const cut = editDiff('/ws/f.txt', 'a\n', past);
-    expect(cut.hidden).toEqual({ removed: 0, added: 1 });
-    expect(cut.text).toBe(`--- a/ws/f.txt\n+++ b/ws/f.txt\n@@ -1 +1 @@\n-a\n${summary(1, 'added', past)}`);
+    expect(unifiedDiff('/ws/f.txt', 'a\n', at)).toBe(`--- a/ws/f.txt\n+++ b/ws/f.txt\n@@ -1 +1 @@\n-a\n+${at}`);
+    expect(unifiedDiff('/ws/f.txt', 'a\n', past)).toBe(`--- a/ws/f.txt\n+++ b/ws/f.txt\n@@ -1 +1 @@\n-a\n${summary(1, 'added', past)}`);
+    expect(editDiff('/ws/f.txt', 'a\n', at).hidden).toEqual({ removed: 0, added: 0 });
+    expect(editDiff('/ws/f.txt', 'a\n', past).hidden).toEqual({ removed: 0, added: 1 });
   });
 
   test('a search made to run long (a line every 25 against one every 27, 50,000 on each side) stops at its work bound', async () => {
     // Long runs of equal lines make the search's diagonals follow long snakes: it would end after 3,554 steps (under
     // MAX_DIFF_STEPS) and about 50 million units of work (2.4 s of the loop before, at load 9, hunks counted from the top).
     const side = (p: number): string => Array.from({ length: MAX_DIFF_SIDE_LINES }, (_, i) => (i % p === 0 ? 'y\n' : 'x\n')).join('');
-    const { value, heldMs } = await loopHeld(() => editDiff('/ws/f.txt', side(25), side(27)));
+    const { value, heldMs } = await loopHeld(() => unifiedDiff('/ws/f.txt', side(25), side(27)));
     expect(heldMs).toBeLessThan(HELD_BOUND_MS);
     // The middle as one block, every line shown: 25 equal lines at the head, 22 at the tail, 49,953 changed on each side.
-    expect(value.hidden).toEqual({ removed: 0, added: 0 });
-    expect(value.text.split('\n')[2]).toBe('@@ -23,49959 +23,49959 @@');
-    expect(bodyLines(value.text, '-')).toBe(49_953 + 1);
-    expect(bodyLines(value.text, '+')).toBe(49_953 + 1);
-    expect(value.text.split('\n').slice(3, 7)).toEqual([' x', ' x', ' x', '-y']);
+    expect(editDiff('/ws/f.txt', side(25), side(27)).hidden).toEqual({ removed: 0, added: 0 });
+    expect(value.split('\n')[2]).toBe('@@ -23,49959 +23,49959 @@');
+    expect(bodyLines(value, '-')).toBe(49_953 + 1);
+    expect(bodyLines(value, '+')).toBe(49_953 + 1);
+    expect(value.split('\n').slice(3, 7)).toEqual([' x', ' x', ' x', '-y']);
   });
 
   test("a model's rewrite of a file (a thousand lines, every other one changed) still gets the shortest script, hunk by hunk", () => {
@@ -156,10 +155,10 @@ describe('a `view` and an `insert` of the same 10 MiB file cost the loop bounded
   test('a whole view: the first lines, cut at max_characters with the count of the whole', async () => {
     const { value, heldMs } = await loopHeld(() => viewFile(SHORT_LINES, undefined, 20_000));
     expect(heldMs).toBeLessThan(HELD_BOUND_MS);
-    expect(value.text.startsWith('1: x\n2: x\n')).toBe(true);
-    expect(value.text.split('\n')).toHaveLength(10_000 + 1);
+    expect(value.startsWith('1: x\n2: x\n')).toBe(true);
+    expect(value.split('\n')).toHaveLength(10_000 + 1);
     expect(
-      value.text.endsWith(
+      value.endsWith(
         '\n10000: x\n[truncated: the view shows 20000 of 10485760 characters (max_characters); use view_range to see the rest]',
       ),
     ).toBe(true);
