@@ -155,10 +155,11 @@ describe('a `view` and an `insert` of the same 10 MiB file cost the loop bounded
   test('a whole view: the first lines, cut at max_characters with the count of the whole', async () => {
     const { value, heldMs } = await loopHeld(() => viewFile(SHORT_LINES, undefined, 20_000));
     expect(heldMs).toBeLessThan(HELD_BOUND_MS);
-    expect(value.startsWith('1: x\n2: x\n')).toBe(true);
-    expect(value.split('\n')).toHaveLength(10_000 + 1);
+    expect(value.isError).toBe(false);
+    expect(value.text.startsWith('1: x\n2: x\n')).toBe(true);
+    expect(value.text.split('\n')).toHaveLength(10_000 + 1);
     expect(
-      value.endsWith(
+      value.text.endsWith(
         '\n10000: x\n[truncated: the view shows 20000 of 10485760 characters (max_characters); use view_range to see the rest]',
       ),
     ).toBe(true);
