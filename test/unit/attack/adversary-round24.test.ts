@@ -96,8 +96,10 @@
  * past its bound as one summary line (its lines, characters and SHA-256); added lines a summary stands
  * for are never put to a person (src/session/edit-diff.ts `editDiff`, edit.ts `performEdit`). A `view`
  * and an `insert` scan the file without splitting it (edit.ts `viewFile`, `planEdit`). The edit's git
- * audit runs in a `finally` (session.ts `BashSession.edit`). The test runs; attackers' variants in
- * test/unit/attack/edit-diff-bounds.test.ts.
+ * audit runs in a `finally` (session.ts `BashSession.edit`). Measured in a real session (load average
+ * 12 to 14): the `create` held the loop 10.7 and 11.0 s and threw before, 343 and 348 ms after (the
+ * person asked, a 298-character diff); the `view` 2.7 and 4.2 s before, 258 and 260 ms after. The
+ * test runs; attackers' variants in test/unit/attack/edit-diff-bounds.test.ts.
  *
  * Tried, held: every plain builtin of src/policy/builtins.ts with `'a[$(touch F)]'` and `'$(touch F)'`
  * words in real bash 5.2.15 (`dirs +W`, `kill -l W`, `kill -s W`, `kill -n W`, `kill %W`, `caller W`,
