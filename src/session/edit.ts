@@ -23,7 +23,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import * as path from 'node:path';
 import type { EditRequest } from '../contract/text-editor';
-import { splitLines, unifiedDiff } from './edit-diff';
+import { countLines, editDiff, lineOffset, MAX_DIFF_SIDE_CHARS, MAX_DIFF_SIDE_LINES, splitLines, type EditDiff } from './edit-diff';
 import { launchStdio, type Launch } from './fds';
 
 /** Largest file the editor reads or writes, in bytes: 10 MiB (the diff and the view stay far below the payload limit anyway). */
@@ -107,42 +107,55 @@ function occurrences(hay: string, needle: string): number {
   return n;
 }
 
-/** `text` cut to `max` characters (code points), with a note saying so. */
+/**
+ * `text` cut to `max` characters (code points, as the string iterator counts them: a lone surrogate is one), with a
+ * note saying so. One pass over the text's code units, no array of its characters (a 10 MiB file is 10 million).
+ */
 function truncated(text: string, max: number): { text: string; note: string } {
-  const chars = [...text];
-  if (chars.length <= max) return { text, note: '' };
+  // A text of at most `max` code units has at most `max` code points.
+  if (text.length <= max) return { text, note: '' };
+  let chars = 0;
+  let cutAt = text.length;
+  for (let i = 0; i < text.length; chars++) {
+    if (chars === max) cutAt = i;
+    const c = text.charCodeAt(i);
+    i += c >= 0xd800 && c <= 0xdbff && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00 ? 2 : 1;
+  }
+  if (chars <= max) return { text, note: '' };
   return {
-    text: chars.slice(0, max).join(''),
-    note: `\n[truncated: the view shows ${max} of ${chars.length} characters (max_characters); use view_range to see the rest]`,
+    text: text.slice(0, cutAt),
+    note: `\n[truncated: the view shows ${max} of ${chars} characters (max_characters); use view_range to see the rest]`,
   };
 }
 
 /**
  * A `view` of a file: the selected lines, each prefixed `N: ` (docs example), the contents cut
- * to `maxCharacters` first (docs: "truncate the file contents to that length").
+ * to `maxCharacters` first (docs: "truncate the file contents to that length"). Only what is
+ * shown is split into lines; the rest of the file is scanned, never copied line by line.
  */
 export function viewFile(
   content: string,
   viewRange: [number, number] | undefined,
   maxCharacters: number,
 ): { text: string; isError: boolean } {
-  const lines = splitLines(content);
+  const count = countLines(content);
   let start = 1;
-  let end = lines.length;
+  let end = count;
   if (viewRange !== undefined) {
     const [s, e] = viewRange;
-    if (s < 1 || (lines.length > 0 && s > lines.length) || (lines.length === 0 && s !== 1)) {
+    if (s < 1 || (count > 0 && s > count) || (count === 0 && s !== 1)) {
       return {
-        text: `Error: Invalid view_range [${s}, ${e}]: the file has ${lines.length} lines, so start_line must be between 1 and ${Math.max(1, lines.length)}`,
+        text: `Error: Invalid view_range [${s}, ${e}]: the file has ${count} lines, so start_line must be between 1 and ${Math.max(1, count)}`,
         isError: true,
       };
     }
     if (e !== -1 && e < s)
       return { text: `Error: Invalid view_range [${s}, ${e}]: end_line must be -1 or at least start_line`, isError: true };
     start = s;
-    end = e === -1 ? lines.length : Math.min(e, lines.length);
+    end = e === -1 ? count : Math.min(e, count);
   }
-  const selected = lines.slice(start - 1, end).join('');
+  const from = lineOffset(content, start - 1);
+  const selected = content.slice(from, end >= count ? content.length : lineOffset(content, end - start + 1, from));
   const cut = truncated(selected, maxCharacters);
   const shown = splitLines(cut.text).map((l, i) => `${start + i}: ${l.endsWith('\n') ? l.slice(0, -1) : l}`);
   return { text: `${shown.join('\n')}${cut.note}`, isError: false };
@@ -209,25 +222,26 @@ export function planEdit(edit: EditRequest, abs: string, read: ReadReply, maxCha
       );
     }
     case 'insert': {
-      const lines = splitLines(content!);
-      if (edit.insertLine > lines.length) {
+      const count = countLines(content!);
+      if (edit.insertLine > count) {
         return {
           kind: 'result',
-          text: `Error: Invalid insert_line ${edit.insertLine}: the file has ${lines.length} lines, so insert_line must be between 0 and ${lines.length}`,
+          text: `Error: Invalid insert_line ${edit.insertLine}: the file has ${count} lines, so insert_line must be between 0 and ${count}`,
           isError: true,
         };
       }
-      let before = lines.slice(0, edit.insertLine).join('');
+      const at = lineOffset(content!, edit.insertLine);
+      let before = content!.slice(0, at);
       if (before !== '' && !before.endsWith('\n')) before += '\n';
       const text = edit.insertText.endsWith('\n') || edit.insertText === '' ? edit.insertText : `${edit.insertText}\n`;
-      return change(before + text + lines.slice(edit.insertLine).join(''), `Successfully inserted text after line ${edit.insertLine}.`);
+      return change(before + text + content!.slice(at), `Successfully inserted text after line ${edit.insertLine}.`);
     }
   }
 }
 
-/** The diff a person approves for a change plan. */
-export function planDiff(abs: string, plan: Extract<EditPlan, { kind: 'change' }>): string {
-  return unifiedDiff(abs, plan.before, plan.after);
+/** The diff a person approves for a change plan, with the lines it leaves out (src/session/edit-diff.ts `editDiff`). */
+export function planDiff(abs: string, plan: Extract<EditPlan, { kind: 'change' }>): EditDiff {
+  return editDiff(abs, plan.before, plan.after);
 }
 
 /**
@@ -523,10 +537,16 @@ export async function performEdit(
   const byRule = (g: EditGate | undefined): { approvedByRule?: number } =>
     g && 'apply' in g && g.rule !== undefined ? { approvedByRule: g.rule } : {};
   if (plan.kind === 'result') return { text: plan.text, isError: plan.isError, applied: false, abs, ...byRule(viewGate) };
-  const diff = planDiff(abs, plan);
+  const made = planDiff(abs, plan);
+  const diff = made.text;
   if (diff === '')
     return { text: `${plan.success} (The file already had this content: nothing changed.)`, isError: false, applied: false, abs };
-  const g = decide(diff);
+  let g = decide(diff);
+  // Added lines a summary stands for were never seen: a person cannot approve them (a rule, or `auto`, may still apply them).
+  if ('ask' in g && made.hidden.added > 0)
+    g = {
+      refuse: `Error: this change adds ${made.hidden.added} ${made.hidden.added === 1 ? 'line' : 'lines'} in one block, more than a diff shows a person (${MAX_DIFF_SIDE_LINES} lines or ${MAX_DIFF_SIDE_CHARS} characters): make it in smaller edits.`,
+    };
   const stop = notDone(g, diff);
   if (stop) return stop;
   const wrote = await io.write(abs, plan.after, plan.expectSha256);

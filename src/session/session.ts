@@ -335,7 +335,7 @@ export class BashSession {
           session.git.anywhereStems,
         );
         // From before the first command to close: a background job's file at a missing path is moved at once, not at the next audit.
-        if (session.gitBaseline) session.stopWatch = watchMissing(session.gitBaseline, (found) => session.watchedFindings.push(...found));
+        if (session.gitBaseline) session.stopWatch = watchMissing(session.gitBaseline, (found) => pushEach(session.watchedFindings, found));
       }
       await session.spawn(cwd);
     } catch (err) {
@@ -555,7 +555,8 @@ export class BashSession {
    * shell's (`sandboxedSpawnArgs`, exact-run hidden paths covered), bounded as an exact run (the
    * shell's ulimits, OOM score, pids and memory cgroups: edit-io.ts). `gate` decides, before
    * anything is shown or written, whether the `view` or the change (with its unified diff) may
-   * go ahead. Appends one audit line.
+   * go ahead. Appends one audit line. The git audit runs whatever the edit comes to, a thrown error included (its
+   * findings then come with the next result).
    * @param options.maxCharacters the tool's `max_characters` (characters a `view` shows at most)
    * @throws SessionClosedError when the session is closed
    * @throws Error when the helper gives no answer to a write (nothing is known to be written only when it crashed before
@@ -575,17 +576,24 @@ export class BashSession {
         limits: this.limits,
         cgroups: this.shell?.guard.joinFiles() ?? [],
       });
-      const outcome = await performEdit(
-        edit,
-        { cwd, workspace: this.options.exactRoot, maxCharacters: options.maxCharacters },
-        io,
-        gate,
-        options.ruleSubject,
-      );
+      let outcome: EditOutcome | undefined;
+      try {
+        outcome = await performEdit(
+          edit,
+          { cwd, workspace: this.options.exactRoot, maxCharacters: options.maxCharacters },
+          io,
+          gate,
+          options.ruleSubject,
+        );
+      } finally {
+        // No outcome (the edit threw: a write without an answer, a failure of the diff): the audit still moves what it
+        // finds now; its findings, and a memory kill (not taken here), are told with the next result.
+        if (outcome === undefined && this.gitBaseline) pushEach(this.watchedFindings, await auditGit(this.gitBaseline, false));
+      }
       if (outcome.needsApproval) {
         // Nothing was done, and the answer's text is never shown: the audit still moves what it finds now, and its
         // findings (and a memory kill) are told with the next result.
-        if (this.gitBaseline) this.watchedFindings.push(...(await auditGit(this.gitBaseline, false)));
+        if (this.gitBaseline) pushEach(this.watchedFindings, await auditGit(this.gitBaseline, false));
       } else {
         // The helper runs in the session's memory cgroup: a kill there (the helper's or a job's) is said here as for a command.
         const notes = [this.memoryKillNote(), await this.auditGitNote()].filter((n): n is string => n !== undefined);
@@ -1112,6 +1120,11 @@ export class BashSession {
       await appendAuditLine(this.options.auditLog, commandAuditLine(this.auditSource, command, result, r.exactArgv));
     return result;
   }
+}
+
+/** Appends every item of `items` to `target`, one at a time (a spread into `push` overflows the stack past about 120,000 items). */
+function pushEach<T>(target: T[], items: readonly T[]): void {
+  for (const item of items) target.push(item);
 }
 
 /** `dev:ino` of each of `paths` that exists (symlinks not followed). */
