@@ -11,7 +11,7 @@
  */
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { lstat, mkdir, readdir, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, opendir, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { runConfined } from './confine';
@@ -35,7 +35,28 @@ export interface CheckpointOptions {
   exclude?: string[];
   /** Largest workspace recorded, in bytes of regular files (excludes left out); a larger one is skipped with a reason. */
   maxBytes: number;
+  /**
+   * Most entries recorded: files, symlinks and folders (excludes and `.git` left out); a workspace with more is skipped with a
+   * reason, whatever its bytes.
+   * @default {@link DEFAULT_CHECKPOINT_MAX_ENTRIES}
+   */
+  maxEntries?: number;
 }
+
+/**
+ * Default cap on the entries (files, symlinks and folders) a checkpoint records: 100,000. What a
+ * checkpoint costs is root's `git add -A` (outside the session's limits), and that grows with the
+ * entries git lstats and the index it writes, not only with bytes: 200,000 empty files (0 bytes)
+ * took 37 s, then 87 s once renamed (adversary round 24). Measured on this machine
+ * (docs/rewind.md): this project's checkout without `node_modules` is about 1,000 entries, pyenv
+ * 1,800, `node_modules` of this project about 60,000, and the Linux kernel is about 95,000 (its
+ * own count: 89,000 files, 6,000 folders): every real repository we know of passes, the attack's
+ * 200,200 does not, and a checkpoint at the cap costs a bounded few seconds of an idle machine.
+ */
+export const DEFAULT_CHECKPOINT_MAX_ENTRIES = 100_000;
+
+/** Entries a measure reads from the kernel at once and files it lstats at once (libuv's threadpool does both off the event loop). */
+const MEASURE_BATCH = 64;
 
 /** One checkpoint taken: the commit id, the store it is in, the workspace it records. */
 export interface Checkpoint {
@@ -143,24 +164,67 @@ function excluded(rel: string, exclude: readonly string[]): boolean {
   });
 }
 
-/** Bytes and count of the regular files a checkpoint would record; stops counting past `cap`. */
-async function measure(workspace: string, exclude: readonly string[], cap: number): Promise<{ bytes: number; files: number }> {
-  let bytes = 0;
-  let files = 0;
-  const walk = async (dir: string, rel: string): Promise<void> => {
-    for (const entry of await readdir(dir, { withFileTypes: true })) {
-      if (bytes > cap) return;
+/** What {@link measure} found: bytes and count of regular files, entries (files, symlinks, folders), and which cap was passed, if one was. */
+interface Measured {
+  bytes: number;
+  files: number;
+  entries: number;
+  over?: 'bytes' | 'entries';
+}
+
+/**
+ * Bytes, files and entries a checkpoint would record; stops as soon as a cap is passed (so a
+ * workspace of millions of entries, or a folder a job keeps filling while it is read, costs at most
+ * the cap). Folders are read as a stream ({@link MEASURE_BATCH} entries at a time, never whole)
+ * and files lstat'd in batches, so the worker's event loop is never held for more than a batch.
+ * A folder or file gone while it is read is not counted (git will not record it either).
+ */
+async function measure(workspace: string, exclude: readonly string[], caps: { bytes: number; entries: number }): Promise<Measured> {
+  const m: Measured = { bytes: 0, files: 0, entries: 0 };
+  const over = (): boolean => {
+    if (m.entries > caps.entries) m.over = 'entries';
+    else if (m.bytes > caps.bytes) m.over = 'bytes';
+    return m.over !== undefined;
+  };
+  const sizes = async (files: string[]): Promise<void> => {
+    for (const size of await Promise.all(files.map((f) => lstat(f).then((st) => st.size, () => 0)))) m.bytes += size;
+  };
+  const walk = async (dir: string, rel: string, top: boolean): Promise<void> => {
+    let handle;
+    try {
+      handle = await opendir(dir, { bufferSize: MEASURE_BATCH });
+    } catch (err) {
+      // Gone or swapped for a file since its parent was read: not recorded (the workspace itself must be there).
+      if (!top && ['ENOENT', 'ENOTDIR'].includes((err as NodeJS.ErrnoException).code ?? '')) return;
+      throw err;
+    }
+    const subdirs: [string, string][] = [];
+    let files: string[] = [];
+    // Leaving the loop early (a cap passed) closes the folder.
+    for await (const entry of handle) {
       const r = rel ? `${rel}/${entry.name}` : entry.name;
       if (entry.name === '.git' || excluded(r, exclude)) continue;
-      if (entry.isDirectory()) await walk(path.join(dir, entry.name), r);
+      if (entry.isDirectory()) subdirs.push([path.join(dir, entry.name), r]);
       else if (entry.isFile()) {
-        bytes += (await lstat(path.join(dir, entry.name))).size;
-        files++;
+        m.files++;
+        files.push(path.join(dir, entry.name));
+      } else if (!entry.isSymbolicLink()) continue;
+      m.entries++;
+      if (files.length >= MEASURE_BATCH) {
+        await sizes(files);
+        files = [];
       }
+      if (over()) return;
+    }
+    await sizes(files);
+    for (const [d, r] of subdirs) {
+      if (over()) return;
+      await walk(d, r, false);
     }
   };
-  await walk(workspace, '');
-  return { bytes, files };
+  await walk(workspace, '', true);
+  over();
+  return m;
 }
 
 /** A private index file in the store, removed after `fn`. */
@@ -183,7 +247,7 @@ async function writeTree(store: string, workspace: string, exclude: readonly str
 /**
  * Records `workspace` as it is now.
  * @param message the commit message (which run and turn, for someone reading the store)
- * @returns the checkpoint, or `{skipped}` saying why none was taken (over `maxBytes`)
+ * @returns the checkpoint, or `{skipped}` saying why none was taken (over `maxBytes` or `maxEntries`)
  * @throws Error when git fails (the caller reports it; the command still runs)
  */
 export async function takeCheckpoint(
@@ -193,8 +257,13 @@ export async function takeCheckpoint(
   message: string,
 ): Promise<Checkpoint | { skipped: string }> {
   const exclude = options.exclude ?? [];
-  const size = await measure(workspace, exclude, options.maxBytes);
-  if (size.bytes > options.maxBytes)
+  const maxEntries = options.maxEntries ?? DEFAULT_CHECKPOINT_MAX_ENTRIES;
+  const size = await measure(workspace, exclude, { bytes: options.maxBytes, entries: maxEntries });
+  if (size.over === 'entries')
+    return {
+      skipped: `the workspace holds more than ${maxEntries} files and folders (the checkpoint's cap on entries); no checkpoint was taken`,
+    };
+  if (size.over === 'bytes')
     return { skipped: `the workspace holds more than ${options.maxBytes} bytes (the checkpoint cap); no checkpoint was taken` };
   const store = await storeFor(root, workspace);
   await ensureStore(store);

@@ -557,6 +557,8 @@ export class BashSession {
    * anything is shown or written, whether the `view` or the change (with its unified diff) may
    * go ahead. Appends one audit line.
    * @param options.maxCharacters the tool's `max_characters` (characters a `view` shows at most)
+   * @param options.beforeWrite awaited once `gate` said apply, just before the change is written (in the session's turn:
+   *   no command runs meanwhile); not for a `view`, an edit that waits for a person or one answered without writing
    * @throws SessionClosedError when the session is closed
    * @throws Error when the helper gives no answer to a write (nothing is known to be written only when it crashed before
    *   writing); a read without an answer (the helper killed at a limit) is an `is_error` outcome instead
@@ -565,7 +567,12 @@ export class BashSession {
   edit(
     edit: EditRequest,
     gate: (p: ProposedEdit) => EditGate,
-    options: { maxCharacters: number; ruleSubject: (command: EditRequest['command'], abs: string) => string; signal?: AbortSignal },
+    options: {
+      maxCharacters: number;
+      ruleSubject: (command: EditRequest['command'], abs: string) => string;
+      signal?: AbortSignal;
+      beforeWrite?: () => Promise<void>;
+    },
   ): Promise<EditOutcome> {
     if (this.closed) return Promise.reject(this.closedError());
     return this.enqueue(async () => {
@@ -581,6 +588,7 @@ export class BashSession {
         io,
         gate,
         options.ruleSubject,
+        options.beforeWrite,
       );
       if (outcome.needsApproval) {
         // Nothing was done, and the answer's text is never shown: the audit still moves what it finds now, and its
