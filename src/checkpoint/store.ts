@@ -7,9 +7,11 @@
  * the executable bit) written through a private index
  * (`GIT_INDEX_FILE`, `GIT_WORK_TREE=<workspace>`): the workspace's own
  * `.git` directories are never read nor written, identical files are stored
- * once. No Temporal here.
+ * once. A checkpoint measures the workspace first and is skipped past its caps
+ * (bytes, entries); git then records exactly the paths measured. No Temporal here.
  */
 import { execFile } from 'node:child_process';
+import type { Dir } from 'node:fs';
 import { createHash, randomBytes } from 'node:crypto';
 import { lstat, mkdir, opendir, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -93,7 +95,7 @@ export async function storeFor(root: string, workspace: string): Promise<string>
 async function git(
   store: string,
   args: string[],
-  opts: { workTree?: string; index?: string; maxBuffer?: number; writable?: boolean } = {},
+  opts: { workTree?: string; index?: string; maxBuffer?: number; writable?: boolean; input?: Buffer; encoding?: 'utf8' | 'latin1' } = {},
 ): Promise<string> {
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
@@ -120,12 +122,14 @@ async function git(
       store,
       maxBuffer: opts.maxBuffer ?? 256 * 1024 * 1024,
       timeoutMs: CONFINED_STORE_TIMEOUT_MS,
+      ...(opts.input ? { input: opts.input } : {}),
+      ...(opts.encoding ? { encoding: opts.encoding } : {}),
     });
   const { stdout } = await run(argv[0]!, argv.slice(1), {
     env,
     cwd: opts.workTree ?? store,
     maxBuffer: opts.maxBuffer ?? 256 * 1024 * 1024,
-    encoding: 'utf8',
+    encoding: opts.encoding ?? 'utf8',
   });
   return stdout;
 }
@@ -164,66 +168,126 @@ function excluded(rel: string, exclude: readonly string[]): boolean {
   });
 }
 
-/** What {@link measure} found: bytes and count of regular files, entries (files, symlinks, folders), and which cap was passed, if one was. */
+/**
+ * What {@link measure} found: bytes and count of regular files, entries (files, symlinks, folders),
+ * which cap was passed if one was, and the paths git is to record (files, symlinks, nested
+ * repositories), workspace-relative, each byte of the name one `latin1` character, sorted as git's
+ * index is (bytewise).
+ */
 interface Measured {
   bytes: number;
   files: number;
   entries: number;
   over?: 'bytes' | 'entries';
+  paths: string[];
+}
+
+/** `name` as {@link measure} spells paths: each byte of its UTF-8 one `latin1` character. */
+function asBytes(name: string): string {
+  return Buffer.from(name, 'utf8').toString('latin1');
 }
 
 /**
- * Bytes, files and entries a checkpoint would record; stops as soon as a cap is passed (so a
- * workspace of millions of entries, or a folder a job keeps filling while it is read, costs at most
- * the cap). Folders are read as a stream ({@link MEASURE_BATCH} entries at a time, never whole)
- * and files lstat'd in batches, so the worker's event loop is never held for more than a batch.
- * A folder or file gone while it is read is not counted (git will not record it either).
+ * Whether a `.git` below the workspace's top makes its folder a repository git records as a gitlink
+ * (its `git add -A` rule, roughly): a file (`gitdir: ...`) or a folder holding `HEAD`. Anything else
+ * leaves the folder a plain one, walked.
+ */
+async function repositoryMark(dotGit: Buffer): Promise<boolean> {
+  try {
+    const st = await lstat(dotGit);
+    if (st.isFile()) return true;
+    if (!st.isDirectory()) return false;
+    await lstat(Buffer.concat([dotGit, Buffer.from('/HEAD')]));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Bytes, files and entries a checkpoint would record, and their paths; stops as soon as a cap is
+ * passed (so a workspace of millions of entries, or a folder a job keeps filling while it is read,
+ * costs at most the cap). Folders are read as a stream ({@link MEASURE_BATCH} entries at a time,
+ * never whole) and files lstat'd in batches, so the worker's event loop is never held for more
+ * than a batch. A folder or file gone while it is read is not counted. A folder holding a
+ * {@link repositoryMark} (below the top) is a nested repository: one entry, recorded by git as a
+ * gitlink, not walked.
+ * Names are read as bytes (a name that is not UTF-8 stays the file's).
  */
 async function measure(workspace: string, exclude: readonly string[], caps: { bytes: number; entries: number }): Promise<Measured> {
-  const m: Measured = { bytes: 0, files: 0, entries: 0 };
+  const m: Measured = { bytes: 0, files: 0, entries: 0, paths: [] };
+  const excludes = exclude.map(asBytes);
+  const top = Buffer.from(`${workspace.replace(/\/+$/, '')}/`, 'utf8');
+  const abs = (rel: string): Buffer => Buffer.concat([top, Buffer.from(rel, 'latin1')]);
   const over = (): boolean => {
     if (m.entries > caps.entries) m.over = 'entries';
     else if (m.bytes > caps.bytes) m.over = 'bytes';
     return m.over !== undefined;
   };
-  const sizes = async (files: string[]): Promise<void> => {
-    for (const size of await Promise.all(files.map((f) => lstat(f).then((st) => st.size, () => 0)))) m.bytes += size;
-  };
-  const walk = async (dir: string, rel: string, top: boolean): Promise<void> => {
-    let handle;
+  const walk = async (rel: string): Promise<void> => {
+    let handle: Dir;
     try {
-      handle = await opendir(dir, { bufferSize: MEASURE_BATCH });
+      handle = await opendir(rel ? abs(rel) : top, { bufferSize: MEASURE_BATCH, encoding: 'latin1' });
     } catch (err) {
       // Gone or swapped for a file since its parent was read: not recorded (the workspace itself must be there).
-      if (!top && ['ENOENT', 'ENOTDIR'].includes((err as NodeJS.ErrnoException).code ?? '')) return;
+      if (rel && ['ENOENT', 'ENOTDIR'].includes((err as NodeJS.ErrnoException).code ?? '')) return;
       throw err;
     }
-    const subdirs: [string, string][] = [];
-    let files: string[] = [];
+    const here = { bytes: 0, files: 0, entries: 0 };
+    const listed: string[] = [];
+    const subdirs: string[] = [];
+    let batch: string[] = [];
+    let nested = false;
+    const sizes = async (): Promise<void> => {
+      const got = await Promise.all(batch.map((r) => lstat(abs(r)).then((st) => st.size, () => 0)));
+      batch = [];
+      for (const size of got) {
+        here.bytes += size;
+        m.bytes += size;
+      }
+    };
     // Leaving the loop early (a cap passed) closes the folder.
     for await (const entry of handle) {
-      const r = rel ? `${rel}/${entry.name}` : entry.name;
-      if (entry.name === '.git' || excluded(r, exclude)) continue;
-      if (entry.isDirectory()) subdirs.push([path.join(dir, entry.name), r]);
-      else if (entry.isFile()) {
-        m.files++;
-        files.push(path.join(dir, entry.name));
-      } else if (!entry.isSymbolicLink()) continue;
-      m.entries++;
-      if (files.length >= MEASURE_BATCH) {
-        await sizes(files);
-        files = [];
+      if (entry.name === '.git') {
+        if (rel !== '') nested = await repositoryMark(abs(`${rel}/.git`));
+        continue;
       }
+      const r = rel ? `${rel}/${entry.name}` : entry.name;
+      if (excluded(r, excludes)) continue;
+      if (entry.isDirectory()) subdirs.push(r);
+      else if (entry.isFile()) {
+        here.files++;
+        m.files++;
+        listed.push(r);
+        batch.push(r);
+      } else if (entry.isSymbolicLink()) listed.push(r);
+      else continue;
+      here.entries++;
+      m.entries++;
+      if (batch.length >= MEASURE_BATCH) await sizes();
       if (over()) return;
     }
-    await sizes(files);
-    for (const [d, r] of subdirs) {
+    await sizes();
+    if (nested) {
+      // git records a nested repository as its HEAD commit (a gitlink), nothing of its files.
+      m.bytes -= here.bytes;
+      m.files -= here.files;
+      m.entries -= here.entries;
+      m.paths.push(rel);
+      over();
+      return;
+    }
+    // No spread: a folder may list up to the cap.
+    for (const r of listed) m.paths.push(r);
+    for (const d of subdirs) {
       if (over()) return;
-      await walk(d, r, false);
+      await walk(d);
     }
   };
-  await walk(workspace, '', true);
+  await walk('');
   over();
+  // git's index order: bytewise, which the UTF-16 order of latin1 strings is.
+  m.paths.sort();
   return m;
 }
 
@@ -235,6 +299,23 @@ async function withIndex<T>(store: string, fn: (index: string) => Promise<T>): P
   } finally {
     await rm(index, { force: true });
   }
+}
+
+/**
+ * Writes exactly `paths` (from {@link measure}) into the store's objects through `index`: its tree id.
+ * git lstats only these paths and walks no folder, so what it costs is what was measured, whatever a
+ * job adds meanwhile (a folder renamed in from `.git` or an excluded path after the measure). Index
+ * entries not in `paths` are dropped first; a path gone since the measure is dropped too.
+ */
+async function writeListed(store: string, workspace: string, paths: readonly string[], index: string): Promise<string> {
+  const keep = new Set(paths);
+  const held = (await git(store, ['ls-files', '-z'], { index, encoding: 'latin1' })).split('\0').filter((p) => p !== '');
+  const gone = held.filter((p) => !keep.has(p));
+  const nul = (list: readonly string[]): Buffer => Buffer.from(list.map((p) => `${p}\0`).join(''), 'latin1');
+  if (gone.length > 0) await git(store, ['update-index', '--force-remove', '-z', '--stdin'], { workTree: workspace, index, input: nul(gone) });
+  if (paths.length > 0)
+    await git(store, ['update-index', '--add', '--remove', '--replace', '-z', '--stdin'], { workTree: workspace, index, input: nul(paths) });
+  return (await git(store, ['write-tree'], { workTree: workspace, index })).trim();
 }
 
 /** Writes the workspace as it is now into the store's objects: its tree id. */
@@ -269,8 +350,8 @@ export async function takeCheckpoint(
   await ensureStore(store);
   // A persistent private index: git re-reads only the files whose stat changed since the last checkpoint.
   // Taken by another checkpoint of the same workspace right now (index.lock): a fresh one instead.
-  const tree = await writeTree(store, workspace, exclude, path.join(store, 'checkpoint-index')).catch(() =>
-    withIndex(store, (index) => writeTree(store, workspace, exclude, index)),
+  const tree = await writeListed(store, workspace, size.paths, path.join(store, 'checkpoint-index')).catch(() =>
+    withIndex(store, (index) => writeListed(store, workspace, size.paths, index)),
   );
   const id = (await git(store, ['commit-tree', tree, '-m', message])).trim();
   // A ref keeps the commit from any later gc of the store.
