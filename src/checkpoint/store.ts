@@ -286,9 +286,69 @@ async function measure(workspace: string, exclude: readonly string[], caps: { by
   };
   await walk('');
   over();
-  // git's index order: bytewise, which the UTF-16 order of latin1 strings is.
-  m.paths.sort();
+  m.paths = await sortedBytewise(m.paths);
   return m;
+}
+
+/** Yields to the event loop (its timers and I/O run before the rest). */
+const yieldLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** Items per step of the work on a checkpoint's paths done on the worker's event loop (a few ms each). */
+const LOOP_STEP = 4096;
+
+/**
+ * `items` sorted as git's index is (bytewise: the UTF-16 order of latin1 strings), without holding
+ * the event loop: runs of {@link LOOP_STEP} sorted at once, then merged pairwise, yielding between
+ * steps (100,000 names in a hash-ordered folder took 360 ms in one `sort()`).
+ */
+async function sortedBytewise(items: string[]): Promise<string[]> {
+  let runs: string[][] = [];
+  for (let i = 0; i < items.length; i += LOOP_STEP) {
+    runs.push(items.slice(i, i + LOOP_STEP).sort());
+    await yieldLoop();
+  }
+  while (runs.length > 1) {
+    const next: string[][] = [];
+    for (let i = 0; i < runs.length; i += 2) {
+      const [a, b] = [runs[i]!, runs[i + 1]];
+      next.push(b ? merged(a, b) : a);
+      await yieldLoop();
+    }
+    runs = next;
+  }
+  return runs[0] ?? [];
+}
+
+/** Two sorted lists as one. */
+function merged(a: readonly string[], b: readonly string[]): string[] {
+  const out: string[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) out.push(a[i]! <= b[j]! ? a[i++]! : b[j++]!);
+  while (i < a.length) out.push(a[i++]!);
+  while (j < b.length) out.push(b[j++]!);
+  return out;
+}
+
+/** The items of sorted `held` not in sorted `keep` (one pass, no set). */
+function missingFrom(held: readonly string[], keep: readonly string[]): string[] {
+  const out: string[] = [];
+  let j = 0;
+  for (const h of held) {
+    while (j < keep.length && keep[j]! < h) j++;
+    if (keep[j] !== h) out.push(h);
+  }
+  return out;
+}
+
+/** `list` as git's `-z --stdin` reads it, built {@link LOOP_STEP} names at a time between yields. */
+async function nulSeparated(list: readonly string[]): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for (let i = 0; i < list.length; i += LOOP_STEP) {
+    parts.push(Buffer.from(`${list.slice(i, i + LOOP_STEP).join('\0')}\0`, 'latin1'));
+    await yieldLoop();
+  }
+  return Buffer.concat(parts);
 }
 
 /** A private index file in the store, removed after `fn`. */
@@ -308,13 +368,18 @@ async function withIndex<T>(store: string, fn: (index: string) => Promise<T>): P
  * entries not in `paths` are dropped first; a path gone since the measure is dropped too.
  */
 async function writeListed(store: string, workspace: string, paths: readonly string[], index: string): Promise<string> {
-  const keep = new Set(paths);
-  const held = (await git(store, ['ls-files', '-z'], { index, encoding: 'latin1' })).split('\0').filter((p) => p !== '');
-  const gone = held.filter((p) => !keep.has(p));
-  const nul = (list: readonly string[]): Buffer => Buffer.from(list.map((p) => `${p}\0`).join(''), 'latin1');
-  if (gone.length > 0) await git(store, ['update-index', '--force-remove', '-z', '--stdin'], { workTree: workspace, index, input: nul(gone) });
+  // ls-files lists in the index's order, which `paths` is in too.
+  const held = (await git(store, ['ls-files', '-z'], { index, encoding: 'latin1' })).split('\0');
+  held.pop();
+  const gone = missingFrom(held, paths);
+  if (gone.length > 0)
+    await git(store, ['update-index', '--force-remove', '-z', '--stdin'], { workTree: workspace, index, input: await nulSeparated(gone) });
   if (paths.length > 0)
-    await git(store, ['update-index', '--add', '--remove', '--replace', '-z', '--stdin'], { workTree: workspace, index, input: nul(paths) });
+    await git(store, ['update-index', '--add', '--remove', '--replace', '-z', '--stdin'], {
+      workTree: workspace,
+      index,
+      input: await nulSeparated(paths),
+    });
   return (await git(store, ['write-tree'], { workTree: workspace, index })).trim();
 }
 
