@@ -158,7 +158,13 @@ function collect(
   as?: { uid: number; gid: number },
 ): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(file, args, { env: c.env, cwd, stdio: [c.input ? 'pipe' : 'ignore', 'pipe', 'pipe', ...fds], detached: true, ...as });
+    const child = spawn(file, args, {
+      env: c.env,
+      cwd,
+      stdio: [c.input ? 'pipe' : 'ignore', 'pipe', 'pipe', ...fds],
+      detached: true,
+      ...as,
+    });
     // A command that exits before reading it all: its exit status says what went wrong, not the broken pipe.
     child.stdin?.on('error', () => undefined);
     child.stdin?.end(c.input);

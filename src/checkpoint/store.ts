@@ -240,7 +240,14 @@ async function measure(workspace: string, exclude: readonly string[], caps: { by
     let batch: string[] = [];
     let nested = false;
     const sizes = async (): Promise<void> => {
-      const got = await Promise.all(batch.map((r) => lstat(abs(r)).then((st) => st.size, () => 0)));
+      const got = await Promise.all(
+        batch.map((r) =>
+          lstat(abs(r)).then(
+            (st) => st.size,
+            () => 0,
+          ),
+        ),
+      );
       batch = [];
       for (const size of got) {
         here.bytes += size;

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createSessionActivities, SessionRegistry } from '../../../src/activities/session';
 import { sha256Hex } from '../../../src/session/edit';
-import { parseEditInput, type EditRequest } from '../../../src/contract/text-editor';
+import { parseEditInput, type EditRequest, type RunEditInput, type RunEditOutput } from '../../../src/contract/text-editor';
 
 function req(input: Record<string, unknown>): EditRequest {
   const parsed = parseEditInput(input);
@@ -41,29 +41,30 @@ describe('runEdit and the workspace checkpoint', () => {
     });
     const env = new MockActivityEnvironment();
     const ref = await env.run(acts.openSession, { workflowId: 'run-1' });
+    const runEdit = (input: RunEditInput): Promise<RunEditOutput> => env.run(acts.runEdit, input);
     const ws = path.join(root, 'workspaces', 'run-1');
     writeFileSync(path.join(ws, 'a.txt'), 'one\n');
     const base = { sessionId: ref.sessionId, workflowId: 'run-1', checkpoint: { turn: 1, maxBytes: 1e9, exclude: [] } };
     const change = req({ command: 'str_replace', path: 'a.txt', old_str: 'one', new_str: 'two' });
 
-    const asked = await env.run(acts.runEdit, { ...base, toolUseId: 'toolu_1', edit: change, autoApprove: 'policy' as const });
+    const asked = await runEdit({ ...base, toolUseId: 'toolu_1', edit: change, autoApprove: 'policy' as const });
     expect(asked.needsApproval).toBeDefined();
     expect(asked.checkpoint).toBeUndefined();
     // Nothing of the workspace was read into a store: no store at all.
     expect(existsSync(checkpoints) ? readdirSync(checkpoints) : []).toEqual([]);
 
-    const failed = await env.run(acts.runEdit, {
+    const failed = await runEdit({
       ...base,
       toolUseId: 'toolu_2',
       edit: req({ command: 'str_replace', path: 'a.txt', old_str: 'absent', new_str: 'x' }),
     });
     expect(failed).toMatchObject({ isError: true, applied: false });
     expect(failed.checkpoint).toBeUndefined();
-    const viewed = await env.run(acts.runEdit, { ...base, toolUseId: 'toolu_3', edit: req({ command: 'view', path: 'a.txt' }) });
+    const viewed = await runEdit({ ...base, toolUseId: 'toolu_3', edit: req({ command: 'view', path: 'a.txt' }) });
     expect(viewed.checkpoint).toBeUndefined();
     expect(existsSync(checkpoints) ? readdirSync(checkpoints) : []).toEqual([]);
 
-    const approved = await env.run(acts.runEdit, {
+    const approved = await runEdit({
       ...base,
       toolUseId: 'toolu_1',
       edit: change,

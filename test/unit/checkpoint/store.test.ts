@@ -120,7 +120,9 @@ describe('checkpoint store', () => {
       expect(DEFAULT_CHECKPOINT_MAX_ENTRIES).toBe(100_000);
       await emptyFiles(ws, 3);
       const r = await takeCheckpoint(root, ws, { maxBytes: 1e9, maxEntries: 2 }, 't');
-      expect(r).toEqual({ skipped: 'the workspace holds more than 2 files and folders (the checkpoint\'s cap on entries); no checkpoint was taken' });
+      expect(r).toEqual({
+        skipped: "the workspace holds more than 2 files and folders (the checkpoint's cap on entries); no checkpoint was taken",
+      });
     });
 
     it('takes a workspace just at the cap and skips one entry more, counting folders and symlinks as files', async () => {
@@ -174,7 +176,7 @@ describe('checkpoint store', () => {
       for (const n of taken) expect(n).toBeLessThanOrEqual(2_000);
     }, 120_000);
 
-    it("records no more than it measured while a job renames a hoard in and out of `.git` (which the measure and git skip)", async () => {
+    it('records no more than it measured while a job renames a hoard in and out of `.git` (which the measure and git skip)', async () => {
       // 500 empty files that a job moves between `.git/hoard` and `hoard` in a loop: a measure that saw them in `.git`
       // must not let git record them once they are out.
       await mkdir(path.join(ws, '.git'));
@@ -189,7 +191,9 @@ describe('checkpoint store', () => {
       let taken = 0;
       try {
         for (let i = 0; i < 30; i++) {
-          const r = await takeCheckpoint(root, ws, { maxBytes: 1e9, maxEntries: 100 }, `t${i}`).catch((e: Error) => ({ failed: e.message }));
+          const r = await takeCheckpoint(root, ws, { maxBytes: 1e9, maxEntries: 100 }, `t${i}`).catch((e: Error) => ({
+            failed: e.message,
+          }));
           if ('id' in r) {
             taken++;
             expect(recorded(r).length).toBeLessThanOrEqual(100);
