@@ -11,6 +11,7 @@ import path from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createSessionActivities, SessionRegistry } from '../../../src/activities/session';
 import { sha256Hex } from '../../../src/session/edit';
+import type { OpenSessionOutput } from '../../../src/contract/activities';
 import { parseEditInput, type EditRequest, type RunEditInput, type RunEditOutput } from '../../../src/contract/text-editor';
 
 function req(input: Record<string, unknown>): EditRequest {
@@ -40,7 +41,7 @@ describe('runEdit and the workspace checkpoint', () => {
       sessionOptions: { sandbox: 'none', user: null, auditLog: path.join(root, 'audit.jsonl') },
     });
     const env = new MockActivityEnvironment();
-    const ref = await env.run(acts.openSession, { workflowId: 'run-1' });
+    const ref: OpenSessionOutput = await env.run(acts.openSession, { workflowId: 'run-1' });
     const runEdit = (input: RunEditInput): Promise<RunEditOutput> => env.run(acts.runEdit, input);
     const ws = path.join(root, 'workspaces', 'run-1');
     writeFileSync(path.join(ws, 'a.txt'), 'one\n');
