@@ -786,14 +786,21 @@ export function createSessionActivities(deps: SessionActivityDeps) {
       const tracked = registry.trackCommand();
       const started = Date.now();
       try {
-        const checkpoint =
-          input.checkpoint && input.edit.command !== 'view'
-            ? await checkpointBefore(deps.checkpointRoot, session, input.checkpoint, input)
-            : undefined;
+        // Taken once the gate lets the change be written, as a command's once approved: none while a person decides, so a
+        // request nobody approved costs no checkpoint (adversary round 24).
+        let checkpoint: CheckpointResult | undefined;
+        const ask = input.edit.command !== 'view' ? input.checkpoint : undefined;
         const out = await session.edit(input.edit, editGate(input), {
           maxCharacters: TEXT_EDITOR_MAX_CHARACTERS,
           ruleSubject: editRuleSubject,
           signal: AbortSignal.any([ctx.cancellationSignal, tracked.signal]),
+          ...(ask
+            ? {
+                beforeWrite: async () => {
+                  checkpoint = await checkpointBefore(deps.checkpointRoot, session, ask, input);
+                },
+              }
+            : {}),
         });
         if (out.approvedByRule !== undefined)
           log.info('edit approved by an approval rule', { toolUseId: input.toolUseId, rule: out.approvedByRule });
@@ -805,8 +812,7 @@ export function createSessionActivities(deps: SessionActivityDeps) {
           ...(out.notes !== undefined ? { notes: out.notes } : {}),
           ...(out.needsApproval ? { needsApproval: out.needsApproval } : {}),
           ...(out.approvedByRule !== undefined ? { approvedByRule: out.approvedByRule } : {}),
-          // Nothing was written while a person decides: the approved edit takes its own checkpoint.
-          ...(checkpoint && !out.needsApproval ? { checkpoint } : {}),
+          ...(checkpoint ? { checkpoint } : {}),
         };
       } finally {
         tracked.end();

@@ -46,6 +46,10 @@ export interface ConfinedCommand {
   store?: string;
   /** Largest stdout kept, bytes; more is an error. */
   maxBuffer: number;
+  /** Written to the command's stdin, which is then closed; stdin is `/dev/null` without it. */
+  input?: Buffer;
+  /** How stdout is decoded: `latin1` keeps every byte of a path git prints as one character. @default 'utf8' */
+  encoding?: 'utf8' | 'latin1';
   /**
    * More directories, each pinned by a descriptor the caller opened (`O_NOFOLLOW`) and bound at
    * `dest`, after the workspace (so one inside it shows over it).
@@ -154,7 +158,16 @@ function collect(
   as?: { uid: number; gid: number },
 ): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(file, args, { env: c.env, cwd, stdio: ['ignore', 'pipe', 'pipe', ...fds], detached: true, ...as });
+    const child = spawn(file, args, {
+      env: c.env,
+      cwd,
+      stdio: [c.input ? 'pipe' : 'ignore', 'pipe', 'pipe', ...fds],
+      detached: true,
+      ...as,
+    });
+    // A command that exits before reading it all: its exit status says what went wrong, not the broken pipe.
+    child.stdin?.on('error', () => undefined);
+    child.stdin?.end(c.input);
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     let size = 0;
@@ -184,7 +197,7 @@ function collect(
     child.on('close', (code, signal) => {
       clearTimeout(deadline);
       if (timedOut) return reject(new ConfinedTimeoutError(c.argv, c.timeoutMs));
-      if (code === 0) return resolve(Buffer.concat(out).toString('utf8'));
+      if (code === 0) return resolve(Buffer.concat(out).toString(c.encoding ?? 'utf8'));
       const why = size > c.maxBuffer ? `more than ${c.maxBuffer} bytes of output` : Buffer.concat(err).toString('utf8').trim();
       reject(new Error(`${c.argv.join(' ')} failed (${signal ?? `exit ${code}`}): ${why}`));
     });

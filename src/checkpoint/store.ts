@@ -7,11 +7,13 @@
  * the executable bit) written through a private index
  * (`GIT_INDEX_FILE`, `GIT_WORK_TREE=<workspace>`): the workspace's own
  * `.git` directories are never read nor written, identical files are stored
- * once. No Temporal here.
+ * once. A checkpoint measures the workspace first and is skipped past its caps
+ * (bytes, entries); git then records exactly the paths measured. No Temporal here.
  */
 import { execFile } from 'node:child_process';
+import type { Dir } from 'node:fs';
 import { createHash, randomBytes } from 'node:crypto';
-import { lstat, mkdir, readdir, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, opendir, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { runConfined } from './confine';
@@ -35,7 +37,29 @@ export interface CheckpointOptions {
   exclude?: string[];
   /** Largest workspace recorded, in bytes of regular files (excludes left out); a larger one is skipped with a reason. */
   maxBytes: number;
+  /**
+   * Most entries recorded: files, symlinks and folders (excludes and `.git` left out); a workspace with more is skipped with a
+   * reason, whatever its bytes.
+   * @default {@link DEFAULT_CHECKPOINT_MAX_ENTRIES}
+   */
+  maxEntries?: number;
 }
+
+/**
+ * Default cap on the entries (files, symlinks and folders) a checkpoint records: 100,000. What a
+ * checkpoint costs is root's git (outside the session's limits), and that grows with the entries it
+ * lstats and indexes, not only with bytes: 200,000 empty files (0 bytes, far under the 1 GiB cap)
+ * cost 37 s and then 87 s of `git add -A` at load average 33 (adversary round 24; 20 s and 22 s at
+ * load 9 here). Measured on this machine, 2026-12-07 (docs/rewind.md, "Caps"): this project's clone
+ * without `node_modules` is 639 entries, its `node_modules` 33,420, pyenv's repository 1,494 files;
+ * the Linux kernel's tree (about 90,000 files in recent releases, not measured here) passes too.
+ * The attack's 200,200 does not, and a checkpoint just under the cap (99,000 empty files) took 2.7 s,
+ * then 2.0 s, at load average 5.4.
+ */
+export const DEFAULT_CHECKPOINT_MAX_ENTRIES = 100_000;
+
+/** Entries a measure reads from the kernel at once and files it lstats at once (libuv's threadpool does both off the event loop). */
+const MEASURE_BATCH = 64;
 
 /** One checkpoint taken: the commit id, the store it is in, the workspace it records. */
 export interface Checkpoint {
@@ -72,7 +96,7 @@ export async function storeFor(root: string, workspace: string): Promise<string>
 async function git(
   store: string,
   args: string[],
-  opts: { workTree?: string; index?: string; maxBuffer?: number; writable?: boolean } = {},
+  opts: { workTree?: string; index?: string; maxBuffer?: number; writable?: boolean; input?: Buffer; encoding?: 'utf8' | 'latin1' } = {},
 ): Promise<string> {
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
@@ -99,12 +123,14 @@ async function git(
       store,
       maxBuffer: opts.maxBuffer ?? 256 * 1024 * 1024,
       timeoutMs: CONFINED_STORE_TIMEOUT_MS,
+      ...(opts.input ? { input: opts.input } : {}),
+      ...(opts.encoding ? { encoding: opts.encoding } : {}),
     });
   const { stdout } = await run(argv[0]!, argv.slice(1), {
     env,
     cwd: opts.workTree ?? store,
     maxBuffer: opts.maxBuffer ?? 256 * 1024 * 1024,
-    encoding: 'utf8',
+    encoding: opts.encoding ?? 'utf8',
   });
   return stdout;
 }
@@ -143,24 +169,194 @@ function excluded(rel: string, exclude: readonly string[]): boolean {
   });
 }
 
-/** Bytes and count of the regular files a checkpoint would record; stops counting past `cap`. */
-async function measure(workspace: string, exclude: readonly string[], cap: number): Promise<{ bytes: number; files: number }> {
-  let bytes = 0;
-  let files = 0;
-  const walk = async (dir: string, rel: string): Promise<void> => {
-    for (const entry of await readdir(dir, { withFileTypes: true })) {
-      if (bytes > cap) return;
-      const r = rel ? `${rel}/${entry.name}` : entry.name;
-      if (entry.name === '.git' || excluded(r, exclude)) continue;
-      if (entry.isDirectory()) await walk(path.join(dir, entry.name), r);
-      else if (entry.isFile()) {
-        bytes += (await lstat(path.join(dir, entry.name))).size;
-        files++;
+/**
+ * What {@link measure} found: bytes and count of regular files, entries (files, symlinks, folders),
+ * which cap was passed if one was, and the paths git is to record (files, symlinks, nested
+ * repositories), workspace-relative, each byte of the name one `latin1` character, sorted as git's
+ * index is (bytewise).
+ */
+interface Measured {
+  bytes: number;
+  files: number;
+  entries: number;
+  over?: 'bytes' | 'entries';
+  paths: string[];
+}
+
+/** `name` as {@link measure} spells paths: each byte of its UTF-8 one `latin1` character. */
+function asBytes(name: string): string {
+  return Buffer.from(name, 'utf8').toString('latin1');
+}
+
+/**
+ * Whether a `.git` below the workspace's top makes its folder a repository git records as a gitlink
+ * (its `git add -A` rule, roughly): a file (`gitdir: ...`) or a folder holding `HEAD`. Anything else
+ * leaves the folder a plain one, walked.
+ */
+async function repositoryMark(dotGit: Buffer): Promise<boolean> {
+  try {
+    const st = await lstat(dotGit);
+    if (st.isFile()) return true;
+    if (!st.isDirectory()) return false;
+    await lstat(Buffer.concat([dotGit, Buffer.from('/HEAD')]));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Bytes, files and entries a checkpoint would record, and their paths; stops as soon as a cap is
+ * passed (so a workspace of millions of entries, or a folder a job keeps filling while it is read,
+ * costs at most the cap). Folders are read as a stream ({@link MEASURE_BATCH} entries at a time,
+ * never whole) and files lstat'd in batches, so the worker's event loop is never held for more
+ * than a batch. A folder or file gone while it is read is not counted. A folder holding a
+ * {@link repositoryMark} (below the top) is a nested repository: one entry, recorded by git as a
+ * gitlink, not walked.
+ * Names are read as bytes (a name that is not UTF-8 stays the file's).
+ */
+async function measure(workspace: string, exclude: readonly string[], caps: { bytes: number; entries: number }): Promise<Measured> {
+  const m: Measured = { bytes: 0, files: 0, entries: 0, paths: [] };
+  const excludes = exclude.map(asBytes);
+  const top = Buffer.from(`${workspace.replace(/\/+$/, '')}/`, 'utf8');
+  const abs = (rel: string): Buffer => Buffer.concat([top, Buffer.from(rel, 'latin1')]);
+  const over = (): boolean => {
+    if (m.entries > caps.entries) m.over = 'entries';
+    else if (m.bytes > caps.bytes) m.over = 'bytes';
+    return m.over !== undefined;
+  };
+  const walk = async (rel: string): Promise<void> => {
+    let handle: Dir;
+    try {
+      handle = await opendir(rel ? abs(rel) : top, { bufferSize: MEASURE_BATCH, encoding: 'latin1' });
+    } catch (err) {
+      // Gone or swapped for a file since its parent was read: not recorded (the workspace itself must be there).
+      if (rel && ['ENOENT', 'ENOTDIR'].includes((err as NodeJS.ErrnoException).code ?? '')) return;
+      throw err;
+    }
+    const here = { bytes: 0, files: 0, entries: 0 };
+    const listed: string[] = [];
+    const subdirs: string[] = [];
+    let batch: string[] = [];
+    let nested = false;
+    const sizes = async (): Promise<void> => {
+      const got = await Promise.all(
+        batch.map((r) =>
+          lstat(abs(r)).then(
+            (st) => st.size,
+            () => 0,
+          ),
+        ),
+      );
+      batch = [];
+      for (const size of got) {
+        here.bytes += size;
+        m.bytes += size;
       }
+    };
+    // Leaving the loop early (a cap passed) closes the folder.
+    for await (const entry of handle) {
+      if (entry.name === '.git') {
+        if (rel !== '') nested = await repositoryMark(abs(`${rel}/.git`));
+        continue;
+      }
+      const r = rel ? `${rel}/${entry.name}` : entry.name;
+      if (excluded(r, excludes)) continue;
+      if (entry.isDirectory()) subdirs.push(r);
+      else if (entry.isFile()) {
+        here.files++;
+        m.files++;
+        listed.push(r);
+        batch.push(r);
+      } else if (entry.isSymbolicLink()) listed.push(r);
+      else continue;
+      here.entries++;
+      m.entries++;
+      if (batch.length >= MEASURE_BATCH) await sizes();
+      if (over()) return;
+    }
+    await sizes();
+    if (nested) {
+      // git records a nested repository as its HEAD commit (a gitlink), nothing of its files.
+      m.bytes -= here.bytes;
+      m.files -= here.files;
+      m.entries -= here.entries;
+      m.paths.push(rel);
+      over();
+      return;
+    }
+    // No spread: a folder may list up to the cap.
+    for (const r of listed) m.paths.push(r);
+    for (const d of subdirs) {
+      if (over()) return;
+      await walk(d);
     }
   };
-  await walk(workspace, '');
-  return { bytes, files };
+  await walk('');
+  over();
+  m.paths = await sortedBytewise(m.paths);
+  return m;
+}
+
+/** Yields to the event loop (its timers and I/O run before the rest). */
+const yieldLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** Items per step of the work on a checkpoint's paths done on the worker's event loop (a few ms each). */
+const LOOP_STEP = 4096;
+
+/**
+ * `items` sorted as git's index is (bytewise: the UTF-16 order of latin1 strings), without holding
+ * the event loop: runs of {@link LOOP_STEP} sorted at once, then merged pairwise, yielding between
+ * steps (100,000 names in a hash-ordered folder took 360 ms in one `sort()`).
+ */
+async function sortedBytewise(items: string[]): Promise<string[]> {
+  let runs: string[][] = [];
+  for (let i = 0; i < items.length; i += LOOP_STEP) {
+    runs.push(items.slice(i, i + LOOP_STEP).sort());
+    await yieldLoop();
+  }
+  while (runs.length > 1) {
+    const next: string[][] = [];
+    for (let i = 0; i < runs.length; i += 2) {
+      const [a, b] = [runs[i]!, runs[i + 1]];
+      next.push(b ? merged(a, b) : a);
+      await yieldLoop();
+    }
+    runs = next;
+  }
+  return runs[0] ?? [];
+}
+
+/** Two sorted lists as one. */
+function merged(a: readonly string[], b: readonly string[]): string[] {
+  const out: string[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) out.push(a[i]! <= b[j]! ? a[i++]! : b[j++]!);
+  while (i < a.length) out.push(a[i++]!);
+  while (j < b.length) out.push(b[j++]!);
+  return out;
+}
+
+/** The items of sorted `held` not in sorted `keep` (one pass, no set). */
+function missingFrom(held: readonly string[], keep: readonly string[]): string[] {
+  const out: string[] = [];
+  let j = 0;
+  for (const h of held) {
+    while (j < keep.length && keep[j]! < h) j++;
+    if (keep[j] !== h) out.push(h);
+  }
+  return out;
+}
+
+/** `list` as git's `-z --stdin` reads it, built {@link LOOP_STEP} names at a time between yields. */
+async function nulSeparated(list: readonly string[]): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for (let i = 0; i < list.length; i += LOOP_STEP) {
+    parts.push(Buffer.from(`${list.slice(i, i + LOOP_STEP).join('\0')}\0`, 'latin1'));
+    await yieldLoop();
+  }
+  return Buffer.concat(parts);
 }
 
 /** A private index file in the store, removed after `fn`. */
@@ -173,6 +369,28 @@ async function withIndex<T>(store: string, fn: (index: string) => Promise<T>): P
   }
 }
 
+/**
+ * Writes exactly `paths` (from {@link measure}) into the store's objects through `index`: its tree id.
+ * git lstats only these paths and walks no folder, so what it costs is what was measured, whatever a
+ * job adds meanwhile (a folder renamed in from `.git` or an excluded path after the measure). Index
+ * entries not in `paths` are dropped first; a path gone since the measure is dropped too.
+ */
+async function writeListed(store: string, workspace: string, paths: readonly string[], index: string): Promise<string> {
+  // ls-files lists in the index's order, which `paths` is in too.
+  const held = (await git(store, ['ls-files', '-z'], { index, encoding: 'latin1' })).split('\0');
+  held.pop();
+  const gone = missingFrom(held, paths);
+  if (gone.length > 0)
+    await git(store, ['update-index', '--force-remove', '-z', '--stdin'], { workTree: workspace, index, input: await nulSeparated(gone) });
+  if (paths.length > 0)
+    await git(store, ['update-index', '--add', '--remove', '--replace', '-z', '--stdin'], {
+      workTree: workspace,
+      index,
+      input: await nulSeparated(paths),
+    });
+  return (await git(store, ['write-tree'], { workTree: workspace, index })).trim();
+}
+
 /** Writes the workspace as it is now into the store's objects: its tree id. */
 async function writeTree(store: string, workspace: string, exclude: readonly string[], index: string): Promise<string> {
   // -f: git-ignored files are the workspace too; the excludes are pathspecs, which -f does not override.
@@ -183,7 +401,7 @@ async function writeTree(store: string, workspace: string, exclude: readonly str
 /**
  * Records `workspace` as it is now.
  * @param message the commit message (which run and turn, for someone reading the store)
- * @returns the checkpoint, or `{skipped}` saying why none was taken (over `maxBytes`)
+ * @returns the checkpoint, or `{skipped}` saying why none was taken (over `maxBytes` or `maxEntries`)
  * @throws Error when git fails (the caller reports it; the command still runs)
  */
 export async function takeCheckpoint(
@@ -193,15 +411,20 @@ export async function takeCheckpoint(
   message: string,
 ): Promise<Checkpoint | { skipped: string }> {
   const exclude = options.exclude ?? [];
-  const size = await measure(workspace, exclude, options.maxBytes);
-  if (size.bytes > options.maxBytes)
+  const maxEntries = options.maxEntries ?? DEFAULT_CHECKPOINT_MAX_ENTRIES;
+  const size = await measure(workspace, exclude, { bytes: options.maxBytes, entries: maxEntries });
+  if (size.over === 'entries')
+    return {
+      skipped: `the workspace holds more than ${maxEntries} files and folders (the checkpoint's cap on entries); no checkpoint was taken`,
+    };
+  if (size.over === 'bytes')
     return { skipped: `the workspace holds more than ${options.maxBytes} bytes (the checkpoint cap); no checkpoint was taken` };
   const store = await storeFor(root, workspace);
   await ensureStore(store);
   // A persistent private index: git re-reads only the files whose stat changed since the last checkpoint.
   // Taken by another checkpoint of the same workspace right now (index.lock): a fresh one instead.
-  const tree = await writeTree(store, workspace, exclude, path.join(store, 'checkpoint-index')).catch(() =>
-    withIndex(store, (index) => writeTree(store, workspace, exclude, index)),
+  const tree = await writeListed(store, workspace, size.paths, path.join(store, 'checkpoint-index')).catch(() =>
+    withIndex(store, (index) => writeListed(store, workspace, size.paths, index)),
   );
   const id = (await git(store, ['commit-tree', tree, '-m', message])).trim();
   // A ref keeps the commit from any later gc of the store.

@@ -498,6 +498,8 @@ export interface EditIo {
  * with its diff, write only when it says apply. Errors of the command (missing file, no
  * unique match, ...) are answered without asking: nothing would be done.
  * @param ruleSubject the rule words for a command and path (src/contract `editRuleSubject`)
+ * @param beforeWrite awaited once the gate said apply, just before the write (the workspace checkpoint): never for a
+ *   `view`, an edit answered without writing, or one that waits for a person
  */
 export async function performEdit(
   edit: EditRequest,
@@ -505,6 +507,7 @@ export async function performEdit(
   io: EditIo,
   gate: (p: ProposedEdit) => EditGate,
   ruleSubject: (command: EditRequest['command'], abs: string) => string,
+  beforeWrite?: () => Promise<void>,
 ): Promise<EditOutcome> {
   const resolved = resolveEditPath(edit.path, where.cwd, where.workspace);
   if ('error' in resolved) return { text: resolved.error, isError: true, applied: false };
@@ -549,6 +552,7 @@ export async function performEdit(
     };
   const stop = notDone(g, diff);
   if (stop) return stop;
+  await beforeWrite?.();
   const wrote = await io.write(abs, plan.after, plan.expectSha256);
   if (!wrote.ok)
     return { text: failureText(wrote.code, wrote.message, abs, true), isError: true, applied: false, abs, reviewSha256: sha256Hex(diff) };

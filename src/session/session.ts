@@ -558,6 +558,8 @@ export class BashSession {
    * go ahead. Appends one audit line. The git audit runs whatever the edit comes to, a thrown error included (its
    * findings then come with the next result).
    * @param options.maxCharacters the tool's `max_characters` (characters a `view` shows at most)
+   * @param options.beforeWrite awaited once `gate` said apply, just before the change is written (in the session's turn:
+   *   no command runs meanwhile); not for a `view`, an edit that waits for a person or one answered without writing
    * @throws SessionClosedError when the session is closed
    * @throws Error when the helper gives no answer to a write (nothing is known to be written only when it crashed before
    *   writing); a read without an answer (the helper killed at a limit) is an `is_error` outcome instead
@@ -566,7 +568,12 @@ export class BashSession {
   edit(
     edit: EditRequest,
     gate: (p: ProposedEdit) => EditGate,
-    options: { maxCharacters: number; ruleSubject: (command: EditRequest['command'], abs: string) => string; signal?: AbortSignal },
+    options: {
+      maxCharacters: number;
+      ruleSubject: (command: EditRequest['command'], abs: string) => string;
+      signal?: AbortSignal;
+      beforeWrite?: () => Promise<void>;
+    },
   ): Promise<EditOutcome> {
     if (this.closed) return Promise.reject(this.closedError());
     return this.enqueue(async () => {
@@ -584,6 +591,7 @@ export class BashSession {
           io,
           gate,
           options.ruleSubject,
+          options.beforeWrite,
         );
       } finally {
         // No outcome (the edit threw: a write without an answer, a failure of the diff): the audit still moves what it

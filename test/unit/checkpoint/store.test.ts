@@ -1,7 +1,28 @@
+import { spawn, spawnSync } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, readFile, readlink, rm, stat, symlink, writeFile, unlink, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { changesBetween, diffBetween, restoreCheckpoint, takeCheckpoint, type Checkpoint } from '../../../src/checkpoint/store';
+import {
+  changesBetween,
+  DEFAULT_CHECKPOINT_MAX_ENTRIES,
+  diffBetween,
+  restoreCheckpoint,
+  takeCheckpoint,
+  type Checkpoint,
+} from '../../../src/checkpoint/store';
+
+/** Every path a checkpoint records (`git ls-tree -r`), from its store. */
+function recorded(cp: Checkpoint): string[] {
+  const out = spawnSync('git', ['--git-dir', cp.store, 'ls-tree', '-r', '-z', '--name-only', cp.id], { encoding: 'latin1' });
+  if (out.status !== 0) throw new Error(out.stderr);
+  return out.stdout.split('\0').filter((p) => p !== '');
+}
+
+/** `n` empty files in `dir` (created), named `f0`, `f1`, ... */
+async function emptyFiles(dir: string, n: number): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  for (let i = 0; i < n; i++) await writeFile(path.join(dir, `f${i}`), '');
+}
 
 describe('checkpoint store', () => {
   let dir: string;
@@ -66,5 +87,124 @@ describe('checkpoint store', () => {
   it('skips a workspace over the cap', async () => {
     await writeFile(path.join(ws, 'big'), Buffer.alloc(2000));
     expect(await takeCheckpoint(root, ws, { maxBytes: 1000 }, 't')).toEqual({ skipped: expect.stringContaining('1000 bytes') });
+  });
+
+  it('records a nested repository as a gitlink, a name that is not UTF-8 as its bytes, and drops what an exclude later leaves out', async () => {
+    const sub = path.join(ws, 'sub');
+    await mkdir(sub);
+    const g = (...a: string[]) => spawnSync('git', ['-C', sub, '-c', 'user.name=a', '-c', 'user.email=a@b', ...a], { encoding: 'utf8' });
+    g('init', '-q');
+    await writeFile(path.join(sub, 'inner'), 'x\n');
+    g('add', 'inner');
+    g('commit', '-qm', 'one');
+    // Not a repository: a `.git` folder without HEAD leaves its folder a plain one, as for git add -A.
+    await mkdir(path.join(ws, 'plain', '.git'), { recursive: true });
+    await writeFile(path.join(ws, 'plain', 'y'), 'y\n');
+    await writeFile(Buffer.from(`${ws}/caf\xe9`, 'latin1'), 'latin1 name\n');
+    await mkdir(path.join(ws, 'cache'));
+    await writeFile(path.join(ws, 'cache', 'c'), 'c\n');
+    const first = (await takeCheckpoint(root, ws, { maxBytes: 1e6 }, 'one')) as Checkpoint;
+    expect(recorded(first).sort()).toEqual(['cache/c', 'caf\xe9', 'plain/y', 'sub'].sort());
+    const ls = spawnSync('git', ['--git-dir', first.store, 'ls-tree', first.id, 'sub'], { encoding: 'utf8' }).stdout;
+    expect(ls).toMatch(/^160000 commit [0-9a-f]{40}\tsub$/m);
+    // The store's index is kept between checkpoints: a path excluded now is left out of the next one.
+    const second = (await takeCheckpoint(root, ws, { maxBytes: 1e6, exclude: ['cache'] }, 'two')) as Checkpoint;
+    expect(recorded(second).sort()).toEqual(['caf\xe9', 'plain/y', 'sub'].sort());
+    await unlink(Buffer.from(`${ws}/caf\xe9`, 'latin1'));
+    await restoreCheckpoint(second.store, ws, second.id, ['cache']);
+    expect(await readFile(Buffer.from(`${ws}/caf\xe9`, 'latin1'), 'utf8')).toBe('latin1 name\n');
+  });
+
+  describe('the cap on entries (files, symlinks and folders), which a workspace of empty files passes by bytes', () => {
+    it('is 100,000 by default, and the reason names it', async () => {
+      expect(DEFAULT_CHECKPOINT_MAX_ENTRIES).toBe(100_000);
+      await emptyFiles(ws, 3);
+      const r = await takeCheckpoint(root, ws, { maxBytes: 1e9, maxEntries: 2 }, 't');
+      expect(r).toEqual({
+        skipped: "the workspace holds more than 2 files and folders (the checkpoint's cap on entries); no checkpoint was taken",
+      });
+    });
+
+    it('takes a workspace just at the cap and skips one entry more, counting folders and symlinks as files', async () => {
+      // 40 empty files, 5 folders (2 empty), 5 symlinks: 50 entries, 0 bytes.
+      await emptyFiles(path.join(ws, 'a'), 20);
+      await emptyFiles(path.join(ws, 'b', 'c'), 20);
+      await mkdir(path.join(ws, 'e1'));
+      await mkdir(path.join(ws, 'e2'));
+      for (let i = 0; i < 5; i++) await symlink('a/f0', path.join(ws, `l${i}`));
+      const at = await takeCheckpoint(root, ws, { maxBytes: 1e9, maxEntries: 50 }, 'at');
+      expect('id' in at ? recorded(at).length : at.skipped).toBe(45);
+      await mkdir(path.join(ws, 'e3'));
+      expect(await takeCheckpoint(root, ws, { maxBytes: 1e9, maxEntries: 50 }, 'over')).toEqual({
+        skipped: expect.stringContaining('more than 50 files and folders'),
+      });
+    });
+
+    it('counts folders: 300 empty folders (nothing git would record) are over a cap of 200', async () => {
+      for (let i = 0; i < 300; i++) await mkdir(path.join(ws, `d${i}`));
+      expect(await takeCheckpoint(root, ws, { maxBytes: 1e9, maxEntries: 200 }, 't')).toEqual({
+        skipped: expect.stringContaining('more than 200 files and folders'),
+      });
+    });
+
+    it('records no more than the cap, and then skips, while a job keeps making files as checkpoints are taken', async () => {
+      // 1,990 files, then a job makes more as fast as it can (up to 200,000): git must record only what the measure
+      // counted (never what came after it), and the first measure past the cap skips.
+      await emptyFiles(ws, 1_990);
+      const job = spawn(
+        'python3',
+        ['-c', 'import os,sys\nd=sys.argv[1]\nfor i in range(200000): open(os.path.join(d,"n"*100+str(i)),"w").close()', ws],
+        { stdio: 'ignore' },
+      );
+      const ended = new Promise((r) => job.on('exit', r));
+      const taken: number[] = [];
+      let skipped = '';
+      try {
+        while ((await readdir(ws)).length <= 1_990) await new Promise((r) => setImmediate(r));
+        for (let i = 0; i < 50 && !skipped; i++) {
+          const r = await takeCheckpoint(root, ws, { maxBytes: 1e9, maxEntries: 2_000 }, `t${i}`);
+          if ('id' in r) taken.push(recorded(r).length);
+          else skipped = r.skipped;
+        }
+        // Answered while the job still writes: the measure stopped at the cap, not at the job's end.
+        expect(job.exitCode).toBeNull();
+      } finally {
+        job.kill('SIGKILL');
+        await ended;
+      }
+      expect(skipped).toContain('more than 2000 files and folders');
+      for (const n of taken) expect(n).toBeLessThanOrEqual(2_000);
+    }, 120_000);
+
+    it('records no more than it measured while a job renames a hoard in and out of `.git` (which the measure and git skip)', async () => {
+      // 500 empty files that a job moves between `.git/hoard` and `hoard` in a loop: a measure that saw them in `.git`
+      // must not let git record them once they are out.
+      await mkdir(path.join(ws, '.git'));
+      await emptyFiles(path.join(ws, '.git', 'hoard'), 500);
+      await writeFile(path.join(ws, 'real.txt'), 'real\n');
+      const job = spawn(
+        'python3',
+        ['-c', 'import os,sys\na,b=sys.argv[1]+"/.git/hoard",sys.argv[1]+"/hoard"\nwhile True:\n  os.rename(a,b); os.rename(b,a)', ws],
+        { stdio: 'ignore' },
+      );
+      const ended = new Promise((r) => job.on('exit', r));
+      let taken = 0;
+      try {
+        for (let i = 0; i < 30; i++) {
+          const r = await takeCheckpoint(root, ws, { maxBytes: 1e9, maxEntries: 100 }, `t${i}`).catch((e: Error) => ({
+            failed: e.message,
+          }));
+          if ('id' in r) {
+            taken++;
+            expect(recorded(r).length).toBeLessThanOrEqual(100);
+          }
+        }
+      } finally {
+        job.kill('SIGKILL');
+        await ended;
+      }
+      // The race was run: some checkpoints were taken (the hoard was in `.git` when measured).
+      expect(taken).toBeGreaterThan(0);
+    }, 300_000);
   });
 });
