@@ -427,9 +427,7 @@ export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFindi
       gone.push(rel);
     }
     if (b.rootless) {
-      out.push(...moveCompleted(b, q));
-      if (left > 0)
-        out.push(unchecked(b, `${left} more things to move or check than one audit does (${MAX_MOVES}); the next audit goes on`));
+      out.push(...moveCompleted(b, q), ...leftOver(b, left));
       return out;
     }
     for (const rel of ['modules', 'worktrees', 'refs/replace']) {
@@ -453,25 +451,39 @@ export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFindi
     out.push(...(await dropReplaceRefs(b, q, walk, pace)));
     out.push(...moveMissing(b, q));
     out.push(...moveCompleted(b, q));
-    if (left > 0) out.push(unchecked(b, `${left} more things to move or check than one audit does (${MAX_MOVES}); the next audit goes on`));
-    // Last: what the person's `git status` would not show (a stale index.lock of the session's is quarantined at close).
-    const moveLock = (abs: string): boolean => {
-      const moved = q.move(abs, 'an index.lock left by the session, which kept the index from being written');
-      out.push(moved);
-      return moved.movedTo !== undefined;
-    };
-    if (b.index)
-      for (const f of await auditIndex(b.index, final, moveLock))
-        out.push(
-          f.kind === 'unchecked'
-            ? { path: f.path, why: f.why, movedTo: undefined, unchecked: true }
-            : { path: f.path, why: f.why, movedTo: undefined, hidden: f.kind },
-        );
+    out.push(...leftOver(b, left));
+    // Last: what the person's `git status` would not show.
+    if (b.index) out.push(...(await indexFindings(b.index, q, final)));
   } catch (err) {
     out.push({ path: b.git, why: `the audit failed: ${(err as Error).message}`, movedTo: undefined, unchecked: true });
   } finally {
     q.close();
   }
+  return out;
+}
+
+/** The finding that `left` moves or checks did not fit in one audit ({@link MAX_MOVES}), or none. */
+function leftOver(b: GitBaseline, left: number): GitFinding[] {
+  return left > 0 ? [unchecked(b, `${left} more things to move or check than one audit does (${MAX_MOVES}); the next audit goes on`)] : [];
+}
+
+/**
+ * What the person's `git status` would not show ({@link auditIndex} on `index`), as findings; a stale index.lock of the
+ * session's is moved to the quarantine with `q` (at close) and named too.
+ */
+async function indexFindings(index: NonNullable<GitBaseline['index']>, q: Quarantine, final: boolean): Promise<GitFinding[]> {
+  const out: GitFinding[] = [];
+  const moveLock = (abs: string): boolean => {
+    const moved = q.move(abs, 'an index.lock left by the session, which kept the index from being written');
+    out.push(moved);
+    return moved.movedTo !== undefined;
+  };
+  for (const f of await auditIndex(index, final, moveLock))
+    out.push(
+      f.kind === 'unchecked'
+        ? { path: f.path, why: f.why, movedTo: undefined, unchecked: true }
+        : { path: f.path, why: f.why, movedTo: undefined, hidden: f.kind },
+    );
   return out;
 }
 
