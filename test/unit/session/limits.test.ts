@@ -168,9 +168,11 @@ describe('fork bombs are stopped', () => {
           timedOut: false,
           shellExit: { code: null, signal: 'SIGKILL' },
         });
-        // The watchdog ended it, before the command's own `sleep 10`, and before the backstop's cap was ever reached:
-        // how fast (about a second on a quiet machine) is no rule for a busy one, the cap is.
-        expect(ms).toBeLessThan(10_000);
+        // The watchdog ended it during the command (the result above: its note and the shell's SIGKILL, not the command's
+        // own end after `sleep 10`, nor the 15 s timeout), and before the backstop's cap was ever reached. How long the
+        // command took is no rule: about a second on a quiet machine, 10.6 s in a CI run where the bomb itself drove the
+        // load average to 100 (the time includes reaping thousands of processes and the shell's restart); the cap is.
+        expect(ms).toBeLessThan(15_000);
         expect(fs.readFileSync(`${backstop}/pids.events`, 'utf8')).toMatch(/^max 0$/m);
         expect(liveProcesses({ sid })).toEqual([]);
         expect((await s.run('echo survived')).output).toBe('survived\n');
