@@ -1063,6 +1063,11 @@ export class BashSession {
     const readLine =
       record !== undefined && (sent.readBefore === undefined || record.rchar - sent.readBefore >= Buffer.byteLength(sent.line));
     const restarted = 'the shell was restarted (variables, functions and background jobs are gone)';
+    // The guard that killed the shell (a process limit passed) is said whatever is known of the command's end.
+    const guarded = (): Ending => {
+      if (shell.guard.exceeded) ending.notes.push(note(guardNote(shell.guard, this.limits)));
+      return ending;
+    };
     const unknown = (why: string, withheld: boolean): Ending => {
       ending.exitCode = null;
       ending.withheld = withheld;
@@ -1071,7 +1076,7 @@ export class BashSession {
           `the end of this command could not be confirmed (${why}; the shell exited, ${describeExit(exit)}): its exit status is unknown and it may not have run; ${restarted}${withheld ? '; its output was withheld, since another process may have written it' : ''}`,
         ),
       );
-      return ending;
+      return guarded();
     };
     if (shell.stderrBytes() !== sent.stderrBefore)
       return unknown(
@@ -1094,8 +1099,7 @@ export class BashSession {
       if (record.status !== exit.code) return unknown(`the shell's exit record says status ${record.status}`, true);
     }
     ending.exitCode = exit.code;
-    if (shell.guard.exceeded) ending.notes.push(note(guardNote(shell.guard, this.limits)));
-    return ending;
+    return guarded();
   }
 
   /**
