@@ -19,9 +19,16 @@ const SLOW_MODE = mode === '1' ? 'all' : mode === 'only' ? 'only' : 'skip';
  * Files that are slow as a whole (regular expressions on the absolute path). The adversary rounds: every attack
  * a past adversary round found, as written then (24 files, 370 s of a quiet CI run's 2,264 s of file time); the
  * protections they prove have tests of their own that `npm test` runs. The cluster: it builds the Temporal server
- * from Go (6 to 24 minutes; 42 s with the build cached).
+ * from Go (6 to 24 minutes; 42 s with the build cached). The soak runs: chaos (worker kills and a server restart
+ * over 4 runs) and the rolling restart of 3 workers under load, about 42 s each in a CI run; the faults they combine
+ * have tests of their own in `npm test` (crash, faults, shutdown).
  */
-const SLOW_FILES = ['/test/unit/attack/adversary-round[^/]*\\.test\\.ts$', '/test/integration/cluster\\.test\\.ts$'];
+const SLOW_FILES = [
+  '/test/unit/attack/adversary-round[^/]*\\.test\\.ts$',
+  '/test/integration/cluster\\.test\\.ts$',
+  '/test/integration/chaos\\.test\\.ts$',
+  '/test/integration/rolling-restart\\.test\\.ts$',
+];
 
 /** Files that hold both: ESLint over the project (lint.test.ts) and the replays in another time zone (replay.test.ts). */
 const MIXED_FILES = ['/test/unit/tooling/lint\\.test\\.ts$', '/test/unit/workflows/replay\\.test\\.ts$'];

@@ -1,6 +1,7 @@
 /**
- * The chaos run's short form, part of `npm test`: runs under random worker
- * SIGKILLs and a server restart all complete, no command runs twice, no
+ * The chaos run's short form, a slow suite (test/slow-suites.js; `.ci/run`
+ * runs it after `npm test`): runs under random worker SIGKILLs and a server
+ * restart all complete, no command runs twice, no
  * recorded model step is asked for again, and every hit run recovers
  * (C11: no run waits for a workflow timeout). The recovery-time target
  * (≤ 10 s) is a figure `npm run chaos`, the full form, measures and prints;

@@ -3,7 +3,8 @@
  * also `npm run rolling-restart` against any server): every run completes, no
  * command is killed mid-way without Claude being told, none runs twice, no
  * process of a session is left, each worker is gone within grace + force.
- * On a dev server of its own, so no other test file's worker takes its runs.
+ * On a dev server of its own, so no other test file's worker takes its runs. A slow suite (test/slow-suites.js;
+ * `.ci/run` runs it after `npm test`).
  */
 import { startDevServerOnFreePort } from '../../src/dev/devserver';
 import { rollingRestart } from '../../src/dev/testing/rolling-restart';
