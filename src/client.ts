@@ -1393,8 +1393,9 @@ export class RunHandle {
  * The default request id of a decision: `<toolUseId>.w<wait>` for a numbered wait; for a run of
  * an older worker (no wait number), `<toolUseId>.d<n>` with n the decisions it holds for that
  * `tool_use` (of its last 20), so a `tool_use` id asked again after a rewind gets a new id.
+ * Exported for its test only.
  */
-function decideRequestId(pending: PendingApproval, decisions: readonly AppliedDecision[]): string {
+export function decideRequestId(pending: PendingApproval, decisions: readonly AppliedDecision[]): string {
   if (pending.wait !== undefined) return `${pending.toolUseId}.w${pending.wait}`;
   return `${pending.toolUseId}.d${decisions.filter((d) => d.toolUseId === pending.toolUseId).length}`;
 }

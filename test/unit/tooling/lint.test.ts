@@ -71,8 +71,8 @@ function describeFindings(results: FileResult[]): string[] {
 }
 
 /**
- * ESLint over the project is a slow suite, run when AGENT_JOBS_SLOW_TESTS=1 (.ci/run sets it; `npm run lint` is the same
- * check): its type-aware pass type-checks every source and test file, 56 s of a CI run's jest time, and no option tried
+ * ESLint over the project is a slow suite, run when AGENT_JOBS_SLOW_TESTS is `only` (.ci/run's second step) or `1`
+ * (`npm run lint` is the same check): its type-aware pass type-checks every source and test file, 56 s of a CI run's jest time, and no option tried
  * made it cheaper (docs/development.md, "Slow suites").
  */
 if (!slowAsked)
