@@ -8,6 +8,7 @@
  * the process that holds the bash process.
  */
 import { workspaceFolderName } from '../contract/subagent';
+import { leavesRoot } from '../shared/paths';
 import { checkWorktreeGit, createWorktree, type WorktreeGit } from '../session/worktree';
 import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -358,6 +359,23 @@ async function isDirectory(dir: string): Promise<boolean> {
 }
 
 /**
+ * The run's working directory: its `workdir` (absolute, or relative to `root`, the worker's workspace root), else its
+ * own folder under `root`.
+ * @throws ApplicationFailure of type {@link WORKDIR_UNUSABLE} (non-retryable) for a relative `workdir` that leaves
+ *   `root` (`..`): docs/cli.md puts a relative path under the root
+ */
+function workdirOf(root: string, input: Pick<OpenSessionInput, 'workdir' | 'workflowId'>): string {
+  if (!input.workdir) return path.join(root, workspaceFolderName(input.workflowId));
+  if (!path.isAbsolute(input.workdir) && leavesRoot(input.workdir))
+    throw ApplicationFailure.create({
+      message: `the working directory ${input.workdir} leaves the workspace root ${root}: a relative path is under it`,
+      type: WORKDIR_UNUSABLE,
+      nonRetryable: true,
+    });
+  return path.resolve(root, input.workdir);
+}
+
+/**
  * `mkdir -p`, one level at a time. Node's `mkdir(dir, {recursive: true})`
  * never settles for a path under /proc (it retries forever on the ENOENT
  * that procfs answers), spinning the worker's CPU.
@@ -648,9 +666,7 @@ export function createSessionActivities(deps: SessionActivityDeps) {
           log.info('closing the bash session this run held here before', { sessionId: stale.id });
           await stale.close();
         }
-        const workdir = input.workdir
-          ? path.resolve(deps.workspaceRoot, input.workdir)
-          : path.join(deps.workspaceRoot, workspaceFolderName(input.workflowId));
+        const workdir = workdirOf(deps.workspaceRoot, input);
         await makeDirectory(workdir);
         if (input.restore) {
           // Rewind / fork: the workspace goes back to the checkpoint before bash starts there.

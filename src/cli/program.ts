@@ -1,7 +1,7 @@
 /** The `agent-jobs` command program: one file per command under `commands/`. */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { Command } from 'commander';
+import { Command, Help } from 'commander';
 import { registerCancel } from './commands/cancel';
 import { registerCodecServer } from './commands/codec-server';
 import { registerDecide } from './commands/decide';
@@ -31,7 +31,15 @@ export function buildProgram(): Command {
       "Claude agents as durable, human-supervised jobs on Temporal.\nConnection: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE (and the rest of Temporal's envconfig); model: ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, AGENT_JOBS_MODEL.",
     )
     .version(packageVersion(), '--version', "print the package's version")
-    .showHelpAfterError('(add --help for usage)');
+    .showHelpAfterError('(add --help for usage)')
+    // A required option says so in its command's help (commander lists it among the optional ones otherwise).
+    // Subcommands made after this call take the setting over (commander's copyInheritedSettings).
+    .configureHelp({
+      optionDescription: (option) => {
+        const text = new Help().optionDescription(option);
+        return option.mandatory ? `(required) ${text}` : text;
+      },
+    });
   registerStart(program);
   registerStatus(program);
   registerDecide(program);

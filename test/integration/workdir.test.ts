@@ -1,10 +1,10 @@
 /**
  * A working directory that cannot be one (real dev server, worker, bash, scripted model): the
  * CLI refuses what it can see before starting (a file, a file on the way, a kernel file system,
- * however the path is spelled); a run that gets past it (started by another client) ends
+ * however the path is spelled, a relative path that leaves the workspace root); a run that gets past it (started by another client) ends
  * `failed` with the reason after its first turn, instead of spending every turn on it.
  */
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { cli } from './cli-process';
 import { TestBed, toolUse } from './harness';
@@ -26,6 +26,8 @@ describe('an unusable --workdir', () => {
       ['/tmp/../proc/self/x', /under \/proc, a kernel file system/],
       ['/sys//kernel/x', /under \/sys, a kernel file system/],
       ['   ', /it is empty/],
+      ['../escape', /a relative path is under the worker's workspace root, and this one leaves it/],
+      ['a/./../../escape', /this one leaves it/],
     ];
     for (const [dir, why] of refused) {
       const r = await cli(bed.address, 'start', 'list', 'files', '--workdir', dir, '--id', 'never-started', '--json');
@@ -47,5 +49,12 @@ describe('an unusable --workdir', () => {
     expect(procResult).toMatchObject({ status: 'failed' });
     expect(procResult.error).toMatch(/cannot create the working directory \/proc\/nope: E[A-Z]+/);
     expect(bed.sentMessages()).toHaveLength(2);
+    // A relative path that leaves the workspace root: refused by the worker too, and nothing made outside the root.
+    const out = await bed.start({ task: 'list files', approval: 'auto', workdir: 'x/../../escaped-root', maxTurns: 5 });
+    const outResult = await out.result();
+    expect(outResult).toMatchObject({ status: 'failed' });
+    expect(outResult.error).toContain('the working directory x/../../escaped-root leaves the workspace root');
+    expect(existsSync(path.join(bed.workspaces, '..', 'escaped-root'))).toBe(false);
+    expect(bed.sentMessages()).toHaveLength(3);
   }, 240_000);
 });

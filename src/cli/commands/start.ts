@@ -215,7 +215,7 @@ export function registerStart(program: Command): void {
     .option('--context-window <tokens>', "the run's context window in tokens (default: the model's, from the model table)", positiveInt)
     .option(
       '--workdir <dir>',
-      "working directory of the bash session, on the worker's machine: created there if missing; a relative path is under the worker's workspace root (default: a fresh folder per run under that root)",
+      "working directory of the bash session, on the worker's machine: created there if missing; a relative path is under the worker's workspace root, and may not leave it (default: a fresh folder per run under that root)",
     )
     .option('--network', 'let the bash session reach the network (default: the sandbox has none)')
     .option(

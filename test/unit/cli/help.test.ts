@@ -111,3 +111,18 @@ describe('CLI help shows the values of the code', () => {
     expect(found).toEqual([]);
   });
 });
+
+test("a required option says so in its command's help, and an optional one does not", () => {
+  const program = buildProgram();
+  const helpOf = (name: string): string => program.commands.find((c: Command) => c.name() === name)!.helpInformation();
+  for (const [name, flag] of [
+    ['deny', '--reason'],
+    ['rewind', '--to-turn'],
+    ['diff', '--turn'],
+    ['fork', '--at-turn'],
+    ['model-server', '--script'],
+  ] as const)
+    expect([name, flag, optionLine(helpOf(name), flag)]).toEqual([name, flag, expect.stringContaining('(required)')]);
+  expect(optionLine(helpOf('fork'), '--workdir')).not.toContain('(required)');
+  expect(optionLine(helpOf('start'), '--model')).not.toContain('(required)');
+});
