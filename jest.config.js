@@ -9,6 +9,20 @@ const fs = require('node:fs');
 // jest worker, so no child inherits it; a test of it sets it on its own child.
 delete process.env.npm_command;
 const path = require('node:path');
+// And who has it on the PATH (`npm link`): a shim of this checkout's bin in a folder of its own, first on the PATH.
+// Without one the hints would say `node bin/agent-jobs.js` (src/cli/invocation.ts); test/unit/cli/invocation.test.ts
+// sets the PATH of its own calls.
+const shimDir = path.join(
+  require('node:os').tmpdir(),
+  `agent-jobs-bin-${require('node:crypto').createHash('sha256').update(__dirname).digest('hex').slice(0, 12)}`,
+);
+fs.mkdirSync(shimDir, { recursive: true });
+fs.writeFileSync(
+  path.join(shimDir, 'agent-jobs'),
+  `#!/bin/sh\nexec "${process.execPath}" "${path.join(__dirname, 'bin', 'agent-jobs.js')}" "$@"\n`,
+  { mode: 0o755 },
+);
+process.env.PATH = `${shimDir}${path.delimiter}${process.env.PATH ?? ''}`;
 const { SLOW_MODE, ignoredPaths } = require('./test/slow-suites');
 
 function esmPackages(dir = path.join(__dirname, 'node_modules'), found = new Set()) {

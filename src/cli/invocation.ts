@@ -2,8 +2,10 @@
  * How the person at the terminal runs this CLI, so every command a hint
  * prints works where they are: `npx agent-jobs …` when they came through
  * `npx` (or `npm exec`), which puts the package's bin on the PATH for this
- * process only; `agent-jobs …` otherwise (on the PATH through `npm link`,
- * docs/development.md, or a global install).
+ * process only; `agent-jobs …` when an `agent-jobs` is on their PATH (`npm link`,
+ * docs/development.md, or a global install); else `node <bin/agent-jobs.js> …`,
+ * as the README runs it (a fresh user copied `agent-jobs approve …` and got
+ * "command not found").
  *
  * npm sets `npm_command` in the environment of what it runs: `exec` for
  * `npx` and `npm exec`, `run-script` for `npm run` (docs.npmjs.com, "scripts",
@@ -11,11 +13,31 @@
  * the PATH of npm's process only, so the person types `npx` there too.
  */
 
+import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 
-/** `npx agent-jobs` under `npx` / `npm exec` / `npm run`, else `agent-jobs`. */
-export function cliCommand(env: NodeJS.ProcessEnv = process.env): string {
-  return env.npm_command === 'exec' || env.npm_command === 'run-script' ? 'npx agent-jobs' : 'agent-jobs';
+/** Whether an executable `agent-jobs` is in one of `env.PATH`'s folders. */
+function onPath(env: NodeJS.ProcessEnv): boolean {
+  return (env.PATH ?? '')
+    .split(path.delimiter)
+    .filter((dir) => dir !== '')
+    .some((dir) => {
+      try {
+        accessSync(path.join(dir, 'agent-jobs'), constants.X_OK);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+}
+
+/**
+ * `npx agent-jobs` under `npx` / `npm exec` / `npm run`; `agent-jobs` when it is on `env.PATH`; else
+ * `node <path of bin/agent-jobs.js>` (relative to `cwd` when under it).
+ */
+export function cliCommand(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): string {
+  if (env.npm_command === 'exec' || env.npm_command === 'run-script') return 'npx agent-jobs';
+  return onPath(env) ? 'agent-jobs' : `node ${binPath(cwd)}`;
 }
 
 /**
@@ -58,11 +80,11 @@ function binPath(cwd: string): string {
 
 /**
  * How to start a worker where the person is: `agent-jobs worker` when the CLI is on the PATH;
- * under npx, `node <bin/agent-jobs.js> worker`, as the README starts workers (npx would stand
+ * else (npx too) `node <bin/agent-jobs.js> worker`, as the README starts workers (npx would stand
  * between the worker and the signals that drain it).
  */
 export function workerCommand(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): string {
-  return cliCommand(env) === 'agent-jobs' ? 'agent-jobs worker' : `node ${binPath(cwd)} worker`;
+  return cliCommand(env, cwd) === 'agent-jobs' ? 'agent-jobs worker' : `node ${binPath(cwd)} worker`;
 }
 
 /**
@@ -73,7 +95,7 @@ export function workerCommand(env: NodeJS.ProcessEnv = process.env, cwd = proces
  * is left alone: only a name followed by one of {@link CLI_COMMANDS} is a command.
  */
 export function asTyped(text: string, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): string {
-  const cmd = cliCommand(env);
+  const cmd = cliCommand(env, cwd);
   if (cmd === 'agent-jobs') return text;
   const names = CLI_COMMANDS.join('|');
   return text

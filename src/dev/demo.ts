@@ -134,7 +134,7 @@ async function main(): Promise<void> {
       `see its log: ${path.relative(process.cwd(), logFile)}`,
     );
   }
-  say(`worker started (pid ${worker.pid}; log in data/demo-worker.log)`);
+  say(`worker started (pid ${worker.pid}; log in ${shown(logFile)})`);
 
   const workflowId = `demo-${new Date()
     .toISOString()
@@ -192,14 +192,20 @@ async function main(): Promise<void> {
   const problem = final.status === 'completed' ? workspaceProblem(workspace) : `the run ended ${final.status}, not completed`;
   if (problem) {
     say(`FAILED: ${problem}; whatever the final answer says, the task was not done (demo wall time ${seconds} s)`);
-    say(`  what the commands printed: npx agent-jobs transcript ${workflowId}; the worker's log: data/demo-worker.log`);
+    say(`  what the commands printed: npx agent-jobs transcript ${workflowId}; the worker's log: ${shown(logFile)}`);
     process.exitCode = 1;
   } else {
     say(`finished: completed in ${final.turns} turns, total.txt holds ${EXPECTED_TOTAL} (checked); demo wall time ${seconds} s`);
   }
   say(`see the run in the Temporal UI: ${uiUrl}`);
-  say(`workspace with the files the agent wrote: ${path.relative(process.cwd(), workspace)}`);
+  say(`workspace with the files the agent wrote: ${shown(workspace)}`);
   say(stopLine(startedServer));
+}
+
+/** `file` as the person can open it from where they ran the demo: relative when below, else absolute (AGENT_JOBS_DATA_DIR). */
+function shown(file: string): string {
+  const rel = path.relative(process.cwd(), file);
+  return rel.startsWith('..') || path.isAbsolute(rel) ? file : rel;
 }
 
 /** Why the workspace does not show the task done (total.txt holds the sum), or null when it does. */
@@ -266,7 +272,10 @@ main()
     process.exitCode = 1;
     process.stderr.write(`demo failed: ${err instanceof Error ? err.message : String(err)}\n`);
     if (err instanceof CliError && err.hint) process.stderr.write(`  hint: ${err.hint}\n`);
-    else process.stderr.write(`  hint: the worker's log is data/demo-worker.log; run \`npm run demo\` again once the cause is fixed\n`);
+    else
+      process.stderr.write(
+        `  hint: the worker's log is ${shown(path.join(dataDir(), 'demo-worker.log'))}; run \`npm run demo\` again once the cause is fixed\n`,
+      );
     if (startedRun) {
       // Leave nothing waiting for a human: the run ends cancelled as soon as a worker runs it.
       const out = await run(process.execPath, [CLI, 'cancel', startedRun], { env: { ...process.env, TEMPORAL_ADDRESS: address } }).catch(

@@ -2,7 +2,9 @@
  * The CLI's entry is src/cli/main.ts, and bin/agent-jobs.js loads its
  * compiled form: the path the bin script requires maps back to that source.
  */
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 
 const ROOT = path.resolve(__dirname, '../../..');
@@ -22,4 +24,17 @@ test('bin/agent-jobs.js requires the compiled src/cli/main.ts, which exports mai
   expect(typeof entry.main).toBe('function');
   // src/client.ts is the typed Temporal client the CLI uses (docs/client.md), no longer an entry.
   expect(readFileSync(path.join(ROOT, 'src', 'client.ts'), 'utf8')).not.toMatch(/export (async )?function main\b|require\.main/);
+});
+
+test('before the build, bin/agent-jobs.js says so in one line and exits 1', () => {
+  const copy = mkdtempSync(path.join(tmpdir(), 'aj-unbuilt-'));
+  try {
+    mkdirSync(path.join(copy, 'bin'));
+    copyFileSync(path.join(ROOT, 'bin', 'agent-jobs.js'), path.join(copy, 'bin', 'agent-jobs.js'));
+    const r = spawnSync(process.execPath, [path.join(copy, 'bin', 'agent-jobs.js'), '--version'], { encoding: 'utf8' });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toBe(`agent-jobs: the CLI is not built yet\n  hint: run \`npm ci && npm run build\` in ${copy}\n`);
+  } finally {
+    rmSync(copy, { recursive: true, force: true });
+  }
 });

@@ -37,7 +37,8 @@ describe('hints name commands as the person types them', () => {
     expect(asTyped('so it ends when one starts (agent-jobs worker)', npx, '/')).toBe(
       `so it ends when one starts (node ${path.join(root, 'bin', 'agent-jobs.js')} worker)`,
     );
-    expect(workerCommand({}, root)).toBe('agent-jobs worker');
+    expect(workerCommand({ PATH: process.env.PATH }, root)).toBe('agent-jobs worker');
+    expect(workerCommand({ PATH: '' }, root)).toBe('node bin/agent-jobs.js worker');
     // Already typed, prose, a task queue, a path: left alone.
     for (const text of [
       'npx agent-jobs status r1',
