@@ -8,6 +8,8 @@
  * - with no bit at all, write into the index the stat data of a file it replaced (ctime, mtime, device, inode, uid,
  *   gid, size; the object id kept): git takes the file for the committed one without reading it;
  * - drop in an untracked cache or fsmonitor extension of its own that says nothing changed;
+ * - after `git add`, rewrite the index's cache-tree (`TREE` extension) to say a folder is HEAD's tree of it: git status
+ *   and git diff skip the folder (adversary round 25);
  * - and, with no git command, write an ignore file that ignores itself and what it hides (`tests/.gitignore` holding
  *   `.gitignore` and `conftest.py`).
  *
@@ -18,7 +20,9 @@
  * back without the clock: no process of the session can), whose stat data git would trust (same mtime second and size)
  * and whose content is not the entry's object (hashed here, as git hashes a blob; a CRLF copy of it counts as the
  * same), re-inserts the entry with empty stat data (`git update-index --index-info`), so that git compares the content
- * again; (3) drops an untracked cache or fsmonitor extension; (4) names the files the session made or changed that
+ * again; (3) drops an untracked cache or fsmonitor extension; (5) lists what is staged without the cache-tree (HEAD's
+ * tree whole against the entries) and, for each staged path `git diff-index --cached` does not name, writes its entry
+ * again, which invalidates the cache-tree on its path; (4) names the files the session made or changed that
  * are ignored only by a rule the session wrote (`git check-ignore -v` gives each rule's file and line; a rule is the
  * session's when its file changed during the session and the line was not in it at start). Each is a finding that
  * names the path, in the command's result and the close note; what (4) names is left in place (nothing of the
@@ -69,6 +73,8 @@ export interface IndexBaseline {
   readonly told: Map<string, number>;
   /** Entries (2) hashed and found to hold their object: path → `ctime ns:oid`, not hashed again while both stay. */
   readonly verified: Map<string, string>;
+  /** The index file and HEAD's tree when (5) last found the cache-tree true (`ino:size:ctime ns:tree`): not checked again while they stay. */
+  readonly cacheTree: { checked?: string };
 }
 
 /** One finding of this audit: the path (absolute) and what was wrong and done. */
@@ -110,6 +116,8 @@ interface Entry {
   path: string;
   mtimeSec: number;
   size: number;
+  /** The entry's flags word (`--debug`'s `flags:`, hex): intent-to-add is bit 29. */
+  flags: number;
 }
 
 /**
@@ -183,6 +191,7 @@ async function readEntries(b: Pick<IndexBaseline, 'workspace' | 'git' | 'runner'
       path: decodeName(head.subarray(tab + 1)),
       mtimeSec: Number(/mtime: (\d+):/.exec(debug)?.[1] ?? -1),
       size: Number(/size: (\d+)/.exec(debug)?.[1] ?? -1),
+      flags: parseInt(/flags: ([0-9a-f]+)/.exec(debug)?.[1] ?? '0', 16),
     });
   }
   return entries;
@@ -276,6 +285,7 @@ export async function recordIndex(workspace: string, git: string, runner: Runner
     excludesFile,
     told: new Map(),
     verified: new Map(),
+    cacheTree: {},
   };
 }
 
@@ -311,6 +321,15 @@ export async function auditIndex(b: IndexBaseline, final: boolean, moveAside?: (
   await clearBits(b, entries, write, out);
   await clearStale(b, entries, final, write, out);
   await dropCaches(b, write, out);
+  try {
+    await checkCacheTree(b, entries, final, write, out);
+  } catch (err) {
+    out.push({
+      path: path.join(b.git, 'index'),
+      why: `its cache-tree could not be checked (${(err as Error).message})`,
+      kind: 'unchecked',
+    });
+  }
 
   // (4) What the session made or changed that a rule of its own ignores.
   try {
@@ -448,6 +467,66 @@ async function dropCaches(b: IndexBaseline, write: IndexWrite, out: IndexFinding
         kind: 'shown',
       });
   }
+}
+
+/** Intent-to-add (`git add -N`): git-ls-files `--debug`'s flags, CE_INTENT_TO_ADD. */
+const INTENT_TO_ADD = 1 << 29;
+
+/**
+ * (5) of {@link auditIndex}: the cache-tree (the index's `TREE` extension) says which tree each folder's entries make,
+ * and git trusts it instead of reading them: `git status` and `git diff` skip a folder whose node names HEAD's tree
+ * (unpack-trees.c `cache_tree_matches_traversal`), and `git commit` writes the node's tree. A session that rewrites the
+ * node after `git add` hides what it staged. The staged changes are found without the cache-tree (HEAD's tree listed
+ * whole against the index's entries); each that `git diff-index --cached` (the cache-tree's reader) does not name has
+ * its entry written again (or, gone from the index, removed again), which invalidates every node on its path; into
+ * `out`. Skipped while neither the index file nor HEAD changed since the last check found the cache-tree true.
+ */
+async function checkCacheTree(b: IndexBaseline, entries: Entry[], final: boolean, write: IndexWrite, out: IndexFinding[]): Promise<void> {
+  const head = (await runGit(b, ['rev-parse', '-q', '--verify', 'HEAD^{tree}'], undefined, true)).toString('latin1').trim();
+  // An unborn HEAD: nothing to hide a change from (the first commit is shown whole).
+  if (!/^[0-9a-f]{40,64}$/.test(head)) return;
+  const st = fs.statSync(path.join(b.git, 'index'), { bigint: true, throwIfNoEntry: false });
+  const stamp = st ? `${st.ino}:${st.size}:${st.ctimeNs}:${head}` : undefined;
+  if (!final && stamp !== undefined && b.cacheTree.checked === stamp) return;
+  const inHead = new Map<string, string>();
+  // `<mode> <type> <oid>\t<path>`: the mode and the oid, as the index's entries give them.
+  for (const line of split0(await runGit(b, ['ls-tree', '-r', '-z', '--full-tree', head]))) {
+    const tab = line.indexOf(0x09);
+    if (tab < 0) continue;
+    const meta = line.toString('latin1', 0, tab);
+    inHead.set(decodeName(line.subarray(tab + 1)), `${meta.slice(0, meta.indexOf(' '))} ${meta.slice(meta.lastIndexOf(' ') + 1)}`);
+  }
+  // Unmerged and intent-to-add entries are left out: git names them apart from the cache-tree.
+  const apart = new Set(entries.filter((e) => e.stage !== '0' || e.flags & INTENT_TO_ADD).map((e) => e.path));
+  const inIndex = new Map(entries.filter((e) => !apart.has(e.path)).map((e) => [e.path, e] as const));
+  const staged = [...new Set([...inHead.keys(), ...inIndex.keys()])].filter((p) => {
+    const e = inIndex.get(p);
+    return !apart.has(p) && inHead.get(p) !== (e ? `${e.mode} ${e.oid}` : undefined);
+  });
+  const named = new Set(
+    staged.length === 0
+      ? []
+      : split0(await runGit(b, ['diff-index', '--cached', '--no-renames', '--name-only', '-z', head])).map(decodeName),
+  );
+  const hidden = staged.filter((p) => !named.has(p));
+  if (hidden.length === 0) {
+    b.cacheTree.checked = stamp;
+    return;
+  }
+  b.cacheTree.checked = undefined;
+  const zero = '0'.repeat(head.length);
+  const lines = hidden.map((p) => {
+    const e = inIndex.get(p);
+    return Buffer.concat([Buffer.from(e ? `${e.mode} ${e.oid} 0\t` : `0 ${zero}\t`), Buffer.from(nameBytes(p)), Buffer.from([0])]);
+  });
+  const failed = await write(['update-index', '-z', '--index-info'], Buffer.concat(lines));
+  const why = `staged by the session under a cache-tree (the index's TREE extension) that said its folder was unchanged, so git status and git diff did not show it`;
+  for (const p of hidden)
+    out.push(
+      failed
+        ? { path: path.join(b.workspace, p), why: `${why}; the cache-tree could NOT be invalidated (${failed})`, kind: 'failed' }
+        : { path: path.join(b.workspace, p), why: `${why}; the cache-tree is invalidated there`, kind: 'shown' },
+    );
 }
 
 /**
