@@ -123,6 +123,8 @@ export interface GitBaseline {
   readonly completed: readonly string[];
   /** The entries of the {@link completed} families at start (relative to the workspace): left, as the person's own. */
   readonly completedAt: ReadonlySet<string>;
+  /** The last listing of each folder of a {@link completed} path ({@link folderNames}), read again once the folder changes. */
+  readonly listings: Map<string, Listing>;
   /**
    * Set when the workspace's root held no git dir at start (`git` is then `<workspace>/.git`, missing or no git dir):
    * `.git` is a missing path when nothing was there, new git dirs below the root are moved as for a repository,
@@ -347,7 +349,7 @@ export async function recordGit(
   const more = root === undefined && !exists(git) ? [git] : [];
   const links = heldLinks(workspace, named);
   const walk = await walkGit(workspace, git, GIT_WALK_LIMITS, anywhere, stems);
-  const lists = new Map<string, string[]>();
+  const lists = new Map<string, Listing>();
   const rels = completed.filter((p) => p.startsWith(`${workspace}/`)).map((p) => path.relative(workspace, p));
   const nested = new Map<string, number>();
   for (const f of walk.found) nested.set(f.rel, f.ino);
@@ -369,6 +371,7 @@ export async function recordGit(
     anywhereAt: new Set(walk.named),
     completed: rels,
     completedAt: new Set(rels.flatMap((rel) => completions(workspace, rel, lists))),
+    listings: lists,
     rootless: root === undefined,
     placed: new Map(),
     tag,
@@ -510,7 +513,7 @@ function moveMissing(b: GitBaseline, q: Quarantine): GitFinding[] {
  */
 function moveCompleted(b: GitBaseline, q: Quarantine): GitFinding[] {
   const out: GitFinding[] = [];
-  const lists = new Map<string, string[]>();
+  const lists = b.listings;
   const moved = new Set<string>();
   for (const rel of b.completed) {
     const dir = path.dirname(rel);
@@ -524,6 +527,16 @@ function moveCompleted(b: GitBaseline, q: Quarantine): GitFinding[] {
       moved.add(c);
       out.push(q.move(path.join(b.workspace, c), COMPLETED_WHY));
     }
+    const listing = lists.get(dir);
+    if (listing?.more && !listing.told) {
+      listing.told = true;
+      out.push(
+        unchecked(
+          b,
+          `${dir} holds more than ${MAX_FOLDER_NAMES} entries, so of the names an interpreter completes ${rel} to only ${LIKELY_COMPLETIONS.map((x) => `${path.basename(rel)}${x}`).join(', ')} were looked for`,
+        ),
+      );
+    }
   }
   return out;
 }
@@ -533,36 +546,104 @@ function moveCompleted(b: GitBaseline, q: Quarantine): GitFinding[] {
  * when that folder is reached through real folders only (no symlink on the way); none otherwise. `lists` keeps each
  * folder's names for one pass (one read of a folder however many names it holds).
  */
-function completions(workspace: string, rel: string, lists = new Map<string, string[]>()): string[] {
+function completions(workspace: string, rel: string, lists: Map<string, Listing>): string[] {
   const name = path.basename(rel);
   const dir = path.dirname(rel);
-  const out: string[] = [];
-  for (const n of folderNames(workspace, dir, lists)) if (n.startsWith(`${name}.`)) out.push(dir === '.' ? n : `${dir}/${n}`);
-  return out;
+  const at = (n: string): string => (dir === '.' ? n : `${dir}/${n}`);
+  const listing = folderNames(workspace, dir, lists);
+  const out = new Set(listing.names.filter((n) => n.startsWith(`${name}.`)).map(at));
+  // A folder too big to list whole: the usual completions are looked up by name (the caller says the rest was not).
+  if (listing.more)
+    for (const ext of LIKELY_COMPLETIONS)
+      if (fs.lstatSync(nameBytes(path.join(workspace, at(`${name}${ext}`))), { throwIfNoEntry: false })) out.add(at(`${name}${ext}`));
+  return [...out];
 }
 
-/** The names in `dir` (relative to `workspace`, `.` for it), read once per `lists`; none when a symlink or no folder is on the way. */
-function folderNames(workspace: string, dir: string, lists: Map<string, string[]>): string[] {
-  const known = lists.get(dir);
-  if (known !== undefined) return known;
-  const names: string[] = [];
-  lists.set(dir, names);
+/** A folder's names as {@link folderNames} read them. */
+interface Listing {
+  /** The folder's inode, ctime and mtime when read (a change of its entries changes its ctime, which no session can set back). */
+  readonly stamp: string;
+  /** Its names, all of them or (`more`) the first {@link MAX_FOLDER_NAMES} read. */
+  readonly names: readonly string[];
+  readonly more: boolean;
+  /** Whether {@link moveCompleted} said already that this listing is partial. */
+  told?: boolean;
+}
+
+/**
+ * Most names of one folder {@link folderNames} reads: a session can fill a folder with hundreds of thousands of files,
+ * and the sweep lists it every 250 ms on the worker's event loop (round 25: blocks of 4.5 s while idle with 600,000).
+ */
+const MAX_FOLDER_NAMES = 20_000;
+
+/** The completions looked up by name in a folder past {@link MAX_FOLDER_NAMES}: what node, python, sh and others try. */
+const LIKELY_COMPLETIONS = [
+  '.js',
+  '.cjs',
+  '.mjs',
+  '.json',
+  '.node',
+  '.ts',
+  '.py',
+  '.pyc',
+  '.pyw',
+  '.so',
+  '.sh',
+  '.bash',
+  '.rb',
+  '.pl',
+  '.php',
+  '.lua',
+];
+
+/**
+ * The names in `dir` (relative to `workspace`, `.` for it), at most {@link MAX_FOLDER_NAMES}; none when a symlink or no
+ * folder is on the way. `lists` keeps the last listing of each folder, read again only when the folder changed.
+ */
+function folderNames(workspace: string, dir: string, lists: Map<string, Listing>): Listing {
+  const none: Listing = { stamp: '', names: [], more: false };
   let p = workspace;
   if (dir !== '.')
     for (const part of dir.split('/')) {
       p = path.join(p, part);
       try {
-        if (!fs.lstatSync(nameBytes(p)).isDirectory()) return names;
+        if (!fs.lstatSync(nameBytes(p)).isDirectory()) return none;
       } catch {
-        return names;
+        return none;
       }
     }
+  let st: fs.BigIntStats | undefined;
   try {
-    for (const raw of fs.readdirSync(nameBytes(p), { encoding: 'buffer' })) names.push(decodeName(raw));
+    st = fs.lstatSync(nameBytes(p), { bigint: true });
+  } catch {
+    return none;
+  }
+  const stamp = `${st.ino}:${st.ctimeNs}:${st.mtimeNs}`;
+  const known = lists.get(dir);
+  if (known !== undefined && known.stamp === stamp) return known;
+  const names: string[] = [];
+  let more = false;
+  try {
+    // Names as bytes (Node's opendir takes `buffer` as readdir does; its types say string encodings only).
+    const d = fs.opendirSync(nameBytes(p), { encoding: 'buffer' } as unknown as fs.OpenDirOptions);
+    try {
+      for (let e = d.readSync(); e !== null; e = d.readSync()) {
+        if (names.length === MAX_FOLDER_NAMES) {
+          more = true;
+          break;
+        }
+        names.push(decodeName(e.name as unknown as Buffer));
+      }
+    } finally {
+      d.closeSync();
+    }
   } catch {
     /* gone or unreadable: nothing there to move */
   }
-  return names;
+  // Said once per folder that it is too big: a session that keeps changing it gets no note every sweep.
+  const listing: Listing = { stamp, names, more, told: known?.told };
+  lists.set(dir, listing);
+  return listing;
 }
 
 /** Why an entry an interpreter completes a name of the config to is moved. */

@@ -8,6 +8,8 @@
  * - with no bit at all, write into the index the stat data of a file it replaced (ctime, mtime, device, inode, uid,
  *   gid, size; the object id kept): git takes the file for the committed one without reading it;
  * - drop in an untracked cache or fsmonitor extension of its own that says nothing changed;
+ * - after `git add`, rewrite the index's cache-tree (`TREE` extension) to say a folder is HEAD's tree of it: git status
+ *   and git diff skip the folder (adversary round 25);
  * - and, with no git command, write an ignore file that ignores itself and what it hides (`tests/.gitignore` holding
  *   `.gitignore` and `conftest.py`).
  *
@@ -18,7 +20,9 @@
  * back without the clock: no process of the session can), whose stat data git would trust (same mtime second and size)
  * and whose content is not the entry's object (hashed here, as git hashes a blob; a CRLF copy of it counts as the
  * same), re-inserts the entry with empty stat data (`git update-index --index-info`), so that git compares the content
- * again; (3) drops an untracked cache or fsmonitor extension; (4) names the files the session made or changed that
+ * again; (3) drops an untracked cache or fsmonitor extension; (5) lists what is staged without the cache-tree (HEAD's
+ * tree whole against the entries) and, for each staged path `git diff-index --cached` does not name, writes its entry
+ * again, which invalidates the cache-tree on its path; (4) names the files the session made or changed that
  * are ignored only by a rule the session wrote (`git check-ignore -v` gives each rule's file and line; a rule is the
  * session's when its file changed during the session and the line was not in it at start). Each is a finding that
  * names the path, in the command's result and the close note; what (4) names is left in place (nothing of the
@@ -69,6 +73,13 @@ export interface IndexBaseline {
   readonly told: Map<string, number>;
   /** Entries (2) hashed and found to hold their object: path → `ctime ns:oid`, not hashed again while both stay. */
   readonly verified: Map<string, string>;
+  /** The index file and HEAD's tree when (5) last found the cache-tree true (`ino:size:ctime ns:tree`): not checked again while they stay. */
+  readonly cacheTree: { checked?: string };
+  /**
+   * The index as the last audit that wrote nothing read it: its {@link indexStamp}, its entries and whether it may hold a
+   * cache extension; read again once the index file changes.
+   */
+  readonly lastRead: { stamp?: string; entries?: readonly Entry[]; extension?: boolean };
 }
 
 /** One finding of this audit: the path (absolute) and what was wrong and done. */
@@ -94,6 +105,17 @@ const MAX_CRLF_BYTES = 4 << 20;
 /** Bytes of ignore files {@link recordIndex} keeps, in all. */
 const MAX_IGNORE_BYTES = 8 << 20;
 
+/**
+ * Most entries an audit reads from the index (its header's count): a session can stage millions of entries with no
+ * file behind them (`update-index --index-info`), and reading them held the worker's event loop for seconds after
+ * every command (adversary round 25). Past it the index is named as not checked, and the person's own `git status`
+ * shows those entries. A repository of Chromium's size (about 450,000 files) is within it.
+ */
+const MAX_INDEX_ENTRIES = 1_000_000;
+
+/** Yield to the event loop after this many entries or lines of git's output parsed. */
+const YIELD_LINES = 4096;
+
 /** Yield to the event loop after this many files stat'ed or hashed. */
 const YIELD_EVERY = 256;
 
@@ -110,6 +132,8 @@ interface Entry {
   path: string;
   mtimeSec: number;
   size: number;
+  /** The entry's flags word (`--debug`'s `flags:`, hex): intent-to-add is bit 29. */
+  flags: number;
 }
 
 /**
@@ -163,7 +187,8 @@ async function readEntries(b: Pick<IndexBaseline, 'workspace' | 'git' | 'runner'
   const out = await runGit(b, ['ls-files', '-z', '-s', '-v', '--debug']);
   const entries: Entry[] = [];
   let at = 0;
-  while (at < out.length) {
+  for (let n = 1; at < out.length; n++) {
+    if (n % YIELD_LINES === 0) await new Promise((r) => setImmediate(r));
     const nul = out.indexOf(0, at);
     if (nul < 0) break;
     const head = out.subarray(at, nul);
@@ -183,9 +208,26 @@ async function readEntries(b: Pick<IndexBaseline, 'workspace' | 'git' | 'runner'
       path: decodeName(head.subarray(tab + 1)),
       mtimeSec: Number(/mtime: (\d+):/.exec(debug)?.[1] ?? -1),
       size: Number(/size: (\d+)/.exec(debug)?.[1] ?? -1),
+      flags: parseInt(/flags: ([0-9a-f]+)/.exec(debug)?.[1] ?? '0', 16),
     });
   }
   return entries;
+}
+
+/** The index file's identity (`ino:size:ctime ns:mtime ns`: a write changes its ctime, which no process of the session can set back), or undefined. */
+function indexStamp(git: string): string | undefined {
+  const st = fs.statSync(path.join(git, 'index'), { bigint: true, throwIfNoEntry: false });
+  return st ? `${st.ino}:${st.size}:${st.ctimeNs}:${st.mtimeNs}` : undefined;
+}
+
+/** The entry count in the header of the index file `file` (bytes 8 to 12), or undefined when it has no index header. */
+function headerCount(file: string): number | undefined {
+  try {
+    const r = readRegularIfThere(file, 12, false);
+    return r && r.bytes.length === 12 && r.bytes.toString('latin1', 0, 4) === 'DIRC' ? r.bytes.readUInt32BE(8) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 const isAssumed = (e: Entry): boolean => e.tag !== e.tag.toUpperCase();
@@ -276,6 +318,8 @@ export async function recordIndex(workspace: string, git: string, runner: Runner
     excludesFile,
     told: new Map(),
     verified: new Map(),
+    cacheTree: {},
+    lastRead: {},
   };
 }
 
@@ -290,12 +334,26 @@ const ruleText = (line: string): string => line.replace(/[\r ]+$/, '');
  */
 export async function auditIndex(b: IndexBaseline, final: boolean, moveAside?: (abs: string) => boolean): Promise<IndexFinding[]> {
   const out: IndexFinding[] = [];
+  const index = path.join(b.git, 'index');
+  const stamp = indexStamp(b.git);
+  const count = headerCount(index) ?? 0;
+  if (count > MAX_INDEX_ENTRIES)
+    return [
+      {
+        path: index,
+        why: `the index holds ${count} entries, more than the ${MAX_INDEX_ENTRIES} an audit reads: what git status shows was not checked; review git status yourself`,
+        kind: 'unchecked',
+      },
+      ...(await selfIgnored(b, final).catch(() => [])),
+    ];
   let entries: Entry[];
+  const reuse = stamp !== undefined && b.lastRead.stamp === stamp && b.lastRead.entries !== undefined;
   try {
-    entries = await readEntries(b);
+    entries = reuse ? b.lastRead.entries!.map((e) => ({ ...e })) : await readEntries(b);
   } catch (err) {
-    return [{ path: path.join(b.git, 'index'), why: `the index could not be read (${(err as Error).message})`, kind: 'unchecked' }];
+    return [{ path: index, why: `the index could not be read (${(err as Error).message})`, kind: 'unchecked' }];
   }
+  const extension = reuse ? b.lastRead.extension! : hasCacheExtension(index);
   // Writes the index with `args` and stdin `input`; at close a stale index.lock of the session's is moved and the write tried again.
   const write: IndexWrite = async (args, input) => {
     for (let tries = 0; ; tries++) {
@@ -308,9 +366,20 @@ export async function auditIndex(b: IndexBaseline, final: boolean, moveAside?: (
       }
     }
   };
+  const read = entries.map((e) => ({ ...e }));
   await clearBits(b, entries, write, out);
   await clearStale(b, entries, final, write, out);
-  await dropCaches(b, write, out);
+  // A write of this audit's git may carry an extension over too: then the file is read again.
+  if (extension || indexStamp(b.git) !== stamp) await dropCaches(b, write, out);
+  try {
+    await checkCacheTree(b, entries, final, write, out);
+  } catch (err) {
+    out.push({
+      path: path.join(b.git, 'index'),
+      why: `its cache-tree could not be checked (${(err as Error).message})`,
+      kind: 'unchecked',
+    });
+  }
 
   // (4) What the session made or changed that a rule of its own ignores.
   try {
@@ -318,6 +387,11 @@ export async function auditIndex(b: IndexBaseline, final: boolean, moveAside?: (
   } catch (err) {
     out.push({ path: b.workspace, why: `the ignored files could not be listed (${(err as Error).message})`, kind: 'unchecked' });
   }
+  // Kept for the next audit only when nothing wrote the index meanwhile (this audit's writes included).
+  const now = indexStamp(b.git);
+  b.lastRead.stamp = now !== undefined && now === stamp ? now : undefined;
+  b.lastRead.entries = read;
+  b.lastRead.extension = extension;
   return out;
 }
 
@@ -448,6 +522,103 @@ async function dropCaches(b: IndexBaseline, write: IndexWrite, out: IndexFinding
         kind: 'shown',
       });
   }
+}
+
+/** Intent-to-add (`git add -N`): git-ls-files `--debug`'s flags, CE_INTENT_TO_ADD. */
+const INTENT_TO_ADD = 1 << 29;
+
+/**
+ * (5) of {@link auditIndex}: the cache-tree (the index's `TREE` extension) says which tree each folder's entries make,
+ * and git trusts it instead of reading them: `git status` and `git diff` skip a folder whose node names HEAD's tree
+ * (unpack-trees.c `cache_tree_matches_traversal`), and `git commit` writes the node's tree. A session that rewrites the
+ * node after `git add` hides what it staged. The staged changes are found without the cache-tree (HEAD's tree listed
+ * whole against the index's entries); each that `git diff-index --cached` (the cache-tree's reader) does not name has
+ * its entry written again (or, gone from the index, removed again), which invalidates every node on its path; into
+ * `out`. Skipped while neither the index file nor HEAD changed since the last check found the cache-tree true.
+ */
+async function checkCacheTree(b: IndexBaseline, entries: Entry[], final: boolean, write: IndexWrite, out: IndexFinding[]): Promise<void> {
+  const head = (await runGit(b, ['rev-parse', '-q', '--verify', 'HEAD^{tree}'], undefined, true)).toString('latin1').trim();
+  // An unborn HEAD: nothing to hide a change from (the first commit is shown whole).
+  if (!/^[0-9a-f]{40,64}$/.test(head)) return;
+  const st = fs.statSync(path.join(b.git, 'index'), { bigint: true, throwIfNoEntry: false });
+  const stamp = st ? `${st.ino}:${st.size}:${st.ctimeNs}:${head}` : undefined;
+  if (!final && stamp !== undefined && b.cacheTree.checked === stamp) return;
+  const { staged, inIndex } = await stagedPaths(await headFiles(b, head), entries);
+  const named = new Set<string>();
+  if (staged.length > 0)
+    for (const [n, name] of split0(await runGit(b, ['diff-index', '--cached', '--no-renames', '--name-only', '-z', head])).entries()) {
+      if (n % YIELD_LINES === YIELD_LINES - 1) await new Promise((r) => setImmediate(r));
+      named.add(decodeName(name));
+    }
+  const hidden = staged.filter((p) => !named.has(p));
+  if (hidden.length === 0) {
+    b.cacheTree.checked = stamp;
+    return;
+  }
+  b.cacheTree.checked = undefined;
+  const zero = '0'.repeat(head.length);
+  const lines = hidden.map((p) => {
+    const e = inIndex.get(p);
+    return Buffer.concat([Buffer.from(e ? `${e.mode} ${e.oid} 0\t` : `0 ${zero}\t`), Buffer.from(nameBytes(p)), Buffer.from([0])]);
+  });
+  const failed = await write(['update-index', '-z', '--index-info'], Buffer.concat(lines));
+  const why = `staged by the session under a cache-tree (the index's TREE extension) that said its folder was unchanged, so git status and git diff did not show it`;
+  for (const p of hidden)
+    out.push(
+      failed
+        ? { path: path.join(b.workspace, p), why: `${why}; the cache-tree could NOT be invalidated (${failed})`, kind: 'failed' }
+        : { path: path.join(b.workspace, p), why: `${why}; the cache-tree is invalidated there`, kind: 'shown' },
+    );
+}
+
+/**
+ * The files of the tree `tree` (`git ls-tree -r`, no cache-tree involved): path → `<mode> <oid>`, as the index's entries
+ * give them. Yields to the event loop as it goes.
+ * @throws Error past {@link MAX_INDEX_ENTRIES} files, or git's
+ */
+async function headFiles(b: IndexBaseline, tree: string): Promise<Map<string, string>> {
+  const files = new Map<string, string>();
+  const listed = split0(await runGit(b, ['ls-tree', '-r', '-z', '--full-tree', tree]));
+  if (listed.length > MAX_INDEX_ENTRIES)
+    throw new Error(`HEAD's tree lists ${listed.length} files, more than the ${MAX_INDEX_ENTRIES} an audit reads`);
+  // `<mode> <type> <oid>\t<path>`.
+  for (const [n, line] of listed.entries()) {
+    if (n % YIELD_LINES === YIELD_LINES - 1) await new Promise((r) => setImmediate(r));
+    const tab = line.indexOf(0x09);
+    if (tab < 0) continue;
+    const meta = line.toString('latin1', 0, tab);
+    files.set(decodeName(line.subarray(tab + 1)), `${meta.slice(0, meta.indexOf(' '))} ${meta.slice(meta.lastIndexOf(' ') + 1)}`);
+  }
+  return files;
+}
+
+/**
+ * What differs between `inHead` ({@link headFiles}) and the index's `entries`: the staged paths, and the entries by path.
+ * Unmerged and intent-to-add entries are left out (git names them apart from the cache-tree). Yields as it goes.
+ */
+async function stagedPaths(inHead: Map<string, string>, entries: Entry[]): Promise<{ staged: string[]; inIndex: Map<string, Entry> }> {
+  const apart = new Set<string>();
+  const inIndex = new Map<string, Entry>();
+  const staged: string[] = [];
+  let n = 0;
+  const tick = async (): Promise<void> => {
+    if (++n % YIELD_LINES === 0) await new Promise((r) => setImmediate(r));
+  };
+  for (const e of entries) {
+    await tick();
+    if (e.stage !== '0' || e.flags & INTENT_TO_ADD) apart.add(e.path);
+  }
+  for (const e of entries) {
+    await tick();
+    if (apart.has(e.path)) continue;
+    inIndex.set(e.path, e);
+    if (inHead.get(e.path) !== `${e.mode} ${e.oid}`) staged.push(e.path);
+  }
+  for (const p of inHead.keys()) {
+    await tick();
+    if (!inIndex.has(p) && !apart.has(p)) staged.push(p);
+  }
+  return { staged, inIndex };
 }
 
 /**

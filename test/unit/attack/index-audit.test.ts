@@ -8,6 +8,7 @@
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { personsRepo } from './persons-repo';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
@@ -206,4 +207,145 @@ EOF
     expect(fs.readFileSync(path.join(ws, '.git', 'index')).includes('UNTR')).toBe(false);
     expect(status(git)).toBe('');
   });
+});
+
+/** The person's repository with `scripts/build.sh` (two levels: `scripts/ci/run.sh` too) and index-cache-tree.py copied in. */
+function scriptsRepo(): ReturnType<typeof personsRepo> {
+  if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+  const r = personsRepo();
+  fs.mkdirSync(path.join(r.ws, 'scripts', 'ci'), { recursive: true });
+  fs.writeFileSync(path.join(r.ws, 'scripts', 'build.sh'), 'echo building\n');
+  fs.writeFileSync(path.join(r.ws, 'scripts', 'ci', 'run.sh'), 'echo ci\n');
+  fs.writeFileSync(path.join(r.ws, 'scripts', 'lint.sh'), 'echo lint\n');
+  r.git('add', 'scripts');
+  r.git('commit', '-qm', 'scripts');
+  fs.copyFileSync(path.join(__dirname, 'fixtures', 'index-cache-tree.py'), path.join(r.ws, 'ct.py'));
+  return r;
+}
+
+/** Shell text: the cache-tree says folder `dir` is HEAD's tree of it (the command's `T`), whatever was staged. */
+const forgeNode = (dir: string): string => `python3 ct.py .git/index ${dir} "$T"`;
+
+describe("the index audit, attacked through the cache-tree (the index's TREE extension)", () => {
+  test('a changed and a new file staged under a folder said to be unchanged: named, and the person sees both', async () => {
+    const { ws, git } = scriptsRepo();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run(
+      `T=$(git rev-parse HEAD:scripts) && echo 'echo PWNED' > scripts/build.sh && echo 'import os' > scripts/conftest.py && ` +
+        `git add scripts && ${forgeNode('scripts')} && rm ct.py && git status --porcelain | wc -l`,
+    );
+    expect(r.exitCode).toBe(0);
+    // The forgery took inside the command (its own git status listed nothing); the audit after it named both files.
+    expect(r.output).toMatch(/^0$/m);
+    expect(r.output).toContain('scripts/build.sh (staged by the session under a cache-tree');
+    expect(r.output).toContain('scripts/conftest.py (staged by the session under a cache-tree');
+    await s.close();
+    expect(status(git)).toMatch(/^M {2}scripts\/build\.sh$/m);
+    expect(status(git)).toMatch(/^A {2}scripts\/conftest\.py$/m);
+    expect(git('diff', 'HEAD')).toContain('PWNED');
+  });
+
+  test('a nested folder, and a file deleted from the index under its parent: both shown', async () => {
+    const { ws, git } = scriptsRepo();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r1 = await s.run(
+      `T=$(git rev-parse HEAD:scripts/ci) && echo 'echo PWNED' > scripts/ci/run.sh && git add -A scripts && ${forgeNode('scripts/ci')}`,
+    );
+    expect(r1.output).toContain('scripts/ci/run.sh (staged by the session under a cache-tree');
+    const r2 = await s.run(`T=$(git rev-parse HEAD:scripts) && git rm -q scripts/lint.sh && ${forgeNode('scripts')} && rm ct.py`);
+    expect(r2.output).toContain('scripts/lint.sh (staged by the session under a cache-tree');
+    await s.close();
+    expect(status(git)).toMatch(/^M {2}scripts\/ci\/run\.sh$/m);
+    expect(status(git)).toMatch(/^D {2}scripts\/lint\.sh$/m);
+  });
+
+  test('HEAD moved in a later command, the index untouched, so that the forged folder matches it: shown', async () => {
+    const { ws, git } = scriptsRepo();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    // Command 1: a commit C (not on any branch) whose scripts/ is another tree X; the change staged and the cache-tree
+    // saying scripts/ is X. Against HEAD, X differs: git status shows the change, and nothing is hidden yet.
+    const G = 'git -c user.name=a -c user.email=a@example.com';
+    const r1 = await s.run(
+      `echo 'echo other' > scripts/build.sh && ${G} add scripts && C=$(${G} commit-tree -p HEAD -m x $(git write-tree)) && ` +
+        `echo $C > c.txt && T=$(git rev-parse $C:scripts) && echo 'echo PWNED' > scripts/build.sh && git add scripts && ${forgeNode('scripts')} && rm ct.py`,
+    );
+    expect(r1.exitCode).toBe(0);
+    // Command 2: HEAD's branch moved to C (a ref, not the index): the cache-tree now names HEAD's scripts/.
+    const r2 = await s.run(`git update-ref refs/heads/main $(cat c.txt) && rm c.txt && git status --porcelain | wc -l`);
+    expect(r2.output).toMatch(/^0$/m);
+    expect(r2.output).toContain('scripts/build.sh (staged by the session under a cache-tree');
+    await s.close();
+    expect(git('diff', 'HEAD')).toContain('PWNED');
+  });
+
+  test("left alone: the person's change staged before the session, an intent-to-add entry, the session's own add and commit", async () => {
+    const { ws, git } = scriptsRepo();
+    fs.writeFileSync(path.join(ws, 'scripts', 'lint.sh'), 'echo lint --fix\n');
+    git('add', 'scripts/lint.sh');
+    fs.writeFileSync(path.join(ws, 'notes.md'), 'later\n');
+    git('add', '-N', 'notes.md');
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const G = 'git -c user.name=a -c user.email=a@example.com';
+    const r = await s.run(
+      `rm ct.py && echo x > new.txt && ${G} add new.txt && ${G} commit -qm new new.txt && echo y >> new.txt && git add new.txt`,
+    );
+    expect(r.exitCode).toBe(0);
+    expect(r.output).not.toContain('cache-tree');
+    await s.close();
+    expect(s.gitNoteAtClose ?? '').not.toContain('cache-tree');
+    expect(status(git)).toMatch(/^M {2}scripts\/lint\.sh$/m);
+    expect(status(git)).toMatch(/^ A notes\.md$/m);
+    expect(status(git)).toMatch(/^M {2}new\.txt$/m);
+    // Still intent-to-add (an entry written again would have lost the flag: `A ` staged instead).
+    expect(git('diff', '--cached', '--name-only')).not.toContain('notes.md');
+  });
+});
+
+describe('the index audit, attacked through the size of the index', () => {
+  /** Shell text: `n` entries staged under `p/` with no file behind them (one blob), as `update-index --index-info` takes them. */
+  const stageMany = (n: number): string =>
+    `B=$(echo x | git hash-object -w --stdin) && python3 -c "import sys; w=sys.stdout.write; [w('100644 %s 0\\tp/%08d\\n' % (sys.argv[1], i)) for i in range(${n})]" $B | git update-index --index-info`;
+
+  /** The longest time the worker's event loop was held while `work` ran, ms (perf_hooks' histogram, 10 ms resolution). */
+  async function longestBlock<T>(work: () => Promise<T>): Promise<{ value: T; ms: number }> {
+    const h = monitorEventLoopDelay({ resolution: 10 });
+    h.enable();
+    try {
+      const value = await work();
+      return { value, ms: h.max / 1e6 };
+    } finally {
+      h.disable();
+    }
+  }
+
+  test('more entries than an audit reads: named as not checked, and the worker is not held while the next command is audited', async () => {
+    const { ws } = repo();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const made = await s.run(`rm index-stat.py && ${stageMany(1_000_050)} && echo staged`);
+    expect(made.output).toContain('staged');
+    // The person's 3 entries and the session's 1,000,050.
+    expect(made.output).toMatch(
+      /the index holds 1000053 entries, more than the 1000000 an audit reads: what git status shows was not checked/,
+    );
+    const { value: r, ms } = await longestBlock(() => s.run('true'));
+    expect(r.output).toContain('more than the 1000000 an audit reads');
+    console.log(`index-audit: 1,000,053 entries, longest block of the event loop ${ms.toFixed(0)} ms`);
+    expect(ms).toBeLessThan(1_000);
+  }, 180_000);
+
+  test('many entries within the bound (400,000 with no file): the audit yields as it goes, and reads them once while the index stays', async () => {
+    const { ws } = repo();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const made = await s.run(`rm index-stat.py && ${stageMany(400_000)} && echo staged`);
+    expect(made.output).toContain('staged');
+    const first = await longestBlock(() => s.run('true'));
+    const second = await longestBlock(() => s.run('true'));
+    console.log(`index-audit: 400,000 entries, longest blocks ${first.ms.toFixed(0)} and ${second.ms.toFixed(0)} ms`);
+    expect(first.ms).toBeLessThan(1_000);
+    expect(second.ms).toBeLessThan(1_000);
+    expect(first.value.output).not.toContain('not checked');
+    await s.close();
+    // The person sees what was staged.
+    expect(execFileSync('sh', ['-c', 'git diff --cached --name-only | wc -l'], { cwd: ws, encoding: 'utf8' }).trim()).toBe('400000');
+  }, 180_000);
 });

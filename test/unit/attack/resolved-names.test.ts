@@ -9,6 +9,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { guardedGit, type GuardedGit } from '../../../src/session/git-guard';
 import { closeSessions, removeTempDirs, startSession, waitUntil } from '../session/helpers';
 import { hostBash, personsRepo, plant, ran } from './persons-repo';
@@ -229,4 +230,45 @@ describe("what an interpreter runs, and what is only its script's arguments (the
     expect(guard('!npx tsx fmt').missing).toEqual(expect.arrayContaining(['node_modules/.bin/tsx', 'tsx', 'fmt']));
     expect(guard('!go run gen').completed).toContain('gen');
   });
+});
+
+dRoot("kind 3: a completed name's folder filled by the session (the sweep's listing)", () => {
+  /** The longest time the worker's event loop was held while `work` ran, ms (perf_hooks' histogram, 10 ms resolution). */
+  async function longestBlock(work: () => Promise<void>): Promise<number> {
+    const h = monitorEventLoopDelay({ resolution: 10 });
+    h.enable();
+    try {
+      await work();
+      return h.max / 1e6;
+    } finally {
+      h.disable();
+    }
+  }
+
+  test('25,000 files in `scripts/`: idle sweeps hold the loop briefly; `scripts/fmt.js` among them is moved, and the rest said not checked', async () => {
+    const { ws, git, marker } = personsRepo();
+    try {
+      git('config', 'alias.x', '!node scripts/fmt');
+      fs.mkdirSync(path.join(ws, 'scripts'));
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const r = await s.run(
+        `cd scripts && seq -f 'f%06g' 1 25000 | xargs touch && cd .. && ${write('scripts/fmt.js', js(marker))} && echo x > scripts/fmt.weird && echo made`,
+      );
+      expect(r.output).toContain('made');
+      expect(r.output).toContain('scripts/fmt.js (named as an interpreter completes');
+      expect(r.output).toMatch(
+        /scripts holds more than 20000 entries, so of the names an interpreter completes scripts\/fmt to only fmt\.js, /,
+      );
+      // Idle: the sweep runs every 250 ms; the folder unchanged, it is not listed again.
+      const idle = await longestBlock(() => new Promise((resolve) => setTimeout(resolve, 2_000)));
+      console.log(`resolved-names: 25,000 files in the folder, longest block of the loop over 2 idle seconds ${idle.toFixed(0)} ms`);
+      expect(idle).toBeLessThan(500);
+      hostBash(ws, 'git x');
+      const during = ran(marker);
+      await s.close();
+      expect(during).toBe('not run');
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
+  }, 120_000);
 });
