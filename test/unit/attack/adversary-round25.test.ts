@@ -1,0 +1,50 @@
+/**
+ * Adversary round 25: attacks on main (5909064), as root, in real sessions of the unit harness.
+ * Each test asserts the safe behaviour and is skipped while its kind is open (the OPEN_* flags
+ * below); each was run un-skipped once on 5909064 and failed as written below.
+ *
+ * (header filled in as findings land)
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { personsRepo } from './persons-repo';
+import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
+
+const OPEN_CACHE_TREE = true;
+
+afterEach(async () => {
+  await closeSessions();
+  removeTempDirs();
+});
+
+const TREE = path.join(__dirname, 'fixtures', 'index-tree.py');
+
+describe("kind 5: the index's cache-tree hides the session's staged changes from the person's git status", () => {
+  const t = OPEN_CACHE_TREE ? test.skip : test;
+  t('a staged scripts/build.sh under a forged TREE extension still shows in git status, or the result names it', async () => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    const { ws, git } = personsRepo();
+    fs.mkdirSync(path.join(ws, 'scripts'));
+    fs.writeFileSync(path.join(ws, 'scripts', 'build.sh'), 'echo building\n');
+    fs.writeFileSync(path.join(ws, 'Makefile'), 'test:\n\tsh scripts/build.sh\n');
+    git('add', 'Makefile', 'scripts/build.sh');
+    git('commit', '-qm', 'two');
+    fs.copyFileSync(TREE, path.join(ws, 'index-tree.py'));
+    const s = await startSession({ cwd: ws, workspace: ws });
+    // Stage the session's build.sh and a new conftest.py, then say in the index's cache-tree that scripts/ is HEAD's tree.
+    const r = await s.run(
+      `T=$(git rev-parse HEAD:scripts) && echo 'echo PWNED-by-session' > scripts/build.sh && echo 'import os' > scripts/conftest.py && ` +
+        `git add scripts && python3 index-tree.py .git/index scripts "$T" && rm index-tree.py && git status --porcelain`,
+    );
+    expect(r.exitCode).toBe(0);
+    await s.close();
+    // The attack took: the person's make runs the session's code.
+    expect(spawnSync('make', ['-s', 'test'], { cwd: ws, encoding: 'utf8' }).stdout).toContain('PWNED-by-session');
+    // The person's review, on the host: git status (staged or not) shows the change, or the result named it.
+    const status = git('status', '--porcelain', '--untracked-files=all');
+    const named = r.output.includes('scripts/build.sh') && r.output.includes('scripts/conftest.py');
+    expect(named || (/scripts\/build\.sh/.test(status) && /scripts\/conftest\.py/.test(status))).toBe(true);
+    expect(git('diff', 'HEAD')).toContain('PWNED-by-session');
+  });
+});
