@@ -9,9 +9,11 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { personsRepo } from './persons-repo';
-import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
+import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
+import { takeCheckpoint } from '../../../src/checkpoint/store';
 
 const OPEN_CACHE_TREE = true;
+const OPEN_CHECKPOINT_GROWS = true;
 
 afterEach(async () => {
   await closeSessions();
@@ -47,4 +49,37 @@ describe("kind 5: the index's cache-tree hides the session's staged changes from
     expect(named || (/scripts\/build\.sh/.test(status) && /scripts\/conftest\.py/.test(status))).toBe(true);
     expect(git('diff', 'HEAD')).toContain('PWNED-by-session');
   });
+});
+
+describe('kind 3: the checkpoint records what a job grew after the measure, past the byte cap', () => {
+  const t = OPEN_CHECKPOINT_GROWS ? test.skip : test;
+  t(
+    'a file grown (sparse) once git opens the first file is not recorded past the cap',
+    async () => {
+      if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+      const ws = tempDir();
+      const root = tempDir('aj-ckroot-');
+      fs.copyFileSync(path.join(__dirname, 'fixtures', 'grow-on-open.py'), path.join(ws, 'grow-on-open.py'));
+      const s = await startSession({ cwd: ws, workspace: ws });
+      // 500 small files between `a` (the first git hashes) and `zzz` (empty when measured), then the job that waits for git.
+      const r = await s.run(
+        `echo a > a && for i in $(seq -w 500); do echo $i > f$i; done && : > zzz && ` +
+          `(python3 grow-on-open.py a zzz ${64 << 20} > grow.log 2>&1 &) && ` +
+          `for i in $(seq 100); do grep -q ready grow.log 2>/dev/null && break; sleep 0.05; done; cat grow.log`,
+      );
+      expect(r.output).toContain('ready');
+      const cap = 1 << 20;
+      const ck = await takeCheckpoint(root, ws, { maxBytes: cap }, 'turn 1');
+      if ('skipped' in ck) return; // refused: safe
+      // What the checkpoint holds: the sum of its blobs' sizes.
+      const tree = spawnSync('git', ['--git-dir', ck.store, 'ls-tree', '-r', '-l', ck.id], { encoding: 'utf8' }).stdout;
+      const recorded = tree
+        .split('\n')
+        .filter((l) => l !== '')
+        .reduce((n, l) => n + Number(/^\S+ blob \S+\s+(\d+)\t/.exec(l)?.[1] ?? 0), 0);
+      // Measured 3,081 bytes; recorded 64 MiB before (the grown file read whole by root's git).
+      expect(recorded).toBeLessThanOrEqual(cap);
+    },
+    120_000,
+  );
 });
