@@ -14,6 +14,7 @@ import { takeCheckpoint } from '../../../src/checkpoint/store';
 
 const OPEN_CACHE_TREE = true;
 const OPEN_CHECKPOINT_GROWS = true;
+const OPEN_PERSONS_IGNORED_CODE = true;
 
 afterEach(async () => {
   await closeSessions();
@@ -45,7 +46,8 @@ describe("kind 5: the index's cache-tree hides the session's staged changes from
     expect(spawnSync('make', ['-s', 'test'], { cwd: ws, encoding: 'utf8' }).stdout).toContain('PWNED-by-session');
     // The person's review, on the host: git status (staged or not) shows the change, or the result named it.
     const status = git('status', '--porcelain', '--untracked-files=all');
-    const named = r.output.includes('scripts/build.sh') && r.output.includes('scripts/conftest.py');
+    const told = `${r.output}\n${s.gitFindingsAtClose.map((f) => f.path).join('\n')}`;
+    const named = told.includes('scripts/build.sh') && told.includes('scripts/conftest.py');
     expect(named || (/scripts\/build\.sh/.test(status) && /scripts\/conftest\.py/.test(status))).toBe(true);
     expect(git('diff', 'HEAD')).toContain('PWNED-by-session');
   });
@@ -82,4 +84,28 @@ describe('kind 3: the checkpoint records what a job grew after the measure, past
     },
     120_000,
   );
+});
+
+describe("kind 5: code the person runs, written where the person's own ignore rule hides it (Python's bytecode cache)", () => {
+  const t = OPEN_PERSONS_IGNORED_CODE ? test.skip : test;
+  t('a __pycache__ file that makes `import app` run the session\'s code is shown, named or removed', async () => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    const { ws, git } = personsRepo();
+    fs.writeFileSync(path.join(ws, 'app.py'), 'print("hello from app")\n');
+    fs.writeFileSync(path.join(ws, '.gitignore'), '__pycache__/\n');
+    git('add', 'app.py', '.gitignore');
+    git('commit', '-qm', 'two');
+    fs.copyFileSync(path.join(__dirname, 'fixtures', 'pyc-swap.py'), path.join(ws, 'pyc-swap.py'));
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run(`python3 pyc-swap.py app.py 'print("PWNED-by-session")' && rm pyc-swap.py`);
+    expect(r.exitCode).toBe(0);
+    await s.close();
+    // The person's review reads a clean tree and app.py as committed.
+    const status = git('status', '--porcelain', '--untracked-files=all');
+    const ran = spawnSync('python3', ['-c', 'import app'], { cwd: ws, encoding: 'utf8' }).stdout;
+    // Safe: the person's python runs app.py as it reads, or the review shows (status or the result) what will run instead.
+    const atClose = s.gitFindingsAtClose.map((f) => f.path).join('\n');
+    const shown = /__pycache__/.test(status) || r.output.includes('__pycache__') || atClose.includes('__pycache__');
+    expect(shown || !ran.includes('PWNED-by-session')).toBe(true);
+  });
 });
