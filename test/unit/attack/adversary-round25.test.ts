@@ -15,6 +15,7 @@ import { takeCheckpoint } from '../../../src/checkpoint/store';
 const OPEN_CACHE_TREE = true;
 const OPEN_CHECKPOINT_GROWS = true;
 const OPEN_PERSONS_IGNORED_CODE = true;
+const OPEN_CHECKPOINT_NESTED_REFS = true;
 
 afterEach(async () => {
   await closeSessions();
@@ -108,4 +109,44 @@ describe("kind 5: code the person runs, written where the person's own ignore ru
     const shown = /__pycache__/.test(status) || r.output.includes('__pycache__') || atClose.includes('__pycache__');
     expect(shown || !ran.includes('PWNED-by-session')).toBe(true);
   });
+});
+
+describe("kind 3: a nested repository's refs, read whole by root's checkpoint git, count as nothing in the measure", () => {
+  const t = OPEN_CHECKPOINT_NESTED_REFS ? test.skip : test;
+  t(
+    'four nested repositories sharing one unsorted packed-refs (hard links) are not resolved past the cap',
+    async () => {
+      if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+      const ws = tempDir();
+      const root = tempDir('aj-ckroot-');
+      const s = await startSession({ cwd: ws, workspace: ws });
+      // A job, after the command's audit (which moves a .git made below the root): one packed-refs of 1,000,001 refs
+      // (62 MB), unsorted (no \`sorted\` trait: git sorts a copy in memory), HEAD's branch last; three more repositories
+      // hold hard links to it, so the session's disk pays once. The job starts when the host says \`go\`.
+      fs.writeFileSync(
+        path.join(ws, 'repos.sh'),
+        'while [ ! -e go ]; do sleep 0.05; done\n' +
+          'mkdir r1 && git -C r1 init -q -b main && python3 -c \'' +
+          'import random; o="0"*39+"1"; ids=list(range(1000000)); random.shuffle(ids); f=open("r1/.git/packed-refs","w"); ' +
+          '[f.write(o+" refs/heads/b%08d\\n" % i) for i in ids]; f.write(o+" refs/heads/main\\n")\'\n' +
+          'for i in 2 3 4; do mkdir r$i && git -C r$i init -q -b main && ln -f r1/.git/packed-refs r$i/.git/packed-refs; done\n' +
+          'git -C r4 rev-parse HEAD > done.tmp && stat -c %h r1/.git/packed-refs >> done.tmp && mv done.tmp done\n',
+      );
+      const r = await s.run('(bash repos.sh > /dev/null 2>&1 &)');
+      expect(r.exitCode).toBe(0);
+      fs.writeFileSync(path.join(ws, 'go'), '');
+      for (let i = 0; i < 1200 && !fs.existsSync(path.join(ws, 'done')); i++) await new Promise((res) => setTimeout(res, 100));
+      expect(fs.readFileSync(path.join(ws, 'done'), 'utf8')).toMatch(/^0{39}1\n4\n$/);
+      const cap = 1 << 20;
+      const ck = await takeCheckpoint(root, ws, { maxBytes: cap }, 'turn 1');
+      if ('skipped' in ck) return; // the refs counted: safe
+      // Recorded before: four gitlinks, each resolved by reading and sorting the 62 MB file (the measure said 549 bytes).
+      const tree = spawnSync('git', ['--git-dir', ck.store, 'ls-tree', '-r', ck.id], { encoding: 'utf8' }).stdout;
+      expect({ bytes: ck.bytes, gitlinks: tree.split('\n').filter((l) => l.startsWith('160000 ')).length }).toEqual({
+        bytes: ck.bytes,
+        gitlinks: 0,
+      });
+    },
+    180_000,
+  );
 });
