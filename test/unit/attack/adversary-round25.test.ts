@@ -8,6 +8,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { spawnSync } from 'node:child_process';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { personsRepo } from './persons-repo';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 import { takeCheckpoint } from '../../../src/checkpoint/store';
@@ -16,6 +17,7 @@ const OPEN_CACHE_TREE = true;
 const OPEN_CHECKPOINT_GROWS = true;
 const OPEN_PERSONS_IGNORED_CODE = true;
 const OPEN_CHECKPOINT_NESTED_REFS = true;
+const OPEN_INDEX_AUDIT_LOOP = true;
 
 afterEach(async () => {
   await closeSessions();
@@ -148,5 +150,32 @@ describe("kind 3: a nested repository's refs, read whole by root's checkpoint gi
       });
     },
     180_000,
+  );
+});
+
+describe("kind 3: the index audit parses an index of the session's size on the worker's event loop", () => {
+  const t = OPEN_INDEX_AUDIT_LOOP ? test.skip : test;
+  t(
+    'after the session stages 2,000,000 entries (no files), a command\'s audit does not hold the worker',
+    async () => {
+      if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+      const { ws } = personsRepo();
+      const s = await startSession({ cwd: ws, workspace: ws });
+      // Entries need no files: one blob, 2,000,000 paths (index 144 MB; `ls-files -s -v --debug` prints 278 MB).
+      const made = await s.run(
+        `B=$(echo x | git hash-object -w --stdin) && python3 -c 'import sys\nfor i in range(2000000): sys.stdout.write("100644 '"$B"' 0\\tp/%07d\\n" % i)' | ` +
+          `git update-index --index-info && git ls-files | wc -l`,
+      );
+      expect(made.output).toMatch(/^2000001$/m);
+      const delay = monitorEventLoopDelay({ resolution: 10 });
+      delay.enable();
+      const r = await s.run('true');
+      expect(r.exitCode).toBe(0);
+      await new Promise((res) => setTimeout(res, 20));
+      delay.disable();
+      // Every session of the worker waits while the loop is held; a bound of seconds, far above bounded work on a loaded machine.
+      expect(delay.max / 1e6).toBeLessThan(2_000);
+    },
+    300_000,
   );
 });
