@@ -12,12 +12,16 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { personsRepo } from './persons-repo';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 import { takeCheckpoint } from '../../../src/checkpoint/store';
+import { editGate } from '../../../src/activities/session';
+import { editRuleSubject, type RunEditInput } from '../../../src/contract/text-editor';
+import { sha256Hex } from '../../../src/session/edit';
 
 const OPEN_CACHE_TREE = true;
 const OPEN_CHECKPOINT_GROWS = true;
 const OPEN_PERSONS_IGNORED_CODE = true;
 const OPEN_CHECKPOINT_NESTED_REFS = true;
 const OPEN_INDEX_AUDIT_LOOP = true;
+const OPEN_EDIT_PATH_SWAP = true;
 
 afterEach(async () => {
   await closeSessions();
@@ -178,4 +182,32 @@ describe("kind 3: the index audit parses an index of the session's size on the w
     },
     300_000,
   );
+});
+
+describe('kind 5: an approved edit lands where a folder on its path, made a symlink while the person decided, leads', () => {
+  const t = OPEN_EDIT_PATH_SWAP ? test.skip : test;
+  t('a `create docs/deploy.yml` a person approved is not written to .github/workflows/deploy.yml', async () => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    const { ws } = personsRepo();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    // A job that, once the person is asked (the host says \`go\`), puts a symlink where the edit's folder will be.
+    const job = await s.run(
+      `(while [ ! -e go ]; do sleep 0.05; done; mkdir -p .github/workflows && ln -s .github/workflows docs && touch swapped) > /dev/null 2>&1 &`,
+    );
+    expect(job.exitCode).toBe(0);
+    const edit = { command: 'create' as const, path: 'docs/deploy.yml', fileText: 'on: push\njobs:\n  x:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo PWNED\n' };
+    const opts = { maxCharacters: 100_000, ruleSubject: editRuleSubject };
+    const base = { sessionId: 's', workflowId: 'w', toolUseId: 't', edit } as RunEditInput;
+    const asked = await s.edit(edit, editGate({ ...base, autoApprove: 'policy', rules: [] }), opts);
+    const review = asked.needsApproval?.review ?? '';
+    // What the person reads: a new file docs/deploy.yml, through no symlink.
+    expect(review).toContain('+++ b' + path.join(ws, 'docs', 'deploy.yml'));
+    fs.writeFileSync(path.join(ws, 'go'), '');
+    for (let i = 0; i < 200 && !fs.existsSync(path.join(ws, 'swapped')); i++) await new Promise((res) => setTimeout(res, 50));
+    expect(fs.lstatSync(path.join(ws, 'docs')).isSymbolicLink()).toBe(true);
+    // The person approves that review; the run applies the edit with its hash.
+    const done = await s.edit(edit, editGate({ ...base, approvedSha256: sha256Hex(review) }), opts);
+    // Before: applied (`Successfully created file .../docs/deploy.yml.`), the file in .github/workflows.
+    expect(done.applied && fs.existsSync(path.join(ws, '.github', 'workflows', 'deploy.yml'))).toBe(false);
+  });
 });
