@@ -22,6 +22,7 @@ const OPEN_PERSONS_IGNORED_CODE = true;
 const OPEN_CHECKPOINT_NESTED_REFS = true;
 const OPEN_INDEX_AUDIT_LOOP = true;
 const OPEN_EDIT_PATH_SWAP = true;
+const OPEN_SWEEP_FOLDER = true;
 
 afterEach(async () => {
   await closeSessions();
@@ -210,4 +211,41 @@ describe('kind 5: an approved edit lands where a folder on its path, made a syml
     // Before: applied (`Successfully created file .../docs/deploy.yml.`), the file in .github/workflows.
     expect(done.applied && fs.existsSync(path.join(ws, '.github', 'workflows', 'deploy.yml'))).toBe(false);
   });
+});
+
+describe("kind 3: the missing-path sweep reads a folder the session fills, on the worker's event loop, every 250 ms", () => {
+  const t = OPEN_SWEEP_FOLDER ? test.skip : test;
+  t(
+    "with `alias.lint = !node scripts/lint` (scripts/lint.js missing) and 600,000 files in scripts/, the idle session does not hold the worker",
+    async () => {
+      if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+      const { ws, git } = personsRepo();
+      fs.mkdirSync(path.join(ws, 'scripts'));
+      fs.writeFileSync(path.join(ws, 'scripts', 'README'), 'scripts\n');
+      git('add', 'scripts/README');
+      git('commit', '-qm', 'two');
+      // The person's alias names a program missing at start: the guard records its family (scripts/lint, scripts/lint.*).
+      git('config', 'alias.lint', '!node scripts/lint');
+      const s = await startSession({ cwd: ws, workspace: ws });
+      // Names outside the family: nothing is moved; the folder just grows.
+      const made = await s.run(`python3 -c 'import os\nfor i in range(600000): open("scripts/n%07d" % i, "w").close()' && ls scripts | wc -l`, {
+        timeoutMs: 240_000,
+      });
+      expect(made.output).toMatch(/^600001$/m);
+      // The session is idle now; every 250 ms the sweep lists scripts/ (src/session/git-audit.ts moveCompleted, folderNames).
+      // The longest gap between ticks of a 10 ms timer over 3 s.
+      let last = Date.now();
+      let longest = 0;
+      const tick = setInterval(() => {
+        const now = Date.now();
+        longest = Math.max(longest, now - last);
+        last = now;
+      }, 10);
+      await new Promise((res) => setTimeout(res, 3_000));
+      clearInterval(tick);
+      // Before: 4,511 ms with the alias, 18 ms without it (the same files). A bound far above bounded work on a loaded machine.
+      expect(longest).toBeLessThan(1_000);
+    },
+    300_000,
+  );
 });
