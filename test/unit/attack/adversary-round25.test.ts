@@ -23,6 +23,7 @@ const OPEN_CHECKPOINT_NESTED_REFS = true;
 const OPEN_INDEX_AUDIT_LOOP = true;
 const OPEN_EDIT_PATH_SWAP = true;
 const OPEN_SWEEP_FOLDER = true;
+const OPEN_EDIT_RULE_SWAP = true;
 
 afterEach(async () => {
   await closeSessions();
@@ -248,4 +249,35 @@ describe("kind 3: the missing-path sweep reads a folder the session fills, on th
     },
     300_000,
   );
+});
+
+describe("kind 5: an edit a rule approves is written through a symlink made during the edit's checkpoint", () => {
+  const t = OPEN_EDIT_RULE_SWAP ? test.skip : test;
+  t('an exact rule for `create docs/notes.md` never writes .github/workflows/notes.md', async () => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    const ws = fs.realpathSync(tempDir());
+    const root = tempDir('aj-ckroot-');
+    fs.copyFileSync(path.join(__dirname, 'fixtures', 'on-open.py'), path.join(ws, 'on-open.py'));
+    const s = await startSession({ cwd: ws, workspace: ws });
+    // 500 files for the checkpoint's git to hash after \`a\`; a job that, when git opens \`a\`, puts a symlink in docs' place.
+    const r = await s.run(
+      `echo a > a && for i in $(seq -w 500); do echo $i > f$i; done && mkdir docs .github && mkdir .github/workflows && ` +
+        `(python3 on-open.py a 'mv docs docs.old && ln -s .github/workflows docs' > job.log 2>&1 &) && ` +
+        `for i in $(seq 100); do grep -q ready job.log 2>/dev/null && break; sleep 0.05; done; cat job.log`,
+    );
+    expect(r.output).toContain('ready');
+    const notes = path.join(ws, 'docs', 'notes.md');
+    const rules = [{ id: 1, kind: 'exact' as const, text: editRuleSubject('create', notes) }];
+    const edit = { command: 'create' as const, path: 'docs/notes.md', fileText: 'on: push\n' };
+    const gate = editGate({ sessionId: 's', workflowId: 'w', toolUseId: 't', edit, autoApprove: 'policy', rules } as RunEditInput);
+    // The edit's checkpoint, as runEdit takes it once the gate said apply (activities/session.ts checkpointBefore).
+    const done = await s.edit(edit, gate, {
+      maxCharacters: 20_000,
+      ruleSubject: editRuleSubject,
+      beforeWrite: async () => void (await takeCheckpoint(root, ws, { maxBytes: 1 << 30 }, 'edit')),
+    });
+    expect(fs.readFileSync(path.join(ws, 'job.log'), 'utf8')).toContain('done');
+    // Before: applied by the rule, the file in .github/workflows.
+    expect(done.applied && fs.existsSync(path.join(ws, '.github', 'workflows', 'notes.md'))).toBe(false);
+  });
 });
