@@ -1,9 +1,117 @@
 /**
  * Adversary round 25: attacks on main (5909064), as root, in real sessions of the unit harness.
  * Each test asserts the safe behaviour and is skipped while its kind is open (the OPEN_* flags
- * below); each was run un-skipped once on 5909064 and failed as written below.
+ * below); each was run un-skipped on 5909064 and failed as written below (the eight together last, at load average 7.7 to 9.2: 8 failed of 8). FINDINGS.md at the
+ * worktree's root holds the same, as it was written during the round.
  *
- * (header filled in as findings land)
+ * Kind 5 (what the person reads is not what is there): the index's cache-tree (its `TREE` extension)
+ * hides staged changes. Steps: in a run on the person's repository, a command stages the session's
+ * `scripts/build.sh` (which `make test` runs) and a new `scripts/conftest.py` (`git add scripts`: the
+ * worktree then matches the index, so the index audit's stat and content check finds every entry
+ * holding its object), then rewrites the index's `TREE` extension to say the folder `scripts` is
+ * HEAD's tree with 2 entries (fixtures/index-tree.py: the extension replaced, EOIE/IEOT dropped, the
+ * checksum recomputed). git's `diff-index --cached`, which `git status` runs, skips a folder whose
+ * cache-tree node is valid and names the same tree as HEAD (unpack-trees.c
+ * `cache_tree_matches_traversal`). OBSERVED (load average 2.7 to 3.1, git 2.39.5, every run): after
+ * close, the person's `git status --porcelain --untracked-files=all` prints nothing, `git diff HEAD`
+ * nothing, neither the result nor `gitFindingsAtClose` names a path, and `make test` prints
+ * `PWNED-by-session`. Why: src/session/git-index-audit.ts checks the untracked cache and fsmonitor
+ * extensions only (`hasCacheExtension`, `dropCaches`). Fix for the kind: keep only the index
+ * extensions git needs to read the index and drop or verify every one git trusts instead of reading
+ * files or trees (the cache-tree at each audit; `sdir` and the split index with it), and name what the
+ * session staged against HEAD (`git diff-index --cached HEAD` once the cache-tree is dropped).
+ *
+ * Kind 5, without any index trick: code the person runs, where the person's own ignore rule hides it.
+ * Steps: the person's repository holds `app.py` and a `.gitignore` with `__pycache__/` (GitHub's Python
+ * template); a command writes `__pycache__/app.cpython-311.pyc` compiled from the session's code with
+ * the header's source mtime and size set to `app.py`'s (fixtures/pyc-swap.py), which Python's default
+ * check compares; `app.py` is untouched. OBSERVED (load average 2.6, every run): the person's `git
+ * status` prints nothing, `app.py` reads as committed, nothing is named, and `python3 -c 'import app'`
+ * prints `PWNED-by-session`. The same kind: `node_modules/.bin/<tool>` for `npm test`, a `.pth` or
+ * `bin/activate` in `.venv/` (not run). Why: git-index-audit.ts `selfIgnored` names only what a rule
+ * of the session's ignores; "files ignored by the person's own rules (node_modules) are not named".
+ * Fix for the kind: at close drop the bytecode caches the session wrote (Python rebuilds them), and name
+ * (count and list the entry points of) what it changed under the person's ignored folders.
+ *
+ * Kind 5: an approved edit is written where a folder of its path, made a symlink after the review,
+ * leads. Steps (a): a job waits; the model asks `create docs/deploy.yml` (a GitHub Actions workflow);
+ * under `policy` the person is asked with `+++ b<ws>/docs/deploy.yml`, no symlink on the way then;
+ * while the person decides the job runs `mkdir -p .github/workflows && ln -s .github/workflows docs`;
+ * the person approves and the run re-runs the edit with the approved hash: the new read finds no file
+ * through the link, the diff is the same text (its header names the lexical path), the hash matches,
+ * and the helper writes through the link. (b): an exact rule for `create <ws>/docs/notes.md`; a job
+ * (fixtures/on-open.py) waits with inotify until root's checkpoint git opens a file (the measure only
+ * lstats, so the first open is git's), then swaps `docs` for the same link; `viaSymlink` was taken
+ * before the edit's checkpoint (`beforeWrite`), so the rule applied and the write follows the link.
+ * OBSERVED (load average 3 and 6.2, every run): `applied: true` ("Successfully created file
+ * <ws>/docs/...") and the file in `.github/workflows/`. Why: src/activities/session.ts `editGate`
+ * applies an approved hash whatever `viaSymlink` is now; src/session/edit.ts `performEdit` checks
+ * `viaSymlink` before `beforeWrite`; the helper's `write` follows links inside the workspace. Fix for
+ * the kind: bind the approval and the rule to the real path: the helper refuses a symlink on the way
+ * that the gate did not see, walking with `O_NOFOLLOW` after `beforeWrite`, and the review names the
+ * real path (so its hash changes when the path leads elsewhere).
+ *
+ * Kind 3 (what the worker does for the session has no limits): a checkpoint records what a job grows
+ * after the measure. Steps: the session makes `a`, 500 small files and an empty `zzz`, and a job
+ * (fixtures/grow-on-open.py) waits with inotify until root's checkpoint git opens `a`, then `truncate
+ * -s`es `zzz` to a sparse size; git, reaching `zzz` later in its sorted list, reads it whole. OBSERVED:
+ * with a 1 MiB cap the checkpoint measures 3,081 bytes and its tree holds a 64 MiB `zzz`;
+ * on the host with the default 1 GiB cap and `zzz` grown to 20 GiB (load average 2.1 to 3.3) the
+ * checkpoint took 134 s of root's git and succeeded (`bytes: 3081`); a file of 90 GiB or more holds it
+ * until the 10-minute confined timeout, per approved command or edit, outside the session's cgroup.
+ * docs/rewind.md lists "a job making every checkpoint fail or grow (a symlink to `/dev/zero`)" as a
+ * race left open; this one needs no race and no symlink. Why: src/checkpoint/store.ts `measure` lstats,
+ * then `writeListed` hands the paths to `git update-index --add --stdin`, which reads each file as it
+ * is then. Fix for the kind: what root's git reads is bounded by what was measured: hash in the worker
+ * up to each measured size (refusing a file whose size changed) and feed `update-index --index-info`,
+ * or check the tree's blob sizes against the cap, and run the checkpoint's git under the session's
+ * cgroup, memory and time limits.
+ *
+ * Kind 3: a nested repository's refs. Steps: a job (after a command's audit, which moves a `.git` made
+ * below the root) makes `r1` a repository whose `packed-refs` holds 1,000,001 refs in random order
+ * with no `sorted` trait (git sorts a copy in memory), HEAD's branch last, and `r2`..`r4` whose
+ * `packed-refs` is a hard link to it. `measure` counts each as one entry of 0 bytes
+ * (`repositoryMark`); root's `update-index` resolves each gitlink's HEAD. OBSERVED: the checkpoint
+ * records 4 gitlinks with `bytes: 549` (load average 3.2); on the host with a 310 MB file one repository
+ * cost root's git 688 MB RSS and 5.0 s, four hard-linked ones 1.6 GB and 18.3 s (load average 2.8); the
+ * session's 8 GiB file-size limit allows one file that asks for about twice that per repository (not
+ * run: this machine has 23 GB). A nested repository whose HEAD does not resolve makes `update-index`
+ * die, so every checkpoint fails (10.4 s for its two tries). Why: `measure` does not count what git
+ * reads to record a gitlink. Fix: record a nested repository from what the worker reads of it (HEAD and
+ * one loose ref, bounded) with `--cacheinfo`, or leave it out with a note; and the limits above.
+ *
+ * Kind 3: the index audit parses an index of the session's size on the worker's event loop. Steps: a
+ * command stages 2,000,000 entries that need no files (`update-index --index-info`, one blob; index
+ * 144 MB). OBSERVED (load average 2.0 to 4.2): the next command (`true`) took 12.8 s and the worker's
+ * event loop was held 6.7 s in one block (13.6 s in the final un-skipped run, load average 7.7 to 9.2), after every command; `auditIndex` alone on the host 7.7 s,
+ * longest block 3.2 s (load 4.2); past about 4,000,000 entries `ls-files` passes the 512 MiB buffer and
+ * the index part of the audit gives up for the session (named "unchecked"). Why: git-index-audit.ts
+ * `readEntries` parses all of `ls-files -s -v --debug` in one synchronous loop; `hasCacheExtension`
+ * reads the whole index synchronously. Fix for the kind (round 24's rule: no work on the worker's loop
+ * that the session sizes): stream and parse in bounded chunks with yields, read only the extension
+ * table, and past a bound say so and fall back to work git does.
+ *
+ * Kind 3: the missing-path sweep lists a folder the session fills. Steps: the person's config has
+ * `alias.lint = !node scripts/lint`, `scripts/lint.js` missing at start, so the guard records the
+ * family `scripts/lint.*`; a command makes 600,000 empty files in `scripts/`, none of the family.
+ * OBSERVED (load average 5.9 to 7.9): over 3 idle seconds the longest gap of a 10 ms timer was 4,511 ms (5,837 ms in the final un-skipped run, load average 7.7 to 9.2; 18 ms without the alias, same files); the test took 260 s against 34 s. Why: git-audit.ts
+ * `watchMissing` runs `moveCompleted` every 250 ms, whose `folderNames` lists the folder with
+ * `readdirSync` and decodes every name. Fix: look up only the names an interpreter completes to (a
+ * short list) with `lstat`, or read the folder in bounded batches with yields.
+ *
+ * Tried, held: the watch budget (`WATCH_EVENT_BUDGET`): past 64 events the 250 ms sweep still moves
+ * every recorded missing path (read: `moveMissing` needs no event), and the window is documented; only
+ * its cost falls (above). The edit diff (read, not run): the middle, summaries and hunk counts follow
+ * the written text; added lines a summary stands for are refused to a person; an empty `old_str` is
+ * refused before `occurrences` (no endless loop). A `.git` the session makes below the root (the
+ * checkpoint's gitlink) is moved by the command's audit (hence the job in the nested-refs test). A
+ * sparse index (`sdir`) expands into skip-worktree entries that the audit's `ls-files` reads and
+ * clears (read, not run). Noticed, not pursued: an index entry named `.GIT/x` (any case) is refused
+ * by `update-index` ("Ignoring path"), so the checkpoint silently leaves out a folder named `.GIT`
+ * that the measure counted, and a rewind neither restores nor removes it; the audit's
+ * findings quote an ignore rule's pattern and its file's path unescaped (`showName` escapes only bytes
+ * that are not UTF-8); the sandbox shows the host's `/work`, `/home` and `/farm` read-only (other
+ * workspaces a session user may read).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -97,7 +205,7 @@ describe('kind 3: the checkpoint records what a job grew after the measure, past
 
 describe("kind 5: code the person runs, written where the person's own ignore rule hides it (Python's bytecode cache)", () => {
   const t = OPEN_PERSONS_IGNORED_CODE ? test.skip : test;
-  t('a __pycache__ file that makes `import app` run the session\'s code is shown, named or removed', async () => {
+  t("a __pycache__ file that makes `import app` run the session's code is shown, named or removed", async () => {
     if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
     const { ws, git } = personsRepo();
     fs.writeFileSync(path.join(ws, 'app.py'), 'print("hello from app")\n');
@@ -134,7 +242,7 @@ describe("kind 3: a nested repository's refs, read whole by root's checkpoint gi
       fs.writeFileSync(
         path.join(ws, 'repos.sh'),
         'while [ ! -e go ]; do sleep 0.05; done\n' +
-          'mkdir r1 && git -C r1 init -q -b main && python3 -c \'' +
+          "mkdir r1 && git -C r1 init -q -b main && python3 -c '" +
           'import random; o="0"*39+"1"; ids=list(range(1000000)); random.shuffle(ids); f=open("r1/.git/packed-refs","w"); ' +
           '[f.write(o+" refs/heads/b%08d\\n" % i) for i in ids]; f.write(o+" refs/heads/main\\n")\'\n' +
           'for i in 2 3 4; do mkdir r$i && git -C r$i init -q -b main && ln -f r1/.git/packed-refs r$i/.git/packed-refs; done\n' +
@@ -162,7 +270,7 @@ describe("kind 3: a nested repository's refs, read whole by root's checkpoint gi
 describe("kind 3: the index audit parses an index of the session's size on the worker's event loop", () => {
   const t = OPEN_INDEX_AUDIT_LOOP ? test.skip : test;
   t(
-    'after the session stages 2,000,000 entries (no files), a command\'s audit does not hold the worker',
+    "after the session stages 2,000,000 entries (no files), a command's audit does not hold the worker",
     async () => {
       if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
       const { ws } = personsRepo();
@@ -197,7 +305,11 @@ describe('kind 5: an approved edit lands where a folder on its path, made a syml
       `(while [ ! -e go ]; do sleep 0.05; done; mkdir -p .github/workflows && ln -s .github/workflows docs && touch swapped) > /dev/null 2>&1 &`,
     );
     expect(job.exitCode).toBe(0);
-    const edit = { command: 'create' as const, path: 'docs/deploy.yml', fileText: 'on: push\njobs:\n  x:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo PWNED\n' };
+    const edit = {
+      command: 'create' as const,
+      path: 'docs/deploy.yml',
+      fileText: 'on: push\njobs:\n  x:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo PWNED\n',
+    };
     const opts = { maxCharacters: 100_000, ruleSubject: editRuleSubject };
     const base = { sessionId: 's', workflowId: 'w', toolUseId: 't', edit } as RunEditInput;
     const asked = await s.edit(edit, editGate({ ...base, autoApprove: 'policy', rules: [] }), opts);
@@ -217,7 +329,7 @@ describe('kind 5: an approved edit lands where a folder on its path, made a syml
 describe("kind 3: the missing-path sweep reads a folder the session fills, on the worker's event loop, every 250 ms", () => {
   const t = OPEN_SWEEP_FOLDER ? test.skip : test;
   t(
-    "with `alias.lint = !node scripts/lint` (scripts/lint.js missing) and 600,000 files in scripts/, the idle session does not hold the worker",
+    'with `alias.lint = !node scripts/lint` (scripts/lint.js missing) and 600,000 files in scripts/, the idle session does not hold the worker',
     async () => {
       if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
       const { ws, git } = personsRepo();
@@ -229,9 +341,12 @@ describe("kind 3: the missing-path sweep reads a folder the session fills, on th
       git('config', 'alias.lint', '!node scripts/lint');
       const s = await startSession({ cwd: ws, workspace: ws });
       // Names outside the family: nothing is moved; the folder just grows.
-      const made = await s.run(`python3 -c 'import os\nfor i in range(600000): open("scripts/n%07d" % i, "w").close()' && ls scripts | wc -l`, {
-        timeoutMs: 240_000,
-      });
+      const made = await s.run(
+        `python3 -c 'import os\nfor i in range(600000): open("scripts/n%07d" % i, "w").close()' && ls scripts | wc -l`,
+        {
+          timeoutMs: 240_000,
+        },
+      );
       expect(made.output).toMatch(/^600001$/m);
       // The session is idle now; every 250 ms the sweep lists scripts/ (src/session/git-audit.ts moveCompleted, folderNames).
       // The longest gap between ticks of a 10 ms timer over 3 s.
@@ -269,7 +384,7 @@ describe("kind 5: an edit a rule approves is written through a symlink made duri
     const notes = path.join(ws, 'docs', 'notes.md');
     const rules = [{ id: 1, kind: 'exact' as const, text: editRuleSubject('create', notes) }];
     const edit = { command: 'create' as const, path: 'docs/notes.md', fileText: 'on: push\n' };
-    const gate = editGate({ sessionId: 's', workflowId: 'w', toolUseId: 't', edit, autoApprove: 'policy', rules } as RunEditInput);
+    const gate = editGate({ sessionId: 's', workflowId: 'w', toolUseId: 't', edit, autoApprove: 'policy', rules });
     // The edit's checkpoint, as runEdit takes it once the gate said apply (activities/session.ts checkpointBefore).
     const done = await s.edit(edit, gate, {
       maxCharacters: 20_000,
