@@ -106,7 +106,9 @@
  * refused before `occurrences` (no endless loop). A `.git` the session makes below the root (the
  * checkpoint's gitlink) is moved by the command's audit (hence the job in the nested-refs test). A
  * sparse index (`sdir`) expands into skip-worktree entries that the audit's `ls-files` reads and
- * clears (read, not run). Noticed, not pursued: an index entry named `.GIT/x` (any case) is refused
+ * clears (on the host by hand: a cone-mode sparse index copied into the person's repository
+ * hides a changed `scripts/build.sh` from `git status`; `update-index --no-skip-worktree` on it
+ * shows it again). Noticed, not pursued: an index entry named `.GIT/x` (any case) is refused
  * by `update-index` ("Ignoring path"), so the checkpoint silently leaves out a folder named `.GIT`
  * that the measure counted, and a rewind neither restores nor removes it; the audit's
  * findings quote an ignore rule's pattern and its file's path unescaped (`showName` escapes only bytes
