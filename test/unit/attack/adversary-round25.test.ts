@@ -53,7 +53,7 @@
  *
  * Kind 3 (what the worker does for the session has no limits): a checkpoint records what a job grows
  * after the measure. Steps: the session makes `a`, 500 small files and an empty `zzz`, and a job
- * (fixtures/grow-on-open.py) waits with inotify until root's checkpoint git opens `a`, then `truncate
+ * (fixtures/on-open.py) waits with inotify until root's checkpoint git opens `a`, then `truncate
  * -s`es `zzz` to a sparse size; git, reaching `zzz` later in its sorted list, reads it whole. OBSERVED:
  * with a 1 MiB cap the checkpoint measures 3,081 bytes and its tree holds a 64 MiB `zzz`;
  * on the host with the default 1 GiB cap and `zzz` grown to 20 GiB (load average 2.1 to 3.3) the
@@ -180,12 +180,12 @@ describe('kind 3: the checkpoint records what a job grew after the measure, past
       if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
       const ws = tempDir();
       const root = tempDir('aj-ckroot-');
-      fs.copyFileSync(path.join(__dirname, 'fixtures', 'grow-on-open.py'), path.join(ws, 'grow-on-open.py'));
+      fs.copyFileSync(path.join(__dirname, 'fixtures', 'on-open.py'), path.join(ws, 'on-open.py'));
       const s = await startSession({ cwd: ws, workspace: ws });
       // 500 small files between `a` (the first git hashes) and `zzz` (empty when measured), then the job that waits for git.
       const r = await s.run(
         `echo a > a && for i in $(seq -w 500); do echo $i > f$i; done && : > zzz && ` +
-          `(python3 grow-on-open.py a zzz ${64 << 20} > grow.log 2>&1 &) && ` +
+          `(python3 on-open.py a 'truncate -s ${64 << 20} zzz' > grow.log 2>&1 &) && ` +
           `for i in $(seq 100); do grep -q ready grow.log 2>/dev/null && break; sleep 0.05; done; cat grow.log`,
       );
       expect(r.output).toContain('ready');
