@@ -4,6 +4,11 @@
  * below); each was run un-skipped on 5909064 and failed as written below (the eight together last, at load average 7.7 to 9.2: 8 failed of 8). FINDINGS.md at the
  * worktree's root holds the same, as it was written during the round.
  *
+ * Fixed since, their flags false: the cache-tree (git-index-audit.ts `checkCacheTree`), the index audit on the
+ * worker's loop (`MAX_INDEX_ENTRIES`, parsing that yields, entries read again only when the index changed), the
+ * sweep's listing (git-audit.ts `folderNames`: at most 20,000 names, again only when the folder changed; the sweep
+ * test makes 200,000 files now, 600,000 when found).
+ *
  * Kind 5 (what the person reads is not what is there): the index's cache-tree (its `TREE` extension)
  * hides staged changes. Steps: in a run on the person's repository, a command stages the session's
  * `scripts/build.sh` (which `make test` runs) and a new `scripts/conftest.py` (`git add scripts`: the
@@ -126,13 +131,13 @@ import { editGate } from '../../../src/activities/session';
 import { editRuleSubject, type RunEditInput } from '../../../src/contract/text-editor';
 import { sha256Hex } from '../../../src/session/edit';
 
-const OPEN_CACHE_TREE = true;
+const OPEN_CACHE_TREE = false;
 const OPEN_CHECKPOINT_GROWS = true;
 const OPEN_PERSONS_IGNORED_CODE = true;
 const OPEN_CHECKPOINT_NESTED_REFS = true;
-const OPEN_INDEX_AUDIT_LOOP = true;
+const OPEN_INDEX_AUDIT_LOOP = false;
 const OPEN_EDIT_PATH_SWAP = true;
-const OPEN_SWEEP_FOLDER = true;
+const OPEN_SWEEP_FOLDER = false;
 const OPEN_EDIT_RULE_SWAP = true;
 
 afterEach(async () => {
@@ -331,7 +336,7 @@ describe('kind 5: an approved edit lands where a folder on its path, made a syml
 describe("kind 3: the missing-path sweep reads a folder the session fills, on the worker's event loop, every 250 ms", () => {
   const t = OPEN_SWEEP_FOLDER ? test.skip : test;
   t(
-    'with `alias.lint = !node scripts/lint` (scripts/lint.js missing) and 600,000 files in scripts/, the idle session does not hold the worker',
+    'with `alias.lint = !node scripts/lint` (scripts/lint.js missing) and 200,000 files in scripts/, the idle session does not hold the worker',
     async () => {
       if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
       const { ws, git } = personsRepo();
@@ -342,14 +347,15 @@ describe("kind 3: the missing-path sweep reads a folder the session fills, on th
       // The person's alias names a program missing at start: the guard records its family (scripts/lint, scripts/lint.*).
       git('config', 'alias.lint', '!node scripts/lint');
       const s = await startSession({ cwd: ws, workspace: ws });
-      // Names outside the family: nothing is moved; the folder just grows.
+      // Names outside the family: nothing is moved; the folder just grows. 600,000 when found; 200,000 since it is fixed
+      // (ten times the listing's bound of 20,000, and a third of the time to make under load).
       const made = await s.run(
-        `python3 -c 'import os\nfor i in range(600000): open("scripts/n%07d" % i, "w").close()' && ls scripts | wc -l`,
+        `python3 -c 'import os\nfor i in range(200000): open("scripts/n%07d" % i, "w").close()' && ls scripts | wc -l`,
         {
           timeoutMs: 240_000,
         },
       );
-      expect(made.output).toMatch(/^600001$/m);
+      expect(made.output).toMatch(/^200001$/m);
       // The session is idle now; every 250 ms the sweep lists scripts/ (src/session/git-audit.ts moveCompleted, folderNames).
       // The longest gap between ticks of a 10 ms timer over 3 s.
       let last = Date.now();
