@@ -212,7 +212,7 @@ export function registerRewind(program: Command): void {
           const out = { workflowId: started.workflowId, fromWorkflowId: workflowId, atTurn: opts.atTurn, checkpoint: cp.id };
           if (opts.json) return printJson(out);
           printLines(
-            `started ${started.workflowId}: a fork of ${workflowId} at turn ${opts.atTurn} (checkpoint ${cp.id.slice(0, 12)}); ${workflowId} goes on untouched`,
+            `started ${started.workflowId}: a fork of ${workflowId} at turn ${opts.atTurn} (checkpoint ${cp.id.slice(0, 12)}); ${workflowId} itself is not changed`,
             asTyped(`watch it: \`agent-jobs watch ${started.workflowId}\``),
           );
         });
