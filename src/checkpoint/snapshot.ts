@@ -14,7 +14,7 @@
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { constants, type BigIntStats } from 'node:fs';
-import { open, readFile, readlink, rename, writeFile, lstat, type FileHandle } from 'node:fs/promises';
+import { open, readFile, readlink, rename, rm, writeFile, lstat, type FileHandle } from 'node:fs/promises';
 import { O_PATH } from '../session/safe-open';
 
 /** What the measure saw at a path: its kind and, for a regular file, its size in bytes (the most read of it). */
@@ -36,6 +36,9 @@ export interface Snapshot {
   /** Recorded paths whose index stat was left unusable (changed while read): a restore rewrites them (and gives them their owner). */
   smudged: string[];
 }
+
+/** Paths whose files are pinned and stat'd at once. */
+const BATCH = 64;
 
 /** Bytes read from a file at once. */
 const CHUNK = 1024 * 1024;
@@ -222,6 +225,24 @@ async function openRegular(dir: number, name: string): Promise<{ handle: FileHan
   }
 }
 
+/** `name` in the directory `dir` pinned `O_PATH | O_NOFOLLOW` (no symlink followed, nothing opened for I/O) with its `fstat`, when it is a regular file. */
+async function pinRegular(dir: number, name: string): Promise<{ handle: FileHandle; st: BigIntStats } | undefined> {
+  let handle: FileHandle;
+  try {
+    handle = await open(at(dir, name), O_PATH | constants.O_NOFOLLOW);
+  } catch {
+    return undefined;
+  }
+  try {
+    const st = await handle.stat({ bigint: true });
+    if (st.isFile()) return { handle, st };
+  } catch {
+    // gone meanwhile
+  }
+  await handle.close();
+  return undefined;
+}
+
 /** A running `git fast-import` taking blobs on its stdin, writing them into the store's objects. */
 class BlobSink {
   private readonly child;
@@ -313,23 +334,39 @@ export async function writeSnapshot(
   // Files changed this close to the snapshot may change again within the same timestamp tick: their stat is not trusted.
   const racyFrom = BigInt(Date.now() - 2000) * 1_000_000n;
   try {
-    for (const rel of paths) {
-      const m = info.get(rel);
-      const cut = rel.lastIndexOf('/');
-      const parentRel = cut < 0 ? '' : rel.slice(0, cut);
-      await closeOutside(parentRel);
-      const parent = await dirOf(parentRel);
-      const name = rel.slice(cut + 1);
-      let entry: Entry | undefined;
-      if (!m || parent === undefined) entry = undefined;
-      else if (m.kind === 'repo') {
-        const oid = await gitlinkOid(rel, dirOf);
-        await closeOutside(parentRel);
-        entry = oid && { path: rel, mode: MODE.repo, oid };
-      } else if (m.kind === 'link') entry = await linkEntry(parent, rel, name, sink);
-      else entry = await fileEntry(parent, rel, name, m.size, cache, sink, out, racyFrom);
-      if (entry) entries.push(entry);
-      else out.dropped.push(rel);
+    for (let i = 0; i < paths.length; i += BATCH) {
+      const batch = paths.slice(i, i + BATCH);
+      const split = batch.map((rel) => {
+        const cut = rel.lastIndexOf('/');
+        return { rel, parentRel: cut < 0 ? '' : rel.slice(0, cut), name: rel.slice(cut + 1), m: info.get(rel) };
+      });
+      await closeOutside(split[0]!.parentRel);
+      // The batch's regular files pinned and stat'd at once (libuv's threadpool); read one after the other, in order.
+      const pins = await Promise.all(
+        split.map(async ({ parentRel, name, m }) => {
+          if (m?.kind !== 'file') return undefined;
+          const parent = await dirOf(parentRel);
+          return parent === undefined ? undefined : pinRegular(parent, name);
+        }),
+      );
+      for (const [j, { rel, parentRel, name, m }] of split.entries()) {
+        const pinned = pins[j];
+        let entry: Entry | undefined;
+        try {
+          if (m?.kind === 'file') entry = pinned && (await fileEntry(pinned, rel, m.size, cache, sink, out, racyFrom));
+          else if (m?.kind === 'repo') {
+            const oid = await gitlinkOid(rel, dirOf);
+            entry = oid && { path: rel, mode: MODE.repo, oid };
+          } else if (m?.kind === 'link') {
+            const parent = await dirOf(parentRel);
+            entry = parent === undefined ? undefined : await linkEntry(parent, rel, name, sink);
+          }
+        } finally {
+          await pinned?.handle.close();
+        }
+        if (entry) entries.push(entry);
+        else out.dropped.push(rel);
+      }
     }
     await sink.finish();
   } catch (err) {
@@ -338,11 +375,16 @@ export async function writeSnapshot(
   } finally {
     for (const h of dirs.values()) await h.close().catch(() => undefined);
   }
-  const tmp = `${index}.${randomBytes(6).toString('hex')}`;
-  await writeFile(tmp, indexFile(entries), { mode: 0o600 });
-  await rename(tmp, index);
-  // write-tree checks every object is there: an oid the worker got wrong fails here, not in a restore.
-  out.tree = (await git(['write-tree'], index)).trim();
+  // A private file until its tree is written: another checkpoint of the same workspace (a sub-agent's) may write `index` meanwhile.
+  const own = `${index}.${randomBytes(6).toString('hex')}`;
+  try {
+    await writeFile(own, indexFile(entries), { mode: 0o600 });
+    // write-tree checks every object is there: an oid the worker got wrong fails here, not in a restore.
+    out.tree = (await git(['write-tree'], own)).trim();
+    await rename(own, index);
+  } finally {
+    await rm(own, { force: true });
+  }
   return out;
 }
 
@@ -361,59 +403,77 @@ async function linkEntry(parent: number, rel: string, name: string, sink: BlobSi
   return { path: rel, mode: MODE.link, oid, st };
 }
 
-/** A regular file's entry: from the stat cache when its stat is unchanged, else read (at most `max` bytes) and sent. */
+/** A regular file's entry (`file` pinned by {@link pinRegular}): from the stat cache when its stat is unchanged, else read (at most `max` bytes) and sent. */
 async function fileEntry(
-  parent: number,
+  file: { handle: FileHandle; st: BigIntStats },
   rel: string,
-  name: string,
   max: number,
   cache: ReadonlyMap<string, Cached>,
   sink: BlobSink,
   out: Snapshot,
   racyFrom: bigint,
 ): Promise<Entry | undefined> {
-  const file = await openRegular(parent, name);
-  if (!file) return undefined;
-  try {
-    const { st } = file;
-    const mode = st.mode & 0o100n ? MODE.exec : MODE.file;
-    const hit = cache.get(rel);
-    const fields = statFields(st, mode);
-    if (hit && st.size <= BigInt(max) && hit.mode === mode && hit.fields.every((v, i) => v === fields[i])) {
-      out.bytes += Number(st.size);
-      out.files++;
-      return { path: rel, mode, oid: hit.oid, st };
-    }
-    // Streamed: fast-import is told the size first; a file that ends sooner (truncated while read) is padded with zeros (and not trusted below).
-    const want = Math.min(Number(st.size), max);
-    const hash = createHash('sha1').update(`blob ${want}\0`);
-    await sink.write(`blob\ndata ${want}\n`);
-    let n = 0;
-    let got = 0;
-    while (n < want) {
-      const buf = Buffer.alloc(Math.min(CHUNK, want - n));
-      const { bytesRead } = got < n ? { bytesRead: 0 } : await file.handle.read(buf, 0, buf.length, n);
-      got += bytesRead;
-      const part = bytesRead > 0 ? buf.subarray(0, bytesRead) : buf;
-      hash.update(part);
-      await sink.write(part);
-      n += part.length;
-    }
-    await sink.write('\n');
-    const oid = hash.digest();
-    out.bytes += n;
+  const { st } = file;
+  const mode = st.mode & 0o100n ? MODE.exec : MODE.file;
+  const hit = cache.get(rel);
+  const fields = statFields(st, mode);
+  if (hit && st.size <= BigInt(max) && hit.mode === mode && hit.fields.every((v, i) => v === fields[i])) {
+    out.bytes += Number(st.size);
     out.files++;
-    // Not what the stat says (grown, shrunk or rewritten while read), or changed too recently to trust: no stat kept.
-    const after = await file.handle.stat({ bigint: true });
-    const same = got === Number(st.size) && after.size === st.size && after.mtimeNs === st.mtimeNs && after.ctimeNs === st.ctimeNs;
-    if (!same || st.mtimeNs >= racyFrom || st.ctimeNs >= racyFrom) {
-      out.smudged.push(rel);
-      return { path: rel, mode, oid };
-    }
-    return { path: rel, mode, oid, st };
-  } finally {
-    await file.handle.close();
+    return { path: rel, mode, oid: hit.oid, st };
   }
+  // Streamed: fast-import is told the size first; a file that ends sooner (truncated while read) is padded with zeros (and not trusted below).
+  const want = Math.min(Number(st.size), max);
+  // The pinned inode itself, whatever the name holds now; one that cannot be opened without waiting (a lease) is left out.
+  let reading: FileHandle;
+  try {
+    reading = await open(`/proc/self/fd/${file.handle.fd}`, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+  } catch {
+    return undefined;
+  }
+  try {
+    return await readInto(reading, st, rel, mode, want, sink, out, racyFrom);
+  } finally {
+    await reading.close();
+  }
+}
+
+/** Streams the first `want` bytes of `handle` (of stat `st`) to the sink: the entry, its stat kept only when the file stayed as `st` said. */
+async function readInto(
+  handle: FileHandle,
+  st: BigIntStats,
+  rel: string,
+  mode: number,
+  want: number,
+  sink: BlobSink,
+  out: Snapshot,
+  racyFrom: bigint,
+): Promise<Entry> {
+  const hash = createHash('sha1').update(`blob ${want}\0`);
+  await sink.write(`blob\ndata ${want}\n`);
+  let n = 0;
+  let got = 0;
+  while (n < want) {
+    const buf = Buffer.alloc(Math.min(CHUNK, want - n));
+    const { bytesRead } = got < n ? { bytesRead: 0 } : await handle.read(buf, 0, buf.length, n);
+    got += bytesRead;
+    const part = bytesRead > 0 ? buf.subarray(0, bytesRead) : buf;
+    hash.update(part);
+    await sink.write(part);
+    n += part.length;
+  }
+  await sink.write('\n');
+  const oid = hash.digest();
+  out.bytes += n;
+  out.files++;
+  // Not what the stat says (grown, shrunk or rewritten while read), or changed too recently to trust: no stat kept.
+  const after = await handle.stat({ bigint: true });
+  const same = got === Number(st.size) && after.size === st.size && after.mtimeNs === st.mtimeNs && after.ctimeNs === st.ctimeNs;
+  if (!same || st.mtimeNs >= racyFrom || st.ctimeNs >= racyFrom) {
+    out.smudged.push(rel);
+    return { path: rel, mode, oid };
+  }
+  return { path: rel, mode, oid, st };
 }
 
 /** Sends one blob of `size` bytes (`chunks`) to fast-import: its oid (git's SHA-1 of `blob <size>\0` and the bytes). */
