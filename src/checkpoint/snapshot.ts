@@ -305,27 +305,27 @@ export async function writeSnapshot(
   const { index } = files;
   const cache = await readCache(files.cache);
   const top = await open(workspace, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
-  // Open folders by workspace-relative path; the sorted order keeps one branch open at a time.
-  const dirs = new Map<string, FileHandle>([['', top]]);
+  // Open folders by workspace-relative path (a promise each: the files of a batch ask for the same folder at once);
+  // the sorted order keeps one branch open at a time.
+  const dirs = new Map<string, Promise<FileHandle | undefined>>([['', Promise.resolve(top)]]);
   const dirOf = async (rel: string): Promise<number | undefined> => {
-    const have = dirs.get(rel);
-    if (have) return have.fd;
-    const cut = rel.lastIndexOf('/');
-    const parent = await dirOf(cut < 0 ? '' : rel.slice(0, cut));
-    if (parent === undefined) return undefined;
-    try {
-      const h = await open(at(parent, rel.slice(cut + 1)), O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW);
-      dirs.set(rel, h);
-      return h.fd;
-    } catch {
-      return undefined;
+    let pending = dirs.get(rel);
+    if (!pending) {
+      const cut = rel.lastIndexOf('/');
+      pending = dirOf(cut < 0 ? '' : rel.slice(0, cut)).then((parent) =>
+        parent === undefined
+          ? undefined
+          : open(at(parent, rel.slice(cut + 1)), O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW).catch(() => undefined),
+      );
+      dirs.set(rel, pending);
     }
+    return (await pending)?.fd;
   };
   const closeOutside = async (rel: string): Promise<void> => {
     for (const [d, h] of dirs)
       if (d !== '' && !(rel === d || rel.startsWith(`${d}/`))) {
         dirs.delete(d);
-        await h.close();
+        await (await h)?.close();
       }
   };
   const sink = new BlobSink(store, env);
@@ -373,7 +373,7 @@ export async function writeSnapshot(
     sink.kill();
     throw err;
   } finally {
-    for (const h of dirs.values()) await h.close().catch(() => undefined);
+    for (const h of dirs.values()) await (await h)?.close().catch(() => undefined);
   }
   // A private file until its tree is written: another checkpoint of the same workspace (a sub-agent's) may write `index` meanwhile.
   const own = `${index}.${randomBytes(6).toString('hex')}`;

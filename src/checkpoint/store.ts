@@ -137,8 +137,21 @@ async function git(
   return stdout;
 }
 
+/** The stores being created by this worker: two checkpoints of a new workspace at once (a sub-agent's) create it once. */
+const creating = new Map<string, Promise<void>>();
+
 /** Creates the bare store when missing: contents stored as they are (no eol or filter attributes of the workspace apply). */
-async function ensureStore(store: string): Promise<void> {
+function ensureStore(store: string): Promise<void> {
+  let pending = creating.get(store);
+  if (!pending) {
+    pending = createStore(store).finally(() => creating.delete(store));
+    creating.set(store, pending);
+  }
+  return pending;
+}
+
+/** {@link ensureStore}'s work. */
+async function createStore(store: string): Promise<void> {
   try {
     await stat(path.join(store, 'HEAD'));
     return;
