@@ -342,15 +342,26 @@ export async function writeSnapshot(
       });
       await closeOutside(split[0]!.parentRel);
       // The batch's regular files pinned and stat'd at once (libuv's threadpool); read one after the other, in order.
+      // An unchanged file (its lstat that of the cache) is not even opened.
       const pins = await Promise.all(
-        split.map(async ({ parentRel, name, m }) => {
+        split.map(async ({ rel, parentRel, name, m }) => {
           if (m?.kind !== 'file') return undefined;
           const parent = await dirOf(parentRel);
-          return parent === undefined ? undefined : pinRegular(parent, name);
+          if (parent === undefined) return undefined;
+          const st = await lstat(at(parent, name), { bigint: true }).catch(() => undefined);
+          const hit = st?.isFile() ? cachedEntry(rel, st, m.size, cache) : undefined;
+          return hit ?? pinRegular(parent, name);
         }),
       );
       for (const [j, { rel, parentRel, name, m }] of split.entries()) {
-        const pinned = pins[j];
+        const got = pins[j];
+        const pinned = got && 'handle' in got ? got : undefined;
+        if (got && 'oid' in got) {
+          out.bytes += Number(got.st!.size);
+          out.files++;
+          entries.push(got);
+          continue;
+        }
         let entry: Entry | undefined;
         try {
           if (m?.kind === 'file') entry = pinned && (await fileEntry(pinned, rel, m.size, cache, sink, out, racyFrom));
@@ -403,6 +414,15 @@ async function linkEntry(parent: number, rel: string, name: string, sink: BlobSi
   return { path: rel, mode: MODE.link, oid, st };
 }
 
+/** The entry of the regular file `rel` of stat `st` from the stat cache, when its stat is the cache's (and its size at most `max`). */
+function cachedEntry(rel: string, st: BigIntStats, max: number, cache: ReadonlyMap<string, Cached>): Entry | undefined {
+  const hit = cache.get(rel);
+  if (!hit || st.size > BigInt(max)) return undefined;
+  const mode = st.mode & 0o100n ? MODE.exec : MODE.file;
+  const fields = statFields(st, mode);
+  return hit.mode === mode && hit.fields.every((v, i) => v === fields[i]) ? { path: rel, mode, oid: hit.oid, st } : undefined;
+}
+
 /** A regular file's entry (`file` pinned by {@link pinRegular}): from the stat cache when its stat is unchanged, else read (at most `max` bytes) and sent. */
 async function fileEntry(
   file: { handle: FileHandle; st: BigIntStats },
@@ -415,12 +435,11 @@ async function fileEntry(
 ): Promise<Entry | undefined> {
   const { st } = file;
   const mode = st.mode & 0o100n ? MODE.exec : MODE.file;
-  const hit = cache.get(rel);
-  const fields = statFields(st, mode);
-  if (hit && st.size <= BigInt(max) && hit.mode === mode && hit.fields.every((v, i) => v === fields[i])) {
+  const hit = cachedEntry(rel, st, max, cache);
+  if (hit) {
     out.bytes += Number(st.size);
     out.files++;
-    return { path: rel, mode, oid: hit.oid, st };
+    return hit;
   }
   // Streamed: fast-import is told the size first; a file that ends sooner (truncated while read) is padded with zeros (and not trusted below).
   const want = Math.min(Number(st.size), max);
