@@ -4,11 +4,13 @@
  * checkpoint root (`AGENT_JOBS_CHECKPOINT_DIR`, default `<data>/checkpoints`,
  * hidden from every session). Each checkpoint is a commit of the whole
  * workspace (untracked and git-ignored files included, symlinks as links,
- * the executable bit) written through a private index
- * (`GIT_INDEX_FILE`, `GIT_WORK_TREE=<workspace>`): the workspace's own
- * `.git` directories are never read nor written, identical files are stored
- * once. A checkpoint measures the workspace first and is skipped past its caps
- * (bytes, entries); git then records exactly the paths measured. No Temporal here.
+ * the executable bit) written through a private index the worker writes: the
+ * workspace's own `.git` directories are never read nor written (but a nested
+ * repository's HEAD), identical files are stored once. A checkpoint measures the
+ * workspace first and is skipped past its caps (bytes, entries); the worker then
+ * reads exactly the paths measured, each file at most its measured size, and git
+ * stores them without opening a workspace file (snapshot.ts). A restore's
+ * `read-tree -u` writes the workspace, confined (confine.ts). No Temporal here.
  */
 import { execFile } from 'node:child_process';
 import type { Dir } from 'node:fs';
@@ -23,8 +25,8 @@ import { writeSnapshot, type MeasuredEntry, type Snapshot } from './snapshot';
 const run = promisify(execFile);
 
 /**
- * Longest one confined git, chown or rmdir of a checkpoint or restore may take, ms: 10 minutes (a
- * checkpoint of gigabytes takes well under that). Past it the command is killed (confine.ts); what
+ * Longest one confined git, chown or rmdir of a restore may take, ms: 10 minutes (a restore of
+ * gigabytes takes well under that). Past it the command is killed (confine.ts); what
  * it reads is the session's to replace, and a FIFO would otherwise hold a root process forever.
  */
 export const CONFINED_STORE_TIMEOUT_MS = 10 * 60_000;
