@@ -1,7 +1,7 @@
 /**
- * Root's file work on a workspace (the checkpoint's `git add`, a restore's `read-tree -u`,
- * `chown`, `rmdir`) confined to a mount namespace that holds only the workspace, the store and
- * the system's program directories. The session's jobs run while a checkpoint is taken and can
+ * Root's file work on a workspace (a restore's `read-tree -u`, `chown`, `rmdir`; a checkpoint's
+ * reads are the worker's own, snapshot.ts) confined to a mount namespace that holds only the workspace, the store and
+ * the system's program directories. The session's jobs run while a restore writes and can
  * swap any file or directory of the workspace for a symlink between git's lstat and its open:
  * git, run as root, follows it. In the namespace a symlink leads nowhere but into the workspace,
  * `/usr`: no root-only file of the host is there to read, and nothing outside the workspace to

@@ -4,11 +4,13 @@
  * checkpoint root (`AGENT_JOBS_CHECKPOINT_DIR`, default `<data>/checkpoints`,
  * hidden from every session). Each checkpoint is a commit of the whole
  * workspace (untracked and git-ignored files included, symlinks as links,
- * the executable bit) written through a private index
- * (`GIT_INDEX_FILE`, `GIT_WORK_TREE=<workspace>`): the workspace's own
- * `.git` directories are never read nor written, identical files are stored
- * once. A checkpoint measures the workspace first and is skipped past its caps
- * (bytes, entries); git then records exactly the paths measured. No Temporal here.
+ * the executable bit) written through a private index the worker writes: the
+ * workspace's own `.git` directories are never read nor written (but a nested
+ * repository's HEAD), identical files are stored once. A checkpoint measures the
+ * workspace first and is skipped past its caps (bytes, entries); the worker then
+ * reads exactly the paths measured, each file at most its measured size, and git
+ * stores them without opening a workspace file (snapshot.ts). A restore's
+ * `read-tree -u` writes the workspace, confined (confine.ts). No Temporal here.
  */
 import { execFile } from 'node:child_process';
 import type { Dir } from 'node:fs';
@@ -16,13 +18,15 @@ import { createHash, randomBytes } from 'node:crypto';
 import { lstat, mkdir, opendir, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { DEFAULT_CHECKPOINT_MAX_BYTES } from '../contract/checkpoint';
 import { runConfined } from './confine';
+import { writeSnapshot, type MeasuredEntry, type Snapshot } from './snapshot';
 
 const run = promisify(execFile);
 
 /**
- * Longest one confined git, chown or rmdir of a checkpoint or restore may take, ms: 10 minutes (a
- * checkpoint of gigabytes takes well under that). Past it the command is killed (confine.ts); what
+ * Longest one confined git, chown or rmdir of a restore may take, ms: 10 minutes (a restore of
+ * gigabytes takes well under that). Past it the command is killed (confine.ts); what
  * it reads is the session's to replace, and a FIFO would otherwise hold a root process forever.
  */
 export const CONFINED_STORE_TIMEOUT_MS = 10 * 60_000;
@@ -135,8 +139,21 @@ async function git(
   return stdout;
 }
 
+/** The stores being created by this worker: two checkpoints of a new workspace at once (a sub-agent's) create it once. */
+const creating = new Map<string, Promise<void>>();
+
 /** Creates the bare store when missing: contents stored as they are (no eol or filter attributes of the workspace apply). */
-async function ensureStore(store: string): Promise<void> {
+function ensureStore(store: string): Promise<void> {
+  let pending = creating.get(store);
+  if (!pending) {
+    pending = createStore(store).finally(() => creating.delete(store));
+    creating.set(store, pending);
+  }
+  return pending;
+}
+
+/** {@link ensureStore}'s work. */
+async function createStore(store: string): Promise<void> {
   try {
     await stat(path.join(store, 'HEAD'));
     return;
@@ -152,15 +169,7 @@ async function ensureStore(store: string): Promise<void> {
   await writeFile(path.join(store, 'info', 'attributes'), '* -text -filter -ident -working-tree-encoding\n');
 }
 
-/** git pathspecs of the excludes (every `.git` directory is left out by git itself). */
-function excludeSpecs(exclude: readonly string[]): string[] {
-  return exclude.flatMap((e) => {
-    const clean = e.replace(/\/+$/, '');
-    return clean.includes('/') ? [`:(exclude)${clean}`] : [`:(exclude,glob)**/${clean}`, `:(exclude,glob)**/${clean}/**`];
-  });
-}
-
-/** Whether a workspace-relative path is left out by `exclude` (the same rule as {@link excludeSpecs}). */
+/** Whether a workspace-relative path is left out by `exclude`: a name is any path segment equal to it, a path itself and what is under it. */
 function excluded(rel: string, exclude: readonly string[]): boolean {
   const parts = rel.split('/');
   return exclude.some((e) => {
@@ -181,6 +190,8 @@ interface Measured {
   entries: number;
   over?: 'bytes' | 'entries';
   paths: string[];
+  /** Each path's kind and, for a regular file, its size: the most a checkpoint reads of it (snapshot.ts). */
+  info: Map<string, MeasuredEntry>;
 }
 
 /** `name` as {@link measure} spells paths: each byte of its UTF-8 one `latin1` character. */
@@ -216,7 +227,7 @@ async function repositoryMark(dotGit: Buffer): Promise<boolean> {
  * Names are read as bytes (a name that is not UTF-8 stays the file's).
  */
 async function measure(workspace: string, exclude: readonly string[], caps: { bytes: number; entries: number }): Promise<Measured> {
-  const m: Measured = { bytes: 0, files: 0, entries: 0, paths: [] };
+  const m: Measured = { bytes: 0, files: 0, entries: 0, paths: [], info: new Map() };
   const excludes = exclude.map(asBytes);
   const top = Buffer.from(`${workspace.replace(/\/+$/, '')}/`, 'utf8');
   const abs = (rel: string): Buffer => Buffer.concat([top, Buffer.from(rel, 'latin1')]);
@@ -248,11 +259,12 @@ async function measure(workspace: string, exclude: readonly string[], caps: { by
           ),
         ),
       );
-      batch = [];
-      for (const size of got) {
+      got.forEach((size, i) => {
         here.bytes += size;
         m.bytes += size;
-      }
+        m.info.set(batch[i]!, { kind: 'file', size });
+      });
+      batch = [];
     };
     // Leaving the loop early (a cap passed) closes the folder.
     for await (const entry of handle) {
@@ -268,8 +280,10 @@ async function measure(workspace: string, exclude: readonly string[], caps: { by
         m.files++;
         listed.push(r);
         batch.push(r);
-      } else if (entry.isSymbolicLink()) listed.push(r);
-      else continue;
+      } else if (entry.isSymbolicLink()) {
+        listed.push(r);
+        m.info.set(r, { kind: 'link', size: 0 });
+      } else continue;
       here.entries++;
       m.entries++;
       if (batch.length >= MEASURE_BATCH) await sizes();
@@ -282,6 +296,7 @@ async function measure(workspace: string, exclude: readonly string[], caps: { by
       m.files -= here.files;
       m.entries -= here.entries;
       m.paths.push(rel);
+      m.info.set(rel, { kind: 'repo', size: 0 });
       over();
       return;
     }
@@ -338,27 +353,6 @@ function merged(a: readonly string[], b: readonly string[]): string[] {
   return out;
 }
 
-/** The items of sorted `held` not in sorted `keep` (one pass, no set). */
-function missingFrom(held: readonly string[], keep: readonly string[]): string[] {
-  const out: string[] = [];
-  let j = 0;
-  for (const h of held) {
-    while (j < keep.length && keep[j]! < h) j++;
-    if (keep[j] !== h) out.push(h);
-  }
-  return out;
-}
-
-/** `list` as git's `-z --stdin` reads it, built {@link LOOP_STEP} names at a time between yields. */
-async function nulSeparated(list: readonly string[]): Promise<Buffer> {
-  const parts: Buffer[] = [];
-  for (let i = 0; i < list.length; i += LOOP_STEP) {
-    parts.push(Buffer.from(`${list.slice(i, i + LOOP_STEP).join('\0')}\0`, 'latin1'));
-    await yieldLoop();
-  }
-  return Buffer.concat(parts);
-}
-
 /** A private index file in the store, removed after `fn`. */
 async function withIndex<T>(store: string, fn: (index: string) => Promise<T>): Promise<T> {
   const index = path.join(store, `index-${randomBytes(8).toString('hex')}`);
@@ -369,37 +363,38 @@ async function withIndex<T>(store: string, fn: (index: string) => Promise<T>): P
   }
 }
 
-/**
- * Writes exactly `paths` (from {@link measure}) into the store's objects through `index`: its tree id.
- * git lstats only these paths and walks no folder, so what it costs is what was measured, whatever a
- * job adds meanwhile (a folder renamed in from `.git` or an excluded path after the measure). Index
- * entries not in `paths` are dropped first; a path gone since the measure is dropped too.
- */
-async function writeListed(store: string, workspace: string, paths: readonly string[], index: string): Promise<string> {
-  // ls-files lists in the index's order, which `paths` is in too.
-  const held = (await git(store, ['ls-files', '-z'], { index, encoding: 'latin1' })).split('\0');
-  held.pop();
-  const gone = missingFrom(held, paths);
-  if (gone.length > 0)
-    await git(store, ['update-index', '--force-remove', '-z', '--stdin'], { workTree: workspace, index, input: await nulSeparated(gone) });
-  if (paths.length > 0)
-    await git(store, ['update-index', '--add', '--remove', '--replace', '-z', '--stdin'], {
-      workTree: workspace,
-      index,
-      input: await nulSeparated(paths),
-    });
-  return (await git(store, ['write-tree'], { workTree: workspace, index })).trim();
+/** git's environment for the store (the one {@link git} builds), for the fast-import that snapshot.ts runs. */
+function storeEnv(store: string): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    GIT_DIR: store,
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_GLOBAL: '/dev/null',
+    HOME: store,
+    GIT_OPTIONAL_LOCKS: '0',
+  };
 }
 
-/** Writes the workspace as it is now into the store's objects: its tree id. */
-async function writeTree(store: string, workspace: string, exclude: readonly string[], index: string): Promise<string> {
-  // -f: git-ignored files are the workspace too; the excludes are pathspecs, which -f does not override.
-  await git(store, ['add', '-A', '-f', '--', '.', ...excludeSpecs(exclude)], { workTree: workspace, index });
-  return (await git(store, ['write-tree'], { workTree: workspace, index })).trim();
+/** Why a checkpoint was not taken: the cap `over` passed. */
+function overReason(over: 'bytes' | 'entries', maxBytes: number, maxEntries: number): string {
+  return over === 'entries'
+    ? `the workspace holds more than ${maxEntries} files and folders (the checkpoint's cap on entries); no checkpoint was taken`
+    : `the workspace holds more than ${maxBytes} bytes (the checkpoint cap); no checkpoint was taken`;
+}
+
+/** The store's persistent index: the stat data of the last checkpoint, which spare reading again the files unchanged since. */
+const cacheIndex = (store: string): string => path.join(store, 'checkpoint-index');
+
+/** Writes what `size` measured into `store` through `index` (snapshot.ts), `cache` the index whose stat data are trusted. */
+function snapshotOf(store: string, workspace: string, size: Measured, index: string, cache: string): Promise<Snapshot> {
+  return writeSnapshot(store, workspace, size.paths, size.info, { index, cache }, storeEnv(store), (args, i) =>
+    git(store, args, { index: i }),
+  );
 }
 
 /**
- * Records `workspace` as it is now.
+ * Records `workspace` as it is now: what the measure counted, read by the worker itself, each
+ * file at most its measured size (snapshot.ts), so a job growing a file meanwhile adds nothing.
  * @param message the commit message (which run and turn, for someone reading the store)
  * @returns the checkpoint, or `{skipped}` saying why none was taken (over `maxBytes` or `maxEntries`)
  * @throws Error when git fails (the caller reports it; the command still runs)
@@ -413,23 +408,22 @@ export async function takeCheckpoint(
   const exclude = options.exclude ?? [];
   const maxEntries = options.maxEntries ?? DEFAULT_CHECKPOINT_MAX_ENTRIES;
   const size = await measure(workspace, exclude, { bytes: options.maxBytes, entries: maxEntries });
-  if (size.over === 'entries')
-    return {
-      skipped: `the workspace holds more than ${maxEntries} files and folders (the checkpoint's cap on entries); no checkpoint was taken`,
-    };
-  if (size.over === 'bytes')
-    return { skipped: `the workspace holds more than ${options.maxBytes} bytes (the checkpoint cap); no checkpoint was taken` };
+  if (size.over) return { skipped: overReason(size.over, options.maxBytes, maxEntries) };
   const store = await storeFor(root, workspace);
   await ensureStore(store);
-  // A persistent private index: git re-reads only the files whose stat changed since the last checkpoint.
-  // Taken by another checkpoint of the same workspace right now (index.lock): a fresh one instead.
-  const tree = await writeListed(store, workspace, size.paths, path.join(store, 'checkpoint-index')).catch(() =>
-    withIndex(store, (index) => writeListed(store, workspace, size.paths, index)),
-  );
-  const id = (await git(store, ['commit-tree', tree, '-m', message])).trim();
+  const snap = await snapshotOf(store, workspace, size, cacheIndex(store), cacheIndex(store));
+  const id = (await git(store, ['commit-tree', snap.tree, '-m', message])).trim();
   // A ref keeps the commit from any later gc of the store.
   await git(store, ['update-ref', `refs/checkpoints/${id}`, id]);
-  return { id, store, workspace: await realpath(workspace), bytes: size.bytes, files: size.files };
+  return { id, store, workspace: await realpath(workspace), bytes: snap.bytes, files: snap.files };
+}
+
+/** Caps of the record a restore takes first (its "before"): those of a checkpoint. */
+export interface RestoreCaps {
+  /** @default {@link DEFAULT_CHECKPOINT_MAX_BYTES} (1 GiB) */
+  maxBytes?: number;
+  /** @default {@link DEFAULT_CHECKPOINT_MAX_ENTRIES} */
+  maxEntries?: number;
 }
 
 /**
@@ -437,28 +431,39 @@ export async function takeCheckpoint(
  * changed ones and deleted ones written back (content, executable bit, symlinks); excluded paths
  * and `.git` directories are left alone. Restored files get the owner of the workspace directory
  * (the session user), as if the agent had written them. First records the workspace as it is
- * (so a rewind can itself be undone).
+ * (so a rewind can itself be undone), as a checkpoint does: bounded by `caps`.
  * @returns the checkpoint of the workspace as it was before the restore, and what the restore changed
- * @throws Error when `id` is not in the store or git fails
+ * @throws Error when `id` is not in the store, when the workspace is over `caps` (nothing restored:
+ *   its state could not be recorded first), or git fails
  */
 export async function restoreCheckpoint(
   store: string,
   workspace: string,
   id: string,
   exclude: readonly string[] = [],
+  caps: RestoreCaps = {},
 ): Promise<{ before: string; changes: FileChange[] }> {
   await mkdir(workspace, { recursive: true });
   await ensureStore(store);
   const target = (await git(store, ['rev-parse', '--verify', `${id}^{tree}`])).trim();
   const owner = await stat(workspace);
+  const maxBytes = caps.maxBytes ?? DEFAULT_CHECKPOINT_MAX_BYTES;
+  const maxEntries = caps.maxEntries ?? DEFAULT_CHECKPOINT_MAX_ENTRIES;
+  const size = await measure(workspace, exclude, { bytes: maxBytes, entries: maxEntries });
+  if (size.over)
+    throw new Error(
+      `${overReason(size.over, maxBytes, maxEntries).replace(/; no checkpoint was taken$/, '')}: it cannot be recorded before the restore, so nothing was restored`,
+    );
   return withIndex(store, async (index) => {
-    const current = await writeTree(store, workspace, exclude, index);
+    const snap = await snapshotOf(store, workspace, size, index, cacheIndex(store));
+    const current = snap.tree;
     const before = (await git(store, ['commit-tree', current, '-m', `before restoring ${id}`])).trim();
     await git(store, ['update-ref', `refs/checkpoints/${before}`, before]);
     const changes = parseNameStatus(await git(store, ['diff-tree', '-r', '-z', '--no-renames', '--name-status', current, target]));
-    // The index matches the workspace now: a one-tree reset with -u removes what the target lacks and writes the rest.
+    // The index matches the workspace now (the worker wrote its stat data): a one-tree reset with -u removes what the target
+    // lacks and writes the rest; it reads no file (its content is trusted by stat), and rewrites those whose stat was not kept.
     await git(store, ['read-tree', '--reset', '-u', target], { workTree: workspace, index, writable: true });
-    await chownRestored(workspace, changes, owner.uid, owner.gid);
+    await chownRestored(workspace, changes, snap.smudged, owner.uid, owner.gid);
     await removeEmptyDirs(workspace, changes);
     return { before, changes };
   });
@@ -467,10 +472,17 @@ export async function restoreCheckpoint(
 /**
  * Gives the restored files, and the directories git created on the way to them, to the workspace's
  * owner: `chown -h` (a symlink itself, never its target), confined like git (confine.ts), since a
- * job may swap a directory on the way for a symlink. Files gone meanwhile are no error.
+ * job may swap a directory on the way for a symlink. `rewritten`: paths git rewrote though unchanged
+ * (their stat was not kept). Files gone meanwhile are no error.
  */
-async function chownRestored(workspace: string, changes: FileChange[], uid: number, gid: number): Promise<void> {
-  const paths = new Set<string>();
+async function chownRestored(
+  workspace: string,
+  changes: FileChange[],
+  rewritten: readonly string[],
+  uid: number,
+  gid: number,
+): Promise<void> {
+  const paths = new Set<string>(rewritten);
   for (const c of changes) {
     if (c.status === 'D') continue;
     paths.add(c.path);
@@ -513,10 +525,23 @@ function parseNameStatus(out: string): FileChange[] {
   return changes;
 }
 
-/** The tree of the workspace as it is now (objects written to the store, no commit): to compare the last checkpoint with. */
-export async function currentTree(store: string, workspace: string, exclude: readonly string[] = []): Promise<string> {
+/**
+ * The tree of the workspace as it is now (objects written to the store, no commit): to compare the
+ * last checkpoint with. Bounded as a checkpoint is, by `caps`.
+ * @throws Error when the workspace is over `caps`
+ */
+export async function currentTree(
+  store: string,
+  workspace: string,
+  exclude: readonly string[] = [],
+  caps: RestoreCaps = {},
+): Promise<string> {
   await ensureStore(store);
-  return withIndex(store, (index) => writeTree(store, workspace, exclude, index));
+  const maxBytes = caps.maxBytes ?? DEFAULT_CHECKPOINT_MAX_BYTES;
+  const maxEntries = caps.maxEntries ?? DEFAULT_CHECKPOINT_MAX_ENTRIES;
+  const size = await measure(workspace, exclude, { bytes: maxBytes, entries: maxEntries });
+  if (size.over) throw new Error(overReason(size.over, maxBytes, maxEntries).replace(/; no checkpoint was taken$/, ''));
+  return withIndex(store, async (index) => (await snapshotOf(store, workspace, size, index, cacheIndex(store))).tree);
 }
 
 /** What changed from checkpoint (or tree) `a` to `b`. */

@@ -84,6 +84,20 @@ describe('checkpoint store', () => {
     expect(await readFile(path.join(ws, 'cache', 'x'), 'utf8')).toBe('excluded, changed\n');
   });
 
+  it('takes checkpoints of one workspace at once (a sub-agent sharing it), each recording it whole; a file changed since, same size, recorded anew', async () => {
+    for (let i = 0; i < 50; i++) await writeFile(path.join(ws, `f${i}`), `file ${i}\n`);
+    const all = (await Promise.all(
+      Array.from({ length: 8 }, (_, i) => takeCheckpoint(root, ws, { maxBytes: 1e6 }, `at once ${i}`)),
+    )) as Checkpoint[];
+    const trees = all.map((cp) => spawnSync('git', ['--git-dir', cp.store, 'rev-parse', `${cp.id}^{tree}`], { encoding: 'utf8' }).stdout);
+    expect(new Set(trees).size).toBe(1);
+    expect(recorded(all[0]!)).toHaveLength(50);
+    // A file changed since, same size: recorded with its new content (its stat changed), the others as they were.
+    await writeFile(path.join(ws, 'f7'), 'FILE 7\n');
+    const later = (await takeCheckpoint(root, ws, { maxBytes: 1e6 }, 'later')) as Checkpoint;
+    expect(await changesBetween(later.store, all[0]!.id, later.id)).toEqual([{ status: 'M', path: 'f7' }]);
+  });
+
   it('skips a workspace over the cap', async () => {
     await writeFile(path.join(ws, 'big'), Buffer.alloc(2000));
     expect(await takeCheckpoint(root, ws, { maxBytes: 1000 }, 't')).toEqual({ skipped: expect.stringContaining('1000 bytes') });
