@@ -412,10 +412,28 @@ export async function takeCheckpoint(
   const store = await storeFor(root, workspace);
   await ensureStore(store);
   const snap = await snapshotOf(store, workspace, size, cacheIndex(store), cacheIndex(store));
-  const id = (await git(store, ['commit-tree', snap.tree, '-m', message])).trim();
+  // The caps it was taken under, as trailers: a restore to it records the workspace under the same ones.
+  const trailers = `${CAP_TRAILER_BYTES}: ${options.maxBytes}\n${CAP_TRAILER_ENTRIES}: ${maxEntries}`;
+  const id = (await git(store, ['commit-tree', snap.tree, '-m', message, '-m', trailers])).trim();
   // A ref keeps the commit from any later gc of the store.
   await git(store, ['update-ref', `refs/checkpoints/${id}`, id]);
   return { id, store, workspace: await realpath(workspace), bytes: snap.bytes, files: snap.files };
+}
+
+/** The trailers of a checkpoint's commit message that give the caps it was taken under (bytes, entries). */
+const CAP_TRAILER_BYTES = 'Agent-Jobs-Max-Bytes';
+const CAP_TRAILER_ENTRIES = 'Agent-Jobs-Max-Entries';
+
+/** The caps checkpoint `id` was taken under (its trailers), or none for one taken before they were recorded. */
+async function capsOf(store: string, id: string): Promise<RestoreCaps> {
+  const body = await git(store, ['show', '-s', '--format=%B', id]);
+  const num = (name: string): number | undefined => {
+    const m = new RegExp(`^${name}: (\\d+)$`, 'm').exec(body);
+    return m ? Number(m[1]) : undefined;
+  };
+  const maxBytes = num(CAP_TRAILER_BYTES);
+  const maxEntries = num(CAP_TRAILER_ENTRIES);
+  return { ...(maxBytes !== undefined ? { maxBytes } : {}), ...(maxEntries !== undefined ? { maxEntries } : {}) };
 }
 
 /** Caps of the record a restore takes first (its "before"): those of a checkpoint. */
@@ -431,7 +449,8 @@ export interface RestoreCaps {
  * changed ones and deleted ones written back (content, executable bit, symlinks); excluded paths
  * and `.git` directories are left alone. Restored files get the owner of the workspace directory
  * (the session user), as if the agent had written them. First records the workspace as it is
- * (so a rewind can itself be undone), as a checkpoint does: bounded by `caps`.
+ * (so a rewind can itself be undone), as a checkpoint does: bounded by `caps`, else by the caps checkpoint `id` was
+ * taken under (the run's `maxBytes`, recorded in its commit message), else the defaults.
  * @returns the checkpoint of the workspace as it was before the restore, and what the restore changed
  * @throws Error when `id` is not in the store, when the workspace is over `caps` (nothing restored:
  *   its state could not be recorded first), or git fails
@@ -447,8 +466,10 @@ export async function restoreCheckpoint(
   await ensureStore(store);
   const target = (await git(store, ['rev-parse', '--verify', `${id}^{tree}`])).trim();
   const owner = await stat(workspace);
-  const maxBytes = caps.maxBytes ?? DEFAULT_CHECKPOINT_MAX_BYTES;
-  const maxEntries = caps.maxEntries ?? DEFAULT_CHECKPOINT_MAX_ENTRIES;
+  // The caps given, else those the checkpoint was taken under (the run's), else the defaults.
+  const taken = await capsOf(store, id);
+  const maxBytes = caps.maxBytes ?? taken.maxBytes ?? DEFAULT_CHECKPOINT_MAX_BYTES;
+  const maxEntries = caps.maxEntries ?? taken.maxEntries ?? DEFAULT_CHECKPOINT_MAX_ENTRIES;
   const size = await measure(workspace, exclude, { bytes: maxBytes, entries: maxEntries });
   if (size.over)
     throw new Error(

@@ -36,6 +36,21 @@ describe('checkpoint store', () => {
   });
   afterEach(() => rm(dir, { recursive: true, force: true }));
 
+  it("a restore records the workspace first under the caps its checkpoint was taken under (the run's), else those given", async () => {
+    await writeFile(path.join(ws, 'a.txt'), 'a\n');
+    // Taken under a cap of 4 KiB and 10 entries (a run's --checkpoint-max-bytes), recorded in its commit's trailers.
+    const cp = (await takeCheckpoint(root, ws, { maxBytes: 4096, maxEntries: 10 }, 'turn 1')) as Checkpoint;
+    const body = spawnSync('git', ['--git-dir', cp.store, 'show', '-s', '--format=%B', cp.id], { encoding: 'utf8' }).stdout;
+    expect(body).toContain('Agent-Jobs-Max-Bytes: 4096\nAgent-Jobs-Max-Entries: 10');
+    // Past 4 KiB now: the restore cannot record it under the checkpoint's caps, and says so; nothing is restored.
+    await writeFile(path.join(ws, 'big.bin'), Buffer.alloc(8192, 1));
+    await expect(restoreCheckpoint(cp.store, ws, cp.id)).rejects.toThrow(/more than 4096 bytes.*nothing was restored/);
+    expect((await stat(path.join(ws, 'big.bin'))).size).toBe(8192);
+    // Caps given by the caller win.
+    await restoreCheckpoint(cp.store, ws, cp.id, [], { maxBytes: 1e6 });
+    await expect(stat(path.join(ws, 'big.bin'))).rejects.toThrow(/ENOENT/);
+  });
+
   it('restores files created, changed, deleted, modes and symlinks; leaves .git and excludes alone', async () => {
     await writeFile(path.join(ws, 'keep.txt'), 'one\n');
     await writeFile(path.join(ws, 'gone.txt'), 'delete me\n');
