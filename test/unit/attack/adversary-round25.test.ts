@@ -132,9 +132,9 @@ import { editRuleSubject, type RunEditInput } from '../../../src/contract/text-e
 import { sha256Hex } from '../../../src/session/edit';
 
 const OPEN_CACHE_TREE = false;
-const OPEN_CHECKPOINT_GROWS = true;
+const OPEN_CHECKPOINT_GROWS = false;
 const OPEN_PERSONS_IGNORED_CODE = true;
-const OPEN_CHECKPOINT_NESTED_REFS = true;
+const OPEN_CHECKPOINT_NESTED_REFS = false;
 const OPEN_INDEX_AUDIT_LOOP = false;
 const OPEN_EDIT_PATH_SWAP = true;
 const OPEN_SWEEP_FOLDER = false;
