@@ -7,7 +7,9 @@
  * Fixed since, their flags false: the cache-tree (git-index-audit.ts `checkCacheTree`), the index audit on the
  * worker's loop (`MAX_INDEX_ENTRIES`, parsing that yields, entries read again only when the index changed), the
  * sweep's listing (git-audit.ts `folderNames`: at most 20,000 names, again only when the folder changed; the sweep
- * test makes 200,000 files now, 600,000 when found).
+ * test makes 200,000 files now, 600,000 when found); the checkpoint's reads (src/checkpoint/snapshot.ts: the worker
+ * reads each measured file, at most its measured size, into one `git fast-import`, and a nested repository's HEAD
+ * itself, bounded, so no git process of a checkpoint opens a workspace file or resolves a nested repository's refs).
  *
  * Kind 5 (what the person reads is not what is there): the index's cache-tree (its `TREE` extension)
  * hides staged changes. Steps: in a run on the person's repository, a command stages the session's
