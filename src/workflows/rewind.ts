@@ -45,7 +45,7 @@ function validateRewind(state: RunState, req: RewindRequest): void {
 function checkpointOf(state: RunState, turn: number) {
   const record = state.checkpoints.find((c) => c.turn === turn);
   const held = state.checkpoints.filter((c) => c.messageIndex >= state.conversation.base).map((c) => c.turn);
-  const which = held.length > 0 ? `turns with one: ${held.join(', ')}` : 'no turn of this run has one yet';
+  const which = held.length > 0 ? `turns with a checkpoint: ${held.join(', ')}` : 'no turn of this run has a checkpoint yet';
   if (!record)
     throw new RejectedRequest(
       turn > state.turns

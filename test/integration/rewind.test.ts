@@ -65,7 +65,7 @@ describe('rewind', () => {
     // Turn 1's checkpoint is the empty workspace; turn 3's read-only `cat` took none, its edit did.
     const refused = await rejected(handle.executeUpdate(rewindUpdate, { args: [{ toTurn: 4, by: 'alice' }] }));
     expect(refused).toContain('turn 4 has no checkpoint');
-    expect(refused).toContain('turns with one: 1, 2, 3');
+    expect(refused).toContain('turns with a checkpoint: 1, 2, 3');
 
     // The worker that holds the session and took every checkpoint dies; another one takes over.
     const second = await bed.startWorker();
