@@ -78,6 +78,11 @@ export interface IndexBaseline {
   readonly verified: Map<string, string>;
   /** The index file and HEAD's tree when (5) last found the cache-tree true (`ino:size:ctime ns:tree`): not checked again while they stay. */
   readonly cacheTree: { checked?: string };
+  /**
+   * The index as the last audit that wrote nothing read it: its {@link indexStamp}, its entries and whether it may hold a
+   * cache extension; read again once the index file changes.
+   */
+  readonly lastRead: { stamp?: string; entries?: readonly Entry[]; extension?: boolean };
 }
 
 /** One finding of this audit: the path (absolute) and what was wrong and done. */
@@ -107,6 +112,17 @@ const MAX_CRLF_BYTES = 4 << 20;
 
 /** Bytes of ignore files {@link recordIndex} keeps, in all. */
 const MAX_IGNORE_BYTES = 8 << 20;
+
+/**
+ * Most entries an audit reads from the index (its header's count): a session can stage millions of entries with no
+ * file behind them (`update-index --index-info`), and reading them held the worker's event loop for seconds after
+ * every command (adversary round 25). Past it the index is named as not checked, and the person's own `git status`
+ * shows those entries. A repository of Chromium's size (about 450,000 files) is within it.
+ */
+const MAX_INDEX_ENTRIES = 1_000_000;
+
+/** Yield to the event loop after this many entries or lines of git's output parsed. */
+const YIELD_LINES = 4096;
 
 /** Yield to the event loop after this many files stat'ed or hashed. */
 const YIELD_EVERY = 256;
@@ -179,7 +195,8 @@ async function readEntries(b: Pick<IndexBaseline, 'workspace' | 'git' | 'runner'
   const out = await runGit(b, ['ls-files', '-z', '-s', '-v', '--debug']);
   const entries: Entry[] = [];
   let at = 0;
-  while (at < out.length) {
+  for (let n = 1; at < out.length; n++) {
+    if (n % YIELD_LINES === 0) await new Promise((r) => setImmediate(r));
     const nul = out.indexOf(0, at);
     if (nul < 0) break;
     const head = out.subarray(at, nul);
@@ -203,6 +220,22 @@ async function readEntries(b: Pick<IndexBaseline, 'workspace' | 'git' | 'runner'
     });
   }
   return entries;
+}
+
+/** The index file's identity (`ino:size:ctime ns:mtime ns`: a write changes its ctime, which no process of the session can set back), or undefined. */
+function indexStamp(git: string): string | undefined {
+  const st = fs.statSync(path.join(git, 'index'), { bigint: true, throwIfNoEntry: false });
+  return st ? `${st.ino}:${st.size}:${st.ctimeNs}:${st.mtimeNs}` : undefined;
+}
+
+/** The entry count in the header of the index file `file` (bytes 8 to 12), or undefined when it has no index header. */
+function headerCount(file: string): number | undefined {
+  try {
+    const r = readRegularIfThere(file, 12, false);
+    return r && r.bytes.length === 12 && r.bytes.toString('latin1', 0, 4) === 'DIRC' ? r.bytes.readUInt32BE(8) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 const isAssumed = (e: Entry): boolean => e.tag !== e.tag.toUpperCase();
@@ -295,6 +328,7 @@ export async function recordIndex(workspace: string, git: string, runner: Runner
     ignored: { ours: new Map(), partialTold: false },
     verified: new Map(),
     cacheTree: {},
+    lastRead: {},
   };
 }
 
@@ -309,12 +343,26 @@ const ruleText = (line: string): string => line.replace(/[\r ]+$/, '');
  */
 export async function auditIndex(b: IndexBaseline, final: boolean, moveAside?: (abs: string) => boolean): Promise<IndexFinding[]> {
   const out: IndexFinding[] = [];
+  const index = path.join(b.git, 'index');
+  const stamp = indexStamp(b.git);
+  const count = headerCount(index) ?? 0;
+  if (count > MAX_INDEX_ENTRIES)
+    return [
+      {
+        path: index,
+        why: `the index holds ${count} entries, more than the ${MAX_INDEX_ENTRIES} an audit reads: what git status shows was not checked; review git status yourself`,
+        kind: 'unchecked',
+      },
+      ...(await ignoredFindings(b, final).catch(() => [])),
+    ];
   let entries: Entry[];
+  const reuse = stamp !== undefined && b.lastRead.stamp === stamp && b.lastRead.entries !== undefined;
   try {
-    entries = await readEntries(b);
+    entries = reuse ? b.lastRead.entries!.map((e) => ({ ...e })) : await readEntries(b);
   } catch (err) {
-    return [{ path: path.join(b.git, 'index'), why: `the index could not be read (${(err as Error).message})`, kind: 'unchecked' }];
+    return [{ path: index, why: `the index could not be read (${(err as Error).message})`, kind: 'unchecked' }];
   }
+  const extension = reuse ? b.lastRead.extension! : hasCacheExtension(index);
   // Writes the index with `args` and stdin `input`; at close a stale index.lock of the session's is moved and the write tried again.
   const write: IndexWrite = async (args, input) => {
     for (let tries = 0; ; tries++) {
@@ -327,13 +375,15 @@ export async function auditIndex(b: IndexBaseline, final: boolean, moveAside?: (
       }
     }
   };
+  const read = entries.map((e) => ({ ...e }));
   // (4) first, as its walk runs in a thread of its own meanwhile: what the session made or changed that git ignores.
   const ignored = ignoredFindings(b, final).catch((err: Error): IndexFinding[] => [
     { path: b.workspace, why: `the ignored files could not be listed (${err.message})`, kind: 'unchecked' },
   ]);
   await clearBits(b, entries, write, out);
   await clearStale(b, entries, final, write, out);
-  await dropCaches(b, write, out);
+  // A write of this audit's git may carry an extension over too: then the file is read again.
+  if (extension || indexStamp(b.git) !== stamp) await dropCaches(b, write, out);
   try {
     await checkCacheTree(b, entries, final, write, out);
   } catch (err) {
@@ -344,6 +394,11 @@ export async function auditIndex(b: IndexBaseline, final: boolean, moveAside?: (
     });
   }
   out.push(...(await ignored));
+  // Kept for the next audit only when nothing wrote the index meanwhile (this audit's writes included).
+  const now = indexStamp(b.git);
+  b.lastRead.stamp = now !== undefined && now === stamp ? now : undefined;
+  b.lastRead.entries = read;
+  b.lastRead.extension = extension;
   return out;
 }
 
@@ -495,26 +550,13 @@ async function checkCacheTree(b: IndexBaseline, entries: Entry[], final: boolean
   const st = fs.statSync(path.join(b.git, 'index'), { bigint: true, throwIfNoEntry: false });
   const stamp = st ? `${st.ino}:${st.size}:${st.ctimeNs}:${head}` : undefined;
   if (!final && stamp !== undefined && b.cacheTree.checked === stamp) return;
-  const inHead = new Map<string, string>();
-  // `<mode> <type> <oid>\t<path>`: the mode and the oid, as the index's entries give them.
-  for (const line of split0(await runGit(b, ['ls-tree', '-r', '-z', '--full-tree', head]))) {
-    const tab = line.indexOf(0x09);
-    if (tab < 0) continue;
-    const meta = line.toString('latin1', 0, tab);
-    inHead.set(decodeName(line.subarray(tab + 1)), `${meta.slice(0, meta.indexOf(' '))} ${meta.slice(meta.lastIndexOf(' ') + 1)}`);
-  }
-  // Unmerged and intent-to-add entries are left out: git names them apart from the cache-tree.
-  const apart = new Set(entries.filter((e) => e.stage !== '0' || e.flags & INTENT_TO_ADD).map((e) => e.path));
-  const inIndex = new Map(entries.filter((e) => !apart.has(e.path)).map((e) => [e.path, e] as const));
-  const staged = [...new Set([...inHead.keys(), ...inIndex.keys()])].filter((p) => {
-    const e = inIndex.get(p);
-    return !apart.has(p) && inHead.get(p) !== (e ? `${e.mode} ${e.oid}` : undefined);
-  });
-  const named = new Set(
-    staged.length === 0
-      ? []
-      : split0(await runGit(b, ['diff-index', '--cached', '--no-renames', '--name-only', '-z', head])).map(decodeName),
-  );
+  const { staged, inIndex } = await stagedPaths(await headFiles(b, head), entries);
+  const named = new Set<string>();
+  if (staged.length > 0)
+    for (const [n, name] of split0(await runGit(b, ['diff-index', '--cached', '--no-renames', '--name-only', '-z', head])).entries()) {
+      if (n % YIELD_LINES === YIELD_LINES - 1) await new Promise((r) => setImmediate(r));
+      named.add(decodeName(name));
+    }
   const hidden = staged.filter((p) => !named.has(p));
   if (hidden.length === 0) {
     b.cacheTree.checked = stamp;
@@ -534,6 +576,56 @@ async function checkCacheTree(b: IndexBaseline, entries: Entry[], final: boolean
         ? { path: path.join(b.workspace, p), why: `${why}; the cache-tree could NOT be invalidated (${failed})`, kind: 'failed' }
         : { path: path.join(b.workspace, p), why: `${why}; the cache-tree is invalidated there`, kind: 'shown' },
     );
+}
+
+/**
+ * The files of the tree `tree` (`git ls-tree -r`, no cache-tree involved): path → `<mode> <oid>`, as the index's entries
+ * give them. Yields to the event loop as it goes.
+ * @throws Error past {@link MAX_INDEX_ENTRIES} files, or git's
+ */
+async function headFiles(b: IndexBaseline, tree: string): Promise<Map<string, string>> {
+  const files = new Map<string, string>();
+  const listed = split0(await runGit(b, ['ls-tree', '-r', '-z', '--full-tree', tree]));
+  if (listed.length > MAX_INDEX_ENTRIES)
+    throw new Error(`HEAD's tree lists ${listed.length} files, more than the ${MAX_INDEX_ENTRIES} an audit reads`);
+  // `<mode> <type> <oid>\t<path>`.
+  for (const [n, line] of listed.entries()) {
+    if (n % YIELD_LINES === YIELD_LINES - 1) await new Promise((r) => setImmediate(r));
+    const tab = line.indexOf(0x09);
+    if (tab < 0) continue;
+    const meta = line.toString('latin1', 0, tab);
+    files.set(decodeName(line.subarray(tab + 1)), `${meta.slice(0, meta.indexOf(' '))} ${meta.slice(meta.lastIndexOf(' ') + 1)}`);
+  }
+  return files;
+}
+
+/**
+ * What differs between `inHead` ({@link headFiles}) and the index's `entries`: the staged paths, and the entries by path.
+ * Unmerged and intent-to-add entries are left out (git names them apart from the cache-tree). Yields as it goes.
+ */
+async function stagedPaths(inHead: Map<string, string>, entries: Entry[]): Promise<{ staged: string[]; inIndex: Map<string, Entry> }> {
+  const apart = new Set<string>();
+  const inIndex = new Map<string, Entry>();
+  const staged: string[] = [];
+  let n = 0;
+  const tick = async (): Promise<void> => {
+    if (++n % YIELD_LINES === 0) await new Promise((r) => setImmediate(r));
+  };
+  for (const e of entries) {
+    await tick();
+    if (e.stage !== '0' || e.flags & INTENT_TO_ADD) apart.add(e.path);
+  }
+  for (const e of entries) {
+    await tick();
+    if (apart.has(e.path)) continue;
+    inIndex.set(e.path, e);
+    if (inHead.get(e.path) !== `${e.mode} ${e.oid}`) staged.push(e.path);
+  }
+  for (const p of inHead.keys()) {
+    await tick();
+    if (!inIndex.has(p) && !apart.has(p)) staged.push(p);
+  }
+  return { staged, inIndex };
 }
 
 /**

@@ -8,6 +8,7 @@
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { personsRepo } from './persons-repo';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
@@ -300,4 +301,53 @@ describe("the index audit, attacked through the cache-tree (the index's TREE ext
     // Still intent-to-add (an entry written again would have lost the flag: `A ` staged instead).
     expect(git('diff', '--cached', '--name-only')).not.toContain('notes.md');
   });
+});
+
+describe('the index audit, attacked through the size of the index', () => {
+  /** Shell text: `n` entries staged under `p/` with no file behind them (one blob), as `update-index --index-info` takes them. */
+  const stageMany = (n: number): string =>
+    `B=$(echo x | git hash-object -w --stdin) && python3 -c "import sys; w=sys.stdout.write; [w('100644 %s 0\\tp/%08d\\n' % (sys.argv[1], i)) for i in range(${n})]" $B | git update-index --index-info`;
+
+  /** The longest time the worker's event loop was held while `work` ran, ms (perf_hooks' histogram, 10 ms resolution). */
+  async function longestBlock<T>(work: () => Promise<T>): Promise<{ value: T; ms: number }> {
+    const h = monitorEventLoopDelay({ resolution: 10 });
+    h.enable();
+    try {
+      const value = await work();
+      return { value, ms: h.max / 1e6 };
+    } finally {
+      h.disable();
+    }
+  }
+
+  test('more entries than an audit reads: named as not checked, and the worker is not held while the next command is audited', async () => {
+    const { ws } = repo();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const made = await s.run(`rm index-stat.py && ${stageMany(1_000_050)} && echo staged`);
+    expect(made.output).toContain('staged');
+    // The person's 3 entries and the session's 1,000,050.
+    expect(made.output).toMatch(
+      /the index holds 1000053 entries, more than the 1000000 an audit reads: what git status shows was not checked/,
+    );
+    const { value: r, ms } = await longestBlock(() => s.run('true'));
+    expect(r.output).toContain('more than the 1000000 an audit reads');
+    console.log(`index-audit: 1,000,053 entries, longest block of the event loop ${ms.toFixed(0)} ms`);
+    expect(ms).toBeLessThan(1_000);
+  }, 180_000);
+
+  test('many entries within the bound (400,000 with no file): the audit yields as it goes, and reads them once while the index stays', async () => {
+    const { ws } = repo();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const made = await s.run(`rm index-stat.py && ${stageMany(400_000)} && echo staged`);
+    expect(made.output).toContain('staged');
+    const first = await longestBlock(() => s.run('true'));
+    const second = await longestBlock(() => s.run('true'));
+    console.log(`index-audit: 400,000 entries, longest blocks ${first.ms.toFixed(0)} and ${second.ms.toFixed(0)} ms`);
+    expect(first.ms).toBeLessThan(1_000);
+    expect(second.ms).toBeLessThan(1_000);
+    expect(first.value.output).not.toContain('not checked');
+    await s.close();
+    // The person sees what was staged.
+    expect(execFileSync('sh', ['-c', 'git diff --cached --name-only | wc -l'], { cwd: ws, encoding: 'utf8' }).trim()).toBe('400000');
+  }, 180_000);
 });
