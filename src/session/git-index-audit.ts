@@ -10,8 +10,11 @@
  * - drop in an untracked cache or fsmonitor extension of its own that says nothing changed;
  * - after `git add`, rewrite the index's cache-tree (`TREE` extension) to say a folder is HEAD's tree of it: git status
  *   and git diff skip the folder (adversary round 25);
- * - and, with no git command, write an ignore file that ignores itself and what it hides (`tests/.gitignore` holding
- *   `.gitignore` and `conftest.py`).
+ * - with no git command, write an ignore file that ignores itself and what it hides (`tests/.gitignore` holding
+ *   `.gitignore` and `conftest.py`);
+ * - and put code the person runs where their own rules ignore it (adversary round 25): a `__pycache__/app.*.pyc`
+ *   whose header claims `app.py`'s mtime and size (Python runs it instead of the reviewed source), a
+ *   `node_modules/.bin` program, a `.pth` file or `bin/activate` in `.venv`.
  *
  * {@link recordIndex} notes at session start which entries carry those bits, which extensions the index has, the
  * lines of the ignore files git reads (tracked `.gitignore` files, `info/exclude`, the person's excludes file) and the
@@ -22,15 +25,18 @@
  * same), re-inserts the entry with empty stat data (`git update-index --index-info`), so that git compares the content
  * again; (3) drops an untracked cache or fsmonitor extension; (5) lists what is staged without the cache-tree (HEAD's
  * tree whole against the entries) and, for each staged path `git diff-index --cached` does not name, writes its entry
- * again, which invalidates the cache-tree on its path; (4) names the files the session made or changed that
- * are ignored only by a rule the session wrote (`git check-ignore -v` gives each rule's file and line; a rule is the
- * session's when its file changed during the session and the line was not in it at start). Each is a finding that
- * names the path, in the command's result and the close note; what (4) names is left in place (nothing of the
- * person's is lost) and told once per change. Files ignored by the person's own rules (node_modules) are not named.
+ * again, which invalidates the cache-tree on its path; (4) reads every untracked file and folder git ignores
+ * (ignored-walk.ts, a worker thread within an entry cap and a time budget, started first so that it runs meanwhile),
+ * removes the Python bytecode the session wrote there (Python writes it again from the source), and names each other
+ * entry whose ctime is after the start with the rule that ignores it (`git check-ignore -v` gives each rule's file and
+ * line; a rule is the session's when its file changed during the session and the line was not in it at start, else
+ * the person's); what it did not read is named as not fully checked. Each is a finding that names the path (past
+ * {@link MAX_NAMED_IN_ROOT} in one ignored folder, the folder with a count), in the command's result and the close
+ * note; what (4) names is left in place (nothing of the person's is lost) and told once per change.
  *
  * Its git runs as the workspace's owner (worktree-git.ts), with no system or global config, no hook, no fsmonitor
  * (worktree-git.ts `NO_REPO_CODE`), and reads no content: the hashes are the worker's. Attack tests:
- * adversary-round24.test.ts, index-audit.test.ts.
+ * adversary-round24.test.ts, index-audit.test.ts, ignored-audit.test.ts.
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
