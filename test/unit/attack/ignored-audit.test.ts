@@ -157,4 +157,23 @@ describe('the ignored-files audit, attacked', () => {
     expect(s.gitNoteAtClose).toBeUndefined();
     expect(status(git)).toBe(' M app.py\n');
   });
+
+  test("past the walk's bound after a command (100,000 entries): named as NOT fully checked, and the close reads on and names the file", async () => {
+    const { ws } = repo();
+    // 100,100 entries in node_modules/big (100 folders of 1,000), before the session.
+    execFileSync(
+      'python3',
+      [
+        '-c',
+        'import os\nfor d in range(100):\n  p = f"node_modules/big/d{d:03}"\n  os.makedirs(p)\n  for i in range(1000): open(f"{p}/f{i}", "w").close()',
+      ],
+      { cwd: ws },
+    );
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run('rm pyc-swap.py && mkdir node_modules/zz && echo evil > node_modules/zz/index.js', { timeoutMs: 120_000 });
+    expect(r.output).toMatch(/ignored files NOT fully checked: .*the walk stopped: it read more than 100000 entries/);
+    await s.close();
+    expect(s.gitNoteAtClose).toContain('node_modules/zz/index.js (made or changed by the session');
+    expect(s.gitNoteAtClose).not.toContain('NOT fully checked');
+  }, 180_000);
 });
