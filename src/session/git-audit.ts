@@ -810,7 +810,8 @@ function hiddenNote(findings: readonly GitFinding[], named: (fs: readonly GitFin
   if (partial.length > 0) parts.push(`ignored files NOT fully checked: ${named(partial)}`);
   const whats = [
     shown.length + ignored.length + notShown.length > 0 ? "the session hid changes from the person's git status" : '',
-    unlisted.length + partial.length > 0 ? "the session made or changed files that the person's ignore rules keep out of git status" : '',
+    unlisted.length > 0 ? "the session made or changed files that the person's ignore rules keep out of git status" : '',
+    partial.length > 0 ? 'the audit did not read every ignored file' : '',
     removed.length > 0 ? 'the session wrote Python bytecode, which Python would run instead of the reviewed source' : '',
   ];
   return { parts, whats };

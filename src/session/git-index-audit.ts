@@ -746,11 +746,10 @@ async function ignoredFindings(b: IndexBaseline, final: boolean): Promise<IndexF
     found[i]!.removedMore += m.removed;
   });
   const out: IndexFinding[] = [];
-  const named = found.map((f, i) => (f.fresh.length + f.freshMore > 0 ? i : -1)).filter((i) => i >= 0);
   const rules = await rulesOf(
     b,
     cfg,
-    named.map((i) => roots[i]!),
+    roots.filter((_, i) => found[i]!.fresh.length + found[i]!.freshMore > 0),
   );
   for (const [i, f] of found.entries()) {
     const root = decodeName(roots[i]!);
