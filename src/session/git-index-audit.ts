@@ -728,9 +728,18 @@ interface RootFound {
 async function ignoredFindings(b: IndexBaseline, final: boolean): Promise<IndexFinding[]> {
   const cfg = b.excludesFile ? ['-c', `core.excludesFile=${b.excludesFile}`] : [];
   const listed = await runGit(b, [...cfg, 'ls-files', '-z', '--others', '--ignored', '--exclude-standard', '--directory']);
-  const roots = split0(listed).map((r) => (r[r.length - 1] === 0x2f ? r.subarray(0, r.length - 1) : r));
+  // The root git dir when it lies in the workspace (`.git -> .gitdir`, ignored by info/exclude): git's to write, not read.
+  const gitRel = b.git.startsWith(`${b.workspace}/`) ? Buffer.from(nameBytes(path.relative(b.workspace, b.git))) : undefined;
+  const roots = split0(listed)
+    .map((r) => (r[r.length - 1] === 0x2f ? r.subarray(0, r.length - 1) : r))
+    .filter(
+      (r) =>
+        gitRel === undefined ||
+        !(r.equals(gitRel) || (r.length > gitRel.length && r[gitRel.length] === 0x2f && r.subarray(0, gitRel.length).equals(gitRel))),
+    );
   if (roots.length === 0) return [];
-  const walk = await walkIgnored(b.workspace, roots, b.since, final ? IGNORED_WALK_LIMITS_AT_CLOSE : IGNORED_WALK_LIMITS);
+  const limits = final ? IGNORED_WALK_LIMITS_AT_CLOSE : IGNORED_WALK_LIMITS;
+  const walk = await walkIgnored(b.workspace, roots, b.since, limits, gitRel);
   for (const t of walk.touched) b.ignored.ours.set(decodeName(Buffer.from(t.raw)), t.ctime);
   const found = roots.map((): RootFound => ({ fresh: [], freshMore: 0, removed: [], removedMore: 0 }));
   for (const r of walk.removed) found[r.root]?.removed.push(decodeName(Buffer.from(r.raw)));

@@ -68,13 +68,15 @@ export interface GitIgnoredWalk {
 /**
  * Walks each of `roots` (paths' bytes relative to `workspace`, absolute and symlinks resolved; a folder is read whole,
  * anything else stat'ed) in a worker thread within `limits`, finding what changed since `since` (wall-clock ms) and
- * removing fresh Python bytecode ({@link BYTECODE_RULE}). Never rejects: a walk that fails says so in `unfinished`.
+ * removing fresh Python bytecode ({@link BYTECODE_RULE}); never into the folder `skip` (path bytes relative to
+ * `workspace`: the root git dir, which git writes). Never rejects: a walk that fails says so in `unfinished`.
  */
 export function walkIgnored(
   workspace: string,
   roots: readonly Uint8Array[],
   since: number,
   limits: IgnoredWalkLimits = IGNORED_WALK_LIMITS,
+  skip?: Uint8Array,
 ): Promise<GitIgnoredWalk> {
   return new Promise((resolve) => {
     const empty = { fresh: [], removed: [], more: roots.map(() => ({ fresh: 0, removed: 0 })), touched: [], stoppedAt: 0 };
@@ -88,7 +90,7 @@ export function walkIgnored(
     };
     const worker = new Worker(IGNORED_WALK_SOURCE, {
       eval: true,
-      workerData: { workspace, roots: [...roots], since, deadline: Date.now() + limits.timeMs, ...limits },
+      workerData: { workspace, roots: [...roots], since, deadline: Date.now() + limits.timeMs, skip: skip ?? null, ...limits },
       resourceLimits: { maxOldGenerationSizeMb: limits.heapMb, maxYoungGenerationSizeMb: Math.min(32, limits.heapMb) },
       stdout: true,
       stderr: true,
@@ -131,6 +133,8 @@ const IGNORED_WALK_SOURCE = String.raw`
 const { parentPort, workerData } = require('worker_threads');
 const fs = require('fs');
 const { workspace, since, deadline, maxEntries, maxKept } = workerData;
+// The root git dir's path in the workspace (bytes), never read: git writes it, and git-audit.ts audits it.
+const skip = workerData.skip === null ? null : Buffer.from(workerData.skip);
 const roots = workerData.roots.map((r) => Buffer.from(r));
 const C = fs.constants;
 class Stop extends Error {}
@@ -206,7 +210,8 @@ function entry(fd, rel, name, inCache, folders) {
   let st;
   try { st = fs.lstatSync(at(fd, name), { throwIfNoEntry: false }); } catch (e) { return false; }
   if (st === undefined) return false;
-  const raw = st.isDirectory() || st.ctimeMs >= since ? (rel.length === 0 ? name : join(rel, name)) : undefined;
+  const raw = st.isDirectory() || st.ctimeMs >= since ? (rel.length === 0 ? Buffer.from(name) : join(rel, name)) : undefined;
+  if (st.isDirectory() && skip !== null && raw.equals(skip)) return false;
   if (st.isDirectory()) folders.push(raw);
   if (st.ctimeMs < since) return false;
   if (st.isDirectory()) return true;

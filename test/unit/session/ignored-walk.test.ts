@@ -63,6 +63,15 @@ describe('walkIgnored', () => {
     expect(rels(w)).toEqual(['linked', 'node_modules/link']);
   });
 
+  test('the folder it is told to skip (the root git dir) is never read, as a root or below one', async () => {
+    const { ws, since } = await workspace(1);
+    fs.mkdirSync(path.join(ws, 'meta', 'gitdir'), { recursive: true });
+    fs.writeFileSync(path.join(ws, 'meta', 'gitdir', 'HEAD'), 'ref: refs/heads/main\n');
+    fs.writeFileSync(path.join(ws, 'meta', 'notes.txt'), 'x\n');
+    const w = await walkIgnored(ws, roots('meta', 'meta/gitdir'), since, IGNORED_WALK_LIMITS, Buffer.from('meta/gitdir'));
+    expect(rels(w)).toEqual(['meta/notes.txt']);
+  });
+
   test('fresh bytecode: removed in __pycache__ and beside its source; kept when sourceless, a symlink or without the magic', async () => {
     const { ws, since } = await workspace(1);
     const cache = path.join(ws, 'pkg', '__pycache__');
