@@ -173,11 +173,13 @@ export interface GitFinding {
   /** Set when the audit put back the held symlink at `path` ({@link HeldLink}): what it says. */
   readonly relinked?: string;
   /**
-   * Set for what the session hid from the person's `git status` (git-index-audit.ts): `shown` when git sees it again
-   * (a bit or stat data cleared), `ignored` for a file ignored by a rule the session wrote (left, named), `failed`
-   * when it could not be shown again.
+   * Set for what the person's `git status` would not show (git-index-audit.ts): `shown` when git sees it again (a bit
+   * or stat data cleared), `ignored` for a file ignored by a rule the session wrote (left, named), `unlisted` for one
+   * the session made or changed where the person's own ignore rules hide it (left, named), `removed` for Python
+   * bytecode the session wrote (removed), `failed` when it could not be shown again, `partial` when ignored files were
+   * not all read.
    */
-  readonly hidden?: 'shown' | 'ignored' | 'failed';
+  readonly hidden?: 'shown' | 'ignored' | 'unlisted' | 'removed' | 'failed' | 'partial';
 }
 
 /** The folder of the root git dir that the audit moves things into. */
@@ -838,9 +840,6 @@ export function gitAuditNote(findings: readonly GitFinding[], b: GitBaseline): s
   const inPlace = findings.filter((f) => f.inPlace);
   const relinked = findings.filter((f) => f.relinked !== undefined);
   const stuck = findings.filter((f) => f.movedTo === undefined && !f.unchecked && f.relinked === undefined && f.hidden === undefined);
-  const shown = findings.filter((f) => f.hidden === 'shown');
-  const ignored = findings.filter((f) => f.hidden === 'ignored');
-  const notShown = findings.filter((f) => f.hidden === 'failed');
   const unchecked = findings.filter((f) => f.unchecked);
   const parts = [];
   if (moved.length > 0) parts.push(`moved to ${rel(path.join(b.git, QUARANTINE))} (packed refs dropped): ${named(moved)}`);
@@ -854,9 +853,8 @@ export function gitAuditNote(findings: readonly GitFinding[], b: GitBaseline): s
   if (inPlace.length > 0)
     parts.push(`renamed in their folders to .agent-jobs-quarantined-* (the quarantine could not take them): ${named(inPlace)}`);
   if (stuck.length > 0) parts.push(`could NOT be moved, check by hand: ${named(stuck)}`);
-  if (shown.length > 0) parts.push(`git status shows again: ${named(shown)}`);
-  if (notShown.length > 0) parts.push(`git status may still NOT show, check by hand: ${named(notShown)}`);
-  if (ignored.length > 0) parts.push(`not in git status (review them): ${named(ignored)}`);
+  const hidden = hiddenNote(findings, named);
+  parts.push(...hidden.parts);
   if (unchecked.length > 0)
     parts.push(
       `the workspace was NOT checked whole, so git metadata may be left that the person's git would obey; do not run git in it before checking by hand: ${named(unchecked)}`,
@@ -865,9 +863,39 @@ export function gitAuditNote(findings: readonly GitFinding[], b: GitBaseline): s
     moved.length + inPlace.length + stuck.length + relinked.length > 0
       ? "the session made git metadata that the person's git would obey later"
       : '',
-    shown.length + ignored.length + notShown.length > 0 ? "the session hid changes from the person's git status" : '',
+    ...hidden.whats,
   ].filter((w) => w !== '');
   return `${whats.join('; ') || 'the git audit'}; ${parts.join('; ')}`;
+}
+
+/**
+ * The parts of {@link gitAuditNote} for what the person's `git status` would not show (git-index-audit.ts), each list
+ * of `findings` written by `named`; and what happened, in a phrase or two.
+ */
+function hiddenNote(findings: readonly GitFinding[], named: (fs: readonly GitFinding[]) => string): { parts: string[]; whats: string[] } {
+  const of = (kind: GitFinding['hidden']): GitFinding[] => findings.filter((f) => f.hidden === kind);
+  const [shown, ignored, notShown, unlisted, removed, partial] = [
+    of('shown'),
+    of('ignored'),
+    of('failed'),
+    of('unlisted'),
+    of('removed'),
+    of('partial'),
+  ];
+  const parts = [];
+  if (shown.length > 0) parts.push(`git status shows again: ${named(shown)}`);
+  if (notShown.length > 0) parts.push(`git status may still NOT show, check by hand: ${named(notShown)}`);
+  if (ignored.length > 0) parts.push(`not in git status (review them): ${named(ignored)}`);
+  if (unlisted.length > 0) parts.push(`not in git status, under your ignore rules (review them): ${named(unlisted)}`);
+  if (removed.length > 0) parts.push(`removed (Python rebuilds them from the sources): ${named(removed)}`);
+  if (partial.length > 0) parts.push(`ignored files NOT fully checked: ${named(partial)}`);
+  const whats = [
+    shown.length + ignored.length + notShown.length > 0 ? "the session hid changes from the person's git status" : '',
+    unlisted.length > 0 ? "the session made or changed files that the person's ignore rules keep out of git status" : '',
+    partial.length > 0 ? 'the audit did not read every ignored file' : '',
+    removed.length > 0 ? 'the session wrote Python bytecode, which Python would run instead of the reviewed source' : '',
+  ];
+  return { parts, whats };
 }
 
 /** How many findings a note names. */

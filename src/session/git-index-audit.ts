@@ -10,8 +10,11 @@
  * - drop in an untracked cache or fsmonitor extension of its own that says nothing changed;
  * - after `git add`, rewrite the index's cache-tree (`TREE` extension) to say a folder is HEAD's tree of it: git status
  *   and git diff skip the folder (adversary round 25);
- * - and, with no git command, write an ignore file that ignores itself and what it hides (`tests/.gitignore` holding
- *   `.gitignore` and `conftest.py`).
+ * - with no git command, write an ignore file that ignores itself and what it hides (`tests/.gitignore` holding
+ *   `.gitignore` and `conftest.py`);
+ * - and put code the person runs where their own rules ignore it (adversary round 25): a `__pycache__/app.*.pyc`
+ *   whose header claims `app.py`'s mtime and size (Python runs it instead of the reviewed source), a
+ *   `node_modules/.bin` program, a `.pth` file or `bin/activate` in `.venv`.
  *
  * {@link recordIndex} notes at session start which entries carry those bits, which extensions the index has, the
  * lines of the ignore files git reads (tracked `.gitignore` files, `info/exclude`, the person's excludes file) and the
@@ -22,22 +25,26 @@
  * same), re-inserts the entry with empty stat data (`git update-index --index-info`), so that git compares the content
  * again; (3) drops an untracked cache or fsmonitor extension; (5) lists what is staged without the cache-tree (HEAD's
  * tree whole against the entries) and, for each staged path `git diff-index --cached` does not name, writes its entry
- * again, which invalidates the cache-tree on its path; (4) names the files the session made or changed that
- * are ignored only by a rule the session wrote (`git check-ignore -v` gives each rule's file and line; a rule is the
- * session's when its file changed during the session and the line was not in it at start). Each is a finding that
- * names the path, in the command's result and the close note; what (4) names is left in place (nothing of the
- * person's is lost) and told once per change. Files ignored by the person's own rules (node_modules) are not named.
+ * again, which invalidates the cache-tree on its path; (4) reads every untracked file and folder git ignores
+ * (ignored-walk.ts, a worker thread within an entry cap and a time budget, started first so that it runs meanwhile),
+ * removes the Python bytecode the session wrote there (Python writes it again from the source), and names each other
+ * entry whose ctime is after the start with the rule that ignores it (`git check-ignore -v` gives each rule's file and
+ * line; a rule is the session's when its file changed during the session and the line was not in it at start, else
+ * the person's); what it did not read is named as not fully checked. Each is a finding that names the path (past
+ * {@link MAX_NAMED_IN_ROOT} in one ignored folder, the folder with a count), in the command's result and the close
+ * note; what (4) names is left in place (nothing of the person's is lost) and told once per change.
  *
  * Its git runs as the workspace's owner (worktree-git.ts), with no system or global config, no hook, no fsmonitor
  * (worktree-git.ts `NO_REPO_CODE`), and reads no content: the hashes are the worker's. Attack tests:
- * adversary-round24.test.ts, index-audit.test.ts.
+ * adversary-round24.test.ts, index-audit.test.ts, ignored-audit.test.ts.
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { decodeName, nameBytes } from './git-walk';
+import { decodeName, nameBytes, showName } from './git-walk';
 import { hostGitConfig } from './host-git-config';
+import { IGNORED_WALK_LIMITS, IGNORED_WALK_LIMITS_AT_CLOSE, walkIgnored, type FreshEntry, type GitIgnoredWalk } from './ignored-walk';
 import { MINIMAL_ENV } from './identity';
 import { readRegular, readRegularIfThere } from './safe-open';
 import { NO_REPO_CODE, type Runner } from './worktree-git';
@@ -71,6 +78,8 @@ export interface IndexBaseline {
   readonly runner: Runner;
   /** What (4) named already: path → ctime ms then (told again when it changes). */
   readonly told: Map<string, number>;
+  /** (4)'s state: folders whose last change was the audit's own removal of bytecode (path → ctime ms), and whether a walk that stopped short was told. */
+  readonly ignored: { ours: Map<string, number>; partialTold: boolean };
   /** Entries (2) hashed and found to hold their object: path → `ctime ns:oid`, not hashed again while both stay. */
   readonly verified: Map<string, string>;
   /** The index file and HEAD's tree when (5) last found the cache-tree true (`ino:size:ctime ns:tree`): not checked again while they stay. */
@@ -86,8 +95,13 @@ export interface IndexBaseline {
 export interface IndexFinding {
   readonly path: string;
   readonly why: string;
-  /** `shown`: git sees it again (bit cleared, stat data cleared, cache dropped); `ignored`: named, left; `failed`: could not be shown. */
-  readonly kind: 'shown' | 'ignored' | 'failed' | 'unchecked';
+  /**
+   * `shown`: git sees it again (bit cleared, stat data cleared, cache dropped); `ignored`: under a rule the session
+   * wrote, named, left; `unlisted`: made or changed by the session under the person's own ignore rules, named, left;
+   * `removed`: Python bytecode the session wrote, removed; `failed`: could not be shown; `partial`: ignored files not
+   * fully read; `unchecked`: a part of the audit that could not run.
+   */
+  readonly kind: 'shown' | 'ignored' | 'unlisted' | 'removed' | 'failed' | 'partial' | 'unchecked';
 }
 
 /** Longest one git call of this audit may take, ms (a FIFO put where git opens a file would hold it). */
@@ -317,6 +331,7 @@ export async function recordIndex(workspace: string, git: string, runner: Runner
     ignoreLines,
     excludesFile,
     told: new Map(),
+    ignored: { ours: new Map(), partialTold: false },
     verified: new Map(),
     cacheTree: {},
     lastRead: {},
@@ -344,7 +359,7 @@ export async function auditIndex(b: IndexBaseline, final: boolean, moveAside?: (
         why: `the index holds ${count} entries, more than the ${MAX_INDEX_ENTRIES} an audit reads: what git status shows was not checked; review git status yourself`,
         kind: 'unchecked',
       },
-      ...(await selfIgnored(b, final).catch(() => [])),
+      ...(await ignoredFindings(b, final).catch(() => [])),
     ];
   let entries: Entry[];
   const reuse = stamp !== undefined && b.lastRead.stamp === stamp && b.lastRead.entries !== undefined;
@@ -367,6 +382,10 @@ export async function auditIndex(b: IndexBaseline, final: boolean, moveAside?: (
     }
   };
   const read = entries.map((e) => ({ ...e }));
+  // (4) first, as its walk runs in a thread of its own meanwhile: what the session made or changed that git ignores.
+  const ignored = ignoredFindings(b, final).catch((err: Error): IndexFinding[] => [
+    { path: b.workspace, why: `the ignored files could not be listed (${err.message})`, kind: 'unchecked' },
+  ]);
   await clearBits(b, entries, write, out);
   await clearStale(b, entries, final, write, out);
   // A write of this audit's git may carry an extension over too: then the file is read again.
@@ -380,13 +399,7 @@ export async function auditIndex(b: IndexBaseline, final: boolean, moveAside?: (
       kind: 'unchecked',
     });
   }
-
-  // (4) What the session made or changed that a rule of its own ignores.
-  try {
-    out.push(...(await selfIgnored(b, final)));
-  } catch (err) {
-    out.push({ path: b.workspace, why: `the ignored files could not be listed (${(err as Error).message})`, kind: 'unchecked' });
-  }
+  out.push(...(await ignored));
   // Kept for the next audit only when nothing wrote the index meanwhile (this audit's writes included).
   const now = indexStamp(b.git);
   b.lastRead.stamp = now !== undefined && now === stamp ? now : undefined;
@@ -692,47 +705,140 @@ async function sameContent(file: string, e: Entry, size: number, budget: { left:
   }
 }
 
+/** Findings (4) names one by one in a root (an ignored folder git lists); past them, one finding counts the root's. */
+const MAX_NAMED_IN_ROOT = 10;
+
+/** What the walk of one root found, to be named: fresh entries (told once per ctime) and bytecode removed. */
+interface RootFound {
+  fresh: FreshEntry[];
+  freshMore: number;
+  removed: string[];
+  removedMore: number;
+}
+
 /**
- * The findings of (4): untracked files and folders git ignores (`git ls-files -o -i --exclude-standard --directory`,
- * a wholly ignored folder as one entry) whose ctime is after the start, ignored by a rule the session wrote
- * ({@link sessionsRule}); each told once per ctime, all again at close.
+ * The findings of (4): the untracked files and folders git ignores (`git ls-files -o -i --exclude-standard
+ * --directory`, a wholly ignored folder as one root) are read by ignored-walk.ts `walkIgnored` (a worker thread, within
+ * {@link IGNORED_WALK_LIMITS}, or {@link IGNORED_WALK_LIMITS_AT_CLOSE} at close), which removes the Python bytecode the
+ * session wrote and finds each entry whose ctime is after the start. Each is named with the rule that hides it
+ * (`git check-ignore -v`): the session's ({@link sessionsRule}) or the person's; one by one up to
+ * {@link MAX_NAMED_IN_ROOT} in a root, else counted per root; each told once per ctime, all again at close. A walk
+ * that stopped short names what it did not read (once before close, and at close).
  */
-async function selfIgnored(b: IndexBaseline, final: boolean): Promise<IndexFinding[]> {
+async function ignoredFindings(b: IndexBaseline, final: boolean): Promise<IndexFinding[]> {
   const cfg = b.excludesFile ? ['-c', `core.excludesFile=${b.excludesFile}`] : [];
   const listed = await runGit(b, [...cfg, 'ls-files', '-z', '--others', '--ignored', '--exclude-standard', '--directory']);
-  const fresh: { rel: string; ctime: number }[] = [];
-  let n = 0;
-  for (const raw of split0(listed)) {
-    if (++n % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
-    const rel = decodeName(raw).replace(/\/$/, '');
-    let st: fs.Stats | undefined;
-    try {
-      st = fs.lstatSync(nameBytes(path.join(b.workspace, rel)), { throwIfNoEntry: false });
-    } catch {
-      continue;
-    }
-    if (st && st.ctimeMs >= b.since && (final || b.told.get(rel) !== st.ctimeMs)) fresh.push({ rel, ctime: st.ctimeMs });
+  // The root git dir when it lies in the workspace (`.git -> .gitdir`, ignored by info/exclude): git's to write, not read.
+  const gitRel = b.git.startsWith(`${b.workspace}/`) ? Buffer.from(nameBytes(path.relative(b.workspace, b.git))) : undefined;
+  const roots = split0(listed)
+    .map((r) => (r[r.length - 1] === 0x2f ? r.subarray(0, r.length - 1) : r))
+    .filter(
+      (r) =>
+        gitRel === undefined ||
+        !(r.equals(gitRel) || (r.length > gitRel.length && r[gitRel.length] === 0x2f && r.subarray(0, gitRel.length).equals(gitRel))),
+    );
+  if (roots.length === 0) return [];
+  const limits = final ? IGNORED_WALK_LIMITS_AT_CLOSE : IGNORED_WALK_LIMITS;
+  const walk = await walkIgnored(b.workspace, roots, b.since, limits, gitRel);
+  for (const t of walk.touched) b.ignored.ours.set(decodeName(Buffer.from(t.raw)), t.ctime);
+  const found = roots.map((): RootFound => ({ fresh: [], freshMore: 0, removed: [], removedMore: 0 }));
+  for (const r of walk.removed) found[r.root]?.removed.push(decodeName(Buffer.from(r.raw)));
+  for (const f of walk.fresh) {
+    const rel = decodeName(Buffer.from(f.raw));
+    if (f.kind === 'dir' && b.ignored.ours.get(rel) === f.ctime) continue;
+    if (!final && b.told.get(rel) === f.ctime) continue;
+    b.told.set(rel, f.ctime);
+    found[f.root]?.fresh.push(f);
   }
-  if (fresh.length === 0) return [];
-  const input = Buffer.concat(fresh.map((f) => Buffer.concat([Buffer.from(nameBytes(f.rel)), Buffer.from([0])])));
-  // Exit 1: none of them matched (a rule gone meanwhile).
+  walk.more.forEach((m, i) => {
+    found[i]!.freshMore += m.fresh;
+    found[i]!.removedMore += m.removed;
+  });
+  const out: IndexFinding[] = [];
+  const rules = await rulesOf(
+    b,
+    cfg,
+    roots.filter((_, i) => found[i]!.fresh.length + found[i]!.freshMore > 0),
+  );
+  for (const [i, f] of found.entries()) {
+    const root = decodeName(roots[i]!);
+    out.push(...removedFindings(b, root, f));
+    const rule = rules.get(root);
+    if (rule !== undefined && f.fresh.length + f.freshMore > 0) out.push(...freshFindings(b, root, rule, f));
+  }
+  const partial = partialFinding(b, walk, roots, final);
+  return partial ? [...out, partial] : out;
+}
+
+/** The rule that ignores each of `roots` (`git check-ignore -v`): root (decoded) → its words for a finding, with whose it is. */
+async function rulesOf(b: IndexBaseline, cfg: string[], roots: Buffer[]): Promise<Map<string, { text: string; sessions: boolean }>> {
+  const rules = new Map<string, { text: string; sessions: boolean }>();
+  if (roots.length === 0) return rules;
+  const input = Buffer.concat(roots.map((r) => Buffer.concat([r, Buffer.from([0])])));
+  // Exit 1: none of them matched (a rule gone meanwhile: then git status shows them).
   const res = await runGit(b, [...cfg, 'check-ignore', '-v', '-z', '--stdin', '--no-index'], input, true);
   const f = split0(res).map(decodeName);
-  const out: IndexFinding[] = [];
-  const ctimes = new Map(fresh.map((x) => [x.rel, x.ctime]));
   for (let i = 0; i + 3 < f.length; i += 4) {
     const [source, line, pattern, rel] = [f[i]!, f[i + 1]!, f[i + 2]!, f[i + 3]!.replace(/\/$/, '')];
     if (source === '' || pattern.startsWith('!')) continue;
     const file = path.isAbsolute(source) ? source : path.join(b.workspace, source);
-    if (!sessionsRule(b, file, pattern)) continue;
-    b.told.set(rel, ctimes.get(rel) ?? 0);
-    out.push({
-      path: path.join(b.workspace, rel),
-      why: `made or changed by the session and ignored by a rule the session wrote (${showRel(b, file)}:${line} \`${pattern}\`), so git status does not show it; review it (\`git status --ignored\`)`,
-      kind: 'ignored',
-    });
+    rules.set(rel, { text: `${showRel(b, file)}:${line} \`${pattern}\``, sessions: sessionsRule(b, file, pattern) });
   }
-  return out;
+  return rules;
+}
+
+/** The findings for the fresh entries of the root `root` ignored by `rule`: one by one, or one counting them. */
+function freshFindings(b: IndexBaseline, root: string, rule: { text: string; sessions: boolean }, f: RootFound): IndexFinding[] {
+  const kind = rule.sessions ? 'ignored' : 'unlisted';
+  const where = (it: string): string =>
+    rule.sessions
+      ? ` and ignored by a rule the session wrote (${rule.text}), so git status does not show ${it}; review ${it} (\`git status --ignored\`)`
+      : `, in what the person's own ignore rules keep out of git status (${rule.text}); review ${it}`;
+  const abs = (rel: string): string => path.join(b.workspace, rel);
+  if (f.fresh.length <= MAX_NAMED_IN_ROOT && f.freshMore === 0)
+    return f.fresh.map((e) => {
+      const what =
+        e.kind === 'dir'
+          ? 'a folder changed by the session (an entry removed or renamed away, or the folder itself moved)'
+          : e.kind === 'kept'
+            ? `Python bytecode made or changed by the session, NOT removed (${e.why ?? 'kept'})`
+            : 'made or changed by the session';
+      return { path: abs(decodeName(Buffer.from(e.raw))), why: `${what}${where('it')}`, kind };
+    });
+  const some = f.fresh.slice(0, 3).map((e) => showName(path.relative(root, decodeName(Buffer.from(e.raw)))) || '.');
+  const n = f.fresh.length + f.freshMore;
+  return [
+    { path: abs(root), why: `${n} files and folders in it made or changed by the session (${some.join(', ')}, …)${where('them')}`, kind },
+  ];
+}
+
+/** The findings for the bytecode removed in the root `root`: one by one, or one counting them. */
+function removedFindings(b: IndexBaseline, root: string, f: RootFound): IndexFinding[] {
+  const n = f.removed.length + f.removedMore;
+  if (n === 0) return [];
+  const why =
+    "Python bytecode written during the session, which Python would run instead of its source (its header may claim the source's mtime and size), removed: Python writes it again from the source you review, so nothing is lost";
+  if (n <= MAX_NAMED_IN_ROOT) return f.removed.map((rel) => ({ path: path.join(b.workspace, rel), why, kind: 'removed' }));
+  return [{ path: path.join(b.workspace, root), why: `${n} files of ${why.replace(/^Python bytecode/, 'it')}`, kind: 'removed' }];
+}
+
+/**
+ * The finding that the walk did not read every root (from `walk.stoppedAt`, or one folder it could not read): told once
+ * before close and again at close; undefined when it read them all or it was told already.
+ */
+function partialFinding(b: IndexBaseline, walk: GitIgnoredWalk, roots: Buffer[], final: boolean): IndexFinding | undefined {
+  if (walk.unfinished === undefined || (!final && b.ignored.partialTold)) return undefined;
+  if (!final) b.ignored.partialTold = true;
+  const left = walk.stoppedAt >= 0 ? roots.slice(walk.stoppedAt).map((r) => showName(decodeName(r))) : [];
+  const what =
+    left.length > 0
+      ? `${left.slice(0, 5).join(', ')}${left.length > 5 ? ` and ${left.length - 5} more` : ''} NOT fully checked`
+      : 'NOT fully checked';
+  return {
+    path: left.length > 0 ? path.join(b.workspace, decodeName(roots[walk.stoppedAt]!)) : b.workspace,
+    why: `ignored files and folders ${what} for what the session made or changed (the walk stopped: ${walk.unfinished}), so some may be unnamed${final ? '' : '; the close checks further'}; review them by hand`,
+    kind: 'partial',
+  };
 }
 
 /** Whether the rule `pattern` of the ignore file `file` (absolute) is the session's: the file changed since the start and the line was not in it then. */

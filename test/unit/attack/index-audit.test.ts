@@ -138,7 +138,7 @@ EOF
     if (!status(git).includes('conftest.py')) expect(r.output).toContain('conftest.py (made or changed by the session');
   });
 
-  test("the person's global excludes file in the workspace: the session's line is refused or named, the person's own rules are not named", async () => {
+  test("the person's global excludes file in the workspace: the session's line is refused or named, and what the person's own rules ignore is named as theirs", async () => {
     const { ws } = repo();
     const home = tempDir();
     const cfg = path.join(home, 'gitconfig');
@@ -159,16 +159,18 @@ EOF
       });
       if (!personsStatus.includes('conftest.py'))
         expect(r.output).toContain('conftest.py (made or changed by the session and ignored by a rule');
-      // Ignored by the person's own rules (their excludes file's `*.log`, the repository's node_modules/): not named.
-      expect(r.output).not.toContain('debug.log');
-      expect(r.output).not.toContain('node_modules');
+      // Ignored by the person's own rules (their excludes file's `*.log`, the repository's node_modules/): named as such.
+      expect(r.output).toContain(
+        "debug.log (made or changed by the session, in what the person's own ignore rules keep out of git status (.personal-ignore:1 `*.log`)",
+      );
+      expect(r.output).toContain("node_modules/x/i.js (made or changed by the session, in what the person's own ignore rules keep out");
     } finally {
       if (saved === undefined) delete process.env.GIT_CONFIG_GLOBAL;
       else process.env.GIT_CONFIG_GLOBAL = saved;
     }
   });
 
-  test("a line added to the person's .gitignore hides a new file: named once, and node_modules (the person's rule) never", async () => {
+  test("a line added to the person's .gitignore hides a new file: named once, and node_modules as under the person's rule", async () => {
     const { ws, git } = repo();
     const s = await startSession({ cwd: ws, workspace: ws });
     const r1 = await s.run(
@@ -177,7 +179,7 @@ EOF
     expect(r1.output).toContain(
       'conftest.py (made or changed by the session and ignored by a rule the session wrote (.gitignore:2 `conftest.py`)',
     );
-    expect(r1.output).not.toContain('node_modules');
+    expect(r1.output).toContain("node_modules/x/i.js (made or changed by the session, in what the person's own ignore rules keep out");
     const r2 = await s.run('true');
     expect(r2.output).not.toContain('conftest.py');
     await s.close();
