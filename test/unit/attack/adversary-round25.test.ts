@@ -9,7 +9,9 @@
  * sweep's listing (git-audit.ts `folderNames`: at most 20,000 names, again only when the folder changed; the sweep
  * test makes 200,000 files now, 600,000 when found); the checkpoint's reads (src/checkpoint/snapshot.ts: the worker
  * reads each measured file, at most its measured size, into one `git fast-import`, and a nested repository's HEAD
- * itself, bounded, so no git process of a checkpoint opens a workspace file or resolves a nested repository's refs).
+ * itself, bounded, so no git process of a checkpoint opens a workspace file or resolves a nested repository's refs);
+ * code under the person's own ignore rules (src/session/ignored-walk.ts: bytecode the session wrote is removed, what
+ * else it made or changed under ignored folders is named).
  *
  * Kind 5 (what the person reads is not what is there): the index's cache-tree (its `TREE` extension)
  * hides staged changes. Steps: in a run on the person's repository, a command stages the session's
@@ -135,7 +137,7 @@ import { sha256Hex } from '../../../src/session/edit';
 
 const OPEN_CACHE_TREE = false;
 const OPEN_CHECKPOINT_GROWS = false;
-const OPEN_PERSONS_IGNORED_CODE = true;
+const OPEN_PERSONS_IGNORED_CODE = false;
 const OPEN_CHECKPOINT_NESTED_REFS = false;
 const OPEN_INDEX_AUDIT_LOOP = false;
 const OPEN_EDIT_PATH_SWAP = true;
