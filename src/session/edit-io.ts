@@ -58,13 +58,13 @@ export function editIo(sandbox: SandboxOptions, cwd: string, root: string, signa
         { op: 'read', path: abs, root, maxBytes: MAX_EDIT_FILE_BYTES, maxEntries: MAX_VIEW_ENTRIES, maxScanned: MAX_VIEW_SCANNED },
         signal,
       ).catch((err: unknown): ReadReply => ({ ok: false, code: 'HELPER', message: (err as Error).message })),
-    write: (abs, content, expectSha256) =>
+    write: (real, content, expectSha256) =>
       runEditHelper<WriteReply>(
         launch,
         cwd,
         {
           op: 'write',
-          path: abs,
+          path: real,
           root,
           data: Buffer.from(content, 'utf8').toString('base64'),
           expectSha256,

@@ -43,6 +43,11 @@ export const MAX_VIEW_SCANNED = 10_000;
 /** How long one helper process may take, ms. */
 export const EDIT_HELPER_TIMEOUT_MS = 30_000;
 
+/** The review's first line when `abs` resolves (through a symlink) to another path `real`: the file a change writes. */
+export function throughSymlinkLine(abs: string, real: string): string {
+  return `# ${abs} goes through a symlink: this change writes ${real}`;
+}
+
 /** SHA-256 hex of a string's UTF-8 bytes (or of bytes). */
 export function sha256Hex(data: string | Buffer): string {
   return createHash('sha256').update(data).digest('hex');
@@ -60,11 +65,14 @@ export function resolveEditPath(p: string, cwd: string, workspace: string): { ab
   return { abs };
 }
 
-/** What the helper found at a path. */
+/**
+ * What the helper found at a path. `real`: where the file read (or, `ENOENT`, the one a create makes) is, symlinks
+ * resolved, named from the workspace path the helper was given; the write goes there and nowhere else.
+ */
 export type ReadReply =
-  | { ok: true; kind: 'file'; data: string; mode: number; sha256: string }
+  | { ok: true; kind: 'file'; data: string; mode: number; sha256: string; real?: string }
   | { ok: true; kind: 'dir'; entries: string[]; more: boolean }
-  | { ok: false; code: string; message: string };
+  | { ok: false; code: string; message: string; real?: string };
 
 /** How the helper's write went. */
 export type WriteReply = { ok: true } | { ok: false; code: string; message: string };
@@ -84,6 +92,8 @@ export function failureText(code: string, message: string, abs: string, writing:
   if (code === 'TOOBIG') return `Error: ${abs} is ${message} bytes; the editor handles files up to ${MAX_EDIT_FILE_BYTES} bytes`;
   if (code === 'NOTFILE') return `Error: ${abs} is not a regular file or directory`;
   if (code === 'EISDIR') return `Error: ${abs} is a directory`;
+  if (code === 'SWAPPED')
+    return `Error: the path changed since it was reviewed: ${message} is now a symlink or no longer a folder, which the reviewed change did not go through; nothing was written. View it again and retry.`;
   if (code === 'CHANGED') return `Error: ${abs} changed while the edit was being made; nothing was written. View it again and retry.`;
   if (code === 'HELPER')
     return `Error: ${abs} could not be read: ${message} (the editor's helper runs under the session's limits: memory, processes, ulimits, ${EDIT_HELPER_TIMEOUT_MS} ms)`;
@@ -248,10 +258,12 @@ export function planDiff(abs: string, plan: Extract<EditPlan, { kind: 'change' }
  * The helper, run as `node -e` in the sandbox as the session user. Request on stdin (JSON):
  * `{op: "read", path, root, maxBytes, maxEntries, maxScanned}` or `{op: "write", path, root, data (base64),
  * expectSha256 (null: must not exist), maxBytes}`. Answer on stdout (JSON): see {@link ReadReply}
- * and {@link WriteReply}. Paths are checked again here, with realpath, against `root`: the
- * target (or its nearest existing ancestor) must resolve inside it. Writes go to a temporary
- * file beside the target, then rename over it (the file is old or new, never half written),
- * with the old file's mode; missing parent directories are created. MAINTENANCE: plain
+ * and {@link WriteReply}. A read checks the path again here, with realpath, against `root`: the
+ * target (or its nearest existing ancestor) must resolve inside it; it answers where it read
+ * (`real`). A write's `path` is that `real`: it is walked from `root` one component at a time with
+ * `O_NOFOLLOW` (a symlink on the way, or at the file, is refused: `SWAPPED`), missing folders made
+ * on the way; the data goes to a temporary file beside the target, then a rename over it (the file
+ * is old or new, never half written), with the old file's mode. MAINTENANCE: plain
  * JavaScript in a string (it runs in a process with no access to this repository's files).
  */
 export const EDIT_HELPER_SOURCE = String.raw`
@@ -265,6 +277,8 @@ let req;
 try { req = JSON.parse(fs.readFileSync(0, 'utf8')); } catch (e) { fail('BADREQUEST', e.message); process.exit(0); }
 const root = fs.realpathSync(req.root);
 const inside = (p) => p === root || p.startsWith(root === '/' ? '/' : root + '/');
+// A path inside root as the worker names it (from req.root, which may itself be reached through a symlink).
+const named = (p) => (p === root ? path.resolve(req.root) : path.join(path.resolve(req.root), path.relative(root, p)));
 function realOf(p) {
   let probe = p; let rest = [];
   for (;;) {
@@ -336,7 +350,12 @@ function readAtMost(fd, max, size) {
 function read() {
   const real = realOf(req.path);
   if (!inside(real)) return fail('OUTSIDE', real);
-  const st = fs.statSync(real);
+  let st;
+  try { st = fs.statSync(real); } catch (e) {
+    // A file to create: where it would be, so the write makes that one and no other.
+    if (e.code === 'ENOENT') return out({ ok: false, code: 'ENOENT', message: real, real: named(real) });
+    throw e;
+  }
   if (st.isDirectory()) return out(list(real));
   if (!st.isFile()) return fail('NOTFILE', real);
   if (st.size > req.maxBytes) return fail('TOOBIG', st.size);
@@ -350,39 +369,64 @@ function read() {
     if (fst.size > req.maxBytes) return fail('TOOBIG', fst.size);
     const data = readAtMost(fd, req.maxBytes, fst.size);
     if (data === null) return fail('TOOBIG', '> ' + req.maxBytes);
-    out({ ok: true, kind: 'file', data: data.toString('base64'), mode: fst.mode & 0o7777, sha256: sha(data) });
+    out({ ok: true, kind: 'file', data: data.toString('base64'), mode: fst.mode & 0o7777, sha256: sha(data), real: named(where) });
   } finally { fs.closeSync(fd); }
 }
+// A component that is not now what the read found there (a symlink, or no longer a folder): the write stops.
+function swapped(shown) { const e = new Error(shown); e.code = 'SWAPPED'; return e; }
+// Opens the folder root/parts[0]/... one component at a time through the descriptor of the one above, never following a
+// symlink, making missing ones; a component that is a symlink or not a folder now throws SWAPPED. The folder opened is
+// the one the path named when it was opened, whatever a job renames or links on the way before or after.
+function openWalk(parts) {
+  const flags = fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW;
+  const open = (at, shown) => {
+    try { return fs.openSync(at, flags); } catch (e) { throw e.code === 'ELOOP' || e.code === 'ENOTDIR' ? swapped(shown) : e; }
+  };
+  let dfd = openDirInside(root);
+  try {
+    for (let i = 0; i < parts.length; i++) {
+      const at = fdPath(dfd) + '/' + parts[i];
+      const shown = path.join(req.root, ...parts.slice(0, i + 1));
+      let next;
+      try { next = open(at, shown); } catch (e) {
+        if (e.code !== 'ENOENT') throw e;
+        try { fs.mkdirSync(at); } catch (m) { if (m.code !== 'EEXIST') throw m; }
+        next = open(at, shown);
+      }
+      fs.closeSync(dfd); dfd = next;
+    }
+    const where = whereFd(dfd);
+    if (!inside(where)) { const e = new Error(where); e.code = 'OUTSIDE'; throw e; }
+  } catch (e) { fs.closeSync(dfd); throw e; }
+  return dfd;
+}
+// req.path is where the read found the file (symlinks resolved then): the write goes there with no symlink followed.
 function write() {
   const data = Buffer.from(req.data, 'base64');
   if (data.length > req.maxBytes) return fail('TOOBIG', data.length);
-  let real = realOf(req.path);
-  if (!inside(real)) return fail('OUTSIDE', real);
-  const dir = path.dirname(real);
-  const missing = [];
-  for (let d = dir; ; d = path.dirname(d)) {
-    try { const s = fs.statSync(d); if (!s.isDirectory()) return fail('NOTFILE', d); break; } catch (e) { if (e.code !== 'ENOENT') throw e; missing.unshift(d); }
-  }
-  for (const d of missing) fs.mkdirSync(d);
-  // The directory is pinned by a descriptor checked inside root: the temporary file and the rename go through it, so a
-  // directory on the way swapped for a symlink since realpath cannot move the write out of the workspace.
-  const dfd = openDirInside(dir);
+  const rel = path.relative(path.resolve(req.root), path.resolve(req.path));
+  if (rel === '') return fail('EISDIR', req.path);
+  if (rel === '..' || rel.startsWith('../') || path.isAbsolute(rel)) return fail('OUTSIDE', req.path);
+  const parts = rel.split('/');
+  const base = parts.pop();
+  const dfd = openWalk(parts);
   try {
     const pinned = fdPath(dfd);
-    const base = path.basename(real);
     const target = pinned + '/' + base;
     let mode = null; let current = null;
     try {
       const st = fs.lstatSync(target);
-      if (!st.isFile()) return fail(st.isDirectory() ? 'EISDIR' : 'NOTFILE', real);
+      if (st.isSymbolicLink()) return fail('SWAPPED', req.path);
+      if (!st.isFile()) return fail(st.isDirectory() ? 'EISDIR' : 'NOTFILE', req.path);
       mode = st.mode & 0o7777;
       const rfd = fs.openSync(target, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
       try { const old = readAtMost(rfd, req.maxBytes, st.size); current = old === null ? 'TOOBIG' : sha(old); } finally { fs.closeSync(rfd); }
-    } catch (e) { if (e.code !== 'ENOENT') throw e; }
-    if (current !== req.expectSha256) return fail('CHANGED', real);
+    } catch (e) { if (e.code === 'ELOOP') return fail('SWAPPED', req.path); if (e.code !== 'ENOENT') throw e; }
+    if (current !== req.expectSha256) return fail('CHANGED', req.path);
     const tmp = pinned + '/.' + base + '.edit-' + process.pid + '-' + crypto.randomBytes(4).toString('hex');
     const fd = fs.openSync(tmp, 'wx', mode === null ? 0o666 : 0o600);
     try { fs.writeFileSync(fd, data); fs.fsyncSync(fd); } finally { fs.closeSync(fd); }
+    // rename replaces the name itself: a symlink put there since the check is replaced, never followed.
     try { if (mode !== null) fs.chmodSync(tmp, mode); fs.renameSync(tmp, target); } catch (e) { try { fs.unlinkSync(tmp); } catch {} throw e; }
   } finally { fs.closeSync(dfd); }
   out({ ok: true });
@@ -452,7 +496,10 @@ export interface ProposedEdit {
   review: string;
   /** The words approval rules are matched against (`str_replace_based_edit_tool <command> <abs>`). */
   ruleSubject: string;
-  /** Whether a component of `abs` below the workspace is a symlink (then `abs` names another file than it says: no rule may approve it). */
+  /**
+   * Whether a component of `abs` below the workspace is a symlink (then `abs` names another file than it says: no rule
+   * may approve it, and the review's first line names the file it resolves to).
+   */
   viaSymlink: boolean;
 }
 
@@ -489,7 +536,8 @@ export interface EditIo {
   /** Whether a component of `abs` below the workspace (the file itself included) is a symlink now. */
   viaSymlink(abs: string): boolean;
   read(abs: string): Promise<ReadReply>;
-  write(abs: string, content: string, expectSha256: string | null): Promise<WriteReply>;
+  /** Writes `real` (a read's `real`: no symlink on the way) following no symlink; `SWAPPED` when one is there now. */
+  write(real: string, content: string, expectSha256: string | null): Promise<WriteReply>;
 }
 
 /**
@@ -515,8 +563,9 @@ export async function performEdit(
   if (!io.staysInside(abs))
     return { text: failureText('OUTSIDE', 'a symlink points out of it', abs, false), isError: true, applied: false, abs };
   const subject = ruleSubject(edit.command, abs);
-  const viaSymlink = io.viaSymlink(abs);
-  const decide = (review: string): EditGate => gate({ command: edit.command, abs, review, ruleSubject: subject, viaSymlink });
+  const linked = io.viaSymlink(abs);
+  const decide = (review: string, viaSymlink = linked): EditGate =>
+    gate({ command: edit.command, abs, review, ruleSubject: subject, viaSymlink });
   const notDone = (g: EditGate, review: string): EditOutcome | null => {
     if ('refuse' in g) return { text: g.refuse, isError: true, applied: false, abs, reviewSha256: sha256Hex(review) };
     if ('ask' in g)
@@ -536,15 +585,18 @@ export async function performEdit(
     const stop = notDone(viewGate, subject);
     if (stop) return stop;
   }
-  const plan = planEdit(edit, abs, await io.read(abs), where.maxCharacters);
+  const read = await io.read(abs);
+  const plan = planEdit(edit, abs, read, where.maxCharacters);
   const byRule = (g: EditGate | undefined): { approvedByRule?: number } =>
     g && 'apply' in g && g.rule !== undefined ? { approvedByRule: g.rule } : {};
   if (plan.kind === 'result') return { text: plan.text, isError: plan.isError, applied: false, abs, ...byRule(viewGate) };
   const made = planDiff(abs, plan);
-  const diff = made.text;
-  if (diff === '')
+  if (made.text === '')
     return { text: `${plan.success} (The file already had this content: nothing changed.)`, isError: false, applied: false, abs };
-  let g = decide(diff);
+  // The approval binds the file written: the review names it when a symlink leads elsewhere, so its hash changes with it.
+  const real = 'real' in read && read.real !== undefined ? read.real : abs;
+  const diff = real === abs ? made.text : `${throughSymlinkLine(abs, real)}\n${made.text}`;
+  let g = decide(diff, linked || real !== abs);
   // Added lines a summary stands for were never seen: a person cannot approve them (a rule, or `auto`, may still apply them).
   if ('ask' in g && made.hidden.added > 0)
     g = {
@@ -553,7 +605,7 @@ export async function performEdit(
   const stop = notDone(g, diff);
   if (stop) return stop;
   await beforeWrite?.();
-  const wrote = await io.write(abs, plan.after, plan.expectSha256);
+  const wrote = await io.write(real, plan.after, plan.expectSha256);
   if (!wrote.ok)
     return { text: failureText(wrote.code, wrote.message, abs, true), isError: true, applied: false, abs, reviewSha256: sha256Hex(diff) };
   return { text: plan.success, isError: false, applied: true, abs, reviewSha256: sha256Hex(diff), ...byRule(g) };
