@@ -77,6 +77,8 @@ describe('long runs', () => {
       // Command i answers step i; its result is the last message of the first request for step i + 1.
       const request = bed.requests().find((r) => r.step === i + 1 && r.response.status === 200)!;
       const last = (request.body as { messages: Array<{ content: ToolResultBlock[] }> }).messages.at(-1)!;
+      // The kill may cut the first session's last command short: Claude is told its session was lost.
+      if (i === Math.max(...inFirstSession) && /^The bash session was lost/.test(last.content[0]!.content)) continue;
       expect(last.content[0]!.content).toMatch(new RegExp(`turn ${i} MARK=kept$`));
     }
 
