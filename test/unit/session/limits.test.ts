@@ -157,7 +157,20 @@ describe('fork bombs are stopped', () => {
     }
     try {
       const s = await startSession({ processGuard: 'watchdog', limits: { maxProcesses: 200 }, timeoutMs: 15_000 });
-      fs.writeFileSync(`${backstop}/cgroup.procs`, String(s.pid));
+      // Every process of the session: `s.pid` is the sandbox's outer bwrap, and the processes it forked before this
+      // move (the inner bwrap, bash) would stay where they were, the bomb with them (a CI run's neighbours then got
+      // EAGAIN from fork).
+      const tree = (pid: number): number[] => [
+        pid,
+        ...fs
+          .readdirSync(`/proc/${pid}/task`)
+          .flatMap((t) => fs.readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').trim().split(' ').filter(Boolean))
+          .flatMap((c) => tree(Number(c))),
+      ];
+      const moved = tree(s.pid);
+      for (const pid of moved) fs.writeFileSync(`${backstop}/cgroup.procs`, String(pid));
+      expect(moved.length).toBeGreaterThan(1);
+      for (const pid of moved) expect(fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8')).toContain(path.basename(backstop));
       const sid = s.pid;
       const disarm = safetyNet(sid, 10_000);
       try {
