@@ -30,8 +30,15 @@ const SLOW_FILES = [
   '/test/integration/rolling-restart\\.test\\.ts$',
 ];
 
-/** Files that hold both: ESLint over the project (lint.test.ts) and the replays in another time zone (replay.test.ts). */
-const MIXED_FILES = ['/test/unit/tooling/lint\\.test\\.ts$', '/test/unit/workflows/replay\\.test\\.ts$'];
+/**
+ * Files that hold both: ESLint over the project (lint.test.ts), the replays in another time zone (replay.test.ts), and
+ * the index audit's bound on the size of the index (index-audit.test.ts: a million staged entries, about 40 s in CI).
+ */
+const MIXED_FILES = [
+  '/test/unit/tooling/lint\\.test\\.ts$',
+  '/test/unit/workflows/replay\\.test\\.ts$',
+  '/test/unit/attack/index-audit\\.test\\.ts$',
+];
 
 /** What each jest project ignores in this mode, besides node_modules. */
 function ignoredPaths() {

@@ -11,6 +11,7 @@ import * as path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { personsRepo } from './persons-repo';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
+import { fastDescribe, slowDescribe } from '../../slow';
 
 afterEach(async () => {
   await closeSessions();
@@ -38,7 +39,7 @@ const FORGE =
 
 const status = (git: (...a: string[]) => string): string => git('status', '--porcelain', '--untracked-files=all');
 
-describe('the index audit, attacked', () => {
+fastDescribe('the index audit, attacked', () => {
   test('a bit set and cleared by the session within one command: the change shows, and no bit is reported', async () => {
     const { ws, git } = repo();
     const s = await startSession({ cwd: ws, workspace: ws });
@@ -228,7 +229,7 @@ function scriptsRepo(): ReturnType<typeof personsRepo> {
 /** Shell text: the cache-tree says folder `dir` is HEAD's tree of it (the command's `T`), whatever was staged. */
 const forgeNode = (dir: string): string => `python3 ct.py .git/index ${dir} "$T"`;
 
-describe("the index audit, attacked through the cache-tree (the index's TREE extension)", () => {
+fastDescribe("the index audit, attacked through the cache-tree (the index's TREE extension)", () => {
   test('a changed and a new file staged under a folder said to be unchanged: named, and the person sees both', async () => {
     const { ws, git } = scriptsRepo();
     const s = await startSession({ cwd: ws, workspace: ws });
@@ -303,7 +304,8 @@ describe("the index audit, attacked through the cache-tree (the index's TREE ext
   });
 });
 
-describe('the index audit, attacked through the size of the index', () => {
+// A slow suite (test/slow-suites.js MIXED_FILES): staging a million entries takes most of a minute under load.
+slowDescribe('the index audit, attacked through the size of the index', () => {
   /** Shell text: `n` entries staged under `p/` with no file behind them (one blob), as `update-index --index-info` takes them. */
   const stageMany = (n: number): string =>
     `B=$(echo x | git hash-object -w --stdin) && python3 -c "import sys; w=sys.stdout.write; [w('100644 %s 0\\tp/%08d\\n' % (sys.argv[1], i)) for i in range(${n})]" $B | git update-index --index-info`;
