@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { BashSession } from '../../../src/session';
 import { editRuleSubject, parseEditInput } from '../../../src/contract/text-editor';
-import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
+import { closeSessions, removeTempDirs, startSession, waitUntil } from '../session/helpers';
 import { personsRepo } from './persons-repo';
 
 afterEach(closeSessions);
@@ -143,10 +143,12 @@ dRoot("held-binds.ts: a sibling changes a folder the other session's guard holds
     // The race of round 17 with a symlink into the workspace (a decoy folder), so that a bind through it would start: the
     // mount at `.git/worktrees` (or where the held folder is then) always has the held folder as its source, never the decoy.
     const { ws, p, c } = await siblings();
+    const held = fs.statSync(path.join(ws, '.git/worktrees')).ino;
     expect((await p.run('mkdir decoy && echo ok')).output).toContain('ok');
+    // Until the test makes `stop`; then it says it ended (`ended`), so that nothing of it runs after.
     const loop =
-      'while :; do mv -T .git/worktrees .git/wt-real 2>/dev/null && ln -s ../decoy .git/worktrees; ' +
-      'rm -f .git/worktrees 2>/dev/null; mv -T .git/wt-real .git/worktrees 2>/dev/null; done';
+      'while [ ! -e stop ]; do mv -T .git/worktrees .git/wt-real 2>/dev/null && ln -s ../decoy .git/worktrees; ' +
+      'rm -f .git/worktrees 2>/dev/null; mv -T .git/wt-real .git/worktrees 2>/dev/null; done; : > ended';
     await p.run(`(${loop}) >/dev/null 2>&1 & echo started`);
     // unbound: bwrap found nothing at the path (the sibling between `rm` and `mv`), made a folder there and mounted the
     // held one on it, and the sibling's `mv -T` over that folder then dropped the mount: the real folder, by path.
@@ -162,9 +164,13 @@ dRoot("held-binds.ts: a sibling changes a folder the other session's guard holds
       else seen.unbound++;
     }
     console.log(`held-guard-binds race: ${JSON.stringify(seen)}`);
-    // Stopped wherever it was, the loop's swap is undone: the held folder back at its path, no symlink.
-    const undo = '[ -L .git/worktrees ] && rm .git/worktrees; [ -d .git/wt-real ] && mv -T .git/wt-real .git/worktrees; echo stopped';
-    expect((await p.run(`kill %1; wait; ${undo}`)).output).toContain('stopped');
+    // The loop stopped and ended, its swap is undone on the host: the held folder back at its path, no symlink.
+    fs.writeFileSync(path.join(ws, 'stop'), '');
+    await waitUntil('the swap loop to end', () => fs.existsSync(path.join(ws, 'ended')), 20_000);
+    const at = path.join(ws, '.git/worktrees');
+    if (fs.lstatSync(at, { throwIfNoEntry: false })?.isSymbolicLink()) fs.unlinkSync(at);
+    if (fs.existsSync(path.join(ws, '.git/wt-real'))) fs.renameSync(path.join(ws, '.git/wt-real'), at);
+    expect(fs.statSync(at).ino).toBe(held);
     expect(fs.existsSync(path.join(ws, 'decoy'))).toBe(true);
     expect(seen.decoy).toBe(0);
     // How many launches of the race bound the folder depends on the machine's load (none of 200 bound it under CI's
