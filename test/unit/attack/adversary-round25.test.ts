@@ -20,7 +20,7 @@
  * `scripts/build.sh` (which `make test` runs) and a new `scripts/conftest.py` (`git add scripts`: the
  * worktree then matches the index, so the index audit's stat and content check finds every entry
  * holding its object), then rewrites the index's `TREE` extension to say the folder `scripts` is
- * HEAD's tree with 2 entries (fixtures/index-tree.py: the extension replaced, EOIE/IEOT dropped, the
+ * HEAD's tree with 2 entries (fixtures/index-cache-tree.py: the extension replaced, EOIE/IEOT dropped, the
  * checksum recomputed). git's `diff-index --cached`, which `git status` runs, skips a folder whose
  * cache-tree node is valid and names the same tree as HEAD (unpack-trees.c
  * `cache_tree_matches_traversal`). OBSERVED (load average 2.7 to 3.1, git 2.39.5, every run): after
@@ -151,7 +151,7 @@ afterEach(async () => {
   removeTempDirs();
 });
 
-const TREE = path.join(__dirname, 'fixtures', 'index-tree.py');
+const TREE = path.join(__dirname, 'fixtures', 'index-cache-tree.py');
 
 describe("kind 5: the index's cache-tree hides the session's staged changes from the person's git status", () => {
   const t = OPEN_CACHE_TREE ? test.skip : test;
@@ -163,12 +163,12 @@ describe("kind 5: the index's cache-tree hides the session's staged changes from
     fs.writeFileSync(path.join(ws, 'Makefile'), 'test:\n\tsh scripts/build.sh\n');
     git('add', 'Makefile', 'scripts/build.sh');
     git('commit', '-qm', 'two');
-    fs.copyFileSync(TREE, path.join(ws, 'index-tree.py'));
+    fs.copyFileSync(TREE, path.join(ws, 'index-cache-tree.py'));
     const s = await startSession({ cwd: ws, workspace: ws });
     // Stage the session's build.sh and a new conftest.py, then say in the index's cache-tree that scripts/ is HEAD's tree.
     const r = await s.run(
       `T=$(git rev-parse HEAD:scripts) && echo 'echo PWNED-by-session' > scripts/build.sh && echo 'import os' > scripts/conftest.py && ` +
-        `git add scripts && python3 index-tree.py .git/index scripts "$T" && rm index-tree.py && git status --porcelain`,
+        `git add scripts && python3 index-cache-tree.py .git/index scripts "$T" && rm index-cache-tree.py && git status --porcelain`,
     );
     expect(r.exitCode).toBe(0);
     await s.close();
