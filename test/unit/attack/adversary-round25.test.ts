@@ -191,7 +191,7 @@ describe('kind 3: the checkpoint records what a job grew after the measure, past
       if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
       const ws = tempDir();
       const root = tempDir('aj-ckroot-');
-      fs.copyFileSync(path.join(__dirname, 'fixtures', 'on-open.py'), path.join(ws, 'on-open.py'));
+      for (const f of ['on-open.py', 'open_watch.py']) fs.copyFileSync(path.join(__dirname, 'fixtures', f), path.join(ws, f));
       const s = await startSession({ cwd: ws, workspace: ws });
       // 500 small files between `a` (the first git hashes) and `zzz` (empty when measured), then the job that waits for git.
       const r = await s.run(
@@ -386,7 +386,7 @@ describe("kind 5: an edit a rule approves is written through a symlink made duri
     if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
     const ws = fs.realpathSync(tempDir());
     const root = tempDir('aj-ckroot-');
-    fs.copyFileSync(path.join(__dirname, 'fixtures', 'on-open.py'), path.join(ws, 'on-open.py'));
+    for (const f of ['on-open.py', 'open_watch.py']) fs.copyFileSync(path.join(__dirname, 'fixtures', f), path.join(ws, f));
     const s = await startSession({ cwd: ws, workspace: ws });
     // 500 files for the checkpoint's git to hash after \`a\`; a job that, when git opens \`a\`, puts a symlink in docs' place.
     const r = await s.run(

@@ -23,7 +23,7 @@ afterEach(async () => {
   removeTempDirs();
 });
 
-const ON_OPEN = path.join(__dirname, 'fixtures', 'on-open.py');
+const FIXTURES = path.join(__dirname, 'fixtures');
 const opts = { maxCharacters: 100_000, ruleSubject: editRuleSubject };
 const SWAPPED = 'the path changed since it was reviewed';
 
@@ -72,7 +72,7 @@ async function approvedThenSwapped(
 async function ruleThenSwappedInCheckpoint(setup: string, edit: EditRequest, swap: string): Promise<{ ws: string; done: EditOutcome }> {
   const { ws, s, run } = await session();
   const root = tempDir('aj-ckroot-');
-  fs.copyFileSync(ON_OPEN, path.join(ws, 'on-open.py'));
+  for (const f of ['on-open.py', 'open_watch.py']) fs.copyFileSync(path.join(FIXTURES, f), path.join(ws, f));
   const out = await run(
     `${setup} && echo a > a && for i in $(seq -w 500); do echo $i > f$i; done && ` +
       `(python3 on-open.py a '${swap}' > job.log 2>&1 &) && ` +
