@@ -7,7 +7,7 @@
  * reports that as a finding, never as a clean workspace. Measured before (round 14): a synchronous
  * walk of one folder of a million entries froze the worker's event loop 3.3 s after a command.
  */
-import { Worker } from 'node:worker_threads';
+import { OPEN_FOLDER_SOURCE, runWalkThread } from './walk-thread';
 
 /**
  * A file name's bytes as a string that keeps every byte: valid UTF-8 decoded as usual, each byte of
@@ -144,43 +144,18 @@ export function walkGit(
   names: readonly string[] = [],
   stems: readonly string[] = [],
 ): Promise<GitWalk> {
-  return new Promise((resolve) => {
-    const empty = { found: [], modules: [], worktrees: [], replaceRefs: [], named: [] };
-    let done = false;
-    const finish = (w: GitWalk): void => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      resolve(w);
-      void worker.terminate();
-    };
-    const worker = new Worker(GIT_WALK_SOURCE, {
-      eval: true,
-      workerData: {
-        workspace,
-        git,
-        names: [...names],
-        stems: [...stems],
-        maxEntries: limits.maxEntries,
-        maxFound: limits.maxFound,
-        maxPackedRefsBytes: limits.maxPackedRefsBytes,
-      },
-      resourceLimits: { maxOldGenerationSizeMb: limits.heapMb, maxYoungGenerationSizeMb: Math.min(32, limits.heapMb) },
-      stdout: true,
-      stderr: true,
-      env: {},
-    });
-    const timer = setTimeout(() => finish({ ...empty, unfinished: `it took more than ${limits.timeMs / 1000} s` }), limits.timeMs);
-    worker.on('message', (m: GitWalk) => finish({ ...m, unfinished: m.unfinished ?? undefined }));
-    worker.on('error', (err: Error & { code?: string }) =>
-      finish({
-        ...empty,
-        unfinished:
-          err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? `it needed more than ${limits.heapMb} MB of memory` : `it failed: ${err.message}`,
-      }),
-    );
-    worker.on('exit', (code) => finish({ ...empty, unfinished: `it ended without an answer (exit ${code})` }));
-  });
+  const workerData = {
+    workspace,
+    git,
+    names: [...names],
+    stems: [...stems],
+    maxEntries: limits.maxEntries,
+    maxFound: limits.maxFound,
+    maxPackedRefsBytes: limits.maxPackedRefsBytes,
+  };
+  const empty = { found: [], modules: [], worktrees: [], replaceRefs: [], named: [] };
+  const failed = (why: string): GitWalk => ({ ...empty, unfinished: why });
+  return runWalkThread(GIT_WALK_SOURCE, workerData, { heapMb: limits.heapMb, timeoutMs: limits.timeMs }, failed);
 }
 
 /**
@@ -243,23 +218,13 @@ const gitBytes = Buffer.from(git, 'utf8');
 function unreadable(abs, why) {
   if (unfinished === null) unfinished = 'it could not read ' + JSON.stringify(decodeName(abs)) + ' (' + why + ')';
 }
+${OPEN_FOLDER_SOURCE}
 // Calls fn(dirent) (name a Buffer) for each entry of the directory abs (a Buffer), read through a descriptor opened
 // without following a symlink at abs itself and checked to be abs; false when it cannot be read (reported unless gone).
 function each(abs, fn) {
-  let fd;
-  try {
-    fd = fs.openSync(abs, C.O_RDONLY | C.O_DIRECTORY | C.O_NOFOLLOW);
-    if (!fs.readlinkSync('/proc/self/fd/' + fd, { encoding: 'buffer' }).equals(abs)) {
-      unreadable(abs, 'a folder above it was moved or swapped for a symlink while it was read');
-      fs.closeSync(fd);
-      return false;
-    }
-  } catch (e) {
-    if (fd !== undefined) fs.closeSync(fd);
-    // Gone, no folder or a symlink (whose target git does not reach by this name) since its parent was read: nothing to check.
-    if (e.code !== 'ENOENT' && e.code !== 'ENOTDIR' && e.code !== 'ELOOP') unreadable(abs, e.code || e.message);
-    return false;
-  }
+  // Not reported when gone, no folder or a symlink (whose target git does not reach by this name): nothing to check.
+  const fd = openFolder(abs, (why) => unreadable(abs, why));
+  if (fd === undefined) return false;
   const at = '/proc/self/fd/' + fd;
   let dir, small;
   try {

@@ -9,7 +9,7 @@
  * Folders are opened without following a symlink and checked to be the folder walked (as git-walk.ts does), and each
  * entry is stat'ed and removed through that descriptor, so a folder swapped for a symlink meanwhile leads nowhere.
  */
-import { Worker } from 'node:worker_threads';
+import { OPEN_FOLDER_SOURCE, runWalkThread } from './walk-thread';
 
 /** The bounds of one walk of the ignored files. */
 export interface IgnoredWalkLimits {
@@ -78,38 +78,11 @@ export function walkIgnored(
   limits: IgnoredWalkLimits = IGNORED_WALK_LIMITS,
   skip?: Uint8Array,
 ): Promise<GitIgnoredWalk> {
-  return new Promise((resolve) => {
-    const empty = { fresh: [], removed: [], more: roots.map(() => ({ fresh: 0, removed: 0 })), touched: [], stoppedAt: 0 };
-    let done = false;
-    const finish = (w: GitIgnoredWalk): void => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      resolve(w);
-      void worker.terminate();
-    };
-    const worker = new Worker(IGNORED_WALK_SOURCE, {
-      eval: true,
-      workerData: { workspace, roots: [...roots], since, deadline: Date.now() + limits.timeMs, skip: skip ?? null, ...limits },
-      resourceLimits: { maxOldGenerationSizeMb: limits.heapMb, maxYoungGenerationSizeMb: Math.min(32, limits.heapMb) },
-      stdout: true,
-      stderr: true,
-      env: {},
-    });
-    const timer = setTimeout(
-      () => finish({ ...empty, unfinished: `it took more than ${limits.timeMs / 1000 + 2} s` }),
-      limits.timeMs + 2000,
-    );
-    worker.on('message', (m: GitIgnoredWalk) => finish({ ...m, unfinished: m.unfinished ?? undefined }));
-    worker.on('error', (err: Error & { code?: string }) =>
-      finish({
-        ...empty,
-        unfinished:
-          err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? `it needed more than ${limits.heapMb} MB of memory` : `it failed: ${err.message}`,
-      }),
-    );
-    worker.on('exit', (code) => finish({ ...empty, unfinished: `it ended without an answer (exit ${code})` }));
-  });
+  const workerData = { workspace, roots: [...roots], since, deadline: Date.now() + limits.timeMs, skip: skip ?? null, ...limits };
+  const empty = { fresh: [], removed: [], more: roots.map(() => ({ fresh: 0, removed: 0 })), touched: [], stoppedAt: 0 };
+  const failed = (why: string): GitIgnoredWalk => ({ ...empty, unfinished: why });
+  // The thread stops itself at its deadline; it is terminated 2 s later if it has not answered by then.
+  return runWalkThread(IGNORED_WALK_SOURCE, workerData, { heapMb: limits.heapMb, timeoutMs: limits.timeMs + 2000 }, failed);
 }
 
 /**
@@ -156,23 +129,10 @@ function addFresh(raw, ctime, kind, why) {
   if (fresh.length < maxKept) fresh.push({ raw, root: current, ctime, kind, why });
   else more[current].fresh++;
 }
+${OPEN_FOLDER_SOURCE}
 // Opens the folder rel (bytes) without following a symlink at its last component, and checks that it is that folder.
 function openDir(rel) {
-  const abs = rel.length === 0 ? ws : join(ws, rel);
-  let fd;
-  try {
-    fd = fs.openSync(abs, C.O_RDONLY | C.O_DIRECTORY | C.O_NOFOLLOW);
-    if (!fs.readlinkSync('/proc/self/fd/' + fd, { encoding: 'buffer' }).equals(abs)) {
-      fs.closeSync(fd);
-      unreadable(rel, 'a folder above it was moved or swapped for a symlink while it was read');
-      return undefined;
-    }
-    return fd;
-  } catch (e) {
-    if (fd !== undefined) fs.closeSync(fd);
-    if (e.code !== 'ENOENT' && e.code !== 'ENOTDIR' && e.code !== 'ELOOP') unreadable(rel, e.code || e.message);
-    return undefined;
-  }
+  return openFolder(rel.length === 0 ? ws : join(ws, rel), (why) => unreadable(rel, why));
 }
 // The entry name (bytes) of the folder open as fd, as a path through that descriptor: a string when name is ASCII (faster).
 function at(fd, name) {
