@@ -103,12 +103,7 @@ async function git(
   opts: { workTree?: string; index?: string; maxBuffer?: number; writable?: boolean; input?: Buffer; encoding?: 'utf8' | 'latin1' } = {},
 ): Promise<string> {
   const env: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH ?? '/usr/bin:/bin',
-    GIT_DIR: store,
-    GIT_CONFIG_NOSYSTEM: '1',
-    GIT_CONFIG_GLOBAL: '/dev/null',
-    HOME: store,
-    GIT_OPTIONAL_LOCKS: '0',
+    ...storeEnv(store),
     GIT_AUTHOR_NAME: 'agent-jobs',
     GIT_AUTHOR_EMAIL: 'agent-jobs@localhost',
     GIT_COMMITTER_NAME: 'agent-jobs',
@@ -363,7 +358,10 @@ async function withIndex<T>(store: string, fn: (index: string) => Promise<T>): P
   }
 }
 
-/** git's environment for the store (the one {@link git} builds), for the fast-import that snapshot.ts runs. */
+/**
+ * git's environment for the store: no system or global config, `HOME` the store, no optional locks. {@link git} adds
+ * the author, the committer, the work tree and the index to it; the fast-import that snapshot.ts runs takes it as is.
+ */
 function storeEnv(store: string): NodeJS.ProcessEnv {
   return {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
