@@ -11,6 +11,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { guardedGit, type GuardedGit } from '../../../src/session/git-guard';
+import type { BashSession } from '../../../src/session/session';
 import { closeSessions, removeTempDirs, startSession, waitUntil } from '../session/helpers';
 import { hostBash, personsRepo, plant, ran } from './persons-repo';
 
@@ -31,6 +32,21 @@ const py = (marker: string): string => `open('${marker}', 'w').write('ran')`;
 
 /** Shell text that writes `code` (one line, no single quote) to `file`. */
 const write = (file: string, code: string): string => `printf '%s\\n' "${code}" > ${file}`;
+
+/**
+ * Runs `fn` with a session on the person's repository whose config has `alias.x = !node scripts/fmt` and an empty
+ * `scripts/` (so `scripts/fmt.js` is a missing name the guard completes); the marker file is removed afterwards.
+ */
+async function withFmtAlias(fn: (r: { ws: string; marker: string; s: BashSession }) => Promise<void>): Promise<void> {
+  const { ws, git, marker } = personsRepo();
+  try {
+    git('config', 'alias.x', '!node scripts/fmt');
+    fs.mkdirSync(path.join(ws, 'scripts'));
+    await fn({ ws, marker, s: await startSession({ cwd: ws, workspace: ws }) });
+  } finally {
+    fs.rmSync(marker, { force: true });
+  }
+}
 
 interface Case {
   name: string;
@@ -158,12 +174,8 @@ dRoot("kind 6: a program the person's config names by a name its interpreter com
     }
   });
 
-  test('`!node scripts/fmt`: a background job writes `scripts/fmt.js` after the audit; the watch moves it while the session is open', async () => {
-    const { ws, git, marker } = personsRepo();
-    try {
-      git('config', 'alias.x', '!node scripts/fmt');
-      fs.mkdirSync(path.join(ws, 'scripts'));
-      const s = await startSession({ cwd: ws, workspace: ws });
+  test('`!node scripts/fmt`: a background job writes `scripts/fmt.js` after the audit; the watch moves it while the session is open', () =>
+    withFmtAlias(async ({ ws, marker, s }) => {
       const r = await s.run(
         `(while [ ! -e go ]; do sleep 0.05; done; ${write('scripts/fmt.js', js(marker))}; : > done) >/dev/null 2>&1 & echo started`,
       );
@@ -175,10 +187,7 @@ dRoot("kind 6: a program the person's config names by a name its interpreter com
       const during = ran(marker);
       await s.close();
       expect(during).toBe('not run');
-    } finally {
-      fs.rmSync(marker, { force: true });
-    }
-  });
+    }));
 
   test("what the session makes beside a completed name is left: `scripts/other.js`, `scripts/fmtx.js`, the person's `scripts/fmt.test.js` readable", async () => {
     const { ws, git } = personsRepo();
@@ -245,30 +254,27 @@ dRoot("kind 3: a completed name's folder filled by the session (the sweep's list
     }
   }
 
-  test('25,000 files in `scripts/`: idle sweeps hold the loop briefly; `scripts/fmt.js` among them is moved, and the rest said not checked', async () => {
-    const { ws, git, marker } = personsRepo();
-    try {
-      git('config', 'alias.x', '!node scripts/fmt');
-      fs.mkdirSync(path.join(ws, 'scripts'));
-      const s = await startSession({ cwd: ws, workspace: ws });
-      const r = await s.run(
-        `cd scripts && seq -f 'f%06g' 1 25000 | xargs touch && cd .. && ${write('scripts/fmt.js', js(marker))} && echo x > scripts/fmt.weird && echo made`,
-      );
-      expect(r.output).toContain('made');
-      expect(r.output).toContain('scripts/fmt.js (named as an interpreter completes');
-      expect(r.output).toMatch(
-        /scripts holds more than 20000 entries, so of the names an interpreter completes scripts\/fmt to only fmt\.js, /,
-      );
-      // Idle: the sweep runs every 250 ms; the folder unchanged, it is not listed again.
-      const idle = await longestBlock(() => new Promise((resolve) => setTimeout(resolve, 2_000)));
-      console.log(`resolved-names: 25,000 files in the folder, longest block of the loop over 2 idle seconds ${idle.toFixed(0)} ms`);
-      expect(idle).toBeLessThan(500);
-      hostBash(ws, 'git x');
-      const during = ran(marker);
-      await s.close();
-      expect(during).toBe('not run');
-    } finally {
-      fs.rmSync(marker, { force: true });
-    }
-  }, 120_000);
+  test(
+    '25,000 files in `scripts/`: idle sweeps hold the loop briefly; `scripts/fmt.js` among them is moved, and the rest said not checked',
+    () =>
+      withFmtAlias(async ({ ws, marker, s }) => {
+        const r = await s.run(
+          `cd scripts && seq -f 'f%06g' 1 25000 | xargs touch && cd .. && ${write('scripts/fmt.js', js(marker))} && echo x > scripts/fmt.weird && echo made`,
+        );
+        expect(r.output).toContain('made');
+        expect(r.output).toContain('scripts/fmt.js (named as an interpreter completes');
+        expect(r.output).toMatch(
+          /scripts holds more than 20000 entries, so of the names an interpreter completes scripts\/fmt to only fmt\.js, /,
+        );
+        // Idle: the sweep runs every 250 ms; the folder unchanged, it is not listed again.
+        const idle = await longestBlock(() => new Promise((resolve) => setTimeout(resolve, 2_000)));
+        console.log(`resolved-names: 25,000 files in the folder, longest block of the loop over 2 idle seconds ${idle.toFixed(0)} ms`);
+        expect(idle).toBeLessThan(500);
+        hostBash(ws, 'git x');
+        const during = ran(marker);
+        await s.close();
+        expect(during).toBe('not run');
+      }),
+    120_000,
+  );
 });
