@@ -202,26 +202,20 @@ async function readBounded(dir: number, name: string, max: number): Promise<Boun
 }
 
 /**
- * `name` in the directory `dir` opened for reading when it is a regular file: `O_PATH | O_NOFOLLOW`
- * first (a symlink is not followed, a FIFO or device not opened), then, when `fstat` says regular,
- * the same inode reopened through `/proc/self/fd` (`O_NONBLOCK`). Undefined when missing or no regular file.
+ * `name` in the directory `dir` opened for reading when it is a regular file: pinned `O_PATH | O_NOFOLLOW`
+ * first ({@link pinRegular}: a symlink is not followed, a FIFO or device not opened), then, when `fstat` says
+ * regular, the same inode reopened through `/proc/self/fd` (`O_NONBLOCK`). Undefined when missing or no regular file.
  */
 async function openRegular(dir: number, name: string): Promise<{ handle: FileHandle; st: BigIntStats } | undefined> {
-  let pinned: FileHandle;
+  const pinned = await pinRegular(dir, name);
+  if (pinned === undefined) return undefined;
   try {
-    pinned = await open(at(dir, name), O_PATH | constants.O_NOFOLLOW);
-  } catch {
-    return undefined;
-  }
-  try {
-    const st = await pinned.stat({ bigint: true });
-    if (!st.isFile()) return undefined;
-    const handle = await open(`/proc/self/fd/${pinned.fd}`, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
-    return { handle, st };
+    const handle = await open(`/proc/self/fd/${pinned.handle.fd}`, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+    return { handle, st: pinned.st };
   } catch {
     return undefined;
   } finally {
-    await pinned.close();
+    await pinned.handle.close();
   }
 }
 
