@@ -1,0 +1,126 @@
+/**
+ * Adversary round 26: attacks on main (39e21a9), as root, in real sessions of the unit harness.
+ * Each test asserts the safe behaviour and is skipped while its kind is open (the OPEN_* flags below).
+ * FINDINGS.md at the worktree's root holds the same, as it was written during the round.
+ *
+ * Kind 5 (what the person's own python runs is not what they read): a folder of ignored files only has no rule.
+ * Steps: the person's repository has `.gitignore` `*.py[cod]` (GitHub's Python template) and `app.py` that does
+ * `import json`; a command makes `json/__init__.pyc`, a sourceless package compiled from the session's code. git's
+ * `ls-files -o -i --directory` lists the folder whole (`json/`: all of it ignored), but no pattern ignores `json`
+ * itself, so `git check-ignore -v` prints nothing for it. OBSERVED: see the test's header below.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { personsRepo } from './persons-repo';
+import { closeSessions, removeTempDirs, startSession, tempDir, waitUntil } from '../session/helpers';
+import { restoreCheckpoint, takeCheckpoint } from '../../../src/checkpoint/store';
+
+const OPEN_IGNORED_FOLDER_NO_RULE = false;
+const OPEN_CHECKPOINT_GIT_NAMES = true;
+const OPEN_CHECKPOINT_MMAP = true;
+
+afterEach(async () => {
+  await closeSessions();
+  removeTempDirs();
+});
+
+describe('kind 5: a folder of only ignored files, which no rule names, hides code the person runs', () => {
+  const t = OPEN_IGNORED_FOLDER_NO_RULE ? test.skip : test;
+  t("a sourceless json/__init__.pyc that shadows the standard library's json is shown, named or removed", async () => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    const { ws, git } = personsRepo();
+    fs.writeFileSync(path.join(ws, 'app.py'), 'import json\nprint(json.dumps({"hello": "app"}))\n');
+    fs.writeFileSync(path.join(ws, '.gitignore'), '*.py[cod]\n');
+    git('add', 'app.py', '.gitignore');
+    git('commit', '-qm', 'two');
+    const s = await startSession({ cwd: ws, workspace: ws });
+    // A sourceless package: compiled, then its source removed; every file of json/ is ignored by *.py[cod].
+    const r = await s.run(
+      `mkdir json && printf 'print("PWNED-by-session")\\ndef dumps(o): return "{}"\\n' > json/__init__.py && ` +
+        `python3 -c 'import py_compile; py_compile.compile("json/__init__.py", cfile="json/__init__.pyc")' && rm json/__init__.py && ` +
+        `git status --porcelain --untracked-files=all`,
+    );
+    expect(r.exitCode).toBe(0);
+    await s.close();
+    const status = git('status', '--porcelain', '--untracked-files=all');
+    const ran = spawnSync('python3', ['app.py'], { cwd: ws, encoding: 'utf8' }).stdout;
+    const atClose = s.gitFindingsAtClose.map((f) => `${f.path} ${f.why}`).join('\n');
+    fs.writeFileSync('/tmp/adv26/f1.json', JSON.stringify({ status, ran, output: r.output, atClose }, null, 1));
+    const shown = /json\//.test(status) || r.output.includes('json/') || atClose.includes('json');
+    expect(shown || !ran.includes('PWNED-by-session')).toBe(true);
+  });
+});
+
+describe('kind 3: a name git refuses on checkout makes a checkpoint unrestorable', () => {
+  const t = OPEN_CHECKPOINT_GIT_NAMES ? test.skip : test;
+  t(
+    'a rewind to a checkpoint holding git~1/, .GIT/ or a symlinked .gitmodules restores the workspace; one to before them removes them',
+    async () => {
+      if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+      const ws = tempDir();
+      const root = tempDir('aj-ckroot-');
+      fs.writeFileSync(path.join(ws, 'app.py'), 'print("hello")\n');
+      const first = await takeCheckpoint(root, ws, { maxBytes: 1 << 20 }, 'turn 0');
+      if ('skipped' in first) throw new Error(first.skipped);
+      const s = await startSession({ cwd: ws, workspace: ws });
+      // Names git's verify_path refuses (core.protectNTFS's `git~1`, `.git` in any case, `.gitmodules` as a symlink).
+      expect((await s.run('mkdir git~1 .GIT sub && echo x > git~1/x && echo y > .GIT/config && ln -s ../app.py sub/.gitmodules')).exitCode).toBe(0);
+      const taken = await takeCheckpoint(root, ws, { maxBytes: 1 << 20 }, 'turn 1');
+      if ('skipped' in taken) return; // refused: safe
+      // The damage the person will want to undo, and the names changed so that a restore must write them.
+      expect((await s.run("echo 'print(\"PWNED-by-session\")' > app.py && echo z > git~1/x && rm -r .GIT sub")).exitCode).toBe(0);
+      await s.close();
+      let error = '';
+      await restoreCheckpoint(taken.store, ws, taken.id).catch((e: Error) => (error = e.message));
+      // Failed before: "read-tree ... error: invalid path 'git~1/x'", nothing restored.
+      expect(error).toBe('');
+      expect(fs.readFileSync(path.join(ws, 'app.py'), 'utf8')).toBe('print("hello")\n');
+      // Back to before the session: what it made is gone (the restore listed each as deleted, and left it, before).
+      const back = await restoreCheckpoint(first.store, ws, first.id);
+      const left = ['git~1', '.GIT', 'sub'].filter((n) => fs.existsSync(path.join(ws, n)));
+      expect({ left, listed: back.changes.length > 0 }).toEqual({ left: [], listed: true });
+    },
+    120_000,
+  );
+});
+
+describe("kind 5: a file rewritten through a shared mapping keeps its stat: checkpoints and a rewind trust it", () => {
+  const t = OPEN_CHECKPOINT_MMAP ? test.skip : test;
+  t(
+    "a rewind to the checkpoint before the rewrite gives the file back its checkpointed text",
+    async () => {
+      if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+      const ws = tempDir();
+      const root = tempDir('aj-ckroot-');
+      const app = path.join(ws, 'app.py');
+      fs.writeFileSync(app, 'print("hello")\n');
+      fs.copyFileSync(path.join(__dirname, 'fixtures', 'mmap-rewrite.py'), path.join(ws, 'mmap-rewrite.py'));
+      const s = await startSession({ cwd: ws, workspace: ws });
+      // The job maps app.py and dirties its page with the same bytes (the write fault that sets the times), then waits.
+      const r = await s.run(
+        `(python3 mmap-rewrite.py app.py 'print("PWNED")' > mm.log 2>&1 &) && for i in $(seq 200); do [ -e ready ] && break; sleep 0.05; done; ls ready`,
+      );
+      expect(r.exitCode).toBe(0);
+      // The checkpoint keeps a file's stat only when its ctime is 2 s old: wait for the clock, not for a fixed time.
+      const ctime = fs.statSync(app).ctimeMs;
+      await waitUntil('app.py 2.5 s old', () => Date.now() > ctime + 2500, 10_000);
+      const before = await takeCheckpoint(root, ws, { maxBytes: 1 << 20 }, 'turn 1');
+      if ('skipped' in before) throw new Error(before.skipped);
+      // The command the person will want undone: the job writes through the mapping (no time changes).
+      expect((await s.run('touch go && for i in $(seq 200); do [ -e done ] && break; sleep 0.05; done; cat mm.log; cat app.py')).output).toContain('PWNED');
+      await s.close();
+      const st = fs.statSync(app);
+      fs.writeFileSync('/tmp/adv26/mmap.json', JSON.stringify({ ctimeBefore: ctime, ctimeAfter: st.ctimeMs, mtime: st.mtimeMs }));
+      const after = await takeCheckpoint(root, ws, { maxBytes: 1 << 20 }, 'turn 2');
+      if ('skipped' in after) throw new Error(after.skipped);
+      // What the checkpoint after the command holds of app.py (the person's review diffs the two).
+      const recorded = spawnSync('git', ['--git-dir', after.store, 'show', `${after.id}:app.py`], { encoding: 'utf8' }).stdout;
+      await restoreCheckpoint(before.store, ws, before.id);
+      const restored = fs.readFileSync(app, 'utf8');
+      fs.writeFileSync('/tmp/adv26/mmap2.json', JSON.stringify({ recorded, restored }));
+      expect({ recorded, restored }).toEqual({ recorded: 'print("PWNED")\n', restored: 'print("hello")\n' });
+    },
+    120_000,
+  );
+});
