@@ -19,6 +19,7 @@ import { restoreCheckpoint, takeCheckpoint } from '../../../src/checkpoint/store
 const OPEN_IGNORED_FOLDER_NO_RULE = false;
 const OPEN_CHECKPOINT_GIT_NAMES = true;
 const OPEN_CHECKPOINT_MMAP = true;
+const OPEN_GIT_STATUS_MMAP = false;
 
 afterEach(async () => {
   await closeSessions();
@@ -123,4 +124,37 @@ describe("kind 5: a file rewritten through a shared mapping keeps its stat: chec
     },
     120_000,
   );
+});
+
+describe("kind 5: a tracked file rewritten through a shared mapping after git's refresh is clean to the person's git status", () => {
+  const t = OPEN_GIT_STATUS_MMAP ? test.skip : test;
+  t('build.sh rewritten without a time change shows in git status, or the result names it', async () => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    const { ws, git } = personsRepo();
+    fs.mkdirSync(path.join(ws, '.aj'));
+    fs.writeFileSync(path.join(ws, '.git', 'info', 'exclude'), '.aj/\n');
+    fs.copyFileSync(path.join(__dirname, 'fixtures', 'mmap-rewrite.py'), path.join(ws, '.aj', 'mmap-rewrite.py'));
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const outputs: string[] = [];
+    const run = async (cmd: string): Promise<string> => {
+      const r = await s.run(cmd);
+      outputs.push(r.output);
+      return r.output;
+    };
+    // The job dirties build.sh's page with its own bytes (ctime changes, content not); 2.6 s later (git's racy window past)
+    // git's refresh writes the index with that stat; then the job writes through the mapping. One command: the audit after it.
+    const out = await run(
+      `(cd .aj && python3 mmap-rewrite.py ../build.sh 'echo PWNED-by-' > mm.log 2>&1 &) && for i in $(seq 200); do [ -e .aj/ready ] && break; sleep 0.05; done; ` +
+        `sleep 2.6; git update-index --refresh; sleep 1.1; touch .aj/go; for i in $(seq 200); do [ -e .aj/done ] && break; sleep 0.05; done; cat .aj/mm.log build.sh`,
+    );
+    expect(out).toContain('PWNED-by-');
+    await s.close();
+    const ran = spawnSync('sh', ['build.sh'], { cwd: ws, encoding: 'utf8' }).stdout;
+    const status = git('status', '--porcelain', '--untracked-files=all');
+    const told = `${outputs.join('\n')}\n${s.gitFindingsAtClose.map((f) => `${f.path} ${f.why}`).join('\n')}`;
+    fs.writeFileSync('/tmp/adv26/gs.json', JSON.stringify({ ran, status, told, diff: git('diff', 'HEAD') }, null, 1));
+    // Safe: the person's sh runs what they read, or status, diff or the result shows build.sh changed.
+    const shown = /build\.sh/.test(status) || /build\.sh/.test(told.replace(/cat build\.sh/g, ''));
+    expect(shown || !ran.includes('PWNED-by-')).toBe(true);
+  }, 120_000);
 });
