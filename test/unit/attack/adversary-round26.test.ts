@@ -12,6 +12,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { spawnSync } from 'node:child_process';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { personsRepo } from './persons-repo';
 import { closeSessions, removeTempDirs, startSession, tempDir, waitUntil } from '../session/helpers';
 import { restoreCheckpoint, takeCheckpoint } from '../../../src/checkpoint/store';
@@ -20,6 +21,7 @@ const OPEN_IGNORED_FOLDER_NO_RULE = false;
 const OPEN_CHECKPOINT_GIT_NAMES = true;
 const OPEN_CHECKPOINT_MMAP = true;
 const OPEN_GIT_STATUS_MMAP = false;
+const OPEN_CHECKPOINT_PACKED_REFS_LOOP = true;
 
 afterEach(async () => {
   await closeSessions();
@@ -157,4 +159,40 @@ describe("kind 5: a tracked file rewritten through a shared mapping after git's 
     const shown = /build\.sh/.test(status) || /build\.sh/.test(told.replace(/cat build\.sh/g, ''));
     expect(shown || !ran.includes('PWNED-by-')).toBe(true);
   }, 120_000);
+});
+
+describe("kind 3: nested repositories' packed-refs, each one entry of 0 bytes, hold the worker's loop at every checkpoint", () => {
+  const t = OPEN_CHECKPOINT_PACKED_REFS_LOOP ? test.skip : test;
+  t(
+    '400 nested repositories sharing a 1 MiB packed-refs of newlines cost a checkpoint little',
+    async () => {
+      if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+      const ws = tempDir();
+      const root = tempDir('aj-ckroot-');
+      const s = await startSession({ cwd: ws, workspace: ws });
+      // A job, after the command's audit (which moves a .git made below the root), when the host says `go`: 400
+      // repositories whose HEAD names a branch that packed-refs lacks, packed-refs one file (hard links) of 1 MiB of newlines.
+      fs.writeFileSync(
+        path.join(ws, 'repos.sh'),
+        'while [ ! -e go ]; do sleep 0.05; done\n' +
+          "python3 -c '\n" +
+          'import os\nopen("pr", "w").write("\\n" * (1 << 20))\n' +
+          'for k in range(400):\n  g = "r%03d/.git" % k; os.makedirs(g); open(g + "/HEAD", "w").write("ref: refs/heads/zz\\n"); os.link("pr", g + "/packed-refs")\n' +
+          "' && rm pr && echo 400 > done\n",
+      );
+      expect((await s.run('(bash repos.sh > repos.log 2>&1 &)')).exitCode).toBe(0);
+      fs.writeFileSync(path.join(ws, 'go'), '');
+      await waitUntil('the repositories made', () => fs.existsSync(path.join(ws, 'done')), 60_000);
+      const h = monitorEventLoopDelay({ resolution: 10 });
+      h.enable();
+      const started = Date.now();
+      const ck = await takeCheckpoint(root, ws, { maxBytes: 1 << 20 }, 'turn 1');
+      const ms = Date.now() - started;
+      h.disable();
+      // Before: 77 ms of the worker's loop per repository (2,000 took 155 s, blocks up to 586 ms); a file costs well under 1 ms.
+      expect(ms).toBeLessThan(8_000);
+      expect(h.max / 1e6).toBeLessThan(250);
+    },
+    180_000,
+  );
 });
