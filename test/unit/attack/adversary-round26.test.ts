@@ -22,6 +22,7 @@ const OPEN_CHECKPOINT_GIT_NAMES = true;
 const OPEN_CHECKPOINT_MMAP = true;
 const OPEN_GIT_STATUS_MMAP = false;
 const OPEN_CHECKPOINT_PACKED_REFS_LOOP = true;
+const OPEN_CHECKPOINT_COMMONDIR_ESCAPE = true;
 
 afterEach(async () => {
   await closeSessions();
@@ -194,5 +195,41 @@ describe("kind 3: nested repositories' packed-refs, each one entry of 0 bytes, h
       expect(h.max / 1e6).toBeLessThan(250);
     },
     180_000,
+  );
+});
+
+describe("kind 6: a nested repository's commondir leads the checkpoint's reads out of the workspace", () => {
+  const t = OPEN_CHECKPOINT_COMMONDIR_ESCAPE ? test.skip : test;
+  t(
+    "a gitlink is not resolved from a ref file outside the workspace (`commondir` of `..`s)",
+    async () => {
+      if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+      const outside = tempDir('aj-outside-');
+      const ws = path.join(outside, 'ws');
+      fs.mkdirSync(ws);
+      // A ref of the host's, outside the workspace (root's, mode 0700: nothing of the session reads it).
+      const hidden = path.join(outside, 'hidden');
+      fs.mkdirSync(path.join(hidden, 'refs', 'heads'), { recursive: true, mode: 0o700 });
+      fs.chmodSync(hidden, 0o700);
+      const secret = '1234567890abcdef1234567890abcdef12345678';
+      fs.writeFileSync(path.join(hidden, 'refs', 'heads', 'main'), `${secret}\n`, { mode: 0o600 });
+      const root = tempDir('aj-ckroot-');
+      const s = await startSession({ cwd: ws, workspace: ws });
+      // A job, after the command's audit (which moves a .git made below the root): sub/.git whose commondir climbs out.
+      fs.writeFileSync(
+        path.join(ws, 'repo.sh'),
+        'while [ ! -e go ]; do sleep 0.05; done\n' +
+          "mkdir -p sub/.git && echo 'ref: refs/heads/main' > sub/.git/HEAD && echo ../../../hidden > sub/.git/commondir && echo made > done\n",
+      );
+      expect((await s.run('(bash repo.sh > repo.log 2>&1 &)')).exitCode).toBe(0);
+      fs.writeFileSync(path.join(ws, 'go'), '');
+      await waitUntil('the repository made', () => fs.existsSync(path.join(ws, 'done')), 30_000);
+      const ck = await takeCheckpoint(root, ws, { maxBytes: 1 << 20 }, 'turn 1');
+      if ('skipped' in ck) throw new Error(ck.skipped);
+      const tree = spawnSync('git', ['--git-dir', ck.store, 'ls-tree', '-r', ck.id], { encoding: 'utf8' }).stdout;
+      // Before: `160000 commit 1234567890abcdef... sub` (root's read of <outside>/hidden/refs/heads/main).
+      expect(tree).not.toContain(secret);
+    },
+    60_000,
   );
 });
