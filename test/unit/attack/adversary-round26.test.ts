@@ -13,6 +13,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { execFileSync, spawnSync as run0 } from 'node:child_process';
 import { personsRepo } from './persons-repo';
 import { closeSessions, removeTempDirs, startSession, tempDir, waitUntil } from '../session/helpers';
 import { restoreCheckpoint, takeCheckpoint } from '../../../src/checkpoint/store';
@@ -23,6 +24,7 @@ const OPEN_CHECKPOINT_MMAP = true;
 const OPEN_GIT_STATUS_MMAP = false;
 const OPEN_CHECKPOINT_PACKED_REFS_LOOP = true;
 const OPEN_CHECKPOINT_COMMONDIR_ESCAPE = true;
+const OPEN_SUBMODULE_IGNORED_CODE = true;
 
 afterEach(async () => {
   await closeSessions();
@@ -232,4 +234,37 @@ describe("kind 6: a nested repository's commondir leads the checkpoint's reads o
     },
     60_000,
   );
+});
+
+describe("kind 5: code in a submodule's ignored folder, which the ignored walk never reads", () => {
+  const t = OPEN_SUBMODULE_IGNORED_CODE ? test.skip : test;
+  t("a lib/__pycache__ file that makes `from lib import mod` run the session's code is shown, named or removed", async () => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    // The person's library, a submodule `lib` of their repository (its own .gitignore: __pycache__/).
+    const lib = tempDir('aj-libsrc-');
+    const g = (cwd: string, ...a: string[]): string =>
+      execFileSync('git', ['-C', cwd, '-c', 'user.name=p', '-c', 'user.email=p@example.com', '-c', 'protocol.file.allow=always', ...a], {
+        encoding: 'utf8',
+        stdio: 'pipe',
+      });
+    g(lib, 'init', '-q', '-b', 'main');
+    fs.writeFileSync(path.join(lib, 'mod.py'), 'print("hello from mod")\n');
+    fs.writeFileSync(path.join(lib, '.gitignore'), '__pycache__/\n');
+    g(lib, 'add', '.');
+    g(lib, 'commit', '-qm', 'lib');
+    const { ws, git } = personsRepo();
+    g(ws, 'submodule', 'add', '-q', lib, 'lib');
+    g(ws, 'commit', '-qm', 'lib as a submodule');
+    fs.copyFileSync(path.join(__dirname, 'fixtures', 'pyc-swap.py'), path.join(ws, 'pyc-swap.py'));
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run(`python3 pyc-swap.py lib/mod.py 'print("PWNED-by-session")' && rm pyc-swap.py && git status --porcelain`);
+    expect(r.exitCode).toBe(0);
+    await s.close();
+    const status = `${git('status', '--porcelain', '--untracked-files=all')}${g(path.join(ws, 'lib'), 'status', '--porcelain', '--untracked-files=all')}`;
+    const ran = run0('python3', ['-c', 'from lib import mod'], { cwd: ws, encoding: 'utf8' }).stdout;
+    const atClose = s.gitFindingsAtClose.map((f) => `${f.path} ${f.why}`).join('\n');
+    fs.writeFileSync('/tmp/adv26/sub.json', JSON.stringify({ status, ran, out: r.output, atClose }, null, 1));
+    const shown = /__pycache__/.test(status) || r.output.includes('__pycache__') || atClose.includes('__pycache__');
+    expect(shown || !ran.includes('PWNED-by-session')).toBe(true);
+  }, 60_000);
 });
