@@ -25,6 +25,7 @@ const OPEN_GIT_STATUS_MMAP = false;
 const OPEN_CHECKPOINT_PACKED_REFS_LOOP = true;
 const OPEN_CHECKPOINT_COMMONDIR_ESCAPE = true;
 const OPEN_SUBMODULE_IGNORED_CODE = true;
+const OPEN_SUBMODULE_IGNORE_DIRTY = true;
 
 afterEach(async () => {
   await closeSessions();
@@ -265,6 +266,38 @@ describe("kind 5: code in a submodule's ignored folder, which the ignored walk n
     const atClose = s.gitFindingsAtClose.map((f) => `${f.path} ${f.why}`).join('\n');
     fs.writeFileSync('/tmp/adv26/sub.json', JSON.stringify({ status, ran, out: r.output, atClose }, null, 1));
     const shown = /__pycache__/.test(status) || r.output.includes('__pycache__') || atClose.includes('__pycache__');
+    expect(shown || !ran.includes('PWNED-by-session')).toBe(true);
+  }, 60_000);
+});
+
+describe("kind 5: a submodule the person's .gitmodules marks `ignore = dirty`: its changed files are clean to git status", () => {
+  const t = OPEN_SUBMODULE_IGNORE_DIRTY ? test.skip : test;
+  t("a changed lib/mod.py shows in the person's git status, or the result names it", async () => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    const lib = tempDir('aj-libsrc-');
+    const g = (cwd: string, ...a: string[]): string =>
+      execFileSync('git', ['-C', cwd, '-c', 'user.name=p', '-c', 'user.email=p@example.com', '-c', 'protocol.file.allow=always', ...a], {
+        encoding: 'utf8',
+        stdio: 'pipe',
+      });
+    g(lib, 'init', '-q', '-b', 'main');
+    fs.writeFileSync(path.join(lib, 'mod.py'), 'print("hello from mod")\n');
+    g(lib, 'add', '.');
+    g(lib, 'commit', '-qm', 'lib');
+    const { ws, git } = personsRepo();
+    g(ws, 'submodule', 'add', '-q', lib, 'lib');
+    g(ws, 'config', '-f', '.gitmodules', 'submodule.lib.ignore', 'dirty');
+    g(ws, 'add', '.gitmodules');
+    g(ws, 'commit', '-qm', 'lib as a submodule, its worktree changes not shown');
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run(`echo 'print("PWNED-by-session")' > lib/mod.py && git status --porcelain`);
+    expect(r.exitCode).toBe(0);
+    await s.close();
+    const status = git('status', '--porcelain', '--untracked-files=all');
+    const ran = run0('python3', ['-c', 'from lib import mod'], { cwd: ws, encoding: 'utf8' }).stdout;
+    const atClose = s.gitFindingsAtClose.map((f) => `${f.path} ${f.why}`).join('\n');
+    fs.writeFileSync('/tmp/adv26/sub2.json', JSON.stringify({ status, ran, out: r.output, atClose }, null, 1));
+    const shown = /lib/.test(status) || r.output.includes('lib/mod.py') || atClose.includes('lib');
     expect(shown || !ran.includes('PWNED-by-session')).toBe(true);
   }, 60_000);
 });
