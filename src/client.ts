@@ -616,21 +616,30 @@ export class AgentJobsClient {
   }
 
   /**
-   * Whether a worker recently polled the shared queue for workflow tasks
-   * (and so can answer queries). A worker that stopped within the last ~90 s
-   * may still count; the query deadline covers that case.
+   * The workers that recently polled the shared queue for workflow tasks:
+   * each one's identity (the SDK's default is `<pid>@<host>`) and when it
+   * last polled (ms since the epoch; 0 while a poll is open). A worker that
+   * stopped within the last ~90 s may still be listed.
    */
-  async workerPolling(): Promise<boolean> {
+  async pollers(): Promise<Array<{ identity: string; lastAccessMs: number }>> {
     const r = await this.temporal.workflowService.describeTaskQueue({
       namespace: this.namespace,
       taskQueue: { name: SHARED_TASK_QUEUE, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
       taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
     });
     const now = Date.now();
-    return (r.pollers ?? []).some((p) => {
-      const seconds = Number(String(p.lastAccessTime?.seconds ?? 0)); // a number or a Long
-      return seconds === 0 || now - seconds * 1000 < LIVE_POLLER_MS;
-    });
+    return (r.pollers ?? [])
+      .map((p) => ({ identity: p.identity ?? '', lastAccessMs: Number(String(p.lastAccessTime?.seconds ?? 0)) * 1000 })) // a number or a Long
+      .filter((p) => p.lastAccessMs === 0 || now - p.lastAccessMs < LIVE_POLLER_MS);
+  }
+
+  /**
+   * Whether a worker recently polled the shared queue for workflow tasks
+   * (and so can answer queries). A worker that stopped within the last ~90 s
+   * may still count; the query deadline covers that case.
+   */
+  async workerPolling(): Promise<boolean> {
+    return (await this.pollers()).length > 0;
   }
 
   /**
