@@ -184,7 +184,7 @@ export class NoAnswerError extends Error {
       reason === 'deadline'
         ? `no worker answered ${what} within ${QUERY_DEADLINE_MS / 1000} s`
         : reason === 'no-poller'
-          ? `no worker answered ${what}: the server has seen no poller recently`
+          ? `no worker answered ${what}: the worker the server still listed has stopped polling (a stopped worker stays listed for up to 90 s)`
           : reason === 'task-failing'
             ? `no worker can answer ${what}: its workflow task fails on the worker: ${failure ?? '?'}`
             : `no worker answered ${what}: the query failed (${cause instanceof Error ? cause.message : String(cause)})`,

@@ -178,7 +178,7 @@ describe('agent-jobs CLI', () => {
         expect(r.code).toBe(1);
         expect(r.stderr).toMatch(
           new RegExp(
-            `^agent-jobs: no worker answered the ${what} of orphaned(: the server has seen no poller recently| within 10 s|: the query failed \\(Failed to query Workflow\\))\nhint: .*agent-jobs worker.\n$`,
+            `^agent-jobs: no worker answered the ${what} of orphaned(: the worker the server still listed has stopped polling \\(a stopped worker stays listed for up to 90 s\\)| within 10 s|: the query failed \\(Failed to query Workflow\\))\nhint: .*agent-jobs worker.\n$`,
           ),
         );
       }
