@@ -723,6 +723,8 @@ export interface DecideOptions extends SendOptions {
 export interface Decided {
   answer: DecideAnswer;
   command: CommandDisplay;
+  /** What was pending when the decision was sent (for a text editor change, its `edit` and diff `display`). */
+  pending: PendingApproval;
   /** The run was paused when the decision was sent: an approved command runs only after `resume`. */
   paused: boolean;
 }
@@ -1203,7 +1205,7 @@ export class RunHandle {
     // An answer about another wait is Temporal's answer to an earlier Update with this id: not applied here.
     if (wait !== undefined && answer.wait !== wait)
       throw new DecisionNotAppliedError(this.workflowId, pending.toolUseId, wait, answer.wait);
-    return { answer, command, paused: status.status === 'paused' };
+    return { answer, command, pending, paused: status.status === 'paused' };
   }
 
   /** Approves (or, with `edit`, edits) the pending command. See {@link decide}. */
