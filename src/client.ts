@@ -184,7 +184,7 @@ export class NoAnswerError extends Error {
       reason === 'deadline'
         ? `no worker answered ${what} within ${QUERY_DEADLINE_MS / 1000} s`
         : reason === 'no-poller'
-          ? `no worker answered ${what}: the server has seen no poller recently`
+          ? `no worker answered ${what}: the worker the server still listed has stopped polling (a stopped worker stays listed for up to 90 s)`
           : reason === 'task-failing'
             ? `no worker can answer ${what}: its workflow task fails on the worker: ${failure ?? '?'}`
             : `no worker answered ${what}: the query failed (${cause instanceof Error ? cause.message : String(cause)})`,
@@ -616,21 +616,30 @@ export class AgentJobsClient {
   }
 
   /**
-   * Whether a worker recently polled the shared queue for workflow tasks
-   * (and so can answer queries). A worker that stopped within the last ~90 s
-   * may still count; the query deadline covers that case.
+   * The workers that recently polled the shared queue for workflow tasks:
+   * each one's identity (the SDK's default is `<pid>@<host>`) and when it
+   * last polled (ms since the epoch; 0 while a poll is open). A worker that
+   * stopped within the last ~90 s may still be listed.
    */
-  async workerPolling(): Promise<boolean> {
+  async pollers(): Promise<Array<{ identity: string; lastAccessMs: number }>> {
     const r = await this.temporal.workflowService.describeTaskQueue({
       namespace: this.namespace,
       taskQueue: { name: SHARED_TASK_QUEUE, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
       taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
     });
     const now = Date.now();
-    return (r.pollers ?? []).some((p) => {
-      const seconds = Number(String(p.lastAccessTime?.seconds ?? 0)); // a number or a Long
-      return seconds === 0 || now - seconds * 1000 < LIVE_POLLER_MS;
-    });
+    return (r.pollers ?? [])
+      .map((p) => ({ identity: p.identity ?? '', lastAccessMs: Number(String(p.lastAccessTime?.seconds ?? 0)) * 1000 })) // a number or a Long
+      .filter((p) => p.lastAccessMs === 0 || now - p.lastAccessMs < LIVE_POLLER_MS);
+  }
+
+  /**
+   * Whether a worker recently polled the shared queue for workflow tasks
+   * (and so can answer queries). A worker that stopped within the last ~90 s
+   * may still count; the query deadline covers that case.
+   */
+  async workerPolling(): Promise<boolean> {
+    return (await this.pollers()).length > 0;
   }
 
   /**
@@ -714,6 +723,8 @@ export interface DecideOptions extends SendOptions {
 export interface Decided {
   answer: DecideAnswer;
   command: CommandDisplay;
+  /** What was pending when the decision was sent (for a text editor change, its `edit` and diff `display`). */
+  pending: PendingApproval;
   /** The run was paused when the decision was sent: an approved command runs only after `resume`. */
   paused: boolean;
 }
@@ -1194,7 +1205,7 @@ export class RunHandle {
     // An answer about another wait is Temporal's answer to an earlier Update with this id: not applied here.
     if (wait !== undefined && answer.wait !== wait)
       throw new DecisionNotAppliedError(this.workflowId, pending.toolUseId, wait, answer.wait);
-    return { answer, command, paused: status.status === 'paused' };
+    return { answer, command, pending, paused: status.status === 'paused' };
   }
 
   /** Approves (or, with `edit`, edits) the pending command. See {@link decide}. */

@@ -27,6 +27,7 @@ import { createSessionActivities, SessionRegistry } from './activities/session';
 import {
   ensureSessionUser,
   isSecretEnvName,
+  isSecretEnvValue,
   makeNonDumpable,
   reapOrphanedSessions,
   resolveSandbox,
@@ -169,7 +170,7 @@ export async function startWorker(): Promise<RunningWorker> {
     );
   // Before any bash starts: secrets out of /proc/<this pid>/environ (see src/proc-environ.ts).
   const secretNames = extraSecretEnvNames();
-  const environ = hideFromProcEnviron((name) => isSecretEnvName(name, secretNames));
+  const environ = hideFromProcEnviron((name) => isSecretEnvName(name, secretNames) || isSecretEnvValue(process.env[name] ?? ''));
   if (environ.skipped) Runtime.instance().logger.warn(`secrets stay readable in /proc/${process.pid}/environ: ${environ.skipped}`);
   else if (environ.hidden.length > 0) Runtime.instance().logger.debug(`hid ${environ.hidden.join(', ')} in /proc/${process.pid}/environ`);
   // Encryption of every payload (src/codec), on unless AGENT_JOBS_CODEC_KEYS=none, for both workers like the client;

@@ -41,7 +41,7 @@ import {
   waitingLine,
 } from './render/events';
 import { describeMessage, hanging } from './render/messages';
-import { statusJson } from './render/run';
+import { editDecisionLines, statusJson } from './render/run';
 import { commandLines, jsonText, shownText, terminalText } from './render/text';
 
 /** Exit code for a run that ended: 0 when it completed, 1 for any other end (failed, cancelled, budgets, refusal). */
@@ -346,13 +346,11 @@ async function decideInline(
     choice.kind === 'deny' ? { sha, reason: choice.reason } : choice.kind === 'edit' ? { sha, edit: choice.command } : { sha };
   try {
     const { answer, command } = await run.decide(choice.kind !== 'deny', options);
+    const label = `${answer.decision} ${answer.toolUseId} by ${answer.by}${choice.kind === 'deny' ? ` (${choice.reason})` : ''}: `;
     live.print(
       shownText(
         [
-          ...commandLines(command, {
-            label: `${answer.decision} ${answer.toolUseId} by ${answer.by}${choice.kind === 'deny' ? ` (${choice.reason})` : ''}: `,
-            indent: '  ',
-          }),
+          ...(pending.edit ? editDecisionLines(label, pending) : commandLines(command, { label, indent: '  ' })),
           ...(answer.decision === 'edited' ? commandLines(answer.command, { label: '  runs instead: ', indent: '    ' }) : []),
         ].join('\n'),
       ),

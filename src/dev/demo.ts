@@ -26,7 +26,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { watchRun } from '../cli/follow';
 import { shortHash } from '../shared/display';
-import { DEV_SERVER_PORT, pidFile, serverAnswers, startDevServer, stopCommand } from './devserver';
+import { DEV_SERVER_PORT, pidFile, recordedDevServer, serverAnswers, startDevServer, stopCommand } from './devserver';
 import { startModelServer, type ModelServer } from './model-server';
 import { PROJECT_ROOT, dataDir } from '../settings';
 import { connect } from '../client';
@@ -56,7 +56,13 @@ async function main(): Promise<void> {
 
   // 1. Temporal
   if (await serverAnswers(address)) {
-    say(`using the Temporal server already answering at ${address}`);
+    const ours = recordedDevServer(port);
+    say(
+      ours !== null
+        ? `using the dev server this folder started earlier (pid ${ours}), already answering at ${address}`
+        : `using the Temporal server already answering at ${address}, which this folder did not start (its pid file names none):` +
+            ' on a machine others use, it may be theirs; set TEMPORAL_ADDRESS to a server of your own (docs/development.md)',
+    );
   } else {
     say(`starting a Temporal dev server at 127.0.0.1:${port} (data in data/temporal.db)`);
     await startDevServer({ port, dbFile: path.join(dataDir(), 'temporal.db'), detached: true });
@@ -117,6 +123,17 @@ async function main(): Promise<void> {
   const logFile = path.join(dataDir(), 'demo-worker.log');
   mkdirSync(dataDir(), { recursive: true });
   const log = openSync(logFile, 'a');
+  const jobs = await connect({ address });
+  cleanup.push(() => jobs.close());
+  const others = await jobs.pollers();
+  if (others.length > 0) {
+    // Any worker on the queue may take this run's workflow tasks: a teammate's, with other codec keys, fails them until ours does.
+    const names = others.map((p) => p.identity || '(no identity)').join(', ');
+    say(
+      `${others.length} other worker(s) already poll the agent-jobs task queue on this server (${names}): they may take this run's tasks.` +
+        ' If they are not yours, stop here (Ctrl-C) and use a server of your own (docs/development.md, "A machine shared with others").',
+    );
+  }
   const worker = spawn(process.execPath, [path.join(PROJECT_ROOT, 'dist', 'worker.js')], { env: workerEnv, stdio: ['ignore', log, log] });
   cleanup.push(async () => {
     if (worker.exitCode === null && worker.signalCode === null) {
@@ -124,8 +141,6 @@ async function main(): Promise<void> {
       await new Promise((r) => worker.once('exit', r));
     }
   });
-  const jobs = await connect({ address });
-  cleanup.push(() => jobs.close());
   // A new worker shows up among the task queue's pollers a second or two after it starts.
   const exited = new Promise<false>((r) => worker.once('exit', () => r(false)));
   if (!(await Promise.race([jobs.waitForWorker(60_000), exited]))) {

@@ -330,6 +330,24 @@ function writePidFile(port: number, pid: number): void {
   writeFileSync(pidFile(port), `${pid}\n`);
 }
 
+/**
+ * The pid of the dev server this data folder's pid file records for `port`,
+ * when that pid is alive and runs `temporal server start-dev ... --port
+ * <port>`; `null` otherwise (no record, a stale one, or no `/proc` to check).
+ */
+export function recordedDevServer(port: number): number | null {
+  let text: string;
+  try {
+    text = readFileSync(pidFile(port), 'utf8').trim();
+  } catch {
+    return null;
+  }
+  const pid = /^\d+$/.test(text) ? Number(text) : NaN;
+  if (!Number.isSafeInteger(pid) || pid <= 0 || !processExists(pid)) return null;
+  const argv = commandLineOf(pid);
+  return argv !== null && isDevServerCommandLine(argv, port) ? pid : null;
+}
+
 /** What {@link stopDetachedServer} did. */
 export type StopOutcome =
   /** The recorded pid was the dev server on that port: its process group was stopped and the record removed. */

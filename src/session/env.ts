@@ -107,6 +107,22 @@ export function isSecretEnvName(name: string, extraNames: Iterable<string> = [])
   return SECRET_NAME_PATTERNS.some((re) => re.test(upper));
 }
 
+/**
+ * Values that are secrets whatever the variable's name: a URL that carries a
+ * password in its userinfo (`DATABASE_URL=postgres://app:pw@db/app`,
+ * `REDIS_URL`, a proxy URL; RFC 3986 section 3.2.1 deprecates the form, and
+ * tools still read it) and a PEM private key.
+ */
+export const SECRET_VALUE_PATTERNS: readonly RegExp[] = Object.freeze([
+  /[a-z][a-z0-9+.-]*:\/\/[^\s/?#@:]*:[^\s/?#@]+@/i,
+  /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/,
+]);
+
+/** Whether a variable's value is a secret by its shape ({@link SECRET_VALUE_PATTERNS}), whatever its name. */
+export function isSecretEnvValue(value: string): boolean {
+  return SECRET_VALUE_PATTERNS.some((re) => re.test(value));
+}
+
 /** Input of {@link buildSessionEnv}. */
 export interface SessionEnvOptions {
   /** Environment to start from. @default process.env */
@@ -136,7 +152,7 @@ export interface SessionEnv {
 
 /**
  * Builds the scrubbed environment of a session: `base` minus secrets (see
- * {@link SECRET_NAME_PATTERNS} and `secretEnvNames`) and shell-control
+ * {@link SECRET_NAME_PATTERNS}, `secretEnvNames` and {@link SECRET_VALUE_PATTERNS}) and shell-control
  * variables, plus {@link NON_INTERACTIVE_ENV}, plus `extra`. `LANG` is set to
  * `C.UTF-8` when neither `LANG` nor `LC_ALL` is set, so tools print UTF-8.
  * Pure: reads nothing but its arguments (and `process.env` when `base` is
@@ -150,7 +166,7 @@ export function buildSessionEnv(options: SessionEnvOptions = {}): SessionEnv {
   const secrets: SecretValue[] = [];
   for (const [name, value] of Object.entries(base)) {
     if (value === undefined) continue;
-    if (isSecretEnvName(name, extraNames)) {
+    if (isSecretEnvName(name, extraNames) || isSecretEnvValue(value)) {
       removed.push(name);
       if (value.length >= MIN_REDACTED_SECRET_LENGTH) secrets.push({ name, value });
       continue;

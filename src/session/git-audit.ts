@@ -865,7 +865,8 @@ export function gitAuditNote(findings: readonly GitFinding[], b: GitBaseline): s
       : '',
     ...hidden.whats,
   ].filter((w) => w !== '');
-  return `${whats.join('; ') || 'the git audit'}; ${parts.join('; ')}`;
+  const head = whats.join('; ') || 'the git audit';
+  return parts.length > 0 ? `${head}; ${parts.join('; ')}` : head;
 }
 
 /**
@@ -885,15 +886,20 @@ function hiddenNote(findings: readonly GitFinding[], named: (fs: readonly GitFin
   const parts = [];
   if (shown.length > 0) parts.push(`git status shows again: ${named(shown)}`);
   if (notShown.length > 0) parts.push(`git status may still NOT show, check by hand: ${named(notShown)}`);
-  if (ignored.length > 0) parts.push(`not in git status (review them): ${named(ignored)}`);
-  if (unlisted.length > 0) parts.push(`not in git status, under your ignore rules (review them): ${named(unlisted)}`);
-  if (removed.length > 0) parts.push(`removed (Python rebuilds them from the sources): ${named(removed)}`);
   if (partial.length > 0) parts.push(`ignored files NOT fully checked: ${named(partial)}`);
+  // What was found under ignore rules is said once, in its heading; each path adds only its rule (git-index-audit.ts).
   const whats = [
-    shown.length + ignored.length + notShown.length > 0 ? "the session hid changes from the person's git status" : '',
-    unlisted.length > 0 ? "the session made or changed files that the person's ignore rules keep out of git status" : '',
+    shown.length + notShown.length > 0 ? "the session hid changes from the person's git status" : '',
+    ignored.length > 0
+      ? `the session made or changed files that an ignore rule it wrote keeps out of git status; review them (\`git status --ignored\` lists them): ${named(ignored)}`
+      : '',
+    unlisted.length > 0
+      ? `the session made or changed files that your own ignore rules keep out of git status; review them: ${named(unlisted)}`
+      : '',
     partial.length > 0 ? 'the audit did not read every ignored file' : '',
-    removed.length > 0 ? 'the session wrote Python bytecode, which Python would run instead of the reviewed source' : '',
+    removed.length > 0
+      ? `the session wrote Python bytecode, which Python would run instead of its source (its header may claim the source's mtime and size); removed, Python writes it again from the source: ${named(removed)}`
+      : '',
   ];
   return { parts, whats };
 }

@@ -790,36 +790,32 @@ async function rulesOf(b: IndexBaseline, cfg: string[], roots: Buffer[]): Promis
 /** The findings for the fresh entries of the root `root` ignored by `rule`: one by one, or one counting them. */
 function freshFindings(b: IndexBaseline, root: string, rule: { text: string; sessions: boolean }, f: RootFound): IndexFinding[] {
   const kind = rule.sessions ? 'ignored' : 'unlisted';
-  const where = (it: string): string =>
-    rule.sessions
-      ? ` and ignored by a rule the session wrote (${rule.text}), so git status does not show ${it}; review ${it} (\`git status --ignored\`)`
-      : `, in what the person's own ignore rules keep out of git status (${rule.text}); review ${it}`;
+  // The note's heading says what the kind means (git-audit.ts hiddenNote); each finding adds only its own facts.
+  const by = rule.sessions ? `ignored by a rule the session wrote: ${rule.text}` : rule.text;
   const abs = (rel: string): string => path.join(b.workspace, rel);
   if (f.fresh.length <= MAX_NAMED_IN_ROOT && f.freshMore === 0)
     return f.fresh.map((e) => {
       const what =
         e.kind === 'dir'
-          ? 'a folder changed by the session (an entry removed or renamed away, or the folder itself moved)'
+          ? 'a folder: an entry removed or renamed away, or the folder itself moved; '
           : e.kind === 'kept'
-            ? `Python bytecode made or changed by the session, NOT removed (${e.why ?? 'kept'})`
-            : 'made or changed by the session';
-      return { path: abs(decodeName(Buffer.from(e.raw))), why: `${what}${where('it')}`, kind };
+            ? `Python bytecode NOT removed (${e.why ?? 'kept'}); `
+            : '';
+      return { path: abs(decodeName(Buffer.from(e.raw))), why: `${what}${by}`, kind };
     });
   const some = f.fresh.slice(0, 3).map((e) => showName(path.relative(root, decodeName(Buffer.from(e.raw)))) || '.');
   const n = f.fresh.length + f.freshMore;
-  return [
-    { path: abs(root), why: `${n} files and folders in it made or changed by the session (${some.join(', ')}, …)${where('them')}`, kind },
-  ];
+  return [{ path: abs(root), why: `${n} files and folders in it, ${some.join(', ')}, …; ${by}`, kind }];
 }
 
 /** The findings for the bytecode removed in the root `root`: one by one, or one counting them. */
 function removedFindings(b: IndexBaseline, root: string, f: RootFound): IndexFinding[] {
   const n = f.removed.length + f.removedMore;
   if (n === 0) return [];
-  const why =
-    "Python bytecode written during the session, which Python would run instead of its source (its header may claim the source's mtime and size), removed: Python writes it again from the source you review, so nothing is lost";
+  // The note's heading says why it is removed (git-audit.ts hiddenNote): its header may claim the source's mtime and size.
+  const why = 'written during the session';
   if (n <= MAX_NAMED_IN_ROOT) return f.removed.map((rel) => ({ path: path.join(b.workspace, rel), why, kind: 'removed' }));
-  return [{ path: path.join(b.workspace, root), why: `${n} files of ${why.replace(/^Python bytecode/, 'it')}`, kind: 'removed' }];
+  return [{ path: path.join(b.workspace, root), why: `${n} files in it ${why}`, kind: 'removed' }];
 }
 
 /**

@@ -48,10 +48,12 @@ export type { ProcessGuardMode } from './guard';
 export {
   buildSessionEnv,
   isSecretEnvName,
+  isSecretEnvValue,
   MIN_REDACTED_SECRET_LENGTH,
   NON_INTERACTIVE_ENV,
   redactSecrets,
   SECRET_NAME_PATTERNS,
+  SECRET_VALUE_PATTERNS,
   type SecretValue,
   type SessionEnv,
   type SessionEnvOptions,

@@ -178,7 +178,7 @@ describe('agent-jobs CLI', () => {
         expect(r.code).toBe(1);
         expect(r.stderr).toMatch(
           new RegExp(
-            `^agent-jobs: no worker answered the ${what} of orphaned(: the server has seen no poller recently| within 10 s|: the query failed \\(Failed to query Workflow\\))\nhint: .*agent-jobs worker.\n$`,
+            `^agent-jobs: no worker answered the ${what} of orphaned(: the worker the server still listed has stopped polling \\(a stopped worker stays listed for up to 90 s\\)| within 10 s|: the query failed \\(Failed to query Workflow\\))\nhint: .*agent-jobs worker.\n$`,
           ),
         );
       }
@@ -248,6 +248,11 @@ describe('agent-jobs CLI', () => {
       expect(
         (JSON.parse((await cli(a, 'list', '--limit', '1', '--json')).stdout) as Array<{ workflowId: string }>).map((r) => r.workflowId),
       ).toEqual(['later']);
+      // The table shows each start time whole, to the second, in UTC (it once cut them at 20 characters).
+      const table = (await cli(a, 'list')).stdout;
+      expect(table).toContain('started (UTC)');
+      for (const id of ['later', 'lonely']) expect(table).toMatch(new RegExp(`${id} .*\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2} `));
+      expect(table).not.toContain('…');
       const again = await cli(a, 'start', 'x', '--id', 'lonely');
       expect(again.stderr).toBe(
         'agent-jobs: a run with id lonely already exists\nhint: choose another --id, or leave it out for a fresh one\n',

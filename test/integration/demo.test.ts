@@ -87,6 +87,7 @@ describe('npm run demo', () => {
       const { code, stdout, stderr } = await demo(env);
       expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
       expect(stdout).toContain(`starting a Temporal dev server at ${address}`);
+      expect(stdout).not.toContain('other worker(s) already poll');
       expect(stdout).toMatch(/no ANTHROPIC_API_KEY: Claude's answers come from the SCRIPTED Messages API server/);
       expect(stdout).toContain('sandbox: bwrap (bash sees only its workspace, no network)');
       expect(stdout).toMatch(
@@ -141,7 +142,26 @@ describe('npm run demo', () => {
     try {
       await withDemo(
         async ({ address, data, env }) => {
+          // A teammate's worker on the same server: one poll of the shared task queue, under its own identity, ended after 3 s (the server refuses a shorter long poll).
+          const teammate = await Connection.connect({ address });
+          try {
+            await teammate
+              .withDeadline(Date.now() + 3_000, () =>
+                teammate.workflowService.pollWorkflowTaskQueue({
+                  namespace: 'default',
+                  taskQueue: { name: 'agent-jobs', kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+                  identity: '4242@teammate-host',
+                }),
+              )
+              .catch(() => undefined);
+          } finally {
+            await teammate.close();
+          }
           const { code, stdout } = await demo(env);
+          expect(stdout).toContain(`using the Temporal server already answering at ${address}, which this folder did not start`);
+          expect(stdout).toMatch(
+            /demo: \d+ other worker\(s\) already poll the agent-jobs task queue on this server \([^)]*4242@teammate-host/,
+          );
           // The run it leaves waiting is ended whatever the checks find: on the suite's server a later file would list it.
           const workflowId = /run (demo-\d+) started/.exec(stdout)?.[1];
           const connection = await Connection.connect({ address });

@@ -13,6 +13,7 @@ import { decideUpdate } from '../../src/contract';
 import { DEFAULT_EDITOR_SYSTEM_PROMPT, DEFAULT_SYSTEM_PROMPT } from '../../src/contract/input';
 import { workspaceFolderName } from '../../src/activities/session';
 import type { ScriptContentBlock } from '../../src/dev/model-server';
+import { cli } from './cli-process';
 import { TestBed, toolUse, waitFor } from './harness';
 import { rejected } from './steering-helpers';
 
@@ -182,9 +183,20 @@ describe('text editor', () => {
         }),
       ),
     ).toMatch(/a rule for edits is a word prefix/);
-    await handle.executeUpdate(decideUpdate, {
-      args: [{ toolUseId: 'toolu_change', approved: true, by: 'alice', commandSha256: p.commandSha256 }],
-    });
+    // Approved through the CLI, which shows the diff line by line as status does (not one escaped line with a warning).
+    const approved = await cli(bed.address, 'approve', workflowId, '--sha', p.commandSha256.slice(0, 12), '--by', 'alice');
+    expect(approved.code).toBe(0);
+    expect(approved.stdout).toBe(
+      [
+        `approved toolu_change in ${workflowId} by alice: text editor str_replace ${ws}/a.txt`,
+        ...diff
+          .replace(/\n$/, '')
+          .split('\n')
+          .map((l) => `    ${l}`),
+        `    sha256 ${p.commandSha256.slice(0, 12)} (${p.commandSha256})`,
+        '',
+      ].join('\n'),
+    );
 
     const create = await waitFor('the create to wait', async () => {
       const v = (await bed.status(handle)).pendingApproval;

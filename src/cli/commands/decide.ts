@@ -2,6 +2,7 @@
 import { Option, type Command } from 'commander';
 import type { DecideOptions as ClientDecideOptions } from '../../client';
 import { SHORT_HASH_CHARS } from '../../shared/display';
+import { editDecisionLines } from '../render/run';
 import { commandLines, oneLine, printJson, printShown } from '../render/text';
 import { cliCommand } from '../invocation';
 import { withClient } from '../context';
@@ -45,15 +46,19 @@ function register(program: Command, name: 'approve' | 'deny'): void {
   cmd.action(async (workflowId: string, opts: DecideOptions) => {
     const { json, ...options } = opts;
     await withClient(async (jobs) => {
-      const { answer, command, paused } = await jobs.run(workflowId).decide(approved, options);
+      const { answer, command, pending, paused } = await jobs.run(workflowId).decide(approved, options);
       if (json) return printJson(answer);
       const rule = answer.rule ? ` (rule ${answer.rule.id}: ${answer.rule.kind} ${JSON.stringify(answer.rule.text)})` : '';
+      const label = `${answer.decision} ${answer.toolUseId} in ${workflowId} by ${answer.by}${rule}: `;
       printShown(
-        ...commandLines(command, {
-          label: `${answer.decision} ${answer.toolUseId} in ${workflowId} by ${answer.by}${rule}: `,
-          indent: '  ',
-          alwaysHash: true,
-        }),
+        // A text editor change is a diff: shown line by line, as status shows it, not as one escaped command line.
+        ...(pending.edit
+          ? editDecisionLines(label, pending)
+          : commandLines(command, {
+              label,
+              indent: '  ',
+              alwaysHash: true,
+            })),
         ...(answer.decision === 'edited' ? commandLines(answer.command, { label: '  runs instead: ', indent: '    ' }) : []),
         ...(paused && answer.decision !== 'denied'
           ? [oneLine`  the run is paused: it runs after ${cliCommand()} resume ${workflowId}`]

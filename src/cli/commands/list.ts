@@ -2,7 +2,7 @@
 import Table from 'cli-table3';
 import type { Command } from 'commander';
 import { RUN_STATUSES, type RunStatus } from '../../contract';
-import { oneLineSummary, safeText } from '../../shared/display';
+import { safeText } from '../../shared/display';
 import { CliError } from '../errors';
 import { printJson } from '../render/text';
 import { withClient } from '../context';
@@ -25,7 +25,7 @@ export function registerList(program: Command): void {
         if (rows.length === 0) return void process.stdout.write('no runs\n');
         const plain = !process.stdout.isTTY;
         const table = new Table({
-          head: ['workflow id', 'status', 'turns', 'tokens', 'cost (USD)', 'started'],
+          head: ['workflow id', 'status', 'turns', 'tokens', 'cost (USD)', 'started (UTC)'],
           ...(plain ? { style: { head: [], border: [] } } : {}),
         });
         for (const r of rows)
@@ -35,9 +35,19 @@ export function registerList(program: Command): void {
             String(r.turns ?? ''),
             String(r.tokens ?? ''),
             r.costUsd === null ? '' : r.costUsd.toFixed(4),
-            oneLineSummary(String(r.startTime), 20),
+            startedShown(String(r.startTime)),
           ]);
         process.stdout.write(`${table.toString()}\n`);
       });
     });
+}
+
+/**
+ * A run's ISO-8601 start time as the table shows it, whole and in one width:
+ * `2026-12-07 07:47:49` (UTC, to the second). Anything that is not an
+ * ISO-8601 UTC time is shown as text, made safe.
+ */
+export function startedShown(iso: string): string {
+  const m = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}:\d{2})(?:\.\d+)?Z$/.exec(iso);
+  return m ? `${m[1]} ${m[2]}` : safeText(iso, false);
 }

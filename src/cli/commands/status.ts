@@ -1,8 +1,7 @@
 /** `agent-jobs status <workflowId>`: where a run is. */
 import type { Command } from 'commander';
-import { oneLineSummary, safeText, shortHash } from '../../shared/display';
-import type { PendingApproval } from '../../contract';
-import { budgetPauseLine, limitsLine, ruleLines, statusJson } from '../render/run';
+import { oneLineSummary, shortHash } from '../../shared/display';
+import { budgetPauseLine, editLines, limitsLine, ruleLines, statusJson } from '../render/run';
 import { hanging } from '../render/messages';
 import { commandLines, oneLine, printJson, printShown, terminalText } from '../render/text';
 import { withClient } from '../context';
@@ -80,22 +79,4 @@ export function registerStatus(program: Command): void {
         );
       });
     });
-}
-
-/**
- * A pending text editor change: what and where, the unified diff line by line (hidden
- * characters escaped, `display`), its SHA-256 (the hash `approve --sha` names).
- */
-export function editLines(p: PendingApproval): string[] {
-  const e = p.edit!;
-  return [
-    safeText(`  pending approval: text editor ${e.command} `, false) +
-      `${safeText(e.path, false)}${safeText(`  [${p.toolUseId}, since ${p.requestedAt}]`, false)}`,
-    ...p.display
-      .replace(/\n$/, '')
-      .split('\n')
-      .map((l) => `    ${l}`),
-    ...p.warnings.map((w) => `    ⚠ ${w}`),
-    `    sha256 ${shortHash(p.commandSha256)} (${p.commandSha256})`,
-  ];
 }

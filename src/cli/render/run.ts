@@ -4,8 +4,8 @@
  * `extend`, `rules` and `watch` print.
  */
 import type { RunView } from '../../client';
-import { normalizeUsage, type ApprovalRule, type BudgetLimits, type PauseState } from '../../contract';
-import { safeText } from '../../shared/display';
+import { normalizeUsage, type ApprovalRule, type BudgetLimits, type PauseState, type PendingApproval } from '../../contract';
+import { safeText, shortHash } from '../../shared/display';
 import { jsonText } from './text';
 import { formatDurationMs } from '../parse';
 
@@ -69,4 +69,31 @@ export function ruleLines(rules: readonly ApprovalRule[]): string[] {
     (r) =>
       `${r.id}. ${r.kind === 'exact' ? 'exactly' : 'starting with'} ${jsonText(r.text)}  (by ${safeText(r.by, false)}, ${r.at}, from ${safeText(r.toolUseId, false)})`,
   );
+}
+
+/**
+ * A pending text editor change: what and where, the unified diff line by line (hidden
+ * characters escaped, `display`), its SHA-256 (the hash `approve --sha` names).
+ */
+export function editLines(p: PendingApproval): string[] {
+  const e = p.edit!;
+  return [
+    safeText(`  pending approval: text editor ${e.command} `, false) +
+      `${safeText(e.path, false)}${safeText(`  [${p.toolUseId}, since ${p.requestedAt}]`, false)}`,
+    ...p.display
+      .replace(/\n$/, '')
+      .split('\n')
+      .map((l) => `    ${l}`),
+    ...p.warnings.map((w) => `    ⚠ ${w}`),
+    `    sha256 ${shortHash(p.commandSha256)} (${p.commandSha256})`,
+  ];
+}
+
+/**
+ * What `approve`/`deny` and `watch`'s prompt print once a text editor change is decided: `label` (`approved toolu_x
+ * by alice: `, plain text) with what and where, then the diff line by line and its hash as {@link editLines} shows them.
+ */
+export function editDecisionLines(label: string, pending: PendingApproval): string[] {
+  const [, ...rest] = editLines(pending);
+  return [safeText(`${label}text editor ${pending.edit!.command} `, false) + safeText(pending.edit!.path, false), ...rest];
 }

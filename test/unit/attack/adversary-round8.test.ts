@@ -35,7 +35,7 @@ import type { Message } from '../../../src/contract';
 import { TEXT_EDITOR_NAME } from '../../../src/contract/text-editor';
 import { displayCommand, pendingApproval } from '../../../src/shared/display';
 import { unifiedDiff } from '../../../src/session/edit-diff';
-import { editLines } from '../../../src/cli/commands/status';
+import { editLines } from '../../../src/cli/render/run';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 import { leaveControlJob } from './control-jobs';
 import { withOwnersKey } from './owner-keyring';

@@ -136,7 +136,7 @@ EOF
     const r = await s.run(`echo conftest.py >> .git/info/exclude; echo 'import os' > conftest.py; rm index-stat.py`);
     await s.close();
     expect(fs.readFileSync(path.join(ws, 'conftest.py'), 'utf8')).toContain('import os');
-    if (!status(git).includes('conftest.py')) expect(r.output).toContain('conftest.py (made or changed by the session');
+    if (!status(git).includes('conftest.py')) expect(r.output).toContain('conftest.py (ignored by a rule the session wrote: ');
   });
 
   test("the person's global excludes file in the workspace: the session's line is refused or named, and what the person's own rules ignore is named as theirs", async () => {
@@ -158,13 +158,11 @@ EOF
         encoding: 'utf8',
         env: { ...process.env, GIT_CONFIG_GLOBAL: cfg },
       });
-      if (!personsStatus.includes('conftest.py'))
-        expect(r.output).toContain('conftest.py (made or changed by the session and ignored by a rule');
+      if (!personsStatus.includes('conftest.py')) expect(r.output).toContain('conftest.py (ignored by a rule the session wrote: ');
       // Ignored by the person's own rules (their excludes file's `*.log`, the repository's node_modules/): named as such.
-      expect(r.output).toContain(
-        "debug.log (made or changed by the session, in what the person's own ignore rules keep out of git status (.personal-ignore:1 `*.log`)",
-      );
-      expect(r.output).toContain("node_modules/x/i.js (made or changed by the session, in what the person's own ignore rules keep out");
+      expect(r.output).toContain('the session made or changed files that your own ignore rules keep out of git status; review them: ');
+      expect(r.output).toContain('debug.log (.personal-ignore:1 `*.log`)');
+      expect(r.output).toContain('node_modules/x/i.js (.gitignore:1 `node_modules/`)');
     } finally {
       if (saved === undefined) delete process.env.GIT_CONFIG_GLOBAL;
       else process.env.GIT_CONFIG_GLOBAL = saved;
@@ -177,10 +175,10 @@ EOF
     const r1 = await s.run(
       `echo conftest.py >> .gitignore && echo 'import os' > conftest.py && mkdir -p node_modules/x && echo 1 > node_modules/x/i.js && rm index-stat.py`,
     );
-    expect(r1.output).toContain(
-      'conftest.py (made or changed by the session and ignored by a rule the session wrote (.gitignore:2 `conftest.py`)',
-    );
-    expect(r1.output).toContain("node_modules/x/i.js (made or changed by the session, in what the person's own ignore rules keep out");
+    expect(r1.output).toContain('an ignore rule it wrote keeps out of git status; review them (`git status --ignored` lists them): ');
+    expect(r1.output).toContain('conftest.py (ignored by a rule the session wrote: .gitignore:2 `conftest.py`)');
+    expect(r1.output).toContain('your own ignore rules keep out of git status; review them: ');
+    expect(r1.output).toContain('node_modules/x/i.js (.gitignore:1 `node_modules/`)');
     const r2 = await s.run('true');
     expect(r2.output).not.toContain('conftest.py');
     await s.close();

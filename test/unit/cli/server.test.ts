@@ -12,6 +12,7 @@ import {
   freePort,
   isDevServerCommandLine,
   pidFile,
+  recordedDevServer,
   stopDetachedServer,
 } from '../../../src/dev/devserver';
 
@@ -163,6 +164,27 @@ describe('server --stop checks the recorded pid before it signals anything', () 
     expect(await stopDetachedServer(port)).toEqual({ kind: 'stopped', pid: server.pid, file: pidFile(port) });
     expect(alive(server.pid!)).toBe(false);
     expect(existsSync(pidFile(port))).toBe(false);
+  });
+
+  test('recordedDevServer (the demo: "the dev server this folder started"): only a live dev server on that port counts', async () => {
+    const port = 47007;
+    expect(recordedDevServer(port)).toBeNull(); // no record
+    const sleeper = spawnLeader('sleep', ['60']);
+    writeFileSync(pidFile(port), `${sleeper.pid}\n`);
+    expect(recordedDevServer(port)).toBeNull(); // a live pid that is not a dev server
+    const other = spawnLeader(process.execPath, ['-e', 'setTimeout(() => {}, 60000)', ...devServerArgs({ port: port + 1 })]);
+    writeFileSync(pidFile(port), `${other.pid}\n`);
+    expect(recordedDevServer(port)).toBeNull(); // a dev server on another port
+    writeFileSync(pidFile(port), 'not a pid\n');
+    expect(recordedDevServer(port)).toBeNull();
+    const server = spawnLeader(process.execPath, ['-e', 'setTimeout(() => {}, 60000)', ...devServerArgs({ port })]);
+    await new Promise((r) => setTimeout(r, 200));
+    writeFileSync(pidFile(port), `${server.pid}\n`);
+    expect(recordedDevServer(port)).toBe(server.pid);
+    expect(existsSync(pidFile(port))).toBe(true); // it only reads: the record is left as it was
+    server.kill('SIGKILL');
+    await new Promise((r) => server.once('exit', r));
+    expect(recordedDevServer(port)).toBeNull(); // dead now
   });
 
   test('--stop --json prints {"stopped","port","pid"} on stdout', async () => {

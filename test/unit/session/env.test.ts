@@ -4,7 +4,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { buildSessionEnv, isSecretEnvName, redactSecrets } from '../../../src/session';
+import { buildSessionEnv, isSecretEnvName, isSecretEnvValue, redactSecrets } from '../../../src/session';
 import { DEFAULT_SESSION_PATH, redactPartialSecretAtEdge, sessionSearchPath } from '../../../src/session/env';
 import { closeSessions, removeTempDirs, startSession, tempDir } from './helpers';
 
@@ -18,6 +18,9 @@ const SECRETS = {
   DB_PASSWORD: 'hunter2hunter2',
   MY_CUSTOM_THING: 'custom-secret-value-42',
   SHORT_TOKEN: 'abc',
+  // Secret by value, whatever the name: a URL with a password, a PEM private key.
+  DATABASE_URL: 'postgres://app:s3cretpw@db.internal:5432/app',
+  DEPLOY_PEM: '-----BEGIN OPENSSH PRIVATE KEY----- b3BlbnNzaC1rZXktdjEAAAAA',
 } as const;
 
 const saved: Record<string, string | undefined> = {};
@@ -57,12 +60,12 @@ describe('the session environment', () => {
     const dir = tempDir();
     fs.writeFileSync(
       path.join(dir, 'config.ini'),
-      `key=${SECRETS.ANTHROPIC_API_KEY}\ntoken=${SECRETS.GITHUB_TOKEN}\ncustom=${SECRETS.MY_CUSTOM_THING}\nshort=${SECRETS.SHORT_TOKEN}\n`,
+      `key=${SECRETS.ANTHROPIC_API_KEY}\ntoken=${SECRETS.GITHUB_TOKEN}\ncustom=${SECRETS.MY_CUSTOM_THING}\nshort=${SECRETS.SHORT_TOKEN}\ndb=${SECRETS.DATABASE_URL}\n`,
     );
     const s = await startSession({ cwd: dir, secretEnvNames: ['MY_CUSTOM_THING'] });
     const r = await s.run('cat config.ini');
     expect(r.output).toBe(
-      'key=[REDACTED:ANTHROPIC_API_KEY]\ntoken=[REDACTED:GITHUB_TOKEN]\ncustom=[REDACTED:MY_CUSTOM_THING]\nshort=abc\n',
+      'key=[REDACTED:ANTHROPIC_API_KEY]\ntoken=[REDACTED:GITHUB_TOKEN]\ncustom=[REDACTED:MY_CUSTOM_THING]\nshort=abc\ndb=[REDACTED:DATABASE_URL]\n',
     );
   });
 
@@ -103,6 +106,35 @@ describe('buildSessionEnv and redaction (pure)', () => {
       expect([name, isSecretEnvName(name)]).toEqual([name, false]);
     }
     expect(isSecretEnvName('MY_THING', ['MY_THING'])).toBe(true);
+  });
+
+  test('secret values, whatever the name: a URL with a password in its userinfo, a PEM private key', () => {
+    for (const value of [
+      'postgres://app:pw12345@db/app',
+      'redis://:pw12345@cache:6379/0',
+      'HTTPS://u:p@proxy.example:3128',
+      'jdbc:mysql://root:hunter2@10.0.0.5/prod',
+      'amqp://guest:guest@rabbit//',
+      '-----BEGIN RSA PRIVATE KEY-----\nMIIE...',
+      '-----BEGIN PRIVATE KEY-----',
+    ])
+      expect([value, isSecretEnvValue(value)]).toEqual([value, true]);
+    for (const value of [
+      'https://example.com/x',
+      'https://user@host/x', // a user name, no password
+      'git@github.com:owner/repo.git',
+      'http://proxy:3128',
+      'http://localhost:8080/@scope/pkg', // an @ in the path
+      'http://host/a:b@c', // a colon and an @ after the path starts
+      '/usr/local/bin:/usr/bin',
+      '-----BEGIN CERTIFICATE-----',
+      '-----BEGIN PUBLIC KEY-----',
+    ])
+      expect([value, isSecretEnvValue(value)]).toEqual([value, false]);
+    const built = buildSessionEnv({ base: { PATH: '/bin', DATABASE_URL: 'postgres://app:pw12345@db/app', SITE: 'https://example.com' } });
+    expect(built.env.DATABASE_URL).toBeUndefined();
+    expect(built.env.SITE).toBe('https://example.com');
+    expect(built.secrets).toEqual([{ name: 'DATABASE_URL', value: 'postgres://app:pw12345@db/app' }]);
   });
 
   test('builds env, removed names and secrets (long values only, longest first)', () => {
