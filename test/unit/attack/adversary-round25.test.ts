@@ -1,8 +1,7 @@
 /**
  * Adversary round 25: attacks on main (5909064), as root, in real sessions of the unit harness.
  * Each test asserts the safe behaviour and is skipped while its kind is open (the OPEN_* flags
- * below); each was run un-skipped on 5909064 and failed as written below (the eight together last, at load average 7.7 to 9.2: 8 failed of 8). FINDINGS.md at the
- * worktree's root holds the same, as it was written during the round.
+ * below); each was run un-skipped on 5909064 and failed as written below (the eight together last, at load average 7.7 to 9.2: 8 failed of 8).
  *
  * Fixed since, their flags false: the cache-tree (git-index-audit.ts `checkCacheTree`), the index audit on the
  * worker's loop (`MAX_INDEX_ENTRIES`, parsing that yields, entries read again only when the index changed), the

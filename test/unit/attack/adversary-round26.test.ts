@@ -2,8 +2,7 @@
  * Adversary round 26: attacks on main (39e21a9), as root, in real sessions of the unit harness (the checkpoint ones
  * call src/checkpoint/store.ts as the activity does, on a workspace a session wrote). Each test asserts the safe
  * behaviour and is skipped while its kind is open (the OPEN_* flags below); each was run un-skipped on 39e21a9 and
- * failed as written below (the six together last, at load average 9.7 to 11.0: 6 failed of 6). FINDINGS.md at the
- * worktree's root holds the same, as it was written during the round.
+ * failed as written below (the six together last, at load average 9.7 to 11.0: 6 failed of 6).
  *
  * Kind 5 (what the person reads is not what is there): a file rewritten through a shared mapping keeps its stat, and
  * the checkpoints and a rewind trust stat. Steps: a job maps `app.py` `MAP_SHARED` and writes its first byte back
