@@ -17,7 +17,7 @@ const SLOW_MODE = mode === '1' ? 'all' : mode === 'only' ? 'only' : 'skip';
 
 /**
  * Files that are slow as a whole (regular expressions on the absolute path). The adversary rounds: every attack
- * a past adversary round found, as written then (24 files, 370 s of a quiet CI run's 2,264 s of file time); the
+ * a past adversary round found, as written then (one file a round; 24 of them took 370 s of a quiet CI run's 2,264 s of file time); the
  * protections they prove have tests of their own that `npm test` runs. The cluster: it builds the Temporal server
  * from Go (6 to 24 minutes; 42 s with the build cached). The soak runs: chaos (worker kills and a server restart
  * over 4 runs) and the rolling restart of 3 workers under load, about 42 s each in a CI run; the faults they combine
