@@ -56,7 +56,7 @@ export function checkExactRun(argv: readonly string[], paths: readonly string[],
   for (const p of paths) {
     const abs = path.resolve(at.cwd, p);
     const why = outsideWhy(abs, at.root, at.view);
-    if (why) throw new ExactRefusedError(`${p} resolves outside the workspace ${at.root} (a symlink, or .. ): ${why}`);
+    if (why) throw new ExactRefusedError(`${p} resolves outside the workspace ${at.root} (through a symlink or ..): ${why}`);
     let st: fs.Stats | undefined;
     try {
       st = fs.statSync(abs);

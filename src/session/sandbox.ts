@@ -467,7 +467,9 @@ export function sandboxView(o: SandboxOptions, dir: string): { real: true; writa
     if (!within(target, c.path)) continue;
     if (!best || depth(c.path) > depth(best.path) || (depth(c.path) === depth(best.path) && c.kind !== 'tmpfs')) best = c;
   }
-  if (best?.kind === 'tmpfs') return { real: false, coveredBy: best.why };
+  // Said of where `dir` leads when a symlink on the way led elsewhere, so a reason about a link names its target.
+  if (best?.kind === 'tmpfs')
+    return { real: false, coveredBy: target === path.resolve(dir) ? best.why : `it leads to ${target}, and ${best.why}` };
   return { real: true, writable: best?.kind === 'bind' };
 }
 

@@ -74,6 +74,12 @@ describe('C18: paths and programs the policy could not see', () => {
     fs.symlinkSync(outside, path.join(dir, 'linkdir'));
     const s = await startSession({ cwd: dir });
     await expect(s.runExact(['cat', 'link.txt'], { paths: ['link.txt'] })).rejects.toBeInstanceOf(ExactRefusedError);
+    // The reason names where the link leads (with the sandbox, /tmp's private view covers the target, not the link).
+    await expect(s.runExact(['cat', 'link.txt'], { paths: ['link.txt'] })).rejects.toThrow(
+      s.sandbox === 'bwrap' && outside.startsWith('/tmp/')
+        ? `link.txt resolves outside the workspace ${fs.realpathSync(dir)} (through a symlink or ..): ${dir}/link.txt is not the same in the sandbox (it leads to ${fs.realpathSync(outside)}/secret.txt, and the sandbox gives bash a private /tmp)`
+        : 'link.txt resolves outside the workspace',
+    );
     await expect(s.runExact(['cat', 'linkdir/secret.txt'], { paths: ['linkdir/secret.txt'] })).rejects.toThrow(/outside the workspace/);
     await expect(s.runExact(['ls'], { paths: ['linkdir/../..'] })).rejects.toThrow(/outside the workspace/);
   });
