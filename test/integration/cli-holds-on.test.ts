@@ -251,6 +251,10 @@ describe('a CLI that holds on', () => {
       expect(watched.stdout).toMatch(headings);
       expect(watched.stdout).toMatch(/→ result for toolu_hold \(exit 0, \d+\.\d s\):/);
       expect(watched.stdout).not.toMatch(/toolu_fail \(exit 0|toolu_ok \(exit 1/);
+      // transcript's text shows them as watch does (it left them out).
+      const transcript = await cli(a, 'transcript', 'codes');
+      expect(transcript.stdout).toMatch(headings);
+      expect(transcript.stdout).toMatch(/→ result for toolu_hold \(exit 0, \d+\.\d s\):/);
     } finally {
       for (const w of watches) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
       await bed.close();

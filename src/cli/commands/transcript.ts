@@ -1,19 +1,19 @@
 /** `agent-jobs transcript <workflowId>`: the whole conversation. */
 import type { Command } from 'commander';
 import type { Message } from '../../contract';
-import { describeMessage } from '../render/messages';
+import { describeMessage, type PublishedCommands } from '../render/messages';
 import { SHOWN_OUTPUT_LINES, printJson } from '../render/text';
 import { withClient } from '../context';
 
 /**
  * The text form of a transcript: the lines `watch` prints for each message.
  * Command outputs are cut after {@link SHOWN_OUTPUT_LINES} lines with a
- * note, unless `full`; the notes the run published for a result (`notes`,
- * by `tool_use` id) are shown whole after its output.
+ * note, unless `full`; what the run published about each command
+ * (`published`, by `tool_use` id: its run time, exit code and notes) is shown
+ * as `watch` shows it, the notes whole after its output.
  */
-export function transcriptText(messages: Message[], full: boolean, notes?: Record<string, string[]>): string {
+export function transcriptText(messages: Message[], full: boolean, published: PublishedCommands = {}): string {
   const maxOutputLines = full ? Infinity : SHOWN_OUTPUT_LINES;
-  const published = notes ? { notes } : {};
   return `${messages.flatMap((m, i) => describeMessage(m, i, published, maxOutputLines)).join('\n')}\n`;
 }
 
@@ -35,7 +35,7 @@ export function registerTranscript(program: Command): void {
         if (t.incomplete) process.stderr.write(`agent-jobs: note: ${t.incomplete}\n`);
         const rewound = opts.all ? await jobs.run(workflowId).rewoundBranches() : [];
         if (opts.json) return printJson(opts.all ? { messages: t.messages, rewound, notes: t.notes ?? {} } : t.messages);
-        process.stdout.write(transcriptText(t.messages, opts.full === true, t.notes));
+        process.stdout.write(transcriptText(t.messages, opts.full === true, t));
         for (const b of rewound) {
           process.stdout.write(`\n── dropped by a rewind: messages ${b.from}–${b.from + b.messages.length - 1} as they were ──\n`);
           process.stdout.write(transcriptText(b.messages, opts.full === true));

@@ -105,7 +105,7 @@ describe("the system's notes on a result, shown apart from the output", () => {
     expect(cut).toBe(21); // heading + 20 lines
     expect(lines.slice(cut + 1)).toEqual([`  ${NOTE_MARK} ${r.notes[0]!}`, `  ${NOTE_MARK} [exit code: 3]`]);
     // transcript --full: every line, then the same notes, once.
-    const full = transcriptText([resultOf(r).message], true, { toolu_1: resultOf(r).notes }).split('\n');
+    const full = transcriptText([resultOf(r).message], true, { notes: { toolu_1: resultOf(r).notes } }).split('\n');
     expect(full.filter((l) => l.startsWith('    ')).length).toBe(r.output.split('\n').length - 1);
     expect(noteLines(full)).toEqual([`  ${NOTE_MARK} ${r.notes[0]!}`, `  ${NOTE_MARK} [exit code: 3]`]);
     expect(full.at(-2)).toBe(`  ${NOTE_MARK} [exit code: 3]`);
