@@ -842,7 +842,10 @@ export function gitAuditNote(findings: readonly GitFinding[], b: GitBaseline): s
   const stuck = findings.filter((f) => f.movedTo === undefined && !f.unchecked && f.relinked === undefined && f.hidden === undefined);
   const unchecked = findings.filter((f) => f.unchecked);
   const parts = [];
-  if (moved.length > 0) parts.push(`moved to ${rel(path.join(b.git, QUARANTINE))} (packed refs dropped): ${named(moved)}`);
+  const dropped = moved.filter((f) => f.movedTo === 'dropped');
+  const toQuarantine = moved.filter((f) => f.movedTo !== 'dropped');
+  if (toQuarantine.length > 0) parts.push(`moved to ${rel(path.join(b.git, QUARANTINE))}: ${named(toQuarantine)}`);
+  if (dropped.length > 0) parts.push(`dropped from packed-refs: ${named(dropped)}`);
   if (relinked.length > 0)
     parts.push(
       `symlinks the git guard holds by their target put back: ${relinked

@@ -62,7 +62,7 @@ describe('git audit: what the session plants is moved away, by whatever way it c
       expect(fs.existsSync(path.join(ws, 'src', '.git'))).toBe(true);
       await s.close();
       expect(s.gitFindingsAtClose.map((f) => path.relative(ws, f.path))).toEqual(['src/.git']);
-      expect(s.gitNoteAtClose).toContain('moved to .git/agent-jobs-quarantine');
+      expect(s.gitNoteAtClose).toContain('moved to .git/agent-jobs-quarantine: src/.git');
       hostGit(path.join(ws, 'src'), 'status', '--short');
       expect({ ranOnTheHost: fs.existsSync(marker) }).toEqual({ ranOnTheHost: false });
     } finally {
@@ -135,6 +135,8 @@ describe('git audit: what the session plants is moved away, by whatever way it c
     );
     expect(r.output.split('\n')[0]).toBe('1');
     expect(r.output).toContain('(a replace ref: git shows other content than what a push sends)');
+    expect(r.output).toMatch(/dropped from packed-refs: \.git\/packed-refs: refs\/replace\/[0-9a-f]{40} \(a replace ref/);
+    expect(r.output).not.toContain('moved to');
     const packed = path.join(ws, '.git', 'packed-refs');
     expect(fs.readFileSync(packed, 'utf8')).not.toContain('refs/replace/');
     // The new file is owned as the one it replaced (the session's, made by its `git pack-refs`), mode kept; nothing left beside it.
