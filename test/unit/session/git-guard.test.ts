@@ -80,6 +80,8 @@ test('a workspace that is a linked worktree: its .git file only; the admin folde
     anywhere: [],
     completed: [],
     anywhereStems: [],
+    nestedTops: [],
+    unguarded: [],
   });
 });
 
