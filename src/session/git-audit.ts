@@ -435,10 +435,7 @@ export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFindi
         );
     }
     if (walk.unfinished !== undefined) out.push(unchecked(b, `the walk stopped: ${walk.unfinished}`));
-    if (b.unguarded.length > 0) out.push(unchecked(b, unguardedWhy(b.unguarded)));
-    for (const d of b.nestedGitDirs)
-      if (exists(path.join(d, 'commondir')))
-        out.push(q.move(path.join(d, 'commondir'), "a commondir in a nested repository's git dir: git reads another directory's config"));
+    out.push(...nestedFindings(b, q));
     const gone: string[] = [];
     for (const rel of walk.named) {
       // Not what lies in a folder of such a name moved just before (the walk lists a folder before what is in it).
@@ -479,6 +476,19 @@ export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFindi
   } finally {
     q.close();
   }
+  return out;
+}
+
+/**
+ * What the audit finds of the repositories below the root that were there at start: those the guard did not hold,
+ * named as NOT protected each time, and a `commondir` made in the git dir of one it held (moved: git would read the
+ * config and hooks of the folder it names for that repository).
+ */
+function nestedFindings(b: GitBaseline, q: Quarantine): GitFinding[] {
+  const out = b.unguarded.length > 0 ? [unchecked(b, unguardedWhy(b.unguarded))] : [];
+  for (const d of b.nestedGitDirs)
+    if (exists(path.join(d, 'commondir')))
+      out.push(q.move(path.join(d, 'commondir'), "a commondir in a nested repository's git dir: git reads another directory's config"));
   return out;
 }
 

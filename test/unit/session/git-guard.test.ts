@@ -82,6 +82,7 @@ test('a workspace that is a linked worktree: its .git file only; the admin folde
     anywhereStems: [],
     nestedTops: [],
     unguarded: [],
+    nestedGitDirs: [],
   });
 });
 
