@@ -304,7 +304,8 @@ function guardInto(top: string, workspace: string, out: GuardedGit, scope: Scope
   if (st.isDirectory()) {
     guardGitDir(gitPath, workspace, out, true, scope, top);
   } else if (st.isFile()) {
-    out.readonly.push(gitPath);
+    // Held already when it is a linked worktree of a repository guarded before ({@link linkedWorktrees}).
+    if (!out.readonly.includes(gitPath)) out.readonly.push(gitPath);
     const named = gitdirOf(gitPath, top);
     if (named === undefined) return out;
     if (inside(named, workspace)) guardGitDir(named, workspace, out, true, scope, top);
