@@ -171,6 +171,10 @@ dRoot('a submodule there at start', () => {
     const s = await startSession({ cwd: ws, workspace: ws });
     const r = await s.run(`${plant(marker, '.git/modules/sub/hooks/pre-commit')} && echo planted`);
     expect(r.output).not.toContain('planted');
+    // git works in the submodule in the session (trusted as a repository the guard holds).
+    const log = await s.run('git -C sub log --format=%s -1');
+    expect(log.exitCode).toBe(0);
+    expect(log.output).toMatch(/^up$/m);
     await s.close();
     hostBash(path.join(ws, 'sub'), COMMIT);
     expect(ran(marker)).toBe('not run');
