@@ -48,6 +48,11 @@
  * with an interpreter's bare operands, a module's packages and a folder's entry points, and a file that stands where a
  * folder of a named path would be is bound ({@link blockerOf}; adversary round 23, resolved-names.test.ts).
  *
+ * Each repository below the workspace's root that was there at start (a nested `vendor/lib`, a submodule's
+ * `.git/modules/<name>`, a bare repository, a nested worktree's `.git` file) is held the same way, with its own folder
+ * as its work tree's root ({@link guardNested}, up to {@link MAX_NESTED_REPOS}; user round 26: a hook written in
+ * `vendor/lib/.git/hooks` ran at the person's next commit there). Attack tests: nested-repos.test.ts.
+ *
  * The person's git on the host also obeys their system and global configs (`/etc/gitconfig`,
  * `~/.gitconfig`, `~/.config/git/config`: host-git-config.ts, the workspace owner's), whose relative
  * values land in the repository (`core.hooksPath = .githooks`, adversary round 16): those, and what

@@ -113,6 +113,31 @@ dRoot('a nested repository there at start: the same hold as the root repository'
     expect(fs.existsSync(path.join(lib, '.git', 'commondir'))).toBe(false);
   });
 
+  test("what the nested repository's config names, relative to its own top: core.hooksPath = .githooks, an alias's program missing at start", async () => {
+    const { ws, lib, marker } = withNested();
+    gitIn(lib, 'config', 'core.hooksPath', '.githooks');
+    gitIn(lib, 'config', 'alias.lint', '!scripts/lint.sh');
+    const s = await startSession({ cwd: ws, workspace: ws });
+    await s.run(`mkdir -p vendor/lib/.githooks ; ${plant(marker, 'vendor/lib/.githooks/pre-commit')}`);
+    await s.run(`mkdir -p vendor/lib/scripts && ${plant(marker, 'vendor/lib/scripts/lint.sh')}`);
+    await s.close();
+    hostBash(lib, `${COMMIT}; git lint >/dev/null 2>&1`);
+    expect(ran(marker)).toBe('not run');
+  });
+
+  test('a nested .git that is a symlink to a git dir elsewhere in the workspace: the hook written through the link or at its target', async () => {
+    const { ws, lib, marker } = withNested();
+    fs.renameSync(path.join(lib, '.git'), path.join(ws, 'vendor', 'lib-git'));
+    fs.symlinkSync('../lib-git', path.join(lib, '.git'));
+    const s = await startSession({ cwd: ws, workspace: ws });
+    await s.run(`${plant(marker, 'vendor/lib/.git/hooks/pre-commit')} ; ${plant(marker, 'vendor/lib-git/hooks/post-commit')}`);
+    // The link itself is no mount point: replaced by a repository of the session's, which the audit moves.
+    await s.run(`rm vendor/lib/.git && git init -q vendor/lib && ${plant(marker, 'vendor/lib/.git/hooks/pre-commit')}`);
+    await s.close();
+    hostBash(lib, COMMIT);
+    expect(ran(marker)).toBe('not run');
+  });
+
   test('git works in the nested repository in the session: commit, log (A2: no "dubious ownership")', async () => {
     const { ws, lib } = withNested();
     const s = await startSession({ cwd: ws, workspace: ws });
