@@ -143,8 +143,11 @@ export interface GitBaseline {
    * `GuardedGit.unguarded`, past its bound): named as NOT protected in every audit's findings, never silently.
    */
   readonly unguarded: readonly string[];
-  /** The nested repositories' git dirs the guard holds (git-guard.ts `GuardedGit.nestedGitDirs`, absolute): a `commondir` made in one is moved. */
-  readonly nestedGitDirs: readonly string[];
+  /**
+   * The nested repositories' git dirs the guard holds (git-guard.ts `GuardedGit.nestedGitDirs`, absolute), each with the
+   * names in its `modules/` at start: a `commondir`, a new `modules/<name>` or a `modules` symlink made in one is moved.
+   */
+  readonly nestedGitDirs: ReadonlyMap<string, ReadonlySet<string>>;
   /** The last `<seq>` the quarantine gave a name (`<tag>-<seq>`), kept across audits. */
   readonly names: { seq: number };
   /**
@@ -387,7 +390,7 @@ export async function recordGit(
     placed: new Map(),
     tag,
     unguarded: [...repos.unguarded],
-    nestedGitDirs: repos.nestedGitDirs.filter((d) => !exists(path.join(d, 'commondir'))),
+    nestedGitDirs: new Map(repos.nestedGitDirs.filter((d) => !exists(path.join(d, 'commondir'))).map((d) => [d, new Set(moduleNames(d))])),
     names: { seq: 0 },
     index: root === undefined ? undefined : await recordIndex(workspace, git, await ownerOf(workspace)),
   };
@@ -486,10 +489,30 @@ export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFindi
  */
 function nestedFindings(b: GitBaseline, q: Quarantine): GitFinding[] {
   const out = b.unguarded.length > 0 ? [unchecked(b, unguardedWhy(b.unguarded))] : [];
-  for (const d of b.nestedGitDirs)
+  for (const [d, modules] of b.nestedGitDirs) {
     if (exists(path.join(d, 'commondir')))
       out.push(q.move(path.join(d, 'commondir'), "a commondir in a nested repository's git dir: git reads another directory's config"));
+    if (isSymlink(path.join(d, 'modules'))) out.push(q.move(path.join(d, 'modules'), 'a symlink for modules, which git follows'));
+    for (const name of moduleNames(d))
+      if (!modules.has(name))
+        out.push(
+          q.move(
+            path.join(d, 'modules', name),
+            "a submodule git dir in a nested repository's git dir, which `git submodule update` reuses",
+          ),
+        );
+  }
   return out;
+}
+
+/** The names in `<gitDir>/modules` (none when it is missing, unreadable or a symlink). */
+function moduleNames(gitDir: string): string[] {
+  const dir = path.join(gitDir, 'modules');
+  try {
+    return isSymlink(dir) ? [] : fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
 }
 
 /** Why the repositories `unguarded` (relative paths, or why the walk at start did not find them all) were NOT protected. */

@@ -138,6 +138,35 @@ dRoot('a nested repository there at start: the same hold as the root repository'
     expect(ran(marker)).toBe('not run');
   });
 
+  test("a submodule git dir with a hook made in the nested repository's modules/, which the person's `git submodule update` there reuses", async () => {
+    const { ws, lib, marker } = withNested();
+    /** A clone of one's own as the submodule's git dir (core.worktree set as git sets it), a hook in it, and the gitlink. */
+    const steps = (m: string, up: string): string =>
+      [
+        `git init -q ${up} && git -C ${up} -c user.name=a -c user.email=a@b commit -q --allow-empty -m up`,
+        `git clone -q --bare ${up} vendor/lib/.git/modules/x 2>&1`,
+        'git config --file vendor/lib/.git/modules/x/config core.bare false && git config --file vendor/lib/.git/modules/x/config core.worktree ../../../x',
+        plant(m, 'vendor/lib/.git/modules/x/hooks/post-checkout'),
+        `printf '[submodule "x"]\\n\\tpath = x\\n\\turl = /nonexistent/up\\n' > vendor/lib/.gitmodules`,
+        `git -C vendor/lib update-index --add --cacheinfo 160000,$(git -C ${up} rev-parse HEAD),x && echo staged`,
+      ].join('\n');
+    const s = await startSession({ cwd: ws, workspace: ws });
+    expect((await s.run(steps(marker, '/tmp/up'))).output).toContain('staged');
+    await s.close();
+    hostBash(lib, 'git -c protocol.file.allow=always submodule update --init -q');
+    expect(ran(marker)).toBe('not run');
+    expect(fs.existsSync(path.join(lib, '.git', 'modules', 'x'))).toBe(false);
+    // The control: the same steps by the person on the host, left in place, do run the hook at that update.
+    const control = `${marker}-control`;
+    hostBash(
+      ws,
+      `rm -rf vendor/lib/x; ${steps(control, `${ws}-up`)}; cd vendor/lib && git -c protocol.file.allow=always submodule update --init -q`,
+    );
+    expect(ran(control)).toBe('root');
+    fs.rmSync(control, { force: true });
+    fs.rmSync(`${ws}-up`, { recursive: true, force: true });
+  });
+
   test('git works in the nested repository in the session: commit, log (A2: no "dubious ownership")', async () => {
     const { ws, lib } = withNested();
     const s = await startSession({ cwd: ws, workspace: ws });
