@@ -258,7 +258,7 @@ export const MAX_NESTED_REPOS = 64;
  * Guards each git dir of `nested` (what git-walk.ts found below the workspace's root at start: a `.git` directory,
  * a `.git` file and the git dir it names, a bare repository) as the root's own ({@link guardInto}, with the folder
  * holding it as the work tree's root): the person's git run there later on the host obeys its config and hooks as it
- * does the root's (adversary user round 26: a pre-commit hook written in `vendor/lib/.git/hooks` ran as root at the
+ * does the root's (user round 26: a pre-commit hook written in `vendor/lib/.git/hooks` ran as root at the
  * person's next commit there). Those outside `node_modules` and nearer the root first, at most
  * {@link MAX_NESTED_REPOS}; the rest go to `out.unguarded`. Split git dirs (`HEAD` and `commondir` only) are left
  * to the audit.
