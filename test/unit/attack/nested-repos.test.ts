@@ -131,9 +131,13 @@ dRoot('a nested repository there at start: the same hold as the root repository'
     fs.symlinkSync('../lib-git', path.join(lib, '.git'));
     const s = await startSession({ cwd: ws, workspace: ws });
     await s.run(`${plant(marker, 'vendor/lib/.git/hooks/pre-commit')} ; ${plant(marker, 'vendor/lib-git/hooks/post-commit')}`);
-    // The link itself is no mount point: replaced by a repository of the session's, which the audit moves.
-    await s.run(`rm vendor/lib/.git && git init -q vendor/lib && ${plant(marker, 'vendor/lib/.git/hooks/pre-commit')}`);
     await s.close();
+    hostBash(lib, COMMIT);
+    expect(ran(marker)).toBe('not run');
+    // The link itself is no mount point: replaced by a repository of the session's, which the audit moves.
+    const s2 = await startSession({ cwd: ws, workspace: ws });
+    await s2.run(`rm vendor/lib/.git && git init -q vendor/lib && ${plant(marker, 'vendor/lib/.git/hooks/pre-commit')}`);
+    await s2.close();
     hostBash(lib, COMMIT);
     expect(ran(marker)).toBe('not run');
   });
