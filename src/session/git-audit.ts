@@ -79,7 +79,7 @@
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { GuardedGit } from './git-guard';
+import { MAX_NESTED_REPOS, type GuardedGit } from './git-guard';
 import { auditIndex, recordIndex, type IndexBaseline } from './git-index-audit';
 import { decodeName, GIT_WALK_LIMITS, nameBytes, showName, walkGit, type GitWalk } from './git-walk';
 import { DIR_FLAGS, openDirAt, readRegularIfThere, tryReadRegular } from './safe-open';
@@ -138,6 +138,16 @@ export interface GitBaseline {
   readonly placed: Map<string, number>;
   /** Tells each quarantined entry apart (session id, at most 40 of `[A-Za-z0-9_-]`). */
   readonly tag: string;
+  /**
+   * Repositories below the root that were there at start but that the git guard did not hold (git-guard.ts
+   * `GuardedGit.unguarded`, past its bound): named as NOT protected in every audit's findings, never silently.
+   */
+  readonly unguarded: readonly string[];
+  /**
+   * The nested repositories' git dirs the guard holds (git-guard.ts `GuardedGit.nestedGitDirs`, absolute), each with the
+   * names in its `modules/` at start: a `commondir`, a new `modules/<name>` or a `modules` symlink made in one is moved.
+   */
+  readonly nestedGitDirs: ReadonlyMap<string, ReadonlySet<string>>;
   /** The last `<seq>` the quarantine gave a name (`<tag>-<seq>`), kept across audits. */
   readonly names: { seq: number };
   /**
@@ -333,7 +343,8 @@ export function heldLinks(workspace: string, named: readonly string[] = []): Hel
 /**
  * What the workspace's git metadata holds now, for {@link auditGit}; undefined when `workspace`
  * (absolute, symlinks resolved) has no root git dir ({@link gitDirOf}). `named`: what the guard holds by the names the
- * config gives ({@link heldLinks}). Read off the event loop (git-walk.ts).
+ * config gives ({@link heldLinks}). `repos`: the nested repositories the guard did not hold and the git dirs of those it
+ * did (git-guard.ts `GuardedGit.unguarded`, `nestedGitDirs`). Read off the event loop (git-walk.ts).
  */
 export async function recordGit(
   workspace: string,
@@ -343,6 +354,7 @@ export async function recordGit(
   anywhere: readonly string[] = [],
   completed: readonly string[] = [],
   stems: readonly string[] = [],
+  repos: Pick<GuardedGit, 'unguarded' | 'nestedGitDirs'> = { unguarded: [], nestedGitDirs: [] },
 ): Promise<GitBaseline | undefined> {
   const root = gitDirOf(workspace);
   if (!isDirectory(workspace)) return undefined;
@@ -377,6 +389,8 @@ export async function recordGit(
     rootless: root === undefined,
     placed: new Map(),
     tag,
+    unguarded: [...repos.unguarded],
+    nestedGitDirs: new Map(repos.nestedGitDirs.filter((d) => !exists(path.join(d, 'commondir'))).map((d) => [d, new Set(moduleNames(d))])),
     names: { seq: 0 },
     index: root === undefined ? undefined : await recordIndex(workspace, git, await ownerOf(workspace)),
   };
@@ -424,6 +438,7 @@ export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFindi
         );
     }
     if (walk.unfinished !== undefined) out.push(unchecked(b, `the walk stopped: ${walk.unfinished}`));
+    out.push(...nestedFindings(b, q));
     const gone: string[] = [];
     for (const rel of walk.named) {
       // Not what lies in a folder of such a name moved just before (the walk lists a folder before what is in it).
@@ -465,6 +480,46 @@ export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFindi
     q.close();
   }
   return out;
+}
+
+/**
+ * What the audit finds of the repositories below the root that were there at start: those the guard did not hold,
+ * named as NOT protected each time, and a `commondir` made in the git dir of one it held (moved: git would read the
+ * config and hooks of the folder it names for that repository).
+ */
+function nestedFindings(b: GitBaseline, q: Quarantine): GitFinding[] {
+  const out = b.unguarded.length > 0 ? [unchecked(b, unguardedWhy(b.unguarded))] : [];
+  for (const [d, modules] of b.nestedGitDirs) {
+    if (exists(path.join(d, 'commondir')))
+      out.push(q.move(path.join(d, 'commondir'), "a commondir in a nested repository's git dir: git reads another directory's config"));
+    if (isSymlink(path.join(d, 'modules'))) out.push(q.move(path.join(d, 'modules'), 'a symlink for modules, which git follows'));
+    for (const name of moduleNames(d))
+      if (!modules.has(name))
+        out.push(
+          q.move(
+            path.join(d, 'modules', name),
+            "a submodule git dir in a nested repository's git dir, which `git submodule update` reuses",
+          ),
+        );
+  }
+  return out;
+}
+
+/** The names in `<gitDir>/modules` (none when it is missing, unreadable or a symlink). */
+function moduleNames(gitDir: string): string[] {
+  const dir = path.join(gitDir, 'modules');
+  try {
+    return isSymlink(dir) ? [] : fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+/** Why the repositories `unguarded` (relative paths, or why the walk at start did not find them all) were NOT protected. */
+function unguardedWhy(unguarded: readonly string[]): string {
+  const shown = unguarded.slice(0, MAX_NOTED).map(showName).join(', ');
+  const more = unguarded.length > MAX_NOTED ? ` and ${unguarded.length - MAX_NOTED} more` : '';
+  return `repositories below the root that were there at start were NOT protected (past the git guard's bound of ${MAX_NESTED_REPOS}, or not found at start): their hooks and config may hold what the session wrote: ${shown}${more}`;
 }
 
 /** The finding that `left` moves or checks did not fit in one audit ({@link MAX_MOVES}), or none. */

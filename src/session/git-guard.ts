@@ -48,6 +48,11 @@
  * with an interpreter's bare operands, a module's packages and a folder's entry points, and a file that stands where a
  * folder of a named path would be is bound ({@link blockerOf}; adversary round 23, resolved-names.test.ts).
  *
+ * Each repository below the workspace's root that was there at start (a nested `vendor/lib`, a submodule's
+ * `.git/modules/<name>`, a bare repository, a nested worktree's `.git` file) is held the same way, with its own folder
+ * as its work tree's root ({@link guardNested}, up to {@link MAX_NESTED_REPOS}; user round 26: a hook written in
+ * `vendor/lib/.git/hooks` ran at the person's next commit there). Attack tests: nested-repos.test.ts.
+ *
  * The person's git on the host also obeys their system and global configs (`/etc/gitconfig`,
  * `~/.gitconfig`, `~/.config/git/config`: host-git-config.ts, the workspace owner's), whose relative
  * values land in the repository (`core.hooksPath = .githooks`, adversary round 16): those, and what
@@ -72,6 +77,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { hostGitConfig, passwdHome, type HostGitConfig } from './host-git-config';
+import type { FoundGitDir } from './git-walk';
 import { DIR_FLAGS, openDirAt, readRegular } from './safe-open';
 
 /** The paths a session's sandbox binds for the workspace's repository: `.git` onto itself, and the ones read-only. */
@@ -116,6 +122,24 @@ export interface GuardedGit {
    * round 23: {@link anywhere} holds no folder and no completed name).
    */
   readonly anywhereStems: string[];
+  /**
+   * The work tree's root (absolute) of each repository below the workspace's root that was there at start and is
+   * guarded as the root's is ({@link guardNested}: a nested repository, a submodule, a bare repository): git in the
+   * session trusts these (`safe.directory`, setup.ts), since the session's user does not own them.
+   */
+  readonly nestedTops: string[];
+  /**
+   * Git dirs below the workspace's root (relative to it) that were there at start but that the guard did NOT guard,
+   * past {@link MAX_NESTED_REPOS}: their hooks and config stay writable, and every command's result says so
+   * (git-audit.ts).
+   */
+  readonly unguarded: string[];
+  /**
+   * The git dirs (absolute) of those nested repositories and submodules, each a repository's own git dir with no
+   * `commondir` at start: a `commondir` the session adds to one would make git read another folder's config and hooks
+   * for it, so the git audit moves it (git-audit.ts), as it does the root's.
+   */
+  readonly nestedGitDirs: string[];
 }
 
 /**
@@ -173,8 +197,8 @@ const CODE_ENTRIES = ['config', 'hooks', 'info', 'config.worktree'] as const;
  * @throws GitGuardRefusal when a system or global config (or a file it includes) is there but
  *   cannot be read safely, or a `..` in a config path cannot be held ({@link holdDots})
  */
-export function guardedGit(workspace: string, host?: HostGitConfig): GuardedGit {
-  const out: GuardedGit = { writable: [], readonly: [], named: [], missing: [], anywhere: [], completed: [], anywhereStems: [] };
+export function guardedGit(workspace: string, host?: HostGitConfig, nested: readonly FoundGitDir[] = []): GuardedGit {
+  const out: GuardedGit = emptyGuard();
   let owner: { uid: number; gid: number } | undefined;
   try {
     const st = fs.statSync(workspace);
@@ -195,7 +219,8 @@ export function guardedGit(workspace: string, host?: HostGitConfig): GuardedGit 
     stems: new Set(),
     lists: new Map(),
   };
-  guardInto(workspace, out, scope);
+  guardInto(workspace, workspace, out, scope);
+  guardNested(nested, out, scope);
   // No git dir of the workspace's own guarded: the repository git uses there may lie outside (round 19).
   if (scope.repos.length === 0) guardOutside(workspace, out, scope);
   hostConfigsInto([...configs.system, ...configs.global], out, scope);
@@ -206,9 +231,67 @@ export function guardedGit(workspace: string, host?: HostGitConfig): GuardedGit 
   return out;
 }
 
-/** {@link guardedGit}'s work on the repository's own git metadata, before {@link hostConfigsInto} and {@link pinFolders}. */
-function guardInto(workspace: string, out: GuardedGit, scope: Scope): GuardedGit {
-  const dotGit = path.join(workspace, '.git');
+/** A {@link GuardedGit} with nothing to bind (no workspace, or no sandbox to bind it in). */
+export function emptyGuard(): GuardedGit {
+  return {
+    writable: [],
+    readonly: [],
+    named: [],
+    missing: [],
+    anywhere: [],
+    completed: [],
+    anywhereStems: [],
+    nestedTops: [],
+    unguarded: [],
+    nestedGitDirs: [],
+  };
+}
+
+/**
+ * Repositories below the workspace's root guarded at most ({@link guardNested}). Each costs a few binds, each bind a
+ * descriptor held while the session lasts (held-binds.ts) and an argument of every bwrap launch, so a `node_modules`
+ * of hundreds of git checkouts is not bound whole: past this, the rest are named as NOT protected.
+ */
+export const MAX_NESTED_REPOS = 64;
+
+/**
+ * Guards each git dir of `nested` (what git-walk.ts found below the workspace's root at start: a `.git` directory,
+ * a `.git` file and the git dir it names, a bare repository) as the root's own ({@link guardInto}, with the folder
+ * holding it as the work tree's root): the person's git run there later on the host obeys its config and hooks as it
+ * does the root's (user round 26: a pre-commit hook written in `vendor/lib/.git/hooks` ran as root at the
+ * person's next commit there). Those outside `node_modules` and nearer the root first, at most
+ * {@link MAX_NESTED_REPOS}; the rest go to `out.unguarded`. Split git dirs (`HEAD` and `commondir` only) are left
+ * to the audit.
+ */
+function guardNested(nested: readonly FoundGitDir[], out: GuardedGit, scope: Scope): void {
+  const rank = (f: FoundGitDir): [number, number, string] => [/(^|\/)node_modules\//.test(f.rel) ? 1 : 0, f.rel.split('/').length, f.rel];
+  const cmp = (a: FoundGitDir, b: FoundGitDir): number => {
+    const [x, y] = [rank(a), rank(b)];
+    return x[0] - y[0] || x[1] - y[1] || (x[2] < y[2] ? -1 : x[2] > y[2] ? 1 : 0);
+  };
+  let count = 0;
+  for (const f of [...nested].filter((n) => n.kind !== 'split').sort(cmp)) {
+    // A name that is no UTF-8 (git-walk.ts keeps its bytes as lone surrogates) has no path to bind here: named instead.
+    if (count >= MAX_NESTED_REPOS || /[\uDC80-\uDCFF]/u.test(f.rel)) {
+      out.unguarded.push(f.rel);
+      continue;
+    }
+    count++;
+    const at = path.join(scope.workspace, f.rel);
+    const top = f.kind === 'dotgit' ? path.dirname(at) : at;
+    const before = out.writable.length + out.readonly.length;
+    if (f.kind === 'dotgit') guardInto(top, scope.workspace, out, scope);
+    else if (isDir(at)) guardGitDir(at, scope.workspace, out, true, scope, at);
+    if (out.writable.length + out.readonly.length > before && !out.nestedTops.includes(top)) out.nestedTops.push(top);
+  }
+}
+
+/**
+ * {@link guardedGit}'s work on the git metadata of the repository whose work tree's root is `top` (the workspace, or a
+ * folder in it holding a nested repository's `.git`), before {@link hostConfigsInto} and {@link pinFolders}.
+ */
+function guardInto(top: string, workspace: string, out: GuardedGit, scope: Scope): GuardedGit {
+  const dotGit = path.join(top, '.git');
   let st: fs.Stats;
   let gitPath = dotGit;
   try {
@@ -224,16 +307,17 @@ function guardInto(workspace: string, out: GuardedGit, scope: Scope): GuardedGit
     return out;
   }
   if (st.isDirectory()) {
-    guardGitDir(gitPath, workspace, out, true, scope);
+    guardGitDir(gitPath, workspace, out, true, scope, top);
   } else if (st.isFile()) {
-    out.readonly.push(gitPath);
-    const named = gitdirOf(gitPath, workspace);
+    // Held already when it is a linked worktree of a repository guarded before ({@link linkedWorktrees}).
+    if (!out.readonly.includes(gitPath)) out.readonly.push(gitPath);
+    const named = gitdirOf(gitPath, top);
     if (named === undefined) return out;
-    if (inside(named, workspace)) guardGitDir(named, workspace, out, true, scope);
+    if (inside(named, workspace)) guardGitDir(named, workspace, out, true, scope, top);
     else {
       // A linked worktree whose admin folder is elsewhere (read-only, as all outside the workspace), of a repository inside it.
       const common = commonDirOf(named);
-      if (common && inside(common, workspace) && isDir(common)) guardGitDir(common, workspace, out, false, scope);
+      if (common && inside(common, workspace) && isDir(common)) guardGitDir(common, workspace, out, false, scope, top);
     }
   }
   return out;
@@ -348,17 +432,49 @@ const inside = (p: string, dir: string): boolean => p === dir || p.startsWith(`$
  * workspace too, the common dir as below; otherwise (a repository's own git dir) its
  * {@link codeEntries} and the admin folder of every linked worktree it has ({@link linkedWorktrees}).
  */
-function guardGitDir(gitDir: string, workspace: string, out: GuardedGit, follow: boolean, scope: Scope): void {
+function guardGitDir(gitDir: string, workspace: string, out: GuardedGit, follow: boolean, scope: Scope, top = workspace): void {
+  if (out.writable.includes(gitDir)) return;
   out.writable.push(gitDir);
   const common = commonDirOf(gitDir);
   if (common === undefined) {
-    out.readonly.push(...codeEntries(gitDir, workspace, out.named, out.missing, scope));
-    linkedWorktrees(gitDir, workspace, out, scope);
+    if (gitDir !== scope.workspace && !inside(path.join(scope.workspace, '.git'), gitDir)) out.nestedGitDirs.push(gitDir);
+    out.readonly.push(...codeEntries(gitDir, workspace, out.named, out.missing, scope, top));
+    linkedWorktrees(gitDir, workspace, out, scope, top);
+    for (const module of submoduleDirs(gitDir)) guardGitDir(module, workspace, out, false, scope, module);
     return;
   }
   out.readonly.push(...adminEntries(gitDir, configOf(common ?? gitDir), workspace));
   if (follow && common !== null && common !== gitDir && inside(common, workspace) && isDir(common))
-    guardGitDir(common, workspace, out, false, scope);
+    guardGitDir(common, workspace, out, false, scope, top);
+}
+
+/** Submodule git dirs looked for below one `modules/` at most: a submodule's name may hold `/` (`modules/a/b`). */
+const MAX_MODULE_DEPTH = 4;
+
+/**
+ * The submodules' git dirs in `gitDir`'s `modules/` (gitrepository-layout(5): `modules/<name>`, a name that may hold
+ * `/`), each a real folder holding `HEAD` (symlinks not followed), whether or not a work tree uses it now: `git
+ * submodule update` checks it out again and runs its hooks. Their own `modules/` are the caller's, by recursion.
+ * Their work tree's root is their `core.worktree` ({@link workTreeOf}), else the git dir itself.
+ */
+function submoduleDirs(gitDir: string): string[] {
+  const out: string[] = [];
+  const visit = (dir: string, depth: number): void => {
+    let entries: fs.Dirent[];
+    try {
+      entries = fs.readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      if (!e.isDirectory()) continue;
+      const p = path.join(dir, e.name);
+      if (isFile(path.join(p, 'HEAD'))) out.push(p);
+      else if (depth < MAX_MODULE_DEPTH) visit(p, depth + 1);
+    }
+  };
+  visit(path.join(gitDir, 'modules'), 1);
+  return out;
 }
 
 /**
@@ -401,7 +517,7 @@ const WORKTREE_CONFIG = /worktreeconfig\s*=\s*(true|yes|on|1)?\s*$/im;
  * possible (`git worktree add` in the session). Nothing when `worktrees` is missing or no
  * directory (a symlink is shown as it is).
  */
-function linkedWorktrees(gitDir: string, workspace: string, out: GuardedGit, scope: Scope): void {
+function linkedWorktrees(gitDir: string, workspace: string, out: GuardedGit, scope: Scope, top = workspace): void {
   const dir = path.join(gitDir, 'worktrees');
   let ids: fs.Dirent[];
   try {
@@ -425,9 +541,9 @@ function linkedWorktrees(gitDir: string, workspace: string, out: GuardedGit, sco
     const dotGit = backlinkOf(admin);
     if (dotGit !== undefined && inside(dotGit, workspace)) out.readonly.push(dotGit);
     // What its `config.worktree` names in the workspace (existing files: programs, includes), run or read by git in that worktree.
-    const top = dotGit === undefined ? workspace : path.dirname(dotGit);
-    if (dotGit !== undefined && inside(dotGit, workspace)) scope.repos.push({ gitDir, top });
-    const named = configNamedPaths([path.join(admin, 'config.worktree')], '', scope, { tops: [top], gitDirs: [admin], strict: false });
+    const at = dotGit === undefined ? top : path.dirname(dotGit);
+    if (dotGit !== undefined && inside(dotGit, workspace)) scope.repos.push({ gitDir, top: at });
+    const named = configNamedPaths([path.join(admin, 'config.worktree')], '', scope, { tops: [at], gitDirs: [admin], strict: false });
     for (const p of [...named.includes, ...named.programs]) {
       const real = realInside(p, workspace);
       if (real !== undefined && real !== workspace && isFile(real) && !out.readonly.includes(real)) out.readonly.push(real);
@@ -552,7 +668,7 @@ function createInside(workspace: string, target: string, kind: 'file' | 'dir', o
  * hooks that are symlinks into the workspace. Each of those (not the entries of the git dir) is added to `names` as
  * the config names it ({@link GuardedGit.named}). The config's `config.worktree` too, when git reads it.
  */
-function codeEntries(gitDir: string, workspace: string, names: string[], missing: string[], scope: Scope): string[] {
+function codeEntries(gitDir: string, workspace: string, names: string[], missing: string[], scope: Scope, top = workspace): string[] {
   const found: string[] = [];
   let owner: fs.Stats | undefined;
   let config = '';
@@ -581,9 +697,9 @@ function codeEntries(gitDir: string, workspace: string, names: string[], missing
   }
   const configs = [path.join(gitDir, 'config')];
   if (worktreeConfig) configs.push(path.join(gitDir, 'config.worktree'));
-  const top = workTreeOf(gitDir, workspace);
-  scope.repos.push({ gitDir, top });
-  const named = configNamedPaths(configs, config, scope, { tops: [top], gitDirs: [gitDir], strict: false });
+  const root = workTreeOf(gitDir, top);
+  scope.repos.push({ gitDir, top: root });
+  const named = configNamedPaths(configs, config, scope, { tops: [root], gitDirs: [gitDir], strict: false });
   applyNamed(named, workspace, make, add, [path.join(gitDir, 'hooks')], missing);
   return found;
 }
@@ -676,13 +792,13 @@ function hostConfigsInto(files: string[], out: GuardedGit, scope: Scope): void {
 }
 
 /**
- * The work tree's root of the repository whose git dir is `gitDir` (inside `workspace`): where git
- * runs hooks, aliases and the programs config values name. `core.worktree` (relative to the git
- * dir, as git reads it) when set, else `workspace` (the guarded git dir is the workspace's `.git`).
+ * The work tree's root of the repository whose git dir is `gitDir`: where git runs hooks, aliases and the programs
+ * config values name. `core.worktree` (relative to the git dir, as git reads it) when set, else `top` (the folder
+ * holding the `.git` that led to it: the workspace for its own).
  */
-function workTreeOf(gitDir: string, workspace: string): string {
+function workTreeOf(gitDir: string, top: string): string {
   const set = (gitConfigList(path.join(gitDir, 'config')) ?? []).filter(([k]) => k === 'core.worktree').pop();
-  return set === undefined || set[1] === '' ? workspace : path.resolve(gitDir, set[1]);
+  return set === undefined || set[1] === '' ? top : path.resolve(gitDir, set[1]);
 }
 
 /** `p` with symlinks resolved when that lies in `workspace` (or is it), else undefined (missing, or elsewhere). */

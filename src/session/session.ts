@@ -61,7 +61,8 @@ import {
   type CommandResult,
   type FinishedCommand,
 } from './result';
-import { GitGuardRefusal, guardedGit, type GuardedGit } from './git-guard';
+import { emptyGuard, GitGuardRefusal, guardedGit, type GuardedGit } from './git-guard';
+import { walkGit, type GitWalk } from './git-walk';
 import type { ProcessGuard } from './guard';
 import { auditGit, gitAuditNote, prepareQuarantine, recordGit, watchMissing, type GitBaseline, type GitFinding } from './git-audit';
 import { holdBinds, releaseHeldBinds, type HeldBinds } from './held-binds';
@@ -232,7 +233,7 @@ export class BashSession {
   private queue: Promise<unknown> = Promise.resolve();
   private wakeCurrent: ((o: Outcome) => void) | undefined;
 
-  private constructor(options: BashSessionOptions, cwd: string, who: Who, host: SessionHost, git: GitPins) {
+  private constructor(options: BashSessionOptions, cwd: string, who: Who, host: SessionHost, git: GitPins, walk?: GitWalk) {
     const { identity, sandbox, access } = who;
     this.id = options.id ?? randomUUID();
     this.host = host;
@@ -257,16 +258,13 @@ export class BashSession {
     this.worktreeGitRefused = git.refused;
     this.hide = hiddenPaths(options.hidePaths ?? [], who, this.network);
     // Once, at start: from then on `.git` is a mount point in every sandbox of the session, which no process of it can move.
-    this.git =
-      this.workspace && sandbox.mode === 'bwrap'
-        ? guardGit(realDir(this.workspace), this.id)
-        : { writable: [], readonly: [], named: [], missing: [], anywhere: [], completed: [], anywhereStems: [] };
+    this.git = this.workspace && sandbox.mode === 'bwrap' ? guardGit(realDir(this.workspace), this.id, walk) : emptyGuard();
     this.gitTag = this.id.replace(/[^A-Za-z0-9-]/g, '_').slice(0, 40);
     // Made before any sandbox and bound read-only in each: the session can neither block it nor take back what was moved.
     this.quarantine = this.workspace && sandbox.mode === 'bwrap' ? prepareQuarantine(realDir(this.workspace), this.gitTag) : undefined;
     if (this.quarantine) this.git.readonly.push(this.quarantine);
     const built = buildSessionEnv({
-      extra: { ...identityEnv(who, this.workspace), ...options.env },
+      extra: { ...identityEnv(who, this.workspace, this.git.nestedTops), ...options.env },
       secretEnvNames: options.secretEnvNames,
     });
     this.env = built.env;
@@ -310,7 +308,13 @@ export class BashSession {
     const git = pinGit(options.worktreeGit);
     let session: BashSession;
     try {
-      session = new BashSession(options, cwd, resolveWho(options, cwd, host, git.pins), host, git);
+      const who = resolveWho(options, cwd, host, git.pins);
+      // The repositories below the workspace's root, read off the event loop before the guard binds them as the root's.
+      const walk =
+        options.workspace && who.sandbox.mode === 'bwrap'
+          ? await walkGit(realDir(options.workspace), path.join(realDir(options.workspace), '.git'))
+          : undefined;
+      session = new BashSession(options, cwd, who, host, git, walk);
     } catch (err) {
       closePins(git.pins);
       throw err;
@@ -333,6 +337,7 @@ export class BashSession {
           session.git.anywhere,
           session.git.completed,
           session.git.anywhereStems,
+          session.git,
         );
         // From before the first command to close: a background job's file at a missing path is moved at once, not at the next audit.
         if (session.gitBaseline) session.stopWatch = watchMissing(session.gitBaseline, (found) => pushEach(session.watchedFindings, found));
@@ -1154,13 +1159,18 @@ function inodesOf(paths: readonly string[]): Map<string, string> {
 }
 
 /**
- * {@link guardedGit} for the workspace `workspace` (absolute, symlinks resolved) of session `sessionId`.
+ * {@link guardedGit} for the workspace `workspace` (absolute, symlinks resolved) of session `sessionId`, with the
+ * repositories `walk` found below its root at start (git-walk.ts; none without one). A walk that stopped early is named
+ * in `unguarded`, since repositories past where it stopped are not guarded.
  * @throws SessionStartError when the guard refuses (git-guard.ts `GitGuardRefusal`: a git config the
  *   person's git reads could not be read safely), its message saying which file and why
  */
-function guardGit(workspace: string, sessionId: string): GuardedGit {
+function guardGit(workspace: string, sessionId: string, walk: GitWalk | undefined): GuardedGit {
   try {
-    return guardedGit(workspace);
+    const guarded = guardedGit(workspace, undefined, walk?.found ?? []);
+    // Not found, so not guarded: said in every command's result as the repositories past the bound are (git-audit.ts).
+    if (walk?.unfinished !== undefined) guarded.unguarded.push(`any below what the walk at start read (it stopped: ${walk.unfinished})`);
+    return guarded;
   } catch (err) {
     if (err instanceof GitGuardRefusal)
       throw new SessionStartError(`cannot start bash session on ${workspace}: ${err.message}`, { sessionId, cause: err });

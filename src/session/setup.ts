@@ -85,8 +85,12 @@ export function hiddenPaths(hidePaths: string[], who: Who, network: boolean): st
   return [...hidePaths, ...defaultHiddenPaths(), ...ownerPaths, ...hostSockets];
 }
 
-/** The environment that goes with bash's identity, set under the caller's `env`. */
-export function identityEnv(who: Who, workspace: string | undefined): Record<string, string> {
+/**
+ * The environment that goes with bash's identity, set under the caller's `env`. `nested`: the work trees' roots
+ * (absolute) of the repositories below the workspace's root that the git guard holds as the root's (git-guard.ts
+ * `GuardedGit.nestedTops`), trusted as the workspace is.
+ */
+export function identityEnv(who: Who, workspace: string | undefined, nested: readonly string[] = []): Record<string, string> {
   const { identity, sandbox, access } = who;
   // Another user gets a HOME it can write (the sandbox's private /tmp) and its own name.
   const env: Record<string, string> = identity ? { HOME: '/tmp', USER: identity.user, LOGNAME: identity.user } : {};
@@ -95,12 +99,13 @@ export function identityEnv(who: Who, workspace: string | undefined): Record<str
   if (sandbox.mode === 'bwrap' || identity) env.TMPDIR = '/tmp';
   // A workspace owned by another user: git refuses it ("dubious ownership") unless told it is safe. Command-scope
   // config (GIT_CONFIG_COUNT) is protected configuration, which git reads safe.directory from (git-config(1)).
-  if (access === 'acl' && workspace)
-    Object.assign(env, {
-      GIT_CONFIG_COUNT: '1',
-      GIT_CONFIG_KEY_0: 'safe.directory',
-      GIT_CONFIG_VALUE_0: realDir(workspace),
-    });
+  // Each nested repository the guard holds too (its hooks and config read-only), and no other: not one the session makes.
+  if (access === 'acl' && workspace) {
+    const trusted = [realDir(workspace), ...nested];
+    env.GIT_CONFIG_COUNT = String(trusted.length);
+    for (const [i, dir] of trusted.entries())
+      Object.assign(env, { [`GIT_CONFIG_KEY_${i}`]: 'safe.directory', [`GIT_CONFIG_VALUE_${i}`]: dir });
+  }
   return env;
 }
 

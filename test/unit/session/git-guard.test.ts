@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { guardedGit, PROGRAM_KEYS } from '../../../src/session/git-guard';
+import { guardedGit, MAX_NESTED_REPOS, PROGRAM_KEYS } from '../../../src/session/git-guard';
 import { removeTempDirs, tempDir } from './helpers';
 
 afterAll(removeTempDirs);
@@ -80,6 +80,9 @@ test('a workspace that is a linked worktree: its .git file only; the admin folde
     anywhere: [],
     completed: [],
     anywhereStems: [],
+    nestedTops: [],
+    unguarded: [],
+    nestedGitDirs: [],
   });
 });
 
@@ -300,4 +303,31 @@ describe('what the guard creates stays in the workspace', () => {
       dirUid: owner.uid,
     });
   });
+});
+
+test('repositories below the root that were there at start: held as the root, outside node_modules and nearer the root first, the rest unguarded', () => {
+  const ws = fs.realpathSync(tempDir());
+  execFileSync('git', ['init', '-q', ws]);
+  const rels = ['node_modules/a/.git', 'vendor/deep/lib/.git', 'vendor/lib/.git'];
+  for (const rel of rels) execFileSync('git', ['init', '-q', path.dirname(path.join(ws, rel))]);
+  const found = rels.map((rel) => ({ rel, ino: fs.statSync(path.join(ws, rel)).ino, kind: 'dotgit' as const }));
+  const host = { system: [], global: [], homes: [] };
+  const all = guardedGit(ws, host, found);
+  expect(all.nestedTops).toEqual([path.join(ws, 'vendor/lib'), path.join(ws, 'vendor/deep/lib'), path.join(ws, 'node_modules/a')]);
+  expect(all.readonly).toEqual(expect.arrayContaining([path.join(ws, 'vendor/lib/.git/hooks'), path.join(ws, 'vendor/lib/.git/config')]));
+  expect(all.writable).toEqual(
+    expect.arrayContaining([path.join(ws, 'vendor/lib/.git'), path.join(ws, 'vendor/lib'), path.join(ws, 'vendor')]),
+  );
+  expect(all.nestedGitDirs).toContain(path.join(ws, 'vendor/lib/.git'));
+  expect(all.unguarded).toEqual([]);
+  // Past the bound: the rest by name, never silently.
+  const many = Array.from({ length: MAX_NESTED_REPOS + 2 }, (_, i) => ({
+    rel: `node_modules/p${i}/.git`,
+    ino: i,
+    kind: 'dotgit' as const,
+  }));
+  const bounded = guardedGit(ws, host, [...many, ...found]);
+  expect(bounded.nestedTops.slice(0, 2)).toEqual([path.join(ws, 'vendor/lib'), path.join(ws, 'vendor/deep/lib')]);
+  expect(bounded.unguarded).toHaveLength(5);
+  expect(bounded.unguarded).toContain(`node_modules/p${MAX_NESTED_REPOS + 1}/.git`);
 });
