@@ -20,7 +20,7 @@ import { decideApproval, matchEditRule, matchRule } from '../policy';
 import { TEXT_EDITOR_MAX_CHARACTERS, editRuleSubject, editRuleWords, type RunEditInput, type RunEditOutput } from '../contract/text-editor';
 import type { EditGate, ProposedEdit } from '../session';
 import { restoreCheckpoint, takeCheckpoint } from '../checkpoint/store';
-import { MAX_REPORTED_CHANGES, type CheckpointRequest, type CheckpointResult, type RestoreReport } from '../contract/checkpoint';
+import { reportedPrefix, type CheckpointRequest, type CheckpointResult, type RestoreReport } from '../contract/checkpoint';
 import { sha256Hex } from '../session/edit';
 import {
   COMMAND_FAILED,
@@ -678,11 +678,16 @@ export function createSessionActivities(deps: SessionActivityDeps) {
             changes: report.changes.length,
           });
           // In the answer (so in the history): the rewind names the record and what it changed and left as it was.
+          const nested = reportedPrefix(report.notRestored.nested, (p) => p);
           restored = {
             before: report.before,
-            changes: report.changes.slice(0, MAX_REPORTED_CHANGES),
+            changes: reportedPrefix(report.changes, (c) => c.path),
             changeCount: report.changes.length,
-            notRestored: report.notRestored,
+            notRestored: {
+              ...report.notRestored,
+              nested,
+              ...(nested.length < report.notRestored.nested.length ? { nestedCount: report.notRestored.nested.length } : {}),
+            },
           };
         }
         cwd = !input.restore && input.restoreCwd && (await isDirectory(input.restoreCwd)) ? input.restoreCwd : workdir;

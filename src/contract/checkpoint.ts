@@ -60,6 +60,8 @@ export interface RestoredChange {
 export interface NotRestored {
   /** Nested repositories (a folder below the top holding a `.git`), in the checkpoint or in the workspace before the restore; sorted. */
   nested: string[];
+  /** How many there are in all, when more than `nested` lists (a report in the history lists at most {@link MAX_REPORTED_CHANGES}). */
+  nestedCount?: number;
   /** Whether the workspace's top holds a `.git` (the repository itself: commits, branches, index, hooks). */
   git: boolean;
   /** The run's `exclude` entries (names or paths), as given. */
@@ -77,8 +79,27 @@ export interface RestoreReport {
   notRestored: NotRestored;
 }
 
-/** Most changes a {@link RestoreReport} lists (the rest are counted): it goes into the run's history. */
+/** Most changes (and nested repositories) a {@link RestoreReport} lists (the rest are counted): it goes into the run's history. */
 export const MAX_REPORTED_CHANGES = 200;
+
+/** Most characters of paths a {@link RestoreReport} lists in each of its lists (a path may be 4,096 bytes): 32 KiB. */
+export const MAX_REPORTED_CHARS = 32 * 1024;
+
+/**
+ * The first items of `paths` that fit {@link MAX_REPORTED_CHANGES} and {@link MAX_REPORTED_CHARS}:
+ * a workspace of 100,000 nested repositories or long names must not make the answer too large for
+ * the history (Temporal refuses a payload past 2 MB, and the rewind would fail).
+ */
+export function reportedPrefix<T>(items: readonly T[], pathOf: (item: T) => string): T[] {
+  const out: T[] = [];
+  let chars = 0;
+  for (const item of items) {
+    chars += pathOf(item).length;
+    if (out.length >= MAX_REPORTED_CHANGES || chars > MAX_REPORTED_CHARS) break;
+    out.push(item);
+  }
+  return out;
+}
 
 /**
  * One sentence naming what a restore left as it is (nothing when there is nothing to name), for
@@ -94,7 +115,8 @@ export function notRestoredText(left: NotRestored, verb: 'left as it is now' | '
     );
   if (left.nested.length > 0) {
     const shown = left.nested.slice(0, 20).join(', ');
-    const more = left.nested.length > 20 ? ` and ${left.nested.length - 20} more` : '';
+    const all = Math.max(left.nestedCount ?? 0, left.nested.length);
+    const more = all > 20 ? ` and ${all - 20} more` : '';
     parts.push(
       `the nested git repositories ${shown}${more} (${verb === 'not copied' ? 'empty folders here' : 'their files and commits as they are now'})`,
     );
