@@ -33,7 +33,7 @@ import {
 } from './contract';
 import { WORKER_SHUT_DOWN, commandNotes, movedAfterNote, splitNotes } from './shared/notes';
 import { DEFAULT_COMMAND_TIMEOUT_MS } from './config';
-import { rewindUpdate, type CheckpointResult, type RewindAnswer, type RewindRequest } from './contract/checkpoint';
+import { rewindUpdate, type CheckpointResult, type RestoreReport, type RewindAnswer, type RewindRequest } from './contract/checkpoint';
 
 /** A closed run's conversation could not be rebuilt from its history (the histories do not chain). */
 export class HistoryUnreadableError extends Error {
@@ -434,7 +434,18 @@ export function withMoveNotes(
 /** A checkpoint or a rewind of a run, as its history has it (`agent-jobs checkpoints`). */
 export type TimelineEntry =
   | { kind: 'checkpoint'; turn: number; id: string; store: string; workspace: string; toolUseId: string; at: string }
-  | { kind: 'rewind'; toTurn: number; by: string; text?: string; droppedMessages: number; at: string };
+  | {
+      kind: 'rewind';
+      toTurn: number;
+      by: string;
+      text?: string;
+      droppedMessages: number;
+      at: string;
+      /** The checkpoint it restored. */
+      checkpoint: string;
+      /** What the restore did (rewinds applied since the answer carries it). */
+      restore?: RestoreReport;
+    };
 
 /**
  * One execution's checkpoints (from the `runCommand` / `runEdit` answers) and applied rewinds
@@ -498,6 +509,8 @@ export async function readTimeline(
           droppedMessages: answer.droppedMessages,
           ...(req.text !== undefined ? { text: req.text } : {}),
           at,
+          checkpoint: answer.checkpoint,
+          ...(answer.restore ? { restore: answer.restore } : {}),
         });
       }
     }

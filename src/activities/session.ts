@@ -20,7 +20,7 @@ import { decideApproval, matchEditRule, matchRule } from '../policy';
 import { TEXT_EDITOR_MAX_CHARACTERS, editRuleSubject, editRuleWords, type RunEditInput, type RunEditOutput } from '../contract/text-editor';
 import type { EditGate, ProposedEdit } from '../session';
 import { restoreCheckpoint, takeCheckpoint } from '../checkpoint/store';
-import type { CheckpointRequest, CheckpointResult } from '../contract/checkpoint';
+import { reportedPrefix, type CheckpointRequest, type CheckpointResult, type RestoreReport } from '../contract/checkpoint';
 import { sha256Hex } from '../session/edit';
 import {
   COMMAND_FAILED,
@@ -661,6 +661,7 @@ export function createSessionActivities(deps: SessionActivityDeps) {
       const slot = registry.reserve(workerId);
       let session: BashSession;
       let cwd: string;
+      let restored: RestoreReport | undefined;
       try {
         if (stale) {
           log.info('closing the bash session this run held here before', { sessionId: stale.id });
@@ -670,12 +671,24 @@ export function createSessionActivities(deps: SessionActivityDeps) {
         await makeDirectory(workdir);
         if (input.restore) {
           // Rewind / fork: the workspace goes back to the checkpoint before bash starts there.
-          const restored = await restoreCheckpoint(input.restore.store, workdir, input.restore.id, input.restore.exclude);
+          const report = await restoreCheckpoint(input.restore.store, workdir, input.restore.id, input.restore.exclude);
           log.info('workspace restored to a checkpoint', {
             id: input.restore.id,
-            before: restored.before,
-            changes: restored.changes.length,
+            before: report.before,
+            changes: report.changes.length,
           });
+          // In the answer (so in the history): the rewind names the record and what it changed and left as it was.
+          const nested = reportedPrefix(report.notRestored.nested, (p) => p);
+          restored = {
+            before: report.before,
+            changes: reportedPrefix(report.changes, (c) => c.path),
+            changeCount: report.changes.length,
+            notRestored: {
+              ...report.notRestored,
+              nested,
+              ...(nested.length < report.notRestored.nested.length ? { nestedCount: report.notRestored.nested.length } : {}),
+            },
+          };
         }
         cwd = !input.restore && input.restoreCwd && (await isDirectory(input.restoreCwd)) ? input.restoreCwd : workdir;
         const worktreeGit = input.worktreeGit ? await checkedWorktreeGit(workdir, input.worktreeGit) : undefined;
@@ -738,7 +751,8 @@ export function createSessionActivities(deps: SessionActivityDeps) {
         sessions: registry.count,
         maxSessions: registry.capacity,
       });
-      return { sessionId: session.id, taskQueue, workerId, cwd: session.cwd, user: session.user, sandbox: session.sandbox };
+      const ref = { sessionId: session.id, taskQueue, workerId, cwd: session.cwd, user: session.user, sandbox: session.sandbox };
+      return restored ? { ...ref, restored } : ref;
     },
 
     /**

@@ -18,7 +18,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { lstat, mkdir, opendir, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { DEFAULT_CHECKPOINT_MAX_BYTES } from '../contract/checkpoint';
+import { DEFAULT_CHECKPOINT_MAX_BYTES, type NotRestored, type RestoredChange } from '../contract/checkpoint';
 import { runConfined } from './confine';
 import { writeSnapshot, type MeasuredEntry, type Snapshot } from './snapshot';
 
@@ -76,10 +76,7 @@ export interface Checkpoint {
 }
 
 /** A change between two checkpoints: `A`dded, `M`odified (content or mode), `D`eleted, `T`ype changed (file ↔ symlink). */
-export interface FileChange {
-  status: 'A' | 'M' | 'D' | 'T';
-  path: string;
-}
+export type FileChange = RestoredChange;
 
 /** The store of `workspace` under `root`: `<root>/<name>-<16 hex of sha256(real path)>.git`. */
 export async function storeFor(root: string, workspace: string): Promise<string> {
@@ -459,7 +456,7 @@ export async function restoreCheckpoint(
   id: string,
   exclude: readonly string[] = [],
   caps: RestoreCaps = {},
-): Promise<{ before: string; changes: FileChange[] }> {
+): Promise<{ before: string; changes: FileChange[]; notRestored: NotRestored }> {
   await mkdir(workspace, { recursive: true });
   await ensureStore(store);
   const target = (await git(store, ['rev-parse', '--verify', `${id}^{tree}`])).trim();
@@ -484,8 +481,60 @@ export async function restoreCheckpoint(
     await git(store, ['read-tree', '--reset', '-u', target], { workTree: workspace, index, writable: true });
     await chownRestored(workspace, changes, snap.smudged, owner.uid, owner.gid);
     await removeEmptyDirs(workspace, changes);
-    return { before, changes };
+    const nestedNow = [...size.info].filter(([, e]) => e.kind === 'repo').map(([p]) => Buffer.from(p, 'latin1').toString('utf8'));
+    const nested = [...new Set([...nestedNow, ...(await nestedRepositories(store, target))])].sort();
+    return { before, changes, notRestored: { nested, git: await hasTopGit(workspace), excluded: [...exclude] } };
   });
+}
+
+/**
+ * The nested repositories checkpoint (or tree) `id` records: its gitlinks (mode 160000), whose
+ * files it does not hold. Workspace-relative paths, sorted.
+ */
+export async function nestedRepositories(store: string, id: string): Promise<string[]> {
+  const out = await git(store, ['ls-tree', '-r', '-z', id]);
+  return out
+    .split('\0')
+    .filter((line) => line.startsWith('160000 '))
+    .map((line) => line.slice(line.indexOf('\t') + 1))
+    .sort();
+}
+
+/** Whether `workspace` holds a `.git` at its top (a folder or a file: a repository or a worktree). */
+async function hasTopGit(workspace: string): Promise<boolean> {
+  try {
+    await lstat(path.join(workspace, '.git'));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The bytes of `file` (workspace-relative) in checkpoint `id` of `store` (a checkpoint or a rewind's
+ * record of the workspace before it), as stored: a symlink's target text.
+ * @throws Error saying so when the checkpoint holds no such file (a folder, a nested repository, or absent)
+ */
+export async function fileAt(store: string, id: string, file: string): Promise<Buffer> {
+  const rel = path.posix.normalize(file);
+  if (rel.startsWith('/') || rel === '.' || rel.split('/').includes('..')) throw new Error(`${file} is not a path inside the workspace`);
+  const typeOf = async (p: string): Promise<string | undefined> =>
+    (await git(store, ['ls-tree', '-z', id, '--', p])).split('\0')[0]?.split(/[ \t]/)[1];
+  const type = await typeOf(rel);
+  if (type !== 'blob') {
+    let kind = type === 'tree' ? ' (a folder)' : type === 'commit' ? ' (a nested repository: its files are not stored)' : '';
+    // A path under a nested repository: named as such (its files were never stored, not absent).
+    for (let dir = path.posix.dirname(rel); !kind && dir !== '.'; dir = path.posix.dirname(dir))
+      if ((await typeOf(dir)) === 'commit') kind = ` (it is in the nested repository ${dir}, whose files are not stored)`;
+    throw new Error(`${id.slice(0, 12)} holds no file ${rel}${kind}`);
+  }
+  const { stdout } = await run('git', ['cat-file', 'blob', `${id}:${rel}`], {
+    env: storeEnv(store),
+    cwd: store,
+    maxBuffer: 1024 * 1024 * 1024 + 1,
+    encoding: 'buffer',
+  });
+  return stdout;
 }
 
 /**

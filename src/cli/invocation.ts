@@ -53,6 +53,7 @@ export const CLI_COMMANDS = [
   'diff',
   'end',
   'extend',
+  'file',
   'fork',
   'list',
   'model-server',

@@ -9,7 +9,7 @@ import type { ContentBlock, Usage } from './messages';
 import type { SessionRef, ThinkingDisplay } from './run';
 import type { ConversationPart, TranscriptDelta } from './conversation';
 import type { Effort } from './models';
-import type { CheckpointRequest, CheckpointResult, RestoreRequest } from './checkpoint';
+import type { CheckpointRequest, CheckpointResult, RestoreReport, RestoreRequest } from './checkpoint';
 import type { RuleToMatch } from './steering';
 import type { WorktreeGit } from './subagent';
 
@@ -124,7 +124,8 @@ export interface OpenSessionInput {
   worktreeGit?: WorktreeGit;
 }
 
-export type OpenSessionOutput = SessionRef;
+/** Answer of `openSession`: the session, and what its restore did when the input asked for one. */
+export type OpenSessionOutput = SessionRef & { restored?: RestoreReport };
 
 /** Input of `createWorktree` (the parent's session queue: the worker that holds the parent's workspace). */
 export interface CreateWorktreeInput {

@@ -135,8 +135,13 @@ export {
 } from './conversation';
 export {
   DEFAULT_CHECKPOINT_MAX_BYTES,
+  MAX_REPORTED_CHANGES,
+  notRestoredText,
   rewindUpdate,
   type CheckpointRecord,
+  type NotRestored,
+  type RestoreReport,
+  type RestoredChange,
   type CheckpointRequest,
   type CheckpointResult,
   type RestoreRequest,

@@ -19,10 +19,24 @@ import { openEntryAt } from './safe-open';
 /** Entries granted per setfacl run; their descriptors are open until it ends (Node raises the descriptor limit to the hard one). */
 const BATCH = 256;
 
-/** The ACL specs of a grant (setfacl `-m` syntax): `dirs` for directories (with default entries), `files` for everything else. */
+/**
+ * The ACL specs of a grant (setfacl `-m` syntax): `dirs` for directories (with default entries), `files` for everything else.
+ * A file whose mode has no execute bit gets `files` with every `X` dropped and the mask set to `rw-` ({@link plainSpec}).
+ */
 export interface GrantSpec {
   dirs: string;
   files: string;
+}
+
+/**
+ * The spec of a file whose mode has no execute bit: `X` dropped and the mask `rw-`. Why: a file
+ * created in a granted folder inherits its default entry (`u:<uid>:rwx`, masked to `rw-` by the
+ * mode), and setfacl's `X` counts that entry's `x`, then recomputes the mask from every entry of
+ * the group class (`group::r-x` included): the file came out `-rw-rwxr--+`, executable by its group
+ * (a rewind's restored files, a person's new ones). `rw-` is the mask setfacl would compute, less `x`.
+ */
+function plainSpec(files: string): string {
+  return `${files.replace(/X/g, '')},m::rw`;
 }
 
 /**
@@ -34,11 +48,13 @@ export interface GrantSpec {
  *   when `top` is no directory or a symlink
  */
 export function grantTree(top: string | number, spec: GrantSpec, timeoutMs: number): void {
-  const pending: { fd: number; dir: boolean }[] = [];
-  const apply = (fds: number[], dir: boolean): void => {
+  type Kind = 'dir' | 'file' | 'plain';
+  const pending: { fd: number; kind: Kind }[] = [];
+  const specOf: Record<Kind, string> = { dir: spec.dirs, file: spec.files, plain: plainSpec(spec.files) };
+  const apply = (fds: number[], kind: Kind): void => {
     if (fds.length === 0) return;
     // No -P: setfacl follows the magic link, to the inode the descriptor holds.
-    execFileSync('setfacl', ['-m', dir ? spec.dirs : spec.files, '--', ...fds.map((fd) => `/proc/${process.pid}/fd/${fd}`)], {
+    execFileSync('setfacl', ['-m', specOf[kind], '--', ...fds.map((fd) => `/proc/${process.pid}/fd/${fd}`)], {
       env: MINIMAL_ENV,
       stdio: ['ignore', 'ignore', 'pipe'],
       timeout: timeoutMs,
@@ -47,10 +63,10 @@ export function grantTree(top: string | number, spec: GrantSpec, timeoutMs: numb
   const flush = (): void => {
     const batch = pending.splice(0);
     try {
-      for (const dir of [true, false])
+      for (const kind of ['dir', 'file', 'plain'] as const)
         apply(
-          batch.filter((e) => e.dir === dir).map((e) => e.fd),
-          dir,
+          batch.filter((e) => e.kind === kind).map((e) => e.fd),
+          kind,
         );
     } finally {
       for (const e of batch) closeSync(e.fd);
@@ -76,7 +92,7 @@ export function grantTree(top: string | number, spec: GrantSpec, timeoutMs: numb
         continue;
       }
       if (!st.isDirectory()) {
-        pending.push({ fd, dir: false });
+        pending.push({ fd, kind: (st.mode & 0o111) === 0 ? 'plain' : 'file' });
         if (pending.length >= BATCH) flush();
         continue;
       }
@@ -94,7 +110,7 @@ export function grantTree(top: string | number, spec: GrantSpec, timeoutMs: numb
         closeSync(sub);
         throw err;
       }
-      pending.push({ fd: sub, dir: true });
+      pending.push({ fd: sub, kind: 'dir' });
       if (pending.length >= BATCH) flush();
     }
   };
@@ -102,7 +118,7 @@ export function grantTree(top: string | number, spec: GrantSpec, timeoutMs: numb
   try {
     walk(root);
     flush();
-    apply([root], true);
+    apply([root], 'dir');
   } finally {
     for (const e of pending.splice(0)) closeSync(e.fd);
     if (typeof top !== 'number') closeSync(root);

@@ -8,7 +8,7 @@
  */
 import { condition, log, patched, setHandler } from '@temporalio/workflow';
 import { MAX_MESSAGE_CHARS } from '../contract';
-import { rewindUpdate, type RewindAnswer, type RewindRecord, type RewindRequest } from '../contract/checkpoint';
+import { notRestoredText, rewindUpdate, type NotRestored, type RewindAnswer, type RewindRequest } from '../contract/checkpoint';
 import { failureMessage } from './failures';
 import type { RunState } from './run-state';
 import type { RunSession } from './session';
@@ -16,6 +16,12 @@ import { RejectedRequest, checkBy, checkObject } from './steering';
 
 /** patched() id: a rewind is applied (session reopened on the restored checkpoint, conversation cut). */
 export const REWIND_PATCH = 'rewind-to-checkpoint';
+
+/**
+ * patched() id: the rewind's answer carries what the restore did (the record of the workspace
+ * before it, the paths it changed, what it left as it is) and Claude's note names what it left.
+ */
+export const REWIND_REPORT_PATCH = 'rewind-reports-restore';
 
 /** Registers the `rewind` Update. */
 export function setRewindHandler(state: RunState): void {
@@ -70,10 +76,15 @@ async function rewind(state: RunState, req: RewindRequest): Promise<RewindAnswer
   return done.answer!;
 }
 
-/** What Claude is told after a rewind (at the end of the last user message it had before the turn). */
-export function rewindNote(req: RewindRequest, turn: number): string {
+/**
+ * What Claude is told after a rewind (at the end of the last user message it had before the turn).
+ * `left`: what the restore did not put back (named so that Claude does not take it for restored);
+ * absent in rewinds applied before {@link REWIND_REPORT_PATCH}.
+ */
+export function rewindNote(req: RewindRequest, turn: number, left?: NotRestored): string {
   const said = req.text !== undefined && req.text.trim() !== '' ? ` ${req.by} says: ${req.text}` : '';
-  return `[rewound by ${req.by}] The run was rewound to just before turn ${turn}: what you did from then on was undone, the workspace files are as they were at that point, and the bash session was restarted in the workspace directory (working directory, variables and background jobs are gone).${said}`;
+  const kept = left ? notRestoredText(left, 'left as it is now') : '';
+  return `[rewound by ${req.by}] The run was rewound to just before turn ${turn}: what you did from then on was undone, the workspace files are as they were at that point, and the bash session was restarted in the workspace directory (working directory, variables and background jobs are gone).${kept ? ` ${kept}` : ''}${said}`;
 }
 
 /**
@@ -94,21 +105,24 @@ export async function applyRewind(state: RunState, session: RunSession): Promise
     return;
   }
   state.setDetails(`rewinding to turn ${req.toTurn} (asked by ${req.by})`);
+  let opened;
   try {
-    await session.reopenRestored({ store: record.store, id: record.id, exclude: state.input.checkpoints.exclude });
+    opened = await session.reopenRestored({ store: record.store, id: record.id, exclude: state.input.checkpoints.exclude });
   } catch (err) {
     state.rewindFailed(n, `the workspace could not be restored to turn ${req.toTurn}'s checkpoint: ${failureMessage(err)}`);
     return;
   }
+  const report = patched(REWIND_REPORT_PATCH) ? opened.restored : undefined;
   const dropped = state.conversation.length - record.messageIndex;
   state.conversation.rewindTo(record.messageIndex);
-  state.conversation.appendUserBlocks([{ type: 'text', text: rewindNote(req, req.toTurn) }]);
-  const answer: RewindRecord = {
+  state.conversation.appendUserBlocks([{ type: 'text', text: rewindNote(req, req.toTurn, report?.notRestored) }]);
+  const answer: RewindAnswer = {
     toTurn: req.toTurn,
     checkpoint: record.id,
     droppedMessages: dropped,
     by: req.by,
     at: new Date().toISOString(),
+    ...(report ? { restore: report } : {}),
   };
   state.rewound(n, answer);
   log.info('rewound', { toTurn: req.toTurn, by: req.by, droppedMessages: dropped });

@@ -30,7 +30,7 @@ import type {
   Usage,
 } from '../contract';
 import type { ResolvedInput } from '../contract/input';
-import type { CheckpointRecord, CheckpointResult, RestoreRequest, RewindRecord, RewindRequest } from '../contract/checkpoint';
+import type { CheckpointRecord, CheckpointResult, RestoreRequest, RewindAnswer, RewindRecord, RewindRequest } from '../contract/checkpoint';
 import { toSearchText } from '../shared/search-text';
 import { AGENT_AWAITING, AGENT_AWAITING_SINCE, AGENT_COST_USD, AGENT_STATUS, AGENT_TOKENS, AGENT_TURNS } from '../config';
 import { legacyAwaitingSummary, markdownText } from '../shared/display';
@@ -156,7 +156,7 @@ export class RunState {
   readonly model: ModelInfo;
   #rewindAsked: { req: RewindRequest; n: number } | null = null;
   #rewindsAsked = 0;
-  #rewindDone: { n: number; answer?: RewindRecord; error?: string } | null = null;
+  #rewindDone: { n: number; answer?: RewindAnswer; error?: string } | null = null;
   #subagentsRunning = 0;
   /** Workflow ids of the sub-agents running now, oldest first (what the details name). */
   #subagentIds: string[] = [];
@@ -291,7 +291,7 @@ export class RunState {
     return this.#rewindAsked;
   }
   /** The number and answer (or failure) of the last rewind applied. */
-  get rewindDone(): Readonly<{ n: number; answer?: RewindRecord; error?: string }> | null {
+  get rewindDone(): Readonly<{ n: number; answer?: RewindAnswer; error?: string }> | null {
     return this.#rewindDone;
   }
   /** Sub-agents (child runs) running now (subagent.ts keeps it at most `input.subagents`). */
@@ -488,9 +488,10 @@ export class RunState {
   }
 
   /** Rewind `n` was applied as `answer`: the checkpoints after its turn are dropped and it is recorded. */
-  rewound(n: number, answer: RewindRecord): void {
+  rewound(n: number, answer: RewindAnswer): void {
     this.#checkpoints = this.#checkpoints.filter((c) => c.turn <= answer.toTurn);
-    this.#rewinds.push(answer);
+    const { restore, ...record } = answer;
+    this.#rewinds.push(restore ? { ...record, before: restore.before } : record);
     this.#rewindDone = { n, answer };
   }
 

@@ -23,6 +23,7 @@ import {
   WORKDIR_UNUSABLE,
   WORKER_SHUTTING_DOWN,
   type CreateWorktreeOutput,
+  type OpenSessionOutput,
   type RunCommandInput,
   type RunCommandOutput,
   type SessionClosing,
@@ -354,10 +355,14 @@ export class RunSession {
    * new one whose worker first restores the workspace to `restore`.
    * @throws the open's failure (the workspace may or may not have been restored; the caller says so)
    */
-  async reopenRestored(restore: RestoreRequest): Promise<SessionRef> {
+  async reopenRestored(restore: RestoreRequest): Promise<OpenSessionOutput> {
     await this.close();
-    return this.open(undefined, restore);
+    const ref = await this.open(undefined, restore);
+    return this.restored ? { ...ref, restored: this.restored } : ref;
   }
+
+  /** What the last session opened restored (`openSession`'s report), kept out of the run's state. */
+  private restored: OpenSessionOutput['restored'];
 
   /**
    * Opens a session on the shared queue; the worker that takes it holds it. `restoreCwd`: where
@@ -375,12 +380,13 @@ export class RunSession {
   /** The open that is under way, which a concurrent {@link open} waits for instead of opening a second session. */
   private opening: Promise<SessionRef> | null = null;
 
+  /** {@link open}'s work: the session, the very object the run's state holds (without its restore report, kept in {@link restored}). */
   private async openNow(restoreCwd: string | undefined, restore?: RestoreRequest): Promise<SessionRef> {
     const { state } = this;
     state.setDetails(restore ? 'restoring the workspace to a checkpoint and starting a bash session' : 'starting a bash session');
     const { workdir, network, worktreeGit } = state.input;
     const toRestore = restore ?? state.pendingRestore ?? undefined;
-    const ref = await openSession.executeWithOptions({ summary: toRestore ? 'session: restore checkpoint and open' : 'session: open' }, [
+    const opened = await openSession.executeWithOptions({ summary: toRestore ? 'session: restore checkpoint and open' : 'session: open' }, [
       {
         workflowId: state.workflowId,
         ...(workdir !== undefined ? { workdir } : {}),
@@ -391,8 +397,10 @@ export class RunSession {
         ...(worktreeGit !== undefined ? { worktreeGit } : {}),
       },
     ]);
-    state.sessionOpened(ref);
-    return ref;
+    this.restored = opened.restored;
+    delete opened.restored;
+    state.sessionOpened(opened);
+    return opened;
   }
 
   /** Opens the first session (or one after a failed replacement), or says why a command cannot run. */

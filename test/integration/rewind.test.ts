@@ -5,7 +5,8 @@
  * checkpoints; the conversation is cut to what Claude had before the turn (the messages before it
  * byte for byte), and Claude is told.
  */
-import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { appendFileSync, existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { WorkflowUpdateStage } from '@temporalio/client';
 import { workspaceFolderName } from '../../src/activities/session';
@@ -179,6 +180,10 @@ describe('rewind', () => {
     expect(text.stdout).toContain('+ a.txt');
     const diff = await cli(a, 'diff', handle.workflowId, '--turn', '2');
     expect(diff.code).toBe(0);
+    // The run is closed and turn 2 its last: the diff says it compares with the workspace now, others' changes included.
+    expect(diff.stdout.split('\n')[0]).toMatch(
+      /^# from turn 2's checkpoint [0-9a-f]{12} .*the workspace as it is now.*a person, another run/,
+    );
     expect(diff.stdout).toContain('--- a/a.txt');
     expect(diff.stdout).toContain('+b');
     const none = await cli(a, 'diff', handle.workflowId, '--turn', '3');
@@ -190,6 +195,8 @@ describe('rewind', () => {
     const forked = await cli(a, 'fork', handle.workflowId, '--at-turn', '2', '--id', forkId, '--say', 'try again', '--by', 'bob');
     expect(forked.stderr).toBe('');
     expect(forked.code).toBe(0);
+    // Not a git repository, nothing nested, nothing excluded: nothing to name.
+    expect(forked.stdout).not.toContain('Not restored');
     const fork = bed.client.workflow.getHandle<typeof agentRun>(forkId);
     bed.nameRun(fork, 'rewind-fork');
     expect((await fork.result()).status).toBe('completed');
@@ -244,4 +251,135 @@ describe('rewind', () => {
     expect(listed[0]!.changes).toEqual([{ status: 'A', path: 'f.txt' }]);
     rmSync(outside, { recursive: true, force: true });
   }, 180_000);
+
+  test("a rewind names what it changed (a person's edit too), the record to get it back from, and what it left; fork names what it did not copy; restored files get no execute bit", async () => {
+    const outside = mkdtempSync(path.join(tmpdir(), 'agent-jobs-rw-'));
+    const ws = path.join(outside, 'ws');
+    mkdirSync(path.join(ws, 'vendor', 'lib'), { recursive: true });
+    mkdirSync(path.join(ws, 'cache'));
+    const git = (dir: string, ...args: string[]): string =>
+      execFileSync('git', ['-C', dir, '-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { encoding: 'utf8' });
+    git(ws, 'init', '-q');
+    writeFileSync(path.join(ws, 'base.txt'), 'base\n');
+    git(path.join(ws, 'vendor', 'lib'), 'init', '-q');
+    writeFileSync(path.join(ws, 'vendor', 'lib', 'lib.txt'), 'lib1\n');
+    git(path.join(ws, 'vendor', 'lib'), 'add', '-A');
+    git(path.join(ws, 'vendor', 'lib'), 'commit', '-qm', 'lib');
+    git(ws, 'add', 'base.txt');
+    git(ws, 'commit', '-qm', 'base');
+    bed = await TestBed.create({
+      script: {
+        responses: [
+          turn(
+            toolUse(
+              'toolu_1',
+              'echo one >> base.txt; echo lib2 >> vendor/lib/lib.txt; echo c > cache/c.txt; echo a > a.txt; echo b > b.txt',
+            ),
+          ),
+          turn(toolUse('toolu_2', 'echo two > a.txt; rm b.txt')),
+          done,
+        ],
+      },
+    });
+    const handle = await bed.start(
+      { task: 'files', approval: 'auto', chat: true, workdir: ws, checkpoints: { enabled: true, maxBytes: 1 << 30, exclude: ['cache'] } },
+      'rewind-report',
+    );
+    const id = handle.workflowId;
+    await waitFor('the run to wait for a message', async () => (await bed.status(handle)).status === 'awaiting_message' || null, 60_000);
+    // The person's own edit on the host, after the run's turns: the rewind reverts it, and must say so.
+    appendFileSync(path.join(ws, 'base.txt'), 'mine\n');
+    await handle.executeUpdate(pauseUpdate, { args: [{ by: 'ana' }] });
+
+    const r = await cli(bed.address, 'rewind', id, '--to-turn', '2', '--by', 'ana', '--json');
+    expect(r.stderr).toBe('');
+    const answer = JSON.parse(r.stdout) as {
+      restore: { before: string; changes: Array<{ status: string; path: string }>; changeCount: number; notRestored: unknown };
+    };
+    expect(answer.restore.notRestored).toEqual({ nested: ['vendor/lib'], git: true, excluded: ['cache'] });
+    expect(answer.restore.changes).toEqual(
+      expect.arrayContaining([
+        { status: 'M', path: 'base.txt' },
+        { status: 'M', path: 'a.txt' },
+        { status: 'A', path: 'b.txt' },
+      ]),
+    );
+    expect(answer.restore.changeCount).toBe(answer.restore.changes.length);
+    // What it restored, and what it did not.
+    expect(readFileSync(path.join(ws, 'base.txt'), 'utf8')).toBe('base\none\n');
+    expect(readFileSync(path.join(ws, 'b.txt'), 'utf8')).toBe('b\n');
+    expect(readFileSync(path.join(ws, 'vendor', 'lib', 'lib.txt'), 'utf8')).toBe('lib1\nlib2\n');
+    // Restored into a folder whose default ACL grants the session user rwx: no execute bit for the group class.
+    const mode = execFileSync('stat', ['-c', '%A', path.join(ws, 'b.txt')], { encoding: 'utf8' }).trim();
+    expect(mode).toBe('-rw-rw-r--');
+    expect(execFileSync('getfacl', ['-p', path.join(ws, 'b.txt')], { encoding: 'utf8' })).toMatch(/^mask::rw-$/m);
+
+    // The person's line comes back from the record the answer names; only this run's records are read.
+    const before = answer.restore.before.slice(0, 12);
+    const back = await cli(bed.address, 'file', id, before, 'base.txt');
+    expect(back.stdout).toBe('base\none\nmine\n');
+    for (const [bad, why] of [
+      [['deadbeef0', 'base.txt'], 'no checkpoint or rewind record'],
+      [[before, '../../../../../etc/passwd'], 'not a path inside the workspace'],
+      [[before, '/etc/passwd'], 'not a path inside the workspace'],
+      [[before, 'vendor'], '(a folder)'],
+      [[before, 'vendor/lib/lib.txt'], 'nested repository'],
+      [['HEAD', 'base.txt'], 'not a checkpoint id'],
+    ] as const) {
+      const refused = await cli(bed.address, 'file', id, ...bad);
+      expect(refused.code).not.toBe(0);
+      expect(refused.stdout).toBe('');
+      expect(refused.stderr).toContain(why);
+    }
+
+    // The listing: what each entry compares, the undone turn's changes (up to the record), the rewind's report.
+    const listed = (await cli(bed.address, 'checkpoints', id)).stdout;
+    expect(listed.split('\n')[0]).toContain("each turn: what changed from its checkpoint (the workspace before the turn's tools wrote)");
+    const undone = listed.slice(listed.indexOf('turn 2 '), listed.indexOf('rewound to turn 2'));
+    expect(undone).toContain('until the rewind to turn 2 undid it');
+    expect(undone).toContain('- b.txt');
+    expect(undone).toContain('~ a.txt');
+    expect(listed).toContain(`the workspace before it is recorded as ${before}`);
+
+    // Text answer of a second rewind: the record, how to get a file back, what it left.
+    const text = await cli(bed.address, 'rewind', id, '--to-turn', '1', '--by', 'ana');
+    expect(text.stderr).toBe('');
+    expect(text.stdout).toMatch(/the rewind changed \d+ paths \(the workspace before it is recorded as [0-9a-f]{12}\)/);
+    expect(text.stdout).toContain(`file ${id} `);
+    expect(text.stdout).toContain('Not restored, left as it is now: `.git`');
+    expect(text.stdout).toContain('the nested git repositories vendor/lib');
+    expect(text.stdout).toContain('the excluded paths cache');
+
+    // Claude is told the same.
+    await handle.executeUpdate(resumeUpdate, { args: [{ by: 'ana' }] });
+    await waitFor(
+      'the run to wait for a message again',
+      async () => (await bed.status(handle)).status === 'awaiting_message' || null,
+      60_000,
+    );
+    const notes = bed
+      .sentMessages()
+      .flatMap((m) => m.flatMap((msg) => (Array.isArray(msg.content) ? (msg.content as TextBlock[]) : [])))
+      .filter((b) => b.type === 'text' && b.text.startsWith('[rewound by ana]'));
+    expect(notes.length).toBeGreaterThan(0);
+    for (const note of notes) {
+      expect(note.text).toContain('Not restored, left as it is now: `.git`');
+      expect(note.text).toContain('vendor/lib');
+      expect(note.text).toContain('cache');
+    }
+
+    // A fork says what it did not copy: .git, the nested repository's files, the excluded paths.
+    const forked = await cli(bed.address, 'fork', id, '--at-turn', '2', '--id', `${id}-fork`, '--json');
+    expect(forked.stderr).toBe('');
+    expect(JSON.parse(forked.stdout)).toMatchObject({ notCopied: { nested: ['vendor/lib'], git: true, excluded: ['cache'] } });
+    const fork = bed.client.workflow.getHandle<typeof agentRun>(`${id}-fork`);
+    await waitFor('the fork to wait for a message', async () => (await bed.status(fork)).status === 'awaiting_message' || null, 60_000);
+    const forkNote = JSON.stringify(bed.sentMessages().at(-1));
+    expect(forkNote).toContain('[forked by');
+    expect(forkNote).toContain('Not restored, not copied: `.git` (this workspace has none');
+    await fork.executeUpdate(endUpdate, { args: [{ by: 'ana' }] });
+    await handle.executeUpdate(endUpdate, { args: [{ by: 'ana' }] });
+    expect((await handle.result()).status).toBe('completed');
+    rmSync(outside, { recursive: true, force: true });
+  }, 240_000);
 });

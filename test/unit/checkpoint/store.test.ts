@@ -6,6 +6,7 @@ import {
   changesBetween,
   DEFAULT_CHECKPOINT_MAX_ENTRIES,
   diffBetween,
+  fileAt,
   restoreCheckpoint,
   takeCheckpoint,
   type Checkpoint,
@@ -97,6 +98,41 @@ describe('checkpoint store', () => {
     expect(await readdir(ws)).not.toContain('new');
     expect(await readFile(path.join(ws, '.git', 'HEAD'), 'utf8')).toBe('user repo moved\n');
     expect(await readFile(path.join(ws, 'cache', 'x'), 'utf8')).toBe('excluded, changed\n');
+  });
+
+  it('a restore says what it left as it is (.git, nested repositories then and now, excludes); the record before it gives a file back', async () => {
+    const repo = async (rel: string): Promise<void> => {
+      const d = path.join(ws, rel);
+      await mkdir(d, { recursive: true });
+      const g = (...a: string[]) => spawnSync('git', ['-C', d, '-c', 'user.name=a', '-c', 'user.email=a@b', ...a], { encoding: 'utf8' });
+      g('init', '-q');
+      await writeFile(path.join(d, 'inner'), 'v1\n');
+      g('add', 'inner');
+      g('commit', '-qm', 'one');
+    };
+    await mkdir(path.join(ws, '.git'));
+    await writeFile(path.join(ws, '.git', 'HEAD'), 'ref: refs/heads/main\n');
+    await repo('vendor/lib');
+    await mkdir(path.join(ws, 'dir'));
+    await writeFile(path.join(ws, 'dir', 'a.txt'), 'a\n');
+    const cp = (await takeCheckpoint(root, ws, { maxBytes: 1e6, exclude: ['cache'] }, 'turn 1')) as Checkpoint;
+    // Since: a person's edit, a nested repository made, the nested one's file changed.
+    await writeFile(path.join(ws, 'dir', 'a.txt'), 'a\nmine\n');
+    await repo('made/later');
+    await writeFile(path.join(ws, 'vendor', 'lib', 'inner'), 'v2\n');
+    const r = await restoreCheckpoint(cp.store, ws, cp.id, ['cache']);
+    expect(r.notRestored).toEqual({ nested: ['made/later', 'vendor/lib'], git: true, excluded: ['cache'] });
+    expect(r.changes).toEqual(expect.arrayContaining([{ status: 'M', path: 'dir/a.txt' }]));
+    expect(await readFile(path.join(ws, 'dir', 'a.txt'), 'utf8')).toBe('a\n');
+    expect(await readFile(path.join(ws, 'vendor', 'lib', 'inner'), 'utf8')).toBe('v2\n');
+    // The record holds the person's line, byte for byte; no folder, nested repository or path outside is read as a file.
+    expect((await fileAt(cp.store, r.before, 'dir/a.txt')).toString()).toBe('a\nmine\n');
+    expect((await fileAt(cp.store, r.before, './dir//a.txt')).toString()).toBe('a\nmine\n');
+    await expect(fileAt(cp.store, r.before, 'dir')).rejects.toThrow(/holds no file dir \(a folder\)/);
+    await expect(fileAt(cp.store, r.before, 'vendor/lib')).rejects.toThrow(/a nested repository/);
+    await expect(fileAt(cp.store, r.before, 'vendor/lib/inner')).rejects.toThrow(/in the nested repository vendor\/lib/);
+    await expect(fileAt(cp.store, r.before, '../../../etc/passwd')).rejects.toThrow();
+    await expect(fileAt(cp.store, r.before, 'HEAD')).rejects.toThrow(/holds no file/);
   });
 
   it('takes checkpoints of one workspace at once (a sub-agent sharing it), each recording it whole; a file changed since, same size, recorded anew', async () => {
