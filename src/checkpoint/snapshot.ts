@@ -135,6 +135,11 @@ function indexFile(entries: readonly Entry[]): Buffer {
   return Buffer.concat([body, createHash('sha1').update(body).digest()]);
 }
 
+/** Writes `entries` (sorted bytewise, latin1 paths) as a version 2 index file at `file`, with no stat data (git reads each file as changed). */
+export async function writeIndex(file: string, entries: readonly { path: string; mode: number; oid: Buffer }[]): Promise<void> {
+  await writeFile(file, indexFile(entries), { mode: 0o600 });
+}
+
 /** The commit a nested repository's HEAD names, read with small bounds from its own files; undefined when it has none. */
 async function gitlinkOid(rel: string, dirOf: (rel: string) => Promise<number | undefined>): Promise<Buffer | undefined> {
   const small = async (dir: number | undefined, name: string, max: number): Promise<string | undefined> => {
@@ -287,8 +292,12 @@ class BlobSink {
  * whole by the worker): at most `info`'s size of each regular file is read (a file grown since is
  * recorded as its first measured bytes, one shrunk as it is now: the checkpoint holds no byte past
  * the measure and is not lost to a job writing a log); a path gone or now of another kind is
- * dropped. The index at `files.cache` (the last checkpoint's) is the stat cache: a file whose stat is
- * unchanged is not read; `files.index` is written whole.
+ * dropped. The index at `files.cache` (the last checkpoint's; none when undefined) is the stat cache:
+ * a file whose stat is unchanged is not read; `files.index` is written whole. A file whose ctime or
+ * mtime is at or after `files.trustStatBefore` (ns since the epoch), or in the last 2 s, is read
+ * whatever its stat and written to the index without one (a restore rewrites it): a job may write a
+ * file through a shared mapping without changing any time after its first write (adversary round
+ * 26), and that first write sets the ctime after the session that made it started.
  * @param paths workspace-relative, latin1, sorted bytewise (store.ts `measure`)
  * @param env git's environment (`GIT_DIR` the store; no config of the host)
  * @throws Error when the workspace is no directory (a symlink now) or git fails
@@ -298,12 +307,12 @@ export async function writeSnapshot(
   workspace: string,
   paths: readonly string[],
   info: ReadonlyMap<string, MeasuredEntry>,
-  files: { index: string; cache: string },
+  files: { index: string; cache: string | undefined; trustStatBefore: bigint },
   env: NodeJS.ProcessEnv,
   git: (args: string[], indexFile: string) => Promise<string>,
 ): Promise<Snapshot> {
   const { index } = files;
-  const cache = await readCache(files.cache);
+  const cache = files.cache === undefined ? new Map<string, Cached>() : await readCache(files.cache);
   const top = await open(workspace, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
   // Open folders by workspace-relative path (a promise each: the files of a batch ask for the same folder at once);
   // the sorted order keeps one branch open at a time.
@@ -331,8 +340,10 @@ export async function writeSnapshot(
   const sink = new BlobSink(store, env);
   const out: Snapshot = { tree: '', bytes: 0, files: 0, dropped: [], smudged: [] };
   const entries: Entry[] = [];
-  // Files changed this close to the snapshot may change again within the same timestamp tick: their stat is not trusted.
-  const racyFrom = BigInt(Date.now() - 2000) * 1_000_000n;
+  // Files changed this close to the snapshot may change again within the same timestamp tick, and those changed since a
+  // session that may write them started may be written through a mapping with no time changed: their stat is not trusted.
+  const recent = BigInt(Date.now() - 2000) * 1_000_000n;
+  const racyFrom = files.trustStatBefore < recent ? files.trustStatBefore : recent;
   try {
     for (let i = 0; i < paths.length; i += BATCH) {
       const batch = paths.slice(i, i + BATCH);
@@ -349,7 +360,7 @@ export async function writeSnapshot(
           const parent = await dirOf(parentRel);
           if (parent === undefined) return undefined;
           const st = await lstat(at(parent, name), { bigint: true }).catch(() => undefined);
-          const hit = st?.isFile() ? cachedEntry(rel, st, m.size, cache) : undefined;
+          const hit = st?.isFile() ? cachedEntry(rel, st, m.size, cache, racyFrom) : undefined;
           return hit ?? pinRegular(parent, name);
         }),
       );
@@ -414,10 +425,13 @@ async function linkEntry(parent: number, rel: string, name: string, sink: BlobSi
   return { path: rel, mode: MODE.link, oid, st };
 }
 
-/** The entry of the regular file `rel` of stat `st` from the stat cache, when its stat is the cache's (and its size at most `max`). */
-function cachedEntry(rel: string, st: BigIntStats, max: number, cache: ReadonlyMap<string, Cached>): Entry | undefined {
+/**
+ * The entry of the regular file `rel` of stat `st` from the stat cache, when its stat is the cache's (and its size at most
+ * `max`) and both its times are before `racyFrom` (ns).
+ */
+function cachedEntry(rel: string, st: BigIntStats, max: number, cache: ReadonlyMap<string, Cached>, racyFrom: bigint): Entry | undefined {
   const hit = cache.get(rel);
-  if (!hit || st.size > BigInt(max)) return undefined;
+  if (!hit || st.size > BigInt(max) || st.ctimeNs >= racyFrom || st.mtimeNs >= racyFrom) return undefined;
   const mode = st.mode & 0o100n ? MODE.exec : MODE.file;
   const fields = statFields(st, mode);
   return hit.mode === mode && hit.fields.every((v, i) => v === fields[i]) ? { path: rel, mode, oid: hit.oid, st } : undefined;
@@ -435,7 +449,7 @@ async function fileEntry(
 ): Promise<Entry | undefined> {
   const { st } = file;
   const mode = st.mode & 0o100n ? MODE.exec : MODE.file;
-  const hit = cachedEntry(rel, st, max, cache);
+  const hit = cachedEntry(rel, st, max, cache, racyFrom);
   if (hit) {
     out.bytes += Number(st.size);
     out.files++;

@@ -14,9 +14,22 @@ export interface CheckpointRequest {
   exclude: string[];
 }
 
-/** A checkpoint the worker took (in the tool call's answer, so in the history with its turn), or why none was. */
+/**
+ * A checkpoint the worker took (in the tool call's answer, so in the history with its turn), or why none was.
+ * `leftOut`: the paths it left out because git refuses to write them on checkout (`git~1/`, `.GIT/`, a symlink
+ * `.gitmodules`: a checkpoint holding one could not be restored), how many and the first 20; absent when none.
+ */
 export type CheckpointResult =
-  { turn: number; id: string; store: string; workspace: string; bytes: number; files: number } | { turn: number; skipped: string };
+  | {
+      turn: number;
+      id: string;
+      store: string;
+      workspace: string;
+      bytes: number;
+      files: number;
+      leftOut?: { count: number; paths: string[] };
+    }
+  | { turn: number; skipped: string };
 
 /** A checkpoint the run holds, by turn (the first one taken in that turn: the workspace as it was before the turn's tools). */
 export interface CheckpointRecord {
