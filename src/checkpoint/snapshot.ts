@@ -297,7 +297,8 @@ class BlobSink {
  * mtime is at or after `files.trustStatBefore` (ns since the epoch), or in the last 2 s, is read
  * whatever its stat and written to the index without one (a restore rewrites it): a job may write a
  * file through a shared mapping without changing any time after its first write (adversary round
- * 26), and that first write sets the ctime after the session that made it started.
+ * 26), and that first write sets the ctime after the session that made it started. With `files.keepReadStat`
+ * (a restore's private index, never the cache) a file read now keeps its stat, unless changed in the last 2 s.
  * @param paths workspace-relative, latin1, sorted bytewise (store.ts `measure`)
  * @param env git's environment (`GIT_DIR` the store; no config of the host)
  * @throws Error when the workspace is no directory (a symlink now) or git fails
@@ -307,7 +308,7 @@ export async function writeSnapshot(
   workspace: string,
   paths: readonly string[],
   info: ReadonlyMap<string, MeasuredEntry>,
-  files: { index: string; cache: string | undefined; trustStatBefore: bigint },
+  files: { index: string; cache: string | undefined; trustStatBefore: bigint; keepReadStat?: boolean },
   env: NodeJS.ProcessEnv,
   git: (args: string[], indexFile: string) => Promise<string>,
 ): Promise<Snapshot> {
@@ -344,6 +345,8 @@ export async function writeSnapshot(
   // session that may write them started may be written through a mapping with no time changed: their stat is not trusted.
   const recent = BigInt(Date.now() - 2000) * 1_000_000n;
   const racyFrom = files.trustStatBefore < recent ? files.trustStatBefore : recent;
+  // A file read now may keep its fresh stat in a private index (a restore's, for its read-tree), never in the cache.
+  const keepFrom = files.keepReadStat ? recent : racyFrom;
   try {
     for (let i = 0; i < paths.length; i += BATCH) {
       const batch = paths.slice(i, i + BATCH);
@@ -375,7 +378,7 @@ export async function writeSnapshot(
         }
         let entry: Entry | undefined;
         try {
-          if (m?.kind === 'file') entry = pinned && (await fileEntry(pinned, rel, m.size, cache, sink, out, racyFrom));
+          if (m?.kind === 'file') entry = pinned && (await fileEntry(pinned, rel, m.size, cache, sink, out, { racyFrom, keepFrom }));
           else if (m?.kind === 'repo') {
             const oid = await gitlinkOid(rel, dirOf);
             entry = oid && { path: rel, mode: MODE.repo, oid };
@@ -437,7 +440,11 @@ function cachedEntry(rel: string, st: BigIntStats, max: number, cache: ReadonlyM
   return hit.mode === mode && hit.fields.every((v, i) => v === fields[i]) ? { path: rel, mode, oid: hit.oid, st } : undefined;
 }
 
-/** A regular file's entry (`file` pinned by {@link pinRegular}): from the stat cache when its stat is unchanged, else read (at most `max` bytes) and sent. */
+/**
+ * A regular file's entry (`file` pinned by {@link pinRegular}): from the stat cache when its stat is unchanged and its
+ * times are before `from.racyFrom`, else read (at most `max` bytes) and sent, its stat kept when its times are before
+ * `from.keepFrom` (ns).
+ */
 async function fileEntry(
   file: { handle: FileHandle; st: BigIntStats },
   rel: string,
@@ -445,11 +452,11 @@ async function fileEntry(
   cache: ReadonlyMap<string, Cached>,
   sink: BlobSink,
   out: Snapshot,
-  racyFrom: bigint,
+  from: { racyFrom: bigint; keepFrom: bigint },
 ): Promise<Entry | undefined> {
   const { st } = file;
   const mode = st.mode & 0o100n ? MODE.exec : MODE.file;
-  const hit = cachedEntry(rel, st, max, cache, racyFrom);
+  const hit = cachedEntry(rel, st, max, cache, from.racyFrom);
   if (hit) {
     out.bytes += Number(st.size);
     out.files++;
@@ -465,7 +472,7 @@ async function fileEntry(
     return undefined;
   }
   try {
-    return await readInto(reading, st, rel, mode, want, sink, out, racyFrom);
+    return await readInto(reading, st, rel, mode, want, sink, out, from.keepFrom);
   } finally {
     await reading.close();
   }

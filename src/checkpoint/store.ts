@@ -434,13 +434,12 @@ async function snapshotOf(
   size: Measured,
   index: string,
   cache: string | undefined,
-  trustStatBefore: number,
+  trust: { statBefore: number; keepReadStat?: boolean },
 ): Promise<Snapshot> {
   // A file system that may not change a file's times when a job writes it through a shared mapping: no stat is trusted.
-  const trusted = (await timesMarkMappedWrites(workspace)) ? BigInt(Math.max(0, Math.floor(trustStatBefore))) * 1_000_000n : 0n;
-  return writeSnapshot(store, workspace, size.paths, size.info, { index, cache, trustStatBefore: trusted }, storeEnv(store), (args, i) =>
-    git(store, args, { index: i }),
-  );
+  const trusted = (await timesMarkMappedWrites(workspace)) ? BigInt(Math.max(0, Math.floor(trust.statBefore))) * 1_000_000n : 0n;
+  const files = { index, cache, trustStatBefore: trusted, keepReadStat: trust.keepReadStat ?? false };
+  return writeSnapshot(store, workspace, size.paths, size.info, files, storeEnv(store), (args, i) => git(store, args, { index: i }));
 }
 
 /**
@@ -487,7 +486,7 @@ export async function takeCheckpoint(
   if (size.over) return { skipped: overReason(size.over, options.maxBytes, maxEntries) };
   const store = await storeFor(root, workspace);
   await ensureStore(store);
-  const snap = await snapshotOf(store, workspace, size, cacheIndex(store), cacheIndex(store), options.trustStatBefore ?? 0);
+  const snap = await snapshotOf(store, workspace, size, cacheIndex(store), cacheIndex(store), { statBefore: options.trustStatBefore ?? 0 });
   // The caps it was taken under, as trailers: a restore to it records the workspace under the same ones.
   const trailers = `${CAP_TRAILER_BYTES}: ${options.maxBytes}\n${CAP_TRAILER_ENTRIES}: ${maxEntries}${leftOutTrailers(size.refused)}`;
   const id = (await git(store, ['commit-tree', snap.tree, '-m', message, '-m', trailers])).trim();
@@ -546,9 +545,9 @@ export interface RestoreCaps {
   /** @default {@link DEFAULT_CHECKPOINT_MAX_ENTRIES} */
   maxEntries?: number;
   /**
-   * ms since the epoch: a file whose ctime or mtime is at or after it is rewritten by the restore whatever its stat
-   * says (a session that may still write it started then); the start of the earliest live session that may write the
-   * workspace. @default 0 (every file rewritten)
+   * ms since the epoch: a file whose ctime or mtime is at or after it is read by the restore's record whatever the
+   * stat cache says (a session that may have written it through a shared mapping started then); the start of the
+   * earliest live session that may write the workspace. @default 0 (every file read)
    */
   trustStatBefore?: number;
 }
@@ -575,9 +574,9 @@ export interface Restored {
  * and `.git` directories are left alone. Restored files get the owner of the workspace directory
  * (the session user), as if the agent had written them. First records the workspace as it is
  * (so a rewind can itself be undone), as a checkpoint does: bounded by `caps`, else by the caps checkpoint `id` was
- * taken under (the run's `maxBytes`, recorded in its commit message), else the defaults. That record reads every
- * file (no stat cache), and keeps the stat only of those whose times are before `caps.trustStatBefore`: the others
- * are rewritten. Paths git refuses on checkout (git-path.ts) never make it fail: one in the workspace that the
+ * taken under (the run's `maxBytes`, recorded in its commit message), else the defaults. That record takes a file from
+ * the stat cache only when its times are before `caps.trustStatBefore`: the others are read, and their index entry is
+ * what was read (`read-tree` rewrites them when the checkpoint's differ). Paths git refuses on checkout (git-path.ts) never make it fail: one in the workspace that the
  * checkpoint did not leave out too is removed (and listed as deleted); the rest, and any the checkpoint holds (one
  * taken before they were left out), are left and named in `left`.
  * @returns the record of the workspace before, what the restore changed and what it left
@@ -605,7 +604,12 @@ export async function restoreCheckpoint(
       `${overReason(size.over, maxBytes, maxEntries).replace(/; no checkpoint was taken$/, '')}: it cannot be recorded before the restore, so nothing was restored`,
     );
   return withIndex(store, async (index) => {
-    const snap = await snapshotOf(store, workspace, size, index, undefined, caps.trustStatBefore ?? 0);
+    // Its index is private: a file read now keeps its fresh stat, so read-tree rewrites only what differs (the content
+    // it read is the index's), not every file a session changed.
+    const snap = await snapshotOf(store, workspace, size, index, cacheIndex(store), {
+      statBefore: caps.trustStatBefore ?? 0,
+      keepReadStat: true,
+    });
     const current = snap.tree;
     const trailers = leftOutTrailers(size.refused).replace(/^\n/, '');
     const before = (
@@ -765,7 +769,7 @@ export async function currentTree(
   const size = await measure(workspace, exclude, { bytes: maxBytes, entries: maxEntries });
   if (size.over) throw new Error(overReason(size.over, maxBytes, maxEntries).replace(/; no checkpoint was taken$/, ''));
   // Every file read: the stat cache may hold a file a job rewrote through a shared mapping, which changes no time.
-  return withIndex(store, async (index) => (await snapshotOf(store, workspace, size, index, undefined, 0)).tree);
+  return withIndex(store, async (index) => (await snapshotOf(store, workspace, size, index, undefined, { statBefore: 0 })).tree);
 }
 
 /** What changed from checkpoint (or tree) `a` to `b`. */
