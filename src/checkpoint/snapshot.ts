@@ -154,15 +154,9 @@ async function gitlinkOid(rel: string, dirOf: (rel: string) => Promise<number | 
   if (dotGit !== undefined) {
     // A `.git` file: `gitdir: <path>`, relative to the repository's folder; only one inside the workspace is read.
     const m = /^gitdir: (.+?)\r?\n?$/.exec(dotGit);
-    if (!m || m[1]!.startsWith('/')) return undefined;
-    const parts: string[] = rel.split('/');
-    for (const p of m[1]!.split('/')) {
-      if (p === '..') {
-        if (parts.length === 0) return undefined;
-        parts.pop();
-      } else if (p !== '.' && p !== '') parts.push(p);
-    }
-    gitDir = parts.join('/');
+    const joined = m ? joinInside(rel, m[1]!) : undefined;
+    if (joined === undefined) return undefined;
+    gitDir = joined;
   }
   const head = (await small(await dirOf(gitDir), 'HEAD', SMALL_FILE))?.trim();
   if (head === undefined) return undefined;
@@ -172,13 +166,31 @@ async function gitlinkOid(rel: string, dirOf: (rel: string) => Promise<number | 
   if (!/^refs\/[^\0]+$/.test(ref) || ref.split('/').some((p) => p === '..' || p === '.' || p === '')) return undefined;
   // A worktree's branches are in its common directory.
   const common = (await small(await dirOf(gitDir), 'commondir', SMALL_FILE))?.trim();
-  const refsDir = common && !common.startsWith('/') ? `${gitDir}/${common}` : gitDir;
+  // Resolved as `gitdir:` is: one that leaves the workspace (`../../..`) or is absolute is not followed.
+  const refsDir = common ? joinInside(gitDir, common) : gitDir;
+  if (refsDir === undefined) return undefined;
   const parts = ref.split('/');
   const loose = hex((await small(await dirOf([refsDir, ...parts.slice(0, -1)].join('/')), parts.at(-1)!, SMALL_FILE))?.trim());
   if (loose) return loose;
   const packed = await small(await dirOf(refsDir), 'packed-refs', PACKED_REFS_MAX);
   const line = packed?.split('\n').find((l) => l.endsWith(` ${ref}`));
   return hex(line?.slice(0, 40));
+}
+
+/**
+ * `target` (relative) resolved against the workspace-relative folder `base`, `..` and `.` taken lexically; undefined
+ * when it is absolute or climbs above the workspace's top.
+ */
+function joinInside(base: string, target: string): string | undefined {
+  if (target.startsWith('/')) return undefined;
+  const parts = base === '' ? [] : base.split('/');
+  for (const p of target.split('/')) {
+    if (p === '..') {
+      if (parts.length === 0) return undefined;
+      parts.pop();
+    } else if (p !== '.' && p !== '') parts.push(p);
+  }
+  return parts.join('/');
 }
 
 /** What {@link readBounded} read: the bytes, the `fstat` of the file read and whether it held more than `max`. */
@@ -319,6 +331,8 @@ export async function writeSnapshot(
   // the sorted order keeps one branch open at a time.
   const dirs = new Map<string, Promise<FileHandle | undefined>>([['', Promise.resolve(top)]]);
   const dirOf = async (rel: string): Promise<number | undefined> => {
+    // Every folder opened is below the workspace: a `..` (or `.`, or empty) component is never opened.
+    if (rel !== '' && rel.split('/').some((p) => p === '..' || p === '.' || p === '')) return undefined;
     let pending = dirs.get(rel);
     if (!pending) {
       const cut = rel.lastIndexOf('/');
