@@ -49,6 +49,14 @@ const SMALL_FILE = 4096;
 /** Most bytes read of a nested repository's `packed-refs` to find its HEAD's branch. */
 const PACKED_REFS_MAX = 1024 * 1024;
 
+/**
+ * Most bytes of nested repositories' `packed-refs` one checkpoint reads, all together: 64 MiB. The measure counts a
+ * nested repository as one entry of 0 bytes, so without it 2,000 of them sharing one 1 MiB `packed-refs` (hard links)
+ * cost 155 s per checkpoint (adversary round 26, F3); past it a gitlink that needs its `packed-refs` is left out
+ * (`dropped`). A real workspace's nested repositories read a few KiB each.
+ */
+export const PACKED_REFS_BUDGET = 64 * 1024 * 1024;
+
 /** Git's mode bits in the index. */
 const MODE = { file: 0o100644, exec: 0o100755, link: 0o120000, repo: 0o160000 } as const;
 
@@ -141,7 +149,11 @@ export async function writeIndex(file: string, entries: readonly { path: string;
 }
 
 /** The commit a nested repository's HEAD names, read with small bounds from its own files; undefined when it has none. */
-async function gitlinkOid(rel: string, dirOf: (rel: string) => Promise<number | undefined>): Promise<Buffer | undefined> {
+async function gitlinkOid(
+  rel: string,
+  dirOf: (rel: string) => Promise<number | undefined>,
+  budget: { packedRefs: number },
+): Promise<Buffer | undefined> {
   const small = async (dir: number | undefined, name: string, max: number): Promise<string | undefined> => {
     if (dir === undefined) return undefined;
     const r = await readBounded(dir, name, max);
@@ -172,9 +184,24 @@ async function gitlinkOid(rel: string, dirOf: (rel: string) => Promise<number | 
   const parts = ref.split('/');
   const loose = hex((await small(await dirOf([refsDir, ...parts.slice(0, -1)].join('/')), parts.at(-1)!, SMALL_FILE))?.trim());
   if (loose) return loose;
-  const packed = await small(await dirOf(refsDir), 'packed-refs', PACKED_REFS_MAX);
-  const line = packed?.split('\n').find((l) => l.endsWith(` ${ref}`));
-  return hex(line?.slice(0, 40));
+  const packedDir = await dirOf(refsDir);
+  const max = Math.min(PACKED_REFS_MAX, budget.packedRefs);
+  const packed = packedDir === undefined || max <= 0 ? undefined : await readBounded(packedDir, 'packed-refs', max);
+  if (!packed) return undefined;
+  budget.packedRefs -= packed.bytes.length;
+  return packed.truncated ? undefined : hex(packedRefLine(packed.bytes, ref));
+}
+
+/** The 40 characters before ` <ref>` on its line of a `packed-refs` (`<oid> <ref>`), found as bytes (no split, no decode of the whole). */
+function packedRefLine(bytes: Buffer, ref: string): string | undefined {
+  const needle = Buffer.from(` ${ref}`, 'latin1');
+  for (let at = bytes.indexOf(needle); at >= 0; at = bytes.indexOf(needle, at + 1)) {
+    const end = at + needle.length;
+    if (end < bytes.length && bytes[end] !== 0x0a && bytes[end] !== 0x0d) continue;
+    const start = at - 40;
+    if (start === 0 || (start > 0 && bytes[start - 1] === 0x0a)) return bytes.toString('latin1', start, at);
+  }
+  return undefined;
 }
 
 /**
@@ -353,6 +380,7 @@ export async function writeSnapshot(
       }
   };
   const sink = new BlobSink(store, env);
+  const budget = { packedRefs: PACKED_REFS_BUDGET };
   const out: Snapshot = { tree: '', bytes: 0, files: 0, dropped: [], smudged: [] };
   const entries: Entry[] = [];
   // Files changed this close to the snapshot may change again within the same timestamp tick, and those changed since a
@@ -394,7 +422,7 @@ export async function writeSnapshot(
         try {
           if (m?.kind === 'file') entry = pinned && (await fileEntry(pinned, rel, m.size, cache, sink, out, { racyFrom, keepFrom }));
           else if (m?.kind === 'repo') {
-            const oid = await gitlinkOid(rel, dirOf);
+            const oid = await gitlinkOid(rel, dirOf, budget);
             entry = oid && { path: rel, mode: MODE.repo, oid };
           } else if (m?.kind === 'link') {
             const parent = await dirOf(parentRel);
