@@ -433,7 +433,17 @@ export function withMoveNotes(
 
 /** A checkpoint or a rewind of a run, as its history has it (`agent-jobs checkpoints`). */
 export type TimelineEntry =
-  | { kind: 'checkpoint'; turn: number; id: string; store: string; workspace: string; toolUseId: string; at: string }
+  | {
+      kind: 'checkpoint';
+      turn: number;
+      id: string;
+      store: string;
+      workspace: string;
+      toolUseId: string;
+      at: string;
+      /** Paths the checkpoint left out because git refuses to write them (how many, the first 20); absent when none. */
+      leftOut?: { count: number; paths: string[] };
+    }
   | {
       kind: 'rewind';
       toTurn: number;
@@ -490,7 +500,16 @@ export async function readTimeline(
         if (toolUseId === undefined || !payload) continue;
         const cp = (await decode<{ checkpoint?: CheckpointResult }>(payload)).checkpoint;
         if (cp && 'id' in cp)
-          entries.push({ kind: 'checkpoint', turn: cp.turn, id: cp.id, store: cp.store, workspace: cp.workspace, toolUseId, at });
+          entries.push({
+            kind: 'checkpoint',
+            turn: cp.turn,
+            id: cp.id,
+            store: cp.store,
+            workspace: cp.workspace,
+            toolUseId,
+            at,
+            ...(cp.leftOut ? { leftOut: cp.leftOut } : {}),
+          });
       } else if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED) {
         const req = event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest;
         const arg = req?.input?.args?.payloads?.[0];

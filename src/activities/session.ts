@@ -87,6 +87,10 @@ export class SessionRegistry {
   private drainReason: string | null = null;
   /** Per session, the records of its latest command dispatches (insertion order, at most {@link COMMAND_RECORDS_KEPT}). */
   private readonly commands = new Map<string, Map<string, CommandRecord>>();
+  /** When each session whose processes may still write began (ms since the epoch): from its slot's reservation until it is closed. */
+  private readonly writers = new Map<object, number>();
+  /** Each session's key in {@link writers}. */
+  private readonly writerOf = new WeakMap<BashSession, object>();
 
   /** @param capacity sessions held at most, reserved ones included (`AGENT_JOBS_MAX_SESSIONS`). @default Infinity */
   constructor(readonly capacity = Infinity) {}
@@ -189,6 +193,8 @@ export class SessionRegistry {
       });
     }
     this.reserved++;
+    const writer = {};
+    this.writers.set(writer, Date.now());
     let open = true;
     const release = (): void => {
       if (open) this.reserved--;
@@ -197,9 +203,13 @@ export class SessionRegistry {
     return {
       fill: (session, workflowId) => {
         release();
+        this.writerOf.set(session, writer);
         this.sessions.set(session.id, { session, workflowId });
       },
-      release,
+      release: () => {
+        if (open) this.writers.delete(writer);
+        release();
+      },
     };
   }
 
@@ -313,7 +323,23 @@ export class SessionRegistry {
     this.sessions.delete(sessionId);
     this.commands.delete(sessionId);
     await entry.session.close();
+    this.closed(entry.session);
     return entry.session.gitNoteAtClose ?? '';
+  }
+
+  /** `session` was closed (its processes are gone): it no longer holds back {@link trustStatBefore}. */
+  closed(session: BashSession): void {
+    const writer = this.writerOf.get(session);
+    if (writer) this.writers.delete(writer);
+  }
+
+  /**
+   * ms since the epoch: the start (slot reservation) of the earliest session of this worker that is not closed yet,
+   * or now when there is none. A file whose ctime is after it may have been written through a shared mapping by one
+   * of them without any time changing since (adversary round 26): a checkpoint or restore trusts no such stat.
+   */
+  trustStatBefore(): number {
+    return Math.min(Date.now(), ...this.writers.values());
   }
 
   /**
@@ -508,7 +534,7 @@ async function runIn(
   // A command the read-only policy runs exactly cannot write; any other one may.
   const checkpoint =
     input.checkpoint && !('exact' in how) && !readOnly(input.command, session)
-      ? await checkpointBefore(checkpointRoot, session, input.checkpoint, input)
+      ? await checkpointBefore(checkpointRoot, session, input.checkpoint, input, registry.trustStatBefore())
       : undefined;
   let result: CommandResult;
   if ('exact' in how) {
@@ -562,27 +588,35 @@ function readOnly(command: string, session: BashSession): boolean {
 
 /**
  * Records the session's workspace before a tool call that may write (src/checkpoint). A failure
- * does not stop the tool call: the answer says no checkpoint was taken, and why.
+ * does not stop the tool call: the answer says no checkpoint was taken, and why. `trustStatBefore`
+ * (ms since the epoch, `SessionRegistry.trustStatBefore`): files changed since are read whatever their stat.
  */
 async function checkpointBefore(
   root: string,
   session: BashSession,
   req: CheckpointRequest,
   call: { workflowId: string; toolUseId: string },
+  trustStatBefore: number,
 ): Promise<CheckpointResult> {
   const started = Date.now();
   try {
     const taken = await takeCheckpoint(
       root,
       session.exactRoot,
-      { maxBytes: req.maxBytes, exclude: req.exclude },
+      { maxBytes: req.maxBytes, exclude: req.exclude, trustStatBefore },
       `${call.workflowId} turn ${req.turn} before ${call.toolUseId}`,
     );
     if ('skipped' in taken) {
       log.warn('no checkpoint', { toolUseId: call.toolUseId, reason: taken.skipped });
       return { turn: req.turn, skipped: taken.skipped };
     }
-    log.info('checkpoint taken', { toolUseId: call.toolUseId, id: taken.id, files: taken.files, ms: Date.now() - started });
+    log.info('checkpoint taken', {
+      toolUseId: call.toolUseId,
+      id: taken.id,
+      files: taken.files,
+      ms: Date.now() - started,
+      ...(taken.leftOut ? { leftOut: taken.leftOut } : {}),
+    });
     return { turn: req.turn, ...taken };
   } catch (err) {
     log.warn('checkpoint failed', { toolUseId: call.toolUseId, error: (err as Error).message });
@@ -666,19 +700,25 @@ export function createSessionActivities(deps: SessionActivityDeps) {
         if (stale) {
           log.info('closing the bash session this run held here before', { sessionId: stale.id });
           await stale.close();
+          registry.closed(stale);
         }
         const workdir = workdirOf(deps.workspaceRoot, input);
         await makeDirectory(workdir);
         if (input.restore) {
           // Rewind / fork: the workspace goes back to the checkpoint before bash starts there.
-          const report = await restoreCheckpoint(input.restore.store, workdir, input.restore.id, input.restore.exclude);
+          const report = await restoreCheckpoint(input.restore.store, workdir, input.restore.id, input.restore.exclude, {
+            trustStatBefore: registry.trustStatBefore(),
+          });
           log.info('workspace restored to a checkpoint', {
             id: input.restore.id,
             before: report.before,
             changes: report.changes.length,
+            // Paths git refuses to write, kept or not written (store.ts restoreCheckpoint).
+            ...(report.left.length > 0 ? { left: report.left.slice(0, 20), leftCount: report.left.length } : {}),
           });
           // In the answer (so in the history): the rewind names the record and what it changed and left as it was.
           const nested = reportedPrefix(report.notRestored.nested, (p) => p);
+          const refused = reportedPrefix(report.left, (l) => l.path);
           restored = {
             before: report.before,
             changes: reportedPrefix(report.changes, (c) => c.path),
@@ -687,6 +727,8 @@ export function createSessionActivities(deps: SessionActivityDeps) {
               ...report.notRestored,
               nested,
               ...(nested.length < report.notRestored.nested.length ? { nestedCount: report.notRestored.nested.length } : {}),
+              ...(refused.length > 0 ? { refused: refused.map((l) => `${l.path} (${l.why})`) } : {}),
+              ...(refused.length < report.left.length ? { refusedCount: report.left.length } : {}),
             },
           };
         }
@@ -827,7 +869,7 @@ export function createSessionActivities(deps: SessionActivityDeps) {
           ...(ask
             ? {
                 beforeWrite: async () => {
-                  checkpoint = await checkpointBefore(deps.checkpointRoot, session, ask, input);
+                  checkpoint = await checkpointBefore(deps.checkpointRoot, session, ask, input, registry.trustStatBefore());
                 },
               }
             : {}),

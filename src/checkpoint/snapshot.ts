@@ -49,6 +49,14 @@ const SMALL_FILE = 4096;
 /** Most bytes read of a nested repository's `packed-refs` to find its HEAD's branch. */
 const PACKED_REFS_MAX = 1024 * 1024;
 
+/**
+ * Most bytes of nested repositories' `packed-refs` one checkpoint reads, all together: 64 MiB. The measure counts a
+ * nested repository as one entry of 0 bytes, so without it 2,000 of them sharing one 1 MiB `packed-refs` (hard links)
+ * cost 155 s per checkpoint (adversary round 26, F3); past it a gitlink that needs its `packed-refs` is left out
+ * (`dropped`). A real workspace's nested repositories read a few KiB each.
+ */
+export const PACKED_REFS_BUDGET = 64 * 1024 * 1024;
+
 /** Git's mode bits in the index. */
 const MODE = { file: 0o100644, exec: 0o100755, link: 0o120000, repo: 0o160000 } as const;
 
@@ -135,8 +143,17 @@ function indexFile(entries: readonly Entry[]): Buffer {
   return Buffer.concat([body, createHash('sha1').update(body).digest()]);
 }
 
+/** Writes `entries` (sorted bytewise, latin1 paths) as a version 2 index file at `file`, with no stat data (git reads each file as changed). */
+export async function writeIndex(file: string, entries: readonly { path: string; mode: number; oid: Buffer }[]): Promise<void> {
+  await writeFile(file, indexFile(entries), { mode: 0o600 });
+}
+
 /** The commit a nested repository's HEAD names, read with small bounds from its own files; undefined when it has none. */
-async function gitlinkOid(rel: string, dirOf: (rel: string) => Promise<number | undefined>): Promise<Buffer | undefined> {
+async function gitlinkOid(
+  rel: string,
+  dirOf: (rel: string) => Promise<number | undefined>,
+  budget: { packedRefs: number },
+): Promise<Buffer | undefined> {
   const small = async (dir: number | undefined, name: string, max: number): Promise<string | undefined> => {
     if (dir === undefined) return undefined;
     const r = await readBounded(dir, name, max);
@@ -149,15 +166,9 @@ async function gitlinkOid(rel: string, dirOf: (rel: string) => Promise<number | 
   if (dotGit !== undefined) {
     // A `.git` file: `gitdir: <path>`, relative to the repository's folder; only one inside the workspace is read.
     const m = /^gitdir: (.+?)\r?\n?$/.exec(dotGit);
-    if (!m || m[1]!.startsWith('/')) return undefined;
-    const parts: string[] = rel.split('/');
-    for (const p of m[1]!.split('/')) {
-      if (p === '..') {
-        if (parts.length === 0) return undefined;
-        parts.pop();
-      } else if (p !== '.' && p !== '') parts.push(p);
-    }
-    gitDir = parts.join('/');
+    const joined = m ? joinInside(rel, m[1]!) : undefined;
+    if (joined === undefined) return undefined;
+    gitDir = joined;
   }
   const head = (await small(await dirOf(gitDir), 'HEAD', SMALL_FILE))?.trim();
   if (head === undefined) return undefined;
@@ -167,13 +178,46 @@ async function gitlinkOid(rel: string, dirOf: (rel: string) => Promise<number | 
   if (!/^refs\/[^\0]+$/.test(ref) || ref.split('/').some((p) => p === '..' || p === '.' || p === '')) return undefined;
   // A worktree's branches are in its common directory.
   const common = (await small(await dirOf(gitDir), 'commondir', SMALL_FILE))?.trim();
-  const refsDir = common && !common.startsWith('/') ? `${gitDir}/${common}` : gitDir;
+  // Resolved as `gitdir:` is: one that leaves the workspace (`../../..`) or is absolute is not followed.
+  const refsDir = common ? joinInside(gitDir, common) : gitDir;
+  if (refsDir === undefined) return undefined;
   const parts = ref.split('/');
   const loose = hex((await small(await dirOf([refsDir, ...parts.slice(0, -1)].join('/')), parts.at(-1)!, SMALL_FILE))?.trim());
   if (loose) return loose;
-  const packed = await small(await dirOf(refsDir), 'packed-refs', PACKED_REFS_MAX);
-  const line = packed?.split('\n').find((l) => l.endsWith(` ${ref}`));
-  return hex(line?.slice(0, 40));
+  const packedDir = await dirOf(refsDir);
+  const max = Math.min(PACKED_REFS_MAX, budget.packedRefs);
+  const packed = packedDir === undefined || max <= 0 ? undefined : await readBounded(packedDir, 'packed-refs', max);
+  if (!packed) return undefined;
+  budget.packedRefs -= packed.bytes.length;
+  return packed.truncated ? undefined : hex(packedRefLine(packed.bytes, ref));
+}
+
+/** The 40 characters before ` <ref>` on its line of a `packed-refs` (`<oid> <ref>`), found as bytes (no split, no decode of the whole). */
+function packedRefLine(bytes: Buffer, ref: string): string | undefined {
+  const needle = Buffer.from(` ${ref}`, 'latin1');
+  for (let at = bytes.indexOf(needle); at >= 0; at = bytes.indexOf(needle, at + 1)) {
+    const end = at + needle.length;
+    if (end < bytes.length && bytes[end] !== 0x0a && bytes[end] !== 0x0d) continue;
+    const start = at - 40;
+    if (start === 0 || (start > 0 && bytes[start - 1] === 0x0a)) return bytes.toString('latin1', start, at);
+  }
+  return undefined;
+}
+
+/**
+ * `target` (relative) resolved against the workspace-relative folder `base`, `..` and `.` taken lexically; undefined
+ * when it is absolute or climbs above the workspace's top.
+ */
+function joinInside(base: string, target: string): string | undefined {
+  if (target.startsWith('/')) return undefined;
+  const parts = base === '' ? [] : base.split('/');
+  for (const p of target.split('/')) {
+    if (p === '..') {
+      if (parts.length === 0) return undefined;
+      parts.pop();
+    } else if (p !== '.' && p !== '') parts.push(p);
+  }
+  return parts.join('/');
 }
 
 /** What {@link readBounded} read: the bytes, the `fstat` of the file read and whether it held more than `max`. */
@@ -281,8 +325,13 @@ class BlobSink {
  * whole by the worker): at most `info`'s size of each regular file is read (a file grown since is
  * recorded as its first measured bytes, one shrunk as it is now: the checkpoint holds no byte past
  * the measure and is not lost to a job writing a log); a path gone or now of another kind is
- * dropped. The index at `files.cache` (the last checkpoint's) is the stat cache: a file whose stat is
- * unchanged is not read; `files.index` is written whole.
+ * dropped. The index at `files.cache` (the last checkpoint's; none when undefined) is the stat cache:
+ * a file whose stat is unchanged is not read; `files.index` is written whole. A file whose ctime or
+ * mtime is at or after `files.trustStatBefore` (ns since the epoch), or in the last 2 s, is read
+ * whatever its stat and written to the index without one (a restore rewrites it): a job may write a
+ * file through a shared mapping without changing any time after its first write (adversary round
+ * 26), and that first write sets the ctime after the session that made it started. With `files.keepReadStat`
+ * (a restore's private index, never the cache) a file read now keeps its stat, unless changed in the last 2 s.
  * @param paths workspace-relative, latin1, sorted bytewise (store.ts `measure`)
  * @param env git's environment (`GIT_DIR` the store; no config of the host)
  * @throws Error when the workspace is no directory (a symlink now) or git fails
@@ -292,17 +341,19 @@ export async function writeSnapshot(
   workspace: string,
   paths: readonly string[],
   info: ReadonlyMap<string, MeasuredEntry>,
-  files: { index: string; cache: string },
+  files: { index: string; cache: string | undefined; trustStatBefore: bigint; keepReadStat?: boolean },
   env: NodeJS.ProcessEnv,
   git: (args: string[], indexFile: string) => Promise<string>,
 ): Promise<Snapshot> {
   const { index } = files;
-  const cache = await readCache(files.cache);
+  const cache = files.cache === undefined ? new Map<string, Cached>() : await readCache(files.cache);
   const top = await open(workspace, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
   // Open folders by workspace-relative path (a promise each: the files of a batch ask for the same folder at once);
   // the sorted order keeps one branch open at a time.
   const dirs = new Map<string, Promise<FileHandle | undefined>>([['', Promise.resolve(top)]]);
   const dirOf = async (rel: string): Promise<number | undefined> => {
+    // Every folder opened is below the workspace: a `..` (or `.`, or empty) component is never opened.
+    if (rel !== '' && rel.split('/').some((p) => p === '..' || p === '.' || p === '')) return undefined;
     let pending = dirs.get(rel);
     if (!pending) {
       const cut = rel.lastIndexOf('/');
@@ -323,10 +374,15 @@ export async function writeSnapshot(
       }
   };
   const sink = new BlobSink(store, env);
+  const budget = { packedRefs: PACKED_REFS_BUDGET };
   const out: Snapshot = { tree: '', bytes: 0, files: 0, dropped: [], smudged: [] };
   const entries: Entry[] = [];
-  // Files changed this close to the snapshot may change again within the same timestamp tick: their stat is not trusted.
-  const racyFrom = BigInt(Date.now() - 2000) * 1_000_000n;
+  // Files changed this close to the snapshot may change again within the same timestamp tick, and those changed since a
+  // session that may write them started may be written through a mapping with no time changed: their stat is not trusted.
+  const recent = BigInt(Date.now() - 2000) * 1_000_000n;
+  const racyFrom = files.trustStatBefore < recent ? files.trustStatBefore : recent;
+  // A file read now may keep its fresh stat in a private index (a restore's, for its read-tree), never in the cache.
+  const keepFrom = files.keepReadStat ? recent : racyFrom;
   try {
     for (let i = 0; i < paths.length; i += BATCH) {
       const batch = paths.slice(i, i + BATCH);
@@ -343,7 +399,7 @@ export async function writeSnapshot(
           const parent = await dirOf(parentRel);
           if (parent === undefined) return undefined;
           const st = await lstat(at(parent, name), { bigint: true }).catch(() => undefined);
-          const hit = st?.isFile() ? cachedEntry(rel, st, m.size, cache) : undefined;
+          const hit = st?.isFile() ? cachedEntry(rel, st, m.size, cache, racyFrom) : undefined;
           return hit ?? pinRegular(parent, name);
         }),
       );
@@ -358,9 +414,9 @@ export async function writeSnapshot(
         }
         let entry: Entry | undefined;
         try {
-          if (m?.kind === 'file') entry = pinned && (await fileEntry(pinned, rel, m.size, cache, sink, out, racyFrom));
+          if (m?.kind === 'file') entry = pinned && (await fileEntry(pinned, rel, m.size, cache, sink, out, { racyFrom, keepFrom }));
           else if (m?.kind === 'repo') {
-            const oid = await gitlinkOid(rel, dirOf);
+            const oid = await gitlinkOid(rel, dirOf, budget);
             entry = oid && { path: rel, mode: MODE.repo, oid };
           } else if (m?.kind === 'link') {
             const parent = await dirOf(parentRel);
@@ -408,16 +464,23 @@ async function linkEntry(parent: number, rel: string, name: string, sink: BlobSi
   return { path: rel, mode: MODE.link, oid, st };
 }
 
-/** The entry of the regular file `rel` of stat `st` from the stat cache, when its stat is the cache's (and its size at most `max`). */
-function cachedEntry(rel: string, st: BigIntStats, max: number, cache: ReadonlyMap<string, Cached>): Entry | undefined {
+/**
+ * The entry of the regular file `rel` of stat `st` from the stat cache, when its stat is the cache's (and its size at most
+ * `max`) and both its times are before `racyFrom` (ns).
+ */
+function cachedEntry(rel: string, st: BigIntStats, max: number, cache: ReadonlyMap<string, Cached>, racyFrom: bigint): Entry | undefined {
   const hit = cache.get(rel);
-  if (!hit || st.size > BigInt(max)) return undefined;
+  if (!hit || st.size > BigInt(max) || st.ctimeNs >= racyFrom || st.mtimeNs >= racyFrom) return undefined;
   const mode = st.mode & 0o100n ? MODE.exec : MODE.file;
   const fields = statFields(st, mode);
   return hit.mode === mode && hit.fields.every((v, i) => v === fields[i]) ? { path: rel, mode, oid: hit.oid, st } : undefined;
 }
 
-/** A regular file's entry (`file` pinned by {@link pinRegular}): from the stat cache when its stat is unchanged, else read (at most `max` bytes) and sent. */
+/**
+ * A regular file's entry (`file` pinned by {@link pinRegular}): from the stat cache when its stat is unchanged and its
+ * times are before `from.racyFrom`, else read (at most `max` bytes) and sent, its stat kept when its times are before
+ * `from.keepFrom` (ns).
+ */
 async function fileEntry(
   file: { handle: FileHandle; st: BigIntStats },
   rel: string,
@@ -425,11 +488,11 @@ async function fileEntry(
   cache: ReadonlyMap<string, Cached>,
   sink: BlobSink,
   out: Snapshot,
-  racyFrom: bigint,
+  from: { racyFrom: bigint; keepFrom: bigint },
 ): Promise<Entry | undefined> {
   const { st } = file;
   const mode = st.mode & 0o100n ? MODE.exec : MODE.file;
-  const hit = cachedEntry(rel, st, max, cache);
+  const hit = cachedEntry(rel, st, max, cache, from.racyFrom);
   if (hit) {
     out.bytes += Number(st.size);
     out.files++;
@@ -445,7 +508,7 @@ async function fileEntry(
     return undefined;
   }
   try {
-    return await readInto(reading, st, rel, mode, want, sink, out, racyFrom);
+    return await readInto(reading, st, rel, mode, want, sink, out, from.keepFrom);
   } finally {
     await reading.close();
   }

@@ -15,12 +15,13 @@
 import { execFile } from 'node:child_process';
 import type { Dir } from 'node:fs';
 import { createHash, randomBytes } from 'node:crypto';
-import { lstat, mkdir, opendir, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, opendir, realpath, rm, stat, statfs, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { DEFAULT_CHECKPOINT_MAX_BYTES, type NotRestored, type RestoredChange } from '../contract/checkpoint';
 import { runConfined } from './confine';
-import { writeSnapshot, type MeasuredEntry, type Snapshot } from './snapshot';
+import { gitRefusesFolder, gitRefusesPath } from './git-path';
+import { writeIndex, writeSnapshot, type MeasuredEntry, type Snapshot } from './snapshot';
 
 const run = promisify(execFile);
 
@@ -47,6 +48,14 @@ export interface CheckpointOptions {
    * @default {@link DEFAULT_CHECKPOINT_MAX_ENTRIES}
    */
   maxEntries?: number;
+  /**
+   * ms since the epoch: the stat of a file whose ctime or mtime is at or after it is not trusted (the file is read,
+   * and its stat not kept for the next checkpoint), since a job may have written it through a shared mapping, which
+   * changes no time after its first write (adversary round 26); the start of the earliest live session that may write
+   * the workspace. Trusted on ext4, xfs and btrfs only (store.ts `MAPPED_WRITE_TIMES`): elsewhere no stat is.
+   * @default 0 (no stat trusted: every file read)
+   */
+  trustStatBefore?: number;
 }
 
 /**
@@ -73,7 +82,24 @@ export interface Checkpoint {
   /** Bytes of regular files recorded. */
   bytes: number;
   files: number;
+  /** Paths left out because git refuses to write them on checkout (git-path.ts), when there are any: how many, and the first {@link LEFT_OUT_LISTED} (UTF-8). */
+  leftOut?: LeftOut;
 }
+
+/** Paths of the workspace a checkpoint left out because git refuses them: how many, and the first {@link LEFT_OUT_LISTED}, as UTF-8 (a byte that is none is U+FFFD). */
+export interface LeftOut {
+  count: number;
+  paths: string[];
+}
+
+/** Most paths left out that a checkpoint's answer names (the rest are counted). */
+export const LEFT_OUT_LISTED = 20;
+
+/**
+ * Most bytes of left-out paths a checkpoint's commit message names (one argument of `commit-tree`: Linux takes at most
+ * 128 KiB), so that a restore to it knows them; past it a restore keeps, and names, what it cannot tell.
+ */
+const LEFT_OUT_RECORDED_BYTES = 64 * 1024;
 
 /** A change between two checkpoints: `A`dded, `M`odified (content or mode), `D`eleted, `T`ype changed (file ↔ symlink). */
 export type FileChange = RestoredChange;
@@ -184,6 +210,8 @@ interface Measured {
   paths: string[];
   /** Each path's kind and, for a regular file, its size: the most a checkpoint reads of it (snapshot.ts). */
   info: Map<string, MeasuredEntry>;
+  /** Paths git refuses to write on checkout (git-path.ts), left out: files and symlinks, and folders (with a trailing `/`) left out whole; counted as entries. */
+  refused: string[];
 }
 
 /** `name` as {@link measure} spells paths: each byte of its UTF-8 one `latin1` character. */
@@ -219,7 +247,7 @@ async function repositoryMark(dotGit: Buffer): Promise<boolean> {
  * Names are read as bytes (a name that is not UTF-8 stays the file's).
  */
 async function measure(workspace: string, exclude: readonly string[], caps: { bytes: number; entries: number }): Promise<Measured> {
-  const m: Measured = { bytes: 0, files: 0, entries: 0, paths: [], info: new Map() };
+  const m: Measured = { bytes: 0, files: 0, entries: 0, paths: [], info: new Map(), refused: [] };
   const excludes = exclude.map(asBytes);
   const top = Buffer.from(`${workspace.replace(/\/+$/, '')}/`, 'utf8');
   const abs = (rel: string): Buffer => Buffer.concat([top, Buffer.from(rel, 'latin1')]);
@@ -242,6 +270,7 @@ async function measure(workspace: string, exclude: readonly string[], caps: { by
     const subdirs: string[] = [];
     let batch: string[] = [];
     let nested = false;
+    const refusedFrom = m.refused.length;
     const sizes = async (): Promise<void> => {
       const got = await Promise.all(
         batch.map((r) =>
@@ -266,7 +295,9 @@ async function measure(workspace: string, exclude: readonly string[], caps: { by
       }
       const r = rel ? `${rel}/${entry.name}` : entry.name;
       if (excluded(r, excludes)) continue;
-      if (entry.isDirectory()) subdirs.push(r);
+      // A name git refuses on checkout is left out (a checkpoint holding it could never be restored), and named.
+      if (refusedEntry(r, entry)) m.refused.push(entry.isDirectory() ? `${r}/` : r);
+      else if (entry.isDirectory()) subdirs.push(r);
       else if (entry.isFile()) {
         here.files++;
         m.files++;
@@ -284,6 +315,7 @@ async function measure(workspace: string, exclude: readonly string[], caps: { by
     await sizes();
     if (nested) {
       // git records a nested repository as its HEAD commit (a gitlink), nothing of its files.
+      m.refused.length = refusedFrom;
       m.bytes -= here.bytes;
       m.files -= here.files;
       m.entries -= here.entries;
@@ -303,6 +335,13 @@ async function measure(workspace: string, exclude: readonly string[], caps: { by
   over();
   m.paths = await sortedBytewise(m.paths);
   return m;
+}
+
+/** Whether git refuses the folder entry `entry` at `rel` on checkout: a folder whose every path would be refused, a file or symlink refused by name. */
+function refusedEntry(rel: string, entry: { isDirectory(): boolean; isFile(): boolean; isSymbolicLink(): boolean }): boolean {
+  if (entry.isDirectory()) return gitRefusesFolder(rel);
+  if (entry.isSymbolicLink()) return gitRefusesPath(rel, 'link');
+  return entry.isFile() && gitRefusesPath(rel, 'file');
 }
 
 /** Yields to the event loop (its timers and I/O run before the rest). */
@@ -380,16 +419,52 @@ function overReason(over: 'bytes' | 'entries', maxBytes: number, maxEntries: num
 /** The store's persistent index: the stat data of the last checkpoint, which spare reading again the files unchanged since. */
 const cacheIndex = (store: string): string => path.join(store, 'checkpoint-index');
 
-/** Writes what `size` measured into `store` through `index` (snapshot.ts), `cache` the index whose stat data are trusted. */
-function snapshotOf(store: string, workspace: string, size: Measured, index: string, cache: string): Promise<Snapshot> {
-  return writeSnapshot(store, workspace, size.paths, size.info, { index, cache }, storeEnv(store), (args, i) =>
-    git(store, args, { index: i }),
-  );
+/**
+ * Writes what `size` measured into `store` through `index` (snapshot.ts), `cache` the index whose stat data are trusted
+ * (none when undefined) for files whose times are before `trustStatBefore` (ms since the epoch).
+ */
+async function snapshotOf(
+  store: string,
+  workspace: string,
+  size: Measured,
+  index: string,
+  cache: string | undefined,
+  trust: { statBefore: number; keepReadStat?: boolean },
+): Promise<Snapshot> {
+  // A file system that may not change a file's times when a job writes it through a shared mapping: no stat is trusted.
+  const trusted = (await timesMarkMappedWrites(workspace)) ? BigInt(Math.max(0, Math.floor(trust.statBefore))) * 1_000_000n : 0n;
+  const files = { index, cache, trustStatBefore: trusted, keepReadStat: trust.keepReadStat ?? false };
+  return writeSnapshot(store, workspace, size.paths, size.info, files, storeEnv(store), (args, i) => git(store, args, { index: i }));
+}
+
+/**
+ * File systems (statfs magic numbers) whose first write through a shared mapping sets the file's ctime (their
+ * `page_mkwrite` calls `file_update_time`): ext4 (tested: adversary round 26's `mmap-rewrite.py`), xfs, btrfs. tmpfs
+ * changes no time at all for such a write (tested), and others are not known: there, no stat is trusted.
+ */
+const MAPPED_WRITE_TIMES = new Set([0xef53, 0x58465342, 0x9123683e]);
+
+/** Whether `workspace` is on a file system whose times show a write through a shared mapping ({@link MAPPED_WRITE_TIMES}). */
+async function timesMarkMappedWrites(workspace: string): Promise<boolean> {
+  try {
+    return MAPPED_WRITE_TIMES.has((await statfs(workspace)).type);
+  } catch {
+    return false;
+  }
+}
+
+/** A left-out path as the answers show it: UTF-8 (a byte that is none is U+FFFD), a folder without its trailing `/`. */
+const shownPath = (p: string): string => Buffer.from(p.replace(/\/$/, ''), 'latin1').toString('utf8');
+
+/** What {@link LeftOut} says of `refused`, or undefined when nothing was left out. */
+function leftOutOf(refused: readonly string[]): LeftOut | undefined {
+  return refused.length === 0 ? undefined : { count: refused.length, paths: refused.slice(0, LEFT_OUT_LISTED).map(shownPath) };
 }
 
 /**
  * Records `workspace` as it is now: what the measure counted, read by the worker itself, each
  * file at most its measured size (snapshot.ts), so a job growing a file meanwhile adds nothing.
+ * Paths git refuses on checkout are left out and named ({@link Checkpoint.leftOut}).
  * @param message the commit message (which run and turn, for someone reading the store)
  * @returns the checkpoint, or `{skipped}` saying why none was taken (over `maxBytes` or `maxEntries`)
  * @throws Error when git fails (the caller reports it; the command still runs)
@@ -406,21 +481,43 @@ export async function takeCheckpoint(
   if (size.over) return { skipped: overReason(size.over, options.maxBytes, maxEntries) };
   const store = await storeFor(root, workspace);
   await ensureStore(store);
-  const snap = await snapshotOf(store, workspace, size, cacheIndex(store), cacheIndex(store));
+  const snap = await snapshotOf(store, workspace, size, cacheIndex(store), cacheIndex(store), { statBefore: options.trustStatBefore ?? 0 });
   // The caps it was taken under, as trailers: a restore to it records the workspace under the same ones.
-  const trailers = `${CAP_TRAILER_BYTES}: ${options.maxBytes}\n${CAP_TRAILER_ENTRIES}: ${maxEntries}`;
+  const trailers = `${CAP_TRAILER_BYTES}: ${options.maxBytes}\n${CAP_TRAILER_ENTRIES}: ${maxEntries}${leftOutTrailers(size.refused)}`;
   const id = (await git(store, ['commit-tree', snap.tree, '-m', message, '-m', trailers])).trim();
   // A ref keeps the commit from any later gc of the store.
   await git(store, ['update-ref', `refs/checkpoints/${id}`, id]);
-  return { id, store, workspace: await realpath(workspace), bytes: snap.bytes, files: snap.files };
+  const leftOut = leftOutOf(size.refused);
+  return { id, store, workspace: await realpath(workspace), bytes: snap.bytes, files: snap.files, ...(leftOut ? { leftOut } : {}) };
 }
 
 /** The trailers of a checkpoint's commit message that give the caps it was taken under (bytes, entries). */
 const CAP_TRAILER_BYTES = 'Agent-Jobs-Max-Bytes';
 const CAP_TRAILER_ENTRIES = 'Agent-Jobs-Max-Entries';
+/** The trailers that give how many paths git refuses were left out, and each (a JSON string, ASCII only), up to {@link LEFT_OUT_RECORDED_BYTES}. */
+const LEFT_OUT_TRAILER_COUNT = 'Agent-Jobs-Left-Out-Count';
+const LEFT_OUT_TRAILER = 'Agent-Jobs-Left-Out';
 
-/** The caps checkpoint `id` was taken under (its trailers), or none for one taken before they were recorded. */
-async function capsOf(store: string, id: string): Promise<RestoreCaps> {
+/** The left-out trailers of `refused` (latin1 paths), each starting with a line break; '' when none. */
+function leftOutTrailers(refused: readonly string[]): string {
+  if (refused.length === 0) return '';
+  let out = `\n${LEFT_OUT_TRAILER_COUNT}: ${refused.length}`;
+  for (const p of refused) {
+    const line = `\n${LEFT_OUT_TRAILER}: ${JSON.stringify(p).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)}`;
+    if (out.length + line.length > LEFT_OUT_RECORDED_BYTES) break;
+    out += line;
+  }
+  return out;
+}
+
+/** What a checkpoint's commit message says: the caps it was taken under, and the paths it left out (`complete` when it names them all). */
+interface CheckpointTrailers {
+  caps: RestoreCaps;
+  leftOut: { paths: Set<string>; complete: boolean };
+}
+
+/** The trailers of checkpoint `id`; no caps for one taken before they were recorded, and no left-out paths for one before those were. */
+async function trailersOf(store: string, id: string): Promise<CheckpointTrailers> {
   const body = await git(store, ['show', '-s', '--format=%B', id]);
   const num = (name: string): number | undefined => {
     const m = new RegExp(`^${name}: (\\d+)$`, 'm').exec(body);
@@ -428,15 +525,44 @@ async function capsOf(store: string, id: string): Promise<RestoreCaps> {
   };
   const maxBytes = num(CAP_TRAILER_BYTES);
   const maxEntries = num(CAP_TRAILER_ENTRIES);
-  return { ...(maxBytes !== undefined ? { maxBytes } : {}), ...(maxEntries !== undefined ? { maxEntries } : {}) };
+  const paths = new Set<string>();
+  for (const m of body.matchAll(new RegExp(`^${LEFT_OUT_TRAILER}: (".*")$`, 'gm'))) paths.add(JSON.parse(m[1]!) as string);
+  return {
+    caps: { ...(maxBytes !== undefined ? { maxBytes } : {}), ...(maxEntries !== undefined ? { maxEntries } : {}) },
+    leftOut: { paths, complete: paths.size === (num(LEFT_OUT_TRAILER_COUNT) ?? 0) },
+  };
 }
 
-/** Caps of the record a restore takes first (its "before"): those of a checkpoint. */
+/** Caps of the record a restore takes first (its "before"): those of a checkpoint; and which stat it may trust. */
 export interface RestoreCaps {
   /** @default {@link DEFAULT_CHECKPOINT_MAX_BYTES} (1 GiB) */
   maxBytes?: number;
   /** @default {@link DEFAULT_CHECKPOINT_MAX_ENTRIES} */
   maxEntries?: number;
+  /**
+   * ms since the epoch: a file whose ctime or mtime is at or after it is read by the restore's record whatever the
+   * stat cache says (a session that may have written it through a shared mapping started then); the start of the
+   * earliest live session that may write the workspace. @default 0 (every file read)
+   */
+  trustStatBefore?: number;
+}
+
+/** A path git refuses to write that a restore left as it is, or did not write, and why (UTF-8, as {@link LeftOut}). */
+export interface LeftByRestore {
+  path: string;
+  why: string;
+}
+
+/** What {@link restoreCheckpoint} did. */
+export interface Restored {
+  /** The checkpoint of the workspace as it was before the restore. */
+  before: string;
+  /** What the restore changed (paths git refuses that it removed among them, as `D`). */
+  changes: FileChange[];
+  /** Paths git refuses that the restore left as they are or could not write: none when empty. */
+  left: LeftByRestore[];
+  /** What a restore leaves as it is whatever the checkpoint holds: `.git`, nested repositories, excluded paths. */
+  notRestored: NotRestored;
 }
 
 /**
@@ -445,8 +571,12 @@ export interface RestoreCaps {
  * and `.git` directories are left alone. Restored files get the owner of the workspace directory
  * (the session user), as if the agent had written them. First records the workspace as it is
  * (so a rewind can itself be undone), as a checkpoint does: bounded by `caps`, else by the caps checkpoint `id` was
- * taken under (the run's `maxBytes`, recorded in its commit message), else the defaults.
- * @returns the checkpoint of the workspace as it was before the restore, and what the restore changed
+ * taken under (the run's `maxBytes`, recorded in its commit message), else the defaults. That record takes a file from
+ * the stat cache only when its times are before `caps.trustStatBefore`: the others are read, and their index entry is
+ * what was read (`read-tree` rewrites them when the checkpoint's differ). Paths git refuses on checkout (git-path.ts) never make it fail: one in the workspace that the
+ * checkpoint did not leave out too is removed (and listed as deleted); the rest, and any the checkpoint holds (one
+ * taken before they were left out), are left and named in `left`.
+ * @returns the record of the workspace before, what the restore changed and what it left
  * @throws Error when `id` is not in the store, when the workspace is over `caps` (nothing restored:
  *   its state could not be recorded first), or git fails
  */
@@ -456,26 +586,44 @@ export async function restoreCheckpoint(
   id: string,
   exclude: readonly string[] = [],
   caps: RestoreCaps = {},
-): Promise<{ before: string; changes: FileChange[]; notRestored: NotRestored }> {
+): Promise<Restored> {
   await mkdir(workspace, { recursive: true });
   await ensureStore(store);
-  const target = (await git(store, ['rev-parse', '--verify', `${id}^{tree}`])).trim();
+  const full = (await git(store, ['rev-parse', '--verify', `${id}^{tree}`])).trim();
   const owner = await stat(workspace);
   // The caps given, else those the checkpoint was taken under (the run's), else the defaults.
-  const taken = await capsOf(store, id);
-  const maxBytes = caps.maxBytes ?? taken.maxBytes ?? DEFAULT_CHECKPOINT_MAX_BYTES;
-  const maxEntries = caps.maxEntries ?? taken.maxEntries ?? DEFAULT_CHECKPOINT_MAX_ENTRIES;
+  const taken = await trailersOf(store, id);
+  const maxBytes = caps.maxBytes ?? taken.caps.maxBytes ?? DEFAULT_CHECKPOINT_MAX_BYTES;
+  const maxEntries = caps.maxEntries ?? taken.caps.maxEntries ?? DEFAULT_CHECKPOINT_MAX_ENTRIES;
   const size = await measure(workspace, exclude, { bytes: maxBytes, entries: maxEntries });
   if (size.over)
     throw new Error(
       `${overReason(size.over, maxBytes, maxEntries).replace(/; no checkpoint was taken$/, '')}: it cannot be recorded before the restore, so nothing was restored`,
     );
   return withIndex(store, async (index) => {
-    const snap = await snapshotOf(store, workspace, size, index, cacheIndex(store));
+    // Its index is private: a file read now keeps its fresh stat, so read-tree rewrites only what differs (the content
+    // it read is the index's), not every file a session changed.
+    const snap = await snapshotOf(store, workspace, size, index, cacheIndex(store), {
+      statBefore: caps.trustStatBefore ?? 0,
+      keepReadStat: true,
+    });
     const current = snap.tree;
-    const before = (await git(store, ['commit-tree', current, '-m', `before restoring ${id}`])).trim();
+    const trailers = leftOutTrailers(size.refused).replace(/^\n/, '');
+    const before = (
+      await git(store, ['commit-tree', current, '-m', `before restoring ${id}`, ...(trailers ? ['-m', trailers] : [])])
+    ).trim();
     await git(store, ['update-ref', `refs/checkpoints/${before}`, before]);
-    const changes = parseNameStatus(await git(store, ['diff-tree', '-r', '-z', '--no-renames', '--name-status', current, target]));
+    // What of the checkpoint git would refuse to write (one taken before such paths were left out): not written.
+    const { tree: target, refused: unwritable } = await writableTree(store, full, index);
+    const left: LeftByRestore[] = unwritable.map((p) => ({
+      path: shownPath(p),
+      why: 'in the checkpoint, but git refuses to write it: not restored',
+    }));
+    const removed = await removeRefused(workspace, size.refused, taken.leftOut, unwritable, left);
+    const changes = [
+      ...removed.map((p): FileChange => ({ status: 'D', path: shownPath(p) })),
+      ...parseNameStatus(await git(store, ['diff-tree', '-r', '-z', '--no-renames', '--name-status', current, target])),
+    ];
     // The index matches the workspace now (the worker wrote its stat data): a one-tree reset with -u removes what the target
     // lacks and writes the rest; it reads no file (its content is trusted by stat), and rewrites those whose stat was not kept.
     await git(store, ['read-tree', '--reset', '-u', target], { workTree: workspace, index, writable: true });
@@ -483,7 +631,7 @@ export async function restoreCheckpoint(
     await removeEmptyDirs(workspace, changes);
     const nestedNow = [...size.info].filter(([, e]) => e.kind === 'repo').map(([p]) => Buffer.from(p, 'latin1').toString('utf8'));
     const nested = [...new Set([...nestedNow, ...(await nestedRepositories(store, target))])].sort();
-    return { before, changes, notRestored: { nested, git: await hasTopGit(workspace), excluded: [...exclude] } };
+    return { before, changes, left, notRestored: { nested, git: await hasTopGit(workspace), excluded: [...exclude] } };
   });
 }
 
@@ -535,6 +683,66 @@ export async function fileAt(store: string, id: string, file: string): Promise<B
     encoding: 'buffer',
   });
   return stdout;
+}
+
+/**
+ * `tree` without the entries git refuses to write (git-path.ts), and those entries (latin1 paths); `tree` itself when
+ * it has none. Written through `index` (overwritten later by the caller's own use of it).
+ */
+async function writableTree(store: string, tree: string, index: string): Promise<{ tree: string; refused: string[] }> {
+  const listing = await git(store, ['ls-tree', '-r', '-z', '--full-tree', tree], { encoding: 'latin1' });
+  const entries: { path: string; mode: number; oid: Buffer }[] = [];
+  const refused: string[] = [];
+  for (const line of listing.split('\0')) {
+    const m = /^(\d+) \w+ ([0-9a-f]{40})\t(.+)$/s.exec(line);
+    if (!m) continue;
+    const mode = parseInt(m[1]!, 8);
+    if (gitRefusesPath(m[3]!, mode === 0o120000 ? 'link' : 'file')) refused.push(m[3]!);
+    else entries.push({ path: m[3]!, mode, oid: Buffer.from(m[2]!, 'hex') });
+  }
+  if (refused.length === 0) return { tree, refused };
+  await writeIndex(index, entries);
+  return { tree: (await git(store, ['write-tree'], { index })).trim(), refused };
+}
+
+/**
+ * Removes, confined, each path git refuses (`refused`, latin1, a folder with a trailing `/`) that checkpoint's
+ * `leftOut` does not name and no entry of `unwritable` lies in, and checks it is gone. What is kept, or could not be
+ * removed, is added to `left`.
+ * @returns the paths removed
+ */
+async function removeRefused(
+  workspace: string,
+  refused: readonly string[],
+  leftOut: CheckpointTrailers['leftOut'],
+  unwritable: readonly string[],
+  left: LeftByRestore[],
+): Promise<string[]> {
+  const remove: string[] = [];
+  for (const p of refused) {
+    const inCheckpoint = unwritable.some((u) => u === p || (p.endsWith('/') && u.startsWith(p)));
+    if (leftOut.paths.has(p) || inCheckpoint)
+      left.push({ path: shownPath(p), why: 'git refuses to write it; it was left out of the checkpoint too: kept as it is' });
+    else if (!leftOut.complete)
+      left.push({ path: shownPath(p), why: 'git refuses to write it; the checkpoint may have left it out too: kept as it is' });
+    else remove.push(p);
+  }
+  // What the checkpoint left out and the workspace no longer holds: the restore cannot bring it back.
+  const here = new Set(refused);
+  for (const p of leftOut.paths)
+    if (!here.has(p)) left.push({ path: shownPath(p), why: 'left out of the checkpoint (git refuses to write it): not restored' });
+  await inWorkspace(workspace, ['rm', '-rf', '--'], remove.map(shownPath));
+  const top = Buffer.from(`${workspace.replace(/\/+$/, '')}/`, 'utf8');
+  const gone: string[] = [];
+  for (const p of remove) {
+    const still = await lstat(Buffer.concat([top, Buffer.from(p.replace(/\/$/, ''), 'latin1')])).then(
+      () => true,
+      () => false,
+    );
+    if (still) left.push({ path: shownPath(p), why: 'git refuses to write it, and it could not be removed' });
+    else gone.push(p);
+  }
+  return gone;
 }
 
 /**
@@ -595,7 +803,7 @@ function parseNameStatus(out: string): FileChange[] {
 
 /**
  * The tree of the workspace as it is now (objects written to the store, no commit): to compare the
- * last checkpoint with. Bounded as a checkpoint is, by `caps`.
+ * last checkpoint with. Bounded as a checkpoint is, by `caps`; every file is read (no stat trusted).
  * @throws Error when the workspace is over `caps`
  */
 export async function currentTree(
@@ -609,7 +817,8 @@ export async function currentTree(
   const maxEntries = caps.maxEntries ?? DEFAULT_CHECKPOINT_MAX_ENTRIES;
   const size = await measure(workspace, exclude, { bytes: maxBytes, entries: maxEntries });
   if (size.over) throw new Error(overReason(size.over, maxBytes, maxEntries).replace(/; no checkpoint was taken$/, ''));
-  return withIndex(store, async (index) => (await snapshotOf(store, workspace, size, index, cacheIndex(store))).tree);
+  // Every file read: the stat cache may hold a file a job rewrote through a shared mapping, which changes no time.
+  return withIndex(store, async (index) => (await snapshotOf(store, workspace, size, index, undefined, { statBefore: 0 })).tree);
 }
 
 /** What changed from checkpoint (or tree) `a` to `b`. */

@@ -14,9 +14,22 @@ export interface CheckpointRequest {
   exclude: string[];
 }
 
-/** A checkpoint the worker took (in the tool call's answer, so in the history with its turn), or why none was. */
+/**
+ * A checkpoint the worker took (in the tool call's answer, so in the history with its turn), or why none was.
+ * `leftOut`: the paths it left out because git refuses to write them on checkout (`git~1/`, `.GIT/`, a symlink
+ * `.gitmodules`: a checkpoint holding one could not be restored), how many and the first 20; absent when none.
+ */
 export type CheckpointResult =
-  { turn: number; id: string; store: string; workspace: string; bytes: number; files: number } | { turn: number; skipped: string };
+  | {
+      turn: number;
+      id: string;
+      store: string;
+      workspace: string;
+      bytes: number;
+      files: number;
+      leftOut?: { count: number; paths: string[] };
+    }
+  | { turn: number; skipped: string };
 
 /** A checkpoint the run holds, by turn (the first one taken in that turn: the workspace as it was before the turn's tools). */
 export interface CheckpointRecord {
@@ -66,6 +79,10 @@ export interface NotRestored {
   git: boolean;
   /** The run's `exclude` entries (names or paths), as given. */
   excluded: string[];
+  /** Paths git refuses to write on checkout (`git~1`, `.GIT`, …) that the restore left as they are or could not restore, each with why (absent when none). */
+  refused?: string[];
+  /** How many there are in all, when more than `refused` lists. */
+  refusedCount?: number;
 }
 
 /** What a restore did, in `openSession`'s answer (src/activities/session.ts) and a rewind's answer. */
@@ -122,6 +139,11 @@ export function notRestoredText(left: NotRestored, verb: 'left as it is now' | '
     );
   }
   if (left.excluded.length > 0) parts.push(`the excluded paths ${left.excluded.join(', ')}`);
+  if (left.refused && left.refused.length > 0) {
+    const all = Math.max(left.refusedCount ?? 0, left.refused.length);
+    const shown = left.refused.slice(0, 20).join(', ');
+    parts.push(`paths git refuses to write ${shown}${all > 20 ? ` and ${all - 20} more` : ''}`);
+  }
   return parts.length === 0 ? '' : `Not restored, ${verb}: ${parts.join('; ')}.`;
 }
 

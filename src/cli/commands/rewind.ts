@@ -31,6 +31,8 @@ export interface TurnChanges {
   changes: FileChange[] | null;
   /** Why `changes` is null, or what it is compared with. */
   note?: string;
+  /** Paths the checkpoint left out because git refuses to write them (how many, the first 20); absent when none. */
+  leftOut?: { count: number; paths: string[] };
 }
 
 /** The first checkpoint of each turn, with the rewinds between, in history order. */
@@ -80,7 +82,7 @@ export async function turnChanges(timeline: TimelineEntry[]): Promise<Array<Turn
       out.push(e);
       continue;
     }
-    const base = { turn: e.turn, checkpoint: e.id, toolUseId: e.toolUseId, at: e.at };
+    const base = { turn: e.turn, checkpoint: e.id, toolUseId: e.toolUseId, at: e.at, ...(e.leftOut ? { leftOut: e.leftOut } : {}) };
     if (!existsSync(e.store)) {
       out.push({ ...base, changes: null, note: `the store ${e.store} is not on this machine` });
       continue;
@@ -129,6 +131,13 @@ function shownLine(text: string): string {
   return safeText(text, false);
 }
 
+/** The line naming what a checkpoint left out (git refuses to write those names, so a rewind cannot bring them back). */
+function leftOutLine(leftOut: { count: number; paths: string[] }): string {
+  const more = leftOut.count > leftOut.paths.length ? ` and ${leftOut.count - leftOut.paths.length} more` : '';
+  const names = leftOut.paths.map((p) => safeText(p, false)).join(', ');
+  return `    ! not recorded, git refuses to write these names (a rewind cannot bring them back): ${names}${more}`;
+}
+
 function changeLines(changes: FileChange[]): string[] {
   if (changes.length === 0) return ['    (no file changed)'];
   const sign = { A: '+', M: '~', D: '-', T: '~' } as const;
@@ -162,6 +171,7 @@ export function registerRewind(program: Command): void {
               `turn ${e.turn}  checkpoint ${e.checkpoint.slice(0, 12)}  before ${e.toolUseId}  ${e.at}${e.note ? `  (${e.note})` : ''}`,
             ),
           );
+          if (e.leftOut) lines.push(leftOutLine(e.leftOut));
           if (e.changes) lines.push(...changeLines(e.changes));
         }
         printShown(...lines);
