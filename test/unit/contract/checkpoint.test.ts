@@ -32,5 +32,10 @@ describe('a restore report', () => {
       'Not restored, not copied: `.git` (this workspace has none: it is no git repository of its own); the nested git repositories v (empty folders here).',
     );
     expect(notRestoredText({ nested: [], git: false, excluded: [] }, 'left as it is now')).toBe('');
+    // Paths git refuses to write that the restore left (store.ts restoreCheckpoint's `left`), 20 named and the rest counted.
+    const refused = Array.from({ length: 21 }, (_, i) => `git~${i}/x (git refuses to write it; kept as it is)`);
+    expect(notRestoredText({ nested: [], git: false, excluded: [], refused, refusedCount: 30 }, 'left as it is now')).toBe(
+      `Not restored, left as it is now: paths git refuses to write ${refused.slice(0, 20).join(', ')} and 10 more.`,
+    );
   });
 });
