@@ -76,10 +76,10 @@ import { personsRepo } from './persons-repo';
 import { closeSessions, removeTempDirs, startSession, tempDir, waitUntil } from '../session/helpers';
 import { restoreCheckpoint, takeCheckpoint } from '../../../src/checkpoint/store';
 
-const OPEN_CHECKPOINT_GIT_NAMES = true;
-const OPEN_CHECKPOINT_MMAP = true;
-const OPEN_CHECKPOINT_PACKED_REFS_LOOP = true;
-const OPEN_CHECKPOINT_COMMONDIR_ESCAPE = true;
+const OPEN_CHECKPOINT_GIT_NAMES = false;
+const OPEN_CHECKPOINT_MMAP = false;
+const OPEN_CHECKPOINT_PACKED_REFS_LOOP = false;
+const OPEN_CHECKPOINT_COMMONDIR_ESCAPE = false;
 const OPEN_SUBMODULE_IGNORED_CODE = true;
 const OPEN_SUBMODULE_IGNORE_DIRTY = true;
 
