@@ -452,7 +452,7 @@ async function changedFindings(n: NestedBaseline, final: boolean): Promise<Index
     found.push({ rel: c.rel, c });
   }
   if (found.length === 0) return [];
-  const where = `in the repository nested at ${showName(n.rel)}, which the person's git status at the top shows as one line at most (none under \`submodule.<name>.ignore\` or \`diff.ignoreSubmodules\`); review it (\`git -C ${showName(n.rel)} status\`)`;
+  const where = `in the repository nested at ${showName(n.rel)}, which git status at the top does not list file by file (review it with \`git -C ${showName(n.rel)} status\`)`;
   const what = (c: Change): string =>
     c.where === 'untracked'
       ? 'made by the session, untracked'
