@@ -34,9 +34,16 @@
  * {@link MAX_NAMED_IN_ROOT} in one ignored folder, the folder with a count), in the command's result and the close
  * note; what (4) names is left in place (nothing of the person's is lost) and told once per change.
  *
+ * The same runs in each repository nested in the workspace at start (adversary round 26: a submodule, a clone of its
+ * own; git-audit.ts finds them): the person's `git status` at the top shows a submodule as one line at most (none under
+ * `submodule.<name>.ignore` or `diff.ignoreSubmodules`) and lists none of its ignored files. Each gets (1), (2), (3)
+ * and (5) on its own index, its ignored files are read in the same walk as the top's (one bound for all), and what the
+ * session changed in it is named ({@link changedFindings}).
+ *
  * Its git runs as the workspace's owner (worktree-git.ts), with no system or global config, no hook, no fsmonitor
- * (worktree-git.ts `NO_REPO_CODE`), and reads no content: the hashes are the worker's. Attack tests:
- * adversary-round24.test.ts, index-audit.test.ts, ignored-audit.test.ts.
+ * (worktree-git.ts `NO_REPO_CODE`), and reads no content: the hashes are the worker's (so no filter driver of a
+ * nested repository's config runs). Attack tests: adversary-round24.test.ts, index-audit.test.ts,
+ * ignored-audit.test.ts, nested-audit.test.ts.
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -113,6 +120,12 @@ interface NestedBaseline {
   /** Its work tree relative to the workspace (names as git-walk.ts `decodeName` gives them). */
   readonly rel: string;
   readonly changedAt: ReadonlySet<string>;
+  /**
+   * The files of its HEAD's tree at start (path → `<mode> <oid>`, {@link headFiles}; empty when HEAD was unborn): what
+   * is staged or committed since is found against them, without the cache-tree, so a commit the session made in it
+   * (which the top's git status hides under `ignore = all`) counts too.
+   */
+  readonly filesAt: ReadonlyMap<string, string>;
   /** What {@link changedFindings} named already: key → ctime ms then (told again when it changes). */
   readonly told: Map<string, number>;
 }
@@ -373,13 +386,13 @@ export async function recordIndex(
   };
 }
 
-/** One change in a nested repository against its index or HEAD, as {@link changedKeys} lists it. */
+/** One change in a nested repository against its index or its HEAD's tree at start, as {@link changedKeys} lists it. */
 interface Change {
   /** Path relative to the repository's work tree (names as git-walk.ts `decodeName` gives them). */
   readonly rel: string;
   /**
    * `worktree`: the file differs from its index entry by stat (its content is hashed before it is named); `staged`: the
-   * index differs from HEAD; `untracked`: in neither, and not ignored.
+   * index differs from HEAD's tree at start (staged, or committed since); `untracked`: in neither, and not ignored.
    */
   readonly where: 'worktree' | 'staged' | 'untracked';
   /** git's status letter (`M`, `A`, `D`, `T`; `?` for untracked). */
@@ -389,29 +402,31 @@ interface Change {
 }
 
 /**
- * What differs in `b`'s repository from its index and HEAD, by key (the same change gives the same key; a staged one's
- * names its new object): `git diff-files`, `git diff-index --cached HEAD` and `git ls-files -o --exclude-standard`, raw,
- * all plumbing that reads no file's content through git (no clean filter of the repository's config runs as the owner).
+ * What differs in `b`'s repository from its index, and its index from `filesAt` (its HEAD's tree at start), by key (the
+ * same change gives the same key; a staged one's names its object): `git diff-files` and `git ls-files -o
+ * --exclude-standard`, plumbing that reads no file's content through git (so no filter driver of the repository's
+ * config runs as the owner), and the index's entries against `filesAt` ({@link stagedPaths}, no cache-tree trusted).
  * Commits of repositories nested in it are left out: each is audited on its own.
  * @throws Error past {@link MAX_INDEX_ENTRIES} paths, or git's
  */
-async function changedKeys(b: IndexBaseline): Promise<Map<string, Change>> {
+async function changedKeys(b: IndexBaseline, filesAt: ReadonlyMap<string, string>): Promise<Map<string, Change>> {
   const out = new Map<string, Change>();
-  const raw = async (args: string[], where: 'worktree' | 'staged'): Promise<void> => {
-    const f = split0(await runGit(b, [...args, '--raw', '-z', '--no-renames', '--ignore-submodules=all']));
-    for (let i = 0; i + 1 < f.length; i += 2) {
-      if (i % YIELD_LINES === 0) await new Promise((r) => setImmediate(r));
-      // `:<mode> <mode> <oid> <oid> <status>`, then the path.
-      const m = /^:(\d+) (\d+) ([0-9a-f]+) ([0-9a-f]+) ([A-Z])/.exec(f[i]!.toString('latin1'));
-      if (!m || m[1] === '160000' || m[2] === '160000') continue;
-      const rel = decodeName(f[i + 1]!);
-      if (where === 'staged') out.set(`staged ${m[5]} ${m[4]} ${rel}`, { rel, where, status: m[5]! });
-      else out.set(`worktree ${m[5]} ${rel}`, { rel, where, status: m[5]!, entry: { mode: m[1]!, oid: m[3]! } });
-    }
-  };
-  await raw(['diff-files'], 'worktree');
-  const head = (await runGit(b, ['rev-parse', '-q', '--verify', 'HEAD^{tree}'], undefined, true)).toString('latin1').trim();
-  if (/^[0-9a-f]{40,64}$/.test(head)) await raw(['diff-index', '--cached', head], 'staged');
+  const f = split0(await runGit(b, ['diff-files', '--raw', '-z', '--no-renames', '--ignore-submodules=all']));
+  for (let i = 0; i + 1 < f.length; i += 2) {
+    if (i % YIELD_LINES === 0) await new Promise((r) => setImmediate(r));
+    // `:<mode> <mode> <oid> <oid> <status>`, then the path.
+    const m = /^:(\d+) (\d+) ([0-9a-f]+) ([0-9a-f]+) ([A-Z])/.exec(f[i]!.toString('latin1'));
+    if (!m || m[1] === '160000' || m[2] === '160000') continue;
+    const rel = decodeName(f[i + 1]!);
+    out.set(`worktree ${m[5]} ${rel}`, { rel, where: 'worktree', status: m[5]!, entry: { mode: m[1]!, oid: m[3]! } });
+  }
+  const { staged, inIndex } = await stagedPaths(filesAt, await readEntries(b));
+  for (const rel of staged) {
+    const e = inIndex.get(rel);
+    if (e?.mode === '160000' || filesAt.get(rel)?.startsWith('160000 ')) continue;
+    const status = e === undefined ? 'D' : filesAt.has(rel) ? 'M' : 'A';
+    out.set(`staged ${e ? `${e.mode} ${e.oid}` : 'gone'} ${rel}`, { rel, where: 'staged', status });
+  }
   const cfg = b.excludesFile ? ['-c', `core.excludesFile=${b.excludesFile}`] : [];
   const others = split0(await runGit(b, [...cfg, 'ls-files', '-z', '--others', '--exclude-standard']));
   if (out.size + others.length > MAX_INDEX_ENTRIES) throw new Error(`more than ${MAX_INDEX_ENTRIES} changed or untracked paths`);
@@ -433,7 +448,7 @@ async function changedFindings(n: NestedBaseline, final: boolean): Promise<Index
   const budget = { left: MAX_HASHED_BYTES };
   const found: { rel: string; c: Change }[] = [];
   let count = 0;
-  for (const [key, c] of await changedKeys(b)) {
+  for (const [key, c] of await changedKeys(b, n.filesAt)) {
     if (++count % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
     const abs = path.join(b.workspace, c.rel);
     let st: fs.Stats | undefined;
@@ -457,7 +472,7 @@ async function changedFindings(n: NestedBaseline, final: boolean): Promise<Index
     c.where === 'untracked'
       ? 'made by the session, untracked'
       : c.where === 'staged'
-        ? 'staged by the session'
+        ? 'staged or committed by the session'
         : c.status === 'D'
           ? 'deleted by the session'
           : 'changed by the session';
@@ -479,6 +494,13 @@ const ruleText = (line: string): string => line.replace(/[\r ]+$/, '');
 /** Nested repositories audited at most (each costs a few git calls per audit); past them each is named as not checked. */
 const MAX_NESTED_REPOS = 32;
 
+/** The files of `b`'s HEAD's tree (none when HEAD is unborn) and what differs from them and its index, at start. */
+async function changesAt(b: IndexBaseline): Promise<Pick<NestedBaseline, 'filesAt' | 'changedAt'>> {
+  const head = (await runGit(b, ['rev-parse', '-q', '--verify', 'HEAD^{tree}'], undefined, true)).toString('latin1').trim();
+  const filesAt = /^[0-9a-f]{40,64}$/.test(head) ? await headFiles(b, head) : new Map<string, string>();
+  return { filesAt, changedAt: new Set((await changedKeys(b, filesAt)).keys()) };
+}
+
 /**
  * The baselines of the repositories `repos` nested in `workspace` (git-audit.ts finds them at start), at most
  * {@link MAX_NESTED_REPOS}, each with what had changed in it then ({@link changedKeys}); the others, and those whose
@@ -499,9 +521,9 @@ async function recordNested(
       continue;
     }
     const base = await recordIndex(r.worktree, r.git, runner);
-    const changedAt = base && (await changedKeys(base).catch(() => undefined));
-    if (base && changedAt) nested.push({ base, rel, changedAt: new Set(changedAt.keys()), told: new Map() });
-    else left.set(rel, 'git could not read its index at the start');
+    const at = base && (await changesAt(base).catch(() => undefined));
+    if (base && at) nested.push({ base, rel, ...at, told: new Map() });
+    else left.set(rel, 'git could not read its index or HEAD at the start');
   }
   return { nested, nestedLeft: { which: left, told: false } };
 }
@@ -807,7 +829,7 @@ async function headFiles(b: IndexBaseline, tree: string): Promise<Map<string, st
  * What differs between `inHead` ({@link headFiles}) and the index's `entries`: the staged paths, and the entries by path.
  * Unmerged and intent-to-add entries are left out (git names them apart from the cache-tree). Yields as it goes.
  */
-async function stagedPaths(inHead: Map<string, string>, entries: Entry[]): Promise<{ staged: string[]; inIndex: Map<string, Entry> }> {
+async function stagedPaths(inHead: ReadonlyMap<string, string>, entries: Entry[]): Promise<{ staged: string[]; inIndex: Map<string, Entry> }> {
   const apart = new Set<string>();
   const inIndex = new Map<string, Entry>();
   const staged: string[] = [];

@@ -109,9 +109,24 @@ describe('repositories nested in the workspace, attacked', () => {
     expect(`${r.exitCode} ${r.output}`).toMatch(/^0 /);
     expect(r.output).toContain('lib/sitecustomize.py (made by the session, untracked in the repository nested at lib,');
     expect(r.output).toContain('lib/util.py (deleted by the session in the repository nested at lib');
-    expect(r.output).toContain('lib/mod.py (staged by the session in the repository nested at lib');
+    expect(r.output).toContain('lib/mod.py (staged or committed by the session in the repository nested at lib');
     await s.close();
     expect(status(git)).toBe('');
+  });
+
+  test("a commit the session made in a submodule under `ignore = all` (the top's git status and diff say nothing) is named", async () => {
+    const { ws, git, lib } = withSubmodule('all');
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run(
+      `echo 'print("PWNED-by-session")' > lib/mod.py && git -c safe.directory='*' -C lib -c user.name=s -c user.email=s@example.com commit -qam 'tidy'`,
+    );
+    expect(`${r.exitCode} ${r.output}`).toMatch(/^0 /);
+    expect(r.output).toContain('lib/mod.py (staged or committed by the session in the repository nested at lib');
+    await s.close();
+    expect(status(git)).toBe('');
+    expect(git('diff')).toBe('');
+    expect(g(lib, 'status', '--porcelain')).toBe('');
+    expect(s.gitNoteAtClose).toContain('lib/mod.py (staged or committed by the session');
   });
 
   test('round 24 inside a submodule marked `ignore = dirty`: an assume-unchanged bit and forged stat data hide nothing', async () => {
