@@ -829,7 +829,10 @@ async function headFiles(b: IndexBaseline, tree: string): Promise<Map<string, st
  * What differs between `inHead` ({@link headFiles}) and the index's `entries`: the staged paths, and the entries by path.
  * Unmerged and intent-to-add entries are left out (git names them apart from the cache-tree). Yields as it goes.
  */
-async function stagedPaths(inHead: ReadonlyMap<string, string>, entries: Entry[]): Promise<{ staged: string[]; inIndex: Map<string, Entry> }> {
+async function stagedPaths(
+  inHead: ReadonlyMap<string, string>,
+  entries: Entry[],
+): Promise<{ staged: string[]; inIndex: Map<string, Entry> }> {
   const apart = new Set<string>();
   const inIndex = new Map<string, Entry>();
   const staged: string[] = [];
