@@ -420,7 +420,9 @@ async function changedKeys(b: IndexBaseline, filesAt: ReadonlyMap<string, string
     const rel = decodeName(f[i + 1]!);
     out.set(`worktree ${m[5]} ${rel}`, { rel, where: 'worktree', status: m[5]!, entry: { mode: m[1]!, oid: m[3]! } });
   }
-  const { staged, inIndex } = await stagedPaths(filesAt, await readEntries(b));
+  // The entries as the audit's parts (1) to (5) just read them, while the index file has not changed since.
+  const same = b.lastRead.stamp !== undefined && b.lastRead.stamp === indexStamp(b.git) && b.lastRead.entries !== undefined;
+  const { staged, inIndex } = await stagedPaths(filesAt, same ? [...b.lastRead.entries!] : await readEntries(b));
   for (const rel of staged) {
     const e = inIndex.get(rel);
     if (e?.mode === '160000' || filesAt.get(rel)?.startsWith('160000 ')) continue;
@@ -545,16 +547,21 @@ export async function auditIndex(b: IndexBaseline, final: boolean, moveAside?: (
   ]);
   const out = await auditOne(b, final, moveAside);
   for (const n of b.nested) {
-    out.push(...(await auditOne(n.base, final)));
-    out.push(
-      ...(await changedFindings(n, final).catch((err: Error): IndexFinding[] => [
-        {
-          path: n.base.workspace,
-          why: `what the session changed in this nested repository could not be listed (${err.message})`,
-          kind: 'unchecked',
-        },
-      ])),
-    );
+    const before = folderStamp(b.workspace, n.rel);
+    const found =
+      before === undefined
+        ? []
+        : [
+            ...(await auditOne(n.base, final)),
+            ...(await changedFindings(n, final).catch((err: Error): IndexFinding[] => [
+              {
+                path: n.base.workspace,
+                why: `what the session changed in this nested repository could not be listed (${err.message})`,
+                kind: 'unchecked',
+              },
+            ])),
+          ];
+    out.push(...(before !== undefined && folderStamp(b.workspace, n.rel) === before ? found : [swappedFinding(n)]));
   }
   out.push(...(await ignored));
   if (b.nestedLeft.which.size > 0 && (final || !b.nestedLeft.told)) {
@@ -568,6 +575,38 @@ export async function auditIndex(b: IndexBaseline, final: boolean, moveAside?: (
   }
   return out;
 }
+
+/**
+ * The folders from the workspace `workspace` (not included) down to `rel` (a nested repository's work tree) as they
+ * are now: each one's inode and ctime (ns), or undefined when one is no folder (a symlink put in its place). A folder
+ * renamed away and back, or swapped for a symlink to a folder of the owner's and back, changes its ctime: the audit's
+ * git, which runs as the owner, would have listed that folder's names into the result (git follows a symlink at its
+ * work tree's top, never below it). Compared before and after a nested repository is audited, whose findings count
+ * only when the two are the same.
+ */
+function folderStamp(workspace: string, rel: string): string | undefined {
+  let at = workspace;
+  const out: string[] = [];
+  for (const name of rel.split('/')) {
+    at = path.join(at, name);
+    let st: fs.BigIntStats | undefined;
+    try {
+      st = fs.lstatSync(nameBytes(at), { bigint: true, throwIfNoEntry: false });
+    } catch {
+      return undefined;
+    }
+    if (!st?.isDirectory()) return undefined;
+    out.push(`${st.ino}:${st.ctimeNs}`);
+  }
+  return out.join('/');
+}
+
+/** The finding that the nested repository `n`'s folder (or one above it) was not the one audited. */
+const swappedFinding = (n: NestedBaseline): IndexFinding => ({
+  path: n.base.workspace,
+  why: `a nested repository NOT checked for what the session changed in it: its folder, or one above it, is no folder now or changed while it was read (a rename, a symlink, an entry made or removed); the next audit tries again; review it by hand (\`git -C ${showName(n.rel)} status --ignored\`)`,
+  kind: 'partial',
+});
 
 /**
  * Parts (1), (2), (3) and (5) of {@link auditIndex} on the repository of `b` (the top's or a nested one's): what its
@@ -949,8 +988,10 @@ interface RootFound {
 async function ignoredFindings(b: IndexBaseline, final: boolean): Promise<IndexFinding[]> {
   const repos = [{ base: b, rel: '' }, ...b.nested];
   const out: IndexFinding[] = [];
+  const stamps = repos.map((r) => (r.rel === '' ? '' : folderStamp(b.workspace, r.rel)));
   const lists = await Promise.all(
-    repos.map(async (r) => {
+    repos.map(async (r, i) => {
+      if (stamps[i] === undefined) return [];
       try {
         return await ignoredRoots(r.base);
       } catch (err) {
@@ -969,6 +1010,15 @@ async function ignoredFindings(b: IndexBaseline, final: boolean): Promise<IndexF
   for (const [i, r] of repos.entries()) {
     const part = walkPart(walk, prefixes[i]!, offset, lists[i]!.length, i === 0);
     offset += lists[i]!.length;
+    if (r.rel !== '' && (stamps[i] === undefined || folderStamp(b.workspace, r.rel) !== stamps[i])) {
+      // Listed by the audit's git in a folder that is not the one recorded (see folderStamp): nothing of it is told.
+      if (stamps[i] !== undefined)
+        out.push({
+          ...swappedFinding(r as NestedBaseline),
+          why: `its ignored files NOT checked: the folder changed while they were read; review them by hand`,
+        });
+      continue;
+    }
     if (lists[i]!.length > 0 || part.unfinished !== undefined) out.push(...(await nameIgnored(r.base, lists[i]!, part, final)));
   }
   return out;

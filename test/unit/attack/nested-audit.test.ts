@@ -177,6 +177,35 @@ describe('repositories nested in the workspace, attacked', () => {
     expect(status(git)).toBe('?? vendor/x/\n');
   });
 
+  test("a submodule's folder swapped for a symlink to a folder only the owner reads, once and back and forth: none of its names reaches the result", async () => {
+    const { ws, lib } = withSubmodule('dirty');
+    // The owner's folder the session cannot list: its names must not come back through the audit's git, which runs as
+    // the owner (an untracked file named, or an ignored root).
+    const secret = tempDir('aj-owners-');
+    fs.chmodSync(secret, 0o700);
+    fs.writeFileSync(path.join(secret, 'owner-secret-name.txt'), 'x');
+    fs.mkdirSync(path.join(secret, '__pycache__'));
+    fs.writeFileSync(path.join(secret, '__pycache__', 'owner-secret-cache.pyc'), 'x');
+    fs.writeFileSync(path.join(secret, '.gitignore'), '__pycache__/\n');
+    expect(fs.readdirSync(lib)).toContain('mod.py');
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const once = await s.run(`mv lib lib.away && ln -s ${secret} lib && ls lib 2>&1 | head -1`);
+    const told = [once.output];
+    // Back, then a job that swaps it to and fro while the audits run.
+    told.push(
+      (
+        await s.run(
+          `rm lib && mv lib.away lib && (for i in $(seq 1 400); do mv lib lib.away; ln -s ${secret} lib; rm lib; mv lib.away lib; done > /dev/null 2>&1 &)`,
+        )
+      ).output,
+    );
+    for (let i = 0; i < 6; i++) told.push((await s.run('true')).output);
+    await s.run('sleep 1; while pgrep -f "seq 1 400" > /dev/null; do sleep 0.2; done; true');
+    await s.close();
+    told.push(s.gitNoteAtClose ?? '');
+    expect(told.join('\n')).not.toMatch(/owner-secret/);
+  }, 120_000);
+
   test('no noise: a file of a submodule only touched, and a change the person made before the session, are not named', async () => {
     const { ws, lib } = withSubmodule('dirty');
     fs.writeFileSync(path.join(lib, 'util.py'), 'print("the person\'s own change")\n');
