@@ -80,7 +80,7 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { MAX_NESTED_REPOS, type GuardedGit } from './git-guard';
-import { auditIndex, recordIndex, type IndexBaseline } from './git-index-audit';
+import { auditIndex, recordIndex, type IndexBaseline, type NestedRepo } from './git-index-audit';
 import { decodeName, GIT_WALK_LIMITS, nameBytes, showName, walkGit, type GitWalk } from './git-walk';
 import { DIR_FLAGS, openDirAt, readRegularIfThere, tryReadRegular } from './safe-open';
 import { ownerOf } from './worktree-git';
@@ -186,10 +186,11 @@ export interface GitFinding {
    * Set for what the person's `git status` would not show (git-index-audit.ts): `shown` when git sees it again (a bit
    * or stat data cleared), `ignored` for a file ignored by a rule the session wrote (left, named), `unlisted` for one
    * the session made or changed where the person's own ignore rules hide it (left, named), `removed` for Python
-   * bytecode the session wrote (removed), `failed` when it could not be shown again, `partial` when ignored files were
-   * not all read.
+   * bytecode the session wrote (removed), `failed` when it could not be shown again, `partial` when ignored files (or a
+   * nested repository) were not all read, `nested` for what the session changed in a repository nested in the
+   * workspace (named, left).
    */
-  readonly hidden?: 'shown' | 'ignored' | 'unlisted' | 'removed' | 'failed' | 'partial';
+  readonly hidden?: 'shown' | 'ignored' | 'unlisted' | 'nested' | 'removed' | 'failed' | 'partial';
 }
 
 /** The folder of the root git dir that the audit moves things into. */
@@ -392,7 +393,7 @@ export async function recordGit(
     unguarded: [...repos.unguarded],
     nestedGitDirs: new Map(repos.nestedGitDirs.filter((d) => !exists(path.join(d, 'commondir'))).map((d) => [d, new Set(moduleNames(d))])),
     names: { seq: 0 },
-    index: root === undefined ? undefined : await recordIndex(workspace, git, await ownerOf(workspace)),
+    index: root === undefined ? undefined : await recordIndex(workspace, git, await ownerOf(workspace), nestedRepos(workspace, walk)),
   };
 }
 
@@ -933,11 +934,12 @@ export function gitAuditNote(findings: readonly GitFinding[], b: GitBaseline): s
  */
 function hiddenNote(findings: readonly GitFinding[], named: (fs: readonly GitFinding[]) => string): { parts: string[]; whats: string[] } {
   const of = (kind: GitFinding['hidden']): GitFinding[] => findings.filter((f) => f.hidden === kind);
-  const [shown, ignored, notShown, unlisted, removed, partial] = [
+  const [shown, ignored, notShown, unlisted, nested, removed, partial] = [
     of('shown'),
     of('ignored'),
     of('failed'),
     of('unlisted'),
+    of('nested'),
     of('removed'),
     of('partial'),
   ];
@@ -953,6 +955,9 @@ function hiddenNote(findings: readonly GitFinding[], named: (fs: readonly GitFin
       : '',
     unlisted.length > 0
       ? `the session made or changed files that your own ignore rules keep out of git status; review them: ${named(unlisted)}`
+      : '',
+    nested.length > 0
+      ? `the session changed files in a repository nested in the workspace, which the person's git status may not show; review them there: ${named(nested)}`
       : '',
     partial.length > 0 ? 'the audit did not read every ignored file' : '',
     removed.length > 0
@@ -1083,6 +1088,27 @@ const GITDIR_PREFIX = Buffer.from('gitdir: ');
 function resolveAsGit(dir: string, p: Buffer): string {
   const full = p[0] === 0x2f ? p : Buffer.concat([Buffer.from(nameBytes(dir)), Buffer.from('/'), p]);
   return decodeName(fs.realpathSync.native(full, { encoding: 'buffer' }));
+}
+
+/**
+ * The repositories nested in `workspace` at start, from git-walk.ts's `walk` of it: each `.git` below the root that is
+ * a folder, or a file naming a git dir ({@link gitFileTarget}), with its work tree; for the index audit
+ * (git-index-audit.ts), which audits each as the top one.
+ */
+function nestedRepos(workspace: string, walk: GitWalk): NestedRepo[] {
+  const out: NestedRepo[] = [];
+  for (const f of walk.found) {
+    if (f.kind !== 'dotgit') continue;
+    const abs = path.join(workspace, f.rel);
+    try {
+      const st = fs.lstatSync(nameBytes(abs));
+      const git = st.isDirectory() ? abs : st.isFile() ? gitFileTarget(abs) : undefined;
+      if (git !== undefined) out.push({ worktree: path.dirname(abs), git });
+    } catch {
+      /* gone, or a .git file naming nothing: no repository to audit */
+    }
+  }
+  return out;
 }
 
 /** Moves the loose replace refs made since `b` and drops the packed ones from `packed-refs` (as `walk` listed them). */

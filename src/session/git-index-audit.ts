@@ -34,9 +34,16 @@
  * {@link MAX_NAMED_IN_ROOT} in one ignored folder, the folder with a count), in the command's result and the close
  * note; what (4) names is left in place (nothing of the person's is lost) and told once per change.
  *
+ * The same runs in each repository nested in the workspace at start (adversary round 26: a submodule, a clone of its
+ * own; git-audit.ts finds them): the person's `git status` at the top shows a submodule as one line at most (none under
+ * `submodule.<name>.ignore` or `diff.ignoreSubmodules`) and lists none of its ignored files. Each gets (1), (2), (3)
+ * and (5) on its own index, its ignored files are read in the same walk as the top's (one bound for all), and what the
+ * session changed in it is named ({@link changedFindings}).
+ *
  * Its git runs as the workspace's owner (worktree-git.ts), with no system or global config, no hook, no fsmonitor
- * (worktree-git.ts `NO_REPO_CODE`), and reads no content: the hashes are the worker's. Attack tests:
- * adversary-round24.test.ts, index-audit.test.ts, ignored-audit.test.ts.
+ * (worktree-git.ts `NO_REPO_CODE`), and reads no content: the hashes are the worker's (so no filter driver of a
+ * nested repository's config runs). Attack tests: adversary-round24.test.ts, index-audit.test.ts,
+ * ignored-audit.test.ts, nested-audit.test.ts.
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -89,6 +96,38 @@ export interface IndexBaseline {
    * cache extension; read again once the index file changes.
    */
   readonly lastRead: { stamp?: string; entries?: readonly Entry[]; extension?: boolean };
+  /** The repositories nested in the workspace at start, each audited as this one is ({@link NestedBaseline}); none in a nested one's own. */
+  readonly nested: readonly NestedBaseline[];
+  /** Nested repositories not audited (past {@link MAX_NESTED_REPOS}, or their index unreadable at start): path → why; named once, and at close. */
+  readonly nestedLeft: { readonly which: ReadonlyMap<string, string>; told: boolean };
+}
+
+/**
+ * A repository nested in the workspace at session start (a submodule, a vendored clone with a `.git` of its own), as
+ * git-audit.ts finds it: its work tree (absolute) and its git dir (absolute, a `.git` file followed).
+ */
+export interface NestedRepo {
+  readonly worktree: string;
+  readonly git: string;
+}
+
+/**
+ * What {@link recordIndex} noted of a nested repository: its own baseline (its index, ignore files), its path from the
+ * workspace's root, and its changes at start ({@link changedKeys}), which are the person's and not named.
+ */
+interface NestedBaseline {
+  readonly base: IndexBaseline;
+  /** Its work tree relative to the workspace (names as git-walk.ts `decodeName` gives them). */
+  readonly rel: string;
+  readonly changedAt: ReadonlySet<string>;
+  /**
+   * The files of its HEAD's tree at start (path → `<mode> <oid>`, {@link headFiles}; empty when HEAD was unborn): what
+   * is staged or committed since is found against them, without the cache-tree, so a commit the session made in it
+   * (which the top's git status hides under `ignore = all`) counts too.
+   */
+  readonly filesAt: ReadonlyMap<string, string>;
+  /** What {@link changedFindings} named already: key → ctime ms then (told again when it changes). */
+  readonly told: Map<string, number>;
 }
 
 /** One finding of this audit: the path (absolute) and what was wrong and done. */
@@ -98,10 +137,12 @@ export interface IndexFinding {
   /**
    * `shown`: git sees it again (bit cleared, stat data cleared, cache dropped); `ignored`: under a rule the session
    * wrote, named, left; `unlisted`: made or changed by the session under the person's own ignore rules, named, left;
+   * `nested`: changed by the session in a repository nested in the workspace (which the person's `git status` at the
+   * top may not show: `submodule.<name>.ignore`, `diff.ignoreSubmodules`), named, left;
    * `removed`: Python bytecode the session wrote, removed; `failed`: could not be shown; `partial`: ignored files not
    * fully read; `unchecked`: a part of the audit that could not run.
    */
-  readonly kind: 'shown' | 'ignored' | 'unlisted' | 'removed' | 'failed' | 'partial' | 'unchecked';
+  readonly kind: 'shown' | 'ignored' | 'unlisted' | 'nested' | 'removed' | 'failed' | 'partial' | 'unchecked';
 }
 
 /** Longest one git call of this audit may take, ms (a FIFO put where git opens a file would hold it). */
@@ -292,7 +333,12 @@ function personsExcludesFile(workspace: string): string | undefined {
  * then (the person's git cannot either; this part of the audit is then off for the session). `runner`: who the audit's
  * git runs as (worktree-git.ts `ownerOf`). Call after the workspace's ACL grant, before bash starts ({@link IndexBaseline.since}).
  */
-export async function recordIndex(workspace: string, git: string, runner: Runner): Promise<IndexBaseline | undefined> {
+export async function recordIndex(
+  workspace: string,
+  git: string,
+  runner: Runner,
+  nested: readonly NestedRepo[] = [],
+): Promise<IndexBaseline | undefined> {
   const b = { workspace, git, runner };
   let entries: Entry[];
   try {
@@ -322,8 +368,10 @@ export async function recordIndex(workspace: string, git: string, runner: Runner
       /* unreadable: its rules count as new if it changes */
     }
   }
+  const inner = await recordNested(workspace, runner, nested);
   return {
     ...b,
+    ...inner,
     since: Date.now(),
     skipAt: new Set(entries.filter(isSkipped).map((e) => e.path)),
     assumeAt: new Set(entries.filter(isAssumed).map((e) => e.path)),
@@ -338,16 +386,233 @@ export async function recordIndex(workspace: string, git: string, runner: Runner
   };
 }
 
+/** One change in a nested repository against its index or its HEAD's tree at start, as {@link changedKeys} lists it. */
+interface Change {
+  /** Path relative to the repository's work tree (names as git-walk.ts `decodeName` gives them). */
+  readonly rel: string;
+  /**
+   * `worktree`: the file differs from its index entry by stat (its content is hashed before it is named); `staged`: the
+   * index differs from HEAD's tree at start (staged, or committed since); `untracked`: in neither, and not ignored.
+   */
+  readonly where: 'worktree' | 'staged' | 'untracked';
+  /** git's status letter (`M`, `A`, `D`, `T`; `?` for untracked). */
+  readonly status: string;
+  /** For `worktree`: the index entry's mode and object id. */
+  readonly entry?: Pick<Entry, 'mode' | 'oid'>;
+}
+
+/**
+ * What differs in `b`'s repository from its index, and its index from `filesAt` (its HEAD's tree at start), by key (the
+ * same change gives the same key; a staged one's names its object): `git diff-files` and `git ls-files -o
+ * --exclude-standard`, plumbing that reads no file's content through git (so no filter driver of the repository's
+ * config runs as the owner), and the index's entries against `filesAt` ({@link stagedPaths}, no cache-tree trusted).
+ * Commits of repositories nested in it are left out: each is audited on its own.
+ * @throws Error past {@link MAX_INDEX_ENTRIES} paths, or git's
+ */
+async function changedKeys(b: IndexBaseline, filesAt: ReadonlyMap<string, string>): Promise<Map<string, Change>> {
+  const out = new Map<string, Change>();
+  const f = split0(await runGit(b, ['diff-files', '--raw', '-z', '--no-renames', '--ignore-submodules=all']));
+  for (let i = 0; i + 1 < f.length; i += 2) {
+    if (i % YIELD_LINES === 0) await new Promise((r) => setImmediate(r));
+    // `:<mode> <mode> <oid> <oid> <status>`, then the path.
+    const m = /^:(\d+) (\d+) ([0-9a-f]+) ([0-9a-f]+) ([A-Z])/.exec(f[i]!.toString('latin1'));
+    if (!m || m[1] === '160000' || m[2] === '160000') continue;
+    const rel = decodeName(f[i + 1]!);
+    out.set(`worktree ${m[5]} ${rel}`, { rel, where: 'worktree', status: m[5]!, entry: { mode: m[1]!, oid: m[3]! } });
+  }
+  // The entries as the audit's parts (1) to (5) just read them, while the index file has not changed since.
+  const same = b.lastRead.stamp !== undefined && b.lastRead.stamp === indexStamp(b.git) && b.lastRead.entries !== undefined;
+  const { staged, inIndex } = await stagedPaths(filesAt, same ? [...b.lastRead.entries!] : await readEntries(b));
+  for (const rel of staged) {
+    const e = inIndex.get(rel);
+    if (e?.mode === '160000' || filesAt.get(rel)?.startsWith('160000 ')) continue;
+    const status = e === undefined ? 'D' : filesAt.has(rel) ? 'M' : 'A';
+    out.set(`staged ${e ? `${e.mode} ${e.oid}` : 'gone'} ${rel}`, { rel, where: 'staged', status });
+  }
+  const cfg = b.excludesFile ? ['-c', `core.excludesFile=${b.excludesFile}`] : [];
+  const others = split0(await runGit(b, [...cfg, 'ls-files', '-z', '--others', '--exclude-standard']));
+  if (out.size + others.length > MAX_INDEX_ENTRIES) throw new Error(`more than ${MAX_INDEX_ENTRIES} changed or untracked paths`);
+  for (const name of others) {
+    const rel = decodeName(name);
+    out.set(`untracked ${rel}`, { rel, where: 'untracked', status: '?' });
+  }
+  return out;
+}
+
+/**
+ * What the session changed in the nested repository `n` since the start: each change {@link changedKeys} lists that
+ * was not there at start, or whose file's ctime is after the start, and (for a changed file) whose content is not its
+ * index entry's object (hashed here); named once per change and ctime, all again at close; past
+ * {@link MAX_NAMED_IN_ROOT}, one finding counts them.
+ */
+async function changedFindings(n: NestedBaseline, final: boolean): Promise<IndexFinding[]> {
+  const b = n.base;
+  const budget = { left: MAX_HASHED_BYTES };
+  const found: { rel: string; c: Change }[] = [];
+  let count = 0;
+  for (const [key, c] of await changedKeys(b, n.filesAt)) {
+    if (++count % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
+    const abs = path.join(b.workspace, c.rel);
+    let st: fs.Stats | undefined;
+    try {
+      st = fs.lstatSync(nameBytes(abs), { throwIfNoEntry: false });
+    } catch {
+      st = undefined;
+    }
+    const fresh = st !== undefined && st.ctimeMs >= b.since;
+    if (n.changedAt.has(key) && (c.where === 'staged' || !fresh)) continue;
+    const ctime = c.where === 'staged' ? 0 : (st?.ctimeMs ?? -1);
+    if (!final && n.told.get(key) === ctime) continue;
+    // A file only touched (its stat changed, not its content) is no change.
+    if (c.entry && c.status === 'M' && st && (await sameContent(abs, c.entry as Entry, st.size, budget)) === true) continue;
+    n.told.set(key, ctime);
+    found.push({ rel: c.rel, c });
+  }
+  if (found.length === 0) return [];
+  const where = `in the repository nested at ${showName(n.rel)}, which git status at the top does not list file by file (review it with \`git -C ${showName(n.rel)} status\`)`;
+  const what = (c: Change): string =>
+    c.where === 'untracked'
+      ? 'made by the session, untracked'
+      : c.where === 'staged'
+        ? 'staged or committed by the session'
+        : c.status === 'D'
+          ? 'deleted by the session'
+          : 'changed by the session';
+  if (found.length <= MAX_NAMED_IN_ROOT)
+    return found.map((f) => ({ path: path.join(b.workspace, f.rel), why: `${what(f.c)} ${where}`, kind: 'nested' }));
+  const some = found.slice(0, 3).map((f) => showName(f.rel));
+  return [
+    {
+      path: b.workspace,
+      why: `${found.length} files made, changed or staged by the session (${some.join(', ')}, …) ${where}`,
+      kind: 'nested',
+    },
+  ];
+}
+
 /** A line of an ignore file as `git check-ignore -v` gives its pattern: trailing CR and blanks dropped. */
 const ruleText = (line: string): string => line.replace(/[\r ]+$/, '');
 
+/** Nested repositories audited at most (each costs a few git calls per audit); past them each is named as not checked. */
+const MAX_NESTED_REPOS = 32;
+
+/** The files of `b`'s HEAD's tree (none when HEAD is unborn) and what differs from them and its index, at start. */
+async function changesAt(b: IndexBaseline): Promise<Pick<NestedBaseline, 'filesAt' | 'changedAt'>> {
+  const head = (await runGit(b, ['rev-parse', '-q', '--verify', 'HEAD^{tree}'], undefined, true)).toString('latin1').trim();
+  const filesAt = /^[0-9a-f]{40,64}$/.test(head) ? await headFiles(b, head) : new Map<string, string>();
+  return { filesAt, changedAt: new Set((await changedKeys(b, filesAt)).keys()) };
+}
+
+/**
+ * The baselines of the repositories `repos` nested in `workspace` (git-audit.ts finds them at start), at most
+ * {@link MAX_NESTED_REPOS}, each with what had changed in it then ({@link changedKeys}); the others, and those whose
+ * index git cannot read, in `nestedLeft` with why.
+ */
+async function recordNested(
+  workspace: string,
+  runner: Runner,
+  repos: readonly NestedRepo[],
+): Promise<Pick<IndexBaseline, 'nested' | 'nestedLeft'>> {
+  const nested: NestedBaseline[] = [];
+  const left = new Map<string, string>();
+  for (const r of repos) {
+    const rel = path.relative(workspace, r.worktree);
+    if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) continue;
+    if (nested.length >= MAX_NESTED_REPOS) {
+      left.set(rel, `more nested repositories than the ${MAX_NESTED_REPOS} the audit reads`);
+      continue;
+    }
+    const base = await recordIndex(r.worktree, r.git, runner);
+    const at = base && (await changesAt(base).catch(() => undefined));
+    if (base && at) nested.push({ base, rel, ...at, told: new Map() });
+    else left.set(rel, 'git could not read its index or HEAD at the start');
+  }
+  return { nested, nestedLeft: { which: left, told: false } };
+}
+
 /**
  * Makes visible again what the session hid from the person's `git status` since `b` (see the module comment), and
- * names it. `final`: the session is closing (what (4) told already is told again, for the close note).
- * `moveAside(abs)`: moves a stale `index.lock` away (git-audit.ts's quarantine) when the index cannot be written at
- * close. Never rejects: a failure is a finding.
+ * names it; the same in each repository nested in the workspace at start (`b.nested`: submodules, clones of their
+ * own), whose changes the person's git status at the top hides under `submodule.<name>.ignore` or
+ * `diff.ignoreSubmodules` (adversary round 26), and whose ignored files the top's git does not list: each nested one's
+ * index is audited as the top's, what the session changed in it is named ({@link changedFindings}), and its ignored
+ * files are read in the same walk as the top's, within the same bounds. `final`: the session is closing (what was told
+ * already is told again, for the close note). `moveAside(abs)`: moves a stale `index.lock` of the top's away
+ * (git-audit.ts's quarantine) when the index cannot be written at close. Never rejects: a failure is a finding.
  */
 export async function auditIndex(b: IndexBaseline, final: boolean, moveAside?: (abs: string) => boolean): Promise<IndexFinding[]> {
+  // (4) first, as its walk runs in a thread of its own meanwhile: what the session made or changed that git ignores.
+  const ignored = ignoredFindings(b, final).catch((err: Error): IndexFinding[] => [
+    { path: b.workspace, why: `the ignored files could not be listed (${err.message})`, kind: 'unchecked' },
+  ]);
+  const out = await auditOne(b, final, moveAside);
+  for (const n of b.nested) {
+    const before = folderStamp(b.workspace, n.rel);
+    const found =
+      before === undefined
+        ? []
+        : [
+            ...(await auditOne(n.base, final)),
+            ...(await changedFindings(n, final).catch((err: Error): IndexFinding[] => [
+              {
+                path: n.base.workspace,
+                why: `what the session changed in this nested repository could not be listed (${err.message})`,
+                kind: 'unchecked',
+              },
+            ])),
+          ];
+    out.push(...(before !== undefined && folderStamp(b.workspace, n.rel) === before ? found : [swappedFinding(n)]));
+  }
+  out.push(...(await ignored));
+  if (b.nestedLeft.which.size > 0 && (final || !b.nestedLeft.told)) {
+    if (!final) b.nestedLeft.told = true;
+    for (const [rel, why] of b.nestedLeft.which)
+      out.push({
+        path: path.join(b.workspace, rel),
+        why: `a nested repository NOT checked for what the session changed in it (${why}); review it by hand (\`git -C ${showName(rel)} status --ignored\`)`,
+        kind: 'partial',
+      });
+  }
+  return out;
+}
+
+/**
+ * The folders from the workspace `workspace` (not included) down to `rel` (a nested repository's work tree) as they
+ * are now: each one's inode and ctime (ns), or undefined when one is no folder (a symlink put in its place). A folder
+ * renamed away and back, or swapped for a symlink to a folder of the owner's and back, changes its ctime: the audit's
+ * git, which runs as the owner, would have listed that folder's names into the result (git follows a symlink at its
+ * work tree's top, never below it). Compared before and after a nested repository is audited, whose findings count
+ * only when the two are the same.
+ */
+function folderStamp(workspace: string, rel: string): string | undefined {
+  let at = workspace;
+  const out: string[] = [];
+  for (const name of rel.split('/')) {
+    at = path.join(at, name);
+    let st: fs.BigIntStats | undefined;
+    try {
+      st = fs.lstatSync(nameBytes(at), { bigint: true, throwIfNoEntry: false });
+    } catch {
+      return undefined;
+    }
+    if (!st?.isDirectory()) return undefined;
+    out.push(`${st.ino}:${st.ctimeNs}`);
+  }
+  return out.join('/');
+}
+
+/** The finding that the nested repository `n`'s folder (or one above it) was not the one audited. */
+const swappedFinding = (n: NestedBaseline): IndexFinding => ({
+  path: n.base.workspace,
+  why: `a nested repository NOT checked for what the session changed in it: its folder, or one above it, is no folder now or changed while it was read (a rename, a symlink, an entry made or removed); the next audit tries again; review it by hand (\`git -C ${showName(n.rel)} status --ignored\`)`,
+  kind: 'partial',
+});
+
+/**
+ * Parts (1), (2), (3) and (5) of {@link auditIndex} on the repository of `b` (the top's or a nested one's): what its
+ * index hides. `moveAside` as {@link auditIndex}'s.
+ */
+async function auditOne(b: IndexBaseline, final: boolean, moveAside?: (abs: string) => boolean): Promise<IndexFinding[]> {
   const out: IndexFinding[] = [];
   const index = path.join(b.git, 'index');
   const stamp = indexStamp(b.git);
@@ -359,7 +624,6 @@ export async function auditIndex(b: IndexBaseline, final: boolean, moveAside?: (
         why: `the index holds ${count} entries, more than the ${MAX_INDEX_ENTRIES} an audit reads: what git status shows was not checked; review git status yourself`,
         kind: 'unchecked',
       },
-      ...(await ignoredFindings(b, final).catch(() => [])),
     ];
   let entries: Entry[];
   const reuse = stamp !== undefined && b.lastRead.stamp === stamp && b.lastRead.entries !== undefined;
@@ -382,10 +646,6 @@ export async function auditIndex(b: IndexBaseline, final: boolean, moveAside?: (
     }
   };
   const read = entries.map((e) => ({ ...e }));
-  // (4) first, as its walk runs in a thread of its own meanwhile: what the session made or changed that git ignores.
-  const ignored = ignoredFindings(b, final).catch((err: Error): IndexFinding[] => [
-    { path: b.workspace, why: `the ignored files could not be listed (${err.message})`, kind: 'unchecked' },
-  ]);
   await clearBits(b, entries, write, out);
   await clearStale(b, entries, final, write, out);
   // A write of this audit's git may carry an extension over too: then the file is read again.
@@ -399,7 +659,6 @@ export async function auditIndex(b: IndexBaseline, final: boolean, moveAside?: (
       kind: 'unchecked',
     });
   }
-  out.push(...(await ignored));
   // Kept for the next audit only when nothing wrote the index meanwhile (this audit's writes included).
   const now = indexStamp(b.git);
   b.lastRead.stamp = now !== undefined && now === stamp ? now : undefined;
@@ -609,7 +868,10 @@ async function headFiles(b: IndexBaseline, tree: string): Promise<Map<string, st
  * What differs between `inHead` ({@link headFiles}) and the index's `entries`: the staged paths, and the entries by path.
  * Unmerged and intent-to-add entries are left out (git names them apart from the cache-tree). Yields as it goes.
  */
-async function stagedPaths(inHead: Map<string, string>, entries: Entry[]): Promise<{ staged: string[]; inIndex: Map<string, Entry> }> {
+async function stagedPaths(
+  inHead: ReadonlyMap<string, string>,
+  entries: Entry[],
+): Promise<{ staged: string[]; inIndex: Map<string, Entry> }> {
   const apart = new Set<string>();
   const inIndex = new Map<string, Entry>();
   const staged: string[] = [];
@@ -718,28 +980,96 @@ interface RootFound {
 
 /**
  * The findings of (4): the untracked files and folders git ignores (`git ls-files -o -i --exclude-standard
- * --directory`, a wholly ignored folder as one root) are read by ignored-walk.ts `walkIgnored` (a worker thread, within
+ * --directory`, a wholly ignored folder as one root), in the top repository and in each nested one (`b.nested`: the
+ * top's git lists none of theirs), are read in one walk by ignored-walk.ts `walkIgnored` (a worker thread, within
  * {@link IGNORED_WALK_LIMITS}, or {@link IGNORED_WALK_LIMITS_AT_CLOSE} at close), which removes the Python bytecode the
- * session wrote and finds each entry whose ctime is after the start. Each is named with the rule that hides it
- * (`git check-ignore -v`): the session's ({@link sessionsRule}) or the person's; one by one up to
- * {@link MAX_NAMED_IN_ROOT} in a root, else counted per root; each told once per ctime, all again at close. A walk
- * that stopped short names what it did not read (once before close, and at close).
+ * session wrote and finds each entry whose ctime is after the start; {@link nameIgnored} names them per repository.
  */
 async function ignoredFindings(b: IndexBaseline, final: boolean): Promise<IndexFinding[]> {
+  const repos = [{ base: b, rel: '' }, ...b.nested];
+  const out: IndexFinding[] = [];
+  const stamps = repos.map((r) => (r.rel === '' ? '' : folderStamp(b.workspace, r.rel)));
+  const lists = await Promise.all(
+    repos.map(async (r, i) => {
+      if (stamps[i] === undefined) return [];
+      try {
+        return await ignoredRoots(r.base);
+      } catch (err) {
+        if (r.rel === '') throw err;
+        out.push({ path: r.base.workspace, why: `its ignored files could not be listed (${(err as Error).message})`, kind: 'unchecked' });
+        return [];
+      }
+    }),
+  );
+  const prefixes = repos.map((r) => (r.rel === '' ? Buffer.alloc(0) : Buffer.concat([Buffer.from(nameBytes(r.rel)), Buffer.from('/')])));
+  const roots = lists.flatMap((l, i) => l.map((root) => Buffer.concat([prefixes[i]!, root])));
+  if (roots.length === 0) return out;
+  const limits = final ? IGNORED_WALK_LIMITS_AT_CLOSE : IGNORED_WALK_LIMITS;
+  const walk = await walkIgnored(b.workspace, roots, b.since, limits, gitRelOf(b));
+  let offset = 0;
+  for (const [i, r] of repos.entries()) {
+    const part = walkPart(walk, prefixes[i]!, offset, lists[i]!.length, i === 0);
+    offset += lists[i]!.length;
+    if (r.rel !== '' && (stamps[i] === undefined || folderStamp(b.workspace, r.rel) !== stamps[i])) {
+      // Listed by the audit's git in a folder that is not the one recorded (see folderStamp): nothing of it is told.
+      if (stamps[i] !== undefined)
+        out.push({
+          ...swappedFinding(r as NestedBaseline),
+          why: `its ignored files NOT checked: the folder changed while they were read; review them by hand`,
+        });
+      continue;
+    }
+    if (lists[i]!.length > 0 || part.unfinished !== undefined) out.push(...(await nameIgnored(r.base, lists[i]!, part, final)));
+  }
+  return out;
+}
+
+/** The root git dir's path in `b`'s workspace when it lies there (`.git -> .gitdir`, ignored by info/exclude): git's to write, not read. */
+const gitRelOf = (b: IndexBaseline): Buffer | undefined =>
+  b.git.startsWith(`${b.workspace}/`) ? Buffer.from(nameBytes(path.relative(b.workspace, b.git))) : undefined;
+
+/** The ignored files and folders of `b`'s repository (`git ls-files -o -i --directory`): roots for the walk, relative to its work tree. */
+async function ignoredRoots(b: IndexBaseline): Promise<Buffer[]> {
   const cfg = b.excludesFile ? ['-c', `core.excludesFile=${b.excludesFile}`] : [];
   const listed = await runGit(b, [...cfg, 'ls-files', '-z', '--others', '--ignored', '--exclude-standard', '--directory']);
-  // The root git dir when it lies in the workspace (`.git -> .gitdir`, ignored by info/exclude): git's to write, not read.
-  const gitRel = b.git.startsWith(`${b.workspace}/`) ? Buffer.from(nameBytes(path.relative(b.workspace, b.git))) : undefined;
-  const roots = split0(listed)
+  const gitRel = gitRelOf(b);
+  return split0(listed)
     .map((r) => (r[r.length - 1] === 0x2f ? r.subarray(0, r.length - 1) : r))
     .filter(
       (r) =>
         gitRel === undefined ||
         !(r.equals(gitRel) || (r.length > gitRel.length && r[gitRel.length] === 0x2f && r.subarray(0, gitRel.length).equals(gitRel))),
     );
-  if (roots.length === 0) return [];
-  const limits = final ? IGNORED_WALK_LIMITS_AT_CLOSE : IGNORED_WALK_LIMITS;
-  const walk = await walkIgnored(b.workspace, roots, b.since, limits, gitRel);
+}
+
+/**
+ * The part of `walk` on the `n` roots from `offset` on, whose paths begin with `prefix` (a nested repository's folder
+ * and `/`, or nothing for the top's): paths and root indices made its own. A folder the walk could not read counts for
+ * the top's (`top`), as the walk does not say whose it was.
+ */
+function walkPart(walk: GitIgnoredWalk, prefix: Buffer, offset: number, n: number, top: boolean): GitIgnoredWalk {
+  const mine = (root: number): boolean => root >= offset && root < offset + n;
+  const own = (raw: Uint8Array): Uint8Array => raw.subarray(prefix.length);
+  const under = (raw: Uint8Array): boolean => raw.length > prefix.length && Buffer.from(raw.subarray(0, prefix.length)).equals(prefix);
+  const stopped = walk.stoppedAt >= 0 ? walk.stoppedAt < offset + n : top;
+  return {
+    fresh: walk.fresh.filter((f) => mine(f.root)).map((f) => ({ ...f, raw: own(f.raw), root: f.root - offset })),
+    removed: walk.removed.filter((r) => mine(r.root)).map((r) => ({ raw: own(r.raw), root: r.root - offset })),
+    more: walk.more.slice(offset, offset + n),
+    touched: walk.touched.filter((t) => prefix.length === 0 || under(t.raw)).map((t) => ({ ...t, raw: own(t.raw) })),
+    stoppedAt: walk.stoppedAt >= 0 && stopped ? Math.max(0, walk.stoppedAt - offset) : -1,
+    unfinished: walk.unfinished !== undefined && stopped ? walk.unfinished : undefined,
+  };
+}
+
+/**
+ * Names what the walk of `b`'s ignored `roots` found (`walk`, its own part): each fresh entry with the rule that hides
+ * it (`git check-ignore -v`): the session's ({@link sessionsRule}) or the person's; one by one up to
+ * {@link MAX_NAMED_IN_ROOT} in a root, else counted per root; each told once per ctime, all again at close. A walk
+ * that stopped short names what it did not read (once before close, and at close).
+ */
+async function nameIgnored(b: IndexBaseline, roots: Buffer[], walk: GitIgnoredWalk, final: boolean): Promise<IndexFinding[]> {
+  const cfg = b.excludesFile ? ['-c', `core.excludesFile=${b.excludesFile}`] : [];
   for (const t of walk.touched) b.ignored.ours.set(decodeName(Buffer.from(t.raw)), t.ctime);
   const found = roots.map((): RootFound => ({ fresh: [], freshMore: 0, removed: [], removedMore: 0 }));
   for (const r of walk.removed) found[r.root]?.removed.push(decodeName(Buffer.from(r.raw)));

@@ -80,8 +80,8 @@ const OPEN_CHECKPOINT_GIT_NAMES = false;
 const OPEN_CHECKPOINT_MMAP = false;
 const OPEN_CHECKPOINT_PACKED_REFS_LOOP = false;
 const OPEN_CHECKPOINT_COMMONDIR_ESCAPE = false;
-const OPEN_SUBMODULE_IGNORED_CODE = true;
-const OPEN_SUBMODULE_IGNORE_DIRTY = true;
+const OPEN_SUBMODULE_IGNORED_CODE = false;
+const OPEN_SUBMODULE_IGNORE_DIRTY = false;
 
 afterEach(async () => {
   await closeSessions();
