@@ -98,6 +98,8 @@ export interface IndexBaseline {
   readonly lastRead: { stamp?: string; entries?: readonly Entry[]; extension?: boolean };
   /** The repositories nested in the workspace at start, each audited as this one is ({@link NestedBaseline}); none in a nested one's own. */
   readonly nested: readonly NestedBaseline[];
+  /** For a nested repository's baseline: the workspace it lies in, which the findings' words name paths from (its rule files). */
+  readonly top?: string;
   /** Nested repositories not audited (past {@link MAX_NESTED_REPOS}, or their index unreadable at start): path → why; named once, and at close. */
   readonly nestedLeft: { readonly which: ReadonlyMap<string, string>; told: boolean };
 }
@@ -522,7 +524,8 @@ async function recordNested(
       left.set(rel, `more nested repositories than the ${MAX_NESTED_REPOS} the audit reads`);
       continue;
     }
-    const base = await recordIndex(r.worktree, r.git, runner);
+    const own = await recordIndex(r.worktree, r.git, runner);
+    const base = own && { ...own, top: workspace };
     const at = base && (await changesAt(base).catch(() => undefined));
     if (base && at) nested.push({ base, rel, ...at, told: new Map() });
     else left.set(rel, 'git could not read its index or HEAD at the start');
@@ -1179,7 +1182,10 @@ function sessionsRule(b: IndexBaseline, file: string, pattern: string): boolean 
   return !(b.ignoreLines.get(file)?.has(pattern) ?? false);
 }
 
-const showRel = (b: IndexBaseline, file: string): string => (file.startsWith(`${b.workspace}/`) ? path.relative(b.workspace, file) : file);
+const showRel = (b: IndexBaseline, file: string): string => {
+  const from = b.top ?? b.workspace;
+  return file.startsWith(`${from}/`) ? path.relative(from, file) : file;
+};
 
 /** The inode number of `file`, or -1. */
 function inode(file: string): number {
