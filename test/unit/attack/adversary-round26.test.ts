@@ -71,8 +71,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { execFileSync, spawnSync } from 'node:child_process';
-import { personsRepo } from './persons-repo';
+import { spawnSync } from 'node:child_process';
+import { personsGit, personsRepo } from './persons-repo';
 import { closeSessions, removeTempDirs, startSession, tempDir, waitUntil } from '../session/helpers';
 import { restoreCheckpoint, takeCheckpoint } from '../../../src/checkpoint/store';
 
@@ -299,11 +299,7 @@ describe("kind 5: code in a submodule's ignored folder, which the ignored walk n
       if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
       // The person's library, a submodule `lib` of their repository (its own .gitignore: __pycache__/).
       const lib = tempDir('aj-libsrc-');
-      const g = (cwd: string, ...a: string[]): string =>
-        execFileSync('git', ['-C', cwd, '-c', 'user.name=p', '-c', 'user.email=p@example.com', '-c', 'protocol.file.allow=always', ...a], {
-          encoding: 'utf8',
-          stdio: 'pipe',
-        });
+      const g = personsGit;
       g(lib, 'init', '-q', '-b', 'main');
       fs.writeFileSync(path.join(lib, 'mod.py'), 'print("hello from mod")\n');
       fs.writeFileSync(path.join(lib, '.gitignore'), '__pycache__/\n');
@@ -334,11 +330,7 @@ describe("kind 5: a submodule the person's .gitmodules marks `ignore = dirty`: i
     async () => {
       if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
       const lib = tempDir('aj-libsrc-');
-      const g = (cwd: string, ...a: string[]): string =>
-        execFileSync('git', ['-C', cwd, '-c', 'user.name=p', '-c', 'user.email=p@example.com', '-c', 'protocol.file.allow=always', ...a], {
-          encoding: 'utf8',
-          stdio: 'pipe',
-        });
+      const g = personsGit;
       g(lib, 'init', '-q', '-b', 'main');
       fs.writeFileSync(path.join(lib, 'mod.py'), 'print("hello from mod")\n');
       g(lib, 'add', '.');

@@ -11,7 +11,7 @@
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { personsRepo } from './persons-repo';
+import { personsGit, personsRepo } from './persons-repo';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
 afterEach(async () => {
@@ -19,12 +19,7 @@ afterEach(async () => {
   removeTempDirs();
 });
 
-/** git in `cwd` as the person (root) on the host, file submodules allowed: its output. */
-const g = (cwd: string, ...a: string[]): string =>
-  execFileSync('git', ['-C', cwd, '-c', 'user.name=p', '-c', 'user.email=p@example.com', '-c', 'protocol.file.allow=always', ...a], {
-    encoding: 'utf8',
-    stdio: 'pipe',
-  });
+const g = personsGit;
 
 /** Python as the person runs it on the host (writing bytecode, as by default), in `cwd`: its output. */
 const personsPython = (cwd: string, code: string): string => {

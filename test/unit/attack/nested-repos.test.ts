@@ -15,7 +15,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { MAX_NESTED_REPOS } from '../../../src/session/git-guard';
 import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
-import { hostBash, personsRepo, plant, ran } from './persons-repo';
+import { hostBash, personsGit, personsRepo, plant, ran } from './persons-repo';
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
@@ -25,12 +25,7 @@ const dRoot = isRoot ? describe : describe.skip;
 
 const COMMIT = 'git -c user.name=p -c user.email=p@example.com commit -qm m --allow-empty';
 
-/** git as the person (root) in `cwd`. */
-const gitIn = (cwd: string, ...a: string[]): string =>
-  execFileSync('git', ['-C', cwd, '-c', 'user.name=p', '-c', 'user.email=p@example.com', '-c', 'protocol.file.allow=always', ...a], {
-    encoding: 'utf8',
-    stdio: 'pipe',
-  });
+const gitIn = personsGit;
 
 /** The person's repository with a nested repository of theirs at `vendor/lib` (one commit), `vendor/` ignored as in B8. */
 function withNested(): { ws: string; lib: string; marker: string } {

@@ -7,10 +7,9 @@
  * not run the session's program. Real sessions, as root (the person).
  */
 import * as fs from 'node:fs';
-import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
 import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
-import { hostBash, personsRepo, plant, ran } from './persons-repo';
+import { hostBash, personsGit, personsRepo, plant, ran } from './persons-repo';
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
@@ -20,12 +19,7 @@ const dRoot = isRoot ? describe : describe.skip;
 
 const COMMIT = 'git -c user.name=p -c user.email=p@example.com commit -qm m --allow-empty';
 
-/** git as the person in `cwd`. */
-const gitIn = (cwd: string, ...a: string[]): string =>
-  execFileSync('git', ['-C', cwd, '-c', 'user.name=p', '-c', 'user.email=p@example.com', '-c', 'protocol.file.allow=always', ...a], {
-    encoding: 'utf8',
-    stdio: 'pipe',
-  });
+const gitIn = personsGit;
 
 dRoot('a git dir outside the workspace: routes around guardOutside', () => {
   test('a linked worktree whose core.hooksPath (.husky/_) is not committed: the folder is made at start and bound, so the session cannot write a hook there', async () => {

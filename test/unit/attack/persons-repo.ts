@@ -46,3 +46,10 @@ export const hostBash = (cwd: string, script: string): void =>
 
 /** What the marker a planted program leaves says: the user the person's git ran it as, or `not run`. */
 export const ran = (marker: string): string => (fs.existsSync(marker) ? fs.readFileSync(marker, 'utf8').trim() : 'not run');
+
+/** git in `cwd` as the person (root) on the host, file submodules allowed (`protocol.file.allow`): its output. */
+export const personsGit = (cwd: string, ...a: string[]): string =>
+  execFileSync('git', ['-C', cwd, '-c', 'user.name=p', '-c', 'user.email=p@example.com', '-c', 'protocol.file.allow=always', ...a], {
+    encoding: 'utf8',
+    stdio: 'pipe',
+  });
