@@ -21,6 +21,10 @@ async function workspace(n: number): Promise<{ ws: string; since: number }> {
     fs.mkdirSync(path.join(ws, 'node_modules', p), { recursive: true });
     for (let i = 0; i < n; i++) fs.writeFileSync(path.join(ws, 'node_modules', p, `f${i}.js`), '1\n');
   }
+  // Date.now() is whole milliseconds and a ctime may be finer: the start is taken once it is past the last file's ctime,
+  // so that no file written above counts as made since (seen under load: the last files of the same millisecond did).
+  const last = fs.lstatSync(path.join(ws, 'node_modules', 'b', `f${n - 1}.js`)).ctimeMs;
+  while (Date.now() <= last) await new Promise((r) => setImmediate(r));
   // The kernel stamps ctimes with a coarser clock than Date.now(): returned once a file made now shows a ctime past the start.
   const since = Date.now();
   const probe = path.join(ws, '.probe');
