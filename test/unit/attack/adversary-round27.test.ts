@@ -10,6 +10,7 @@ import { hostBash, personsRepo, plant, ran } from './persons-repo';
 const OPEN_NESTED_REPLACE_REFS = true;
 const OPEN_NESTED_REPLACE_TREE = false;
 const OPEN_NESTED_HELD_LINKS = true;
+const OPEN_NESTED_OUTSIDE_GIT_DIR = true;
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
@@ -155,6 +156,49 @@ describe("kind 1 (the person's git runs the session's code): a nested repository
     await s.close();
     console.log(r.output, s.gitFindingsAtClose);
     hostBash(lib, 'git status --porcelain');
+    expect(ran(marker)).toBe('not run');
+  });
+});
+
+describe("held: the root repository's .git/hooks kept as a symlink (the control for the nested one)", () => {
+  test(".git/hooks -> ../.githooks replaced by a folder of the session's: the link is put back and the pre-commit does not run", async () => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    const { ws } = personsRepo();
+    const marker = `${ws}-host-marker`;
+    fs.mkdirSync(path.join(ws, '.githooks'));
+    fs.writeFileSync(path.join(ws, '.githooks', 'pre-commit'), '#!/bin/sh\nexit 0\n', { mode: 0o755 });
+    fs.rmSync(path.join(ws, '.git', 'hooks'), { recursive: true, force: true });
+    fs.symlinkSync('../.githooks', path.join(ws, '.git', 'hooks'));
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run(`rm .git/hooks && mkdir .git/hooks && ${plant(marker, '.git/hooks/pre-commit')} && echo made-it`);
+    expect(r.output).toContain('made-it');
+    await s.close();
+    hostBash(ws, 'git -c user.name=p -c user.email=p@example.com commit -qm m --allow-empty');
+    expect(ran(marker)).toBe('not run');
+    expect(fs.readlinkSync(path.join(ws, '.git', 'hooks'))).toBe('../.githooks');
+  });
+});
+
+describe("kind 1: a nested linked worktree of a repository outside the workspace, whose config names a hooks folder relative to its top", () => {
+  const t = OPEN_NESTED_OUTSIDE_GIT_DIR ? test.skip : test;
+  t("husky's core.hooksPath = .husky/_ in the outside repository: a pre-commit the session writes in vendor/lib/.husky/_ does not run", async () => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    const outside = tempDir('aj-outside-');
+    gitIn(outside, 'init', '-q', '-b', 'main');
+    fs.writeFileSync(path.join(outside, 'run.sh'), 'echo hello\n');
+    gitIn(outside, 'add', 'run.sh');
+    gitIn(outside, 'commit', '-qm', 'lib');
+    gitIn(outside, 'config', 'core.hooksPath', '.husky/_');
+    const { ws } = personsRepo();
+    const lib = path.join(ws, 'vendor', 'lib');
+    fs.mkdirSync(path.dirname(lib));
+    gitIn(outside, 'worktree', 'add', '-q', '-b', 'vendored', lib);
+    const marker = `${ws}-host-marker`;
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run(`mkdir -p vendor/lib/.husky/_ && ${plant(marker, 'vendor/lib/.husky/_/pre-commit')} && echo made-it`);
+    await s.close();
+    console.log(r.output, s.gitFindingsAtClose);
+    hostBash(lib, 'git -c user.name=p -c user.email=p@example.com commit -qm m --allow-empty');
     expect(ran(marker)).toBe('not run');
   });
 });
