@@ -173,7 +173,7 @@ describe("kind 1 (the person's git runs the session's code): a nested repository
       fs.rmSync(path.join(lib, '.git', 'hooks'), { recursive: true, force: true });
       fs.symlinkSync('../.githooks', path.join(lib, '.git', 'hooks'));
       const s = await startSession({ cwd: ws, workspace: ws });
-      const r = await s.run(
+      await s.run(
         `rm vendor/lib/.git/hooks && mkdir vendor/lib/.git/hooks && ${plant(marker, 'vendor/lib/.git/hooks/pre-commit')} && echo made-it`,
       );
       await s.close();
@@ -191,7 +191,7 @@ describe("kind 1 (the person's git runs the session's code): a nested repository
       fs.renameSync(path.join(lib, '.git', 'config'), path.join(lib, 'lib.gitconfig'));
       fs.symlinkSync('../lib.gitconfig', path.join(lib, '.git', 'config'));
       const s = await startSession({ cwd: ws, workspace: ws });
-      const r = await s.run(
+      await s.run(
         `cd vendor/lib && ${plant(marker, '.git/fsm')} && rm .git/config && cp lib.gitconfig .git/config && ` +
           `git config core.fsmonitor "$PWD/.git/fsm" && echo made-it`,
       );
@@ -239,7 +239,7 @@ describe('kind 1: a nested linked worktree of a repository outside the workspace
       gitIn(outside, 'worktree', 'add', '-q', '-b', 'vendored', lib);
       const marker = `${ws}-host-marker`;
       const s = await startSession({ cwd: ws, workspace: ws });
-      const r = await s.run(`mkdir -p vendor/lib/.husky/_ && ${plant(marker, 'vendor/lib/.husky/_/pre-commit')} && echo made-it`);
+      await s.run(`mkdir -p vendor/lib/.husky/_ && ${plant(marker, 'vendor/lib/.husky/_/pre-commit')} && echo made-it`);
       await s.close();
       hostBash(lib, 'git -c user.name=p -c user.email=p@example.com commit -qm m --allow-empty');
       expect(ran(marker)).toBe('not run');
