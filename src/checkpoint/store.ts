@@ -661,14 +661,16 @@ async function hasTopGit(workspace: string): Promise<boolean> {
 /**
  * The bytes of `file` (workspace-relative) in checkpoint `id` of `store` (a checkpoint or a rewind's
  * record of the workspace before it), as stored: a symlink's target text.
- * @throws Error saying so when the checkpoint holds no such file (a folder, a nested repository, or absent)
+ * @throws Error saying so when the checkpoint holds no such file (a folder, a nested repository, or absent), or holds a
+ *   symlink there (its target named)
  */
 export async function fileAt(store: string, id: string, file: string): Promise<Buffer> {
   const rel = path.posix.normalize(file);
   if (rel.startsWith('/') || rel === '.' || rel.split('/').includes('..')) throw new Error(`${file} is not a path inside the workspace`);
-  const typeOf = async (p: string): Promise<string | undefined> =>
-    (await git(store, ['ls-tree', '-z', id, '--', p])).split('\0')[0]?.split(/[ \t]/)[1];
-  const type = await typeOf(rel);
+  const entryOf = async (p: string): Promise<string[]> =>
+    (await git(store, ['ls-tree', '-z', id, '--', p])).split('\0')[0]?.split(/[ \t]/) ?? [];
+  const typeOf = async (p: string): Promise<string | undefined> => (await entryOf(p))[1];
+  const [mode, type] = await entryOf(rel);
   if (type !== 'blob') {
     let kind = type === 'tree' ? ' (a folder)' : type === 'commit' ? ' (a nested repository: its files are not stored)' : '';
     // A path under a nested repository: named as such (its files were never stored, not absent).
@@ -682,6 +684,11 @@ export async function fileAt(store: string, id: string, file: string): Promise<B
     maxBuffer: 1024 * 1024 * 1024 + 1,
     encoding: 'buffer',
   });
+  // A symlink's blob is its target's text: never given out as a file's bytes, which `> PATH` would write as a file.
+  if (mode === '120000')
+    throw new Error(
+      `${id.slice(0, 12)} holds ${rel} as a symlink to ${JSON.stringify(stdout.toString('utf8'))}, not a file (make it again with ln -s)`,
+    );
   return stdout;
 }
 

@@ -115,6 +115,7 @@ describe('checkpoint store', () => {
     await repo('vendor/lib');
     await mkdir(path.join(ws, 'dir'));
     await writeFile(path.join(ws, 'dir', 'a.txt'), 'a\n');
+    await symlink('../../../etc/passwd', path.join(ws, 'dir', 'link'));
     const cp = (await takeCheckpoint(root, ws, { maxBytes: 1e6, exclude: ['cache'] }, 'turn 1')) as Checkpoint;
     // Since: a person's edit, a nested repository made, the nested one's file changed.
     await writeFile(path.join(ws, 'dir', 'a.txt'), 'a\nmine\n');
@@ -133,6 +134,10 @@ describe('checkpoint store', () => {
     await expect(fileAt(cp.store, r.before, 'vendor/lib/inner')).rejects.toThrow(/in the nested repository vendor\/lib/);
     await expect(fileAt(cp.store, r.before, '../../../etc/passwd')).rejects.toThrow();
     await expect(fileAt(cp.store, r.before, 'HEAD')).rejects.toThrow(/holds no file/);
+    // A symlink is named as one, its target's text never given out as a file's bytes.
+    await expect(fileAt(cp.store, r.before, 'dir/link')).rejects.toThrow(
+      /holds dir\/link as a symlink to "\.\.\/\.\.\/\.\.\/etc\/passwd", not a file/,
+    );
   });
 
   it('takes checkpoints of one workspace at once (a sub-agent sharing it), each recording it whole; a file changed since, same size, recorded anew', async () => {
