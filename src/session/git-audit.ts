@@ -1265,6 +1265,8 @@ class Quarantine {
       try {
         fs.symlinkSync(link.target, at);
         fs.lchownSync(at, link.uid, link.gid);
+        // The audit's own from now on: a nested `.git` link put back is no new `.git` for the walk to move.
+        this.b.placed.set(link.rel, fs.lstatSync(at).ino);
         out.push({ path: abs, why: 'removed, renamed or replaced by the session', movedTo: undefined, relinked: link.target });
         return out;
       } catch {
