@@ -145,7 +145,9 @@ describe("a nested git dir's symlinks the guard holds by their targets", () => {
     fs.rmSync(path.join(gitDir, 'hooks'), { recursive: true, force: true });
     fs.symlinkSync('../../../.githooks-lib', path.join(gitDir, 'hooks'));
     const s = await startSession({ cwd: ws, workspace: ws });
-    await s.run(`rm .git/modules/lib/hooks && mkdir .git/modules/lib/hooks && ${plant(marker, '.git/modules/lib/hooks/pre-commit')}; echo done`);
+    await s.run(
+      `rm .git/modules/lib/hooks && mkdir .git/modules/lib/hooks && ${plant(marker, '.git/modules/lib/hooks/pre-commit')}; echo done`,
+    );
     await s.close();
     hostBash(lib, COMMIT);
     expect(ran(marker)).toBe('not run');
