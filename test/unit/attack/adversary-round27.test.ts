@@ -55,7 +55,7 @@ import { hostBash, personsRepo, plant, ran } from './persons-repo';
 
 const OPEN_NESTED_REPLACE_REFS = false;
 const OPEN_NESTED_HELD_LINKS = false;
-const OPEN_NESTED_OUTSIDE_GIT_DIR = true;
+const OPEN_NESTED_OUTSIDE_GIT_DIR = false;
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);

@@ -153,3 +153,61 @@ describe("a nested git dir's symlinks the guard holds by their targets", () => {
     expect(ran(marker)).toBe('not run');
   });
 });
+
+/** A repository of the person's outside the workspace (`run.sh`, one commit), its config set by `config` (key, value pairs). */
+function outsideRepo(...config: [string, string][]): string {
+  const outside = tempDir('aj-outside-');
+  g(outside, 'init', '-q', '-b', 'main');
+  fs.writeFileSync(path.join(outside, 'run.sh'), 'echo hello\n');
+  g(outside, 'add', 'run.sh');
+  g(outside, 'commit', '-qm', 'lib');
+  for (const [k, v] of config) g(outside, 'config', k, v);
+  return outside;
+}
+
+describe('a repository nested in the workspace whose git dir lies outside it: its config read with the nested top as the base', () => {
+  test("a linked worktree's `alias.lint = !scripts/lint.sh`, missing at start: the session's lint.sh is moved, the person's git lint does not run it", async () => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    const outside = outsideRepo(['alias.lint', '!scripts/lint.sh']);
+    const { ws, marker } = personsRepo();
+    const lib = path.join(ws, 'vendor', 'lib');
+    fs.mkdirSync(path.dirname(lib));
+    g(outside, 'worktree', 'add', '-q', '-b', 'vendored', lib);
+    const s = await startSession({ cwd: ws, workspace: ws });
+    await s.run(`mkdir -p vendor/lib/scripts && ${plant(marker, 'vendor/lib/scripts/lint.sh')}; echo done`);
+    await s.close();
+    hostBash(lib, 'git lint');
+    expect(ran(marker)).toBe('not run');
+  });
+
+  test('a git dir kept apart (git init --separate-git-dir) with `core.hooksPath = .githooks`: a pre-commit the session writes there does not run', async () => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    const { ws, marker } = personsRepo();
+    const lib = path.join(ws, 'vendor', 'lib');
+    fs.mkdirSync(lib, { recursive: true });
+    g(lib, 'init', '-q', '-b', 'main', '--separate-git-dir', path.join(tempDir('aj-gitdir-'), 'lib.git'));
+    g(lib, 'config', 'core.hooksPath', '.githooks');
+    g(lib, 'commit', '-qm', 'lib', '--allow-empty');
+    const s = await startSession({ cwd: ws, workspace: ws });
+    await s.run(`mkdir -p vendor/lib/.githooks; ${plant(marker, 'vendor/lib/.githooks/pre-commit')}; echo done`);
+    await s.close();
+    hostBash(lib, COMMIT);
+    expect(ran(marker)).toBe('not run');
+  });
+
+  test("the workspace itself a linked worktree of an outside repository with husky's hooks, beside a nested clone: the top's .husky/_ stays held", async () => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    const outside = outsideRepo(['core.hooksPath', '.husky/_']);
+    const ws = path.join(tempDir('aj-wt-'), 'feature');
+    g(outside, 'worktree', 'add', '-q', '-b', 'feature', ws);
+    const lib = path.join(ws, 'vendor', 'lib');
+    fs.mkdirSync(lib, { recursive: true });
+    g(lib, 'init', '-q', '-b', 'main');
+    const marker = `${ws}-host-marker`;
+    const s = await startSession({ cwd: ws, workspace: ws });
+    await s.run(`mkdir -p .husky/_; ${plant(marker, '.husky/_/pre-commit')}; echo done`);
+    await s.close();
+    hostBash(ws, COMMIT);
+    expect(ran(marker)).toBe('not run');
+  });
+});
