@@ -148,6 +148,11 @@ export interface GitBaseline {
    * names in its `modules/` at start: a `commondir`, a new `modules/<name>` or a `modules` symlink made in one is moved.
    */
   readonly nestedGitDirs: ReadonlyMap<string, ReadonlySet<string>>;
+  /**
+   * The replace refs of each of {@link nestedGitDirs} at start ({@link nestedReplaceRefs}): a new one is moved (loose)
+   * or dropped from that git dir's `packed-refs`, as the root's are.
+   */
+  readonly nestedReplace: ReadonlyMap<string, NestedRefs>;
   /** The last `<seq>` the quarantine gave a name (`<tag>-<seq>`), kept across audits. */
   readonly names: { seq: number };
   /**
@@ -166,6 +171,14 @@ export interface HeldLink {
   readonly target: string;
   readonly uid: number;
   readonly gid: number;
+}
+
+/** The replace refs of one nested git dir ({@link nestedReplaceRefs}). */
+export interface NestedRefs {
+  /** Loose ones relative to `refs/replace`, packed ones as `packed:refs/replace/…`. */
+  readonly refs: ReadonlySet<string>;
+  /** Device, inode, size and change time of its `packed-refs` when last read (`none` when missing): unchanged is not read again. */
+  packed: string;
 }
 
 /** One thing the audit found, and what it did about it. */
@@ -362,8 +375,12 @@ export async function recordGit(
   const git = root ?? path.join(workspace, '.git');
   // No repository of its own at the root: a `.git` the session makes there is what the person's git finds first (round 20).
   const more = root === undefined && !exists(git) ? [git] : [];
-  const links = heldLinks(workspace, named);
+  // The nested git dirs' own config, hooks, info and config.worktree, and each nested `.git`, are held as the root's are.
+  const nestedNamed = repos.nestedGitDirs.flatMap((d) => HELD_NAMES.filter((n) => n !== '.git').map((n) => path.join(d, n.slice(5))));
+  const links = heldLinks(workspace, [...named, ...nestedNamed]);
   const walk = await walkGit(workspace, git, GIT_WALK_LIMITS, anywhere, stems);
+  links.push(...heldLinks(workspace, nestedDotGits(workspace, walk)).filter((l) => !links.some((k) => k.rel === l.rel)));
+  const ownGitDirs = repos.nestedGitDirs.filter((d) => !exists(path.join(d, 'commondir')));
   const lists = new Map<string, Listing>();
   const rels = completed.filter((p) => p.startsWith(`${workspace}/`)).map((p) => path.relative(workspace, p));
   const nested = new Map<string, number>();
@@ -391,7 +408,8 @@ export async function recordGit(
     placed: new Map(),
     tag,
     unguarded: [...repos.unguarded],
-    nestedGitDirs: new Map(repos.nestedGitDirs.filter((d) => !exists(path.join(d, 'commondir'))).map((d) => [d, new Set(moduleNames(d))])),
+    nestedGitDirs: new Map(ownGitDirs.map((d) => [d, new Set(moduleNames(d))])),
+    nestedReplace: new Map(ownGitDirs.flatMap((d) => nestedStart(d))),
     names: { seq: 0 },
     index: root === undefined ? undefined : await recordIndex(workspace, git, await ownerOf(workspace), nestedRepos(workspace, walk)),
   };
@@ -502,8 +520,83 @@ function nestedFindings(b: GitBaseline, q: Quarantine): GitFinding[] {
             "a submodule git dir in a nested repository's git dir, which `git submodule update` reuses",
           ),
         );
+    const start = b.nestedReplace.get(d);
+    if (start) out.push(...nestedReplaceFindings(d, start, q));
   }
   return out;
+}
+
+/** The `.git` entries of the repositories nested in `workspace` at start (absolute), whose symlinks {@link heldLinks} holds. */
+function nestedDotGits(workspace: string, walk: GitWalk): string[] {
+  return walk.found.filter((f) => f.kind === 'dotgit').map((f) => path.join(workspace, f.rel));
+}
+
+/** `[gitDir, its replace refs]` when `gitDir` lies in the workspace and they could be read; none otherwise. */
+function nestedStart(gitDir: string): [string, NestedRefs][] {
+  const r = nestedReplaceRefs(gitDir, undefined);
+  return r === undefined || r.refs === undefined ? [] : [[gitDir, { refs: r.refs, packed: r.packed }]];
+}
+
+/** The longest list of replace refs read in one nested git dir. */
+const MAX_NESTED_REPLACE = 10_000;
+
+/**
+ * The replace refs in `gitDir` (absolute): loose ones under `refs/replace` (no symlink followed, at most
+ * {@link MAX_NESTED_REPLACE}) and packed ones in `packed-refs` (read, with no symlink followed and at most
+ * {@link MAX_PACKED_REFS_BYTES}, only when its stat differs from `packedWas`; `refs` lacks them then). `refs` is
+ * undefined, with `why`, when either could not be read whole.
+ */
+function nestedReplaceRefs(gitDir: string, packedWas: string | undefined): { refs?: Set<string>; packed: string; why?: string } {
+  const refs = new Set<string>();
+  const walk = (rel: string): boolean => {
+    let ents: fs.Dirent[];
+    try {
+      ents = fs.readdirSync(path.join(gitDir, 'refs', 'replace', rel), { withFileTypes: true });
+    } catch (err) {
+      return (err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENOTDIR';
+    }
+    for (const e of ents) {
+      const r = rel === '' ? e.name : `${rel}/${e.name}`;
+      if (refs.size >= MAX_NESTED_REPLACE || (e.isDirectory() ? !walk(r) : !refs.add(r))) return false;
+    }
+    return true;
+  };
+  const file = path.join(gitDir, 'packed-refs');
+  const packed = packedStat(file);
+  if (!walk('')) return { packed, why: `${path.join(gitDir, 'refs', 'replace')} could not be read whole` };
+  if (packed === 'none' || packed === packedWas) return { refs, packed };
+  const read = tryReadRegular(file, MAX_PACKED_REFS_BYTES, false);
+  if (!read || read.truncated) return { packed, why: `${file} could not be read whole (a symlink, no regular file, or too large)` };
+  for (const m of read.bytes.toString('latin1').matchAll(/^[0-9a-f]+ (refs\/replace\/.+)$/gm))
+    refs.add(`packed:${decodeName(Buffer.from(m[1]!, 'latin1'))}`);
+  return { refs, packed };
+}
+
+/** Moves the loose replace refs made in nested `gitDir` since `start` and drops the packed ones from its `packed-refs`. */
+function nestedReplaceFindings(gitDir: string, start: NestedRefs, q: Quarantine): GitFinding[] {
+  const why = "a replace ref in a nested repository's git dir: git shows other content than what a push sends";
+  const dir = path.join(gitDir, 'refs', 'replace');
+  if (isSymlink(dir)) return [q.move(dir, 'a symlink for refs/replace in a nested git dir, which git follows')];
+  const now = nestedReplaceRefs(gitDir, start.packed);
+  if (now.refs === undefined)
+    return [{ path: gitDir, why: `not checked for replace refs: ${now.why}`, movedTo: undefined, unchecked: true }];
+  const out: GitFinding[] = [];
+  let packed = false;
+  for (const r of now.refs) {
+    if (start.refs.has(r)) continue;
+    if (r.startsWith('packed:')) packed = true;
+    else out.push(q.move(path.join(dir, r), why));
+  }
+  if (packed) out.push(...q.rewritePackedRefs((ref) => ref.startsWith('refs/replace/') && !start.refs.has(`packed:${ref}`), why, gitDir));
+  // Read again only once it changes: what was dropped is gone from it, what was kept was there at start.
+  if (!out.some((f) => f.movedTo === undefined)) start.packed = packedStat(path.join(gitDir, 'packed-refs'));
+  return out;
+}
+
+/** Device, inode, size, change and modification times of `file` (no symlink followed), or `none` when missing. */
+function packedStat(file: string): string {
+  const st = fs.lstatSync(file, { throwIfNoEntry: false });
+  return st === undefined ? 'none' : `${st.dev}:${st.ino}:${st.size}:${st.ctimeMs}:${st.mtimeMs}`;
 }
 
 /** The names in `<gitDir>/modules` (none when it is missing, unreadable or a symlink). */
@@ -1172,6 +1265,8 @@ class Quarantine {
       try {
         fs.symlinkSync(link.target, at);
         fs.lchownSync(at, link.uid, link.gid);
+        // The audit's own from now on: a nested `.git` link put back is no new `.git` for the walk to move.
+        this.b.placed.set(link.rel, fs.lstatSync(at).ino);
         out.push({ path: abs, why: 'removed, renamed or replaced by the session', movedTo: undefined, relinked: link.target });
         return out;
       } catch {
@@ -1263,16 +1358,17 @@ class Quarantine {
    * `fchown`ed and `fchmod`ed on that descriptor, and renamed (`renameat` through `/proc/self/fd/<.git>/`, which moves the
    * name itself, never what a symlink names) only while that name is still the file made; the refs are reported
    * dropped only when `packed-refs` is that file afterwards. Lines are kept byte for byte (latin1 in, latin1 out).
+   * `gitDir`: the git dir (absolute, in the workspace) whose `packed-refs` it is; the root's by default.
    */
-  rewritePackedRefs(drop: (ref: string) => boolean, why: string): GitFinding[] {
+  rewritePackedRefs(drop: (ref: string) => boolean, why: string, gitDir = this.b.git): GitFinding[] {
     const out: GitFinding[] = [];
-    const file = path.join(this.b.git, 'packed-refs');
+    const file = path.join(gitDir, 'packed-refs');
     // Not dropped: each ref read that would have been, or the file when none could be read.
     const failed = (): GitFinding[] =>
       out.length > 0 ? out.map((f) => ({ ...f, movedTo: undefined })) : [{ path: file, why, movedTo: undefined }];
     let dir: number;
     try {
-      dir = this.openDir(this.gitRel);
+      dir = this.openDir(path.relative(this.b.workspace, gitDir));
     } catch {
       return failed();
     }

@@ -220,9 +220,10 @@ export function guardedGit(workspace: string, host?: HostGitConfig, nested: read
     lists: new Map(),
   };
   guardInto(workspace, workspace, out, scope);
+  // No git dir of the workspace's own guarded: the repository git uses there may lie outside (round 19). Asked before
+  // the nested repositories add theirs to `scope.repos`.
+  if (scope.repos.length === 0) guardOutside(workspace, out, scope, outsideRepo(workspace));
   guardNested(nested, out, scope);
-  // No git dir of the workspace's own guarded: the repository git uses there may lie outside (round 19).
-  if (scope.repos.length === 0) guardOutside(workspace, out, scope);
   hostConfigsInto([...configs.system, ...configs.global], out, scope);
   pinFolders(out, workspace, scope.holds);
   out.anywhere.push(...[...scope.anywhere].sort());
@@ -318,6 +319,9 @@ function guardInto(top: string, workspace: string, out: GuardedGit, scope: Scope
       // A linked worktree whose admin folder is elsewhere (read-only, as all outside the workspace), of a repository inside it.
       const common = commonDirOf(named);
       if (common && inside(common, workspace) && isDir(common)) guardGitDir(common, workspace, out, false, scope, top);
+      // A nested linked worktree (or submodule, or git dir kept apart) of a repository outside: its config's relative
+      // values (husky's `core.hooksPath = .husky/_`) land at this top, which the root's discovery never reads (round 27).
+      else if (top !== workspace && isDir(named)) guardOutside(workspace, out, scope, outsideAt(top, named));
     }
   }
   return out;
@@ -332,7 +336,7 @@ function guardInto(top: string, workspace: string, out: GuardedGit, scope: Scope
  * holding `.git`, and `core.worktree` too when set). Undefined when there is none or the workspace's own `.git` is a git dir
  * inside it ({@link guardInto}'s).
  */
-function outsideRepo(workspace: string): { gitDir: string; common: string; tops: string[] } | undefined {
+function outsideRepo(workspace: string): OutsideRepo | undefined {
   for (let dir = workspace; ; dir = path.dirname(dir)) {
     const dotGit = path.join(dir, '.git');
     let st: fs.Stats | undefined;
@@ -344,18 +348,31 @@ function outsideRepo(workspace: string): { gitDir: string; common: string; tops:
     let gitDir: string | undefined;
     if (st?.isDirectory()) gitDir = realOrUndefined(dotGit);
     else if (st?.isFile()) gitDir = gitdirOf(dotGit, dir);
-    if (gitDir !== undefined && isDir(gitDir)) {
-      if (inside(gitDir, workspace)) return undefined;
-      const c = commonDirOf(gitDir);
-      if (c === null) return undefined;
-      const common = c ?? gitDir;
-      const set = (gitConfigList(path.join(common, 'config')) ?? []).filter(([k]) => k === 'core.worktree').pop();
-      // Both when `core.worktree` is set: a superset, whichever git takes for the `.git` file's layout.
-      const tops = set === undefined || set[1] === '' ? [dir] : [...new Set([dir, path.resolve(common, set[1])])];
-      return { gitDir, common, tops };
-    }
+    if (gitDir !== undefined && isDir(gitDir)) return inside(gitDir, workspace) ? undefined : outsideAt(dir, gitDir);
     if (dir === '/') return undefined;
   }
+}
+
+/**
+ * The repository whose `.git` lies in `dir` (absolute) and names the git dir `gitDir` (absolute, a directory): `common`
+ * its common dir, `tops` its work tree's root (`dir`, and `core.worktree` too when set); undefined when its
+ * `commondir` is there but names nothing that resolves.
+ */
+function outsideAt(dir: string, gitDir: string): OutsideRepo | undefined {
+  const c = commonDirOf(gitDir);
+  if (c === null) return undefined;
+  const common = c ?? gitDir;
+  const set = (gitConfigList(path.join(common, 'config')) ?? []).filter(([k]) => k === 'core.worktree').pop();
+  // Both when `core.worktree` is set: a superset, whichever git takes for the `.git` file's layout.
+  const tops = set === undefined || set[1] === '' ? [dir] : [...new Set([dir, path.resolve(common, set[1])])];
+  return { gitDir, common, tops };
+}
+
+/** A repository whose git dir lies outside the workspace ({@link outsideRepo}, {@link outsideAt}). */
+interface OutsideRepo {
+  readonly gitDir: string;
+  readonly common: string;
+  readonly tops: string[];
 }
 
 /** `fs.realpathSync(p)`, or undefined when that fails. */
@@ -368,16 +385,16 @@ function realOrUndefined(p: string): string | undefined {
 }
 
 /**
- * Adds to `out` what the config of the repository git uses in `workspace` names there when its git dir lies outside
- * ({@link outsideRepo}: a linked worktree of a repository elsewhere, a git dir kept apart, a submodule, a folder of a
- * repository above the workspace such as a monorepo's package): its `config`, its `config.worktree` when
+ * Adds to `out` what the config of `repo` names in `workspace`: the repository git uses in the workspace when its git
+ * dir lies outside ({@link outsideRepo}), or one nested in it whose git dir lies outside ({@link outsideAt}: a linked
+ * worktree of a repository elsewhere, a git dir kept apart, a submodule, a folder of a
+ * repository above the workspace such as a monorepo's package; nothing when undefined): its `config`, its `config.worktree` when
  * `extensions.worktreeConfig` is on, and their includes, read as {@link codeEntries} reads them, with the work tree's
  * top as the base (relative `core.hooksPath` and programs land there: husky's `frontend/.husky/_` in a monorepo). What
  * they name in the workspace is made, bound read-only, recorded when missing and pinned as for a git dir inside it;
  * the git dir itself is outside and read-only already (adversary round 19).
  */
-function guardOutside(workspace: string, out: GuardedGit, scope: Scope): void {
-  const repo = outsideRepo(workspace);
+function guardOutside(workspace: string, out: GuardedGit, scope: Scope, repo: OutsideRepo | undefined): void {
   if (repo === undefined) return;
   const { gitDir, common, tops } = repo;
   let text = '';

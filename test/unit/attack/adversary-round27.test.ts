@@ -53,9 +53,9 @@ import * as path from 'node:path';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 import { hostBash, personsRepo, plant, ran } from './persons-repo';
 
-const OPEN_NESTED_REPLACE_REFS = true;
-const OPEN_NESTED_HELD_LINKS = true;
-const OPEN_NESTED_OUTSIDE_GIT_DIR = true;
+const OPEN_NESTED_REPLACE_REFS = false;
+const OPEN_NESTED_HELD_LINKS = false;
+const OPEN_NESTED_OUTSIDE_GIT_DIR = false;
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
