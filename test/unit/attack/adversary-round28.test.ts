@@ -2,18 +2,19 @@
  * Adversary round 28: attacks on main (0790d3b), as root, in real sessions of the unit harness (the `agent-jobs file`
  * one calls src/checkpoint/store.ts `fileAt` as the command does, on a checkpoint of a workspace), aimed at the code
  * new since 39e21a9. Each test asserts the safe behaviour and is skipped while its kind is open (the OPEN_* flags
- * below); each was run un-skipped on 0790d3b and failed as written below (the three together last, at load average
- * 0.3: 3 failed of 3).
+ * below); each was run un-skipped on 0790d3b and failed as written below (the packed-refs four last, at load average
+ * 0.8: 4 failed of 4; the `file` one at 0.3).
  *
- * Kind 5 (what the person reads is not what is there): a packed replace ref whose object id is in upper-case hex.
- * Steps: in the person's nested clone `vendor/lib` (or at the workspace's root) holding `run.sh` (`echo hello`), a
- * command runs `evil=$(printf 'echo PWNED\n' | git hash-object -w --stdin)` and appends to `.git/packed-refs` the line
- * `<evil in upper case> refs/replace/<HEAD:run.sh>`. OBSERVED (each run): the person's `git status` prints nothing new
- * and `git show HEAD:run.sh` prints `echo PWNED` on the host after close (git 2.39 reads the id with `get_oid_hex`,
- * which takes A-F); nothing is dropped or named, in the result or at close. Why: the packed-refs scanners match
- * `^[0-9a-f]+ (refs\/replace\/.+)$` (git-audit.ts `nestedReplaceRefs` for the nested git dirs, git-walk.ts for the
- * root's), so a line with an upper-case id is no replace ref to them. Fix for the kind: read packed-refs as git does
- * (a hex id in either case, then one space, then the name), or count any line naming `refs/replace/` whatever precedes.
+ * Kind 5 (what the person reads is not what is there): a packed replace ref whose object id is in upper-case hex, or
+ * is followed by a tab. Steps: in the person's nested clone `vendor/lib` (or at the workspace's root) holding `run.sh`
+ * (`echo hello`), a command runs `evil=$(printf 'echo PWNED\n' | git hash-object -w --stdin)` and appends to
+ * `.git/packed-refs` the line `<evil in upper case> refs/replace/<HEAD:run.sh>` (or `<evil>`, a tab, then the name).
+ * OBSERVED (each run): the person's `git status` prints nothing new and `git show HEAD:run.sh` prints `echo PWNED` on
+ * the host after close (git 2.39 reads the id with `get_oid_hex`, which takes A-F, then any `isspace` byte); nothing
+ * is dropped or named, in the result or at close. Why: the packed-refs scanners match `^[0-9a-f]+ (refs\/replace\/.+)$`
+ * (git-audit.ts `nestedReplaceRefs` for the nested git dirs, git-walk.ts for the root's), so such a line is no replace
+ * ref to them. Fix for the kind: read packed-refs as git does (a hex id in either case, then any byte git's isspace
+ * takes, then the name), or count any line naming `refs/replace/` whatever precedes it.
  *
  * Kind 5: `agent-jobs file <run> <checkpoint> :/<path>` prints a symlink's target as a file's bytes. Steps: the
  * workspace holds a regular `notes.txt` and a folder named `:` with `notes.txt -> /etc/passwd` (a symlink); a
@@ -38,7 +39,7 @@ import { fileAt, takeCheckpoint, type Checkpoint } from '../../../src/checkpoint
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 import { hostBash, personsRepo, plant, ran } from './persons-repo';
 
-const OPEN_UPPER_CASE_PACKED_REPLACE = true;
+const OPEN_ODD_PACKED_REPLACE = true;
 const OPEN_FILE_PATHSPEC_MAGIC = true;
 
 afterEach(closeSessions);
@@ -63,29 +64,36 @@ function withNested(): { ws: string; lib: string } {
   return { ws, lib };
 }
 
-/** Shell text: in the repository at the current folder, a packed replace ref of HEAD:run.sh whose object id is in upper case. */
-const UPPER_REPLACE =
+/**
+ * Shell text: in the repository at the current folder, a packed replace ref of HEAD:run.sh that git reads and a
+ * lower-case-hex-and-one-space reading does not: its object id in upper case, or a tab after the id.
+ */
+const oddReplace = (form: 'upper' | 'tab'): string =>
   `evil=$(printf 'echo PWNED-by-session\\n' | git hash-object -w --stdin) && orig=$(git rev-parse HEAD:run.sh) && ` +
-  `printf '%s refs/replace/%s\\n' "$(echo "$evil" | tr a-f A-F)" "$orig" >> .git/packed-refs && git show HEAD:run.sh && echo made-it`;
+  (form === 'upper'
+    ? `printf '%s refs/replace/%s\\n' "$(echo "$evil" | tr a-f A-F)" "$orig"`
+    : `printf '%s\\trefs/replace/%s\\n' "$evil" "$orig"`) +
+  ` >> .git/packed-refs && git show HEAD:run.sh && echo made-it`;
 
-describe('kind 5: a packed replace ref whose object id is in upper-case hex', () => {
-  const t = OPEN_UPPER_CASE_PACKED_REPLACE ? test.skip : test;
+describe('kind 5: a packed replace ref whose object id is in upper-case hex, or followed by a tab', () => {
+  const t = OPEN_ODD_PACKED_REPLACE ? test.skip : test;
   for (const where of ['vendor/lib', '.'] as const)
-    t(
-      `in ${where === '.' ? "the workspace's root" : 'the nested clone vendor/lib'}: the person's git shows the reviewed run.sh, or the ref is named`,
-      async () => {
-        if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
-        const { ws } = withNested();
-        const repo = path.join(ws, where);
-        const s = await startSession({ cwd: ws, workspace: ws });
-        const r = await s.run(`cd ${where} && ${UPPER_REPLACE}`);
-        expect(r.output).toContain('made-it');
-        await s.close();
-        const atClose = s.gitFindingsAtClose.map((f) => `${f.path} ${f.why}`).join('\n');
-        const named = /refs\/replace|replace ref/.test(r.output + atClose);
-        expect(named || !gitIn(repo, 'show', 'HEAD:run.sh').includes('PWNED')).toBe(true);
-      },
-    );
+    for (const form of ['upper', 'tab'] as const)
+      t(
+        `${form === 'upper' ? 'upper-case id' : 'a tab after the id'}, in ${where === '.' ? "the workspace's root" : 'the nested clone vendor/lib'}: the person's git shows the reviewed run.sh, or the ref is named`,
+        async () => {
+          if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+          const { ws } = withNested();
+          const repo = path.join(ws, where);
+          const s = await startSession({ cwd: ws, workspace: ws });
+          const r = await s.run(`cd ${where} && ${oddReplace(form)}`);
+          expect(r.output).toContain('made-it');
+          await s.close();
+          const atClose = s.gitFindingsAtClose.map((f) => `${f.path} ${f.why}`).join('\n');
+          const named = /refs\/replace|replace ref/.test(r.output + atClose);
+          expect(named || !gitIn(repo, 'show', 'HEAD:run.sh').includes('PWNED')).toBe(true);
+        },
+      );
 });
 
 describe('kind 5: `agent-jobs file` given a path beginning `:/`', () => {
