@@ -3,7 +3,7 @@
  * one calls src/checkpoint/store.ts `fileAt` as the command does, on a checkpoint of a workspace), aimed at the code
  * new since 39e21a9. Each test asserts the safe behaviour and is skipped while its kind is open (the OPEN_* flags
  * below); each was run un-skipped on 0790d3b and failed as written below (the packed-refs four last, at load average
- * 0.8: 4 failed of 4; the `file` one at 0.3).
+ * 0.8: 4 failed of 4; the loose-object two at 0.7; the `file` one at 0.3).
  *
  * Kind 5 (what the person reads is not what is there): a packed replace ref whose object id is in upper-case hex, or
  * is followed by a tab. Steps: in the person's nested clone `vendor/lib` (or at the workspace's root) holding `run.sh`
@@ -15,6 +15,17 @@
  * (git-audit.ts `nestedReplaceRefs` for the nested git dirs, git-walk.ts for the root's), so such a line is no replace
  * ref to them. Fix for the kind: read packed-refs as git does (a hex id in either case, then any byte git's isspace
  * takes, then the name), or count any line naming `refs/replace/` whatever precedes it.
+ *
+ * Kind 5: a loose object replaced by another object's bytes. Steps: in the nested clone `vendor/lib` (or at the
+ * workspace's root), a command writes `echo PWNED-by-session` as a blob (`git hash-object -w`) and renames a copy of
+ * its loose object file over the one of `HEAD:run.sh` (`.git/objects/2f/08be…`: the file is root's and read-only,
+ * its folder is the session's to rename in). OBSERVED (each run, load average 0.7): `git status` at the top and there
+ * print nothing; the person's `git checkout -- run.sh` (or `reset --hard`, `stash`) on the host writes
+ * `PWNED-by-session`, and `git show HEAD:run.sh` prints it; nothing is named (only `git fsck` says "hash-path
+ * mismatch"). Why: git does not hash a loose object it reads, and no audit looks at the objects that were there at
+ * start (docs/security.md says so for a sub-agent's worktree only). Fix for the kind: hold the objects there at start
+ * (the audit checks that the loose files and packs present at start are unchanged: inode and ctime, or bind them
+ * read-only), or name every object file the session replaced.
  *
  * Kind 5: `agent-jobs file <run> <checkpoint> :/<path>` prints a symlink's target as a file's bytes. Steps: the
  * workspace holds a regular `notes.txt` and a folder named `:` with `notes.txt -> /etc/passwd` (a symlink); a
@@ -41,6 +52,7 @@ import { hostBash, personsRepo, plant, ran } from './persons-repo';
 
 const OPEN_ODD_PACKED_REPLACE = true;
 const OPEN_FILE_PATHSPEC_MAGIC = true;
+const OPEN_SWAPPED_OBJECT = true;
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
@@ -94,6 +106,34 @@ describe('kind 5: a packed replace ref whose object id is in upper-case hex, or 
           expect(named || !gitIn(repo, 'show', 'HEAD:run.sh').includes('PWNED')).toBe(true);
         },
       );
+});
+
+/** Shell text: in the repository at the current folder, the loose object of HEAD:run.sh overwritten by the session's blob's loose object. */
+const SWAPPED_OBJECT =
+  `o=$(git rev-parse HEAD:run.sh) && e=$(printf 'echo PWNED-by-session\\n' | git hash-object -w --stdin) && ` +
+  `f=.git/objects/\${o:0:2}/\${o:2} && cp .git/objects/\${e:0:2}/\${e:2} .git/objects/swap.tmp && mv -f .git/objects/swap.tmp "$f" && git status --porcelain && echo made-it`;
+
+describe("kind 5: a loose object overwritten by another's bytes", () => {
+  const t = OPEN_SWAPPED_OBJECT ? test.skip : test;
+  for (const where of ['vendor/lib', '.'] as const)
+    t(
+      `in ${where === '.' ? "the workspace's root" : 'the nested clone vendor/lib'}: the person's checkout writes the reviewed run.sh, or the object is named`,
+      async () => {
+        if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+        const { ws } = withNested();
+        const repo = path.join(ws, where);
+        const s = await startSession({ cwd: ws, workspace: ws });
+        const r = await s.run(`cd ${where} && ${SWAPPED_OBJECT}`);
+        expect(r.output).toContain('made-it');
+        await s.close();
+        const atClose = s.gitFindingsAtClose.map((f) => `${f.path} ${f.why}`).join('\n');
+        const named = /objects\/[0-9a-f]{2}\/|run\.sh/.test(r.output.replace(/made-it/g, '') + atClose);
+        fs.rmSync(path.join(repo, 'run.sh'));
+        gitIn(repo, 'checkout', '--', 'run.sh');
+        const checkedOut = fs.readFileSync(path.join(repo, 'run.sh'), 'utf8');
+        expect(named || !checkedOut.includes('PWNED')).toBe(true);
+      },
+    );
 });
 
 describe('kind 5: `agent-jobs file` given a path beginning `:/`', () => {
