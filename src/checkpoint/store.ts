@@ -667,8 +667,9 @@ async function hasTopGit(workspace: string): Promise<boolean> {
 export async function fileAt(store: string, id: string, file: string): Promise<Buffer> {
   const rel = path.posix.normalize(file);
   if (rel.startsWith('/') || rel === '.' || rel.split('/').includes('..')) throw new Error(`${file} is not a path inside the workspace`);
+  // Literal paths: a name such as `:/notes.txt` is pathspec magic to ls-tree, while cat-file below reads it as it is.
   const entryOf = async (p: string): Promise<string[]> =>
-    (await git(store, ['ls-tree', '-z', id, '--', p])).split('\0')[0]?.split(/[ \t]/) ?? [];
+    (await git(store, ['--literal-pathspecs', 'ls-tree', '-z', id, '--', p])).split('\0')[0]?.split(/[ \t]/) ?? [];
   const typeOf = async (p: string): Promise<string | undefined> => (await entryOf(p))[1];
   const [mode, type] = await entryOf(rel);
   if (type !== 'blob') {

@@ -567,7 +567,7 @@ function nestedReplaceRefs(gitDir: string, packedWas: string | undefined): { ref
   if (packed === 'none' || packed === packedWas) return { refs, packed };
   const read = tryReadRegular(file, MAX_PACKED_REFS_BYTES, false);
   if (!read || read.truncated) return { packed, why: `${file} could not be read whole (a symlink, no regular file, or too large)` };
-  for (const m of read.bytes.toString('latin1').matchAll(/^[0-9a-f]+ (refs\/replace\/.+)$/gm))
+  for (const m of read.bytes.toString('latin1').matchAll(/^[0-9a-fA-F]+[ \t]+(refs\/replace\/.+)$/gm))
     refs.add(`packed:${decodeName(Buffer.from(m[1]!, 'latin1'))}`);
   return { refs, packed };
 }
@@ -1383,7 +1383,7 @@ class Quarantine {
       const kept: string[] = [];
       let dropping = false;
       for (const line of old.bytes.toString('latin1').split('\n')) {
-        const ref = /^[0-9a-f]+ (.+)$/.exec(line)?.[1];
+        const ref = /^[0-9a-fA-F]+[ \t]+(.+)$/.exec(line)?.[1]; // as git reads it: hex of either case, then spaces or tabs
         if (ref !== undefined) dropping = drop(decodeName(Buffer.from(ref, 'latin1')));
         if (ref !== undefined && dropping)
           out.push({ path: `${file}: ${decodeName(Buffer.from(ref, 'latin1'))}`, why, movedTo: 'dropped' });

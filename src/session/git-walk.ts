@@ -309,7 +309,7 @@ function replaceRefs() {
       if (overlong && lines.length > 0) { lines.shift(); overlong = false; }
       if (rest.length > 8192) { rest = ''; overlong = true; }
       for (const line of lines) {
-        const m = /^[0-9a-f]+ (refs\/replace\/.+)$/.exec(line);
+        const m = /^[0-9a-fA-F]+[ \t]+(refs\/replace\/.+)$/.exec(line); // git reads hex of either case, and a tab
         if (m) {
           if (out.length >= maxFound) stop('it found more than ' + maxFound + ' replace refs');
           out.push('packed:' + decodeName(Buffer.from(m[1], 'latin1')));

@@ -50,8 +50,8 @@ import { fileAt, takeCheckpoint, type Checkpoint } from '../../../src/checkpoint
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 import { hostBash, personsRepo, plant, ran } from './persons-repo';
 
-const OPEN_ODD_PACKED_REPLACE = true;
-const OPEN_FILE_PATHSPEC_MAGIC = true;
+const OPEN_ODD_PACKED_REPLACE = false;
+const OPEN_FILE_PATHSPEC_MAGIC = false;
 const OPEN_SWAPPED_OBJECT = true;
 
 afterEach(closeSessions);
