@@ -620,17 +620,21 @@ export async function restoreCheckpoint(
       why: 'in the checkpoint, but git refuses to write it: not restored',
     }));
     const removed = await removeRefused(workspace, size.refused, taken.leftOut, unwritable, left);
+    const nestedNow = [...size.info].filter(([, e]) => e.kind === 'repo').map(([p]) => Buffer.from(p, 'latin1').toString('utf8'));
+    const nested = [...new Set([...nestedNow, ...(await nestedRepositories(store, target))])].sort();
+    // A nested repository is recorded as its commit, and read-tree neither checks one out nor removes it: not a change.
+    const isNested = new Set(nested);
     const changes = [
       ...removed.map((p): FileChange => ({ status: 'D', path: shownPath(p) })),
-      ...parseNameStatus(await git(store, ['diff-tree', '-r', '-z', '--no-renames', '--name-status', current, target])),
+      ...parseNameStatus(await git(store, ['diff-tree', '-r', '-z', '--no-renames', '--name-status', current, target])).filter(
+        (c) => !isNested.has(c.path),
+      ),
     ];
     // The index matches the workspace now (the worker wrote its stat data): a one-tree reset with -u removes what the target
     // lacks and writes the rest; it reads no file (its content is trusted by stat), and rewrites those whose stat was not kept.
     await git(store, ['read-tree', '--reset', '-u', target], { workTree: workspace, index, writable: true });
     await chownRestored(workspace, changes, snap.smudged, owner.uid, owner.gid);
     await removeEmptyDirs(workspace, changes);
-    const nestedNow = [...size.info].filter(([, e]) => e.kind === 'repo').map(([p]) => Buffer.from(p, 'latin1').toString('utf8'));
-    const nested = [...new Set([...nestedNow, ...(await nestedRepositories(store, target))])].sort();
     return { before, changes, left, notRestored: { nested, git: await hasTopGit(workspace), excluded: [...exclude] } };
   });
 }

@@ -251,7 +251,7 @@ async function httpAnswers(url: string): Promise<boolean> {
 function sandboxLine(env: NodeJS.ProcessEnv): string {
   try {
     const { mode } = resolveSandbox(sandboxModeFromEnv(env));
-    if (mode === 'bwrap') return 'sandbox: bwrap (bash sees only its workspace, no network)';
+    if (mode === 'bwrap') return 'sandbox: bwrap (bash writes only its workspace, reads the rest read-only, no network)';
     const filter = findSeccompLauncher().python ? 'the seccomp filter still on' : 'no seccomp filter either (no usable /usr/bin/python3)';
     return `sandbox: OFF (no working bwrap, or AGENT_JOBS_SANDBOX=none): bash sees whatever its user may read, ${filter}; see docs/security.md`;
   } catch (err) {

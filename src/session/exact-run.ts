@@ -52,11 +52,13 @@ export function checkExactRun(argv: readonly string[], paths: readonly string[],
   if (at.judgedIn !== at.cwd)
     throw new ExactRefusedError(`the shell's working directory moved (${at.judgedIn} -> ${at.cwd}) since the command was judged`);
   const cwdWhy = outsideWhy(at.cwd, at.root, at.view);
-  if (cwdWhy) throw new ExactRefusedError(`the working directory ${at.cwd} is outside the workspace ${at.root}: ${cwdWhy}`);
+  if (cwdWhy)
+    throw new ExactRefusedError(`the working directory ${at.cwd} is outside the workspace ${at.root}: ${cwdWhy}${viewNote(cwdWhy)}`);
   for (const p of paths) {
     const abs = path.resolve(at.cwd, p);
     const why = outsideWhy(abs, at.root, at.view);
-    if (why) throw new ExactRefusedError(`${p} resolves outside the workspace ${at.root} (through a symlink or ..): ${why}`);
+    if (why)
+      throw new ExactRefusedError(`${p} resolves outside the workspace ${at.root} (through a symlink or ..): ${why}${viewNote(why)}`);
     let st: fs.Stats | undefined;
     try {
       st = fs.statSync(abs);
@@ -68,6 +70,19 @@ export function checkExactRun(argv: readonly string[], paths: readonly string[],
       throw new ExactRefusedError(`${p} is not a regular file or directory (a FIFO, socket or device)`);
   }
   return file;
+}
+
+/**
+ * What a person approving the command must know when a refusal speaks of "the sandbox": that sandbox is the
+ * one of commands run without asking, which shows the workspace and little else. An approved command runs in
+ * the session's own sandbox, which reads most of the machine (read-only; the product's data, other
+ * workspaces and the owner's home hidden), so it may well read what the exact run's sandbox hid (docs/security.md, the sandbox rows).
+ */
+export const EXACT_VIEW_NOTE =
+  " (that is the sandbox of commands run without asking; if you approve, the command runs in the session's sandbox, which reads most of the machine, read-only)";
+
+function viewNote(why: string): string {
+  return / in the sandbox|the sandbox (hides|gives)|cannot search/.test(why) ? EXACT_VIEW_NOTE : '';
 }
 
 /**

@@ -21,6 +21,7 @@
  */
 export {
   BashSession,
+  EXACT_VIEW_NOTE,
   ExactRefusedError,
   DEFAULT_KILL_GRACE_MS,
   DEFAULT_TIMEOUT_MS,

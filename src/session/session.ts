@@ -82,7 +82,7 @@ export {
   type RunExactOptions,
   type RunOptions,
 } from './options';
-export { ExactRefusedError } from './exact-run';
+export { EXACT_VIEW_NOTE, ExactRefusedError } from './exact-run';
 export type { CommandResult } from './result';
 export type { ShellExit };
 

@@ -89,7 +89,7 @@ describe('npm run demo', () => {
       expect(stdout).toContain(`starting a Temporal dev server at ${address}`);
       expect(stdout).not.toContain('other worker(s) already poll');
       expect(stdout).toMatch(/no ANTHROPIC_API_KEY: Claude's answers come from the SCRIPTED Messages API server/);
-      expect(stdout).toContain('sandbox: bwrap (bash sees only its workspace, no network)');
+      expect(stdout).toContain('sandbox: bwrap (bash writes only its workspace, reads the rest read-only, no network)');
       expect(stdout).toMatch(
         /\$ npx agent-jobs approve demo-\d+ --sha [0-9a-f]{12} --reason "demo: looks safe" --by demo\ndemo: approved toolu_\w+ in demo-\d+/,
       );

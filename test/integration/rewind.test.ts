@@ -197,6 +197,9 @@ describe('rewind', () => {
     expect(forked.code).toBe(0);
     // Not a git repository, nothing nested, nothing excluded: nothing to name.
     expect(forked.stdout).not.toContain('Not restored');
+    // Said before its first command runs, when the fork's folder does not exist yet.
+    expect(forked.stdout).toContain('is made from the checkpoint when its bash session opens, at its first command');
+    expect(forked.stdout).toContain(`agent-jobs file ${handle.workflowId} `);
     const fork = bed.client.workflow.getHandle<typeof agentRun>(forkId);
     bed.nameRun(fork, 'rewind-fork');
     expect((await fork.result()).status).toBe('completed');

@@ -288,6 +288,10 @@ export function registerRewind(program: Command): void {
           printLines(
             `started ${started.workflowId}: a fork of ${workflowId} at turn ${opts.atTurn} (checkpoint ${cp.id.slice(0, 12)}); ${workflowId} itself is not changed`,
             ...(left ? [left] : []),
+            // Seen by a person reviewing the fork's first command: the folder they would look in is not there yet.
+            asTyped(
+              `its workspace${opts.workdir !== undefined ? ` ${path.resolve(opts.workdir)}` : ''} is made from the checkpoint when its bash session opens, at its first command (after your approval, if it asks for one); until then read the checkpoint's files with \`agent-jobs file ${workflowId} ${cp.id.slice(0, 12)} PATH\``,
+            ),
             asTyped(`watch it: \`agent-jobs watch ${started.workflowId}\``),
           );
         });

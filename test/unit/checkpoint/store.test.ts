@@ -121,9 +121,12 @@ describe('checkpoint store', () => {
     await writeFile(path.join(ws, 'dir', 'a.txt'), 'a\nmine\n');
     await repo('made/later');
     await writeFile(path.join(ws, 'vendor', 'lib', 'inner'), 'v2\n');
+    spawnSync('git', ['-C', path.join(ws, 'vendor', 'lib'), '-c', 'user.name=a', '-c', 'user.email=a@b', 'commit', '-qam', 'two']);
     const r = await restoreCheckpoint(cp.store, ws, cp.id, ['cache']);
     expect(r.notRestored).toEqual({ nested: ['made/later', 'vendor/lib'], git: true, excluded: ['cache'] });
-    expect(r.changes).toEqual(expect.arrayContaining([{ status: 'M', path: 'dir/a.txt' }]));
+    // Both nested repositories are left as they are, so neither is named among the changes (vendor/lib's commit moved, made/later is new).
+    expect(r.changes).toEqual([{ status: 'M', path: 'dir/a.txt' }]);
+    expect(await readFile(path.join(ws, 'made', 'later', 'inner'), 'utf8')).toBe('v1\n');
     expect(await readFile(path.join(ws, 'dir', 'a.txt'), 'utf8')).toBe('a\n');
     expect(await readFile(path.join(ws, 'vendor', 'lib', 'inner'), 'utf8')).toBe('v2\n');
     // The record holds the person's line, byte for byte; no folder, nested repository or path outside is read as a file.

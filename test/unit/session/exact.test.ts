@@ -5,7 +5,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ExactRefusedError } from '../../../src/session';
+import { EXACT_VIEW_NOTE, ExactRefusedError } from '../../../src/session';
 import { closeSessions, removeTempDirs, startSession, tempDir } from './helpers';
 
 afterEach(async () => {
@@ -80,6 +80,8 @@ describe('C18: paths and programs the policy could not see', () => {
         ? `link.txt resolves outside the workspace ${fs.realpathSync(dir)} (through a symlink or ..): ${dir}/link.txt is not the same in the sandbox (it leads to ${fs.realpathSync(outside)}/secret.txt, and the sandbox gives bash a private /tmp)`
         : 'link.txt resolves outside the workspace',
     );
+    // A person reading that reason must not take "the sandbox hides" as "approving it is harmless".
+    if (s.sandbox === 'bwrap') await expect(s.runExact(['cat', 'link.txt'], { paths: ['link.txt'] })).rejects.toThrow(EXACT_VIEW_NOTE);
     await expect(s.runExact(['cat', 'linkdir/secret.txt'], { paths: ['linkdir/secret.txt'] })).rejects.toThrow(/outside the workspace/);
     await expect(s.runExact(['ls'], { paths: ['linkdir/../..'] })).rejects.toThrow(/outside the workspace/);
   });
