@@ -8,6 +8,7 @@
  * from the client so that activities need not import it (or the workflows
  * it names).
  */
+import { createHash } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 import { temporal, type google } from '@temporalio/proto';
@@ -63,6 +64,9 @@ const CALL_CLAUDE = 'callClaude';
 /** The activity type of a command, whose answer carries its run time. */
 const RUN_COMMAND = 'runCommand';
 
+/** The activity type of a text editor command, whose answer names the approval rule that let it run unasked. */
+const RUN_EDIT = 'runEdit';
+
 /** The activity type that opens a bash session, whose answer says where it started. */
 const OPEN_SESSION = 'openSession';
 
@@ -84,7 +88,12 @@ export interface RunHistory {
   input: AgentRunInput | null;
   /** The answer of the last `callClaude` that completed, when it was the last one scheduled. */
   lastOutput: CallClaudeOutput | null;
-  /** Decisions that came through the `decide` Update, oldest first. */
+  /**
+   * Decisions, oldest first: those that came through the `decide` Update, and those an approval rule made (a command or
+   * an edit the worker ran unasked because a rule matched: its answer's `approvedByRule`), as the run's own `status`
+   * records them (src/workflows/approval.ts `recordRuleDecision`). Not rebuilt: a decision by the legacy `approve`
+   * signal and an approval timeout's denial.
+   */
   decisions: StatusView['decisions'];
   /** How long each command ran, in ms by `tool_use` id (the `durationMs` of `runCommand` answers). */
   durationsMs: Record<string, number>;
@@ -142,6 +151,10 @@ export async function readHistory(client: Client, workflowId: string, runId: str
   };
   /** `tool_use` id of each scheduled `runCommand`, by its scheduled event id. */
   const commands = new Map<string, string>();
+  /** What each scheduled `runCommand` and `runEdit` asked (the command's text for bash), by its scheduled event id. */
+  const asked = new Map<string, { toolUseId: string; command?: string }>();
+  /** Who added each approval rule, by rule id (from the `decide` answers that added them). */
+  const ruleBy = new Map<number, string>();
   const decode = payloadDecoder(client);
   /** Scheduled event id of the last `callClaude`, and whether its answer is the last one seen. */
   let lastCallEventId: string | null = null;
@@ -162,7 +175,13 @@ export async function readHistory(client: Client, workflowId: string, runId: str
       } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) {
         const attrs = event.activityTaskScheduledEventAttributes;
         const commandInput = attrs?.activityType?.name === RUN_COMMAND ? attrs.input?.payloads?.[0] : undefined;
-        if (commandInput) commands.set(String(event.eventId), (await decode<RunCommandInput>(commandInput)).toolUseId);
+        if (commandInput) {
+          const cmd = await decode<RunCommandInput>(commandInput);
+          commands.set(String(event.eventId), cmd.toolUseId);
+          asked.set(String(event.eventId), { toolUseId: cmd.toolUseId, command: cmd.command });
+        }
+        const editInput = attrs?.activityType?.name === RUN_EDIT ? attrs.input?.payloads?.[0] : undefined;
+        if (editInput) asked.set(String(event.eventId), { toolUseId: (await decode<{ toolUseId: string }>(editInput)).toolUseId });
         if (attrs?.activityType?.name !== CALL_CLAUDE) continue;
         if (stopAt !== undefined && attrs.activityId === stopAt) return out;
         const payload = attrs.input?.payloads?.[0];
@@ -178,6 +197,11 @@ export async function readHistory(client: Client, workflowId: string, runId: str
         const payload = attrs?.result?.payloads?.[0];
         const scheduled = String(attrs?.scheduledEventId);
         if (lastCallEventId !== null && scheduled === lastCallEventId && payload) out.lastOutput = await decode<CallClaudeOutput>(payload);
+        const tool = asked.get(scheduled);
+        if (tool && payload) {
+          const byRule = (await decode<{ approvedByRule?: unknown }>(payload)).approvedByRule;
+          if (typeof byRule === 'number') out.decisions.push(ruleDecision(tool, byRule, ruleBy.get(byRule), msOf(event.eventTime)));
+        }
         const toolUseId = commands.get(scheduled);
         const answer = toolUseId !== undefined && payload ? await decode<Partial<RunCommandOutput>>(payload) : undefined;
         if (toolUseId !== undefined && typeof answer?.durationMs === 'number') {
@@ -204,6 +228,7 @@ export async function readHistory(client: Client, workflowId: string, runId: str
         const success = attrs?.outcome?.success?.payloads?.[0];
         if (!request || !success) continue;
         const answer = await decode<DecideAnswer>(success);
+        if (answer.rule) ruleBy.set(answer.rule.id, answer.rule.by);
         out.decisions.push({
           toolUseId: answer.toolUseId,
           approved: answer.decision !== 'denied',
@@ -221,6 +246,27 @@ export async function readHistory(client: Client, workflowId: string, runId: str
     nextPageToken = page.nextPageToken && page.nextPageToken.length > 0 ? page.nextPageToken : undefined;
   } while (nextPageToken);
   return out;
+}
+
+/** A decision an approval rule made, as the workflow records it: a command's with its text and hash, an edit's without. */
+function ruleDecision(
+  tool: { toolUseId: string; command?: string },
+  rule: number,
+  by: string | undefined,
+  atMs: number,
+): StatusView['decisions'][number] {
+  return {
+    toolUseId: tool.toolUseId,
+    approved: true,
+    decision: 'approved',
+    source: 'rule',
+    rule,
+    ...(by !== undefined ? { by } : {}),
+    ...(tool.command !== undefined
+      ? { command: tool.command, commandSha256: createHash('sha256').update(tool.command, 'utf8').digest('hex') }
+      : {}),
+    at: new Date(atMs).toISOString(),
+  };
 }
 
 /**

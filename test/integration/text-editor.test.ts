@@ -225,6 +225,57 @@ describe('text editor', () => {
     ]);
   });
 
+  test("under always an edit or a command an approval rule lets through is recorded as the rule's decision, in status and read back from a closed run's history", async () => {
+    const workflowId = `it-editor-rule-${process.pid}-${Date.now()}`;
+    bed = await TestBed.create({
+      script: {
+        responses: [
+          { content: [edit('toolu_mk', { command: 'create', path: 'a.txt', file_text: 'one\n' })] },
+          { content: [edit('toolu_r1', { command: 'str_replace', path: 'a.txt', old_str: 'one', new_str: 'two' })] },
+          { content: [edit('toolu_r2', { command: 'str_replace', path: 'a.txt', old_str: 'two', new_str: 'three' })] },
+          { content: [toolUse('toolu_b1', 'touch b.txt')] },
+          { content: [toolUse('toolu_b2', 'touch b.txt')] },
+          done,
+        ],
+      },
+    });
+    const handle = await bed.start(
+      { task: 'edit by rule', approval: 'always', approvalTimeout: '2 minutes' },
+      'text-editor-rule',
+      workflowId,
+    );
+    const ws = path.join(bed.workspaces, workspaceFolderName(workflowId));
+    const approveNext = async (id: string, always: boolean): Promise<void> => {
+      const p = await waitFor(`${id} to wait`, async () => {
+        const v = (await bed.status(handle)).pendingApproval;
+        return v?.toolUseId === id ? v : null;
+      });
+      await handle.executeUpdate(decideUpdate, {
+        args: [{ toolUseId: id, approved: true, by: 'rita', commandSha256: p.commandSha256, ...(always ? { always: true } : {}) }],
+      });
+    };
+    await approveNext('toolu_mk', false);
+    await approveNext('toolu_r1', true);
+    await approveNext('toolu_b1', true);
+    expect(await handle.result()).toMatchObject({ status: 'completed' });
+    expect(fs.readFileSync(path.join(ws, 'a.txt'), 'utf8')).toBe('three\n');
+    const decisions = (await bed.status(handle)).decisions;
+    const expected = [
+      ['toolu_mk', 'update', undefined],
+      ['toolu_r1', 'update', 1],
+      ['toolu_r2', 'rule', 1],
+      ['toolu_b1', 'update', 2],
+      ['toolu_b2', 'rule', 2],
+    ];
+    expect(decisions.map((d) => [d.toolUseId, d.source, d.rule])).toEqual(expected);
+    expect(decisions[2]).toMatchObject({ by: 'rita', approved: true });
+    // A closed run's status is read from its history (no query): the rules' decisions are there too, as the run recorded them.
+    const closed = JSON.parse((await cli(bed.address, 'status', workflowId, '--json')).stdout) as { decisions: typeof decisions };
+    expect(closed.decisions.map((d) => [d.toolUseId, d.source, d.rule])).toEqual(expected);
+    const strip = (d: (typeof decisions)[number]): object => ({ ...d, at: undefined });
+    expect(closed.decisions.filter((d) => d.source === 'rule').map(strip)).toEqual(decisions.filter((d) => d.source === 'rule').map(strip));
+  }, 120_000);
+
   test('tools: [bash] offers no editor: the request lists bash alone, the old system prompt, and an editor call is an unknown tool', async () => {
     bed = await TestBed.create({
       script: { responses: [{ content: [edit('toolu_e', { command: 'view', path: '.' })] }, done] },
