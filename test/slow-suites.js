@@ -31,13 +31,19 @@ const SLOW_FILES = [
 ];
 
 /**
- * Files that hold both: ESLint over the project (lint.test.ts), the replays in another time zone (replay.test.ts), and
- * the index audit's bound on the size of the index (index-audit.test.ts: a million staged entries, about 40 s in CI).
+ * Files that hold both: ESLint over the project (lint.test.ts), the replays in another time zone (replay.test.ts), the
+ * index audit's bound on the size of the index (index-audit.test.ts: a million staged entries, about 40 s in CI), and
+ * the bounds of the ignored-files walk and of the nested repositories, each passed by making what it bounds:
+ * ignored-audit.test.ts and nested-audit.test.ts (100,100 ignored entries; 33 nested repositories for the audit's 32),
+ * nested-repos.test.ts (67 nested repositories for the guard's 64). docs/development.md, "Slow suites", says why each.
  */
 const MIXED_FILES = [
   '/test/unit/tooling/lint\\.test\\.ts$',
   '/test/unit/workflows/replay\\.test\\.ts$',
   '/test/unit/attack/index-audit\\.test\\.ts$',
+  '/test/unit/attack/ignored-audit\\.test\\.ts$',
+  '/test/unit/attack/nested-audit\\.test\\.ts$',
+  '/test/unit/attack/nested-repos\\.test\\.ts$',
 ];
 
 /** What each jest project ignores in this mode, besides node_modules. */

@@ -34,7 +34,7 @@ describe('AGENT_JOBS_MAX_SESSIONS', () => {
         responses: [
           // The first session's first command runs until the test has seen the other two runs refused (then each goes on at once).
           { content: [toolUse('toolu_1', `${UNTIL_GO}; echo one`)], stop_reason: 'tool_use' },
-          { content: [toolUse('toolu_2', 'sleep 0.5; echo two')], stop_reason: 'tool_use' },
+          { content: [toolUse('toolu_2', 'echo two')], stop_reason: 'tool_use' },
           { content: [{ type: 'text', text: 'done' }], stop_reason: 'end_turn' },
         ],
       },

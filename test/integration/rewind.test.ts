@@ -8,7 +8,7 @@
 import { execFileSync } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { WorkflowUpdateStage } from '@temporalio/client';
+import { WorkflowUpdateStage, type WorkflowHandle } from '@temporalio/client';
 import { workspaceFolderName } from '../../src/activities/session';
 import { pauseUpdate, resumeUpdate, endUpdate, type Message, type TextBlock } from '../../src/contract';
 import { rewindUpdate } from '../../src/contract/checkpoint';
@@ -32,7 +32,25 @@ const done = { content: [{ type: 'text' as const, text: 'done' }], stop_reason: 
 
 describe('rewind', () => {
   let bed: TestBed;
-  afterEach(async () => bed?.close());
+  /** Folders made outside the test bed's data dir by {@link outsideWorkspace}: removed after each test, passed or not. */
+  const outsides: string[] = [];
+  afterEach(async () => {
+    await bed?.close();
+    for (const dir of outsides.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A new empty workspace `<tmp>/<prefix>XXXXXX/ws` outside the data dir (and its parent, `outside`), removed after the test. */
+  const outsideWorkspace = (prefix: string): { outside: string; ws: string } => {
+    const outside = mkdtempSync(path.join(tmpdir(), prefix));
+    outsides.push(outside);
+    const ws = path.join(outside, 'ws');
+    mkdirSync(ws, { recursive: true });
+    return { outside, ws };
+  };
+
+  /** Waits (60 s deadline, named by `what`) until the run of `handle` waits for a person's message. */
+  const untilAwaitingMessage = (handle: WorkflowHandle, what: string): Promise<unknown> =>
+    waitFor(what, async () => (await bed.status(handle)).status === 'awaiting_message' || null, 60_000);
 
   test('restores what commands and edits changed after the checkpoint, across a worker crash; Claude is told; the prefix is unchanged', async () => {
     bed = await TestBed.create({
@@ -58,7 +76,7 @@ describe('rewind', () => {
       workers: 1,
     });
     const handle = await bed.start({ task: 'change files', approval: 'auto', chat: true }, 'rewind-after-crash');
-    await waitFor('the run to wait for a message', async () => (await bed.status(handle)).status === 'awaiting_message' || null, 60_000);
+    await untilAwaitingMessage(handle, 'the run to wait for a message');
     const ws = path.join(bed.workspaces, handle.workflowId);
     expect(readFileSync(path.join(ws, 'keep.txt'), 'utf8')).toBe('three\n');
     expect(existsSync(path.join(ws, 'edited.txt'))).toBe(true);
@@ -102,11 +120,7 @@ describe('rewind', () => {
     expect(JSON.stringify((last.content as unknown[]).slice(0, -1))).toBe(JSON.stringify((before.at(-1) as Message).content));
 
     // The script runs turns 2 and 3 again and ends its turn; the chat is ended.
-    await waitFor(
-      'the run to wait for a message again',
-      async () => (await bed.status(handle)).status === 'awaiting_message' || null,
-      60_000,
-    );
+    await untilAwaitingMessage(handle, 'the run to wait for a message again');
     expect(readFileSync(path.join(ws, 'keep.txt'), 'utf8')).toBe('three\n');
     // What the rewind dropped stays readable: transcript --all shows turn 2's first answer and turn 3's edits.
     const all = await cli(bed.address, 'transcript', handle.workflowId, '--all', '--json');
@@ -222,10 +236,8 @@ describe('rewind', () => {
   test('the checkpoint store cannot be read or changed from inside the session', async () => {
     const workflowId = `it-rewind-attack-${process.pid}-${Date.now()}`;
     // A checkpoint root outside the data dir: hidden because it is the checkpoint root, not by luck.
-    const outside = mkdtempSync(path.join(tmpdir(), 'agent-jobs-cp-'));
+    const { outside, ws } = outsideWorkspace('agent-jobs-cp-');
     const root = path.join(outside, 'stores');
-    const ws = path.join(outside, 'ws');
-    mkdirSync(ws, { recursive: true });
     const store = await storeFor(root, ws);
     bed = await TestBed.create({
       workerEnv: { AGENT_JOBS_CHECKPOINT_DIR: root },
@@ -252,12 +264,10 @@ describe('rewind', () => {
     const listed = JSON.parse((await cli(bed.address, 'checkpoints', workflowId, '--json')).stdout) as Array<{ changes: unknown[] }>;
     expect(listed).toHaveLength(2);
     expect(listed[0]!.changes).toEqual([{ status: 'A', path: 'f.txt' }]);
-    rmSync(outside, { recursive: true, force: true });
   }, 180_000);
 
   test("a rewind names what it changed (a person's edit too), the record to get it back from, and what it left; fork names what it did not copy; restored files get no execute bit", async () => {
-    const outside = mkdtempSync(path.join(tmpdir(), 'agent-jobs-rw-'));
-    const ws = path.join(outside, 'ws');
+    const { ws } = outsideWorkspace('agent-jobs-rw-');
     mkdirSync(path.join(ws, 'vendor', 'lib'), { recursive: true });
     mkdirSync(path.join(ws, 'cache'));
     const git = (dir: string, ...args: string[]): string =>
@@ -289,7 +299,7 @@ describe('rewind', () => {
       'rewind-report',
     );
     const id = handle.workflowId;
-    await waitFor('the run to wait for a message', async () => (await bed.status(handle)).status === 'awaiting_message' || null, 60_000);
+    await untilAwaitingMessage(handle, 'the run to wait for a message');
     // The person's own edit on the host, after the run's turns: the rewind reverts it, and must say so.
     appendFileSync(path.join(ws, 'base.txt'), 'mine\n');
     await handle.executeUpdate(pauseUpdate, { args: [{ by: 'ana' }] });
@@ -355,11 +365,7 @@ describe('rewind', () => {
 
     // Claude is told the same.
     await handle.executeUpdate(resumeUpdate, { args: [{ by: 'ana' }] });
-    await waitFor(
-      'the run to wait for a message again',
-      async () => (await bed.status(handle)).status === 'awaiting_message' || null,
-      60_000,
-    );
+    await untilAwaitingMessage(handle, 'the run to wait for a message again');
     const notes = bed
       .sentMessages()
       .flatMap((m) => m.flatMap((msg) => (Array.isArray(msg.content) ? (msg.content as TextBlock[]) : [])))
@@ -376,13 +382,12 @@ describe('rewind', () => {
     expect(forked.stderr).toBe('');
     expect(JSON.parse(forked.stdout)).toMatchObject({ notCopied: { nested: ['vendor/lib'], git: true, excluded: ['cache'] } });
     const fork = bed.client.workflow.getHandle<typeof agentRun>(`${id}-fork`);
-    await waitFor('the fork to wait for a message', async () => (await bed.status(fork)).status === 'awaiting_message' || null, 60_000);
+    await untilAwaitingMessage(fork, 'the fork to wait for a message');
     const forkNote = JSON.stringify(bed.sentMessages().at(-1));
     expect(forkNote).toContain('[forked by');
     expect(forkNote).toContain('Not restored, not copied: `.git` (this workspace has none');
     await fork.executeUpdate(endUpdate, { args: [{ by: 'ana' }] });
     await handle.executeUpdate(endUpdate, { args: [{ by: 'ana' }] });
     expect((await handle.result()).status).toBe('completed');
-    rmSync(outside, { recursive: true, force: true });
   }, 240_000);
 });

@@ -53,7 +53,11 @@ describe('the ACL grant walked by descriptor', () => {
         const ws = tempDir();
         fs.writeFileSync(path.join(ws, 'flip.py'), FLIPPER);
         const first = await startSession({ cwd: ws, workspace: ws });
-        const started = await first.run(`python3 flip.py ${target} > flip.log 2>&1 & sleep 1; cat flip.log`);
+        // Polled for the flipper's READY (every 50 ms, 30 s at most), not a fixed wait: it swaps from then on.
+        const started = await first.run(
+          `python3 flip.py ${target} > flip.log 2>&1 & for i in $(seq 600); do grep -q READY flip.log && break; sleep 0.05; done; cat flip.log`,
+          { timeoutMs: 40_000 },
+        );
         expect(started.output).toContain('READY');
         let outside: string[] = [];
         for (let k = 0; k < 15 && outside.length === 0; k++) {

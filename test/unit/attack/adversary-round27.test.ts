@@ -47,11 +47,10 @@
  * run's own store by a tree path with no `..`: read). Noticed: `agent-jobs file` prints a symlink's target as if it were
  * the file's text (`> PATH` then writes that text as a file; no type said).
  */
-import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
-import { hostBash, personsRepo, plant, ran } from './persons-repo';
+import { hostBash, personsGit, personsRepo, plant, ran, withNested } from './persons-repo';
 
 const OPEN_NESTED_REPLACE_REFS = false;
 const OPEN_NESTED_HELD_LINKS = false;
@@ -60,33 +59,15 @@ const OPEN_NESTED_OUTSIDE_GIT_DIR = false;
 afterEach(closeSessions);
 afterAll(removeTempDirs);
 
-/** git as the person (root) in `cwd`. */
-const gitIn = (cwd: string, ...a: string[]): string =>
-  execFileSync('git', ['-C', cwd, '-c', 'user.name=p', '-c', 'user.email=p@example.com', '-c', 'protocol.file.allow=always', ...a], {
-    encoding: 'utf8',
-    stdio: 'pipe',
-  });
-
-/** The person's repository with a nested clone of theirs at `vendor/lib` holding `run.sh` (one commit), `vendor/` ignored. */
-function withNested(): { ws: string; lib: string } {
-  const { ws, git } = personsRepo();
-  fs.writeFileSync(path.join(ws, '.gitignore'), 'build/\n');
-  git('add', '.gitignore');
-  git('commit', '-qm', 'ignore');
-  const lib = path.join(ws, 'vendor', 'lib');
-  fs.mkdirSync(lib, { recursive: true });
-  gitIn(lib, 'init', '-q', '-b', 'main');
-  fs.writeFileSync(path.join(lib, 'run.sh'), 'echo hello\n');
-  gitIn(lib, 'add', 'run.sh');
-  gitIn(lib, 'commit', '-qm', 'lib');
-  return { ws, lib };
-}
+const gitIn = personsGit;
+/** The person's repository (a `.gitignore` of `build/` at the top) with a nested clone of theirs at `vendor/lib` holding `run.sh`. */
+const withNestedLib = (): { ws: string; lib: string } => withNested({ name: '.gitignore', text: 'build/\n' });
 
 describe('kind 5: a replace ref made in a nested repository', () => {
   const t = OPEN_NESTED_REPLACE_REFS ? test.skip : test;
   t("the person's git in vendor/lib shows and checks out the reviewed run.sh, or the replace ref is named", async () => {
     if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
-    const { ws, lib } = withNested();
+    const { ws, lib } = withNestedLib();
     const s = await startSession({ cwd: ws, workspace: ws });
     const r = await s.run(
       `cd vendor/lib && evil=$(printf 'echo PWNED-by-session\\n' | git hash-object -w --stdin) && ` +
@@ -166,7 +147,7 @@ describe("kind 1 (the person's git runs the session's code): a nested repository
     "vendor/lib/.git/hooks -> ../.githooks replaced by a folder of the session's: its pre-commit does not run at the person's commit",
     async () => {
       if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
-      const { ws, lib } = withNested();
+      const { ws, lib } = withNestedLib();
       const marker = `${ws}-host-marker`;
       fs.mkdirSync(path.join(lib, '.githooks'));
       fs.writeFileSync(path.join(lib, '.githooks', 'pre-commit'), '#!/bin/sh\nexit 0\n', { mode: 0o755 });
@@ -186,7 +167,7 @@ describe("kind 1 (the person's git runs the session's code): a nested repository
     "vendor/lib/.git/config -> ../lib.gitconfig replaced by a file of the session's: its core.fsmonitor does not run at the person's git status",
     async () => {
       if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
-      const { ws, lib } = withNested();
+      const { ws, lib } = withNestedLib();
       const marker = `${ws}-host-marker`;
       fs.renameSync(path.join(lib, '.git', 'config'), path.join(lib, 'lib.gitconfig'));
       fs.symlinkSync('../lib.gitconfig', path.join(lib, '.git', 'config'));

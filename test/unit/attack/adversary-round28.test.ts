@@ -43,12 +43,11 @@
  * or committed by the session); git-path.ts against git's `verify_path` (read: the HFS+ check's malformed UTF-8 after
  * `.git` differs, git matches where the port does not, but the store's git runs with `core.protectHFS` off on Linux).
  */
-import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileAt, takeCheckpoint, type Checkpoint } from '../../../src/checkpoint/store';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
-import { hostBash, personsRepo, plant, ran } from './persons-repo';
+import { hostBash, personsGit, plant, ran, withNested } from './persons-repo';
 
 const OPEN_ODD_PACKED_REPLACE = false;
 const OPEN_FILE_PATHSPEC_MAGIC = false;
@@ -57,24 +56,7 @@ const OPEN_SWAPPED_OBJECT = true;
 afterEach(closeSessions);
 afterAll(removeTempDirs);
 
-/** git as the person (root) in `cwd`. */
-const gitIn = (cwd: string, ...a: string[]): string =>
-  execFileSync('git', ['-C', cwd, '-c', 'user.name=p', '-c', 'user.email=p@example.com', ...a], { encoding: 'utf8', stdio: 'pipe' });
-
-/** The person's repository (run.sh committed at the top too) with a nested clone of theirs at `vendor/lib` holding `run.sh` (one commit). */
-function withNested(): { ws: string; lib: string } {
-  const { ws, git } = personsRepo();
-  fs.writeFileSync(path.join(ws, 'run.sh'), 'echo hello\n');
-  git('add', 'run.sh');
-  git('commit', '-qm', 'run.sh');
-  const lib = path.join(ws, 'vendor', 'lib');
-  fs.mkdirSync(lib, { recursive: true });
-  gitIn(lib, 'init', '-q', '-b', 'main');
-  fs.writeFileSync(path.join(lib, 'run.sh'), 'echo hello\n');
-  gitIn(lib, 'add', 'run.sh');
-  gitIn(lib, 'commit', '-qm', 'lib');
-  return { ws, lib };
-}
+const gitIn = personsGit;
 
 /**
  * Shell text: in the repository at the current folder, a packed replace ref of HEAD:run.sh that git reads and a

@@ -16,7 +16,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { buildSessionEnv, isSecretEnvValue } from '../../../src/session/env';
 import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
-import { personsGit, personsRepo } from './persons-repo';
+import { personsGit, withNested } from './persons-repo';
 
 const OPEN_VALUE_SHAPES = true;
 const OPEN_SHADOW_PACK = true;
@@ -26,21 +26,6 @@ afterEach(closeSessions);
 afterAll(removeTempDirs);
 
 const gitIn = personsGit;
-
-/** The person's repository (run.sh committed at the top too) with a nested clone of theirs at `vendor/lib` holding `run.sh`. */
-function withNested(): { ws: string; lib: string } {
-  const { ws, git } = personsRepo();
-  fs.writeFileSync(path.join(ws, 'run.sh'), 'echo hello\n');
-  git('add', 'run.sh');
-  git('commit', '-qm', 'run.sh');
-  const lib = path.join(ws, 'vendor', 'lib');
-  fs.mkdirSync(lib, { recursive: true });
-  gitIn(lib, 'init', '-q', '-b', 'main');
-  fs.writeFileSync(path.join(lib, 'run.sh'), 'echo hello\n');
-  gitIn(lib, 'add', 'run.sh');
-  gitIn(lib, 'commit', '-qm', 'lib');
-  return { ws, lib };
-}
 
 describe('round 29: secret value shapes isSecretEnvValue must catch', () => {
   itOpen('F1 a scheme-less proxy with user:password', () => {

@@ -13,6 +13,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { personsGit, personsRepo } from './persons-repo';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
+import { fastDescribe, slowDescribe } from '../../slow';
 
 afterEach(async () => {
   await closeSessions();
@@ -56,7 +57,7 @@ function withSubmodule(ignore?: string): { ws: string; git: (...a: string[]) => 
 
 const status = (git: (...a: string[]) => string): string => git('status', '--porcelain', '--untracked-files=all');
 
-describe('repositories nested in the workspace, attacked', () => {
+fastDescribe('repositories nested in the workspace, attacked', () => {
   test("bytecode swapped under a submodule's own __pycache__/ rule: removed, named, and `from lib import mod` runs the reviewed source", async () => {
     const { ws, git, lib } = withSubmodule();
     const tag = personsPython(ws, 'import sys; print(sys.implementation.cache_tag)');
@@ -213,7 +214,11 @@ describe('repositories nested in the workspace, attacked', () => {
     await s.close();
     expect(s.gitNoteAtClose).toBeUndefined();
   });
+});
 
+// A slow suite (test/slow-suites.js MIXED_FILES): each bound is passed by making what it bounds, more nested
+// repositories than the audit reads (33, each read at every command and at close) and more than 100,000 ignored entries.
+slowDescribe('repositories nested in the workspace, attacked through the bounds', () => {
   test('more nested repositories than the audit reads: the ones past the bound are named as NOT checked', async () => {
     if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
     const { ws } = personsRepo();
