@@ -1,0 +1,98 @@
+/**
+ * Adversary round 30: attacks on adv29 (3d99f71), as root, in real sessions of the unit harness.
+ * Each test asserts the safe behaviour and is skipped while its kind is open (the OPEN_* flags below).
+ *
+ * (header completed below as the round goes)
+ */
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
+import { hostBash, personsRepo } from './persons-repo';
+
+const OPEN_REBASE_STATE = true;
+const OPEN_AMENDED_HEAD = true;
+
+afterEach(closeSessions);
+afterAll(removeTempDirs);
+
+/** git as the person (root) in `cwd`: its output. */
+const gitIn = (cwd: string, ...a: string[]): string =>
+  execFileSync('git', ['-C', cwd, '-c', 'user.name=p', '-c', 'user.email=p@example.com', ...a], { encoding: 'utf8', stdio: 'pipe' });
+
+/**
+ * Shell text: in the repository at the current folder, a commit that looks like HEAD (same message, author, committer,
+ * raw dates and parent) whose run.sh is the session's, left as the state of an operation in progress that an abort
+ * resets `main` to: an interactive rebase whose `orig-head` it is (`git rebase --abort`), or a cherry-pick whose
+ * `sequencer/head` it is, with `abort-safety` HEAD (`git cherry-pick --abort`).
+ */
+const inProgress = (op: 'rebase' | 'cherry-pick'): string =>
+  `evil=$(printf 'echo PWNED-by-session\\n' | git hash-object -w --stdin) && ` +
+  `tree=$(printf '100644 blob %s\\trun.sh\\n100644 blob %s\\tbuild.sh\\n' "$evil" "$(git rev-parse HEAD:build.sh)" | git mktree) && ` +
+  `c=$(GIT_AUTHOR_NAME="$(git log -1 --format=%an)" GIT_AUTHOR_EMAIL="$(git log -1 --format=%ae)" GIT_AUTHOR_DATE="$(git log -1 --format=%ad --date=raw)" ` +
+  `GIT_COMMITTER_NAME="$(git log -1 --format=%cn)" GIT_COMMITTER_EMAIL="$(git log -1 --format=%ce)" GIT_COMMITTER_DATE="$(git log -1 --format=%cd --date=raw)" ` +
+  `git commit-tree "$tree" -p HEAD~1 -m "$(git log -1 --format=%B)") && ` +
+  (op === 'rebase'
+    ? `mkdir .git/rebase-merge && echo refs/heads/main > .git/rebase-merge/head-name && echo "$c" > .git/rebase-merge/orig-head && ` +
+      `git rev-parse HEAD~1 > .git/rebase-merge/onto && : > .git/rebase-merge/interactive && ` +
+      `printf 'pick %s run.sh\\n' "$(git rev-parse --short HEAD)" > .git/rebase-merge/git-rebase-todo && : > .git/rebase-merge/done && ` +
+      `echo 1 > .git/rebase-merge/end && echo 0 > .git/rebase-merge/msgnum`
+    : `mkdir .git/sequencer && echo "$c" > .git/sequencer/head && git rev-parse HEAD > .git/sequencer/abort-safety && ` +
+      `printf 'pick %s run.sh\\n' "$(git rev-parse HEAD)" > .git/sequencer/todo && git rev-parse HEAD > .git/CHERRY_PICK_HEAD`) +
+  ` && echo made-it`;
+
+describe("kind 6: the state of an operation in progress, which the person's git obeys", () => {
+  const t = OPEN_REBASE_STATE ? test.skip : test;
+  for (const op of ['rebase', 'cherry-pick'] as const)
+    t(`a ${op} the session left in progress: the person's git ${op} --abort keeps their main, or the state is named`, async () => {
+      if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+      const { ws, git } = personsRepo();
+      fs.writeFileSync(path.join(ws, 'run.sh'), 'echo hello\n');
+      git('add', 'run.sh');
+      git('commit', '-qm', 'run.sh');
+      const head = gitIn(ws, 'rev-parse', 'HEAD').trim();
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const r = await s.run(inProgress(op));
+      expect(r.output).toContain('made-it');
+      await s.close();
+      const atClose = s.gitFindingsAtClose.map((f) => `${f.path} ${f.why}`).join('\n');
+      const named = /rebase-merge|sequencer|CHERRY_PICK_HEAD/.test(r.output.replace(/made-it/g, '') + atClose);
+      // The person finds an operation in progress they did not start, and aborts it.
+      hostBash(ws, `git ${op} --abort`);
+      const after = gitIn(ws, 'rev-parse', 'HEAD').trim();
+      const runSh = fs.readFileSync(path.join(ws, 'run.sh'), 'utf8');
+      expect(named || (after === head && !runSh.includes('PWNED'))).toBe(true);
+    });
+});
+
+/**
+ * Shell text: the person's HEAD commit made again (same message, author, committer and raw dates, same parent) with
+ * the session's run.sh, and the branch moved to it: `git commit --amend` whose only trace is the commit's id.
+ */
+const AMENDED_HEAD =
+  `echo 'echo PWNED-by-session' > run.sh && git add run.sh && ` +
+  `GIT_COMMITTER_NAME="$(git log -1 --format=%cn)" GIT_COMMITTER_EMAIL="$(git log -1 --format=%ce)" GIT_COMMITTER_DATE="$(git log -1 --format=%cd --date=raw)" ` +
+  `git -c user.name=x -c user.email=x@x commit -q --amend --no-edit && git status --porcelain && echo made-it`;
+
+describe("kind 5: the person's own unpushed commit made again by the session at the workspace's root", () => {
+  const t = OPEN_AMENDED_HEAD ? test.skip : test;
+  t("a look-alike of HEAD with the session's run.sh: named, or the person's git status and log show a change", async () => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    const { ws, git } = personsRepo();
+    fs.writeFileSync(path.join(ws, 'run.sh'), 'echo hello\n');
+    git('add', 'run.sh');
+    git('commit', '-qm', 'run.sh');
+    const log = (): string => gitIn(ws, 'log', '--format=%an %ae %ad %cn %ce %cd %s');
+    const before = log();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run(AMENDED_HEAD);
+    expect(r.output).toContain('made-it');
+    await s.close();
+    const atClose = s.gitFindingsAtClose.map((f) => `${f.path} ${f.why}`).join('\n');
+    const named = /run\.sh|HEAD|commit/.test(r.output.replace(/made-it/g, '') + atClose);
+    const runSh = fs.readFileSync(path.join(ws, 'run.sh'), 'utf8');
+    const shown = gitIn(ws, 'status', '--porcelain') !== '' || log() !== before;
+    if (process.env.ADV30_DEBUG) console.log(JSON.stringify({ named, shown, runSh, before, after: log(), out: r.output, atClose }));
+    expect(named || shown || !runSh.includes('PWNED')).toBe(true);
+  });
+});
