@@ -7,7 +7,8 @@
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
+import { displayCommand, safeText } from '../../../src/shared/display';
+import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 import { hostBash, personsRepo } from './persons-repo';
 
 const OPEN_REBASE_STATE = true;
@@ -94,5 +95,44 @@ describe("kind 5: the person's own unpushed commit made again by the session at 
     const shown = gitIn(ws, 'status', '--porcelain') !== '' || log() !== before;
     if (process.env.ADV30_DEBUG) console.log(JSON.stringify({ named, shown, runSh, before, after: log(), out: r.output, atClose }));
     expect(named || shown || !runSh.includes('PWNED')).toBe(true);
+  });
+});
+
+describe('held: what a person reads of a command, and what a session can reach', () => {
+  test('every control, format, separator, private-use, unassigned, non-ASCII space or default-ignorable code point is escaped in a command and in text', () => {
+    const hidden = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cn}\p{Zs}\p{Default_Ignorable_Code_Point}]/u;
+    const shown: string[] = [];
+    // The BMP, planes 1 and 2, the tags and variation selectors of plane 14, and the starts of the private-use planes.
+    const ranges: [number, number][] = [
+      [0x80, 0x2ffff],
+      [0xe0000, 0xe0fff],
+      [0xf0000, 0xf00ff],
+      [0x100000, 0x1000ff],
+    ];
+    for (const [from, to] of ranges)
+      for (let cp = from; cp <= to; cp++) {
+        if (cp >= 0xd800 && cp <= 0xdfff) continue;
+        const ch = String.fromCodePoint(cp);
+        if (!hidden.test(ch)) continue;
+        if (displayCommand(`ls a${ch}b`).text.includes(ch) || safeText(`x${ch}y`, false).includes(ch) || safeText(`x${ch}y`).includes(ch))
+          shown.push(`U+${cp.toString(16)}`);
+      }
+    expect(shown).toEqual([]);
+  });
+
+  test("a session finds no socket file to connect to, and cannot list the worker's FIFO folder to find a later command's FIFO", async () => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    const ws = tempDir();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run(
+      `find / -path /proc -prune -o -type s -print 2>/dev/null; echo found-end; ` +
+        `readlink /proc/self/fd/3 3>&1 >fifo.txt; f=$(cat fifo.txt); test -p "$f" && echo fifo-found; ` +
+        `ls "$(dirname "$f")" >/dev/null 2>&1 && echo listed || echo not-listed`,
+    );
+    expect(r.output).toMatch(/^found-end$/m);
+    expect(r.output.split('found-end')[0]!.trim()).toBe('');
+    // Control: the command's own FIFO was found by its path, in that folder.
+    expect(r.output).toContain('fifo-found');
+    expect(r.output).toContain('not-listed');
   });
 });
