@@ -13,6 +13,7 @@ import { hostBash, personsRepo } from './persons-repo';
 
 const OPEN_REBASE_STATE = true;
 const OPEN_AMENDED_HEAD = true;
+const OPEN_MIDX_REMAP = true;
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
@@ -96,6 +97,40 @@ describe("kind 5: the person's own unpushed commit made again by the session at 
     if (process.env.ADV30_DEBUG) console.log(JSON.stringify({ named, shown, runSh, before, after: log(), out: r.output, atClose }));
     expect(named || shown || !runSh.includes('PWNED')).toBe(true);
   });
+});
+
+describe('kind 5: a new multi-pack-index that points an object of HEAD at another object of a pack there at start', () => {
+  const t = OPEN_MIDX_REMAP ? test.skip : test;
+  t(
+    "the fixed run.sh of HEAD read as its old version: the person's checkout writes the reviewed run.sh, or the index is named",
+    async () => {
+      if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+      const { ws, git } = personsRepo();
+      fs.writeFileSync(path.join(ws, 'run.sh'), 'echo vulnerable-v1\n');
+      git('add', 'run.sh');
+      git('commit', '-qm', 'run.sh');
+      fs.writeFileSync(path.join(ws, 'run.sh'), 'echo fixed-v2\n');
+      git('commit', '-qam', 'fix run.sh');
+      // A clone's repository: its objects in a pack.
+      git('gc', '-q');
+      fs.copyFileSync(path.join(__dirname, 'fixtures', 'midx-remap.py'), path.join(ws, 'midx-remap.py'));
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const r = await s.run(
+        `git multi-pack-index write && python3 midx-remap.py .git/objects/pack/multi-pack-index ` +
+          `$(git rev-parse HEAD:run.sh) $(git rev-parse HEAD~1:run.sh) && rm midx-remap.py && git status --porcelain && echo made-it`,
+      );
+      expect(r.output).toContain('made-it');
+      await s.close();
+      const atClose = s.gitFindingsAtClose.map((f) => `${f.path} ${f.why}`).join('\n');
+      const named = /multi-pack-index|objects\/pack/.test(r.output.replace(/made-it/g, '') + atClose);
+      // Control of the reading: the person's git status is clean.
+      expect(gitIn(ws, 'status', '--porcelain')).toBe('');
+      fs.rmSync(path.join(ws, 'run.sh'));
+      gitIn(ws, 'checkout', '--', 'run.sh');
+      const checkedOut = fs.readFileSync(path.join(ws, 'run.sh'), 'utf8');
+      expect(named || checkedOut === 'echo fixed-v2\n').toBe(true);
+    },
+  );
 });
 
 describe('held: what a person reads of a command, and what a session can reach', () => {
