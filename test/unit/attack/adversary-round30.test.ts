@@ -9,11 +9,12 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { displayCommand, safeText } from '../../../src/shared/display';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
-import { hostBash, personsRepo } from './persons-repo';
+import { hostBash, personsRepo, plant, ran } from './persons-repo';
 
 const OPEN_REBASE_STATE = true;
 const OPEN_AMENDED_HEAD = true;
 const OPEN_MIDX_REMAP = true;
+const OPEN_NONE_ROOT_HOOK = true;
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
@@ -131,6 +132,26 @@ describe('kind 5: a new multi-pack-index that points an object of HEAD at anothe
       expect(named || checkedOut === 'echo fixed-v2\n').toBe(true);
     },
   );
+});
+
+describe("kind 7: without the sandbox, the person's own repository at the workspace's root", () => {
+  const t = OPEN_NONE_ROOT_HOOK ? test.skip : test;
+  t("a pre-commit hook written by a session in mode none: the person's commit does not run it, or it is named", async () => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    const { ws, marker } = personsRepo();
+    // A repository's folder as git clone leaves it (the test's temporary folder is 0700, which mode none cannot enter).
+    fs.chmodSync(ws, 0o755);
+    const s = await startSession({ cwd: ws, workspace: ws, sandbox: 'none' });
+    const r = await s.run(`id -un && ${plant(marker, '.git/hooks/pre-commit')} && echo made-it`);
+    expect(r.output).toContain('made-it');
+    // Control: bash is not root (the worker's ACL grant is what lets it write the person's .git).
+    expect(r.output).not.toMatch(/^root$/m);
+    await s.close();
+    const atClose = s.gitFindingsAtClose.map((f) => `${f.path} ${f.why}`).join('\n');
+    const named = /hooks/.test(r.output.replace(/made-it/g, '') + atClose);
+    hostBash(ws, 'git -c user.name=p -c user.email=p@example.com commit -q --allow-empty -m two');
+    expect(named || ran(marker) === 'not run').toBe(true);
+  });
 });
 
 describe('held: what a person reads of a command, and what a session can reach', () => {
