@@ -5,9 +5,15 @@
  * (header completed below as the round goes)
  */
 import { execFileSync } from 'node:child_process';
+import { Client } from '@temporalio/client';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { decideUpdate } from '../../../src/contract';
+import { startDevServerOnFreePort, type DevServer } from '../../../src/dev/devserver';
+import { sharedBlobStore, sharedCodecKeys } from '../../../src/dev/testing/worker-process';
 import { displayCommand, safeText } from '../../../src/shared/display';
+import { TestBed } from '../../integration/harness';
+import { asks, end } from '../../integration/steering-helpers';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 import { hostBash, personsRepo, plant, ran } from './persons-repo';
 
@@ -15,6 +21,7 @@ const OPEN_REBASE_STATE = true;
 const OPEN_AMENDED_HEAD = true;
 const OPEN_MIDX_REMAP = true;
 const OPEN_NONE_ROOT_HOOK = true;
+const OPEN_KEYLESS_DECIDE = true;
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
@@ -152,6 +159,52 @@ describe("kind 7: without the sandbox, the person's own repository at the worksp
     hostBash(ws, 'git -c user.name=p -c user.email=p@example.com commit -q --allow-empty -m two');
     expect(named || ran(marker) === 'not run').toBe(true);
   });
+});
+
+describe('kind 2: a client without the codec keys learns the pending tool_use and its hash from the decide Update', () => {
+  const t = OPEN_KEYLESS_DECIDE ? test.skip : test;
+  let server: DevServer | undefined;
+  let bed: TestBed | undefined;
+  afterAll(async () => {
+    await bed?.close();
+    await server?.stop();
+  });
+  t(
+    "the rejections a keyless client gets name neither the pending tool_use id nor the pending command's sha256",
+    async () => {
+      // A codec keys file of this test's own: the workers and the harness's client encrypt with it, the attacker has none.
+      sharedCodecKeys();
+      sharedBlobStore();
+      server = await startDevServerOnFreePort({ headless: true });
+      bed = await TestBed.create({
+        address: server.address,
+        script: { responses: [asks(['toolu_secret_7c1d', 'echo hi > note.txt']), end('done')] },
+      });
+      const handle = await bed.start({ task: 'write the note', approval: 'policy' }, 'keyless-decide');
+      const pending = await bed.pendingApproval(handle);
+      expect(pending.toolUseId).toBe('toolu_secret_7c1d');
+      // The attacker: the workflow id only (a session has it in AGENT_JOBS_WORKFLOW_ID), no keys; its payloads pass
+      // through the workers' codec unencrypted.
+      const keyless = new Client({ connection: bed.connection }).workflow.getHandle(handle.workflowId);
+      const rejection = async (req: Record<string, unknown>): Promise<string> => {
+        try {
+          await keyless.executeUpdate(decideUpdate, { args: [req as never] });
+          return 'applied';
+        } catch (err) {
+          const e = err as Error & { cause?: Error };
+          return `${e.message} ${e.cause?.message ?? ''}`;
+        }
+      };
+      const first = await rejection({ toolUseId: 'toolu_guess', approved: true, commandSha256: '0'.repeat(64), by: 'keyless' });
+      const second = await rejection({ toolUseId: 'toolu_secret_7c1d', approved: true, commandSha256: '0'.repeat(64), by: 'keyless' });
+      // The hash is of a short command: whoever hashes guesses reads it (docs/security.md, "Encryption": no hash is published).
+      expect({ toolUseId: first.includes('toolu_secret_7c1d'), sha256: second.includes(pending.commandSha256) }).toEqual({
+        toolUseId: false,
+        sha256: false,
+      });
+    },
+    180_000,
+  );
 });
 
 describe('held: what a person reads of a command, and what a session can reach', () => {
