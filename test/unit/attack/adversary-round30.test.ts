@@ -1,8 +1,74 @@
 /**
- * Adversary round 30: attacks on adv29 (3d99f71), as root, in real sessions of the unit harness.
- * Each test asserts the safe behaviour and is skipped while its kind is open (the OPEN_* flags below).
+ * Adversary round 30: attacks on adv29 (3d99f71), as root, in real sessions of the unit harness (the keyless one
+ * against a dev server, a worker and the scripted model server of its own). Each test asserts the safe behaviour and
+ * is skipped while its kind is open (the OPEN_* flags below); each was run un-skipped on 3d99f71 and failed as written
+ * below, at its safety assertion (load average 7 to 10 on 2 shared cores).
  *
- * (header completed below as the round goes)
+ * Kind 6 (git files the person's host git obeys), with kind 5: the state of an operation in progress. Steps: the
+ * person's repository holds run.sh (`echo hello`, committed as "run.sh"); a command writes a commit that looks like
+ * HEAD (same message, author, committer, raw dates, parent) whose run.sh is the session's (`hash-object -w`,
+ * `mktree`, `commit-tree`), and leaves `.git/rebase-merge/` (head-name `refs/heads/main`, orig-head that commit, onto,
+ * interactive, a one-line todo), or `.git/sequencer/` (head that commit, abort-safety HEAD) with CHERRY_PICK_HEAD.
+ * The person's `git status` shows a rebase (or cherry-pick) in progress, the state a model's own `git rebase` leaves,
+ * and the person aborts it. OBSERVED (each run): nothing named in the result or at close; after `git rebase --abort`
+ * (or `git cherry-pick --abort`) on the host, main is the session's commit, `git status` is clean, `git log` reads as
+ * before but for the id, and run.sh holds `echo PWNED-by-session`. Why: git-guard.ts `isGitState` keeps
+ * `rebase-merge/`, `rebase-apply/`, `sequencer/` and `*_HEAD` writable (the session's git needs them) and no audit
+ * looks at what is left there; an abort resets the branch to the commit those files name. The same kind (plain git):
+ * `ORIG_HEAD` (the undo of a rebase), `BISECT_START` holding an id (`git bisect reset` checks it out), an `exec` line
+ * of the todo (run as root by `git rebase --continue`). Fix for the kind: at each audit and close, name (or move to the
+ * quarantine) the state of an operation in progress the session made or changed (rebase-merge, rebase-apply,
+ * sequencer, BISECT_*, MERGE_HEAD, CHERRY_PICK_HEAD, REVERT_HEAD, ORIG_HEAD), saying which commit an abort resets to.
+ *
+ * Kind 5 (what the person reads is not what is there): the person's unpushed HEAD commit made again at the root.
+ * Steps: a command writes run.sh, `git add`s it and runs `git commit --amend --no-edit` with GIT_COMMITTER_NAME, _EMAIL
+ * and _DATE from `git log -1`. OBSERVED (load 8.8): nothing named; the person's `git status` is clean and `git log
+ * --format='%an %ae %ad %cn %ce %cd %s'` is byte for byte what it was; run.sh holds the session's line, and the review
+ * docs/security.md asks for (`git status`, `git log origin/main..main`) shows the person's own commit. Why:
+ * git-index-audit.ts compares a NESTED repository with its HEAD's tree at start ("staged or committed by the
+ * session"), the root only with its index and cache-tree. The session's visible commit on top of a look-alike parent
+ * (the person's `git reset --hard HEAD~1` lands on it) is the same kind. Fix: name, at each audit and close, what
+ * differs between the root HEAD's tree at start and now (and that HEAD's commit changed), as the nested audit does.
+ *
+ * Kind 5: a new multi-pack-index over a pack there at start. Steps: the person's repository (run.sh `echo
+ * vulnerable-v1`, then a commit "fix run.sh" to `echo fixed-v2`, then `git gc`: a clone's one pack); a command runs
+ * `git multi-pack-index write` and fixtures/midx-remap.py, which gives HEAD:run.sh's entry the pack offset of
+ * HEAD~1:run.sh. OBSERVED (load 8.0): nothing named; `git status` clean; the person's `git checkout -- run.sh` writes
+ * `echo vulnerable-v1` (on the host `git show HEAD:run.sh` prints it and `git diff HEAD~1` is empty: the fix reads as
+ * no change). Not round 29's new pack: no pack, idx, loose object or alternates line is added or touched. Why: git
+ * looks objects up through a multi-pack-index first (core.multiPackIndex is on by default), reads what lies at the
+ * offset and hashes nothing. Fix for the kind: every file the session adds or changes under `objects/pack` and
+ * `objects/info` named or moved at the audit (or verified: `git multi-pack-index verify`, `git verify-pack`).
+ *
+ * Kind 7 (without the sandbox): the person's own repository at the workspace's root in mode `none`. Steps: a root
+ * worker, `sandbox: 'none'`, a root-owned repository (0755); bash runs as agent-jobs and writes an executable
+ * `.git/hooks/pre-commit`. OBSERVED (load 8.8): nothing named (session.ts gives mode `none` an empty git guard, and so
+ * no audit); the person's `git commit` runs it as root. The worker's ACL grant (`rwX` on the whole workspace) is what
+ * lets agent-jobs write `.git/hooks` and `.git/config`. security.md's row on your own repository names bwrap as its
+ * layer and the mode-`none` row says only that what needs a namespace does not hold. Fix: leave `.git` out of the
+ * grant in mode `none` (or deny writes to its config, hooks, info, config.worktree), run the audit without the
+ * binds, or refuse `--workdir` on a repository there; at least say it where mode `none` is chosen.
+ *
+ * Kind 2 (a run approving itself), and the "Encryption" section's promise that no hash of a command is published: a
+ * client with the workflow id and no codec keys sends the `decide` Update with a guessed tool_use id and is told
+ * "tool_use toolu_guess is not pending; toolu_secret_7c1d is"; with that id and a wrong hash, "commandSha256 000… is
+ * not the hash of the pending command (d914c82a…)", both in plaintext (an Update's rejection is a failure message,
+ * which the codec does not encrypt). OBSERVED (load 7.5): a third Update with both was applied (the codec's decode lets
+ * an unencrypted payload through) and the command ran. A bwrap session cannot reach the frontend; a mode-`none`
+ * session shares the host's network (a dev server on 127.0.0.1) and has AGENT_JOBS_WORKFLOW_ID in its environment
+ * (reasoned, not run end to end). Why: approval.ts `decisionProblem`, codec.ts `decode`. Fix: reasons that name
+ * neither the pending id nor its hash; a decision in an unencrypted payload refused when the worker holds keys.
+ *
+ * Tried, held: every code point of the BMP, planes 1-2, tags and the starts of the private-use planes that is a
+ * control, format, separator, private-use, unassigned, non-ASCII space or default-ignorable character is escaped by
+ * displayCommand and safeText (the whole range 0x80-0x10FFFF by hand: none shown); no socket file anywhere in the
+ * sandbox's view, `/run` and `/var/run` empty, the host's `/dev/shm` covered; the FIFO folder is not listable
+ * (`drwx--x---`) and the names hold 64 random bits, so no job pre-opens a later command's FIFO; `git cherry-pick
+ * --abort` with an abort-safety other than HEAD (git refuses to move HEAD); the plain builtins a rule may run (`kill
+ * -l`, `caller`, `dirs +N`, `printf` numbers, `test` integers) read numbers with `legal_number`, never arithmetic
+ * (read in bash 5.2's sources as the table says); slirp4netns runs without IPv6 and its API socket, the gateway
+ * refused (read); the worker never reads its end of bash's control socket (read); a restore over the checkpoint caps
+ * refuses whole rather than record a truncated "before" (read).
  */
 import { execFileSync } from 'node:child_process';
 import { Client } from '@temporalio/client';
