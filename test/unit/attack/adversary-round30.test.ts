@@ -88,6 +88,7 @@ const OPEN_AMENDED_HEAD = true;
 const OPEN_MIDX_REMAP = true;
 const OPEN_NONE_ROOT_HOOK = true;
 const OPEN_KEYLESS_DECIDE = true;
+const OPEN_NONE_SELF_APPROVAL = true;
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
@@ -168,7 +169,6 @@ describe("kind 5: the person's own unpushed commit made again by the session at 
     const named = /run\.sh|HEAD|commit/.test(r.output.replace(/made-it/g, '') + atClose);
     const runSh = fs.readFileSync(path.join(ws, 'run.sh'), 'utf8');
     const shown = gitIn(ws, 'status', '--porcelain') !== '' || log() !== before;
-    if (process.env.ADV30_DEBUG) console.log(JSON.stringify({ named, shown, runSh, before, after: log(), out: r.output, atClose }));
     expect(named || shown || !runSh.includes('PWNED')).toBe(true);
   });
 });
@@ -270,6 +270,91 @@ describe('kind 2: a client without the codec keys learns the pending tool_use an
       });
     },
     180_000,
+  );
+});
+
+/**
+ * Shell text of the one command the person approves: it leaves a job that, with the run's workflow id from its
+ * environment and no codec keys, learns each pending tool_use id and hash from the decide Update's rejections and
+ * approves it (the Temporal client of this checkout's node_modules; the dev server's address from the environment).
+ */
+const SELF_APPROVER = [
+  `cat > approver.js <<'EOF'`,
+  `const { Connection, Client } = require(${JSON.stringify(require.resolve('@temporalio/client'))});`,
+  `const { execSync } = require('child_process');`,
+  `(async () => {`,
+  // No pid namespace without the sandbox: the dev server's command line, with its port, is in ps.
+  `  const ports = [...new Set([...execSync('ps -eo args').toString().matchAll(/start-dev --port (\\d+)/g)].map((m) => m[1]))];`,
+  `  let h;`,
+  `  for (const port of ports) {`,
+  `    try {`,
+  `      const connection = await Connection.connect({ address: '127.0.0.1:' + port, connectTimeout: 2000 });`,
+  `      const c = new Client({ connection }).workflow.getHandle(process.env.AGENT_JOBS_WORKFLOW_ID);`,
+  `      await c.describe();`,
+  `      h = c;`,
+  `      console.log('found the run on port', port);`,
+  `      break;`,
+  `    } catch {}`,
+  `  }`,
+  `  const ask = (req) => h.executeUpdate('decide', { args: [req] }).then(() => 'applied', (e) => String(e.message) + ' ' + String(e.cause && e.cause.message));`,
+  `  for (let i = 0; i < 600; i++) {`,
+  `    const id = /; (\\S+) is$/.exec(await ask({ toolUseId: 'x', approved: true, commandSha256: '0'.repeat(64), by: 'a person' }));`,
+  `    if (id) {`,
+  `      const sha = /\\(([0-9a-f]{64})\\)/.exec(await ask({ toolUseId: id[1], approved: true, commandSha256: '0'.repeat(64), by: 'a person' }));`,
+  `      if (sha) console.log(id[1], await ask({ toolUseId: id[1], approved: true, commandSha256: sha[1], by: 'a person' }));`,
+  `    }`,
+  `    await new Promise((r) => setTimeout(r, 100));`,
+  `  }`,
+  `})().catch((e) => console.log('failed', String(e)));`,
+  `EOF`,
+  `nohup node approver.js > approver.log 2>&1 &`,
+  `echo started`,
+].join('\n');
+
+describe('kind 2 with kind 7: a run in mode none approves its own commands', () => {
+  const t = OPEN_NONE_SELF_APPROVAL ? test.skip : test;
+  let server: DevServer | undefined;
+  let bed: TestBed | undefined;
+  afterAll(async () => {
+    await bed?.close();
+    await server?.stop();
+  });
+  t(
+    'after the person approves one command, a later one the person never approves does not run',
+    async () => {
+      if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+      sharedCodecKeys();
+      sharedBlobStore();
+      server = await startDevServerOnFreePort({ headless: true });
+      bed = await TestBed.create({
+        address: server.address,
+        workerEnv: { AGENT_JOBS_SANDBOX: 'none' },
+        script: {
+          responses: [asks(['toolu_setup', SELF_APPROVER]), asks(['toolu_later', 'touch pwned.txt']), end('done')],
+        },
+      });
+      // Its folder as mkdtemp leaves it is 0700, which agent-jobs (mode none, no sandbox to bind it) cannot enter.
+      fs.chmodSync(path.dirname(bed.workspaces), 0o755);
+      const handle = await bed.start({ task: 'set up', approval: 'policy', approvalTimeout: '30s' }, 'none-self-approval');
+      const first = await bed.pendingApproval(handle);
+      expect(first.toolUseId).toBe('toolu_setup');
+      await handle.executeUpdate(decideUpdate, {
+        args: [{ toolUseId: 'toolu_setup', approved: true, commandSha256: first.commandSha256, by: 'person' }],
+      });
+      const result = await handle.result();
+      expect(result.status).toBe('completed');
+      // Control: the approved command ran.
+      expect(bed.audit().map((a) => a.command)).toContain(SELF_APPROVER);
+      const decisions = (await bed.status(handle)).decisions.map((d) => [d.toolUseId, d.approved, d.by ?? null]);
+      expect({ ran: bed.audit().some((a) => a.command === 'touch pwned.txt'), decisions }).toEqual({
+        ran: false,
+        decisions: [
+          ['toolu_setup', true, 'person'],
+          ['toolu_later', false, null],
+        ],
+      });
+    },
+    240_000,
   );
 });
 
