@@ -59,6 +59,14 @@
  * (reasoned, not run end to end). Why: approval.ts `decisionProblem`, codec.ts `decode`. Fix: reasons that name
  * neither the pending id nor its hash; a decision in an unencrypted payload refused when the worker holds keys.
  *
+ * Kind 2 with kind 7, end to end: a run in mode `none` approves its own commands. Steps: a root worker with
+ * AGENT_JOBS_SANDBOX=none, codec keys on, a policy run; the person approves one command, which leaves a node job
+ * (nohup). The job has no key: it finds the dev server's port in `ps -eo args` (no pid namespace; the session has
+ * AGENT_JOBS_WORKFLOW_ID, not the address), `describe`s its run on each candidate, and loops the three Updates above.
+ * The model's next command `touch pwned.txt` waits; the person never decides. OBSERVED (load 12.8): decided
+ * `approved` by "a person", run, pwned.txt made. Fix: the keyless fix above; for mode `none` a loopback-only network
+ * namespace where `unshare` works, or no policy runs without a sandbox against a server with no authentication.
+ *
  * Tried, held: every code point of the BMP, planes 1-2, tags and the starts of the private-use planes that is a
  * control, format, separator, private-use, unassigned, non-ASCII space or default-ignorable character is escaped by
  * displayCommand and safeText (the whole range 0x80-0x10FFFF by hand: none shown); no socket file anywhere in the
