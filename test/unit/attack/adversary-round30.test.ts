@@ -1,6 +1,6 @@
 /**
- * Adversary round 30: attacks on adv29 (3d99f71), as root, in real sessions of the unit harness (the keyless one
- * against a dev server, a worker and the scripted model server of its own). Each test asserts the safe behaviour and
+ * Adversary round 30: attacks on adv29 (3d99f71), as root, in real sessions of the unit harness (the two approval ones
+ * against a dev server, a worker and the scripted model server of their own). Each test asserts the safe behaviour and
  * is skipped while its kind is open (the OPEN_* flags below); each was run un-skipped on 3d99f71 and failed as written
  * below, at its safety assertion (load average 7 to 10 on 2 shared cores).
  *
