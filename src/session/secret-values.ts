@@ -5,15 +5,18 @@
  * environment and, when at least 8 characters long (env.ts `MIN_REDACTED_SECRET_LENGTH`), redacted from outputs.
  */
 
-/** A URL's scheme and `//` (RFC 3986 section 3.1), case-insensitive. */
-const SCHEME = String.raw`[a-z][a-z0-9+.-]*:\/\/`;
+/**
+ * A URL's scheme and `//` (RFC 3986 section 3.1), case-insensitive; at most 32 characters (a longer one matches by its
+ * end), so that a long run of letters costs linear time, not one scan per start.
+ */
+const SCHEME = String.raw`[a-z][a-z0-9+.-]{0,31}:\/\/`;
 
 /**
- * A host (name, IPv4, or `[IPv6]`) with an optional port, then the end of the authority: the end of the value, a
+ * A host (a name, also with non-ASCII letters, an IPv4 address, or `[IPv6]`) with an optional port, then the end of the authority: the end of the value, a
  * path, query or fragment, whitespace, or a character that closes the URL inside a longer text (a quote, a comma,
  * a bracket, a backslash of an escaped string).
  */
-const HOST = String.raw`(?:\[[0-9a-f:.]+\]|[a-z0-9_](?:[a-z0-9_.-]*[a-z0-9_])?)(?::\d{1,5})?(?=$|[/?#\s"',;)\]}>\\])`;
+const HOST = String.raw`(?:\[[0-9a-f:.]+\]|[^\s/?#@:"',;()<>[\]{}\\]+)(?::\d{1,5})?(?=$|[/?#\s"',;)\]}>\\])`;
 
 /** Characters before a scheme-less `user:password@host` that start a new word: it is not the middle of a path or a word. */
 const WORD_START = String.raw`(?:^|[\s=,;"'(<\[{])`;
@@ -23,7 +26,9 @@ const WORD_START = String.raw`(?:^|[\s=,;"'(<\[{])`;
  * JSON text or a command line counts):
  * - a URL with a password in its userinfo, `scheme://user:password@host` (`DATABASE_URL`, `REDIS_URL`, a proxy):
  *   the password may hold `/ ? # @` and spaces, unencoded, as SQLAlchemy's `make_url` reads one (its password is
- *   `[^@]*` up to the last `@`); a `%40`-encoded `@` is any other character;
+ *   `[^@]*` up to the last `@`); a `%40`-encoded `@` is any other character; users up to 256 and passwords up to
+ *   512 characters (bounds that keep each test linear in the value's length; a longer password is a token that
+ *   the token rules below match, or is missed);
  * - a scheme-less `user:password@host[:port]` at the start of a word (`http_proxy=alice:pw@proxy:3128`: curl, wget,
  *   pip and git take a proxy without a scheme as `http://`); its password holds no `/`, which would end the
  *   authority in every client;
@@ -33,7 +38,7 @@ const WORD_START = String.raw`(?:^|[\s=,;"'(<\[{])`;
  * - an HTTP credential header anywhere in the value, any case (`Authorization:`, `Proxy-Authorization:`,
  *   `Private-Token:` (GitLab), `X-Api-Key:`, `X-Auth-Token:`), as git's `http.extraheader` carries a CI token, and
  *   `Bearer <16 or more token characters>`; the bare word `bearer` in prose is not enough;
- * - `.netrc` text: `machine <host> ... password <p>`, `default login <u> password <p>`;
+ * - `.netrc` text: `machine <host> ... password <p>` (within 1,000 characters), `default login <u> password <p>`;
  * - a key/value pair whose key names a secret with a non-empty value: `password=`, `Pwd=` (an ADO.NET connection
  *   string), `"password": "..."` (JSON), `secret`, `client_secret`, `api_key`, `access_key`, `secret_key`,
  *   `private_key`, `access_token`, `refresh_token`, `auth_token`, `token`, npm's `_auth=`/`_authToken=`, and
@@ -47,14 +52,14 @@ const WORD_START = String.raw`(?:^|[\s=,;"'(<\[{])`;
  *   start a word, so `task-...` is not an `sk-` key.
  */
 export const SECRET_VALUE_PATTERNS: readonly RegExp[] = Object.freeze([
-  new RegExp(String.raw`${SCHEME}[^\s/?#@:]*:[^\r\n]*?@${HOST}`, 'i'),
-  new RegExp(String.raw`${WORD_START}[^\s/?#@:=,;"'(<\[{]+:[^\s/]+?@${HOST}`, 'i'),
-  /-{3,}\s*BEGIN\s[A-Z0-9 ]*PRIVATE\s+KEY/i,
+  new RegExp(String.raw`${SCHEME}[^\s/?#@:]{0,256}:[^\r\n]{0,512}?@${HOST}`, 'i'),
+  new RegExp(String.raw`${WORD_START}[^\s/?#@:=,;"'(<\[{]{1,256}:[^\s/]{1,512}?@${HOST}`, 'i'),
+  /-{3,5}\s*BEGIN\s[A-Z0-9 ]{0,40}PRIVATE\s+KEY/i,
   /PuTTY-User-Key-File-\d+\s*:/i,
   /AGE-SECRET-KEY-1[0-9A-Z]{20,}/i,
   /(?:^|[^a-z0-9-])(?:proxy-)?(?:authorization|private-token|x-api-key|x-auth-token)\s*[:=]\s*\S/i,
   /(?:^|[^a-z0-9])bearer\s+[a-z0-9._~+/-]{16,}/i,
-  /(?:^|\s)machine\s+\S+\s[\s\S]*?\bpassword\s+\S/i,
+  /(?:^|\s)machine\s+\S+\s[\s\S]{0,1000}?\bpassword\s+\S/i,
   /(?:^|\s)default\s+login\s+\S+\s+password\s+\S/i,
   /(?:^|[^a-z0-9])(?:passw(?:or)?d|pwd|secret|client[_-]?secret|api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|(?:access|refresh|auth)[_-]?token|token|_auth)["']?\s*[=:]\s*["']?(?!["'\s,;&}]|$)/i,
   /"auth"\s*:\s*"[^"\s]{8,}"/i,
@@ -65,7 +70,7 @@ export const SECRET_VALUE_PATTERNS: readonly RegExp[] = Object.freeze([
 ]);
 
 /** The user of a URL's userinfo with no password, `scheme://<user>@host`, captured. */
-const URL_USER_ONLY = new RegExp(String.raw`${SCHEME}([^\s/?#@:]+)@${HOST}`, 'gi');
+const URL_USER_ONLY = new RegExp(String.raw`${SCHEME}([^\s/?#@:]{1,256})@${HOST}`, 'gi');
 
 /**
  * Scheme-less `user:password@host` whose "user" is a URI scheme that takes no `//` (`mailto:alice@example.com`,
@@ -127,34 +132,54 @@ function matchesShape(text: string): boolean {
 const BASE64_RUN = /[A-Za-z0-9+/_-]{24,}={0,2}/g;
 
 /**
+ * Whether `der` starts as an unencrypted private key in DER (what a PEM body is, base64'd with no armor line:
+ * `MIIEvQIBADAN...`, `MC4CAQAwBQYDK2Vw...`, `MHcCAQEEI...`): a SEQUENCE whose first element is the INTEGER 0 or 1
+ * (the version) followed by a SEQUENCE (PKCS#8's algorithm, RFC 5208/5958), an INTEGER (PKCS#1's RSA modulus,
+ * RFC 8017) or an OCTET STRING (SEC1's EC key, RFC 5915). A certificate, a public key (SPKI) or an encrypted
+ * PKCS#8 key starts with a SEQUENCE inside instead, and is not matched.
+ */
+function isDerPrivateKey(der: Buffer): boolean {
+  if (der.length < 8 || der[0] !== 0x30) return false;
+  const lengthBytes = der[1]! < 0x80 ? 0 : der[1]! - 0x80;
+  if (lengthBytes > 3) return false;
+  const at = 2 + lengthBytes;
+  return der[at] === 0x02 && der[at + 1] === 0x01 && der[at + 2]! <= 0x01 && [0x30, 0x02, 0x04].includes(der[at + 3]!);
+}
+
+/**
  * The texts a value stands for besides itself: its percent-decoding when it holds `%XX` (a URL passed inside a
  * query), and the decoding of each base64 run in it that gives printable text (a PEM private key base64-wrapped
  * into one line, the usual CI and Kubernetes form, `LS0tLS1CRUdJTi...`; a base64'd `Authorization:` header or
- * URL), read from each of its first four characters. One level: base64 inside base64 is not opened.
+ * URL), read from each of its first four characters. One level: base64 inside base64 is not opened. `derKey`:
+ * some run decodes to a DER private key ({@link isDerPrivateKey}).
  */
-function decodedForms(value: string): string[] {
-  const forms: string[] = [];
+function decodedForms(value: string): { texts: string[]; derKey: boolean } {
+  const texts: string[] = [];
+  let derKey = false;
   if (/%[0-9a-f]{2}/i.test(value)) {
     try {
-      forms.push(decodeURIComponent(value));
+      texts.push(decodeURIComponent(value));
     } catch {
-      forms.push(value.replace(/%([0-9a-f]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))));
+      texts.push(value.replace(/%([0-9a-f]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))));
     }
   }
   // Each of the four alignments: the run may start with characters that belong to no base64 text (`xLS0tLS1...`).
   for (const run of value.match(BASE64_RUN) ?? [])
     for (let skip = 0; skip < 4; skip++) {
-      const text = Buffer.from(run.slice(skip), 'base64').toString('latin1');
+      const bytes = Buffer.from(run.slice(skip), 'base64');
+      const text = bytes.toString('latin1');
       const printable = text.replace(/[^\x20-\x7e\t\r\n]/g, '').length;
-      if (printable >= text.length * 0.9) forms.push(text);
+      if (printable >= text.length * 0.9) texts.push(text);
+      derKey ||= isDerPrivateKey(bytes);
     }
-  return forms;
+  return { texts, derKey };
 }
 
 /**
  * Whether a variable's value is a secret by its shape, whatever its name: it, its percent-decoding or a base64 run
- * in it decoded matches one of {@link SECRET_VALUE_PATTERNS}, or it holds a URL whose user alone is a token
- * (`https://ghp_...@github.com/o/r`; see `isTokenUser`). Mixed case, surrounding whitespace and a URL inside a
+ * in it decoded matches one of {@link SECRET_VALUE_PATTERNS}, it holds a URL whose user alone is a token
+ * (`https://ghp_...@github.com/o/r`; see `isTokenUser`), or a base64 run in it is a DER private key with no armor
+ * (see `isDerPrivateKey`). Mixed case, surrounding whitespace and a URL inside a
  * longer value (`--proxy=http://u:p@h`, JSON) count.
  *
  * Decisions, each for values a person would recognise as credentials without breaking ordinary sessions:
@@ -173,5 +198,7 @@ function decodedForms(value: string): string[] {
  */
 export function isSecretEnvValue(value: string): boolean {
   if (value.length === 0) return false;
-  return matchesShape(value) || decodedForms(value).some(matchesShape);
+  if (matchesShape(value)) return true;
+  const decoded = decodedForms(value);
+  return decoded.derKey || decoded.texts.some(matchesShape);
 }

@@ -4,6 +4,8 @@
  * the ordinary values that must still reach bash, and real sessions whose `env` shows neither the secrets nor the
  * worker's git config while the session's own `safe.directory` keeps working.
  */
+import { execFileSync } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { buildSessionEnv, isSecretEnvValue, MIN_REDACTED_SECRET_LENGTH } from '../../../src/session/env';
@@ -11,6 +13,28 @@ import { closeSessions, removeTempDirs, startSession, tempDir } from './helpers'
 import { personsRepo } from '../attack/persons-repo';
 
 const PEM = '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n';
+
+/** Real private keys as DER, base64'd with no armor line (PKCS#8 RSA and Ed25519, PKCS#1 RSA, SEC1 EC), and their public keys. */
+const rsa = generateKeyPairSync('rsa', { modulusLength: 1024 });
+const ed = generateKeyPairSync('ed25519');
+const ec = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+const DER_KEYS: readonly string[] = [
+  rsa.privateKey.export({ format: 'der', type: 'pkcs8' }).toString('base64'),
+  rsa.privateKey.export({ format: 'der', type: 'pkcs1' }).toString('base64'),
+  ed.privateKey.export({ format: 'der', type: 'pkcs8' }).toString('base64'),
+  ec.privateKey.export({ format: 'der', type: 'sec1' }).toString('base64'),
+  `key=${ec.privateKey.export({ format: 'der', type: 'pkcs8' }).toString('base64url')}`,
+];
+const DER_PUBLIC: readonly string[] = [
+  rsa.publicKey.export({ format: 'der', type: 'spki' }).toString('base64'),
+  rsa.publicKey.export({ format: 'der', type: 'pkcs1' }).toString('base64'),
+  ed.publicKey.export({ format: 'der', type: 'spki' }).toString('base64'),
+  // A certificate's body (openssl), as a CA bundle variable would hold it.
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ed25519', '-nodes', '-keyout', '/dev/null', '-subj', '/CN=x'], { encoding: 'utf8' })
+    .split('\n')
+    .filter((l) => l && !l.startsWith('-----'))
+    .join(''),
+];
 
 /** Secrets in the shapes round 29 found passing, and the variants chosen to get past each new rule. */
 const SECRET_SHAPES: readonly string[] = [
@@ -88,6 +112,10 @@ const SECRET_SHAPES: readonly string[] = [
   `x${Buffer.from(`  ${PEM}`).toString('base64')}`,
   Buffer.from('postgres://app:pw@db/app').toString('base64'),
   Buffer.from('Authorization: Bearer abcdefgh').toString('base64url'),
+  ...DER_KEYS,
+  // Hosts: IPv6, non-ASCII.
+  'postgres://app:pw@[::1]:5432/app',
+  'postgres://app:pw@dé.example/app',
 ];
 
 /** Ordinary values that must still reach bash. */
@@ -123,6 +151,7 @@ const ORDINARY: readonly string[] = [
   'safe.directory',
   'http.extraheader',
   'C.UTF-8',
+  ...DER_PUBLIC,
 ];
 
 describe('secret value shapes (pure)', () => {
@@ -136,6 +165,10 @@ describe('secret value shapes (pure)', () => {
   test.each(ORDINARY.map((v) => [v]))('ordinary: %j', (value) => {
     expect(isSecretEnvValue(value)).toBe(false);
     expect(buildSessionEnv({ base: { PLAIN_NAME: value } }).env.PLAIN_NAME).toBe(value);
+  });
+
+  test('the DER keys and certificate above are real ones', () => {
+    for (const v of [...DER_KEYS, ...DER_PUBLIC]) expect(v.length).toBeGreaterThan(40);
   });
 
   test('a secret by shape shorter than MIN_REDACTED_SECRET_LENGTH is removed but not redacted', () => {
