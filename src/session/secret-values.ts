@@ -21,6 +21,9 @@ const HOST = String.raw`(?:\[[0-9a-f:.]+\]|[^\s/?#@:"',;()<>[\]{}\\]+)(?::\d{1,5
 /** Characters before a scheme-less `user:password@host` that start a new word: it is not the middle of a path or a word. */
 const WORD_START = String.raw`(?:^|[\s=,;"'(<\[{])`;
 
+/** Keys of a key/value pair that name a secret (a password, a secret, an API or private key, a token, npm's `_auth`). */
+const SECRET_KEY = String.raw`(?:passw(?:or)?d|pwd|secret|client[_-]?secret|api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|(?:access|refresh|auth)[_-]?token|token|_auth)`;
+
 /**
  * The patterns of a secret value, each tested anywhere in the value (so a URL inside `--proxy=http://u:p@h`, a
  * JSON text or a command line counts):
@@ -40,7 +43,8 @@ const WORD_START = String.raw`(?:^|[\s=,;"'(<\[{])`;
  *   `Bearer <16 or more token characters>`; the bare word `bearer` in prose is not enough;
  * - `.netrc` text: `machine <host> ... password <p>` (within 1,000 characters), `default login <u> password <p>`;
  * - a key/value pair whose key names a secret with a non-empty value: `password=`, `Pwd=` (an ADO.NET connection
- *   string), `"password": "..."` (JSON), `secret`, `client_secret`, `api_key`, `access_key`, `secret_key`,
+ *   string), `"password": "..."` (JSON, also with its quotes backslash-escaped inside another string), `password:
+ *   x` (YAML), `<password>x</password>` (XML), `secret`, `client_secret`, `api_key`, `access_key`, `secret_key`,
  *   `private_key`, `access_token`, `refresh_token`, `auth_token`, `token`, npm's `_auth=`/`_authToken=`, and
  *   Docker's `"auth": "<base64>"`, any case; `password-file=` or `token_url=` is not such a key;
  * - a well-known token format, case-sensitive as its issuer writes it (a token's prefix is fixed, so another case
@@ -61,8 +65,9 @@ export const SECRET_VALUE_PATTERNS: readonly RegExp[] = Object.freeze([
   /(?:^|[^a-z0-9])bearer\s+[a-z0-9._~+/-]{16,}/i,
   /(?:^|\s)machine\s+\S+\s[\s\S]{0,1000}?\bpassword\s+\S/i,
   /(?:^|\s)default\s+login\s+\S+\s+password\s+\S/i,
-  /(?:^|[^a-z0-9])(?:passw(?:or)?d|pwd|secret|client[_-]?secret|api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|(?:access|refresh|auth)[_-]?token|token|_auth)["']?\s*[=:]\s*["']?(?!["'\s,;&}]|$)/i,
-  /"auth"\s*:\s*"[^"\s]{8,}"/i,
+  new RegExp(String.raw`(?:^|[^a-z0-9])${SECRET_KEY}(?:\\?["'])?\s*[=:]\s*(?:\\?["'])?(?!["'\s,;&}\\]|$)`, 'i'),
+  new RegExp(String.raw`<${SECRET_KEY}>\s*[^<\s]`, 'i'),
+  /\\?"auth\\?"\s*:\s*\\?"[^"\s\\]{8,}/i,
   /(?:^|[^A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{22,}|glpat-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,})/,
   /(?:^|[^A-Za-z0-9_])(?:npm_[A-Za-z0-9]{36}|(?:AKIA|ASIA)[A-Z0-9]{16}|AIza[0-9A-Za-z_-]{35}|sk-ant-[A-Za-z0-9_-]{20,})(?![A-Za-z0-9])/,
   /(?:^|[^A-Za-z0-9_-])(?:sk-[A-Za-z0-9_-]{20,}|[sr]k_(?:live|test)_[A-Za-z0-9]{10,})/,
