@@ -141,7 +141,7 @@ export interface SessionEnvOptions {
 export interface SessionEnv {
   /** The environment to give bash. */
   env: Record<string, string>;
-  /** Names removed from `base`, sorted (secrets and shell-control variables). */
+  /** Names removed from `base`, sorted (secrets, shell-control variables and the worker's git command-scope config). */
   removed: string[];
   /**
    * Values to redact from outputs: those of the removed secret variables that
@@ -152,12 +152,11 @@ export interface SessionEnv {
 }
 
 /**
- * Builds the scrubbed environment of a session: `base` minus secrets (see
- * {@link SECRET_NAME_PATTERNS}, `secretEnvNames` and `isSecretEnvValue` in secret-values.ts), shell-control
- * variables and the worker's command-scope git config ({@link isGitConfigEnvName}), plus {@link NON_INTERACTIVE_ENV}, plus `extra`. `LANG` is set to
- * `C.UTF-8` when neither `LANG` nor `LC_ALL` is set, so tools print UTF-8.
- * Pure: reads nothing but its arguments (and `process.env` when `base` is
- * omitted).
+ * Builds the scrubbed environment of a session: `base` minus secrets (see {@link SECRET_NAME_PATTERNS},
+ * `secretEnvNames` and `isSecretEnvValue` in secret-values.ts), shell-control variables and the worker's
+ * command-scope git config ({@link isGitConfigEnvName}), plus {@link NON_INTERACTIVE_ENV}, plus `extra`. `LANG`
+ * is set to `C.UTF-8` when neither `LANG` nor `LC_ALL` is set, so tools print UTF-8.
+ * Pure: reads nothing but its arguments (and `process.env` when `base` is omitted).
  */
 export function buildSessionEnv(options: SessionEnvOptions = {}): SessionEnv {
   const base = options.base ?? process.env;

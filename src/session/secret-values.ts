@@ -12,16 +12,16 @@
 const SCHEME = String.raw`[a-z][a-z0-9+.-]{0,31}:\/\/`;
 
 /**
- * A host (a name, also with non-ASCII letters, an IPv4 address, or `[IPv6]`) with an optional port, then the end of the authority: the end of the value, a
- * path, query or fragment, whitespace, or a character that closes the URL inside a longer text (a quote, a comma,
- * a bracket, a backslash of an escaped string).
+ * A host (a name, also with non-ASCII letters, an IPv4 address, or `[IPv6]`) with an optional port, then the end
+ * of the authority: the end of the value, a path, query or fragment, whitespace, or a character that closes the URL
+ * inside a longer text (a quote, a comma, a bracket, a backslash of an escaped string).
  */
 const HOST = String.raw`(?:\[[0-9a-f:.]+\]|[^\s/?#@:"',;()<>[\]{}\\]+)(?::\d{1,5})?(?=$|[/?#\s"',;)\]}>\\])`;
 
-/** Characters before a scheme-less `user:password@host` that start a new word: it is not the middle of a path or a word. */
+/** Characters before a scheme-less `user:password@host` that start a word: not the middle of a path or a word. */
 const WORD_START = String.raw`(?:^|[\s=,;"'(<\[{])`;
 
-/** Keys of a key/value pair that name a secret (a password, a secret, an API or private key, a token, npm's `_auth`). */
+/** Keys of a key/value pair that name a secret (a password, a secret, an API or private key, a token, `_auth`). */
 const SECRET_KEY = String.raw`(?:passw(?:or)?d|pwd|secret|client[_-]?secret|api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|(?:access|refresh|auth)[_-]?token|token|_auth)`;
 
 /**
@@ -31,7 +31,8 @@ const SECRET_KEY = String.raw`(?:passw(?:or)?d|pwd|secret|client[_-]?secret|api[
  *   the password may hold `/ ? # @` and spaces, unencoded, as SQLAlchemy's `make_url` reads one (its password is
  *   `[^@]*` up to the last `@`); a `%40`-encoded `@` is any other character; users up to 256 and passwords up to
  *   512 characters (bounds that keep each test linear in the value's length; a longer password is a token that
- *   the token rules below match, or is missed);
+ *   the token rules below match, or is missed); not when the "password" starts as a port and a path
+ *   (`http://localhost:4873/@scope/pkg`, see `isPortThenPath`);
  * - a scheme-less `user:password@host[:port]` at the start of a word (`http_proxy=alice:pw@proxy:3128`: curl, wget,
  *   pip and git take a proxy without a scheme as `http://`); its password holds no `/`, which would end the
  *   authority in every client;
@@ -114,7 +115,7 @@ function isPortThenPath(match: string): boolean {
   return /^\d{1,5}[/?#\s]/.test(password);
 }
 
-/** Whether `text` (one form of a value) matches a rule, with the exceptions of {@link isPortThenPath} and {@link NOT_A_USER}. */
+/** Whether `text` (one form of a value) matches a rule, but for the exceptions `isPortThenPath` and `NOT_A_USER`. */
 function matchesShape(text: string): boolean {
   const [urlPassword, schemeless, ...rest] = SECRET_VALUE_PATTERNS;
   // After a match that is an exception, look again from its next character: a later URL in the same value
@@ -184,8 +185,8 @@ function decodedForms(value: string): { texts: string[]; derKey: boolean } {
  * Whether a variable's value is a secret by its shape, whatever its name: it, its percent-decoding or a base64 run
  * in it decoded matches one of {@link SECRET_VALUE_PATTERNS}, it holds a URL whose user alone is a token
  * (`https://ghp_...@github.com/o/r`; see `isTokenUser`), or a base64 run in it is a DER private key with no armor
- * (see `isDerPrivateKey`). Mixed case, surrounding whitespace and a URL inside a
- * longer value (`--proxy=http://u:p@h`, JSON) count.
+ * (see `isDerPrivateKey`). Mixed case, surrounding whitespace and a URL inside a longer value (`--proxy=http://u:p@h`,
+ * JSON) count.
  *
  * Decisions, each for values a person would recognise as credentials without breaking ordinary sessions:
  * - Well-known token prefixes: caught (list at {@link SECRET_VALUE_PATTERNS}), case-sensitive and at the start of a
@@ -195,8 +196,12 @@ function decodedForms(value: string): { texts: string[]; derKey: boolean } {
  * - A PEM private key with literal `\n` escapes: caught (the armor line is matched, not the line breaks).
  * - `user@host` with no password (an e-mail address, `git@github.com:o/r.git`, `ssh://git@host`): not a secret; a
  *   URL's user alone is one only when it is token-shaped.
- * - Not caught: `PATH`-like lists (no entry starts a word and holds `:...@host`), `LS_COLORS`, certificates and
- *   public keys, a container image's digest (`node:18@sha256:...`: no port of digits), `mailto:`/`npm:` forms.
+ * - Left to the session as no secret: `PATH`-like lists (no entry starts a word and holds `:...@host`), `LS_COLORS`,
+ *   certificates and public keys (armored or DER), a container image's digest (`node:18@sha256:...`: no port of
+ *   digits), `mailto:`/`npm:` forms, `--password-file=`, an empty `"password": ""`.
+ * - Missed, by design: a random string under an innocent name (no shape to see: list the name in
+ *   `AGENT_JOBS_SECRET_ENV`), a URL password that starts as a port (`app:1234/x@db`), one over 512 characters,
+ *   base64 inside base64, a token in a format not listed; a JSON value with a literal `null` is taken as set.
  * - A value removed here but shorter than 8 characters (`a:b@h:1`) is not redacted from outputs: too short to
  *   replace without noise, and it never reaches the session's environment.
  * Pure; `value` may be any text (an empty string is no secret).
