@@ -11,6 +11,9 @@
  */
 
 import * as path from 'node:path';
+import { isSecretEnvValue } from './secret-values';
+
+export { isSecretEnvValue, SECRET_VALUE_PATTERNS } from './secret-values';
 
 /** A secret value removed from the environment, with the variable it came from. */
 export interface SecretValue {
@@ -108,19 +111,17 @@ export function isSecretEnvName(name: string, extraNames: Iterable<string> = [])
 }
 
 /**
- * Values that are secrets whatever the variable's name: a URL that carries a
- * password in its userinfo (`DATABASE_URL=postgres://app:pw@db/app`,
- * `REDIS_URL`, a proxy URL; RFC 3986 section 3.2.1 deprecates the form, and
- * tools still read it) and a PEM private key.
+ * The worker's command-scope git config (git-config(1) ENVIRONMENT): `GIT_CONFIG_COUNT` with its
+ * `GIT_CONFIG_KEY_<n>`/`GIT_CONFIG_VALUE_<n>` pairs and `GIT_CONFIG_PARAMETERS` (what `git -c` passes on). None of
+ * it reaches a session, as a whole: it is the worker's git setup (a CI checkout's `http.extraheader` token lives
+ * there), a session's git gets its own `safe.directory` entries through the same variables (setup.ts
+ * `identityEnv`), and a partial set would be read wrongly (the worker's `GIT_CONFIG_KEY_1` kept beside the
+ * session's `GIT_CONFIG_COUNT=1`). Removed like shell-control names; a value of theirs is redacted only when it
+ * is secret by its shape (`isSecretEnvValue`), so that a harmless key such as `http.extraheader`, which the name
+ * rule `_KEY_` would match, does not turn into `[REDACTED:...]` in every output.
  */
-export const SECRET_VALUE_PATTERNS: readonly RegExp[] = Object.freeze([
-  /[a-z][a-z0-9+.-]*:\/\/[^\s/?#@:]*:[^\s/?#@]+@/i,
-  /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/,
-]);
-
-/** Whether a variable's value is a secret by its shape ({@link SECRET_VALUE_PATTERNS}), whatever its name. */
-export function isSecretEnvValue(value: string): boolean {
-  return SECRET_VALUE_PATTERNS.some((re) => re.test(value));
+export function isGitConfigEnvName(name: string): boolean {
+  return name === 'GIT_CONFIG_COUNT' || name === 'GIT_CONFIG_PARAMETERS' || /^GIT_CONFIG_(KEY|VALUE)_\d+$/.test(name);
 }
 
 /** Input of {@link buildSessionEnv}. */
@@ -140,7 +141,7 @@ export interface SessionEnvOptions {
 export interface SessionEnv {
   /** The environment to give bash. */
   env: Record<string, string>;
-  /** Names removed from `base`, sorted (secrets and shell-control variables). */
+  /** Names removed from `base`, sorted (secrets, shell-control variables and the worker's git command-scope config). */
   removed: string[];
   /**
    * Values to redact from outputs: those of the removed secret variables that
@@ -151,12 +152,11 @@ export interface SessionEnv {
 }
 
 /**
- * Builds the scrubbed environment of a session: `base` minus secrets (see
- * {@link SECRET_NAME_PATTERNS}, `secretEnvNames` and {@link SECRET_VALUE_PATTERNS}) and shell-control
- * variables, plus {@link NON_INTERACTIVE_ENV}, plus `extra`. `LANG` is set to
- * `C.UTF-8` when neither `LANG` nor `LC_ALL` is set, so tools print UTF-8.
- * Pure: reads nothing but its arguments (and `process.env` when `base` is
- * omitted).
+ * Builds the scrubbed environment of a session: `base` minus secrets (see {@link SECRET_NAME_PATTERNS},
+ * `secretEnvNames` and `isSecretEnvValue` in secret-values.ts), shell-control variables and the worker's
+ * command-scope git config ({@link isGitConfigEnvName}), plus {@link NON_INTERACTIVE_ENV}, plus `extra`. `LANG`
+ * is set to `C.UTF-8` when neither `LANG` nor `LC_ALL` is set, so tools print UTF-8.
+ * Pure: reads nothing but its arguments (and `process.env` when `base` is omitted).
  */
 export function buildSessionEnv(options: SessionEnvOptions = {}): SessionEnv {
   const base = options.base ?? process.env;
@@ -166,6 +166,11 @@ export function buildSessionEnv(options: SessionEnvOptions = {}): SessionEnv {
   const secrets: SecretValue[] = [];
   for (const [name, value] of Object.entries(base)) {
     if (value === undefined) continue;
+    if (isGitConfigEnvName(name) && !extraNames.includes(name)) {
+      removed.push(name);
+      if (isSecretEnvValue(value) && value.length >= MIN_REDACTED_SECRET_LENGTH) secrets.push({ name, value });
+      continue;
+    }
     if (isSecretEnvName(name, extraNames) || isSecretEnvValue(value)) {
       removed.push(name);
       if (value.length >= MIN_REDACTED_SECRET_LENGTH) secrets.push({ name, value });

@@ -1,6 +1,7 @@
 /**
- * Secrets in child processes: a real worker process holds a fake API key
- * and an extra secret (AGENT_JOBS_SECRET_ENV); while a session command runs,
+ * Secrets in child processes: a real worker process holds a fake API key,
+ * an extra secret (AGENT_JOBS_SECRET_ENV) and a token secret only by its
+ * value's shape (a URL whose user is a GitHub token, under an innocent name); while a session command runs,
  * no process descending from the worker (sentinel, bwrap, setpriv, bash,
  * the command) holds either value in /proc/<pid>/environ, the worker's own
  * block included (src/proc-environ.ts overwrites it), and from inside the
@@ -50,9 +51,10 @@ describe('secrets stay out of every process the worker starts', () => {
     const tag = randomBytes(6).toString('hex');
     const key = `sk-ant-fake-${tag}`;
     const extra = `xsecret-${tag}`;
+    const token = `ghp_${tag}${'Z'.repeat(24)}`;
     // Patterns that match the values without containing them (a grep's own argv must not match).
     const find =
-      "ps e -ww -A | grep -c 'sk-ant-fake-[0-9a-f]\\{12\\}\\|xsecret-[0-9a-f]\\{12\\}'; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c 'sk-ant-fake-[0-9a-f]\\{12\\}\\|xsecret-[0-9a-f]\\{12\\}'; true";
+      "ps e -ww -A | grep -c 'sk-ant-fake-[0-9a-f]\\{12\\}\\|xsecret-[0-9a-f]\\{12\\}\\|ghp_[0-9a-f]\\{12\\}Z\\{24\\}'; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c 'sk-ant-fake-[0-9a-f]\\{12\\}\\|xsecret-[0-9a-f]\\{12\\}\\|ghp_[0-9a-f]\\{12\\}Z\\{24\\}'; true";
     bed = await TestBed.create({
       script: {
         responses: [
@@ -60,7 +62,12 @@ describe('secrets stay out of every process the worker starts', () => {
           { content: [{ type: 'text', text: 'done' }], stop_reason: 'end_turn' },
         ],
       },
-      workerEnv: { ANTHROPIC_API_KEY: key, AGENT_JOBS_SECRET_ENV: 'MY_EXTRA_THING', MY_EXTRA_THING: extra },
+      workerEnv: {
+        ANTHROPIC_API_KEY: key,
+        AGENT_JOBS_SECRET_ENV: 'MY_EXTRA_THING',
+        MY_EXTRA_THING: extra,
+        REPO_URL: `https://${token}@github.com/o/r.git`,
+      },
     });
     const worker = bed.workers[0]!;
     const handle = await bed.start({ task: 'hold the session open', approval: 'auto' }, 'secrets');
@@ -82,13 +89,14 @@ describe('secrets stay out of every process the worker starts', () => {
     if (comms.includes('bwrap')) expect(comms.filter((c) => c === 'bwrap')).toHaveLength(2);
     const holding = tree.filter((p) => {
       const env = environ(p);
-      return env !== undefined && (env.includes(key) || env.includes(extra));
+      return env !== undefined && (env.includes(key) || env.includes(extra) || env.includes(token));
     });
     expect({ holding, comms }).toEqual({ holding: [], comms });
     // The worker's own block: the names are there, the values overwritten.
     const own = environ(worker.pid)!;
     expect(own).toContain('ANTHROPIC_API_KEY=*');
     expect(own).toContain('MY_EXTRA_THING=*');
+    expect(own).toContain('REPO_URL=*');
 
     // status names who bash runs as and its sandbox.
     if (process.getuid?.() === 0)

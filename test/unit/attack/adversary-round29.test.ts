@@ -4,6 +4,9 @@
  * 3). Kind 1-of-secrets (a secret reaching bash): values `isSecretEnvValue` (src/session/env.ts) passes: a
  * scheme-less proxy with user:password, a token as a URL's user, PGP and PuTTY private keys, an Authorization header
  * in GIT_CONFIG_VALUE_n or GIT_CONFIG_PARAMETERS, a URL password holding `/ # ?` or a space, a base64-wrapped PEM key.
+ * Fixed for the kind (OPEN_VALUE_SHAPES false): src/session/secret-values.ts `isSecretEnvValue`, and env.ts removes the
+ * worker's command-scope git config as a whole; the attacker's variants and real sessions are in
+ * test/unit/session/env-shapes.test.ts.
  * Kind 5: a NEW pack whose index names an object of HEAD with other bytes (git reads packs first and never re-hashes):
  * the person's checkout writes the session's run.sh, nothing named, at the root and in a nested clone; a fix for
  * round 28's swapped loose object (objects present at start unchanged) would not see it. Fix for the kind: verify
@@ -18,7 +21,7 @@ import { buildSessionEnv, isSecretEnvValue } from '../../../src/session/env';
 import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
 import { personsGit, withNested } from './persons-repo';
 
-const OPEN_VALUE_SHAPES = true;
+const OPEN_VALUE_SHAPES = false;
 const OPEN_SHADOW_PACK = true;
 const itOpen = OPEN_VALUE_SHAPES ? it.skip : it;
 

@@ -1,0 +1,214 @@
+/**
+ * Secret values by their shape, whatever the variable's name: the rules {@link isSecretEnvValue} applies to each
+ * value of the worker's environment before a session gets it (env.ts `buildSessionEnv`) and before the worker hides
+ * variables from its own `/proc/<pid>/environ` (worker.ts). A value that matches is removed from the session's
+ * environment and, when at least 8 characters long (env.ts `MIN_REDACTED_SECRET_LENGTH`), redacted from outputs.
+ */
+
+/**
+ * A URL's scheme and `//` (RFC 3986 section 3.1), case-insensitive; at most 32 characters (a longer one matches by its
+ * end), so that a long run of letters costs linear time, not one scan per start.
+ */
+const SCHEME = String.raw`[a-z][a-z0-9+.-]{0,31}:\/\/`;
+
+/**
+ * A host (a name, also with non-ASCII letters, an IPv4 address, or `[IPv6]`) with an optional port, then the end
+ * of the authority: the end of the value, a path, query or fragment, whitespace, or a character that closes the URL
+ * inside a longer text (a quote, a comma, a bracket, a backslash of an escaped string).
+ */
+const HOST = String.raw`(?:\[[0-9a-f:.]+\]|[^\s/?#@:"',;()<>[\]{}\\]+)(?::\d{1,5})?(?=$|[/?#\s"',;)\]}>\\])`;
+
+/** Characters before a scheme-less `user:password@host` that start a word: not the middle of a path or a word. */
+const WORD_START = String.raw`(?:^|[\s=,;"'(<\[{])`;
+
+/** Keys of a key/value pair that name a secret (a password, a secret, an API or private key, a token, `_auth`). */
+const SECRET_KEY = String.raw`(?:passw(?:or)?d|pwd|secret|client[_-]?secret|api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|(?:access|refresh|auth)[_-]?token|token|_auth)`;
+
+/**
+ * The patterns of a secret value, each tested anywhere in the value (so a URL inside `--proxy=http://u:p@h`, a
+ * JSON text or a command line counts):
+ * - a URL with a password in its userinfo, `scheme://user:password@host` (`DATABASE_URL`, `REDIS_URL`, a proxy):
+ *   the password may hold `/ ? # @` and spaces, unencoded, as SQLAlchemy's `make_url` reads one (its password is
+ *   `[^@]*` up to the last `@`); a `%40`-encoded `@` is any other character; users up to 256 and passwords up to
+ *   512 characters (bounds that keep each test linear in the value's length; a longer password is a token that
+ *   the token rules below match, or is missed); not when the "password" starts as a port and a path
+ *   (`http://localhost:4873/@scope/pkg`, see `isPortThenPath`);
+ * - a scheme-less `user:password@host[:port]` at the start of a word (`http_proxy=alice:pw@proxy:3128`: curl, wget,
+ *   pip and git take a proxy without a scheme as `http://`); its password holds no `/`, which would end the
+ *   authority in every client;
+ * - a private key: PEM or OpenPGP armor (`-----BEGIN ... PRIVATE KEY-----`, `... PRIVATE KEY BLOCK-----`, also
+ *   SSH2's `---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----`, any case, also with escaped `\n` line breaks), a PuTTY
+ *   key file (`PuTTY-User-Key-File-3:`), an age identity (`AGE-SECRET-KEY-1`);
+ * - an HTTP credential header anywhere in the value, any case (`Authorization:`, `Proxy-Authorization:`,
+ *   `Private-Token:` (GitLab), `X-Api-Key:`, `X-Auth-Token:`), as git's `http.extraheader` carries a CI token, and
+ *   `Bearer <16 or more token characters>`; the bare word `bearer` in prose is not enough;
+ * - `.netrc` text: `machine <host> ... password <p>` (within 1,000 characters), `default login <u> password <p>`;
+ * - a key/value pair whose key names a secret with a non-empty value: `password=`, `Pwd=` (an ADO.NET connection
+ *   string), `"password": "..."` (JSON, also with its quotes backslash-escaped inside another string), `password:
+ *   x` (YAML), `<password>x</password>` (XML), `secret`, `client_secret`, `api_key`, `access_key`, `secret_key`,
+ *   `private_key`, `access_token`, `refresh_token`, `auth_token`, `token`, npm's `_auth=`/`_authToken=`, and
+ *   Docker's `"auth": "<base64>"`, any case; `password-file=` or `token_url=` is not such a key;
+ * - a well-known token format, case-sensitive as its issuer writes it (a token's prefix is fixed, so another case
+ *   is no token): GitHub `ghp_ gho_ ghu_ ghs_ ghr_` + 36 and `github_pat_`; GitLab `glpat-`; Slack `xoxa- xoxb-
+ *   xoxp- xoxr- xoxs-`; npm `npm_` + 36; AWS access key ids `AKIA`/`ASIA` + 16 (not secret alone, but half of a
+ *   credential and the account's name: a person would keep it out); Google API keys `AIza` + 35; Anthropic
+ *   `sk-ant-`; OpenAI `sk-` + 20 or more (`sk-proj-...`); Stripe `sk_live_ rk_live_ sk_test_ rk_test_`; a JWT
+ *   (`eyJ<header>.eyJ<payload>.<signature>`, both parts base64url of a JSON object, as every JWT's are). Each must
+ *   start a word, so `task-...` is not an `sk-` key.
+ */
+export const SECRET_VALUE_PATTERNS: readonly RegExp[] = Object.freeze([
+  new RegExp(String.raw`${SCHEME}[^\s/?#@:]{0,256}:[^\r\n]{0,512}?@${HOST}`, 'i'),
+  new RegExp(String.raw`${WORD_START}[^\s/?#@:=,;"'(<\[{]{1,256}:[^\s/]{1,512}?@${HOST}`, 'i'),
+  /-{3,5}\s*BEGIN\s[A-Z0-9 ]{0,40}PRIVATE\s+KEY/i,
+  /PuTTY-User-Key-File-\d+\s*:/i,
+  /AGE-SECRET-KEY-1[0-9A-Z]{20,}/i,
+  /(?:^|[^a-z0-9-])(?:proxy-)?(?:authorization|private-token|x-api-key|x-auth-token)\s*[:=]\s*\S/i,
+  /(?:^|[^a-z0-9])bearer\s+[a-z0-9._~+/-]{16,}/i,
+  /(?:^|\s)machine\s+\S+\s[\s\S]{0,1000}?\bpassword\s+\S/i,
+  /(?:^|\s)default\s+login\s+\S+\s+password\s+\S/i,
+  new RegExp(String.raw`(?:^|[^a-z0-9])${SECRET_KEY}(?:\\?["'])?\s*[=:]\s*(?:\\?["'])?(?!["'\s,;&}\\]|$)`, 'i'),
+  new RegExp(String.raw`<${SECRET_KEY}>\s*[^<\s]`, 'i'),
+  /\\?"auth\\?"\s*:\s*\\?"[^"\s\\]{8,}/i,
+  /(?:^|[^A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{22,}|glpat-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,})/,
+  /(?:^|[^A-Za-z0-9_])(?:npm_[A-Za-z0-9]{36}|(?:AKIA|ASIA)[A-Z0-9]{16}|AIza[0-9A-Za-z_-]{35}|sk-ant-[A-Za-z0-9_-]{20,})(?![A-Za-z0-9])/,
+  /(?:^|[^A-Za-z0-9_-])(?:sk-[A-Za-z0-9_-]{20,}|[sr]k_(?:live|test)_[A-Za-z0-9]{10,})/,
+  /(?:^|[^A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*/,
+]);
+
+/** The user of a URL's userinfo with no password, `scheme://<user>@host`, captured. */
+const URL_USER_ONLY = new RegExp(String.raw`${SCHEME}([^\s/?#@:]{1,256})@${HOST}`, 'gi');
+
+/**
+ * Scheme-less `user:password@host` whose "user" is a URI scheme that takes no `//` (`mailto:alice@example.com`,
+ * `sip:`, `tel:`, npm's alias `npm:pkg@1.2.3`): an address or a package, not a credential. With a second colon
+ * before the `@` (`sip:alice:pw@host`) it is a password again.
+ */
+const NOT_A_USER = /^(?:[\s=,;"'(<[{])?(?:mailto|sip|sips|tel|xmpp|im|pres|news|npm|urn):[^\s:@]*@/i;
+
+/**
+ * Whether a URL's user with no password is a token rather than a login name (`https://<token>@github.com/o/r`:
+ * GitHub and GitLab take a token as the user alone). A token: one of the well-known formats, or at least 20
+ * characters of letters, digits, `_` and `-` holding both a letter and a digit (a 40-hex GitHub classic token, a
+ * UUID, an Azure DevOps PAT). A name: anything else (`git` of `ssh://git@host`, `alice`, `first.last`, an
+ * e-mail address `%40`-encoded, `deploy-bot`).
+ */
+function isTokenUser(encoded: string): boolean {
+  let user = encoded;
+  try {
+    user = decodeURIComponent(encoded);
+  } catch {
+    // A stray `%` is a character of the name as written.
+  }
+  if (SECRET_VALUE_PATTERNS.some((re) => re.test(user))) return true;
+  return user.length >= 20 && /^[A-Za-z0-9_-]+$/.test(user) && /[A-Za-z]/.test(user) && /\d/.test(user);
+}
+
+/**
+ * Whether a match of the URL-with-password pattern is rather `host:port` followed by a path or a space that holds
+ * an `@` later (`http://localhost:4873/@scope/pkg`, `-Dproxy=http://proxy:3128 -Dmail=ops@example.com`): the
+ * "password" starts with 1 to 5 digits and then `/`, `?`, `#` or whitespace. The cost: a real password that
+ * starts so (`app:1234/x@db`) is missed.
+ */
+function isPortThenPath(match: string): boolean {
+  const afterScheme = match.slice(match.indexOf('//') + 2);
+  const password = afterScheme.slice(afterScheme.indexOf(':') + 1);
+  return /^\d{1,5}[/?#\s]/.test(password);
+}
+
+/** Whether `text` (one form of a value) matches a rule, but for the exceptions `isPortThenPath` and `NOT_A_USER`. */
+function matchesShape(text: string): boolean {
+  const [urlPassword, schemeless, ...rest] = SECRET_VALUE_PATTERNS;
+  // After a match that is an exception, look again from its next character: a later URL in the same value
+  // (`-Dproxy=http://proxy:3128 -Ddb=postgres://app:pw@db/app`) must not hide inside the excepted one.
+  const anyMatch = (pattern: RegExp, except: (match: string) => boolean): boolean => {
+    const re = new RegExp(pattern.source, `${pattern.flags}g`);
+    for (let m = re.exec(text); m; m = re.exec(text)) {
+      if (!except(m[0])) return true;
+      re.lastIndex = m.index + 1;
+    }
+    return false;
+  };
+  if (anyMatch(urlPassword!, isPortThenPath) || anyMatch(schemeless!, (m) => NOT_A_USER.test(m))) return true;
+  if (rest.some((re) => re.test(text))) return true;
+  for (const m of text.matchAll(URL_USER_ONLY)) if (isTokenUser(m[1]!)) return true;
+  return false;
+}
+
+/** Runs of base64 or base64url text long enough to hold a key or a URL with a password (24 characters, 18 bytes). */
+const BASE64_RUN = /[A-Za-z0-9+/_-]{24,}={0,2}/g;
+
+/**
+ * Whether `der` starts as an unencrypted private key in DER (what a PEM body is, base64'd with no armor line:
+ * `MIIEvQIBADAN...`, `MC4CAQAwBQYDK2Vw...`, `MHcCAQEEI...`): a SEQUENCE whose first element is the INTEGER 0 or 1
+ * (the version) followed by a SEQUENCE (PKCS#8's algorithm, RFC 5208/5958), an INTEGER (PKCS#1's RSA modulus,
+ * RFC 8017) or an OCTET STRING (SEC1's EC key, RFC 5915). A certificate, a public key (SPKI) or an encrypted
+ * PKCS#8 key starts with a SEQUENCE inside instead, and is not matched.
+ */
+function isDerPrivateKey(der: Buffer): boolean {
+  if (der.length < 8 || der[0] !== 0x30) return false;
+  const lengthBytes = der[1]! < 0x80 ? 0 : der[1]! - 0x80;
+  if (lengthBytes > 3) return false;
+  const at = 2 + lengthBytes;
+  return der[at] === 0x02 && der[at + 1] === 0x01 && der[at + 2]! <= 0x01 && [0x30, 0x02, 0x04].includes(der[at + 3]!);
+}
+
+/**
+ * The texts a value stands for besides itself: its percent-decoding when it holds `%XX` (a URL passed inside a
+ * query), and the decoding of each base64 run in it that gives printable text (a PEM private key base64-wrapped
+ * into one line, the usual CI and Kubernetes form, `LS0tLS1CRUdJTi...`; a base64'd `Authorization:` header or
+ * URL), read from each of its first four characters. One level: base64 inside base64 is not opened. `derKey`:
+ * some run decodes to a DER private key ({@link isDerPrivateKey}).
+ */
+function decodedForms(value: string): { texts: string[]; derKey: boolean } {
+  const texts: string[] = [];
+  let derKey = false;
+  if (/%[0-9a-f]{2}/i.test(value)) {
+    try {
+      texts.push(decodeURIComponent(value));
+    } catch {
+      texts.push(value.replace(/%([0-9a-f]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))));
+    }
+  }
+  // Each of the four alignments: the run may start with characters that belong to no base64 text (`xLS0tLS1...`).
+  for (const run of value.match(BASE64_RUN) ?? [])
+    for (let skip = 0; skip < 4; skip++) {
+      const bytes = Buffer.from(run.slice(skip), 'base64');
+      const text = bytes.toString('latin1');
+      const printable = text.replace(/[^\x20-\x7e\t\r\n]/g, '').length;
+      if (printable >= text.length * 0.9) texts.push(text);
+      derKey ||= isDerPrivateKey(bytes);
+    }
+  return { texts, derKey };
+}
+
+/**
+ * Whether a variable's value is a secret by its shape, whatever its name: it, its percent-decoding or a base64 run
+ * in it decoded matches one of {@link SECRET_VALUE_PATTERNS}, it holds a URL whose user alone is a token
+ * (`https://ghp_...@github.com/o/r`; see `isTokenUser`), or a base64 run in it is a DER private key with no armor
+ * (see `isDerPrivateKey`). Mixed case, surrounding whitespace and a URL inside a longer value (`--proxy=http://u:p@h`,
+ * JSON) count.
+ *
+ * Decisions, each for values a person would recognise as credentials without breaking ordinary sessions:
+ * - Well-known token prefixes: caught (list at {@link SECRET_VALUE_PATTERNS}), case-sensitive and at the start of a
+ *   word, with their issuers' lengths, so that words such as `task-...` or `sk-1` stay.
+ * - `Authorization:`/`Bearer` and `.netrc` text anywhere in a value: caught; so git's `http.extraheader` token in
+ *   `GIT_CONFIG_VALUE_n` or `GIT_CONFIG_PARAMETERS` is a secret (env.ts also drops git's command-scope config).
+ * - A PEM private key with literal `\n` escapes: caught (the armor line is matched, not the line breaks).
+ * - `user@host` with no password (an e-mail address, `git@github.com:o/r.git`, `ssh://git@host`): not a secret; a
+ *   URL's user alone is one only when it is token-shaped.
+ * - Left to the session as no secret: `PATH`-like lists (no entry starts a word and holds `:...@host`), `LS_COLORS`,
+ *   certificates and public keys (armored or DER), a container image's digest (`node:18@sha256:...`: no port of
+ *   digits), `mailto:`/`npm:` forms, `--password-file=`, an empty `"password": ""`.
+ * - Missed, by design: a random string under an innocent name (no shape to see: list the name in
+ *   `AGENT_JOBS_SECRET_ENV`), a URL password that starts as a port (`app:1234/x@db`), one over 512 characters,
+ *   base64 inside base64, a token in a format not listed; a JSON value with a literal `null` is taken as set.
+ * - A value removed here but shorter than 8 characters (`a:b@h:1`) is not redacted from outputs: too short to
+ *   replace without noise, and it never reaches the session's environment.
+ * Pure; `value` may be any text (an empty string is no secret).
+ */
+export function isSecretEnvValue(value: string): boolean {
+  if (value.length === 0) return false;
+  if (matchesShape(value)) return true;
+  const decoded = decodedForms(value);
+  return decoded.derKey || decoded.texts.some(matchesShape);
+}

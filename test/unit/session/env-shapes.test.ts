@@ -1,0 +1,288 @@
+/**
+ * Secret values by their shape (src/session/secret-values.ts `isSecretEnvValue`) and the worker's command-scope
+ * git config (src/session/env.ts `isGitConfigEnvName`): the values an attacker would choose to get past the rules,
+ * the ordinary values that must still reach bash, and real sessions whose `env` shows neither the secrets nor the
+ * worker's git config while the session's own `safe.directory` keeps working.
+ */
+import { execFileSync } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { buildSessionEnv, isSecretEnvValue, MIN_REDACTED_SECRET_LENGTH } from '../../../src/session/env';
+import { closeSessions, removeTempDirs, startSession, tempDir } from './helpers';
+import { personsRepo } from '../attack/persons-repo';
+
+const PEM = '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n';
+
+/** Real private keys as DER, base64'd with no armor line (PKCS#8 RSA and Ed25519, PKCS#1 RSA, SEC1 EC), and their public keys. */
+const rsa = generateKeyPairSync('rsa', { modulusLength: 1024 });
+const ed = generateKeyPairSync('ed25519');
+const ec = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+const DER_KEYS: readonly string[] = [
+  rsa.privateKey.export({ format: 'der', type: 'pkcs8' }).toString('base64'),
+  rsa.privateKey.export({ format: 'der', type: 'pkcs1' }).toString('base64'),
+  ed.privateKey.export({ format: 'der', type: 'pkcs8' }).toString('base64'),
+  ec.privateKey.export({ format: 'der', type: 'sec1' }).toString('base64'),
+  `key=${ec.privateKey.export({ format: 'der', type: 'pkcs8' }).toString('base64url')}`,
+];
+const DER_PUBLIC: readonly string[] = [
+  rsa.publicKey.export({ format: 'der', type: 'spki' }).toString('base64'),
+  rsa.publicKey.export({ format: 'der', type: 'pkcs1' }).toString('base64'),
+  ed.publicKey.export({ format: 'der', type: 'spki' }).toString('base64'),
+  // A certificate's body (openssl), as a CA bundle variable would hold it.
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ed25519', '-nodes', '-keyout', '/dev/null', '-subj', '/CN=x'], { encoding: 'utf8' })
+    .split('\n')
+    .filter((l) => l && !l.startsWith('-----'))
+    .join(''),
+];
+
+/** Secrets in the shapes round 29 found passing, and the variants chosen to get past each new rule. */
+const SECRET_SHAPES: readonly string[] = [
+  // A scheme-less proxy: at the start, after `=` in an option, in JSON, with a `%40`-encoded and a raw `@`.
+  'alice:S3cretPw@proxy.corp:3128',
+  '  alice:S3cretPw@proxy.corp:3128  ',
+  '--proxy=alice:S3cretPw@proxy.corp:3128',
+  '{"proxy":"alice:S3cretPw@proxy.corp"}',
+  'alice:p%40ss@proxy.corp:3128',
+  'alice:p@ss@proxy.corp:3128',
+  // A token as a URL's user alone: well-known, classic 40-hex, UUID, percent-encoded, uppercase scheme.
+  'https://ghp_AbCdEf0123456789AbCdEf0123456789AbCd@github.com/o/r.git',
+  'https://0123456789abcdef0123456789abcdef01234567@github.com/o/r.git',
+  'HTTPS://8f14e45f-ceea-467f-a0c8-3b1c2d4e5f60@dev.azure.com/o/_git/r',
+  'https://%67lpat-AbCdEfGhIjKlMnOpQrSt@gitlab.com/o/r.git',
+  'git clone https://ghp_AbCdEf0123456789AbCdEf0123456789AbCd@github.com/o/r.git dir',
+  // Private keys: PGP armor, PuTTY, SSH2, lower case, escaped line breaks, age.
+  '-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBF\n-----END PGP PRIVATE KEY BLOCK-----',
+  'PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nPrivate-Lines: 1\nAAAA',
+  'putty-user-key-file-2 : ssh-rsa',
+  '---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----',
+  '-----begin rsa private key-----',
+  '-----BEGIN RSA PRIVATE KEY-----\\nMIIEowIBAAKCAQEA\\n-----END RSA PRIVATE KEY-----',
+  '{"type":"service_account","private_key":"-----BEGIN PRIVATE KEY-----\\nMIIE\\n"}',
+  'AGE-SECRET-KEY-1QYQSZQGPQYQSZQGPQYQSZQGPQYQSZQGPQYQSZQGPQYQSZQGPQYQS',
+  // Headers and .netrc text, any case, anywhere in the value.
+  'Authorization: Bearer ghp_AbCdEf0123456789AbCdEf0123456789AbCd',
+  "'http.extraheader'='AUTHORIZATION: basic eDp0b2tlbg=='",
+  'aUtHoRiZaTiOn:token abc',
+  '-H "Proxy-Authorization: Basic eDp0b2tlbg=="',
+  'PRIVATE-TOKEN: abc',
+  'curl -H x-api-key:abc https://api',
+  'Bearer abcdefghijklmnopqrstuvwxyz',
+  'machine github.com\n  login x\n  password y',
+  'default login anonymous password me@example.com',
+  // URL passwords with / # ? a space and an unencoded @; a URL inside a longer value.
+  'postgresql://app:Ab/cd+Ef==@db/app',
+  'postgresql://app:pa#ss@db/app',
+  'postgresql://app:pa?ss@db/app',
+  'postgresql://app:pass word@db/app',
+  'amqp://guest:Zm9v/YmFy@rabbit:5672/',
+  'postgres://u:p@ss@db/app',
+  '--proxy=http://u:pw@h',
+  'JAVA_OPTS=-Dx=1 -Ddb=jdbc:postgresql://app:pw@db:5432/app',
+  '{"db":{"url":"mysql://root:hunter2@10.0.0.5/prod"}}',
+  '-Dproxy=http://proxy:3128 -Ddb=postgres://app:pw@db/app',
+  'http://localhost:4873/@scope/pkg https://u:pw@registry.example/',
+  'mailto:ops@example.com alice:S3cretPw@proxy.corp:3128',
+  'sip:alice:S3cretPw@sip.example.com',
+  'https%3A%2F%2Fu%3Apw%40host%2Fx',
+  // Key/value pairs naming a secret: JSON, ADO.NET, libpq, npm, Docker.
+  '{"password":"hunter2"}',
+  '"{\\"password\\":\\"hunter2\\"}"',
+  'db:\n  password: hunter2',
+  '<settings><password>hunter2</password></settings>',
+  '{\\"auths\\":{\\"r.io\\":{\\"auth\\":\\"dXNlcjpwYXNzd29yZA==\\"}}}',
+  '{ "Client_Secret" : "abc" }',
+  'Server=db;Database=app;User Id=sa;Password=Secr3t;',
+  'Server=db;Uid=sa;Pwd=Secr3t;',
+  'host=db user=app password=secret dbname=app',
+  '//registry.npmjs.org/:_authToken=abc123',
+  '_auth=dXNlcjpwYXNz',
+  '{"auths":{"r.io":{"auth":"dXNlcjpwYXNzd29yZA=="}}}',
+  // Well-known token formats, alone and inside a longer value.
+  'ghp_AbCdEf0123456789AbCdEf0123456789AbCd',
+  'github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz',
+  'token glpat-AbCdEfGhIjKlMnOpQrSt',
+  'xoxb-1234567890-abcdefghij',
+  'npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789',
+  'AKIAIOSFODNN7EXAMPLE',
+  'key=AIzaSyA-1234567890abcdefghijklmnopqrstu',
+  'sk-ant-api03-AbCdEfGhIjKlMnOpQrStUv',
+  'sk-proj-AbCdEfGhIjKlMnOpQrStUv',
+  'sk_live_1234567890abcdef',
+  'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abc',
+  // Base64-wrapped: a PEM (aligned, after a prefix, with leading whitespace inside), a URL, a header.
+  Buffer.from(PEM).toString('base64'),
+  `key=${Buffer.from(PEM).toString('base64')}`,
+  `x${Buffer.from(`  ${PEM}`).toString('base64')}`,
+  Buffer.from('postgres://app:pw@db/app').toString('base64'),
+  Buffer.from('Authorization: Bearer abcdefgh').toString('base64url'),
+  ...DER_KEYS,
+  // Hosts: IPv6, non-ASCII.
+  'postgres://app:pw@[::1]:5432/app',
+  'postgres://app:pw@dé.example/app',
+];
+
+/** Ordinary values that must still reach bash. */
+const ORDINARY: readonly string[] = [
+  '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+  '/opt/homebrew/opt/node@18/bin:/usr/bin',
+  'bin:/opt/homebrew/opt/node@18/bin:/usr/bin',
+  'rs=0:di=01;34:ln=01;36:mh=00:pi=40;33:so=01;35:do=01;35:bd=40;33;01:or=40;31;01:ex=01;32:*.tar=01;31',
+  'https://example.com/x',
+  'https://user@host/x',
+  'https://first.last@host/x',
+  'https://alice%40corp.com@host/x',
+  'ssh://git@github.com/o/r.git',
+  'git+ssh://git@github.com/o/r.git',
+  'git@github.com:owner/repo.git',
+  'alice@example.com',
+  'Alice Example <alice@example.com>',
+  'mailto:alice@example.com',
+  'npm:string-width@4.2.0',
+  'node:18@sha256:0123abcd',
+  'http://proxy:3128',
+  'http://localhost:4873/@scope/pkg',
+  'http://host/a:b@c',
+  '-Dhttp.proxy=http://proxy:3128 -Dmail=ops@example.com',
+  '--password-file=/run/pw',
+  '{"password": ""}',
+  '<password></password>',
+  'PGPASSFILE=/run/pgpass token_url=https://auth.example/oauth',
+  'task-abcdefghijklmnopqrstuvwxyz',
+  'the bearer token goes here',
+  'sk-1',
+  '0123456789abcdef0123456789abcdef01234567',
+  '-----BEGIN CERTIFICATE-----',
+  '-----BEGIN PUBLIC KEY-----',
+  'safe.directory',
+  'http.extraheader',
+  'C.UTF-8',
+  ...DER_PUBLIC,
+];
+
+describe('secret value shapes (pure)', () => {
+  test.each(SECRET_SHAPES.map((v) => [v]))('secret: %j', (value) => {
+    expect(isSecretEnvValue(value)).toBe(true);
+    const built = buildSessionEnv({ base: { PLAIN_NAME: value } });
+    expect(built.env.PLAIN_NAME).toBeUndefined();
+    expect(built.removed).toEqual(['PLAIN_NAME']);
+  });
+
+  test.each(ORDINARY.map((v) => [v]))('ordinary: %j', (value) => {
+    expect(isSecretEnvValue(value)).toBe(false);
+    expect(buildSessionEnv({ base: { PLAIN_NAME: value } }).env.PLAIN_NAME).toBe(value);
+  });
+
+  test('the DER keys and certificate above are real ones', () => {
+    for (const v of [...DER_KEYS, ...DER_PUBLIC]) expect(v.length).toBeGreaterThan(40);
+  });
+
+  test('a secret by shape shorter than MIN_REDACTED_SECRET_LENGTH is removed but not redacted', () => {
+    const short = 'a:b@h:1';
+    expect(short.length).toBeLessThan(MIN_REDACTED_SECRET_LENGTH);
+    const built = buildSessionEnv({ base: { http_proxy: short } });
+    expect(built.env.http_proxy).toBeUndefined();
+    expect(built.removed).toEqual(['http_proxy']);
+    expect(built.secrets).toEqual([]);
+  });
+
+  test("the worker's git env config is removed as a whole; only its secret values are redacted; the session's own entries stay", () => {
+    const header = 'Authorization: Bearer ghp_AbCdEf0123456789AbCdEf0123456789AbCd';
+    const params = "'http.extraheader'='AUTHORIZATION: basic eDp0b2tlbg=='";
+    const built = buildSessionEnv({
+      base: {
+        GIT_CONFIG_COUNT: '2',
+        GIT_CONFIG_KEY_0: 'core.askPass',
+        GIT_CONFIG_VALUE_0: '/usr/local/bin/worker-askpass',
+        GIT_CONFIG_KEY_1: 'http.extraheader',
+        GIT_CONFIG_VALUE_1: header,
+        GIT_CONFIG_PARAMETERS: params,
+        GIT_CONFIG_NOSYSTEM: '1',
+      },
+      extra: { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'safe.directory', GIT_CONFIG_VALUE_0: '/srv/ws' },
+    });
+    expect(Object.entries(built.env).filter(([k]) => k.startsWith('GIT_CONFIG'))).toEqual([
+      ['GIT_CONFIG_NOSYSTEM', '1'],
+      ['GIT_CONFIG_COUNT', '1'],
+      ['GIT_CONFIG_KEY_0', 'safe.directory'],
+      ['GIT_CONFIG_VALUE_0', '/srv/ws'],
+    ]);
+    expect(built.removed).toEqual([
+      'GIT_CONFIG_COUNT',
+      'GIT_CONFIG_KEY_0',
+      'GIT_CONFIG_KEY_1',
+      'GIT_CONFIG_PARAMETERS',
+      'GIT_CONFIG_VALUE_0',
+      'GIT_CONFIG_VALUE_1',
+    ]);
+    // `http.extraheader` (the key, which the name rule `_KEY_` matches) is not made a secret to redact.
+    expect(built.secrets.map((s) => s.name).sort()).toEqual(['GIT_CONFIG_PARAMETERS', 'GIT_CONFIG_VALUE_1']);
+    // A name the operator lists is a secret whatever its value.
+    const listed = buildSessionEnv({ base: { GIT_CONFIG_VALUE_3: 'plainvalue' }, secretEnvNames: ['GIT_CONFIG_VALUE_3'] });
+    expect(listed.secrets).toEqual([{ name: 'GIT_CONFIG_VALUE_3', value: 'plainvalue' }]);
+  });
+});
+
+describe('real sessions: the worker environment a session gets', () => {
+  /** Variables set in this process (the worker's environment a session starts from) for one test, then restored. */
+  const saved = new Map<string, string | undefined>();
+  function workerEnv(vars: Record<string, string>): void {
+    for (const [k, v] of Object.entries(vars)) {
+      if (!saved.has(k)) saved.set(k, process.env[k]);
+      process.env[k] = v;
+    }
+  }
+  afterEach(async () => {
+    await closeSessions();
+    removeTempDirs();
+    for (const [k, v] of saved) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+    saved.clear();
+  });
+
+  test('no secret shape reaches `env` in bash, under an innocent name; each is redacted when printed', async () => {
+    const vars = Object.fromEntries(SECRET_SHAPES.map((v, i) => [`SHAPE_${i}`, v]));
+    workerEnv({ ...vars, http_proxy: 'alice:S3cretPw@proxy.corp:3128' });
+    const dir = tempDir();
+    fs.writeFileSync(path.join(dir, 'leak.txt'), 'alice:S3cretPw@proxy.corp:3128\n');
+    const s = await startSession({ cwd: dir });
+    const r = await s.run('env; echo ---; cat leak.txt');
+    expect(r.output).not.toMatch(/^(SHAPE_\d+|http_proxy)=/m);
+    for (const v of SECRET_SHAPES) if (!v.includes('\n')) expect(r.output).not.toContain(v.trim());
+    expect(r.output).toContain('---\n[REDACTED:');
+  });
+
+  test('ordinary values reach `env` in bash unchanged', async () => {
+    const vars = Object.fromEntries(ORDINARY.map((v, i) => [`ORDINARY_${i}`, v]));
+    workerEnv(vars);
+    const s = await startSession({ cwd: tempDir() });
+    const r = await s.run('for i in $(seq 0 ' + (ORDINARY.length - 1) + '); do n=ORDINARY_$i; printf "%s\\n" "${!n}"; done');
+    expect(r.output).toBe(ORDINARY.map((v) => `${v}\n`).join(''));
+  });
+
+  test("the worker's git env config (an Authorization header) reaches neither `env` nor the session's git; safe.directory still works", async () => {
+    workerEnv({
+      GIT_CONFIG_COUNT: '2',
+      GIT_CONFIG_KEY_0: 'core.askPass',
+      GIT_CONFIG_VALUE_0: '/usr/local/bin/worker-askpass',
+      GIT_CONFIG_KEY_1: 'http.extraheader',
+      GIT_CONFIG_VALUE_1: 'Authorization: Bearer ghp_AbCdEf0123456789AbCdEf0123456789AbCd',
+      GIT_CONFIG_PARAMETERS: "'http.extraheader'='AUTHORIZATION: basic eDp0b2tlbg=='",
+    });
+    const { ws } = personsRepo();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run(
+      'env | grep ^GIT_CONFIG | sort; echo ---; git config --get-all http.extraheader; echo "get $?"; git status --short; echo "status $?"; echo http.extraheader',
+    );
+    expect(r.output).not.toMatch(
+      /ghp_|eDp0b2tlbg|worker-askpass|http\.extraheader=|GIT_CONFIG_PARAMETERS|GIT_CONFIG_KEY_1|GIT_CONFIG_VALUE_1/,
+    );
+    expect(r.output).toContain('get 1\n');
+    expect(r.output).toContain('status 0\n');
+    // The key is not redacted from output (it is no secret).
+    expect(r.output.endsWith('http.extraheader\n')).toBe(true);
+    if (process.getuid?.() === 0) expect(r.output).toMatch(/^GIT_CONFIG_COUNT=\d+\nGIT_CONFIG_KEY_0=safe\.directory\nGIT_CONFIG_VALUE_0=/);
+  });
+});
