@@ -15,6 +15,7 @@ import { closeSessions, removeTempDirs, startSession, tempDir } from '../session
 
 const OPEN_EDIT_BOM = true;
 const OPEN_SPARSE_READ = true;
+const OPEN_DEV_ZERO_SWAP = true;
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
@@ -68,5 +69,28 @@ describe('kind 3: an unasked read of a large sparse file', () => {
     // The person reads at most the output cap (30,000 bytes) of it; the worker should not read gigabytes for 30 s.
     expect(r.timedOut).toBe(false);
     expect(r.outputBytes).toBeLessThan(1024 ** 3);
+  });
+});
+
+describe('kind 6: an unasked run meets a symlink to /dev/zero swapped in after its check', () => {
+  const t = OPEN_DEV_ZERO_SWAP ? test.skip : test;
+  t('`cat x` while a job flips x between a file and a link to /dev/zero: refused or quick, never read until the timeout', async () => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    const ws = fs.realpathSync(tempDir('aj-zero-'));
+    const s = await startSession({ cwd: ws, workspace: ws, timeoutMs: 4000 });
+    const job = await s.run(
+      'echo hi > f; ( while :; do ln -sfn /dev/zero y.tmp && mv -fT y.tmp x; cp f x.tmp && mv -fT x.tmp x; done ) >/dev/null 2>&1 & echo started',
+    );
+    expect(job.output).toBe('started\n');
+    const d = decideApproval('cat x', 'policy', { workspace: ws, cwd: ws });
+    expect(d.action).toBe('run');
+    if (d.action !== 'run') return;
+    const readForever: number[] = [];
+    for (let i = 0; i < 40; i++) {
+      const r = await s.runExact(d.argv, { paths: d.paths, command: 'cat x' }).catch(() => undefined);
+      if (r?.timedOut) readForever.push(r.outputBytes);
+    }
+    // Each entry is a run that read /dev/zero until the 4 s timeout (about 1.2 GB each, when observed).
+    expect(readForever).toEqual([]);
   });
 });
