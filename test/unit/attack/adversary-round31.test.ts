@@ -6,6 +6,7 @@
  *
  * FINDINGS
  */
+import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { decideApproval, literalArgv } from '../../../src/policy';
@@ -92,5 +93,76 @@ describe('kind 6: an unasked run meets a symlink to /dev/zero swapped in after i
     }
     // Each entry is a run that read /dev/zero until the 4 s timeout (about 1.2 GB each, when observed).
     expect(readForever).toEqual([]);
+  });
+});
+
+describe('held: what the policy reads as plain words is what bash runs', () => {
+  // Words the literal-word test accepts, taken from a differential fuzz (12,000 accepted commands over the policy's
+  // characters, quotes and the shell's metacharacters; no difference): glued quotes, quoted metacharacters, `#` and
+  // `=` inside words, `%` and `@` words, empty words.
+  const commands = [
+    `x "a b"'c'd`,
+    `x '#'a "a#b" "#"`,
+    `x %1 @x +y ,z :w`,
+    `x -- -a --b=c`,
+    `x '' "" ''""`,
+    `x "~" '~' "*" '?' "[a]" "{a,b}"`,
+    `x "a;b" 'a|b' "a&b" '$(id)' "<a>" '\\'`,
+    `x 1=b -a=b a:=b`,
+    `'x' y`,
+    `"x"'y' z`,
+  ];
+  test('argv from literalArgv equals the argv bash gives a command it does not find', () => {
+    const script =
+      'command_not_found_handle() { printf "%s\\001" "$@"; }\nPATH=/nonexistent\n' +
+      commands.map((c) => `${c}; printf "\\002\\n"`).join('\n') +
+      '\n';
+    const out = execFileSync('bash', ['--noprofile', '--norc'], { input: script, encoding: 'latin1', env: { PATH: '/usr/bin:/bin' } });
+    const got = out
+      .split('\x02\n')
+      .slice(0, commands.length)
+      .map((l) => l.split('\x01').slice(0, -1));
+    const want = commands.map((c) => {
+      const r = literalArgv(c);
+      if (!r.ok) throw new Error(`${c}: ${r.reason}`);
+      return r.argv;
+    });
+    expect(got).toEqual(want);
+  });
+  test('a word starting with % runs fg (bash reads it as a job), and fails: the session shell has no job control', () => {
+    // Not a builtin name of the table (src/policy/builtins.ts), so only a rule whose own first word starts with `%` could match it.
+    // Its redirections are never applied (bash runs fg before them), so the message is on bash's own stderr.
+    const r = spawnSync('bash', ['--noprofile', '--norc', '-c', '%1 a 2>/dev/null; echo "rc=$?"'], { encoding: 'utf8' });
+    expect([r.stdout, r.stderr]).toEqual(['rc=1\n', 'bash: line 1: fg: no job control\n']);
+    expect(literalArgv('%1 a')).toEqual({ ok: true, argv: ['%1', 'a'] });
+  });
+});
+
+describe('held: the review of an edit, applied with patch(1), gives the bytes written', () => {
+  const cases: [string, string, Record<string, unknown>][] = [
+    ['no-final-newline', 'a\nb', { command: 'insert', insert_line: 2, insert_text: 'c' }],
+    ['crlf', 'a\r\nb\r\n', { command: 'insert', insert_line: 1, insert_text: 'x' }],
+    ['lone-cr', 'a\rb\rc\n', { command: 'insert', insert_line: 1, insert_text: 'x' }],
+    ['line-separator', 'a\u2028b\u0085c\n', { command: 'insert', insert_line: 1, insert_text: 'x' }],
+    ['create-over', 'a\r\nb', { command: 'create', file_text: 'a\nb\n' }],
+    ['replace-cr', 'a\r\nb\r\n', { command: 'str_replace', old_str: 'a\r', new_str: 'a' }],
+  ];
+  test('CRLF, lone CR, no final newline, U+2028 and NEL, create over a file, a replace of a CR', async () => {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+    const ws = fs.realpathSync(tempDir('aj-review-'));
+    const scratch = tempDir('aj-patch-');
+    const s = await startSession({ cwd: ws, workspace: ws });
+    for (const [name, orig, input] of cases) {
+      fs.writeFileSync(path.join(ws, name), orig);
+      let review = '';
+      const gate = (p: ProposedEdit): EditGate => ((review = p.review), { apply: true });
+      const r = await s.edit(req({ ...input, path: name }), gate, { maxCharacters: 1000, ruleSubject: editRuleSubject });
+      expect(r.applied).toBe(true);
+      const o = path.join(scratch, name);
+      fs.writeFileSync(o, orig);
+      fs.writeFileSync(`${o}.diff`, review);
+      execFileSync('patch', ['-s', '-o', `${o}.out`, o, `${o}.diff`], { stdio: 'pipe' });
+      expect([name, fs.readFileSync(`${o}.out`, 'latin1')]).toEqual([name, fs.readFileSync(path.join(ws, name), 'latin1')]);
+    }
   });
 });
