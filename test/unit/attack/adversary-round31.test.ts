@@ -2,9 +2,52 @@
  * Adversary round 31: attacks on adv29 (3d99f71), as root, in real sessions of the unit harness, aimed at the kinds
  * round 30 left alone (a forged result, limits of unasked runs, rules that approve evaluated words, display, the
  * sandbox's edges). Each test asserts the safe behaviour and is skipped while its kind is open (the OPEN_* flags
- * below); each was run un-skipped on 3d99f71 and failed as written below.
+ * below); each was run un-skipped on 3d99f71 and failed as written below (load averages 17 to 25: the machine was
+ * shared).
  *
- * FINDINGS
+ * Kind 5 (what the person reads is not what is written): an edit drops a file's leading UTF-8 byte order mark, and
+ * neither the review nor `view` shows it. Steps: the workspace's `build.sh` is the bytes EF BB BF then `echo
+ * one\necho two\necho three\n`; the editor's `str_replace` of `echo three` by `echo 3` (the gate applies, as a person
+ * approving the review would). OBSERVED: the review is `@@ -1,3 +1,3 @@`, ` echo one`, ` echo two`, `-echo three`,
+ * `+echo 3` (nothing about line 1), and the file written starts with `echo one`: the three bytes are gone. Why:
+ * edit.ts `asText` decodes with `new TextDecoder('utf-8', { fatal: true })`, whose default (`ignoreBOM: false`)
+ * strips a leading mark, and the decoded text is what the change writes back; the helper's sha256 check is of the
+ * bytes, so it passes. Fix: decode with `ignoreBOM: true` (the mark stays a U+FEFF of the text, which the display
+ * escapes as any default-ignorable code point), or refuse such files as not plain text.
+ *
+ * Kind 3 (limits of auto-approved runs): `cat` of a large sparse file runs to the command timeout. Steps: an approved
+ * command runs `truncate -s 8G big` (the default file size limit; no disk used); the policy lets `cat big big ...`
+ * (40 operands) run unasked. OBSERVED: the exact run went on to its timeout (20,151 ms of a 20 s timeout in a first
+ * run, 31,544 ms of 30 s in the test), killed with the timeout note; 2,642,411,520 bytes went through the worker in
+ * the first run (its CPU: 1,526 ms user and 972 ms system), of which the person reads 30,000. With the default
+ * 120 s timeout the session is held two minutes, no person asked: the effect rounds 22 and 23 found with a FIFO and a
+ * file lease, fixed by watching for those two waits only. Fix for the kind: stop an unasked program once its output
+ * is past the cap (the person reads no more of it), or give exact runs a short timeout of their own.
+ *
+ * Kind 6 (the sandbox's edges, for unasked runs): a symlink to `/dev/zero` swapped in after the check. Steps: an
+ * approved command leaves a job that renames, in a loop, a symlink to `/dev/zero` and a copy of a regular file over
+ * `x`; the policy lets `cat x` run unasked, 40 times (timeout 4 s). OBSERVED: most are refused at the check (the
+ * link leaves the workspace); one of 40 (one of 20 in a first run) read `/dev/zero` to the timeout, 1,008,074,752
+ * bytes (1,207,697,408 in the first). Why: exact.ts checks with realpath on the worker and `cat` opens the path in
+ * its sandbox later; `EXACT_RUN_HIDDEN` covers `/etc`, `/home`, ... so that such a link "points at nothing", but
+ * `/dev` keeps `zero`, `urandom` and `full` (and `ptmx`, whose read would wait: read, not run), and `fifoInUse`
+ * looks for FIFOs and leases only. Not run (it would take the shared machine's memory): `tail x` on such a link keeps
+ * one endless line, so it grows to the session's memory limit (half the machine by default). Fix: bind what was
+ * checked (round 22's `--ro-bind-fd` of a descriptor opened `O_PATH|O_NOFOLLOW` at the check), or the kind's fix above.
+ *
+ * Tried, held: a differential fuzz of the literal-word test (tree-sitter-bash and the strict tokenizer) against
+ * bash 5.2's own argv, 24,000 accepted commands over the policy's characters, quotes and every shell metacharacter,
+ * arguments and first words (through `command_not_found_handle`): no difference (a test below keeps the hard
+ * cases). Noticed: a first word starting with `%` is a job to bash, which runs `fg` (no builtin name of builtins.ts's
+ * table) and skips the command's redirections; the session shell has no job control, so it fails, and only a rule
+ * whose own first word starts with `%` could match it. The edit's review applied with patch(1) gives the bytes
+ * written for CRLF, a lone CR, no final newline, U+2028 and NEL, form feeds, an empty file, a create over a file and a
+ * replace of a CR (only the mark above differs). The sandbox from inside (capabilities 0, no_new_privs, seccomp;
+ * `/proc` of its own pid namespace, bwrap's links EACCES, bash's own fds EACCES, the session's folder not listable;
+ * netlink dumps EPERM; `/dev` minimal, `/tmp` and `/dev/shm` tmpfs of 1 GiB). The session shell's `trap` disabled and
+ * `enable` gone; aliases are on by design and the control line holds no word in an alias position (read). The
+ * editor's helper on a swapped `/dev/zero`: it opens `O_NONBLOCK` and checks the descriptor's type and path (read).
+ * `socketpair` of unix datagrams refused as `socket` is (read); the index audit's hashing is bounded per audit (read).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
