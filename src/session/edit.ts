@@ -104,7 +104,7 @@ export function failureText(code: string, message: string, abs: string, writing:
 function asText(data: Buffer): string | null {
   if (data.includes(0)) return null;
   try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(data);
+    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(data);
   } catch {
     return null;
   }

@@ -164,7 +164,19 @@ export interface ExactRun {
    * waiting on a file lease ({@link fifoInUse}): what was seen, e.g. `cat (pid 123) was opening a FIFO`.
    */
   stoppedOnFifo?: string;
+  /** Set when the run was killed because its output passed {@link EXACT_MAX_OUTPUT_BYTES}: the bytes it had printed by then. */
+  stoppedOnOutput?: number;
 }
+
+/**
+ * Most bytes a program run unasked may print before it is killed: 64 MiB. A person reads at most
+ * the session's output cap of it (its start and end), so past this the run only costs the worker's
+ * CPU and holds the session until its timeout: a sparse file of 8 GiB that takes no disk
+ * (`truncate -s 8G`, within the file-size limit), or `/dev/zero` swapped in for a path after the
+ * check (adversary round 31: 2.6 GB in 20 s through the worker). A read-only command that prints
+ * more is named so in its result (what is shown then comes from what it printed before it was stopped).
+ */
+export const EXACT_MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
 
 /** How often {@link runExactProgram} looks at what the run's processes wait on, ms. */
 export const FIFO_WATCH_MS = 50;
@@ -235,11 +247,52 @@ export function fifoInUse(pid: number): string | undefined {
   return undefined;
 }
 
+/** Looks at what `child`'s processes wait on every {@link FIFO_WATCH_MS} ms ({@link fifoInUse}) and calls `kill` once one uses a FIFO; `stop()` of the result ends the watch and gives what was seen. */
+function watchFifos(child: { pid?: number }, kill: () => void): { stop: () => string | undefined } {
+  let seen: string | undefined;
+  const watch = setInterval(() => {
+    const now = child.pid ? fifoInUse(child.pid) : undefined;
+    if (now && !seen) {
+      seen = now;
+      kill();
+    }
+  }, FIFO_WATCH_MS);
+  return {
+    stop: () => {
+      clearInterval(watch);
+      return seen;
+    },
+  };
+}
+
+/** Passes chunks to `onOutput` until more than `max` bytes came, then calls `stop` once and drops the rest; `stoppedAt` gives the bytes seen then. */
+function boundedOutput(
+  onOutput: (chunk: Buffer) => void,
+  max: number,
+  stop: () => void,
+): { take: (chunk: Buffer) => void; stoppedAt: () => number | undefined } {
+  let printed = 0;
+  let stoppedAt: number | undefined;
+  return {
+    take: (chunk) => {
+      if (stoppedAt !== undefined) return;
+      printed += chunk.length;
+      onOutput(chunk);
+      if (printed > max) {
+        stoppedAt = printed;
+        stop();
+      }
+    },
+    stoppedAt: () => stoppedAt,
+  };
+}
+
 /**
  * Spawns `file args` in `cwd` with `env`, feeds stdout and stderr (as they
- * come) to `onOutput`, kills the process group at `timeoutMs` or on abort, or
- * as soon as one of its processes opens or holds a named FIFO ({@link fifoInUse},
- * looked at every {@link FIFO_WATCH_MS} ms; `stoppedOnFifo` says what was seen).
+ * come) to `onOutput`, kills the process group at `timeoutMs` or on abort, as
+ * soon as one of its processes opens or holds a named FIFO ({@link fifoInUse},
+ * looked at every {@link FIFO_WATCH_MS} ms; `stoppedOnFifo` says what was seen),
+ * or once it has printed more than `maxOutputBytes` (`stoppedOnOutput`).
  * Resolves when the process has exited and its pipes are closed (at most
  * 300 ms after exit, for pipes held by a child that outlives it).
  */
@@ -250,6 +303,7 @@ export function runExactProgram(
   timeoutMs: number,
   onOutput: (chunk: Buffer) => void,
   signal?: AbortSignal,
+  maxOutputBytes: number = EXACT_MAX_OUTPUT_BYTES,
 ): Promise<ExactRun> {
   const started = Date.now();
   return new Promise((resolve) => {
@@ -272,32 +326,27 @@ export function runExactProgram(
       }
     };
     const timer = Number.isFinite(timeoutMs) ? setTimeout(() => ((timedOut = true), killGroup()), timeoutMs) : undefined;
-    let stoppedOnFifo: string | undefined;
     // A path swapped for a FIFO after the check would hold the run until its timeout: stopped within a tick instead.
-    const watch = setInterval(() => {
-      const seen = child.pid ? fifoInUse(child.pid) : undefined;
-      if (seen && !stoppedOnFifo) {
-        stoppedOnFifo = seen;
-        killGroup();
-      }
-    }, FIFO_WATCH_MS);
+    const fifos = watchFifos(child, killGroup);
     const onAbort = (): void => {
       cancelled = true;
       killGroup();
     };
     signal?.addEventListener('abort', onAbort, { once: true });
-    child.stdout.on('data', onOutput);
-    child.stderr.on('data', onOutput);
+    const output = boundedOutput(onOutput, maxOutputBytes, killGroup);
+    child.stdout.on('data', output.take);
+    child.stderr.on('data', output.take);
     let settled = false;
     const done = (exitCode: number | null, sig: string | null): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      clearInterval(watch);
+      const stoppedOnFifo = fifos.stop();
       signal?.removeEventListener('abort', onAbort);
       killGroup();
-      const fifo = stoppedOnFifo ? { stoppedOnFifo } : {};
-      resolve({ exitCode, signal: sig, timedOut, cancelled, durationMs: Date.now() - started, ...fifo });
+      const past = output.stoppedAt();
+      const why = { ...(stoppedOnFifo ? { stoppedOnFifo } : {}), ...(past ? { stoppedOnOutput: past } : {}) };
+      resolve({ exitCode, signal: sig, timedOut, cancelled, durationMs: Date.now() - started, ...why });
     };
     child.on('error', (err) => {
       onOutput(Buffer.from(`${launch.file}: ${err.message}\n`));

@@ -20,7 +20,7 @@ import { editIo } from './edit-io';
 import { judgeRecords, notEnded, type Ending, type Outcome } from './ending';
 import { buildSessionEnv, sessionSearchPath, type SecretValue } from './env';
 import { InvalidCommandError, SessionClosedError, SessionCwdError, SessionStartError } from './errors';
-import { EXACT_RUN_HIDDEN, runExactProgram } from './exact';
+import { EXACT_MAX_OUTPUT_BYTES, EXACT_RUN_HIDDEN, runExactProgram } from './exact';
 import { checkExactRun, exactLaunch } from './exact-run';
 import { SessionHost } from './host';
 import type { SessionIdentity, WorkspaceAccess } from './identity';
@@ -536,6 +536,12 @@ export class BashSession {
           `stopped: ${run.stoppedOnFifo}; a program run unasked never reads a FIFO nor waits on a file lease (something put one at a path after the check), so it was killed`,
         ),
       );
+    if (run.stoppedOnOutput !== undefined)
+      notes.push(
+        note(
+          `stopped: it printed more than ${EXACT_MAX_OUTPUT_BYTES} bytes, all a program run unasked may print (a sparse file, or a device swapped in for a path after the check); what is shown is from what it printed until then`,
+        ),
+      );
     const limitNote = exactLimitNote(run, captured.text, this.limits);
     if (limitNote) notes.push(note(limitNote));
     const memory = this.memoryKillNote();
@@ -544,7 +550,7 @@ export class BashSession {
       exactArgv: [...argv],
       output: appendNotes(captured.text, notes),
       notes,
-      exitCode: run.timedOut || run.cancelled || run.stoppedOnFifo ? null : run.exitCode,
+      exitCode: run.timedOut || run.cancelled || run.stoppedOnFifo || run.stoppedOnOutput !== undefined ? null : run.exitCode,
       timedOut: run.timedOut,
       truncated: captured.truncated,
       outputBytes: captured.outputBytes,

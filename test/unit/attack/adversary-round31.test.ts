@@ -57,9 +57,9 @@ import type { EditGate, ProposedEdit } from '../../../src/session';
 import { editRuleSubject, parseEditInput, type EditRequest } from '../../../src/contract/text-editor';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
-const OPEN_EDIT_BOM = true;
-const OPEN_SPARSE_READ = true;
-const OPEN_DEV_ZERO_SWAP = true;
+const OPEN_EDIT_BOM = false;
+const OPEN_SPARSE_READ = false;
+const OPEN_DEV_ZERO_SWAP = false;
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
