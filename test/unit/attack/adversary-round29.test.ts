@@ -19,7 +19,7 @@ import { closeSessions, removeTempDirs, startSession } from '../session/helpers'
 import { personsGit, personsRepo } from './persons-repo';
 
 const OPEN_VALUE_SHAPES = true;
-const OPEN_SHADOW_PACK = true;
+const OPEN_SHADOW_PACK = false;
 const itOpen = OPEN_VALUE_SHAPES ? it.skip : it;
 
 afterEach(closeSessions);
