@@ -59,7 +59,6 @@ async function attack(where: string, script: string): Promise<{ repo: string; ou
   const s = await startSession({ cwd: ws, workspace: ws });
   const r = await s.run(`cd ${where} && ${script}`);
   await s.close();
-  if (process.env.SHOW_NOTE) console.log(s.gitNoteAtClose);
   return { repo: path.join(ws, where), output: r.output, atClose: s.gitFindingsAtClose.map((f) => `${f.path} (${f.why})`).join('\n') };
 }
 
