@@ -81,6 +81,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { MAX_NESTED_REPOS, type GuardedGit } from './git-guard';
 import { auditIndex, recordIndex, type IndexBaseline, type NestedRepo } from './git-index-audit';
+import { auditObjects, recordObjects, type ObjectsBaseline } from './git-objects-audit';
 import { decodeName, GIT_WALK_LIMITS, nameBytes, showName, walkGit, type GitWalk } from './git-walk';
 import { DIR_FLAGS, openDirAt, readRegularIfThere, tryReadRegular } from './safe-open';
 import { ownerOf } from './worktree-git';
@@ -153,6 +154,11 @@ export interface GitBaseline {
    * or dropped from that git dir's `packed-refs`, as the root's are.
    */
   readonly nestedReplace: ReadonlyMap<string, NestedRefs>;
+  /**
+   * The object stores of the root git dir and of {@link nestedGitDirs} at start (git-objects-audit.ts): at close, what
+   * the session wrote there that git would read as other bytes than an object's id names is moved.
+   */
+  readonly objects: readonly ObjectsBaseline[];
   /** The last `<seq>` the quarantine gave a name (`<tag>-<seq>`), kept across audits. */
   readonly names: { seq: number };
   /**
@@ -410,6 +416,7 @@ export async function recordGit(
     unguarded: [...repos.unguarded],
     nestedGitDirs: new Map(ownGitDirs.map((d) => [d, new Set(moduleNames(d))])),
     nestedReplace: new Map(ownGitDirs.flatMap((d) => nestedStart(d))),
+    objects: [...(root === undefined ? [] : [root]), ...ownGitDirs].map((d) => recordObjects(d)),
     names: { seq: 0 },
     index: root === undefined ? undefined : await recordIndex(workspace, git, await ownerOf(workspace), nestedRepos(workspace, walk)),
   };
@@ -457,7 +464,7 @@ export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFindi
         );
     }
     if (walk.unfinished !== undefined) out.push(unchecked(b, `the walk stopped: ${walk.unfinished}`));
-    out.push(...nestedFindings(b, q));
+    out.push(...nestedFindings(b, q), ...(await objectFindings(b, q, final)));
     const gone: string[] = [];
     for (const rel of walk.named) {
       // Not what lies in a folder of such a name moved just before (the walk lists a folder before what is in it).
@@ -523,6 +530,17 @@ function nestedFindings(b: GitBaseline, q: Quarantine): GitFinding[] {
     const start = b.nestedReplace.get(d);
     if (start) out.push(...nestedReplaceFindings(d, start, q));
   }
+  return out;
+}
+
+/**
+ * What the session wrote in the object stores that git would read as other bytes than an id names
+ * (git-objects-audit.ts), at close only: no process of the session is left to race the checks, and hashing and pack
+ * checks cost more than a command's audit may.
+ */
+async function objectFindings(b: GitBaseline, q: Quarantine, final: boolean): Promise<GitFinding[]> {
+  const out: GitFinding[] = [];
+  if (final) for (const o of b.objects) out.push(...(await auditObjects(o, (abs, why) => q.move(abs, why))));
   return out;
 }
 

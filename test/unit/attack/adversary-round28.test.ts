@@ -51,7 +51,7 @@ import { hostBash, personsGit, plant, ran, withNested } from './persons-repo';
 
 const OPEN_ODD_PACKED_REPLACE = false;
 const OPEN_FILE_PATHSPEC_MAGIC = false;
-const OPEN_SWAPPED_OBJECT = true;
+const OPEN_SWAPPED_OBJECT = false;
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);

@@ -22,7 +22,7 @@ import { closeSessions, removeTempDirs, startSession } from '../session/helpers'
 import { personsGit, withNested } from './persons-repo';
 
 const OPEN_VALUE_SHAPES = false;
-const OPEN_SHADOW_PACK = true;
+const OPEN_SHADOW_PACK = false;
 const itOpen = OPEN_VALUE_SHAPES ? it.skip : it;
 
 afterEach(closeSessions);
