@@ -98,11 +98,11 @@ export class FifoPool {
 }
 
 /**
- * What a result says when the worker closed an earlier command's output ({@link FifoCapture.onCut}): `dropped`, the bytes
+ * What a result says when the worker closed this or an earlier command's output ({@link FifoCapture.onCut}): `dropped`, the bytes
  * its background jobs wrote after it ended.
  */
 export function drainCutText(dropped: number): string {
-  return `background jobs of an earlier command kept writing to its output after it ended (${dropped} bytes dropped, past ${DRAIN_BURST_BYTES} bytes and then ${DRAIN_BYTES_PER_SECOND} per second): the worker closed that output, so their next write there fails (EPIPE, SIGPIPE by default); redirect a background job's output to a file (\`job > log 2>&1 &\`)`;
+  return `background jobs of this or an earlier command kept writing to its output after it ended (${dropped} bytes dropped, past ${DRAIN_BURST_BYTES} bytes and then ${DRAIN_BYTES_PER_SECOND} per second): the worker closed that output, so their next write there fails (EPIPE, SIGPIPE by default); redirect a background job's output to a file (\`job > log 2>&1 &\`)`;
 }
 
 /** State of a {@link FifoCapture}. */
