@@ -4,6 +4,7 @@
  * per session. The drain is bounded (capture.ts `DRAIN_BURST_BYTES`): past it the worker closes its reader, the writers
  * get EPIPE (SIGPIPE), the worker's CPU falls back and the next result says so; a job that logs now and then is left.
  */
+import * as os from 'node:os';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
 afterEach(closeSessions);
@@ -27,7 +28,7 @@ describe("kind 3: what background jobs write into an ended command's output", ()
     // A window of the session's own (a command that sleeps), over which the worker's CPU is measured.
     const { share, ms, value } = await cpuOver(() => s.run('sleep 2; echo cats: $(pgrep -c -x cat)'));
     console.log(
-      `worker CPU over ${Math.round(ms)} ms with the jobs: ${(share * 100).toFixed(1)}% of a core (load ${require('node:os')
+      `worker CPU over ${Math.round(ms)} ms with the jobs: ${(share * 100).toFixed(1)}% of a core (load ${os
         .loadavg()
         .map((l: number) => l.toFixed(1))
         .join(' ')})`,
