@@ -30,6 +30,9 @@ import { DIR_FLAGS, O_PATH, openDirAt, openEntryAt } from './safe-open';
 /** The findings {@link checkHeldGit} made, told apart from the git audit's by {@link isHeldFinding}. */
 const HELD_FINDINGS = new WeakSet<GitFinding>();
 
+/** Of {@link HELD_FINDINGS}, those of an entry another user replaced, kept as theirs. */
+const KEPT = new WeakSet<GitFinding>();
+
 /** Whether `f` is one of {@link checkHeldGit}'s (its note is {@link heldGitNote}'s, not git-audit.ts `gitAuditNote`'s). */
 export function isHeldFinding(f: GitFinding): boolean {
   return HELD_FINDINGS.has(f);
@@ -40,13 +43,23 @@ export function isHeldFinding(f: GitFinding): boolean {
  * the session put in place of what the person's git runs, where it went, and what was put back.
  */
 export function heldGitNote(findings: readonly GitFinding[], workspace: string): string | undefined {
-  if (findings.length === 0) return undefined;
   const rel = (p: string): string => path.relative(workspace, p) || '.';
-  const each = findings
-    .slice(0, 10)
-    .map((f) => `${rel(f.path)} (${f.why}${f.movedTo ? `; what stood there renamed to ${rel(f.movedTo)}` : ''})`);
-  const more = findings.length > 10 ? ` and ${findings.length - 10} more` : '';
-  return `without the sandbox the session renamed away what the person's git runs (the repository's config, hooks, info, what the config names) and the worker took it back: ${each.join(', ')}${more}`;
+  const list = (fs: readonly GitFinding[]): string =>
+    fs
+      .slice(0, 10)
+      .map((f) => `${rel(f.path)} (${f.why}${f.movedTo ? `; what stood there renamed to ${rel(f.movedTo)}` : ''})`)
+      .join(', ') + (fs.length > 10 ? ` and ${fs.length - 10} more` : '');
+  const taken = findings.filter((f) => !KEPT.has(f));
+  const kept = findings.filter((f) => KEPT.has(f));
+  const parts = [
+    taken.length > 0
+      ? `without the sandbox the session renamed away what the person's git runs (the repository's config, hooks, info, what the config names) and the worker took it back: ${list(taken)}`
+      : '',
+    kept.length > 0
+      ? `what the person's git runs was replaced on the host (the person's own git?) and kept: ${list(kept)}; if nobody changed it there, check it before running git in the workspace`
+      : '',
+  ].filter((p) => p !== '');
+  return parts.length > 0 ? parts.join('; ') : undefined;
 }
 
 /** A directory reopened through its descriptor's magic link (`/proc/self/fd/<n>`), which names the inode held: followed, never a path. */
@@ -244,11 +257,20 @@ function checkEntry(h: HeldGit, e: HeldEntry): GitFinding | undefined {
   if (now && now.dev === e.dev && now.ino === e.ino) return undefined;
   const fd = now ? openRel(h.workspace, e.rel) : undefined;
   if (fd !== undefined && !sessions(fd, h.uid)) {
-    // The person's own change (their git renamed a new config in): held from now on.
+    // Another user's (the person's git renamed a new config in): held from now on, and named, since a file of theirs
+    // whose text the session chose (a `SQUASH_MSG` of its commit messages) could be renamed there too.
     const st = fs.fstatSync(fd);
     fs.closeSync(e.fd);
     Object.assign(e, { fd, dev: st.dev, ino: st.ino });
-    return undefined;
+    const kept: GitFinding = {
+      path: abs,
+      why: `replaced by uid ${st.uid}, not the session's user: kept`,
+      movedTo: undefined,
+      inPlace: true,
+    };
+    HELD_FINDINGS.add(kept);
+    KEPT.add(kept);
+    return kept;
   }
   let movedTo: string | undefined;
   let aside = 'nothing stood there';
