@@ -97,6 +97,14 @@ export class FifoPool {
   }
 }
 
+/**
+ * What a result says when the worker closed this or an earlier command's output ({@link FifoCapture.onCut}): `dropped`, the bytes
+ * its background jobs wrote after it ended.
+ */
+export function drainCutText(dropped: number): string {
+  return `background jobs of this or an earlier command kept writing to its output after it ended (${dropped} bytes dropped, past ${DRAIN_BURST_BYTES} bytes and then ${DRAIN_BYTES_PER_SECOND} per second): the worker closed that output, so their next write there fails (EPIPE, SIGPIPE by default); redirect a background job's output to a file (\`job > log 2>&1 &\`)`;
+}
+
 /** State of a {@link FifoCapture}. */
 type Mode = 'collect' | 'drain' | 'closed';
 
@@ -104,8 +112,19 @@ type Mode = 'collect' | 'drain' | 'closed';
 const FENCE_WRITE_MS = 1000;
 
 /**
+ * What background jobs may write into a command's FIFO once the command has ended, drained and dropped by the worker:
+ * a burst of {@link DRAIN_BURST_BYTES} and then {@link DRAIN_BYTES_PER_SECOND} on average (a token bucket). Past it the
+ * worker closes its reader, so their next write gets EPIPE (SIGPIPE): `(cat /dev/zero &)` kept a third of a core
+ * draining for the session's life; a job logging a line now and then stays within it.
+ */
+export const DRAIN_BURST_BYTES = 1 << 20;
+/** See {@link DRAIN_BURST_BYTES}: bytes per second. */
+export const DRAIN_BYTES_PER_SECOND = 64 << 10;
+
+/**
  * Reads one command's FIFO: bytes before the fence go to the collector;
- * after {@link detach}, the rest is drained and dropped until EOF.
+ * after {@link detach}, the rest is drained and dropped until EOF, or until background
+ * writers pass the drain's bound ({@link DRAIN_BURST_BYTES}), when the FIFO is closed.
  */
 export class FifoCapture {
   /** Resolves when the fence has been read. */
@@ -121,6 +140,15 @@ export class FifoCapture {
   onClosed: (() => void) | undefined;
   /** Called once, at the first bytes read from the FIFO (the session takes bash's read count then). */
   onFirstData: (() => void) | undefined;
+  /**
+   * Called once when the worker closed the FIFO because background jobs wrote past the drain's bound after the command
+   * ended ({@link DRAIN_BURST_BYTES}), with the bytes dropped by then; {@link onClosed} is called too.
+   */
+  onCut: ((droppedBytes: number) => void) | undefined;
+  /** Bytes dropped since the command ended, and the drain's token bucket (bytes left, when last refilled in ms). */
+  private dropped = 0;
+  private allowance = DRAIN_BURST_BYTES;
+  private refilled = 0;
 
   /**
    * Opens `fifo` for a command. `fence` is the marker the worker writes after
@@ -148,6 +176,7 @@ export class FifoCapture {
   }
 
   private onData(chunk: Buffer): void {
+    if (this.mode === 'drain') return this.dropDrained(chunk.length);
     if (this.mode !== 'collect') return;
     const first = this.onFirstData;
     this.onFirstData = undefined;
@@ -157,7 +186,7 @@ export class FifoCapture {
     if (at >= 0) {
       this.collector.push(data.subarray(0, at));
       this.carry = Buffer.alloc(0);
-      this.mode = 'drain';
+      this.startDrain();
       this.resolveFence();
       return;
     }
@@ -183,7 +212,7 @@ export class FifoCapture {
       // No /proc: keep the read-write descriptor draining until the session
       // closes.
       this.flushCarry();
-      this.mode = 'drain';
+      this.startDrain();
       this.pool.discard(this.fifo);
       return;
     }
@@ -208,8 +237,29 @@ export class FifoCapture {
     }
     if (this.mode === 'collect') {
       this.flushCarry();
-      this.mode = 'drain';
+      this.startDrain();
     }
+  }
+
+  /** From here on what is read is dropped, within the drain's bound ({@link DRAIN_BURST_BYTES}). */
+  private startDrain(): void {
+    this.mode = 'drain';
+    this.refilled = Date.now();
+  }
+
+  /** Counts `bytes` dropped after the command ended against the drain's bound, and closes the FIFO past it. */
+  private dropDrained(bytes: number): void {
+    const now = Date.now();
+    this.allowance = Math.min(DRAIN_BURST_BYTES, this.allowance + ((now - this.refilled) * DRAIN_BYTES_PER_SECOND) / 1000);
+    this.refilled = now;
+    this.allowance -= bytes;
+    this.dropped += bytes;
+    if (this.allowance >= 0) return;
+    const cut = this.onCut;
+    this.onCut = undefined;
+    // The worker's reader is the last one: closing it gives the writers EPIPE (SIGPIPE) at their next write.
+    this.destroy();
+    cut?.(this.dropped);
   }
 
   /**

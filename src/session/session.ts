@@ -13,7 +13,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { appendAuditLine, commandAuditLine, editAuditLine, type AuditSource } from './audit';
-import { FifoCapture, FifoPool } from './capture';
+import { drainCutText, FifoCapture, FifoPool } from './capture';
 import type { EditRequest } from '../contract/text-editor';
 import { performEdit, type EditGate, type EditOutcome, type ProposedEdit } from './edit';
 import { editIo } from './edit-io';
@@ -64,7 +64,26 @@ import {
 import { emptyGuard, GitGuardRefusal, guardedGit, type GuardedGit } from './git-guard';
 import { walkGit, type GitWalk } from './git-walk';
 import type { ProcessGuard } from './guard';
-import { auditGit, gitAuditNote, prepareQuarantine, recordGit, watchMissing, type GitBaseline, type GitFinding } from './git-audit';
+import {
+  auditGit,
+  gitAuditNote,
+  gitDirOf,
+  prepareQuarantine,
+  recordGit,
+  watchMissing,
+  type GitBaseline,
+  type GitFinding,
+} from './git-audit';
+import {
+  checkHeldGit,
+  heldGitNote,
+  holdGitEntries,
+  isHeldFinding,
+  releaseHeldGit,
+  revokeGitWrite,
+  watchHeldGit,
+  type HeldGit,
+} from './git-held';
 import { holdBinds, releaseHeldBinds, type HeldBinds } from './held-binds';
 import { closePins, pinGit, type GitPins, type PinnedDir } from './pins';
 import { sandboxView, type SandboxMode, type SandboxOptions } from './sandbox';
@@ -209,7 +228,7 @@ export class BashSession {
   gitFindingsAtClose: readonly GitFinding[] = [];
   /** {@link gitFindingsAtClose} as one line for a log, or undefined when there are none. */
   get gitNoteAtClose(): string | undefined {
-    return this.gitBaseline ? gitAuditNote(this.gitFindingsAtClose, this.gitBaseline) : undefined;
+    return this.gitBaseline ? this.gitNote(this.gitFindingsAtClose) : undefined;
   }
   /**
    * Why the sub-agent's git directories are not bound (one line: which could not be opened without a
@@ -219,6 +238,11 @@ export class BashSession {
   private readonly hide: string[];
   /** Output pipes not yet closed (running commands, and background jobs still holding one), closed by `close()`. */
   private readonly captures = new Set<FifoCapture>();
+  /** Notes for the next command's result: outputs the worker closed because background jobs kept writing to them (capture.ts). */
+  private readonly cutNotes: string[] = [];
+  /** Without the sandbox, the git entries held by descriptor in place of its binds (git-held.ts), and their sweep's stop. */
+  private readonly heldNone: { guard: GuardedGit; held: HeldGit } | undefined;
+  private stopHeld: (() => void) | undefined;
   private shell: ShellProcess | undefined;
   private generation = 0;
   private seq = 0;
@@ -261,10 +285,15 @@ export class BashSession {
     this.git = this.workspace && sandbox.mode === 'bwrap' ? guardGit(realDir(this.workspace), this.id, walk) : emptyGuard();
     this.gitTag = this.id.replace(/[^A-Za-z0-9-]/g, '_').slice(0, 40);
     // Made before any sandbox and bound read-only in each: the session can neither block it nor take back what was moved.
-    this.quarantine = this.workspace && sandbox.mode === 'bwrap' ? prepareQuarantine(realDir(this.workspace), this.gitTag) : undefined;
+    this.quarantine = this.workspace && audited(sandbox, access) ? prepareQuarantine(realDir(this.workspace), this.gitTag) : undefined;
     if (this.quarantine) this.git.readonly.push(this.quarantine);
+    // Without the sandbox: the same paths, made unwritable by ACL and held by descriptor instead of bound (git-held.ts).
+    this.heldNone =
+      this.workspace && audited(sandbox, access) && sandbox.mode === 'none'
+        ? holdNone(realDir(this.workspace), this.id, this.gitTag, walk, identity!.uid, this.quarantine)
+        : undefined;
     const built = buildSessionEnv({
-      extra: { ...identityEnv(who, this.workspace, this.git.nestedTops), ...options.env },
+      extra: { ...identityEnv(who, this.workspace, (this.heldNone?.guard ?? this.git).nestedTops), ...options.env },
       secretEnvNames: options.secretEnvNames,
     });
     this.env = built.env;
@@ -311,7 +340,7 @@ export class BashSession {
       const who = resolveWho(options, cwd, host, git.pins);
       // The repositories below the workspace's root, read off the event loop before the guard binds them as the root's.
       const walk =
-        options.workspace && who.sandbox.mode === 'bwrap'
+        options.workspace && audited(who.sandbox, who.access)
           ? await walkGit(realDir(options.workspace), path.join(realDir(options.workspace), '.git'))
           : undefined;
       session = new BashSession(options, cwd, who, host, git, walk);
@@ -322,29 +351,35 @@ export class BashSession {
     const refused = session.cwdRefusal(cwd);
     if (refused) {
       closePins(git.pins);
+      if (session.heldNone) releaseHeldGit(session.heldNone.held);
       releaseHeldBinds(session.heldGit);
       fs.rmSync(session.tmpDir, { recursive: true, force: true });
       throw new SessionCwdError(`cannot start bash session in ${cwd}: ${refused}`, cwd, { sessionId: options.id });
     }
     try {
       // What the workspace's git metadata holds before anything of the session runs (read off the event loop).
-      if (session.workspace && session.sandboxMode.mode === 'bwrap') {
+      if (session.workspace && audited(session.sandboxMode, session.access)) {
+        const g = session.heldNone?.guard ?? session.git;
         session.gitBaseline = await recordGit(
           realDir(session.workspace),
           session.gitTag,
-          session.git.named,
-          session.git.missing,
-          session.git.anywhere,
-          session.git.completed,
-          session.git.anywhereStems,
-          session.git,
+          g.named,
+          g.missing,
+          g.anywhere,
+          g.completed,
+          g.anywhereStems,
+          g,
         );
         // From before the first command to close: a background job's file at a missing path is moved at once, not at the next audit.
         if (session.gitBaseline) session.stopWatch = watchMissing(session.gitBaseline, (found) => pushEach(session.watchedFindings, found));
+        const held = session.heldNone?.held;
+        if (held) session.stopHeld = watchHeldGit(held, (found) => pushEach(session.watchedFindings, found));
       }
       await session.spawn(cwd);
     } catch (err) {
       session.stopWatch?.();
+      session.stopHeld?.();
+      if (session.heldNone) releaseHeldGit(session.heldNone.held);
       closePins(git.pins);
       releaseHeldBinds(session.heldGit);
       fs.rmSync(session.tmpDir, { recursive: true, force: true });
@@ -607,12 +642,12 @@ export class BashSession {
       } finally {
         // No outcome (the edit threw: a write without an answer, a failure of the diff): the audit still moves what it
         // finds now; its findings, and a memory kill (not taken here), are told with the next result.
-        if (outcome === undefined && this.gitBaseline) pushEach(this.watchedFindings, await auditGit(this.gitBaseline, false));
+        if (outcome === undefined && this.gitBaseline) pushEach(this.watchedFindings, await this.auditAll(false));
       }
       if (outcome.needsApproval) {
         // Nothing was done, and the answer's text is never shown: the audit still moves what it finds now, and its
         // findings (and a memory kill) are told with the next result.
-        if (this.gitBaseline) pushEach(this.watchedFindings, await auditGit(this.gitBaseline, false));
+        if (this.gitBaseline) pushEach(this.watchedFindings, await this.auditAll(false));
       } else {
         // The helper runs in the session's memory cgroup: a kill there (the helper's or a job's) is said here as for a command.
         const notes = [this.memoryKillNote(), await this.auditGitNote()].filter((n): n is string => n !== undefined);
@@ -669,7 +704,9 @@ export class BashSession {
     for (const c of [...this.captures]) c.destroy();
     // No process of the session is left: the audit's last word, with nothing racing it.
     this.stopWatch?.();
-    if (this.gitBaseline) this.gitFindingsAtClose = [...this.watchedFindings.splice(0), ...(await auditGit(this.gitBaseline, true))];
+    this.stopHeld?.();
+    if (this.gitBaseline) this.gitFindingsAtClose = [...this.watchedFindings.splice(0), ...(await this.auditAll(true))];
+    if (this.heldNone) releaseHeldGit(this.heldNone.held);
     // Every launch is over (the queue ran out); one that comes later finds them closed (fds.ts launchStdio).
     closePins(this.gitPins);
     releaseHeldBinds(this.heldGit);
@@ -789,6 +826,7 @@ export class BashSession {
     if (relaunch) ending.notes.push(relaunch);
     const audit = await this.auditGitNote();
     if (audit) ending.notes.push(audit);
+    ending.notes.push(...this.cutNotes.splice(0));
     const memory = this.memoryKillNote();
     if (memory) ending.notes.push(memory);
     if (ending.restartAfter && !this.closed) {
@@ -881,12 +919,31 @@ export class BashSession {
     }
   }
 
+  /**
+   * The git audit (git-audit.ts `auditGit`), after, without the sandbox, the check of the entries its binds would hold
+   * (git-held.ts): what the session renamed into their place is taken back first, so that the audit reads the originals.
+   */
+  private async auditAll(final: boolean): Promise<GitFinding[]> {
+    const held = this.heldNone ? checkHeldGit(this.heldNone.held) : [];
+    return [...held, ...(await auditGit(this.gitBaseline!, final))];
+  }
+
   /** Audits the workspace's git metadata (git-audit.ts) and returns the note for a result, or undefined when nothing was found. */
   private async auditGitNote(): Promise<string | undefined> {
     if (!this.gitBaseline) return undefined;
-    const found = await auditGit(this.gitBaseline, false);
-    const text = gitAuditNote([...this.watchedFindings.splice(0), ...found], this.gitBaseline);
+    const found = await this.auditAll(false);
+    const text = this.gitNote([...this.watchedFindings.splice(0), ...found]);
     return text === undefined ? undefined : note(text);
+  }
+
+  /** The text for the git audit's findings (git-audit.ts `gitAuditNote`), after that of the held entries' (git-held.ts), or undefined for none. */
+  private gitNote(findings: readonly GitFinding[]): string | undefined {
+    const held = heldGitNote(findings.filter(isHeldFinding), this.gitBaseline!.workspace);
+    const audit = gitAuditNote(
+      findings.filter((f) => !isHeldFinding(f)),
+      this.gitBaseline!,
+    );
+    return held && audit ? `${held}; ${audit}` : (held ?? audit);
   }
 
   /** The command's file (above 2 KiB), its tokens, and its output FIFO with the collector behind it. */
@@ -906,6 +963,7 @@ export class BashSession {
     const capture = new FifoCapture(this.fifos.take(), tokens.fence, collector, this.fifos);
     this.captures.add(capture);
     capture.onClosed = () => this.captures.delete(capture);
+    capture.onCut = (dropped) => this.cutNotes.push(note(drainCutText(dropped)));
     return { commandFile, source, tokens, collector, capture };
   }
 
@@ -1182,6 +1240,31 @@ function guardGit(workspace: string, sessionId: string, walk: GitWalk | undefine
       throw new SessionStartError(`cannot start bash session on ${workspace}: ${err.message}`, { sessionId, cause: err });
     throw err;
   }
+}
+
+/** Whether the workspace's git is audited: in the sandbox, or without it when the session user writes the workspace by ACL entries. */
+function audited(sandbox: Who['sandbox'], access: WorkspaceAccess): boolean {
+  return sandbox.mode === 'bwrap' || access === 'acl';
+}
+
+/**
+ * Without the sandbox: the paths it would bind for the workspace's git ({@link guardGit}, and the quarantine), with the
+ * session user's write taken off them and each held by a descriptor (git-held.ts).
+ * @param uid the session user's uid
+ */
+function holdNone(
+  workspace: string,
+  sessionId: string,
+  tag: string,
+  walk: GitWalk | undefined,
+  uid: number,
+  quarantine: string | undefined,
+): { guard: GuardedGit; held: HeldGit } {
+  const guard = guardGit(workspace, sessionId, walk);
+  if (quarantine) guard.readonly.push(quarantine);
+  const root = gitDirOf(workspace);
+  revokeGitWrite(workspace, uid, guard, [...(root ? [root] : []), ...guard.nestedGitDirs]);
+  return { guard, held: holdGitEntries(workspace, uid, guard, tag) };
 }
 
 /** The note for a shell the guard killed: the process limit, or its sockets' kernel memory past the socket budget (guard.ts). */

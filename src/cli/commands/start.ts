@@ -31,7 +31,7 @@ import {
 } from '../../config';
 import { SHARED_TASK_QUEUE } from '../../config';
 import { CliError } from '../errors';
-import { checkWorkdir } from '../workdir';
+import { checkWorkdir, noSandboxGitWarning } from '../workdir';
 import { printJson, printLines } from '../render/text';
 import { withClient } from '../context';
 import { durationMs, formatDurationMs, positiveInt, positiveNumber, toolList } from '../parse';
@@ -269,6 +269,8 @@ export function registerStart(program: Command): void {
     .action(async (task: string[], opts: StartOptions) => {
       const input = buildInput(task, opts);
       if (opts.workdir !== undefined) await checkWorkdir(opts.workdir);
+      const gitWarning = opts.workdir !== undefined ? await noSandboxGitWarning(opts.workdir) : undefined;
+      if (gitWarning) process.stderr.write(gitWarning);
       await withClient(async (jobs) => {
         const run = await jobs.start(input, opts.id !== undefined ? { workflowId: opts.id } : {});
         const { workflowId } = run;

@@ -94,7 +94,7 @@ import { hostBash, personsRepo, plant, ran } from './persons-repo';
 const OPEN_REBASE_STATE = true;
 const OPEN_AMENDED_HEAD = true;
 const OPEN_MIDX_REMAP = true;
-const OPEN_NONE_ROOT_HOOK = true;
+const OPEN_NONE_ROOT_HOOK = false;
 const OPEN_KEYLESS_DECIDE = true;
 const OPEN_NONE_SELF_APPROVAL = true;
 
@@ -224,7 +224,8 @@ describe("kind 7: without the sandbox, the person's own repository at the worksp
     fs.chmodSync(ws, 0o755);
     const s = await startSession({ cwd: ws, workspace: ws, sandbox: 'none' });
     const r = await s.run(`id -un && ${plant(marker, '.git/hooks/pre-commit')} && echo made-it`);
-    expect(r.output).toContain('made-it');
+    // Written, or refused since the fix (git-held.ts: no ACL entry of the session's on hooks/).
+    expect(r.output).toMatch(/made-it|\.git\/hooks\/pre-commit: Permission denied/);
     // Control: bash is not root (the worker's ACL grant is what lets it write the person's .git).
     expect(r.output).not.toMatch(/^root$/m);
     await s.close();

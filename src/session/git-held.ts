@@ -1,0 +1,371 @@
+/**
+ * The git guard of a session without the sandbox (`AGENT_JOBS_SANDBOX=none`) whose user writes the workspace by ACL
+ * entries (workspace.ts `grantWorkspace`): no bind can make the repository's `config`, `hooks/`, `info/`,
+ * `config.worktree` or what the config names read-only there, and the person's git on the host (often root) runs what
+ * they hold (adversary round 30, F4: a session's `.git/hooks/pre-commit` ran at the person's `git commit`). So:
+ *
+ * - {@link revokeGitWrite}: the session user's ACL entries are taken off every path git-guard.ts would bind read-only
+ *   in the workspace (trees whole, their default entries too, so nothing made in `hooks/` later inherits write), and
+ *   the default entry off each git dir itself (`.git` stays writable: git in the session makes `index.lock`, refs and
+ *   objects there; what the person's git makes in it later is not the session's to write);
+ * - {@link holdGitEntries}/{@link checkHeldGit}: since `.git` (and the workspace's top) stay writable, the session can
+ *   still rename any of those away and put its own in their place (`mv .git/hooks h && mkdir .git/hooks`, `mv .git g
+ *   && mkdir .git`), which a mount point forbids in the sandbox. Each is held by a descriptor from start; an entry of
+ *   the session's at such a path (its user's, a hard link, or one it may write by an ACL entry: a file of the person's
+ *   it edited and renamed there) is renamed in its folder to `.agent-jobs-quarantined-<tag>-<seq>` (a name git never
+ *   reads) and the original put back from wherever it was moved in the workspace (its descriptor names it). A change
+ *   of the person's (their `git config` renames a new root-owned `config` in) is taken as the new original.
+ *
+ * Not had without namespaces: the window from such a rename to the check (each command's end, each edit, close, and a
+ * sweep every {@link HELD_SWEEP_MS}); the person's git that runs in it runs the session's file. docs/security.md.
+ */
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { GitFinding } from './git-audit';
+import type { GuardedGit } from './git-guard';
+import { MINIMAL_ENV } from './identity';
+import { DIR_FLAGS, O_PATH, openDirAt, openEntryAt } from './safe-open';
+
+/** The findings {@link checkHeldGit} made, told apart from the git audit's by {@link isHeldFinding}. */
+const HELD_FINDINGS = new WeakSet<GitFinding>();
+
+/** Of {@link HELD_FINDINGS}, those of an entry another user replaced, kept as theirs. */
+const KEPT = new WeakSet<GitFinding>();
+
+/** Whether `f` is one of {@link checkHeldGit}'s (its note is {@link heldGitNote}'s, not git-audit.ts `gitAuditNote`'s). */
+export function isHeldFinding(f: GitFinding): boolean {
+  return HELD_FINDINGS.has(f);
+}
+
+/**
+ * The note of {@link checkHeldGit}'s findings (paths relative to `workspace`), or undefined when there are none: what
+ * the session put in place of what the person's git runs, where it went, and what was put back.
+ */
+export function heldGitNote(findings: readonly GitFinding[], workspace: string): string | undefined {
+  const rel = (p: string): string => path.relative(workspace, p) || '.';
+  const list = (fs: readonly GitFinding[]): string =>
+    fs
+      .slice(0, 10)
+      .map((f) => `${rel(f.path)} (${f.why}${f.movedTo ? `; what stood there renamed to ${rel(f.movedTo)}` : ''})`)
+      .join(', ') + (fs.length > 10 ? ` and ${fs.length - 10} more` : '');
+  const taken = findings.filter((f) => !KEPT.has(f));
+  const kept = findings.filter((f) => KEPT.has(f));
+  const parts = [
+    taken.length > 0
+      ? `without the sandbox the session renamed away what the person's git runs (the repository's config, hooks, info, what the config names) and the worker took it back: ${list(taken)}`
+      : '',
+    kept.length > 0
+      ? `what the person's git runs was replaced on the host (the person's own git?) and kept: ${list(kept)}; if nobody changed it there, check it before running git in the workspace`
+      : '',
+  ].filter((p) => p !== '');
+  return parts.length > 0 ? parts.join('; ') : undefined;
+}
+
+/** A directory reopened through its descriptor's magic link (`/proc/self/fd/<n>`), which names the inode held: followed, never a path. */
+const MAGIC_DIR_FLAGS = fs.constants.O_RDONLY | fs.constants.O_DIRECTORY;
+
+/** How often {@link watchHeldGit} checks the held entries between commands, ms. */
+export const HELD_SWEEP_MS = 250;
+
+/** One path held since start: where (relative to the workspace), and the descriptor and inode of what was there. */
+interface HeldEntry {
+  readonly rel: string;
+  fd: number;
+  dev: number;
+  ino: number;
+  readonly dir: boolean;
+  readonly uid: number;
+  readonly gid: number;
+}
+
+/** What {@link holdGitEntries} holds for one session. */
+export interface HeldGit {
+  readonly workspace: string;
+  /** The session user's uid. */
+  readonly uid: number;
+  /** Parents before what is in them. */
+  readonly entries: HeldEntry[];
+  readonly tag: string;
+  seq: number;
+}
+
+/** The paths of `guard` in `workspace` (absolute, resolved) that the sandbox would bind: read-only ones, and mount points. */
+function guardedPaths(workspace: string, guard: GuardedGit): string[] {
+  const inside = (p: string): boolean => p.startsWith(`${workspace}/`);
+  return [...new Set([...guard.writable, ...guard.readonly].filter(inside))].sort((a, b) => depth(a) - depth(b) || a.localeCompare(b));
+}
+
+const depth = (p: string): number => p.split('/').length;
+
+/** Runs setfacl `-x spec` on the inode `fd` holds (no symlink followed); ignores entries setfacl cannot change. */
+function removeEntries(fd: number, spec: string): void {
+  try {
+    execFileSync('setfacl', ['-x', spec, '--', `/proc/${process.pid}/fd/${fd}`], { env: MINIMAL_ENV, stdio: 'ignore', timeout: 60_000 });
+  } catch {
+    /* no ACL there, or a filesystem without them: nothing was granted */
+  }
+}
+
+/** Takes `u:<uid>` (and `d:u:<uid>` on folders) off `fd`'s inode and everything under it, never through a symlink. */
+function revokeTree(fd: number, uid: number): void {
+  const st = fs.fstatSync(fd);
+  if (st.isSymbolicLink()) return;
+  if (!st.isDirectory()) {
+    if (st.nlink === 1) removeEntries(fd, `u:${uid}`);
+    return;
+  }
+  removeEntries(fd, `u:${uid},d:u:${uid}`);
+  const dir = fs.openSync(`/proc/self/fd/${fd}`, MAGIC_DIR_FLAGS);
+  try {
+    for (const name of fs.readdirSync(`/proc/self/fd/${dir}`)) {
+      let sub: number;
+      try {
+        sub = openEntryAt(dir, name);
+      } catch {
+        continue;
+      }
+      try {
+        revokeTree(sub, uid);
+      } finally {
+        fs.closeSync(sub);
+      }
+    }
+  } finally {
+    fs.closeSync(dir);
+  }
+}
+
+/** Opens `rel` in `workspace` one component at a time, no symlink followed (`O_PATH`); undefined when it cannot. */
+function openRel(workspace: string, rel: string): number | undefined {
+  let dir: number;
+  try {
+    dir = fs.openSync(workspace, DIR_FLAGS);
+  } catch {
+    return undefined;
+  }
+  const parts = rel.split('/');
+  try {
+    for (const part of parts.slice(0, -1)) {
+      const next = openDirAt(dir, part);
+      fs.closeSync(dir);
+      dir = next;
+    }
+    return openEntryAt(dir, parts[parts.length - 1]!);
+  } catch {
+    return undefined;
+  } finally {
+    fs.closeSync(dir);
+  }
+}
+
+/**
+ * Takes the session user's write off what the person's git runs (see the module comment): the guarded paths in
+ * `workspace` (trees whole) and `quarantine`, and the default entry of the git dirs `gitDirs`. Run by the worker
+ * after the ACL grant and before any process of the session starts.
+ * @param uid the session user's uid
+ */
+export function revokeGitWrite(workspace: string, uid: number, guard: GuardedGit, gitDirs: readonly string[]): void {
+  const readonly = new Set(guard.readonly);
+  for (const abs of guardedPaths(workspace, guard)) {
+    const fd = openRel(workspace, path.relative(workspace, abs));
+    if (fd === undefined) continue;
+    try {
+      if (readonly.has(abs)) revokeTree(fd, uid);
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
+  for (const abs of gitDirs) {
+    if (!abs.startsWith(`${workspace}/`)) continue;
+    const fd = openRel(workspace, path.relative(workspace, abs));
+    if (fd === undefined) continue;
+    try {
+      if (fs.fstatSync(fd).isDirectory()) removeEntries(fd, `d:u:${uid}`);
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
+}
+
+/** Holds each guarded path of `guard` in `workspace` by a descriptor ({@link checkHeldGit}); release with {@link releaseHeldGit}. */
+export function holdGitEntries(workspace: string, uid: number, guard: GuardedGit, tag: string): HeldGit {
+  const entries: HeldEntry[] = [];
+  for (const abs of guardedPaths(workspace, guard)) {
+    const rel = path.relative(workspace, abs);
+    const fd = openRel(workspace, rel);
+    if (fd === undefined) continue;
+    const st = fs.fstatSync(fd);
+    entries.push({ rel, fd, dev: st.dev, ino: st.ino, dir: st.isDirectory(), uid: st.uid, gid: st.gid });
+  }
+  return { workspace, uid, entries, tag, seq: 0 };
+}
+
+/** Closes the descriptors {@link holdGitEntries} opened. */
+export function releaseHeldGit(h: HeldGit): void {
+  for (const e of h.entries.splice(0)) fs.closeSync(e.fd);
+}
+
+/**
+ * Whether the entry `fd` holds is the session's to have made or written: its user's, a hard link, a symlink, or one
+ * with an ACL entry for it (a file of the person's that the grant let it write, renamed into place).
+ */
+function sessions(fd: number, uid: number): boolean {
+  const st = fs.fstatSync(fd);
+  if (st.uid === uid || st.isSymbolicLink() || (!st.isDirectory() && st.nlink > 1)) return true;
+  try {
+    const acl = execFileSync('getfacl', ['-n', '-p', '--omit-header', '--', `/proc/${process.pid}/fd/${fd}`], {
+      env: MINIMAL_ENV,
+      stdio: ['ignore', 'pipe', 'ignore'],
+      timeout: 60_000,
+    }).toString();
+    return new RegExp(`^user:${uid}:`, 'm').test(acl);
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * Checks each held path (parents first): when something else stands there and it is the session's ({@link sessions}),
+ * it is renamed in its folder to `.agent-jobs-quarantined-<tag>-<seq>` and the original put back when it is still in
+ * the workspace; a change of the person's becomes the held original. Never throws.
+ * @returns one finding per path taken back (git-audit.ts `GitFinding`, `inPlace`)
+ */
+export function checkHeldGit(h: HeldGit): GitFinding[] {
+  const out: GitFinding[] = [];
+  for (const e of h.entries) {
+    try {
+      const found = checkEntry(h, e);
+      if (found) out.push(found);
+    } catch (err) {
+      const finding: GitFinding = {
+        path: path.join(h.workspace, e.rel),
+        why: `its check failed: ${(err as Error).message}`,
+        movedTo: undefined,
+      };
+      HELD_FINDINGS.add(finding);
+      out.push(finding);
+    }
+  }
+  return out;
+}
+
+/** {@link checkHeldGit} for one entry. */
+function checkEntry(h: HeldGit, e: HeldEntry): GitFinding | undefined {
+  const abs = path.join(h.workspace, e.rel);
+  const now = fs.lstatSync(abs, { throwIfNoEntry: false });
+  if (now && now.dev === e.dev && now.ino === e.ino) return undefined;
+  const fd = now ? openRel(h.workspace, e.rel) : undefined;
+  if (fd !== undefined && !sessions(fd, h.uid)) {
+    // Another user's (the person's git renamed a new config in): held from now on, and named, since a file of theirs
+    // whose text the session chose (a `SQUASH_MSG` of its commit messages) could be renamed there too.
+    const st = fs.fstatSync(fd);
+    fs.closeSync(e.fd);
+    Object.assign(e, { fd, dev: st.dev, ino: st.ino });
+    const kept: GitFinding = {
+      path: abs,
+      why: `replaced by uid ${st.uid}, not the session's user: kept`,
+      movedTo: undefined,
+      inPlace: true,
+    };
+    HELD_FINDINGS.add(kept);
+    KEPT.add(kept);
+    return kept;
+  }
+  let movedTo: string | undefined;
+  let aside = 'nothing stood there';
+  if (fd !== undefined) {
+    fs.closeSync(fd);
+    movedTo = moveAside(h, e.rel);
+    aside = movedTo ? "the entry there was the session's" : "the session's entry there could NOT be renamed: check by hand";
+  }
+  const finding: GitFinding = { path: abs, why: `${aside}; ${putBack(h, e)}`, movedTo, inPlace: true };
+  HELD_FINDINGS.add(finding);
+  return finding;
+}
+
+/** Renames `rel` in its folder to `.agent-jobs-quarantined-<tag>-<seq>`; its new path, or undefined when it could not. */
+function moveAside(h: HeldGit, rel: string): string | undefined {
+  const parent = path.dirname(rel);
+  const dir = parent === '.' ? fs.openSync(h.workspace, DIR_FLAGS) : dirFd(h.workspace, parent);
+  if (dir === undefined) return undefined;
+  try {
+    const name = `.agent-jobs-quarantined-${h.tag}-held${++h.seq}`;
+    fs.renameSync(`/proc/self/fd/${dir}/${path.basename(rel)}`, `/proc/self/fd/${dir}/${name}`);
+    return path.join(h.workspace, parent, name);
+  } catch {
+    return undefined;
+  } finally {
+    fs.closeSync(dir);
+  }
+}
+
+/** The folder `rel` of `workspace`, opened one component at a time with no symlink followed; undefined when it cannot. */
+function dirFd(workspace: string, rel: string): number | undefined {
+  const fd = openRel(workspace, rel);
+  if (fd === undefined) return undefined;
+  try {
+    return fs.openSync(`/proc/self/fd/${fd}`, MAGIC_DIR_FLAGS);
+  } catch {
+    return undefined;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * Puts the held original of `e` back at its path from wherever the session moved it in the workspace (its
+ * descriptor names it); a folder that is gone is made again empty, as the person's. Says what was done.
+ */
+function putBack(h: HeldGit, e: HeldEntry): string {
+  const where = fs.readlinkSync(`/proc/self/fd/${e.fd}`);
+  const rel = path.relative(h.workspace, where);
+  const parent = path.dirname(e.rel);
+  const to = parent === '.' ? fs.openSync(h.workspace, DIR_FLAGS) : dirFd(h.workspace, parent);
+  if (to === undefined) return 'the original could NOT be put back: its folder is gone';
+  try {
+    if (!where.endsWith(' (deleted)') && !rel.startsWith('..') && !path.isAbsolute(rel)) {
+      const from = path.dirname(rel) === '.' ? fs.openSync(h.workspace, DIR_FLAGS) : dirFd(h.workspace, path.dirname(rel));
+      if (from !== undefined) {
+        try {
+          const st = fs.lstatSync(`/proc/self/fd/${from}/${path.basename(rel)}`);
+          if (st.dev === e.dev && st.ino === e.ino) {
+            fs.renameSync(`/proc/self/fd/${from}/${path.basename(rel)}`, `/proc/self/fd/${to}/${path.basename(e.rel)}`);
+            return `the original put back from ${where}`;
+          }
+        } finally {
+          fs.closeSync(from);
+        }
+      }
+    }
+    if (!e.dir) return `the original could NOT be put back: it is gone (${where})`;
+    fs.mkdirSync(`/proc/self/fd/${to}/${path.basename(e.rel)}`, { mode: 0o755 });
+    // Owned as the original by fchown on a descriptor opened without following a symlink: never a chown by name.
+    const made = openDirAt(to, path.basename(e.rel));
+    try {
+      const st = fs.fstatSync(made);
+      if (st.uid !== process.geteuid?.()) return 'the original is gone and the folder made in its place was taken';
+      fs.fchownSync(made, e.uid, e.gid);
+      fs.closeSync(e.fd);
+      Object.assign(e, { fd: fs.openSync(`/proc/self/fd/${made}`, O_PATH), dev: st.dev, ino: st.ino });
+    } finally {
+      fs.closeSync(made);
+    }
+    return `the original is gone (${where}): an empty folder made in its place`;
+  } finally {
+    fs.closeSync(to);
+  }
+}
+
+/**
+ * Checks the held entries every {@link HELD_SWEEP_MS} until the returned function is called, handing what it found to
+ * `onFound` (for the next result). The timer does not keep the worker alive.
+ */
+export function watchHeldGit(h: HeldGit, onFound: (found: GitFinding[]) => void): () => void {
+  const timer = setInterval(() => {
+    const found = checkHeldGit(h);
+    if (found.length > 0) onFound(found);
+  }, HELD_SWEEP_MS);
+  timer.unref();
+  return () => clearInterval(timer);
+}
