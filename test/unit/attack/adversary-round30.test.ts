@@ -93,7 +93,7 @@ import { hostBash, personsRepo, plant, ran } from './persons-repo';
 
 const OPEN_REBASE_STATE = true;
 const OPEN_AMENDED_HEAD = true;
-const OPEN_MIDX_REMAP = true;
+const OPEN_MIDX_REMAP = false;
 const OPEN_NONE_ROOT_HOOK = false;
 const OPEN_KEYLESS_DECIDE = true;
 const OPEN_NONE_SELF_APPROVAL = true;
