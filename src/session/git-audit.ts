@@ -497,8 +497,7 @@ export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFindi
     out.push(...moveCompleted(b, q));
     out.push(...leftOver(b, left));
     // Last: what the person's `git status` would not show, and the git state their next git command obeys.
-    if (b.index) out.push(...(await indexFindings(b.index, q, final)));
-    if (b.state) out.push(...(await auditGitState(b.state, final, (abs, why) => q.move(abs, why))));
+    out.push(...(await lastFindings(b, q, final)));
   } catch (err) {
     out.push({ path: b.git, why: `the audit failed: ${(err as Error).message}`, movedTo: undefined, unchecked: true });
   } finally {
@@ -625,6 +624,13 @@ function unguardedWhy(unguarded: readonly string[]): string {
 /** The finding that `left` moves or checks did not fit in one audit ({@link MAX_MOVES}), or none. */
 function leftOver(b: GitBaseline, left: number): GitFinding[] {
   return left > 0 ? [unchecked(b, `${left} more things to move or check than one audit does (${MAX_MOVES}); the next audit goes on`)] : [];
+}
+
+/** The audit's last parts: what the person's `git status` would not show, then the git state their next git command obeys (git-state-audit.ts). */
+async function lastFindings(b: GitBaseline, q: Quarantine, final: boolean): Promise<GitFinding[]> {
+  const out = b.index ? await indexFindings(b.index, q, final) : [];
+  if (b.state) out.push(...(await auditGitState(b.state, final, (abs, why) => q.move(abs, why))));
+  return out;
 }
 
 /**

@@ -29,6 +29,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { GitFinding } from './git-audit';
+import { safeText } from '../shared/display';
 import { showName } from './git-walk';
 import { MINIMAL_ENV } from './identity';
 import { tryReadRegular } from './safe-open';
@@ -222,8 +223,9 @@ export async function auditGitState(s: GitStateBaseline, final: boolean, move: M
     try {
       const refs = await readRefs(s.runner, r.git);
       const head = readHead(r.git, refs);
-      const found = [...(await headFindings(s, r, head)), ...refFindings(r, refs, head), ...logFindings(r, head)];
-      found.push(...(await stateFindings(s, r, refs, final, move)));
+      const tips = [...new Set([...r.refs.values(), ...(r.head.oid ? [r.head.oid] : [])])];
+      const found = [...(await headFindings(s, r, head)), ...refFindings(r, refs, head, new Set(tips)), ...logFindings(r, head)];
+      found.push(...(await stateFindings(s, r, refs, tips, final, move)));
       for (const f of found) {
         if (!final && r.told.get(f.key) === f.state) continue;
         r.told.set(f.key, f.state);
@@ -254,8 +256,8 @@ const named = (abs: string, why: string): GitFinding => ({ path: abs, why, moved
 /** `oid` short, as git shows it. */
 const short = (oid: string | undefined): string => (oid ? oid.slice(0, 12) : 'no commit');
 
-/** A branch's name as the person types it (`refs/heads/main` → `main`). */
-const branchOf = (ref: string): string => ref.replace(/^refs\/heads\//, '');
+/** A branch's name as the person types it (`refs/heads/main` → `main`), escaped for a note (a session names its refs). */
+const branchOf = (ref: string): string => safeText(showName(ref.replace(/^refs\/heads\//, '')), false);
 
 /**
  * (b) HEAD: its branch moved, or HEAD detached or switched, since the start: which commit to which, what `git diff`
@@ -268,11 +270,13 @@ async function headFindings(s: GitStateBaseline, r: StateRepo, head: { text: str
   const now = /^ref: (\S+)$/.exec(head.text)?.[1];
   const from = `${was ? `${branchOf(was)} at ` : 'a detached HEAD at '}${short(r.head.oid)}`;
   const lead =
-    was !== undefined && now === was
-      ? `the session moved ${branchOf(now)}${r.where} from ${short(r.head.oid)} to ${short(head.oid)}`
-      : now !== undefined
-        ? `the session switched HEAD${r.where} from ${from} to ${branchOf(now)} at ${short(head.oid)}`
-        : `the session left HEAD${r.where} detached at ${short(head.oid)} (it was ${from})`;
+    r.head.oid === undefined && now === was && now !== undefined
+      ? `the session made ${branchOf(now)}'s first commit${r.where}, ${short(head.oid)}`
+      : now === was
+        ? `the session moved ${now ? branchOf(now) : 'the detached HEAD'}${r.where} from ${short(r.head.oid)} to ${short(head.oid)}`
+        : now !== undefined
+          ? `the session switched HEAD${r.where} from ${from} to ${branchOf(now)} at ${short(head.oid)}`
+          : `the session left HEAD${r.where} detached at ${short(head.oid)} (it was ${from})`;
   const more = r.head.oid && head.oid ? await compareCommits(s.runner, r.git, r.head.oid, head.oid) : '';
   const why = `${lead}${more}; review it before you push or build`;
   return [{ key: 'HEAD', state: `${head.text} ${head.oid}`, finding: named(path.join(r.git, 'HEAD'), why) }];
@@ -305,18 +309,24 @@ async function compareCommits(runner: Runner, git: string, a: string, b: string)
   }
 }
 
-/** (c) The refs other than HEAD's branch that the session made, moved or deleted (`refs/stash` among them), past {@link MAX_NAMED_REFS} counted. */
-function refFindings(r: StateRepo, refs: ReadonlyMap<string, string>, head: { text: string }): Told[] {
+/**
+ * (c) The refs other than HEAD's branch that the session made, moved or deleted (`refs/stash` among them), past
+ * {@link MAX_NAMED_REFS} counted; a new ref at a commit a ref or HEAD named at start (`tips`: `git worktree add -b`,
+ * `git branch topic`) names nothing new and is left out.
+ */
+function refFindings(r: StateRepo, refs: ReadonlyMap<string, string>, head: { text: string }, tips: ReadonlySet<string>): Told[] {
   const own = /^ref: (\S+)$/.exec(head.text)?.[1];
-  const changed = [...new Set([...r.refs.keys(), ...refs.keys()])].filter((n) => n !== own && r.refs.get(n) !== refs.get(n)).sort();
+  const changed = [...new Set([...r.refs.keys(), ...refs.keys()])]
+    .filter((n) => n !== own && r.refs.get(n) !== refs.get(n) && !(r.refs.get(n) === undefined && tips.has(refs.get(n)!)))
+    .sort();
   const say = (n: string): string => {
-    const [a, b] = [r.refs.get(n), refs.get(n)];
+    const [a, b, m] = [r.refs.get(n), refs.get(n), safeText(showName(n), false)];
     const what =
       a === undefined
-        ? `made ${n} at ${short(b)}`
+        ? `made ${m} at ${short(b)}`
         : b === undefined
-          ? `deleted ${n} (was ${short(a)})`
-          : `moved ${n} from ${short(a)} to ${short(b)}`;
+          ? `deleted ${m} (was ${short(a)})`
+          : `moved ${m} from ${short(a)} to ${short(b)}`;
     const stash = n === 'refs/stash' ? ": `git stash pop` would apply the session's stash, not yours" : '';
     return `the session ${what}${r.where}${stash}`;
   };
@@ -357,23 +367,40 @@ interface StateRead {
   readonly execs: readonly string[];
 }
 
-/** The first line of `rel` in `git`, trimmed ('' when missing or no regular file). */
-const line1 = (git: string, rel: string): string =>
-  (tryReadRegular(path.join(git, rel), 4096, false)?.bytes.toString('utf8') ?? '').split('\n')[0]!.trim();
+/**
+ * The text of the regular file `rel` of `git` (at most `max` bytes; '' when missing or no regular file), its folder
+ * opened without following a symlink (a session's `rebase-merge` symlink to a folder only root reads is not read
+ * through), as is the file.
+ */
+function readIn(git: string, rel: string, max: number): string {
+  const c = fs.constants;
+  let fd: number | undefined;
+  try {
+    fd = fs.openSync(path.join(git, path.dirname(rel)), c.O_RDONLY | c.O_DIRECTORY | c.O_NOFOLLOW);
+    return tryReadRegular(`/proc/self/fd/${fd}/${path.basename(rel)}`, max, false)?.bytes.toString('utf8') ?? '';
+  } catch {
+    return '';
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
+/** The first line of `rel` in `git`, trimmed, as the findings show it (escaped, at most 200 characters). */
+const line1 = (git: string, rel: string): string => readIn(git, rel, 4096).split('\n')[0]!.trim().slice(0, 200);
 
 /** The object ids at the starts of the lines of `rel` in `git` (MERGE_HEAD's, FETCH_HEAD's). */
 const idsIn = (git: string, rel: string): string[] =>
-  (tryReadRegular(path.join(git, rel), MAX_STATE_BYTES, false)?.bytes.toString('utf8') ?? '')
+  readIn(git, rel, MAX_STATE_BYTES)
     .split('\n')
     .map((l) => /^([0-9a-f]{40,64})\b/.exec(l)?.[1])
     .filter((x): x is string => x !== undefined);
 
 /** The `exec` lines of a rebase or sequencer todo `rel` of `git`. */
 const execsIn = (git: string, rel: string): string[] =>
-  (tryReadRegular(path.join(git, rel), MAX_STATE_BYTES, false)?.bytes.toString('utf8') ?? '')
+  readIn(git, rel, MAX_STATE_BYTES)
     .split('\n')
     .filter((l) => /^\s*(x|exec)\s/.test(l))
-    .map((l) => l.trim());
+    .map((l) => safeText(showName(l.trim().slice(0, 200)), false));
 
 /** What the state `rel` of `git` (one of {@link STATE_FILES} or {@link STATE_DIRS}, there now) leaves the person's git to do; `refs` resolve a branch name. */
 function readState(git: string, rel: string, refs: ReadonlyMap<string, string>): StateRead {
@@ -397,7 +424,7 @@ function readState(git: string, rel: string, refs: ReadonlyMap<string, string>):
     const oid = /^[0-9a-f]{40,64}$/.test(start) ? start : refs.get(`refs/heads/${start}`);
     return {
       commits: ids([oid ?? '']),
-      does: `\`git bisect reset\` would check out ${/^[0-9a-f]+$/.test(start) ? short(start) : showName(start)}`,
+      does: `\`git bisect reset\` would check out ${/^[0-9a-f]+$/.test(start) ? short(start) : safeText(showName(start), false)}`,
       execs: [],
     };
   }
@@ -442,11 +469,11 @@ async function stateFindings(
   s: GitStateBaseline,
   r: StateRepo,
   refs: ReadonlyMap<string, string>,
+  tips: readonly string[],
   final: boolean,
   move: MoveAside,
 ): Promise<Told[]> {
   const out: Told[] = [];
-  const tips = [...new Set([...r.refs.values(), ...(r.head.oid ? [r.head.oid] : [])])];
   for (const rel of [...STATE_DIRS, ...STATE_FILES]) {
     const now = digestOf(r.git, rel);
     const at = r.files.get(rel);
