@@ -224,7 +224,7 @@ export async function auditGitState(s: GitStateBaseline, final: boolean, move: M
       const refs = await readRefs(s.runner, r.git);
       const head = readHead(r.git, refs);
       const tips = [...new Set([...r.refs.values(), ...(r.head.oid ? [r.head.oid] : [])])];
-      const found = [...(await headFindings(s, r, head)), ...refFindings(r, refs, head, new Set(tips)), ...logFindings(r, head)];
+      const found = [...(await headFindings(s, r, head, final)), ...refFindings(r, refs, head, new Set(tips)), ...logFindings(r, head)];
       found.push(...(await stateFindings(s, r, refs, tips, final, move)));
       for (const f of found) {
         if (!final && r.told.get(f.key) === f.state) continue;
@@ -264,8 +264,16 @@ const branchOf = (ref: string): string => safeText(showName(ref.replace(/^refs\/
  * between them shows, whether the old one is still in the new one's history, and whether the new one reads as the old
  * (same message, authors and dates: only the id differs).
  */
-async function headFindings(s: GitStateBaseline, r: StateRepo, head: { text: string; oid: string | undefined }): Promise<Told[]> {
+async function headFindings(
+  s: GitStateBaseline,
+  r: StateRepo,
+  head: { text: string; oid: string | undefined },
+  final: boolean,
+): Promise<Told[]> {
   if (head.text === r.head.text && head.oid === r.head.oid) return [];
+  const state = `${head.text} ${head.oid}`;
+  // Told already (and not closing): no git is run to say it again.
+  if (!final && r.told.get('HEAD') === state) return [];
   const was = /^ref: (\S+)$/.exec(r.head.text)?.[1];
   const now = /^ref: (\S+)$/.exec(head.text)?.[1];
   const from = `${was ? `${branchOf(was)} at ` : 'a detached HEAD at '}${short(r.head.oid)}`;
@@ -279,7 +287,7 @@ async function headFindings(s: GitStateBaseline, r: StateRepo, head: { text: str
           : `the session left HEAD${r.where} detached at ${short(head.oid)} (it was ${from})`;
   const more = r.head.oid && head.oid ? await compareCommits(s.runner, r.git, r.head.oid, head.oid) : '';
   const why = `${lead}${more}; review it before you push or build`;
-  return [{ key: 'HEAD', state: `${head.text} ${head.oid}`, finding: named(path.join(r.git, 'HEAD'), why) }];
+  return [{ key: 'HEAD', state, finding: named(path.join(r.git, 'HEAD'), why) }];
 }
 
 /**
@@ -477,7 +485,7 @@ async function stateFindings(
   for (const rel of [...STATE_DIRS, ...STATE_FILES]) {
     const now = digestOf(r.git, rel);
     const at = r.files.get(rel);
-    if (now?.sha === at?.sha) continue;
+    if (now?.sha === at?.sha || (!final && r.told.get(`state ${rel}`) === (now?.sha ?? 'gone'))) continue;
     const abs = path.join(r.git, rel);
     const what = OPERATION[rel] ?? rel;
     if (!now) {
