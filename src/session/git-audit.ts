@@ -84,6 +84,7 @@ import { auditIndex, recordIndex, type IndexBaseline, type NestedRepo } from './
 import { auditObjects, recordObjects, type ObjectsBaseline } from './git-objects-audit';
 import { decodeName, GIT_WALK_LIMITS, nameBytes, showName, walkGit, type GitWalk } from './git-walk';
 import { DIR_FLAGS, openDirAt, readRegularIfThere, tryReadRegular } from './safe-open';
+import { auditGitState, recordGitState, type GitStateBaseline } from './git-state-audit';
 import { ownerOf } from './worktree-git';
 
 /** What the workspace's git metadata held at session start (absolute paths; `git` is `<workspace>/.git`). */
@@ -166,6 +167,8 @@ export interface GitBaseline {
    * the audit on what the person's `git status` shows; undefined when rootless or the index could not be read at start.
    */
   readonly index: IndexBaseline | undefined;
+  /** HEAD, the refs and the operation state of the root and of {@link nestedGitDirs} at start (git-state-audit.ts); undefined when rootless. */
+  readonly state: GitStateBaseline | undefined;
 }
 
 /**
@@ -207,9 +210,10 @@ export interface GitFinding {
    * the session made or changed where the person's own ignore rules hide it (left, named), `removed` for Python
    * bytecode the session wrote (removed), `failed` when it could not be shown again, `partial` when ignored files (or a
    * nested repository) were not all read, `nested` for what the session changed in a repository nested in the
-   * workspace (named, left).
+   * workspace (named, left), `state` for git state the session left that the person's next git command obeys (a moved
+   * branch or ref, an operation in progress; git-state-audit.ts; named, left).
    */
-  readonly hidden?: 'shown' | 'ignored' | 'unlisted' | 'nested' | 'removed' | 'failed' | 'partial';
+  readonly hidden?: 'shown' | 'ignored' | 'unlisted' | 'nested' | 'removed' | 'failed' | 'partial' | 'state';
 }
 
 /** The folder of the root git dir that the audit moves things into. */
@@ -419,6 +423,7 @@ export async function recordGit(
     objects: [...(root === undefined ? [] : [root]), ...ownGitDirs].map((d) => recordObjects(d)),
     names: { seq: 0 },
     index: root === undefined ? undefined : await recordIndex(workspace, git, await ownerOf(workspace), nestedRepos(workspace, walk)),
+    state: root === undefined ? undefined : await recordGitState(workspace, [git, ...ownGitDirs], await ownerOf(workspace)),
   };
 }
 
@@ -498,8 +503,8 @@ export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFindi
     out.push(...moveMissing(b, q));
     out.push(...moveCompleted(b, q));
     out.push(...leftOver(b, left));
-    // Last: what the person's `git status` would not show.
-    if (b.index) out.push(...(await indexFindings(b.index, q, final)));
+    // Last: what the person's `git status` would not show, and the git state their next git command obeys.
+    out.push(...(await lastFindings(b, q, final)));
   } catch (err) {
     out.push({ path: b.git, why: `the audit failed: ${(err as Error).message}`, movedTo: undefined, unchecked: true });
   } finally {
@@ -637,6 +642,13 @@ function unguardedWhy(unguarded: readonly string[]): string {
 /** The finding that `left` moves or checks did not fit in one audit ({@link MAX_MOVES}), or none. */
 function leftOver(b: GitBaseline, left: number): GitFinding[] {
   return left > 0 ? [unchecked(b, `${left} more things to move or check than one audit does (${MAX_MOVES}); the next audit goes on`)] : [];
+}
+
+/** The audit's last parts: what the person's `git status` would not show, then the git state their next git command obeys (git-state-audit.ts). */
+async function lastFindings(b: GitBaseline, q: Quarantine, final: boolean): Promise<GitFinding[]> {
+  const out = b.index ? await indexFindings(b.index, q, final) : [];
+  if (b.state) out.push(...(await auditGitState(b.state, final, (abs, why) => q.move(abs, why))));
+  return out;
 }
 
 /**
@@ -1045,7 +1057,7 @@ export function gitAuditNote(findings: readonly GitFinding[], b: GitBaseline): s
  */
 function hiddenNote(findings: readonly GitFinding[], named: (fs: readonly GitFinding[]) => string): { parts: string[]; whats: string[] } {
   const of = (kind: GitFinding['hidden']): GitFinding[] => findings.filter((f) => f.hidden === kind);
-  const [shown, ignored, notShown, unlisted, nested, removed, partial] = [
+  const [shown, ignored, notShown, unlisted, nested, removed, partial, state] = [
     of('shown'),
     of('ignored'),
     of('failed'),
@@ -1053,6 +1065,7 @@ function hiddenNote(findings: readonly GitFinding[], named: (fs: readonly GitFin
     of('nested'),
     of('removed'),
     of('partial'),
+    of('state'),
   ];
   const parts = [];
   if (shown.length > 0) parts.push(`git status shows again: ${named(shown)}`);
@@ -1071,6 +1084,7 @@ function hiddenNote(findings: readonly GitFinding[], named: (fs: readonly GitFin
       ? `the session changed files in a repository nested in the workspace, which the person's git status may not show; review them there: ${named(nested)}`
       : '',
     partial.length > 0 ? 'the audit did not read every ignored file' : '',
+    state.length > 0 ? `the session left git state that your next git command obeys; review it: ${named(state)}` : '',
     removed.length > 0
       ? `the session wrote Python bytecode, which Python would run instead of its source (its header may claim the source's mtime and size); removed, Python writes it again from the source: ${named(removed)}`
       : '',

@@ -97,7 +97,15 @@ d('a run on a repository its owner cloned', () => {
       ['toolu_create', false],
       ['toolu_replace', false],
     ]);
-    expect(bed.resultsSentIn(3)).toEqual([expect.objectContaining({ tool_use_id: 'toolu_git', content: `${OWNER}\n${OWNER}\n${OWNER}` })]);
+    // The agent's commit is named for the person's review (git-state-audit.ts).
+    expect(bed.resultsSentIn(3)).toEqual([
+      expect.objectContaining({
+        tool_use_id: 'toolu_git',
+        content: expect.stringMatching(
+          new RegExp(`^${OWNER}\n${OWNER}\n${OWNER}\n\\[agent-jobs: the session left git state .*the session moved \\S+ from`),
+        ),
+      }),
+    ]);
 
     expect(fs.readFileSync(path.join(repo, 'later.txt'), 'utf8')).toBe('from the owner\nagent and editor\n');
     // Everything is the owner's; the owner's git works with no dubious ownership, and the owner removes the agent's files.

@@ -91,8 +91,8 @@ import { asks, end } from '../../integration/steering-helpers';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 import { hostBash, personsRepo, plant, ran } from './persons-repo';
 
-const OPEN_REBASE_STATE = true;
-const OPEN_AMENDED_HEAD = true;
+const OPEN_REBASE_STATE = false;
+const OPEN_AMENDED_HEAD = false;
 const OPEN_MIDX_REMAP = false;
 const OPEN_NONE_ROOT_HOOK = false;
 const OPEN_KEYLESS_DECIDE = true;

@@ -291,14 +291,33 @@ describe('git audit: the work it leaves alone', () => {
       `git init -q /tmp/scratch && ${G} -C /tmp/scratch commit -q --allow-empty -m s && echo ok`,
       'git worktree list | wc -l && echo ok',
     ];
-    for (const step of steps)
-      expect({ step, output: (await s.run(step)).output }).toEqual({ step, output: expect.stringMatching(/ok\n$/) });
+    // Nothing is moved; a branch the session moved to a commit of its own is named (git-state-audit.ts), the rest says nothing.
+    const named = [undefined, 'refs/heads/mine', 'refs/heads/tmp', undefined, undefined];
+    for (const [i, step] of steps.entries())
+      expect({ step, output: (await s.run(step)).output }).toEqual({
+        step,
+        output: named[i]
+          ? expect.stringMatching(
+              new RegExp(
+                `^ok\\n\\[agent-jobs: the session left git state that your next git command obeys; review it: \\.git/${named[i]} \\(the session made ${named[i]} at [0-9a-f]{12}\\)\\]$`,
+              ),
+            )
+          : expect.stringMatching(/ok\n$/),
+      });
     expect(fs.existsSync(path.join(ws, 'vendor', 'lib', '.git'))).toBe(true);
     // The quarantine is made at start (bound read-only in the sandbox): nothing was moved into it.
     expect(fs.readdirSync(path.join(ws, '.git', 'agent-jobs-quarantine'))).toEqual([]);
     await s.close();
-    // At close the admin folder of the worktree in the sandbox's /tmp (gone with it) is moved, the rest stays.
-    expect(s.gitFindingsAtClose.map((f) => path.relative(ws, f.path))).toEqual(['.git/worktrees/wt3']);
+    // At close the admin folder of the worktree in the sandbox's /tmp (gone with it) is moved, the rest stays; the
+    // session's branches are named again, as every close names them.
+    expect(s.gitFindingsAtClose.map((f) => path.relative(ws, f.path))).toEqual([
+      '.git/worktrees/wt3',
+      '.git/refs/heads/mine',
+      '.git/refs/heads/tmp',
+    ]);
+    expect(s.gitFindingsAtClose.filter((f) => f.movedTo !== undefined).map((f) => path.relative(ws, f.path))).toEqual([
+      '.git/worktrees/wt3',
+    ]);
     expect(git('log', '--oneline', 'mine').split('\n').filter(Boolean)).toHaveLength(2);
     expect(git('worktree', 'list').split('\n').filter(Boolean)).toHaveLength(2);
   });

@@ -282,7 +282,10 @@ d('a root-owned workspace', () => {
     const r = await s.run(
       'echo two >> tracked.txt && echo mine > mine.txt && echo edit >> added-later.txt && git add -A && git -c user.name=a -c user.email=a@x commit -qm agent && git status --short && echo ok',
     );
-    expect(r.output).toBe('ok\n');
+    // The commit is the session's, named for the person's review (git-state-audit.ts).
+    expect(r.output).toMatch(
+      /^ok\n\[agent-jobs: the session left git state that your next git command obeys; review it: \.git\/HEAD \(the session (moved \S+ from [0-9a-f]{12} to|made \S+'s first commit,) [0-9a-f]{12}/,
+    );
     // Nothing that was there changed owner (directories, a file changed in place; git replaces its index with a new file,
     // which is then the session user's); what the agent created is the session user's, which root edits as any file.
     for (const [p, uid] of before)

@@ -1,0 +1,527 @@
+/**
+ * The git audit's part on the git state the person's next ordinary git command obeys (adversary round 30). The session's
+ * git must write HEAD, refs, reflogs and the state of an operation in progress (git-guard.ts `isGitState`), so it can
+ * leave, with git or by hand:
+ *
+ * - an operation in progress (`rebase-merge/`, `rebase-apply/`, `sequencer/`, `MERGE_HEAD`, `CHERRY_PICK_HEAD`,
+ *   `REVERT_HEAD`, `BISECT_*`) whose abort resets the branch to the commit its files name (`git rebase --abort` trusts
+ *   `orig-head`, `git cherry-pick --abort` `sequencer/head`, `git bisect reset` `BISECT_START`), or whose todo's `exec`
+ *   line runs at `git rebase --continue`; and `ORIG_HEAD` (the documented undo `git reset --hard ORIG_HEAD`),
+ *   `AUTO_MERGE`, `FETCH_HEAD`;
+ * - the branch moved to a commit that reads as the person's (`git commit --amend` with the committer copied: message,
+ *   authors and dates the same, only the id differs), HEAD detached or switched;
+ * - another ref made, moved or deleted (`refs/stash`, whose `git stash pop` applies it; tags, remote-tracking refs,
+ *   notes), and a reflog rewritten so that `git reflog`, `HEAD@{1}` or `git stash list` name a commit of the session's.
+ *
+ * A session may commit (agents do): nothing here blocks or moves a commit or a ref. {@link recordGitState} notes, at
+ * start, each repository's HEAD, refs (`git for-each-ref`) and state files; {@link auditGitState}, run by git-audit.ts
+ * `auditGit` after each command and edit and at close, names each change once (all again at close) in words the person
+ * acts on: which branch moved from which commit to which, what `git diff` between them shows, and which commit an
+ * abort would reset to. At close, the state of an operation in progress (and `ORIG_HEAD`, `AUTO_MERGE`, `FETCH_HEAD`)
+ * that the session made or changed and that names a commit not reachable from the refs at start, or holds an `exec`
+ * line, is moved to the quarantine (an abort then has nothing to obey); during the session it is only named (the
+ * session's own rebase goes on). The root repository and each nested one the guard holds are audited alike. Its git
+ * runs as the workspace's owner, with no system or global config and no hook (worktree-git.ts `NO_REPO_CODE`), and
+ * reads no file's content. Attack tests: git-state-audit.test.ts, adversary-round30.test.ts.
+ */
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { GitFinding } from './git-audit';
+import { safeText } from '../shared/display';
+import { showName } from './git-walk';
+import { MINIMAL_ENV } from './identity';
+import { tryReadRegular } from './safe-open';
+import { NO_REPO_CODE, type Runner } from './worktree-git';
+
+/** Files of a git dir that an operation in progress, an undo or a fetch leaves, each read as a commit list. */
+const STATE_FILES = [
+  'ORIG_HEAD',
+  'MERGE_HEAD',
+  'CHERRY_PICK_HEAD',
+  'REVERT_HEAD',
+  'AUTO_MERGE',
+  'FETCH_HEAD',
+  'BISECT_START',
+  'BISECT_EXPECTED_REV',
+  'BISECT_HEAD',
+  'BISECT_LOG',
+  'BISECT_TERMS',
+  'BISECT_NAMES',
+  'BISECT_ANCESTORS_OK',
+  'BISECT_FIRST_PARENT',
+] as const;
+
+/** Folders of a git dir that hold an operation in progress. */
+const STATE_DIRS = ['rebase-merge', 'rebase-apply', 'sequencer'] as const;
+
+/** Reflogs whose rewriting changes what `git reflog`, `@{n}` and `git stash list` name (more are listed by branch). */
+const LOGS = ['logs/HEAD', 'logs/refs/stash'] as const;
+
+/** Most bytes of one state file or folder read (a todo of thousands of lines fits); past it the digest covers the start. */
+const MAX_STATE_BYTES = 4 << 20;
+
+/** Most refs named one by one in one audit; past it one finding counts them. */
+const MAX_NAMED_REFS = 10;
+
+/** Most file names `git diff` between two commits is quoted with. */
+const MAX_DIFF_NAMES = 8;
+
+/** Longest one git call of this audit may take, ms. */
+const GIT_TIMEOUT_MS = 10_000;
+
+/** One repository's git state at start, and what was told since. */
+interface StateRepo {
+  /** Its git dir (absolute). */
+  readonly git: string;
+  /** How the findings name it: '' for the root, else ` in the repository whose git dir is X`. */
+  readonly where: string;
+  /** What `HEAD` said at start (`ref: refs/heads/main`, or a commit id when detached) and the commit it named. */
+  readonly head: { readonly text: string; readonly oid: string | undefined };
+  /** Every ref at start: name → object id. */
+  readonly refs: ReadonlyMap<string, string>;
+  /** Each state file and folder ({@link STATE_FILES}, {@link STATE_DIRS}) and reflog at start: path relative to `git` → {@link Digest}. */
+  readonly files: ReadonlyMap<string, Digest>;
+  /** What was told: key → the state it was told for (told again when it changes, and all at close). */
+  readonly told: Map<string, string>;
+}
+
+/** A state file's or folder's content: its sha256 and size (bytes read), or `none`. */
+interface Digest {
+  readonly sha: string;
+  readonly size: number;
+  /** For a reflog: its bytes at start, to tell an append (the session's git) from a rewrite. */
+  readonly bytes?: Buffer;
+}
+
+/** What {@link recordGitState} noted at start. */
+export interface GitStateBaseline {
+  readonly workspace: string;
+  readonly runner: Runner;
+  readonly repos: readonly StateRepo[];
+}
+
+/**
+ * Runs git on the git dir `git` (no work tree) with `args` and stdin `input` as `runner`; resolves with stdout.
+ * @throws Error with git's first line of stderr, or the timeout
+ */
+function runGit(runner: Runner, git: string, args: string[], input = ''): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      'git',
+      ['-c', 'safe.directory=*', ...NO_REPO_CODE, ...args],
+      {
+        cwd: git,
+        env: { ...MINIMAL_ENV, GIT_DIR: git, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_OPTIONAL_LOCKS: '0' },
+        timeout: GIT_TIMEOUT_MS,
+        encoding: 'utf8',
+        maxBuffer: 256 << 20,
+        ...runner,
+      },
+      (err, stdout, stderr) => {
+        if (!err) return resolve(stdout);
+        reject(new Error((stderr.split('\n').find((l) => l.trim() !== '') ?? err.message).trim()));
+      },
+    );
+    child.stdin?.on('error', () => undefined);
+    child.stdin?.end(input);
+  });
+}
+
+/** The refs of the git dir `git` (`git for-each-ref`, loose and packed): name → object id. */
+async function readRefs(runner: Runner, git: string): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (const line of (await runGit(runner, git, ['for-each-ref', '--format=%(objectname) %(refname)'])).split('\n')) {
+    const sp = line.indexOf(' ');
+    if (sp > 0) out.set(line.slice(sp + 1), line.slice(0, sp));
+  }
+  return out;
+}
+
+/** What `HEAD` of `git` says (trimmed, as read: a symref line or an id) and the commit it names by `refs`. */
+function readHead(git: string, refs: ReadonlyMap<string, string>): { text: string; oid: string | undefined } {
+  const text = tryReadRegular(path.join(git, 'HEAD'), 4096, false)?.bytes.toString('utf8').trim() ?? '';
+  const m = /^ref: (\S+)$/.exec(text);
+  return { text, oid: m ? refs.get(m[1]!) : /^[0-9a-f]{40,64}$/.test(text) ? text : undefined };
+}
+
+/**
+ * The content of the state file or folder `rel` of `git` (a folder: each regular file's name and bytes, sorted), or
+ * undefined when missing; never follows a symlink, reads no FIFO. `keep`: keep the bytes (a reflog's).
+ */
+function digestOf(git: string, rel: string, keep = false): Digest | undefined {
+  const abs = path.join(git, rel);
+  let st: fs.Stats | undefined;
+  try {
+    st = fs.lstatSync(abs, { throwIfNoEntry: false });
+  } catch {
+    st = undefined;
+  }
+  if (!st) return undefined;
+  const h = createHash('sha256');
+  let size = 0;
+  if (st.isDirectory()) {
+    let names: string[] = [];
+    try {
+      names = fs.readdirSync(abs).sort();
+    } catch {
+      /* unreadable: its digest is its name list, empty */
+    }
+    for (const name of names) {
+      const r = size < MAX_STATE_BYTES ? tryReadRegular(path.join(abs, name), MAX_STATE_BYTES - size, false) : undefined;
+      h.update(`${name}\0${r ? r.bytes.length : -1}\0`);
+      if (r) h.update(r.bytes);
+      size += r?.bytes.length ?? 0;
+    }
+    return { sha: h.digest('hex'), size };
+  }
+  const r = tryReadRegular(abs, MAX_STATE_BYTES, false);
+  const bytes = r?.bytes ?? Buffer.from(`${st.mode}:${st.size}`);
+  return { sha: h.update(bytes).digest('hex'), size: bytes.length, ...(keep ? { bytes } : {}) };
+}
+
+/** The state paths of `git` this audit reads: {@link STATE_FILES}, {@link STATE_DIRS}, {@link LOGS} and the reflog of HEAD's branch. */
+function statePaths(head: string): string[] {
+  const m = /^ref: (refs\/\S+)$/.exec(head);
+  return [...STATE_FILES, ...STATE_DIRS, ...LOGS, ...(m ? [`logs/${m[1]}`] : [])];
+}
+
+/**
+ * What the git dirs `gits` (the root's first, then the nested ones the guard holds, absolute) hold at start, for
+ * {@link auditGitState}; a repository git cannot read is left out (its refs are then not audited; the rest of the git
+ * audit still runs). `runner`: who the audit's git runs as (worktree-git.ts `ownerOf`). Call before bash starts.
+ */
+export async function recordGitState(workspace: string, gits: readonly string[], runner: Runner): Promise<GitStateBaseline> {
+  const repos: StateRepo[] = [];
+  for (const [i, git] of gits.entries()) {
+    const refs = await readRefs(runner, git).catch(() => undefined);
+    if (!refs) continue;
+    const head = readHead(git, refs);
+    const files = new Map<string, Digest>();
+    for (const rel of statePaths(head.text)) {
+      const d = digestOf(git, rel, rel.startsWith('logs/'));
+      if (d) files.set(rel, d);
+    }
+    const where = i === 0 ? '' : ` in the repository whose git dir is ${showName(path.relative(workspace, git))}`;
+    repos.push({ git, where, head, refs, files, told: new Map() });
+  }
+  return { workspace, runner, repos };
+}
+
+/** Moves `abs` to the quarantine for `why` (git-audit.ts's `Quarantine.move`), giving its finding. */
+export type MoveAside = (abs: string, why: string) => GitFinding;
+
+/**
+ * What changed in the git state of each repository of `s` since the start (see the module comment), as findings
+ * (`hidden: 'state'`, or moved with `move` at close); each change told once, all again when `final`. Never rejects:
+ * a repository git cannot read now is named as not checked.
+ */
+export async function auditGitState(s: GitStateBaseline, final: boolean, move: MoveAside): Promise<GitFinding[]> {
+  const out: GitFinding[] = [];
+  for (const r of s.repos) {
+    try {
+      const refs = await readRefs(s.runner, r.git);
+      const head = readHead(r.git, refs);
+      const tips = [...new Set([...r.refs.values(), ...(r.head.oid ? [r.head.oid] : [])])];
+      const found = [...(await headFindings(s, r, head, final)), ...refFindings(r, refs, head, new Set(tips)), ...logFindings(r, head)];
+      found.push(...(await stateFindings(s, r, refs, tips, final, move)));
+      for (const f of found) {
+        if (!final && r.told.get(f.key) === f.state) continue;
+        r.told.set(f.key, f.state);
+        out.push(f.finding);
+      }
+    } catch (err) {
+      out.push({
+        path: r.git,
+        why: `its HEAD, refs and operation state could NOT be checked${r.where} (${(err as Error).message}); check \`git status\` and \`git log\` by hand`,
+        movedTo: undefined,
+        unchecked: true,
+      });
+    }
+  }
+  return out;
+}
+
+/** A finding and what it was told for (key and state: told again once the state changes). */
+interface Told {
+  readonly key: string;
+  readonly state: string;
+  readonly finding: GitFinding;
+}
+
+/** A finding at `abs` that names `why` and is left in place. */
+const named = (abs: string, why: string): GitFinding => ({ path: abs, why, movedTo: undefined, hidden: 'state' });
+
+/** `oid` short, as git shows it. */
+const short = (oid: string | undefined): string => (oid ? oid.slice(0, 12) : 'no commit');
+
+/** A branch's name as the person types it (`refs/heads/main` → `main`), escaped for a note (a session names its refs). */
+const branchOf = (ref: string): string => safeText(showName(ref.replace(/^refs\/heads\//, '')), false);
+
+/**
+ * (b) HEAD: its branch moved, or HEAD detached or switched, since the start: which commit to which, what `git diff`
+ * between them shows, whether the old one is still in the new one's history, and whether the new one reads as the old
+ * (same message, authors and dates: only the id differs).
+ */
+async function headFindings(
+  s: GitStateBaseline,
+  r: StateRepo,
+  head: { text: string; oid: string | undefined },
+  final: boolean,
+): Promise<Told[]> {
+  if (head.text === r.head.text && head.oid === r.head.oid) return [];
+  const state = `${head.text} ${head.oid}`;
+  // Told already (and not closing): no git is run to say it again.
+  if (!final && r.told.get('HEAD') === state) return [];
+  const was = /^ref: (\S+)$/.exec(r.head.text)?.[1];
+  const now = /^ref: (\S+)$/.exec(head.text)?.[1];
+  const from = `${was ? `${branchOf(was)} at ` : 'a detached HEAD at '}${short(r.head.oid)}`;
+  const lead =
+    r.head.oid === undefined && now === was && now !== undefined
+      ? `the session made ${branchOf(now)}'s first commit${r.where}, ${short(head.oid)}`
+      : now === was
+        ? `the session moved ${now ? branchOf(now) : 'the detached HEAD'}${r.where} from ${short(r.head.oid)} to ${short(head.oid)}`
+        : now !== undefined
+          ? `the session switched HEAD${r.where} from ${from} to ${branchOf(now)} at ${short(head.oid)}`
+          : `the session left HEAD${r.where} detached at ${short(head.oid)} (it was ${from})`;
+  const more = r.head.oid && head.oid ? await compareCommits(s.runner, r.git, r.head.oid, head.oid) : '';
+  const why = `${lead}${more}; review it before you push or build`;
+  return [{ key: 'HEAD', state, finding: named(path.join(r.git, 'HEAD'), why) }];
+}
+
+/**
+ * What tells the commits `a` (at start) and `b` (now) of `git` apart for the person: the files `git diff a b` names,
+ * whether `a` is left out of `b`'s history, and whether `b` reads as `a`. Best effort: '' when git cannot say.
+ */
+async function compareCommits(runner: Runner, git: string, a: string, b: string): Promise<string> {
+  try {
+    const names = (await runGit(runner, git, ['diff-tree', '-r', '--no-renames', '--name-only', '-z', a, b]))
+      .split('\0')
+      .filter((n) => n !== '');
+    const shown =
+      names.slice(0, MAX_DIFF_NAMES).map(showName).join(', ') +
+      (names.length > MAX_DIFF_NAMES ? ` and ${names.length - MAX_DIFF_NAMES} more` : '');
+    const parts = [
+      names.length > 0 ? `\`git diff ${short(a)} ${short(b)}\` shows: ${shown}` : `no file differs (\`git diff ${short(a)} ${short(b)}\`)`,
+    ];
+    const left = (await runGit(runner, git, ['rev-list', '-n', '1', a, `^${b}`])).trim() !== '';
+    if (left) parts.push(`${short(a)} is no longer in its history`);
+    const fmt = '--format=%an%x00%ae%x00%ad%x00%cn%x00%ce%x00%cd%x00%B%x01';
+    const [ma, mb] = (await runGit(runner, git, ['show', '-s', '--date=raw', fmt, a, b])).split('\x01');
+    if (left && ma !== undefined && ma.trim() === mb?.trim())
+      parts.push(`${short(b)} reads as your ${short(a)} (same message, authors and dates): only the id differs`);
+    return ` (${parts.join('; ')})`;
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * (c) The refs other than HEAD's branch that the session made, moved or deleted (`refs/stash` among them), past
+ * {@link MAX_NAMED_REFS} counted; a new ref at a commit a ref or HEAD named at start (`tips`: `git worktree add -b`,
+ * `git branch topic`) names nothing new and is left out.
+ */
+function refFindings(r: StateRepo, refs: ReadonlyMap<string, string>, head: { text: string }, tips: ReadonlySet<string>): Told[] {
+  const own = /^ref: (\S+)$/.exec(head.text)?.[1];
+  const changed = [...new Set([...r.refs.keys(), ...refs.keys()])]
+    .filter((n) => n !== own && r.refs.get(n) !== refs.get(n) && !(r.refs.get(n) === undefined && tips.has(refs.get(n)!)))
+    .sort();
+  const say = (n: string): string => {
+    const [a, b, m] = [r.refs.get(n), refs.get(n), safeText(showName(n), false)];
+    const what =
+      a === undefined
+        ? `made ${m} at ${short(b)}`
+        : b === undefined
+          ? `deleted ${m} (was ${short(a)})`
+          : `moved ${m} from ${short(a)} to ${short(b)}`;
+    const stash = n === 'refs/stash' ? ": `git stash pop` would apply the session's stash, not yours" : '';
+    return `the session ${what}${r.where}${stash}`;
+  };
+  const told = changed
+    .slice(0, MAX_NAMED_REFS)
+    .map((n) => ({ key: `ref ${n}`, state: refs.get(n) ?? 'gone', finding: named(path.join(r.git, n), say(n)) }));
+  if (changed.length > MAX_NAMED_REFS) {
+    const state = createHash('sha256')
+      .update(changed.map((n) => `${n} ${refs.get(n)}`).join('\n'))
+      .digest('hex');
+    const why = `the session made, moved or deleted ${changed.length - MAX_NAMED_REFS} more refs${r.where} (\`git for-each-ref\` lists them)`;
+    told.push({ key: 'refs more', state, finding: named(path.join(r.git, 'refs'), why) });
+  }
+  return told;
+}
+
+/** Reflogs ({@link LOGS}, HEAD's branch's) rewritten since the start, not only appended to: `git reflog` and `@{n}` name what the session wrote. */
+function logFindings(r: StateRepo, head: { text: string }): Told[] {
+  const out: Told[] = [];
+  for (const rel of statePaths(head.text).filter((p) => p.startsWith('logs/'))) {
+    const at = r.files.get(rel);
+    if (!at?.bytes) continue;
+    const now = digestOf(r.git, rel, true);
+    if (now?.sha === at.sha || (now?.bytes && now.bytes.subarray(0, at.bytes.length).equals(at.bytes))) continue;
+    const why = `the session rewrote the reflog ${rel}${r.where}: \`git reflog\`, \`@{1}\` and \`git stash list\` may name its commits as yours`;
+    out.push({ key: `log ${rel}`, state: now?.sha ?? 'gone', finding: named(path.join(r.git, rel), why) });
+  }
+  return out;
+}
+
+/** What a state file or folder leaves the person's git to do: the commits it names and the sentence saying what obeys them. */
+interface StateRead {
+  /** Commit ids the state names that an abort, undo or continue moves to (checked against the refs at start). */
+  readonly commits: readonly string[];
+  /** What the person's git does with it, in a clause: "`git rebase --abort` would reset main to X". */
+  readonly does: string;
+  /** `exec` lines of its todo (run at `git rebase --continue`). */
+  readonly execs: readonly string[];
+}
+
+/**
+ * The text of the regular file `rel` of `git` (at most `max` bytes; '' when missing or no regular file), its folder
+ * opened without following a symlink (a session's `rebase-merge` symlink to a folder only root reads is not read
+ * through), as is the file.
+ */
+function readIn(git: string, rel: string, max: number): string {
+  const c = fs.constants;
+  let fd: number | undefined;
+  try {
+    fd = fs.openSync(path.join(git, path.dirname(rel)), c.O_RDONLY | c.O_DIRECTORY | c.O_NOFOLLOW);
+    return tryReadRegular(`/proc/self/fd/${fd}/${path.basename(rel)}`, max, false)?.bytes.toString('utf8') ?? '';
+  } catch {
+    return '';
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
+/** The first line of `rel` in `git`, trimmed, as the findings show it (escaped, at most 200 characters). */
+const line1 = (git: string, rel: string): string => readIn(git, rel, 4096).split('\n')[0]!.trim().slice(0, 200);
+
+/** The object ids at the starts of the lines of `rel` in `git` (MERGE_HEAD's, FETCH_HEAD's). */
+const idsIn = (git: string, rel: string): string[] =>
+  readIn(git, rel, MAX_STATE_BYTES)
+    .split('\n')
+    .map((l) => /^([0-9a-f]{40,64})\b/.exec(l)?.[1])
+    .filter((x): x is string => x !== undefined);
+
+/** The `exec` lines of a rebase or sequencer todo `rel` of `git`. */
+const execsIn = (git: string, rel: string): string[] =>
+  readIn(git, rel, MAX_STATE_BYTES)
+    .split('\n')
+    .filter((l) => /^\s*(x|exec)\s/.test(l))
+    .map((l) => safeText(showName(l.trim().slice(0, 200)), false));
+
+/** What the state `rel` of `git` (one of {@link STATE_FILES} or {@link STATE_DIRS}, there now) leaves the person's git to do; `refs` resolve a branch name. */
+function readState(git: string, rel: string, refs: ReadonlyMap<string, string>): StateRead {
+  const ids = (xs: string[]): string[] => xs.filter((x) => /^[0-9a-f]{40,64}$/.test(x));
+  if (rel === 'rebase-merge' || rel === 'rebase-apply') {
+    const orig = line1(git, `${rel}/orig-head`);
+    const branch = branchOf(line1(git, `${rel}/head-name`) || 'HEAD');
+    const execs = [...execsIn(git, `${rel}/git-rebase-todo`), ...execsIn(git, `${rel}/todo`)];
+    return { commits: ids([orig]), does: `\`git rebase --abort\` would reset ${branch} to ${short(orig)}`, execs };
+  }
+  if (rel === 'sequencer') {
+    const head = line1(git, 'sequencer/head');
+    return {
+      commits: ids([head]),
+      does: `\`git cherry-pick --abort\` (or \`git revert --abort\`) would reset HEAD to ${short(head)}`,
+      execs: execsIn(git, 'sequencer/todo'),
+    };
+  }
+  if (rel === 'BISECT_START') {
+    const start = line1(git, rel);
+    const oid = /^[0-9a-f]{40,64}$/.test(start) ? start : refs.get(`refs/heads/${start}`);
+    return {
+      commits: ids([oid ?? '']),
+      does: `\`git bisect reset\` would check out ${/^[0-9a-f]+$/.test(start) ? short(start) : safeText(showName(start), false)}`,
+      execs: [],
+    };
+  }
+  const listed = rel === 'AUTO_MERGE' ? [] : idsIn(git, rel);
+  const does: Record<string, string> = {
+    ORIG_HEAD: `\`git reset --hard ORIG_HEAD\` (the undo of a rebase, merge or reset) would reset to ${short(listed[0])}`,
+    MERGE_HEAD: `\`git commit\` would record a merge of ${listed.map(short).join(', ')}`,
+    CHERRY_PICK_HEAD: `\`git commit\` or \`git cherry-pick --continue\` would commit as ${short(listed[0])}`,
+    REVERT_HEAD: `\`git commit\` or \`git revert --continue\` would commit a revert of ${short(listed[0])}`,
+    FETCH_HEAD: `\`git merge FETCH_HEAD\` would merge ${listed.slice(0, 3).map(short).join(', ')}`,
+  };
+  return { commits: listed, does: does[rel] ?? `\`git bisect\` reads it (${rel})`, execs: [] };
+}
+
+/** Whether the commit `oid` is reachable from `tips` (the refs and HEAD at start) in `git`; false when git cannot say (no such commit). */
+async function reachable(runner: Runner, git: string, oid: string, tips: readonly string[]): Promise<boolean> {
+  try {
+    const input = [oid, ...tips.map((t) => `^${t}`)].join('\n') + '\n';
+    return (await runGit(runner, git, ['rev-list', '-n', '1', '--stdin'], input)).trim() === '';
+  } catch {
+    return false;
+  }
+}
+
+/** The operation in progress a state path is, for the person. */
+const OPERATION: Record<string, string> = {
+  'rebase-merge': 'a rebase in progress',
+  'rebase-apply': 'a rebase (or `git am`) in progress',
+  sequencer: 'a cherry-pick or revert in progress',
+  MERGE_HEAD: 'a merge in progress',
+  CHERRY_PICK_HEAD: 'a cherry-pick in progress',
+  REVERT_HEAD: 'a revert in progress',
+  BISECT_START: 'a bisect in progress',
+};
+
+/**
+ * (a) The state files and folders the session made or changed since the start: named with what the person's git would
+ * do with them; at close (`final`), one that names a commit not reachable from the refs at start, or holds an `exec`
+ * line, is moved with `move` instead, and the finding says what its abort would have done.
+ */
+async function stateFindings(
+  s: GitStateBaseline,
+  r: StateRepo,
+  refs: ReadonlyMap<string, string>,
+  tips: readonly string[],
+  final: boolean,
+  move: MoveAside,
+): Promise<Told[]> {
+  const out: Told[] = [];
+  for (const rel of [...STATE_DIRS, ...STATE_FILES]) {
+    const now = digestOf(r.git, rel);
+    const at = r.files.get(rel);
+    if (now?.sha === at?.sha || (!final && r.told.get(`state ${rel}`) === (now?.sha ?? 'gone'))) continue;
+    const abs = path.join(r.git, rel);
+    const what = OPERATION[rel] ?? rel;
+    if (!now) {
+      out.push({
+        key: `state ${rel}`,
+        state: 'gone',
+        finding: named(abs, `the session ended ${what}${r.where} that was there at the start`),
+      });
+      continue;
+    }
+    const st = readState(r.git, rel, refs);
+    const foreign: string[] = [];
+    for (const c of st.commits) if (!(await reachable(s.runner, r.git, c, tips))) foreign.push(c);
+    const whose =
+      st.commits.length === 0
+        ? ''
+        : foreign.length > 0
+          ? ` (${foreign.map(short).join(', ')}: not a commit of yours at the start)`
+          : ' (a commit of yours at the start)';
+    const exec =
+      st.execs.length > 0
+        ? `; its todo runs ${st.execs
+            .slice(0, 3)
+            .map((e) => `\`${e}\``)
+            .join(', ')} at \`git rebase --continue\``
+        : '';
+    const left = `the session left ${what}${r.where}: ${st.does}${whose}${exec}`;
+    if (final && (foreign.length > 0 || st.execs.length > 0)) {
+      out.push({ key: `state ${rel}`, state: now.sha, finding: move(abs, `${left}; moved so that your git has nothing of it to obey`) });
+      continue;
+    }
+    out.push({
+      key: `state ${rel}`,
+      state: now.sha,
+      finding: named(abs, `${left}; review it before you ${OPERATION[rel] ? 'abort or continue it' : 'use it'}`),
+    });
+  }
+  return out;
+}
