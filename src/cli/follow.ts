@@ -221,7 +221,7 @@ export async function watchRun(jobs: AgentJobsClient, workflowId: string, opts: 
             ...(timed.length ? { durationMs } : {}),
             ...(withNotes.length ? { notes } : {}),
           },
-          describeMessage(m, t.from + i, t),
+          describeMessage(m, t.from + i, t, undefined, workflowId),
           true,
         );
       });

@@ -33,7 +33,7 @@ describe("the worker's and the workflow's notes on a result", () => {
       expect(notes).toHaveLength(2);
       expect(notes[0]).toMatch(/^ {2}↳ \[agent-jobs: the working directory (\/\S*)\/gone no longer exists; the shell moved to \1\]$/);
       expect(notes[1]).toBe(`  ${NOTE_MARK} [exit code: 4]`);
-      expect(lines).toContain('    … 11 more lines (agent-jobs transcript <workflowId> --full shows all)');
+      expect(lines).toContain(`    … 11 more lines (agent-jobs transcript ${handle.workflowId} --full shows all)`);
       expect(lines.indexOf(notes[0]!)).toBeGreaterThan(lines.findIndex((l) => l.includes('more lines')));
     };
     const open = await cli(a, 'transcript', handle.workflowId);

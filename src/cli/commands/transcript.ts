@@ -12,9 +12,9 @@ import { withClient } from '../context';
  * (`published`, by `tool_use` id: its run time, exit code and notes) is shown
  * as `watch` shows it, the notes whole after its output.
  */
-export function transcriptText(messages: Message[], full: boolean, published: PublishedCommands = {}): string {
+export function transcriptText(messages: Message[], full: boolean, published: PublishedCommands = {}, workflowId?: string): string {
   const maxOutputLines = full ? Infinity : SHOWN_OUTPUT_LINES;
-  return `${messages.flatMap((m, i) => describeMessage(m, i, published, maxOutputLines)).join('\n')}\n`;
+  return `${messages.flatMap((m, i) => describeMessage(m, i, published, maxOutputLines, workflowId)).join('\n')}\n`;
 }
 
 export function registerTranscript(program: Command): void {
@@ -35,10 +35,10 @@ export function registerTranscript(program: Command): void {
         if (t.incomplete) process.stderr.write(`agent-jobs: note: ${t.incomplete}\n`);
         const rewound = opts.all ? await jobs.run(workflowId).rewoundBranches() : [];
         if (opts.json) return printJson(opts.all ? { messages: t.messages, rewound, notes: t.notes ?? {} } : t.messages);
-        process.stdout.write(transcriptText(t.messages, opts.full === true, t));
+        process.stdout.write(transcriptText(t.messages, opts.full === true, t, workflowId));
         for (const b of rewound) {
           process.stdout.write(`\n── dropped by a rewind: messages ${b.from}–${b.from + b.messages.length - 1} as they were ──\n`);
-          process.stdout.write(transcriptText(b.messages, opts.full === true));
+          process.stdout.write(transcriptText(b.messages, opts.full === true, {}, workflowId));
         }
       });
     });

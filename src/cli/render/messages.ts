@@ -72,12 +72,14 @@ function resultHeading(b: ToolResultBlock, durationMs: number | undefined, exitC
  * @param published what the run published about its commands ({@link PublishedCommands}); a
  *   result whose id is missing is shown without a run time, exit code or notes @default none
  * @param maxOutputLines lines of a command's output kept before the cut (`Infinity`: all, `transcript --full`) @default {@link SHOWN_OUTPUT_LINES}
+ * @param workflowId the run's id, named in the cut's hint (`agent-jobs transcript <id> --full`) @default `<workflowId>`
  */
 export function describeMessage(
   message: Message,
   index: number,
   published: PublishedCommands = {},
   maxOutputLines = SHOWN_OUTPUT_LINES,
+  workflowId?: string,
 ): string[] {
   const blocks: ContentBlock[] = typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : message.content;
   // Claude's words and command outputs may hold escape sequences too: nothing reaches the terminal raw.
@@ -110,7 +112,7 @@ export function describeMessage(
       // shown even when the text no longer ends with them (a result cut by a run from before they were kept).
       const notes = publishedNotes(published.notes, b.tool_use_id) ?? [];
       const output = splitNotes(b.content, notes)?.output ?? b.content;
-      if (output !== '') lines.push(runText(indent(output, '    ', maxOutputLines)));
+      if (output !== '') lines.push(runText(indent(output, '    ', maxOutputLines, workflowId)));
       for (const n of notes) lines.push(`  ${NOTE_MARK} ${safeText(n, false, [NOTE_MARK])}`);
     } else lines.push(oneLine`[${b.type} block]`);
   }

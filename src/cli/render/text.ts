@@ -115,11 +115,16 @@ export const SHOWN_OUTPUT_LINES = 20;
  * the rest is replaced by one note that says how many lines were cut and
  * which command prints them all (`agent-jobs transcript <workflowId> --full`).
  * @param maxLines lines kept; `Infinity` keeps all (`transcript --full`) @default {@link SHOWN_OUTPUT_LINES}
+ * @param workflowId the run's id, named in that command; `<workflowId>` when not given. Like `text`, not escaped here:
+ *   the caller escapes the result
  */
-export function indent(text: string, prefix = '    ', maxLines = SHOWN_OUTPUT_LINES): string {
+export function indent(text: string, prefix = '    ', maxLines = SHOWN_OUTPUT_LINES, workflowId?: string): string {
   const lines = text.replace(/\n+$/, '').split('\n');
   const shown = lines.slice(0, maxLines).map((l) => `${prefix}${l}`);
-  if (lines.length > maxLines)
-    shown.push(`${prefix}… ${lines.length - maxLines} more lines (${cliCommand()} transcript <workflowId> --full shows all)`);
+  if (lines.length > maxLines) {
+    shown.push(
+      `${prefix}… ${lines.length - maxLines} more lines (${cliCommand()} transcript ${workflowId ?? '<workflowId>'} --full shows all)`,
+    );
+  }
   return shown.join('\n');
 }

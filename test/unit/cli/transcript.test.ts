@@ -36,4 +36,12 @@ describe('cut command outputs', () => {
     expect(full).toContain('    line 84\n    line 85\n');
     expect(full).not.toContain('more lines');
   });
+
+  test("the hint names the run's id when known, escaped once on one line", () => {
+    expect(transcriptText(messages, false, {}, 'fix-tests')).toContain(
+      '    … 65 more lines (agent-jobs transcript fix-tests --full shows all)\n',
+    );
+    // An id is the user's text: a control character in it reaches the terminal escaped.
+    expect(transcriptText(messages, false, {}, 'a\u001b[2Jb')).toContain('(agent-jobs transcript a\\x1b[2Jb --full shows all)');
+  });
 });
