@@ -79,10 +79,11 @@ describe('agent-jobs CLI', () => {
     });
     expect(listed.status).toBe('awaiting_approval');
 
-    const approved = await cli(a, 'approve', id, '--by', 'tester');
+    // The confirmation reads the reason back as it was sent (deny's says it goes to Claude).
+    const approved = await cli(a, 'approve', id, '--by', 'tester', '--reason', 'a new file only');
     expect(approved).toMatchObject({
       code: 0,
-      stdout: `approved toolu_w in ${id} by tester: echo hi > hi.txt\n  sha256 ${sha256('echo hi > hi.txt').slice(0, 12)} · 16 characters\n`,
+      stdout: `approved toolu_w in ${id} by tester: echo hi > hi.txt\n  sha256 ${sha256('echo hi > hi.txt').slice(0, 12)} · 16 characters\n  reason: a new file only\n`,
     });
     await waitFor(
       'rm pending',

@@ -60,6 +60,8 @@ function register(program: Command, name: 'approve' | 'deny'): void {
               alwaysHash: true,
             })),
         ...(answer.decision === 'edited' ? commandLines(answer.command, { label: '  runs instead: ', indent: '    ' }) : []),
+        // What Claude is told: the person reads it back as it was sent (escaped on one line, as every field).
+        ...(options.reason !== undefined ? [oneLine`  reason${approved ? '' : ', sent to Claude'}: ${options.reason}`] : []),
         ...(paused && answer.decision !== 'denied'
           ? [oneLine`  the run is paused: it runs after ${cliCommand()} resume ${workflowId}`]
           : []),
