@@ -241,12 +241,20 @@ export function planEdit(edit: EditRequest, abs: string, read: ReadReply, maxCha
         };
       }
       const at = lineOffset(content!, edit.insertLine);
+      // A line break the edit adds is the file's own: CRLF in a file whose first line ends so.
+      const eol = lineEnding(content!);
       let before = content!.slice(0, at);
-      if (before !== '' && !before.endsWith('\n')) before += '\n';
-      const text = edit.insertText.endsWith('\n') || edit.insertText === '' ? edit.insertText : `${edit.insertText}\n`;
+      if (before !== '' && !before.endsWith('\n')) before += eol;
+      const text = edit.insertText.endsWith('\n') || edit.insertText === '' ? edit.insertText : `${edit.insertText}${eol}`;
       return change(before + text + content!.slice(at), `Successfully inserted text after line ${edit.insertLine}.`);
     }
   }
+}
+
+/** The line ending of `content`: `\r\n` when its first line ends so, else `\n` (a file with no line break too). */
+function lineEnding(content: string): '\n' | '\r\n' {
+  const nl = content.indexOf('\n');
+  return nl > 0 && content[nl - 1] === '\r' ? '\r\n' : '\n';
 }
 
 /** The diff a person approves for a change plan, with the lines it leaves out (src/session/edit-diff.ts `editDiff`). */

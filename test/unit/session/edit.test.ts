@@ -66,6 +66,25 @@ test('str_replace, insert and create: the documented success text, the file chan
   expect(fs.readFileSync(path.join(ws, 'sub/dir/new.txt'), 'utf8')).toBe('hello\n');
 });
 
+test('insert into a CRLF file adds CRLF line breaks (after a last line without one too); an LF file keeps LF; a bare CR is no line ending', async () => {
+  const { ws, edit } = await setup();
+  const read = (f: string): string => fs.readFileSync(path.join(ws, f), 'latin1');
+  fs.writeFileSync(path.join(ws, 'crlf.txt'), 'alpha\r\nbeta\r\n');
+  await edit({ command: 'insert', path: 'crlf.txt', insert_line: 1, insert_text: 'middle' });
+  await edit({ command: 'insert', path: 'crlf.txt', insert_line: 0, insert_text: 'first' });
+  expect(read('crlf.txt')).toBe('first\r\nalpha\r\nmiddle\r\nbeta\r\n');
+  // The last line without a break: the break put before the inserted line is the file's too.
+  fs.writeFileSync(path.join(ws, 'open.txt'), 'one\r\ntwo');
+  await edit({ command: 'insert', path: 'open.txt', insert_line: 2, insert_text: 'three' });
+  expect(read('open.txt')).toBe('one\r\ntwo\r\nthree\r\n');
+  // Text that ends with its own break is written as given; an LF file gets LF; a bare CR is no line ending.
+  await edit({ command: 'insert', path: 'primes.py', insert_line: 0, insert_text: 'x = 1' });
+  expect(read('primes.py').startsWith('x = 1\ndef f():\n')).toBe(true);
+  fs.writeFileSync(path.join(ws, 'cr.txt'), 'a\rb\n');
+  await edit({ command: 'insert', path: 'cr.txt', insert_line: 1, insert_text: 'c' });
+  expect(read('cr.txt')).toBe('a\rb\nc\n');
+});
+
 test('documented errors: file not found, several matches, no match; each is_error and nothing written', async () => {
   const { ws, edit } = await setup();
   expect(await edit({ command: 'view', path: 'nope.py' })).toMatchObject({ text: 'Error: File not found', isError: true });
