@@ -957,6 +957,7 @@ export class RunHandle {
       result,
       details: result.error ?? 'finished',
       decisions: history.decisions,
+      rules: history.rules,
       session: null,
       ...(input?.model ? { model: input.model } : {}),
       // As the run's own status query reports them (the strategy its model's table row gives).

@@ -15,12 +15,15 @@ import { temporal, type google } from '@temporalio/proto';
 import {
   decideUpdate,
   foldCallInputs,
+  removeRuleUpdate,
   isText,
   isToolResult,
   isToolUse,
   publishedExitCode,
   type AgentRunInput,
+  type ApprovalRule,
   type CallClaudeOutput,
+  type CarriedState,
   type Conversation,
   type ConversationPart,
   type DecideAnswer,
@@ -115,6 +118,12 @@ export interface RunHistory {
   published: Record<string, string[]>;
   /** The working directory each command's answer gave when it said its worker was shutting down (`workerClosing`), by `tool_use` id. */
   closing: Record<string, string>;
+  /**
+   * The approval rules as the execution left them, oldest first: those it started with (carried across
+   * continue-as-new, or the input's), each a `decide` answer added, and the rules a `removeRule` Update
+   * answered with, in history order (the run's own status keeps them the same way).
+   */
+  rules: ApprovalRule[];
 }
 
 /**
@@ -148,6 +157,7 @@ export async function readHistory(client: Client, workflowId: string, runId: str
     notes: {},
     published: {},
     closing: {},
+    rules: [],
   };
   /** `tool_use` id of each scheduled `runCommand`, by its scheduled event id. */
   const commands = new Map<string, string>();
@@ -159,6 +169,8 @@ export async function readHistory(client: Client, workflowId: string, runId: str
   /** Scheduled event id of the last `callClaude`, and whether its answer is the last one seen. */
   let lastCallEventId: string | null = null;
   const decideRequests = new Map<string, DecideRequest>();
+  /** Update ids of the `removeRule` Updates accepted. */
+  const ruleRemovals = new Set<string>();
   let nextPageToken: Uint8Array | undefined;
   do {
     const page = await client.workflowService.getWorkflowExecutionHistory({
@@ -172,6 +184,9 @@ export async function readHistory(client: Client, workflowId: string, runId: str
         out.continuedFrom = attrs?.continuedExecutionRunId || null;
         const first = attrs?.input?.payloads?.[0];
         if (first) out.input = await decode<AgentRunInput>(first);
+        const carried = attrs?.input?.payloads?.[1];
+        const rules = carried ? (await decode<CarriedState | null>(carried))?.rules : out.input?.rules;
+        if (Array.isArray(rules)) out.rules = [...rules];
       } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) {
         const attrs = event.activityTaskScheduledEventAttributes;
         const commandInput = attrs?.activityType?.name === RUN_COMMAND ? attrs.input?.payloads?.[0] : undefined;
@@ -222,13 +237,23 @@ export async function readHistory(client: Client, workflowId: string, runId: str
         const arg = req?.input?.args?.payloads?.[0];
         if (req?.input?.name === decideUpdate.name && arg && req.meta?.updateId)
           decideRequests.set(req.meta.updateId, await decode<DecideRequest>(arg));
+        if (req?.input?.name === removeRuleUpdate.name && req.meta?.updateId) ruleRemovals.add(req.meta.updateId);
       } else if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED) {
         const attrs = event.workflowExecutionUpdateCompletedEventAttributes;
-        const request = decideRequests.get(attrs?.meta?.updateId ?? '');
+        const updateId = attrs?.meta?.updateId ?? '';
+        const request = decideRequests.get(updateId);
         const success = attrs?.outcome?.success?.payloads?.[0];
+        // A removal answers with the rules left.
+        if (ruleRemovals.has(updateId) && success) {
+          const left = await decode<ApprovalRule[]>(success);
+          if (Array.isArray(left)) out.rules = left;
+        }
         if (!request || !success) continue;
         const answer = await decode<DecideAnswer>(success);
-        if (answer.rule) ruleBy.set(answer.rule.id, answer.rule.by);
+        if (answer.rule) {
+          ruleBy.set(answer.rule.id, answer.rule.by);
+          out.rules.push(answer.rule);
+        }
         out.decisions.push({
           toolUseId: answer.toolUseId,
           approved: answer.decision !== 'denied',

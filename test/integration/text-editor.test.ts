@@ -9,7 +9,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { createHash } from 'node:crypto';
-import { decideUpdate } from '../../src/contract';
+import { decideUpdate, removeRuleUpdate } from '../../src/contract';
 import { DEFAULT_EDITOR_SYSTEM_PROMPT, DEFAULT_SYSTEM_PROMPT } from '../../src/contract/input';
 import { workspaceFolderName } from '../../src/activities/session';
 import type { ScriptContentBlock } from '../../src/dev/model-server';
@@ -256,6 +256,9 @@ describe('text editor', () => {
     };
     await approveNext('toolu_mk', false);
     await approveNext('toolu_r1', true);
+    // Rule 1 removed while toolu_b1 waits (toolu_r2 ran by it already): the closed run's rules are what the removal left.
+    await waitFor('toolu_b1 to wait', async () => (await bed.status(handle)).pendingApproval?.toolUseId === 'toolu_b1');
+    await handle.executeUpdate(removeRuleUpdate, { args: [{ id: 1, by: 'rita' }] });
     await approveNext('toolu_b1', true);
     expect(await handle.result()).toMatchObject({ status: 'completed' });
     expect(fs.readFileSync(path.join(ws, 'a.txt'), 'utf8')).toBe('three\n');
@@ -274,6 +277,12 @@ describe('text editor', () => {
     expect(closed.decisions.map((d) => [d.toolUseId, d.source, d.rule])).toEqual(expected);
     const strip = (d: (typeof decisions)[number]): object => ({ ...d, at: undefined });
     expect(closed.decisions.filter((d) => d.source === 'rule').map(strip)).toEqual(decisions.filter((d) => d.source === 'rule').map(strip));
+    // The rules as the run left them, read from the history as the query (a replay) reads them.
+    const rules = (await bed.status(handle)).rules;
+    expect(rules).toEqual([expect.objectContaining({ id: 2, kind: 'exact', text: 'touch b.txt', by: 'rita', toolUseId: 'toolu_b1' })]);
+    expect((closed as unknown as { rules: unknown }).rules).toEqual(rules);
+    const text = (await cli(bed.address, 'status', workflowId)).stdout;
+    expect(text).toMatch(/\n {2}approval rules:\n {4}2\. exactly "touch b\.txt"/);
   }, 120_000);
 
   test('tools: [bash] offers no editor: the request lists bash alone, the old system prompt, and an editor call is an unknown tool', async () => {
