@@ -10,7 +10,7 @@
 import { workspaceFolderName } from '../contract/subagent';
 import { leavesRoot } from '../shared/paths';
 import { checkWorktreeGit, createWorktree, type WorktreeGit } from '../session/worktree';
-import { mkdir, stat } from 'node:fs/promises';
+import { mkdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
@@ -402,6 +402,33 @@ function workdirOf(root: string, input: Pick<OpenSessionInput, 'workdir' | 'work
 }
 
 /**
+ * Refuses a working directory that is one of the folders the sandbox hides from every session: the workspace root
+ * (every run's folder is in it), the data dir, the checkpoint store, the product's own code (`hidden`, the worker's
+ * `hidePaths`). Each, made the workspace, is bound whole into the sandbox, so the run would read and write other runs'
+ * workspaces or the code the worker runs. A folder above one is fine: the sandbox hides that one inside it. Compared
+ * with symlinks resolved, after the folder exists.
+ * @throws ApplicationFailure of type {@link WORKDIR_UNUSABLE} (non-retryable) naming the folder and why
+ */
+export async function refuseProductDir(workdir: string, root: string, hidden: readonly string[]): Promise<void> {
+  const real = async (p: string): Promise<string | null> => realpath(p).catch(() => null);
+  const dir = await real(workdir);
+  if (dir === null) return;
+  if (dir === (await real(root)))
+    throw ApplicationFailure.create({
+      message: `the working directory ${workdir} is the workspace root ${root} itself, which holds every run's folder: name a folder of its own (a relative path is one under that root)`,
+      type: WORKDIR_UNUSABLE,
+      nonRetryable: true,
+    });
+  for (const h of hidden)
+    if (dir === (await real(h)))
+      throw ApplicationFailure.create({
+        message: `the working directory ${workdir} is ${h}, a folder the sandbox hides from every session (the product's data or code): name a folder of its own`,
+        type: WORKDIR_UNUSABLE,
+        nonRetryable: true,
+      });
+}
+
+/**
  * `mkdir -p`, one level at a time. Node's `mkdir(dir, {recursive: true})`
  * never settles for a path under /proc (it retries forever on the ENOENT
  * that procfs answers), spinning the worker's CPU.
@@ -704,6 +731,7 @@ export function createSessionActivities(deps: SessionActivityDeps) {
         }
         const workdir = workdirOf(deps.workspaceRoot, input);
         await makeDirectory(workdir);
+        await refuseProductDir(workdir, deps.workspaceRoot, deps.sessionOptions.hidePaths ?? []);
         if (input.restore) {
           // Rewind / fork: the workspace goes back to the checkpoint before bash starts there.
           const report = await restoreCheckpoint(input.restore.store, workdir, input.restore.id, input.restore.exclude, {

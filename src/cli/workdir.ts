@@ -1,7 +1,7 @@
 /** What the CLI checks of a `--workdir` (`start`, `fork`) before a run starts. */
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import { leavesRoot } from '../shared/paths';
+import { leavesRoot, namesRoot } from '../shared/paths';
 import { CliError } from './errors';
 
 /** Kernel file systems: nothing there can be a workspace (a directory cannot be made under them). */
@@ -21,6 +21,10 @@ export async function checkWorkdir(dir: string): Promise<void> {
   if (dir.trim() === '') throw bad('it is empty');
   if (!path.isAbsolute(dir)) {
     if (leavesRoot(dir)) throw bad("a relative path is under the worker's workspace root, and this one leaves it (..)");
+    if (namesRoot(dir))
+      throw bad(
+        `a relative path is under the worker's workspace root, not this directory, and this one is that root itself (every run's folder): for this directory give --workdir ${process.cwd()}`,
+      );
     return;
   }
   const resolved = path.resolve(dir);

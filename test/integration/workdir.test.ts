@@ -4,10 +4,11 @@
  * however the path is spelled, a relative path that leaves the workspace root); a run that gets past it (started by another client) ends
  * `failed` with the reason after its first turn, instead of spending every turn on it.
  */
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { cli } from './cli-process';
 import { TestBed, toolUse } from './harness';
+import { PROJECT_ROOT } from '../../src/settings';
 
 describe('an unusable --workdir', () => {
   let bed: TestBed;
@@ -28,6 +29,10 @@ describe('an unusable --workdir', () => {
       ['   ', /it is empty/],
       ['../escape', /a relative path is under the worker's workspace root, and this one leaves it/],
       ['a/./../../escape', /this one leaves it/],
+      // The root itself, which holds every run's folder: a person in their project meaning "here".
+      ['.', /this one is that root itself \(every run's folder\): for this directory give --workdir \//],
+      ['./', /this one is that root itself/],
+      ['src/..', /this one is that root itself/],
     ];
     for (const [dir, why] of refused) {
       const r = await cli(bed.address, 'start', 'list', 'files', '--workdir', dir, '--id', 'never-started', '--json');
@@ -56,5 +61,28 @@ describe('an unusable --workdir', () => {
     expect(outResult.error).toContain('the working directory x/../../escaped-root leaves the workspace root');
     expect(existsSync(path.join(bed.workspaces, '..', 'escaped-root'))).toBe(false);
     expect(bed.sentMessages()).toHaveLength(3);
+
+    // The workspace root itself, however it is named (relative, absolute, through a symlink), and the data dir or the
+    // product's code: refused by the worker, since bound whole into the sandbox each would show the session every run's
+    // folder (another run's file is the canary) or the code the worker runs.
+    mkdirSync(path.join(bed.workspaces, 'other-run'), { recursive: true });
+    writeFileSync(path.join(bed.workspaces, 'other-run', 'secret.txt'), 'other');
+    const link = path.join(bed.workspaces, '..', 'root-link');
+    symlinkSync(bed.workspaces, link);
+    const cases: Array<[string, RegExp]> = [
+      ['.', /is the workspace root .* itself, which holds every run's folder/],
+      ['a/..', /is the workspace root .* itself/],
+      [bed.workspaces, /is the workspace root .* itself/],
+      [link, /is the workspace root .* itself/],
+      [PROJECT_ROOT, /a folder the sandbox hides from every session/],
+    ];
+    for (const [workdir, why] of cases) {
+      const root = await bed.start({ task: 'list files', approval: 'auto', workdir, maxTurns: 5 });
+      const r = await root.result();
+      expect([workdir, r.status]).toEqual([workdir, 'failed']);
+      expect(r.error).toMatch(why);
+    }
+    expect(bed.sentMessages()).toHaveLength(3 + cases.length);
+    expect(readFileSync(path.join(bed.workspaces, 'other-run', 'secret.txt'), 'utf8')).toBe('other');
   }, 240_000);
 });
