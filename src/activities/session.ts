@@ -502,7 +502,7 @@ export function editGate(input: RunEditInput): (p: ProposedEdit) => EditGate {
     if (input.approvedSha256 !== undefined) {
       if (sha256Hex(p.review) === input.approvedSha256) return { apply: true };
       return {
-        refuse: `Error: ${p.abs} changed after the edit was approved: the change it would make now is not the one a person approved (sha256 ${input.approvedSha256.slice(0, 12)}), so nothing was written. View the file again and retry.`,
+        refuse: `Error: ${p.abs} changed since the edit was shown for approval: the change it would make now is not the one a person approved (sha256 ${input.approvedSha256.slice(0, 12)}), so nothing was written. View the file again and retry.`,
       };
     }
     if (input.autoApprove === undefined) return { apply: true };

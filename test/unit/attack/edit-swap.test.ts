@@ -91,6 +91,18 @@ async function ruleThenSwappedInCheckpoint(setup: string, edit: EditRequest, swa
 
 const WORKFLOW = 'on: push\njobs:\n  x:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo PWNED\n';
 
+describe('approved by a person, the file changed in place meanwhile', () => {
+  test("nothing written, and Claude is told the file changed since the review was shown (not 'after the approval')", async () => {
+    const edit: EditRequest = { command: 'str_replace', path: 'a.txt', oldStr: 'line two', newStr: 'line 2' };
+    const { ws, review, done } = await approvedThenSwapped('printf "line one\\nline two\\n" > a.txt', edit, 'echo mine >> a.txt');
+    expect(done).toMatchObject({ applied: false, isError: true });
+    expect(done.text).toBe(
+      `Error: ${ws}/a.txt changed since the edit was shown for approval: the change it would make now is not the one a person approved (sha256 ${sha256Hex(review).slice(0, 12)}), so nothing was written. View the file again and retry.`,
+    );
+    expect(fs.readFileSync(path.join(ws, 'a.txt'), 'utf8')).toBe('line one\nline two\nmine\n');
+  });
+});
+
 describe('approved by a person, then a folder on the path swapped for a symlink', () => {
   test('create docs/deploy.yml: nothing written to .github/workflows', async () => {
     const edit: EditRequest = { command: 'create', path: 'docs/deploy.yml', fileText: WORKFLOW };
