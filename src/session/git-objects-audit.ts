@@ -35,7 +35,7 @@ import * as zlib from 'node:zlib';
 import type { GitFinding } from './git-finding';
 import { MINIMAL_ENV } from './identity';
 import { tryReadRegular } from './safe-open';
-import { NO_REPO_CODE } from './worktree-git';
+import { auditGit, NO_REPO_CODE } from './worktree-git';
 
 /** What one repository's `objects/` held at session start ({@link recordObjects}). */
 export interface ObjectsBaseline {
@@ -179,7 +179,7 @@ async function checkGraph(b: ObjectsBaseline, objects: string, move: Mover): Pro
   const rels = ['info/commit-graph', ...namesIn(path.join(objects, 'info', 'commit-graphs')).map((n) => `info/commit-graphs/${n}`)];
   const fresh = rels.filter((rel) => changed(b, objects, rel));
   if (fresh.length === 0) return [];
-  const failed = await gitRun(b, ['commit-graph', 'verify', '--no-progress'], 60_000);
+  const { failed } = await git(b, ['commit-graph', 'verify', '--no-progress'], 60_000, 1 << 20);
   if (failed === undefined) return [];
   return fresh.map((rel) => move(path.join(objects, rel), `${GRAPH_WHY}: ${failed}`));
 }
@@ -303,41 +303,23 @@ async function forgedIds(pack: string, idx: string, sha256: boolean, size: numbe
   }
 }
 
-/** Runs git on `b.gitDir` with no hooks, config of the person's or workspace code; resolves with stdout, '' on failure. */
-function gitOut(b: ObjectsBaseline, args: string[]): Promise<string> {
-  return new Promise((resolve) => {
-    execFile(
-      'git',
-      ['-c', 'safe.directory=*', ...NO_REPO_CODE, ...args],
-      {
-        cwd: '/',
-        env: { ...MINIMAL_ENV, GIT_DIR: b.gitDir, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_OPTIONAL_LOCKS: '0' },
-        timeout: 10_000,
-        encoding: 'utf8',
-        maxBuffer: 256 << 20,
-      },
-      (err, stdout) => resolve(err ? '' : stdout),
-    );
-  });
+/** What one run of git said: its stdout ('' when it failed) and, when it failed, its first line of complaint. */
+interface GitSaid {
+  stdout: string;
+  /** stderr's first non-blank line, else the error's message, at most 200 characters; undefined when git succeeded. */
+  failed?: string;
 }
 
-/** Runs git on `b.gitDir` as {@link gitOut} does, within `timeoutMs`: undefined when it succeeds, else its first line of complaint. */
-function gitRun(b: ObjectsBaseline, args: string[], timeoutMs: number): Promise<string | undefined> {
-  return new Promise((resolve) => {
-    execFile(
-      'git',
-      ['-c', 'safe.directory=*', ...NO_REPO_CODE, ...args],
-      {
-        cwd: '/',
-        env: { ...MINIMAL_ENV, GIT_DIR: b.gitDir, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_OPTIONAL_LOCKS: '0' },
-        timeout: timeoutMs,
-        encoding: 'utf8',
-        maxBuffer: 1 << 20,
-      },
-      (err, _stdout, stderr) =>
-        resolve(err ? (stderr.split('\n').find((l) => l.trim() !== '') ?? err.message).trim().slice(0, 200) : undefined),
-    );
-  });
+/**
+ * Runs git on `b.gitDir` (worktree-git.ts {@link auditGit}: no hooks, config of the person's or workspace code) from
+ * `/`, within `timeoutMs` (default 10 s) and `maxBuffer` bytes of stdout or stderr (default 256 MiB; more is a
+ * failure); never rejects.
+ */
+function git(b: ObjectsBaseline, args: string[], timeoutMs = 10_000, maxBuffer = 256 << 20): Promise<GitSaid> {
+  return auditGit(b.gitDir, args, { cwd: '/', timeoutMs, maxBuffer }).then(
+    (stdout) => ({ stdout }),
+    (err: Error) => ({ stdout: '', failed: err.message.slice(0, 200) }),
+  );
 }
 
 /**
@@ -347,9 +329,9 @@ function gitRun(b: ObjectsBaseline, args: string[], timeoutMs: number): Promise<
 async function namedIds(b: ObjectsBaseline, ids: readonly string[]): Promise<Map<string, string[]>> {
   const named = new Map<string, string[]>(ids.map((id) => [id, []]));
   if (ids.length === 0) return named;
-  const head = (await gitOut(b, ['rev-parse', '--verify', '-q', 'HEAD^{tree}'])).trim();
+  const head = (await git(b, ['rev-parse', '--verify', '-q', 'HEAD^{tree}'])).stdout.trim();
   named.get(head)?.push('the tree of HEAD');
-  for (const line of (await gitOut(b, ['ls-tree', '-r', '-t', '-z', '--full-tree', 'HEAD'])).split('\0')) {
+  for (const line of (await git(b, ['ls-tree', '-r', '-t', '-z', '--full-tree', 'HEAD'])).stdout.split('\0')) {
     const m = /^\d+ \w+ ([0-9a-f]+)\t([^]*)$/.exec(line);
     if (m) named.get(m[1]!)?.push(`HEAD:${m[2]!}`);
   }

@@ -248,6 +248,25 @@ export class TestBed {
     return waitFor('a pending approval', async () => (await this.status(handle)).pendingApproval, timeoutMs);
   }
 
+  /**
+   * Waits until the run waits for approval of tool_use `toolUseId` (status polled every 100 ms, for `timeoutMs`) and
+   * returns that pending command; throws when it does not by then.
+   */
+  async pendingApprovalOf(
+    handle: WorkflowHandle,
+    toolUseId: string,
+    timeoutMs = 20_000,
+  ): Promise<NonNullable<StatusView['pendingApproval']>> {
+    return waitFor(
+      `${toolUseId} to wait for approval`,
+      async () => {
+        const pending = (await this.status(handle)).pendingApproval;
+        return pending?.toolUseId === toolUseId ? pending : null;
+      },
+      timeoutMs,
+    );
+  }
+
   /** Requests the scripted model server received, oldest first. */
   requests(): LoggedRequest[] {
     return this.model.requests();

@@ -8,7 +8,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { approveSignal } from '../../src/contract';
-import { TestBed, toolUse, waitFor } from './harness';
+import { TestBed, toolUse } from './harness';
 
 describe('policy, judged at the session', () => {
   let bed: TestBed;
@@ -51,7 +51,7 @@ describe('policy, judged at the session', () => {
 
     // Each bypass waits for a human (and times out as a denial after 2 s).
     for (const [id] of bypasses) {
-      await waitFor(`${id} pending`, async () => (await bed.status(handle)).pendingApproval?.toolUseId === id, 30_000);
+      await bed.pendingApprovalOf(handle, id!, 30_000);
     }
     const result = await handle.result();
     expect(result.status).toBe('completed');

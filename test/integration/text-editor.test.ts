@@ -246,10 +246,7 @@ describe('text editor', () => {
     );
     const ws = path.join(bed.workspaces, workspaceFolderName(workflowId));
     const approveNext = async (id: string, always: boolean): Promise<void> => {
-      const p = await waitFor(`${id} to wait`, async () => {
-        const v = (await bed.status(handle)).pendingApproval;
-        return v?.toolUseId === id ? v : null;
-      });
+      const p = await bed.pendingApprovalOf(handle, id);
       await handle.executeUpdate(decideUpdate, {
         args: [{ toolUseId: id, approved: true, by: 'rita', commandSha256: p.commandSha256, ...(always ? { always: true } : {}) }],
       });

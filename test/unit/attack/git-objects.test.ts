@@ -15,29 +15,13 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
-import { personsRepo } from './persons-repo';
+import { personsGit, withNested } from './persons-repo';
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
 
 /** git as the person (root) in `cwd`. */
-const gitIn = (cwd: string, ...a: string[]): string =>
-  execFileSync('git', ['-C', cwd, '-c', 'user.name=p', '-c', 'user.email=p@example.com', ...a], { encoding: 'utf8', stdio: 'pipe' });
-
-/** The person's repository with run.sh (`echo hello`) committed, and a nested clone of theirs at `vendor/lib` holding the same. */
-function withNested(): { ws: string } {
-  const { ws, git } = personsRepo();
-  fs.writeFileSync(path.join(ws, 'run.sh'), 'echo hello\n');
-  git('add', 'run.sh');
-  git('commit', '-qm', 'run.sh');
-  const lib = path.join(ws, 'vendor', 'lib');
-  fs.mkdirSync(lib, { recursive: true });
-  gitIn(lib, 'init', '-q', '-b', 'main');
-  fs.writeFileSync(path.join(lib, 'run.sh'), 'echo hello\n');
-  gitIn(lib, 'add', 'run.sh');
-  gitIn(lib, 'commit', '-qm', 'lib');
-  return { ws };
-}
+const gitIn = personsGit;
 
 /** Shell text: `$o` HEAD:run.sh's id, `$e` the id of a blob `echo PWNED-by-session` written loose. */
 const IDS = `o=$(git rev-parse HEAD:run.sh) && e=$(printf 'echo PWNED-by-session\\n' | git hash-object -w --stdin)`;

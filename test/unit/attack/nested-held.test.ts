@@ -10,9 +10,12 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { hostBash, personsGit, personsRepo, plant, ran } from './persons-repo';
+import { hostBash, personsGit, personsRepo, plant, ran, withNested } from './persons-repo';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
+beforeEach(() => {
+  if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
+});
 afterEach(async () => {
   await closeSessions();
   removeTempDirs();
@@ -24,22 +27,8 @@ const COMMIT = 'git -c user.name=p -c user.email=p@example.com commit -qm m --al
 const REPLACE = (more = 'true'): string =>
   `evil=$(printf 'echo PWNED-by-session\\n' | git hash-object -w --stdin) && git replace -f "$(git rev-parse HEAD:run.sh)" "$evil" && ${more} && echo made-it`;
 
-/** The person's repository with a nested clone of theirs at `vendor/lib` (`run.sh`, one commit), not ignored by the top. */
-function withNested(): { ws: string; lib: string; marker: string } {
-  if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
-  const { ws, marker } = personsRepo();
-  const lib = path.join(ws, 'vendor', 'lib');
-  fs.mkdirSync(lib, { recursive: true });
-  g(lib, 'init', '-q', '-b', 'main');
-  fs.writeFileSync(path.join(lib, 'run.sh'), 'echo hello\n');
-  g(lib, 'add', 'run.sh');
-  g(lib, 'commit', '-qm', 'lib');
-  return { ws, lib, marker };
-}
-
 /** The person's repository with the submodule `lib` (`run.sh`, one commit): its git dir is `.git/modules/lib`. */
 function withSubmodule(): { ws: string; lib: string; marker: string } {
-  if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
   const src = tempDir('aj-libsrc-');
   g(src, 'init', '-q', '-b', 'main');
   fs.writeFileSync(path.join(src, 'run.sh'), 'echo hello\n');
@@ -167,7 +156,6 @@ function outsideRepo(...config: [string, string][]): string {
 
 describe('a repository nested in the workspace whose git dir lies outside it: its config read with the nested top as the base', () => {
   test("a linked worktree's `alias.lint = !scripts/lint.sh`, missing at start: the session's lint.sh is moved, the person's git lint does not run it", async () => {
-    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
     const outside = outsideRepo(['alias.lint', '!scripts/lint.sh']);
     const { ws, marker } = personsRepo();
     const lib = path.join(ws, 'vendor', 'lib');
@@ -181,7 +169,6 @@ describe('a repository nested in the workspace whose git dir lies outside it: it
   });
 
   test('a git dir kept apart (git init --separate-git-dir) with `core.hooksPath = .githooks`: a pre-commit the session writes there does not run', async () => {
-    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
     const { ws, marker } = personsRepo();
     const lib = path.join(ws, 'vendor', 'lib');
     fs.mkdirSync(lib, { recursive: true });
@@ -196,7 +183,6 @@ describe('a repository nested in the workspace whose git dir lies outside it: it
   });
 
   test("the workspace itself a linked worktree of an outside repository with husky's hooks, beside a nested clone: the top's .husky/_ stays held", async () => {
-    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (the worker setting)');
     const outside = outsideRepo(['core.hooksPath', '.husky/_']);
     const ws = path.join(tempDir('aj-wt-'), 'feature');
     g(outside, 'worktree', 'add', '-q', '-b', 'feature', ws);

@@ -15,7 +15,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { MAX_NESTED_REPOS } from '../../../src/session/git-guard';
 import { closeSessions, removeTempDirs, startSession } from '../session/helpers';
-import { hostBash, personsGit, personsRepo, plant, ran } from './persons-repo';
+import { hostBash, personsGit, personsRepo, plant, ran, withNested as personsNested } from './persons-repo';
 import { fastDescribe, slowDescribe } from '../../slow';
 
 afterEach(closeSessions);
@@ -29,20 +29,9 @@ const COMMIT = 'git -c user.name=p -c user.email=p@example.com commit -qm m --al
 
 const gitIn = personsGit;
 
-/** The person's repository with a nested repository of theirs at `vendor/lib` (one commit), `vendor/` ignored as in B8. */
-function withNested(): { ws: string; lib: string; marker: string } {
-  const { ws, git, marker } = personsRepo();
-  fs.writeFileSync(path.join(ws, '.gitignore'), 'vendor/\n');
-  git('add', '.gitignore');
-  git('commit', '-qm', 'ignore');
-  const lib = path.join(ws, 'vendor', 'lib');
-  fs.mkdirSync(lib, { recursive: true });
-  gitIn(lib, 'init', '-q', '-b', 'main');
-  fs.writeFileSync(path.join(lib, 'lib.txt'), 'one\n');
-  gitIn(lib, 'add', 'lib.txt');
-  gitIn(lib, 'commit', '-qm', 'lib');
-  return { ws, lib, marker };
-}
+/** The person's repository with a nested repository of theirs at `vendor/lib` (`lib.txt`, one commit), `vendor/` ignored as in B8. */
+const withNested = (): { ws: string; lib: string; marker: string } =>
+  personsNested({ name: '.gitignore', text: 'vendor/\n' }, { name: 'lib.txt', text: 'one\n' });
 
 dRoot('a nested repository there at start: the same hold as the root repository', () => {
   test("a pre-commit hook written into vendor/lib/.git/hooks does not run at the person's next commit there (B8)", async () => {

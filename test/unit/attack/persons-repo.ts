@@ -56,22 +56,25 @@ export const personsGit = (cwd: string, ...a: string[]): string =>
 
 /**
  * The person's repository ({@link personsRepo}) with one more file committed at the top (`top`: its name and text;
- * default `run.sh`, `echo hello`) and a nested clone of theirs at `vendor/lib` holding `run.sh` (`echo hello`, one
- * commit), made as the person (root) with {@link personsGit}. `vendor/` is not under the top's ignore rules unless
- * `top` says so. Returns the workspace and the clone's path.
+ * default `run.sh`, `echo hello`) and a nested clone of theirs at `vendor/lib` holding `nested` (default `run.sh`,
+ * `echo hello`; one commit), made as the person (root) with {@link personsGit}. `vendor/` is not under the top's ignore
+ * rules unless `top` says so. Returns the workspace, the clone's path and the marker path of {@link personsRepo}.
  */
-export function withNested(top: { name: string; text: string } = { name: 'run.sh', text: 'echo hello\n' }): { ws: string; lib: string } {
-  const { ws, git } = personsRepo();
+export function withNested(
+  top: { name: string; text: string } = { name: 'run.sh', text: 'echo hello\n' },
+  nested: { name: string; text: string } = { name: 'run.sh', text: 'echo hello\n' },
+): { ws: string; lib: string; marker: string } {
+  const { ws, git, marker } = personsRepo();
   fs.writeFileSync(path.join(ws, top.name), top.text);
   git('add', top.name);
   git('commit', '-qm', top.name);
   const lib = path.join(ws, 'vendor', 'lib');
   fs.mkdirSync(lib, { recursive: true });
   personsGit(lib, 'init', '-q', '-b', 'main');
-  fs.writeFileSync(path.join(lib, 'run.sh'), 'echo hello\n');
-  personsGit(lib, 'add', 'run.sh');
+  fs.writeFileSync(path.join(lib, nested.name), nested.text);
+  personsGit(lib, 'add', nested.name);
   personsGit(lib, 'commit', '-qm', 'lib');
-  return { ws, lib };
+  return { ws, lib, marker };
 }
 
 /**
