@@ -197,7 +197,7 @@ describe('kind 5: an edit that only adds white space at the end of a line', () =
       toolUseId: 'toolu_eol',
       command: review,
       requestedAt: 'now',
-      edit: { command: 'str_replace', path: file },
+      edit: { command: 'str_replace', path: file, ruleSubject: editRuleSubject('str_replace', file) },
     });
     const seen = editLines(p).map((l) => l.replace(/[ \t]+$/, ''));
     const removed = seen.find((l) => l.startsWith('    -[')) ?? '';
