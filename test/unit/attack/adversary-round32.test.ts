@@ -53,6 +53,17 @@
  * the background (inferred, not run through a workflow), and a worker that stops meanwhile never finishes it. Fix: a
  * time budget for the packs (a NOT-checked finding past it), the cheap loose objects first.
  *
+ * Kind 7 (sandbox off): two held entries of the person's exchanged. Steps: mode `none`, the person's repository with
+ * an executable `.git/hooks/pre-commit`; the session runs `renameat2(hooks, info, RENAME_EXCHANGE)` in `.git` (python
+ * ctypes; `.git` is its to write). OBSERVED: the note says both were "replaced by uid 0, not the session's user: kept"
+ * (the person's own git?), and at close `.git/hooks` holds `exclude` and `.git/info` the person's hooks: their
+ * pre-commit hook (a secret scanner, a lint gate) no longer runs and `info/exclude` is no longer read. Two plain
+ * renames are taken back by the 250 ms sweep in between; the exchange is one call. Why: git-held.ts `sessions()`
+ * takes an entry that is not the session user's, no link and with no ACL entry of its for the person's, and every
+ * held original is such. Two held programs the config names (`!scripts/fmt.sh`, `!scripts/release.sh`) exchanged the
+ * same way would make `git fmt` run release.sh (not run). Fix: an entry that is another held entry's original (its
+ * device and inode) is the session's doing: each is put back where it was.
+ *
  * Tried, held: a ref moved by an edit of `packed-refs` (named, as a loose one); `grep -c x big ×40` on the sparse file
  * (46 ms: grep skips holes); `git show` of a forged loose object and of a shadowing pack after close (round 28/29's,
  * taken back and written again from the work tree); the drain's bound: a command's output is cut only after it ended,
@@ -61,6 +72,11 @@
  * shows it escaped). Mode none's held entries (read, not run): a swap of two held entries of the person's (`.git/hooks`
  * and `.git/info`: both root's, no ACL entry of the session's) is taken for the person's change and "kept", then put
  * back in turn, so the two trade places at every sweep: named each time, no program of the session's runs.
+ * A job writing its command's output one byte a write (4 such jobs, after the command ended): the worker's CPU 4.6 % of a
+ * core over 5 s (load average 23). An existing linked worktree's `commondir` pointed at a folder of the session's
+ * holding `objects/`, `refs/` and a `config` with `core.fsmonitor`: put back to `../..` (no HEAD there, not moved as a
+ * repository, but held). A per-worktree `hooks/` and `config.worktree` in `.git/worktrees/feature/`: git reads neither
+ * (no `extensions.worktreeConfig`).
  * Noticed: `rebase-merge/autostash` (and `MERGE_AUTOSTASH`) name a stash commit the person's `git rebase --abort`
  * applies to the work tree, while the finding says the abort resets to "a commit of yours"; the reflog of a branch
  * other than HEAD's is not compared (the branch's move is named); `.git/lfs/objects` is the session's to write and
@@ -82,6 +98,7 @@ const OPEN_TRAILING_SPACE = true;
 const OPEN_SECRET_SHAPES = true;
 const OPEN_SPARSE_NO_OUTPUT = true;
 const OPEN_PACK_FLOOD = true;
+const OPEN_NONE_EXCHANGE = true;
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
@@ -283,6 +300,29 @@ describe('kind 3/5: many packs at close', () => {
     },
     180_000,
   );
+});
+
+describe("kind 7: mode none, two held entries of the person's exchanged", () => {
+  const t = OPEN_NONE_EXCHANGE ? test.skip : test;
+  t('hooks/ and info/ swapped in one rename (RENAME_EXCHANGE) are put back, so the person’s pre-commit hook still runs', async () => {
+    needsRoot();
+    if (process.arch !== 'x64') throw new Error('the exchange below calls renameat2 by its x86_64 number');
+    const ws = path.join(tempDir('aj-xchg-'), 'repo');
+    fs.mkdirSync(ws, { mode: 0o755 });
+    fs.chmodSync(path.dirname(ws), 0o755);
+    repoAt(ws);
+    fs.writeFileSync(path.join(ws, '.git/hooks/pre-commit'), '#!/bin/sh\necho persons-hook\n', { mode: 0o755 });
+    const s = await startSession({ cwd: ws, workspace: ws, sandbox: 'none' });
+    // renameat2(AT_FDCWD, "hooks", AT_FDCWD, "info", RENAME_EXCHANGE): syscall 316 on x86_64.
+    const r = await s.run(
+      `id -un; cd .git && python3 -c 'import ctypes,sys;l=ctypes.CDLL(None,use_errno=True);sys.exit(l.syscall(316,-100,b"hooks",-100,b"info",2))' && ls info`,
+    );
+    expect(r.output).toContain('agent-jobs\n');
+    expect(r.output).toContain('pre-commit\n');
+    await s.close();
+    expect(fs.readdirSync(path.join(ws, '.git/hooks'))).toContain('pre-commit');
+    expect(fs.readdirSync(path.join(ws, '.git/info'))).toContain('exclude');
+  });
 });
 
 describe('held: what the audits and bounds kept', () => {
