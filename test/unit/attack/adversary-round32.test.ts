@@ -73,9 +73,8 @@
  * and `.git/info`: both root's, no ACL entry of the session's) is taken for the person's change and "kept", then put
  * back in turn, so the two trade places at every sweep: named each time, no program of the session's runs.
  * A job writing its command's output one byte a write (4 such jobs, after the command ended): the worker's CPU 4.6 % of a
- * core over 5 s (load average 23). An existing linked worktree's `commondir` pointed at a folder of the session's
- * holding `objects/`, `refs/` and a `config` with `core.fsmonitor`: put back to `../..` (no HEAD there, not moved as a
- * repository, but held). A per-worktree `hooks/` and `config.worktree` in `.git/worktrees/feature/`: git reads neither
+ * core over 5 s (load average 23). An existing linked worktree's `commondir` rewritten to name a folder of the session's
+ * holding `objects/`, `refs/` and a `config` with `core.fsmonitor`: refused, the file is bound read-only. A per-worktree `hooks/` and `config.worktree` in `.git/worktrees/feature/`: git reads neither
  * (no `extensions.worktreeConfig`).
  * Noticed: `rebase-merge/autostash` (and `MERGE_AUTOSTASH`) name a stash commit the person's `git rebase --abort`
  * applies to the work tree, while the finding says the abort resets to "a commit of yours"; the reflog of a branch
