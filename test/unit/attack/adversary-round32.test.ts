@@ -2,7 +2,7 @@
  * Adversary round 32: attacks on main (89ce5a0), as root, in real sessions of the unit harness, first on what landed
  * last (the objects and state audits, the drain and output bounds, the secret shapes, the editor's review), then on the
  * other kinds. Each test asserts the safe behaviour and is skipped while its kind is open (the OPEN_* flags below);
- * each was run un-skipped on 89ce5a0 and failed as written below (load averages 5 to 7 on 2 shared cores).
+ * each was run un-skipped on 89ce5a0 and failed as written below (load averages 5 to 25 on 2 shared cores).
  *
  * Kind 6 (git state the audit does not know): the person's OTHER checkout. Steps: the workspace is the person's
  * repository, with a linked worktree `../feature` outside it (`git worktree add ../feature -b feature`), whose admin
