@@ -212,7 +212,9 @@ describe('steering attacks', () => {
     await decide(handle, { toolUseId: 'toolu_a' }, 'touch a.txt');
     await waitFor('toolu_b pending', async () => (await bed.status(handle)).pendingApproval?.toolUseId === 'toolu_b');
     // The earlier tool_use, with its own (right) hash: not pending any more.
-    expect(await rejected(decide(handle, { toolUseId: 'toolu_a' }, 'touch a.txt'))).toMatch(/toolu_a is not pending; toolu_b is/);
+    expect(await rejected(decide(handle, { toolUseId: 'toolu_a' }, 'touch a.txt'))).toMatch(
+      /^(?!.*toolu_b).*the tool_use named is not pending/,
+    );
     // The pending id with the earlier command's hash: refused.
     expect(await rejected(decide(handle, { toolUseId: 'toolu_b' }, 'touch a.txt'))).toMatch(/not the hash of the pending command/);
     await decide(handle, { toolUseId: 'toolu_b' }, 'touch b.txt');

@@ -1,6 +1,6 @@
 /** Helpers of the steering tests: script entries, the decide Update with its hash, and a validator's refusal read back. */
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
-import { decideUpdate, type DecideRequest } from '../../src/contract';
+import { decideUpdate, statusQuery, type DecideRequest } from '../../src/contract';
 import { sha256 } from '../../src/shared/sha256';
 import type { agentRun } from '../../src/workflows';
 import { toolUse } from './harness';
@@ -28,7 +28,12 @@ export async function rejected(p: Promise<unknown>): Promise<string> {
 }
 
 /** Sends the decide Update: approved by alice unless `req` says otherwise, with the sha256 of `command` when given. */
-export function decide(handle: Run, req: Partial<DecideRequest> & { toolUseId: string }, command?: string): Promise<unknown> {
-  const full = { approved: true, by: 'alice', ...(command !== undefined ? { commandSha256: sha256(command) } : {}), ...req };
+export async function decide(handle: Run, req: Partial<DecideRequest> & { toolUseId: string }, command?: string): Promise<unknown> {
+  // The run and wait of what is pending, as the client names them (an encrypted run requires both); `req` may override them.
+  const pending = (await handle.query(statusQuery)).pendingApproval;
+  const bound = pending
+    ? { ...(pending.runId !== undefined ? { runId: pending.runId } : {}), ...(pending.wait !== undefined ? { wait: pending.wait } : {}) }
+    : {};
+  const full = { approved: true, by: 'alice', ...bound, ...(command !== undefined ? { commandSha256: sha256(command) } : {}), ...req };
   return handle.executeUpdate(decideUpdate, { args: [full as DecideRequest] });
 }

@@ -69,7 +69,8 @@ describe('steering', () => {
       [
         'another tool_use',
         { toolUseId: 'toolu_other', approved: true, by: 'a', commandSha256: sha256('touch w.txt') },
-        /toolu_other is not pending; toolu_w is/,
+        // The reason never names the pending id (rejections travel in plaintext: docs/security.md, "Encryption").
+        /^(?!.*toolu_w).*the tool_use named is not pending/,
       ],
       [
         'another hash',

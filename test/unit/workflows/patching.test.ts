@@ -44,7 +44,9 @@ async function replayAll(workflowsPath: string): Promise<string[]> {
       return { workflowId: f.replace(/\.json(\.gz)?$/, ''), history: historyFromJSON(JSON.parse(text)) };
     });
   const failures: string[] = [];
-  for await (const r of Worker.runReplayHistories({ workflowsPath }, histories)) {
+  // The workers' payload converter, which reads the sealed marks the saved histories carry (src/shared/sealed.ts).
+  const dataConverter = { payloadConverterPath: path.join(ROOT, 'dist', 'codec', 'payload-converter.js') };
+  for await (const r of Worker.runReplayHistories({ workflowsPath, dataConverter }, histories)) {
     if (r.error) failures.push(`${r.workflowId}: ${r.error.name}`);
   }
   return failures;

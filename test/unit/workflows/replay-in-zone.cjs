@@ -25,7 +25,11 @@ async function main() {
       return { workflowId: f.replace(/\.json(\.gz)?$/, ''), history: historyFromJSON(JSON.parse(text)) };
     });
   const failures = [];
-  for await (const r of Worker.runReplayHistories({ workflowsPath, logger: new DefaultLogger('ERROR') }, histories)) {
+  // The workers' payload converter (built: plain node cannot load the .ts), which reads the sealed marks the saved
+  // histories carry (src/shared/sealed.ts); no codec here, so they are read as saved.
+  const payloadConverterPath = path.resolve(__dirname, '../../../dist/codec/payload-converter.js');
+  const options = { workflowsPath, logger: new DefaultLogger('ERROR'), dataConverter: { payloadConverterPath } };
+  for await (const r of Worker.runReplayHistories(options, histories)) {
     if (r.error) failures.push(`${r.workflowId}: ${r.error.name}: ${r.error.message}`);
   }
   process.stdout.write(JSON.stringify(failures));
