@@ -87,7 +87,7 @@ const OPEN_REBASE_STATE = true;
 const OPEN_AMENDED_HEAD = true;
 const OPEN_MIDX_REMAP = true;
 const OPEN_NONE_ROOT_HOOK = true;
-const OPEN_KEYLESS_DECIDE = true;
+const OPEN_KEYLESS_DECIDE = false;
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
