@@ -11,23 +11,19 @@
 /** Payload metadata key the codec's decode sets on a payload it decrypted (value `1`), and removes from any other payload. */
 export const SEALED_METADATA_KEY = 'agent-jobs-sealed';
 
-/** Where the set of sealed objects lives on `globalThis`: shared by every copy of this module in one context (a replay may bundle the converter from dist/ and the workflows from src/). */
-const SEALED_VALUES = Symbol.for('agent-jobs.sealed-values');
-
-/** The objects made from a sealed payload in this context; weak, so a value kept by nobody else is not held. */
-function sealedValues(): WeakSet<object> {
-  // Deterministic: a set of object identities that only the payload converter fills, during the activation that reads them.
-  // eslint-disable-next-line no-restricted-globals
-  const g = globalThis as unknown as Record<symbol, WeakSet<object> | undefined>;
-  return (g[SEALED_VALUES] ??= new WeakSet<object>());
-}
+/**
+ * The objects made from a sealed payload; weak, so a value kept by nobody else is not held. One set per copy of this
+ * module: the payload converter and the workflows must be bundled together (the workflow bundle; a replay passes the
+ * converter's path beside the workflows', as the tests do).
+ */
+const sealedValues = new WeakSet<object>();
 
 /** Remembers `value` (an object or array; other values are ignored) as made from a sealed payload. */
 export function markSealed(value: unknown): void {
-  if (typeof value === 'object' && value !== null) sealedValues().add(value);
+  if (typeof value === 'object' && value !== null) sealedValues.add(value);
 }
 
 /** Whether `value` is the very object a sealed payload was converted to (a copy of it is not). */
 export function isSealed(value: unknown): boolean {
-  return typeof value === 'object' && value !== null && sealedValues().has(value);
+  return typeof value === 'object' && value !== null && sealedValues.has(value);
 }
