@@ -315,14 +315,14 @@ function validateDecide(state: RunState, req: DecideRequest, sealed: boolean): v
       `this decision is for approval wait ${String(req.wait)}, which is over; the wait now is ${pending.wait === undefined ? 'unnumbered' : String(pending.wait)}: read it again (status) and decide on it`,
     );
   }
+  if (pending.edit !== undefined) checkEditDecision(state, req, pending.edit);
+  else {
+    if (req.always === true) checkRule(state, 'exact', pending.command, pending.command);
+    if (req.alwaysPrefix !== undefined) checkRule(state, 'prefix', req.alwaysPrefix, pending.command);
+  }
+  // Last: what the request asks is judged first (its reasons name nothing of the run), then whether it binds to this run.
   const unbound = sealed ? sealedDecisionProblem(pending, req) : null;
   if (unbound !== null) throw new RejectedRequest(unbound);
-  if (pending.edit !== undefined) {
-    checkEditDecision(state, req, pending.edit);
-    return;
-  }
-  if (req.always === true) checkRule(state, 'exact', pending.command, pending.command);
-  if (req.alwaysPrefix !== undefined) checkRule(state, 'prefix', req.alwaysPrefix, pending.command);
 }
 
 /**
