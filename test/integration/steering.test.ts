@@ -65,7 +65,9 @@ describe('steering', () => {
     bed = await TestBed.create({ script: { responses: [asks(['toolu_w', 'touch w.txt']), end('done')] } });
     const handle = await bed.start({ task: 'write', approval: 'always' }, 'steer-decide-rejections');
     // Nothing pending yet: rejected, not silently dropped.
-    expect(await rejected(decide(handle, { toolUseId: 'toolu_w' }, 'touch w.txt'))).toMatch(/no command is waiting for approval/);
+    // Sent at once (the helper's status read first would give the run time to ask).
+    const early = { toolUseId: 'toolu_w', approved: true, by: 'alice', commandSha256: sha256('touch w.txt') };
+    expect(await rejected(handle.executeUpdate(decideUpdate, { args: [early] }))).toMatch(/no command is waiting for approval/);
     await bed.pendingApproval(handle);
     const cases: Array<[string, unknown, RegExp]> = [
       [
