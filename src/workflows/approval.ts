@@ -279,9 +279,9 @@ const MAX_DECISION_TEXT = 10_000;
  * @throws RejectedRequest
  */
 function validateDecide(state: RunState, req: DecideRequest, sealed: boolean): void {
-  // First, so that a sender without the keys learns nothing else of the run.
-  if (sealed && !isSealed(req)) throw new RejectedRequest(NOT_SEALED);
   checkObject(req);
+  // Next (only a non-object, which no payload makes sealed, is told apart first), so that a sender without the keys learns nothing of the run.
+  if (sealed && !isSealed(req)) throw new RejectedRequest(NOT_SEALED);
   checkBy(req.by);
   if (typeof req.toolUseId !== 'string' || req.toolUseId === '') throw new RejectedRequest('toolUseId must be a non-empty string');
   if (typeof req.approved !== 'boolean') throw new RejectedRequest('approved must be true or false');

@@ -124,7 +124,7 @@ describe('steering attacks', () => {
   test('malformed Updates are rejected before the history; prototype keys and extra fields change nothing', async () => {
     bed = await TestBed.create({ script: { responses: [asks(['toolu_m', 'touch m.txt']), end('done')] } });
     const handle = await bed.start({ task: 'malformed', approval: 'always' }, 'attack-malformed');
-    await bed.pendingApproval(handle);
+    const waiting = await bed.pendingApproval(handle);
     const h = sha256('touch m.txt');
     const send = (update: unknown, payload: unknown): Promise<unknown> =>
       handle.executeUpdate(update as typeof decideUpdate, { args: [payload as DecideRequest] });
@@ -186,7 +186,8 @@ describe('steering attacks', () => {
       `{"toolUseId":"toolu_m","approved":false,"by":"a","commandSha256":"${h}","__proto__":{"approved":true,"always":true}}`,
     );
     const extra = { ...proto, constructor: { prototype: { always: true } }, toString: 'x', hasOwnProperty: 1 };
-    const answer = await send(decideUpdate, { ...extra, reason: 'prototype keys' });
+    // The run and wait an encrypted run requires (sealed-decisions.test.ts).
+    const answer = await send(decideUpdate, { ...extra, reason: 'prototype keys', runId: waiting.runId, wait: waiting.wait });
     expect(answer).toEqual({
       applied: true,
       toolUseId: 'toolu_m',
