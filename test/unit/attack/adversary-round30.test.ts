@@ -95,8 +95,8 @@ const OPEN_REBASE_STATE = false;
 const OPEN_AMENDED_HEAD = false;
 const OPEN_MIDX_REMAP = false;
 const OPEN_NONE_ROOT_HOOK = false;
-const OPEN_KEYLESS_DECIDE = true;
-const OPEN_NONE_SELF_APPROVAL = true;
+const OPEN_KEYLESS_DECIDE = false;
+const OPEN_NONE_SELF_APPROVAL = false;
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
