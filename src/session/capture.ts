@@ -115,9 +115,11 @@ const FENCE_WRITE_MS = 1000;
  * What background jobs may write into a command's FIFO once the command has ended, drained and dropped by the worker:
  * a burst of {@link DRAIN_BURST_BYTES} and then {@link DRAIN_BYTES_PER_SECOND} on average (a token bucket). Past it the
  * worker closes its reader, so their next write gets EPIPE (SIGPIPE): `(cat /dev/zero &)` kept a third of a core
- * draining for the session's life; a job logging a line now and then stays within it.
+ * draining for the session's life; a job logging a line now and then stays within it, and so does a chatty one that
+ * prints a few MB and ends (100,000 log lines, 1.6 MB: `test/unit/session/processes.test.ts`), which must neither block
+ * nor die of SIGPIPE. 16 MiB: what `cat /dev/zero` writes in a few milliseconds.
  */
-export const DRAIN_BURST_BYTES = 1 << 20;
+export const DRAIN_BURST_BYTES = 16 << 20;
 /** See {@link DRAIN_BURST_BYTES}: bytes per second. */
 export const DRAIN_BYTES_PER_SECOND = 64 << 10;
 

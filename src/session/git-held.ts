@@ -22,7 +22,7 @@
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { GitFinding } from './git-audit';
+import type { GitFinding } from './git-finding';
 import type { GuardedGit } from './git-guard';
 import { MINIMAL_ENV } from './identity';
 import { DIR_FLAGS, O_PATH, openDirAt, openEntryAt } from './safe-open';

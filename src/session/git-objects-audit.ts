@@ -32,7 +32,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as zlib from 'node:zlib';
-import type { GitFinding } from './git-audit';
+import type { GitFinding } from './git-finding';
 import { MINIMAL_ENV } from './identity';
 import { tryReadRegular } from './safe-open';
 import { NO_REPO_CODE } from './worktree-git';

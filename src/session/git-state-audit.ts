@@ -28,7 +28,7 @@ import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { GitFinding } from './git-audit';
+import type { GitFinding } from './git-finding';
 import { safeText } from '../shared/display';
 import { showName } from './git-walk';
 import { MINIMAL_ENV } from './identity';

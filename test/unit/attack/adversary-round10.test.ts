@@ -146,6 +146,7 @@ import { MAX_TURN_RESULT_CHARS } from '../../../src/config';
 import { toolResult } from '../../../src/workflows/transcript';
 import { SANDBOX_PTY_MAX } from '../../../src/session/sandbox';
 import { closeSessions, removeTempDirs, startSession, tempDir, waitUntil } from '../session/helpers';
+import { withoutStateNote } from './persons-repo';
 
 // RunState reads the run's start time from the workflow's context; these tests build one outside a workflow.
 jest.mock('@temporalio/workflow', () => ({
@@ -426,7 +427,9 @@ describe("kind 3: code planted in the workspace's .git runs in the person's git 
       const work = await s.run(
         'echo two > f && git add f && git -c user.name=a -c user.email=a@example.com commit -qm two && git checkout -qb topic && git log --oneline | wc -l && git status --short | wc -l',
       );
-      expect(work).toMatchObject({ output: '2\n0\n', exitCode: 0 });
+      // The session's commit and branch are named by the git state audit; what git printed is the claim here.
+      expect({ ...work, output: withoutStateNote(work.output).output }).toMatchObject({ output: '2\n0\n', exitCode: 0 });
+      expect(withoutStateNote(work.output).note).toContain('the session moved refs/heads/main');
       const tries: Record<string, string> = {
         hooksPath: 'git config core.hooksPath "$PWD/h"',
         hook: `${plant(marker, '.git/hooks/post-checkout')}`,
@@ -597,7 +600,7 @@ describe('kind 5: a letter of another script inside a word', () => {
     const r = await s.run(`${command} -q 2>&1; echo rc=$?`);
     // What ran: the attacker's repository got the branch, the person's did not.
     expect({
-      output: r.output,
+      output: withoutStateNote(r.output).output,
       attacker: git(attacker, '-c', 'safe.directory=*', 'branch', '--list').trim(),
       person: git(person, '-c', 'safe.directory=*', 'branch', '--list').trim(),
     }).toEqual({

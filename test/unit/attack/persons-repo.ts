@@ -73,3 +73,13 @@ export function withNested(top: { name: string; text: string } = { name: 'run.sh
   personsGit(lib, 'commit', '-qm', 'lib');
   return { ws, lib };
 }
+
+/**
+ * `output` without the git state audit's note at its end (src/session/git-state-audit.ts names every commit, branch
+ * and ref the session made or moved), for tests about what else a command printed; the note, when there, is returned
+ * apart so a test can check what it names.
+ */
+export function withoutStateNote(output: string): { output: string; note: string } {
+  const m = /\[agent-jobs: the session left git state that your next git command obeys; review it: [^\n]*\]$/.exec(output);
+  return m ? { output: output.slice(0, m.index), note: m[0] } : { output, note: '' };
+}
