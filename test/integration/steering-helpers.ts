@@ -1,6 +1,6 @@
 /** Helpers of the steering tests: script entries, the decide Update with its hash, and a validator's refusal read back. */
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
-import { approveSignal, decideUpdate, statusQuery, type DecideRequest } from '../../src/contract';
+import { approveSignal, decideUpdate, statusQuery, type DecideRequest, type PendingApproval } from '../../src/contract';
 import { sha256 } from '../../src/shared/sha256';
 import type { agentRun } from '../../src/workflows';
 import { toolUse } from './harness';
@@ -37,15 +37,22 @@ export async function approveBySignal(
   by?: string,
   more: { approved?: boolean; reason?: string } = {},
 ): Promise<void> {
-  const p = (await handle.query(statusQuery)).pendingApproval;
-  const bound = p
-    ? {
-        commandSha256: p.commandSha256,
-        ...(p.runId !== undefined ? { runId: p.runId } : {}),
-        ...(p.wait !== undefined ? { wait: p.wait } : {}),
-      }
-    : {};
+  const bound = boundTo((await handle.query(statusQuery)).pendingApproval);
   await handle.signal(approveSignal, { toolUseId, approved: true, ...(by !== undefined ? { by } : {}), ...bound, ...more });
+}
+
+/**
+ * The fields of a decision that bind it to `pending` as status showed it (the command's hash, the run and, when numbered,
+ * the wait), which an encrypted run requires of a signal; none when nothing was pending. For a signal sent while no worker
+ * can answer a status query (a stopped or killed worker), from a status read before.
+ */
+export function boundTo(pending: PendingApproval | null | undefined): { commandSha256?: string; runId?: string; wait?: number } {
+  if (!pending) return {};
+  return {
+    commandSha256: pending.commandSha256,
+    ...(pending.runId !== undefined ? { runId: pending.runId } : {}),
+    ...(pending.wait !== undefined ? { wait: pending.wait } : {}),
+  };
 }
 
 /** Sends the decide Update: approved by alice unless `req` says otherwise, with the sha256 of `command` when given. */
