@@ -72,6 +72,8 @@ describe('commands shown escaped and approvals bound to their hash', () => {
     expect(status.pendingApproval).toEqual({
       toolUseId: 'toolu_x',
       wait: 1,
+      // The run a decision names (an encrypted run requires it).
+      runId: (await handle.describe()).runId,
       command: COMMAND,
       requestedAt: expect.any(String),
       display: DISPLAY,
