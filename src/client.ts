@@ -695,8 +695,8 @@ export interface SendOptions {
    * The request id the Update id is derived from ({@link updateIdOf}). Send
    * a request again with the same id and the same arguments and the run
    * applies it once (within one workflow run). @default a fresh random id
-   * (a `decide` uses the pending `tool_use` id and the number of its
-   * approval wait, `<toolUseId>.w<wait>`: each wait is decided once)
+   * (a `decide` uses a hash of the pending run, `tool_use` id and the
+   * number of its approval wait ({@link decideRequestId}): each wait is decided once)
    */
   requestId?: string;
   /** How long to wait for the run's answer, in ms. @default the client's `updateTimeoutMs` (30000) */
@@ -1191,6 +1191,8 @@ export class RunHandle {
     const request: DecideRequest = {
       toolUseId: pending.toolUseId,
       ...(wait !== undefined ? { wait } : {}),
+      // The run it binds to (required by an encrypted run, with the wait).
+      ...(pending.runId !== undefined ? { runId: pending.runId } : {}),
       approved,
       by: options.by ?? defaultBy(),
       commandSha256: command.sha256,
@@ -1402,14 +1404,18 @@ export class RunHandle {
 }
 
 /**
- * The default request id of a decision: `<toolUseId>.w<wait>` for a numbered wait; for a run of
- * an older worker (no wait number), `<toolUseId>.d<n>` with n the decisions it holds for that
- * `tool_use` (of its last 20), so a `tool_use` id asked again after a rewind gets a new id.
- * Exported for its test only.
+ * The default request id of a decision: 24 hex digits of the sha256 of `<runId>.<toolUseId>.w<wait>`
+ * for a numbered wait; for a run of an older worker (no wait number), of `<toolUseId>.d<n>` with n
+ * the decisions it holds for that `tool_use` (of its last 20), so a `tool_use` id asked again after
+ * a rewind gets a new id. Hashed: the Update id is stored in plaintext in history, which must not
+ * name the pending `tool_use` id (docs/security.md, "Encryption"). Exported for its test only.
  */
 export function decideRequestId(pending: PendingApproval, decisions: readonly AppliedDecision[]): string {
-  if (pending.wait !== undefined) return `${pending.toolUseId}.w${pending.wait}`;
-  return `${pending.toolUseId}.d${decisions.filter((d) => d.toolUseId === pending.toolUseId).length}`;
+  const name =
+    pending.wait !== undefined
+      ? `${pending.runId ?? ''}.${pending.toolUseId}.w${pending.wait}`
+      : `${pending.toolUseId}.d${decisions.filter((d) => d.toolUseId === pending.toolUseId).length}`;
+  return sha256(name).slice(0, 24);
 }
 
 /** The update options of a {@link SendOptions}. */

@@ -18,13 +18,18 @@
  *   the key id and the compression flag are the additional authenticated
  *   data, so neither can be changed in the metadata without failing.
  *
- * Decoding leaves payloads that are not `binary/encrypted` as they are: the
- * histories of runs recorded before encryption still replay and read.
+ * Decoding leaves payloads that are not `binary/encrypted` as they are (the
+ * histories of runs recorded before encryption still replay and read), but
+ * for one metadata key: a payload it decrypted gets `agent-jobs-sealed`
+ * (src/shared/sealed.ts), and any other loses it, so that nobody without the
+ * keys can pass a payload off as sealed. An encrypted run's approval handlers
+ * accept only sealed decisions (src/workflows/approval.ts).
  */
 import { createCipheriv, createDecipheriv, randomFillSync } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
+import { SEALED_METADATA_KEY } from '../shared/sealed';
 import type { CodecKeys } from './keys';
 
 /** The `encoding` of an encrypted payload (the value Temporal's samples use). */
@@ -79,6 +84,19 @@ export function isEncrypted(payload: Payload): boolean {
   return text(payload.metadata?.['encoding']) === ENCRYPTED_ENCODING;
 }
 
+/** `payload` marked as decrypted by this codec. */
+function sealed(payload: Payload): Payload {
+  return { ...payload, metadata: { ...payload.metadata, [SEALED_METADATA_KEY]: utf8('1') } };
+}
+
+/** `payload` without the sealed mark (a payload that was not encrypted cannot claim it); the same object when it has none. */
+function unsealed(payload: Payload): Payload {
+  if (payload.metadata?.[SEALED_METADATA_KEY] === undefined) return payload;
+  const metadata = { ...payload.metadata };
+  delete metadata[SEALED_METADATA_KEY];
+  return { ...payload, metadata };
+}
+
 /**
  * AES-256-GCM over gzip, with key ids for rotation (see the module doc).
  * Encrypts with `keys.current`; decrypts with whichever key the payload names.
@@ -92,12 +110,13 @@ export class EncryptionCodec implements PayloadCodec {
   }
 
   /**
-   * Decrypts each encrypted payload; others pass through.
+   * Decrypts each encrypted payload and marks it sealed (`agent-jobs-sealed` = `1`); others pass
+   * through without that key.
    * @throws CodecDecodeError when a payload names a key this process does not hold, or fails authentication
    */
   decode(payloads: Payload[]): Promise<Payload[]> {
     try {
-      return Promise.resolve(payloads.map((p) => (isEncrypted(p) ? this.decrypt(p) : p)));
+      return Promise.resolve(payloads.map((p) => (isEncrypted(p) ? sealed(this.decrypt(p)) : unsealed(p))));
     } catch (err) {
       return Promise.reject(err);
     }

@@ -74,8 +74,16 @@ export function chainCodecs(chain: readonly PayloadCodec[]): PayloadCodec {
 }
 
 /**
+ * The payload converter module of the product (`payloadConverterPath`): Temporal's default
+ * converter that also remembers which values came sealed (src/codec/payload-converter.ts). The
+ * workflow bundle is built with it (src/dev/scripts/bundle-workflows.ts).
+ */
+export const PAYLOAD_CONVERTER_PATH = require.resolve('./payload-converter');
+
+/**
  * The data converter every client and worker of the product uses: the
- * default payload converter, then {@link productCodecs} (encryption, then the claim check).
+ * default payload converter (remembering sealed values: {@link PAYLOAD_CONVERTER_PATH}), then
+ * {@link productCodecs} (encryption, then the claim check).
  *
  * @param env the environment (`AGENT_JOBS_CODEC_KEYS`)
  * @param dataDir where the default keys file lives (`<data>/codec-keys`)
@@ -83,7 +91,7 @@ export function chainCodecs(chain: readonly PayloadCodec[]): PayloadCodec {
  * @throws CodecKeyError when the keys cannot be read (one line naming the path); Error for a malformed blob setting
  */
 export function productDataConverter(env: NodeJS.ProcessEnv, dataDir: string, onCreate?: (file: string) => void): DataConverter {
-  return { payloadCodecs: productCodecs(env, dataDir, onCreate) };
+  return { payloadConverterPath: PAYLOAD_CONVERTER_PATH, payloadCodecs: productCodecs(env, dataDir, onCreate) };
 }
 
 /** The value of `AGENT_JOBS_CODEC_KEYS` that turns encryption off (payloads in plaintext, as Temporal's default converter writes them). */

@@ -189,6 +189,12 @@ export interface PendingApproval {
    * carries it, so Temporal never hands back an earlier wait's answer.
    */
   wait?: number;
+  /**
+   * The workflow run this wait belongs to (Temporal's run id; absent in runs of older workers).
+   * In an encrypted run a decision must name it, with `wait`: a decision copied from another
+   * run's history does not apply here.
+   */
+  runId?: string;
 }
 
 /** What a text editor command that waits for approval is: the command, the absolute path, the words rules match (`str_replace_based_edit_tool <command> <path>`). */
@@ -199,8 +205,10 @@ export interface PendingEdit {
 }
 
 /**
- * Payload of the `approve` signal: `{toolUseId, approved, reason?, by?, commandSha256?}`.
+ * Payload of the `approve` signal: `{toolUseId, approved, reason?, by?, commandSha256?, runId?, wait?}`.
  * By hand: `temporal workflow signal --workflow-id ID --name approve --input '{"toolUseId":"toolu_1","approved":true}'`.
+ * In an encrypted run the signal applies only when it came through the codec (the keys, or the
+ * codec server) and names `commandSha256`, `runId` and `wait` of the pending approval.
  */
 export interface ApprovalDecision {
   /** The pending `tool_use` id this decision is for. Decisions for any other id are ignored. */
@@ -214,9 +222,14 @@ export interface ApprovalDecision {
    * SHA-256 (64 hex digits, UTF-8 bytes) of the command the decider was
    * shown; the CLI always sends it. When present and not the pending
    * command's hash, the decision is ignored and logged. Absent (older
-   * clients, a signal sent by hand), the decision applies by `toolUseId` alone.
+   * clients, a signal sent by hand), the decision applies by `toolUseId` alone, in a run that is
+   * not encrypted; an encrypted run ignores it.
    */
   commandSha256?: string;
+  /** The pending approval's `runId`: required in an encrypted run. */
+  runId?: string;
+  /** The pending approval's `wait`: required in an encrypted run when the wait is numbered. */
+  wait?: number;
 }
 
 /** A decision the run applied (kept in status so the CLI can confirm it). */

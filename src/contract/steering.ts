@@ -135,9 +135,17 @@ export interface DecideRequest {
   alwaysPrefix?: string;
   /**
    * The wait this decision answers (the pending approval's `wait`); given, the run rejects it
-   * for any other wait. The client always sends it when the run publishes one.
+   * for any other wait. The client always sends it when the run publishes one; an encrypted run
+   * requires it.
    */
   wait?: number;
+  /**
+   * The workflow run of the pending approval (its `runId`). An encrypted run requires it, and a
+   * decision that came through the codec keys (docs/security.md, "Encryption"): a decision copied
+   * from another run's history, or sent without the keys, does not apply. The client sends it
+   * when the run publishes one.
+   */
+  runId?: string;
 }
 
 /** Answer of an accepted `decide` Update: what the run applied. */

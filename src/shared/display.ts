@@ -933,9 +933,11 @@ export function pendingApproval(p: {
   requestedAt: string;
   edit?: PendingEdit;
   wait?: number;
+  runId?: string;
 }): PendingApproval {
   const d = displayCommand(p.command);
-  const wait = p.wait !== undefined ? { wait: p.wait } : {};
+  // The wait and the run a decision names (src/contract/run.ts `PendingApproval`), when the run publishes them.
+  const wait = { ...(p.wait !== undefined ? { wait: p.wait } : {}), ...(p.runId !== undefined ? { runId: p.runId } : {}) };
   if (p.edit !== undefined) {
     // A diff is many lines: kept as lines (tabs too), every other hidden character escaped and warned about.
     return {

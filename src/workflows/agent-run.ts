@@ -42,6 +42,7 @@ import {
   LEGACY_CONTINUE_AS_NEW_HISTORY_BYTES,
   LEGACY_CONTINUE_AS_NEW_HISTORY_EVENTS,
 } from '../config';
+import { isSealed } from '../shared/sealed';
 import { receiveDecision, setDecideHandler } from './approval';
 import { checkBudgets, setBudgetHandler } from './budget';
 import { failureMessage } from './failures';
@@ -89,9 +90,11 @@ interface RunEnd {
 export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState): Promise<AgentRunResult> {
   const state = new RunState(validInput(rawInput, carried), workflowInfo().workflowId, carried);
   const session = new RunSession(state);
-  setHandler(approveSignal, (d) => receiveDecision(state, d));
+  // An encrypted run (its input came through the codec) takes decisions only from holders of the keys.
+  const sealed = isSealed(rawInput);
+  setHandler(approveSignal, (d) => receiveDecision(state, d, sealed));
   setHandler(sessionClosingSignal, (s) => session.closing(s));
-  setDecideHandler(state);
+  setDecideHandler(state, sealed);
   setSteeringHandlers(state);
   setBudgetHandler(state);
   setRewindHandler(state);

@@ -15,7 +15,7 @@
  * it was denied. A pause holds the wait (and the approval timeout); the
  * timeout denies, ends the run or pauses it (`approvalTimeoutAction`).
  */
-import { condition, log, patched, setHandler } from '@temporalio/workflow';
+import { condition, log, patched, setHandler, workflowInfo } from '@temporalio/workflow';
 import {
   MAX_BY_CHARS,
   MAX_RULES,
@@ -32,6 +32,7 @@ import {
 import { temporalDuration } from '../contract/input';
 import { TEXT_EDITOR_NAME, type EditRequest, type RunEditOutput } from '../contract/text-editor';
 import { commandDetails, commandSummary, invisibleNameProblem, markdownText, pendingApproval } from '../shared/display';
+import { isSealed } from '../shared/sealed';
 import { sha256 } from '../shared/sha256';
 import { MAX_PLAIN_COMMAND_CHARS, shellStateBuiltin, tokenize } from '../shared/words';
 import { decideApproval as legacyDecideApproval } from './approval-policy';
@@ -64,9 +65,44 @@ export const VISIBLE_BY_PATCH = 'signal-by-must-be-visible';
  */
 export const APPROVAL_WAIT_PATCH = 'approval-wait-numbers';
 
-/** Registers the `decide` Update (validator and handler) on `state`. */
-export function setDecideHandler(state: RunState): void {
-  setHandler(decideUpdate, (req) => applyDecideUpdate(state, req), { validator: (req: DecideRequest) => validateDecide(state, req) });
+/**
+ * patched() id: in an encrypted run (its input came through the codec: src/shared/sealed.ts), the
+ * `approve` signal is ignored unless it came through the codec too, names the pending command's
+ * `commandSha256`, this workflow run (`runId`) and, when numbered, the wait; before it, a
+ * signal applied by `tool_use` id alone, whoever sent it. Asked only when the two rules differ.
+ */
+export const SEALED_SIGNAL_PATCH = 'approve-signal-sealed';
+
+/**
+ * Registers the `decide` Update (validator and handler) on `state`.
+ * @param sealed whether the run's own input came through the product's codec: then only a decision
+ *   that did too, naming this run and wait, is accepted ({@link sealedDecisionProblem}) @default false
+ */
+export function setDecideHandler(state: RunState, sealed = false): void {
+  setHandler(decideUpdate, (req) => applyDecideUpdate(state, req), {
+    validator: (req: DecideRequest) => validateDecide(state, req, sealed),
+  });
+}
+
+/** Why an encrypted run refuses a decision that did not come through its codec. */
+const NOT_SEALED =
+  'this run is encrypted: a decision is accepted only when sent with its codec keys (the agent-jobs CLI, or the codec server)';
+
+/**
+ * Why a decision may not apply to an encrypted run; null when it may: it must have come through
+ * the codec (only a holder of the codec keys can send that: a payload that was not decrypted is
+ * never marked sealed), name this workflow run (`runId`) and, when the wait is numbered, this
+ * wait, so that a decision copied from another run's history or an earlier wait does not apply
+ * here, and name the reviewed command's hash.
+ */
+function sealedDecisionProblem(pending: PendingApproval, d: { runId?: unknown; wait?: unknown; commandSha256?: unknown }): string | null {
+  if (!isSealed(d)) return NOT_SEALED;
+  if (d.commandSha256 === undefined) return 'this run is encrypted: a decision must name commandSha256, the hash of the reviewed command';
+  if (d.runId !== workflowInfo().runId)
+    return 'this decision does not name this workflow run (runId): read the pending approval again (status) and decide on it';
+  if (pending.wait !== undefined && d.wait !== pending.wait)
+    return 'this decision does not name the pending approval wait (wait): read it again (status) and decide on it';
+  return null;
 }
 
 /**
@@ -161,14 +197,22 @@ function recordDecision(state: RunState, applied: AppliedDecision): void {
  * its `commandSha256` (when given) is the pending command's hash. Anything
  * else is ignored and logged (a signal cannot answer its sender).
  */
-export function receiveDecision(state: RunState, d: ApprovalDecision): void {
-  const decision = signalDecision(state.approval, d);
+export function receiveDecision(state: RunState, d: ApprovalDecision, sealed = false): void {
+  const decision = signalDecision(state.approval, d, sealed);
   if (decision !== null) state.acceptDecision(decision);
 }
 
-/** The decision an `approve` signal carries, as {@link receiveDecision} accepts it; null (logged) when it is ignored. */
-export function signalDecision(approval: Readonly<ApprovalState>, d: ApprovalDecision): Decision | null {
-  const problem = isDecision(d) ? decisionProblem(approval, d.toolUseId, d.commandSha256) : 'malformed payload';
+/**
+ * The decision an `approve` signal carries, as {@link receiveDecision} accepts it; null (logged) when it is ignored.
+ * @param sealed whether the run is encrypted (then {@link sealedDecisionProblem} applies too, from {@link SEALED_SIGNAL_PATCH}) @default false
+ */
+export function signalDecision(approval: Readonly<ApprovalState>, d: ApprovalDecision, sealed = false): Decision | null {
+  let problem = isDecision(d) ? decisionProblem(approval, d.toolUseId, d.commandSha256) : 'malformed payload';
+  if (problem === null && sealed) {
+    const refused = sealedDecisionProblem(approval.pending as PendingApproval, d);
+    // Older histories applied such a signal: the marker is asked only when the new rule refuses it.
+    if (refused !== null && patched(SEALED_SIGNAL_PATCH)) problem = refused;
+  }
   if (problem !== null) {
     log.warn(`approval signal ignored: ${problem}`, { payload: d, pending: approval.pending?.toolUseId ?? null });
     return null;
@@ -196,11 +240,13 @@ function visibleOrOlder(by: string): boolean {
 /** Why a decision for `toolUseId` (naming `commandSha256`, when given) cannot apply now; null when it applies. */
 function decisionProblem(approval: ApprovalState, toolUseId: string, commandSha256: string | undefined): string | null {
   const { pending } = approval;
-  if (pending === null) return `no command is waiting for approval (tool_use ${toolUseId} is not pending)`;
-  if (pending.toolUseId !== toolUseId) return `tool_use ${toolUseId} is not pending; ${pending.toolUseId} is`;
-  if (approval.decision !== null) return `tool_use ${toolUseId} was already decided`;
+  // The reasons name neither the pending tool_use id nor its command's hash: a rejection travels in plaintext, and an
+  // unsalted hash of a short command names the command (docs/security.md, "Encryption").
+  if (pending === null) return 'no command is waiting for approval (the tool_use named is not pending)';
+  if (pending.toolUseId !== toolUseId) return 'the tool_use named is not pending (another one is: read status)';
+  if (approval.decision !== null) return 'the tool_use named was already decided';
   if (commandSha256 !== undefined && commandSha256.toLowerCase() !== pending.commandSha256) {
-    return `commandSha256 ${commandSha256} is not the hash of the pending command (${pending.commandSha256})`;
+    return 'commandSha256 is not the hash of the pending command';
   }
   return null;
 }
@@ -215,7 +261,9 @@ function isDecision(d: unknown): d is ApprovalDecision {
     typeof o.approved === 'boolean' &&
     optionalString(o.reason) &&
     optionalString(o.by) &&
-    optionalString(o.commandSha256)
+    optionalString(o.commandSha256) &&
+    optionalString(o.runId) &&
+    (o.wait === undefined || typeof o.wait === 'number')
   );
 }
 
@@ -226,11 +274,14 @@ const MAX_DECISION_TEXT = 10_000;
  * Validator of the `decide` Update: rejects (with the reason the CLI
  * prints) a malformed request, one for a `tool_use` that is not pending or
  * already decided, one whose hash is not the pending command's, an edit or
- * a rule with a denial, and a rule that could never match.
+ * a rule with a denial, and a rule that could never match; in an encrypted run (`sealed`), one
+ * that did not come through the codec or does not name this run and wait ({@link sealedDecisionProblem}).
  * @throws RejectedRequest
  */
-function validateDecide(state: RunState, req: DecideRequest): void {
+function validateDecide(state: RunState, req: DecideRequest, sealed: boolean): void {
   checkObject(req);
+  // Next (only a non-object, which no payload makes sealed, is told apart first), so that a sender without the keys learns nothing of the run.
+  if (sealed && !isSealed(req)) throw new RejectedRequest(NOT_SEALED);
   checkBy(req.by);
   if (typeof req.toolUseId !== 'string' || req.toolUseId === '') throw new RejectedRequest('toolUseId must be a non-empty string');
   if (typeof req.approved !== 'boolean') throw new RejectedRequest('approved must be true or false');
@@ -261,15 +312,17 @@ function validateDecide(state: RunState, req: DecideRequest): void {
   const pending = state.approval.pending as PendingApproval;
   if (req.wait !== undefined && req.wait !== pending.wait) {
     throw new RejectedRequest(
-      `this decision is for approval wait ${String(req.wait)} of tool_use ${req.toolUseId}, which is over; the wait now is ${pending.wait === undefined ? 'unnumbered' : String(pending.wait)}: read it again (status) and decide on it`,
+      `this decision is for approval wait ${String(req.wait)}, which is over; the wait now is ${pending.wait === undefined ? 'unnumbered' : String(pending.wait)}: read it again (status) and decide on it`,
     );
   }
-  if (pending.edit !== undefined) {
-    checkEditDecision(state, req, pending.edit);
-    return;
+  if (pending.edit !== undefined) checkEditDecision(state, req, pending.edit);
+  else {
+    if (req.always === true) checkRule(state, 'exact', pending.command, pending.command);
+    if (req.alwaysPrefix !== undefined) checkRule(state, 'prefix', req.alwaysPrefix, pending.command);
   }
-  if (req.always === true) checkRule(state, 'exact', pending.command, pending.command);
-  if (req.alwaysPrefix !== undefined) checkRule(state, 'prefix', req.alwaysPrefix, pending.command);
+  // Last: what the request asks is judged first (its reasons name nothing of the run), then whether it binds to this run.
+  const unbound = sealed ? sealedDecisionProblem(pending, req) : null;
+  if (unbound !== null) throw new RejectedRequest(unbound);
 }
 
 /**
@@ -398,7 +451,9 @@ export async function waitForApproval(
 ): Promise<AppliedDecision> {
   const { input } = state;
   const wait = patched(APPROVAL_WAIT_PATCH) ? { wait: state.nextApprovalWait() } : {};
-  const waiting = pendingApproval({ toolUseId, command, requestedAt: new Date().toISOString(), ...(edit ? { edit } : {}), ...wait });
+  // The run a decision must name in an encrypted run (status only: no workflow command).
+  const { runId } = workflowInfo();
+  const waiting = pendingApproval({ toolUseId, command, requestedAt: new Date().toISOString(), ...(edit ? { edit } : {}), ...wait, runId });
   state.askApproval(waiting);
   const what = edit ? `the edit ${edit.command} ${commandDetails(edit.path)}` : commandDetails(command);
   state.setDetails(`waiting for approval of ${what} (tool_use ${markdownText(toolUseId)}; ${markdownText(why)})`);

@@ -5,6 +5,7 @@
  * (C02, C14).
  */
 import { approveSignal } from '../../src/contract';
+import { approveBySignal } from './steering-helpers';
 import type { ToolResultBlock } from '../../src/contract';
 import { signalsHandled, TestBed, toolUse, waitFor } from './harness';
 
@@ -37,7 +38,7 @@ describe('approvals', () => {
     expect(bed.audit().map((a) => a.command)).toEqual(['ls']);
 
     // The matching decision applies exactly once; the duplicate is ignored.
-    await handle.signal(approveSignal, { toolUseId: 'toolu_write', approved: true, by: 'alice' });
+    await approveBySignal(handle, 'toolu_write', 'alice');
     await handle.signal(approveSignal, { toolUseId: 'toolu_write', approved: false, reason: 'duplicate', by: 'mallory' });
 
     // Next turn: deny the rm; let touch time out (3 s).
@@ -46,7 +47,7 @@ describe('approvals', () => {
       return p?.toolUseId === 'toolu_rm' ? p : null;
     });
     expect(second.command).toBe('rm -rf note.txt');
-    await handle.signal(approveSignal, { toolUseId: 'toolu_rm', approved: false, reason: 'keep the note', by: 'bob' });
+    await approveBySignal(handle, 'toolu_rm', 'bob', { approved: false, reason: 'keep the note' });
     const result = await handle.result();
     expect(result.status).toBe('completed');
 
@@ -85,7 +86,7 @@ describe('approvals', () => {
     });
     const always = await bed.start({ task: 'always ask', approval: 'always' }, 'approval-always');
     expect((await bed.pendingApproval(always)).command).toBe('ls');
-    await always.signal(approveSignal, { toolUseId: 'toolu_ls', approved: true });
+    await approveBySignal(always, 'toolu_ls');
     expect((await always.result()).status).toBe('completed');
 
     const auto = await bed.start({ task: 'never ask', approval: 'auto' });
@@ -135,6 +136,9 @@ describe('approvals', () => {
       reason: 'checked',
       by: 'alice',
       commandSha256: pending.commandSha256.toUpperCase(),
+      // The run and wait an encrypted run requires (sealed-decisions.test.ts).
+      runId: pending.runId,
+      wait: pending.wait,
     });
     expect(await handle.result()).toMatchObject({ status: 'completed' });
     expect(bed.resultsSentIn(1)).toEqual([

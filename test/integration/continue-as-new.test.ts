@@ -113,7 +113,17 @@ describe('long runs', () => {
     const handle = await bed.start({ task: 'rules across generations', approval: 'always', maxTurns: 40 }, 'continue-as-new-rules');
     const pending = await bed.pendingApproval(handle);
     await handle.executeUpdate(decideUpdate, {
-      args: [{ toolUseId: pending.toolUseId, approved: true, by: 'rita', always: true, commandSha256: pending.commandSha256 }],
+      args: [
+        {
+          toolUseId: pending.toolUseId,
+          approved: true,
+          by: 'rita',
+          always: true,
+          commandSha256: pending.commandSha256,
+          runId: pending.runId,
+          wait: pending.wait,
+        },
+      ],
     });
     const result = await handle.result();
     expect(result).toMatchObject({ status: 'completed', text: 'rules done' });

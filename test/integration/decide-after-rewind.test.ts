@@ -54,9 +54,9 @@ describe('decide after a rewind', () => {
     expect(pending).toMatchObject({ toolUseId: 'toolu_2', wait: 3 });
 
     // What a stale client would send: the earlier wait's number (the run rejects it; nothing applies).
-    const staleArgs = { toolUseId: 'toolu_2', approved: true, by: 'mallory', commandSha256: pending.commandSha256 };
+    const staleArgs = { toolUseId: 'toolu_2', approved: true, by: 'mallory', commandSha256: pending.commandSha256, runId: pending.runId };
     expect(await rejected(handle.executeUpdate(decideUpdate, { args: [{ ...staleArgs, wait: 2 }] }))).toContain(
-      'approval wait 2 of tool_use toolu_2, which is over',
+      'this decision is for approval wait 2, which is over',
     );
     // The user's exact step: the same command, the same default --by as the first approval of toolu_2.
     expect(await approve()).toMatchObject({ applied: true, toolUseId: 'toolu_2', wait: 3, by: first.by });

@@ -24,6 +24,7 @@ import { sha256 } from '../../src/shared/sha256';
 import { decodedHistory } from '../../src/dev/testing/history-codec';
 import { cli } from './cli-process';
 import { TestBed, toolUse, waitFor } from './harness';
+import { boundTo } from './steering-helpers';
 
 const EventType = temporal.api.enums.v1.EventType;
 
@@ -71,6 +72,8 @@ describe('commands shown escaped and approvals bound to their hash', () => {
     expect(status.pendingApproval).toEqual({
       toolUseId: 'toolu_x',
       wait: 1,
+      // The run a decision names (an encrypted run requires it).
+      runId: (await handle.describe()).runId,
       command: COMMAND,
       requestedAt: expect.any(String),
       display: DISPLAY,
@@ -102,11 +105,13 @@ describe('commands shown escaped and approvals bound to their hash', () => {
     );
     expect((await cli(a, 'deny', id, '--sha', other, '--reason', 'x')).code).toBe(1);
 
-    // A signal bound to other bytes is ignored by the run: the command still waits after the run has handled it.
+    // A signal bound to other bytes (the run and wait it names are the pending ones) is ignored by the run: the command
+    // still waits after the run has handled it.
     await handle.signal(approveSignal, {
       toolUseId: 'toolu_x',
       approved: true,
       by: 'mallory',
+      ...boundTo((await bed.status(handle)).pendingApproval),
       commandSha256: sha256('echo safe > ran.txt'),
     });
     await waitFor('the signal handled by a workflow task', async () => {
@@ -240,7 +245,12 @@ describe('look-alikes and invisible code points', () => {
     expect((await bed.status(handle)).decisions).toEqual([]);
 
     // The approve signal with the Hangul filler as its by: the decision applies, the name is dropped.
-    await handle.signal(approveSignal, { toolUseId: 'toolu_y', approved: true, by: '\u3164', commandSha256: sha });
+    await handle.signal(approveSignal, {
+      toolUseId: 'toolu_y',
+      approved: true,
+      by: '\u3164',
+      ...boundTo((await bed.status(handle)).pendingApproval),
+    });
     expect((await handle.result()).status).toBe('completed');
     const final = await bed.status(handle);
     expect(final.decisions).toEqual([

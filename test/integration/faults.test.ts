@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startDevServerOnFreePort, startDevServer, type DevServer } from '../../src/dev/devserver';
-import { approveSignal } from '../../src/contract';
+import { approveBySignal } from './steering-helpers';
 import { TestBed, toolUse, waitFor } from './harness';
 
 const end = { content: [{ type: 'text' as const, text: 'ok' }], stop_reason: 'end_turn' };
@@ -33,13 +33,13 @@ describe('faults', () => {
     });
     const handle = await bed.start({ task: 'approve after a crash', approval: 'policy' }, 'worker-lost-awaiting-approval');
     await waitFor('the cd to be approved-pending', async () => (await bed!.status(handle)).pendingApproval?.toolUseId === 'toolu_cd');
-    await handle.signal(approveSignal, { toolUseId: 'toolu_cd', approved: true });
+    await approveBySignal(handle, 'toolu_cd');
     await waitFor('the touch to be pending', async () => (await bed!.status(handle)).pendingApproval?.toolUseId === 'toolu_wait');
     const survivor = await bed.startWorker();
     await bed.workers[0]!.kill();
-    await handle.signal(approveSignal, { toolUseId: 'toolu_wait', approved: true });
+    await approveBySignal(handle, 'toolu_wait');
     await waitFor('the next command to wait', async () => (await bed!.status(handle)).pendingApproval?.toolUseId === 'toolu_next');
-    await handle.signal(approveSignal, { toolUseId: 'toolu_next', approved: true });
+    await approveBySignal(handle, 'toolu_next');
     expect(await handle.result()).toMatchObject({ status: 'completed' });
 
     const lost = bed.resultsSentIn(2)[0]!;

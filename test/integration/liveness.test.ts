@@ -14,8 +14,9 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { msOf } from '../../src/history';
 import { workspaceFolderName } from '../../src/activities/session';
-import { approveSignal } from '../../src/contract';
+import { approveSignal, type PendingApproval } from '../../src/contract';
 import { TestBed, toolUse, waitFor, type WorkerProcess } from './harness';
+import { boundTo } from './steering-helpers';
 
 function lines(file: string): string[] {
   return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : [];
@@ -68,7 +69,7 @@ describe('liveness of the worker holding a session', () => {
   async function secondCommandPending(
     name: string,
     command: string,
-  ): Promise<{ handle: WorkflowHandle; holder: WorkerProcess; other: WorkerProcess; workflowId: string }> {
+  ): Promise<{ handle: WorkflowHandle; holder: WorkerProcess; other: WorkerProcess; workflowId: string; pending: PendingApproval }> {
     const workflowId = `it-liveness-${process.pid}-${Date.now()}`;
     bed = await TestBed.create({
       workers: 1,
@@ -82,25 +83,30 @@ describe('liveness of the worker holding a session', () => {
     });
     const holder = bed.workers[0]!;
     const handle = await bed.start({ task: 'outlast a slow worker', approval: 'always' }, name, workflowId);
-    await bed.pendingApproval(handle);
-    await handle.signal(approveSignal, { toolUseId: 'toolu_1', approved: true });
+    const first = await bed.pendingApproval(handle);
+    await handle.signal(approveSignal, { toolUseId: 'toolu_1', approved: true, ...boundTo(first) });
     await waitFor(
       'the second command to wait for approval',
       async () => (await bed.status(handle)).pendingApproval?.toolUseId === 'toolu_2',
     );
-    expect((await bed.status(handle)).session?.workerId).toBe(holder.workerId);
+    // Read while the holder answers: the approvals below are sent when it may not (stopped, killed).
+    const status = await bed.status(handle);
+    expect(status.session?.workerId).toBe(holder.workerId);
     const other = await bed.startWorker();
-    return { handle, holder, other, workflowId };
+    return { handle, holder, other, workflowId, pending: status.pendingApproval! };
   }
 
   // C24: an approved `>> count.txt` runs exactly once.
   test('the worker is stopped past the timeouts, then continued: the approved command runs once, no loss', async () => {
-    const { handle, holder, workflowId } = await secondCommandPending('worker-slow-not-lost', 'echo ran >> count.txt; echo second-done');
+    const { handle, holder, workflowId, pending } = await secondCommandPending(
+      'worker-slow-not-lost',
+      'echo ran >> count.txt; echo second-done',
+    );
     const count = path.join(bed.workspaces, workspaceFolderName(workflowId), 'count.txt');
     holder.signal('SIGSTOP');
     const stoppedAt = Date.now();
     try {
-      await handle.signal(approveSignal, { toolUseId: 'toolu_2', approved: true });
+      await handle.signal(approveSignal, { toolUseId: 'toolu_2', approved: true, ...boundTo(pending) });
       // Past the schedule-to-start (4 s) or heartbeat (5 s) timeout of the command: the case that was reported lost.
       await waitFor('the command to time out on the stopped worker', () => commandTimedOut(handle), 30_000);
     } finally {
@@ -126,12 +132,12 @@ describe('liveness of the worker holding a session', () => {
 
   // C24, C31: a lost command is reported as may have run, never run again.
   test('the worker is SIGKILLed mid-command: the loss is noticed within 10 s and reported', async () => {
-    const { handle, holder, workflowId } = await secondCommandPending(
+    const { handle, holder, workflowId, pending } = await secondCommandPending(
       'worker-killed-still-lost',
       'echo start >> run.log; sleep 30.5; echo end >> run.log',
     );
     const log = path.join(bed.workspaces, workspaceFolderName(workflowId), 'run.log');
-    await handle.signal(approveSignal, { toolUseId: 'toolu_2', approved: true });
+    await handle.signal(approveSignal, { toolUseId: 'toolu_2', approved: true, ...boundTo(pending) });
     await waitFor('the long command to start', () => lines(log).includes('start'));
     const killedAt = Date.now();
     await holder.kill();
@@ -154,10 +160,10 @@ describe('liveness of the worker holding a session', () => {
   }, 120_000);
 
   test('the worker is SIGKILLed while the command waits for approval: approved, it is noticed within 10 s and reported not run', async () => {
-    const { handle, holder } = await secondCommandPending('worker-killed-before-command', 'echo never >> never.txt');
+    const { handle, holder, pending } = await secondCommandPending('worker-killed-before-command', 'echo never >> never.txt');
     await holder.kill();
     const approvedAt = Date.now();
-    await handle.signal(approveSignal, { toolUseId: 'toolu_2', approved: true });
+    await handle.signal(approveSignal, { toolUseId: 'toolu_2', approved: true, ...boundTo(pending) });
 
     const result = await handle.result();
     expect(result).toMatchObject({ status: 'completed', turns: 3 });

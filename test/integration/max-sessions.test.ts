@@ -9,7 +9,8 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
 import { workspaceFolderName } from '../../src/activities/session';
-import { approveSignal, WORKER_FULL } from '../../src/contract';
+import { WORKER_FULL } from '../../src/contract';
+import { approveBySignal } from './steering-helpers';
 import { peakSessions, sessionSpans, waitedForRoom, type SessionSpan } from '../../src/dev/testing/session-spans';
 import { decodedHistory } from '../../src/dev/testing/history-codec';
 import { release, TestBed, toolUse, UNTIL_GO, waitFor } from './harness';
@@ -107,14 +108,14 @@ describe('AGENT_JOBS_MAX_SESSIONS', () => {
     expect((await c.describe()).status.name).toBe('RUNNING');
 
     // One run ends and closes its session: the third run's session opens on that worker.
-    await a!.signal(approveSignal, { toolUseId: 'toolu_w', approved: true, by: 'test' });
+    await approveBySignal(a!, 'toolu_w', 'test');
     expect((await a!.result()).status).toBe('completed');
     // The refused open is retried up to 10 s apart, each time on either worker: give it several tries.
     const third = await bed.pendingApproval(c, 75_000);
     expect(third.toolUseId).toBe('toolu_w');
     expect((await bed.status(c)).session?.workerId).toBe(holders[0]);
 
-    for (const h of [b!, c]) await h.signal(approveSignal, { toolUseId: 'toolu_w', approved: true, by: 'test' });
+    for (const h of [b!, c]) await approveBySignal(h, 'toolu_w', 'test');
     expect((await b!.result()).status).toBe('completed');
     expect((await c.result()).status).toBe('completed');
     const spans = await spansOf([a!, b!, c]);

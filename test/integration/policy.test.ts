@@ -7,7 +7,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { approveSignal } from '../../src/contract';
+import { approveBySignal } from './steering-helpers';
 import { TestBed, toolUse } from './harness';
 
 describe('policy, judged at the session', () => {
@@ -47,7 +47,7 @@ describe('policy, judged at the session', () => {
     const handle = await bed.start({ task: 'policy end to end', approval: 'policy', approvalTimeout: '2s' }, 'policy-at-session');
     const rig = await bed.pendingApproval(handle);
     expect(rig.toolUseId).toBe('toolu_rig');
-    await handle.signal(approveSignal, { toolUseId: 'toolu_rig', approved: true, by: 'alice' });
+    await approveBySignal(handle, 'toolu_rig', 'alice');
 
     // Each bypass waits for a human (and times out as a denial after 2 s).
     for (const [id] of bypasses) {

@@ -13,7 +13,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { workspaceFolderName } from '../../src/activities/session';
 import { SHUTDOWN_FORCE_TIME_MS } from '../../src/config';
-import { approveSignal } from '../../src/contract';
+import { approveBySignal } from './steering-helpers';
 import { napSeconds, processesMatching, release, TestBed, toolUse, UNTIL_GO, waitFor, type WorkerProcess } from './harness';
 
 const WORKER_JS = path.resolve(__dirname, '../../dist/worker.js');
@@ -275,7 +275,7 @@ describe('worker shutdown (drain)', () => {
     const first = await bed.startWorker(drainEnv('20s'));
     const handle = await bed.start({ task: 'idle drain', approval: 'always' }, 'drain-idle-session');
     await bed.pendingApproval(handle);
-    await handle.signal(approveSignal, { toolUseId: 'toolu_1', approved: true, by: 'alice' });
+    await approveBySignal(handle, 'toolu_1', 'alice');
     await waitFor('the second approval', async () => (await bed.status(handle)).pendingApproval?.toolUseId === 'toolu_2');
     const signalledAt = Date.now();
     first.signal('SIGTERM');
@@ -285,7 +285,7 @@ describe('worker shutdown (drain)', () => {
     expect(first.output()).toContain('draining (SIGTERM): 0 commands running, up to 20s; 1 sessions held');
     expect(first.output()).toMatch(/told 1 of 1 runs their bash sessions are closing/);
     await bed.startWorker();
-    await handle.signal(approveSignal, { toolUseId: 'toolu_2', approved: true, by: 'alice' });
+    await approveBySignal(handle, 'toolu_2', 'alice');
     expect(await handle.result()).toMatchObject({ status: 'completed', text: 'finished', turns: 3 });
     const [moved] = bed.resultsSentIn(2);
     expect(moved).toMatchObject({ tool_use_id: 'toolu_2', is_error: true });

@@ -124,7 +124,7 @@ describe('steering attacks', () => {
   test('malformed Updates are rejected before the history; prototype keys and extra fields change nothing', async () => {
     bed = await TestBed.create({ script: { responses: [asks(['toolu_m', 'touch m.txt']), end('done')] } });
     const handle = await bed.start({ task: 'malformed', approval: 'always' }, 'attack-malformed');
-    await bed.pendingApproval(handle);
+    const waiting = await bed.pendingApproval(handle);
     const h = sha256('touch m.txt');
     const send = (update: unknown, payload: unknown): Promise<unknown> =>
       handle.executeUpdate(update as typeof decideUpdate, { args: [payload as DecideRequest] });
@@ -186,7 +186,8 @@ describe('steering attacks', () => {
       `{"toolUseId":"toolu_m","approved":false,"by":"a","commandSha256":"${h}","__proto__":{"approved":true,"always":true}}`,
     );
     const extra = { ...proto, constructor: { prototype: { always: true } }, toString: 'x', hasOwnProperty: 1 };
-    const answer = await send(decideUpdate, { ...extra, reason: 'prototype keys' });
+    // The run and wait an encrypted run requires (sealed-decisions.test.ts).
+    const answer = await send(decideUpdate, { ...extra, reason: 'prototype keys', runId: waiting.runId, wait: waiting.wait });
     expect(answer).toEqual({
       applied: true,
       toolUseId: 'toolu_m',
@@ -212,7 +213,9 @@ describe('steering attacks', () => {
     await decide(handle, { toolUseId: 'toolu_a' }, 'touch a.txt');
     await waitFor('toolu_b pending', async () => (await bed.status(handle)).pendingApproval?.toolUseId === 'toolu_b');
     // The earlier tool_use, with its own (right) hash: not pending any more.
-    expect(await rejected(decide(handle, { toolUseId: 'toolu_a' }, 'touch a.txt'))).toMatch(/toolu_a is not pending; toolu_b is/);
+    expect(await rejected(decide(handle, { toolUseId: 'toolu_a' }, 'touch a.txt'))).toMatch(
+      /^(?!.*toolu_b).*the tool_use named is not pending/,
+    );
     // The pending id with the earlier command's hash: refused.
     expect(await rejected(decide(handle, { toolUseId: 'toolu_b' }, 'touch a.txt'))).toMatch(/not the hash of the pending command/);
     await decide(handle, { toolUseId: 'toolu_b' }, 'touch b.txt');

@@ -1,6 +1,6 @@
 /** Helpers of the steering tests: script entries, the decide Update with its hash, and a validator's refusal read back. */
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
-import { decideUpdate, type DecideRequest } from '../../src/contract';
+import { approveSignal, decideUpdate, statusQuery, type DecideRequest, type PendingApproval } from '../../src/contract';
 import { sha256 } from '../../src/shared/sha256';
 import type { agentRun } from '../../src/workflows';
 import { toolUse } from './harness';
@@ -27,8 +27,41 @@ export async function rejected(p: Promise<unknown>): Promise<string> {
   throw new Error('the Update was accepted');
 }
 
+/**
+ * Approves `toolUseId` (or, with `more`, denies it with a reason) by the `approve` signal, naming what an encrypted run requires of a signal (the pending
+ * command's hash, its run and wait, read from status; docs/security.md, "Encryption"); `by` when given.
+ */
+export async function approveBySignal(
+  handle: Run,
+  toolUseId: string,
+  by?: string,
+  more: { approved?: boolean; reason?: string } = {},
+): Promise<void> {
+  const bound = boundTo((await handle.query(statusQuery)).pendingApproval);
+  await handle.signal(approveSignal, { toolUseId, approved: true, ...(by !== undefined ? { by } : {}), ...bound, ...more });
+}
+
+/**
+ * The fields of a decision that bind it to `pending` as status showed it (the command's hash, the run and, when numbered,
+ * the wait), which an encrypted run requires of a signal; none when nothing was pending. For a signal sent while no worker
+ * can answer a status query (a stopped or killed worker), from a status read before.
+ */
+export function boundTo(pending: PendingApproval | null | undefined): { commandSha256?: string; runId?: string; wait?: number } {
+  if (!pending) return {};
+  return {
+    commandSha256: pending.commandSha256,
+    ...(pending.runId !== undefined ? { runId: pending.runId } : {}),
+    ...(pending.wait !== undefined ? { wait: pending.wait } : {}),
+  };
+}
+
 /** Sends the decide Update: approved by alice unless `req` says otherwise, with the sha256 of `command` when given. */
-export function decide(handle: Run, req: Partial<DecideRequest> & { toolUseId: string }, command?: string): Promise<unknown> {
-  const full = { approved: true, by: 'alice', ...(command !== undefined ? { commandSha256: sha256(command) } : {}), ...req };
+export async function decide(handle: Run, req: Partial<DecideRequest> & { toolUseId: string }, command?: string): Promise<unknown> {
+  // The run and wait of what is pending, as the client names them (an encrypted run requires both); `req` may override them.
+  const pending = (await handle.query(statusQuery)).pendingApproval;
+  const bound = pending
+    ? { ...(pending.runId !== undefined ? { runId: pending.runId } : {}), ...(pending.wait !== undefined ? { wait: pending.wait } : {}) }
+    : {};
+  const full = { approved: true, by: 'alice', ...bound, ...(command !== undefined ? { commandSha256: sha256(command) } : {}), ...req };
   return handle.executeUpdate(decideUpdate, { args: [full as DecideRequest] });
 }

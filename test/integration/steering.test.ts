@@ -27,6 +27,8 @@ import { sha256 } from '../../src/shared/sha256';
 import { findTemporalCli } from '../../src/dev/devserver';
 import { workspaceFolderName } from '../../src/activities/session';
 import { cli } from './cli-process';
+import { chainCodecs, startCodecServer } from '../../src/codec';
+import { codecClientOptions } from '../../src/dev/testing/worker-process';
 import { release, sleepUntil, TestBed, UNTIL_GO, waitFor } from './harness';
 import { asks, decide, end, rejected } from './steering-helpers';
 
@@ -63,13 +65,16 @@ describe('steering', () => {
     bed = await TestBed.create({ script: { responses: [asks(['toolu_w', 'touch w.txt']), end('done')] } });
     const handle = await bed.start({ task: 'write', approval: 'always' }, 'steer-decide-rejections');
     // Nothing pending yet: rejected, not silently dropped.
-    expect(await rejected(decide(handle, { toolUseId: 'toolu_w' }, 'touch w.txt'))).toMatch(/no command is waiting for approval/);
+    // Sent at once (the helper's status read first would give the run time to ask).
+    const early = { toolUseId: 'toolu_w', approved: true, by: 'alice', commandSha256: sha256('touch w.txt') };
+    expect(await rejected(handle.executeUpdate(decideUpdate, { args: [early] }))).toMatch(/no command is waiting for approval/);
     await bed.pendingApproval(handle);
     const cases: Array<[string, unknown, RegExp]> = [
       [
         'another tool_use',
         { toolUseId: 'toolu_other', approved: true, by: 'a', commandSha256: sha256('touch w.txt') },
-        /toolu_other is not pending; toolu_w is/,
+        // The reason never names the pending id (rejections travel in plaintext: docs/security.md, "Encryption").
+        /^(?!.*toolu_w).*the tool_use named is not pending/,
       ],
       [
         'another hash',
@@ -474,19 +479,38 @@ describe('steering', () => {
     await bed.pendingApproval(handle);
     const temporal = await findTemporalCli();
     expect(temporal).not.toBeNull();
-    const payload = JSON.stringify({ toolUseId: 'toolu_sig', approved: true, by: 'ops', commandSha256: sha256('touch sig.txt') });
-    await promisify(execFile)(temporal!, [
-      'workflow',
-      'signal',
-      '--address',
-      bed.address,
-      '--workflow-id',
-      handle.workflowId,
-      '--name',
-      'approve',
-      '--input',
-      payload,
-    ]);
+    // The run is encrypted (the suite's keys): the signal goes through the codec server, naming the hash, run and wait.
+    const pending = await bed.pendingApproval(handle);
+    const payload = JSON.stringify({
+      toolUseId: 'toolu_sig',
+      approved: true,
+      by: 'ops',
+      commandSha256: sha256('touch sig.txt'),
+      runId: pending.runId,
+      wait: pending.wait,
+    });
+    const codecs = codecClientOptions().dataConverter?.payloadCodecs ?? [];
+    const server = await startCodecServer({ codec: chainCodecs(codecs), token: 'steering-signal-token', corsOrigins: [] });
+    try {
+      await promisify(execFile)(temporal!, [
+        'workflow',
+        'signal',
+        '--address',
+        bed.address,
+        '--workflow-id',
+        handle.workflowId,
+        '--name',
+        'approve',
+        '--input',
+        payload,
+        '--codec-endpoint',
+        server.url,
+        '--codec-auth',
+        'Bearer steering-signal-token',
+      ]);
+    } finally {
+      await server.close();
+    }
     expect((await handle.result()).status).toBe('completed');
     expect((await bed.status(handle)).decisions).toEqual([
       expect.objectContaining({ toolUseId: 'toolu_sig', source: 'signal', by: 'ops', decision: 'approved' }),

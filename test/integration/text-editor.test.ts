@@ -145,7 +145,9 @@ describe('text editor', () => {
     const ws = path.join(bed.workspaces, workspaceFolderName(workflowId));
     const prep = await bed.pendingApproval(handle);
     await handle.executeUpdate(decideUpdate, {
-      args: [{ toolUseId: prep.toolUseId, approved: true, by: 'alice', commandSha256: prep.commandSha256 }],
+      args: [
+        { toolUseId: prep.toolUseId, approved: true, by: 'alice', commandSha256: prep.commandSha256, runId: prep.runId, wait: prep.wait },
+      ],
     });
 
     const p = await waitFor('the edit to wait', async () => {
@@ -165,21 +167,43 @@ describe('text editor', () => {
     expect(
       await rejected(
         handle.executeUpdate(decideUpdate, {
-          args: [{ toolUseId: 'toolu_change', approved: true, by: 'alice', commandSha256: sha('something else') }],
+          args: [
+            { toolUseId: 'toolu_change', approved: true, by: 'alice', commandSha256: sha('something else'), runId: p.runId, wait: p.wait },
+          ],
         }),
       ),
     ).toMatch(/not the hash of the pending command/);
     expect(
       await rejected(
         handle.executeUpdate(decideUpdate, {
-          args: [{ toolUseId: 'toolu_change', approved: true, by: 'alice', commandSha256: p.commandSha256, edit: 'rm -rf .' }],
+          args: [
+            {
+              toolUseId: 'toolu_change',
+              approved: true,
+              by: 'alice',
+              commandSha256: p.commandSha256,
+              runId: p.runId,
+              wait: p.wait,
+              edit: 'rm -rf .',
+            },
+          ],
         }),
       ),
     ).toMatch(/cannot be replaced by the reviewer/);
     expect(
       await rejected(
         handle.executeUpdate(decideUpdate, {
-          args: [{ toolUseId: 'toolu_change', approved: true, by: 'alice', commandSha256: p.commandSha256, alwaysPrefix: 'echo' }],
+          args: [
+            {
+              toolUseId: 'toolu_change',
+              approved: true,
+              by: 'alice',
+              commandSha256: p.commandSha256,
+              runId: p.runId,
+              wait: p.wait,
+              alwaysPrefix: 'echo',
+            },
+          ],
         }),
       ),
     ).toMatch(/a rule for edits is a word prefix/);
@@ -204,7 +228,17 @@ describe('text editor', () => {
     });
     expect(create.command).toBe(`--- /dev/null\n+++ b${ws}/b.txt\n@@ -0,0 +1 @@\n+b\n`);
     await handle.executeUpdate(decideUpdate, {
-      args: [{ toolUseId: 'toolu_new', approved: false, by: 'alice', reason: 'no new files', commandSha256: create.commandSha256 }],
+      args: [
+        {
+          toolUseId: 'toolu_new',
+          approved: false,
+          by: 'alice',
+          reason: 'no new files',
+          commandSha256: create.commandSha256,
+          runId: create.runId,
+          wait: create.wait,
+        },
+      ],
     });
     expect(await handle.result()).toMatchObject({ status: 'completed' });
 
@@ -248,7 +282,17 @@ describe('text editor', () => {
     const approveNext = async (id: string, always: boolean): Promise<void> => {
       const p = await bed.pendingApprovalOf(handle, id);
       await handle.executeUpdate(decideUpdate, {
-        args: [{ toolUseId: id, approved: true, by: 'rita', commandSha256: p.commandSha256, ...(always ? { always: true } : {}) }],
+        args: [
+          {
+            toolUseId: id,
+            approved: true,
+            by: 'rita',
+            commandSha256: p.commandSha256,
+            runId: p.runId,
+            wait: p.wait,
+            ...(always ? { always: true } : {}),
+          },
+        ],
       });
     };
     await approveNext('toolu_mk', false);
@@ -326,7 +370,7 @@ describe('text editor', () => {
     const ws = path.join(bed.workspaces, workspaceFolderName(workflowId));
     const c = await bed.pendingApproval(handle);
     await handle.executeUpdate(decideUpdate, {
-      args: [{ toolUseId: c.toolUseId, approved: true, by: 'alice', commandSha256: c.commandSha256 }],
+      args: [{ toolUseId: c.toolUseId, approved: true, by: 'alice', commandSha256: c.commandSha256, runId: c.runId, wait: c.wait }],
     });
     const p = await waitFor('the insert to wait', async () => {
       const v = (await bed.status(handle)).pendingApproval;
@@ -336,7 +380,7 @@ describe('text editor', () => {
     await first.kill();
     await bed.startWorker();
     await handle.executeUpdate(decideUpdate, {
-      args: [{ toolUseId: 'toolu_insert', approved: true, by: 'alice', commandSha256: p.commandSha256 }],
+      args: [{ toolUseId: 'toolu_insert', approved: true, by: 'alice', commandSha256: p.commandSha256, runId: p.runId, wait: p.wait }],
     });
     const again = await waitFor(
       'the second insert to wait',
@@ -352,7 +396,9 @@ describe('text editor', () => {
     expect(lost.content).toMatch(/edit was not made|may or may not have been written/);
     expect(fs.readFileSync(path.join(ws, 'log.txt'), 'utf8')).toBe('start\n');
     await handle.executeUpdate(decideUpdate, {
-      args: [{ toolUseId: 'toolu_again', approved: true, by: 'alice', commandSha256: again.commandSha256 }],
+      args: [
+        { toolUseId: 'toolu_again', approved: true, by: 'alice', commandSha256: again.commandSha256, runId: again.runId, wait: again.wait },
+      ],
     });
     expect(await handle.result()).toMatchObject({ status: 'completed' });
     expect(fs.readFileSync(path.join(ws, 'log.txt'), 'utf8')).toBe('start\nonce\n');

@@ -196,7 +196,15 @@ export async function runLivenessBench(options: LivenessBenchOptions = {}): Prom
           seen.add(pending.toolUseId);
           sentAt.set(key, Date.now());
           await h
-            .signal(approveSignal, { toolUseId: pending.toolUseId, approved: true, by: 'bench' })
+            // The hash, run and wait of what waits: an encrypted run ignores a signal without them.
+            .signal(approveSignal, {
+              toolUseId: pending.toolUseId,
+              approved: true,
+              by: 'bench',
+              commandSha256: pending.commandSha256,
+              ...(pending.runId !== undefined ? { runId: pending.runId } : {}),
+              ...(pending.wait !== undefined ? { wait: pending.wait } : {}),
+            })
             .catch(() => seen.delete(pending.toolUseId));
         }
         await sleep(300);

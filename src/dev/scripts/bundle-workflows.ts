@@ -6,10 +6,16 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
+import { PAYLOAD_CONVERTER_PATH } from '../../codec';
 import { WORKFLOW_BUNDLE_PATH } from '../../worker';
 
 async function main(): Promise<void> {
-  const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: new DefaultLogger('WARN') });
+  // The payload converter that tells the workflow which decisions came sealed (src/shared/sealed.ts).
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: require.resolve('../../workflows'),
+    payloadConverterPath: PAYLOAD_CONVERTER_PATH,
+    logger: new DefaultLogger('WARN'),
+  });
   await writeFile(WORKFLOW_BUNDLE_PATH, code);
   process.stdout.write(`workflow bundle: ${WORKFLOW_BUNDLE_PATH} (${(code.length / 1024).toFixed(0)} KiB)\n`);
 }

@@ -95,8 +95,8 @@ const OPEN_REBASE_STATE = false;
 const OPEN_AMENDED_HEAD = false;
 const OPEN_MIDX_REMAP = false;
 const OPEN_NONE_ROOT_HOOK = false;
-const OPEN_KEYLESS_DECIDE = true;
-const OPEN_NONE_SELF_APPROVAL = true;
+const OPEN_KEYLESS_DECIDE = false;
+const OPEN_NONE_SELF_APPROVAL = false;
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
@@ -348,7 +348,16 @@ describe('kind 2 with kind 7: a run in mode none approves its own commands', () 
       const first = await bed.pendingApproval(handle);
       expect(first.toolUseId).toBe('toolu_setup');
       await handle.executeUpdate(decideUpdate, {
-        args: [{ toolUseId: 'toolu_setup', approved: true, commandSha256: first.commandSha256, by: 'person' }],
+        args: [
+          {
+            toolUseId: 'toolu_setup',
+            approved: true,
+            commandSha256: first.commandSha256,
+            runId: first.runId,
+            wait: first.wait,
+            by: 'person',
+          },
+        ],
       });
       const result = await handle.result();
       expect(result.status).toBe('completed');

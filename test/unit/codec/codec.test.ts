@@ -21,9 +21,13 @@ import {
   isEncrypted,
   MIN_GZIP_BYTES,
   loadCodecKeys,
+  PAYLOAD_CONVERTER_PATH,
+  chainCodecs,
   productDataConverter,
   readCodecKeys,
 } from '../../../src/codec';
+import { payloadConverter } from '../../../src/codec/payload-converter';
+import { SEALED_METADATA_KEY, isSealed } from '../../../src/shared/sealed';
 
 let dir: string;
 beforeEach(() => {
@@ -85,7 +89,9 @@ describe('EncryptionCodec', () => {
     const [under, at] = await codec.encode(originals);
     expect(meta(under!, 'encryption-compression')).toBe('none');
     expect(meta(at!, 'encryption-compression')).toBe('gzip');
-    expect(await codec.decode([under!, at!])).toEqual(originals);
+    // Each comes back as it was, marked as decrypted (src/shared/sealed.ts).
+    const marked = originals.map((p) => ({ ...p, metadata: { ...p.metadata, [SEALED_METADATA_KEY]: new TextEncoder().encode('1') } }));
+    expect(await codec.decode([under!, at!])).toEqual(marked);
   });
 
   test('a small payload written gzipped by the codec before MIN_GZIP_BYTES still decodes (histories keep them)', async () => {
@@ -121,6 +127,34 @@ describe('EncryptionCodec', () => {
     const codec = new EncryptionCodec(readCodecKeys(keysFile([`k1 ${key()}`])));
     const plain = defaultPayloadConverter.toPayload({ old: true });
     expect(await codec.decode([plain])).toEqual([plain]);
+  });
+
+  test('decode marks what it decrypted as sealed, and strips a forged mark from a plaintext payload', async () => {
+    const codec = new EncryptionCodec(readCodecKeys(keysFile([`k1 ${key()}`])));
+    const value = { toolUseId: 'toolu_1', approved: true };
+    const [dec] = await codec.decode(await codec.encode([defaultPayloadConverter.toPayload(value)]));
+    expect(meta(dec!, SEALED_METADATA_KEY)).toBe('1');
+    // The workers' payload converter remembers the object it made from it; a copy, or a plaintext one, is not sealed.
+    const sealedValue = payloadConverter.fromPayload(dec!);
+    expect(sealedValue).toEqual(value);
+    expect({ it: isSealed(sealedValue), copy: isSealed({ ...(sealedValue as object) }) }).toEqual({ it: true, copy: false });
+    // A sender without the keys sets the mark on its plaintext payload (any value, even an empty one): stripped.
+    for (const forged of ['1', '', 'k1']) {
+      const plain = defaultPayloadConverter.toPayload(value);
+      plain.metadata = { ...plain.metadata, [SEALED_METADATA_KEY]: Buffer.from(forged) };
+      const [out] = await codec.decode([plain]);
+      expect(Object.keys(out!.metadata!)).toEqual(['encoding']);
+      expect(isSealed(payloadConverter.fromPayload(out!))).toBe(false);
+    }
+    // Through the product's whole chain (the converter path it names, and its codecs) the same holds.
+    const dc = productDataConverter({ AGENT_JOBS_CODEC_KEYS: keysFile([`k2 ${key()}`]) }, dir);
+    expect(dc.payloadConverterPath).toBe(PAYLOAD_CONVERTER_PATH);
+    const forgedPlain = {
+      ...defaultPayloadConverter.toPayload(value),
+      metadata: { encoding: Buffer.from('json/plain'), [SEALED_METADATA_KEY]: Buffer.from('1') },
+    };
+    const [chained] = await chainCodecs(dc.payloadCodecs!).decode([forgedPlain]);
+    expect(chained!.metadata![SEALED_METADATA_KEY]).toBeUndefined();
   });
 
   test('rotation: a new key on top encrypts, the old one below still decrypts', async () => {

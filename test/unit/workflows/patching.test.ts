@@ -23,7 +23,7 @@ function variant(name: string, change: string): string {
   const dir = path.join(WORK, name);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  for (const part of ['workflows', 'contract', 'shared', 'activities', 'config.ts'])
+  for (const part of ['workflows', 'contract', 'shared', 'activities', 'config.ts', 'codec/payload-converter.ts'])
     cpSync(path.join(ROOT, 'src', part), path.join(dir, part), { recursive: true });
   const file = path.join(dir, 'workflows', ANCHOR_FILE);
   const source = readFileSync(file, 'utf8');
@@ -44,7 +44,9 @@ async function replayAll(workflowsPath: string): Promise<string[]> {
       return { workflowId: f.replace(/\.json(\.gz)?$/, ''), history: historyFromJSON(JSON.parse(text)) };
     });
   const failures: string[] = [];
-  for await (const r of Worker.runReplayHistories({ workflowsPath }, histories)) {
+  // The workers' payload converter, beside the workflows (one sealed-values module): it reads the saved sealed marks.
+  const dataConverter = { payloadConverterPath: path.join(workflowsPath, '..', 'codec', 'payload-converter.ts') };
+  for await (const r of Worker.runReplayHistories({ workflowsPath, dataConverter }, histories)) {
     if (r.error) failures.push(`${r.workflowId}: ${r.error.name}`);
   }
   return failures;

@@ -9,6 +9,18 @@ const { gunzipSync } = require('node:zlib');
 const { historyFromJSON } = require('@temporalio/common/lib/proto-utils');
 const { DefaultLogger, Runtime, Worker } = require('@temporalio/worker');
 
+// The Worker also loads the payload converter here (plain node): its TypeScript is compiled on require by swc, which
+// the workflow bundler uses too.
+require.extensions['.ts'] = (module, filename) => {
+  const { transformSync } = require('@swc/core');
+  const { code } = transformSync(readFileSync(filename, 'utf8'), {
+    filename,
+    jsc: { parser: { syntax: 'typescript' }, target: 'es2022' },
+    module: { type: 'commonjs' },
+  });
+  module._compile(code, filename);
+};
+
 async function main() {
   const [workflowsPath, dir] = process.argv.slice(2);
   Runtime.install({
@@ -25,7 +37,11 @@ async function main() {
       return { workflowId: f.replace(/\.json(\.gz)?$/, ''), history: historyFromJSON(JSON.parse(text)) };
     });
   const failures = [];
-  for await (const r of Worker.runReplayHistories({ workflowsPath, logger: new DefaultLogger('ERROR') }, histories)) {
+  // The workers' payload converter, which reads the sealed marks the saved histories carry (src/shared/sealed.ts), from
+  // the sources beside the workflows' (one module shared in the bundle); no codec here, so the marks are read as saved.
+  const payloadConverterPath = path.resolve(__dirname, '../../../src/codec/payload-converter.ts');
+  const options = { workflowsPath, logger: new DefaultLogger('ERROR'), dataConverter: { payloadConverterPath } };
+  for await (const r of Worker.runReplayHistories(options, histories)) {
     if (r.error) failures.push(`${r.workflowId}: ${r.error.name}: ${r.error.message}`);
   }
   process.stdout.write(JSON.stringify(failures));

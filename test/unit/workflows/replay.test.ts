@@ -5,7 +5,9 @@
  * time in a time zone no worker is likely to share: the worker's zone
  * reaches the sandbox, so code that reads local time replays differently.
  * They are plaintext, and replay through the payload codec every worker
- * holds (src/codec): payloads that are not encrypted pass through it.
+ * holds (src/codec): payloads that are not encrypted pass through it (but
+ * for those saved with the sealed mark, encrypted again first), and the
+ * workers' payload converter (src/codec/payload-converter.ts).
  */
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -14,7 +16,9 @@ import path from 'node:path';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { randomBytes } from 'node:crypto';
 import { Worker } from '@temporalio/worker';
-import { EncryptionCodec } from '../../../src/codec';
+import type { Payload } from '@temporalio/common';
+import { EncryptionCodec, PAYLOAD_CONVERTER_PATH } from '../../../src/codec';
+import { SEALED_METADATA_KEY } from '../../../src/shared/sealed';
 import { fastTest, slowAsked, slowTest } from '../../slow';
 
 const DIR = path.resolve(__dirname, '../../fixtures/histories');
@@ -40,10 +44,30 @@ async function replayHere(workflowsPath: string): Promise<string[]> {
   // The codec of every worker, with a key none of these histories was written with.
   const key = { id: 'k-replay', key: randomBytes(32) };
   const codec = new EncryptionCodec({ source: 'replay.test', current: key, byId: new Map([[key.id, key.key]]) });
-  for await (const r of Worker.runReplayHistories({ workflowsPath, dataConverter: { payloadCodecs: [codec] } }, histories)) {
+  // A payload saved with the sealed mark was encrypted in its run: encrypted again here, so the codec marks it as it did then.
+  for (const h of histories) resealed(h.history, codec);
+  const dataConverter = { payloadConverterPath: PAYLOAD_CONVERTER_PATH, payloadCodecs: [codec] };
+  for await (const r of Worker.runReplayHistories({ workflowsPath, dataConverter }, histories)) {
     if (r.error) failures.push(`${r.workflowId}: ${r.error.message}`);
   }
   return failures;
+}
+
+/**
+ * Encrypts, in place, each payload of `value` (a history) that carries the sealed mark (src/shared/sealed.ts), without
+ * the mark: the saved histories are decoded, and a payload the codec decrypted in the run carries the mark; replayed
+ * through the codec as plaintext it would lose it (the codec strips it from what it did not decrypt).
+ */
+function resealed(value: unknown, codec: EncryptionCodec): void {
+  if (value === null || typeof value !== 'object' || value instanceof Uint8Array) return;
+  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+    const meta = (v as Payload | null)?.metadata;
+    if (meta && typeof meta === 'object' && meta[SEALED_METADATA_KEY] !== undefined) {
+      const plain = { ...(v as Payload), metadata: { ...meta } };
+      delete plain.metadata[SEALED_METADATA_KEY];
+      (value as Record<string, unknown>)[k] = codec.encrypt(plain);
+    } else resealed(v, codec);
+  }
 }
 
 /** The same, replayed by a child process whose TZ is `zone` (replay-in-zone.cjs). */
