@@ -95,9 +95,9 @@ export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState):
   setHandler(approveSignal, (d) => receiveDecision(state, d, sealed));
   setHandler(sessionClosingSignal, (s) => session.closing(s));
   setDecideHandler(state, sealed);
-  setSteeringHandlers(state);
-  setBudgetHandler(state);
-  setRewindHandler(state);
+  setSteeringHandlers(state, sealed);
+  setBudgetHandler(state, sealed);
+  setRewindHandler(state, sealed);
   setHandler(statusQuery, () => state.statusView());
   setHandler(transcriptQuery, (from = 0) => state.transcriptView(from));
   state.publish();

@@ -24,7 +24,7 @@ import {
 } from '../contract';
 import type { RunState } from './run-state';
 import { describeSpent, msSince, type SpentBudget } from './limits';
-import { RejectedRequest, checkBy, checkObject } from './steering';
+import { RejectedRequest, checkBy, checkObject, checkSealed } from './steering';
 
 /**
  * patched() id: a spent budget under `onBudget: 'pause'` pauses the run
@@ -99,9 +99,15 @@ async function waitForMoreBudget(state: RunState, spent: SpentBudget): Promise<v
   state.clearPause(pause);
 }
 
-/** Registers the `extend` Update on `state`. */
-export function setBudgetHandler(state: RunState): void {
-  setHandler(extendUpdate, (req) => extend(state, req), { validator: (req: ExtendRequest) => validateExtend(state, req) });
+/** Registers the `extend` Update on `state`; an encrypted run (`sealed`) takes it only through its codec ({@link checkSealed}). */
+export function setBudgetHandler(state: RunState, sealed = false): void {
+  setHandler(extendUpdate, (req) => extend(state, req), {
+    validator: (req: ExtendRequest) => {
+      checkObject(req);
+      checkSealed(sealed, req);
+      validateExtend(state, req);
+    },
+  });
 }
 
 /**

@@ -9,6 +9,7 @@
  * the caller gets the message. A handler applies the request and answers
  * at once; what it changes takes effect at the loop's next safe point.
  */
+import { isSealed } from '../shared/sealed';
 import { condition, log, patched, setHandler } from '@temporalio/workflow';
 import {
   MAX_BY_CHARS,
@@ -64,18 +65,43 @@ export function checkObject(req: unknown): asserts req is Record<string, unknown
   if (typeof req !== 'object' || req === null || Array.isArray(req)) throw new RejectedRequest('the request must be a JSON object');
 }
 
+/** Why an encrypted run refuses a request that did not come through its codec. */
+export const NOT_SEALED_REQUEST =
+  'this run is encrypted: a request is accepted only when sent with its codec keys (the agent-jobs CLI, or the codec server)';
+
+/**
+ * @param sealed whether the run is encrypted (its input came through the product's codec: src/shared/sealed.ts)
+ * @throws RejectedRequest when the run is encrypted and `req` did not come through its codec (a client without the
+ *   keys: it could otherwise steer, extend, rewind or end a run whose history it cannot read). A validator: a rejected
+ *   Update is not in the history, so this needs no patch.
+ */
+export function checkSealed(sealed: boolean, req: unknown): void {
+  if (sealed && !isSealed(req)) throw new RejectedRequest(NOT_SEALED_REQUEST);
+}
+
 /** @throws RejectedRequest once the run has ended (a request after the result would be lost) */
 function checkOpen(state: RunState): void {
   if (state.result !== null) throw new RejectedRequest(`the run has ended (${state.result.status})`);
 }
 
-/** Registers the steering Updates on `state`. */
-export function setSteeringHandlers(state: RunState): void {
-  setHandler(sayUpdate, (req) => say(state, req), { validator: (req: SayRequest) => validateSay(state, req) });
-  setHandler(pauseUpdate, (req) => pause(state, req), { validator: (req: ByRequest) => validatePause(state, req) });
-  setHandler(resumeUpdate, (req) => resume(state, req), { validator: (req: ByRequest) => validateResume(state, req) });
-  setHandler(endUpdate, (req) => end(state, req), { validator: (req: ByRequest) => validateEnd(state, req) });
-  setHandler(removeRuleUpdate, (req) => removeRule(state, req), { validator: (req: RemoveRuleRequest) => validateRemoveRule(state, req) });
+/**
+ * Registers the steering Updates on `state`.
+ * @param sealed whether the run is encrypted: then each is accepted only through its codec ({@link checkSealed}) @default false
+ */
+export function setSteeringHandlers(state: RunState, sealed = false): void {
+  // Each validator checks the request's shape first, then that it came through the codec, then the rest.
+  const v =
+    <R>(check: (state: RunState, req: R) => void) =>
+    (req: R): void => {
+      checkObject(req);
+      checkSealed(sealed, req);
+      check(state, req);
+    };
+  setHandler(sayUpdate, (req) => say(state, req), { validator: v(validateSay) });
+  setHandler(pauseUpdate, (req) => pause(state, req), { validator: v(validatePause) });
+  setHandler(resumeUpdate, (req) => resume(state, req), { validator: v(validateResume) });
+  setHandler(endUpdate, (req) => end(state, req), { validator: v(validateEnd) });
+  setHandler(removeRuleUpdate, (req) => removeRule(state, req), { validator: v(validateRemoveRule) });
 }
 
 function validateSay(state: RunState, req: SayRequest): void {
