@@ -509,9 +509,7 @@ export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFindi
         out.push(q.move(path.join(admin, 'config.worktree'), 'a config.worktree of a new linked worktree'));
     }
     out.push(...(await dropReplaceRefs(b, q, walk, pace)));
-    out.push(...moveMissing(b, q));
-    out.push(...moveCompleted(b, q));
-    out.push(...leftOver(b, left));
+    out.push(...moveMissing(b, q), ...moveCompleted(b, q), ...leftOver(b, left));
     // Last: what the person's `git status` would not show, and the git state their next git command obeys.
     out.push(...(await lastFindings(b, q, final)));
   } catch (err) {
