@@ -2,7 +2,7 @@
  * Adversary round 32: attacks on main (89ce5a0), as root, in real sessions of the unit harness, first on what landed
  * last (the objects and state audits, the drain and output bounds, the secret shapes, the editor's review), then on the
  * other kinds. Each test asserts the safe behaviour and is skipped while its kind is open (the OPEN_* flags below);
- * each was run un-skipped on 89ce5a0 and failed as written below (load averages 5 to 7 on 2 shared cores).
+ * each was run un-skipped on 89ce5a0 and failed as written below (load averages 5 to 25 on 2 shared cores).
  *
  * Kind 6 (git state the audit does not know): the person's OTHER checkout. Steps: the workspace is the person's
  * repository, with a linked worktree `../feature` outside it (`git worktree add ../feature -b feature`), whose admin
@@ -13,6 +13,14 @@
  * ran the exec (the file was made), and `git rebase --abort` there moved `feature` to the session's commit (`git
  * status` clean, run.sh `echo PWNED`): round 30's F1 in the folder next door. The same folder holds that checkout's
  * HEAD, index, ORIG_HEAD, MERGE_HEAD, sequencer and BISECT files. Fix: audit each `worktrees/<id>/` as the main git dir.
+ *
+ * Kind 6 (git state past the audit's read bound): a long rebase todo. Steps: `.git/rebase-merge/` written by hand,
+ * `orig-head` and `onto` the person's HEAD, the todo 43,000 comment lines (4.3 MB) and then `exec touch <a file outside
+ * the workspace>`. OBSERVED: the result and the close say "the session left a rebase in progress: `git rebase --abort`
+ * would reset main to … (a commit of yours at the start)", no exec named and nothing moved; the person's `git rebase
+ * --continue` printed `Executing: touch …` and made the file. Why: git-state-audit.ts reads the todo up to
+ * `MAX_STATE_BYTES` (4 MiB) and moves at close only state with a foreign commit or an exec line it saw. Fix: a todo
+ * past the bound counts as holding an exec, or is read to its end.
  *
  * Kind 6/5 (git state the audit does not know): rerere. Steps: the person's main and topic conflict on deploy.sh; the
  * session merges topic with `-c rerere.enabled=true`, writes its own resolution (the main side plus `curl -s
@@ -98,6 +106,7 @@ const OPEN_SECRET_SHAPES = false;
 const OPEN_SPARSE_NO_OUTPUT = true;
 const OPEN_PACK_FLOOD = true;
 const OPEN_NONE_EXCHANGE = true;
+const OPEN_LONG_TODO = true;
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
@@ -158,6 +167,29 @@ describe("kind 6: the operation state of the person's linked worktree outside th
     expect(fs.existsSync(marker)).toBe(false);
     expect(gitIn(feature, 'rev-parse', 'HEAD').trim()).toBe(before);
     expect(fs.readFileSync(path.join(feature, 'run.sh'), 'utf8')).toBe('echo hello\n');
+  });
+});
+
+describe('kind 6: a rebase todo longer than the state audit reads', () => {
+  const t = OPEN_LONG_TODO ? test.skip : test;
+  t("an exec line after 4 MiB of comments is moved at close: the person's `git rebase --continue` does not run it", async () => {
+    needsRoot();
+    const top = fs.realpathSync(tempDir('aj-todo-'));
+    const ws = path.join(top, 'repo');
+    fs.mkdirSync(ws);
+    repoAt(ws);
+    const marker = path.join(top, 'ran-on-host');
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const w = '.git/rebase-merge';
+    const r = await s.run(
+      `mkdir -p ${w} && echo refs/heads/main > ${w}/head-name && git rev-parse HEAD > ${w}/orig-head && git rev-parse HEAD > ${w}/onto && ` +
+        `touch ${w}/interactive && : > ${w}/done && echo 1 > ${w}/msgnum && echo 1 > ${w}/end && ` +
+        `python3 -c 'import sys;sys.stdout.write(("#"+"x"*99+"\\n")*43000+"exec touch ${marker}\\n")' > ${w}/git-rebase-todo && echo planted`,
+    );
+    expect(r.output).toContain('planted');
+    await s.close();
+    gitTry(ws, 'rebase', '--continue');
+    expect(fs.existsSync(marker)).toBe(false);
   });
 });
 
