@@ -992,7 +992,8 @@ const LISTED_LINES = 5;
  * that differs from a removed one of its run only in whitespace or invisible characters (a space added after a
  * line-ending `\`, spaces turned into a tab, a carriage return), or a run whose removed and added lines are the
  * same text once those are left out (a line split or joined, a blank line added after a `\`); and a `+`/`-` line that
- * ends in a blank ({@link diffDisplay} shows it escaped). Lines are named by their number in the new file.
+ * ends in a space or tab ({@link diffDisplay} shows it escaped; a carriage return alone there, every line of a CRLF
+ * file, is no such line). Lines are named by their number in the new file.
  * Empty when neither is found; pure.
  */
 export function diffWarnings(diff: string): string[] {
@@ -1016,7 +1017,9 @@ export function diffWarnings(diff: string): string[] {
       `the change at ${lines.length === 1 ? 'line' : 'lines'} ${listed}${more} of the new file is whitespace or invisible characters only: compare its - and + lines character by character (a space after a line-ending \\ ends the command there)`,
     );
   }
-  if (trailingBlanks(Array.from(diff)).size > 0)
+  // A carriage return alone was always shown escaped and has its own warning: a CRLF file's every line is not noise here.
+  const chars = Array.from(diff);
+  if ([...trailingBlanks(chars)].some((i) => chars[i] !== '\r'))
     warnings.push('a changed line ends in a blank, shown escaped: \\x20 a space, \\t a tab, \\r a carriage return');
   return warnings;
 }

@@ -46,7 +46,7 @@ async function statusOutput(pending: PendingApproval): Promise<string[]> {
   const view: Partial<RunView> = {
     status: 'awaiting_approval',
     turns: 2,
-    usage: { inputTokens: 1, outputTokens: 1 },
+    usage: { inputTokens: 1, outputTokens: 1, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 },
     decisions: [],
     pendingApproval: pending,
   };
@@ -170,6 +170,15 @@ describe('round 32 F4: other blanks an attacker would hide in a diff', () => {
     expect(joined[0]).toMatch(/^the change at line 1 of the new file is whitespace/);
     const blankLine = diffWarnings('--- a/s\n+++ b/s\n@@ -1,2 +1,3 @@\n x \\\n+\n y\n');
     expect(blankLine[0]).toMatch(/^the change at line 2 of the new file is whitespace/);
+  });
+
+  test('a CRLF file: its lines ending in a carriage return are no blank to warn about, a space before one is', () => {
+    const crlf = '--- a/c\n+++ b/c\n@@ -1,2 +1,2 @@\n alpha\r\n-beta\r\n+gamma\r\n';
+    expect(diffWarnings(crlf)).toEqual([]);
+    expect(diffDisplay(crlf)).toBe(safeText(crlf, true));
+    const spaced = '--- a/c\n+++ b/c\n@@ -1,2 +1,2 @@\n alpha\r\n-beta\r\n+beta \r\n';
+    expect(diffDisplay(spaced)).toContain('+beta\\x20\\r\n');
+    expect(diffWarnings(spaced)).toHaveLength(2);
   });
 
   test('a real change beside a whitespace-only one in the same run is still named', () => {
