@@ -41,7 +41,7 @@ import {
   waitingLine,
 } from './render/events';
 import { describeMessage, hanging } from './render/messages';
-import { editDecisionLines, statusJson } from './render/run';
+import { editDecisionLines, pendingCommandDisplay, statusJson } from './render/run';
 import { commandLines, jsonText, shownText, terminalText } from './render/text';
 
 /** Exit code for a run that ended: 0 when it completed, 1 for any other end (failed, cancelled, budgets, refusal). */
@@ -265,7 +265,7 @@ export async function watchRun(jobs: AgentJobsClient, workflowId: string, opts: 
         emit(
           { event: 'pending_approval', ...pending },
           [
-            ...commandLines(pending.command, { label: '⏸ waiting for approval: ', suffix: `    [${pending.toolUseId}]` }),
+            ...commandLines(pendingCommandDisplay(pending), { label: '⏸ waiting for approval: ', suffix: `    [${pending.toolUseId}]` }),
             ...(term ? [] : [hintLine(workflowId, pending)]),
           ],
           true,

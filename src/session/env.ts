@@ -83,8 +83,14 @@ const SHELL_CONTROL_NAMES = new Set([
  * - every `ANTHROPIC_*`, `TEMPORAL_*` and `AWS_*` variable (API keys, base URLs,
  *   Temporal addresses and TLS material, the claim check's S3 credentials,
  *   profile and endpoint: the agent needs none of them);
- * - names containing TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL or
- *   PRIVATE (`GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY`, `DB_PASSWORD`, ...);
+ * - names containing TOKEN, SECRET, PASSWORD, PASSWD, PASSPHRASE, PASSCODE,
+ *   CREDENTIAL, PRIVATE, WEBHOOK or CONNECTION_STRING (`GITHUB_TOKEN`,
+ *   `AWS_SECRET_ACCESS_KEY`, `DB_PASSWORD`, `GPG_PASSPHRASE`,
+ *   `SLACK_WEBHOOK_URL`, `AZURE_STORAGE_CONNECTION_STRING`, ...);
+ * - names with a `_`-separated part ending in PASS (`DB_PASS`, `SMTP_PASS`,
+ *   `REDISPASS`; not `BYPASS`, `COMPASS`, nor `PGPASSFILE`, a path) or in PWD
+ *   (`MYSQL_PWD`, the mysql client's password variable), but for `PWD` and
+ *   `OLDPWD`, which bash sets to the working directories;
  * - names with a `_`-separated part ending in KEY or KEYS, or equal to AUTH
  *   (`OPENAI_API_KEY`, `AWS_ACCESS_KEY_ID`, `APIKEY`, `NPM_CONFIG__AUTH`,
  *   `SSH_AUTH_SOCK`, which would hand the agent the worker's SSH keys).
@@ -95,7 +101,9 @@ export const SECRET_NAME_PATTERNS: readonly RegExp[] = Object.freeze([
   /^ANTHROPIC(_|$)/,
   /^TEMPORAL(_|$)/,
   /^AWS(_|$)/,
-  /TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE/,
+  /TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|PASSCODE|CREDENTIAL|PRIVATE|WEBHOOK|CONNECTION_?STRING/,
+  /(^|_)[A-Z0-9]*(?<!BY|COM)PASS($|_)/,
+  /^(?!(OLD)?PWD$).*(^|_)[A-Z0-9]*PWD($|_)/,
   /(^|_)[A-Z0-9]*KEYS?($|_)/,
   /(^|_)AUTH($|_)/,
 ]);

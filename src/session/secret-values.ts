@@ -21,8 +21,89 @@ const HOST = String.raw`(?:\[[0-9a-f:.]+\]|[^\s/?#@:"',;()<>[\]{}\\]+)(?::\d{1,5
 /** Characters before a scheme-less `user:password@host` that start a word: not the middle of a path or a word. */
 const WORD_START = String.raw`(?:^|[\s=,;"'(<\[{])`;
 
-/** Keys of a key/value pair that name a secret (a password, a secret, an API or private key, a token, `_auth`). */
-const SECRET_KEY = String.raw`(?:passw(?:or)?d|pwd|secret|client[_-]?secret|api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|(?:access|refresh|auth)[_-]?token|token|_auth)`;
+/**
+ * Keys of a key/value pair that name a secret (a password or passphrase, a secret, an API, private or storage account key,
+ * a shared access key or signature of an Azure connection string, a token, `_auth`).
+ */
+const SECRET_KEY = String.raw`(?:passw(?:or)?d|pwd|passphrase|secret|client[_-]?secret|api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|account[_-]?key|shared[_-]?access[_-]?(?:key|signature)|(?:access|refresh|auth)[_-]?token|token|_auth)`;
+
+/**
+ * More token formats, each as its issuer documents or its tokens show it (a fixed prefix, then the random part):
+ * GitLab's other tokens (`gldt-` deploy, `glrt-` runner, `glptt-` pipeline trigger, `glft-` feed, `glimt-`, `gloas-`,
+ * `glsoat-`, `glcbt-` CI job, `glffct-`, `glagent-`, `GR1348941` runner registration), Slack app-level `xapp-`, PyPI
+ * `pypi-Ag...` (a macaroon), HashiCorp Vault `hvs.` `hvb.` `hvr.` (service, batch, recovery; Vault's legacy `s.` tokens
+ * are too short a prefix to tell from a word), Hugging Face `hf_` and `api_org_`, Twilio API keys `SK` + 32 hex,
+ * SendGrid `SG.<22>.<43>`, Shopify `shpat_ shpca_ shppa_ shpss_`, DigitalOcean `dop_v1_ doo_v1_ dor_v1_`, Doppler
+ * `dp.pt. dp.st. dp.sa. dp.ct. dp.scim. dp.audit.` (a service token with its config's name: `dp.st.dev.`), Stripe webhook secrets `whsec_`, Google OAuth client secrets
+ * `GOCSPX-` and access tokens `ya29.`, Docker Hub `dckr_pat_`, Grafana `glc_ glsa_`, Sentry `sntrys_ sntryu_`,
+ * Tailscale `tskey-`, Atlassian `ATATT3`, Linear `lin_api_`, Postman `PMAK-`, Databricks `dapi`, Supabase `sbp_`,
+ * Pulumi `pul-`, Terraform Cloud `.atlasv1.`, a Telegram bot token `<bot id>:AA...`, Groq `gsk_`, Replicate `r8_`,
+ * xAI `xai-`, Mailgun `key-` + 32 hex, Mailchimp `<32 hex>-us<n>`, New Relic `NRAK-`, Square `sq0atp- sq0csp-`,
+ * PlanetScale `pscale_tkn_ pscale_pw_ pscale_oauth_`, 1Password service accounts `ops_eyJ`, Figma `figd_`, Buildkite
+ * `bkua_`, CircleCI `CCIPAT_`, Fly.io `fo1_ fm1_ fm2_`, Notion `ntn_`, JFrog `AKCp` and `cmVmdGtuOjAx` (`reftkn:01`).
+ * Case-sensitive, at the start of a word, and (for the fixed lengths) not followed by a letter or digit.
+ */
+const MORE_TOKENS: readonly string[] = [
+  String.raw`pypi-Ag[A-Za-z0-9_-]{50,}`,
+  String.raw`hv[sbr]\.[A-Za-z0-9_-]{24,}`,
+  String.raw`hf_[A-Za-z0-9]{30,}`,
+  String.raw`api_org_[A-Za-z0-9]{30,}`,
+  String.raw`SK[0-9a-f]{32}`,
+  String.raw`SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}`,
+  String.raw`shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}`,
+  String.raw`do[opr]_v1_[a-f0-9]{64}`,
+  String.raw`dp\.(?:pt|st|sa|ct|scim|audit)\.(?:[a-z0-9_-]{1,40}\.)?[A-Za-z0-9]{40,}`,
+  String.raw`whsec_[A-Za-z0-9+/=]{24,}`,
+  String.raw`GOCSPX-[A-Za-z0-9_-]{20,}`,
+  String.raw`ya29\.[A-Za-z0-9_-]{20,}`,
+  String.raw`dckr_pat_[A-Za-z0-9_-]{20,}`,
+  String.raw`gl(?:c|sa)_[A-Za-z0-9_=+/-]{32,}`,
+  String.raw`sntry[su]_[A-Za-z0-9_=+/-]{30,}`,
+  String.raw`tskey-[a-z]+-[A-Za-z0-9_-]{10,}`,
+  String.raw`ATATT3[A-Za-z0-9_=-]{20,}`,
+  String.raw`lin_api_[A-Za-z0-9]{30,}`,
+  String.raw`PMAK-[0-9a-f]{24}-[0-9a-f]{34}`,
+  String.raw`dapi[0-9a-f]{32}(?:-\d)?`,
+  String.raw`sbp_[0-9a-f]{40}`,
+  String.raw`pul-[0-9a-f]{40}`,
+  String.raw`[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_-]{60,}`,
+  String.raw`\d{8,10}:AA[A-Za-z0-9_-]{33}`,
+  String.raw`gsk_[A-Za-z0-9]{40,}`,
+  String.raw`r8_[A-Za-z0-9]{30,}`,
+  String.raw`xai-[A-Za-z0-9]{40,}`,
+  String.raw`key-[0-9a-f]{32}`,
+  String.raw`[0-9a-f]{32}-us\d{1,2}`,
+  String.raw`NRAK-[A-Z0-9]{27}`,
+  String.raw`sq0(?:atp|csp)-[A-Za-z0-9_-]{20,}`,
+  String.raw`pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.-]{30,}`,
+  String.raw`ops_eyJ[A-Za-z0-9_-]{20,}`,
+  String.raw`figd_[A-Za-z0-9_-]{30,}`,
+  String.raw`bkua_[a-f0-9]{40}`,
+  String.raw`CCIPAT_[A-Za-z0-9_]{20,}`,
+  String.raw`fo1_[A-Za-z0-9_-]{30,}`,
+  String.raw`fm[12][ar]?_[A-Za-z0-9+/=_-]{30,}`,
+  String.raw`ntn_[A-Za-z0-9]{40,}`,
+  String.raw`AKCp[A-Za-z0-9]{69}`,
+  String.raw`cmVmdGtuOjAx[A-Za-z0-9]{40,}`,
+];
+
+/**
+ * Webhook URLs whose path (or a key in it) is the credential: anyone who has one posts as the integration. Slack
+ * (`hooks.slack.com/services/T…/B…/<secret>`, also `workflows/`, `triggers/`), Discord (`discord.com/api/webhooks/<id>/
+ * <token>`, also `discordapp.com`, `ptb.`, `canary.`, a versioned `api/v10/`), Microsoft Teams (`<tenant>.webhook.office
+ * .com/webhookb2/…`, `outlook.office.com/webhook/…`), Zapier (`hooks.zapier.com/hooks/catch/<id>/<key>`), IFTTT
+ * (`maker.ifttt.com/trigger/<event>/with/key/<key>`), Telegram (`api.telegram.org/bot<token>`). Matched by host and
+ * path with a first character of the secret part, so the bare host or `hooks.slack.com/services/` is not.
+ */
+const WEBHOOKS: readonly string[] = [
+  String.raw`hooks\.slack\.com\/(?:services|workflows|triggers)\/[a-z0-9]+\/[a-z0-9]`,
+  String.raw`(?:(?:ptb|canary)\.)?discord(?:app)?\.com\/api\/(?:v\d+\/)?webhooks\/\d+\/[a-z0-9_-]`,
+  String.raw`[a-z0-9-]+\.webhook\.office\.com\/webhookb2\/[0-9a-f]`,
+  String.raw`outlook\.office(?:365)?\.com\/webhook\/[0-9a-f]`,
+  String.raw`hooks\.zapier\.com\/hooks\/catch\/\d+\/[a-z0-9]`,
+  String.raw`maker\.ifttt\.com\/(?:trigger\/[^\s/]+\/with\/)?key\/[a-z0-9_-]`,
+  String.raw`api\.telegram\.org\/(?:file\/)?bot\d+:[a-z0-9_-]`,
+];
 
 /**
  * The patterns of a secret value, each tested anywhere in the value (so a URL inside `--proxy=http://u:p@h`, a
@@ -46,15 +127,21 @@ const SECRET_KEY = String.raw`(?:passw(?:or)?d|pwd|secret|client[_-]?secret|api[
  * - a key/value pair whose key names a secret with a non-empty value: `password=`, `Pwd=` (an ADO.NET connection
  *   string), `"password": "..."` (JSON, also with its quotes backslash-escaped inside another string), `password:
  *   x` (YAML), `<password>x</password>` (XML), `secret`, `client_secret`, `api_key`, `access_key`, `secret_key`,
- *   `private_key`, `access_token`, `refresh_token`, `auth_token`, `token`, npm's `_auth=`/`_authToken=`, and
- *   Docker's `"auth": "<base64>"`, any case; `password-file=` or `token_url=` is not such a key;
+ *   `private_key`, `access_token`, `refresh_token`, `auth_token`, `token`, `passphrase`, an Azure connection
+ *   string's `AccountKey=`, `SharedAccessKey=` and `SharedAccessSignature=` (`AZURE_STORAGE_CONNECTION_STRING`,
+ *   `AzureWebJobsStorage`, Service Bus), npm's `_auth=`/`_authToken=`, and Docker's `"auth": "<base64>"`, any case;
+ *   `password-file=`, `token_url=` or `SharedAccessKeyName=` is not such a key;
  * - a well-known token format, case-sensitive as its issuer writes it (a token's prefix is fixed, so another case
  *   is no token): GitHub `ghp_ gho_ ghu_ ghs_ ghr_` + 36 and `github_pat_`; GitLab `glpat-`; Slack `xoxa- xoxb-
  *   xoxp- xoxr- xoxs-`; npm `npm_` + 36; AWS access key ids `AKIA`/`ASIA` + 16 (not secret alone, but half of a
  *   credential and the account's name: a person would keep it out); Google API keys `AIza` + 35; Anthropic
  *   `sk-ant-`; OpenAI `sk-` + 20 or more (`sk-proj-...`); Stripe `sk_live_ rk_live_ sk_test_ rk_test_`; a JWT
- *   (`eyJ<header>.eyJ<payload>.<signature>`, both parts base64url of a JSON object, as every JWT's are). Each must
- *   start a word, so `task-...` is not an `sk-` key.
+ *   (`eyJ<header>.eyJ<payload>.<signature>`, both parts base64url of a JSON object, as every JWT's are); more
+ *   GitLab (`gldt-`, `glrt-`, ...) and Slack (`xoxe-`, `xapp-`) tokens, AWS `ABIA`, and the formats of
+ *   {@link MORE_TOKENS}. Each must start a word, so `task-...` is not an `sk-` key;
+ * - a signed URL's signature, whose query is the credential: `sig=` (an Azure SAS URL), `Signature=` (CloudFront),
+ *   `X-Amz-Signature=`, `X-Goog-Signature=`, with at least 16 characters, after `?`, `&` or `;`;
+ * - a webhook URL whose path is the secret ({@link WEBHOOKS}: Slack, Discord, Teams, Zapier, IFTTT, Telegram).
  */
 export const SECRET_VALUE_PATTERNS: readonly RegExp[] = Object.freeze([
   new RegExp(String.raw`${SCHEME}[^\s/?#@:]{0,256}:[^\r\n]{0,512}?@${HOST}`, 'i'),
@@ -69,10 +156,13 @@ export const SECRET_VALUE_PATTERNS: readonly RegExp[] = Object.freeze([
   new RegExp(String.raw`(?:^|[^a-z0-9])${SECRET_KEY}(?:\\?["'])?\s*[=:]\s*(?:\\?["'])?(?!["'\s,;&}\\]|$)`, 'i'),
   new RegExp(String.raw`<${SECRET_KEY}>\s*[^<\s]`, 'i'),
   /\\?"auth\\?"\s*:\s*\\?"[^"\s\\]{8,}/i,
-  /(?:^|[^A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{22,}|glpat-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,})/,
-  /(?:^|[^A-Za-z0-9_])(?:npm_[A-Za-z0-9]{36}|(?:AKIA|ASIA)[A-Z0-9]{16}|AIza[0-9A-Za-z_-]{35}|sk-ant-[A-Za-z0-9_-]{20,})(?![A-Za-z0-9])/,
+  /(?:^|[^A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{22,}|gl(?:pat|dt|rt|ptt|ft|imt|oas|soat|cbt|ffct|agent)-[A-Za-z0-9_-]{20,}|GR1348941[A-Za-z0-9_-]{20,}|xox[abeprs]-[A-Za-z0-9-]{10,}|xapp-\d-[A-Za-z0-9-]{10,})/,
+  /(?:^|[^A-Za-z0-9_])(?:npm_[A-Za-z0-9]{36}|(?:AKIA|ASIA|ABIA)[A-Z0-9]{16}|AIza[0-9A-Za-z_-]{35}|sk-ant-[A-Za-z0-9_-]{20,})(?![A-Za-z0-9])/,
   /(?:^|[^A-Za-z0-9_-])(?:sk-[A-Za-z0-9_-]{20,}|[sr]k_(?:live|test)_[A-Za-z0-9]{10,})/,
   /(?:^|[^A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*/,
+  new RegExp(String.raw`(?:^|[^A-Za-z0-9_])(?:${MORE_TOKENS.join('|')})(?![A-Za-z0-9])`),
+  /[?&;](?:sig|signature|x-amz-signature|x-goog-signature)=[^&\s#"']{16,}/i,
+  new RegExp(String.raw`(?:^|[^a-z0-9.-])(?:${WEBHOOKS.join('|')})`, 'i'),
 ]);
 
 /** The user of a URL's userinfo with no password, `scheme://<user>@host`, captured. */

@@ -787,14 +787,20 @@ export function safeText(text: string, multiline = true, alsoEscaped: readonly s
 /**
  * {@link safeText} as tokens, one per code point of `text` (an escape, a doubled backslash or the
  * character), for cutting; the code points in `alsoEscaped` are escaped too (a mark the caller
- * keeps for its own lines).
+ * keeps for its own lines), and so are those at the code point indices `alsoAt` (a diff line's
+ * trailing blanks, {@link diffDisplay}).
  */
-function safeTokens(text: string, multiline: boolean, alsoEscaped: readonly string[] = []): string[] {
+function safeTokens(
+  text: string,
+  multiline: boolean,
+  alsoEscaped: readonly string[] = [],
+  alsoAt: ReadonlySet<number> = new Set(),
+): string[] {
   const chars = Array.from(text);
   const classes = classesOf(chars);
   const starts = multiline ? 'xur' : 'xurnt';
   const escaped = (i: number): boolean => {
-    if (alsoEscaped.includes(chars[i]!)) return true;
+    if (alsoEscaped.includes(chars[i]!) || alsoAt.has(i)) return true;
     const cls = classes[i]!;
     if (cls === null || (multiline && (cls === 'line-feed' || cls === 'tab'))) return false;
     return cls !== 'lookalike' || lookalikeOf(chars[i]!) === '\\';
@@ -921,6 +927,111 @@ export function commandDetails(command: string): string {
   return `${codeSpan(d.text)} (${d.length} characters, sha256 ${shortHash(d.sha256)}${d.warnings.length > 0 ? `; ⚠ ${codeSpan(d.warnings.join('; '))}` : ''})`;
 }
 
+/** Code point indices, in `chars` (a unified diff), of the spaces, tabs and carriage returns that end a `+` or `-` line. */
+function trailingBlanks(chars: readonly string[]): Set<number> {
+  const at = new Set<number>();
+  let start = 0;
+  for (let i = 0; i <= chars.length; i++) {
+    if (i < chars.length && chars[i] !== '\n') continue;
+    if (chars[start] === '+' || chars[start] === '-')
+      for (let j = i - 1; j > start && (chars[j] === ' ' || chars[j] === '\t' || chars[j] === '\r'); j--) at.add(j);
+    start = i + 1;
+  }
+  return at;
+}
+
+/**
+ * How an edit's unified diff is shown to the person who approves it (`status`, `approve`, the `status` query's
+ * `display`): {@link safeText} with its lines and tabs kept, and every space, tab or carriage return that ends a `+`
+ * or `-` line (the headers too) escaped as `\x20`, `\t`, `\r`, with a backslash before it doubled as for any escape.
+ * A terminal shows a trailing blank as nothing, and bash reads `&& \` and `&& \ ` apart: the first joins the next
+ * line, the second escapes a space and ends the `&&` list (what git colours as `blank-at-eol`).
+ */
+export function diffDisplay(diff: string): string {
+  const chars = Array.from(diff);
+  return safeTokens(diff, true, [], trailingBlanks(chars)).join('');
+}
+
+/** A line's text with every whitespace, format and other invisible character left out: what a person can tell apart. */
+function visiblePart(line: string): string {
+  return line.replace(/[\s\p{Cf}\p{Zs}]/gu, '');
+}
+
+/** Changed runs of a unified diff (consecutive `-`/`+` lines between context lines), with the new file's line each starts at. */
+function changeRuns(diff: string): { removed: string[]; added: string[]; newLine: number }[] {
+  const runs: { removed: string[]; added: string[]; newLine: number }[] = [];
+  let inHunk = false;
+  let newLine = 0;
+  let run: { removed: string[]; added: string[]; newLine: number } | null = null;
+  for (const line of diff.split('\n')) {
+    const header = /^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(line);
+    if (header) {
+      inHunk = true;
+      newLine = Number(header[1]);
+      run = null;
+    } else if (inHunk && (line.startsWith('-') || line.startsWith('+'))) {
+      if (run === null) runs.push((run = { removed: [], added: [], newLine }));
+      if (line.startsWith('-')) run.removed.push(line.slice(1));
+      else {
+        run.added.push(line.slice(1));
+        newLine++;
+      }
+    } else if (inHunk && !line.startsWith('\\')) {
+      run = null;
+      newLine++;
+    }
+  }
+  return runs;
+}
+
+/** Lines listed in a warning before `and N more`. */
+const LISTED_LINES = 5;
+
+/**
+ * Warnings about what an edit's diff shows but a person may not see (for {@link pendingApproval}): a changed line
+ * that differs from a removed one of its run only in whitespace or invisible characters (a space added after a
+ * line-ending `\`, spaces turned into a tab, a carriage return), or a run whose removed and added lines are the
+ * same text once those are left out (a line split or joined, a blank line added after a `\`); and a `+`/`-` line that
+ * ends in a space or tab ({@link diffDisplay} shows it escaped; a carriage return alone there, every line of a CRLF
+ * file, is no such line). Lines are named by their number in the new file.
+ * Empty when neither is found; pure.
+ */
+export function diffWarnings(diff: string): string[] {
+  const lines: number[] = [];
+  for (const run of changeRuns(diff)) {
+    const removed = new Set(run.removed);
+    const removedVisible = new Set(run.removed.map(visiblePart));
+    const before = lines.length;
+    run.added.forEach((line, i) => {
+      if (!removed.has(line) && removedVisible.has(visiblePart(line))) lines.push(run.newLine + i);
+    });
+    const same = visiblePart(run.removed.join('')) === visiblePart(run.added.join(''));
+    const changed = run.removed.length !== run.added.length || run.removed.some((l, i) => l !== run.added[i]);
+    if (lines.length === before && same && changed) lines.push(run.newLine);
+  }
+  const warnings: string[] = [];
+  if (lines.length > 0) {
+    const listed = lines.slice(0, LISTED_LINES).join(', ');
+    const more = lines.length > LISTED_LINES ? ` and ${lines.length - LISTED_LINES} more` : '';
+    warnings.push(
+      `the change at ${lines.length === 1 ? 'line' : 'lines'} ${listed}${more} of the new file is whitespace or invisible characters only: compare its - and + lines character by character (a space after a line-ending \\ ends the command there)`,
+    );
+  }
+  // A carriage return alone was always shown escaped and has its own warning: a CRLF file's every line is not noise here.
+  const chars = Array.from(diff);
+  if ([...trailingBlanks(chars)].some((i) => chars[i] !== '\r'))
+    warnings.push('a changed line ends in a blank, shown escaped: \\x20 a space, \\t a tab, \\r a carriage return');
+  return warnings;
+}
+
+/**
+ * The warnings of a pending edit ({@link diffWarnings} and hidden characters) for the UI's current details, after the
+ * edit's path: ` (⚠ `<warnings>`)` in a code span, or an empty string when there are none.
+ */
+export function editWarningDetails(warnings: readonly string[]): string {
+  return warnings.length > 0 ? ` (⚠ ${codeSpan(warnings.join('; '))})` : '';
+}
+
 /**
  * The pending approval as the `status` query answers it: the command, and
  * how it is shown with its warnings and hash (the hash the `approve`
@@ -939,13 +1050,14 @@ export function pendingApproval(p: {
   // The wait and the run a decision names (src/contract/run.ts `PendingApproval`), when the run publishes them.
   const wait = { ...(p.wait !== undefined ? { wait: p.wait } : {}), ...(p.runId !== undefined ? { runId: p.runId } : {}) };
   if (p.edit !== undefined) {
-    // A diff is many lines: kept as lines (tabs too), every other hidden character escaped and warned about.
+    // A diff is many lines: kept as lines (tabs too), every other hidden character escaped and warned about, the blanks
+    // that end a changed line escaped, and a change of whitespace alone warned about.
     return {
       toolUseId: p.toolUseId,
       command: p.command,
       requestedAt: p.requestedAt,
-      display: safeText(p.command, true),
-      warnings: displayCommand(p.command.replace(/[\n\t]/g, ' ')).warnings,
+      display: diffDisplay(p.command),
+      warnings: [...diffWarnings(p.command), ...displayCommand(p.command.replace(/[\n\t]/g, ' ')).warnings],
       commandSha256: d.sha256,
       edit: p.edit,
       ...wait,

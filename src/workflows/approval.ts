@@ -31,7 +31,7 @@ import {
 } from '../contract';
 import { temporalDuration } from '../contract/input';
 import { TEXT_EDITOR_NAME, type EditRequest, type RunEditOutput } from '../contract/text-editor';
-import { commandDetails, commandSummary, invisibleNameProblem, markdownText, pendingApproval } from '../shared/display';
+import { commandDetails, commandSummary, editWarningDetails, invisibleNameProblem, markdownText, pendingApproval } from '../shared/display';
 import { isSealed } from '../shared/sealed';
 import { sha256 } from '../shared/sha256';
 import { MAX_PLAIN_COMMAND_CHARS, shellStateBuiltin, tokenize } from '../shared/words';
@@ -455,7 +455,9 @@ export async function waitForApproval(
   const { runId } = workflowInfo();
   const waiting = pendingApproval({ toolUseId, command, requestedAt: new Date().toISOString(), ...(edit ? { edit } : {}), ...wait, runId });
   state.askApproval(waiting);
-  const what = edit ? `the edit ${edit.command} ${commandDetails(edit.path)}` : commandDetails(command);
+  const what = edit
+    ? `the edit ${edit.command} ${commandDetails(edit.path)}${editWarningDetails(waiting.warnings)}`
+    : commandDetails(command);
   state.setDetails(`waiting for approval of ${what} (tool_use ${markdownText(toolUseId)}; ${markdownText(why)})`);
   try {
     const d = await awaitDecision(state, toolUseId);

@@ -5,7 +5,7 @@
  */
 import type { RunView } from '../../client';
 import { normalizeUsage, type ApprovalRule, type BudgetLimits, type PauseState, type PendingApproval } from '../../contract';
-import { safeText, shortHash } from '../../shared/display';
+import { diffWarnings, displayCommand, safeText, shortHash, type CommandDisplay } from '../../shared/display';
 import { jsonText } from './text';
 import { formatDurationMs } from '../parse';
 
@@ -96,4 +96,13 @@ export function editLines(p: PendingApproval): string[] {
 export function editDecisionLines(label: string, pending: PendingApproval): string[] {
   const [, ...rest] = editLines(pending);
   return [safeText(`${label}text editor ${pending.edit!.command} `, false) + safeText(pending.edit!.path, false), ...rest];
+}
+
+/**
+ * A pending command as `watch` shows it on one line ({@link displayCommand}); for a text editor change its diff's
+ * whitespace warnings ({@link diffWarnings}: a change of whitespace alone, a line that ends in a blank) come first.
+ */
+export function pendingCommandDisplay(p: PendingApproval): CommandDisplay {
+  const d = displayCommand(p.command);
+  return p.edit ? { ...d, warnings: [...diffWarnings(p.command), ...d.warnings] } : d;
 }

@@ -101,8 +101,8 @@ import { closeSessions, removeTempDirs, startSession, tempDir } from '../session
 
 const OPEN_WORKTREE_STATE = true;
 const OPEN_RERERE = true;
-const OPEN_TRAILING_SPACE = true;
-const OPEN_SECRET_SHAPES = true;
+const OPEN_TRAILING_SPACE = false;
+const OPEN_SECRET_SHAPES = false;
 const OPEN_SPARSE_NO_OUTPUT = true;
 const OPEN_PACK_FLOOD = true;
 const OPEN_NONE_EXCHANGE = true;

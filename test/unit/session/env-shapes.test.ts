@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { buildSessionEnv, isSecretEnvValue, MIN_REDACTED_SECRET_LENGTH } from '../../../src/session/env';
+import { buildSessionEnv, isSecretEnvName, isSecretEnvValue, MIN_REDACTED_SECRET_LENGTH } from '../../../src/session/env';
 import { closeSessions, removeTempDirs, startSession, tempDir } from './helpers';
 import { personsRepo } from '../attack/persons-repo';
 
@@ -34,6 +34,133 @@ const DER_PUBLIC: readonly string[] = [
     .split('\n')
     .filter((l) => l && !l.startsWith('-----'))
     .join(''),
+];
+
+/** `n` characters of `alphabet`, the same in every run (a token's random part). */
+function fill(n: number, alphabet = 'AbCdEfGhIjKlMnOpQrStUvWxYz0123456789'): string {
+  let out = '';
+  for (let i = 0; i < n; i++) out += alphabet[(i * 7 + 3) % alphabet.length];
+  return out;
+}
+const HEX = '0123456789abcdef';
+const AZURE_KEY = Buffer.from(fill(64)).toString('base64');
+
+/**
+ * Round 32 (F3): secrets as vendors' docs and common `.env` files spell them, which passed every rule, and the variants
+ * an attacker would try on each new rule (case, spaces, JSON, inside a longer value, percent- and base64-encoded).
+ */
+const ROUND32_SECRETS: readonly string[] = [
+  // Azure connection strings: storage (AccountKey), Service Bus and Event Hubs (SharedAccessKey), a SAS in one.
+  `DefaultEndpointsProtocol=https;AccountName=acmeprod;AccountKey=${AZURE_KEY};EndpointSuffix=core.windows.net`,
+  `AccountName=acmeprod;accountkey = ${AZURE_KEY}`,
+  `{"storage": {"AccountKey": "${AZURE_KEY}"}}`,
+  `Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=${AZURE_KEY}`,
+  `AccountEndpoint=https://acme.documents.azure.com:443/;AccountKey=${AZURE_KEY};`,
+  `BlobEndpoint=https://acme.blob.core.windows.net/;SharedAccessSignature=sv=2022-11-02&ss=b&sig=${fill(20)}`,
+  Buffer.from(`DefaultEndpointsProtocol=https;AccountName=a;AccountKey=${AZURE_KEY}`).toString('base64'),
+  // Signed URLs: Azure SAS, S3 and GCS presigned, CloudFront; %-encoded, upper case, HTML-escaped `&amp;`.
+  `https://acme.blob.core.windows.net/backups?sv=2022-11-02&sp=rwdlac&sig=Xy7%2BabcDEF0123ghiJKLmno456PQRstu789VWXyz%3D`,
+  `https://acme.blob.core.windows.net/b?sv=2022-11-02&SIG=${fill(30)}`,
+  `https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=${fill(64, HEX)}`,
+  `https://storage.googleapis.com/b/o?X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Signature=${fill(64, HEX)}`,
+  `https://d111.cloudfront.net/x.mp4?Expires=1767225600&Signature=${fill(40)}~&Key-Pair-Id=K2JCJMDEHXQW5F`,
+  `<a href="https://a.blob.core.windows.net/c?sv=1&amp;sig=${fill(30)}">`,
+  encodeURIComponent(`https://a.blob.core.windows.net/c?sv=1&sig=${fill(30)}`),
+  // Webhook URLs whose path is the secret, also without a scheme, upper case, inside a command.
+  'https://hooks.slack.com/services/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',
+  'HTTPS://HOOKS.SLACK.COM/services/T0A1B2C3D/B4E5F6G7H/q1w2e3r4t5y6u7i8o9p0a1s2',
+  'hooks.slack.com/workflows/T0A1B2C3D/A05ABCDEF/123456789/q1w2e3r4t5y6',
+  `curl -X POST -d @msg.json https://hooks.slack.com/triggers/T0A1B2C3D/12345/${fill(32, HEX)}`,
+  `https://discord.com/api/webhooks/1133557799/${fill(68)}`,
+  `https://canary.discordapp.com/api/v10/webhooks/1133557799/${fill(68)}`,
+  `https://acme.webhook.office.com/webhookb2/${fill(8, HEX)}-1234-5678-9abc-${fill(12, HEX)}@x/IncomingWebhook/${fill(32, HEX)}/y`,
+  `https://hooks.zapier.com/hooks/catch/123456/${fill(7, 'abcdefghjk')}/`,
+  `https://maker.ifttt.com/trigger/deploy/with/key/${fill(22)}`,
+  `https://api.telegram.org/bot123456789:AA${fill(33)}/sendMessage`,
+  // Token formats, under no telling name, alone and inside a longer value.
+  `hvs.CAESIJ1a2b3c4d5e6f7g8h9i0jklmnopqrstuvwxyzABCDEFGH`,
+  `vault login hvb.${fill(90)}`,
+  `hvr.${fill(24)}`,
+  `hf_${fill(34, 'aBcDeFgHiJkLmNoPqRsTuVwXyZ')}`,
+  `HUB=hf_${fill(34)}`,
+  `pypi-AgEIcHlwaS5vcmcCJD${fill(60)}`,
+  `gldt-${fill(20)}`,
+  `glrt-${fill(20)}`,
+  `glptt-${fill(40, HEX)}`,
+  `GR1348941${fill(20)}`,
+  `xoxe.xoxp-1-${fill(40)}`,
+  `xoxe-1-${fill(40)}`,
+  `xapp-1-A0123456789-${fill(40)}`,
+  `ABIA${fill(16, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567')}`,
+  `SK${fill(32, HEX)}`,
+  `SG.${fill(22)}.${fill(43)}`,
+  `shpat_${fill(32, HEX)}`,
+  `shpss_${fill(32, HEX)}`,
+  `dop_v1_${fill(64, HEX)}`,
+  `doo_v1_${fill(64, HEX)}`,
+  `dp.st.dev.${fill(40)}`,
+  `dp.pt.${fill(43)}`,
+  `whsec_${fill(32)}`,
+  `GOCSPX-${fill(28)}`,
+  `ya29.a0Af${fill(60)}`,
+  `dckr_pat_${fill(27)}`,
+  `glsa_${fill(32)}_${fill(8, HEX)}`,
+  `sntrys_eyJ${fill(60)}`,
+  `tskey-auth-k${fill(16)}-${fill(30)}`,
+  `ATATT3xFfGF0${fill(40)}`,
+  `lin_api_${fill(40)}`,
+  `PMAK-${fill(24, HEX)}-${fill(34, HEX)}`,
+  `dapi${fill(32, HEX)}`,
+  `sbp_${fill(40, HEX)}`,
+  `pul-${fill(40, HEX)}`,
+  `${fill(14)}.atlasv1.${fill(67)}`,
+  `gsk_${fill(52)}`,
+  `r8_${fill(37)}`,
+  `xai-${fill(80)}`,
+  `key-${fill(32, HEX)}`,
+  `${fill(32, HEX)}-us21`,
+  `NRAK-${fill(27, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789')}`,
+  `sq0atp-${fill(22)}`,
+  `pscale_tkn_${fill(43)}`,
+  `ops_eyJ${fill(60)}`,
+  `figd_${fill(40)}`,
+  `bkua_${fill(40, HEX)}`,
+  `CCIPAT_${fill(22)}_${fill(40, HEX)}`,
+  `fo1_${fill(43)}`,
+  `ntn_${fill(46)}`,
+  `AKCp${fill(69)}`,
+  `cmVmdGtuOjAxOjE3${fill(50)}`,
+  `{"passphrase": "correct horse battery staple"}`,
+  'gpg --batch --passphrase=correct-horse',
+];
+
+/** Round 32: ordinary values beside the new rules, which must still reach bash. */
+const ROUND32_ORDINARY: readonly string[] = [
+  '/tmp/ssh-XXXXk3Jd9a/agent.1234',
+  '/run/user/1000/keyring/ssh',
+  '/run/user/1000/gnupg/S.gpg-agent.ssh',
+  'https://hooks.slack.com/',
+  'https://hooks.slack.com/services/',
+  'https://discord.com/channels/1133557799/2244668800',
+  'https://discord.com/api/webhooks/',
+  'https://github.com/o/r?tab=readme-ov-file#install',
+  'https://example.com/search?q=signature&page=2',
+  'https://example.com/?sig=short',
+  'https://docs.aws.amazon.com/AmazonS3/latest/userguide/ShareObjectPreSignedURL.html',
+  'DefaultEndpointsProtocol=https;AccountName=acmeprod;EndpointSuffix=core.windows.net',
+  'Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey',
+  'UseDevelopmentStorage=true',
+  'Server=db;Database=app;Trusted_Connection=True;',
+  '/home/u/.local/bin:/home/u/sig/bin:/usr/bin',
+  'hf_hub_download',
+  'huggingface/hf_transfer',
+  'hvs.conf',
+  'key-value-store',
+  'SKIP_TESTS',
+  'SG.example.com',
+  'dapi',
+  'https://api.telegram.org/',
+  '/home/alice/work/project',
 ];
 
 /** Secrets in the shapes round 29 found passing, and the variants chosen to get past each new rule. */
@@ -120,6 +247,7 @@ const SECRET_SHAPES: readonly string[] = [
   // Hosts: IPv6, non-ASCII.
   'postgres://app:pw@[::1]:5432/app',
   'postgres://app:pw@dé.example/app',
+  ...ROUND32_SECRETS,
 ];
 
 /** Ordinary values that must still reach bash. */
@@ -158,6 +286,7 @@ const ORDINARY: readonly string[] = [
   'http.extraheader',
   'C.UTF-8',
   ...DER_PUBLIC,
+  ...ROUND32_ORDINARY,
 ];
 
 describe('secret value shapes (pure)', () => {
@@ -223,6 +352,82 @@ describe('secret value shapes (pure)', () => {
   });
 });
 
+/** Round 32 (F3): names of passwords and secrets no name rule matched, and the names beside them that must stay. */
+const ROUND32_SECRET_NAMES: readonly string[] = [
+  'MYSQL_PWD',
+  'DB_PWD',
+  'DBPWD',
+  'PWD_DB',
+  'DB_PASS',
+  'SMTP_PASS',
+  'REDIS_PASS',
+  'REDISPASS',
+  'PASS',
+  'db_pass',
+  'MAIL_PASS_PROD',
+  'GPG_PASSPHRASE',
+  'SSH_KEY_PASSPHRASE',
+  'OTP_PASSCODE',
+  'SLACK_WEBHOOK_URL',
+  'DISCORD_WEBHOOK',
+  'TEAMS_WEBHOOK_URL',
+  'AZURE_STORAGE_CONNECTION_STRING',
+  'SERVICEBUS_CONNECTIONSTRING',
+];
+const ROUND32_ORDINARY_NAMES: readonly string[] = [
+  'PWD',
+  'OLDPWD',
+  'INIT_CWD',
+  'PGPASSFILE',
+  'PASSENGER_APP_ENV',
+  'BYPASS',
+  'NO_PROXY_BYPASS',
+  'COMPASS_HOME',
+  'PATH',
+  'HOME',
+  'SHELL',
+];
+
+describe('round 32: secret names and the cost of the value rules (pure)', () => {
+  test.each(ROUND32_SECRET_NAMES.map((n) => [n]))('secret name: %s', (name) => {
+    expect(isSecretEnvName(name)).toBe(true);
+    const built = buildSessionEnv({ base: { [name]: 'plain-value-1' } });
+    expect(built.env[name]).toBeUndefined();
+    expect(built.secrets).toEqual([{ name, value: 'plain-value-1' }]);
+  });
+
+  test.each(ROUND32_ORDINARY_NAMES.map((n) => [n]))('ordinary name: %s', (name) => {
+    expect(isSecretEnvName(name)).toBe(false);
+    expect(buildSessionEnv({ base: { [name]: '/home/alice/work' } }).env[name]).toBe('/home/alice/work');
+  });
+
+  test('a large value costs linear time: 1 MB of each hard case, median of 5 runs', () => {
+    const MB = 1_000_000;
+    const cases: Record<string, string> = {
+      letters: 'a'.repeat(MB),
+      base64: Buffer.from(fill(750_000)).toString('base64').slice(0, MB),
+      // Near misses of the new rules, repeated: each starts a match that fails late.
+      'near tokens': 'hvs.short hf_short SG.x.y sig=abc key-xyz dp.st. pypi-Ag '.repeat(MB / 57),
+      'near webhooks': 'https://hooks.slack.com/services/ https://discord.com/api/webhooks/x '.repeat(MB / 70),
+      'near keys': ';AccountKey=;SharedAccessKey=;passphrase= '.repeat(MB / 44),
+      digits: '1234567890:'.repeat(MB / 11),
+    };
+    const medians: Record<string, number> = {};
+    for (const [name, value] of Object.entries(cases)) {
+      const times: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const started = process.hrtime.bigint();
+        isSecretEnvValue(value);
+        times.push(Number(process.hrtime.bigint() - started) / 1e6);
+      }
+      medians[name] = times.sort((a, b) => a - b)[2]!;
+    }
+    // Printed for the record (docs/security.md quotes them with the load average); the bound is far above them.
+    console.log(`isSecretEnvValue on 1 MB, median ms: ${JSON.stringify(medians)}`);
+    for (const ms of Object.values(medians)) expect(ms).toBeLessThan(5_000);
+  });
+});
+
 describe('real sessions: the worker environment a session gets', () => {
   /** Variables set in this process (the worker's environment a session starts from) for one test, then restored. */
   const saved = new Map<string, string | undefined>();
@@ -252,6 +457,18 @@ describe('real sessions: the worker environment a session gets', () => {
     expect(r.output).not.toMatch(/^(SHAPE_\d+|http_proxy)=/m);
     for (const v of SECRET_SHAPES) if (!v.includes('\n')) expect(r.output).not.toContain(v.trim());
     expect(r.output).toContain('---\n[REDACTED:');
+  });
+
+  test("round 32: a password under PASS/PWD/PASSPHRASE names and a webhook or connection string do not reach `env`; PWD is the shell's", async () => {
+    const values = Object.fromEntries(ROUND32_SECRET_NAMES.map((n, i) => [n, `value-of-${i}-xyz`]));
+    workerEnv({ ...values, OLDPWD: '/home/alice/previous' });
+    const dir = tempDir();
+    const s = await startSession({ cwd: dir });
+    const r = await s.run('env; echo "---$PWD"');
+    for (const name of ROUND32_SECRET_NAMES) expect(r.output).not.toMatch(new RegExp(`^${name}=`, 'm'));
+    expect(r.output).not.toMatch(/value-of-\d+-xyz/);
+    expect(r.output).toMatch(/^PWD=\//m);
+    expect(r.output).toContain(`---${fs.realpathSync(dir)}`);
   });
 
   test('ordinary values reach `env` in bash unchanged', async () => {

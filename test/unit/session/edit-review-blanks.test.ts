@@ -1,0 +1,221 @@
+/**
+ * The review of a text editor change shows every blank that changes what runs (round 32, F4): a real session makes the
+ * change's diff (BashSession.edit), the CLI's `status` prints the pending approval as a person reads it (editLines over
+ * pendingApproval, as the client computes it), and bash runs the file before and after. Each edit is one an attacker
+ * would pick to read as no change: a space, a tab or a no-break space after a line-ending backslash (the `&&` list ends
+ * there and the next line runs unguarded), a space before a carriage return, a heredoc terminator with a trailing space,
+ * a new line that ends in a space. What must hold: the printed `-` and `+` lines differ even once a terminal drops
+ * their trailing blanks, and a warning names the change; the hash is still that of the raw diff.
+ */
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { RunView } from '../../../src/client';
+import { pendingCommandDisplay } from '../../../src/cli/render/run';
+import { editRuleSubject, parseEditInput } from '../../../src/contract/text-editor';
+import type { PendingApproval } from '../../../src/contract';
+import { diffDisplay, diffWarnings, displayCommand, editWarningDetails, pendingApproval, safeText } from '../../../src/shared/display';
+import { closeSessions, removeTempDirs, startSession, tempDir } from './helpers';
+
+afterEach(async () => {
+  await closeSessions();
+  removeTempDirs();
+});
+
+const GUARDED = '#!/bin/bash\n[ -n "$BUILD_DIR" ] && \\\n  echo "would rm -rf $BUILD_DIR/*"\necho done\n';
+
+/** Runs `edit` (a text editor input) in a real session on `file` holding `before`, approving it; returns the diff a person was asked about. */
+async function reviewedEdit(before: string, input: Record<string, unknown>): Promise<{ diff: string; file: string }> {
+  const ws = tempDir();
+  const file = path.join(ws, String(input.path));
+  fs.writeFileSync(file, before);
+  const s = await startSession({ cwd: ws, workspace: ws });
+  const parsed = parseEditInput(input);
+  if (!parsed.ok) throw new Error(parsed.text);
+  let diff = '';
+  const r = await s.edit(parsed.edit, (p) => ((diff = p.review), { apply: true }), {
+    maxCharacters: 100_000,
+    ruleSubject: editRuleSubject,
+  });
+  expect(r.applied).toBe(true);
+  return { diff, file: fs.realpathSync(file) };
+}
+
+/** What `agent-jobs status` prints for a run waiting on `pending` (the real command, its client mocked to answer the view). */
+async function statusOutput(pending: PendingApproval): Promise<string[]> {
+  const view: Partial<RunView> = {
+    status: 'awaiting_approval',
+    turns: 2,
+    usage: { inputTokens: 1, outputTokens: 1, cacheCreationInputTokens: 0, cacheReadInputTokens: 0 },
+    decisions: [],
+    pendingApproval: pending,
+  };
+  const out: string[] = [];
+  const write = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+    out.push(String(chunk));
+    return true;
+  });
+  try {
+    jest.resetModules();
+    jest.doMock('../../../src/cli/context', () => ({
+      withClient: (fn: (jobs: unknown) => Promise<unknown>) =>
+        fn({ run: () => ({ status: () => Promise.resolve(view) }), uiUrl: () => 'http://ui/x' }),
+    }));
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { registerStatus } = require('../../../src/cli/commands/status') as typeof import('../../../src/cli/commands/status');
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { Command } = require('commander') as typeof import('commander');
+    const program = new Command();
+    registerStatus(program);
+    await program.parseAsync(['node', 'agent-jobs', 'status', 'wf-1']);
+  } finally {
+    write.mockRestore();
+    jest.dontMock('../../../src/cli/context');
+  }
+  return out.join('').split('\n');
+}
+
+/** The pending approval of `diff` as the client computes it from the query's command (client.ts `queryStatus`). */
+function pendingOf(diff: string, file: string): PendingApproval {
+  return pendingApproval({
+    toolUseId: 'toolu_01',
+    command: diff,
+    requestedAt: '2026-12-07T17:00:00.000Z',
+    edit: { command: 'str_replace', path: file, ruleSubject: editRuleSubject('str_replace', file) },
+  });
+}
+
+/** bash's output running `file` with no BUILD_DIR. */
+function runUnset(file: string): string {
+  return execFileSync('bash', [file], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+}
+
+describe('round 32 F4: a blank after a line-ending backslash, through a real edit and the CLI', () => {
+  test.each([
+    ['a space', ' ', '\\\\\\x20'],
+    ['a tab', '\t', '\\\\\\t'],
+    ['a no-break space (U+00A0)', '\u00a0', '\\\\\\xa0'],
+    ['a space before a carriage return', ' \r', '\\\\\\x20\\r'],
+    ['two spaces', '  ', '\\\\\\x20\\x20'],
+  ])('%s: the - and + lines differ as printed, a warning names line 2, and bash now runs the guarded line', async (_, blank, shown) => {
+    expect(runUnset(writeTemp(GUARDED))).toBe('done\n');
+    const { diff, file } = await reviewedEdit(GUARDED, {
+      command: 'str_replace',
+      path: 'clean.sh',
+      old_str: '&& \\\n',
+      new_str: `&& \\${blank}\n`,
+    });
+    // What the approval binds: the raw diff, blank and all.
+    expect(diff).toContain(`+[ -n "$BUILD_DIR" ] && \\${blank}\n`);
+    const lines = await statusOutput(pendingOf(diff, file));
+    const minus = lines.find((l) => l.startsWith('    -[ -n'))!;
+    const plus = lines.find((l) => l.startsWith('    +[ -n'))!;
+    expect(minus).toBe('    -[ -n "$BUILD_DIR" ] && \\');
+    expect(plus).toBe(`    +[ -n "$BUILD_DIR" ] && ${shown}`);
+    // What a terminal shows: trailing blanks are nothing on a screen.
+    expect(plus.trimEnd().slice(5)).not.toBe(minus.trimEnd().slice(5));
+    expect(lines.filter((l) => l.startsWith('    ⚠ the change at line 2 of the new file is whitespace'))).toHaveLength(1);
+    expect(lines.join('\n')).toContain(`sha256 ${displayCommand(diff).sha256.slice(0, 12)}`);
+    // Why it matters: the guard no longer guards.
+    expect(runUnset(file)).toContain('would rm -rf /*');
+  });
+});
+
+describe('round 32 F4: other blanks an attacker would hide in a diff', () => {
+  test('a heredoc terminator given a trailing space: the heredoc swallows the rest of the script', async () => {
+    const before = '#!/bin/bash\ncat <<EOF\nhello\nEOF\necho guarded-step\n';
+    const { diff, file } = await reviewedEdit(before, {
+      command: 'str_replace',
+      path: 'h.sh',
+      old_str: 'hello\nEOF\n',
+      new_str: 'hello\nEOF \n',
+    });
+    const lines = await statusOutput(pendingOf(diff, file));
+    expect(lines).toContain('    +EOF\\x20');
+    expect(lines).toContain('    -EOF');
+    expect(lines.some((l) => l.startsWith('    ⚠ the change at line 4 of the new file is whitespace'))).toBe(true);
+    expect(lines.some((l) => l.startsWith('    ⚠ a changed line ends in a blank'))).toBe(true);
+    expect(execFileSync('bash', [writeTemp(before)], { encoding: 'utf8' })).toBe('hello\nguarded-step\n');
+    expect(execFileSync('bash', [file], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })).toBe(
+      'hello\nEOF \necho guarded-step\n',
+    );
+  });
+
+  test('a new line that ends in a space (nothing removed to compare with) is shown escaped and warned about', async () => {
+    const { diff, file } = await reviewedEdit('echo one\n', {
+      command: 'insert',
+      path: 'n.sh',
+      insert_line: 1,
+      insert_text: 'echo two \\ \n',
+    });
+    const lines = await statusOutput(pendingOf(diff, file));
+    expect(lines).toContain('    +echo two \\\\\\x20');
+    expect(lines.some((l) => l.startsWith('    ⚠ a changed line ends in a blank'))).toBe(true);
+    expect(lines.some((l) => l.includes('whitespace or invisible characters only'))).toBe(false);
+  });
+
+  test('indentation turned from spaces into a tab, and a line split in its whitespace, are warned about', () => {
+    const tabbed = diffWarnings('--- a/m\n+++ b/m\n@@ -1,2 +1,2 @@\n all:\n-        make x\n+\tmake x\n');
+    expect(tabbed[0]).toMatch(/^the change at line 2 of the new file is whitespace/);
+    const split = diffWarnings('--- a/s\n+++ b/s\n@@ -1 +1,2 @@\n-rm -rf "$D"/tmp\n+rm -rf "$D"/\n+tmp\n');
+    // A line break put into a line is whitespace only too, and changes what runs (`/tmp` becomes a command of its own).
+    expect(split[0]).toMatch(/^the change at line 1 of the new file is whitespace/);
+    const moved = diffWarnings('--- a/s\n+++ b/s\n@@ -1 +1,2 @@\n-rm -rf "$D"/tmp\n+rm -rf "$D"/ tmp\n');
+    expect(moved[0]).toMatch(/^the change at line 1 of the new file is whitespace/);
+    const joined = diffWarnings('--- a/s\n+++ b/s\n@@ -1,2 +1 @@\n-cd /srv/build\n-  rm -rf ./*\n+cd /srv/build  rm -rf ./*\n');
+    expect(joined[0]).toMatch(/^the change at line 1 of the new file is whitespace/);
+    const blankLine = diffWarnings('--- a/s\n+++ b/s\n@@ -1,2 +1,3 @@\n x \\\n+\n y\n');
+    expect(blankLine[0]).toMatch(/^the change at line 2 of the new file is whitespace/);
+  });
+
+  test('a CRLF file: its lines ending in a carriage return are no blank to warn about, a space before one is', () => {
+    const crlf = '--- a/c\n+++ b/c\n@@ -1,2 +1,2 @@\n alpha\r\n-beta\r\n+gamma\r\n';
+    expect(diffWarnings(crlf)).toEqual([]);
+    expect(diffDisplay(crlf)).toBe(safeText(crlf, true));
+    const spaced = '--- a/c\n+++ b/c\n@@ -1,2 +1,2 @@\n alpha\r\n-beta\r\n+beta \r\n';
+    expect(diffDisplay(spaced)).toContain('+beta\\x20\\r\n');
+    expect(diffWarnings(spaced)).toHaveLength(2);
+  });
+
+  test('a real change beside a whitespace-only one in the same run is still named', () => {
+    const d = '--- a/s\n+++ b/s\n@@ -1,3 +1,3 @@\n-echo one\n-[ -n "$X" ] && \\\n+echo ONE\n+[ -n "$X" ] && \\ \n   rm -rf "$X"/*\n';
+    expect(diffWarnings(d)[0]).toMatch(/^the change at line 2 of the new file is whitespace/);
+  });
+
+  test('an ordinary change has no whitespace warning, and its display is safeText as before', () => {
+    const d = '--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-one two\n+one three\n';
+    expect(diffWarnings(d)).toEqual([]);
+    expect(diffDisplay(d)).toBe(safeText(d, true));
+    expect(pendingOf(d, '/ws/a.txt').warnings).toEqual([]);
+    // Context lines keep their blanks as they are: only changed lines are marked.
+    const ctx = '--- a/a\n+++ b/a\n@@ -1,2 +1,2 @@\n keep \n-x\n+y\n';
+    expect(diffDisplay(ctx)).toBe(ctx);
+  });
+});
+
+describe('round 32 F4: watch and the UI name the warning too', () => {
+  test("watch's one-line display of a pending edit starts its warnings with the diff's", () => {
+    const diff = '--- a/c.sh\n+++ b/c.sh\n@@ -1 +1 @@\n-a && \\\n+a && \\ \n';
+    const d = pendingCommandDisplay(pendingOf(diff, '/ws/c.sh'));
+    expect(d.warnings[0]).toMatch(/^the change at line 1 of the new file is whitespace/);
+    expect(d.warnings[1]).toMatch(/^a changed line ends in a blank/);
+    expect(d.sha256).toBe(displayCommand(diff).sha256);
+  });
+
+  test("the UI's current details of an edit carry its warnings in a code span", () => {
+    const p = pendingOf('--- a/c.sh\n+++ b/c.sh\n@@ -1 +1 @@\n-a && \\\n+a && \\ \n', '/ws/c.sh');
+    expect(editWarningDetails(p.warnings)).toMatch(/^ \(⚠ `the change at line 1 of the new file is whitespace.*`\)$/);
+    expect(editWarningDetails([])).toBe('');
+  });
+});
+
+/** A file of `text` in a temp folder of its own. */
+function writeTemp(text: string): string {
+  const file = path.join(tempDir(), 'orig.sh');
+  fs.writeFileSync(file, text);
+  return file;
+}
