@@ -13,8 +13,10 @@
  *   && mkdir .git`), which a mount point forbids in the sandbox. Each is held by a descriptor from start; an entry of
  *   the session's at such a path (its user's, a hard link, or one it may write by an ACL entry: a file of the person's
  *   it edited and renamed there) is renamed in its folder to `.agent-jobs-quarantined-<tag>-<seq>` (a name git never
- *   reads) and the original put back from wherever it was moved in the workspace (its descriptor names it). A change
- *   of the person's (their `git config` renames a new root-owned `config` in) is taken as the new original.
+ *   reads) and the original put back: renamed back from wherever it was moved (its descriptor names it), or, deleted
+ *   (git's lock-and-rename of `config` in the session deletes it), a file's bytes written back from that descriptor
+ *. A change of the person's (their `git config` renames a new root-owned `config` in) is taken
+ *   as the new original.
  *
  * Not had without namespaces: the window from such a rename to the check (each command's end, each edit, close, and a
  * sweep every {@link HELD_SWEEP_MS}); the person's git that runs in it runs the session's file. docs/security.md.
@@ -427,7 +429,12 @@ function copyAcl(from: number, to: number, uid: number): void {
       .split('\n')
       .filter((l) => !l.startsWith(`user:${uid}:`))
       .join('\n');
-    execFileSync('setfacl', ['--set-file=-', '--', `/proc/${process.pid}/fd/${to}`], { env: MINIMAL_ENV, input: acl, stdio: ['pipe', 'ignore', 'ignore'], timeout: 60_000 });
+    execFileSync('setfacl', ['--set-file=-', '--', `/proc/${process.pid}/fd/${to}`], {
+      env: MINIMAL_ENV,
+      input: acl,
+      stdio: ['pipe', 'ignore', 'ignore'],
+      timeout: 60_000,
+    });
   } catch {
     removeEntries(to, `u:${uid}`);
   }
