@@ -14,9 +14,8 @@
  *   the session's at such a path (its user's, a hard link, or one it may write by an ACL entry: a file of the person's
  *   it edited and renamed there) is renamed in its folder to `.agent-jobs-quarantined-<tag>-<seq>` (a name git never
  *   reads) and the original put back: renamed back from wherever it was moved (its descriptor names it), or, deleted
- *   (git's lock-and-rename of `config` in the session deletes it), a file's bytes written back from that descriptor
- *. A change of the person's (their `git config` renames a new root-owned `config` in) is taken
- *   as the new original.
+ *   (git's lock-and-rename of `config` in the session deletes it), a file's bytes written back from that descriptor.
+ *   A change of the person's (their `git config` renames a new root-owned `config` in) is taken as the new original.
  *
  * Not had without namespaces: the window from such a rename to the check (each command's end, each edit, close, and a
  * sweep every {@link HELD_SWEEP_MS}); the person's git that runs in it runs the session's file. docs/security.md.
