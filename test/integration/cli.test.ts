@@ -291,7 +291,7 @@ describe('agent-jobs CLI', () => {
     expect(existsSync(workdir)).toBe(true);
     // The closed run's status names the workdir it was given.
     const status = JSON.parse((await cli(bed.address, 'status', id, '--json')).stdout) as { workspace: { path: string } | null };
-    expect(status.workspace).toEqual({ path: workdir, workerId: expect.any(String) });
+    expect(status.workspace).toEqual({ path: workdir, workerId: expect.any(String), sandboxes: [expect.stringMatching(/^(bwrap|none)$/)] });
   });
 
   test('bad input and unknown runs: one line, a hint, exit 1', async () => {
