@@ -269,7 +269,10 @@ function checkEntry(h: HeldGit, e: HeldEntry): GitFinding | undefined {
   if (!now && e.lost) return undefined;
   e.lost = undefined;
   const fd = now ? openRel(h.workspace, e.rel) : undefined;
-  if (fd !== undefined && !sessions(fd, h.uid)) {
+  // Another held original there is the session's doing (two of the person's entries exchanged in one rename), never a
+  // change of the person's: moved aside, and put back at its own path by its own check.
+  const swapped = now !== undefined && h.entries.some((o) => o !== e && o.dev === now.dev && o.ino === now.ino);
+  if (fd !== undefined && !swapped && !sessions(fd, h.uid)) {
     // Another user's (the person's git renamed a new config in): held from now on, and named, since a file of theirs
     // whose text the session chose (a `SQUASH_MSG` of its commit messages) could be renamed there too.
     const st = fs.fstatSync(fd);
@@ -290,7 +293,12 @@ function checkEntry(h: HeldGit, e: HeldEntry): GitFinding | undefined {
   if (fd !== undefined) {
     fs.closeSync(fd);
     movedTo = moveAside(h, e.rel);
-    aside = movedTo ? "the entry there was the session's" : "the session's entry there could NOT be renamed: check by hand";
+    const what = swapped ? "another of the person's held entries, moved there by the session" : "the session's";
+    if (movedTo) aside = `the entry there was ${what}`;
+    else
+      aside = swapped
+        ? `the entry there (${what}) could NOT be renamed: check by hand`
+        : "the session's entry there could NOT be renamed: check by hand";
   }
   const back = putBack(h, e);
   if (fd === undefined && back.includes('could NOT')) e.lost = true;
