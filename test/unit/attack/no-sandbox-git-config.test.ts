@@ -169,6 +169,28 @@ describe("mode none: the person's .git/config survives the session's writes to i
     expect(snapshot(exclude)).toEqual(excludeBefore);
   });
 
+  asRoot(
+    "the config and an include it names exchanged in one rename (RENAME_EXCHANGE): each of the person's back at its path",
+    async () => {
+      if (process.arch !== 'x64') throw new Error('the exchange below calls renameat2 by its x86_64 number');
+      const { ws, git, config } = repo();
+      const team = path.join(ws, 'team.gitconfig');
+      fs.writeFileSync(team, '[core]\n\tfsmonitor = false\n');
+      git('config', 'include.path', '../team.gitconfig');
+      const before = { config: snapshot(config), team: snapshot(team) };
+      const s = await startSession({ cwd: ws, workspace: ws, sandbox: 'none' });
+      // renameat2(AT_FDCWD, ".git/config", AT_FDCWD, "team.gitconfig", RENAME_EXCHANGE): syscall 316 on x86_64.
+      const r = await s.run(
+        `python3 -c 'import ctypes,sys;l=ctypes.CDLL(None,use_errno=True);sys.exit(l.syscall(316,-100,b".git/config",-100,b"team.gitconfig",2))' && echo exchanged`,
+      );
+      expect(r.output).toContain('exchanged');
+      expect({ config: snapshot(config), team: snapshot(team) }).toEqual(before);
+      expect(r.output).not.toMatch(/and kept/);
+      await s.close();
+      expect({ config: snapshot(config), team: snapshot(team) }).toEqual(before);
+    },
+  );
+
   asRoot("an include in the workspace and a nested repository's config, each rewritten by git's lock and rename", async () => {
     const { ws, git } = repo();
     const team = path.join(ws, 'team.gitconfig');
