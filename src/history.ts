@@ -79,6 +79,11 @@ export interface RunWorkspace {
   path: string;
   /** The worker process that opened the run's last session (`SessionRef.workerId`). */
   workerId: string;
+  /**
+   * The sandbox modes of the sessions the run opened (`SessionRef.sandbox`), each once, in the order first seen (newest
+   * execution first); empty when the sessions were recorded before workers reported it.
+   */
+  sandboxes: ('bwrap' | 'none')[];
 }
 
 /** What this module reads of one execution's history. */
@@ -309,10 +314,10 @@ export async function workspaceOf(client: Client, workflowId: string, runId: str
   /** One execution's last session in the workspace, its last session of all, and the run it continued from. */
   const scan = async (
     run: string,
-  ): Promise<{ inWorkspace: RunWorkspace | null; lastWorkerId: string | null; continuedFrom: string | null }> => {
+  ): Promise<{ inWorkspace: Omit<RunWorkspace, 'sandboxes'> | null; lastWorkerId: string | null; continuedFrom: string | null }> => {
     /** Scheduled event id of each `openSession`: whether it starts in the workspace. */
     const opens = new Map<string, boolean>();
-    let inWorkspace: RunWorkspace | null = null;
+    let inWorkspace: Omit<RunWorkspace, 'sandboxes'> | null = null;
     let lastWorkerId: string | null = null;
     let continuedFrom: string | null = null;
     let nextPageToken: Uint8Array | undefined;
@@ -336,6 +341,7 @@ export async function workspaceOf(client: Client, workflowId: string, runId: str
           if (startsInWorkspace === undefined || !answer) continue;
           const ref = await decode<OpenSessionOutput>(answer);
           lastWorkerId = ref.workerId;
+          if ((ref.sandbox === 'bwrap' || ref.sandbox === 'none') && !sandboxes.includes(ref.sandbox)) sandboxes.push(ref.sandbox);
           if (startsInWorkspace) inWorkspace = { path: ref.cwd, workerId: ref.workerId };
         }
       }
@@ -344,13 +350,14 @@ export async function workspaceOf(client: Client, workflowId: string, runId: str
     return { inWorkspace, lastWorkerId, continuedFrom };
   };
   const seen = new Set<string>();
+  const sandboxes: RunWorkspace['sandboxes'] = [];
   let lastWorkerId: string | null = null;
   let run: string | null = runId;
   while (run !== null && !seen.has(run)) {
     seen.add(run);
     const found = await scan(run);
     lastWorkerId ??= found.lastWorkerId;
-    if (found.inWorkspace) return { path: found.inWorkspace.path, workerId: lastWorkerId ?? found.inWorkspace.workerId };
+    if (found.inWorkspace) return { path: found.inWorkspace.path, workerId: lastWorkerId ?? found.inWorkspace.workerId, sandboxes };
     run = found.continuedFrom;
   }
   return null;

@@ -45,13 +45,14 @@ export async function checkWorkdir(dir: string): Promise<void> {
  * The warning `start --workdir` prints when the worker runs without the sandbox (`AGENT_JOBS_SANDBOX=none` in this
  * environment, as a worker started from it has) and the directory holds a git repository: what the session can still
  * plant there without namespaces (docs/security.md, the mode-`none` row). Undefined otherwise (a relative path is the
- * worker's, unknown here).
+ * worker's, unknown here). The CLI cannot see the worker's own mode (it falls to `none` by itself when bwrap is
+ * missing there), so the warning says whose environment it read; `status` shows the mode a session had.
  */
 export async function noSandboxGitWarning(dir: string, env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
   if (env.AGENT_JOBS_SANDBOX?.trim() !== 'none' || !path.isAbsolute(dir)) return undefined;
   if ((await stat(path.join(dir, '.git')).catch(() => null)) === null) return undefined;
   return (
-    `warning: AGENT_JOBS_SANDBOX=none: ${dir} is a git repository, and without the sandbox its .git stays writable to the session (git in it must commit): ` +
+    `warning: AGENT_JOBS_SANDBOX=none in this CLI's environment (the worker's own mode is what counts; \`status\` shows it): ${dir} is a git repository, and without the sandbox its .git stays writable to the session (git in it must commit): ` +
     "its config, hooks/ and info/ are taken off the session's ACL entries and held, but something it renames into their place " +
     'is taken back only at the next check (each command, each edit, and every 250 ms): your git run on it meanwhile runs what the session put there. ' +
     'Do not run git in it while the run is open, or use the sandbox (bwrap)\n'

@@ -13,19 +13,21 @@
  *   && mkdir .git`), which a mount point forbids in the sandbox. Each is held by a descriptor from start; an entry of
  *   the session's at such a path (its user's, a hard link, or one it may write by an ACL entry: a file of the person's
  *   it edited and renamed there) is renamed in its folder to `.agent-jobs-quarantined-<tag>-<seq>` (a name git never
- *   reads) and the original put back from wherever it was moved in the workspace (its descriptor names it). A change
- *   of the person's (their `git config` renames a new root-owned `config` in) is taken as the new original.
+ *   reads) and the original put back: renamed back from wherever it was moved (its descriptor names it), or, deleted
+ *   (git's lock-and-rename of `config` in the session deletes it), a file's bytes written back from that descriptor.
+ *   A change of the person's (their `git config` renames a new root-owned `config` in) is taken as the new original.
  *
  * Not had without namespaces: the window from such a rename to the check (each command's end, each edit, close, and a
  * sweep every {@link HELD_SWEEP_MS}); the person's git that runs in it runs the session's file. docs/security.md.
  */
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { GitFinding } from './git-finding';
 import type { GuardedGit } from './git-guard';
 import { MINIMAL_ENV } from './identity';
-import { DIR_FLAGS, O_PATH, openDirAt, openEntryAt } from './safe-open';
+import { DIR_FLAGS, O_PATH, openDirAt, openEntryAt, readRegular } from './safe-open';
 
 /** The findings {@link checkHeldGit} made, told apart from the git audit's by {@link isHeldFinding}. */
 const HELD_FINDINGS = new WeakSet<GitFinding>();
@@ -44,11 +46,18 @@ export function isHeldFinding(f: GitFinding): boolean {
  */
 export function heldGitNote(findings: readonly GitFinding[], workspace: string): string | undefined {
   const rel = (p: string): string => path.relative(workspace, p) || '.';
-  const list = (fs: readonly GitFinding[]): string =>
-    fs
-      .slice(0, 10)
-      .map((f) => `${rel(f.path)} (${f.why}${f.movedTo ? `; what stood there renamed to ${rel(f.movedTo)}` : ''})`)
-      .join(', ') + (fs.length > 10 ? ` and ${fs.length - 10} more` : '');
+  // One item per path (the sweep and each command's check can each take the same path back): its first finding's
+  // text, and every quarantined name.
+  const list = (fs: readonly GitFinding[]): string => {
+    const byPath = new Map<string, GitFinding[]>();
+    for (const f of fs) byPath.set(f.path, [...(byPath.get(f.path) ?? []), f]);
+    const items = [...byPath.values()].map((same) => {
+      const moved = same.flatMap((f) => (f.movedTo ? [rel(f.movedTo)] : []));
+      const times = same.length > 1 ? `; ${same.length} times` : '';
+      return `${rel(same[0]!.path)} (${same[0]!.why}${times}${moved.length > 0 ? `; what stood there renamed to ${moved.join(', ')}` : ''})`;
+    });
+    return items.slice(0, 10).join(', ') + (items.length > 10 ? ` and ${items.length - 10} more` : '');
+  };
   const taken = findings.filter((f) => !KEPT.has(f));
   const kept = findings.filter((f) => KEPT.has(f));
   const parts = [
@@ -77,6 +86,8 @@ interface HeldEntry {
   readonly dir: boolean;
   readonly uid: number;
   readonly gid: number;
+  /** Set when nothing stood at the path and the original could not be put back: said once, not at every sweep. */
+  lost?: boolean;
 }
 
 /** What {@link holdGitEntries} holds for one session. */
@@ -255,8 +266,13 @@ function checkEntry(h: HeldGit, e: HeldEntry): GitFinding | undefined {
   const abs = path.join(h.workspace, e.rel);
   const now = fs.lstatSync(abs, { throwIfNoEntry: false });
   if (now && now.dev === e.dev && now.ino === e.ino) return undefined;
+  if (!now && e.lost) return undefined;
+  e.lost = undefined;
   const fd = now ? openRel(h.workspace, e.rel) : undefined;
-  if (fd !== undefined && !sessions(fd, h.uid)) {
+  // Another held original there is the session's doing (two of the person's entries exchanged in one rename), never a
+  // change of the person's: moved aside, and put back at its own path by its own check.
+  const swapped = now !== undefined && h.entries.some((o) => o !== e && o.dev === now.dev && o.ino === now.ino);
+  if (fd !== undefined && !swapped && !sessions(fd, h.uid)) {
     // Another user's (the person's git renamed a new config in): held from now on, and named, since a file of theirs
     // whose text the session chose (a `SQUASH_MSG` of its commit messages) could be renamed there too.
     const st = fs.fstatSync(fd);
@@ -277,9 +293,16 @@ function checkEntry(h: HeldGit, e: HeldEntry): GitFinding | undefined {
   if (fd !== undefined) {
     fs.closeSync(fd);
     movedTo = moveAside(h, e.rel);
-    aside = movedTo ? "the entry there was the session's" : "the session's entry there could NOT be renamed: check by hand";
+    const what = swapped ? "another of the person's held entries, moved there by the session" : "the session's";
+    if (movedTo) aside = `the entry there was ${what}`;
+    else
+      aside = swapped
+        ? `the entry there (${what}) could NOT be renamed: check by hand`
+        : "the session's entry there could NOT be renamed: check by hand";
   }
-  const finding: GitFinding = { path: abs, why: `${aside}; ${putBack(h, e)}`, movedTo, inPlace: true };
+  const back = putBack(h, e);
+  if (fd === undefined && back.includes('could NOT')) e.lost = true;
+  const finding: GitFinding = { path: abs, why: `${aside}; ${back}`, movedTo, inPlace: true };
   HELD_FINDINGS.add(finding);
   return finding;
 }
@@ -313,48 +336,132 @@ function dirFd(workspace: string, rel: string): number | undefined {
   }
 }
 
+/** The most bytes of a held file {@link writeBack} copies back (git's config and hooks are far smaller). */
+const MAX_WRITE_BACK = 16 * 1024 * 1024;
+
 /**
- * Puts the held original of `e` back at its path from wherever the session moved it in the workspace (its
- * descriptor names it); a folder that is gone is made again empty, as the person's. Says what was done.
+ * Puts the held original of `e` back at its path: renamed back from wherever the session moved it (its descriptor
+ * names it), else (deleted, as git's lock-and-rename of `config` deletes it, or out of reach) a file's bytes, mode and
+ * owner written back from the descriptor, a folder made again empty as the person's. Says what was done.
  */
 function putBack(h: HeldGit, e: HeldEntry): string {
   const where = fs.readlinkSync(`/proc/self/fd/${e.fd}`);
-  const rel = path.relative(h.workspace, where);
   const parent = path.dirname(e.rel);
   const to = parent === '.' ? fs.openSync(h.workspace, DIR_FLAGS) : dirFd(h.workspace, parent);
   if (to === undefined) return 'the original could NOT be put back: its folder is gone';
   try {
-    if (!where.endsWith(' (deleted)') && !rel.startsWith('..') && !path.isAbsolute(rel)) {
-      const from = path.dirname(rel) === '.' ? fs.openSync(h.workspace, DIR_FLAGS) : dirFd(h.workspace, path.dirname(rel));
-      if (from !== undefined) {
-        try {
-          const st = fs.lstatSync(`/proc/self/fd/${from}/${path.basename(rel)}`);
-          if (st.dev === e.dev && st.ino === e.ino) {
-            fs.renameSync(`/proc/self/fd/${from}/${path.basename(rel)}`, `/proc/self/fd/${to}/${path.basename(e.rel)}`);
-            return `the original put back from ${where}`;
-          }
-        } finally {
-          fs.closeSync(from);
-        }
-      }
-    }
-    if (!e.dir) return `the original could NOT be put back: it is gone (${where})`;
-    fs.mkdirSync(`/proc/self/fd/${to}/${path.basename(e.rel)}`, { mode: 0o755 });
-    // Owned as the original by fchown on a descriptor opened without following a symlink: never a chown by name.
-    const made = openDirAt(to, path.basename(e.rel));
-    try {
-      const st = fs.fstatSync(made);
-      if (st.uid !== process.geteuid?.()) return 'the original is gone and the folder made in its place was taken';
-      fs.fchownSync(made, e.uid, e.gid);
-      fs.closeSync(e.fd);
-      Object.assign(e, { fd: fs.openSync(`/proc/self/fd/${made}`, O_PATH), dev: st.dev, ino: st.ino });
-    } finally {
-      fs.closeSync(made);
-    }
-    return `the original is gone (${where}): an empty folder made in its place`;
+    if (renameBack(e, where, to)) return `the original put back from ${where}`;
+    return e.dir ? remakeFolder(e, where, to) : writeBack(h, e, where, to);
   } finally {
     fs.closeSync(to);
   }
+}
+
+/**
+ * Renames the held original of `e` from `where` (absolute, as its descriptor names it) into the folder `to`, each
+ * folder on the way opened with no symlink followed and the entry checked to be the held inode; false when it cannot
+ * (deleted, another filesystem, something else stands there).
+ */
+function renameBack(e: HeldEntry, where: string, to: number): boolean {
+  if (!path.isAbsolute(where)) return false;
+  const dir = path.dirname(where);
+  const from = dir === '/' ? fs.openSync('/', DIR_FLAGS) : dirFd('/', dir.slice(1));
+  if (from === undefined) return false;
+  try {
+    const st = fs.lstatSync(`/proc/self/fd/${from}/${path.basename(where)}`, { throwIfNoEntry: false });
+    if (!st || st.dev !== e.dev || st.ino !== e.ino) return false;
+    fs.renameSync(`/proc/self/fd/${from}/${path.basename(where)}`, `/proc/self/fd/${to}/${path.basename(e.rel)}`);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    fs.closeSync(from);
+  }
+}
+
+/**
+ * Writes the bytes of the held file `e` (read through its descriptor, which keeps a deleted file's inode) to a new
+ * file in the folder `to`, owned and moded as the original, with no ACL entry for the session's user, renamed into
+ * place and held from then on. Says what was done.
+ */
+function writeBack(h: HeldGit, e: HeldEntry, where: string, to: number): string {
+  let read: ReturnType<typeof readRegular>;
+  try {
+    read = readRegular(`/proc/self/fd/${e.fd}`, MAX_WRITE_BACK, true);
+  } catch (err) {
+    return `the original could NOT be put back: it is gone (${where}) and could not be read: ${(err as Error).message}`;
+  }
+  if (read.truncated) return `the original could NOT be put back: it is gone (${where}) and larger than ${MAX_WRITE_BACK} bytes`;
+  // A name the session cannot guess and plant first (the folder is its to write); the copy is held by its own
+  // descriptor, never reopened by name, so a swap at the path after the rename is caught by the next check.
+  const name = `.agent-jobs-restoring-${h.tag}-${randomBytes(8).toString('hex')}`;
+  const c = fs.constants;
+  const fd = fs.openSync(`/proc/self/fd/${to}/${name}`, c.O_WRONLY | c.O_CREAT | c.O_EXCL | c.O_NOFOLLOW, 0o600);
+  let held: number;
+  try {
+    fs.writeSync(fd, read.bytes);
+    // The owner first: fchown clears set-id bits that fchmod then sets as the original had them.
+    fs.fchownSync(fd, e.uid, e.gid);
+    copyAcl(e.fd, fd, h.uid);
+    fs.fchmodSync(fd, read.st.mode & 0o7777);
+    held = fs.openSync(`/proc/self/fd/${fd}`, O_PATH);
+  } finally {
+    fs.closeSync(fd);
+  }
+  try {
+    fs.renameSync(`/proc/self/fd/${to}/${name}`, `/proc/self/fd/${to}/${path.basename(e.rel)}`);
+  } catch (err) {
+    fs.closeSync(held);
+    fs.rmSync(`/proc/self/fd/${to}/${name}`, { force: true });
+    return `the original could NOT be put back: it is gone (${where}) and its copy could not be renamed into place: ${(err as Error).message}`;
+  }
+  const made = fs.fstatSync(held);
+  fs.closeSync(e.fd);
+  Object.assign(e, { fd: held, dev: made.dev, ino: made.ino });
+  return `the original's bytes and mode written back from the worker's descriptor (the original is ${where.endsWith(' (deleted)') ? 'deleted' : `at ${where}`})`;
+}
+
+/**
+ * Gives the file `to` the ACL of the file `from` (both descriptors) without any entry for the session's user `uid`, in
+ * place of the default entries it inherited from its folder; none when `from` has none or a filesystem has no ACLs.
+ */
+function copyAcl(from: number, to: number, uid: number): void {
+  try {
+    const acl = execFileSync('getfacl', ['-n', '-p', '--omit-header', '--', `/proc/${process.pid}/fd/${from}`], {
+      env: MINIMAL_ENV,
+      stdio: ['ignore', 'pipe', 'ignore'],
+      timeout: 60_000,
+    })
+      .toString()
+      .split('\n')
+      .filter((l) => !l.startsWith(`user:${uid}:`))
+      .join('\n');
+    execFileSync('setfacl', ['--set-file=-', '--', `/proc/${process.pid}/fd/${to}`], {
+      env: MINIMAL_ENV,
+      input: acl,
+      stdio: ['pipe', 'ignore', 'ignore'],
+      timeout: 60_000,
+    });
+  } catch {
+    removeEntries(to, `u:${uid}`);
+  }
+}
+
+/** Makes the held folder `e`, gone from its place, again in `to`: empty, owned as the original, and held from then on. */
+function remakeFolder(e: HeldEntry, where: string, to: number): string {
+  fs.mkdirSync(`/proc/self/fd/${to}/${path.basename(e.rel)}`, { mode: 0o755 });
+  // Owned as the original by fchown on a descriptor opened without following a symlink: never a chown by name.
+  const made = openDirAt(to, path.basename(e.rel));
+  try {
+    const st = fs.fstatSync(made);
+    if (st.uid !== process.geteuid?.()) return 'the original is gone and the folder made in its place was taken';
+    fs.fchownSync(made, e.uid, e.gid);
+    fs.closeSync(e.fd);
+    Object.assign(e, { fd: fs.openSync(`/proc/self/fd/${made}`, O_PATH), dev: st.dev, ino: st.ino });
+  } finally {
+    fs.closeSync(made);
+  }
+  return `the original is gone (${where}): an empty folder made in its place`;
 }
 
 /**

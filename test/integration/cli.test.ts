@@ -67,7 +67,7 @@ describe('agent-jobs CLI', () => {
     });
     // An open run's workspace is where its session is; `workspace` is a closed run's.
     expect((pending as unknown as { workspace: unknown }).workspace).toBeNull();
-    const { workerId } = (pending as unknown as { session: { workerId: string } }).session;
+    const { workerId, sandbox } = (pending as unknown as { session: { workerId: string; sandbox: string } }).session;
 
     // The UI: the task as static summary, AgentStatus searchable, one-line activity summaries.
     const handle = bed.client.workflow.getHandle(id);
@@ -122,10 +122,11 @@ describe('agent-jobs CLI', () => {
     // The session is closed; where the run's files are is read from its history: the default folder, on the worker that held it.
     const workspace = path.join(bed.workspaces, workspaceFolderName(id));
     expect(existsSync(path.join(workspace, 'hi.txt'))).toBe(true);
-    expect(status).toMatchObject({ session: null, workspace: { path: workspace, workerId } });
+    // With the sandbox mode its session had, which the worker chose (mode none when bwrap is missing there).
+    expect(status).toMatchObject({ session: null, workspace: { path: workspace, workerId, sandboxes: [sandbox] } });
     const closedText = await cli(a, 'status', id);
     expect(closedText.code).toBe(0);
-    expect(closedText.stdout).toContain(`\n  workspace: ${workspace} on ${workerId}\n`);
+    expect(closedText.stdout).toContain(`\n  workspace: ${workspace} on ${workerId}, its sessions in sandbox ${sandbox}\n`);
     expect(closedText.stdout).not.toContain('  shell:');
 
     // The summaries are encrypted like every payload: read through the codec.
@@ -291,7 +292,7 @@ describe('agent-jobs CLI', () => {
     expect(existsSync(workdir)).toBe(true);
     // The closed run's status names the workdir it was given.
     const status = JSON.parse((await cli(bed.address, 'status', id, '--json')).stdout) as { workspace: { path: string } | null };
-    expect(status.workspace).toEqual({ path: workdir, workerId: expect.any(String) });
+    expect(status.workspace).toEqual({ path: workdir, workerId: expect.any(String), sandboxes: [expect.stringMatching(/^(bwrap|none)$/)] });
   });
 
   test('bad input and unknown runs: one line, a hint, exit 1', async () => {

@@ -95,6 +95,8 @@ describe('long runs', () => {
     expect((await bed.jobs().run(handle.workflowId).status()).workspace).toEqual({
       path: path.join(bed.workspaces, workspaceFolderName(handle.workflowId)),
       workerId: second.workerId,
+      // Both workers run in this machine's one mode: said once.
+      sandboxes: [expect.stringMatching(/^(bwrap|none)$/)],
     });
     // What continues as new is small: the tail and counts, not the conversation.
     const runs = (await runChain(bed.client, handle.workflowId)).map((r) => r.runId);

@@ -61,7 +61,13 @@ export function registerStatus(program: Command): void {
               ]
             : []),
           // A closed run's session is gone, its files are not: where they are.
-          ...(view.workspace ? [oneLine`  workspace: ${view.workspace.path} on ${view.workspace.workerId}`] : []),
+          // And the sandbox its sessions had: a worker falls to mode none by itself when bwrap is missing.
+          ...(view.workspace
+            ? [
+                oneLine`  workspace: ${view.workspace.path} on ${view.workspace.workerId}` +
+                  (view.workspace.sandboxes.length > 0 ? `, its sessions in sandbox ${view.workspace.sandboxes.join(' and ')}` : ''),
+              ]
+            : []),
           ...(p
             ? [
                 ...(p.edit

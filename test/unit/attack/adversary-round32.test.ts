@@ -105,7 +105,7 @@ const OPEN_TRAILING_SPACE = false;
 const OPEN_SECRET_SHAPES = false;
 const OPEN_SPARSE_NO_OUTPUT = true;
 const OPEN_PACK_FLOOD = true;
-const OPEN_NONE_EXCHANGE = true;
+const OPEN_NONE_EXCHANGE = false;
 const OPEN_LONG_TODO = true;
 
 afterEach(closeSessions);

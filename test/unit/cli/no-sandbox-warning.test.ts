@@ -24,6 +24,10 @@ test('a repository in mode none is warned about; not with the sandbox, not witho
   const warning = await noSandboxGitWarning(repo, { AGENT_JOBS_SANDBOX: 'none' });
   expect(warning).toContain(`${repo} is a git repository`);
   expect(warning).toMatch(/your git run on it meanwhile runs what the session put there/);
+  // It says whose environment it read: the worker's mode may differ, and status shows it.
+  expect(warning).toMatch(
+    /^warning: AGENT_JOBS_SANDBOX=none in this CLI's environment \(the worker's own mode is what counts; `status` shows it\)/,
+  );
   expect(await noSandboxGitWarning(repo, { AGENT_JOBS_SANDBOX: 'bwrap' })).toBeUndefined();
   expect(await noSandboxGitWarning(repo, {})).toBeUndefined();
   expect(await noSandboxGitWarning(folder(false), { AGENT_JOBS_SANDBOX: 'none' })).toBeUndefined();
