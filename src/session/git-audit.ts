@@ -149,6 +149,7 @@ export interface GitBaseline {
   /**
    * The nested repositories' git dirs the guard holds (git-guard.ts `GuardedGit.nestedGitDirs`, absolute), each with the
    * names in its `modules/` at start: a `commondir`, a new `modules/<name>` or a `modules` symlink made in one is moved.
+   * Not the root git dir (the guard holds `.git -> .gitdir`'s target as a git dir of its own too): the root's checks cover it.
    */
   readonly nestedGitDirs: ReadonlyMap<string, ReadonlySet<string>>;
   /**
@@ -157,8 +158,9 @@ export interface GitBaseline {
    */
   readonly nestedReplace: ReadonlyMap<string, NestedRefs>;
   /**
-   * The object stores of the root git dir and of {@link nestedGitDirs} at start (git-objects-audit.ts): at close, what
-   * the session wrote there that git would read as other bytes than an object's id names is moved.
+   * The object stores of the root's own git dir ({@link ownGitDirOf}) and of the other {@link nestedGitDirs} at start
+   * (git-objects-audit.ts), each once: at close, what the session wrote there that git would read as other bytes than
+   * an object's id names is moved.
    */
   readonly objects: readonly ObjectsBaseline[];
   /** The last `<seq>` the quarantine gave a name (`<tag>-<seq>`), kept across audits. */
@@ -168,7 +170,10 @@ export interface GitBaseline {
    * the audit on what the person's `git status` shows; undefined when rootless or the index could not be read at start.
    */
   readonly index: IndexBaseline | undefined;
-  /** HEAD, the refs and the operation state of the root and of {@link nestedGitDirs} at start (git-state-audit.ts); undefined when rootless. */
+  /**
+   * HEAD, the refs and the operation state of the root's own git dir ({@link ownGitDirOf}) and of the other
+   * {@link nestedGitDirs} at start (git-state-audit.ts), each once; undefined when the root has no git dir of its own.
+   */
   readonly state: GitStateBaseline | undefined;
 }
 
@@ -291,6 +296,27 @@ export function gitDirOf(workspace: string): string | undefined {
   }
 }
 
+/**
+ * The git dir of the repository at `workspace`'s root, as git finds it, when it is the repository's own and lies in the
+ * workspace: `root` ({@link gitDirOf}: `.git` a directory or a symlink to one), else the directory a `.git` file names
+ * (`gitdir: .gitdir`, resolved as git resolves it) when that has no `commondir` (a linked worktree's admin folder is
+ * not; its common dir is audited as the guard found it). Undefined otherwise. With such a file the audit stays rootless
+ * (no quarantine, no index audit), but the object and state audits take that git dir as the root's.
+ */
+function ownGitDirOf(workspace: string, root: string | undefined): string | undefined {
+  if (root !== undefined) return root;
+  const dotGit = path.join(workspace, '.git');
+  try {
+    if (!fs.lstatSync(dotGit).isFile()) return undefined;
+    const named = gitFileTarget(dotGit);
+    return named !== undefined && named.startsWith(`${workspace}/`) && isDirectory(named) && !exists(path.join(named, 'commondir'))
+      ? named
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The names git reads in the root git dir whose symlinks the audit holds ({@link HeldLink}), as git-guard.ts's CODE_ENTRIES. */
 const HELD_NAMES = ['.git', '.git/config', '.git/hooks', '.git/info', '.git/config.worktree'] as const;
 
@@ -367,7 +393,11 @@ export async function recordGit(
   const links = heldLinks(workspace, [...named, ...nestedNamed]);
   const walk = await walkGit(workspace, git, GIT_WALK_LIMITS, anywhere, stems);
   links.push(...heldLinks(workspace, nestedDotGits(workspace, walk)).filter((l) => !links.some((k) => k.rel === l.rel)));
-  const ownGitDirs = repos.nestedGitDirs.filter((d) => !exists(path.join(d, 'commondir')));
+  // The root git dir (a git dir of its own to the guard too, when `.git` links to it) is audited as the root, once.
+  const ownGitDirs = repos.nestedGitDirs.filter((d) => d !== root && !exists(path.join(d, 'commondir')));
+  // The repository at the root, by its real git dir: the state and object audits see it once, and as the root.
+  const top = ownGitDirOf(workspace, root);
+  const others = ownGitDirs.filter((d) => d !== top);
   const lists = new Map<string, Listing>();
   const rels = completed.filter((p) => p.startsWith(`${workspace}/`)).map((p) => path.relative(workspace, p));
   const nested = new Map<string, number>();
@@ -397,10 +427,10 @@ export async function recordGit(
     unguarded: [...repos.unguarded],
     nestedGitDirs: new Map(ownGitDirs.map((d) => [d, new Set(moduleNames(d))])),
     nestedReplace: new Map(ownGitDirs.flatMap((d) => nestedStart(d))),
-    objects: [...(root === undefined ? [] : [root]), ...ownGitDirs].map((d) => recordObjects(d)),
+    objects: [...(top === undefined ? [] : [top]), ...others].map((d) => recordObjects(d)),
     names: { seq: 0 },
     index: root === undefined ? undefined : await recordIndex(workspace, git, await ownerOf(workspace), nestedRepos(workspace, walk)),
-    state: root === undefined ? undefined : await recordGitState(workspace, [git, ...ownGitDirs], await ownerOf(workspace)),
+    state: top === undefined ? undefined : await recordGitState(workspace, [top, ...others], await ownerOf(workspace)),
   };
 }
 
@@ -456,6 +486,8 @@ export async function auditGit(b: GitBaseline, final: boolean): Promise<GitFindi
     }
     if (b.rootless) {
       out.push(...moveCompleted(b, q), ...leftOver(b, left));
+      // The git state of a git dir a root `.git` file names in the workspace (ownGitDirOf); no index audit here.
+      out.push(...(await lastFindings(b, q, final)));
       return out;
     }
     for (const rel of ['modules', 'worktrees', 'refs/replace']) {

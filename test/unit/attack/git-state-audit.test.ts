@@ -246,3 +246,28 @@ describe('other refs and reflogs', () => {
     );
   });
 });
+
+describe('a root repository whose git dir is `.gitdir`: audited once, as the root', () => {
+  const layouts: [string, (ws: string) => void][] = [
+    ['`.git -> .gitdir`', (ws) => fs.symlinkSync('.gitdir', path.join(ws, '.git'))],
+    ['a `.git` file `gitdir: .gitdir`', (ws) => fs.writeFileSync(path.join(ws, '.git'), 'gitdir: .gitdir\n')],
+  ];
+  for (const [layout, makeDotGit] of layouts)
+    test(`${layout}: a branch the session moves is named exactly once after the command and once at close`, async () => {
+      const { ws, head } = repoWithRunSh();
+      fs.renameSync(path.join(ws, '.git'), path.join(ws, '.gitdir'));
+      makeDotGit(ws);
+      fs.appendFileSync(path.join(ws, '.gitdir', 'info', 'exclude'), '/.gitdir\n');
+      expect(gitIn(ws, 'status', '--porcelain')).toBe('');
+      const s = await startSession({ cwd: ws, workspace: ws });
+      const r = await s.run(`echo more >> run.sh && git -c user.name=x -c user.email=x@x commit -qam more && echo made-it`);
+      expect(r.output).toContain('made-it');
+      const now = gitIn(ws, 'rev-parse', 'HEAD');
+      expect(now).not.toBe(head);
+      await s.close();
+      const moved = (text: string): string[] => text.match(/moved main(?: in the repository whose git dir is \S+)? from \w+ to \w+/g) ?? [];
+      // Named as the root's branch (no "in the repository whose git dir is"), once in each.
+      const once = [`moved main from ${head.slice(0, 12)} to ${now.slice(0, 12)}`];
+      expect({ afterCommand: moved(r.output), atClose: moved(atClose(s)) }).toEqual({ afterCommand: once, atClose: once });
+    });
+});
