@@ -237,7 +237,7 @@ function statePaths(head: string, linked = false): string[] {
 
 /** The folders of `git`'s linked worktrees (`worktrees/<id>`, no symlink), sorted, and how many past {@link MAX_WORKTREES} were left out. */
 function worktreeAdmins(git: string): { admins: string[]; left: number } {
-  let ids: string[] = [];
+  let ids: string[];
   try {
     ids = fs.readdirSync(path.join(git, 'worktrees')).sort();
   } catch {
