@@ -99,8 +99,8 @@ import { pendingApproval } from '../../../src/shared/display';
 import { editLines } from '../../../src/cli/render/run';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
-const OPEN_WORKTREE_STATE = true;
-const OPEN_RERERE = true;
+const OPEN_WORKTREE_STATE = false;
+const OPEN_RERERE = false;
 const OPEN_TRAILING_SPACE = true;
 const OPEN_SECRET_SHAPES = true;
 const OPEN_SPARSE_NO_OUTPUT = true;
