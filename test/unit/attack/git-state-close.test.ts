@@ -77,7 +77,7 @@ describe("a linked worktree's own git state (its git dir .git/worktrees/<id>)", 
     expect(fs.readFileSync(path.join(feature, 'run.sh'), 'utf8')).toBe('echo hello\n');
   });
 
-  test('its HEAD switched, its index staged, its MERGE_HEAD and its reflog rewritten: each named at close; the forged merge moved whole', async () => {
+  test('its HEAD detached and its index staged: named at close; a forged MERGE_HEAD moved whole with MERGE_MSG and MERGE_MODE', async () => {
     const { ws, feature } = withLinkedWorktree();
     const s = await startSession({ cwd: ws, workspace: ws });
     const a = '.git/worktrees/feature';
