@@ -19,10 +19,16 @@
  * acts on: which branch moved from which commit to which, what `git diff` between them shows, and which commit an
  * abort would reset to. At close, the state of an operation in progress (and `ORIG_HEAD`, `AUTO_MERGE`, `FETCH_HEAD`)
  * that the session made or changed and that names a commit not reachable from the refs at start, or holds an `exec`
- * line, is moved to the quarantine (an abort then has nothing to obey); during the session it is only named (the
- * session's own rebase goes on). The root repository and each nested one the guard holds are audited alike. Its git
+ * line, is moved to the quarantine (an abort then has nothing to obey) with every other file of its operation (all or
+ * none: a half left behind breaks the person's abort), and the finding says what the person runs afterwards; during
+ * the session it is only named (the session's own rebase goes on). The root repository and each nested one the guard
+ * holds are audited alike, and so is each linked worktree's git dir in theirs (`worktrees/<id>/`: its HEAD, index,
+ * reflog and operation state, which git in that checkout, maybe outside the workspace, obeys; adversary round 32).
+ * `rr-cache/` entries the session made or changed (git's rerere is on by itself while the folder exists) are named,
+ * and moved at close. Its git
  * runs as the workspace's owner, with no system or global config and no hook (worktree-git.ts `NO_REPO_CODE`), and
- * reads no file's content. Attack tests: git-state-audit.test.ts, adversary-round30.test.ts.
+ * reads no file's content. Attack tests: git-state-audit.test.ts, git-state-close.test.ts, adversary-round30.test.ts,
+ * adversary-round32.test.ts.
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';

@@ -26,7 +26,7 @@ export function registerTranscript(program: Command): void {
     .option('--json', 'print the messages as a JSON array (outputs whole)')
     .option(
       '--all',
-      'also print what rewinds dropped (from the history), after the conversation as it stands (--json: {"messages","rewound":[{"from","messages"}],"notes"})',
+      'also print what rewinds dropped (from the history), after the conversation as it stands (--json: {"messages","rewound":[{"from","messages"}],"notes","gitAtClose"})',
     )
     .action(async (workflowId: string, opts: { full?: boolean; json?: boolean; all?: boolean }) => {
       await withClient(async (jobs) => {
