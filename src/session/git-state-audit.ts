@@ -771,6 +771,7 @@ async function describeState(
   tips: readonly string[],
 ): Promise<{ left: string; foreign: boolean }> {
   const st = readState(r.git, rel, refs);
+  const unread = unreadPart(r.git, rel);
   const foreign: string[] = [];
   for (const c of st.commits) if (!(await reachable(s.runner, r.git, c, tips))) foreign.push(c);
   const whose =
@@ -786,8 +787,39 @@ async function describeState(
           .map((e) => `\`${e}\``)
           .join(', ')} at \`git rebase --continue\``
       : '';
+  const more = unread ? `; ${unread}, so what your git would do with it was NOT all read` : '';
   return {
-    left: `the session left ${OPERATION[rel] ?? rel}${r.where}: ${st.does}${whose}${exec}`,
-    foreign: foreign.length > 0 || st.execs.length > 0,
+    left: `the session left ${OPERATION[rel] ?? rel}${r.where}: ${st.does}${whose}${exec}${more}`,
+    foreign: foreign.length > 0 || st.execs.length > 0 || unread !== undefined,
   };
+}
+
+/**
+ * Why the state `rel` of `git` is not all read by {@link readState} while git reads it whole: it (or a file in its
+ * folder) is a symlink or no regular file (git follows it; the audit does not), or longer than {@link MAX_STATE_BYTES}
+ * (a todo whose `exec` line follows 4 MiB of comments: adversary round 32). Undefined when all of it is read.
+ */
+function unreadPart(git: string, rel: string): string | undefined {
+  const abs = path.join(git, rel);
+  const st = fs.lstatSync(abs, { throwIfNoEntry: false });
+  if (!st) return undefined;
+  const check = (s: fs.Stats, name: string): string | undefined =>
+    !s.isFile()
+      ? `${name} is a symlink or no regular file`
+      : s.size > MAX_STATE_BYTES
+        ? `${name} is longer than the ${MAX_STATE_BYTES >> 20} MiB the audit reads`
+        : undefined;
+  if (!st.isDirectory()) return check(st, rel);
+  let names: string[];
+  try {
+    names = fs.readdirSync(abs).sort();
+  } catch {
+    return `${rel} could not be listed`;
+  }
+  for (const name of names) {
+    const e = fs.lstatSync(path.join(abs, name), { throwIfNoEntry: false });
+    const why = e && check(e, `${rel}/${safeText(showName(name), false)}`);
+    if (why) return why;
+  }
+  return undefined;
 }

@@ -243,3 +243,39 @@ describe('an operation in progress whose commit is the session’s: moved whole 
     expect(gitIn(ws, 'rev-parse', 'HEAD')).toBe(head);
   });
 });
+
+describe('state the audit cannot read all of, while git reads it whole: moved at close', () => {
+  test("a todo whose exec line follows 4 MiB of comments, orig-head the person's: the person's continue runs nothing", async () => {
+    const { ws, marker } = personsRepo();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const w = '.git/rebase-merge';
+    const r = await s.run(
+      `mkdir ${w} && echo refs/heads/main > ${w}/head-name && git rev-parse HEAD > ${w}/orig-head && git rev-parse HEAD > ${w}/onto && ` +
+        `: > ${w}/interactive && : > ${w}/done && echo 1 > ${w}/msgnum && echo 1 > ${w}/end && ` +
+        // 5 MiB of comment lines, then the exec line.
+        `{ yes '#xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' | head -c 5242880; echo; echo 'exec touch ${marker}'; } > ${w}/git-rebase-todo && echo planted`,
+    );
+    expect(r.output).toContain('planted');
+    expect(r.output).toMatch(/git-rebase-todo is longer than the 4 MiB the audit reads/);
+    await s.close();
+    expect(atClose(s)).toMatch(/rebase-merge .*NOT all read.*moved so that your git has nothing of it to obey/);
+    host(ws, 'rebase', '--continue');
+    expect(ran(marker)).toBe('not run');
+  });
+
+  test("orig-head a symlink to a file naming the session's commit (git follows it, the audit does not): moved; abort keeps main", async () => {
+    const { ws } = personsRepo();
+    const head = gitIn(ws, 'rev-parse', 'HEAD');
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const w = '.git/rebase-merge';
+    const r = await s.run(
+      `${FORGED} && echo "$c" > .git/look && mkdir ${w} && echo refs/heads/main > ${w}/head-name && ln -s ../look ${w}/orig-head && ` +
+        `git rev-parse HEAD > ${w}/onto && : > ${w}/interactive && : > ${w}/git-rebase-todo && : > ${w}/done && echo 1 > ${w}/msgnum && echo 1 > ${w}/end && echo planted`,
+    );
+    expect(r.output).toContain('planted');
+    await s.close();
+    expect(atClose(s)).toMatch(/rebase-merge\/orig-head is a symlink or no regular file.*moved/);
+    host(ws, 'rebase', '--abort');
+    expect(gitIn(ws, 'rev-parse', 'HEAD')).toBe(head);
+  });
+});
