@@ -35,7 +35,7 @@ import * as zlib from 'node:zlib';
 import type { GitFinding } from './git-finding';
 import { MINIMAL_ENV } from './identity';
 import { tryReadRegular } from './safe-open';
-import { NO_REPO_CODE } from './worktree-git';
+import { auditGit, NO_REPO_CODE } from './worktree-git';
 
 /** What one repository's `objects/` held at session start ({@link recordObjects}). */
 export interface ObjectsBaseline {
@@ -311,27 +311,15 @@ interface GitSaid {
 }
 
 /**
- * Runs git on `b.gitDir` with no hooks, config of the person's or workspace code, within `timeoutMs` (default 10 s)
- * and `maxBuffer` bytes of stdout or stderr (default 256 MiB; more is a failure); never rejects.
+ * Runs git on `b.gitDir` (worktree-git.ts {@link auditGit}: no hooks, config of the person's or workspace code) from
+ * `/`, within `timeoutMs` (default 10 s) and `maxBuffer` bytes of stdout or stderr (default 256 MiB; more is a
+ * failure); never rejects.
  */
 function git(b: ObjectsBaseline, args: string[], timeoutMs = 10_000, maxBuffer = 256 << 20): Promise<GitSaid> {
-  return new Promise((resolve) => {
-    execFile(
-      'git',
-      ['-c', 'safe.directory=*', ...NO_REPO_CODE, ...args],
-      {
-        cwd: '/',
-        env: { ...MINIMAL_ENV, GIT_DIR: b.gitDir, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_OPTIONAL_LOCKS: '0' },
-        timeout: timeoutMs,
-        encoding: 'utf8',
-        maxBuffer,
-      },
-      (err, stdout, stderr) =>
-        resolve(
-          err ? { stdout: '', failed: (stderr.split('\n').find((l) => l.trim() !== '') ?? err.message).trim().slice(0, 200) } : { stdout },
-        ),
-    );
-  });
+  return auditGit(b.gitDir, args, { cwd: '/', timeoutMs, maxBuffer }).then(
+    (stdout) => ({ stdout }),
+    (err: Error) => ({ stdout: '', failed: err.message.slice(0, 200) }),
+  );
 }
 
 /**

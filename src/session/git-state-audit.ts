@@ -30,16 +30,14 @@
  * reads no file's content. Attack tests: git-state-audit.test.ts, git-state-close.test.ts, adversary-round30.test.ts,
  * adversary-round32.test.ts.
  */
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { GitFinding } from './git-finding';
 import { safeText } from '../shared/display';
 import { showName } from './git-walk';
-import { MINIMAL_ENV } from './identity';
 import { tryReadRegular } from './safe-open';
-import { NO_REPO_CODE, type Runner } from './worktree-git';
+import { auditGit, type Runner } from './worktree-git';
 
 /** Files of a git dir that an operation in progress, an undo or a fetch leaves, each read as a commit list. */
 const STATE_FILES = [
@@ -154,30 +152,12 @@ export interface GitStateBaseline {
 }
 
 /**
- * Runs git on the git dir `git` (no work tree) with `args` and stdin `input` as `runner`; resolves with stdout.
+ * Runs git on the git dir `git` (no work tree, worktree-git.ts {@link auditGit}) with `args` and stdin `input` as
+ * `runner`, within {@link GIT_TIMEOUT_MS}; resolves with stdout.
  * @throws Error with git's first line of stderr, or the timeout
  */
 function runGit(runner: Runner, git: string, args: string[], input = ''): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = execFile(
-      'git',
-      ['-c', 'safe.directory=*', ...NO_REPO_CODE, ...args],
-      {
-        cwd: git,
-        env: { ...MINIMAL_ENV, GIT_DIR: git, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_OPTIONAL_LOCKS: '0' },
-        timeout: GIT_TIMEOUT_MS,
-        encoding: 'utf8',
-        maxBuffer: 256 << 20,
-        ...runner,
-      },
-      (err, stdout, stderr) => {
-        if (!err) return resolve(stdout);
-        reject(new Error((stderr.split('\n').find((l) => l.trim() !== '') ?? err.message).trim()));
-      },
-    );
-    child.stdin?.on('error', () => undefined);
-    child.stdin?.end(input);
-  });
+  return auditGit(git, args, { runner, input, timeoutMs: GIT_TIMEOUT_MS });
 }
 
 /** The refs of the git dir `git` (`git for-each-ref`, loose and packed): name → object id. */

@@ -11,6 +11,7 @@
  *   by a git whose git dir is a private one the worker writes ({@link checkoutWithoutFilters}): its
  *   config and attributes are ours, so only git's built-in conversions (eol, ident) apply.
  * Command-line `-c` wins over every file the repository includes (`include.path`, `includeIf`).
+ * The git audits read git dirs with the same settings ({@link auditGit}).
  */
 import { execFile } from 'node:child_process';
 import { closeSync, fstatSync, lstatSync, openSync, statSync } from 'node:fs';
@@ -70,6 +71,50 @@ export function git(runner: Runner, args: string[], env: Record<string, string> 
         reject(new Error(line.trim()));
       },
     );
+  });
+}
+
+/** How {@link auditGit} runs: who as, where, with what stdin, for how long and how much output. */
+export interface AuditGitOptions {
+  /** Who git runs as. @default the worker */
+  runner?: Runner;
+  /** Its working directory. @default the git dir */
+  cwd?: string;
+  /** Its stdin. @default '' */
+  input?: string;
+  /** How long it may take, ms. @default 10 000 */
+  timeoutMs?: number;
+  /** Most bytes of stdout or of stderr; more is a failure. @default 256 MiB */
+  maxBuffer?: number;
+}
+
+/**
+ * Runs git as the git audits read a git dir (git-state-audit.ts, git-objects-audit.ts): `GIT_DIR` `gitDir`, no work
+ * tree, `safe.directory=*` (the git dir is another user's to the worker), {@link NO_REPO_CODE}, no system or global
+ * config and no optional locks; resolves with its stdout.
+ * @throws Error whose message is git's first non-blank line of stderr, else the failure's (a timeout, too much output)
+ */
+export function auditGit(gitDir: string, args: string[], options: AuditGitOptions = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      'git',
+      ['-c', 'safe.directory=*', ...NO_REPO_CODE, ...args],
+      {
+        cwd: options.cwd ?? gitDir,
+        env: { ...MINIMAL_ENV, GIT_DIR: gitDir, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_OPTIONAL_LOCKS: '0' },
+        timeout: options.timeoutMs ?? 10_000,
+        encoding: 'utf8',
+        maxBuffer: options.maxBuffer ?? 256 << 20,
+        ...options.runner,
+      },
+      (err, stdout, stderr) => {
+        if (!err) return resolve(stdout);
+        reject(new Error((stderr.split('\n').find((l) => l.trim() !== '') ?? err.message).trim()));
+      },
+    );
+    // git may exit before reading its input (a failure, or a command that reads none): EPIPE is no error of ours.
+    child.stdin?.on('error', () => undefined);
+    child.stdin?.end(options.input ?? '');
   });
 }
 
