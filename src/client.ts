@@ -679,12 +679,19 @@ export interface RunView extends StatusView {
    * and for a run that opened no session (no tool ran).
    */
   workspace?: RunWorkspace;
+  /**
+   * A closed run's git audit at the close of its sessions (src/history.ts `RunHistory.gitAtClose`): what was moved to
+   * the quarantine or named, one line per session whose audit found something. Absent for an open run.
+   */
+  gitAtClose?: string[];
 }
 
 /** A transcript page with where it came from. */
 export interface RunTranscript extends TranscriptView {
   /** `query` (an open run: the worker's copy) or `history` (a closed run, rebuilt from its history without a worker). */
   source: 'query' | 'history';
+  /** A closed run's git audit at the close of its sessions, as {@link RunView.gitAtClose}. */
+  gitAtClose?: string[];
 }
 
 /** How a request is sent: who sends it and the id that makes a resend apply once. */
@@ -969,6 +976,7 @@ export class RunHandle {
         : {}),
       ...(input?.chat ? { chat: true } : {}),
       ...(workspace ? { workspace } : {}),
+      gitAtClose: history.gitAtClose,
       executionStatus,
       runId,
       source: 'history',
@@ -1017,7 +1025,11 @@ export class RunHandle {
   }
 
   private async transcriptFromHistory(runId: string, from: number): Promise<RunTranscript & { incomplete?: string }> {
-    const { messages, durationsMs, exitCodes, notes, incomplete } = await closedConversation(this.jobs.temporal, this.workflowId, runId);
+    const { messages, durationsMs, exitCodes, notes, gitAtClose, incomplete } = await closedConversation(
+      this.jobs.temporal,
+      this.workflowId,
+      runId,
+    );
     const start = Math.min(Math.max(0, from), messages.length);
     return {
       from: start,
@@ -1027,6 +1039,7 @@ export class RunHandle {
       exitCodes,
       notes,
       source: 'history',
+      gitAtClose,
       ...(incomplete ? { incomplete } : {}),
     };
   }

@@ -70,6 +70,9 @@ const RUN_COMMAND = 'runCommand';
 /** The activity type of a text editor command, whose answer names the approval rule that let it run unasked. */
 const RUN_EDIT = 'runEdit';
 
+/** The activity type that closes a bash session, whose answer says what the git audit moved at close. */
+const CLOSE_SESSION = 'closeSession';
+
 /** The activity type that opens a bash session, whose answer says where it started. */
 const OPEN_SESSION = 'openSession';
 
@@ -129,6 +132,11 @@ export interface RunHistory {
    * answered with, in history order (the run's own status keeps them the same way).
    */
   rules: ApprovalRule[];
+  /**
+   * What the git audit moved or named when each session of this execution closed (the `closeSession` answers'
+   * `gitAtClose`, src/contract/activities.ts), oldest first; none for a session whose audit found nothing.
+   */
+  gitAtClose: string[];
 }
 
 /**
@@ -163,7 +171,10 @@ export async function readHistory(client: Client, workflowId: string, runId: str
     published: {},
     closing: {},
     rules: [],
+    gitAtClose: [],
   };
+  /** Scheduled event ids of the `closeSession`s. */
+  const closes = new Set<string>();
   /** `tool_use` id of each scheduled `runCommand`, by its scheduled event id. */
   const commands = new Map<string, string>();
   /** What each scheduled `runCommand` and `runEdit` asked (the command's text for bash), by its scheduled event id. */
@@ -202,6 +213,7 @@ export async function readHistory(client: Client, workflowId: string, runId: str
         }
         const editInput = attrs?.activityType?.name === RUN_EDIT ? attrs.input?.payloads?.[0] : undefined;
         if (editInput) asked.set(String(event.eventId), { toolUseId: (await decode<{ toolUseId: string }>(editInput)).toolUseId });
+        if (attrs?.activityType?.name === CLOSE_SESSION) closes.add(String(event.eventId));
         if (attrs?.activityType?.name !== CALL_CLAUDE) continue;
         if (stopAt !== undefined && attrs.activityId === stopAt) return out;
         const payload = attrs.input?.payloads?.[0];
@@ -217,6 +229,11 @@ export async function readHistory(client: Client, workflowId: string, runId: str
         const payload = attrs?.result?.payloads?.[0];
         const scheduled = String(attrs?.scheduledEventId);
         if (lastCallEventId !== null && scheduled === lastCallEventId && payload) out.lastOutput = await decode<CallClaudeOutput>(payload);
+        if (closes.has(scheduled) && payload) {
+          // A worker before this answer returned nothing (no payload, or null).
+          const said = (await decode<{ gitAtClose?: unknown } | null>(payload))?.gitAtClose;
+          if (typeof said === 'string' && said !== '') out.gitAtClose.push(said);
+        }
         const tool = asked.get(scheduled);
         if (tool && payload) {
           const byRule = (await decode<{ approvedByRule?: unknown }>(payload)).approvedByRule;
@@ -431,6 +448,7 @@ export async function closedConversation(
   durationsMs: Record<string, number>;
   exitCodes: Record<string, number>;
   notes: Record<string, string[]>;
+  gitAtClose: string[];
   incomplete?: string;
 }> {
   const { folded, latest, published } = await chainHistory(client, workflowId, runId);
@@ -449,6 +467,7 @@ export async function closedConversation(
     durationsMs: latest.durationsMs,
     exitCodes: latest.exitCodes,
     notes: publishedNotes(messages, published, withMoveNotes(messages, latest.notes, latest.closing)),
+    gitAtClose: latest.gitAtClose,
     ...(open ? { incomplete: 'the results of the last tool calls were added after the last model call and are not in the history' } : {}),
   };
 }

@@ -30,6 +30,7 @@ import {
   WORKER_SHUTTING_DOWN,
   type CommandOutcomeInput,
   type CommandOutcomeOutput,
+  type CloseSessionOutput,
   type CreateWorktreeInput,
   type CreateWorktreeOutput,
   type OpenSessionInput,
@@ -982,8 +983,11 @@ export function createSessionActivities(deps: SessionActivityDeps) {
       }
     },
 
-    /** Closes the session and kills its process group. Closing an unknown session is not an error. */
-    closeSession: async (input: SessionInput): Promise<void> => {
+    /**
+     * Closes the session and kills its process group. Closing an unknown session is not an error.
+     * @returns what the git audit moved or named at close ({@link CloseSessionOutput}), for the run's history
+     */
+    closeSession: async (input: SessionInput): Promise<CloseSessionOutput> => {
       const stop = startHeartbeat();
       const closed = await registry.close(input.sessionId).finally(stop);
       // What a job of the session left after its last command: the result of no command carries it, the worker's log does.
@@ -993,6 +997,7 @@ export function createSessionActivities(deps: SessionActivityDeps) {
         sessions: registry.count,
         maxSessions: registry.capacity,
       });
+      return closed ? { gitAtClose: closed } : {};
     },
   };
 }

@@ -288,6 +288,7 @@ export async function watchRun(jobs: AgentJobsClient, workflowId: string, opts: 
           `run ${workflowId} ended: ${view.status} after ${view.turns} turn${view.turns === 1 ? '' : 's'} (${view.usage.inputTokens} input / ${view.usage.outputTokens} output / ${view.usage.cacheCreationInputTokens} cache write / ${view.usage.cacheReadInputTokens} cache read tokens${typeof view.costUsd === 'number' ? `, $${view.costUsd.toFixed(4)}` : ''})`,
           ...(r?.text ? [hanging('final answer: ', r.text)] : []),
           ...(r?.error ? [hanging('reason: ', r.error)] : []),
+          ...(view.gitAtClose ?? []).map((n) => hanging('git at close: ', n)),
         ]);
         return view;
       }

@@ -254,6 +254,16 @@ export interface SessionInput {
   sessionId: string;
 }
 
+/**
+ * Output of `closeSession`: what the git audit moved or named when the session closed (src/session/git-audit.ts), the
+ * same one line the worker logs, absent when it found nothing or the worker no longer held the session. Recorded in the
+ * run's history (the workflow does not read it), where `status`, `watch` and `transcript` of the closed run read it
+ * (src/history.ts).
+ */
+export interface CloseSessionOutput {
+  gitAtClose?: string;
+}
+
 /** Output of `restartSession`. */
 export interface RestartSessionOutput {
   cwd: string;

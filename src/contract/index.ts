@@ -63,6 +63,7 @@ export {
   WORKER_SHUTTING_DOWN,
   type CallClaudeInput,
   type CallClaudeOutput,
+  type CloseSessionOutput,
   type CommandOutcomeInput,
   type CommandOutcomeOutput,
   type CreateWorktreeInput,

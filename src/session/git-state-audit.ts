@@ -19,10 +19,16 @@
  * acts on: which branch moved from which commit to which, what `git diff` between them shows, and which commit an
  * abort would reset to. At close, the state of an operation in progress (and `ORIG_HEAD`, `AUTO_MERGE`, `FETCH_HEAD`)
  * that the session made or changed and that names a commit not reachable from the refs at start, or holds an `exec`
- * line, is moved to the quarantine (an abort then has nothing to obey); during the session it is only named (the
- * session's own rebase goes on). The root repository and each nested one the guard holds are audited alike. Its git
+ * line, is moved to the quarantine (an abort then has nothing to obey) with every other file of its operation (all or
+ * none: a half left behind breaks the person's abort), and the finding says what the person runs afterwards; during
+ * the session it is only named (the session's own rebase goes on). The root repository and each nested one the guard
+ * holds are audited alike, and so is each linked worktree's git dir in theirs (`worktrees/<id>/`: its HEAD, index,
+ * reflog and operation state, which git in that checkout, maybe outside the workspace, obeys; adversary round 32).
+ * `rr-cache/` entries the session made or changed (git's rerere is on by itself while the folder exists) are named,
+ * and moved at close. Its git
  * runs as the workspace's owner, with no system or global config and no hook (worktree-git.ts `NO_REPO_CODE`), and
- * reads no file's content. Attack tests: git-state-audit.test.ts, adversary-round30.test.ts.
+ * reads no file's content. Attack tests: git-state-audit.test.ts, git-state-close.test.ts, adversary-round30.test.ts,
+ * adversary-round32.test.ts.
  */
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
@@ -54,6 +60,36 @@ const STATE_FILES = [
 /** Folders of a git dir that hold an operation in progress. */
 const STATE_DIRS = ['rebase-merge', 'rebase-apply', 'sequencer'] as const;
 
+/**
+ * The files and folders of each operation in progress that git reads together, as git writes them (builtin/merge.c,
+ * sequencer.c, bisect.c): at close they are moved all together or not at all, since a half left behind breaks the
+ * person's abort (`git merge --abort` with MERGE_MSG but no MERGE_HEAD: "There is no merge to abort"). MERGE_MSG,
+ * MERGE_MODE, MERGE_RR and REBASE_HEAD are moved only so, never named on their own.
+ */
+const OPERATION_PARTS: Readonly<Record<string, readonly string[]>> = {
+  merge: ['MERGE_HEAD', 'MERGE_MSG', 'MERGE_MODE', 'MERGE_RR', 'AUTO_MERGE'],
+  rebase: ['rebase-merge', 'rebase-apply', 'REBASE_HEAD', 'MERGE_MSG', 'AUTO_MERGE', 'MERGE_RR'],
+  pick: ['sequencer', 'CHERRY_PICK_HEAD', 'REVERT_HEAD', 'MERGE_MSG', 'AUTO_MERGE', 'MERGE_RR'],
+  bisect: STATE_FILES.filter((f) => f.startsWith('BISECT_')),
+};
+
+/** The operation ({@link OPERATION_PARTS}) a state path moved at close takes along; the rest is moved alone. */
+const OPERATION_OF: Readonly<Record<string, string>> = {
+  MERGE_HEAD: 'merge',
+  'rebase-merge': 'rebase',
+  'rebase-apply': 'rebase',
+  sequencer: 'pick',
+  CHERRY_PICK_HEAD: 'pick',
+  REVERT_HEAD: 'pick',
+  ...Object.fromEntries(OPERATION_PARTS.bisect!.map((f) => [f, 'bisect'])),
+};
+
+/** Most linked worktrees (`<git dir>/worktrees/<id>`) of one git dir audited; past it one finding names the rest as not checked. */
+const MAX_WORKTREES = 32;
+
+/** Most `rr-cache/<id>` entries (recorded conflict resolutions) read; past it one finding names the rest as not checked. */
+const MAX_RR_ENTRIES = 2000;
+
 /** Reflogs whose rewriting changes what `git reflog`, `@{n}` and `git stash list` name (more are listed by branch). */
 const LOGS = ['logs/HEAD', 'logs/refs/stash'] as const;
 
@@ -83,6 +119,19 @@ interface StateRepo {
   readonly files: ReadonlyMap<string, Digest>;
   /** What was told: key → the state it was told for (told again when it changes, and all at close). */
   readonly told: Map<string, string>;
+  /**
+   * For a linked worktree's git dir (`<git dir>/worktrees/<id>`, its own HEAD, index, reflog and operation state): its
+   * checkout as its `gitdir` file names it. Its refs are its common dir's, told there; its `index` is read too.
+   */
+  readonly linked: string | undefined;
+  /**
+   * `rr-cache/` at start (git's rerere, which turns itself on when the folder is there): entry → {@link Digest}, `.`
+   * for rr-cache itself when it is no folder; undefined when there was none. Not read for a linked worktree (it uses
+   * its common dir's).
+   */
+  readonly rr: ReadonlyMap<string, Digest> | undefined;
+  /** How many rr-cache entries past {@link MAX_RR_ENTRIES} were not read at start. */
+  readonly rrLeft: number;
 }
 
 /** A state file's or folder's content: its sha256 and size (bytes read), or `none`. */
@@ -98,6 +147,8 @@ export interface GitStateBaseline {
   readonly workspace: string;
   readonly runner: Runner;
   readonly repos: readonly StateRepo[];
+  /** How many linked worktrees past {@link MAX_WORKTREES} (per git dir) were not recorded: named as not checked at close. */
+  readonly worktreesLeft: number;
 }
 
 /**
@@ -161,10 +212,67 @@ function digestOf(git: string, rel: string, keep = false): Digest | undefined {
   return { sha: h.update(bytes).digest('hex'), size: bytes.length, ...(keep ? { bytes } : {}) };
 }
 
-/** The state paths of `git` this audit reads: {@link STATE_FILES}, {@link STATE_DIRS}, {@link LOGS} and the reflog of HEAD's branch. */
-function statePaths(head: string): string[] {
+/**
+ * The state paths of `git` this audit reads: {@link STATE_FILES}, {@link STATE_DIRS}, {@link LOGS}, the reflog of
+ * HEAD's branch, and a linked worktree's `index`.
+ */
+function statePaths(head: string, linked = false): string[] {
   const m = /^ref: (refs\/\S+)$/.exec(head);
-  return [...STATE_FILES, ...STATE_DIRS, ...LOGS, ...(m ? [`logs/${m[1]}`] : [])];
+  return [...STATE_FILES, ...STATE_DIRS, ...LOGS, ...(m ? [`logs/${m[1]}`] : []), ...(linked ? ['index'] : [])];
+}
+
+/** The folders of `git`'s linked worktrees (`worktrees/<id>`, no symlink), sorted, and how many past {@link MAX_WORKTREES} were left out. */
+function worktreeAdmins(git: string): { admins: string[]; left: number } {
+  let ids: string[];
+  try {
+    ids = fs.readdirSync(path.join(git, 'worktrees')).sort();
+  } catch {
+    return { admins: [], left: 0 };
+  }
+  const admins = ids.map((id) => path.join(git, 'worktrees', id)).filter((d) => fs.lstatSync(d, { throwIfNoEntry: false })?.isDirectory());
+  return { admins: admins.slice(0, MAX_WORKTREES), left: Math.max(0, admins.length - MAX_WORKTREES) };
+}
+
+/**
+ * `rr-cache/` of `git` now: each entry's {@link Digest} (`.` → rr-cache's own when it is no folder), and how many
+ * entries past {@link MAX_RR_ENTRIES} were not read; undefined when there is none.
+ */
+function readRr(git: string): { entries: Map<string, Digest>; left: number } | undefined {
+  const st = fs.lstatSync(path.join(git, 'rr-cache'), { throwIfNoEntry: false });
+  if (!st) return undefined;
+  const entries = new Map<string, Digest>();
+  if (!st.isDirectory()) return { entries: new Map([['.', digestOf(git, 'rr-cache')!]]), left: 0 };
+  let names: string[] = [];
+  try {
+    names = fs.readdirSync(path.join(git, 'rr-cache')).sort();
+  } catch {
+    /* unreadable: no entry read */
+  }
+  for (const name of names.slice(0, MAX_RR_ENTRIES)) {
+    const d = digestOf(git, `rr-cache/${name}`);
+    if (d) entries.set(name, d);
+  }
+  return { entries, left: Math.max(0, names.length - MAX_RR_ENTRIES) };
+}
+
+/** One git dir's {@link StateRepo} at start (`linked`: a linked worktree's checkout), or undefined when git cannot read its refs. */
+async function recordRepo(runner: Runner, git: string, where: string, linked: string | undefined): Promise<StateRepo | undefined> {
+  const refs = await readRefs(runner, git).catch(() => undefined);
+  if (!refs) return undefined;
+  const head = readHead(git, refs);
+  const files = new Map<string, Digest>();
+  for (const rel of statePaths(head.text, linked !== undefined)) {
+    const d = digestOf(git, rel, rel.startsWith('logs/'));
+    if (d) files.set(rel, d);
+  }
+  const rr = linked === undefined ? readRr(git) : undefined;
+  return { git, where, head, refs, files, told: new Map(), linked, rr: rr?.entries, rrLeft: rr?.left ?? 0 };
+}
+
+/** The checkout of the linked worktree whose git dir is `admin`, as its `gitdir` file names it (escaped), or its id. */
+function linkedCheckout(admin: string): string {
+  const named = line1(admin, 'gitdir');
+  return safeText(showName(named === '' ? path.basename(admin) : named.replace(/\/\.git$/, '')), false);
 }
 
 /**
@@ -174,19 +282,22 @@ function statePaths(head: string): string[] {
  */
 export async function recordGitState(workspace: string, gits: readonly string[], runner: Runner): Promise<GitStateBaseline> {
   const repos: StateRepo[] = [];
+  let worktreesLeft = 0;
   for (const [i, git] of gits.entries()) {
-    const refs = await readRefs(runner, git).catch(() => undefined);
-    if (!refs) continue;
-    const head = readHead(git, refs);
-    const files = new Map<string, Digest>();
-    for (const rel of statePaths(head.text)) {
-      const d = digestOf(git, rel, rel.startsWith('logs/'));
-      if (d) files.set(rel, d);
-    }
     const where = i === 0 ? '' : ` in the repository whose git dir is ${showName(path.relative(workspace, git))}`;
-    repos.push({ git, where, head, refs, files, told: new Map() });
+    const repo = await recordRepo(runner, git, where, undefined);
+    if (repo) repos.push(repo);
+    // Each linked worktree's own HEAD, index and operation state: git in that checkout (maybe outside the workspace) obeys them.
+    const { admins, left } = worktreeAdmins(git);
+    worktreesLeft += left;
+    for (const admin of admins) {
+      const checkout = linkedCheckout(admin);
+      const w = ` in the linked worktree ${checkout}${where} (its git dir ${showName(path.relative(workspace, admin))})`;
+      const linked = await recordRepo(runner, admin, w, checkout);
+      if (linked) repos.push(linked);
+    }
   }
-  return { workspace, runner, repos };
+  return { workspace, runner, repos, worktreesLeft };
 }
 
 /** Moves `abs` to the quarantine for `why` (git-audit.ts's `Quarantine.move`), giving its finding. */
@@ -201,12 +312,7 @@ export async function auditGitState(s: GitStateBaseline, final: boolean, move: M
   const out: GitFinding[] = [];
   for (const r of s.repos) {
     try {
-      const refs = await readRefs(s.runner, r.git);
-      const head = readHead(r.git, refs);
-      const tips = [...new Set([...r.refs.values(), ...(r.head.oid ? [r.head.oid] : [])])];
-      const found = [...(await headFindings(s, r, head, final)), ...refFindings(r, refs, head, new Set(tips)), ...logFindings(r, head)];
-      found.push(...(await stateFindings(s, r, refs, tips, final, move)));
-      for (const f of found) {
+      for (const f of await repoFindings(s, r, final, move)) {
         if (!final && r.told.get(f.key) === f.state) continue;
         r.told.set(f.key, f.state);
         out.push(f.finding);
@@ -220,6 +326,91 @@ export async function auditGitState(s: GitStateBaseline, final: boolean, move: M
       });
     }
   }
+  if (final && s.worktreesLeft > 0)
+    out.push({
+      path: s.workspace,
+      why: `${s.worktreesLeft} linked worktrees past the first ${MAX_WORKTREES} of a git dir were NOT checked: run \`git status\` in each before you abort or continue what it shows`,
+      movedTo: undefined,
+      unchecked: true,
+    });
+  return out;
+}
+
+/**
+ * All that changed in the git state of `r` (see {@link auditGitState}). A linked worktree's git dir the session
+ * removed is named (its checkout's git then fails); its refs are told by its common dir's entry.
+ * @throws Error when git cannot read `r`'s refs
+ */
+async function repoFindings(s: GitStateBaseline, r: StateRepo, final: boolean, move: MoveAside): Promise<Told[]> {
+  if (r.linked !== undefined && !fs.existsSync(r.git)) {
+    const why = `the session removed the git dir of the linked worktree ${r.linked} (${showName(path.relative(s.workspace, r.git))}): git there no longer finds its repository`;
+    return [{ key: 'gone', state: 'gone', finding: named(r.git, why) }];
+  }
+  const refs = await readRefs(s.runner, r.git);
+  const head = readHead(r.git, refs);
+  const tips = [...new Set([...r.refs.values(), ...(r.head.oid ? [r.head.oid] : [])])];
+  return [
+    ...(await headFindings(s, r, head, final)),
+    ...(r.linked === undefined ? refFindings(r, refs, head, new Set(tips)) : indexFinding(r)),
+    ...logFindings(r, head),
+    ...(await stateFindings(s, r, refs, tips, final, move)),
+    ...rrFindings(r, final, move),
+  ];
+}
+
+/** A linked worktree's `index` the session changed: its next `git commit` there commits what the session staged. */
+function indexFinding(r: StateRepo): Told[] {
+  const now = digestOf(r.git, 'index');
+  if (now?.sha === r.files.get('index')?.sha) return [];
+  const why = `the session changed the index${r.where}: \`git commit\` there would commit what it staged; \`git diff --cached\` there shows it, \`git reset\` there unstages it`;
+  return [{ key: 'index', state: now?.sha ?? 'gone', finding: named(path.join(r.git, 'index'), why) }];
+}
+
+/**
+ * `rr-cache/` entries the session made or changed (or the folder itself, made): git's rerere, on by itself while the
+ * folder exists, writes their recorded resolution into the person's next conflict of the same text (and stages it
+ * with `rerere.autoUpdate`). Named; moved at close.
+ */
+function rrFindings(r: StateRepo, final: boolean, move: MoveAside): Told[] {
+  if (r.linked !== undefined) return [];
+  const now = readRr(r.git);
+  const abs = path.join(r.git, 'rr-cache');
+  const does = `git's rerere would write the conflict resolutions recorded there into your next merge's conflicted files${r.where}`;
+  const tell = (key: string, at: string, state: string, why: string): Told => ({
+    key,
+    state,
+    finding: final
+      ? move(at, `${why}: ${does}; moved so that your git applies none of them`)
+      : named(at, `${why}: ${does}; review it before you merge`),
+  });
+  if (now === undefined) return [];
+  if (r.rr === undefined || r.rr.has('.') || now.entries.has('.')) {
+    const state = createHash('sha256')
+      .update([...now.entries].map(([n, d]) => `${n} ${d.sha}`).join('\n'))
+      .digest('hex');
+    if (r.rr !== undefined && [...r.rr].every(([n, d]) => now.entries.get(n)?.sha === d.sha) && r.rr.size === now.entries.size) return [];
+    return [tell('rr-cache', abs, state, 'the session made rr-cache (which turns rerere on)')];
+  }
+  const changed = [...now.entries].filter(([n, d]) => r.rr!.get(n)?.sha !== d.sha);
+  const out = changed.map(([n, d]) =>
+    tell(
+      `rr ${n}`,
+      path.join(abs, n),
+      d.sha,
+      `the session ${r.rr!.has(n) ? 'changed' : 'recorded'} the resolution rr-cache/${safeText(showName(n), false)}`,
+    ),
+  );
+  if (now.left > r.rrLeft && final)
+    out.push({
+      key: 'rr more',
+      state: String(now.left),
+      finding: {
+        path: abs,
+        why: `${now.left} rr-cache entries past the first ${MAX_RR_ENTRIES} were NOT checked${r.where}`,
+        movedTo: undefined,
+        unchecked: true,
+      },
+    });
   return out;
 }
 
@@ -423,8 +614,18 @@ function readState(git: string, rel: string, refs: ReadonlyMap<string, string>):
     CHERRY_PICK_HEAD: `\`git commit\` or \`git cherry-pick --continue\` would commit as ${short(listed[0])}`,
     REVERT_HEAD: `\`git commit\` or \`git revert --continue\` would commit a revert of ${short(listed[0])}`,
     FETCH_HEAD: `\`git merge FETCH_HEAD\` would merge ${listed.slice(0, 3).map(short).join(', ')}`,
+    // The reader of each, as git's documentation names it (git-merge, git-bisect, gitrevisions).
+    AUTO_MERGE:
+      'a conflicted merge writes it (the tree it merged, conflicts included), and `git diff AUTO_MERGE` compares your files with it',
+    BISECT_EXPECTED_REV: `\`git bisect good\` or \`bad\` takes the commit checked out for ${short(listed[0])}`,
+    BISECT_HEAD: `\`git bisect\` (started with \`--no-checkout\`) tests ${short(listed[0])} in place of HEAD`,
+    BISECT_LOG: '`git bisect log` shows it and `git bisect replay` replays it',
+    BISECT_TERMS: '`git bisect` takes its names of the good and bad commits from it',
+    BISECT_NAMES: '`git bisect` searches only the commits that change the paths it lists',
+    BISECT_ANCESTORS_OK: '`git bisect` skips checking that the good commits are ancestors of the bad one',
+    BISECT_FIRST_PARENT: '`git bisect` follows only the first parent of each merge',
   };
-  return { commits: listed, does: does[rel] ?? `\`git bisect\` reads it (${rel})`, execs: [] };
+  return { commits: listed, does: does[rel] ?? `your next git command there may read it (${rel})`, execs: [] };
 }
 
 /** Whether the commit `oid` is reachable from `tips` (the refs and HEAD at start) in `git`; false when git cannot say (no such commit). */
@@ -448,10 +649,21 @@ const OPERATION: Record<string, string> = {
   BISECT_START: 'a bisect in progress',
 };
 
+/** A state file or folder the session made or changed, as {@link stateFindings} read it. */
+interface Changed {
+  readonly rel: string;
+  readonly sha: string;
+  /** The finding's words: what the session left and what the person's git does with it. */
+  readonly left: string;
+  /** Whether it is moved at close on its own account: it names a commit not the person's, or holds an `exec` line. */
+  readonly foreign: boolean;
+}
+
 /**
  * (a) The state files and folders the session made or changed since the start: named with what the person's git would
  * do with them; at close (`final`), one that names a commit not reachable from the refs at start, or holds an `exec`
- * line, is moved with `move` instead, and the finding says what its abort would have done.
+ * line, is moved with `move` instead, with every other part of its operation ({@link OPERATION_PARTS}), and the
+ * finding says what its abort would have done and what the person runs afterwards.
  */
 async function stateFindings(
   s: GitStateBaseline,
@@ -462,46 +674,132 @@ async function stateFindings(
   move: MoveAside,
 ): Promise<Told[]> {
   const out: Told[] = [];
+  const changed: Changed[] = [];
   for (const rel of [...STATE_DIRS, ...STATE_FILES]) {
     const now = digestOf(r.git, rel);
-    const at = r.files.get(rel);
-    if (now?.sha === at?.sha || (!final && r.told.get(`state ${rel}`) === (now?.sha ?? 'gone'))) continue;
-    const abs = path.join(r.git, rel);
-    const what = OPERATION[rel] ?? rel;
-    if (!now) {
+    if (now?.sha === r.files.get(rel)?.sha || (!final && r.told.get(`state ${rel}`) === (now?.sha ?? 'gone'))) continue;
+    if (now) {
+      changed.push({ rel, sha: now.sha, ...(await describeState(s, r, rel, refs, tips)) });
+      continue;
+    }
+    const why = `the session ended ${OPERATION[rel] ?? rel}${r.where} that was there at the start`;
+    out.push({ key: `state ${rel}`, state: 'gone', finding: named(path.join(r.git, rel), why) });
+  }
+  // At close, the operations one of whose parts is moved go whole: every part there now.
+  const ops = new Set(final ? changed.flatMap((c) => (c.foreign && OPERATION_OF[c.rel] ? [OPERATION_OF[c.rel]!] : [])) : []);
+  const parts = new Set([...ops].flatMap((o) => OPERATION_PARTS[o]!));
+  const there = new Map([...ops].map((o) => [o, partsThere(r.git, o)]));
+  for (const c of changed) {
+    const abs = path.join(r.git, c.rel);
+    const op = OPERATION_OF[c.rel];
+    let why: string;
+    if (final && c.foreign) {
+      const along = (op ? there.get(op)! : []).filter((p) => p !== c.rel);
+      why = `${c.left}; moved${along.length > 0 ? ` with ${along.join(', ')}` : ''} so that your git has nothing of it to obey${op ? `; ${afterMove(op, r)}` : ''}`;
+    } else if (final && parts.has(c.rel)) why = `${c.left}; moved with the rest of the operation it belongs to`;
+    else {
       out.push({
-        key: `state ${rel}`,
-        state: 'gone',
-        finding: named(abs, `the session ended ${what}${r.where} that was there at the start`),
+        key: `state ${c.rel}`,
+        state: c.sha,
+        finding: named(abs, `${c.left}; review it before you ${OPERATION[c.rel] ? 'abort or continue it' : 'use it'}`),
       });
       continue;
     }
-    const st = readState(r.git, rel, refs);
-    const foreign: string[] = [];
-    for (const c of st.commits) if (!(await reachable(s.runner, r.git, c, tips))) foreign.push(c);
-    const whose =
-      st.commits.length === 0
-        ? ''
-        : foreign.length > 0
-          ? ` (${foreign.map(short).join(', ')}: not a commit of yours at the start)`
-          : ' (a commit of yours at the start)';
-    const exec =
-      st.execs.length > 0
-        ? `; its todo runs ${st.execs
-            .slice(0, 3)
-            .map((e) => `\`${e}\``)
-            .join(', ')} at \`git rebase --continue\``
-        : '';
-    const left = `the session left ${what}${r.where}: ${st.does}${whose}${exec}`;
-    if (final && (foreign.length > 0 || st.execs.length > 0)) {
-      out.push({ key: `state ${rel}`, state: now.sha, finding: move(abs, `${left}; moved so that your git has nothing of it to obey`) });
-      continue;
-    }
-    out.push({
-      key: `state ${rel}`,
-      state: now.sha,
-      finding: named(abs, `${left}; review it before you ${OPERATION[rel] ? 'abort or continue it' : 'use it'}`),
-    });
+    out.push({ key: `state ${c.rel}`, state: c.sha, finding: move(abs, why) });
   }
+  // The parts not named on their own (MERGE_MSG, …) or unchanged since the start, moved with their operation.
+  const done = new Set(changed.map((c) => c.rel));
+  for (const p of [...parts].filter((x) => !done.has(x) && fs.lstatSync(path.join(r.git, x), { throwIfNoEntry: false })))
+    out.push({
+      key: `part ${p}`,
+      state: 'moved',
+      finding: move(path.join(r.git, p), `part of an operation in progress the session left${r.where}, moved with it`),
+    });
   return out;
+}
+
+/** The parts of operation `op` ({@link OPERATION_PARTS}) there now in `git`. */
+const partsThere = (git: string, op: string): string[] =>
+  OPERATION_PARTS[op]!.filter((p) => fs.lstatSync(path.join(git, p), { throwIfNoEntry: false }) !== undefined);
+
+/**
+ * What the person runs once operation `op` of `r` was moved whole: the conflicted files and index stay as the session
+ * left them, and HEAD where it put it; `git reset --merge` is what an abort does to them (without its reset to a commit
+ * the session named), and the branch (or commit) HEAD was at when the session started is where it goes back to.
+ */
+function afterMove(op: string, r: StateRepo): string {
+  const branch = /^ref: refs\/heads\/(\S+)$/.exec(r.head.text)?.[1];
+  const back = branch
+    ? `git switch ${branchOf(branch)}`
+    : r.head.oid
+      ? `git switch --detach ${short(r.head.oid)}`
+      : 'git switch <your branch>';
+  const there = r.linked !== undefined ? ` (in ${r.linked})` : '';
+  if (op === 'bisect')
+    return `afterwards \`${back}\`${there} takes HEAD back to where it was at the start (\`git bisect reset\` has nothing left to reset)`;
+  if (op === 'rebase')
+    return `afterwards \`git reset --merge\` then \`${back}\`${there} drop what the rebase left in the index and files and take HEAD back to where it was at the start`;
+  return `afterwards \`git reset --merge\`${there} puts the index and the conflicted files back at HEAD, as an abort would`;
+}
+
+/** What the state `rel` of `r` (there now) leaves the person's git to do, and whether it names a commit not reachable from `tips` or an `exec` line. */
+async function describeState(
+  s: GitStateBaseline,
+  r: StateRepo,
+  rel: string,
+  refs: ReadonlyMap<string, string>,
+  tips: readonly string[],
+): Promise<{ left: string; foreign: boolean }> {
+  const st = readState(r.git, rel, refs);
+  const unread = unreadPart(r.git, rel);
+  const foreign: string[] = [];
+  for (const c of st.commits) if (!(await reachable(s.runner, r.git, c, tips))) foreign.push(c);
+  const whose =
+    st.commits.length === 0
+      ? ''
+      : foreign.length > 0
+        ? ` (${foreign.map(short).join(', ')}: not a commit of yours at the start)`
+        : ' (a commit of yours at the start)';
+  const exec =
+    st.execs.length > 0
+      ? `; its todo runs ${st.execs
+          .slice(0, 3)
+          .map((e) => `\`${e}\``)
+          .join(', ')} at \`git rebase --continue\``
+      : '';
+  const more = unread ? `; ${unread}, so what your git would do with it was NOT all read` : '';
+  return {
+    left: `the session left ${OPERATION[rel] ?? rel}${r.where}: ${st.does}${whose}${exec}${more}`,
+    foreign: foreign.length > 0 || st.execs.length > 0 || unread !== undefined,
+  };
+}
+
+/**
+ * Why the state `rel` of `git` is not all read by {@link readState} while git reads it whole: it (or a file in its
+ * folder) is a symlink or no regular file (git follows it; the audit does not), or longer than {@link MAX_STATE_BYTES}
+ * (a todo whose `exec` line follows 4 MiB of comments: adversary round 32). Undefined when all of it is read.
+ */
+function unreadPart(git: string, rel: string): string | undefined {
+  const abs = path.join(git, rel);
+  const st = fs.lstatSync(abs, { throwIfNoEntry: false });
+  if (!st) return undefined;
+  const check = (s: fs.Stats, name: string): string | undefined =>
+    !s.isFile()
+      ? `${name} is a symlink or no regular file`
+      : s.size > MAX_STATE_BYTES
+        ? `${name} is longer than the ${MAX_STATE_BYTES >> 20} MiB the audit reads`
+        : undefined;
+  if (!st.isDirectory()) return check(st, rel);
+  let names: string[];
+  try {
+    names = fs.readdirSync(abs).sort();
+  } catch {
+    return `${rel} could not be listed`;
+  }
+  for (const name of names) {
+    const e = fs.lstatSync(path.join(abs, name), { throwIfNoEntry: false });
+    const why = e && check(e, `${rel}/${safeText(showName(name), false)}`);
+    if (why) return why;
+  }
+  return undefined;
 }

@@ -81,6 +81,8 @@ export function registerStatus(program: Command): void {
           ...((view.rules ?? []).length > 0 ? ['  approval rules:', ...ruleLines(view.rules ?? []).map((l) => `    ${l}`)] : []),
           ...(view.result?.text ? [t(hanging('  answer: ', view.result.text))] : []),
           ...(view.result?.error ? [t(hanging('  reason: ', view.result.error))] : []),
+          // What the git audit moved to the quarantine or named when the session closed: no turn's note says it.
+          ...(view.gitAtClose ?? []).map((n) => t(hanging('  git at close: ', n))),
           oneLine`  UI:     ${jobs.uiUrl(workflowId, view.runId)}`,
         );
       });

@@ -1,8 +1,8 @@
 /** `agent-jobs transcript <workflowId>`: the whole conversation. */
 import type { Command } from 'commander';
 import type { Message } from '../../contract';
-import { describeMessage, type PublishedCommands } from '../render/messages';
-import { SHOWN_OUTPUT_LINES, printJson } from '../render/text';
+import { describeMessage, hanging, type PublishedCommands } from '../render/messages';
+import { SHOWN_OUTPUT_LINES, printJson, terminalText } from '../render/text';
 import { withClient } from '../context';
 
 /**
@@ -26,7 +26,7 @@ export function registerTranscript(program: Command): void {
     .option('--json', 'print the messages as a JSON array (outputs whole)')
     .option(
       '--all',
-      'also print what rewinds dropped (from the history), after the conversation as it stands (--json: {"messages","rewound":[{"from","messages"}],"notes"})',
+      'also print what rewinds dropped (from the history), after the conversation as it stands (--json: {"messages","rewound":[{"from","messages"}],"notes","gitAtClose"})',
     )
     .action(async (workflowId: string, opts: { full?: boolean; json?: boolean; all?: boolean }) => {
       await withClient(async (jobs) => {
@@ -34,8 +34,11 @@ export function registerTranscript(program: Command): void {
         const t = await jobs.run(workflowId).transcript(0);
         if (t.incomplete) process.stderr.write(`agent-jobs: note: ${t.incomplete}\n`);
         const rewound = opts.all ? await jobs.run(workflowId).rewoundBranches() : [];
-        if (opts.json) return printJson(opts.all ? { messages: t.messages, rewound, notes: t.notes ?? {} } : t.messages);
+        if (opts.json)
+          return printJson(opts.all ? { messages: t.messages, rewound, notes: t.notes ?? {}, gitAtClose: t.gitAtClose ?? [] } : t.messages);
         process.stdout.write(transcriptText(t.messages, opts.full === true, t, workflowId));
+        // What the git audit moved or named when the session closed, after the last turn (no turn's note says it).
+        for (const n of t.gitAtClose ?? []) process.stdout.write(`${terminalText(hanging('git at close: ', n))}\n`);
         for (const b of rewound) {
           process.stdout.write(`\n── dropped by a rewind: messages ${b.from}–${b.from + b.messages.length - 1} as they were ──\n`);
           process.stdout.write(transcriptText(b.messages, opts.full === true, {}, workflowId));

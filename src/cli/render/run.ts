@@ -33,6 +33,7 @@ export function statusJson(view: RunView): Record<string, unknown> {
     model: view.model ?? null,
     contextWindow: view.contextWindow ?? null,
     contextStrategy: view.contextStrategy ?? null,
+    gitAtClose: view.gitAtClose ?? [],
   };
 }
 

@@ -99,14 +99,14 @@ import { pendingApproval } from '../../../src/shared/display';
 import { editLines } from '../../../src/cli/render/run';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
-const OPEN_WORKTREE_STATE = true;
-const OPEN_RERERE = true;
+const OPEN_WORKTREE_STATE = false;
+const OPEN_RERERE = false;
 const OPEN_TRAILING_SPACE = false;
 const OPEN_SECRET_SHAPES = false;
 const OPEN_SPARSE_NO_OUTPUT = true;
 const OPEN_PACK_FLOOD = true;
 const OPEN_NONE_EXCHANGE = false;
-const OPEN_LONG_TODO = true;
+const OPEN_LONG_TODO = false;
 
 afterEach(closeSessions);
 afterAll(removeTempDirs);
