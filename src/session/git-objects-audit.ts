@@ -256,7 +256,8 @@ async function checkPacks(b: ObjectsBaseline, objects: string, move: Mover, budg
     if (failed === undefined || Date.now() >= budget.until || ++forged > MAX_MOVED_ONE_BY_ONE) unverified.push([mates, moveAll]);
     else out.push(...(await forgedPack(b, { dir, name, pack: path.join(objects, pack), size, failed, until: budget.until }, moveAll)));
   }
-  if (unverified.length <= MAX_MOVED_ONE_BY_ONE) return [...out, ...unverified.flatMap(([, moveAll]) => moveAll(`a pack index ${UNVERIFIED}`))];
+  if (unverified.length <= MAX_MOVED_ONE_BY_ONE)
+    return [...out, ...unverified.flatMap(([, moveAll]) => moveAll(`a pack index ${UNVERIFIED}`))];
   // Thousands of packs: one move of the folder, the person's packs of start and those verified put back in a new one.
   const keep = [...new Set([...namesIn(dir).filter((n) => !changed(b, objects, `pack/${n}`)), ...verified])];
   const why = `objects/pack, with ${unverified.length} pack indexes ${UNVERIFIED}; what it held at start and the packs verified are in a new objects/pack`;
@@ -520,7 +521,8 @@ async function checkLoose(b: ObjectsBaseline, objects: string, move: Mover, budg
         continue;
       }
       // Past half the time, or past the moves one by one a folder may have: left unhashed, moved with the folder.
-      const late = Date.now() > hashUntil || (bad.length > MAX_MOVED_ONE_BY_ONE && bad.at(-MAX_MOVED_ONE_BY_ONE - 1)![0].startsWith(`${dir}/`));
+      const late =
+        Date.now() > hashUntil || (bad.length > MAX_MOVED_ONE_BY_ONE && bad.at(-MAX_MOVED_ONE_BY_ONE - 1)![0].startsWith(`${dir}/`));
       const why = late
         ? 'NOT'
         : fst.isFile()
@@ -536,7 +538,15 @@ async function checkLoose(b: ObjectsBaseline, objects: string, move: Mover, budg
     const why = `${path.basename(dir)}/, with ${names.length} loose objects ${UNVERIFIED}; what was there at start and the objects hashed are in a new ${path.basename(dir)}/`;
     const whole = names.length > MAX_MOVED_ONE_BY_ONE ? swapFolder(dir, good.get(dir) ?? [], why, move) : undefined;
     if (!whole) out.push(...names.map((n) => move(path.join(dir, n), `a loose object ${UNVERIFIED}`)));
-    else out.push({ ...whole, why: `${whole.why}${await restoreMoved(b, names.map((n) => path.basename(dir) + n), budget.until)}` });
+    else
+      out.push({
+        ...whole,
+        why: `${whole.why}${await restoreMoved(
+          b,
+          names.map((n) => path.basename(dir) + n),
+          budget.until,
+        )}`,
+      });
   }
   if (stopped !== undefined)
     out.push(notChecked(objects, `loose objects the session wrote were NOT all checked (${stopped}): run git fsck`));
