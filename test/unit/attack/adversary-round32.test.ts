@@ -103,8 +103,8 @@ const OPEN_WORKTREE_STATE = true;
 const OPEN_RERERE = true;
 const OPEN_TRAILING_SPACE = true;
 const OPEN_SECRET_SHAPES = true;
-const OPEN_SPARSE_NO_OUTPUT = true;
-const OPEN_PACK_FLOOD = true;
+const OPEN_SPARSE_NO_OUTPUT = false;
+const OPEN_PACK_FLOOD = false;
 const OPEN_NONE_EXCHANGE = true;
 const OPEN_LONG_TODO = true;
 
