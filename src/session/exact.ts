@@ -166,6 +166,10 @@ export interface ExactRun {
   stoppedOnFifo?: string;
   /** Set when the run was killed because its output passed {@link EXACT_MAX_OUTPUT_BYTES}: the bytes it had printed by then. */
   stoppedOnOutput?: number;
+  /** Set when the run was killed because its processes read more than {@link EXACT_MAX_READ_BYTES}: the bytes read by then. */
+  stoppedOnRead?: number;
+  /** Set when the run was killed because its processes used more than {@link EXACT_MAX_CPU_MS} of CPU: the ms used by then. */
+  stoppedOnCpu?: number;
 }
 
 /**
@@ -178,8 +182,59 @@ export interface ExactRun {
  */
 export const EXACT_MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
 
-/** How often {@link runExactProgram} looks at what the run's processes wait on, ms. */
+/**
+ * Most bytes the processes of a program run unasked may read (their `rchar`: every `read(2)`, from files, devices
+ * and pipes) before it is killed: 4 GiB. The output bound misses a program that prints nothing until a file ends
+ * (`wc -w` on 40 names of a sparse 8 GiB file held its session 20 s to the timeout with a core, adversary round 32).
+ * `grep -r` over a repository of 1.1 GB with its node_modules and .git read 1.12 GB (2.7 s of CPU).
+ */
+export const EXACT_MAX_READ_BYTES = 4 * 1024 * 1024 * 1024;
+
+/**
+ * Most CPU time (user and system, of all its processes, the reaped included) a program run unasked may use before it
+ * is killed, ms: 5 s. It bounds what {@link EXACT_MAX_READ_BYTES} does not: `wc -w` over zeros used 14 s of CPU a
+ * GiB, and git reads its packs by `mmap`, which `rchar` does not count. `grep -r` over 1.1 GB used 2.7 s, `git log -p`
+ * of this repository 0.8 s. Small, since on a loaded machine (2 cores, load 10) a program gets a fifth of a core: 5 s
+ * of CPU then is 25 s held; an unasked run is meant to be a quick read, a heavier one is asked for.
+ */
+export const EXACT_MAX_CPU_MS = 5_000;
+
+/** The bounds of one exact run ({@link runExactProgram}); tests may lower them. */
+export interface ExactBounds {
+  /** Bytes printed at most. @default {@link EXACT_MAX_OUTPUT_BYTES} */
+  readonly outputBytes: number;
+  /** Bytes read at most. @default {@link EXACT_MAX_READ_BYTES} */
+  readonly readBytes: number;
+  /** CPU ms used at most. @default {@link EXACT_MAX_CPU_MS} */
+  readonly cpuMs: number;
+}
+
+/** The default {@link ExactBounds}. */
+export const EXACT_BOUNDS: ExactBounds = { outputBytes: EXACT_MAX_OUTPUT_BYTES, readBytes: EXACT_MAX_READ_BYTES, cpuMs: EXACT_MAX_CPU_MS };
+
+/** Whether a bound of {@link ExactBounds} stopped `run` (its output, reads or CPU). */
+export const exactStopped = (run: ExactRun): boolean =>
+  run.stoppedOnOutput !== undefined || run.stoppedOnRead !== undefined || run.stoppedOnCpu !== undefined;
+
+/** What a result says of a run its reads or CPU stopped ({@link EXACT_MAX_READ_BYTES}, {@link EXACT_MAX_CPU_MS}); none otherwise. */
+export function exactStopNotes(run: ExactRun): string[] {
+  const notes: string[] = [];
+  if (run.stoppedOnRead !== undefined)
+    notes.push(
+      `stopped: it read ${run.stoppedOnRead} bytes, more than the ${EXACT_MAX_READ_BYTES} a program run unasked may read (a sparse file, or a device swapped in for a path after the check), so it was killed; ask for approval to run it in the session's shell`,
+    );
+  if (run.stoppedOnCpu !== undefined)
+    notes.push(
+      `stopped: it used ${Math.round(run.stoppedOnCpu)} ms of CPU, more than the ${EXACT_MAX_CPU_MS} ms a program run unasked may use, so it was killed; ask for approval to run it in the session's shell`,
+    );
+  return notes;
+}
+
+/** How often {@link runExactProgram} looks at what the run's processes wait on, read and use, ms. */
 export const FIFO_WATCH_MS = 50;
+
+/** Clock ticks a second in `/proc/<pid>/stat` (`USER_HZ`, 100 on every Linux this runs on). */
+const USER_HZ = 100;
 
 /** Most processes of one run {@link runTree} lists (an exact run is one program; a runaway tree is not walked whole). */
 const MAX_TREE = 64;
@@ -247,15 +302,45 @@ export function fifoInUse(pid: number): string | undefined {
   return undefined;
 }
 
-/** Looks at what `child`'s processes wait on every {@link FIFO_WATCH_MS} ms ({@link fifoInUse}) and calls `kill` once one uses a FIFO; `stop()` of the result ends the watch and gives what was seen. */
-function watchFifos(child: { pid?: number }, kill: () => void): { stop: () => string | undefined } {
-  let seen: string | undefined;
-  const watch = setInterval(() => {
-    const now = child.pid ? fifoInUse(child.pid) : undefined;
-    if (now && !seen) {
-      seen = now;
-      kill();
+/**
+ * What the processes `pids` have read (`rchar` of `/proc/<pid>/io`, which counts the reaped children of each too) and
+ * the CPU they used, ms (`utime + stime + cutime + cstime` of `/proc/<pid>/stat`); a process gone meanwhile counts nothing.
+ */
+export function runUsage(pids: readonly number[]): { readBytes: number; cpuMs: number } {
+  let readBytes = 0;
+  let ticks = 0;
+  for (const p of pids) {
+    try {
+      readBytes += Number(/^rchar: (\d+)$/m.exec(fs.readFileSync(`/proc/${p}/io`, 'utf8'))?.[1] ?? 0);
+      // Fields after the command name (which may hold spaces and parentheses): state is field 3, utime 14 … cstime 17.
+      const stat = fs.readFileSync(`/proc/${p}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+    } catch {
+      /* gone */
     }
+  }
+  return { readBytes, cpuMs: (ticks * 1000) / USER_HZ };
+}
+
+/** What stopped a run, as {@link ExactRun} gives it. */
+type Stopped = Pick<ExactRun, 'stoppedOnFifo' | 'stoppedOnRead' | 'stoppedOnCpu'>;
+
+/**
+ * Looks every {@link FIFO_WATCH_MS} ms at what `child`'s processes wait on ({@link fifoInUse}), read and used
+ * ({@link runUsage}) and calls `kill` once one uses a FIFO or they pass `bounds`; `stop()` of the result ends the watch
+ * and gives what was seen.
+ */
+function watchRun(child: { pid?: number }, kill: () => void, bounds: ExactBounds): { stop: () => Stopped } {
+  let seen: Stopped = {};
+  const watch = setInterval(() => {
+    if (!child.pid || Object.keys(seen).length > 0) return;
+    const fifo = fifoInUse(child.pid);
+    const used = runUsage(runTree(child.pid));
+    if (fifo) seen = { stoppedOnFifo: fifo };
+    else if (used.readBytes > bounds.readBytes) seen = { stoppedOnRead: used.readBytes };
+    else if (used.cpuMs > bounds.cpuMs) seen = { stoppedOnCpu: used.cpuMs };
+    if (Object.keys(seen).length > 0) kill();
   }, FIFO_WATCH_MS);
   return {
     stop: () => {
@@ -292,7 +377,8 @@ function boundedOutput(
  * come) to `onOutput`, kills the process group at `timeoutMs` or on abort, as
  * soon as one of its processes opens or holds a named FIFO ({@link fifoInUse},
  * looked at every {@link FIFO_WATCH_MS} ms; `stoppedOnFifo` says what was seen),
- * or once it has printed more than `maxOutputBytes` (`stoppedOnOutput`).
+ * or once it has printed more than `bounds.outputBytes` (`stoppedOnOutput`), its processes read more than
+ * `bounds.readBytes` (`stoppedOnRead`) or used more than `bounds.cpuMs` of CPU (`stoppedOnCpu`).
  * Resolves when the process has exited and its pipes are closed (at most
  * 300 ms after exit, for pipes held by a child that outlives it).
  */
@@ -303,7 +389,7 @@ export function runExactProgram(
   timeoutMs: number,
   onOutput: (chunk: Buffer) => void,
   signal?: AbortSignal,
-  maxOutputBytes: number = EXACT_MAX_OUTPUT_BYTES,
+  bounds: ExactBounds = EXACT_BOUNDS,
 ): Promise<ExactRun> {
   const started = Date.now();
   return new Promise((resolve) => {
@@ -326,14 +412,14 @@ export function runExactProgram(
       }
     };
     const timer = Number.isFinite(timeoutMs) ? setTimeout(() => ((timedOut = true), killGroup()), timeoutMs) : undefined;
-    // A path swapped for a FIFO after the check would hold the run until its timeout: stopped within a tick instead.
-    const fifos = watchFifos(child, killGroup);
+    // A path swapped for a FIFO after the check, or a sparse file read to no end, would hold the run until its timeout: stopped within a tick instead.
+    const watch = watchRun(child, killGroup, bounds);
     const onAbort = (): void => {
       cancelled = true;
       killGroup();
     };
     signal?.addEventListener('abort', onAbort, { once: true });
-    const output = boundedOutput(onOutput, maxOutputBytes, killGroup);
+    const output = boundedOutput(onOutput, bounds.outputBytes, killGroup);
     child.stdout.on('data', output.take);
     child.stderr.on('data', output.take);
     let settled = false;
@@ -341,11 +427,11 @@ export function runExactProgram(
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      const stoppedOnFifo = fifos.stop();
+      const stopped = watch.stop();
       signal?.removeEventListener('abort', onAbort);
       killGroup();
       const past = output.stoppedAt();
-      const why = { ...(stoppedOnFifo ? { stoppedOnFifo } : {}), ...(past ? { stoppedOnOutput: past } : {}) };
+      const why = { ...stopped, ...(past ? { stoppedOnOutput: past } : {}) };
       resolve({ exitCode, signal: sig, timedOut, cancelled, durationMs: Date.now() - started, ...why });
     };
     child.on('error', (err) => {

@@ -82,7 +82,7 @@ import * as path from 'node:path';
 import { MAX_NESTED_REPOS, type GuardedGit } from './git-guard';
 import { auditIndex, recordIndex, type IndexBaseline, type NestedRepo } from './git-index-audit';
 import type { GitFinding } from './git-finding';
-import { auditObjects, recordObjects, type ObjectsBaseline } from './git-objects-audit';
+import { auditObjects, OBJECTS_AUDIT_MS, recordObjects, type ObjectsBaseline } from './git-objects-audit';
 import { decodeName, GIT_WALK_LIMITS, nameBytes, showName, walkGit, type GitWalk } from './git-walk';
 import { DIR_FLAGS, openDirAt, readRegularIfThere, tryReadRegular } from './safe-open';
 import { auditGitState, recordGitState, type GitStateBaseline } from './git-state-audit';
@@ -552,7 +552,9 @@ function nestedFindings(b: GitBaseline, q: Quarantine): GitFinding[] {
  */
 async function objectFindings(b: GitBaseline, q: Quarantine, final: boolean): Promise<GitFinding[]> {
   const out: GitFinding[] = [];
-  if (final) for (const o of b.objects) out.push(...(await auditObjects(o, (abs, why) => q.move(abs, why))));
+  // One time bound for every repository's object store, so close's worst case does not grow with nested repositories.
+  const until = Date.now() + OBJECTS_AUDIT_MS;
+  if (final) for (const o of b.objects) out.push(...(await auditObjects(o, (abs, why) => q.move(abs, why), until)));
   return out;
 }
 

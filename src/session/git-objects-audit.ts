@@ -22,12 +22,19 @@
  * - a new or changed commit-graph is checked by `git commit-graph verify` (the commits' trees and parents), moved
  *   when it fails (git writes one at each `git gc`).
  *
- * Bounds: {@link MAX_HASHED_BYTES} of loose objects and {@link MAX_VERIFIED_PACK_BYTES} of packs per audit, and
- * {@link MAX_LOOSE_FILES} loose files looked at; past them the finding says what was NOT checked. Attack tests:
- * adversary-round28.test.ts, adversary-round29.test.ts, objects-audit.test.ts.
+ * Bounds: the object audits of one close together take {@link OBJECTS_AUDIT_MS} (each git they run is stopped at that
+ * time), so that close stays within closeSession's 30 s start-to-close (config.ts) whatever the session wrote
+ * (adversary round 32: 8,000 copies of a tiny pack took 45 s to verify, a forged loose object readable all along). The
+ * cheap checks go first: loose objects (half the time at most), then packs, then the commit-graph. What the time,
+ * {@link MAX_HASHED_BYTES} of loose objects or {@link MAX_VERIFIED_PACK_BYTES} of packs leaves unverified is moved,
+ * never left: the session made it or changed it, so it is not the person's (a new pack, a changed index, a loose file
+ * written since start; `git index-pack --verify` or `git hash-object` on the moved file tells whether to put it back).
+ * Only past {@link MAX_LOOSE_FILES} loose files looked at, or moves that could not be made, does a finding say what was
+ * NOT checked. Attack tests: adversary-round28.test.ts, adversary-round29.test.ts, git-objects.test.ts,
+ * objects-budget.test.ts.
  */
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -61,8 +68,18 @@ const MAX_VERIFIED_PACK_BYTES = 4 * (1 << 30);
 /** Loose object files looked at (one `lstat` each) per audit at most. */
 const MAX_LOOSE_FILES = 1_000_000;
 
-/** The time the loose objects' check may take per audit, ms (1,000 new ones took 156 ms at a load average of 16 on 2 cores). */
-const LOOSE_BUDGET_MS = 60_000;
+/**
+ * The time the object audits of one close may take together, ms. Close's worst case: the kill grace (1 s), the git
+ * walk's 15 s (git-walk.ts), these 8 s, and one git call's {@link LATE_MS} past them: 26 s of closeSession's 30 s. 1,000
+ * new loose objects took 156 ms to hash at a load average of 16 on 2 cores; a tiny pack's verify about 6 ms at 5.4.
+ */
+export const OBJECTS_AUDIT_MS = 8_000;
+
+/** Least time a git call of the audit is given, ms, even when the audit's time is (nearly) spent. */
+const LATE_MS = 1_000;
+
+/** Ms left before `until`, at least {@link LATE_MS}: the timeout of one git call. */
+const leftMs = (until: number): number => Math.max(LATE_MS, until - Date.now());
 
 /** The folders of `objects/` whose entries are recorded at start. */
 const LISTED = ['pack', 'info', 'info/commit-graphs'] as const;
@@ -122,15 +139,16 @@ interface Budget {
   hashed: number;
   packed: number;
   files: number;
-  /** When the loose objects' check stops (ms since the epoch). */
-  until: number;
+  /** When the audit's checks stop (ms since the epoch): what is left unverified then is moved. */
+  readonly until: number;
 }
 
 /**
  * Checks the object store of `b.gitDir` as the module comment says, at close (no process of the session left),
- * moving what fails with `move`. Never rejects: a failure is a finding that says what was NOT checked.
+ * moving what fails, and what is not verified by `until` (ms since the epoch; default {@link OBJECTS_AUDIT_MS} from
+ * now; the audits of one close share one), with `move`. Never rejects: a failure is a finding that says what was NOT checked.
  */
-export async function auditObjects(b: ObjectsBaseline, move: Mover): Promise<GitFinding[]> {
+export async function auditObjects(b: ObjectsBaseline, move: Mover, until: number = Date.now() + OBJECTS_AUDIT_MS): Promise<GitFinding[]> {
   const objects = path.join(b.gitDir, 'objects');
   const out: GitFinding[] = [];
   try {
@@ -144,10 +162,11 @@ export async function auditObjects(b: ObjectsBaseline, move: Mover): Promise<Git
         out.push(move(path.join(objects, sub), `a symlink or file in place of objects/${sub}, which git follows`));
     }
     out.push(...moveInfo(b, objects, move));
-    const budget: Budget = { hashed: MAX_HASHED_BYTES, packed: MAX_VERIFIED_PACK_BYTES, files: MAX_LOOSE_FILES, until: 0 };
-    out.push(...(await checkPacks(b, objects, move, budget)));
+    const budget: Budget = { hashed: MAX_HASHED_BYTES, packed: MAX_VERIFIED_PACK_BYTES, files: MAX_LOOSE_FILES, until };
+    // Loose objects first: cheap to hash, and a forged one must not stay readable while thousands of packs are verified.
     out.push(...(await checkLoose(b, objects, move, budget)));
-    out.push(...(await checkGraph(b, objects, move)));
+    out.push(...(await checkPacks(b, objects, move, budget)));
+    out.push(...(await checkGraph(b, objects, move, until)));
   } catch (err) {
     out.push(notChecked(objects, `the check of the objects failed: ${(err as Error).message}`));
   }
@@ -175,23 +194,42 @@ function moveInfo(b: ObjectsBaseline, objects: string, move: Mover): GitFinding[
  * changed (after the packs and loose objects were checked: it compares each commit's tree and parents in the graph
  * with the commit objects), and moves the new or changed ones when it fails. git writes one at each `git gc`.
  */
-async function checkGraph(b: ObjectsBaseline, objects: string, move: Mover): Promise<GitFinding[]> {
+async function checkGraph(b: ObjectsBaseline, objects: string, move: Mover, until: number): Promise<GitFinding[]> {
   const rels = ['info/commit-graph', ...namesIn(path.join(objects, 'info', 'commit-graphs')).map((n) => `info/commit-graphs/${n}`)];
   const fresh = rels.filter((rel) => changed(b, objects, rel));
   if (fresh.length === 0) return [];
-  const { failed } = await git(b, ['commit-graph', 'verify', '--no-progress'], 60_000, 1 << 20);
+  if (Date.now() >= until) return fresh.map((rel) => move(path.join(objects, rel), `${UNVERIFIED}; ${CACHE_WHY}`));
+  const { failed } = await git(b, ['commit-graph', 'verify', '--no-progress'], leftMs(until), 1 << 20);
   if (failed === undefined) return [];
   return fresh.map((rel) => move(path.join(objects, rel), `${GRAPH_WHY}: ${failed}`));
 }
 
+/** What is said of a pack, index or loose object left unverified by the audit's time or byte bound, and moved. */
+const UNVERIFIED = `NOT verified within the object audit's bounds (${OBJECTS_AUDIT_MS / 1000} s per close, ${MAX_VERIFIED_PACK_BYTES} pack bytes, ${MAX_HASHED_BYTES} loose bytes), so moved: the session made or changed it since start`;
+
+/** Said of a moved index whose `.pack` the person had at start. */
+const KEPT = '; its .pack was there at start: `git index-pack` on it gives it its index again';
+
 /**
  * Verifies each pack of `objects/pack` whose `.idx` or `.pack` is new or changed ({@link verifyPack}) and moves one that
- * fails, and moves the new or changed caches there (`.rev`, `.bitmap`, `multi-pack-index*`).
+ * fails, or that the budget's time or bytes leave unverified, and moves the new or changed caches there (`.rev`,
+ * `.bitmap`, `multi-pack-index*`).
  */
 async function checkPacks(b: ObjectsBaseline, objects: string, move: Mover, budget: Budget): Promise<GitFinding[]> {
   const dir = path.join(objects, 'pack');
   const out: GitFinding[] = [];
   const names = namesIn(dir);
+  // Each name under every stem it has before a dot (`pack-a.b.idx` under `pack-a` and `pack-a.b`): git takes the stem of an index as all before `.idx`.
+  const byBase = new Map<string, string[]>();
+  const verified: string[] = [];
+  let forged = 0;
+  const unverified: [string[], (why: string) => GitFinding[]][] = [];
+  for (const n of names)
+    for (let i = n.indexOf('.'); i > 0; i = n.indexOf('.', i + 1)) {
+      const list = byBase.get(n.slice(0, i));
+      if (list) list.push(n);
+      else byBase.set(n.slice(0, i), [n]);
+    }
   for (const name of names) {
     const rel = `pack/${name}`;
     if (/\.(rev|bitmap)$|^multi-pack-index/.test(name) && changed(b, objects, rel)) out.push(move(path.join(dir, name), CACHE_WHY));
@@ -200,45 +238,122 @@ async function checkPacks(b: ObjectsBaseline, objects: string, move: Mover, budg
     const pack = `pack/${base}.pack`;
     if (keyOf(path.join(objects, pack)) === 'none' || !(changed(b, objects, rel) || changed(b, objects, pack))) continue;
     const size = fs.lstatSync(path.join(objects, pack)).size;
-    if (size > budget.packed) {
-      out.push(
-        notChecked(
-          path.join(objects, pack),
-          `a pack the session added was NOT verified (past ${MAX_VERIFIED_PACK_BYTES} bytes per audit): run git fsck`,
-        ),
-      );
-      continue;
+    const kept = changed(b, objects, pack) ? '' : KEPT;
+    // The index and what the session made or changed beside it (its .pack when new, a .keep), not the caches moved above.
+    const mates = (byBase.get(base) ?? []).filter((n) => (n === name || changed(b, objects, `pack/${n}`)) && !/\.(rev|bitmap)$/.test(n));
+    const moveAll = (why: string): GitFinding[] =>
+      mates.map((n) => move(path.join(dir, n), n.endsWith('.pack') ? `the pack of ${name}, named with it` : `${why}${kept}`));
+    let failed: string | undefined;
+    if (size <= budget.packed && Date.now() < budget.until) {
+      budget.packed -= size;
+      failed = await verifyPack(path.join(objects, pack), b.sha256, size, budget.until);
+      if (failed === undefined) {
+        verified.push(...mates);
+        continue;
+      }
     }
-    budget.packed -= size;
-    const failed = await verifyPack(path.join(objects, pack), b.sha256, size);
-    if (failed === undefined) continue;
-    const ids = await forgedIds(path.join(objects, pack), path.join(dir, name), b.sha256, size);
-    const named = await namedIds(b, ids);
-    const why = `${shownOther(ids, named)}: a pack whose index does not match its bytes (git index-pack --verify: ${failed.split(dir).join('…')}); git reads packs before loose objects and never hashes what it reads`;
-    const kept = changed(b, objects, pack) ? '' : '; its .pack was there at start: `git index-pack` on it gives it its index again';
-    const moved = names
-      .filter((n) => n.startsWith(`${base}.`) && (n === name || changed(b, objects, `pack/${n}`)) && !/\.(rev|bitmap)$/.test(n))
-      .map((n) => move(path.join(dir, n), n.endsWith('.pack') ? `the pack of ${name}, named with it` : `${why}${kept}`));
-    const back = ids.flatMap((id) => {
-      const from = restoreLoose(b, id, named.get(id) ?? []);
-      return from === undefined ? [] : [`${(named.get(id) ?? [id])[0]} ${restored(from)}`];
-    });
-    out.push(...moved.map((f, i) => (i === 0 && back.length > 0 ? { ...f, why: `${f.why}; ${back.join('; ')}` } : f)));
+    // Not verified (past the bytes or the time, or the verify stopped at the audit's time) or failed: not left.
+    if (failed === undefined || Date.now() >= budget.until || ++forged > MAX_MOVED_ONE_BY_ONE) unverified.push([mates, moveAll]);
+    else out.push(...(await forgedPack(b, { dir, name, pack: path.join(objects, pack), size, failed, until: budget.until }, moveAll)));
   }
-  return out;
+  if (unverified.length <= MAX_MOVED_ONE_BY_ONE)
+    return [...out, ...unverified.flatMap(([, moveAll]) => moveAll(`a pack index ${UNVERIFIED}`))];
+  // Thousands of packs: one move of the folder, the person's packs of start and those verified put back in a new one.
+  const keep = [...new Set([...namesIn(dir).filter((n) => !changed(b, objects, `pack/${n}`)), ...verified])];
+  const why = `objects/pack, with ${unverified.length} pack indexes ${UNVERIFIED}; what it held at start and the packs verified are in a new objects/pack`;
+  const whole = swapFolder(dir, keep, why, move);
+  return [...out, ...(whole ? [whole] : unverified.flatMap(([, moveAll]) => moveAll(`a pack index ${UNVERIFIED}`)))];
+}
+
+/** Unverified packs or loose files moved one by one at most, in one folder; past it, the folder is moved whole ({@link swapFolder}). */
+const MAX_MOVED_ONE_BY_ONE = 8;
+
+/**
+ * Moves the folder `dir` whole with `move` (to the quarantine) once its entries named in `keep` are in a new folder of
+ * the same mode and owner, which then takes its name: one move however many entries the session made there. At
+ * close only (no process of the session is left to race the renames).
+ * @returns the finding of the move, or undefined when none was made (the kept entries are back in `dir` then)
+ */
+function swapFolder(dir: string, keep: readonly string[], why: string, move: Mover): GitFinding | undefined {
+  const st = fs.lstatSync(dir);
+  const fresh = `${dir}.agent-jobs-new-${randomBytes(6).toString('hex')}`;
+  const done: string[] = [];
+  try {
+    fs.mkdirSync(fresh, { mode: 0o700 });
+    fs.lchownSync(fresh, st.uid, st.gid);
+    fs.chmodSync(fresh, st.mode & 0o7777);
+    for (const n of keep) {
+      fs.renameSync(path.join(dir, n), path.join(fresh, n));
+      done.push(n);
+    }
+  } catch {
+    return putBack(dir, fresh, done);
+  }
+  const f = move(dir, why);
+  if (f.movedTo === undefined) return putBack(dir, fresh, done);
+  try {
+    fs.renameSync(fresh, dir);
+    return f;
+  } catch (err) {
+    return { ...f, why: `${f.why}; the new folder could NOT take its name (${(err as Error).message}): it is ${fresh}` };
+  }
+}
+
+/** Puts the entries `done` of `fresh` back in `dir` and removes `fresh` (what {@link swapFolder} does when it cannot move `dir`); undefined. */
+function putBack(dir: string, fresh: string, done: readonly string[]): undefined {
+  for (const n of done)
+    try {
+      fs.renameSync(path.join(fresh, n), path.join(dir, n));
+    } catch {
+      /* left in fresh, which then stays */
+    }
+  try {
+    fs.rmdirSync(fresh);
+  } catch {
+    /* not empty: what could not go back stays there */
+  }
+  return undefined;
+}
+
+/** A pack of `dir` that `git index-pack --verify` failed on (`failed`, git's complaint), and when the audit stops. */
+interface FailedPack {
+  readonly dir: string;
+  /** Its `.idx`'s name. */
+  readonly name: string;
+  /** Its `.pack` (absolute). */
+  readonly pack: string;
+  readonly size: number;
+  readonly failed: string;
+  readonly until: number;
+}
+
+/**
+ * Moves a pack that failed its verify (with `moveAll`, which moves it and its mates with a why), naming what git would
+ * show other bytes for, and writes again each forged object of HEAD it can from the working tree ({@link restoreLoose}).
+ */
+async function forgedPack(b: ObjectsBaseline, p: FailedPack, moveAll: (why: string) => GitFinding[]): Promise<GitFinding[]> {
+  const ids = await forgedIds(p.pack, path.join(p.dir, p.name), b.sha256, p.size, p.until);
+  const named = await namedIds(b, ids, p.until);
+  const why = `${shownOther(ids, named)}: a pack whose index does not match its bytes (git index-pack --verify: ${p.failed.split(p.dir).join('…')}); git reads packs before loose objects and never hashes what it reads`;
+  const moved = moveAll(why);
+  const back = ids.flatMap((id) => {
+    const from = restoreLoose(b, id, named.get(id) ?? []);
+    return from === undefined ? [] : [`${(named.get(id) ?? [id])[0]} ${restored(from)}`];
+  });
+  return moved.map((f, i) => (i === 0 && back.length > 0 ? { ...f, why: `${f.why}; ${back.join('; ')}` } : f));
 }
 
 /**
  * `git index-pack --verify` on `pack` (its `.idx` beside it), run from `/` with no repository, hooks or config of the
- * workspace's; a deadline of 20 s and 100 ms a megabyte.
+ * workspace's; a deadline of 20 s and 100 ms a megabyte, and at most until `until` (ms since the epoch; {@link leftMs}).
  * @returns undefined when the pack and its index agree, else git's first line of complaint
  */
-function verifyPack(pack: string, sha256: boolean, size: number): Promise<string | undefined> {
-  return indexPack(['--verify', pack], sha256, size);
+function verifyPack(pack: string, sha256: boolean, size: number, until: number): Promise<string | undefined> {
+  return indexPack(['--verify', pack], sha256, size, until);
 }
 
 /** `git index-pack <args>` as {@link verifyPack} runs it: undefined when it succeeds, else git's first line of complaint. */
-function indexPack(rest: string[], sha256: boolean, size: number): Promise<string | undefined> {
+function indexPack(rest: string[], sha256: boolean, size: number, until: number): Promise<string | undefined> {
   const args = [
     ...NO_REPO_CODE,
     '-c',
@@ -254,7 +369,7 @@ function indexPack(rest: string[], sha256: boolean, size: number): Promise<strin
       {
         cwd: '/',
         env: { ...MINIMAL_ENV, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_CEILING_DIRECTORIES: '/' },
-        timeout: 20_000 + Math.ceil(size / 10_000),
+        timeout: Math.min(20_000 + Math.ceil(size / 10_000), leftMs(until)),
         encoding: 'utf8',
         maxBuffer: 1 << 20,
       },
@@ -290,12 +405,12 @@ function idsOfIdx(idx: string, sha256: boolean): string[] {
  * The ids the index `idx` gives `pack` that the pack's bytes do not hold (the index git would write for the pack,
  * `git index-pack -o` into a folder of the worker's, compared), or all the ids of `idx` when the pack cannot be indexed.
  */
-async function forgedIds(pack: string, idx: string, sha256: boolean, size: number): Promise<string[]> {
+async function forgedIds(pack: string, idx: string, sha256: boolean, size: number, until: number): Promise<string[]> {
   const claimed = idsOfIdx(idx, sha256);
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-jobs-idx-'));
   try {
     const truth = path.join(tmp, 'true.idx');
-    if ((await indexPack(['-o', truth, pack], sha256, size)) !== undefined) return claimed;
+    if ((await indexPack(['-o', truth, pack], sha256, size, until)) !== undefined) return claimed;
     const real = new Set(idsOfIdx(truth, sha256));
     return claimed.filter((id) => !real.has(id));
   } finally {
@@ -324,14 +439,15 @@ function git(b: ObjectsBaseline, args: string[], timeoutMs = 10_000, maxBuffer =
 
 /**
  * How the person knows each of `ids`: `HEAD:<path>` for each path HEAD's tree names it at (`the tree of HEAD`), read
- * before the forged files are moved (best effort: a forged tree hides the paths below it; the id is said then).
+ * before the forged files are moved (best effort: a forged tree hides the paths below it; the id is said then), git
+ * stopped at `until` ({@link leftMs}).
  */
-async function namedIds(b: ObjectsBaseline, ids: readonly string[]): Promise<Map<string, string[]>> {
+async function namedIds(b: ObjectsBaseline, ids: readonly string[], until: number): Promise<Map<string, string[]>> {
   const named = new Map<string, string[]>(ids.map((id) => [id, []]));
   if (ids.length === 0) return named;
-  const head = (await git(b, ['rev-parse', '--verify', '-q', 'HEAD^{tree}'])).stdout.trim();
+  const head = (await git(b, ['rev-parse', '--verify', '-q', 'HEAD^{tree}'], Math.min(10_000, leftMs(until)))).stdout.trim();
   named.get(head)?.push('the tree of HEAD');
-  for (const line of (await git(b, ['ls-tree', '-r', '-t', '-z', '--full-tree', 'HEAD'])).stdout.split('\0')) {
+  for (const line of (await git(b, ['ls-tree', '-r', '-t', '-z', '--full-tree', 'HEAD'], Math.min(10_000, leftMs(until)))).stdout.split('\0')) {
     const m = /^\d+ \w+ ([0-9a-f]+)\t([^]*)$/.exec(line);
     if (m) named.get(m[1]!)?.push(`HEAD:${m[2]!}`);
   }
@@ -353,12 +469,17 @@ const LOOSE_NAME = /^[0-9a-f]{38}$|^[0-9a-f]{62}$/;
 
 /**
  * Hashes each loose object file the session wrote or put in place since start ({@link ObjectsBaseline.since}) and
- * moves one whose content's id is not its name, and what stands at an object's name that is no regular file.
+ * moves one whose content's id is not its name, and what stands at an object's name that is no regular file. Hashes
+ * for half the audit's time left at most (the packs have the rest); a file the time or {@link MAX_HASHED_BYTES} leave
+ * unhashed is moved ({@link UNVERIFIED}); past {@link MAX_LOOSE_FILES} files or the audit's time, the rest is named NOT checked.
  */
 async function checkLoose(b: ObjectsBaseline, objects: string, move: Mover, budget: Budget): Promise<GitFinding[]> {
   const out: GitFinding[] = [];
   const bad: [string, string][] = [];
-  budget.until = Date.now() + LOOSE_BUDGET_MS;
+  // Per loose-object folder: the files left unhashed, and those that are the person's (older than start) or hashed right.
+  const unverified = new Map<string, string[]>();
+  const good = new Map<string, string[]>();
+  const hashUntil = Date.now() + (budget.until - Date.now()) / 2;
   let stopped: string | undefined;
   fans: for (const fan of namesIn(objects).filter((n) => /^[0-9a-f]{2}$/.test(n))) {
     const dir = path.join(objects, fan);
@@ -371,30 +492,80 @@ async function checkLoose(b: ObjectsBaseline, objects: string, move: Mover, budg
     for (const name of namesIn(dir)) {
       if (!LOOSE_NAME.test(name)) continue;
       stopped =
-        --budget.files < 0 ? `past ${MAX_LOOSE_FILES} files` : Date.now() > budget.until ? `past ${LOOSE_BUDGET_MS / 1000} s` : undefined;
+        --budget.files < 0 ? `past ${MAX_LOOSE_FILES} files` : Date.now() > budget.until ? `past ${OBJECTS_AUDIT_MS / 1000} s` : undefined;
       if (stopped !== undefined) break fans;
       if (budget.files % 256 === 0) await new Promise((r) => setImmediate(r));
       const file = path.join(dir, name);
       const fst = fs.lstatSync(file, { bigint: true, throwIfNoEntry: false });
-      if (fst === undefined || (fst.isFile() && fst.ctimeNs < b.since)) continue;
-      const why = fst.isFile() ? looseMismatch(file, `${fan}${name}`, b.sha256, budget) : 'no regular file where git reads a loose object';
-      if (why !== undefined) bad.push([file, why]);
+      if (fst === undefined) continue;
+      if (fst.isFile() && fst.ctimeNs < b.since) {
+        push(good, dir, name);
+        continue;
+      }
+      // Past half the time, or past the moves one by one a folder may have: left unhashed, moved with the folder.
+      const late =
+        Date.now() > hashUntil || (bad.length > MAX_MOVED_ONE_BY_ONE && bad.at(-MAX_MOVED_ONE_BY_ONE - 1)![0].startsWith(`${dir}/`));
+      const why = late
+        ? 'NOT'
+        : fst.isFile()
+          ? looseMismatch(file, `${fan}${name}`, b.sha256, budget)
+          : 'no regular file where git reads a loose object';
+      if (why?.startsWith('NOT')) push(unverified, dir, name);
+      else if (why !== undefined) bad.push([file, why]);
+      else push(good, dir, name);
     }
   }
+  out.push(...(await moveBadLoose(b, bad, move, budget.until)));
+  for (const [dir, names] of unverified) {
+    const why = `${path.basename(dir)}/, with ${names.length} loose objects ${UNVERIFIED}; what was there at start and the objects hashed are in a new ${path.basename(dir)}/`;
+    const whole = names.length > MAX_MOVED_ONE_BY_ONE ? swapFolder(dir, good.get(dir) ?? [], why, move) : undefined;
+    if (!whole) out.push(...names.map((n) => move(path.join(dir, n), `a loose object ${UNVERIFIED}`)));
+    else
+      out.push({
+        ...whole,
+        why: `${whole.why}${await restoreMoved(
+          b,
+          names.map((n) => path.basename(dir) + n),
+          budget.until,
+        )}`,
+      });
+  }
+  if (stopped !== undefined)
+    out.push(notChecked(objects, `loose objects the session wrote were NOT all checked (${stopped}): run git fsck`));
+  return out;
+}
+
+/** Writes again from the working tree each of `ids` (moved away) that HEAD names ({@link restoreLoose}); what was written, as words to append. */
+async function restoreMoved(b: ObjectsBaseline, ids: readonly string[], until: number): Promise<string> {
+  const named = await namedIds(b, ids, until);
+  const back = ids.flatMap((id) => {
+    const from = (named.get(id) ?? []).length > 0 ? restoreLoose(b, id, named.get(id)!) : undefined;
+    return from === undefined ? [] : [`${named.get(id)![0]} ${restored(from)}`];
+  });
+  return back.length > 0 ? `; ${back.join('; ')}` : '';
+}
+
+/** Adds `name` to the list of `dir` in `m`. */
+function push(m: Map<string, string[]>, dir: string, name: string): void {
+  const list = m.get(dir);
+  if (list) list.push(name);
+  else m.set(dir, [name]);
+}
+
+/** Moves the loose files of `bad` (`[file, why]`), naming for a forged one what git would show other bytes for, and writing it again when it can ({@link restoreLoose}). */
+async function moveBadLoose(b: ObjectsBaseline, bad: readonly [string, string][], move: Mover, until: number): Promise<GitFinding[]> {
+  const out: GitFinding[] = [];
   const ids = bad.filter(([, why]) => why.startsWith('git would')).map(([file]) => path.basename(path.dirname(file)) + path.basename(file));
-  const named = await namedIds(b, ids);
+  const named = await namedIds(b, ids, until);
   for (const [file, why] of bad) {
     const id = path.basename(path.dirname(file)) + path.basename(file);
-    if (why.startsWith('NOT')) out.push(notChecked(file, why));
-    else if (!why.startsWith('git would')) out.push(move(file, why));
+    if (!why.startsWith('git would')) out.push(move(file, why));
     else {
       const moved = move(file, `${shownOther([id], named)}${why.slice('git would show other bytes'.length)}`);
       const from = moved.movedTo === undefined ? undefined : restoreLoose(b, id, named.get(id) ?? []);
       out.push({ ...moved, why: `${moved.why}; ${restored(from)}` });
     }
   }
-  if (stopped !== undefined)
-    out.push(notChecked(objects, `loose objects the session wrote were NOT all checked (${stopped}): run git fsck`));
   return out;
 }
 

@@ -20,7 +20,7 @@ import { editIo } from './edit-io';
 import { judgeRecords, notEnded, type Ending, type Outcome } from './ending';
 import { buildSessionEnv, sessionSearchPath, type SecretValue } from './env';
 import { InvalidCommandError, SessionClosedError, SessionCwdError, SessionStartError } from './errors';
-import { EXACT_MAX_OUTPUT_BYTES, EXACT_RUN_HIDDEN, runExactProgram } from './exact';
+import { EXACT_MAX_OUTPUT_BYTES, EXACT_RUN_HIDDEN, exactStopNotes, exactStopped, runExactProgram } from './exact';
 import { checkExactRun, exactLaunch } from './exact-run';
 import { SessionHost } from './host';
 import type { SessionIdentity, WorkspaceAccess } from './identity';
@@ -577,6 +577,7 @@ export class BashSession {
           `stopped: it printed more than ${EXACT_MAX_OUTPUT_BYTES} bytes, all a program run unasked may print (a sparse file, or a device swapped in for a path after the check); what is shown is from what it printed until then`,
         ),
       );
+    notes.push(...exactStopNotes(run).map(note));
     const limitNote = exactLimitNote(run, captured.text, this.limits);
     if (limitNote) notes.push(note(limitNote));
     const memory = this.memoryKillNote();
@@ -585,7 +586,7 @@ export class BashSession {
       exactArgv: [...argv],
       output: appendNotes(captured.text, notes),
       notes,
-      exitCode: run.timedOut || run.cancelled || run.stoppedOnFifo || run.stoppedOnOutput !== undefined ? null : run.exitCode,
+      exitCode: run.timedOut || run.cancelled || run.stoppedOnFifo || exactStopped(run) ? null : run.exitCode,
       timedOut: run.timedOut,
       truncated: captured.truncated,
       outputBytes: captured.outputBytes,

@@ -103,8 +103,8 @@ const OPEN_WORKTREE_STATE = false;
 const OPEN_RERERE = false;
 const OPEN_TRAILING_SPACE = false;
 const OPEN_SECRET_SHAPES = false;
-const OPEN_SPARSE_NO_OUTPUT = true;
-const OPEN_PACK_FLOOD = true;
+const OPEN_SPARSE_NO_OUTPUT = false;
+const OPEN_PACK_FLOOD = false;
 const OPEN_NONE_EXCHANGE = false;
 const OPEN_LONG_TODO = false;
 
