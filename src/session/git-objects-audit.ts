@@ -447,7 +447,9 @@ async function namedIds(b: ObjectsBaseline, ids: readonly string[], until: numbe
   if (ids.length === 0) return named;
   const head = (await git(b, ['rev-parse', '--verify', '-q', 'HEAD^{tree}'], Math.min(10_000, leftMs(until)))).stdout.trim();
   named.get(head)?.push('the tree of HEAD');
-  for (const line of (await git(b, ['ls-tree', '-r', '-t', '-z', '--full-tree', 'HEAD'], Math.min(10_000, leftMs(until)))).stdout.split('\0')) {
+  for (const line of (await git(b, ['ls-tree', '-r', '-t', '-z', '--full-tree', 'HEAD'], Math.min(10_000, leftMs(until)))).stdout.split(
+    '\0',
+  )) {
     const m = /^\d+ \w+ ([0-9a-f]+)\t([^]*)$/.exec(line);
     if (m) named.get(m[1]!)?.push(`HEAD:${m[2]!}`);
   }
