@@ -602,6 +602,7 @@ async function checkpointInTime(
   trustStatBefore: number,
 ): Promise<CheckpointResult | { late: number }> {
   const started = Date.now();
+  // An activity of at most the margin has no limit here: none of the worker's is (a command's is its timeout plus 30 s).
   const budget = Context.current().info.startToCloseTimeoutMs - CHECKPOINT_ANSWER_MARGIN_MS;
   const before = checkpointsUnderWay.get(session.exactRoot) ?? Promise.resolve();
   const taking = before.then(() => checkpointBefore(root, session, req, call, trustStatBefore));
@@ -609,9 +610,10 @@ async function checkpointInTime(
     if (checkpointsUnderWay.get(session.exactRoot) === chained) checkpointsUnderWay.delete(session.exactRoot);
   });
   checkpointsUnderWay.set(session.exactRoot, chained);
+  if (budget <= 0) return taking;
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<{ late: number }>((resolve) => {
-    timer = setTimeout(() => resolve({ late: Date.now() - started }), Math.max(0, budget));
+    timer = setTimeout(() => resolve({ late: Date.now() - started }), budget);
   });
   try {
     return await Promise.race([taking, late]);

@@ -48,6 +48,17 @@ function plainSpec(files: string): string {
   return `${files.replace(/X/g, '')},m::rw`;
 }
 
+/** Runs `setfacl -m spec` on the inodes `fds` hold, as a child the event loop does not wait on; nothing when `fds` is empty. */
+async function setfacl(spec: string, fds: number[], timeoutMs: number): Promise<void> {
+  if (fds.length === 0) return;
+  // No -P: setfacl follows the magic link, to the inode the descriptor holds.
+  await execFileAsync('setfacl', ['-m', spec, '--', ...fds.map((fd) => `/proc/${process.pid}/fd/${fd}`)], {
+    env: MINIMAL_ENV,
+    timeout: timeoutMs,
+    encoding: 'buffer',
+  });
+}
+
 /**
  * Applies `spec` to `top` and everything under it, never through a symlink.
  * @param top an absolute directory path (the workspace, symlinks resolved), opened with `O_NOFOLLOW`;
@@ -61,15 +72,7 @@ export async function grantTree(top: string | number, spec: GrantSpec, timeoutMs
   type Kind = 'dir' | 'file' | 'plain';
   const pending: { fd: number; kind: Kind }[] = [];
   const specOf: Record<Kind, string> = { dir: spec.dirs, file: spec.files, plain: plainSpec(spec.files) };
-  const apply = async (fds: number[], kind: Kind): Promise<void> => {
-    if (fds.length === 0) return;
-    // No -P: setfacl follows the magic link, to the inode the descriptor holds.
-    await execFileAsync('setfacl', ['-m', specOf[kind], '--', ...fds.map((fd) => `/proc/${process.pid}/fd/${fd}`)], {
-      env: MINIMAL_ENV,
-      timeout: timeoutMs,
-      encoding: 'buffer',
-    });
-  };
+  const apply = (fds: number[], kind: Kind): Promise<void> => setfacl(specOf[kind], fds, timeoutMs);
   const flush = async (): Promise<void> => {
     const batch = pending.splice(0);
     try {
