@@ -809,6 +809,9 @@ export function createSessionActivities(deps: SessionActivityDeps) {
      * @throws ApplicationFailure `WorkerShuttingDown` (retryable) when this worker is draining (checked again once bash started)
      * @throws ApplicationFailure non-retryable, with the error's message and name as type, when bash cannot start
      *   and this is attempt `OPEN_SESSION_FAILED_ATTEMPTS` (3) or later; the error itself (retryable) before that
+     * @throws ApplicationFailure `OpenSessionAbandoned` (non-retryable, at once) when `OPEN_SESSION_FAILED_ATTEMPTS` (3)
+     *   attempts already began the open and none finished it (timed out: their heartbeat details count them)
+     * @throws the cancellation's reason when this attempt was cancelled or a later one of the same run started here
      */
     openSession: async (input: OpenSessionInput): Promise<OpenSessionOutput> => {
       // Synchronous, before any await: the stale session's slot is free and ours reserved in one step.
