@@ -21,13 +21,15 @@ const SLOW_MODE = mode === '1' ? 'all' : mode === 'only' ? 'only' : 'skip';
  * protections they prove have tests of their own that `npm test` runs. The cluster: it builds the Temporal server
  * from Go (6 to 24 minutes; 42 s with the build cached). The soak runs: chaos (worker kills and a server restart
  * over 4 runs) and the rolling restart of 3 workers under load, about 42 s each in a CI run; the faults they combine
- * have tests of their own in `npm test` (crash, faults, shutdown).
+ * have tests of their own in `npm test` (crash, faults, shutdown). The big workspace (big-workspace.test.ts): a repository
+ * of 30,000 git-ignored files made, granted, opened and checkpointed (166 s at load ~18, 25 s at load 4).
  */
 const SLOW_FILES = [
   '/test/unit/attack/adversary-round[^/]*\\.test\\.ts$',
   '/test/integration/cluster\\.test\\.ts$',
   '/test/integration/chaos\\.test\\.ts$',
   '/test/integration/rolling-restart\\.test\\.ts$',
+  '/test/unit/activities/big-workspace\\.test\\.ts$',
 ];
 
 /**

@@ -562,8 +562,9 @@ async function runIn(
   // A command the read-only policy runs exactly cannot write; any other one may.
   const checkpoint =
     input.checkpoint && !('exact' in how) && !readOnly(input.command, session)
-      ? await checkpointBefore(checkpointRoot, session, input.checkpoint, input, registry.trustStatBefore())
+      ? await checkpointInTime(checkpointRoot, session, input.checkpoint, input, registry.trustStatBefore())
       : undefined;
+  if (checkpoint && 'late' in checkpoint) return checkpointLate(session, checkpoint.late);
   let result: CommandResult;
   if ('exact' in how) {
     try {
@@ -606,6 +607,68 @@ async function runIn(
     ...(registry.draining ? { workerClosing: true as const } : {}),
     ...(killedAtShutdownMs !== undefined ? { killedAtShutdownMs } : {}),
     ...(checkpoint ? { checkpoint } : {}),
+  };
+}
+
+/** Margin between giving up on a checkpoint and the activity's start-to-close timeout, ms: time to answer. */
+const CHECKPOINT_ANSWER_MARGIN_MS = 10_000;
+
+/** Each workspace's checkpoint under way (by its root): the next one starts when it ends, never beside it. */
+const checkpointsUnderWay = new Map<string, Promise<unknown>>();
+
+/**
+ * {@link checkpointBefore}, waited for only until {@link CHECKPOINT_ANSWER_MARGIN_MS} before the activity's
+ * start-to-close timeout: past that, `{late: ms waited}`, and the checkpoint goes on (the next one of the
+ * workspace waits for it), so the activity answers that the command did not run and why rather than time
+ * out as if its worker were gone. A checkpoint of this workspace still under way is waited for first.
+ */
+async function checkpointInTime(
+  root: string,
+  session: BashSession,
+  req: CheckpointRequest,
+  call: { workflowId: string; toolUseId: string },
+  trustStatBefore: number,
+): Promise<CheckpointResult | { late: number }> {
+  const started = Date.now();
+  // An activity of at most the margin has no limit here: none of the worker's is (a command's is its timeout plus 30 s).
+  const budget = Context.current().info.startToCloseTimeoutMs - CHECKPOINT_ANSWER_MARGIN_MS;
+  const before = checkpointsUnderWay.get(session.exactRoot) ?? Promise.resolve();
+  const taking = before.then(() => checkpointBefore(root, session, req, call, trustStatBefore));
+  const chained = taking.finally(() => {
+    if (checkpointsUnderWay.get(session.exactRoot) === chained) checkpointsUnderWay.delete(session.exactRoot);
+  });
+  checkpointsUnderWay.set(session.exactRoot, chained);
+  if (budget <= 0) return taking;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<{ late: number }>((resolve) => {
+    timer = setTimeout(() => resolve({ late: Date.now() - started }), budget);
+  });
+  try {
+    return await Promise.race([taking, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The answer of a command whose checkpoint outlived its time ({@link checkpointInTime}): not run, and why. */
+function checkpointLate(session: BashSession, waitedMs: number): RunCommandOutput {
+  log.warn('command not run: its checkpoint is still being taken', { waitedMs });
+  const why =
+    `command not run: the workspace's checkpoint (its record for rewind, taken before a command that may write) was still ` +
+    `being taken after ${Math.round(waitedMs / 1000)} s, so the command did not start. A checkpoint reads every file ` +
+    `of the workspace, git-ignored trees like node_modules included (a run started with --checkpoint-exclude node_modules ` +
+    `skips them). It goes on in the background; running the command again waits for it first`;
+  return {
+    output: '',
+    exitCode: null,
+    timedOut: false,
+    truncated: false,
+    outputBytes: 0,
+    sessionRestarted: false,
+    shellExit: null,
+    cwd: session.currentCwd(),
+    durationMs: 0,
+    notes: [`[agent-jobs: ${why}]`],
   };
 }
 
@@ -701,9 +764,67 @@ async function checkedWorktreeGit(workdir: string, claim: WorktreeGit): Promise<
   return undefined;
 }
 
+/**
+ * What an `openSession` attempt heartbeats: how many attempts of this open have begun the work (got a
+ * slot on a worker), this one included. Temporal hands the last attempt's details to the next one
+ * (`Context.info.heartbeatDetails`), so an attempt abandoned on a heartbeat or start-to-close timeout
+ * (its worker stalled, or gone) is counted though it never threw.
+ */
+interface OpenAttemptDetails {
+  openAttempts: number;
+}
+
+/** The attempts begun before this one, from the last heartbeat's `details` (0 when none: the first attempt, or only `WorkerFull` ones). */
+function openAttemptsBefore(details: unknown): number {
+  const n = (details as Partial<OpenAttemptDetails> | undefined)?.openAttempts;
+  return typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : 0;
+}
+
+/**
+ * The failure of an `openSession` attempt that comes after {@link OPEN_SESSION_FAILED_ATTEMPTS} attempts
+ * began the open and none finished it: non-retryable, so the run hears why (workflows/session.ts tells Claude
+ * "no bash session could be started (...)") rather than retrying forever (CASES C11).
+ */
+function openAbandoned(begun: number): ApplicationFailure {
+  return ApplicationFailure.create({
+    message:
+      `${begun} attempts to open it were abandoned before bash started (each outlived its heartbeat or ` +
+      `start-to-close timeout: the worker was too busy, e.g. granting or reading a very big workspace, or it stopped), ` +
+      `so it is not tried again`,
+    type: OPEN_ABANDONED,
+    nonRetryable: true,
+  });
+}
+
+/** The type of {@link openAbandoned}'s failure. */
+export const OPEN_ABANDONED = 'OpenSessionAbandoned';
+
+/**
+ * This worker's opens under way, by run: a later attempt of a run's open aborts the earlier one still
+ * running here (its activity timed out, so nobody waits for it), which then releases its descriptors and
+ * children at its next step (`BashSessionOptions.startSignal`) instead of finishing a session nobody holds.
+ */
+class OpensUnderWay {
+  private readonly byRun = new Map<string, AbortController>();
+
+  /** Aborts the run's earlier open here, if any, and registers this one; call the returned function when it ends. */
+  begin(workflowId: string): { signal: AbortController['signal']; end: () => void } {
+    this.byRun.get(workflowId)?.abort(new Error('a later attempt of this open started'));
+    const mine = new AbortController();
+    this.byRun.set(workflowId, mine);
+    return {
+      signal: mine.signal,
+      end: () => {
+        if (this.byRun.get(workflowId) === mine) this.byRun.delete(workflowId);
+      },
+    };
+  }
+}
+
 /** Builds the session activities over this process's registry. */
 export function createSessionActivities(deps: SessionActivityDeps) {
   const { registry, workerId, taskQueue } = deps;
+  const opens = new OpensUnderWay();
 
   return {
     /**
@@ -716,11 +837,25 @@ export function createSessionActivities(deps: SessionActivityDeps) {
      * @throws ApplicationFailure `WorkerShuttingDown` (retryable) when this worker is draining (checked again once bash started)
      * @throws ApplicationFailure non-retryable, with the error's message and name as type, when bash cannot start
      *   and this is attempt `OPEN_SESSION_FAILED_ATTEMPTS` (3) or later; the error itself (retryable) before that
+     * @throws ApplicationFailure `OpenSessionAbandoned` (non-retryable, at once) when `OPEN_SESSION_FAILED_ATTEMPTS` (3)
+     *   attempts already began the open and none finished it (timed out: their heartbeat details count them)
+     * @throws the cancellation's reason when this attempt was cancelled or a later one of the same run started here
      */
     openSession: async (input: OpenSessionInput): Promise<OpenSessionOutput> => {
       // Synchronous, before any await: the stale session's slot is free and ours reserved in one step.
       const stale = registry.takeRunSession(input.workflowId);
       const slot = registry.reserve(workerId);
+      const ctx = Context.current();
+      const begun = openAttemptsBefore(ctx.info.heartbeatDetails) + 1;
+      if (begun > OPEN_SESSION_FAILED_ATTEMPTS) {
+        slot.release();
+        throw openAbandoned(begun - 1);
+      }
+      // At once, not a second in: an attempt whose worker stalls from here on is counted by the next one.
+      const details: OpenAttemptDetails = { openAttempts: begun };
+      ctx.heartbeat(details);
+      const underWay = opens.begin(input.workflowId);
+      const startSignal = AbortSignal.any([underWay.signal, ctx.cancellationSignal]);
       let session: BashSession;
       let cwd: string;
       let restored: RestoreReport | undefined;
@@ -763,10 +898,11 @@ export function createSessionActivities(deps: SessionActivityDeps) {
         }
         cwd = !input.restore && input.restoreCwd && (await isDirectory(input.restoreCwd)) ? input.restoreCwd : workdir;
         const worktreeGit = input.worktreeGit ? await checkedWorktreeGit(workdir, input.worktreeGit) : undefined;
-        const stop = startHeartbeat();
+        const stop = startHeartbeat(details);
         const start = (at: string): Promise<BashSession> =>
           BashSession.start({
             ...deps.sessionOptions,
+            startSignal,
             cwd: at,
             // The run's directory: writable in the sandbox; bash acts on it as its owner (never chowned; identity.ts).
             workspace: workdir,
@@ -792,8 +928,10 @@ export function createSessionActivities(deps: SessionActivityDeps) {
         }
       } catch (err) {
         slot.release();
+        underWay.end();
         throw lastAttemptIsFinal(err);
       }
+      underWay.end();
       // The worker began shutting down while bash started: this session would only be closed again.
       if (registry.draining) {
         slot.release();
@@ -802,11 +940,10 @@ export function createSessionActivities(deps: SessionActivityDeps) {
       }
       // This attempt timed out meanwhile (a worker starved under load): its retry may already hold
       // the run's session, so this one would be held by nobody, its slot taken until the worker stops.
-      const cancelled = Context.current().cancellationSignal;
-      if (cancelled.aborted) {
+      if (startSignal.aborted) {
         slot.release();
         await session.close();
-        throw cancelled.reason ?? new Error('openSession was cancelled');
+        throw startSignal.reason ?? new Error('openSession was cancelled');
       }
       slot.fill(session, input.workflowId);
       // A swap in the parent's .git since the check: the child runs without git's binds, as after a failed check.

@@ -10,14 +10,23 @@
  * descriptor's own magic link (`/proc/<worker pid>/fd/<n>`), which names the inode that was
  * opened, whatever the path holds by then. A file with more than one hard link is left as it is:
  * its other name may be outside the workspace. Linux only (`/proc`, `O_PATH`), as the ACL grant is.
+ * Asynchronous: setfacl runs as a child the event loop does not wait on, and the walk yields every
+ * {@link BATCH} entries, so a big tree (a node_modules of 30k files) never stalls the worker's other
+ * runs (their workflow tasks, queries, heartbeats) for the seconds the grant takes.
  */
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { closeSync, constants, fstatSync, openSync, readdirSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { MINIMAL_ENV } from './identity';
 import { openEntryAt } from './safe-open';
 
 /** Entries granted per setfacl run; their descriptors are open until it ends (Node raises the descriptor limit to the hard one). */
 const BATCH = 256;
+
+const execFileAsync = promisify(execFile);
+
+/** Lets the event loop run what waits (timers, heartbeats, other runs' tasks) before the walk goes on. */
+const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /**
  * The ACL specs of a grant (setfacl `-m` syntax): `dirs` for directories (with default entries), `files` for everything else.
@@ -39,32 +48,37 @@ function plainSpec(files: string): string {
   return `${files.replace(/X/g, '')},m::rw`;
 }
 
+/** Runs `setfacl -m spec` on the inodes `fds` hold, as a child the event loop does not wait on; nothing when `fds` is empty. */
+async function setfacl(spec: string, fds: number[], timeoutMs: number): Promise<void> {
+  if (fds.length === 0) return;
+  // No -P: setfacl follows the magic link, to the inode the descriptor holds.
+  await execFileAsync('setfacl', ['-m', spec, '--', ...fds.map((fd) => `/proc/${process.pid}/fd/${fd}`)], {
+    env: MINIMAL_ENV,
+    timeout: timeoutMs,
+    encoding: 'buffer',
+  });
+}
+
 /**
  * Applies `spec` to `top` and everything under it, never through a symlink.
  * @param top an absolute directory path (the workspace, symlinks resolved), opened with `O_NOFOLLOW`;
  *   or a descriptor of the directory the caller opened (pins.ts; `O_PATH` will do), left open
  * @param timeoutMs longest one setfacl run may take, ms
+ * @param signal when it aborts, the walk stops at its next batch and rejects with its reason (every descriptor it opened closed)
  * @throws Error from setfacl (its `stderr` attached, `code` `ENOENT` when it is not installed), or
- *   when `top` is no directory or a symlink
+ *   when `top` is no directory or a symlink, or `signal`'s reason once it aborted
  */
-export function grantTree(top: string | number, spec: GrantSpec, timeoutMs: number): void {
+export async function grantTree(top: string | number, spec: GrantSpec, timeoutMs: number, signal?: AbortSignal): Promise<void> {
   type Kind = 'dir' | 'file' | 'plain';
   const pending: { fd: number; kind: Kind }[] = [];
   const specOf: Record<Kind, string> = { dir: spec.dirs, file: spec.files, plain: plainSpec(spec.files) };
-  const apply = (fds: number[], kind: Kind): void => {
-    if (fds.length === 0) return;
-    // No -P: setfacl follows the magic link, to the inode the descriptor holds.
-    execFileSync('setfacl', ['-m', specOf[kind], '--', ...fds.map((fd) => `/proc/${process.pid}/fd/${fd}`)], {
-      env: MINIMAL_ENV,
-      stdio: ['ignore', 'ignore', 'pipe'],
-      timeout: timeoutMs,
-    });
-  };
-  const flush = (): void => {
+  const apply = (fds: number[], kind: Kind): Promise<void> => setfacl(specOf[kind], fds, timeoutMs);
+  const flush = async (): Promise<void> => {
     const batch = pending.splice(0);
     try {
+      signal?.throwIfAborted();
       for (const kind of ['dir', 'file', 'plain'] as const)
-        apply(
+        await apply(
           batch.filter((e) => e.kind === kind).map((e) => e.fd),
           kind,
         );
@@ -72,8 +86,14 @@ export function grantTree(top: string | number, spec: GrantSpec, timeoutMs: numb
       for (const e of batch) closeSync(e.fd);
     }
   };
-  const walk = (dirFd: number): void => {
+  let seen = 0;
+  const walk = async (dirFd: number): Promise<void> => {
     for (const name of readdirSync(`/proc/self/fd/${dirFd}`)) {
+      // Entries that need no grant (symlinks, hard links) cost a walk too: yield as a batch does.
+      if (++seen % BATCH === 0) {
+        await yieldToLoop();
+        signal?.throwIfAborted();
+      }
       const at = `/proc/self/fd/${dirFd}/${name}`;
       let fd: number;
       try {
@@ -93,7 +113,7 @@ export function grantTree(top: string | number, spec: GrantSpec, timeoutMs: numb
       }
       if (!st.isDirectory()) {
         pending.push({ fd, kind: (st.mode & 0o111) === 0 ? 'plain' : 'file' });
-        if (pending.length >= BATCH) flush();
+        if (pending.length >= BATCH) await flush();
         continue;
       }
       closeSync(fd);
@@ -105,20 +125,20 @@ export function grantTree(top: string | number, spec: GrantSpec, timeoutMs: numb
         continue;
       }
       try {
-        walk(sub);
+        await walk(sub);
       } catch (err) {
         closeSync(sub);
         throw err;
       }
       pending.push({ fd: sub, kind: 'dir' });
-      if (pending.length >= BATCH) flush();
+      if (pending.length >= BATCH) await flush();
     }
   };
   const root = typeof top === 'number' ? top : openSync(top, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
   try {
-    walk(root);
-    flush();
-    apply([root], 'dir');
+    await walk(root);
+    await flush();
+    await apply([root], 'dir');
   } finally {
     for (const e of pending.splice(0)) closeSync(e.fd);
     if (typeof top !== 'number') closeSync(root);

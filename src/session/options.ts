@@ -109,6 +109,13 @@ export interface BashSessionOptions {
    * for all its sessions. @default a host of this session's own
    */
   host?: SessionHost;
+  /**
+   * Gives the start up: when it aborts (the open's activity was abandoned: a heartbeat or start-to-close
+   * timeout, a cancellation), the start stops at its next step (the ACL grant's next batch, the git
+   * walk's end) and rejects with its reason, releasing what it held (descriptors, its directory).
+   * @default never
+   */
+  startSignal?: AbortSignal;
 }
 
 /** Options of one {@link BashSession.runExact} call. */

@@ -337,12 +337,14 @@ export class BashSession {
     const git = pinGit(options.worktreeGit);
     let session: BashSession;
     try {
-      const who = resolveWho(options, cwd, host, git.pins);
+      const who = await resolveWho(options, cwd, host, git.pins);
       // The repositories below the workspace's root, read off the event loop before the guard binds them as the root's.
       const walk =
         options.workspace && audited(who.sandbox, who.access)
           ? await walkGit(realDir(options.workspace), path.join(realDir(options.workspace), '.git'))
           : undefined;
+      // An abandoned open (its activity timed out) takes no descriptors from here on (the guard's holds).
+      options.startSignal?.throwIfAborted();
       session = new BashSession(options, cwd, who, host, git, walk);
     } catch (err) {
       closePins(git.pins);
@@ -375,6 +377,7 @@ export class BashSession {
         const held = session.heldNone?.held;
         if (held) session.stopHeld = watchHeldGit(held, (found) => pushEach(session.watchedFindings, found));
       }
+      options.startSignal?.throwIfAborted();
       await session.spawn(cwd);
     } catch (err) {
       session.stopWatch?.();

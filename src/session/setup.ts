@@ -48,16 +48,23 @@ export function startDirectory(options: BashSessionOptions): string {
  * with `host`'s memo of bwrap and the session users.
  * @throws SessionStartError when the sandbox asked for cannot be had, the user cannot be had or
  *   granted the workspace, or (no sandbox) it cannot enter `cwd`
+ * @throws `options.startSignal`'s reason once it aborted (during the grant)
  */
-export function resolveWho(options: BashSessionOptions, cwd: string, host: SessionHost, pins: readonly PinnedDir[] = []): Who {
+export async function resolveWho(
+  options: BashSessionOptions,
+  cwd: string,
+  host: SessionHost,
+  pins: readonly PinnedDir[] = [],
+): Promise<Who> {
   const sandbox = resolveSandbox(options.sandbox, undefined, host.bwrapProbes);
   let identity: SessionIdentity | null;
   let access: WorkspaceAccess = 'none';
   if (options.workspace !== undefined) {
     const real = realWorkspace(path.resolve(options.workspace), options.id);
     ({ identity, access } = workspaceIdentity(options.user, real, sandbox.mode === 'bwrap', host.users));
-    if (access === 'acl') grantWorkspace(real, identity!, options.id);
-    if (access === 'acl') for (const pin of pins.filter((p) => p.writable)) grantWorkspace(pin.dest, identity!, options.id, pin.fd);
+    if (access === 'acl') await grantWorkspace(real, identity!, options.id, undefined, options.startSignal);
+    if (access === 'acl')
+      for (const pin of pins.filter((p) => p.writable)) await grantWorkspace(pin.dest, identity!, options.id, pin.fd, options.startSignal);
   } else {
     identity = resolveIdentity(options.user, host.users);
   }

@@ -63,9 +63,17 @@ export function realWorkspace(dir: string, sessionId: string | undefined): strin
  * they are; files the agent creates are the session user's, which the
  * owner (root) edits and deletes as any. Idempotent.
  * @param fd the directory `real` names, opened when the session started (pins.ts): granted from it, not by path
+ * @param signal gives the grant up at its next batch (acl-grant.ts `grantTree`)
  * @throws SessionStartError when it is `/`, setfacl is missing (package `acl`), or the filesystem refuses ACLs
+ * @throws `signal`'s reason once it aborted
  */
-export function grantWorkspace(real: string, identity: SessionIdentity, sessionId: string | undefined, fd?: number): void {
+export async function grantWorkspace(
+  real: string,
+  identity: SessionIdentity,
+  sessionId: string | undefined,
+  fd?: number,
+  signal?: AbortSignal,
+): Promise<void> {
   if (real === '/') throw new SessionStartError('cannot start bash session: the workspace must not be /', { sessionId });
   const st = fd !== undefined ? fs.fstatSync(fd) : fs.statSync(real);
   // Its owner made it read-only: the session refuses it as the owner's own write would be (notWritableBy).
@@ -76,8 +84,9 @@ export function grantWorkspace(real: string, identity: SessionIdentity, sessionI
   const ownerEntry = owner !== 0 && owner !== identity.uid ? `,d:u:${owner}:rwX` : '';
   try {
     // By descriptor, not setfacl -R: another session's job may swap a directory for a symlink meanwhile (acl-grant.ts).
-    grantTree(fd ?? real, { dirs: `${entry},d:${entry}${ownerEntry}`, files: entry }, 120_000);
+    await grantTree(fd ?? real, { dirs: `${entry},d:${entry}${ownerEntry}`, files: entry }, 120_000, signal);
   } catch (err) {
+    if (signal?.aborted) throw signal.reason;
     const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
     const stderr = String((err as { stderr?: Buffer }).stderr ?? '').trim();
     throw new SessionStartError(

@@ -80,7 +80,7 @@ describe('the ACL grant walked by descriptor', () => {
     120_000,
   );
 
-  asRoot('a hard link to a root-only file is not granted (its other name is outside)', () => {
+  asRoot('a hard link to a root-only file is not granted (its other name is outside)', async () => {
     const target = fs.mkdtempSync('/var/tmp/aj-root-only-');
     try {
       const secret = path.join(target, 'key');
@@ -89,7 +89,7 @@ describe('the ACL grant walked by descriptor', () => {
       fs.mkdirSync(path.join(ws, 'sub'));
       fs.writeFileSync(path.join(ws, 'sub', 'own'), 'x\n');
       fs.linkSync(secret, path.join(ws, 'sub', 'linked'));
-      grantTree(ws, { dirs: 'u:65534:rwX,d:u:65534:rwX', files: 'u:65534:rwX' }, 30_000);
+      await grantTree(ws, { dirs: 'u:65534:rwX,d:u:65534:rwX', files: 'u:65534:rwX' }, 30_000);
       expect(granted(target)).toEqual([]);
       expect(granted(ws).sort()).toEqual([`# file: ${ws}`, `# file: ${ws}/sub`, `# file: ${ws}/sub/own`].sort());
     } finally {
@@ -97,26 +97,29 @@ describe('the ACL grant walked by descriptor', () => {
     }
   });
 
-  asRoot('a file without an execute bit gets none from a later grant; the session user can still write it; an executable keeps it', () => {
-    const ws = tempDir();
-    // A workspace as a person's checkout is: its group and others may read and enter it.
-    fs.chmodSync(ws, 0o775);
-    const spec = { dirs: 'u:65534:rwX,d:u:65534:rwX', files: 'u:65534:rwX' };
-    grantTree(ws, spec, 30_000);
-    // Created after the grant (a rewind's restored file, a person's new one): it inherits the default entry u:65534:rwx.
-    fs.writeFileSync(path.join(ws, 'plain.txt'), 'x\n', { mode: 0o664 });
-    fs.writeFileSync(path.join(ws, 'private'), 'x\n', { mode: 0o600 });
-    fs.writeFileSync(path.join(ws, 'run.sh'), '#!/bin/sh\n', { mode: 0o755 });
-    fs.chmodSync(path.join(ws, 'run.sh'), 0o755);
-    grantTree(ws, spec, 30_000);
-    const acl = (name: string): string => execFileSync('getfacl', ['-p', path.join(ws, name)], { encoding: 'utf8' });
-    const mode = (name: string): string => execFileSync('stat', ['-c', '%A', path.join(ws, name)], { encoding: 'utf8' }).trim();
-    expect(mode('plain.txt')).toBe('-rw-rw-r--');
-    expect(acl('plain.txt')).toMatch(/^mask::rw-$/m);
-    expect(acl('plain.txt')).toMatch(/^user:nobody:rw-$/m);
-    expect(mode('private')).toBe('-rw-rw----');
-    expect(acl('private')).toMatch(/^user:nobody:rw-$/m);
-    expect(mode('run.sh')).toBe('-rwxrwxr-x');
-    expect(acl('run.sh')).toMatch(/^user:nobody:rwx$/m);
-  });
+  asRoot(
+    'a file without an execute bit gets none from a later grant; the session user can still write it; an executable keeps it',
+    async () => {
+      const ws = tempDir();
+      // A workspace as a person's checkout is: its group and others may read and enter it.
+      fs.chmodSync(ws, 0o775);
+      const spec = { dirs: 'u:65534:rwX,d:u:65534:rwX', files: 'u:65534:rwX' };
+      await grantTree(ws, spec, 30_000);
+      // Created after the grant (a rewind's restored file, a person's new one): it inherits the default entry u:65534:rwx.
+      fs.writeFileSync(path.join(ws, 'plain.txt'), 'x\n', { mode: 0o664 });
+      fs.writeFileSync(path.join(ws, 'private'), 'x\n', { mode: 0o600 });
+      fs.writeFileSync(path.join(ws, 'run.sh'), '#!/bin/sh\n', { mode: 0o755 });
+      fs.chmodSync(path.join(ws, 'run.sh'), 0o755);
+      await grantTree(ws, spec, 30_000);
+      const acl = (name: string): string => execFileSync('getfacl', ['-p', path.join(ws, name)], { encoding: 'utf8' });
+      const mode = (name: string): string => execFileSync('stat', ['-c', '%A', path.join(ws, name)], { encoding: 'utf8' }).trim();
+      expect(mode('plain.txt')).toBe('-rw-rw-r--');
+      expect(acl('plain.txt')).toMatch(/^mask::rw-$/m);
+      expect(acl('plain.txt')).toMatch(/^user:nobody:rw-$/m);
+      expect(mode('private')).toBe('-rw-rw----');
+      expect(acl('private')).toMatch(/^user:nobody:rw-$/m);
+      expect(mode('run.sh')).toBe('-rwxrwxr-x');
+      expect(acl('run.sh')).toMatch(/^user:nobody:rwx$/m);
+    },
+  );
 });
