@@ -548,7 +548,8 @@ async function runIn(
   const judged = input.autoApprove === undefined ? { shell: true as const } : judge(input, session);
   const probedAt = Date.now();
   const how: Judged | { shell: true } = 'rule' in judged ? await ruleHolds(input.command, judged.rule, session) : judged;
-  if ('rule' in judged) log.info('rule program probed', { toolUseId: input.toolUseId, rule: judged.rule, ms: Date.now() - probedAt, ...how });
+  if ('rule' in judged)
+    log.info('rule program probed', { toolUseId: input.toolUseId, rule: judged.rule, ms: Date.now() - probedAt, ...how });
   if ('needsApproval' in how) return notRun(session, how.needsApproval);
   const approvedByRule = 'rule' in how && typeof how.rule === 'number' ? how.rule : undefined;
   // A command the read-only policy runs exactly cannot write; any other one may.

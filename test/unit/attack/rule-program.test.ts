@@ -61,9 +61,18 @@ const shadows: Array<[string, string[], RegExp]> = [
   ['hash -p', [FAKE, 'hash -p "$PWD/tools/git" git'], /resolves to .*tools\/git, a file of the workspace/],
   ['an empty PATH entry', [FAKE, 'cd tools', 'export PATH=":$PATH"'], /resolves to .*tools\/git, a file of the workspace/],
   ['`.` in PATH', [FAKE, 'cd tools', 'export PATH=".:$PATH"'], /resolves to .*tools\/git, a file of the workspace/],
-  ['a PATH entry in /tmp', ['mkdir -p /tmp/t && printf "#!/bin/sh\\necho FAKE\\n" > /tmp/t/git && chmod +x /tmp/t/git', 'export PATH="/tmp/t:$PATH"'], /resolves to/],
+  [
+    'a PATH entry in /tmp',
+    ['mkdir -p /tmp/t && printf "#!/bin/sh\\necho FAKE\\n" > /tmp/t/git && chmod +x /tmp/t/git', 'export PATH="/tmp/t:$PATH"'],
+    /resolves to/,
+  ],
   ['LD_PRELOAD exported', ['export LD_PRELOAD=$PWD/evil.so'], /exports LD_PRELOAD/],
   ['BASH_ENV exported', ['export BASH_ENV=$PWD/evil.sh'], /exports BASH_ENV/],
+  [
+    'command_not_found_handle, git off PATH',
+    ['command_not_found_handle() { echo FAKE >> fake.log; }', 'export PATH=/nonexistent'],
+    /git is not found/,
+  ],
   // Defined but hidden at probe time: it would run between the probe and the command.
   ['a function named builtin', ['builtin() { command builtin "$@"; }'], /did not say what git resolves to/],
 ];
@@ -90,12 +99,19 @@ describe('a prefix rule runs only the program it names', () => {
       'git() { echo FAKE >> fake.log; }',
       'builtin() { if declare -F git >/dev/null; then __g=$(declare -f git); unset -f git; else eval "$__g"; fi; unset -f builtin; command builtin "$@"; }',
     );
-    const verdict = await gate(s, 'git status --short');
-    // Either it was seen (refused), or if the probe saw no function the shell is frozen until the command: it must not come back.
-    if (verdict === 1) {
-      await s.run('git status --short');
-      expect(fs.existsSync(path.join(ws, 'fake.log'))).toBe(false);
-    } else expect(String(verdict)).toMatch(/does not apply/);
+    // Once called (by the bookkeeping after its own command, or the probe's), it removed git's function and itself:
+    // nothing can put git's function back before the command, so the rule applies and the system's git runs.
+    expect(await gate(s, 'git status --short')).toBe(1);
+    await s.run('git status --short');
+    expect(fs.existsSync(path.join(ws, 'fake.log'))).toBe(false);
+  });
+
+  maybe('no builtin can be loaded under the name of a program (enable is disabled in the session shell)', async () => {
+    const ws = workspace();
+    const s = await setUp(ws);
+    const r = await s.run('enable -f /usr/lib/bash/sleep git; enable -a | head -1');
+    expect(r.exitCode).not.toBe(0);
+    expect(await gate(s, 'git status')).toEqual(gitPath ? 1 : expect.any(String));
   });
 
   maybe('the system git, a builtin and a command after cd still run by the rule', async () => {
