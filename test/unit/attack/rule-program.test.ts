@@ -109,7 +109,7 @@ describe('a prefix rule runs only the program it names', () => {
   maybe('no builtin can be loaded under the name of a program (enable is disabled in the session shell)', async () => {
     const ws = workspace();
     const s = await setUp(ws);
-    const r = await s.run('enable -f /usr/lib/bash/sleep git; enable -a | head -1');
+    const r = await s.run('enable -f /usr/lib/bash/sleep git');
     expect(r.exitCode).not.toBe(0);
     expect(await gate(s, 'git status')).toEqual(gitPath ? 1 : expect.any(String));
   });
