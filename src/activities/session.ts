@@ -16,7 +16,8 @@ import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { OPEN_SESSION_FAILED_ATTEMPTS, ORPHAN_COMMAND_CLAIM_MS, SESSION_HEARTBEAT_INTERVAL_MS } from '../config';
 import { BashSession, ExactRefusedError, SessionCwdError, type BashSessionOptions, type CommandResult } from '../session';
-import { decideApproval, matchEditRule, matchRule } from '../policy';
+import { decideApproval, literalArgv, matchEditRule, matchRule } from '../policy';
+import { BUILTINS, KEYWORDS } from '../policy/builtins';
 import { TEXT_EDITOR_MAX_CHARACTERS, editRuleSubject, editRuleWords, type RunEditInput, type RunEditOutput } from '../contract/text-editor';
 import type { EditGate, ProposedEdit } from '../session';
 import { restoreCheckpoint, takeCheckpoint } from '../checkpoint/store';
@@ -494,6 +495,22 @@ function judge(input: RunCommandInput, session: BashSession): Judged {
 }
 
 /**
+ * A rule matched `command`: it runs by rule `rule` only when its first word names, in the shell now, a bash
+ * builtin or keyword of the fixed table (src/policy/builtins.ts) or a program of the system the session cannot
+ * replace (BashSession `resolveForRule`); else it waits for a person, the reason saying what the word resolves to.
+ */
+export async function ruleHolds(command: string, rule: number, session: BashSession): Promise<Judged> {
+  const words = literalArgv(command);
+  const word = words.ok ? words.argv[0] : undefined;
+  if (word === undefined) return { needsApproval: `rule ${rule} matches, but the command has no plain first word` };
+  const r = await session.resolveForRule(word);
+  const known = 'builtin' in r && (r.builtin === 'keyword' ? KEYWORDS.includes(word) : word in BUILTINS);
+  if ('program' in r || known) return { shell: true, rule };
+  const why = 'refuse' in r ? r.refuse : `${word} is a ${r.builtin} bash does not list`;
+  return { needsApproval: `rule ${rule} matches, but ${why}: the rule does not apply; a person decides` };
+}
+
+/**
  * The gate of one `runEdit` (see {@link RunEditInput}): an approved edit applies only when the
  * diff made now is the one approved (its SHA-256); under `policy` a `view` runs unasked; a
  * change (and under `rules` a view too) runs when a rule matches, else a person decides.
@@ -556,9 +573,13 @@ async function runIn(
   checkpointRoot: string,
 ): Promise<RunCommandOutput> {
   const ctx = Context.current();
-  const how = input.autoApprove === undefined ? { shell: true as const } : judge(input, session);
+  const judged = input.autoApprove === undefined ? { shell: true as const } : judge(input, session);
+  const probedAt = Date.now();
+  const how: Judged | { shell: true } = 'rule' in judged ? await ruleHolds(input.command, judged.rule, session) : judged;
+  if ('rule' in judged)
+    log.info('rule program probed', { toolUseId: input.toolUseId, rule: judged.rule, ms: Date.now() - probedAt, ...how });
   if ('needsApproval' in how) return notRun(session, how.needsApproval);
-  const approvedByRule = 'rule' in how ? how.rule : undefined;
+  const approvedByRule = 'rule' in how && typeof how.rule === 'number' ? how.rule : undefined;
   // A command the read-only policy runs exactly cannot write; any other one may.
   const checkpoint =
     input.checkpoint && !('exact' in how) && !readOnly(input.command, session)

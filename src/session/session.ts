@@ -90,6 +90,7 @@ import { sandboxView, type SandboxMode, type SandboxOptions } from './sandbox';
 import { writeSeccompFilter } from './seccomp';
 import { filterSha256 } from './seccomp-launch';
 import { ShellProcess, type ShellExit } from './shell';
+import { notSystemProgram, parseProbe, probeCommand, type ProbeAnswer } from './rule-probe';
 import { raceTimeout } from './timing';
 import { nearestExistingDir, notWritableBy, realDir, removeQuietly, SANDBOX_TMPFS_BYTES, viewCheck, within } from './workspace';
 
@@ -133,6 +134,9 @@ function readFirst(sent: Sent): boolean {
 
 /** `$?` in the new shell after a command whose exit status is unknown (timed out, cancelled, its end not proven). */
 const UNKNOWN_STATUS = 1;
+
+/** How long the probe of a rule's program may take (ms) before the rule does not apply (rule-probe.ts). */
+const PROBE_TIMEOUT_MS = 10_000;
 
 /** One command on its way to the shell: its file (when long), tokens, FIFO and output collector. */
 interface PreparedCommand {
@@ -524,6 +528,59 @@ export class BashSession {
     }
     if (this.closed) return Promise.reject(this.closedError());
     return this.enqueue(() => this.runNow(command, options));
+  }
+
+  /**
+   * Why an approval rule may not run a command whose first word is `word`, asked of the shell now
+   * (rule-probe.ts): a function, alias or a file that is not a program of the system ({@link notSystemProgram}),
+   * or a loader/start-up variable exported; undefined when the word names a builtin or keyword (for the caller to
+   * check against its list: `{ builtin }`) or a system program. One round trip through the control protocol;
+   * the shell's `$?` and the command count are left as they were.
+   * @returns `{ refuse }` with the reason, or `{ builtin: kind }`, or `{ program: realPath }`
+   * @throws SessionClosedError when the session is closed
+   */
+  resolveForRule(word: string): Promise<{ refuse: string } | { builtin: string } | { program: string }> {
+    if (this.closed) return Promise.reject(this.closedError());
+    return this.enqueue(async () => {
+      const answer = await this.probeNow(word);
+      if (!answer) return { refuse: `the shell did not say what ${word} resolves to` };
+      if (answer.function || answer.kinds.includes('function')) return { refuse: `${word} is a shell function of the session` };
+      if (answer.kinds.includes('alias')) return { refuse: `${word} is an alias of the session` };
+      if (answer.codeVariables.length > 0)
+        return { refuse: `the session exports ${answer.codeVariables.join(', ')}, which make a program run other code` };
+      const first = answer.kinds[0] ?? (answer.path !== undefined ? 'file' : 'none');
+      if (first === 'builtin' || first === 'keyword') return { builtin: first };
+      if (first !== 'file' || answer.path === undefined) return { refuse: `${word} is not found` };
+      const why = notSystemProgram(answer.path, this.currentCwd(), this.env.PATH ?? '', this.options.exactRoot);
+      return why ? { refuse: `${word} resolves to ${why}` } : { program: answer.path };
+    });
+  }
+
+  /**
+   * Sends the probe of `word` as a command (rule-probe.ts) and reads its framed answer: undefined when the
+   * command did not end as proven (the shell is then replaced, its notes told with the next command). Runs no
+   * audit and keeps the shell's `$?`.
+   */
+  private async probeNow(word: string): Promise<ProbeAnswer | undefined> {
+    if (!this.shell || this.shell.exit) return undefined;
+    const shell = this.shell;
+    const status = this.lastStatus;
+    const { text, nonce } = probeCommand(word);
+    const prepared = this.prepareCommand(text);
+    const sent = await this.sendAndWait(shell, prepared, PROBE_TIMEOUT_MS, undefined);
+    const ending = await this.settle(shell, sent);
+    shell.cancelExpect();
+    await this.drain(shell, prepared.capture, sent.outcome, ending.ended);
+    const captured = prepared.collector.finish(this.secrets);
+    if ('file' in prepared.source) removeQuietly(prepared.commandFile);
+    this.lastStatus = status;
+    if (ending.restartAfter && !this.closed) {
+      this.cutNotes.push(...ending.notes);
+      const failed = await this.replaceAfterCommand();
+      if (failed) this.cutNotes.push(failed);
+      return undefined;
+    }
+    return ending.ended && !captured.truncated ? parseProbe(captured.text, nonce) : undefined;
   }
 
   /**
