@@ -457,8 +457,8 @@ export async function makeDirectory(dir: string): Promise<void> {
     throw ApplicationFailure.nonRetryable(`cannot use ${dir} as the working directory: it exists but is not a directory`, WORKDIR_UNUSABLE);
 }
 
-/** The answer of `runCommand` when the policy wants a human: nothing ran. */
-function notRun(session: BashSession, reason: string): RunCommandOutput {
+/** An answer of `runCommand` for a command that did not start, in `cwd`, with `more` (why). */
+function nothingRan(cwd: string, more: Pick<RunCommandOutput, 'needsApproval' | 'notes'>): RunCommandOutput {
   return {
     output: '',
     exitCode: null,
@@ -467,10 +467,15 @@ function notRun(session: BashSession, reason: string): RunCommandOutput {
     outputBytes: 0,
     sessionRestarted: false,
     shellExit: null,
-    cwd: session.cwd,
+    cwd,
     durationMs: 0,
-    needsApproval: reason,
+    ...more,
   };
+}
+
+/** The answer of `runCommand` when the policy wants a human: nothing ran. */
+function notRun(session: BashSession, reason: string): RunCommandOutput {
+  return nothingRan(session.cwd, { needsApproval: reason });
 }
 
 /** How {@link judge} lets a command run: exactly (the read-only policy), in the shell by a rule, or not without a human. */
@@ -679,18 +684,7 @@ function checkpointLate(session: BashSession, waitedMs: number): RunCommandOutpu
     `being taken after ${Math.round(waitedMs / 1000)} s, so the command did not start. A checkpoint reads every file ` +
     `of the workspace, git-ignored trees like node_modules included (a run started with --checkpoint-exclude node_modules ` +
     `skips them). It goes on in the background; running the command again waits for it first`;
-  return {
-    output: '',
-    exitCode: null,
-    timedOut: false,
-    truncated: false,
-    outputBytes: 0,
-    sessionRestarted: false,
-    shellExit: null,
-    cwd: session.currentCwd(),
-    durationMs: 0,
-    notes: [`[agent-jobs: ${why}]`],
-  };
+  return nothingRan(session.currentCwd(), { notes: [`[agent-jobs: ${why}]`] });
 }
 
 /** Whether the read-only policy would run `command` unasked (then it cannot write, and needs no checkpoint), whatever the run's approval mode. */
