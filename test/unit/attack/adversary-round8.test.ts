@@ -40,6 +40,7 @@ import { closeSessions, removeTempDirs, startSession, tempDir } from '../session
 import { leaveControlJob } from './control-jobs';
 import { withOwnersKey } from './owner-keyring';
 import { type LookalikeCase, expectFlaggedEverywhere } from './lookalikes';
+import { statusLinesOf } from '../cli/status-output';
 
 const OPEN = true;
 const t = OPEN ? test.skip : test;
@@ -427,29 +428,7 @@ describe("adversary round 8, kind 5: the shell's working directory in status", (
       session: { cwd: r.cwd, workerId: 'w1', user: 'agent-jobs', sandbox: 'bwrap' },
       decisions: [],
     };
-    const out: string[] = [];
-    const write = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-      out.push(String(chunk));
-      return true;
-    });
-    try {
-      jest.resetModules();
-      jest.doMock('../../../src/cli/context', () => ({
-        withClient: (fn: (jobs: unknown) => Promise<unknown>) =>
-          fn({ run: () => ({ status: () => Promise.resolve(view) }), uiUrl: () => 'http://ui/x' }),
-      }));
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { registerStatus } = require('../../../src/cli/commands/status') as typeof import('../../../src/cli/commands/status');
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { Command } = require('commander') as typeof import('commander');
-      const program = new Command();
-      registerStatus(program);
-      await program.parseAsync(['node', 'agent-jobs', 'status', 'wf-1']);
-    } finally {
-      write.mockRestore();
-      jest.dontMock('../../../src/cli/context');
-    }
-    const lines = out.join('').split('\n');
+    const lines = await statusLinesOf(view);
     expect(lines.some((l) => l.startsWith('  pending approval:'))).toBe(false);
   });
 });

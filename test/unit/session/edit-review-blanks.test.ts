@@ -16,6 +16,7 @@ import { editRuleSubject, parseEditInput } from '../../../src/contract/text-edit
 import type { PendingApproval } from '../../../src/contract';
 import { diffDisplay, diffWarnings, displayCommand, editWarningDetails, pendingApproval, safeText } from '../../../src/shared/display';
 import { closeSessions, removeTempDirs, startSession, tempDir } from './helpers';
+import { statusLinesOf } from '../cli/status-output';
 
 afterEach(async () => {
   await closeSessions();
@@ -50,29 +51,7 @@ async function statusOutput(pending: PendingApproval): Promise<string[]> {
     decisions: [],
     pendingApproval: pending,
   };
-  const out: string[] = [];
-  const write = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-    out.push(String(chunk));
-    return true;
-  });
-  try {
-    jest.resetModules();
-    jest.doMock('../../../src/cli/context', () => ({
-      withClient: (fn: (jobs: unknown) => Promise<unknown>) =>
-        fn({ run: () => ({ status: () => Promise.resolve(view) }), uiUrl: () => 'http://ui/x' }),
-    }));
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const { registerStatus } = require('../../../src/cli/commands/status') as typeof import('../../../src/cli/commands/status');
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const { Command } = require('commander') as typeof import('commander');
-    const program = new Command();
-    registerStatus(program);
-    await program.parseAsync(['node', 'agent-jobs', 'status', 'wf-1']);
-  } finally {
-    write.mockRestore();
-    jest.dontMock('../../../src/cli/context');
-  }
-  return out.join('').split('\n');
+  return statusLinesOf(view);
 }
 
 /** The pending approval of `diff` as the client computes it from the query's command (client.ts `queryStatus`). */
