@@ -44,11 +44,13 @@ async function siblings(): Promise<{ ws: string; p: BashSession; c: BashSession 
 
 /**
  * P moves `.git/worktrees` away and a job of P keeps a relative symlink to the host folder `host` in its
- * place (made again every 50 ms: C's audit moves a symlink there to the quarantine after each command).
+ * place (made again every 50 ms: C's audit moves a symlink there to the quarantine after each command), until
+ * `/tmp/stop-link` exists in P's sandbox. The job stops itself: a `kill` could end it while its `ln` runs on, and that
+ * `ln` then made the symlink again after P had removed it.
  */
 async function keepLinkInPlace(ws: string, p: BashSession, host: string): Promise<void> {
   const link = path.relative(path.join(ws, '.git'), host);
-  const swap = `mv -T .git/worktrees .git/wt-away && (while :; do [ -L .git/worktrees ] || ln -s ${link} .git/worktrees; sleep 0.05; done) >/dev/null 2>&1 & echo swapped`;
+  const swap = `mv -T .git/worktrees .git/wt-away && (while [ ! -e /tmp/stop-link ]; do [ -L .git/worktrees ] || ln -s ${link} .git/worktrees; sleep 0.05; done) >/dev/null 2>&1 & echo swapped`;
   expect((await p.run(swap)).output).toContain('swapped');
 }
 
@@ -69,9 +71,9 @@ dRoot("held-binds.ts: a sibling changes a folder the other session's guard holds
       );
       expect(fs.readdirSync(host)).toEqual([]);
       // The cause gone (the folder back), the next command starts a shell, and the held folder is what it shows.
-      expect((await p.run('kill %1; wait; rm -f .git/worktrees && mv -T .git/wt-away .git/worktrees && echo back')).output).toContain(
-        'back',
-      );
+      expect(
+        (await p.run('touch /tmp/stop-link; wait; rm -f .git/worktrees && mv -T .git/wt-away .git/worktrees && echo back')).output,
+      ).toContain('back');
       const held = fs.statSync(path.join(ws, '.git/worktrees')).ino;
       const r = await c.run(`stat -c %i .git/worktrees; { echo x > ${host}/pwned; } 2>/dev/null; echo tried`);
       expect(r.output.split('\n')[0]).toBe(String(held));
