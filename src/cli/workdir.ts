@@ -23,7 +23,7 @@ export async function checkWorkdir(dir: string): Promise<void> {
     if (leavesRoot(dir)) throw bad("a relative path is under the worker's workspace root, and this one leaves it (..)");
     if (namesRoot(dir))
       throw bad(
-        `a relative path is under the worker's workspace root, not this directory, and this one is that root itself (every run's folder): for this directory give --workdir ${process.cwd()}`,
+        "a relative path is under the worker's workspace root, not the current directory, and this one is that root itself (every run's folder): to run in the repository you are in, pass its absolute path: --workdir /abs/path",
       );
     return;
   }

@@ -30,7 +30,7 @@ describe('an unusable --workdir', () => {
       ['../escape', /a relative path is under the worker's workspace root, and this one leaves it/],
       ['a/./../../escape', /this one leaves it/],
       // The root itself, which holds every run's folder: a person in their project meaning "here".
-      ['.', /this one is that root itself \(every run's folder\): for this directory give --workdir \//],
+        /this one is that root itself \(every run's folder\): to run in the repository you are in, pass its absolute path: --workdir \/abs\/path/,
       ['./', /this one is that root itself/],
       ['src/..', /this one is that root itself/],
     ];
