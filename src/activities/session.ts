@@ -10,6 +10,7 @@
 import { workspaceFolderName } from '../contract/subagent';
 import { leavesRoot } from '../shared/paths';
 import { checkWorktreeGit, createWorktree, type WorktreeGit } from '../session/worktree';
+import { within } from '../session/workspace';
 import { mkdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Context, log } from '@temporalio/activity';
@@ -404,30 +405,55 @@ function workdirOf(root: string, input: Pick<OpenSessionInput, 'workdir' | 'work
 }
 
 /**
- * Refuses a working directory that is one of the folders the sandbox hides from every session: the workspace root
- * (every run's folder is in it), the data dir, the checkpoint store, the product's own code (`hidden`, the worker's
- * `hidePaths`). Each, made the workspace, is bound whole into the sandbox, so the run would read and write other runs'
- * workspaces or the code the worker runs. A folder above one is fine: the sandbox hides that one inside it. Compared
- * with symlinks resolved, after the folder exists.
+ * `p` (absolute) with symlinks resolved, also when it does not exist yet: its nearest existing ancestor resolved, then
+ * the rest as written (where {@link makeDirectory}, which makes one level at a time through those symlinks, puts it).
+ */
+async function resolvedPath(p: string): Promise<string> {
+  const rest: string[] = [];
+  for (let at = path.resolve(p); ; at = path.dirname(at)) {
+    const real = await realpath(at).catch(() => null);
+    if (real !== null) return path.join(real, ...rest);
+    if (at === path.dirname(at)) return path.resolve(p);
+    rest.unshift(path.basename(at));
+  }
+}
+
+/**
+ * Refuses a working directory that is, or lies inside, one of the folders the sandbox hides from every session
+ * (`hidden`, the worker's `hidePaths`: the workspace root, the data dir, the checkpoint store, the product's own code,
+ * `AGENT_JOBS_SANDBOX_HIDE`), and the workspace root itself. The workspace is bound whole into the sandbox, writable,
+ * and the sandbox hides only what lies inside it: made the workspace, such a folder (or a folder of it: the checkpoint
+ * store's `objects`, the product's `dist/`) would let the run read and write other runs' folders, the product's data
+ * or the code the worker runs. One exception: a folder strictly inside the workspace root (a run's own folder) when
+ * the hidden folder holds the root (the root itself, the data dir above it, the product's code in a dev checkout),
+ * unless a hidden folder inside the root holds the folder too. A folder above a hidden one is fine: the sandbox hides
+ * that one inside it. Compared with symlinks resolved (a missing folder as {@link makeDirectory} would make it): the
+ * caller checks before making the folder (nothing made in a hidden folder) and again after (the folder bash gets).
  * @throws ApplicationFailure of type {@link WORKDIR_UNUSABLE} (non-retryable) naming the folder and why
  */
 export async function refuseProductDir(workdir: string, root: string, hidden: readonly string[]): Promise<void> {
-  const real = async (p: string): Promise<string | null> => realpath(p).catch(() => null);
-  const dir = await real(workdir);
-  if (dir === null) return;
-  if (dir === (await real(root)))
+  const dir = await resolvedPath(workdir);
+  const realRoot = await resolvedPath(root);
+  if (dir === realRoot)
     throw ApplicationFailure.create({
       message: `the working directory ${workdir} is the workspace root ${root} itself, which holds every run's folder: name a folder of its own (a relative path is one under that root)`,
       type: WORKDIR_UNUSABLE,
       nonRetryable: true,
     });
-  for (const h of hidden)
-    if (dir === (await real(h)))
-      throw ApplicationFailure.create({
-        message: `the working directory ${workdir} is ${h}, a folder the sandbox hides from every session (the product's data or code): name a folder of its own`,
-        type: WORKDIR_UNUSABLE,
-        nonRetryable: true,
-      });
+  const inRoot = within(dir, realRoot);
+  let holder: { h: string; folder: string } | undefined;
+  for (const h of hidden) {
+    const folder = await resolvedPath(h);
+    if (!within(dir, folder) || (inRoot && within(realRoot, folder))) continue;
+    // The innermost one is named: the checkpoint store rather than the data dir that holds it.
+    if (!holder || folder.length > holder.folder.length) holder = { h, folder };
+  }
+  if (holder)
+    throw ApplicationFailure.create({
+      message: `the working directory ${workdir} ${dir === holder.folder ? 'is' : 'is inside'} ${holder.h}, a folder the sandbox hides from every session (the product's data or code), which bound whole into the sandbox it would show: name a folder outside it (or one under the workspace root ${root})`,
+      type: WORKDIR_UNUSABLE,
+      nonRetryable: true,
+    });
 }
 
 /**
@@ -881,8 +907,11 @@ export function createSessionActivities(deps: SessionActivityDeps) {
           registry.closed(stale);
         }
         const workdir = workdirOf(deps.workspaceRoot, input);
+        const hidden = deps.sessionOptions.hidePaths ?? [];
+        // Before making it (nothing is made in a hidden folder), and again once it exists (what bash is bound to).
+        await refuseProductDir(workdir, deps.workspaceRoot, hidden);
         await makeDirectory(workdir);
-        await refuseProductDir(workdir, deps.workspaceRoot, deps.sessionOptions.hidePaths ?? []);
+        await refuseProductDir(workdir, deps.workspaceRoot, hidden);
         if (input.restore) {
           // Rewind / fork: the workspace goes back to the checkpoint before bash starts there.
           const report = await restoreCheckpoint(input.restore.store, workdir, input.restore.id, input.restore.exclude, {

@@ -6,7 +6,8 @@
  * the workspace of a closed run in its status, and what the Temporal UI shows (static summary, activity summaries,
  * AgentStatus).
  */
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
@@ -283,7 +284,9 @@ describe('agent-jobs CLI', () => {
   });
 
   test('start --workdir: a directory that does not exist is created by the worker', async () => {
-    const workdir = path.join(bed.dir, 'not', 'there', 'yet');
+    // Outside the bed's data dir, which the worker refuses (a folder its sandbox hides from every session).
+    const outside = mkdtempSync(path.join(tmpdir(), 'aj-it-cli-workdir-'));
+    const workdir = path.join(outside, 'not', 'there', 'yet');
     expect(existsSync(workdir)).toBe(false);
     const id = `cli-workdir-${Date.now()}`;
     const r = await cli(bed.address, 'start', 'write', 'a', 'file', '--id', id, '--workdir', workdir, '--approval', 'auto', '--follow');
@@ -293,6 +296,7 @@ describe('agent-jobs CLI', () => {
     // The closed run's status names the workdir it was given.
     const status = JSON.parse((await cli(bed.address, 'status', id, '--json')).stdout) as { workspace: { path: string } | null };
     expect(status.workspace).toEqual({ path: workdir, workerId: expect.any(String), sandboxes: [expect.stringMatching(/^(bwrap|none)$/)] });
+    rmSync(outside, { recursive: true, force: true });
   });
 
   test('bad input and unknown runs: one line, a hint, exit 1', async () => {
