@@ -210,9 +210,11 @@ export const EXACT_MAX_CPU_MS = 5_000;
  * Most time a program run unasked may run, ms, whatever it does: 30 s. It bounds what no other bound sees, a program
  * that waits without reading or computing (a pty's master, `/dev/ptmx`, swapped in for a path after the check: `cat`
  * waited to the command's timeout, forever with none, adversary round 33), whose cheaper, earlier stop is the watch of
- * its descriptors ({@link blockerInUse}). Chosen from measurements: `grep -rc` over this repository with its
- * `node_modules` and `.git` (574 MB) took 1.8 to 3.9 s on 2 cores at load 6, and {@link EXACT_MAX_CPU_MS} already
- * allows about 25 s at load 10; 30 s keeps that margin and is a quarter of the default command timeout.
+ * its descriptors ({@link blockerInUse}). Chosen from measurements of `grep -rc` on 2 cores at load 20: this
+ * repository with its `node_modules` and `.git` (574 MB) 2.4 to 3.8 s; 3.7 GB of `/usr/lib` (4.3 s of CPU, about the
+ * most {@link EXACT_MAX_CPU_MS} and {@link EXACT_MAX_READ_BYTES} let through) 18 s; 2.2 GB not in the page cache
+ * 57 s, but with 9.3 s of CPU, which the CPU bound stops first. So 30 s stops little the other bounds let run, and
+ * is a quarter of the default command timeout; a run that needs longer is asked for.
  */
 export const EXACT_MAX_WALL_MS = 30_000;
 
