@@ -161,15 +161,22 @@ export interface ExactRun {
   durationMs: number;
   /**
    * Set when the run was killed because one of its processes was opening or holding a named FIFO, or
-   * waiting on a file lease ({@link fifoInUse}): what was seen, e.g. `cat (pid 123) was opening a FIFO`.
+   * waiting on a file lease ({@link blockerInUse}): what was seen, e.g. `cat (pid 123) was opening a FIFO`.
    */
   stoppedOnFifo?: string;
+  /**
+   * Set when the run was killed because one of its processes held a terminal or a character device other than
+   * {@link HARMLESS_DEVICES} ({@link blockerInUse}): what was seen, e.g. `cat (pid 123) had the terminal /dev/pts/ptmx (5:2) open`.
+   */
+  stoppedOnDevice?: string;
   /** Set when the run was killed because its output passed {@link EXACT_MAX_OUTPUT_BYTES}: the bytes it had printed by then. */
   stoppedOnOutput?: number;
   /** Set when the run was killed because its processes read more than {@link EXACT_MAX_READ_BYTES}: the bytes read by then. */
   stoppedOnRead?: number;
   /** Set when the run was killed because its processes used more than {@link EXACT_MAX_CPU_MS} of CPU: the ms used by then. */
   stoppedOnCpu?: number;
+  /** Set when the run was killed because it ran longer than {@link EXACT_MAX_WALL_MS}: the ms it had run by then. */
+  stoppedOnWall?: number;
 }
 
 /**
@@ -199,6 +206,18 @@ export const EXACT_MAX_READ_BYTES = 4 * 1024 * 1024 * 1024;
  */
 export const EXACT_MAX_CPU_MS = 5_000;
 
+/**
+ * Most time a program run unasked may run, ms, whatever it does: 30 s. It bounds what no other bound sees, a program
+ * that waits without reading or computing (a pty's master, `/dev/ptmx`, swapped in for a path after the check: `cat`
+ * waited to the command's timeout, forever with none, adversary round 33), whose cheaper, earlier stop is the watch of
+ * its descriptors ({@link blockerInUse}). Chosen from measurements of `grep -rc` on 2 cores at load 20: this
+ * repository with its `node_modules` and `.git` (574 MB) 2.4 to 3.8 s; 3.7 GB of `/usr/lib` (4.3 s of CPU, about the
+ * most {@link EXACT_MAX_CPU_MS} and {@link EXACT_MAX_READ_BYTES} let through) 18 s; 2.2 GB not in the page cache
+ * 57 s, but with 9.3 s of CPU, which the CPU bound stops first. So 30 s stops little the other bounds let run, and
+ * is a quarter of the default command timeout; a run that needs longer is asked for.
+ */
+export const EXACT_MAX_WALL_MS = 30_000;
+
 /** The bounds of one exact run ({@link runExactProgram}); tests may lower them. */
 export interface ExactBounds {
   /** Bytes printed at most. @default {@link EXACT_MAX_OUTPUT_BYTES} */
@@ -207,18 +226,36 @@ export interface ExactBounds {
   readonly readBytes: number;
   /** CPU ms used at most. @default {@link EXACT_MAX_CPU_MS} */
   readonly cpuMs: number;
+  /** Ms run at most. @default {@link EXACT_MAX_WALL_MS} */
+  readonly wallMs: number;
 }
 
 /** The default {@link ExactBounds}. */
-export const EXACT_BOUNDS: ExactBounds = { outputBytes: EXACT_MAX_OUTPUT_BYTES, readBytes: EXACT_MAX_READ_BYTES, cpuMs: EXACT_MAX_CPU_MS };
+export const EXACT_BOUNDS: ExactBounds = {
+  outputBytes: EXACT_MAX_OUTPUT_BYTES,
+  readBytes: EXACT_MAX_READ_BYTES,
+  cpuMs: EXACT_MAX_CPU_MS,
+  wallMs: EXACT_MAX_WALL_MS,
+};
 
-/** Whether a bound of {@link ExactBounds} stopped `run` (its output, reads or CPU). */
+/** Whether a bound of {@link ExactBounds} (its output, reads, CPU or time) or a device it held stopped `run`. */
 export const exactStopped = (run: ExactRun): boolean =>
-  run.stoppedOnOutput !== undefined || run.stoppedOnRead !== undefined || run.stoppedOnCpu !== undefined;
+  run.stoppedOnOutput !== undefined ||
+  run.stoppedOnRead !== undefined ||
+  run.stoppedOnCpu !== undefined ||
+  run.stoppedOnWall !== undefined ||
+  run.stoppedOnDevice !== undefined;
 
-/** What a result says of a run its reads or CPU stopped ({@link EXACT_MAX_READ_BYTES}, {@link EXACT_MAX_CPU_MS}); none otherwise. */
+/**
+ * What a result says of a run its reads, CPU or time stopped ({@link EXACT_MAX_READ_BYTES}, {@link EXACT_MAX_CPU_MS},
+ * {@link EXACT_MAX_WALL_MS}) or a device it held ({@link blockerInUse}); none otherwise.
+ */
 export function exactStopNotes(run: ExactRun): string[] {
   const notes: string[] = [];
+  if (run.stoppedOnDevice !== undefined)
+    notes.push(
+      `stopped: ${run.stoppedOnDevice}; a program run unasked never reads a terminal or a device other than ${HARMLESS_DEVICES.map((d) => d.name).join(', ')} (something put one at a path after the check), so it was killed; ask for approval to run it in the session's shell`,
+    );
   if (run.stoppedOnRead !== undefined)
     notes.push(
       `stopped: it read ${run.stoppedOnRead} bytes, more than the ${EXACT_MAX_READ_BYTES} a program run unasked may read (a sparse file, or a device swapped in for a path after the check), so it was killed; ask for approval to run it in the session's shell`,
@@ -227,11 +264,50 @@ export function exactStopNotes(run: ExactRun): string[] {
     notes.push(
       `stopped: it used ${Math.round(run.stoppedOnCpu)} ms of CPU, more than the ${EXACT_MAX_CPU_MS} ms a program run unasked may use, so it was killed; ask for approval to run it in the session's shell`,
     );
+  if (run.stoppedOnWall !== undefined)
+    notes.push(
+      `stopped: it ran ${run.stoppedOnWall} ms, longer than the ${EXACT_MAX_WALL_MS} ms a program run unasked may run (it may have waited on something that never came), so it was killed; ask for approval to run it in the session's shell`,
+    );
   return notes;
 }
 
 /** How often {@link runExactProgram} looks at what the run's processes wait on, read and use, ms. */
 export const FIFO_WATCH_MS = 50;
+
+/**
+ * The character devices a program run unasked may hold (major 1, the kernel's memory devices): they never wait, and
+ * what reads them endlessly is bounded by its reads or CPU. The run's stdin is `/dev/null`.
+ */
+export const HARMLESS_DEVICES: readonly { name: string; major: number; minor: number }[] = [
+  { name: '/dev/null', major: 1, minor: 3 },
+  { name: '/dev/zero', major: 1, minor: 5 },
+  { name: '/dev/full', major: 1, minor: 7 },
+  { name: '/dev/random', major: 1, minor: 8 },
+  { name: '/dev/urandom', major: 1, minor: 9 },
+];
+
+/** Majors of terminals (`Documentation/admin-guide/devices.txt`): virtual consoles, `/dev/tty` and `/dev/ptmx`, pty slaves. */
+const TERMINAL_MAJORS = new Set([4, 5, 136, 137, 138, 139, 140, 141, 142, 143]);
+
+/** Major and minor of a device number as Linux encodes `dev_t` (glibc `gnu_dev_major`, `gnu_dev_minor`). */
+export function deviceNumbers(rdev: number): { major: number; minor: number } {
+  const big = BigInt(rdev);
+  return {
+    major: Number(((big >> 8n) & 0xfffn) | ((big >> 32n) & ~0xfffn)),
+    minor: Number((big & 0xffn) | ((big >> 12n) & ~0xffn)),
+  };
+}
+
+/**
+ * What a descriptor of character device `rdev` (named `link` in its process's view) is, when a program run unasked
+ * must not hold it: a terminal (a pty's master or slave, `/dev/tty`, a console) or any device but {@link HARMLESS_DEVICES},
+ * whose read may wait forever without reading or computing (no bound of its reads or CPU sees it); undefined when harmless.
+ */
+export function refusedDevice(link: string, rdev: number): string | undefined {
+  const { major, minor } = deviceNumbers(rdev);
+  if (HARMLESS_DEVICES.some((d) => d.major === major && d.minor === minor)) return undefined;
+  return `${TERMINAL_MAJORS.has(major) ? 'the terminal' : 'the character device'} ${link} (${major}:${minor})`;
+}
 
 /** Clock ticks a second in `/proc/<pid>/stat` (`USER_HZ`, 100 on every Linux this runs on). */
 const USER_HZ = 100;
@@ -266,8 +342,12 @@ function runTree(pid: number): number[] {
   return out;
 }
 
+/** What {@link blockerInUse} found: a FIFO or a lease (the run's `stoppedOnFifo`), or a device (`stoppedOnDevice`). */
+export type Blocker = { stoppedOnFifo: string } | { stoppedOnDevice: string };
+
 /**
- * What in the process tree of `pid` uses a named FIFO or waits on a file lease, or undefined: a process
+ * What in the process tree of `pid` uses a named FIFO, waits on a file lease or holds a terminal or a device that may
+ * wait forever ({@link refusedDevice}), or undefined: a process
  * blocked opening a FIFO (its `wchan` is the kernel's `wait_for_partner`, where `open(2)` of a FIFO
  * waits for the other end), one holding a descriptor of a FIFO that has a name (a FIFO in the
  * filesystem, not an anonymous pipe such as the run's own stdout), or one whose `open(2)` waits for
@@ -276,16 +356,19 @@ function runTree(pid: number): number[] {
  * a path never needs either (the check before launch refuses a FIFO; the session's seccomp filter
  * refuses leases, seccomp.ts `FCNTL_COMMANDS`, so a lease is met only where no filter runs), so one
  * found now was put there after the check (a job swapping the path) and would block the run until
- * its timeout. Reads `/proc` (the worker's view: host pids); a process that is gone meanwhile is skipped.
+ * its timeout. The same holds of a descriptor of a terminal or a device other than {@link HARMLESS_DEVICES} (the
+ * check refuses devices; `/dev/ptmx` swapped in makes `cat` wait without reading or computing, adversary round 33):
+ * the same `stat` of each descriptor tells it. Reads `/proc` (the worker's view: host pids); a process that is gone
+ * meanwhile is skipped.
  */
-export function fifoInUse(pid: number): string | undefined {
+export function blockerInUse(pid: number): Blocker | undefined {
   for (const p of runTree(pid)) {
     let name: string;
     try {
       name = `${fs.readFileSync(`/proc/${p}/comm`, 'utf8').trim()} (pid ${p})`;
       const wchan = fs.readFileSync(`/proc/${p}/wchan`, 'utf8').trim();
-      if (wchan === 'wait_for_partner') return `${name} was opening a FIFO`;
-      if (wchan === '__break_lease') return `${name} was waiting for another process to give up its lease on a file`;
+      if (wchan === 'wait_for_partner') return { stoppedOnFifo: `${name} was opening a FIFO` };
+      if (wchan === '__break_lease') return { stoppedOnFifo: `${name} was waiting for another process to give up its lease on a file` };
     } catch {
       continue;
     }
@@ -293,7 +376,10 @@ export function fifoInUse(pid: number): string | undefined {
       try {
         const link = fs.readlinkSync(`/proc/${p}/fd/${fd}`);
         if (link.startsWith('pipe:') || !link.startsWith('/')) continue;
-        if (fs.statSync(`/proc/${p}/fd/${fd}`).isFIFO()) return `${name} had the FIFO ${link} open`;
+        const st = fs.statSync(`/proc/${p}/fd/${fd}`);
+        if (st.isFIFO()) return { stoppedOnFifo: `${name} had the FIFO ${link} open` };
+        const device = st.isCharacterDevice() ? refusedDevice(link, st.rdev) : undefined;
+        if (device) return { stoppedOnDevice: `${name} had ${device} open` };
       } catch {
         /* closed meanwhile */
       }
@@ -324,22 +410,24 @@ export function runUsage(pids: readonly number[]): { readBytes: number; cpuMs: n
 }
 
 /** What stopped a run, as {@link ExactRun} gives it. */
-type Stopped = Pick<ExactRun, 'stoppedOnFifo' | 'stoppedOnRead' | 'stoppedOnCpu'>;
+type Stopped = Pick<ExactRun, 'stoppedOnFifo' | 'stoppedOnDevice' | 'stoppedOnRead' | 'stoppedOnCpu' | 'stoppedOnWall'>;
 
 /**
- * Looks every {@link FIFO_WATCH_MS} ms at what `child`'s processes wait on ({@link fifoInUse}), read and used
- * ({@link runUsage}) and calls `kill` once one uses a FIFO or they pass `bounds`; `stop()` of the result ends the watch
- * and gives what was seen.
+ * Looks every {@link FIFO_WATCH_MS} ms at what `child`'s processes wait on and hold ({@link blockerInUse}), read and
+ * used ({@link runUsage}), and how long it has run since `started` (epoch ms), and calls `kill` once one uses a FIFO or
+ * a device or they pass `bounds`; `stop()` of the result ends the watch and gives what was seen.
  */
-function watchRun(child: { pid?: number }, kill: () => void, bounds: ExactBounds): { stop: () => Stopped } {
+function watchRun(child: { pid?: number }, kill: () => void, bounds: ExactBounds, started: number): { stop: () => Stopped } {
   let seen: Stopped = {};
   const watch = setInterval(() => {
     if (!child.pid || Object.keys(seen).length > 0) return;
-    const fifo = fifoInUse(child.pid);
+    const blocker = blockerInUse(child.pid);
     const used = runUsage(runTree(child.pid));
-    if (fifo) seen = { stoppedOnFifo: fifo };
+    const ran = Date.now() - started;
+    if (blocker) seen = blocker;
     else if (used.readBytes > bounds.readBytes) seen = { stoppedOnRead: used.readBytes };
     else if (used.cpuMs > bounds.cpuMs) seen = { stoppedOnCpu: used.cpuMs };
+    else if (ran > bounds.wallMs) seen = { stoppedOnWall: ran };
     if (Object.keys(seen).length > 0) kill();
   }, FIFO_WATCH_MS);
   return {
@@ -375,10 +463,11 @@ function boundedOutput(
 /**
  * Spawns `file args` in `cwd` with `env`, feeds stdout and stderr (as they
  * come) to `onOutput`, kills the process group at `timeoutMs` or on abort, as
- * soon as one of its processes opens or holds a named FIFO ({@link fifoInUse},
- * looked at every {@link FIFO_WATCH_MS} ms; `stoppedOnFifo` says what was seen),
- * or once it has printed more than `bounds.outputBytes` (`stoppedOnOutput`), its processes read more than
- * `bounds.readBytes` (`stoppedOnRead`) or used more than `bounds.cpuMs` of CPU (`stoppedOnCpu`).
+ * soon as one of its processes opens or holds a named FIFO ({@link blockerInUse},
+ * looked at every {@link FIFO_WATCH_MS} ms; `stoppedOnFifo` says what was seen) or a terminal or device
+ * that may wait forever (`stoppedOnDevice`), or once it has printed more than `bounds.outputBytes`
+ * (`stoppedOnOutput`), its processes read more than `bounds.readBytes` (`stoppedOnRead`) or used more than
+ * `bounds.cpuMs` of CPU (`stoppedOnCpu`), or it ran longer than `bounds.wallMs` (`stoppedOnWall`, within a look).
  * Resolves when the process has exited and its pipes are closed (at most
  * 300 ms after exit, for pipes held by a child that outlives it).
  */
@@ -412,8 +501,8 @@ export function runExactProgram(
       }
     };
     const timer = Number.isFinite(timeoutMs) ? setTimeout(() => ((timedOut = true), killGroup()), timeoutMs) : undefined;
-    // A path swapped for a FIFO after the check, or a sparse file read to no end, would hold the run until its timeout: stopped within a tick instead.
-    const watch = watchRun(child, killGroup, bounds);
+    // A path swapped for a FIFO or a pty after the check, or a sparse file read to no end, would hold the run until its timeout: stopped within a tick instead.
+    const watch = watchRun(child, killGroup, bounds, started);
     const onAbort = (): void => {
       cancelled = true;
       killGroup();

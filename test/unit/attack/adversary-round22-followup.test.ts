@@ -2,7 +2,7 @@
  * The attacker's next tries against the fixes of adversary round 22's kinds 3 and 6
  * (adversary-round22.test.ts): the text editor's helper bounded as an exact run (edit-io.ts),
  * an exact run stopped when it opens or holds a FIFO swapped in after its check (exact.ts
- * `fifoInUse`), and the machine-wide files of `/proc` covered in every sandbox (sandbox.ts
+ * `blockerInUse`), and the machine-wide files of `/proc` covered in every sandbox (sandbox.ts
  * `PROC_MASKED`). Real sessions of the unit harness, as root (the worker setting).
  */
 import { spawn } from 'node:child_process';

@@ -39,7 +39,7 @@
  * once, so `cat f f f` outlasts the default 120 s command timeout. OBSERVED (load average 11.7): the
  * exact run of `cat f` with a 15 s timeout timed out (16.3 s); in the shell `timeout 5 cat f` took
  * 5,004 ms; root on the host (`fs.readFileSync`, as a worker would) waited 39.9 s. Why: exact.ts
- * `fifoInUse` looks for FIFOs only (`wait_for_partner`, a named FIFO's descriptor); the wait is in the
+ * `fifoInUse` (now `blockerInUse`) looked for FIFOs only (`wait_for_partner`, a named FIFO's descriptor); the wait is in the
  * lease break. Fix for the kind: refuse `fcntl` with `F_SETLEASE` (1024) in the session's seccomp filter
  * (no program of a session needs a lease; mode `none` needs it too), or kill a run whose process waits
  * in the lease break (`wchan` `__break_lease`) as the FIFO watch does.

@@ -31,7 +31,7 @@
  * bytes (1,207,697,408 in the first). Why: exact.ts checks with realpath on the worker and `cat` opens the path in
  * its sandbox later; `EXACT_RUN_HIDDEN` covers `/etc`, `/home`, ... so that such a link "points at nothing", but
  * `/dev` keeps `zero`, `urandom` and `full` (and `ptmx`, whose read would wait: read, not run), and `fifoInUse`
- * looks for FIFOs and leases only. Not run (it would take the shared machine's memory): `tail x` on such a link keeps
+ * (now `blockerInUse`) looked for FIFOs and leases only. Not run (it would take the shared machine's memory): `tail x` on such a link keeps
  * one endless line, so it grows to the session's memory limit (half the machine by default). Fix: bind what was
  * checked (round 22's `--ro-bind-fd` of a descriptor opened `O_PATH|O_NOFOLLOW` at the check), or the kind's fix above.
  *

@@ -4,7 +4,7 @@
  * refuses every `fcntl(2)` command but those listed (src/session/seccomp.ts `FCNTL_COMMANDS`: no `F_SETLEASE`, nor
  * what a later kernel adds); the git audit takes a file it cannot read for "NOT checked whole", never for none
  * (git-walk.ts `replaceRefs`, git-audit.ts `gitPath`, `readsWorktreeConfig`); the exact run's watch stops a program
- * waiting in a lease break where no filter runs (exact.ts `fifoInUse`). These are the attacker's variants against it:
+ * waiting in a lease break where no filter runs (exact.ts `blockerInUse`). These are the attacker's variants against it:
  * every lease command and its high bits, in bash, in a job of its own session and in an unasked run; the waits a
  * lease is not needed for (advisory locks, dnotify, FUSE, fanotify's permission events, mounts); and the other
  * reads of the audit that failed as "none" (a `packed-refs` that is a symlink git follows, or a FIFO; a new
