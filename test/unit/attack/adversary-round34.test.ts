@@ -15,8 +15,8 @@
  * worker's mount and pid namespaces: there `/proc/P` is the host's process P (a kernel thread for every low pid on a
  * Linux host, its cwd `/`), so the path resolves to the host's `/usr/bin/git`, root's and in a folder of the starting
  * PATH. The same mismatch, with help from outside: a folder of the session's private `/tmp` (or `/dev/shm`) whose host
- * path is a symlink to `/usr/bin` that any host user made (tried: `/tmp/x -> /usr/bin` on the host, `/tmp/x/git` in the
- * session: `{ program: '/tmp/x/git' }`). Fix: judge the path where bash runs it: resolve it under the shell's own root
+ * path is a symlink to `/usr/bin` that any host user made (the second pair of tests: `/tmp/x -> /usr/bin` on the host,
+ * `/tmp/x/git` in the session, `export PATH=/tmp/x:$PATH`: the rule runs it). Fix: judge the path where bash runs it: resolve it under the shell's own root
  * and /proc (`/proc/<bash pid>/root/...`, one component at a time, a symlink's target read there and taken again from
  * that root), or refuse a path any of whose components is a symlink leading out of the starting PATH's folders, and
  * refuse any path through /proc.
@@ -76,6 +76,8 @@ afterEach(closeSessions);
 afterAll(() => {
   removeTempDirs();
   for (const d of made) fs.rmSync(d, { recursive: true, force: true });
+  // The host symlinks to /usr/bin: unlinked, never removed recursively.
+  for (const l of links) if (fs.lstatSync(l, { throwIfNoEntry: false })?.isSymbolicLink()) fs.unlinkSync(l);
 });
 
 function needsRoot(): void {
@@ -88,6 +90,7 @@ const gitIn = (cwd: string, ...a: string[]): string =>
 
 /** A workspace under /var/tmp (not the sandbox's private /tmp), as rule-program.test.ts makes them. */
 const made: string[] = [];
+const links: string[] = [];
 function varTmp(prefix: string): string {
   const ws = fs.realpathSync(fs.mkdtempSync(`/var/tmp/${prefix}`));
   made.push(ws);
@@ -104,18 +107,19 @@ async function procPathSession(): Promise<{ s: Awaited<ReturnType<typeof startSe
   const s = await startSession({ cwd: ws, workspace: ws });
   const jobs = await s.run(
     `mkdir -p fake/usr/bin && printf '#!/bin/sh\\necho FAKE-GIT-RAN\\n' > fake/usr/bin/git && chmod +x fake/usr/bin/git && ` +
-      'for i in 1 2 3 4 5 6; do (cd fake && exec sleep 600) >/dev/null 2>&1 & echo $!; done',
+      'for i in $(seq 12); do (cd fake && exec sleep 600) >/dev/null 2>&1 & echo $!; done',
   );
   const pids = jobs.output.trim().split('\n').map(Number);
-  // The attacker's guess, checked here from the worker's side: low host pids are kernel threads, whose cwd is `/`.
+  // The attacker's guess, checked here from the worker's side: low host pids are kernel threads and daemons, whose
+  // cwd is `/`; any process whose cwd holds usr/bin/git as the system's does.
   const p = pids.find((n) => {
     try {
-      return fs.readlinkSync(`/proc/${n}/cwd`) === '/';
+      return fs.realpathSync(`/proc/${n}/cwd/usr/bin/git`) === fs.realpathSync('/usr/bin/git');
     } catch {
       return false;
     }
   });
-  if (p === undefined) throw new Error(`no job pid ${pids.join(',')} is a process with cwd / in the worker's view`);
+  if (p === undefined) throw new Error(`no job pid ${pids.join(',')} is a process whose cwd holds usr/bin/git in the worker's view`);
   const r = await s.run(`ln -sfn /proc/${p}/cwd/usr/bin tools && export PATH="$PWD/tools:$PATH" && type -P git`);
   expect(r.output).toBe(`${ws}/tools/git\n`);
   return { s, ws };
@@ -136,6 +140,38 @@ describe('F1: the rule probe resolves the session path in the worker namespaces'
     expect(await s.resolveForRule('git')).toEqual({ program: expect.stringMatching(/\/tools\/git$/) });
     const j = await ruleHolds('git status', 1, s);
     expect(j).toEqual({ shell: true, rule: 1 });
+    expect((await s.run('git status')).output).toBe('FAKE-GIT-RAN\n');
+  });
+});
+
+/** F1 with help from outside: a host symlink `/tmp/<name> -> /usr/bin` (any host user can make one), and the session's own `/tmp/<name>/git`. */
+async function tmpPathSession(): Promise<Awaited<ReturnType<typeof startSession>>> {
+  const ws = varTmp('aj-adv34-tmp-');
+  const name = `aj-adv34-${path.basename(ws)}`;
+  fs.symlinkSync('/usr/bin', `/tmp/${name}`);
+  links.push(`/tmp/${name}`);
+  const s = await startSession({ cwd: ws, workspace: ws });
+  const r = await s.run(
+    `mkdir -p /tmp/${name} && printf '#!/bin/sh\\necho FAKE-GIT-RAN\\n' > /tmp/${name}/git && chmod +x /tmp/${name}/git && ` +
+      `export PATH=/tmp/${name}:$PATH && type -P git`,
+  );
+  expect(r.output).toBe(`/tmp/${name}/git\n`);
+  return s;
+}
+
+describe("F1, the same with a host symlink: the session's private /tmp judged as the host's", () => {
+  const t = OPEN_RULE_PROC_PATH ? test.skip : test;
+  t("a folder of the session's /tmp whose host path links to /usr/bin does not let a rule run the session file", async () => {
+    needsRoot();
+    const s = await tmpPathSession();
+    const j = await ruleHolds('git status', 1, s);
+    expect('needsApproval' in j).toBe(true);
+  });
+
+  test('the attack works now: the rule applies and git status runs the session file', async () => {
+    needsRoot();
+    const s = await tmpPathSession();
+    expect(await ruleHolds('git status', 1, s)).toEqual({ shell: true, rule: 1 });
     expect((await s.run('git status')).output).toBe('FAKE-GIT-RAN\n');
   });
 });
