@@ -51,10 +51,10 @@
  * payload it did not decrypt, and the claim check resolves references before decryption, so a blob cannot carry the
  * mark; mode none's write-back (the original's inode checked before the rename back, a copy made O_EXCL under a random
  * name through the folder's descriptor; a swap after the check is caught by the next sweep).
- * Noticed: the exact runs' FIFO watch skips every `pipe:` descriptor, so a checked path swapped for a symlink to
- * `/proc/self/fd/1` (the run's own stdout pipe, opened for reading) blocks `cat` on a pipe read with no CPU, no bytes
- * and no FIFO: the same kind as round 33's /dev/ptmx (F4), which a watch of character devices alone would not stop
- * (not run). A linked worktree's changed index is named with "`git diff --cached` there shows it", which a forged
+ * The exact runs' FIFO watch skips every `pipe:` descriptor, but no pipe is reachable by a path swapped in: a checked
+ * file flipped by a job to a symlink to `/proc/self/fd/1` gives ENXIO (the run's stdout is a socket), and to a session
+ * job's pipe `/proc/<pid>/fd/1` ENOENT (the run has its own pid namespace); 40 tries, none blocked (test).
+ * Noticed: a linked worktree's changed index is named with "`git diff --cached` there shows it", which a forged
  * cache-tree (round 25's) over an assume-unchanged entry blinds (checked by hand with git 2.39: `git status`,
  * `git diff --cached` and `git diff` there print nothing until the person stages a file in that folder).
  */
@@ -63,6 +63,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { findBwrap, type EditGate, type ProposedEdit } from '../../../src/session';
 import { ruleHolds } from '../../../src/activities/session';
+import { decideApproval } from '../../../src/policy';
 import { editRuleSubject, parseEditInput, type EditRequest } from '../../../src/contract/text-editor';
 import { pendingApproval } from '../../../src/shared/display';
 import { editLines } from '../../../src/cli/render/run';
@@ -303,6 +304,30 @@ describe('held: what the probe kept', () => {
     expect(r.output).toMatch(/not a shell builtin/);
     expect(r.output).toMatch(/builtin\n$/);
     expect(await s.resolveForRule('echo')).toEqual({ builtin: 'builtin' });
+  });
+});
+
+describe('held: an unasked read swapped to a pipe', () => {
+  test("a checked file flipped to a symlink to the run's own stdout or a job's pipe never blocks the run", async () => {
+    needsRoot();
+    const ws = fs.realpathSync(tempDir('aj-adv34-pipe-'));
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const flip = (to: string): string => `(while :; do ln -sfn ${to} g; mv -fT g f; echo hi > h; mv -fT h f; done >/dev/null 2>&1 &)`;
+    await s.run(
+      `(sleep 1000 | sleep 1000) >/dev/null 2>&1 & sleep 0.3; P=$(pgrep -o -x sleep); echo hi > f && ${flip('/proc/self/fd/1')} && ${flip('/proc/$P/fd/1')}`,
+    );
+    const command = 'cat f';
+    let ran = 0;
+    for (let i = 0; i < 40; i++) {
+      const d = decideApproval(command, 'policy', { workspace: ws, cwd: ws });
+      if (d.action !== 'run') continue;
+      const r = await s.runExact(d.argv, { paths: d.paths, command, timeoutMs: 20_000 }).catch(() => undefined);
+      if (!r) continue;
+      ran++;
+      expect(r.timedOut).toBe(false);
+      expect(r.output).toMatch(/^(hi\n|\/usr\/bin\/cat: f: No such (device or address|file or directory)\n)$/);
+    }
+    expect(ran).toBeGreaterThan(0);
   });
 });
 
