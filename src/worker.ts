@@ -70,6 +70,7 @@ import {
 } from './settings';
 import { connect, ensureSearchAttributes, type AgentJobsClient } from './client';
 import { sessionClosingSignal } from './contract';
+import { workerShutDownReason } from './shared/notes';
 
 /** Where `npm run build` writes the pre-bundled workflow code (saves seconds at every worker start). */
 export const WORKFLOW_BUNDLE_PATH = path.join(__dirname, 'workflow-bundle.js');
@@ -353,13 +354,13 @@ async function drainWorker(p: DrainParts): Promise<void> {
     p.exitNow(1);
   }, graceMs + SHUTDOWN_FORCE_TIME_MS);
   deadline.unref();
-  registry.startDraining(`its worker was shut down (${p.why})`);
+  registry.startDraining(workerShutDownReason(p.why));
   const holders = registry.holders();
   logger.info(
     `draining (${p.why}): ${registry.runningCommands} commands running, up to ${seconds(graceMs)}; ${holders.length} sessions held; no new sessions or commands here`,
   );
   shutDown(p.shared);
-  const told = tellRunsSessionsClose(p.workerId, holders, `its worker was shut down (${p.why})`, logger);
+  const told = tellRunsSessionsClose(p.workerId, holders, workerShutDownReason(p.why), logger);
   const graceOver = new AbortController();
   await Promise.race([registry.whenNoCommands(), sleep(graceMs, undefined, { signal: graceOver.signal }).catch(() => undefined)]);
   graceOver.abort();

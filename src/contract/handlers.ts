@@ -23,8 +23,12 @@ export const approveSignal = defineSignal<[ApprovalDecision]>('approve');
 export interface SessionClosing {
   /** The session that is closing; a run whose session is another one ignores the signal. */
   sessionId: string;
+  /** The worker holding that session; a signal naming another worker is ignored. */
   workerId: string;
-  /** Why, in words for Claude (e.g. `its worker was shut down (SIGTERM)`). */
+  /**
+   * Why (`its worker was shut down (SIGTERM)`: src/shared/notes.ts `workerShutDownReason`). Claude is told the
+   * product's own wording for it (`closingReasonNote`), never this text.
+   */
   reason: string;
 }
 
@@ -32,7 +36,8 @@ export interface SessionClosing {
  * `sessionClosing` signal, sent by a worker that begins shutting down to
  * every run whose bash session it holds: the session will close once the
  * running command (if any) finished, so the run's next command goes to a new
- * session on another worker (the workflow says so to Claude).
+ * session on another worker (the workflow says so to Claude). An encrypted
+ * run ignores one that did not come through its codec.
  */
 export const sessionClosingSignal = defineSignal<[SessionClosing]>('sessionClosing');
 

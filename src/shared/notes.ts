@@ -14,8 +14,36 @@ export const STATE_LOST = 'shell variables, functions, aliases and background jo
 /** How the workflow's note after a command whose session then moved to another worker begins (src/workflows/tool-results.ts `movedAfterOutcome`). */
 export const MOVED_AFTER_NOTE_START = '[the command finished; then the bash session was closed because ';
 
-/** Why a session is closing when a command's answer said its worker is shutting down (`workerClosing`), not a `sessionClosing` signal. */
+/**
+ * Why a session is closing when a command's answer said its worker is shutting down (`workerClosing`), and what
+ * Claude is told for a `sessionClosing` signal whose reason is not one of {@link DRAIN_CAUSES}'.
+ */
 export const WORKER_SHUT_DOWN = 'its worker was shut down';
+
+/**
+ * What makes a worker drain (src/worker.ts `DRAIN_SIGNALS`, and `RunningWorker.shutdown()`): the only causes a
+ * `sessionClosing` signal's reason may name for Claude to read them ({@link closingReasonNote}).
+ */
+export const DRAIN_CAUSES = ['SIGTERM', 'SIGINT', 'SIGHUP', 'shutdown asked'] as const;
+
+/** The reason a draining worker sends with `sessionClosing` and its refusals: `its worker was shut down (SIGTERM)`. */
+export function workerShutDownReason(cause: string): string {
+  return `${WORKER_SHUT_DOWN} (${cause})`;
+}
+
+/**
+ * What Claude is told a session closed for, given a `sessionClosing` signal's `reason`: the product's own text for a
+ * reason a draining worker sends ({@link workerShutDownReason} of one of {@link DRAIN_CAUSES}), else
+ * {@link WORKER_SHUT_DOWN}. Never the signal's own text: whoever can signal the run chooses it, and the note is read
+ * as the product's (docs/security.md, "Encryption").
+ */
+export function closingReasonNote(reason: unknown): string {
+  for (const cause of DRAIN_CAUSES) {
+    const known = workerShutDownReason(cause);
+    if (reason === known) return known;
+  }
+  return WORKER_SHUT_DOWN;
+}
 
 /**
  * The workflow's note after a command's result when its session then moved to a new one

@@ -90,10 +90,10 @@ interface RunEnd {
 export async function agentRun(rawInput: AgentRunInput, carried?: CarriedState): Promise<AgentRunResult> {
   const state = new RunState(validInput(rawInput, carried), workflowInfo().workflowId, carried);
   const session = new RunSession(state);
-  // An encrypted run (its input came through the codec) takes decisions only from holders of the keys.
+  // An encrypted run (its input came through the codec) takes decisions and session news only from holders of the keys.
   const sealed = isSealed(rawInput);
   setHandler(approveSignal, (d) => receiveDecision(state, d, sealed));
-  setHandler(sessionClosingSignal, (s) => session.closing(s));
+  setHandler(sessionClosingSignal, (s) => session.closing(s, sealed));
   setDecideHandler(state, sealed);
   setSteeringHandlers(state, sealed);
   setBudgetHandler(state, sealed);

@@ -32,7 +32,8 @@ import {
 import { commandDetails, commandSummary, editSummary } from '../shared/display';
 import type { EditRequest, RunEditOutput } from '../contract/text-editor';
 import type { CheckpointRequest, RestoreRequest } from '../contract/checkpoint';
-import { WORKER_SHUT_DOWN, commandNotes } from '../shared/notes';
+import { WORKER_SHUT_DOWN, closingReasonNote, commandNotes } from '../shared/notes';
+import { isSealed } from '../shared/sealed';
 import {
   COMMAND_TIMEOUT_SLACK_MS,
   OPEN_SESSION_ACTIVITY_OPTIONS,
@@ -96,6 +97,27 @@ export const CHECKPOINT_PATCH = 'workspace-checkpoints';
  * why, after this turn; before it, each turn's commands failed the same way until the turn budget.
  */
 export const WORKDIR_ENDS_RUN_PATCH = 'unusable-workdir-ends-run';
+
+/**
+ * patched() id: the `sessionClosing` signal applies only when it names the session's worker too
+ * and, in an encrypted run (its input came through the codec: src/shared/sealed.ts), came through
+ * the codec; Claude is told the product's own wording for its reason (`closingReasonNote`), never
+ * the signal's text. Before it, anyone knowing the workflow id and session id could put words of
+ * their choosing into Claude's next tool_result as the product's note. Asked only when the two
+ * rules differ.
+ */
+export const CLOSING_SIGNAL_PATCH = 'session-closing-checked';
+
+/**
+ * Why a `sessionClosing` signal naming `session` may not apply; null when it may: it must name the
+ * worker holding the session and, in an encrypted run (`sealed`), have come through the codec (only
+ * a holder of the codec keys can send that: src/shared/sealed.ts).
+ */
+function closingSignalProblem(session: SessionRef, signal: SessionClosing, sealed: boolean): string | null {
+  if (sealed && !isSealed(signal)) return 'this run is encrypted and the signal did not come through its codec';
+  if (signal.workerId !== session.workerId) return 'it does not name the worker holding the session';
+  return null;
+}
 
 /** The checkpoint a tool call of the current turn asks for, when the run takes them. */
 function checkpointAsk(state: RunState): { checkpoint?: CheckpointRequest } {
@@ -339,14 +361,34 @@ export class RunSession {
    * The `sessionClosing` signal: marks the run's session as closing when it
    * is the one named (a signal about an earlier session is ignored). The
    * next use of the session moves the run to a new one (see {@link run}).
+   * From {@link CLOSING_SIGNAL_PATCH}: in an encrypted run (`sealed`) only a
+   * signal that came through the codec applies, it must name the session's
+   * worker too, and Claude is told the product's own reason
+   * ({@link closingReasonNote}), never the signal's text. A payload that is
+   * not an object, or names no session while the run has none, is ignored
+   * (either used to fail every workflow task, so no history holds it applied).
+   * @param sealed whether the run's input came through the product's codec @default false
    */
-  closing(signal: SessionClosing): void {
+  closing(signal: SessionClosing, sealed = false): void {
+    if (typeof signal !== 'object' || signal === null) {
+      log.warn('sessionClosing signal ignored: its payload is not an object');
+      return;
+    }
     const session = this.state.session;
-    if (session?.sessionId !== signal.sessionId) {
+    // No session and no sessionId: ignored too (it used to fail every workflow task).
+    if (!session || session.sessionId !== signal.sessionId) {
       log.info('sessionClosing signal for another session ignored', { sessionId: signal.sessionId });
       return;
     }
-    session.closing ??= signal.reason;
+    const problem = closingSignalProblem(session, signal, sealed);
+    const reason = closingReasonNote(signal.reason);
+    if ((problem !== null || reason !== signal.reason) && patched(CLOSING_SIGNAL_PATCH)) {
+      if (problem !== null) {
+        log.warn(`sessionClosing signal ignored: ${problem}`, { sessionId: session.sessionId });
+        return;
+      }
+      session.closing ??= reason;
+    } else session.closing ??= signal.reason;
     log.info('bash session closing: its worker is shutting down', { sessionId: signal.sessionId, workerId: signal.workerId });
   }
 

@@ -5,13 +5,15 @@
  */
 import type { Payload } from '@temporalio/common';
 import { isEncrypted, isReference } from '../../codec';
+import { SEALED_METADATA_KEY } from '../../shared/sealed';
 import { codecClientOptions } from './worker-process';
 
 /**
  * `history` (a `History`, an event list, or any part of one) with every
  * encrypted payload decrypted (and claim-check reference resolved) in place by the codecs of
  * {@link codecClientOptions}; payloads in plaintext (search attributes,
- * patch markers, histories recorded before encryption) are left as they are.
+ * patch markers, histories recorded before encryption) are left as they are, but for the codec's sealed mark
+ * (src/shared/sealed.ts), which the codec strips from them too.
  * @returns `history` itself
  * @throws CodecDecodeError when a payload names a key the shared keys do not hold (ClaimCheckError: a blob is missing or altered)
  */
@@ -29,6 +31,8 @@ export async function decodedHistory<T extends object>(history: T): Promise<T> {
       for (const codec of [...codecs].reverse()) decoded = await codec.decode(decoded);
       return decoded[0];
     }
+    // A plaintext payload cannot claim the codec's sealed mark (a sender forged it): the codec's decode strips it, so does this.
+    if (o['metadata'] && typeof o['metadata'] === 'object') delete (o['metadata'] as Record<string, unknown>)[SEALED_METADATA_KEY];
     for (const k of Object.keys(o)) o[k] = await walk(o[k]);
     return o;
   };
