@@ -11,8 +11,10 @@
  * function named `builtin` refuses the probe: the bookkeeping before every command calls
  * `\builtin`, so such a function runs code between the probe and the command and could change
  * what the word names in between. Without one, nothing of the session runs in the shell between
- * the probe and the command (traps are disabled, jobs are other processes), so the answer holds
- * for the command.
+ * the probe and the command (traps are disabled, jobs are other processes), so what the shell
+ * holds (functions, aliases, hashed paths, variables) is the same for the command. Jobs can change
+ * files meanwhile, though: so the answer counts only when no folder bash looks in before it finds
+ * the program is one a process of the session can change ({@link searchRefusal}).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';

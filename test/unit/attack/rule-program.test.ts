@@ -10,6 +10,12 @@
  * tools/git unasked by the rule. Now the worker asks the shell what the first word resolves to
  * (BashSession `resolveForRule`, through the control protocol) and the rule applies only to a
  * builtin or a program of the system the session cannot replace.
+ *
+ * Adversary round 33: the probe ran while a job had moved tools/git away (F5: the workspace's git
+ * ran for 7 and 11 of 60 rule-approved commands), `hash -p /usr/bin/python3 git` passed as a system
+ * program (F6), and only `LD_*`, `BASH_ENV` and `ENV` of the variables were checked. Now every PATH
+ * entry searched up to the program's folder must be one the session cannot change, a hashed path must
+ * be what the search finds, and no exported variable or function may differ from the start.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
