@@ -11,43 +11,71 @@
  * function named `builtin` refuses the probe: the bookkeeping before every command calls
  * `\builtin`, so such a function runs code between the probe and the command and could change
  * what the word names in between. Without one, nothing of the session runs in the shell between
- * the probe and the command (traps are disabled, jobs are other processes), so the answer holds
- * for the command.
+ * the probe and the command (traps are disabled, jobs are other processes), so what the shell
+ * holds (functions, aliases, hashed paths, variables) is the same for the command. Jobs can change
+ * files meanwhile, though: so the answer counts only when no folder bash looks in before it finds
+ * the program is one a process of the session can change ({@link searchRefusal}).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { ansiCQuote } from './protocol';
 
-/** Variables that make a system program run other code than its own (the loader's, bash's start-up files). */
-const CODE_VARIABLES = /^(LD_[A-Z_]*|BASH_ENV|ENV)$/;
+/**
+ * Exported variables that may differ from the session's starting environment when a rule runs a program: `PWD`
+ * and `OLDPWD` (bash keeps them in step with `cd`; a program reads them as names of directories, not as code),
+ * `SHLVL` (bash raises it when it starts), `_` (bash sets it to the last command's last word), `COLUMNS` and
+ * `LINES` (the terminal's size), and `PATH` (judged entry by entry: {@link searchRefusal}). Any other exported
+ * variable added or changed since the start can make a system program run other code (`LD_PRELOAD`, `BASH_ENV`,
+ * `PYTHONPATH`, `PERL5LIB`, `NODE_OPTIONS`, `GIT_EXEC_PATH`, `GIT_CONFIG_*`, `GIT_SSH_COMMAND`, `PAGER`,
+ * `EDITOR`, …; no list of them is whole), so then a person decides.
+ */
+export const VARIABLES_THAT_MAY_CHANGE: readonly string[] = ['PWD', 'OLDPWD', 'SHLVL', '_', 'COLUMNS', 'LINES', 'PATH'];
 
-/** What the probe learned of one word: `type -at` kinds in order, `type -P` (hashed or PATH) path, whether a function, code variables exported. */
+/**
+ * What the probe learned of one word: `type -at` kinds in order, `type -P` (a hashed path first, else the PATH
+ * search) as `path`, `type -P` after `hash -r` (the PATH search alone) as `searched`, whether it is a function,
+ * the shell's `PATH` now, its exported variables (`undefined` value: a line of `export -p` that could not be read)
+ * and the names of its exported functions.
+ */
 export interface ProbeAnswer {
   kinds: string[];
   path: string | undefined;
+  searched: string | undefined;
   function: boolean;
-  codeVariables: string[];
+  searchPath: string;
+  exported: Map<string, string | undefined>;
+  exportedFunctions: string[];
 }
+
+/** The parts of the probe's answer, in order, each after a line `<nonce>:<part>`. */
+const PARTS = ['type', 'path', 'search', 'fn', 'PATH', 'env', 'fnx', 'end'] as const;
 
 /**
  * The probe's command text for `word` (sent like a command; it changes nothing in the shell)
- * and the nonce that frames its answer.
+ * and the nonce that frames its answer. `hash -r` runs in the probe's subshell only.
  */
 export function probeCommand(word: string): { text: string; nonce: string } {
   const nonce = `AJP${randomBytes(12).toString('hex')}`;
   const w = ansiCQuote(word);
-  const mark = (part: string): string => `\\builtin printf '%s\\n' ${nonce}:${part}`;
+  const mark = (part: (typeof PARTS)[number]): string => `\\builtin printf '%s\\n' ${nonce}:${part}`;
   const inner = [
     '(\\readonly -f builtin) 2>/dev/null && \\exit 3',
     mark('type'),
     `\\builtin type -at -- ${w}`,
     mark('path'),
     `\\builtin type -P -- ${w}`,
+    mark('search'),
+    '\\builtin hash -r 2>/dev/null',
+    `\\builtin type -P -- ${w}`,
     mark('fn'),
     `(\\readonly -f -- ${w}) 2>/dev/null && \\builtin printf '%s\\n' function`,
+    mark('PATH'),
+    `\\builtin printf '%s\\n' "$PATH"`,
     mark('env'),
     '\\export -p',
+    mark('fnx'),
+    '\\export -pf',
     mark('end'),
     '',
   ].join('\n');
@@ -55,21 +83,171 @@ export function probeCommand(word: string): { text: string; nonce: string } {
   return { text, nonce };
 }
 
-/** Reads the probe's output, or undefined when it is not whole and framed (anything before the first mark refuses it). */
+/**
+ * Reads the probe's output (as the shell wrote it, not redacted), or undefined when it is not whole and framed
+ * (anything before the first mark refuses it).
+ */
 export function parseProbe(output: string, nonce: string): ProbeAnswer | undefined {
-  const parts = ['type', 'path', 'fn', 'env', 'end'].map((p) => `${nonce}:${p}\n`);
-  if (!output.startsWith(parts[0]!) || !output.endsWith(parts[4]!)) return undefined;
+  const parts = PARTS.map((p) => `${nonce}:${p}\n`);
+  if (!output.startsWith(parts[0]!) || !output.endsWith(parts[parts.length - 1]!)) return undefined;
   const at = parts.map((p) => output.indexOf(p));
   if (at.some((a, i) => a < 0 || (i > 0 && a < at[i - 1]!))) return undefined;
+  const raw = (i: number): string => output.slice(at[i]! + parts[i]!.length, at[i + 1]);
   const between = (i: number): string[] =>
-    output
-      .slice(at[i]! + parts[i]!.length, at[i + 1])
+    raw(i)
       .split('\n')
       .filter((l) => l !== '');
-  const names = between(3)
-    .map((l) => /^(?:export|declare -x) ([A-Za-z_][A-Za-z0-9_]*)/.exec(l)?.[1])
-    .filter((n): n is string => n !== undefined && CODE_VARIABLES.test(n));
-  return { kinds: between(0), path: between(1)[0], function: between(2).includes('function'), codeVariables: [...new Set(names)] };
+  const exported = new Map<string, string | undefined>();
+  for (const line of between(5)) {
+    const m = /^(?:export|declare -x) ([A-Za-z_][A-Za-z0-9_]*)(=.*)?$/.exec(line);
+    if (!m) exported.set(`(a line of export -p: ${JSON.stringify(line.slice(0, 40))})`, undefined);
+    else if (m[2] !== undefined) exported.set(m[1]!, shellValue(m[2].slice(1)));
+  }
+  return {
+    kinds: between(0),
+    path: between(1)[0],
+    searched: between(2)[0],
+    function: between(3).includes('function'),
+    searchPath: raw(4).replace(/\n$/, ''),
+    exported,
+    exportedFunctions: between(6).map((l) => l.replace(/^(?:export|declare) -f[a-z]* /, '')),
+  };
+}
+
+/** Escapes of bash's `$'…'` quoting (what `export -p` writes for a value with a character that is not printable). */
+const ANSI_C_ESCAPES: Record<string, number> = {
+  a: 7,
+  b: 8,
+  e: 27,
+  E: 27,
+  f: 12,
+  n: 10,
+  r: 13,
+  t: 9,
+  v: 11,
+  '\\': 92,
+  "'": 39,
+  '"': 34,
+  '?': 63,
+};
+
+/**
+ * The value a word of `export -p` stands for: `"…"` (backslash before `"`, `\\`, `$`, `` ` ``) or `$'…'` (C
+ * escapes, octal and hex bytes, decoded as UTF-8); undefined when it is neither or does not decode.
+ */
+export function shellValue(word: string): string | undefined {
+  if (word.length >= 2 && word.startsWith('"') && word.endsWith('"')) return word.slice(1, -1).replace(/\\([\\"$`])/g, '$1');
+  if (!(word.length >= 3 && word.startsWith("$'") && word.endsWith("'"))) return undefined;
+  const bytes: number[] = [];
+  const body = word.slice(2, -1);
+  for (let i = 0; i < body.length;) {
+    const c = body[i]!;
+    if (c !== '\\') {
+      const cp = body.codePointAt(i)!;
+      const s = String.fromCodePoint(cp);
+      bytes.push(...Buffer.from(s, 'utf8'));
+      i += s.length;
+      continue;
+    }
+    const rest = body.slice(i + 1);
+    const num = /^[0-7]{1,3}/.exec(rest) ?? /^x[0-9a-fA-F]{1,2}/.exec(rest);
+    if (num) {
+      bytes.push(num[0].startsWith('x') ? parseInt(num[0].slice(1), 16) : parseInt(num[0], 8) & 0xff);
+      i += 1 + num[0].length;
+    } else if (rest[0] !== undefined && rest[0] in ANSI_C_ESCAPES) {
+      bytes.push(ANSI_C_ESCAPES[rest[0]]!);
+      i += 2;
+    } else return undefined;
+  }
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(Uint8Array.from(bytes));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The exported variables of `exported` (a probe's) added or changed since `start` (the environment the session's
+ * shell started with), but for {@link VARIABLES_THAT_MAY_CHANGE}, in order; a variable exported at the start and
+ * no longer is left out (the program then runs as it would without it).
+ */
+export function changedVariables(exported: ReadonlyMap<string, string | undefined>, start: Readonly<Record<string, string>>): string[] {
+  return [...exported]
+    .filter(
+      ([name, value]) =>
+        !VARIABLES_THAT_MAY_CHANGE.includes(name) && (value === undefined || !Object.hasOwn(start, name) || start[name] !== value),
+    )
+    .map(([name]) => name);
+}
+
+/**
+ * Why the session could change what the absolute path `target` names between the probe and the command, or
+ * undefined when it cannot: the path is looked up component by component as the kernel would (symlinks
+ * followed, at most 40), and every folder a name is looked up in must be root's alone (owned by root, writable by
+ * neither group nor others, which an ACL granting write shows in the group bits) and outside `workspace`, `/tmp`,
+ * `/var/tmp` and `/dev/shm`. A name missing in such a folder cannot appear there either. Not absolute: a reason.
+ */
+export function changeableLookup(target: string, workspace: string): string | undefined {
+  if (!target.startsWith('/')) return `${target === '' ? 'an empty entry' : target} is looked up from the working directory`;
+  const spaces = [workspace, realOr(workspace), '/tmp', '/var/tmp', '/dev/shm'];
+  const inside = (p: string, dir: string): boolean => p === dir || p.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
+  const folderWhy = (dir: string): string | undefined => {
+    const st = fs.statSync(dir);
+    if (spaces.some((s) => inside(dir, s)) || st.uid !== 0 || (st.mode & 0o022) !== 0) return `${dir} is not root's alone`;
+    return undefined;
+  };
+  let at = '/';
+  let names = target.split('/');
+  for (let hops = 0; ;) {
+    const why = folderWhy(at);
+    if (why) return why;
+    let name: string | undefined;
+    while ((name = names.shift()) !== undefined && (name === '' || name === '.'));
+    if (name === undefined) return undefined;
+    if (name === '..') {
+      at = path.dirname(at);
+      continue;
+    }
+    const next = path.join(at, name);
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(next);
+    } catch {
+      return undefined;
+    }
+    if (st.isSymbolicLink()) {
+      if (++hops > 40) return `${target} has too many symlinks`;
+      const link = fs.readlinkSync(next);
+      if (link.startsWith('/')) at = '/';
+      names = [...link.split('/'), ...names];
+    } else if (st.isDirectory()) at = next;
+    else return undefined;
+  }
+}
+
+/** `p` with symlinks resolved, or `p` itself when it cannot be resolved. */
+function realOr(p: string): string {
+  try {
+    return fs.realpathSync(p);
+  } catch {
+    return p;
+  }
+}
+
+/**
+ * Why bash's search of `searchPath` (the shell's `PATH` now) for `word` (no slash) could find another file than
+ * `found` (what it found) by the time the command runs, or undefined when it cannot: every entry searched before
+ * `found`'s and that one must be absolute (an empty or relative entry is looked up from the working directory)
+ * and a folder the session cannot change ({@link changeableLookup}), so no file can appear earlier in the search.
+ * Entries are matched as bash joins them (`entry/word`, or `entry` + `word` when it ends with `/`).
+ */
+export function searchRefusal(word: string, found: string, searchPath: string, workspace: string): string | undefined {
+  for (const entry of searchPath.split(':')) {
+    const why = changeableLookup(entry, workspace);
+    if (why) return `the shell's PATH searches ${entry === '' ? 'an empty entry' : entry} for ${word} first, and ${why}`;
+    if ((entry.endsWith('/') ? entry + word : `${entry}/${word}`) === found) return undefined;
+  }
+  return `${found} is not in a folder of the shell's PATH (${searchPath})`;
 }
 
 /**

@@ -18,7 +18,7 @@ import type { EditRequest } from '../contract/text-editor';
 import { performEdit, type EditGate, type EditOutcome, type ProposedEdit } from './edit';
 import { editIo } from './edit-io';
 import { judgeRecords, notEnded, type Ending, type Outcome } from './ending';
-import { buildSessionEnv, sessionSearchPath, type SecretValue } from './env';
+import { buildSessionEnv, redactSecrets, sessionSearchPath, type SecretValue } from './env';
 import { InvalidCommandError, SessionClosedError, SessionCwdError, SessionStartError } from './errors';
 import { EXACT_MAX_OUTPUT_BYTES, EXACT_RUN_HIDDEN, exactStopNotes, exactStopped, runExactProgram } from './exact';
 import { checkExactRun, exactLaunch } from './exact-run';
@@ -90,7 +90,15 @@ import { sandboxView, type SandboxMode, type SandboxOptions } from './sandbox';
 import { writeSeccompFilter } from './seccomp';
 import { filterSha256 } from './seccomp-launch';
 import { ShellProcess, type ShellExit } from './shell';
-import { notSystemProgram, parseProbe, probeCommand, type ProbeAnswer } from './rule-probe';
+import {
+  changeableLookup,
+  changedVariables,
+  notSystemProgram,
+  parseProbe,
+  probeCommand,
+  searchRefusal,
+  type ProbeAnswer,
+} from './rule-probe';
 import { raceTimeout } from './timing';
 import { nearestExistingDir, notWritableBy, realDir, removeQuietly, SANDBOX_TMPFS_BYTES, viewCheck, within } from './workspace';
 
@@ -532,11 +540,14 @@ export class BashSession {
 
   /**
    * Why an approval rule may not run a command whose first word is `word`, asked of the shell now
-   * (rule-probe.ts): a function, alias or a file that is not a program of the system ({@link notSystemProgram}),
-   * or a loader/start-up variable exported; undefined when the word names a builtin or keyword (for the caller to
-   * check against its list: `{ builtin }`) or a system program. One round trip through the control protocol;
-   * the shell's `$?` and the command count are left as they were.
-   * @returns `{ refuse }` with the reason, or `{ builtin: kind }`, or `{ program: realPath }`
+   * (rule-probe.ts): a function or alias; a file that is not a program of the system ({@link notSystemProgram}),
+   * that bash finds through a hashed path other than its search of `PATH`, or through a `PATH` entry (or one
+   * searched before it) the session could change ({@link searchRefusal}); or, for a file, an exported variable
+   * added or changed since the shell's start ({@link changedVariables}) or an exported function. Undefined when
+   * the word names a builtin or keyword (for the caller to check against its list: `{ builtin }`) or a system
+   * program. One round trip through the control protocol; the shell's `$?` and the command count are left as they
+   * were. A reason names paths and variable names, never a value, and is redacted of the session's secrets.
+   * @returns `{ refuse }` with the reason, or `{ builtin: kind }`, or `{ program: path }`
    * @throws SessionClosedError when the session is closed
    */
   resolveForRule(word: string): Promise<{ refuse: string } | { builtin: string } | { program: string }> {
@@ -544,16 +555,37 @@ export class BashSession {
     return this.enqueue(async () => {
       const answer = await this.probeNow(word);
       if (!answer) return { refuse: `the shell did not say what ${word} resolves to` };
-      if (answer.function || answer.kinds.includes('function')) return { refuse: `${word} is a shell function of the session` };
-      if (answer.kinds.includes('alias')) return { refuse: `${word} is an alias of the session` };
-      if (answer.codeVariables.length > 0)
-        return { refuse: `the session exports ${answer.codeVariables.join(', ')}, which make a program run other code` };
-      const first = answer.kinds[0] ?? (answer.path !== undefined ? 'file' : 'none');
-      if (first === 'builtin' || first === 'keyword') return { builtin: first };
-      if (first !== 'file' || answer.path === undefined) return { refuse: `${word} is not found` };
-      const why = notSystemProgram(answer.path, this.currentCwd(), this.env.PATH ?? '', this.options.exactRoot);
-      return why ? { refuse: `${word} resolves to ${why}` } : { program: answer.path };
+      const r = this.judgeProbe(word, answer);
+      return 'refuse' in r ? { refuse: redactSecrets(r.refuse, this.secrets) } : r;
     });
+  }
+
+  /** {@link resolveForRule}'s verdict on the probe's `answer` for `word` (its reasons not yet redacted). */
+  private judgeProbe(word: string, answer: ProbeAnswer): { refuse: string } | { builtin: string } | { program: string } {
+    if (answer.function || answer.kinds.includes('function')) return { refuse: `${word} is a shell function of the session` };
+    if (answer.kinds.includes('alias')) return { refuse: `${word} is an alias of the session` };
+    const first = answer.kinds[0] ?? (answer.path !== undefined ? 'file' : 'none');
+    if (first === 'builtin' || first === 'keyword') return { builtin: first };
+    const found = answer.path;
+    if (first !== 'file' || found === undefined) return { refuse: `${word} is not found` };
+    if (found !== answer.searched)
+      return { refuse: `${word} is hashed to ${found}, not to what a search of PATH finds (${answer.searched ?? 'nothing'})` };
+    const why = notSystemProgram(found, this.currentCwd(), this.env.PATH ?? '', this.options.exactRoot);
+    if (why) return { refuse: `${word} resolves to ${why}` };
+    const where = word.includes('/')
+      ? changeableLookup(path.resolve(this.currentCwd(), found), this.options.exactRoot)
+      : searchRefusal(word, found, answer.searchPath, this.options.exactRoot);
+    if (where) return { refuse: `${word} resolves to ${found} now, but ${where}, so another file could run by the command` };
+    const changed = changedVariables(answer.exported, this.env);
+    if (changed.length > 0)
+      return {
+        refuse: `the session exports ${changed.join(', ')}, added or changed since it started, which can make a program run other code`,
+      };
+    if (answer.exportedFunctions.length > 0)
+      return {
+        refuse: `the session exports the function ${answer.exportedFunctions.join(', ')}, which a program that is a shell script runs`,
+      };
+    return { program: found };
   }
 
   /**
@@ -571,7 +603,8 @@ export class BashSession {
     const ending = await this.settle(shell, sent);
     shell.cancelExpect();
     await this.drain(shell, prepared.capture, sent.outcome, ending.ended);
-    const captured = prepared.collector.finish(this.secrets);
+    // Not redacted: the exported values are compared with the starting ones (judgeProbe); no value leaves the worker.
+    const captured = prepared.collector.finish([]);
     if ('file' in prepared.source) removeQuietly(prepared.commandFile);
     this.lastStatus = status;
     if (ending.restartAfter && !this.closed) {

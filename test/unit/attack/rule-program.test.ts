@@ -10,6 +10,12 @@
  * tools/git unasked by the rule. Now the worker asks the shell what the first word resolves to
  * (BashSession `resolveForRule`, through the control protocol) and the rule applies only to a
  * builtin or a program of the system the session cannot replace.
+ *
+ * Adversary round 33: the probe ran while a job had moved tools/git away (F5: the workspace's git
+ * ran for 7 and 11 of 60 rule-approved commands), `hash -p /usr/bin/python3 git` passed as a system
+ * program (F6), and only `LD_*`, `BASH_ENV` and `ENV` of the variables were checked. Now every PATH
+ * entry searched up to the program's folder must be one the session cannot change, a hashed path must
+ * be what the search finds, and no exported variable or function may differ from the start.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -58,7 +64,7 @@ const shadows: Array<[string, string[], RegExp]> = [
   ['a PATH entry of the workspace', [FAKE, 'export PATH="$PWD/tools:$PATH"'], /resolves to .*tools\/git, a file of the workspace/],
   ['a function', ['git() { echo FAKE >> fake.log; }'], /git is a shell function/],
   ['an alias', ['shopt -s expand_aliases; alias git="echo FAKE >> fake.log #"'], /git is an alias/],
-  ['hash -p', [FAKE, 'hash -p "$PWD/tools/git" git'], /resolves to .*tools\/git, a file of the workspace/],
+  ['hash -p', [FAKE, 'hash -p "$PWD/tools/git" git'], /git is hashed to .*tools\/git, not to what a search of PATH finds \(.*\/git\)/],
   ['an empty PATH entry', [FAKE, 'cd tools', 'export PATH=":$PATH"'], /resolves to .*tools\/git, a file of the workspace/],
   ['`.` in PATH', [FAKE, 'cd tools', 'export PATH=".:$PATH"'], /resolves to .*tools\/git, a file of the workspace/],
   [
@@ -75,6 +81,68 @@ const shadows: Array<[string, string[], RegExp]> = [
   ],
   // Defined but hidden at probe time: it would run between the probe and the command.
   ['a function named builtin', ['builtin() { command builtin "$@"; }'], /did not say what git resolves to/],
+  // Round 33 (F6): a hashed path to another program of the system, which the old probe took for git's.
+  [
+    'hash -p of another system program',
+    ['hash -p /usr/bin/env git'],
+    /git is hashed to \/usr\/bin\/env, not to what a search of PATH finds/,
+  ],
+  ['BASH_CMDS naming another system program', ['BASH_CMDS[git]=/bin/sh'], /git is hashed to \/bin\/sh, not to what a search of PATH finds/],
+  // Round 33 (F5's kind): a PATH entry the session can change, though what it finds now is the system's git.
+  [
+    'a PATH entry of the workspace that is a symlink to the system folder',
+    ['ln -s /usr/bin sysbin', 'export PATH="$PWD/sysbin:$PATH"'],
+    /git resolves to .*\/sysbin\/git now, but the shell's PATH searches .*\/sysbin for git first, and \/var\/tmp is not root's alone, so another file could run by the command/,
+  ],
+  [
+    'a PATH entry of the workspace, empty now, before the system folder',
+    ['mkdir -p tools', 'export PATH="$PWD/tools:$PATH"'],
+    /the shell's PATH searches .*\/tools for git first, and \/var\/tmp is not root's alone/,
+  ],
+  [
+    'a relative PATH entry, empty now, before the system folder',
+    ['export PATH="tools:$PATH"'],
+    /PATH searches tools for git first, and tools is looked up from the working directory/,
+  ],
+  ['an empty PATH entry with no git in the working directory', ['export PATH=":$PATH"'], /PATH searches an empty entry for git first/],
+  // Round 33 (the variables): each exported variable added or changed since the start, not only LD_*, BASH_ENV and ENV.
+  ...(
+    [
+      ['PYTHONPATH', '$PWD'],
+      ['PYTHONSTARTUP', '$PWD/s.py'],
+      ['PERL5LIB', '$PWD'],
+      ['PERL5OPT', '-Mevil'],
+      ['RUBYOPT', '-revil'],
+      ['NODE_OPTIONS', '--require=$PWD/e.js'],
+      ['GIT_EXEC_PATH', '$PWD/tools'],
+      ['GIT_SSH_COMMAND', '$PWD/tools/git'],
+      ['GIT_EXTERNAL_DIFF', '$PWD/tools/git'],
+      ['GIT_PAGER', '$PWD/tools/git'],
+      ['GIT_DIR', '$PWD/other'],
+      ['PAGER', '$PWD/tools/git'],
+      ['EDITOR', '$PWD/tools/git'],
+      ['LD_AUDIT', '$PWD/a.so'],
+      ['AJ_SOME_NEW_NAME', '1'],
+    ] as const
+  ).map(([name, value]): [string, string[], RegExp] => [
+    `${name} exported`,
+    [`export ${name}="${value}"`],
+    new RegExp(`the session exports ${name}, added or changed`),
+  ]),
+  [
+    'GIT_CONFIG_* exported',
+    ['export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0="$PWD/tools/git"'],
+    /exports (GIT_CONFIG_COUNT, )?GIT_CONFIG_KEY_0, GIT_CONFIG_VALUE_0, added or changed/,
+  ],
+  ['HOME changed', ['export HOME="$PWD"'], /exports HOME, added or changed/],
+  ['a variable exported by set -a', ['set -a', 'AJ_ALL=1', 'set +a'], /exports AJ_ALL/],
+  ['a variable exported by declare -x', ['declare -x GIT_WORK_TREE=/'], /exports GIT_WORK_TREE/],
+  ['a value that looks like a line of export -p', [`export AJ_X=$'1\\nexport PATH="/usr/bin"'`], /exports AJ_X, added or changed/],
+  [
+    'an exported function',
+    ['aj_fn() { echo FAKE >> fake.log; }', 'export -f aj_fn'],
+    /exports the function aj_fn, which a program that is a shell script runs/,
+  ],
 ];
 
 describe('a prefix rule runs only the program it names', () => {
@@ -112,6 +180,67 @@ describe('a prefix rule runs only the program it names', () => {
     const r = await s.run('enable -f /usr/lib/bash/sleep git');
     expect(r.exitCode).not.toBe(0);
     expect(await gate(s, 'git status')).toEqual(gitPath ? 1 : expect.any(String));
+  });
+
+  // Round 33, F5: the probe ran while tools/git was away (so git was the system's), the command while it was back.
+  maybe('a job flipping tools/git in and out of a PATH folder of the workspace, hashing off: the rule never applies', async () => {
+    if (!gitPath) return;
+    const ws = workspace();
+    const s = await setUp(
+      ws,
+      FAKE,
+      'mv tools/git tools/git.off',
+      'set +h',
+      'export PATH="$PWD/tools:$PATH"',
+      '(while :; do mv tools/git.off tools/git; mv tools/git tools/git.off; done) >/dev/null 2>&1 &',
+    );
+    const verdicts: Array<number | string> = [];
+    for (let i = 0; i < 60; i++) {
+      const verdict = await gate(s, 'git status --short');
+      verdicts.push(verdict);
+      // What the worker does when the rule applies: the command runs in the shell.
+      if (verdict === 1) await s.run('git status --short');
+    }
+    await s.run('kill %1');
+    // How many times the workspace's git ran for a command the rule let through (on the code before: 7 and 11 of 60 in two runs).
+    const log = path.join(ws, 'fake.log');
+    expect(fs.existsSync(log) ? fs.readFileSync(log, 'utf8').split('\n').length - 1 : 0).toBe(0);
+    expect(verdicts.filter((v) => v === 1)).toEqual([]);
+    for (const v of verdicts) expect(String(v)).toMatch(/tools\/git|PATH searches .*\/tools for git first/);
+  });
+
+  maybe('a path to the system git through a symlink of the workspace is refused; the session could turn the symlink', async () => {
+    if (!gitPath) return;
+    const ws = workspace();
+    const s = await setUp(ws, `ln -s ${path.dirname(gitPath)} sysbin`);
+    expect(await gate(s, './sysbin/git status')).toEqual(
+      expect.stringMatching(/\/var\/tmp is not root's alone, so another file could run/),
+    );
+    expect(await gate(s, `${gitPath} status`)).toBe(1);
+  });
+
+  maybe('what is left of the starting state still lets the rule apply: same values, PWD, a size, unexported, hashed git', async () => {
+    if (!gitPath) return;
+    const ws = workspace();
+    const odd = `a\nb"$\`\\ \u0001é\t'z`;
+    const s = await startSession({ cwd: ws, workspace: ws, env: { AJ_ODD: odd } });
+    expect(await gate(s, 'git status')).toBe(1);
+    for (const c of [
+      'mkdir -p sub && cd sub && cd ..',
+      'export HOME="$HOME" AJ_ODD="$AJ_ODD"',
+      'export COLUMNS=120 LINES=40',
+      'PYTHONPATH=$PWD; AJ_LOCAL=1',
+      'export -n HOME',
+      `hash -p ${gitPath} git`,
+      'hash -r; git --version >/dev/null; hash -t git',
+      'set +h',
+      'export PATH="/aj-no-such-folder:$PATH"',
+    ]) {
+      expect((await s.run(c)).exitCode).toBe(0);
+      expect([c, await gate(s, 'git status')]).toEqual([c, 1]);
+    }
+    // The session has the odd value (so export -p wrote it quoted, and the probe read it back as it was).
+    expect((await s.run(`[ "$AJ_ODD" = $'a\\nb"$\`\\\\ \\001é\\t\\'z' ] && echo same`)).output.trim()).toBe('same');
   });
 
   maybe('the system git, a builtin and a command after cd still run by the rule', async () => {
