@@ -96,8 +96,9 @@ const MORE_TOKENS: readonly string[] = [
  * token `s.`, a recovery token `r.`, a batch token `b.` ("Service tokens start with s. and batch tokens start with b.",
  * https://developer.hashicorp.com/vault/docs/upgrading/upgrade-to-1.0.0; the prefixes are Vault's
  * `sdk/helper/consts/token_consts.go`). Vault's docs call a token's structure opaque and undocumented, so the rest is
- * its source's: a service or recovery token's random part is 24 base62 characters (`base62.Random(TokenLength)`,
- * `TokenLength = 24`), in a namespace followed by `.<namespace id>`; a batch token is
+ * its source's and its tokens': a service or recovery token's random part is `base62.Random(TokenLength)` (Vault's
+ * recovery token code), 24 characters as tokens show it and secret scanners' rules take it (`s.OZZFOsivUeOMeDyFtRz7cOmE`),
+ * in a namespace followed by `.<namespace id>`; a batch token is
  * the base64url (no padding) of the encrypted entry, whose first 4 bytes are the keyring's term (a small number:
  * `AAAA`), 60 characters or more. Since `s.` and `r.` are short prefixes, the match also needs: no letter, digit, `_`,
  * `.` or `-` before (`items.s.`, `foo-s.` are no token's start), exactly 24 characters, and one of them an upper-case
