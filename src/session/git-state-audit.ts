@@ -25,7 +25,8 @@
  * holds are audited alike, and so is each linked worktree's git dir in theirs (`worktrees/<id>/`: its HEAD, index,
  * reflog and operation state, which git in that checkout, maybe outside the workspace, obeys; adversary round 32).
  * `rr-cache/` entries the session made or changed (git's rerere is on by itself while the folder exists) are named,
- * and moved at close. Its git
+ * and moved at close; entries of the person's it deleted are named. A bisect moved at close takes its refs
+ * (`refs/bisect/*`) along. Its git
  * runs as the workspace's owner, with no system or global config and no hook (worktree-git.ts `NO_REPO_CODE`), and
  * reads no file's content. Attack tests: git-state-audit.test.ts, git-state-close.test.ts, adversary-round30.test.ts,
  * adversary-round32.test.ts.
@@ -57,6 +58,9 @@ const STATE_FILES = [
   'BISECT_FIRST_PARENT',
 ] as const;
 
+/** The folder of a bisect's refs (`bad`, `good-<id>`, `skip-<id>`), moved with the rest of its bisect at close. */
+const BISECT_REFS = 'refs/bisect';
+
 /** Folders of a git dir that hold an operation in progress. */
 const STATE_DIRS = ['rebase-merge', 'rebase-apply', 'sequencer'] as const;
 
@@ -70,7 +74,9 @@ const OPERATION_PARTS: Readonly<Record<string, readonly string[]>> = {
   merge: ['MERGE_HEAD', 'MERGE_MSG', 'MERGE_MODE', 'MERGE_RR', 'AUTO_MERGE'],
   rebase: ['rebase-merge', 'rebase-apply', 'REBASE_HEAD', 'MERGE_MSG', 'AUTO_MERGE', 'MERGE_RR'],
   pick: ['sequencer', 'CHERRY_PICK_HEAD', 'REVERT_HEAD', 'MERGE_MSG', 'AUTO_MERGE', 'MERGE_RR'],
-  bisect: STATE_FILES.filter((f) => f.startsWith('BISECT_')),
+  // `refs/bisect/` (bad, good-<id>, skip-<id>): `git log --bisect` and `git rev-list --bisect` read them, and they keep
+  // the bisect's commits in `git log --all` (git-bisect, gitrevisions).
+  bisect: [...STATE_FILES.filter((f) => f.startsWith('BISECT_')), BISECT_REFS],
 };
 
 /** The operation ({@link OPERATION_PARTS}) a state path moved at close takes along; the rest is moved alone. */
@@ -81,7 +87,7 @@ const OPERATION_OF: Readonly<Record<string, string>> = {
   sequencer: 'pick',
   CHERRY_PICK_HEAD: 'pick',
   REVERT_HEAD: 'pick',
-  ...Object.fromEntries(OPERATION_PARTS.bisect!.map((f) => [f, 'bisect'])),
+  ...Object.fromEntries(OPERATION_PARTS.bisect!.filter((f) => f !== BISECT_REFS).map((f) => [f, 'bisect'])),
 };
 
 /** Most linked worktrees (`<git dir>/worktrees/<id>`) of one git dir audited; past it one finding names the rest as not checked. */
@@ -349,11 +355,15 @@ async function repoFindings(s: GitStateBaseline, r: StateRepo, final: boolean, m
   const refs = await readRefs(s.runner, r.git);
   const head = readHead(r.git, refs);
   const tips = [...new Set([...r.refs.values(), ...(r.head.oid ? [r.head.oid] : [])])];
+  const state = await stateFindings(s, r, refs, tips, final, move);
+  // The bisect's refs moved with it are named there, not again as refs the session made or deleted.
+  const bisectMoved = state.some((t) => t.key === `part ${BISECT_REFS}`);
+  const ownRefs = (t: Told): boolean => !(bisectMoved && t.key.startsWith(`ref ${BISECT_REFS}/`));
   return [
     ...(await headFindings(s, r, head, final)),
-    ...(r.linked === undefined ? refFindings(r, refs, head, new Set(tips)) : indexFinding(r)),
+    ...(r.linked === undefined ? refFindings(r, refs, head, new Set(tips)).filter(ownRefs) : indexFinding(r)),
     ...logFindings(r, head),
-    ...(await stateFindings(s, r, refs, tips, final, move)),
+    ...state,
     ...rrFindings(r, final, move),
   ];
 }
@@ -383,7 +393,8 @@ function rrFindings(r: StateRepo, final: boolean, move: MoveAside): Told[] {
       ? move(at, `${why}: ${does}; moved so that your git applies none of them`)
       : named(at, `${why}: ${does}; review it before you merge`),
   });
-  if (now === undefined) return [];
+  if (now === undefined)
+    return r.rr === undefined || r.rr.has('.') ? [] : [{ key: 'rr-cache', state: 'gone', finding: named(abs, rrGone(r, r.rr.size)) }];
   if (r.rr === undefined || r.rr.has('.') || now.entries.has('.')) {
     const state = createHash('sha256')
       .update([...now.entries].map(([n, d]) => `${n} ${d.sha}`).join('\n'))
@@ -400,6 +411,9 @@ function rrFindings(r: StateRepo, final: boolean, move: MoveAside): Told[] {
       `the session ${r.rr!.has(n) ? 'changed' : 'recorded'} the resolution rr-cache/${safeText(showName(n), false)}`,
     ),
   );
+  // Entries of the person's gone: looked for on disk, since the first MAX_RR_ENTRIES names shift when others go.
+  for (const n of [...r.rr.keys()].filter((x) => !now.entries.has(x) && !fs.lstatSync(path.join(abs, x), { throwIfNoEntry: false })))
+    out.push({ key: `rr ${n}`, state: 'gone', finding: named(path.join(abs, n), rrGone(r, 1, n)) });
   if (now.left > r.rrLeft && final)
     out.push({
       key: 'rr more',
@@ -412,6 +426,18 @@ function rrFindings(r: StateRepo, final: boolean, move: MoveAside): Told[] {
       },
     });
   return out;
+}
+
+/**
+ * Why `rr-cache/<name>` (or, without `name`, all of rr-cache with its `count` entries) of `r`, there at the start,
+ * is gone: the session deleted a conflict resolution the person recorded, which git's rerere no longer applies. It
+ * cannot be made again from here (the audit keeps no copy); the person's own backup or a new resolution can.
+ */
+function rrGone(r: StateRepo, count: number, name?: string): string {
+  const what = name
+    ? `your recorded conflict resolution rr-cache/${safeText(showName(name), false)}`
+    : `rr-cache with your ${count} recorded conflict resolutions (rerere is off again unless \`rerere.enabled\` is set)`;
+  return `the session deleted ${what}${r.where}: git's rerere no longer resolves ${name ? 'that conflict' : 'those conflicts'} for you; resolve ${name ? 'it' : 'them'} again by hand when ${name ? 'it comes' : 'they come'} back`;
 }
 
 /** A finding and what it was told for (key and state: told again once the state changes). */
@@ -709,13 +735,48 @@ async function stateFindings(
   }
   // The parts not named on their own (MERGE_MSG, …) or unchanged since the start, moved with their operation.
   const done = new Set(changed.map((c) => c.rel));
-  for (const p of [...parts].filter((x) => !done.has(x) && fs.lstatSync(path.join(r.git, x), { throwIfNoEntry: false })))
+  for (const p of [...parts].filter(
+    (x) => !done.has(x) && x !== BISECT_REFS && fs.lstatSync(path.join(r.git, x), { throwIfNoEntry: false }),
+  ))
     out.push({
       key: `part ${p}`,
       state: 'moved',
       finding: move(path.join(r.git, p), `part of an operation in progress the session left${r.where}, moved with it`),
     });
+  if (parts.has(BISECT_REFS)) out.push(...(await moveBisectRefs(s, r, refs, move)));
   return out;
+}
+
+/**
+ * The refs of the bisect of `r` that is moved at close ({@link BISECT_REFS}; `refs` as read before the move), moved
+ * with it and named one by one with their commits: the loose ones as their folder, to the quarantine; any still there
+ * after (packed in `packed-refs`, which `git pack-refs --all` writes) deleted with `git update-ref -d <ref> <id>`
+ * (which leaves a ref changed meanwhile alone), each named with the command that makes it again. None when the bisect
+ * has no refs.
+ */
+async function moveBisectRefs(s: GitStateBaseline, r: StateRepo, refs: ReadonlyMap<string, string>, move: MoveAside): Promise<Told[]> {
+  const ofBisect = (m: ReadonlyMap<string, string>): [string, string][] => [...m].filter(([n]) => n.startsWith(`${BISECT_REFS}/`));
+  const mine = ofBisect(refs);
+  if (mine.length === 0) return [];
+  const listed = mine.map(([n, oid]) => `${safeText(showName(n), false)} at ${short(oid)}`).join(', ');
+  const why = `the bisect's refs ${listed}${r.where} (\`git log --bisect\` and \`git rev-list --bisect\` read them)`;
+  const abs = path.join(r.git, BISECT_REFS);
+  const moved = fs.lstatSync(abs, { throwIfNoEntry: false }) ? move(abs, `${why}, moved with the rest of the bisect`) : undefined;
+  const after = ofBisect((await readRefs(s.runner, r.git).catch(() => undefined)) ?? new Map(mine));
+  const gone: string[] = [];
+  const kept: string[] = [];
+  for (const [n, oid] of after) {
+    const shown = safeText(showName(n), false);
+    const deleted = await runGit(s.runner, r.git, ['update-ref', '-d', n, oid]).then(
+      () => true,
+      () => false,
+    );
+    if (deleted) gone.push(`${shown} deleted from packed-refs (\`git update-ref ${shown} ${oid}\` makes it again)`);
+    else kept.push(shown);
+  }
+  const rest = [...gone, ...(kept.length > 0 ? [`${kept.join(', ')} NOT removed: \`git update-ref -d\` each`] : [])].join('; ');
+  const finding = moved ? { ...moved, why: `${moved.why}${rest ? `; ${rest}` : ''}` } : named(abs, `${why}: ${rest}`);
+  return [{ key: `part ${BISECT_REFS}`, state: 'moved', finding }];
 }
 
 /** The parts of operation `op` ({@link OPERATION_PARTS}) there now in `git`. */

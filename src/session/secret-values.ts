@@ -31,8 +31,8 @@ const SECRET_KEY = String.raw`(?:passw(?:or)?d|pwd|passphrase|secret|client[_-]?
  * More token formats, each as its issuer documents or its tokens show it (a fixed prefix, then the random part):
  * GitLab's other tokens (`gldt-` deploy, `glrt-` runner, `glptt-` pipeline trigger, `glft-` feed, `glimt-`, `gloas-`,
  * `glsoat-`, `glcbt-` CI job, `glffct-`, `glagent-`, `GR1348941` runner registration), Slack app-level `xapp-`, PyPI
- * `pypi-Ag...` (a macaroon), HashiCorp Vault `hvs.` `hvb.` `hvr.` (service, batch, recovery; Vault's legacy `s.` tokens
- * are too short a prefix to tell from a word), Hugging Face `hf_` and `api_org_`, Twilio API keys `SK` + 32 hex,
+ * `pypi-Ag...` (a macaroon), HashiCorp Vault `hvs.` `hvb.` `hvr.` (service, batch, recovery; the legacy `s.` `b.` `r.`
+ * are {@link VAULT_LEGACY_TOKEN}), Hugging Face `hf_` and `api_org_`, Twilio API keys `SK` + 32 hex,
  * SendGrid `SG.<22>.<43>`, Shopify `shpat_ shpca_ shppa_ shpss_`, DigitalOcean `dop_v1_ doo_v1_ dor_v1_`, Doppler
  * `dp.pt. dp.st. dp.sa. dp.ct. dp.scim. dp.audit.` (a service token with its config's name: `dp.st.dev.`), Stripe webhook secrets `whsec_`, Google OAuth client secrets
  * `GOCSPX-` and access tokens `ya29.`, Docker Hub `dckr_pat_`, Grafana `glc_ glsa_`, Sentry `sntrys_ sntryu_`,
@@ -40,7 +40,10 @@ const SECRET_KEY = String.raw`(?:passw(?:or)?d|pwd|passphrase|secret|client[_-]?
  * Pulumi `pul-`, Terraform Cloud `.atlasv1.`, a Telegram bot token `<bot id>:AA...`, Groq `gsk_`, Replicate `r8_`,
  * xAI `xai-`, Mailgun `key-` + 32 hex, Mailchimp `<32 hex>-us<n>`, New Relic `NRAK-`, Square `sq0atp- sq0csp-`,
  * PlanetScale `pscale_tkn_ pscale_pw_ pscale_oauth_`, 1Password service accounts `ops_eyJ`, Figma `figd_`, Buildkite
- * `bkua_`, CircleCI `CCIPAT_`, Fly.io `fo1_ fm1_ fm2_`, Notion `ntn_`, JFrog `AKCp` and `cmVmdGtuOjAx` (`reftkn:01`).
+ * `bkua_`, CircleCI `CCIPAT_`, Fly.io `fo1_ fm1_ fm2_`, Notion `ntn_`, JFrog `AKCp` and `cmVmdGtuOjAx` (`reftkn:01`),
+ * Heroku API keys `HRKU-AA` + 58 (the current form, as gitleaks' `heroku-api-key-v2` rule and GitLab's Heroku validity
+ * check, https://gitlab.com/gitlab-org/gitlab/-/merge_requests/248117, take it) and `HRKU-` + a UUID (the form
+ * SonarSource's rule S7006 takes; no Heroku page in reach documents either length).
  * Case-sensitive, at the start of a word, and (for the fixed lengths) not followed by a letter or digit.
  */
 const MORE_TOKENS: readonly string[] = [
@@ -85,7 +88,24 @@ const MORE_TOKENS: readonly string[] = [
   String.raw`ntn_[A-Za-z0-9]{40,}`,
   String.raw`AKCp[A-Za-z0-9]{69}`,
   String.raw`cmVmdGtuOjAx[A-Za-z0-9]{40,}`,
+  String.raw`HRKU-(?:AA[A-Za-z0-9_-]{58}|[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12})`,
 ];
+
+/**
+ * HashiCorp Vault's tokens before 1.10 (and after it with `VAULT_DISABLE_SERVER_SIDE_CONSISTENT_TOKENS`): a service
+ * token `s.`, a recovery token `r.`, a batch token `b.` ("Service tokens start with s. and batch tokens start with b.",
+ * https://developer.hashicorp.com/vault/docs/upgrading/upgrade-to-1.0.0; the prefixes are Vault's
+ * `sdk/helper/consts/token_consts.go`). Vault's docs call a token's structure opaque and undocumented, so the rest is
+ * its source's and its tokens': a service or recovery token's random part is `base62.Random(TokenLength)` (Vault's
+ * recovery token code), 24 characters as tokens show it and secret scanners' rules take it (`s.OZZFOsivUeOMeDyFtRz7cOmE`),
+ * in a namespace followed by `.<namespace id>`; a batch token is
+ * the base64url (no padding) of the encrypted entry, whose first 4 bytes are the keyring's term (a small number:
+ * `AAAA`), 60 characters or more. Since `s.` and `r.` are short prefixes, the match also needs: no letter, digit, `_`,
+ * `.` or `-` before (`items.s.`, `foo-s.` are no token's start), exactly 24 characters, and one of them an upper-case
+ * letter or a digit (a lower-case word or host name is not; a random token is all
+ * lower-case once in 10^9). The cost: a 24-character CamelCase identifier after `s.` at a word's start is taken.
+ */
+const VAULT_LEGACY_TOKEN = String.raw`(?:^|[^A-Za-z0-9_.-])(?:[sr]\.(?=[a-z]{0,23}[A-Z0-9])[A-Za-z0-9]{24}|b\.AAAA[A-Za-z0-9_-]{60,})(?![A-Za-z0-9])`;
 
 /**
  * Webhook URLs whose path (or a key in it) is the credential: anyone who has one posts as the integration. Slack
@@ -122,7 +142,8 @@ const WEBHOOKS: readonly string[] = [
  *   key file (`PuTTY-User-Key-File-3:`), an age identity (`AGE-SECRET-KEY-1`);
  * - an HTTP credential header anywhere in the value, any case (`Authorization:`, `Proxy-Authorization:`,
  *   `Private-Token:` (GitLab), `X-Api-Key:`, `X-Auth-Token:`), as git's `http.extraheader` carries a CI token, and
- *   `Bearer <16 or more token characters>`; the bare word `bearer` in prose is not enough;
+ *   `Bearer <16 or more token characters>`; the bare word `bearer` in prose is not enough; a bare `Basic <base64 of
+ *   user:password>` is found by `hasBasicCredential` (it needs a decoding, no pattern here);
  * - `.netrc` text: `machine <host> ... password <p>` (within 1,000 characters), `default login <u> password <p>`;
  * - a key/value pair whose key names a secret with a non-empty value: `password=`, `Pwd=` (an ADO.NET connection
  *   string), `"password": "..."` (JSON, also with its quotes backslash-escaped inside another string), `password:
@@ -138,7 +159,8 @@ const WEBHOOKS: readonly string[] = [
  *   `sk-ant-`; OpenAI `sk-` + 20 or more (`sk-proj-...`); Stripe `sk_live_ rk_live_ sk_test_ rk_test_`; a JWT
  *   (`eyJ<header>.eyJ<payload>.<signature>`, both parts base64url of a JSON object, as every JWT's are); more
  *   GitLab (`gldt-`, `glrt-`, ...) and Slack (`xoxe-`, `xapp-`) tokens, AWS `ABIA`, and the formats of
- *   {@link MORE_TOKENS}. Each must start a word, so `task-...` is not an `sk-` key;
+ *   {@link MORE_TOKENS}, and Vault's legacy `s.` `r.` `b.` tokens ({@link VAULT_LEGACY_TOKEN}). Each must start a word,
+ *   so `task-...` is not an `sk-` key;
  * - a signed URL's signature, whose query is the credential: `sig=` (an Azure SAS URL), `Signature=` (CloudFront),
  *   `X-Amz-Signature=`, `X-Goog-Signature=`, with at least 16 characters, after `?`, `&` or `;`;
  * - a webhook URL whose path is the secret ({@link WEBHOOKS}: Slack, Discord, Teams, Zapier, IFTTT, Telegram).
@@ -161,6 +183,7 @@ export const SECRET_VALUE_PATTERNS: readonly RegExp[] = Object.freeze([
   /(?:^|[^A-Za-z0-9_-])(?:sk-[A-Za-z0-9_-]{20,}|[sr]k_(?:live|test)_[A-Za-z0-9]{10,})/,
   /(?:^|[^A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*/,
   new RegExp(String.raw`(?:^|[^A-Za-z0-9_])(?:${MORE_TOKENS.join('|')})(?![A-Za-z0-9])`),
+  new RegExp(VAULT_LEGACY_TOKEN),
   /[?&;](?:sig|signature|x-amz-signature|x-goog-signature)=[^&\s#"']{16,}/i,
   new RegExp(String.raw`(?:^|[^a-z0-9.-])(?:${WEBHOOKS.join('|')})`, 'i'),
 ]);
@@ -205,6 +228,27 @@ function isPortThenPath(match: string): boolean {
   return /^\d{1,5}[/?#\s]/.test(password);
 }
 
+/**
+ * An HTTP Basic credential without its header name: the word `Basic` (any case, at the start of a word), whitespace,
+ * and a base64 run (RFC 7617 section 2: `Basic <base64 of user-id ":" password>`; base64url letters are read too).
+ */
+const BASIC_CREDENTIAL = /(?:^|[^A-Za-z0-9_-])basic\s+([A-Za-z0-9+/_-]{4,}={0,2})(?![A-Za-z0-9+/_=-])/gi;
+
+/**
+ * Whether `text` holds `Basic <base64>` ({@link BASIC_CREDENTIAL}) whose base64 decodes (as UTF-8) to printable text
+ * with a `:`, the user-id and password of RFC 7617 (either may be empty: Heroku's `:<token>`, Stripe's `<key>:`; a
+ * password may hold more colons). Not: the word `basic` before other words (`basic usage`, `Basic English`: they
+ * decode to bytes that are no text), or before the base64 of text with no colon (`Basic SGVsbG8gd29ybGQ=`, `Hello
+ * world`). Linear: the matches do not overlap and each is decoded once.
+ */
+function hasBasicCredential(text: string): boolean {
+  for (const m of text.matchAll(BASIC_CREDENTIAL)) {
+    const decoded = Buffer.from(m[1]!, 'base64').toString('utf8');
+    if (decoded.length >= 2 && /^[^\x00-\x1f\x7f\ufffd:]*:[^\x00-\x1f\x7f\ufffd]*$/.test(decoded)) return true;
+  }
+  return false;
+}
+
 /** Whether `text` (one form of a value) matches a rule, but for the exceptions `isPortThenPath` and `NOT_A_USER`. */
 function matchesShape(text: string): boolean {
   const [urlPassword, schemeless, ...rest] = SECRET_VALUE_PATTERNS;
@@ -219,7 +263,7 @@ function matchesShape(text: string): boolean {
     return false;
   };
   if (anyMatch(urlPassword!, isPortThenPath) || anyMatch(schemeless!, (m) => NOT_A_USER.test(m))) return true;
-  if (rest.some((re) => re.test(text))) return true;
+  if (rest.some((re) => re.test(text)) || hasBasicCredential(text)) return true;
   for (const m of text.matchAll(URL_USER_ONLY)) if (isTokenUser(m[1]!)) return true;
   return false;
 }
@@ -281,8 +325,9 @@ function decodedForms(value: string): { texts: string[]; derKey: boolean } {
  * Decisions, each for values a person would recognise as credentials without breaking ordinary sessions:
  * - Well-known token prefixes: caught (list at {@link SECRET_VALUE_PATTERNS}), case-sensitive and at the start of a
  *   word, with their issuers' lengths, so that words such as `task-...` or `sk-1` stay.
- * - `Authorization:`/`Bearer` and `.netrc` text anywhere in a value: caught; so git's `http.extraheader` token in
- *   `GIT_CONFIG_VALUE_n` or `GIT_CONFIG_PARAMETERS` is a secret (env.ts also drops git's command-scope config).
+ * - `Authorization:`/`Bearer`/`Basic <base64 of user:password>` and `.netrc` text anywhere in a value: caught; so
+ *   git's `http.extraheader` token in `GIT_CONFIG_VALUE_n` or `GIT_CONFIG_PARAMETERS` is a secret (env.ts also drops
+ *   git's command-scope config); a `Bearer` token under 16 characters is not (`Bearer abc` in prose).
  * - A PEM private key with literal `\n` escapes: caught (the armor line is matched, not the line breaks).
  * - `user@host` with no password (an e-mail address, `git@github.com:o/r.git`, `ssh://git@host`): not a secret; a
  *   URL's user alone is one only when it is token-shaped.

@@ -1,8 +1,9 @@
 /**
  * What the git state audit (src/session/git-state-audit.ts) reads beyond the root git dir's own state, and how it moves
  * an operation at close, against real sessions as root: a linked worktree's git dir (outside the workspace's checkout,
- * inside its `.git/worktrees/<id>`), git's rerere cache (`rr-cache/`, which turns rerere on), and an operation in
- * progress moved whole (merge, rebase, cherry-pick, bisect), with the person's next commands run on the host after.
+ * inside its `.git/worktrees/<id>`), git's rerere cache (`rr-cache/`, which turns rerere on; the person's entries
+ * deleted), and an operation in progress moved whole (merge, rebase, cherry-pick, bisect with its `refs/bisect/*`),
+ * with the person's next commands run on the host after.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -241,6 +242,95 @@ describe('an operation in progress whose commit is the session’s: moved whole 
     expect(fs.readdirSync(path.join(ws, '.git')).filter((f) => f.startsWith('BISECT_'))).toEqual([]);
     expect(host(ws, 'switch', 'main').rc).toBe(0);
     expect(gitIn(ws, 'rev-parse', 'HEAD')).toBe(head);
+  });
+});
+
+/** Shell text: the session's branch `agent` of four commits on main, and a bisect between them (`agent` bad, main good). */
+const BISECT_AGENT =
+  `git checkout -qb agent && for i in 1 2 3 4; do echo $i > n.txt && git add n.txt && git -c user.name=x -c user.email=x@x commit -qm n$i; done && git checkout -q main && ` +
+  `git bisect start agent main >/dev/null 2>&1`;
+
+describe('a bisect moved at close takes its refs (refs/bisect/*) along, all or none', () => {
+  test("loose refs/bisect/bad and good-<id>: moved with the BISECT_* files and named; the person's git lists no bisect ref", async () => {
+    const { ws } = conflicting();
+    const main = gitIn(ws, 'rev-parse', 'main');
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run(`${BISECT_AGENT}; git for-each-ref --format='%(refname)' refs/bisect/`);
+    expect(r.output).toContain('refs/bisect/bad');
+    const bad = gitIn(ws, 'rev-parse', 'refs/bisect/bad');
+    await s.close();
+    const said = atClose(s);
+    expect(said).toMatch(/BISECT_EXPECTED_REV .*moved with .*refs\/bisect/);
+    expect(said).toContain(`the bisect's refs refs/bisect/bad at ${bad.slice(0, 12)}, refs/bisect/good-${main} at ${main.slice(0, 12)}`);
+    expect(said).toMatch(/refs\/bisect.*moved with the rest of the bisect -> /);
+    expect(said).not.toMatch(/the session made refs\/bisect/);
+    expect(gitIn(ws, 'for-each-ref', 'refs/bisect/')).toBe('');
+  });
+
+  test('a bisect ref written into packed-refs by hand (git reads it; `pack-refs` never packs refs/bisect): deleted, named with the command that makes it again', async () => {
+    const { ws } = conflicting();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run(
+      `${BISECT_AGENT}; c=$(git rev-parse agent~1) && { grep -v '^#' .git/packed-refs; echo "$c refs/bisect/skip-$c"; } > /tmp/p && cat /tmp/p > .git/packed-refs && ` +
+        `git for-each-ref --format='%(refname)' refs/bisect/`,
+    );
+    const skip = gitIn(ws, 'rev-parse', 'agent~1');
+    expect(r.output).toContain(`refs/bisect/skip-${skip}`);
+    await s.close();
+    const said = atClose(s);
+    expect(said).toMatch(/refs\/bisect.*moved with the rest of the bisect/);
+    expect(said).toContain(
+      `refs/bisect/skip-${skip} deleted from packed-refs (\`git update-ref refs/bisect/skip-${skip} ${skip}\` makes it again)`,
+    );
+    expect(gitIn(ws, 'for-each-ref', 'refs/bisect/')).toBe('');
+  });
+
+  test("a bisect over the person's own commits is not moved: its refs stay with it", async () => {
+    const { ws } = conflicting();
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run('git bisect start main main~2 >/dev/null 2>&1; test -f .git/BISECT_START && echo made-it');
+    expect(r.output).toContain('made-it');
+    await s.close();
+    expect(atClose(s)).not.toMatch(/moved with the rest of the bisect/);
+    expect(fs.existsSync(path.join(ws, '.git', 'BISECT_START'))).toBe(true);
+    expect(gitIn(ws, 'for-each-ref', '--format=%(refname)', 'refs/bisect/')).toMatch(/^refs\/bisect\/bad$/m);
+  });
+});
+
+describe("the person's rr-cache entries the session deleted: named", () => {
+  /** The person's recorded resolutions `a…` and `b…` in `ws`'s rr-cache. */
+  function ownResolutions(ws: string): void {
+    for (const c of ['a', 'b']) {
+      fs.mkdirSync(path.join(ws, '.git', 'rr-cache', c.repeat(40)), { recursive: true });
+      fs.writeFileSync(path.join(ws, '.git', 'rr-cache', c.repeat(40), 'postimage'), `theirs ${c}\n`);
+    }
+  }
+
+  test('one entry deleted: named after the command and at close; the other stays', async () => {
+    const { ws } = conflicting();
+    ownResolutions(ws);
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run(`rm -rf .git/rr-cache/${'a'.repeat(40)} && echo made-it`);
+    expect(r.output).toContain('made-it');
+    const gone = new RegExp(
+      `deleted your recorded conflict resolution rr-cache/${'a'.repeat(40)}: git's rerere no longer resolves that conflict`,
+    );
+    expect(r.output).toMatch(gone);
+    await s.close();
+    expect(atClose(s)).toMatch(gone);
+    expect(atClose(s)).not.toContain('b'.repeat(40));
+    expect(fs.readdirSync(path.join(ws, '.git', 'rr-cache'))).toEqual(['b'.repeat(40)]);
+  });
+
+  test('all of rr-cache deleted: named with the count', async () => {
+    const { ws } = conflicting();
+    ownResolutions(ws);
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run('rm -rf .git/rr-cache && echo made-it');
+    expect(r.output).toContain('made-it');
+    expect(r.output).toMatch(/deleted rr-cache with your 2 recorded conflict resolutions/);
+    await s.close();
+    expect(atClose(s)).toMatch(/\.git\/rr-cache the session deleted rr-cache with your 2 recorded conflict resolutions/);
   });
 });
 

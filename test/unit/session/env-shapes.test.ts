@@ -163,6 +163,57 @@ const ROUND32_ORDINARY: readonly string[] = [
   '/home/alice/work/project',
 ];
 
+/** A Basic credential's base64 (RFC 7617: `user-id:password`). */
+const basic = (userPass: string): string => Buffer.from(userPass).toString('base64');
+const VAULT_24 = 'OZZFOsivUeOMeDyFtRz7cOmE';
+
+/**
+ * Vault's legacy tokens (`s.`/`r.` + 24 base62, `b.` + the base64url of an encrypted entry), Heroku API keys and a bare
+ * `Basic <base64 of user:password>`, which passed every rule: alone, in a command, in JSON, percent- and base64-wrapped.
+ */
+const LEGACY_AND_BASIC_SECRETS: readonly string[] = [
+  `s.${VAULT_24}`,
+  `VT=s.${VAULT_24}`,
+  `vault login s.${VAULT_24}`,
+  `{"id":"s.${fill(24)}"}`,
+  `s.${VAULT_24}.6wW4W`,
+  `r.${fill(24, 'abcdefghijklmnopqrstuvwxyz0123456789')}`,
+  `b.AAAAAQ${fill(120, 'AbCdEfGhIjKlMnOpQrStUvWxYz0123456789_-')}`,
+  `HRKU-AA${fill(58, 'AbCdEfGhIjKlMnOpQrStUvWxYz0123456789_-')}`,
+  `heroku config HRKU-AA${fill(58)} --app x`,
+  `HRKU-${fill(8, HEX)}-${fill(4, HEX)}-${fill(4, HEX)}-${fill(4, HEX)}-${fill(12, HEX)}`,
+  `Basic ${basic('alice:hunter2')}`,
+  `basic ${basic(':cf0e05d9-4eca-4948-a012-b91fe9704bab')}`,
+  `BASIC   ${basic('sk_live_key:')}`,
+  `--header=Basic ${basic('ci-bot:pa:ss word')}`,
+  `{"h": "Basic ${basic('alice:hunter2')}"}`,
+  `Basic ${Buffer.from('alice:hunter2').toString('base64url')}`,
+  encodeURIComponent(`Basic ${basic('alice:hunter2')}`),
+  Buffer.from(`Basic ${basic('alice:hunter2')}`).toString('base64'),
+];
+
+/** Beside the rules above: `s.` in prose or a path, short or all-lower-case `s.` words, a ticket id, `basic` in prose. */
+const LEGACY_AND_BASIC_ORDINARY: readonly string[] = [
+  'It works. s. See the docs.',
+  'items.s.OZZFOsivUeOMeDyFtRz7cOmE',
+  'my-s.OZZFOsivUeOMeDyFtRz7cOmE',
+  's.abcdefghijklmnopqrstuvwx',
+  `s.${VAULT_24.slice(1)}`,
+  `s.${VAULT_24}x`,
+  'r.example.com',
+  'b.AAAA',
+  'HRKU-1234',
+  `HRKU-AA${fill(20)}`,
+  `Basic ${basic('Hello world')}`,
+  `basic ${basic('no colon in this text')}`,
+  'basic usage',
+  'Basic English',
+  'Basic auth is enabled',
+  '--auth-type basic --user alice',
+  `basic ${Buffer.from([0x3a, 0xff, 0xfe, 0x01]).toString('base64')}`,
+  basic('alice:hunter2').slice(0, 4),
+];
+
 /** Secrets in the shapes round 29 found passing, and the variants chosen to get past each new rule. */
 const SECRET_SHAPES: readonly string[] = [
   // A scheme-less proxy: at the start, after `=` in an option, in JSON, with a `%40`-encoded and a raw `@`.
@@ -248,6 +299,7 @@ const SECRET_SHAPES: readonly string[] = [
   'postgres://app:pw@[::1]:5432/app',
   'postgres://app:pw@dé.example/app',
   ...ROUND32_SECRETS,
+  ...LEGACY_AND_BASIC_SECRETS,
 ];
 
 /** Ordinary values that must still reach bash. */
@@ -287,6 +339,7 @@ const ORDINARY: readonly string[] = [
   'C.UTF-8',
   ...DER_PUBLIC,
   ...ROUND32_ORDINARY,
+  ...LEGACY_AND_BASIC_ORDINARY,
 ];
 
 describe('secret value shapes (pure)', () => {
@@ -411,6 +464,10 @@ describe('round 32: secret names and the cost of the value rules (pure)', () => 
       'near webhooks': 'https://hooks.slack.com/services/ https://discord.com/api/webhooks/x '.repeat(MB / 70),
       'near keys': ';AccountKey=;SharedAccessKey=;passphrase= '.repeat(MB / 44),
       digits: '1234567890:'.repeat(MB / 11),
+      // Near misses of the Vault legacy, Heroku and Basic rules: each `s.`/`Basic` starts a match that fails late.
+      'near legacy': `s.${'A'.repeat(23)}. Basic SGVsbG8= HRKU-AA1 b.AAAA `.repeat(MB / 58),
+      // Under 24 characters, so that the base64 runs' decodings (`decodedForms`) do not dominate the figure.
+      'basic runs': `basic ${'QUFB'.repeat(5)} `.repeat(MB / 27),
     };
     const medians: Record<string, number> = {};
     for (const [name, value] of Object.entries(cases)) {
