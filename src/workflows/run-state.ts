@@ -436,16 +436,16 @@ export class RunState {
   }
 
   /**
-   * The bound steering requests applied that were issued at most `REQUEST_WINDOW_MS` before `nowMs`
-   * (ms since the epoch, workflow time); older ones need no remembering: a request that old is refused.
+   * The bound steering requests applied that were issued at most `REQUEST_WINDOW_MS` ago (workflow time);
+   * older ones need no remembering: a request that old is refused.
    */
-  usedRequests(nowMs: number): UsedRequest[] {
-    return this.#usedRequests.filter((r) => Date.parse(r.issuedAt) >= nowMs - REQUEST_WINDOW_MS);
+  usedRequests(): UsedRequest[] {
+    return this.#usedRequests.filter((r) => msSince(r.issuedAt) <= REQUEST_WINDOW_MS);
   }
 
-  /** Remembers that the bound request `used` was applied (once), and forgets those too old to remember at `nowMs` ({@link usedRequests}). */
-  rememberRequest(used: UsedRequest, nowMs: number): void {
-    this.#usedRequests = [...this.usedRequests(nowMs), { requestId: used.requestId, issuedAt: used.issuedAt }];
+  /** Remembers that the bound request `used` was applied (once), and forgets those too old to remember ({@link usedRequests}). */
+  rememberRequest(used: UsedRequest): void {
+    this.#usedRequests = [...this.usedRequests(), { requestId: used.requestId, issuedAt: used.issuedAt }];
   }
 
   /** `by` asked a chat run to end. */
@@ -543,7 +543,7 @@ export class RunState {
       ...(this.#checkpoints.length > 0 ? { checkpoints: this.#checkpoints } : {}),
       ...(this.#rewinds.length > 0 ? { rewinds: this.#rewinds } : {}),
       // Absent when none: a chain that never took a bound request carries what it carried before.
-      ...(this.#usedRequests.length > 0 ? { usedRequests: this.usedRequests(Date.now()) } : {}),
+      ...(this.#usedRequests.length > 0 ? { usedRequests: this.usedRequests() } : {}),
     };
   }
 

@@ -43,6 +43,7 @@ import {
   type TextBlock,
 } from '../contract';
 import { invisibleNameProblem } from '../shared/display';
+import { msSince } from './limits';
 import type { RunState } from './run-state';
 
 /** Thrown by a validator: the request is rejected with this message (the SDK turns any error into the Update's failure). */
@@ -120,19 +121,18 @@ export function checkBinding(state: RunState, update: SteeringUpdate, req: Bound
   }
   if (!isBinding(b))
     throw new RejectedRequest(
-      `binding must be an object of update, workflowId, firstRunId, requestId (at most ${MAX_REQUEST_ID_CHARS} characters) and issuedAt (ISO-8601)`,
+      `binding must be an object of update, workflowId, firstRunId, requestId (each at most ${MAX_REQUEST_ID_CHARS} characters) and issuedAt (ISO-8601 UTC, as toISOString writes it)`,
     );
   if (b.update !== update) throw new RejectedRequest(`this request is for the ${JSON.stringify(b.update)} Update, not ${update}`);
   const info = workflowInfo();
   if (b.workflowId !== info.workflowId || b.firstRunId !== info.firstExecutionRunId)
     throw new RejectedRequest('this request names another run (binding.workflowId, binding.firstRunId): send it again to this run');
-  const now = Date.now();
-  const issued = Date.parse(b.issuedAt);
-  if (issued < now - REQUEST_WINDOW_MS || issued > now + REQUEST_CLOCK_SKEW_MS)
+  const age = msSince(b.issuedAt);
+  if (age > REQUEST_WINDOW_MS || age < -REQUEST_CLOCK_SKEW_MS)
     throw new RejectedRequest(
-      `this request was issued at ${b.issuedAt}, not within ${REQUEST_WINDOW_MS / 60_000} minutes of the run's time (${new Date(now).toISOString()}): send it again`,
+      `this request was issued at ${b.issuedAt}, not within ${REQUEST_WINDOW_MS / 60_000} minutes of the run's time (${new Date().toISOString()}): send it again`,
     );
-  const used = state.usedRequests(now);
+  const used = state.usedRequests();
   if (used.some((r) => r.requestId === b.requestId))
     throw new RejectedRequest('this request was applied already (its binding.requestId): a request applies once; send a new one');
   if (used.length >= MAX_REMEMBERED_REQUESTS)
@@ -140,6 +140,9 @@ export function checkBinding(state: RunState, update: SteeringUpdate, req: Bound
       `the run took ${MAX_REMEMBERED_REQUESTS} requests in the last ${REQUEST_WINDOW_MS / 60_000} minutes; send it again later`,
     );
 }
+
+/** An ISO-8601 UTC time as `Date.prototype.toISOString` writes it (no local time: workflow code reads no time zone). */
+const UTC_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/;
 
 /** Whether `b` has the shape of a {@link RequestBinding} (Update payloads are not typed on the wire). */
 function isBinding(b: unknown): b is RequestBinding {
@@ -151,8 +154,8 @@ function isBinding(b: unknown): b is RequestBinding {
     text(o.workflowId) &&
     text(o.firstRunId) &&
     text(o.requestId) &&
-    text(o.issuedAt) &&
-    !Number.isNaN(Date.parse(o.issuedAt))
+    typeof o.issuedAt === 'string' &&
+    UTC_TIME.test(o.issuedAt)
   );
 }
 
@@ -164,7 +167,7 @@ function isBinding(b: unknown): b is RequestBinding {
 export function rememberBinding(state: RunState, req: BoundRequest): void {
   const b = req.binding;
   if (b === undefined || !patched(REQUESTS_ONCE_PATCH)) return;
-  state.rememberRequest({ requestId: b.requestId, issuedAt: b.issuedAt }, Date.now());
+  state.rememberRequest({ requestId: b.requestId, issuedAt: b.issuedAt });
 }
 
 /** @throws RejectedRequest once the run has ended (a request after the result would be lost) */
