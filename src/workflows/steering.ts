@@ -121,7 +121,7 @@ export function checkBinding(state: RunState, update: SteeringUpdate, req: Bound
   }
   if (!isBinding(b))
     throw new RejectedRequest(
-      `binding must be an object of update, workflowId, firstRunId, requestId (each at most ${MAX_REQUEST_ID_CHARS} characters) and issuedAt (ISO-8601 UTC, as toISOString writes it)`,
+      `binding must be an object of update, workflowId, firstRunId, requestId (at most ${MAX_REQUEST_ID_CHARS} characters) and issuedAt (ISO-8601 UTC, as toISOString writes it)`,
     );
   if (b.update !== update) throw new RejectedRequest(`this request is for the ${JSON.stringify(b.update)} Update, not ${update}`);
   const info = workflowInfo();
@@ -148,10 +148,11 @@ const UTC_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/;
 function isBinding(b: unknown): b is RequestBinding {
   if (typeof b !== 'object' || b === null || Array.isArray(b)) return false;
   const o = b as Record<string, unknown>;
-  const text = (v: unknown): v is string => typeof v === 'string' && v !== '' && v.length <= MAX_REQUEST_ID_CHARS;
+  const text = (v: unknown, max = MAX_REQUEST_ID_CHARS): v is string => typeof v === 'string' && v !== '' && v.length <= max;
   return (
     text(o.update) &&
-    text(o.workflowId) &&
+    // Temporal's own bound on a workflow id (a sub-agent's id is its parent's and more: docs/subagents.md).
+    text(o.workflowId, 1000) &&
     text(o.firstRunId) &&
     text(o.requestId) &&
     typeof o.issuedAt === 'string' &&
