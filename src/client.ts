@@ -104,6 +104,7 @@ import { sha256 } from './shared/sha256';
 import { rewindUpdate, type RewindAnswer, type RewindRequest } from './contract/checkpoint';
 import { temporalSettings, temporalUiUrl, workflowUiUrl, type TemporalSettings } from './settings';
 import { dataConverterFromEnv } from './codec';
+import { requestBindingInterceptor } from './request-binding';
 import type { agentRun } from './workflows';
 import {
   HistoryUnreadableError,
@@ -530,7 +531,13 @@ export class AgentJobsClient {
     options: { updateTimeoutMs?: number } = {},
   ) {
     const dataConverter = dataConverterFromEnv();
-    this.temporal = new Client({ connection, namespace: settings.namespace, ...(dataConverter ? { dataConverter } : {}) });
+    this.temporal = new Client({
+      connection,
+      namespace: settings.namespace,
+      ...(dataConverter ? { dataConverter } : {}),
+      // Every steering Update it sends is bound to its run, once (an encrypted run refuses one that is not).
+      interceptors: { workflow: [requestBindingInterceptor(connection, settings.namespace)] },
+    });
     this.updateTimeoutMs = options.updateTimeoutMs ?? UPDATE_DEADLINE_MS;
   }
 

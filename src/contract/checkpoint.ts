@@ -3,6 +3,7 @@
  * (docs/rewind.md). Deterministic.
  */
 import { defineUpdate } from '@temporalio/workflow';
+import type { BoundRequest } from './steering';
 
 /** What the run asks the worker to do before a tool call that may write (`runCommand` / `runEdit` input). */
 export interface CheckpointRequest {
@@ -51,7 +52,7 @@ export interface RestoreRequest {
 }
 
 /** Input of the `rewind` Update. */
-export interface RewindRequest {
+export interface RewindRequest extends BoundRequest {
   /** The turn to go back to: the run continues from just before its model call. */
   toTurn: number;
   /** What the person tells Claude (optional). */

@@ -9,7 +9,7 @@ import type { CarriedConversation } from './conversation';
 import type { Effort, ModelInfo } from './models';
 import type { CheckpointRecord, RestoreRequest, RewindRecord } from './checkpoint';
 import type { WorktreeGit } from './subagent';
-import type { ApprovalRule, ApprovalTimeoutAction, BudgetLimits, DecisionKind, OnBudget, QueuedMessage } from './steering';
+import type { ApprovalRule, ApprovalTimeoutAction, BudgetLimits, DecisionKind, OnBudget, QueuedMessage, UsedRequest } from './steering';
 
 /** `thinking.display` values of adaptive thinking. */
 export const THINKING_DISPLAYS = ['summarized', 'omitted'] as const;
@@ -328,6 +328,8 @@ export interface CarriedState {
   checkpoints?: CheckpointRecord[];
   /** Rewinds applied (absent when carried by older workers). */
   rewinds?: RewindRecord[];
+  /** Request ids of the bound steering requests applied within `REQUEST_WINDOW_MS` (steering.ts; absent when none). */
+  usedRequests?: UsedRequest[];
 }
 
 /** Where a run's sub-agents work: the parent's workspace (`shared`) or a git worktree of it each (`worktree`). */

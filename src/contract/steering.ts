@@ -162,8 +162,57 @@ export interface DecideAnswer {
   command: string;
 }
 
+/** The steering Updates whose requests carry a {@link RequestBinding} (its `update`). */
+export const STEERING_UPDATES = ['say', 'pause', 'resume', 'end', 'extend', 'removeRule', 'rewind'] as const;
+export type SteeringUpdate = (typeof STEERING_UPDATES)[number];
+
+/**
+ * Binds a steering request to one Update of one run, once (docs/security.md, "Encryption"). The
+ * product's client adds it to every steering request (src/request-binding.ts); an encrypted run
+ * refuses a request without it, and every run refuses one that names another Update or run, was
+ * already applied, or was issued outside {@link REQUEST_WINDOW_MS}. So a sealed request copied
+ * out of a history does not apply again, to this run or another.
+ */
+export interface RequestBinding {
+  /** The Update it is for (`say`, `extend`, …): a sealed `pause` is not an `end`. */
+  update: SteeringUpdate;
+  /** The workflow id of the run it is for. */
+  workflowId: string;
+  /** The first execution's run id of that run's chain (the same across continue-as-new; a new run under the same id has another). */
+  firstRunId: string;
+  /** Single-use id: a run applies a request id at most once. The product's client sends the Update id (random unless the sender chose its request id). At most {@link MAX_REQUEST_ID_CHARS} characters. */
+  requestId: string;
+  /** When the sender made it: ISO-8601 (its clock; the run judges it by workflow time). */
+  issuedAt: string;
+}
+
+/**
+ * How long a bound steering request stays valid after its `issuedAt`, in workflow time: 1 hour. A
+ * run refuses an older one and remembers the request ids it applied only that long (carried across
+ * continue-as-new), so what it remembers stays bounded. An hour covers a client clock that is off
+ * by minutes and an Update that waits while no worker runs; past it the sender sends it again.
+ */
+export const REQUEST_WINDOW_MS = 60 * 60_000;
+/** How far past the run's workflow time a request's `issuedAt` may be (a client clock ahead): 5 minutes. */
+export const REQUEST_CLOCK_SKEW_MS = 5 * 60_000;
+/** Most request ids a run remembers within {@link REQUEST_WINDOW_MS}; a request past it is refused until older ones expire: 1000. */
+export const MAX_REMEMBERED_REQUESTS = 1000;
+/** Longest request id accepted, in characters: 200. */
+export const MAX_REQUEST_ID_CHARS = 200;
+
+/** A request id a run applied, and when it was issued (carried across continue-as-new until {@link REQUEST_WINDOW_MS} after it). */
+export interface UsedRequest {
+  requestId: string;
+  issuedAt: string;
+}
+
+/** What every steering request may carry: its {@link RequestBinding} (required in an encrypted run). */
+export interface BoundRequest {
+  binding?: RequestBinding;
+}
+
 /** Payload of the `say` Update. */
-export interface SayRequest {
+export interface SayRequest extends BoundRequest {
   text: string;
   by: string;
 }
@@ -177,7 +226,7 @@ export interface SayAnswer {
 }
 
 /** Payload of `pause`, `resume` and `end`. */
-export interface ByRequest {
+export interface ByRequest extends BoundRequest {
   by: string;
 }
 
@@ -190,7 +239,7 @@ export interface SteerAnswer {
 }
 
 /** Payload of the `removeRule` Update. */
-export interface RemoveRuleRequest {
+export interface RemoveRuleRequest extends BoundRequest {
   id: number;
   by: string;
 }
@@ -199,7 +248,7 @@ export interface RemoveRuleRequest {
 export const MAX_EXTEND = { turns: 10_000, costUsd: 1_000_000, tokens: 1_000_000_000_000, durationMs: 365 * 86_400_000 } as const;
 
 /** Payload of the `extend` Update: how much to add to each budget (at least one; each a positive number). */
-export interface ExtendRequest {
+export interface ExtendRequest extends BoundRequest {
   by: string;
   /** More model calls (an integer). */
   turns?: number;

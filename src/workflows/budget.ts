@@ -24,7 +24,7 @@ import {
 } from '../contract';
 import type { RunState } from './run-state';
 import { describeSpent, msSince, type SpentBudget } from './limits';
-import { RejectedRequest, checkBy, checkObject, checkSealed } from './steering';
+import { RejectedRequest, checkBy, checkObject, steeringHandler, steeringValidator } from './steering';
 
 /**
  * patched() id: a spent budget under `onBudget: 'pause'` pauses the run
@@ -99,15 +99,13 @@ async function waitForMoreBudget(state: RunState, spent: SpentBudget): Promise<v
   state.clearPause(pause);
 }
 
-/** Registers the `extend` Update on `state`; an encrypted run (`sealed`) takes it only through its codec ({@link checkSealed}). */
+/**
+ * Registers the `extend` Update on `state`; an encrypted run (`sealed`) takes it only through its codec
+ * (`checkSealed`, steering.ts), bound to this run,
+ * once (`checkBinding`).
+ */
 export function setBudgetHandler(state: RunState, sealed = false): void {
-  setHandler(extendUpdate, (req) => extend(state, req), {
-    validator: (req: ExtendRequest) => {
-      checkObject(req);
-      checkSealed(sealed, req);
-      validateExtend(state, req);
-    },
-  });
+  setHandler(extendUpdate, steeringHandler(state, extend), { validator: steeringValidator(state, 'extend', sealed, validateExtend) });
 }
 
 /**
@@ -124,7 +122,7 @@ function validateExtend(state: RunState, req: ExtendRequest): void {
   checkBy(req.by);
   if (state.result !== null) throw new RejectedRequest(`the run has ended (${state.result.status}); there is nothing to extend`);
   const fields = Object.values(EXTEND_FIELD) as string[];
-  const unknown = Object.keys(req).filter((k) => k !== 'by' && !fields.includes(k));
+  const unknown = Object.keys(req).filter((k) => k !== 'by' && k !== 'binding' && !fields.includes(k));
   if (unknown.length > 0) throw new RejectedRequest(`unknown field ${unknown[0]}; extend takes ${fields.join(', ')}`);
   const given = BUDGET_KINDS.filter((k) => req[EXTEND_FIELD[k]] !== undefined);
   if (given.length === 0) throw new RejectedRequest(`name at least one budget to extend: ${fields.join(', ')}`);

@@ -12,7 +12,7 @@ import { notRestoredText, rewindUpdate, type NotRestored, type RewindAnswer, typ
 import { failureMessage } from './failures';
 import type { RunState } from './run-state';
 import type { RunSession } from './session';
-import { RejectedRequest, checkBy, checkObject, checkSealed } from './steering';
+import { RejectedRequest, checkBy, checkObject, steeringHandler, steeringValidator } from './steering';
 
 /** patched() id: a rewind is applied (session reopened on the restored checkpoint, conversation cut). */
 export const REWIND_PATCH = 'rewind-to-checkpoint';
@@ -23,15 +23,12 @@ export const REWIND_PATCH = 'rewind-to-checkpoint';
  */
 export const REWIND_REPORT_PATCH = 'rewind-reports-restore';
 
-/** Registers the `rewind` Update; an encrypted run (`sealed`) takes it only through its codec ({@link checkSealed}). */
+/**
+ * Registers the `rewind` Update; an encrypted run (`sealed`) takes it only through its codec (`checkSealed`,
+ * steering.ts), bound to this run, once (`checkBinding`).
+ */
 export function setRewindHandler(state: RunState, sealed = false): void {
-  setHandler(rewindUpdate, (req) => rewind(state, req), {
-    validator: (req: RewindRequest) => {
-      checkObject(req);
-      checkSealed(sealed, req);
-      validateRewind(state, req);
-    },
-  });
+  setHandler(rewindUpdate, steeringHandler(state, rewind), { validator: steeringValidator(state, 'rewind', sealed, validateRewind) });
 }
 
 function validateRewind(state: RunState, req: RewindRequest): void {

@@ -5,7 +5,7 @@
  * change it; nothing else holds run state. Deterministic (workflow code).
  */
 import { patched, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import { addUsage, isToolResult, normalizeUsage, publishedExitCode, totalTokens } from '../contract';
+import { REQUEST_WINDOW_MS, addUsage, isToolResult, normalizeUsage, publishedExitCode, totalTokens } from '../contract';
 import type {
   AgentRunResult,
   AppliedDecision,
@@ -28,6 +28,7 @@ import type {
   ToolUseBlock,
   TranscriptView,
   Usage,
+  UsedRequest,
 } from '../contract';
 import type { ResolvedInput } from '../contract/input';
 import type { CheckpointRecord, CheckpointResult, RestoreRequest, RewindAnswer, RewindRecord, RewindRequest } from '../contract/checkpoint';
@@ -133,6 +134,8 @@ export class RunState {
   #checkpoints: CheckpointRecord[];
   #rewinds: RewindRecord[];
   #pendingRestore: RestoreRequest | null;
+  /** Bound steering requests applied, issued within `REQUEST_WINDOW_MS` of the last one remembered (request-binding.ts). */
+  #usedRequests: UsedRequest[];
 
   // ---- this workflow execution only ----
   #status: RunStatus = 'running';
@@ -184,6 +187,7 @@ export class RunState {
     );
     this.#checkpoints = carried?.checkpoints ?? [];
     this.#rewinds = carried?.rewinds ?? [];
+    this.#usedRequests = carried?.usedRequests ?? [];
     this.#pendingRestore = carried === undefined && input.fork ? input.fork.checkpoint : null;
     this.#turns = carried?.turns ?? 0;
     // Older workers carried only input and output tokens.
@@ -431,6 +435,19 @@ export class RunState {
     return this.#limits;
   }
 
+  /**
+   * The bound steering requests applied that were issued at most `REQUEST_WINDOW_MS` ago (workflow time);
+   * older ones need no remembering: a request that old is refused.
+   */
+  usedRequests(): UsedRequest[] {
+    return this.#usedRequests.filter((r) => msSince(r.issuedAt) <= REQUEST_WINDOW_MS);
+  }
+
+  /** Remembers that the bound request `used` was applied (once), and forgets those too old to remember ({@link usedRequests}). */
+  rememberRequest(used: UsedRequest): void {
+    this.#usedRequests = [...this.usedRequests(), { requestId: used.requestId, issuedAt: used.issuedAt }];
+  }
+
   /** `by` asked a chat run to end. */
   requestEnd(by: string): void {
     this.#endRequestedBy = by;
@@ -525,6 +542,8 @@ export class RunState {
       startedAt: this.startedAt,
       ...(this.#checkpoints.length > 0 ? { checkpoints: this.#checkpoints } : {}),
       ...(this.#rewinds.length > 0 ? { rewinds: this.#rewinds } : {}),
+      // Absent when none: a chain that never took a bound request carries what it carried before.
+      ...(this.#usedRequests.length > 0 ? { usedRequests: this.usedRequests() } : {}),
     };
   }
 

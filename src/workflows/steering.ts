@@ -8,27 +8,42 @@
  * A validator throws to reject: the request never enters the history and
  * the caller gets the message. A handler applies the request and answers
  * at once; what it changes takes effect at the loop's next safe point.
+ *
+ * Every steering request (these, `extend` and `rewind`) is bound to one Update of one run, once
+ * ({@link checkBinding}): a sealed request (one that came through the codec) proves only that a
+ * holder of the keys made it once, and anyone who reads the history can copy its encrypted
+ * payload and send it again, under any Update id, to this run or another. Its binding (inside
+ * the encrypted payload, so the copier cannot change it) names the Update, the workflow id and
+ * the chain's first run id, a single-use request id and when it was issued.
  */
 import { isSealed } from '../shared/sealed';
-import { condition, log, patched, setHandler } from '@temporalio/workflow';
+import { condition, log, patched, setHandler, workflowInfo } from '@temporalio/workflow';
 import {
   MAX_BY_CHARS,
   MAX_MESSAGE_CHARS,
   MAX_QUEUED_CHARS,
   MAX_QUEUED_MESSAGES,
+  MAX_REMEMBERED_REQUESTS,
+  MAX_REQUEST_ID_CHARS,
+  REQUEST_CLOCK_SKEW_MS,
+  REQUEST_WINDOW_MS,
   endUpdate,
   pauseUpdate,
   removeRuleUpdate,
   resumeUpdate,
   sayUpdate,
   type ApprovalRule,
+  type BoundRequest,
   type ByRequest,
   type RemoveRuleRequest,
+  type RequestBinding,
   type SayRequest,
   type SteerAnswer,
+  type SteeringUpdate,
   type TextBlock,
 } from '../contract';
 import { invisibleNameProblem } from '../shared/display';
+import { msSince } from './limits';
 import type { RunState } from './run-state';
 
 /** Thrown by a validator: the request is rejected with this message (the SDK turns any error into the Update's failure). */
@@ -79,29 +94,130 @@ export function checkSealed(sealed: boolean, req: unknown): void {
   if (sealed && !isSealed(req)) throw new RejectedRequest(NOT_SEALED_REQUEST);
 }
 
+/**
+ * patched() id: the steering Updates' handlers remember the request id of each bound request they
+ * apply (carried across continue-as-new), so that the validators refuse it when it comes again.
+ * Asked only for a request that carries a binding: a history with none gets no marker.
+ */
+export const REQUESTS_ONCE_PATCH = 'steering-requests-once';
+
+/** Why an encrypted run refuses a request without a binding. */
+export const NOT_BOUND_REQUEST =
+  'this run is encrypted: a request must name its run, a request id and when it was issued (binding); send it with the agent-jobs CLI or client of this version';
+
+/**
+ * @param sealed whether the run is encrypted: then a request without a binding is refused
+ * @throws RejectedRequest when `req.binding` is absent in an encrypted run, is malformed, names another Update than
+ *   `update` or another run (workflow id, first run id), was issued more than `REQUEST_WINDOW_MS` before the workflow
+ *   time (or more than `REQUEST_CLOCK_SKEW_MS` after it), names a request id this run applied already, or the run
+ *   remembers `MAX_REMEMBERED_REQUESTS` already. A plaintext run takes a request without one (older clients, the
+ *   Temporal UI). A validator: a rejected Update is not in the history, so this needs no patch.
+ */
+export function checkBinding(state: RunState, update: SteeringUpdate, req: BoundRequest, sealed: boolean): void {
+  const b = req.binding;
+  if (b === undefined) {
+    if (sealed) throw new RejectedRequest(NOT_BOUND_REQUEST);
+    return;
+  }
+  if (!isBinding(b))
+    throw new RejectedRequest(
+      `binding must be an object of update, workflowId, firstRunId, requestId (at most ${MAX_REQUEST_ID_CHARS} characters) and issuedAt (ISO-8601 UTC, as toISOString writes it)`,
+    );
+  if (b.update !== update) throw new RejectedRequest(`this request is for the ${JSON.stringify(b.update)} Update, not ${update}`);
+  const info = workflowInfo();
+  if (b.workflowId !== info.workflowId || b.firstRunId !== info.firstExecutionRunId)
+    throw new RejectedRequest('this request names another run (binding.workflowId, binding.firstRunId): send it again to this run');
+  const age = msSince(b.issuedAt);
+  if (age > REQUEST_WINDOW_MS || age < -REQUEST_CLOCK_SKEW_MS)
+    throw new RejectedRequest(
+      `this request was issued at ${b.issuedAt}, not within ${REQUEST_WINDOW_MS / 60_000} minutes of the run's time (${new Date().toISOString()}): send it again`,
+    );
+  const used = state.usedRequests();
+  if (used.some((r) => r.requestId === b.requestId))
+    throw new RejectedRequest('this request was applied already (its binding.requestId): a request applies once; send a new one');
+  if (used.length >= MAX_REMEMBERED_REQUESTS)
+    throw new RejectedRequest(
+      `the run took ${MAX_REMEMBERED_REQUESTS} requests in the last ${REQUEST_WINDOW_MS / 60_000} minutes; send it again later`,
+    );
+}
+
+/** An ISO-8601 UTC time as `Date.prototype.toISOString` writes it (no local time: workflow code reads no time zone). */
+const UTC_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/;
+
+/** Whether `b` has the shape of a {@link RequestBinding} (Update payloads are not typed on the wire). */
+function isBinding(b: unknown): b is RequestBinding {
+  if (typeof b !== 'object' || b === null || Array.isArray(b)) return false;
+  const o = b as Record<string, unknown>;
+  const text = (v: unknown, max = MAX_REQUEST_ID_CHARS): v is string => typeof v === 'string' && v !== '' && v.length <= max;
+  return (
+    text(o.update) &&
+    // Temporal's own bound on a workflow id (a sub-agent's id is its parent's and more: docs/subagents.md).
+    text(o.workflowId, 1000) &&
+    text(o.firstRunId) &&
+    text(o.requestId) &&
+    typeof o.issuedAt === 'string' &&
+    UTC_TIME.test(o.issuedAt)
+  );
+}
+
+/**
+ * Called first by each steering handler (synchronously, so a copy of the request validated in the
+ * same workflow task after it is refused): remembers the request id of a bound request
+ * ({@link REQUESTS_ONCE_PATCH}). A request without a binding is not remembered.
+ */
+export function rememberBinding(state: RunState, req: BoundRequest): void {
+  const b = req.binding;
+  if (b === undefined || !patched(REQUESTS_ONCE_PATCH)) return;
+  state.rememberRequest({ requestId: b.requestId, issuedAt: b.issuedAt });
+}
+
 /** @throws RejectedRequest once the run has ended (a request after the result would be lost) */
 function checkOpen(state: RunState): void {
   if (state.result !== null) throw new RejectedRequest(`the run has ended (${state.result.status})`);
 }
 
 /**
+ * The validator of steering Update `update`: checks the request's shape first, then that it came through the codec
+ * ({@link checkSealed}), then its binding ({@link checkBinding}: before what it asks, whose reasons name the run's
+ * state, which a request copied from another run must not learn), then what it asks (`check`).
+ * @throws RejectedRequest
+ */
+export function steeringValidator<R extends BoundRequest>(
+  state: RunState,
+  update: SteeringUpdate,
+  sealed: boolean,
+  check: (state: RunState, req: R) => void,
+): (req: R) => void {
+  return (req: R): void => {
+    checkObject(req);
+    checkSealed(sealed, req);
+    checkBinding(state, update, req, sealed);
+    check(state, req);
+  };
+}
+
+/** The handler of a steering Update: remembers the request's binding first ({@link rememberBinding}), then `apply`. */
+export function steeringHandler<R extends BoundRequest, A>(state: RunState, apply: (state: RunState, req: R) => A): (req: R) => A {
+  return (req: R): A => {
+    rememberBinding(state, req);
+    return apply(state, req);
+  };
+}
+
+/**
  * Registers the steering Updates on `state`.
- * @param sealed whether the run is encrypted: then each is accepted only through its codec ({@link checkSealed}) @default false
+ * @param sealed whether the run is encrypted: then each is accepted only through its codec ({@link checkSealed}) and
+ *   bound to this run, once ({@link checkBinding}) @default false
  */
 export function setSteeringHandlers(state: RunState, sealed = false): void {
-  // Each validator checks the request's shape first, then that it came through the codec, then the rest.
-  const v =
-    <R>(check: (state: RunState, req: R) => void) =>
-    (req: R): void => {
-      checkObject(req);
-      checkSealed(sealed, req);
-      check(state, req);
-    };
-  setHandler(sayUpdate, (req) => say(state, req), { validator: v(validateSay) });
-  setHandler(pauseUpdate, (req) => pause(state, req), { validator: v(validatePause) });
-  setHandler(resumeUpdate, (req) => resume(state, req), { validator: v(validateResume) });
-  setHandler(endUpdate, (req) => end(state, req), { validator: v(validateEnd) });
-  setHandler(removeRuleUpdate, (req) => removeRule(state, req), { validator: v(validateRemoveRule) });
+  const validator = <R extends BoundRequest>(update: SteeringUpdate, check: (state: RunState, req: R) => void) => ({
+    validator: steeringValidator(state, update, sealed, check),
+  });
+  setHandler(sayUpdate, steeringHandler(state, say), validator('say', validateSay));
+  setHandler(pauseUpdate, steeringHandler(state, pause), validator('pause', validatePause));
+  setHandler(resumeUpdate, steeringHandler(state, resume), validator('resume', validateResume));
+  setHandler(endUpdate, steeringHandler(state, end), validator('end', validateEnd));
+  setHandler(removeRuleUpdate, steeringHandler(state, removeRule), validator('removeRule', validateRemoveRule));
 }
 
 function validateSay(state: RunState, req: SayRequest): void {

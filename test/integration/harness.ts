@@ -17,6 +17,7 @@ import { AGENT_RUN_WORKFLOW } from '../../src/config';
 import { codecClientOptions, scriptedWorkerEnv, spawnWorker, type WorkerProcess } from '../../src/dev/testing/worker-process';
 import { decodedHistory } from '../../src/dev/testing/history-codec';
 import { AgentJobsClient, startAgentRun } from '../../src/client';
+import { requestBindingInterceptor } from '../../src/request-binding';
 import {
   startModelServer,
   type LoggedRequest,
@@ -110,8 +111,13 @@ export class TestBed {
     const dir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-it-'));
     const model = await startModelServer({ script: options.script, logFile: path.join(dir, 'model-requests.jsonl') });
     const connection = await Connection.connect({ address });
-    // Encrypted with the run's keys (global setup), like every worker this bed starts (scriptedWorkerEnv).
-    const client = new Client({ connection, ...codecClientOptions() });
+    // Encrypted with the run's keys (global setup), like every worker this bed starts (scriptedWorkerEnv); its steering
+    // Updates bound to their run, once, as the product's client binds them (src/request-binding.ts).
+    const client = new Client({
+      connection,
+      ...codecClientOptions(),
+      interceptors: { workflow: [requestBindingInterceptor(connection, 'default')] },
+    });
     const bed = new TestBed(dir, address, connection, client, model, options.workerEnv ?? {});
     for (let i = 0; i < (options.workers ?? 1); i++) await bed.startWorker();
     return bed;

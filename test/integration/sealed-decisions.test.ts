@@ -6,7 +6,9 @@
  * mark on its plaintext payloads; a client that copies an encrypted decision out of one run's history into another
  * run asking the same tool_use id for the same command. None applies, no rejection and nothing stored in plaintext
  * names the pending tool_use id or the command's hash, and the CLI's decision still applies. Nor does any other Update
- * of such a client (say, pause, resume, end, extend, removeRule, rewind).
+ * of such a client (say, pause, resume, end, extend, removeRule, rewind), nor a keyed steering request without its
+ * binding, nor an encrypted steering request of the CLI copied out of a history and sent again, to the same run, as
+ * another Update, or to another run (src/workflows/steering.ts `checkBinding`).
  */
 import { Client, type WorkflowHandle } from '@temporalio/client';
 import type { Payload, PayloadCodec } from '@temporalio/common';
@@ -26,6 +28,7 @@ import {
 import { rewindUpdate } from '../../src/contract/checkpoint';
 import { isEncrypted } from '../../src/codec';
 import { SEALED_METADATA_KEY } from '../../src/shared/sealed';
+import { codecClientOptions } from '../../src/dev/testing/worker-process';
 import { TestBed, signalsHandled, waitFor } from './harness';
 import { asks, end } from './steering-helpers';
 
@@ -38,7 +41,10 @@ beforeAll(async () => {
   bed = await TestBed.create({
     script: {
       responses: [end('unused')],
-      conversations: ['one', 'a', 'b', 'signal-a', 'signal-b'].map((task) => ({ task, responses: [asks([ID, COMMAND]), end('done')] })),
+      conversations: ['one', 'a', 'b', 'signal-a', 'signal-b', 'steer-a', 'steer-b'].map((task) => ({
+        task,
+        responses: [asks([ID, COMMAND]), end('done')],
+      })),
     },
   });
 }, 120_000);
@@ -230,4 +236,74 @@ test("an encrypted decision copied from one run's history does not apply to anot
   await waitFor('run b still waiting', async () => (await bed.status(b)).status === 'awaiting_approval');
   await bed.jobs().run(b.workflowId).approve({ by: 'alice' });
   expect((await b.result()).status).toBe('completed');
+}, 240_000);
+
+test('an encrypted steering request copied from a history and sent again applies neither to its run nor to another', async () => {
+  const a = await bed.start({ task: 'steer-a', approval: 'policy' }, 'steering-requests-once');
+  const b = await bed.start({ task: 'steer-b', approval: 'policy' });
+  await bed.pendingApproval(a);
+  await bed.pendingApproval(b);
+  const turnsOf = async (h: WorkflowHandle): Promise<number | undefined> => (await bed.status(h)).budget?.limits.maxTurns;
+  const [turnsA, turnsB] = [await turnsOf(a), await turnsOf(b)];
+  // The CLI's client (the keys, a binding) extends run a by 5 turns and says something to it: both apply.
+  const cli = bed.jobs().run(a.workflowId);
+  expect((await cli.extend({ turns: 5 }, { by: 'alice' })).limits.maxTurns).toBe(turnsA! + 5);
+  expect((await cli.say('only once', { by: 'alice' })).queuedMessages).toBe(1);
+  // Their encrypted requests as the server stores them, read without the keys.
+  const stored = async (name: string): Promise<Payload[]> =>
+    storedPayloads(a, (e) => {
+      const r = e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest;
+      return r?.input?.name === name ? (r.input.args?.payloads as Payload[]) : undefined;
+    });
+  const [extendSealed, saySealed] = [await stored('extend'), await stored('say')];
+  expect(new TextDecoder().decode(extendSealed[0]!.metadata!['encoding'])).toBe('binary/encrypted');
+  // Sent again as they are, by a client without the keys, under fresh Update ids: to run a, and to run b. An answer
+  // that client cannot decode (encrypted by the run's worker) is a request the run applied: a refusal is plaintext.
+  const resend = async (payloads: Payload[], to: WorkflowHandle, send: (h: WorkflowHandle) => Promise<unknown>): Promise<string> => {
+    const got = await outcome(() => send(clientWith(() => payloads).workflow.getHandle(to.workflowId)));
+    return /Unknown encoding: binary\/encrypted/.test(got) ? 'applied (its answer encrypted)' : got;
+  };
+  const asExtend = (h: WorkflowHandle) => h.executeUpdate(extendUpdate, { args: [{ by: 'x' }] });
+  const asSay = (h: WorkflowHandle) => h.executeUpdate(sayUpdate, { args: [{ text: 'x', by: 'x' }] });
+  const asPause = (h: WorkflowHandle) => h.executeUpdate(pauseUpdate, { args: [{ by: 'x' }] });
+  const sent = {
+    extendSameRun: await resend(extendSealed, a, asExtend),
+    saySameRun: await resend(saySealed, a, asSay),
+    sayAsPause: await resend(saySealed, a, asPause),
+    extendOtherRun: await resend(extendSealed, b, asExtend),
+    sayOtherRun: await resend(saySealed, b, asSay),
+  };
+  // Nothing applied: the budgets are as the CLI left them, one message queued on a, none on b, neither paused.
+  const [sa, sb] = [await bed.status(a), await bed.status(b)];
+  expect({
+    sent,
+    turnsA: await turnsOf(a),
+    turnsB: await turnsOf(b),
+    queuedA: (sa.queuedMessages ?? []).map((m) => m.text),
+    queuedB: (sb.queuedMessages ?? []).map((m) => m.text),
+    pause: [sa.pause ?? null, sb.pause ?? null],
+  }).toEqual({
+    sent: {
+      extendSameRun: expect.stringMatching(/this request was applied already/),
+      saySameRun: expect.stringMatching(/this request was applied already/),
+      sayAsPause: expect.stringMatching(/this request is for the "say" Update, not pause/),
+      extendOtherRun: expect.stringMatching(/this request names another run/),
+      sayOtherRun: expect.stringMatching(/this request names another run/),
+    },
+    turnsA: turnsA! + 5,
+    turnsB,
+    queuedA: ['only once'],
+    queuedB: [],
+    pause: [null, null],
+  });
+  // The keys' own client without a binding (a client of an older version): refused in an encrypted run, saying why.
+  const unbound = new Client({ connection: bed.connection, ...codecClientOptions() }).workflow.getHandle(a.workflowId);
+  expect(await outcome(() => unbound.executeUpdate(extendUpdate, { args: [{ by: 'alice', turns: 1 }] }))).toMatch(
+    /this run is encrypted: a request must name its run, a request id and when it was issued/,
+  );
+  // The CLI still steers both, and both runs finish.
+  expect((await bed.jobs().run(b.workflowId).extend({ turns: 1 }, { by: 'alice' })).limits.maxTurns).toBe(turnsB! + 1);
+  await cli.approve({ by: 'alice' });
+  await bed.jobs().run(b.workflowId).approve({ by: 'alice' });
+  expect([(await a.result()).status, (await b.result()).status]).toEqual(['completed', 'completed']);
 }, 240_000);

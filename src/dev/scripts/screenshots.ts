@@ -40,6 +40,7 @@ import { freePort, startDevServer, type DevServer } from '../devserver';
 import { startModelServer, type ModelServer, type ScriptFile } from '../model-server';
 import { PROJECT_ROOT, workflowUiUrl } from '../../settings';
 import { startAgentRun } from '../../client';
+import { requestBindingInterceptor } from '../../request-binding';
 import { codecClientOptions, scriptedWorkerEnv, sharedCodecKeys, spawnWorker, type WorkerProcess } from '../testing/worker-process';
 import { capturePage } from './cdp';
 import { blankReason, ensureChromium, pngStats } from './chromium';
@@ -218,7 +219,11 @@ async function startBed(dir: string): Promise<Bed> {
   say(`dev server at ${server.address}, UI ${server.uiUrl} decoding through the codec server at ${codec.url} (log in ${server.logFile})`);
   const model = await startModelServer({ script: SCREENSHOT_SCRIPT, logFile: path.join(dir, 'model-requests.jsonl') });
   const connection = await Connection.connect({ address: server.address });
-  const client = new Client({ ...codecClientOptions(), connection });
+  const client = new Client({
+    ...codecClientOptions(),
+    connection,
+    interceptors: { workflow: [requestBindingInterceptor(connection, 'default')] },
+  });
   const worker = await spawnWorker({
     workerId: `screenshots-${process.pid}`,
     connection,
