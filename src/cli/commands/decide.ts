@@ -2,7 +2,7 @@
 import { Option, type Command } from 'commander';
 import type { DecideOptions as ClientDecideOptions } from '../../client';
 import { SHORT_HASH_CHARS } from '../../shared/display';
-import { editDecisionLines } from '../render/run';
+import { editDecisionLines, RULE_SCOPE } from '../render/run';
 import { commandLines, oneLine, printJson, printShown } from '../render/text';
 import { cliCommand } from '../invocation';
 import { withClient } from '../context';
@@ -39,9 +39,15 @@ function register(program: Command, name: 'approve' | 'deny'): void {
         ]),
       )
       .addOption(
-        new Option('--always', 'also approve the identical command for the rest of the run (plain words only)').conflicts('alwaysPrefix'),
+        new Option(
+          '--always',
+          'also approve the identical command for the rest of this run only (plain words only; a new run or a fork starts with no rules)',
+        ).conflicts('alwaysPrefix'),
       )
-      .option('--always-prefix <words>', 'also approve later commands that start with these literal words and are otherwise plain words');
+      .option(
+        '--always-prefix <words>',
+        'also approve later commands of this run only that start with these literal words and are otherwise plain words',
+      );
   } else cmd.requiredOption('--reason <text>', 'why; sent to Claude');
   cmd.action(async (workflowId: string, opts: DecideOptions) => {
     const { json, ...options } = opts;
@@ -59,6 +65,8 @@ function register(program: Command, name: 'approve' | 'deny'): void {
               indent: '  ',
               alwaysHash: true,
             })),
+        // How long the rule holds: nothing else says a new run starts without it.
+        ...(answer.rule ? [`  rule ${answer.rule.id} approves its later matching commands ${RULE_SCOPE}`] : []),
         ...(answer.decision === 'edited' ? commandLines(answer.command, { label: '  runs instead: ', indent: '    ' }) : []),
         // What Claude is told: the person reads it back as it was sent (escaped on one line, as every field).
         ...(options.reason !== undefined ? [oneLine`  reason${approved ? '' : ', sent to Claude'}: ${options.reason}`] : []),

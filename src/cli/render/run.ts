@@ -63,13 +63,26 @@ export function budgetPauseLine(p: PauseState): string {
   }
 }
 
-/** One line per rule, for people. */
+/**
+ * How long an approval rule holds, in words (`approve`, `rules`, `status` and `watch` print it): the run's state
+ * holds the rules (src/workflows/run-state.ts), carried across continue-as-new, kept by a rewind (it changes the
+ * conversation and the files, not the rules) and copied into a sub-agent's input when the sub-agent starts
+ * (src/workflows/subagent.ts `childInput`); `start` and `fork` give a run none (a fork takes its source's input,
+ * which holds no rules unless the source is a sub-agent: docs/cli.md, "Rules").
+ */
+export const RULE_SCOPE =
+  'for this run only, until it ends or the rule is removed (kept across continue-as-new and rewinds; a sub-agent started later gets a copy); a new run or a fork starts with none';
+
+/** One line per rule, for people, then the rules' scope ({@link RULE_SCOPE}); `no approval rules` when there are none. */
 export function ruleLines(rules: readonly ApprovalRule[]): string[] {
   if (rules.length === 0) return ['no approval rules'];
-  return rules.map(
-    (r) =>
-      `${r.id}. ${r.kind === 'exact' ? 'exactly' : 'starting with'} ${jsonText(r.text)}  (by ${safeText(r.by, false)}, ${r.at}, from ${safeText(r.toolUseId, false)})`,
-  );
+  return [
+    ...rules.map(
+      (r) =>
+        `${r.id}. ${r.kind === 'exact' ? 'exactly' : 'starting with'} ${jsonText(r.text)}  (by ${safeText(r.by, false)}, ${r.at}, from ${safeText(r.toolUseId, false)})`,
+    ),
+    `(${RULE_SCOPE})`,
+  ];
 }
 
 /**
