@@ -5,7 +5,7 @@
  */
 import type { RunView } from '../../client';
 import { normalizeUsage, type ApprovalRule, type BudgetLimits, type PauseState, type PendingApproval } from '../../contract';
-import { diffWarnings, displayCommand, safeText, shortHash, type CommandDisplay } from '../../shared/display';
+import { carriageReturnsJudged, diffWarnings, displayCommand, safeText, shortHash, type CommandDisplay } from '../../shared/display';
 import { jsonText } from './text';
 import { formatDurationMs } from '../parse';
 
@@ -114,9 +114,10 @@ export function editDecisionLines(label: string, pending: PendingApproval): stri
 
 /**
  * A pending command as `watch` shows it on one line ({@link displayCommand}); for a text editor change its diff's
- * whitespace warnings ({@link diffWarnings}: a change of whitespace alone, a line that ends in a blank) come first.
+ * whitespace warnings ({@link diffWarnings}: a change of whitespace alone, a line that ends in a blank) come first, and
+ * a CRLF file's line endings are no carriage return to warn about ({@link carriageReturnsJudged}).
  */
 export function pendingCommandDisplay(p: PendingApproval): CommandDisplay {
   const d = displayCommand(p.command);
-  return p.edit ? { ...d, warnings: [...diffWarnings(p.command), ...d.warnings] } : d;
+  return p.edit ? { ...d, warnings: [...diffWarnings(p.command), ...carriageReturnsJudged(p.command, d.warnings)] } : d;
 }
