@@ -684,6 +684,8 @@ export interface RunView extends StatusView {
    * the quarantine or named, one line per session whose audit found something. Absent for an open run.
    */
   gitAtClose?: string[];
+  /** {@link gitAtClose} line by line, per session (src/history.ts `RunHistory.gitAtCloseLines`). Absent for an open run. */
+  gitAtCloseLines?: string[][];
 }
 
 /** A transcript page with where it came from. */
@@ -692,6 +694,8 @@ export interface RunTranscript extends TranscriptView {
   source: 'query' | 'history';
   /** A closed run's git audit at the close of its sessions, as {@link RunView.gitAtClose}. */
   gitAtClose?: string[];
+  /** The same line by line, as {@link RunView.gitAtCloseLines}. */
+  gitAtCloseLines?: string[][];
 }
 
 /** How a request is sent: who sends it and the id that makes a resend apply once. */
@@ -977,6 +981,7 @@ export class RunHandle {
       ...(input?.chat ? { chat: true } : {}),
       ...(workspace ? { workspace } : {}),
       gitAtClose: history.gitAtClose,
+      gitAtCloseLines: history.gitAtCloseLines,
       executionStatus,
       runId,
       source: 'history',
@@ -1025,7 +1030,7 @@ export class RunHandle {
   }
 
   private async transcriptFromHistory(runId: string, from: number): Promise<RunTranscript & { incomplete?: string }> {
-    const { messages, durationsMs, exitCodes, notes, gitAtClose, incomplete } = await closedConversation(
+    const { messages, durationsMs, exitCodes, notes, gitAtClose, gitAtCloseLines, incomplete } = await closedConversation(
       this.jobs.temporal,
       this.workflowId,
       runId,
@@ -1040,6 +1045,7 @@ export class RunHandle {
       notes,
       source: 'history',
       gitAtClose,
+      gitAtCloseLines,
       ...(incomplete ? { incomplete } : {}),
     };
   }

@@ -137,6 +137,11 @@ export interface RunHistory {
    * `gitAtClose`, src/contract/activities.ts), oldest first; none for a session whose audit found nothing.
    */
   gitAtClose: string[];
+  /**
+   * The same, line by line for a person: per session, the answer's `gitAtCloseLines` (each part a line, each finding
+   * a line under it indented by two spaces), or its `gitAtClose` as one line from a worker before them.
+   */
+  gitAtCloseLines: string[][];
 }
 
 /**
@@ -172,6 +177,7 @@ export async function readHistory(client: Client, workflowId: string, runId: str
     closing: {},
     rules: [],
     gitAtClose: [],
+    gitAtCloseLines: [],
   };
   /** Scheduled event ids of the `closeSession`s. */
   const closes = new Set<string>();
@@ -231,8 +237,13 @@ export async function readHistory(client: Client, workflowId: string, runId: str
         if (lastCallEventId !== null && scheduled === lastCallEventId && payload) out.lastOutput = await decode<CallClaudeOutput>(payload);
         if (closes.has(scheduled) && payload) {
           // A worker before this answer returned nothing (no payload, or null).
-          const said = (await decode<{ gitAtClose?: unknown } | null>(payload))?.gitAtClose;
-          if (typeof said === 'string' && said !== '') out.gitAtClose.push(said);
+          const answer = await decode<{ gitAtClose?: unknown; gitAtCloseLines?: unknown } | null>(payload);
+          const said = answer?.gitAtClose;
+          if (typeof said === 'string' && said !== '') {
+            out.gitAtClose.push(said);
+            const lines = answer?.gitAtCloseLines;
+            out.gitAtCloseLines.push(Array.isArray(lines) && lines.every((l) => typeof l === 'string') ? lines : [said]);
+          }
         }
         const tool = asked.get(scheduled);
         if (tool && payload) {
@@ -449,6 +460,7 @@ export async function closedConversation(
   exitCodes: Record<string, number>;
   notes: Record<string, string[]>;
   gitAtClose: string[];
+  gitAtCloseLines: string[][];
   incomplete?: string;
 }> {
   const { folded, latest, published } = await chainHistory(client, workflowId, runId);
@@ -468,6 +480,7 @@ export async function closedConversation(
     exitCodes: latest.exitCodes,
     notes: publishedNotes(messages, published, withMoveNotes(messages, latest.notes, latest.closing)),
     gitAtClose: latest.gitAtClose,
+    gitAtCloseLines: latest.gitAtCloseLines,
     ...(open ? { incomplete: 'the results of the last tool calls were added after the last model call and are not in the history' } : {}),
   };
 }

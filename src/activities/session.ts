@@ -317,16 +317,18 @@ export class SessionRegistry {
 
   /**
    * Closes a session and frees its slot (the slot is free at once, before bash is gone).
-   * @returns false when it is not held here, else the session's note on what the git audit moved when it closed (src/session/git-audit.ts), '' for nothing
+   * @returns false when it is not held here, else the session's note on what the git audit moved when it closed
+   *   (src/session/git-audit.ts): `note` on one line ('' for nothing), `lines` a part and a finding a line
+   *   (BashSession.gitLinesAtClose; empty for nothing)
    */
-  async close(sessionId: string): Promise<string | false> {
+  async close(sessionId: string): Promise<{ note: string; lines: string[] } | false> {
     const entry = this.sessions.get(sessionId);
     if (!entry) return false;
     this.sessions.delete(sessionId);
     this.commands.delete(sessionId);
     await entry.session.close();
     this.closed(entry.session);
-    return entry.session.gitNoteAtClose ?? '';
+    return { note: entry.session.gitNoteAtClose ?? '', lines: entry.session.gitLinesAtClose ?? [] };
   }
 
   /** `session` was closed (its processes are gone): it no longer holds back {@link trustStatBefore}. */
@@ -1143,13 +1145,13 @@ export function createSessionActivities(deps: SessionActivityDeps) {
       const stop = startHeartbeat();
       const closed = await registry.close(input.sessionId).finally(stop);
       // What a job of the session left after its last command: the result of no command carries it, the worker's log does.
-      if (closed) log.warn(closed, { sessionId: input.sessionId });
+      if (closed && closed.note) log.warn(closed.note, { sessionId: input.sessionId });
       log.info(closed !== false ? 'bash session closed' : 'bash session already gone', {
         sessionId: input.sessionId,
         sessions: registry.count,
         maxSessions: registry.capacity,
       });
-      return closed ? { gitAtClose: closed } : {};
+      return closed && closed.note ? { gitAtClose: closed.note, gitAtCloseLines: closed.lines } : {};
     },
   };
 }

@@ -41,7 +41,7 @@ import {
   waitingLine,
 } from './render/events';
 import { describeMessage, hanging } from './render/messages';
-import { editDecisionLines, pendingCommandDisplay, statusJson } from './render/run';
+import { editDecisionLines, gitAtCloseLines, pendingCommandDisplay, statusJson } from './render/run';
 import { commandLines, jsonText, shownText, terminalText } from './render/text';
 
 /** Exit code for a run that ended: 0 when it completed, 1 for any other end (failed, cancelled, budgets, refusal). */
@@ -284,12 +284,19 @@ export async function watchRun(jobs: AgentJobsClient, workflowId: string, opts: 
       }
       if (!open) {
         const r = view.result;
-        emit({ event: 'result', ...statusJson(view) }, [
-          `run ${workflowId} ended: ${view.status} after ${view.turns} turn${view.turns === 1 ? '' : 's'} (${view.usage.inputTokens} input / ${view.usage.outputTokens} output / ${view.usage.cacheCreationInputTokens} cache write / ${view.usage.cacheReadInputTokens} cache read tokens${typeof view.costUsd === 'number' ? `, $${view.costUsd.toFixed(4)}` : ''})`,
-          ...(r?.text ? [hanging('final answer: ', r.text)] : []),
-          ...(r?.error ? [hanging('reason: ', r.error)] : []),
-          ...(view.gitAtClose ?? []).map((n) => hanging('git at close: ', n)),
-        ]);
+        emit(
+          { event: 'result', ...statusJson(view) },
+          [
+            ...[
+              `run ${workflowId} ended: ${view.status} after ${view.turns} turn${view.turns === 1 ? '' : 's'} (${view.usage.inputTokens} input / ${view.usage.outputTokens} output / ${view.usage.cacheCreationInputTokens} cache write / ${view.usage.cacheReadInputTokens} cache read tokens${typeof view.costUsd === 'number' ? `, $${view.costUsd.toFixed(4)}` : ''})`,
+              ...(r?.text ? [hanging('final answer: ', r.text)] : []),
+              ...(r?.error ? [hanging('reason: ', r.error)] : []),
+            ].map(terminalText),
+            // Escaped line by line: a path's line break stays in its line.
+            ...gitAtCloseLines(view),
+          ],
+          true,
+        );
         return view;
       }
       await sleep(opts.intervalMs ?? 1_000, undefined, signal ? { signal } : {});

@@ -1,7 +1,7 @@
 /** `agent-jobs status <workflowId>`: where a run is. */
 import type { Command } from 'commander';
 import { oneLineSummary, shortHash } from '../../shared/display';
-import { budgetPauseLine, editLines, limitsLine, ruleLines, statusJson } from '../render/run';
+import { budgetPauseLine, editLines, gitAtCloseLines, limitsLine, ruleLines, statusJson } from '../render/run';
 import { hanging } from '../render/messages';
 import { commandLines, oneLine, printJson, printShown, terminalText } from '../render/text';
 import { withClient } from '../context';
@@ -82,7 +82,7 @@ export function registerStatus(program: Command): void {
           ...(view.result?.text ? [t(hanging('  answer: ', view.result.text))] : []),
           ...(view.result?.error ? [t(hanging('  reason: ', view.result.error))] : []),
           // What the git audit moved to the quarantine or named when the session closed: no turn's note says it.
-          ...(view.gitAtClose ?? []).map((n) => t(hanging('  git at close: ', n))),
+          ...gitAtCloseLines(view, '  '),
           oneLine`  UI:     ${jobs.uiUrl(workflowId, view.runId)}`,
         );
       });

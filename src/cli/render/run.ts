@@ -86,6 +86,21 @@ export function ruleLines(rules: readonly ApprovalRule[]): string[] {
 }
 
 /**
+ * A closed run's `git at close:` lines (`status`, `watch`, `transcript`): for each session whose git audit found
+ * something at close, a heading (`git at close:`, `git at close (session 2 of 3):`), then each part of what it moved or
+ * named on a line of its own and each finding on one under it, indented (`RunView.gitAtCloseLines`; a worker before
+ * them gave one line a session, shown as it is). Each line escaped on one line (safeText): print with shownText.
+ * @param indent put before every line ('' for `watch` and `transcript`, two spaces for `status`)
+ */
+export function gitAtCloseLines(view: { gitAtClose?: string[]; gitAtCloseLines?: string[][] }, indent = ''): string[] {
+  const sessions = view.gitAtCloseLines ?? (view.gitAtClose ?? []).map((n) => [n]);
+  return sessions.flatMap((lines, i) => [
+    `${indent}git at close${sessions.length > 1 ? ` (session ${i + 1} of ${sessions.length})` : ''}:`,
+    ...lines.map((l) => `${indent}  ${safeText(l, false)}`),
+  ]);
+}
+
+/**
  * A pending text editor change: what and where, the unified diff line by line (hidden
  * characters escaped, `display`), its SHA-256 (the hash `approve --sha` names).
  */
