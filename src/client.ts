@@ -686,6 +686,11 @@ export interface RunView extends StatusView {
   gitAtClose?: string[];
   /** {@link gitAtClose} line by line, per session (src/history.ts `RunHistory.gitAtCloseLines`). Absent for an open run. */
   gitAtCloseLines?: string[][];
+  /**
+   * A closed run's reasons a matching approval rule did not apply, by `tool_use` id (src/history.ts
+   * `RunHistory.ruleNotApplied`; an open run says it in `details` while the command waits). Absent for an open run.
+   */
+  ruleNotApplied?: Record<string, string>;
 }
 
 /** A transcript page with where it came from. */
@@ -982,6 +987,7 @@ export class RunHandle {
       ...(workspace ? { workspace } : {}),
       gitAtClose: history.gitAtClose,
       gitAtCloseLines: history.gitAtCloseLines,
+      ruleNotApplied: history.ruleNotApplied,
       executionStatus,
       runId,
       source: 'history',

@@ -76,6 +76,9 @@ const CLOSE_SESSION = 'closeSession';
 /** The activity type that opens a bash session, whose answer says where it started. */
 const OPEN_SESSION = 'openSession';
 
+/** The rule probe's reason a matching rule did not apply (src/activities/session.ts `ruleHolds`): `rule 1 matches, but …`. */
+const RULE_NOT_APPLIED = /^rule \d+ matches, but /;
+
 /** Where a run's workspace is: a folder on the machine of a worker. */
 export interface RunWorkspace {
   /** Absolute path of the folder on the worker's machine: the run's `workdir` as a worker resolved it. */
@@ -142,6 +145,12 @@ export interface RunHistory {
    * a line under it indented by two spaces), or its `gitAtClose` as one line from a worker before them.
    */
   gitAtCloseLines: string[][];
+  /**
+   * Why a rule that matched a command did not approve it, by `tool_use` id: the `runCommand` or `runEdit` answer's
+   * `needsApproval` when it is the rule probe's (`rule 1 matches, but git resolves to …: the rule does not apply; a
+   * person decides`, src/activities/session.ts `ruleHolds`); the later answer for an id replaces the earlier.
+   */
+  ruleNotApplied: Record<string, string>;
 }
 
 /**
@@ -178,6 +187,7 @@ export async function readHistory(client: Client, workflowId: string, runId: str
     rules: [],
     gitAtClose: [],
     gitAtCloseLines: [],
+    ruleNotApplied: {},
   };
   /** Scheduled event ids of the `closeSession`s. */
   const closes = new Set<string>();
@@ -247,8 +257,11 @@ export async function readHistory(client: Client, workflowId: string, runId: str
         }
         const tool = asked.get(scheduled);
         if (tool && payload) {
-          const byRule = (await decode<{ approvedByRule?: unknown }>(payload)).approvedByRule;
+          const answer = await decode<{ approvedByRule?: unknown; needsApproval?: unknown }>(payload);
+          const byRule = answer.approvedByRule;
           if (typeof byRule === 'number') out.decisions.push(ruleDecision(tool, byRule, ruleBy.get(byRule), msOf(event.eventTime)));
+          const why = answer.needsApproval;
+          if (typeof why === 'string' && RULE_NOT_APPLIED.test(why)) out.ruleNotApplied[tool.toolUseId] = why;
         }
         const toolUseId = commands.get(scheduled);
         const answer = toolUseId !== undefined && payload ? await decode<Partial<RunCommandOutput>>(payload) : undefined;
