@@ -54,3 +54,28 @@ test("watch's line for an approval that added a rule says it is for this run onl
   } as never);
   expect(lines).toEqual(['✓ toolu_02 approved by ana (and rule 1 added, for this run only)']);
 });
+
+test('watch of a closed run says, under the decision, why the rule that matched its command did not apply', async () => {
+  const why = 'rule 1 matches, but git resolves to /ws/tools/git, a file of the workspace: the rule does not apply; a person decides';
+  const closed = {
+    workflowId: 'run-1',
+    status: 'completed',
+    executionStatus: 'COMPLETED',
+    turns: 2,
+    usage: {},
+    pendingApproval: null,
+    result: { status: 'completed', turns: 2, text: 'done' },
+    decisions: [
+      { toolUseId: 'toolu_4', approved: false, decision: 'denied', by: 'ana', reason: 'not that git', at: '', source: 'update' },
+      { toolUseId: 'toolu_2', approved: true, decision: 'approved', by: 'ana', at: '', source: 'rule', rule: 1 },
+    ],
+    ruleNotApplied: { toolu_4: why },
+  };
+  const transcript = { from: 0, total: 0, messages: [], source: 'history' };
+  const jobs = { run: () => ({ status: () => Promise.resolve(closed), transcript: () => Promise.resolve(transcript) }) };
+  const lines = await cliLinesOf(['watch', 'run-1', '--no-prompt'], jobs);
+  process.exitCode = undefined;
+  const at = lines.indexOf('✗ toolu_4 denied by ana: not that git');
+  expect(lines[at + 1]).toBe(`  it waited for a person: ${why}`);
+  expect(lines.filter((l) => l.includes('it waited for a person'))).toHaveLength(1);
+});
