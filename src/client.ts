@@ -113,11 +113,12 @@ import {
   readHistory,
   readTimeline,
   workspaceOf,
+  type EditOutcome,
   type RunWorkspace,
   type TimelineEntry,
 } from './history';
 
-export { HistoryUnreadableError, conversationFromHistory, type RunWorkspace, type TimelineEntry };
+export { HistoryUnreadableError, conversationFromHistory, type EditOutcome, type RunWorkspace, type TimelineEntry };
 
 export { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError };
 
@@ -1234,6 +1235,24 @@ export class RunHandle {
     if (wait !== undefined && answer.wait !== wait)
       throw new DecisionNotAppliedError(this.workflowId, pending.toolUseId, wait, answer.wait);
     return { answer, command, pending, paused: status.status === 'paused' };
+  }
+
+  /**
+   * What the text editor command `toolUseId` did once it no longer waited for a person (a decision approved it):
+   * read from the latest execution's history (src/history.ts `RunHistory.editOutcomes`: the worker's answer, in the
+   * history as soon as the edit is done, before the turn's other tool calls), asked every `intervalMs` until it is
+   * there, the run has closed without it, or `timeoutMs` passed (the run paused, or slow).
+   * @returns the outcome, or null when it did not come in time
+   */
+  async editOutcome(toolUseId: string, options: { timeoutMs?: number; intervalMs?: number } = {}): Promise<EditOutcome | null> {
+    const deadline = Date.now() + (options.timeoutMs ?? 15_000);
+    for (;;) {
+      const { runId, open } = await this.describe();
+      const outcome = (await readHistory(this.jobs.temporal, this.workflowId, runId)).editOutcomes[toolUseId];
+      if (outcome) return outcome;
+      if (!open || Date.now() >= deadline) return null;
+      await sleep(options.intervalMs ?? 500);
+    }
   }
 
   /** Approves (or, with `edit`, edits) the pending command. See {@link decide}. */

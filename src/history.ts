@@ -151,6 +151,19 @@ export interface RunHistory {
    * person decides`, src/activities/session.ts `ruleHolds`); the later answer for an id replaces the earlier.
    */
   ruleNotApplied: Record<string, string>;
+  /**
+   * What each text editor command did once it no longer waited for a person, by `tool_use` id: the last `runEdit`
+   * answer for it that asks nothing (`applied`: a file was written; `isError` and `text`: what Claude was told, such
+   * as `Error: … changed since the edit was shown for approval …`); an answer that asks again removes it.
+   */
+  editOutcomes: Record<string, EditOutcome>;
+}
+
+/** What a text editor command did (a `runEdit` answer that asks nothing): {@link RunHistory.editOutcomes}. */
+export interface EditOutcome {
+  applied: boolean;
+  isError: boolean;
+  text: string;
 }
 
 /**
@@ -188,6 +201,7 @@ export async function readHistory(client: Client, workflowId: string, runId: str
     gitAtClose: [],
     gitAtCloseLines: [],
     ruleNotApplied: {},
+    editOutcomes: {},
   };
   /** Scheduled event ids of the `closeSession`s. */
   const closes = new Set<string>();
@@ -195,6 +209,8 @@ export async function readHistory(client: Client, workflowId: string, runId: str
   const commands = new Map<string, string>();
   /** What each scheduled `runCommand` and `runEdit` asked (the command's text for bash), by its scheduled event id. */
   const asked = new Map<string, { toolUseId: string; command?: string }>();
+  /** Scheduled event ids of the `runEdit`s (those of {@link asked} that are text editor commands). */
+  const edits = new Set<string>();
   /** Who added each approval rule, by rule id (from the `decide` answers that added them). */
   const ruleBy = new Map<number, string>();
   const decode = payloadDecoder(client);
@@ -228,7 +244,10 @@ export async function readHistory(client: Client, workflowId: string, runId: str
           asked.set(String(event.eventId), { toolUseId: cmd.toolUseId, command: cmd.command });
         }
         const editInput = attrs?.activityType?.name === RUN_EDIT ? attrs.input?.payloads?.[0] : undefined;
-        if (editInput) asked.set(String(event.eventId), { toolUseId: (await decode<{ toolUseId: string }>(editInput)).toolUseId });
+        if (editInput) {
+          asked.set(String(event.eventId), { toolUseId: (await decode<{ toolUseId: string }>(editInput)).toolUseId });
+          edits.add(String(event.eventId));
+        }
         if (attrs?.activityType?.name === CLOSE_SESSION) closes.add(String(event.eventId));
         if (attrs?.activityType?.name !== CALL_CLAUDE) continue;
         if (stopAt !== undefined && attrs.activityId === stopAt) return out;
@@ -257,11 +276,24 @@ export async function readHistory(client: Client, workflowId: string, runId: str
         }
         const tool = asked.get(scheduled);
         if (tool && payload) {
-          const answer = await decode<{ approvedByRule?: unknown; needsApproval?: unknown }>(payload);
+          const answer = await decode<{
+            approvedByRule?: unknown;
+            needsApproval?: unknown;
+            applied?: unknown;
+            isError?: unknown;
+            text?: unknown;
+          }>(payload);
           const byRule = answer.approvedByRule;
           if (typeof byRule === 'number') out.decisions.push(ruleDecision(tool, byRule, ruleBy.get(byRule), msOf(event.eventTime)));
-          const why = answer.needsApproval;
+          // A command's answer says it as a string, an edit's as its `reason`.
+          const asks = answer.needsApproval as string | { reason?: unknown } | undefined | null;
+          const why = typeof asks === 'string' ? asks : asks?.reason;
           if (typeof why === 'string' && RULE_NOT_APPLIED.test(why)) out.ruleNotApplied[tool.toolUseId] = why;
+          if (edits.has(scheduled)) {
+            if (asks !== undefined && asks !== null) delete out.editOutcomes[tool.toolUseId];
+            else if (typeof answer.text === 'string')
+              out.editOutcomes[tool.toolUseId] = { applied: answer.applied === true, isError: answer.isError === true, text: answer.text };
+          }
         }
         const toolUseId = commands.get(scheduled);
         const answer = toolUseId !== undefined && payload ? await decode<Partial<RunCommandOutput>>(payload) : undefined;

@@ -1,7 +1,7 @@
 /** `agent-jobs approve` / `agent-jobs deny`: decide on the command a run waits on, through the `decide` Update. */
 import { Option, type Command } from 'commander';
-import type { DecideOptions as ClientDecideOptions } from '../../client';
-import { SHORT_HASH_CHARS } from '../../shared/display';
+import type { DecideOptions as ClientDecideOptions, EditOutcome } from '../../client';
+import { oneLineSummary, SHORT_HASH_CHARS } from '../../shared/display';
 import { editDecisionLines, RULE_SCOPE } from '../render/run';
 import { commandLines, oneLine, printJson, printShown } from '../render/text';
 import { cliCommand } from '../invocation';
@@ -11,6 +11,14 @@ import { hexPrefix } from '../parse';
 /** Options of `approve` / `deny` (the client's {@link ClientDecideOptions}, and `--json`). */
 export interface DecideOptions extends Omit<ClientDecideOptions, 'requestId' | 'timeoutMs'> {
   json?: boolean;
+}
+
+/** What an approved edit then did, on one line: written, done (a `view`), refused and why, or not known yet (null). */
+function editOutcomeLine(workflowId: string, outcome: EditOutcome | null): string {
+  if (outcome === null)
+    return oneLine`  what it did is not in the run yet (paused, or slow): ${cliCommand()} transcript ${workflowId} shows it once the turn is done`;
+  if (outcome.isError) return oneLine`  but nothing was written: ${oneLineSummary(outcome.text, 400)}`;
+  return outcome.applied ? '  written' : '  done';
 }
 
 function register(program: Command, name: 'approve' | 'deny'): void {
@@ -28,7 +36,10 @@ function register(program: Command, name: 'approve' | 'deny'): void {
       hexPrefix,
     )
     .option('--by <name>', 'who decides (default: your user name)')
-    .option('--json', 'print the run\'s answer: {"applied":true,"toolUseId","decision","by","rule"?,"command"}');
+    .option(
+      '--json',
+      'print the run\'s answer: {"applied":true,"toolUseId","decision","by","rule"?,"command","outcome"?} (outcome: what an approved edit did, {"applied","isError","text"} or null)',
+    );
   if (approved) {
     cmd
       .option('--reason <text>', 'why (optional)')
@@ -52,8 +63,12 @@ function register(program: Command, name: 'approve' | 'deny'): void {
   cmd.action(async (workflowId: string, opts: DecideOptions) => {
     const { json, ...options } = opts;
     await withClient(async (jobs) => {
-      const { answer, command, pending, paused } = await jobs.run(workflowId).decide(approved, options);
-      if (json) return printJson(answer);
+      const run = jobs.run(workflowId);
+      const { answer, command, pending, paused } = await run.decide(approved, options);
+      // An approved edit is written only if the file still gives the diff approved: read back what it did.
+      const outcome = pending.edit && answer.decision !== 'denied' && !paused ? await run.editOutcome(answer.toolUseId) : undefined;
+      if (outcome?.isError) process.exitCode = 1;
+      if (json) return printJson(outcome === undefined ? answer : { ...answer, outcome });
       const rule = answer.rule ? ` (rule ${answer.rule.id}: ${answer.rule.kind} ${JSON.stringify(answer.rule.text)})` : '';
       const label = `${answer.decision} ${answer.toolUseId} in ${workflowId} by ${answer.by}${rule}: `;
       printShown(
@@ -70,6 +85,7 @@ function register(program: Command, name: 'approve' | 'deny'): void {
         ...(answer.decision === 'edited' ? commandLines(answer.command, { label: '  runs instead: ', indent: '    ' }) : []),
         // What Claude is told: the person reads it back as it was sent (escaped on one line, as every field).
         ...(options.reason !== undefined ? [oneLine`  reason${approved ? '' : ', sent to Claude'}: ${options.reason}`] : []),
+        ...(outcome !== undefined ? [editOutcomeLine(workflowId, outcome)] : []),
         ...(paused && answer.decision !== 'denied'
           ? [oneLine`  the run is paused: it runs after ${cliCommand()} resume ${workflowId}`]
           : []),
