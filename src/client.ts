@@ -23,6 +23,7 @@
  * id once per workflow run, so a request sent again with the same id gets
  * the first one's answer instead of being applied twice.
  */
+import { connect as netConnect } from 'node:net';
 import { userInfo } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import {
@@ -102,7 +103,7 @@ import { capabilitiesOf, contextStrategyOf, contextWindowOf } from './contract/m
 import { fromSearchText } from './shared/search-text';
 import { sha256 } from './shared/sha256';
 import { rewindUpdate, type RewindAnswer, type RewindRequest } from './contract/checkpoint';
-import { temporalSettings, temporalUiUrl, workflowUiUrl, type TemporalSettings } from './settings';
+import { derivedLocalUiPort, temporalSettings, temporalUiUrl, workflowUiUrl, type TemporalSettings } from './settings';
 import { dataConverterFromEnv } from './codec';
 import type { agentRun } from './workflows';
 import {
@@ -545,6 +546,17 @@ export class AgentJobsClient {
     return workflowUiUrl(temporalUiUrl(this.settings.address), this.settings.namespace, workflowId, runId);
   }
 
+  /**
+   * {@link uiUrl}, or null when the server serves no web UI there: for a local address whose UI link is derived from
+   * the port (no `TEMPORAL_UI_URL`), when nothing takes a connection on the UI port within 500 ms, as for a dev server
+   * started `--headless`. Any other link is given as it is (a remote UI is not probed).
+   */
+  async servedUiUrl(workflowId: string, runId?: string): Promise<string | null> {
+    const port = derivedLocalUiPort(this.settings.address);
+    if (port !== null && !(await portTakesConnection(port, 500))) return null;
+    return this.uiUrl(workflowId, runId);
+  }
+
   /** Closes the connection; calls in flight fail. */
   async close(): Promise<void> {
     await this.connection.close();
@@ -762,6 +774,20 @@ export interface PendingActivityInfo {
   lastFailure: string;
   /** The last heartbeat's first detail, decoded with the client's data converter; undefined when none. */
   details: unknown;
+}
+
+/** Whether something on this machine takes a TCP connection on `port` (127.0.0.1) within `timeoutMs`. */
+function portTakesConnection(port: number, timeoutMs: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = netConnect({ host: '127.0.0.1', port });
+    const done = (ok: boolean): void => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
 }
 
 /** Who sends a request when nobody is named: the OS user running this, else `cli`. */

@@ -34,6 +34,7 @@ export function registerStatus(program: Command): void {
         // An open run: the status query (a worker answers). A closed one: its history, no worker needed.
         const view = await jobs.run(workflowId).status();
         if (opts.json) return printJson(statusJson(view));
+        const ui = await jobs.servedUiUrl(workflowId, view.runId);
         const p = view.pendingApproval;
         const u = normalizeUsage(view.usage);
         // Every field on one line, escaped once (oneLine; multi-line text by hanging, under its label);
@@ -83,7 +84,8 @@ export function registerStatus(program: Command): void {
           ...(view.result?.error ? [t(hanging('  reason: ', view.result.error))] : []),
           // What the git audit moved to the quarantine or named when the session closed: no turn's note says it.
           ...gitAtCloseLines(view, '  '),
-          oneLine`  UI:     ${jobs.uiUrl(workflowId, view.runId)}`,
+          // None for a server that serves no UI (a dev server started --headless).
+          ...(ui !== null ? [oneLine`  UI:     ${ui}`] : []),
         );
       });
     });

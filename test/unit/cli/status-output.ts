@@ -27,5 +27,9 @@ export async function cliLinesOf(args: string[], jobs: object): Promise<string[]
 
 /** What `agent-jobs status wf-1` prints for a run `view` (its client answers that view). */
 export async function statusLinesOf(view: object): Promise<string[]> {
-  return cliLinesOf(['status', 'wf-1'], { run: () => ({ status: () => Promise.resolve(view) }), uiUrl: () => 'http://ui/x' });
+  return cliLinesOf(['status', 'wf-1'], {
+    run: () => ({ status: () => Promise.resolve(view) }),
+    uiUrl: () => 'http://ui/x',
+    servedUiUrl: () => Promise.resolve('http://ui/x'),
+  });
 }
