@@ -23,6 +23,8 @@ import type { EditGate, ProposedEdit } from '../session';
 import { restoreCheckpoint, takeCheckpoint } from '../checkpoint/store';
 import { reportedPrefix, type CheckpointRequest, type CheckpointResult, type RestoreReport } from '../contract/checkpoint';
 import { sha256Hex } from '../session/edit';
+import { gitDirOf } from '../session/git-audit';
+import { auditGit, ownerOf } from '../session/worktree-git';
 import {
   COMMAND_FAILED,
   SESSION_NOT_FOUND,
@@ -911,6 +913,7 @@ export function createSessionActivities(deps: SessionActivityDeps) {
               ...(refused.length > 0 ? { refused: refused.map((l) => `${l.path} (${l.why})`) } : {}),
               ...(refused.length < report.left.length ? { refusedCount: report.left.length } : {}),
             },
+            gitHead: await headCommitOf(workdir),
           };
         }
         cwd = !input.restore && input.restoreCwd && (await isDirectory(input.restoreCwd)) ? input.restoreCwd : workdir;
@@ -1157,3 +1160,21 @@ export function createSessionActivities(deps: SessionActivityDeps) {
 }
 
 export type SessionActivities = ReturnType<typeof createSessionActivities>;
+
+/**
+ * The commit HEAD of `workdir`'s own repository names (`git rev-parse --verify HEAD^{commit}`, run as the git audits
+ * run it: as the workspace's owner, no config of the system or the user, no hook: worktree-git.ts `auditGit`), or null
+ * when `.git` is no folder of the workspace (git-audit.ts `gitDirOf`) or HEAD names no commit (an empty repository).
+ */
+async function headCommitOf(workdir: string): Promise<string | null> {
+  const gitDir = gitDirOf(workdir);
+  if (gitDir === undefined) return null;
+  try {
+    const out = (
+      await auditGit(gitDir, ['rev-parse', '--verify', '-q', 'HEAD^{commit}'], { runner: await ownerOf(workdir), timeoutMs: 5_000 })
+    ).trim();
+    return /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/.test(out) ? out : null;
+  } catch {
+    return null;
+  }
+}

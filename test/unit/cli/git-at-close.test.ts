@@ -1,7 +1,8 @@
 /**
  * What `status`, `watch` and `transcript` of a closed run print of what its git audit moved or named when its session
  * closed (src/cli/render/run.ts `gitAtCloseLines`): one line a part and one a finding, indented under a heading, each
- * escaped on its own line; a worker before those lines gave one line a session, shown as it is.
+ * escaped on its own line; a worker before those lines gave one line a session, shown as it is. And what `rewind` says
+ * of the workspace's git: which commit its files then match.
  */
 import { cliLinesOf, statusLinesOf } from './status-output';
 
@@ -74,4 +75,19 @@ test('watch and transcript of the closed run print the same lines, at their own 
   const read = await cliLinesOf(['transcript', 'wf-1'], jobs);
   const r = read.indexOf('git at close:');
   expect(read.slice(r, r + 6)).toEqual(watched.slice(w, w + 6));
+});
+
+test("rewind says which commit the workspace's files then match: the repository's HEAD, or none", async () => {
+  const restore = { before: 'b'.repeat(40), changes: [], changeCount: 0, notRestored: { nested: [], git: true, excluded: [] } };
+  const answer = { toTurn: 2, checkpoint: 'c'.repeat(40), droppedMessages: 3, by: 'ana', at: '' };
+  const head = 'a'.repeat(40);
+  const rewound = async (gitHead: string | null | undefined): Promise<string[]> =>
+    cliLinesOf(['rewind', 'wf-1', '--to-turn', '2'], {
+      run: () => ({ rewind: () => Promise.resolve({ ...answer, restore: { ...restore, ...(gitHead !== undefined ? { gitHead } : {}) } }) }),
+    });
+  expect(await rewound(head)).toContainEqual(
+    `the workspace's git HEAD is ${head} (\`git rev-parse HEAD\` there): the rewind leaves .git as it is, so the files match that commit only where the checkpoint's did; \`git status\` there shows what differs`,
+  );
+  expect(await rewound(null)).toContainEqual(expect.stringMatching(/^the workspace's files match no commit: it is no git repository/));
+  expect((await rewound(undefined)).join('\n')).not.toMatch(/HEAD|match no commit/);
 });
