@@ -23,6 +23,7 @@
  * id once per workflow run, so a request sent again with the same id gets
  * the first one's answer instead of being applied twice.
  */
+import { connect as netConnect } from 'node:net';
 import { userInfo } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import {
@@ -102,7 +103,7 @@ import { capabilitiesOf, contextStrategyOf, contextWindowOf } from './contract/m
 import { fromSearchText } from './shared/search-text';
 import { sha256 } from './shared/sha256';
 import { rewindUpdate, type RewindAnswer, type RewindRequest } from './contract/checkpoint';
-import { temporalSettings, temporalUiUrl, workflowUiUrl, type TemporalSettings } from './settings';
+import { derivedLocalUiPort, temporalSettings, temporalUiUrl, workflowUiUrl, type TemporalSettings } from './settings';
 import { dataConverterFromEnv } from './codec';
 import { requestBindingInterceptor } from './request-binding';
 import type { agentRun } from './workflows';
@@ -114,11 +115,12 @@ import {
   readHistory,
   readTimeline,
   workspaceOf,
+  type EditOutcome,
   type RunWorkspace,
   type TimelineEntry,
 } from './history';
 
-export { HistoryUnreadableError, conversationFromHistory, type RunWorkspace, type TimelineEntry };
+export { HistoryUnreadableError, conversationFromHistory, type EditOutcome, type RunWorkspace, type TimelineEntry };
 
 export { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError };
 
@@ -551,6 +553,17 @@ export class AgentJobsClient {
     return workflowUiUrl(temporalUiUrl(this.settings.address), this.settings.namespace, workflowId, runId);
   }
 
+  /**
+   * {@link uiUrl}, or null when the server serves no web UI there: for a local address whose UI link is derived from
+   * the port (no `TEMPORAL_UI_URL`), when nothing takes a connection on the UI port within 500 ms, as for a dev server
+   * started `--headless`. Any other link is given as it is (a remote UI is not probed).
+   */
+  async servedUiUrl(workflowId: string, runId?: string): Promise<string | null> {
+    const port = derivedLocalUiPort(this.settings.address);
+    if (port !== null && !(await portTakesConnection(port, 500))) return null;
+    return this.uiUrl(workflowId, runId);
+  }
+
   /** Closes the connection; calls in flight fail. */
   async close(): Promise<void> {
     await this.connection.close();
@@ -691,6 +704,13 @@ export interface RunView extends StatusView {
    * the quarantine or named, one line per session whose audit found something. Absent for an open run.
    */
   gitAtClose?: string[];
+  /** {@link gitAtClose} line by line, per session (src/history.ts `RunHistory.gitAtCloseLines`). Absent for an open run. */
+  gitAtCloseLines?: string[][];
+  /**
+   * A closed run's reasons a matching approval rule did not apply, by `tool_use` id (src/history.ts
+   * `RunHistory.ruleNotApplied`; an open run says it in `details` while the command waits). Absent for an open run.
+   */
+  ruleNotApplied?: Record<string, string>;
 }
 
 /** A transcript page with where it came from. */
@@ -699,6 +719,8 @@ export interface RunTranscript extends TranscriptView {
   source: 'query' | 'history';
   /** A closed run's git audit at the close of its sessions, as {@link RunView.gitAtClose}. */
   gitAtClose?: string[];
+  /** The same line by line, as {@link RunView.gitAtCloseLines}. */
+  gitAtCloseLines?: string[][];
 }
 
 /** How a request is sent: who sends it and the id that makes a resend apply once. */
@@ -759,6 +781,20 @@ export interface PendingActivityInfo {
   lastFailure: string;
   /** The last heartbeat's first detail, decoded with the client's data converter; undefined when none. */
   details: unknown;
+}
+
+/** Whether something on this machine takes a TCP connection on `port` (127.0.0.1) within `timeoutMs`. */
+function portTakesConnection(port: number, timeoutMs: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = netConnect({ host: '127.0.0.1', port });
+    const done = (ok: boolean): void => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
 }
 
 /** Who sends a request when nobody is named: the OS user running this, else `cli`. */
@@ -984,6 +1020,8 @@ export class RunHandle {
       ...(input?.chat ? { chat: true } : {}),
       ...(workspace ? { workspace } : {}),
       gitAtClose: history.gitAtClose,
+      gitAtCloseLines: history.gitAtCloseLines,
+      ruleNotApplied: history.ruleNotApplied,
       executionStatus,
       runId,
       source: 'history',
@@ -1032,7 +1070,7 @@ export class RunHandle {
   }
 
   private async transcriptFromHistory(runId: string, from: number): Promise<RunTranscript & { incomplete?: string }> {
-    const { messages, durationsMs, exitCodes, notes, gitAtClose, incomplete } = await closedConversation(
+    const { messages, durationsMs, exitCodes, notes, gitAtClose, gitAtCloseLines, incomplete } = await closedConversation(
       this.jobs.temporal,
       this.workflowId,
       runId,
@@ -1047,6 +1085,7 @@ export class RunHandle {
       notes,
       source: 'history',
       gitAtClose,
+      gitAtCloseLines,
       ...(incomplete ? { incomplete } : {}),
     };
   }
@@ -1229,6 +1268,24 @@ export class RunHandle {
     if (wait !== undefined && answer.wait !== wait)
       throw new DecisionNotAppliedError(this.workflowId, pending.toolUseId, wait, answer.wait);
     return { answer, command, pending, paused: status.status === 'paused' };
+  }
+
+  /**
+   * What the text editor command `toolUseId` did once it no longer waited for a person (a decision approved it):
+   * read from the latest execution's history (src/history.ts `RunHistory.editOutcomes`: the worker's answer, in the
+   * history as soon as the edit is done, before the turn's other tool calls), asked every `intervalMs` until it is
+   * there, the run has closed without it, or `timeoutMs` passed (the run paused, or slow).
+   * @returns the outcome, or null when it did not come in time
+   */
+  async editOutcome(toolUseId: string, options: { timeoutMs?: number; intervalMs?: number } = {}): Promise<EditOutcome | null> {
+    const deadline = Date.now() + (options.timeoutMs ?? 15_000);
+    for (;;) {
+      const { runId, open } = await this.describe();
+      const outcome = (await readHistory(this.jobs.temporal, this.workflowId, runId)).editOutcomes[toolUseId];
+      if (outcome) return outcome;
+      if (!open || Date.now() >= deadline) return null;
+      await sleep(options.intervalMs ?? 500);
+    }
   }
 
   /** Approves (or, with `edit`, edits) the pending command. See {@link decide}. */

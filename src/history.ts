@@ -76,6 +76,9 @@ const CLOSE_SESSION = 'closeSession';
 /** The activity type that opens a bash session, whose answer says where it started. */
 const OPEN_SESSION = 'openSession';
 
+/** The rule probe's reason a matching rule did not apply (src/activities/session.ts `ruleHolds`): `rule 1 matches, but …`. */
+const RULE_NOT_APPLIED = /^rule \d+ matches, but /;
+
 /** Where a run's workspace is: a folder on the machine of a worker. */
 export interface RunWorkspace {
   /** Absolute path of the folder on the worker's machine: the run's `workdir` as a worker resolved it. */
@@ -137,6 +140,30 @@ export interface RunHistory {
    * `gitAtClose`, src/contract/activities.ts), oldest first; none for a session whose audit found nothing.
    */
   gitAtClose: string[];
+  /**
+   * The same, line by line for a person: per session, the answer's `gitAtCloseLines` (each part a line, each finding
+   * a line under it indented by two spaces), or its `gitAtClose` as one line from a worker before them.
+   */
+  gitAtCloseLines: string[][];
+  /**
+   * Why a rule that matched a command did not approve it, by `tool_use` id: the `runCommand` or `runEdit` answer's
+   * `needsApproval` when it is the rule probe's (`rule 1 matches, but git resolves to …: the rule does not apply; a
+   * person decides`, src/activities/session.ts `ruleHolds`); the later answer for an id replaces the earlier.
+   */
+  ruleNotApplied: Record<string, string>;
+  /**
+   * What each text editor command did once it no longer waited for a person, by `tool_use` id: the last `runEdit`
+   * answer for it that asks nothing (`applied`: a file was written; `isError` and `text`: what Claude was told, such
+   * as `Error: … changed since the edit was shown for approval …`); an answer that asks again removes it.
+   */
+  editOutcomes: Record<string, EditOutcome>;
+}
+
+/** What a text editor command did (a `runEdit` answer that asks nothing): {@link RunHistory.editOutcomes}. */
+export interface EditOutcome {
+  applied: boolean;
+  isError: boolean;
+  text: string;
 }
 
 /**
@@ -172,6 +199,9 @@ export async function readHistory(client: Client, workflowId: string, runId: str
     closing: {},
     rules: [],
     gitAtClose: [],
+    gitAtCloseLines: [],
+    ruleNotApplied: {},
+    editOutcomes: {},
   };
   /** Scheduled event ids of the `closeSession`s. */
   const closes = new Set<string>();
@@ -179,6 +209,8 @@ export async function readHistory(client: Client, workflowId: string, runId: str
   const commands = new Map<string, string>();
   /** What each scheduled `runCommand` and `runEdit` asked (the command's text for bash), by its scheduled event id. */
   const asked = new Map<string, { toolUseId: string; command?: string }>();
+  /** Scheduled event ids of the `runEdit`s (those of {@link asked} that are text editor commands). */
+  const edits = new Set<string>();
   /** Who added each approval rule, by rule id (from the `decide` answers that added them). */
   const ruleBy = new Map<number, string>();
   const decode = payloadDecoder(client);
@@ -212,7 +244,10 @@ export async function readHistory(client: Client, workflowId: string, runId: str
           asked.set(String(event.eventId), { toolUseId: cmd.toolUseId, command: cmd.command });
         }
         const editInput = attrs?.activityType?.name === RUN_EDIT ? attrs.input?.payloads?.[0] : undefined;
-        if (editInput) asked.set(String(event.eventId), { toolUseId: (await decode<{ toolUseId: string }>(editInput)).toolUseId });
+        if (editInput) {
+          asked.set(String(event.eventId), { toolUseId: (await decode<{ toolUseId: string }>(editInput)).toolUseId });
+          edits.add(String(event.eventId));
+        }
         if (attrs?.activityType?.name === CLOSE_SESSION) closes.add(String(event.eventId));
         if (attrs?.activityType?.name !== CALL_CLAUDE) continue;
         if (stopAt !== undefined && attrs.activityId === stopAt) return out;
@@ -231,13 +266,34 @@ export async function readHistory(client: Client, workflowId: string, runId: str
         if (lastCallEventId !== null && scheduled === lastCallEventId && payload) out.lastOutput = await decode<CallClaudeOutput>(payload);
         if (closes.has(scheduled) && payload) {
           // A worker before this answer returned nothing (no payload, or null).
-          const said = (await decode<{ gitAtClose?: unknown } | null>(payload))?.gitAtClose;
-          if (typeof said === 'string' && said !== '') out.gitAtClose.push(said);
+          const answer = await decode<{ gitAtClose?: unknown; gitAtCloseLines?: unknown } | null>(payload);
+          const said = answer?.gitAtClose;
+          if (typeof said === 'string' && said !== '') {
+            out.gitAtClose.push(said);
+            const lines = answer?.gitAtCloseLines;
+            out.gitAtCloseLines.push(Array.isArray(lines) && lines.every((l) => typeof l === 'string') ? lines : [said]);
+          }
         }
         const tool = asked.get(scheduled);
         if (tool && payload) {
-          const byRule = (await decode<{ approvedByRule?: unknown }>(payload)).approvedByRule;
+          const answer = await decode<{
+            approvedByRule?: unknown;
+            needsApproval?: unknown;
+            applied?: unknown;
+            isError?: unknown;
+            text?: unknown;
+          }>(payload);
+          const byRule = answer.approvedByRule;
           if (typeof byRule === 'number') out.decisions.push(ruleDecision(tool, byRule, ruleBy.get(byRule), msOf(event.eventTime)));
+          // A command's answer says it as a string, an edit's as its `reason`.
+          const asks = answer.needsApproval as string | { reason?: unknown } | undefined | null;
+          const why = typeof asks === 'string' ? asks : asks?.reason;
+          if (typeof why === 'string' && RULE_NOT_APPLIED.test(why)) out.ruleNotApplied[tool.toolUseId] = why;
+          if (edits.has(scheduled)) {
+            if (asks !== undefined && asks !== null) delete out.editOutcomes[tool.toolUseId];
+            else if (typeof answer.text === 'string')
+              out.editOutcomes[tool.toolUseId] = { applied: answer.applied === true, isError: answer.isError === true, text: answer.text };
+          }
         }
         const toolUseId = commands.get(scheduled);
         const answer = toolUseId !== undefined && payload ? await decode<Partial<RunCommandOutput>>(payload) : undefined;
@@ -449,6 +505,7 @@ export async function closedConversation(
   exitCodes: Record<string, number>;
   notes: Record<string, string[]>;
   gitAtClose: string[];
+  gitAtCloseLines: string[][];
   incomplete?: string;
 }> {
   const { folded, latest, published } = await chainHistory(client, workflowId, runId);
@@ -468,6 +525,7 @@ export async function closedConversation(
     exitCodes: latest.exitCodes,
     notes: publishedNotes(messages, published, withMoveNotes(messages, latest.notes, latest.closing)),
     gitAtClose: latest.gitAtClose,
+    gitAtCloseLines: latest.gitAtCloseLines,
     ...(open ? { incomplete: 'the results of the last tool calls were added after the last model call and are not in the history' } : {}),
   };
 }

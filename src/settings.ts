@@ -469,6 +469,16 @@ export function temporalUiUrl(address: string, env: NodeJS.ProcessEnv = process.
   return `http://${address.replace(/:\d+$/, '')}:8233`;
 }
 
+/**
+ * The local port {@link temporalUiUrl} derives the UI from (the gRPC port + 1000 of a local address), or null when the
+ * URL is not derived so: `TEMPORAL_UI_URL` is set, or the address is not local (its UI is not probed).
+ */
+export function derivedLocalUiPort(address: string, env: NodeJS.ProcessEnv = process.env): number | null {
+  if (env.TEMPORAL_UI_URL) return null;
+  const match = /^(localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\]):(\d+)$/.exec(address);
+  return match ? Number(match[2]) + 1000 : null;
+}
+
 /** Link to one run's page in the Temporal UI. */
 export function workflowUiUrl(uiBase: string, namespace: string, workflowId: string, runId?: string): string {
   const ns = encodeURIComponent(namespace);

@@ -24,6 +24,8 @@ import type { EditGate, ProposedEdit } from '../session';
 import { restoreCheckpoint, takeCheckpoint } from '../checkpoint/store';
 import { reportedPrefix, type CheckpointRequest, type CheckpointResult, type RestoreReport } from '../contract/checkpoint';
 import { sha256Hex } from '../session/edit';
+import { gitDirOf } from '../session/git-audit';
+import { auditGit, ownerOf } from '../session/worktree-git';
 import {
   COMMAND_FAILED,
   SESSION_NOT_FOUND,
@@ -318,16 +320,18 @@ export class SessionRegistry {
 
   /**
    * Closes a session and frees its slot (the slot is free at once, before bash is gone).
-   * @returns false when it is not held here, else the session's note on what the git audit moved when it closed (src/session/git-audit.ts), '' for nothing
+   * @returns false when it is not held here, else the session's note on what the git audit moved when it closed
+   *   (src/session/git-audit.ts): `note` on one line ('' for nothing), `lines` a part and a finding a line
+   *   (BashSession.gitLinesAtClose; empty for nothing)
    */
-  async close(sessionId: string): Promise<string | false> {
+  async close(sessionId: string): Promise<{ note: string; lines: string[] } | false> {
     const entry = this.sessions.get(sessionId);
     if (!entry) return false;
     this.sessions.delete(sessionId);
     this.commands.delete(sessionId);
     await entry.session.close();
     this.closed(entry.session);
-    return entry.session.gitNoteAtClose ?? '';
+    return { note: entry.session.gitNoteAtClose ?? '', lines: entry.session.gitLinesAtClose ?? [] };
   }
 
   /** `session` was closed (its processes are gone): it no longer holds back {@link trustStatBefore}. */
@@ -938,6 +942,7 @@ export function createSessionActivities(deps: SessionActivityDeps) {
               ...(refused.length > 0 ? { refused: refused.map((l) => `${l.path} (${l.why})`) } : {}),
               ...(refused.length < report.left.length ? { refusedCount: report.left.length } : {}),
             },
+            gitHead: await headCommitOf(workdir),
           };
         }
         cwd = !input.restore && input.restoreCwd && (await isDirectory(input.restoreCwd)) ? input.restoreCwd : workdir;
@@ -1172,15 +1177,33 @@ export function createSessionActivities(deps: SessionActivityDeps) {
       const stop = startHeartbeat();
       const closed = await registry.close(input.sessionId).finally(stop);
       // What a job of the session left after its last command: the result of no command carries it, the worker's log does.
-      if (closed) log.warn(closed, { sessionId: input.sessionId });
+      if (closed && closed.note) log.warn(closed.note, { sessionId: input.sessionId });
       log.info(closed !== false ? 'bash session closed' : 'bash session already gone', {
         sessionId: input.sessionId,
         sessions: registry.count,
         maxSessions: registry.capacity,
       });
-      return closed ? { gitAtClose: closed } : {};
+      return closed && closed.note ? { gitAtClose: closed.note, gitAtCloseLines: closed.lines } : {};
     },
   };
 }
 
 export type SessionActivities = ReturnType<typeof createSessionActivities>;
+
+/**
+ * The commit HEAD of `workdir`'s own repository names (`git rev-parse --verify HEAD^{commit}`, run as the git audits
+ * run it: as the workspace's owner, no config of the system or the user, no hook: worktree-git.ts `auditGit`), or null
+ * when `.git` is no folder of the workspace (git-audit.ts `gitDirOf`) or HEAD names no commit (an empty repository).
+ */
+async function headCommitOf(workdir: string): Promise<string | null> {
+  const gitDir = gitDirOf(workdir);
+  if (gitDir === undefined) return null;
+  try {
+    const out = (
+      await auditGit(gitDir, ['rev-parse', '--verify', '-q', 'HEAD^{commit}'], { runner: await ownerOf(workdir), timeoutMs: 5_000 })
+    ).trim();
+    return /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/.test(out) ? out : null;
+  } catch {
+    return null;
+  }
+}

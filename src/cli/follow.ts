@@ -41,8 +41,8 @@ import {
   waitingLine,
 } from './render/events';
 import { describeMessage, hanging } from './render/messages';
-import { editDecisionLines, pendingCommandDisplay, statusJson } from './render/run';
-import { commandLines, jsonText, shownText, terminalText } from './render/text';
+import { editDecisionLines, gitAtCloseLines, pendingCommandDisplay, statusJson } from './render/run';
+import { commandLines, jsonText, oneLine, shownText, terminalText } from './render/text';
 
 /** Exit code for a run that ended: 0 when it completed, 1 for any other end (failed, cancelled, budgets, refusal). */
 export function exitCodeOf(view: RunView): number {
@@ -166,13 +166,16 @@ export async function watchRun(jobs: AgentJobsClient, workflowId: string, opts: 
   const lostAttempts = new Set<number>();
   const retriedAttempts = new Set<number>();
   const seenDecisions = new Set<string>();
-  const emitDecision = (d: AppliedDecision): void => {
+  /** `d`, once; with why a rule that matched its command did not apply (`ruleNotApplied`: a closed run's, from its history). */
+  const emitDecision = (d: AppliedDecision, ruleNotApplied?: string): void => {
     // One decision is applied per tool_use. Not keyed by `at`: a closed run's view reads it from history
     // (the Update's completion time), which differs from the time the running workflow gave it.
     const key = `${d.toolUseId}|${d.source}|${d.decision ?? (d.approved ? 'approved' : 'denied')}`;
     if (seenDecisions.has(key)) return;
     seenDecisions.add(key);
-    emit({ event: 'decision', ...d }, decisionLines(d), true);
+    // As status says it while the command waits (its `now:` line): the rule matched, and why it did not decide.
+    const why = ruleNotApplied !== undefined && d.source !== 'rule' ? [oneLine`  it waited for a person: ${ruleNotApplied}`] : [];
+    emit({ event: 'decision', ...d, ...(why.length > 0 ? { ruleNotApplied } : {}) }, [...decisionLines(d), ...why], true);
   };
   let lastStatus = '';
   let waiting: { on: 'worker' | 'server'; reason: string; sinceMs: number } | null = null;
@@ -208,7 +211,8 @@ export async function watchRun(jobs: AgentJobsClient, workflowId: string, opts: 
       t.messages.forEach((m, i) => {
         const results = typeof m.content === 'string' ? [] : m.content.filter(isToolResult);
         // A decision shows before the result it led to.
-        for (const b of results) for (const d of view.decisions) if (d.toolUseId === b.tool_use_id) emitDecision(d);
+        for (const b of results)
+          for (const d of view.decisions) if (d.toolUseId === b.tool_use_id) emitDecision(d, view.ruleNotApplied?.[d.toolUseId]);
         const timed = results.filter((b) => typeof durations[b.tool_use_id] === 'number');
         const durationMs = Object.fromEntries(timed.map((b) => [b.tool_use_id, durations[b.tool_use_id]]));
         const withNotes = results.filter((b) => t.notes !== undefined && Object.hasOwn(t.notes, b.tool_use_id));
@@ -276,7 +280,7 @@ export async function watchRun(jobs: AgentJobsClient, workflowId: string, opts: 
         }
         if (term && live) await until(decideInline(run, pending, term, live, opts.intervalMs ?? 1_000));
       }
-      for (const d of view.decisions) emitDecision(d);
+      for (const d of view.decisions) emitDecision(d, view.ruleNotApplied?.[d.toolUseId]);
       if (open && view.status !== lastStatus) {
         const line = statusLine(workflowId, view, lastStatus);
         if (line) emit({ event: 'status', status: view.status, pause: view.pause ?? null }, [line], true);
@@ -284,12 +288,19 @@ export async function watchRun(jobs: AgentJobsClient, workflowId: string, opts: 
       }
       if (!open) {
         const r = view.result;
-        emit({ event: 'result', ...statusJson(view) }, [
-          `run ${workflowId} ended: ${view.status} after ${view.turns} turn${view.turns === 1 ? '' : 's'} (${view.usage.inputTokens} input / ${view.usage.outputTokens} output / ${view.usage.cacheCreationInputTokens} cache write / ${view.usage.cacheReadInputTokens} cache read tokens${typeof view.costUsd === 'number' ? `, $${view.costUsd.toFixed(4)}` : ''})`,
-          ...(r?.text ? [hanging('final answer: ', r.text)] : []),
-          ...(r?.error ? [hanging('reason: ', r.error)] : []),
-          ...(view.gitAtClose ?? []).map((n) => hanging('git at close: ', n)),
-        ]);
+        emit(
+          { event: 'result', ...statusJson(view) },
+          [
+            ...[
+              `run ${workflowId} ended: ${view.status} after ${view.turns} turn${view.turns === 1 ? '' : 's'} (${view.usage.inputTokens} input / ${view.usage.outputTokens} output / ${view.usage.cacheCreationInputTokens} cache write / ${view.usage.cacheReadInputTokens} cache read tokens${typeof view.costUsd === 'number' ? `, $${view.costUsd.toFixed(4)}` : ''})`,
+              ...(r?.text ? [hanging('final answer: ', r.text)] : []),
+              ...(r?.error ? [hanging('reason: ', r.error)] : []),
+            ].map(terminalText),
+            // Escaped line by line: a path's line break stays in its line.
+            ...gitAtCloseLines(view),
+          ],
+          true,
+        );
         return view;
       }
       await sleep(opts.intervalMs ?? 1_000, undefined, signal ? { signal } : {});

@@ -262,6 +262,11 @@ export interface SessionInput {
  */
 export interface CloseSessionOutput {
   gitAtClose?: string;
+  /**
+   * The same findings for a person, line by line: each part a line, each finding a line of its own under it indented by
+   * two spaces (src/session/git-finding.ts `NoteLayout`); a line may hold a path's line break. Absent from older workers.
+   */
+  gitAtCloseLines?: string[];
 }
 
 /** Output of `restartSession`. */

@@ -95,6 +95,13 @@ export interface RestoreReport {
   /** How many paths it changed in all (more than `changes` holds when over the cap). */
   changeCount: number;
   notRestored: NotRestored;
+  /**
+   * The commit the workspace's own repository's HEAD names once the files are restored (`git rev-parse HEAD`, 40 or
+   * 64 hex digits): a restore leaves `.git` as it is, so HEAD stays where the run left it and the files match it only
+   * where the checkpoint's did. Null when the workspace is no git repository of its own (no `.git` folder) or HEAD
+   * names no commit; absent from older workers.
+   */
+  gitHead?: string | null;
 }
 
 /** Most changes (and nested repositories) a {@link RestoreReport} lists (the rest are counted): it goes into the run's history. */

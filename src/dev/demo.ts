@@ -166,7 +166,7 @@ async function main(): Promise<void> {
     [CLI, 'start', TASK, '--id', workflowId, '--workdir', workspace, '--approval', 'policy', '--max-turns', '12', '--json'],
     { env: cliEnv },
   );
-  const { uiUrl } = JSON.parse(startOut.stdout) as { uiUrl: string };
+  const { uiUrl } = JSON.parse(startOut.stdout) as { uiUrl: string | null };
   startedRun = workflowId;
   say(`$ agent-jobs start "${TASK}" --approval policy`);
   say(`run ${workflowId} started; following it live:\n`);
@@ -212,7 +212,7 @@ async function main(): Promise<void> {
   } else {
     say(`finished: completed in ${final.turns} turns, total.txt holds ${EXPECTED_TOTAL} (checked); demo wall time ${seconds} s`);
   }
-  say(`see the run in the Temporal UI: ${uiUrl}`);
+  say(uiUrl !== null ? `see the run in the Temporal UI: ${uiUrl}` : 'the Temporal server serves no web UI (started --headless)');
   say(`workspace with the files the agent wrote: ${shown(workspace)}`);
   say(stopLine(startedServer));
 }

@@ -81,7 +81,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { MAX_NESTED_REPOS, type GuardedGit } from './git-guard';
 import { auditIndex, recordIndex, type IndexBaseline, type NestedRepo } from './git-index-audit';
-import type { GitFinding } from './git-finding';
+import { noteJoin, notedList, notedMost, type GitFinding, type NoteLayout } from './git-finding';
 import { auditObjects, OBJECTS_AUDIT_MS, recordObjects, type ObjectsBaseline } from './git-objects-audit';
 import { decodeName, GIT_WALK_LIMITS, nameBytes, showName, walkGit, type GitWalk } from './git-walk';
 import { DIR_FLAGS, openDirAt, readRegularIfThere, tryReadRegular } from './safe-open';
@@ -1014,16 +1014,15 @@ const unchecked = (b: GitBaseline, why: string): GitFinding => ({ path: b.worksp
 
 /**
  * The note a command's result carries for `findings` (paths relative to the workspace, at most
- * {@link MAX_NOTED} named), or undefined when there are none.
+ * {@link notedMost} of a kind named), or undefined when there are none; `layout` `lines` for the note a person reads
+ * at close, a part and a finding a line ({@link NoteLayout}).
  */
-export function gitAuditNote(findings: readonly GitFinding[], b: GitBaseline): string | undefined {
+export function gitAuditNote(findings: readonly GitFinding[], b: GitBaseline, layout: NoteLayout = 'line'): string | undefined {
   if (findings.length === 0) return undefined;
   const rel = (p: string): string => showName(path.relative(b.workspace, p)) || '.';
-  const named = (fs: readonly GitFinding[]): string =>
-    fs
-      .slice(0, MAX_NOTED)
-      .map((f) => `${rel(f.path)} (${f.why})`)
-      .join(', ') + (fs.length > MAX_NOTED ? ` and ${fs.length - MAX_NOTED} more` : '');
+  const most = notedMost(layout);
+  const listed = (items: readonly string[]): string => notedList(items.slice(0, most), items.length - most, layout);
+  const named = (fs: readonly GitFinding[]): string => listed(fs.map((f) => `${rel(f.path)} (${f.why})`));
   const moved = findings.filter((f) => f.movedTo !== undefined && !f.inPlace);
   const inPlace = findings.filter((f) => f.inPlace);
   const relinked = findings.filter((f) => f.relinked !== undefined);
@@ -1032,23 +1031,18 @@ export function gitAuditNote(findings: readonly GitFinding[], b: GitBaseline): s
   const parts = [];
   const dropped = moved.filter((f) => f.movedTo === 'dropped');
   const toQuarantine = moved.filter((f) => f.movedTo !== 'dropped');
-  if (toQuarantine.length > 0) parts.push(`moved to ${rel(path.join(b.git, QUARANTINE))}: ${named(toQuarantine)}`);
-  if (dropped.length > 0) parts.push(`dropped from packed-refs: ${named(dropped)}`);
+  if (toQuarantine.length > 0) parts.push(`moved to ${rel(path.join(b.git, QUARANTINE))}:${named(toQuarantine)}`);
+  if (dropped.length > 0) parts.push(`dropped from packed-refs:${named(dropped)}`);
   if (relinked.length > 0)
-    parts.push(
-      `symlinks the git guard holds by their target put back: ${relinked
-        .slice(0, MAX_NOTED)
-        .map((f) => `${rel(f.path)} -> ${f.relinked}`)
-        .join(', ')}${relinked.length > MAX_NOTED ? ` and ${relinked.length - MAX_NOTED} more` : ''}`,
-    );
+    parts.push(`symlinks the git guard holds by their target put back:${listed(relinked.map((f) => `${rel(f.path)} -> ${f.relinked}`))}`);
   if (inPlace.length > 0)
-    parts.push(`renamed in their folders to .agent-jobs-quarantined-* (the quarantine could not take them): ${named(inPlace)}`);
-  if (stuck.length > 0) parts.push(`could NOT be moved, check by hand: ${named(stuck)}`);
+    parts.push(`renamed in their folders to .agent-jobs-quarantined-* (the quarantine could not take them):${named(inPlace)}`);
+  if (stuck.length > 0) parts.push(`could NOT be moved, check by hand:${named(stuck)}`);
   const hidden = hiddenNote(findings, named);
   parts.push(...hidden.parts);
   if (unchecked.length > 0)
     parts.push(
-      `the workspace was NOT checked whole, so git metadata may be left that the person's git would obey; do not run git in it before checking by hand: ${named(unchecked)}`,
+      `the workspace was NOT checked whole, so git metadata may be left that the person's git would obey; do not run git in it before checking by hand:${named(unchecked)}`,
     );
   const whats = [
     moved.length + inPlace.length + stuck.length + relinked.length > 0
@@ -1056,8 +1050,9 @@ export function gitAuditNote(findings: readonly GitFinding[], b: GitBaseline): s
       : '',
     ...hidden.whats,
   ].filter((w) => w !== '');
-  const head = whats.join('; ') || 'the git audit';
-  return parts.length > 0 ? `${head}; ${parts.join('; ')}` : head;
+  const join = noteJoin(layout);
+  const head = whats.join(join) || 'the git audit';
+  return parts.length > 0 ? `${head}${join}${parts.join(join)}` : head;
 }
 
 /**
@@ -1077,31 +1072,31 @@ function hiddenNote(findings: readonly GitFinding[], named: (fs: readonly GitFin
     of('state'),
   ];
   const parts = [];
-  if (shown.length > 0) parts.push(`git status shows again: ${named(shown)}`);
-  if (notShown.length > 0) parts.push(`git status may still NOT show, check by hand: ${named(notShown)}`);
-  if (partial.length > 0) parts.push(`ignored files NOT fully checked: ${named(partial)}`);
+  if (shown.length > 0) parts.push(`git status shows again:${named(shown)}`);
+  if (notShown.length > 0) parts.push(`git status may still NOT show, check by hand:${named(notShown)}`);
+  if (partial.length > 0) parts.push(`ignored files NOT fully checked:${named(partial)}`);
   // What was found under ignore rules is said once, in its heading; each path adds only its rule (git-index-audit.ts).
   const whats = [
     shown.length + notShown.length > 0 ? "the session hid changes from the person's git status" : '',
     ignored.length > 0
-      ? `the session made or changed files that an ignore rule it wrote keeps out of git status; review them (\`git status --ignored\` lists them): ${named(ignored)}`
+      ? `the session made or changed files that an ignore rule it wrote keeps out of git status; review them (\`git status --ignored\` lists them):${named(ignored)}`
       : '',
     unlisted.length > 0
-      ? `the session made or changed files that your own ignore rules keep out of git status; review them: ${named(unlisted)}`
+      ? `the session made or changed files that your own ignore rules keep out of git status; review them:${named(unlisted)}`
       : '',
     nested.length > 0
-      ? `the session changed files in a repository nested in the workspace, which the person's git status may not show; review them there: ${named(nested)}`
+      ? `the session changed files in a repository nested in the workspace, which the person's git status may not show; review them there:${named(nested)}`
       : '',
     partial.length > 0 ? 'the audit did not read every ignored file' : '',
-    state.length > 0 ? `the session left git state that your next git command obeys; review it: ${named(state)}` : '',
+    state.length > 0 ? `the session left git state that your next git command obeys; review it:${named(state)}` : '',
     removed.length > 0
-      ? `the session wrote Python bytecode, which Python would run instead of its source (its header may claim the source's mtime and size); removed, Python writes it again from the source: ${named(removed)}`
+      ? `the session wrote Python bytecode, which Python would run instead of its source (its header may claim the source's mtime and size); removed, Python writes it again from the source:${named(removed)}`
       : '',
   ];
   return { parts, whats };
 }
 
-/** How many findings a note names. */
+/** How many paths a one-line note names. */
 const MAX_NOTED = 5;
 
 /** A loose match for `extensions.worktreeConfig` on (as git-guard.ts). */

@@ -24,7 +24,7 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { GitFinding } from './git-finding';
+import { noteJoin, notedList, notedMost, type GitFinding, type NoteLayout } from './git-finding';
 import type { GuardedGit } from './git-guard';
 import { MINIMAL_ENV } from './identity';
 import { DIR_FLAGS, O_PATH, openDirAt, openEntryAt, readRegular } from './safe-open';
@@ -42,10 +42,12 @@ export function isHeldFinding(f: GitFinding): boolean {
 
 /**
  * The note of {@link checkHeldGit}'s findings (paths relative to `workspace`), or undefined when there are none: what
- * the session put in place of what the person's git runs, where it went, and what was put back.
+ * the session put in place of what the person's git runs, where it went, and what was put back; `layout` as
+ * git-finding.ts {@link NoteLayout} (at most 10 paths a kind named on one line, 20 on lines).
  */
-export function heldGitNote(findings: readonly GitFinding[], workspace: string): string | undefined {
+export function heldGitNote(findings: readonly GitFinding[], workspace: string, layout: NoteLayout = 'line'): string | undefined {
   const rel = (p: string): string => path.relative(workspace, p) || '.';
+  const most = layout === 'line' ? 10 : notedMost(layout);
   // One item per path (the sweep and each command's check can each take the same path back): its first finding's
   // text, and every quarantined name.
   const list = (fs: readonly GitFinding[]): string => {
@@ -56,20 +58,25 @@ export function heldGitNote(findings: readonly GitFinding[], workspace: string):
       const times = same.length > 1 ? `; ${same.length} times` : '';
       return `${rel(same[0]!.path)} (${same[0]!.why}${times}${moved.length > 0 ? `; what stood there renamed to ${moved.join(', ')}` : ''})`;
     });
-    return items.slice(0, 10).join(', ') + (items.length > 10 ? ` and ${items.length - 10} more` : '');
+    return notedList(items.slice(0, most), items.length - most, layout);
   };
   const taken = findings.filter((f) => !KEPT.has(f));
   const kept = findings.filter((f) => KEPT.has(f));
   const parts = [
     taken.length > 0
-      ? `without the sandbox the session renamed away what the person's git runs (the repository's config, hooks, info, what the config names) and the worker took it back: ${list(taken)}`
+      ? `without the sandbox the session renamed away what the person's git runs (the repository's config, hooks, info, what the config names) and the worker took it back:${list(taken)}`
       : '',
     kept.length > 0
-      ? `what the person's git runs was replaced on the host (the person's own git?) and kept: ${list(kept)}; if nobody changed it there, check it before running git in the workspace`
+      ? layout === 'line'
+        ? `what the person's git runs was replaced on the host (the person's own git?) and kept:${list(kept)}; ${CHECK_KEPT}`
+        : `what the person's git runs was replaced on the host (the person's own git?) and kept (${CHECK_KEPT}):${list(kept)}`
       : '',
   ].filter((p) => p !== '');
-  return parts.length > 0 ? parts.join('; ') : undefined;
+  return parts.length > 0 ? parts.join(noteJoin(layout)) : undefined;
 }
+
+/** What the person does about an entry kept ({@link heldGitNote}). */
+const CHECK_KEPT = 'if nobody changed it there, check it before running git in the workspace';
 
 /** A directory reopened through its descriptor's magic link (`/proc/self/fd/<n>`), which names the inode held: followed, never a path. */
 const MAGIC_DIR_FLAGS = fs.constants.O_RDONLY | fs.constants.O_DIRECTORY;

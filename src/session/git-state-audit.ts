@@ -817,9 +817,10 @@ const partsThere = (git: string, op: string): string[] =>
   OPERATION_PARTS[op]!.filter((p) => fs.lstatSync(path.join(git, p), { throwIfNoEntry: false }) !== undefined);
 
 /**
- * What the person runs once operation `op` of `r` was moved whole: the conflicted files and index stay as the session
- * left them, and HEAD where it put it; `git reset --merge` is what an abort does to them (without its reset to a commit
- * the session named), and the branch (or commit) HEAD was at when the session started is where it goes back to.
+ * What the person runs once operation `op` of `r` was moved whole: its abort (`git merge --abort`, …) no longer applies,
+ * since git finds no operation left to abort; the conflicted files and index stay as the session left them, and HEAD
+ * where it put it; `git reset --merge` is what an abort does to them (without its reset to a commit the session named),
+ * and the branch (or commit) HEAD was at when the session started is where it goes back to.
  */
 function afterMove(op: string, r: StateRepo): string {
   const branch = /^ref: refs\/heads\/(\S+)$/.exec(r.head.text)?.[1];
@@ -830,10 +831,14 @@ function afterMove(op: string, r: StateRepo): string {
       : 'git switch <your branch>';
   const there = r.linked !== undefined ? ` (in ${r.linked})` : '';
   if (op === 'bisect')
-    return `afterwards \`${back}\`${there} takes HEAD back to where it was at the start (\`git bisect reset\` has nothing left to reset)`;
+    return `\`git bisect reset\` has nothing left to reset: run \`${back}\`${there} to take HEAD back to where it was at the start`;
   if (op === 'rebase')
-    return `afterwards \`git reset --merge\` then \`${back}\`${there} drop what the rebase left in the index and files and take HEAD back to where it was at the start`;
-  return `afterwards \`git reset --merge\`${there} puts the index and the conflicted files back at HEAD, as an abort would`;
+    return `\`git rebase --abort\` no longer applies (no rebase is left to abort): run \`git reset --merge\` then \`${back}\`${there} to drop what the rebase left in the index and files and take HEAD back to where it was at the start`;
+  const abort =
+    op === 'merge'
+      ? '`git merge --abort` no longer applies (no merge is left to abort)'
+      : '`git cherry-pick --abort` and `git revert --abort` no longer apply (nothing is left to abort)';
+  return `${abort}: run \`git reset --merge\`${there} to put the index and the conflicted files back at HEAD, as the abort would have`;
 }
 
 /** What the state `rel` of `r` (there now) leaves the person's git to do, and whether it names a commit not reachable from `tips` or an `exec` line. */

@@ -63,6 +63,7 @@ import {
 } from './result';
 import { emptyGuard, GitGuardRefusal, guardedGit, type GuardedGit } from './git-guard';
 import { walkGit, type GitWalk } from './git-walk';
+import { noteJoin, noteLines, type NoteLayout } from './git-finding';
 import type { ProcessGuard } from './guard';
 import {
   auditGit,
@@ -241,6 +242,15 @@ export class BashSession {
   /** {@link gitFindingsAtClose} as one line for a log, or undefined when there are none. */
   get gitNoteAtClose(): string | undefined {
     return this.gitBaseline ? this.gitNote(this.gitFindingsAtClose) : undefined;
+  }
+  /**
+   * {@link gitFindingsAtClose} for the person who reads the closed run (`closeSession`'s answer), line by line: each
+   * part a line, each finding one under it indented by two spaces (git-finding.ts `NoteLayout` `lines`; a line may hold
+   * a path's line break: print it escaped); undefined when there are none.
+   */
+  get gitLinesAtClose(): string[] | undefined {
+    const note = this.gitBaseline ? this.gitNote(this.gitFindingsAtClose, 'lines') : undefined;
+    return note === undefined ? undefined : noteLines(note);
   }
   /**
    * Why the sub-agent's git directories are not bound (one line: which could not be opened without a
@@ -1031,13 +1041,14 @@ export class BashSession {
   }
 
   /** The text for the git audit's findings (git-audit.ts `gitAuditNote`), after that of the held entries' (git-held.ts), or undefined for none. */
-  private gitNote(findings: readonly GitFinding[]): string | undefined {
-    const held = heldGitNote(findings.filter(isHeldFinding), this.gitBaseline!.workspace);
+  private gitNote(findings: readonly GitFinding[], layout: NoteLayout = 'line'): string | undefined {
+    const held = heldGitNote(findings.filter(isHeldFinding), this.gitBaseline!.workspace, layout);
     const audit = gitAuditNote(
       findings.filter((f) => !isHeldFinding(f)),
       this.gitBaseline!,
+      layout,
     );
-    return held && audit ? `${held}; ${audit}` : (held ?? audit);
+    return held && audit ? `${held}${noteJoin(layout)}${audit}` : (held ?? audit);
   }
 
   /** The command's file (above 2 KiB), its tokens, and its output FIFO with the collector behind it. */

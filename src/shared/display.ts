@@ -1024,6 +1024,62 @@ export function diffWarnings(diff: string): string[] {
   return warnings;
 }
 
+/** How a unified diff's carriage returns stand: {@link diffCarriageReturns}. */
+export type DiffCarriageReturns = 'none' | 'line-endings' | 'mixed' | 'lone';
+
+/**
+ * Where the carriage returns of a unified diff are: `none`; `line-endings` when each ends a line of a hunk before its
+ * line break and every such line (context, `-` and `+`, a last line without a line break left out) ends so, a CRLF file
+ * edited in its own endings; `mixed` when some of those lines end in `\r\n` and others in `\n` alone (the edit mixes
+ * the file's endings, or changes them); `lone` when one stands anywhere else (inside a line, at the end of a file's
+ * last line, in a header), which a terminal draws as going back to the start of the line. Pure.
+ */
+export function diffCarriageReturns(diff: string): DiffCarriageReturns {
+  const lines = diff.split('\n');
+  let inHunk = false;
+  let cr = 0;
+  let lf = 0;
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    if (/^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@/.test(line)) inHunk = true;
+    const body = inHunk && /^[ +-]/.test(line);
+    // A line without a line break after it: the diff's end, or one git marks `\ No newline at end of file`.
+    const ended = i < lines.length - 1 && !(lines[i + 1] ?? '').startsWith('\\');
+    const ending = body && ended && line.endsWith('\r');
+    if ((ending ? line.slice(0, -1) : line).includes('\r')) return 'lone';
+    if (body && ended && line !== '') {
+      if (ending) cr++;
+      else lf++;
+    }
+  }
+  if (cr > 0 && lf > 0) return 'mixed';
+  return cr > 0 ? 'line-endings' : 'none';
+}
+
+/** The generic warning of {@link displayCommand} about carriage returns (`contains a carriage return (\r)`). */
+const CARRIAGE_RETURN_WARNING = /^contains (?:a carriage return|\d+ carriage returns) \(\\r\)$/;
+
+/**
+ * `warnings` ({@link displayCommand}'s, of an edit's diff `diff`) with its carriage returns judged by
+ * {@link diffCarriageReturns}: the generic warning left out for a CRLF file whose edit keeps its endings (every line of
+ * it would carry one), made one that names the mix when the edit mixes or changes them, kept for a carriage return
+ * anywhere else. The other warnings as they are, in order. Pure.
+ */
+export function carriageReturnsJudged(diff: string, warnings: readonly string[]): string[] {
+  switch (diffCarriageReturns(diff)) {
+    case 'line-endings':
+      return warnings.filter((w) => !CARRIAGE_RETURN_WARNING.test(w));
+    case 'mixed':
+      return warnings.map((w) =>
+        CARRIAGE_RETURN_WARNING.test(w)
+          ? 'mixes line endings: some lines of the diff end in a carriage return (\\r\\n, CRLF), others in \\n alone (LF)'
+          : w,
+      );
+    default:
+      return [...warnings];
+  }
+}
+
 /**
  * The warnings of a pending edit ({@link diffWarnings} and hidden characters) for the UI's current details, after the
  * edit's path: ` (⚠ `<warnings>`)` in a code span, or an empty string when there are none.
@@ -1057,7 +1113,10 @@ export function pendingApproval(p: {
       command: p.command,
       requestedAt: p.requestedAt,
       display: diffDisplay(p.command),
-      warnings: [...diffWarnings(p.command), ...displayCommand(p.command.replace(/[\n\t]/g, ' ')).warnings],
+      warnings: [
+        ...diffWarnings(p.command),
+        ...carriageReturnsJudged(p.command, displayCommand(p.command.replace(/[\n\t]/g, ' ')).warnings),
+      ],
       commandSha256: d.sha256,
       edit: p.edit,
       ...wait,

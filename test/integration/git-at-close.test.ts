@@ -2,7 +2,8 @@
  * What the git audit moved when a run's session closed reaches the person through the CLI of the closed run (a real dev
  * server, worker, bash and the scripted model): the session leaves a conflicted merge of a branch of its own in the
  * person's repository; at close the audit moves the merge whole to the quarantine, and `status` (text and `--json`),
- * `watch` and `transcript` of the closed run name the moved paths, read from the `closeSession` answer in the history.
+ * `watch` and `transcript` of the closed run name the moved paths, one a line with what to run now, read from the
+ * `closeSession` answer in the history.
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -42,15 +43,20 @@ describe('the git audit at close, in the CLI of the closed run', () => {
     const a = bed.address;
     const status = await cli(a, 'status', handle.workflowId);
     expect(status.code).toBe(0);
-    expect(status.stdout).toMatch(/git at close: .*moved to \.git\/agent-jobs-quarantine: .*\.git\/MERGE_HEAD/s);
-    expect(status.stdout).toMatch(/git reset --merge/);
+    // One finding a line, under what was done with it, and what the person runs now that the merge is gone.
+    expect(status.stdout).toMatch(
+      /\n {2}git at close:\n(?: {4}.*\n)*? {4}moved to \.git\/agent-jobs-quarantine:\n(?: {6}.*\n)*? {6}\.git\/MERGE_HEAD \(/,
+    );
+    expect(status.stdout).toMatch(/\n {6}\.git\/MERGE_HEAD \(.*`git merge --abort` no longer applies.*run `git reset --merge`/);
+    expect(status.stdout).toMatch(/\n {6}\.git\/MERGE_MSG \(/);
+    for (const line of status.stdout.split('\n')) expect(line.length).toBeLessThan(600);
     const json = JSON.parse((await cli(a, 'status', handle.workflowId, '--json')).stdout) as { gitAtClose: string[] };
     expect(json.gitAtClose).toHaveLength(1);
     expect(json.gitAtClose[0]).toMatch(/\.git\/MERGE_HEAD.*\.git\/MERGE_MSG/s);
-    expect((await cli(a, 'watch', handle.workflowId)).stdout).toMatch(/git at close: .*\.git\/MERGE_HEAD/s);
+    expect((await cli(a, 'watch', handle.workflowId)).stdout).toMatch(/\ngit at close:\n(?: {2}.*\n)*? {4}\.git\/MERGE_HEAD \(/);
     const transcript = (await cli(a, 'transcript', handle.workflowId)).stdout;
     expect(transcript).toContain('left-a-merge');
-    expect(transcript).toMatch(/git at close: .*\.git\/MERGE_HEAD/s);
+    expect(transcript).toMatch(/\ngit at close:\n(?: {2}.*\n)*? {4}\.git\/MERGE_HEAD \(/);
     // The advice, run by the person on the host: a clean tree at the session's main.
     execFileSync('git', ['-C', repo, 'reset', '--merge']);
     expect(git(repo, 'status', '--porcelain')).toBe('');

@@ -307,7 +307,13 @@ describe('rewind', () => {
     const r = await cli(bed.address, 'rewind', id, '--to-turn', '2', '--by', 'ana', '--json');
     expect(r.stderr).toBe('');
     const answer = JSON.parse(r.stdout) as {
-      restore: { before: string; changes: Array<{ status: string; path: string }>; changeCount: number; notRestored: unknown };
+      restore: {
+        before: string;
+        changes: Array<{ status: string; path: string }>;
+        changeCount: number;
+        notRestored: unknown;
+        gitHead?: string | null;
+      };
     };
     expect(answer.restore.notRestored).toEqual({ nested: ['vendor/lib'], git: true, excluded: ['cache'] });
     expect(answer.restore.changes).toEqual(
@@ -318,6 +324,9 @@ describe('rewind', () => {
       ]),
     );
     expect(answer.restore.changeCount).toBe(answer.restore.changes.length);
+    // Which commit the files now match: the repository's HEAD, which the rewind leaves where it is.
+    const head = git(ws, 'rev-parse', 'HEAD').trim();
+    expect(answer.restore.gitHead).toBe(head);
     // What it restored, and what it did not.
     expect(readFileSync(path.join(ws, 'base.txt'), 'utf8')).toBe('base\none\n');
     expect(readFileSync(path.join(ws, 'b.txt'), 'utf8')).toBe('b\n');
@@ -362,6 +371,7 @@ describe('rewind', () => {
     expect(text.stdout).toContain('Not restored, left as it is now: `.git`');
     expect(text.stdout).toContain('the nested git repositories vendor/lib');
     expect(text.stdout).toContain('the excluded paths cache');
+    expect(text.stdout).toContain(`\nthe workspace's git HEAD is ${head} (\`git rev-parse HEAD\` there): the rewind leaves .git as it is`);
 
     // Claude is told the same.
     await handle.executeUpdate(resumeUpdate, { args: [{ by: 'ana' }] });

@@ -218,6 +218,8 @@ describe('text editor', () => {
           .split('\n')
           .map((l) => `    ${l}`),
         `    sha256 ${p.commandSha256.slice(0, 12)} (${p.commandSha256})`,
+        // What the approved edit then did, read back from the run.
+        '  written',
         '',
       ].join('\n'),
     );
@@ -258,6 +260,43 @@ describe('text editor', () => {
       ['toolu_new', 'denied', `str_replace_based_edit_tool create ${ws}/b.txt`],
     ]);
   });
+
+  test('an approved edit the worker then refuses (the file changed since it was shown): approve says nothing was written, and why', async () => {
+    const workflowId = `it-editor-refused-${process.pid}-${Date.now()}`;
+    bed = await TestBed.create({
+      script: {
+        responses: [
+          { content: [toolUse('toolu_prep', 'echo "one two" > a.txt')] },
+          { content: [edit('toolu_change', { command: 'str_replace', path: 'a.txt', old_str: 'two', new_str: 'three' })] },
+          done,
+        ],
+      },
+    });
+    const handle = await bed.start(
+      { task: 'edit refused', approval: 'policy', approvalTimeout: '2 minutes' },
+      'text-editor-refused',
+      workflowId,
+    );
+    const ws = path.join(bed.workspaces, workspaceFolderName(workflowId));
+    const prep = await bed.pendingApproval(handle);
+    await handle.executeUpdate(decideUpdate, {
+      args: [
+        { toolUseId: prep.toolUseId, approved: true, by: 'alice', commandSha256: prep.commandSha256, runId: prep.runId, wait: prep.wait },
+      ],
+    });
+    const p = await waitFor('the edit to wait', async () => {
+      const v = (await bed.status(handle)).pendingApproval;
+      return v?.toolUseId === 'toolu_change' ? v : null;
+    });
+    // Someone writes the file while the edit waits: the change it would make now is not the one shown.
+    fs.appendFileSync(path.join(ws, 'a.txt'), 'more\n');
+    const approved = await cli(bed.address, 'approve', workflowId, '--sha', p.commandSha256.slice(0, 12), '--by', 'alice');
+    expect(approved.stdout).toMatch(new RegExp(`^approved toolu_change in ${workflowId} by alice: text editor str_replace `));
+    expect(approved.stdout).toContain(`\n  but nothing was written: Error: ${ws}/a.txt changed since the edit was shown for approval`);
+    expect(approved.code).toBe(1);
+    expect(fs.readFileSync(path.join(ws, 'a.txt'), 'utf8')).toBe('one two\nmore\n');
+    expect((await handle.result()).status).toBe('completed');
+  }, 120_000);
 
   test("under always an edit or a command an approval rule lets through is recorded as the rule's decision, in status and read back from a closed run's history", async () => {
     const workflowId = `it-editor-rule-${process.pid}-${Date.now()}`;

@@ -123,7 +123,19 @@ function restoreLines(workflowId: string, r: RestoreReport): string[] {
   lines.push(shownLine(asTyped(`get a file back as it was before the rewind: agent-jobs file ${workflowId} ${before} PATH > PATH`)));
   const left = notRestoredText(r.notRestored, 'left as it is now');
   if (left) lines.push(shownLine(left));
+  const head = gitHeadLine(r.gitHead);
+  if (head) lines.push(shownLine(head));
   return lines;
+}
+
+/**
+ * Which commit the workspace's files match after a restore (RestoreReport `gitHead`), in words: the repository's HEAD,
+ * which the restore does not move, or that the workspace is no repository; undefined for a worker that did not say.
+ */
+function gitHeadLine(gitHead: string | null | undefined): string | undefined {
+  if (gitHead === undefined) return undefined;
+  if (gitHead === null) return "the workspace's files match no commit: it is no git repository of its own (or its HEAD names no commit)";
+  return `the workspace's git HEAD is ${gitHead} (\`git rev-parse HEAD\` there): the rewind leaves .git as it is, so the files match that commit only where the checkpoint's did; \`git status\` there shows what differs`;
 }
 
 /** Text of ours (with run fields in it) as one escaped line. */

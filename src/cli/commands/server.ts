@@ -152,7 +152,7 @@ export function registerServer(program: Command): void {
         if (opts.json) return printJson(info);
         return printLines(
           `Temporal dev server running in the background at ${server.address} (pid ${server.pid})`,
-          `  UI:   ${server.uiUrl}`,
+          ...(server.uiUrl !== null ? [`  UI:   ${server.uiUrl}`] : ['  UI:   none (--headless)']),
           `  data: ${dbFile ?? 'in memory'}`,
           `  log:  ${server.logFile}`,
           `  stop: ${stopCommand(grpcPort, cliCommand())}`,
@@ -161,7 +161,7 @@ export function registerServer(program: Command): void {
       if (opts.json) printJson(info);
       else
         printLines(
-          `Temporal dev server at ${server.address}, UI ${server.uiUrl}, data ${dbFile ?? 'in memory'}, log ${server.logFile}. Ctrl-C stops it.`,
+          `Temporal dev server at ${server.address}, ${server.uiUrl !== null ? `UI ${server.uiUrl}` : 'no web UI (--headless)'}, data ${dbFile ?? 'in memory'}, log ${server.logFile}. Ctrl-C stops it.`,
         );
       await new Promise<void>((resolve) => {
         const stop = (): void => void server.stop().then(resolve);

@@ -265,7 +265,7 @@ export function registerStart(program: Command): void {
     )
     .option('--id <workflowId>', 'workflow id (default run-<time>-<random>)')
     .option('--follow', 'watch the run until it ends; exit 0 only if it completed')
-    .option('--json', 'print {"workflowId","runId","uiUrl"}')
+    .option('--json', 'print {"workflowId","runId","uiUrl"} (uiUrl null when the server serves no web UI)')
     .action(async (task: string[], opts: StartOptions) => {
       const input = buildInput(task, opts);
       if (opts.workdir !== undefined) await checkWorkdir(opts.workdir);
@@ -274,9 +274,15 @@ export function registerStart(program: Command): void {
       await withClient(async (jobs) => {
         const run = await jobs.start(input, opts.id !== undefined ? { workflowId: opts.id } : {});
         const { workflowId } = run;
-        const url = jobs.uiUrl(workflowId, run.firstRunId);
+        // None for a server that serves no UI (a dev server started --headless).
+        const url = await jobs.servedUiUrl(workflowId, run.firstRunId);
         if (opts.json) printJson({ workflowId, runId: run.firstRunId, uiUrl: url });
-        else printLines(`started ${workflowId}`, `  UI:     ${url}`, `  follow: ${cliCommand()} watch ${workflowId}`);
+        else
+          printLines(
+            `started ${workflowId}`,
+            ...(url !== null ? [`  UI:     ${url}`] : []),
+            `  follow: ${cliCommand()} watch ${workflowId}`,
+          );
         // The run is durable without a worker, but nothing happens until one polls: say so, on stderr.
         if (!(await jobs.workerPolling().catch(() => true))) {
           process.stderr.write(

@@ -1,7 +1,7 @@
 /** `agent-jobs status <workflowId>`: where a run is. */
 import type { Command } from 'commander';
 import { oneLineSummary, shortHash } from '../../shared/display';
-import { budgetPauseLine, editLines, limitsLine, ruleLines, statusJson } from '../render/run';
+import { budgetPauseLine, editLines, gitAtCloseLines, limitsLine, ruleLines, statusJson } from '../render/run';
 import { hanging } from '../render/messages';
 import { commandLines, oneLine, printJson, printShown, terminalText } from '../render/text';
 import { withClient } from '../context';
@@ -34,6 +34,7 @@ export function registerStatus(program: Command): void {
         // An open run: the status query (a worker answers). A closed one: its history, no worker needed.
         const view = await jobs.run(workflowId).status();
         if (opts.json) return printJson(statusJson(view));
+        const ui = await jobs.servedUiUrl(workflowId, view.runId);
         const p = view.pendingApproval;
         const u = normalizeUsage(view.usage);
         // Every field on one line, escaped once (oneLine; multi-line text by hanging, under its label);
@@ -82,8 +83,9 @@ export function registerStatus(program: Command): void {
           ...(view.result?.text ? [t(hanging('  answer: ', view.result.text))] : []),
           ...(view.result?.error ? [t(hanging('  reason: ', view.result.error))] : []),
           // What the git audit moved to the quarantine or named when the session closed: no turn's note says it.
-          ...(view.gitAtClose ?? []).map((n) => t(hanging('  git at close: ', n))),
-          oneLine`  UI:     ${jobs.uiUrl(workflowId, view.runId)}`,
+          ...gitAtCloseLines(view, '  '),
+          // None for a server that serves no UI (a dev server started --headless).
+          ...(ui !== null ? [oneLine`  UI:     ${ui}`] : []),
         );
       });
     });

@@ -1,8 +1,9 @@
 /** `agent-jobs transcript <workflowId>`: the whole conversation. */
 import type { Command } from 'commander';
 import type { Message } from '../../contract';
-import { describeMessage, hanging, type PublishedCommands } from '../render/messages';
-import { SHOWN_OUTPUT_LINES, printJson, terminalText } from '../render/text';
+import { describeMessage, type PublishedCommands } from '../render/messages';
+import { SHOWN_OUTPUT_LINES, printJson, printShown } from '../render/text';
+import { gitAtCloseLines } from '../render/run';
 import { withClient } from '../context';
 
 /**
@@ -38,7 +39,8 @@ export function registerTranscript(program: Command): void {
           return printJson(opts.all ? { messages: t.messages, rewound, notes: t.notes ?? {}, gitAtClose: t.gitAtClose ?? [] } : t.messages);
         process.stdout.write(transcriptText(t.messages, opts.full === true, t, workflowId));
         // What the git audit moved or named when the session closed, after the last turn (no turn's note says it).
-        for (const n of t.gitAtClose ?? []) process.stdout.write(`${terminalText(hanging('git at close: ', n))}\n`);
+        const atClose = gitAtCloseLines(t);
+        if (atClose.length > 0) printShown(...atClose);
         for (const b of rewound) {
           process.stdout.write(`\n── dropped by a rewind: messages ${b.from}–${b.from + b.messages.length - 1} as they were ──\n`);
           process.stdout.write(transcriptText(b.messages, opts.full === true, {}, workflowId));

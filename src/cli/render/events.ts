@@ -106,7 +106,10 @@ export function decisionLines(d: AppliedDecision): string[] {
   const by = d.by ? oneLine` by ${d.by}` : '';
   if (d.decision === 'edited' && d.editedCommand !== undefined)
     return [oneLine`✎ ${d.toolUseId} edited` + by, ...commandLines(d.editedCommand, { label: '  runs instead: ', indent: '    ' })];
-  if (d.approved) return [oneLine`✓ ${d.toolUseId} approved` + by + (d.rule !== undefined ? oneLine` (and rule ${d.rule} added)` : '')];
+  if (d.approved)
+    return [
+      oneLine`✓ ${d.toolUseId} approved` + by + (d.rule !== undefined ? oneLine` (and rule ${d.rule} added, for this run only)` : ''),
+    ];
   return [oneLine`✗ ${d.toolUseId} denied` + by + (d.reason ? oneLine`: ${d.reason}` : '')];
 }
 

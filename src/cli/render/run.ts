@@ -5,7 +5,7 @@
  */
 import type { RunView } from '../../client';
 import { normalizeUsage, type ApprovalRule, type BudgetLimits, type PauseState, type PendingApproval } from '../../contract';
-import { diffWarnings, displayCommand, safeText, shortHash, type CommandDisplay } from '../../shared/display';
+import { carriageReturnsJudged, diffWarnings, displayCommand, safeText, shortHash, type CommandDisplay } from '../../shared/display';
 import { jsonText } from './text';
 import { formatDurationMs } from '../parse';
 
@@ -63,13 +63,41 @@ export function budgetPauseLine(p: PauseState): string {
   }
 }
 
-/** One line per rule, for people. */
+/**
+ * How long an approval rule holds, in words (`approve`, `rules`, `status` and `watch` print it): the run's state
+ * holds the rules (src/workflows/run-state.ts), carried across continue-as-new, kept by a rewind (it changes the
+ * conversation and the files, not the rules) and copied into a sub-agent's input when the sub-agent starts
+ * (src/workflows/subagent.ts `childInput`); `start` and `fork` give a run none (a fork takes its source's input,
+ * which holds no rules unless the source is a sub-agent: docs/cli.md, "Rules").
+ */
+export const RULE_SCOPE =
+  'for this run only, until it ends or the rule is removed (kept across continue-as-new and rewinds; a sub-agent started later gets a copy); a new run or a fork starts with none';
+
+/** One line per rule, for people, then the rules' scope ({@link RULE_SCOPE}); `no approval rules` when there are none. */
 export function ruleLines(rules: readonly ApprovalRule[]): string[] {
   if (rules.length === 0) return ['no approval rules'];
-  return rules.map(
-    (r) =>
-      `${r.id}. ${r.kind === 'exact' ? 'exactly' : 'starting with'} ${jsonText(r.text)}  (by ${safeText(r.by, false)}, ${r.at}, from ${safeText(r.toolUseId, false)})`,
-  );
+  return [
+    ...rules.map(
+      (r) =>
+        `${r.id}. ${r.kind === 'exact' ? 'exactly' : 'starting with'} ${jsonText(r.text)}  (by ${safeText(r.by, false)}, ${r.at}, from ${safeText(r.toolUseId, false)})`,
+    ),
+    `(${RULE_SCOPE})`,
+  ];
+}
+
+/**
+ * A closed run's `git at close:` lines (`status`, `watch`, `transcript`): for each session whose git audit found
+ * something at close, a heading (`git at close:`, `git at close (session 2 of 3):`), then each part of what it moved or
+ * named on a line of its own and each finding on one under it, indented (`RunView.gitAtCloseLines`; a worker before
+ * them gave one line a session, shown as it is). Each line escaped on one line (safeText): print with shownText.
+ * @param indent put before every line ('' for `watch` and `transcript`, two spaces for `status`)
+ */
+export function gitAtCloseLines(view: { gitAtClose?: string[]; gitAtCloseLines?: string[][] }, indent = ''): string[] {
+  const sessions = view.gitAtCloseLines ?? (view.gitAtClose ?? []).map((n) => [n]);
+  return sessions.flatMap((lines, i) => [
+    `${indent}git at close${sessions.length > 1 ? ` (session ${i + 1} of ${sessions.length})` : ''}:`,
+    ...lines.map((l) => `${indent}  ${safeText(l, false)}`),
+  ]);
 }
 
 /**
@@ -101,9 +129,10 @@ export function editDecisionLines(label: string, pending: PendingApproval): stri
 
 /**
  * A pending command as `watch` shows it on one line ({@link displayCommand}); for a text editor change its diff's
- * whitespace warnings ({@link diffWarnings}: a change of whitespace alone, a line that ends in a blank) come first.
+ * whitespace warnings ({@link diffWarnings}: a change of whitespace alone, a line that ends in a blank) come first, and
+ * a CRLF file's line endings are no carriage return to warn about ({@link carriageReturnsJudged}).
  */
 export function pendingCommandDisplay(p: PendingApproval): CommandDisplay {
   const d = displayCommand(p.command);
-  return p.edit ? { ...d, warnings: [...diffWarnings(p.command), ...d.warnings] } : d;
+  return p.edit ? { ...d, warnings: [...diffWarnings(p.command), ...carriageReturnsJudged(p.command, d.warnings)] } : d;
 }

@@ -188,8 +188,20 @@ describe('an operation in progress whose commit is the session’s: moved whole 
     await s.close();
     const said = atClose(s);
     expect(said).toMatch(
-      /MERGE_HEAD .*a merge in progress.*moved with MERGE_MSG, .*AUTO_MERGE.*afterwards `git reset --merge` puts the index/,
+      /MERGE_HEAD .*a merge in progress.*moved with MERGE_MSG, .*AUTO_MERGE.*`git merge --abort` no longer applies \(no merge is left to abort\): run `git reset --merge` to put the index/,
     );
+    // What a person reads of the closed run: one finding a line, indented under what was done with it.
+    const lines = s.gitLinesAtClose!;
+    const moved = lines.indexOf('moved to .git/agent-jobs-quarantine:');
+    expect(moved).toBeGreaterThanOrEqual(0);
+    const under = lines.slice(moved + 1).filter((l) => l.startsWith('  '));
+    expect(under.find((l) => l.startsWith('  .git/MERGE_HEAD ('))).toMatch(
+      /`git merge --abort` no longer applies.*run `git reset --merge`/,
+    );
+    expect(under.some((l) => l.startsWith('  .git/MERGE_MSG ('))).toBe(true);
+    expect(lines.every((l) => l.length < 1_000 && !l.includes('\n'))).toBe(true);
+    // The one line the worker logs (and Claude never reads) names the same.
+    expect(s.gitNoteAtClose).toMatch(/moved to \.git\/agent-jobs-quarantine: .*\.git\/MERGE_HEAD/);
     for (const f of ['MERGE_HEAD', 'MERGE_MSG', 'MERGE_MODE', 'AUTO_MERGE']) expect(fs.existsSync(path.join(ws, '.git', f))).toBe(false);
     expect(host(ws, 'reset', '--merge').rc).toBe(0);
     expect(gitIn(ws, 'status', '--porcelain')).toBe('');

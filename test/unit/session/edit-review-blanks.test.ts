@@ -14,7 +14,15 @@ import type { RunView } from '../../../src/client';
 import { pendingCommandDisplay } from '../../../src/cli/render/run';
 import { editRuleSubject, parseEditInput } from '../../../src/contract/text-editor';
 import type { PendingApproval } from '../../../src/contract';
-import { diffDisplay, diffWarnings, displayCommand, editWarningDetails, pendingApproval, safeText } from '../../../src/shared/display';
+import {
+  diffCarriageReturns,
+  diffDisplay,
+  diffWarnings,
+  displayCommand,
+  editWarningDetails,
+  pendingApproval,
+  safeText,
+} from '../../../src/shared/display';
 import { closeSessions, removeTempDirs, startSession, tempDir } from './helpers';
 import { statusLinesOf } from '../cli/status-output';
 
@@ -189,6 +197,60 @@ describe('round 32 F4: watch and the UI name the warning too', () => {
     const p = pendingOf('--- a/c.sh\n+++ b/c.sh\n@@ -1 +1 @@\n-a && \\\n+a && \\ \n', '/ws/c.sh');
     expect(editWarningDetails(p.warnings)).toMatch(/^ \(⚠ `the change at line 1 of the new file is whitespace.*`\)$/);
     expect(editWarningDetails([])).toBe('');
+  });
+});
+
+describe("a CRLF file's line endings: the review warns of a carriage return only when the edit mixes them or adds a lone one", () => {
+  /** The ⚠ lines `status` prints for an edit of `before` in a real session, and watch's one-line warnings of it. */
+  async function warningsOf(before: string, input: Record<string, unknown>): Promise<{ status: string[]; watch: string[] }> {
+    const { diff, file } = await reviewedEdit(before, input);
+    const p = pendingOf(diff, file);
+    const status = (await statusOutput(p)).filter((l) => l.startsWith('    ⚠ '));
+    return { status, watch: pendingCommandDisplay(p).warnings };
+  }
+  const CRLF = 'alpha\r\nbeta\r\ngamma\r\n';
+  const CR = /carriage return|line endings/;
+
+  test('an edit that keeps the endings of a CRLF file (str_replace, insert) says nothing of carriage returns', async () => {
+    const replaced = await warningsOf(CRLF, { command: 'str_replace', path: 'w.txt', old_str: 'beta', new_str: 'BETA' });
+    expect(replaced.status.filter((l) => CR.test(l))).toEqual([]);
+    expect(replaced.watch.filter((w) => CR.test(w))).toEqual([]);
+    const inserted = await warningsOf(CRLF, { command: 'insert', path: 'w.txt', insert_line: 1, insert_text: 'delta' });
+    expect(inserted.status.filter((l) => CR.test(l))).toEqual([]);
+    expect(inserted.watch.filter((w) => CR.test(w))).toEqual([]);
+  });
+
+  test('a line break of its own (LF) put into a CRLF file is named as a mix of endings', async () => {
+    const mixed = await warningsOf(CRLF, { command: 'str_replace', path: 'w.txt', old_str: 'beta', new_str: 'beta\nbeta2' });
+    expect(mixed.status).toContainEqual(
+      expect.stringMatching(/^ {4}⚠ mixes line endings: some lines of the diff end in a carriage return/),
+    );
+    expect(mixed.watch).toContainEqual(expect.stringMatching(/^mixes line endings/));
+  });
+
+  test('a lone carriage return added inside a line is warned about, in a CRLF file and in an LF one', async () => {
+    const lone = await warningsOf(CRLF, { command: 'str_replace', path: 'w.txt', old_str: 'beta', new_str: 'safe\rrm -rf x' });
+    // The diff's every line (context, - and +) has one: all are counted once one is lone.
+    expect(lone.status).toContainEqual('    ⚠ contains 5 carriage returns (\\r)');
+    const lf = await warningsOf('alpha\nbeta\n', { command: 'str_replace', path: 'w.txt', old_str: 'beta', new_str: 'safe\rrm -rf x' });
+    expect(lf.status).toContainEqual('    ⚠ contains a carriage return (\\r)');
+  });
+
+  test('diffCarriageReturns: where the carriage returns of a diff stand', () => {
+    expect(diffCarriageReturns('--- a/c\n+++ b/c\n@@ -1 +1 @@\n-a\n+b\n')).toBe('none');
+    expect(diffCarriageReturns('--- a/c\n+++ b/c\n@@ -1,2 +1,2 @@\n x\r\n-a\r\n+b\r\n')).toBe('line-endings');
+    // The CRLF file's last line without a line break has no ending to compare.
+    expect(
+      diffCarriageReturns('--- a/c\n+++ b/c\n@@ -1,2 +1,2 @@\n x\r\n-a\n\\ No newline at end of file\n+b\n\\ No newline at end of file\n'),
+    ).toBe('line-endings');
+    // ... but a carriage return at its end is one before no line break: lone.
+    expect(
+      diffCarriageReturns('--- a/c\n+++ b/c\n@@ -1 +1 @@\n-a\n\\ No newline at end of file\n+b\r\n\\ No newline at end of file\n'),
+    ).toBe('lone');
+    // A CRLF file made LF: the endings change.
+    expect(diffCarriageReturns('--- a/c\n+++ b/c\n@@ -1 +1 @@\n-a\r\n+a\n')).toBe('mixed');
+    expect(diffCarriageReturns('--- a/c\r\n+++ b/c\r\n@@ -1 +1 @@\n-a\r\n+b\r\n')).toBe('lone');
+    expect(diffCarriageReturns('--- a/c\n+++ b/c\n@@ -1 +1 @@\n-a\r\n+b\rc\r\n')).toBe('lone');
   });
 });
 
