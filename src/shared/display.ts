@@ -987,11 +987,59 @@ function changeRuns(diff: string): { removed: string[]; added: string[]; newLine
 /** Lines listed in a warning before `and N more`. */
 const LISTED_LINES = 5;
 
+/** `line 3` or `lines 3, 5 and 2 more` ({@link LISTED_LINES} at most listed). */
+function linesNamed(lines: readonly number[]): string {
+  const listed = lines.slice(0, LISTED_LINES).join(', ');
+  const more = lines.length > LISTED_LINES ? ` and ${lines.length - LISTED_LINES} more` : '';
+  return `${lines.length === 1 ? 'line' : 'lines'} ${listed}${more}`;
+}
+
+/**
+ * Where `a` and `b` differ, as code points: each one's part between their longest common start and end, named
+ * `U+00E9`, at most 6 each (`["U+00E9"], ["U+0065", "U+0301"]` for `café` against `cafe` + U+0301).
+ */
+function codePointsApart(a: string, b: string): [string[], string[]] {
+  const x = Array.from(a);
+  const y = Array.from(b);
+  let start = 0;
+  while (start < x.length && start < y.length && x[start] === y[start]) start++;
+  let end = 0;
+  while (end < x.length - start && end < y.length - start && x[x.length - 1 - end] === y[y.length - 1 - end]) end++;
+  const part = (z: string[]): string[] => z.slice(start, z.length - end).slice(0, 6).map(codePointName);
+  return [part(x), part(y)];
+}
+
+/**
+ * The `+` lines of `diff` (numbered in the new file; those in `skip` left out) that differ from a `-` line of their run
+ * only in how Unicode encodes the same text: equal after NFKC normalization, different before (`é` U+00E9 written as
+ * `e` U+0301, `Å` as U+212B ANGSTROM SIGN, a fullwidth or ligature letter). A terminal draws both alike, and bash, git
+ * and most programs compare bytes, so a guard's `[ "$1" = "café" ]` stops matching (adversary round 34, F3).
+ * `first` names the first such pair's differing code points (`-U+00E9 +U+0065 U+0301`).
+ */
+function normalizedTwins(diff: string, skip: ReadonlySet<number>): { lines: number[]; first: string } {
+  const lines: number[] = [];
+  let first = '';
+  for (const run of changeRuns(diff)) {
+    const removed = new Map(run.removed.map((l) => [l.normalize('NFKC'), l] as const));
+    run.added.forEach((line, i) => {
+      const twin = removed.get(line.normalize('NFKC'));
+      if (twin === undefined || twin === line || skip.has(run.newLine + i) || run.removed.includes(line)) return;
+      lines.push(run.newLine + i);
+      if (first === '') {
+        const [minus, plus] = codePointsApart(twin, line);
+        first = `-${minus.join(' ')} +${plus.join(' ')}`;
+      }
+    });
+  }
+  return { lines, first };
+}
+
 /**
  * Warnings about what an edit's diff shows but a person may not see (for {@link pendingApproval}): a changed line
  * that differs from a removed one of its run only in whitespace or invisible characters (a space added after a
  * line-ending `\`, spaces turned into a tab, a carriage return), or a run whose removed and added lines are the
- * same text once those are left out (a line split or joined, a blank line added after a `\`); and a `+`/`-` line that
+ * same text once those are left out (a line split or joined, a blank line added after a `\`); a changed line that is
+ * the same text as a removed one once Unicode-normalized ({@link normalizedTwins}); and a `+`/`-` line that
  * ends in a space or tab ({@link diffDisplay} shows it escaped; a carriage return alone there, every line of a CRLF
  * file, is no such line). Lines are named by their number in the new file.
  * Empty when neither is found; pure.
@@ -1011,10 +1059,14 @@ export function diffWarnings(diff: string): string[] {
   }
   const warnings: string[] = [];
   if (lines.length > 0) {
-    const listed = lines.slice(0, LISTED_LINES).join(', ');
-    const more = lines.length > LISTED_LINES ? ` and ${lines.length - LISTED_LINES} more` : '';
     warnings.push(
-      `the change at ${lines.length === 1 ? 'line' : 'lines'} ${listed}${more} of the new file is whitespace or invisible characters only: compare its - and + lines character by character (a space after a line-ending \\ ends the command there)`,
+      `the change at ${linesNamed(lines)} of the new file is whitespace or invisible characters only: compare its - and + lines character by character (a space after a line-ending \\ ends the command there)`,
+    );
+  }
+  const twins = normalizedTwins(diff, new Set(lines));
+  if (twins.lines.length > 0) {
+    warnings.push(
+      `the change at ${linesNamed(twins.lines)} of the new file reads the same as the line it replaces but its characters differ (the same text once Unicode-normalized, NFKC: ${twins.first}): programs compare the bytes, so a test of that text no longer matches`,
     );
   }
   // A carriage return alone was always shown escaped and has its own warning: a CRLF file's every line is not noise here.

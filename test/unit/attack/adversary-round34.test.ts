@@ -41,7 +41,10 @@
  * instead of refusing (bash compares bytes). The same with U+212B ANGSTROM SIGN for Å. Why: round 32's fix
  * (display.ts `diffWarnings`) warns when a changed line differs from a removed one only in white space or invisible
  * characters; a change to a canonically equivalent text (same NFC, different bytes) is neither. Fix: warn when a `+`
- * line and a `-` line of its run have the same NFC (or NFKC) form but differ, and name the code points.
+ * line and a `-` line of its run have the same NFC (or NFKC) form but differ, and name the code points. Fixed:
+ * display.ts `diffWarnings` (`normalizedTwins`) warns of a `+` line equal to a `-` line of its run once NFKC-normalized,
+ * naming the line and the differing code points (test/unit/session/edit-review-blanks.test.ts: NFD, the Angstrom sign,
+ * a ligature, a fullwidth letter, and near misses).
  *
  * Tried, held: a function named `/usr/bin/git` under a rule for `/usr/bin/git status` (the probe sees the function in
  * POSIX mode too: refused); `builtin enable` and `command enable` after `enable -n enable` (not found: no builtin can be
@@ -71,7 +74,7 @@ import { closeSessions, removeTempDirs, startSession, tempDir } from '../session
 
 const OPEN_RULE_PROC_PATH = true;
 const OPEN_SHALLOW = false;
-const OPEN_CANONICAL_EQUIVALENT = true;
+const OPEN_CANONICAL_EQUIVALENT = false;
 
 afterEach(closeSessions);
 afterAll(() => {
@@ -273,12 +276,14 @@ describe('F3: a line changed into a canonically equivalent one', () => {
     expect(warnings.length > 0 || removed.normalize('NFC') !== added.normalize('NFC')).toBe(true);
   });
 
-  test('the attack works now: the lines read alike, no warning, and the guard no longer refuses', async () => {
+  // Its demonstration (on d0b4a35 the lines read alike with no warning, and the guard no longer refused) now checks the
+  // warning: the edit still changes what bash does, and the person is told so before approving it.
+  test('the lines still read alike and the guard no longer refuses after the edit, but the review warns and names the code points', async () => {
     needsRoot();
     const { removed, added, warnings, before, after } = await canonicalEdit();
     expect(removed).not.toBe(added);
     expect(removed.normalize('NFC')).toBe(added.normalize('NFC'));
-    expect(warnings).toEqual([]);
+    expect(warnings.join('\n')).toMatch(/reads the same as the line it replaces but its characters differ .*-U\+00E9 \+U\+0065 U\+0301/);
     expect(before).toBe('refused: caf\u00e9 is protected\n');
     expect(after).toBe('deleting caf\u00e9\n');
   });

@@ -260,3 +260,56 @@ function writeTemp(text: string): string {
   fs.writeFileSync(file, text);
   return file;
 }
+
+describe('round 34 F3: a line turned into the same text encoded otherwise (Unicode-normalized alike)', () => {
+  const diffOf = (minus: string, plus: string): string => `--- a/g\n+++ b/g\n@@ -1,2 +1,2 @@\n #!/bin/bash\n-${minus}\n+${plus}\n`;
+  test.each([
+    [
+      'é as e and a combining acute (NFD)',
+      'if [ "$1" = "caf\u00e9" ]; then exit 1; fi',
+      'if [ "$1" = "cafe\u0301" ]; then exit 1; fi',
+      '-U+00E9 +U+0065 U+0301',
+    ],
+    ['Å as the ANGSTROM SIGN', 'name=\u00c5se', 'name=\u212bse', '-U+00C5 +U+212B'],
+    ['fi as a ligature', 'rm -rf ./\ufb01les', 'rm -rf ./files', '-U+FB01 +U+0066 U+0069'],
+    ['a fullwidth letter', 'allow=admin', 'allow=\uff41dmin', '-U+0061 +U+FF41'],
+  ])('%s: warned, naming the line and the code points', (_what, minus, plus, points) => {
+    const w = diffWarnings(diffOf(minus, plus));
+    expect(w).toHaveLength(1);
+    expect(w[0]).toContain('the change at line 2 of the new file reads the same as the line it replaces but its characters differ');
+    expect(w[0]).toContain(points);
+  });
+
+  test('near misses: a real change of a non-ASCII word, a line kept, a new line with no removed twin, are not warned as twins', () => {
+    expect(diffWarnings(diffOf('x="caf\u00e9"', 'x="th\u00e9"'))).toEqual([]);
+    expect(diffWarnings('--- a/g\n+++ b/g\n@@ -1 +1,2 @@\n caf\u00e9\n+cafe\u0301\n')).toEqual([]);
+    // The same line removed and added again (moved within the run) is no change of encoding.
+    expect(diffWarnings('--- a/g\n+++ b/g\n@@ -1,2 +1,2 @@\n-caf\u00e9\n-b\n+b\n+caf\u00e9\n')).toEqual([]);
+  });
+
+  test('a whitespace-only change that is also a twin is named once, as whitespace', () => {
+    const w = diffWarnings(diffOf('a \\', 'a\u3000\\'));
+    expect(w.filter((x) => x.includes('reads the same'))).toEqual([]);
+    expect(w.some((x) => x.includes('whitespace or invisible characters only'))).toBe(true);
+  });
+
+  test('a real edit in a session: the review the person reads carries the warning, and its hash is of the raw diff', async () => {
+    const ws = fs.realpathSync(tempDir('aj-nfd-'));
+    fs.writeFileSync(path.join(ws, 'guard.sh'), '#!/bin/bash\n[ "$1" = "caf\u00e9" ] && exit 1\n');
+    const s = await startSession({ cwd: ws, workspace: ws });
+    let review = '';
+    const parsed = parseEditInput({ command: 'str_replace', path: `${ws}/guard.sh`, old_str: 'caf\u00e9', new_str: 'cafe\u0301' });
+    if (!parsed.ok) throw new Error(parsed.text);
+    await s.edit(parsed.edit, (p) => ((review = p.review), { refuse: 'not in this test' }), {
+      maxCharacters: 1000,
+      ruleSubject: editRuleSubject,
+    });
+    const p = pendingApproval({
+      toolUseId: 'toolu_nfd',
+      command: review,
+      requestedAt: 'now',
+      edit: { command: 'str_replace', path: `${ws}/guard.sh`, ruleSubject: editRuleSubject('str_replace', `${ws}/guard.sh`) },
+    });
+    expect(p.warnings.join('\n')).toMatch(/line 2 of the new file reads the same as the line it replaces .*-U\+00E9 \+U\+0065 U\+0301/);
+  });
+});
