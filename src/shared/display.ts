@@ -1005,7 +1005,11 @@ function codePointsApart(a: string, b: string): [string[], string[]] {
   while (start < x.length && start < y.length && x[start] === y[start]) start++;
   let end = 0;
   while (end < x.length - start && end < y.length - start && x[x.length - 1 - end] === y[y.length - 1 - end]) end++;
-  const part = (z: string[]): string[] => z.slice(start, z.length - end).slice(0, 6).map(codePointName);
+  const part = (z: string[]): string[] =>
+    z
+      .slice(start, z.length - end)
+      .slice(0, 6)
+      .map(codePointName);
   return [part(x), part(y)];
 }
 
