@@ -246,18 +246,18 @@ export function initScript(
     '\\builtin enable -n trap',
     `trap() { \\builtin printf '%s\\n' ${ansiCQuote(TRAP_DISABLED_MESSAGE)} >&2; return 2; }`,
     '\\builtin enable -n enable',
+    // No variable in these two: a variable the session gave attributes (a nameref to `a[$(…)]`, `declare -i`)
+    // would run its code at every assignment, after every command.
     '__aj_lim() {',
-    '  if [[ -o posix ]]; then \\builtin set +o posix; \\builtin ulimit -S -H ' +
+    '  if [[ -o posix ]]; then \\builtin set +o posix; if \\builtin ulimit -S -H ' +
       ulimitArgs +
-      '; __aj_x=$?; \\builtin set -o posix; return "$__aj_x"; fi',
+      '; then \\builtin set -o posix; return 0; fi; \\builtin set -o posix; return 1; fi',
     '  \\builtin ulimit -S -H ' + ulimitArgs,
     '}',
     '__aj_r() { return "$1"; }',
     '__aj_e() {',
     '  \\builtin set +o errexit +o nounset +o xtrace +o verbose +o onecmd',
-    '  __aj_f=',
-    '  __aj_lim 2>/dev/null || __aj_f=l',
-    '  \\builtin printf \'%s\\0%s\\0\' "$1" "$__aj_f"',
+    '  if __aj_lim 2>/dev/null; then \\builtin printf \'%s\\0\\0\' "$1"; else \\builtin printf \'%s\\0l\\0\' "$1"; fi',
     '}',
     '\\builtin readonly -f __aj_lim __aj_r __aj_e trap',
     '__aj_lim; __aj_s=$?',

@@ -35,8 +35,8 @@ export const VARIABLES_THAT_MAY_CHANGE: readonly string[] = ['PWD', 'OLDPWD', 'S
 /**
  * What the probe learned of one word: `type -at` kinds in order, `type -P` (a hashed path first, else the PATH
  * search) as `path`, `type -P` after `hash -r` (the PATH search alone) as `searched`, whether it is a function,
- * the shell's `PATH` now, its exported variables (`undefined` value: a line of `export -p` that could not be read)
- * and the names of its exported functions.
+ * the shell's `PATH` now, its exported variables (`undefined` value: a line of `export -p` that could not be read),
+ * the names of its exported functions and its option letters.
  */
 export interface ProbeAnswer {
   kinds: string[];
@@ -46,10 +46,12 @@ export interface ProbeAnswer {
   searchPath: string;
   exported: Map<string, string | undefined>;
   exportedFunctions: string[];
+  /** The shell's option letters (`$-`): `x` while it traces commands (`set -x`). */
+  flags: string;
 }
 
 /** The parts of the probe's answer, in order, each after a line `<nonce>:<part>`. */
-const PARTS = ['type', 'path', 'search', 'fn', 'PATH', 'env', 'fnx', 'end'] as const;
+const PARTS = ['type', 'path', 'search', 'fn', 'PATH', 'env', 'fnx', 'opts', 'end'] as const;
 
 /**
  * The probe's command text for `word` (sent like a command; it changes nothing in the shell)
@@ -76,6 +78,8 @@ export function probeCommand(word: string): { text: string; nonce: string } {
     '\\export -p',
     mark('fnx'),
     '\\export -pf',
+    mark('opts'),
+    `\\builtin printf '%s\\n' "$-"`,
     mark('end'),
     '',
   ].join('\n');
@@ -111,6 +115,7 @@ export function parseProbe(output: string, nonce: string): ProbeAnswer | undefin
     searchPath: raw(4).replace(/\n$/, ''),
     exported,
     exportedFunctions: between(6).map((l) => l.replace(/^(?:export|declare) -f[a-z]* /, '')),
+    flags: between(7)[0] ?? '',
   };
 }
 
@@ -180,58 +185,80 @@ export function changedVariables(exported: ReadonlyMap<string, string | undefine
     .map(([name]) => name);
 }
 
+/** Whether the absolute path `p` is `dir` or below it. */
+function inside(p: string, dir: string): boolean {
+  return p === dir || p.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
+}
+
 /**
- * Why the session could change what the absolute path `target` names between the probe and the command, or
- * undefined when it cannot: the path is looked up component by component as the kernel would (symlinks
- * followed, at most 40), and every folder a name is looked up in must be root's alone (owned by root, writable by
- * neither group nor others, which an ACL granting write shows in the group bits) and outside `workspace`, `/tmp`,
- * `/var/tmp` and `/dev/shm`. A name missing in such a folder cannot appear there either. Not absolute: a reason.
+ * What the absolute path `target` names for bash: looked up one component at a time under `root` (the shell's root
+ * as the worker reaches it, `/proc/<bash pid>/root`, so in the sandbox's mounts, not the worker's), every symlink's
+ * target read there and taken again from that root (at most 40). `real` is the path in the shell's view, `folders`
+ * every folder a name was looked up in (the last one too when the path names a folder), `found` whether it exists.
+ * A path through `/proc` is refused: its names (`/proc/<pid>/cwd`, `/proc/self`) depend on who reads them, and the
+ * worker reads them in its own pid namespace. Refused also: more than 40 symlinks, a root the worker cannot read.
  */
-export function changeableLookup(target: string, workspace: string): string | undefined {
-  if (!target.startsWith('/')) return `${target === '' ? 'an empty entry' : target} is looked up from the working directory`;
-  const spaces = [workspace, realOr(workspace), '/tmp', '/var/tmp', '/dev/shm'];
-  const inside = (p: string, dir: string): boolean => p === dir || p.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
-  const folderWhy = (dir: string): string | undefined => {
-    const st = fs.statSync(dir);
-    if (spaces.some((s) => inside(dir, s)) || st.uid !== 0 || (st.mode & 0o022) !== 0) return `${dir} is not root's alone`;
-    return undefined;
-  };
+export function lookUp(root: string, target: string): { real: string; folders: string[]; found: boolean } | { refuse: string } {
+  const folders: string[] = [];
   let at = '/';
   let names = target.split('/');
   for (let hops = 0; ;) {
-    const why = folderWhy(at);
-    if (why) return why;
     let name: string | undefined;
     while ((name = names.shift()) !== undefined && (name === '' || name === '.'));
-    if (name === undefined) return undefined;
+    if (!folders.includes(at)) folders.push(at);
+    if (name === undefined) return { real: at, folders, found: true };
     if (name === '..') {
       at = path.dirname(at);
       continue;
     }
     const next = path.join(at, name);
+    if (inside(next, '/proc')) return { refuse: `${target} goes through /proc, whose names bash and the worker do not read alike` };
     let st: fs.Stats;
     try {
-      st = fs.lstatSync(next);
+      st = fs.lstatSync(root + next);
     } catch {
-      return undefined;
+      if (at === '/' && !fs.existsSync(root + '/')) return { refuse: `the shell's root (${root}) cannot be read` };
+      return { real: path.join(next, ...names), folders, found: false };
     }
     if (st.isSymbolicLink()) {
-      if (++hops > 40) return `${target} has too many symlinks`;
-      const link = fs.readlinkSync(next);
+      if (++hops > 40) return { refuse: `${target} has too many symlinks` };
+      const link = fs.readlinkSync(root + next);
       if (link.startsWith('/')) at = '/';
       names = [...link.split('/'), ...names];
     } else if (st.isDirectory()) at = next;
-    else return undefined;
+    else return { real: next, folders, found: names.every((n) => n === '' || n === '.') };
   }
 }
 
-/** `p` with symlinks resolved, or `p` itself when it cannot be resolved. */
-function realOr(p: string): string {
-  try {
-    return fs.realpathSync(p);
-  } catch {
-    return p;
+/**
+ * Why the session could change what the absolute path `target` names between the probe and the command, or
+ * undefined when it cannot: the path is looked up as bash would ({@link lookUp} under `root`), and every folder a
+ * name is looked up in must be root's alone (owned by root, writable by neither group nor others, which an ACL
+ * granting write shows in the group bits, as the shell sees it: the session's private `/tmp` and `/dev/shm` are
+ * not) and outside `workspace`, `/tmp`, `/var/tmp` and `/dev/shm`. A name missing in such a folder cannot appear
+ * there either. Not absolute, or through `/proc`: a reason.
+ */
+export function changeableLookup(target: string, workspace: string, root: string): string | undefined {
+  if (!target.startsWith('/')) return `${target === '' ? 'an empty entry' : target} is looked up from the working directory`;
+  const walked = lookUp(root, target);
+  if ('refuse' in walked) return walked.refuse;
+  const spaces = [workspace, realIn(root, workspace), '/tmp', '/var/tmp', '/dev/shm'];
+  for (const dir of walked.folders) {
+    let st: fs.Stats;
+    try {
+      st = fs.statSync(root + dir);
+    } catch {
+      return `${dir} cannot be read`;
+    }
+    if (spaces.some((s) => inside(dir, s)) || st.uid !== 0 || (st.mode & 0o022) !== 0) return `${dir} is not root's alone`;
   }
+  return undefined;
+}
+
+/** `p`'s real path in the shell's view under `root` ({@link lookUp}), or `p` itself when it cannot be resolved. */
+function realIn(root: string, p: string): string {
+  const walked = lookUp(root, p);
+  return 'real' in walked && walked.found ? walked.real : p;
 }
 
 /**
@@ -241,9 +268,9 @@ function realOr(p: string): string {
  * and a folder the session cannot change ({@link changeableLookup}), so no file can appear earlier in the search.
  * Entries are matched as bash joins them (`entry/word`, or `entry` + `word` when it ends with `/`).
  */
-export function searchRefusal(word: string, found: string, searchPath: string, workspace: string): string | undefined {
+export function searchRefusal(word: string, found: string, searchPath: string, workspace: string, root: string): string | undefined {
   for (const entry of searchPath.split(':')) {
-    const why = changeableLookup(entry, workspace);
+    const why = changeableLookup(entry, workspace, root);
     if (why) return `the shell's PATH searches ${entry === '' ? 'an empty entry' : entry} for ${word} first, and ${why}`;
     if ((entry.endsWith('/') ? entry + word : `${entry}/${word}`) === found) return undefined;
   }
@@ -252,31 +279,80 @@ export function searchRefusal(word: string, found: string, searchPath: string, w
 
 /**
  * Why the file `resolved` (as `type -P` printed it, relative to `cwd` when not absolute) is not a
- * program of the system, or undefined when it is: its real path must lie in a folder of the
- * session's starting PATH (`searchPath`, sessionSearchPath in env.ts), outside `workspace`, and
- * it and every folder above it must belong to root and be writable by neither group nor others
- * (so the session's user cannot replace it).
+ * program of the system, or undefined when it is: looked up as bash would ({@link lookUp} under `root`,
+ * so not through `/proc`), its real path must lie in a folder of the session's starting PATH
+ * (`searchPath`, sessionSearchPath in env.ts, resolved the same way), outside `workspace`, and it and
+ * every folder above it must belong to root and be writable by neither group nor others as the shell
+ * sees them (so the session's user cannot replace it; the session's private `/tmp` is its own).
  */
-export function notSystemProgram(resolved: string, cwd: string, searchPath: string, workspace: string): string | undefined {
-  let real: string;
-  try {
-    real = fs.realpathSync(path.resolve(cwd, resolved));
-  } catch {
-    return `${resolved} cannot be resolved`;
-  }
-  const inside = (p: string, dir: string): boolean => p === dir || p.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
-  if (inside(real, workspace)) return `${real}, a file of the workspace`;
+export function notSystemProgram(resolved: string, cwd: string, searchPath: string, workspace: string, root: string): string | undefined {
+  const walked = lookUp(root, path.resolve(cwd, resolved));
+  if ('refuse' in walked) return `${resolved}, but ${walked.refuse}`;
+  if (!walked.found) return `${resolved} cannot be resolved`;
+  const real = walked.real;
+  if (inside(real, workspace) || inside(real, realIn(root, workspace))) return `${real}, a file of the workspace`;
   const dirs = searchPath.split(':').flatMap((d) => {
-    try {
-      return [fs.realpathSync(d)];
-    } catch {
-      return [];
-    }
+    const w = d.startsWith('/') ? lookUp(root, d) : undefined;
+    return w && 'real' in w && w.found ? [w.real] : [];
   });
   if (!dirs.includes(path.dirname(real))) return `${real}, not in a folder of the session's starting PATH (${searchPath})`;
   for (let p = real; ; p = path.dirname(p)) {
-    const st = fs.statSync(p);
+    let st: fs.Stats;
+    try {
+      st = fs.statSync(root + p);
+    } catch {
+      return `${real} cannot be read`;
+    }
     if (st.uid !== 0 || (st.mode & 0o022) !== 0) return `${real}, which the session could replace (${p} is not root's alone)`;
     if (p === '/') return undefined;
   }
+}
+
+/**
+ * The configuration folders a program reads from the session's starting environment `env`: `HOME` (its entries
+ * whose names start with `.`: `~/.gitconfig`, `~/.config/git/config`, `~/.bashrc`, every other program's dotfile)
+ * and `XDG_CONFIG_HOME` (all its entries), when absolute. Map from folder to whether all entries count.
+ */
+export function configFolders(env: Readonly<Record<string, string>>): Map<string, boolean> {
+  const folders = new Map<string, boolean>();
+  if (env.HOME?.startsWith('/')) folders.set(env.HOME, false);
+  if (env.XDG_CONFIG_HOME?.startsWith('/')) folders.set(env.XDG_CONFIG_HOME, true);
+  return folders;
+}
+
+/**
+ * The configuration entries of `folders` ({@link configFolders}) as bash's programs see them (under `root`, the
+ * shell's root: {@link lookUp}): `<folder>/<name> <inode> <change time ms>` for each entry that counts, sorted. A
+ * folder missing or through `/proc` gives none. Read when the shell starts and again before a rule runs a program.
+ */
+export function configEntries(root: string, folders: ReadonlyMap<string, boolean>): string[] {
+  const out: string[] = [];
+  for (const [folder, all] of folders) {
+    const walked = lookUp(root, folder);
+    if ('refuse' in walked || !walked.found) continue;
+    let names: string[];
+    try {
+      names = fs.readdirSync(root + walked.real);
+    } catch {
+      continue;
+    }
+    for (const name of names.filter((n) => all || n.startsWith('.'))) {
+      const st = fs.lstatSync(root + path.join(walked.real, name), { throwIfNoEntry: false });
+      out.push(`${path.join(folder, name)} ${st?.ino ?? 0} ${st?.ctimeMs ?? 0}`);
+    }
+  }
+  return out.sort();
+}
+
+/**
+ * Why a program could read configuration the session wrote: the entries of `now` ({@link configEntries}) not in
+ * `start` (added or changed since the shell started), named; undefined when there are none. A program reads its
+ * configuration from the session's HOME (`git` runs `core.fsmonitor`, `core.pager`, an alias or an `include`d file
+ * of `~/.gitconfig`), and the session can write there (in the sandbox HOME is its private `/tmp`), so then a person
+ * decides. An entry removed since the start is left out (the program then reads less).
+ */
+export function configRefusal(now: readonly string[], start: readonly string[]): string | undefined {
+  const added = now.filter((e) => !start.includes(e)).map((e) => e.slice(0, e.indexOf(' ')));
+  if (added.length === 0) return undefined;
+  return `${added.join(', ')} ${added.length === 1 ? 'is' : 'are'} new or changed since the session started, configuration a program reads (git's ~/.gitconfig can run any command)`;
 }

