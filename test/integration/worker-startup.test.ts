@@ -127,11 +127,15 @@ describe('worker startup errors', () => {
 
 test('agent-jobs worker --json: one JSON line on stdout once started, logs on stderr', async () => {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'agent-jobs-worker-json-'));
+  // A temp folder of its own: the worker's start reaps the session folders of dead workers in its temp folder and warns
+  // of them, and a test running beside this one may just have killed a worker (CI saw "cleaned up 1 bash sessions").
+  const ownTmp = mkdtempSync(path.join(tmpdir(), 'agent-jobs-worker-json-tmp-'));
   const address = process.env.AGENT_JOBS_TEST_TEMPORAL_ADDRESS!;
   const child = spawn(process.execPath, [ENTRIES[0][1][0], 'worker', '--json'], {
     env: {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
       HOME: process.env.HOME ?? '/root',
+      TMPDIR: ownTmp,
       AGENT_JOBS_DATA_DIR: dataDir,
       AGENT_JOBS_CODEC_KEYS: sharedCodecKeys(),
       TEMPORAL_ADDRESS: address,
@@ -173,5 +177,6 @@ test('agent-jobs worker --json: one JSON line on stdout once started, logs on st
     child.kill('SIGTERM');
     await exited;
     rmSync(dataDir, { recursive: true, force: true });
+    rmSync(ownTmp, { recursive: true, force: true });
   }
 });
